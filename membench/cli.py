@@ -1,0 +1,150 @@
+"""The ``membench`` command line. Every subcommand is a thin layer over a library function;
+errors caused by input print one located line and exit with status 2 (no traceback)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .errors import MembenchError
+from .paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH, corpus_root
+
+
+def _corpus_cmd(a: argparse.Namespace) -> int:
+    from .corpus import check_corpus, write_manifest
+
+    root = corpus_root(a.corpus)
+    manifest = Path(a.manifest)
+    if a.action == "manifest":
+        entries = write_manifest(root, manifest)
+        print(f"wrote {manifest}: {len(entries)} sources, "
+              f"{sum(len(e.files) for e in entries)} files")
+        return 0
+    res = check_corpus(root, manifest)
+    for p in res.problems:
+        print(p)
+    print(f"corpus check: {res.checked} files against {manifest}: "
+          f"{'OK' if res.ok else f'{len(res.problems)} problem(s)'}")
+    return 0 if res.ok else 1
+
+
+def _sources_cmd(a: argparse.Namespace) -> int:
+    from .sources import SOURCES
+
+    root = None
+    try:
+        root = corpus_root(a.corpus)
+    except MembenchError:
+        pass
+    print("| source | name | modality | in mirror | annotation source | license |")
+    print("|---|---|---|---|---|---|")
+    for s in SOURCES:
+        here = "yes" if root and s.available(root) else "no"
+        print(f"| {s.key} | {s.name} | {s.modality} | {here} | {s.annotation_source} | "
+              f"{s.license} |")
+    return 0
+
+
+def _build_cmd(a: argparse.Namespace) -> int:
+    from .build import build_sets, lock_drift, read_lock, render_counts, render_coverage, write_lock
+
+    root = corpus_root(a.corpus)
+    out = Path(a.out)
+    t0 = time.time()
+    res = build_sets(root, out, only=set(a.source) if a.source else None)
+    print(f"built {len(res.records)} records over {len(res.items)} items into {out} "
+          f"in {time.time() - t0:.1f} s\n")
+    print(render_counts(res.stats))
+    print()
+    print(render_coverage([c.as_dict() for c in res.coverage]))
+    print()
+    for f, d in res.digests.items():
+        print(f"{d}  {out / f}")
+    if a.source:
+        print("\n(partial build: lock not compared)")
+        return 0
+    lock = Path(a.lock)
+    if a.update_lock:
+        write_lock(lock, res.digests)
+        print(f"\nwrote {lock}")
+        return 0
+    frozen = read_lock(lock)
+    if not frozen:
+        print(f"\nno lock at {lock}: run with --update-lock to freeze these sets")
+        return 1
+    drift = lock_drift(frozen, res.digests)
+    if drift:
+        print(f"\nDIGEST_DRIFT: the build differs from {lock}:")
+        for d in drift:
+            print("  " + d)
+        return 1
+    print(f"\nall {len(res.digests)} set files match {lock}")
+    return 0
+
+
+def _validate_cmd(a: argparse.Namespace) -> int:
+    from .validate import validate_sets
+
+    corpus = corpus_root(a.corpus) if (a.corpus or not a.no_corpus) else None
+    findings = validate_sets(Path(a.sets), Path(a.manifest),
+                             lock=None if a.no_lock else Path(a.lock), corpus=corpus)
+    errors = [f for f in findings if f.level == "error"]
+    for f in findings:
+        print(f)
+    if a.json:
+        Path(a.json).write_text(json.dumps([f.__dict__ for f in findings], indent=1))
+    print(f"validate {a.sets}: {len(errors)} error(s), {len(findings) - len(errors)} warning(s)")
+    return 1 if errors else 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="membench", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    c = sub.add_parser("corpus", help="freeze or check the corpus mirror against the manifest")
+    c.add_argument("action", choices=["check", "manifest"])
+    c.add_argument("--corpus", help="corpus root (default: $MEMBENCH_CORPUS or ../shared/corpus)")
+    c.add_argument("--manifest", default=str(MANIFEST_PATH))
+    c.set_defaults(func=_corpus_cmd)
+
+    s = sub.add_parser("sources", help="list every registered source, mirrored or not")
+    s.add_argument("--corpus")
+    s.set_defaults(func=_sources_cmd)
+
+    b = sub.add_parser("build", help="build the annotation sets from the corpus mirror")
+    b.add_argument("--corpus")
+    b.add_argument("--out", default=str(DEFAULT_SETS_DIR))
+    b.add_argument("--source", action="append", help="only this source key (repeatable)")
+    b.add_argument("--lock", default=str(LOCK_PATH))
+    b.add_argument("--update-lock", action="store_true", help="freeze this build's sha256s")
+    b.set_defaults(func=_build_cmd)
+
+    v = sub.add_parser("validate", help="check built sets against every hard rule")
+    v.add_argument("--sets", default=str(DEFAULT_SETS_DIR))
+    v.add_argument("--corpus")
+    v.add_argument("--no-corpus", action="store_true", help="skip corpus file checks")
+    v.add_argument("--manifest", default=str(MANIFEST_PATH))
+    v.add_argument("--lock", default=str(LOCK_PATH))
+    v.add_argument("--no-lock", action="store_true", help="skip the set-file digest check")
+    v.add_argument("--json", help="also write the findings as JSON here")
+    v.set_defaults(func=_validate_cmd)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    try:
+        return a.func(a)
+    except MembenchError as e:
+        print(f"membench: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `membench sources | head`
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

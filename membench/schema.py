@@ -1,0 +1,239 @@
+"""Pydantic models for everything membench reads or writes as JSON lines.
+
+The contract is ``SPEC.md`` section 5: annotation records (``bench/sets/<modality>.jsonl``),
+source items (``bench/sets/items.jsonl``) and the corpus manifest
+(``bench/corpus/manifest.jsonl``). Every model forbids unknown fields so that a typo in a
+hand-edited file is an error, not a silently ignored key.
+
+Region shapes depend on the modality; :func:`check_region` enforces them and is used both by
+:class:`AnnotationRecord` (for gold) and by the runner (for atom extents).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any, Literal, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+Modality = Literal["pdf", "image", "ui_screenshot", "video", "code", "conversation"]
+MODALITIES: tuple[str, ...] = get_args(Modality)
+Split = Literal["dev", "test"]
+AnswerFormat = Literal["str", "int", "float", "list", "none"]
+Derivation = Literal["transactive", "temporal"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+# --------------------------------------------------------------------------- regions
+
+_REGION_KEYS: dict[str, tuple[set[str], ...]] = {
+    # each modality: the allowed key sets (exactly one must match)
+    "pdf": ({"page"}, {"page", "block"}),
+    "image": (set(),),
+    "ui_screenshot": ({"bbox"},),
+    "video": ({"t_start", "t_end"},),
+    "code": ({"path", "symbol"}, {"path", "line"}),
+    "conversation": ({"turn"},),
+}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+
+
+def check_region(modality: str, region: Any) -> str | None:
+    """Return ``None`` when ``region`` has the shape SPEC section 5 gives ``modality``,
+    otherwise a one-line reason naming the offending key."""
+    if modality not in _REGION_KEYS:
+        return f"unknown modality {modality!r}"
+    if not isinstance(region, dict):
+        return f"region must be an object, got {type(region).__name__}"
+    keys = set(region)
+    shapes = _REGION_KEYS[modality]
+    if keys not in shapes:
+        want = " or ".join("{" + ", ".join(sorted(s)) + "}" for s in shapes)
+        return f"{modality} region must have keys {want}, got {{{', '.join(sorted(keys))}}}"
+    if modality == "pdf":
+        if not _is_int(region["page"]) or region["page"] < 1:
+            return "page must be an integer >= 1 (pages are 1-based)"
+        if "block" in region and (not _is_int(region["block"]) or region["block"] < 0):
+            return "block must be an integer >= 0"
+    elif modality == "ui_screenshot":
+        b = region["bbox"]
+        if not (isinstance(b, list) and len(b) == 4 and all(_is_num(x) for x in b)):
+            return "bbox must be [x0, y0, x1, y1] numbers"
+        if not (0 <= b[0] < b[2] and 0 <= b[1] < b[3]):
+            return f"bbox {b} must satisfy 0 <= x0 < x1 and 0 <= y0 < y1"
+    elif modality == "video":
+        s, e = region["t_start"], region["t_end"]
+        if not (_is_num(s) and _is_num(e)):
+            return "t_start and t_end must be numbers (seconds)"
+        if not 0 <= s <= e:
+            return f"need 0 <= t_start <= t_end, got {s}..{e}"
+    elif modality == "code":
+        if not isinstance(region["path"], str) or not region["path"]:
+            return "path must be a non-empty string"
+        if "line" in region and (not _is_int(region["line"]) or region["line"] < 1):
+            return "line must be an integer >= 1 (lines are 1-based)"
+        if "symbol" in region and (not isinstance(region["symbol"], str) or not region["symbol"]):
+            return "symbol must be a non-empty string"
+    elif modality == "conversation":
+        if not _is_int(region["turn"]) or region["turn"] < 1:
+            return "turn must be an integer >= 1 (turns are 1-based)"
+    return None
+
+
+def _aware(v: datetime) -> datetime:
+    if v.tzinfo is None or v.utcoffset() is None:
+        raise ValueError("timestamp must carry a timezone (ISO 8601 with offset)")
+    return v
+
+
+def iso(dt: datetime) -> str:
+    """Canonical text form for timestamps in built files."""
+    return _aware(dt).isoformat()
+
+
+# --------------------------------------------------------------------------- records
+
+
+class Gold(Strict):
+    source_id: str = Field(min_length=1)
+    region: dict[str, Any]
+    grade: int | None = None
+
+
+class Scope(Strict):
+    holder: str = Field(min_length=1)
+    session: str | None = None
+    scenario: str = Field(min_length=1)
+
+
+class Origin(Strict):
+    dataset: str = Field(min_length=1)
+    revision: str = Field(min_length=1)
+    item: str = Field(min_length=1)
+    license: str = Field(min_length=1)
+    derived_from: str | None = None
+    derivation: Derivation | None = None
+    # Upstream evidence ids kept for native unanswerables (e.g. LoCoMo category 5): a known
+    # distractor, never gold.
+    distractor: list[Any] | None = None
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _derived_pair(self) -> "Origin":
+        if (self.derived_from is None) != (self.derivation is None):
+            raise ValueError("derived_from and derivation go together")
+        return self
+
+
+class RecordDraft(Strict):
+    """An annotation record as a source adapter produces it, before the build assigns
+    ``as_of`` and ``split``."""
+
+    query_id: str = Field(min_length=1)
+    modality: Modality
+    question: str = Field(min_length=1)
+    answer: Any = None
+    answer_format: AnswerFormat
+    gold: list[Gold]
+    judgments: dict[str, list[Gold]] | None = None
+    scope: Scope
+    as_of: datetime | None = None
+    unanswerable: bool
+    origin: Origin
+    split: Split | None = None
+
+    @field_validator("as_of")
+    @classmethod
+    def _as_of_aware(cls, v: datetime | None) -> datetime | None:
+        return None if v is None else _aware(v)
+
+    @model_validator(mode="after")
+    def _shape(self) -> "RecordDraft":
+        for name, golds in [("gold", self.gold), *((f"judgments.{k}", v) for k, v in (self.judgments or {}).items())]:
+            for i, g in enumerate(golds):
+                why = check_region(self.modality, g.region)
+                if why:
+                    raise ValueError(f"{name}[{i}].region: {why}")
+        if self.unanswerable and self.answer is not None:
+            raise ValueError("answer must be null when unanswerable")
+        return self
+
+
+class AnnotationRecord(RecordDraft):
+    """One line of ``bench/sets/<modality>.jsonl`` (SPEC section 5)."""
+
+    as_of: datetime
+    split: Split
+
+
+class SourceItem(Strict):
+    """One line of ``bench/sets/items.jsonl``: what a system ingests.
+
+    Exactly one of ``path`` (relative to the corpus root) and ``content`` is set. ``meta``
+    carries what the harness needs to resolve and display regions (page count, image size,
+    duration, line count), never gold.
+    """
+
+    source_id: str = Field(min_length=1)
+    modality: Modality
+    holder: str = Field(min_length=1)
+    observed_at: datetime
+    path: str | None = None
+    content: Any = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("observed_at")
+    @classmethod
+    def _aware(cls, v: datetime) -> datetime:
+        return _aware(v)
+
+    @model_validator(mode="after")
+    def _one_payload(self) -> "SourceItem":
+        if (self.path is None) == (self.content is None):
+            raise ValueError("exactly one of path and content must be set")
+        return self
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+class ManifestFile(Strict):
+    path: str = Field(min_length=1)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    bytes: int = Field(ge=0)
+    upstream_repo: str | None = None
+    commit: str | None = None
+    upstream_path: str | None = None
+    note: str | None = None
+
+
+class ManifestEntry(Strict):
+    """One line of ``bench/corpus/manifest.jsonl``: one mirrored source."""
+
+    source: str = Field(min_length=1)
+    name: str
+    modality: Modality
+    url: str
+    revision: str
+    revisions: list[str]
+    retrieved_at: str
+    annotation_source: str
+    license: str
+    files: list[ManifestFile]

@@ -1,0 +1,18 @@
+from pathlib import Path
+
+import pytest
+
+from membench.paths import corpus_root as _corpus_root
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def corpus_root() -> Path:
+    """The real corpus mirror (../shared/corpus beside the checkout; CI has it there too)."""
+    return _corpus_root()
+
+
+@pytest.fixture(scope="session")
+def fixtures() -> Path:
+    return FIXTURES

@@ -1,0 +1,149 @@
+"""One test per validator rule: seed the violation into a valid mini set, assert it is caught
+with the rule's name, the right file and line; and the clean set passes."""
+
+from __future__ import annotations
+
+import pytest
+
+import minisets as ms
+from membench.cli import main
+from membench.jsonl import sha256_file
+from membench.validate import validate_sets
+
+
+def run(paths, lock=True, corpus=None):
+    return validate_sets(paths["sets"], paths["manifest"], lock=paths["lock"] if lock else None,
+                         corpus=corpus)
+
+
+def mutate(tmp_path, fn, relock=True):
+    """Write the mini sets, then apply ``fn(sets: dict)`` before writing (and re-locking)."""
+    sets = {**{f"{m}.jsonl": ms.records(m) for m in ms.REGIONS}, "items.jsonl": ms.items()}
+    fn(sets)
+    return ms.write(tmp_path / "sets", sets)
+
+
+def rules(findings, level="error"):
+    return {(f.rule, f.file.rsplit("/", 1)[-1], f.line) for f in findings if f.level == level}
+
+
+def test_clean_set_passes(tmp_path):
+    assert run(ms.write(tmp_path / "sets")) == []
+
+
+def test_cli_exit_codes(tmp_path, capsys):
+    p = ms.write(tmp_path / "sets")
+    args = ["validate", "--sets", str(p["sets"]), "--manifest", str(p["manifest"]),
+            "--lock", str(p["lock"]), "--no-corpus"]
+    assert main(args) == 0
+    with open(p["sets"] / "pdf.jsonl", "a") as f:
+        f.write("{not json\n")
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "pdf.jsonl:6: JSON: not valid JSON" in out
+
+
+@pytest.mark.parametrize("rule,file,line,fn", [
+    ("SCHEMA", "pdf.jsonl", 1, lambda s: s["pdf.jsonl"][0].pop("question")),
+    ("SCHEMA", "video.jsonl", 2, lambda s: s["video.jsonl"][1].update(as_of="2024-01-03T00:00:00")),
+    ("SCHEMA", "code.jsonl", 1, lambda s: s["code.jsonl"][0].update(bogus=1)),
+    ("SCHEMA", "image.jsonl", 3, lambda s: s["image.jsonl"][2].update(split="train")),
+    ("MODALITY_MISMATCH", "image.jsonl", 1, lambda s: s["image.jsonl"][0].update(modality="pdf")),
+    ("MODALITY_MISMATCH", "image.jsonl", 2, lambda s: s["image.jsonl"][1].update(modality="audio")),
+    ("REGION_SHAPE", "pdf.jsonl", 1, lambda s: s["pdf.jsonl"][0]["gold"][0].update(region={"turn": 1})),
+    ("REGION_SHAPE", "pdf.jsonl", 2, lambda s: s["pdf.jsonl"][1]["gold"][0].update(region={"page": 0})),
+    ("REGION_SHAPE", "ui_screenshot.jsonl", 1,
+     lambda s: s["ui_screenshot.jsonl"][0]["gold"][0].update(region={"bbox": [5, 5, 1, 1]})),
+    ("REGION_SHAPE", "video.jsonl", 1,
+     lambda s: s["video.jsonl"][0]["gold"][0].update(region={"t_start": 5.0, "t_end": 1.0})),
+    ("REGION_SHAPE", "code.jsonl", 1,
+     lambda s: s["code.jsonl"][0]["gold"][0].update(region={"path": "a", "line": 1, "symbol": "f"})),
+    ("GOLD_MISSING", "conversation.jsonl", 1, lambda s: s["conversation.jsonl"][0].update(gold=[])),
+    ("GOLD_ON_UNANSWERABLE", "pdf.jsonl", 4,
+     lambda s: s["pdf.jsonl"][3].update(gold=[{"source_id": "pdfsrc:a1", "region": {"page": 1}}])),
+    ("GOLD_UNKNOWN_ITEM", "video.jsonl", 1,
+     lambda s: s["video.jsonl"][0]["gold"][0].update(source_id="videosrc:nope")),
+    ("GOLD_MODALITY", "image.jsonl", 1,
+     lambda s: s["image.jsonl"][0]["gold"][0].update(source_id="videosrc:a1")),
+    ("GOLD_OUT_OF_BOUNDS", "pdf.jsonl", 1,
+     lambda s: s["pdf.jsonl"][0]["gold"][0].update(region={"page": 4})),
+    ("GOLD_OUT_OF_BOUNDS", "ui_screenshot.jsonl", 1,
+     lambda s: s["ui_screenshot.jsonl"][0]["gold"][0].update(region={"bbox": [1, 1, 11, 5]})),
+    ("GOLD_OUT_OF_BOUNDS", "video.jsonl", 1,
+     lambda s: s["video.jsonl"][0]["gold"][0].update(region={"t_start": 1.0, "t_end": 10.5})),
+    ("GOLD_OUT_OF_BOUNDS", "code.jsonl", 1,
+     lambda s: s["code.jsonl"][0]["gold"][0].update(region={"path": "src/a.py", "line": 21})),
+    ("GOLD_OUT_OF_BOUNDS", "conversation.jsonl", 1,
+     lambda s: s["conversation.jsonl"][0]["gold"][0].update(region={"turn": 6})),
+    ("HOLDER_MISMATCH", "pdf.jsonl", 1,
+     lambda s: s["pdf.jsonl"][0]["gold"][0].update(source_id="pdfsrc:b1")),
+    ("HOLDER_UNKNOWN", "pdf.jsonl", 4,
+     lambda s: s["pdf.jsonl"][3]["scope"].update(holder="pdf/zz")),
+    ("GOLD_AFTER_AS_OF", "image.jsonl", 1,
+     lambda s: s["image.jsonl"][0].update(as_of=ms.T0)),
+    ("REVISION_UNKNOWN", "code.jsonl", 2,
+     lambda s: s["code.jsonl"][1]["origin"].update(revision="b" * 40)),
+    ("REVISION_UNKNOWN", "code.jsonl", 3,
+     lambda s: s["code.jsonl"][2]["origin"].update(dataset="other/dataset")),
+    ("DUPLICATE_QUERY_ID", "pdf.jsonl", 2, lambda s: s["pdf.jsonl"][1].update(query_id="pdfsrc:q0")),
+    ("DUPLICATE_SOURCE_ID", "items.jsonl", 2,
+     lambda s: s["items.jsonl"].insert(1, dict(s["items.jsonl"][0]))),
+    ("DERIVED_FROM_UNKNOWN", "pdf.jsonl", 4,
+     lambda s: s["pdf.jsonl"][3]["origin"].update(derived_from="pdfsrc:nope", derivation="temporal")),
+    ("SPLIT_LEAK", "video.jsonl", 1, lambda s: s["video.jsonl"][1].update(split="test")),
+])
+def test_rule_is_caught(tmp_path, rule, file, line, fn):
+    found = rules(run(mutate(tmp_path, fn)))
+    assert (rule, file, line) in found, found
+    assert all(r[0] == rule for r in found), f"only {rule} expected, got {found}"
+
+
+def test_json_error_keeps_going(tmp_path):
+    p = ms.write(tmp_path / "sets")
+    path = p["sets"] / "code.jsonl"
+    lines = path.read_text().splitlines()
+    lines[1] = lines[1][:-5]
+    lines.append(lines[0])  # and a duplicate later in the file: still found
+    path.write_text("\n".join(lines) + "\n")
+    found = rules(run(p, lock=False))
+    assert ("JSON", "code.jsonl", 2) in found
+    assert ("DUPLICATE_QUERY_ID", "code.jsonl", 6) in found
+
+
+def test_unanswerable_share_is_a_warning(tmp_path):
+    def fn(s):
+        s["pdf.jsonl"] = [ms.record("pdf", i) for i in range(7)] + [
+            ms.record("pdf", 9, unanswerable=True)]  # 1/8 = 12.5%
+    f = run(mutate(tmp_path, fn))
+    assert [x.rule for x in f] == ["UNANSWERABLE_SHARE"]
+    assert f[0].level == "warning"
+    assert "12.5%" in f[0].message
+
+
+def test_digest_drift_against_lock(tmp_path):
+    p = ms.write(tmp_path / "sets")
+    path = p["sets"] / "image.jsonl"
+    before = sha256_file(path)
+    rows = path.read_text().splitlines()
+    path.write_text("\n".join(reversed(rows)) + "\n")  # same records, other bytes
+    assert sha256_file(path) != before
+    found = rules(run(p))
+    assert found == {("DIGEST_DRIFT", "image.jsonl", None)}
+
+
+def test_missing_set_file(tmp_path):
+    p = ms.write(tmp_path / "sets")
+    (p["sets"] / "video.jsonl").unlink()
+    assert ("MISSING_FILE", "video.jsonl", None) in rules(run(p, lock=False))
+
+
+def test_item_path_and_corpus_drift(tmp_path):
+    corpus = tmp_path / "corpus"
+    (corpus / "example").mkdir(parents=True)
+    (corpus / "example" / "ann.json").write_text("x")  # 1 byte, but not the manifest's digest
+
+    def fn(s):
+        s["items.jsonl"][0] = {**s["items.jsonl"][0], "content": None, "path": "example/none.pdf"}
+    found = rules(run(mutate(tmp_path, fn), corpus=corpus))
+    assert ("ITEM_PATH_MISSING", "items.jsonl", 1) in found
+    assert ("DIGEST_DRIFT", "manifest.jsonl", 1) in found
