@@ -7,7 +7,8 @@ deterministically:
    first half (rounded up) ``dev``, the rest ``test``; so no holder spans both splits and every
    source with >= 1 holder has dev items;
 2. sets **as_of** of a native query to the latest ``observed_at`` of its holder's items (the
-   question is asked once the holder's memory is complete; so every gold item is in the past);
+   question is asked once the holder's memory is complete; so every gold item is in the past),
+   unless the adapter carries an upstream question time;
 3. derives transactive and temporal **unanswerables** (:mod:`membench.derive`);
 4. writes ``<modality>.jsonl`` for all six modalities, ``items.jsonl``, ``coverage.json`` and
    ``stats.json`` to the output folder, and compares each file's sha256 with the committed lock
@@ -103,7 +104,8 @@ def build_sets(root: Path, out: Path, only: set[str] | None = None) -> BuildResu
         h = d.scope.holder
         if h not in holder_split:
             raise MembenchError(f"{d.query_id}: holder {h!r} owns no source item")
-        rec = AnnotationRecord(**{**d.model_dump(), "as_of": holder_last[h],
+        # an adapter may carry the upstream question time (LongMemEval's question_date)
+        rec = AnnotationRecord(**{**d.model_dump(), "as_of": d.as_of or holder_last[h],
                                   "split": holder_split[h]})
         natives[source_of(d.query_id)].append(rec)
 
