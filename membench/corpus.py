@@ -119,14 +119,9 @@ def check_corpus(root: Path, manifest_path: Path) -> CheckResult:
     return res
 
 
-def revisions_by_dataset(manifest_path: Path) -> dict[str, set[str]]:
-    """origin.dataset (``owner/name``) -> commits the manifest knows for it."""
-    out: dict[str, set[str]] = {}
-    for e in load_manifest(manifest_path):
-        for f in e.files:
-            if f.upstream_repo and f.commit:
-                out.setdefault(f.upstream_repo, set()).add(f.commit)
-    return out
+def revisions_by_source(manifest_path: Path) -> dict[str, set[str]]:
+    """source key (the query_id prefix) -> every upstream commit the manifest lists for it."""
+    return {e.source: set(e.revisions) for e in load_manifest(manifest_path)}
 
 
 def manifest_sha256(path: Path) -> str:

@@ -21,7 +21,8 @@ HOLDER_MISMATCH           a gold item's holder is not the query's scope.holder
 HOLDER_UNKNOWN            scope.holder owns no source item
 GOLD_AFTER_AS_OF          a gold item observed after the query's as_of
 DERIVED_FROM_UNKNOWN      origin.derived_from names no record
-REVISION_UNKNOWN          origin.revision not among the manifest's commits for origin.dataset
+REVISION_UNKNOWN          origin.revision not among the manifest's commits for the record's
+                          source (its query_id prefix)
 DIGEST_DRIFT              a set file's sha256 differs from the lock, or a corpus file's from
                           the manifest (with ``--corpus``)
 ITEM_PATH_MISSING         an item's path does not exist under the corpus root (with --corpus)
@@ -40,7 +41,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .build import SET_FILES, read_lock
-from .corpus import check_corpus, revisions_by_dataset
+from .corpus import check_corpus, revisions_by_source
 from .jsonl import sha256_file, validation_error
 from .schema import MODALITIES, AnnotationRecord, SourceItem, check_region
 
@@ -104,7 +105,7 @@ def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
     holders = {it.holder for it in items.values()}
 
     # ---- records
-    revisions = revisions_by_dataset(manifest)
+    revisions = revisions_by_source(manifest)
     records: dict[str, tuple[Path, int, AnnotationRecord]] = {}
     holder_splits: dict[str, set[str]] = defaultdict(set)
     holder_first: dict[str, tuple[Path, int]] = {}
@@ -149,10 +150,12 @@ def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
                     add(path, no, "GOLD_AFTER_AS_OF",
                         f"{where}: {g.source_id} observed {it.observed_at.isoformat()} > as_of "
                         f"{rec.as_of.isoformat()}")
-            known = revisions.get(rec.origin.dataset)
+            source = rec.query_id.split(":", 1)[0]
+            known = revisions.get(source)
             if known is None or rec.origin.revision not in known:
                 add(path, no, "REVISION_UNKNOWN",
-                    f"origin {rec.origin.dataset}@{rec.origin.revision} not in manifest")
+                    f"origin.revision {rec.origin.revision} ({rec.origin.dataset}) is not among "
+                    f"the manifest's commits for source {source!r}")
     for qid, (path, no, rec) in records.items():
         if rec.origin.derived_from and rec.origin.derived_from not in records:
             add(path, no, "DERIVED_FROM_UNKNOWN", f"derived_from {rec.origin.derived_from!r}")

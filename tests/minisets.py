@@ -59,12 +59,12 @@ def records(m: str) -> list[dict]:
                                                     unanswerable=True)]
 
 
-def manifest_line() -> dict:
-    return {"source": "example", "name": "Example", "modality": "pdf", "url": "u",
-            "revision": REV, "revisions": [REV], "retrieved_at": "2026-01-01",
-            "annotation_source": "a", "license": "L",
-            "files": [{"path": "example/ann.json", "sha256": "0" * 64, "bytes": 1,
-                       "upstream_repo": DATASET, "commit": REV}]}
+def manifest_lines() -> list[dict]:
+    return [{"source": f"{m}src", "name": "Example", "modality": m, "url": "u",
+             "revision": REV, "revisions": [REV], "retrieved_at": "2026-01-01",
+             "annotation_source": "a", "license": "L",
+             "files": [{"path": f"example/{m}.json", "sha256": "0" * 64, "bytes": 1,
+                        "upstream_repo": DATASET, "commit": REV}]} for m in REGIONS]
 
 
 def write(dir: Path, sets: dict[str, list[dict]] | None = None) -> dict[str, Path]:
@@ -74,7 +74,7 @@ def write(dir: Path, sets: dict[str, list[dict]] | None = None) -> dict[str, Pat
     for name, rows in sets.items():
         (dir / name).write_text("".join(dumps(r) + "\n" for r in rows))
     manifest = dir.parent / "manifest.jsonl"
-    manifest.write_text(json.dumps(manifest_line()) + "\n")
+    manifest.write_text("".join(json.dumps(m) + "\n" for m in manifest_lines()))
     lock = dir.parent / "sets.lock.json"
     write_lock(lock, {f: sha256_file(dir / f) for f in SET_FILES})
     return {"sets": dir, "manifest": manifest, "lock": lock}

@@ -84,7 +84,7 @@ def test_cli_exit_codes(tmp_path, capsys):
     ("REVISION_UNKNOWN", "code.jsonl", 2,
      lambda s: s["code.jsonl"][1]["origin"].update(revision="b" * 40)),
     ("REVISION_UNKNOWN", "code.jsonl", 3,
-     lambda s: s["code.jsonl"][2]["origin"].update(dataset="other/dataset")),
+     lambda s: s["code.jsonl"][2].update(query_id="othersrc:q2")),
     ("DUPLICATE_QUERY_ID", "pdf.jsonl", 2, lambda s: s["pdf.jsonl"][1].update(query_id="pdfsrc:q0")),
     ("DUPLICATE_SOURCE_ID", "items.jsonl", 2,
      lambda s: s["items.jsonl"].insert(1, dict(s["items.jsonl"][0]))),
@@ -140,7 +140,8 @@ def test_missing_set_file(tmp_path):
 def test_item_path_and_corpus_drift(tmp_path):
     corpus = tmp_path / "corpus"
     (corpus / "example").mkdir(parents=True)
-    (corpus / "example" / "ann.json").write_text("x")  # 1 byte, but not the manifest's digest
+    for m in ms.REGIONS:  # 1 byte each, but not the manifest's digest
+        (corpus / "example" / f"{m}.json").write_text("x")
 
     def fn(s):
         s["items.jsonl"][0] = {**s["items.jsonl"][0], "content": None, "path": "example/none.pdf"}
