@@ -26,6 +26,9 @@ REVISION_UNKNOWN          origin.revision not among the manifest's commits for t
 DIGEST_DRIFT              a set file's sha256 differs from the lock, or a corpus file's from
                           the manifest (with ``--corpus``)
 ITEM_PATH_MISSING         an item's path does not exist under the corpus root (with --corpus)
+CONFLICTING_QUERY         two records a system cannot tell apart (same question, holder and
+                          as_of) differ in answerability
+AMBIGUOUS_QUERY           (warning) the same, with the same answerability
 SPLIT_LEAK                a holder has records (or items' records) in both dev and test
 UNANSWERABLE_SHARE        (warning) under 15% unanswerable records in a modality
 ========================  ===================================================================
@@ -159,6 +162,23 @@ def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
     for qid, (path, no, rec) in records.items():
         if rec.origin.derived_from and rec.origin.derived_from not in records:
             add(path, no, "DERIVED_FROM_UNKNOWN", f"derived_from {rec.origin.derived_from!r}")
+
+    # ---- queries a system cannot tell apart: it sees only (question, holder, as_of)
+    same: dict[tuple, list[tuple[Path, int, AnnotationRecord]]] = defaultdict(list)
+    for path, no, rec in records.values():
+        same[(rec.question, rec.scope.holder, rec.as_of)].append((path, no, rec))
+    for group in same.values():
+        if len(group) < 2:
+            continue
+        path, no, rec = group[0]
+        others = ", ".join(r.query_id for _, _, r in group[1:])
+        if len({r.unanswerable for _, _, r in group}) > 1:
+            add(path, no, "CONFLICTING_QUERY", f"{rec.query_id} and {others} have the same "
+                "question, holder and as_of but differ in answerability")
+        else:
+            add(path, no, "AMBIGUOUS_QUERY", f"{rec.query_id} and {others} have the same question, "
+                "holder and as_of: a system cannot tell them apart (gold is scored per record)",
+                level="warning")
 
     # ---- splits
     for h, splits in sorted(holder_splits.items()):

@@ -33,7 +33,10 @@ def test_build_matches_the_committed_lock(built):
 
 def test_built_sets_validate(built, corpus_root):
     findings = validate_sets(built.out, MANIFEST_PATH, lock=LOCK_PATH, corpus=corpus_root)
-    assert [str(f) for f in findings] == []
+    assert [str(f) for f in findings if f.level == "error"] == []
+    # upstream repeats a question for the same holder (TabMWP rolls, LoCoMo): reported, kept
+    warnings = [f for f in findings if f.level == "warning"]
+    assert {f.rule for f in warnings} == {"AMBIGUOUS_QUERY"} and len(warnings) == 23
 
 
 def test_floors(built):
@@ -95,3 +98,18 @@ def test_cli_build_reports_lock_drift(tmp_path, corpus_root, capsys, monkeypatch
                  "--lock", str(lock)])
     assert code == 1
     assert "DIGEST_DRIFT" in capsys.readouterr().out
+
+
+def test_readme_tables_are_the_build(built):
+    """The README's counts and coverage tables double as a regression test of the build."""
+    from membench.build import render_counts, render_coverage
+    from membench.paths import REPO_ROOT
+
+    readme = (REPO_ROOT / "README.md").read_text()
+
+    def between(tag):
+        start = readme.index(f"<!-- {tag}:start")
+        return readme[readme.index("\n", start) + 1:readme.index(f"<!-- {tag}:end -->")].strip()
+
+    assert between("counts") == render_counts(built.stats)
+    assert between("coverage") == render_coverage([c.as_dict() for c in built.coverage])

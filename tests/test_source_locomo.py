@@ -50,16 +50,17 @@ def test_registry_points_here(corpus_root):
 def test_real_counts(real):
     cov = real.coverage
     assert cov.upstream_items == 1986
-    assert cov.covered == 1982 == len(real.drafts)
-    assert cov.not_covered == {"answerable without upstream evidence": 4}
+    assert cov.covered == 1981 == len(real.drafts)
+    assert cov.not_covered == {"answerable without upstream evidence": 4,
+                               "adversarial question identical to an answerable one": 1}
     assert cov.balanced()
     assert len(real.items) == 272
     assert len({i.holder for i in real.items}) == 10
     cats = Counter(d.origin.notes.split(";")[0] for d in real.drafts)
     assert cats == {"category 1": 282, "category 2": 321, "category 3": 92, "category 4": 841,
-                    "category 5 (adversarial)": 446}
-    assert sum(d.unanswerable for d in real.drafts) == 446
-    assert Counter(d.answer_format for d in real.drafts) == {"str": 1530, "int": 6, "none": 446}
+                    "category 5 (adversarial)": 445}
+    assert sum(d.unanswerable for d in real.drafts) == 445
+    assert Counter(d.answer_format for d in real.drafts) == {"str": 1530, "int": 6, "none": 445}
     assert sum(len(d.gold) for d in real.drafts) == 2360
 
 
@@ -256,3 +257,9 @@ def test_missing_turn_not_silently_kept(tmp_path, fixtures):
     assert "locomo:conv-a:3" not in _by_id(res)   # D1:03 now out of bounds, nothing left
     assert res.coverage.not_covered["answerable, no resolvable evidence"] == 2
     assert res.drafts[0].origin.revision == "unknown"   # no PROVENANCE.jsonl
+
+
+def test_adversarial_copy_of_an_answerable_question_is_not_covered(real):
+    # upstream conv-30 #95 (category 5) repeats #61 (category 4) word for word
+    ids = {d.query_id for d in real.drafts}
+    assert "locomo:conv-30:61" in ids and "locomo:conv-30:95" not in ids

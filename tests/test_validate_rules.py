@@ -90,6 +90,8 @@ def test_cli_exit_codes(tmp_path, capsys):
      lambda s: s["items.jsonl"].insert(1, dict(s["items.jsonl"][0]))),
     ("DERIVED_FROM_UNKNOWN", "pdf.jsonl", 4,
      lambda s: s["pdf.jsonl"][3]["origin"].update(derived_from="pdfsrc:nope", derivation="temporal")),
+    ("CONFLICTING_QUERY", "pdf.jsonl", 1,
+     lambda s: s["pdf.jsonl"][3].update(question=s["pdf.jsonl"][0]["question"])),
     ("SPLIT_LEAK", "video.jsonl", 1, lambda s: s["video.jsonl"][1].update(split="test")),
 ])
 def test_rule_is_caught(tmp_path, rule, file, line, fn):
@@ -148,3 +150,9 @@ def test_item_path_and_corpus_drift(tmp_path):
     found = rules(run(mutate(tmp_path, fn), corpus=corpus))
     assert ("ITEM_PATH_MISSING", "items.jsonl", 1) in found
     assert ("DIGEST_DRIFT", "manifest.jsonl", 1) in found
+
+
+def test_indistinguishable_queries_are_a_warning(tmp_path):
+    f = run(mutate(tmp_path, lambda s: s["code.jsonl"][1].update(question="question 0?")))
+    assert [(x.rule, x.level, x.line) for x in f] == [("AMBIGUOUS_QUERY", "warning", 1)]
+    assert "codesrc:q0 and codesrc:q1" in f[0].message

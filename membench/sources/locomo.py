@@ -225,9 +225,12 @@ def load(corpus_root: Path) -> AdapterResult:
                 meta={"turns": len(turns), "date_time": raw_dt, "speakers": speakers}))
             texts[sid] = _session_text(turns)
 
-        for idx, qa in enumerate(conv_row.get("qa") or []):
+        qas = conv_row.get("qa") or []
+        answerable_q = {_qkey(qa.get("question")) for qa in qas
+                        if isinstance(qa, dict) and qa.get("category") in _ANSWERABLE}
+        for idx, qa in enumerate(qas):
             cov.upstream_items += 1
-            draft = _record(sample_id, idx, qa, known, holder, revision, cov)
+            draft = _record(sample_id, idx, qa, known, holder, revision, cov, answerable_q)
             if draft is not None:
                 drafts.append(draft)
                 cov.covered += 1
@@ -245,8 +248,12 @@ def load(corpus_root: Path) -> AdapterResult:
     return AdapterResult(items=items, drafts=drafts, coverage=cov, texts=dict(sorted(texts.items())))
 
 
+def _qkey(question: Any) -> str:
+    return " ".join(question.split()).casefold() if isinstance(question, str) else ""
+
+
 def _record(sample_id: str, idx: int, qa: Any, known: dict[int, tuple[str, int]], holder: str,
-            revision: str, cov: Coverage) -> RecordDraft | None:
+            revision: str, cov: Coverage, answerable_q: set[str]) -> RecordDraft | None:
     if not isinstance(qa, dict):
         cov.miss("qa entry is not an object")
         return None
@@ -286,6 +293,12 @@ def _record(sample_id: str, idx: int, qa: Any, known: dict[int, tuple[str, int]]
     query_id = f"{KEY}:{sample_id}:{idx}"
 
     if category == 5:
+        if _qkey(question) in answerable_q:
+            # the adversarial rewrite kept the answerable question verbatim: a system sees the
+            # same (question, holder, as_of) twice with opposite answers, so neither can be kept
+            # as unanswerable (conv-30 #95 repeats #61 upstream)
+            cov.miss("adversarial question identical to an answerable one")
+            return None
         notes = "category 5 (adversarial)"
         if "adversarial_answer" in qa:
             notes += f"; adversarial_answer: {qa['adversarial_answer']!r}"
