@@ -100,6 +100,44 @@ def _validate_cmd(a: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+def _parse_config(pairs: list[str] | None) -> dict:
+    cfg = {}
+    for p in pairs or []:
+        k, sep, v = p.partition("=")
+        if not sep:
+            raise MembenchError(f"--config {p!r}: expected KEY=VALUE")
+        try:
+            cfg[k] = json.loads(v)
+        except json.JSONDecodeError:
+            cfg[k] = v
+    return cfg
+
+
+def _run_cmd(a: argparse.Namespace) -> int:
+    from .run import run_system
+    from .systems import make_system
+
+    system = make_system(a.system, _parse_config(a.config))
+    out = Path(a.out) if a.out else Path("runs") / f"{system.name}-{a.split}"
+    t0 = time.time()
+    meta = run_system(system, Path(a.sets), a.split, out, corpus_root(a.corpus),
+                      modalities=a.modality, limit=a.limit, final=a.final,
+                      progress=lambda i, n: print(f"  {i}/{n} queries", flush=True))
+    print(f"{system.name} on {a.split}: {meta['queries']} queries, {meta['atoms']} atoms, "
+          f"ingest {meta['ingest_seconds']:.1f} s, total {time.time() - t0:.1f} s -> {out}")
+    if a.metrics:
+        return _metrics_cmd(argparse.Namespace(run_dir=str(out), sets=a.sets, json=False))
+    return 0
+
+
+def _metrics_cmd(a: argparse.Namespace) -> int:
+    from .metrics import format_table, metrics_for_run_dir
+
+    m = metrics_for_run_dir(Path(a.run_dir), Path(a.sets) if a.sets else None)
+    print(json.dumps(m, indent=1) if a.json else format_table(m))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="membench", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -131,6 +169,27 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--no-lock", action="store_true", help="skip the set-file digest check")
     v.add_argument("--json", help="also write the findings as JSON here")
     v.set_defaults(func=_validate_cmd)
+
+    r = sub.add_parser("run", help="run a memory system over a split (resumes a partial run)")
+    r.add_argument("--system", required=True, help="bm25, dense, hybrid, oracle, leaky, random, "
+                   "an entry point in membench.systems, or module:Class")
+    r.add_argument("--config", action="append", metavar="KEY=VALUE",
+                   help="system parameter (JSON value), repeatable")
+    r.add_argument("--split", default="dev", choices=["dev", "test"])
+    r.add_argument("--final", action="store_true", help="allow the frozen test split (logged)")
+    r.add_argument("--sets", default=str(DEFAULT_SETS_DIR))
+    r.add_argument("--corpus")
+    r.add_argument("--out", help="RUN_DIR (default runs/<system>-<split>)")
+    r.add_argument("--modality", action="append", help="only this modality (repeatable)")
+    r.add_argument("--limit", type=int, help="at most N queries per modality (hash-chosen)")
+    r.add_argument("--metrics", action="store_true", help="compute metrics when done")
+    r.set_defaults(func=_run_cmd)
+
+    mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")
+    mt.add_argument("run_dir")
+    mt.add_argument("--sets", help="sets folder (default: the one recorded in meta.json)")
+    mt.add_argument("--json", action="store_true", help="print the JSON instead of the table")
+    mt.set_defaults(func=_metrics_cmd)
     return p
 
 

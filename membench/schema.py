@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     field_validator,
@@ -103,6 +104,16 @@ def _aware(v: datetime) -> datetime:
     return v
 
 
+def _iso_text(v: Any) -> Any:
+    # pydantic would read a bare number as Unix seconds; the sets hold ISO 8601 text only
+    if not isinstance(v, (str, datetime)):
+        raise ValueError("timestamp must be an ISO 8601 string with a timezone")
+    return v
+
+
+Timestamp = Annotated[datetime, BeforeValidator(_iso_text)]
+
+
 def iso(dt: datetime) -> str:
     """Canonical text form for timestamps in built files."""
     return _aware(dt).isoformat()
@@ -154,7 +165,7 @@ class RecordDraft(Strict):
     gold: list[Gold]
     judgments: dict[str, list[Gold]] | None = None
     scope: Scope
-    as_of: datetime | None = None
+    as_of: Timestamp | None = None
     unanswerable: bool
     origin: Origin
     split: Split | None = None
@@ -179,7 +190,7 @@ class RecordDraft(Strict):
 class AnnotationRecord(RecordDraft):
     """One line of ``bench/sets/<modality>.jsonl`` (SPEC section 5)."""
 
-    as_of: datetime
+    as_of: Timestamp
     split: Split
 
 
@@ -194,7 +205,7 @@ class SourceItem(Strict):
     source_id: str = Field(min_length=1)
     modality: Modality
     holder: str = Field(min_length=1)
-    observed_at: datetime
+    observed_at: Timestamp
     path: str | None = None
     content: Any = None
     meta: dict[str, Any] = Field(default_factory=dict)

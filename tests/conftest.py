@@ -16,3 +16,11 @@ def corpus_root() -> Path:
 @pytest.fixture(scope="session")
 def fixtures() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory, corpus_root):
+    """The full build of the real corpus, once per test session."""
+    from membench.build import build_sets
+
+    return build_sets(corpus_root, tmp_path_factory.mktemp("sets"))

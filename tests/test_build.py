@@ -5,19 +5,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from membench.build import SET_FILES, build_sets, read_lock
 from membench.cli import main
 from membench.paths import LOCK_PATH, MANIFEST_PATH
 from membench.schema import MODALITIES
 from membench.validate import validate_sets
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, corpus_root):
-    out = tmp_path_factory.mktemp("sets")
-    return build_sets(corpus_root, out)
 
 
 def test_two_builds_are_byte_identical(built, corpus_root, tmp_path):

@@ -1,0 +1,146 @@
+"""The runner: protocol checks, the frozen test split, and resuming after a crash."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from membench.cli import main
+from membench.errors import MembenchError
+from membench.run import ProtocolError, load_split, run_system
+from membench.systems import make_system
+from membench.systems.base import Atom, Result
+
+
+def lines(path):
+    return [json.loads(l) for l in path.read_text().splitlines()]
+
+
+class Crashing:
+    """Wraps a system and dies after ``after`` queries, like a killed process."""
+
+    def __init__(self, inner, after):
+        self.inner, self.after, self.n = inner, after, 0
+        self.name = inner.name
+
+    def config(self):
+        return self.inner.config()
+
+    def bind(self, ctx):
+        self.inner.bind(ctx)
+
+    def ingest(self, items, root):
+        return self.inner.ingest(items, root)
+
+    def query(self, q, scope, as_of):
+        self.n += 1
+        if self.n > self.after:
+            raise KeyboardInterrupt("killed")
+        return self.inner.query(q, scope, as_of)
+
+
+def test_resume_after_crash_answers_every_query_once(built, corpus_root, tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_system(Crashing(make_system("oracle"), 40), built.out, "dev", out, corpus_root,
+                   limit=15)
+    first = lines(out / "run.jsonl")
+    assert len(first) == 40
+    assert json.loads((out / "meta.json").read_text())["status"] == "running"
+    # a torn last line, as a crash mid-write leaves it
+    with open(out / "run.jsonl", "a") as f:
+        f.write('{"query_id": "pdf')
+    meta = run_system(make_system("oracle"), built.out, "dev", out, corpus_root, limit=15)
+    rows = lines(out / "run.jsonl")
+    ids = [r["query_id"] for r in rows]
+    expected = [r.query_id for r in load_split(built.out, "dev", limit=15).records]
+    assert sorted(ids) == sorted(expected) and len(ids) == len(set(ids)) == meta["queries"]
+    assert rows[:40] == first  # nothing already written was lost or rewritten
+    assert meta["status"] == "complete" and meta["resumed"] == 1
+
+
+def test_resume_refuses_a_different_system(built, corpus_root, tmp_path):
+    out = tmp_path / "run"
+    run_system(make_system("random"), built.out, "dev", out, corpus_root, limit=2)
+    with pytest.raises(MembenchError, match="different system"):
+        run_system(make_system("oracle"), built.out, "dev", out, corpus_root, limit=2)
+
+
+def test_test_split_needs_final(built, corpus_root, tmp_path, monkeypatch, capsys):
+    with pytest.raises(MembenchError, match="frozen"):
+        run_system(make_system("random"), built.out, "test", tmp_path / "t", corpus_root)
+    code = main(["run", "--system", "random", "--split", "test", "--sets", str(built.out),
+                 "--out", str(tmp_path / "t")])
+    assert code == 2 and "--final" in capsys.readouterr().err
+    log = tmp_path / "access.jsonl"
+    monkeypatch.setattr("membench.run.TEST_ACCESS_LOG", log)
+    meta = run_system(make_system("random"), built.out, "test", tmp_path / "t2", corpus_root,
+                      limit=1, final=True)
+    assert meta["final"] is True
+    assert json.loads(log.read_text())["system"] == "random"
+
+
+class WholeFile:
+    name = "wholefile"
+
+    def config(self):
+        return {}
+
+    def ingest(self, items, root):
+        it = next(i for i in items if i.modality == "code")
+        return [Atom("x1", it.source_id, "code", it.holder, it.observed_at,
+                     {"path": it.meta["upstream_path"], "line_start": 1,
+                      "line_end": max(it.meta["lines"], 201)})]
+
+    def query(self, q, scope, as_of):
+        return Result([])
+
+
+def test_atom_over_the_cap_is_rejected(built, corpus_root, tmp_path):
+    with pytest.raises(ProtocolError, match="cap is 200"):
+        run_system(WholeFile(), built.out, "dev", tmp_path / "w", corpus_root,
+                   modalities=["code"], limit=1)
+
+
+class Unknown(WholeFile):
+    name = "unknownhit"
+
+    def ingest(self, items, root):
+        return []
+
+    def query(self, q, scope, as_of):
+        return Result([("nope", 1.0)])
+
+
+def test_hit_never_ingested_is_rejected(built, corpus_root, tmp_path):
+    with pytest.raises(ProtocolError, match="never reported at ingest"):
+        run_system(Unknown(), built.out, "dev", tmp_path / "u", corpus_root,
+                   modalities=["pdf"], limit=1)
+
+
+def test_unknown_system_is_a_clear_error(capsys):
+    assert main(["run", "--system", "nosuch"]) == 2
+    assert "unknown system 'nosuch'" in capsys.readouterr().err
+
+
+def test_module_class_systems_load(built, corpus_root, tmp_path):
+    s = make_system("membench.systems.doubles:RandomSystem", {"seed": 3})
+    assert s.config()["seed"] == 3
+
+
+def test_bad_set_line_names_file_line_field(built, tmp_path, capsys):
+    import shutil
+
+    sets = tmp_path / "sets"
+    shutil.copytree(built.out, sets)
+    p = sets / "video.jsonl"
+    rows = p.read_text().splitlines()
+    row = json.loads(rows[2])
+    row["as_of"] = 17
+    rows[2] = json.dumps(row)
+    p.write_text("\n".join(rows) + "\n")
+    code = main(["run", "--system", "random", "--sets", str(sets), "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{p}:3: SCHEMA: field as_of:" in err
