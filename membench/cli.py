@@ -130,6 +130,16 @@ def _run_cmd(a: argparse.Namespace) -> int:
     return 0
 
 
+def _import_cmd(a: argparse.Namespace) -> int:
+    from .run_external import import_trec
+
+    meta = import_trec(Path(a.trec), Path(a.atoms), Path(a.sets), a.split, Path(a.out), a.name,
+                       cartridge_file=Path(a.cartridge) if a.cartridge else None,
+                       cartridge_top=a.cartridge_top, final=a.final)
+    print(f"imported {a.trec}: {meta['queries']} {a.split} queries, {meta['atoms']} atoms -> {a.out}")
+    return 0
+
+
 def _metrics_cmd(a: argparse.Namespace) -> int:
     from .metrics import format_table, metrics_for_run_dir
 
@@ -184,6 +194,19 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--limit", type=int, help="at most N queries per modality (hash-chosen)")
     r.add_argument("--metrics", action="store_true", help="compute metrics when done")
     r.set_defaults(func=_run_cmd)
+
+    im = sub.add_parser("import-run", help="turn a TREC run + atoms file into a RUN_DIR")
+    im.add_argument("--trec", required=True, help="TREC run: qid Q0 atom_id rank score tag")
+    im.add_argument("--atoms", required=True, help="atoms.jsonl (see docs/runs.md)")
+    im.add_argument("--name", required=True, help="the system's name, for reports")
+    im.add_argument("--out", required=True)
+    im.add_argument("--split", default="dev", choices=["dev", "test"])
+    im.add_argument("--final", action="store_true")
+    im.add_argument("--sets", default=str(DEFAULT_SETS_DIR))
+    cg = im.add_mutually_exclusive_group(required=True)
+    cg.add_argument("--cartridge", help="JSON lines {query_id, cartridge: [atom_id, ...]}")
+    cg.add_argument("--cartridge-top", type=int, metavar="K", help="cartridge = top K hits")
+    im.set_defaults(func=_import_cmd)
 
     mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")
     mt.add_argument("run_dir")

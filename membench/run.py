@@ -34,7 +34,7 @@ from .errors import InputError, MembenchError
 from .jsonl import dumps, iter_json_lines, read_models, sha256_file
 from .paths import BENCH_DIR, MANIFEST_PATH, REPO_ROOT
 from .schema import MODALITIES, AnnotationRecord, SourceItem
-from .sources.base import stable_hash
+from .sources.base import limit_subset
 from .systems.base import EXTENT_CAPS, MAX_DEPTH, Atom, MemorySystem, check_atom
 
 TEST_ACCESS_LOG = BENCH_DIR / "test_access.jsonl"
@@ -72,9 +72,8 @@ def load_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = No
             if hsplit.get(r.scope.holder) != split:
                 raise MembenchError(f"{sets_dir / (m + '.jsonl')}: {r.query_id}: split {split} but "
                                     f"holder {r.scope.holder} is {hsplit.get(r.scope.holder)}")
-        if limit is not None:
-            recs = sorted(recs, key=lambda r: (stable_hash("limit", r.query_id), r.query_id))[:limit]
-        records.extend(sorted(recs, key=lambda r: r.query_id))
+        records.extend(sorted(limit_subset(recs, limit, lambda r: r.query_id),
+                              key=lambda r: r.query_id))
     return SplitData(records, items)
 
 
@@ -122,6 +121,13 @@ def _done_queries(run_path: Path) -> set[str]:
             raise InputError(run_path, no, "query_id", f"{qid!r} twice", rule="DUPLICATE_QUERY_ID")
         done.add(qid)
     return done
+
+
+def log_test_access(system: str, out: Path, revision: str) -> None:
+    """Append one line per final (test split) run; reports show this log."""
+    with open(TEST_ACCESS_LOG, "a", encoding="utf-8") as f:
+        f.write(dumps({"time": _now(), "system": system, "run_dir": str(Path(out).resolve()),
+                       "code_revision": revision}) + "\n")
 
 
 def check_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem]) -> None:
@@ -173,9 +179,7 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
         meta["resumed"] = 0
     meta["status"] = "running"
     if final:
-        with open(TEST_ACCESS_LOG, "a", encoding="utf-8") as f:
-            f.write(dumps({"time": _now(), "system": system.name, "run_dir": str(out.resolve()),
-                           "code_revision": meta["code_revision"]}) + "\n")
+        log_test_access(system.name, out, meta["code_revision"])
     _write_json(meta_path, meta)
 
     if hasattr(system, "bind"):  # test doubles only: they are handed the gold on purpose

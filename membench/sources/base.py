@@ -92,6 +92,14 @@ def hash_order(keys: Iterable[str], salt: str) -> list[str]:
     return sorted(set(keys), key=lambda k: (stable_hash(salt, k), k))
 
 
+def limit_subset(rows: list, limit: int | None, qid=lambda r: r) -> list:
+    """The ``--limit`` rule: ``limit`` rows of one modality, those first in
+    ``stable_hash("limit", query_id)`` order (returned in that order); all rows if None."""
+    if limit is None:
+        return list(rows)
+    return sorted(rows, key=lambda r: (stable_hash("limit", qid(r)), qid(r)))[:limit]
+
+
 def hash_groups(keys: Iterable[str], n_groups: int, salt: str) -> dict[str, int]:
     """Deal keys round-robin, in hash order, into ``n_groups`` groups of near-equal size.
     Used for holders of collections with no natural owner (a photo roll, a screenshot folder,

@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ..metrics.resolve import check_extent
 from ..schema import Scope, SourceItem
 
 MAX_DEPTH = 1000
@@ -34,16 +35,6 @@ EXTENT_CAPS: dict[str, dict[str, float]] = {
     "code": {"lines": 200},                      # a bounded line range
     "conversation": {"turns": 8},                # a few turns
 }
-
-_EXTENT_KEYS = {
-    "pdf": ({"page"}, {"page", "block"}),
-    "image": (set(),),
-    "ui_screenshot": ({"bbox"},),
-    "video": ({"t_start", "t_end"},),
-    "code": ({"path", "line_start", "line_end"}, {"path", "line_start", "line_end", "symbol"}),
-    "conversation": ({"turn_start", "turn_end"},),
-}
-
 
 @dataclass(frozen=True)
 class Atom:
@@ -82,7 +73,8 @@ class MemorySystem(Protocol):
 
 
 def check_atom(atom: Atom, item: SourceItem | None) -> str | None:
-    """``None`` when the atom is well-formed and within its modality's cap, else why not."""
+    """``None`` when the atom is well-formed (:func:`membench.metrics.resolve.check_extent`),
+    matches its item and stays within its modality's cap; else why not."""
     if item is None:
         return f"source_id {atom.source_id!r} is not an item of this split"
     m = atom.modality
@@ -94,38 +86,30 @@ def check_atom(atom: Atom, item: SourceItem | None) -> str | None:
         return f"observed_at {atom.observed_at.isoformat()} but the item was observed " \
                f"{item.observed_at.isoformat()}"
     e = atom.extent
-    if not isinstance(e, dict) or set(e) not in _EXTENT_KEYS[m]:
-        want = " or ".join("{" + ", ".join(sorted(k)) + "}" for k in _EXTENT_KEYS[m])
-        return f"{m} extent must have keys {want}, got {e!r}"
+    why = check_extent(m, e)
+    if why:
+        return why
     cap = EXTENT_CAPS[m]
     meta = item.meta
     if m == "pdf":
-        if not isinstance(e["page"], int) or e["page"] < 1 or e["page"] > meta.get("pages", 10**9):
-            return f"page {e['page']!r} outside 1..{meta.get('pages')}"
+        if e["page"] > meta.get("pages", e["page"]):
+            return f"page {e['page']} outside 1..{meta['pages']}"
     elif m == "ui_screenshot":
         b = e["bbox"]
-        if not (isinstance(b, list) and len(b) == 4 and b[0] < b[2] and b[1] < b[3]):
-            return f"bbox {b!r} must be [x0, y0, x1, y1] with x0 < x1, y0 < y1"
         if "width" in meta:
             area = (b[2] - b[0]) * (b[3] - b[1])
             share = area / (meta["width"] * meta["height"])
             if share > cap["area_share"]:
                 return f"bbox covers {share:.0%} of the screenshot; cap is {cap['area_share']:.0%}"
     elif m == "video":
-        if not (0 <= e["t_start"] <= e["t_end"]):
-            return f"need 0 <= t_start <= t_end, got {e['t_start']}..{e['t_end']}"
         if e["t_end"] - e["t_start"] > cap["seconds"]:
             return f"window of {e['t_end'] - e['t_start']:.1f} s; cap is {cap['seconds']:.0f} s"
     elif m == "code":
-        if not (1 <= e["line_start"] <= e["line_end"]):
-            return f"need 1 <= line_start <= line_end, got {e['line_start']}..{e['line_end']}"
         if e["line_end"] - e["line_start"] + 1 > cap["lines"]:
             return f"{e['line_end'] - e['line_start'] + 1} lines; cap is {cap['lines']:.0f}"
         if "upstream_path" in meta and e["path"] != meta["upstream_path"]:
             return f"path {e['path']!r} is not the item's path {meta['upstream_path']!r}"
     elif m == "conversation":
-        if not (1 <= e["turn_start"] <= e["turn_end"]):
-            return f"need 1 <= turn_start <= turn_end, got {e['turn_start']}..{e['turn_end']}"
         if e["turn_end"] - e["turn_start"] + 1 > cap["turns"]:
             return f"{e['turn_end'] - e['turn_start'] + 1} turns; cap is {cap['turns']:.0f}"
     return None

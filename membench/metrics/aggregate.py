@@ -1,0 +1,202 @@
+"""From per-item scores to ``metrics.json``: slices, n / denominator, bootstrap intervals,
+gates and alternative judgment sets (SPEC section 7).
+
+Output shape (the file contract)::
+
+    {
+      "<modality>": {metric: {"value", "n", "denominator", "ci95": [lo, hi]}, ...},  # each present
+      "all": {...},
+      "by_source": {"<source key>": {metric: {...}}},     # source key = query_id before ':'
+      "gates": [{"metric", "scope", "op", "threshold", "value", "pass"}, ...],
+      "judgment_sets": {"<name>": {"<modality>" | "all": {metric: {...}}}},
+      "tie_breaking": "...",
+      "definitions": {metric: "..."},
+    }
+
+``denominator`` is the number of annotated items the metric is defined over in that slice
+(answerable items for recall, MRR, nDCG, abstention and cartridge recall; unanswerable items for
+false recall; all items for temporal/holder correctness and latency). ``n`` is the number of
+items the value is computed from: equal to the denominator for every mean (an item without a
+run line counts, as a miss), and the number of items with a run line for latency. When the
+denominator is 0 the value and the interval are null, never a made-up 0; a gate on a null
+value has ``"pass": null``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..schema import MODALITIES
+from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
+from .latency import LATENCY_PERCENTILES, percentile
+from .ranking import TIE_BREAKING
+from .score import JUDGMENT_MEASURES, MEAN_MEASURES, ItemScores
+
+METRICS: tuple[str, ...] = (*MEAN_MEASURES, *LATENCY_PERCENTILES)
+
+# (metric, op, threshold) checked per modality and for "all"
+GATES: tuple[tuple[str, str, float], ...] = (
+    ("recall@10", ">=", 0.90),
+    ("false_recall_rate", "<=", 0.10),
+    ("temporal_correctness", ">=", 0.95),
+    ("holder_correctness", ">=", 0.95),
+)
+_GATE_EPS = 1e-12   # a mean that is 0.9 up to float rounding passes ">= 0.90"
+
+DEFINITIONS: dict[str, str] = {
+    "hit": "Gold region g is hit by atom a iff same source_id and overlapping extents: pdf same "
+           "page (blocks equal when both carry one); image always; ui_screenshot bbox "
+           "intersection area > 0 (touching edges are not hits); video closed time intervals "
+           "intersect (touching ends are hits); code same path and (gold line in "
+           "[line_start, line_end] or gold symbol == the atom's declared symbol; a symbol gold is "
+           "not hit by an atom without symbol); conversation gold turn in [turn_start, "
+           "turn_end]. Atom holder and observed_at are those of its source item.",
+    "recall@10": "Mean over answerable items of the share of gold regions hit by an atom "
+                 "ranked <= 10.",
+    "recall@100": "As recall@10 with rank <= 100.",
+    "recall@1000": "As recall@10 with rank <= 1000.",
+    "mrr": "Mean over answerable items of 1/rank of the first atom hitting any gold region "
+           "(0 if none).",
+    "ndcg@10": "Mean over answerable items of DCG@10/IDCG@10; binary gain 1 at a rank whose atom "
+               "hits at least one gold region not hit by an earlier atom; DCG = sum "
+               "gain/log2(rank+1); IDCG from min(|gold|, 10) gains.",
+    "false_recall_rate": "Share of unanswerable items whose cartridge is non-empty.",
+    "temporal_correctness": "Share of all items whose returned hits and cartridge contain no "
+                            "atom observed after the item's as_of.",
+    "holder_correctness": "Share of all items whose returned hits and cartridge contain no atom "
+                          "of a holder other than scope.holder.",
+    "abstain_rate_answerable": "Share of answerable items whose cartridge is empty.",
+    "cartridge_recall": "Mean over answerable items of the share of gold regions hit by any "
+                        "cartridge atom (unranked).",
+    "latency_p50_ms": "Median per-query compile latency (ms) over queries with a run line "
+                      "(numpy linear percentile); n = those queries, denominator = all items.",
+    "latency_p95_ms": "95th percentile of per-query compile latency (ms), as latency_p50_ms.",
+    "items": "Denominators count annotated items, never hits. An item without a run line "
+             "counts as having returned nothing (all-zero ranking measures, empty cartridge).",
+    "ci95": f"Percentile bootstrap over the slice's items, {N_RESAMPLES} resamples, numpy PCG64 "
+            f"seeded with (seed={SEED}, crc32('<slice>|<metric>')).",
+    "judgment_sets": "Alternative judgment sets carried in records' `judgments`: ranking "
+                     "measures and cartridge recall over the items that carry the set, "
+                     "answerable = non-empty list under that set.",
+}
+
+
+def _entry(value: float | None, n: int, denominator: int,
+           ci: tuple[float | None, float | None]) -> dict[str, Any]:
+    return {"value": value, "n": int(n), "denominator": int(denominator), "ci95": [ci[0], ci[1]]}
+
+
+def mean_entry(values: np.ndarray, key: str, *, seed: int = SEED,
+               n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+    """A mean metric over the non-NaN entries of ``values`` (NaN = outside the denominator)."""
+    v = values[~np.isnan(values)]
+    if v.size == 0:
+        return _entry(None, 0, 0, (None, None))
+    return _entry(float(v.mean()), v.size, v.size,
+                  bootstrap_ci(v, key, seed=seed, n_resamples=n_resamples))
+
+
+def latency_entry(latency: np.ndarray, q: float, key: str, *, seed: int = SEED,
+                  n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+    v = latency[~np.isnan(latency)]
+    return _entry(percentile(v, q), v.size, latency.size,
+                  bootstrap_ci(v, key, statistic=q, seed=seed, n_resamples=n_resamples))
+
+
+def slice_metrics(scores: ItemScores, mask: np.ndarray, name: str, *, seed: int = SEED,
+                  n_resamples: int = N_RESAMPLES) -> dict[str, dict[str, Any]]:
+    """All twelve metrics over the items selected by ``mask``."""
+    out = {m: mean_entry(scores.values[m][mask], f"{name}|{m}", seed=seed, n_resamples=n_resamples)
+           for m in MEAN_MEASURES}
+    for m, q in LATENCY_PERCENTILES.items():
+        out[m] = latency_entry(scores.latency_ms[mask], q, f"{name}|{m}", seed=seed,
+                               n_resamples=n_resamples)
+    return out
+
+
+def _modalities(present: list[str]) -> list[str]:
+    return [m for m in MODALITIES if m in set(present)] + sorted(set(present) - set(MODALITIES))
+
+
+def evaluate_gates(result: dict[str, Any], scopes: list[str]) -> list[dict[str, Any]]:
+    gates = []
+    for scope in scopes:
+        for metric, op, threshold in GATES:
+            value = result[scope][metric]["value"]
+            if value is None:
+                ok = None
+            elif op == ">=":
+                ok = value >= threshold - _GATE_EPS
+            else:
+                ok = value <= threshold + _GATE_EPS
+            gates.append({"metric": metric, "scope": scope, "op": op, "threshold": threshold,
+                          "value": value, "pass": ok})
+    return gates
+
+
+def aggregate(scores: ItemScores, *, seed: int = SEED,
+              n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+    """The ``metrics.json`` object for per-item ``scores``."""
+    mods = np.asarray(scores.modality, dtype=object)
+    srcs = np.asarray(scores.source, dtype=object)
+    everything = np.ones(len(scores), dtype=bool)
+    present = _modalities(list(scores.modality))
+    kw = {"seed": seed, "n_resamples": n_resamples}
+    result: dict[str, Any] = {}
+    for m in present:
+        result[m] = slice_metrics(scores, mods == m, m, **kw)
+    result["all"] = slice_metrics(scores, everything, "all", **kw)
+    result["by_source"] = {s: slice_metrics(scores, srcs == s, f"source:{s}", **kw)
+                           for s in sorted(set(scores.source))}
+    result["gates"] = evaluate_gates(result, [*present, "all"])
+    js: dict[str, Any] = {}
+    for name, vals in sorted(scores.judgments.items()):
+        carried = ~np.isnan(vals["recall@10"])
+        block: dict[str, Any] = {}
+        for scope in [*_modalities(list(mods[carried])), "all"]:
+            mask = carried if scope == "all" else carried & (mods == scope)
+            block[scope] = {m: mean_entry(vals[m][mask], f"judgments:{name}:{scope}|{m}", **kw)
+                            for m in JUDGMENT_MEASURES}
+        js[name] = block
+    result["judgment_sets"] = js
+    result["tie_breaking"] = TIE_BREAKING
+    result["definitions"] = dict(DEFINITIONS)
+    return result
+
+
+def _fmt(v: float | None, metric: str) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:.2f}" if metric.startswith("latency") else f"{v:.4f}"
+
+
+def format_table(metrics: dict[str, Any], *, by_source: bool = False) -> str:
+    """A plain-text table: one block per scope (each modality, then all), one row per metric
+    with value, n/denominator and the 95% interval; then the gates."""
+    scopes = [k for k in metrics if k in MODALITIES] + ["all"]
+    blocks: list[tuple[str, dict]] = [(s, metrics[s]) for s in scopes if s in metrics]
+    if by_source:
+        blocks += [(f"source {k}", v) for k, v in metrics.get("by_source", {}).items()]
+    w = max([len("metric")] + [len(m) for m in METRICS])
+    lines = [f"{'scope':<20} {'metric':<{w}} {'value':>10} {'n/denominator':>14}  ci95"]
+    for scope, block in blocks:
+        for m in METRICS:
+            e = block.get(m)
+            if e is None:
+                continue
+            lo, hi = e["ci95"]
+            ci = "-" if lo is None else f"[{_fmt(lo, m)}, {_fmt(hi, m)}]"
+            nd = f"{e['n']}/{e['denominator']}"
+            lines.append(f"{scope:<20} {m:<{w}} {_fmt(e['value'], m):>10} {nd:>14}  {ci}")
+        lines.append("")
+    gates = metrics.get("gates", [])
+    if gates:
+        lines.append("gates")
+        for g in gates:
+            verdict = {True: "PASS", False: "FAIL", None: "n/a (no items)"}[g["pass"]]
+            lines.append(f"  {g['scope']:<16} {g['metric']:<{w}} {g['op']} {g['threshold']:<5} "
+                         f"value {_fmt(g['value'], g['metric']):>8}  {verdict}")
+    return "\n".join(lines).rstrip() + "\n"

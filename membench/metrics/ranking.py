@@ -1,0 +1,161 @@
+"""Ranked-list measures: recall@k, MRR, nDCG@k (SPEC section 7) and the tie-breaking rule.
+
+Everything here works on :class:`FirstHits`, a compact description of a set of queries:
+for each gold region that is hit at all, the (1-based) rank of the *first* atom hitting it.
+The JSONL path (:mod:`membench.metrics.score`) builds it by resolving regions against atoms;
+the TREC path (:mod:`membench.metrics.trec`) builds it from qrels (one relevant document =
+one gold region). The formulas below are then shared:
+
+* ``recall@k``  = |{regions with first rank <= k}| / |gold|
+* ``MRR``       = 1 / (smallest first rank), 0 when no region is hit
+* ``nDCG@k``    = DCG / IDCG with *binary* gain 1 at every rank whose atom hits at least
+  one region not hit by an earlier atom, i.e. at every *distinct* first rank; ``DCG = sum
+  gain / log2(rank + 1)`` over ranks <= k and ``IDCG = sum_{i=1..min(|gold|, k)} 1 /
+  log2(i + 1)``. Consequence (documented, intended by the definition): one atom that covers
+  two gold regions earns one gain, so nDCG is 1 only when every gold region is hit by its own
+  atom in the top ranks. Graded gold (``grade``) is not used: gains are binary.
+  Likewise recall@10 of an item with more than 10 gold regions, each needing its own atom,
+  is below 1 even for a perfect ranking (as in trec_eval).
+
+Queries with no gold (``n_gold == 0``) get NaN: they are outside these measures' denominator.
+
+Tie-breaking (:data:`TIE_BREAKING`): see :func:`order_hits`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+TIE_BREAKING = (
+    "Hits are ordered by score descending; equal scores keep the order in which the system "
+    "returned them (a stable sort on the hit list; in TREC run files: the rank column "
+    "ascending, then the line order). A duplicate atom id in a hit list counts only at its "
+    "first position in that order; later copies are dropped before ranks are assigned, so "
+    "they occupy no rank. Note: trec_eval (and pytrec_eval) break score ties by document id "
+    "descending instead, and keep scores as 32-bit floats (scores closer than float32 "
+    "precision tie there), so on such runs it can give different values; membench is "
+    "compared with it on rank-derived (tie-free) scores."
+)
+
+
+def order_hits(hits: Sequence[Sequence[Any]]) -> list[str]:
+    """The ranked, de-duplicated atom ids of a hit list ``[[atom_id, score], ...]``.
+
+    Score descending; equal scores keep the system's order (stable sort); a duplicate atom
+    id keeps only its first position in that order (:data:`TIE_BREAKING`).
+    """
+    order = sorted(range(len(hits)), key=lambda i: -hits[i][1])  # sorted() is stable
+    seen: set[str] = set()
+    out: list[str] = []
+    for i in order:
+        a = hits[i][0]
+        if a not in seen:
+            seen.add(a)
+            out.append(a)
+    return out
+
+
+def rank_order(ids: Sequence[str], scores: np.ndarray) -> list[str]:
+    """:func:`order_hits` for ids and a float64 score array (the fast path the scorer uses;
+    tests hold the two to the same answers)."""
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable").tolist()
+    return list(dict.fromkeys(map(ids.__getitem__, order)))
+
+
+@dataclass
+class FirstHits:
+    """Per query: ``n_gold[q]`` gold regions; per gold region that is hit, its query ``q``
+    and the 1-based ``rank`` of the first atom that hits it (regions never hit are absent)."""
+
+    n_gold: np.ndarray   # int64 [n_queries]
+    q: np.ndarray        # int64 [n_hit_regions]
+    rank: np.ndarray     # int64 [n_hit_regions], >= 1
+
+    @classmethod
+    def from_lists(cls, per_query: Sequence[Sequence[int]], n_gold: Sequence[int]) -> FirstHits:
+        """``per_query[i]`` lists the first-hit ranks (1-based; 0 or negative = not hit) of
+        query i's gold regions."""
+        qs, rs = [], []
+        for i, ranks in enumerate(per_query):
+            for r in ranks:
+                if r > 0:
+                    qs.append(i)
+                    rs.append(r)
+        return cls(np.asarray(n_gold, dtype=np.int64), np.asarray(qs, dtype=np.int64),
+                   np.asarray(rs, dtype=np.int64))
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.n_gold)
+
+    def _defined(self, values: np.ndarray) -> np.ndarray:
+        values = values.astype(np.float64)
+        values[self.n_gold <= 0] = np.nan
+        return values
+
+
+def recall_at_k(fh: FirstHits, k: int) -> np.ndarray:
+    """Per query: share of its gold regions hit by an atom ranked <= k (NaN if no gold)."""
+    inside = fh.rank <= k
+    count = np.bincount(fh.q[inside], minlength=fh.n_queries)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return fh._defined(count / np.maximum(fh.n_gold, 1))
+
+
+def reciprocal_rank(fh: FirstHits) -> np.ndarray:
+    """Per query: 1 / rank of the first atom hitting any gold region; 0 if none (NaN if no
+    gold)."""
+    best = np.full(fh.n_queries, np.inf)
+    np.minimum.at(best, fh.q, fh.rank.astype(np.float64))
+    return fh._defined(1.0 / best)      # 1/inf = 0
+
+
+_LOG2 = 1.0 / np.log2(np.arange(2, 10_002, dtype=np.float64))   # 1/log2(rank+1), rank 1..
+
+
+def discount(rank: np.ndarray) -> np.ndarray:
+    """1 / log2(rank + 1)."""
+    rank = np.asarray(rank, dtype=np.int64)
+    if rank.size and rank.max() <= len(_LOG2):
+        return _LOG2[rank - 1]
+    return 1.0 / np.log2(rank + 1.0)
+
+
+def ideal_dcg(n_gold: np.ndarray, k: int) -> np.ndarray:
+    """IDCG@k for binary gains: sum_{i=1..min(n_gold, k)} 1/log2(i+1)."""
+    cum = np.concatenate([[0.0], np.cumsum(discount(np.arange(1, k + 1)))])
+    return cum[np.clip(np.asarray(n_gold, dtype=np.int64), 0, k)]
+
+
+def ndcg_at_k(fh: FirstHits, k: int) -> np.ndarray:
+    """Per query nDCG@k with binary gain at each distinct first-hit rank <= k (NaN if no
+    gold)."""
+    inside = fh.rank <= k
+    q, r = fh.q[inside], fh.rank[inside]
+    if len(q):
+        # one gain per (query, rank): an atom hitting several new regions gains once
+        key = np.unique(q * (k + 1) + r)
+        q, r = key // (k + 1), key % (k + 1)
+    dcg = np.bincount(q, weights=discount(r), minlength=fh.n_queries) if len(q) else \
+        np.zeros(fh.n_queries)
+    idcg = ideal_dcg(fh.n_gold, k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return fh._defined(np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0))
+
+
+RANK_MEASURES = ("recall@10", "recall@100", "recall@1000", "mrr", "ndcg@10")
+
+
+def rank_measures(fh: FirstHits) -> dict[str, np.ndarray]:
+    """recall@10/100/1000, mrr and ndcg@10 per query."""
+    return {
+        "recall@10": recall_at_k(fh, 10),
+        "recall@100": recall_at_k(fh, 100),
+        "recall@1000": recall_at_k(fh, 1000),
+        "mrr": reciprocal_rank(fh),
+        "ndcg@10": ndcg_at_k(fh, 10),
+    }

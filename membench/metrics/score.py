@@ -1,0 +1,267 @@
+"""Per-item scoring: every measure of SPEC section 7 for every annotated item.
+
+:func:`score_items` joins records, source items, atoms and run lines and returns
+:class:`ItemScores`: one value per item and measure, NaN where the item is outside that
+measure's denominator (e.g. recall on an unanswerable item). Aggregation, intervals and gates
+are in :mod:`membench.metrics.aggregate`; slicing code can use ``ItemScores.rows()``.
+
+Join rules: the denominator is the annotated items, never the hits. An item with no run line
+returned nothing (recall, MRR, nDCG and cartridge recall 0; an empty cartridge, so it abstains
+and makes no false recall; scope-correct; no latency). A run line for a query that is not an
+annotated item of the evaluated set, a second line for the same query, or an atom id that the
+run never reported in ``atoms.jsonl`` are errors with file:line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..jsonl import parse_model
+from ..schema import AnnotationRecord, SourceItem
+from . import cartridge as cart_mod
+from .inputs import (
+    AtomRow,
+    RunRow,
+    Universe,
+    build_atom_table,
+    index_items,
+    parse_atom,
+    parse_run_row,
+    to_us,
+)
+from .ranking import RANK_MEASURES, FirstHits, rank_measures, rank_order
+from .resolve import AtomTable, GoldRef
+from .scope import check_scope
+
+PRIMARY = "gold"
+MEAN_MEASURES = (*RANK_MEASURES, "false_recall_rate", "temporal_correctness",
+                 "holder_correctness", "abstain_rate_answerable", "cartridge_recall")
+JUDGMENT_MEASURES = (*RANK_MEASURES, "cartridge_recall")
+
+
+def source_key(query_id: str) -> str:
+    """The source a query belongs to: its id's prefix before the first ':'."""
+    return query_id.split(":", 1)[0]
+
+
+@dataclass
+class ItemScores:
+    """Per-item results, aligned lists/arrays (one entry per annotated item)."""
+
+    query_id: list[str]
+    modality: list[str]
+    source: list[str]
+    holder: list[str]
+    as_of: list[str]
+    derivation: list[str | None]
+    answerable: np.ndarray          # bool
+    has_run: np.ndarray             # bool
+    n_gold: np.ndarray              # int
+    n_hits: np.ndarray              # int, distinct ranked atoms
+    cartridge_size: np.ndarray      # int, distinct cartridge atoms
+    n_future: np.ndarray            # int, returned atoms observed after as_of
+    n_foreign: np.ndarray           # int, returned atoms of another holder
+    latency_ms: np.ndarray          # float, NaN without a run line
+    values: dict[str, np.ndarray]   # measure -> per item, NaN outside its denominator
+    judgments: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.query_id)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One plain dict per item (e.g. for ``pandas.DataFrame(scores.rows())``); NaN
+        becomes None."""
+        out = []
+        for i in range(len(self)):
+            r: dict[str, Any] = {
+                "query_id": self.query_id[i], "modality": self.modality[i],
+                "source": self.source[i], "holder": self.holder[i], "as_of": self.as_of[i],
+                "derivation": self.derivation[i], "answerable": bool(self.answerable[i]),
+                "has_run": bool(self.has_run[i]), "n_gold": int(self.n_gold[i]),
+                "n_hits": int(self.n_hits[i]), "cartridge_size": int(self.cartridge_size[i]),
+                "n_future": int(self.n_future[i]), "n_foreign": int(self.n_foreign[i]),
+                "latency_ms": _opt(self.latency_ms[i]),
+            }
+            for k, v in self.values.items():
+                r[k] = _opt(v[i])
+            for name, vals in self.judgments.items():
+                for k, v in vals.items():
+                    r[f"{name}/{k}"] = _opt(v[i])
+            out.append(r)
+        return out
+
+
+def _opt(x: float) -> float | None:
+    return None if np.isnan(x) else float(x)
+
+
+def _records(records: Iterable[AnnotationRecord | Mapping]) -> list[AnnotationRecord]:
+    out = []
+    for i, r in enumerate(records):
+        out.append(r if isinstance(r, AnnotationRecord) else
+                   parse_model(AnnotationRecord, dict(r), "<records>", i + 1))
+    return out
+
+
+def _items(items: Iterable[SourceItem | Mapping]) -> list[SourceItem]:
+    return [it if isinstance(it, SourceItem)
+            else parse_model(SourceItem, dict(it), "<items>", i + 1) for i, it in enumerate(items)]
+
+
+def _prepare_gold(golds, rec: AnnotationRecord, uni: Universe, where: tuple[str, int | None],
+                  field_name: str) -> list[GoldRef]:
+    out = []
+    for j, g in enumerate(golds):
+        it = uni.items.get(g.source_id)
+        if it is None:
+            raise InputError(where[0], where[1], f"{field_name}[{j}].source_id",
+                             f"{rec.query_id}: gold source {g.source_id!r} is not a source item",
+                             rule="GOLD_SOURCE")
+        if it.modality != rec.modality:
+            raise InputError(where[0], where[1], f"{field_name}[{j}].source_id",
+                             f"{rec.query_id}: gold source {g.source_id} is {it.modality!r}, the "
+                             f"record is {rec.modality!r}", rule="GOLD_SOURCE")
+        out.append(GoldRef(uni.source_index[g.source_id], rec.modality, g.region))
+    return out
+
+
+def _check_atoms(row: RunRow, table: AtomTable) -> None:
+    idx = table.index
+    if not set(row.hit_ids).union(row.cartridge).difference(idx):   # dict lookups, in C
+        return
+    for name, ids in (("hits", row.hit_ids), ("cartridge", row.cartridge)):
+        for a in ids:
+            if a not in idx:
+                raise InputError(row.file, row.line, name,
+                                 f"{row.query_id}: atom {a!r} is not in atoms.jsonl",
+                                 rule="RUN_ATOM")
+
+
+def _ranked_indices(row: RunRow, table: AtomTable) -> tuple[np.ndarray, np.ndarray]:
+    """Ranked, de-duplicated hit atoms and the distinct cartridge atoms, as table indices."""
+    get = table.index.__getitem__
+    ranked_ids = rank_order(row.hit_ids, row.scores)
+    ranked = np.array(list(map(get, ranked_ids)), dtype=np.int64)
+    cart = np.unique(np.array(list(map(get, row.cartridge)), dtype=np.int64))
+    return ranked, cart
+
+
+def score_items(records: Iterable[AnnotationRecord | Mapping],
+                items: Iterable[SourceItem | Mapping],
+                atoms: Iterable[AtomRow | Mapping],
+                run_rows: Iterable[RunRow | Mapping],
+                *, record_locs: Sequence[tuple[str, int | None]] | None = None) -> ItemScores:
+    """Score every record (see the module docstring for the join rules).
+
+    ``records``/``items`` may be models or plain dicts; ``atoms``/``run_rows`` may be
+    :class:`AtomRow`/:class:`RunRow` or dicts in the file format. ``record_locs`` gives
+    (file, line) per record for error messages.
+    """
+    recs = _records(records)
+    uni = index_items(_items(items))
+    table = build_atom_table((a if isinstance(a, AtomRow) else parse_atom(a, "<atoms>", i + 1)
+                              for i, a in enumerate(atoms)), uni)
+    locs = list(record_locs) if record_locs is not None else [("<records>", i + 1)
+                                                              for i in range(len(recs))]
+    by_qid: dict[str, int] = {}
+    for i, r in enumerate(recs):
+        if r.query_id in by_qid:
+            raise InputError(locs[i][0], locs[i][1], "query_id",
+                             f"duplicate query_id {r.query_id!r}", rule="DUPLICATE_QUERY_ID")
+        by_qid[r.query_id] = i
+    runs: dict[str, RunRow] = {}
+    for j, row in enumerate(run_rows):
+        if not isinstance(row, RunRow):
+            row = parse_run_row(row, "<run>", j + 1)
+        if row.query_id not in by_qid:
+            raise InputError(row.file, row.line, "query_id",
+                             f"{row.query_id!r} is not an annotated item of the evaluated set",
+                             rule="RUN_QUERY")
+        if row.query_id in runs:
+            raise InputError(row.file, row.line, "query_id",
+                             f"{row.query_id!r} has a second run line (first at line "
+                             f"{runs[row.query_id].line})", rule="DUPLICATE_QUERY_ID")
+        _check_atoms(row, table)
+        runs[row.query_id] = row
+
+    n = len(recs)
+    answerable = np.zeros(n, dtype=bool)
+    has_run = np.zeros(n, dtype=bool)
+    n_gold = np.zeros(n, dtype=np.int64)
+    n_hits = np.zeros(n, dtype=np.int64)
+    cart_size = np.zeros(n, dtype=np.int64)
+    n_future = np.zeros(n, dtype=np.int64)
+    n_foreign = np.zeros(n, dtype=np.int64)
+    latency = np.full(n, np.nan)
+    nan = lambda: np.full(n, np.nan)
+    false_recall, abstain, cart_recall = nan(), nan(), nan()
+    first_ranks: list[list[int]] = []
+    alt: dict[str, dict[str, Any]] = {}     # name -> {"ranks": [], "n_gold": [], "cart": array}
+    empty = np.zeros(0, dtype=np.int64)
+
+    for i, rec in enumerate(recs):
+        row = runs.get(rec.query_id)
+        if row is not None:
+            ranked, cart = _ranked_indices(row, table)
+            has_run[i] = True
+            latency[i] = row.latency_ms
+        else:
+            ranked, cart = empty, empty
+        n_hits[i], cart_size[i] = len(ranked), len(cart)
+        sc = check_scope(table, np.union1d(ranked, cart),
+                         uni.holder_index.get(rec.scope.holder, -1), to_us(rec.as_of))
+        n_future[i], n_foreign[i] = sc.n_future, sc.n_foreign
+
+        gold = _prepare_gold(rec.gold, rec, uni, locs[i], "gold")
+        if rec.unanswerable != (len(gold) == 0):
+            raise InputError(locs[i][0], locs[i][1], "gold",
+                             f"{rec.query_id}: unanswerable={rec.unanswerable} but {len(gold)} "
+                             "gold region(s)", rule="GOLD_ANSWERABLE")
+        answerable[i] = not rec.unanswerable
+        if answerable[i]:
+            n_gold[i] = len(gold)
+            first_ranks.append(list(table.first_positions(gold, ranked) + 1))
+            cart_recall[i] = cart_mod.cartridge_recall(table, gold, cart)
+            abstain[i] = cart_mod.abstained(len(cart))
+        else:
+            first_ranks.append([])
+            false_recall[i] = cart_mod.false_recall(len(cart))
+
+        for name, golds in sorted((rec.judgments or {}).items()):
+            if name == PRIMARY:
+                raise InputError(locs[i][0], locs[i][1], "judgments",
+                                 f"{rec.query_id}: judgment set name {PRIMARY!r} is reserved for "
+                                 "the primary gold", rule="JUDGMENTS")
+            a = alt.setdefault(name, {"ranks": [[] for _ in range(n)],
+                                      "n_gold": np.zeros(n, np.int64), "cart": nan()})
+            jg = _prepare_gold(golds, rec, uni, locs[i], f"judgments.{name}")
+            if jg:      # answerable under this set = non-empty list
+                a["n_gold"][i] = len(jg)
+                a["ranks"][i] = list(table.first_positions(jg, ranked) + 1)
+                a["cart"][i] = cart_mod.cartridge_recall(table, jg, cart)
+
+    values = rank_measures(FirstHits.from_lists(first_ranks, n_gold))
+    values["false_recall_rate"] = false_recall
+    values["temporal_correctness"] = (n_future == 0).astype(np.float64)
+    values["holder_correctness"] = (n_foreign == 0).astype(np.float64)
+    values["abstain_rate_answerable"] = abstain
+    values["cartridge_recall"] = cart_recall
+    judgments = {}
+    for name, a in sorted(alt.items()):
+        jv = rank_measures(FirstHits.from_lists(a["ranks"], a["n_gold"]))
+        jv["cartridge_recall"] = a["cart"]
+        judgments[name] = jv
+
+    return ItemScores(
+        query_id=[r.query_id for r in recs], modality=[r.modality for r in recs],
+        source=[source_key(r.query_id) for r in recs], holder=[r.scope.holder for r in recs],
+        as_of=[r.as_of.isoformat() for r in recs],
+        derivation=[r.origin.derivation for r in recs], answerable=answerable, has_run=has_run,
+        n_gold=n_gold, n_hits=n_hits, cartridge_size=cart_size, n_future=n_future,
+        n_foreign=n_foreign, latency_ms=latency, values={k: values[k] for k in MEAN_MEASURES},
+        judgments=judgments)

@@ -1,0 +1,65 @@
+"""The test doubles through the real runner and metrics on the real dev split: the oracle
+reaches the ceiling, the leaky system is caught by the scope gates, random is poor."""
+
+from __future__ import annotations
+
+import pytest
+
+from membench.metrics import metrics_for_run_dir
+from membench.run import load_split, run_system
+from membench.schema import MODALITIES
+from membench.systems import make_system
+
+LIMIT = 60
+
+
+@pytest.fixture(scope="module")
+def runs(built, corpus_root, tmp_path_factory):
+    out = {}
+    for name in ("oracle", "leaky", "random"):
+        d = tmp_path_factory.mktemp(name)
+        run_system(make_system(name), built.out, "dev", d, corpus_root, limit=LIMIT)
+        out[name] = metrics_for_run_dir(d)
+    return out
+
+
+def ceiling(built, modality):
+    """Mean over answerable items of min(1, 10 / |gold|): the best recall@10 any run can get
+    with one region per atom."""
+    recs = [r for r in load_split(built.out, "dev", [modality], LIMIT).records if not r.unanswerable]
+    return sum(min(1.0, 10 / len(r.gold)) for r in recs) / len(recs)
+
+
+@pytest.mark.parametrize("modality", MODALITIES)
+def test_oracle_reaches_the_ceiling(runs, built, modality):
+    m = runs["oracle"][modality]
+    assert m["recall@10"]["value"] == pytest.approx(ceiling(built, modality), abs=1e-12)
+    assert m["recall@1000"]["value"] == 1.0
+    assert m["false_recall_rate"]["value"] == 0.0
+    assert m["temporal_correctness"]["value"] == 1.0
+    assert m["holder_correctness"]["value"] == 1.0
+    assert m["cartridge_recall"]["value"] == 1.0
+    assert m["recall@10"]["n"] == m["recall@10"]["denominator"] > 0
+
+
+def test_oracle_passes_every_gate_but_recall_where_gold_exceeds_ten(runs):
+    failed = [(g["metric"], g["scope"]) for g in runs["oracle"]["gates"] if g["pass"] is False]
+    assert failed == []
+
+
+def test_leaky_is_caught_by_the_scope_gates(runs):
+    m = runs["leaky"]
+    gates = {(g["metric"], g["scope"]): g["pass"] for g in m["gates"]}
+    assert gates[("holder_correctness", "all")] is False
+    assert gates[("temporal_correctness", "all")] is False
+    assert gates[("false_recall_rate", "all")] is False
+    assert m["all"]["holder_correctness"]["value"] < 0.95
+    assert m["all"]["temporal_correctness"]["value"] < 0.95
+
+
+def test_random_respects_scope_and_scores_poorly(runs):
+    m = runs["random"]["all"]
+    assert m["holder_correctness"]["value"] == 1.0 and m["temporal_correctness"]["value"] == 1.0
+    assert m["recall@10"]["value"] < runs["oracle"]["all"]["recall@10"]["value"] - 0.3
+    # it abstains only where nothing is in scope (a temporal item asked before any memory)
+    assert m["false_recall_rate"]["value"] > 0.8
