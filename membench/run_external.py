@@ -25,7 +25,6 @@ from pathlib import Path
 from .errors import InputError, MembenchError
 from .jsonl import dumps, iter_json_lines, sha256_file
 from .metrics.ranking import order_hits
-from .metrics.trec import iter_trec_lines
 from .paths import MANIFEST_PATH
 from .run import check_atoms, code_revision, load_split, log_test_access, set_digests
 from .systems.base import EXTENT_CAPS, MAX_DEPTH, Atom
@@ -47,6 +46,28 @@ def read_atom_file(path: Path) -> list[Atom]:
     return atoms
 
 
+def read_trec_lines(path: Path):
+    """``(line, qid, docid, rank, score)`` per line of a TREC run; a malformed line is an
+    :class:`InputError` naming it. (Scoring a TREC file at scale without this Python loop is
+    :func:`membench.metrics.read_trec_run`'s job; an import is small and needs the ids.)"""
+    if not path.exists():
+        raise InputError(path, None, None, "file not found", rule="MISSING_FILE")
+    with open(path, encoding="utf-8") as f:
+        for no, line in enumerate(f, 1):
+            parts = line.split()
+            if len(parts) != 6:
+                raise InputError(path, no, None, f"expected 6 fields (qid Q0 docid rank score "
+                                 f"tag), got {len(parts)}", rule="TREC")
+            try:
+                rank, score = int(parts[3]), float(parts[4])
+            except ValueError:
+                raise InputError(path, no, "rank/score", "rank must be an integer and score a "
+                                 "number", rule="TREC") from None
+            if score != score or score in (float("inf"), float("-inf")):
+                raise InputError(path, no, "score", "must be finite", rule="TREC")
+            yield no, parts[0], parts[2], rank, score
+
+
 def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, out: Path,
                 system: str, cartridge_file: Path | None = None,
                 cartridge_top: int | None = None, final: bool = False) -> dict:
@@ -61,7 +82,7 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
     qids = {r.query_id for r in data.records}
 
     lists: dict[str, list[tuple[str, float, int]]] = {}
-    for no, (qid, doc, rank, score) in enumerate(iter_trec_lines(run_file), 1):
+    for no, qid, doc, rank, score in read_trec_lines(run_file):
         if qid not in qids:
             raise InputError(run_file, no, "qid", f"{qid!r} is not a {split} query", rule="TREC")
         if doc not in known:
