@@ -140,6 +140,19 @@ def _import_cmd(a: argparse.Namespace) -> int:
     return 0
 
 
+def _report_cmd(a: argparse.Namespace) -> int:
+    from .report.render import report
+
+    t0 = time.time()
+    done = report([Path(r) for r in a.run], Path(a.out), Path(a.sets) if a.sets else None,
+                  compare=[Path(r) for r in a.compare or []],
+                  corpus=corpus_root(a.corpus) if a.corpus else None)
+    for r in done:
+        print(f"  {r.html}")
+    print(f"{len(done)} report page(s) in {time.time() - t0:.0f} s; open {Path(a.out) / 'index.html'}")
+    return 0
+
+
 def _metrics_cmd(a: argparse.Namespace) -> int:
     from .metrics import format_table, metrics_for_run_dir
 
@@ -207,6 +220,16 @@ def parser() -> argparse.ArgumentParser:
     cg.add_argument("--cartridge", help="JSON lines {query_id, cartridge: [atom_id, ...]}")
     cg.add_argument("--cartridge-top", type=int, metavar="K", help="cartridge = top K hits")
     im.set_defaults(func=_import_cmd)
+
+    rp = sub.add_parser("report", help="execute the notebooks and render HTML reports")
+    rp.add_argument("--run", action="append", required=True, metavar="RUN_DIR",
+                    help="a run directory (repeatable)")
+    rp.add_argument("--compare", action="append", metavar="RUN_DIR",
+                    help="more runs to compare with (notebook 05)")
+    rp.add_argument("--out", default="reports")
+    rp.add_argument("--sets", help="sets folder (default bench/sets)")
+    rp.add_argument("--corpus")
+    rp.set_defaults(func=_report_cmd)
 
     mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")
     mt.add_argument("run_dir")

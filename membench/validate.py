@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,8 @@ from .jsonl import sha256_file, validation_error
 from .schema import MODALITIES, AnnotationRecord, SourceItem, check_region
 
 MIN_UNANSWERABLE_SHARE = 0.15
+# The rule names, in the order of the table above (the table is the one place they are listed).
+RULES: tuple[str, ...] = tuple(re.findall(r"^([A-Z_]+)\s{2,}", __doc__, re.M))
 
 
 @dataclass(frozen=True)

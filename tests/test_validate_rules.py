@@ -156,3 +156,18 @@ def test_indistinguishable_queries_are_a_warning(tmp_path):
     f = run(mutate(tmp_path, lambda s: s["code.jsonl"][1].update(question="question 0?")))
     assert [(x.rule, x.level, x.line) for x in f] == [("AMBIGUOUS_QUERY", "warning", 1)]
     assert "codesrc:q0 and codesrc:q1" in f[0].message
+
+
+def test_every_rule_the_validator_emits_is_listed():
+    import inspect
+    import re
+
+    import membench.validate as v
+    import membench.corpus as c
+
+    emitted = set(re.findall(r'"([A-Z][A-Z_]+)"', inspect.getsource(v))) & {
+        w for w in re.findall(r"[A-Z][A-Z_]{3,}", inspect.getsource(v))}
+    emitted -= {"MIN_UNANSWERABLE_SHARE", "RULES"}
+    emitted |= set(re.findall(r"(MISSING_FILE|DIGEST_DRIFT)", inspect.getsource(c.check_corpus)))
+    assert emitted <= set(v.RULES), emitted - set(v.RULES)
+    assert len(v.RULES) == 23

@@ -1,0 +1,75 @@
+"""Provenance of a report: which manifest, which set files, which system, split, code and time.
+
+Every notebook shows :func:`provenance_frame` near its top, and :mod:`membench.report.render`
+writes the same facts into the notebook metadata (``metadata.membench``) and into the HTML head
+(``<meta name="membench:...">``), recomputing the sha256s from the files on disk at render time.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..build import SET_FILES
+from ..jsonl import sha256_file
+from ..paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH
+from ..run import TEST_ACCESS_LOG, code_revision
+
+
+def provenance(run_dir: str | Path | None = None, sets_dir: str | Path | None = None) -> dict[str, Any]:
+    """The facts a report must carry. Set and manifest digests are computed now from the files;
+    the run's own record of them (meta.json) is kept beside, so a mismatch is visible."""
+    sets = Path(sets_dir) if sets_dir else DEFAULT_SETS_DIR
+    meta: dict[str, Any] = {}
+    if run_dir is not None:
+        p = Path(run_dir) / "meta.json"
+        if p.exists():
+            meta = json.loads(p.read_text())
+    lock = json.loads(LOCK_PATH.read_text())["files"] if LOCK_PATH.exists() else {}
+    sets_now = {f: sha256_file(sets / f) for f in SET_FILES if (sets / f).exists()}
+    out = {
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "code_revision": code_revision(),
+        "manifest": str(MANIFEST_PATH),
+        "manifest_sha256": sha256_file(MANIFEST_PATH),
+        "sets_dir": str(sets.resolve()),
+        "set_sha256": sets_now,
+        "sets_match_lock": bool(lock) and sets_now == {f: lock.get(f) for f in sets_now},
+        "test_accesses": _test_accesses(),
+    }
+    if meta:
+        out.update({
+            "run_dir": str(Path(run_dir).resolve()),
+            "system": meta.get("system"), "config": meta.get("config"),
+            "split": meta.get("split"), "final": meta.get("final"),
+            "run_code_revision": meta.get("code_revision"),
+            "run_started": meta.get("started"), "run_finished": meta.get("finished"),
+            "run_status": meta.get("status"), "limit": meta.get("limit"),
+            "run_set_sha256_match": meta.get("set_sha256") == sets_now,
+            "run_manifest_sha256_match": meta.get("manifest_sha256") == out["manifest_sha256"],
+            "extent_caps": meta.get("extent_caps"),
+        })
+    return out
+
+
+def _test_accesses() -> list[dict]:
+    if not TEST_ACCESS_LOG.exists():
+        return []
+    return [json.loads(l) for l in TEST_ACCESS_LOG.read_text().splitlines() if l.strip()]
+
+
+def provenance_frame(prov: dict[str, Any]):
+    """A two-column table (field, value) for display at the top of a notebook."""
+    import pandas as pd
+
+    rows = []
+    for k, v in prov.items():
+        if k == "set_sha256":
+            rows += [(f"sha256 {f}", d) for f, d in v.items()]
+        elif isinstance(v, (dict, list)):
+            rows.append((k, json.dumps(v, sort_keys=True)))
+        else:
+            rows.append((k, v))
+    return pd.DataFrame(rows, columns=["field", "value"]).set_index("field")
