@@ -1,0 +1,152 @@
+"""membench.compare: side-by-side tables, paired significance, comparability checks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from test_slices import small_runs
+
+from membench.compare import (
+    ComparisonError,
+    compare_runs,
+    holm,
+    paired_test,
+    plot_first_stage,
+)
+from membench.run import run_system
+from membench.systems import make_system
+
+B = 2000
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, built, corpus_root):
+    return small_runs(tmp_path_factory, built, corpus_root)
+
+
+@pytest.fixture(scope="module")
+def oracle_vs_random(runs):
+    return compare_runs([runs["oracle"], runs["random"]], n_resamples=B)
+
+
+# --------------------------------------------------------------------------- the tests alone
+
+
+def test_paired_test_identical_and_shifted():
+    rng = np.random.default_rng(1)
+    a = rng.random(50)
+    t = paired_test(a, a.copy(), "k", n_resamples=B)
+    assert t["diff"] == 0.0 and t["p_bootstrap"] == 1.0 and t["p_permutation"] == 1.0
+    assert t["diff_ci95_lo"] == 0.0 == t["diff_ci95_hi"]
+    t = paired_test(a + 1.0, a, "k", n_resamples=B)
+    assert t["diff"] == pytest.approx(1.0)
+    assert t["diff_ci95_lo"] == pytest.approx(1.0) and t["diff_ci95_hi"] == pytest.approx(1.0)
+    assert t["p_permutation"] == pytest.approx(1 / (B + 1))      # never exactly 0
+    assert t["p_bootstrap"] == pytest.approx(1 / (B + 1))
+
+
+def test_permutation_p_matches_exact_sign_flip():
+    # d = [1, 1, 1, 1]: exactly 2 of the 16 sign patterns reach |mean| >= 1 -> p = 1/8
+    t = paired_test(np.ones(4), np.zeros(4), "exact", n_resamples=20_000)
+    assert t["p_permutation"] == pytest.approx(0.125, abs=0.01)
+    # NaN (outside the denominator) pairs are dropped, not counted
+    a = np.array([1.0, np.nan, 0.0, 1.0])
+    t = paired_test(a, np.array([0.0, np.nan, 0.0, 1.0]), "nan", n_resamples=500)
+    assert t["n"] == 3 and t["diff"] == pytest.approx(1 / 3)
+    e = paired_test(np.array([np.nan]), np.array([np.nan]), "empty", n_resamples=10)
+    assert e["n"] == 0 and np.isnan(e["p_permutation"])
+
+
+def test_paired_test_seeded():
+    rng = np.random.default_rng(2)
+    a, b = rng.random(30), rng.random(30)
+    assert paired_test(a, b, "s", n_resamples=500) == paired_test(a, b, "s", n_resamples=500)
+
+
+def test_holm():
+    p = np.array([0.01, 0.04, np.nan, 0.03])
+    h = holm(p)
+    assert h[0] == pytest.approx(0.03) and h[3] == pytest.approx(0.06)
+    assert h[1] == pytest.approx(0.06) and np.isnan(h[2])        # monotone
+
+
+# --------------------------------------------------------------------------- real runs
+
+
+def test_identical_runs(runs):
+    c = compare_runs([runs["random"], runs["random"]], n_resamples=500)
+    assert len(set(c.labels)) == 2
+    assert (c.pairs["diff"].fillna(0) == 0).all()
+    assert (c.pairs["p_permutation"].dropna() == 1.0).all()
+    assert (c.pairs["p_bootstrap"].dropna() == 1.0).all()
+    assert not c.pairs["significant_0.05"].any()
+
+
+def test_oracle_vs_random(oracle_vs_random, runs):
+    c = oracle_vs_random
+    p = c.pairs.set_index(["scope", "metric"])
+    for metric in ("recall@10", "ndcg@10", "mrr"):
+        r = p.loc[("all", metric)]
+        assert r["diff"] > 0 and r["diff_ci95_lo"] > 0
+        assert r["p_permutation"] < 0.01 and r["p_bootstrap"] < 0.01 and r["significant_0.05"]
+    fr = p.loc[("all", "false_recall_rate")]
+    assert fr["diff"] < 0 and fr["p_permutation"] < 0.01     # the oracle abstains
+    assert set(c.pairs["metric"]) == {"recall@10", "ndcg@10", "mrr", "false_recall_rate"}
+    assert (c.pairs["n"] == c.pairs["denominator"]).all()
+
+
+def test_summary_matches_metrics_json(oracle_vs_random, runs):
+    c = oracle_vs_random
+    for lab, name in zip(c.labels, ("oracle", "random")):
+        m = json.loads((runs[name] / "metrics.json").read_text())
+        s = c.summary[c.summary["system"] == lab]
+        for _, r in s.iterrows():
+            e = m[r["scope"]][r["metric"]]
+            assert r["n"] == e["n"] and r["denominator"] == e["denominator"]
+            if e["value"] is None:
+                assert r["value"] is None or np.isnan(r["value"])
+            else:
+                assert r["value"] == pytest.approx(e["value"])
+                assert [r["ci95_lo"], r["ci95_hi"]] == pytest.approx(e["ci95"])
+    t = c.table(["recall@10"])
+    assert ("all", "recall@10") in t.index and (c.labels[0], "n/den") in t.columns
+
+
+def test_first_stage(oracle_vs_random):
+    fs = oracle_vs_random.first_stage
+    assert {"system", "modality", "recall@1000", "ndcg@10", "n_answerable"} <= set(fs.columns)
+    assert len(fs) == 2 * fs["modality"].nunique()
+    o = fs[fs["system"] == "oracle"]
+    assert (o["recall@1000"] == 1.0).all()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = plot_first_stage(oracle_vs_random)
+    assert len([a for a in fig.axes if a.get_visible()]) == fs["modality"].nunique()
+
+
+def test_mismatched_runs(runs, built, corpus_root, tmp_path):
+    # different items: another limit
+    other = tmp_path / "random5"
+    run_system(make_system("random"), built.out, "dev", other, corpus_root, limit=5)
+    with pytest.raises(ComparisonError, match="different items"):
+        compare_runs([runs["random"], other], n_resamples=10)
+    # different set files recorded in meta.json
+    forged = tmp_path / "forged"
+    shutil.copytree(runs["oracle"], forged)
+    meta = json.loads((forged / "meta.json").read_text())
+    meta["set_sha256"]["pdf.jsonl"] = "0" * 64
+    (forged / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(ComparisonError, match="sha256"):
+        compare_runs([runs["oracle"], forged], n_resamples=10)
+    # different split
+    meta["set_sha256"] = json.loads((runs["oracle"] / "meta.json").read_text())["set_sha256"]
+    meta["split"] = "test"
+    (forged / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(ComparisonError, match="different splits"):
+        compare_runs([runs["oracle"], forged], n_resamples=10)
+    with pytest.raises(ComparisonError, match="at least two"):
+        compare_runs([runs["oracle"]], n_resamples=10)
