@@ -153,6 +153,22 @@ def _report_cmd(a: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate_cmd(a: argparse.Namespace) -> int:
+    from .calibrate import calibrate_run
+    from .systems.reference import calibration_path
+
+    cal = calibrate_run(Path(a.run_dir), Path(a.sets) if a.sets else None)
+    out = Path(a.out) if a.out else calibration_path(cal["system"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(cal, indent=2, sort_keys=True) + "\n")
+    for m, c in cal["modalities"].items():
+        print(f"{m:14s} threshold {c['threshold']:.6g}  answerable kept {c['answerable_kept']:.3f} "
+              f"({c['n_answerable']})  unanswerable kept {c['unanswerable_kept']:.3f} "
+              f"({c['n_unanswerable']}){'' if c['within_gate'] else '  (gate not reachable)'}")
+    print(f"wrote {out}")
+    return 0
+
+
 def _metrics_cmd(a: argparse.Namespace) -> int:
     from .metrics import format_table, metrics_for_run_dir
 
@@ -230,6 +246,12 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--sets", help="sets folder (default bench/sets)")
     rp.add_argument("--corpus")
     rp.set_defaults(func=_report_cmd)
+
+    ca = sub.add_parser("calibrate", help="cartridge thresholds per modality from a dev run")
+    ca.add_argument("run_dir")
+    ca.add_argument("--sets")
+    ca.add_argument("--out", help="default bench/calibration/<system>.json")
+    ca.set_defaults(func=_calibrate_cmd)
 
     mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")
     mt.add_argument("run_dir")

@@ -1,0 +1,155 @@
+"""BM25 on tantivy: scope, ties, determinism, hostile questions and a realistic ranking."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from membench.systems.base import Atom
+from membench.systems.bm25 import BM25Engine, make_analyzer
+
+T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def atom(atom_id: str, holder: str, text: str, at: datetime = T0, modality="pdf") -> Atom:
+    return Atom(atom_id, f"src:{atom_id}", modality, holder, at, {"page": 1}, text)
+
+
+# A small realistic collection: pages of an annual report, a few near-duplicates.
+REPORT = [
+    ("p01", "Chairman's letter. 2016 was a year of transition for the group, with revenue "
+            "up 4% and a renewed focus on retail banking."),
+    ("p02", "Net interest margin fell to 1.9% as deposit costs rose faster than loan yields; "
+            "management expects the margin to stabilise next year."),
+    ("p03", "Interest rate risk is managed through swaps; net exposure to a 100 basis point "
+            "move is disclosed in note 14."),
+    ("p04", "Loan loss provisions increased in the commercial real estate portfolio, mainly in "
+            "the northern region."),
+    ("p05", "Headcount: 12,400 employees at year end, of which 38% in branches. Net hiring "
+            "was concentrated in technology."),
+    ("p06", "The board proposes a dividend of 0.42 per share, subject to approval at the "
+            "annual general meeting."),
+    ("p07", "Margin trading accounts for retail clients grew, with interest income from "
+            "margin loans up 12%."),
+    ("p08", "Operating expenses were flat; the cost-to-income ratio improved to 58%."),
+]
+
+
+@pytest.fixture(scope="module")
+def report_engine():
+    e = BM25Engine()
+    e.index([atom(i, "bank", t) for i, t in REPORT])
+    return e
+
+
+def test_exact_phrase_atom_ranks_first(report_engine):
+    hits = report_engine.search("What was the net interest margin in 2016?", "bank", T0, 10)
+    assert hits[0][0] == "p02"
+    assert len(hits) >= 3  # the other pages sharing words are still ranked, below it
+
+
+def test_stemming_matches_inflections(report_engine):
+    hits = report_engine.search("provision increases", "bank", T0, 10)
+    assert hits[0][0] == "p04"
+    assert make_analyzer().analyze("Revenues jumped") == ["revenu", "jump"]
+
+
+def test_scope_other_holder_and_future_never_returned():
+    q = "Where did Caroline go hiking last weekend?"
+    atoms = [
+        atom("a-mine", "caroline", "We went to the beach on Saturday."),
+        atom("b-other", "melanie", q),                                  # best match, other holder
+        atom("c-future", "caroline", q, T0 + timedelta(seconds=1)),     # best match, future
+        atom("d-mine", "caroline", "Caroline went hiking in the hills.", T0),
+    ]
+    e = BM25Engine()
+    e.index(atoms)
+    ids = [a for a, _ in e.search(q, "caroline", T0, 1000)]
+    assert ids == ["d-mine"]
+    # as_of is inclusive; the future atom arrives exactly at its observed_at
+    ids = [a for a, _ in e.search(q, "caroline", T0 + timedelta(seconds=1), 1000)]
+    assert ids[0] == "c-future" and "b-other" not in ids
+    # a holder with no atoms, or a time before everything, gets nothing
+    assert e.search(q, "nobody", T0, 10) == []
+    assert e.search(q, "caroline", T0 - timedelta(days=1), 10) == []
+
+
+def test_scope_compares_instants_across_timezones():
+    e = BM25Engine()
+    at = datetime(2024, 1, 1, 10, 0, tzinfo=timezone(timedelta(hours=2)))   # 08:00 UTC
+    e.index([atom("a", "h", "lighthouse", at)])
+    assert e.search("lighthouse", "h", datetime(2024, 1, 1, 8, 0, tzinfo=timezone.utc), 5)
+    assert not e.search("lighthouse", "h",
+                        datetime(2024, 1, 1, 7, 59, 59, 999999, tzinfo=timezone.utc), 5)
+
+
+@pytest.mark.parametrize("question", [
+    "", "   ", "?!", "-- ** ::", '"', "\\", "\u00a0\t\n",
+])
+def test_questions_without_usable_terms(report_engine, question):
+    assert report_engine.search(question, "bank", T0, 10) == []
+
+
+def test_operators_are_words(report_engine):
+    # "AND OR NOT" is three plain words, not an invalid boolean query; only p01 has "and"
+    assert [a for a, _ in report_engine.search("AND OR NOT", "bank", T0, 10)] == ["p01"]
+
+
+@pytest.mark.parametrize("question", [
+    'What is the "net interest margin" (NIM)? AND/OR: -loans +deposits [2016] {x} ^2 ~1 * \\',
+    "margin:1.9% OR field:value",
+    "interest) (margin",
+])
+def test_query_syntax_characters_are_plain_text(report_engine, question):
+    hits = report_engine.search(question, "bank", T0, 10)
+    assert hits and hits[0][0] in {"p02", "p07"}
+
+
+def test_ties_broken_by_atom_id_also_at_the_cut():
+    ids = [f"t{i:02d}" for i in range(40)]
+    atoms = [atom(i, "h", "identical text about lighthouses") for i in ids]
+    atoms.append(atom("zz", "h", "lighthouses lighthouses lighthouses"))
+    random.Random(1).shuffle(atoms)
+    e = BM25Engine()
+    e.index(atoms)
+    hits = e.search("lighthouses", "h", T0, 5)
+    assert [a for a, _ in hits] == ["zz", "t00", "t01", "t02", "t03"]
+    assert hits[1][1] == hits[4][1] < hits[0][1]
+
+
+def test_deterministic_across_builds_and_input_order():
+    rng = random.Random(7)
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    atoms = [atom(f"a{i:03d}", f"h{i % 3}", " ".join(rng.choice(words) for _ in range(12)),
+                  T0 + timedelta(hours=i % 5)) for i in range(300)]
+    e1, e2 = BM25Engine(), BM25Engine()
+    e1.index(atoms)
+    e2.index(list(reversed(atoms)))
+    for q in ("alpha beta", "theta kappa iota", "zeta"):
+        for h in ("h0", "h1", "h2"):
+            r1 = e1.search(q, h, T0 + timedelta(hours=3), 50)
+            assert r1 == e2.search(q, h, T0 + timedelta(hours=3), 50)
+            assert r1 == e1.search(q, h, T0 + timedelta(hours=3), 50)
+            assert r1 == sorted(r1, key=lambda x: (-x[1], x[0]))
+
+
+def test_filters_do_not_change_scores():
+    """The scope filters are zero-score: hits score exactly what the bare BM25 text query
+    gives them."""
+    import tantivy
+
+    e = BM25Engine()
+    e.index([atom("a", "h1", "red apple pie"), atom("b", "h2", "green apple"),
+             atom("c", "h1", "apple apple crumble pie", T0 + timedelta(days=2))])
+    Q, Occ = tantivy.Query, tantivy.Occur
+    bare = Q.boolean_query([(Occ.Should, Q.term_query(e._schema, "text", t))
+                            for t in e.terms("apple pie")])
+    res = e._searcher.search(bare, 10).hits
+    ords = e._searcher.fast_field_values("ord", [addr for _, addr in res])
+    unfiltered = {e.atoms[o].atom_id: score for (score, _), o in zip(res, ords, strict=True)}
+    assert set(unfiltered) == {"a", "b", "c"}
+    hits = e.search("apple pie", "h1", T0, 5)
+    assert [a for a, _ in hits] == ["a"]
+    assert hits[0][1] == pytest.approx(unfiltered["a"], rel=0, abs=0)

@@ -1,0 +1,100 @@
+"""The cartridge policy (threshold, max atoms, token budget) and threshold calibration."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from membench.systems.cartridge import CartridgePolicy, calibrate, calibrate_detail
+
+
+def atoms(**spec):
+    """name=(modality, n_tokens) -> objects with modality and text."""
+    return {k: SimpleNamespace(modality=m, text=" ".join(["w"] * n)) for k, (m, n) in spec.items()}
+
+
+def test_threshold_and_abstention():
+    a = atoms(a=("pdf", 10), b=("pdf", 10), c=("pdf", 10))
+    p = CartridgePolicy(default_threshold=0.5)
+    assert p.compile([("a", 0.9), ("b", 0.5), ("c", 0.49)], a) == ["a", "b"]
+    assert p.compile([("c", 0.49)], a) == []          # abstain
+    assert p.compile([], a) == []
+
+
+def test_per_modality_thresholds():
+    a = atoms(p=("pdf", 5), v=("video", 5))
+    p = CartridgePolicy(default_threshold=0.5, thresholds={"video": 0.8})
+    assert p.threshold("pdf") == 0.5 and p.threshold("video") == 0.8
+    assert p.compile([("v", 0.7), ("p", 0.6)], a) == ["p"]
+    assert p.compile([("v", 0.8), ("p", 0.6)], a) == ["v", "p"]
+
+
+def test_max_atoms():
+    a = atoms(**{f"a{i}": ("pdf", 1) for i in range(9)})
+    hits = [(f"a{i}", 1.0 - i / 10) for i in range(9)]
+    assert CartridgePolicy(max_atoms=5).compile(hits, a) == ["a0", "a1", "a2", "a3", "a4"]
+    assert CartridgePolicy(max_atoms=0).compile(hits, a) == []
+
+
+def test_token_budget_skips_what_does_not_fit():
+    a = atoms(a=("pdf", 300), b=("pdf", 250), c=("pdf", 200), d=("pdf", 12))
+    hits = [("a", 4.0), ("b", 3.0), ("c", 2.0), ("d", 1.0)]
+    # a (300) fits; b would make 550 > 512: skipped; c makes 500; d would make 512: fits
+    assert CartridgePolicy(token_budget=512).compile(hits, a) == ["a", "c", "d"]
+    assert CartridgePolicy(token_budget=511).compile(hits, a) == ["a", "c"]
+
+
+def test_an_oversize_first_atom_is_admitted_alone():
+    a = atoms(big=("pdf", 900), small=("pdf", 10))
+    assert CartridgePolicy(token_budget=512).compile([("big", 2.0), ("small", 1.0)], a) == ["big"]
+    # below threshold it is still not admitted
+    assert CartridgePolicy(default_threshold=3.0).compile([("big", 2.0)], a) == []
+
+
+def test_config_is_complete():
+    cfg = CartridgePolicy(default_threshold=0.4, thresholds={"video": 0.6, "code": 0.5}).config()
+    assert cfg["default_threshold"] == 0.4 and list(cfg["thresholds"]) == ["code", "video"]
+    assert cfg["max_atoms"] == 5 and cfg["token_budget"] == 512
+
+
+def test_policy_rejects_nonsense():
+    with pytest.raises(ValueError):
+        CartridgePolicy(max_atoms=-1)
+    with pytest.raises(ValueError):
+        CartridgePolicy(default_threshold=float("nan"))
+
+
+def test_calibrate_respects_the_false_recall_target():
+    ans = [0.9, 0.8, 0.7, 0.6, 0.2]
+    unans = [0.65, 0.3, 0.1, 0.05, 0, 0, 0, 0, 0, 0]
+    # t=0.2 has the best J (1.0 - 0.2) but 20% false recall; t=0.6: TPR .8, FPR .1, J .7
+    c = calibrate_detail(ans, unans)
+    assert (c.threshold, c.tpr, c.fpr, c.constrained) == (0.6, 0.8, 0.1, True)
+    assert c.j == pytest.approx(0.7)
+    assert calibrate(ans, unans) == 0.6
+    assert calibrate(ans, unans, max_false_recall=0.2) == 0.2
+
+
+def test_calibrate_ties_go_to_the_higher_threshold():
+    # t=0.8: J = .5 - 0; t=0.4: J = 1 - .5 (both feasible at 0.5)
+    assert calibrate([0.8, 0.4], [0.6, 0.1], max_false_recall=0.5) == 0.8
+
+
+def test_calibrate_when_the_target_is_unachievable():
+    # every threshold that admits an answerable query admits all unanswerable ones
+    c = calibrate_detail([0.3, 0.2], [0.9, 0.8, 0.7])
+    assert not c.constrained
+    assert c.threshold == math.nextafter(0.9, math.inf)   # J=0 ties with t=0.2; higher wins
+    assert c.tpr == 0 and c.fpr == 0
+
+
+def test_calibrate_handles_queries_without_hits_and_is_deterministic():
+    assert calibrate([None, 0.5], [None]) == 0.5
+    assert calibrate([0.5, None], [None]) == calibrate([None, 0.5], [None])
+    assert calibrate([0.7, 0.9], []) == 0.7
+    with pytest.raises(ValueError):
+        calibrate([None], [None])
+    with pytest.raises(ValueError):
+        calibrate([float("nan")], [0.1])

