@@ -1,0 +1,117 @@
+"""membench.content.ocr on rendered images: text found where it was drawn, the cache used."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from membench.content import ChunkConfig, chunk, ocr
+from membench.content.screenshot import blocks
+from membench.schema import SourceItem
+from membench.systems.base import check_atom
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def render(path, size, labels, font_size=36):
+    im = Image.new("RGB", size, "white")
+    d = ImageDraw.Draw(im)
+    font = ImageFont.load_default(size=font_size)
+    boxes = {}
+    for (x, y), text in labels:
+        d.text((x, y), text, fill="black", font=font)
+        boxes[text] = d.textbbox((x, y), text, font=font)
+    im.save(path)
+    return boxes
+
+
+def overlaps(a, b):
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def test_ocr_reads_text_and_caches(tmp_path, cache):
+    p = tmp_path / "t.png"
+    render(p, (420, 160), [((20, 20), "Number of coins"), ((20, 90), "Braden 76")], 28)
+    before = dict(ocr.stats)
+    r1 = ocr.ocr_image(p)
+    assert ocr.stats["engine_calls"] == before["engine_calls"] + 1
+    text = ocr.ocr_text(r1.kept(0.5))
+    assert "Number of coins" in text and "Braden" in text and "76" in text
+    assert text.index("Number") < text.index("Braden")  # reading order
+    assert r1.scale > 1  # small image: upscaled before OCR
+    for ln in r1.lines:
+        assert 0 <= ln.box[0] < ln.box[2] <= 420 and 0 <= ln.box[1] < ln.box[3] <= 160
+    r2 = ocr.ocr_image(p)
+    assert ocr.stats["engine_calls"] == before["engine_calls"] + 1  # no second OCR
+    assert ocr.stats["cache_hits"] == before["cache_hits"] + 1
+    assert r2 == r1
+    # same bytes under another name: still the cache
+    q = tmp_path / "copy.png"
+    q.write_bytes(p.read_bytes())
+    assert ocr.ocr_image(q) == r1
+    assert ocr.stats["engine_calls"] == before["engine_calls"] + 1
+    # another preprocessing is another cache entry
+    assert ocr.cache_path(r1.sha256, 700) != ocr.cache_path(r1.sha256, 0)
+    # a torn cache file is a miss, not data
+    ocr.cache_path(r1.sha256, 700).write_text("{not json")
+    assert ocr.ocr_image(p).lines == r1.lines
+    assert ocr.stats["engine_calls"] == before["engine_calls"] + 2
+
+
+def test_screenshot_atoms_are_where_the_text_is(tmp_path, cache):
+    labels = [((40, 40), "Settings"), ((40, 95), "Privacy"), ((900, 40), "Logout"),
+              ((500, 620), "Download report")]
+    boxes = render(tmp_path / "s.png", (1200, 720), labels)
+    it = SourceItem(source_id="ss:s.png", modality="ui_screenshot", holder="h", observed_at=T0,
+                    path="s.png", meta={"width": 1200, "height": 720})
+    before = dict(ocr.stats)
+    atoms = chunk([it], tmp_path)
+    assert ocr.stats["engine_calls"] == before["engine_calls"] + 1
+    for a in atoms:
+        assert check_atom(a, it) is None
+        b = a.extent["bbox"]
+        assert all(isinstance(v, int) for v in b) and 0 <= b[0] < b[2] <= 1200 and b[3] <= 720
+    for text, tb in boxes.items():
+        word = text.split()[0]
+        found = [a for a in atoms if word in a.text and "\n" not in a.text]
+        assert found, (text, [a.text for a in atoms])
+        assert overlaps(found[0].extent["bbox"], tb)
+    # "Settings" and "Privacy" are stacked closely: one block atom holding both
+    assert any("Settings" in a.text and "Privacy" in a.text for a in atoms)
+    assert not any("Settings" in a.text and "Logout" in a.text for a in atoms)
+    again = chunk([it], tmp_path)
+    assert again == atoms
+    assert ocr.stats["engine_calls"] == before["engine_calls"] + 1
+    none = chunk([it], tmp_path, ChunkConfig(screen_blocks=False))
+    assert all("\n" not in a.text for a in none)
+
+
+def test_blocks_split_by_share():
+    L = ocr.OcrLine
+    lines = [L(f"row {i}", 0.9, (0.0, i * 20.0, 100.0, i * 20.0 + 16), ()) for i in range(6)]
+    assert [len(g) for g in blocks(lines, 0.6)] == [6]
+    far = lines + [L("far", 0.9, (500.0, 500.0, 560.0, 516.0), ())]
+    assert [len(g) for g in blocks(far, 0.6)] == [6, 1]
+
+
+def test_parallel_ocr_fills_the_cache(tmp_path, cache):
+    paths = []
+    for i, word in enumerate(["Alpha", "Bravo"]):
+        p = tmp_path / f"p{i}.png"
+        render(p, (300, 80), [((10, 20), word)], 32)
+        paths.append(p)
+    par = ocr.ocr_many(paths, processes=2)
+    assert "Alpha" in ocr.ocr_text(par[str(paths[0])].kept(0.5))
+    assert "Bravo" in ocr.ocr_text(par[str(paths[1])].kept(0.5))
+    before = dict(ocr.stats)
+    again = ocr.ocr_many(paths, processes=2)
+    assert ocr.stats["engine_calls"] == before["engine_calls"]
+    assert {k: v.lines for k, v in again.items()} == {k: v.lines for k, v in par.items()}
