@@ -1,0 +1,79 @@
+"""`membench report` end to end on small real runs: five pages per the spec, provenance in
+every HTML (visible and in the head) matching the files on disk, key tables present, and the
+page rendered by a real browser (headless Chromium, when installed: .ci/run installs it)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+
+from membench.build import SET_FILES
+from membench.jsonl import sha256_file
+from membench.paths import MANIFEST_PATH
+from membench.report.browser_check import check, chromium
+from membench.report.render import report
+from membench.run import run_system
+from membench.systems import make_system
+
+
+@pytest.fixture(scope="module")
+def rendered(built, corpus_root, tmp_path_factory):
+    runs = tmp_path_factory.mktemp("runs")
+    for name in ("oracle", "random"):
+        run_system(make_system(name), built.out, "dev", runs / name, corpus_root, limit=12)
+    out = tmp_path_factory.mktemp("reports")
+    done = report([runs / "oracle"], out, built.out, compare=[runs / "random"])
+    return out, done, built
+
+
+def test_five_pages_and_an_index(rendered):
+    out, done, _ = rendered
+    assert [r.notebook for r in done] == ["01_validate_sets", "02_run_dev", "03_slice_failures",
+                                          "04_false_recalls", "05_compare_systems"]
+    assert all(r.ok and r.html.exists() for r in done)
+    index = (out / "index.html").read_text()
+    for r in done:
+        assert f"{r.html.parent.name}/{r.html.name}" in index
+
+
+def head_meta(html: str) -> dict[str, str]:
+    return dict(re.findall(r'<meta name="(membench:[^"]+)" content="([^"]*)">', html))
+
+
+def test_provenance_matches_the_files(rendered):
+    out, done, built = rendered
+    for r in done:
+        html = r.html.read_text()
+        meta = head_meta(html)
+        assert meta["membench:manifest_sha256"] == sha256_file(MANIFEST_PATH)
+        for f in SET_FILES:
+            assert meta[f"membench:set_sha256:{f}"] == sha256_file(built.out / f), (r.notebook, f)
+        assert meta["membench:split"] == "dev"
+        assert "membench:code_revision" in meta and "membench:generated_at" in meta
+        footer = html[html.index('id="membench-provenance"'):]
+        assert sha256_file(MANIFEST_PATH) in footer and sha256_file(built.out / "pdf.jsonl") in footer
+        nb = json.loads(r.html.with_suffix(".ipynb").read_text())
+        assert nb["metadata"]["membench"]["manifest_sha256"] == sha256_file(MANIFEST_PATH)
+
+
+def test_key_tables_present(rendered):
+    out, done, _ = rendered
+    pages = {r.notebook: r.html.read_text() for r in done}
+    assert "REVISION_UNKNOWN" in pages["01_validate_sets"] and "not mirrored" in pages["01_validate_sets"].lower()
+    assert "holder_correctness" in pages["02_run_dev"] and "PASS" in pages["02_run_dev"]
+    assert "worst" in pages["03_slice_failures"].lower()
+    assert "data:image/png;base64" in pages["03_slice_failures"]  # the plots
+    assert "p_perm" in pages["05_compare_systems"] or "permutation" in pages["05_compare_systems"]
+    # no cell raised
+    for name, html in pages.items():
+        assert "Traceback" not in html and "PapermillExecutionError" not in html, name
+
+
+@pytest.mark.skipif(chromium() is None, reason="chromium not installed (apt-get install chromium)")
+def test_a_report_renders_in_a_real_browser(rendered, tmp_path):
+    out, done, _ = rendered
+    st = check(done[1].html, tmp_path / "page.png")
+    assert st["ok"], st
