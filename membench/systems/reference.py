@@ -19,12 +19,12 @@ cartridge; the test split uses the same frozen thresholds. ``--config thresholds
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import fields
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..content import ChunkConfig, chunk
+from ..content import ChunkConfig, chunk, content_meta
 from ..errors import MembenchError
 from ..paths import BENCH_DIR
 
@@ -61,7 +61,8 @@ def _build(cls, name: str, cfg: dict[str, Any]):
         policy["thresholds"], source = load_thresholds(name, where)
     else:
         source = "--config thresholds"
-    chunk_meta = {**asdict(chunk_cfg), "ocr_processes": None}  # parallelism changes no output
+    chunk_meta = content_meta(chunk_cfg)  # the config plus the OCR and PDF extractors' identity
+    chunk_meta["chunk_config"] = {**chunk_meta["chunk_config"], "ocr_processes": None}  # no effect
     system = cls(partial(chunk, config=chunk_cfg), chunker_config=chunk_meta, name=name,
                  **policy, **cfg)
     system.extra_config["calibration"] = source
