@@ -1,0 +1,8 @@
+"""The reference systems' dev figures table (see membench/expected.py)."""
+
+import sys
+
+from membench.expected import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""The README's bm25 figures are a regression test: a fresh bm25 run on the whole dev split
+reproduces bench/expected/dev.json (figures of every modality, to 1e-9)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from membench.metrics import metrics_for_run_dir
+from membench.run import run_system
+from membench.systems import make_system
+
+from membench.expected import EXPECTED, KEYS
+
+
+@pytest.fixture(scope="module")
+def expected():
+    return json.loads(EXPECTED.read_text())["systems"]
+
+
+def test_bm25_dev_reproduces_the_frozen_figures(expected, built, corpus_root, tmp_path):
+    exp = expected["bm25"]
+    meta = run_system(make_system("bm25"), built.out, "dev", tmp_path, corpus_root)
+    assert meta["set_sha256"] == exp["set_sha256"]
+    got = metrics_for_run_dir(tmp_path)
+    for mod, figs in exp["modalities"].items():
+        for k in KEYS:
+            if k.startswith("latency"):
+                assert got[mod][k]["n"] == figs[k]["n"]
+                continue
+            e, g = figs[k], got[mod][k]
+            assert (g["n"], g["denominator"]) == (e["n"], e["denominator"]), (mod, k)
+            assert g["value"] == pytest.approx(e["value"], abs=1e-9), (mod, k)
+
+
+def test_every_frozen_system_has_its_command_and_sets(expected):
+    for name, s in expected.items():
+        assert s["command"].startswith(f"membench run --system {name} --split dev")
+        assert set(s["set_sha256"]) >= {"pdf.jsonl", "items.jsonl"}
+        assert s["modalities"]["all"]["recall@10"]["n"] > 2000
