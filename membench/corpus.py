@@ -16,7 +16,7 @@ from pathlib import Path
 from .errors import InputError, MembenchError
 from .jsonl import iter_json_lines, parse_model, sha256_file, write_jsonl
 from .schema import ManifestEntry, ManifestFile
-from .sources import SOURCES, spec_for_folder
+from .sources import spec_for_folder
 
 # Which file of each mirrored source carries the annotations: its commit is the revision that
 # records cite in origin.revision.

@@ -36,9 +36,9 @@ UNANSWERABLE_SHARE        (warning) under 15% unanswerable records in a modality
 
 from __future__ import annotations
 
-from collections import defaultdict
 import json
 import re
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 

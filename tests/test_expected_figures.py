@@ -7,11 +7,10 @@ import json
 
 import pytest
 
+from membench.expected import EXPECTED, KEYS
 from membench.metrics import metrics_for_run_dir
 from membench.run import run_system
 from membench.systems import make_system
-
-from membench.expected import EXPECTED, KEYS
 
 
 @pytest.fixture(scope="module")

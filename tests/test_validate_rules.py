@@ -3,9 +3,9 @@ with the rule's name, the right file and line; and the clean set passes."""
 
 from __future__ import annotations
 
+import minisets as ms
 import pytest
 
-import minisets as ms
 from membench.cli import main
 from membench.jsonl import sha256_file
 from membench.validate import validate_sets
@@ -162,8 +162,8 @@ def test_every_rule_the_validator_emits_is_listed():
     import inspect
     import re
 
-    import membench.validate as v
     import membench.corpus as c
+    import membench.validate as v
 
     emitted = set(re.findall(r'"([A-Z][A-Z_]+)"', inspect.getsource(v))) & {
         w for w in re.findall(r"[A-Z][A-Z_]{3,}", inspect.getsource(v))}

@@ -36,7 +36,6 @@ extent in numpy columns and answers the same question for many atoms at once
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
