@@ -23,6 +23,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, Iterable
 
+from ..errors import InputError
+from ..jsonl import iter_json_lines
 from ..schema import RecordDraft, SourceItem
 
 # Synthetic ingestion timelines start here when a source has no time structure of its own.
@@ -124,3 +126,25 @@ def norm_space(s: str) -> str:
 def rel(root: Path, p: Path) -> str:
     """Path relative to the corpus root, with forward slashes (what items.jsonl stores)."""
     return p.relative_to(root).as_posix()
+
+
+def read_provenance(folder: Path, required: bool = False) -> dict[str, dict]:
+    """``<folder>/PROVENANCE.jsonl`` rows by mirror path. Absent: ``{}``, or an
+    :class:`InputError` when ``required``; a malformed line is an error naming it."""
+    p = folder / "PROVENANCE.jsonl"
+    if not p.is_file():
+        if required:
+            raise InputError(p, None, None, "PROVENANCE.jsonl missing: the upstream revision of "
+                             "the annotation files is unknown", rule="MISSING_FILE")
+        return {}
+    out: dict[str, dict] = {}
+    for no, row in iter_json_lines(p):
+        if not isinstance(row.get("path"), str):
+            raise InputError(p, no, "path", "missing or not a string", rule="PROVENANCE")
+        out[row["path"]] = row
+    return out
+
+
+def provenance_commits(folder: Path) -> dict[str, str]:
+    """``mirror path -> upstream commit`` from ``<folder>/PROVENANCE.jsonl`` ({} when absent)."""
+    return {p: str(r["commit"]) for p, r in read_provenance(folder).items() if r.get("commit")}

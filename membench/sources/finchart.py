@@ -34,8 +34,8 @@ from typing import Any
 from ..errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
-from .base import AdapterResult, Coverage, hash_groups, rel, synthetic_timeline
-from .tabmwp import MERGED, group_identical, image_meta, notes_json, provenance_commits
+from .base import AdapterResult, Coverage, hash_groups, provenance_commits, rel, synthetic_timeline
+from .tabmwp import MERGED, group_identical, image_meta, notes_json
 
 KEY = "finchart"
 FOLDER = "finchart-bench"

@@ -48,7 +48,7 @@ from typing import Any
 from ..errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
-from .base import SYNTHETIC_EPOCH, AdapterResult, Coverage
+from .base import SYNTHETIC_EPOCH, AdapterResult, Coverage, provenance_commits
 
 KEY = "locomo"
 SPEC = BY_KEY[KEY]
@@ -64,19 +64,6 @@ _ANSWERABLE = {1, 2, 3, 4}
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _revision(folder: Path) -> str:
-    """Upstream commit of the annotation file, from PROVENANCE.jsonl."""
-    prov = folder / "PROVENANCE.jsonl"
-    if prov.is_file():
-        for line in prov.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            if row.get("path") == ANNOTATION_FILE and row.get("commit"):
-                return str(row["commit"])
-    return "unknown"
 
 
 def parse_date_time(raw: Any) -> datetime | None:
@@ -189,7 +176,7 @@ def load(corpus_root: Path) -> AdapterResult:
     if not path.is_file():
         raise InputError(path, None, None, "LoCoMo annotation file is missing", rule="MISSING_FILE")
     data = json.loads(path.read_text(encoding="utf-8"))
-    revision = _revision(folder)
+    revision = provenance_commits(folder).get(ANNOTATION_FILE, "unknown")
     cov = Coverage(source=KEY)
     items: list[SourceItem] = []
     drafts: list[RecordDraft] = []

@@ -56,7 +56,7 @@ from typing import Any
 from ..errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
-from .base import AdapterResult, Coverage
+from .base import AdapterResult, Coverage, provenance_commits
 from .locomo import fill_times
 
 KEY = "longmemeval"
@@ -78,18 +78,6 @@ def parse_date(raw: Any) -> datetime | None:
             return datetime.strptime(s, fmt).replace(tzinfo=timezone.utc)
         except ValueError:
             continue
-    return None
-
-
-def _revision(folder: Path, name: str) -> str | None:
-    prov = folder / "PROVENANCE.jsonl"
-    if not prov.is_file():
-        return None
-    for line in prov.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            if row.get("path") == name and row.get("commit"):
-                return str(row["commit"])
     return None
 
 
@@ -118,7 +106,7 @@ def load(corpus_root: Path) -> AdapterResult:
     cov = Coverage(source=KEY)
     cov.notes.append(f"read {name}" + (f"; ignored {', '.join(present[1:])} (same questions)"
                                        if present[1:] else ""))
-    revision = _revision(folder, name)
+    revision = provenance_commits(folder).get(name)
     if revision is None:
         cov.notes.append(f"no PROVENANCE.jsonl commit for {name}: origin.revision = 'unknown'")
         revision = "unknown"

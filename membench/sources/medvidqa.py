@@ -51,7 +51,14 @@ from typing import Any
 
 from ..errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
-from .base import AdapterResult, Coverage, hash_groups, norm_space, synthetic_timeline
+from .base import (
+    AdapterResult,
+    Coverage,
+    hash_groups,
+    norm_space,
+    read_provenance,
+    synthetic_timeline,
+)
 
 KEY = "medvidqa"
 FOLDER = "medvidqa"
@@ -81,24 +88,6 @@ _KEY = re.compile(r"""(['"])\(\s*(""" + _NUM + r""")\s*,\s*(""" + _NUM + r""")\s
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _read_provenance(folder: Path) -> dict[str, dict]:
-    """PROVENANCE.jsonl rows by mirror path (private helper: base.py has none)."""
-    p = folder / "PROVENANCE.jsonl"
-    if not p.is_file():
-        raise InputError(p, None, None, "PROVENANCE.jsonl missing: the upstream revision of the "
-                         "annotation files is unknown", rule="MISSING_FILE")
-    out: dict[str, dict] = {}
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            out[row["path"]] = row
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
-            raise InputError(p, n, None, f"unreadable provenance row: {e}") from e
-    return out
 
 
 def parse_cue_dict(s: str) -> tuple[list[tuple[float, float, str]], int]:
@@ -272,7 +261,7 @@ def load(corpus_root: Path) -> AdapterResult:
     root = Path(corpus_root)
     folder = root / FOLDER
     cov = Coverage(source=KEY)
-    prov = _read_provenance(folder) if folder.is_dir() else {}
+    prov = read_provenance(folder, required=True) if folder.is_dir() else {}
     per_file: dict[str, list] = {}
     for name in ANNOTATION_FILES:
         p = folder / name

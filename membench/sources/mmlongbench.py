@@ -82,7 +82,7 @@ from ..errors import InputError
 from ..paths import cache_dir
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
-from .base import AdapterResult, Coverage, rel, synthetic_timeline
+from .base import AdapterResult, Coverage, provenance_commits, rel, synthetic_timeline
 
 KEY = "mmlongbench"
 SPEC = BY_KEY[KEY]
@@ -318,22 +318,6 @@ def page_texts(path: str | os.PathLike) -> list[str]:
 # --------------------------------------------------------------------------- annotations
 
 
-def _revision(folder: Path) -> str:
-    """Upstream commit of samples.json, from PROVENANCE.jsonl."""
-    prov = folder / "PROVENANCE.jsonl"
-    if prov.is_file():
-        for line in prov.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if row.get("path") == ANNOTATION_FILE and row.get("commit"):
-                return str(row["commit"])
-    return "unknown"
-
-
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -409,7 +393,7 @@ def load(corpus_root: Path, *, text: bool = True) -> AdapterResult:
     if not isinstance(rows, list):
         raise InputError(ann, None, None, "expected a JSON list of questions", rule="SCHEMA")
 
-    revision = _revision(folder)
+    revision = provenance_commits(folder).get(ANNOTATION_FILE, "unknown")
     cov = Coverage(source=KEY)
     cov.upstream_items = len(rows)
 

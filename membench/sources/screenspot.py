@@ -33,7 +33,7 @@ from PIL import Image
 
 from ..errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
-from .base import AdapterResult, Coverage, rel, synthetic_timeline
+from .base import AdapterResult, Coverage, read_provenance, rel, synthetic_timeline
 
 KEY = "screenspot"
 FOLDER = "screenspot-v2"
@@ -51,24 +51,6 @@ CLIP_TOLERANCE_PX = 1
 
 def _ann_name(platform: str) -> str:
     return f"screenspot_{platform}_v2.json"
-
-
-def _read_provenance(folder: Path) -> dict[str, dict]:
-    """PROVENANCE.jsonl rows by mirror path (private helper: base.py has none)."""
-    p = folder / "PROVENANCE.jsonl"
-    if not p.is_file():
-        raise InputError(p, None, None, "PROVENANCE.jsonl missing: the upstream revision of the "
-                         "annotation files is unknown", rule="MISSING_FILE")
-    out: dict[str, dict] = {}
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            out[row["path"]] = row
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
-            raise InputError(p, n, None, f"unreadable provenance row: {e}") from e
-    return out
 
 
 def _load_json_list(p: Path) -> list:
@@ -119,7 +101,7 @@ def load(corpus_root: Path) -> AdapterResult:
             raise InputError(p, None, None, "ScreenSpot-v2 annotation file missing",
                              rule="MISSING_FILE")
         ann[platform] = _load_json_list(p)
-    prov = _read_provenance(folder)
+    prov = read_provenance(folder, required=True)
 
     # ---- screenshots in the mirror
     img_dir = folder / IMAGE_DIR

@@ -42,7 +42,14 @@ from PIL import Image
 from ..errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
-from .base import AdapterResult, Coverage, hash_groups, rel, synthetic_timeline
+from .base import (
+    AdapterResult,
+    Coverage,
+    hash_groups,
+    provenance_commits,
+    rel,
+    synthetic_timeline,
+)
 
 KEY = "tabmwp"
 FOLDER = "tabmwp"
@@ -61,26 +68,6 @@ MERGED = "byte-identical duplicate image merged"
 
 
 # --------------------------------------------------------------------------- shared helpers
-
-
-def provenance_commits(folder: Path) -> dict[str, str]:
-    """``path -> commit`` from ``<folder>/PROVENANCE.jsonl`` (empty when absent). Lines that
-    are not JSON objects with ``path`` and ``commit`` are ignored."""
-    out: dict[str, str] = {}
-    p = folder / "PROVENANCE.jsonl"
-    if not p.is_file():
-        return out
-    for line in p.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("path"), str) and row.get("commit"):
-            out[row["path"]] = str(row["commit"])
-    return out
 
 
 def image_meta(p: Path) -> dict[str, Any] | None:
