@@ -84,6 +84,8 @@ def render_notebook(name: str, parameters: dict[str, Any], out_dir: Path,
     src = NOTEBOOK_DIR / f"{name}.ipynb"
     if not src.exists():
         raise MembenchError(f"{src}: notebook not found")
+    declared = pm.inspect_notebook(str(src))
+    parameters = {k: v for k, v in parameters.items() if k in declared}
     out_dir.mkdir(parents=True, exist_ok=True)
     executed = out_dir / f"{name}.ipynb"
     tmp = out_dir / f".{name}.running.ipynb"
@@ -108,8 +110,8 @@ def render_notebook(name: str, parameters: dict[str, Any], out_dir: Path,
 
 
 def run_label(run_dir: Path) -> str:
-    meta = json.loads((run_dir / "meta.json").read_text()) if (run_dir / "meta.json").exists() else {}
-    return f"{meta.get('system', run_dir.name)}-{meta.get('split', 'dev')}" if meta else run_dir.name
+    """A report folder is named after its run directory (``runs/bm25-dev`` -> ``bm25-dev``)."""
+    return Path(run_dir).name
 
 
 def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
@@ -130,8 +132,6 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
         prov = provenance(run, sets_dir)
         for name in notebooks:
             params = {"run_dir": str(run), "sets_dir": sets, "corpus": root, **(extra or {})}
-            if name == "01_validate_sets":
-                params = {"sets_dir": sets, "corpus": root}
             done.append(render_notebook(name, params, out / run_label(run), prov))
     all_runs = [Path(r).resolve() for r in [*runs, *(compare or [])]]
     if len(all_runs) > 1:
