@@ -14,6 +14,8 @@ SYSTEMS ?= bm25 dense hybrid
 # e.g. `make all LIMIT=50` for a quick pass (50 queries per modality)
 LIMIT   ?=
 LIMITFLAG := $(if $(LIMIT),--limit $(LIMIT),)
+# OCR in 2 worker processes (the output does not depend on it)
+RUNCONFIG ?= --config ocr_processes=2
 
 .PHONY: all setup sets runs reports test clean
 
@@ -34,7 +36,7 @@ sets: setup
 
 runs: sets
 	@for s in $(SYSTEMS); do \
-	  $(BIN)/membench run --system $$s --split dev --sets $(SETS) --out $(RUNS)/$$s-dev $(LIMITFLAG) --metrics || exit 1; \
+	  $(BIN)/membench run --system $$s --split dev --sets $(SETS) --out $(RUNS)/$$s-dev $(LIMITFLAG) $(RUNCONFIG) --metrics || exit 1; \
 	done
 
 reports: runs
