@@ -24,6 +24,10 @@ def calibrate_run(run_dir: Path, sets_dir: Path | None = None) -> dict:
     if meta.get("split") != "dev":
         raise MembenchError(f"{run_dir}: calibrate on the dev split only (this run is "
                             f"{meta.get('split')})")
+    gate = (meta.get("config") or {}).get("cartridge", {}).get("gate", "")
+    if gate and "RRF" not in gate:
+        raise MembenchError(f"{run_dir}: this system gates its cartridge on {gate!r}, not on its "
+                            "hit scores; calibrate the run whose scores it uses (e.g. dense)")
     sdir = Path(sets_dir or meta["sets_dir"])
     recs, _ = load_records(sdir, "dev", meta.get("modalities"), meta.get("limit"))
     top1: dict[str, float | None] = {}

@@ -40,3 +40,13 @@ def test_every_frozen_system_has_its_command_and_sets(expected):
         assert s["command"].startswith(f"membench run --system {name} --split dev")
         assert set(s["set_sha256"]) >= {"pdf.jsonl", "items.jsonl"}
         assert s["modalities"]["all"]["recall@10"]["n"] > 2000
+
+
+def test_readme_figures_are_the_frozen_ones(expected):
+    from membench.expected import table
+    from membench.paths import REPO_ROOT
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    start = readme.index("<!-- figures:start -->")
+    block = readme[readme.index("\n", start) + 1:readme.index("<!-- figures:end -->")].strip()
+    assert block == table(list(expected.values()))

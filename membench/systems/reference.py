@@ -4,7 +4,10 @@ Each is the content chunker (:func:`membench.content.chunk`: PDF text layer per 
 images and screenshots, caption windows, parsed code units, turn windows) + an engine
 (:mod:`.bm25`, :mod:`.dense`, :mod:`.hybrid`) + the cartridge policy (:mod:`.cartridge`).
 
-Cartridge thresholds come from ``bench/calibration/<system>.json`` when it exists (written by
+Cartridge thresholds come from ``bench/calibration/<system>.json`` when it exists (the hybrid
+gates its cartridge on each fused candidate's dense cosine, ``gate="dense"``, and so uses
+``dense.json``; ``--config gate=rrf`` thresholds the RRF score instead, which separates
+answerable from unanswerable queries poorly: see docs/runs.md) (written by
 ``membench calibrate RUN_DIR``: per modality, the threshold on the top-1 score that best
 separates answerable from unanswerable dev queries while keeping the false-recall rate within
 the 0.10 gate where that is possible). The dev figures are therefore in-sample for the
@@ -57,8 +60,11 @@ def _build(cls, name: str, cfg: dict[str, Any]):
     chunk_cfg = ChunkConfig(**{k: cfg.pop(k) for k in list(cfg) if k in _CHUNK_FIELDS})
     policy = {k: cfg.pop(k) for k in list(cfg) if k in _POLICY_KEYS}
     where = cfg.pop("calibration", None)
+    # the hybrid's fused (RRF) score says how high an atom ranks, not how well it matches, so
+    # its cartridge gate is each fused candidate's dense cosine, with dense's calibration
+    calibrated_as = "dense" if cfg.get("gate") == "dense" else name
     if "thresholds" not in policy:
-        policy["thresholds"], source = load_thresholds(name, where)
+        policy["thresholds"], source = load_thresholds(calibrated_as, where)
     else:
         source = "--config thresholds"
     chunk_meta = content_meta(chunk_cfg)  # the config plus the OCR and PDF extractors' identity
@@ -84,4 +90,5 @@ def dense(**cfg: Any):
 def hybrid(**cfg: Any):
     from .hybrid import HybridSystem
 
+    cfg.setdefault("gate", "dense")
     return _build(HybridSystem, "hybrid", cfg)
