@@ -148,3 +148,14 @@ def read_provenance(folder: Path, required: bool = False) -> dict[str, dict]:
 def provenance_commits(folder: Path) -> dict[str, str]:
     """``mirror path -> upstream commit`` from ``<folder>/PROVENANCE.jsonl`` ({} when absent)."""
     return {p: str(r["commit"]) for p, r in read_provenance(folder).items() if r.get("commit")}
+
+
+def annotation_revision(folder: Path, name: str, cov: Coverage) -> str:
+    """The upstream commit of annotation file ``name`` (``origin.revision`` of every record);
+    ``"unknown"``, with a coverage note, when PROVENANCE.jsonl does not give it (the validator's
+    REVISION_UNKNOWN rule then flags the records)."""
+    rev = provenance_commits(folder).get(name)
+    if not rev:
+        cov.notes.append(f"no commit for {name} in PROVENANCE.jsonl: revision 'unknown'")
+        return "unknown"
+    return rev

@@ -34,7 +34,14 @@ from typing import Any
 from ..errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
-from .base import AdapterResult, Coverage, hash_groups, provenance_commits, rel, synthetic_timeline
+from .base import (
+    AdapterResult,
+    Coverage,
+    annotation_revision,
+    hash_groups,
+    rel,
+    synthetic_timeline,
+)
 from .tabmwp import MERGED, group_identical, image_meta, notes_json
 
 KEY = "finchart"
@@ -80,10 +87,7 @@ def load(corpus_root: Path) -> AdapterResult:
         raise InputError(ann, None, None, "FinChart-Bench annotation file is missing",
                          rule="MISSING_FILE")
     cov = Coverage(source=KEY)
-    revision = provenance_commits(folder).get(ANNOTATION)
-    if not revision:
-        revision = "unknown"
-        cov.notes.append(f"no commit for {ANNOTATION} in PROVENANCE.jsonl: revision 'unknown'")
+    revision = annotation_revision(folder, ANNOTATION, cov)
     try:
         rows = json.loads(ann.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:

@@ -25,8 +25,8 @@ answer, unit, table_title, table, table_for_pd, ques_type, ans_type, ...}}``) an
 * texts: the upstream ``table`` field (prefixed by ``table_title`` when there is one), used
   only for re-scoping decisions, never as a system's input.
 
-The small image helpers here (:func:`image_meta`, :func:`group_identical`,
-:func:`provenance_commits`) are shared with the FinChart and VisRAG adapters.
+The small image helpers here (:func:`image_meta`, :func:`group_identical`) are shared with the
+FinChart and VisRAG adapters.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from . import BY_KEY
 from .base import (
     AdapterResult,
     Coverage,
+    annotation_revision,
     hash_groups,
-    provenance_commits,
     rel,
     synthetic_timeline,
 )
@@ -121,10 +121,7 @@ def load(corpus_root: Path) -> AdapterResult:
     if not ann.is_file():
         raise InputError(ann, None, None, "TabMWP annotation file is missing", rule="MISSING_FILE")
     cov = Coverage(source=KEY)
-    revision = provenance_commits(folder).get(ANNOTATION)
-    if not revision:
-        revision = "unknown"
-        cov.notes.append(f"no commit for {ANNOTATION} in PROVENANCE.jsonl: revision 'unknown'")
+    revision = annotation_revision(folder, ANNOTATION, cov)
 
     try:
         problems = json.loads(ann.read_text(encoding="utf-8"))
