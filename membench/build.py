@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .derive import derive
 from .errors import MembenchError
-from .jsonl import dumps, sha256_file, write_jsonl
+from .jsonl import sha256_file, write_jsonl
 from .schema import MODALITIES, AnnotationRecord, SourceItem
 from .sources import SOURCES
 from .sources.base import Coverage, hash_order
@@ -223,4 +223,4 @@ def render_coverage(coverage: list[dict]) -> str:
 
 
 __all__ = ["build_sets", "read_lock", "write_lock", "lock_drift", "render_counts",
-           "render_coverage", "SET_FILES", "dumps"]
+           "render_coverage", "SET_FILES"]
