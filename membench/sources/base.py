@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from ..errors import InputError
 from ..jsonl import iter_json_lines
@@ -114,6 +114,17 @@ def synthetic_timeline(keys: Iterable[str], start: datetime = SYNTHETIC_EPOCH,
                        step: timedelta = timedelta(hours=1)) -> dict[str, datetime]:
     """observed_at for items without time structure: sorted key order, one ``step`` apart."""
     return {k: start + i * step for i, k in enumerate(sorted(set(keys)))}
+
+
+def json_answer_format(answer: Any) -> str | None:
+    """``answer_format`` from an upstream answer's JSON type: int, float, str or list; ``None``
+    for anything else (a boolean, null, an object), which each adapter decides about."""
+    if isinstance(answer, bool):
+        return None
+    for t, name in ((int, "int"), (float, "float"), (str, "str"), (list, "list")):
+        if isinstance(answer, t):
+            return name
+    return None
 
 
 _STRIP_Q = re.compile(r"\s+")

@@ -39,6 +39,7 @@ from .base import (
     Coverage,
     annotation_revision,
     hash_groups,
+    json_answer_format,
     rel,
     synthetic_timeline,
 )
@@ -58,20 +59,6 @@ STRIPPED = "_qN suffix stripped from image name"
 def file_name(image: str) -> str:
     """The mirror file name of a record's ``image`` (``_qN`` removed before the extension)."""
     return _Q_SUFFIX.sub("", image)
-
-
-def _format(answer: Any) -> str | None:
-    if isinstance(answer, bool):
-        return None
-    if isinstance(answer, int):
-        return "int"
-    if isinstance(answer, float):
-        return "float"
-    if isinstance(answer, str):
-        return "str" if answer.strip() else None
-    if isinstance(answer, list):
-        return "list"
-    return None
 
 
 def _sid(name: str) -> str:
@@ -145,7 +132,8 @@ def load(corpus_root: Path) -> AdapterResult:
             cov.miss("empty question")
             continue
         answer = row.get("answer")
-        fmt = _format(answer)
+        # an empty answer string is no answer
+        fmt = None if isinstance(answer, str) and not answer.strip() else json_answer_format(answer)
         if fmt is None:
             cov.miss("unsupported answer type")
             continue

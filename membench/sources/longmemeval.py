@@ -56,7 +56,7 @@ from typing import Any
 from ..errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
-from .base import AdapterResult, Coverage, provenance_commits
+from .base import AdapterResult, Coverage, json_answer_format, provenance_commits
 from .locomo import fill_times
 
 KEY = "longmemeval"
@@ -79,18 +79,6 @@ def parse_date(raw: Any) -> datetime | None:
         except ValueError:
             continue
     return None
-
-
-def _answer_format(answer: Any) -> str:
-    if isinstance(answer, bool):
-        return "str"
-    if isinstance(answer, int):
-        return "int"
-    if isinstance(answer, float):
-        return "float"
-    if isinstance(answer, list):
-        return "list"
-    return "str"
 
 
 def load(corpus_root: Path) -> AdapterResult:
@@ -219,6 +207,6 @@ def _instance(inst: dict, qid: str, question: str, revision: str, cov: Coverage,
         return None
     return RecordDraft(
         query_id=f"{KEY}:{qid}", modality="conversation", question=question, answer=answer,
-        answer_format=_answer_format(answer), gold=gold, scope=scope, unanswerable=False,
+        answer_format=json_answer_format(answer) or "str", gold=gold, scope=scope, unanswerable=False,
         origin=Origin(dataset=DATASET, revision=revision, item=qid, license=SPEC.license,
                       notes=notes))

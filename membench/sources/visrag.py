@@ -55,7 +55,7 @@ from typing import Any
 from ..errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
-from .base import AdapterResult, Coverage, rel, synthetic_timeline
+from .base import AdapterResult, Coverage, json_answer_format, rel, synthetic_timeline
 from .tabmwp import image_meta, notes_json
 
 KEY = "visrag"
@@ -199,22 +199,6 @@ def _resolve(cid: str, by_name: dict[str, str],
     return False if cands else None
 
 
-def _format(answer: Any) -> str | None:
-    if answer is None:
-        return "none"
-    if isinstance(answer, bool):
-        return None
-    if isinstance(answer, int):
-        return "int"
-    if isinstance(answer, float):
-        return "float"
-    if isinstance(answer, str):
-        return "str"
-    if isinstance(answer, list):
-        return "list"
-    return None
-
-
 # --------------------------------------------------------------------------- adapter
 
 
@@ -307,7 +291,7 @@ def load(corpus_root: Path) -> AdapterResult:
                 cov.miss("empty query")
                 continue
             answer = row.get("answer")
-            fmt = _format(answer)
+            fmt = "none" if answer is None else json_answer_format(answer)
             if fmt is None:
                 cov.miss("unsupported answer type")
                 continue
