@@ -15,7 +15,6 @@ from pathlib import Path
 
 from .errors import MembenchError
 from .metrics import load_records, read_run
-from .metrics.ranking import order_hits
 from .systems.cartridge import MAX_FALSE_RECALL, calibrate_detail
 
 
@@ -32,9 +31,8 @@ def calibrate_run(run_dir: Path, sets_dir: Path | None = None) -> dict:
     recs, _ = load_records(sdir, "dev", meta.get("modalities"), meta.get("limit"))
     top1: dict[str, float | None] = {}
     for row in read_run(run_dir / "run.jsonl"):
-        ranked = order_hits(row.hits)
-        score = dict(row.hits)
-        top1[row.query_id] = score[ranked[0]] if ranked else None
+        # hits rank by score descending, so the top-1 score is the largest one
+        top1[row.query_id] = max((s for _, s in row.hits), default=None)
     out: dict = {"system": meta["system"], "run_dir": str(run_dir), "split": "dev",
                  "set_sha256": meta.get("set_sha256"), "max_false_recall": MAX_FALSE_RECALL,
                  "rule": "per modality: the top-1 score threshold maximising (answerable kept - "

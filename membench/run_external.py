@@ -107,9 +107,9 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
         for r in data.records:
             # score descending, then the rank column, then line order (stable sorts)
             rows = sorted(lists.get(r.query_id, []), key=lambda t: t[2])
-            score = {}
-            for d, s, _ in rows:
-                score.setdefault(d, s)
+            score: dict[str, float] = {}
+            for d, s, _ in rows:  # a repeated atom ranks at its best score (order_hits)
+                score[d] = max(s, score.get(d, s))
             hits = [[d, score[d]] for d in order_hits([(d, s) for d, s, _ in rows])][:MAX_DEPTH]
             cart = carts.get(r.query_id, []) if cartridge_file else [d for d, _ in hits[:cartridge_top]]
             f.write(dumps({"query_id": r.query_id, "hits": hits, "cartridge": cart,
