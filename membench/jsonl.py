@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -40,27 +40,37 @@ def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
     return n
 
 
-def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict]]:
+def iter_json_lines(path: str | Path, on_error: Callable[[InputError], None] | None = None
+                    ) -> Iterator[tuple[int, dict]]:
     """Yield ``(line_number, object)``; a line that is not a JSON object is an
     :class:`InputError` naming the file and line. Blank lines are errors too (a truncated
-    write usually shows up as one)."""
+    write usually shows up as one). With ``on_error``, a bad line is handed to it and reading
+    goes on (the validator reports every bad line, not just the first)."""
     path = Path(path)
     if not path.exists():
         raise InputError(path, None, None, "file not found", rule="MISSING_FILE")
     with open(path, encoding="utf-8") as f:
         for no, line in enumerate(f, 1):
-            text = line.strip()
-            if not text:
-                raise InputError(path, no, None, "blank line", rule="JSON")
             try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise InputError(path, no, None, f"not valid JSON: {e.msg} (column {e.colno})",
-                                 rule="JSON") from None
-            if not isinstance(obj, dict):
-                raise InputError(path, no, None, f"expected a JSON object, got {type(obj).__name__}",
-                                 rule="JSON")
-            yield no, obj
+                yield no, _json_object(path, no, line.strip())
+            except InputError as e:
+                if on_error is None:
+                    raise
+                on_error(e)
+
+
+def _json_object(path: Path, no: int, text: str) -> dict:
+    if not text:
+        raise InputError(path, no, None, "blank line", rule="JSON")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(path, no, None, f"not valid JSON: {e.msg} (column {e.colno})",
+                         rule="JSON") from None
+    if not isinstance(obj, dict):
+        raise InputError(path, no, None, f"expected a JSON object, got {type(obj).__name__}",
+                         rule="JSON")
+    return obj
 
 
 def validation_error(path: str | Path, line: int | None, err: ValidationError) -> InputError:

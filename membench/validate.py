@@ -36,7 +36,6 @@ UNANSWERABLE_SHARE        (warning) under 15% unanswerable records in a modality
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from pydantic import ValidationError
 
 from .build import SET_FILES, read_lock
 from .corpus import check_corpus, revisions_by_source
-from .jsonl import sha256_file, validation_error
+from .jsonl import iter_json_lines, sha256_file, validation_error
 from .schema import MODALITIES, AnnotationRecord, SourceItem, check_region
 
 MIN_UNANSWERABLE_SHARE = 0.15
@@ -219,7 +218,7 @@ def _parse(path: Path, model, add, modality: str | None = None):
     if not path.exists():
         add(path, None, "MISSING_FILE", "file not found")
         return
-    for no, obj in _tolerant(path, add):
+    for no, obj in iter_json_lines(path, lambda e: add(e.file, e.line, e.rule, e.message)):
         if modality is not None:
             if obj.get("modality") != modality:
                 add(path, no, "MODALITY_MISMATCH",
@@ -241,19 +240,3 @@ def _parse(path: Path, model, add, modality: str | None = None):
             err = validation_error(path, no, e)
             add(path, no, "SCHEMA", f"field {err.field}: {err.message}" if err.field else err.message)
             yield no, obj, None
-
-
-def _tolerant(path: Path, add):
-    """Like :func:`membench.jsonl.iter_json_lines` but reports a bad line and goes on."""
-    with open(path, encoding="utf-8") as f:
-        for no, line in enumerate(f, 1):
-            text = line.strip()
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as e:
-                add(path, no, "JSON", f"not valid JSON: {e.msg} (column {e.colno})")
-                continue
-            if not isinstance(obj, dict):
-                add(path, no, "JSON", f"expected a JSON object, got {type(obj).__name__}")
-                continue
-            yield no, obj
