@@ -19,11 +19,11 @@ metrics show n = 0).
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 
 from .errors import InputError, MembenchError
 from .jsonl import dumps, iter_json_lines, sha256_file
+from .metrics import read_atoms
 from .metrics.ranking import order_hits
 from .paths import MANIFEST_PATH
 from .run import check_atoms, code_revision, load_split, log_test_access, set_digests
@@ -31,19 +31,9 @@ from .systems.base import EXTENT_CAPS, MAX_DEPTH, Atom
 
 
 def read_atom_file(path: Path) -> list[Atom]:
-    atoms = []
-    for no, obj in iter_json_lines(path):
-        for k in ("atom_id", "source_id", "modality", "holder", "observed_at", "extent"):
-            if k not in obj:
-                raise InputError(path, no, k, "missing", rule="ATOMS")
-        try:
-            seen = datetime.fromisoformat(str(obj["observed_at"]).replace("Z", "+00:00"))
-        except ValueError:
-            raise InputError(path, no, "observed_at", "not an ISO 8601 timestamp",
-                             rule="ATOMS") from None
-        atoms.append(Atom(obj["atom_id"], obj["source_id"], obj["modality"], obj["holder"], seen,
-                          obj["extent"], obj.get("text", "")))
-    return atoms
+    """The atoms file, shape-checked line by line (:func:`membench.metrics.read_atoms`)."""
+    return [Atom(r.atom_id, r.source_id, r.modality, r.holder, r.observed_at, r.extent, r.text)
+            for r in read_atoms(path)]
 
 
 def read_trec_lines(path: Path):

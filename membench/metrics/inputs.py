@@ -53,6 +53,7 @@ class AtomRow:
     extent: dict[str, Any]
     file: str = "<atoms>"
     line: int | None = None
+    text: str = ""          # what the system indexed (optional; shown by the browser)
 
 
 @dataclass
@@ -114,7 +115,7 @@ def parse_atom(obj: Mapping[str, Any], file: str = "<atoms>", line: int | None =
     if why:
         raise InputError(file, line, "extent", why, rule="ATOM_EXTENT")
     return AtomRow(obj["atom_id"], obj["source_id"], m, obj["holder"], ts, dict(obj["extent"]),
-                   str(file), line)
+                   str(file), line, str(obj.get("text") or ""))
 
 
 def read_atoms(path: str | Path) -> list[AtomRow]:
