@@ -2,7 +2,7 @@
 
 import sys
 
-from membench.expected import main
+from membench.analysis.expected import main
 
 if __name__ == "__main__":
     sys.exit(main())

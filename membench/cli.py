@@ -9,12 +9,12 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import MembenchError
-from .paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH, corpus_root
+from .core.errors import MembenchError
+from .core.paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH, corpus_root
 
 
 def _corpus_cmd(a: argparse.Namespace) -> int:
-    from .corpus import check_corpus, write_manifest
+    from .sets.corpus import check_corpus, write_manifest
 
     root = corpus_root(a.corpus)
     manifest = Path(a.manifest)
@@ -32,7 +32,7 @@ def _corpus_cmd(a: argparse.Namespace) -> int:
 
 
 def _sources_cmd(a: argparse.Namespace) -> int:
-    from .sources import SOURCES
+    from .sets.sources import SOURCES
 
     root = None
     try:
@@ -49,7 +49,7 @@ def _sources_cmd(a: argparse.Namespace) -> int:
 
 
 def _build_cmd(a: argparse.Namespace) -> int:
-    from .build import build_sets, lock_drift, read_lock, render_counts, render_coverage, write_lock
+    from .sets.build import build_sets, lock_drift, read_lock, render_counts, render_coverage, write_lock
 
     root = corpus_root(a.corpus)
     out = Path(a.out)
@@ -86,7 +86,7 @@ def _build_cmd(a: argparse.Namespace) -> int:
 
 
 def _validate_cmd(a: argparse.Namespace) -> int:
-    from .validate import validate_sets
+    from .sets.validate import validate_sets
 
     corpus = corpus_root(a.corpus) if (a.corpus or not a.no_corpus) else None
     findings = validate_sets(Path(a.sets), Path(a.manifest),
@@ -114,8 +114,8 @@ def _parse_config(pairs: list[str] | None) -> dict:
 
 
 def _run_cmd(a: argparse.Namespace) -> int:
-    from .run import run_system
-    from .systems import make_system
+    from .run.runner import run_system
+    from .run.systems import make_system
 
     system = make_system(a.system, _parse_config(a.config))
     out = Path(a.out) if a.out else Path("runs") / f"{system.name}-{a.split}"
@@ -131,7 +131,7 @@ def _run_cmd(a: argparse.Namespace) -> int:
 
 
 def _import_cmd(a: argparse.Namespace) -> int:
-    from .run_external import import_trec
+    from .run.importer import import_trec
 
     meta = import_trec(Path(a.trec), Path(a.atoms), Path(a.sets), a.split, Path(a.out), a.name,
                        cartridge_file=Path(a.cartridge) if a.cartridge else None,
@@ -154,8 +154,8 @@ def _report_cmd(a: argparse.Namespace) -> int:
 
 
 def _calibrate_cmd(a: argparse.Namespace) -> int:
-    from .calibrate import calibrate_run
-    from .systems.reference import calibration_path
+    from .analysis.calibrate import calibrate_run
+    from .run.systems.reference import calibration_path
 
     cal = calibrate_run(Path(a.run_dir), Path(a.sets) if a.sets else None)
     out = Path(a.out) if a.out else calibration_path(cal["system"])
@@ -211,7 +211,7 @@ def parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a memory system over a split (resumes a partial run)")
     r.add_argument("--system", required=True, help="bm25, dense, hybrid, oracle, leaky, random, "
-                   "an entry point in membench.systems, or module:Class")
+                   "an entry point in the membench.systems group, or module:Class")
     r.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="system parameter (JSON value), repeatable")
     r.add_argument("--split", default="dev", choices=["dev", "test"])

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.paths import corpus_root as _corpus_root
+from membench.core.paths import corpus_root as _corpus_root
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -21,6 +21,6 @@ def fixtures() -> Path:
 @pytest.fixture(scope="session")
 def built(tmp_path_factory, corpus_root):
     """The full build of the real corpus, once per test session."""
-    from membench.build import build_sets
+    from membench.sets.build import build_sets
 
     return build_sets(corpus_root, tmp_path_factory.mktemp("sets"))

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from membench import browse
-from membench import render_region as rr
-from membench.browse import Browser, Case, CaseAtom, cases, counts_frame, render_case_html
+from membench.analysis import browse
+from membench.modalities import render as rr
+from membench.analysis.browse import Browser, Case, CaseAtom, cases, counts_frame, render_case_html
 from membench.metrics import load_records, read_atoms, read_run, score_items
-from membench.run import run_system
-from membench.schema import MODALITIES, SourceItem
-from membench.systems import make_system
+from membench.run.runner import run_system
+from membench.sets.schema import MODALITIES, SourceItem
+from membench.run.systems import make_system
 
 LIMIT = 30
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from membench.build import SET_FILES, build_sets, read_lock
+from membench.sets.build import SET_FILES, build_sets, read_lock
 from membench.cli import main
-from membench.paths import LOCK_PATH, MANIFEST_PATH
-from membench.schema import MODALITIES
-from membench.validate import validate_sets
+from membench.core.paths import LOCK_PATH, MANIFEST_PATH
+from membench.sets.schema import MODALITIES
+from membench.sets.validate import validate_sets
 
 
 def test_two_builds_are_byte_identical(built, corpus_root, tmp_path):
@@ -94,8 +94,8 @@ def test_cli_build_reports_lock_drift(tmp_path, corpus_root, capsys, monkeypatch
 
 def test_readme_tables_are_the_build(built):
     """The README's counts and coverage tables double as a regression test of the build."""
-    from membench.build import render_counts, render_coverage
-    from membench.paths import REPO_ROOT
+    from membench.sets.build import render_counts, render_coverage
+    from membench.core.paths import REPO_ROOT
 
     readme = (REPO_ROOT / "README.md").read_text()
 

@@ -1,4 +1,4 @@
-"""membench.compare: side-by-side tables, paired significance, comparability checks."""
+"""membench.analysis.compare: side-by-side tables, paired significance, comparability checks."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from test_slices import small_runs
 
-from membench.compare import (
+from membench.analysis.compare import (
     ComparisonError,
     compare_runs,
     holm,
     paired_test,
     plot_first_stage,
 )
-from membench.run import run_system
-from membench.systems import make_system
+from membench.run.runner import run_system
+from membench.run.systems import make_system
 
 B = 2000
 

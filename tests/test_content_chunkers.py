@@ -1,4 +1,4 @@
-"""membench.content on small hand-made items: each chunker's extents, text, coverage and ids."""
+"""membench.run.content on small hand-made items: each chunker's extents, text, coverage and ids."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from datetime import datetime, timezone
 
 import pytest
 
-from membench.content import ChunkConfig, atom_id, chunk, chunk_item, content_meta
-from membench.content.code import code_ranges, read_lines
-from membench.content.windows import spans
-from membench.errors import MembenchError
-from membench.schema import SourceItem
-from membench.systems.base import EXTENT_CAPS, check_atom
+from membench.run.content import ChunkConfig, atom_id, chunk, chunk_item, content_meta
+from membench.run.content.code import code_ranges, read_lines
+from membench.run.content.windows import spans
+from membench.core.errors import MembenchError
+from membench.sets.schema import SourceItem
+from membench.run.systems.base import EXTENT_CAPS, check_atom
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 ID = re.compile(r"^a[0-9a-f]{16}$")
@@ -288,7 +288,7 @@ def tiny_pdf(pages: list[str]) -> bytes:
 
 
 def test_pdf_pages_and_cache(tmp_path, monkeypatch):
-    from membench.content import pdf
+    from membench.run.content import pdf
 
     monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache"))
     (tmp_path / "d.pdf").write_bytes(tiny_pdf(["Hello quarterly revenue", "", "Third page"]))

@@ -1,4 +1,4 @@
-"""membench.content on real corpus items (a few per modality, loaded by the source adapters;
+"""membench.run.content on real corpus items (a few per modality, loaded by the source adapters;
 the two PDF items are made here with their page count from pypdf, because the MMLongBench
 adapter reads all 53 PDFs on a cold cache).
 
@@ -15,11 +15,11 @@ from datetime import datetime, timezone
 import pytest
 from pypdf import PdfReader
 
-from membench.content import chunk, ocr
-from membench.content.code import read_lines
-from membench.schema import SourceItem
-from membench.sources import BY_KEY
-from membench.systems.base import check_atom
+from membench.run.content import chunk, ocr
+from membench.run.content.code import read_lines
+from membench.sets.schema import SourceItem
+from membench.sets.sources import BY_KEY
+from membench.run.systems.base import check_atom
 
 PICK = {
     "mmlongbench": ["mmlongbench:2303.05039v2.pdf", "mmlongbench:2310.07609v1.pdf"],

@@ -1,4 +1,4 @@
-"""membench.content.ocr on rendered images: text found where it was drawn, the cache used."""
+"""membench.run.content.ocr on rendered images: text found where it was drawn, the cache used."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from datetime import datetime, timezone
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from membench.content import ChunkConfig, chunk, ocr
-from membench.content.screenshot import blocks
-from membench.schema import SourceItem
-from membench.systems.base import check_atom
+from membench.run.content import ChunkConfig, chunk, ocr
+from membench.run.content.screenshot import blocks
+from membench.sets.schema import SourceItem
+from membench.run.systems.base import check_atom
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 

@@ -6,9 +6,9 @@ import json
 import shutil
 
 from membench.cli import main
-from membench.corpus import build_manifest, check_corpus, load_manifest
-from membench.paths import MANIFEST_PATH
-from membench.sources import SOURCES
+from membench.sets.corpus import build_manifest, check_corpus, load_manifest
+from membench.core.paths import MANIFEST_PATH
+from membench.sets.sources import SOURCES
 
 
 def test_committed_manifest_matches_the_mirror(corpus_root):

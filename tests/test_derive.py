@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from membench.derive import anchors, derive
-from membench.schema import AnnotationRecord, SourceItem
+from membench.sets.derive import anchors, derive
+from membench.sets.schema import AnnotationRecord, SourceItem
 
 T = datetime(2024, 1, 1, tzinfo=timezone.utc)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from membench.metrics import metrics_for_run_dir
-from membench.run import load_split, run_system
-from membench.schema import MODALITIES
-from membench.systems import make_system
+from membench.run.runner import load_split, run_system
+from membench.sets.schema import MODALITIES
+from membench.run.systems import make_system
 
 LIMIT = 60
 

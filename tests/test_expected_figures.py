@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from membench.expected import EXPECTED, KEYS
+from membench.analysis.expected import EXPECTED, KEYS
 from membench.metrics import metrics_for_run_dir
-from membench.run import run_system
-from membench.systems import make_system
+from membench.run.runner import run_system
+from membench.run.systems import make_system
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +43,8 @@ def test_every_frozen_system_has_its_command_and_sets(expected):
 
 
 def test_readme_figures_are_the_frozen_ones(expected):
-    from membench.expected import table
-    from membench.paths import REPO_ROOT
+    from membench.analysis.expected import table
+    from membench.core.paths import REPO_ROOT
 
     readme = (REPO_ROOT / "README.md").read_text()
     start = readme.index("<!-- figures:start -->")

@@ -8,8 +8,8 @@ import pytest
 
 from membench.cli import main
 from membench.metrics import metrics_for_run_dir
-from membench.run import run_system
-from membench.systems import make_system
+from membench.run.runner import run_system
+from membench.run.systems import make_system
 
 
 @pytest.fixture(scope="module")

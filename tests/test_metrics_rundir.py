@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from membench.errors import InputError
-from membench.jsonl import dumps
+from membench.core.errors import InputError
+from membench.core.jsonl import dumps
 from membench.metrics import compute_metrics, metrics_for_run_dir
 
 FIX = Path(__file__).parent / "fixtures" / "metrics" / "run_small"
@@ -136,7 +136,7 @@ def test_meta_query_count_must_match_the_selection(run_dir):
 
 
 def test_limited_run_selects_like_the_runner(run_dir):
-    from membench.sources.base import stable_hash
+    from membench.core.hashing import stable_hash
     meta = json.loads((run_dir / "meta.json").read_text())
     meta.update(limit=2, modalities=["pdf"], queries=2)
     (run_dir / "meta.json").write_text(json.dumps(meta))

@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from membench.errors import InputError
+from membench.core.errors import InputError
 from membench.metrics import trec
 from membench.metrics.ranking import FirstHits, rank_measures
 from membench.metrics.trec import (

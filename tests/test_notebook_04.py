@@ -8,10 +8,10 @@ import os
 import nbformat
 import pytest
 
-from membench.browse import cases
-from membench.paths import REPO_ROOT
-from membench.run import run_system
-from membench.systems import make_system
+from membench.analysis.browse import cases
+from membench.core.paths import REPO_ROOT
+from membench.run.runner import run_system
+from membench.run.systems import make_system
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "04_false_recalls.ipynb"
 

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from test_slices import small_runs
 
-from membench.paths import REPO_ROOT
+from membench.core.paths import REPO_ROOT
 
 pm = pytest.importorskip("papermill")
 

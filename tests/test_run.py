@@ -7,10 +7,10 @@ import json
 import pytest
 
 from membench.cli import main
-from membench.errors import MembenchError
-from membench.run import ProtocolError, load_split, run_system
-from membench.systems import make_system
-from membench.systems.base import Atom, Result
+from membench.core.errors import MembenchError
+from membench.run.runner import ProtocolError, load_split, run_system
+from membench.run.systems import make_system
+from membench.run.systems.base import Atom, Result
 
 
 def lines(path):
@@ -74,7 +74,7 @@ def test_test_split_needs_final(built, corpus_root, tmp_path, monkeypatch, capsy
                  "--out", str(tmp_path / "t")])
     assert code == 2 and "--final" in capsys.readouterr().err
     log = tmp_path / "access.jsonl"
-    monkeypatch.setattr("membench.run.TEST_ACCESS_LOG", log)
+    monkeypatch.setattr("membench.run.runner.TEST_ACCESS_LOG", log)
     meta = run_system(make_system("random"), built.out, "test", tmp_path / "t2", corpus_root,
                       limit=1, final=True)
     assert meta["final"] is True
@@ -125,7 +125,7 @@ def test_unknown_system_is_a_clear_error(capsys):
 
 
 def test_module_class_systems_load(built, corpus_root, tmp_path):
-    s = make_system("membench.systems.doubles:RandomSystem", {"seed": 3})
+    s = make_system("membench.run.systems.doubles:RandomSystem", {"seed": 3})
     assert s.config()["seed"] == 3
 
 

@@ -1,4 +1,4 @@
-"""membench.slices: item frames, slice tables, worst slices, the threshold sweep.
+"""membench.analysis.slices: item frames, slice tables, worst slices, the threshold sweep.
 
 Hand-made frames check the arithmetic; small real runs (oracle / random / leaky over the built
 dev sets, ``limit`` queries per modality) check that slicing over ``modality`` gives back
@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from membench import slices
-from membench.errors import InputError
+from membench.analysis import slices
+from membench.core.errors import InputError
 
 LIMIT = 30
 _RUNS: dict[str, dict[str, Path]] = {}
@@ -29,8 +29,8 @@ def small_runs(tmp_path_factory, built, corpus_root) -> dict[str, Path]:
     key = str(built.out)
     if key not in _RUNS:
         from membench.metrics import metrics_for_run_dir
-        from membench.run import run_system
-        from membench.systems import make_system
+        from membench.run.runner import run_system
+        from membench.run.systems import make_system
 
         root = tmp_path_factory.mktemp("nb_runs")
         out = {}

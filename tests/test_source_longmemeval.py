@@ -9,10 +9,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from membench.errors import InputError
-from membench.schema import check_region
-from membench.sources import BY_KEY
-from membench.sources import longmemeval as M
+from membench.core.errors import InputError
+from membench.sets.schema import check_region
+from membench.sets.sources import BY_KEY
+from membench.sets.sources import longmemeval as M
 
 
 @pytest.fixture(scope="module")

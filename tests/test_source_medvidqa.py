@@ -5,10 +5,10 @@ import shutil
 
 import pytest
 
-from membench.errors import InputError
-from membench.schema import check_region
-from membench.sources import BY_KEY, medvidqa
-from membench.sources.base import hash_groups
+from membench.core.errors import InputError
+from membench.sets.schema import check_region
+from membench.sets.sources import BY_KEY, medvidqa
+from membench.sets.sources.base import hash_groups
 
 SPEC = BY_KEY["medvidqa"]
 

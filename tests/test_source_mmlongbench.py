@@ -15,10 +15,10 @@ from pathlib import Path
 import pypdf
 import pytest
 
-from membench.errors import InputError
-from membench.sources import BY_KEY
-from membench.sources import mmlongbench as mml
-from membench.sources.base import SYNTHETIC_EPOCH
+from membench.core.errors import InputError
+from membench.sets.sources import BY_KEY
+from membench.sets.sources import mmlongbench as mml
+from membench.sets.sources.base import SYNTHETIC_EPOCH
 
 KEY = "mmlongbench"
 

@@ -4,9 +4,9 @@ import shutil
 import pytest
 from PIL import Image
 
-from membench.errors import InputError
-from membench.schema import check_region
-from membench.sources import BY_KEY, screenspot
+from membench.core.errors import InputError
+from membench.sets.schema import check_region
+from membench.sets.sources import BY_KEY, screenspot
 
 SPEC = BY_KEY["screenspot"]
 

@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from membench.errors import InputError
-from membench.schema import check_region
-from membench.sources import visrag
+from membench.core.errors import InputError
+from membench.sets.schema import check_region
+from membench.sets.sources import visrag
 
 CHARTQA_REV = "af2dac8037b0449d4ff19debc257944ed7d2be1e"
 

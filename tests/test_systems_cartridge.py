@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from membench.systems.cartridge import CartridgePolicy, calibrate, calibrate_detail
+from membench.run.systems.cartridge import CartridgePolicy, calibrate, calibrate_detail
 
 
 def atoms(**spec):

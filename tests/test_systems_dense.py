@@ -13,9 +13,9 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from membench.systems.base import MAX_DEPTH, Atom
-from membench.systems.bm25 import BM25Engine
-from membench.systems.dense import DIM, DenseEngine, EmbeddingCache
+from membench.run.systems.base import MAX_DEPTH, Atom
+from membench.run.systems.bm25 import BM25Engine
+from membench.run.systems.dense import DIM, DenseEngine, EmbeddingCache
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -55,7 +55,7 @@ def _no_net(*a, **k):
     raise OSError("network access attempted")
 socket.socket.connect = _no_net
 socket.create_connection = _no_net
-from membench.systems.dense import DenseEngine
+from membench.run.systems.dense import DenseEngine
 e = DenseEngine(cache_path={str(tmp_path / 'c.sqlite3')!r})
 v = e.encode(["hello world"])
 print(json.dumps({{"shape": list(v.shape), "norm": float((v[0] ** 2).sum()),

@@ -7,8 +7,8 @@ import minisets as ms
 import pytest
 
 from membench.cli import main
-from membench.jsonl import sha256_file
-from membench.validate import validate_sets
+from membench.core.jsonl import sha256_file
+from membench.sets.validate import validate_sets
 
 
 def run(paths, lock=True, corpus=None):
@@ -162,8 +162,8 @@ def test_every_rule_the_validator_emits_is_listed():
     import inspect
     import re
 
-    import membench.corpus as c
-    import membench.validate as v
+    import membench.sets.corpus as c
+    import membench.sets.validate as v
 
     emitted = set(re.findall(r'"([A-Z][A-Z_]+)"', inspect.getsource(v))) & {
         w for w in re.findall(r"[A-Z][A-Z_]{3,}", inspect.getsource(v))}

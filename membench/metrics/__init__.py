@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..schema import AnnotationRecord, SourceItem
+from ..sets.schema import AnnotationRecord, SourceItem
 from .aggregate import DEFINITIONS, GATES, METRICS, aggregate, format_table
 from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
 from .inputs import AtomRow, RunRow, read_atoms, read_run

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..schema import MODALITIES
+from ..sets.schema import MODALITIES
 from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
 from .latency import LATENCY_PERCENTILES, percentile
 from .ranking import TIE_BREAKING

@@ -6,7 +6,7 @@ the failure browser and ignored here). ``run.jsonl``: one line per query ``{quer
 [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``, hits in the order the system
 gave them, at most :data:`MAX_DEPTH`.
 
-Every problem is an :class:`~membench.errors.InputError` naming the file and line. An atom's
+Every problem is an :class:`~membench.core.errors.InputError` naming the file and line. An atom's
 holder and observed_at must agree with its source item's (``items.jsonl`` is the truth:
 metrics use the item's values), see :func:`build_atom_table`.
 """
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..jsonl import iter_json_lines
-from ..schema import MODALITIES, SourceItem
+from ..core.errors import InputError
+from ..core.jsonl import iter_json_lines
+from ..sets.schema import MODALITIES, SourceItem
 from .resolve import AtomTable, check_extent
 
 MAX_DEPTH = 1000

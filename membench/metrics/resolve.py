@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ..schema import _is_int, _is_num
+from ..sets.schema import _is_int, _is_num
 
 _EXTENT_KEYS: dict[str, tuple[frozenset[str], ...]] = {
     "pdf": (frozenset({"page"}), frozenset({"page", "block"})),
@@ -58,7 +58,7 @@ _EXTENT_KEYS: dict[str, tuple[frozenset[str], ...]] = {
 def check_extent(modality: str, extent: Any) -> str | None:
     """``None`` when ``extent`` has the atom shape of the run contract for ``modality``,
     otherwise a one-line reason. (Caps on the extent's size are the runner's business,
-    ``membench.systems.base.EXTENT_CAPS``; resolution only needs a well-formed shape.)"""
+    ``membench.run.systems.base.EXTENT_CAPS``; resolution only needs a well-formed shape.)"""
     if modality not in _EXTENT_KEYS:
         return f"unknown modality {modality!r}"
     if not isinstance(extent, dict):

@@ -7,7 +7,7 @@ items from ``SETS_DIR/items.jsonl``; writes ``RUN_DIR/metrics.json``.
 
 The evaluated items are the records the run was asked about: the split, restricted to the
 run's modalities and, for a ``limit``-ed run, to the same per-modality subset
-``membench.run.load_split`` picks (``limit`` records per modality, by ``stable_hash("limit",
+``membench.run.runner.load_split`` picks (``limit`` records per modality, by ``stable_hash("limit",
 query_id)``). If meta.json states how many queries the run had, the selection must match it.
 """
 
@@ -18,10 +18,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..jsonl import iter_json_lines, parse_model
-from ..schema import MODALITIES, AnnotationRecord, SourceItem
-from ..sources.base import limit_subset
+from ..core.errors import InputError
+from ..core.jsonl import iter_json_lines, parse_model
+from ..sets.schema import MODALITIES, AnnotationRecord, SourceItem
+from ..core.hashing import limit_subset
 from .aggregate import aggregate
 from .bootstrap import N_RESAMPLES, SEED
 from .inputs import read_atoms, read_run

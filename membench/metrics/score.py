@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..jsonl import parse_model
-from ..schema import AnnotationRecord, SourceItem
+from ..core.errors import InputError
+from ..core.jsonl import parse_model
+from ..sets.schema import AnnotationRecord, SourceItem
 from . import cartridge as cart_mod
 from .inputs import (
     AtomRow,

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .ranking import FirstHits, rank_measures
 
 CHUNK_BYTES = 2 << 20

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import MembenchError
-from ..paths import REPO_ROOT
+from ..core.errors import MembenchError
+from ..core.paths import REPO_ROOT
 from .provenance import provenance
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..build import SET_FILES, read_lock
-from ..jsonl import read_models, sha256_file
-from ..paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH
-from ..schema import MODALITIES, AnnotationRecord
-from ..validate import RULES, Finding
+from ..sets.build import SET_FILES, read_lock
+from ..core.jsonl import read_models, sha256_file
+from ..core.paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH
+from ..sets.schema import MODALITIES, AnnotationRecord
+from ..sets.validate import RULES, Finding
 
 
 def records_frame(sets_dir: str | Path | None = None):
@@ -54,7 +54,7 @@ def coverage_frame(sets_dir: str | Path | None = None):
 
 
 def rules_frame(findings: list[Finding]):
-    """One row per rule of membench.validate, with its result: pass, or the count of findings."""
+    """One row per rule of membench.sets.validate, with its result: pass, or the count of findings."""
     import pandas as pd
 
     rows = []

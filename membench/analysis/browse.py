@@ -1,0 +1,881 @@
+"""Step through a run's failures, one case at a time, with the source region shown as it is.
+
+Two kinds of case (SPEC sections 7 and 8):
+
+* ``"false_recall"``: an *unanswerable* item whose cartridge is not empty (it should have
+  abstained). The case shows the atoms the system committed to and, for a derived item
+  (``origin.derivation`` transactive or temporal), the gold of the query it derives from, i.e.
+  where the system most likely took its evidence from (another holder's memory, or the future).
+* ``"miss"``: an *answerable* item none of whose gold regions is hit by any of the top
+  :data:`MISS_DEPTH` ranked atoms (its recall@10 is 0). The case shows the gold regions and what
+  the system ranked instead.
+
+Hit logic is :func:`membench.metrics.region_hit` with the ranking of
+:func:`membench.metrics.order_hits` (score descending, ties in the system's order, duplicates
+dropped); the item selection is the run's own (split, modalities, ``limit``), read with
+:func:`membench.metrics.load_records`, so counts agree with ``metrics.json``. An item with no
+run line returned nothing: it is not a false recall, and it is a miss when answerable.
+
+Cases are ordered by modality (:data:`membench.sets.schema.MODALITIES` order), then query id.
+
+API: :func:`cases`, :func:`counts_frame`, :func:`render_case_html`, :func:`static_cases_html`,
+:class:`Browser` (ipywidgets).
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..modalities import render as rr
+from ..core.errors import MembenchError
+from ..core.jsonl import iter_json_lines, parse_model
+from ..metrics import load_records, order_hits, region_hit
+from ..core.paths import DEFAULT_SETS_DIR, REPO_ROOT
+from ..core.paths import corpus_root as _corpus_root
+from ..sets.schema import MODALITIES, AnnotationRecord, SourceItem
+
+KINDS: dict[str, str] = {
+    "false_recall": "false recalls (unanswerable, cartridge not empty)",
+    "miss": "answerable misses (no gold region in the top 10)",
+}
+MISS_DEPTH = 10
+TEXT_CHARS = 1500            # atom text shown per atom
+REGION_RENDERS_TOP = 3       # misses with an empty cartridge: render the regions of this many top hits
+VIDEO_CUES = 80              # cues shown per window
+CODE_CONTEXT = 5             # lines around a gold line
+CODE_ATOM_CONTEXT = 2        # dimmed lines around an atom's line range
+TURN_CONTEXT = 1             # turns around a gold turn
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass
+class CaseAtom:
+    """One atom of a case as the system returned it, with what the harness knows about it."""
+
+    atom_id: str
+    rank: int | None            # 1-based rank in the ranked hit list; None if not ranked
+    score: float | None         # its score in the hits; None if not ranked
+    source_id: str
+    modality: str
+    extent: dict[str, Any]
+    text: str                   # what the system indexed ("" when it kept none)
+    holder: str
+    observed_at: str
+    in_cartridge: bool
+    foreign_holder: bool        # belongs to another holder than the query's scope.holder
+    after_as_of: bool           # observed after the query's as_of
+    hits_gold: bool = False     # overlaps a gold region of the item
+    hits_original: bool = False  # overlaps a gold region of the item it derives from
+    known: bool = True          # present in atoms.jsonl
+
+
+@dataclass
+class Case:
+    kind: str                   # "false_recall" | "miss"
+    query_id: str
+    modality: str
+    question: str
+    answer: Any
+    scope: dict[str, Any]       # {holder, session, scenario}
+    as_of: str
+    derivation: str             # origin.derivation, or "native"
+    derived_from: str | None
+    split: str
+    unanswerable: bool
+    cartridge: list[CaseAtom]   # in the system's cartridge order
+    top_hits: list[CaseAtom]    # the top MISS_DEPTH ranked hits
+    gold: list[dict[str, Any]]  # [{source_id, region[, grade]}]; empty for unanswerable items
+    original: dict[str, Any] | None = None   # the derived_from record: query_id, question, ...
+    distractor: list[Any] | None = None      # native unanswerables: upstream evidence ids
+    notes: str | None = None
+    has_run: bool = True        # the run has a line for this query
+    n_hits: int = 0             # distinct ranked atoms
+    sources: dict[str, dict[str, Any]] = field(default_factory=dict)   # items.jsonl rows
+
+    @property
+    def original_gold(self) -> list[dict[str, Any]]:
+        return list(self.original["gold"]) if self.original else []
+
+
+@dataclass
+class RunCases:
+    """Everything :func:`cases` needs, loaded once: both kinds of case and the denominators."""
+
+    run_dir: Path
+    sets_dir: Path
+    meta: dict[str, Any]
+    false_recalls: list[Case]
+    misses: list[Case]
+    denominators: list[dict[str, Any]]      # one row per evaluated item: modality, derivation, ...
+
+    def of(self, kind: str, modality: str | None = None) -> list[Case]:
+        if kind not in KINDS:
+            raise MembenchError(f"unknown case kind {kind!r}; choose from {', '.join(KINDS)}")
+        out = self.false_recalls if kind == "false_recall" else self.misses
+        if modality and modality != "all":
+            out = [c for c in out if c.modality == modality]
+        return out
+
+
+def resolve_run_dir(run_dir: str | os.PathLike) -> Path:
+    """``run_dir`` as given, else relative to the repository root (notebooks run from
+    ``notebooks/`` in JupyterLab and from the repo root under papermill)."""
+    p = Path(run_dir)
+    if (p / "meta.json").exists() or p.is_absolute():
+        return p
+    alt = REPO_ROOT / p
+    return alt if (alt / "meta.json").exists() else p
+
+
+def _sets_dir(run_dir: Path, sets_dir: str | os.PathLike | None, meta: dict) -> Path:
+    if sets_dir is not None:
+        p = Path(sets_dir)
+        if not p.is_dir() and not p.is_absolute() and (REPO_ROOT / p).is_dir():
+            p = REPO_ROOT / p
+    elif meta.get("sets_dir"):
+        p = Path(meta["sets_dir"])
+        if not p.is_absolute():
+            p = run_dir / p
+        if not p.is_dir():
+            p = DEFAULT_SETS_DIR
+    else:
+        p = DEFAULT_SETS_DIR
+    if not p.is_dir():
+        raise MembenchError(f"sets folder {p} not found (pass sets_dir)")
+    return p
+
+
+def _ts(v: Any) -> datetime:
+    return v if isinstance(v, datetime) else datetime.fromisoformat(str(v))
+
+
+def _gold_rows(golds) -> list[dict[str, Any]]:
+    out = []
+    for g in golds:
+        row = {"source_id": g.source_id, "region": dict(g.region)}
+        if g.grade is not None:
+            row["grade"] = g.grade
+        out.append(row)
+    return out
+
+
+def _hits_any(modality: str, atom: dict | CaseAtom, golds: Sequence[dict]) -> bool:
+    src = atom["source_id"] if isinstance(atom, dict) else atom.source_id
+    ext = atom["extent"] if isinstance(atom, dict) else atom.extent
+    mod = atom["modality"] if isinstance(atom, dict) else atom.modality
+    return mod == modality and any(g["source_id"] == src and region_hit(modality, ext, g["region"])
+                                   for g in golds)
+
+
+def load_run_cases(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None) -> RunCases:
+    """Read a run directory and its sets and build both kinds of case (cached per files'
+    modification times, so a notebook's several calls read the run once)."""
+    run_dir = resolve_run_dir(run_dir)
+    meta_path = run_dir / "meta.json"
+    if not meta_path.exists():
+        raise MembenchError(f"{meta_path} not found: is {run_dir} a run directory "
+                            "(membench run --out DIR)?")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    sdir = _sets_dir(run_dir, sets_dir, meta)
+    files = [meta_path, run_dir / "run.jsonl", run_dir / "atoms.jsonl", sdir / "items.jsonl",
+             *(sdir / f"{m}.jsonl" for m in MODALITIES)]
+    key = (str(run_dir.resolve()), str(sdir.resolve()),
+           tuple(f.stat().st_mtime_ns if f.exists() else None for f in files))
+    hit = _CACHE.get(key)
+    if hit is None:
+        hit = _load(run_dir, sdir, meta)
+        _CACHE.clear()          # keep one run: a browser session looks at one run at a time
+        _CACHE[key] = hit
+    return hit
+
+
+_CACHE: dict[tuple, RunCases] = {}
+
+
+def _load(run_dir: Path, sdir: Path, meta: dict) -> RunCases:
+    split = meta.get("split")
+    if split not in ("dev", "test"):
+        raise MembenchError(f"{run_dir / 'meta.json'}: split must be dev or test, got {split!r}")
+    mods = meta.get("modalities") or None
+    recs, _ = load_records(sdir, split, mods, meta.get("limit"))
+    # derived_from may be outside a limited subset
+    all_split = recs if meta.get("limit") is None else load_records(sdir, split, mods, None)[0]
+    by_qid: dict[str, AnnotationRecord] = {r.query_id: r for r in all_split}
+    items: dict[str, SourceItem] = {}
+    raw_items: dict[str, dict] = {}
+    for no, obj in iter_json_lines(sdir / "items.jsonl"):
+        it = parse_model(SourceItem, obj, sdir / "items.jsonl", no)
+        items[it.source_id] = it
+        raw_items[it.source_id] = obj
+
+    runs: dict[str, dict] = {}
+    run_path = run_dir / "run.jsonl"
+    if run_path.exists():
+        for _, obj in iter_json_lines(run_path):
+            runs[obj["query_id"]] = obj
+
+    # pass 1: which atoms the cases need
+    wanted: set[str] = set()
+    ranked_by_q: dict[str, list[str]] = {}
+    for r in recs:
+        row = runs.get(r.query_id)
+        if row is None:
+            continue
+        ranked = order_hits(row["hits"])
+        ranked_by_q[r.query_id] = ranked
+        wanted.update(ranked[:MISS_DEPTH])
+        wanted.update(row["cartridge"])
+    atoms: dict[str, dict] = {}
+    atoms_path = run_dir / "atoms.jsonl"
+    if atoms_path.exists():
+        for _, obj in iter_json_lines(atoms_path):
+            if obj.get("atom_id") in wanted:
+                atoms[obj["atom_id"]] = obj
+
+    false_recalls: list[Case] = []
+    misses: list[Case] = []
+    denominators: list[dict[str, Any]] = []
+    for r in recs:
+        row = runs.get(r.query_id)
+        ranked = ranked_by_q.get(r.query_id, [])
+        cart_ids = list(dict.fromkeys(row["cartridge"])) if row else []
+        gold = _gold_rows(r.gold)
+        derivation = r.origin.derivation or "native"
+        if r.unanswerable:
+            failed = bool(cart_ids)
+        else:
+            failed = not any(_hits_any(r.modality, atoms[a], gold)
+                             for a in ranked[:MISS_DEPTH] if a in atoms)
+        denominators.append({"query_id": r.query_id, "modality": r.modality,
+                             "derivation": derivation, "answerable": not r.unanswerable,
+                             "failed": failed})
+        if not failed:
+            continue
+        case = _make_case(r, row, ranked, cart_ids, gold, atoms, items, raw_items, by_qid)
+        (false_recalls if r.unanswerable else misses).append(case)
+
+    order = {m: i for i, m in enumerate(MODALITIES)}
+    key = lambda c: (order.get(c.modality, len(order)), c.query_id)
+    return RunCases(run_dir, sdir, meta, sorted(false_recalls, key=key), sorted(misses, key=key),
+                    denominators)
+
+
+def _make_case(r: AnnotationRecord, row: dict | None, ranked: list[str], cart_ids: list[str],
+               gold: list[dict], atoms: dict[str, dict], items: dict[str, SourceItem],
+               raw_items: dict[str, dict], by_qid: dict[str, AnnotationRecord]) -> Case:
+    scores: dict[str, float] = {}
+    if row:
+        for a, s in row["hits"]:
+            scores.setdefault(a, float(s))      # a duplicate keeps its first score
+    rank = {a: i + 1 for i, a in enumerate(ranked)}
+    orig_rec = by_qid.get(r.origin.derived_from) if r.origin.derived_from else None
+    original = None
+    if r.origin.derived_from:
+        original = {"query_id": r.origin.derived_from, "found": orig_rec is not None,
+                    "question": orig_rec.question if orig_rec else None,
+                    "answer": orig_rec.answer if orig_rec else None,
+                    "scope": orig_rec.scope.model_dump() if orig_rec else None,
+                    "as_of": orig_rec.as_of.isoformat() if orig_rec else None,
+                    "gold": _gold_rows(orig_rec.gold) if orig_rec else []}
+    as_of = r.as_of
+    cart_set = set(cart_ids)
+
+    def case_atom(a: str) -> CaseAtom:
+        obj = atoms.get(a)
+        if obj is None:
+            return CaseAtom(a, rank.get(a), scores.get(a), "?", r.modality, {}, "", "?", "?",
+                            a in cart_set, False, False, known=False)
+        it = items.get(obj["source_id"])
+        holder = it.holder if it else obj["holder"]           # items.jsonl is the truth
+        observed = it.observed_at if it else _ts(obj["observed_at"])
+        ca = CaseAtom(a, rank.get(a), scores.get(a), obj["source_id"], obj["modality"],
+                      dict(obj["extent"]), obj.get("text") or "", holder, observed.isoformat(),
+                      a in cart_set, holder != r.scope.holder, observed > as_of)
+        ca.hits_gold = _hits_any(r.modality, obj, gold)
+        ca.hits_original = bool(original) and _hits_any(r.modality, obj, original["gold"])
+        return ca
+
+    cartridge = [case_atom(a) for a in cart_ids]
+    top = [case_atom(a) for a in ranked[:MISS_DEPTH]]
+    srcs = {a.source_id for a in cartridge + top if a.known}
+    srcs |= {g["source_id"] for g in gold}
+    if original:
+        srcs |= {g["source_id"] for g in original["gold"]}
+    sources = {s: raw_items[s] for s in sorted(srcs) if s in raw_items}   # shared, read-only
+    return Case(kind="false_recall" if r.unanswerable else "miss", query_id=r.query_id,
+                modality=r.modality, question=r.question, answer=r.answer,
+                scope=r.scope.model_dump(), as_of=as_of.isoformat(),
+                derivation=r.origin.derivation or "native", derived_from=r.origin.derived_from,
+                split=r.split, unanswerable=r.unanswerable, cartridge=cartridge, top_hits=top,
+                gold=gold, original=original, distractor=r.origin.distractor,
+                notes=r.origin.notes, has_run=row is not None, n_hits=len(ranked),
+                sources=sources)
+
+
+def cases(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None,
+          kind: str = "false_recall", modality: str | None = None) -> list[Case]:
+    """The run's failures of ``kind`` (``"false_recall"`` or ``"miss"``), ordered by modality
+    then query id; ``modality`` keeps one modality."""
+    return load_run_cases(run_dir, sets_dir).of(kind, modality)
+
+
+def counts_frame(run_dir: str | os.PathLike | RunCases, sets_dir: str | os.PathLike | None = None,
+                 by: str = "modality"):
+    """Per ``by`` (``"modality"`` or ``"derivation"``) and overall: false recalls out of the
+    unanswerable items and misses out of the answerable items, with rates."""
+    import pandas as pd
+
+    data = run_dir if isinstance(run_dir, RunCases) else load_run_cases(run_dir, sets_dir)
+    if by not in ("modality", "derivation"):
+        raise MembenchError("by must be 'modality' or 'derivation'")
+    df = pd.DataFrame(data.denominators,
+                      columns=["query_id", "modality", "derivation", "answerable", "failed"])
+    keys = ([m for m in MODALITIES if m in set(df["modality"])] if by == "modality"
+            else sorted(set(df["derivation"])))
+    rows = []
+    for k, part in [*((k, df[df[by] == k]) for k in keys), ("all", df)]:
+        un, an = part[~part["answerable"]], part[part["answerable"]]
+        fr, mi = int(un["failed"].sum()), int(an["failed"].sum())
+        rows.append({by: k, "items": len(part),
+                     "false recalls": f"{fr} / {len(un)}",
+                     "false-recall rate": fr / len(un) if len(un) else float("nan"),
+                     "misses (no gold in top 10)": f"{mi} / {len(an)}",
+                     "miss rate": mi / len(an) if len(an) else float("nan")})
+    return pd.DataFrame(rows).set_index(by)
+
+
+# --------------------------------------------------------------------------- HTML
+
+_CSS = """
+<style>
+.mb-case{border:1px solid #bbb;border-radius:6px;padding:10px 14px;margin:12px 0;
+  font-family:system-ui,sans-serif;font-size:13px;line-height:1.35}
+.mb-case h3{margin:0 0 6px 0;font-size:15px}
+.mb-case h4{margin:12px 0 4px 0;font-size:14px}
+.mb-case table.mb-kv td{padding:1px 8px 1px 0;vertical-align:top;text-align:left}
+.mb-case table.mb-kv td:first-child{color:#555;white-space:nowrap}
+.mb-panel{border-left:4px solid #d33;padding:4px 10px;margin:8px 0;background:#fcfcfc}
+.mb-panel.mb-gold{border-left-color:#0a0}
+.mb-panel.mb-orig{border-left-color:#05f}
+.mb-flag{display:inline-block;padding:0 5px;margin-right:4px;border-radius:3px;
+  background:#d33;color:#fff;font-size:11px}
+.mb-flag.mb-ok{background:#0a0}.mb-flag.mb-orig{background:#05f}
+.mb-text{white-space:pre-wrap;background:#f4f4f4;padding:4px 6px;max-height:16em;
+  overflow:auto;font-size:12px;margin:4px 0}
+.mb-code{font-family:monospace;font-size:12px;background:#f7f7f7;padding:4px;
+  white-space:pre;overflow:auto;max-height:30em;margin:4px 0}
+.mb-code .mb-ln{color:#888;user-select:none}
+.mb-code .mb-hl{background:#dfd;display:inline-block;min-width:100%}
+.mb-code .mb-ctx{color:#999}
+.mb-cues td,.mb-turns td{padding:1px 8px 1px 0;vertical-align:top;text-align:left}
+tr.mb-hl{background:#dfd}
+.mb-missing{color:#a00;font-style:italic}
+.mb-case img{border:1px solid #ccc;max-width:100%}
+.mb-hits td,.mb-hits th{padding:1px 6px;text-align:left;vertical-align:top;font-size:12px}
+</style>
+"""
+
+e = html.escape
+HL = ' class="mb-hl"'
+
+
+def _fmt_t(t: float) -> str:
+    m, s = divmod(float(t), 60.0)
+    return f"{int(m):02d}:{s:04.1f}"
+
+
+def _kv(rows: Iterable[tuple[str, Any]]) -> str:
+    out = ['<table class="mb-kv">']
+    for k, v in rows:
+        if v is None or v == "":
+            continue
+        out.append(f"<tr><td>{e(str(k))}</td><td>{e(str(v))}</td></tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _short(v: Any) -> str:
+    return json.dumps(v, ensure_ascii=False, sort_keys=True)
+
+
+def _missing(msg: str) -> str:
+    return f'<div class="mb-missing">{e(msg)}</div>'
+
+
+def _file(item: dict, corpus_root: Path | None) -> Path:
+    if corpus_root is None:
+        raise rr.RenderUnavailable("no corpus root: the source file cannot be shown")
+    if not item.get("path"):
+        raise rr.RenderUnavailable(f"{item['source_id']} has no file")
+    return Path(corpus_root) / item["path"]
+
+
+def _same_source(regions: Sequence[dict], source_id: str) -> list[dict]:
+    return [g["region"] for g in regions if g["source_id"] == source_id]
+
+
+def render_region_html(modality: str, item: dict | None, extent: dict, corpus_root: Path | None,
+                       *, kind: str = "atom", gold: Sequence[dict] = (),
+                       original_gold: Sequence[dict] = (), others: Sequence[dict] = ()) -> str:
+    """The source region ``extent`` of ``item`` (an items.jsonl row) as HTML. ``kind`` is
+    ``"atom"`` (an atom's extent, drawn red), ``"gold"`` or ``"original"`` (a gold region);
+    ``gold`` / ``original_gold`` regions of the same item are marked too (green / blue).
+    ``others`` are more atom extents of the same item to outline (screenshots)."""
+    if item is None:
+        return _missing("source item not in items.jsonl")
+    sid = item["source_id"]
+    g_regions = _same_source(gold, sid)
+    o_regions = _same_source(original_gold, sid)
+    try:
+        if modality == "pdf":
+            return _pdf_html(item, extent, corpus_root)
+        if modality == "image":
+            path = _file(item, corpus_root)
+            return (f'<img alt="{e(sid)}" src="{rr.data_uri(rr.image_png(path))}"/>'
+                    f'<div>{e(item["path"])}</div>')
+        if modality == "ui_screenshot":
+            return _screen_html(item, extent, corpus_root, kind, g_regions, o_regions, others)
+        if modality == "video":
+            return _video_html(item, extent, g_regions + o_regions)
+        if modality == "code":
+            return _code_html(item, extent, corpus_root, g_regions + o_regions)
+        if modality == "conversation":
+            return _turns_html(item, extent, g_regions + o_regions)
+    except rr.RenderUnavailable as ex:
+        return _missing(f"cannot show {sid}: {ex}")
+    except Exception as ex:  # noqa: BLE001  (a broken file must not stop the browser)
+        return _missing(f"cannot show {sid}: {type(ex).__name__}: {ex}")
+    return _missing(f"unknown modality {modality!r}")
+
+
+def _pdf_html(item: dict, extent: dict, corpus_root: Path | None) -> str:
+    page = int(extent["page"])
+    path = _file(item, corpus_root)
+    png = rr.pdf_page_png(path, page, sha256=item.get("meta", {}).get("sha256"))
+    pages = item.get("meta", {}).get("pages")
+    block = f", block {extent['block']}" if "block" in extent else ""
+    return (f'<div>page {page}{" of " + str(pages) if pages else ""}{e(block)} · '
+            f'{e(item["path"])}</div>'
+            f'<img alt="page {page} of {e(item["source_id"])}" src="{rr.data_uri(png)}"/>')
+
+
+def _screen_html(item, extent, corpus_root, kind, g_regions, o_regions, others) -> str:
+    path = _file(item, corpus_root)
+    boxes: list[rr.Box] = []
+    for reg in o_regions:
+        boxes.append((reg["bbox"], rr.ORIGINAL_COLOUR, 6))
+    for reg in g_regions:
+        boxes.append((reg["bbox"], rr.GOLD_COLOUR, 6))
+    for ext in others:
+        boxes.append((ext["bbox"], rr.ATOM_COLOUR, 2))
+    colour = {"atom": rr.ATOM_COLOUR, "gold": rr.GOLD_COLOUR}.get(kind, rr.ORIGINAL_COLOUR)
+    boxes.append((extent["bbox"], colour, 3))
+    png, scale = rr.boxed_png(path, boxes)
+    crop = rr.crop_png(path, extent["bbox"])
+    meta = item.get("meta", {})
+    legend = ("red: the returned atom's box" if kind == "atom" else
+              "green: the gold box" if kind == "gold" else "blue: the original query's gold box")
+    return (f'<div>{e(item["path"])} ({meta.get("width")}x{meta.get("height")} px, shown at '
+            f'{scale:.2f}x) · {e(legend)}'
+            f'{"; green: gold" if g_regions and kind != "gold" else ""}'
+            f'{"; blue: the original query&#x27;s gold" if o_regions and kind != "original" else ""}'
+            f'</div><div style="display:flex;gap:10px;align-items:flex-start">'
+            f'<img class="mb-screen" data-scale="{scale:.6f}" alt="{e(item["source_id"])}" '
+            f'src="{rr.data_uri(png)}"/>'
+            f'<div><div>box {e(_short(extent["bbox"]))} at native resolution:</div>'
+            f'<img class="mb-crop" alt="crop" src="{rr.data_uri(crop)}"/></div></div>')
+
+
+def _video_html(item: dict, extent: dict, marks: Sequence[dict]) -> str:
+    t0, t1 = float(extent["t_start"]), float(extent["t_end"])
+    cues = item.get("content") or []
+    inside = [c for c in cues if float(c[0]) <= t1 and float(c[1]) >= t0]
+    meta = item.get("meta", {})
+    url = meta.get("url")
+    link = ""
+    if isinstance(url, str) and url.startswith(("http://", "https://")):
+        sep = "&" if "?" in url else "?"
+        link = f' · <a href="{e(url + sep + "t=" + str(int(t0)))}" target="_blank">open at {_fmt_t(t0)}</a>'
+    head = (f'<div>window {_fmt_t(t0)}–{_fmt_t(t1)} ({t1 - t0:.1f} s) of '
+            f'{_fmt_t(meta["duration"]) if meta.get("duration") else "?"} · '
+            f'{len(inside)} caption cue(s){link}</div>')
+    if not inside:
+        return head + _missing("no caption cue inside this window")
+    rows = []
+    for c in inside[:VIDEO_CUES]:
+        s, t, text = float(c[0]), float(c[1]), str(c[2])
+        hl = any(float(m["t_start"]) <= t and float(m["t_end"]) >= s for m in marks)
+        rows.append(f'<tr{HL if hl else ""}><td>{_fmt_t(s)}–{_fmt_t(t)}</td>'
+                    f'<td>{e(text)}</td></tr>')
+    more = f"<div>… {len(inside) - VIDEO_CUES} more cue(s)</div>" if len(inside) > VIDEO_CUES else ""
+    return head + f'<table class="mb-cues">{"".join(rows)}</table>' + more
+
+
+def _read_lines(item: dict, corpus_root: Path | None) -> list[str]:
+    path = _file(item, corpus_root)
+    if not path.is_file():
+        raise rr.RenderUnavailable(f"{path} not found")
+    return path.read_text(encoding="utf-8", errors="replace").splitlines()
+
+
+def _code_html(item: dict, extent: dict, corpus_root: Path | None, marks: Sequence[dict]) -> str:
+    lines = _read_lines(item, corpus_root)
+    marked = {int(m["line"]) for m in marks if "line" in m}
+    if "line_start" in extent:       # an atom: its lines, with a little dimmed context
+        a, b = int(extent["line_start"]), int(extent["line_end"])
+        ctx = CODE_ATOM_CONTEXT
+    elif "line" in extent:           # a gold line: show it in context
+        a = b = int(extent["line"])
+        ctx = CODE_CONTEXT
+        marked.add(a)
+    else:                            # a symbol gold: show where the name first occurs
+        sym = str(extent["symbol"])
+        occ = [i + 1 for i, l in enumerate(lines) if sym in l][:1]
+        if not occ:
+            return _missing(f"symbol {sym!r} not found in {item['path']}")
+        a, b, ctx = occ[0], occ[0] + 2 * CODE_CONTEXT, CODE_CONTEXT
+        marked.add(occ[0])
+    sym = f" · symbol {extent['symbol']}" if "symbol" in extent else ""
+    head = (f'<div>{e(str(extent.get("path", "")))} lines {a}–{min(b, len(lines))} of '
+            f'{len(lines)}{e(sym)} · file {e(item["path"])}</div>')
+    if a > len(lines):
+        return head + _missing(f"line {a} is past the end of the file ({len(lines)} lines)")
+    rows = []
+    for n in range(max(1, a - ctx), min(len(lines), b + ctx) + 1):
+        body = f'<span class="mb-ln" data-line="{n}">{n:>5}</span>  {e(lines[n - 1])}'
+        if n in marked:
+            body = f'<span class="mb-hl">{body}</span>'
+        elif not a <= n <= b:
+            body = f'<span class="mb-ctx">{body}</span>'
+        rows.append(body)
+    return head + '<div class="mb-code">' + "\n".join(rows) + "</div>"
+
+
+def _turns_html(item: dict, extent: dict, marks: Sequence[dict]) -> str:
+    if "turn_start" in extent:
+        a, b = int(extent["turn_start"]), int(extent["turn_end"])
+        marked = {int(m["turn"]) for m in marks}
+    else:
+        a, b = int(extent["turn"]) - TURN_CONTEXT, int(extent["turn"]) + TURN_CONTEXT
+        marked = {int(extent["turn"])} | {int(m["turn"]) for m in marks}
+    meta = item.get("meta", {})
+    turns = [t for t in (item.get("content") or []) if isinstance(t, dict)
+             and a <= int(t.get("turn", 0)) <= b]
+    head = (f'<div>{e(item["source_id"])} · session date {e(str(meta.get("date_time", "?")))} · '
+            f'observed {e(str(item.get("observed_at")))} · turns {max(a, 1)}–{b}</div>')
+    if not turns:
+        return head + _missing("no such turn in the session")
+    rows = []
+    for t in turns:
+        cap = (f'<br/><i>[image: {e(str(t["image_caption"]))}]</i>'
+               if t.get("image_caption") else "")
+        rows.append(f'<tr{HL if int(t["turn"]) in marked else ""}>'
+                    f'<td>{int(t["turn"])}</td><td><b>{e(str(t.get("speaker", "?")))}</b></td>'
+                    f'<td>{e(str(t.get("text", "")))}{cap}</td></tr>')
+    return head + f'<table class="mb-turns">{"".join(rows)}</table>'
+
+
+def _flags(a: CaseAtom, case: Case) -> str:
+    out = []
+    if not a.known:
+        out.append('<span class="mb-flag">NOT IN atoms.jsonl</span>')
+    if a.foreign_holder:
+        out.append(f'<span class="mb-flag">other holder: {e(a.holder)}</span>')
+    if a.after_as_of:
+        out.append(f'<span class="mb-flag">observed after as_of: {e(a.observed_at)}</span>')
+    if a.hits_gold:
+        out.append('<span class="mb-flag mb-ok">hits gold</span>')
+    if a.hits_original:
+        out.append(f'<span class="mb-flag mb-orig">hits the gold of {e(case.derived_from or "")}'
+                   '</span>')
+    return "".join(out)
+
+
+def _atom_text(a: CaseAtom) -> str:
+    if not a.text:
+        return '<div class="mb-text"><i>(the system kept no text for this atom)</i></div>'
+    t = a.text if len(a.text) <= TEXT_CHARS else (
+        a.text[:TEXT_CHARS] + f"… ({len(a.text) - TEXT_CHARS} more characters)")
+    return f'<div class="mb-text">{e(t)}</div>'
+
+
+def _atom_panel(a: CaseAtom, n: int, case: Case, corpus_root: Path | None, render: bool,
+                others: Sequence[CaseAtom] = ()) -> str:
+    score = "—" if a.score is None else f"{a.score:.4g}"
+    rank = "not ranked" if a.rank is None else f"rank {a.rank}"
+    head = (f'<div><b>#{n} {e(a.atom_id)}</b> · {e(rank)} · score {e(score)}'
+            f'{" · in cartridge" if a.in_cartridge else ""} {_flags(a, case)}</div>'
+            + _kv([("source", a.source_id), ("extent", _short(a.extent)), ("holder", a.holder),
+                   ("observed_at", a.observed_at)]))
+    body = _atom_text(a)
+    if render and a.known:
+        oth = [o.extent for o in others if o.source_id == a.source_id and o.atom_id != a.atom_id
+               and a.modality == "ui_screenshot"]
+        body += render_region_html(a.modality, case.sources.get(a.source_id), a.extent,
+                                   corpus_root, kind="atom", gold=case.gold,
+                                   original_gold=case.original_gold, others=oth)
+    return f'<div class="mb-panel" data-atom-id="{e(a.atom_id)}">{head}{body}</div>'
+
+
+def _gold_panels(golds: Sequence[dict], case: Case, corpus_root: Path | None, cls: str,
+                 kind: str, covered: Sequence[CaseAtom]) -> str:
+    out = []
+    for j, g in enumerate(golds):
+        src, reg = g["source_id"], g["region"]
+        hitters = [a for a in covered if a.known and a.source_id == src
+                   and region_hit(case.modality, a.extent, reg)]
+        head = (f'<div><b>{"gold" if kind == "gold" else "original gold"} {j + 1}</b> · '
+                f'{e(src)} · region {e(_short(reg))}'
+                f'{" · grade " + e(str(g["grade"])) if g.get("grade") is not None else ""}</div>')
+        if hitters:
+            ids = ", ".join(a.atom_id for a in hitters)
+            out.append(f'<div class="mb-panel {cls}">{head}<div>overlapped by returned atom(s) '
+                       f'{e(ids)}: shown above</div></div>')
+            continue
+        body = render_region_html(case.modality, case.sources.get(src), reg, corpus_root,
+                                  kind=kind, gold=case.gold if kind == "gold" else (),
+                                  original_gold=case.original_gold if kind == "original" else ())
+        out.append(f'<div class="mb-panel {cls}">{head}{body}</div>')
+    return "".join(out)
+
+
+def _hits_table(atoms: Sequence[CaseAtom]) -> str:
+    rows = [("<tr><th>rank</th><th>score</th><th>atom</th><th>source</th><th>extent</th>"
+             "<th>flags</th><th>text</th></tr>")]
+    for a in atoms:
+        flags = []
+        if a.foreign_holder:
+            flags.append("other holder")
+        if a.after_as_of:
+            flags.append("after as_of")
+        if a.in_cartridge:
+            flags.append("in cartridge")
+        text = a.text[:160] + ("…" if len(a.text) > 160 else "")
+        rows.append(f"<tr><td>{a.rank}</td><td>{'' if a.score is None else f'{a.score:.4g}'}</td>"
+                    f"<td>{e(a.atom_id)}</td><td>{e(a.source_id)}</td><td>{e(_short(a.extent))}</td>"
+                    f"<td>{e(', '.join(flags))}</td><td>{e(text)}</td></tr>")
+    return f'<table class="mb-hits">{"".join(rows)}</table>'
+
+
+def _corpus(corpus_root) -> Path | None:
+    if corpus_root is not None:
+        return Path(corpus_root)
+    try:
+        return _corpus_root()
+    except MembenchError:
+        return None
+
+
+def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
+                     css: bool = True) -> str:
+    """One case as a self-contained HTML block: the question, scope, as_of, derivation, the
+    cartridge atoms (text, score, flags) and each atom's source region as it is; for a miss
+    the gold regions and the top 10 hits; for a derived item the original query's gold. Every
+    text is escaped; pictures are embedded as ``data:`` URIs."""
+    root = _corpus(corpus_root)
+    label = "FALSE RECALL" if case.kind == "false_recall" else "MISS"
+    parts = [_CSS if css else "",
+             f'<div class="mb-case" data-query-id="{e(case.query_id)}" data-kind="{e(case.kind)}">',
+             f'<h3>{label} · {e(case.modality)} · {e(case.query_id)}</h3>',
+             f'<div style="font-size:14px;margin:4px 0"><b>Q:</b> {e(case.question)}</div>',
+             _kv([("answer", None if case.answer is None else _short(case.answer)),
+                  ("holder", case.scope.get("holder")), ("session", case.scope.get("session")),
+                  ("scenario", case.scope.get("scenario")), ("as_of", case.as_of),
+                  ("derivation", case.derivation), ("derived_from", case.derived_from),
+                  ("split", case.split),
+                  ("known distractor (upstream evidence, not gold)",
+                   None if not case.distractor else _short(case.distractor)),
+                  ("notes", case.notes),
+                  ("run line", None if case.has_run else "none: the system returned nothing"),
+                  ("ranked atoms", case.n_hits)])]
+    o = case.original
+    if o:
+        if o["found"]:
+            parts.append('<div class="mb-panel mb-orig"><b>derived from</b> '
+                         + _kv([("query", o["query_id"]), ("question", o["question"]),
+                                ("answer", None if o["answer"] is None else _short(o["answer"])),
+                                ("holder", (o["scope"] or {}).get("holder")),
+                                ("as_of", o["as_of"])]) + "</div>")
+        else:
+            parts.append(_missing(f"derived_from {o['query_id']} is not a record of this split"))
+
+    if case.cartridge:
+        parts.append(f"<h4>Cartridge: {len(case.cartridge)} atom(s)"
+                     f"{' the system should have abstained' if case.kind == 'false_recall' else ''}"
+                     "</h4>")
+        for n, a in enumerate(case.cartridge, 1):
+            parts.append(_atom_panel(a, n, case, root, True, case.cartridge))
+    else:
+        parts.append("<h4>Cartridge: empty (the system abstained)</h4>")
+
+    shown = list(case.cartridge)
+    if case.kind == "miss":
+        parts.append(f"<h4>Top {MISS_DEPTH} ranked atoms (none hits a gold region)</h4>")
+        if case.top_hits:
+            parts.append(_hits_table(case.top_hits))
+            if not case.cartridge:
+                extra = case.top_hits[:REGION_RENDERS_TOP]
+                parts.append(f"<div>regions of the top {len(extra)}:</div>")
+                for n, a in enumerate(extra, 1):
+                    parts.append(_atom_panel(a, n, case, root, True, extra))
+                shown += extra
+        else:
+            parts.append(_missing("no ranked atoms"))
+        parts.append(f"<h4>Gold: {len(case.gold)} region(s)</h4>")
+        parts.append(_gold_panels(case.gold, case, root, "mb-gold", "gold", shown))
+    if o and o["found"]:
+        parts.append(f"<h4>Gold of the original query {e(o['query_id'])} (holder "
+                     f"{e(str((o['scope'] or {}).get('holder')))}, as_of {e(str(o['as_of']))})"
+                     "</h4>")
+        parts.append(_gold_panels(o["gold"], case, root, "mb-orig", "original", shown))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def static_cases_html(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None,
+                      corpus_root: str | os.PathLike | None = None, kind: str = "false_recall",
+                      n: int = 5, modality: str | None = None, spread: bool = False) -> str:
+    """The first ``n`` cases of ``kind`` rendered as one HTML block (it shows in static HTML,
+    without a kernel). ``spread``: take the cases round-robin over the modalities (the first
+    of each modality, then the second of each, ...) so that a few cases show several
+    modalities; the first case is the same either way."""
+    data = load_run_cases(run_dir, sets_dir)
+    all_cases = data.of(kind, modality)
+    if spread:
+        by_mod: dict[str, list[Case]] = {}
+        for c in all_cases:
+            by_mod.setdefault(c.modality, []).append(c)
+        chosen = [c for group in itertools.zip_longest(*by_mod.values()) for c in group
+                  if c is not None][:n]
+    else:
+        chosen = all_cases[:n]
+    head = (f'<div style="font-family:system-ui,sans-serif"><b>{e(KINDS[kind])}</b>'
+            f'{" · " + e(modality) if modality and modality != "all" else ""}: '
+            f'showing {len(chosen)} of {len(all_cases)} '
+            f'({"round-robin over modalities" if spread else "the first " + str(n)}; '
+            f'order: modality, then query id) · run {e(str(data.run_dir))}</div>')
+    if not chosen:
+        return _CSS + head + f"<div><i>no {e(KINDS[kind])}</i></div>"
+    return _CSS + head + "".join(render_case_html(c, corpus_root, css=False) for c in chosen)
+
+
+# --------------------------------------------------------------------------- widget
+
+
+def _new(change: Any) -> Any:
+    if isinstance(change, dict):
+        return change.get("new")
+    return getattr(change, "new", change)
+
+
+class Browser:
+    """An ipywidgets browser over a run's failures: a kind toggle (false recalls / answerable
+    misses), a modality filter, Prev / Next, a position label and the current case's HTML.
+
+    The callbacks are plain methods (:meth:`on_next`, :meth:`on_prev`, :meth:`on_kind_change`,
+    :meth:`on_modality_change`), so they can be driven without a front end; ``change`` may be a
+    traitlets change, a ``{"new": value}`` dict or the value itself.
+    """
+
+    def __init__(self, run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None,
+                 corpus_root: str | os.PathLike | None = None, kind: str = "false_recall",
+                 modality: str = "all"):
+        import ipywidgets as w
+
+        self.data = load_run_cases(run_dir, sets_dir)
+        self.corpus_root = _corpus(corpus_root)
+        if kind not in KINDS:
+            raise MembenchError(f"unknown case kind {kind!r}; choose from {', '.join(KINDS)}")
+        self.kind, self.modality, self.pos = kind, modality, 0
+        self._html_cache: dict[tuple[str, str], str] = {}
+        present = [m for m in MODALITIES if any(d["modality"] == m for d in self.data.denominators)]
+        self.kind_toggle = w.ToggleButtons(
+            options=[("false recalls", "false_recall"), ("answerable misses", "miss")], value=kind,
+            description="show")
+        self.modality_dropdown = w.Dropdown(options=["all", *present],
+                                            value=modality if modality in present else "all",
+                                            description="modality")
+        self.modality = self.modality_dropdown.value
+        self.prev_button = w.Button(description="◀ Prev", layout=w.Layout(width="90px"))
+        self.next_button = w.Button(description="Next ▶", layout=w.Layout(width="90px"))
+        self.label = w.Label()
+        self.html = w.HTML()
+        self.kind_toggle.observe(self.on_kind_change, names="value")
+        self.modality_dropdown.observe(self.on_modality_change, names="value")
+        self.prev_button.on_click(lambda _b: self.on_prev())
+        self.next_button.on_click(lambda _b: self.on_next())
+        self.widget = w.VBox([w.HBox([self.kind_toggle, self.modality_dropdown]),
+                              w.HBox([self.prev_button, self.next_button, self.label]), self.html])
+        self.refresh()
+
+    @property
+    def cases(self) -> list[Case]:
+        return self.data.of(self.kind, self.modality)
+
+    @property
+    def current(self) -> Case | None:
+        cs = self.cases
+        return cs[self.pos] if 0 <= self.pos < len(cs) else None
+
+    def refresh(self) -> None:
+        cs = self.cases
+        self.pos = max(0, min(self.pos, len(cs) - 1))
+        what = KINDS[self.kind].split(" (")[0]
+        where = "all modalities" if self.modality == "all" else self.modality
+        if not cs:
+            self.label.value = f"0 / 0 {what} · {where}"
+            self.html.value = f"<div><i>no {e(what)} for {e(where)}</i></div>"
+        else:
+            c = cs[self.pos]
+            self.label.value = f"{self.pos + 1} / {len(cs)} {what} · {where} · {c.query_id}"
+            key = (c.kind, c.query_id)
+            if key not in self._html_cache:
+                self._html_cache[key] = render_case_html(c, self.corpus_root)
+            self.html.value = self._html_cache[key]
+        self.prev_button.disabled = self.pos <= 0
+        self.next_button.disabled = self.pos >= len(cs) - 1
+
+    def on_next(self, *_: Any) -> None:
+        if self.pos < len(self.cases) - 1:
+            self.pos += 1
+            self.refresh()
+
+    def on_prev(self, *_: Any) -> None:
+        if self.pos > 0:
+            self.pos -= 1
+            self.refresh()
+
+    def go(self, pos: int) -> None:
+        self.pos = pos
+        self.refresh()
+
+    def on_kind_change(self, change: Any) -> None:
+        new = _new(change)
+        if new not in KINDS:
+            raise MembenchError(f"unknown case kind {new!r}")
+        if self.kind_toggle.value != new:
+            self.kind_toggle.value = new        # re-enters here through observe; harmless
+        self.kind, self.pos = new, 0
+        self.refresh()
+
+    def on_modality_change(self, change: Any) -> None:
+        new = _new(change) or "all"
+        if new not in self.modality_dropdown.options:
+            raise MembenchError(f"modality {new!r} is not in this run")
+        if self.modality_dropdown.value != new:
+            self.modality_dropdown.value = new
+        self.modality, self.pos = new, 0
+        self.refresh()
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)

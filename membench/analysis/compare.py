@@ -1,0 +1,336 @@
+"""Comparing systems on the same items (SPEC section 8: "compare systems").
+
+:func:`compare_runs` loads several run directories, checks that they are comparable (same
+split, same set files by sha256, same evaluated query ids: a clear :class:`ComparisonError`
+otherwise) and returns a :class:`Comparison`:
+
+* ``summary``: per scope (each modality, then ``all``), system and metric: value, n,
+  denominator, 95% interval, computed by :func:`membench.metrics.aggregate.slice_metrics` (the
+  numbers and intervals of each run's metrics.json);
+* ``pairs``: paired significance for every pair of systems, per scope, on recall@10, ndcg@10,
+  mrr and false_recall_rate, from per-item values (each item is its own pair):
+
+  - mean difference ``diff = mean(a - b)`` over the items in the metric's denominator, with a
+    **paired bootstrap** 95% interval (items resampled with replacement, ``n_resamples``
+    times, percentile interval) and a bootstrap p-value (two-sided, null-shifted: share of
+    resampled means ``m*`` with ``|m* - diff| >= |diff|``);
+  - a **paired randomization (sign-flip permutation) test**: under the null the two systems'
+    values of an item are exchangeable, so each difference's sign is flipped at random;
+    p = share of flipped means with ``|m| >= |diff|``;
+  - both p-values are ``(1 + count) / (1 + n_resamples)`` (never 0), so identical runs give
+    p = 1 and a zero difference. ``p_perm_holm`` is the permutation p adjusted by Holm over all
+    rows of the table (many scopes x metrics x pairs are tested at once).
+
+  Generators are numpy PCG64 seeded with ``(seed, crc32("<scope>|<metric>|<test>"))``: every
+  pair of one scope and metric sees the same resamples (common random numbers) and the
+  results do not depend on which other runs are compared.
+* ``first_stage``: recall@1000 (first-stage recall) against nDCG@10 (early precision) per
+  system and modality, as in Q2D-Web, with n (answerable items) and intervals.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import zlib
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..core.errors import MembenchError
+from ..metrics import METRICS, SEED
+from ..metrics.aggregate import slice_metrics
+from ..run.runner import set_digests
+from ..sets.schema import MODALITIES
+from .slices import LoadedRun, item_frame, load_run, metric_values, read_meta, resolve_path
+
+PAIRED_METRICS: tuple[str, ...] = ("recall@10", "ndcg@10", "mrr", "false_recall_rate")
+N_PAIRED_RESAMPLES = 10_000
+_BLOCK = 2_000_000          # resample-matrix cells held at once
+
+
+class ComparisonError(MembenchError):
+    """Runs that cannot be compared item by item."""
+
+
+@dataclass
+class Comparison:
+    labels: list[str]
+    run_dirs: list[str]
+    runs: list[LoadedRun] = field(repr=False)
+    items: dict[str, Any] = field(repr=False)      # label -> item frame
+    summary: Any = None                            # long DataFrame
+    pairs: Any = None                              # DataFrame
+    first_stage: Any = None                        # DataFrame
+
+    def table(self, metrics: list[str] | tuple[str, ...] | None = None, *, ci: bool = True,
+              digits: int = 4):
+        """Side by side: one row per (scope, metric), per system ``value`` (rounded to
+        ``digits``) and ``n/den`` (and the 95% interval when ``ci``)."""
+        import pandas as pd
+
+        s = self.summary
+        if metrics:
+            s = s[s["metric"].isin(list(metrics))]
+        cols: dict[tuple[str, str], Any] = {}
+        for lab in self.labels:
+            g = s[s["system"] == lab].set_index(["scope", "metric"])
+            cols[(lab, "value")] = g["value"].astype(float).round(digits)
+            cols[(lab, "n/den")] = g["n"].astype(str) + "/" + g["denominator"].astype(str)
+            if ci:
+                cols[(lab, "ci95")] = [_fmt_ci(lo, hi) for lo, hi in zip(g["ci95_lo"],
+                                                                          g["ci95_hi"])]
+        out = pd.DataFrame(cols)
+        order = {m: i for i, m in enumerate(METRICS)}
+        scopes = {m: i for i, m in enumerate([*MODALITIES, "all"])}
+        idx = sorted(out.index, key=lambda k: (scopes.get(k[0], 99), order.get(k[1], 99)))
+        return out.loc[idx]
+
+
+def _fmt_ci(lo, hi) -> str:
+    if lo is None or hi is None or (isinstance(lo, float) and np.isnan(lo)):
+        return "-"
+    return f"[{lo:.3f}, {hi:.3f}]"
+
+
+def _rng(seed: int, key: str) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
+
+
+def paired_test(a: np.ndarray, b: np.ndarray, key: str, *, n_resamples: int = N_PAIRED_RESAMPLES,
+                seed: int = SEED, level: float = 0.95) -> dict[str, Any]:
+    """Paired bootstrap and sign-flip randomization test of ``mean(a - b)`` over the items
+    where both are defined (see the module docstring)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError("paired values must be aligned item by item")
+    ok = ~np.isnan(a) & ~np.isnan(b)
+    d = a[ok] - b[ok]
+    n = int(d.size)
+    res: dict[str, Any] = {"n": n, "mean_a": float(a[ok].mean()) if n else np.nan,
+                           "mean_b": float(b[ok].mean()) if n else np.nan}
+    if n == 0:
+        return {**res, "diff": np.nan, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
+                "p_bootstrap": np.nan, "p_permutation": np.nan}
+    obs = float(d.mean())
+    tol = 1e-12 * max(1.0, abs(obs))
+    rows = max(1, _BLOCK // n)
+    # paired bootstrap
+    rng = _rng(seed, f"{key}|bootstrap")
+    boot = np.empty(n_resamples)
+    for s in range(0, n_resamples, rows):
+        k = min(rows, n_resamples - s)
+        boot[s:s + k] = d[rng.integers(0, n, size=(k, n))].mean(axis=1)
+    alpha = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(boot, [alpha, 100.0 - alpha])
+    p_boot = (1 + int((np.abs(boot - obs) >= abs(obs) - tol).sum())) / (1 + n_resamples)
+    # sign-flip randomization
+    rng = _rng(seed, f"{key}|permutation")
+    count = 0
+    for s in range(0, n_resamples, rows):
+        k = min(rows, n_resamples - s)
+        signs = rng.integers(0, 2, size=(k, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
+        count += int((np.abs(signs @ d / n) >= abs(obs) - tol).sum())
+    p_perm = (1 + count) / (1 + n_resamples)
+    return {**res, "diff": obs, "diff_ci95_lo": float(lo), "diff_ci95_hi": float(hi),
+            "p_bootstrap": min(1.0, p_boot), "p_permutation": min(1.0, p_perm)}
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (NaN stays NaN)."""
+    p = np.asarray(p, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    idx = np.where(~np.isnan(p))[0]
+    m = idx.size
+    if not m:
+        return out
+    order = idx[np.argsort(p[idx], kind="stable")]
+    running = 0.0
+    for i, j in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p[j]))
+        out[j] = running
+    return out
+
+
+def _labels(runs: list[LoadedRun]) -> list[str]:
+    names = [r.system for r in runs]
+    labels = []
+    for i, r in enumerate(runs):
+        lab = r.system if names.count(r.system) == 1 else f"{r.system}@{r.run_dir.name}"
+        while lab in labels:
+            lab = f"{lab}#{i}"
+        labels.append(lab)
+    return labels
+
+
+def check_metas(metas: list[tuple[Path, dict]]) -> None:
+    """Before any scoring: the runs' meta.json agree on the split and the set files'
+    sha256; :class:`ComparisonError` naming the runs and the difference."""
+    if len(metas) < 2:
+        raise ComparisonError("compare needs at least two run directories")
+    ref_dir, ref = metas[0]
+    for d, m in metas[1:]:
+        if m.get("split") != ref.get("split"):
+            raise ComparisonError(f"different splits: {ref_dir} is {ref.get('split')!r}, "
+                                  f"{d} is {m.get('split')!r}")
+        a, b = ref.get("set_sha256"), m.get("set_sha256")
+        if a and b and a != b:
+            diff = sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
+            raise ComparisonError(f"different set files: {ref_dir} and {d} were run on sets "
+                                  f"whose sha256 differ ({', '.join(diff)})")
+
+
+def check_comparable(runs: list[LoadedRun]) -> None:
+    """Same split, same set files (sha256, as recorded by each run and as read now), same
+    evaluated query ids; :class:`ComparisonError` naming the runs and the difference."""
+    check_metas([(r.run_dir, r.meta) for r in runs])
+    for r in runs:
+        rec = r.meta.get("set_sha256")
+        if rec:
+            now = set_digests(r.sets_dir)
+            diff = sorted(f for f in set(rec) | set(now) if rec.get(f) != now.get(f))
+            if diff:
+                raise ComparisonError(
+                    f"{r.run_dir}: was run on set files whose sha256 differ from {r.sets_dir} "
+                    f"({', '.join(diff)}); score it against the sets it was run on")
+    ref = runs[0]
+    ref_ids = set(ref.scores.query_id)
+    for r in runs[1:]:
+        ids = set(r.scores.query_id)
+        if ids != ref_ids:
+            only_a = sorted(ref_ids - ids)
+            only_b = sorted(ids - ref_ids)
+            raise ComparisonError(
+                f"different items: {ref.run_dir} evaluates {len(ref_ids)} queries, {r.run_dir} "
+                f"{len(ids)}; {len(only_a)} only in the first (e.g. {only_a[:3]}), "
+                f"{len(only_b)} only in the second (e.g. {only_b[:3]}); compare runs made "
+                "with the same --modality / --limit")
+
+
+def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike | None = None,
+                 *, metrics: tuple[str, ...] | list[str] = PAIRED_METRICS,
+                 n_resamples: int = N_PAIRED_RESAMPLES, seed: int = SEED,
+                 ci_resamples: int = 1000) -> Comparison:
+    """Load, check and compare runs (see the module docstring). ``n_resamples`` is used by
+    the paired tests; ``ci_resamples`` by the per-system intervals (1000, as metrics.json)."""
+    import pandas as pd
+
+    if isinstance(run_dirs, (str, os.PathLike)):
+        raise ComparisonError("run_dirs must be a list of run directories")
+    paths = [resolve_path(d) for d in run_dirs]
+    check_metas([(p, read_meta(p)) for p in paths])
+    runs = [load_run(p, sets_dir) for p in paths]
+    check_comparable(runs)
+    labels = _labels(runs)
+    frames = {lab: item_frame(r) for lab, r in zip(labels, runs)}
+    order = list(frames[labels[0]]["query_id"])
+    for lab in labels[1:]:       # align every frame to the first run's item order
+        frames[lab] = frames[lab].set_index("query_id").loc[order].reset_index()
+    mods = [m for m in MODALITIES if m in set(frames[labels[0]]["modality"])]
+    scopes = [*mods, "all"]
+
+    rows = []
+    for lab, r in zip(labels, runs):
+        mod_arr = np.asarray(r.scores.modality, dtype=object)
+        for scope in scopes:
+            mask = np.ones(len(mod_arr), bool) if scope == "all" else mod_arr == scope
+            for m, e in slice_metrics(r.scores, mask, scope, seed=seed,
+                                      n_resamples=ci_resamples).items():
+                rows.append({"scope": scope, "system": lab, "metric": m, "value": e["value"],
+                             "n": e["n"], "denominator": e["denominator"],
+                             "ci95_lo": e["ci95"][0], "ci95_hi": e["ci95"][1]})
+    summary = pd.DataFrame(rows)
+
+    prow = []
+    base_mod = frames[labels[0]]["modality"].to_numpy()
+    for scope in scopes:
+        mask = np.ones(len(base_mod), bool) if scope == "all" else base_mod == scope
+        for m in metrics:
+            for la, lb in combinations(labels, 2):
+                va = metric_values(frames[la], m)[mask]
+                vb = metric_values(frames[lb], m)[mask]
+                t = paired_test(va, vb, f"{scope}|{m}", n_resamples=n_resamples, seed=seed)
+                prow.append({"scope": scope, "metric": m, "system_a": la, "system_b": lb,
+                             "denominator": int((~np.isnan(va)).sum()), **t})
+    pairs = pd.DataFrame(prow)
+    if len(pairs):
+        pairs["p_perm_holm"] = holm(pairs["p_permutation"].to_numpy())
+        pairs["significant_0.05"] = (pairs["p_perm_holm"] < 0.05) & (pairs["p_bootstrap"] < 0.05)
+        pairs["n_resamples"] = n_resamples
+
+    fs = summary[summary["metric"].isin(["recall@1000", "ndcg@10"]) & (summary["scope"] != "all")]
+    first = fs.pivot_table(index=["system", "scope"], columns="metric",
+                           values=["value", "n", "ci95_lo", "ci95_hi"], aggfunc="first")
+    first.columns = [f"{m}" if v == "value" else f"{m}_{v}" for v, m in first.columns]
+    first = first.reset_index().rename(columns={"scope": "modality"})
+    first = first[["system", "modality", "recall@1000", "recall@1000_ci95_lo",
+                   "recall@1000_ci95_hi", "ndcg@10", "ndcg@10_ci95_lo", "ndcg@10_ci95_hi",
+                   "ndcg@10_n"]].rename(columns={"ndcg@10_n": "n_answerable"})
+    first["n_answerable"] = first["n_answerable"].astype(int)
+    rank_sys = {lab: i for i, lab in enumerate(labels)}
+    rank_mod = {m: i for i, m in enumerate(MODALITIES)}
+    first = first.sort_values(["system", "modality"], key=lambda c: c.map(
+        rank_sys if c.name == "system" else rank_mod)).reset_index(drop=True)
+    return Comparison(labels=labels, run_dirs=[str(r.run_dir) for r in runs], runs=runs,
+                      items=frames, summary=summary, pairs=pairs, first_stage=first)
+
+
+def plot_first_stage(comp: Comparison, *, cols: int = 3):
+    """First-stage recall (recall@1000, x) vs early precision (nDCG@10, y), as in Q2D-Web:
+    one panel per modality (its title gives n = the answerable items, the same for every
+    system), one point per system with its 95% intervals as error bars."""
+    import matplotlib.pyplot as plt
+
+    fs = comp.first_stage.dropna(subset=["recall@1000", "ndcg@10"])
+    mods = [m for m in MODALITIES if m in set(fs["modality"])]
+    if not mods:
+        raise ComparisonError("no modality has answerable items: nothing to plot")
+    rows = math.ceil(len(mods) / cols)
+    fig, axes = plt.subplots(rows, min(cols, len(mods)), figsize=(4.2 * min(cols, len(mods)),
+                                                                   3.8 * rows), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, m in zip(axes.flat, mods):
+        g = fs[fs["modality"] == m]
+        for k, lab in enumerate(comp.labels):
+            r = g[g["system"] == lab]
+            if r.empty:
+                continue
+            r = r.iloc[0]
+            x, y = r["recall@1000"], r["ndcg@10"]
+            ax.errorbar([x], [y],
+                        xerr=[[x - r["recall@1000_ci95_lo"]], [r["recall@1000_ci95_hi"] - x]],
+                        yerr=[[y - r["ndcg@10_ci95_lo"]], [r["ndcg@10_ci95_hi"] - y]],
+                        fmt="osD^v<>"[k % 7], markersize=max(4, 10 - 2 * k), alpha=0.85,
+                        color=colors[k % len(colors)], capsize=3, label=lab)
+        ax.plot([0, 1], [0, 1], color="0.85", lw=1, ls=":")
+        ax.set_xlim(-0.03, 1.03)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_title(f"{m} (n={int(g['n_answerable'].iloc[0])} answerable)", fontsize=10)
+        ax.set_xlabel("recall@1000")
+        ax.set_ylabel("nDCG@10")
+    for ax in list(axes.flat)[len(mods):]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", fontsize=8)
+    fig.suptitle(f"first-stage recall vs early precision ({len(comp.labels)} systems, "
+                 f"{len(comp.items[comp.labels[0]])} items; bars: 95% intervals)")
+    fig.tight_layout(rect=(0, 0, 0.9, 0.95))
+    return fig
+
+
+__all__ = [
+    "N_PAIRED_RESAMPLES",
+    "PAIRED_METRICS",
+    "Comparison",
+    "ComparisonError",
+    "check_comparable",
+    "check_metas",
+    "compare_runs",
+    "holm",
+    "paired_test",
+    "plot_first_stage",
+]

@@ -1,0 +1,82 @@
+"""The reference systems' dev figures, kept next to the commands that produce them.
+
+    python bench/results.py runs/bm25-dev runs/dense-dev runs/hybrid-dev   # print the table
+    python bench/results.py ... --freeze           # and update bench/expected/dev.json
+    python bench/results.py                        # the table of the frozen figures
+
+``bench/expected/dev.json`` holds, per system, the command that made the run and the figures of
+its ``metrics.json`` (per modality and all). ``tests/test_expected_figures.py`` re-runs bm25 on
+dev and checks it reproduces them (pyserini's "2CR" idea: the results table is a regression
+test); the README's figures table is printed from the same file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from membench.core.paths import BENCH_DIR
+
+EXPECTED = BENCH_DIR / "expected" / "dev.json"
+KEYS = ("recall@10", "recall@1000", "mrr", "ndcg@10", "false_recall_rate",
+        "abstain_rate_answerable", "holder_correctness", "temporal_correctness",
+        "latency_p50_ms")
+ORDER = ("pdf", "image", "ui_screenshot", "video", "code", "conversation", "all")
+
+
+def figures(run_dir: Path) -> dict:
+    meta = json.loads((run_dir / "meta.json").read_text())
+    m = json.loads((run_dir / "metrics.json").read_text())
+    out = {"command": f"membench run --system {meta['system']} --split dev --out {run_dir} "
+                      "--metrics", "system": meta["system"],
+           "set_sha256": meta["set_sha256"], "calibration": meta["config"].get("calibration"),
+           "modalities": {}}
+    for mod in ORDER:
+        if mod not in m:
+            continue
+        out["modalities"][mod] = {k: {"value": m[mod][k]["value"], "n": m[mod][k]["n"],
+                                      "denominator": m[mod][k]["denominator"]} for k in KEYS}
+    return out
+
+
+def table(systems: list[dict]) -> str:
+    head = ("| system | modality | recall@10 (n) | recall@1000 | MRR | nDCG@10 | false recall (n) "
+            "| abstain, answerable | holder / temporal ok | p50 ms |")
+    rows = [head, "|---|---|---|---|---|---|---|---|---|---|"]
+    for s in systems:
+        for mod in [m for m in ORDER if m in s["modalities"]]:
+            f = s["modalities"][mod]
+            def v(k, d=4):
+                x = f[k]["value"]
+                return "—" if x is None else f"{x:.{d}f}"
+            rows.append(
+                f"| {s['system']} | {mod} | {v('recall@10')} ({f['recall@10']['n']}) | "
+                f"{v('recall@1000')} | {v('mrr')} | {v('ndcg@10')} | "
+                f"{v('false_recall_rate')} ({f['false_recall_rate']['n']}) | "
+                f"{v('abstain_rate_answerable')} | {v('holder_correctness', 2)} / "
+                f"{v('temporal_correctness', 2)} | {v('latency_p50_ms', 1)} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="*", type=Path)
+    ap.add_argument("--freeze", action="store_true", help=f"write {EXPECTED}")
+    a = ap.parse_args(argv)
+    if a.runs:
+        systems = [figures(r) for r in a.runs]
+    else:
+        systems = list(json.loads(EXPECTED.read_text())["systems"].values())
+    if a.freeze:
+        EXPECTED.parent.mkdir(parents=True, exist_ok=True)
+        EXPECTED.write_text(json.dumps({"split": "dev", "systems": {s["system"]: s for s in systems}},
+                                       indent=1, sort_keys=True) + "\n")
+        print(f"wrote {EXPECTED}", file=sys.stderr)
+    print(table(systems))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Text-bearing atoms from source items, for the reference systems (SPEC section 6).
+
+:func:`chunk` turns the items of a split into :class:`~membench.run.systems.base.Atom` s with
+opaque, deterministic ids (:func:`atom_id`) and their text filled in from the items' real
+content, one module per modality:
+
+========================  =================================================================
+``pdf``                   one atom per page, pypdf text layer (cached by file sha256)
+``image``                 one atom per image, OCR text in reading order
+``ui_screenshot``         OCR line boxes and blocks of nearby lines (bbox atoms)
+``video``                 caption windows (30 s every 15 s by default)
+``code``                  python: ast functions/classes; others: definition-line segments
+``conversation``          windows of 3 turns every 2
+========================  =================================================================
+
+OCR (:mod:`membench.run.content.ocr`) runs once per image content and is cached, so a second run
+does no OCR. Every atom is checked with :func:`~membench.run.systems.base.check_atom` before it is
+returned. :func:`content_meta` is what a run records about this step.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from ...core.errors import MembenchError
+from ...sets.schema import SourceItem
+from ..systems.base import Atom, check_atom
+from . import ocr as _ocr
+from . import pdf as _pdf
+from .code import chunk_code
+from .common import atom_id, item_file
+from .config import ChunkConfig
+from .conversation import chunk_conversation
+from .image import chunk_image
+from .pdf import chunk_pdf
+from .screenshot import chunk_screenshot
+from .video import chunk_video
+
+__all__ = ["ChunkConfig", "atom_id", "chunk", "chunk_item", "content_meta"]
+
+log = logging.getLogger(__name__)
+
+OCR_MODALITIES = ("image", "ui_screenshot")
+
+
+def chunk_item(item: SourceItem, corpus_root: Path, config: ChunkConfig | None = None,
+               ocr: _ocr.OcrResult | None = None) -> list[Atom]:
+    """The atoms of one item (``ocr``: a precomputed OCR result for image/screenshot items)."""
+    config = config or ChunkConfig()
+    corpus_root = Path(corpus_root)
+    m = item.modality
+    if m == "pdf":
+        atoms = chunk_pdf(item, corpus_root, config)
+    elif m == "image":
+        atoms = chunk_image(item, corpus_root, config, ocr)
+    elif m == "ui_screenshot":
+        atoms = chunk_screenshot(item, corpus_root, config, ocr)
+    elif m == "video":
+        atoms = chunk_video(item, corpus_root, config)
+    elif m == "code":
+        atoms = chunk_code(item, corpus_root, config)
+    elif m == "conversation":
+        atoms = chunk_conversation(item, corpus_root, config)
+    else:  # pragma: no cover - the schema forbids it
+        raise MembenchError(f"{item.source_id}: no chunker for modality {m!r}")
+    for a in atoms:
+        why = check_atom(a, item)
+        if why:
+            raise MembenchError(f"chunker produced a bad atom for {item.source_id}: {why}")
+    return atoms
+
+
+def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
+          config: ChunkConfig | None = None,
+          progress: Callable[[str, int, int], None] | None = None) -> list[Atom]:
+    """All atoms of ``items``, in item order then position in the item.
+
+    Images and screenshots are OCR'd first in one batch (``config.ocr_processes`` workers,
+    cached); ``progress(stage, done, total)`` is called as OCR images and items are done."""
+    config = config or ChunkConfig()
+    corpus_root = Path(corpus_root)
+    items = list(items)
+    paths = {it.source_id: item_file(it, corpus_root) for it in items
+             if it.modality in OCR_MODALITIES}
+    results: dict[str, _ocr.OcrResult] = {}
+    if paths:
+        by_path = _ocr.ocr_many(
+            paths.values(), upscale_min_side=config.ocr_upscale_min_side,
+            processes=config.ocr_processes,
+            progress=(lambda d, n: progress("ocr", d, n)) if progress else None)
+        results = {sid: by_path[str(p)] for sid, p in paths.items()}
+    atoms: list[Atom] = []
+    seen: dict[str, str] = {}
+    for k, it in enumerate(items, 1):
+        for a in chunk_item(it, corpus_root, config, results.get(it.source_id)):
+            other = seen.setdefault(a.atom_id, a.source_id)
+            if other != a.source_id:  # pragma: no cover - 64-bit collision
+                raise MembenchError(f"atom id {a.atom_id} of {a.source_id} collides with "
+                                    f"one of {other}")
+            atoms.append(a)
+        if progress:
+            progress("items", k, len(items))
+    return atoms
+
+
+def content_meta(config: ChunkConfig | None = None) -> dict[str, Any]:
+    """What a run records about chunking: the config and the extractors' identities."""
+    config = config or ChunkConfig()
+    return {"chunk_config": config.as_dict(),
+            "ocr_engine": _ocr.engine_tag(config.ocr_upscale_min_side),
+            "pdf_extractor": _pdf.extractor_tag()}

@@ -1,0 +1,101 @@
+"""The chunking configuration of the reference systems (recorded in a run's meta.json).
+
+Every field determines the atoms the reference systems index, so ``asdict(config)`` goes into
+run meta next to the OCR engine and pypdf versions (:func:`membench.run.content.content_meta`).
+Construction checks the values against the benchmark's extent caps
+(:data:`membench.run.systems.base.EXTENT_CAPS`), so a config can never produce an atom the runner
+would reject.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ...core.errors import MembenchError
+from ..systems.base import EXTENT_CAPS
+
+
+@dataclass(frozen=True)
+class ChunkConfig:
+    # pdf: one atom per page from the text layer. Pages whose text layer is empty (scans,
+    # pure figures) still get an atom with text "" so page coverage is complete.
+    pdf_keep_empty_pages: bool = True
+
+    # OCR (images and screenshots). Lines under this recognizer confidence are dropped
+    # (the cache keeps every line, so changing this does not re-run OCR).
+    ocr_min_confidence: float = 0.5
+    # Images whose shorter side is under this many pixels are upscaled (cubic, at most 4x and
+    # at most 2000 px on the longer side) before OCR: the PP-OCR recognizer drops the spaces
+    # between small words ("Numberofcoins") at native TabMWP resolution. Part of the OCR cache
+    # key.
+    ocr_upscale_min_side: int = 700
+    # Worker processes for OCR of images not in the cache (1 = in process). Output does not
+    # depend on it.
+    ocr_processes: int = 1
+
+    # ui_screenshot: one atom per OCR line (its box, padded and clipped to the image) plus one
+    # atom per block of nearby lines (a menu, a paragraph, a card).
+    screen_line_pad: int = 2
+    screen_blocks: bool = True
+    # Two lines join a block when the gap between their boxes is under this many median line
+    # heights (transitively).
+    screen_block_gap: float = 0.6
+    screen_block_max_lines: int = 12
+    # A block covering more than this share of the screenshot is split by rows.
+    screen_block_max_share: float = 0.15
+
+    # video: caption windows (seconds). Windows that hold no caption cue are not emitted.
+    video_window_s: float = 30.0
+    video_stride_s: float = 15.0
+
+    # code: python files are split by ast (functions, classes, methods, and the code between
+    # them); other languages (and python that does not parse) by definition lines found with
+    # per-language patterns; a file with no definition at all by sliding windows.
+    code_python_ast: bool = True
+    code_other: str = "defs"  # "defs" | "windows"
+    code_max_lines: int = 120  # a longer segment is split into equal parts of at most this
+    code_window_lines: int = 40
+    code_window_stride: int = 20
+    code_path_header: bool = True  # first text line of a code atom: the file's upstream path
+
+    # conversation: windows of consecutive turns.
+    conv_window_turns: int = 3
+    conv_stride_turns: int = 2
+    conv_date_header: bool = True  # first text line: the session's date_time
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not 0.0 <= self.ocr_min_confidence <= 1.0:
+            problems.append("ocr_min_confidence must be in [0, 1]")
+        if self.ocr_upscale_min_side < 0:
+            problems.append("ocr_upscale_min_side must be >= 0")
+        if self.ocr_processes < 1:
+            problems.append("ocr_processes must be >= 1")
+        if self.screen_line_pad < 0 or self.screen_block_gap < 0:
+            problems.append("screen_line_pad and screen_block_gap must be >= 0")
+        if self.screen_block_max_lines < 2:
+            problems.append("screen_block_max_lines must be >= 2")
+        if not 0 < self.screen_block_max_share <= EXTENT_CAPS["ui_screenshot"]["area_share"]:
+            problems.append("screen_block_max_share must be in (0, the ui_screenshot area cap]")
+        if not 0 < self.video_window_s <= EXTENT_CAPS["video"]["seconds"]:
+            problems.append("video_window_s must be in (0, the video cap]")
+        if not 0 < self.video_stride_s <= self.video_window_s:
+            problems.append("video_stride_s must be in (0, video_window_s]")
+        if self.code_other not in ("defs", "windows"):
+            problems.append("code_other must be 'defs' or 'windows'")
+        if not 1 <= self.code_max_lines <= EXTENT_CAPS["code"]["lines"]:
+            problems.append("code_max_lines must be in [1, the code cap]")
+        if not 1 <= self.code_window_lines <= EXTENT_CAPS["code"]["lines"]:
+            problems.append("code_window_lines must be in [1, the code cap]")
+        if not 1 <= self.code_window_stride <= self.code_window_lines:
+            problems.append("code_window_stride must be in [1, code_window_lines]")
+        if not 1 <= self.conv_window_turns <= EXTENT_CAPS["conversation"]["turns"]:
+            problems.append("conv_window_turns must be in [1, the conversation cap]")
+        if not 1 <= self.conv_stride_turns <= self.conv_window_turns:
+            problems.append("conv_stride_turns must be in [1, conv_window_turns]")
+        if problems:
+            raise MembenchError("bad ChunkConfig: " + "; ".join(problems))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,98 @@
+"""PDF items: one atom per page, ``{"page": p}`` (1-based physical pages), text from the PDF's
+text layer (pypdf ``extract_text``).
+
+Pages whose text layer is empty (scans, full-page figures) still get an atom with text ""
+(``ChunkConfig.pdf_keep_empty_pages``, default on) so that every page of the item is covered;
+those atoms carry no evidence a text retriever can match, and the count of such pages is what
+an OCR fallback would have to fix. A page pypdf fails on is treated as empty and its error is
+kept in the cache entry.
+
+Cache: ``cache_dir("pdftext")/<sha256 of the file>-<key>.json`` with ``key`` digesting the
+pypdf version and the extraction mode; it holds the page texts and per-page errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import logging
+import time
+from pathlib import Path
+
+from ...core.paths import cache_dir
+from ...sets.schema import SourceItem
+from ..systems.base import Atom
+from .common import item_file, make_atom, read_json, sha256_bytes, write_json_atomic
+from .config import ChunkConfig
+
+CACHE_FORMAT = 1
+stats: dict[str, float] = {"extractions": 0, "cache_hits": 0, "seconds": 0.0}
+
+
+def extractor_tag() -> str:
+    try:
+        v = importlib.metadata.version("pypdf")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+        v = "unknown"
+    return f"pypdf=={v};extract_text(mode=plain);format={CACHE_FORMAT}"
+
+
+def cache_path(sha: str) -> Path:
+    key = hashlib.sha256(extractor_tag().encode()).hexdigest()[:12]
+    return cache_dir("pdftext") / sha[:2] / f"{sha}-{key}.json"
+
+
+def _extract(data: bytes) -> dict:
+    import io
+
+    from pypdf import PdfReader
+
+    t0 = time.perf_counter()
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # malformed-object chatter
+    reader = PdfReader(io.BytesIO(data))
+    pages: list[str] = []
+    errors: dict[str, str] = {}
+    for i, page in enumerate(reader.pages, 1):
+        try:
+            txt = page.extract_text() or ""
+        except Exception as e:  # noqa: BLE001 - one broken page must not lose the document
+            txt = ""
+            errors[str(i)] = f"{type(e).__name__}: {e}"[:300]
+        pages.append(txt.replace("\x00", ""))
+    return {"format": CACHE_FORMAT, "extractor": extractor_tag(), "pages": pages,
+            "errors": errors, "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def page_texts(path: str | Path) -> list[str]:
+    """The text layer of each page (index 0 = page 1), from the cache when possible."""
+    data = Path(path).read_bytes()
+    sha = sha256_bytes(data)
+    cp = cache_path(sha)
+    obj = read_json(cp)
+    if isinstance(obj, dict) and obj.get("extractor") == extractor_tag():
+        stats["cache_hits"] += 1
+        return list(obj["pages"])
+    obj = _extract(data)
+    stats["extractions"] += 1
+    stats["seconds"] += obj["seconds"]
+    write_json_atomic(cp, obj)
+    return list(obj["pages"])
+
+
+def _clean(text: str) -> str:
+    lines = [ln.rstrip() for ln in text.splitlines()]
+    return "\n".join(ln for ln in lines if ln.strip())
+
+
+def chunk_pdf(item: SourceItem, corpus_root: Path, config: ChunkConfig) -> list[Atom]:
+    texts = page_texts(item_file(item, corpus_root))
+    n = item.meta.get("pages", len(texts))
+    if n != len(texts):
+        logging.getLogger(__name__).warning("%s: meta says %s pages, pypdf reads %d",
+                                            item.source_id, n, len(texts))
+    atoms = []
+    for p in range(1, min(n, len(texts)) + 1):
+        text = _clean(texts[p - 1])
+        if text or config.pdf_keep_empty_pages:
+            atoms.append(make_atom(item, {"page": p}, text))
+    return atoms

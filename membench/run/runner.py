@@ -1,0 +1,244 @@
+"""``membench run``: one system over one split, written so that nothing is lost when it dies.
+
+RUN_DIR holds
+
+* ``meta.json``: system name and config, split, subset, set files' and manifest's sha256,
+  code revision, extent caps, times, status (``running`` until the last query is written);
+* ``atoms.jsonl``: every atom the system reported at ingest (checked against the protocol);
+* ``run.jsonl``: one line per query, appended and flushed as it is answered:
+  ``{query_id, hits: [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``.
+
+Resuming: re-running the same command on the same RUN_DIR re-ingests (systems keep state in
+memory), checks that the atoms are identical to the ones on disk, drops a torn last line, and
+answers only the queries that have no line yet, so every query ends up exactly once.
+
+The test split is frozen: it is refused unless ``final=True``, and every final run is appended
+to ``bench/test_access.jsonl`` (commit it: test accesses are meant to show in history) and
+shown in reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable
+
+from .. import __version__
+from ..sets.build import SET_FILES, split_holders
+from ..core.errors import InputError, MembenchError
+from ..core.jsonl import dumps, iter_json_lines, read_models, sha256_file
+from ..core.paths import BENCH_DIR, MANIFEST_PATH, REPO_ROOT
+from ..sets.schema import MODALITIES, AnnotationRecord, SourceItem
+from ..core.hashing import limit_subset
+from .systems.base import EXTENT_CAPS, MAX_DEPTH, Atom, MemorySystem, check_atom
+
+TEST_ACCESS_LOG = BENCH_DIR / "test_access.jsonl"
+
+
+class ProtocolError(MembenchError):
+    """A system broke the protocol (bad atom, unknown hit id, too deep a list)."""
+
+
+@dataclass
+class SplitData:
+    records: list[AnnotationRecord]
+    items: list[SourceItem]
+
+
+def load_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = None,
+               limit: int | None = None) -> SplitData:
+    """Records and items of one split. ``limit`` keeps N queries per modality, chosen by a hash
+    of the query id (so a subset mixes answerable and unanswerable items, and is stable)."""
+    sets_dir = Path(sets_dir)
+    mods = list(modalities) if modalities else list(MODALITIES)
+    for m in mods:
+        if m not in MODALITIES:
+            raise MembenchError(f"unknown modality {m!r}; choose from {', '.join(MODALITIES)}")
+    items_all = read_models(sets_dir / "items.jsonl", SourceItem)
+    by_source: dict[str, set[str]] = {}
+    for it in items_all:
+        by_source.setdefault(it.source_id.split(":", 1)[0], set()).add(it.holder)
+    hsplit = split_holders({k: sorted(v) for k, v in by_source.items()})
+    items = [it for it in items_all if hsplit[it.holder] == split and it.modality in mods]
+    records: list[AnnotationRecord] = []
+    for m in mods:
+        recs = [r for r in read_models(sets_dir / f"{m}.jsonl", AnnotationRecord) if r.split == split]
+        for r in recs:
+            if hsplit.get(r.scope.holder) != split:
+                raise MembenchError(f"{sets_dir / (m + '.jsonl')}: {r.query_id}: split {split} but "
+                                    f"holder {r.scope.holder} is {hsplit.get(r.scope.holder)}")
+        records.extend(sorted(limit_subset(recs, limit, lambda r: r.query_id),
+                              key=lambda r: r.query_id))
+    return SplitData(records, items)
+
+
+def code_revision() -> str:
+    try:
+        rev = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=10).stdout.strip()
+        if rev:
+            return rev + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return f"membench-{__version__} (no git)"
+
+
+def set_digests(sets_dir: Path) -> dict[str, str]:
+    return {f: sha256_file(Path(sets_dir) / f) for f in SET_FILES if (Path(sets_dir) / f).exists()}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_json(path: Path, obj) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def _done_queries(run_path: Path) -> set[str]:
+    """Query ids already answered; a torn last line (a crash mid-write) is cut off."""
+    if not run_path.exists():
+        return set()
+    data = run_path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        with open(run_path, "r+b") as f:
+            f.truncate(cut)
+    done: set[str] = set()
+    for no, obj in iter_json_lines(run_path):
+        qid = obj.get("query_id")
+        if qid in done:
+            raise InputError(run_path, no, "query_id", f"{qid!r} twice", rule="DUPLICATE_QUERY_ID")
+        done.add(qid)
+    return done
+
+
+def log_test_access(system: str, out: Path, revision: str) -> None:
+    """Append one line per final (test split) run; reports show this log."""
+    with open(TEST_ACCESS_LOG, "a", encoding="utf-8") as f:
+        f.write(dumps({"time": _now(), "system": system, "run_dir": str(Path(out).resolve()),
+                       "code_revision": revision}) + "\n")
+
+
+def check_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem]) -> None:
+    by_id = {it.source_id: it for it in items}
+    seen: set[str] = set()
+    for i, a in enumerate(atoms):
+        if not isinstance(a.atom_id, str) or not a.atom_id:
+            raise ProtocolError(f"system {system_name}: atom #{i}: atom_id must be a non-empty string")
+        if a.atom_id in seen:
+            raise ProtocolError(f"system {system_name}: atom #{i}: duplicate atom_id {a.atom_id!r}")
+        seen.add(a.atom_id)
+        why = check_atom(a, by_id.get(a.source_id))
+        if why:
+            raise ProtocolError(f"system {system_name}: atom #{i} ({a.atom_id}): extent rejected: {why}")
+
+
+def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corpus_root: Path,
+               modalities: Iterable[str] | None = None, limit: int | None = None,
+               final: bool = False, progress=None) -> dict:
+    """Run ``system`` over ``split`` into ``out`` (resuming if ``out`` holds a partial run)."""
+    if split not in ("dev", "test"):
+        raise MembenchError(f"unknown split {split!r}")
+    if split == "test" and not final:
+        raise MembenchError("the test split is frozen: pass --final for a final, logged run")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = load_split(sets_dir, split, modalities, limit)
+    meta_path, atoms_path, run_path = out / "meta.json", out / "atoms.jsonl", out / "run.jsonl"
+
+    meta = {
+        "system": system.name, "config": system.config(), "split": split,
+        "modalities": sorted({r.modality for r in data.records}) if modalities else list(MODALITIES),
+        "limit": limit, "final": final, "queries": len(data.records), "items": len(data.items),
+        "sets_dir": str(Path(sets_dir).resolve()), "set_sha256": set_digests(sets_dir),
+        "manifest_sha256": sha256_file(MANIFEST_PATH) if MANIFEST_PATH.exists() else None,
+        "code_revision": code_revision(), "membench_version": __version__,
+        "extent_caps": EXTENT_CAPS, "max_depth": MAX_DEPTH,
+    }
+    if meta_path.exists():
+        old = json.loads(meta_path.read_text())
+        for k in ("system", "config", "split", "limit", "modalities", "set_sha256"):
+            if old.get(k) != meta[k]:
+                raise MembenchError(f"{meta_path}: existing run has a different {k}; "
+                                    "use another RUN_DIR (or delete this one)")
+        meta["started"] = old.get("started")
+        meta["resumed"] = old.get("resumed", 0) + 1
+    else:
+        meta["started"] = _now()
+        meta["resumed"] = 0
+    meta["status"] = "running"
+    if final:
+        log_test_access(system.name, out, meta["code_revision"])
+    _write_json(meta_path, meta)
+
+    if hasattr(system, "bind"):  # test doubles only: they are handed the gold on purpose
+        from .systems.doubles import RunContext
+        system.bind(RunContext(Path(sets_dir), split, data.records))
+    t0 = time.perf_counter()
+    atoms = system.ingest(data.items, corpus_root)
+    meta["ingest_seconds"] = round(time.perf_counter() - t0, 3)
+    check_atoms(system.name, atoms, data.items)
+    atom_lines = [dumps(a.row()) + "\n" for a in atoms]
+    if atoms_path.exists():
+        if atoms_path.read_text(encoding="utf-8") != "".join(atom_lines):
+            raise MembenchError(f"{atoms_path}: the system's atoms differ from the interrupted "
+                                "run's; it is not deterministic, use a new RUN_DIR")
+    else:
+        tmp = atoms_path.with_name("atoms.jsonl.tmp")
+        tmp.write_text("".join(atom_lines), encoding="utf-8")
+        os.replace(tmp, atoms_path)
+    meta["atoms"] = len(atoms)
+    _write_json(meta_path, meta)
+
+    known = {a.atom_id for a in atoms}
+    done = _done_queries(run_path)
+    todo = [r for r in data.records if r.query_id not in done]
+    with open(run_path, "a", encoding="utf-8") as f:
+        for n, r in enumerate(todo, 1):
+            t = time.perf_counter()
+            res = system.query(r.question, r.scope, r.as_of)
+            ms = (time.perf_counter() - t) * 1000.0
+            hits = _check_hits(system.name, r.query_id, res.hits, known)
+            cart = [a for a in res.cartridge]
+            bad = [a for a in cart if a not in known]
+            if bad:
+                raise ProtocolError(f"system {system.name}: {r.query_id}: cartridge atom "
+                                    f"{bad[0]!r} was never reported at ingest")
+            f.write(dumps({"query_id": r.query_id, "hits": hits, "cartridge": cart,
+                           "latency_ms": round(ms, 3)}) + "\n")
+            f.flush()
+            if n % 100 == 0:
+                os.fsync(f.fileno())
+                if progress:
+                    progress(len(done) + n, len(data.records))
+        os.fsync(f.fileno())
+    meta["status"] = "complete"
+    meta["finished"] = _now()
+    meta["answered_this_session"] = len(todo)
+    _write_json(meta_path, meta)
+    return meta
+
+
+def _check_hits(name: str, qid: str, hits, known: set[str]) -> list[list]:
+    if len(hits) > MAX_DEPTH:
+        raise ProtocolError(f"system {name}: {qid}: {len(hits)} hits, depth cap is {MAX_DEPTH}")
+    out = []
+    for atom_id, score in hits:
+        if atom_id not in known:
+            raise ProtocolError(f"system {name}: {qid}: hit {atom_id!r} was never reported at ingest")
+        score = float(score)
+        if score != score or score in (float("inf"), float("-inf")):
+            raise ProtocolError(f"system {name}: {qid}: non-finite score for {atom_id!r}")
+        out.append([atom_id, score])
+    return out

@@ -1,0 +1,70 @@
+"""The system registry: a name, an entry point or ``module:Class`` -> a MemorySystem.
+
+``membench run --system NAME`` looks NAME up in :data:`BUILTIN`, then in the
+``membench.systems`` entry-point group (so a package can register its own system), and finally
+treats ``module:attr`` as an import path. The object found is called with the ``--config``
+key/values as keyword arguments and must follow :class:`membench.run.systems.base.MemorySystem`.
+A system that defines ``bind(ctx)`` is given a :class:`membench.run.systems.doubles.RunContext`
+before ingest (only the test doubles do: it carries the gold).
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Any
+
+from ...core.errors import MembenchError
+from .base import Atom, MemorySystem, Result
+
+BUILTIN: dict[str, str] = {
+    "bm25": "membench.run.systems.reference:bm25",
+    "dense": "membench.run.systems.reference:dense",
+    "hybrid": "membench.run.systems.reference:hybrid",
+    "oracle": "membench.run.systems.doubles:Oracle",
+    "leaky": "membench.run.systems.doubles:Leaky",
+    "random": "membench.run.systems.doubles:RandomSystem",
+}
+
+
+def _load(path: str):
+    mod, _, attr = path.partition(":")
+    if not mod or not attr:
+        raise MembenchError(f"system {path!r}: expected a registered name or module:Class")
+    try:
+        obj = importlib.import_module(mod)
+    except ImportError as e:
+        raise MembenchError(f"system {path!r}: cannot import {mod}: {e}") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise MembenchError(f"system {path!r}: {mod} has no attribute {attr}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def resolve(name: str):
+    if name in BUILTIN:
+        return _load(BUILTIN[name])
+    for ep in entry_points(group="membench.systems"):
+        if ep.name == name:
+            return ep.load()
+    if ":" in name:
+        return _load(name)
+    known = ", ".join(sorted(BUILTIN))
+    raise MembenchError(f"unknown system {name!r}: use one of {known}, an entry point in the "
+                        "membench.systems group, or module:Class")
+
+
+def make_system(name: str, config: dict[str, Any] | None = None) -> MemorySystem:
+    factory = resolve(name)
+    try:
+        system = factory(**(config or {}))
+    except TypeError as e:
+        raise MembenchError(f"system {name!r}: bad config {config}: {e}") from None
+    for attr in ("name", "config", "ingest", "query"):
+        if not hasattr(system, attr):
+            raise MembenchError(f"system {name!r} lacks {attr!r}: see membench.run.systems.base")
+    return system
+
+
+__all__ = ["BUILTIN", "make_system", "resolve", "Atom", "Result", "MemorySystem"]

@@ -1,0 +1,154 @@
+"""Test doubles: systems whose scores are known in advance, to show the metrics can tell.
+
+* ``oracle`` reads the gold (on purpose) and returns, per query, one atom per gold region in
+  gold order with the same atoms as its cartridge; it abstains on unanswerable queries. Its
+  recall@10 is the ceiling ``min(1, 10 / |gold|)`` per item, i.e. 1.0 wherever a run can reach
+  it, and its false-recall rate is 0.
+* ``leaky`` ignores scope: for any question it returns the gold atoms of *every* record with that
+  question text, whoever's and whenever they are (so every transactive and temporal item leaks),
+  followed by atoms drawn from the whole multi-tenant memory. It never abstains.
+* ``random`` respects scope and returns in-scope atoms in a seeded random order; its cartridge
+  is the top atom (it never abstains).
+
+The oracle's atoms: one atom per distinct gold region of the split, shaped as the region
+(a video span longer than the cap is cut into windows), plus structural atoms
+(:mod:`membench.run.systems.structural`) for everything else, so the memory is complete.
+"""
+
+from __future__ import annotations
+
+import random as _random
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ...sets.schema import AnnotationRecord, Scope, SourceItem
+from ...core.hashing import stable_hash
+from .base import EXTENT_CAPS, Atom, Result
+from .structural import atom_id, structural_atoms
+
+
+@dataclass
+class RunContext:
+    """What the runner tells a system that asks for it (``bind``): the split's records. Only
+    test doubles use it; a real system must not read gold."""
+
+    sets_dir: Path
+    split: str
+    records: list[AnnotationRecord]
+
+
+def _region_extents(modality: str, region: dict) -> list[dict]:
+    if modality == "video":
+        cap = EXTENT_CAPS["video"]["seconds"]
+        s, e = float(region["t_start"]), float(region["t_end"])
+        out = []
+        while True:
+            out.append({"t_start": s, "t_end": min(e, s + cap)})
+            s += cap
+            if s >= e:
+                return out
+    if modality == "code":
+        if "line" in region:
+            return [{"path": region["path"], "line_start": region["line"],
+                     "line_end": region["line"]}]
+        return []  # symbol gold: the double does not parse code
+    if modality == "conversation":
+        return [{"turn_start": region["turn"], "turn_end": region["turn"]}]
+    if modality == "ui_screenshot":
+        return [{"bbox": list(region["bbox"])}]
+    return [dict(region)]
+
+
+class _GoldIndex:
+    name = "gold-index"
+    seed = 0
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self.ctx: RunContext | None = None
+        self.atoms: list[Atom] = []
+
+    def bind(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+
+    def config(self) -> dict[str, Any]:
+        return {"seed": self.seed, "reads_gold": self.name != "random"}
+
+    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
+        by_id = {it.source_id: it for it in items}
+        self.region_atoms: dict[tuple, list[str]] = {}
+        atoms: dict[str, Atom] = {}
+        for r in (self.ctx.records if self.ctx else []):
+            for g in r.gold:
+                it = by_id.get(g.source_id)
+                if it is None:
+                    continue
+                key = (g.source_id, repr(sorted(g.region.items())))
+                ids = []
+                for ext in _region_extents(r.modality, g.region):
+                    a = Atom(atom_id("g", g.source_id, ext), g.source_id, it.modality, it.holder,
+                             it.observed_at, ext)
+                    atoms[a.atom_id] = a
+                    ids.append(a.atom_id)
+                self.region_atoms[key] = ids
+        for a in structural_atoms(items):
+            atoms.setdefault(a.atom_id, a)
+        self.atoms = sorted(atoms.values(), key=lambda a: a.atom_id)
+        self.by_query: dict[tuple, list[AnnotationRecord]] = {}
+        self.by_question: dict[str, list[AnnotationRecord]] = {}
+        for r in (self.ctx.records if self.ctx else []):
+            self.by_query.setdefault((r.question, r.scope.holder, r.as_of), []).append(r)
+            self.by_question.setdefault(r.question, []).append(r)
+        return self.atoms
+
+    def gold_atoms(self, records: list[AnnotationRecord]) -> list[str]:
+        out: list[str] = []
+        for r in records:
+            for g in r.gold:
+                for a in self.region_atoms.get((g.source_id, repr(sorted(g.region.items()))), [])[:1]:
+                    if a not in out:
+                        out.append(a)
+        return out
+
+    def rng(self, question: str) -> _random.Random:
+        return _random.Random(stable_hash(str(self.seed), self.name, question))
+
+
+class Oracle(_GoldIndex):
+    name = "oracle"
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        recs = [r for r in self.by_query.get((question, scope.holder, as_of), [])
+                if not r.unanswerable]
+        ids = self.gold_atoms(recs)[:1000]
+        return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=ids)
+
+
+class Leaky(_GoldIndex):
+    name = "leaky"
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        ids = self.gold_atoms(self.by_question.get(question, []))
+        pool = [a.atom_id for a in self.atoms]
+        extra = self.rng(question).sample(pool, min(len(pool), 20))
+        for a in extra:
+            if a not in ids:
+                ids.append(a)
+        ids = ids[:1000]
+        return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=ids[:3])
+
+
+class RandomSystem(_GoldIndex):
+    name = "random"
+
+    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
+        self.atoms = structural_atoms(items)
+        return self.atoms
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        pool = [a.atom_id for a in self.atoms
+                if a.holder == scope.holder and a.observed_at <= as_of]
+        ids = self.rng(question + scope.holder + as_of.isoformat()).sample(pool, min(len(pool), 100))
+        return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=ids[:1])

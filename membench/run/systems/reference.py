@@ -1,0 +1,94 @@
+"""The reference systems as the registry builds them: ``bm25``, ``dense``, ``hybrid``.
+
+Each is the content chunker (:func:`membench.run.content.chunk`: PDF text layer per page, OCR for
+images and screenshots, caption windows, parsed code units, turn windows) + an engine
+(:mod:`.bm25`, :mod:`.dense`, :mod:`.hybrid`) + the cartridge policy (:mod:`.cartridge`).
+
+Cartridge thresholds come from ``bench/calibration/<system>.json`` when it exists (the hybrid
+gates its cartridge on each fused candidate's dense cosine, ``gate="dense"``, and so uses
+``dense.json``; ``--config gate=rrf`` thresholds the RRF score instead, which separates
+answerable from unanswerable queries poorly: see docs/runs.md) (written by
+``membench calibrate RUN_DIR``: per modality, the threshold on the top-1 score that best
+separates answerable from unanswerable dev queries while keeping the false-recall rate within
+the 0.10 gate where that is possible). The dev figures are therefore in-sample for the
+cartridge; the test split uses the same frozen thresholds. ``--config thresholds=...`` or
+``--config calibration=none`` override it.
+
+``--config`` keys: any :class:`membench.run.content.ChunkConfig` field (e.g. ``ocr_processes=2``),
+``max_atoms``, ``token_budget``, ``default_threshold``, ``thresholds``, ``calibration``
+(a path, or ``none``), and for dense/hybrid the engine's keywords (e.g. ``batch_size``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from ..content import ChunkConfig, chunk, content_meta
+from ...core.errors import MembenchError
+from ...core.paths import BENCH_DIR
+
+CALIBRATION_DIR = BENCH_DIR / "calibration"
+_CHUNK_FIELDS = {f.name for f in fields(ChunkConfig)}
+_POLICY_KEYS = {"max_atoms", "token_budget", "default_threshold", "thresholds"}
+
+
+def calibration_path(name: str) -> Path:
+    return CALIBRATION_DIR / f"{name}.json"
+
+
+def load_thresholds(name: str, where: str | None = None) -> tuple[dict[str, float], str]:
+    if where == "none":
+        return {}, "none"
+    path = Path(where) if where else calibration_path(name)
+    if not path.exists():
+        if where:
+            raise MembenchError(f"{path}: calibration file not found")
+        return {}, "none (no calibration file)"
+    try:
+        data = json.loads(path.read_text())
+        return {m: float(v["threshold"]) for m, v in data["modalities"].items()}, str(path.name)
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        raise MembenchError(f"{path}: not a calibration file ({e})") from None
+
+
+def _build(cls, name: str, cfg: dict[str, Any]):
+    cfg = dict(cfg)
+    chunk_cfg = ChunkConfig(**{k: cfg.pop(k) for k in list(cfg) if k in _CHUNK_FIELDS})
+    policy = {k: cfg.pop(k) for k in list(cfg) if k in _POLICY_KEYS}
+    where = cfg.pop("calibration", None)
+    # the hybrid's fused (RRF) score says how high an atom ranks, not how well it matches, so
+    # its cartridge gate is each fused candidate's dense cosine, with dense's calibration
+    calibrated_as = "dense" if cfg.get("gate") == "dense" else name
+    if "thresholds" not in policy:
+        policy["thresholds"], source = load_thresholds(calibrated_as, where)
+    else:
+        source = "--config thresholds"
+    chunk_meta = content_meta(chunk_cfg)  # the config plus the OCR and PDF extractors' identity
+    chunk_meta["chunk_config"] = {**chunk_meta["chunk_config"], "ocr_processes": None}  # no effect
+    system = cls(partial(chunk, config=chunk_cfg), chunker_config=chunk_meta, name=name,
+                 **policy, **cfg)
+    system.extra_config["calibration"] = source
+    return system
+
+
+def bm25(**cfg: Any):
+    from .bm25 import BM25System
+
+    return _build(BM25System, "bm25", cfg)
+
+
+def dense(**cfg: Any):
+    from .dense import DenseSystem
+
+    return _build(DenseSystem, "dense", cfg)
+
+
+def hybrid(**cfg: Any):
+    from .hybrid import HybridSystem
+
+    cfg.setdefault("gate", "dense")
+    return _build(HybridSystem, "hybrid", cfg)

@@ -1,0 +1,242 @@
+"""``membench validate``: every hard rule of SPEC section 5 over a built sets folder.
+
+Each finding is one line ``<file>:<line>: <RULE>: <message>``; any finding of level ``error``
+makes the command exit non-zero. The rules, in the order they are checked:
+
+========================  ===================================================================
+MISSING_FILE              a set file is absent
+JSON                      a line is not a JSON object
+SCHEMA                    a field is missing, of the wrong type, or unknown (names the field)
+MODALITY_MISMATCH         a record's modality differs from its file's (``pdf.jsonl`` holds pdf)
+REGION_SHAPE              a gold region's keys/values do not match the modality (SPEC table)
+DUPLICATE_QUERY_ID        the same query_id twice (across all set files)
+DUPLICATE_SOURCE_ID       the same source_id twice in items.jsonl
+GOLD_MISSING              an answerable record with empty gold
+GOLD_ON_UNANSWERABLE      an unanswerable record with non-empty gold
+GOLD_UNKNOWN_ITEM         gold names a source item that items.jsonl does not have
+GOLD_MODALITY             gold names an item of another modality
+GOLD_OUT_OF_BOUNDS        page beyond the page count, bbox outside the image, span beyond the
+                          video, line beyond the file, turn beyond the session
+HOLDER_MISMATCH           a gold item's holder is not the query's scope.holder
+HOLDER_UNKNOWN            scope.holder owns no source item
+GOLD_AFTER_AS_OF          a gold item observed after the query's as_of
+DERIVED_FROM_UNKNOWN      origin.derived_from names no record
+REVISION_UNKNOWN          origin.revision not among the manifest's commits for the record's
+                          source (its query_id prefix)
+DIGEST_DRIFT              a set file's sha256 differs from the lock, or a corpus file's from
+                          the manifest (with ``--corpus``)
+ITEM_PATH_MISSING         an item's path does not exist under the corpus root (with --corpus)
+CONFLICTING_QUERY         two records a system cannot tell apart (same question, holder and
+                          as_of) differ in answerability
+AMBIGUOUS_QUERY           (warning) the same, with the same answerability
+SPLIT_LEAK                a holder has records (or items' records) in both dev and test
+UNANSWERABLE_SHARE        (warning) under 15% unanswerable records in a modality
+========================  ===================================================================
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .build import SET_FILES, read_lock
+from .corpus import check_corpus, revisions_by_source
+from ..core.jsonl import iter_json_lines, sha256_file, validation_error
+from .schema import MODALITIES, AnnotationRecord, SourceItem, check_region
+
+MIN_UNANSWERABLE_SHARE = 0.15
+# The rule names, in the order of the table above (the table is the one place they are listed).
+RULES: tuple[str, ...] = tuple(re.findall(r"^([A-Z_]+)\s{2,}", __doc__, re.M))
+
+
+@dataclass(frozen=True)
+class Finding:
+    file: str
+    line: int | None
+    rule: str
+    message: str
+    level: str = "error"
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        tag = "" if self.level == "error" else f" ({self.level})"
+        return f"{where}: {self.rule}{tag}: {self.message}"
+
+
+def _bounds(modality: str, region: dict, item: SourceItem) -> str | None:
+    m = item.meta
+    if modality == "pdf" and "pages" in m and region["page"] > m["pages"]:
+        return f"page {region['page']} > {m['pages']} pages"
+    if modality == "ui_screenshot" and "width" in m:
+        x0, y0, x1, y1 = region["bbox"]
+        if x1 > m["width"] or y1 > m["height"]:
+            return f"bbox {region['bbox']} outside {m['width']}x{m['height']} image"
+    if modality == "video" and "duration" in m and region["t_end"] > m["duration"]:
+        return f"span ends at {region['t_end']} s, video is {m['duration']} s"
+    if modality == "code":
+        if "line" in region and "lines" in m and region["line"] > m["lines"]:
+            return f"line {region['line']} > {m['lines']} lines"
+        if "path" in region and "upstream_path" in m and region["path"] != m["upstream_path"]:
+            return f"path {region['path']!r} is not the item's path {m['upstream_path']!r}"
+    if modality == "conversation" and "turns" in m and region["turn"] > m["turns"]:
+        return f"turn {region['turn']} > {m['turns']} turns"
+    return None
+
+
+def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
+                  corpus: Path | None = None) -> list[Finding]:
+    sets_dir = Path(sets_dir)
+    out: list[Finding] = []
+
+    def add(file, line, rule, msg, level="error"):
+        out.append(Finding(str(file), line, rule, msg, level))
+
+    # ---- items
+    items: dict[str, SourceItem] = {}
+    items_path = sets_dir / "items.jsonl"
+    for no, obj, model in _parse(items_path, SourceItem, add):
+        if model is None:
+            continue
+        if model.source_id in items:
+            add(items_path, no, "DUPLICATE_SOURCE_ID", model.source_id)
+            continue
+        items[model.source_id] = model
+        if corpus is not None and model.path is not None and not (corpus / model.path).exists():
+            add(items_path, no, "ITEM_PATH_MISSING", f"{model.path} not under {corpus}")
+    holders = {it.holder for it in items.values()}
+
+    # ---- records
+    revisions = revisions_by_source(manifest)
+    records: dict[str, tuple[Path, int, AnnotationRecord]] = {}
+    holder_splits: dict[str, set[str]] = defaultdict(set)
+    holder_first: dict[str, tuple[Path, int]] = {}
+    counts = {m: [0, 0] for m in MODALITIES}  # [records, unanswerable]
+    for m in MODALITIES:
+        path = sets_dir / f"{m}.jsonl"
+        for no, obj, rec in _parse(path, AnnotationRecord, add, modality=m):
+            if rec is None:
+                continue
+            if rec.query_id in records:
+                p0, l0, _ = records[rec.query_id]
+                add(path, no, "DUPLICATE_QUERY_ID", f"{rec.query_id} (first at {p0}:{l0})")
+                continue
+            records[rec.query_id] = (path, no, rec)
+            counts[m][0] += 1
+            counts[m][1] += rec.unanswerable
+            if rec.unanswerable and rec.gold:
+                add(path, no, "GOLD_ON_UNANSWERABLE", f"{len(rec.gold)} gold region(s)")
+            if not rec.unanswerable and not rec.gold:
+                add(path, no, "GOLD_MISSING", "answerable record with empty gold")
+            if rec.scope.holder not in holders:
+                add(path, no, "HOLDER_UNKNOWN", f"scope.holder {rec.scope.holder!r} owns no item")
+            holder_splits[rec.scope.holder].add(rec.split)
+            holder_first.setdefault(rec.scope.holder, (path, no))
+            golds = list(rec.gold) + [g for gs in (rec.judgments or {}).values() for g in gs]
+            for i, g in enumerate(golds):
+                where = f"gold[{i}]" if i < len(rec.gold) else "judgments"
+                it = items.get(g.source_id)
+                if it is None:
+                    add(path, no, "GOLD_UNKNOWN_ITEM", f"{where}.source_id {g.source_id!r}")
+                    continue
+                if it.modality != rec.modality:
+                    add(path, no, "GOLD_MODALITY", f"{where}: {g.source_id} is {it.modality}")
+                    continue
+                why = _bounds(rec.modality, g.region, it)
+                if why:
+                    add(path, no, "GOLD_OUT_OF_BOUNDS", f"{where}.region: {why}")
+                if it.holder != rec.scope.holder:
+                    add(path, no, "HOLDER_MISMATCH",
+                        f"{where}: item holder {it.holder!r} != scope.holder {rec.scope.holder!r}")
+                if it.observed_at > rec.as_of:
+                    add(path, no, "GOLD_AFTER_AS_OF",
+                        f"{where}: {g.source_id} observed {it.observed_at.isoformat()} > as_of "
+                        f"{rec.as_of.isoformat()}")
+            source = rec.query_id.split(":", 1)[0]
+            known = revisions.get(source)
+            if known is None or rec.origin.revision not in known:
+                add(path, no, "REVISION_UNKNOWN",
+                    f"origin.revision {rec.origin.revision} ({rec.origin.dataset}) is not among "
+                    f"the manifest's commits for source {source!r}")
+    for qid, (path, no, rec) in records.items():
+        if rec.origin.derived_from and rec.origin.derived_from not in records:
+            add(path, no, "DERIVED_FROM_UNKNOWN", f"derived_from {rec.origin.derived_from!r}")
+
+    # ---- queries a system cannot tell apart: it sees only (question, holder, as_of)
+    same: dict[tuple, list[tuple[Path, int, AnnotationRecord]]] = defaultdict(list)
+    for path, no, rec in records.values():
+        same[(rec.question, rec.scope.holder, rec.as_of)].append((path, no, rec))
+    for group in same.values():
+        if len(group) < 2:
+            continue
+        path, no, rec = group[0]
+        others = ", ".join(r.query_id for _, _, r in group[1:])
+        if len({r.unanswerable for _, _, r in group}) > 1:
+            add(path, no, "CONFLICTING_QUERY", f"{rec.query_id} and {others} have the same "
+                "question, holder and as_of but differ in answerability")
+        else:
+            add(path, no, "AMBIGUOUS_QUERY", f"{rec.query_id} and {others} have the same question, "
+                "holder and as_of: a system cannot tell them apart (gold is scored per record)",
+                level="warning")
+
+    # ---- splits
+    for h, splits in sorted(holder_splits.items()):
+        if len(splits) > 1:
+            p, no = holder_first[h]
+            add(p, no, "SPLIT_LEAK", f"holder {h!r} has records in {sorted(splits)}")
+
+    # ---- unanswerable share
+    for m, (n, u) in counts.items():
+        if n and u / n < MIN_UNANSWERABLE_SHARE:
+            add(sets_dir / f"{m}.jsonl", None, "UNANSWERABLE_SHARE",
+                f"{u}/{n} = {u / n:.1%} unanswerable, under {MIN_UNANSWERABLE_SHARE:.0%}",
+                level="warning")
+
+    # ---- digests
+    if lock is not None:
+        frozen = read_lock(lock)
+        if not frozen:
+            add(lock, None, "DIGEST_DRIFT", "lock file missing or empty")
+        for f in SET_FILES:
+            p = sets_dir / f
+            if f in frozen and p.exists() and sha256_file(p) != frozen[f]:
+                add(p, None, "DIGEST_DRIFT", f"sha256 {sha256_file(p)[:12]}… differs from lock "
+                    f"{frozen[f][:12]}… ({lock})")
+    if corpus is not None:
+        for problem in check_corpus(corpus, manifest).problems:
+            file, rest = problem.split(": ", 1)
+            path, _, line = file.rpartition(":")
+            add(path, int(line), rest.split(":", 1)[0], rest.split(": ", 1)[1])
+    return out
+
+
+def _parse(path: Path, model, add, modality: str | None = None):
+    """Yield ``(line, obj, model_or_None)``; problems are reported through ``add``."""
+    if not path.exists():
+        add(path, None, "MISSING_FILE", "file not found")
+        return
+    for no, obj in iter_json_lines(path, lambda e: add(e.file, e.line, e.rule, e.message)):
+        if modality is not None:
+            if obj.get("modality") != modality:
+                add(path, no, "MODALITY_MISMATCH",
+                    f"field modality: {obj.get('modality')!r} in {path.name}")
+                yield no, obj, None
+                continue
+            bad = False
+            for i, g in enumerate(obj.get("gold") or []):
+                why = check_region(modality, g.get("region") if isinstance(g, dict) else None)
+                if why:
+                    add(path, no, "REGION_SHAPE", f"field gold.{i}.region: {why}")
+                    bad = True
+            if bad:
+                yield no, obj, None
+                continue
+        try:
+            yield no, obj, model.model_validate(obj)
+        except ValidationError as e:
+            err = validation_error(path, no, e)
+            add(path, no, "SCHEMA", f"field {err.field}: {err.message}" if err.field else err.message)
+            yield no, obj, None
