@@ -49,7 +49,14 @@ def _sources_cmd(a: argparse.Namespace) -> int:
 
 
 def _build_cmd(a: argparse.Namespace) -> int:
-    from .sets.build import build_sets, lock_drift, read_lock, render_counts, render_coverage, write_lock
+    from .sets.build import (
+        build_sets,
+        lock_drift,
+        read_lock,
+        render_counts,
+        render_coverage,
+        write_lock,
+    )
 
     root = corpus_root(a.corpus)
     out = Path(a.out)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from membench.sets.build import SET_FILES, write_lock
 from membench.core.jsonl import dumps, sha256_file
+from membench.sets.build import SET_FILES, write_lock
 
 REV = "a" * 40
 DATASET = "example/dataset"

@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from membench.analysis import browse
-from membench.modalities import render as rr
 from membench.analysis.browse import Browser, Case, CaseAtom, cases, counts_frame, render_case_html
 from membench.metrics import load_records, read_atoms, read_run, score_items
+from membench.modalities import MODALITIES
+from membench.modalities import render as rr
+from membench.modalities.video import fmt_t
 from membench.run.runner import run_system
-from membench.sets.schema import MODALITIES, SourceItem
 from membench.run.systems import make_system
+from membench.sets.schema import SourceItem
 
 LIMIT = 30
 
@@ -308,7 +309,7 @@ def test_video_window_shows_its_cues(built, corpus_root):
     for c in inside:
         assert h.escape(c[2]) in html
     assert outside and h.escape(outside[0][2]) not in html
-    assert browse._fmt_t(cues[5][0]) in html
+    assert fmt_t(cues[5][0]) in html
 
 
 def test_code_lines_with_numbers(built, corpus_root):

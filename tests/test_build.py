@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from membench.sets.build import SET_FILES, build_sets, read_lock
 from membench.cli import main
 from membench.core.paths import LOCK_PATH, MANIFEST_PATH
-from membench.sets.schema import MODALITIES
+from membench.modalities import MODALITIES
+from membench.sets.build import SET_FILES, build_sets, read_lock
 from membench.sets.validate import validate_sets
 
 
@@ -94,8 +94,8 @@ def test_cli_build_reports_lock_drift(tmp_path, corpus_root, capsys, monkeypatch
 
 def test_readme_tables_are_the_build(built):
     """The README's counts and coverage tables double as a regression test of the build."""
-    from membench.sets.build import render_counts, render_coverage
     from membench.core.paths import REPO_ROOT
+    from membench.sets.build import render_counts, render_coverage
 
     readme = (REPO_ROOT / "README.md").read_text()
 

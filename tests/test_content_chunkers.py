@@ -7,12 +7,13 @@ from datetime import datetime, timezone
 
 import pytest
 
+from membench.core.errors import MembenchError
+from membench.modalities import EXTENT_CAPS
 from membench.run.content import ChunkConfig, atom_id, chunk, chunk_item, content_meta
 from membench.run.content.code import code_ranges, read_lines
 from membench.run.content.windows import spans
-from membench.core.errors import MembenchError
+from membench.run.protocol import check_atom
 from membench.sets.schema import SourceItem
-from membench.run.systems.base import EXTENT_CAPS, check_atom
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 ID = re.compile(r"^a[0-9a-f]{16}$")

@@ -17,9 +17,9 @@ from pypdf import PdfReader
 
 from membench.run.content import chunk, ocr
 from membench.run.content.code import read_lines
+from membench.run.protocol import check_atom
 from membench.sets.schema import SourceItem
 from membench.sets.sources import BY_KEY
-from membench.run.systems.base import check_atom
 
 PICK = {
     "mmlongbench": ["mmlongbench:2303.05039v2.pdf", "mmlongbench:2310.07609v1.pdf"],

@@ -9,8 +9,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 from membench.run.content import ChunkConfig, chunk, ocr
 from membench.run.content.screenshot import blocks
+from membench.run.protocol import check_atom
 from membench.sets.schema import SourceItem
-from membench.run.systems.base import check_atom
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 

@@ -6,8 +6,8 @@ import json
 import shutil
 
 from membench.cli import main
-from membench.sets.corpus import build_manifest, check_corpus, load_manifest
 from membench.core.paths import MANIFEST_PATH
+from membench.sets.corpus import build_manifest, check_corpus, load_manifest
 from membench.sets.sources import SOURCES
 
 

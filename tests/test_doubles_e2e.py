@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from membench.metrics import metrics_for_run_dir
+from membench.modalities import MODALITIES
 from membench.run.runner import load_split, run_system
-from membench.sets.schema import MODALITIES
 from membench.run.systems import make_system
 
 LIMIT = 60

@@ -8,7 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from membench.metrics.resolve import AtomTable, GoldRef, check_extent, region_hit
+from membench.metrics.resolve import AtomTable, GoldRef
+from membench.modalities import check_extent, region_hit
 
 SPAN = {"path": "a.py", "line_start": 10, "line_end": 20}
 

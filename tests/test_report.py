@@ -9,13 +9,13 @@ import re
 
 import pytest
 
-from membench.sets.build import SET_FILES
 from membench.core.jsonl import sha256_file
 from membench.core.paths import MANIFEST_PATH
 from membench.report.browser_check import check, chromium
 from membench.report.render import report
 from membench.run.runner import run_system
 from membench.run.systems import make_system
+from membench.sets.build import SET_FILES
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import pytest
 
 from membench.cli import main
 from membench.core.errors import MembenchError
+from membench.run.protocol import Atom, Result
 from membench.run.runner import ProtocolError, load_split, run_system
 from membench.run.systems import make_system
-from membench.run.systems.base import Atom, Result
 
 
 def lines(path):

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from membench.core.errors import InputError
-from membench.sets.schema import check_region
+from membench.modalities import check_region
 from membench.sets.sources import BY_KEY
 from membench.sets.sources.codesearchnet import count_lines, load, lower_median
 

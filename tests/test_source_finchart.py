@@ -7,7 +7,7 @@ import pytest
 from PIL import Image
 
 from membench.core.errors import InputError
-from membench.sets.schema import check_region
+from membench.modalities import check_region
 from membench.sets.sources import finchart
 from membench.sets.sources.base import hash_groups
 

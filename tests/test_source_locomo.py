@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pytest
 
 from membench.core.errors import InputError
-from membench.sets.schema import check_region
+from membench.modalities import check_region
 from membench.sets.sources import BY_KEY
 from membench.sets.sources import locomo as L
 

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from membench.core.errors import InputError
-from membench.sets.schema import check_region
+from membench.modalities import check_region
 from membench.sets.sources import BY_KEY, medvidqa
 from membench.sets.sources.base import hash_groups
 

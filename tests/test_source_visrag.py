@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from membench.core.errors import InputError
-from membench.sets.schema import check_region
+from membench.modalities import check_region
 from membench.sets.sources import visrag
 
 CHARTQA_REV = "af2dac8037b0449d4ff19debc257944ed7d2be1e"

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from membench.run.systems.base import Atom
+from membench.run.protocol import Atom
 from membench.run.systems.bm25 import BM25Engine, make_analyzer
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from membench.run.systems.base import MAX_DEPTH, Atom
+from membench.run.protocol import MAX_DEPTH, Atom
 from membench.run.systems.bm25 import BM25Engine
 from membench.run.systems.dense import DIM, DenseEngine, EmbeddingCache
 

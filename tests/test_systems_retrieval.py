@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from membench.sets.schema import Scope, SourceItem
-from membench.run.systems.base import MAX_DEPTH, Atom, MemorySystem, Result
+from membench.run.protocol import MAX_DEPTH, Atom, MemorySystem, Result
 from membench.run.systems.bm25 import BM25Engine, BM25System
 from membench.run.systems.retrieval import has_terms, rank, to_micros
+from membench.sets.schema import Scope, SourceItem
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
 

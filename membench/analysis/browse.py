@@ -24,7 +24,6 @@ API: :func:`cases`, :func:`counts_frame`, :func:`render_case_html`, :func:`stati
 
 from __future__ import annotations
 
-import html
 import itertools
 import json
 import os
@@ -34,13 +33,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..modalities import render as rr
+from .. import modalities
 from ..core.errors import MembenchError
 from ..core.jsonl import iter_json_lines, parse_model
-from ..metrics import load_records, order_hits, region_hit
 from ..core.paths import DEFAULT_SETS_DIR, REPO_ROOT
 from ..core.paths import corpus_root as _corpus_root
-from ..sets.schema import MODALITIES, AnnotationRecord, SourceItem
+from ..metrics import load_records, order_hits
+from ..modalities import MODALITIES, RenderContext, RenderUnavailable, region_hit
+from ..modalities.base import escape as e
+from ..modalities.base import missing_html, short_json
+from ..sets.schema import AnnotationRecord, SourceItem
 
 KINDS: dict[str, str] = {
     "false_recall": "false recalls (unanswerable, cartridge not empty)",
@@ -49,10 +51,6 @@ KINDS: dict[str, str] = {
 MISS_DEPTH = 10
 TEXT_CHARS = 1500            # atom text shown per atom
 REGION_RENDERS_TOP = 3       # misses with an empty cartridge: render the regions of this many top hits
-VIDEO_CUES = 80              # cues shown per window
-CODE_CONTEXT = 5             # lines around a gold line
-CODE_ATOM_CONTEXT = 2        # dimmed lines around an atom's line range
-TURN_CONTEXT = 1             # turns around a gold turn
 
 
 # --------------------------------------------------------------------------- data
@@ -385,13 +383,6 @@ tr.mb-hl{background:#dfd}
 </style>
 """
 
-e = html.escape
-HL = ' class="mb-hl"'
-
-
-def _fmt_t(t: float) -> str:
-    m, s = divmod(float(t), 60.0)
-    return f"{int(m):02d}:{s:04.1f}"
 
 
 def _kv(rows: Iterable[tuple[str, Any]]) -> str:
@@ -404,22 +395,6 @@ def _kv(rows: Iterable[tuple[str, Any]]) -> str:
     return "".join(out)
 
 
-def _short(v: Any) -> str:
-    return json.dumps(v, ensure_ascii=False, sort_keys=True)
-
-
-def _missing(msg: str) -> str:
-    return f'<div class="mb-missing">{e(msg)}</div>'
-
-
-def _file(item: dict, corpus_root: Path | None) -> Path:
-    if corpus_root is None:
-        raise rr.RenderUnavailable("no corpus root: the source file cannot be shown")
-    if not item.get("path"):
-        raise rr.RenderUnavailable(f"{item['source_id']} has no file")
-    return Path(corpus_root) / item["path"]
-
-
 def _same_source(regions: Sequence[dict], source_id: str) -> list[dict]:
     return [g["region"] for g in regions if g["source_id"] == source_id]
 
@@ -427,162 +402,24 @@ def _same_source(regions: Sequence[dict], source_id: str) -> list[dict]:
 def render_region_html(modality: str, item: dict | None, extent: dict, corpus_root: Path | None,
                        *, kind: str = "atom", gold: Sequence[dict] = (),
                        original_gold: Sequence[dict] = (), others: Sequence[dict] = ()) -> str:
-    """The source region ``extent`` of ``item`` (an items.jsonl row) as HTML. ``kind`` is
-    ``"atom"`` (an atom's extent, drawn red), ``"gold"`` or ``"original"`` (a gold region);
-    ``gold`` / ``original_gold`` regions of the same item are marked too (green / blue).
-    ``others`` are more atom extents of the same item to outline (screenshots)."""
+    """The source region ``extent`` of ``item`` (an items.jsonl row) as HTML, by the modality's
+    renderer (:meth:`membench.modalities.Modality.render_html`). ``kind`` is ``"atom"`` (an
+    atom's extent, drawn red), ``"gold"`` or ``"original"`` (a gold region); ``gold`` /
+    ``original_gold`` regions of the same item are marked too (green / blue). ``others`` are
+    more atom extents of the same item to outline (screenshots)."""
     if item is None:
-        return _missing("source item not in items.jsonl")
+        return missing_html("source item not in items.jsonl")
     sid = item["source_id"]
-    g_regions = _same_source(gold, sid)
-    o_regions = _same_source(original_gold, sid)
+    if modality not in modalities.REGISTRY:
+        return missing_html(f"unknown modality {modality!r}")
+    ctx = RenderContext(corpus_root, kind, _same_source(gold, sid),
+                        _same_source(original_gold, sid), tuple(others))
     try:
-        if modality == "pdf":
-            return _pdf_html(item, extent, corpus_root)
-        if modality == "image":
-            path = _file(item, corpus_root)
-            return (f'<img alt="{e(sid)}" src="{rr.data_uri(rr.image_png(path))}"/>'
-                    f'<div>{e(item["path"])}</div>')
-        if modality == "ui_screenshot":
-            return _screen_html(item, extent, corpus_root, kind, g_regions, o_regions, others)
-        if modality == "video":
-            return _video_html(item, extent, g_regions + o_regions)
-        if modality == "code":
-            return _code_html(item, extent, corpus_root, g_regions + o_regions)
-        if modality == "conversation":
-            return _turns_html(item, extent, g_regions + o_regions)
-    except rr.RenderUnavailable as ex:
-        return _missing(f"cannot show {sid}: {ex}")
+        return modalities.get(modality).render_html(item, extent, ctx)
+    except RenderUnavailable as ex:
+        return missing_html(f"cannot show {sid}: {ex}")
     except Exception as ex:  # noqa: BLE001  (a broken file must not stop the browser)
-        return _missing(f"cannot show {sid}: {type(ex).__name__}: {ex}")
-    return _missing(f"unknown modality {modality!r}")
-
-
-def _pdf_html(item: dict, extent: dict, corpus_root: Path | None) -> str:
-    page = int(extent["page"])
-    path = _file(item, corpus_root)
-    png = rr.pdf_page_png(path, page, sha256=item.get("meta", {}).get("sha256"))
-    pages = item.get("meta", {}).get("pages")
-    block = f", block {extent['block']}" if "block" in extent else ""
-    return (f'<div>page {page}{" of " + str(pages) if pages else ""}{e(block)} · '
-            f'{e(item["path"])}</div>'
-            f'<img alt="page {page} of {e(item["source_id"])}" src="{rr.data_uri(png)}"/>')
-
-
-def _screen_html(item, extent, corpus_root, kind, g_regions, o_regions, others) -> str:
-    path = _file(item, corpus_root)
-    boxes: list[rr.Box] = []
-    for reg in o_regions:
-        boxes.append((reg["bbox"], rr.ORIGINAL_COLOUR, 6))
-    for reg in g_regions:
-        boxes.append((reg["bbox"], rr.GOLD_COLOUR, 6))
-    for ext in others:
-        boxes.append((ext["bbox"], rr.ATOM_COLOUR, 2))
-    colour = {"atom": rr.ATOM_COLOUR, "gold": rr.GOLD_COLOUR}.get(kind, rr.ORIGINAL_COLOUR)
-    boxes.append((extent["bbox"], colour, 3))
-    png, scale = rr.boxed_png(path, boxes)
-    crop = rr.crop_png(path, extent["bbox"])
-    meta = item.get("meta", {})
-    legend = ("red: the returned atom's box" if kind == "atom" else
-              "green: the gold box" if kind == "gold" else "blue: the original query's gold box")
-    return (f'<div>{e(item["path"])} ({meta.get("width")}x{meta.get("height")} px, shown at '
-            f'{scale:.2f}x) · {e(legend)}'
-            f'{"; green: gold" if g_regions and kind != "gold" else ""}'
-            f'{"; blue: the original query&#x27;s gold" if o_regions and kind != "original" else ""}'
-            f'</div><div style="display:flex;gap:10px;align-items:flex-start">'
-            f'<img class="mb-screen" data-scale="{scale:.6f}" alt="{e(item["source_id"])}" '
-            f'src="{rr.data_uri(png)}"/>'
-            f'<div><div>box {e(_short(extent["bbox"]))} at native resolution:</div>'
-            f'<img class="mb-crop" alt="crop" src="{rr.data_uri(crop)}"/></div></div>')
-
-
-def _video_html(item: dict, extent: dict, marks: Sequence[dict]) -> str:
-    t0, t1 = float(extent["t_start"]), float(extent["t_end"])
-    cues = item.get("content") or []
-    inside = [c for c in cues if float(c[0]) <= t1 and float(c[1]) >= t0]
-    meta = item.get("meta", {})
-    url = meta.get("url")
-    link = ""
-    if isinstance(url, str) and url.startswith(("http://", "https://")):
-        sep = "&" if "?" in url else "?"
-        link = f' · <a href="{e(url + sep + "t=" + str(int(t0)))}" target="_blank">open at {_fmt_t(t0)}</a>'
-    head = (f'<div>window {_fmt_t(t0)}–{_fmt_t(t1)} ({t1 - t0:.1f} s) of '
-            f'{_fmt_t(meta["duration"]) if meta.get("duration") else "?"} · '
-            f'{len(inside)} caption cue(s){link}</div>')
-    if not inside:
-        return head + _missing("no caption cue inside this window")
-    rows = []
-    for c in inside[:VIDEO_CUES]:
-        s, t, text = float(c[0]), float(c[1]), str(c[2])
-        hl = any(float(m["t_start"]) <= t and float(m["t_end"]) >= s for m in marks)
-        rows.append(f'<tr{HL if hl else ""}><td>{_fmt_t(s)}–{_fmt_t(t)}</td>'
-                    f'<td>{e(text)}</td></tr>')
-    more = f"<div>… {len(inside) - VIDEO_CUES} more cue(s)</div>" if len(inside) > VIDEO_CUES else ""
-    return head + f'<table class="mb-cues">{"".join(rows)}</table>' + more
-
-
-def _read_lines(item: dict, corpus_root: Path | None) -> list[str]:
-    path = _file(item, corpus_root)
-    if not path.is_file():
-        raise rr.RenderUnavailable(f"{path} not found")
-    return path.read_text(encoding="utf-8", errors="replace").splitlines()
-
-
-def _code_html(item: dict, extent: dict, corpus_root: Path | None, marks: Sequence[dict]) -> str:
-    lines = _read_lines(item, corpus_root)
-    marked = {int(m["line"]) for m in marks if "line" in m}
-    if "line_start" in extent:       # an atom: its lines, with a little dimmed context
-        a, b = int(extent["line_start"]), int(extent["line_end"])
-        ctx = CODE_ATOM_CONTEXT
-    elif "line" in extent:           # a gold line: show it in context
-        a = b = int(extent["line"])
-        ctx = CODE_CONTEXT
-        marked.add(a)
-    else:                            # a symbol gold: show where the name first occurs
-        sym = str(extent["symbol"])
-        occ = [i + 1 for i, l in enumerate(lines) if sym in l][:1]
-        if not occ:
-            return _missing(f"symbol {sym!r} not found in {item['path']}")
-        a, b, ctx = occ[0], occ[0] + 2 * CODE_CONTEXT, CODE_CONTEXT
-        marked.add(occ[0])
-    sym = f" · symbol {extent['symbol']}" if "symbol" in extent else ""
-    head = (f'<div>{e(str(extent.get("path", "")))} lines {a}–{min(b, len(lines))} of '
-            f'{len(lines)}{e(sym)} · file {e(item["path"])}</div>')
-    if a > len(lines):
-        return head + _missing(f"line {a} is past the end of the file ({len(lines)} lines)")
-    rows = []
-    for n in range(max(1, a - ctx), min(len(lines), b + ctx) + 1):
-        body = f'<span class="mb-ln" data-line="{n}">{n:>5}</span>  {e(lines[n - 1])}'
-        if n in marked:
-            body = f'<span class="mb-hl">{body}</span>'
-        elif not a <= n <= b:
-            body = f'<span class="mb-ctx">{body}</span>'
-        rows.append(body)
-    return head + '<div class="mb-code">' + "\n".join(rows) + "</div>"
-
-
-def _turns_html(item: dict, extent: dict, marks: Sequence[dict]) -> str:
-    if "turn_start" in extent:
-        a, b = int(extent["turn_start"]), int(extent["turn_end"])
-        marked = {int(m["turn"]) for m in marks}
-    else:
-        a, b = int(extent["turn"]) - TURN_CONTEXT, int(extent["turn"]) + TURN_CONTEXT
-        marked = {int(extent["turn"])} | {int(m["turn"]) for m in marks}
-    meta = item.get("meta", {})
-    turns = [t for t in (item.get("content") or []) if isinstance(t, dict)
-             and a <= int(t.get("turn", 0)) <= b]
-    head = (f'<div>{e(item["source_id"])} · session date {e(str(meta.get("date_time", "?")))} · '
-            f'observed {e(str(item.get("observed_at")))} · turns {max(a, 1)}–{b}</div>')
-    if not turns:
-        return head + _missing("no such turn in the session")
-    rows = []
-    for t in turns:
-        cap = (f'<br/><i>[image: {e(str(t["image_caption"]))}]</i>'
-               if t.get("image_caption") else "")
-        rows.append(f'<tr{HL if int(t["turn"]) in marked else ""}>'
-                    f'<td>{int(t["turn"])}</td><td><b>{e(str(t.get("speaker", "?")))}</b></td>'
-                    f'<td>{e(str(t.get("text", "")))}{cap}</td></tr>')
-    return head + f'<table class="mb-turns">{"".join(rows)}</table>'
+        return missing_html(f"cannot show {sid}: {type(ex).__name__}: {ex}")
 
 
 def _flags(a: CaseAtom, case: Case) -> str:
@@ -615,12 +452,12 @@ def _atom_panel(a: CaseAtom, n: int, case: Case, corpus_root: Path | None, rende
     rank = "not ranked" if a.rank is None else f"rank {a.rank}"
     head = (f'<div><b>#{n} {e(a.atom_id)}</b> · {e(rank)} · score {e(score)}'
             f'{" · in cartridge" if a.in_cartridge else ""} {_flags(a, case)}</div>'
-            + _kv([("source", a.source_id), ("extent", _short(a.extent)), ("holder", a.holder),
+            + _kv([("source", a.source_id), ("extent", short_json(a.extent)), ("holder", a.holder),
                    ("observed_at", a.observed_at)]))
     body = _atom_text(a)
     if render and a.known:
-        oth = [o.extent for o in others if o.source_id == a.source_id and o.atom_id != a.atom_id
-               and a.modality == "ui_screenshot"]
+        # other atoms of the same item (a renderer that can outline them does, e.g. boxes)
+        oth = [o.extent for o in others if o.source_id == a.source_id and o.atom_id != a.atom_id]
         body += render_region_html(a.modality, case.sources.get(a.source_id), a.extent,
                                    corpus_root, kind="atom", gold=case.gold,
                                    original_gold=case.original_gold, others=oth)
@@ -635,7 +472,7 @@ def _gold_panels(golds: Sequence[dict], case: Case, corpus_root: Path | None, cl
         hitters = [a for a in covered if a.known and a.source_id == src
                    and region_hit(case.modality, a.extent, reg)]
         head = (f'<div><b>{"gold" if kind == "gold" else "original gold"} {j + 1}</b> · '
-                f'{e(src)} · region {e(_short(reg))}'
+                f'{e(src)} · region {e(short_json(reg))}'
                 f'{" · grade " + e(str(g["grade"])) if g.get("grade") is not None else ""}</div>')
         if hitters:
             ids = ", ".join(a.atom_id for a in hitters)
@@ -662,7 +499,7 @@ def _hits_table(atoms: Sequence[CaseAtom]) -> str:
             flags.append("in cartridge")
         text = a.text[:160] + ("…" if len(a.text) > 160 else "")
         rows.append(f"<tr><td>{a.rank}</td><td>{'' if a.score is None else f'{a.score:.4g}'}</td>"
-                    f"<td>{e(a.atom_id)}</td><td>{e(a.source_id)}</td><td>{e(_short(a.extent))}</td>"
+                    f"<td>{e(a.atom_id)}</td><td>{e(a.source_id)}</td><td>{e(short_json(a.extent))}</td>"
                     f"<td>{e(', '.join(flags))}</td><td>{e(text)}</td></tr>")
     return f'<table class="mb-hits">{"".join(rows)}</table>'
 
@@ -688,13 +525,13 @@ def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
              f'<div class="mb-case" data-query-id="{e(case.query_id)}" data-kind="{e(case.kind)}">',
              f'<h3>{label} · {e(case.modality)} · {e(case.query_id)}</h3>',
              f'<div style="font-size:14px;margin:4px 0"><b>Q:</b> {e(case.question)}</div>',
-             _kv([("answer", None if case.answer is None else _short(case.answer)),
+             _kv([("answer", None if case.answer is None else short_json(case.answer)),
                   ("holder", case.scope.get("holder")), ("session", case.scope.get("session")),
                   ("scenario", case.scope.get("scenario")), ("as_of", case.as_of),
                   ("derivation", case.derivation), ("derived_from", case.derived_from),
                   ("split", case.split),
                   ("known distractor (upstream evidence, not gold)",
-                   None if not case.distractor else _short(case.distractor)),
+                   None if not case.distractor else short_json(case.distractor)),
                   ("notes", case.notes),
                   ("run line", None if case.has_run else "none: the system returned nothing"),
                   ("ranked atoms", case.n_hits)])]
@@ -703,11 +540,11 @@ def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
         if o["found"]:
             parts.append('<div class="mb-panel mb-orig"><b>derived from</b> '
                          + _kv([("query", o["query_id"]), ("question", o["question"]),
-                                ("answer", None if o["answer"] is None else _short(o["answer"])),
+                                ("answer", None if o["answer"] is None else short_json(o["answer"])),
                                 ("holder", (o["scope"] or {}).get("holder")),
                                 ("as_of", o["as_of"])]) + "</div>")
         else:
-            parts.append(_missing(f"derived_from {o['query_id']} is not a record of this split"))
+            parts.append(missing_html(f"derived_from {o['query_id']} is not a record of this split"))
 
     if case.cartridge:
         parts.append(f"<h4>Cartridge: {len(case.cartridge)} atom(s)"
@@ -730,7 +567,7 @@ def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
                     parts.append(_atom_panel(a, n, case, root, True, extra))
                 shown += extra
         else:
-            parts.append(_missing("no ranked atoms"))
+            parts.append(missing_html("no ranked atoms"))
         parts.append(f"<h4>Gold: {len(case.gold)} region(s)</h4>")
         parts.append(_gold_panels(case.gold, case, root, "mb-gold", "gold", shown))
     if o and o["found"]:

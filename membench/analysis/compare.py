@@ -43,8 +43,8 @@ import numpy as np
 from ..core.errors import MembenchError
 from ..metrics import METRICS, SEED
 from ..metrics.aggregate import slice_metrics
+from ..modalities import MODALITIES
 from ..run.runner import set_digests
-from ..sets.schema import MODALITIES
 from .slices import LoadedRun, item_frame, load_run, metric_values, read_meta, resolve_path
 
 PAIRED_METRICS: tuple[str, ...] = ("recall@10", "ndcg@10", "mrr", "false_recall_rate")

@@ -3,7 +3,7 @@ bootstrap 95% interval for every figure.
 
 Modules, one per measure family:
 
-* :mod:`.resolve`   when an atom hits a gold region (per-modality overlap), atom extents
+* :mod:`.resolve`   the atom table: which atoms hit a gold region (each modality's overlap rule)
 * :mod:`.ranking`   recall@k, MRR, nDCG@k from first-hit ranks; the tie-breaking rule
 * :mod:`.scope`     temporal and holder correctness
 * :mod:`.cartridge` false recall, abstention, cartridge recall
@@ -32,7 +32,6 @@ from .aggregate import DEFINITIONS, GATES, METRICS, aggregate, format_table
 from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
 from .inputs import AtomRow, RunRow, read_atoms, read_run
 from .ranking import TIE_BREAKING, FirstHits, order_hits
-from .resolve import check_extent, region_hit
 from .rundir import load_records, metrics_for_run_dir
 from .score import ItemScores, score_items
 from .trec import evaluate_trec, read_trec_qrels, read_trec_run, write_trec_qrels, write_trec_run
@@ -63,7 +62,6 @@ __all__ = [
     "RunRow",
     "aggregate",
     "bootstrap_ci",
-    "check_extent",
     "compute_metrics",
     "evaluate_trec",
     "format_table",
@@ -74,7 +72,6 @@ __all__ = [
     "read_run",
     "read_trec_qrels",
     "read_trec_run",
-    "region_hit",
     "score_items",
     "write_trec_qrels",
     "write_trec_run",

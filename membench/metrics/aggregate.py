@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..sets.schema import MODALITIES
+from ..modalities import MODALITIES
 from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
 from .latency import LATENCY_PERCENTILES, percentile
 from .ranking import TIE_BREAKING

@@ -25,8 +25,9 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.jsonl import iter_json_lines
-from ..sets.schema import MODALITIES, SourceItem
-from .resolve import AtomTable, check_extent
+from ..modalities import MODALITIES, check_extent
+from ..sets.schema import SourceItem
+from .resolve import AtomTable
 
 MAX_DEPTH = 1000
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)

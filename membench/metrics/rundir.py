@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
-from ..core.jsonl import iter_json_lines, parse_model
-from ..sets.schema import MODALITIES, AnnotationRecord, SourceItem
 from ..core.hashing import limit_subset
+from ..core.jsonl import iter_json_lines, parse_model
+from ..modalities import MODALITIES
+from ..sets.schema import AnnotationRecord, SourceItem
 from .aggregate import aggregate
 from .bootstrap import N_RESAMPLES, SEED
 from .inputs import read_atoms, read_run

@@ -1,4 +1,4 @@
-"""Show a source region as it is: pictures for the failure browser (:mod:`membench.analysis.browse`).
+"""Pictures of source regions, shared by the modality renderers (pdf, image, ui_screenshot).
 
 * PDF pages are rasterised with ``pypdfium2`` (PyPI) when it is installed, else with
   poppler's ``pdftoppm`` (Debian ``poppler-utils``); without either, the page is described in
@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..core.paths import cache_dir
+from .base import RenderUnavailable
 
 PDF_WIDTH = 560          # px, rendered page width
 IMAGE_MAX_SIDE = 480     # px, whole images
@@ -36,10 +37,6 @@ RGB = tuple[int, int, int]
 ATOM_COLOUR: RGB = (255, 0, 0)          # the returned atom's extent
 GOLD_COLOUR: RGB = (0, 170, 0)          # the item's own gold (misses)
 ORIGINAL_COLOUR: RGB = (0, 90, 255)     # the gold of the query an unanswerable item derives from
-
-
-class RenderUnavailable(Exception):
-    """The region cannot be drawn (no renderer, file missing, unreadable file)."""
 
 
 def data_uri(data: bytes, mime: str = "image/png") -> str:

@@ -12,10 +12,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..sets.build import SET_FILES
 from ..core.jsonl import sha256_file
 from ..core.paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH
 from ..run.runner import TEST_ACCESS_LOG, code_revision
+from ..sets.build import SET_FILES
 
 
 def provenance(run_dir: str | Path | None = None, sets_dir: str | Path | None = None) -> dict[str, Any]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..sets.build import SET_FILES, read_lock
 from ..core.jsonl import read_models, sha256_file
 from ..core.paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH
-from ..sets.schema import MODALITIES, AnnotationRecord
+from ..modalities import MODALITIES
+from ..sets.build import SET_FILES, read_lock
+from ..sets.schema import AnnotationRecord
 from ..sets.validate import RULES, Finding
 
 

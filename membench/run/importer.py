@@ -23,11 +23,12 @@ from pathlib import Path
 
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import dumps, iter_json_lines, sha256_file
+from ..core.paths import MANIFEST_PATH
 from ..metrics import read_atoms
 from ..metrics.ranking import order_hits
-from ..core.paths import MANIFEST_PATH
+from ..modalities import EXTENT_CAPS
+from .protocol import MAX_DEPTH, Atom
 from .runner import check_atoms, code_revision, load_split, log_test_access, set_digests
-from .systems.base import EXTENT_CAPS, MAX_DEPTH, Atom
 
 
 def read_atom_file(path: Path) -> list[Atom]:

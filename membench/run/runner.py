@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import __version__
-from ..sets.build import SET_FILES, split_holders
 from ..core.errors import InputError, MembenchError
+from ..core.hashing import limit_subset
 from ..core.jsonl import dumps, iter_json_lines, read_models, sha256_file
 from ..core.paths import BENCH_DIR, MANIFEST_PATH, REPO_ROOT
-from ..sets.schema import MODALITIES, AnnotationRecord, SourceItem
-from ..core.hashing import limit_subset
-from .systems.base import EXTENT_CAPS, MAX_DEPTH, Atom, MemorySystem, check_atom
+from ..modalities import EXTENT_CAPS, MODALITIES
+from ..sets.build import SET_FILES, split_holders
+from ..sets.schema import AnnotationRecord, SourceItem
+from .protocol import MAX_DEPTH, Atom, MemorySystem, check_atom
 
 TEST_ACCESS_LOG = BENCH_DIR / "test_access.jsonl"
 

@@ -24,12 +24,13 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from .derive import derive
 from ..core.errors import MembenchError
-from ..core.jsonl import sha256_file, write_jsonl
-from .schema import MODALITIES, AnnotationRecord, SourceItem
-from .sources import SOURCES
 from ..core.hashing import hash_order
+from ..core.jsonl import sha256_file, write_jsonl
+from ..modalities import MODALITIES
+from .derive import derive
+from .schema import AnnotationRecord, SourceItem
+from .sources import SOURCES
 from .sources.base import Coverage
 
 SET_FILES = tuple(f"{m}.jsonl" for m in MODALITIES) + ("items.jsonl",)

@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from .schema import AnnotationRecord, Origin, Scope, SourceItem
 from ..core.hashing import hash_order
+from .schema import AnnotationRecord, Origin, Scope, SourceItem
 
 # source key -> {derivation: share of the source's answerable queries}
 DEFAULT_POLICY = {"transactive": 0.15, "temporal": 0.10}

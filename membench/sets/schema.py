@@ -5,15 +5,14 @@ source items (``bench/sets/items.jsonl``) and the corpus manifest
 (``bench/corpus/manifest.jsonl``). Every model forbids unknown fields so that a typo in a
 hand-edited file is an error, not a silently ignored key.
 
-Region shapes depend on the modality; :func:`check_region` enforces them and is used both by
-:class:`AnnotationRecord` (for gold) and by the runner (for atom extents).
+Region shapes depend on the modality: :func:`membench.modalities.check_region` enforces them
+for gold (each modality's module owns its shapes).
 """
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -24,8 +23,9 @@ from pydantic import (
     model_validator,
 )
 
-Modality = Literal["pdf", "image", "ui_screenshot", "video", "code", "conversation"]
-MODALITIES: tuple[str, ...] = get_args(Modality)
+from ..modalities import MODALITIES, check_region
+
+Modality = Literal[MODALITIES]   # the registered modalities (membench.modalities)
 Split = Literal["dev", "test"]
 AnswerFormat = Literal["str", "int", "float", "list", "none"]
 Derivation = Literal["transactive", "temporal"]
@@ -33,69 +33,6 @@ Derivation = Literal["transactive", "temporal"]
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
-
-
-# --------------------------------------------------------------------------- regions
-
-_REGION_KEYS: dict[str, tuple[set[str], ...]] = {
-    # each modality: the allowed key sets (exactly one must match)
-    "pdf": ({"page"}, {"page", "block"}),
-    "image": (set(),),
-    "ui_screenshot": ({"bbox"},),
-    "video": ({"t_start", "t_end"},),
-    "code": ({"path", "symbol"}, {"path", "line"}),
-    "conversation": ({"turn"},),
-}
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
-
-
-def check_region(modality: str, region: Any) -> str | None:
-    """Return ``None`` when ``region`` has the shape SPEC section 5 gives ``modality``,
-    otherwise a one-line reason naming the offending key."""
-    if modality not in _REGION_KEYS:
-        return f"unknown modality {modality!r}"
-    if not isinstance(region, dict):
-        return f"region must be an object, got {type(region).__name__}"
-    keys = set(region)
-    shapes = _REGION_KEYS[modality]
-    if keys not in shapes:
-        want = " or ".join("{" + ", ".join(sorted(s)) + "}" for s in shapes)
-        return f"{modality} region must have keys {want}, got {{{', '.join(sorted(keys))}}}"
-    if modality == "pdf":
-        if not _is_int(region["page"]) or region["page"] < 1:
-            return "page must be an integer >= 1 (pages are 1-based)"
-        if "block" in region and (not _is_int(region["block"]) or region["block"] < 0):
-            return "block must be an integer >= 0"
-    elif modality == "ui_screenshot":
-        b = region["bbox"]
-        if not (isinstance(b, list) and len(b) == 4 and all(_is_num(x) for x in b)):
-            return "bbox must be [x0, y0, x1, y1] numbers"
-        if not (0 <= b[0] < b[2] and 0 <= b[1] < b[3]):
-            return f"bbox {b} must satisfy 0 <= x0 < x1 and 0 <= y0 < y1"
-    elif modality == "video":
-        s, e = region["t_start"], region["t_end"]
-        if not (_is_num(s) and _is_num(e)):
-            return "t_start and t_end must be numbers (seconds)"
-        if not 0 <= s <= e:
-            return f"need 0 <= t_start <= t_end, got {s}..{e}"
-    elif modality == "code":
-        if not isinstance(region["path"], str) or not region["path"]:
-            return "path must be a non-empty string"
-        if "line" in region and (not _is_int(region["line"]) or region["line"] < 1):
-            return "line must be an integer >= 1 (lines are 1-based)"
-        if "symbol" in region and (not isinstance(region["symbol"], str) or not region["symbol"]):
-            return "symbol must be a non-empty string"
-    elif modality == "conversation":
-        if not _is_int(region["turn"]) or region["turn"] < 1:
-            return "turn must be an integer >= 1 (turns are 1-based)"
-    return None
 
 
 def _aware(v: datetime) -> datetime:

@@ -43,10 +43,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from .. import modalities
+from ..core.jsonl import iter_json_lines, sha256_file, validation_error
+from ..modalities import MODALITIES, check_region
 from .build import SET_FILES, read_lock
 from .corpus import check_corpus, revisions_by_source
-from ..core.jsonl import iter_json_lines, sha256_file, validation_error
-from .schema import MODALITIES, AnnotationRecord, SourceItem, check_region
+from .schema import AnnotationRecord, SourceItem
 
 MIN_UNANSWERABLE_SHARE = 0.15
 # The rule names, in the order of the table above (the table is the one place they are listed).
@@ -68,23 +70,7 @@ class Finding:
 
 
 def _bounds(modality: str, region: dict, item: SourceItem) -> str | None:
-    m = item.meta
-    if modality == "pdf" and "pages" in m and region["page"] > m["pages"]:
-        return f"page {region['page']} > {m['pages']} pages"
-    if modality == "ui_screenshot" and "width" in m:
-        x0, y0, x1, y1 = region["bbox"]
-        if x1 > m["width"] or y1 > m["height"]:
-            return f"bbox {region['bbox']} outside {m['width']}x{m['height']} image"
-    if modality == "video" and "duration" in m and region["t_end"] > m["duration"]:
-        return f"span ends at {region['t_end']} s, video is {m['duration']} s"
-    if modality == "code":
-        if "line" in region and "lines" in m and region["line"] > m["lines"]:
-            return f"line {region['line']} > {m['lines']} lines"
-        if "path" in region and "upstream_path" in m and region["path"] != m["upstream_path"]:
-            return f"path {region['path']!r} is not the item's path {m['upstream_path']!r}"
-    if modality == "conversation" and "turns" in m and region["turn"] > m["turns"]:
-        return f"turn {region['turn']} > {m['turns']} turns"
-    return None
+    return modalities.get(modality).region_bounds(region, item.meta)
 
 
 def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,

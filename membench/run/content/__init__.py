@@ -1,6 +1,6 @@
 """Text-bearing atoms from source items, for the reference systems (SPEC section 6).
 
-:func:`chunk` turns the items of a split into :class:`~membench.run.systems.base.Atom` s with
+:func:`chunk` turns the items of a split into :class:`~membench.run.protocol.Atom` s with
 opaque, deterministic ids (:func:`atom_id`) and their text filled in from the items' real
 content, one module per modality:
 
@@ -14,7 +14,7 @@ content, one module per modality:
 ========================  =================================================================
 
 OCR (:mod:`membench.run.content.ocr`) runs once per image content and is cached, so a second run
-does no OCR. Every atom is checked with :func:`~membench.run.systems.base.check_atom` before it is
+does no OCR. Every atom is checked with :func:`~membench.run.protocol.check_atom` before it is
 returned. :func:`content_meta` is what a run records about this step.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 
 from ...core.errors import MembenchError
 from ...sets.schema import SourceItem
-from ..systems.base import Atom, check_atom
+from ..protocol import Atom, check_atom
 from . import ocr as _ocr
 from . import pdf as _pdf
 from .code import chunk_code
@@ -44,6 +44,12 @@ __all__ = ["ChunkConfig", "atom_id", "chunk", "chunk_item", "content_meta"]
 log = logging.getLogger(__name__)
 
 OCR_MODALITIES = ("image", "ui_screenshot")
+# which reader makes the reference systems' atoms of each modality (the OCR ones take a
+# precomputed OCR result too)
+CHUNKERS: dict[str, Callable[..., list[Atom]]] = {
+    "pdf": chunk_pdf, "image": chunk_image, "ui_screenshot": chunk_screenshot,
+    "video": chunk_video, "code": chunk_code, "conversation": chunk_conversation,
+}
 
 
 def chunk_item(item: SourceItem, corpus_root: Path, config: ChunkConfig | None = None,
@@ -52,20 +58,11 @@ def chunk_item(item: SourceItem, corpus_root: Path, config: ChunkConfig | None =
     config = config or ChunkConfig()
     corpus_root = Path(corpus_root)
     m = item.modality
-    if m == "pdf":
-        atoms = chunk_pdf(item, corpus_root, config)
-    elif m == "image":
-        atoms = chunk_image(item, corpus_root, config, ocr)
-    elif m == "ui_screenshot":
-        atoms = chunk_screenshot(item, corpus_root, config, ocr)
-    elif m == "video":
-        atoms = chunk_video(item, corpus_root, config)
-    elif m == "code":
-        atoms = chunk_code(item, corpus_root, config)
-    elif m == "conversation":
-        atoms = chunk_conversation(item, corpus_root, config)
-    else:  # pragma: no cover - the schema forbids it
+    fn = CHUNKERS.get(m)
+    if fn is None:  # pragma: no cover - the schema forbids it
         raise MembenchError(f"{item.source_id}: no chunker for modality {m!r}")
+    atoms = fn(item, corpus_root, config, ocr) if m in OCR_MODALITIES else \
+        fn(item, corpus_root, config)
     for a in atoms:
         why = check_atom(a, item)
         if why:

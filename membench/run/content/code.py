@@ -37,7 +37,7 @@ import warnings
 from pathlib import Path
 
 from ...sets.schema import SourceItem
-from ..systems.base import Atom
+from ..protocol import Atom
 from .common import dedupe, item_file, make_atom
 from .config import ChunkConfig
 from .windows import spans

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...core.errors import MembenchError
 from ...sets.schema import SourceItem
-from ..systems.base import Atom
+from ..protocol import Atom
 
 
 def atom_id(source_id: str, extent: dict[str, Any]) -> str:

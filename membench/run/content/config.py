@@ -3,7 +3,7 @@
 Every field determines the atoms the reference systems index, so ``asdict(config)`` goes into
 run meta next to the OCR engine and pypdf versions (:func:`membench.run.content.content_meta`).
 Construction checks the values against the benchmark's extent caps
-(:data:`membench.run.systems.base.EXTENT_CAPS`), so a config can never produce an atom the runner
+(:data:`membench.run.protocol.EXTENT_CAPS`), so a config can never produce an atom the runner
 would reject.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ...core.errors import MembenchError
-from ..systems.base import EXTENT_CAPS
+from ...modalities import EXTENT_CAPS
 
 
 @dataclass(frozen=True)

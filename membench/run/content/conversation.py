@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...sets.schema import SourceItem
-from ..systems.base import Atom
+from ..protocol import Atom
 from .common import dedupe, make_atom
 from .config import ChunkConfig
 from .windows import spans

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...sets.schema import SourceItem
-from ..systems.base import Atom
+from ..protocol import Atom
 from .common import item_file, make_atom
 from .config import ChunkConfig
 from .ocr import OcrResult, ocr_image, ocr_text

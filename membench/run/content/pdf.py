@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ...core.paths import cache_dir
 from ...sets.schema import SourceItem
-from ..systems.base import Atom
+from ..protocol import Atom
 from .common import item_file, make_atom, read_json, sha256_bytes, write_json_atomic
 from .config import ChunkConfig
 

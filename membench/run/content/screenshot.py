@@ -23,8 +23,9 @@ import math
 import statistics
 from pathlib import Path
 
+from ...modalities import EXTENT_CAPS
 from ...sets.schema import SourceItem
-from ..systems.base import EXTENT_CAPS, Atom
+from ..protocol import Atom
 from .common import dedupe, item_file, make_atom
 from .config import ChunkConfig
 from .ocr import OcrLine, OcrResult, ocr_image, ocr_text, reading_order

@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 
 from ...sets.schema import SourceItem
-from ..systems.base import Atom
+from ..protocol import Atom
 from .common import dedupe, make_atom
 from .config import ChunkConfig
 

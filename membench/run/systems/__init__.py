@@ -3,7 +3,7 @@
 ``membench run --system NAME`` looks NAME up in :data:`BUILTIN`, then in the
 ``membench.systems`` entry-point group (so a package can register its own system), and finally
 treats ``module:attr`` as an import path. The object found is called with the ``--config``
-key/values as keyword arguments and must follow :class:`membench.run.systems.base.MemorySystem`.
+key/values as keyword arguments and must follow :class:`membench.run.protocol.MemorySystem`.
 A system that defines ``bind(ctx)`` is given a :class:`membench.run.systems.doubles.RunContext`
 before ingest (only the test doubles do: it carries the gold).
 """
@@ -15,7 +15,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from ...core.errors import MembenchError
-from .base import Atom, MemorySystem, Result
+from ..protocol import Atom, MemorySystem, Result
 
 BUILTIN: dict[str, str] = {
     "bm25": "membench.run.systems.reference:bm25",
@@ -63,7 +63,7 @@ def make_system(name: str, config: dict[str, Any] | None = None) -> MemorySystem
         raise MembenchError(f"system {name!r}: bad config {config}: {e}") from None
     for attr in ("name", "config", "ingest", "query"):
         if not hasattr(system, attr):
-            raise MembenchError(f"system {name!r} lacks {attr!r}: see membench.run.systems.base")
+            raise MembenchError(f"system {name!r} lacks {attr!r}: see membench.run.protocol")
     return system
 
 

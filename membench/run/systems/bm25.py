@@ -36,7 +36,7 @@ from typing import Any
 
 import tantivy
 
-from .base import Atom
+from ..protocol import Atom
 from .cartridge import CartridgePolicy
 from .retrieval import Chunker, Engine, Hit, RetrievalSystem, rank, to_micros
 

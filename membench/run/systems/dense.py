@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from ...core.paths import cache_dir
-from .base import Atom
+from ..protocol import Atom
 from .cartridge import CartridgePolicy
 from .retrieval import Chunker, Engine, Hit, RetrievalSystem, has_terms, to_micros
 

@@ -23,9 +23,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ...sets.schema import AnnotationRecord, Scope, SourceItem
+from ... import modalities
 from ...core.hashing import stable_hash
-from .base import EXTENT_CAPS, Atom, Result
+from ...sets.schema import AnnotationRecord, Scope, SourceItem
+from ..protocol import Atom, Result
 from .structural import atom_id, structural_atoms
 
 
@@ -40,25 +41,7 @@ class RunContext:
 
 
 def _region_extents(modality: str, region: dict) -> list[dict]:
-    if modality == "video":
-        cap = EXTENT_CAPS["video"]["seconds"]
-        s, e = float(region["t_start"]), float(region["t_end"])
-        out = []
-        while True:
-            out.append({"t_start": s, "t_end": min(e, s + cap)})
-            s += cap
-            if s >= e:
-                return out
-    if modality == "code":
-        if "line" in region:
-            return [{"path": region["path"], "line_start": region["line"],
-                     "line_end": region["line"]}]
-        return []  # symbol gold: the double does not parse code
-    if modality == "conversation":
-        return [{"turn_start": region["turn"], "turn_end": region["turn"]}]
-    if modality == "ui_screenshot":
-        return [{"bbox": list(region["bbox"])}]
-    return [dict(region)]
+    return modalities.get(modality).gold_extents(region)
 
 
 class _GoldIndex:

@@ -2,7 +2,7 @@
 Buettcher, SIGIR 2009).
 
 Each component retrieves its full in-scope ranking to depth ``component_depth`` (1000 =
-:data:`~membench.run.systems.base.MAX_DEPTH`), both already filtered by holder and time, and an
+:data:`~membench.run.protocol.MAX_DEPTH`), both already filtered by holder and time, and an
 atom's fused score is ``sum over the rankings that hold it of 1 / (rrf_k + rank)`` with
 1-based ranks and ``rrf_k = 60``. An atom missing from one ranking gets nothing from it.
 Ranks are positions in each component's tie-broken list (score desc, atom_id asc), so tied
@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from ...sets.schema import Scope
-from .base import MAX_DEPTH, Atom, Result
+from ..protocol import MAX_DEPTH, Atom, Result
 from .bm25 import BM25Engine
 from .cartridge import CartridgePolicy
 from .dense import DEFAULT_THRESHOLD as DENSE_THRESHOLD

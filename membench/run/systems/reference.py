@@ -27,9 +27,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..content import ChunkConfig, chunk, content_meta
 from ...core.errors import MembenchError
 from ...core.paths import BENCH_DIR
+from ..content import ChunkConfig, chunk, content_meta
 
 CALIBRATION_DIR = BENCH_DIR / "calibration"
 _CHUNK_FIELDS = {f.name for f in fields(ChunkConfig)}

@@ -2,11 +2,11 @@
 
 Two layers:
 
-* an :class:`Engine` indexes a list of :class:`~membench.run.systems.base.Atom` (by their ``text``)
+* an :class:`Engine` indexes a list of :class:`~membench.run.protocol.Atom` (by their ``text``)
   and answers ``search(question, holder, as_of, k) -> [(atom_id, score), ...]``;
 * a :class:`RetrievalSystem` wraps an engine, a chunker and a
   :class:`~membench.run.systems.cartridge.CartridgePolicy` into the
-  :class:`~membench.run.systems.base.MemorySystem` protocol (SPEC section 6).
+  :class:`~membench.run.protocol.MemorySystem` protocol (SPEC section 6).
 
 Rules every engine follows (and the tests check):
 
@@ -18,7 +18,7 @@ Rules every engine follows (and the tests check):
 * **Ranking and ties.** Hits are ordered by score descending, then ``atom_id`` ascending
   (plain Python ``str`` order). When several atoms tie at the depth cut, the ones with the
   smaller ``atom_id`` are kept, so the list is a pure function of (index, question, scope).
-* **Depth.** ``k`` is at most :data:`~membench.run.systems.base.MAX_DEPTH` (1000); fewer hits are
+* **Depth.** ``k`` is at most :data:`~membench.run.protocol.MAX_DEPTH` (1000); fewer hits are
   returned when fewer in-scope atoms match.
 * **Nothing to match.** A question with no letter or digit (:func:`has_terms` is false) gets no
   hits. An atom whose text has no letter or digit (empty OCR, an image without text) stays in
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ...sets.schema import Scope, SourceItem
-from .base import MAX_DEPTH, Atom, Result
+from ..protocol import MAX_DEPTH, Atom, Result
 from .cartridge import CartridgePolicy
 
 Chunker = Callable[[list[SourceItem], Path], list[Atom]]
@@ -122,7 +122,7 @@ def _chunker_name(chunker: Callable) -> str:
 
 
 class RetrievalSystem:
-    """A :class:`~membench.run.systems.base.MemorySystem` made of a chunker, an engine and a
+    """A :class:`~membench.run.protocol.MemorySystem` made of a chunker, an engine and a
     cartridge policy.
 
     ``chunker(items, corpus_root) -> list[Atom]`` turns the split's source items into atoms

@@ -1,0 +1,84 @@
+"""pdf: pages of a PDF document.
+
+* region: ``{"page": int}`` or ``{"page": int, "block": int}`` (pages 1-based, blocks 0-based)
+* atom extent: the same shapes; cap: one page (or a block of it)
+* hit: same page; if *both* carry a block, the blocks are equal (a page-level gold is hit by any
+  block of its page, a block-level gold by a page-level atom of its page)
+* bounds: page <= the item's ``meta.pages``
+* shown as: the page rendered to PNG (:func:`membench.modalities.render.pdf_page_png`)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import render
+from .base import Modality, RenderContext, escape, is_int, item_file
+
+
+@dataclass
+class _Cols:
+    page: np.ndarray
+    block: np.ndarray       # -1: no block
+
+
+class Pdf(Modality):
+    name = "pdf"
+    region_shapes = (frozenset({"page"}), frozenset({"page", "block"}))
+    extent_shapes = region_shapes
+    cap = {"pages": 1}
+    region_doc = '{"page": int} or {"page": int, "block": int} (pages 1-based)'
+    extent_doc = region_doc
+    hit_doc = "same page (blocks equal when both carry one)"
+
+    def region_values(self, region: dict) -> str | None:
+        if not is_int(region["page"]) or region["page"] < 1:
+            return "page must be an integer >= 1 (pages are 1-based)"
+        if "block" in region and (not is_int(region["block"]) or region["block"] < 0):
+            return "block must be an integer >= 0"
+        return None
+
+    extent_values = region_values
+
+    def region_bounds(self, region: dict, meta: dict) -> str | None:
+        if "pages" in meta and region["page"] > meta["pages"]:
+            return f"page {region['page']} > {meta['pages']} pages"
+        return None
+
+    def extent_limits(self, extent: dict, meta: dict) -> str | None:
+        if extent["page"] > meta.get("pages", extent["page"]):
+            return f"page {extent['page']} outside 1..{meta['pages']}"
+        return None
+
+    def hit(self, extent: dict, region: dict) -> bool:
+        if extent["page"] != region["page"]:
+            return False
+        return not ("block" in extent and "block" in region) or extent["block"] == region["block"]
+
+    def columns(self, extents: Sequence[dict]) -> _Cols:
+        return _Cols(np.array([e["page"] for e in extents], dtype=np.int64),
+                     np.array([e.get("block", -1) for e in extents], dtype=np.int64))
+
+    def hit_mask(self, cols: _Cols, rows: np.ndarray, region: dict) -> np.ndarray:
+        ok = cols.page[rows] == region["page"]
+        if "block" in region:
+            b = cols.block[rows]
+            ok &= (b < 0) | (b == region["block"])
+        return ok
+
+    def structural_extents(self, item) -> list[dict]:
+        return [{"page": p} for p in range(1, int(item.meta.get("pages", 1)) + 1)]
+
+    def render_html(self, item: dict, extent: dict, ctx: RenderContext) -> str:
+        page = int(extent["page"])
+        path = item_file(item, ctx.corpus_root)
+        png = render.pdf_page_png(path, page, sha256=item.get("meta", {}).get("sha256"))
+        pages = item.get("meta", {}).get("pages")
+        block = f", block {extent['block']}" if "block" in extent else ""
+        return (f'<div>page {page}{" of " + str(pages) if pages else ""}{escape(block)} · '
+                f'{escape(item["path"])}</div>'
+                f'<img alt="page {page} of {escape(item["source_id"])}" '
+                f'src="{render.data_uri(png)}"/>')
