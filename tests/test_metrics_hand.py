@@ -19,7 +19,8 @@ from membench.metrics import (
     order_hits,
     score_items,
 )
-from membench.metrics.ranking import FirstHits, ndcg_at_k, rank_order, recall_at_k, reciprocal_rank
+from membench.metrics.ranking import FirstHits, ndcg_at_k, recall_at_k, reciprocal_rank
+from membench.run.protocol import rank_order
 
 T1 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 T2 = datetime(2024, 2, 1, tzinfo=timezone.utc)       # as_of of every query

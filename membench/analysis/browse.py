@@ -11,7 +11,7 @@ Two kinds of case (SPEC sections 7 and 8):
   the system ranked instead.
 
 Hit logic is :func:`membench.metrics.region_hit` with the ranking of
-:func:`membench.metrics.order_hits` (score descending, ties in the system's order, duplicates
+:func:`membench.run.protocol.order_hits` (score descending, ties in the system's order, duplicates
 dropped); the item selection is the run's own (split, modalities, ``limit``), read with
 :func:`membench.metrics.load_records`, so counts agree with ``metrics.json``. An item with no
 run line returned nothing: it is not a false recall, and it is a miss when answerable.
@@ -38,10 +38,11 @@ from ..core.errors import MembenchError
 from ..core.jsonl import iter_json_lines, parse_model
 from ..core.paths import DEFAULT_SETS_DIR, REPO_ROOT
 from ..core.paths import corpus_root as _corpus_root
-from ..metrics import load_records, order_hits
+from ..metrics import load_records
 from ..modalities import MODALITIES, RenderContext, RenderUnavailable, region_hit
 from ..modalities.base import escape as e
 from ..modalities.base import missing_html, short_json
+from ..run.protocol import order_hits
 from ..sets.schema import AnnotationRecord, SourceItem
 
 KINDS: dict[str, str] = {

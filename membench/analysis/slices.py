@@ -51,10 +51,10 @@ from ..core.jsonl import iter_json_lines, parse_model
 from ..core.paths import DEFAULT_SETS_DIR, REPO_ROOT
 from ..metrics import GATES, SEED, load_records, read_atoms, read_run, score_items
 from ..metrics.aggregate import latency_entry, mean_entry
-from ..metrics.inputs import RunRow
 from ..metrics.rundir import _resolve_sets_dir
 from ..metrics.score import ItemScores
 from ..modalities import MODALITIES
+from ..run.files import RunRow
 from ..sets.schema import AnnotationRecord, SourceItem
 
 #: dimensions :func:`worst_slices` looks at (SPEC section 8)

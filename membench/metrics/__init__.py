@@ -11,7 +11,8 @@ Modules, one per measure family:
 * :mod:`.bootstrap` percentile bootstrap intervals
 * :mod:`.score`     per-item join of records, items, atoms and run lines
 * :mod:`.aggregate` slices, gates, judgment sets, ``metrics.json``, :func:`format_table`
-* :mod:`.inputs` / :mod:`.rundir`  reading a run directory
+* :mod:`.rundir`    a run directory (:class:`~membench.metrics.rundir.RunDir`); its files are read by
+  :mod:`membench.run.files`
 * :mod:`.trec`      fast TREC run / qrels reader and evaluator (same ranking formulas)
 
 Tie-breaking (also written into every metrics.json as ``tie_breaking``): hits are ordered by
@@ -27,11 +28,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..run.files import AtomRow, RunRow, read_atoms, read_run
+from ..run.protocol import TIE_BREAKING, order_hits
 from ..sets.schema import AnnotationRecord, SourceItem
 from .aggregate import DEFINITIONS, GATES, METRICS, aggregate, format_table
 from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
-from .inputs import AtomRow, RunRow, read_atoms, read_run
-from .ranking import TIE_BREAKING, FirstHits, order_hits
+from .ranking import FirstHits
 from .rundir import load_records, metrics_for_run_dir
 from .score import ItemScores, score_items
 from .trec import evaluate_trec, read_trec_qrels, read_trec_run, write_trec_qrels, write_trec_run

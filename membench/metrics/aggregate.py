@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 
 from ..modalities import MODALITIES
+from ..run.protocol import TIE_BREAKING
 from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
 from .latency import LATENCY_PERCENTILES, percentile
-from .ranking import TIE_BREAKING
 from .score import JUDGMENT_MEASURES, MEAN_MEASURES, ItemScores
 
 METRICS: tuple[str, ...] = (*MEAN_MEASURES, *LATENCY_PERCENTILES)

@@ -22,10 +22,10 @@ from ..core.errors import InputError
 from ..core.hashing import limit_subset
 from ..core.jsonl import iter_json_lines, parse_model
 from ..modalities import MODALITIES
+from ..run.files import read_atoms, read_run
 from ..sets.schema import AnnotationRecord, SourceItem
 from .aggregate import aggregate
 from .bootstrap import N_RESAMPLES, SEED
-from .inputs import read_atoms, read_run
 from .score import score_items
 
 

@@ -22,20 +22,12 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.jsonl import parse_model
+from ..run.files import AtomRow, RunRow, parse_atom, parse_run_row, to_us
+from ..run.protocol import rank_order
 from ..sets.schema import AnnotationRecord, SourceItem
 from . import cartridge as cart_mod
-from .inputs import (
-    AtomRow,
-    RunRow,
-    Universe,
-    build_atom_table,
-    index_items,
-    parse_atom,
-    parse_run_row,
-    to_us,
-)
-from .ranking import RANK_MEASURES, FirstHits, rank_measures, rank_order
-from .resolve import AtomTable, GoldRef
+from .ranking import RANK_MEASURES, FirstHits, rank_measures
+from .resolve import AtomTable, GoldRef, Universe, build_atom_table, index_items
 from .scope import check_scope
 
 PRIMARY = "gold"

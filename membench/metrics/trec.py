@@ -15,7 +15,7 @@ parsed with Clinger's exact fast path (decimal mantissa <= 2**53 and |power of t
 correctly rounded multiply or divide gives the same double as ``float()``); anything else
 (long mantissas, big exponents, inf/nan, odd spellings) goes through ``float()``.
 
-Ranking follows :data:`membench.metrics.ranking.TIE_BREAKING`: score descending, then the rank
+Ranking follows :data:`membench.run.protocol.TIE_BREAKING`: score descending, then the rank
 column ascending, then line order; a repeated (qid, docid) counts only at its first position.
 Relevant = qrels relevance >= 1 (trec_eval's default). Measures are averaged over the qrels
 queries that have at least one relevant document, a query without run lines scoring 0

@@ -7,7 +7,7 @@ An external system hands in two files and no code:
   caps exactly as the runner checks a Python system's atoms;
 * a **TREC run** (``qid Q0 atom_id rank score tag``), ranked by membench's tie-breaking rule
   (score descending, then the rank column, then line order; see
-  :data:`membench.metrics.TIE_BREAKING`), at most 1000 hits per query kept.
+  :data:`membench.run.protocol.TIE_BREAKING`), at most 1000 hits per query kept.
 
 Its cartridges come from either ``--cartridge FILE`` (JSON lines ``{query_id, cartridge: [...]}``)
 or an explicit ``--cartridge-top K`` policy (the top K hits, recorded in meta.json); there is no
@@ -24,15 +24,14 @@ from pathlib import Path
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import dumps, iter_json_lines, sha256_file
 from ..core.paths import MANIFEST_PATH
-from ..metrics import read_atoms
-from ..metrics.ranking import order_hits
 from ..modalities import EXTENT_CAPS
-from .protocol import MAX_DEPTH, Atom
+from .files import read_atoms
+from .protocol import MAX_DEPTH, Atom, order_hits
 from .runner import check_atoms, code_revision, load_split, log_test_access, set_digests
 
 
 def read_atom_file(path: Path) -> list[Atom]:
-    """The atoms file, shape-checked line by line (:func:`membench.metrics.read_atoms`)."""
+    """The atoms file, shape-checked line by line (:func:`membench.run.files.read_atoms`)."""
     return [Atom(r.atom_id, r.source_id, r.modality, r.holder, r.observed_at, r.extent, r.text)
             for r in read_atoms(path)]
 

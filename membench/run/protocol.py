@@ -17,15 +17,54 @@ the benchmark config and are printed in reports.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 from .. import modalities
 from ..sets.schema import Scope, SourceItem
 
 MAX_DEPTH = 1000
+
+# How the harness reads a ranked list (metrics, import-run and the browser all use it).
+TIE_BREAKING = (
+    "Hits are ordered by score descending; equal scores keep the order in which the system "
+    "returned them (a stable sort on the hit list; in TREC run files: the rank column "
+    "ascending, then the line order). A duplicate atom id in a hit list counts only at its "
+    "first position in that order; later copies are dropped before ranks are assigned, so "
+    "they occupy no rank. Note: trec_eval (and pytrec_eval) break score ties by document id "
+    "descending instead, and keep scores as 32-bit floats (scores closer than float32 "
+    "precision tie there), so on such runs it can give different values; membench is "
+    "compared with it on rank-derived (tie-free) scores."
+)
+
+
+def order_hits(hits: Sequence[Sequence[Any]]) -> list[str]:
+    """The ranked, de-duplicated atom ids of a hit list ``[[atom_id, score], ...]``.
+
+    Score descending; equal scores keep the system's order (stable sort); a duplicate atom
+    id keeps only its first position in that order (:data:`TIE_BREAKING`).
+    """
+    order = sorted(range(len(hits)), key=lambda i: -hits[i][1])  # sorted() is stable
+    seen: set[str] = set()
+    out: list[str] = []
+    for i in order:
+        a = hits[i][0]
+        if a not in seen:
+            seen.add(a)
+            out.append(a)
+    return out
+
+
+def rank_order(ids: Sequence[str], scores: np.ndarray) -> list[str]:
+    """:func:`order_hits` for ids and a float64 score array (the fast path the scorer uses;
+    tests hold the two to the same answers)."""
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable").tolist()
+    return list(dict.fromkeys(map(ids.__getitem__, order)))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""Reading a run: ``atoms.jsonl`` and ``run.jsonl`` (the run contract), with located errors.
+"""The run files, read with located errors: ``atoms.jsonl`` and ``run.jsonl`` (the run contract,
+``docs/runs.md``). The runner and import-run write them; metrics, calibrate and the browser
+read them through here (via :class:`membench.metrics.rundir.RunDir`).
 
 ``atoms.jsonl``: one atom per line ``{atom_id, source_id, modality, holder, observed_at,
 extent}`` (plus an optional ``text``, what the system indexed, which is kept by the runner for
@@ -8,13 +10,13 @@ gave them, at most :data:`MAX_DEPTH`.
 
 Every problem is an :class:`~membench.core.errors.InputError` naming the file and line. An atom's
 holder and observed_at must agree with its source item's (``items.jsonl`` is the truth:
-metrics use the item's values), see :func:`build_atom_table`.
+metrics use the item's values), see :func:`membench.metrics.resolve.build_atom_table`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
@@ -26,10 +28,8 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.jsonl import iter_json_lines
 from ..modalities import MODALITIES, check_extent
-from ..sets.schema import SourceItem
-from .resolve import AtomTable
+from .protocol import MAX_DEPTH
 
-MAX_DEPTH = 1000
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _US = timedelta(microseconds=1)
 
@@ -187,70 +187,3 @@ def _bulk_hits(hits: list) -> tuple[list[str], np.ndarray] | None:
 
 def read_run(path: str | Path) -> list[RunRow]:
     return [parse_run_row(obj, str(path), no) for no, obj in iter_json_lines(path)]
-
-
-@dataclass
-class Universe:
-    """Numbering shared by atoms, gold and scopes: source items and holders."""
-
-    items: dict[str, SourceItem]
-    source_index: dict[str, int]
-    holder_index: dict[str, int]
-
-
-def index_items(items: Iterable[SourceItem]) -> Universe:
-    by_id: dict[str, SourceItem] = {}
-    for it in items:
-        if it.source_id in by_id:
-            raise InputError("<items>", None, "source_id",
-                             f"duplicate source item {it.source_id!r}", rule="DUPLICATE_ITEM")
-        by_id[it.source_id] = it
-    ids = sorted(by_id)
-    holders = sorted({it.holder for it in by_id.values()})
-    return Universe(by_id, {s: i for i, s in enumerate(ids)}, {h: i for i, h in enumerate(holders)})
-
-
-def build_atom_table(atoms: Iterable[AtomRow], uni: Universe) -> AtomTable:
-    """Check every atom against its source item and tabulate them.
-
-    Errors (file:line): duplicate atom_id; source_id not in items.jsonl; modality differing
-    from the item's; declared holder or observed_at (compared as instants) disagreeing with
-    the item's. The table carries the *item's* holder and observed_at.
-    """
-    ids: list[str] = []
-    seen: set[str] = set()
-    src: list[int] = []
-    hold: list[int] = []
-    obs: list[int] = []
-    mods: list[str] = []
-    exts: list[dict] = []
-    for a in atoms:
-        if a.atom_id in seen:
-            raise InputError(a.file, a.line, "atom_id", f"duplicate atom_id {a.atom_id!r}",
-                             rule="DUPLICATE_ATOM")
-        seen.add(a.atom_id)
-        it = uni.items.get(a.source_id)
-        if it is None:
-            raise InputError(a.file, a.line, "source_id",
-                             f"{a.source_id!r} is not a source item (items.jsonl)",
-                             rule="ATOM_SOURCE")
-        if a.modality != it.modality:
-            raise InputError(a.file, a.line, "modality",
-                             f"{a.modality!r} but source item {it.source_id} is {it.modality!r}",
-                             rule="ATOM_SOURCE")
-        if a.holder != it.holder:
-            raise InputError(a.file, a.line, "holder",
-                             f"declares {a.holder!r} but source item {it.source_id} belongs to "
-                             f"{it.holder!r}", rule="ATOM_HOLDER")
-        if to_us(a.observed_at) != to_us(it.observed_at):
-            raise InputError(a.file, a.line, "observed_at",
-                             f"declares {a.observed_at.isoformat()} but source item "
-                             f"{it.source_id} was observed {it.observed_at.isoformat()}",
-                             rule="ATOM_OBSERVED_AT")
-        ids.append(a.atom_id)
-        src.append(uni.source_index[it.source_id])
-        hold.append(uni.holder_index[it.holder])
-        obs.append(to_us(it.observed_at))
-        mods.append(it.modality)
-        exts.append(a.extent)
-    return AtomTable(ids, src, hold, obs, mods, exts, n_sources=len(uni.source_index))
