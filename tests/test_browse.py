@@ -14,7 +14,8 @@ import pytest
 from PIL import Image
 
 from membench.analysis.browse import Browser, Case, CaseAtom, cases, counts_frame, render_case_html
-from membench.metrics import load_records, read_atoms, read_run, score_items
+from membench.metrics import read_atoms, read_run, score_items
+from membench.sets.select import select_records
 from membench.modalities import MODALITIES
 from membench.modalities import render as rr
 from membench.modalities.video import fmt_t
@@ -46,7 +47,7 @@ def _render_cache(tmp_path, monkeypatch):
 
 def _item_scores(run_dir: Path, sets: Path):
     meta = json.loads((run_dir / "meta.json").read_text())
-    recs, _ = load_records(sets, "dev", meta["modalities"], meta["limit"])
+    recs, _ = select_records(sets, "dev", meta["modalities"], meta["limit"])
     items = [SourceItem.model_validate_json(l) for l in (sets / "items.jsonl").read_text().splitlines()]
     return {r["query_id"]: r for r in score_items(recs, items, read_atoms(run_dir / "atoms.jsonl"),
                                                    read_run(run_dir / "run.jsonl")).rows()}

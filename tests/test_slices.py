@@ -1,4 +1,4 @@
-"""membench.analysis.slices: item frames, slice tables, worst slices, the threshold sweep.
+"""membench.analysis: item frames, slice tables, worst slices, the threshold sweep, summaries.
 
 Hand-made frames check the arithmetic; small real runs (oracle / random / leaky over the built
 dev sets, ``limit`` queries per modality) check that slicing over ``modality`` gives back
@@ -16,7 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from membench.analysis import slices
+from membench.analysis import frames as frames_mod
+from membench.analysis import slices, summaries, sweep
+from membench.metrics.rundir import run_status
 from membench.core.errors import InputError
 
 LIMIT = 30
@@ -50,7 +52,7 @@ def runs(tmp_path_factory, built, corpus_root):
 
 @pytest.fixture(scope="module")
 def frames(runs):
-    return {k: slices.item_frame(v) for k, v in runs.items()}
+    return {k: frames_mod.item_frame(v) for k, v in runs.items()}
 
 
 # --------------------------------------------------------------------------- hand-made
@@ -132,7 +134,7 @@ def test_worst_slices_min_n():
 
 def test_threshold_sweep_hand():
     df = _hand()
-    s = slices.threshold_sweep(df, thresholds=[0.0, 0.5, 0.85, 1.0])
+    s = sweep.threshold_sweep(df, thresholds=[0.0, 0.5, 0.85, 1.0])
     a = s[s["modality"] == "a"].set_index("threshold")
     # t = 0: every item with a top-1 keeps it
     assert a.loc[0.0, "false_recall_rate"] == 1.0
@@ -148,11 +150,25 @@ def test_threshold_sweep_hand():
     assert b.loc[0.0, "false_recall_rate"] == pytest.approx(1 / 2)   # NaN score never kept
     assert b["answerable_recall_proxy"].isna().all()
     # default grid: from keep-all to abstain-all per modality
-    d = slices.threshold_sweep(df)
+    d = sweep.threshold_sweep(df)
     for _, g in d.groupby("modality"):
         assert g["kept_rate"].iloc[-1] == 0.0
-    op = slices.sweep_operating_points(s).set_index("modality")
-    assert op.loc["a", "threshold"] == 1.0 and op.loc["a", "false_recall_rate"] <= 0.1
+    # the operating point is membench calibrate's rule: here no threshold with answerable items
+    # kept reaches false recall <= 0.10, so the best unconstrained J (0.2: kept 4/4 answerable,
+    # 1/2 unanswerable) is taken and marked as outside the gate
+    op = sweep.operating_points(df).set_index("modality")
+    assert op.loc["a", "threshold"] == 0.2 and not op.loc["a", "within_gate"]
+    assert op.loc["a", "false_recall_rate"] == 0.5 and op.loc["a", "answerable_kept"] == 1.0
+    assert op.loc["a", "answerable_recall_proxy"] == pytest.approx(2 / 4)
+    # b has no answerable item: abstaining everywhere is best
+    assert op.loc["b", "threshold"] > 0.5 and op.loc["b", "false_recall_rate"] == 0.0
+    assert math.isnan(op.loc["b", "answerable_kept"])
+    # and it equals the calibration of the same top-1 scores
+    from membench.analysis.operating_point import choose_threshold
+    a = df[df["modality"] == "a"]
+    c = choose_threshold(a.loc[a["answerable"], "top1_score"].tolist(),
+                         a.loc[~a["answerable"], "top1_score"].tolist())
+    assert c.threshold == op.loc["a", "threshold"]
 
 
 # --------------------------------------------------------------------------- real runs
@@ -211,22 +227,22 @@ def test_slice_over_modality_equals_metrics_json(frames, runs, system):
 
 
 def test_summaries(runs, frames, built):
-    m = slices.load_metrics(runs["random"])
-    g = slices.gates_frame(m)
+    m = summaries.load_metrics(runs["random"])
+    g = summaries.gates_frame(m)
     assert set(g["result"]) <= {"PASS", "FAIL", "n/a (no items)"}
     assert (g["n"] == g["denominator"]).all()
-    tab = slices.metrics_table(m)
+    tab = summaries.metrics_table(m)
     assert "all" in tab.columns and "recall@10" in tab.index
     assert "/" in tab.loc["recall@10", "all"]
-    cov = slices.coverage_frame(built.out, frames["random"])
+    cov = summaries.coverage_frame(built.out, frames["random"])
     assert {"mirrored", "not_covered", "evaluated_in_run"} <= set(cov.columns)
     assert cov.loc[~cov["mirrored"], "status"].str.contains("NOT MIRRORED").all()
-    lat = slices.latency_summary(frames["random"])
+    lat = summaries.latency_summary(frames["random"])
     assert lat.set_index("modality").loc["all", "denominator"] == len(frames["random"])
-    assert slices.run_status(runs["random"]) == "complete"
+    assert run_status(runs["random"]) == "complete"
 
 
 def test_load_run_errors(tmp_path):
     with pytest.raises(InputError, match="not a run directory"):
-        slices.item_frame(tmp_path)
-    assert slices.run_status(tmp_path) == "missing"
+        frames_mod.item_frame(tmp_path)
+    assert run_status(tmp_path) == "missing"

@@ -10,13 +10,14 @@ Two kinds of case (SPEC sections 7 and 8):
   :data:`MISS_DEPTH` ranked atoms (its recall@10 is 0). The case shows the gold regions and what
   the system ranked instead.
 
-Hit logic is :func:`membench.metrics.region_hit` with the ranking of
-:func:`membench.run.protocol.order_hits` (score descending, ties in the system's order, duplicates
-dropped); the item selection is the run's own (split, modalities, ``limit``), read with
-:func:`membench.metrics.load_records`, so counts agree with ``metrics.json``. An item with no
-run line returned nothing: it is not a false recall, and it is a miss when answerable.
+Which items are cases comes from the run's own per-item scores
+(:meth:`membench.metrics.rundir.RunDir.scores`, the numbers metrics.json aggregates): the
+browser filters them and recomputes nothing, so its counts agree with ``metrics.json``. An item
+with no run line returned nothing: it is not a false recall, and it is a miss when answerable.
+Within a case, the atoms are ranked by :func:`membench.run.protocol.order_hits` and flagged
+with :func:`membench.modalities.region_hit` for display.
 
-Cases are ordered by modality (:data:`membench.sets.schema.MODALITIES` order), then query id.
+Cases are ordered by modality (:data:`membench.modalities.MODALITIES` order), then query id.
 
 API: :func:`cases`, :func:`counts_frame`, :func:`render_case_html`, :func:`static_cases_html`,
 :class:`Browser` (ipywidgets).
@@ -25,7 +26,6 @@ API: :func:`cases`, :func:`counts_frame`, :func:`render_case_html`, :func:`stati
 from __future__ import annotations
 
 import itertools
-import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -35,15 +35,14 @@ from typing import Any
 
 from .. import modalities
 from ..core.errors import MembenchError
-from ..core.jsonl import iter_json_lines, parse_model
-from ..core.paths import DEFAULT_SETS_DIR, REPO_ROOT
 from ..core.paths import corpus_root as _corpus_root
-from ..metrics import load_records
+from ..metrics.rundir import RunDir
 from ..modalities import MODALITIES, RenderContext, RenderUnavailable, region_hit
 from ..modalities.base import escape as e
 from ..modalities.base import missing_html, short_json
-from ..run.protocol import order_hits
-from ..sets.schema import AnnotationRecord, SourceItem
+from ..run.files import AtomRow, RunRow
+from ..run.protocol import rank_order
+from ..sets.schema import AnnotationRecord
 
 KINDS: dict[str, str] = {
     "false_recall": "false recalls (unanswerable, cartridge not empty)",
@@ -126,34 +125,6 @@ class RunCases:
         return out
 
 
-def resolve_run_dir(run_dir: str | os.PathLike) -> Path:
-    """``run_dir`` as given, else relative to the repository root (notebooks run from
-    ``notebooks/`` in JupyterLab and from the repo root under papermill)."""
-    p = Path(run_dir)
-    if (p / "meta.json").exists() or p.is_absolute():
-        return p
-    alt = REPO_ROOT / p
-    return alt if (alt / "meta.json").exists() else p
-
-
-def _sets_dir(run_dir: Path, sets_dir: str | os.PathLike | None, meta: dict) -> Path:
-    if sets_dir is not None:
-        p = Path(sets_dir)
-        if not p.is_dir() and not p.is_absolute() and (REPO_ROOT / p).is_dir():
-            p = REPO_ROOT / p
-    elif meta.get("sets_dir"):
-        p = Path(meta["sets_dir"])
-        if not p.is_absolute():
-            p = run_dir / p
-        if not p.is_dir():
-            p = DEFAULT_SETS_DIR
-    else:
-        p = DEFAULT_SETS_DIR
-    if not p.is_dir():
-        raise MembenchError(f"sets folder {p} not found (pass sets_dir)")
-    return p
-
-
 def _ts(v: Any) -> datetime:
     return v if isinstance(v, datetime) else datetime.fromisoformat(str(v))
 
@@ -168,31 +139,25 @@ def _gold_rows(golds) -> list[dict[str, Any]]:
     return out
 
 
-def _hits_any(modality: str, atom: dict | CaseAtom, golds: Sequence[dict]) -> bool:
-    src = atom["source_id"] if isinstance(atom, dict) else atom.source_id
-    ext = atom["extent"] if isinstance(atom, dict) else atom.extent
-    mod = atom["modality"] if isinstance(atom, dict) else atom.modality
-    return mod == modality and any(g["source_id"] == src and region_hit(modality, ext, g["region"])
-                                   for g in golds)
+def _hits_any(modality: str, atom: AtomRow | CaseAtom, golds: Sequence[dict]) -> bool:
+    return atom.modality == modality and any(
+        g["source_id"] == atom.source_id and region_hit(modality, atom.extent, g["region"])
+        for g in golds)
 
 
-def load_run_cases(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None) -> RunCases:
-    """Read a run directory and its sets and build both kinds of case (cached per files'
-    modification times, so a notebook's several calls read the run once)."""
-    run_dir = resolve_run_dir(run_dir)
-    meta_path = run_dir / "meta.json"
-    if not meta_path.exists():
-        raise MembenchError(f"{meta_path} not found: is {run_dir} a run directory "
-                            "(membench run --out DIR)?")
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    sdir = _sets_dir(run_dir, sets_dir, meta)
-    files = [meta_path, run_dir / "run.jsonl", run_dir / "atoms.jsonl", sdir / "items.jsonl",
-             *(sdir / f"{m}.jsonl" for m in MODALITIES)]
-    key = (str(run_dir.resolve()), str(sdir.resolve()),
+def load_run_cases(run_dir: str | os.PathLike | RunDir,
+                   sets_dir: str | os.PathLike | None = None) -> RunCases:
+    """Open a run directory (:class:`~membench.metrics.rundir.RunDir`) and build both kinds of
+    case (cached per files' modification times, so a notebook's several calls read the run
+    once)."""
+    rd = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir, sets_dir)
+    files = [rd.path / "meta.json", rd.path / "run.jsonl", rd.path / "atoms.jsonl",
+             rd.sets_dir / "items.jsonl", *(rd.sets_dir / f"{m}.jsonl" for m in MODALITIES)]
+    key = (str(rd.path.resolve()), str(rd.sets_dir.resolve()),
            tuple(f.stat().st_mtime_ns if f.exists() else None for f in files))
     hit = _CACHE.get(key)
     if hit is None:
-        hit = _load(run_dir, sdir, meta)
+        hit = _load(rd)
         _CACHE.clear()          # keep one run: a browser session looks at one run at a time
         _CACHE[key] = hit
     return hit
@@ -201,80 +166,47 @@ def load_run_cases(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | Non
 _CACHE: dict[tuple, RunCases] = {}
 
 
-def _load(run_dir: Path, sdir: Path, meta: dict) -> RunCases:
-    split = meta.get("split")
-    if split not in ("dev", "test"):
-        raise MembenchError(f"{run_dir / 'meta.json'}: split must be dev or test, got {split!r}")
-    mods = meta.get("modalities") or None
-    recs, _ = load_records(sdir, split, mods, meta.get("limit"))
-    # derived_from may be outside a limited subset
-    all_split = recs if meta.get("limit") is None else load_records(sdir, split, mods, None)[0]
-    by_qid: dict[str, AnnotationRecord] = {r.query_id: r for r in all_split}
-    items: dict[str, SourceItem] = {}
-    raw_items: dict[str, dict] = {}
-    for no, obj in iter_json_lines(sdir / "items.jsonl"):
-        it = parse_model(SourceItem, obj, sdir / "items.jsonl", no)
-        items[it.source_id] = it
-        raw_items[it.source_id] = obj
-
-    runs: dict[str, dict] = {}
-    run_path = run_dir / "run.jsonl"
-    if run_path.exists():
-        for _, obj in iter_json_lines(run_path):
-            runs[obj["query_id"]] = obj
-
-    # pass 1: which atoms the cases need
-    wanted: set[str] = set()
-    ranked_by_q: dict[str, list[str]] = {}
-    for r in recs:
-        row = runs.get(r.query_id)
-        if row is None:
-            continue
-        ranked = order_hits(row["hits"])
-        ranked_by_q[r.query_id] = ranked
-        wanted.update(ranked[:MISS_DEPTH])
-        wanted.update(row["cartridge"])
-    atoms: dict[str, dict] = {}
-    atoms_path = run_dir / "atoms.jsonl"
-    if atoms_path.exists():
-        for _, obj in iter_json_lines(atoms_path):
-            if obj.get("atom_id") in wanted:
-                atoms[obj["atom_id"]] = obj
+def _load(rd: RunDir) -> RunCases:
+    """Both kinds of case, selected from the run's per-item scores (:meth:`RunDir.scores`):
+    a false recall is an unanswerable item with ``false_recall_rate`` 1, a miss an answerable
+    item with ``recall@10`` 0."""
+    scores = rd.scores()
+    recall10 = scores.values["recall@10"]
+    false_recall = scores.values["false_recall_rate"]
+    by_qid = rd.split_records()
+    raw_items = rd.item_rows()
+    atoms = {a.atom_id: a for a in rd.atoms}
+    rows = rd.row_by_query
 
     false_recalls: list[Case] = []
     misses: list[Case] = []
     denominators: list[dict[str, Any]] = []
-    for r in recs:
-        row = runs.get(r.query_id)
-        ranked = ranked_by_q.get(r.query_id, [])
-        cart_ids = list(dict.fromkeys(row["cartridge"])) if row else []
-        gold = _gold_rows(r.gold)
+    for i, r in enumerate(rd.records):
+        assert scores.query_id[i] == r.query_id
+        failed = bool(false_recall[i] == 1.0) if r.unanswerable else bool(recall10[i] == 0.0)
         derivation = r.origin.derivation or "native"
-        if r.unanswerable:
-            failed = bool(cart_ids)
-        else:
-            failed = not any(_hits_any(r.modality, atoms[a], gold)
-                             for a in ranked[:MISS_DEPTH] if a in atoms)
         denominators.append({"query_id": r.query_id, "modality": r.modality,
                              "derivation": derivation, "answerable": not r.unanswerable,
                              "failed": failed})
         if not failed:
             continue
-        case = _make_case(r, row, ranked, cart_ids, gold, atoms, items, raw_items, by_qid)
+        case = _make_case(r, rows.get(r.query_id), atoms, raw_items, by_qid)
         (false_recalls if r.unanswerable else misses).append(case)
 
     order = {m: i for i, m in enumerate(MODALITIES)}
     key = lambda c: (order.get(c.modality, len(order)), c.query_id)
-    return RunCases(run_dir, sdir, meta, sorted(false_recalls, key=key), sorted(misses, key=key),
-                    denominators)
+    return RunCases(rd.path, rd.sets_dir, rd.meta, sorted(false_recalls, key=key),
+                    sorted(misses, key=key), denominators)
 
 
-def _make_case(r: AnnotationRecord, row: dict | None, ranked: list[str], cart_ids: list[str],
-               gold: list[dict], atoms: dict[str, dict], items: dict[str, SourceItem],
+def _make_case(r: AnnotationRecord, row: RunRow | None, atoms: dict[str, AtomRow],
                raw_items: dict[str, dict], by_qid: dict[str, AnnotationRecord]) -> Case:
+    ranked = rank_order(row.hit_ids, row.scores) if row is not None else []
+    cart_ids = list(dict.fromkeys(row.cartridge)) if row is not None else []
+    gold = _gold_rows(r.gold)
     scores: dict[str, float] = {}
-    if row:
-        for a, s in row["hits"]:
+    if row is not None:
+        for a, s in row.hits:
             scores.setdefault(a, float(s))      # a duplicate keeps its first score
     rank = {a: i + 1 for i, a in enumerate(ranked)}
     orig_rec = by_qid.get(r.origin.derived_from) if r.origin.derived_from else None
@@ -294,11 +226,11 @@ def _make_case(r: AnnotationRecord, row: dict | None, ranked: list[str], cart_id
         if obj is None:
             return CaseAtom(a, rank.get(a), scores.get(a), "?", r.modality, {}, "", "?", "?",
                             a in cart_set, False, False, known=False)
-        it = items.get(obj["source_id"])
-        holder = it.holder if it else obj["holder"]           # items.jsonl is the truth
-        observed = it.observed_at if it else _ts(obj["observed_at"])
-        ca = CaseAtom(a, rank.get(a), scores.get(a), obj["source_id"], obj["modality"],
-                      dict(obj["extent"]), obj.get("text") or "", holder, observed.isoformat(),
+        it = raw_items.get(obj.source_id)
+        holder = it["holder"] if it else obj.holder              # items.jsonl is the truth
+        observed = _ts(it["observed_at"]) if it else obj.observed_at
+        ca = CaseAtom(a, rank.get(a), scores.get(a), obj.source_id, obj.modality,
+                      dict(obj.extent), obj.text or "", holder, observed.isoformat(),
                       a in cart_set, holder != r.scope.holder, observed > as_of)
         ca.hits_gold = _hits_any(r.modality, obj, gold)
         ca.hits_original = bool(original) and _hits_any(r.modality, obj, original["gold"])

@@ -41,13 +41,14 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import MembenchError
+from ..core.paths import resolve_user_path
 from ..metrics import METRICS, SEED
 from ..metrics.aggregate import slice_metrics
+from ..metrics.measures import PAIRED_METRICS
+from ..metrics.rundir import RunDir, read_meta
 from ..modalities import MODALITIES
-from ..run.runner import set_digests
-from .slices import LoadedRun, item_frame, load_run, metric_values, read_meta, resolve_path
+from .frames import item_frame, metric_values
 
-PAIRED_METRICS: tuple[str, ...] = ("recall@10", "ndcg@10", "mrr", "false_recall_rate")
 N_PAIRED_RESAMPLES = 10_000
 _BLOCK = 2_000_000          # resample-matrix cells held at once
 
@@ -60,7 +61,7 @@ class ComparisonError(MembenchError):
 class Comparison:
     labels: list[str]
     run_dirs: list[str]
-    runs: list[LoadedRun] = field(repr=False)
+    runs: list[RunDir] = field(repr=False)
     items: dict[str, Any] = field(repr=False)      # label -> item frame
     summary: Any = None                            # long DataFrame
     pairs: Any = None                              # DataFrame
@@ -156,11 +157,11 @@ def holm(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def _labels(runs: list[LoadedRun]) -> list[str]:
+def _labels(runs: list[RunDir]) -> list[str]:
     names = [r.system for r in runs]
     labels = []
     for i, r in enumerate(runs):
-        lab = r.system if names.count(r.system) == 1 else f"{r.system}@{r.run_dir.name}"
+        lab = r.system if names.count(r.system) == 1 else f"{r.system}@{r.path.name}"
         while lab in labels:
             lab = f"{lab}#{i}"
         labels.append(lab)
@@ -184,28 +185,25 @@ def check_metas(metas: list[tuple[Path, dict]]) -> None:
                                   f"whose sha256 differ ({', '.join(diff)})")
 
 
-def check_comparable(runs: list[LoadedRun]) -> None:
+def check_comparable(runs: list[RunDir]) -> None:
     """Same split, same set files (sha256, as recorded by each run and as read now), same
     evaluated query ids; :class:`ComparisonError` naming the runs and the difference."""
-    check_metas([(r.run_dir, r.meta) for r in runs])
+    check_metas([(r.path, r.meta) for r in runs])
     for r in runs:
-        rec = r.meta.get("set_sha256")
-        if rec:
-            now = set_digests(r.sets_dir)
-            diff = sorted(f for f in set(rec) | set(now) if rec.get(f) != now.get(f))
-            if diff:
-                raise ComparisonError(
-                    f"{r.run_dir}: was run on set files whose sha256 differ from {r.sets_dir} "
-                    f"({', '.join(diff)}); score it against the sets it was run on")
+        diff = r.set_drift()
+        if diff:
+            raise ComparisonError(
+                f"{r.path}: was run on set files whose sha256 differ from {r.sets_dir} "
+                f"({', '.join(diff)}); score it against the sets it was run on")
     ref = runs[0]
-    ref_ids = set(ref.scores.query_id)
+    ref_ids = set(ref.scores().query_id)
     for r in runs[1:]:
-        ids = set(r.scores.query_id)
+        ids = set(r.scores().query_id)
         if ids != ref_ids:
             only_a = sorted(ref_ids - ids)
             only_b = sorted(ids - ref_ids)
             raise ComparisonError(
-                f"different items: {ref.run_dir} evaluates {len(ref_ids)} queries, {r.run_dir} "
+                f"different items: {ref.path} evaluates {len(ref_ids)} queries, {r.path} "
                 f"{len(ids)}; {len(only_a)} only in the first (e.g. {only_a[:3]}), "
                 f"{len(only_b)} only in the second (e.g. {only_b[:3]}); compare runs made "
                 "with the same --modality / --limit")
@@ -221,9 +219,9 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
 
     if isinstance(run_dirs, (str, os.PathLike)):
         raise ComparisonError("run_dirs must be a list of run directories")
-    paths = [resolve_path(d) for d in run_dirs]
+    paths = [resolve_user_path(d) for d in run_dirs]
     check_metas([(p, read_meta(p)) for p in paths])
-    runs = [load_run(p, sets_dir) for p in paths]
+    runs = [RunDir.open(p, sets_dir) for p in paths]
     check_comparable(runs)
     labels = _labels(runs)
     frames = {lab: item_frame(r) for lab, r in zip(labels, runs)}
@@ -235,10 +233,10 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
 
     rows = []
     for lab, r in zip(labels, runs):
-        mod_arr = np.asarray(r.scores.modality, dtype=object)
+        mod_arr = np.asarray(r.scores().modality, dtype=object)
         for scope in scopes:
             mask = np.ones(len(mod_arr), bool) if scope == "all" else mod_arr == scope
-            for m, e in slice_metrics(r.scores, mask, scope, seed=seed,
+            for m, e in slice_metrics(r.scores(), mask, scope, seed=seed,
                                       n_resamples=ci_resamples).items():
                 rows.append({"scope": scope, "system": lab, "metric": m, "value": e["value"],
                              "n": e["n"], "denominator": e["denominator"],
@@ -275,7 +273,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
     rank_mod = {m: i for i, m in enumerate(MODALITIES)}
     first = first.sort_values(["system", "modality"], key=lambda c: c.map(
         rank_sys if c.name == "system" else rank_mod)).reset_index(drop=True)
-    return Comparison(labels=labels, run_dirs=[str(r.run_dir) for r in runs], runs=runs,
+    return Comparison(labels=labels, run_dirs=[str(r.path) for r in runs], runs=runs,
                       items=frames, summary=summary, pairs=pairs, first_stage=first)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .errors import MembenchError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 BENCH_DIR = REPO_ROOT / "bench"
 MANIFEST_PATH = BENCH_DIR / "corpus" / "manifest.jsonl"
 LOCK_PATH = BENCH_DIR / "sets.lock.json"
@@ -38,6 +38,19 @@ def corpus_root(explicit: str | os.PathLike | None = None) -> Path:
             return p.resolve()
     raise MembenchError("no corpus root: pass --corpus DIR or set MEMBENCH_CORPUS "
                         "(expected ../shared/corpus next to the checkout)")
+
+
+def resolve_user_path(p: str | os.PathLike) -> Path:
+    """A path a user or a notebook parameter gave: absolute as is; relative to the current
+    directory if it exists there, else relative to the repository root (papermill runs from
+    the repository root, JupyterLab starts kernels in ``notebooks/``)."""
+    p = Path(p)
+    if p.is_absolute() or p.exists():
+        return p
+    alt = REPO_ROOT / p
+    if alt.exists() or Path.cwd().resolve() == (REPO_ROOT / "notebooks").resolve():
+        return alt      # (a path to create, from a kernel in notebooks/: the repo root's)
+    return p
 
 
 def cache_dir(kind: str) -> Path:

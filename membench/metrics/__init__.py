@@ -10,6 +10,7 @@ Modules, one per measure family:
 * :mod:`.latency`   p50 / p95 compile latency
 * :mod:`.bootstrap` percentile bootstrap intervals
 * :mod:`.score`     per-item join of records, items, atoms and run lines
+* :mod:`.measures`  the measure registry: name, definition, denominator, gate, direction
 * :mod:`.aggregate` slices, gates, judgment sets, ``metrics.json``, :func:`format_table`
 * :mod:`.rundir`    a run directory (:class:`~membench.metrics.rundir.RunDir`); its files are read by
   :mod:`membench.run.files`
@@ -31,10 +32,11 @@ from typing import Any
 from ..run.files import AtomRow, RunRow, read_atoms, read_run
 from ..run.protocol import TIE_BREAKING, order_hits
 from ..sets.schema import AnnotationRecord, SourceItem
-from .aggregate import DEFINITIONS, GATES, METRICS, aggregate, format_table
+from .aggregate import DEFINITIONS, aggregate, format_table
 from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
+from .measures import GATES, MEASURES, METRICS, Measure
 from .ranking import FirstHits
-from .rundir import load_records, metrics_for_run_dir
+from .rundir import RunDir, metrics_for_run_dir
 from .score import ItemScores, score_items
 from .trec import evaluate_trec, read_trec_qrels, read_trec_run, write_trec_qrels, write_trec_run
 
@@ -54,20 +56,22 @@ def compute_metrics(records: Iterable[AnnotationRecord | Mapping],
 __all__ = [
     "DEFINITIONS",
     "GATES",
+    "MEASURES",
     "METRICS",
+    "Measure",
     "N_RESAMPLES",
     "SEED",
     "TIE_BREAKING",
     "AtomRow",
     "FirstHits",
     "ItemScores",
+    "RunDir",
     "RunRow",
     "aggregate",
     "bootstrap_ci",
     "compute_metrics",
     "evaluate_trec",
     "format_table",
-    "load_records",
     "metrics_for_run_dir",
     "order_hits",
     "read_atoms",

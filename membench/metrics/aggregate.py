@@ -32,56 +32,19 @@ import numpy as np
 from ..modalities import MODALITIES
 from ..run.protocol import TIE_BREAKING
 from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
-from .latency import LATENCY_PERCENTILES, percentile
-from .score import JUDGMENT_MEASURES, MEAN_MEASURES, ItemScores
-
-METRICS: tuple[str, ...] = (*MEAN_MEASURES, *LATENCY_PERCENTILES)
-
-# (metric, op, threshold) checked per modality and for "all"
-GATES: tuple[tuple[str, str, float], ...] = (
-    ("recall@10", ">=", 0.90),
-    ("false_recall_rate", "<=", 0.10),
-    ("temporal_correctness", ">=", 0.95),
-    ("holder_correctness", ">=", 0.95),
+from .latency import percentile
+from .measures import (
+    BY_NAME,
+    GATES,
+    JUDGMENT_MEASURES,
+    LATENCY_PERCENTILES,
+    MEAN_MEASURES,
+    METRICS,
+    definitions,
 )
-_GATE_EPS = 1e-12   # a mean that is 0.9 up to float rounding passes ">= 0.90"
+from .score import ItemScores
 
-DEFINITIONS: dict[str, str] = {
-    "hit": "Gold region g is hit by atom a iff same source_id and overlapping extents: pdf same "
-           "page (blocks equal when both carry one); image always; ui_screenshot bbox "
-           "intersection area > 0 (touching edges are not hits); video closed time intervals "
-           "intersect (touching ends are hits); code same path and (gold line in "
-           "[line_start, line_end] or gold symbol == the atom's declared symbol; a symbol gold is "
-           "not hit by an atom without symbol); conversation gold turn in [turn_start, "
-           "turn_end]. Atom holder and observed_at are those of its source item.",
-    "recall@10": "Mean over answerable items of the share of gold regions hit by an atom "
-                 "ranked <= 10.",
-    "recall@100": "As recall@10 with rank <= 100.",
-    "recall@1000": "As recall@10 with rank <= 1000.",
-    "mrr": "Mean over answerable items of 1/rank of the first atom hitting any gold region "
-           "(0 if none).",
-    "ndcg@10": "Mean over answerable items of DCG@10/IDCG@10; binary gain 1 at a rank whose atom "
-               "hits at least one gold region not hit by an earlier atom; DCG = sum "
-               "gain/log2(rank+1); IDCG from min(|gold|, 10) gains.",
-    "false_recall_rate": "Share of unanswerable items whose cartridge is non-empty.",
-    "temporal_correctness": "Share of all items whose returned hits and cartridge contain no "
-                            "atom observed after the item's as_of.",
-    "holder_correctness": "Share of all items whose returned hits and cartridge contain no atom "
-                          "of a holder other than scope.holder.",
-    "abstain_rate_answerable": "Share of answerable items whose cartridge is empty.",
-    "cartridge_recall": "Mean over answerable items of the share of gold regions hit by any "
-                        "cartridge atom (unranked).",
-    "latency_p50_ms": "Median per-query compile latency (ms) over queries with a run line "
-                      "(numpy linear percentile); n = those queries, denominator = all items.",
-    "latency_p95_ms": "95th percentile of per-query compile latency (ms), as latency_p50_ms.",
-    "items": "Denominators count annotated items, never hits. An item without a run line "
-             "counts as having returned nothing (all-zero ranking measures, empty cartridge).",
-    "ci95": f"Percentile bootstrap over the slice's items, {N_RESAMPLES} resamples, numpy PCG64 "
-            f"seeded with (seed={SEED}, crc32('<slice>|<metric>')).",
-    "judgment_sets": "Alternative judgment sets carried in records' `judgments`: ranking "
-                     "measures and cartridge recall over the items that carry the set, "
-                     "answerable = non-empty list under that set.",
-}
+DEFINITIONS: dict[str, str] = definitions()
 
 
 def _entry(value: float | None, n: int, denominator: int,
@@ -122,18 +85,14 @@ def _modalities(present: list[str]) -> list[str]:
 
 
 def evaluate_gates(result: dict[str, Any], scopes: list[str]) -> list[dict[str, Any]]:
+    """Every gate of the measure registry, per scope: value, PASS / FAIL, or ``None`` when the
+    value is null (no items)."""
     gates = []
     for scope in scopes:
         for metric, op, threshold in GATES:
             value = result[scope][metric]["value"]
-            if value is None:
-                ok = None
-            elif op == ">=":
-                ok = value >= threshold - _GATE_EPS
-            else:
-                ok = value <= threshold + _GATE_EPS
             gates.append({"metric": metric, "scope": scope, "op": op, "threshold": threshold,
-                          "value": value, "pass": ok})
+                          "value": value, "pass": BY_NAME[metric].gate.passes(value)})
     return gates
 
 

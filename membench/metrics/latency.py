@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-LATENCY_PERCENTILES = {"latency_p50_ms": 50.0, "latency_p95_ms": 95.0}
-
 
 def percentile(values: np.ndarray, q: float) -> float | None:
     """The ``q``-th percentile of ``values`` (NaNs ignored); ``None`` when there are none."""

@@ -26,14 +26,12 @@ from ..run.files import AtomRow, RunRow, parse_atom, parse_run_row, to_us
 from ..run.protocol import rank_order
 from ..sets.schema import AnnotationRecord, SourceItem
 from . import cartridge as cart_mod
-from .ranking import RANK_MEASURES, FirstHits, rank_measures
+from .measures import MEAN_MEASURES
+from .ranking import FirstHits, rank_measures
 from .resolve import AtomTable, GoldRef, Universe, build_atom_table, index_items
 from .scope import check_scope
 
 PRIMARY = "gold"
-MEAN_MEASURES = (*RANK_MEASURES, "false_recall_rate", "temporal_correctness",
-                 "holder_correctness", "abstain_rate_answerable", "cartridge_recall")
-JUDGMENT_MEASURES = (*RANK_MEASURES, "cartridge_recall")
 
 
 def source_key(query_id: str) -> str:

@@ -23,7 +23,7 @@ class Image(Modality):
     cap: dict[str, float] = {}
     region_doc = "{} (the whole image)"
     extent_doc = region_doc
-    hit_doc = "always (same image)"
+    hit_doc = "always"
 
     def hit(self, extent: dict, region: dict) -> bool:
         return True

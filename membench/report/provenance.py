@@ -13,20 +13,23 @@ from pathlib import Path
 from typing import Any
 
 from ..core.jsonl import sha256_file
-from ..core.paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH
+from ..core.paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH, resolve_user_path
+from ..metrics.rundir import RunDir
 from ..run.runner import TEST_ACCESS_LOG, code_revision
 from ..sets.build import SET_FILES
 
 
 def provenance(run_dir: str | Path | None = None, sets_dir: str | Path | None = None) -> dict[str, Any]:
     """The facts a report must carry. Set and manifest digests are computed now from the files;
-    the run's own record of them (meta.json) is kept beside, so a mismatch is visible."""
-    sets = Path(sets_dir) if sets_dir else DEFAULT_SETS_DIR
+    the run's own record of them (meta.json) is kept beside, so a mismatch is visible. With a
+    run, its sets are the run's (:class:`~membench.metrics.rundir.RunDir`'s rule); without,
+    ``sets_dir`` or ``bench/sets``."""
     meta: dict[str, Any] = {}
     if run_dir is not None:
-        p = Path(run_dir) / "meta.json"
-        if p.exists():
-            meta = json.loads(p.read_text())
+        rd = RunDir.open(run_dir, sets_dir)
+        meta, sets, run_dir = rd.meta, rd.sets_dir, rd.path
+    else:
+        sets = resolve_user_path(sets_dir) if sets_dir else DEFAULT_SETS_DIR
     lock = json.loads(LOCK_PATH.read_text())["files"] if LOCK_PATH.exists() else {}
     sets_now = {f: sha256_file(sets / f) for f in SET_FILES if (sets / f).exists()}
     out = {

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core.errors import MembenchError
 from ..core.paths import REPO_ROOT
+from ..metrics.rundir import RunDir
 from .provenance import provenance
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
@@ -126,13 +127,12 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     sets = str(Path(sets_dir).resolve()) if sets_dir else None
     root = str(Path(corpus).resolve()) if corpus else None
     for run in runs:
-        run = Path(run).resolve()
-        if not (run / "meta.json").exists():
-            raise MembenchError(f"{run}: not a run directory (no meta.json); run `membench run` first")
-        prov = provenance(run, sets_dir)
+        rd = RunDir.open(Path(run).resolve(), sets_dir)   # the run's own sets unless given
+        prov = provenance(rd.path, rd.sets_dir)
         for name in notebooks:
-            params = {"run_dir": str(run), "sets_dir": sets, "corpus": root, **(extra or {})}
-            done.append(render_notebook(name, params, out / run_label(run), prov))
+            params = {"run_dir": str(rd.path), "sets_dir": str(rd.sets_dir.resolve()),
+                      "corpus": root, **(extra or {})}
+            done.append(render_notebook(name, params, out / run_label(rd.path), prov))
     all_runs = [Path(r).resolve() for r in [*runs, *(compare or [])]]
     if len(all_runs) > 1:
         label = "compare-" + "-vs-".join(run_label(r) for r in all_runs)

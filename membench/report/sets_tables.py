@@ -1,4 +1,5 @@
-"""Tables about the built sets, for notebook 01 (counts, coverage, rule results, digests)."""
+"""Tables about the built sets, for notebook 01 (counts, rule results, digests; coverage is
+:func:`membench.analysis.summaries.coverage_frame`)."""
 
 from __future__ import annotations
 
@@ -36,22 +37,6 @@ def counts_table(df, by=("modality", "source", "split", "derivation")):
                        aggfunc="count", fill_value=0)
     t["total"] = t.sum(axis=1)
     return t
-
-
-def coverage_frame(sets_dir: str | Path | None = None):
-    import pandas as pd
-
-    sets = Path(sets_dir) if sets_dir else DEFAULT_SETS_DIR
-    cov = json.loads((sets / "coverage.json").read_text())
-    rows = []
-    for c in cov:
-        rows.append({"source": c["source"], "mirrored": c["mirrored"],
-                     "upstream items": c["upstream_items"] if c["mirrored"] else "—",
-                     "covered": c["covered"] if c["mirrored"] else "not covered (not mirrored)",
-                     "not covered": sum(c["not_covered"].values()),
-                     "why not covered": "; ".join(f"{k}: {v}" for k, v in c["not_covered"].items()),
-                     "repaired": "; ".join(f"{k}: {v}" for k, v in c["normalised"].items())})
-    return pd.DataFrame(rows).set_index("source")
 
 
 def rules_frame(findings: list[Finding]):

@@ -25,9 +25,10 @@ from ..core.errors import InputError, MembenchError
 from ..core.jsonl import dumps, iter_json_lines, sha256_file
 from ..core.paths import MANIFEST_PATH
 from ..modalities import EXTENT_CAPS
+from ..sets.build import set_digests
 from .files import read_atoms
 from .protocol import MAX_DEPTH, Atom, order_hits
-from .runner import check_atoms, code_revision, load_split, log_test_access, set_digests
+from .runner import check_atoms, code_revision, load_split, log_test_access
 
 
 def read_atom_file(path: Path) -> list[Atom]:

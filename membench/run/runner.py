@@ -30,12 +30,12 @@ from typing import Iterable
 
 from .. import __version__
 from ..core.errors import InputError, MembenchError
-from ..core.hashing import limit_subset
 from ..core.jsonl import dumps, iter_json_lines, read_models, sha256_file
 from ..core.paths import BENCH_DIR, MANIFEST_PATH, REPO_ROOT
 from ..modalities import EXTENT_CAPS, MODALITIES
-from ..sets.build import SET_FILES, split_holders
+from ..sets.build import set_digests, split_holders
 from ..sets.schema import AnnotationRecord, SourceItem
+from ..sets.select import check_modalities, select_records
 from .protocol import MAX_DEPTH, Atom, MemorySystem, check_atom
 
 TEST_ACCESS_LOG = BENCH_DIR / "test_access.jsonl"
@@ -53,29 +53,25 @@ class SplitData:
 
 def load_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = None,
                limit: int | None = None) -> SplitData:
-    """Records and items of one split. ``limit`` keeps N queries per modality, chosen by a hash
-    of the query id (so a subset mixes answerable and unanswerable items, and is stable)."""
+    """Records and items of one split: the records :func:`membench.sets.select.select_records`
+    picks (``limit``: N queries per modality, hash-chosen), asked in query-id order per
+    modality, and the items of the split's holders in the selected modalities."""
     sets_dir = Path(sets_dir)
-    mods = list(modalities) if modalities else list(MODALITIES)
-    for m in mods:
-        if m not in MODALITIES:
-            raise MembenchError(f"unknown modality {m!r}; choose from {', '.join(MODALITIES)}")
+    mods = check_modalities(modalities)
     items_all = read_models(sets_dir / "items.jsonl", SourceItem)
     by_source: dict[str, set[str]] = {}
     for it in items_all:
         by_source.setdefault(it.source_id.split(":", 1)[0], set()).add(it.holder)
     hsplit = split_holders({k: sorted(v) for k, v in by_source.items()})
     items = [it for it in items_all if hsplit[it.holder] == split and it.modality in mods]
-    records: list[AnnotationRecord] = []
-    for m in mods:
-        recs = [r for r in read_models(sets_dir / f"{m}.jsonl", AnnotationRecord) if r.split == split]
-        for r in recs:
-            if hsplit.get(r.scope.holder) != split:
-                raise MembenchError(f"{sets_dir / (m + '.jsonl')}: {r.query_id}: split {split} but "
-                                    f"holder {r.scope.holder} is {hsplit.get(r.scope.holder)}")
-        records.extend(sorted(limit_subset(recs, limit, lambda r: r.query_id),
-                              key=lambda r: r.query_id))
-    return SplitData(records, items)
+    recs, locs = select_records(sets_dir, split, mods, limit)
+    for r, (f, no) in zip(recs, locs):
+        if hsplit.get(r.scope.holder) != split:
+            raise InputError(f, no, "scope.holder", f"{r.query_id}: split {split} but holder "
+                             f"{r.scope.holder} is {hsplit.get(r.scope.holder)}",
+                             rule="SPLIT_LEAK")
+    order = {m: i for i, m in enumerate(mods)}
+    return SplitData(sorted(recs, key=lambda r: (order[r.modality], r.query_id)), items)
 
 
 def code_revision() -> str:
@@ -90,10 +86,6 @@ def code_revision() -> str:
     except (OSError, subprocess.SubprocessError):
         pass
     return f"membench-{__version__} (no git)"
-
-
-def set_digests(sets_dir: Path) -> dict[str, str]:
-    return {f: sha256_file(Path(sets_dir) / f) for f in SET_FILES if (Path(sets_dir) / f).exists()}
 
 
 def _now() -> str:

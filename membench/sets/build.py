@@ -176,6 +176,12 @@ def set_stats(records: list[AnnotationRecord], items: list[SourceItem],
 # --------------------------------------------------------------------------- lock
 
 
+def set_digests(sets_dir: str | Path) -> dict[str, str]:
+    """sha256 of every set file present in ``sets_dir`` (what runs record and locks freeze)."""
+    d = Path(sets_dir)
+    return {f: sha256_file(d / f) for f in SET_FILES if (d / f).exists()}
+
+
 def read_lock(path: Path) -> dict[str, str]:
     if not path.exists():
         return {}

@@ -1,4 +1,4 @@
-"""The cartridge policy of the reference systems, and threshold calibration.
+"""The cartridge policy of the reference systems.
 
 **Compiling a cartridge** (:meth:`CartridgePolicy.compile`). Walk the ranked hits in order and
 admit an atom when
@@ -15,26 +15,16 @@ admit an atom when
 
 An empty cartridge means the system abstains. The cartridge keeps ranking order.
 
-**Calibration** (:func:`calibrate`). Given the top-1 score of every answerable and every
-unanswerable dev query (``None`` for a query with no hits), pick the threshold ``t`` that
-maximises Youden's J = TPR(t) - FPR(t), where TPR is the share of answerable queries with
-top-1 >= t and FPR the share of unanswerable ones (the false-recall rate the cartridge would
-have, when the top-1 atom decides), subject to FPR(t) <= ``max_false_recall`` (0.10, the SPEC
-gate). Candidates are the observed finite scores plus one value just above the largest
-(``math.nextafter``; "always abstain"). The constraint counts as *achievable* when some
-candidate with TPR > 0 satisfies it; otherwise the best unconstrained J is taken (and
-:class:`Calibration` says so). Ties in J go to the higher threshold (fewer false recalls).
-The rule is deterministic: same inputs, same threshold.
+Its per-modality thresholds come from ``membench calibrate`` (the operating-point rule of
+:mod:`membench.analysis.operating_point`), committed in ``bench/calibration/``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
-
-MAX_FALSE_RECALL = 0.10
 
 
 @dataclass
@@ -76,65 +66,3 @@ class CartridgePolicy:
             out.append(atom_id)
             used += n
         return out
-
-
-@dataclass(frozen=True)
-class Calibration:
-    threshold: float
-    tpr: float               # share of answerable queries with top-1 >= threshold
-    fpr: float               # share of unanswerable queries with top-1 >= threshold
-    j: float                 # tpr - fpr
-    constrained: bool        # True when the max_false_recall target was achievable
-    n_answerable: int
-    n_unanswerable: int
-
-
-def _clean(scores: Iterable[float | None]) -> list[float]:
-    out = []
-    for s in scores:
-        if s is None:
-            out.append(-math.inf)
-        else:
-            s = float(s)
-            if math.isnan(s):
-                raise ValueError("NaN score in calibration input")
-            out.append(s)
-    return out
-
-
-def _share_at_least(sorted_scores: list[float], t: float) -> float:
-    if not sorted_scores:
-        return 0.0
-    import bisect
-    return (len(sorted_scores) - bisect.bisect_left(sorted_scores, t)) / len(sorted_scores)
-
-
-def calibrate_detail(scores_answerable_top1: Iterable[float | None],
-                     scores_unanswerable_top1: Iterable[float | None],
-                     max_false_recall: float = MAX_FALSE_RECALL) -> Calibration:
-    """The calibration rule of this module (see the module docstring), with its figures."""
-    pos = sorted(_clean(scores_answerable_top1))
-    neg = sorted(_clean(scores_unanswerable_top1))
-    finite = sorted({s for s in pos + neg if math.isfinite(s)})
-    if not finite:
-        raise ValueError("calibration needs at least one finite top-1 score")
-    candidates = finite + [math.nextafter(finite[-1], math.inf)]
-    rows = []
-    for t in candidates:
-        tpr, fpr = _share_at_least(pos, t), _share_at_least(neg, t)
-        rows.append((t, tpr, fpr, tpr - fpr))
-    feasible = [r for r in rows if r[2] <= max_false_recall and r[1] > 0]
-    constrained = bool(feasible)
-    pool = feasible if constrained else rows
-    # best J; ties -> higher threshold
-    t, tpr, fpr, j = max(pool, key=lambda r: (r[3], r[0]))
-    return Calibration(threshold=t, tpr=tpr, fpr=fpr, j=j, constrained=constrained,
-                       n_answerable=len(pos), n_unanswerable=len(neg))
-
-
-def calibrate(scores_answerable_top1: Iterable[float | None],
-              scores_unanswerable_top1: Iterable[float | None],
-              max_false_recall: float = MAX_FALSE_RECALL) -> float:
-    """The threshold chosen by :func:`calibrate_detail`."""
-    return calibrate_detail(scores_answerable_top1, scores_unanswerable_top1,
-                            max_false_recall).threshold

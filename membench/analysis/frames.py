@@ -1,0 +1,108 @@
+"""One row per evaluated item of a run: the frame every analysis works from.
+
+:func:`item_frame` is built from the run's per-item scores
+(:meth:`membench.metrics.rundir.RunDir.scores`, i.e. :func:`membench.metrics.score_items`)
+joined with the records and the run lines; no metric is recomputed here.
+
+Columns (NaN where an item is outside a measure's denominator)::
+
+    query_id, modality, source (query_id before ':'), holder, scenario, session,
+    derivation ("native" | "transactive" | "temporal"), answerable, as_of (UTC Timestamp),
+    as_of_quarter ("2023Q4", calendar, UTC), as_of_bucket (see below), has_run, n_gold, n_hits,
+    recall@10, recall@100, recall@1000, rr (reciprocal rank: per-item MRR), ndcg@10,
+    cartridge_size, cartridge_recall, false_recall (1.0/0.0 on unanswerable items),
+    abstained (empty cartridge), holder_leak (a returned hit or cartridge atom of another
+    holder), temporal_leak (one observed after as_of), n_foreign, n_future, latency_ms,
+    top1_score (score of the rank-1 hit, NaN without hits), top1_hit (the rank-1 hit hits a
+    gold region, i.e. rr == 1; False on unanswerable items)
+
+``as_of_bucket``: the builder gives most sources a synthetic ingestion timeline of a few days
+(calendar quarters would put almost everything in one bucket), so the bucket is a **per-source
+quantile of as_of**: items of one source are ranked by as_of and cut into ``n_buckets`` (4)
+equal-count groups, labelled ``"1/4"`` (earliest) to ``"4/4"`` (latest); items with the same
+as_of always share a bucket (rank method "max"), so a source with few distinct times fills
+fewer buckets. ``as_of_quarter`` keeps the calendar view.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..core.errors import MembenchError
+from ..metrics.rundir import RunDir
+
+N_BUCKETS = 4
+
+
+def _as_of_bucket(as_of, source, n_buckets: int) -> list[str]:
+    pct = as_of.groupby(source).rank(method="max", pct=True)
+    b = np.clip(np.ceil(pct.to_numpy() * n_buckets), 1, n_buckets).astype(int)
+    return [f"{x}/{n_buckets}" for x in b]
+
+
+def item_frame(run: str | os.PathLike | RunDir, sets_dir: str | os.PathLike | None = None,
+               *, n_buckets: int = N_BUCKETS):
+    """One row per evaluated item of a run (columns: module docstring). ``df.attrs`` carries
+    ``run_dir``, ``system``, ``split``, ``sets_dir`` and ``n_buckets``."""
+    import pandas as pd
+
+    rd = run if isinstance(run, RunDir) else RunDir.open(run, sets_dir)
+    rows = rd.scores().rows()
+    df = pd.DataFrame(rows)
+    if df.empty:
+        raise MembenchError(f"{rd.path}: no evaluated items")
+    recs = rd.records
+    df["scenario"] = [r.scope.scenario for r in recs]
+    df["session"] = [r.scope.session for r in recs]
+    df["derivation"] = df["derivation"].fillna("native")
+    df["as_of"] = pd.to_datetime(df["as_of"], utc=True, format="ISO8601")
+    df["as_of_quarter"] = df["as_of"].dt.tz_localize(None).dt.to_period("Q").astype(str)
+    df["as_of_bucket"] = _as_of_bucket(df["as_of"], df["source"], n_buckets)
+    df = df.rename(columns={"mrr": "rr", "false_recall_rate": "false_recall"})
+    df["abstained"] = df["cartridge_size"] == 0
+    df["holder_leak"] = df["n_foreign"] > 0
+    df["temporal_leak"] = df["n_future"] > 0
+    top1 = []
+    rows_by_q = rd.row_by_query
+    for q in df["query_id"]:
+        row = rows_by_q.get(q)
+        top1.append(float(row.scores.max()) if row is not None and row.scores.size else np.nan)
+    df["top1_score"] = top1
+    df["top1_hit"] = df["answerable"] & (df["rr"] == 1.0)
+    df["latency_ms"] = df["latency_ms"].astype(float)
+    cols = ["query_id", "modality", "source", "holder", "scenario", "session", "derivation",
+            "answerable", "as_of", "as_of_quarter", "as_of_bucket", "has_run", "n_gold",
+            "n_hits", "recall@10", "recall@100", "recall@1000", "rr", "ndcg@10",
+            "cartridge_size", "cartridge_recall", "false_recall", "abstained", "holder_leak",
+            "temporal_leak", "n_foreign", "n_future", "latency_ms", "top1_score", "top1_hit"]
+    extra = [c for c in df.columns if c not in cols and c not in (
+        "temporal_correctness", "holder_correctness", "abstain_rate_answerable")]
+    df = df[cols + extra]      # judgment-set columns ("<name>/recall@10", ...) kept at the end
+    for c in ("recall@10", "recall@100", "recall@1000", "rr", "ndcg@10", "cartridge_recall",
+              "false_recall"):
+        df[c] = df[c].astype(float)
+    df.attrs.update({"run_dir": str(rd.path), "system": rd.system,
+                     "split": rd.split, "sets_dir": str(rd.sets_dir),
+                     "n_buckets": n_buckets})
+    return df
+
+
+def metric_values(df, metric: str) -> np.ndarray:
+    """Per-item values of a metrics.json mean metric from an item frame, NaN outside its
+    denominator (the same numbers :func:`score_items` produced)."""
+    ans = df["answerable"].to_numpy(dtype=bool)
+    if metric == "mrr":
+        return df["rr"].to_numpy(dtype=float)
+    if metric == "false_recall_rate":
+        return df["false_recall"].to_numpy(dtype=float)
+    if metric == "holder_correctness":
+        return 1.0 - df["holder_leak"].to_numpy(dtype=float)
+    if metric == "temporal_correctness":
+        return 1.0 - df["temporal_leak"].to_numpy(dtype=float)
+    if metric == "abstain_rate_answerable":
+        return np.where(ans, df["abstained"].to_numpy(dtype=float), np.nan)
+    if metric in df.columns:
+        return df[metric].to_numpy(dtype=float)
+    raise KeyError(f"unknown metric {metric!r}")

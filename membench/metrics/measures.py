@@ -1,0 +1,151 @@
+"""The measure registry: every figure membench reports, defined once.
+
+Each :class:`Measure` carries its name (the key in ``metrics.json``), its definition (with the
+citation it follows), its denominator, its direction, its gate (SPEC section 7), whether the
+comparison of systems tests it pairwise, whether it is computed per judgment set, and whether it
+is a headline figure (frozen in ``bench/expected/dev.json`` and shown in the README table).
+Aggregation, slices, comparison, expected figures and the reports all read this table; nothing
+else defines a gate or a denominator.
+
+The per-item values come from the measure families: :mod:`.ranking` (recall@k, MRR, nDCG@k),
+:mod:`.cartridge` (false recall, abstention, cartridge recall), :mod:`.scope` (temporal and
+holder correctness) and :mod:`.latency` (percentiles), joined by :mod:`.score`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..modalities import REGISTRY as _MODALITIES
+from .bootstrap import N_RESAMPLES, SEED
+
+Denominator = Literal["answerable", "unanswerable", "all"]
+
+
+@dataclass(frozen=True)
+class Gate:
+    op: Literal[">=", "<="]
+    threshold: float
+
+    def margin(self, value: float) -> float:
+        """How far ``value`` is on the passing side (negative: the gate fails)."""
+        return value - self.threshold if self.op == ">=" else self.threshold - value
+
+    def passes(self, value: float | None) -> bool | None:
+        """PASS / FAIL, or ``None`` when there is no value (no items: never a pass). A mean
+        that meets the threshold up to float rounding passes."""
+        if value is None:
+            return None
+        return self.margin(value) >= -1e-12
+
+
+@dataclass(frozen=True)
+class Measure:
+    name: str
+    definition: str
+    denominator: Denominator        # the items a value is a mean (or percentile) over
+    direction: Literal["higher", "lower"]
+    family: Literal["ranking", "cartridge", "scope", "latency"]
+    gate: Gate | None = None
+    paired: bool = False            # tested pairwise when systems are compared
+    per_judgment_set: bool = False  # also computed under every alternative judgment set
+    headline: bool = False          # frozen in bench/expected/dev.json, shown in README
+    citation: str = "SPEC section 7"
+    percentile: float | None = None  # latency measures: which percentile
+
+    @property
+    def is_mean(self) -> bool:
+        return self.percentile is None
+
+
+MEASURES: tuple[Measure, ...] = (
+    Measure("recall@10", "Mean over answerable items of the share of gold regions hit by an atom "
+            "ranked <= 10.", "answerable", "higher", "ranking", gate=Gate(">=", 0.90),
+            paired=True, per_judgment_set=True, headline=True,
+            citation="SPEC section 7; as trec_eval's recall cut at 10 (Voorhees & Harman 2005), "
+                     "with regions for relevant documents"),
+    Measure("recall@100", "As recall@10 with rank <= 100.", "answerable", "higher", "ranking",
+            per_judgment_set=True),
+    Measure("recall@1000", "As recall@10 with rank <= 1000.", "answerable", "higher", "ranking",
+            per_judgment_set=True, headline=True,
+            citation="SPEC section 7; Q2D-Web's primary first-stage figure"),
+    Measure("mrr", "Mean over answerable items of 1/rank of the first atom hitting any gold "
+            "region (0 if none).", "answerable", "higher", "ranking", paired=True,
+            per_judgment_set=True, headline=True,
+            citation="SPEC section 7; Voorhees, TREC-8 QA track (1999)"),
+    Measure("ndcg@10", "Mean over answerable items of DCG@10/IDCG@10; binary gain 1 at a rank "
+            "whose atom hits at least one gold region not hit by an earlier atom; DCG = sum "
+            "gain/log2(rank+1); IDCG from min(|gold|, 10) gains.", "answerable", "higher",
+            "ranking", paired=True, per_judgment_set=True, headline=True,
+            citation="SPEC section 7; Jarvelin & Kekalainen, TOIS 2002 (binary gains)"),
+    Measure("false_recall_rate", "Share of unanswerable items whose cartridge is non-empty.",
+            "unanswerable", "lower", "cartridge", gate=Gate("<=", 0.10), paired=True,
+            headline=True),
+    Measure("temporal_correctness", "Share of all items whose returned hits and cartridge "
+            "contain no atom observed after the item's as_of.", "all", "higher", "scope",
+            gate=Gate(">=", 0.95), headline=True),
+    Measure("holder_correctness", "Share of all items whose returned hits and cartridge contain "
+            "no atom of a holder other than scope.holder.", "all", "higher", "scope",
+            gate=Gate(">=", 0.95), headline=True),
+    Measure("abstain_rate_answerable", "Share of answerable items whose cartridge is empty.",
+            "answerable", "lower", "cartridge", headline=True),
+    Measure("cartridge_recall", "Mean over answerable items of the share of gold regions hit by "
+            "any cartridge atom (unranked).", "answerable", "higher", "cartridge",
+            per_judgment_set=True),
+    Measure("latency_p50_ms", "Median per-query compile latency (ms) over queries with a run line "
+            "(numpy linear percentile); n = those queries, denominator = all items.", "all",
+            "lower", "latency", headline=True, percentile=50.0),
+    Measure("latency_p95_ms", "95th percentile of per-query compile latency (ms), as "
+            "latency_p50_ms.", "all", "lower", "latency", percentile=95.0),
+)
+
+BY_NAME: dict[str, Measure] = {m.name: m for m in MEASURES}
+
+#: every measure name, in report order
+METRICS: tuple[str, ...] = tuple(m.name for m in MEASURES)
+#: the means (all but the latency percentiles)
+MEAN_MEASURES: tuple[str, ...] = tuple(m.name for m in MEASURES if m.is_mean)
+#: the percentiles
+LATENCY_PERCENTILES: dict[str, float] = {m.name: m.percentile for m in MEASURES
+                                         if m.percentile is not None}
+#: (metric, op, threshold), checked per modality and for "all"
+GATES: tuple[tuple[str, str, float], ...] = tuple((m.name, m.gate.op, m.gate.threshold)
+                                                  for m in MEASURES if m.gate)
+#: tested pairwise by :mod:`membench.analysis.compare`
+PAIRED_METRICS: tuple[str, ...] = tuple(m.name for m in MEASURES if m.paired)
+#: computed under every alternative judgment set
+JUDGMENT_MEASURES: tuple[str, ...] = tuple(m.name for m in MEASURES if m.per_judgment_set)
+#: frozen in bench/expected/dev.json and shown in the README's figures table
+HEADLINE: tuple[str, ...] = tuple(m.name for m in MEASURES if m.headline)
+#: the false-recall gate, the cap every cartridge operating point is chosen under
+MAX_FALSE_RECALL: float = BY_NAME["false_recall_rate"].gate.threshold
+
+
+def gate(metric: str) -> Gate | None:
+    m = BY_NAME.get(metric)
+    return m.gate if m else None
+
+
+def _hit_definition() -> str:
+    rules = "; ".join(f"{m.name} {m.hit_doc}" for m in _MODALITIES.values())
+    return ("Gold region g is hit by atom a iff same source_id and overlapping extents: "
+            f"{rules}. Atom holder and observed_at are those of its source item.")
+
+
+def definitions() -> dict[str, str]:
+    """What ``metrics.json`` carries under ``definitions``: the hit rule, every measure, and
+    the notes on items, intervals and judgment sets."""
+    out = {"hit": _hit_definition()}
+    out.update({m.name: m.definition for m in MEASURES})
+    out.update({
+        "items": "Denominators count annotated items, never hits. An item without a run line "
+                 "counts as having returned nothing (all-zero ranking measures, empty "
+                 "cartridge).",
+        "ci95": f"Percentile bootstrap over the slice's items, {N_RESAMPLES} resamples, numpy "
+                f"PCG64 seeded with (seed={SEED}, crc32('<slice>|<metric>')).",
+        "judgment_sets": "Alternative judgment sets carried in records' `judgments`: ranking "
+                         "measures and cartridge recall over the items that carry the set, "
+                         "answerable = non-empty list under that set.",
+    })
+    return out

@@ -1,0 +1,60 @@
+"""Which records a run is about: a split, some modalities, an optional ``--limit`` subset.
+
+One rule, used by the runner (what it asks) and by every reader of a run directory (what is
+scored), so the two always agree:
+
+* the records of ``split`` from ``SETS/<modality>.jsonl``, for each selected modality (all
+  registered modalities by default), in file order; a missing set file of a selected modality
+  is an error (``MISSING_FILE``), never an empty modality;
+* with ``limit``: the ``limit`` records of each modality that come first in
+  ``stable_hash("limit", query_id)`` order (:func:`membench.core.hashing.limit_subset`), kept
+  in file order; a hash-chosen subset mixes answerable and unanswerable items and is stable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..core.errors import MembenchError
+from ..core.hashing import limit_subset
+from ..core.jsonl import iter_json_lines, parse_model
+from ..modalities import MODALITIES
+from .schema import AnnotationRecord
+
+Loc = tuple[str, int]
+
+
+def check_modalities(modalities: Iterable[str] | None) -> list[str]:
+    """The selected modalities in registry order (all when ``None``); an unknown name is an
+    error naming the choices."""
+    if not modalities:
+        return list(MODALITIES)
+    chosen = list(dict.fromkeys(modalities))
+    for m in chosen:
+        if m not in MODALITIES:
+            raise MembenchError(f"unknown modality {m!r}; choose from {', '.join(MODALITIES)}")
+    return [m for m in MODALITIES if m in chosen]
+
+
+def select_records(sets_dir: str | Path, split: str, modalities: Iterable[str] | None = None,
+                   limit: int | None = None) -> tuple[list[AnnotationRecord], list[Loc]]:
+    """Records of ``split`` (and their file and line), modality by modality, in file order
+    (see the module docstring for the rule)."""
+    sets_dir = Path(sets_dir)
+    recs: list[AnnotationRecord] = []
+    locs: list[Loc] = []
+    for m in check_modalities(modalities):
+        path = sets_dir / f"{m}.jsonl"
+        chosen = []
+        for no, obj in iter_json_lines(path):
+            r = parse_model(AnnotationRecord, obj, path, no)
+            if r.split == split:
+                chosen.append((r, (str(path), no)))
+        if limit is not None:
+            chosen = sorted(limit_subset(chosen, limit, lambda x: x[0].query_id),
+                            key=lambda x: x[1][1])
+        for r, loc in chosen:
+            recs.append(r)
+            locs.append(loc)
+    return recs, locs

@@ -1,0 +1,47 @@
+"""The operating-point rule (membench calibrate and the threshold sweep use it)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from membench.analysis.operating_point import choose_threshold
+
+
+def calibrate(*args, **kw) -> float:
+    return choose_threshold(*args, **kw).threshold
+
+
+def test_calibrate_respects_the_false_recall_target():
+    ans = [0.9, 0.8, 0.7, 0.6, 0.2]
+    unans = [0.65, 0.3, 0.1, 0.05, 0, 0, 0, 0, 0, 0]
+    # t=0.2 has the best J (1.0 - 0.2) but 20% false recall; t=0.6: TPR .8, FPR .1, J .7
+    c = choose_threshold(ans, unans)
+    assert (c.threshold, c.tpr, c.fpr, c.constrained) == (0.6, 0.8, 0.1, True)
+    assert c.j == pytest.approx(0.7)
+    assert calibrate(ans, unans) == 0.6
+    assert calibrate(ans, unans, max_false_recall=0.2) == 0.2
+
+
+def test_calibrate_ties_go_to_the_higher_threshold():
+    # t=0.8: J = .5 - 0; t=0.4: J = 1 - .5 (both feasible at 0.5)
+    assert calibrate([0.8, 0.4], [0.6, 0.1], max_false_recall=0.5) == 0.8
+
+
+def test_calibrate_when_the_target_is_unachievable():
+    # every threshold that admits an answerable query admits all unanswerable ones
+    c = choose_threshold([0.3, 0.2], [0.9, 0.8, 0.7])
+    assert not c.constrained
+    assert c.threshold == math.nextafter(0.9, math.inf)   # J=0 ties with t=0.2; higher wins
+    assert c.tpr == 0 and c.fpr == 0
+
+
+def test_calibrate_handles_queries_without_hits_and_is_deterministic():
+    assert calibrate([None, 0.5], [None]) == 0.5
+    assert calibrate([0.5, None], [None]) == calibrate([None, 0.5], [None])
+    assert calibrate([0.7, 0.9], []) == 0.7
+    with pytest.raises(ValueError):
+        calibrate([None], [None])
+    with pytest.raises(ValueError):
+        calibrate([float("nan")], [0.1])
