@@ -98,7 +98,7 @@ Adapter = Callable[[Path], AdapterResult]
 @dataclass
 class Mapped:
     """What an adapter's map step made of its upstream rows, as data for the account step:
-    source items (and their texts), one outcome per upstream question in upstream order (its
+    source items (and their texts), one outcome per upstream question (its
     :class:`RecordDraft`, or the reason it was not covered) and the repairs made to input that
     was kept (kind -> count). An adapter may subclass it to carry what its notes report."""
 
