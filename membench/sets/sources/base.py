@@ -95,6 +95,9 @@ class AdapterResult:
 Adapter = Callable[[Path], AdapterResult]
 
 
+# --------------------------------------------------------------------------- map -> account
+
+
 @dataclass
 class Mapped:
     """What an adapter's map step made of its upstream rows, as data for the account step:
@@ -192,9 +195,7 @@ def read_provenance(folder: Path, required: bool = False) -> dict[str, dict]:
     return out
 
 
-def provenance_commits(folder: Path) -> dict[str, str]:
-    """``mirror path -> upstream commit`` from ``<folder>/PROVENANCE.jsonl`` ({} when absent)."""
-    return {p: str(r["commit"]) for p, r in read_provenance(folder).items() if r.get("commit")}
+# --------------------------------------------------------------------------- load preamble
 
 
 def annotation_revision(folder: Path, name: str | Sequence[str], cov: Coverage, *,

@@ -95,7 +95,7 @@ def load(corpus_root: Path) -> AdapterResult:
     account for every instance."""
     up = open_upstream(corpus_root, SPEC, folder="LongMemEval folder")
     rows = _read(up)
-    cov = Coverage(source=KEY, notes=[_read_note(rows)])
+    cov = Coverage(source=KEY)
     revision = up.revision(rows.name, cov)
     made = _map(rows, revision)
     _account(cov, rows, made)
@@ -122,11 +122,6 @@ def _read(up: Upstream) -> _Rows:
     except json.JSONDecodeError as e:
         raise InputError(path, e.lineno, None, f"not valid JSON: {e.msg}") from e
     return _Rows(present[0], present[1:], data)
-
-
-def _read_note(rows: _Rows) -> str:
-    return f"read {rows.name}" + (f"; ignored {', '.join(rows.ignored)} (same questions)"
-                                  if rows.ignored else "")
 
 
 def _map(rows: _Rows, revision: str) -> Mapped:
@@ -159,9 +154,11 @@ def _checked(inst: Any, seen_qids: set[str], revision: str, made: Mapped) -> Rec
 
 
 def _account(cov: Coverage, rows: _Rows, made: Mapped) -> None:
-    """Coverage: every instance's outcome and the repairs (:func:`base.book`), then the notes.
-    Writes only ``cov``."""
+    """Coverage: every instance's outcome and the repairs (:func:`base.book`), then the notes,
+    the file read first. Writes only ``cov``."""
     book(cov, made)
+    cov.notes.insert(0, f"read {rows.name}" + (
+        f"; ignored {', '.join(rows.ignored)} (same questions)" if rows.ignored else ""))
     cov.notes.append("turns are 1-based list positions per session (upstream turn ids "
                      "<session_id>_<i+1>); haystack_dates have no zone upstream: read as UTC")
     if not isinstance(rows.data, list):
