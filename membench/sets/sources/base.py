@@ -12,6 +12,21 @@ Rules every adapter keeps (SPEC sections 4, 5 and 9):
 * nothing is dropped silently: ``coverage.upstream_items == coverage.covered +
   sum(coverage.not_covered.values())``;
 * output is deterministic: sorted by id, no dependence on dict order, file system order or time.
+
+Every ``load`` is the same short sequence of three named steps, after a shared preamble::
+
+    up = open_upstream(corpus_root, SPEC, files={...})   # folder, required files, PROVENANCE.jsonl
+    cov = Coverage(source=KEY)
+    revision = up.revision(ANNOTATION, cov)              # annotation_revision
+    rows = _read(up)                 # upstream files -> plain upstream rows, located errors
+    made = _map(up, rows, revision)  # rows -> items, drafts (or why not), repairs: a Mapped
+    _account(cov, rows, made)        # the Coverage bookkeeping: book(cov, made) + notes
+    return made.result(cov)
+
+``_read`` decides nothing: it parses the files in their real format and raises
+:class:`InputError` naming file and line when it cannot. ``_map`` makes holders, observed_at
+and gold regions, and records each decision as data (:class:`Mapped`). Only ``_account`` (and
+the revision lookup's note) writes the :class:`Coverage`.
 """
 
 from __future__ import annotations
@@ -20,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ...core.errors import InputError
 from ...core.hashing import hash_order
@@ -80,6 +95,49 @@ class AdapterResult:
 Adapter = Callable[[Path], AdapterResult]
 
 
+# --------------------------------------------------------------------------- map -> account
+
+
+@dataclass
+class Mapped:
+    """What an adapter's map step made of its upstream rows, as data for the account step:
+    source items (and their texts), one outcome per upstream question (its
+    :class:`RecordDraft`, or the reason it was not covered) and the repairs made to input that
+    was kept (kind -> count). An adapter may subclass it to carry what its notes report."""
+
+    items: list[SourceItem] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)
+    outcomes: list[RecordDraft | str] = field(default_factory=list)
+    fixes: dict[str, int] = field(default_factory=dict)
+
+    def fix(self, what: str, n: int = 1) -> None:
+        self.fixes[what] = self.fixes.get(what, 0) + n
+
+    @property
+    def drafts(self) -> list[RecordDraft]:
+        return [o for o in self.outcomes if not isinstance(o, str)]
+
+    def result(self, cov: Coverage) -> AdapterResult:
+        """The adapter's answer: items sorted by source_id, drafts by query_id, texts as made."""
+        return AdapterResult(items=sorted(self.items, key=lambda i: i.source_id),
+                             drafts=sorted(self.drafts, key=lambda d: d.query_id),
+                             coverage=cov, texts=self.texts)
+
+
+def book(cov: Coverage, made: Mapped) -> None:
+    """The counting every account step shares: each outcome is one upstream question, covered
+    when it is a draft, else not covered for its reason; the map step's repairs are added to
+    ``normalised``. Writes only ``cov``."""
+    for o in made.outcomes:
+        cov.upstream_items += 1
+        if isinstance(o, str):
+            cov.miss(o)
+        else:
+            cov.covered += 1
+    for what, n in made.fixes.items():
+        cov.fix(what, n)
+
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -137,17 +195,66 @@ def read_provenance(folder: Path, required: bool = False) -> dict[str, dict]:
     return out
 
 
-def provenance_commits(folder: Path) -> dict[str, str]:
-    """``mirror path -> upstream commit`` from ``<folder>/PROVENANCE.jsonl`` ({} when absent)."""
-    return {p: str(r["commit"]) for p, r in read_provenance(folder).items() if r.get("commit")}
+# --------------------------------------------------------------------------- load preamble
 
 
-def annotation_revision(folder: Path, name: str, cov: Coverage) -> str:
-    """The upstream commit of annotation file ``name`` (``origin.revision`` of every record);
-    ``"unknown"``, with a coverage note, when PROVENANCE.jsonl does not give it (the validator's
-    REVISION_UNKNOWN rule then flags the records)."""
-    rev = provenance_commits(folder).get(name)
-    if not rev:
-        cov.notes.append(f"no commit for {name} in PROVENANCE.jsonl: revision 'unknown'")
-        return "unknown"
-    return rev
+def annotation_revision(folder: Path, name: str | Sequence[str], cov: Coverage, *,
+                        required: bool = False,
+                        provenance: Mapping[str, dict] | None = None) -> str:
+    """The upstream commit of annotation file ``name`` (``origin.revision`` of every record),
+    from ``<folder>/PROVENANCE.jsonl`` or its rows already read (``provenance``); for several
+    names, the first that has one. Without a commit: with ``required`` an :class:`InputError`
+    (MISSING_FILE) naming the file, else ``"unknown"`` with a coverage note (the validator's
+    REVISION_UNKNOWN rule then flags the records). Writes only that note."""
+    names = [name] if isinstance(name, str) else list(name)
+    rows = read_provenance(folder) if provenance is None else provenance
+    for n in names:
+        commit = (rows.get(n) or {}).get("commit")
+        if commit:
+            return str(commit)
+    if required:
+        raise InputError(folder / "PROVENANCE.jsonl", None, names[0],
+                         "no upstream commit recorded for this annotation file",
+                         rule="MISSING_FILE")
+    cov.notes.append(f"no commit for {' or '.join(names)} in PROVENANCE.jsonl: "
+                     "revision 'unknown'")
+    return "unknown"
+
+
+def require_file(p: Path, what: str) -> None:
+    """A MISSING_FILE :class:`InputError` naming ``p`` unless it is a file."""
+    if not p.is_file():
+        raise InputError(p, None, None, f"{what} is missing", rule="MISSING_FILE")
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """One source's folder under the corpus root, opened by :func:`open_upstream`."""
+
+    spec: Any                     # the source's registry entry (SourceSpec: license, scenario)
+    root: Path                    # the corpus root
+    folder: Path                  # <root>/<spec.folder>
+    provenance: dict[str, dict]   # PROVENANCE.jsonl rows by mirror path ({} when absent)
+
+    def revision(self, name: str | Sequence[str], cov: Coverage, required: bool = False) -> str:
+        """:func:`annotation_revision` of ``name`` over this folder's provenance rows."""
+        return annotation_revision(self.folder, name, cov, required=required,
+                                   provenance=self.provenance)
+
+
+def open_upstream(corpus_root: Path, spec: Any, *, folder: str = "",
+                  files: Mapping[str, str] | None = None,
+                  provenance: bool = False) -> Upstream:
+    """The preamble every adapter's load shares, for registry entry ``spec``. Checks, in this
+    order: that ``<corpus_root>/<spec.folder>`` is a folder, when ``folder`` (what it is, for the
+    message) is given; that each of ``files`` (a path under the folder -> what it is) is a file;
+    then reads PROVENANCE.jsonl, which must exist when ``provenance``. A missing piece is a
+    MISSING_FILE :class:`InputError` naming its path. Reads nothing else, writes nothing."""
+    root = Path(corpus_root)
+    base = root / spec.folder
+    if folder and not base.is_dir():
+        raise InputError(base, None, None, f"{folder} is missing", rule="MISSING_FILE")
+    for name, what in (files or {}).items():
+        require_file(base / name, what)
+    return Upstream(spec=spec, root=root, folder=base,
+                    provenance=read_provenance(base, required=provenance))

@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -59,13 +58,24 @@ from pathlib import Path
 from ...core.errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
-from .base import AdapterResult, Coverage, rel, synthetic_timeline
+from .base import (
+    AdapterResult,
+    Coverage,
+    Mapped,
+    Upstream,
+    book,
+    open_upstream,
+    rel,
+    synthetic_timeline,
+)
 
 KEY = "codesearchnet"
+SPEC = BY_KEY[KEY]
 DATASET = "github/CodeSearchNet"
 ANNOTATION_FILE = "resources/annotationStore.csv"
 QUERIES_FILE = "resources/queries.csv"
-PROVENANCE_FILE = "PROVENANCE.jsonl"
+FILES_DIR = "files"
+COLUMNS = ("Language", "Query", "GitHubUrl", "Relevance")  # the annotationStore.csv columns used
 RELEVANT = 2  # grade >= 2 ("relevant" / "exact match") is relevant
 
 _NOTE = re.compile(r"^verbatim copy of (?P<repo>[^/@\s]+/[^@\s]+)@(?P<commit>[0-9a-fA-F]{40}):(?P<path>.+)$")
@@ -80,6 +90,13 @@ R_NOT_IN_QUERIES = "query not in queries.csv"
 R_NO_ROWS = "no interpretable annotation row"
 R_OTHER_HOLDER = "relevant functions only in files held by another language"
 R_UNUSABLE = "relevant functions absent, out of bounds or held by another language"
+
+F_ABSENT_ROWS = ("annotation rows pointing at files absent from mirror (judged on mirrored "
+                 "files only)")
+F_ABSENT_RELEVANT = "relevant (grade>=2) urls in files absent from mirror"
+F_OOB = "relevant spans outside their file's lines (not emitted)"
+F_OTHER_HOLDER = "relevant urls in a file held by another language (not emitted)"
+F_DUP_REGION = "two relevant urls with the same file and start line (merged)"
 
 
 def lower_median(grades: list[int]) -> int:
@@ -110,239 +127,277 @@ def _read_csv(p: Path) -> list[list[str]]:
     return list(csv.reader(io.StringIO(text, newline="")))
 
 
-def _require(p: Path, what: str) -> None:
-    if not p.is_file():
-        raise InputError(p, None, None, f"missing {what}", rule="MISSING_FILE")
+# --------------------------------------------------------------------------- adapter
 
 
 def load(corpus_root: Path) -> AdapterResult:
-    spec = BY_KEY[KEY]
-    base = Path(corpus_root) / spec.folder
-    prov_p, ann_p, q_p = base / PROVENANCE_FILE, base / ANNOTATION_FILE, base / QUERIES_FILE
-    _require(ann_p, "CodeSearchNet annotationStore.csv")
-    _require(q_p, "CodeSearchNet queries.csv")
-    _require(prov_p, "PROVENANCE.jsonl")
+    """Read ``<corpus_root>/codesearchnet``, map it to items and records, account for every
+    (language, query) pair."""
+    up = open_upstream(corpus_root, SPEC, provenance=True, files={
+        ANNOTATION_FILE: "CodeSearchNet annotationStore.csv",
+        QUERIES_FILE: "CodeSearchNet queries.csv"})
     cov = Coverage(source=KEY)
+    revision = up.revision(ANNOTATION_FILE, cov, required=True)
+    rows = _read(up)
+    made = _map(up, rows, revision)
+    _account(cov, made)
+    return made.result(cov)
 
-    # ---- provenance: exact (repo, commit, path) -> mirrored file name
-    revision: str | None = None
-    mirror: dict[tuple[str, str, str], str] = {}
-    for n, line in enumerate(prov_p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            e = json.loads(line)
-        except json.JSONDecodeError as ex:
-            raise InputError(prov_p, n, None, f"not JSON: {ex}") from None
-        path = e.get("path", "")
-        if path == ANNOTATION_FILE:
-            revision = e.get("commit")
-        if not path.startswith("files/"):
-            continue
-        m = _NOTE.match(e.get("note") or "")
-        if not m:
-            cov.fix("provenance entry without a readable 'verbatim copy of' note (file unmapped)")
-            continue
-        k = (m["repo"], m["commit"].lower(), m["path"])
-        if not (base / path).is_file():
-            cov.fix("provenance lists a file that is not on disk (treated as absent)")
-            continue
-        mirror[k] = path[len("files/"):]
-    if not revision:
-        raise InputError(prov_p, None, None, f"no entry (with commit) for {ANNOTATION_FILE}",
-                         rule="MISSING_FILE")
-    mapped_names = set(mirror.values())
 
-    def mirrored_name(repo: str, commit: str, path: str) -> str | None:
-        name = mirror.get((repo, commit, path))
-        if name is not None:
-            return name
-        guess = f"{commit}_{path.replace('/', '_')}"
-        if guess not in mapped_names and (base / "files" / guess).is_file():
-            cov.fix("file mapped by reconstructed name (no provenance note)")
-            mirror[(repo, commit, path)] = guess
-            return guess
-        return None
+@dataclass
+class _Rows:
+    queries: list[list[str]]   # queries.csv data rows (header "query" dropped), as upstream
+    # annotationStore.csv: the COLUMNS of every non-blank data row, as upstream
+    annotations: list[tuple[str, ...]]
 
-    # ---- queries.csv: header "query", then one query a row; index among data rows
-    qrows = _read_csv(q_p)
-    if qrows and [c.strip().lower() for c in qrows[0]] == ["query"]:
-        qrows = qrows[1:]
-    query_index: dict[str, int] = {}
-    for i, row in enumerate(qrows):
-        if not row:
-            continue
-        q = row[0]
-        if q in query_index:
-            cov.fix("duplicate query in queries.csv (first index kept)")
-            continue
-        query_index[q] = i
 
-    # ---- annotationStore.csv
-    arows = _read_csv(ann_p)
+def _read(up: Upstream) -> _Rows:
+    """queries.csv and annotationStore.csv as CSV rows. Raises InputError on an empty
+    annotation file or one whose header lacks a needed column."""
+    queries = _read_csv(up.folder / QUERIES_FILE)
+    if queries and [c.strip().lower() for c in queries[0]] == ["query"]:
+        queries = queries[1:]
+    ann = up.folder / ANNOTATION_FILE
+    arows = _read_csv(ann)
     if not arows:
-        raise InputError(ann_p, None, None, "empty annotation file", rule="MISSING_FILE")
+        raise InputError(ann, None, None, "empty annotation file", rule="MISSING_FILE")
     header = [c.strip() for c in arows[0]]
-    need = ["Language", "Query", "GitHubUrl", "Relevance"]
+    need = list(COLUMNS)
     if any(h not in header for h in need):
-        raise InputError(ann_p, 1, None, f"header must contain {need}, got {header}")
-    col = {h: header.index(h) for h in need}
-
-    # (Language, Query) -> url -> _Url; files referenced per language
-    pairs: dict[tuple[str, str], dict[str, _Url]] = {}
-    files_of_lang: dict[str, set[str]] = defaultdict(set)
-    absent_rows = 0
-    absent_files: set[tuple[str, str, str]] = set()
-    for ln, row in enumerate(arows[1:], 2):
+        raise InputError(ann, 1, None, f"header must contain {need}, got {header}")
+    col = [header.index(h) for h in need]
+    annotations: list[tuple[str, ...]] = []
+    for row in arows[1:]:
         if not any(c.strip() for c in row):
             continue
         if len(row) < len(header):
             row = row + [""] * (len(header) - len(row))
-        lang, query, url, rel_s = (row[col[h]] for h in need)
+        annotations.append(tuple(row[c] for c in col))
+    return _Rows(queries, annotations)
+
+
+class _Mirror:
+    """Upstream ``(repo, commit, path)`` -> mirrored file name under ``files/``: the exact
+    mapping of the PROVENANCE.jsonl notes, else (counted) the reconstructed name."""
+
+    def __init__(self, up: Upstream, made: Mapped):
+        self.dir = up.folder / FILES_DIR
+        self.names: dict[tuple[str, str, str], str] = {}
+        for path, e in up.provenance.items():
+            if not path.startswith(f"{FILES_DIR}/"):
+                continue
+            m = _NOTE.match(e.get("note") or "")
+            if not m:
+                made.fix("provenance entry without a readable 'verbatim copy of' note (file "
+                         "unmapped)")
+                continue
+            k = (m["repo"], m["commit"].lower(), m["path"])
+            if not (up.folder / path).is_file():
+                made.fix("provenance lists a file that is not on disk (treated as absent)")
+                continue
+            self.names[k] = path[len(FILES_DIR) + 1:]
+        self.noted = set(self.names.values())
+
+    def name(self, repo: str, commit: str, path: str, made: Mapped) -> str | None:
+        """The mirrored file of an upstream file, or None when the mirror lacks it."""
+        name = self.names.get((repo, commit, path))
+        if name is not None:
+            return name
+        guess = f"{commit}_{path.replace('/', '_')}"
+        if guess not in self.noted and (self.dir / guess).is_file():
+            made.fix("file mapped by reconstructed name (no provenance note)")
+            self.names[(repo, commit, path)] = guess
+            return guess
+        return None
+
+
+@dataclass
+class _Made(Mapped):
+    # for the notes: annotation rows / distinct files pointing at files the mirror lacks
+    absent_rows: int = 0
+    absent_files: set[tuple[str, str, str]] = field(default_factory=set)
+
+
+def _map(up: Upstream, rows: _Rows, revision: str) -> _Made:
+    """Items (every mirrored file an annotation row points at, one holder per language) and
+    one outcome per (language, query) pair."""
+    made = _Made()
+    mirror = _Mirror(up, made)
+    query_index = _query_index(rows.queries, made)
+    pairs, files_of_lang = _pairs(rows.annotations, mirror, made)
+    upstream_of = {v: k for k, v in mirror.names.items()}
+    owner, lines_of = _items(up, files_of_lang, upstream_of, made)
+    for (lang, query), urls in sorted(pairs.items()):
+        made.outcomes.append(_record(lang, query, urls, query_index, mirror, owner, lines_of,
+                                     upstream_of, revision, made))
+    return made
+
+
+def _query_index(queries: list[list[str]], made: Mapped) -> dict[str, int]:
+    """Query text -> its 0-based index among queries.csv data rows (first one kept)."""
+    index: dict[str, int] = {}
+    for i, row in enumerate(queries):
+        if not row:
+            continue
+        q = row[0]
+        if q in index:
+            made.fix("duplicate query in queries.csv (first index kept)")
+            continue
+        index[q] = i
+    return index
+
+
+def _pairs(annotations: list[tuple[str, ...]], mirror: _Mirror, made: _Made
+           ) -> tuple[dict[tuple[str, str], dict[str, _Url]], dict[str, set[str]]]:
+    """(Language, Query) -> url -> its grades; mirrored files referenced per language (lower
+    case). Rows that cannot be read are counted and ignored."""
+    pairs: dict[tuple[str, str], dict[str, _Url]] = {}
+    files_of_lang: dict[str, set[str]] = defaultdict(set)
+    for lang, query, url, rel_s in annotations:
         if not lang.strip() or not query:
-            cov.fix("annotation row without language or query (ignored)")
+            made.fix("annotation row without language or query (ignored)")
             continue
         lang = lang.strip()
         urls = pairs.setdefault((lang, query), {})
         m = _URL.match(url.strip())
         if not m:
-            cov.fix("annotation row with unparseable GitHubUrl (ignored)")
+            made.fix("annotation row with unparseable GitHubUrl (ignored)")
             continue
         if not re.fullmatch(r"[0-3]", rel_s.strip()):
-            cov.fix("annotation row with relevance not in 0..3 (ignored)")
+            made.fix("annotation row with relevance not in 0..3 (ignored)")
             continue
         start, end = int(m["start"]), int(m["end"])
         u = urls.get(url.strip())
         if u is None:
             u = urls[url.strip()] = _Url(m["repo"], m["commit"].lower(), m["path"], start, end)
         u.grades.append(int(rel_s.strip()))
-        name = mirrored_name(u.repo, u.commit, u.path)
+        name = mirror.name(u.repo, u.commit, u.path, made)
         if name is None:
-            absent_rows += 1
-            absent_files.add((u.repo, u.commit, u.path))
+            made.absent_rows += 1
+            made.absent_files.add((u.repo, u.commit, u.path))
         else:
             files_of_lang[lang.lower()].add(name)
-    if absent_rows:
-        cov.fix("annotation rows pointing at files absent from mirror (judged on mirrored "
-                "files only)", absent_rows)
+    if made.absent_rows:
+        made.fix(F_ABSENT_ROWS, made.absent_rows)
+    return pairs, files_of_lang
 
-    # ---- items: one holder per language; a file under two languages goes to the first
+
+def _items(up: Upstream, files_of_lang: dict[str, set[str]],
+           upstream_of: dict[str, tuple[str, str, str]], made: Mapped
+           ) -> tuple[dict[str, str], dict[str, int]]:
+    """One item (and its text) per referenced mirrored file, added to ``made``; a file under
+    two languages goes to the first. Reads those files. Returns (file -> language, file ->
+    lines)."""
     owner: dict[str, str] = {}
     for lang in sorted(files_of_lang):
         for name in sorted(files_of_lang[lang]):
             if name in owner:
-                cov.fix(f"file annotated under two languages (kept in {owner[name]})")
+                made.fix(f"file annotated under two languages (kept in {owner[name]})")
                 continue
             owner[name] = lang
-    by_key = {v: k for k, v in mirror.items()}
-    items: list[SourceItem] = []
-    texts: dict[str, str] = {}
-    lines_of: dict[str, int] = {}
     per_holder: dict[str, list[str]] = defaultdict(list)
     for name, lang in owner.items():
         per_holder[lang].append(f"{KEY}:{name}")
     observed: dict = {}
-    for lang, sids in per_holder.items():
+    for sids in per_holder.values():
         observed.update(synthetic_timeline(sids))
+    lines_of: dict[str, int] = {}
     for name in sorted(owner):
         lang = owner[name]
-        p = base / "files" / name
+        p = up.folder / FILES_DIR / name
         data = p.read_bytes()
         sid = f"{KEY}:{name}"
-        repo, commit, upath = by_key[name]
+        repo, commit, upath = upstream_of[name]
         lines_of[name] = count_lines(data)
-        texts[sid] = data.decode("utf-8", errors="replace")
-        items.append(SourceItem(
+        made.texts[sid] = data.decode("utf-8", errors="replace")
+        made.items.append(SourceItem(
             source_id=sid, modality="code", holder=f"{KEY}/{lang}", observed_at=observed[sid],
-            path=rel(Path(corpus_root), p),
+            path=rel(up.root, p),
             meta={"upstream_repo": repo, "upstream_path": upath, "commit": commit,
                   "lines": lines_of[name], "language": lang}))
+    return owner, lines_of
 
-    # ---- records
-    cov.upstream_items = len(pairs)
-    drafts: list[RecordDraft] = []
-    oob = other_holder = absent_relevant = dup_region = 0
-    for (lang, query), urls in sorted(pairs.items()):
-        low = lang.lower()
-        if not urls:
-            cov.miss(R_NO_ROWS)
-            continue
-        if query not in query_index:
-            cov.miss(R_NOT_IN_QUERIES)
-            continue
-        sets: dict[str, dict[tuple[str, int], int]] = {"gold": {}, "any_annotator": {},
-                                                       "all_annotators": {}}
-        n_rel = n_absent = n_other = n_oob = 0
-        for url in sorted(urls):
-            u = urls[url]
-            grade = {"gold": lower_median(u.grades), "any_annotator": max(u.grades),
-                     "all_annotators": min(u.grades)}
-            if max(u.grades) < RELEVANT:
-                continue
-            name = mirrored_name(u.repo, u.commit, u.path)
-            rel_ = grade["gold"] >= RELEVANT
-            n_rel += rel_
-            if name is None:
-                n_absent += rel_
-                continue
-            if owner.get(name) != low:
-                n_other += rel_
-                continue
-            if not (1 <= u.start <= u.end <= lines_of[name]):
-                n_oob += rel_
-                continue
-            for s, g in grade.items():
-                if g < RELEVANT:
-                    continue
-                k = (f"{KEY}:{name}", u.start)
-                if k in sets[s]:
-                    dup_region += s == "gold"
-                    g = max(g, sets[s][k])
-                sets[s][k] = g
-        absent_relevant += n_absent
-        other_holder += n_other
-        oob += n_oob
-        if not sets["gold"]:
-            if not n_rel:
-                cov.miss(R_NO_RELEVANT)
-            elif n_absent:
-                cov.miss(R_ABSENT if n_absent == n_rel else R_UNUSABLE)
-            elif n_other:
-                cov.miss(R_OTHER_HOLDER if n_other == n_rel else R_UNUSABLE)
-            else:
-                cov.miss(R_OOB)
-            continue
 
-        def golds(chosen: dict[tuple[str, int], int]) -> list[Gold]:
-            return [Gold(source_id=sid, region={"path": by_key[sid[len(KEY) + 1:]][2],
-                                                 "line": line}, grade=g)
-                    for (sid, line), g in sorted(chosen.items())]
-
-        drafts.append(RecordDraft(
-            query_id=f"{KEY}:{low}:{query_index[query]}", modality="code", question=query,
-            answer=None, answer_format="none", gold=golds(sets["gold"]),
-            judgments={"any_annotator": golds(sets["any_annotator"]),
-                       "all_annotators": golds(sets["all_annotators"])},
-            scope=Scope(holder=f"{KEY}/{low}", session=None, scenario=spec.scenario),
-            unanswerable=False,
-            origin=Origin(dataset=DATASET, revision=revision, item=f"{lang}/{query}",
-                          license=spec.license)))
-        cov.covered += 1
-    for what, n in (("relevant (grade>=2) urls in files absent from mirror", absent_relevant),
-                    ("relevant spans outside their file's lines (not emitted)", oob),
-                    ("relevant urls in a file held by another language (not emitted)",
-                     other_holder),
-                    ("two relevant urls with the same file and start line (merged)", dup_region)):
+def _record(lang: str, query: str, urls: dict[str, _Url], query_index: dict[str, int],
+            mirror: _Mirror, owner: dict[str, str], lines_of: dict[str, int],
+            upstream_of: dict[str, tuple[str, str, str]], revision: str,
+            made: Mapped) -> RecordDraft | str:
+    """The record of one (language, query) pair, or why it is not covered; relevant urls that
+    give no region are counted in ``made``."""
+    low = lang.lower()
+    if not urls:
+        return R_NO_ROWS
+    if query not in query_index:
+        return R_NOT_IN_QUERIES
+    sets: dict[str, dict[tuple[str, int], int]] = {"gold": {}, "any_annotator": {},
+                                                   "all_annotators": {}}
+    n_rel = n_absent = n_other = n_oob = 0
+    for url in sorted(urls):
+        u = urls[url]
+        grade = {"gold": lower_median(u.grades), "any_annotator": max(u.grades),
+                 "all_annotators": min(u.grades)}
+        if max(u.grades) < RELEVANT:
+            continue
+        name = mirror.name(u.repo, u.commit, u.path, made)
+        rel_ = grade["gold"] >= RELEVANT
+        n_rel += rel_
+        if name is None:
+            n_absent += rel_
+            continue
+        if owner.get(name) != low:
+            n_other += rel_
+            continue
+        if not (1 <= u.start <= u.end <= lines_of[name]):
+            n_oob += rel_
+            continue
+        for s, g in grade.items():
+            if g < RELEVANT:
+                continue
+            k = (f"{KEY}:{name}", u.start)
+            if k in sets[s]:
+                if s == "gold":
+                    made.fix(F_DUP_REGION)
+                g = max(g, sets[s][k])
+            sets[s][k] = g
+    for what, n in ((F_ABSENT_RELEVANT, n_absent), (F_OTHER_HOLDER, n_other), (F_OOB, n_oob)):
         if n:
-            cov.fix(what, n)
+            made.fix(what, n)
+    if not sets["gold"]:
+        if not n_rel:
+            return R_NO_RELEVANT
+        if n_absent:
+            return R_ABSENT if n_absent == n_rel else R_UNUSABLE
+        if n_other:
+            return R_OTHER_HOLDER if n_other == n_rel else R_UNUSABLE
+        return R_OOB
+
+    def golds(chosen: dict[tuple[str, int], int]) -> list[Gold]:
+        return [Gold(source_id=sid, region={"path": upstream_of[sid[len(KEY) + 1:]][2],
+                                             "line": line}, grade=g)
+                for (sid, line), g in sorted(chosen.items())]
+
+    return RecordDraft(
+        query_id=f"{KEY}:{low}:{query_index[query]}", modality="code", question=query,
+        answer=None, answer_format="none", gold=golds(sets["gold"]),
+        judgments={"any_annotator": golds(sets["any_annotator"]),
+                   "all_annotators": golds(sets["all_annotators"])},
+        scope=Scope(holder=f"{KEY}/{low}", session=None, scenario=SPEC.scenario),
+        unanswerable=False,
+        origin=Origin(dataset=DATASET, revision=revision, item=f"{lang}/{query}",
+                      license=SPEC.license))
+
+
+def _account(cov: Coverage, made: _Made) -> None:
+    """Coverage: every pair's outcome and the repairs (:func:`base.book`), then the notes.
+    Writes only ``cov``."""
+    book(cov, made)
     cov.notes.append("grade = lower median of the annotators' grades for one (language, query, "
                      "url); gold = grade >= 2; judgments any_annotator (max >= 2) and "
                      "all_annotators (min >= 2)")
-    cov.notes.append(f"{len(absent_files)} distinct annotated files are absent from the mirror "
-                     f"({absent_rows} annotation rows); their judgments are not covered")
+    cov.notes.append(f"{len(made.absent_files)} distinct annotated files are absent from the "
+                     f"mirror ({made.absent_rows} annotation rows); their judgments are not "
+                     "covered")
     cov.notes.append("upstream judged a sample of functions per query, not the whole corpus: "
                      "pairs without a relevant judgment are not covered, never unanswerable")
     cov.notes.append("query_id number = 0-based index among queries.csv data rows (header "
                      "'query' not counted); lines counted as GitHub numbers them")
-    drafts.sort(key=lambda d: d.query_id)
-    return AdapterResult(items=items, drafts=drafts, coverage=cov, texts=texts)

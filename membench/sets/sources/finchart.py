@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,20 +38,26 @@ from . import BY_KEY
 from .base import (
     AdapterResult,
     Coverage,
-    annotation_revision,
+    Mapped,
+    Upstream,
+    book,
     hash_groups,
     json_answer_format,
+    open_upstream,
     rel,
     synthetic_timeline,
 )
-from .tabmwp import MERGED, group_identical, image_meta, notes_json
+from .tabmwp import MERGED, alias_lists, group_identical, notes_json, read_images
 
 KEY = "finchart"
-FOLDER = "finchart-bench"
+SPEC = BY_KEY[KEY]
+FOLDER = SPEC.folder
 DATASET = "Tizzzzy/FinChart-Bench"
 ANNOTATION = "QA_data.json"
 IMAGES = "QA_images"
 IMAGE_EXT = {".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp"}
+N_HOLDERS = 6
+HOLDER_SALT = "finchart-holders"
 
 _Q_SUFFIX = re.compile(r"_q\d+(?=\.[^./\\]+$)")
 STRIPPED = "_qN suffix stripped from image name"
@@ -66,104 +73,111 @@ def _sid(name: str) -> str:
 
 
 def load(corpus_root: Path) -> AdapterResult:
-    corpus_root = Path(corpus_root)
-    spec = BY_KEY[KEY]
-    folder = corpus_root / FOLDER
-    ann = folder / ANNOTATION
-    if not ann.is_file():
-        raise InputError(ann, None, None, "FinChart-Bench annotation file is missing",
-                         rule="MISSING_FILE")
+    """Read ``<corpus_root>/finchart-bench``, map it to items and records, account for every
+    row."""
+    up = open_upstream(corpus_root, SPEC, files={ANNOTATION: "FinChart-Bench annotation file"})
     cov = Coverage(source=KEY)
-    revision = annotation_revision(folder, ANNOTATION, cov)
+    revision = up.revision(ANNOTATION, cov)
+    rows = _read(up)
+    made = _map(up, rows, revision)
+    _account(cov, rows, made)
+    return made.result(cov)
+
+
+@dataclass
+class _Rows:
+    qa: list[Any]                       # QA_data.json, as upstream
+    images: dict[str, dict[str, Any]]   # QA_images/<name>: name -> {width, height, sha256}
+    unreadable: set[str]                # image files Pillow cannot read
+
+
+def _read(up: Upstream) -> _Rows:
+    """QA_data.json (a JSON list) and every image file of QA_images/, each read once. Raises
+    InputError (SCHEMA) on an annotation file that is not such a list."""
+    ann = up.folder / ANNOTATION
     try:
-        rows = json.loads(ann.read_text(encoding="utf-8"))
+        qa = json.loads(ann.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise InputError(ann, e.lineno, None, f"not JSON: {e.msg}", rule="SCHEMA") from e
-    if not isinstance(rows, list):
+    if not isinstance(qa, list):
         raise InputError(ann, None, None, "expected a list of QA records", rule="SCHEMA")
+    img_dir = up.folder / IMAGES
+    files = [p for p in sorted(img_dir.iterdir())
+             if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in IMAGE_EXT
+             ] if img_dir.is_dir() else []
+    images, unreadable = read_images(files, lambda p: p.name)
+    return _Rows(qa, images, unreadable)
 
-    # ---- images present in the mirror
-    img_dir = folder / IMAGES
-    metas: dict[str, dict[str, Any]] = {}
-    unreadable: set[str] = set()
-    if img_dir.is_dir():
-        for p in sorted(img_dir.iterdir()):
-            if not p.is_file() or p.name.startswith(".") or p.suffix.lower() not in IMAGE_EXT:
-                continue
-            m = image_meta(p)
-            if m is None:
-                unreadable.add(p.name)
-            else:
-                metas[p.name] = m
-    canon = group_identical(metas, lambda n: n)
-    aliases: dict[str, list[str]] = {}
-    for name, c in canon.items():
-        if name != c:
-            aliases.setdefault(c, []).append(name)
+
+def _map(up: Upstream, rows: _Rows, revision: str) -> Mapped:
+    """Items (one per distinct image, aliases merged) and one outcome per row."""
+    made = Mapped()
+    canon = group_identical(rows.images, lambda n: n)
+    aliases = alias_lists(canon, lambda n: n)
     n_merged = sum(len(v) for v in aliases.values())
     if n_merged:
-        cov.fix(MERGED, n_merged)
+        made.fix(MERGED, n_merged)
 
     canon_ids = sorted({_sid(c) for c in canon.values()})
-    groups = hash_groups(canon_ids, 6, "finchart-holders")
+    groups = hash_groups(canon_ids, N_HOLDERS, HOLDER_SALT)
     observed = synthetic_timeline(canon_ids)
-    items: list[SourceItem] = []
     for c in sorted(set(canon.values())):
         sid = _sid(c)
-        meta: dict[str, Any] = {"width": metas[c]["width"], "height": metas[c]["height"],
-                                "sha256": metas[c]["sha256"]}
+        m = rows.images[c]
+        meta: dict[str, Any] = {"width": m["width"], "height": m["height"],
+                                "sha256": m["sha256"]}
         if c in aliases:
-            meta["aliases"] = sorted(aliases[c])
-        items.append(SourceItem(
+            meta["aliases"] = aliases[c]
+        made.items.append(SourceItem(
             source_id=sid, modality="image", holder=f"{KEY}/roll-{groups[sid]}",
-            observed_at=observed[sid], path=rel(corpus_root, img_dir / c), meta=meta))
-    items.sort(key=lambda it: it.source_id)
-    holder_of = {it.source_id: it.holder for it in items}
+            observed_at=observed[sid], path=rel(up.root, up.folder / IMAGES / c), meta=meta))
+    holder_of = {it.source_id: it.holder for it in made.items}
+    for i, row in enumerate(rows.qa):
+        made.outcomes.append(_record(i, row, rows, canon, holder_of, revision, made))
+    return made
 
-    # ---- records, one per row
-    drafts: list[RecordDraft] = []
-    for i, row in enumerate(rows):
-        cov.upstream_items += 1
-        if not isinstance(row, dict) or not isinstance(row.get("image"), str):
-            cov.miss("malformed record")
-            continue
-        question = row.get("question")
-        if not isinstance(question, str) or not question.strip():
-            cov.miss("empty question")
-            continue
-        answer = row.get("answer")
-        # an empty answer string is no answer
-        fmt = None if isinstance(answer, str) and not answer.strip() else json_answer_format(answer)
-        if fmt is None:
-            cov.miss("unsupported answer type")
-            continue
-        name = file_name(row["image"])
-        if name != row["image"]:
-            cov.fix(STRIPPED)
-        if name in unreadable:
-            cov.miss("image unreadable")
-            continue
-        if name not in canon:
-            cov.miss("image not in mirror")
-            continue
-        c = canon[name]
-        sid = _sid(c)
-        drafts.append(RecordDraft(
-            query_id=f"{KEY}:{i}", modality="image", question=question, answer=answer,
-            answer_format=fmt, gold=[Gold(source_id=sid, region={})],
-            scope=Scope(holder=holder_of[sid], session=None, scenario=spec.scenario),
-            unanswerable=False,
-            origin=Origin(dataset=DATASET, revision=revision, item=f"{ANNOTATION}#{i}",
-                          license=spec.license,
-                          notes=notes_json({"upstream_image": f"{IMAGES}/{name}"
-                                            if name != c else None}))))
-        cov.covered += 1
 
+def _record(i: int, row: Any, rows: _Rows, canon: dict[str, str], holder_of: dict[str, str],
+            revision: str, made: Mapped) -> RecordDraft | str:
+    """The record of row ``i``, or why it is not covered; a stripped ``_qN`` suffix is counted
+    in ``made``."""
+    if not isinstance(row, dict) or not isinstance(row.get("image"), str):
+        return "malformed record"
+    question = row.get("question")
+    if not isinstance(question, str) or not question.strip():
+        return "empty question"
+    answer = row.get("answer")
+    # an empty answer string is no answer
+    fmt = None if isinstance(answer, str) and not answer.strip() else json_answer_format(answer)
+    if fmt is None:
+        return "unsupported answer type"
+    name = file_name(row["image"])
+    if name != row["image"]:
+        made.fix(STRIPPED)
+    if name in rows.unreadable:
+        return "image unreadable"
+    if name not in canon:
+        return "image not in mirror"
+    c = canon[name]
+    sid = _sid(c)
+    return RecordDraft(
+        query_id=f"{KEY}:{i}", modality="image", question=question, answer=answer,
+        answer_format=fmt, gold=[Gold(source_id=sid, region={})],
+        scope=Scope(holder=holder_of[sid], session=None, scenario=SPEC.scenario),
+        unanswerable=False,
+        origin=Origin(dataset=DATASET, revision=revision, item=f"{ANNOTATION}#{i}",
+                      license=SPEC.license,
+                      notes=notes_json({"upstream_image": f"{IMAGES}/{name}"
+                                        if name != c else None})))
+
+
+def _account(cov: Coverage, rows: _Rows, made: Mapped) -> None:
+    """Coverage: every row's outcome and the repairs (:func:`base.book`), then the notes.
+    Writes only ``cov``."""
+    book(cov, made)
     cov.notes.append("rows are 0-based: finchart:<i> is QA_data.json[i]")
     cov.notes.append("image names: r'_q\\d+' stripped before the extension to find the file")
-    referenced = {file_name(r["image"]) for r in rows
+    referenced = {file_name(r["image"]) for r in rows.qa
                   if isinstance(r, dict) and isinstance(r.get("image"), str)}
-    cov.notes.append(f"mirror holds {len(metas) + len(unreadable)} images; upstream rows "
-                     f"reference {len(referenced)} distinct images")
-    drafts.sort(key=lambda d: d.query_id)
-    return AdapterResult(items=items, drafts=drafts, coverage=cov, texts={})
+    cov.notes.append(f"mirror holds {len(rows.images) + len(rows.unreadable)} images; upstream "
+                     f"rows reference {len(referenced)} distinct images")

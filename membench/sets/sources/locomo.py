@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,16 @@ from typing import Any
 from ...core.errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
-from .base import SYNTHETIC_EPOCH, AdapterResult, Coverage, provenance_commits
+from .base import (
+    SYNTHETIC_EPOCH,
+    AdapterResult,
+    Coverage,
+    Mapped,
+    Upstream,
+    book,
+    json_answer_format,
+    open_upstream,
+)
 
 KEY = "locomo"
 SPEC = BY_KEY[KEY]
@@ -94,46 +104,47 @@ def fill_times(parsed: list[datetime | None]) -> list[datetime]:
     return out  # type: ignore[return-value]
 
 
-def normalise_evidence(raw: Any, cov: Coverage) -> list[tuple[int, int] | str]:
+def normalise_evidence(raw: Any, made: Mapped) -> list[tuple[int, int] | str]:
     """Turn one upstream evidence entry into ``(session, turn)`` pairs.
 
-    Unambiguous repairs are counted with ``cov.fix("evidence: <kind>")``. Pieces that cannot be
-    read come back as a string naming the kind of failure (``"unparseable id"``), for the
+    Unambiguous repairs are counted with ``made.fix("evidence: <kind>")``. Pieces that cannot
+    be read come back as a string naming the kind of failure (``"unparseable id"``), for the
     caller to count.
     """
     if not isinstance(raw, str):
         return ["non-string id"]
     s = raw
     if s != s.strip():
-        cov.fix("evidence: surrounding whitespace")
+        made.fix("evidence: surrounding whitespace")
         s = s.strip()
     if not s:
         return ["empty id"]
     pieces = [p for p in re.split(r"[;,\s]+", s) if p]
     if len(pieces) > 1:
-        cov.fix("evidence: several ids in one string")
+        made.fix("evidence: several ids in one string")
     out: list[tuple[int, int] | str] = []
     for p in pieces:
         q = p
         if q[:1] == "d":
-            cov.fix("evidence: lower-case d")
+            made.fix("evidence: lower-case d")
             q = "D" + q[1:]
         m = re.fullmatch(r"D:(\d+):(\d+)", q)
         if m:
-            cov.fix("evidence: extra colon after D")
+            made.fix("evidence: extra colon after D")
             q = f"D{m.group(1)}:{m.group(2)}"
         m = _DIA.fullmatch(q)
         if not m:
             out.append("unparseable id")
             continue
         if (len(m.group(1)) > 1 and m.group(1)[0] == "0") or (len(m.group(2)) > 1 and m.group(2)[0] == "0"):
-            cov.fix("evidence: leading zero")
+            made.fix("evidence: leading zero")
         out.append((int(m.group(1)), int(m.group(2))))
     return out
 
 
-def _turns(sample_id: str, k: int, raw_turns: list, cov: Coverage) -> list[dict]:
-    """Turns of session k numbered by their dia_id (checked to be 1..n in order)."""
+def _turns(sample_id: str, k: int, raw_turns: list, made: Mapped) -> list[dict]:
+    """Turns of session k numbered by their dia_id (checked to be 1..n in order); a
+    renumbering is counted in ``made``."""
     ts: list[int | None] = []
     for tr in raw_turns:
         m = _DIA.fullmatch(str(tr.get("dia_id", ""))) if isinstance(tr, dict) else None
@@ -141,9 +152,9 @@ def _turns(sample_id: str, k: int, raw_turns: list, cov: Coverage) -> list[dict]
     n = len(raw_turns)
     if ts != list(range(1, n + 1)):
         if None not in ts and sorted(ts) == list(range(1, n + 1)):  # type: ignore[type-var]
-            cov.fix("dia_id: session turns out of order (sorted by dia_id)")
+            made.fix("dia_id: session turns out of order (sorted by dia_id)")
         else:
-            cov.fix("dia_id: session renumbered by list position")
+            made.fix("dia_id: session renumbered by list position")
             ts = list(range(1, n + 1))
     out = []
     for t, tr in zip(ts, raw_turns):
@@ -170,59 +181,85 @@ def _session_text(turns: list[dict]) -> str:
 
 
 def load(corpus_root: Path) -> AdapterResult:
-    root = Path(corpus_root)
-    folder = root / FOLDER
-    path = folder / ANNOTATION_FILE
-    if not path.is_file():
-        raise InputError(path, None, None, "LoCoMo annotation file is missing", rule="MISSING_FILE")
-    data = json.loads(path.read_text(encoding="utf-8"))
-    revision = provenance_commits(folder).get(ANNOTATION_FILE, "unknown")
+    """Read ``<corpus_root>/locomo``, map it to items and records, account for every qa
+    entry."""
+    up = open_upstream(corpus_root, SPEC, files={ANNOTATION_FILE: "LoCoMo annotation file"})
     cov = Coverage(source=KEY)
-    items: list[SourceItem] = []
-    drafts: list[RecordDraft] = []
-    texts: dict[str, str] = {}
+    revision = up.revision(ANNOTATION_FILE, cov)
+    conversations = _read(up)
+    made = _map(conversations, revision)
+    _account(cov, made)
+    return made.result(cov)
 
-    conversations = data if isinstance(data, list) else []
-    orphan_dates: dict[str, list[int]] = {}
+
+def _read(up: Upstream) -> list:
+    """The conversations of locomo10.json as upstream (``[]`` when the file is not a JSON
+    list). Raises InputError naming the line when the file is not JSON."""
+    path = up.folder / ANNOTATION_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise InputError(path, e.lineno, None, f"not valid JSON: {e.msg}") from e
+    return data if isinstance(data, list) else []
+
+
+@dataclass
+class _Made(Mapped):
+    # sample_id -> k of session_<k>_date_time keys without session_<k> turns (for the notes)
+    orphan_dates: dict[str, list[int]] = field(default_factory=dict)
+
+
+def _map(conversations: list, revision: str) -> _Made:
+    """Per conversation (in sample_id order): one item per session, one outcome per qa entry."""
+    made = _Made()
     for conv_row in sorted(conversations, key=lambda c: str(c.get("sample_id"))):
         sample_id = str(conv_row["sample_id"])
         holder = f"{KEY}/{sample_id}"
         conv = conv_row.get("conversation") or {}
-        speakers = [conv.get("speaker_a"), conv.get("speaker_b")]
-        sessions = sorted(int(m.group(1)) for k in conv if (m := _SESSION.fullmatch(k)))
         orphans = sorted(int(m.group(1)) for k in conv if (m := _SESSION_DT.fullmatch(k))
                          and f"session_{m.group(1)}" not in conv)
         if orphans:
-            orphan_dates[sample_id] = orphans
-
-        # session k -> (source_id, n turns)
-        known: dict[int, tuple[str, int]] = {}
-        raw_dts = [conv.get(f"session_{k}_date_time") for k in sessions]
-        parsed = [parse_date_time(x) for x in raw_dts]
-        if None in parsed:
-            cov.fix("date_time: unparseable (neighbouring session +/- 1 min)", parsed.count(None))
-        times = fill_times(parsed)
-        for k, raw_dt, when in zip(sessions, raw_dts, times):
-            sid = f"{KEY}:{sample_id}:session_{k}"
-            turns = _turns(sample_id, k, conv[f"session_{k}"] or [], cov)
-            known[k] = (sid, len(turns))
-            items.append(SourceItem(
-                source_id=sid, modality="conversation", holder=holder, observed_at=when,
-                content=turns,
-                meta={"turns": len(turns), "date_time": raw_dt, "speakers": speakers}))
-            texts[sid] = _session_text(turns)
-
+            made.orphan_dates[sample_id] = orphans
+        known = _sessions(sample_id, conv, holder, made)
         qas = conv_row.get("qa") or []
         answerable_q = {_qkey(qa.get("question")) for qa in qas
                         if isinstance(qa, dict) and qa.get("category") in _ANSWERABLE}
         for idx, qa in enumerate(qas):
-            cov.upstream_items += 1
-            draft = _record(sample_id, idx, qa, known, holder, revision, cov, answerable_q)
-            if draft is not None:
-                drafts.append(draft)
-                cov.covered += 1
+            made.outcomes.append(
+                _record(sample_id, idx, qa, known, holder, revision, made, answerable_q))
+    made.texts = dict(sorted(made.texts.items()))
+    return made
 
-    for sample_id, ks in orphan_dates.items():
+
+def _sessions(sample_id: str, conv: dict, holder: str, made: Mapped
+              ) -> dict[int, tuple[str, int]]:
+    """One item (and its text) per session of one conversation, added to ``made``; returns
+    session k -> (source_id, number of turns)."""
+    speakers = [conv.get("speaker_a"), conv.get("speaker_b")]
+    sessions = sorted(int(m.group(1)) for k in conv if (m := _SESSION.fullmatch(k)))
+    known: dict[int, tuple[str, int]] = {}
+    raw_dts = [conv.get(f"session_{k}_date_time") for k in sessions]
+    parsed = [parse_date_time(x) for x in raw_dts]
+    if None in parsed:
+        made.fix("date_time: unparseable (neighbouring session +/- 1 min)", parsed.count(None))
+    times = fill_times(parsed)
+    for k, raw_dt, when in zip(sessions, raw_dts, times):
+        sid = f"{KEY}:{sample_id}:session_{k}"
+        turns = _turns(sample_id, k, conv[f"session_{k}"] or [], made)
+        known[k] = (sid, len(turns))
+        made.items.append(SourceItem(
+            source_id=sid, modality="conversation", holder=holder, observed_at=when,
+            content=turns,
+            meta={"turns": len(turns), "date_time": raw_dt, "speakers": speakers}))
+        made.texts[sid] = _session_text(turns)
+    return known
+
+
+def _account(cov: Coverage, made: _Made) -> None:
+    """Coverage: every qa entry's outcome and the repairs (:func:`base.book`), then the notes.
+    Writes only ``cov``."""
+    book(cov, made)
+    for sample_id, ks in made.orphan_dates.items():
         cov.notes.append(f"{sample_id}: {len(ks)} session_<k>_date_time keys without session_<k> "
                          f"turns (k = {ks[0]}..{ks[-1]}); ignored")
     cov.notes.append("turns are 1-based per session = the <t> of dia_id D<k>:<t>; every session's "
@@ -230,9 +267,6 @@ def load(corpus_root: Path) -> AdapterResult:
     cov.notes.append("session_<k>_date_time has no zone upstream: read as UTC")
     cov.notes.append("category 5 (adversarial) -> native unanswerable, upstream evidence kept as "
                      "origin.distractor")
-    items.sort(key=lambda i: i.source_id)
-    drafts.sort(key=lambda d: d.query_id)
-    return AdapterResult(items=items, drafts=drafts, coverage=cov, texts=dict(sorted(texts.items())))
 
 
 def _qkey(question: Any) -> str:
@@ -240,18 +274,17 @@ def _qkey(question: Any) -> str:
 
 
 def _record(sample_id: str, idx: int, qa: Any, known: dict[int, tuple[str, int]], holder: str,
-            revision: str, cov: Coverage, answerable_q: set[str]) -> RecordDraft | None:
+            revision: str, made: Mapped, answerable_q: set[str]) -> RecordDraft | str:
+    """The record of one qa entry, or why it is not covered; evidence repairs are counted in
+    ``made``."""
     if not isinstance(qa, dict):
-        cov.miss("qa entry is not an object")
-        return None
+        return "qa entry is not an object"
     question = qa.get("question")
     if not isinstance(question, str) or not question.strip():
-        cov.miss("empty question")
-        return None
+        return "empty question"
     category = qa.get("category")
     if category not in _ANSWERABLE and category != 5:
-        cov.miss("unknown category")
-        return None
+        return "unknown category"
 
     # evidence -> resolved (session, turn) in upstream order, deduplicated
     evidence = qa.get("evidence")
@@ -259,19 +292,19 @@ def _record(sample_id: str, idx: int, qa: Any, known: dict[int, tuple[str, int]]
         evidence = [evidence] if evidence else []
     resolved: list[tuple[int, int]] = []
     for raw in evidence:
-        for piece in normalise_evidence(raw, cov):
+        for piece in normalise_evidence(raw, made):
             if isinstance(piece, str):
-                cov.fix(f"evidence: dropped {piece}")
+                made.fix(f"evidence: dropped {piece}")
                 continue
             k, t = piece
             if k not in known:
-                cov.fix("evidence: dropped id of a session that does not exist")
+                made.fix("evidence: dropped id of a session that does not exist")
                 continue
             if not 1 <= t <= known[k][1]:
-                cov.fix("evidence: dropped turn beyond the session's length")
+                made.fix("evidence: dropped turn beyond the session's length")
                 continue
             if piece in resolved:
-                cov.fix("evidence: duplicate id")
+                made.fix("evidence: duplicate id")
                 continue
             resolved.append(piece)
 
@@ -284,13 +317,12 @@ def _record(sample_id: str, idx: int, qa: Any, known: dict[int, tuple[str, int]]
             # the adversarial rewrite kept the answerable question verbatim: a system sees the
             # same (question, holder, as_of) twice with opposite answers, so neither can be kept
             # as unanswerable (conv-30 #95 repeats #61 upstream)
-            cov.miss("adversarial question identical to an answerable one")
-            return None
+            return "adversarial question identical to an answerable one"
         notes = "category 5 (adversarial)"
         if "adversarial_answer" in qa:
             notes += f"; adversarial_answer: {qa['adversarial_answer']!r}"
         if qa.get("answer") is not None:
-            cov.fix("category 5 with an upstream answer (kept in origin.notes, answer null)")
+            made.fix("category 5 with an upstream answer (kept in origin.notes, answer null)")
             notes += f"; upstream answer: {qa['answer']!r}"
         return RecordDraft(
             query_id=query_id, modality="conversation", question=question, answer=None,
@@ -300,24 +332,12 @@ def _record(sample_id: str, idx: int, qa: Any, known: dict[int, tuple[str, int]]
 
     answer = qa.get("answer")
     if answer is None or (isinstance(answer, str) and not answer.strip()):
-        cov.miss("answerable without an answer")
-        return None
-    if isinstance(answer, bool):
-        fmt = "str"
-    elif isinstance(answer, int):
-        fmt = "int"
-    elif isinstance(answer, float):
-        fmt = "float"
-    elif isinstance(answer, list):
-        fmt = "list"
-    else:
-        fmt = "str"
+        return "answerable without an answer"
+    fmt = json_answer_format(answer) or "str"   # a boolean or an object is read as text
     if not evidence:
-        cov.miss("answerable without upstream evidence")
-        return None
+        return "answerable without upstream evidence"
     if not resolved:
-        cov.miss("answerable, no resolvable evidence")
-        return None
+        return "answerable, no resolvable evidence"
     gold = [Gold(source_id=known[k][0], region={"turn": t}) for k, t in resolved]
     return RecordDraft(
         query_id=query_id, modality="conversation", question=question, answer=answer,

@@ -42,13 +42,14 @@ Mapping:
   ``"str"``). ``origin.notes`` carries ``question_type`` and the raw ``question_date`` (the
   build sets ``as_of``; upstream's own question time is kept here for reference).
 * origin.revision: the ``commit`` of the chosen file in ``<root>/longmemeval/PROVENANCE.jsonl``
-  when present, else ``"unknown"`` (noted).
+  when present, else ``"unknown"`` (noted; ``base.annotation_revision``).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,15 @@ from typing import Any
 from ...core.errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
-from .base import AdapterResult, Coverage, json_answer_format, provenance_commits
+from .base import (
+    AdapterResult,
+    Coverage,
+    Mapped,
+    Upstream,
+    book,
+    json_answer_format,
+    open_upstream,
+)
 from .locomo import fill_times
 
 KEY = "longmemeval"
@@ -82,64 +91,84 @@ def parse_date(raw: Any) -> datetime | None:
 
 
 def load(corpus_root: Path) -> AdapterResult:
-    folder = Path(corpus_root) / FOLDER
-    if not folder.is_dir():
-        raise InputError(folder, None, None, "LongMemEval folder is missing", rule="MISSING_FILE")
-    present = [f for f in FILES if (folder / f).is_file()]
-    if not present:
-        raise InputError(folder / FILES[0], None, None,
-                         f"none of {', '.join(FILES)} is present", rule="MISSING_FILE")
-    name = present[0]
-    data = json.loads((folder / name).read_text(encoding="utf-8"))
+    """Read one release file of ``<corpus_root>/longmemeval``, map it to items and records,
+    account for every instance."""
+    up = open_upstream(corpus_root, SPEC, folder="LongMemEval folder")
+    rows = _read(up)
     cov = Coverage(source=KEY)
-    cov.notes.append(f"read {name}" + (f"; ignored {', '.join(present[1:])} (same questions)"
-                                       if present[1:] else ""))
-    revision = provenance_commits(folder).get(name)
-    if revision is None:
-        cov.notes.append(f"no PROVENANCE.jsonl commit for {name}: origin.revision = 'unknown'")
-        revision = "unknown"
+    revision = up.revision(rows.name, cov)
+    made = _map(rows, revision)
+    _account(cov, rows, made)
+    return made.result(cov)
+
+
+@dataclass
+class _Rows:
+    name: str            # the release file read (the first of FILES present)
+    ignored: list[str]   # the other release files present (same questions)
+    data: Any            # its JSON, as upstream
+
+
+def _read(up: Upstream) -> _Rows:
+    """The first of FILES present, parsed. Raises InputError when none is present or the file is
+    not JSON (naming the line)."""
+    present = [f for f in FILES if (up.folder / f).is_file()]
+    if not present:
+        raise InputError(up.folder / FILES[0], None, None,
+                         f"none of {', '.join(FILES)} is present", rule="MISSING_FILE")
+    path = up.folder / present[0]
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise InputError(path, e.lineno, None, f"not valid JSON: {e.msg}") from e
+    return _Rows(present[0], present[1:], data)
+
+
+def _map(rows: _Rows, revision: str) -> Mapped:
+    """One outcome per instance; the haystack sessions of every well-formed instance as items
+    of its holder (also when the instance is not covered)."""
+    made = Mapped()
+    seen_qids: set[str] = set()
+    for inst in rows.data if isinstance(rows.data, list) else []:
+        made.outcomes.append(_checked(inst, seen_qids, revision, made))
+    made.texts = dict(sorted(made.texts.items()))
+    return made
+
+
+def _checked(inst: Any, seen_qids: set[str], revision: str, made: Mapped) -> RecordDraft | str:
+    """Why a malformed instance is not covered (it emits no items), else :func:`_instance`."""
+    if not isinstance(inst, dict) or not isinstance(inst.get("question_id"), str) \
+            or not inst["question_id"]:
+        return "instance without question_id"
+    qid = inst["question_id"]
+    if qid in seen_qids:
+        return "duplicate question_id"
+    seen_qids.add(qid)
+    lists = [inst.get(k) for k in _LIST_KEYS]
+    if not all(isinstance(x, list) for x in lists) or len({len(x) for x in lists}) != 1:
+        return "haystack lists missing or of different lengths"
+    question = inst.get("question")
+    if not isinstance(question, str) or not question.strip():
+        return "empty question"
+    return _instance(inst, qid, question, revision, made)
+
+
+def _account(cov: Coverage, rows: _Rows, made: Mapped) -> None:
+    """Coverage: every instance's outcome and the repairs (:func:`base.book`), then the notes,
+    the file read first. Writes only ``cov``."""
+    book(cov, made)
+    cov.notes.insert(0, f"read {rows.name}" + (
+        f"; ignored {', '.join(rows.ignored)} (same questions)" if rows.ignored else ""))
     cov.notes.append("turns are 1-based list positions per session (upstream turn ids "
                      "<session_id>_<i+1>); haystack_dates have no zone upstream: read as UTC")
-
-    items: list[SourceItem] = []
-    drafts: list[RecordDraft] = []
-    texts: dict[str, str] = {}
-    instances = data if isinstance(data, list) else []
-    if not isinstance(data, list):
-        cov.notes.append(f"{name} is not a JSON list: nothing read")
-
-    seen_qids: set[str] = set()
-    for inst in instances:
-        cov.upstream_items += 1
-        if not isinstance(inst, dict) or not isinstance(inst.get("question_id"), str) \
-                or not inst["question_id"]:
-            cov.miss("instance without question_id")
-            continue
-        qid = inst["question_id"]
-        if qid in seen_qids:
-            cov.miss("duplicate question_id")
-            continue
-        seen_qids.add(qid)
-        lists = [inst.get(k) for k in _LIST_KEYS]
-        if not all(isinstance(x, list) for x in lists) or len({len(x) for x in lists}) != 1:
-            cov.miss("haystack lists missing or of different lengths")
-            continue
-        question = inst.get("question")
-        if not isinstance(question, str) or not question.strip():
-            cov.miss("empty question")
-            continue
-        draft = _instance(inst, qid, question, revision, cov, items, texts)
-        if draft is not None:
-            drafts.append(draft)
-            cov.covered += 1
-
-    items.sort(key=lambda i: i.source_id)
-    drafts.sort(key=lambda d: d.query_id)
-    return AdapterResult(items=items, drafts=drafts, coverage=cov, texts=dict(sorted(texts.items())))
+    if not isinstance(rows.data, list):
+        cov.notes.append(f"{rows.name} is not a JSON list: nothing read")
 
 
-def _instance(inst: dict, qid: str, question: str, revision: str, cov: Coverage,
-              items: list[SourceItem], texts: dict[str, str]) -> RecordDraft | None:
+def _instance(inst: dict, qid: str, question: str, revision: str, made: Mapped
+              ) -> RecordDraft | str:
+    """The items (and texts) of one instance's haystack, added to ``made``, and its record, or
+    why it is not covered; repairs are counted in ``made``."""
     holder = f"{KEY}/{qid}"
     answer_ids = [str(x) for x in (inst.get("answer_session_ids") or [])]
     answer_set = set(answer_ids)
@@ -150,7 +179,7 @@ def _instance(inst: dict, qid: str, question: str, revision: str, cov: Coverage,
     found_answer_sessions: set[str] = set()
     parsed = [parse_date(x) for x in inst["haystack_dates"]]
     if None in parsed:
-        cov.fix("haystack date unparseable (neighbouring session +/- 1 min)", parsed.count(None))
+        made.fix("haystack date unparseable (neighbouring session +/- 1 min)", parsed.count(None))
     times = fill_times(parsed)
     for raw_sid, raw_date, when, session in zip(inst["haystack_session_ids"], inst["haystack_dates"],
                                                 times, inst["haystack_sessions"]):
@@ -158,7 +187,7 @@ def _instance(inst: dict, qid: str, question: str, revision: str, cov: Coverage,
         copies[sid] = copies.get(sid, 0) + 1
         item_sid = sid if copies[sid] == 1 else f"{sid}#{copies[sid]}"
         if copies[sid] > 1:
-            cov.fix("session id repeated in one haystack (later copy suffixed #n)")
+            made.fix("session id repeated in one haystack (later copy suffixed #n)")
         source_id = f"{KEY}:{qid}:{item_sid}"
         turns, evidence, speakers = [], [], []
         for t, turn in enumerate(session if isinstance(session, list) else [], start=1):
@@ -170,23 +199,23 @@ def _instance(inst: dict, qid: str, question: str, revision: str, cov: Coverage,
             if turn.get("has_answer") is True:
                 evidence.append(t)
         if not isinstance(session, list):
-            cov.fix("haystack session is not a list (empty item)")
-        items.append(SourceItem(
+            made.fix("haystack session is not a list (empty item)")
+        made.items.append(SourceItem(
             source_id=source_id, modality="conversation", holder=holder, observed_at=when,
             content=turns, meta={"turns": len(turns), "date_time": raw_date, "speakers": speakers}))
-        texts[source_id] = "\n".join(f"{x['speaker']}: {x['text']}" for x in turns)
+        made.texts[source_id] = "\n".join(f"{x['speaker']}: {x['text']}" for x in turns)
         if sid in answer_set:
             found_answer_sessions.add(sid)
             if not abstain:
                 if not evidence:
-                    cov.fix("answer session without a has_answer turn (no gold from it)")
+                    made.fix("answer session without a has_answer turn (no gold from it)")
                 gold.extend(Gold(source_id=source_id, region={"turn": t}) for t in evidence)
         elif evidence and not abstain:
-            cov.fix("has_answer turn outside answer_session_ids (ignored)", len(evidence))
+            made.fix("has_answer turn outside answer_session_ids (ignored)", len(evidence))
 
     missing = [s for s in answer_ids if s not in found_answer_sessions]
     if missing and not abstain:
-        cov.fix("answer_session_id not in the haystack", len(missing))
+        made.fix("answer_session_id not in the haystack", len(missing))
 
     qtype = inst.get("question_type")
     notes = f"question_type: {qtype}; question_date: {inst.get('question_date')}"
@@ -200,11 +229,9 @@ def _instance(inst: dict, qid: str, question: str, revision: str, cov: Coverage,
                           notes=notes + f"; abstention answer: {inst.get('answer')!r}"))
     answer = inst.get("answer")
     if answer is None or (isinstance(answer, str) and not answer.strip()):
-        cov.miss("answerable without an answer")
-        return None
+        return "answerable without an answer"
     if not gold:
-        cov.miss("answerable, no has_answer turn in its answer sessions")
-        return None
+        return "answerable, no has_answer turn in its answer sessions"
     return RecordDraft(
         query_id=f"{KEY}:{qid}", modality="conversation", question=question, answer=answer,
         answer_format=json_answer_format(answer) or "str", gold=gold, scope=scope, unanswerable=False,

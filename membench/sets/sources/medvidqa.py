@@ -46,21 +46,27 @@ import io
 import json
 import re
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...core.errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
+from . import BY_KEY
 from .base import (
     AdapterResult,
     Coverage,
+    Mapped,
+    Upstream,
+    book,
     hash_groups,
     norm_space,
-    read_provenance,
+    open_upstream,
     synthetic_timeline,
 )
 
 KEY = "medvidqa"
+SPEC = BY_KEY[KEY]
 FOLDER = "medvidqa"
 MODALITY = "video"
 SCENARIO = "instructional-video-qa"
@@ -199,41 +205,167 @@ def clean_cues(raw: dict[str, list[tuple[float, float, str]]], duration: dict[st
     return out, dropped, clipped
 
 
-def _read_captions(p: Path, cov: Coverage, questions: list[dict]
-                   ) -> tuple[dict[str, list[tuple[float, float, str]]], set[str]]:
-    """Caption cues per video id (dict order) and the ids whose caption repr is unreadable."""
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# --------------------------------------------------------------------------- adapter
+
+
+def load(corpus_root: Path) -> AdapterResult:
+    """Read ``<corpus_root>/medvidqa``, map it to caption items and records, account for every
+    question."""
+    up = open_upstream(corpus_root, SPEC, provenance=True, files={
+        name: "MedVidQA annotation file" for name in ANNOTATION_FILES})
+    cov = Coverage(source=KEY)
+    revisions = {name: up.revision(name, cov, required=True) for name in ANNOTATION_FILES}
+    rows = _read(up)
+    made = _map(rows, revisions)
+    _account(cov, rows, made)
+    return made.result(cov)
+
+
+@dataclass
+class _Rows:
+    questions: dict[str, list]        # annotation file -> its JSON list, as upstream
+    captions: list[dict] | None       # the caption CSV's rows (None: file absent)
+    caption_bytes_replaced: bool      # bytes undefined in cp1252 were replaced
+
+
+def _read(up: Upstream) -> _Rows:
+    """val.json and test.json (JSON lists) and the caption CSV (cp1252) when present. Raises
+    InputError naming the file (and line) when they are not in that format."""
+    questions: dict[str, list] = {}
+    for name in ANNOTATION_FILES:
+        p = up.folder / name
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise InputError(p, e.lineno, None, f"not valid JSON: {e.msg}") from e
+        if not isinstance(data, list):
+            raise InputError(p, None, None, "expected a JSON list of questions")
+        questions[name] = data
+    p = up.folder / CAPTIONS
+    if not p.is_file():
+        return _Rows(questions, None, False)
     raw = p.read_bytes()
+    replaced = False
     try:
         text = raw.decode("cp1252")
     except UnicodeDecodeError:
         text = raw.decode("cp1252", errors="replace")
-        cov.fix("caption file bytes undefined in cp1252 replaced")
+        replaced = True
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
     need = {"video_id", "question", "timestamp", "subtitle_timestamps"}
     if rows and not need <= set(rows[0]):
         raise InputError(p, 1, None, f"caption CSV lacks columns {sorted(need - set(rows[0]))}")
+    return _Rows(questions, rows, replaced)
+
+
+def _well_formed(q: Any) -> bool:
+    """A question that carries the fields records need (the rest are counted not covered)."""
+    return (isinstance(q, dict) and isinstance(q.get("video_id"), str) and q["video_id"]
+            and q.get("sample_id") is not None and isinstance(q.get("question"), str)
+            and q["question"].strip() != "")
+
+
+@dataclass
+class _Made(Mapped):
+    # for the notes
+    vids_of: dict[str, set[str]] = field(default_factory=dict)  # annotation file -> video ids
+    captioned: set[str] = field(default_factory=set)   # videos with a caption row
+    n_raw: int = 0                                     # cues parsed (videos with a length)
+    dropped: Counter = field(default_factory=Counter)  # cues dropped, by kind
+    clipped: int = 0                                   # cue ends clipped to video_length
+    n_usable: int = 0
+    n_broken: int = 0
+
+
+def _map(rows: _Rows, revisions: dict[str, str]) -> _Made:
+    """Caption items of the videos with usable captions and one outcome per question."""
+    made = _Made()
+    questions = [q for name in ANNOTATION_FILES for q in rows.questions[name] if _well_formed(q)]
+    made.vids_of = {name: {q["video_id"] for q in rows.questions[name] if _well_formed(q)}
+                    for name in ANNOTATION_FILES}
+
+    # video length and url per video (first question's; disagreements counted)
+    duration: dict[str, float] = {}
+    url: dict[str, str] = {}
+    for q in questions:
+        v = q["video_id"]
+        if _num(q.get("video_length")) and q["video_length"] > 0:
+            if v in duration and duration[v] != q["video_length"]:
+                made.fix("video_length differs between questions of one video: first kept")
+            duration.setdefault(v, q["video_length"])
+        if isinstance(q.get("video_url"), str):
+            url.setdefault(v, q["video_url"])
+
+    # ---- captions
+    raw_cues: dict[str, list] = {}
+    unreadable: set[str] = set()
+    if rows.captions is not None:
+        raw_cues, unreadable = _caption_cues(rows.captions, questions, made)
+    made.captioned = set(raw_cues) | unreadable
+    for v in sorted(v for v in raw_cues if v not in duration):
+        unreadable.add(v)
+        del raw_cues[v]
+    clean, made.dropped, made.clipped = clean_cues(raw_cues, duration)
+    made.n_raw = sum(len(c) for c in raw_cues.values())
+    for kind in KINDS:
+        if made.dropped[kind]:
+            made.fix(f"caption cue dropped: {kind}", made.dropped[kind])
+    if made.clipped:
+        made.fix("caption cue end clipped to video_length", made.clipped)
+    usable = {v: c for v, c in clean.items() if len(c) >= MIN_CUES}
+    broken = (set(clean) - set(usable)) | unreadable
+    made.n_usable, made.n_broken = len(usable), len(broken)
+
+    # ---- items
+    groups = hash_groups({q["video_id"] for q in questions}, N_HOLDERS, HOLDER_SALT)
+    sid = {v: f"{KEY}:{v}" for v in usable}
+    times = synthetic_timeline(sid.values())
+    made.items = [
+        SourceItem(source_id=sid[v], modality=MODALITY, holder=f"{KEY}/viewer-{groups[v]}",
+                   observed_at=times[sid[v]], content=usable[v],
+                   meta={"duration": duration[v], "cues": len(usable[v]), "url": url.get(v)})
+        for v in usable]
+    made.texts = {sid[v]: " ".join(c[2] for c in usable[v]) for v in sorted(usable)}
+
+    # ---- records
+    seen_ids: set[str] = set()
+    for name in ANNOTATION_FILES:
+        for q in rows.questions[name]:
+            made.outcomes.append(_record(name, q, seen_ids, usable, broken, duration, groups,
+                                         revisions[name]))
+    return made
+
+
+def _caption_cues(rows: list[dict], questions: list[dict], made: Mapped
+                  ) -> tuple[dict[str, list[tuple[float, float, str]]], set[str]]:
+    """Caption cues per video id (dict order) and the ids whose caption repr is unreadable,
+    from the caption CSV's rows; recovered ids and repairs are counted in ``made``."""
     known = {q["video_id"] for q in questions}
     by_q: dict[tuple[str, str], set[str]] = defaultdict(set)
     for q in questions:
         by_q[(q["question"], f"({q['answer_start_second']}, {q['answer_end_second']})")].add(
             q["video_id"])
     reprs: dict[str, str] = {}
-    for n, row in enumerate(rows, 2):
+    for row in rows:
         vid = (row.get("video_id") or "").strip()
         if vid not in known:
             cand = by_q.get(((row.get("question") or ""), (row.get("timestamp") or "").strip()))
             if cand and len(cand) == 1:
                 new = next(iter(cand))
                 why = "spreadsheet error value" if vid in MANGLED_IDS else "unknown id"
-                cov.fix(f"caption row video_id recovered by question match ({why})")
+                made.fix(f"caption row video_id recovered by question match ({why})")
                 vid = new
             else:
-                cov.fix("caption row ignored: video_id unknown and not recoverable")
+                made.fix("caption row ignored: video_id unknown and not recoverable")
                 continue
         s = row.get("subtitle_timestamps") or ""
         if vid in reprs:
             if reprs[vid] != s:
-                cov.fix("caption rows of one video disagree: first row kept")
+                made.fix("caption rows of one video disagree: first row kept")
             continue
         reprs[vid] = s
     cues: dict[str, list[tuple[float, float, str]]] = {}
@@ -245,149 +377,61 @@ def _read_captions(p: Path, cov: Coverage, questions: list[dict]
             unreadable.add(vid)
             continue
         if rep:
-            cov.fix("caption text with broken quoting repaired", rep)
+            made.fix("caption text with broken quoting repaired", rep)
         cues[vid] = c
     return cues, unreadable
 
 
-def _num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+def _record(name: str, q: Any, seen_ids: set[str], usable: dict[str, list], broken: set[str],
+            duration: dict[str, float], groups: dict[str, int],
+            revision: str) -> RecordDraft | str:
+    """The record of one question of annotation file ``name``, or why it is not covered."""
+    if not _well_formed(q):
+        return "unparseable question"
+    v = q["video_id"]
+    qid = f"{KEY}:{q['sample_id']}"
+    if qid in seen_ids:
+        return "duplicate sample_id"
+    seen_ids.add(qid)
+    if v in broken:
+        return "broken captions"
+    if v not in usable:
+        return "no captions in mirror"
+    s, e = q.get("answer_start_second"), q.get("answer_end_second")
+    if not (_num(s) and _num(e)):
+        return "unparseable answer span"
+    if not (0 <= s <= e <= duration[v]):
+        return "answer span outside video"
+    return RecordDraft(
+        query_id=qid, modality=MODALITY, question=q["question"], answer=None,
+        answer_format="none",
+        gold=[Gold(source_id=f"{KEY}:{v}", region={"t_start": float(s), "t_end": float(e)})],
+        scope=Scope(holder=f"{KEY}/viewer-{groups[v]}", scenario=SCENARIO), unanswerable=False,
+        origin=Origin(dataset=DATASET, revision=revision,
+                      item=f"{name}#{q['sample_id']}", license=LICENSE,
+                      notes=f"answer_start={q.get('answer_start')}; "
+                            f"answer_end={q.get('answer_end')}"))
 
 
-# --------------------------------------------------------------------------- adapter
-
-
-def load(corpus_root: Path) -> AdapterResult:
-    root = Path(corpus_root)
-    folder = root / FOLDER
-    cov = Coverage(source=KEY)
-    prov = read_provenance(folder, required=True) if folder.is_dir() else {}
-    per_file: dict[str, list] = {}
-    for name in ANNOTATION_FILES:
-        p = folder / name
-        if not p.is_file():
-            raise InputError(p, None, None, "MedVidQA annotation file missing", rule="MISSING_FILE")
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise InputError(p, e.lineno, None, f"not valid JSON: {e.msg}") from e
-        if not isinstance(data, list):
-            raise InputError(p, None, None, "expected a JSON list of questions")
-        per_file[name] = data
-
-    # questions that carry the fields we need; the rest are counted when records are made
-    def well_formed(q: Any) -> bool:
-        return (isinstance(q, dict) and isinstance(q.get("video_id"), str) and q["video_id"]
-                and q.get("sample_id") is not None and isinstance(q.get("question"), str)
-                and q["question"].strip() != "")
-
-    questions = [q for name in ANNOTATION_FILES for q in per_file[name] if well_formed(q)]
-    vids_of = {name: {q["video_id"] for q in per_file[name] if well_formed(q)}
-               for name in ANNOTATION_FILES}
-
-    # video length and url per video (first question's; disagreements counted)
-    duration: dict[str, float] = {}
-    url: dict[str, str] = {}
-    for q in questions:
-        v = q["video_id"]
-        if _num(q.get("video_length")) and q["video_length"] > 0:
-            if v in duration and duration[v] != q["video_length"]:
-                cov.fix("video_length differs between questions of one video: first kept")
-            duration.setdefault(v, q["video_length"])
-        if isinstance(q.get("video_url"), str):
-            url.setdefault(v, q["video_url"])
-
-    # ---- captions
-    cap_path = folder / CAPTIONS
-    raw_cues: dict[str, list] = {}
-    unreadable: set[str] = set()
-    if cap_path.is_file():
-        raw_cues, unreadable = _read_captions(cap_path, cov, questions)
-    else:
+def _account(cov: Coverage, rows: _Rows, made: _Made) -> None:
+    """Coverage: every question's outcome and the repairs (:func:`base.book`), then the notes.
+    Writes only ``cov``."""
+    book(cov, made)
+    if rows.caption_bytes_replaced:
+        cov.fix("caption file bytes undefined in cp1252 replaced")
+    if rows.captions is None:
         cov.notes.append(f"{CAPTIONS} absent: no video has captions")
-    captioned = set(raw_cues) | unreadable
-    no_len = sorted(v for v in raw_cues if v not in duration)
-    for v in no_len:
-        unreadable.add(v)
-        del raw_cues[v]
-    clean, dropped, clipped = clean_cues(raw_cues, duration)
-    n_raw = sum(len(c) for c in raw_cues.values())
-    for kind in KINDS:
-        if dropped[kind]:
-            cov.fix(f"caption cue dropped: {kind}", dropped[kind])
-    if clipped:
-        cov.fix("caption cue end clipped to video_length", clipped)
-    usable = {v: c for v, c in clean.items() if len(c) >= MIN_CUES}
-    broken = (set(clean) - set(usable)) | unreadable
-
-    # ---- items
-    groups = hash_groups({q["video_id"] for q in questions}, N_HOLDERS, HOLDER_SALT)
-    sid = {v: f"{KEY}:{v}" for v in usable}
-    times = synthetic_timeline(sid.values())
-    items = sorted((
-        SourceItem(source_id=sid[v], modality=MODALITY, holder=f"{KEY}/viewer-{groups[v]}",
-                   observed_at=times[sid[v]], content=usable[v],
-                   meta={"duration": duration[v], "cues": len(usable[v]), "url": url.get(v)})
-        for v in usable), key=lambda it: it.source_id)
-    holder_of = {v: f"{KEY}/viewer-{groups[v]}" for v in usable}
-    texts = {sid[v]: " ".join(c[2] for c in usable[v]) for v in sorted(usable)}
-
-    # ---- records
-    drafts: list[RecordDraft] = []
-    seen_ids: set[str] = set()
-    for name in ANNOTATION_FILES:
-        revision = (prov.get(name) or {}).get("commit")
-        if not revision:
-            raise InputError(folder / "PROVENANCE.jsonl", None, name,
-                             "no upstream commit recorded for this annotation file",
-                             rule="MISSING_FILE")
-        for q in per_file[name]:
-            cov.upstream_items += 1
-            if not well_formed(q):
-                cov.miss("unparseable question")
-                continue
-            v = q["video_id"]
-            qid = f"{KEY}:{q['sample_id']}"
-            if qid in seen_ids:
-                cov.miss("duplicate sample_id")
-                continue
-            seen_ids.add(qid)
-            if v in broken:
-                cov.miss("broken captions")
-                continue
-            if v not in usable:
-                cov.miss("no captions in mirror")
-                continue
-            s, e = q.get("answer_start_second"), q.get("answer_end_second")
-            if not (_num(s) and _num(e)):
-                cov.miss("unparseable answer span")
-                continue
-            if not (0 <= s <= e <= duration[v]):
-                cov.miss("answer span outside video")
-                continue
-            drafts.append(RecordDraft(
-                query_id=qid, modality=MODALITY, question=q["question"], answer=None,
-                answer_format="none",
-                gold=[Gold(source_id=sid[v], region={"t_start": float(s), "t_end": float(e)})],
-                scope=Scope(holder=holder_of[v], scenario=SCENARIO), unanswerable=False,
-                origin=Origin(dataset=DATASET, revision=revision,
-                              item=f"{name}#{q['sample_id']}", license=LICENSE,
-                              notes=f"answer_start={q.get('answer_start')}; "
-                                    f"answer_end={q.get('answer_end')}")))
-            cov.covered += 1
-    drafts.sort(key=lambda d: d.query_id)
-
+    vids_of, captioned = made.vids_of, made.captioned
     shared = vids_of["val.json"] & vids_of["test.json"]
-    kinds = ", ".join(f"{k} {dropped[k]}" for k in KINDS if dropped[k]) or "none"
+    kinds = ", ".join(f"{k} {made.dropped[k]}" for k in KINDS if made.dropped[k]) or "none"
     cov.notes += [
         ("videos are not mirrored (copyright, per the upstream README): items are YouTube "
          "caption cue lists; gold spans are checked against upstream video_length"),
         (f"captions ({CAPTIONS}, cp1252) exist for {len(captioned & vids_of['test.json'])} of "
          f"{len(vids_of['test.json'])} test videos and {len(captioned & vids_of['val.json'])} "
          f"of {len(vids_of['val.json'])} val videos; val and test share {len(shared)} videos"),
-        (f"caption cues: {n_raw} parsed, {sum(dropped.values())} dropped as broken ({kinds}), "
-         f"{clipped} ends clipped to video_length; {len(usable)} videos usable, "
-         f"{len(broken)} not"),
+        (f"caption cues: {made.n_raw} parsed, {sum(made.dropped.values())} dropped as broken "
+         f"({kinds}), {made.clipped} ends clipped to video_length; {made.n_usable} videos "
+         f"usable, {made.n_broken} not"),
         "MedVidQA answers are time spans: answer is null, the span is the gold region",
     ]
-    return AdapterResult(items=items, drafts=drafts, coverage=cov, texts=texts)

@@ -74,6 +74,7 @@ import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,16 @@ from ...core.errors import InputError
 from ...core.paths import cache_dir
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
-from .base import AdapterResult, Coverage, provenance_commits, rel, synthetic_timeline
+from .base import (
+    AdapterResult,
+    Coverage,
+    Mapped,
+    Upstream,
+    book,
+    open_upstream,
+    rel,
+    synthetic_timeline,
+)
 
 KEY = "mmlongbench"
 SPEC = BY_KEY[KEY]
@@ -380,154 +390,195 @@ def _uses_labels(labels: list[str], n: int, evidence: list[list[int]]) -> dict[i
 
 
 def load(corpus_root: Path, *, text: bool = True) -> AdapterResult:
-    root = Path(corpus_root)
-    folder = root / FOLDER
-    ann = folder / ANNOTATION_FILE
-    if not ann.is_file():
-        raise InputError(ann, None, None, "MMLongBench-Doc annotation file is missing",
-                         rule="MISSING_FILE")
+    """Read ``<corpus_root>/mmlongbench-doc`` (PDF text layers too unless ``text`` is false),
+    map it to items and records, account for every samples.json row."""
+    up = open_upstream(corpus_root, SPEC,
+                       files={ANNOTATION_FILE: "MMLongBench-Doc annotation file"})
+    cov = Coverage(source=KEY)
+    revision = up.revision(ANNOTATION_FILE, cov)
+    rows = _read(up, text)
+    made = _map(up, rows, revision, text)
+    _account(cov, made)
+    return made.result(cov)
+
+
+@dataclass
+class _Rows:
+    samples: list[Any]          # samples.json, as upstream
+    pdfs: dict[str, dict]       # documents/<doc_id>: doc_id -> scan_pdfs result (or {"error"})
+
+
+def _read(up: Upstream, text: bool) -> _Rows:
+    """samples.json (a JSON list) and every PDF of documents/ through :func:`scan_pdfs` (its
+    cache). Raises InputError (SCHEMA) on an annotation file that is not such a list."""
+    ann = up.folder / ANNOTATION_FILE
     try:
-        rows = json.loads(ann.read_text(encoding="utf-8"))
+        samples = json.loads(ann.read_text(encoding="utf-8"))
     except ValueError as e:
         raise InputError(ann, None, None, f"not valid JSON: {e}", rule="SCHEMA") from e
-    if not isinstance(rows, list):
+    if not isinstance(samples, list):
         raise InputError(ann, None, None, "expected a JSON list of questions", rule="SCHEMA")
-
-    revision = provenance_commits(folder).get(ANNOTATION_FILE, "unknown")
-    cov = Coverage(source=KEY)
-    cov.upstream_items = len(rows)
-
-    docs_dir = folder / DOCS_DIR
+    docs_dir = up.folder / DOCS_DIR
     pdfs = sorted((p for p in docs_dir.glob("*") if p.is_file() and p.suffix.lower() == ".pdf"),
                   key=lambda p: p.name) if docs_dir.is_dir() else []
     infos = scan_pdfs(pdfs, text=text)
-    by_doc = {p.name: infos[p] for p in pdfs}
-    readable = {d: i for d, i in by_doc.items() if "error" not in i}
+    return _Rows(samples, {p.name: infos[p] for p in pdfs})
+
+
+@dataclass
+class _Row:
+    idx: int                  # 0-based index in samples.json
+    row: dict
+    n: int                    # 0-based index among the rows of its doc_id
+    pages: list[int] | None   # parsed evidence_pages (None: unparseable)
+    fixes: list[str]          # repairs parse_evidence made
+
+
+@dataclass
+class _Made(Mapped):
+    # for the notes
+    n_docs: int = 0                                        # distinct doc_ids of usable rows
+    n_readable: int = 0                                    # mirrored PDFs pypdf can read
+    label_docs: list[str] = field(default_factory=list)   # read through /PageLabels
+    n_undated: int = 0                                     # observed_at synthetic
+
+
+def _map(up: Upstream, rows: _Rows, revision: str, text: bool) -> _Made:
+    """Items (one per readable PDF) and one outcome per samples.json row."""
+    made = _Made()
+    readable = {d: i for d, i in rows.pdfs.items() if "error" not in i}
 
     # ---- rows: validate, number per doc, parse evidence
     per_doc_n: dict[str, int] = {}
-    parsed: list[tuple[int, dict, int, list[int] | None, list[str]]] = []
-    for idx, row in enumerate(rows):
+    parsed: list[_Row] = []
+    for idx, row in enumerate(rows.samples):
         if not (isinstance(row, dict) and isinstance(row.get("doc_id"), str) and row["doc_id"]
                 and isinstance(row.get("question"), str) and row["question"].strip()
                 and isinstance(row.get("answer"), str)):
-            cov.miss(MISS_ROW)
+            made.outcomes.append(MISS_ROW)
             continue
         doc = row["doc_id"]
         n = per_doc_n.get(doc, 0)
         per_doc_n[doc] = n + 1
         pages, fixes = parse_evidence(row.get("evidence_pages"))
-        parsed.append((idx, row, n, pages, fixes))
+        parsed.append(_Row(idx, row, n, pages, fixes))
 
     # ---- per document: physical pages or printed page labels
     evidence_by_doc: dict[str, list[list[int]]] = {}
-    for _, row, _, pages, _ in parsed:
-        if pages is not None and row["answer"] != NOT_ANSWERABLE:
-            evidence_by_doc.setdefault(row["doc_id"], []).append(pages)
+    for r in parsed:
+        if r.pages is not None and r.row["answer"] != NOT_ANSWERABLE:
+            evidence_by_doc.setdefault(r.row["doc_id"], []).append(r.pages)
     label_docs: dict[str, dict[int, int]] = {}
     for doc, info in readable.items():
         lm = _uses_labels(info["page_labels"], info["pages"], evidence_by_doc.get(doc, []))
         if lm is not None:
             label_docs[doc] = lm
 
-    # ---- items
+    made.n_undated = _items(up, readable, text, made)
+    for r in parsed:
+        made.outcomes.append(_record(r, rows.pdfs, readable, label_docs, revision, made))
+    made.n_docs = len({r.row["doc_id"] for r in parsed})
+    made.n_readable = len(readable)
+    made.label_docs = sorted(label_docs)
+    return made
+
+
+def _items(up: Upstream, readable: dict[str, dict], text: bool, made: Mapped) -> int:
+    """One item (and its text layer, with ``text``) per readable PDF, added to ``made``;
+    observed_at from /CreationDate, else synthetic (counted). Returns how many are synthetic."""
     dated: dict[str, datetime] = {}
     undated: list[str] = []
     for doc, info in sorted(readable.items()):
         dt = parse_pdf_date(info.get("creation_date"))
         if dt is None:
             undated.append(doc)
-            cov.fix(FIX_NO_DATE if info.get("creation_date") is None else FIX_BAD_DATE)
+            made.fix(FIX_NO_DATE if info.get("creation_date") is None else FIX_BAD_DATE)
         else:
             dated[doc] = dt
     synth = synthetic_timeline(undated)
-    items: list[SourceItem] = []
-    texts: dict[str, str] = {}
     for doc, info in sorted(readable.items()):
         sid = f"{KEY}:{doc}"
-        items.append(SourceItem(
+        made.items.append(SourceItem(
             source_id=sid, modality="pdf", holder=_holder(doc),
             observed_at=dated.get(doc) or synth[doc],
-            path=rel(root, docs_dir / doc),
+            path=rel(up.root, up.folder / DOCS_DIR / doc),
             meta={"pages": info["pages"], "sha256": info["sha256"]}))
         if text:
-            texts[sid] = PAGE_SEP.join(info["page_texts"])
+            made.texts[sid] = PAGE_SEP.join(info["page_texts"])
+    return len(undated)
 
-    # ---- records
-    drafts: list[RecordDraft] = []
-    for idx, row, n, pages, fixes in parsed:
-        doc = row["doc_id"]
-        if doc not in by_doc:
-            cov.miss(MISS_NOT_MIRRORED)
-            continue
-        if doc not in readable:
-            cov.miss(MISS_UNREADABLE)
-            continue
-        info = readable[doc]
-        sid = f"{KEY}:{doc}"
-        fmt_raw = row.get("answer_format")
-        unanswerable = row["answer"] == NOT_ANSWERABLE
-        notes = (f"doc_type: {row.get('doc_type')}; "
-                 f"evidence_sources: {row.get('evidence_sources')}")
-        if unanswerable:
-            fmt = "none"
-            if pages is None:
-                cov.fix(FIX_BAD_DISTRACTOR)
-            gold: list[Gold] = []
-        else:
-            if not isinstance(fmt_raw, str) or fmt_raw not in FORMATS:
-                cov.miss(MISS_FORMAT)
-                continue
-            fmt = FORMATS[fmt_raw]
-            if pages is None:
-                cov.miss(MISS_EVIDENCE)
-                continue
-            if not pages:
-                cov.miss(MISS_NO_EVIDENCE)
-                continue
-            if doc in label_docs:
-                lm = label_docs[doc]
-                phys = [lm[p] for p in pages]
-                notes += f"; evidence pages {pages} are printed page labels -> PDF pages {phys}"
-                pages = phys
-                cov.fix(FIX_LABELS)
-            if any(p < 1 for p in pages):
-                cov.miss(MISS_PAGE_ZERO)
-                continue
-            if any(p > info["pages"] for p in pages):
-                cov.miss(MISS_PAGE_HIGH)
-                continue
-            gold = [Gold(source_id=sid, region={"page": p}) for p in pages]
-        for f in fixes:
-            cov.fix(f)
-        drafts.append(RecordDraft(
-            query_id=f"{KEY}:{doc}:{n}", modality="pdf", question=row["question"],
-            answer=None if unanswerable else row["answer"], answer_format=fmt, gold=gold,
-            scope=Scope(holder=_holder(doc), session=None, scenario=SPEC.scenario),
-            unanswerable=unanswerable,
-            origin=Origin(dataset=DATASET, revision=revision, item=f"{ANNOTATION_FILE}#{idx}",
-                          license=SPEC.license,
-                          distractor=list(pages) if unanswerable and pages is not None else None,
-                          notes=notes)))
-        cov.covered += 1
 
-    drafts.sort(key=lambda d: d.query_id)
-    items.sort(key=lambda i: i.source_id)
-    n_docs = len({r["doc_id"] for _, r, _, _, _ in parsed})
+def _record(r: _Row, pdfs: dict[str, dict], readable: dict[str, dict],
+            label_docs: dict[str, dict[int, int]], revision: str,
+            made: Mapped) -> RecordDraft | str:
+    """The record of one well-formed row, or why it is not covered; repairs are counted in
+    ``made``."""
+    row, pages = r.row, r.pages
+    doc = row["doc_id"]
+    if doc not in pdfs:
+        return MISS_NOT_MIRRORED
+    if doc not in readable:
+        return MISS_UNREADABLE
+    info = readable[doc]
+    sid = f"{KEY}:{doc}"
+    fmt_raw = row.get("answer_format")
+    unanswerable = row["answer"] == NOT_ANSWERABLE
+    notes = (f"doc_type: {row.get('doc_type')}; "
+             f"evidence_sources: {row.get('evidence_sources')}")
+    if unanswerable:
+        fmt = "none"
+        if pages is None:
+            made.fix(FIX_BAD_DISTRACTOR)
+        gold: list[Gold] = []
+    else:
+        if not isinstance(fmt_raw, str) or fmt_raw not in FORMATS:
+            return MISS_FORMAT
+        fmt = FORMATS[fmt_raw]
+        if pages is None:
+            return MISS_EVIDENCE
+        if not pages:
+            return MISS_NO_EVIDENCE
+        if doc in label_docs:
+            lm = label_docs[doc]
+            phys = [lm[p] for p in pages]
+            notes += f"; evidence pages {pages} are printed page labels -> PDF pages {phys}"
+            pages = phys
+            made.fix(FIX_LABELS)
+        if any(p < 1 for p in pages):
+            return MISS_PAGE_ZERO
+        if any(p > info["pages"] for p in pages):
+            return MISS_PAGE_HIGH
+        gold = [Gold(source_id=sid, region={"page": p}) for p in pages]
+    for f in r.fixes:
+        made.fix(f)
+    return RecordDraft(
+        query_id=f"{KEY}:{doc}:{r.n}", modality="pdf", question=row["question"],
+        answer=None if unanswerable else row["answer"], answer_format=fmt, gold=gold,
+        scope=Scope(holder=_holder(doc), session=None, scenario=SPEC.scenario),
+        unanswerable=unanswerable,
+        origin=Origin(dataset=DATASET, revision=revision, item=f"{ANNOTATION_FILE}#{r.idx}",
+                      license=SPEC.license,
+                      distractor=list(pages) if unanswerable and pages is not None else None,
+                      notes=notes))
+
+
+def _account(cov: Coverage, made: _Made) -> None:
+    """Coverage: every row's outcome and the repairs (:func:`base.book`), then the notes.
+    Writes only ``cov``."""
+    book(cov, made)
     cov.notes.append(
-        f"{len(readable)} of {n_docs} documents are mirrored and readable; questions on the "
-        "others are not covered")
+        f"{made.n_readable} of {made.n_docs} documents are mirrored and readable; questions on "
+        "the others are not covered")
     cov.notes.append(
         "pages are 1-based physical PDF pages (evidence page 1 = first page of the file): no "
         "evidence page is 0 except two annotation slips (not covered), 'first page' questions "
         "carry [1], and distinctive answer strings occur on page p counted from 1 (53 of 168 "
         "checked rows) far more often than on p+1 (18) or p-1 (12)")
-    if label_docs:
+    if made.label_docs:
         cov.notes.append(
             "annotated with printed page numbers, mapped through /PageLabels: "
-            + ", ".join(sorted(label_docs)))
-    if undated:
+            + ", ".join(made.label_docs))
+    if made.n_undated:
         cov.notes.append(
-            f"observed_at synthetic for {len(undated)} PDFs without a usable /CreationDate "
+            f"observed_at synthetic for {made.n_undated} PDFs without a usable /CreationDate "
             "(sorted doc_id order from the synthetic epoch); zone-less dates are read as UTC")
-    return AdapterResult(items=items, drafts=drafts, coverage=cov, texts=texts)

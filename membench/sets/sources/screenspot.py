@@ -26,6 +26,7 @@ Records: one per instruction whose screenshot is mirrored. ``query_id`` =
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,20 @@ from PIL import Image
 
 from ...core.errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
-from .base import AdapterResult, Coverage, read_provenance, rel, synthetic_timeline
+from . import BY_KEY
+from .base import (
+    AdapterResult,
+    Coverage,
+    Mapped,
+    Upstream,
+    book,
+    open_upstream,
+    rel,
+    synthetic_timeline,
+)
 
 KEY = "screenspot"
+SPEC = BY_KEY[KEY]
 FOLDER = "screenspot-v2"
 MODALITY = "ui_screenshot"
 SCENARIO = "gui-grounding"
@@ -91,26 +103,38 @@ def _fit(box: list[float], width: int, height: int) -> tuple[list[float] | None,
 
 
 def load(corpus_root: Path) -> AdapterResult:
-    root = Path(corpus_root)
-    folder = root / FOLDER
+    """Read ``<corpus_root>/screenspot-v2``, map it to items and records, account for every
+    instruction."""
+    up = open_upstream(corpus_root, SPEC, provenance=True, files={
+        _ann_name(p): "ScreenSpot-v2 annotation file" for p in PLATFORMS})
     cov = Coverage(source=KEY)
-    ann: dict[str, list] = {}
-    for platform in PLATFORMS:
-        p = folder / _ann_name(platform)
-        if not p.is_file():
-            raise InputError(p, None, None, "ScreenSpot-v2 annotation file missing",
-                             rule="MISSING_FILE")
-        ann[platform] = _load_json_list(p)
-    prov = read_provenance(folder, required=True)
+    revisions = {p: up.revision(_ann_name(p), cov, required=True) for p in PLATFORMS}
+    rows = _read(up)
+    made = _map(up, rows, revisions)
+    _account(cov, rows, made)
+    return made.result(cov)
 
-    # ---- screenshots in the mirror
-    img_dir = folder / IMAGE_DIR
-    files = sorted(q.name for q in img_dir.glob("*.png")) if img_dir.is_dir() else []
-    referenced: dict[str, str] = {}  # img_filename -> platform of the json that names it
+
+@dataclass
+class _Rows:
+    ann: dict[str, list]              # platform -> screenspot_<platform>_v2.json, as upstream
+    sized: dict[str, list]            # platform -> with_image_size/ copy (when present)
+    files: list[str]                  # screenshot file names in the mirror, sorted
+    sizes: dict[str, tuple[int, int]]  # screenshot -> (width, height) read by Pillow
+    unreadable: list[str]             # screenshots Pillow cannot read
+
+
+def _read(up: Upstream) -> _Rows:
+    """The three annotation files, the optional xyxy copies and the mirrored screenshots'
+    sizes. Raises InputError on an annotation file that is not a JSON list."""
+    ann = {p: _load_json_list(up.folder / _ann_name(p)) for p in PLATFORMS}
+    sized: dict[str, list] = {}
     for platform in PLATFORMS:
-        for row in ann[platform]:
-            if isinstance(row, dict) and isinstance(row.get("img_filename"), str):
-                referenced.setdefault(row["img_filename"], platform)
+        q = up.folder / SIZED_DIR / _ann_name(platform)
+        if q.is_file():
+            sized[platform] = _load_json_list(q)
+    img_dir = up.folder / IMAGE_DIR
+    files = sorted(q.name for q in img_dir.glob("*.png")) if img_dir.is_dir() else []
     sizes: dict[str, tuple[int, int]] = {}
     unreadable: list[str] = []
     for name in files:
@@ -119,136 +143,157 @@ def load(corpus_root: Path) -> AdapterResult:
                 sizes[name] = (int(im.width), int(im.height))
         except (OSError, ValueError):
             unreadable.append(name)
-    if unreadable:
-        cov.notes.append(f"{len(unreadable)} mirrored screenshot(s) unreadable by Pillow: "
-                         f"{', '.join(unreadable)}")
+    return _Rows(ann, sized, files, sizes, unreadable)
+
+
+@dataclass
+class _Made(Mapped):
+    # for the notes
+    referenced: int = 0                                   # distinct screenshots named upstream
+    no_platform: list[str] = field(default_factory=list)  # readable, platform unknown: no item
+    content_matched: int = 0                              # items not proven byte-identical
+    per_kind: dict[str, int] = field(default_factory=lambda: {"byte-identical": 0,
+                                                              "content-matched": 0})
+    xcheck: dict[str, Any] = field(default_factory=lambda: {
+        "rows": 0, "row_count": 0, "identity": 0, "bbox": 0, "size_vs_png": 0,
+        "type_source": 0, "oob_upstream": []})
+
+
+def _map(up: Upstream, rows: _Rows, revisions: dict[str, str]) -> _Made:
+    """Items (one per readable screenshot with a platform), one outcome per instruction, and
+    the cross-check against with_image_size/."""
+    made = _Made()
+    referenced: dict[str, str] = {}  # img_filename -> platform of the json that names it
+    for platform in PLATFORMS:
+        for row in rows.ann[platform]:
+            if isinstance(row, dict) and isinstance(row.get("img_filename"), str):
+                referenced.setdefault(row["img_filename"], platform)
+    made.referenced = len(referenced)
 
     def platform_of(name: str) -> str | None:
         return referenced.get(name) or PREFIX.get(name.split("_", 1)[0])
 
-    item_names = [n for n in files if n in sizes and platform_of(n)]
-    for n in files:
-        if n in sizes and not platform_of(n):
-            cov.notes.append(f"screenshot {n} has no platform (unreferenced, unknown prefix): "
-                             "not emitted")
+    item_names = [n for n in rows.files if n in rows.sizes and platform_of(n)]
+    made.no_platform = [n for n in rows.files if n in rows.sizes and not platform_of(n)]
     sid = {n: f"{KEY}:{n}" for n in item_names}
     times = synthetic_timeline(sid.values())
-    items = [
-        SourceItem(source_id=sid[n], modality=MODALITY, holder=f"{KEY}/{platform_of(n)}",
-                   observed_at=times[sid[n]], path=rel(root, img_dir / n),
-                   meta={"width": sizes[n][0], "height": sizes[n][1],
-                         "platform": platform_of(n)})
-        for n in item_names
-    ]
-    by_name = {n: it for n, it in zip(item_names, items)}
-
-    # ---- optional cross-check against the xyxy + image-size copy
-    sized: dict[str, list] = {}
-    for platform in PLATFORMS:
-        q = folder / SIZED_DIR / _ann_name(platform)
-        if q.is_file():
-            sized[platform] = _load_json_list(q)
-
-    # ---- records
-    drafts: list[RecordDraft] = []
-    mirrored_note: dict[str, str] = {}
     for n in item_names:
-        note = (prov.get(f"{IMAGE_DIR}/{n}") or {}).get("note") or ""
-        mirrored_note[n] = note
+        made.items.append(SourceItem(
+            source_id=sid[n], modality=MODALITY, holder=f"{KEY}/{platform_of(n)}",
+            observed_at=times[sid[n]], path=rel(up.root, up.folder / IMAGE_DIR / n),
+            meta={"width": rows.sizes[n][0], "height": rows.sizes[n][1],
+                  "platform": platform_of(n)}))
+    holder_of = {n: it.holder for n, it in zip(item_names, made.items)}
+
+    mirrored_note = {n: (up.provenance.get(f"{IMAGE_DIR}/{n}") or {}).get("note") or ""
+                     for n in item_names}
     content_matched = {n for n, note in mirrored_note.items() if "byte-identical" not in note
                        or "not proven" in note}
-    xcheck = {"rows": 0, "row_count": 0, "identity": 0, "bbox": 0,
-              "size_vs_png": 0, "type_source": 0, "oob_upstream": []}
-    per_kind = {"byte-identical": 0, "content-matched": 0}
-
+    made.content_matched = len(content_matched)
     for platform in PLATFORMS:
         fname = _ann_name(platform)
-        revision = (prov.get(fname) or {}).get("commit")
-        if not revision:
-            raise InputError(folder / "PROVENANCE.jsonl", None, fname,
-                             "no upstream commit recorded for this annotation file",
-                             rule="MISSING_FILE")
-        rows = ann[platform]
-        other = sized.get(platform)
-        if other is not None and len(other) != len(rows):
-            xcheck["row_count"] += 1
-        for i, row in enumerate(rows):
-            cov.upstream_items += 1
-            if not isinstance(row, dict):
-                cov.miss("unparseable annotation row")
-                continue
-            img = row.get("img_filename")
-            instr = row.get("instruction")
-            box = _xyxy(row.get("bbox"))
-            if other is not None and i < len(other) and isinstance(other[i], dict):
-                o = other[i]
-                xcheck["rows"] += 1
-                if o.get("img_filename") != img or o.get("instruction") != instr:
-                    xcheck["identity"] += 1
-                if box is not None and o.get("bbox") != box:
-                    xcheck["bbox"] += 1
-                if (o.get("ui_type"), o.get("platform")) != (row.get("data_type"),
-                                                             row.get("data_source")):
-                    xcheck["type_source"] += 1
-                osz = o.get("img_size")
-                if isinstance(osz, list) and len(osz) == 2 and box is not None:
-                    W, H = osz
-                    if not (0 <= box[0] < box[2] <= W and 0 <= box[1] < box[3] <= H):
-                        xcheck["oob_upstream"].append(f"{fname}#{i}")
-                    if img in sizes and tuple(osz) != sizes[img]:
-                        xcheck["size_vs_png"] += 1
-            if not isinstance(img, str) or not img:
-                cov.miss("unparseable annotation row")
-                continue
-            if img in unreadable:
-                cov.miss("screenshot unreadable")
-                continue
-            if img not in by_name:
-                cov.miss("screenshot not in mirror")
-                continue
-            if not isinstance(instr, str) or not instr.strip():
-                cov.miss("empty instruction")
-                continue
-            if box is None:
-                cov.miss("unparseable bbox")
-                continue
-            if not (box[0] < box[2] and box[1] < box[3]):
-                cov.miss("degenerate bbox (zero or negative size)")
-                continue
-            w, h = sizes[img]
-            fitted, clipped = _fit(box, w, h)
-            if fitted is None:
-                cov.miss("bbox outside image")
-                continue
-            if clipped:
-                cov.fix("bbox clipped to image bounds (<= 1 px)")
-            note = mirrored_note.get(img, "")
-            kind = "content-matched" if img in content_matched else "byte-identical"
-            per_kind[kind] += 1
-            notes = (f"data_type={row.get('data_type')}; data_source={row.get('data_source')}; "
-                     f"screenshot: {note or 'see PROVENANCE.jsonl'}")
-            drafts.append(RecordDraft(
-                query_id=f"{KEY}:{platform}:{i}", modality=MODALITY, question=instr,
-                answer=None, answer_format="none",
-                gold=[Gold(source_id=sid[img], region={"bbox": fitted})],
-                scope=Scope(holder=by_name[img].holder, scenario=SCENARIO),
-                unanswerable=False,
-                origin=Origin(dataset=DATASET, revision=revision, item=f"{fname}#{i}",
-                              license=LICENSE, notes=notes)))
-            cov.covered += 1
+        ann = rows.ann[platform]
+        other = rows.sized.get(platform)
+        if other is not None and len(other) != len(ann):
+            made.xcheck["row_count"] += 1
+        for i, row in enumerate(ann):
+            if (isinstance(row, dict) and other is not None and i < len(other)
+                    and isinstance(other[i], dict)):
+                _cross_check(made.xcheck, other[i], row, f"{fname}#{i}", rows.sizes)
+            made.outcomes.append(_record(
+                platform, i, row, rows, holder_of, mirrored_note, content_matched,
+                revisions[platform], made))
+    return made
 
-    drafts.sort(key=lambda d: d.query_id)
+
+def _cross_check(xcheck: dict[str, Any], o: dict, row: dict, where: str,
+                 sizes: dict[str, tuple[int, int]]) -> None:
+    """Count the disagreements of one row with its with_image_size/ copy ``o`` in ``xcheck``."""
+    img = row.get("img_filename")
+    box = _xyxy(row.get("bbox"))
+    xcheck["rows"] += 1
+    if o.get("img_filename") != img or o.get("instruction") != row.get("instruction"):
+        xcheck["identity"] += 1
+    if box is not None and o.get("bbox") != box:
+        xcheck["bbox"] += 1
+    if (o.get("ui_type"), o.get("platform")) != (row.get("data_type"), row.get("data_source")):
+        xcheck["type_source"] += 1
+    osz = o.get("img_size")
+    if isinstance(osz, list) and len(osz) == 2 and box is not None:
+        W, H = osz
+        if not (0 <= box[0] < box[2] <= W and 0 <= box[1] < box[3] <= H):
+            xcheck["oob_upstream"].append(where)
+        if img in sizes and tuple(osz) != sizes[img]:
+            xcheck["size_vs_png"] += 1
+
+
+def _record(platform: str, i: int, row: Any, rows: _Rows, holder_of: dict[str, str],
+            mirrored_note: dict[str, str], content_matched: set[str], revision: str,
+            made: _Made) -> RecordDraft | str:
+    """The record of row ``i`` of a platform's file, or why it is not covered; a clipped box
+    is counted in ``made``."""
+    if not isinstance(row, dict):
+        return "unparseable annotation row"
+    img = row.get("img_filename")
+    instr = row.get("instruction")
+    box = _xyxy(row.get("bbox"))
+    if not isinstance(img, str) or not img:
+        return "unparseable annotation row"
+    if img in rows.unreadable:
+        return "screenshot unreadable"
+    if img not in holder_of:
+        return "screenshot not in mirror"
+    if not isinstance(instr, str) or not instr.strip():
+        return "empty instruction"
+    if box is None:
+        return "unparseable bbox"
+    if not (box[0] < box[2] and box[1] < box[3]):
+        return "degenerate bbox (zero or negative size)"
+    w, h = rows.sizes[img]
+    fitted, clipped = _fit(box, w, h)
+    if fitted is None:
+        return "bbox outside image"
+    if clipped:
+        made.fix("bbox clipped to image bounds (<= 1 px)")
+    note = mirrored_note.get(img, "")
+    kind = "content-matched" if img in content_matched else "byte-identical"
+    made.per_kind[kind] += 1
+    notes = (f"data_type={row.get('data_type')}; data_source={row.get('data_source')}; "
+             f"screenshot: {note or 'see PROVENANCE.jsonl'}")
+    fname = _ann_name(platform)
+    return RecordDraft(
+        query_id=f"{KEY}:{platform}:{i}", modality=MODALITY, question=instr,
+        answer=None, answer_format="none",
+        gold=[Gold(source_id=f"{KEY}:{img}", region={"bbox": fitted})],
+        scope=Scope(holder=holder_of[img], scenario=SCENARIO),
+        unanswerable=False,
+        origin=Origin(dataset=DATASET, revision=revision, item=f"{fname}#{i}",
+                      license=LICENSE, notes=notes))
+
+
+def _account(cov: Coverage, rows: _Rows, made: _Made) -> None:
+    """Coverage: every instruction's outcome and the repairs (:func:`base.book`), then the
+    notes. Writes only ``cov``."""
+    book(cov, made)
+    if rows.unreadable:
+        cov.notes.append(f"{len(rows.unreadable)} mirrored screenshot(s) unreadable by Pillow: "
+                         f"{', '.join(rows.unreadable)}")
+    for n in made.no_platform:
+        cov.notes.append(f"screenshot {n} has no platform (unreferenced, unknown prefix): "
+                         "not emitted")
     cov.notes.append(
-        f"{len(items)} of {len(referenced)} screenshots mirrored; instructions on the others are "
-        "not covered (screenshot not in mirror)")
+        f"{len(made.items)} of {made.referenced} screenshots mirrored; instructions on the "
+        "others are not covered (screenshot not in mirror)")
     cov.notes.append(
-        f"screenshots: {len(item_names) - len(content_matched & set(item_names))} byte-identical"
-        f", {len(content_matched & set(item_names))} matched by content and size, not proven "
-        f"byte-identical (PROVENANCE.jsonl); records on them: {per_kind['byte-identical']} "
-        f"byte-identical, {per_kind['content-matched']} content-matched")
+        f"screenshots: {len(made.items) - made.content_matched} byte-identical"
+        f", {made.content_matched} matched by content and size, not proven "
+        f"byte-identical (PROVENANCE.jsonl); records on them: "
+        f"{made.per_kind['byte-identical']} byte-identical, "
+        f"{made.per_kind['content-matched']} content-matched")
     cov.notes.append("bbox [left, top, width, height] -> region [l, t, l+w, t+h] in PNG pixels; "
                      f"boxes off the image by <= {CLIP_TOLERANCE_PX} px are clipped")
-    if sized:
+    if rows.sized:
+        xcheck = made.xcheck
         oob = xcheck["oob_upstream"]
         cov.notes.append(
             f"cross-check with {SIZED_DIR}/ (GUI-Actor): {xcheck['rows']} rows compared; "
@@ -259,5 +304,3 @@ def load(corpus_root: Path) -> AdapterResult:
             + (f" ({', '.join(oob)})" if oob else ""))
     else:
         cov.notes.append(f"{SIZED_DIR}/ absent: no cross-check of box conversion and sizes")
-    return AdapterResult(items=sorted(items, key=lambda x: x.source_id), drafts=drafts,
-                         coverage=cov, texts={})

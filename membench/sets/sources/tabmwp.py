@@ -25,15 +25,16 @@ answer, unit, table_title, table, table_for_pd, ques_type, ans_type, ...}}``) an
 * texts: the upstream ``table`` field (prefixed by ``table_title`` when there is one), used
   only for re-scoping decisions, never as a system's input.
 
-The small image helpers here (:func:`image_meta`, :func:`group_identical`) are shared with the
-FinChart and VisRAG adapters.
+The small image helpers here (:func:`image_meta`, :func:`read_images`, :func:`group_identical`,
+:func:`alias_lists`) are shared with the FinChart and VisRAG adapters.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,16 +46,23 @@ from . import BY_KEY
 from .base import (
     AdapterResult,
     Coverage,
-    annotation_revision,
+    Mapped,
+    Upstream,
+    book,
     hash_groups,
+    open_upstream,
     rel,
     synthetic_timeline,
 )
 
 KEY = "tabmwp"
-FOLDER = "tabmwp"
+SPEC = BY_KEY[KEY]
+FOLDER = SPEC.folder
 DATASET = "lupantech/PromptPG"
 ANNOTATION = "problems_test1k.json"
+TABLES = "tables"
+N_HOLDERS = 10
+HOLDER_SALT = "tabmwp-holders"
 
 ANS_FORMAT = {
     "integer_number": "int",
@@ -82,6 +90,21 @@ def image_meta(p: Path) -> dict[str, Any] | None:
     return {"width": int(w), "height": int(h), "sha256": hashlib.sha256(data).hexdigest()}
 
 
+def read_images(paths: Iterable[Path], key: Callable[[Path], str]
+                ) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """:func:`image_meta` of every file by ``key(file)``, and the keys of the files Pillow
+    cannot read. Reads the files, writes nothing."""
+    metas: dict[str, dict[str, Any]] = {}
+    unreadable: set[str] = set()
+    for p in paths:
+        m = image_meta(p)
+        if m is None:
+            unreadable.add(key(p))
+        else:
+            metas[key(p)] = m
+    return metas, unreadable
+
+
 def group_identical(metas: dict[str, dict[str, Any]],
                     order: Callable[[str], Any]) -> dict[str, str]:
     """Map every name to its canonical name: names whose images share a sha256 collapse onto
@@ -95,6 +118,16 @@ def group_identical(metas: dict[str, dict[str, Any]],
         for n in names:
             canon[n] = first
     return canon
+
+
+def alias_lists(canon: dict[str, str], order: Callable[[str], Any]) -> dict[str, list[str]]:
+    """Canonical name -> the other names merged onto it, sorted under ``order`` (only canonical
+    names that have any)."""
+    aliases: dict[str, list[str]] = {}
+    for name, c in canon.items():
+        if name != c:
+            aliases.setdefault(c, []).append(name)
+    return {c: sorted(names, key=order) for c, names in aliases.items()}
 
 
 def notes_json(d: dict[str, Any]) -> str | None:
@@ -114,111 +147,119 @@ def _sid(pid: str) -> str:
 
 
 def load(corpus_root: Path) -> AdapterResult:
-    corpus_root = Path(corpus_root)
-    spec = BY_KEY[KEY]
-    folder = corpus_root / FOLDER
-    ann = folder / ANNOTATION
-    if not ann.is_file():
-        raise InputError(ann, None, None, "TabMWP annotation file is missing", rule="MISSING_FILE")
+    """Read ``<corpus_root>/tabmwp``, map it to items and records, account for every problem."""
+    up = open_upstream(corpus_root, SPEC, files={ANNOTATION: "TabMWP annotation file"})
     cov = Coverage(source=KEY)
-    revision = annotation_revision(folder, ANNOTATION, cov)
+    revision = up.revision(ANNOTATION, cov)
+    rows = _read(up)
+    made = _map(up, rows, revision)
+    _account(cov, made)
+    return made.result(cov)
 
+
+@dataclass
+class _Rows:
+    problems: dict[str, Any]            # problems_test1k.json: pid -> problem, as upstream
+    images: dict[str, dict[str, Any]]   # tables/<pid>.png: pid -> {width, height, sha256}
+    unreadable: set[str]                # pids whose png Pillow cannot read
+
+
+def _read(up: Upstream) -> _Rows:
+    """problems_test1k.json (an object ``{pid: problem}``) and every ``tables/*.png``, each
+    read once. Raises InputError (SCHEMA) on a file that is not such an object."""
+    ann = up.folder / ANNOTATION
     try:
         problems = json.loads(ann.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise InputError(ann, e.lineno, None, f"not JSON: {e.msg}", rule="SCHEMA") from e
     if not isinstance(problems, dict):
         raise InputError(ann, None, None, "expected an object {pid: problem}", rule="SCHEMA")
+    tables = up.folder / TABLES
+    pngs = sorted(tables.glob("*.png")) if tables.is_dir() else []
+    images, unreadable = read_images(pngs, lambda p: p.stem)
+    return _Rows(problems, images, unreadable)
 
-    # ---- images: every tables/<pid>.png present, read once
-    tables = folder / "tables"
-    metas: dict[str, dict[str, Any]] = {}
-    unreadable: set[str] = set()
-    if tables.is_dir():
-        for p in sorted(tables.glob("*.png")):
-            m = image_meta(p)
-            if m is None:
-                unreadable.add(p.stem)
-            else:
-                metas[p.stem] = m
-    canon = group_identical(metas, _pid_order)
-    aliases: dict[str, list[str]] = {}
-    for pid, c in canon.items():
-        if pid != c:
-            aliases.setdefault(c, []).append(pid)
-    for names in aliases.values():
-        names.sort(key=_pid_order)
+
+def _map(up: Upstream, rows: _Rows, revision: str) -> Mapped:
+    """Items (one per distinct image, aliases merged), one outcome per problem in pid order,
+    and the table texts of the covered problems' own images."""
+    made = Mapped()
+    canon = group_identical(rows.images, _pid_order)
+    aliases = alias_lists(canon, _pid_order)
     n_merged = sum(len(v) for v in aliases.values())
     if n_merged:
-        cov.fix(MERGED, n_merged)
+        made.fix(MERGED, n_merged)
 
     canon_ids = sorted({_sid(c) for c in canon.values()})
-    groups = hash_groups(canon_ids, 10, "tabmwp-holders")
+    groups = hash_groups(canon_ids, N_HOLDERS, HOLDER_SALT)
     observed = synthetic_timeline(canon_ids)
-    items: list[SourceItem] = []
     for c in sorted(set(canon.values()), key=_sid):
         sid = _sid(c)
-        meta = {"width": metas[c]["width"], "height": metas[c]["height"],
-                "sha256": metas[c]["sha256"]}
+        m = rows.images[c]
+        meta = {"width": m["width"], "height": m["height"], "sha256": m["sha256"]}
         if c in aliases:
             meta["aliases"] = [f"{a}.png" for a in aliases[c]]
-        items.append(SourceItem(
+        made.items.append(SourceItem(
             source_id=sid, modality="image", holder=f"{KEY}/roll-{groups[sid]:02d}",
-            observed_at=observed[sid], path=rel(corpus_root, tables / f"{c}.png"), meta=meta))
-    holder_of = {it.source_id: it.holder for it in items}
+            observed_at=observed[sid], path=rel(up.root, up.folder / TABLES / f"{c}.png"),
+            meta=meta))
+    holder_of = {it.source_id: it.holder for it in made.items}
 
-    # ---- records
-    drafts: list[RecordDraft] = []
     texts: dict[str, str] = {}
-    for pid in sorted(problems, key=_pid_order):
-        cov.upstream_items += 1
-        prob = problems[pid]
-        if not isinstance(prob, dict):
-            cov.miss("malformed problem")
+    for pid in sorted(rows.problems, key=_pid_order):
+        prob = rows.problems[pid]
+        out = _record(pid, prob, rows, canon, holder_of, revision)
+        made.outcomes.append(out)
+        if isinstance(out, str):
             continue
-        question = prob.get("question")
-        if not isinstance(question, str) or not question.strip():
-            cov.miss("empty question")
-            continue
-        fmt = ANS_FORMAT.get(prob.get("ans_type"))  # type: ignore[arg-type]
-        if fmt is None:
-            cov.miss("unknown ans_type")
-            continue
-        answer = prob.get("answer")
-        if not isinstance(answer, str) or not answer.strip():
-            cov.miss("missing answer")
-            continue
-        if pid in unreadable:
-            cov.miss("image unreadable")
-            continue
-        if pid not in canon:
-            cov.miss("image not in mirror")
-            continue
-        c = canon[pid]
-        sid = _sid(c)
-        choices = prob.get("choices")
-        notes = notes_json({
-            "choices": choices if choices else None,
-            "unit": prob.get("unit") or None,
-            "upstream_image": f"tables/{pid}.png" if pid != c else None,
-        })
-        drafts.append(RecordDraft(
-            query_id=f"{KEY}:{pid}", modality="image", question=question, answer=answer,
-            answer_format=fmt, gold=[Gold(source_id=sid, region={})],
-            scope=Scope(holder=holder_of[sid], session=None, scenario=spec.scenario),
-            unanswerable=False,
-            origin=Origin(dataset=DATASET, revision=revision, item=f"{ANNOTATION}#{pid}",
-                          license=spec.license, notes=notes)))
-        cov.covered += 1
         table = prob.get("table")
-        if pid == c and isinstance(table, str) and table.strip():
+        if pid == canon[pid] and isinstance(table, str) and table.strip():
             title = prob.get("table_title")
-            texts[sid] = f"{title}\n{table}" if isinstance(title, str) and title else table
+            texts[_sid(pid)] = f"{title}\n{table}" if isinstance(title, str) and title else table
+    made.texts = dict(sorted(texts.items()))
+    return made
 
+
+def _record(pid: str, prob: Any, rows: _Rows, canon: dict[str, str], holder_of: dict[str, str],
+            revision: str) -> RecordDraft | str:
+    """The record of one problem, or why it is not covered."""
+    if not isinstance(prob, dict):
+        return "malformed problem"
+    question = prob.get("question")
+    if not isinstance(question, str) or not question.strip():
+        return "empty question"
+    fmt = ANS_FORMAT.get(prob.get("ans_type"))  # type: ignore[arg-type]
+    if fmt is None:
+        return "unknown ans_type"
+    answer = prob.get("answer")
+    if not isinstance(answer, str) or not answer.strip():
+        return "missing answer"
+    if pid in rows.unreadable:
+        return "image unreadable"
+    if pid not in canon:
+        return "image not in mirror"
+    c = canon[pid]
+    sid = _sid(c)
+    choices = prob.get("choices")
+    notes = notes_json({
+        "choices": choices if choices else None,
+        "unit": prob.get("unit") or None,
+        "upstream_image": f"{TABLES}/{pid}.png" if pid != c else None,
+    })
+    return RecordDraft(
+        query_id=f"{KEY}:{pid}", modality="image", question=question, answer=answer,
+        answer_format=fmt, gold=[Gold(source_id=sid, region={})],
+        scope=Scope(holder=holder_of[sid], session=None, scenario=SPEC.scenario),
+        unanswerable=False,
+        origin=Origin(dataset=DATASET, revision=revision, item=f"{ANNOTATION}#{pid}",
+                      license=SPEC.license, notes=notes))
+
+
+def _account(cov: Coverage, made: Mapped) -> None:
+    """Coverage: every problem's outcome and the merges (:func:`base.book`), then the notes.
+    Writes only ``cov``."""
+    book(cov, made)
     cov.notes.append("one question per table image; gold = the whole canonical image (region {})")
     cov.notes.append("answers kept verbatim as upstream strings; answer_format from ans_type")
     cov.notes.append("choices/unit are not in the question text upstream: kept in origin.notes "
                      "as JSON, question unchanged")
-    drafts.sort(key=lambda d: d.query_id)
-    return AdapterResult(items=items, drafts=drafts, coverage=cov,
-                         texts=dict(sorted(texts.items())))

@@ -33,14 +33,27 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...core.errors import InputError
 from ..schema import SourceItem
-from .base import AdapterResult, Coverage, hash_groups, norm_space, synthetic_timeline
+from . import BY_KEY
+from .base import (
+    AdapterResult,
+    Coverage,
+    Mapped,
+    Upstream,
+    book,
+    hash_groups,
+    norm_space,
+    open_upstream,
+    synthetic_timeline,
+)
 
 KEY = "videomme"
+SPEC = BY_KEY[KEY]
 FOLDER = "video-mme"
 MODALITY = "video"
 ANN_DIR = "videomme"
@@ -134,7 +147,10 @@ def _have_pyarrow() -> bool:
     return importlib.util.find_spec("pyarrow") is not None
 
 
-def _annotation_rows(folder: Path, cov: Coverage) -> list[Any]:
+def _annotation_rows(folder: Path) -> tuple[list[Any], list[str]]:
+    """The question rows of every annotation shard (parquet with pyarrow, else the JSON export),
+    and notes on what was read. Raises InputError when there is nothing readable."""
+    notes: list[str] = []
     ann = folder / ANN_DIR
     parquet = sorted(ann.glob("test-*.parquet")) if ann.is_dir() else []
     jsons = sorted(q for q in ann.glob("test-*") if q.suffix in (".json", ".jsonl")) \
@@ -145,8 +161,8 @@ def _annotation_rows(folder: Path, cov: Coverage) -> list[Any]:
     elif jsons:
         files, reader, form = jsons, _rows_from_json, "JSON"
         if parquet:
-            cov.notes.append("pyarrow not importable: rows read from the JSON export, the "
-                             "parquet file is not read")
+            notes.append("pyarrow not importable: rows read from the JSON export, the "
+                         "parquet file is not read")
     elif parquet:
         raise InputError(parquet[0], None, None, "reading parquet needs pyarrow (not a membench "
                          "dependency): install it or put the same rows as JSON lines next to it "
@@ -158,8 +174,8 @@ def _annotation_rows(folder: Path, cov: Coverage) -> list[Any]:
     rows: list[Any] = []
     for f in files:
         rows += reader(f)
-    cov.notes.append(f"rows read from {', '.join(f'{ANN_DIR}/{f.name}' for f in files)} ({form})")
-    return rows
+    notes.append(f"rows read from {', '.join(f'{ANN_DIR}/{f.name}' for f in files)} ({form})")
+    return rows, notes
 
 
 def _well_formed(r: Any) -> bool:
@@ -172,72 +188,111 @@ def _well_formed(r: Any) -> bool:
 
 
 def load(corpus_root: Path) -> AdapterResult:
-    root = Path(corpus_root)
-    folder = root / FOLDER
-    if not folder.is_dir():
-        raise InputError(folder, None, None, "Video-MME folder missing (not in this mirror)",
-                         rule="MISSING_FILE")
+    """Read ``<corpus_root>/video-mme``, map it to caption items (no records: see the module
+    docstring), account for every question."""
+    up = open_upstream(corpus_root, SPEC, folder="Video-MME folder")
+    rows = _read(up)
     cov = Coverage(source=KEY)
-    rows = _annotation_rows(folder, cov)
+    made = _map(rows)
+    _account(cov, rows, made)
+    return made.result(cov)
 
-    videos: dict[str, dict] = {}
-    seen: set[str] = set()
-    for r in rows:
-        cov.upstream_items += 1
-        if not _well_formed(r):
-            cov.miss("unparseable row")
-            continue
-        if r["question_id"] in seen:
-            cov.miss("duplicate question_id")
-            continue
-        seen.add(r["question_id"])
-        videos.setdefault(r["videoID"], r)
-        cov.miss(NO_GOLD)
 
-    # ---- subtitles -> items
-    cues: dict[str, list[list]] = {}
-    no_srt: list[str] = []
-    for vid in sorted(videos):
-        p = folder / SUB_DIR / f"{vid}.srt"
+@dataclass
+class _Rows:
+    questions: list[Any]                   # annotation rows, as upstream
+    notes: list[str]                       # what was read (for the coverage notes)
+    subtitles: dict[str, tuple[list[list], dict[str, int]]]  # videoID -> parse_srt(its .srt)
+    not_utf8: set[str]                     # videoIDs whose .srt was decoded as cp1252
+
+
+def _read(up: Upstream) -> _Rows:
+    """The annotation rows and every ``subtitle/<videoID>.srt``, decoded and parsed."""
+    questions, notes = _annotation_rows(up.folder)
+    subtitles: dict[str, tuple[list[list], dict[str, int]]] = {}
+    not_utf8: set[str] = set()
+    sub_dir = up.folder / SUB_DIR
+    for p in sorted(sub_dir.glob("*.srt")) if sub_dir.is_dir() else []:
         if not p.is_file():
-            no_srt.append(vid)
             continue
         raw = p.read_bytes()
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError:
             text = raw.decode("cp1252", errors="replace")
-            cov.fix("subtitle not UTF-8: decoded as cp1252")
-        c, dropped = parse_srt(text)
+            not_utf8.add(p.stem)
+        subtitles[p.stem] = parse_srt(text)
+    return _Rows(questions, notes, subtitles, not_utf8)
+
+
+@dataclass
+class _Made(Mapped):
+    # for the notes
+    n_videos: int = 0                                 # distinct videos of well-formed questions
+    n_no_srt: int = 0                                 # ... without a subtitle file
+    no_cue: list[str] = field(default_factory=list)   # videos whose .srt has no parseable cue
+
+
+def _map(rows: _Rows) -> _Made:
+    """One outcome per question (never a record) and a caption item per video with cues."""
+    made = _Made()
+    videos: dict[str, dict] = {}
+    seen: set[str] = set()
+    for r in rows.questions:
+        if not _well_formed(r):
+            made.outcomes.append("unparseable row")
+            continue
+        if r["question_id"] in seen:
+            made.outcomes.append("duplicate question_id")
+            continue
+        seen.add(r["question_id"])
+        videos.setdefault(r["videoID"], r)
+        made.outcomes.append(NO_GOLD)
+    made.n_videos = len(videos)
+
+    # ---- subtitles -> items
+    cues: dict[str, list[list]] = {}
+    for vid in sorted(videos):
+        if vid not in rows.subtitles:
+            made.n_no_srt += 1
+            continue
+        if vid in rows.not_utf8:
+            made.fix("subtitle not UTF-8: decoded as cp1252")
+        c, dropped = rows.subtitles[vid]
         for kind, n in sorted(dropped.items()):
-            cov.fix(f"subtitle block dropped: {kind}", n)
+            made.fix(f"subtitle block dropped: {kind}", n)
         if c:
             cues[vid] = c
         else:
-            cov.notes.append(f"{SUB_DIR}/{vid}.srt has no parseable cue: no item")
+            made.no_cue.append(vid)
 
     groups = hash_groups(videos, N_HOLDERS, HOLDER_SALT)
     sid = {v: f"{KEY}:{v}" for v in cues}
     times = synthetic_timeline(sid.values())
-    items = []
     for v in sorted(cues):
         r = videos[v]
-        items.append(SourceItem(
+        made.items.append(SourceItem(
             source_id=sid[v], modality=MODALITY, holder=f"{KEY}/viewer-{groups[v]}",
             observed_at=times[sid[v]], content=cues[v],
             meta={"cues": len(cues[v]), "url": r.get("url"), "video_id": r.get("video_id"),
                   "duration_category": r.get("duration"), "domain": r.get("domain"),
                   "sub_category": r.get("sub_category"),
                   "subtitle_end": max(c[1] for c in cues[v])}))
-    items.sort(key=lambda it: it.source_id)
-    texts = {sid[v]: " ".join(c[2] for c in cues[v]) for v in sorted(cues)}
+    made.texts = {sid[v]: " ".join(c[2] for c in cues[v]) for v in sorted(cues)}
+    return made
 
+
+def _account(cov: Coverage, rows: _Rows, made: _Made) -> None:
+    """Coverage: every question's outcome and the repairs (:func:`base.book`), then the notes.
+    Writes only ``cov``."""
+    book(cov, made)
+    cov.notes += rows.notes
+    cov.notes += [f"{SUB_DIR}/{vid}.srt has no parseable cue: no item" for vid in made.no_cue]
     cov.notes += [
         ("Video-MME gives whole-video multiple-choice answers and no temporal span; a whole "
          f"video is not a region, so every question is counted not covered ({NO_GOLD})"),
-        (f"{len(cues)} of {len(videos)} videos have a parseable subtitle/<videoID>.srt and "
-         f"become caption items; videos without a subtitle file: {len(no_srt)}"),
+        (f"{len(made.items)} of {made.n_videos} videos have a parseable subtitle/<videoID>.srt "
+         f"and become caption items; videos without a subtitle file: {made.n_no_srt}"),
         ("videos themselves are not read: meta has no duration in seconds (subtitle_end is a "
          "lower bound)"),
     ]
-    return AdapterResult(items=items, drafts=[], coverage=cov, texts=texts)

@@ -28,8 +28,9 @@ Mirror layout this adapter reads, ``visrag/<Set>/`` per test set (``<Set>`` = ``
   not point at, so images must be exported as files; ids without a file are "not in mirror".
 * ``visrag/PROVENANCE.jsonl`` (``path`` relative to ``visrag/``, ``upstream_repo``,
   ``commit``) gives ``origin.dataset`` and ``origin.revision`` (the qrels file's commit, else the
-  queries file's); without it the dataset is ``openbmb/VisRAG-Ret-Test-<Set>`` and the revision
-  ``unknown`` (noted).
+  queries file's; ``base.annotation_revision``); without it the dataset is
+  ``openbmb/VisRAG-Ret-Test-<Set>`` and the revision ``unknown`` (noted). A malformed line is an
+  error naming it (``base.read_provenance``).
 
 Output: one holder per test set (``visrag/<set lowercased>``); items = every corpus image file
 (``source_id`` ``visrag:<set>/<file name>``, meta ``{width, height, sha256}``; non-gold images
@@ -49,17 +50,29 @@ import csv
 import importlib.util
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...core.errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
-from .base import AdapterResult, Coverage, json_answer_format, rel, synthetic_timeline
-from .tabmwp import image_meta, notes_json
+from .base import (
+    AdapterResult,
+    Coverage,
+    Mapped,
+    Upstream,
+    book,
+    json_answer_format,
+    open_upstream,
+    rel,
+    synthetic_timeline,
+)
+from .tabmwp import notes_json, read_images
 
 KEY = "visrag"
-FOLDER = "visrag"
+SPEC = BY_KEY[KEY]
+FOLDER = SPEC.folder
 PREFIX = "VisRAG-Ret-Test-"
 KNOWN_SETS = {n.lower(): n for n in
               ("ArxivQA", "ChartQA", "MP-DocVQA", "InfoVQA", "PlotQA", "SlideVQA")}
@@ -84,26 +97,12 @@ def _set_name(dirname: str) -> str:
     return KNOWN_SETS.get(base.lower(), base)
 
 
-def _provenance(folder: Path) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    p = folder / "PROVENANCE.jsonl"
-    if not p.is_file():
-        return out
-    for line in p.read_text(encoding="utf-8").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("path"), str):
-            out[row["path"]] = row
-    return out
-
-
 # --------------------------------------------------------------------------- readers
 
 
-def _queries(set_dir: Path, cov: Coverage) -> tuple[list[tuple[str | None, dict]], Path]:
-    """``[(query id or None when malformed, row)]`` in file order, and the file read."""
+def _queries(set_dir: Path) -> tuple[list[tuple[str | None, dict]], Path]:
+    """``[(query id or None when malformed, row)]`` in file order, and the file read (the
+    first parquet file when the rows come from parquet)."""
     jl = set_dir / "queries.jsonl"
     if jl.is_file():
         out: list[tuple[str | None, dict]] = []
@@ -136,18 +135,20 @@ def _queries(set_dir: Path, cov: Coverage) -> tuple[list[tuple[str | None, dict]
             qid = r.get("query-id")
             out.append((str(qid) if qid is not None and str(qid) != "" else None,
                         {k: r.get(k) for k in ("query", "answer", "options", "is_numerical")}))
-        cov.notes.append(f"{set_dir.name}: queries read from parquet")
         return out, pq_files[0]
     raise InputError(set_dir / "queries.jsonl", None, None,
                      "no queries.jsonl or queries/*.parquet in this VisRAG test set",
                      rule="MISSING_FILE")
 
 
-def _qrels(set_dir: Path, cov: Coverage, label: str) -> tuple[list[tuple[str, str, int]], Path]:
+def _qrels(set_dir: Path) -> tuple[list[tuple[str, str, int]], Path, int]:
+    """``[(query id, corpus id, score)]`` in file order, the file read (the first parquet file
+    when the rows come from parquet) and how many malformed rows were ignored."""
     qdir = set_dir / "qrels"
     test = qdir / "test.tsv"
     tsvs = [test] if test.is_file() else sorted(qdir.glob("*.tsv"))
     rows: list[tuple[str, str, int]] = []
+    malformed = 0
     if tsvs:
         for f in tsvs:
             reader = csv.reader(io.StringIO(f.read_text(encoding="utf-8")), delimiter="\t")
@@ -164,10 +165,10 @@ def _qrels(set_dir: Path, cov: Coverage, label: str) -> tuple[list[tuple[str, st
                     if not qid or not cid:
                         raise ValueError
                 except (IndexError, ValueError):
-                    cov.fix(f"{label}: malformed qrels row ignored")
+                    malformed += 1
                     continue
                 rows.append((qid, cid, score))
-        return rows, tsvs[0]
+        return rows, tsvs[0], malformed
     pq_files = sorted(qdir.glob("*.parquet"))
     if pq_files:
         if not _have_pyarrow():
@@ -178,11 +179,10 @@ def _qrels(set_dir: Path, cov: Coverage, label: str) -> tuple[list[tuple[str, st
             try:
                 qid, cid, score = str(r["query-id"]), str(r["corpus-id"]), int(r["score"])
             except (KeyError, TypeError, ValueError):
-                cov.fix(f"{label}: malformed qrels row ignored")
+                malformed += 1
                 continue
             rows.append((qid, cid, score))
-        cov.notes.append(f"{set_dir.name}: qrels read from parquet")
-        return rows, pq_files[0]
+        return rows, pq_files[0], malformed
     raise InputError(test, None, None, "no qrels/test.tsv or qrels/*.parquet in this VisRAG "
                      "test set", rule="MISSING_FILE")
 
@@ -203,20 +203,41 @@ def _resolve(cid: str, by_name: dict[str, str],
 
 
 def load(corpus_root: Path) -> AdapterResult:
-    corpus_root = Path(corpus_root)
-    spec = BY_KEY[KEY]
-    folder = corpus_root / FOLDER
-    if not folder.is_dir():
-        raise InputError(folder, None, None, "VisRAG folder is missing", rule="MISSING_FILE")
-    set_dirs = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
-    if not set_dirs:
-        raise InputError(folder, None, None, "no VisRAG test set folders", rule="MISSING_FILE")
+    """Read every test set under ``<corpus_root>/visrag``, map them to items and records,
+    account for every query."""
+    up = open_upstream(corpus_root, SPEC, folder="VisRAG folder")
+    sets = _read(up)
     cov = Coverage(source=KEY)
-    prov = _provenance(folder)
+    revisions = {st.key: up.revision([_mirror_path(up, st.qrels_file),
+                                      _mirror_path(up, st.queries_file)], cov)
+                 for st in sets}
+    made = _map(up, sets, revisions)
+    _account(cov, sets, made)
+    return made.result(cov)
 
-    pending: list[tuple[str, str, str, dict[str, Any]]] = []  # (source_id, holder, path, meta)
-    drafts: list[RecordDraft] = []
-    n_dup_images = 0
+
+@dataclass
+class _Set:
+    dir: Path
+    name: str                                    # ChartQA, ...
+    key: str                                     # lower-cased name: holder and ids
+    queries: list[tuple[str | None, dict]]       # see _queries
+    queries_file: Path
+    qrels: list[tuple[str, str, int]]            # see _qrels
+    qrels_file: Path
+    malformed_qrels: int
+    images: list[Path]                           # corpus image files, sorted
+    metas: dict[str, dict[str, Any]]             # file name -> {width, height, sha256}
+    unreadable: set[str]                         # file names Pillow cannot read
+
+
+def _read(up: Upstream) -> list[_Set]:
+    """Every test set folder: its queries, qrels and corpus images. Raises InputError when
+    there is no set, two folders name the same set, or a set lacks queries or qrels."""
+    set_dirs = sorted(p for p in up.folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not set_dirs:
+        raise InputError(up.folder, None, None, "no VisRAG test set folders", rule="MISSING_FILE")
+    sets: list[_Set] = []
     seen_sets: dict[str, str] = {}
     for set_dir in set_dirs:
         name = _set_name(set_dir.name)
@@ -225,119 +246,138 @@ def load(corpus_root: Path) -> AdapterResult:
             raise InputError(set_dir, None, None, f"two folders for test set {name!r} "
                              f"({seen_sets[skey]} and {set_dir.name})", rule="DUPLICATE")
         seen_sets[skey] = set_dir.name
-        holder = f"{KEY}/{skey}"
-        queries, qfile = _queries(set_dir, cov)
-        qrels, rfile = _qrels(set_dir, cov, skey)
-
-        def prov_row(f: Path) -> dict[str, Any]:
-            return prov.get(f.relative_to(folder).as_posix(), {})
-
-        dataset = (prov_row(rfile).get("upstream_repo") or prov_row(qfile).get("upstream_repo")
-                   or f"openbmb/{PREFIX}{name}")
-        revision = str(prov_row(rfile).get("commit") or prov_row(qfile).get("commit") or "")
-        if not revision:
-            revision = "unknown"
-            cov.notes.append(f"{skey}: no commit in PROVENANCE.jsonl: revision 'unknown'")
-
-        # ---- corpus images
+        queries, qfile = _queries(set_dir)
+        qrels, rfile, malformed = _qrels(set_dir)
         cdir = set_dir / "corpus"
         files = sorted(p for p in cdir.iterdir() if p.is_file() and not p.name.startswith(".")
                        and p.suffix.lower() in IMAGE_EXT) if cdir.is_dir() else []
+        metas, unreadable = read_images(files, lambda p: p.name)
+        sets.append(_Set(set_dir, name, skey, queries, qfile, qrels, rfile, malformed, files,
+                         metas, unreadable))
+    return sets
+
+
+def _mirror_path(up: Upstream, f: Path) -> str:
+    """A file's path under visrag/, as PROVENANCE.jsonl names it."""
+    return f.relative_to(up.folder).as_posix()
+
+
+@dataclass
+class _Made(Mapped):
+    n_dup_images: int = 0   # corpus images byte-identical to another of the same set (notes)
+
+
+def _map(up: Upstream, sets: list[_Set], revisions: dict[str, str]) -> _Made:
+    """Items (every readable corpus image; one holder per set) and one outcome per query."""
+    made = _Made()
+    pending: list[tuple[str, str, str, dict[str, Any]]] = []  # (source_id, holder, path, meta)
+    for st in sets:
+        holder = f"{KEY}/{st.key}"
+        rprov = up.provenance.get(_mirror_path(up, st.qrels_file), {})
+        qprov = up.provenance.get(_mirror_path(up, st.queries_file), {})
+        dataset = (rprov.get("upstream_repo") or qprov.get("upstream_repo")
+                   or f"openbmb/{PREFIX}{st.name}")
+
+        # ---- corpus images
         by_name: dict[str, str] = {}
         by_stem: dict[str, list[str]] = {}
-        unreadable: set[str] = set()
         hashes: dict[str, int] = {}
-        for p in files:
-            m = image_meta(p)
+        for p in st.images:
             by_name[p.name] = p.name
             by_stem.setdefault(p.stem, []).append(p.name)
-            if m is None:
-                unreadable.add(p.name)
-                continue
-            hashes[m["sha256"]] = hashes.get(m["sha256"], 0) + 1
-            pending.append((f"{KEY}:{skey}/{p.name}", holder, rel(corpus_root, p), m))
-        n_dup_images += sum(n - 1 for n in hashes.values())
-        if unreadable:
-            cov.notes.append(f"{skey}: {len(unreadable)} corpus image(s) unreadable, not items")
+            if p.name in st.metas:
+                m = st.metas[p.name]
+                hashes[m["sha256"]] = hashes.get(m["sha256"], 0) + 1
+                pending.append((f"{KEY}:{st.key}/{p.name}", holder, rel(up.root, p), m))
+        made.n_dup_images += sum(n - 1 for n in hashes.values())
 
         # ---- qrels by query
-        known = {q for q, _ in queries if q is not None}
+        known = {q for q, _ in st.queries if q is not None}
         positives: dict[str, dict[str, int]] = {}
         judged: set[str] = set()
-        for qid, cid, score in qrels:
+        for qid, cid, score in st.qrels:
             if qid not in known:
-                cov.fix(f"{skey}: qrels row for unknown query ignored")
+                made.fix(f"{st.key}: qrels row for unknown query ignored")
                 continue
             judged.add(qid)
             if score > 0:
                 prev = positives.setdefault(qid, {}).get(cid)
                 if prev is not None:
-                    cov.fix(f"{skey}: duplicate qrels row merged")
+                    made.fix(f"{st.key}: duplicate qrels row merged")
                 positives[qid][cid] = max(score, prev or 0)
 
         # ---- records
         seen: set[str] = set()
-        for qid, row in queries:
-            cov.upstream_items += 1
-            if qid is None:
-                cov.miss("malformed query")
-                continue
-            if qid in seen:
-                cov.miss("duplicate query-id")
-                continue
-            seen.add(qid)
-            question = row.get("query")
-            if not isinstance(question, str) or not question.strip():
-                cov.miss("empty query")
-                continue
-            answer = row.get("answer")
-            fmt = "none" if answer is None else json_answer_format(answer)
-            if fmt is None:
-                cov.miss("unsupported answer type")
-                continue
-            pos = positives.get(qid)
-            if not pos:
-                cov.miss("no positive qrels" if qid in judged else "no qrels")
-                continue
-            gold: list[Gold] = []
-            why = None
-            for cid in sorted(pos):
-                f = _resolve(cid, by_name, by_stem)
-                if f is False:
-                    why = "ambiguous corpus image"
-                elif f is None:
-                    why = "gold image not in mirror"
-                elif f in unreadable:
-                    why = "gold image unreadable"
-                else:
-                    gold.append(Gold(source_id=f"{KEY}:{skey}/{f}", region={}))
-                if why:
-                    break
-            if why:
-                cov.miss(why)
-                continue
-            options = row.get("options")
-            drafts.append(RecordDraft(
-                query_id=f"{KEY}:{skey}:{qid}", modality="image", question=question,
-                answer=answer, answer_format=fmt,
-                gold=sorted(gold, key=lambda g: g.source_id),
-                scope=Scope(holder=holder, session=None, scenario=spec.scenario),
-                unanswerable=False,
-                origin=Origin(dataset=str(dataset), revision=revision, item=f"query-id:{qid}",
-                              license=spec.license,
-                              notes=notes_json({"options": list(options) if options else None,
-                                                "is_numerical": row.get("is_numerical")}))))
-            cov.covered += 1
+        for qid, row in st.queries:
+            made.outcomes.append(_record(st, qid, row, seen, positives, judged, by_name, by_stem,
+                                         str(dataset), revisions[st.key]))
 
     # ---- observed_at: synthetic timeline over the sorted source ids
     observed = synthetic_timeline(sid for sid, _, _, _ in pending)
-    items = [SourceItem(source_id=sid, modality="image", holder=h, observed_at=observed[sid],
-                        path=path, meta=m) for sid, h, path, m in sorted(pending)]
-    drafts.sort(key=lambda d: d.query_id)
-    if len(set_dirs) < 2:
+    made.items = [SourceItem(source_id=sid, modality="image", holder=h, observed_at=observed[sid],
+                             path=path, meta=m) for sid, h, path, m in sorted(pending)]
+    return made
+
+
+def _record(st: _Set, qid: str | None, row: dict, seen: set[str],
+            positives: dict[str, dict[str, int]], judged: set[str], by_name: dict[str, str],
+            by_stem: dict[str, list[str]], dataset: str, revision: str) -> RecordDraft | str:
+    """The record of one query of a test set, or why it is not covered."""
+    if qid is None:
+        return "malformed query"
+    if qid in seen:
+        return "duplicate query-id"
+    seen.add(qid)
+    question = row.get("query")
+    if not isinstance(question, str) or not question.strip():
+        return "empty query"
+    answer = row.get("answer")
+    fmt = "none" if answer is None else json_answer_format(answer)
+    if fmt is None:
+        return "unsupported answer type"
+    pos = positives.get(qid)
+    if not pos:
+        return "no positive qrels" if qid in judged else "no qrels"
+    gold: list[Gold] = []
+    for cid in sorted(pos):
+        f = _resolve(cid, by_name, by_stem)
+        if f is False:
+            return "ambiguous corpus image"
+        if f is None:
+            return "gold image not in mirror"
+        if f in st.unreadable:
+            return "gold image unreadable"
+        gold.append(Gold(source_id=f"{KEY}:{st.key}/{f}", region={}))
+    options = row.get("options")
+    return RecordDraft(
+        query_id=f"{KEY}:{st.key}:{qid}", modality="image", question=question,
+        answer=answer, answer_format=fmt,
+        gold=sorted(gold, key=lambda g: g.source_id),
+        scope=Scope(holder=f"{KEY}/{st.key}", session=None, scenario=SPEC.scenario),
+        unanswerable=False,
+        origin=Origin(dataset=dataset, revision=revision, item=f"query-id:{qid}",
+                      license=SPEC.license,
+                      notes=notes_json({"options": list(options) if options else None,
+                                        "is_numerical": row.get("is_numerical")})))
+
+
+def _account(cov: Coverage, sets: list[_Set], made: _Made) -> None:
+    """Coverage: every query's outcome and the repairs (:func:`base.book`), what reading found
+    per set, then the notes. Writes only ``cov``."""
+    book(cov, made)
+    for st in sets:
+        if st.malformed_qrels:
+            cov.fix(f"{st.key}: malformed qrels row ignored", st.malformed_qrels)
+        if st.queries_file.suffix == ".parquet":
+            cov.notes.append(f"{st.dir.name}: queries read from parquet")
+        if st.qrels_file.suffix == ".parquet":
+            cov.notes.append(f"{st.dir.name}: qrels read from parquet")
+        if st.unreadable:
+            cov.notes.append(f"{st.key}: {len(st.unreadable)} corpus image(s) unreadable, "
+                             "not items")
+    if len(sets) < 2:
         cov.notes.append("only one test set: one holder (derived unanswerables need two)")
-    if n_dup_images:
-        cov.notes.append(f"{n_dup_images} corpus image(s) byte-identical to another of the same "
-                         "set (kept: corpus ids are upstream identity)")
+    if made.n_dup_images:
+        cov.notes.append(f"{made.n_dup_images} corpus image(s) byte-identical to another of the "
+                         "same set (kept: corpus ids are upstream identity)")
     cov.notes.append("gold = qrels score > 0, whole image; texts: none")
-    return AdapterResult(items=items, drafts=drafts, coverage=cov, texts={})
