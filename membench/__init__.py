@@ -1,7 +1,9 @@
 """membench: a benchmark and analysis suite for memory systems.
 
-Pipeline, one module family per stage: ``sources`` (adapters) -> ``build`` (sets) ->
-``validate`` -> ``run`` -> ``metrics`` -> ``slices`` -> ``report``.
+The package layout is the pipeline (docs/architecture.md), each layer importing only from the
+layers before it: ``core`` -> ``modalities`` -> ``sets`` (sources, build, validate) -> ``run``
+(systems, runner) -> ``metrics`` -> ``analysis`` (slices, compare, browse) -> ``report``, with
+the ``membench`` command (``cli``) on top.
 """
 
 __version__ = "0.1.0"

@@ -49,14 +49,7 @@ def _sources_cmd(a: argparse.Namespace) -> int:
 
 
 def _build_cmd(a: argparse.Namespace) -> int:
-    from .sets.build import (
-        build_sets,
-        lock_drift,
-        read_lock,
-        render_counts,
-        render_coverage,
-        write_lock,
-    )
+    from .sets.build import build_sets, check_lock, render_counts, render_coverage
 
     root = corpus_root(a.corpus)
     out = Path(a.out)
@@ -70,26 +63,9 @@ def _build_cmd(a: argparse.Namespace) -> int:
     print()
     for f, d in res.digests.items():
         print(f"{d}  {out / f}")
-    if a.source:
-        print("\n(partial build: lock not compared)")
-        return 0
-    lock = Path(a.lock)
-    if a.update_lock:
-        write_lock(lock, res.digests)
-        print(f"\nwrote {lock}")
-        return 0
-    frozen = read_lock(lock)
-    if not frozen:
-        print(f"\nno lock at {lock}: run with --update-lock to freeze these sets")
-        return 1
-    drift = lock_drift(frozen, res.digests)
-    if drift:
-        print(f"\nDIGEST_DRIFT: the build differs from {lock}:")
-        for d in drift:
-            print("  " + d)
-        return 1
-    print(f"\nall {len(res.digests)} set files match {lock}")
-    return 0
+    verdict = check_lock(res.digests, Path(a.lock), update=a.update_lock, partial=bool(a.source))
+    print("\n" + "\n".join(verdict.lines))
+    return 0 if verdict.ok else 1
 
 
 def _validate_cmd(a: argparse.Namespace) -> int:
@@ -184,6 +160,18 @@ def _metrics_cmd(a: argparse.Namespace) -> int:
     return 0
 
 
+def _compare_cmd(a: argparse.Namespace) -> int:
+    from .analysis.compare import compare_runs, format_comparison
+
+    comp = compare_runs(a.run_dirs, Path(a.sets) if a.sets else None,
+                        n_resamples=a.resamples)
+    print(format_comparison(comp, metrics=a.metric or None))
+    if a.json:
+        comp.pairs.to_json(a.json, orient="records", indent=1)
+        print(f"wrote the paired tests to {a.json}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="membench", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -259,6 +247,17 @@ def parser() -> argparse.ArgumentParser:
     ca.add_argument("--sets")
     ca.add_argument("--out", help="default bench/calibration/<system>.json")
     ca.set_defaults(func=_calibrate_cmd)
+
+    cp = sub.add_parser("compare", help="compare runs item by item: figures side by side and "
+                        "paired tests (bootstrap, permutation, Holm)")
+    cp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="two or more run directories")
+    cp.add_argument("--sets", help="sets folder (default: the one each run recorded)")
+    cp.add_argument("--metric", action="append", help="only this measure (repeatable; default: "
+                    "the measures the registry compares pairwise)")
+    cp.add_argument("--resamples", type=int, default=10_000, help="bootstrap / permutation "
+                    "resamples (default 10000)")
+    cp.add_argument("--json", help="also write the paired tests as JSON here")
+    cp.set_defaults(func=_compare_cmd)
 
     mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")
     mt.add_argument("run_dir")

@@ -150,3 +150,23 @@ def test_mismatched_runs(runs, built, corpus_root, tmp_path):
         compare_runs([runs["oracle"], forged], n_resamples=10)
     with pytest.raises(ComparisonError, match="at least two"):
         compare_runs([runs["oracle"]], n_resamples=10)
+
+
+def test_compare_command(runs, capsys, tmp_path):
+    from membench.cli import main
+
+    out = tmp_path / "pairs.json"
+    assert main(["compare", str(runs["oracle"]), str(runs["random"]), "--resamples", "200",
+                 "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "2 systems: oracle" in text and "paired differences" in text
+    # the oracle's recall@10 over all items, with its n/denominator, side by side
+    comp = compare_runs([runs["oracle"], runs["random"]], n_resamples=200)
+    row = comp.summary[(comp.summary["scope"] == "all") & (comp.summary["metric"] == "recall@10")
+                       & (comp.summary["system"] == "oracle")].iloc[0]
+    assert f"{row['value']:.4f} ({row['n']}/{row['denominator']})" in text
+    pairs = json.loads(out.read_text())
+    assert {p["metric"] for p in pairs} == {"recall@10", "ndcg@10", "mrr", "false_recall_rate"}
+    # one run is not a comparison: a located one-line error, exit 2
+    assert main(["compare", str(runs["oracle"])]) == 2
+    assert "at least two" in capsys.readouterr().err

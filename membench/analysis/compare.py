@@ -44,7 +44,7 @@ from ..core.errors import MembenchError
 from ..core.paths import resolve_user_path
 from ..metrics import METRICS, SEED
 from ..metrics.aggregate import slice_metrics
-from ..metrics.measures import PAIRED_METRICS
+from ..metrics.measures import HEADLINE, PAIRED_METRICS
 from ..metrics.rundir import RunDir, read_meta
 from ..modalities import MODALITIES
 from .frames import item_frame, metric_values
@@ -277,6 +277,49 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
                       items=frames, summary=summary, pairs=pairs, first_stage=first)
 
 
+def format_comparison(comp: Comparison, *, metrics: list[str] | None = None) -> str:
+    """Plain text for ``membench compare``: per scope, each system's value (n/denominator)
+    side by side for the headline measures, then the paired differences (diff, interval, Holm
+    p) of the compared measures."""
+    names = list(metrics) if metrics else list(HEADLINE)
+    s = comp.summary[comp.summary["metric"].isin(names)]
+    w = max(len(x) for x in [*comp.labels, "metric"]) + 2
+    lines = [f"{len(comp.labels)} systems: " + ", ".join(
+        f"{lab} ({d})" for lab, d in zip(comp.labels, comp.run_dirs))]
+    for scope in [*MODALITIES, "all"]:
+        g = s[s["scope"] == scope]
+        if g.empty:
+            continue
+        lines.append(f"\n{scope}")
+        lines.append(f"  {'metric':<24}" + "".join(f"{lab:>{max(w, 22)}}" for lab in comp.labels))
+        for m in names:
+            row = g[g["metric"] == m].set_index("system")
+            if row.empty:
+                continue
+            cells = []
+            for lab in comp.labels:
+                r = row.loc[lab]
+                v = "-" if r["value"] is None or (isinstance(r["value"], float)
+                                                  and math.isnan(r["value"])) else \
+                    f"{r['value']:.4f}"
+                cells.append(f"{v} ({int(r['n'])}/{int(r['denominator'])})")
+            lines.append(f"  {m:<24}" + "".join(f"{c:>{max(w, 22)}}" for c in cells))
+    p = comp.pairs
+    if p is not None and len(p):
+        if metrics:
+            p = p[p["metric"].isin(names)]
+        lines.append("\npaired differences (a - b), 95% bootstrap interval, permutation p "
+                     "(Holm over all rows); * = significant at 0.05 by both tests")
+        for r in p.to_dict("records"):
+            if r["n"] == 0:
+                continue
+            star = "*" if r["significant_0.05"] else " "
+            lines.append(f"  {star} {r['scope']:<14} {r['metric']:<18} {r['system_a']} - "
+                         f"{r['system_b']}: {r['diff']:+.4f} [{r['diff_ci95_lo']:+.4f}, "
+                         f"{r['diff_ci95_hi']:+.4f}] n={r['n']} p_holm={r['p_perm_holm']:.4f}")
+    return "\n".join(lines) + "\n"
+
+
 def plot_first_stage(comp: Comparison, *, cols: int = 3):
     """First-stage recall (recall@1000, x) vs early precision (nDCG@10, y), as in Q2D-Web:
     one panel per modality (its title gives n = the answerable items, the same for every
@@ -328,6 +371,7 @@ __all__ = [
     "check_comparable",
     "check_metas",
     "compare_runs",
+    "format_comparison",
     "holm",
     "paired_test",
     "plot_first_stage",

@@ -205,6 +205,36 @@ def lock_drift(lock: dict[str, str], digests: dict[str, str]) -> list[str]:
             for f in sorted(set(lock) | set(digests)) if lock.get(f) != digests.get(f)]
 
 
+@dataclass
+class LockVerdict:
+    """What a build means against the lock: ``ok`` and the lines to print."""
+
+    ok: bool
+    lines: list[str]
+
+
+def check_lock(digests: dict[str, str], lock: Path, *, update: bool = False,
+               partial: bool = False) -> LockVerdict:
+    """The lock rule of ``membench build``: a partial build (``--source``) is not compared;
+    ``update`` freezes these digests; otherwise the build must match the lock byte for byte
+    (DIGEST_DRIFT names every file that differs), and a missing lock is a failure that says
+    how to make one."""
+    if partial:
+        return LockVerdict(True, ["(partial build: lock not compared)"])
+    if update:
+        write_lock(lock, digests)
+        return LockVerdict(True, [f"wrote {lock}"])
+    frozen = read_lock(lock)
+    if not frozen:
+        return LockVerdict(False, [f"no lock at {lock}: run with --update-lock to freeze these "
+                                   "sets"])
+    drift = lock_drift(frozen, digests)
+    if drift:
+        return LockVerdict(False, [f"DIGEST_DRIFT: the build differs from {lock}:",
+                                   *("  " + d for d in drift)])
+    return LockVerdict(True, [f"all {len(digests)} set files match {lock}"])
+
+
 def render_counts(stats: dict) -> str:
     rows = ["| modality | queries | answerable | native unanswerable | derived transactive | "
             "derived temporal | unanswerable share | holders (dev) | dev | test |",
