@@ -14,6 +14,17 @@ from .frames import item_frame
 from .operating_point import choose_threshold
 
 
+def _groups(data, by: str, sets_dir):
+    """Per ``by`` group of an item frame (or a run directory's): key, top-1 scores (NaN
+    without hits), answerable, top-1 hits gold."""
+    import pandas as pd
+
+    df = data if isinstance(data, pd.DataFrame) else item_frame(data, sets_dir)
+    for key, g in df.groupby(by, sort=True):
+        yield (key, g["top1_score"].to_numpy(dtype=float), g["answerable"].to_numpy(dtype=bool),
+               g["top1_hit"].to_numpy(dtype=bool))
+
+
 def threshold_sweep(data, thresholds=None, *, by: str = "modality", n_points: int = 41,
                     sets_dir: str | os.PathLike | None = None):
     """The trade-off a cartridge score threshold buys: for each threshold ``t`` the simulated
@@ -35,12 +46,8 @@ def threshold_sweep(data, thresholds=None, *, by: str = "modality", n_points: in
     ``false_recall`` / ``cartridge_recall``)."""
     import pandas as pd
 
-    df = data if isinstance(data, pd.DataFrame) else item_frame(data, sets_dir)
     out = []
-    for key, g in df.groupby(by, sort=True):
-        s = g["top1_score"].to_numpy(dtype=float)
-        ans = g["answerable"].to_numpy(dtype=bool)
-        hit = g["top1_hit"].to_numpy(dtype=bool)
+    for key, s, ans, hit in _groups(data, by, sets_dir):
         if thresholds is None:
             fin = s[~np.isnan(s)]
             if fin.size:
@@ -55,7 +62,7 @@ def threshold_sweep(data, thresholds=None, *, by: str = "modality", n_points: in
             for t in ts:
                 kept = ~np.isnan(s) & (s >= t)
                 out.append({
-                    by: key, "threshold": float(t), "n": len(g), "n_answerable": n_a,
+                    by: key, "threshold": float(t), "n": len(s), "n_answerable": n_a,
                     "n_unanswerable": n_u,
                     "false_recall_rate": (kept & ~ans).sum() / n_u if n_u else np.nan,
                     "answerable_recall_proxy": (kept & ans & hit).sum() / n_a if n_a else np.nan,
@@ -76,12 +83,8 @@ def operating_points(data, *, by: str = "modality", max_false_recall: float = MA
     no finite top-1 score gets NaN. ``data`` is an item frame or a run directory."""
     import pandas as pd
 
-    df = data if isinstance(data, pd.DataFrame) else item_frame(data, sets_dir)
     rows = []
-    for key, g in df.groupby(by, sort=True):
-        s = g["top1_score"].to_numpy(dtype=float)
-        ans = g["answerable"].to_numpy(dtype=bool)
-        hit = g["top1_hit"].to_numpy(dtype=bool)
+    for key, s, ans, hit in _groups(data, by, sets_dir):
         n_a, n_u = int(ans.sum()), int((~ans).sum())
         base = {by: key, "n_answerable": n_a, "n_unanswerable": n_u,
                 "max_false_recall": max_false_recall}

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError
+from ..run.files import trec_fields
 from .ranking import FirstHits, rank_measures
 
 CHUNK_BYTES = 2 << 20
@@ -69,23 +70,15 @@ def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     (qid, docid) or a malformed line is an error naming the line."""
     out: dict[str, dict[str, int]] = {}
     path = Path(path)
-    if not path.exists():
-        raise InputError(path, None, None, "file not found", rule="MISSING_FILE")
-    with open(path, encoding="utf-8") as f:
-        for no, line in enumerate(f, 1):
-            parts = line.split()
-            if len(parts) != 4:
-                raise InputError(path, no, None, f"expected 4 fields (qid iter docid rel), got "
-                                 f"{len(parts)}", rule="TREC")
-            qid, _, doc, rel = parts
-            try:
-                r = int(rel)
-            except ValueError:
-                raise InputError(path, no, "rel", f"not an integer: {rel!r}", rule="TREC") from None
-            docs = out.setdefault(qid, {})
-            if doc in docs:
-                raise InputError(path, no, "docid", f"{qid} {doc} judged twice", rule="TREC")
-            docs[doc] = r
+    for no, (qid, _, doc, rel) in trec_fields(path, "qid iter docid rel"):
+        try:
+            r = int(rel)
+        except ValueError:
+            raise InputError(path, no, "rel", f"not an integer: {rel!r}", rule="TREC") from None
+        docs = out.setdefault(qid, {})
+        if doc in docs:
+            raise InputError(path, no, "docid", f"{qid} {doc} judged twice", rule="TREC")
+        docs[doc] = r
     return out
 
 

@@ -16,7 +16,7 @@ metrics use the item's values), see :func:`membench.metrics.resolve.build_atom_t
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
@@ -28,7 +28,7 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.jsonl import iter_json_lines
 from ..modalities import MODALITIES, check_extent
-from .protocol import MAX_DEPTH
+from .protocol import MAX_DEPTH, Atom
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _US = timedelta(microseconds=1)
@@ -44,17 +44,13 @@ def to_us(dt: datetime) -> int:
     return (dt - EPOCH) // _US
 
 
-@dataclass
-class AtomRow:
-    atom_id: str
-    source_id: str
-    modality: str
-    holder: str
-    observed_at: datetime
-    extent: dict[str, Any]
+@dataclass(frozen=True)
+class AtomRow(Atom):
+    """An atom as read from an atoms file: the protocol's :class:`Atom` and where it was read
+    (for located errors)."""
+
     file: str = "<atoms>"
     line: int | None = None
-    text: str = ""          # what the system indexed (optional; shown by the browser)
 
 
 @dataclass
@@ -116,7 +112,7 @@ def parse_atom(obj: Mapping[str, Any], file: str = "<atoms>", line: int | None =
     if why:
         raise InputError(file, line, "extent", why, rule="ATOM_EXTENT")
     return AtomRow(obj["atom_id"], obj["source_id"], m, obj["holder"], ts, dict(obj["extent"]),
-                   str(file), line, str(obj.get("text") or ""))
+                   str(obj.get("text") or ""), file=str(file), line=line)
 
 
 def read_atoms(path: str | Path) -> list[AtomRow]:
@@ -187,3 +183,20 @@ def _bulk_hits(hits: list) -> tuple[list[str], np.ndarray] | None:
 
 def read_run(path: str | Path) -> list[RunRow]:
     return [parse_run_row(obj, str(path), no) for no, obj in iter_json_lines(path)]
+
+
+def trec_fields(path: str | Path, layout: str) -> Iterator[tuple[int, list[str]]]:
+    """``(line number, fields)`` per line of a whitespace-separated TREC file whose lines have
+    the fields named in ``layout`` (e.g. ``"qid Q0 docid rank score tag"``); a missing file or
+    a line with another field count is an :class:`InputError` naming it."""
+    path = Path(path)
+    n = len(layout.split())
+    if not path.exists():
+        raise InputError(path, None, None, "file not found", rule="MISSING_FILE")
+    with open(path, encoding="utf-8") as f:
+        for no, line in enumerate(f, 1):
+            parts = line.split()
+            if len(parts) != n:
+                raise InputError(path, no, None, f"expected {n} fields ({layout}), got "
+                                 f"{len(parts)}", rule="TREC")
+            yield no, parts

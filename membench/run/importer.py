@@ -26,37 +26,24 @@ from ..core.jsonl import dumps, iter_json_lines, sha256_file
 from ..core.paths import MANIFEST_PATH
 from ..modalities import EXTENT_CAPS
 from ..sets.build import set_digests
-from .files import read_atoms
-from .protocol import MAX_DEPTH, Atom, order_hits
+from .files import read_atoms, trec_fields
+from .protocol import MAX_DEPTH, order_hits
 from .runner import check_atoms, code_revision, load_split, log_test_access
-
-
-def read_atom_file(path: Path) -> list[Atom]:
-    """The atoms file, shape-checked line by line (:func:`membench.run.files.read_atoms`)."""
-    return [Atom(r.atom_id, r.source_id, r.modality, r.holder, r.observed_at, r.extent, r.text)
-            for r in read_atoms(path)]
 
 
 def read_trec_lines(path: Path):
     """``(line, qid, docid, rank, score)`` per line of a TREC run; a malformed line is an
     :class:`InputError` naming it. (Scoring a TREC file at scale without this Python loop is
     :func:`membench.metrics.read_trec_run`'s job; an import is small and needs the ids.)"""
-    if not path.exists():
-        raise InputError(path, None, None, "file not found", rule="MISSING_FILE")
-    with open(path, encoding="utf-8") as f:
-        for no, line in enumerate(f, 1):
-            parts = line.split()
-            if len(parts) != 6:
-                raise InputError(path, no, None, f"expected 6 fields (qid Q0 docid rank score "
-                                 f"tag), got {len(parts)}", rule="TREC")
-            try:
-                rank, score = int(parts[3]), float(parts[4])
-            except ValueError:
-                raise InputError(path, no, "rank/score", "rank must be an integer and score a "
-                                 "number", rule="TREC") from None
-            if score != score or score in (float("inf"), float("-inf")):
-                raise InputError(path, no, "score", "must be finite", rule="TREC")
-            yield no, parts[0], parts[2], rank, score
+    for no, parts in trec_fields(path, "qid Q0 docid rank score tag"):
+        try:
+            rank, score = int(parts[3]), float(parts[4])
+        except ValueError:
+            raise InputError(path, no, "rank/score", "rank must be an integer and score a "
+                             "number", rule="TREC") from None
+        if score != score or score in (float("inf"), float("-inf")):
+            raise InputError(path, no, "score", "must be finite", rule="TREC")
+        yield no, parts[0], parts[2], rank, score
 
 
 def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, out: Path,
@@ -67,7 +54,7 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
     if (cartridge_file is None) == (cartridge_top is None):
         raise MembenchError("give exactly one of --cartridge FILE and --cartridge-top K")
     data = load_split(sets_dir, split)
-    atoms = read_atom_file(atoms_file)
+    atoms = read_atoms(atoms_file)
     check_atoms(system, atoms, data.items)
     known = {a.atom_id for a in atoms}
     qids = {r.query_id for r in data.records}

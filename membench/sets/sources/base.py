@@ -31,6 +31,7 @@ the revision lookup's note) writes the :class:`Coverage`.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -176,6 +177,22 @@ def norm_space(s: str) -> str:
 def rel(root: Path, p: Path) -> str:
     """Path relative to the corpus root, with forward slashes (what items.jsonl stores)."""
     return p.relative_to(root).as_posix()
+
+
+def read_json(path: Path, expect: type | None = None, what: str = "") -> Any:
+    """An upstream JSON file; not JSON (or not UTF-8) is an :class:`InputError` naming the line,
+    and with ``expect`` (``list`` or ``dict``) so is another top-level type (``what`` says what
+    was expected, e.g. "a JSON list of questions")."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise InputError(path, e.lineno, None, f"not valid JSON: {e.msg}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(path, None, None, f"not UTF-8 text: {e.reason}") from None
+    if expect is not None and not isinstance(data, expect):
+        raise InputError(path, None, None, f"expected {what or expect.__name__}, got "
+                         f"{type(data).__name__}")
+    return data
 
 
 def read_provenance(folder: Path, required: bool = False) -> dict[str, dict]:

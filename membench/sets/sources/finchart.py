@@ -26,13 +26,11 @@ complete, but only the first 320 of 1,154 images (by sorted name) are mirrored.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
 from .base import (
@@ -44,6 +42,7 @@ from .base import (
     hash_groups,
     json_answer_format,
     open_upstream,
+    read_json,
     rel,
     synthetic_timeline,
 )
@@ -95,12 +94,7 @@ def _read(up: Upstream) -> _Rows:
     """QA_data.json (a JSON list) and every image file of QA_images/, each read once. Raises
     InputError (SCHEMA) on an annotation file that is not such a list."""
     ann = up.folder / ANNOTATION
-    try:
-        qa = json.loads(ann.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise InputError(ann, e.lineno, None, f"not JSON: {e.msg}", rule="SCHEMA") from e
-    if not isinstance(qa, list):
-        raise InputError(ann, None, None, "expected a list of QA records", rule="SCHEMA")
+    qa = read_json(ann, list, "a list of QA records")
     img_dir = up.folder / IMAGES
     files = [p for p in sorted(img_dir.iterdir())
              if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in IMAGE_EXT

@@ -39,14 +39,12 @@ Mapping:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
 from .base import (
@@ -58,6 +56,7 @@ from .base import (
     book,
     json_answer_format,
     open_upstream,
+    read_json,
 )
 
 KEY = "locomo"
@@ -196,10 +195,7 @@ def _read(up: Upstream) -> list:
     """The conversations of locomo10.json as upstream (``[]`` when the file is not a JSON
     list). Raises InputError naming the line when the file is not JSON."""
     path = up.folder / ANNOTATION_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise InputError(path, e.lineno, None, f"not valid JSON: {e.msg}") from e
+    data = read_json(path)
     return data if isinstance(data, list) else []
 
 

@@ -47,7 +47,6 @@ Mapping:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -65,6 +64,7 @@ from .base import (
     book,
     json_answer_format,
     open_upstream,
+    read_json,
 )
 from .locomo import fill_times
 
@@ -117,10 +117,7 @@ def _read(up: Upstream) -> _Rows:
         raise InputError(up.folder / FILES[0], None, None,
                          f"none of {', '.join(FILES)} is present", rule="MISSING_FILE")
     path = up.folder / present[0]
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise InputError(path, e.lineno, None, f"not valid JSON: {e.msg}") from e
+    data = read_json(path)
     return _Rows(present[0], present[1:], data)
 
 

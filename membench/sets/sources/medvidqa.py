@@ -43,7 +43,6 @@ import ast
 import bisect
 import csv
 import io
-import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -62,6 +61,7 @@ from .base import (
     hash_groups,
     norm_space,
     open_upstream,
+    read_json,
     synthetic_timeline,
 )
 
@@ -238,13 +238,7 @@ def _read(up: Upstream) -> _Rows:
     questions: dict[str, list] = {}
     for name in ANNOTATION_FILES:
         p = up.folder / name
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise InputError(p, e.lineno, None, f"not valid JSON: {e.msg}") from e
-        if not isinstance(data, list):
-            raise InputError(p, None, None, "expected a JSON list of questions")
-        questions[name] = data
+        questions[name] = read_json(p, list, "a JSON list of questions")
     p = up.folder / CAPTIONS
     if not p.is_file():
         return _Rows(questions, None, False)

@@ -79,7 +79,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import InputError
 from ...core.paths import cache_dir
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
@@ -90,6 +89,7 @@ from .base import (
     Upstream,
     book,
     open_upstream,
+    read_json,
     rel,
     synthetic_timeline,
 )
@@ -412,12 +412,7 @@ def _read(up: Upstream, text: bool) -> _Rows:
     """samples.json (a JSON list) and every PDF of documents/ through :func:`scan_pdfs` (its
     cache). Raises InputError (SCHEMA) on an annotation file that is not such a list."""
     ann = up.folder / ANNOTATION_FILE
-    try:
-        samples = json.loads(ann.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise InputError(ann, None, None, f"not valid JSON: {e}", rule="SCHEMA") from e
-    if not isinstance(samples, list):
-        raise InputError(ann, None, None, "expected a JSON list of questions", rule="SCHEMA")
+    samples = read_json(ann, list, "a JSON list of questions")
     docs_dir = up.folder / DOCS_DIR
     pdfs = sorted((p for p in docs_dir.glob("*") if p.is_file() and p.suffix.lower() == ".pdf"),
                   key=lambda p: p.name) if docs_dir.is_dir() else []

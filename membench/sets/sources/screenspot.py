@@ -25,14 +25,12 @@ Records: one per instruction whose screenshot is mirrored. ``query_id`` =
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
-from ...core.errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
 from .base import (
@@ -42,6 +40,7 @@ from .base import (
     Upstream,
     book,
     open_upstream,
+    read_json,
     rel,
     synthetic_timeline,
 )
@@ -66,13 +65,7 @@ def _ann_name(platform: str) -> str:
 
 
 def _load_json_list(p: Path) -> list:
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise InputError(p, e.lineno, None, f"not valid JSON: {e.msg}") from e
-    if not isinstance(data, list):
-        raise InputError(p, None, None, "expected a JSON list of records")
-    return data
+    return read_json(p, list, "a JSON list of records")
 
 
 def _num(v: Any) -> bool:

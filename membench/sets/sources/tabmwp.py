@@ -40,7 +40,6 @@ from typing import Any
 
 from PIL import Image
 
-from ...core.errors import InputError
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
 from .base import (
@@ -51,6 +50,7 @@ from .base import (
     book,
     hash_groups,
     open_upstream,
+    read_json,
     rel,
     synthetic_timeline,
 )
@@ -168,12 +168,7 @@ def _read(up: Upstream) -> _Rows:
     """problems_test1k.json (an object ``{pid: problem}``) and every ``tables/*.png``, each
     read once. Raises InputError (SCHEMA) on a file that is not such an object."""
     ann = up.folder / ANNOTATION
-    try:
-        problems = json.loads(ann.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise InputError(ann, e.lineno, None, f"not JSON: {e.msg}", rule="SCHEMA") from e
-    if not isinstance(problems, dict):
-        raise InputError(ann, None, None, "expected an object {pid: problem}", rule="SCHEMA")
+    problems = read_json(ann, dict, "an object {pid: problem}")
     tables = up.folder / TABLES
     pngs = sorted(tables.glob("*.png")) if tables.is_dir() else []
     images, unreadable = read_images(pngs, lambda p: p.stem)
