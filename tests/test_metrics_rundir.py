@@ -110,7 +110,7 @@ def test_bad_atoms(run_dir, change, rule):
     ({"query_id": "pdfh:t1"}, "RUN_QUERY", ""),                       # a test-split query
     ({"query_id": "pdfh:q1"}, "DUPLICATE_QUERY_ID", "first at line 1"),
     ({"hits": [[f"x{i % 12 + 1}", 1.0] for i in range(1001)]}, "RUN_DEPTH", "1001"),
-    ({"hits": [["x1", float("nan")]]}, "RUN_SCHEMA", ""),
+    ({"hits": [["x1", float("nan")]]}, "JSON", "NaN is not a JSON number"),  # not JSON at all
     ({"hits": [["x1", True]]}, "RUN_SCHEMA", ""),
     ({"hits": [["x1"]]}, "RUN_SCHEMA", ""),
     ({"latency_ms": -1}, "RUN_SCHEMA", ""),

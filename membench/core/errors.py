@@ -1,12 +1,33 @@
-"""Errors that name the file, line and field they are about.
+"""Errors that name the file, line and field they are about, and the exit codes they map to.
 
-Anything a user can cause with bad input raises :class:`InputError`; the command line prints
-its one-line ``str()`` and exits with status 2 instead of showing a traceback.
+Anything a user can cause with bad input raises :class:`InputError` (or, when no file is
+involved, :class:`MembenchError`); the command line prints its one-line ``str()`` and exits with
+status 2 instead of showing a traceback. The exit statuses of ``membench`` (README, "What bad
+input gets"):
+
+====  =====================================================================================
+0     done
+1     a check ran and failed (``validate`` findings, ``corpus check`` drift, a build that
+      differs from the lock)
+2     bad input or arguments: a located ``file:line: RULE: field ...: message`` line, a
+      refused argument, a run directory locked by another process
+3     the file system refused (permission denied, read-only folder, a file where a folder
+      was expected, ...)
+4     disk full (no space left, quota exceeded)
+130   interrupted (Ctrl-C); what was already written is intact and a run resumes
+====  =====================================================================================
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_FILESYSTEM = 3
+EXIT_DISK_FULL = 4
+EXIT_INTERRUPTED = 130
 
 
 class MembenchError(Exception):
@@ -14,6 +35,8 @@ class MembenchError(Exception):
 
 
 class InputError(MembenchError):
+    """Bad input at a place: ``file`` (and ``line``, ``field`` when known) breaks ``rule``."""
+
     def __init__(self, file: str | Path, line: int | None, field: str | None, message: str,
                  rule: str = "SCHEMA"):
         self.file = str(file)

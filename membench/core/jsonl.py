@@ -1,15 +1,25 @@
-"""Reading and writing JSON lines, deterministically and with located errors."""
+"""Reading and writing JSON lines (and single JSON files), deterministically and with located
+errors.
+
+Reading is strict, because a lenient reader hides errors: a line must be UTF-8 (else ENCODING,
+naming the byte and column), one JSON object (else JSON), with finite numbers (``NaN`` and
+``Infinity`` are not JSON: RFC 8259 section 6), no key twice (RFC 8259 section 4 leaves a
+repeated key's meaning to the parser; here it is an error), nesting within Python's recursion
+limit and integers within Python's 4,300-digit conversion limit. A path that is a folder or
+not a regular file is an error too. Every problem is an :class:`InputError` naming the file
+and line. Writing is atomic (:mod:`membench.core.atomic`).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from .atomic import atomic_write_text
 from .errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
@@ -29,30 +39,93 @@ def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
     """Write rows (models or plain objects) atomically; returns the number written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    n = 0
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        for r in rows:
-            f.write(model_line(r) if isinstance(r, BaseModel) else dumps(r))
-            f.write("\n")
-            n += 1
-    os.replace(tmp, path)
-    return n
+    lines = [(model_line(r) if isinstance(r, BaseModel) else dumps(r)) + "\n" for r in rows]
+    atomic_write_text(path, "".join(lines))
+    return len(lines)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (numbers must be finite)")
+
+
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise ValueError(f"key {k!r} appears twice in one object")
+            seen.add(k)
+    return obj
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` with the strict rules of the module docstring; raises ``ValueError``
+    (``json.JSONDecodeError`` among them) or ``RecursionError``."""
+    return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_repeated_keys)
+
+
+def parse_json(text: str, path: str | Path, line: int | None = None) -> Any:
+    """:func:`loads` with every failure an :class:`InputError` (rule JSON) at ``path``/``line``
+    (for a whole document, the line of a syntax error)."""
+    try:
+        return loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(path, line if line is not None else e.lineno, None,
+                         f"not valid JSON: {e.msg} (column {e.colno})", rule="JSON") from None
+    except RecursionError:
+        raise InputError(path, line, None, "not readable JSON: nested too deeply",
+                         rule="JSON") from None
+    except ValueError as e:     # a non-finite constant, a repeated key, a huge integer
+        raise InputError(path, line, None, f"not valid JSON: {e}"[:300], rule="JSON") from None
+
+
+def check_readable_file(path: str | Path) -> Path:
+    """``path`` if it is a regular file (symlinks followed); else an :class:`InputError`:
+    MISSING_FILE when absent, NOT_A_FILE for a folder, a device or a pipe."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, None, None, "file not found", rule="MISSING_FILE")
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "not a regular file"
+        raise InputError(path, None, None, f"is {what}; expected a file", rule="NOT_A_FILE")
+    return path
+
+
+def decode_line(path: str | Path, no: int | None, raw: bytes) -> str:
+    """``raw`` as UTF-8 text; invalid UTF-8 is an :class:`InputError` (rule ENCODING) naming the
+    first bad byte and its column."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(path, no, None, f"not valid UTF-8: byte 0x{raw[e.start]:02x} at "
+                         f"column {e.start + 1} ({e.reason})", rule="ENCODING") from None
+
+
+def read_json_file(path: str | Path, expect: type | None = None, what: str = "") -> Any:
+    """A whole JSON file, read strictly (see the module docstring); with ``expect`` (``dict``
+    or ``list``) another top-level type is an error saying what was expected (``what``)."""
+    path = check_readable_file(path)
+    with open(path, "rb") as f:
+        data = parse_json(decode_line(path, None, f.read()), path)
+    if expect is not None and not isinstance(data, expect):
+        raise InputError(path, None, None, f"expected {what or 'a JSON ' + expect.__name__}, got "
+                         f"{type(data).__name__}", rule="JSON")
+    return data
 
 
 def iter_json_lines(path: str | Path, on_error: Callable[[InputError], None] | None = None
                     ) -> Iterator[tuple[int, dict]]:
-    """Yield ``(line_number, object)``; a line that is not a JSON object is an
-    :class:`InputError` naming the file and line. Blank lines are errors too (a truncated
-    write usually shows up as one). With ``on_error``, a bad line is handed to it and reading
-    goes on (the validator reports every bad line, not just the first)."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(path, None, None, "file not found", rule="MISSING_FILE")
-    with open(path, encoding="utf-8") as f:
-        for no, line in enumerate(f, 1):
+    """Yield ``(line_number, object)``; a line that is not a JSON object (read strictly, see
+    the module docstring) is an :class:`InputError` naming the file and line. Blank lines are
+    errors too (a truncated write usually shows up as one). With ``on_error``, a bad line is
+    handed to it and reading goes on (the validator reports every bad line, not just the
+    first); a file that cannot be read at all is always raised."""
+    path = check_readable_file(path)
+    with open(path, "rb") as f:
+        for no, raw in enumerate(f, 1):
             try:
-                yield no, _json_object(path, no, line.strip())
+                yield no, _json_object(path, no, decode_line(path, no, raw).strip())
             except InputError as e:
                 if on_error is None:
                     raise
@@ -62,11 +135,7 @@ def iter_json_lines(path: str | Path, on_error: Callable[[InputError], None] | N
 def _json_object(path: Path, no: int, text: str) -> dict:
     if not text:
         raise InputError(path, no, None, "blank line", rule="JSON")
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(path, no, None, f"not valid JSON: {e.msg} (column {e.colno})",
-                         rule="JSON") from None
+    obj = parse_json(text, path, no)
     if not isinstance(obj, dict):
         raise InputError(path, no, None, f"expected a JSON object, got {type(obj).__name__}",
                          rule="JSON")
@@ -80,11 +149,18 @@ def validation_error(path: str | Path, line: int | None, err: ValidationError) -
     field = ".".join(str(p) for p in first["loc"]) or None
     msg = first["msg"]
     if "input" in first and first["type"] not in ("missing",):
-        shown = repr(first["input"])
-        msg += f" (got {shown[:80]})"
+        msg += f" (got {_short_repr(first['input'])})"
     if len(errs) > 1:
         msg += f" [+{len(errs) - 1} more error(s) on this line]"
     return InputError(path, line, field, msg)
+
+
+def _short_repr(v: Any, n: int = 80) -> str:
+    """``repr(v)`` cut to ``n`` characters; a value too big or too deep to print says so."""
+    try:
+        return repr(v)[:n]
+    except (ValueError, RecursionError):
+        return f"a {type(v).__name__} too large to print"
 
 
 def parse_model(model: type[M], obj: dict, path: str | Path, line: int | None) -> M:

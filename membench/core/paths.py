@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import MembenchError
+from .errors import InputError, MembenchError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BENCH_DIR = REPO_ROOT / "bench"
@@ -38,6 +38,45 @@ def corpus_root(explicit: str | os.PathLike | None = None) -> Path:
             return p.resolve()
     raise MembenchError("no corpus root: pass --corpus DIR or set MEMBENCH_CORPUS "
                         "(expected ../shared/corpus next to the checkout)")
+
+
+def path_shape_problem(rel: object) -> str | None:
+    """Why ``rel`` cannot be a path relative to the corpus root (``None`` when it can): not a
+    non-empty string, absolute, a ``..`` or empty segment, a backslash or a NUL byte. This is
+    the check that needs no file system; :func:`confine` adds symlinks."""
+    if not isinstance(rel, str) or not rel:
+        return "must be a non-empty string"
+    if "\x00" in rel:
+        return "contains a NUL byte"
+    if "\\" in rel:
+        return "contains a backslash (paths use /)"
+    if rel.startswith("/"):
+        return f"{rel!r} is absolute; item paths are relative to the corpus root"
+    parts = rel.split("/")
+    if ".." in parts:
+        return f"{rel!r} climbs out with '..'; item paths stay under the corpus root"
+    if "" in parts or "." in parts:
+        return f"{rel!r} has an empty or '.' segment"
+    return None
+
+
+def confine(root: str | os.PathLike, rel: object, *, file: str | os.PathLike | None = None,
+            line: int | None = None, field: str | None = "path") -> Path:
+    """``root / rel`` with every symlink resolved, if it stays inside the (resolved) corpus
+    root; otherwise an :class:`InputError` (rule PATH_OUTSIDE_CORPUS) naming ``file`` and
+    ``line`` (where ``rel`` was read; the path itself when not given) and ``field``. The one
+    confinement rule for every read of a corpus file named by data (validate, build, run, the
+    content extractors and the region renderers). Reads only the file system's metadata."""
+    where = file if file is not None else (rel if isinstance(rel, str) else "<path>")
+    why = path_shape_problem(rel)
+    if why is not None:
+        raise InputError(where, line, field, why, rule="PATH_OUTSIDE_CORPUS")
+    base = Path(root).resolve()
+    target = (base / str(rel)).resolve()
+    if target != base and base not in target.parents:
+        raise InputError(where, line, field, f"{rel!r} resolves to {target}, outside the corpus "
+                         f"root {base} (a symlink?)", rule="PATH_OUTSIDE_CORPUS")
+    return target
 
 
 def resolve_user_path(p: str | os.PathLike) -> Path:
