@@ -36,12 +36,18 @@ escape = html.escape
 HL = ' class="mb-hl"'
 
 
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    """An ``int`` (not a bool) within the signed 64-bit range: extents and regions become
+    int64 numpy columns, and a larger JSON integer must be an error there, not an overflow."""
+    return isinstance(v, int) and not isinstance(v, bool) and INT64_MIN <= v <= INT64_MAX
 
 
 def is_num(v: Any) -> bool:
-    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+    """A finite float, or an :func:`is_int` integer."""
+    return is_int(v) or (isinstance(v, float) and math.isfinite(v))
 
 
 def shape_error(what: str, modality: str, shapes: Shapes, obj: Any) -> str | None:

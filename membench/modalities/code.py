@@ -58,7 +58,7 @@ class Code(Modality):
         if not isinstance(region["path"], str) or not region["path"]:
             return "path must be a non-empty string"
         if "line" in region and (not is_int(region["line"]) or region["line"] < 1):
-            return "line must be an integer >= 1 (lines are 1-based)"
+            return "line must be a 64-bit integer >= 1 (lines are 1-based)"
         if "symbol" in region and (not isinstance(region["symbol"], str) or not region["symbol"]):
             return "symbol must be a non-empty string"
         return None
@@ -67,7 +67,7 @@ class Code(Modality):
         if not isinstance(e["path"], str) or not e["path"]:
             return "path must be a non-empty string"
         if not (is_int(e["line_start"]) and is_int(e["line_end"])):
-            return "line_start and line_end must be integers"
+            return "line_start and line_end must be 64-bit integers"
         if not 1 <= e["line_start"] <= e["line_end"]:
             return f"need 1 <= line_start <= line_end, got {e['line_start']}..{e['line_end']}"
         if "symbol" in e and (not isinstance(e["symbol"], str) or not e["symbol"]):

@@ -39,12 +39,12 @@ class Conversation(Modality):
 
     def region_values(self, region: dict) -> str | None:
         if not is_int(region["turn"]) or region["turn"] < 1:
-            return "turn must be an integer >= 1 (turns are 1-based)"
+            return "turn must be a 64-bit integer >= 1 (turns are 1-based)"
         return None
 
     def extent_values(self, e: dict) -> str | None:
         if not (is_int(e["turn_start"]) and is_int(e["turn_end"])):
-            return "turn_start and turn_end must be integers"
+            return "turn_start and turn_end must be 64-bit integers"
         if not 1 <= e["turn_start"] <= e["turn_end"]:
             return f"need 1 <= turn_start <= turn_end, got {e['turn_start']}..{e['turn_end']}"
         return None

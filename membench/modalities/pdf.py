@@ -36,9 +36,9 @@ class Pdf(Modality):
 
     def region_values(self, region: dict) -> str | None:
         if not is_int(region["page"]) or region["page"] < 1:
-            return "page must be an integer >= 1 (pages are 1-based)"
+            return "page must be a 64-bit integer >= 1 (pages are 1-based)"
         if "block" in region and (not is_int(region["block"]) or region["block"] < 0):
-            return "block must be an integer >= 0"
+            return "block must be a 64-bit integer >= 0"
         return None
 
     extent_values = region_values

@@ -48,7 +48,7 @@ class Video(Modality):
     def region_values(self, region: dict) -> str | None:
         s, e = region["t_start"], region["t_end"]
         if not (is_num(s) and is_num(e)):
-            return "t_start and t_end must be numbers (seconds)"
+            return "t_start and t_end must be finite numbers (seconds; integers within 64 bits)"
         if not 0 <= s <= e:
             return f"need 0 <= t_start <= t_end, got {s}..{e}"
         return None

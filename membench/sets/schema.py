@@ -7,6 +7,12 @@ hand-edited file is an error, not a silently ignored key.
 
 Region shapes depend on the modality: :func:`membench.modalities.check_region` enforces them
 for gold (each modality's module owns its shapes).
+
+Types are strict where a coercion would hide an error: ``"unanswerable": "false"`` or ``1`` is
+not a bool, ``"grade": "2"`` or ``2.0`` is not an int (pydantic's strict mode for those fields;
+https://docs.pydantic.dev/latest/concepts/strict_mode/). An item ``path`` must be relative to
+the corpus root without ``..`` (:func:`membench.core.paths.path_shape_problem`); where the root
+is known, :func:`membench.core.paths.confine` also resolves symlinks.
 """
 
 from __future__ import annotations
@@ -19,10 +25,13 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
+    StrictInt,
     field_validator,
     model_validator,
 )
 
+from ..core.paths import path_shape_problem
 from ..modalities import MODALITIES, check_region
 
 Modality = Literal[MODALITIES]   # the registered modalities (membench.modalities)
@@ -62,7 +71,7 @@ def iso(dt: datetime) -> str:
 class Gold(Strict):
     source_id: str = Field(min_length=1)
     region: dict[str, Any]
-    grade: int | None = None
+    grade: StrictInt | None = None
 
 
 class Scope(Strict):
@@ -103,7 +112,7 @@ class RecordDraft(Strict):
     judgments: dict[str, list[Gold]] | None = None
     scope: Scope
     as_of: Timestamp | None = None
-    unanswerable: bool
+    unanswerable: StrictBool
     origin: Origin
     split: Split | None = None
 
@@ -152,6 +161,14 @@ class SourceItem(Strict):
     def _aware(cls, v: datetime) -> datetime:
         return _aware(v)
 
+    @field_validator("path")
+    @classmethod
+    def _relative_path(cls, v: str | None) -> str | None:
+        why = None if v is None else path_shape_problem(v)
+        if why:
+            raise ValueError(why)
+        return v
+
     @model_validator(mode="after")
     def _one_payload(self) -> "SourceItem":
         if (self.path is None) == (self.content is None):
@@ -165,7 +182,7 @@ class SourceItem(Strict):
 class ManifestFile(Strict):
     path: str = Field(min_length=1)
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    bytes: int = Field(ge=0)
+    bytes: StrictInt = Field(ge=0)
     upstream_repo: str | None = None
     commit: str | None = None
     upstream_path: str | None = None

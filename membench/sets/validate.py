@@ -5,7 +5,11 @@ makes the command exit non-zero. The rules, in the order they are checked:
 
 ========================  ===================================================================
 MISSING_FILE              a set file is absent
-JSON                      a line is not a JSON object
+NOT_A_FILE                a set file's path is a folder (or a device, a pipe)
+ENCODING                  a line is not valid UTF-8
+JSON                      a line is not a JSON object (NaN, a repeated key or nesting past
+                          the recursion limit included)
+EMPTY_FILE                a set file holds no line (every modality of a build has records)
 SCHEMA                    a field is missing, of the wrong type, or unknown (names the field)
 MODALITY_MISMATCH         a record's modality differs from its file's (``pdf.jsonl`` holds pdf)
 REGION_SHAPE              a gold region's keys/values do not match the modality (SPEC table)
@@ -25,7 +29,11 @@ REVISION_UNKNOWN          origin.revision not among the manifest's commits for t
                           source (its query_id prefix)
 DIGEST_DRIFT              a set file's sha256 differs from the lock, or a corpus file's from
                           the manifest (with ``--corpus``)
+PATH_OUTSIDE_CORPUS       an item's path leaves the corpus root (``..``, absolute, or a
+                          symlink resolving outside it; with --corpus), or a manifest path does
 ITEM_PATH_MISSING         an item's path does not exist under the corpus root (with --corpus)
+ADDED_FILE                a file under the corpus root the manifest does not list (with
+                          --corpus)
 CONFLICTING_QUERY         two records a system cannot tell apart (same question, holder and
                           as_of) differ in answerability
 AMBIGUOUS_QUERY           (warning) the same, with the same answerability
@@ -44,7 +52,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .. import modalities
-from ..core.jsonl import iter_json_lines, sha256_file, validation_error
+from ..core.errors import InputError
+from ..core.jsonl import check_readable_file, iter_json_lines, sha256_file, validation_error
+from ..core.paths import confine
 from ..modalities import MODALITIES, check_region
 from .build import SET_FILES, read_lock
 from .corpus import check_corpus, revisions_by_source
@@ -91,8 +101,14 @@ def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
             add(items_path, no, "DUPLICATE_SOURCE_ID", model.source_id)
             continue
         items[model.source_id] = model
-        if corpus is not None and model.path is not None and not (corpus / model.path).exists():
-            add(items_path, no, "ITEM_PATH_MISSING", f"{model.path} not under {corpus}")
+        if corpus is not None and model.path is not None:
+            try:
+                target = confine(corpus, model.path, file=items_path, line=no)
+            except InputError as e:
+                add(items_path, no, e.rule, f"field path: {e.message}")
+                continue
+            if not target.exists():
+                add(items_path, no, "ITEM_PATH_MISSING", f"{model.path} not under {corpus}")
     holders = {it.holder for it in items.values()}
 
     # ---- records
@@ -193,18 +209,25 @@ def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
                     f"{frozen[f][:12]}… ({lock})")
     if corpus is not None:
         for problem in check_corpus(corpus, manifest).problems:
-            file, rest = problem.split(": ", 1)
-            path, _, line = file.rpartition(":")
-            add(path, int(line), rest.split(":", 1)[0], rest.split(": ", 1)[1])
+            add(problem.file, problem.line, problem.rule, f"{problem.path}: {problem.message}")
     return out
 
 
 def _parse(path: Path, model, add, modality: str | None = None):
     """Yield ``(line, obj, model_or_None)``; problems are reported through ``add``."""
-    if not path.exists():
-        add(path, None, "MISSING_FILE", "file not found")
+    try:
+        check_readable_file(path)
+    except InputError as e:
+        add(path, None, e.rule, e.message)
         return
-    for no, obj in iter_json_lines(path, lambda e: add(e.file, e.line, e.rule, e.message)):
+    lines = [0]                   # lines read, good or bad
+
+    def bad_line(e: InputError) -> None:
+        lines[0] = max(lines[0], e.line or 0)
+        add(e.file, e.line, e.rule, e.message)
+
+    for no, obj in iter_json_lines(path, bad_line):
+        lines[0] = no
         if modality is not None:
             if obj.get("modality") != modality:
                 add(path, no, "MODALITY_MISMATCH",
@@ -212,7 +235,8 @@ def _parse(path: Path, model, add, modality: str | None = None):
                 yield no, obj, None
                 continue
             bad = False
-            for i, g in enumerate(obj.get("gold") or []):
+            golds = obj.get("gold")
+            for i, g in enumerate(golds if isinstance(golds, list) else []):
                 why = check_region(modality, g.get("region") if isinstance(g, dict) else None)
                 if why:
                     add(path, no, "REGION_SHAPE", f"field gold.{i}.region: {why}")
@@ -226,3 +250,6 @@ def _parse(path: Path, model, add, modality: str | None = None):
             err = validation_error(path, no, e)
             add(path, no, "SCHEMA", f"field {err.field}: {err.message}" if err.field else err.message)
             yield no, obj, None
+    if lines[0] == 0:
+        add(path, None, "EMPTY_FILE", "no lines: a built set file always has some (a modality "
+            "without records cannot be scored)")
