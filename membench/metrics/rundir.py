@@ -21,16 +21,17 @@ Paths given by a user or a notebook parameter are resolved by
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import atomic_write_json
 from ..core.errors import InputError
 from ..core.jsonl import iter_json_lines, parse_model
+from ..core.lock import run_dir_lock
 from ..core.paths import resolve_user_path
-from ..run.files import AtomRow, RunRow, read_atoms, read_run
+from ..run.files import AtomRow, RunRow, read_atoms, read_meta, read_run
 from ..sets.build import set_digests
 from ..sets.schema import AnnotationRecord, SourceItem
 from ..sets.select import select_records
@@ -39,24 +40,6 @@ from .bootstrap import N_RESAMPLES, SEED
 from .score import ItemScores, score_items
 
 SPLITS = ("dev", "test")
-
-
-def read_meta(run_dir: str | os.PathLike) -> dict[str, Any]:
-    """A run directory's meta.json as a dict, with located errors: missing (not a run
-    directory), not JSON, not a JSON object."""
-    meta_path = Path(run_dir) / "meta.json"
-    if not meta_path.is_file():
-        raise InputError(meta_path, None, None, "file not found: not a run directory (make one "
-                         "with `membench run --system NAME --out RUN_DIR`)", rule="MISSING_FILE")
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise InputError(meta_path, e.lineno, None, f"not valid JSON: {e.msg}",
-                         rule="JSON") from None
-    if not isinstance(meta, dict):
-        raise InputError(meta_path, None, None, f"must be a JSON object, got "
-                         f"{type(meta).__name__}", rule="RUN_META")
-    return meta
 
 
 def run_status(run_dir: str | os.PathLike) -> str:
@@ -180,10 +163,17 @@ class RunDir:
                                             for no, obj in iter_json_lines(p)])
 
     def item_rows(self) -> dict[str, dict[str, Any]]:
-        """``items.jsonl`` rows as plain dicts by source id (what renderers take)."""
+        """``items.jsonl`` rows as plain dicts by source id (what renderers take), each checked
+        against the schema first (a path that climbs out of the corpus is refused here)."""
         p = self.sets_dir / "items.jsonl"
-        return self._once("item_rows", lambda: {obj["source_id"]: obj
-                                                for _, obj in iter_json_lines(p)})
+
+        def make():
+            rows = {}
+            for no, obj in iter_json_lines(p):
+                parse_model(SourceItem, obj, p, no)
+                rows[obj["source_id"]] = obj
+            return rows
+        return self._once("item_rows", make)
 
     def _file(self, name: str) -> Path:
         p = self.path / name
@@ -212,14 +202,14 @@ class RunDir:
 
     def metrics(self, *, write: bool = True, seed: int = SEED,
                 n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
-        """The ``metrics.json`` object; written into the run directory (atomically) unless
+        """The ``metrics.json`` object; written into the run directory (atomically, holding
+        RUN_DIR's lock from reading to writing: :func:`membench.core.lock.run_dir_lock`) unless
         ``write`` is false."""
-        result = aggregate(self.scores(), seed=seed, n_resamples=n_resamples)
-        if write:
-            out = self.path / "metrics.json"
-            tmp = out.with_name("metrics.json.tmp")
-            tmp.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-            os.replace(tmp, out)
+        if not write:
+            return aggregate(self.scores(), seed=seed, n_resamples=n_resamples)
+        with run_dir_lock(self.path):       # one writer: not while a run or import writes here
+            result = aggregate(self.scores(), seed=seed, n_resamples=n_resamples)
+            atomic_write_json(self.path / "metrics.json", result, indent=2, allow_nan=False)
         return result
 
     def set_drift(self) -> list[str]:

@@ -26,6 +26,7 @@ list, like trec_eval).
 
 from __future__ import annotations
 
+import codecs
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError
-from ..run.files import trec_fields
+from ..run.files import TREC_CONTROL, trec_fields, trec_float, trec_int
 from .ranking import FirstHits, rank_measures
 
 CHUNK_BYTES = 2 << 20
@@ -72,7 +73,7 @@ def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     path = Path(path)
     for no, (qid, _, doc, rel) in trec_fields(path, "qid iter docid rel"):
         try:
-            r = int(rel)
+            r = trec_int(rel)
         except ValueError:
             raise InputError(path, no, "rel", f"not an integer: {rel!r}", rule="TREC") from None
         docs = out.setdefault(qid, {})
@@ -188,6 +189,26 @@ def _fields(path: Path, ch: _Chunk) -> tuple[np.ndarray, np.ndarray]:
     i = int(bad[0]) if bad.size else 0
     raise InputError(path, ch.first_line + i + 1, None, "expected 6 fields (qid Q0 docid "
                      f"rank score tag), got {int(counts[i])}", rule="TREC")
+
+
+def _check_text(path: Path, ch: _Chunk) -> None:
+    """The piece is UTF-8 and holds no control byte but whitespace (as
+    :func:`membench.run.files.trec_fields` requires); else an error naming line and column."""
+    view = memoryview(ch.raw)[:ch.size]
+    bad_at = None
+    m = TREC_CONTROL.search(view)
+    if m:
+        bad_at, what = m.start(), f"control byte 0x{ch.raw[m.start()]:02x}"
+    try:
+        codecs.utf_8_decode(view, "strict", True)
+    except UnicodeDecodeError as e:
+        if bad_at is None or e.start < bad_at:
+            bad_at, what = e.start, f"not valid UTF-8: byte 0x{ch.raw[e.start]:02x} ({e.reason})"
+    if bad_at is not None:
+        line_start = ch.raw.rfind(b"\n", 0, bad_at) + 1
+        line = ch.first_line + ch.raw.count(b"\n", 0, bad_at) + 1
+        raise InputError(path, line, None, f"{what} at column {bad_at - line_start + 1}",
+                         rule="TREC" if what.startswith("control") else "ENCODING")
 
 
 def _hash(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> np.ndarray:
@@ -426,6 +447,7 @@ def read_trec_run(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]
     contiguous = True
     for offset, raw, size in _read_chunks(path, chunk_bytes):
         ch = _Chunk(raw, size, n_lines)
+        _check_text(path, ch)
         S, E = _fields(path, ch)
         n = len(S)
         if n_lines + n > len(cols.q):
@@ -436,7 +458,7 @@ def read_trec_run(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]
         seg = np.flatnonzero(_changes(ch, qs, qe))
         seg_q = np.empty(len(seg), dtype=np.int32)
         for j, i in enumerate(seg.tolist()):
-            qid = ch.token(qs[i], qe[i]).decode("utf-8", errors="surrogateescape")
+            qid = ch.token(qs[i], qe[i]).decode("utf-8")   # (valid: _check_text)
             qi = qindex.setdefault(qid, len(qindex))
             if qi != last_q:
                 if qi in seen:
@@ -453,7 +475,7 @@ def read_trec_run(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]
         for i in np.flatnonzero(~ok).tolist():
             tok = ch.token(rs[i], re_[i])
             try:
-                rank[i] = int(tok)
+                rank[i] = trec_int(tok)
             except ValueError:
                 raise InputError(path, n_lines + i + 1, "rank", f"not an integer: {tok!r}",
                                  rule="TREC") from None
@@ -467,7 +489,7 @@ def read_trec_run(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]
         for i in np.flatnonzero(~ok).tolist():
             tok = ch.token(ss[i], se[i])
             try:
-                score[i] = float(tok)
+                score[i] = trec_float(tok)
             except ValueError:
                 raise InputError(path, n_lines + i + 1, "score", f"not a number: {tok!r}",
                                  rule="TREC") from None

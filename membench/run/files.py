@@ -8,6 +8,10 @@ the failure browser and ignored here). ``run.jsonl``: one line per query ``{quer
 [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``, hits in the order the system
 gave them, at most :data:`MAX_DEPTH`.
 
+``meta.json`` (:func:`read_meta`): a JSON object; the fields readers act on are typed strictly
+(:class:`RunMeta`: ``split``, ``modalities``, ``limit``, ``queries``, ``final``, ``sets_dir``,
+``set_sha256``, ``status``, ``system``), the others are kept as written.
+
 Every problem is an :class:`~membench.core.errors.InputError` naming the file and line. An atom's
 holder and observed_at must agree with its source item's (``items.jsonl`` is the truth:
 metrics use the item's values), see :func:`membench.metrics.resolve.build_atom_table`.
@@ -16,6 +20,7 @@ metrics use the item's values), see :func:`membench.metrics.resolve.build_atom_t
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -24,9 +29,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
 from ..core.errors import InputError
-from ..core.jsonl import iter_json_lines
+from ..core.jsonl import (
+    check_readable_file,
+    decode_line,
+    iter_json_lines,
+    parse_model,
+    read_json_file,
+)
 from ..modalities import MODALITIES, check_extent
 from .protocol import MAX_DEPTH, Atom
 
@@ -185,18 +197,85 @@ def read_run(path: str | Path) -> list[RunRow]:
     return [parse_run_row(obj, str(path), no) for no, obj in iter_json_lines(path)]
 
 
+_TREC_INT = re.compile(r"[+-]?[0-9]+")
+_TREC_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# bytes that are neither text nor one of bytes.split()'s separators (space \t \n \r \v \f)
+TREC_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1f]")
+
+
+def trec_int(tok: str | bytes) -> int:
+    """A TREC integer field: ASCII digits with an optional sign, nothing else (``int()`` alone
+    would also take ``1_000`` and non-ASCII digits); ``ValueError`` otherwise."""
+    t = tok.decode("ascii", errors="replace") if isinstance(tok, bytes) else tok
+    if not _TREC_INT.fullmatch(t):
+        raise ValueError(f"not an integer: {t[:40]!r}")
+    return int(t)
+
+
+def trec_float(tok: str | bytes) -> float:
+    """A TREC score: a decimal number ``[+-]digits[.digits][e[+-]digits]``, nothing else
+    (``float()`` alone would also take ``1_0``, ``inf``, ``nan``); ``ValueError`` otherwise."""
+    t = tok.decode("ascii", errors="replace") if isinstance(tok, bytes) else tok
+    if not _TREC_FLOAT.fullmatch(t):
+        raise ValueError(f"not a number: {t[:40]!r}")
+    return float(t)
+
+
 def trec_fields(path: str | Path, layout: str) -> Iterator[tuple[int, list[str]]]:
     """``(line number, fields)`` per line of a whitespace-separated TREC file whose lines have
-    the fields named in ``layout`` (e.g. ``"qid Q0 docid rank score tag"``); a missing file or
-    a line with another field count is an :class:`InputError` naming it."""
-    path = Path(path)
+    the fields named in ``layout`` (e.g. ``"qid Q0 docid rank score tag"``). Lines end at
+    ``\\n``; fields are separated by ASCII whitespace (``bytes.split()``), the same bytes the
+    vectorised reader (:func:`membench.metrics.read_trec_run`) splits on. A missing file, a
+    line that is not UTF-8, holds another control byte, or has another field count is an
+    :class:`InputError` naming it."""
+    path = check_readable_file(path)
     n = len(layout.split())
-    if not path.exists():
-        raise InputError(path, None, None, "file not found", rule="MISSING_FILE")
-    with open(path, encoding="utf-8") as f:
-        for no, line in enumerate(f, 1):
-            parts = line.split()
+    with open(path, "rb") as f:
+        for no, raw in enumerate(f, 1):
+            bad = TREC_CONTROL.search(raw)
+            if bad:
+                raise InputError(path, no, None, f"control byte 0x{raw[bad.start()]:02x} at "
+                                 f"column {bad.start() + 1}", rule="TREC")
+            parts = decode_line(path, no, raw).encode("utf-8").split()
             if len(parts) != n:
                 raise InputError(path, no, None, f"expected {n} fields ({layout}), got "
                                  f"{len(parts)}", rule="TREC")
-            yield no, parts
+            yield no, [p.decode("utf-8") for p in parts]
+
+
+class RunMeta(BaseModel):
+    """The fields of ``meta.json`` that readers act on, strictly typed (``"limit": "3"`` is an
+    error, not 3); every other field is kept as written."""
+
+    model_config = ConfigDict(extra="allow")
+
+    split: StrictStr
+    system: StrictStr | None = None
+    modalities: list[StrictStr] | None = None
+    limit: StrictInt | None = Field(default=None, ge=1)
+    queries: StrictInt | None = Field(default=None, ge=0)
+    final: StrictBool | None = None
+    sets_dir: StrictStr | None = None
+    set_sha256: dict[str, StrictStr] | None = None
+    status: StrictStr | None = None
+
+    @field_validator("modalities")
+    @classmethod
+    def _known(cls, v: list[str] | None) -> list[str] | None:
+        bad = [m for m in v or [] if m not in MODALITIES]
+        if bad:
+            raise ValueError(f"unknown modality {bad[0]!r}; known: {', '.join(MODALITIES)}")
+        return v
+
+
+def read_meta(run_dir: str | Path) -> dict[str, Any]:
+    """``RUN_DIR/meta.json`` as a dict, checked (:class:`RunMeta`): missing (not a run
+    directory), not UTF-8, not JSON, not an object, or a field of the wrong type is an
+    :class:`InputError` naming it."""
+    meta_path = Path(run_dir) / "meta.json"
+    if not meta_path.exists():
+        raise InputError(meta_path, None, None, "file not found: not a run directory (make one "
+                         "with `membench run --system NAME --out RUN_DIR`)", rule="MISSING_FILE")
+    meta = read_json_file(meta_path, dict, "a JSON object (a run's meta.json)")
+    parse_model(RunMeta, meta, meta_path, None)
+    return meta

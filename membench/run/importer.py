@@ -12,21 +12,29 @@ An external system hands in two files and no code:
 Its cartridges come from either ``--cartridge FILE`` (JSON lines ``{query_id, cartridge: [...]}``)
 or an explicit ``--cartridge-top K`` policy (the top K hits, recorded in meta.json); there is no
 default, because an empty cartridge would score a perfect false-recall rate by abstaining
-everywhere. Latency is not measured for imported runs (``latency_ms`` is null and the latency
-metrics show n = 0).
+everywhere; ``K`` is at least 1 (``0`` would be that empty policy), and a query named twice in a
+cartridge file is an error, not "the last one wins". Latency is not measured for imported runs
+(``latency_ms`` is null and the latency metrics show n = 0).
+
+Every input is read and checked before RUN_DIR is touched. An existing run there (any of
+``meta.json``, ``atoms.jsonl``, ``run.jsonl``, ``metrics.json``) is refused unless ``force``;
+the import holds RUN_DIR's lock (:func:`membench.core.lock.run_dir_lock`) while it writes, and
+writes every file atomically: ``meta.json`` first says ``status: importing``, a stale
+``metrics.json`` is removed, then the atoms, the run lines and the final ``meta.json``.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from ..core.atomic import atomic_write_json, atomic_write_text
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import dumps, iter_json_lines, sha256_file
+from ..core.lock import run_dir_lock
 from ..core.paths import MANIFEST_PATH
 from ..modalities import EXTENT_CAPS
 from ..sets.build import set_digests
-from .files import read_atoms, trec_fields
+from .files import read_atoms, trec_fields, trec_float, trec_int
 from .protocol import MAX_DEPTH, order_hits
 from .runner import check_atoms, code_revision, load_split, log_test_access
 
@@ -37,7 +45,7 @@ def read_trec_lines(path: Path):
     :func:`membench.metrics.read_trec_run`'s job; an import is small and needs the ids.)"""
     for no, parts in trec_fields(path, "qid Q0 docid rank score tag"):
         try:
-            rank, score = int(parts[3]), float(parts[4])
+            rank, score = trec_int(parts[3]), trec_float(parts[4])
         except ValueError:
             raise InputError(path, no, "rank/score", "rank must be an integer and score a "
                              "number", rule="TREC") from None
@@ -46,13 +54,60 @@ def read_trec_lines(path: Path):
         yield no, parts[0], parts[2], rank, score
 
 
+RUN_FILES = ("meta.json", "atoms.jsonl", "run.jsonl", "metrics.json")
+_CARTRIDGE_KEYS = {"query_id", "cartridge"}
+
+
+def read_cartridges(path: Path, qids: set[str], known: set[str], split: str = "dev"
+                    ) -> dict[str, list[str]]:
+    """A cartridge file: JSON lines ``{query_id, cartridge: [atom_id, ...]}`` -> ``{query_id:
+    cartridge}``. A query of another split, an atom not in ``known``, an unknown field or a query
+    named twice (the first line is named) is an :class:`InputError` at its line."""
+    carts: dict[str, list[str]] = {}
+    first: dict[str, int] = {}
+    for no, obj in iter_json_lines(path):
+        if set(obj) != _CARTRIDGE_KEYS:
+            raise InputError(path, no, None, f"expected the fields {sorted(_CARTRIDGE_KEYS)}, got "
+                             f"{sorted(obj)}"[:200], rule="CARTRIDGE")
+        qid, cart = obj["query_id"], obj["cartridge"]
+        if not isinstance(qid, str) or qid not in qids:
+            raise InputError(path, no, "query_id", f"{qid!r} is not a {split} query"[:200],
+                             rule="CARTRIDGE")
+        if qid in first:
+            raise InputError(path, no, "query_id", f"{qid!r} again (first at line {first[qid]}): "
+                             "one cartridge per query", rule="DUPLICATE_QUERY_ID")
+        if not isinstance(cart, list) or any(not isinstance(a, str) or a not in known
+                                             for a in cart):
+            raise InputError(path, no, "cartridge",
+                             "must be a list of atom ids from the atoms file", rule="CARTRIDGE")
+        first[qid] = no
+        carts[qid] = cart
+    return carts
+
+
+def check_cartridge_top(k: object) -> None:
+    """``--cartridge-top K``: an integer >= 1 (0 is the empty policy the docs reject; a negative
+    K would slice from the end)."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise MembenchError(f"--cartridge-top must be an integer >= 1, got {k!r} (a cartridge "
+                            "policy that abstains everywhere is not a policy)")
+
+
 def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, out: Path,
                 system: str, cartridge_file: Path | None = None,
-                cartridge_top: int | None = None, final: bool = False) -> dict:
+                cartridge_top: int | None = None, final: bool = False,
+                force: bool = False) -> dict:
+    """Import a TREC run and an atoms file into RUN_DIR ``out`` (see the module docstring).
+    Reads the inputs and the sets; writes ``out`` (and, for a final run, the test-access
+    log)."""
     if split == "test" and not final:
         raise MembenchError("the test split is frozen: pass --final for a final, logged run")
     if (cartridge_file is None) == (cartridge_top is None):
         raise MembenchError("give exactly one of --cartridge FILE and --cartridge-top K")
+    if cartridge_top is not None:
+        check_cartridge_top(cartridge_top)
+    out = Path(out)
+    _refuse_existing(out, force)
     data = load_split(sets_dir, split)
     atoms = read_atoms(atoms_file)
     check_atoms(system, atoms, data.items)
@@ -69,29 +124,19 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
 
     carts: dict[str, list[str]] = {}
     if cartridge_file is not None:
-        for no, obj in iter_json_lines(cartridge_file):
-            qid, cart = obj.get("query_id"), obj.get("cartridge")
-            if qid not in qids:
-                raise InputError(cartridge_file, no, "query_id", f"{qid!r} is not a {split} query",
-                                 rule="CARTRIDGE")
-            if not isinstance(cart, list) or any(a not in known for a in cart):
-                raise InputError(cartridge_file, no, "cartridge",
-                                 "must be a list of atom ids from the atoms file", rule="CARTRIDGE")
-            carts[qid] = cart
+        carts = read_cartridges(cartridge_file, qids, known, split)
 
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "atoms.jsonl").write_text("".join(dumps(a.row()) + "\n" for a in atoms))
-    with open(out / "run.jsonl", "w", encoding="utf-8") as f:
-        for r in data.records:
-            # score descending, then the rank column, then line order (stable sorts)
-            rows = sorted(lists.get(r.query_id, []), key=lambda t: t[2])
-            score: dict[str, float] = {}
-            for d, s, _ in rows:  # a repeated atom ranks at its best score (order_hits)
-                score[d] = max(s, score.get(d, s))
-            hits = [[d, score[d]] for d in order_hits([(d, s) for d, s, _ in rows])][:MAX_DEPTH]
-            cart = carts.get(r.query_id, []) if cartridge_file else [d for d, _ in hits[:cartridge_top]]
-            f.write(dumps({"query_id": r.query_id, "hits": hits, "cartridge": cart,
-                           "latency_ms": None}) + "\n")
+    lines = []     # the run lines, in record order
+    for r in data.records:
+        # score descending, then the rank column, then line order (stable sorts)
+        rows = sorted(lists.get(r.query_id, []), key=lambda t: t[2])
+        score: dict[str, float] = {}
+        for d, s, _ in rows:  # a repeated atom ranks at its best score (order_hits)
+            score[d] = max(s, score.get(d, s))
+        hits = [[d, score[d]] for d in order_hits([(d, s) for d, s, _ in rows])][:MAX_DEPTH]
+        cart = carts.get(r.query_id, []) if cartridge_file else [d for d, _ in hits[:cartridge_top]]
+        lines.append(dumps({"query_id": r.query_id, "hits": hits, "cartridge": cart,
+                            "latency_ms": None}) + "\n")
     meta = {
         "system": system, "config": {"imported_from": str(run_file), "atoms": str(atoms_file),
                                      "cartridge": str(cartridge_file) if cartridge_file
@@ -102,9 +147,29 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
         "manifest_sha256": sha256_file(MANIFEST_PATH) if MANIFEST_PATH.exists() else None,
         "code_revision": code_revision(), "extent_caps": EXTENT_CAPS, "max_depth": MAX_DEPTH,
         "run_sha256": sha256_file(run_file), "atoms_sha256": sha256_file(atoms_file),
-        "latency": "not measured (imported run)", "status": "complete",
+        "latency": "not measured (imported run)", "status": "importing",
     }
-    if final:
-        log_test_access(system, out, meta["code_revision"])
-    (out / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    with run_dir_lock(out):
+        _refuse_existing(out, force)          # (again: another import may have just finished)
+        dump = {"indent": 2, "sort_keys": True}
+        atomic_write_json(out / "meta.json", meta, **dump)
+        (out / "metrics.json").unlink(missing_ok=True)       # it scored what is replaced
+        atomic_write_text(out / "atoms.jsonl", "".join(dumps(a.row()) + "\n" for a in atoms))
+        atomic_write_text(out / "run.jsonl", "".join(lines))
+        meta["status"] = "complete"
+        if final:
+            log_test_access(system, out, meta["code_revision"])
+        atomic_write_json(out / "meta.json", meta, **dump)
     return meta
+
+
+def _refuse_existing(out: Path, force: bool) -> None:
+    """An :class:`InputError` when ``out`` is not a folder, or holds a run and ``force`` is
+    false."""
+    if out.exists() and not out.is_dir():
+        raise InputError(out, None, None, "exists and is not a folder (RUN_DIR must be a folder; "
+                         "give another --out)", rule="RUN_DIR")
+    there = [f for f in RUN_FILES if (out / f).exists()]
+    if there and not force:
+        raise InputError(out, None, None, f"already holds a run ({', '.join(there)}); pass "
+                         "--force to replace it, or give another --out", rule="RUN_EXISTS")

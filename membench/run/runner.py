@@ -15,11 +15,18 @@ answers only the queries that have no line yet, so every query ends up exactly o
 The test split is frozen: it is refused unless ``final=True``, and every final run is appended
 to ``bench/test_access.jsonl`` (commit it: test accesses are meant to show in history) and
 shown in reports.
+
+Before anything is ingested, :func:`run_system` checks the sets (every hard rule of
+:func:`membench.sets.validate.validate_sets`, with the corpus: item paths confined to it and its
+files against the manifest; with ``lock``, the set files against the lock), so a set that breaks
+a rule is refused in seconds, not after hours of ingest; and it holds RUN_DIR's lock
+(:func:`membench.core.lock.run_dir_lock`) until it returns, so two runs never write one
+directory. ``meta.json`` and ``atoms.jsonl`` are replaced atomically; ``run.jsonl`` is appended
+line by line (a torn last line is cut on resume).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
@@ -29,13 +36,16 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import __version__
+from ..core.atomic import atomic_write_json, atomic_write_text
 from ..core.errors import InputError, MembenchError
-from ..core.jsonl import dumps, iter_json_lines, read_models, sha256_file
+from ..core.jsonl import dumps, iter_json_lines, read_json_file, read_models, sha256_file
+from ..core.lock import prepare_run_dir, run_dir_lock
 from ..core.paths import BENCH_DIR, MANIFEST_PATH, REPO_ROOT
 from ..modalities import EXTENT_CAPS, MODALITIES
 from ..sets.build import set_digests, split_holders
 from ..sets.schema import AnnotationRecord, SourceItem
 from ..sets.select import check_modalities, select_records
+from .files import parse_run_row
 from .protocol import MAX_DEPTH, Atom, MemorySystem, check_atom
 
 TEST_ACCESS_LOG = BENCH_DIR / "test_access.jsonl"
@@ -93,9 +103,7 @@ def _now() -> str:
 
 
 def _write_json(path: Path, obj) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    atomic_write_json(path, obj, indent=2, sort_keys=True, default=str)
 
 
 def _done_queries(run_path: Path) -> set[str]:
@@ -109,7 +117,7 @@ def _done_queries(run_path: Path) -> set[str]:
             f.truncate(cut)
     done: set[str] = set()
     for no, obj in iter_json_lines(run_path):
-        qid = obj.get("query_id")
+        qid = parse_run_row(obj, str(run_path), no).query_id
         if qid in done:
             raise InputError(run_path, no, "query_id", f"{qid!r} twice", rule="DUPLICATE_QUERY_ID")
         done.add(qid)
@@ -137,10 +145,61 @@ def check_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem]) ->
             raise ProtocolError(f"system {system_name}: atom #{i} ({a.atom_id}): extent rejected: {why}")
 
 
+def check_sets_before_run(sets_dir: Path, corpus_root: Path | None,
+                          manifest: Path = MANIFEST_PATH, lock: Path | None = None) -> None:
+    """Refuse sets that break a hard rule (:func:`membench.sets.validate.validate_sets`, with
+    the corpus when given and the lock when given): the first error as a located
+    :class:`InputError`, with the count of the others. Warnings pass. Reads the sets, the
+    manifest, the lock and the corpus; writes nothing."""
+    from ..sets.validate import validate_sets
+
+    errors = [f for f in validate_sets(Path(sets_dir), Path(manifest), lock=lock,
+                                       corpus=corpus_root) if f.level == "error"]
+    if errors:
+        first = errors[0]
+        more = (f" (and {len(errors) - 1} more error(s): `membench validate --sets "
+                f"{sets_dir}` lists them)") if len(errors) > 1 else ""
+        raise InputError(first.file, first.line, None, f"{first.message}{more}; a run needs "
+                         "sets that pass every hard rule", rule=first.rule)
+
+
+def check_limit(limit: int | None) -> None:
+    """``--limit``: ``None`` (every query) or an integer >= 1 (a :class:`MembenchError`
+    otherwise: 0 would run nothing and succeed, a negative one would run everything)."""
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
+                              or limit < 1):
+        raise MembenchError(f"--limit must be an integer >= 1 (queries per modality), got "
+                            f"{limit!r}")
+
+
 def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corpus_root: Path,
                modalities: Iterable[str] | None = None, limit: int | None = None,
-               final: bool = False, progress=None) -> dict:
-    """Run ``system`` over ``split`` into ``out`` (resuming if ``out`` holds a partial run)."""
+               final: bool = False, progress=None, *, lock: Path | None = None,
+               manifest: Path = MANIFEST_PATH, check_sets: bool = True) -> dict:
+    """Run ``system`` over ``split`` into ``out`` (resuming if ``out`` holds a partial run).
+
+    First, in seconds: the arguments, the sets (:func:`check_sets_before_run` unless
+    ``check_sets`` is false; ``lock``: also the set files against this lock file), then RUN_DIR's
+    lock for the whole run (a second writer is refused, naming this one). Writes RUN_DIR (see
+    the module docstring) and, for a final run, ``bench/test_access.jsonl``."""
+    if split not in ("dev", "test"):
+        raise MembenchError(f"unknown split {split!r}")
+    if split == "test" and not final:
+        raise MembenchError("the test split is frozen: pass --final for a final, logged run")
+    check_limit(limit)
+    check_modalities(modalities)
+    prepare_run_dir(out)
+    if check_sets:
+        check_sets_before_run(sets_dir, corpus_root, manifest, lock)
+    with run_dir_lock(out):
+        return _run_locked(system, sets_dir, split, out, corpus_root, modalities, limit, final,
+                           progress)
+
+
+def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, corpus_root: Path,
+                modalities: Iterable[str] | None = None, limit: int | None = None,
+                final: bool = False, progress=None) -> dict:
+    """The run itself (:func:`run_system` holds RUN_DIR's lock around it)."""
     if split not in ("dev", "test"):
         raise MembenchError(f"unknown split {split!r}")
     if split == "test" and not final:
@@ -160,7 +219,7 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
         "extent_caps": EXTENT_CAPS, "max_depth": MAX_DEPTH,
     }
     if meta_path.exists():
-        old = json.loads(meta_path.read_text())
+        old = read_json_file(meta_path, dict, "a JSON object (a run's meta.json)")
         for k in ("system", "config", "split", "limit", "modalities", "set_sha256"):
             if old.get(k) != meta[k]:
                 raise MembenchError(f"{meta_path}: existing run has a different {k}; "
@@ -184,13 +243,11 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
     check_atoms(system.name, atoms, data.items)
     atom_lines = [dumps(a.row()) + "\n" for a in atoms]
     if atoms_path.exists():
-        if atoms_path.read_text(encoding="utf-8") != "".join(atom_lines):
+        if atoms_path.read_bytes() != "".join(atom_lines).encode("utf-8"):
             raise MembenchError(f"{atoms_path}: the system's atoms differ from the interrupted "
                                 "run's; it is not deterministic, use a new RUN_DIR")
     else:
-        tmp = atoms_path.with_name("atoms.jsonl.tmp")
-        tmp.write_text("".join(atom_lines), encoding="utf-8")
-        os.replace(tmp, atoms_path)
+        atomic_write_text(atoms_path, "".join(atom_lines))
     meta["atoms"] = len(atoms)
     _write_json(meta_path, meta)
 
