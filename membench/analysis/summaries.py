@@ -14,6 +14,7 @@ from ..core.errors import InputError
 from ..core.paths import resolve_user_path
 from ..metrics.rundir import RunDir
 from ..modalities import MODALITIES
+from ..sets.coverage import read_coverage
 
 
 def load_metrics(run: str | os.PathLike | RunDir, sets_dir: str | os.PathLike | None = None,
@@ -94,7 +95,7 @@ def coverage_frame(sets_dir: str | os.PathLike, df=None):
     if not path.exists():
         raise InputError(path, None, None, "file not found (membench build writes it)",
                          rule="MISSING_FILE")
-    cov = json.loads(path.read_text(encoding="utf-8"))
+    cov = read_coverage(path)
     evaluated = df.groupby("source").size().to_dict() if df is not None else {}
     rows = []
     for c in cov:

@@ -31,11 +31,13 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError) and e.filename is None:   # say which file (a full disk)
+            raise OSError(e.errno, e.strerror, str(path)) from e
         raise
 
 

@@ -475,10 +475,14 @@ def read_trec_run(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]
         for i in np.flatnonzero(~ok).tolist():
             tok = ch.token(rs[i], re_[i])
             try:
-                rank[i] = trec_int(tok)
+                v = trec_int(tok)
             except ValueError:
-                raise InputError(path, n_lines + i + 1, "rank", f"not an integer: {tok!r}",
+                raise InputError(path, n_lines + i + 1, "rank", f"not an integer: {tok!r}"[:200],
                                  rule="TREC") from None
+            if not -2**31 <= v < 2**31:
+                raise InputError(path, n_lines + i + 1, "rank", "out of the 32-bit range",
+                                 rule="TREC")
+            rank[i] = v
         if n and (rank.min() < -2**31 or rank.max() >= 2**31):
             i = int(np.flatnonzero((rank < -2**31) | (rank >= 2**31))[0])
             raise InputError(path, n_lines + i + 1, "rank", "out of the 32-bit range", rule="TREC")
@@ -491,7 +495,7 @@ def read_trec_run(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]
             try:
                 score[i] = trec_float(tok)
             except ValueError:
-                raise InputError(path, n_lines + i + 1, "score", f"not a number: {tok!r}",
+                raise InputError(path, n_lines + i + 1, "score", f"not a number: {tok!r}"[:200],
                                  rule="TREC") from None
         if not np.all(np.isfinite(score)):
             i = int(np.flatnonzero(~np.isfinite(score))[0])

@@ -30,6 +30,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..core.paths import confine
+
 Shapes = tuple[frozenset[str], ...]
 
 escape = html.escape
@@ -90,12 +92,14 @@ def short_json(v: Any) -> str:
 
 
 def item_file(item: dict, corpus_root: Path | None) -> Path:
-    """The file of an ``items.jsonl`` row under the corpus root (for renderers)."""
+    """The file of an ``items.jsonl`` row under the corpus root (for renderers), confined to it
+    (:func:`membench.core.paths.confine`: a path that leaves the root, symlinks resolved, is an
+    ``InputError``, never read). Reads file-system metadata only."""
     if corpus_root is None:
         raise RenderUnavailable("no corpus root: the source file cannot be shown")
     if not item.get("path"):
-        raise RenderUnavailable(f"{item['source_id']} has no file")
-    return Path(corpus_root) / item["path"]
+        raise RenderUnavailable(f"{item.get('source_id')} has no file")
+    return confine(corpus_root, item["path"], field=f"{item.get('source_id')}.path")
 
 
 class Modality:

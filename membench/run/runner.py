@@ -145,22 +145,48 @@ def check_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem]) ->
             raise ProtocolError(f"system {system_name}: atom #{i} ({a.atom_id}): extent rejected: {why}")
 
 
+_PASSED: set[tuple] = set()     # inputs that passed check_sets_before_run in this process
+
+
+def _fingerprint(sets_dir: Path, corpus_root: Path | None, manifest: Path,
+                 lock: Path | None) -> tuple:
+    """What the check depends on: the set files' and manifest's and lock's sha256, and every
+    corpus file's (path, size, mtime, inode). Any change means checking again."""
+    def digest(p: Path | None) -> str | None:
+        return sha256_file(p) if p is not None and Path(p).is_file() else None
+
+    corpus: list[tuple] = []
+    if corpus_root is not None:
+        for dirpath, dirnames, filenames in os.walk(corpus_root):
+            for n in sorted(filenames + dirnames):
+                st = os.lstat(os.path.join(dirpath, n))
+                corpus.append((dirpath, n, st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode))
+    return (str(Path(sets_dir).resolve()), tuple(sorted(set_digests(sets_dir).items())),
+            digest(manifest), digest(lock), str(corpus_root), tuple(sorted(corpus)))
+
+
 def check_sets_before_run(sets_dir: Path, corpus_root: Path | None,
                           manifest: Path = MANIFEST_PATH, lock: Path | None = None) -> None:
     """Refuse sets that break a hard rule (:func:`membench.sets.validate.validate_sets`, with
     the corpus when given and the lock when given): the first error as a located
-    :class:`InputError`, with the count of the others. Warnings pass. Reads the sets, the
+    :class:`InputError`, with the count of the others. Warnings pass. Inputs that passed once
+    in this process (same :func:`_fingerprint`) are not checked again. Reads the sets, the
     manifest, the lock and the corpus; writes nothing."""
     from ..sets.validate import validate_sets
 
+    key = _fingerprint(Path(sets_dir), corpus_root, Path(manifest), lock)
+    if key in _PASSED:
+        return
     errors = [f for f in validate_sets(Path(sets_dir), Path(manifest), lock=lock,
                                        corpus=corpus_root) if f.level == "error"]
-    if errors:
-        first = errors[0]
-        more = (f" (and {len(errors) - 1} more error(s): `membench validate --sets "
-                f"{sets_dir}` lists them)") if len(errors) > 1 else ""
-        raise InputError(first.file, first.line, None, f"{first.message}{more}; a run needs "
-                         "sets that pass every hard rule", rule=first.rule)
+    if not errors:
+        _PASSED.add(key)
+        return
+    first = errors[0]
+    more = (f" (and {len(errors) - 1} more error(s): `membench validate --sets "
+            f"{sets_dir}` lists them)") if len(errors) > 1 else ""
+    raise InputError(first.file, first.line, None, f"{first.message}{more}; a run needs "
+                     "sets that pass every hard rule", rule=first.rule)
 
 
 def check_limit(limit: int | None) -> None:
@@ -192,8 +218,13 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
     if check_sets:
         check_sets_before_run(sets_dir, corpus_root, manifest, lock)
     with run_dir_lock(out):
-        return _run_locked(system, sets_dir, split, out, corpus_root, modalities, limit, final,
-                           progress)
+        try:
+            return _run_locked(system, sets_dir, split, out, corpus_root, modalities, limit,
+                               final, progress)
+        except OSError as e:
+            if e.filename is None:       # a write to run.jsonl: say where (e.g. a full disk)
+                raise OSError(e.errno, e.strerror, str(Path(out) / "run.jsonl")) from e
+            raise
 
 
 def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, corpus_root: Path,

@@ -24,9 +24,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..core.errors import MembenchError
+from ..core.atomic import atomic_write_json, atomic_write_text
+from ..core.errors import InputError, MembenchError
 from ..core.hashing import hash_order
-from ..core.jsonl import sha256_file, write_jsonl
+from ..core.jsonl import read_json_file, sha256_file, write_jsonl
+from ..core.paths import confine
 from ..modalities import MODALITIES
 from .derive import derive
 from .schema import AnnotationRecord, SourceItem
@@ -75,6 +77,8 @@ def collect(root: Path, only: set[str] | None = None):
         for it in res.items:
             if it.source_id in items:
                 raise MembenchError(f"{spec.key}: duplicate source_id {it.source_id}")
+            if it.path is not None:      # every item file stays inside the corpus root
+                confine(root, it.path, file=f"{spec.key} adapter", field=f"{it.source_id}.path")
             items[it.source_id] = it
         drafts.extend(res.drafts)
         texts.update(res.texts)
@@ -132,9 +136,9 @@ def build_sets(root: Path, out: Path, only: set[str] | None = None) -> BuildResu
 
     stats = set_stats(records, item_list, holder_split)
     stats["derivation"] = derive_stats
-    (out / "coverage.json").write_text(
-        json.dumps([c.as_dict() for c in coverage], indent=2, sort_keys=True) + "\n")
-    (out / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n")
+    atomic_write_json(out / "coverage.json", [c.as_dict() for c in coverage], indent=2,
+                      sort_keys=True)
+    atomic_write_json(out / "stats.json", stats, indent=2, sort_keys=True)
     digests = {f: sha256_file(out / f) for f in SET_FILES}
     return BuildResult(out, records, item_list, coverage, stats, digests)
 
@@ -179,20 +183,24 @@ def set_stats(records: list[AnnotationRecord], items: list[SourceItem],
 def set_digests(sets_dir: str | Path) -> dict[str, str]:
     """sha256 of every set file present in ``sets_dir`` (what runs record and locks freeze)."""
     d = Path(sets_dir)
-    return {f: sha256_file(d / f) for f in SET_FILES if (d / f).exists()}
+    return {f: sha256_file(d / f) for f in SET_FILES if (d / f).is_file()}
 
 
 def read_lock(path: Path) -> dict[str, str]:
+    """The lock's ``{set file: sha256}`` (``{}`` when there is no lock file); anything else
+    than ``{"files": {name: sha256, ...}, ...}`` is an :class:`InputError` naming the file."""
     if not path.exists():
         return {}
-    try:
-        return json.loads(path.read_text())["files"]
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise MembenchError(f"{path}: not a membench lock file ({e})") from None
+    files = read_json_file(path, dict, "a membench lock file (a JSON object)").get("files")
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                              for k, v in files.items()):
+        raise InputError(path, None, "files", "must be an object {set file: sha256}",
+                         rule="LOCK")
+    return files
 
 
 def write_lock(path: Path, digests: dict[str, str]) -> None:
-    path.write_text(json.dumps({
+    atomic_write_text(path, json.dumps({
         "about": "sha256 of every built set file; `membench build` must reproduce these bytes, "
                  "`membench validate` fails on drift. Update with `membench build --update-lock` "
                  "only when a change to the sets is intended.",

@@ -42,8 +42,14 @@ MIRROR_META = ("PROVENANCE.jsonl", "LICENSE-NOTES.md")
 
 
 def _provenance(folder: Path) -> list[dict]:
+    """PROVENANCE.jsonl's rows, each with a ``path`` string (else a located error)."""
     prov = folder / "PROVENANCE.jsonl"
-    return [obj for _, obj in iter_json_lines(prov)]
+    rows = []
+    for no, obj in iter_json_lines(prov):
+        if not isinstance(obj.get("path"), str):
+            raise InputError(prov, no, "path", "missing or not a string", rule="PROVENANCE")
+        rows.append(obj)
+    return rows
 
 
 def build_manifest(root: Path, retrieved_at: dict[str, str] | None = None) -> list[ManifestEntry]:
@@ -128,7 +134,7 @@ class CheckResult:
         return out
 
 
-def _folders_near(root: Path, wanted: set[str]) -> Path | None:
+def folders_near(root: Path, wanted: set[str]) -> Path | None:
     """A folder next to ``root`` (a child, the parent, or a child of the parent) that holds one
     of the ``wanted`` source folders: where the user probably meant to point."""
     candidates: list[Path] = []
@@ -156,7 +162,7 @@ def check_corpus_root(root: Path, folders: set[str]) -> None:
     if not folders or any((root / f).is_dir() for f in folders):
         return
     shown = ", ".join(sorted(folders)[:4]) + (", ..." if len(folders) > 4 else "")
-    near = _folders_near(root, folders)
+    near = folders_near(root, folders)
     hint = f"; use --corpus {near}" if near is not None else \
         " (pass --corpus DIR or set MEMBENCH_CORPUS)"
     raise MembenchError(f"{root} is not a corpus root: it holds none of the source folders "

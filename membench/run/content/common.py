@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import MembenchError
+from ...core.paths import confine
 from ...sets.schema import SourceItem
 from ..protocol import Atom
 
@@ -45,9 +46,11 @@ def dedupe(atoms: list[Atom]) -> list[Atom]:
 
 
 def item_file(item: SourceItem, corpus_root: Path) -> Path:
+    """The item's file under the corpus root, confined to it (symlinks resolved: a path that
+    leaves the root is an ``InputError``, never read) and present."""
     if item.path is None:
         raise MembenchError(f"{item.source_id}: a {item.modality} item needs a path")
-    p = Path(corpus_root) / item.path
+    p = confine(corpus_root, item.path, field=f"{item.source_id}.path")
     if not p.is_file():
         raise MembenchError(f"{item.source_id}: file {p} not found under the corpus root")
     return p

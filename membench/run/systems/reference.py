@@ -21,14 +21,17 @@ cartridge; the test split uses the same frozen thresholds. ``--config thresholds
 
 from __future__ import annotations
 
-import json
+import math
+import re
 from dataclasses import fields
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import MembenchError
+from ...core.errors import InputError, MembenchError
+from ...core.jsonl import read_json_file
 from ...core.paths import BENCH_DIR
+from ...modalities import MODALITIES
 from ..content import ChunkConfig, chunk, content_meta
 
 CALIBRATION_DIR = BENCH_DIR / "calibration"
@@ -37,10 +40,50 @@ _POLICY_KEYS = {"max_atoms", "token_budget", "default_threshold", "thresholds"}
 
 
 def calibration_path(name: str) -> Path:
+    """``bench/calibration/<name>.json``; ``name`` (a system name, which may come from someone
+    else's meta.json) must be a plain file name, never a path."""
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise MembenchError(f"system name {str(name)[:80]!r} cannot name a calibration file "
+                            "(letters, digits, '.', '_', '-'); pass --out FILE")
     return CALIBRATION_DIR / f"{name}.json"
 
 
+def _finite_number(v: object) -> bool:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:          # an int too large for a float
+        return False
+
+
+def read_calibration(path: Path) -> dict[str, float]:
+    """A calibration file (``membench calibrate``'s output) -> ``{modality: threshold}``. It
+    must be a JSON object whose ``modalities`` maps known modality names to objects with a
+    finite numeric ``threshold`` (a bool or a string is not a number); anything else is an
+    :class:`InputError` naming the file and field. Reads only ``path``."""
+    data = read_json_file(path, dict, "a calibration file (a JSON object)")
+    mods = data.get("modalities")
+    if not isinstance(mods, dict):
+        raise InputError(path, None, "modalities", "must be an object {modality: {threshold}}",
+                         rule="CALIBRATION")
+    out: dict[str, float] = {}
+    for m, v in mods.items():
+        if m not in MODALITIES:
+            raise InputError(path, None, f"modalities.{m}"[:80], "unknown modality",
+                             rule="CALIBRATION")
+        t = v.get("threshold") if isinstance(v, dict) else None
+        if not _finite_number(t):
+            raise InputError(path, None, f"modalities.{m}.threshold",
+                             f"must be a finite number, got {str(t)[:40]!r}", rule="CALIBRATION")
+        out[m] = float(t)
+    return out
+
+
 def load_thresholds(name: str, where: str | None = None) -> tuple[dict[str, float], str]:
+    """The cartridge thresholds of system ``name``: none (``where="none"``), the file
+    ``where``, else ``bench/calibration/<name>.json`` when it exists (read by
+    :func:`read_calibration`); returns them and where they came from."""
     if where == "none":
         return {}, "none"
     path = Path(where) if where else calibration_path(name)
@@ -48,11 +91,7 @@ def load_thresholds(name: str, where: str | None = None) -> tuple[dict[str, floa
         if where:
             raise MembenchError(f"{path}: calibration file not found")
         return {}, "none (no calibration file)"
-    try:
-        data = json.loads(path.read_text())
-        return {m: float(v["threshold"]) for m, v in data["modalities"].items()}, str(path.name)
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-        raise MembenchError(f"{path}: not a calibration file ({e})") from None
+    return read_calibration(path), str(path.name)
 
 
 def _build(cls, name: str, cfg: dict[str, Any]):

@@ -189,6 +189,10 @@ def read_json(path: Path, expect: type | None = None, what: str = "") -> Any:
         raise InputError(path, e.lineno, None, f"not valid JSON: {e.msg}") from None
     except UnicodeDecodeError as e:
         raise InputError(path, None, None, f"not UTF-8 text: {e.reason}") from None
+    except RecursionError:
+        raise InputError(path, None, None, "not readable JSON: nested too deeply") from None
+    except ValueError as e:       # an integer past Python's digit limit
+        raise InputError(path, None, None, f"not readable JSON: {e}"[:200]) from None
     if expect is not None and not isinstance(data, expect):
         raise InputError(path, None, None, f"expected {what or expect.__name__}, got "
                          f"{type(data).__name__}")
