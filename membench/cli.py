@@ -1,15 +1,31 @@
-"""The ``membench`` command line. Every subcommand is a thin layer over a library function;
-errors caused by input print one located line and exit with status 2 (no traceback)."""
+"""The ``membench`` command line. Every subcommand is a thin layer over a library function.
+
+No traceback for anything a user can cause: :func:`main` is the one top-level handler, turning
+bad input, refused arguments, file-system refusals, a full disk and Ctrl-C into one located
+line on stderr and the exit status documented in :mod:`membench.core.errors` (and in
+``membench --help``). What was written before the failure stays intact: run files are replaced
+atomically or appended line by line, and a run resumes where it stopped.
+"""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 import time
 from pathlib import Path
 
-from .core.errors import MembenchError
+from . import __version__
+from .core.atomic import atomic_write_text
+from .core.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_DISK_FULL,
+    EXIT_FILESYSTEM,
+    EXIT_INTERRUPTED,
+    InputError,
+    MembenchError,
+)
 from .core.paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH, corpus_root
 
 
@@ -19,6 +35,14 @@ def _corpus_cmd(a: argparse.Namespace) -> int:
     root = corpus_root(a.corpus)
     manifest = Path(a.manifest)
     if a.action == "manifest":
+        from .sets.corpus import check_corpus_root, folders_near
+        from .sets.sources import SOURCES
+
+        folders = {s.folder for s in SOURCES}
+        if not any((root / f).is_dir() for f in folders) and (
+                folders_near(root, folders) is not None
+                or not any(p.is_dir() for p in root.iterdir())):
+            check_corpus_root(root, folders)  # one level off, or empty: never an empty manifest
         entries = write_manifest(root, manifest)
         print(f"wrote {manifest}: {len(entries)} sources, "
               f"{sum(len(e.files) for e in entries)} files")
@@ -27,8 +51,34 @@ def _corpus_cmd(a: argparse.Namespace) -> int:
     for p in res.problems:
         print(p)
     print(f"corpus check: {res.checked} files against {manifest}: "
-          f"{'OK' if res.ok else f'{len(res.problems)} problem(s)'}")
+          f"{'OK' if res.ok else f'{len(res.problems)} problem(s) ' + _drift_counts(res)}")
     return 0 if res.ok else 1
+
+
+def _drift_counts(res) -> str:
+    """``(1 added, 2 removed, 3 altered)`` from a corpus check's problems."""
+    c = res.counts()
+    parts = [f"{c.get('ADDED_FILE', 0)} added", f"{c.get('MISSING_FILE', 0)} removed",
+             f"{c.get('DIGEST_DRIFT', 0)} altered"]
+    if c.get("PATH_OUTSIDE_CORPUS"):
+        parts.append(f"{c['PATH_OUTSIDE_CORPUS']} outside the root")
+    return "(" + ", ".join(parts) + ")"
+
+
+def _check_corpus_before_build(root: Path, manifest: Path, only: set[str] | None) -> None:
+    """Every build path checks the corpus first (the sources it builds, against the
+    manifest): drift is refused with its first problems and counts, before anything is read."""
+    from .sets.corpus import check_corpus
+
+    res = check_corpus(root, manifest, sources=only)
+    if not res.ok:
+        for p in res.problems[:20]:
+            print(p, file=sys.stderr)
+        more = " (the first 20 above)" if len(res.problems) > 20 else ""
+        raise MembenchError(f"{root}: the corpus differs from {manifest}: "
+                            f"{len(res.problems)} problem(s) {_drift_counts(res)}{more}; "
+                            "`membench corpus check` lists them; the sets are built only from "
+                            "the mirror the manifest freezes")
 
 
 def _sources_cmd(a: argparse.Namespace) -> int:
@@ -53,6 +103,7 @@ def _build_cmd(a: argparse.Namespace) -> int:
 
     root = corpus_root(a.corpus)
     out = Path(a.out)
+    _check_corpus_before_build(root, Path(a.manifest), set(a.source) if a.source else None)
     t0 = time.time()
     res = build_sets(root, out, only=set(a.source) if a.source else None)
     print(f"built {len(res.records)} records over {len(res.items)} items into {out} "
@@ -78,7 +129,8 @@ def _validate_cmd(a: argparse.Namespace) -> int:
     for f in findings:
         print(f)
     if a.json:
-        Path(a.json).write_text(json.dumps([f.__dict__ for f in findings], indent=1))
+        _write_output(a.json, json.dumps([f.__dict__ for f in findings], indent=1) + "\n",
+                      "--json")
     print(f"validate {a.sets}: {len(errors)} error(s), {len(findings) - len(errors)} warning(s)")
     return 1 if errors else 0
 
@@ -105,7 +157,8 @@ def _run_cmd(a: argparse.Namespace) -> int:
     t0 = time.time()
     meta = run_system(system, Path(a.sets), a.split, out, corpus_root(a.corpus),
                       modalities=a.modality, limit=a.limit, final=a.final,
-                      progress=lambda i, n: print(f"  {i}/{n} queries", flush=True))
+                      progress=lambda i, n: print(f"  {i}/{n} queries", flush=True),
+                      lock=None if a.no_lock else Path(a.lock), manifest=Path(a.manifest))
     print(f"{system.name} on {a.split}: {meta['queries']} queries, {meta['atoms']} atoms, "
           f"ingest {meta['ingest_seconds']:.1f} s, total {time.time() - t0:.1f} s -> {out}")
     if a.metrics:
@@ -118,7 +171,7 @@ def _import_cmd(a: argparse.Namespace) -> int:
 
     meta = import_trec(Path(a.trec), Path(a.atoms), Path(a.sets), a.split, Path(a.out), a.name,
                        cartridge_file=Path(a.cartridge) if a.cartridge else None,
-                       cartridge_top=a.cartridge_top, final=a.final)
+                       cartridge_top=a.cartridge_top, final=a.final, force=a.force)
     print(f"imported {a.trec}: {meta['queries']} {a.split} queries, {meta['atoms']} atoms -> {a.out}")
     return 0
 
@@ -142,8 +195,7 @@ def _calibrate_cmd(a: argparse.Namespace) -> int:
 
     cal = calibrate_run(Path(a.run_dir), Path(a.sets) if a.sets else None)
     out = Path(a.out) if a.out else calibration_path(cal["system"])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(cal, indent=2, sort_keys=True) + "\n")
+    _write_output(out, json.dumps(cal, indent=2, sort_keys=True) + "\n", "--out")
     for m, c in cal["modalities"].items():
         print(f"{m:14s} threshold {c['threshold']:.6g}  answerable kept {c['answerable_kept']:.3f} "
               f"({c['n_answerable']})  unanswerable kept {c['unanswerable_kept']:.3f} "
@@ -167,55 +219,143 @@ def _compare_cmd(a: argparse.Namespace) -> int:
                         n_resamples=a.resamples)
     print(format_comparison(comp, metrics=a.metric or None))
     if a.json:
-        comp.pairs.to_json(a.json, orient="records", indent=1)
+        _write_output(a.json, comp.pairs.to_json(orient="records", indent=1) + "\n", "--json")
         print(f"wrote the paired tests to {a.json}")
     return 0
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="membench", description=__doc__)
-    sub = p.add_subparsers(dest="cmd", required=True)
+DESCRIPTION = """\
+membench: a benchmark and analysis suite for memory systems (holder- and time-scoped
+retrieval over PDFs, images, UI screenshots, video, code and conversations). Build and
+validate the sets, run a system, score it, report. `membench COMMAND --help` for each
+command; README.md and docs/ for the definitions."""
 
-    c = sub.add_parser("corpus", help="freeze or check the corpus mirror against the manifest")
-    c.add_argument("action", choices=["check", "manifest"])
-    c.add_argument("--corpus", help="corpus root (default: $MEMBENCH_CORPUS or ../shared/corpus)")
-    c.add_argument("--manifest", default=str(MANIFEST_PATH))
+EXIT_STATUS = """\
+exit status:
+  0    done
+  1    a check ran and failed (validate findings, corpus drift, a build differing from the lock)
+  2    bad input or arguments (one line: file:line: RULE: field: message), a run directory
+       locked by another membench command
+  3    the file system refused (permission denied, read-only folder, a file where a folder
+       was expected)
+  4    disk full
+  130  interrupted (Ctrl-C)
+Whatever failed, what was already written is intact: files are replaced atomically, run lines
+are appended one by one, and re-running the same `membench run` resumes it."""
+
+TRUST = """\
+trust: --system module:Class (and a system registered under the membench.systems entry-point
+group) imports and calls that code with your permissions, by design: it is how your system
+runs. Run only code you trust. --config values are passed to it as keyword arguments. Data
+files (sets, items, run directories, TREC runs from others) are only read and checked: they
+cannot run code, and every corpus path they name must resolve inside the corpus root."""
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (0 or a negative count is refused, not guessed)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+    return v
+
+
+def _write_output(path: str | Path, text: str, flag: str) -> Path:
+    """Write an output file named by ``flag`` atomically; a folder there is an InputError and
+    a missing parent folder is created."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(p, None, None, f"is a folder; {flag} names a file to write",
+                         rule="ARGUMENT")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(p, text)
+    return p
+
+
+def parser() -> argparse.ArgumentParser:
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = argparse.ArgumentParser(prog="membench", description=DESCRIPTION, epilog=EXIT_STATUS,
+                                formatter_class=fmt)
+    p.add_argument("--version", action="version", version=f"membench {__version__}",
+                   help="print the version and exit")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    corpus_help = "corpus root (default: $MEMBENCH_CORPUS, else ../shared/corpus)"
+    sets_help = "sets folder (default: bench/sets)"
+
+    c = sub.add_parser("corpus", help="check the corpus mirror against the manifest, or "
+                       "rewrite the manifest", formatter_class=fmt, description="""\
+check     every manifest file under the corpus root: present, same bytes (sha256), and no
+          file the manifest does not list (added, removed and altered files are reported;
+          exit 1 on any).
+manifest  REWRITE bench/corpus/manifest.jsonl (a committed file) from every mirrored
+          folder's PROVENANCE.jsonl, keeping the retrieved_at dates already in it. Do this
+          only when the mirror is meant to change, and commit the result.""")
+    c.add_argument("action", choices=["check", "manifest"], help="check or manifest (above)")
+    c.add_argument("--corpus", help=corpus_help)
+    c.add_argument("--manifest", default=str(MANIFEST_PATH),
+                   help="manifest file (default: bench/corpus/manifest.jsonl)")
     c.set_defaults(func=_corpus_cmd)
 
     s = sub.add_parser("sources", help="list every registered source, mirrored or not")
-    s.add_argument("--corpus")
+    s.add_argument("--corpus", help=corpus_help)
     s.set_defaults(func=_sources_cmd)
 
-    b = sub.add_parser("build", help="build the annotation sets from the corpus mirror")
-    b.add_argument("--corpus")
-    b.add_argument("--out", default=str(DEFAULT_SETS_DIR))
-    b.add_argument("--source", action="append", help="only this source key (repeatable)")
-    b.add_argument("--lock", default=str(LOCK_PATH))
+    b = sub.add_parser("build", help="build the annotation sets from the corpus mirror",
+                       description="Check the corpus against the manifest (the sources built), "
+                       "then build the sets and compare them with the lock.")
+    b.add_argument("--corpus", help=corpus_help)
+    b.add_argument("--out", default=str(DEFAULT_SETS_DIR), help="sets folder to write "
+                   "(default: bench/sets)")
+    b.add_argument("--source", action="append", help="only this source key (repeatable; a "
+                   "partial build is not compared with the lock)")
+    b.add_argument("--manifest", default=str(MANIFEST_PATH),
+                   help="manifest the corpus is checked against (default: "
+                   "bench/corpus/manifest.jsonl)")
+    b.add_argument("--lock", default=str(LOCK_PATH), help="lock file (default: "
+                   "bench/sets.lock.json)")
     b.add_argument("--update-lock", action="store_true", help="freeze this build's sha256s")
     b.set_defaults(func=_build_cmd)
 
     v = sub.add_parser("validate", help="check built sets against every hard rule")
-    v.add_argument("--sets", default=str(DEFAULT_SETS_DIR))
-    v.add_argument("--corpus")
+    v.add_argument("--sets", default=str(DEFAULT_SETS_DIR), help=sets_help)
+    v.add_argument("--corpus", help=corpus_help)
     v.add_argument("--no-corpus", action="store_true", help="skip corpus file checks")
-    v.add_argument("--manifest", default=str(MANIFEST_PATH))
-    v.add_argument("--lock", default=str(LOCK_PATH))
+    v.add_argument("--manifest", default=str(MANIFEST_PATH),
+                   help="manifest (default: bench/corpus/manifest.jsonl)")
+    v.add_argument("--lock", default=str(LOCK_PATH), help="lock file (default: "
+                   "bench/sets.lock.json)")
     v.add_argument("--no-lock", action="store_true", help="skip the set-file digest check")
     v.add_argument("--json", help="also write the findings as JSON here")
     v.set_defaults(func=_validate_cmd)
 
-    r = sub.add_parser("run", help="run a memory system over a split (resumes a partial run)")
+    r = sub.add_parser("run", help="run a memory system over a split (resumes a partial run)",
+                       formatter_class=fmt, epilog=TRUST, description="""\
+Run a memory system over one split into RUN_DIR. Before ingesting anything the sets are
+checked against every hard rule, the corpus against the manifest and the set files against
+the lock (seconds); RUN_DIR is locked for the whole run (a second writer is refused, naming
+this one). Re-running the same command resumes an interrupted run.""")
     r.add_argument("--system", required=True, help="bm25, dense, hybrid, oracle, leaky, random, "
-                   "an entry point in the membench.systems group, or module:Class")
+                   "an entry point in the membench.systems group, or module:Class (imported "
+                   "and run: see 'trust' below)")
     r.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="system parameter (JSON value), repeatable")
-    r.add_argument("--split", default="dev", choices=["dev", "test"])
+    r.add_argument("--split", default="dev", choices=["dev", "test"], help="dev (default) or "
+                   "test (needs --final)")
     r.add_argument("--final", action="store_true", help="allow the frozen test split (logged)")
-    r.add_argument("--sets", default=str(DEFAULT_SETS_DIR))
-    r.add_argument("--corpus")
+    r.add_argument("--sets", default=str(DEFAULT_SETS_DIR), help=sets_help)
+    r.add_argument("--corpus", help=corpus_help)
+    r.add_argument("--manifest", default=str(MANIFEST_PATH),
+                   help="manifest (default: bench/corpus/manifest.jsonl)")
+    r.add_argument("--lock", default=str(LOCK_PATH), help="the sets must match this lock "
+                   "(default: bench/sets.lock.json)")
+    r.add_argument("--no-lock", action="store_true", help="run on sets that differ from the "
+                   "lock (the hard rules are still checked)")
     r.add_argument("--out", help="RUN_DIR (default runs/<system>-<split>)")
     r.add_argument("--modality", action="append", help="only this modality (repeatable)")
-    r.add_argument("--limit", type=int, help="at most N queries per modality (hash-chosen)")
+    r.add_argument("--limit", type=positive_int, metavar="N",
+                   help="at most N >= 1 queries per modality (hash-chosen)")
     r.add_argument("--metrics", action="store_true", help="compute metrics when done")
     r.set_defaults(func=_run_cmd)
 
@@ -223,13 +363,18 @@ def parser() -> argparse.ArgumentParser:
     im.add_argument("--trec", required=True, help="TREC run: qid Q0 atom_id rank score tag")
     im.add_argument("--atoms", required=True, help="atoms.jsonl (see docs/runs.md)")
     im.add_argument("--name", required=True, help="the system's name, for reports")
-    im.add_argument("--out", required=True)
-    im.add_argument("--split", default="dev", choices=["dev", "test"])
-    im.add_argument("--final", action="store_true")
-    im.add_argument("--sets", default=str(DEFAULT_SETS_DIR))
+    im.add_argument("--out", required=True, help="RUN_DIR to write (refused if it holds a "
+                    "run, unless --force)")
+    im.add_argument("--force", action="store_true", help="replace the run already in --out")
+    im.add_argument("--split", default="dev", choices=["dev", "test"], help="dev (default) or "
+                    "test (needs --final)")
+    im.add_argument("--final", action="store_true", help="allow the frozen test split (logged)")
+    im.add_argument("--sets", default=str(DEFAULT_SETS_DIR), help=sets_help)
     cg = im.add_mutually_exclusive_group(required=True)
-    cg.add_argument("--cartridge", help="JSON lines {query_id, cartridge: [atom_id, ...]}")
-    cg.add_argument("--cartridge-top", type=int, metavar="K", help="cartridge = top K hits")
+    cg.add_argument("--cartridge", help="JSON lines {query_id, cartridge: [atom_id, ...]}, one "
+                    "line per query at most")
+    cg.add_argument("--cartridge-top", type=positive_int, metavar="K",
+                    help="cartridge = top K >= 1 hits")
     im.set_defaults(func=_import_cmd)
 
     rp = sub.add_parser("report", help="execute the notebooks and render HTML reports")
@@ -237,15 +382,15 @@ def parser() -> argparse.ArgumentParser:
                     help="a run directory (repeatable)")
     rp.add_argument("--compare", action="append", metavar="RUN_DIR",
                     help="more runs to compare with (notebook 05)")
-    rp.add_argument("--out", default="reports")
-    rp.add_argument("--sets", help="sets folder (default bench/sets)")
-    rp.add_argument("--corpus")
+    rp.add_argument("--out", default="reports", help="reports folder (default: reports)")
+    rp.add_argument("--sets", help="sets folder (default: the one each run recorded)")
+    rp.add_argument("--corpus", help=corpus_help + ", for the pictures of source regions")
     rp.set_defaults(func=_report_cmd)
 
     ca = sub.add_parser("calibrate", help="cartridge thresholds per modality from a dev run")
-    ca.add_argument("run_dir")
-    ca.add_argument("--sets")
-    ca.add_argument("--out", help="default bench/calibration/<system>.json")
+    ca.add_argument("run_dir", metavar="RUN_DIR", help="a dev run directory")
+    ca.add_argument("--sets", help="sets folder (default: the one recorded in meta.json)")
+    ca.add_argument("--out", help="file to write (default: bench/calibration/<system>.json)")
     ca.set_defaults(func=_calibrate_cmd)
 
     cp = sub.add_parser("compare", help="compare runs item by item: figures side by side and "
@@ -254,29 +399,61 @@ def parser() -> argparse.ArgumentParser:
     cp.add_argument("--sets", help="sets folder (default: the one each run recorded)")
     cp.add_argument("--metric", action="append", help="only this measure (repeatable; default: "
                     "the measures the registry compares pairwise)")
-    cp.add_argument("--resamples", type=int, default=10_000, help="bootstrap / permutation "
-                    "resamples (default 10000)")
+    cp.add_argument("--resamples", type=positive_int, default=10_000, help="bootstrap / "
+                    "permutation resamples (default 10000)")
     cp.add_argument("--json", help="also write the paired tests as JSON here")
     cp.set_defaults(func=_compare_cmd)
 
     mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")
-    mt.add_argument("run_dir")
+    mt.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")
     mt.add_argument("--sets", help="sets folder (default: the one recorded in meta.json)")
     mt.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     mt.set_defaults(func=_metrics_cmd)
     return p
 
 
+_DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
+
+
+def _os_error_line(e: OSError) -> tuple[int, str]:
+    """The exit status and the one line for a file-system error (which path, what happened)."""
+    where = e.filename2 or e.filename
+    what = e.strerror or type(e).__name__
+    if e.errno in _DISK_FULL:
+        return EXIT_DISK_FULL, (f"{where}: disk full ({what}); what was written before is "
+                                "intact: free some space and re-run the same command (a run "
+                                "resumes where it stopped)")
+    hint = {errno.EACCES: "permission denied", errno.EPERM: "not permitted",
+            errno.EROFS: "a read-only file system", errno.EISDIR: "a folder, not a file",
+            errno.ENOTDIR: "a file where a folder was expected",
+            errno.EEXIST: "already exists"}.get(e.errno)
+    return EXIT_FILESYSTEM, (f"{where if where is not None else '(no path)'}: {what}"
+                             + (f" ({hint})" if hint and hint not in what.lower() else ""))
+
+
 def main(argv: list[str] | None = None) -> int:
-    a = parser().parse_args(argv)
+    """Parse ``argv`` and run the command; every expected failure becomes one line on stderr
+    and its exit status (see :data:`EXIT_STATUS`), never a traceback."""
     try:
+        a = parser().parse_args(argv)
         return a.func(a)
     except MembenchError as e:
         print(f"membench: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("membench: interrupted; what was written before is intact (re-running the same "
+              "`membench run` resumes it)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `membench sources | head`
         sys.stderr.close()
         return 0
+    except OSError as e:
+        code, line = _os_error_line(e)
+        print(f"membench: {line}", file=sys.stderr)
+        return code
+    except RecursionError:   # the readers name the file; this is the last guard
+        print("membench: input nested too deeply to read", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":
