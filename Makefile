@@ -17,7 +17,7 @@ LIMITFLAG := $(if $(LIMIT),--limit $(LIMIT),)
 # OCR in 2 worker processes (the output does not depend on it)
 RUNCONFIG ?= --config ocr_processes=2
 
-.PHONY: all setup sets runs reports test clean
+.PHONY: all setup sets runs reports test fuzz clean
 
 all: reports
 
@@ -44,6 +44,10 @@ reports: runs
 
 test: setup
 	$(BIN)/python -m pytest
+
+# the long fuzzing profile: 10x the examples of the one in `make test` (docs/robustness.md)
+fuzz: setup
+	MEMBENCH_FUZZ=long $(BIN)/python -m pytest -q tests/test_fuzz_readers.py --hypothesis-show-statistics
 
 clean:
 	rm -rf $(VENV) $(SETS) $(RUNS) $(REPORTS)/*/ $(REPORTS)/index.html

@@ -1,0 +1,208 @@
+"""Every command the README shows runs as written from a fresh clone, and the CLI explains
+itself: ``--version``, help text for every flag, no raw reST in the help.
+
+README commands are taken from its fenced blocks and its inline code spans. A concrete
+``membench`` command must parse (the real parser, ``parse_args``); a usage line (``[--flag X]``,
+``NAME``) must name a real subcommand and only real flags; ``make`` targets and variables must
+exist in the Makefile; ``.venv/bin/X`` must be installed in this virtualenv, and the files,
+modules and notebook parameters a command names must exist. Bare ``python``, ``papermill`` or
+``jupyter`` are refused: a fresh clone has them only in ``.venv/bin``. The cheap commands
+(``--version``, ``sources``, ``corpus check``, ``bench/results.py``) are also run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from membench import __version__
+from membench.cli import parser
+from membench.core.paths import REPO_ROOT
+
+README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+MAKEFILE = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
+BIN = Path(sys.executable).parent
+STARTS = ("membench ", "make ", ".venv/bin/", "python", "papermill", "jupyter", ". .venv")
+PLACEHOLDER = re.compile(r"^[A-Z][A-Z_]*(=[A-Z_]+)?$")
+
+
+def _strip_comment(line: str) -> tuple[str, str]:
+    i = line.find(" #")
+    return (line, "") if i < 0 else (line[:i], line[i + 2:])
+
+
+def readme_commands() -> list[tuple[str, str]]:
+    """(command, the comment after it) for every command line of the README."""
+    out: list[tuple[str, str]] = []
+    for block in re.findall(r"^```[a-z]*\n(.*?)^```", README, re.M | re.S):
+        for raw in block.splitlines():
+            cmd, comment = _strip_comment(raw)
+            if raw[:1].isspace() and out:             # a continuation of the line above
+                prev, pc = out[-1]
+                out[-1] = (f"{prev} {cmd.strip()}".strip(), f"{pc} {comment}")
+            elif cmd.strip().startswith(STARTS):
+                out.append((cmd.strip(), comment))
+    prose = re.sub(r"^```.*?^```", "", README, flags=re.M | re.S)
+    for span in re.findall(r"`([^`]+)`", prose):
+        text = " ".join(span.split())
+        if text.startswith(STARTS) and " " in text:
+            out.append((text, ""))
+    return out
+
+
+COMMANDS = readme_commands()
+
+
+def test_the_readme_has_commands_to_check():
+    kinds = {c.split()[0] for c, _ in COMMANDS}
+    assert {"membench", "make"} <= kinds and len(COMMANDS) >= 20, kinds
+
+
+def _subparsers(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    act = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(act.choices)
+
+
+def _options(p: argparse.ArgumentParser) -> set[str]:
+    return {o for a in p._actions for o in a.option_strings}
+
+
+def check_membench(cmd: str, comment: str) -> None:
+    args = shlex.split(cmd)[1:]
+    if args == ["--version"]:
+        return
+    sub = _subparsers(parser())
+    assert args and args[0] in sub, f"{cmd!r}: no such subcommand"
+    p = sub[args[0]]
+    flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", cmd + " " + comment))
+    assert flags <= _options(p), f"{cmd!r}: unknown flag(s) {flags - _options(p)}"
+    template = any("[" in a or a == "..." or PLACEHOLDER.match(a) or "|" in a for a in args)
+    if len(args) == 1 and args[0] not in ("sources",):
+        return                    # a command named in prose (`membench run`), not a call
+    if not template:
+        try:
+            parser().parse_args(args)
+        except SystemExit:
+            pytest.fail(f"README command does not parse: {cmd!r}")
+    for a in args:
+        if re.match(r"(notebooks|bench|docs|membench|tests)/", a):
+            assert (REPO_ROOT / a).exists(), f"{cmd!r}: {a} does not exist"
+
+
+def check_make(cmd: str) -> None:
+    targets = set(re.findall(r"^([a-z][\w-]*)\s*:", MAKEFILE, re.M))
+    variables = set(re.findall(r"^([A-Z]+)\s*\?=", MAKEFILE, re.M))
+    for a in shlex.split(cmd)[1:]:
+        if "=" in a:
+            assert a.split("=")[0] in variables, f"{cmd!r}: Makefile has no {a.split('=')[0]}"
+        else:
+            assert a in targets, f"{cmd!r}: Makefile has no target {a!r}"
+
+
+def _notebook_parameters(nb: Path) -> set[str]:
+    cells = json.loads(nb.read_text())["cells"]
+    src = "".join(next(c["source"] for c in cells if "parameters" in
+                       c.get("metadata", {}).get("tags", [])))
+    return set(re.findall(r"^(\w+)\s*=", src, re.M))
+
+
+def check_venv(cmd: str) -> None:
+    args = shlex.split(cmd)
+    exe = args[0].split("/")[-1]
+    assert (BIN / exe).exists(), f"{cmd!r}: {exe} is not installed in the virtualenv"
+    rest = args[1:]
+    if exe == "membench":
+        check_membench(" ".join(["membench", *rest]), "")
+    elif exe == "python":
+        if rest[:1] == ["-m"]:
+            assert importlib.util.find_spec(rest[1]) is not None, f"{cmd!r}: no module"
+        else:
+            assert (REPO_ROOT / rest[0]).is_file(), f"{cmd!r}: no file {rest[0]}"
+    elif exe == "papermill":
+        nb = REPO_ROOT / rest[0]
+        assert nb.is_file(), f"{cmd!r}: no notebook {rest[0]}"
+        params = [rest[i + 1] for i, a in enumerate(rest) if a == "-p"]
+        assert set(params) <= _notebook_parameters(nb), f"{cmd!r}: unknown parameter"
+    elif exe == "jupyter":
+        assert rest[0] == "lab" and (REPO_ROOT / rest[1]).is_dir(), cmd
+
+
+@pytest.mark.parametrize("cmd,comment", COMMANDS, ids=[c[:60] for c, _ in COMMANDS])
+def test_readme_command_runs_as_written(cmd, comment):
+    first = cmd.split()[0]
+    if first == "membench":
+        check_membench(cmd, comment)
+    elif first == "make":
+        check_make(cmd)
+    elif first.startswith(".venv/bin/"):
+        check_venv(cmd)
+    elif cmd.startswith(". .venv/bin/activate"):
+        assert (BIN / "activate").is_file()
+    else:
+        pytest.fail(f"{cmd!r}: {first} is not on PATH in a fresh clone; write .venv/bin/{first}")
+
+
+@pytest.mark.parametrize("cmd", [["--version"], ["sources"], ["corpus", "check"]])
+def test_cheap_readme_commands_run(cmd):
+    r = subprocess.run([sys.executable, "-m", "membench", *cmd], capture_output=True, text=True,
+                       cwd=REPO_ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_results_script_runs():
+    r = subprocess.run([sys.executable, "bench/results.py"], capture_output=True, text=True,
+                       cwd=REPO_ROOT, timeout=300)
+    assert r.returncode == 0 and "| bm25 | pdf |" in r.stdout, r.stderr
+
+
+# --------------------------------------------------------------------------- help
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        parser().parse_args(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"membench {__version__}"
+    pyproject = (REPO_ROOT / "pyproject.toml").read_text()
+    assert f'version = "{__version__}"' in pyproject
+
+
+def test_every_flag_has_help():
+    missing = []
+    for name, p in [("membench", parser()), *_subparsers(parser()).items()]:
+        for a in p._actions:
+            if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            if not (a.help or "").strip():
+                missing.append(f"{name} {'/'.join(a.option_strings) or a.dest}")
+    assert not missing, missing
+
+
+def _help(*args: str) -> str:
+    r = subprocess.run([sys.executable, "-m", "membench", *args, "--help"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_help_is_plain_text():
+    for args in [(), *((n,) for n in _subparsers(parser()))]:
+        text = _help(*args)
+        assert not re.search(r"``|:func:|:class:|:mod:|:data:", text), (args, text)
+
+
+def test_help_says_what_matters():
+    top = _help()
+    assert "exit status" in top and "130" in top and "disk full" in top
+    run = _help("run")
+    assert "trust:" in run and "module:Class" in run and "your permissions" in run
+    corpus = _help("corpus")
+    assert "REWRITE bench/corpus/manifest.jsonl" in corpus and "committed" in corpus
