@@ -26,6 +26,7 @@ from .core.errors import (
     InputError,
     MembenchError,
 )
+from .core.jsonl import loads
 from .core.paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH, corpus_root
 
 
@@ -142,9 +143,11 @@ def _parse_config(pairs: list[str] | None) -> dict:
         if not sep:
             raise MembenchError(f"--config {p!r}: expected KEY=VALUE")
         try:
-            cfg[k] = json.loads(v)
+            cfg[k] = loads(v)
         except json.JSONDecodeError:
-            cfg[k] = v
+            cfg[k] = v                      # not JSON: the text itself (e.g. gate=rrf)
+        except (ValueError, RecursionError) as e:
+            raise MembenchError(f"--config {k}=...: not a usable JSON value ({e})"[:200]) from None
     return cfg
 
 

@@ -510,7 +510,7 @@ def test_run_refuses_sets_breaking_a_hard_rule_before_ingest(world, tmp_path, fn
         run_system(system, world["sets"], "dev", tmp_path / "r", world["corpus"],
                    manifest=world["manifest"], lock=world["lock"])
     assert e.value.rule == rule and e.value.line is not None
-    assert not system.ingested and not (tmp_path / "r" / "meta.json").exists()
+    assert not system.ingested and not (tmp_path / "r").exists()
 
 
 def test_run_checks_the_lock(world, tmp_path, capsys):
@@ -595,3 +595,23 @@ def test_a_system_name_from_a_run_directory_never_becomes_a_path(run_dir, tmp_pa
     assert "cannot name a calibration file" in capsys.readouterr().err
     assert not list(tmp_path.rglob("evil.json"))
     assert main(["calibrate", str(run_dir), "--out", str(tmp_path / "cal.json")]) == 0
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "[" * 50_000])
+def test_config_values_that_are_not_usable_json(value, capsys):
+    assert main(["run", "--system", "random", "--config", f"seed={value}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("membench: --config seed=...: not a usable JSON value")
+
+
+@pytest.mark.parametrize("m,meta", [("pdf", {"pages": None}), ("ui_screenshot", {"width": 10}),
+                                    ("ui_screenshot", {"width": 10, "height": 0}),
+                                    ("video", {"duration": "10"}), ("code", {"lines": -1})])
+def test_item_meta_the_bounds_read_is_typed(world, m, meta):
+    """(found by the long fuzzing profile: a null page count crashed the bounds check)"""
+    def fn(s):
+        row = next(r for r in s["items.jsonl"] if r["modality"] == m)
+        row["meta"] = meta
+    mutate(world, fn)
+    n = next(i for i, r in enumerate(ms.items(), 1) if r["modality"] == m)
+    assert ("SCHEMA", "items.jsonl", n) in errors(world)

@@ -3,7 +3,6 @@ denominator, coverage of the sources, latency."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.jsonl import read_json_file
 from ..core.paths import resolve_user_path
 from ..metrics.rundir import RunDir
 from ..modalities import MODALITIES
@@ -25,7 +25,7 @@ def load_metrics(run: str | os.PathLike | RunDir, sets_dir: str | os.PathLike | 
     p = rd.path / "metrics.json"
     fresh = p.exists() and p.stat().st_mtime >= (rd.path / "run.jsonl").stat().st_mtime
     if fresh and not recompute and sets_dir is None:
-        return json.loads(p.read_text(encoding="utf-8"))
+        return read_json_file(p, dict, "a JSON object (metrics.json)")
     return rd.metrics()
 
 

@@ -75,14 +75,16 @@ def _read_holder(fd: int) -> dict[str, Any] | None:
     return h if isinstance(h, dict) else {"command": "(unreadable lock file)"}
 
 
-def prepare_run_dir(run_dir: str | os.PathLike) -> Path:
-    """``run_dir`` as a folder ready to write: created if absent; a path that exists and is not
-    a folder is an :class:`InputError` naming it."""
+def prepare_run_dir(run_dir: str | os.PathLike, create: bool = True) -> Path:
+    """``run_dir`` as a folder ready to write: created if absent (unless ``create`` is false:
+    only checked); a path that exists and is not a folder is an :class:`InputError` naming
+    it."""
     p = Path(run_dir)
     if p.exists() and not p.is_dir():
         raise InputError(p, None, None, "exists and is not a folder (RUN_DIR must be a folder; "
                          "give another --out)", rule="RUN_DIR")
-    p.mkdir(parents=True, exist_ok=True)
+    if create:
+        p.mkdir(parents=True, exist_ok=True)
     return p
 
 

@@ -117,7 +117,36 @@ class Modality:
     extent_doc: ClassVar[str]
     hit_doc: ClassVar[str]
 
+    #: ``items.jsonl`` meta keys the harness reads (bounds, caps, renderers) and their kind:
+    #: ``"size"`` an integer >= 1, ``"count"`` an integer >= 0 (both within 64 bits),
+    #: ``"seconds"`` a finite number >= 0, ``"text"`` a string. Other keys are free.
+    meta_types: ClassVar[dict[str, str]] = {}
+    #: keys that are present together or not at all (a width needs its height)
+    meta_together: ClassVar[tuple[frozenset[str], ...]] = ()
+
     # ---------------------------------------------------------------- shapes and bounds
+
+    def check_meta(self, meta: Any) -> str | None:
+        """``None`` when an item's ``meta`` gives every key of :attr:`meta_types` it has the
+        right kind (and :attr:`meta_together` keys together); else why not. Bounds and caps
+        compare against these values, so a ``null`` page count must be an error here."""
+        if not isinstance(meta, dict):
+            return f"meta must be an object, got {type(meta).__name__}"
+        for group in self.meta_together:
+            if 0 < len(group & set(meta)) < len(group):
+                return f"meta keys {', '.join(sorted(group))} go together"
+        for k, kind in self.meta_types.items():
+            if k not in meta:
+                continue
+            v = meta[k]
+            ok = {"size": lambda v: is_int(v) and v >= 1, "count": lambda v: is_int(v) and v >= 0,
+                  "seconds": lambda v: is_num(v) and v >= 0,
+                  "text": lambda v: isinstance(v, str)}[kind](v)
+            if not ok:
+                want = {"size": "an integer >= 1", "count": "an integer >= 0",
+                        "seconds": "a finite number >= 0", "text": "a string"}[kind]
+                return f"meta.{k} must be {want} (64-bit), got {str(v)[:40]!r}"
+        return None
 
     def check_region(self, region: Any) -> str | None:
         """``None`` when ``region`` has a gold-region shape of this modality; else why not."""

@@ -49,6 +49,7 @@ class Code(Modality):
     extent_shapes = (frozenset({"path", "line_start", "line_end"}),
                      frozenset({"path", "line_start", "line_end", "symbol"}))
     cap = {"lines": 200}
+    meta_types = {"lines": "count", "upstream_path": "text"}
     region_doc = '{"path", "symbol"} or {"path", "line"} (lines 1-based)'
     extent_doc = '{"path", "line_start", "line_end"[, "symbol"]}'
     hit_doc = ("same path and (gold line in [line_start, line_end] or gold symbol == the atom's "

@@ -33,6 +33,7 @@ class Conversation(Modality):
     region_shapes = (frozenset({"turn"}),)
     extent_shapes = (frozenset({"turn_start", "turn_end"}),)
     cap = {"turns": 8}
+    meta_types = {"turns": "count", "date_time": "text"}
     region_doc = '{"turn": int} (1-based)'
     extent_doc = '{"turn_start", "turn_end"}'
     hit_doc = "gold turn in [turn_start, turn_end]"

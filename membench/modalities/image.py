@@ -21,6 +21,8 @@ class Image(Modality):
     region_shapes = (frozenset(),)
     extent_shapes = region_shapes
     cap: dict[str, float] = {}
+    meta_types = {"width": "size", "height": "size"}
+    meta_together = (frozenset({"width", "height"}),)
     region_doc = "{} (the whole image)"
     extent_doc = region_doc
     hit_doc = "always"

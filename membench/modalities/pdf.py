@@ -30,6 +30,7 @@ class Pdf(Modality):
     region_shapes = (frozenset({"page"}), frozenset({"page", "block"}))
     extent_shapes = region_shapes
     cap = {"pages": 1}
+    meta_types = {"pages": "size"}
     region_doc = '{"page": int} or {"page": int, "block": int} (pages 1-based)'
     extent_doc = region_doc
     hit_doc = "same page (blocks equal when both carry one)"

@@ -32,6 +32,8 @@ class UiScreenshot(Modality):
     region_shapes = (frozenset({"bbox"}),)
     extent_shapes = region_shapes
     cap = {"area_share": 0.5}
+    meta_types = {"width": "size", "height": "size"}
+    meta_together = (frozenset({"width", "height"}),)
     region_doc = '{"bbox": [x0, y0, x1, y1]} (pixels)'
     extent_doc = region_doc
     hit_doc = "bbox intersection area > 0 (touching edges are not hits)"

@@ -41,6 +41,7 @@ class Video(Modality):
     region_shapes = (frozenset({"t_start", "t_end"}),)
     extent_shapes = region_shapes
     cap = {"seconds": 60.0}
+    meta_types = {"duration": "seconds", "url": "text"}
     region_doc = '{"t_start": float, "t_end": float} (seconds)'
     extent_doc = region_doc
     hit_doc = "closed time intervals intersect (touching ends are hits)"

@@ -214,7 +214,7 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
         raise MembenchError("the test split is frozen: pass --final for a final, logged run")
     check_limit(limit)
     check_modalities(modalities)
-    prepare_run_dir(out)
+    prepare_run_dir(out, create=False)
     if check_sets:
         check_sets_before_run(sets_dir, corpus_root, manifest, lock)
     with run_dir_lock(out):

@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from .. import modalities
 from ..core.paths import path_shape_problem
 from ..modalities import MODALITIES, check_region
 
@@ -173,6 +174,9 @@ class SourceItem(Strict):
     def _one_payload(self) -> "SourceItem":
         if (self.path is None) == (self.content is None):
             raise ValueError("exactly one of path and content must be set")
+        why = modalities.get(self.modality).check_meta(self.meta)
+        if why:
+            raise ValueError(why)
         return self
 
 
