@@ -160,7 +160,8 @@ ITEMS = ms.items()
 ATOMS = [json.loads(l) for l in (FIX_RUN / "atoms.jsonl").read_text().splitlines()]
 RUN_LINES = [json.loads(l) for l in (FIX_RUN / "run.jsonl").read_text().splitlines()]
 META = json.loads((FIX_RUN / "meta.json").read_text())
-MANIFEST = [json.loads(l) for l in MANIFEST_PATH.read_text().splitlines()[:2]]
+MANIFEST = [{**e, "files": e["files"][:6]} for e in
+            (json.loads(l) for l in MANIFEST_PATH.read_text().splitlines()[:2])]
 PROVENANCE = [f for f in MANIFEST[0]["files"] if "commit" in f][:4]
 CALIBRATION = json.loads((BENCH_DIR / "calibration" / "bm25.json").read_text())
 COVERAGE = [{"source": "x", "mirrored": True, "upstream_items": 5, "covered": 3,

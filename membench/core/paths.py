@@ -4,6 +4,11 @@ Corpus root, first that applies: the ``--corpus`` flag, ``$MEMBENCH_CORPUS``, th
 ``../shared/corpus`` next to the current directory or next to this checkout.
 Cache (OCR text, embeddings, PDF text; keyed by content sha256, never in the repo):
 ``$MEMBENCH_CACHE`` or ``~/.cache/membench``.
+
+Confinement (:func:`confine`): a path that data names under the corpus root (an item's
+``path``, a manifest file) is read only if it is relative, has no ``..`` segment and, with every
+symlink resolved (``Path.resolve``), stays inside the resolved root; otherwise a located
+PATH_OUTSIDE_CORPUS error. One rule for every reader of corpus files.
 """
 
 from __future__ import annotations

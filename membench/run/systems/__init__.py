@@ -6,6 +6,11 @@ treats ``module:attr`` as an import path. The object found is called with the ``
 key/values as keyword arguments and must follow :class:`membench.run.protocol.MemorySystem`.
 A system that defines ``bind(ctx)`` is given a :class:`membench.run.systems.doubles.RunContext`
 before ingest (only the test doubles do: it carries the gold).
+
+Trust boundary: resolving a name imports and calls code (``module:attr`` may be anything
+importable, e.g. ``os:system``, called with the ``--config`` values). That is how a user's
+system runs, so it is by design; it is the one place where membench executes code the user
+names. Data files never get here.
 """
 
 from __future__ import annotations
