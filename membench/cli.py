@@ -49,7 +49,14 @@ def _sources_cmd(a: argparse.Namespace) -> int:
 
 
 def _build_cmd(a: argparse.Namespace) -> int:
-    from .sets.build import build_sets, check_lock, render_counts, render_coverage
+    from .sets.build import (
+        build_sets,
+        check_lock,
+        coverage_rows,
+        render_counts,
+        render_coverage,
+        render_derivation,
+    )
 
     root = corpus_root(a.corpus)
     out = Path(a.out)
@@ -60,6 +67,8 @@ def _build_cmd(a: argparse.Namespace) -> int:
     print(render_counts(res.stats))
     print()
     print(render_coverage([c.as_dict() for c in res.coverage]))
+    print()
+    print(render_derivation(coverage_rows(res.coverage, res.stats["derivation"])))
     print()
     for f, d in res.digests.items():
         print(f"{d}  {out / f}")
@@ -73,7 +82,8 @@ def _validate_cmd(a: argparse.Namespace) -> int:
 
     corpus = corpus_root(a.corpus) if (a.corpus or not a.no_corpus) else None
     findings = validate_sets(Path(a.sets), Path(a.manifest),
-                             lock=None if a.no_lock else Path(a.lock), corpus=corpus)
+                             lock=None if a.no_lock else Path(a.lock), corpus=corpus,
+                             audit=not a.no_audit)
     errors = [f for f in findings if f.level == "error"]
     for f in findings:
         print(f)
@@ -81,6 +91,20 @@ def _validate_cmd(a: argparse.Namespace) -> int:
         Path(a.json).write_text(json.dumps([f.__dict__ for f in findings], indent=1))
     print(f"validate {a.sets}: {len(errors)} error(s), {len(findings) - len(errors)} warning(s)")
     return 1 if errors else 0
+
+
+def _audit_cmd(a: argparse.Namespace) -> int:
+    from .sets.audit import audit_sets, render_audit
+
+    result = audit_sets(Path(a.sets))
+    print(render_audit(result))
+    for line in result.failures():
+        print(f"TELL: {line}")
+    if a.json:
+        Path(a.json).write_text(json.dumps(result.as_dict(), indent=1) + "\n")
+        print(f"wrote {a.json}")
+    print(f"audit {a.sets}: {'every gate holds' if result.ok else 'a gate fails'}")
+    return 0 if result.ok else 1
 
 
 def _parse_config(pairs: list[str] | None) -> dict:
@@ -201,8 +225,15 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--manifest", default=str(MANIFEST_PATH))
     v.add_argument("--lock", default=str(LOCK_PATH))
     v.add_argument("--no-lock", action="store_true", help="skip the set-file digest check")
+    v.add_argument("--no-audit", action="store_true", help="skip the metadata-only audit (TELL)")
     v.add_argument("--json", help="also write the findings as JSON here")
     v.set_defaults(func=_validate_cmd)
+
+    au = sub.add_parser("audit", help="can metadata alone (as_of, timelines, repetition, order) "
+                        "tell unanswerable queries apart? classifier AUC and named rules")
+    au.add_argument("sets", nargs="?", default=str(DEFAULT_SETS_DIR), metavar="SETS")
+    au.add_argument("--json", help="also write the audit as JSON here")
+    au.set_defaults(func=_audit_cmd)
 
     r = sub.add_parser("run", help="run a memory system over a split (resumes a partial run)")
     r.add_argument("--system", required=True, help="bm25, dense, hybrid, oracle, leaky, random, "

@@ -163,16 +163,6 @@ class RunDir:
     def record_locs(self) -> list[tuple[str, int]]:
         return self._select()[1]
 
-    def split_records(self) -> dict[str, AnnotationRecord]:
-        """Every record of the run's split and modalities by query id, ``limit`` or not (a
-        derived record's ``derived_from`` may lie outside a limited subset)."""
-        def make():
-            if self.limit is None:
-                return {r.query_id: r for r in self.records}
-            recs, _ = select_records(self.sets_dir, self.split, self.modalities, None)
-            return {r.query_id: r for r in recs}
-        return self._once("split_records", make)
-
     @property
     def items(self) -> list[SourceItem]:
         p = self.sets_dir / "items.jsonl"
