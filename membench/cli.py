@@ -133,7 +133,8 @@ def _run_cmd(a: argparse.Namespace) -> int:
     print(f"{system.name} on {a.split}: {meta['queries']} queries, {meta['atoms']} atoms, "
           f"ingest {meta['ingest_seconds']:.1f} s, total {time.time() - t0:.1f} s -> {out}")
     if a.metrics:
-        return _metrics_cmd(argparse.Namespace(run_dir=str(out), sets=a.sets, json=False))
+        return _metrics_cmd(argparse.Namespace(run_dir=str(out), sets=a.sets, json=False,
+                                               partial=False, final=a.final))
     return 0
 
 
@@ -153,7 +154,8 @@ def _report_cmd(a: argparse.Namespace) -> int:
     t0 = time.time()
     done = report([Path(r) for r in a.run], Path(a.out), Path(a.sets) if a.sets else None,
                   compare=[Path(r) for r in a.compare or []],
-                  corpus=corpus_root(a.corpus) if a.corpus else None)
+                  corpus=corpus_root(a.corpus) if a.corpus else None,
+                  partial=a.partial, final=a.final)
     for r in done:
         print(f"  {r.html}")
     print(f"{len(done)} report page(s) in {time.time() - t0:.0f} s; open {Path(a.out) / 'index.html'}")
@@ -179,7 +181,8 @@ def _calibrate_cmd(a: argparse.Namespace) -> int:
 def _metrics_cmd(a: argparse.Namespace) -> int:
     from .metrics import format_table, metrics_for_run_dir
 
-    m = metrics_for_run_dir(Path(a.run_dir), Path(a.sets) if a.sets else None)
+    m = metrics_for_run_dir(Path(a.run_dir), Path(a.sets) if a.sets else None,
+                            partial=a.partial, final=a.final)
     print(json.dumps(m, indent=1) if a.json else format_table(m))
     return 0
 
@@ -188,12 +191,20 @@ def _compare_cmd(a: argparse.Namespace) -> int:
     from .analysis.compare import compare_runs, format_comparison
 
     comp = compare_runs(a.run_dirs, Path(a.sets) if a.sets else None,
-                        n_resamples=a.resamples)
+                        n_resamples=a.resamples, partial=a.partial, final=a.final)
     print(format_comparison(comp, metrics=a.metric or None))
     if a.json:
         comp.pairs.to_json(a.json, orient="records", indent=1)
         print(f"wrote the paired tests to {a.json}")
     return 0
+
+
+def _read_flags(p: argparse.ArgumentParser) -> None:
+    """--partial and --final: what a reader of run directories may be asked to accept."""
+    p.add_argument("--partial", action="store_true", help="score an incomplete run on the "
+                   "queries it answered (marked PARTIAL everywhere)")
+    p.add_argument("--final", action="store_true", help="read a run on the frozen test split "
+                   "(logged in bench/test_access.jsonl)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -271,6 +282,7 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", default="reports")
     rp.add_argument("--sets", help="sets folder (default bench/sets)")
     rp.add_argument("--corpus")
+    _read_flags(rp)
     rp.set_defaults(func=_report_cmd)
 
     ca = sub.add_parser("calibrate", help="cartridge thresholds per modality from a dev run")
@@ -288,12 +300,14 @@ def parser() -> argparse.ArgumentParser:
     cp.add_argument("--resamples", type=int, default=10_000, help="bootstrap / permutation "
                     "resamples (default 10000)")
     cp.add_argument("--json", help="also write the paired tests as JSON here")
+    _read_flags(cp)
     cp.set_defaults(func=_compare_cmd)
 
     mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")
     mt.add_argument("run_dir")
     mt.add_argument("--sets", help="sets folder (default: the one recorded in meta.json)")
     mt.add_argument("--json", action="store_true", help="print the JSON instead of the table")
+    _read_flags(mt)
     mt.set_defaults(func=_metrics_cmd)
     return p
 

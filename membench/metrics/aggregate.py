@@ -132,6 +132,16 @@ def _fmt(v: float | None, metric: str) -> str:
     return f"{v:.2f}" if metric.startswith("latency") else f"{v:.4f}"
 
 
+def submission_banner(metrics: dict[str, Any]) -> list[str]:
+    """The lines that head every display of a run's figures that are not a valid submission
+    (the system saw the gold; the run is read PARTIAL); ``[]`` for a valid one."""
+    sub = metrics.get("submission") or {}
+    if sub.get("valid", True):
+        return []
+    return ["NOT A VALID SUBMISSION" + (f" ({sub['label']})" if sub.get("label") else "") + ":",
+            *(f"  {r}" for r in sub.get("reasons", [])), ""]
+
+
 def format_table(metrics: dict[str, Any], *, by_source: bool = False) -> str:
     """A plain-text table: one block per scope (each modality, then all), one row per metric
     with value, n/denominator and the 95% interval; then the gates."""
@@ -140,7 +150,8 @@ def format_table(metrics: dict[str, Any], *, by_source: bool = False) -> str:
     if by_source:
         blocks += [(f"source {k}", v) for k, v in metrics.get("by_source", {}).items()]
     w = max([len("metric")] + [len(m) for m in METRICS])
-    lines = [f"{'scope':<20} {'metric':<{w}} {'value':>10} {'n/denominator':>14}  ci95"]
+    lines = submission_banner(metrics)
+    lines.append(f"{'scope':<20} {'metric':<{w}} {'value':>10} {'n/denominator':>14}  ci95")
     for scope, block in blocks:
         for m in METRICS:
             e = block.get(m)

@@ -128,7 +128,9 @@ def build_atom_table(atoms: Iterable[AtomRow], uni: Universe) -> AtomTable:
 
     Errors (file:line): duplicate atom_id; source_id not in items.jsonl; modality differing
     from the item's; declared holder or observed_at (compared as instants) disagreeing with
-    the item's. The table carries the *item's* holder and observed_at.
+    the item's; an extent beyond its modality's cap or the item's bounds (ATOM_CAP, re-checked
+    here whatever wrote the file: :meth:`membench.modalities.Modality.extent_limits`). The
+    table carries the *item's* holder and observed_at.
     """
     ids: list[str] = []
     seen: set[str] = set()
@@ -160,6 +162,11 @@ def build_atom_table(atoms: Iterable[AtomRow], uni: Universe) -> AtomTable:
                              f"declares {a.observed_at.isoformat()} but source item "
                              f"{it.source_id} was observed {it.observed_at.isoformat()}",
                              rule="ATOM_OBSERVED_AT")
+        mod = modalities.get(it.modality)
+        why = mod.check_extent(a.extent) or mod.extent_limits(a.extent, it.meta)
+        if why:
+            raise InputError(a.file, a.line, "extent", f"{a.atom_id}: {why} (item "
+                             f"{it.source_id})", rule="ATOM_CAP")
         ids.append(a.atom_id)
         src.append(uni.source_index[it.source_id])
         hold.append(uni.holder_index[it.holder])

@@ -5,9 +5,11 @@
 measure's denominator (e.g. recall on an unanswerable item). Aggregation, intervals and gates
 are in :mod:`membench.metrics.aggregate`; slicing code can use ``ItemScores.rows()``.
 
-Join rules: the denominator is the annotated items, never the hits. An item with no run line
-returned nothing (recall, MRR, nDCG and cartridge recall 0; an empty cartridge, so it abstains
-and makes no false recall; scope-correct; no latency). A run line for a query that is not an
+Join rules: the denominator is the annotated items, never the hits. A run directory's reader
+(:class:`membench.metrics.rundir.RunDir`) never passes an item without a run line: it refuses
+an incomplete run, or with ``--partial`` leaves the unanswered items out, so a missing line is
+never scored as an abstention. A direct caller that passes one gets the item scored as
+returning nothing (recall, MRR, nDCG and cartridge recall 0; an empty cartridge; no latency). A run line for a query that is not an
 annotated item of the evaluated set, a second line for the same query, or an atom id that the
 run never reported in ``atoms.jsonl`` are errors with file:line.
 """
