@@ -187,6 +187,33 @@ def _metrics_cmd(a: argparse.Namespace) -> int:
     return 0
 
 
+def _export_cmd(a: argparse.Namespace) -> int:
+    from .metrics.export import export_run
+
+    done = export_run(Path(a.run_dir), Path(a.out), Path(a.sets) if a.sets else None,
+                      partial=a.partial, final=a.final)
+    print(f"{done['label']}: {done['queries']} queries ({done['answerable']} answerable) -> "
+          f"{done['out']}: run.trec ({done['run_lines']} lines), qrels.trec "
+          f"({done['qrels_lines']} lines), topics.jsonl")
+    return 0
+
+
+def _topics_cmd(a: argparse.Namespace) -> int:
+    from .sets.topics import topics, write_topics
+
+    if a.split == "test":
+        if not a.final:
+            raise MembenchError("the test split is frozen: its topics are a final access; "
+                                "pass --final (it is logged)")
+        from .run.runner import code_revision, log_test_access
+
+        log_test_access("topics", Path(a.out), code_revision(), action="topics")
+    rows = topics(Path(a.sets), a.split, a.modality, a.limit)
+    n = write_topics(Path(a.out), rows)
+    print(f"wrote {n} {a.split} topics to {a.out} (presentation order; opaque qids)")
+    return 0
+
+
 def _compare_cmd(a: argparse.Namespace) -> int:
     from .analysis.compare import compare_runs, format_comparison
 
@@ -302,6 +329,24 @@ def parser() -> argparse.ArgumentParser:
     cp.add_argument("--json", help="also write the paired tests as JSON here")
     _read_flags(cp)
     cp.set_defaults(func=_compare_cmd)
+
+    ex = sub.add_parser("export", help="a run as TREC files: run.trec, qrels.trec (atom level) "
+                        "and topics.jsonl")
+    ex.add_argument("run_dir")
+    ex.add_argument("--out", required=True, help="folder for run.trec, qrels.trec, topics.jsonl")
+    ex.add_argument("--sets", help="sets folder (default: the one recorded in meta.json)")
+    _read_flags(ex)
+    ex.set_defaults(func=_export_cmd)
+
+    tp = sub.add_parser("topics", help="the queries of a split as a system sees them (JSON "
+                        "lines: opaque qid, question, scope, as_of), for systems in other languages")
+    tp.add_argument("--split", default="dev", choices=["dev", "test"])
+    tp.add_argument("--out", required=True)
+    tp.add_argument("--sets", default=str(DEFAULT_SETS_DIR))
+    tp.add_argument("--modality", action="append", help="only this modality (repeatable)")
+    tp.add_argument("--limit", type=int, help="at most N queries per modality (as `run`)")
+    tp.add_argument("--final", action="store_true", help="the frozen test split (logged)")
+    tp.set_defaults(func=_topics_cmd)
 
     mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")
     mt.add_argument("run_dir")

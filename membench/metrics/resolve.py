@@ -68,6 +68,15 @@ class AtomTable:
     def __len__(self) -> int:
         return len(self.atom_ids)
 
+    def of_source(self, source: int) -> np.ndarray:
+        """Indices of the atoms of source item ``source`` (computed once for all sources)."""
+        if not hasattr(self, "_by_source"):
+            order = np.argsort(self.source, kind="stable")
+            bounds = np.searchsorted(self.source[order], np.arange(self.n_sources + 1))
+            self._by_source = (order, bounds)
+        order, bounds = self._by_source
+        return order[bounds[source]:bounds[source + 1]]
+
     def hit_mask(self, gold: GoldRef, idx: np.ndarray) -> np.ndarray:
         """Boolean mask over atom indices ``idx``: which of them hit ``gold`` (same source and
         overlapping extent: the gold modality's :meth:`~membench.modalities.Modality.hit_mask`).

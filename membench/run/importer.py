@@ -7,7 +7,9 @@ An external system hands in two files and no code:
   caps exactly as the runner checks a Python system's atoms;
 * a **TREC run** (``qid Q0 atom_id rank score tag``), ranked by membench's tie-breaking rule
   (score descending, then the rank column, then line order; see
-  :data:`membench.run.protocol.TIE_BREAKING`), at most 1000 hits per query kept.
+  :data:`membench.run.protocol.TIE_BREAKING`), at most 1000 hits per query kept. Its qids are
+  the opaque ones of ``membench topics`` (:func:`membench.sets.topics.topic_id`) or the sets'
+  query ids; a cartridge file may use either too.
 
 Its cartridges come from either ``--cartridge FILE`` (JSON lines ``{query_id, cartridge: [...]}``)
 or an explicit ``--cartridge-top K`` policy (the top K hits, recorded in meta.json); there is no
@@ -26,6 +28,7 @@ from ..core.jsonl import dumps, iter_json_lines, sha256_file
 from ..core.paths import MANIFEST_PATH
 from ..modalities import EXTENT_CAPS
 from ..sets.build import set_digests
+from ..sets.topics import topic_id
 from .files import read_atoms, trec_fields
 from .protocol import MAX_DEPTH, order_hits
 from .runner import check_atoms, code_revision, load_split, log_test_access
@@ -58,11 +61,15 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
     check_atoms(system, atoms, data.items)
     known = {a.atom_id for a in atoms}
     qids = {r.query_id for r in data.records}
+    alias = {topic_id(q): q for q in qids}          # the topics' opaque ids
+    alias.update({q: q for q in qids})
 
     lists: dict[str, list[tuple[str, float, int]]] = {}
     for no, qid, doc, rank, score in read_trec_lines(run_file):
-        if qid not in qids:
-            raise InputError(run_file, no, "qid", f"{qid!r} is not a {split} query", rule="TREC")
+        if qid not in alias:
+            raise InputError(run_file, no, "qid", f"{qid!r} is not a {split} query (nor a "
+                             "topic id of one)", rule="TREC")
+        qid = alias[qid]
         if doc not in known:
             raise InputError(run_file, no, "docid", f"{doc!r} is not in {atoms_file}", rule="TREC")
         lists.setdefault(qid, []).append((doc, score, rank))
@@ -70,10 +77,11 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
     carts: dict[str, list[str]] = {}
     if cartridge_file is not None:
         for no, obj in iter_json_lines(cartridge_file):
-            qid, cart = obj.get("query_id"), obj.get("cartridge")
-            if qid not in qids:
+            qid, cart = obj.get("query_id", obj.get("qid")), obj.get("cartridge")
+            if qid not in alias:
                 raise InputError(cartridge_file, no, "query_id", f"{qid!r} is not a {split} query",
                                  rule="CARTRIDGE")
+            qid = alias[qid]
             if not isinstance(cart, list) or any(a not in known for a in cart):
                 raise InputError(cartridge_file, no, "cartridge",
                                  "must be a list of atom ids from the atoms file", rule="CARTRIDGE")
@@ -102,7 +110,7 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
         "manifest_sha256": sha256_file(MANIFEST_PATH) if MANIFEST_PATH.exists() else None,
         "code_revision": code_revision(), "extent_caps": EXTENT_CAPS, "max_depth": MAX_DEPTH,
         "run_sha256": sha256_file(run_file), "atoms_sha256": sha256_file(atoms_file),
-        "latency": "not measured (imported run)", "status": "complete",
+        "latency": "not measured (imported run)", "status": "complete", "sees_gold": False,
     }
     if final:
         log_test_access(system, out, meta["code_revision"])
