@@ -191,10 +191,7 @@ def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
     if audit and not [f for f in out if f.level == "error"]:
         from .audit import audit_sets
 
-        result = audit_sets(sets_dir)
-        for m, a in result.modalities.items():
-            for msg in result.failures(m):
-                add(sets_dir / f"{m}.jsonl", None, "TELL", msg)
+        out.extend(audit_findings(sets_dir, audit_sets(sets_dir)))
 
     # ---- digests
     if lock is not None:
@@ -212,6 +209,13 @@ def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
             path, _, line = file.rpartition(":")
             add(path, int(line), rest.split(":", 1)[0], rest.split(": ", 1)[1])
     return out
+
+
+def audit_findings(sets_dir: Path, result) -> list[Finding]:
+    """The ``TELL`` findings of an audit (:class:`membench.sets.audit.Audit`): one per failed
+    gate, on the modality's set file."""
+    return [Finding(str(Path(sets_dir) / f"{m}.jsonl"), None, "TELL", msg)
+            for m in result.modalities for msg in result.failures(m)]
 
 
 def _parse(path: Path, model, add, modality: str | None = None):
