@@ -174,6 +174,8 @@ def _calibrate_cmd(a: argparse.Namespace) -> int:
         print(f"{m:14s} threshold {c['threshold']:.6g}  answerable kept {c['answerable_kept']:.3f} "
               f"({c['n_answerable']})  unanswerable kept {c['unanswerable_kept']:.3f} "
               f"({c['n_unanswerable']}){'' if c['within_gate'] else '  (gate not reachable)'}")
+    for m, why in cal.get("not_calibrated", {}).items():
+        print(f"{m:14s} not calibrated: {why}")
     print(f"wrote {out}")
     return 0
 
