@@ -63,7 +63,7 @@ def test_floors(built):
     cov = {c["source"]: c for c in json.loads((built.out / "coverage.json").read_text())}
     assert set(cov["codesearchnet"]["derived"]["not_derived"]) == {"transactive", "temporal"}
     assert stats["pdf"]["queries"] >= 400
-    assert stats["conversation"]["answerable"] + stats["conversation"]["native_unanswerable"] >= 1900
+    assert stats["conversation"]["queries"] >= 1900     # one record per upstream question
     assert stats["video"]["queries"] >= 50
     assert stats["image"]["queries"] >= 1000
 

@@ -35,7 +35,7 @@ def test_every_frozen_system_has_its_command_and_sets(expected):
     for name, s in expected.items():
         assert s["command"].startswith(f"membench run --system {name} --split dev")
         assert set(s["set_sha256"]) >= {"pdf.jsonl", "items.jsonl"}
-        assert s["modalities"]["all"]["recall@10"]["n"] > 2000
+        assert s["modalities"]["all"]["recall@10"]["n"] > 1500
 
 
 def test_readme_figures_are_the_frozen_ones(expected):

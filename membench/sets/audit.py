@@ -86,7 +86,7 @@ RULES: dict[str, tuple[str, Callable[[dict], bool]]] = {
                     lambda f: f["seen_before"] > 0),
     "repeated": ("the question is asked more than once in the split",
                  lambda f: f["same_holder"] + f["other_holder"] > 0),
-    "before_last_or_seen": ("either of the two above (the issue's combined rule)",
+    "before_last_or_seen": ("as_of before the holder's last item, or the question asked before",
                             lambda f: f["visible"] < f["items"] or f["seen_before"] > 0),
     "first_item_only": ("only the holder's first observation is visible",
                         lambda f: f["visible"] == 1 and f["items"] > 1),
