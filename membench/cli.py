@@ -277,6 +277,7 @@ def parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a memory system over a split (resumes a partial run)")
     r.add_argument("--system", required=True, help="bm25, dense, hybrid, oracle, leaky, random, "
+                   "metadata, "
                    "an entry point in the membench.systems group, or module:Class")
     r.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="system parameter (JSON value), repeatable")

@@ -29,7 +29,7 @@ from ..core.errors import MembenchError
 from ..core.hashing import hash_order
 from ..core.jsonl import sha256_file, write_jsonl
 from ..modalities import MODALITIES
-from .derive import derive
+from .derive import derive, policy
 from .neardup import NearDupIndex, image_hashes
 from .schema import AnnotationRecord, RecordDraft, SourceItem
 from .sources import SOURCES
@@ -127,7 +127,8 @@ def build_sets(root: Path, out: Path, only: set[str] | None = None) -> BuildResu
     records: list[AnnotationRecord] = []
     derive_stats = {}
     for source in sorted(natives):
-        index = neardup_index(items_by_source[source], texts, root)
+        index = (neardup_index(items_by_source[source], texts, root)
+                 if any(policy(source).values()) else None)
         recs, st = derive(source, natives[source], items, texts, holder_split, timelines, index)
         records.extend(recs)
         derive_stats[source] = st.as_dict()

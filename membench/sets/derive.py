@@ -21,22 +21,26 @@ before their evidence, with the same offsets and clock digits.
 memory it is asked of could answer it after all:
 
 1. *anchor guard* (every source with upstream text: the PDF text layer, turns, captions, code,
-   TabMWP's tables, FinChart's upstream questions over each chart): the question's
-   *anchors* are its content words (>= 4 letters, not stop words) that occur in its gold
-   items' text and in at most :data:`ANCHOR_MAX_DF` of the source's items (a word every
+   TabMWP's tables, FinChart's and ScreenSpot's upstream questions over each item): the
+   question's *anchors* are its content words (>= 4 letters, not stop words) that occur in its
+   gold items' text and in at most :data:`ANCHOR_MAX_DF` of the source's items (a word every
    document has, like "paper" or a speaker's name, anchors nothing); a question without an
-   anchor is never derived (it may be generic: "How many figures are in this paper?"), and of
-   its anchors at most :data:`ANCHOR_MAX_SHARE` may occur in the memory it is asked of (the
-   other holder's whole memory; for temporal, the holder's memory before ``as_of``);
-2. *near-duplicate guard* (:mod:`membench.sets.neardup`): no item of that memory is a
-   near-duplicate of an item or region holding its evidence (perceptual hash for pictures,
-   normalised text elsewhere);
+   anchor is never derived (it may be generic: "How many figures are in this paper?").
+   Transactive: at most :data:`ANCHOR_MAX_SHARE` of its anchors may occur anywhere in the
+   other holder's text. Temporal: no other item of the holder (no passage of one,
+   :meth:`membench.modalities.Modality.passages`) may hold more than that share, over the
+   holder's *whole* timeline: which queries pass must not depend on where as_of falls, or the
+   survivors would sit early in the timeline (a tell);
+2. *near-duplicate guard* (:mod:`membench.sets.neardup`): no item of that memory (the other
+   holder's; for temporal, the holder's other items) is a near-duplicate of an item or region
+   holding its evidence (perceptual hash for pictures, normalised text elsewhere);
 3. *every judgment set*: evidence is gold plus every alternative judgment set
    (CodeSearchNet's ``any_annotator``), so a temporal ``as_of`` precedes all of it.
 
-Sources whose questions are generic by nature get no transactive derivation at all (GUI
-instructions such as "check the weather"; code-search queries, which every language corpus may
-answer and which were not exhaustively judged).
+Some sources get no derivation of a kind at all (:data:`NOT_DERIVED`, with the reason written
+to ``coverage.json``): GUI instructions such as "check the weather" fit any device's screen (no
+transactive); code-search queries were judged on a sample of functions, so neither another
+corpus nor an earlier unjudged function is known not to answer them (none at all).
 """
 
 from __future__ import annotations
@@ -216,6 +220,8 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
     """Every record of one source: the natives that stay (with ``as_of``) and the derived
     unanswerables that replace the others. Reads nothing outside its arguments."""
     pol = policy(source)
+    if not any(pol.values()):       # nothing to derive: the guards need no text
+        texts, index = {}, NearDupIndex()
     src = _Source({k: v for k, v in items.items() if k.split(":", 1)[0] == source},
                   texts, timelines, index or NearDupIndex(texts))
     answerable = {r.query_id: r for r in drafts if not r.unanswerable}
