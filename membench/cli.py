@@ -100,7 +100,14 @@ def _sources_cmd(a: argparse.Namespace) -> int:
 
 
 def _build_cmd(a: argparse.Namespace) -> int:
-    from .sets.build import build_sets, check_lock, render_counts, render_coverage
+    from .sets.build import (
+        build_sets,
+        check_lock,
+        coverage_rows,
+        render_counts,
+        render_coverage,
+        render_derivation,
+    )
 
     root = corpus_root(a.corpus)
     out = Path(a.out)
@@ -112,6 +119,8 @@ def _build_cmd(a: argparse.Namespace) -> int:
     print(render_counts(res.stats))
     print()
     print(render_coverage([c.as_dict() for c in res.coverage]))
+    print()
+    print(render_derivation(coverage_rows(res.coverage, res.stats["derivation"])))
     print()
     for f, d in res.digests.items():
         print(f"{d}  {out / f}")
@@ -125,7 +134,8 @@ def _validate_cmd(a: argparse.Namespace) -> int:
 
     corpus = corpus_root(a.corpus) if (a.corpus or not a.no_corpus) else None
     findings = validate_sets(Path(a.sets), Path(a.manifest),
-                             lock=None if a.no_lock else Path(a.lock), corpus=corpus)
+                             lock=None if a.no_lock else Path(a.lock), corpus=corpus,
+                             audit=not a.no_audit)
     errors = [f for f in findings if f.level == "error"]
     for f in findings:
         print(f)
@@ -134,6 +144,20 @@ def _validate_cmd(a: argparse.Namespace) -> int:
                       "--json")
     print(f"validate {a.sets}: {len(errors)} error(s), {len(findings) - len(errors)} warning(s)")
     return 1 if errors else 0
+
+
+def _audit_cmd(a: argparse.Namespace) -> int:
+    from .sets.audit import audit_sets, render_audit
+
+    result = audit_sets(Path(a.sets))
+    print(render_audit(result))
+    for line in result.failures():
+        print(f"TELL: {line}")
+    if a.json:
+        Path(a.json).write_text(json.dumps(result.as_dict(), indent=1) + "\n")
+        print(f"wrote {a.json}")
+    print(f"audit {a.sets}: {'every gate holds' if result.ok else 'a gate fails'}")
+    return 0 if result.ok else 1
 
 
 def _parse_config(pairs: list[str] | None) -> dict:
@@ -165,7 +189,8 @@ def _run_cmd(a: argparse.Namespace) -> int:
     print(f"{system.name} on {a.split}: {meta['queries']} queries, {meta['atoms']} atoms, "
           f"ingest {meta['ingest_seconds']:.1f} s, total {time.time() - t0:.1f} s -> {out}")
     if a.metrics:
-        return _metrics_cmd(argparse.Namespace(run_dir=str(out), sets=a.sets, json=False))
+        return _metrics_cmd(argparse.Namespace(run_dir=str(out), sets=a.sets, json=False,
+                                               partial=False, final=a.final))
     return 0
 
 
@@ -185,7 +210,8 @@ def _report_cmd(a: argparse.Namespace) -> int:
     t0 = time.time()
     done = report([Path(r) for r in a.run], Path(a.out), Path(a.sets) if a.sets else None,
                   compare=[Path(r) for r in a.compare or []],
-                  corpus=corpus_root(a.corpus) if a.corpus else None)
+                  corpus=corpus_root(a.corpus) if a.corpus else None,
+                  partial=a.partial, final=a.final)
     for r in done:
         print(f"  {r.html}")
     print(f"{len(done)} report page(s) in {time.time() - t0:.0f} s; open {Path(a.out) / 'index.html'}")
@@ -203,6 +229,8 @@ def _calibrate_cmd(a: argparse.Namespace) -> int:
         print(f"{m:14s} threshold {c['threshold']:.6g}  answerable kept {c['answerable_kept']:.3f} "
               f"({c['n_answerable']})  unanswerable kept {c['unanswerable_kept']:.3f} "
               f"({c['n_unanswerable']}){'' if c['within_gate'] else '  (gate not reachable)'}")
+    for m, why in cal.get("not_calibrated", {}).items():
+        print(f"{m:14s} not calibrated: {why}")
     print(f"wrote {out}")
     return 0
 
@@ -210,8 +238,36 @@ def _calibrate_cmd(a: argparse.Namespace) -> int:
 def _metrics_cmd(a: argparse.Namespace) -> int:
     from .metrics import format_table, metrics_for_run_dir
 
-    m = metrics_for_run_dir(Path(a.run_dir), Path(a.sets) if a.sets else None)
+    m = metrics_for_run_dir(Path(a.run_dir), Path(a.sets) if a.sets else None,
+                            partial=a.partial, final=a.final)
     print(json.dumps(m, indent=1) if a.json else format_table(m))
+    return 0
+
+
+def _export_cmd(a: argparse.Namespace) -> int:
+    from .metrics.export import export_run
+
+    done = export_run(Path(a.run_dir), Path(a.out), Path(a.sets) if a.sets else None,
+                      partial=a.partial, final=a.final)
+    print(f"{done['label']}: {done['queries']} queries ({done['answerable']} answerable) -> "
+          f"{done['out']}: run.trec ({done['run_lines']} lines), qrels.trec "
+          f"({done['qrels_lines']} lines), topics.jsonl")
+    return 0
+
+
+def _topics_cmd(a: argparse.Namespace) -> int:
+    from .sets.topics import topics, write_topics
+
+    if a.split == "test":
+        if not a.final:
+            raise MembenchError("the test split is frozen: its topics are a final access; "
+                                "pass --final (it is logged)")
+        from .run.runner import code_revision, log_test_access
+
+        log_test_access("topics", Path(a.out), code_revision(), action="topics")
+    rows = topics(Path(a.sets), a.split, a.modality, a.limit)
+    n = write_topics(Path(a.out), rows)
+    print(f"wrote {n} {a.split} topics to {a.out} (presentation order; opaque qids)")
     return 0
 
 
@@ -219,7 +275,7 @@ def _compare_cmd(a: argparse.Namespace) -> int:
     from .analysis.compare import compare_runs, format_comparison
 
     comp = compare_runs(a.run_dirs, Path(a.sets) if a.sets else None,
-                        n_resamples=a.resamples)
+                        n_resamples=a.resamples, partial=a.partial, final=a.final)
     print(format_comparison(comp, metrics=a.metric or None))
     if a.json:
         _write_output(a.json, comp.pairs.to_json(orient="records", indent=1) + "\n", "--json")
@@ -232,6 +288,14 @@ membench: a benchmark and analysis suite for memory systems (holder- and time-sc
 retrieval over PDFs, images, UI screenshots, video, code and conversations). Build and
 validate the sets, run a system, score it, report. `membench COMMAND --help` for each
 command; README.md and docs/ for the definitions."""
+
+
+def _read_flags(p: argparse.ArgumentParser) -> None:
+    """--partial and --final: what a reader of run directories may be asked to accept."""
+    p.add_argument("--partial", action="store_true", help="score an incomplete run on the "
+                   "queries it answered (marked PARTIAL everywhere)")
+    p.add_argument("--final", action="store_true", help="read a run on the frozen test split "
+                   "(logged in bench/test_access.jsonl)")
 
 EXIT_STATUS = """\
 exit status:
@@ -330,8 +394,15 @@ manifest  REWRITE bench/corpus/manifest.jsonl (a committed file) from every mirr
     v.add_argument("--lock", default=str(LOCK_PATH), help="lock file (default: "
                    "bench/sets.lock.json)")
     v.add_argument("--no-lock", action="store_true", help="skip the set-file digest check")
+    v.add_argument("--no-audit", action="store_true", help="skip the metadata-only audit (TELL)")
     v.add_argument("--json", help="also write the findings as JSON here")
     v.set_defaults(func=_validate_cmd)
+
+    au = sub.add_parser("audit", help="can metadata alone (as_of, timelines, repetition, order) "
+                        "tell unanswerable queries apart? classifier AUC and named rules")
+    au.add_argument("sets", nargs="?", default=str(DEFAULT_SETS_DIR), metavar="SETS")
+    au.add_argument("--json", help="also write the audit as JSON here")
+    au.set_defaults(func=_audit_cmd)
 
     r = sub.add_parser("run", help="run a memory system over a split (resumes a partial run)",
                        formatter_class=fmt, epilog=TRUST, description="""\
@@ -340,6 +411,7 @@ checked against every hard rule, the corpus against the manifest and the set fil
 the lock (seconds); RUN_DIR is locked for the whole run (a second writer is refused, naming
 this one). Re-running the same command resumes an interrupted run.""")
     r.add_argument("--system", required=True, help="bm25, dense, hybrid, oracle, leaky, random, "
+                   "metadata, "
                    "an entry point in the membench.systems group, or module:Class (imported "
                    "and run: see 'trust' below)")
     r.add_argument("--config", action="append", metavar="KEY=VALUE",
@@ -388,6 +460,7 @@ this one). Re-running the same command resumes an interrupted run.""")
     rp.add_argument("--out", default="reports", help="reports folder (default: reports)")
     rp.add_argument("--sets", help="sets folder (default: the one each run recorded)")
     rp.add_argument("--corpus", help=corpus_help + ", for the pictures of source regions")
+    _read_flags(rp)
     rp.set_defaults(func=_report_cmd)
 
     ca = sub.add_parser("calibrate", help="cartridge thresholds per modality from a dev run")
@@ -405,12 +478,32 @@ this one). Re-running the same command resumes an interrupted run.""")
     cp.add_argument("--resamples", type=positive_int, default=10_000, help="bootstrap / "
                     "permutation resamples (default 10000)")
     cp.add_argument("--json", help="also write the paired tests as JSON here")
+    _read_flags(cp)
     cp.set_defaults(func=_compare_cmd)
+
+    ex = sub.add_parser("export", help="a run as TREC files: run.trec, qrels.trec (atom level) "
+                        "and topics.jsonl")
+    ex.add_argument("run_dir")
+    ex.add_argument("--out", required=True, help="folder for run.trec, qrels.trec, topics.jsonl")
+    ex.add_argument("--sets", help="sets folder (default: the one recorded in meta.json)")
+    _read_flags(ex)
+    ex.set_defaults(func=_export_cmd)
+
+    tp = sub.add_parser("topics", help="the queries of a split as a system sees them (JSON "
+                        "lines: opaque qid, question, scope, as_of), for systems in other languages")
+    tp.add_argument("--split", default="dev", choices=["dev", "test"])
+    tp.add_argument("--out", required=True)
+    tp.add_argument("--sets", default=str(DEFAULT_SETS_DIR))
+    tp.add_argument("--modality", action="append", help="only this modality (repeatable)")
+    tp.add_argument("--limit", type=int, help="at most N queries per modality (as `run`)")
+    tp.add_argument("--final", action="store_true", help="the frozen test split (logged)")
+    tp.set_defaults(func=_topics_cmd)
 
     mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")
     mt.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")
     mt.add_argument("--sets", help="sets folder (default: the one recorded in meta.json)")
     mt.add_argument("--json", action="store_true", help="print the JSON instead of the table")
+    _read_flags(mt)
     mt.set_defaults(func=_metrics_cmd)
     return p
 

@@ -24,3 +24,17 @@ def built(tmp_path_factory, corpus_root):
     from membench.sets.build import build_sets
 
     return build_sets(corpus_root, tmp_path_factory.mktemp("sets"))
+
+
+@pytest.fixture(scope="session")
+def bm25_dev(built, corpus_root, tmp_path_factory):
+    """bm25 on the whole dev split of the full build, once per test session (the frozen
+    figures and the invariance tests read it)."""
+    from membench.run.runner import run_system
+    from membench.run.systems import make_system
+
+    out = tmp_path_factory.mktemp("bm25-dev")
+    # 2 OCR workers on a machine whose OCR cache is cold (the output does not depend on it)
+    meta = run_system(make_system("bm25", {"ocr_processes": 2}), built.out, "dev", out,
+                      corpus_root)
+    return out, meta

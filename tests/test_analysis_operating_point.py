@@ -45,3 +45,18 @@ def test_calibrate_handles_queries_without_hits_and_is_deterministic():
         calibrate([None], [None])
     with pytest.raises(ValueError):
         calibrate([float("nan")], [0.1])
+
+
+def test_calibrate_leaves_out_a_modality_without_unanswerable_queries(tmp_path):
+    """The fixture run's conversation modality has answerable queries only: every threshold
+    would look free of false recalls, so it is reported as not calibrated, not fitted."""
+    import shutil
+    from pathlib import Path
+
+    from membench.analysis.calibrate import calibrate_run
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "metrics" / "run_small", run)
+    cal = calibrate_run(run)
+    assert set(cal["modalities"]) == {"pdf"}
+    assert "0 unanswerable" in cal["not_calibrated"]["conversation"]

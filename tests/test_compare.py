@@ -159,11 +159,14 @@ def test_compare_command(runs, capsys, tmp_path):
     assert main(["compare", str(runs["oracle"]), str(runs["random"]), "--resamples", "200",
                  "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "2 systems: oracle" in text and "paired differences" in text
+    # the oracle saw the gold: every table names it so
+    assert "2 systems: oracle [NOT A VALID SUBMISSION: saw the gold]" in text
+    assert "paired differences" in text
     # the oracle's recall@10 over all items, with its n/denominator, side by side
     comp = compare_runs([runs["oracle"], runs["random"]], n_resamples=200)
+    assert comp.labels == ["oracle [NOT A VALID SUBMISSION: saw the gold]", "random"]
     row = comp.summary[(comp.summary["scope"] == "all") & (comp.summary["metric"] == "recall@10")
-                       & (comp.summary["system"] == "oracle")].iloc[0]
+                       & (comp.summary["system"] == comp.labels[0])].iloc[0]
     assert f"{row['value']:.4f} ({row['n']}/{row['denominator']})" in text
     pairs = json.loads(out.read_text())
     assert {p["metric"] for p in pairs} == {"recall@10", "ndcg@10", "mrr", "false_recall_rate"}

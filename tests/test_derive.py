@@ -1,63 +1,198 @@
-"""Derived unanswerables on hand-made data: quotas, the anchor guard, temporal as_of."""
+"""Derived unanswerables and as_of on hand-made data: replacement, guards, quotas, as_of."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from membench.sets.derive import anchors, derive
-from membench.sets.schema import AnnotationRecord, SourceItem
+from membench.sets.derive import (
+    E_ANCHORS,
+    E_NEARDUP,
+    FIRST,
+    NO_ANCHOR,
+    NO_HOLDER,
+    T_ANCHORS,
+    T_NEARDUP,
+    anchors,
+    derive,
+)
+from membench.sets.neardup import NearDupIndex
+from membench.sets.schema import AnnotationRecord, RecordDraft, SourceItem
+from membench.sets.timeline import build_timelines
 
 T = datetime(2024, 1, 1, tzinfo=timezone.utc)
+H = timedelta(hours=1)
+FILLER = [f"filler{i} about gardening tomatoes and weather" for i in range(20)]
 
 
-def item(sid, holder, hours):
-    return SourceItem(source_id=sid, modality="pdf", holder=holder,
-                      observed_at=T + timedelta(hours=hours), content="x", meta={"pages": 3})
+def world(texts_a: list[str], texts_b: list[str], modality: str = "pdf"):
+    """Two holders of source ``src`` (dev), one item an hour each, with these texts."""
+    items, texts = {}, {}
+    for h, tx in (("a", texts_a), ("b", texts_b)):
+        for i, t in enumerate(tx):
+            sid = f"src:{h}{i}"
+            items[sid] = SourceItem(source_id=sid, modality=modality, holder=f"h/{h}",
+                                    observed_at=T + i * H + (100 * H if h == "b" else 0 * H),
+                                    content="x", meta={"pages": 1})
+            texts[sid] = t
+    tls = build_timelines(("src", it.holder, it.observed_at) for it in items.values())
+    return items, texts, {"h/a": "dev", "h/b": "dev"}, tls
 
 
-def rec(n, question, sid, holder):
-    return AnnotationRecord(
+def rec(n: int, question: str, sid: str, holder: str = "h/a", **over) -> RecordDraft:
+    return RecordDraft(
         query_id=f"src:{n}", modality="pdf", question=question, answer="a", answer_format="str",
         gold=[{"source_id": sid, "region": {"page": 1}}],
-        scope={"holder": holder, "scenario": "s"}, as_of=T + timedelta(days=1),
-        unanswerable=False, split="dev",
-        origin={"dataset": "d", "revision": "r", "item": str(n), "license": "L"})
+        scope={"holder": holder, "scenario": "s"}, unanswerable=False,
+        origin={"dataset": "d", "revision": "r", "item": str(n), "license": "L"}, **over)
 
 
-ITEMS = {i.source_id: i for i in [item("src:a", "h/a", 0), item("src:b", "h/b", 5)]}
-TEXTS = {"src:a": "the zephyr turbine report lists how many figures are in this paper",
-         "src:b": "a paper with figures about many other things"}
-SPLIT = {"h/a": "dev", "h/b": "dev"}
-LAST = {"h/a": T, "h/b": T + timedelta(hours=5)}
+def by_id(out: list[AnnotationRecord]) -> dict[str, AnnotationRecord]:
+    return {r.query_id: r for r in out}
 
 
 def test_anchor_words():
     assert anchors("How many figures are in this paper?") == {"figures", "paper"}
 
 
-def test_generic_question_is_not_rescoped_specific_one_is():
-    generic = rec(1, "How many figures are in this paper?", "src:a", "h/a")
-    specific = rec(2, "What does the zephyr turbine report say?", "src:a", "h/a")
-    out, st = derive("src", [generic, specific], ITEMS, TEXTS, SPLIT, LAST)
-    trans = [r for r in out if r.origin.derivation == "transactive"]
-    # quota ceil(0.15 * 2) = 1: the generic question has every anchor in h/b's text
-    assert [r.origin.derived_from for r in trans] == ["src:2"]
-    assert trans[0].scope.holder == "h/b" and trans[0].as_of == LAST["h/b"]
-    assert trans[0].unanswerable and trans[0].gold == [] and trans[0].answer is None
-    assert st.transactive == 1 and st.transactive_no_target >= 0
+def test_a_derived_query_replaces_its_original():
+    items, texts, split, tls = world(["zephyr turbine report"] + FILLER[:9], FILLER[9:19])
+    r = rec(1, "What does the zephyr turbine report say?", "src:a0")
+    out, st = derive("src", [r], items, texts, split, tls)
+    assert st.transactive == 1 and len(out) == 1          # quota ceil(0.15 * 1)
+    d = out[0]
+    assert d.query_id == "src:1~transactive" and "src:1" not in by_id(out)
+    assert d.unanswerable and d.gold == [] and d.answer is None and d.scope.holder == "h/b"
+    assert d.origin.derived_from == "src:1" and d.origin.derivation == "transactive"
+    assert d.origin.distractor == [{"source_id": "src:a0", "region": {"page": 1}}]
 
 
-def test_temporal_is_one_second_before_the_earliest_gold():
-    r = rec(3, "What does the zephyr turbine report say?", "src:b", "h/b")
-    out, st = derive("src", [r], ITEMS, TEXTS, SPLIT, LAST)
-    temporal = [x for x in out if x.origin.derivation == "temporal"]
-    assert len(temporal) == 1  # ceil(0.10 * 1); the transactive quota took no candidate twice
-    assert temporal[0].as_of == ITEMS["src:b"].observed_at - timedelta(seconds=1)
-    assert temporal[0].scope.holder == "h/b" and temporal[0].query_id == "src:3~temporal"
+def test_a_question_without_distinctive_words_is_never_derived():
+    # "figures" and "paper" are in every item: they anchor nothing
+    items, texts, split, tls = world(["paper figures"] * 2 + ["paper figures zephyr"]
+                                     + ["paper figures"] * 3, ["paper figures"] * 6)
+    r = rec(1, "How many figures are in this paper?", "src:a2")
+    out, st = derive("src", [r], items, texts, split, tls)
+    assert [x.query_id for x in out] == ["src:1"] and not out[0].unanswerable
+    assert st.skipped == {f"transactive: {NO_ANCHOR}": 1, f"temporal: {NO_ANCHOR}": 1}
 
 
-def test_no_target_in_another_split():
-    r = rec(4, "What does the zephyr turbine report say?", "src:a", "h/a")
-    out, st = derive("src", [r], ITEMS, TEXTS, {"h/a": "dev", "h/b": "test"}, LAST)
-    assert not [x for x in out if x.origin.derivation == "transactive"]
-    assert st.transactive_no_target == 1
+def test_transactive_anchor_guard_reads_the_other_holders_memory():
+    items, texts, split, tls = world(["zephyr turbine report"] + FILLER[:5],
+                                     ["the zephyr turbine manual"] + FILLER[5:10])
+    r = rec(1, "What does the zephyr turbine report say?", "src:a3")
+    texts["src:a3"] = "zephyr turbine report"
+    out, st = derive("src", [r], items, texts, split, tls)
+    assert st.transactive == 0 and st.skipped[f"transactive: {T_ANCHORS}"] == 1
+
+
+def test_transactive_near_duplicate_guard():
+    page = "quarterly revenue per region and segment grew by fourteen percent this year"
+    items, texts, split, tls = world(FILLER[:6], FILLER[6:12])
+    items["src:a3"] = items["src:a3"].model_copy(update={"meta": {"pages": 2}})
+    texts["src:a3"] = "zephyr turbine annual report\f" + page      # the gold is page 2
+    texts["src:b4"] = "an analyst note quoting: " + page.upper()    # page 2, verbatim
+    r = RecordDraft(**{**rec(1, "What quarterly revenue did the zephyr turbine report?",
+                             "src:a3").model_dump(),
+                       "gold": [{"source_id": "src:a3", "region": {"page": 2}}]})
+    # 1 of its 3 anchors (zephyr, turbine, quarterly) is in holder b: the anchor guard passes
+    out, st = derive("src", [r], items, texts, split, tls, NearDupIndex(texts))
+    assert st.transactive == 0 and st.skipped[f"transactive: {T_NEARDUP}"] == 1
+    texts["src:b4"] = "an analyst note about something else entirely, at length"
+    out, st = derive("src", [r], items, texts, split, tls, NearDupIndex(texts))
+    assert st.transactive == 1
+
+
+def test_picture_near_duplicates_by_perceptual_hash():
+    items, texts, split, tls = world(["zephyr"] + FILLER[:5], FILLER[5:11], modality="pdf")
+    r = rec(1, "What does the zephyr chart show?", "src:a0")
+    near = NearDupIndex(texts, phash={"src:a0": 0, **{f"src:b{i}": (0b111 if i == 2 else -1 & 0xFFFF_FFFF)
+                                                      for i in range(6)}})
+    out, st = derive("src", [r], items, texts, split, tls, near)
+    assert st.transactive == 0 and st.skipped == {f"transactive: {T_NEARDUP}": 1,
+                                                  f"temporal: {FIRST}": 1}
+    far = NearDupIndex(texts, phash={"src:a0": 0, **{f"src:b{i}": 0xFFFF_FFFF for i in range(6)}})
+    out, st = derive("src", [r], items, texts, split, tls, far)
+    assert st.transactive == 1
+
+
+def test_temporal_as_of_precedes_all_evidence_and_sees_something():
+    items, texts, split, tls = world(FILLER[:10], FILLER[10:20])
+    texts["src:a7"] = "zephyr turbine report"
+    texts["src:a5"] = "the zephyr appendix"
+    r = rec(1, "What does the zephyr turbine report say?", "src:a7",
+            judgments={"any_annotator": [{"source_id": "src:a5", "region": {"page": 1}}]})
+    split_b = {"h/a": "dev", "h/b": "test"}               # no transactive target
+    out, st = derive("src", [r], items, texts, split_b, tls)
+    (d,) = out
+    assert d.query_id == "src:1~temporal" and st.temporal == 1
+    assert items["src:a0"].observed_at <= d.as_of < items["src:a5"].observed_at
+    assert d.origin.distractor == [{"source_id": "src:a7", "region": {"page": 1}}]
+
+
+def test_temporal_guards_read_the_whole_holder_not_only_the_past():
+    items, texts, split, tls = world(FILLER[:10], FILLER[10:20])
+    texts["src:a5"] = "zephyr turbine report"
+    texts["src:a9"] = "zephyr turbine figures"       # after as_of, still a reason to skip
+    r = rec(1, "What does the zephyr turbine report say?", "src:a5")
+    out, st = derive("src", [r], items, texts, {"h/a": "dev", "h/b": "test"}, tls)
+    assert st.temporal == 0 and st.skipped == {f"temporal: {E_ANCHORS}": 1,
+                                               f"transactive: {NO_HOLDER}": 1}
+    # a later copy of the gold page, without its anchors: the near-duplicate guard
+    body = "revenue grew by fourteen percent in the third quarter of the year"
+    texts["src:a5"] = "zephyr turbine report\f" + body
+    items["src:a5"] = items["src:a5"].model_copy(update={"meta": {"pages": 2}})
+    texts["src:a9"] = "a quote: " + body
+    r2 = RecordDraft(**{**r.model_dump(), "gold": [{"source_id": "src:a5",
+                                                   "region": {"page": 2}}]})
+    out, st = derive("src", [r2], items, texts, {"h/a": "dev", "h/b": "test"}, tls,
+                     NearDupIndex(texts))
+    assert st.temporal == 0 and st.skipped[f"temporal: {E_NEARDUP}"] == 1
+    texts["src:a9"] = "gardening"
+    out, st = derive("src", [r2], items, texts, {"h/a": "dev", "h/b": "test"}, tls,
+                     NearDupIndex(texts))
+    assert st.temporal == 1
+
+
+def test_evidence_in_the_first_observation_cannot_be_temporal():
+    items, texts, split, tls = world(["zephyr turbine"] + FILLER[:5], FILLER[5:11])
+    r = rec(1, "What does the zephyr turbine report say?", "src:a0")
+    out, st = derive("src", [r], items, texts, {"h/a": "dev", "h/b": "test"}, tls)
+    assert st.skipped == {f"temporal: {FIRST}": 1, f"transactive: {NO_HOLDER}": 1}
+    assert not out[0].unanswerable
+
+
+def test_as_of_of_every_kept_record_follows_its_evidence_within_the_spread():
+    n = 40
+    items, texts, split, tls = world([f"zephyr{i} turbine{i}" for i in range(n)],
+                                     [f"other{i}" for i in range(n)])
+    recs = [rec(i, f"What about zephyr{i} turbine{i}?", f"src:a{i}") for i in range(n)]
+    recs.append(RecordDraft(**{**rec(99, "Is there a unicorn?", "src:a0").model_dump(),
+                               "gold": [], "unanswerable": True, "answer": None,
+                               "answer_format": "none"}))
+    out, st = derive("src", recs, items, texts, split, tls)
+    tl = tls["h/a"]
+    spread = tl.spread
+    assert spread == 3
+    kept = [r for r in out if not r.origin.derivation]
+    assert len(out) == n + 1 and st.transactive == 6 and st.temporal == 4
+    for r in kept:
+        if r.unanswerable:
+            continue
+        g = items[r.gold[0].source_id].observed_at
+        assert g <= r.as_of < g + (spread + 1) * H      # in a slot 0..spread after its gold
+    # the clock digits are drawn, not inherited: no fixed second, no item time
+    assert len({r.as_of.second for r in out}) > 10
+    assert not {r.as_of for r in out} & {it.observed_at for it in items.values()}
+
+
+def test_sources_without_a_derivation_say_why():
+    items, texts, split, tls = world(["zephyr turbine"] * 3, ["other"] * 3)
+    items = {k.replace("src:", "codesearchnet:"): v.model_copy(
+        update={"source_id": k.replace("src:", "codesearchnet:")}) for k, v in items.items()}
+    tls = build_timelines(("codesearchnet", it.holder, it.observed_at) for it in items.values())
+    r = rec(1, "zephyr turbine", "codesearchnet:a1")
+    r = RecordDraft(**{**r.model_dump(), "query_id": "codesearchnet:1"})
+    out, st = derive("codesearchnet", [r], items, {}, split, tls)
+    assert [x.query_id for x in out] == ["codesearchnet:1"]
+    assert set(st.not_derived) == {"transactive", "temporal"} and st.skipped == {}
+    assert st.as_dict()["not_derived"]["temporal"].startswith("code-search queries")

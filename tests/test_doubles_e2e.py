@@ -1,5 +1,6 @@
 """The test doubles through the real runner and metrics on the real dev split: the oracle
-reaches the ceiling, the leaky system is caught by the scope gates, random is poor."""
+reaches the ceiling, the leaky system is caught by the scope gates, random is poor, and a
+system that abstains by metadata rules gains nothing."""
 
 from __future__ import annotations
 
@@ -35,7 +36,9 @@ def test_oracle_reaches_the_ceiling(runs, built, modality):
     m = runs["oracle"][modality]
     assert m["recall@10"]["value"] == pytest.approx(ceiling(built, modality), abs=1e-12)
     assert m["recall@1000"]["value"] == 1.0
-    assert m["false_recall_rate"]["value"] == 0.0
+    # (code has no unanswerable items: its false recall has no denominator, never a 0)
+    fr = m["false_recall_rate"]
+    assert fr["value"] == 0.0 if fr["denominator"] else fr["value"] is None
     assert m["temporal_correctness"]["value"] == 1.0
     assert m["holder_correctness"]["value"] == 1.0
     assert m["cartridge_recall"]["value"] == 1.0
@@ -63,3 +66,22 @@ def test_random_respects_scope_and_scores_poorly(runs):
     assert m["recall@10"]["value"] < runs["oracle"]["all"]["recall@10"]["value"] - 0.3
     # it abstains only where nothing is in scope (a temporal item asked before any memory)
     assert m["false_recall_rate"]["value"] > 0.8
+
+
+def test_abstaining_by_metadata_rules_gains_nothing(built, corpus_root, tmp_path):
+    """The rules an outside audit found (as_of before the holder's last item; the question was
+    asked before) fire as often on answerable as on unanswerable queries: on every modality
+    with at least 20 unanswerable dev items the two abstention rates differ by < 0.10."""
+    meta = run_system(make_system("metadata"), built.out, "dev", tmp_path, corpus_root)
+    assert meta["sees_gold"] is False
+    m = metrics_for_run_dir(tmp_path)
+    checked = []
+    for mod in MODALITIES:
+        fr = m[mod]["false_recall_rate"]
+        if fr["n"] < 20:
+            continue
+        abstain_unanswerable = 1 - fr["value"]
+        abstain_answerable = m[mod]["abstain_rate_answerable"]["value"]
+        assert abs(abstain_unanswerable - abstain_answerable) < 0.10, (mod, m[mod])
+        checked.append(mod)
+    assert set(checked) == {"pdf", "image", "video", "conversation"}

@@ -9,8 +9,6 @@ import pytest
 
 from membench.analysis.expected import EXPECTED, KEYS
 from membench.metrics import metrics_for_run_dir
-from membench.run.runner import run_system
-from membench.run.systems import make_system
 
 
 @pytest.fixture(scope="module")
@@ -18,13 +16,11 @@ def expected():
     return json.loads(EXPECTED.read_text())["systems"]
 
 
-def test_bm25_dev_reproduces_the_frozen_figures(expected, built, corpus_root, tmp_path):
+def test_bm25_dev_reproduces_the_frozen_figures(expected, bm25_dev):
     exp = expected["bm25"]
-    # 2 OCR workers on a machine whose OCR cache is cold (the output does not depend on it)
-    meta = run_system(make_system("bm25", {"ocr_processes": 2}), built.out, "dev", tmp_path,
-                      corpus_root)
+    run_dir, meta = bm25_dev
     assert meta["set_sha256"] == exp["set_sha256"]
-    got = metrics_for_run_dir(tmp_path)
+    got = metrics_for_run_dir(run_dir, write=False)
     for mod, figs in exp["modalities"].items():
         for k in KEYS:
             if k.startswith("latency"):
@@ -39,7 +35,7 @@ def test_every_frozen_system_has_its_command_and_sets(expected):
     for name, s in expected.items():
         assert s["command"].startswith(f"membench run --system {name} --split dev")
         assert set(s["set_sha256"]) >= {"pdf.jsonl", "items.jsonl"}
-        assert s["modalities"]["all"]["recall@10"]["n"] > 2000
+        assert s["modalities"]["all"]["recall@10"]["n"] > 1500
 
 
 def test_readme_figures_are_the_frozen_ones(expected):

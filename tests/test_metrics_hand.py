@@ -174,7 +174,7 @@ def test_pdf_aggregates(metrics):
 
 def test_shape_nulls_and_gates(metrics):
     assert list(metrics) == ["pdf", "conversation", "all", "by_source", "gates", "judgment_sets",
-                             "tie_breaking", "definitions"]
+                             "atom_level", "tie_breaking", "definitions"]
     for scope in ("pdf", "conversation", "all"):
         assert list(metrics[scope]) == list(METRICS)
     conv = metrics["conversation"]
@@ -252,3 +252,24 @@ def test_format_table(metrics):
     assert "FAIL" in text and "n/a (no items)" in text
     line = next(ln for ln in text.splitlines() if ln.startswith("pdf") and " recall@10 " in ln)
     assert "0.6000" in line
+
+
+def test_atom_level_view_by_hand():
+    s = score_items(RECORDS, ITEMS, ATOMS, RUN)
+    v = {q: i for i, q in enumerate(s.query_id)}
+    a = lambda m, q: s.atom_level[m][v[q]]
+    # q1: the same as region level (one atom per gold page)
+    assert a("recall@10", "pdfh:q1") == 1 and a("mrr", "pdfh:q1") == 1
+    assert a("ndcg@10", "pdfh:q1") == pytest.approx((D(1) + D(3)) / (D(1) + D(2)), abs=1e-15)
+    # q3: one page atom hits both block golds: one relevant document, so nDCG is 1 here
+    # while the region-level nDCG is 1 / (D(1) + D(2))
+    assert s.atom_qrels[v["pdfh:q3"]] == {"p3": 1}
+    assert a("ndcg@10", "pdfh:q3") == 1 and s.values["ndcg@10"][v["pdfh:q3"]] < 1
+    assert a("mrr", "pdfh:q2") == 0.5 and a("ndcg@10", "pdfh:q2") == pytest.approx(D(2))
+    assert a("recall@10", "pdfh:q4") == 0 and a("recall@100", "pdfh:q4") == 1
+    assert a("mrr", "pdfh:q4") == pytest.approx(1 / 11)
+    assert a("recall@10", "pdfh:q5") == 0                 # nothing returned: 0, still counted
+    assert np.isnan(a("mrr", "pdfh:u1")) and s.atom_qrels[v["pdfh:u1"]] == {}
+    m = compute_metrics(RECORDS, ITEMS, ATOMS, RUN)["atom_level"]
+    assert m["pdf"]["recall@10"]["denominator"] == 5 and m["all"]["mrr"]["n"] == 6
+    assert "trec_eval" in m["about"]

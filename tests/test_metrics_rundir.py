@@ -44,6 +44,9 @@ def test_writes_metrics_json(run_dir):
                              [{k: v for k, v in a.items() if k != "text"}
                               for a in _lines(run_dir / "atoms.jsonl")],
                              _lines(run_dir / "run.jsonl"))
+    assert result.pop("submission") == {"valid": True, "reasons": [], "sees_gold": False,
+                                        "partial": False, "answered": 10, "asked": 10,
+                                        "system": "hand", "label": "hand"}
     assert direct == result
 
 
@@ -152,3 +155,109 @@ def test_limited_run_selects_like_the_runner(run_dir):
 def test_missing_files(run_dir):
     (run_dir / "run.jsonl").unlink()
     _expect(run_dir, "run.jsonl", None, "MISSING_FILE")
+
+
+# --------------------------------------------------------------------------- what it refuses
+
+
+def _cli(args, capsys):
+    from membench.cli import main
+
+    code = main(args)
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+def test_an_atom_widened_past_the_cap_is_refused(run_dir, capsys):
+    # the conversation cap is 8 turns: a 12-turn atom would cover more than a few turns
+    _edit(run_dir / "atoms.jsonl", 7, extent={"turn_start": 1, "turn_end": 12})
+    _expect(run_dir, "atoms.jsonl", 7, "ATOM_CAP", "12 turns; cap is 8")
+    code, err = _cli(["metrics", str(run_dir)], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and "ATOM_CAP" in err
+    assert not (run_dir / "metrics.json").exists()
+
+
+def test_sets_that_changed_since_the_run_are_refused(run_dir, capsys):
+    from membench.sets.build import set_digests
+
+    meta = json.loads((run_dir / "meta.json").read_text())
+    meta["set_sha256"] = set_digests(run_dir / "sets")
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+    assert metrics_for_run_dir(run_dir, write=False)["pdf"]["recall@10"]["value"] == 0.6
+    rows = _lines(run_dir / "sets" / "pdf.jsonl")
+    _write(run_dir / "sets" / "pdf.jsonl", list(reversed(rows)))      # same records, new bytes
+    _expect(run_dir, "pdf.jsonl", None, "SET_DRIFT", "recorded")
+    code, err = _cli(["metrics", str(run_dir)], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and "SET_DRIFT" in err
+
+
+def test_an_interrupted_run_is_refused_unless_partial(run_dir, capsys):
+    from membench.metrics import format_table
+
+    full = metrics_for_run_dir(run_dir, write=False)
+    assert full["pdf"]["false_recall_rate"]["value"] == 0.25       # u2 keeps two atoms
+    meta = json.loads((run_dir / "meta.json").read_text())
+    meta["status"] = "running"
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+    _expect(run_dir, "meta.json", None, "INCOMPLETE_RUN", "'running'")
+    # what an interrupted run looks like: the unanswerable u2's line never got written
+    _write(run_dir / "run.jsonl", [r for r in _lines(run_dir / "run.jsonl")
+                                   if r["query_id"] != "pdfh:u2"])
+    part = metrics_for_run_dir(run_dir, write=False, partial=True)
+    fr = part["pdf"]["false_recall_rate"]
+    # the missing line is left out, not counted as an abstention (which would give 0/4)
+    assert (fr["value"], fr["n"], fr["denominator"]) == (0.0, 3, 3)
+    sub = part["submission"]
+    assert sub["valid"] is False and sub["partial"] and (sub["answered"], sub["asked"]) == (9, 10)
+    assert "PARTIAL: 9 of 10" in format_table(part) and "NOT A VALID" in format_table(part)
+    # complete status but a line missing: refused too
+    meta["status"] = "complete"
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+    _expect(run_dir, "run.jsonl", None, "INCOMPLETE_RUN", "1 of 10 queries have no line")
+    code, err = _cli(["metrics", str(run_dir)], capsys)
+    assert code == 2 and "INCOMPLETE_RUN" in err and len(err.splitlines()) == 1
+    code, _ = _cli(["metrics", str(run_dir), "--partial"], capsys)
+    assert code == 0
+    assert json.loads((run_dir / "metrics.json").read_text())["submission"]["partial"]
+
+
+def test_a_test_split_run_needs_final_and_is_logged(run_dir, capsys, monkeypatch, tmp_path):
+    log = tmp_path / "access.jsonl"
+    monkeypatch.setattr("membench.run.runner.TEST_ACCESS_LOG", log)
+    for f in ("pdf.jsonl", "conversation.jsonl"):
+        rows = _lines(run_dir / "sets" / f)
+        for r in rows:
+            r["split"] = "test" if r["split"] == "dev" else "dev"
+        _write(run_dir / "sets" / f, rows)
+    meta = json.loads((run_dir / "meta.json").read_text())
+    meta["split"] = "test"
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+    _expect(run_dir, "meta.json", None, "TEST_SPLIT", "--final")
+    assert not log.exists()
+    code, err = _cli(["metrics", str(run_dir)], capsys)
+    assert code == 2 and "TEST_SPLIT" in err and len(err.splitlines()) == 1
+    assert metrics_for_run_dir(run_dir, write=False, final=True)["pdf"]["recall@10"]["n"] == 5
+    metrics_for_run_dir(run_dir, write=False, final=True)      # the same day: logged once
+    rows = _lines(log)
+    assert len(rows) == 1 and rows[0]["action"] == "read" and rows[0]["system"] == "hand"
+
+
+def test_report_and_compare_refuse_the_same(run_dir, capsys, tmp_path):
+    other = tmp_path / "other"
+    shutil.copytree(run_dir, other)
+    meta = json.loads((other / "meta.json").read_text())
+    meta["sets_dir"] = str(run_dir / "sets")
+    meta["status"] = "running"
+    (other / "meta.json").write_text(json.dumps(meta))
+    code, err = _cli(["compare", str(run_dir), str(other), "--resamples", "10"], capsys)
+    assert code == 2 and "INCOMPLETE_RUN" in err and len(err.splitlines()) == 1
+    out = tmp_path / "reports"
+    code, err = _cli(["report", "--run", str(other), "--out", str(out)], capsys)
+    assert code == 2 and "INCOMPLETE_RUN" in err and len(err.splitlines()) == 1
+    assert not out.exists()                           # refused before anything was rendered
+    _edit(run_dir / "atoms.jsonl", 7, extent={"turn_start": 1, "turn_end": 12})
+    code, err = _cli(["compare", str(run_dir), str(other), "--partial", "--resamples", "10"],
+                     capsys)
+    assert code == 2 and "ATOM_CAP" in err
+    code, err = _cli(["report", "--run", str(run_dir), "--out", str(out)], capsys)
+    assert code == 2 and "ATOM_CAP" in err and not out.exists()

@@ -62,6 +62,12 @@ def test_key_tables_present(rendered):
     out, done, _ = rendered
     pages = {r.notebook: r.html.read_text() for r in done}
     assert "REVISION_UNKNOWN" in pages["01_validate_sets"] and "not mirrored" in pages["01_validate_sets"].lower()
+    # the audit, with n, and the derivations the guards skipped
+    assert "metadata-only ROC AUC" in pages["01_validate_sets"] and "TELL" in pages["01_validate_sets"]
+    assert "skipped by a guard" in pages["01_validate_sets"]
+    # the oracle saw the gold: its pages say so
+    assert "NOT A VALID SUBMISSION" in pages["02_run_dev"]
+    assert "NOT A VALID SUBMISSION" in pages["05_compare_systems"]
     assert "holder_correctness" in pages["02_run_dev"] and "PASS" in pages["02_run_dev"]
     assert "worst" in pages["03_slice_failures"].lower()
     assert "data:image/png;base64" in pages["03_slice_failures"]  # the plots

@@ -27,9 +27,6 @@ class Crashing:
     def config(self):
         return self.inner.config()
 
-    def bind(self, ctx):
-        self.inner.bind(ctx)
-
     def ingest(self, items, root):
         return self.inner.ingest(items, root)
 
@@ -43,7 +40,7 @@ class Crashing:
 def test_resume_after_crash_answers_every_query_once(built, corpus_root, tmp_path):
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
-        run_system(Crashing(make_system("oracle"), 40), built.out, "dev", out, corpus_root,
+        run_system(Crashing(make_system("random"), 40), built.out, "dev", out, corpus_root,
                    limit=15)
     first = lines(out / "run.jsonl")
     assert len(first) == 40
@@ -51,13 +48,72 @@ def test_resume_after_crash_answers_every_query_once(built, corpus_root, tmp_pat
     # a torn last line, as a crash mid-write leaves it
     with open(out / "run.jsonl", "a") as f:
         f.write('{"query_id": "pdf')
-    meta = run_system(make_system("oracle"), built.out, "dev", out, corpus_root, limit=15)
+    meta = run_system(make_system("random"), built.out, "dev", out, corpus_root, limit=15)
     rows = lines(out / "run.jsonl")
     ids = [r["query_id"] for r in rows]
     expected = [r.query_id for r in load_split(built.out, "dev", limit=15).records]
     assert sorted(ids) == sorted(expected) and len(ids) == len(set(ids)) == meta["queries"]
     assert rows[:40] == first  # nothing already written was lost or rewritten
     assert meta["status"] == "complete" and meta["resumed"] == 1
+
+
+def test_queries_come_in_the_seeded_order_and_subsets_keep_it(built, corpus_root, tmp_path):
+    from membench.sets.select import ORDER_SEED, presentation_order
+
+    full = load_split(built.out, "dev")
+    ids = [r.query_id for r in full.records]
+    assert ids == presentation_order(ids) and ids != sorted(ids)
+    assert len({r.modality for r in full.records[:20]}) > 1          # modalities interleaved
+    sub = [r.query_id for r in load_split(built.out, "dev", limit=7).records]
+    assert sub == [q for q in ids if q in set(sub)]                     # same relative order
+    meta = run_system(make_system("random"), built.out, "dev", tmp_path / "r", corpus_root,
+                      limit=7)
+    assert meta["order"]["seed"] == ORDER_SEED and "sha256" in meta["order"]["rule"]
+    assert [r["query_id"] for r in lines(tmp_path / "r" / "run.jsonl")] == sub
+
+
+def test_a_limit_run_ingests_only_the_holders_it_asks(built, corpus_root, tmp_path):
+    data = load_split(built.out, "dev", limit=3)
+    asked = {r.scope.holder for r in data.records}
+    assert {it.holder for it in data.items} == asked
+    assert len(data.items) < len(load_split(built.out, "dev").items)
+    meta = run_system(make_system("random"), built.out, "dev", tmp_path / "r", corpus_root,
+                      limit=3)
+    assert meta["items"] == len(data.items) and "holders of the selected" in meta["memory"]
+
+
+class Peeking:
+    """Asks for the records like a test double, without being one."""
+
+    name = "peeking"
+
+    def config(self):
+        return {}
+
+    def bind(self, ctx):
+        self.records = ctx.records
+
+    def ingest(self, items, root):
+        return []
+
+    def query(self, q, scope, as_of):
+        return Result(hits=[])
+
+
+def test_only_registered_test_doubles_see_gold(built, corpus_root, tmp_path, capsys):
+    from membench.run.systems.doubles import Oracle
+
+    class SubOracle(Oracle):
+        pass
+
+    for system in (Peeking(), SubOracle()):
+        with pytest.raises(MembenchError, match="only the registered test doubles"):
+            run_system(system, built.out, "dev", tmp_path / system.name, corpus_root, limit=1)
+        assert not (tmp_path / system.name / "run.jsonl").exists()
+    m = run_system(make_system("oracle"), built.out, "dev", tmp_path / "o", corpus_root, limit=1)
+    assert m["sees_gold"] is True
+    m = run_system(make_system("random"), built.out, "dev", tmp_path / "r", corpus_root, limit=1)
+    assert m["sees_gold"] is False
 
 
 def test_resume_refuses_a_different_system(built, corpus_root, tmp_path):

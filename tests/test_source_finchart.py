@@ -45,7 +45,12 @@ def test_counts(res):
     assert cov.balanced()
     assert len(res.drafts) == 639
     assert len(res.items) == 319
-    assert res.texts == {}
+    # each chart's text is the upstream questions over it (for the anchor guard only)
+    asked = {}
+    for d in sorted(res.drafts, key=lambda d: int(d.query_id.split(":")[1])):   # row order
+        asked.setdefault(d.gold[0].source_id, []).append(d.question)
+    assert res.texts == {k: "\n".join(v) for k, v in asked.items()}
+    assert len(res.texts) <= len(res.items)
     assert Counter(d.answer_format for d in res.drafts) == {"float": 338, "int": 301}
     holders = Counter(i.holder for i in res.items)
     assert sorted(holders.values()) == [53] * 5 + [54]

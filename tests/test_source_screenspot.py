@@ -43,7 +43,9 @@ def test_real_counts(real):
         per[d.scope.holder] = per.get(d.scope.holder, 0) + 1
     assert per == {"screenspot/desktop": 2, "screenspot/mobile": 9, "screenspot/web": 6}
     assert not any(d.unanswerable for d in real.drafts)
-    assert real.texts == {}
+    # a screenshot's text is the upstream instructions over it (for the anchor guard only)
+    assert sorted(real.texts) == sorted({d.gold[0].source_id for d in real.drafts})
+    assert sum(len(t.split("\n")) for t in real.texts.values()) == len(real.drafts)
 
 
 def test_real_notes(real):

@@ -136,20 +136,34 @@ def test_deterministic_across_builds_and_input_order():
 
 
 def test_filters_do_not_change_scores():
-    """The scope filters are zero-score: hits score exactly what the bare BM25 text query
-    gives them."""
+    """The time filter is zero-score: hits score exactly what the bare BM25 text query over
+    the holder's index gives them."""
     import tantivy
 
     e = BM25Engine()
     e.index([atom("a", "h1", "red apple pie"), atom("b", "h2", "green apple"),
              atom("c", "h1", "apple apple crumble pie", T0 + timedelta(days=2))])
+    schema, _, searcher, rows = e._holders["h1"]
     Q, Occ = tantivy.Query, tantivy.Occur
-    bare = Q.boolean_query([(Occ.Should, Q.term_query(e._schema, "text", t))
+    bare = Q.boolean_query([(Occ.Should, Q.term_query(schema, "text", t))
                             for t in e.terms("apple pie")])
-    res = e._searcher.search(bare, 10).hits
-    ords = e._searcher.fast_field_values("ord", [addr for _, addr in res])
-    unfiltered = {e.atoms[o].atom_id: score for (score, _), o in zip(res, ords, strict=True)}
-    assert set(unfiltered) == {"a", "b", "c"}
+    res = searcher.search(bare, 10).hits
+    ords = searcher.fast_field_values("ord", [addr for _, addr in res])
+    unfiltered = {rows[o].atom_id: score for (score, _), o in zip(res, ords, strict=True)}
+    assert set(unfiltered) == {"a", "c"}                  # h1's index holds h1's atoms only
     hits = e.search("apple pie", "h1", T0, 5)
     assert [a for a, _ in hits] == ["a"]
     assert hits[0][1] == pytest.approx(unfiltered["a"], rel=0, abs=0)
+
+
+def test_scores_do_not_depend_on_other_holders():
+    """Statistics are per holder: adding another holder's memory (which would change IDF and
+    average length in a shared index) leaves a holder's hits and scores exactly as they were."""
+    mine = [atom(i, "bank", t) for i, t in REPORT]
+    others = [atom(f"o{i:03d}", f"other{i % 4}", "interest margin " * (i % 7 + 1) + "loan")
+              for i in range(200)]
+    alone, shared = BM25Engine(), BM25Engine()
+    alone.index(mine)
+    shared.index(mine + others)
+    for q in ("What was the net interest margin in 2016?", "loan provisions", "dividend"):
+        assert shared.search(q, "bank", T0, 100) == alone.search(q, "bank", T0, 100)

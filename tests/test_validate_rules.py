@@ -88,8 +88,8 @@ def test_cli_exit_codes(tmp_path, capsys):
     ("DUPLICATE_QUERY_ID", "pdf.jsonl", 2, lambda s: s["pdf.jsonl"][1].update(query_id="pdfsrc:q0")),
     ("DUPLICATE_SOURCE_ID", "items.jsonl", 2,
      lambda s: s["items.jsonl"].insert(1, dict(s["items.jsonl"][0]))),
-    ("DERIVED_FROM_UNKNOWN", "pdf.jsonl", 4,
-     lambda s: s["pdf.jsonl"][3]["origin"].update(derived_from="pdfsrc:nope", derivation="temporal")),
+    ("DERIVED_TWIN", "pdf.jsonl", 4,
+     lambda s: s["pdf.jsonl"][3]["origin"].update(derived_from="pdfsrc:q0", derivation="temporal")),
     ("CONFLICTING_QUERY", "pdf.jsonl", 1,
      lambda s: s["pdf.jsonl"][3].update(question=s["pdf.jsonl"][0]["question"])),
     ("SPLIT_LEAK", "video.jsonl", 1, lambda s: s["video.jsonl"][1].update(split="test")),
@@ -158,6 +158,22 @@ def test_indistinguishable_queries_are_a_warning(tmp_path):
     assert "codesrc:q0 and codesrc:q1" in f[0].message
 
 
+def test_a_metadata_tell_is_an_error(tmp_path):
+    """60 pdf records of one holder: the unanswerable ones asked before its only item, the
+    answerable ones after it. The audit's rules see it at once."""
+    def fn(s):
+        un = [ms.record("pdf", i, unanswerable=True, as_of=ms.T0) for i in range(30)]
+        s["pdf.jsonl"] = [ms.record("pdf", 100 + i) for i in range(30)] + un
+    f = run(mutate(tmp_path, fn))
+    tells = [x for x in f if x.rule == "TELL"]
+    assert tells and {x.file.rsplit("/", 1)[-1] for x in tells} == {"pdf.jsonl"}
+    assert any("before the holder's last item" in x.message for x in tells)
+    assert all(x.level == "error" for x in tells)
+    p = mutate(tmp_path / "again", fn)
+    assert [x for x in validate_sets(p["sets"], p["manifest"], lock=p["lock"], audit=False)
+            if x.rule == "TELL"] == []
+
+
 def test_every_rule_the_validator_emits_is_listed():
     import inspect
     import re
@@ -173,4 +189,4 @@ def test_every_rule_the_validator_emits_is_listed():
     emitted |= set(re.findall(r'rule="([A-Z][A-Z_]{3,})"', inspect.getsource(j)))
     emitted |= {"PATH_OUTSIDE_CORPUS"}   # core.paths.confine
     assert emitted <= set(v.RULES), emitted - set(v.RULES)
-    assert len(v.RULES) == 28
+    assert len(v.RULES) == 29

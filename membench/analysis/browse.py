@@ -6,6 +6,8 @@ Two kinds of case (SPEC sections 7 and 8):
   abstained). The case shows the atoms the system committed to and, for a derived item
   (``origin.derivation`` transactive or temporal), the gold of the query it derives from, i.e.
   where the system most likely took its evidence from (another holder's memory, or the future).
+  A derived query replaces its original in the sets (:mod:`membench.sets.derive`), so that
+  gold is read from the derived record's ``origin.distractor``.
 * ``"miss"``: an *answerable* item none of whose gold regions is hit by any of the top
   :data:`MISS_DEPTH` ranked atoms (its recall@10 is 0). The case shows the gold regions and what
   the system ranked instead.
@@ -42,7 +44,7 @@ from ..modalities.base import escape as e
 from ..modalities.base import missing_html, short_json
 from ..run.files import AtomRow, RunRow
 from ..run.protocol import rank_order
-from ..sets.schema import AnnotationRecord
+from ..sets.schema import AnnotationRecord, Gold
 
 KINDS: dict[str, str] = {
     "false_recall": "false recalls (unanswerable, cartridge not empty)",
@@ -93,7 +95,7 @@ class Case:
     cartridge: list[CaseAtom]   # in the system's cartridge order
     top_hits: list[CaseAtom]    # the top MISS_DEPTH ranked hits
     gold: list[dict[str, Any]]  # [{source_id, region[, grade]}]; empty for unanswerable items
-    original: dict[str, Any] | None = None   # the derived_from record: query_id, question, ...
+    original: dict[str, Any] | None = None   # the query it derives from: query_id, holder, gold
     distractor: list[Any] | None = None      # native unanswerables: upstream evidence ids
     notes: str | None = None
     has_run: bool = True        # the run has a line for this query
@@ -173,7 +175,6 @@ def _load(rd: RunDir) -> RunCases:
     scores = rd.scores()
     recall10 = scores.values["recall@10"]
     false_recall = scores.values["false_recall_rate"]
-    by_qid = rd.split_records()
     raw_items = rd.item_rows()
     atoms = {a.atom_id: a for a in rd.atoms}
     rows = rd.row_by_query
@@ -190,7 +191,7 @@ def _load(rd: RunDir) -> RunCases:
                              "failed": failed})
         if not failed:
             continue
-        case = _make_case(r, rows.get(r.query_id), atoms, raw_items, by_qid)
+        case = _make_case(r, rows.get(r.query_id), atoms, raw_items)
         (false_recalls if r.unanswerable else misses).append(case)
 
     order = {m: i for i, m in enumerate(MODALITIES)}
@@ -200,7 +201,7 @@ def _load(rd: RunDir) -> RunCases:
 
 
 def _make_case(r: AnnotationRecord, row: RunRow | None, atoms: dict[str, AtomRow],
-               raw_items: dict[str, dict], by_qid: dict[str, AnnotationRecord]) -> Case:
+               raw_items: dict[str, dict]) -> Case:
     ranked = rank_order(row.hit_ids, row.scores) if row is not None else []
     cart_ids = list(dict.fromkeys(row.cartridge)) if row is not None else []
     gold = _gold_rows(r.gold)
@@ -209,15 +210,16 @@ def _make_case(r: AnnotationRecord, row: RunRow | None, atoms: dict[str, AtomRow
         for a, s in row.hits:
             scores.setdefault(a, float(s))      # a duplicate keeps its first score
     rank = {a: i + 1 for i, a in enumerate(ranked)}
-    orig_rec = by_qid.get(r.origin.derived_from) if r.origin.derived_from else None
     original = None
     if r.origin.derived_from:
-        original = {"query_id": r.origin.derived_from, "found": orig_rec is not None,
-                    "question": orig_rec.question if orig_rec else None,
-                    "answer": orig_rec.answer if orig_rec else None,
-                    "scope": orig_rec.scope.model_dump() if orig_rec else None,
-                    "as_of": orig_rec.as_of.isoformat() if orig_rec else None,
-                    "gold": _gold_rows(orig_rec.gold) if orig_rec else []}
+        # the original is withdrawn from the sets; its gold is the derived record's distractor
+        ogold = [g for g in (r.origin.distractor or []) if isinstance(g, dict)
+                 and isinstance(g.get("source_id"), str) and isinstance(g.get("region"), dict)]
+        holders = sorted({raw_items[g["source_id"]]["holder"] for g in ogold
+                          if g["source_id"] in raw_items})
+        original = {"query_id": r.origin.derived_from, "found": bool(ogold),
+                    "question": r.question, "holder": ", ".join(holders) or None,
+                    "gold": _gold_rows([Gold(**g) for g in ogold])}
     as_of = r.as_of
     cart_set = set(cart_ids)
 
@@ -464,7 +466,7 @@ def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
                   ("derivation", case.derivation), ("derived_from", case.derived_from),
                   ("split", case.split),
                   ("known distractor (upstream evidence, not gold)",
-                   None if not case.distractor else short_json(case.distractor)),
+                   None if not case.distractor or case.original else short_json(case.distractor)),
                   ("notes", case.notes),
                   ("run line", None if case.has_run else "none: the system returned nothing"),
                   ("ranked atoms", case.n_hits)])]
@@ -472,12 +474,11 @@ def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
     if o:
         if o["found"]:
             parts.append('<div class="mb-panel mb-orig"><b>derived from</b> '
-                         + _kv([("query", o["query_id"]), ("question", o["question"]),
-                                ("answer", None if o["answer"] is None else short_json(o["answer"])),
-                                ("holder", (o["scope"] or {}).get("holder")),
-                                ("as_of", o["as_of"])]) + "</div>")
+                         + _kv([("query", o["query_id"]), ("its holder", o["holder"]),
+                                ("its gold", f"{len(o['gold'])} region(s), below")]) + "</div>")
         else:
-            parts.append(missing_html(f"derived_from {o['query_id']} is not a record of this split"))
+            parts.append(missing_html(f"derived_from {o['query_id']}: the record keeps no gold "
+                                      "of it (origin.distractor)"))
 
     if case.cartridge:
         parts.append(f"<h4>Cartridge: {len(case.cartridge)} atom(s)"
@@ -505,8 +506,7 @@ def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
         parts.append(_gold_panels(case.gold, case, root, "mb-gold", "gold", shown))
     if o and o["found"]:
         parts.append(f"<h4>Gold of the original query {e(o['query_id'])} (holder "
-                     f"{e(str((o['scope'] or {}).get('holder')))}, as_of {e(str(o['as_of']))})"
-                     "</h4>")
+                     f"{e(str(o['holder']))})</h4>")
         parts.append(_gold_panels(o["gold"], case, root, "mb-orig", "original", shown))
     parts.append("</div>")
     return "".join(parts)

@@ -6,7 +6,9 @@ hit) is split by answerability, and the operating-point rule
 (answerable kept - unanswerable kept) subject to an unanswerable kept share (= false-recall rate
 of a top-1 cartridge) within the false-recall gate where achievable. The result is written as
 ``bench/calibration/<system>.json`` (committed: the reference systems read it), with the
-figures it was chosen on. Only the dev split may be used.
+figures it was chosen on. A modality without unanswerable (or without answerable) dev queries
+has no operating point: it is listed under ``not_calibrated`` with the reason, and the
+reference systems keep their default threshold there. Only the dev split may be used.
 """
 
 from __future__ import annotations
@@ -41,11 +43,15 @@ def calibrate_run(run_dir: str | os.PathLike | RunDir,
         "rule": "per modality: the top-1 score threshold maximising (answerable kept - "
                 "unanswerable kept) with unanswerable kept <= max_false_recall where "
                 "achievable; ties -> higher threshold",
-        "modalities": {}}
+        "modalities": {}, "not_calibrated": {}}
     for m in sorted({r.modality for r in recs}):
         pos = [top1.get(r.query_id) for r in recs if r.modality == m and not r.unanswerable]
         neg = [top1.get(r.query_id) for r in recs if r.modality == m and r.unanswerable]
         if not any(s is not None for s in pos + neg):
+            continue
+        if not pos or not neg:      # every threshold would look free of false recalls (or hits)
+            out["not_calibrated"][m] = (f"{len(pos)} answerable and {len(neg)} unanswerable "
+                                        "dev queries: no operating point to choose")
             continue
         c = choose_threshold(pos, neg)
         out["modalities"][m] = {"threshold": c.threshold, "answerable_kept": round(c.tpr, 6),

@@ -158,10 +158,12 @@ def holm(p: np.ndarray) -> np.ndarray:
 
 
 def _labels(runs: list[RunDir]) -> list[str]:
+    """Each run's :attr:`RunDir.label` (so NOT A VALID SUBMISSION and PARTIAL show in every
+    table), with its directory's name where two runs share a system."""
     names = [r.system for r in runs]
     labels = []
     for i, r in enumerate(runs):
-        lab = r.system if names.count(r.system) == 1 else f"{r.system}@{r.path.name}"
+        lab = r.label if names.count(r.system) == 1 else f"{r.label}@{r.path.name}"
         while lab in labels:
             lab = f"{lab}#{i}"
         labels.append(lab)
@@ -186,15 +188,10 @@ def check_metas(metas: list[tuple[Path, dict]]) -> None:
 
 
 def check_comparable(runs: list[RunDir]) -> None:
-    """Same split, same set files (sha256, as recorded by each run and as read now), same
-    evaluated query ids; :class:`ComparisonError` naming the runs and the difference."""
+    """Same split, same set files (sha256, as recorded by each run; each run's sets as read
+    now were checked against its record by :meth:`RunDir.open`), same evaluated query ids;
+    :class:`ComparisonError` naming the runs and the difference."""
     check_metas([(r.path, r.meta) for r in runs])
-    for r in runs:
-        diff = r.set_drift()
-        if diff:
-            raise ComparisonError(
-                f"{r.path}: was run on set files whose sha256 differ from {r.sets_dir} "
-                f"({', '.join(diff)}); score it against the sets it was run on")
     ref = runs[0]
     ref_ids = set(ref.scores().query_id)
     for r in runs[1:]:
@@ -212,16 +209,18 @@ def check_comparable(runs: list[RunDir]) -> None:
 def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike | None = None,
                  *, metrics: tuple[str, ...] | list[str] = PAIRED_METRICS,
                  n_resamples: int = N_PAIRED_RESAMPLES, seed: int = SEED,
-                 ci_resamples: int = 1000) -> Comparison:
+                 ci_resamples: int = 1000, partial: bool = False,
+                 final: bool = False) -> Comparison:
     """Load, check and compare runs (see the module docstring). ``n_resamples`` is used by
-    the paired tests; ``ci_resamples`` by the per-system intervals (1000, as metrics.json)."""
+    the paired tests; ``ci_resamples`` by the per-system intervals (1000, as metrics.json);
+    ``partial`` and ``final`` as :meth:`membench.metrics.rundir.RunDir.open`."""
     import pandas as pd
 
     if isinstance(run_dirs, (str, os.PathLike)):
         raise ComparisonError("run_dirs must be a list of run directories")
     paths = [resolve_user_path(d) for d in run_dirs]
     check_metas([(p, read_meta(p)) for p in paths])
-    runs = [RunDir.open(p, sets_dir) for p in paths]
+    runs = [RunDir.open(p, sets_dir, partial=partial, final=final) for p in paths]
     check_comparable(runs)
     labels = _labels(runs)
     frames = {lab: item_frame(r) for lab, r in zip(labels, runs)}

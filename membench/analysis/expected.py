@@ -27,8 +27,14 @@ ORDER = (*MODALITIES, "all")
 
 
 def figures(run_dir: Path) -> dict:
+    """The frozen figures of one run (its metrics.json); a run whose figures are not a valid
+    submission (it saw the gold, or it was read PARTIAL) cannot be frozen."""
     meta = json.loads((run_dir / "meta.json").read_text())
     m = json.loads((run_dir / "metrics.json").read_text())
+    sub = m.get("submission") or {}
+    if not sub.get("valid", True):
+        raise SystemExit(f"{run_dir}: not a valid submission ({'; '.join(sub['reasons'])}): "
+                         "its figures cannot be frozen")
     out = {"command": f"membench run --system {meta['system']} --split dev --out {run_dir} "
                       "--metrics", "system": meta["system"],
            "set_sha256": meta["set_sha256"], "calibration": meta["config"].get("calibration"),

@@ -46,9 +46,20 @@ def metrics_frame(metrics: dict[str, Any], *, scopes: list[str] | None = None,
     return pd.DataFrame(rows)
 
 
+def submission_note(metrics: dict[str, Any]) -> str | None:
+    """``"NOT A VALID SUBMISSION (label): reasons"`` when metrics.json says the run is not a
+    valid submission (the system saw the gold, or it is read PARTIAL); else ``None``."""
+    sub = metrics.get("submission") or {}
+    if sub.get("valid", True):
+        return None
+    return (f"NOT A VALID SUBMISSION ({sub.get('label') or sub.get('system')}): "
+            + "; ".join(sub.get("reasons", [])))
+
+
 def metrics_table(metrics: dict[str, Any], metric_names: list[str] | None = None):
     """metrics.json side by side: one row per metric, one column per scope, each cell
-    ``value (n/denominator) [ci95 lo, hi]``."""
+    ``value (n/denominator) [ci95 lo, hi]``; a run that is not a valid submission says so in
+    the header (the columns' name)."""
 
     mf = metrics_frame(metrics, metric_names=metric_names)
 
@@ -63,8 +74,10 @@ def metrics_table(metrics: dict[str, Any], metric_names: list[str] | None = None
     mf["cell"] = [cell(r) for _, r in mf.iterrows()]
     t = mf.pivot(index="metric", columns="scope", values="cell")
     order = [m for m in metric_names or list(metrics.get("all", {})) if m in t.index]
-    return t.reindex(index=order + [m for m in t.index if m not in order],
-                     columns=[s for s in (*MODALITIES, "all") if s in t.columns])
+    t = t.reindex(index=order + [m for m in t.index if m not in order],
+                  columns=[s for s in (*MODALITIES, "all") if s in t.columns])
+    t.columns.name = submission_note(metrics) or "scope"
+    return t
 
 
 def gates_frame(metrics: dict[str, Any]):
@@ -81,7 +94,11 @@ def gates_frame(metrics: dict[str, Any]):
                      "ci95_lo": (e.get("ci95") or [None])[0],
                      "ci95_hi": (e.get("ci95") or [None, None])[1],
                      "result": {True: "PASS", False: "FAIL", None: "n/a (no items)"}[g["pass"]]})
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    note = submission_note(metrics)
+    if note:        # every row says it: a gate passed by a run that saw the gold proves nothing
+        df["submission"] = note
+    return df
 
 
 def coverage_frame(sets_dir: str | os.PathLike, df=None):

@@ -45,6 +45,13 @@ from .measures import (
 from .score import ItemScores
 
 DEFINITIONS: dict[str, str] = definitions()
+ATOM_LEVEL_ABOUT = (
+    "trec_eval's view of the run (membench export: run.trec, qrels.trec): an atom is a "
+    "document, relevant (with the highest grade of the gold regions it hits) when it hits a "
+    "gold region; recall@k = relevant atoms in the top k / relevant atoms, mrr = recip_rank, "
+    "ndcg@10 = ndcg_cut_10 with graded gains; every answerable item counts, one without a "
+    "relevant atom as 0. Differs from the region-level figures when atoms and gold regions are "
+    "not one to one (docs/runs.md).")
 
 
 def _entry(value: float | None, n: int, denominator: int,
@@ -121,15 +128,43 @@ def aggregate(scores: ItemScores, *, seed: int = SEED,
                             for m in JUDGMENT_MEASURES}
         js[name] = block
     result["judgment_sets"] = js
+    result["atom_level"] = atom_level_block(scores, seed=seed, n_resamples=n_resamples)
     result["tie_breaking"] = TIE_BREAKING
     result["definitions"] = dict(DEFINITIONS)
     return result
+
+
+def atom_level_block(scores: ItemScores, *, seed: int = SEED,
+                     n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+    """``metrics.json["atom_level"]``: the atom-level measures (:mod:`.atom_level`) per
+    modality and over all items, each over the answerable items, with n, denominator and a
+    bootstrap interval, and what the view is."""
+    if not scores.atom_level:
+        return {}
+    mods = np.asarray(scores.modality, dtype=object)
+    out: dict[str, Any] = {"about": ATOM_LEVEL_ABOUT}
+    for scope in [*_modalities(list(scores.modality)), "all"]:
+        mask = np.ones(len(scores), dtype=bool) if scope == "all" else mods == scope
+        out[scope] = {m: mean_entry(v[mask], f"atom_level:{scope}|{m}", seed=seed,
+                                    n_resamples=n_resamples)
+                      for m, v in scores.atom_level.items()}
+    return out
 
 
 def _fmt(v: float | None, metric: str) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     return f"{v:.2f}" if metric.startswith("latency") else f"{v:.4f}"
+
+
+def submission_banner(metrics: dict[str, Any]) -> list[str]:
+    """The lines that head every display of a run's figures that are not a valid submission
+    (the system saw the gold; the run is read PARTIAL); ``[]`` for a valid one."""
+    sub = metrics.get("submission") or {}
+    if sub.get("valid", True):
+        return []
+    return ["NOT A VALID SUBMISSION" + (f" ({sub['label']})" if sub.get("label") else "") + ":",
+            *(f"  {r}" for r in sub.get("reasons", [])), ""]
 
 
 def format_table(metrics: dict[str, Any], *, by_source: bool = False) -> str:
@@ -140,7 +175,8 @@ def format_table(metrics: dict[str, Any], *, by_source: bool = False) -> str:
     if by_source:
         blocks += [(f"source {k}", v) for k, v in metrics.get("by_source", {}).items()]
     w = max([len("metric")] + [len(m) for m in METRICS])
-    lines = [f"{'scope':<20} {'metric':<{w}} {'value':>10} {'n/denominator':>14}  ci95"]
+    lines = submission_banner(metrics)
+    lines.append(f"{'scope':<20} {'metric':<{w}} {'value':>10} {'n/denominator':>14}  ci95")
     for scope, block in blocks:
         for m in METRICS:
             e = block.get(m)

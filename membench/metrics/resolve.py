@@ -68,6 +68,15 @@ class AtomTable:
     def __len__(self) -> int:
         return len(self.atom_ids)
 
+    def of_source(self, source: int) -> np.ndarray:
+        """Indices of the atoms of source item ``source`` (computed once for all sources)."""
+        if not hasattr(self, "_by_source"):
+            order = np.argsort(self.source, kind="stable")
+            bounds = np.searchsorted(self.source[order], np.arange(self.n_sources + 1))
+            self._by_source = (order, bounds)
+        order, bounds = self._by_source
+        return order[bounds[source]:bounds[source + 1]]
+
     def hit_mask(self, gold: GoldRef, idx: np.ndarray) -> np.ndarray:
         """Boolean mask over atom indices ``idx``: which of them hit ``gold`` (same source and
         overlapping extent: the gold modality's :meth:`~membench.modalities.Modality.hit_mask`).
@@ -128,7 +137,9 @@ def build_atom_table(atoms: Iterable[AtomRow], uni: Universe) -> AtomTable:
 
     Errors (file:line): duplicate atom_id; source_id not in items.jsonl; modality differing
     from the item's; declared holder or observed_at (compared as instants) disagreeing with
-    the item's. The table carries the *item's* holder and observed_at.
+    the item's; an extent beyond its modality's cap or the item's bounds (ATOM_CAP, re-checked
+    here whatever wrote the file: :meth:`membench.modalities.Modality.extent_limits`). The
+    table carries the *item's* holder and observed_at.
     """
     ids: list[str] = []
     seen: set[str] = set()
@@ -160,6 +171,11 @@ def build_atom_table(atoms: Iterable[AtomRow], uni: Universe) -> AtomTable:
                              f"declares {a.observed_at.isoformat()} but source item "
                              f"{it.source_id} was observed {it.observed_at.isoformat()}",
                              rule="ATOM_OBSERVED_AT")
+        mod = modalities.get(it.modality)
+        why = mod.check_extent(a.extent) or mod.extent_limits(a.extent, it.meta)
+        if why:
+            raise InputError(a.file, a.line, "extent", f"{a.atom_id}: {why} (item "
+                             f"{it.source_id})", rule="ATOM_CAP")
         ids.append(a.atom_id)
         src.append(uni.source_index[it.source_id])
         hold.append(uni.holder_index[it.holder])

@@ -13,7 +13,22 @@ calibrate, slices, compare, the failure browser, report provenance) opens it thr
   split, modalities and ``limit`` from meta.json, which must give as many records as the run
   was asked (``queries``), else the sets changed since the run (RUN_META);
 * **what each item scored**: :meth:`RunDir.scores` (:func:`membench.metrics.score.score_items`,
-  computed once and cached), which metrics aggregate, slices tabulate and the browser filters.
+  computed once and cached), which metrics aggregate, slices tabulate and the browser filters;
+* **what it refuses** (one located line, exit 2 at the command line), for every reader at once:
+
+  - ``TEST_SPLIT``: a test-split run, unless opened with ``final=True`` (``--final``); such a
+    read is appended to ``bench/test_access.jsonl`` like a final run;
+  - ``INCOMPLETE_RUN``: a run whose meta.json status is not ``complete`` (an interrupted run),
+    or one in which an evaluated query has no line; with ``partial=True`` (``--partial``) it
+    is scored on the queries it answered only (a missing line is never an abstention) and
+    marked PARTIAL everywhere (:attr:`RunDir.submission`);
+  - ``SET_DRIFT``: a set file whose sha256 differs from the one meta.json recorded;
+  - ``ATOM_CAP`` (and the other atom rules): an atom whose extent is outside its modality's
+    shape, cap or its item's bounds, re-checked against the item by
+    :func:`membench.metrics.resolve.build_atom_table`.
+
+  A run whose system saw the gold (a registered test double, meta.json ``sees_gold``) is read,
+  and marked "not a valid submission" (:attr:`RunDir.submission`).
 
 Paths given by a user or a notebook parameter are resolved by
 :func:`membench.core.paths.resolve_user_path` (as given, else from the repository root).
@@ -81,18 +96,49 @@ class RunDir:
     path: Path
     meta: dict[str, Any]
     sets_dir: Path
+    partial: bool = False
+    final: bool = False
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def open(cls, run_dir: str | os.PathLike,
-             sets_dir: str | os.PathLike | None = None) -> RunDir:
-        """Read meta.json, check its split and resolve the sets (nothing else is read yet)."""
+    def open(cls, run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None, *,
+             partial: bool = False, final: bool = False) -> RunDir:
+        """Read meta.json, check its split (a test-split run needs ``final``, and is logged),
+        its status (an incomplete run needs ``partial``), resolve the sets and check their
+        sha256 against meta.json's. Appends to the test access log; reads nothing else yet."""
         path = resolve_user_path(run_dir)
         meta = read_meta(path)
         if meta.get("split") not in SPLITS:
             raise InputError(path / "meta.json", None, "split",
                              f"must be dev or test, got {meta.get('split')!r}", rule="RUN_META")
-        return cls(path, meta, resolve_sets_dir(path, meta, sets_dir))
+        if meta["split"] == "test":
+            if not final:
+                raise InputError(path / "meta.json", None, "split",
+                                 "a run on the frozen test split: reading its figures is a "
+                                 "final access; pass --final (it is logged)", rule="TEST_SPLIT")
+            from ..run.runner import code_revision, log_test_access
+
+            log_test_access(str(meta.get("system") or path.name), path, code_revision(),
+                            action="read")
+        status = meta.get("status")
+        if status is not None and status != "complete" and not partial:
+            raise InputError(path / "meta.json", None, "status",
+                             f"the run is {status!r}, not complete: finish it (the same "
+                             "command resumes it) or read it with --partial (marked PARTIAL; "
+                             "unanswered queries left out, never counted as abstentions)",
+                             rule="INCOMPLETE_RUN")
+        rd = cls(path, meta, resolve_sets_dir(path, meta, sets_dir), partial, final)
+        drift = rd.set_drift()
+        if drift:
+            f = drift[0]
+            rec = (meta.get("set_sha256") or {}).get(f) or "nothing"
+            now = set_digests(rd.sets_dir).get(f) or "no file"
+            raise InputError(rd.sets_dir / f, None, None,
+                             f"sha256 {now[:12]}… but the run recorded {rec[:12]}… in "
+                             f"{path / 'meta.json'}: it was made on other sets "
+                             f"({len(drift)} file(s) differ: {', '.join(drift)})",
+                             rule="SET_DRIFT")
+        return rd
 
     # ---------------------------------------------------------------- what meta.json says
 
@@ -137,24 +183,81 @@ class RunDir:
             return recs, locs
         return self._once("select", make)
 
+    def _evaluated(self) -> tuple[list[AnnotationRecord], list[tuple[str, int]]]:
+        """The selected records that are evaluated: all of them when every one has a run line;
+        else an INCOMPLETE_RUN error, or with ``partial`` the answered ones only."""
+        def make():
+            recs, locs = self._select()
+            ids = {r.query_id for r in recs}
+            first: dict[str, RunRow] = {}
+            for row in self.rows:           # a line's own error comes before a missing line
+                if row.query_id not in ids:
+                    raise InputError(row.file, row.line, "query_id", f"{row.query_id!r} is not "
+                                     "an annotated item of the evaluated set", rule="RUN_QUERY")
+                if row.query_id in first:
+                    raise InputError(row.file, row.line, "query_id", f"{row.query_id!r} has a "
+                                     f"second run line (first at line {first[row.query_id].line})",
+                                     rule="DUPLICATE_QUERY_ID")
+                first[row.query_id] = row
+            answered = set(first)
+            missing = [r.query_id for r in recs if r.query_id not in answered]
+            if not missing:
+                return recs, locs
+            if not self.partial:
+                raise InputError(self.path / "run.jsonl", None, None,
+                                 f"{len(missing)} of {len(recs)} queries have no line (e.g. "
+                                 f"{missing[0]}): the run is incomplete; finish it or read it "
+                                 "with --partial (unanswered queries are left out, never "
+                                 "counted as abstentions)", rule="INCOMPLETE_RUN")
+            keep = [i for i, r in enumerate(recs) if r.query_id in answered]
+            return [recs[i] for i in keep], [locs[i] for i in keep]
+        return self._once("evaluated", make)
+
     @property
     def records(self) -> list[AnnotationRecord]:
-        """The evaluated records (file order per modality)."""
-        return self._select()[0]
+        """The evaluated records (file order per modality; with ``partial``, the answered
+        ones)."""
+        return self._evaluated()[0]
 
     @property
     def record_locs(self) -> list[tuple[str, int]]:
-        return self._select()[1]
+        return self._evaluated()[1]
 
-    def split_records(self) -> dict[str, AnnotationRecord]:
-        """Every record of the run's split and modalities by query id, ``limit`` or not (a
-        derived record's ``derived_from`` may lie outside a limited subset)."""
-        def make():
-            if self.limit is None:
-                return {r.query_id: r for r in self.records}
-            recs, _ = select_records(self.sets_dir, self.split, self.modalities, None)
-            return {r.query_id: r for r in recs}
-        return self._once("split_records", make)
+    @property
+    def asked(self) -> int:
+        """How many queries the run was asked (its selection)."""
+        return len(self._select()[0])
+
+    @property
+    def is_partial(self) -> bool:
+        """Read with ``partial`` and not complete: some asked queries are left out."""
+        return self.partial and (self.meta.get("status") not in (None, "complete")
+                                 or len(self.records) < self.asked)
+
+    @property
+    def submission(self) -> dict[str, Any]:
+        """Whether the run's figures are a valid submission, and why not: the system saw the
+        gold (a registered test double), or the run is read PARTIAL."""
+        why = []
+        if self.meta.get("sees_gold"):
+            why.append("the system saw the gold (a registered test double)")
+        if self.is_partial:
+            why.append(f"PARTIAL: {len(self.records)} of {self.asked} queries answered; the "
+                       "others are left out, not counted as abstentions")
+        return {"valid": not why, "reasons": why, "sees_gold": bool(self.meta.get("sees_gold")),
+                "partial": self.is_partial, "answered": len(self.records),
+                "asked": self.asked}
+
+    @property
+    def label(self) -> str:
+        """The system's name as every table shows it: marked NOT A VALID SUBMISSION (saw the
+        gold) and PARTIAL where that applies."""
+        s = self.system
+        if self.meta.get("sees_gold"):
+            s += " [NOT A VALID SUBMISSION: saw the gold]"
+        if self.is_partial:
+            s += f" [PARTIAL {len(self.records)}/{self.asked}]"
+        return s
 
     @property
     def items(self) -> list[SourceItem]:
@@ -205,10 +308,16 @@ class RunDir:
         """The ``metrics.json`` object; written into the run directory (atomically, holding
         RUN_DIR's lock from reading to writing: :func:`membench.core.lock.run_dir_lock`) unless
         ``write`` is false."""
-        if not write:
-            return aggregate(self.scores(), seed=seed, n_resamples=n_resamples)
-        with run_dir_lock(self.path):       # one writer: not while a run or import writes here
+        def compute() -> dict[str, Any]:
             result = aggregate(self.scores(), seed=seed, n_resamples=n_resamples)
+            result["submission"] = {**self.submission, "system": self.system,
+                                    "label": self.label}
+            return result
+
+        if not write:
+            return compute()
+        with run_dir_lock(self.path):       # one writer: not while a run or import writes here
+            result = compute()
             atomic_write_json(self.path / "metrics.json", result, indent=2, allow_nan=False)
         return result
 
@@ -222,9 +331,9 @@ class RunDir:
 
 
 def metrics_for_run_dir(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None,
-                        *, write: bool = True, seed: int = SEED,
-                        n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+                        *, write: bool = True, seed: int = SEED, n_resamples: int = N_RESAMPLES,
+                        partial: bool = False, final: bool = False) -> dict[str, Any]:
     """Compute the metrics of a run directory and (by default) write ``metrics.json`` into it
-    (:meth:`RunDir.metrics`)."""
-    return RunDir.open(run_dir, sets_dir).metrics(write=write, seed=seed,
-                                                  n_resamples=n_resamples)
+    (:meth:`RunDir.metrics`; ``partial`` and ``final`` as :meth:`RunDir.open`)."""
+    return RunDir.open(run_dir, sets_dir, partial=partial, final=final).metrics(
+        write=write, seed=seed, n_resamples=n_resamples)

@@ -5,9 +5,11 @@
 measure's denominator (e.g. recall on an unanswerable item). Aggregation, intervals and gates
 are in :mod:`membench.metrics.aggregate`; slicing code can use ``ItemScores.rows()``.
 
-Join rules: the denominator is the annotated items, never the hits. An item with no run line
-returned nothing (recall, MRR, nDCG and cartridge recall 0; an empty cartridge, so it abstains
-and makes no false recall; scope-correct; no latency). A run line for a query that is not an
+Join rules: the denominator is the annotated items, never the hits. A run directory's reader
+(:class:`membench.metrics.rundir.RunDir`) never passes an item without a run line: it refuses
+an incomplete run, or with ``--partial`` leaves the unanswered items out, so a missing line is
+never scored as an abstention. A direct caller that passes one gets the item scored as
+returning nothing (recall, MRR, nDCG and cartridge recall 0; an empty cartridge; no latency). A run line for a query that is not an
 annotated item of the evaluated set, a second line for the same query, or an atom id that the
 run never reported in ``atoms.jsonl`` are errors with file:line.
 """
@@ -26,6 +28,7 @@ from ..run.files import AtomRow, RunRow, parse_atom, parse_run_row, to_us
 from ..run.protocol import rank_order
 from ..sets.schema import AnnotationRecord, SourceItem
 from . import cartridge as cart_mod
+from .atom_level import ATOM_MEASURES, atom_measures, relevant_atoms
 from .measures import MEAN_MEASURES
 from .ranking import FirstHits, rank_measures
 from .resolve import AtomTable, GoldRef, Universe, build_atom_table, index_items
@@ -59,6 +62,10 @@ class ItemScores:
     latency_ms: np.ndarray          # float, NaN without a run line
     values: dict[str, np.ndarray]   # measure -> per item, NaN outside its denominator
     judgments: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    # the atom-level view (membench.metrics.atom_level): measure -> per item (NaN outside the
+    # answerable items), and per item the relevant atoms (atom id -> grade)
+    atom_level: dict[str, np.ndarray] = field(default_factory=dict)
+    atom_qrels: list[dict[str, int]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.query_id)
@@ -190,6 +197,8 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
     latency = np.full(n, np.nan)
     nan = lambda: np.full(n, np.nan)
     false_recall, abstain, cart_recall = nan(), nan(), nan()
+    atom_level = {m: nan() for m in ATOM_MEASURES}
+    atom_qrels: list[dict[str, int]] = []
     first_ranks: list[list[int]] = []
     alt: dict[str, dict[str, Any]] = {}     # name -> {"ranks": [], "n_gold": [], "cart": array}
     empty = np.zeros(0, dtype=np.int64)
@@ -218,9 +227,14 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
             first_ranks.append(list(table.first_positions(gold, ranked) + 1))
             cart_recall[i] = cart_mod.cartridge_recall(table, gold, cart)
             abstain[i] = cart_mod.abstained(len(cart))
+            rel = relevant_atoms(table, gold, [g.grade for g in rec.gold])
+            for m, v in atom_measures(ranked, rel).items():
+                atom_level[m][i] = v
+            atom_qrels.append({table.atom_ids[a]: g for a, g in sorted(rel.items())})
         else:
             first_ranks.append([])
             false_recall[i] = cart_mod.false_recall(len(cart))
+            atom_qrels.append({})
 
         for name, golds in sorted((rec.judgments or {}).items()):
             if name == PRIMARY:
@@ -254,4 +268,4 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
         derivation=[r.origin.derivation for r in recs], answerable=answerable, has_run=has_run,
         n_gold=n_gold, n_hits=n_hits, cartridge_size=cart_size, n_future=n_future,
         n_foreign=n_foreign, latency_ms=latency, values={k: values[k] for k in MEAN_MEASURES},
-        judgments=judgments)
+        judgments=judgments, atom_level=atom_level, atom_qrels=atom_qrels)

@@ -12,6 +12,9 @@ A modality owns, in one module (see :mod:`membench.modalities`):
   :meth:`Modality.hit_mask`); tests check that the two agree;
 * **structural extents**: atoms from item structure alone (the test doubles' memory), and the
   extents that cover a gold region within the cap (the oracle);
+* **near-duplicate evidence** (the build's guard on derived unanswerables,
+  :mod:`membench.sets.neardup`): whether items are compared by picture or by text, and the
+  part of an item's upstream text that holds a gold region;
 * the **renderer** that shows a region as it is, for the failure browser.
 
 Nothing here knows about runs, records or systems: callers hand in plain dicts (an extent, a
@@ -116,6 +119,9 @@ class Modality:
     region_doc: ClassVar[str]
     extent_doc: ClassVar[str]
     hit_doc: ClassVar[str]
+    #: how near-duplicate evidence is found: ``"phash"`` (pictures: perceptual hash of the
+    #: file) or ``"text"`` (the adapters' upstream text of each item)
+    near_duplicate: ClassVar[str] = "text"
 
     #: ``items.jsonl`` meta keys the harness reads (bounds, caps, renderers) and their kind:
     #: ``"size"`` an integer >= 1, ``"count"`` an integer >= 0 (both within 64 bits),
@@ -198,6 +204,17 @@ class Modality:
         """Atom extents, within the cap, that together cover gold ``region`` (the oracle's
         memory); ``[]`` when a region cannot be covered without reading content."""
         return [dict(region)]
+
+    def region_text(self, region: dict, text: str, meta: dict) -> str | None:
+        """The part of an item's upstream ``text`` that holds gold ``region``, when the
+        text's structure shows it (``None`` otherwise); ``meta`` is the item's."""
+        return None
+
+    def passages(self, text: str, meta: dict) -> list[str]:
+        """An item's upstream ``text`` cut into the pieces one piece of evidence fits in (the
+        build's anchor guard asks whether one of them holds a question's words): the whole
+        text by default."""
+        return [text]
 
     # ---------------------------------------------------------------- display
 

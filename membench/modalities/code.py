@@ -31,6 +31,8 @@ STRUCTURAL_WINDOW = 40
 #: lines shown around a gold line; dimmed lines around an atom's range
 CONTEXT = 5
 ATOM_CONTEXT = 2
+#: lines of a function's start that identify it (near-duplicate evidence, membench.sets.neardup)
+REGION_TEXT_LINES = 5
 
 
 @dataclass
@@ -115,6 +117,20 @@ class Code(Modality):
         else:
             ok &= cols.symbol[rows] == cols.symbols.get(region["symbol"], -2)
         return ok
+
+    def region_text(self, region: dict, text: str, meta: dict) -> str | None:
+        """The first :data:`REGION_TEXT_LINES` lines from a line gold (a function's
+        signature and start); ``None`` for a symbol gold."""
+        if "line" not in region:
+            return None
+        start = region["line"] - 1
+        return "\n".join(text.split("\n")[start:start + REGION_TEXT_LINES])
+
+    def passages(self, text: str, meta: dict) -> list[str]:
+        """Windows of :data:`STRUCTURAL_WINDOW` lines (a function fits in one, or two)."""
+        lines = text.split("\n")
+        return ["\n".join(lines[s:s + STRUCTURAL_WINDOW])
+                for s in range(0, max(len(lines), 1), STRUCTURAL_WINDOW)]
 
     def structural_extents(self, item) -> list[dict]:
         lines = int(item.meta.get("lines", 1))

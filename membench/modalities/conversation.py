@@ -71,6 +71,12 @@ class Conversation(Modality):
     def hit_mask(self, cols: _Cols, rows: np.ndarray, region: dict) -> np.ndarray:
         return (cols.turn0[rows] <= region["turn"]) & (region["turn"] <= cols.turn1[rows])
 
+    def region_text(self, region: dict, text: str, meta: dict) -> str | None:
+        """The turn's line: an item's text holds one line per turn when it has as many lines
+        as the session has turns."""
+        lines = text.split("\n")
+        return lines[region["turn"] - 1] if len(lines) == meta.get("turns") else None
+
     def structural_extents(self, item) -> list[dict]:
         turns = int(item.meta.get("turns") or len(item.content or []) or 1)
         return [{"turn_start": s, "turn_end": min(turns, s + STRUCTURAL_WINDOW - 1)}

@@ -26,6 +26,7 @@ class Image(Modality):
     region_doc = "{} (the whole image)"
     extent_doc = region_doc
     hit_doc = "always"
+    near_duplicate = "phash"
 
     def hit(self, extent: dict, region: dict) -> bool:
         return True

@@ -70,6 +70,11 @@ class Pdf(Modality):
             ok &= (b < 0) | (b == region["block"])
         return ok
 
+    def region_text(self, region: dict, text: str, meta: dict) -> str | None:
+        """The page's text layer: an item's text holds its pages separated by form feeds."""
+        pages = text.split("\f")
+        return pages[region["page"] - 1] if len(pages) == meta.get("pages") else None
+
     def structural_extents(self, item) -> list[dict]:
         return [{"page": p} for p in range(1, int(item.meta.get("pages", 1)) + 1)]
 

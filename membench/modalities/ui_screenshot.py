@@ -37,6 +37,7 @@ class UiScreenshot(Modality):
     region_doc = '{"bbox": [x0, y0, x1, y1]} (pixels)'
     extent_doc = region_doc
     hit_doc = "bbox intersection area > 0 (touching edges are not hits)"
+    near_duplicate = "phash"
 
     def region_values(self, region: dict) -> str | None:
         b = region["bbox"]

@@ -19,14 +19,17 @@ from ..run.runner import TEST_ACCESS_LOG, code_revision
 from ..sets.build import SET_FILES
 
 
-def provenance(run_dir: str | Path | None = None, sets_dir: str | Path | None = None) -> dict[str, Any]:
+def provenance(run_dir: str | Path | RunDir | None = None,
+               sets_dir: str | Path | None = None) -> dict[str, Any]:
     """The facts a report must carry. Set and manifest digests are computed now from the files;
     the run's own record of them (meta.json) is kept beside, so a mismatch is visible. With a
-    run, its sets are the run's (:class:`~membench.metrics.rundir.RunDir`'s rule); without,
-    ``sets_dir`` or ``bench/sets``."""
+    run (a path, or a :class:`~membench.metrics.rundir.RunDir` already opened with its
+    ``partial`` / ``final``), its sets are the run's (RunDir's rule), and whether its figures
+    are a valid submission is stated; without, ``sets_dir`` or ``bench/sets``."""
     meta: dict[str, Any] = {}
+    rd = None
     if run_dir is not None:
-        rd = RunDir.open(run_dir, sets_dir)
+        rd = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir, sets_dir)
         meta, sets, run_dir = rd.meta, rd.sets_dir, rd.path
     else:
         sets = resolve_user_path(sets_dir) if sets_dir else DEFAULT_SETS_DIR
@@ -53,6 +56,10 @@ def provenance(run_dir: str | Path | None = None, sets_dir: str | Path | None = 
             "run_set_sha256_match": meta.get("set_sha256") == sets_now,
             "run_manifest_sha256_match": meta.get("manifest_sha256") == out["manifest_sha256"],
             "extent_caps": meta.get("extent_caps"),
+            "sees_gold": bool(meta.get("sees_gold")),
+            "submission": ("valid" if rd.submission["valid"] else
+                           "NOT A VALID SUBMISSION: " + "; ".join(rd.submission["reasons"])),
+            "presentation_order": meta.get("order"),
         })
     return out
 

@@ -117,31 +117,38 @@ def run_label(run_dir: Path) -> str:
 
 def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
            compare: list[Path] | None = None, corpus: Path | None = None,
-           notebooks: tuple[str, ...] = RUN_NOTEBOOKS, extra: dict[str, Any] | None = None
-           ) -> list[Rendered]:
+           notebooks: tuple[str, ...] = RUN_NOTEBOOKS, extra: dict[str, Any] | None = None,
+           partial: bool = False, final: bool = False) -> list[Rendered]:
     """Render the run notebooks for each run, and the comparison when more than one run is
-    given (``runs + compare``). Returns what was rendered; raises if any notebook failed, after
-    rendering all of them."""
+    given (``runs + compare``). Every run is opened first (:meth:`RunDir.open` refuses an
+    incomplete run unless ``partial``, a test-split run unless ``final``, drifted sets, ...),
+    and the notebooks get ``partial`` and ``final`` as parameters. Returns what was rendered;
+    raises if any notebook failed, after rendering all of them."""
     out = Path(out)
     done: list[Rendered] = []
     sets = str(Path(sets_dir).resolve()) if sets_dir else None
     root = str(Path(corpus).resolve()) if corpus else None
-    for run in runs:
-        rd = RunDir.open(Path(run).resolve(), sets_dir)   # the run's own sets unless given
-        prov = provenance(rd.path, rd.sets_dir)
+    flags = {"partial": partial, "final": final}
+    opened = [RunDir.open(Path(r).resolve(), sets_dir, **flags)
+              for r in [*runs, *(compare or [])]]
+    for rd in opened:       # every refusal (atoms, lines, gold) comes before any rendering
+        rd.scores()
+    for rd in opened[:len(runs)]:
+        prov = provenance(rd)
         for name in notebooks:
             params = {"run_dir": str(rd.path), "sets_dir": str(rd.sets_dir.resolve()),
-                      "corpus": root, **(extra or {})}
+                      "corpus": root, **flags, **(extra or {})}
             done.append(render_notebook(name, params, out / run_label(rd.path), prov))
     all_runs = [Path(r).resolve() for r in [*runs, *(compare or [])]]
     if len(all_runs) > 1:
         label = "compare-" + "-vs-".join(run_label(r) for r in all_runs)
-        prov = provenance(all_runs[0], sets_dir)
+        prov = provenance(opened[0])
         prov["compared_runs"] = [str(r) for r in all_runs]
-        prov["system"] = " vs ".join(run_label(r) for r in all_runs)
-        prov["config"] = {run_label(r): provenance(r, sets_dir).get("config") for r in all_runs}
+        prov["system"] = " vs ".join(rd.label for rd in opened)
+        prov["config"] = {run_label(rd.path): provenance(rd).get("config") for rd in opened}
         done.append(render_notebook(COMPARE_NOTEBOOK, {"run_dirs": [str(r) for r in all_runs],
-                                                       "sets_dir": sets}, out / label, prov))
+                                                       "sets_dir": sets, **flags},
+                                    out / label, prov))
     write_index(out)
     failed = [r for r in done if not r.ok]
     if failed:

@@ -7,7 +7,9 @@ An external system hands in two files and no code:
   caps exactly as the runner checks a Python system's atoms;
 * a **TREC run** (``qid Q0 atom_id rank score tag``), ranked by membench's tie-breaking rule
   (score descending, then the rank column, then line order; see
-  :data:`membench.run.protocol.TIE_BREAKING`), at most 1000 hits per query kept.
+  :data:`membench.run.protocol.TIE_BREAKING`), at most 1000 hits per query kept. Its qids are
+  the opaque ones of ``membench topics`` (:func:`membench.sets.topics.topic_id`) or the sets'
+  query ids; a cartridge file may use either too.
 
 Its cartridges come from either ``--cartridge FILE`` (JSON lines ``{query_id, cartridge: [...]}``)
 or an explicit ``--cartridge-top K`` policy (the top K hits, recorded in meta.json); there is no
@@ -34,6 +36,7 @@ from ..core.lock import run_dir_lock
 from ..core.paths import MANIFEST_PATH
 from ..modalities import EXTENT_CAPS
 from ..sets.build import set_digests
+from ..sets.topics import topic_id
 from .files import read_atoms, trec_fields, trec_float, trec_int
 from .protocol import MAX_DEPTH, order_hits
 from .runner import check_atoms, code_revision, load_split, log_test_access
@@ -55,24 +58,29 @@ def read_trec_lines(path: Path):
 
 
 RUN_FILES = ("meta.json", "atoms.jsonl", "run.jsonl", "metrics.json")
-_CARTRIDGE_KEYS = {"query_id", "cartridge"}
+_CARTRIDGE_KEYS = (frozenset({"query_id", "cartridge"}), frozenset({"qid", "cartridge"}))
 
 
-def read_cartridges(path: Path, qids: set[str], known: set[str], split: str = "dev"
-                    ) -> dict[str, list[str]]:
-    """A cartridge file: JSON lines ``{query_id, cartridge: [atom_id, ...]}`` -> ``{query_id:
-    cartridge}``. A query of another split, an atom not in ``known``, an unknown field or a query
-    named twice (the first line is named) is an :class:`InputError` at its line."""
+def read_cartridges(path: Path, qids: set[str] | dict[str, str], known: set[str],
+                    split: str = "dev") -> dict[str, list[str]]:
+    """A cartridge file: JSON lines ``{query_id, cartridge: [atom_id, ...]}`` (or ``{qid, ...}``
+    with a topics file's opaque qid) -> ``{query_id: cartridge}``. ``qids`` is the split's query
+    ids, or a map from every accepted id (query id or topic qid) to its query id. A query of
+    another split, an atom not in ``known``, an unknown field or a query named twice (the first
+    line is named) is an :class:`InputError` at its line."""
+    alias = qids if isinstance(qids, dict) else {q: q for q in qids}
     carts: dict[str, list[str]] = {}
     first: dict[str, int] = {}
     for no, obj in iter_json_lines(path):
-        if set(obj) != _CARTRIDGE_KEYS:
-            raise InputError(path, no, None, f"expected the fields {sorted(_CARTRIDGE_KEYS)}, got "
+        if set(obj) not in _CARTRIDGE_KEYS:
+            raise InputError(path, no, None, "expected the fields "
+                             f"{' or '.join(str(sorted(k)) for k in _CARTRIDGE_KEYS)}, got "
                              f"{sorted(obj)}"[:200], rule="CARTRIDGE")
-        qid, cart = obj["query_id"], obj["cartridge"]
-        if not isinstance(qid, str) or qid not in qids:
+        qid, cart = obj.get("query_id", obj.get("qid")), obj["cartridge"]
+        if not isinstance(qid, str) or qid not in alias:
             raise InputError(path, no, "query_id", f"{qid!r} is not a {split} query"[:200],
                              rule="CARTRIDGE")
+        qid = alias[qid]
         if qid in first:
             raise InputError(path, no, "query_id", f"{qid!r} again (first at line {first[qid]}): "
                              "one cartridge per query", rule="DUPLICATE_QUERY_ID")
@@ -113,18 +121,22 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
     check_atoms(system, atoms, data.items)
     known = {a.atom_id for a in atoms}
     qids = {r.query_id for r in data.records}
+    alias = {topic_id(q): q for q in qids}          # the topics' opaque ids
+    alias.update({q: q for q in qids})
 
     lists: dict[str, list[tuple[str, float, int]]] = {}
     for no, qid, doc, rank, score in read_trec_lines(run_file):
-        if qid not in qids:
-            raise InputError(run_file, no, "qid", f"{qid!r} is not a {split} query", rule="TREC")
+        if qid not in alias:
+            raise InputError(run_file, no, "qid", f"{qid!r} is not a {split} query (nor a "
+                             "topic id of one)", rule="TREC")
+        qid = alias[qid]
         if doc not in known:
             raise InputError(run_file, no, "docid", f"{doc!r} is not in {atoms_file}", rule="TREC")
         lists.setdefault(qid, []).append((doc, score, rank))
 
     carts: dict[str, list[str]] = {}
     if cartridge_file is not None:
-        carts = read_cartridges(cartridge_file, qids, known, split)
+        carts = read_cartridges(cartridge_file, alias, known, split)
 
     lines = []     # the run lines, in record order
     for r in data.records:
@@ -147,7 +159,7 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
         "manifest_sha256": sha256_file(MANIFEST_PATH) if MANIFEST_PATH.exists() else None,
         "code_revision": code_revision(), "extent_caps": EXTENT_CAPS, "max_depth": MAX_DEPTH,
         "run_sha256": sha256_file(run_file), "atoms_sha256": sha256_file(atoms_file),
-        "latency": "not measured (imported run)", "status": "importing",
+        "latency": "not measured (imported run)", "status": "importing", "sees_gold": False,
     }
     with run_dir_lock(out):
         _refuse_existing(out, force)          # (again: another import may have just finished)

@@ -8,6 +8,17 @@ RUN_DIR holds
 * ``run.jsonl``: one line per query, appended and flushed as it is answered:
   ``{query_id, hits: [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``.
 
+Queries are presented in a seeded shuffled order (:func:`membench.sets.select.presentation_order`,
+recorded in meta.json): modalities interleaved, the same relative order for every subset. A
+``--limit`` run ingests only the items of the holders its queries are asked of (the reference
+systems keep each holder's memory and statistics apart, so its lines equal the full run's for
+the same queries).
+
+Only the registered test doubles that need it are handed the split's records (gold) before
+ingest (:func:`membench.run.systems.receives_records`); meta.json says so (``sees_gold``) and
+every figure of such a run is marked "not a valid submission". Any other system that asks for
+them (defines ``bind``) is refused.
+
 Resuming: re-running the same command on the same RUN_DIR re-ingests (systems keep state in
 memory), checks that the atoms are identical to the ones on disk, drops a torn last line, and
 answers only the queries that have no line yet, so every query ends up exactly once.
@@ -27,6 +38,7 @@ line by line (a torn last line is cut on resume).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -44,7 +56,13 @@ from ..core.paths import BENCH_DIR, MANIFEST_PATH, REPO_ROOT
 from ..modalities import EXTENT_CAPS, MODALITIES
 from ..sets.build import set_digests, split_holders
 from ..sets.schema import AnnotationRecord, SourceItem
-from ..sets.select import check_modalities, select_records
+from ..sets.select import (
+    ORDER_RULE,
+    ORDER_SEED,
+    check_modalities,
+    presentation_order,
+    select_records,
+)
 from .files import parse_run_row
 from .protocol import MAX_DEPTH, Atom, MemorySystem, check_atom
 
@@ -64,8 +82,9 @@ class SplitData:
 def load_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = None,
                limit: int | None = None) -> SplitData:
     """Records and items of one split: the records :func:`membench.sets.select.select_records`
-    picks (``limit``: N queries per modality, hash-chosen), asked in query-id order per
-    modality, and the items of the split's holders in the selected modalities."""
+    picks (``limit``: N queries per modality, hash-chosen) in presentation order
+    (:func:`membench.sets.select.presentation_order`), and the items of the split's holders in
+    the selected modalities (with ``limit``: only of the holders those records are asked of)."""
     sets_dir = Path(sets_dir)
     mods = check_modalities(modalities)
     items_all = read_models(sets_dir / "items.jsonl", SourceItem)
@@ -80,8 +99,11 @@ def load_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = No
             raise InputError(f, no, "scope.holder", f"{r.query_id}: split {split} but holder "
                              f"{r.scope.holder} is {hsplit.get(r.scope.holder)}",
                              rule="SPLIT_LEAK")
-    order = {m: i for i, m in enumerate(mods)}
-    return SplitData(sorted(recs, key=lambda r: (order[r.modality], r.query_id)), items)
+    if limit is not None:
+        asked = {r.scope.holder for r in recs}
+        items = [it for it in items if it.holder in asked]
+    rank = {q: i for i, q in enumerate(presentation_order(r.query_id for r in recs))}
+    return SplitData(sorted(recs, key=lambda r: rank[r.query_id]), items)
 
 
 def code_revision() -> str:
@@ -124,11 +146,25 @@ def _done_queries(run_path: Path) -> set[str]:
     return done
 
 
-def log_test_access(system: str, out: Path, revision: str) -> None:
-    """Append one line per final (test split) run; reports show this log."""
+def log_test_access(system: str, out: Path, revision: str, action: str = "run") -> None:
+    """Append one line per final (test split) run (``action`` "run") and per reading of a
+    test-split run's figures (``"read"``: metrics, reports, comparisons); reports show this
+    log. A read repeated on the same day, of the same run at the same revision, is logged
+    once."""
+    row = {"time": _now(), "system": system, "run_dir": str(Path(out).resolve()),
+           "code_revision": revision, "action": action}
+    if action != "run" and TEST_ACCESS_LOG.exists():
+        for line in TEST_ACCESS_LOG.read_text(encoding="utf-8").splitlines():
+            try:
+                old = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if (old.get("action"), old.get("run_dir"), old.get("code_revision")) == \
+                    (action, row["run_dir"], revision) and \
+                    str(old.get("time", ""))[:10] == row["time"][:10]:
+                return
     with open(TEST_ACCESS_LOG, "a", encoding="utf-8") as f:
-        f.write(dumps({"time": _now(), "system": system, "run_dir": str(Path(out).resolve()),
-                       "code_revision": revision}) + "\n")
+        f.write(dumps(row) + "\n")
 
 
 def check_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem]) -> None:
@@ -240,8 +276,19 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
     data = load_split(sets_dir, split, modalities, limit)
     meta_path, atoms_path, run_path = out / "meta.json", out / "atoms.jsonl", out / "run.jsonl"
 
+    from .systems import DOUBLES, receives_records
+
+    sees_gold = receives_records(system)
+    if hasattr(system, "bind") and not sees_gold:
+        raise MembenchError(
+            f"system {system.name}: it defines bind() to be handed the split's records, but "
+            f"only the registered test doubles that need them ("
+            f"{', '.join(k for k, v in DOUBLES.items() if v)}) may see gold")
     meta = {
         "system": system.name, "config": system.config(), "split": split,
+        "sees_gold": sees_gold, "order": {"seed": ORDER_SEED, "rule": ORDER_RULE},
+        "memory": ("the holders of the selected queries" if limit is not None else
+                   "every holder of the split in the selected modalities"),
         "modalities": sorted({r.modality for r in data.records}) if modalities else list(MODALITIES),
         "limit": limit, "final": final, "queries": len(data.records), "items": len(data.items),
         "sets_dir": str(Path(sets_dir).resolve()), "set_sha256": set_digests(sets_dir),
@@ -251,7 +298,7 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
     }
     if meta_path.exists():
         old = read_json_file(meta_path, dict, "a JSON object (a run's meta.json)")
-        for k in ("system", "config", "split", "limit", "modalities", "set_sha256"):
+        for k in ("system", "config", "split", "limit", "modalities", "set_sha256", "order"):
             if old.get(k) != meta[k]:
                 raise MembenchError(f"{meta_path}: existing run has a different {k}; "
                                     "use another RUN_DIR (or delete this one)")
@@ -265,7 +312,7 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
         log_test_access(system.name, out, meta["code_revision"])
     _write_json(meta_path, meta)
 
-    if hasattr(system, "bind"):  # test doubles only: they are handed the gold on purpose
+    if sees_gold:  # registered test doubles only: they are handed the gold on purpose
         from .systems.doubles import RunContext
         system.bind(RunContext(Path(sets_dir), split, data.records))
     t0 = time.perf_counter()

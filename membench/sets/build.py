@@ -6,12 +6,13 @@ deterministically:
 1. **split** each source's holders by hash: holders in ``sha256("split", holder)`` order, the
    first half (rounded up) ``dev``, the rest ``test``; so no holder spans both splits and every
    source with >= 1 holder has dev items;
-2. sets **as_of** of a native query to the latest ``observed_at`` of its holder's items (the
-   question is asked once the holder's memory is complete; so every gold item is in the past),
-   unless the adapter carries an upstream question time;
-3. derives transactive and temporal **unanswerables** (:mod:`membench.sets.derive`);
-4. writes ``<modality>.jsonl`` for all six modalities, ``items.jsonl``, ``coverage.json`` and
-   ``stats.json`` to the output folder, and compares each file's sha256 with the committed lock
+2. derives transactive and temporal **unanswerables**, which replace the queries they come
+   from, and draws every record's **as_of** on its holder's timeline so that it tells nothing
+   (:mod:`membench.sets.derive`, :mod:`membench.sets.timeline`), unless the adapter carries
+   an upstream question time;
+3. writes ``<modality>.jsonl`` for all six modalities, ``items.jsonl``, ``coverage.json`` (with
+   each source's derivations and the ones its guards skipped, and why) and ``stats.json`` to
+   the output folder, and compares each file's sha256 with the committed lock
    (``bench/sets.lock.json``).
 """
 
@@ -20,20 +21,22 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import modalities
 from ..core.atomic import atomic_write_json, atomic_write_text
 from ..core.errors import InputError, MembenchError
 from ..core.hashing import hash_order
 from ..core.jsonl import read_json_file, sha256_file, write_jsonl
 from ..core.paths import confine
 from ..modalities import MODALITIES
-from .derive import derive
-from .schema import AnnotationRecord, SourceItem
+from .derive import derive, policy
+from .neardup import NearDupIndex, image_hashes
+from .schema import AnnotationRecord, RecordDraft, SourceItem
 from .sources import SOURCES
 from .sources.base import Coverage
+from .timeline import build_timelines
 
 SET_FILES = tuple(f"{m}.jsonl" for m in MODALITIES) + ("items.jsonl",)
 DEV_SHARE = 0.5
@@ -90,39 +93,49 @@ def source_of(id_: str) -> str:
     return id_.split(":", 1)[0]
 
 
+def neardup_index(source_items: list[SourceItem], texts: dict[str, str],
+                  root: Path) -> NearDupIndex:
+    """The near-duplicate fingerprints of one source's items: perceptual hashes of the files of
+    a picture modality, else the items' upstream texts (:mod:`membench.sets.neardup`)."""
+    pictures = {it.source_id: root / it.path for it in source_items
+                if it.path and modalities.get(it.modality).near_duplicate == "phash"}
+    digests = {it.source_id: it.meta["sha256"] for it in source_items
+               if it.source_id in pictures and isinstance(it.meta.get("sha256"), str)}
+    phash = image_hashes(pictures, digests) if pictures else {}
+    return NearDupIndex({it.source_id: texts.get(it.source_id, "") for it in source_items},
+                        phash)
+
+
 def build_sets(root: Path, out: Path, only: set[str] | None = None) -> BuildResult:
     items, drafts, texts, coverage = collect(root, only)
 
     holders_by_source: dict[str, set[str]] = defaultdict(set)
-    holder_last: dict[str, datetime] = {}
+    items_by_source: dict[str, list[SourceItem]] = defaultdict(list)
     for it in items.values():
         holders_by_source[source_of(it.source_id)].add(it.holder)
-        if it.holder not in holder_last or it.observed_at > holder_last[it.holder]:
-            holder_last[it.holder] = it.observed_at
+        items_by_source[source_of(it.source_id)].append(it)
     holder_split = split_holders({k: sorted(v) for k, v in holders_by_source.items()})
+    timelines = build_timelines((source_of(it.source_id), it.holder, it.observed_at)
+                                for it in items.values())
 
-    natives: dict[str, list[AnnotationRecord]] = defaultdict(list)
+    natives: dict[str, list[RecordDraft]] = defaultdict(list)
     seen: set[str] = set()
     for d in drafts:
         if d.query_id in seen:
             raise MembenchError(f"duplicate query_id from adapters: {d.query_id}")
         seen.add(d.query_id)
-        h = d.scope.holder
-        if h not in holder_split:
-            raise MembenchError(f"{d.query_id}: holder {h!r} owns no source item")
-        # an adapter may carry the upstream question time (LongMemEval's question_date)
-        rec = AnnotationRecord(**{**d.model_dump(), "as_of": d.as_of or holder_last[h],
-                                  "split": holder_split[h]})
-        natives[source_of(d.query_id)].append(rec)
+        if d.scope.holder not in holder_split:
+            raise MembenchError(f"{d.query_id}: holder {d.scope.holder!r} owns no source item")
+        natives[source_of(d.query_id)].append(d)
 
     records: list[AnnotationRecord] = []
     derive_stats = {}
     for source in sorted(natives):
-        recs = natives[source]
-        derived, st = derive(source, recs, items, texts, holder_split, holder_last)
+        index = (neardup_index(items_by_source[source], texts, root)
+                 if any(policy(source).values()) else None)
+        recs, st = derive(source, natives[source], items, texts, holder_split, timelines, index)
         records.extend(recs)
-        records.extend(derived)
-        derive_stats[source] = asdict(st)
+        derive_stats[source] = st.as_dict()
     records.sort(key=lambda r: r.query_id)
     item_list = sorted(items.values(), key=lambda i: i.source_id)
 
@@ -136,11 +149,18 @@ def build_sets(root: Path, out: Path, only: set[str] | None = None) -> BuildResu
 
     stats = set_stats(records, item_list, holder_split)
     stats["derivation"] = derive_stats
-    atomic_write_json(out / "coverage.json", [c.as_dict() for c in coverage], indent=2,
+    atomic_write_json(out / "coverage.json", coverage_rows(coverage, derive_stats), indent=2,
                       sort_keys=True)
     atomic_write_json(out / "stats.json", stats, indent=2, sort_keys=True)
     digests = {f: sha256_file(out / f) for f in SET_FILES}
     return BuildResult(out, records, item_list, coverage, stats, digests)
+
+
+def coverage_rows(coverage: list[Coverage], derive_stats: dict[str, dict]) -> list[dict]:
+    """``coverage.json``: each source's coverage, with its derivations (``derived``: how many
+    of each kind, and the derivations the guards skipped, by reason) where it has records."""
+    return [{**c.as_dict(), **({"derived": derive_stats[c.source]}
+                               if c.source in derive_stats else {})} for c in coverage]
 
 
 def set_stats(records: list[AnnotationRecord], items: list[SourceItem],
@@ -268,5 +288,21 @@ def render_coverage(coverage: list[dict]) -> str:
     return "\n".join(rows)
 
 
+def render_derivation(coverage: list[dict]) -> str:
+    """Per source with records: the derived unanswerables of each kind, the candidates the
+    guards skipped (by reason) and the kinds a source never derives (and why)."""
+    rows = ["| source | transactive | temporal | skipped by a guard (why) | not derived (why) |",
+            "|---|---:|---:|---|---|"]
+    for c in coverage:
+        d = c.get("derived")
+        if not d:
+            continue
+        skipped = "; ".join(f"{k}: {v}" for k, v in d["skipped"].items()) or "—"
+        never = "; ".join(f"{k}: {v}" for k, v in d["not_derived"].items()) or "—"
+        rows.append(f"| {c['source']} | {d['transactive']} | {d['temporal']} | {skipped} | "
+                    f"{never} |")
+    return "\n".join(rows)
+
+
 __all__ = ["build_sets", "read_lock", "write_lock", "lock_drift", "render_counts",
-           "render_coverage", "SET_FILES"]
+           "render_coverage", "render_derivation", "SET_FILES"]

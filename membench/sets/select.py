@@ -9,6 +9,11 @@ scored), so the two always agree:
 * with ``limit``: the ``limit`` records of each modality that come first in
   ``stable_hash("limit", query_id)`` order (:func:`membench.core.hashing.limit_subset`), kept
   in file order; a hash-chosen subset mixes answerable and unanswerable items and is stable.
+
+The order in which a run *presents* the selected queries to a system is
+:func:`presentation_order`: a seeded shuffle of the whole selection (modalities interleaved),
+the same for every subset, so a ``--limit`` or ``--modality`` run keeps the full run's relative
+order and nothing about a query can be read from its neighbours (SPEC section 6).
 """
 
 from __future__ import annotations
@@ -17,12 +22,23 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..core.errors import MembenchError
-from ..core.hashing import limit_subset
+from ..core.hashing import hash_order, limit_subset
 from ..core.jsonl import iter_json_lines, parse_model
 from ..modalities import MODALITIES
 from .schema import AnnotationRecord
 
 Loc = tuple[str, int]
+
+#: the seed of the presentation order of ``membench run`` (recorded in meta.json)
+ORDER_SEED = 0
+ORDER_RULE = "query ids ascending by sha256('order:<seed>', query_id) (membench.sets.select)"
+
+
+def presentation_order(query_ids: Iterable[str], seed: int = ORDER_SEED) -> list[str]:
+    """The query ids in the order a run presents them: ``stable_hash("order:<seed>", id)``
+    ascending, a shuffle that depends only on the seed and each id (so any subset keeps the
+    relative order of the whole)."""
+    return hash_order(query_ids, f"order:{seed}")
 
 
 def check_modalities(modalities: Iterable[str] | None) -> list[str]:

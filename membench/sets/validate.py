@@ -24,7 +24,8 @@ GOLD_OUT_OF_BOUNDS        page beyond the page count, bbox outside the image, sp
 HOLDER_MISMATCH           a gold item's holder is not the query's scope.holder
 HOLDER_UNKNOWN            scope.holder owns no source item
 GOLD_AFTER_AS_OF          a gold item observed after the query's as_of
-DERIVED_FROM_UNKNOWN      origin.derived_from names no record
+DERIVED_TWIN              origin.derived_from names a record of the sets: a derived query
+                          replaces the one it comes from (a pair would tell which is which)
 REVISION_UNKNOWN          origin.revision not among the manifest's commits for the record's
                           source (its query_id prefix)
 DIGEST_DRIFT              a set file's sha256 differs from the lock, or a corpus file's from
@@ -39,6 +40,9 @@ CONFLICTING_QUERY         two records a system cannot tell apart (same question,
 AMBIGUOUS_QUERY           (warning) the same, with the same answerability
 SPLIT_LEAK                a holder has records (or items' records) in both dev and test
 UNANSWERABLE_SHARE        (warning) under 15% unanswerable records in a modality
+TELL                      a metadata-only audit gate fails (:mod:`membench.sets.audit`): a
+                          classifier's ROC AUC or a named rule's balanced accuracy separates
+                          unanswerable from answerable records of a modality (with ``audit``)
 ========================  ===================================================================
 """
 
@@ -84,7 +88,7 @@ def _bounds(modality: str, region: dict, item: SourceItem) -> str | None:
 
 
 def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
-                  corpus: Path | None = None) -> list[Finding]:
+                  corpus: Path | None = None, audit: bool = True) -> list[Finding]:
     sets_dir = Path(sets_dir)
     out: list[Finding] = []
 
@@ -164,8 +168,10 @@ def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
                     f"origin.revision {rec.origin.revision} ({rec.origin.dataset}) is not among "
                     f"the manifest's commits for source {source!r}")
     for qid, (path, no, rec) in records.items():
-        if rec.origin.derived_from and rec.origin.derived_from not in records:
-            add(path, no, "DERIVED_FROM_UNKNOWN", f"derived_from {rec.origin.derived_from!r}")
+        if rec.origin.derived_from and rec.origin.derived_from in records:
+            p0, l0, _ = records[rec.origin.derived_from]
+            add(path, no, "DERIVED_TWIN", f"derived_from {rec.origin.derived_from!r} is a record "
+                f"too ({p0}:{l0})")
 
     # ---- queries a system cannot tell apart: it sees only (question, holder, as_of)
     same: dict[tuple, list[tuple[Path, int, AnnotationRecord]]] = defaultdict(list)
@@ -197,6 +203,12 @@ def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
                 f"{u}/{n} = {u / n:.1%} unanswerable, under {MIN_UNANSWERABLE_SHARE:.0%}",
                 level="warning")
 
+    # ---- no tells (the audit needs well-formed sets: it runs when nothing above failed)
+    if audit and not [f for f in out if f.level == "error"]:
+        from .audit import audit_sets
+
+        out.extend(audit_findings(sets_dir, audit_sets(sets_dir)))
+
     # ---- digests
     if lock is not None:
         frozen = read_lock(lock)
@@ -211,6 +223,13 @@ def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
         for problem in check_corpus(corpus, manifest).problems:
             add(problem.file, problem.line, problem.rule, f"{problem.path}: {problem.message}")
     return out
+
+
+def audit_findings(sets_dir: Path, result) -> list[Finding]:
+    """The ``TELL`` findings of an audit (:class:`membench.sets.audit.Audit`): one per failed
+    gate, on the modality's set file."""
+    return [Finding(str(Path(sets_dir) / f"{m}.jsonl"), None, "TELL", msg)
+            for m in result.modalities for msg in result.failures(m)]
 
 
 def _parse(path: Path, model, add, modality: str | None = None):

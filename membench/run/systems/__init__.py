@@ -11,6 +11,10 @@ Trust boundary: resolving a name imports and calls code (``module:attr`` may be 
 importable, e.g. ``os:system``, called with the ``--config`` values). That is how a user's
 system runs, so it is by design; it is the one place where membench executes code the user
 names. Data files never get here.
+Only the registered test doubles of :data:`DOUBLES` that need it are given a
+:class:`membench.run.systems.doubles.RunContext` (the split's records, gold included) before
+ingest; the runner refuses any other system that asks for it (defines ``bind``), and marks the
+runs of those that get it (``sees_gold``: "not a valid submission").
 """
 
 from __future__ import annotations
@@ -29,7 +33,17 @@ BUILTIN: dict[str, str] = {
     "oracle": "membench.run.systems.doubles:Oracle",
     "leaky": "membench.run.systems.doubles:Leaky",
     "random": "membench.run.systems.doubles:RandomSystem",
+    "metadata": "membench.run.systems.doubles:MetadataRules",
 }
+
+#: the registered test doubles: name -> whether it is handed the split's records (gold)
+DOUBLES: dict[str, bool] = {"oracle": True, "leaky": True, "random": False, "metadata": False}
+
+
+def receives_records(system: Any) -> bool:
+    """True when ``system`` is an instance of exactly a registered test double's class (not a
+    subclass) that is handed the split's records: the only systems that may see gold."""
+    return any(gets and type(system) is _load(BUILTIN[name]) for name, gets in DOUBLES.items())
 
 
 def _load(path: str):
@@ -72,4 +86,5 @@ def make_system(name: str, config: dict[str, Any] | None = None) -> MemorySystem
     return system
 
 
-__all__ = ["BUILTIN", "make_system", "resolve", "Atom", "Result", "MemorySystem"]
+__all__ = ["BUILTIN", "DOUBLES", "make_system", "receives_records", "resolve", "Atom", "Result",
+           "MemorySystem"]

@@ -1,6 +1,10 @@
 """BM25 reference system on tantivy (tantivy-py 0.27; tantivy's BM25, k1 = 1.2, b = 0.75).
 
-Index (in RAM, rebuilt by every ``index``): one document per atom with
+Index (in RAM, rebuilt by every ``index``): **one tantivy index per holder**, so that the
+collection statistics (document frequencies, IDF, average length) are that holder's memory's
+alone: a query's scores never depend on which other holders, modalities or ``--limit`` subset
+were ingested with it (SPEC section 6; tested by comparing a ``--modality`` run's lines with
+the full run's). One document per atom with
 
 * ``text``: the atom text, analysed by ``membench_en`` = tantivy's simple tokenizer (runs of
   letters/digits), remove tokens longer than 40 bytes, lowercase, English Snowball stemmer.
@@ -9,20 +13,22 @@ Index (in RAM, rebuilt by every ``index``): one document per atom with
   removal (BM25's IDF already discounts "the", and a question made only of stop words should
   still find something). Stemming because questions paraphrase inflections ("revenues" /
   "revenue", "jumped" / "jumping").
-* ``atom_id`` (raw, stored), ``holder`` (raw, indexed), ``observed_at`` (i64 microseconds
-  since the epoch, indexed + fast) and ``ord`` (i64 fast: the atom's row in atom_id order, used
-  to map hits back without loading stored documents).
+* ``atom_id`` (raw, stored), ``observed_at`` (i64 microseconds since the epoch, indexed +
+  fast) and ``ord`` (i64 fast: the atom's row, in atom_id order, among its holder's atoms,
+  used to map hits back without loading stored documents).
 
 Query: the question is analysed with the same analyser, the distinct terms (first-occurrence
 order; query term frequency is ignored) become ``SHOULD`` term queries over ``text`` (built
 from tokens, never through the query parser, so ``?``, ``:``, quotes, ``AND`` or ``-`` in a
-question are plain text and can never be a syntax error), and the scope is two ``MUST``
-filters wrapped in ``const_score_query(.., 0.0)`` so they do not change the BM25 score:
-``term(holder)`` and ``range(observed_at <= as_of)``. tantivy filters before it collects the
-top k, so the depth is filled with in-scope atoms. A question with no index term gets no hits.
+question are plain text and can never be a syntax error), searched in the scope holder's
+index only, with ``range(observed_at <= as_of)`` as a ``MUST`` filter wrapped in
+``const_score_query(.., 0.0)`` so it does not change the BM25 score. tantivy filters before it
+collects the top k, so the depth is filled with in-scope atoms. A question with no index term
+gets no hits.
 
-Collection statistics (IDF, average length) are those of the whole multi-tenant index, as in
-any shared index; they never let an out-of-scope atom into the results.
+Statistics are the holder's whole memory's, future items included (as a memory indexes what
+it has seen so far, it would not know them yet; the filter keeps them out of the results, and
+the scores stay a function of the holder alone).
 
 Ties: tantivy's collector breaks ties by its own document order, so the search widens its
 limit until the score at the cut is strictly above the next one (or every match is in), then
@@ -61,9 +67,9 @@ class BM25Engine(Engine):
         super().__init__()
         self.heap_size = heap_size
         self.analyzer = make_analyzer()
-        self._index: tantivy.Index | None = None
-        self._searcher: tantivy.Searcher | None = None
-        self._schema: tantivy.Schema | None = None
+        # holder -> (schema, index, searcher, the holder's atoms in atom_id order)
+        self._holders: dict[str, tuple[tantivy.Schema, tantivy.Index, tantivy.Searcher,
+                                       list[Atom]]] = {}
 
     def config(self) -> dict[str, Any]:
         return {"engine": "bm25",
@@ -71,8 +77,10 @@ class BM25Engine(Engine):
                 "scoring": "tantivy BM25 (k1=1.2, b=0.75)",
                 "analyzer": "simple tokenizer | remove_long(40) | lowercase | "
                             "stemmer(english) (= tantivy en_stem)",
-                "query": "OR of distinct analysed question terms; holder term + "
-                         "observed_at <= as_of range as zero-score MUST filters",
+                "query": "OR of distinct analysed question terms in the holder's index; "
+                         "observed_at <= as_of range as a zero-score MUST filter",
+                "statistics": "one index per holder: IDF and average length never cross "
+                              "holders",
                 "time_unit": "microseconds since epoch"}
 
     def terms(self, text: str) -> list[str]:
@@ -80,10 +88,15 @@ class BM25Engine(Engine):
         return list(dict.fromkeys(self.analyzer.analyze(text)))
 
     def _build(self, atoms: list[Atom]) -> None:
+        by_holder: dict[str, list[Atom]] = {}
+        for a in atoms:                       # atoms come sorted by atom_id
+            by_holder.setdefault(a.holder, []).append(a)
+        self._holders = {h: self._build_one(rows) for h, rows in sorted(by_holder.items())}
+
+    def _build_one(self, atoms: list[Atom]):
         sb = tantivy.SchemaBuilder()
         sb.add_text_field("text", stored=False, tokenizer_name=ANALYZER_NAME)
         sb.add_text_field("atom_id", stored=True, tokenizer_name="raw")
-        sb.add_text_field("holder", stored=False, tokenizer_name="raw")
         sb.add_integer_field("observed_at", indexed=True, fast=True)
         sb.add_integer_field("ord", fast=True)
         schema = sb.build()
@@ -92,39 +105,37 @@ class BM25Engine(Engine):
         writer = index.writer(heap_size=self.heap_size, num_threads=1)
         for i, a in enumerate(atoms):
             writer.add_document(tantivy.Document(
-                text=a.text or "", atom_id=a.atom_id, holder=a.holder,
-                observed_at=to_micros(a.observed_at), ord=i))
+                text=a.text or "", atom_id=a.atom_id, observed_at=to_micros(a.observed_at),
+                ord=i))
         writer.commit()
         writer.wait_merging_threads()
         index.reload()
-        self._schema, self._index = schema, index
-        self._searcher = index.searcher()
+        return schema, index, index.searcher(), atoms
 
-    def _query(self, terms: list[str], holder: str, as_of_us: int) -> tantivy.Query:
-        s, Q, Occ = self._schema, tantivy.Query, tantivy.Occur
-        text = Q.boolean_query([(Occ.Should, Q.term_query(s, "text", t)) for t in terms])
-        in_holder = Q.const_score_query(Q.term_query(s, "holder", holder), 0.0)
+    def _query(self, schema: tantivy.Schema, terms: list[str], as_of_us: int) -> tantivy.Query:
+        Q, Occ = tantivy.Query, tantivy.Occur
+        text = Q.boolean_query([(Occ.Should, Q.term_query(schema, "text", t)) for t in terms])
         in_time = Q.const_score_query(
-            Q.range_query(s, "observed_at", tantivy.FieldType.Integer,
+            Q.range_query(schema, "observed_at", tantivy.FieldType.Integer,
                           upper_bound=as_of_us, include_upper=True), 0.0)
-        return Q.boolean_query([(Occ.Must, text), (Occ.Must, in_holder), (Occ.Must, in_time)])
+        return Q.boolean_query([(Occ.Must, text), (Occ.Must, in_time)])
 
     def _search(self, question: str, holder: str, as_of_us: int, k: int) -> list[Hit]:
         terms = self.terms(question)
-        if not terms or self._searcher is None:
+        if not terms or holder not in self._holders:
             return []
-        query = self._query(terms, holder, as_of_us)
+        schema, _, searcher, atoms = self._holders[holder]
+        query = self._query(schema, terms, as_of_us)
         limit = k + 1
         while True:
-            res = self._searcher.search(query, limit=limit, count=False).hits
+            res = searcher.search(query, limit=limit, count=False).hits
             # stop when every match is in, or the k-th score is strictly above the last one
             if len(res) < limit or res[k - 1][0] > res[-1][0]:
                 break
             limit *= 2
         if not res:
             return []
-        ords = self._searcher.fast_field_values("ord", [addr for _, addr in res])
-        atoms = self.atoms
+        ords = searcher.fast_field_values("ord", [addr for _, addr in res])
         pairs = zip(res, ords, strict=True)
         return rank(((atoms[o].atom_id, float(score)) for (score, _), o in pairs), k)
 

@@ -5,10 +5,20 @@
   recall@10 is the ceiling ``min(1, 10 / |gold|)`` per item, i.e. 1.0 wherever a run can reach
   it, and its false-recall rate is 0.
 * ``leaky`` ignores scope: for any question it returns the gold atoms of *every* record with that
-  question text, whoever's and whenever they are (so every transactive and temporal item leaks),
-  followed by atoms drawn from the whole multi-tenant memory. It never abstains.
+  question text, whoever's and whenever they are, and for a derived unanswerable the gold of
+  the query it derives from (``origin.distractor``: another holder's, or from the future), so
+  every transactive and temporal item leaks; then atoms drawn from the whole multi-tenant
+  memory. It never abstains.
 * ``random`` respects scope and returns in-scope atoms in a seeded random order; its cartridge
-  is the top atom (it never abstains).
+  is the top atom (it never abstains). It is not handed the records.
+* ``metadata`` ranks like ``random`` but abstains whenever a metadata rule fires: ``as_of`` is
+  before the holder's last item, or the question was asked before in this run (the rules an
+  outside audit found to give unanswerable queries away, :mod:`membench.sets.audit`). It is
+  not handed the records and reads no content: on sets without tells its abstention rate is
+  the same on answerable and unanswerable queries.
+
+Only ``oracle`` and ``leaky`` see gold (:data:`membench.run.systems.DOUBLES`); their runs are
+marked "not a valid submission".
 
 The oracle's atoms: one atom per distinct gold region of the split, shaped as the region
 (a video span longer than the cap is cut into windows), plus structural atoms
@@ -25,7 +35,7 @@ from typing import Any
 
 from ... import modalities
 from ...core.hashing import stable_hash
-from ...sets.schema import AnnotationRecord, Scope, SourceItem
+from ...sets.schema import AnnotationRecord, Gold, Scope, SourceItem
 from ..protocol import Atom, Result
 from .structural import atom_id, structural_atoms
 
@@ -44,27 +54,54 @@ def _region_extents(modality: str, region: dict) -> list[dict]:
     return modalities.get(modality).gold_extents(region)
 
 
-class _GoldIndex:
-    name = "gold-index"
-    seed = 0
+class _Double:
+    """What every test double shares: a name, a seed and a seeded random order."""
+
+    name = "double"
+    reads_gold = False
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
-        self.ctx: RunContext | None = None
         self.atoms: list[Atom] = []
+
+    def config(self) -> dict[str, Any]:
+        return {"seed": self.seed, "reads_gold": self.reads_gold}
+
+    def rng(self, question: str) -> _random.Random:
+        return _random.Random(stable_hash(str(self.seed), self.name, question))
+
+    def in_scope(self, question: str, scope: Scope, as_of: datetime, k: int = 100) -> list[str]:
+        """Up to ``k`` in-scope atoms in a seeded order of (question, holder, as_of)."""
+        if getattr(self, "_scoped", None) is None or self._scoped[0] is not self.atoms:
+            by: dict[str, list[Atom]] = {}
+            for a in self.atoms:                       # atom order kept within a holder
+                by.setdefault(a.holder, []).append(a)
+            self._scoped = (self.atoms, by)
+        pool = [a.atom_id for a in self._scoped[1].get(scope.holder, ())
+                if a.observed_at <= as_of]
+        return self.rng(question + scope.holder + as_of.isoformat()).sample(pool,
+                                                                           min(len(pool), k))
+
+
+class _GoldIndex(_Double):
+    """A double that is handed the split's records (gold) before ingest."""
+
+    name = "gold-index"
+    reads_gold = True
+
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__(seed)
+        self.ctx: RunContext | None = None
 
     def bind(self, ctx: RunContext) -> None:
         self.ctx = ctx
-
-    def config(self) -> dict[str, Any]:
-        return {"seed": self.seed, "reads_gold": self.name != "random"}
 
     def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
         by_id = {it.source_id: it for it in items}
         self.region_atoms: dict[tuple, list[str]] = {}
         atoms: dict[str, Atom] = {}
         for r in (self.ctx.records if self.ctx else []):
-            for g in r.gold:
+            for g in [*r.gold, *_original_gold(r)]:
                 it = by_id.get(g.source_id)
                 if it is None:
                     continue
@@ -86,17 +123,23 @@ class _GoldIndex:
             self.by_question.setdefault(r.question, []).append(r)
         return self.atoms
 
-    def gold_atoms(self, records: list[AnnotationRecord]) -> list[str]:
+    def gold_atoms(self, records: list[AnnotationRecord], original: bool = False) -> list[str]:
+        """The first atom of each gold region of ``records`` (and, with ``original``, of the
+        gold of the queries derived records come from)."""
         out: list[str] = []
         for r in records:
-            for g in r.gold:
+            for g in [*r.gold, *(_original_gold(r) if original else [])]:
                 for a in self.region_atoms.get((g.source_id, repr(sorted(g.region.items()))), [])[:1]:
                     if a not in out:
                         out.append(a)
         return out
 
-    def rng(self, question: str) -> _random.Random:
-        return _random.Random(stable_hash(str(self.seed), self.name, question))
+
+def _original_gold(r: AnnotationRecord) -> list[Gold]:
+    """The gold of the query a derived record comes from (kept in ``origin.distractor``)."""
+    if not r.origin.derived_from:
+        return []
+    return [Gold(**g) for g in (r.origin.distractor or []) if isinstance(g, dict)]
 
 
 class Oracle(_GoldIndex):
@@ -113,7 +156,7 @@ class Leaky(_GoldIndex):
     name = "leaky"
 
     def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
-        ids = self.gold_atoms(self.by_question.get(question, []))
+        ids = self.gold_atoms(self.by_question.get(question, []), original=True)
         pool = [a.atom_id for a in self.atoms]
         extra = self.rng(question).sample(pool, min(len(pool), 20))
         for a in extra:
@@ -123,7 +166,7 @@ class Leaky(_GoldIndex):
         return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=ids[:3])
 
 
-class RandomSystem(_GoldIndex):
+class RandomSystem(_Double):
     name = "random"
 
     def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
@@ -131,7 +174,35 @@ class RandomSystem(_GoldIndex):
         return self.atoms
 
     def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
-        pool = [a.atom_id for a in self.atoms
-                if a.holder == scope.holder and a.observed_at <= as_of]
-        ids = self.rng(question + scope.holder + as_of.isoformat()).sample(pool, min(len(pool), 100))
+        ids = self.in_scope(question, scope, as_of)
         return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=ids[:1])
+
+
+class MetadataRules(_Double):
+    """Ranks like ``random``; abstains when ``as_of`` is before the holder's last item or the
+    question (lower case, single spaces) was asked before in this run, else commits its top
+    atom. Keeps only the holders' last observation times and the questions it was asked."""
+
+    name = "metadata"
+    RULES = ("as_of before the holder's last item", "question asked before in this run")
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "abstains_when": list(self.RULES)}
+
+    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
+        self.atoms = structural_atoms(items)
+        self.last: dict[str, datetime] = {}
+        for it in items:
+            if it.holder not in self.last or it.observed_at > self.last[it.holder]:
+                self.last[it.holder] = it.observed_at
+        self.seen: set[str] = set()
+        return self.atoms
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        ids = self.in_scope(question, scope, as_of)
+        key = " ".join(question.lower().split())
+        last = self.last.get(scope.holder)
+        fires = (last is not None and as_of < last) or key in self.seen
+        self.seen.add(key)
+        return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)],
+                      cartridge=[] if fires else ids[:1])

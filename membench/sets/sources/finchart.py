@@ -21,7 +21,11 @@ complete, but only the first 320 of 1,154 images (by sorted name) are mirrored.
   ``QA_data.json#<row>``; question and answer verbatim; ``answer_format`` from the answer's JSON
   type (int, float, str, list). The upstream ``reasoning`` is a model-style rationale, not
   evidence: it is not used. Gold ``[Gold(source_id, {})]`` (whole image).
-* texts: none (there is no upstream text for the charts).
+* texts: the charts carry no upstream text, so each item's text is the upstream questions
+  written over it (every row whose image is that item, in row order, one a line). It is what
+  the build's anchor guard reads (:mod:`membench.sets.derive`: a question whose words are
+  asked of another holder's charts too may be answerable there), never system input, never
+  gold.
 """
 
 from __future__ import annotations
@@ -126,8 +130,13 @@ def _map(up: Upstream, rows: _Rows, revision: str) -> Mapped:
             source_id=sid, modality="image", holder=f"{KEY}/roll-{groups[sid]}",
             observed_at=observed[sid], path=rel(up.root, up.folder / IMAGES / c), meta=meta))
     holder_of = {it.source_id: it.holder for it in made.items}
+    asked: dict[str, list[str]] = {}
     for i, row in enumerate(rows.qa):
-        made.outcomes.append(_record(i, row, rows, canon, holder_of, revision, made))
+        o = _record(i, row, rows, canon, holder_of, revision, made)
+        made.outcomes.append(o)
+        if not isinstance(o, str):
+            asked.setdefault(o.gold[0].source_id, []).append(o.question)
+    made.texts = {sid: "\n".join(qs) for sid, qs in sorted(asked.items())}
     return made
 
 

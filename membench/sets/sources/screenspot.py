@@ -21,6 +21,10 @@ Records: one per instruction whose screenshot is mirrored. ``query_id`` =
 ``{"bbox": [l, t, l + w, t + h]}`` (pixels, xyxy). A box off the image by at most 1 px is clipped
 (counted as a fix); worse is not covered. There is no textual answer (``answer`` None,
 ``answer_format`` "none"); the box is the answer.
+
+texts: a screenshot has no upstream text, so each item's text is the upstream instructions
+written over it (every row whose screenshot is that item, in file and row order, one a line);
+only the build's anchor guard reads it (:mod:`membench.sets.derive`), never a system, never gold.
 """
 
 from __future__ import annotations
@@ -196,6 +200,10 @@ def _map(up: Upstream, rows: _Rows, revisions: dict[str, str]) -> _Made:
             made.outcomes.append(_record(
                 platform, i, row, rows, holder_of, mirrored_note, content_matched,
                 revisions[platform], made))
+    asked: dict[str, list[str]] = {}
+    for o in made.drafts:
+        asked.setdefault(o.gold[0].source_id, []).append(o.question)
+    made.texts = {k: "\n".join(v) for k, v in sorted(asked.items())}
     return made
 
 

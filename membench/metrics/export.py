@@ -1,0 +1,70 @@
+"""``membench export RUN_DIR --out DIR``: a run in the files the field's tools read.
+
+Writes, for the queries the run is scored on (:class:`~membench.metrics.rundir.RunDir`, which
+refuses what metrics refuses), in the run's order (its ``run.jsonl`` lines):
+
+* ``run.trec``: ``qid Q0 atom_id rank score membench``, each query's hits ranked by membench's
+  rule (:data:`membench.run.protocol.TIE_BREAKING`, repeated atoms dropped); the score column
+  is **rank-derived** (``n + 1 - rank`` for n ranked atoms), so tools that break score ties by
+  document id and compare 32-bit floats (trec_eval, pytrec_eval) see membench's order; the
+  system's own scores stay in ``run.jsonl``;
+* ``qrels.trec``: ``qid 0 atom_id grade`` for every atom of the run that hits a gold region of
+  an answerable query (:mod:`membench.metrics.atom_level`; graded where the judgment set is);
+  unanswerable queries have no line;
+* ``topics.jsonl``: the queries as a system sees them (:mod:`membench.sets.topics`: opaque
+  qid, question, scope, as_of; no gold, no answerability).
+
+trec_eval-style tools on ``run.trec`` + ``qrels.trec`` give ``metrics.json["atom_level"]``
+exactly, once the per-query values are averaged over the run's answerable queries (a query
+with no relevant atom is absent from the qrels and counts 0; ``trec_eval -c`` with the full
+query list does the same). Writes only into ``out``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..run.protocol import rank_order
+from ..sets.topics import topic, topic_id, write_topics
+from .rundir import RunDir
+
+TAG = "membench"
+
+
+def export_run(run: str | os.PathLike | RunDir, out: str | os.PathLike,
+               sets_dir: str | os.PathLike | None = None, *, partial: bool = False,
+               final: bool = False) -> dict[str, Any]:
+    """Write ``run.trec``, ``qrels.trec`` and ``topics.jsonl`` of a run into ``out``; returns
+    what was written (counts and paths)."""
+    rd = run if isinstance(run, RunDir) else RunDir.open(run, sets_dir, partial=partial,
+                                                         final=final)
+    scores = rd.scores()
+    by_qid = {q: i for i, q in enumerate(scores.query_id)}
+    records = {r.query_id: r for r in rd.records}
+    order = [row.query_id for row in rd.rows if row.query_id in by_qid]   # the run's order
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    n_run = n_qrels = n_answerable = 0
+    with open(out / "run.trec", "w", encoding="utf-8", newline="\n") as f:
+        for qid in order:
+            row = rd.row_by_query[qid]
+            ranked = rank_order(row.hit_ids, row.scores)
+            t = topic_id(qid)
+            n = len(ranked)
+            f.writelines(f"{t} Q0 {a} {i} {n + 1 - i} {TAG}\n" for i, a in enumerate(ranked, 1))
+            n_run += n
+    with open(out / "qrels.trec", "w", encoding="utf-8", newline="\n") as f:
+        for qid in order:
+            i = by_qid[qid]
+            if not scores.answerable[i]:
+                continue
+            n_answerable += 1
+            rel = scores.atom_qrels[i]
+            f.writelines(f"{topic_id(qid)} 0 {a} {g}\n" for a, g in rel.items())
+            n_qrels += len(rel)
+    n_topics = write_topics(out / "topics.jsonl", [topic(records[q]) for q in order])
+    return {"out": str(out), "queries": len(order), "answerable": n_answerable,
+            "run_lines": n_run, "qrels_lines": n_qrels, "topics": n_topics,
+            "label": rd.label, "submission": rd.submission}

@@ -1,0 +1,132 @@
+"""The metadata-only audit: features, AUC, named rules and gates (membench.sets.audit)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from membench.cli import main
+from membench.core.hashing import stable_hash
+from membench.sets.audit import (
+    AUC_GATE,
+    audit_sets,
+    balanced_accuracy,
+    features,
+    render_audit,
+    roc_auc,
+)
+from membench.sets.schema import AnnotationRecord, SourceItem
+from membench.sets.select import presentation_order
+
+T = datetime(2024, 1, 1, tzinfo=timezone.utc)
+H = timedelta(hours=1)
+
+
+def item(sid, holder, hours):
+    return SourceItem(source_id=sid, modality="image", holder=holder,
+                      observed_at=T + hours * H, content="x")
+
+
+def record(qid, holder, as_of, unanswerable=False, question=None, split="dev"):
+    return AnnotationRecord(
+        query_id=qid, modality="image", question=question or f"question {qid}?",
+        answer=None if unanswerable else "a", answer_format="none" if unanswerable else "str",
+        gold=[] if unanswerable else [{"source_id": f"{holder}:0", "region": {}}],
+        scope={"holder": holder, "scenario": "s"}, as_of=as_of, unanswerable=unanswerable,
+        split=split, origin={"dataset": "d", "revision": "r", "item": qid, "license": "L"})
+
+
+def test_roc_auc_is_sklearns():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(1)
+    s = rng.integers(0, 5, 300).astype(float)         # many ties
+    y = rng.random(300) < 0.3
+    assert roc_auc(s, y) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
+def test_balanced_accuracy_takes_the_better_direction():
+    y = np.array([True, True, False, False])
+    assert balanced_accuracy(np.array([True, False, False, False]), y) == 0.75
+    assert balanced_accuracy(np.array([False, True, True, True]), y) == 0.75
+    assert balanced_accuracy(np.array([True, True, True, True]), y) == 0.5
+    assert balanced_accuracy(np.array([True, False]), np.array([True, True])) is None
+
+
+def test_features_of_hand_made_records():
+    items = [item(f"h1:{i}", "h1", i) for i in range(4)] + [item("h2:0", "h2", 0)]
+    recs = [record("q1", "h1", T + 1.25 * H), record("q2", "h1", T + 3.5 * H, question="same?"),
+            record("q3", "h2", T + 2 * H, question="same?", unanswerable=True),
+            record("q4", "h1", T + 3.75 * H, question="same?")]
+    f = {r["query_id"]: r for r in features(recs, items)}
+    q1 = f["q1"]
+    assert (q1["visible"], q1["items"], q1["visible_share"]) == (2, 4, 0.5)
+    assert q1["gap_prev_s"] == 900 and q1["gap_next_s"] == 2700
+    assert q1["slot_fraction"] == 0.25 and (q1["hour"], q1["minute"], q1["second"]) == (1, 15, 0)
+    assert q1["as_of_rank"] == 0 and q1["holder_queries"] == 3
+    assert np.isnan(f["q2"]["gap_next_s"]) and f["q2"]["visible"] == 4
+    assert (f["q2"]["same_holder"], f["q2"]["other_holder"]) == (1, 1)
+    assert (f["q3"]["same_holder"], f["q3"]["other_holder"]) == (0, 2)
+    # seen_before follows the presentation order: exactly the first "same?" has not been seen
+    order = [q for q in presentation_order(["q1", "q2", "q3", "q4"]) if q != "q1"]
+    assert [f[q]["seen_before"] for q in order] == [0, 1, 1]
+
+
+def write_sets(tmp_path, tell: bool):
+    """An image set of 40 holders x 10 items, 400 records, a quarter unanswerable. With
+    ``tell`` the unanswerable ones are asked before the holder's last item and the answerable
+    ones after it; without, every as_of is drawn the same way."""
+    d = tmp_path / ("tell" if tell else "fair")
+    d.mkdir()
+    items = [item(f"h{h}:{i}", f"h{h}", i) for h in range(40) for i in range(10)]
+    recs = []
+    for k in range(400):
+        h = k % 40
+        un = stable_hash("u", str(k)) % 4 == 0
+        slot = (stable_hash("s", str(k)) % 10)
+        if tell:
+            slot = 9 if not un else slot % 9
+        as_of = T + slot * H + timedelta(seconds=stable_hash("o", str(k)) % 3600)
+        r = record(f"src:{k}", f"h{h}", as_of, unanswerable=un)
+        if not un:
+            r = r.model_copy(update={"gold": [r.gold[0].model_copy(
+                update={"source_id": f"h{h}:0"})]})
+        recs.append(r)
+    (d / "items.jsonl").write_text("".join(i.model_dump_json() + "\n" for i in items))
+    (d / "image.jsonl").write_text("".join(r.model_dump_json(exclude_none=True) + "\n"
+                                           for r in recs))
+    for m in ("pdf", "ui_screenshot", "video", "code", "conversation"):
+        (d / f"{m}.jsonl").write_text("")
+    return d
+
+
+def test_a_planted_tell_fails_the_gates_and_a_fair_set_passes(tmp_path, capsys):
+    tell = audit_sets(write_sets(tmp_path, True))
+    m = tell.modalities["image"]
+    assert m.gated and m.n_unanswerable >= 20
+    assert m.auc > 0.95 and m.rules["before_last_item"] == 1.0 and not tell.ok
+    assert any("before the holder's last item" in x for x in tell.failures())
+    fair = audit_sets(write_sets(tmp_path, False))
+    f = fair.modalities["image"]
+    assert f.auc <= AUC_GATE and f.auc_ci[0] < 0.5 < f.auc_ci[1] and fair.ok, render_audit(fair)
+    assert "| image | " in render_audit(fair) and "pass" in render_audit(fair)
+    # the command: exit 1 on a tell, 0 without; --json writes every figure
+    assert main(["audit", str(tmp_path / "tell")]) == 1
+    assert "TELL: image:" in capsys.readouterr().out
+    assert main(["audit", str(tmp_path / "fair"), "--json", str(tmp_path / "a.json")]) == 0
+    data = json.loads((tmp_path / "a.json").read_text())
+    assert data["ok"] and data["modalities"]["image"]["n_unanswerable"] == f.n_unanswerable
+
+
+def test_small_modalities_are_reported_not_gated(tmp_path):
+    d = write_sets(tmp_path, True)
+    lines = (d / "image.jsonl").read_text().splitlines()
+    keep = [x for x in lines if '"unanswerable":true' in x][:5] + \
+        [x for x in lines if '"unanswerable":false' in x][:50]
+    (d / "image.jsonl").write_text("\n".join(keep) + "\n")
+    a = audit_sets(d)
+    assert not a.modalities["image"].gated and a.ok
+    assert "not gated" in render_audit(a)
