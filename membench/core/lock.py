@@ -88,6 +88,27 @@ def prepare_run_dir(run_dir: str | os.PathLike, create: bool = True) -> Path:
     return p
 
 
+def raise_if_locked(run_dir: str | os.PathLike) -> None:
+    """:class:`RunDirLocked` when another live process holds RUN_DIR's lock (a reader asks
+    before it refuses an unfinished run, so the message names the writer); nothing to do when
+    there is no lock file or this process holds it."""
+    import fcntl
+
+    p = Path(run_dir)
+    lock = p / LOCK_NAME
+    if str(p.resolve()) in _held or not lock.is_file():
+        return
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunDirLocked(p, _read_holder(fd)) from None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def run_dir_lock(run_dir: str | os.PathLike, command: str | None = None) -> Iterator[Path]:
     """Hold RUN_DIR's exclusive lock for the ``with`` block (see the module docstring); yields

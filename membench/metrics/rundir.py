@@ -44,7 +44,7 @@ from typing import Any
 from ..core.atomic import atomic_write_json
 from ..core.errors import InputError
 from ..core.jsonl import iter_json_lines, parse_model
-from ..core.lock import run_dir_lock
+from ..core.lock import raise_if_locked, run_dir_lock
 from ..core.paths import resolve_user_path
 from ..run.files import AtomRow, RunRow, read_atoms, read_meta, read_run
 from ..sets.build import set_digests
@@ -121,6 +121,8 @@ class RunDir:
             log_test_access(str(meta.get("system") or path.name), path, code_revision(),
                             action="read")
         status = meta.get("status")
+        if status is not None and status != "complete":
+            raise_if_locked(path)       # being written now: name the writer
         if status is not None and status != "complete" and not partial:
             raise InputError(path / "meta.json", None, "status",
                              f"the run is {status!r}, not complete: finish it (the same "
