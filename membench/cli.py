@@ -400,7 +400,8 @@ manifest  REWRITE bench/corpus/manifest.jsonl (a committed file) from every mirr
 
     au = sub.add_parser("audit", help="can metadata alone (as_of, timelines, repetition, order) "
                         "tell unanswerable queries apart? classifier AUC and named rules")
-    au.add_argument("sets", nargs="?", default=str(DEFAULT_SETS_DIR), metavar="SETS")
+    au.add_argument("sets", nargs="?", default=str(DEFAULT_SETS_DIR), metavar="SETS",
+                    help="sets folder (default: bench/sets)")
     au.add_argument("--json", help="also write the audit as JSON here")
     au.set_defaults(func=_audit_cmd)
 
@@ -483,7 +484,7 @@ this one). Re-running the same command resumes an interrupted run.""")
 
     ex = sub.add_parser("export", help="a run as TREC files: run.trec, qrels.trec (atom level) "
                         "and topics.jsonl")
-    ex.add_argument("run_dir")
+    ex.add_argument("run_dir", help="the run directory to export")
     ex.add_argument("--out", required=True, help="folder for run.trec, qrels.trec, topics.jsonl")
     ex.add_argument("--sets", help="sets folder (default: the one recorded in meta.json)")
     _read_flags(ex)
@@ -491,11 +492,14 @@ this one). Re-running the same command resumes an interrupted run.""")
 
     tp = sub.add_parser("topics", help="the queries of a split as a system sees them (JSON "
                         "lines: opaque qid, question, scope, as_of), for systems in other languages")
-    tp.add_argument("--split", default="dev", choices=["dev", "test"])
-    tp.add_argument("--out", required=True)
-    tp.add_argument("--sets", default=str(DEFAULT_SETS_DIR))
+    tp.add_argument("--split", default="dev", choices=["dev", "test"],
+                    help="which split (test needs --final)")
+    tp.add_argument("--out", required=True, help="the topics file to write (JSON lines)")
+    tp.add_argument("--sets", default=str(DEFAULT_SETS_DIR), help="sets folder (default: "
+                    "bench/sets)")
     tp.add_argument("--modality", action="append", help="only this modality (repeatable)")
-    tp.add_argument("--limit", type=int, help="at most N queries per modality (as `run`)")
+    tp.add_argument("--limit", type=positive_int, help="at most N queries per modality (as "
+                    "`run`)")
     tp.add_argument("--final", action="store_true", help="the frozen test split (logged)")
     tp.set_defaults(func=_topics_cmd)
 
