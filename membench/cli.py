@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from .core import progress
 from .core.errors import MembenchError
 from .core.paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH, corpus_root
 
@@ -104,8 +105,7 @@ def _run_cmd(a: argparse.Namespace) -> int:
     out = Path(a.out) if a.out else Path("runs") / f"{system.name}-{a.split}"
     t0 = time.time()
     meta = run_system(system, Path(a.sets), a.split, out, corpus_root(a.corpus),
-                      modalities=a.modality, limit=a.limit, final=a.final,
-                      progress=lambda i, n: print(f"  {i}/{n} queries", flush=True))
+                      modalities=a.modality, limit=a.limit, final=a.final)
     print(f"{system.name} on {a.split}: {meta['queries']} queries, {meta['atoms']} atoms, "
           f"ingest {meta['ingest_seconds']:.1f} s, total {time.time() - t0:.1f} s -> {out}")
     if a.metrics:
@@ -174,6 +174,8 @@ def _compare_cmd(a: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="membench", description=__doc__)
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bars or progress lines (results and errors still print)")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     c = sub.add_parser("corpus", help="freeze or check the corpus mirror against the manifest")
@@ -264,11 +266,15 @@ def parser() -> argparse.ArgumentParser:
     mt.add_argument("--sets", help="sets folder (default: the one recorded in meta.json)")
     mt.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     mt.set_defaults(func=_metrics_cmd)
+    for sp in sub.choices.values():  # also after the subcommand, without resetting the flag
+        sp.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                        help="no progress bars or progress lines")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
+    progress.configure("quiet" if a.quiet else "auto")
     try:
         return a.func(a)
     except MembenchError as e:

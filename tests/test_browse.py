@@ -15,13 +15,13 @@ from PIL import Image
 
 from membench.analysis.browse import Browser, Case, CaseAtom, cases, counts_frame, render_case_html
 from membench.metrics import read_atoms, read_run, score_items
-from membench.sets.select import select_records
 from membench.modalities import MODALITIES
 from membench.modalities import render as rr
 from membench.modalities.video import fmt_t
 from membench.run.runner import run_system
 from membench.run.systems import make_system
 from membench.sets.schema import SourceItem
+from membench.sets.select import select_records
 
 LIMIT = 30
 

@@ -18,8 +18,8 @@ import pytest
 
 from membench.analysis import frames as frames_mod
 from membench.analysis import slices, summaries, sweep
-from membench.metrics.rundir import run_status
 from membench.core.errors import InputError
+from membench.metrics.rundir import run_status
 
 LIMIT = 30
 _RUNS: dict[str, dict[str, Path]] = {}

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core import progress
 from ..core.errors import InputError
 from ..core.jsonl import iter_json_lines, parse_model
 from ..core.paths import resolve_user_path
@@ -213,8 +214,11 @@ class RunDir:
     def metrics(self, *, write: bool = True, seed: int = SEED,
                 n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
         """The ``metrics.json`` object; written into the run directory (atomically) unless
-        ``write`` is false."""
-        result = aggregate(self.scores(), seed=seed, n_resamples=n_resamples)
+        ``write`` is false. Reports the ``score`` and ``bootstrap`` progress steps."""
+        with progress.step(f"score ({self.path.name})", total=None, unit="item") as bar:
+            scores = self.scores()
+            bar.advance(len(scores))
+        result = aggregate(scores, seed=seed, n_resamples=n_resamples)
         if write:
             out = self.path / "metrics.json"
             tmp = out.with_name("metrics.json.tmp")

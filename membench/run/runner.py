@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import __version__
+from ..core import progress as _progress
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import dumps, iter_json_lines, read_models, sha256_file
 from ..core.paths import BENCH_DIR, MANIFEST_PATH, REPO_ROOT
@@ -140,7 +141,10 @@ def check_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem]) ->
 def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corpus_root: Path,
                modalities: Iterable[str] | None = None, limit: int | None = None,
                final: bool = False, progress=None) -> dict:
-    """Run ``system`` over ``split`` into ``out`` (resuming if ``out`` holds a partial run)."""
+    """Run ``system`` over ``split`` into ``out`` (resuming if ``out`` holds a partial run).
+
+    Reports the ``ingest`` and ``queries`` steps through :mod:`membench.core.progress`;
+    ``progress(done, total)``, when given, is also called every 100 queries."""
     if split not in ("dev", "test"):
         raise MembenchError(f"unknown split {split!r}")
     if split == "test" and not final:
@@ -179,7 +183,10 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
         from .systems.doubles import RunContext
         system.bind(RunContext(Path(sets_dir), split, data.records))
     t0 = time.perf_counter()
-    atoms = system.ingest(data.items, corpus_root)
+    with _progress.step(f"ingest ({system.name})", total=len(data.items), unit="item") as bar:
+        atoms = system.ingest(data.items, corpus_root)
+        bar.advance(len(data.items))
+        bar.count("atoms", len(atoms))
     meta["ingest_seconds"] = round(time.perf_counter() - t0, 3)
     check_atoms(system.name, atoms, data.items)
     atom_lines = [dumps(a.row()) + "\n" for a in atoms]
@@ -197,7 +204,12 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
     known = {a.atom_id for a in atoms}
     done = _done_queries(run_path)
     todo = [r for r in data.records if r.query_id not in done]
-    with open(run_path, "a", encoding="utf-8") as f:
+    with open(run_path, "a", encoding="utf-8") as f, \
+            _progress.step(f"queries ({system.name})", total=len(data.records),
+                          unit="query") as bar:
+        bar.advance(len(done))
+        if done:
+            bar.count("answered before (resumed)", len(done))
         for n, r in enumerate(todo, 1):
             t = time.perf_counter()
             res = system.query(r.question, r.scope, r.as_of)
@@ -211,6 +223,7 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
             f.write(dumps({"query_id": r.query_id, "hits": hits, "cartridge": cart,
                            "latency_ms": round(ms, 3)}) + "\n")
             f.flush()
+            bar.advance()
             if n % 100 == 0:
                 os.fsync(f.fileno())
                 if progress:

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from ..core import progress
 from ..core.errors import MembenchError
 from ..core.hashing import hash_order
 from ..core.jsonl import sha256_file, write_jsonl
@@ -63,23 +64,32 @@ def collect(root: Path, only: set[str] | None = None):
     drafts = []
     texts: dict[str, str] = {}
     coverage: list[Coverage] = []
-    for spec in SOURCES:
-        if only and spec.key not in only:
-            continue
-        if not spec.available(root):
-            coverage.append(spec.not_mirrored())
-            continue
-        res = spec.load(root)
-        if not res.coverage.balanced():
-            raise MembenchError(f"{spec.key}: coverage does not add up: {res.coverage.as_dict()}")
-        for it in res.items:
-            if it.source_id in items:
-                raise MembenchError(f"{spec.key}: duplicate source_id {it.source_id}")
-            items[it.source_id] = it
-        drafts.extend(res.drafts)
-        texts.update(res.texts)
-        coverage.append(res.coverage)
+    specs = [spec for spec in SOURCES if not only or spec.key in only]
+    with progress.step("build", total=len(specs), unit="source") as bar:
+        for spec in specs:
+            bar.note(spec.key)
+            _collect_one(root, spec, items, drafts, texts, coverage, bar)
+            bar.advance()
     return items, drafts, texts, coverage
+
+
+def _collect_one(root: Path, spec, items: dict, drafts: list, texts: dict,
+                 coverage: list, bar: progress.Step) -> None:
+    """Load one source into the accumulators (``bar`` counts the records)."""
+    if not spec.available(root):
+        coverage.append(spec.not_mirrored())
+        return
+    res = spec.load(root)
+    if not res.coverage.balanced():
+        raise MembenchError(f"{spec.key}: coverage does not add up: {res.coverage.as_dict()}")
+    for it in res.items:
+        if it.source_id in items:
+            raise MembenchError(f"{spec.key}: duplicate source_id {it.source_id}")
+        items[it.source_id] = it
+    drafts.extend(res.drafts)
+    texts.update(res.texts)
+    coverage.append(res.coverage)
+    bar.count("questions", len(res.drafts))
 
 
 def source_of(id_: str) -> str:
