@@ -196,8 +196,9 @@ class Step:
         if self.cached:
             s += f", {self.cache_hits} cache hits"
         s += f", {_secs(elapsed)}"
-        if self.total and 0 < self.done < self.total:
-            s += f", about {_secs(elapsed / self.done * (self.total - self.done))} left"
+        worked = self.done - self.cache_hits        # cache hits cost nothing: not in the rate
+        if self.total and 0 < worked and self.done < self.total:
+            s += f", about {_secs(elapsed / worked * (self.total - self.done))} left"
         if heartbeat:
             s += " (still working" + (f": {self.detail})" if self.detail else ")")
         return s
