@@ -129,7 +129,7 @@ def _report_cmd(a: argparse.Namespace) -> int:
     t0 = time.time()
     done = report([Path(r) for r in a.run], Path(a.out), Path(a.sets) if a.sets else None,
                   compare=[Path(r) for r in a.compare or []],
-                  corpus=corpus_root(a.corpus) if a.corpus else None)
+                  corpus=corpus_root(a.corpus) if a.corpus else None, force=a.force)
     for r in done:
         print(f"  {r.html}")
     print(f"{len(done)} report page(s) in {time.time() - t0:.0f} s; open {Path(a.out) / 'index.html'}")
@@ -236,9 +236,12 @@ def parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="execute the notebooks and render HTML reports")
     rp.add_argument("--run", action="append", required=True, metavar="RUN_DIR",
-                    help="a run directory (repeatable)")
+                    help="a run directory (repeatable): pages 01-04 for each, and page 05 "
+                    "comparing them when there are several")
     rp.add_argument("--compare", action="append", metavar="RUN_DIR",
-                    help="more runs to compare with (notebook 05)")
+                    help="more runs (repeatable): the same as --run")
+    rp.add_argument("--force", action="store_true",
+                    help="replace report folders that already hold pages")
     rp.add_argument("--out", default="reports")
     rp.add_argument("--sets", help="sets folder (default bench/sets)")
     rp.add_argument("--corpus")
