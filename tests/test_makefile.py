@@ -69,6 +69,9 @@ def test_any_system_any_limit_in_either_order(tree):
 
     quick = make(tree, "all", "SYSTEMS=hybrid", "LIMIT=2")      # after a full run
     assert "== reports: pages 01-04 for" in quick.stdout
+    for step in ("build", "ingest (hybrid)", "queries (hybrid)", "bootstrap", "report"):
+        assert f"[membench] {step} done: " in quick.stderr, step   # a summary per step
+    assert re.search(r"\[membench\] report done: 4 pages, [\d.]+ (s|min)", quick.stderr)
     m = meta(tree, "hybrid-dev-limit2")
     assert m["limit"] == 2 and m["system"] == "hybrid" and m["status"] == "complete"
     assert sorted(p.name for p in (root / "reports" / "hybrid-dev-limit2").glob("*.html")) == [
