@@ -167,3 +167,18 @@ def test_csp_allows_only_membench_scripts_by_hash():
     policy = csp(page)
     assert policy.count("'sha256-") == 1 and "unsafe-inline" not in policy.split("style-src")[0]
     assert "default-src 'none'" in policy and "connect-src 'none'" in policy
+
+
+def test_forest_plot_has_a_panel_per_metric_and_n_on_every_row():
+    from membench.analysis.plots import plot_forest
+
+    rows = [{"scope": s, "metric": m, "system_a": "bm25", "system_b": "dense", "n": 10 + i,
+             "diff": 0.1, "diff_ci95_lo": -0.05, "diff_ci95_hi": 0.2,
+             "significant_0.05": s == "all"}
+            for m in ("recall@10", "mrr", "ndcg@10") for i, s in enumerate(("pdf", "all"))]
+    fig = plot_forest(pd.DataFrame(rows))
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title().split(":")[0] for ax in panels] == ["recall@10", "mrr", "ndcg@10"]
+    assert [t.get_text() for t in panels[0].get_yticklabels()] == [
+        "all: bm25 − dense (n=11)", "pdf: bm25 − dense (n=10)"]
+    assert any(abs(line.get_xdata()[0]) < 1e-12 for line in panels[0].get_lines())  # 0 line

@@ -157,6 +157,7 @@ def plot_forest(pairs, *, alpha: float = 0.05):
     for ax in list(axes.flat)[len(metrics):]:
         ax.axis("off")
     if metrics:
-        axes.flat[0].legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        fig.legend(handles, labels, fontsize=8, loc="upper center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))
     return fig
