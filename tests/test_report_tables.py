@@ -179,6 +179,6 @@ def test_forest_plot_has_a_panel_per_metric_and_n_on_every_row():
     fig = plot_forest(pd.DataFrame(rows))
     panels = [ax for ax in fig.axes if ax.get_title()]
     assert [ax.get_title().split(":")[0] for ax in panels] == ["recall@10", "mrr", "ndcg@10"]
-    assert [t.get_text() for t in panels[0].get_yticklabels()] == [
-        "all: bm25 − dense (n=11)", "pdf: bm25 − dense (n=10)"]
+    assert [t.get_text() for t in panels[0].get_yticklabels()] == [   # top row first
+        "pdf: bm25 − dense (n=10)", "all: bm25 − dense (n=11)"]
     assert any(abs(line.get_xdata()[0]) < 1e-12 for line in panels[0].get_lines())  # 0 line
