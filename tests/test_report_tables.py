@@ -182,3 +182,15 @@ def test_forest_plot_has_a_panel_per_metric_and_n_on_every_row():
     assert [t.get_text() for t in panels[0].get_yticklabels()] == [   # top row first
         "pdf: bm25 − dense (n=10)", "all: bm25 − dense (n=11)"]
     assert any(abs(line.get_xdata()[0]) < 1e-12 for line in panels[0].get_lines())  # 0 line
+
+
+def test_index_never_links_a_folder_name_that_looks_like_a_scheme(tmp_path):
+    from membench.report.render import write_index
+
+    for name in ("javascript:alert(1)", "ok-run"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "02_run_dev.html").write_text("<p>x</p>")
+    index = write_index(tmp_path).read_text()
+    assert 'href="javascript' not in index and "folder name not linkable" in index
+    assert 'href="ok-run/02_run_dev.html"' in index
+    assert "javascript:alert(1)" in index.replace("&#x27;", "'")    # named, as text

@@ -51,7 +51,7 @@ from ..core import progress
 from ..core.errors import MembenchError
 from ..core.paths import REPO_ROOT
 from ..metrics.rundir import RunDir
-from .escape import esc, href
+from .escape import UnsafeLink, esc, href
 from .provenance import provenance
 from .summary import compare_summary_html, summary_html
 from .tables import CSS as TABLE_CSS
@@ -412,9 +412,13 @@ def write_index(out: Path) -> Path:
         except (OSError, ValueError):
             rec = _legacy_record(d)
         rec["label"] = d.name                      # the folder on disk decides the links
-        links = "<br>".join(
-            f'<a href="{esc(href(d.name + "/" + p.name))}" title="{esc(PAGE_TITLES.get(p.stem, p.stem))}">'
-            f'{esc(SHORT_TITLES.get(p.stem, p.stem))}</a>' for p in pages)
+        try:
+            links = "<br>".join(
+                f'<a href="{esc(href(d.name + "/" + p.name))}" '
+                f'title="{esc(PAGE_TITLES.get(p.stem, p.stem))}">'
+                f'{esc(SHORT_TITLES.get(p.stem, p.stem))}</a>' for p in pages)
+        except UnsafeLink:                         # a folder made by hand or an old version
+            links = "<i>folder name not linkable</i>"
         (comps if rec.get("compared") else runs).append((rec, links))
     head = "".join(f"<th>{th(m)}<br><small>[95% CI], n</small></th>" for m in HEADLINE)
     rows = []
