@@ -425,7 +425,7 @@ def write_index(out: Path) -> Path:
     for rec, links in runs:
         hl = rec.get("headline") or {}
         cells = "".join(
-            f'<td class="mb-n">{interval_html(e.get("value"), *(e.get("ci95") or [None, None])[:2], stacked=True)}'
+            f'<td class="mb-n">{interval_html(e.get("value"), *(e.get("ci95") or [None, None])[:2], 1 if m.startswith("latency") else 3, stacked=True)}'
             f'<br><small>n={esc(e.get("n"))}</small></td>' if (e := hl.get(m)) else
             '<td class="mb-n mb-na">n/a</td>' for m in HEADLINE)
         gates = rec.get("gates") or []
