@@ -40,7 +40,7 @@ help:
 	@echo "               77 min measured (build 7.4, bm25 ingest 37.5 with OCR and PDF text, dense"
 	@echo "               ingest 26.4 with embeddings); with warm caches (\$$MEMBENCH_CACHE or"
 	@echo "               ~/.cache/membench) about 4 min."
-	@echo "make sets      corpus check + build + validate -> $(SETS). Cold ~7 min (PDF reads), warm ~30 s."
+	@echo "make sets      corpus check + build + validate -> $(SETS). Cold ~7 min (PDF reads), warm ~15 s."
 	@echo "make runs      run $(SYSTEMS) on dev$(if $(LIMIT), ($(LIMIT) queries per modality),) -> $(RUNDIRS)."
 	@echo "               Cold (measured): bm25 37.5 min (OCR, PDF text), dense 26.4 min (embeddings),"
 	@echo "               hybrid then reads both caches; warm: about 1 min each. Runs resume."
@@ -59,7 +59,7 @@ setup: $(BIN)/membench
 
 sets: setup
 	@echo "== sets: check the mirror, build $(SETS) and compare it with $(LOCK), validate."
-	@echo "   Cold: about 7 min (PDF reads, cached after); warm: about 30 s."
+	@echo "   Cold: about 7 min (PDF reads, cached after); warm: about 15 s."
 	$(MB) corpus check $(CORPUSFLAG) --manifest $(MANIFEST)
 	$(MB) build $(CORPUSFLAG) --out $(SETS) --lock $(LOCK)
 	$(MB) validate --sets $(SETS) $(CORPUSFLAG) --manifest $(MANIFEST) --lock $(LOCK)
