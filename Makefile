@@ -39,7 +39,7 @@ help:
 	@echo "make all       sets, then runs, then reports (below). Cold, on a busy 2-core machine:"
 	@echo "               77 min measured (build 7.4, bm25 ingest 37.5 with OCR and PDF text, dense"
 	@echo "               ingest 26.4 with embeddings); with warm caches (\$$MEMBENCH_CACHE or"
-	@echo "               ~/.cache/membench) about 4 min."
+	@echo "               ~/.cache/membench) 8.7 min measured on a busy machine, 3 min of it reports."
 	@echo "make sets      corpus check + build + validate -> $(SETS). Cold ~7 min (PDF reads), warm ~15 s."
 	@echo "make runs      run $(SYSTEMS) on dev$(if $(LIMIT), ($(LIMIT) queries per modality),) -> $(RUNDIRS)."
 	@echo "               Cold (measured): bm25 37.5 min (OCR, PDF text), dense 26.4 min (embeddings),"
