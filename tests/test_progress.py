@@ -1,8 +1,8 @@
 """Progress of the long steps (membench.core.progress): lines every few percent in a log, a
 heartbeat while one item takes long, a summary line per step, a bar on a terminal, silence with
 --quiet; and, from a captured log of a cold run of the command line on the fixture corpus,
-every long step (build per source, OCR, content, embedding, ingest, queries, scoring,
-bootstrap) shows progress and ends with its summary line."""
+every long step (corpus check, validate, build per source, OCR, content, embedding, ingest,
+queries, scoring, bootstrap) shows progress and ends with its summary line."""
 
 from __future__ import annotations
 
@@ -186,6 +186,9 @@ def test_a_cold_run_logs_every_step_with_a_summary(tiny):
                  str(frozen["lock"]), env=env)
     assert "[membench] build: started (10 sources)" in b.stderr
     assert summaries(b.stderr)["build"][0] == 10
+    v = membench("validate", "--sets", str(frozen["sets"]), "--corpus", str(corpus),
+                 "--manifest", str(frozen["manifest"]), "--lock", str(frozen["lock"]), env=env)
+    assert summaries(v.stderr)["corpus check"][0] == 24 and "validate" in summaries(v.stderr)
     r = membench("run", "--system", "hybrid", "--sets", str(frozen["sets"]), "--corpus",
                  str(corpus), "--out", str(root / "runs" / "hybrid-dev"), "--metrics", env=env)
     got = summaries(r.stderr)

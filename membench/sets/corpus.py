@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
+from ..core import progress
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import iter_json_lines, parse_model, sha256_file, write_jsonl
 from .schema import ManifestEntry, ManifestFile
@@ -99,13 +100,21 @@ class CheckResult:
 def check_corpus(root: Path, manifest_path: Path) -> CheckResult:
     """Verify every manifest file under ``root``: present, same byte count, same sha256.
 
-    Each problem is one line ``<manifest>:<line>: RULE: <corpus path>: message``."""
+    Each problem is one line ``<manifest>:<line>: RULE: <corpus path>: message``. Reports the
+    ``corpus check`` progress step (files checked)."""
+    with progress.step("corpus check", unit="file") as bar:
+        return _check_corpus(root, manifest_path, bar)
+
+
+def _check_corpus(root: Path, manifest_path: Path, bar: progress.Step) -> CheckResult:
     res = CheckResult()
     for no, obj in iter_json_lines(manifest_path):
         entry = parse_model(ManifestEntry, obj, manifest_path, no)
+        bar.note(entry.source)
         for f in entry.files:
             p = root / f.path
             res.checked += 1
+            bar.advance()
             if not p.is_file():
                 res.problems.append(f"{manifest_path}:{no}: MISSING_FILE: {p}: listed for "
                                     f"{entry.source} but absent")

@@ -44,6 +44,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .. import modalities
+from ..core import progress
 from ..core.jsonl import iter_json_lines, sha256_file, validation_error
 from ..modalities import MODALITIES, check_region
 from .build import SET_FILES, read_lock
@@ -75,6 +76,16 @@ def _bounds(modality: str, region: dict, item: SourceItem) -> str | None:
 
 def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
                   corpus: Path | None = None) -> list[Finding]:
+    """Every hard rule over the sets in ``sets_dir`` (see the module docstring); reports the
+    ``validate`` progress step."""
+    with progress.step("validate", unit="finding") as bar:
+        found = _validate_sets(sets_dir, manifest, lock, corpus)
+        bar.advance(len(found))
+        return found
+
+
+def _validate_sets(sets_dir: Path, manifest: Path, lock: Path | None,
+                   corpus: Path | None) -> list[Finding]:
     sets_dir = Path(sets_dir)
     out: list[Finding] = []
 
