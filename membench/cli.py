@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from . import __version__
+from .core import progress
 from .core.atomic import atomic_write_text
 from .core.errors import (
     EXIT_BAD_INPUT,
@@ -184,7 +185,6 @@ def _run_cmd(a: argparse.Namespace) -> int:
     t0 = time.time()
     meta = run_system(system, Path(a.sets), a.split, out, corpus_root(a.corpus),
                       modalities=a.modality, limit=a.limit, final=a.final,
-                      progress=lambda i, n: print(f"  {i}/{n} queries", flush=True),
                       lock=None if a.no_lock else Path(a.lock), manifest=Path(a.manifest))
     print(f"{system.name} on {a.split}: {meta['queries']} queries, {meta['atoms']} atoms, "
           f"ingest {meta['ingest_seconds']:.1f} s, total {time.time() - t0:.1f} s -> {out}")
@@ -211,7 +211,7 @@ def _report_cmd(a: argparse.Namespace) -> int:
     done = report([Path(r) for r in a.run], Path(a.out), Path(a.sets) if a.sets else None,
                   compare=[Path(r) for r in a.compare or []],
                   corpus=corpus_root(a.corpus) if a.corpus else None,
-                  partial=a.partial, final=a.final)
+                  partial=a.partial, final=a.final, force=a.force)
     for r in done:
         print(f"  {r.html}")
     print(f"{len(done)} report page(s) in {time.time() - t0:.0f} s; open {Path(a.out) / 'index.html'}")
@@ -347,6 +347,8 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=fmt)
     p.add_argument("--version", action="version", version=f"membench {__version__}",
                    help="print the version and exit")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bars or progress lines (results and errors still print)")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     corpus_help = "corpus root (default: $MEMBENCH_CORPUS, else ../shared/corpus)"
     sets_help = "sets folder (default: bench/sets)"
@@ -455,9 +457,13 @@ this one). Re-running the same command resumes an interrupted run.""")
 
     rp = sub.add_parser("report", help="execute the notebooks and render HTML reports")
     rp.add_argument("--run", action="append", required=True, metavar="RUN_DIR",
-                    help="a run directory (repeatable)")
+                    help="a run directory (repeatable): pages 01-04 for each, and page 05 "
+                    "comparing them when there are several")
     rp.add_argument("--compare", action="append", metavar="RUN_DIR",
-                    help="more runs to compare with (notebook 05)")
+                    help="more runs (repeatable): the same as --run; with two or more runs "
+                    "in all, the comparison (notebook 05) is rendered too")
+    rp.add_argument("--force", action="store_true",
+                    help="replace report folders that already hold pages")
     rp.add_argument("--out", default="reports", help="reports folder (default: reports)")
     rp.add_argument("--sets", help="sets folder (default: the one each run recorded)")
     rp.add_argument("--corpus", help=corpus_help + ", for the pictures of source regions")
@@ -509,6 +515,9 @@ this one). Re-running the same command resumes an interrupted run.""")
     mt.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     _read_flags(mt)
     mt.set_defaults(func=_metrics_cmd)
+    for sp in sub.choices.values():  # also after the subcommand, without resetting the flag
+        sp.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                        help="no progress bars or progress lines")
     return p
 
 
@@ -533,9 +542,11 @@ def _os_error_line(e: OSError) -> tuple[int, str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the command; every expected failure becomes one line on stderr
-    and its exit status (see :data:`EXIT_STATUS`), never a traceback."""
+    and its exit status (see :data:`EXIT_STATUS`), never a traceback. ``--quiet`` silences
+    the progress lines (:mod:`membench.core.progress`)."""
     try:
         a = parser().parse_args(argv)
+        progress.configure("quiet" if a.quiet else "auto")
         return a.func(a)
     except MembenchError as e:
         print(f"membench: {e}", file=sys.stderr)

@@ -1,6 +1,8 @@
-"""`membench report` end to end on small real runs: five pages per the spec, provenance in
-every HTML (visible and in the head) matching the files on disk, key tables present, and the
-page rendered by a real browser (headless Chromium, when installed: .ci/run installs it)."""
+"""`membench report` end to end on small real runs: pages 01-04 for every run and 05 for the
+comparison, provenance in every HTML (visible and in the head) matching the files on disk, key
+tables present, and every page read in a real browser (headless Chromium, when installed:
+.ci/run installs it): no table cut off at 1,280 px, no code cells, gate badges and the summary
+at the top, a link back to the index, a title naming the run, no request leaving the machine."""
 
 from __future__ import annotations
 
@@ -28,14 +30,36 @@ def rendered(built, corpus_root, tmp_path_factory):
     return out, done, built
 
 
-def test_five_pages_and_an_index(rendered):
+RUN_PAGES = ["01_validate_sets", "02_run_dev", "03_slice_failures", "04_false_recalls"]
+
+
+def test_every_run_gets_its_pages_and_the_index_lists_them(rendered):
     out, done, _ = rendered
-    assert [r.notebook for r in done] == ["01_validate_sets", "02_run_dev", "03_slice_failures",
-                                          "04_false_recalls", "05_compare_systems"]
+    assert [r.notebook for r in done] == RUN_PAGES * 2 + ["05_compare_systems"]
+    assert [r.html.parent.name for r in done] == ["oracle"] * 4 + ["random"] * 4 + \
+        ["compare-oracle-vs-random"]
     assert all(r.ok and r.html.exists() for r in done)
     index = (out / "index.html").read_text()
     for r in done:
-        assert f"{r.html.parent.name}/{r.html.name}" in index
+        assert f'href="{r.html.parent.name}/{r.html.name}"' in index
+    rows = re.findall(r'<tr class="mb-run" data-label="([^"]+)">(.*?)</tr>', index, re.S)
+    assert [lab for lab, _ in rows] == ["oracle", "random"]
+    for _, row in rows:                              # headline figures and gate verdicts
+        assert re.search(r"\d+ of \d+ pass", row) and "mb-badge" in row
+        assert re.search(r"\d\.\d{3}<br><small>\[\d\.\d{3}, \d\.\d{3}\]</small>", row)
+
+
+def test_pages_are_titled_by_run_and_start_with_the_summary(rendered):
+    _, done, _ = rendered
+    for r in done[:8]:
+        html = r.html.read_text()
+        run = r.html.parent.name
+        assert re.search(rf"<title>{run} · \d\d · [^<]+ · membench</title>", html)
+        body = html[html.index("<body"):]
+        assert body.index('id="membench-nav"') < body.index('id="membench-summary"') < \
+            body.index("jp-Cell")
+        assert 'href="../index.html"' in body and "gates pass" in body
+    assert "<title>compare-oracle-vs-random · 05" in done[8].html.read_text()
 
 
 def head_meta(html: str) -> dict[str, str]:
@@ -82,3 +106,24 @@ def test_a_report_renders_in_a_real_browser(rendered, tmp_path):
     out, done, _ = rendered
     st = check(done[1].html, tmp_path / "page.png")
     assert st["ok"], st
+
+
+@pytest.mark.skipif(chromium() is None, reason="chromium not installed (apt-get install chromium)")
+def test_pages_read_well_at_1280_px(rendered):
+    from membench.report.browser_check import dom_check
+
+    out, done, _ = rendered
+    infos = dom_check([out / "index.html", *(r.html for r in done)])
+    for info in infos:
+        page = info["page"]
+        assert info["tables"], page
+        assert not info["cut_off"], (page, info["cut_off"])           # no column cut off
+        assert info["codeCells"] == 0, page                           # no code
+        assert info["badges"] > 0, page                               # gate verdicts
+        assert not info["external"], (page, info["external"])         # nothing leaves
+        assert not info["errors"], (page, info["errors"])
+        if not page.endswith("index.html"):
+            assert info["summary"] and info["indexLink"], page
+        assert "NaN" not in info["text"] and "nan [" not in info["text"], page
+    p04 = next(i for i in infos if i["page"].endswith("oracle/04_false_recalls.html"))
+    assert "membench-widgets" in p04["scripts"] and p04["widgets"] >= 2   # Prev / Next, bundled

@@ -315,6 +315,8 @@ tr.mb-hl{background:#dfd}
 .mb-missing{color:#a00;font-style:italic}
 .mb-case img{border:1px solid #ccc;max-width:100%}
 .mb-hits td,.mb-hits th{padding:1px 6px;text-align:left;vertical-align:top;font-size:12px}
+.mb-case{box-sizing:border-box;max-width:100%}
+.mb-hits td{overflow-wrap:anywhere}
 </style>
 """
 

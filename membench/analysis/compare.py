@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core import progress
 from ..core.errors import MembenchError
 from ..core.paths import resolve_user_path
 from ..metrics import METRICS, SEED
@@ -244,15 +245,20 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
 
     prow = []
     base_mod = frames[labels[0]]["modality"].to_numpy()
-    for scope in scopes:
-        mask = np.ones(len(base_mod), bool) if scope == "all" else base_mod == scope
-        for m in metrics:
-            for la, lb in combinations(labels, 2):
-                va = metric_values(frames[la], m)[mask]
-                vb = metric_values(frames[lb], m)[mask]
-                t = paired_test(va, vb, f"{scope}|{m}", n_resamples=n_resamples, seed=seed)
-                prow.append({"scope": scope, "metric": m, "system_a": la, "system_b": lb,
-                             "denominator": int((~np.isnan(va)).sum()), **t})
+    pairs_of = list(combinations(labels, 2))
+    with progress.step("paired tests", total=len(scopes) * len(metrics) * len(pairs_of),
+                       unit="test") as bar:
+        for scope in scopes:
+            mask = np.ones(len(base_mod), bool) if scope == "all" else base_mod == scope
+            bar.note(scope)
+            for m in metrics:
+                for la, lb in pairs_of:
+                    va = metric_values(frames[la], m)[mask]
+                    vb = metric_values(frames[lb], m)[mask]
+                    t = paired_test(va, vb, f"{scope}|{m}", n_resamples=n_resamples, seed=seed)
+                    prow.append({"scope": scope, "metric": m, "system_a": la, "system_b": lb,
+                                 "denominator": int((~np.isnan(va)).sum()), **t})
+                    bar.advance()
     pairs = pd.DataFrame(prow)
     if len(pairs):
         pairs["p_perm_holm"] = holm(pairs["p_permutation"].to_numpy())

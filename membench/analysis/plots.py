@@ -124,3 +124,40 @@ def plot_threshold_sweep(sweep, df=None, *, by: str = "modality", ax=None):
                                                        else ""))
     ax.legend(fontsize=8)
     return ax.figure
+
+
+def plot_forest(pairs, *, alpha: float = 0.05):
+    """Forest plot of paired differences: one panel per metric, one row per (scope, pair),
+    the mean difference ``diff = mean(a - b)`` with its paired-bootstrap 95% interval; filled
+    markers where ``significant_0.05`` holds, a vertical line at 0. Row labels carry n."""
+    plt = _plt()
+    metrics = list(dict.fromkeys(pairs["metric"]))
+    ncols = 2 if len(metrics) > 1 else 1
+    nrows = (len(metrics) + ncols - 1) // ncols
+    per = max(len(pairs[pairs["metric"] == m]) for m in metrics) if metrics else 1
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7.5 * ncols, 0.28 * per * nrows + 1.6),
+                             squeeze=False)
+    for ax, m in zip(axes.flat, metrics):
+        g = pairs[pairs["metric"] == m].reset_index(drop=True)
+        y = np.arange(len(g))[::-1]
+        sig = g["significant_0.05"].astype(bool).to_numpy()
+        lo = (g["diff"] - g["diff_ci95_lo"]).to_numpy(dtype=float)
+        hi = (g["diff_ci95_hi"] - g["diff"]).to_numpy(dtype=float)
+        ax.errorbar(g["diff"], y, xerr=[lo, hi], fmt="none", ecolor="0.45", lw=1)
+        ax.scatter(g["diff"][sig], y[sig], color="C3", zorder=3, s=22,
+                   label=f"significant at {alpha} (Holm)")
+        ax.scatter(g["diff"][~sig], y[~sig], facecolors="white", edgecolors="0.3", zorder=3,
+                   s=22, label="not significant")
+        ax.axvline(0, color="0.3", lw=0.8)
+        ax.set_yticks(y)
+        ax.set_yticklabels([f"{r.scope}: {r.system_a} − {r.system_b} (n={r.n})"
+                            for r in g.itertuples()], fontsize=8)
+        ax.set_title(f"{m}: mean(a − b) with paired-bootstrap 95% interval", fontsize=10)
+        ax.tick_params(axis="x", labelsize=8)
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.axis("off")
+    if metrics:
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        fig.legend(handles, labels, fontsize=8, loc="upper center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))
+    return fig

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core import progress
 from ..modalities import MODALITIES
 from ..run.protocol import TIE_BREAKING
 from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
@@ -105,28 +106,41 @@ def evaluate_gates(result: dict[str, Any], scopes: list[str]) -> list[dict[str, 
 
 def aggregate(scores: ItemScores, *, seed: int = SEED,
               n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
-    """The ``metrics.json`` object for per-item ``scores``."""
+    """The ``metrics.json`` object for per-item ``scores`` (the slices' bootstrap reports as
+    the ``bootstrap`` progress step)."""
     mods = np.asarray(scores.modality, dtype=object)
     srcs = np.asarray(scores.source, dtype=object)
     everything = np.ones(len(scores), dtype=bool)
     present = _modalities(list(scores.modality))
     kw = {"seed": seed, "n_resamples": n_resamples}
     result: dict[str, Any] = {}
-    for m in present:
-        result[m] = slice_metrics(scores, mods == m, m, **kw)
-    result["all"] = slice_metrics(scores, everything, "all", **kw)
-    result["by_source"] = {s: slice_metrics(scores, srcs == s, f"source:{s}", **kw)
-                           for s in sorted(set(scores.source))}
-    result["gates"] = evaluate_gates(result, [*present, "all"])
-    js: dict[str, Any] = {}
-    for name, vals in sorted(scores.judgments.items()):
-        carried = ~np.isnan(vals["recall@10"])
-        block: dict[str, Any] = {}
-        for scope in [*_modalities(list(mods[carried])), "all"]:
-            mask = carried if scope == "all" else carried & (mods == scope)
-            block[scope] = {m: mean_entry(vals[m][mask], f"judgments:{name}:{scope}|{m}", **kw)
-                            for m in JUDGMENT_MEASURES}
-        js[name] = block
+    sources = sorted(set(scores.source))
+    judged = {name: ~np.isnan(vals["recall@10"]) for name, vals in scores.judgments.items()}
+    n_slices = len(present) + 1 + len(sources) + sum(
+        len(_modalities(list(mods[c]))) + 1 for c in judged.values())
+    with progress.step("bootstrap", total=n_slices, unit="slice") as bar:
+        for m in present:
+            bar.note(m)
+            result[m] = slice_metrics(scores, mods == m, m, **kw)
+            bar.advance()
+        result["all"] = slice_metrics(scores, everything, "all", **kw)
+        bar.advance()
+        result["by_source"] = {}
+        for s in sources:
+            bar.note(f"source {s}")
+            result["by_source"][s] = slice_metrics(scores, srcs == s, f"source:{s}", **kw)
+            bar.advance()
+        result["gates"] = evaluate_gates(result, [*present, "all"])
+        js: dict[str, Any] = {}
+        for name, vals in sorted(scores.judgments.items()):
+            carried = judged[name]
+            block: dict[str, Any] = {}
+            for scope in [*_modalities(list(mods[carried])), "all"]:
+                mask = carried if scope == "all" else carried & (mods == scope)
+                block[scope] = {m: mean_entry(vals[m][mask], f"judgments:{name}:{scope}|{m}",
+                                              **kw) for m in JUDGMENT_MEASURES}
+                bar.advance()
+            js[name] = block
     result["judgment_sets"] = js
     result["atom_level"] = atom_level_block(scores, seed=seed, n_resamples=n_resamples)
     result["tie_breaking"] = TIE_BREAKING

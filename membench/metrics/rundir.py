@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core import progress
 from ..core.atomic import atomic_write_json
 from ..core.errors import InputError
 from ..core.jsonl import iter_json_lines, parse_model
@@ -309,9 +310,12 @@ class RunDir:
                 n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
         """The ``metrics.json`` object; written into the run directory (atomically, holding
         RUN_DIR's lock from reading to writing: :func:`membench.core.lock.run_dir_lock`) unless
-        ``write`` is false."""
+        ``write`` is false. Reports the ``score`` and ``bootstrap`` progress steps."""
         def compute() -> dict[str, Any]:
-            result = aggregate(self.scores(), seed=seed, n_resamples=n_resamples)
+            with progress.step(f"score ({self.path.name})", total=None, unit="item") as bar:
+                scores = self.scores()
+                bar.advance(len(scores))
+            result = aggregate(scores, seed=seed, n_resamples=n_resamples)
             result["submission"] = {**self.submission, "system": self.system,
                                     "label": self.label}
             return result

@@ -1,32 +1,95 @@
-"""``membench report``: execute the notebooks with papermill and render them to HTML.
+"""``membench report``: execute the notebooks with papermill and render them to HTML pages a
+person can read, safely.
 
-One folder per run (``<out>/<run name>/01_validate_sets.html`` … ``04_false_recalls.html``), one
-per comparison (``<out>/compare-<a>-vs-<b>/05_compare_systems.html``) and ``<out>/index.html``.
+Layout: one folder per run (``<out>/<label>/01_validate_sets.html`` … ``04_false_recalls.html``,
+every run of the call gets all four), one for the comparison when the call names more than one
+run (``<out>/compare-<a>-vs-<b>/05_compare_systems.html``) and ``<out>/index.html`` listing
+every run with its headline figures and gate verdicts. A label is the run directory's name with
+anything but ``[A-Za-z0-9._-]`` replaced by ``_``; two runs whose labels collide get ``-2``,
+``-3`` … (in the order given), so no page overwrites another. A folder that already holds pages
+is refused unless ``force=True`` (``--force``).
 
-Each notebook goes through the same fixed sequence (as papermill's engines do):
-parameters -> execute (papermill, kernel ``python3``, cwd = repository root) -> attach
-provenance to the notebook metadata -> export HTML (nbconvert) -> add provenance to the HTML
-head and a visible footer -> write. The executed ``.ipynb`` is kept next to the HTML; a notebook
-that fails is still rendered (``<name>.FAILED.html``, showing the failing cell) and the error
-names the notebook and cell. Temporary files are removed in ``finally``.
+Each notebook goes through the same fixed sequence (as papermill's engines do): parameters ->
+execute (papermill, kernel ``python3``, cwd = repository root) -> attach provenance to the
+notebook metadata -> export HTML -> write. The export (template
+``membench/report/templates/membench``, JupyterLab's with nothing loaded from the network)
+hides every code cell and prompt, titles the page with the run's label, puts a navigation bar
+(back to the index, the run's other pages) and the summary (gate badges, what to look at next:
+:mod:`membench.report.summary`) at the top and the provenance at the bottom. The executed
+``.ipynb`` keeps its code for JupyterLab. A notebook that fails is still rendered
+(``<name>.FAILED.html``, with its code shown so the failing cell can be found) and the error names
+the notebook and cell.
+
+Safety (every page):
+
+* every string that comes from data is escaped (:mod:`membench.report.escape`); links are
+  relative paths inside the report tree only;
+* a Content-Security-Policy ``<meta>``: ``default-src 'none'``; images and fonts from ``data:``
+  only; inline styles allowed (pandas, matplotlib and the widgets style inline); **scripts only
+  by sha256**, and the only script a page carries is membench's own widget manager (page 04,
+  when the notebook saved widget state; ``script-src 'none'`` elsewhere). So a ``<script>`` or an
+  ``onerror=`` that slipped through from data would not run, and nothing can be fetched from
+  another machine. ``'unsafe-eval'`` is allowed only on pages with the widget manager, because
+  the bundled @jupyter-widgets/html-manager compiles its state schema with ``new Function``;
+  it evaluates only strings of its own bundle, never data (the widget state is JSON);
+* the widget JavaScript is inlined from ``membench/report/static`` (no CDN).
+
+Touches: writes under ``out`` only; reads the runs, the sets and the notebooks.
 """
 
 from __future__ import annotations
 
-import html
+import base64
+import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core import progress
 from ..core.errors import MembenchError
 from ..core.paths import REPO_ROOT
 from ..metrics.rundir import RunDir
+from .escape import UnsafeLink, esc, href
 from .provenance import provenance
+from .summary import compare_summary_html, summary_html
+from .tables import CSS as TABLE_CSS
+from .tables import gate_rows, interval_html, th
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 RUN_NOTEBOOKS = ("01_validate_sets", "02_run_dev", "03_slice_failures", "04_false_recalls")
 COMPARE_NOTEBOOK = "05_compare_systems"
+PAGE_TITLES = {"01_validate_sets": "01 · sets and rules", "02_run_dev": "02 · metrics and gates",
+               "03_slice_failures": "03 · where it fails (slices)",
+               "04_false_recalls": "04 · false recalls and misses, case by case",
+               "05_compare_systems": "05 · comparing systems"}
+SHORT_TITLES = {"01_validate_sets": "01 sets", "02_run_dev": "02 metrics", "03_slice_failures":
+                "03 slices", "04_false_recalls": "04 cases", "05_compare_systems": "05 compare"}
+STATIC = Path(__file__).parent / "static"
+TEMPLATES = Path(__file__).parent / "templates"
+WIDGETS_JS = STATIC / "html-manager-embed.js"
+WIDGETS_JS_VERSION = "@jupyter-widgets/html-manager 1.0.15"
+REPORT_JSON = "report.json"
+
+PAGE_CSS = """<style>
+body{max-width:1240px;margin:0 auto !important;padding:0 12px !important}
+.jp-Cell{padding:2px 0 !important}
+.jp-OutputArea-output{overflow-x:visible}
+.jp-RenderedHTMLCommon table{font-size:12px}
+.jp-RenderedHTMLCommon td,.jp-RenderedHTMLCommon th{padding:2px 6px}
+.mb-nav{font:13px system-ui,sans-serif;padding:8px 0;border-bottom:1px solid #ddd;
+  margin-bottom:6px}
+.mb-nav a{margin-right:10px}
+.mb-summary{font:13px system-ui,sans-serif;background:#fafafa;border:1px solid #e3e3e3;
+  border-radius:6px;padding:6px 14px;margin:8px 0 14px 0}
+.mb-summary h2{font-size:17px;margin:4px 0}.mb-summary h3{font-size:14px;margin:8px 0 4px 0}
+.mb-summary ul{margin:2px 0 6px 18px;padding:0}
+#membench-provenance{font:12px system-ui,sans-serif;margin:2em 0;border-top:1px solid #ddd}
+#membench-provenance td,#membench-provenance th{text-align:left;padding:1px 8px;
+  vertical-align:top;overflow-wrap:anywhere}
+#membench-provenance pre{white-space:pre-wrap;max-width:1100px;font-size:11px}
+</style>"""
 
 
 @dataclass
@@ -37,6 +100,43 @@ class Rendered:
     error: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
 
+
+@dataclass
+class Page:
+    """What a page needs besides the notebook: its folder's label, the sibling pages, the
+    summary block (HTML, already escaped)."""
+    label: str
+    pages: tuple[str, ...]
+    summary: str = ""
+
+
+# ------------------------------------------------------------------------------ labels
+
+def safe_label(name: str) -> str:
+    """A folder name from a run directory's name: ``[A-Za-z0-9._-]`` kept, the rest ``_``;
+    never empty, never starting with ``.`` or ``-``."""
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".-") or "run"
+    return s[:80]
+
+
+def unique_labels(run_dirs: list[Path]) -> list[str]:
+    """One label per run, unique within the call (``-2``, ``-3`` … after a collision)."""
+    out: list[str] = []
+    for d in run_dirs:
+        base = safe_label(Path(d).name)
+        lab, k = base, 2
+        while lab in out:
+            lab, k = f"{base}-{k}", k + 1
+        out.append(lab)
+    return out
+
+
+def run_label(run_dir: Path) -> str:
+    """A report folder is named after its run directory (``runs/bm25-dev`` -> ``bm25-dev``)."""
+    return safe_label(Path(run_dir).name)
+
+
+# ------------------------------------------------------------------------------ HTML
 
 def _head_tags(prov: dict[str, Any]) -> str:
     tags = {
@@ -50,35 +150,103 @@ def _head_tags(prov: dict[str, Any]) -> str:
     }
     for f, d in (prov.get("set_sha256") or {}).items():
         tags[f"membench:set_sha256:{f}"] = d
-    return "".join(f'<meta name="{html.escape(k)}" content="{html.escape(str(v))}">\n'
+    return "".join(f'<meta name="{esc(k)}" content="{esc(v)}">\n'
                    for k, v in tags.items() if v is not None)
 
 
 def _footer(prov: dict[str, Any]) -> str:
     rows = [("manifest sha256", prov.get("manifest_sha256")),
             *((f"{f} sha256", d) for f, d in (prov.get("set_sha256") or {}).items()),
-            ("system", prov.get("system")), ("config", json.dumps(prov.get("config"),
-                                                                  sort_keys=True)),
-            ("split", prov.get("split")), ("code revision", prov.get("code_revision")),
+            ("system", prov.get("system")), ("split", prov.get("split")),
+            ("code revision", prov.get("code_revision")),
             ("generated at", prov.get("generated_at")),
             ("test-split accesses logged", len(prov.get("test_accesses") or []))]
-    body = "".join(f"<tr><th>{html.escape(k)}</th><td><code>{html.escape(str(v))}</code></td></tr>"
+    body = "".join(f"<tr><th>{esc(k)}</th><td><code>{esc(v)}</code></td></tr>"
                    for k, v in rows if v not in (None, "null"))
-    return ('<footer id="membench-provenance" style="margin:2em;font-size:12px">'
-            "<h3>Provenance</h3><table>" + body + "</table></footer>\n")
+    cfg = prov.get("config")
+    if cfg is not None:
+        body += ("<tr><th>config</th><td><details><summary>the system's config ("
+                 f"{len(cfg) if isinstance(cfg, dict) else 1} entries)</summary><pre>"
+                 f"{esc(json.dumps(cfg, sort_keys=True, indent=1))}</pre></details></td></tr>")
+    return ('<footer id="membench-provenance"><h3>Provenance</h3><table>' + body
+            + "</table></footer>\n")
 
 
-def to_html(nb, prov: dict[str, Any]) -> str:
+def _nav(page: Page, name: str) -> str:
+    links = ['<a href="../index.html">← all reports</a>',
+             f"<b>{esc(page.label)}</b>"]
+    for p in page.pages:
+        t = esc(PAGE_TITLES.get(p, p))
+        links.append(f"<span>{t}</span>" if p == name else
+                     f'<a href="{esc(href(p + ".html"))}">{t}</a>')
+    return '<nav class="mb-nav" id="membench-nav">' + " | ".join(links) + "</nav>"
+
+
+# webpack finds its public path from the <script src> that loaded it; an inlined bundle has
+# none and throws. The path is only used to fetch fonts and chunks, which the page's policy
+# forbids anyway, so it is set to "./" instead of throwing.
+_AUTO_PUBLIC_PATH = 'if(!e)throw new Error("Automatic publicPath is not supported in this browser");'
+
+
+def widgets_js() -> str:
+    """The bundled widget manager (``static/html-manager-embed.js``), ready to inline."""
+    js = WIDGETS_JS.read_text(encoding="utf-8")
+    if js.count(_AUTO_PUBLIC_PATH) != 1:
+        raise MembenchError(f"{WIDGETS_JS}: not the expected {WIDGETS_JS_VERSION} bundle "
+                            "(its public-path check changed); see static/README.md")
+    js = js.replace(_AUTO_PUBLIC_PATH, 'if(!e)e="./";')
+    if "</script" in js.lower():
+        raise MembenchError(f"{WIDGETS_JS}: contains '</script', cannot be inlined")
+    return js
+
+
+def _script_hashes(page_html: str) -> list[str]:
+    """sha256 (CSP form) of membench's own inline scripts, found by their ids."""
+    out = []
+    for m in re.finditer(r'<script id="membench-[a-z-]+">(.*?)</script>', page_html, re.S):
+        out.append("'sha256-" + base64.b64encode(hashlib.sha256(
+            m.group(1).encode("utf-8")).digest()).decode() + "'")
+    return out
+
+
+def csp(page_html: str) -> str:
+    """The Content-Security-Policy of a page (see the module docstring)."""
+    hashes = _script_hashes(page_html)
+    script = " ".join(hashes + ["'unsafe-eval'"]) if hashes else "'none'"
+    return (f"default-src 'none'; script-src {script}; style-src 'unsafe-inline'; "
+            "img-src data:; font-src data:; connect-src 'none'; object-src 'none'; "
+            "base-uri 'none'; form-action 'none'; frame-src 'none'")
+
+
+def to_html(nb, prov: dict[str, Any], page: Page | None = None, name: str = "",
+            show_code: bool = False) -> str:
+    """The HTML page of an executed notebook (see the module docstring)."""
     from nbconvert import HTMLExporter
 
     nb.metadata["membench"] = prov
-    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
-    body = body.replace("<head>", "<head>\n" + _head_tags(prov), 1)
+    exporter = HTMLExporter(template_name="membench", extra_template_basedirs=[str(TEMPLATES)],
+                            exclude_input=not show_code, exclude_input_prompt=True,
+                            exclude_output_prompt=True)
+    resources: dict[str, Any] = {}
+    if "widgets" in nb.metadata:
+        resources["membench_widgets_js"] = widgets_js()
+    body, _ = exporter.from_notebook_node(nb, resources=resources)
+    label = page.label if page else str(prov.get("system") or "sets")
+    title = f"{label} · {PAGE_TITLES.get(name, name)} · membench"
+    body = re.sub(r"<title>.*?</title>", lambda _m: f"<title>{esc(title)}</title>", body,
+                  count=1, flags=re.S)
+    head = (f'<meta http-equiv="Content-Security-Policy" content="{esc(csp(body))}">\n'
+            + _head_tags(prov) + PAGE_CSS + TABLE_CSS)
+    body = body.replace("<head>", "<head>\n" + head, 1)
+    top = (_nav(page, name) + page.summary) if page else ""
+    body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + top, body, count=1)
     return body.replace("</body>", _footer(prov) + "</body>", 1)
 
 
 def render_notebook(name: str, parameters: dict[str, Any], out_dir: Path,
-                    prov: dict[str, Any], timeout: int = 3600) -> Rendered:
+                    prov: dict[str, Any], timeout: int = 3600,
+                    page: Page | None = None) -> Rendered:
+    """Execute notebook ``name`` with ``parameters`` and write its page into ``out_dir``."""
     import nbformat
     import papermill as pm
 
@@ -101,7 +269,8 @@ def render_notebook(name: str, parameters: dict[str, Any], out_dir: Path,
                      f"{e.ename}: {e.evalue}")
         nb = nbformat.read(str(tmp), as_version=4)
         html_path = out_dir / (f"{name}.html" if error is None else f"{name}.FAILED.html")
-        html_path.write_text(to_html(nb, prov), encoding="utf-8")
+        html_path.write_text(to_html(nb, prov, page, name, show_code=error is not None),
+                             encoding="utf-8")
         nbformat.write(nb, str(executed))  # with metadata.membench, as to_html set it
         stale = out_dir / (f"{name}.FAILED.html" if error is None else f"{name}.html")
         stale.unlink(missing_ok=True)
@@ -110,45 +279,96 @@ def render_notebook(name: str, parameters: dict[str, Any], out_dir: Path,
     return Rendered(name, html_path, error is None, error, prov)
 
 
-def run_label(run_dir: Path) -> str:
-    """A report folder is named after its run directory (``runs/bm25-dev`` -> ``bm25-dev``)."""
-    return Path(run_dir).name
+# ------------------------------------------------------------------------------ report
+
+def _metrics(rd: RunDir) -> tuple[dict[str, Any] | None, str]:
+    from ..analysis.summaries import load_metrics
+
+    try:
+        return load_metrics(rd), ""
+    except MembenchError as e:
+        return None, str(e)
+
+
+def _record(label: str, rd: RunDir | None, metrics: dict[str, Any] | None,
+            pages: list[str], **extra) -> dict[str, Any]:
+    """What the index shows of one report folder (written as ``report.json``)."""
+    from ..metrics.measures import HEADLINE
+
+    rec: dict[str, Any] = {"label": label, "pages": pages, **extra}
+    if rd is not None:
+        rec.update({"run_dir": str(rd.path), "system": rd.meta.get("system"),
+                    "split": rd.meta.get("split"), "limit": rd.meta.get("limit"),
+                    "queries": rd.meta.get("queries"), "status": rd.meta.get("status")})
+    if metrics is not None:
+        rec["headline"] = {m: metrics["all"][m] for m in HEADLINE if m in metrics.get("all", {})}
+        rec["gates"] = gate_rows(metrics)
+    return rec
+
+
+def check_targets(out: Path, labels: list[str], force: bool) -> None:
+    """Refuse to write into report folders that already hold pages, unless ``force``."""
+    busy = [out / lab for lab in labels
+            if (out / lab).is_dir() and any((out / lab).glob("*.html"))]
+    if busy and not force:
+        raise MembenchError(f"{busy[0]}: already holds a report ({len(busy)} folder(s) would "
+                            "be overwritten); pass --force to replace, or choose another --out")
 
 
 def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
            compare: list[Path] | None = None, corpus: Path | None = None,
            notebooks: tuple[str, ...] = RUN_NOTEBOOKS, extra: dict[str, Any] | None = None,
-           partial: bool = False, final: bool = False) -> list[Rendered]:
-    """Render the run notebooks for each run, and the comparison when more than one run is
-    given (``runs + compare``). Every run is opened first (:meth:`RunDir.open` refuses an
-    incomplete run unless ``partial``, a test-split run unless ``final``, drifted sets, ...),
-    and the notebooks get ``partial`` and ``final`` as parameters. Returns what was rendered;
-    raises if any notebook failed, after rendering all of them."""
+           partial: bool = False, final: bool = False, force: bool = False) -> list[Rendered]:
+    """Render the run notebooks for every run (``runs + compare``), and the comparison when
+    there is more than one. Every run is opened and scored first (:meth:`RunDir.open` refuses
+    an incomplete run unless ``partial``, a test-split run unless ``final``, drifted sets,
+    atoms past the caps, ...), so every refusal comes before any page is rendered, and the
+    notebooks get ``partial`` and ``final`` as parameters. Returns what was rendered; raises
+    if any notebook failed, after rendering all of them. Refuses folders that already hold
+    pages unless ``force``."""
     out = Path(out)
+    all_paths = [Path(r).resolve() for r in [*runs, *(compare or [])]]
+    if not all_paths:
+        raise MembenchError("report: no run directory given (--run RUN_DIR)")
+    flags = {"partial": partial, "final": final}
+    opened = [RunDir.open(p, sets_dir, **flags) for p in all_paths]   # the run's own sets
+    for rd in opened:       # every refusal (atoms, lines, gold) comes before any rendering
+        rd.scores()
+    labels = unique_labels([rd.path for rd in opened])
+    cmp_label = safe_label("compare-" + "-vs-".join(labels)) if len(opened) > 1 else None
+    check_targets(out, labels + ([cmp_label] if cmp_label else []), force)
     done: list[Rendered] = []
     sets = str(Path(sets_dir).resolve()) if sets_dir else None
     root = str(Path(corpus).resolve()) if corpus else None
-    flags = {"partial": partial, "final": final}
-    opened = [RunDir.open(Path(r).resolve(), sets_dir, **flags)
-              for r in [*runs, *(compare or [])]]
-    for rd in opened:       # every refusal (atoms, lines, gold) comes before any rendering
-        rd.scores()
-    for rd in opened[:len(runs)]:
-        prov = provenance(rd)
-        for name in notebooks:
+    per_run: list[tuple[str, dict[str, Any] | None]] = []
+    total = len(opened) * len(notebooks) + (1 if cmp_label else 0)
+    with progress.step("report", total=total, unit="page") as bar:
+        for rd, label in zip(opened, labels):
+            prov = provenance(rd)
+            metrics, why = _metrics(rd)
+            per_run.append((label, metrics))
+            page = Page(label, tuple(notebooks), summary_html(metrics, label, missing=why))
             params = {"run_dir": str(rd.path), "sets_dir": str(rd.sets_dir.resolve()),
                       "corpus": root, **flags, **(extra or {})}
-            done.append(render_notebook(name, params, out / run_label(rd.path), prov))
-    all_runs = [Path(r).resolve() for r in [*runs, *(compare or [])]]
-    if len(all_runs) > 1:
-        label = "compare-" + "-vs-".join(run_label(r) for r in all_runs)
-        prov = provenance(opened[0])
-        prov["compared_runs"] = [str(r) for r in all_runs]
-        prov["system"] = " vs ".join(rd.label for rd in opened)
-        prov["config"] = {run_label(rd.path): provenance(rd).get("config") for rd in opened}
-        done.append(render_notebook(COMPARE_NOTEBOOK, {"run_dirs": [str(r) for r in all_runs],
-                                                       "sets_dir": sets, **flags},
-                                    out / label, prov))
+            for name in notebooks:
+                bar.note(f"{label}/{name}")
+                done.append(render_notebook(name, params, out / label, prov, page=page))
+                bar.advance()
+            _write_record(out / label, _record(label, rd, metrics, list(notebooks)))
+        if cmp_label:
+            bar.note(f"{cmp_label}/{COMPARE_NOTEBOOK}")
+            prov = provenance(opened[0])
+            prov["compared_runs"] = [str(rd.path) for rd in opened]
+            prov["system"] = " vs ".join(rd.label for rd in opened)
+            prov["config"] = {lab: rd.meta.get("config") for lab, rd in zip(labels, opened)}
+            page = Page(cmp_label, (COMPARE_NOTEBOOK,), compare_summary_html(per_run))
+            done.append(render_notebook(COMPARE_NOTEBOOK,
+                                        {"run_dirs": [str(rd.path) for rd in opened],
+                                         "sets_dir": sets, **flags}, out / cmp_label, prov,
+                                        page=page))
+            bar.advance()
+            _write_record(out / cmp_label, _record(cmp_label, None, None, [COMPARE_NOTEBOOK],
+                                                   compared=labels))
     write_index(out)
     failed = [r for r in done if not r.ok]
     if failed:
@@ -156,27 +376,96 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     return done
 
 
+def _write_record(folder: Path, rec: dict[str, Any]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / (REPORT_JSON + ".tmp")
+    tmp.write_text(json.dumps(rec, indent=1, sort_keys=True, default=str) + "\n",
+                   encoding="utf-8")
+    tmp.replace(folder / REPORT_JSON)
+
+
+# ------------------------------------------------------------------------------ index
+
+def _verdicts_html(gates: list[dict[str, Any]]) -> str:
+    by: dict[str, list[str]] = {}
+    for g in gates:
+        by.setdefault(g["scope"], []).append(g["result"])
+    out = []
+    for scope, rs in by.items():
+        cls = "mb-fail" if "FAIL" in rs else ("mb-pass" if "PASS" in rs else "mb-na")
+        out.append(f'<span class="mb-badge {cls}" title="{esc(scope)}">{esc(scope)} '
+                   f'{rs.count("PASS")}/{len(rs)}</span>')
+    return '<div class="mb-badges">' + "".join(out) + "</div>"
+
+
+def _legacy_record(d: Path) -> dict[str, Any]:
+    """A folder written before report.json existed: its pages and provenance only."""
+    prov = _read_prov(d)
+    return {"label": d.name, "pages": [p.stem for p in sorted(d.glob("*.html"))],
+            "system": prov.get("system"), "split": prov.get("split")}
+
+
 def write_index(out: Path) -> Path:
-    """``<out>/index.html``: every report folder under ``out`` with its pages and provenance."""
-    rows = []
-    for d in sorted(p for p in out.iterdir() if p.is_dir()):
+    """``<out>/index.html``: every report folder under ``out``, with its system, split,
+    headline figures (all items, value [95% CI] and n) and gate verdicts per scope."""
+    from ..metrics.measures import HEADLINE
+
+    runs, comps = [], []
+    for d in sorted(p for p in Path(out).iterdir() if p.is_dir()):
         pages = sorted(d.glob("*.html"))
         if not pages:
             continue
-        prov = _read_prov(d)
-        links = " · ".join(f'<a href="{html.escape(d.name)}/{html.escape(p.name)}">'
-                           f'{html.escape(p.stem)}</a>' for p in pages)
-        rows.append(f"<tr><td>{html.escape(d.name)}</td><td>{links}</td>"
-                    f"<td><code>{html.escape(str(prov.get('code_revision', '')))[:20]}</code></td>"
-                    f"<td><code>{html.escape(str(prov.get('manifest_sha256', '')))[:16]}…</code>"
-                    f"</td><td>{html.escape(str(prov.get('generated_at', '')))}</td></tr>")
-    page = ("<!doctype html><html><head><meta charset='utf-8'><title>membench reports</title>"
-            "<style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 10px;"
-            "border-bottom:1px solid #ddd;text-align:left}</style></head><body>"
-            "<h1>membench reports</h1><table><tr><th>report</th><th>pages</th>"
-            "<th>code revision</th><th>manifest sha256</th><th>generated</th></tr>"
-            + "".join(rows) + "</table></body></html>\n")
-    path = out / "index.html"
+        try:
+            rec = json.loads((d / REPORT_JSON).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            rec = _legacy_record(d)
+        rec["label"] = d.name                      # the folder on disk decides the links
+        try:
+            links = "<br>".join(
+                f'<a href="{esc(href(d.name + "/" + p.name))}" '
+                f'title="{esc(PAGE_TITLES.get(p.stem, p.stem))}">'
+                f'{esc(SHORT_TITLES.get(p.stem, p.stem))}</a>' for p in pages)
+        except UnsafeLink:                         # a folder made by hand or an old version
+            links = "<i>folder name not linkable</i>"
+        (comps if rec.get("compared") else runs).append((rec, links))
+    head = "".join(f"<th>{th(m)}<br><small>[95% CI], n</small></th>" for m in HEADLINE)
+    rows = []
+    for rec, links in runs:
+        hl = rec.get("headline") or {}
+        cells = "".join(
+            f'<td class="mb-n">{interval_html(e.get("value"), *(e.get("ci95") or [None, None])[:2], 1 if m.startswith("latency") else 3, stacked=True)}'
+            f'<br><small>n={esc(e.get("n"))}</small></td>' if (e := hl.get(m)) else
+            '<td class="mb-n mb-na">n/a</td>' for m in HEADLINE)
+        gates = rec.get("gates") or []
+        n_pass = sum(g["result"] == "PASS" for g in gates)
+        lim = rec.get("limit")
+        rows.append(
+            f'<tr class="mb-run" data-label="{esc(rec["label"])}"><td class="mb-s"><b>'
+            f'{esc(rec["label"])}</b><br><small>{esc(rec.get("system"))} · '
+            f'{esc(rec.get("split"))}{" · limit " + esc(lim) if lim else ""} · '
+            f'{esc(rec.get("queries"))} queries</small></td>'
+            f'<td class="mb-l">{n_pass} of {len(gates)} pass{_verdicts_html(gates)}</td>'
+            f"{cells}<td class=\"mb-s\">{links}</td></tr>")
+    comp_rows = "".join(
+        f'<tr><td class="mb-s"><b>{esc(rec["label"])}</b></td><td class="mb-s">'
+        f'{esc(", ".join(rec.get("compared") or []))}</td><td class="mb-s">{links}</td></tr>'
+        for rec, links in comps)
+    policy = csp("")
+    page = ("<!doctype html><html><head><meta charset='utf-8'>"
+            f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}">'
+            "<title>membench reports</title>" + TABLE_CSS +
+            "<style>body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1240px;"
+            "padding:0 12px}</style></head><body>"
+            "<h1>membench reports</h1><p>One row per run: its gates (pass / all, per scope) "
+            "and headline figures over all items, value [95% bootstrap interval] (n = "
+            "denominator). Open a run's pages for everything else.</p>"
+            f'<table class="mb-t" id="membench-runs"><thead><tr><th>run</th><th>gates</th>{head}'
+            f"<th>pages</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            + (f'<h2>Comparisons</h2><table class="mb-t"><thead><tr><th>report</th>'
+               f"<th>runs</th><th>pages</th></tr></thead><tbody>{comp_rows}</tbody></table>"
+               if comps else "")
+            + "</body></html>\n")
+    path = Path(out) / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
 
@@ -192,5 +481,5 @@ def _read_prov(d: Path) -> dict:
     return {}
 
 
-__all__ = ["report", "render_notebook", "write_index", "to_html", "RUN_NOTEBOOKS",
-           "COMPARE_NOTEBOOK"]
+__all__ = ["COMPARE_NOTEBOOK", "RUN_NOTEBOOKS", "Page", "csp", "render_notebook", "report",
+           "safe_label", "to_html", "unique_labels", "write_index"]

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import __version__
+from ..core import progress as _progress
 from ..core.atomic import atomic_write_json, atomic_write_text
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import dumps, iter_json_lines, read_json_file, read_models, sha256_file
@@ -243,7 +244,9 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
     First, in seconds: the arguments, the sets (:func:`check_sets_before_run` unless
     ``check_sets`` is false; ``lock``: also the set files against this lock file), then RUN_DIR's
     lock for the whole run (a second writer is refused, naming this one). Writes RUN_DIR (see
-    the module docstring) and, for a final run, ``bench/test_access.jsonl``."""
+    the module docstring) and, for a final run, ``bench/test_access.jsonl``. Reports the
+    ``ingest`` and ``queries`` steps through :mod:`membench.core.progress`;
+    ``progress(done, total)``, when given, is also called every 100 queries."""
     if split not in ("dev", "test"):
         raise MembenchError(f"unknown split {split!r}")
     if split == "test" and not final:
@@ -316,7 +319,10 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
         from .systems.doubles import RunContext
         system.bind(RunContext(Path(sets_dir), split, data.records))
     t0 = time.perf_counter()
-    atoms = system.ingest(data.items, corpus_root)
+    with _progress.step(f"ingest ({system.name})", total=len(data.items), unit="item") as bar:
+        atoms = system.ingest(data.items, corpus_root)
+        bar.advance(len(data.items))
+        bar.count("atoms", len(atoms))
     meta["ingest_seconds"] = round(time.perf_counter() - t0, 3)
     check_atoms(system.name, atoms, data.items)
     atom_lines = [dumps(a.row()) + "\n" for a in atoms]
@@ -332,7 +338,12 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
     known = {a.atom_id for a in atoms}
     done = _done_queries(run_path)
     todo = [r for r in data.records if r.query_id not in done]
-    with open(run_path, "a", encoding="utf-8") as f:
+    with open(run_path, "a", encoding="utf-8") as f, \
+            _progress.step(f"queries ({system.name})", total=len(data.records),
+                          unit="query") as bar:
+        bar.advance(len(done))
+        if done:
+            bar.count("answered before (resumed)", len(done))
         for n, r in enumerate(todo, 1):
             t = time.perf_counter()
             res = system.query(r.question, r.scope, r.as_of)
@@ -346,6 +357,7 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
             f.write(dumps({"query_id": r.query_id, "hits": hits, "cartridge": cart,
                            "latency_ms": round(ms, 3)}) + "\n")
             f.flush()
+            bar.advance()
             if n % 100 == 0:
                 os.fsync(f.fileno())
                 if progress:

@@ -352,6 +352,25 @@ def render_audit(a: Audit) -> str:
     return "\n".join(rows)
 
 
+def audit_frame(a: Audit):
+    """:func:`render_audit` as a pandas DataFrame (one row per modality: n, the classifier's
+    AUC with its interval as ``auc`` / ``auc_lo`` / ``auc_hi``, the highest named rule, the
+    verdict), for reports."""
+    import pandas as pd
+
+    rows = []
+    for m, x in a.modalities.items():
+        best = max(((v, k) for k, v in x.rules.items() if v is not None), default=None)
+        lo, hi = x.auc_ci
+        rows.append({"modality": m, "gates": ("pass" if x.ok else "FAIL") if x.gated else
+                     f"not gated (< {MIN_UNANSWERABLE} unanswerable)",
+                     "answerable": x.n_answerable, "unanswerable": x.n_unanswerable,
+                     "auc": x.auc, "auc_lo": lo, "auc_hi": hi,
+                     "best named rule": "—" if best is None else RULES[best[1]][0],
+                     "its balanced accuracy": None if best is None else best[0]})
+    return pd.DataFrame(rows).set_index("modality")
+
+
 def rules_table(a: Audit):
     """Every named rule's balanced accuracy per modality (a pandas DataFrame, for report 01)."""
     import pandas as pd

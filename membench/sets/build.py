@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import modalities
+from ..core import progress
 from ..core.atomic import atomic_write_json, atomic_write_text
 from ..core.errors import InputError, MembenchError
 from ..core.hashing import hash_order
@@ -68,25 +69,34 @@ def collect(root: Path, only: set[str] | None = None):
     drafts = []
     texts: dict[str, str] = {}
     coverage: list[Coverage] = []
-    for spec in SOURCES:
-        if only and spec.key not in only:
-            continue
-        if not spec.available(root):
-            coverage.append(spec.not_mirrored())
-            continue
-        res = spec.load(root)
-        if not res.coverage.balanced():
-            raise MembenchError(f"{spec.key}: coverage does not add up: {res.coverage.as_dict()}")
-        for it in res.items:
-            if it.source_id in items:
-                raise MembenchError(f"{spec.key}: duplicate source_id {it.source_id}")
-            if it.path is not None:      # every item file stays inside the corpus root
-                confine(root, it.path, file=f"{spec.key} adapter", field=f"{it.source_id}.path")
-            items[it.source_id] = it
-        drafts.extend(res.drafts)
-        texts.update(res.texts)
-        coverage.append(res.coverage)
+    specs = [spec for spec in SOURCES if not only or spec.key in only]
+    with progress.step("build", total=len(specs), unit="source") as bar:
+        for spec in specs:
+            bar.note(spec.key)
+            _collect_one(root, spec, items, drafts, texts, coverage, bar)
+            bar.advance()
     return items, drafts, texts, coverage
+
+
+def _collect_one(root: Path, spec, items: dict, drafts: list, texts: dict,
+                 coverage: list, bar: progress.Step) -> None:
+    """Load one source into the accumulators (``bar`` counts the records)."""
+    if not spec.available(root):
+        coverage.append(spec.not_mirrored())
+        return
+    res = spec.load(root)
+    if not res.coverage.balanced():
+        raise MembenchError(f"{spec.key}: coverage does not add up: {res.coverage.as_dict()}")
+    for it in res.items:
+        if it.source_id in items:
+            raise MembenchError(f"{spec.key}: duplicate source_id {it.source_id}")
+        if it.path is not None:      # every item file stays inside the corpus root
+            confine(root, it.path, file=f"{spec.key} adapter", field=f"{it.source_id}.path")
+        items[it.source_id] = it
+    drafts.extend(res.drafts)
+    texts.update(res.texts)
+    coverage.append(res.coverage)
+    bar.count("questions", len(res.drafts))
 
 
 def source_of(id_: str) -> str:
@@ -304,5 +314,24 @@ def render_derivation(coverage: list[dict]) -> str:
     return "\n".join(rows)
 
 
+def derivation_frame(coverage: list[dict]):
+    """:func:`render_derivation` as a pandas DataFrame (one row per source with records), for
+    reports, where every cell is escaped when shown."""
+    import pandas as pd
+
+    rows = []
+    for c in coverage:
+        d = c.get("derived")
+        if not d:
+            continue
+        rows.append({"source": c["source"], "transactive": d["transactive"],
+                     "temporal": d["temporal"],
+                     "skipped by a guard (why)": "; ".join(
+                         f"{k}: {v}" for k, v in d["skipped"].items()) or "—",
+                     "not derived (why)": "; ".join(
+                         f"{k}: {v}" for k, v in d["not_derived"].items()) or "—"})
+    return pd.DataFrame(rows).set_index("source") if rows else pd.DataFrame(rows)
+
+
 __all__ = ["build_sets", "read_lock", "write_lock", "lock_drift", "render_counts",
-           "render_coverage", "render_derivation", "SET_FILES"]
+           "render_coverage", "render_derivation", "derivation_frame", "SET_FILES"]

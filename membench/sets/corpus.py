@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
+from ..core import progress
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import iter_json_lines, parse_model, sha256_file, write_jsonl
 from ..core.paths import confine
@@ -191,7 +192,14 @@ def check_corpus(root: Path, manifest_path: Path, sources: set[str] | None = Non
     the root, with the same byte count and sha256, and no file the manifest does not list (see
     the module docstring). ``sources``: only these manifest sources (and their folders). A root
     holding none of the manifest's folders is a :class:`MembenchError`
-    (:func:`check_corpus_root`). Reads every listed file; writes nothing."""
+    (:func:`check_corpus_root`). Reads every listed file; writes nothing. Reports the
+    ``corpus check`` progress step (files checked)."""
+    with progress.step("corpus check", unit="file") as bar:
+        return _check_corpus(root, manifest_path, sources, bar)
+
+
+def _check_corpus(root: Path, manifest_path: Path, sources: set[str] | None,
+                  bar: progress.Step) -> CheckResult:
     res = CheckResult()
     root = Path(root)
     entries = [(no, parse_model(ManifestEntry, obj, manifest_path, no))
@@ -204,9 +212,11 @@ def check_corpus(root: Path, manifest_path: Path, sources: set[str] | None = Non
     folders = {p.split("/", 1)[0] for p in listed}
     check_corpus_root(root, folders)
     for no, entry in entries:
+        bar.note(entry.source)
         for f in entry.files:
             p = root / f.path
             res.checked += 1
+            bar.advance()
             try:
                 confine(root, f.path, file=manifest_path, line=no, field="files.path")
             except InputError as e:

@@ -56,6 +56,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .. import modalities
+from ..core import progress
 from ..core.errors import InputError
 from ..core.jsonl import check_readable_file, iter_json_lines, sha256_file, validation_error
 from ..core.paths import confine
@@ -89,6 +90,16 @@ def _bounds(modality: str, region: dict, item: SourceItem) -> str | None:
 
 def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
                   corpus: Path | None = None, audit: bool = True) -> list[Finding]:
+    """Every hard rule over the sets in ``sets_dir`` (see the module docstring; ``audit``: the
+    metadata-only audit's TELL gates too); reports the ``validate`` progress step."""
+    with progress.step("validate", unit="finding") as bar:
+        found = _validate_sets(sets_dir, manifest, lock, corpus, audit)
+        bar.advance(len(found))
+        return found
+
+
+def _validate_sets(sets_dir: Path, manifest: Path, lock: Path | None,
+                   corpus: Path | None, audit: bool) -> list[Finding]:
     sets_dir = Path(sets_dir)
     out: list[Finding] = []
 

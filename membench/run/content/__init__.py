@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ...core import progress as _progress
 from ...core.errors import MembenchError
 from ...sets.schema import SourceItem
 from ..protocol import Atom, check_atom
@@ -76,30 +77,46 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
     """All atoms of ``items``, in item order then position in the item.
 
     Images and screenshots are OCR'd first in one batch (``config.ocr_processes`` workers,
-    cached); ``progress(stage, done, total)`` is called as OCR images and items are done."""
+    cached); ``progress(stage, done, total)`` is called as OCR images and items are done, and
+    the ``ocr`` and ``content`` steps report through :mod:`membench.core.progress` (an item is
+    a cache hit when its PDF text layer or its OCR was read from the cache)."""
     config = config or ChunkConfig()
     corpus_root = Path(corpus_root)
     items = list(items)
     paths = {it.source_id: item_file(it, corpus_root) for it in items
              if it.modality in OCR_MODALITIES}
     results: dict[str, _ocr.OcrResult] = {}
+    ocr_ran: set[str] = set()
     if paths:
+        calls = _ocr.stats["engine_calls"]
         by_path = _ocr.ocr_many(
             paths.values(), upscale_min_side=config.ocr_upscale_min_side,
             processes=config.ocr_processes,
             progress=(lambda d, n: progress("ocr", d, n)) if progress else None)
         results = {sid: by_path[str(p)] for sid, p in paths.items()}
+        if _ocr.stats["engine_calls"] > calls:  # which items' OCR ran now (not cached)
+            ocr_ran = {sid for sid, p in paths.items() if _ocr.last_run.get(str(p))}
     atoms: list[Atom] = []
     seen: dict[str, str] = {}
-    for k, it in enumerate(items, 1):
-        for a in chunk_item(it, corpus_root, config, results.get(it.source_id)):
-            other = seen.setdefault(a.atom_id, a.source_id)
-            if other != a.source_id:  # pragma: no cover - 64-bit collision
-                raise MembenchError(f"atom id {a.atom_id} of {a.source_id} collides with "
-                                    f"one of {other}")
-            atoms.append(a)
-        if progress:
-            progress("items", k, len(items))
+    with _progress.step("content", total=len(items), unit="item", cached=True) as bar:
+        for k, it in enumerate(items, 1):
+            bar.note(it.source_id)
+            hits, extracted = _pdf.stats["cache_hits"], _pdf.stats["extractions"]
+            for a in chunk_item(it, corpus_root, config, results.get(it.source_id)):
+                other = seen.setdefault(a.atom_id, a.source_id)
+                if other != a.source_id:  # pragma: no cover - 64-bit collision
+                    raise MembenchError(f"atom id {a.atom_id} of {a.source_id} collides with "
+                                        f"one of {other}")
+                atoms.append(a)
+            if _pdf.stats["extractions"] > extracted:
+                bar.count("PDF text layers extracted")
+            # an item is a cache hit when its PDF text or its OCR came from the cache
+            bar.advance(cache_hit=_pdf.stats["cache_hits"] > hits
+                        or results.get(it.source_id) is not None
+                        and it.source_id not in ocr_ran)
+            if progress:
+                progress("items", k, len(items))
+        bar.count("atoms", len(atoms))
     return atoms
 
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...core import progress as _progress
 from ...core.paths import cache_dir
 from .common import read_json, sha256_bytes, write_json_atomic
 
@@ -56,6 +57,8 @@ CACHE_FORMAT = 1
 
 # Counters for this process (tests read them to prove the cache is used).
 stats: dict[str, float] = {"engine_calls": 0, "cache_hits": 0, "ocr_seconds": 0.0}
+# For the last ocr_many call: path -> whether its OCR ran then (False: read from the cache).
+last_run: dict[str, bool] = {}
 
 _engine: Any = None
 _engine_threads: int | None = None
@@ -216,9 +219,11 @@ def _worker(job: tuple[str, str, int]) -> tuple[str, float]:
 
 def ocr_many(paths: Iterable[str | Path], *, upscale_min_side: int = 700, processes: int = 1,
              progress: Callable[[int, int], None] | None = None) -> dict[str, OcrResult]:
+    progress_cb = progress
     """OCR many images, running only those missing from the cache; returns path -> result.
 
-    Same content under two paths is OCR'd once."""
+    Same content under two paths is OCR'd once. Reports through the ``ocr`` progress step
+    (:mod:`membench.core.progress`): images, cache hits, seconds."""
     by_path: dict[str, str] = {}
     for p in paths:
         p = str(p)
@@ -231,6 +236,27 @@ def ocr_many(paths: Iterable[str | Path], *, upscale_min_side: int = 700, proces
     n = len(todo)
     if n:
         log.info("OCR: %d of %d images not cached (processes=%d)", n, len(by_path), processes)
+    with _progress.step("ocr", total=len(set(by_path.values())), unit="image",
+                       cached=True) as bar:
+        bar.advance(len(set(by_path.values())) - n, cache_hit=True)
+        _run_misses(todo, upscale_min_side, processes, progress_cb, bar)
+    out: dict[str, OcrResult] = {}
+    for p, sha in by_path.items():
+        obj = _cached(sha, upscale_min_side)
+        if obj is None:  # pragma: no cover - a worker died without raising
+            raise RuntimeError(f"OCR of {p} left no cache entry")
+        if sha not in todo:
+            stats["cache_hits"] += 1
+        out[p] = _from_cache(sha, obj)
+    last_run.clear()
+    last_run.update({p: sha in todo for p, sha in by_path.items()})
+    return out
+
+
+def _run_misses(todo: dict[str, str], upscale_min_side: int, processes: int,
+                progress: Callable[[int, int], None] | None, bar: _progress.Step) -> None:
+    """OCR the images of ``todo`` (sha -> path) into the cache, in ``processes`` workers."""
+    n = len(todo)
     done = 0
     if n and processes > 1:
         ctx = multiprocessing.get_context("spawn")
@@ -240,6 +266,7 @@ def ocr_many(paths: Iterable[str | Path], *, upscale_min_side: int = 700, proces
                 stats["engine_calls"] += 1
                 stats["ocr_seconds"] += secs
                 done += 1
+                bar.advance()
                 if progress:
                     progress(done, n)
     else:
@@ -249,17 +276,9 @@ def ocr_many(paths: Iterable[str | Path], *, upscale_min_side: int = 700, proces
             stats["ocr_seconds"] += obj["seconds"]
             write_json_atomic(cache_path(sha, upscale_min_side), obj)
             done += 1
+            bar.advance()
             if progress:
                 progress(done, n)
-    out: dict[str, OcrResult] = {}
-    for p, sha in by_path.items():
-        obj = _cached(sha, upscale_min_side)
-        if obj is None:  # pragma: no cover - a worker died without raising
-            raise RuntimeError(f"OCR of {p} left no cache entry")
-        if sha not in todo:
-            stats["cache_hits"] += 1
-        out[p] = _from_cache(sha, obj)
-    return out
 
 
 def reading_order(lines: list[OcrLine]) -> list[list[OcrLine]]:

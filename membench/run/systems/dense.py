@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core import progress
 from ...core.paths import cache_dir
 from ..protocol import Atom
 from .cartridge import CartridgePolicy
@@ -231,7 +232,8 @@ class DenseEngine(Engine):
         return np.asarray(v, dtype=np.float32)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings of ``texts`` through the cache: each distinct text is embedded once."""
+        """Embeddings of ``texts`` through the cache: each distinct text is embedded once
+        (reported as the ``embed`` progress step: texts, cache hits, seconds)."""
         distinct = list(dict.fromkeys(texts))
         mk = self.model_key()
         keys = [hashlib.sha256((mk + "\n" + t).encode("utf-8", "surrogatepass")).digest()
@@ -240,13 +242,17 @@ class DenseEngine(Engine):
         found = cache.get_many(keys, DIM) if cache else {}
         todo = [i for i, k in enumerate(keys) if k not in found]
         self.stats = {"embedded": len(todo), "from_cache": len(distinct) - len(todo)}
-        for s in range(0, len(todo), self.chunk_size):
-            part = todo[s:s + self.chunk_size]
-            vecs = self.encode([distinct[i] for i in part])
-            rows = [(keys[i], vecs[j]) for j, i in enumerate(part)]
-            if cache:
-                cache.put_many(rows)
-            found.update(rows)
+        with progress.step("embed", total=len(distinct), unit="text", cached=True) as bar:
+            bar.advance(len(distinct) - len(todo), cache_hit=True)
+            for s in range(0, len(todo), self.chunk_size):
+                part = todo[s:s + self.chunk_size]
+                bar.note(f"batch of {len(part)}")
+                vecs = self.encode([distinct[i] for i in part])
+                rows = [(keys[i], vecs[j]) for j, i in enumerate(part)]
+                if cache:
+                    cache.put_many(rows)
+                found.update(rows)
+                bar.advance(len(part))
         by_text = {t: found[k] for t, k in zip(distinct, keys, strict=True)}
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         for i, t in enumerate(texts):

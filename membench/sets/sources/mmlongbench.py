@@ -79,6 +79,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from ...core import progress
 from ...core.paths import cache_dir
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
@@ -290,27 +291,39 @@ def scan_pdfs(paths: list[Path], text: bool = True) -> dict[Path, dict]:
     out: dict[Path, dict] = {}
     misses: list[Path] = []
     shas = {p: _sha256(p) for p in paths}
-    for p in paths:
-        hit = _cache_get(shas[p])
-        if hit is not None:
-            out[p] = hit
-        elif text:
-            misses.append(p)
-        else:
-            try:
-                out[p] = read_pdf(p, text=False)
-            except Exception as e:  # noqa: BLE001 (pypdf raises many kinds)
-                out[p] = {"error": f"{type(e).__name__}: {e}"}
-    if misses:
-        workers = min(len(misses), os.cpu_count() or 1, 4)
-        if workers > 1:
-            with ProcessPoolExecutor(max_workers=workers) as ex:
-                results = list(ex.map(_extract_job, [str(p) for p in misses]))
-        else:
-            results = [_extract_job(str(p)) for p in misses]
-        for p, r in zip(misses, results):
-            _cache_put(shas[p], r)
-            out[p] = r
+    with progress.step("pdf read (mmlongbench)", total=len(paths), unit="PDF",
+                       cached=True) as bar:
+        for p in paths:
+            hit = _cache_get(shas[p])
+            if hit is not None:
+                out[p] = hit
+                bar.advance(cache_hit=True)
+            elif text:
+                misses.append(p)
+            else:
+                try:
+                    out[p] = read_pdf(p, text=False)
+                except Exception as e:  # noqa: BLE001 (pypdf raises many kinds)
+                    out[p] = {"error": f"{type(e).__name__}: {e}"}
+                bar.advance()
+        if misses:
+            workers = min(len(misses), os.cpu_count() or 1, 4)
+            jobs = [str(p) for p in misses]
+            if workers > 1:
+                with ProcessPoolExecutor(max_workers=workers) as ex:
+                    results = []
+                    for r in ex.map(_extract_job, jobs):
+                        results.append(r)
+                        bar.advance()
+            else:
+                results = []
+                for j in jobs:
+                    bar.note(Path(j).name)
+                    results.append(_extract_job(j))
+                    bar.advance()
+            for p, r in zip(misses, results):
+                _cache_put(shas[p], r)
+                out[p] = r
     for p in paths:
         out[p] = {**out[p], "sha256": shas[p]}
     return out

@@ -1,0 +1,270 @@
+"""Progress of the long steps: a tqdm bar on a terminal, a plain line every few percent in a log
+(CI, ``make all > log``), nothing with ``--quiet``, and one summary line when a step ends.
+
+A step is opened with :func:`step` and advanced as its items are done::
+
+    with progress.step("ocr", total=len(images), unit="image", cached=True) as s:
+        s.advance(n_cached, cache_hit=True)      # items served from the cache
+        for image in misses:
+            ...
+            s.advance()                          # one item done
+    # -> "[membench] ocr done: 662 images, 12 cache hits, 41.3 s"
+
+Modes (:func:`configure`):
+
+* ``"bar"``: a tqdm bar on the stream (the summary line is printed under it);
+* ``"lines"``: a start line, a line each time the done share crosses a multiple of
+  ``every_percent`` (5 by default) unless the last line is under ``min_interval`` seconds old
+  (1 by default: a fast step prints its start and summary only), and the summary line;
+* ``"auto"``: ``"bar"`` when the stream is a terminal, else ``"lines"``;
+* ``"quiet"``: nothing is printed (the counts are still kept on the :class:`Step`).
+
+The default mode is ``$MEMBENCH_PROGRESS`` when set, else ``"quiet"``: a library call or a
+notebook kernel prints nothing unless asked. The ``membench`` command configures ``"auto"``
+unless ``--quiet`` is given.
+
+Heartbeat: while a step is open, a background thread checks every second whether the step's
+last line is older than ``heartbeat`` seconds (20 by default); if it is, it prints the current
+count, the elapsed time and what the step is working on (:meth:`Step.note`). So a log shows a
+line at least every ``heartbeat`` seconds even while one item takes minutes (one large PDF, one
+batch of embeddings, one source of the build). In ``"bar"`` mode the bar is refreshed instead.
+
+Touches: writes only to the configured stream (standard error by default); reads
+``$MEMBENCH_PROGRESS``. Safe to advance from one thread while the heartbeat thread runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+MODES = ("auto", "bar", "lines", "quiet")
+PREFIX = "[membench]"
+
+_lock = threading.RLock()
+_config: dict[str, Any] = {"mode": None, "stream": None, "every_percent": 5.0,
+                           "heartbeat": 20.0, "min_interval": 1.0}
+
+
+def configure(mode: str | None = None, *, stream: IO[str] | None = None,
+              every_percent: float = 5.0, heartbeat: float = 20.0,
+              min_interval: float = 1.0) -> None:
+    """Set how steps report (see the module docstring). ``mode=None`` goes back to the default
+    (``$MEMBENCH_PROGRESS`` or quiet). Touches module state only."""
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"progress mode {mode!r}: expected one of {', '.join(MODES)}")
+    if every_percent <= 0 or heartbeat <= 0 or min_interval < 0:
+        raise ValueError("every_percent and heartbeat must be positive, min_interval >= 0")
+    _config.update(mode=mode, stream=stream, every_percent=float(every_percent),
+                   heartbeat=float(heartbeat), min_interval=float(min_interval))
+
+
+def _stream() -> IO[str]:
+    return _config["stream"] or sys.stderr
+
+
+def current_mode() -> str:
+    """The mode in force, with ``"auto"`` resolved to ``"bar"`` or ``"lines"``."""
+    mode = _config["mode"] or os.environ.get("MEMBENCH_PROGRESS") or "quiet"
+    if mode not in MODES:
+        mode = "lines"
+    if mode == "auto":
+        s = _stream()
+        mode = "bar" if getattr(s, "isatty", lambda: False)() else "lines"
+    return mode
+
+
+def emit(text: str) -> None:
+    """Print one line (prefixed) unless progress is quiet; for one-off notes such as a
+    target's plan."""
+    if current_mode() == "quiet":
+        return
+    _write(f"{PREFIX} {text}")
+
+
+def _write(line: str) -> None:
+    with _lock:
+        s = _stream()
+        if current_mode() == "bar":
+            from tqdm import tqdm
+
+            tqdm.write(line, file=s)
+        else:
+            s.write(line + "\n")
+        s.flush()
+
+
+def _plural(unit: str, n: int) -> str:
+    if n == 1 or unit.endswith("s"):
+        return unit
+    if unit.endswith("y") and unit[-2:-1] not in tuple("aeiou"):
+        return unit[:-1] + "ies"
+    return unit + "s"
+
+
+def _secs(s: float) -> str:
+    return f"{s:.1f} s" if s < 600 else f"{s / 60:.1f} min"
+
+
+class Step:
+    """One long step: counts done items and cache hits, prints as the mode says, and prints a
+    summary line on :meth:`close`. Made by :func:`step`; ``clock`` and ``thread`` exist so the
+    heartbeat can be tested without waiting."""
+
+    def __init__(self, name: str, total: int | None = None, unit: str = "item", *,
+                 cached: bool = False, clock: Callable[[], float] = time.monotonic,
+                 thread: bool = True) -> None:
+        self.name, self.unit, self.cached = name, unit, cached
+        self.total = total
+        self.done = 0
+        self.cache_hits = 0
+        self.counters: dict[str, int] = {}
+        self.detail = ""
+        self.lines = 0
+        self._clock = clock
+        self.started = clock()
+        self._last_line = self.started
+        self._last_bucket = 0
+        self._closed = False
+        self.mode = current_mode()
+        self._bar = None
+        self._stop = threading.Event()
+        self._thread = None
+        if self.mode == "bar":
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=name, unit=unit, file=_stream(), leave=True,
+                             dynamic_ncols=True, mininterval=0.5)
+        elif self.mode == "lines":
+            what = f"{total} {_plural(unit, total)}" if total is not None else "running"
+            self._line(f"{name}: started ({what})")
+        if thread and self.mode != "quiet":
+            self._thread = threading.Thread(target=self._beat, name=f"progress:{name}",
+                                            daemon=True)
+            self._thread.start()
+
+    # -- counting ----------------------------------------------------------------------
+    def set_total(self, total: int | None) -> None:
+        self.total = total
+        if self._bar is not None:
+            self._bar.total = total
+            self._bar.refresh()
+
+    def note(self, detail: str) -> None:
+        """What the step is working on now (shown in heartbeat lines and the bar)."""
+        self.detail = detail
+        if self._bar is not None:
+            self._bar.set_postfix_str(detail, refresh=False)
+
+    def count(self, counter: str, n: int = 1) -> None:
+        """A named count shown in the summary (e.g. ``"records"``)."""
+        self.counters[counter] = self.counters.get(counter, 0) + n
+
+    def advance(self, n: int = 1, *, cache_hit: bool = False) -> None:
+        """``n`` more items done (``cache_hit``: they came from the cache)."""
+        if n <= 0:
+            return
+        with _lock:
+            self.done += n
+            if cache_hit:
+                self.cache_hits += n
+            if self._bar is not None:
+                self._bar.update(n)
+                return
+            if self.mode != "lines" or not self.total:
+                return
+            bucket = int(min(self.done, self.total) * 100 / self.total
+                         // _config["every_percent"])
+            if bucket > self._last_bucket:
+                self._last_bucket = bucket
+                if self._clock() - self._last_line >= _config["min_interval"]:
+                    self._line(self._status())
+
+    # -- output ------------------------------------------------------------------------
+    def _status(self, heartbeat: bool = False) -> str:
+        elapsed = self._clock() - self.started
+        if self.total:
+            pct = 100.0 * min(self.done, self.total) / self.total
+            s = f"{self.name}: {self.done}/{self.total} {_plural(self.unit, self.total)} " \
+                f"({pct:.0f}%)"
+        else:
+            s = f"{self.name}: {self.done} {_plural(self.unit, self.done)}"
+        if self.cached:
+            s += f", {self.cache_hits} cache hits"
+        s += f", {_secs(elapsed)}"
+        worked = self.done - self.cache_hits        # cache hits cost nothing: not in the rate
+        if self.total and 0 < worked and self.done < self.total:
+            s += f", about {_secs(elapsed / worked * (self.total - self.done))} left"
+        if heartbeat:
+            s += " (still working" + (f": {self.detail})" if self.detail else ")")
+        return s
+
+    def _line(self, text: str) -> None:
+        _write(f"{PREFIX} {text}")
+        self._last_line = self._clock()
+        self.lines += 1
+
+    def tick(self) -> bool:
+        """The heartbeat: print a status line (or refresh the bar) when the last one is older
+        than the configured ``heartbeat`` seconds. Returns whether it printed."""
+        with _lock:
+            if self._closed or self.mode == "quiet":
+                return False
+            if self._clock() - self._last_line < _config["heartbeat"]:
+                return False
+            if self._bar is not None:
+                self._bar.refresh()
+                self._last_line = self._clock()
+                return True
+            self._line(self._status(heartbeat=True))
+            return True
+
+    def _beat(self) -> None:
+        while not self._stop.wait(1.0):
+            self.tick()
+
+    def summary(self) -> str:
+        """``<name> done: N items[, H cache hits][, k counter ...], S s``."""
+        s = f"{self.name} done: {self.done} {_plural(self.unit, self.done)}"
+        if self.cached:
+            s += f", {self.cache_hits} cache hits"
+        for k, v in self.counters.items():
+            s += f", {v} {k}"
+        return s + f", {_secs(self._clock() - self.started)}"
+
+    def close(self, ok: bool = True) -> None:
+        """Stop the heartbeat and print the summary line (``ok=False``: the step failed, the
+        line says so)."""
+        if self._closed:
+            return
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        with _lock:
+            self._closed = True
+            if self._bar is not None:
+                self._bar.close()
+            if self.mode != "quiet":
+                text = self.summary()
+                if not ok:
+                    text = text.replace(" done:", " stopped:", 1)
+                self._line(text)
+
+    def __enter__(self) -> Step:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close(ok=exc_type is None)
+
+
+def step(name: str, total: int | None = None, unit: str = "item", *,
+         cached: bool = False) -> Step:
+    """Open a step (use it as a context manager so its summary is printed even on error)."""
+    return Step(name, total, unit, cached=cached)
+
+
+__all__ = ["MODES", "Step", "configure", "current_mode", "emit", "step"]

@@ -1,0 +1,82 @@
+"""The one way a data string reaches a report: escaped for its context.
+
+Reports show strings that other people wrote (system names, run directory names, questions,
+answers, config values, coverage reasons, notes). Each goes through exactly one of:
+
+* :func:`esc` for HTML text and attribute values (``& < > " '`` become entities);
+* :func:`md` for Markdown that nbconvert turns into HTML: HTML-escaped first (Markdown keeps raw
+  HTML, so ``<script>`` would otherwise survive), then every Markdown metacharacter is
+  backslash-escaped, so a backtick cannot end a code span and ``[x](javascript:…)`` cannot
+  become a link;
+* :func:`href` for a link target: only a relative path inside the report tree (no scheme, no
+  leading ``/``, no ``..``, no ``//``), each segment percent-encoded; anything else raises.
+
+:func:`markdown` is ``IPython.display.Markdown`` built from a template whose ``{}`` fields are
+filled with :func:`md`-escaped values, and :func:`html_block` the same with :func:`esc`, so a
+notebook never formats data into markup by hand. Touches nothing.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+from urllib.parse import quote
+
+_MD_META = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+
+
+def esc(value: Any) -> str:
+    """``value`` as HTML text, safe in element content and in quoted attribute values."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def md(value: Any) -> str:
+    """``value`` as literal text inside Markdown (rendered by nbconvert / JupyterLab): every
+    Markdown metacharacter backslash-escaped, then ``& < >`` as entities (so raw HTML cannot
+    pass), line breaks as spaces (a value cannot start a heading or a list)."""
+    s = "" if value is None else str(value)
+    s = _MD_META.sub(r"\\\1", s)
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return s.replace("\r", " ").replace("\n", " ")
+
+
+class UnsafeLink(ValueError):
+    """A link target that is not a relative path inside the report tree."""
+
+
+def href(path: str) -> str:
+    """A link target for a page of the report tree: relative, no ``..``, percent-encoded.
+
+    Raises :class:`UnsafeLink` for anything else (``javascript:``, ``data:``, ``//host``,
+    absolute paths, parent directories)."""
+    p = str(path)
+    if not p or p.startswith(("/", "\\")) or "\\" in p or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", p):
+        raise UnsafeLink(f"link {p!r}: only relative paths inside the report are linked")
+    parts = p.split("/")
+    if any(seg in ("", ".", "..") for seg in parts[:-1]) or parts[-1] in ("", ".", ".."):
+        raise UnsafeLink(f"link {p!r}: only relative paths inside the report are linked")
+    return "/".join(quote(seg, safe="") for seg in parts)
+
+
+def _fill(template: str, escape, args: tuple, kwargs: dict) -> str:
+    return template.format(*(escape(a) for a in args),
+                           **{k: escape(v) for k, v in kwargs.items()})
+
+
+def markdown(template: str, *args: Any, **kwargs: Any):
+    """``IPython.display.Markdown(template.format(...))`` with every field :func:`md`-escaped.
+    The template itself is the notebook's own text (trusted); only fields carry data."""
+    from IPython.display import Markdown
+
+    return Markdown(_fill(template, md, args, kwargs))
+
+
+def html_block(template: str, *args: Any, **kwargs: Any):
+    """``IPython.display.HTML(template.format(...))`` with every field :func:`esc`-escaped."""
+    from IPython.display import HTML
+
+    return HTML(_fill(template, esc, args, kwargs))
+
+
+__all__ = ["UnsafeLink", "esc", "href", "html_block", "markdown", "md"]

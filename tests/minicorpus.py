@@ -1,0 +1,78 @@
+"""A small corpus root made of the upstream-format fixtures (symlinks, in a temporary folder),
+with its own manifest and lock: four mirrored sources (ScreenSpot-v2 with three screenshots to
+OCR, CodeSearchNet, MedVidQA, LoCoMo) and six not mirrored. Builds in about a second, so
+end-to-end tests of the command line and the Makefile run in seconds on a cold cache."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from membench.core.paths import REPO_ROOT
+
+FIXTURES = Path(__file__).parent / "fixtures"
+LINKS = {"screenspot-v2": "screenspot/screenspot-v2", "codesearchnet": "codesearchnet/codesearchnet",
+         "medvidqa": "medvidqa/medvidqa", "locomo": "locomo"}
+
+
+def make_corpus(root: Path) -> Path:
+    """``root/corpus`` with one symlink per fixture source; returns the corpus root."""
+    corpus = root / "corpus"
+    corpus.mkdir(parents=True, exist_ok=True)
+    for name, rel in LINKS.items():
+        (corpus / name).symlink_to(FIXTURES / rel, target_is_directory=True)
+    return corpus
+
+
+def membench(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO_ROOT,
+             check: bool = True) -> subprocess.CompletedProcess:
+    """``python -m membench ARGS`` from the repository root (this checkout's code)."""
+    proc = subprocess.run([sys.executable, "-m", "membench", *args], cwd=cwd, text=True,
+                          capture_output=True, env={**os.environ, **(env or {})}, timeout=900)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"membench {' '.join(args)} -> {proc.returncode}\n"
+                             f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def write_manifest(corpus: Path, sets: Path, manifest: Path) -> Path:
+    """A manifest for the fixture corpus: every file of each linked source with its sha256 and
+    size, and as revisions the ``origin.revision`` values its built records carry."""
+    import json
+
+    from membench.core.jsonl import sha256_file
+    from membench.sets.sources import SOURCES
+
+    revisions: dict[str, set[str]] = {}
+    for f in sets.glob("*.jsonl"):
+        for line in f.read_text().splitlines():
+            row = json.loads(line)
+            if "origin" in row:
+                revisions.setdefault(row["query_id"].split(":", 1)[0], set()).add(
+                    row["origin"]["revision"])
+    lines = []
+    for spec in SOURCES:
+        if spec.folder not in LINKS:
+            continue
+        files = sorted(p for p in (corpus / spec.folder).rglob("*") if p.is_file())
+        revs = sorted(revisions.get(spec.key, set())) or ["0" * 40]
+        lines.append(json.dumps({
+            "source": spec.key, "name": spec.name, "modality": spec.modality, "url": "fixture",
+            "revision": revs[0], "revisions": revs, "retrieved_at": "2026-01-01",
+            "annotation_source": "fixture", "license": "fixture",
+            "files": [{"path": str(p.relative_to(corpus)), "sha256": sha256_file(p),
+                       "bytes": p.stat().st_size} for p in files]}, sort_keys=True))
+    manifest.write_text("\n".join(lines) + "\n")
+    return manifest
+
+
+def freeze(corpus: Path, root: Path, env: dict[str, str] | None = None) -> dict[str, Path]:
+    """Build the fixture corpus once under ``root`` and write its manifest and lock (what the
+    committed ones are for the real mirror); returns their paths and the sets folder."""
+    manifest, lock, sets = root / "manifest.jsonl", root / "sets.lock.json", root / "sets"
+    membench("build", "--corpus", str(corpus), "--out", str(sets), "--lock", str(lock),
+             "--update-lock", "--quiet", env=env)
+    write_manifest(corpus, sets, manifest)
+    return {"manifest": manifest, "lock": lock, "sets": sets}

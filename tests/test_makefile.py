@@ -1,0 +1,95 @@
+"""The Makefile works for any choice, in either order with a full run, on the fixture corpus:
+a full bm25 run, then `make all SYSTEMS=hybrid LIMIT=2` (its own run folder, a report with
+hybrid alone), `make report` for the runs that exist (running nothing, naming the ones left
+out), a clear refusal when none exists, and a full run after a LIMIT run. Every target says
+what it will do and what its cold path costs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from minicorpus import freeze, make_corpus
+
+from membench.core.paths import REPO_ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+
+VENV = Path(sys.executable).parent.parent
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("make")
+    corpus = make_corpus(root)
+    env = {**os.environ, "MEMBENCH_CACHE": str(root / "cache")}
+    frozen = freeze(corpus, root, {"MEMBENCH_CACHE": env["MEMBENCH_CACHE"]})
+    shutil.rmtree(frozen["sets"])                       # make builds it
+    return root, corpus, frozen, env
+
+
+def make(tree, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    root, corpus, frozen, env = tree
+    cmd = ["make", "-o", str(VENV / "bin" / "membench"), *args, f"VENV={VENV}",
+           f"CORPUS={corpus}", f"MANIFEST={frozen['manifest']}", f"LOCK={frozen['lock']}",
+           f"SETS={root / 'sets'}", f"RUNS={root / 'runs'}", f"REPORTS={root / 'reports'}",
+           "RUNCONFIG="]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=1200)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} -> {proc.returncode}\n{proc.stdout[-4000:]}\n"
+                             f"{proc.stderr[-4000:]}")
+    return proc
+
+
+def meta(tree, name: str) -> dict:
+    return json.loads((tree[0] / "runs" / name / "meta.json").read_text())
+
+
+def test_help_says_what_each_target_does_and_costs(tree):
+    out = make(tree, "help").stdout
+    for target in ("make all", "make sets", "make runs", "make reports", "make report"):
+        assert target in out
+    assert "Cold" in out and "min" in out and "warm" in out
+
+
+def test_any_system_any_limit_in_either_order(tree):
+    root = tree[0]
+    full = make(tree, "runs", "SYSTEMS=bm25")
+    assert "== sets:" in full.stdout and "== runs: bm25 on dev" in full.stdout
+    assert "Cold" in full.stdout
+    assert meta(tree, "bm25-dev")["limit"] is None and meta(tree, "bm25-dev")["status"] == \
+        "complete"
+
+    quick = make(tree, "all", "SYSTEMS=hybrid", "LIMIT=2")      # after a full run
+    assert "== reports: pages 01-04 for" in quick.stdout
+    for step in ("build", "ingest (hybrid)", "queries (hybrid)", "bootstrap", "report"):
+        assert f"[membench] {step} done: " in quick.stderr, step   # a summary per step
+    assert re.search(r"\[membench\] report done: 4 pages, [\d.]+ (s|min)", quick.stderr)
+    m = meta(tree, "hybrid-dev-limit2")
+    assert m["limit"] == 2 and m["system"] == "hybrid" and m["status"] == "complete"
+    assert sorted(p.name for p in (root / "reports" / "hybrid-dev-limit2").glob("*.html")) == [
+        "01_validate_sets.html", "02_run_dev.html", "03_slice_failures.html",
+        "04_false_recalls.html"]
+    assert meta(tree, "bm25-dev")["limit"] is None                # the full run is untouched
+
+    again = make(tree, "report", "SYSTEMS=bm25 dense")            # runs nothing
+    assert "not run, left out:" in again.stdout and "dense-dev" in again.stdout
+    assert "[membench] queries" not in again.stderr
+    assert (root / "reports" / "bm25-dev" / "02_run_dev.html").exists()
+    assert not (root / "runs" / "dense-dev").exists()
+    index = (root / "reports" / "index.html").read_text()
+    assert 'data-label="bm25-dev"' in index and 'data-label="hybrid-dev-limit2"' in index
+
+    none = make(tree, "report", "SYSTEMS=dense", check=False)
+    assert none.returncode != 0 and "make runs SYSTEMS='dense' first" in none.stderr
+
+    later = make(tree, "runs", "SYSTEMS=hybrid")                   # a full run after a LIMIT one
+    assert meta(tree, "hybrid-dev")["limit"] is None and "hybrid-dev" in later.stdout
+    assert re.search(r"\[membench\] queries \(hybrid\) done: \d+ queries", later.stderr)

@@ -1,0 +1,217 @@
+"""Progress of the long steps (membench.core.progress): lines every few percent in a log, a
+heartbeat while one item takes long, a summary line per step, a bar on a terminal, silence with
+--quiet; and, from a captured log of a cold run of the command line on the fixture corpus,
+every long step (corpus check, validate, build per source, OCR, content, embedding, ingest,
+queries, scoring, bootstrap) shows progress and ends with its summary line."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from minicorpus import freeze, make_corpus, membench
+
+from membench.core import progress
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def log():
+    buf = io.StringIO()
+    progress.configure("lines", stream=buf, min_interval=0)
+    yield buf
+    progress.configure(None)
+
+
+def lines(buf: io.StringIO) -> list[str]:
+    return buf.getvalue().splitlines()
+
+
+def test_lines_every_five_percent_and_a_summary(log):
+    clock = Clock()
+    s = progress.Step("ocr", total=40, unit="image", cached=True, clock=clock, thread=False)
+    s.advance(10, cache_hit=True)
+    for _ in range(30):
+        clock.t += 1
+        s.advance()
+    s.close()
+    out = lines(log)
+    assert out[0] == "[membench] ocr: started (40 images)"
+    assert out[1] == "[membench] ocr: 10/40 images (25%), 10 cache hits, 0.0 s"   # no rate yet
+    # the time left comes from the items that cost work: 10 in 10 s, 20 to go
+    assert "[membench] ocr: 20/40 images (50%), 10 cache hits, 10.0 s, about 20.0 s left" in out
+    pct = [int(m.group(1)) for m in map(re.compile(r".*\((\d+)%\)").match, out) if m]
+    assert pct == [25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80, 85, 90, 95, 100]
+    assert out[-1] == "[membench] ocr done: 40 images, 10 cache hits, 30.0 s"
+
+
+def test_min_interval_keeps_a_fast_step_to_start_and_summary():
+    buf = io.StringIO()
+    progress.configure("lines", stream=buf)       # the default min_interval of 1 s
+    try:
+        clock = Clock()
+        s = progress.Step("queries", total=100, unit="query", clock=clock, thread=False)
+        for _ in range(100):
+            s.advance()
+        s.close()
+    finally:
+        progress.configure(None)
+    assert lines(buf) == ["[membench] queries: started (100 queries)",
+                          "[membench] queries done: 100 queries, 0.0 s"]
+
+
+def test_heartbeat_prints_while_one_item_takes_long(log):
+    clock = Clock()
+    s = progress.Step("embed", total=4, unit="text", cached=True, clock=clock, thread=False)
+    s.note("batch of 1024")
+    clock.t += 19.5
+    assert not s.tick()                  # the last line is not yet 20 s old
+    clock.t += 0.5
+    assert s.tick()
+    assert lines(log)[-1] == ("[membench] embed: 0/4 texts (0%), 0 cache hits, 20.0 s "
+                              "(still working: batch of 1024)")
+    assert not s.tick()                  # the heartbeat line restarts the wait
+    clock.t += 20
+    assert s.tick()
+    s.close()
+    assert not s.tick()                  # a closed step is silent
+
+
+def test_heartbeat_thread_runs_on_its_own(log):
+    progress.configure("lines", stream=log, heartbeat=0.05, min_interval=0)
+    import time
+
+    with progress.step("build", total=3, unit="source") as s:
+        s.note("mmlongbench")
+        deadline = time.monotonic() + 30
+        while "still working" not in log.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert "[membench] build: 0/3 sources (0%), " in log.getvalue()
+    assert "(still working: mmlongbench)" in log.getvalue()
+
+
+def test_a_failed_step_says_stopped(log):
+    with pytest.raises(RuntimeError):
+        with progress.step("queries (bm25)", total=10, unit="query") as s:
+            s.advance(3)
+            raise RuntimeError("boom")
+    assert re.match(r"\[membench\] queries \(bm25\) stopped: 3 queries, [\d.]+ s$",
+                    lines(log)[-1])
+
+
+def test_quiet_prints_nothing_but_counts():
+    buf = io.StringIO()
+    progress.configure("quiet", stream=buf)
+    try:
+        with progress.step("ocr", total=3, cached=True) as s:
+            s.advance(2, cache_hit=True)
+            s.advance()
+        progress.emit("plan")
+    finally:
+        progress.configure(None)
+    assert buf.getvalue() == ""
+    assert (s.done, s.cache_hits) == (3, 2)
+
+
+def test_default_is_quiet_unless_the_environment_asks(monkeypatch):
+    progress.configure(None)
+    monkeypatch.delenv("MEMBENCH_PROGRESS", raising=False)
+    assert progress.current_mode() == "quiet"
+    monkeypatch.setenv("MEMBENCH_PROGRESS", "lines")
+    assert progress.current_mode() == "lines"
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_auto_is_a_bar_on_a_terminal_and_lines_elsewhere():
+    tty = Tty()
+    progress.configure("auto", stream=tty)
+    try:
+        assert progress.current_mode() == "bar"
+        with progress.step("ocr", total=5, unit="image", cached=True) as s:
+            s.advance(5, cache_hit=True)
+        out = tty.getvalue()
+        assert "\r" in out and "5/5" in out                      # tqdm drew its bar
+        assert out.rstrip().endswith("ocr done: 5 images, 5 cache hits, " +
+                                     out.rstrip().rsplit(", ", 1)[1])
+        progress.configure("auto", stream=io.StringIO())
+        assert progress.current_mode() == "lines"
+    finally:
+        progress.configure(None)
+
+
+def test_unknown_mode_is_refused():
+    with pytest.raises(ValueError, match="progress mode"):
+        progress.configure("loud")
+
+
+# ----------------------------------------------------------------------------- the CLI
+
+SUMMARY = re.compile(r"^\[membench\] (.+?) done: (\d+) (\w+)(?:, (\d+) cache hits)?(.*), "
+                     r"[\d.]+ (?:s|min)$")
+
+
+def summaries(stderr: str) -> dict[str, tuple[int, int | None]]:
+    out = {}
+    for ln in stderr.splitlines():
+        m = SUMMARY.match(ln)
+        if m:
+            out[m.group(1)] = (int(m.group(2)), None if m.group(4) is None else int(m.group(4)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny")
+    corpus = make_corpus(root)
+    env = {"MEMBENCH_CACHE": str(root / "cache")}
+    return root, corpus, env, freeze(corpus, root, env)
+
+
+def test_a_cold_run_logs_every_step_with_a_summary(tiny):
+    root, corpus, env, frozen = tiny
+    env = {**env, "MEMBENCH_CACHE": str(root / "cold-cache")}      # nothing cached yet
+    b = membench("build", "--corpus", str(corpus), "--out", str(root / "s2"), "--lock",
+                 str(frozen["lock"]), env=env)
+    assert "[membench] build: started (10 sources)" in b.stderr
+    assert summaries(b.stderr)["build"][0] == 10
+    v = membench("validate", "--sets", str(frozen["sets"]), "--corpus", str(corpus),
+                 "--manifest", str(frozen["manifest"]), "--lock", str(frozen["lock"]), env=env)
+    assert summaries(v.stderr)["corpus check"][0] == 24 and "validate" in summaries(v.stderr)
+    r = membench("run", "--system", "hybrid", "--sets", str(frozen["sets"]), "--corpus",
+                 str(corpus), "--out", str(root / "runs" / "hybrid-dev"), "--metrics", env=env)
+    got = summaries(r.stderr)
+    assert got["ocr"] == (2, 0)                       # two dev screenshots, cold: no cache hit
+    assert got["content"][0] == got["ingest (hybrid)"][0] > 0
+    assert got["embed"][1] == 0 and got["embed"][0] > 0
+    assert got["queries (hybrid)"][0] > 0
+    assert "score (hybrid-dev)" in got and got["bootstrap"][0] > 0
+    for step in got:                                  # every step announced its start
+        assert f"[membench] {step}: started" in r.stderr, step
+    # warm: the same run again (into a new folder) reads OCR and embeddings from the cache
+    w = membench("run", "--system", "hybrid", "--sets", str(frozen["sets"]), "--corpus",
+                 str(corpus), "--out", str(root / "runs" / "warm"), env=env)
+    warm = summaries(w.stderr)
+    assert warm["ocr"] == (2, 2)
+    assert warm["embed"][1] == warm["embed"][0] > 0
+
+
+def test_quiet_run_prints_no_progress(tiny):
+    root, corpus, env, frozen = tiny
+    r = membench("run", "--system", "bm25", "--sets", str(frozen["sets"]), "--corpus",
+                 str(corpus), "--out", str(root / "runs" / "quiet"), "--quiet", env=env)
+    assert "[membench]" not in r.stderr and "[membench]" not in r.stdout
+    assert "bm25 on dev:" in r.stdout                 # the result line still prints
+    q = membench("--quiet", "metrics", str(root / "runs" / "quiet"), env=env)
+    assert "[membench]" not in q.stderr

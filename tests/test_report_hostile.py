@@ -1,0 +1,131 @@
+"""A report rendered from runs whose system name, run directory names and questions carry
+script payloads: the pages show them as text and no script from data runs (checked in headless
+Chromium through the DOM); report folders stay unique when run names collide; links stay inside
+the report; an existing report is not overwritten without force; the Content-Security-Policy
+stops a script that would slip through."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import nbformat
+import pytest
+from minicorpus import freeze, make_corpus
+
+from membench.core.errors import MembenchError
+from membench.core.jsonl import dumps
+from membench.report.browser_check import chromium
+from membench.report.render import report, to_html
+from membench.run.runner import run_system
+from membench.run.systems.doubles import Leaky, RandomSystem
+
+MARK = "window.__membench_pwned=true"
+PAYLOAD = f'<script>{MARK}</script><img src=x onerror="{MARK}">'
+DIRNAME = f"run`<img src=x onerror={MARK}>`"          # a backtick breaks out of a code span
+LINKNAME = f"javascript:{MARK}"
+
+needs_browser = pytest.mark.skipif(chromium() is None,
+                                   reason="chromium not installed (apt-get install chromium)")
+
+
+class EvilLeaky(Leaky):
+    name = "leaky" + PAYLOAD
+
+
+class EvilRandom(RandomSystem):
+    name = "random" + PAYLOAD
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile")
+    corpus = make_corpus(root)
+    frozen = freeze(corpus, root, {"MEMBENCH_CACHE": str(root / "cache")})
+    sets = frozen["sets"]
+    for f in sorted(sets.glob("*.jsonl")):
+        if f.name == "items.jsonl":
+            continue
+        rows = [json.loads(line) for line in f.read_text().splitlines()]
+        for r in rows:
+            r["question"] = PAYLOAD + " " + r["question"]
+        f.write_text("".join(dumps(r) + "\n" for r in rows))
+    runs = [root / "a" / DIRNAME, root / "b" / DIRNAME, root / "c" / LINKNAME]
+    for system, run in zip((EvilLeaky(), EvilRandom(), EvilRandom()), runs):
+        run_system(system, sets, "dev", run, corpus)
+    out = root / "reports"
+    done = report(runs, out, corpus=corpus, notebooks=("02_run_dev", "04_false_recalls"))
+    return out, done, runs
+
+
+def test_folders_are_unique_and_links_stay_inside(hostile):
+    out, done, runs = hostile
+    folders = sorted(p.name for p in out.iterdir() if p.is_dir())
+    assert len(folders) == 4                                 # three runs and the comparison
+    assert sum(f.startswith("run_img_src_x_onerror") for f in folders) == 2
+    assert any(f.endswith("-2") for f in folders)
+    for d in folders:
+        assert re.fullmatch(r"[A-Za-z0-9._-]+", d) and not d.startswith((".", "-"))
+    pages = {r.html for r in done}
+    assert len(pages) == len(done) == 7                     # nothing overwritten
+    index = (out / "index.html").read_text()
+    hrefs = re.findall(r'href="([^"]*)"', index)
+    assert hrefs and all(not re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", h) and not h.startswith("/")
+                         and ".." not in h.split("/") for h in hrefs)
+    for h in hrefs:
+        assert (out / h).exists(), h
+
+
+def test_no_data_string_reaches_the_html_raw(hostile):
+    out, done, _ = hostile
+    for r in done:
+        html = r.html.read_text()
+        assert f"<script>{MARK}" not in html, r.html          # only ever as &lt;script&gt;
+        assert "<img src=x onerror" not in html, r.html
+        assert "&lt;img src=x onerror" in html, r.html           # there, as text
+    index = (out / "index.html").read_text()
+    assert f"<script>{MARK}" not in index and 'href="javascript:' not in index.lower()
+
+
+def test_report_refuses_to_overwrite_without_force(hostile):
+    out, _, runs = hostile
+    with pytest.raises(MembenchError, match="--force"):
+        report(runs[:1], out, notebooks=("02_run_dev",))
+
+
+@needs_browser
+def test_payloads_show_as_text_and_never_run(hostile):
+    from membench.report.browser_check import dom_check
+
+    out, done, _ = hostile
+    infos = dom_check([out / "index.html", *(r.html for r in done)])
+    for info in infos:
+        assert not info["pwned"] and not info["dialogs"], info["page"]
+        assert not info["external"], (info["page"], info["external"])
+    by_page = {info["page"]: info for info in infos}
+    for r in done:
+        text = by_page[str(r.html)]["text"]
+        assert PAYLOAD in text or f"<script>{MARK}</script>" in text, r.html   # shown as text
+    assert any(f"<img src=x onerror={MARK}>" in i["text"] for i in infos)   # the dir name too
+
+
+@needs_browser
+def test_the_policy_stops_a_script_that_slipped_through(tmp_path):
+    """Not escaping is caught above; this checks the second line: a raw script in an output
+    does not run under the page's Content-Security-Policy (and does run without it)."""
+    from membench.report.browser_check import dom_check
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={
+        "text/html": f"<p>raw</p><script>{MARK}</script><img src=x onerror=\"{MARK}\">"})]
+    nb.cells = [cell]
+    page = tmp_path / "p.html"
+    page.write_text(to_html(nb, {"system": "x"}))
+    bare = tmp_path / "bare.html"
+    bare.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "",
+                           page.read_text()))
+    guarded, unguarded = dom_check([page, bare], wait_ms=500)
+    assert not guarded["pwned"]
+    assert any("Content Security Policy" in c for c in guarded["console"])
+    assert unguarded["pwned"]                                # the check can fail

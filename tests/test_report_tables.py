@@ -1,0 +1,196 @@
+"""Report tables, badges, the summary and the escaping helper, without a kernel or a browser:
+intervals in one cell, three decimals, 0/0 as n/a, verdict columns first and coloured, long
+tables collapsed (nothing dropped), every data string escaped, links only inside the report."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from membench.report.escape import UnsafeLink, esc, href, markdown, md
+from membench.report.render import csp, safe_label, unique_labels
+from membench.report.summary import next_steps, summary_html
+from membench.report.tables import (
+    collapsed,
+    fmt_interval,
+    fmt_num,
+    gate_badges,
+    metrics_grid,
+    show,
+)
+
+PAYLOAD = '<script>window.__membench_pwned=true</script><img src=x onerror="alert(1)">'
+
+
+def test_numbers_three_decimals_and_na():
+    assert fmt_num(0.8123456) == "0.812"
+    assert fmt_num(float("nan")) == "n/a" and fmt_num(None) == "n/a"
+    assert fmt_num(12) == "12"
+    assert fmt_num(0.00004, p_value=True) == "<0.001"
+    assert fmt_interval(0.81, 0.79, 0.83) == "0.810 [0.790, 0.830]"
+    assert fmt_interval(float("nan"), 0.1, 0.2) == "n/a"
+    assert fmt_interval(0.5, None, None) == "0.500"
+
+
+def test_show_merges_intervals_puts_verdicts_first_and_colours_them():
+    df = pd.DataFrame({"scope": ["pdf", "image"], "metric": ["recall@10", "recall@10"],
+                       "value": [0.81, float("nan")], "ci95_lo": [0.79, float("nan")],
+                       "ci95_hi": [0.83, float("nan")], "n": [10, 0],
+                       "result": ["PASS", "FAIL"]})
+    t = show(df)
+    assert t.columns[0] == "result"                      # verdict first
+    assert "value [95% CI]" in t.columns and "ci95_lo" not in t.columns
+    assert "0.810 [0.790, 0.830]" in t.html              # one cell
+    assert ">n/a<" in t.html and "nan" not in t.html.lower().replace("n/a", "")
+    assert 'class="mb-s mb-pass">PASS' in t.html and 'class="mb-s mb-fail">FAIL' in t.html
+
+
+def test_show_collapses_long_tables_without_dropping_rows():
+    df = pd.DataFrame({"x": range(60), "y": [f"row{i}" for i in range(60)]})
+    t = show(df, max_rows=10)
+    first, rest = t.html.split("<details", 1)
+    assert first.count("<tr>") == 11 and "row9<" in first and "row10<" not in first
+    assert "show the other 50 of 60 rows" in rest and rest.count("<tr>") == 51
+    assert "row59<" in rest
+
+
+def test_show_escapes_every_cell_and_header():
+    df = pd.DataFrame({PAYLOAD: [PAYLOAD], "n": [1]}).set_index(pd.Index([PAYLOAD], name="k"))
+    html = show(df).html
+    assert "<script>" not in html and "<img" not in html
+    assert "&lt;script&gt;" in html
+
+
+def test_wide_interval_tables_stack_the_interval_under_the_value():
+    df = pd.DataFrame({f"m{i}": [0.5] for i in range(3)} |
+                      {f"m{i}_lo": [0.4] for i in range(3)} | {f"m{i}_hi": [0.6] for i in range(3)})
+    assert "0.500<br><small>[0.400, 0.600]</small>" in show(df).html
+    narrow = df[["m0", "m0_lo", "m0_hi"]]
+    assert "0.500 [0.400, 0.600]" in show(narrow).html
+
+
+def metrics_fixture() -> dict:
+    def e(v, n, lo=None, hi=None):
+        return {"value": v, "n": n, "denominator": n, "ci95": [lo, hi]}
+
+    return {
+        "pdf": {"recall@10": e(0.6, 40, 0.5, 0.7), "false_recall_rate": e(None, 0)},
+        "all": {"recall@10": e(0.95, 400, 0.93, 0.97), "false_recall_rate": e(0.05, 100, 0.01, 0.1)},
+        "gates": [
+            {"scope": "pdf", "metric": "recall@10", "op": ">=", "threshold": 0.9, "value": 0.6,
+             "pass": False},
+            {"scope": "pdf", "metric": "false_recall_rate", "op": "<=", "threshold": 0.1,
+             "value": None, "pass": None},
+            {"scope": "all", "metric": "recall@10", "op": ">=", "threshold": 0.9, "value": 0.95,
+             "pass": True},
+            {"scope": "all", "metric": "false_recall_rate", "op": "<=", "threshold": 0.1,
+             "value": 0.05, "pass": True},
+        ],
+    }
+
+
+def test_gate_badges_carry_verdict_value_interval_and_n():
+    html = gate_badges(metrics_fixture())
+    assert 'data-gate="pdf|recall@10" data-result="FAIL">✗ fail 0.600 [0.500, 0.700] n=40/40' \
+        in html
+    assert 'data-gate="pdf|false_recall_rate" data-result="n/a">n/a n/a n=0/0' in html
+    assert 'data-result="PASS">✓ pass 0.950 [0.930, 0.970] n=400/400' in html
+
+
+def test_metrics_grid_shows_na_for_zero_denominators():
+    html = metrics_grid(metrics_fixture()).html
+    assert "0.600 [0.500, 0.700]<br><small>40/40</small>" in html
+    assert "n/a<br><small>0/0</small>" in html
+
+
+def test_next_steps_name_the_failing_gate_first_and_the_page_to_read():
+    steps = next_steps(metrics_fixture())
+    assert steps[0].startswith("pdf: recall@10 = 0.600 [0.500, 0.700] (n=40/40) misses its "
+                               "gate >= 0.9: see 03")
+    assert any(s.startswith("Not judged") and "pdf false_recall_rate" in s for s in steps)
+    m = metrics_fixture()
+    m["gates"] = [g for g in m["gates"] if g["pass"]]
+    assert next_steps(m)[0].startswith("Every judged gate passes")
+
+
+def test_summary_escapes_labels():
+    html = summary_html(metrics_fixture(), PAYLOAD)
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert summary_html(None, "x", missing=PAYLOAD).count("<script>") == 0
+
+
+def test_collapsed_keeps_the_table():
+    t = collapsed(PAYLOAD, show(pd.DataFrame({"a": [1]})))
+    assert t.html.startswith('<details class="mb-more"><summary>&lt;script&gt;')
+    assert "<table" in t.html
+
+
+# ----------------------------------------------------------------------------- escaping
+
+def test_md_neutralises_markdown_and_html():
+    s = md("a`b <script>x</script> [l](javascript:alert(1)) **b** # h\nnext")
+    assert "<" not in s and "`" not in s.replace("\\`", "")
+    assert "\\[l\\]\\(javascript:alert\\(1\\)\\)" in s
+    assert "\n" not in s
+    assert markdown("run {}", "`x`").data == "run \\`x\\`"
+
+
+def test_esc_quotes_attributes():
+    assert esc('"><script>') == "&quot;&gt;&lt;script&gt;"
+    assert esc(None) == ""
+
+
+@pytest.mark.parametrize("bad", ["javascript:alert(1)", "JaVaScRiPt:x", "data:text/html,x",
+                                 "/etc/passwd", "../index.html", "a/../../b", "//host/x",
+                                 "http://host/x", "a\\b", ""])
+def test_href_refuses_anything_but_relative_paths_inside(bad):
+    with pytest.raises(UnsafeLink):
+        href(bad)
+
+
+def test_href_encodes_segments():
+    assert href("bm25-dev/02_run_dev.html") == "bm25-dev/02_run_dev.html"
+    assert href('a b/"x".html') == "a%20b/%22x%22.html"
+
+
+def test_labels_are_safe_and_unique():
+    assert safe_label("javascript:alert(1)") == "javascript_alert_1_"
+    assert safe_label("../..") == "_.."          # a plain folder name, not a path
+    assert safe_label("...") == "run"
+    assert unique_labels(["a/bm25-dev", "b/bm25-dev", "c/bm25 dev", "d/bm25-dev"]) == \
+        ["bm25-dev", "bm25-dev-2", "bm25_dev", "bm25-dev-3"]
+
+
+def test_csp_allows_only_membench_scripts_by_hash():
+    assert "script-src 'none'" in csp("<p>no script</p>")
+    page = '<script id="membench-widgets">var a=1;</script><script>evil()</script>'
+    policy = csp(page)
+    assert policy.count("'sha256-") == 1 and "unsafe-inline" not in policy.split("style-src")[0]
+    assert "default-src 'none'" in policy and "connect-src 'none'" in policy
+
+
+def test_forest_plot_has_a_panel_per_metric_and_n_on_every_row():
+    from membench.analysis.plots import plot_forest
+
+    rows = [{"scope": s, "metric": m, "system_a": "bm25", "system_b": "dense", "n": 10 + i,
+             "diff": 0.1, "diff_ci95_lo": -0.05, "diff_ci95_hi": 0.2,
+             "significant_0.05": s == "all"}
+            for m in ("recall@10", "mrr", "ndcg@10") for i, s in enumerate(("pdf", "all"))]
+    fig = plot_forest(pd.DataFrame(rows))
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title().split(":")[0] for ax in panels] == ["recall@10", "mrr", "ndcg@10"]
+    assert [t.get_text() for t in panels[0].get_yticklabels()] == [   # top row first
+        "pdf: bm25 − dense (n=10)", "all: bm25 − dense (n=11)"]
+    assert any(abs(line.get_xdata()[0]) < 1e-12 for line in panels[0].get_lines())  # 0 line
+
+
+def test_index_never_links_a_folder_name_that_looks_like_a_scheme(tmp_path):
+    from membench.report.render import write_index
+
+    for name in ("javascript:alert(1)", "ok-run"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "02_run_dev.html").write_text("<p>x</p>")
+    index = write_index(tmp_path).read_text()
+    assert 'href="javascript' not in index and "folder name not linkable" in index
+    assert 'href="ok-run/02_run_dev.html"' in index
+    assert "javascript:alert(1)" in index.replace("&#x27;", "'")    # named, as text
