@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -543,10 +544,11 @@ def _os_error_line(e: OSError) -> tuple[int, str]:
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the command; every expected failure becomes one line on stderr
     and its exit status (see :data:`EXIT_STATUS`), never a traceback. ``--quiet`` silences
-    the progress lines (:mod:`membench.core.progress`)."""
+    the progress lines (:mod:`membench.core.progress`); ``$MEMBENCH_PROGRESS`` (quiet, lines,
+    bar, auto) chooses them otherwise."""
     try:
         a = parser().parse_args(argv)
-        progress.configure("quiet" if a.quiet else "auto")
+        progress.configure("quiet" if a.quiet else os.environ.get("MEMBENCH_PROGRESS") or "auto")
         return a.func(a)
     except MembenchError as e:
         print(f"membench: {e}", file=sys.stderr)

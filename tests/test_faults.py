@@ -38,6 +38,13 @@ needs_scratch = pytest.mark.skipif(not SCRATCH, reason="no private tmpfs here (u
                                    "refused: user namespaces disabled)")
 
 
+@pytest.fixture(autouse=True)
+def _quiet_progress(monkeypatch):
+    """These tests read stderr's one error line: no progress lines beside it."""
+    monkeypatch.setenv("MEMBENCH_PROGRESS", "quiet")
+
+
+
 @pytest.fixture
 def world(tmp_path):
     return write_world(tmp_path / "w")

@@ -41,6 +41,13 @@ from membench.sets.validate import validate_sets
 FIX_RUN = Path(__file__).parent / "fixtures" / "metrics" / "run_small"
 
 
+@pytest.fixture(autouse=True)
+def _quiet_progress(monkeypatch):
+    """These tests read stderr's one error line: no progress lines beside it."""
+    monkeypatch.setenv("MEMBENCH_PROGRESS", "quiet")
+
+
+
 @pytest.fixture
 def world(tmp_path):
     return write_world(tmp_path / "w")

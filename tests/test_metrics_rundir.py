@@ -16,6 +16,13 @@ from membench.metrics import compute_metrics, metrics_for_run_dir
 FIX = Path(__file__).parent / "fixtures" / "metrics" / "run_small"
 
 
+@pytest.fixture(autouse=True)
+def _quiet_progress(monkeypatch):
+    """These tests read stderr's one error line: no progress lines beside it."""
+    monkeypatch.setenv("MEMBENCH_PROGRESS", "quiet")
+
+
+
 @pytest.fixture
 def run_dir(tmp_path) -> Path:
     d = tmp_path / "run"
