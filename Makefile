@@ -62,7 +62,7 @@ sets: setup
 	@echo "== sets: check the mirror, build $(SETS) and compare it with $(LOCK), validate."
 	@echo "   Cold: about 7 min (PDF reads, cached after); warm: about 15 s."
 	$(MB) corpus check $(CORPUSFLAG) --manifest $(MANIFEST)
-	$(MB) build $(CORPUSFLAG) --out $(SETS) --lock $(LOCK)
+	$(MB) build $(CORPUSFLAG) --out $(SETS) --manifest $(MANIFEST) --lock $(LOCK)
 	$(MB) validate --sets $(SETS) $(CORPUSFLAG) --manifest $(MANIFEST) --lock $(LOCK)
 
 runs: sets
@@ -71,7 +71,7 @@ runs: sets
 	@echo "   26.4 min (embeddings), hybrid then reads both caches; warm: about 1 min each."
 	@echo "   A run resumes where it stopped."
 	@for s in $(SYSTEMS); do \
-	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) --metrics || exit 1; \
+	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) --manifest $(MANIFEST) --lock $(LOCK) --metrics || exit 1; \
 	done
 
 reports: runs

@@ -1,4 +1,5 @@
-"""A small corpus root made of the upstream-format fixtures (symlinks, in a temporary folder),
+"""A small corpus root made of the upstream-format fixtures (copied into a temporary folder:
+every corpus read must stay inside the corpus root, so symlinks out of it would be refused),
 with its own manifest and lock: four mirrored sources (ScreenSpot-v2 with three screenshots to
 OCR, CodeSearchNet, MedVidQA, LoCoMo) and six not mirrored. Builds in about a second, so
 end-to-end tests of the command line and the Makefile run in seconds on a cold cache."""
@@ -18,11 +19,13 @@ LINKS = {"screenspot-v2": "screenspot/screenspot-v2", "codesearchnet": "codesear
 
 
 def make_corpus(root: Path) -> Path:
-    """``root/corpus`` with one symlink per fixture source; returns the corpus root."""
+    """``root/corpus`` with a copy of each fixture source; returns the corpus root."""
+    import shutil
+
     corpus = root / "corpus"
     corpus.mkdir(parents=True, exist_ok=True)
     for name, rel in LINKS.items():
-        (corpus / name).symlink_to(FIXTURES / rel, target_is_directory=True)
+        shutil.copytree(FIXTURES / rel, corpus / name)
     return corpus
 
 
@@ -37,16 +40,17 @@ def membench(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO_ROO
     return proc
 
 
-def write_manifest(corpus: Path, sets: Path, manifest: Path) -> Path:
-    """A manifest for the fixture corpus: every file of each linked source with its sha256 and
-    size, and as revisions the ``origin.revision`` values its built records carry."""
+def write_manifest(corpus: Path, sets: Path | None, manifest: Path) -> Path:
+    """A manifest for the fixture corpus: every file of each copied source with its sha256 and
+    size, and as revisions the ``origin.revision`` values its built records carry (none yet
+    when ``sets`` is None: a manifest to check the corpus against before the first build)."""
     import json
 
     from membench.core.jsonl import sha256_file
     from membench.sets.sources import SOURCES
 
     revisions: dict[str, set[str]] = {}
-    for f in sets.glob("*.jsonl"):
+    for f in (sets.glob("*.jsonl") if sets is not None else ()):
         for line in f.read_text().splitlines():
             row = json.loads(line)
             if "origin" in row:
@@ -72,7 +76,8 @@ def freeze(corpus: Path, root: Path, env: dict[str, str] | None = None) -> dict[
     """Build the fixture corpus once under ``root`` and write its manifest and lock (what the
     committed ones are for the real mirror); returns their paths and the sets folder."""
     manifest, lock, sets = root / "manifest.jsonl", root / "sets.lock.json", root / "sets"
+    write_manifest(corpus, None, manifest)          # the build checks the corpus against it
     membench("build", "--corpus", str(corpus), "--out", str(sets), "--lock", str(lock),
-             "--update-lock", "--quiet", env=env)
-    write_manifest(corpus, sets, manifest)
+             "--manifest", str(manifest), "--update-lock", "--quiet", env=env)
+    write_manifest(corpus, sets, manifest)          # now with the records' revisions
     return {"manifest": manifest, "lock": lock, "sets": sets}

@@ -41,7 +41,8 @@ def lab(tmp_path_factory):
     corpus = make_corpus(root)
     frozen = freeze(corpus, root, {"MEMBENCH_CACHE": str(root / "cache")})
     run = root / "leaky-dev"
-    run_system(make_system("leaky"), frozen["sets"], "dev", run, corpus)
+    run_system(make_system("leaky"), frozen["sets"], "dev", run, corpus,
+               manifest=frozen["manifest"], lock=frozen["lock"])
     work = root / "work"
     work.mkdir()
     nb = nbformat.read(REPO_ROOT / "notebooks" / "04_false_recalls.ipynb", as_version=4)

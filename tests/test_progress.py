@@ -183,13 +183,14 @@ def test_a_cold_run_logs_every_step_with_a_summary(tiny):
     root, corpus, env, frozen = tiny
     env = {**env, "MEMBENCH_CACHE": str(root / "cold-cache")}      # nothing cached yet
     b = membench("build", "--corpus", str(corpus), "--out", str(root / "s2"), "--lock",
-                 str(frozen["lock"]), env=env)
+                 str(frozen["lock"]), "--manifest", str(frozen["manifest"]), env=env)
     assert "[membench] build: started (10 sources)" in b.stderr
     assert summaries(b.stderr)["build"][0] == 10
     v = membench("validate", "--sets", str(frozen["sets"]), "--corpus", str(corpus),
                  "--manifest", str(frozen["manifest"]), "--lock", str(frozen["lock"]), env=env)
     assert summaries(v.stderr)["corpus check"][0] == 24 and "validate" in summaries(v.stderr)
-    r = membench("run", "--system", "hybrid", "--sets", str(frozen["sets"]), "--corpus",
+    r = membench("run", "--system", "hybrid", "--sets", str(frozen["sets"]), "--manifest",
+                 str(frozen["manifest"]), "--lock", str(frozen["lock"]), "--corpus",
                  str(corpus), "--out", str(root / "runs" / "hybrid-dev"), "--metrics", env=env)
     got = summaries(r.stderr)
     assert got["ocr"] == (2, 0)                       # two dev screenshots, cold: no cache hit
@@ -200,7 +201,8 @@ def test_a_cold_run_logs_every_step_with_a_summary(tiny):
     for step in got:                                  # every step announced its start
         assert f"[membench] {step}: started" in r.stderr, step
     # warm: the same run again (into a new folder) reads OCR and embeddings from the cache
-    w = membench("run", "--system", "hybrid", "--sets", str(frozen["sets"]), "--corpus",
+    w = membench("run", "--system", "hybrid", "--sets", str(frozen["sets"]), "--manifest",
+                 str(frozen["manifest"]), "--lock", str(frozen["lock"]), "--corpus",
                  str(corpus), "--out", str(root / "runs" / "warm"), env=env)
     warm = summaries(w.stderr)
     assert warm["ocr"] == (2, 2)
@@ -209,7 +211,8 @@ def test_a_cold_run_logs_every_step_with_a_summary(tiny):
 
 def test_quiet_run_prints_no_progress(tiny):
     root, corpus, env, frozen = tiny
-    r = membench("run", "--system", "bm25", "--sets", str(frozen["sets"]), "--corpus",
+    r = membench("run", "--system", "bm25", "--sets", str(frozen["sets"]), "--manifest",
+                 str(frozen["manifest"]), "--lock", str(frozen["lock"]), "--corpus",
                  str(corpus), "--out", str(root / "runs" / "quiet"), "--quiet", env=env)
     assert "[membench]" not in r.stderr and "[membench]" not in r.stdout
     assert "bm25 on dev:" in r.stdout                 # the result line still prints

@@ -18,7 +18,7 @@ from membench.core.jsonl import dumps
 from membench.report.browser_check import chromium
 from membench.report.render import report, to_html
 from membench.run.runner import run_system
-from membench.run.systems.doubles import Leaky, RandomSystem
+from membench.run.systems.doubles import RandomSystem
 
 MARK = "window.__membench_pwned=true"
 PAYLOAD = f'<script>{MARK}</script><img src=x onerror="{MARK}">'
@@ -29,8 +29,12 @@ needs_browser = pytest.mark.skipif(chromium() is None,
                                    reason="chromium not installed (apt-get install chromium)")
 
 
-class EvilLeaky(Leaky):
+class EvilLeaky(RandomSystem):
+    """A payload-named system that commits on every query (false recalls for page 04). Not a
+    subclass of the leaky double: only the registered doubles may be handed the gold."""
+
     name = "leaky" + PAYLOAD
+    seed = 1
 
 
 class EvilRandom(RandomSystem):
@@ -52,7 +56,7 @@ def hostile(tmp_path_factory):
         f.write_text("".join(dumps(r) + "\n" for r in rows))
     runs = [root / "a" / DIRNAME, root / "b" / DIRNAME, root / "c" / LINKNAME]
     for system, run in zip((EvilLeaky(), EvilRandom(), EvilRandom()), runs):
-        run_system(system, sets, "dev", run, corpus)
+        run_system(system, sets, "dev", run, corpus, manifest=frozen["manifest"])
     out = root / "reports"
     done = report(runs, out, corpus=corpus, notebooks=("02_run_dev", "04_false_recalls"))
     return out, done, runs

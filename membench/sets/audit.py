@@ -354,7 +354,7 @@ def render_audit(a: Audit) -> str:
 
 def audit_frame(a: Audit):
     """:func:`render_audit` as a pandas DataFrame (one row per modality: n, the classifier's
-    AUC with its interval as ``auc`` / ``auc_lo`` / ``auc_hi``, the highest named rule, the
+    AUC with its interval as ``metadata-only ROC AUC`` and its ``_lo`` / ``_hi``, the highest named rule, the
     verdict), for reports."""
     import pandas as pd
 
@@ -365,7 +365,8 @@ def audit_frame(a: Audit):
         rows.append({"modality": m, "gates": ("pass" if x.ok else "FAIL") if x.gated else
                      f"not gated (< {MIN_UNANSWERABLE} unanswerable)",
                      "answerable": x.n_answerable, "unanswerable": x.n_unanswerable,
-                     "auc": x.auc, "auc_lo": lo, "auc_hi": hi,
+                     "metadata-only ROC AUC": x.auc, "metadata-only ROC AUC_lo": lo,
+                     "metadata-only ROC AUC_hi": hi,
                      "best named rule": "—" if best is None else RULES[best[1]][0],
                      "its balanced accuracy": None if best is None else best[0]})
     return pd.DataFrame(rows).set_index("modality")

@@ -9,7 +9,8 @@ NOT_A_FILE                a set file's path is a folder (or a device, a pipe)
 ENCODING                  a line is not valid UTF-8
 JSON                      a line is not a JSON object (NaN, a repeated key or nesting past
                           the recursion limit included)
-EMPTY_FILE                a set file holds no line (every modality of a build has records)
+EMPTY_FILE                a set file holds no line (every modality of a build has records;
+                          a warning when coverage.json shows no covered source of it)
 SCHEMA                    a field is missing, of the wrong type, or unknown (names the field)
 MODALITY_MISMATCH         a record's modality differs from its file's (``pdf.jsonl`` holds pdf)
 REGION_SHAPE              a gold region's keys/values do not match the modality (SPEC table)
@@ -132,9 +133,11 @@ def _validate_sets(sets_dir: Path, manifest: Path, lock: Path | None,
     holder_splits: dict[str, set[str]] = defaultdict(set)
     holder_first: dict[str, tuple[Path, int]] = {}
     counts = {m: [0, 0] for m in MODALITIES}  # [records, unanswerable]
+    not_covered = _modalities_not_covered(sets_dir)
     for m in MODALITIES:
         path = sets_dir / f"{m}.jsonl"
-        for no, obj, rec in _parse(path, AnnotationRecord, add, modality=m):
+        for no, obj, rec in _parse(path, AnnotationRecord, add, modality=m,
+                                   empty_ok=m in not_covered):
             if rec is None:
                 continue
             if rec.query_id in records:
@@ -243,7 +246,26 @@ def audit_findings(sets_dir: Path, result) -> list[Finding]:
             for m in result.modalities for msg in result.failures(m)]
 
 
-def _parse(path: Path, model, add, modality: str | None = None):
+def _modalities_not_covered(sets_dir: Path) -> set[str]:
+    """Modalities for which the build's coverage.json shows no source with a covered record
+    (a mirror without that modality): their empty set file is expected, not an error. Without
+    a readable coverage.json, none."""
+    from .coverage import read_coverage
+    from .sources import BY_KEY
+
+    path = sets_dir / "coverage.json"
+    if not path.is_file():
+        return set()
+    try:
+        rows = read_coverage(path)
+    except InputError:
+        return set()
+    covered = {BY_KEY[r["source"]].modality for r in rows
+               if r.get("source") in BY_KEY and r.get("mirrored") and (r.get("covered") or 0) > 0}
+    return set(MODALITIES) - covered
+
+
+def _parse(path: Path, model, add, modality: str | None = None, empty_ok: bool = False):
     """Yield ``(line, obj, model_or_None)``; problems are reported through ``add``."""
     try:
         check_readable_file(path)
@@ -280,6 +302,9 @@ def _parse(path: Path, model, add, modality: str | None = None):
             err = validation_error(path, no, e)
             add(path, no, "SCHEMA", f"field {err.field}: {err.message}" if err.field else err.message)
             yield no, obj, None
-    if lines[0] == 0:
+    if lines[0] == 0 and empty_ok:
+        add(path, None, "EMPTY_FILE", "no lines: no source of this modality is covered by the "
+            "mirror (coverage.json), so it has no records and is not scored", level="warning")
+    elif lines[0] == 0:
         add(path, None, "EMPTY_FILE", "no lines: a built set file always has some (a modality "
             "without records cannot be scored)")
