@@ -13,6 +13,7 @@
 PY       ?= python3
 VENV     ?= .venv
 BIN      := $(VENV)/bin
+MEMBENCH_QUIET ?=
 # this checkout's code, whatever the venv has installed
 MB       := $(BIN)/python -m membench$(if $(MEMBENCH_QUIET), --quiet,)
 SETS     ?= bench/sets

@@ -47,7 +47,7 @@ def lab(tmp_path_factory):
     work.mkdir()
     nb = nbformat.read(REPO_ROOT / "notebooks" / "04_false_recalls.ipynb", as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    params.source = (f"run_dir = {str(run)!r}\nsets_dir = {str(frozen['sets'])!r}\n"
+    params.source += (f"\nrun_dir = {str(run)!r}\nsets_dir = {str(frozen['sets'])!r}\n"
                      f"corpus = {str(corpus)!r}\nn_static = 1\nstatic_spread = True\n")
     nbformat.write(nb, work / "04.ipynb")
     port, token = free_port(), secrets.token_hex(16)
