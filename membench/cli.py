@@ -548,8 +548,9 @@ def main(argv: list[str] | None = None) -> int:
     bar, auto) chooses them otherwise."""
     try:
         a = parser().parse_args(argv)
-        progress.configure("quiet" if a.quiet else os.environ.get("MEMBENCH_PROGRESS") or "auto")
-        return a.func(a)
+        mode = "quiet" if a.quiet else os.environ.get("MEMBENCH_PROGRESS") or "auto"
+        with progress.configured(mode):     # the call's mode, not the process's from now on
+            return a.func(a)
     except MembenchError as e:
         print(f"membench: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -218,3 +218,18 @@ def test_quiet_run_prints_no_progress(tiny):
     assert "bm25 on dev:" in r.stdout                 # the result line still prints
     q = membench("--quiet", "metrics", str(root / "runs" / "quiet"), env=env)
     assert "[membench]" not in q.stderr
+
+
+def test_a_cli_call_does_not_leave_its_progress_mode_behind(monkeypatch, capsys):
+    # `membench --quiet` or $MEMBENCH_PROGRESS choose the mode for that call only: a library
+    # call made afterwards in the same process is back to the default (quiet)
+    from membench.cli import main
+
+    monkeypatch.delenv("MEMBENCH_PROGRESS", raising=False)
+    progress.configure(None)
+    assert main(["sources"]) == 0
+    capsys.readouterr()
+    assert progress.current_mode() == "quiet"
+    with progress.step("after", total=1) as bar:
+        bar.advance(1)
+    assert capsys.readouterr().err == ""

@@ -246,3 +246,20 @@ def test_load_run_errors(tmp_path):
     with pytest.raises(InputError, match="not a run directory"):
         frames_mod.item_frame(tmp_path)
     assert run_status(tmp_path) == "missing"
+
+
+def test_a_doctored_metrics_json_is_not_what_reports_show(runs, tmp_path):
+    # reports compute a run's figures from its files; an edited metrics.json changes nothing
+    import json
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(runs["random"], run)
+    honest = summaries.load_metrics(run)
+    doctored = json.loads(json.dumps(honest))
+    doctored["all"]["recall@10"]["value"] = 0.999
+    (run / "metrics.json").write_text(json.dumps(doctored))
+    (run / "metrics.json").touch()
+    assert summaries.load_metrics(run)["all"]["recall@10"]["value"] == \
+        honest["all"]["recall@10"]["value"] != 0.999
+    assert json.loads((run / "metrics.json").read_text())["all"]["recall@10"]["value"] == 0.999

@@ -27,10 +27,13 @@ ORDER = (*MODALITIES, "all")
 
 
 def figures(run_dir: Path) -> dict:
-    """The frozen figures of one run (its metrics.json); a run whose figures are not a valid
-    submission (it saw the gold, or it was read PARTIAL) cannot be frozen."""
+    """The frozen figures of one run, computed from its files (never from a metrics.json that
+    could have been edited); a run whose figures are not a valid submission (it saw the gold,
+    or it was read PARTIAL) cannot be frozen."""
+    from ..metrics.rundir import RunDir
+
     meta = json.loads((run_dir / "meta.json").read_text())
-    m = json.loads((run_dir / "metrics.json").read_text())
+    m = RunDir.open(run_dir).metrics(write=False)
     sub = m.get("submission") or {}
     if not sub.get("valid", True):
         raise SystemExit(f"{run_dir}: not a valid submission ({'; '.join(sub['reasons'])}): "

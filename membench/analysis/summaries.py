@@ -10,23 +10,20 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.jsonl import read_json_file
 from ..core.paths import resolve_user_path
 from ..metrics.rundir import RunDir
 from ..modalities import MODALITIES
 from ..sets.coverage import read_coverage
 
 
-def load_metrics(run: str | os.PathLike | RunDir, sets_dir: str | os.PathLike | None = None,
-                 *, recompute: bool = False) -> dict[str, Any]:
-    """``RUN_DIR/metrics.json``, computed (and written) when missing, older than the run, or
-    when ``recompute`` / an explicit ``sets_dir`` asks for it."""
+def load_metrics(run: str | os.PathLike | RunDir,
+                 sets_dir: str | os.PathLike | None = None) -> dict[str, Any]:
+    """A run's figures (the ``metrics.json`` object), computed from its files every time:
+    run.jsonl, atoms.jsonl and the sets, through :meth:`RunDir.metrics` with its refusals.
+    ``RUN_DIR/metrics.json`` is never read here (anyone can edit it; a report shows what the
+    run's files score) and RUN_DIR is not written."""
     rd = run if isinstance(run, RunDir) else RunDir.open(run, sets_dir)
-    p = rd.path / "metrics.json"
-    fresh = p.exists() and p.stat().st_mtime >= (rd.path / "run.jsonl").stat().st_mtime
-    if fresh and not recompute and sets_dir is None:
-        return read_json_file(p, dict, "a JSON object (metrics.json)")
-    return rd.metrics()
+    return rd.metrics(write=False)
 
 
 def metrics_frame(metrics: dict[str, Any], *, scopes: list[str] | None = None,

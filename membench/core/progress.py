@@ -39,7 +39,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 MODES = ("auto", "bar", "lines", "quiet")
@@ -61,6 +62,19 @@ def configure(mode: str | None = None, *, stream: IO[str] | None = None,
         raise ValueError("every_percent and heartbeat must be positive, min_interval >= 0")
     _config.update(mode=mode, stream=stream, every_percent=float(every_percent),
                    heartbeat=float(heartbeat), min_interval=float(min_interval))
+
+
+@contextmanager
+def configured(mode: str | None = None, **kw: Any) -> Iterator[None]:
+    """:func:`configure` for the duration of a ``with`` block, then the previous settings
+    again (a CLI call's mode does not outlive the call). Touches module state only."""
+    saved = dict(_config)
+    configure(mode, **kw)
+    try:
+        yield
+    finally:
+        _config.clear()
+        _config.update(saved)
 
 
 def _stream() -> IO[str]:
