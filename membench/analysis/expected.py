@@ -32,8 +32,8 @@ def figures(run_dir: Path) -> dict:
     or it was read PARTIAL) cannot be frozen."""
     from ..metrics.rundir import RunDir
 
-    meta = json.loads((run_dir / "meta.json").read_text())
-    m = RunDir.open(run_dir).metrics(write=False)
+    rd = RunDir.open(run_dir)
+    meta, m = rd.meta, rd.metrics(write=False)
     sub = m.get("submission") or {}
     if not sub.get("valid", True):
         raise SystemExit(f"{run_dir}: not a valid submission ({'; '.join(sub['reasons'])}): "
