@@ -30,9 +30,24 @@ Statistics are the holder's whole memory's, future items included (as a memory i
 it has seen so far, it would not know them yet; the filter keeps them out of the results, and
 the scores stay a function of the holder alone).
 
-Ties: tantivy's collector breaks ties by its own document order, so the search widens its
-limit until the score at the cut is strictly above the next one (or every match is in), then
-ranks by score desc, atom_id asc (:func:`~membench.run.systems.retrieval.rank`).
+Ties: hits are ranked by score desc, then atom_id asc (:func:`~membench.run.systems.retrieval.rank`),
+and when atoms tie at the depth cut the smaller atom_ids are kept. tantivy's top-k collector
+orders equal scores by ascending document address (``DocAddress``) and, at the cut, keeps the
+smaller ones (its ``TopDocs`` "guarantees a stable sorting in case of a tie"); the documents of
+a holder's index are added in atom_id order, so when the index is one segment whose document
+ids are the atoms' rows (``doc == ord``), tantivy's own top k *is* our ranking, ties at the cut
+included: the search asks for exactly ``k`` hits and maps document ids to atom ids, with no
+re-search and no sort in Python. Both conditions are checked when the index is built (one
+segment; a constant-score search over every document returns the rows 0..n-1 in order, in
+full and cut at half), and the ranking is checked against the exact path below by the tests,
+ties at the cut included. A holder whose index fails the check (several segments: a memory
+larger than the writer's heap) takes the exact path: the search widens its limit until the
+score at the cut is strictly above the next one (or every match is in), then ranks by score
+desc, row asc with numpy (rows are in atom_id order) and makes atom ids for the top ``k``
+only.
+
+Query objects: the holders share one schema, so a term's ``TermQuery`` is built once and
+reused by every query and holder; the time filter is reused for the same ``as_of``.
 """
 
 from __future__ import annotations
@@ -40,11 +55,12 @@ from __future__ import annotations
 from importlib.metadata import version
 from typing import Any
 
+import numpy as np
 import tantivy
 
 from ..protocol import Atom
 from .cartridge import CartridgePolicy
-from .retrieval import Chunker, Engine, Hit, RetrievalSystem, rank, to_micros
+from .retrieval import Chunker, Engine, Hit, RetrievalSystem, to_micros
 
 ANALYZER_NAME = "membench_en"
 # Provisional, uncalibrated threshold on the raw BM25 score (calibrate on dev per modality).
@@ -63,13 +79,23 @@ def make_analyzer() -> tantivy.TextAnalyzer:
 class BM25Engine(Engine):
     name = "bm25"
 
+    #: bounds of the query-object caches (cleared when full; they only save rebuilding)
+    TERM_CACHE = 1 << 16
+    FILTER_CACHE = 1 << 12
+
     def __init__(self, heap_size: int = 64_000_000):
         super().__init__()
         self.heap_size = heap_size
         self.analyzer = make_analyzer()
+        self.schema = self._make_schema()          # one schema for every holder's index
         # holder -> (schema, index, searcher, the holder's atoms in atom_id order)
         self._holders: dict[str, tuple[tantivy.Schema, tantivy.Index, tantivy.Searcher,
                                        list[Atom]]] = {}
+        # holder -> the atom ids by row, and whether tantivy's order is ours (module docstring)
+        self._ids: dict[str, list[str]] = {}
+        self._in_order: dict[str, bool] = {}
+        self._term_queries: dict[str, tantivy.Query] = {}
+        self._filters: dict[int, tantivy.Query] = {}
 
     def config(self) -> dict[str, Any]:
         return {"engine": "bm25",
@@ -87,19 +113,26 @@ class BM25Engine(Engine):
         """Distinct analysed terms of ``text``, first occurrence first."""
         return list(dict.fromkeys(self.analyzer.analyze(text)))
 
-    def _build(self, atoms: list[Atom]) -> None:
-        by_holder: dict[str, list[Atom]] = {}
-        for a in atoms:                       # atoms come sorted by atom_id
-            by_holder.setdefault(a.holder, []).append(a)
-        self._holders = {h: self._build_one(rows) for h, rows in sorted(by_holder.items())}
-
-    def _build_one(self, atoms: list[Atom]):
+    @staticmethod
+    def _make_schema() -> tantivy.Schema:
         sb = tantivy.SchemaBuilder()
         sb.add_text_field("text", stored=False, tokenizer_name=ANALYZER_NAME)
         sb.add_text_field("atom_id", stored=True, tokenizer_name="raw")
         sb.add_integer_field("observed_at", indexed=True, fast=True)
         sb.add_integer_field("ord", fast=True)
-        schema = sb.build()
+        return sb.build()
+
+    def _build(self, atoms: list[Atom]) -> None:
+        by_holder: dict[str, list[Atom]] = {}
+        for a in atoms:                       # atoms come sorted by atom_id
+            by_holder.setdefault(a.holder, []).append(a)
+        self._holders = {h: self._build_one(rows) for h, rows in sorted(by_holder.items())}
+        self._ids = {h: [a.atom_id for a in v[3]] for h, v in self._holders.items()}
+        self._in_order = {h: self._tantivy_order_is_ours(v[2], len(v[3]))
+                          for h, v in self._holders.items()}
+
+    def _build_one(self, atoms: list[Atom]):
+        schema = self.schema
         index = tantivy.Index(schema)  # path=None: in RAM
         index.register_tokenizer(ANALYZER_NAME, self.analyzer)
         writer = index.writer(heap_size=self.heap_size, num_threads=1)
@@ -112,20 +145,68 @@ class BM25Engine(Engine):
         index.reload()
         return schema, index, index.searcher(), atoms
 
+    @staticmethod
+    def _tantivy_order_is_ours(searcher: tantivy.Searcher, n: int) -> bool:
+        """True when ``searcher``'s top k, ties included, is the (score desc, atom_id asc)
+        ranking: one segment, and equal scores come back in row order, whole and cut."""
+        if searcher.num_segments != 1 or searcher.num_docs != n:
+            return False
+        everything = tantivy.Query.all_query()          # every document scores 1.0
+        for limit in sorted({n, max(1, n // 2)}):
+            hits = searcher.search(everything, limit=limit, count=False).hits
+            if [a.doc for _, a in hits] != list(range(limit)):
+                return False
+            if searcher.fast_field_values("ord", [a for _, a in hits]) != list(range(limit)):
+                return False
+        return True
+
     def _query(self, schema: tantivy.Schema, terms: list[str], as_of_us: int) -> tantivy.Query:
         Q, Occ = tantivy.Query, tantivy.Occur
-        text = Q.boolean_query([(Occ.Should, Q.term_query(schema, "text", t)) for t in terms])
-        in_time = Q.const_score_query(
+        if schema is not self.schema:                   # not one of ours: build it afresh
+            text = Q.boolean_query([(Occ.Should, Q.term_query(schema, "text", t))
+                                    for t in terms])
+            return Q.boolean_query([(Occ.Must, text), (Occ.Must, self._filter(schema, as_of_us))])
+        cache = self._term_queries
+        if len(cache) > self.TERM_CACHE:
+            cache.clear()
+        should = Occ.Should
+        parts = []
+        for t in terms:
+            tq = cache.get(t)
+            if tq is None:
+                tq = cache[t] = Q.term_query(schema, "text", t)
+            parts.append((should, tq))
+        in_time = self._filters.get(as_of_us)
+        if in_time is None:
+            if len(self._filters) > self.FILTER_CACHE:
+                self._filters.clear()
+            in_time = self._filters[as_of_us] = self._filter(schema, as_of_us)
+        return Q.boolean_query([(Occ.Must, Q.boolean_query(parts)), (Occ.Must, in_time)])
+
+    @staticmethod
+    def _filter(schema: tantivy.Schema, as_of_us: int) -> tantivy.Query:
+        Q = tantivy.Query
+        return Q.const_score_query(
             Q.range_query(schema, "observed_at", tantivy.FieldType.Integer,
                           upper_bound=as_of_us, include_upper=True), 0.0)
-        return Q.boolean_query([(Occ.Must, text), (Occ.Must, in_time)])
 
     def _search(self, question: str, holder: str, as_of_us: int, k: int) -> list[Hit]:
         terms = self.terms(question)
         if not terms or holder not in self._holders:
             return []
-        schema, _, searcher, atoms = self._holders[holder]
+        schema, _, searcher, _ = self._holders[holder]
         query = self._query(schema, terms, as_of_us)
+        if self._in_order[holder]:
+            ids = self._ids[holder]
+            return [(ids[a.doc], s) for s, a in searcher.search(query, limit=k,
+                                                                  count=False).hits]
+        return self._search_widening(searcher, query, holder, k)
+
+    def _search_widening(self, searcher: tantivy.Searcher, query: tantivy.Query, holder: str,
+                         k: int) -> list[Hit]:
+        """The exact path, which assumes nothing about tantivy's tie order: widen the limit
+        until the k-th score is strictly above the last one (or every match is in), then rank
+        by score desc, row asc (= atom_id asc) and cut at ``k``."""
         limit = k + 1
         while True:
             res = searcher.search(query, limit=limit, count=False).hits
@@ -135,9 +216,11 @@ class BM25Engine(Engine):
             limit *= 2
         if not res:
             return []
-        ords = searcher.fast_field_values("ord", [addr for _, addr in res])
-        pairs = zip(res, ords, strict=True)
-        return rank(((atoms[o].atom_id, float(score)) for (score, _), o in pairs), k)
+        scores = np.fromiter((s for s, _ in res), dtype=np.float64, count=len(res))
+        rows = np.asarray(searcher.fast_field_values("ord", [a for _, a in res]), dtype=np.int64)
+        top = np.lexsort((rows, -scores))[:k]
+        ids = self._ids[holder]
+        return [(ids[r], s) for r, s in zip(rows[top].tolist(), scores[top].tolist())]
 
 
 class BM25System(RetrievalSystem):

@@ -15,6 +15,12 @@ admit an atom when
 
 An empty cartridge means the system abstains. The cartridge keeps ranking order.
 
+Early exit: when the caller says the hits are in descending score order (``descending=True``;
+the reference systems' engines guarantee it, see :mod:`.retrieval`), the walk stops at the first
+hit scoring below the lowest threshold of any modality: no later hit can pass rule 1, so the
+cartridge is the one the full walk gives. Gate scores that are not in descending order (the
+hybrid's dense gate over the RRF ranking) are walked to the end.
+
 Its per-modality thresholds come from ``membench calibrate`` (the operating-point rule of
 :mod:`membench.analysis.operating_point`), committed in ``bench/calibration/``.
 """
@@ -49,20 +55,36 @@ class CartridgePolicy:
                 "token_unit": "whitespace tokens of atom text (str.split)",
                 "oversize_first_atom": "admitted alone"}
 
-    def compile(self, hits: Sequence[tuple[str, float]], atoms: Mapping[str, Any]) -> list[str]:
+    def compile(self, hits: Sequence[tuple[str, float]], atoms: Mapping[str, Any], *,
+                descending: bool = False, tokens: Mapping[str, int] | None = None) -> list[str]:
         """Atom ids committed for ``hits`` (ranked); ``atoms`` maps atom_id to an object with
-        ``modality`` and ``text``."""
+        ``modality`` and ``text``. ``descending``: the scores are known to be in descending
+        order, so the walk may stop early (module docstring). ``tokens``: atom_id -> its
+        text's whitespace token count, when the caller counted them once (else each visited
+        atom's text is split)."""
         out: list[str] = []
         used = 0
+        floor = min([self.default_threshold, *self.thresholds.values()])
+        thresholds: dict[str, float] = {}          # modality -> threshold, for this call
         for atom_id, score in hits:
             if len(out) >= self.max_atoms:
                 break
+            if descending and score < floor:
+                break
             a = atoms[atom_id]
-            if not score >= self.threshold(a.modality):
+            t = thresholds.get(a.modality)
+            if t is None:
+                t = thresholds[a.modality] = self.threshold(a.modality)
+            if not score >= t:
                 continue
-            n = len((a.text or "").split())
+            n = tokens[atom_id] if tokens is not None else token_count(a.text)
             if out and used + n > self.token_budget:
                 continue
             out.append(atom_id)
             used += n
         return out
+
+
+def token_count(text: str | None) -> int:
+    """The cartridge's token unit: whitespace tokens (``str.split``)."""
+    return len((text or "").split())

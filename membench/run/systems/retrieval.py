@@ -37,7 +37,7 @@ from typing import Any
 
 from ...sets.schema import Scope, SourceItem
 from ..protocol import MAX_DEPTH, Atom, Result
-from .cartridge import CartridgePolicy
+from .cartridge import CartridgePolicy, token_count
 
 Chunker = Callable[[list[SourceItem], Path], list[Atom]]
 Hit = tuple[str, float]
@@ -139,6 +139,8 @@ class RetrievalSystem:
         self.name = name or engine.name
         self.chunker_config = dict(chunker_config or {})
         self.extra_config: dict[str, Any] = {}  # e.g. where the cartridge thresholds came from
+        self._tokens: dict[str, int] = {}       # atom_id -> cartridge tokens, of _tokens_of
+        self._tokens_of: dict | None = None
 
     def config(self) -> dict[str, Any]:
         return {
@@ -160,6 +162,7 @@ class RetrievalSystem:
     def index(self, atoms: list[Atom]) -> None:
         """Index atoms made elsewhere (tests, benchmarks, a shared chunking pass)."""
         self.engine.index(atoms)
+        self._token_counts()
 
     def search(self, question: str, holder: str, as_of: datetime,
                k: int = MAX_DEPTH) -> list[Hit]:
@@ -173,7 +176,18 @@ class RetrievalSystem:
         """The result, and the hits with the scores the cartridge threshold was applied to
         (the same atoms in the same order; for BM25 and dense they are the hits themselves)."""
         hits = self.engine.search(question, scope.holder, as_of, MAX_DEPTH)
-        return Result(hits=hits, cartridge=self.policy.compile(hits, self.engine.by_id)), hits
+        # engines return score desc (module docstring): the cartridge walk may stop early
+        cart = self.policy.compile(hits, self.engine.by_id, descending=True,
+                                   tokens=self._token_counts())
+        return Result(hits=hits, cartridge=cart), hits
+
+    def _token_counts(self) -> dict[str, int]:
+        """Each indexed atom's cartridge token count, counted once per index."""
+        by_id = self.engine.by_id
+        if self._tokens_of is not by_id:
+            self._tokens = {k: token_count(a.text) for k, a in by_id.items()}
+            self._tokens_of = by_id
+        return self._tokens
 
     def top1_gate_score(self, question: str, scope: Scope, as_of: datetime) -> float | None:
         """The gate score of the first hit (``None`` without hits): the calibration input of

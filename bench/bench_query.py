@@ -1,0 +1,236 @@
+"""Benchmark: the bm25 reference system's query time against raw tantivy, and the runner's own
+time per query, on the real dev sets.
+
+    .venv/bin/python bench/bench_query.py                        # conversation and code, 5 repeats
+    .venv/bin/python bench/bench_query.py --modality pdf --modality video --repeats 3
+
+(build the sets first: ``make sets``; the modalities named must have their content cached or
+cheap to extract: conversation and code need no OCR or PDF text.)
+
+What is measured, all as CPU time of this process (``time.process_time``, every thread):
+
+* **system**: ``BM25System.query(question, scope, as_of)`` for each dev query of the modality:
+  question analysis, query building, the tantivy search, ranking and the tie rule, atom ids,
+  the cartridge policy; everything the runner calls.
+* **raw**: tantivy alone on the same holder index with the same query object (the same
+  analysed terms, the same ``observed_at <= as_of`` filter), built beforehand and not timed:
+  ``searcher.search(query, limit=1000, count=False).hits``. That is the least a Python caller of
+  tantivy pays to get the top 1,000 hits back, so the ratio system / raw is everything membench
+  adds on top of the search. A question without an index term (the system returns no hits
+  without searching) is left out of both and counted.
+* **harness**: the real runner (:func:`membench.run.runner.run_system`, into a fresh folder,
+  progress quiet, the set checks skipped) around a wrapper of the same, already ingested
+  system that records the CPU clock on entering and leaving ``query``. A query's harness time
+  is from leaving its ``query`` to entering the next one's (or the runner's return, for the
+  last): the protocol checks, the line's serialisation, the write and flush, the fsync every
+  100 lines, the progress bar. The wrapper's two clock reads are in the system's time.
+
+Each repeat times every query once, raw and system back to back (which goes first alternates
+by query and repeat), in the runner's presentation order. Per modality and repeat: p50 and p95
+over queries of system and raw, their ratios, and harness / system (sums over the queries).
+The table gives min / median / max of each figure over the repeats. Timings depend on the
+machine and its load (printed); nothing here is asserted by the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_MODALITIES = ("conversation", "code")
+
+
+class Timed:
+    """A MemorySystem wrapper that records the CPU clock around each ``query`` call (and
+    hands back an already ingested system's atoms, so a repeat does not re-ingest)."""
+
+    def __init__(self, system, atoms):
+        self.system, self.atoms = system, atoms
+        self.name = system.name
+        self.spans: list[tuple[float, float]] = []
+
+    def config(self):
+        return self.system.config()
+
+    def ingest(self, items, corpus_root):
+        return self.atoms
+
+    def query(self, question, scope, as_of):
+        t0 = time.process_time()
+        res = self.system.query(question, scope, as_of)
+        self.spans.append((t0, time.process_time()))
+        return res
+
+
+def _pct(v: list[float], p: float) -> float:
+    return float(np.percentile(np.asarray(v, dtype=np.float64), p))
+
+
+def _mmm(v: list[float]) -> dict[str, float]:
+    return {"min": min(v), "median": statistics.median(v), "max": max(v)}
+
+
+def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> dict:
+    from membench.core import progress
+    from membench.run.runner import load_split, run_system
+    from membench.run.systems import make_system
+    from membench.run.systems.retrieval import to_micros
+
+    progress.configure("quiet")
+    data = load_split(sets, "dev", modalities)
+    system = make_system("bm25")
+    t = time.perf_counter()
+    atoms = system.ingest(data.items, corpus)
+    ingest_s = time.perf_counter() - t
+    eng = system.engine
+
+    # the raw baseline's query objects, built once, outside the timed region
+    raw: list = []
+    for r in data.records:
+        terms = eng.terms(r.question)
+        h = eng._holders.get(r.scope.holder)
+        if not terms or h is None:
+            raw.append(None)
+            continue
+        schema, searcher = h[0], h[2]
+        raw.append((searcher, eng._query(schema, terms, to_micros(r.as_of))))
+    mods = [r.modality for r in data.records]
+    timed_idx = [i for i, q in enumerate(raw) if q is not None]
+
+    import tantivy
+
+    Q, Occ, INT = tantivy.Query, tantivy.Occur, tantivy.FieldType.Integer
+    analyzer = eng.analyzer
+
+    def raw_e2e(question, searcher, schema, as_of_us):
+        """tantivy-py end to end, as a caller would write it: analyse, build, search."""
+        terms = list(dict.fromkeys(analyzer.analyze(question)))
+        text = Q.boolean_query([(Occ.Should, Q.term_query(schema, "text", t)) for t in terms])
+        in_time = Q.const_score_query(Q.range_query(schema, "observed_at", INT,
+                                                    upper_bound=as_of_us, include_upper=True),
+                                      0.0)
+        q = Q.boolean_query([(Occ.Must, text), (Occ.Must, in_time)])
+        return searcher.search(q, limit=1000, count=False).hits
+
+    e2e_args = [None if q is None else (r.question, q[0], eng._holders[r.scope.holder][0],
+                                        to_micros(r.as_of))
+                for r, q in zip(data.records, raw)]
+    clock = time.process_time
+    gc.freeze()          # as the runner does around its query loop
+    per_rep: list[dict[str, dict[str, float]]] = []
+    for rep in range(repeats):
+        sys_t = np.zeros(len(raw))
+        raw_t = np.zeros(len(raw))
+        e2e_t = np.zeros(len(raw))
+        for n, i in enumerate(timed_idx):
+            r, (searcher, q) = data.records[i], raw[i]
+            if (n + rep) % 2:
+                t0 = clock(); searcher.search(q, limit=1000, count=False).hits; t1 = clock()
+                raw_e2e(*e2e_args[i]); t2 = clock()
+                system.query(r.question, r.scope, r.as_of); t3 = clock()
+                raw_t[i], e2e_t[i], sys_t[i] = t1 - t0, t2 - t1, t3 - t2
+            else:
+                t0 = clock(); system.query(r.question, r.scope, r.as_of); t1 = clock()
+                raw_e2e(*e2e_args[i]); t2 = clock()
+                searcher.search(q, limit=1000, count=False).hits; t3 = clock()
+                sys_t[i], e2e_t[i], raw_t[i] = t1 - t0, t2 - t1, t3 - t2
+        # the harness: the real runner around the same system
+        wrapped = Timed(system, atoms)
+        with tempfile.TemporaryDirectory(prefix="bench-query-") as tmp:
+            run_system(wrapped, sets, "dev", Path(tmp) / "run", corpus, modalities=modalities,
+                       check_sets=False)
+            t_end = clock()
+        spans = wrapped.spans
+        assert len(spans) == len(data.records)
+        harness = [(spans[j + 1][0] if j + 1 < len(spans) else t_end) - spans[j][1]
+                   for j in range(len(spans))]
+        inside = [b - a for a, b in spans]
+        # the runner answers in presentation order = data.records' order (fresh folder)
+        figs: dict[str, dict[str, float]] = {}
+        for m in sorted(set(mods)) + ["all"]:
+            sel = [i for i in timed_idx if m == "all" or mods[i] == m]
+            allq = [i for i in range(len(raw)) if m == "all" or mods[i] == m]
+            s, w, e = [sys_t[i] for i in sel], [raw_t[i] for i in sel], [e2e_t[i] for i in sel]
+            figs[m] = {
+                "system_p50_us": _pct(s, 50) * 1e6, "system_p95_us": _pct(s, 95) * 1e6,
+                "raw_p50_us": _pct(w, 50) * 1e6, "raw_p95_us": _pct(w, 95) * 1e6,
+                "p50_ratio": _pct(s, 50) / _pct(w, 50), "p95_ratio": _pct(s, 95) / _pct(w, 95),
+                "sum_ratio": float(sum(s) / sum(w)),
+                "e2e_p50_us": _pct(e, 50) * 1e6, "e2e_p95_us": _pct(e, 95) * 1e6,
+                "e2e_p50_ratio": _pct(s, 50) / _pct(e, 50),
+                "e2e_p95_ratio": _pct(s, 95) / _pct(e, 95),
+                "harness_us_per_query": sum(harness[i] for i in allq) / len(allq) * 1e6,
+                "runner_system_us_per_query": sum(inside[i] for i in allq) / len(allq) * 1e6,
+                "harness_share": sum(harness[i] for i in allq) / sum(inside[i] for i in allq),
+            }
+        per_rep.append(figs)
+        print(f"repeat {rep + 1}/{repeats}: " + "; ".join(
+            f"{m} p50 {f['p50_ratio']:.2f}x p95 {f['p95_ratio']:.2f}x (end to end "
+            f"{f['e2e_p50_ratio']:.2f}x {f['e2e_p95_ratio']:.2f}x) harness "
+            f"{f['harness_share']:.2f}x" for m, f in figs.items()), file=sys.stderr)
+
+    out = {m: {k: _mmm([rep[m][k] for rep in per_rep]) for k in per_rep[0][m]}
+           for m in per_rep[0]}
+    counts = {m: {"queries": sum(1 for x in mods if m == "all" or x == m),
+                  "timed": sum(1 for i in timed_idx if m == "all" or mods[i] == m)}
+              for m in out}
+    return {"modalities": modalities, "repeats": repeats, "atoms": len(atoms),
+            "ingest_seconds": round(ingest_s, 1), "counts": counts, "figures": out,
+            "load_average": os.getloadavg(), "cpus": os.cpu_count()}
+
+
+def table(res: dict) -> str:
+    rows = ["| modality | queries (timed) | system p50 / p95 (µs) | raw tantivy p50 / p95 (µs) "
+            "| p50 ratio | p95 ratio | harness / system |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for m, f in res["figures"].items():
+        c = res["counts"][m]
+        med = {k: v["median"] for k, v in f.items()}
+
+        def r(k: str) -> str:
+            return f"{f[k]['median']:.2f}x ({f[k]['min']:.2f}-{f[k]['max']:.2f})"
+        rows.append(f"| {m} | {c['queries']} ({c['timed']}) | {med['system_p50_us']:.0f} / "
+                    f"{med['system_p95_us']:.0f} | {med['raw_p50_us']:.0f} / "
+                    f"{med['raw_p95_us']:.0f} | {r('p50_ratio')} | {r('p95_ratio')} | "
+                    f"{r('harness_share')} |")
+    la = ", ".join(f"{x:.2f}" for x in res["load_average"])
+    rows.append(f"\nmedian (min-max) of {res['repeats']} interleaved repeats; load average "
+                f"{la} on {res['cpus']} CPUs")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sets", type=Path, default=REPO / "bench" / "sets")
+    ap.add_argument("--corpus", type=Path,
+                    default=Path(os.environ.get("MEMBENCH_CORPUS", REPO / ".." / "shared" /
+                                                "corpus")))
+    ap.add_argument("--modality", action="append", default=None,
+                    help="repeatable; default: conversation and code")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    a = ap.parse_args(argv)
+    if a.repeats < 1:
+        ap.error("--repeats must be >= 1")
+    if not (a.sets / "items.jsonl").exists():
+        ap.error(f"{a.sets}: no sets (make sets)")
+    res = measure(a.sets, a.corpus.resolve(), a.modality or list(DEFAULT_MODALITIES),
+                  a.repeats)
+    if a.json:
+        a.json.write_text(json.dumps(res, indent=2) + "\n")
+    print(table(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
