@@ -15,9 +15,13 @@ What is measured, all as CPU time of this process (``time.process_time``, every 
 * **raw**: tantivy alone on the same holder index with the same query object (the same
   analysed terms, the same ``observed_at <= as_of`` filter), built beforehand and not timed:
   ``searcher.search(query, limit=1000, count=False).hits``. That is the least a Python caller of
-  tantivy pays to get the top 1,000 hits back, so the ratio system / raw is everything membench
-  adds on top of the search. A question without an index term (the system returns no hits
-  without searching) is left out of both and counted.
+  tantivy pays to get the top 1,000 hits back, so system / raw is everything membench adds on
+  top of the search, including turning each hit into an ``(atom_id, score)`` pair. A question
+  without an index term (the system returns no hits without searching) is left out and counted.
+* **end to end**: the shortest tantivy-py program that gives the same ranked list (as document
+  numbers): analyse the question with the same analyser, build the same query (term queries,
+  the boolean, the time filter), search, and read each hit's ``(doc, score)``. system / end to
+  end is what membench adds over writing it by hand (atom ids, the tie rule, the cartridge).
 * **harness**: the real runner (:func:`membench.run.runner.run_system`, into a fresh folder,
   progress quiet, the set checks skipped) around a wrapper of the same, already ingested
   system that records the CPU clock on entering and leaving ``query``. A query's harness time
@@ -25,9 +29,12 @@ What is measured, all as CPU time of this process (``time.process_time``, every 
   last): the protocol checks, the line's serialisation, the write and flush, the fsync every
   100 lines, the progress bar. The wrapper's two clock reads are in the system's time.
 
-Each repeat times every query once, raw and system back to back (which goes first alternates
-by query and repeat), in the runner's presentation order. Per modality and repeat: p50 and p95
-over queries of system and raw, their ratios, and harness / system (sums over the queries).
+Each repeat makes three passes, one per variant, each asking every query once in the runner's
+presentation order (so each query finds the caches as the runner leaves them: another query
+ran before it, not the same one); the order of the passes rotates over the repeats. The
+collector is frozen after ingest, as the runner does. Per modality
+and repeat: p50 and p95 over queries of each, the ratios, and harness / system (sums over the
+queries).
 The table gives min / median / max of each figure over the repeats. Timings depend on the
 machine and its load (printed); nothing here is asserted by the tests.
 """
@@ -113,14 +120,15 @@ def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> di
     analyzer = eng.analyzer
 
     def raw_e2e(question, searcher, schema, as_of_us):
-        """tantivy-py end to end, as a caller would write it: analyse, build, search."""
+        """tantivy-py end to end, as a caller would write it: analyse, build, search, and
+        read each hit's document number and score."""
         terms = list(dict.fromkeys(analyzer.analyze(question)))
         text = Q.boolean_query([(Occ.Should, Q.term_query(schema, "text", t)) for t in terms])
         in_time = Q.const_score_query(Q.range_query(schema, "observed_at", INT,
                                                     upper_bound=as_of_us, include_upper=True),
                                       0.0)
         q = Q.boolean_query([(Occ.Must, text), (Occ.Must, in_time)])
-        return searcher.search(q, limit=1000, count=False).hits
+        return [(a.doc, s) for s, a in searcher.search(q, limit=1000, count=False).hits]
 
     e2e_args = [None if q is None else (r.question, q[0], eng._holders[r.scope.holder][0],
                                         to_micros(r.as_of))
@@ -132,18 +140,17 @@ def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> di
         sys_t = np.zeros(len(raw))
         raw_t = np.zeros(len(raw))
         e2e_t = np.zeros(len(raw))
-        for n, i in enumerate(timed_idx):
-            r, (searcher, q) = data.records[i], raw[i]
-            if (n + rep) % 2:
-                t0 = clock(); searcher.search(q, limit=1000, count=False).hits; t1 = clock()
-                raw_e2e(*e2e_args[i]); t2 = clock()
-                system.query(r.question, r.scope, r.as_of); t3 = clock()
-                raw_t[i], e2e_t[i], sys_t[i] = t1 - t0, t2 - t1, t3 - t2
-            else:
-                t0 = clock(); system.query(r.question, r.scope, r.as_of); t1 = clock()
-                raw_e2e(*e2e_args[i]); t2 = clock()
-                searcher.search(q, limit=1000, count=False).hits; t3 = clock()
-                sys_t[i], e2e_t[i], raw_t[i] = t1 - t0, t2 - t1, t3 - t2
+        jobs = (
+            (raw_t, lambda i: raw[i][0].search(raw[i][1], limit=1000, count=False).hits),
+            (e2e_t, lambda i: raw_e2e(*e2e_args[i])),
+            (sys_t, lambda i: system.query(data.records[i].question, data.records[i].scope,
+                                           data.records[i].as_of)))
+        k = rep % 3                  # passes rotate: each goes first, second, third in turn
+        for out_t, job in jobs[k:] + jobs[:k]:
+            for i in timed_idx:      # every query once per pass, in the runner's order
+                t0 = clock()
+                job(i)
+                out_t[i] = clock() - t0
         # the harness: the real runner around the same system
         wrapped = Timed(system, atoms)
         with tempfile.TemporaryDirectory(prefix="bench-query-") as tmp:
@@ -190,22 +197,24 @@ def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> di
 
 
 def table(res: dict) -> str:
-    rows = ["| modality | queries (timed) | system p50 / p95 (µs) | raw tantivy p50 / p95 (µs) "
-            "| p50 ratio | p95 ratio | harness / system |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    rows = ["| modality | queries | system p50 / p95 (µs) | raw search p50 / p95 (µs) | "
+            "system / raw, p50 | p95 | end to end p50 / p95 (µs) | system / end to end, p50 "
+            "| p95 | harness / system |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for m, f in res["figures"].items():
         c = res["counts"][m]
         med = {k: v["median"] for k, v in f.items()}
 
         def r(k: str) -> str:
             return f"{f[k]['median']:.2f}x ({f[k]['min']:.2f}-{f[k]['max']:.2f})"
-        rows.append(f"| {m} | {c['queries']} ({c['timed']}) | {med['system_p50_us']:.0f} / "
-                    f"{med['system_p95_us']:.0f} | {med['raw_p50_us']:.0f} / "
-                    f"{med['raw_p95_us']:.0f} | {r('p50_ratio')} | {r('p95_ratio')} | "
-                    f"{r('harness_share')} |")
+        n = f"{c['queries']}" + (f" ({c['timed']} timed)" if c["timed"] != c["queries"] else "")
+        rows.append(f"| {m} | {n} | {med['system_p50_us']:.0f} / {med['system_p95_us']:.0f} | "
+                    f"{med['raw_p50_us']:.0f} / {med['raw_p95_us']:.0f} | {r('p50_ratio')} | "
+                    f"{r('p95_ratio')} | {med['e2e_p50_us']:.0f} / {med['e2e_p95_us']:.0f} | "
+                    f"{r('e2e_p50_ratio')} | {r('e2e_p95_ratio')} | {r('harness_share')} |")
     la = ", ".join(f"{x:.2f}" for x in res["load_average"])
-    rows.append(f"\nmedian (min-max) of {res['repeats']} interleaved repeats; load average "
-                f"{la} on {res['cpus']} CPUs")
+    rows.append(f"\nmedian (min-max) over {res['repeats']} interleaved repeats; CPU time; load "
+                f"average {la} on {res['cpus']} CPUs")
     return "\n".join(rows)
 
 

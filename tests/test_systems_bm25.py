@@ -167,3 +167,80 @@ def test_scores_do_not_depend_on_other_holders():
     shared.index(mine + others)
     for q in ("What was the net interest margin in 2016?", "loan provisions", "dividend"):
         assert shared.search(q, "bank", T0, 100) == alone.search(q, "bank", T0, 100)
+
+
+def _tie_heavy(n=600, holders=3, seed=11):
+    """Short texts over a tiny vocabulary: most scores tie, at every depth."""
+    rng = random.Random(seed)
+    words = "red green blue".split()
+    atoms = [atom(f"{rng.getrandbits(40):010x}", f"h{i % holders}",
+                  " ".join(rng.choice(words) for _ in range(rng.randint(1, 3))),
+                  T0 + timedelta(minutes=rng.randint(0, 50))) for i in range(n)]
+    rng.shuffle(atoms)
+    return atoms
+
+
+def _exact(e, q, holder, as_of, k):
+    """The exact path (widen, rank by score desc then atom_id asc) for the same query."""
+    from membench.run.systems.retrieval import to_micros
+
+    terms = e.terms(q)
+    if not terms or holder not in e._holders:
+        return []
+    schema, _, searcher, _ = e._holders[holder]
+    return e._search_widening(searcher, e._query(schema, terms, to_micros(as_of)), holder, k)
+
+
+def test_tantivy_order_is_checked_and_equals_the_exact_ranking_ties_at_the_cut():
+    e = BM25Engine()
+    e.index(_tie_heavy())
+    assert all(e._in_order.values())
+    ties_at_cut = 0
+    for h in ("h0", "h1", "h2"):
+        for q in ("red", "green blue", "red green blue", "blue blue"):
+            for minutes in (10, 30, 60):
+                as_of = T0 + timedelta(minutes=minutes)
+                for k in (1, 3, 7, 50, 120, 1000):
+                    got = e.search(q, h, as_of, k)
+                    want = _exact(e, q, h, as_of, k)
+                    assert got == want, (h, q, minutes, k)
+                    assert got == sorted(got, key=lambda x: (-x[1], x[0]))
+                    full = _exact(e, q, h, as_of, 1000)
+                    if len(full) > k and full[k - 1][1] == full[k][1]:
+                        ties_at_cut += 1
+    assert ties_at_cut > 50       # the cut really falls inside runs of equal scores
+
+
+def test_an_index_of_several_segments_takes_the_exact_path(monkeypatch):
+    atoms = _tie_heavy(n=300, holders=1)
+    one = BM25Engine()
+    one.index(atoms)
+
+    def two_commits(self, rows):             # two segments: doc ids no longer one sequence
+        schema = self.schema
+        index = tantivy.Index(schema)
+        index.register_tokenizer("membench_en", self.analyzer)
+        writer = index.writer(heap_size=self.heap_size, num_threads=1)
+        for part in (range(1, len(rows), 2), range(0, len(rows), 2)):
+            for i in part:
+                a = rows[i]
+                writer.add_document(tantivy.Document(text=a.text, atom_id=a.atom_id,
+                                                     observed_at=to_micros(a.observed_at),
+                                                     ord=i))
+            writer.commit()
+        writer.wait_merging_threads()
+        index.reload()
+        return schema, index, index.searcher(), rows
+
+    import tantivy
+
+    from membench.run.systems.retrieval import to_micros
+
+    monkeypatch.setattr(BM25Engine, "_build_one", two_commits)
+    two = BM25Engine()
+    two.index(atoms)
+    assert two._holders["h0"][2].num_segments == 2 and two._in_order == {"h0": False}
+    for q in ("red", "green blue"):
+        for k in (1, 5, 60, 1000):
+            assert two.search(q, "h0", T0 + timedelta(hours=1), k) == \
+                one.search(q, "h0", T0 + timedelta(hours=1), k)

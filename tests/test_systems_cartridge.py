@@ -63,3 +63,30 @@ def test_policy_rejects_nonsense():
         CartridgePolicy(max_atoms=-1)
     with pytest.raises(ValueError):
         CartridgePolicy(default_threshold=float("nan"))
+
+
+def test_early_exit_gives_the_full_walks_cartridge():
+    """descending=True (and counted tokens) stops the walk early; the cartridge is the one the
+    full walk gives, over random policies, modalities, texts and descending scores."""
+    import random
+
+    from membench.run.systems.cartridge import token_count
+
+    rng = random.Random(3)
+    for trial in range(400):
+        mods = ["pdf", "image", "code"]
+        policy = CartridgePolicy(default_threshold=rng.uniform(0, 10),
+                                 thresholds={m: rng.uniform(0, 10) for m in mods
+                                             if rng.random() < 0.6},
+                                 max_atoms=rng.randint(0, 6), token_budget=rng.randint(0, 40))
+        atoms = {f"a{i}": SimpleNamespace(
+            modality=rng.choice(mods),
+            text=" ".join("w" * rng.randint(0, 2) for _ in range(rng.randint(0, 30))))
+            for i in range(40)}
+        scores = sorted((rng.choice([rng.uniform(0, 12), 5.0, 5.0]) for _ in range(40)),
+                        reverse=True)
+        hits = list(zip(atoms, scores))
+        tokens = {k: token_count(a.text) for k, a in atoms.items()}
+        full = policy.compile(hits, atoms)
+        assert policy.compile(hits, atoms, descending=True) == full, trial
+        assert policy.compile(hits, atoms, descending=True, tokens=tokens) == full, trial

@@ -412,7 +412,7 @@ def _fast_line(row: dict, known: set[str]) -> bytes | None:
         scores = list(map(_SECOND, hits))
         if not (set(map(type, scores)) <= _FLOAT and math.isfinite(sum(scores))
                 and (not scores or min(scores) >= _PLAIN_LO or _plain_floats(scores))
-                and _plain_floats([row["latency_ms"]])):
+                and (row["latency_ms"] == 0.0 or _PLAIN_LO <= row["latency_ms"] < _PLAIN_HI)):
             return None
         if type(hits) is not list:
             row = {**row, "hits": list(hits)}

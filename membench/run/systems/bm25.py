@@ -30,21 +30,21 @@ Statistics are the holder's whole memory's, future items included (as a memory i
 it has seen so far, it would not know them yet; the filter keeps them out of the results, and
 the scores stay a function of the holder alone).
 
-Ties: hits are ranked by score desc, then atom_id asc (:func:`~membench.run.systems.retrieval.rank`),
-and when atoms tie at the depth cut the smaller atom_ids are kept. tantivy's top-k collector
-orders equal scores by ascending document address (``DocAddress``) and, at the cut, keeps the
-smaller ones (its ``TopDocs`` "guarantees a stable sorting in case of a tie"); the documents of
-a holder's index are added in atom_id order, so when the index is one segment whose document
-ids are the atoms' rows (``doc == ord``), tantivy's own top k *is* our ranking, ties at the cut
-included: the search asks for exactly ``k`` hits and maps document ids to atom ids, with no
-re-search and no sort in Python. Both conditions are checked when the index is built (one
-segment; a constant-score search over every document returns the rows 0..n-1 in order, in
-full and cut at half), and the ranking is checked against the exact path below by the tests,
-ties at the cut included. A holder whose index fails the check (several segments: a memory
-larger than the writer's heap) takes the exact path: the search widens its limit until the
-score at the cut is strictly above the next one (or every match is in), then ranks by score
-desc, row asc with numpy (rows are in atom_id order) and makes atom ids for the top ``k``
-only.
+Ties: hits are ranked by score desc, then atom_id asc
+(:func:`~membench.run.systems.retrieval.rank`), and when atoms tie at the depth cut the smaller
+atom_ids are kept. tantivy's top-k collector orders equal scores by ascending document address
+(``DocAddress``) and, at the cut, keeps the smaller ones (its ``TopDocs`` "guarantees a stable
+sorting in case of a tie"); the documents of a holder's index are added in atom_id order, so
+when the index is one segment whose document ids are the atoms' rows (``doc == ord``),
+tantivy's own top k *is* our ranking, ties at the cut included: the search asks for exactly
+``k`` hits and maps document ids to atom ids, with no re-search and no sort in Python. Both
+conditions are checked when the index is built (one segment; a constant-score search over
+every document returns the rows 0..n-1 in order, in full and cut at half), and the tests check
+the ranking against the exact path below on tie-heavy collections, ties at the cut included. A
+holder whose index fails the check (several segments: a memory larger than the writer's heap)
+takes the exact path: the search widens its limit until the score at the cut is strictly above
+the next one (or every match is in), then ranks by score desc, row asc with numpy (rows are in
+atom_id order) and makes atom ids for the top ``k`` only.
 
 Query objects: the holders share one schema, so a term's ``TermQuery`` is built once and
 reused by every query and holder; the time filter is reused for the same ``as_of``.

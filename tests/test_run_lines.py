@@ -1,0 +1,201 @@
+"""The runner's run.jsonl lines are byte for byte what ``json.dumps`` gave before orjson wrote
+them: on every code point, on floats over the whole double range (orjson and Python differ in
+notation for magnitudes in [1e-9, 1e-4)), on odd hit lists a system may return, and on the
+lines of a real bm25 dev run."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import struct
+from collections import namedtuple
+from dataclasses import dataclass
+
+import numpy as np
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from membench.core.jsonl import dumps
+from membench.run.runner import ProtocolError, _check_hits, _fast_line, run_line
+
+KNOWN = {"a1", "a2", "a3", "é-ü", "x\u2028y", "tab\there"}
+
+
+def reference_line(qid, hits, cart, latency) -> bytes:
+    """The line the runner wrote before orjson: the per-hit loop, then json.dumps."""
+    out = []
+    for atom_id, score in hits:
+        if atom_id not in KNOWN:
+            raise ProtocolError("never reported at ingest")
+        score = float(score)
+        if not math.isfinite(score):
+            raise ProtocolError("non-finite score")
+        out.append([atom_id, score])
+    return (json.dumps({"query_id": qid, "hits": out, "cartridge": cart, "latency_ms": latency},
+                       ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+            + "\n").encode("utf-8")
+
+
+def runner_line(qid, hits, cart, latency) -> bytes:
+    """What the runner's loop writes for one answer (runner._answer)."""
+    row = {"cartridge": cart, "hits": hits, "latency_ms": latency, "query_id": qid}
+    line = _fast_line(row, KNOWN)
+    if line is None:
+        row["hits"] = _check_hits("s", qid, hits, KNOWN)
+        line = run_line(row)
+    return line
+
+
+def same(qid, hits, cart=(), latency=1.25):
+    exp = reference_line(qid, hits, list(cart), latency)
+    assert runner_line(qid, hits, list(cart), latency) == exp
+    return exp
+
+
+def test_every_code_point_is_escaped_as_json_dumps_does():
+    text = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    assert orjson.dumps(text) == json.dumps(text, ensure_ascii=False).encode("utf-8")
+    row = {"cartridge": [text], "hits": [], "latency_ms": 0.5, "query_id": text}
+    assert run_line(row) == (dumps(row) + "\n").encode("utf-8")
+
+
+def test_a_lone_surrogate_fails_as_before():
+    row = {"cartridge": [], "hits": [], "latency_ms": 0.5, "query_id": "q\ud800"}
+    with pytest.raises(UnicodeEncodeError):
+        run_line(row)
+    with pytest.raises(UnicodeEncodeError):
+        (dumps(row) + "\n").encode("utf-8")
+
+
+def _every_binade(rng: random.Random) -> list[float]:
+    """A few random mantissas in every binary exponent, subnormals included, both signs."""
+    out = [0.0, -0.0, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308]
+    for e in range(0, 2047):
+        for _ in range(3):
+            bits = (e << 52) | rng.getrandbits(52)
+            x = struct.unpack("<d", struct.pack("<Q", bits))[0]
+            if math.isfinite(x):
+                out += [x, -x]
+    for b in (1e-9, 1e-5, 1e-4, 1e15, 1e16, 1e17, 1e21, 1e22):
+        out += [b, -b, math.nextafter(b, 0), math.nextafter(b, math.inf)]
+    return out
+
+
+def test_floats_over_the_whole_range_match_json_dumps():
+    values = _every_binade(random.Random(12))
+    for i in range(0, len(values), 500):
+        chunk = values[i:i + 500]
+        hits = [("a1", x) for x in chunk]
+        same("q", hits, latency=abs(chunk[0]))
+        same("q", hits[:1], latency=1.0)
+
+
+def test_orjson_differs_from_repr_only_below_1e4_and_the_writer_knows_it():
+    """The fact run_line rests on: orjson and repr agree on plain-notation floats, and differ
+    in [1e-9, 1e-4) (so those lines go to json.dumps)."""
+    for x in _every_binade(random.Random(5)):
+        if orjson.dumps(x) != repr(x).encode():
+            assert 1e-9 <= abs(x) < 1e-4, x
+    assert orjson.dumps(1e-05) == b"0.00001" and repr(1e-05) == "1e-05"
+    line = same("q", [("a1", 1e-05), ("a2", 3.0)])
+    assert b"1e-05" in line
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(KNOWN)),
+                          st.floats(allow_nan=False, allow_infinity=False)), max_size=30),
+       st.floats(min_value=0, max_value=1e7, allow_nan=False),
+       st.text(min_size=1, max_size=12))
+def test_random_lines_match_json_dumps(hits, latency, qid):
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in qid):
+        return
+    same(qid, hits, cart=[h[0] for h in hits[:2]], latency=round(latency, 3))
+
+
+Pair = namedtuple("Pair", "atom_id score")
+
+
+@dataclass
+class DataPair:
+    atom_id: str
+    score: float
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return (self.atom_id, self.score)[i]
+
+    def __iter__(self):
+        return iter((self.atom_id, self.score))
+
+
+class Sub(str):
+    pass
+
+
+@pytest.mark.parametrize("hits", [
+    [],
+    [("a1", 2.5), ["a2", 1.0]],                       # tuples and lists
+    (("a1", 2.5), ("a2", 1.0)),                        # a tuple of pairs
+    [("a1", 3), ("a2", True)],                         # ints and bools: written as floats
+    [("a1", np.float32(0.1)), ("a2", np.float64(2.0))],
+    [("a1", "2.5")],                                   # a numeric string, converted
+    [np.array(["a1", 2.5], dtype=object)],             # pairs as numpy arrays
+    [Pair("a1", 2.5)],
+    [DataPair("a1", 2.5)],
+    [(Sub("a1"), 2.5)],
+    [("a1", 1e-7), ("a2", -0.0), ("a3", -2.5)],
+    [("a1", 2e16), ("a2", 1e300)],
+])
+def test_odd_hit_lists_are_written_as_before(hits):
+    same("q", hits)
+
+
+@pytest.mark.parametrize("hits, error", [
+    ([("zz", 1.0)], ProtocolError),                    # never ingested
+    ([("a1", float("nan"))], ProtocolError),
+    ([("a1", 1e308), ("a2", 1e308)], None),            # the sum overflows; each is finite
+    ([("a1", float("inf"))], ProtocolError),
+    ([("a1", 1.0, "extra")], ValueError),              # not a pair
+    ([("a1",)], ValueError),
+    ([{"a1": 1, 2.5: 2}], None),                       # a dict unpacks to its keys
+    ([{0: "a1", 1: 2.0}], ProtocolError),              # keys 0 and 1: 0 is not an atom id
+    ([["a1", [1.0]]], TypeError),
+    ([[["a1"], 1.0]], TypeError),                      # an unhashable id
+])
+def test_bad_hits_fail_as_before(hits, error):
+    try:
+        exp = reference_line("q", hits, [], 1.0)
+    except Exception as e:          # noqa: BLE001 - whatever the old code raised
+        assert error is not None and isinstance(e, error)
+        with pytest.raises(type(e)):
+            runner_line("q", hits, [], 1.0)
+        return
+    assert error is None
+    assert runner_line("q", hits, [], 1.0) == exp
+
+
+def test_the_fast_path_takes_what_the_reference_systems_return():
+    row = {"cartridge": ["a1"], "hits": [("a1", 17.32197380065918), ("a2", 0.000983)],
+           "latency_ms": 0.412, "query_id": "locomo:conv-26:0"}
+    assert _fast_line(row, KNOWN) == (dumps(row) + "\n").encode("utf-8")
+    assert _fast_line({**row, "hits": [("a1", 5e-5)]}, KNOWN) is None
+    assert _fast_line({**row, "hits": [("a1", 5)]}, KNOWN) is None
+
+
+def test_real_bm25_run_lines_are_what_json_dumps_writes(bm25_dev):
+    """Every line of a real bm25 dev run (written by the runner) equals json.dumps of its own
+    parsed content, floats included."""
+    run_dir, _ = bm25_dev
+    n = 0
+    with open(run_dir / "run.jsonl", "rb") as f:
+        for raw in f:
+            obj = json.loads(raw)
+            assert raw == (dumps(obj) + "\n").encode("utf-8")
+            assert run_line(obj) == raw
+            n += 1
+    assert n > 1500
