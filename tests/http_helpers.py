@@ -4,6 +4,7 @@ is stopped when its ``with`` block ends, however the test ends."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -86,8 +87,9 @@ class FailsIngest(Wrapped):
 
 @contextmanager
 def thread_server(factory, roots, handler: type[Handler] = Handler):
-    """``membench serve``'s service in a thread of this process: ``(url, service)``."""
-    service = SystemService(factory, [Path(r) for r in roots])
+    """``membench serve``'s service in a thread of this process: ``(url, service)``; the
+    server's own log goes to ``service.log`` (a StringIO), apart from the client's output."""
+    service = SystemService(factory, [Path(r) for r in roots], log=io.StringIO())
     srv = make_server(service, "127.0.0.1", 0, handler)
     t = threading.Thread(target=srv.serve_forever, name="test-http-server", daemon=True)
     t.start()

@@ -109,6 +109,9 @@ class _Connection:
                 self.close()
                 raise _TooLong(f"the answer is longer than {MAX_BODY >> 20} MiB")
             chunks.append(b)
+        if resp.length:                 # read(amt) returns short at EOF without a word
+            self.close()
+            raise http.client.IncompleteRead(b"".join(chunks), resp.length)
         if resp.will_close:
             self.close()
         return resp.status, resp.getheader("Content-Type") or "", b"".join(chunks)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import IO, Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
 from ...core.errors import MembenchError
@@ -93,8 +93,10 @@ class SystemService:
     """The protocol's state and answers for one system (no HTTP in here: :class:`Handler`
     turns requests into calls of :meth:`handle`)."""
 
-    def __init__(self, factory: Callable[[], Any], corpus_roots: list[Path]):
+    def __init__(self, factory: Callable[[], Any], corpus_roots: list[Path],
+                 log: IO[str] | None = None):
         self.factory = factory
+        self.log = log              # the server's own log (default: standard error)
         self.spare = factory()       # the first ingest's instance (and the card's source)
         if hasattr(self.spare, "bind"):
             raise MembenchError(f"system {self.spare.name}: it asks for the split's records "
@@ -231,7 +233,7 @@ class SystemService:
             json.dumps(rows, allow_nan=False)
         except Exception as e:     # the system's failure is reported, the server goes on
             if not isinstance(e, MembenchError):
-                traceback.print_exc(file=sys.stderr)
+                traceback.print_exc(file=self.log or sys.stderr)
             with self.lock:
                 cur.state, cur.error = "failed", f"{type(e).__name__}: {e}"[:2000]
             return
@@ -271,7 +273,7 @@ class SystemService:
                 cart = list(res.cartridge)
             except Exception as e:
                 if not isinstance(e, MembenchError):
-                    traceback.print_exc(file=sys.stderr)
+                    traceback.print_exc(file=self.log or sys.stderr)
                 raise ApiError(500, "system_error", f"{type(e).__name__}: {e}"[:2000]) from None
         return 200, {"hits": hits, "cartridge": cart}
 
@@ -335,7 +337,8 @@ class Handler(BaseHTTPRequestHandler):
             status, obj = self.service.handle(method, self.path, body)
         except ApiError as e:
             if e.status >= 500:
-                sys.stderr.write(f"membench serve: {method} {self.path}: {e.message}\n")
+                (self.service.log or sys.stderr).write(f"membench serve: {method} {self.path}: "
+                                                       f"{e.message}\n")
             if e.status in (411, 413):
                 self.close_connection = True   # the unread body would be taken for a request
             status, obj = e.status, {"error": {"code": e.code, "message": e.message}}
@@ -356,6 +359,11 @@ class Handler(BaseHTTPRequestHandler):
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True           # a hanging system does not keep the process alive
+
+    def handle_error(self, request, client_address) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return                  # the client went away (it timed out, or stopped): its loss
+        super().handle_error(request, client_address)
 
 
 class Server6(Server):
