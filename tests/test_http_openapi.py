@@ -254,7 +254,8 @@ def mutations(value, path=(), depth=0):
             yield from mutations(value[k], path + (k,), depth + 1)
         yield path + ("unexpected",), ("add", "unexpected")
     elif isinstance(value, list) and value:
-        yield from mutations(value[0], path + (0,), depth + 1)
+        for i in sorted({0, len(value) - 1}):      # the first and the last element
+            yield from mutations(value[i], path + (i,), depth + 1)
         yield path, ("long", None)
     if depth:
         for w in WRONG:
