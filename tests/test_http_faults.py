@@ -269,3 +269,29 @@ def test_client_config_is_checked(config, why):
 def test_bad_urls_are_refused(url):
     with pytest.raises(MembenchError, match="--system"):
         HttpSystem(url)
+
+
+def test_serve_warns_off_the_loopback_address(monkeypatch, capsys, corpus_root):
+    from membench.run.remote import server
+
+    def listen(*a, **k):
+        raise MembenchError("not listening in a test")
+
+    monkeypatch.setattr(server, "make_server", listen)
+    with pytest.raises(MembenchError, match="not listening in a test"):
+        server.serve("random", {}, "0.0.0.0", 0, corpus_root)
+    err = capsys.readouterr().err
+    assert "WARNING: listening on 0.0.0.0, not a loopback address" in err and \
+        "no authentication" in err
+    with pytest.raises(MembenchError, match="not listening in a test"):
+        server.serve("random", {}, "127.0.0.1", 0, corpus_root)
+    assert "WARNING" not in capsys.readouterr().err
+    assert all(map(server.is_loopback, ["127.0.0.1", "127.4.5.6", "::1", "localhost"]))
+    assert not any(map(server.is_loopback, ["0.0.0.0", "::", "10.0.0.1", "example.org"]))
+
+
+def test_serve_refuses_a_system_that_reads_gold(corpus_root):
+    from membench.run.remote.server import SystemService
+
+    with pytest.raises(MembenchError, match="gold"):
+        SystemService(lambda: make_system("oracle"), [corpus_root])
