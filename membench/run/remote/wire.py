@@ -3,23 +3,19 @@
 Every body is one JSON object (UTF-8). The paths (``{id}`` is an ingest id, ``[A-Za-z0-9_-]``,
 1 to 64 characters; ``{seq}`` a batch number from 0):
 
-==========================================  =========================================================
-``GET  /health``                            ``{"protocol": "membench-http/1", "status": "ok"}``
-``GET  /card``                              ``{"protocol", "name", "config"}``: who the system is and
-                                            everything that determines its output
-``PUT  /ingests/{id}/batches/{seq}``        ``{"items": [item, ...]}`` -> ``{"ingest_id", "seq",
-                                            "received"}`` (idempotent: a batch sent again replaces
-                                            itself)
-``PUT  /ingests/{id}``                      ``{"corpus_root", "batches", "items"}``: all batches are
-                                            in, ingest them -> a status (idempotent)
-``GET  /ingests/{id}``                      the status ``{"ingest_id", "state", "items", "atoms",
-                                            "error"}``; state ``receiving``, ``running``, ``done``
-                                            or ``failed``
-``GET  /ingests/{id}/atoms?offset=&limit=`` ``{"atoms": [atom, ...], "offset", "total",
-                                            "next_offset"}`` (``next_offset`` null on the last page)
-``POST /ingests/{id}/query``                ``{"question", "scope", "as_of"}`` -> ``{"hits": [[atom_id,
-                                            score], ...], "cartridge": [atom_id, ...]}``
-==========================================  =========================================================
+* ``GET /health`` -> ``{"protocol": "membench-http/1", "status": "ok"}``;
+* ``GET /card`` -> ``{"protocol", "name", "config"}``: who the system is and everything that
+  determines its output;
+* ``PUT /ingests/{id}/batches/{seq}`` ``{"items": [item, ...]}`` -> ``{"ingest_id", "seq",
+  "received"}`` (idempotent: a batch sent again replaces itself);
+* ``PUT /ingests/{id}`` ``{"corpus_root", "batches", "items"}``: all batches are in, ingest
+  them -> a status (idempotent);
+* ``GET /ingests/{id}`` -> the status ``{"ingest_id", "state", "items", "atoms", "error"}``;
+  state ``receiving``, ``running``, ``done`` or ``failed``;
+* ``GET /ingests/{id}/atoms?offset=&limit=`` -> ``{"atoms": [atom, ...], "offset", "total",
+  "next_offset"}`` (``next_offset`` null on the last page);
+* ``POST /ingests/{id}/query`` ``{"question", "scope", "as_of"}`` -> ``{"hits": [[atom_id,
+  score], ...], "cartridge": [atom_id, ...]}``.
 
 An *item* is a line of ``bench/sets/items.jsonl`` exactly (what an in-process system gets as a
 :class:`membench.sets.schema.SourceItem`): ``path`` relative to the corpus root named in the
