@@ -195,6 +195,13 @@ def _run_cmd(a: argparse.Namespace) -> int:
     return 0
 
 
+def _serve_cmd(a: argparse.Namespace) -> int:
+    from .run.remote.server import serve
+
+    serve(a.system, _parse_config(a.config), a.host, a.port, corpus_root(a.corpus))
+    return 0
+
+
 def _import_cmd(a: argparse.Namespace) -> int:
     from .run.importer import import_trec
 
@@ -330,6 +337,17 @@ def positive_int(text: str) -> int:
     return v
 
 
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 to 65535 (0: the system picks a free one)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {v}")
+    return v
+
+
 def _write_output(path: str | Path, text: str, flag: str) -> Path:
     """Write an output file named by ``flag`` atomically; a folder there is an InputError and
     a missing parent folder is created."""
@@ -416,8 +434,10 @@ the lock (seconds); RUN_DIR is locked for the whole run (a second writer is refu
 this one). Re-running the same command resumes an interrupted run.""")
     r.add_argument("--system", required=True, help="bm25, dense, hybrid, oracle, leaky, random, "
                    "metadata, "
-                   "an entry point in the membench.systems group, or module:Class (imported "
-                   "and run: see 'trust' below)")
+                   "an entry point in the membench.systems group, module:Class (imported "
+                   "and run: see 'trust' below), or http://HOST:PORT for a system served over "
+                   "HTTP (membench-http/1: docs/systems.md; --config then sets the client's "
+                   "timeouts and retries)")
     r.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="system parameter (JSON value), repeatable")
     r.add_argument("--split", default="dev", choices=["dev", "test"], help="dev (default) or "
@@ -437,6 +457,25 @@ this one). Re-running the same command resumes an interrupted run.""")
                    help="at most N >= 1 queries per modality (hash-chosen)")
     r.add_argument("--metrics", action="store_true", help="compute metrics when done")
     r.set_defaults(func=_run_cmd)
+
+    sv = sub.add_parser("serve", help="serve a Python memory system over HTTP (membench-http/1) "
+                        "for `membench run --system http://HOST:PORT`", formatter_class=fmt,
+                        epilog=TRUST, description="""\
+Serve a memory system on the membench-http/1 protocol (docs/systems.md, docs/openapi.json):
+health, card, ingest (batched items in, atoms out) and query. The server reads the item files
+under the corpus root the client names, which must lie inside --corpus. It listens on
+127.0.0.1 unless --host says otherwise (another address prints a warning: there is no
+authentication). Ctrl-C stops it.""")
+    sv.add_argument("--system", required=True, help="a registered name (bm25, dense, hybrid, "
+                    "...), an entry point in the membench.systems group, or module:Class")
+    sv.add_argument("--config", action="append", metavar="KEY=VALUE",
+                    help="system parameter (JSON value), repeatable")
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default "
+                    "127.0.0.1; anything but a loopback address is reachable from elsewhere)")
+    sv.add_argument("--port", type=port_number, required=True, help="port to listen on (0: a free "
+                    "one, printed)")
+    sv.add_argument("--corpus", help=corpus_help + "; the only files the server reads")
+    sv.set_defaults(func=_serve_cmd)
 
     im = sub.add_parser("import-run", help="turn a TREC run + atoms file into a RUN_DIR")
     im.add_argument("--trec", required=True, help="TREC run: qid Q0 atom_id rank score tag")

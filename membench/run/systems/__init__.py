@@ -1,6 +1,8 @@
 """The system registry: a name, an entry point or ``module:Class`` -> a MemorySystem.
 
-``membench run --system NAME`` looks NAME up in :data:`BUILTIN`, then in the
+``membench run --system NAME`` takes an ``http://`` or ``https://`` URL for a system served
+over HTTP (:class:`membench.run.remote.client.HttpSystem`), else looks NAME up in
+:data:`BUILTIN`, then in the
 ``membench.systems`` entry-point group (so a package can register its own system), and finally
 treats ``module:attr`` as an import path. The object found is called with the ``--config``
 key/values as keyword arguments and must follow :class:`membench.run.protocol.MemorySystem`.
@@ -62,6 +64,11 @@ def _load(path: str):
 
 
 def resolve(name: str):
+    if name.startswith(("http://", "https://")):    # a system over HTTP (membench-http/1)
+        from functools import partial
+
+        from ..remote.client import HttpSystem
+        return partial(HttpSystem, name)
     if name in BUILTIN:
         return _load(BUILTIN[name])
     for ep in entry_points(group="membench.systems"):
