@@ -47,8 +47,18 @@ from .library import Hit, LibrarySystem, build, require, set_env_default, utc
 
 
 def _env(state: Path) -> None:
-    os.environ["MEM0_TELEMETRY"] = "False"           # before mem0 is imported
+    """Telemetry off and mem0's folder in the scratch folder, before mem0 is imported. mem0
+    reads ``MEM0_TELEMETRY`` once, at import, into module globals: if something imported it
+    earlier with telemetry on, those globals are set to what ``MEM0_TELEMETRY=False`` gives
+    (else ``Memory`` would open a telemetry store under ``MEM0_DIR`` and fetch a notice
+    configuration from GitHub, which the guard refuses)."""
+    import sys
+
+    os.environ["MEM0_TELEMETRY"] = "False"
     set_env_default("MEM0_DIR", str(state))
+    for mod in ("mem0.memory.telemetry", "mem0.memory.main"):
+        if mod in sys.modules and getattr(sys.modules[mod], "MEM0_TELEMETRY", False):
+            sys.modules[mod].MEM0_TELEMETRY = False
 
 
 class Mem0System(LibrarySystem):
