@@ -182,3 +182,14 @@ def test_reference_run_has_no_attempts(built, corpus_root, tmp_path):
     meta = run_system(make_system("bm25"), built.out, "dev", tmp_path, corpus_root,
                       modalities=["video"], limit=3)
     assert meta["network"]["mode"] == "block" and meta["network"]["attempts"] == 0
+
+
+def test_native_telemetry_switches_are_set_unless_the_user_set_them(monkeypatch):
+    from membench.core.netguard import NATIVE_OFFLINE, quiet_native_telemetry
+
+    for k in NATIVE_OFFLINE:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "0")
+    got = quiet_native_telemetry()
+    assert got["ORT_DISABLE_TELEMETRY"] == "1" and got["ANONYMIZED_TELEMETRY"] == "False"
+    assert got["HF_HUB_DISABLE_TELEMETRY"] == "0"          # the user's choice stands

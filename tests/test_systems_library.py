@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
@@ -67,13 +69,37 @@ def _run(tree, name: str) -> tuple[Path, Path, subprocess.CompletedProcess]:
     for k in ("MEM0_DIR", "MEMPALACE_CONFIG_DIR", "LLAMA_INDEX_CACHE_DIR", "XDG_CACHE_HOME",
               "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
         env.pop(k, None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "membench", "run", "--system", name, "--split", "dev",
-         "--sets", str(frozen["sets"]), "--corpus", str(corpus), "--manifest",
-         str(frozen["manifest"]), "--lock", str(frozen["lock"]), "--out", str(out), "--metrics"],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    cmd = [sys.executable, "-m", "membench", "run", "--system", name, "--split", "dev",
+           "--sets", str(frozen["sets"]), "--corpus", str(corpus), "--manifest",
+           str(frozen["manifest"]), "--lock", str(frozen["lock"]), "--out", str(out), "--metrics"]
+    trace = root / f"{name}.strace"
+    if shutil.which("strace"):
+        # the kernel's view too: native code (Chroma's Rust core, ONNX Runtime's telemetry)
+        # could open sockets the Python audit hook never sees
+        cmd = ["strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", str(trace),
+               *cmd]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=1500)
     assert proc.returncode == 0, f"{name}: {proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return out, home, proc
+
+
+# ONNX Runtime (the OCR engine of membench's content layer, used by every system that reads
+# screenshots, the reference systems included) writes a device id and an offline telemetry
+# store under ~/.cache whatever it is told; it opens no socket (strace). Nothing else may.
+ORT_HOME = ".cache/Microsoft/DeveloperTools/.onnxruntime"
+
+
+def _outbound(trace: Path) -> list[str]:
+    """The traced connect/sendto/sendmsg calls to an IPv4/IPv6 address off this machine."""
+    out = []
+    for line in trace.read_text(errors="replace").splitlines():
+        if "AF_INET" not in line:
+            continue
+        if re.search(r'inet_addr\("127\.|inet_pton\(AF_INET6, "::1"|"::ffff:127\.', line):
+            continue
+        out.append(line)
+    return out
 
 
 def _rows(path: Path) -> list[dict]:
@@ -104,8 +130,12 @@ def test_adapter_end_to_end_offline(name, tree):
     assert meta["network"]["mode"] == "block"
     assert meta["network"]["attempts"] == 0, meta["network"]
     assert "network attempt" not in proc.stderr
-    written = sorted(str(p.relative_to(home)) for p in home.rglob("*"))
-    assert written == [], f"{name} wrote under HOME: {written[:10]}"
+    written = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
+    assert [w for w in written if not w.startswith(ORT_HOME)] == [], \
+        f"{name} wrote under HOME: {written[:10]}"
+    trace = tree[0] / f"{name}.strace"
+    if trace.exists():
+        assert _outbound(trace) == [], _outbound(trace)[:5]
     # its state is in the run directory
     for rel in STATE[name]:
         assert (out / "scratch" / name / rel).exists(), rel

@@ -21,7 +21,13 @@ counts without refusing.
 
 The hook is installed once per process and does nothing while no guard is active (audit hooks
 cannot be removed). It sees this process only: a child process (e.g. OCR workers) and native
-code that opens sockets without going through Python's socket module are not watched.
+code that opens sockets without going through Python's socket module are not watched. For the
+native code membench is known to load, :func:`quiet_native_telemetry` sets the switches that
+keep it offline, before it loads: ONNX Runtime (the OCR engine of the content layer, and
+MemPalace's embedder) otherwise looks up ``mobile.events.data.microsoft.com`` from C++ for its
+telemetry and writes a device id under ``~/.cache/Microsoft``, which the hook cannot see (found
+by tracing the adapters' runs with strace: ``tests/test_systems_library.py`` does so whenever
+strace is installed).
 """
 
 from __future__ import annotations
@@ -44,6 +50,25 @@ _ACTIVE: list[NetworkGuard] = []
 _LOCK = threading.Lock()
 _INSTALLED = False
 _IN_HOOK = threading.local()
+
+
+#: environment switches that keep native libraries from calling home (set if unset)
+NATIVE_OFFLINE = {
+    "ORT_DISABLE_TELEMETRY": "1",        # ONNX Runtime's 1DS telemetry (C++, not Python sockets)
+    "HF_HUB_DISABLE_TELEMETRY": "1",     # huggingface_hub
+    "ANONYMIZED_TELEMETRY": "False",     # Chroma's product telemetry (MemPalace sets it off too)
+}
+
+
+def quiet_native_telemetry() -> dict[str, str]:
+    """Set :data:`NATIVE_OFFLINE` in this process's environment (inherited by its children)
+    unless the user set them; returns the values in force. Call it before the libraries load
+    (the runner does, before ingest)."""
+    import os
+
+    for k, v in NATIVE_OFFLINE.items():
+        os.environ.setdefault(k, v)
+    return {k: os.environ[k] for k in NATIVE_OFFLINE}
 
 
 class NetworkBlocked(ConnectionRefusedError):
@@ -204,4 +229,5 @@ class NetworkGuard:
                 f"{' (from ' + ', '.join(who) + ')' if who else ''}")
 
 
-__all__ = ["MODES", "NetworkBlocked", "NetworkGuard", "is_local"]
+__all__ = ["MODES", "NATIVE_OFFLINE", "NetworkBlocked", "NetworkGuard", "is_local",
+           "quiet_native_telemetry"]

@@ -64,7 +64,7 @@ from ..core.atomic import atomic_write_json, atomic_write_text
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import dumps, iter_json_lines, read_json_file, read_models, sha256_file
 from ..core.lock import prepare_run_dir, run_dir_lock
-from ..core.netguard import NetworkGuard
+from ..core.netguard import NetworkGuard, quiet_native_telemetry
 from ..core.paths import BENCH_DIR, MANIFEST_PATH, REPO_ROOT
 from ..modalities import EXTENT_CAPS, MODALITIES
 from ..sets.build import set_digests, split_holders
@@ -334,6 +334,7 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
         from .systems.doubles import RunContext
         system.bind(RunContext(Path(sets_dir), split, data.records))
     guard = network_guard(system)
+    meta["native_telemetry"] = quiet_native_telemetry()
     if hasattr(system, "use_scratch"):      # a library that keeps its state on disk
         system.use_scratch(out / SCRATCH)
     t0 = time.perf_counter()
