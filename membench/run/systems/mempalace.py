@@ -168,19 +168,20 @@ class MemPalaceSystem(LibrarySystem):
     def _store(self, atoms: list[Atom]) -> None:
         from ...core import progress
 
+        order: dict[str, int] = {}
+        rows = []
+        for a in atoms:
+            n = order[a.source_id] = order.get(a.source_id, -1) + 1
+            rows.append((a, {"wing": a.holder, "room": a.modality, "source_file": a.source_id,
+                             "chunk_index": n, "filed_at": naive_utc(a.observed_at),
+                             "atom_id": a.atom_id, "added_by": "membench"}))
+        if self.embedder_choice == "membench":
+            # before HOME points at the scratch folder: the embedding cache is the user's
+            self.embedder.preload([a.text for a in atoms])
         with _home(self.state):
             from mempalace.palace import get_collection
 
             col = get_collection(str(self.palace), create=True)
-            order: dict[str, int] = {}
-            rows = []
-            for a in atoms:
-                n = order[a.source_id] = order.get(a.source_id, -1) + 1
-                rows.append((a, {"wing": a.holder, "room": a.modality, "source_file": a.source_id,
-                                 "chunk_index": n, "filed_at": naive_utc(a.observed_at),
-                                 "atom_id": a.atom_id, "added_by": "membench"}))
-            if self.embedder_choice == "membench":
-                self.embedder.preload([a.text for a in atoms])
             with progress.step(f"{self.name}: upsert", total=len(rows), unit="drawer") as bar:
                 for s in range(0, len(rows), 256):
                     part = rows[s:s + 256]
