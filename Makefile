@@ -6,6 +6,7 @@
 #   make all SYSTEMS=hybrid     one system (any of bm25 dense hybrid, or several)
 #   make all LIMIT=50           50 queries per modality, into runs/<system>-dev-limit50
 #   make report                 re-render the reports of the runs that exist (runs nothing)
+#   make memsys                 the real memory libraries (mem0, MemPalace, LlamaIndex) on dev
 #   make help                   what each target does and how long its cold path takes
 # The corpus root defaults to ../shared/corpus; override with CORPUS=/path (or
 # MEMBENCH_CORPUS=/path). Every step prints progress (MEMBENCH_QUIET=1 for none).
@@ -20,6 +21,8 @@ SETS     ?= bench/sets
 RUNS     ?= runs
 REPORTS  ?= reports
 SYSTEMS  ?= bm25 dense hybrid
+# the real memory libraries (optional extras, installed by make setup): `make memsys`
+MEMSYS   ?= mem0 mempalace llamaindex llamaindex-bm25
 LIMIT    ?=
 CORPUS   ?=
 MANIFEST ?= bench/corpus/manifest.jsonl
@@ -32,7 +35,7 @@ SUFFIX     := $(if $(LIMIT),-limit$(LIMIT),)
 LIMITFLAG  := $(if $(LIMIT),--limit $(LIMIT),)
 RUNDIRS    := $(foreach s,$(SYSTEMS),$(RUNS)/$(s)-dev$(SUFFIX))
 
-.PHONY: all help setup sets runs reports report test fuzz clean
+.PHONY: all help setup sets runs memsys reports report test fuzz clean
 
 all: reports
 
@@ -48,6 +51,11 @@ help:
 	@echo "make reports   make runs, then render $(REPORTS)/ for those runs (about 1 min per run and"
 	@echo "               1 min for the comparison); replaces the pages of these runs."
 	@echo "make report    only render $(REPORTS)/ for the runs of SYSTEMS that exist (runs nothing)."
+	@echo "make memsys    run the real memory libraries $(MEMSYS) on dev -> $(RUNS)/<name>-dev"
+	@echo "               (opt-in: not part of make all). Measured per query on a busy 2-core machine:"
+	@echo "               mempalace ~1 s, mem0 ~0.5 s, llamaindex ~0.15 s; ingest reads the embedding"
+	@echo "               cache dense fills. Include them in the main comparison with"
+	@echo "               make all SYSTEMS='bm25 dense hybrid $(MEMSYS)'."
 	@echo "make test      the test suite (what CI runs); make fuzz: the long fuzzing profile."
 	@echo "Variables: SYSTEMS='bm25 dense hybrid' LIMIT=N CORPUS=DIR SETS=DIR RUNS=DIR REPORTS=DIR"
 
@@ -72,6 +80,13 @@ runs: sets
 	@echo "   26.4 min (embeddings), hybrid then reads both caches; warm: about 1 min each."
 	@echo "   A run resumes where it stopped."
 	@for s in $(SYSTEMS); do \
+	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) --manifest $(MANIFEST) --lock $(LOCK) --metrics || exit 1; \
+	done
+
+memsys: sets
+	@echo "== memsys: the real memory libraries $(MEMSYS) on dev$(if $(LIMIT), with $(LIMIT) queries per modality,) -> $(foreach s,$(MEMSYS),$(RUNS)/$(s)-dev$(SUFFIX))"
+	@echo "   Opt-in (not part of make all): slower than the reference systems per query. A run resumes."
+	@for s in $(MEMSYS); do \
 	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) --manifest $(MANIFEST) --lock $(LOCK) --metrics || exit 1; \
 	done
 

@@ -117,6 +117,39 @@ def test_misses_agree_with_recall_at_10(random_run, built):
                                                                   if c.modality == "video"]
 
 
+def test_scope_leaks_agree_with_holder_and_temporal_correctness(leaky_run, built):
+    sl = cases(leaky_run, kind="scope_leak")
+    rows = _item_scores(leaky_run, built.out)
+    expected = sorted(q for q, r in rows.items()
+                      if r["holder_correctness"] == 0.0 or r["temporal_correctness"] == 0.0)
+    assert sorted(c.query_id for c in sl) == expected and expected
+    assert sl == sorted(sl, key=_order_key)
+    assert any(not c.unanswerable for c in sl) and any(c.unanswerable for c in sl)
+    for c in sl:
+        r = rows[c.query_id]
+        assert c.kind == "scope_leak"
+        # the same distinct atoms the metrics count (hits at any depth and the cartridge)
+        assert (c.n_foreign, c.n_future) == (r["n_foreign"], r["n_future"])
+        assert max(c.n_foreign, c.n_future) <= c.n_leaks <= c.n_foreign + c.n_future
+        assert 0 < len(c.leaks) <= min(c.n_leaks, 10)
+        assert all(a.foreign_holder or a.after_as_of for a in c.leaks)
+        ranks = [a.rank for a in c.leaks if a.rank is not None]
+        assert ranks == sorted(ranks)
+        html = render_case_html(c)
+        assert "SCOPE LEAK" in html and 'data-kind="scope_leak"' in html
+        assert f"Returned out of scope: {c.n_leaks} atom(s)" in html
+    df = counts_frame(leaky_run)
+    assert df.loc["all", "scope leaks (any returned atom out of scope)"] == \
+        f"{len(sl)} / {len(rows)}"
+    assert cases(leaky_run, kind="scope_leak", modality="video") == [
+        c for c in sl if c.modality == "video"]
+
+
+def test_a_scope_respecting_run_has_no_scope_leaks(random_run):
+    assert cases(random_run, kind="scope_leak") == []
+    assert counts_frame(random_run).loc["all", "scope-leak rate"] == 0.0
+
+
 def test_counts_frame_has_denominators(leaky_run):
     df = counts_frame(leaky_run)
     fr = cases(leaky_run)

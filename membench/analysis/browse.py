@@ -11,6 +11,11 @@ Two kinds of case (SPEC sections 7 and 8):
 * ``"miss"``: an *answerable* item none of whose gold regions is hit by any of the top
   :data:`MISS_DEPTH` ranked atoms (its recall@10 is 0). The case shows the gold regions and what
   the system ranked instead.
+* ``"scope_leak"``: any item (answerable or not) that returned, at any depth or in its
+  cartridge, an atom of another holder or one observed after its ``as_of`` (its holder or
+  temporal correctness is 0). The case shows the out-of-scope atoms (rank, score, holder,
+  observed_at, region) and where the highest one sits; a real library that ignores its scope
+  filter shows here (e.g. LlamaIndex's BM25 retriever ranking filtered-out nodes with score 0).
 
 Which items are cases comes from the run's own per-item scores
 (:meth:`membench.metrics.rundir.RunDir.scores`, the numbers metrics.json aggregates): the
@@ -49,10 +54,12 @@ from ..sets.schema import AnnotationRecord, Gold
 KINDS: dict[str, str] = {
     "false_recall": "false recalls (unanswerable, cartridge not empty)",
     "miss": "answerable misses (no gold region in the top 10)",
+    "scope_leak": "scope leaks (returned atoms of another holder or observed after as_of)",
 }
 MISS_DEPTH = 10
 TEXT_CHARS = 1500            # atom text shown per atom
 REGION_RENDERS_TOP = 3       # misses with an empty cartridge: render the regions of this many top hits
+LEAKS_SHOWN = 10             # out-of-scope atoms listed per scope-leak case (all are counted)
 
 
 # --------------------------------------------------------------------------- data
@@ -81,7 +88,7 @@ class CaseAtom:
 
 @dataclass
 class Case:
-    kind: str                   # "false_recall" | "miss"
+    kind: str                   # "false_recall" | "miss" | "scope_leak"
     query_id: str
     modality: str
     question: str
@@ -101,6 +108,10 @@ class Case:
     has_run: bool = True        # the run has a line for this query
     n_hits: int = 0             # distinct ranked atoms
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)   # items.jsonl rows
+    leaks: list[CaseAtom] = field(default_factory=list)   # first LEAKS_SHOWN out-of-scope atoms
+    n_foreign: int = 0          # distinct returned atoms of another holder
+    n_future: int = 0           # distinct returned atoms observed after as_of
+    n_leaks: int = 0            # distinct returned atoms out of scope (either reason)
 
     @property
     def original_gold(self) -> list[dict[str, Any]]:
@@ -117,11 +128,13 @@ class RunCases:
     false_recalls: list[Case]
     misses: list[Case]
     denominators: list[dict[str, Any]]      # one row per evaluated item: modality, derivation, ...
+    scope_leaks: list[Case] = field(default_factory=list)
 
     def of(self, kind: str, modality: str | None = None) -> list[Case]:
         if kind not in KINDS:
             raise MembenchError(f"unknown case kind {kind!r}; choose from {', '.join(KINDS)}")
-        out = self.false_recalls if kind == "false_recall" else self.misses
+        out = {"false_recall": self.false_recalls, "miss": self.misses,
+               "scope_leak": self.scope_leaks}[kind]
         if modality and modality != "all":
             out = [c for c in out if c.modality == modality]
         return out
@@ -169,39 +182,46 @@ _CACHE: dict[tuple, RunCases] = {}
 
 
 def _load(rd: RunDir) -> RunCases:
-    """Both kinds of case, selected from the run's per-item scores (:meth:`RunDir.scores`):
+    """Every kind of case, selected from the run's per-item scores (:meth:`RunDir.scores`):
     a false recall is an unanswerable item with ``false_recall_rate`` 1, a miss an answerable
-    item with ``recall@10`` 0."""
+    item with ``recall@10`` 0, a scope leak any item with ``holder_correctness`` or
+    ``temporal_correctness`` 0."""
     scores = rd.scores()
     recall10 = scores.values["recall@10"]
     false_recall = scores.values["false_recall_rate"]
+    leaked = (scores.values["holder_correctness"] == 0.0) | \
+        (scores.values["temporal_correctness"] == 0.0)
     raw_items = rd.item_rows()
     atoms = {a.atom_id: a for a in rd.atoms}
     rows = rd.row_by_query
 
     false_recalls: list[Case] = []
     misses: list[Case] = []
+    scope_leaks: list[Case] = []
     denominators: list[dict[str, Any]] = []
     for i, r in enumerate(rd.records):
         assert scores.query_id[i] == r.query_id
         failed = bool(false_recall[i] == 1.0) if r.unanswerable else bool(recall10[i] == 0.0)
+        leak = bool(leaked[i])
         derivation = r.origin.derivation or "native"
         denominators.append({"query_id": r.query_id, "modality": r.modality,
                              "derivation": derivation, "answerable": not r.unanswerable,
-                             "failed": failed})
-        if not failed:
-            continue
-        case = _make_case(r, rows.get(r.query_id), atoms, raw_items)
-        (false_recalls if r.unanswerable else misses).append(case)
+                             "failed": failed, "leak": leak})
+        if failed:
+            case = _make_case(r, rows.get(r.query_id), atoms, raw_items)
+            (false_recalls if r.unanswerable else misses).append(case)
+        if leak:
+            scope_leaks.append(_make_case(r, rows.get(r.query_id), atoms, raw_items,
+                                          kind="scope_leak"))
 
     order = {m: i for i, m in enumerate(MODALITIES)}
     key = lambda c: (order.get(c.modality, len(order)), c.query_id)
     return RunCases(rd.path, rd.sets_dir, rd.meta, sorted(false_recalls, key=key),
-                    sorted(misses, key=key), denominators)
+                    sorted(misses, key=key), denominators, sorted(scope_leaks, key=key))
 
 
 def _make_case(r: AnnotationRecord, row: RunRow | None, atoms: dict[str, AtomRow],
-               raw_items: dict[str, dict]) -> Case:
+               raw_items: dict[str, dict], kind: str | None = None) -> Case:
     ranked = rank_order(row.hit_ids, row.scores) if row is not None else []
     cart_ids = list(dict.fromkeys(row.cartridge)) if row is not None else []
     gold = _gold_rows(r.gold)
@@ -240,50 +260,67 @@ def _make_case(r: AnnotationRecord, row: RunRow | None, atoms: dict[str, AtomRow
 
     cartridge = [case_atom(a) for a in cart_ids]
     top = [case_atom(a) for a in ranked[:MISS_DEPTH]]
-    srcs = {a.source_id for a in cartridge + top if a.known}
+    leaks: list[CaseAtom] = []
+    n_foreign = n_future = n_leaks = 0
+    if kind == "scope_leak":
+        # every distinct returned atom, ranked ones first in rank order, then cartridge-only
+        for a in list(dict.fromkeys([*ranked, *cart_ids])):
+            ca = case_atom(a)
+            if ca.foreign_holder or ca.after_as_of:
+                n_leaks += 1
+                n_foreign += ca.foreign_holder
+                n_future += ca.after_as_of
+                if len(leaks) < LEAKS_SHOWN:
+                    leaks.append(ca)
+    srcs = {a.source_id for a in cartridge + top + leaks if a.known}
     srcs |= {g["source_id"] for g in gold}
     if original:
         srcs |= {g["source_id"] for g in original["gold"]}
     sources = {s: raw_items[s] for s in sorted(srcs) if s in raw_items}   # shared, read-only
-    return Case(kind="false_recall" if r.unanswerable else "miss", query_id=r.query_id,
+    return Case(kind=kind or ("false_recall" if r.unanswerable else "miss"), query_id=r.query_id,
                 modality=r.modality, question=r.question, answer=r.answer,
                 scope=r.scope.model_dump(), as_of=as_of.isoformat(),
                 derivation=r.origin.derivation or "native", derived_from=r.origin.derived_from,
                 split=r.split, unanswerable=r.unanswerable, cartridge=cartridge, top_hits=top,
                 gold=gold, original=original, distractor=r.origin.distractor,
                 notes=r.origin.notes, has_run=row is not None, n_hits=len(ranked),
-                sources=sources)
+                sources=sources, leaks=leaks, n_foreign=n_foreign, n_future=n_future,
+                n_leaks=n_leaks)
 
 
 def cases(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None,
           kind: str = "false_recall", modality: str | None = None) -> list[Case]:
-    """The run's failures of ``kind`` (``"false_recall"`` or ``"miss"``), ordered by modality
-    then query id; ``modality`` keeps one modality."""
+    """The run's failures of ``kind`` (``"false_recall"``, ``"miss"`` or ``"scope_leak"``),
+    ordered by modality then query id; ``modality`` keeps one modality."""
     return load_run_cases(run_dir, sets_dir).of(kind, modality)
 
 
 def counts_frame(run_dir: str | os.PathLike | RunCases, sets_dir: str | os.PathLike | None = None,
                  by: str = "modality"):
     """Per ``by`` (``"modality"`` or ``"derivation"``) and overall: false recalls out of the
-    unanswerable items and misses out of the answerable items, with rates."""
+    unanswerable items, misses out of the answerable items and scope leaks out of all items,
+    with rates."""
     import pandas as pd
 
     data = run_dir if isinstance(run_dir, RunCases) else load_run_cases(run_dir, sets_dir)
     if by not in ("modality", "derivation"):
         raise MembenchError("by must be 'modality' or 'derivation'")
-    df = pd.DataFrame(data.denominators,
-                      columns=["query_id", "modality", "derivation", "answerable", "failed"])
+    df = pd.DataFrame(data.denominators, columns=["query_id", "modality", "derivation",
+                                                  "answerable", "failed", "leak"])
     keys = ([m for m in MODALITIES if m in set(df["modality"])] if by == "modality"
             else sorted(set(df["derivation"])))
     rows = []
     for k, part in [*((k, df[df[by] == k]) for k in keys), ("all", df)]:
         un, an = part[~part["answerable"]], part[part["answerable"]]
         fr, mi = int(un["failed"].sum()), int(an["failed"].sum())
+        sl = int(part["leak"].sum())
         rows.append({by: k, "items": len(part),
                      "false recalls": f"{fr} / {len(un)}",
                      "false-recall rate": fr / len(un) if len(un) else float("nan"),
                      "misses (no gold in top 10)": f"{mi} / {len(an)}",
-                     "miss rate": mi / len(an) if len(an) else float("nan")})
+                     "miss rate": mi / len(an) if len(an) else float("nan"),
+                     "scope leaks (any returned atom out of scope)": f"{sl} / {len(part)}",
+                     "scope-leak rate": sl / len(part) if len(part) else float("nan")})
     return pd.DataFrame(rows).set_index(by)
 
 
@@ -457,7 +494,8 @@ def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
     the gold regions and the top 10 hits; for a derived item the original query's gold. Every
     text is escaped; pictures are embedded as ``data:`` URIs."""
     root = _corpus(corpus_root)
-    label = "FALSE RECALL" if case.kind == "false_recall" else "MISS"
+    label = {"false_recall": "FALSE RECALL", "miss": "MISS",
+             "scope_leak": "SCOPE LEAK"}.get(case.kind, case.kind.upper())
     parts = [_CSS if css else "",
              f'<div class="mb-case" data-query-id="{e(case.query_id)}" data-kind="{e(case.kind)}">',
              f'<h3>{label} · {e(case.modality)} · {e(case.query_id)}</h3>',
@@ -482,6 +520,19 @@ def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
             parts.append(missing_html(f"derived_from {o['query_id']}: the record keeps no gold "
                                       "of it (origin.distractor)"))
 
+    if case.kind == "scope_leak":
+        top_rank = min((a.rank for a in case.leaks if a.rank is not None), default=None)
+        in_cart = sum(a.in_cartridge for a in case.leaks)
+        parts.append(
+            f"<h4>Returned out of scope: {case.n_leaks} atom(s) of {case.n_hits} ranked "
+            f"({case.n_foreign} of another holder, {case.n_future} observed after as_of); "
+            f"highest at rank {e(str(top_rank) if top_rank is not None else 'none (cartridge only)')}"
+            f"{f'; {in_cart} in the cartridge' if in_cart else ''}</h4>")
+        parts.append(_hits_table(case.leaks))
+        if case.n_leaks > len(case.leaks):
+            parts.append(f"<div>the first {len(case.leaks)} shown</div>")
+        for n, a in enumerate(case.leaks[:REGION_RENDERS_TOP], 1):
+            parts.append(_atom_panel(a, n, case, root, True, case.leaks))
     if case.cartridge:
         parts.append(f"<h4>Cartridge: {len(case.cartridge)} atom(s)"
                      f"{' the system should have abstained' if case.kind == 'false_recall' else ''}"
@@ -552,7 +603,8 @@ def _new(change: Any) -> Any:
 
 class Browser:
     """An ipywidgets browser over a run's failures: a kind toggle (false recalls / answerable
-    misses), a modality filter, Prev / Next, a position label and the current case's HTML.
+    misses / scope leaks), a modality filter, Prev / Next, a position label and the current
+    case's HTML.
 
     The callbacks are plain methods (:meth:`on_next`, :meth:`on_prev`, :meth:`on_kind_change`,
     :meth:`on_modality_change`), so they can be driven without a front end; ``change`` may be a
@@ -572,7 +624,8 @@ class Browser:
         self._html_cache: dict[tuple[str, str], str] = {}
         present = [m for m in MODALITIES if any(d["modality"] == m for d in self.data.denominators)]
         self.kind_toggle = w.ToggleButtons(
-            options=[("false recalls", "false_recall"), ("answerable misses", "miss")], value=kind,
+            options=[("false recalls", "false_recall"), ("answerable misses", "miss"),
+                     ("scope leaks", "scope_leak")], value=kind,
             description="show")
         self.modality_dropdown = w.Dropdown(options=["all", *present],
                                             value=modality if modality in present else "all",

@@ -62,7 +62,7 @@ RUN_NOTEBOOKS = ("01_validate_sets", "02_run_dev", "03_slice_failures", "04_fals
 COMPARE_NOTEBOOK = "05_compare_systems"
 PAGE_TITLES = {"01_validate_sets": "01 · sets and rules", "02_run_dev": "02 · metrics and gates",
                "03_slice_failures": "03 · where it fails (slices)",
-               "04_false_recalls": "04 · false recalls and misses, case by case",
+               "04_false_recalls": "04 · false recalls, misses and scope leaks, case by case",
                "05_compare_systems": "05 · comparing systems"}
 SHORT_TITLES = {"01_validate_sets": "01 sets", "02_run_dev": "02 metrics", "03_slice_failures":
                 "03 slices", "04_false_recalls": "04 cases", "05_compare_systems": "05 compare"}

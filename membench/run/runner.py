@@ -6,7 +6,16 @@ RUN_DIR holds
   code revision, extent caps, times, status (``running`` until the last query is written);
 * ``atoms.jsonl``: every atom the system reported at ingest (checked against the protocol);
 * ``run.jsonl``: one line per query, appended and flushed as it is answered:
-  ``{query_id, hits: [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``.
+  ``{query_id, hits: [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``;
+* ``scratch/``: only for a system that keeps its state on disk (it defines
+  ``use_scratch(path)``; the adapters of real memory libraries do): its store, never the
+  user's home.
+
+While the system ingests and answers, a :class:`~membench.core.netguard.NetworkGuard` watches
+the process: every non-loopback network attempt is counted in meta.json (``network``: per phase
+and target, with the packages that made it) and, for a system whose ``network_policy`` is
+``"block"`` (the reference systems and the library adapters), refused; a run with attempts
+prints one warning line on standard error.
 
 Queries are presented in a seeded shuffled order (:func:`membench.sets.select.presentation_order`,
 recorded in meta.json): modalities interleaved, the same relative order for every subset. A
@@ -44,6 +53,7 @@ import math
 import operator
 import os
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -59,6 +69,7 @@ from ..core.atomic import atomic_write_json, atomic_write_text
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import dumps, iter_json_lines, read_json_file, read_models, sha256_file
 from ..core.lock import prepare_run_dir, run_dir_lock
+from ..core.netguard import NetworkGuard, quiet_native_telemetry
 from ..core.paths import BENCH_DIR, MANIFEST_PATH, REPO_ROOT
 from ..modalities import EXTENT_CAPS, MODALITIES
 from ..sets.build import set_digests, split_holders
@@ -74,6 +85,8 @@ from .files import parse_run_row
 from .protocol import MAX_DEPTH, Atom, MemorySystem, check_atom
 
 TEST_ACCESS_LOG = BENCH_DIR / "test_access.jsonl"
+# the folder of RUN_DIR where a system that keeps state on disk keeps it (``use_scratch``)
+SCRATCH = "scratch"
 
 
 class ProtocolError(MembenchError):
@@ -305,8 +318,9 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
         "code_revision": code_revision(), "membench_version": __version__,
         "extent_caps": EXTENT_CAPS, "max_depth": MAX_DEPTH,
     }
+    meta_old: dict = {}
     if meta_path.exists():
-        old = read_json_file(meta_path, dict, "a JSON object (a run's meta.json)")
+        old = meta_old = read_json_file(meta_path, dict, "a JSON object (a run's meta.json)")
         for k in ("system", "config", "split", "limit", "modalities", "set_sha256", "order"):
             if old.get(k) != meta[k]:
                 raise MembenchError(f"{meta_path}: existing run has a different {k}; "
@@ -324,12 +338,19 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
     if sees_gold:  # registered test doubles only: they are handed the gold on purpose
         from .systems.doubles import RunContext
         system.bind(RunContext(Path(sets_dir), split, data.records))
+    guard = network_guard(system)
+    meta["native_telemetry"] = quiet_native_telemetry()
+    if hasattr(system, "use_scratch"):      # a library that keeps its state on disk
+        system.use_scratch(out / SCRATCH)
     t0 = time.perf_counter()
-    with _progress.step(f"ingest ({system.name})", total=len(data.items), unit="item") as bar:
+    with _progress.step(f"ingest ({system.name})", total=len(data.items), unit="item") as bar, \
+            guard.phase("ingest"):
         atoms = system.ingest(data.items, corpus_root)
         bar.advance(len(data.items))
         bar.count("atoms", len(atoms))
     meta["ingest_seconds"] = round(time.perf_counter() - t0, 3)
+    meta["network"] = _network_meta(meta_old, guard)
+    _warn_network(system.name, "ingest", guard)
     check_atoms(system.name, atoms, data.items)
     atom_lines = [dumps(a.row()) + "\n" for a in atoms]
     if atoms_path.exists():
@@ -348,11 +369,16 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
     frozen = gc.get_freeze_count() == 0
     if frozen:
         gc.freeze()
+    seen = guard.attempts
     try:
-        _answer(system, todo, len(done), len(data.records), known, run_path, progress)
+        with guard.phase("query"):
+            _answer(system, todo, len(done), len(data.records), known, run_path, progress)
     finally:
         if frozen:
             gc.unfreeze()
+    meta["network"] = _network_meta(meta_old, guard)
+    if guard.attempts > seen:
+        _warn_network(system.name, "queries", guard)
     meta["status"] = "complete"
     meta["finished"] = _now()
     meta["answered_this_session"] = len(todo)
@@ -431,6 +457,39 @@ _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 # differently or the per-hit loop converts them)
 _ORJSON_OPTS = (orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
                 | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS)
+
+
+def network_guard(system: MemorySystem) -> NetworkGuard:
+    """The guard a run puts around ``system``'s ingest and queries
+    (:mod:`membench.core.netguard`): mode from the system's ``network_policy`` attribute
+    (``"block"``: refuse and count; ``"record"``, the default for a system that says nothing:
+    count only, so a system that is a client of a remote service still runs), hosts it names in
+    ``network_allow`` not counted."""
+    mode = getattr(system, "network_policy", "record")
+    allow = getattr(system, "network_allow", ())
+    if mode not in ("block", "record"):
+        raise MembenchError(f"system {system.name}: network_policy must be 'block' or "
+                            f"'record', got {mode!r}")
+    return NetworkGuard(mode, allow)
+
+
+def _network_meta(old_meta: dict, guard: NetworkGuard) -> dict:
+    """meta.json's ``network``: this session's report, and the attempts of every session of
+    the run (a resumed run keeps the count of the sessions before it)."""
+    before = old_meta.get("network") if isinstance(old_meta.get("network"), dict) else {}
+    prev = before.get("attempts_all_sessions", before.get("attempts", 0))
+    prev = prev if isinstance(prev, int) and not isinstance(prev, bool) else 0
+    prev_done = before.get("sessions", 0) if isinstance(before.get("sessions"), int) else 0
+    return {**guard.report(), "attempts_all_sessions": prev + guard.attempts,
+            "sessions": prev_done + 1}
+
+
+def _warn_network(name: str, phase: str, guard: NetworkGuard) -> None:
+    """One loud line on standard error (whatever the progress mode) when the system tried to
+    reach the network."""
+    if guard.attempts:
+        print(f"membench: warning: system {name} ({phase}): {guard.summary()}; see "
+              "meta.json network", file=sys.stderr, flush=True)
 
 
 def _check_hits(name: str, qid: str, hits, known: set[str]) -> list[list]:

@@ -129,6 +129,17 @@ def _positive(name: str, v: Any, *, integer: bool = False, zero: bool = False) -
     return v
 
 
+def _addresses(host: str, port: int) -> tuple[str, ...]:
+    """The addresses ``host`` resolves to (none when it does not resolve: the first call then
+    names the failure)."""
+    import socket
+
+    try:
+        return tuple(sorted({ai[4][0] for ai in socket.getaddrinfo(host, port)}))
+    except OSError:
+        return ()
+
+
 class HttpSystem:
     """A system served at ``url`` over ``membench-http/1`` (module docstring)."""
 
@@ -158,6 +169,10 @@ class HttpSystem:
             raise MembenchError(f"--config corpus_root={corpus_root!r}: expected a path")
         self.corpus_root = corpus_root
         self._conn = _Connection(u.scheme, u.hostname, port, self.connect_timeout)
+        # the run's network guard (membench.core.netguard) counts every other host: the server
+        # this client names, and the addresses it resolves to, are the system itself
+        self.network_policy = "record"
+        self.network_allow = (u.hostname, *_addresses(u.hostname, port))
         self._ingest: str | None = None
         self.retried = 0            # attempts that failed transiently and were tried again
         self._call("GET", "/health", check=wire.check_health)

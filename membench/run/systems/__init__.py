@@ -2,7 +2,8 @@
 
 ``membench run --system NAME`` takes an ``http://`` or ``https://`` URL for a system served
 over HTTP (:class:`membench.run.remote.client.HttpSystem`), else looks NAME up in
-:data:`BUILTIN`, then in the
+:data:`BUILTIN` (the reference systems, the adapters of real memory libraries in
+:data:`LIBRARIES`, the test doubles), then in the
 ``membench.systems`` entry-point group (so a package can register its own system), and finally
 treats ``module:attr`` as an import path. The object found is called with the ``--config``
 key/values as keyword arguments and must follow :class:`membench.run.protocol.MemorySystem`.
@@ -32,11 +33,21 @@ BUILTIN: dict[str, str] = {
     "bm25": "membench.run.systems.reference:bm25",
     "dense": "membench.run.systems.reference:dense",
     "hybrid": "membench.run.systems.reference:hybrid",
+    # real memory libraries (optional extras: pip install 'membench[mem0]' etc.;
+    # membench.run.systems.library)
+    "mem0": "membench.run.systems.mem0:mem0",
+    "mempalace": "membench.run.systems.mempalace:mempalace",
+    "llamaindex": "membench.run.systems.llamaindex:llamaindex",
+    "llamaindex-bm25": "membench.run.systems.llamaindex:llamaindex_bm25",
     "oracle": "membench.run.systems.doubles:Oracle",
     "leaky": "membench.run.systems.doubles:Leaky",
     "random": "membench.run.systems.doubles:RandomSystem",
     "metadata": "membench.run.systems.doubles:MetadataRules",
 }
+
+#: the adapters of real memory libraries: name -> the optional extra that installs the library
+LIBRARIES: dict[str, str] = {"mem0": "mem0", "mempalace": "mempalace", "llamaindex": "llamaindex",
+                             "llamaindex-bm25": "llamaindex"}
 
 #: the registered test doubles: name -> whether it is handed the split's records (gold)
 DOUBLES: dict[str, bool] = {"oracle": True, "leaky": True, "random": False, "metadata": False}
@@ -93,5 +104,5 @@ def make_system(name: str, config: dict[str, Any] | None = None) -> MemorySystem
     return system
 
 
-__all__ = ["BUILTIN", "DOUBLES", "make_system", "receives_records", "resolve", "Atom", "Result",
+__all__ = ["BUILTIN", "DOUBLES", "LIBRARIES", "make_system", "receives_records", "resolve", "Atom", "Result",
            "MemorySystem"]

@@ -131,6 +131,9 @@ class RetrievalSystem:
     how atoms were made.
     """
 
+    #: the run's network guard refuses (and counts) any network attempt (membench.core.netguard)
+    network_policy = "block"
+
     def __init__(self, engine: Engine, chunker: Chunker, policy: CartridgePolicy | None = None,
                  *, name: str | None = None, chunker_config: dict[str, Any] | None = None):
         self.engine = engine

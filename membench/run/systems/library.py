@@ -1,0 +1,249 @@
+"""The common base of the adapters of real memory libraries (mem0, MemPalace, LlamaIndex).
+
+An adapter is the library, driven through its own public API, behind the membench protocol
+(SPEC section 6). What membench does and what it leaves to the library:
+
+* **Content** is membench's shared layer: :func:`membench.run.content.chunk` makes exactly the
+  atoms the reference systems index (PDF text per page, OCR of images and screenshots, caption
+  windows, code units, turn windows; same ids), and each atom with text becomes one memory of
+  the library, stored with its holder, its ``observed_at`` and its atom id. An atom whose text
+  has no letter or digit is reported but not stored (the reference systems never return it
+  either: there is nothing to index).
+* **Scope** is the library's: the holder is the library's own tenant key (mem0 ``user_id``,
+  MemPalace wing, a LlamaIndex metadata filter) and ``as_of`` goes through the library's own
+  time filter where it has one. membench never filters, re-ranks or cuts what the library
+  returns (beyond the protocol's depth, :data:`~membench.run.protocol.MAX_DEPTH`, which is also
+  what is asked for): if the library returns an atom of another holder or from after
+  ``as_of``, the run shows it and holder / temporal correctness count it.
+* **Scores** are the library's own (each adapter says which), so the cartridge policy
+  (:class:`~membench.run.systems.cartridge.CartridgePolicy`) is calibrated per adapter on dev
+  like the reference systems' (``membench calibrate`` -> ``bench/calibration/<name>.json``).
+* **State** goes to ``RUN_DIR/scratch/<name>/`` (the runner calls :meth:`use_scratch`), never
+  to the user's home; it is rebuilt at every ingest (a resumed run re-ingests).
+* **Network**: ``network_policy = "block"``: the run's guard refuses and counts every
+  non-loopback attempt (:mod:`membench.core.netguard`; meta.json ``network``).
+* **Embeddings**, where the library embeds: the bundled all-MiniLM-L6-v2 (the dense reference
+  system's model) handed to the library through its own embedder hook, with membench's
+  embedding cache in front of it (:class:`SharedEmbedder`): a text dense has embedded is not
+  embedded again. The vectors are that model's (``embedder="library"`` makes the library embed
+  with its own code instead, to check).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import fields
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import MembenchError
+from ...sets.schema import Scope, SourceItem
+from ..content import ChunkConfig, chunk, content_meta
+from ..protocol import MAX_DEPTH, Atom, Result
+from .cartridge import CartridgePolicy
+from .retrieval import has_terms
+
+_CHUNK_FIELDS = {f.name for f in fields(ChunkConfig)}
+_POLICY_KEYS = {"max_atoms", "token_budget", "default_threshold", "thresholds"}
+Hit = tuple[str, float]
+
+
+def require(dist: str, extra: str) -> str:
+    """The installed version of distribution ``dist``, or a one-line error naming the extra
+    that installs it."""
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        raise MembenchError(f"{dist} is not installed: pip install 'membench[{extra}]' (or "
+                            f"make setup, which installs it)") from None
+
+
+def utc(dt: datetime) -> datetime:
+    """``dt`` in UTC (it must be timezone-aware)."""
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        raise ValueError(f"timestamp {dt.isoformat()} has no timezone")
+    return dt.astimezone(timezone.utc)
+
+
+class SharedEmbedder:
+    """The bundled all-MiniLM-L6-v2 through membench's embedding cache: texts through
+    :meth:`membench.run.systems.dense.DenseEngine.embed` (each distinct text embedded once,
+    cached by the model's weights digest and the text), questions through
+    :meth:`~membench.run.systems.dense.DenseEngine.encode` (never cached, as in dense). The
+    vectors are the model's, L2-normalised float32, identical to what dense indexes."""
+
+    def __init__(self, **engine_kw: Any):
+        from .dense import DenseEngine
+
+        self.engine = DenseEngine(**engine_kw)
+        self._memo: dict[str, np.ndarray] = {}
+
+    def preload(self, texts: Sequence[str]) -> None:
+        """Embed ``texts`` in one pass (cache first; the ``embed`` progress step)."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        if todo:
+            for t, v in zip(todo, self.engine.embed(todo), strict=True):
+                self._memo[t] = v
+
+    def documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.preload(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            out[i] = self._memo[t]
+        return out
+
+    def query(self, text: str) -> np.ndarray:
+        return self.engine.encode([text])[0]
+
+    def release(self) -> None:
+        """Drop the ingest-time vectors (the library holds its own copy)."""
+        self._memo.clear()
+
+    @property
+    def dim(self) -> int:
+        from .dense import DIM
+
+        return DIM
+
+    def config(self) -> dict[str, Any]:
+        cfg = self.engine.config()
+        return {"model": cfg["model"], "model_package": cfg["model_package"],
+                "weights_sha256": cfg["weights_sha256"], "max_seq_length": cfg["max_seq_length"],
+                "normalize": "l2", "dim": cfg["dim"],
+                "cache": "membench embedding cache (shared with dense; key: model weights "
+                         "digest + text)"}
+
+
+class LibrarySystem:
+    """Base class: subclasses set :attr:`library` (the PyPI distribution), :attr:`extra`,
+    :attr:`score` (what the hit scores are), :attr:`scope` (how holder and as_of reach the
+    library) and implement :meth:`_open`, :meth:`_store` and :meth:`_search`."""
+
+    library = "?"
+    extra = "?"
+    score = "?"
+    scope = "?"
+    network_policy = "block"
+
+    def __init__(self, *, name: str, chunk_config: ChunkConfig, policy: CartridgePolicy,
+                 calibration: str, embedder: str = "membench"):
+        if embedder not in ("membench", "library"):
+            raise MembenchError(f"system {name}: embedder must be 'membench' or 'library', "
+                                f"got {embedder!r}")
+        self.name = name
+        self.chunk_config = chunk_config
+        self.policy = policy
+        self.calibration = calibration
+        self.embedder_choice = embedder
+        self.scratch: Path | None = None
+        self._tmp: str | None = None
+        self.by_id: dict[str, Atom] = {}
+        self.stored = 0
+        self._embedder: SharedEmbedder | None = None
+
+    # -- what the runner calls -------------------------------------------------------
+    def use_scratch(self, path: Path) -> None:
+        """Keep the library's state under ``path/<name>`` (inside the run directory)."""
+        self.scratch = Path(path) / self.name
+
+    def config(self) -> dict[str, Any]:
+        cm = content_meta(self.chunk_config)
+        cm["chunk_config"] = {**cm["chunk_config"], "ocr_processes": None}   # no effect
+        return {"system": self.name, "library": f"{self.library} {require(self.library, self.extra)}",
+                **self.library_config(),
+                "content": {"function": "membench.run.content.chunk", **cm,
+                            "stored": "atoms whose text has a letter or digit"},
+                "scope": self.scope, "score": self.score,
+                "cartridge": self.policy.config(), "calibration": self.calibration,
+                "max_depth": MAX_DEPTH,
+                "pass_through": "hits are the library's results in its order with its scores; "
+                                "membench filters nothing",
+                "state": "RUN_DIR/scratch/<name>/ (rebuilt at every ingest)",
+                "network_policy": self.network_policy}
+
+    def library_config(self) -> dict[str, Any]:
+        return {}
+
+    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
+        atoms = chunk(items, Path(corpus_root), config=self.chunk_config)
+        self.by_id = {a.atom_id: a for a in atoms}
+        keep = [a for a in atoms if has_terms(a.text)]
+        self._open(self._fresh_dir())
+        self._store(keep)
+        self.stored = len(keep)
+        if self._embedder is not None:
+            self._embedder.release()
+        return atoms
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        hits = [(a, float(s)) for a, s in self._search(question, scope.holder, as_of, MAX_DEPTH)]
+        hits = hits[:MAX_DEPTH]
+        return Result(hits=hits, cartridge=self.policy.compile(hits, self.by_id))
+
+    # -- for subclasses --------------------------------------------------------------
+    @property
+    def embedder(self) -> SharedEmbedder:
+        if self._embedder is None:
+            self._embedder = SharedEmbedder()
+        return self._embedder
+
+    def _fresh_dir(self) -> Path:
+        """An empty folder for the library's state: ``RUN_DIR/scratch/<name>`` when the runner
+        gave one (emptied first), else a temporary folder (tests and notebooks)."""
+        if self.scratch is None:
+            if self._tmp is None:
+                self._tmp = tempfile.mkdtemp(prefix=f"membench-{self.name}-")
+            d = Path(self._tmp) / "state"
+        else:
+            d = self.scratch
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+        return d
+
+    def _open(self, state: Path) -> None:
+        raise NotImplementedError
+
+    def _store(self, atoms: list[Atom]) -> None:
+        raise NotImplementedError
+
+    def _search(self, question: str, holder: str, as_of: datetime, k: int) -> list[Hit]:
+        raise NotImplementedError
+
+
+def build(cls, name: str, cfg: dict[str, Any], default_threshold: float):
+    """An adapter from ``--config`` values: :class:`ChunkConfig` fields, the cartridge policy's
+    keys (``max_atoms``, ``token_budget``, ``default_threshold``, ``thresholds``),
+    ``calibration`` (a file, or ``none``; default ``bench/calibration/<name>.json``) and the
+    adapter's own keywords."""
+    from .reference import load_thresholds
+
+    cfg = dict(cfg)
+    chunk_cfg = ChunkConfig(**{k: cfg.pop(k) for k in list(cfg) if k in _CHUNK_FIELDS})
+    policy_kw = {k: cfg.pop(k) for k in list(cfg) if k in _POLICY_KEYS}
+    where = cfg.pop("calibration", None)
+    if "thresholds" not in policy_kw:
+        policy_kw["thresholds"], source = load_thresholds(name, where)
+    else:
+        source = "--config thresholds"
+    policy_kw.setdefault("default_threshold", default_threshold)
+    try:
+        policy = CartridgePolicy(**policy_kw)
+        return cls(name=name, chunk_config=chunk_cfg, policy=policy, calibration=source, **cfg)
+    except (TypeError, ValueError) as e:
+        raise MembenchError(f"system {name}: bad config {cfg}: {e}") from None
+
+
+def set_env_default(key: str, value: str) -> None:
+    """Set an environment variable the library reads, unless the user set it."""
+    os.environ.setdefault(key, value)
+
+
+__all__ = ["LibrarySystem", "SharedEmbedder", "build", "require", "utc", "set_env_default"]
