@@ -181,12 +181,25 @@ def _run_cmd(a: argparse.Namespace) -> int:
     from .run.runner import run_system
     from .run.systems import make_system
 
+    if a.engine == "local" and (a.address or a.workers):
+        raise MembenchError("--address and --workers go with --engine ray")
+    if a.engine == "ray":
+        from .run.ray_engine import import_ray
+
+        import_ray()                  # one line on how to install it, before anything else
     system = make_system(a.system, _parse_config(a.config))
     out = Path(a.out) if a.out else Path("runs") / f"{system.name}-{a.split}"
     t0 = time.time()
-    meta = run_system(system, Path(a.sets), a.split, out, corpus_root(a.corpus),
-                      modalities=a.modality, limit=a.limit, final=a.final,
-                      lock=None if a.no_lock else Path(a.lock), manifest=Path(a.manifest))
+    kw = dict(modalities=a.modality, limit=a.limit, final=a.final,
+              lock=None if a.no_lock else Path(a.lock), manifest=Path(a.manifest))
+    if a.engine == "ray":
+        from .run.ray_engine import run_system_ray
+
+        meta = run_system_ray(a.system, _parse_config(a.config), Path(a.sets), a.split, out,
+                              corpus_root(a.corpus), address=a.address, workers=a.workers,
+                              **kw)
+    else:
+        meta = run_system(system, Path(a.sets), a.split, out, corpus_root(a.corpus), **kw)
     print(f"{system.name} on {a.split}: {meta['queries']} queries, {meta['atoms']} atoms, "
           f"ingest {meta['ingest_seconds']:.1f} s, total {time.time() - t0:.1f} s -> {out}")
     if a.metrics:
@@ -436,6 +449,13 @@ this one). Re-running the same command resumes an interrupted run.""")
     r.add_argument("--limit", type=positive_int, metavar="N",
                    help="at most N >= 1 queries per modality (hash-chosen)")
     r.add_argument("--metrics", action="store_true", help="compute metrics when done")
+    r.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local (default: one process) or ray: holders sharded over Ray "
+                   "workers, the same files (docs/ray.md; pip install 'membench[ray]')")
+    r.add_argument("--address", help="with --engine ray: join this Ray cluster (default: "
+                   "start a local one)")
+    r.add_argument("--workers", type=positive_int, metavar="N", help="with --engine ray: "
+                   "shards (default: the cluster's CPUs, at most 4)")
     r.set_defaults(func=_run_cmd)
 
     im = sub.add_parser("import-run", help="turn a TREC run + atoms file into a RUN_DIR")
