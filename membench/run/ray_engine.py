@@ -512,7 +512,9 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
         t0 = time.perf_counter()
         engine["extraction"] = extract_content(ray, system, name, worker_config, env,
                                                data.items, corpus_root, n)
-        actor_cls = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(ShardWorker)
+        # every shard must fit at once (more shards than CPUs share them)
+        per = min(1.0, where["cpus"] / len(shards)) if where["cpus"] else 1.0
+        actor_cls = ray.remote(num_cpus=per, max_restarts=0, max_task_retries=0)(ShardWorker)
         pool = _Shards(ray, actor_cls, name, worker_config, env, shard_items, corpus_root,
                        system.config(), max_restarts, on_event)
         try:
