@@ -208,6 +208,17 @@ def _run_cmd(a: argparse.Namespace) -> int:
     return 0
 
 
+def _synth_cmd(a: argparse.Namespace) -> int:
+    from .sets.synth import generate
+
+    c = generate(Path(a.out), a.atoms, a.queries, a.seed)
+    print(f"synth -> {a.out}: {c['dev_atoms']} dev atoms, {c['dev_queries']} dev queries, "
+          f"{c['dev_holders']} dev holders ({c['dev_items']} sessions); run it with "
+          f"--sets {a.out}/sets --corpus {a.out}/corpus --manifest {a.out}/manifest.jsonl "
+          "--no-lock")
+    return 0
+
+
 def _import_cmd(a: argparse.Namespace) -> int:
     from .run.importer import import_trec
 
@@ -420,6 +431,15 @@ manifest  REWRITE bench/corpus/manifest.jsonl (a committed file) from every mirr
                     help="sets folder (default: bench/sets)")
     au.add_argument("--json", help="also write the audit as JSON here")
     au.set_defaults(func=_audit_cmd)
+
+    sy = sub.add_parser("synth", help="write synthetic sets shaped like the real dev sets "
+                        "(growth benchmarks; docs/ray.md)")
+    sy.add_argument("--out", required=True, help="folder for sets/, manifest.jsonl, corpus/")
+    sy.add_argument("--atoms", type=positive_int, required=True,
+                    help="dev atoms (as the reference chunker makes them) to reach")
+    sy.add_argument("--queries", type=positive_int, required=True, help="dev queries")
+    sy.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    sy.set_defaults(func=_synth_cmd)
 
     r = sub.add_parser("run", help="run a memory system over a split (resumes a partial run)",
                        formatter_class=fmt, epilog=TRUST, description="""\

@@ -81,6 +81,7 @@ INSTALL_HINT = ("the ray engine needs Ray, an optional extra: pip install 'membe
 DEFAULT_WINDOW = 256
 MAX_RESTARTS = 3
 OCR_PDF = ("pdf", "image", "ui_screenshot")
+START_ATTEMPTS = 3      # a local cluster's start can fail on a loaded machine: try again
 
 
 def import_ray():
@@ -140,18 +141,31 @@ def cluster(address: str | None = None, num_cpus: int | None = None,
     stub = tmp / "pystub" / "rfc3987_syntax"
     stub.mkdir(parents=True)
     (stub / "__init__.py").write_text(_STUB)
-    env_before = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_USAGE_STATS_ENABLED",
-                                                  "RAY_raylet_start_wait_time_s")}
+    env_before = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_USAGE_STATS_ENABLED")}
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(stub.parent)] + ([env_before["PYTHONPATH"]] if env_before["PYTHONPATH"] else []))
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    os.environ.setdefault("RAY_raylet_start_wait_time_s", "300")
     try:
         try:
-            ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False, _node_ip_address="127.0.0.1",
-                     _temp_dir=str(tmp / "ray"), object_store_memory=object_store_bytes,
-                     _system_config={"worker_register_timeout_seconds": 600})
+            for attempt in range(1, START_ATTEMPTS + 1):
+                nice = _boost()
+                try:
+                    ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False,
+                             configure_logging=False, _node_ip_address="127.0.0.1",
+                             _temp_dir=str(tmp / f"ray{attempt}"),
+                             object_store_memory=object_store_bytes,
+                             _system_config={"worker_register_timeout_seconds": 600})
+                    break
+                except Exception as e:  # noqa: BLE001 - ray raises a bare Exception here
+                    why = _start_failure(tmp / f"ray{attempt}") or str(e).splitlines()[0]
+                    if ray.is_initialized():
+                        ray.shutdown()
+                    _kill_session(tmp)        # a failed start leaves some helpers running
+                    if attempt == START_ATTEMPTS:
+                        raise MembenchError(f"the local Ray cluster did not start ({attempt} "
+                                            f"tries; last: {why[:300]})") from None
+                finally:
+                    _unboost(nice, tmp)
         finally:
             for k, v in env_before.items():
                 if v is None:
@@ -162,7 +176,71 @@ def cluster(address: str | None = None, num_cpus: int | None = None,
     finally:
         if ray.is_initialized():
             ray.shutdown()
+        _kill_session(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _session_pids(tmp: Path) -> list[int]:
+    """Processes (not this one) whose command line names this local cluster's folder."""
+    tag, me, out = str(tmp).encode(), os.getpid(), []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and int(d.name) != me:
+            try:
+                if tag in (d / "cmdline").read_bytes():
+                    out.append(int(d.name))
+            except OSError:
+                pass
+    return out
+
+
+def _kill_session(tmp: Path) -> None:
+    """Kill what is left of this local cluster (its processes name its folder: nothing else
+    is touched)."""
+    import signal
+
+    for pid in _session_pids(tmp):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _boost() -> int | None:
+    """Raise this process's priority by 10 while the cluster starts, where allowed (root):
+    the raylet aborts when its agent takes over 15 s to start, which a loaded machine makes
+    it do. Returns the old niceness (None: not allowed, nothing changed)."""
+    try:
+        old = os.getpriority(os.PRIO_PROCESS, 0)
+        os.setpriority(os.PRIO_PROCESS, 0, old - 10)
+        return old
+    except (OSError, AttributeError):
+        return None
+
+
+def _unboost(old: int | None, tmp: Path) -> None:
+    """Back to the old niceness: every thread of this process and of the cluster's processes
+    (workers started later inherit it from the raylet)."""
+    if old is None:
+        return
+    for pid in [os.getpid(), *_session_pids(tmp)]:
+        try:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        except OSError:
+            tids = [pid]
+        for tid in tids:
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, old)
+            except OSError:
+                pass
+
+
+def _start_failure(temp: Path) -> str | None:
+    """The raylet's fatal line of a local cluster that did not start, if it left one."""
+    for f in sorted(temp.glob("session_*/logs/raylet.out")):
+        for line in f.read_text(errors="replace").splitlines():
+            if "Check failed" in line or " C " in line[:40]:
+                return line.split(")", 1)[-1].strip()
+    return None
 
 
 def _cpus(ray) -> int:
@@ -236,6 +314,11 @@ class ShardWorker:
         with _progress.configured("quiet"):
             atoms = list(self.system.ingest(items, Path(corpus_root)))
         return atoms, time.perf_counter() - t0
+
+    def peak_rss_mb(self) -> float:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
     def answer(self, batch: list[tuple]) -> list[tuple]:
         out = []
@@ -529,9 +612,13 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
             engine.update(shards=len(shards), hosts=sorted(pool.hosts),
                           shard_ingest_seconds=[round(s, 3) for s in pool.ingest_seconds])
             record_atoms(system.name, atoms, data.items, out, meta)
+            t_queries = time.perf_counter()
             todo_n = _answer(ray, pool, system.name, data.records, shard_of, atoms, out,
                              window, progress, on_event)
+            meta["query_seconds"] = round(time.perf_counter() - t_queries, 3)
             engine["restarts"] = pool.restarts
+            engine["worker_peak_rss_mb"] = [
+                round(_get(ray, a.peak_rss_mb.remote()), 1) for a in pool.actors]
         finally:
             pool.kill_all()
     meta["status"] = "complete"

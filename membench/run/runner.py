@@ -306,6 +306,7 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
     known = {a.atom_id for a in atoms}
     done = _done_queries(run_path)
     todo = [r for r in data.records if r.query_id not in done]
+    t_queries = time.perf_counter()
     with open(run_path, "a", encoding="utf-8") as f, \
             _progress.step(f"queries ({system.name})", total=len(data.records),
                           unit="query") as bar:
@@ -331,6 +332,7 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
                 if progress:
                     progress(len(done) + n, len(data.records))
         os.fsync(f.fileno())
+    meta["query_seconds"] = round(time.perf_counter() - t_queries, 3)
     meta["status"] = "complete"
     meta["finished"] = _now()
     meta["answered_this_session"] = len(todo)

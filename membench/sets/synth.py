@@ -32,6 +32,7 @@ import json
 import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,7 @@ from .build import split_holders
 
 STATS_PATH = BENCH_DIR / "synth" / "stats.json"
 SOURCE = "synth"
+MODALITY = "conversation"   # the one modality the synthetic sets hold
 REVISION = "0" * 40
 VOCAB = 50_000
 ZIPF_S = 1.0
@@ -60,9 +62,19 @@ def _ts(x: Any) -> datetime:
 def real_stats(sets_dir: Path) -> dict:
     """The shape statistics of a built sets folder's dev conversations (lists of observed
     values, sorted): what :func:`generate` draws from."""
-    from ..run.runner import load_split
+    from ..core.jsonl import read_models
+    from .schema import SourceItem
+    from .select import select_records
 
-    data = load_split(Path(sets_dir), "dev", ["conversation"])
+    sets_dir = Path(sets_dir)
+    items_all = read_models(sets_dir / "items.jsonl", SourceItem)
+    by_source: dict[str, set[str]] = {}
+    for it in items_all:
+        by_source.setdefault(it.source_id.split(":", 1)[0], set()).add(it.holder)
+    hsplit = split_holders({k: sorted(v) for k, v in by_source.items()})
+    records, _ = select_records(sets_dir, "dev", [MODALITY], None)
+    data = SimpleNamespace(records=records, items=[
+        it for it in items_all if it.modality in (MODALITY,) and hsplit[it.holder] == "dev"])
     by_id = {it.source_id: it for it in data.items}
     turns, chars, words = [], [], []
     sessions: dict[str, list[datetime]] = {}
@@ -173,7 +185,7 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
                 sid = f"{SOURCE}:{hn}:s{si}"
                 content = [{"speaker": "AB"[j % 2], "text": x, "turn": j + 1}
                            for j, x in enumerate(texts)]
-                fi.write(dumps({"source_id": sid, "modality": "conversation", "holder": holder,
+                fi.write(dumps({"source_id": sid, "modality": MODALITY, "holder": holder,
                                 "observed_at": t.isoformat(), "content": content,
                                 "meta": {"turns": nt, "date_time": t.strftime(
                                     "%-I:%M %p on %-d %B, %Y").lower()}}) + "\n")
@@ -205,7 +217,7 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
             sid = f"{SOURCE}:{hn}:s0"
             t = EPOCH + timedelta(days=ti % 1000)
             texts = [" ".join(words(8)) for _ in range(3)]
-            fi.write(dumps({"source_id": sid, "modality": "conversation", "holder": holder,
+            fi.write(dumps({"source_id": sid, "modality": MODALITY, "holder": holder,
                             "observed_at": t.isoformat(),
                             "content": [{"speaker": "AB"[j % 2], "text": x, "turn": j + 1}
                                         for j, x in enumerate(texts)],
@@ -216,7 +228,7 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
     (sets / "items.jsonl.tmp").replace(sets / "items.jsonl")
     atomic_write_text(sets / "conversation.jsonl", "".join(recs))
     for m in MODALITIES:
-        if m != "conversation":
+        if m not in (MODALITY,):
             atomic_write_text(sets / f"{m}.jsonl", "")
     counts = {"dev_atoms": n_atoms, "dev_queries": int(per_holder.sum()), "dev_holders": n_dev,
               "dev_items": n_items, "test_holders": len(test_names), "seed": seed}
@@ -226,7 +238,7 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
     atomic_write_json(sets / "SYNTHETIC", {"generator": "membench synth", "stats": str(
         stats_path), **counts}, indent=1)
     atomic_write_text(Path(out) / "manifest.jsonl", json.dumps({
-        "source": SOURCE, "name": "synthetic (membench synth)", "modality": "conversation",
+        "source": SOURCE, "name": "synthetic (membench synth)", "modality": MODALITY,
         "url": "none", "revision": REVISION, "revisions": [REVISION],
         "retrieved_at": "never", "annotation_source": "generated", "license": "none",
         "files": []}) + "\n")
@@ -236,7 +248,7 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
 def _record(qid: str, holder: str, question: str, gold: list, as_of: datetime,
             split: str) -> str:
     return dumps({
-        "query_id": qid, "modality": "conversation", "question": question,
+        "query_id": qid, "modality": MODALITY, "question": question,
         "answer": "synthetic" if gold else None, "answer_format": "str" if gold else "none",
         "gold": gold, "scope": {"holder": holder, "scenario": "synthetic"},
         "as_of": as_of.replace(microsecond=0).isoformat(), "unanswerable": not gold,
