@@ -28,17 +28,10 @@ ray = pytest.importorskip("ray")
 from membench.run import ray_engine  # noqa: E402
 
 
-def _ray_pids(tag: str = "mbray-") -> set[int]:
-    """Processes whose command line names a membench local cluster's session folder."""
-    pids = set()
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if tag.encode() in (d / "cmdline").read_bytes():
-                    pids.add(int(d.name))
-            except OSError:
-                pass
-    return pids
+def _ray_pids(tag: str) -> set[int]:
+    """Processes whose command line or environment names this local cluster's folder (every
+    process of the cluster has its PYTHONPATH entry under it)."""
+    return set(ray_engine._session_pids(Path(tag)))
 
 
 def _lines(run_dir: Path) -> list[dict]:
@@ -77,31 +70,36 @@ def local_bm25(mini, tmp_path_factory):
 
 
 def test_cli_ray_run_equals_local_and_leaves_no_ray_process(mini, local_bm25, tmp_path):
-    before = _ray_pids()
+    import tempfile
+
+    raytmp = tempfile.mkdtemp(prefix="mbt", dir="/tmp")      # short: Ray's socket paths
     out = tmp_path / "cli"
     proc = subprocess.run(
         [sys.executable, "-m", "membench", "run", "--system", "bm25", "--engine", "ray",
          "--workers", "2", "--sets", str(mini["sets"]), "--corpus", str(mini["corpus"]),
          "--manifest", str(mini["manifest"]), "--lock", str(mini["lock"]), "--out", str(out),
-         "--quiet"], capture_output=True, text=True, timeout=900)
+         "--quiet"], capture_output=True, text=True, timeout=900,
+        env={**os.environ, "MEMBENCH_RAY_TMP": raytmp})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert _same(local_bm25, out) == 14
     meta = json.loads((out / "meta.json").read_text())
     assert meta["engine"]["engine"] == "ray" and meta["engine"]["shards"] == 2
     assert meta["status"] == "complete"
     assert json.loads((local_bm25 / "meta.json").read_text())["engine"] == "local"
-    assert _ray_pids() - before == set(), "a Ray process outlived the run"
+    assert _ray_pids(raytmp) == set(), "a Ray process outlived the run"
+    assert os.listdir(raytmp) == []                           # its session folder is gone
+    os.rmdir(raytmp)
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    before = _ray_pids()
     try:
         with ray_engine.cluster(num_cpus=2) as where:
             yield where
     finally:
         assert not ray.is_initialized()
-    assert _ray_pids() - before == set(), "a Ray process outlived ray.shutdown()"
+    assert _ray_pids(where["folder"]) == set(), "a Ray process outlived ray.shutdown()"
+    assert not Path(where["folder"]).exists()
 
 
 def test_ray_equals_local_with_ocr_extraction_tasks(cluster, mini, local_bm25, tmp_path):

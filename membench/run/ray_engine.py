@@ -119,7 +119,9 @@ def cluster(address: str | None = None, num_cpus: int | None = None,
     """A Ray connection for the duration of the block; yields what it is (recorded in
     meta.json). Already connected (``ray.is_initialized()``: a test or a notebook made it):
     used as is and left open. ``address``: joins that cluster, disconnects afterwards. Else a
-    local cluster of ``num_cpus`` CPUs on 127.0.0.1, shut down afterwards."""
+    local cluster of ``num_cpus`` CPUs on 127.0.0.1, shut down afterwards, its session files in
+    a fresh folder under ``$MEMBENCH_RAY_TMP`` (default: the system's temporary folder; keep
+    the path short: Ray's socket paths must fit 107 bytes), removed afterwards."""
     ray = import_ray()
     if ray.is_initialized():
         yield {"cluster": "connected before the run", "cpus": _cpus(ray)}
@@ -137,7 +139,7 @@ def cluster(address: str | None = None, num_cpus: int | None = None,
             ray.shutdown()
         return
     n = num_cpus or default_workers()
-    tmp = Path(tempfile.mkdtemp(prefix="mbray-"))
+    tmp = Path(tempfile.mkdtemp(prefix="mbray-", dir=os.environ.get("MEMBENCH_RAY_TMP") or None))
     stub = tmp / "pystub" / "rfc3987_syntax"
     stub.mkdir(parents=True)
     (stub / "__init__.py").write_text(_STUB)
@@ -152,12 +154,12 @@ def cluster(address: str | None = None, num_cpus: int | None = None,
                 try:
                     ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False,
                              configure_logging=False, _node_ip_address="127.0.0.1",
-                             _temp_dir=str(tmp / f"ray{attempt}"),
+                             _temp_dir=str(tmp / f"r{attempt}"),
                              object_store_memory=object_store_bytes,
                              _system_config={"worker_register_timeout_seconds": 600})
                     break
                 except Exception as e:  # noqa: BLE001 - ray raises a bare Exception here
-                    why = _start_failure(tmp / f"ray{attempt}") or str(e).splitlines()[0]
+                    why = _start_failure(tmp / f"r{attempt}") or str(e).splitlines()[0]
                     if ray.is_initialized():
                         ray.shutdown()
                     _kill_session(tmp)        # a failed start leaves some helpers running
@@ -172,7 +174,7 @@ def cluster(address: str | None = None, num_cpus: int | None = None,
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-        yield {"cluster": f"local ({n} CPUs)", "cpus": n}
+        yield {"cluster": f"local ({n} CPUs)", "cpus": n, "folder": str(tmp)}
     finally:
         if ray.is_initialized():
             ray.shutdown()
@@ -181,15 +183,39 @@ def cluster(address: str | None = None, num_cpus: int | None = None,
 
 
 def _session_pids(tmp: Path) -> list[int]:
-    """Processes (not this one) whose command line names this local cluster's folder."""
+    """Processes (not this one) whose command line or environment names this local cluster's
+    folder (Ray renames its helpers' command lines; their environment keeps the PYTHONPATH
+    entry under that folder)."""
     tag, me, out = str(tmp).encode(), os.getpid(), []
     for d in Path("/proc").iterdir():
         if d.name.isdigit() and int(d.name) != me:
+            for f in ("cmdline", "environ"):
+                try:
+                    if tag in (d / f).read_bytes():
+                        out.append(int(d.name))
+                        break
+                except OSError:
+                    pass
+    return out
+
+
+def _descendants() -> set[int]:
+    """This process's descendants (Ray renames its helpers' command lines, so they are found
+    by parentage too)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
             try:
-                if tag in (d / "cmdline").read_bytes():
-                    out.append(int(d.name))
-            except OSError:
-                pass
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    out, todo = set(), [os.getpid()]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
     return out
 
 
@@ -222,7 +248,7 @@ def _unboost(old: int | None, tmp: Path) -> None:
     (workers started later inherit it from the raylet)."""
     if old is None:
         return
-    for pid in [os.getpid(), *_session_pids(tmp)]:
+    for pid in sorted({os.getpid(), *_session_pids(tmp), *_descendants()}):
         try:
             tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
         except OSError:
@@ -582,8 +608,7 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
     env = {"MEMBENCH_CACHE": str(cache_dir("").resolve()), "MEMBENCH_PROGRESS": "quiet"}
     with run_dir_lock(out), located_os_errors(out), \
             cluster(address, workers or default_workers()) as where:
-        n = workers or (max(1, where["cpus"]) if address or "cpus" in where and
-                        where["cluster"] != f"local ({where['cpus']} CPUs)" else default_workers())
+        n = workers or max(1, where["cpus"])
         engine = {"engine": "ray", "ray_version": ray.__version__, "workers": n,
                   "cluster": where["cluster"]}
         data, meta = begin_run(system, sets_dir, split, out, modalities, limit, final,
