@@ -158,14 +158,18 @@ def test_interrupted_ray_run_resumes_with_identical_results(cluster, mini, local
     assert meta["answered_this_session"] == 0 and meta["engine"] == "local"
 
 
-def test_hybrid_ray_equals_local(cluster, mini, tmp_path):
-    """Dense and BM25 at once: embeddings made by Ray tasks in the local engine's chunks."""
+def test_hybrid_ray_equals_local(cluster, mini, tmp_path, monkeypatch):
+    """Dense and BM25 at once, each engine on its own cold cache: the embeddings the Ray tasks
+    make (in the local engine's chunks) are the floats the local run makes."""
     local, other = tmp_path / "local", tmp_path / "ray"
     mods = ["conversation", "code"]
+    monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache-local"))
     run_system(make_system("hybrid"), mini["sets"], "dev", local, mini["corpus"],
                modalities=mods, **_kw(mini))
-    ray_engine.run_system_ray("hybrid", {}, mini["sets"], "dev", other, mini["corpus"],
-                              modalities=mods, workers=2, **_kw(mini))
+    monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache-ray"))
+    meta = ray_engine.run_system_ray("hybrid", {}, mini["sets"], "dev", other, mini["corpus"],
+                                     modalities=mods, workers=2, **_kw(mini))
+    assert meta["engine"]["extraction"]["embedded"] > 0     # made by Ray tasks, not the shards
     assert _same(local, other) == 9
 
 
