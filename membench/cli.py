@@ -181,12 +181,25 @@ def _run_cmd(a: argparse.Namespace) -> int:
     from .run.runner import run_system
     from .run.systems import make_system
 
+    if a.engine == "local" and (a.address or a.workers):
+        raise MembenchError("--address and --workers go with --engine ray")
+    if a.engine == "ray":
+        from .run.ray_engine import import_ray
+
+        import_ray()                  # one line on how to install it, before anything else
     system = make_system(a.system, _parse_config(a.config))
     out = Path(a.out) if a.out else Path("runs") / f"{system.name}-{a.split}"
     t0 = time.time()
-    meta = run_system(system, Path(a.sets), a.split, out, corpus_root(a.corpus),
-                      modalities=a.modality, limit=a.limit, final=a.final,
-                      lock=None if a.no_lock else Path(a.lock), manifest=Path(a.manifest))
+    kw = dict(modalities=a.modality, limit=a.limit, final=a.final,
+              lock=None if a.no_lock else Path(a.lock), manifest=Path(a.manifest))
+    if a.engine == "ray":
+        from .run.ray_engine import run_system_ray
+
+        meta = run_system_ray(a.system, _parse_config(a.config), Path(a.sets), a.split, out,
+                              corpus_root(a.corpus), address=a.address, workers=a.workers,
+                              **kw)
+    else:
+        meta = run_system(system, Path(a.sets), a.split, out, corpus_root(a.corpus), **kw)
     print(f"{system.name} on {a.split}: {meta['queries']} queries, {meta['atoms']} atoms, "
           f"ingest {meta['ingest_seconds']:.1f} s, total {time.time() - t0:.1f} s -> {out}")
     if a.metrics:
@@ -199,6 +212,17 @@ def _serve_cmd(a: argparse.Namespace) -> int:
     from .run.remote.server import serve
 
     serve(a.system, _parse_config(a.config), a.host, a.port, corpus_root(a.corpus))
+    return 0
+
+
+def _synth_cmd(a: argparse.Namespace) -> int:
+    from .sets.synth import generate
+
+    c = generate(Path(a.out), a.atoms, a.queries, a.seed)
+    print(f"synth -> {a.out}: {c['dev_atoms']} dev atoms, {c['dev_queries']} dev queries, "
+          f"{c['dev_holders']} dev holders ({c['dev_items']} sessions); run it with "
+          f"--sets {a.out}/sets --corpus {a.out}/corpus --manifest {a.out}/manifest.jsonl "
+          "--no-lock")
     return 0
 
 
@@ -426,6 +450,15 @@ manifest  REWRITE bench/corpus/manifest.jsonl (a committed file) from every mirr
     au.add_argument("--json", help="also write the audit as JSON here")
     au.set_defaults(func=_audit_cmd)
 
+    sy = sub.add_parser("synth", help="write synthetic sets shaped like the real dev sets "
+                        "(growth benchmarks; docs/ray.md)")
+    sy.add_argument("--out", required=True, help="folder for sets/, manifest.jsonl, corpus/")
+    sy.add_argument("--atoms", type=positive_int, required=True,
+                    help="dev atoms (as the reference chunker makes them) to reach")
+    sy.add_argument("--queries", type=positive_int, required=True, help="dev queries")
+    sy.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    sy.set_defaults(func=_synth_cmd)
+
     r = sub.add_parser("run", help="run a memory system over a split (resumes a partial run)",
                        formatter_class=fmt, epilog=TRUST, description="""\
 Run a memory system over one split into RUN_DIR. Before ingesting anything the sets are
@@ -457,6 +490,13 @@ this one). Re-running the same command resumes an interrupted run.""")
     r.add_argument("--limit", type=positive_int, metavar="N",
                    help="at most N >= 1 queries per modality (hash-chosen)")
     r.add_argument("--metrics", action="store_true", help="compute metrics when done")
+    r.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local (default: one process) or ray: holders sharded over Ray "
+                   "workers, the same files (docs/ray.md; pip install 'membench[ray]')")
+    r.add_argument("--address", help="with --engine ray: join this Ray cluster (default: "
+                   "start a local one)")
+    r.add_argument("--workers", type=positive_int, metavar="N", help="with --engine ray: "
+                   "shards (default: the cluster's CPUs, at most 4)")
     r.set_defaults(func=_run_cmd)
 
     sv = sub.add_parser("serve", help="serve a Python memory system over HTTP (membench-http/1) "

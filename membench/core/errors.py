@@ -46,6 +46,9 @@ class InputError(MembenchError):
         self.rule = rule
         super().__init__(str(self))
 
+    def __reduce__(self):  # picklable (an error raised in a worker process reaches the caller)
+        return (type(self), (self.file, self.line, self.field, self.message, self.rule))
+
     def __str__(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}"
         what = f"field {self.field}: " if self.field else ""

@@ -55,6 +55,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -266,6 +267,20 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
     the module docstring) and, for a final run, ``bench/test_access.jsonl``. Reports the
     ``ingest`` and ``queries`` steps through :mod:`membench.core.progress`;
     ``progress(done, total)``, when given, is also called every 100 queries."""
+    preflight(sets_dir, split, out, corpus_root, modalities, limit, final, lock=lock,
+              manifest=manifest, check_sets=check_sets)
+    with run_dir_lock(out), located_os_errors(out):
+        return _run_locked(system, sets_dir, split, out, corpus_root, modalities, limit,
+                           final, progress)
+
+
+def preflight(sets_dir: Path, split: str, out: Path, corpus_root: Path | None,
+              modalities: Iterable[str] | None = None, limit: int | None = None,
+              final: bool = False, *, lock: Path | None = None,
+              manifest: Path = MANIFEST_PATH, check_sets: bool = True) -> None:
+    """The checks every engine makes before it takes RUN_DIR's lock: the split (test needs
+    ``final``), ``limit``, the modalities, RUN_DIR's shape, and the sets
+    (:func:`check_sets_before_run` unless ``check_sets`` is false)."""
     if split not in ("dev", "test"):
         raise MembenchError(f"unknown split {split!r}")
     if split == "test" and not final:
@@ -275,67 +290,29 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
     prepare_run_dir(out, create=False)
     if check_sets:
         check_sets_before_run(sets_dir, corpus_root, manifest, lock)
-    with run_dir_lock(out):
-        try:
-            return _run_locked(system, sets_dir, split, out, corpus_root, modalities, limit,
-                               final, progress)
-        except OSError as e:
-            if e.filename is None:       # a write to run.jsonl: say where (e.g. a full disk)
-                raise OSError(e.errno, e.strerror, str(Path(out) / "run.jsonl")) from e
-            raise
+
+
+@contextmanager
+def located_os_errors(out: Path):
+    """An OSError without a file name (a write to run.jsonl, e.g. a full disk) re-raised
+    naming RUN_DIR/run.jsonl."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is None:
+            raise OSError(e.errno, e.strerror, str(Path(out) / "run.jsonl")) from e
+        raise
 
 
 def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, corpus_root: Path,
                 modalities: Iterable[str] | None = None, limit: int | None = None,
                 final: bool = False, progress=None) -> dict:
     """The run itself (:func:`run_system` holds RUN_DIR's lock around it)."""
-    if split not in ("dev", "test"):
-        raise MembenchError(f"unknown split {split!r}")
-    if split == "test" and not final:
-        raise MembenchError("the test split is frozen: pass --final for a final, logged run")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    data = load_split(sets_dir, split, modalities, limit)
-    meta_path, atoms_path, run_path = out / "meta.json", out / "atoms.jsonl", out / "run.jsonl"
-
-    from .systems import DOUBLES, receives_records
-
-    sees_gold = receives_records(system)
-    if hasattr(system, "bind") and not sees_gold:
-        raise MembenchError(
-            f"system {system.name}: it defines bind() to be handed the split's records, but "
-            f"only the registered test doubles that need them ("
-            f"{', '.join(k for k, v in DOUBLES.items() if v)}) may see gold")
-    meta = {
-        "system": system.name, "config": system.config(), "split": split,
-        "sees_gold": sees_gold, "order": {"seed": ORDER_SEED, "rule": ORDER_RULE},
-        "memory": ("the holders of the selected queries" if limit is not None else
-                   "every holder of the split in the selected modalities"),
-        "modalities": sorted({r.modality for r in data.records}) if modalities else list(MODALITIES),
-        "limit": limit, "final": final, "queries": len(data.records), "items": len(data.items),
-        "sets_dir": str(Path(sets_dir).resolve()), "set_sha256": set_digests(sets_dir),
-        "manifest_sha256": sha256_file(MANIFEST_PATH) if MANIFEST_PATH.exists() else None,
-        "code_revision": code_revision(), "membench_version": __version__,
-        "extent_caps": EXTENT_CAPS, "max_depth": MAX_DEPTH,
-    }
-    meta_old: dict = {}
-    if meta_path.exists():
-        old = meta_old = read_json_file(meta_path, dict, "a JSON object (a run's meta.json)")
-        for k in ("system", "config", "split", "limit", "modalities", "set_sha256", "order"):
-            if old.get(k) != meta[k]:
-                raise MembenchError(f"{meta_path}: existing run has a different {k}; "
-                                    "use another RUN_DIR (or delete this one)")
-        meta["started"] = old.get("started")
-        meta["resumed"] = old.get("resumed", 0) + 1
-    else:
-        meta["started"] = _now()
-        meta["resumed"] = 0
-    meta["status"] = "running"
-    if final:
-        log_test_access(system.name, out, meta["code_revision"])
-    _write_json(meta_path, meta)
-
-    if sees_gold:  # registered test doubles only: they are handed the gold on purpose
+    data, meta = begin_run(system, sets_dir, split, out, modalities, limit, final)
+    meta_old = {"network": meta.get("network")}  # an interrupted run's count, carried on
+    meta_path, run_path = out / "meta.json", out / "run.jsonl"
+    if meta["sees_gold"]:  # registered test doubles only: they are handed the gold on purpose
         from .systems.doubles import RunContext
         system.bind(RunContext(Path(sets_dir), split, data.records))
     guard = network_guard(system)
@@ -351,16 +328,7 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
     meta["ingest_seconds"] = round(time.perf_counter() - t0, 3)
     meta["network"] = _network_meta(meta_old, guard)
     _warn_network(system.name, "ingest", guard)
-    check_atoms(system.name, atoms, data.items)
-    atom_lines = [dumps(a.row()) + "\n" for a in atoms]
-    if atoms_path.exists():
-        if atoms_path.read_bytes() != "".join(atom_lines).encode("utf-8"):
-            raise MembenchError(f"{atoms_path}: the system's atoms differ from the interrupted "
-                                "run's; it is not deterministic, use a new RUN_DIR")
-    else:
-        atomic_write_text(atoms_path, "".join(atom_lines))
-    meta["atoms"] = len(atoms)
-    _write_json(meta_path, meta)
+    record_atoms(system.name, atoms, data.items, out, meta)
 
     known = {a.atom_id for a in atoms}
     done = _done_queries(run_path)
@@ -370,12 +338,14 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
     if frozen:
         gc.freeze()
     seen = guard.attempts
+    t_queries = time.perf_counter()
     try:
         with guard.phase("query"):
             _answer(system, todo, len(done), len(data.records), known, run_path, progress)
     finally:
         if frozen:
             gc.unfreeze()
+    meta["query_seconds"] = round(time.perf_counter() - t_queries, 3)
     meta["network"] = _network_meta(meta_old, guard)
     if guard.attempts > seen:
         _warn_network(system.name, "queries", guard)
@@ -490,6 +460,81 @@ def _warn_network(name: str, phase: str, guard: NetworkGuard) -> None:
     if guard.attempts:
         print(f"membench: warning: system {name} ({phase}): {guard.summary()}; see "
               "meta.json network", file=sys.stderr, flush=True)
+
+
+def begin_run(system: MemorySystem, sets_dir: Path, split: str, out: Path,
+              modalities: Iterable[str] | None = None, limit: int | None = None,
+              final: bool = False, engine: str | dict = "local") -> tuple[SplitData, dict]:
+    """Load the split and write RUN_DIR/meta.json with status ``running`` (checked against an
+    interrupted run's meta.json, whose ``started`` and ``resumed`` count it carries on); a
+    final run is logged. ``engine`` is recorded as meta's ``engine``. Any system but the
+    registered test doubles that need gold is refused if it defines ``bind``."""
+    if split not in ("dev", "test"):
+        raise MembenchError(f"unknown split {split!r}")
+    if split == "test" and not final:
+        raise MembenchError("the test split is frozen: pass --final for a final, logged run")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = load_split(sets_dir, split, modalities, limit)
+    meta_path = out / "meta.json"
+
+    from .systems import DOUBLES, receives_records
+
+    sees_gold = receives_records(system)
+    if hasattr(system, "bind") and not sees_gold:
+        raise MembenchError(
+            f"system {system.name}: it defines bind() to be handed the split's records, but "
+            f"only the registered test doubles that need them ("
+            f"{', '.join(k for k, v in DOUBLES.items() if v)}) may see gold")
+    meta = {
+        "system": system.name, "config": system.config(), "split": split,
+        "sees_gold": sees_gold, "order": {"seed": ORDER_SEED, "rule": ORDER_RULE},
+        "memory": ("the holders of the selected queries" if limit is not None else
+                   "every holder of the split in the selected modalities"),
+        "modalities": sorted({r.modality for r in data.records}) if modalities else list(MODALITIES),
+        "limit": limit, "final": final, "queries": len(data.records), "items": len(data.items),
+        "sets_dir": str(Path(sets_dir).resolve()), "set_sha256": set_digests(sets_dir),
+        "manifest_sha256": sha256_file(MANIFEST_PATH) if MANIFEST_PATH.exists() else None,
+        "code_revision": code_revision(), "membench_version": __version__,
+        "extent_caps": EXTENT_CAPS, "max_depth": MAX_DEPTH, "engine": engine,
+    }
+    if meta_path.exists():
+        old = read_json_file(meta_path, dict, "a JSON object (a run's meta.json)")
+        for k in ("system", "config", "split", "limit", "modalities", "set_sha256", "order"):
+            if old.get(k) != meta[k]:
+                raise MembenchError(f"{meta_path}: existing run has a different {k}; "
+                                    "use another RUN_DIR (or delete this one)")
+        meta["started"] = old.get("started")
+        meta["resumed"] = old.get("resumed", 0) + 1
+        if "network" in old:
+            meta["network"] = old["network"]
+    else:
+        meta["started"] = _now()
+        meta["resumed"] = 0
+    meta["status"] = "running"
+    if final:
+        log_test_access(system.name, out, meta["code_revision"])
+    _write_json(meta_path, meta)
+
+    return data, meta
+
+
+def record_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem], out: Path,
+                 meta: dict) -> None:
+    """Check the system's atoms (:func:`check_atoms`), write RUN_DIR/atoms.jsonl, or, when an
+    interrupted run left one, insist the atoms are byte for byte the same; record the count
+    in meta.json."""
+    atoms_path = Path(out) / "atoms.jsonl"
+    check_atoms(system_name, atoms, items)
+    atom_lines = [dumps(a.row()) + "\n" for a in atoms]
+    if atoms_path.exists():
+        if atoms_path.read_bytes() != "".join(atom_lines).encode("utf-8"):
+            raise MembenchError(f"{atoms_path}: the system's atoms differ from the interrupted "
+                                "run's; it is not deterministic, use a new RUN_DIR")
+    else:
+        atomic_write_text(atoms_path, "".join(atom_lines))
+    meta["atoms"] = len(atoms)
+    _write_json(Path(out) / "meta.json", meta)
 
 
 def _check_hits(name: str, qid: str, hits, known: set[str]) -> list[list]:
