@@ -599,12 +599,10 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
     if receives_records(system):
         raise MembenchError(f"system {system.name} is handed the gold (a test double): run it "
                             "with the local engine")
-    if hasattr(system, "use_scratch") or getattr(system, "network_policy", None) == "block":
-        # its store belongs in RUN_DIR/scratch and its network use is watched: both are the
-        # local engine's (the network guard watches one process; Ray's workers talk to the
-        # cluster over the network)
-        raise MembenchError(f"system {system.name} keeps its state in the run directory and runs "
-                            "under the network guard: run it with the local engine")
+    if hasattr(system, "use_scratch"):
+        # its store belongs in RUN_DIR/scratch, one per run: the local engine's
+        raise MembenchError(f"system {system.name} keeps its state in the run directory "
+                            "(use_scratch): run it with the local engine")
     preflight(sets_dir, split, out, corpus_root, modalities, limit, final, lock=lock,
               manifest=manifest, check_sets=check_sets)
     from ..core.lock import run_dir_lock
@@ -623,8 +621,11 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
         data, meta = begin_run(system, sets_dir, split, out, modalities, limit, final,
                                engine=engine)
         meta["native_telemetry"] = telemetry
+        # the network guard watches one process (the local engine's); Ray's workers talk to
+        # the cluster over the network, so nothing is counted here: said, not implied
         meta["network"] = {"watched": False, "why": "the network guard watches the local "
-                           "engine's process; Ray's workers talk to the cluster over the network"}
+                           "engine's process only; Ray's workers talk to the cluster over the "
+                           "network"}
         shards = shard_holders(data.items, data.records, n)
         shard_of = {h: i for i, hs in enumerate(shards) for h in hs}
         shard_items = [[it for it in data.items if shard_of[it.holder] == i]
