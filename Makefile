@@ -14,8 +14,6 @@ PY       ?= python3
 VENV     ?= .venv
 BIN      := $(VENV)/bin
 MEMBENCH_QUIET ?=
-# this checkout's code, whatever the venv has installed
-MB       := $(BIN)/python -m membench$(if $(MEMBENCH_QUIET), --quiet,)
 SETS     ?= bench/sets
 RUNS     ?= runs
 REPORTS  ?= reports
@@ -24,6 +22,12 @@ LIMIT    ?=
 CORPUS   ?=
 MANIFEST ?= bench/corpus/manifest.jsonl
 LOCK     ?= bench/sets.lock.json
+# every step's time, for the table `make all` prints at the end (one file per make call)
+ifndef TIMINGS
+TIMINGS  := $(RUNS)/timings/make-$(shell date +%Y%m%d-%H%M%S-%N).jsonl
+endif
+# this checkout's code, whatever the venv has installed
+MB       := MEMBENCH_TIMINGS=$(TIMINGS) $(BIN)/python -m membench$(if $(MEMBENCH_QUIET), --quiet,)
 # OCR in 2 worker processes (the output does not depend on it)
 RUNCONFIG ?= --config ocr_processes=2
 
@@ -31,10 +35,14 @@ CORPUSFLAG := $(if $(CORPUS),--corpus $(CORPUS),)
 SUFFIX     := $(if $(LIMIT),-limit$(LIMIT),)
 LIMITFLAG  := $(if $(LIMIT),--limit $(LIMIT),)
 RUNDIRS    := $(foreach s,$(SYSTEMS),$(RUNS)/$(s)-dev$(SUFFIX))
+# dense first: its ingest embeds while the OCR workers run, then bm25 and hybrid read the caches
+RUNORDER   := $(filter dense,$(SYSTEMS)) $(filter-out dense,$(SYSTEMS))
 
 .PHONY: all help setup sets runs reports report test fuzz clean
 
 all: reports
+	@echo "== first-time cost of each step of this make all (from $(TIMINGS)):"
+	@$(BIN)/python -m membench.core.steptimes $(TIMINGS)
 
 help:
 	@echo "make all       sets, then runs, then reports (below). Cold, on a busy 2-core machine:"
@@ -62,6 +70,7 @@ setup: $(BIN)/membench
 sets: setup
 	@echo "== sets: check the mirror, build $(SETS) and compare it with $(LOCK), validate."
 	@echo "   Cold: about 7 min (PDF reads, cached after); warm: about 15 s."
+	@mkdir -p $(dir $(TIMINGS))
 	$(MB) corpus check $(CORPUSFLAG) --manifest $(MANIFEST)
 	$(MB) build $(CORPUSFLAG) --out $(SETS) --manifest $(MANIFEST) --lock $(LOCK)
 	$(MB) validate --sets $(SETS) $(CORPUSFLAG) --manifest $(MANIFEST) --lock $(LOCK)
@@ -71,7 +80,8 @@ runs: sets
 	@echo "   Cold (measured): bm25 37.5 min (OCR of the images and screenshots, PDF text), dense"
 	@echo "   26.4 min (embeddings), hybrid then reads both caches; warm: about 1 min each."
 	@echo "   A run resumes where it stopped."
-	@for s in $(SYSTEMS); do \
+	@mkdir -p $(dir $(TIMINGS))
+	@for s in $(RUNORDER); do \
 	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) --manifest $(MANIFEST) --lock $(LOCK) --metrics || exit 1; \
 	done
 

@@ -194,7 +194,9 @@ def test_a_cold_run_logs_every_step_with_a_summary(tiny):
                  str(corpus), "--out", str(root / "runs" / "hybrid-dev"), "--metrics", env=env)
     got = summaries(r.stderr)
     assert got["ocr"] == (2, 0)                       # two dev screenshots, cold: no cache hit
-    assert got["content"][0] == got["ingest (hybrid)"][0] > 0
+    # items without OCR, then the images and screenshots once their OCR is there
+    assert got["content"][0] + got["content (OCR text)"][0] == got["ingest (hybrid)"][0] > 0
+    assert got["content (OCR text)"][0] == 2
     assert got["embed"][1] == 0 and got["embed"][0] > 0
     assert got["queries (hybrid)"][0] > 0
     assert "score (hybrid-dev)" in got and got["bootstrap"][0] > 0

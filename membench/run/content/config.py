@@ -33,6 +33,9 @@ class ChunkConfig:
     # Worker processes for OCR of images not in the cache (1 = in process). Output does not
     # depend on it.
     ocr_processes: int = 1
+    # With ocr_processes > 1: the other items' atoms are made (and, for dense, embedded) while
+    # the OCR workers run. Output does not depend on it.
+    ocr_overlap: bool = True
 
     # ui_screenshot: one atom per OCR line (its box, padded and clipped to the image) plus one
     # atom per block of nearby lines (a menu, a paragraph, a card).

@@ -1,9 +1,17 @@
 """OCR for images and screenshots: one RapidOCR engine, results cached by image content.
 
-Engine: ``rapidocr_onnxruntime.RapidOCR`` (PP-OCRv4 detector and recognizer, which the wheel
-ships: no download), created lazily once per process with ``text_score=0`` so that the cache
-keeps every recognized line; the confidence threshold is applied by the chunkers
-(``ChunkConfig.ocr_min_confidence``), so changing it needs no new OCR.
+Engine: ``rapidocr_onnxruntime.RapidOCR``'s pipeline (PP-OCRv4 detector and recognizer, which
+the wheel ships: no download; detection, cropping, recognition and decoding are its own) with
+each model's inference run by OpenVINO in float32 (:class:`OpenVinoSession`) instead of ONNX
+Runtime, and the angle classifier off (``USE_CLS``): measured on real TabMWP and FinChart
+images, OpenVINO float32 takes about 0.6x the CPU time of ONNX Runtime per image and the
+classifier turned a few crops upside down; the text quality is kept by
+``tests/test_content_ocr.py`` (docs/runs.md, "OCR levers", has every lever's figures and
+``bench/bench_ocr.py`` measures them). float32 is asked for explicitly: OpenVINO would pick
+bf16 on a CPU with AMX or AVX512-BF16, so the text would depend on the machine. The engine is
+created lazily once per process with ``text_score=0`` so that the cache keeps every recognized
+line; the confidence threshold is applied by the chunkers (``ChunkConfig.ocr_min_confidence``),
+so changing it needs no new OCR.
 
 Preprocessing: an image whose shorter side is under ``upscale_min_side`` pixels is upscaled
 (cubic) by ``min(4, upscale_min_side / shorter side, 2000 / longer side)`` first; boxes are
@@ -19,7 +27,7 @@ aligned box, text, confidence) in the engine's reading order. A second run reads
 never loads the engine.
 
 Parallel: ``ocr_many(..., processes=N)`` runs the misses in N *spawned* worker processes (each
-with one ONNX Runtime thread and recycled every 50 images, so memory stays bounded: about
+with one inference thread and recycled every 50 images, so memory stays bounded: about
 0.6 GB resident a worker); the workers write the cache and the parent reads it. Spawn re-imports the
 calling script, so a script that asks for processes > 1 needs the usual
 ``if __name__ == "__main__":`` guard (notebooks and the CLI need nothing). With 2 workers on 2
@@ -47,6 +55,16 @@ from .common import read_json, sha256_bytes, write_json_atomic
 log = logging.getLogger(__name__)
 
 ENGINE_NAME = "rapidocr_onnxruntime"
+# the models the wheel ships (PP-OCRv4 detector and recognizer, mobile angle classifier)
+MODEL_FILES = {"det": "ch_PP-OCRv4_det_infer.onnx", "cls": "ch_ppocr_mobile_v2.0_cls_infer.onnx",
+               "rec": "ch_PP-OCRv4_rec_infer.onnx"}
+# inference: OpenVINO in float32 (bench/bench_ocr.py: faster than ONNX Runtime at the same
+# text; float32 pinned because OpenVINO's own default is bf16 on CPUs that have it, which would
+# make the text depend on the machine)
+OV_PRECISION = "f32"
+INFERENCE = f"openvino-{OV_PRECISION}"
+# the angle classifier (turns upside-down crops): off; see docs/runs.md (OCR levers)
+USE_CLS = False
 MAX_UPSCALE = 4.0
 MAX_SIDE = 2000  # never upscale past this many pixels on the longer side
 # The engine's max_side_len (default 2000): larger images are shrunk to it before detection.
@@ -87,15 +105,19 @@ class OcrResult:
 
 
 def engine_version() -> str:
-    try:
-        return importlib.metadata.version("rapidocr-onnxruntime")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
-        return "unknown"
+    out = []
+    for dist in ("rapidocr-onnxruntime", "openvino"):
+        try:
+            out.append(importlib.metadata.version(dist))
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+            out.append("unknown")
+    return "{}+openvino=={}".format(*out)
 
 
 def engine_tag(upscale_min_side: int) -> str:
     """Everything that determines the OCR output: engine, version, preprocessing."""
     return (f"{ENGINE_NAME}=={engine_version()};models=bundled;text_score=0;"
+            f"inference={INFERENCE};use_cls={USE_CLS};"
             f"upscale_min_side={int(upscale_min_side)};max_upscale={MAX_UPSCALE:g};"
             f"max_side_len={ENGINE_MAX_SIDE};"
             f"format={CACHE_FORMAT}")
@@ -106,7 +128,46 @@ def cache_path(sha: str, upscale_min_side: int) -> Path:
     return cache_dir("ocr") / sha[:2] / f"{sha}-{key}.json"
 
 
+def model_file(kind: str) -> Path:
+    """The ONNX model of ``kind`` (det, cls, rec) that the rapidocr-onnxruntime wheel ships."""
+    import rapidocr_onnxruntime
+
+    p = Path(rapidocr_onnxruntime.__file__).parent / "models" / MODEL_FILES[kind]
+    if not p.is_file():  # pragma: no cover - a broken install
+        raise FileNotFoundError(f"rapidocr-onnxruntime ships no {p}")
+    return p
+
+
+class OpenVinoSession:
+    """One of the engine's ONNX models compiled by OpenVINO for the CPU, in float32, called
+    like rapidocr's ONNX Runtime session: ``session(batch) -> [output]``."""
+
+    def __init__(self, model_path: str | Path, threads: int | None = None,
+                 precision: str = OV_PRECISION):
+        import openvino as ov
+
+        core = ov.Core()
+        props: dict[str, Any] = {"INFERENCE_PRECISION_HINT": precision}
+        if threads:
+            props["INFERENCE_NUM_THREADS"] = int(threads)
+        self.compiled = core.compile_model(core.read_model(str(model_path)), "CPU", props)
+        got = str(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
+        want = {"f32": "f32", "bf16": "bf16"}.get(precision, precision)
+        if want not in got and {"f32": "float32", "bf16": "bfloat16"}.get(want, "?") not in got:
+            raise RuntimeError(f"OpenVINO compiled {model_path} in {got}, not {precision}")
+        self.request = self.compiled.create_infer_request()
+
+    def __call__(self, batch):
+        import numpy as np
+
+        self.request.infer([np.ascontiguousarray(batch, dtype=np.float32)])
+        return [self.request.get_output_tensor(0).data.copy()]
+
+
 def _get_engine(threads: int | None = None) -> Any:
+    """The process's engine: rapidocr-onnxruntime's pipeline (detector, classifier and
+    recognizer with their pre- and post-processing) with each model run by
+    :class:`OpenVinoSession` (``threads``: OpenVINO threads per model; None: its default)."""
     global _engine, _engine_threads
     if _engine is None:
         from rapidocr_onnxruntime import RapidOCR
@@ -116,7 +177,13 @@ def _get_engine(threads: int | None = None) -> Any:
         if threads:
             kw["intra_op_num_threads"] = threads
             kw["inter_op_num_threads"] = 1
-        _engine = RapidOCR(**kw)
+        eng = RapidOCR(**kw)
+        # same models, same pre- and post-processing; inference by OpenVINO in float32
+        eng.text_det.infer = OpenVinoSession(model_file("det"), threads, OV_PRECISION)
+        eng.text_cls.infer = OpenVinoSession(model_file("cls"), threads, OV_PRECISION)
+        eng.text_rec.session = OpenVinoSession(model_file("rec"), threads, OV_PRECISION)
+        eng.use_cls = USE_CLS
+        _engine = eng
         _engine_threads = threads
         # RapidOCR logs a warning for every image without text; that is normal here.
         logging.getLogger("RapidOCR").setLevel(logging.ERROR)
@@ -219,66 +286,115 @@ def _worker(job: tuple[str, str, int]) -> tuple[str, float]:
 
 def ocr_many(paths: Iterable[str | Path], *, upscale_min_side: int = 700, processes: int = 1,
              progress: Callable[[int, int], None] | None = None) -> dict[str, OcrResult]:
-    progress_cb = progress
     """OCR many images, running only those missing from the cache; returns path -> result.
 
     Same content under two paths is OCR'd once. Reports through the ``ocr`` progress step
     (:mod:`membench.core.progress`): images, cache hits, seconds."""
-    by_path: dict[str, str] = {}
-    for p in paths:
-        p = str(p)
-        if p not in by_path:
-            by_path[p] = sha256_bytes(Path(p).read_bytes())
-    todo: dict[str, str] = {}  # sha -> one path
-    for p, sha in by_path.items():
-        if sha not in todo and _cached(sha, upscale_min_side) is None:
-            todo[sha] = p
-    n = len(todo)
-    if n:
-        log.info("OCR: %d of %d images not cached (processes=%d)", n, len(by_path), processes)
-    with _progress.step("ocr", total=len(set(by_path.values())), unit="image",
-                       cached=True) as bar:
-        bar.advance(len(set(by_path.values())) - n, cache_hit=True)
-        _run_misses(todo, upscale_min_side, processes, progress_cb, bar)
-    out: dict[str, OcrResult] = {}
-    for p, sha in by_path.items():
-        obj = _cached(sha, upscale_min_side)
-        if obj is None:  # pragma: no cover - a worker died without raising
-            raise RuntimeError(f"OCR of {p} left no cache entry")
-        if sha not in todo:
-            stats["cache_hits"] += 1
-        out[p] = _from_cache(sha, obj)
-    last_run.clear()
-    last_run.update({p: sha in todo for p, sha in by_path.items()})
-    return out
+    with start_many(paths, upscale_min_side=upscale_min_side, processes=processes,
+                    progress=progress) as job:
+        return job.wait()
 
 
-def _run_misses(todo: dict[str, str], upscale_min_side: int, processes: int,
-                progress: Callable[[int, int], None] | None, bar: _progress.Step) -> None:
-    """OCR the images of ``todo`` (sha -> path) into the cache, in ``processes`` workers."""
-    n = len(todo)
-    done = 0
-    if n and processes > 1:
-        ctx = multiprocessing.get_context("spawn")
-        jobs = [(p, sha, upscale_min_side) for sha, p in sorted(todo.items())]
-        with ctx.Pool(min(processes, n), initializer=_worker_init, maxtasksperchild=50) as pool:
-            for _sha, secs in pool.imap_unordered(_worker, jobs):
-                stats["engine_calls"] += 1
-                stats["ocr_seconds"] += secs
-                done += 1
-                bar.advance()
-                if progress:
-                    progress(done, n)
-    else:
-        for sha, p in sorted(todo.items()):
-            obj = _run_engine(Path(p), upscale_min_side)
-            stats["engine_calls"] += 1
-            stats["ocr_seconds"] += obj["seconds"]
-            write_json_atomic(cache_path(sha, upscale_min_side), obj)
-            done += 1
-            bar.advance()
-            if progress:
-                progress(done, n)
+def start_many(paths: Iterable[str | Path], *, upscale_min_side: int = 700, processes: int = 1,
+               progress: Callable[[int, int], None] | None = None) -> OcrJob:
+    """:func:`ocr_many` in two halves: with ``processes > 1`` the misses start in worker
+    processes at once and this returns; :meth:`OcrJob.wait` collects them (with 1 process the
+    OCR runs in ``wait``). Meanwhile the caller's process is free for other work (the dense
+    engine embeds the atoms that need no OCR: :func:`membench.run.content.chunk`). Use it as a
+    context manager: leaving the block without ``wait`` stops the workers."""
+    return OcrJob(paths, upscale_min_side, processes, progress)
+
+
+class OcrJob:
+    """The OCR of a batch of images, running (see :func:`start_many`)."""
+
+    def __init__(self, paths: Iterable[str | Path], upscale_min_side: int, processes: int,
+                 progress: Callable[[int, int], None] | None) -> None:
+        self.upscale_min_side = upscale_min_side
+        self.processes = processes
+        self._cb = progress
+        self.by_path: dict[str, str] = {}
+        for p in paths:
+            p = str(p)
+            if p not in self.by_path:
+                self.by_path[p] = sha256_bytes(Path(p).read_bytes())
+        self.todo: dict[str, str] = {}  # sha -> one path
+        for p, sha in self.by_path.items():
+            if sha not in self.todo and _cached(sha, upscale_min_side) is None:
+                self.todo[sha] = p
+        n = len(self.todo)
+        if n:
+            log.info("OCR: %d of %d images not cached (processes=%d)", n, len(self.by_path),
+                     processes)
+        distinct = len(set(self.by_path.values()))
+        self.bar = _progress.step("ocr", total=distinct, unit="image", cached=True)
+        self.bar.advance(distinct - n, cache_hit=True)
+        self._done = 0
+        self._pool = None
+        self._pending: list = []
+        self._result: dict[str, OcrResult] | None = None
+        if n and processes > 1:
+            ctx = multiprocessing.get_context("spawn")
+            self._pool = ctx.Pool(min(processes, n), initializer=_worker_init,
+                                  maxtasksperchild=50)
+            self._pending = [self._pool.apply_async(_worker, (job,), callback=self._one_done)
+                             for job in ((p, sha, upscale_min_side)
+                                         for sha, p in sorted(self.todo.items()))]
+
+    def _one_done(self, res: tuple[str, float]) -> None:   # the pool's result thread
+        stats["engine_calls"] += 1
+        stats["ocr_seconds"] += res[1]
+        self._done += 1
+        self.bar.advance()
+        if self._cb:
+            self._cb(self._done, len(self.todo))
+
+    @property
+    def running(self) -> bool:
+        """True while worker processes are OCR-ing (other work in this process overlaps it)."""
+        return self._pool is not None and self._result is None
+
+    def wait(self) -> dict[str, OcrResult]:
+        """Every image's result (path -> result), once all misses are in the cache."""
+        if self._result is not None:
+            return self._result
+        ups = self.upscale_min_side
+        if self._pool is not None:
+            try:
+                for r in self._pending:
+                    r.get()                     # re-raises a worker's error here
+                self._pool.close()
+                self._pool.join()
+            finally:
+                self._pool.terminate()
+        else:
+            for sha, p in sorted(self.todo.items()):
+                obj = _run_engine(Path(p), ups)
+                write_json_atomic(cache_path(sha, ups), obj)
+                self._one_done((sha, obj["seconds"]))
+        out: dict[str, OcrResult] = {}
+        for p, sha in self.by_path.items():
+            obj = _cached(sha, ups)
+            if obj is None:  # pragma: no cover - a worker died without raising
+                raise RuntimeError(f"OCR of {p} left no cache entry")
+            if sha not in self.todo:
+                stats["cache_hits"] += 1
+            out[p] = _from_cache(sha, obj)
+        last_run.clear()
+        last_run.update({p: sha in self.todo for p, sha in self.by_path.items()})
+        self.bar.close()
+        self._result = out
+        return out
+
+    def __enter__(self) -> OcrJob:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._result is None:
+            if self._pool is not None:
+                self._pool.terminate()
+                self._pool.join()
+            self.bar.close(ok=False)
 
 
 def reading_order(lines: list[OcrLine]) -> list[list[OcrLine]]:
