@@ -38,7 +38,7 @@ RUNDIRS    := $(foreach s,$(SYSTEMS),$(RUNS)/$(s)-dev$(SUFFIX))
 # dense first: its ingest embeds while the OCR workers run, then bm25 and hybrid read the caches
 RUNORDER   := $(filter dense,$(SYSTEMS)) $(filter-out dense,$(SYSTEMS))
 
-.PHONY: all help setup sets runs reports report test fuzz clean
+.PHONY: all help setup sets runs reports report test fuzz clean bench-cold
 
 all: reports
 	@echo "== first-time cost of each step of this make all (from $(TIMINGS)):"
@@ -106,6 +106,10 @@ test: setup
 # the long fuzzing profile: 10x the examples of the one in `make test` (docs/robustness.md)
 fuzz: setup
 	MEMBENCH_FUZZ=long $(BIN)/python -m pytest -q tests/test_fuzz_readers.py --hypothesis-show-statistics
+
+# the main job cold (fresh empty cache) then warm, every step timed (bench/bench_mainjob.py)
+bench-cold: setup
+	$(BIN)/python bench/bench_mainjob.py
 
 clean:
 	rm -rf $(VENV) $(SETS) $(RUNS) $(REPORTS)/*/ $(REPORTS)/index.html

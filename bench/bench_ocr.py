@@ -42,15 +42,16 @@ BASE = {"engine": "rapidocr_onnxruntime", "upscale_min_side": 700, "threads": 1,
         "kw": {"max_side_len": 3200}}
 NOCLS = {"call": {"use_cls": False}}
 VARIANTS: dict[str, dict] = {
-    "base": {**BASE, "what": "rapidocr-onnxruntime 1.4.4, upscale to 700 px, angle classifier on"},
+    "base": {**BASE, "what": "membench's default (`ocr_engine=onnxruntime`): rapidocr-onnxruntime "
+                    "1.4.4, upscale to 700 px, angle classifier on"},
     "nocls": {**BASE, **NOCLS, "what": "base without the angle classifier"},
     "nocls-rec16": {**BASE, **NOCLS, "kw": {**BASE["kw"], "rec_batch_num": 16},
                     "what": "nocls, recognizer batch 16 (default 6)"},
     "nocls-noup": {**BASE, **NOCLS, "upscale_min_side": 0, "what": "nocls, no upscale"},
     "nocls-2thr": {**BASE, **NOCLS, "threads": 2, "what": "nocls, 2 ONNX Runtime threads"},
     "ov": {**BASE, "engine": "membench",
-           "what": "membench's engine: the same pipeline and models, inference by OpenVINO "
-                   "float32, no classifier, upscale 700 (the default)"},
+           "what": "membench's `ocr_engine=openvino`: the same pipeline and models, inference "
+                   "by OpenVINO float32, no classifier, upscale 700"},
     "ov-cls": {**BASE, "engine": "membench", "use_cls": True,
                "what": "ov with the angle classifier"},
     "ov-bf16": {**BASE, "engine": "membench", "ov_precision": "bf16",
@@ -82,9 +83,9 @@ def _engine(v: dict):
     if v["engine"] == "membench":
         from membench.run.content import ocr as O
 
-        O.USE_CLS = bool(v.get("use_cls", False))
+        O.USE_CLS["openvino"] = bool(v.get("use_cls", False))
         O.OV_PRECISION = v.get("ov_precision", "f32")
-        eng = O._get_engine(threads)
+        eng = O._get_engine(threads, "openvino")
         for k, val in v.get("det", {}).items():       # the detector's resize rule
             setattr(eng.text_det, k, val)
 

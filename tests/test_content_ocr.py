@@ -115,3 +115,43 @@ def test_parallel_ocr_fills_the_cache(tmp_path, cache):
     again = ocr.ocr_many(paths, processes=2)
     assert ocr.stats["engine_calls"] == before["engine_calls"]
     assert {k: v.lines for k, v in again.items()} == {k: v.lines for k, v in par.items()}
+
+
+# The text quality of the OCR in force on real mirror images: the share of TabMWP table cells and
+# FinChart question values found in the OCR text (membench.run.content.ocr_quality), over a
+# hash-chosen sample of dev images (so the OCR is shared with the bm25 dev run of the session).
+# The bars are the quality measured for the settings in force (docs/runs.md, "OCR levers");
+# a change of engine or settings that reads less text fails here.
+QUALITY_SAMPLE = {"tabmwp": 24, "finchart": 12}
+QUALITY_BAR = {"tabmwp": TABMWP_BAR, "finchart": FINCHART_BAR}
+
+
+def test_ocr_text_quality_on_real_images(built, corpus_root, capsys):
+    from membench.run.content import ocr_quality as q
+    from membench.run.runner import load_split
+
+    dev = {it.path for it in load_split(built.out, "dev", ["image"]).items}
+    exp = {p: e for p, e in q.expected_all(corpus_root).items() if p in dev}
+    picks = [e for src, n in QUALITY_SAMPLE.items() for e in q.sample(exp, src, n)]
+    assert len(picks) == sum(QUALITY_SAMPLE.values())
+    res = ocr.ocr_many([corpus_root / e.path for e in picks], processes=2)
+    got = q.quality((e, ocr.ocr_text(res[str(corpus_root / e.path)].kept(0.5))) for e in picks)
+    with capsys.disabled():
+        print("\nOCR text quality: " + "; ".join(
+            f"{s}: {r.found}/{r.values} = {r.share:.1%} over {r.images} images"
+            for s, r in got.items()))
+    for src, bar in QUALITY_BAR.items():
+        assert got[src].share >= bar, (src, got[src])
+
+
+def test_quality_yardstick_by_hand():
+    from membench.run.content import ocr_quality as q
+
+    tab = q.Expected("t.png", "tabmwp", ("number of coins", "braden", "76"))
+    assert q.found(tab, "Number of coins\nBraden\t76") == 3
+    assert q.found(tab, "Numberofcoins\nBraden\t7 6") == 1       # spaces matter in cells
+    fin = q.Expected("f.jpg", "finchart", ("1q11", "$2,447"))
+    assert q.question_values("Revenue in 1Q11 vs 2015? (in $M)") == ["1q11", "2015"]
+    assert q.found(fin, "1Q 11  $2, 447") == 2                    # white space ignored here
+    r = q.quality([(tab, "braden"), (fin, "")])
+    assert (r["tabmwp"].found, r["tabmwp"].values, r["finchart"].share) == (1, 3, 0.0)

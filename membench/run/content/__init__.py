@@ -124,6 +124,7 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
         calls = _ocr.stats["engine_calls"]
         job = _ocr.start_many(
             paths.values(), upscale_min_side=config.ocr_upscale_min_side,
+            engine=config.ocr_engine,
             processes=config.ocr_processes if config.ocr_overlap else 1,
             progress=(lambda d, n: progress("ocr", d, n)) if progress else None)
     with job if job is not None else contextlib.nullcontext():
@@ -154,5 +155,5 @@ def content_meta(config: ChunkConfig | None = None) -> dict[str, Any]:
     """What a run records about chunking: the config and the extractors' identities."""
     config = config or ChunkConfig()
     return {"chunk_config": config.as_dict(),
-            "ocr_engine": _ocr.engine_tag(config.ocr_upscale_min_side),
+            "ocr_engine": _ocr.engine_tag(config.ocr_upscale_min_side, config.ocr_engine),
             "pdf_extractor": _pdf.extractor_tag()}
