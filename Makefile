@@ -57,6 +57,8 @@ help:
 	@echo "               1 min for the comparison); replaces the pages of these runs."
 	@echo "make report    only render $(REPORTS)/ for the runs of SYSTEMS that exist (runs nothing)."
 	@echo "make test      the test suite (what CI runs); make fuzz: the long fuzzing profile."
+	@echo "make bench-cold  the main job with a fresh empty cache, then warm; every step timed"
+	@echo "               (bench/bench_mainjob.py; make all prints its own step table at the end)."
 	@echo "Variables: SYSTEMS='bm25 dense hybrid' LIMIT=N CORPUS=DIR SETS=DIR RUNS=DIR REPORTS=DIR"
 
 $(BIN)/membench: pyproject.toml

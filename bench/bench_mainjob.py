@@ -2,7 +2,7 @@
 with a fresh, empty derived-data cache, then again with that cache filled, each step timed.
 
     .venv/bin/python bench/bench_mainjob.py [--out DIR] [--systems "bm25 dense hybrid"]
-                                            [--limit N] [--keep]
+                                            [--limit N] [--config "KEY=VALUE ..."] [--keep]
     make bench-cold                                   # the same, with the defaults
 
 Everything goes under ``--out`` (default: a new folder under /tmp): ``cache/`` (the
@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def one(name: str, out: Path, systems: str, limit: int | None) -> dict:
+def one(name: str, out: Path, systems: str, limit: int | None, config: str) -> dict:
     from membench.core.steptimes import read, table
 
     d = out / name
@@ -44,6 +44,9 @@ def one(name: str, out: Path, systems: str, limit: int | None) -> dict:
            f"REPORTS={d / 'reports'}", f"TIMINGS={timings}", f"SYSTEMS={systems}"]
     if limit:
         cmd.append(f"LIMIT={limit}")
+    if config:
+        cmd.append("RUNCONFIG=" + " ".join(f"--config {kv}" for kv in
+                                           ["ocr_processes=2", *config.split()]))
     load0 = os.getloadavg()
     t0 = time.monotonic()
     with open(out / f"{name}.log", "w") as log:
@@ -65,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="the folder for everything (default: new, /tmp)")
     ap.add_argument("--systems", default="bm25 dense hybrid")
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--config", default="",
+                    help='extra run settings, e.g. "ocr_engine=openvino precision=bf16"')
     ap.add_argument("--keep", action="store_true", help="keep the cache, sets, runs, reports")
     a = ap.parse_args(argv)
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="membench-mainjob-"))
@@ -73,9 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{out / 'cache'} is not empty: a cold run needs an empty cache")
     (out / "cache").mkdir(exist_ok=True)
     print(f"main job cold then warm, everything under {out}")
-    summary = {"systems": a.systems, "limit": a.limit,
-               "cold": one("cold", out, a.systems, a.limit),
-               "warm": one("warm", out, a.systems, a.limit)}
+    summary = {"systems": a.systems, "limit": a.limit, "config": a.config,
+               "cold": one("cold", out, a.systems, a.limit, a.config),
+               "warm": one("warm", out, a.systems, a.limit, a.config)}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"\ncold {summary['cold']['seconds'] / 60:.1f} min, warm "
           f"{summary['warm']['seconds'] / 60:.1f} min; {out / 'summary.json'}")

@@ -317,7 +317,7 @@ def command(argv: list[str]) -> Iterator[None]:
     and its wall time is one ``"command"`` line of the timings file (see the module
     docstring)."""
     saved = list(_command)
-    _command[:] = [a for a in argv if not a.startswith("--quiet")][:3]
+    _command[:] = [a for a in argv if a not in ("--quiet", "-q")][:3]
     t0 = time.monotonic()
     ok = False
     try:
