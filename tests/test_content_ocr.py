@@ -172,6 +172,6 @@ def test_openvino_engine_reads_the_same_text_under_its_own_cache_key(tmp_path, c
                                    "text_score=0;upscale_min_side=700;max_upscale=4;"
                                    "max_side_len=3200;format=1")
     session = ocr._get_engine(None, "openvino").text_rec.session
-    assert "f32" in str(session.compiled.get_property("INFERENCE_PRECISION_HINT"))
+    assert "float32" in str(session.compiled.get_property("INFERENCE_PRECISION_HINT"))
     with pytest.raises(ValueError, match="OCR engine"):
         ocr.engine_tag(700, "tesseract")
