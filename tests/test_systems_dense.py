@@ -233,3 +233,12 @@ def test_bf16_matches_fp32_on_real_atoms(real_atoms, capsys):
     assert len(texts) == 128 and len(questions) >= 10
     assert cos.min() >= 0.999
     assert np.mean(overlap) >= 0.95 and min(overlap) >= 0.7
+
+
+def test_cpu_bf16_flags_are_read_from_cpuinfo():
+    from membench.run.systems.dense import cpu_has_bf16
+
+    assert cpu_has_bf16("processor: 0\nflags\t\t: fpu avx2 avx512f amx_bf16 amx_tile\n") is True
+    assert cpu_has_bf16("flags : fpu avx2 avx512_bf16\n") is True
+    assert cpu_has_bf16("flags : fpu sse2 avx2 fma\n") is False
+    assert cpu_has_bf16() in (True, False, None)          # this machine's, whatever it is

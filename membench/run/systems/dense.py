@@ -64,6 +64,35 @@ PRECISIONS = {"bf16": "bfloat16 autocast (torch.autocast cpu), float32 output",
 DEFAULT_PRECISION = "fp32"
 
 _MODELS: dict[tuple[str, str], Any] = {}
+_WARNED_BF16 = False
+
+
+def cpu_has_bf16(cpuinfo: str | None = None) -> bool | None:
+    """Whether the CPU has bf16 matrix instructions (``amx_bf16`` or ``avx512_bf16`` among the
+    flags of /proc/cpuinfo); None where that cannot be read (not Linux)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+    flags = set()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[-1].split())
+    return bool(flags & {"amx_bf16", "avx512_bf16"})
+
+
+def _warn_slow_bf16() -> None:
+    """bf16 on a CPU without bf16 instructions is emulated and several times slower than fp32
+    (measured with ONEDNN_MAX_CPU_ISA=AVX2: docs/speed.md); say so once per process."""
+    global _WARNED_BF16
+    if not _WARNED_BF16 and cpu_has_bf16() is False:
+        _WARNED_BF16 = True
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "dense precision=bf16 on a CPU without AMX or AVX512-BF16: several times slower "
+            "than fp32 here (--config precision=fp32)")
 _DIGESTS: dict[str, str] = {}
 
 
@@ -246,6 +275,8 @@ class DenseEngine(Engine):
         self._set_threads()
         import torch
 
+        if self.precision == "bf16":
+            _warn_slow_bf16()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"):
             v = model.encode(list(texts), batch_size=self.batch_size, convert_to_tensor=True,
                              normalize_embeddings=False, show_progress_bar=False)
