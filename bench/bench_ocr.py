@@ -244,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
             return f"{statistics.median(x[key][src] for x in rs):.2f}"
 
         ql = rs[0]["quality"]
-        print(f"| `{n}`: {VARIANTS[n]['what']} | {mmm('cpu_s_per_image', 'tabmwp')} | {mmm('cpu_s_per_image', 'finchart')}"
+        print(f"| `{n}`: {VARIANTS[n]['what']} | {mmm('cpu_s_per_image', 'tabmwp')} | "
+              f"{mmm('cpu_s_per_image', 'finchart')}"
               f" | {med('wall_s_per_image', 'tabmwp')} | {med('wall_s_per_image', 'finchart')}"
               f" | {ql['tabmwp']['share']:.1%} ({ql['tabmwp']['found']}/{ql['tabmwp']['values']})"
               f" | {ql['finchart']['share']:.1%} ({ql['finchart']['found']}/"

@@ -85,9 +85,10 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
     the OCR is done. With ``ocr_processes=1`` (or ``config.ocr_overlap`` off) the OCR runs in
     this process before the other items and ``while_ocr`` is not called; the atoms are the
     same either way (in item order). The ``content`` step makes the atoms of the items without
-    OCR, ``content (OCR text)`` those of images and screenshots. ``progress(stage, done, total)`` is called as OCR images and items are done,
-    and the ``ocr`` and ``content`` steps report through :mod:`membench.core.progress` (an item
-    is a cache hit when its PDF text layer or its OCR was read from the cache)."""
+    OCR, ``content (OCR text)`` those of images and screenshots. ``progress(stage, done,
+    total)`` is called as OCR images and items are done, and the ``ocr`` and ``content`` steps
+    report through :mod:`membench.core.progress` (an item is a cache hit when its PDF text
+    layer or its OCR was read from the cache)."""
     config = config or ChunkConfig()
     corpus_root = Path(corpus_root)
     items = list(items)

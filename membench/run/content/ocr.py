@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core import progress as _progress
+from ...core.errors import MembenchError
 from ...core.paths import cache_dir
 from .common import read_json, sha256_bytes, write_json_atomic
 
@@ -155,7 +156,11 @@ class OpenVinoSession:
 
     def __init__(self, model_path: str | Path, threads: int | None = None,
                  precision: str = OV_PRECISION):
-        import openvino as ov
+        try:
+            import openvino as ov
+        except ImportError:
+            raise MembenchError("ocr_engine=openvino needs OpenVINO: pip install "
+                                "'membench[ocr-openvino]' (or ocr_engine=onnxruntime)") from None
 
         core = ov.Core()
         props: dict[str, Any] = {"INFERENCE_PRECISION_HINT": precision}
