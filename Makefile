@@ -30,6 +30,8 @@ endif
 MB       := MEMBENCH_TIMINGS=$(TIMINGS) $(BIN)/python -m membench$(if $(MEMBENCH_QUIET), --quiet,)
 # OCR in 2 worker processes (the output does not depend on it)
 RUNCONFIG ?= --config ocr_processes=2
+# more --config for the systems that embed (dense, hybrid), e.g. --config precision=bf16
+DENSECONFIG ?=
 
 CORPUSFLAG := $(if $(CORPUS),--corpus $(CORPUS),)
 SUFFIX     := $(if $(LIMIT),-limit$(LIMIT),)
@@ -84,7 +86,7 @@ runs: sets
 	@echo "   A run resumes where it stopped."
 	@mkdir -p $(dir $(TIMINGS))
 	@for s in $(RUNORDER); do \
-	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) --manifest $(MANIFEST) --lock $(LOCK) --metrics || exit 1; \
+	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) $$([ $$s = bm25 ] || echo "$(DENSECONFIG)") --manifest $(MANIFEST) --lock $(LOCK) --metrics || exit 1; \
 	done
 
 reports: runs

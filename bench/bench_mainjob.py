@@ -32,21 +32,27 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+# run settings of the dense engine (bm25 has none of them)
+DENSE_KEYS = {"precision", "batch_size", "chunk_size", "torch_threads"}
 
 
-def one(name: str, out: Path, systems: str, limit: int | None, config: str) -> dict:
+def one(name: str, out: Path, systems: str, limit: int | None, config: str,
+        extra: list[str] = ()) -> dict:
     from membench.core.steptimes import read, table
 
     d = out / name
     timings = out / f"{name}.jsonl"
     env = dict(os.environ, MEMBENCH_CACHE=str(out / "cache"), MEMBENCH_PROGRESS="lines")
     cmd = ["make", "-C", str(REPO), "all", f"SETS={d / 'sets'}", f"RUNS={d / 'runs'}",
-           f"REPORTS={d / 'reports'}", f"TIMINGS={timings}", f"SYSTEMS={systems}"]
+           f"REPORTS={d / 'reports'}", f"TIMINGS={timings}", f"SYSTEMS={systems}", *extra]
     if limit:
         cmd.append(f"LIMIT={limit}")
-    if config:
+    if config:       # dense's keys go to dense and hybrid only (DENSECONFIG)
+        dense = [kv for kv in config.split() if kv.split("=", 1)[0] in DENSE_KEYS]
+        rest = [kv for kv in config.split() if kv not in dense]
         cmd.append("RUNCONFIG=" + " ".join(f"--config {kv}" for kv in
-                                           ["ocr_processes=2", *config.split()]))
+                                           ["ocr_processes=2", *rest]))
+        cmd.append("DENSECONFIG=" + " ".join(f"--config {kv}" for kv in dense))
     load0 = os.getloadavg()
     t0 = time.monotonic()
     with open(out / f"{name}.log", "w") as log:
@@ -70,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--config", default="",
                     help='extra run settings, e.g. "ocr_engine=openvino precision=bf16"')
+    ap.add_argument("--corpus", default=None, help="another corpus root (with --manifest, --lock)")
+    ap.add_argument("--manifest", default=None)
+    ap.add_argument("--lock", default=None)
     ap.add_argument("--keep", action="store_true", help="keep the cache, sets, runs, reports")
     a = ap.parse_args(argv)
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="membench-mainjob-"))
@@ -78,9 +87,11 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{out / 'cache'} is not empty: a cold run needs an empty cache")
     (out / "cache").mkdir(exist_ok=True)
     print(f"main job cold then warm, everything under {out}")
+    extra = [f"{k.upper()}={Path(v).resolve()}" for k, v in
+             (("corpus", a.corpus), ("manifest", a.manifest), ("lock", a.lock)) if v]
     summary = {"systems": a.systems, "limit": a.limit, "config": a.config,
-               "cold": one("cold", out, a.systems, a.limit, a.config),
-               "warm": one("warm", out, a.systems, a.limit, a.config)}
+               "cold": one("cold", out, a.systems, a.limit, a.config, extra),
+               "warm": one("warm", out, a.systems, a.limit, a.config, extra)}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"\ncold {summary['cold']['seconds'] / 60:.1f} min, warm "
           f"{summary['warm']['seconds'] / 60:.1f} min; {out / 'summary.json'}")

@@ -5,7 +5,8 @@
 
 One row per membench command (its wall time) and, under it, one per step it ran, nested as
 they were opened (``ocr`` inside ``ingest (dense)``), with the items done, how many came from a
-cache, and so how many were first-time work. Steps that overlap (the ``ocr`` workers run while
+cache, and so how many were first-time work (steps that a report's notebook kernels run are
+listed after it, outside any command). Steps that overlap (the ``ocr`` workers run while
 ``content`` and ``embed`` work in the main process) each show their own wall time, so nested
 times need not add up. Reads the file only; a line that is not a JSON object is skipped.
 """
@@ -51,7 +52,11 @@ def table(rows: list[dict]) -> str:
         secs = sum(float(r.get("seconds") or 0) for r in cmd)
         total += secs
         bad = "" if all(r.get("ok", True) for r in cmd) else " (failed)"
-        out.append(f"| **membench {command}**{bad} | {_fmt(secs) if cmd else '?'} | | | |")
+        if command:
+            out.append(f"| **membench {command}**{bad} | {_fmt(secs) if cmd else '?'} | | | |")
+        else:   # library calls in another process, e.g. a report's notebook kernel
+            out.append("| *steps outside a membench command (a notebook kernel of the report "
+                       "above, or a library call)* | | | | |")
         for r in group:
             if r["kind"] != "step":
                 continue
