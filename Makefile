@@ -15,8 +15,6 @@ PY       ?= python3
 VENV     ?= .venv
 BIN      := $(VENV)/bin
 MEMBENCH_QUIET ?=
-# this checkout's code, whatever the venv has installed
-MB       := $(BIN)/python -m membench$(if $(MEMBENCH_QUIET), --quiet,)
 SETS     ?= bench/sets
 RUNS     ?= runs
 REPORTS  ?= reports
@@ -27,17 +25,29 @@ LIMIT    ?=
 CORPUS   ?=
 MANIFEST ?= bench/corpus/manifest.jsonl
 LOCK     ?= bench/sets.lock.json
+# every step's time, for the table `make all` prints at the end (one file per make call)
+ifndef TIMINGS
+TIMINGS  := $(RUNS)/timings/make-$(shell date +%Y%m%d-%H%M%S-%N).jsonl
+endif
+# this checkout's code, whatever the venv has installed
+MB       := MEMBENCH_TIMINGS=$(TIMINGS) $(BIN)/python -m membench$(if $(MEMBENCH_QUIET), --quiet,)
 # OCR in 2 worker processes (the output does not depend on it)
 RUNCONFIG ?= --config ocr_processes=2
+# more --config for the systems that embed (dense, hybrid), e.g. --config precision=bf16
+DENSECONFIG ?=
 
 CORPUSFLAG := $(if $(CORPUS),--corpus $(CORPUS),)
 SUFFIX     := $(if $(LIMIT),-limit$(LIMIT),)
 LIMITFLAG  := $(if $(LIMIT),--limit $(LIMIT),)
 RUNDIRS    := $(foreach s,$(SYSTEMS),$(RUNS)/$(s)-dev$(SUFFIX))
+# dense first: its ingest embeds while the OCR workers run, then bm25 and hybrid read the caches
+RUNORDER   := $(filter dense,$(SYSTEMS)) $(filter-out dense,$(SYSTEMS))
 
-.PHONY: all help setup sets runs memsys reports report test fuzz clean
+.PHONY: all help setup sets runs memsys reports report test fuzz clean bench-cold
 
 all: reports
+	@echo "== first-time cost of each step of this make all (from $(TIMINGS)):"
+	@$(BIN)/python -m membench.core.steptimes $(TIMINGS)
 
 help:
 	@echo "make all       sets, then runs, then reports (below). Cold, on a busy 2-core machine:"
@@ -57,6 +67,8 @@ help:
 	@echo "               cache dense fills. Include them in the main comparison with"
 	@echo "               make all SYSTEMS='bm25 dense hybrid $(MEMSYS)'."
 	@echo "make test      the test suite (what CI runs); make fuzz: the long fuzzing profile."
+	@echo "make bench-cold  the main job with a fresh empty cache, then warm; every step timed"
+	@echo "               (bench/bench_mainjob.py; make all prints its own step table at the end)."
 	@echo "Variables: SYSTEMS='bm25 dense hybrid' LIMIT=N CORPUS=DIR SETS=DIR RUNS=DIR REPORTS=DIR"
 
 $(BIN)/membench: pyproject.toml
@@ -70,6 +82,7 @@ setup: $(BIN)/membench
 sets: setup
 	@echo "== sets: check the mirror, build $(SETS) and compare it with $(LOCK), validate."
 	@echo "   Cold: about 7 min (PDF reads, cached after); warm: about 15 s."
+	@mkdir -p $(dir $(TIMINGS))
 	$(MB) corpus check $(CORPUSFLAG) --manifest $(MANIFEST)
 	$(MB) build $(CORPUSFLAG) --out $(SETS) --manifest $(MANIFEST) --lock $(LOCK)
 	$(MB) validate --sets $(SETS) $(CORPUSFLAG) --manifest $(MANIFEST) --lock $(LOCK)
@@ -79,8 +92,9 @@ runs: sets
 	@echo "   Cold (measured): bm25 37.5 min (OCR of the images and screenshots, PDF text), dense"
 	@echo "   26.4 min (embeddings), hybrid then reads both caches; warm: about 1 min each."
 	@echo "   A run resumes where it stopped."
-	@for s in $(SYSTEMS); do \
-	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) --manifest $(MANIFEST) --lock $(LOCK) --metrics || exit 1; \
+	@mkdir -p $(dir $(TIMINGS))
+	@for s in $(RUNORDER); do \
+	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) $$([ $$s = bm25 ] || echo "$(DENSECONFIG)") --manifest $(MANIFEST) --lock $(LOCK) --metrics || exit 1; \
 	done
 
 memsys: sets
@@ -111,6 +125,10 @@ test: setup
 # the long fuzzing profile: 10x the examples of the one in `make test` (docs/robustness.md)
 fuzz: setup
 	MEMBENCH_FUZZ=long $(BIN)/python -m pytest -q tests/test_fuzz_readers.py --hypothesis-show-statistics
+
+# the main job cold (fresh empty cache) then warm, every step timed (bench/bench_mainjob.py)
+bench-cold: setup
+	$(BIN)/python bench/bench_mainjob.py
 
 clean:
 	rm -rf $(VENV) $(SETS) $(RUNS) $(REPORTS)/*/ $(REPORTS)/index.html

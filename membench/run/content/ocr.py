@@ -1,9 +1,16 @@
 """OCR for images and screenshots: one RapidOCR engine, results cached by image content.
 
-Engine: ``rapidocr_onnxruntime.RapidOCR`` (PP-OCRv4 detector and recognizer, which the wheel
-ships: no download), created lazily once per process with ``text_score=0`` so that the cache
-keeps every recognized line; the confidence threshold is applied by the chunkers
-(``ChunkConfig.ocr_min_confidence``), so changing it needs no new OCR.
+Engine: ``rapidocr_onnxruntime.RapidOCR`` (PP-OCRv4 detector and recognizer and the mobile
+angle classifier, which the wheel ships: no download), created lazily once per process with
+``text_score=0`` so that the cache keeps every recognized line; the confidence threshold is
+applied by the chunkers (``ChunkConfig.ocr_min_confidence``), so changing it needs no new OCR.
+``ChunkConfig.ocr_engine`` chooses what runs the models: ``onnxruntime`` (the default: the
+package as it comes) or ``openvino`` (the same pipeline, pre- and post-processing and models,
+each model's inference by OpenVINO in float32 through :class:`OpenVinoSession`, and the angle
+classifier off). Measured on real TabMWP and FinChart images (``bench/bench_ocr.py``; docs/runs.md,
+"OCR levers"), ``openvino`` takes about 0.6x the CPU time per image at the same share of table
+cells and chart values found. float32 is asked for explicitly: OpenVINO would pick bf16 on a
+CPU with AMX or AVX512-BF16, and the text would then depend on the machine.
 
 Preprocessing: an image whose shorter side is under ``upscale_min_side`` pixels is upscaled
 (cubic) by ``min(4, upscale_min_side / shorter side, 2000 / longer side)`` first; boxes are
@@ -19,7 +26,7 @@ aligned box, text, confidence) in the engine's reading order. A second run reads
 never loads the engine.
 
 Parallel: ``ocr_many(..., processes=N)`` runs the misses in N *spawned* worker processes (each
-with one ONNX Runtime thread and recycled every 50 images, so memory stays bounded: about
+with one inference thread and recycled every 50 images, so memory stays bounded: about
 0.6 GB resident a worker); the workers write the cache and the parent reads it. Spawn re-imports the
 calling script, so a script that asks for processes > 1 needs the usual
 ``if __name__ == "__main__":`` guard (notebooks and the CLI need nothing). With 2 workers on 2
@@ -41,12 +48,26 @@ from pathlib import Path
 from typing import Any
 
 from ...core import progress as _progress
+from ...core.errors import MembenchError
 from ...core.paths import cache_dir
 from .common import read_json, sha256_bytes, write_json_atomic
 
 log = logging.getLogger(__name__)
 
 ENGINE_NAME = "rapidocr_onnxruntime"
+# the models the wheel ships (PP-OCRv4 detector and recognizer, mobile angle classifier)
+MODEL_FILES = {"det": "ch_PP-OCRv4_det_infer.onnx", "cls": "ch_ppocr_mobile_v2.0_cls_infer.onnx",
+               "rec": "ch_PP-OCRv4_rec_infer.onnx"}
+# what runs the models (ChunkConfig.ocr_engine; part of the cache key):
+#   "onnxruntime": rapidocr-onnxruntime as it comes, with its angle classifier (the default);
+#   "openvino": the same pipeline and models with inference by OpenVINO in float32 and the
+#   angle classifier off (faster at the same text quality: docs/runs.md, "OCR levers").
+# float32 is asked of OpenVINO explicitly: its own default is bf16 on CPUs with AMX or
+# AVX512-BF16, which would make the text depend on the machine.
+ENGINES = ("onnxruntime", "openvino")
+DEFAULT_ENGINE = "onnxruntime"
+OV_PRECISION = "f32"
+USE_CLS = {"onnxruntime": True, "openvino": False}
 MAX_UPSCALE = 4.0
 MAX_SIDE = 2000  # never upscale past this many pixels on the longer side
 # The engine's max_side_len (default 2000): larger images are shrunk to it before detection.
@@ -60,8 +81,7 @@ stats: dict[str, float] = {"engine_calls": 0, "cache_hits": 0, "ocr_seconds": 0.
 # For the last ocr_many call: path -> whether its OCR ran then (False: read from the cache).
 last_run: dict[str, bool] = {}
 
-_engine: Any = None
-_engine_threads: int | None = None
+_engines: dict[str, Any] = {}      # engine name -> the process's RapidOCR
 
 
 @dataclass(frozen=True)
@@ -86,29 +106,86 @@ class OcrResult:
         return [ln for ln in self.lines if ln.confidence >= min_confidence and ln.text.strip()]
 
 
-def engine_version() -> str:
-    try:
-        return importlib.metadata.version("rapidocr-onnxruntime")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
-        return "unknown"
+def engine_version(engine: str = DEFAULT_ENGINE) -> str:
+    dists = ["rapidocr-onnxruntime"] + (["openvino"] if engine == "openvino" else [])
+    out = []
+    for dist in dists:
+        try:
+            out.append(importlib.metadata.version(dist))
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+            out.append("unknown")
+    return "+openvino==".join(out)
 
 
-def engine_tag(upscale_min_side: int) -> str:
-    """Everything that determines the OCR output: engine, version, preprocessing."""
-    return (f"{ENGINE_NAME}=={engine_version()};models=bundled;text_score=0;"
+def _check_engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise ValueError(f"OCR engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    return engine
+
+
+def engine_tag(upscale_min_side: int, engine: str = DEFAULT_ENGINE) -> str:
+    """Everything that determines the OCR output: engine, version, preprocessing (for
+    ``onnxruntime`` the very tag the cache had before there was a choice of engine)."""
+    inference = "" if _check_engine(engine) == "onnxruntime" else \
+        f"inference=openvino-{OV_PRECISION};use_cls={USE_CLS[engine]};"
+    return (f"{ENGINE_NAME}=={engine_version(engine)};models=bundled;text_score=0;"
+            f"{inference}"
             f"upscale_min_side={int(upscale_min_side)};max_upscale={MAX_UPSCALE:g};"
             f"max_side_len={ENGINE_MAX_SIDE};"
             f"format={CACHE_FORMAT}")
 
 
-def cache_path(sha: str, upscale_min_side: int) -> Path:
-    key = hashlib.sha256(engine_tag(upscale_min_side).encode()).hexdigest()[:12]
+def cache_path(sha: str, upscale_min_side: int, engine: str = DEFAULT_ENGINE) -> Path:
+    key = hashlib.sha256(engine_tag(upscale_min_side, engine).encode()).hexdigest()[:12]
     return cache_dir("ocr") / sha[:2] / f"{sha}-{key}.json"
 
 
-def _get_engine(threads: int | None = None) -> Any:
-    global _engine, _engine_threads
-    if _engine is None:
+def model_file(kind: str) -> Path:
+    """The ONNX model of ``kind`` (det, cls, rec) that the rapidocr-onnxruntime wheel ships."""
+    import rapidocr_onnxruntime
+
+    p = Path(rapidocr_onnxruntime.__file__).parent / "models" / MODEL_FILES[kind]
+    if not p.is_file():  # pragma: no cover - a broken install
+        raise FileNotFoundError(f"rapidocr-onnxruntime ships no {p}")
+    return p
+
+
+class OpenVinoSession:
+    """One of the engine's ONNX models compiled by OpenVINO for the CPU, in float32, called
+    like rapidocr's ONNX Runtime session: ``session(batch) -> [output]``."""
+
+    def __init__(self, model_path: str | Path, threads: int | None = None,
+                 precision: str = OV_PRECISION):
+        try:
+            import openvino as ov
+        except ImportError:
+            raise MembenchError("ocr_engine=openvino needs OpenVINO: pip install "
+                                "'membench[ocr-openvino]' (or ocr_engine=onnxruntime)") from None
+
+        core = ov.Core()
+        props: dict[str, Any] = {"INFERENCE_PRECISION_HINT": precision}
+        if threads:
+            props["INFERENCE_NUM_THREADS"] = int(threads)
+        self.compiled = core.compile_model(core.read_model(str(model_path)), "CPU", props)
+        got = str(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
+        want = {"f32": "f32", "bf16": "bf16"}.get(precision, precision)
+        if want not in got and {"f32": "float32", "bf16": "bfloat16"}.get(want, "?") not in got:
+            raise RuntimeError(f"OpenVINO compiled {model_path} in {got}, not {precision}")
+        self.request = self.compiled.create_infer_request()
+
+    def __call__(self, batch):
+        import numpy as np
+
+        self.request.infer([np.ascontiguousarray(batch, dtype=np.float32)])
+        return [self.request.get_output_tensor(0).data.copy()]
+
+
+def _get_engine(threads: int | None = None, engine: str = DEFAULT_ENGINE) -> Any:
+    """The process's RapidOCR for ``engine`` (``threads``: inference threads per model; None:
+    the runtime's default). ``openvino``: rapidocr-onnxruntime's pipeline (detector,
+    classifier and recognizer with their pre- and post-processing) with each model run by
+    :class:`OpenVinoSession`, and the angle classifier off."""
+    if _check_engine(engine) not in _engines:
         from rapidocr_onnxruntime import RapidOCR
 
         kw: dict[str, Any] = {"text_score": 0.0, "print_verbose": False,
@@ -116,11 +193,16 @@ def _get_engine(threads: int | None = None) -> Any:
         if threads:
             kw["intra_op_num_threads"] = threads
             kw["inter_op_num_threads"] = 1
-        _engine = RapidOCR(**kw)
-        _engine_threads = threads
+        eng = RapidOCR(**kw)
+        if engine == "openvino":
+            eng.text_det.infer = OpenVinoSession(model_file("det"), threads, OV_PRECISION)
+            eng.text_cls.infer = OpenVinoSession(model_file("cls"), threads, OV_PRECISION)
+            eng.text_rec.session = OpenVinoSession(model_file("rec"), threads, OV_PRECISION)
+        eng.use_cls = USE_CLS[engine]
+        _engines[engine] = eng
         # RapidOCR logs a warning for every image without text; that is normal here.
         logging.getLogger("RapidOCR").setLevel(logging.ERROR)
-    return _engine
+    return _engines[engine]
 
 
 def upscale_factor(width: int, height: int, upscale_min_side: int) -> float:
@@ -147,7 +229,8 @@ def _load_bgr(path: Path):
     return np.ascontiguousarray(arr)
 
 
-def _run_engine(path: Path, upscale_min_side: int, threads: int | None = None) -> dict:
+def _run_engine(path: Path, upscale_min_side: int, threads: int | None = None,
+                engine: str = DEFAULT_ENGINE) -> dict:
     """OCR one image file; returns the cache object."""
     import cv2
 
@@ -159,7 +242,7 @@ def _run_engine(path: Path, upscale_min_side: int, threads: int | None = None) -
         img = cv2.resize(img, (round(w * s), round(h * s)), interpolation=cv2.INTER_CUBIC)
     sx = w / img.shape[1]
     sy = h / img.shape[0]
-    res, _ = _get_engine(threads)(img)
+    res, _ = _get_engine(threads, engine)(img)
     lines = []
     for quad, text, conf in res or []:
         q = [[round(float(x) * sx, 2), round(float(y) * sy, 2)] for x, y in quad]
@@ -168,7 +251,7 @@ def _run_engine(path: Path, upscale_min_side: int, threads: int | None = None) -
         box = [max(0.0, min(xs)), max(0.0, min(ys)), min(float(w), max(xs)), min(float(h), max(ys))]
         lines.append({"text": str(text), "confidence": round(float(conf), 4),
                       "box": [round(v, 2) for v in box], "quad": q})
-    return {"format": CACHE_FORMAT, "engine": engine_tag(upscale_min_side), "width": w,
+    return {"format": CACHE_FORMAT, "engine": engine_tag(upscale_min_side, engine), "width": w,
             "height": h, "scale": round(s, 4), "seconds": round(time.perf_counter() - t0, 3),
             "lines": lines}
 
@@ -182,103 +265,157 @@ def _from_cache(sha: str, obj: dict) -> OcrResult:
                     for ln in obj["lines"]))
 
 
-def _cached(sha: str, upscale_min_side: int) -> dict | None:
-    obj = read_json(cache_path(sha, upscale_min_side))
-    if isinstance(obj, dict) and obj.get("engine") == engine_tag(upscale_min_side):
+def _cached(sha: str, upscale_min_side: int, engine: str = DEFAULT_ENGINE) -> dict | None:
+    obj = read_json(cache_path(sha, upscale_min_side, engine))
+    if isinstance(obj, dict) and obj.get("engine") == engine_tag(upscale_min_side, engine):
         return obj
     return None
 
 
-def ocr_image(path: str | Path, *, upscale_min_side: int = 700) -> OcrResult:
+def ocr_image(path: str | Path, *, upscale_min_side: int = 700,
+              engine: str = DEFAULT_ENGINE) -> OcrResult:
     """OCR one image (from the cache when this content was seen before)."""
     path = Path(path)
     sha = sha256_bytes(path.read_bytes())
-    obj = _cached(sha, upscale_min_side)
+    obj = _cached(sha, upscale_min_side, engine)
     if obj is not None:
         stats["cache_hits"] += 1
         return _from_cache(sha, obj)
-    obj = _run_engine(path, upscale_min_side)
+    obj = _run_engine(path, upscale_min_side, engine=engine)
     stats["engine_calls"] += 1
     stats["ocr_seconds"] += obj["seconds"]
-    write_json_atomic(cache_path(sha, upscale_min_side), obj)
+    write_json_atomic(cache_path(sha, upscale_min_side, engine), obj)
     return _from_cache(sha, obj)
 
 
 # ----------------------------------------------------------------------------- parallel
 
-def _worker_init() -> None:
-    _get_engine(threads=1)
+def _worker_init(engine: str = DEFAULT_ENGINE) -> None:
+    _get_engine(1, engine)
 
 
-def _worker(job: tuple[str, str, int]) -> tuple[str, float]:
-    path, sha, ups = job
-    obj = _run_engine(Path(path), ups, threads=1)
-    write_json_atomic(cache_path(sha, ups), obj)
+def _worker(job: tuple[str, str, int, str]) -> tuple[str, float]:
+    path, sha, ups, engine = job
+    obj = _run_engine(Path(path), ups, threads=1, engine=engine)
+    write_json_atomic(cache_path(sha, ups, engine), obj)
     return sha, obj["seconds"]
 
 
 def ocr_many(paths: Iterable[str | Path], *, upscale_min_side: int = 700, processes: int = 1,
-             progress: Callable[[int, int], None] | None = None) -> dict[str, OcrResult]:
-    progress_cb = progress
+             progress: Callable[[int, int], None] | None = None,
+             engine: str = DEFAULT_ENGINE) -> dict[str, OcrResult]:
     """OCR many images, running only those missing from the cache; returns path -> result.
 
     Same content under two paths is OCR'd once. Reports through the ``ocr`` progress step
     (:mod:`membench.core.progress`): images, cache hits, seconds."""
-    by_path: dict[str, str] = {}
-    for p in paths:
-        p = str(p)
-        if p not in by_path:
-            by_path[p] = sha256_bytes(Path(p).read_bytes())
-    todo: dict[str, str] = {}  # sha -> one path
-    for p, sha in by_path.items():
-        if sha not in todo and _cached(sha, upscale_min_side) is None:
-            todo[sha] = p
-    n = len(todo)
-    if n:
-        log.info("OCR: %d of %d images not cached (processes=%d)", n, len(by_path), processes)
-    with _progress.step("ocr", total=len(set(by_path.values())), unit="image",
-                       cached=True) as bar:
-        bar.advance(len(set(by_path.values())) - n, cache_hit=True)
-        _run_misses(todo, upscale_min_side, processes, progress_cb, bar)
-    out: dict[str, OcrResult] = {}
-    for p, sha in by_path.items():
-        obj = _cached(sha, upscale_min_side)
-        if obj is None:  # pragma: no cover - a worker died without raising
-            raise RuntimeError(f"OCR of {p} left no cache entry")
-        if sha not in todo:
-            stats["cache_hits"] += 1
-        out[p] = _from_cache(sha, obj)
-    last_run.clear()
-    last_run.update({p: sha in todo for p, sha in by_path.items()})
-    return out
+    with start_many(paths, upscale_min_side=upscale_min_side, processes=processes,
+                    progress=progress, engine=engine) as job:
+        return job.wait()
 
 
-def _run_misses(todo: dict[str, str], upscale_min_side: int, processes: int,
-                progress: Callable[[int, int], None] | None, bar: _progress.Step) -> None:
-    """OCR the images of ``todo`` (sha -> path) into the cache, in ``processes`` workers."""
-    n = len(todo)
-    done = 0
-    if n and processes > 1:
-        ctx = multiprocessing.get_context("spawn")
-        jobs = [(p, sha, upscale_min_side) for sha, p in sorted(todo.items())]
-        with ctx.Pool(min(processes, n), initializer=_worker_init, maxtasksperchild=50) as pool:
-            for _sha, secs in pool.imap_unordered(_worker, jobs):
-                stats["engine_calls"] += 1
-                stats["ocr_seconds"] += secs
-                done += 1
-                bar.advance()
-                if progress:
-                    progress(done, n)
-    else:
-        for sha, p in sorted(todo.items()):
-            obj = _run_engine(Path(p), upscale_min_side)
-            stats["engine_calls"] += 1
-            stats["ocr_seconds"] += obj["seconds"]
-            write_json_atomic(cache_path(sha, upscale_min_side), obj)
-            done += 1
-            bar.advance()
-            if progress:
-                progress(done, n)
+def start_many(paths: Iterable[str | Path], *, upscale_min_side: int = 700, processes: int = 1,
+               progress: Callable[[int, int], None] | None = None,
+               engine: str = DEFAULT_ENGINE) -> OcrJob:
+    """:func:`ocr_many` in two halves: with ``processes > 1`` the misses start in worker
+    processes at once and this returns; :meth:`OcrJob.wait` collects them (with 1 process the
+    OCR runs in ``wait``). Meanwhile the caller's process is free for other work (the dense
+    engine embeds the atoms that need no OCR: :func:`membench.run.content.chunk`). Use it as a
+    context manager: leaving the block without ``wait`` stops the workers."""
+    return OcrJob(paths, upscale_min_side, processes, progress, engine)
+
+
+class OcrJob:
+    """The OCR of a batch of images, running (see :func:`start_many`)."""
+
+    def __init__(self, paths: Iterable[str | Path], upscale_min_side: int, processes: int,
+                 progress: Callable[[int, int], None] | None,
+                 engine: str = DEFAULT_ENGINE) -> None:
+        self.upscale_min_side = upscale_min_side
+        self.engine = _check_engine(engine)
+        self.processes = processes
+        self._cb = progress
+        self.by_path: dict[str, str] = {}
+        for p in paths:
+            p = str(p)
+            if p not in self.by_path:
+                self.by_path[p] = sha256_bytes(Path(p).read_bytes())
+        self.todo: dict[str, str] = {}  # sha -> one path
+        for p, sha in self.by_path.items():
+            if sha not in self.todo and _cached(sha, upscale_min_side, engine) is None:
+                self.todo[sha] = p
+        n = len(self.todo)
+        if n:
+            log.info("OCR: %d of %d images not cached (processes=%d)", n, len(self.by_path),
+                     processes)
+        distinct = len(set(self.by_path.values()))
+        self.bar = _progress.step("ocr", total=distinct, unit="image", cached=True)
+        self.bar.advance(distinct - n, cache_hit=True)
+        self._done = 0
+        self._pool = None
+        self._pending: list = []
+        self._result: dict[str, OcrResult] | None = None
+        if n and processes > 1:
+            ctx = multiprocessing.get_context("spawn")
+            self._pool = ctx.Pool(min(processes, n), initializer=_worker_init,
+                                  initargs=(engine,), maxtasksperchild=50)
+            self._pending = [self._pool.apply_async(_worker, (job,), callback=self._one_done)
+                             for job in ((p, sha, upscale_min_side, engine)
+                                         for sha, p in sorted(self.todo.items()))]
+
+    def _one_done(self, res: tuple[str, float]) -> None:   # the pool's result thread
+        stats["engine_calls"] += 1
+        stats["ocr_seconds"] += res[1]
+        self._done += 1
+        self.bar.advance()
+        if self._cb:
+            self._cb(self._done, len(self.todo))
+
+    @property
+    def running(self) -> bool:
+        """True while worker processes are OCR-ing (other work in this process overlaps it)."""
+        return self._pool is not None and self._result is None
+
+    def wait(self) -> dict[str, OcrResult]:
+        """Every image's result (path -> result), once all misses are in the cache."""
+        if self._result is not None:
+            return self._result
+        ups = self.upscale_min_side
+        if self._pool is not None:
+            try:
+                for r in self._pending:
+                    r.get()                     # re-raises a worker's error here
+                self._pool.close()
+                self._pool.join()
+            finally:
+                self._pool.terminate()
+        else:
+            for sha, p in sorted(self.todo.items()):
+                obj = _run_engine(Path(p), ups, engine=self.engine)
+                write_json_atomic(cache_path(sha, ups, self.engine), obj)
+                self._one_done((sha, obj["seconds"]))
+        out: dict[str, OcrResult] = {}
+        for p, sha in self.by_path.items():
+            obj = _cached(sha, ups, self.engine)
+            if obj is None:  # pragma: no cover - a worker died without raising
+                raise RuntimeError(f"OCR of {p} left no cache entry")
+            if sha not in self.todo:
+                stats["cache_hits"] += 1
+            out[p] = _from_cache(sha, obj)
+        last_run.clear()
+        last_run.update({p: sha in self.todo for p, sha in self.by_path.items()})
+        self.bar.close()
+        self._result = out
+        return out
+
+    def __enter__(self) -> OcrJob:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._result is None:
+            if self._pool is not None:
+                self._pool.terminate()
+                self._pool.join()
+            self.bar.close(ok=False)
 
 
 def reading_order(lines: list[OcrLine]) -> list[list[OcrLine]]:

@@ -122,5 +122,6 @@ def screenshot_atoms(item: SourceItem, ocr: OcrResult, config: ChunkConfig) -> l
 def chunk_screenshot(item: SourceItem, corpus_root: Path, config: ChunkConfig,
                      ocr: OcrResult | None = None) -> list[Atom]:
     if ocr is None:
-        ocr = ocr_image(item_file(item, corpus_root), upscale_min_side=config.ocr_upscale_min_side)
+        ocr = ocr_image(item_file(item, corpus_root), upscale_min_side=config.ocr_upscale_min_side,
+                        engine=config.ocr_engine)
     return screenshot_atoms(item, ocr, config)

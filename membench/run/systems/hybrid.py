@@ -72,6 +72,10 @@ class HybridEngine(Engine):
                 "rrf_k": self.rrf_k, "component_depth": self.component_depth,
                 "components": {"bm25": self.bm25.config(), "dense": self.dense.config()}}
 
+    def warm(self, atoms: list[Atom]) -> None:
+        """Embed ``atoms`` ahead of :meth:`index` (see :meth:`DenseEngine.warm`)."""
+        self.dense.warm(atoms)
+
     def _build(self, atoms: list[Atom]) -> None:
         self.bm25.index(atoms)
         self.dense.index(atoms)

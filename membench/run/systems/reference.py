@@ -107,7 +107,9 @@ def _build(cls, name: str, cfg: dict[str, Any]):
     else:
         source = "--config thresholds"
     chunk_meta = content_meta(chunk_cfg)  # the config plus the OCR and PDF extractors' identity
-    chunk_meta["chunk_config"] = {**chunk_meta["chunk_config"], "ocr_processes": None}  # no effect
+    # no effect on the atoms: not part of the recorded config
+    chunk_meta["chunk_config"] = {**chunk_meta["chunk_config"], "ocr_processes": None,
+                                  "ocr_overlap": None}
     system = cls(partial(chunk, config=chunk_cfg), chunker_config=chunk_meta, name=name,
                  **policy, **cfg)
     system.extra_config["calibration"] = source

@@ -115,6 +115,16 @@ class Engine(ABC):
         """Every parameter that determines the engine's output (JSON-serialisable)."""
 
 
+def _takes(fn: Callable, name: str) -> bool:
+    """Whether ``fn`` accepts the keyword argument ``name``."""
+    import inspect
+
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _chunker_name(chunker: Callable) -> str:
     f = getattr(chunker, "func", chunker)  # functools.partial
     mod = getattr(f, "__module__", None) or "?"
@@ -158,7 +168,11 @@ class RetrievalSystem:
         }
 
     def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
-        atoms = list(self.chunker(items, Path(corpus_root)))
+        kw: dict[str, Any] = {}
+        warm = getattr(self.engine, "warm", None)
+        if warm is not None and _takes(self.chunker, "while_ocr"):
+            kw["while_ocr"] = warm   # e.g. embed the atoms that need no OCR while OCR runs
+        atoms = list(self.chunker(items, Path(corpus_root), **kw))
         self.index(atoms)
         return atoms
 

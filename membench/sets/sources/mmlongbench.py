@@ -260,6 +260,13 @@ def _cache_get(sha: str) -> dict | None:
     return d
 
 
+def cached_read(sha: str) -> dict | None:
+    """What :func:`scan_pdfs` cached for the PDF of this sha256 (page count, labels, date,
+    ``page_texts``), or None when it is not cached (or was unreadable). Reads the cache only."""
+    d = _cache_get(sha)
+    return None if d is None or "error" in d else d
+
+
 def _cache_put(sha: str, info: dict) -> None:
     d = {"format": CACHE_FORMAT, "sha256": sha, "pypdf": _pypdf_version(), **info}
     target = _cache_file(sha)

@@ -1,0 +1,105 @@
+"""The main job cold, then warm: `make all` (sets, bm25, dense and hybrid on dev, the reports)
+with a fresh, empty derived-data cache, then again with that cache filled, each step timed.
+
+    .venv/bin/python bench/bench_mainjob.py [--out DIR] [--systems "bm25 dense hybrid"]
+                                            [--limit N] [--config "KEY=VALUE ..."] [--keep]
+    make bench-cold                                   # the same, with the defaults
+
+Everything goes under ``--out`` (default: a new folder under /tmp): ``cache/`` (the
+``$MEMBENCH_CACHE`` of both runs: OCR, PDF text, embeddings, perceptual hashes, audit;
+empty at the start, so nothing cached by earlier work is used), ``cold/`` and ``warm/``
+(each with its own ``sets/``, ``runs/``, ``reports/``), and ``cold.jsonl`` / ``warm.jsonl``
+(every step's time, ``$MEMBENCH_TIMINGS``). The warm run builds the sets, runs and reports
+again into new folders (runs resume, so a warm run into the cold run's folders would run
+nothing); only the cache is shared. The venv is the checkout's (``make setup`` first; its
+install is not timed). Prints, for each run, the wall time, the load average before and after
+(the machine is shared: a busy machine is slower) and the table of
+:mod:`membench.core.steptimes`; writes ``summary.json``. ``--keep`` keeps the folder
+(default: the cache and run folders are deleted at the end, the timings and summary kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+# run settings of the dense engine (bm25 has none of them)
+DENSE_KEYS = {"precision", "batch_size", "chunk_size", "torch_threads"}
+
+
+def one(name: str, out: Path, systems: str, limit: int | None, config: str,
+        extra: list[str] = ()) -> dict:
+    from membench.core.steptimes import read, table
+
+    d = out / name
+    timings = out / f"{name}.jsonl"
+    env = dict(os.environ, MEMBENCH_CACHE=str(out / "cache"), MEMBENCH_PROGRESS="lines")
+    cmd = ["make", "-C", str(REPO), "all", f"SETS={d / 'sets'}", f"RUNS={d / 'runs'}",
+           f"REPORTS={d / 'reports'}", f"TIMINGS={timings}", f"SYSTEMS={systems}", *extra]
+    if limit:
+        cmd.append(f"LIMIT={limit}")
+    if config:       # dense's keys go to dense and hybrid only (DENSECONFIG)
+        dense = [kv for kv in config.split() if kv.split("=", 1)[0] in DENSE_KEYS]
+        rest = [kv for kv in config.split() if kv not in dense]
+        cmd.append("RUNCONFIG=" + " ".join(f"--config {kv}" for kv in
+                                           ["ocr_processes=2", *rest]))
+        cmd.append("DENSECONFIG=" + " ".join(f"--config {kv}" for kv in dense))
+    load0 = os.getloadavg()
+    t0 = time.monotonic()
+    with open(out / f"{name}.log", "w") as log:
+        proc = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    secs = time.monotonic() - t0
+    load1 = os.getloadavg()
+    if proc.returncode:
+        raise SystemExit(f"{name}: make all failed ({proc.returncode}); see {out / name}.log")
+    rows = read(timings)
+    print(f"\n## {name}: {secs / 60:.1f} min wall ({secs:.0f} s); load average "
+          f"{load0[0]:.1f} before, {load1[0]:.1f} after, on {os.cpu_count()} cores\n")
+    print(table(rows))
+    return {"seconds": round(secs, 1), "load_before": load0, "load_after": load1,
+            "steps": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=None, help="the folder for everything (default: new, /tmp)")
+    ap.add_argument("--systems", default="bm25 dense hybrid")
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--config", default="",
+                    help='extra run settings, e.g. "ocr_engine=openvino precision=bf16"')
+    ap.add_argument("--corpus", default=None, help="another corpus root (with --manifest, --lock)")
+    ap.add_argument("--manifest", default=None)
+    ap.add_argument("--lock", default=None)
+    ap.add_argument("--keep", action="store_true", help="keep the cache, sets, runs, reports")
+    a = ap.parse_args(argv)
+    out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="membench-mainjob-"))
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / "cache").exists() and any((out / "cache").iterdir()):
+        raise SystemExit(f"{out / 'cache'} is not empty: a cold run needs an empty cache")
+    (out / "cache").mkdir(exist_ok=True)
+    print(f"main job cold then warm, everything under {out}")
+    extra = [f"{k.upper()}={Path(v).resolve()}" for k, v in
+             (("corpus", a.corpus), ("manifest", a.manifest), ("lock", a.lock)) if v]
+    summary = {"systems": a.systems, "limit": a.limit, "config": a.config,
+               "cold": one("cold", out, a.systems, a.limit, a.config, extra),
+               "warm": one("warm", out, a.systems, a.limit, a.config, extra)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(f"\ncold {summary['cold']['seconds'] / 60:.1f} min, warm "
+          f"{summary['warm']['seconds'] / 60:.1f} min; {out / 'summary.json'}")
+    if not a.keep:
+        for sub in ("cache", "cold", "warm"):
+            shutil.rmtree(out / sub, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
