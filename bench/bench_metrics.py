@@ -167,14 +167,21 @@ def generate(folder: Path, n_queries: int, depth: int, seed: int,
             per_q = _digits17_lines(q0, docs, units, extra)
             if "digits17" in files:
                 files["digits17"].write("".join(map("".join, per_q)).encode())
+            if buckets:                  # each line to a random bucket, shuffled later
+                flat = [ln for lines in per_q for ln in lines]
+                where = np.random.default_rng(rnd.getrandbits(64)).integers(0, n_buckets,
+                                                                            len(flat))
+                order = np.argsort(where, kind="stable")
+                cuts = np.searchsorted(where[order], np.arange(n_buckets + 1))
+                for b in range(n_buckets):
+                    if cuts[b + 1] > cuts[b]:
+                        buckets[b].write("".join(map(flat.__getitem__,
+                                                     order[cuts[b]:cuts[b + 1]].tolist())))
             for i, lines in enumerate(per_q):
                 shuffled = lines[:]
                 rnd.shuffle(shuffled)
                 if "shuffled" in files:
                     files["shuffled"].write("".join(shuffled).encode())
-                if buckets:
-                    for ln in lines:
-                        buckets[rnd.randrange(n_buckets)].write(ln)
                 if q0 == 0 and i < SAMPLE_QUERIES:
                     pool.extend(lines)
                     for v, ls in (("digits17", lines), ("shuffled", shuffled)):

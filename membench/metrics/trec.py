@@ -53,6 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.jsonl import check_readable_file
 from ..run.files import trec_fields, trec_float, trec_int
 from .ranking import FirstHits, rank_measures
 
@@ -357,29 +358,87 @@ def _parse_ints(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, n
 # --------------------------------------------------------------------------- qrels as keys
 
 
+def _qrels_arrays(path: Path, qindex: dict[str, int]) -> tuple | None:
+    """(query index, docid bytes, starts, lengths, relevance) of a qrels file in the usual
+    layout (single spaces, ``\\n`` line ends, integer relevance, no judgment repeated), or
+    ``None``."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    raw = bytearray(path.read_bytes())
+    if raw and not raw.endswith(b"\n"):
+        raw += b"\n"
+    size = len(raw)
+    raw += bytes(16)
+    ch = _Chunk(raw, size, 0)
+    if size == 0:
+        return None
+    try:
+        codecs.utf_8_decode(memoryview(raw)[:size], "strict", True)
+        t = pacsv.read_csv(
+            pa.py_buffer(memoryview(raw)[:size]),
+            pacsv.ReadOptions(column_names=["qid", "iter", "docid", "rel"],
+                              block_size=size + 64, use_threads=False),
+            pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False,
+                               double_quote=False, newlines_in_values=False,
+                               ignore_empty_lines=False),
+            pacsv.ConvertOptions(column_types={"qid": pa.binary(), "iter": pa.binary(),
+                                               "docid": pa.binary(), "rel": pa.int64()},
+                                 null_values=[], strings_can_be_null=False,
+                                 quoted_strings_can_be_null=False, check_utf8=False))
+    except (UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    n = t.num_rows
+    if n != int(np.count_nonzero(ch.buf < 32)):
+        return None
+    qtok, ql = _binary_tokens(t.column("qid"))
+    itok, il = _binary_tokens(t.column("iter"))
+    dtok, dl = _binary_tokens(t.column("docid"))
+    if n and (ql.min() == 0 or il.min() == 0 or dl.min() == 0):
+        return None
+    trial = dict(qindex)
+    q = _QueryIndex(trial).lookup(qtok).astype(np.int64)
+    key = _mix(_hash(dtok.ch, dtok.s, dtok.e), q)
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    eq = np.flatnonzero(sk[1:] == sk[:-1])
+    if eq.size:                     # a repeated (query, docid) candidate: let the slow path say
+        a, b = order[eq], order[eq + 1]
+        same = _same_bytes(dtok.ch, dtok.s[a], dl[a], dtok.ch, dtok.s[b], dl[b]) & (q[a] == q[b])
+        if same.any():
+            return None
+    qindex.clear()
+    qindex.update(trial)
+    rel = np.ascontiguousarray(t.column("rel").to_numpy(), dtype=np.int64)
+    return q, dtok.ch, dtok.s, dl, rel
+
+
 class _Qrels:
     """Qrels as one small open-addressing hash table per query (docid hash -> judgment), so
     that looking up a run's lines, which come query by query, stays in cache. Every hash match
     is confirmed on the bytes."""
 
-    def __init__(self, qrels: Mapping[str, Mapping[str, int]], qindex: dict[str, int]):
-        qs, docs, rels = [], [], []
-        for qid, judged in qrels.items():
-            qi = qindex.setdefault(qid, len(qindex))
-            for d, r in judged.items():
-                qs.append(qi)
-                docs.append(d.encode("utf-8"))
-                rels.append(int(r))
+    def __init__(self, qrels: Mapping[str, Mapping[str, int]], qindex: dict[str, int],
+                 arrays: tuple | None = None):
+        if arrays is None:
+            qs, docs, rels = [], [], []
+            for qid, judged in qrels.items():
+                qi = qindex.setdefault(qid, len(qindex))
+                for d, r in judged.items():
+                    qs.append(qi)
+                    docs.append(d.encode("utf-8"))
+                    rels.append(int(r))
+            blob = bytearray(b" ".join(docs) + b"\n" + bytes(16))
+            lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+            starts = np.concatenate([[0], np.cumsum(lens + 1)[:-1]]).astype(np.int64)
+            arrays = (np.asarray(qs, dtype=np.int64), _Chunk(blob, len(blob) - 16, 0), starts,
+                      lens, np.asarray(rels, dtype=np.int64))
+        q, self.ch, self.s, lens, rel = arrays
+        self.len = lens
         nq = self.n_queries = len(qindex)
-        q = np.asarray(qs, dtype=np.int64)
-        rel = np.asarray(rels, dtype=np.int64)
+        self.q = q
         self.rel = rel
         self.n_relevant = np.bincount(q[rel >= 1], minlength=nq).astype(np.int64)
-        blob = bytearray(b" ".join(docs) + b"\n" + bytes(16))
-        lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
-        self.s = np.concatenate([[0], np.cumsum(lens + 1)[:-1]]).astype(np.int64)
-        self.len = lens
-        self.ch = _Chunk(blob, len(blob) - 16, 0)
+        docs = lens            # (only its length is used below)
         h = _hash(self.ch, self.s, self.s + lens) if len(docs) else np.zeros(0, np.uint64)
         # per query a region of 2**k >= 2 * judged slots; the extra query index nq (and every
         # query without judgments) points at slot 0, which stays empty
@@ -413,6 +472,18 @@ class _Qrels:
         self.filter = np.zeros(1 << self.fbits, dtype=bool)
         if len(docs):
             self.filter[(_mix(h, q) >> np.uint64(64 - self.fbits)).astype(np.int64)] = True
+
+    @classmethod
+    def from_file(cls, path: Path, qindex: dict[str, int]) -> _Qrels:
+        """Qrels read straight into arrays (pyarrow, the usual layout); any other layout,
+        a repeated judgment or a malformed line goes through :func:`read_trec_qrels`, which
+        names the line."""
+        path = check_readable_file(path)
+        arrays = _qrels_arrays(path, qindex) if _have_arrow() else None
+        if arrays is None:
+            qindex.clear()
+            return cls(read_trec_qrels(path), qindex)
+        return cls({}, qindex, arrays)
 
     def lookup(self, ch: _Chunk, dhash: np.ndarray, key: np.ndarray, q: np.ndarray,
                ds: np.ndarray, de: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -510,7 +581,7 @@ def _binary_tokens(col) -> tuple[_Tokens, np.ndarray]:
     return _Tokens(_Chunk(raw, hi - lo, 0), off[:-1], off[1:]), off[1:] - off[:-1]
 
 
-def _parse_arrow(ch: _Chunk, opts) -> tuple[_Tokens, _Tokens, np.ndarray, np.ndarray] | None:
+def _parse_arrow(ch: _Chunk, opts) -> tuple | None:
     """The usual layout (single spaces, ``\\n`` line ends, no other byte below 0x20) parsed by
     pyarrow's CSV reader; ``None`` when the piece is anything else, or arrow refuses a value,
     or a score is not finite: the strict reader then decides (and locates any error)."""
@@ -538,11 +609,14 @@ def _parse_arrow(ch: _Chunk, opts) -> tuple[_Tokens, _Tokens, np.ndarray, np.nda
     score = t.column("score").to_numpy()
     if n and not bool(np.isfinite(score).all()):
         return None
+    qcol = t.column("qid")
     return qtok, dtok, np.ascontiguousarray(rank, dtype=np.int32), \
-        np.ascontiguousarray(score, dtype=np.float64)
+        np.ascontiguousarray(score, dtype=np.float64), \
+        qcol.chunk(0) if qcol.num_chunks == 1 else qcol.combine_chunks()
 
 
-def _parse_strict(path: Path, ch: _Chunk) -> tuple[_Tokens, _Tokens, np.ndarray, np.ndarray]:
+def _parse_strict(path: Path, ch: _Chunk) -> tuple[_Tokens, _Tokens, np.ndarray, np.ndarray,
+                                                   None]:
     """Any layout :func:`membench.run.files.trec_fields` accepts (runs of ASCII whitespace,
     CRLF, ...), with every error located."""
     _check_text(path, ch)
@@ -578,7 +652,7 @@ def _parse_strict(path: Path, ch: _Chunk) -> tuple[_Tokens, _Tokens, np.ndarray,
         raise InputError(path, first + i + 1, "score", "must be finite", rule="TREC")
     return (_Tokens(ch, np.ascontiguousarray(S[:, 0]), np.ascontiguousarray(E[:, 0])),
             _Tokens(ch, np.ascontiguousarray(S[:, 2]), np.ascontiguousarray(E[:, 2])),
-            rank.astype(np.int32), score)
+            rank.astype(np.int32), score, None)
 
 
 class _QueryIndex:
@@ -586,18 +660,24 @@ class _QueryIndex:
 
     def __init__(self, qindex: dict[str, int]):
         self.index = qindex
+        self._known = None           # the qids as an arrow array, in index order
+        self._known_n = -1
 
-    def lookup(self, tok: _Tokens) -> np.ndarray:
+    def lookup(self, tok: _Tokens, changes: np.ndarray | None = None,
+               column=None) -> np.ndarray:
         """Query index of every token. Runs of equal consecutive qids are looked up once; when
-        there are many runs (interleaved queries), equal qids are grouped by a hash whose
-        every match is confirmed on the bytes."""
+        there are many runs (interleaved queries), the chunk's arrow ``column`` is dictionary
+        encoded and its distinct qids matched against the known ones in bulk; without it,
+        equal qids are grouped by a hash whose every match is confirmed on the bytes."""
         n = len(tok.s)
         if n == 0:
             return np.zeros(0, dtype=np.int32)
-        seg = np.flatnonzero(_changes(tok.ch, tok.s, tok.e))
+        seg = np.flatnonzero(_changes(tok.ch, tok.s, tok.e) if changes is None else changes)
         if 8 * len(seg) <= n or n < 64:
             rep = seg
             inv = None
+        elif column is not None:
+            return self._lookup_arrow(column)
         else:
             h = _hash(tok.ch, tok.s, tok.e)
             uniq, first, inv = np.unique(h, return_index=True, return_inverse=True)
@@ -618,6 +698,23 @@ class _QueryIndex:
         if inv is not None:
             return vals[inv]
         return np.repeat(vals, np.diff(np.append(seg, n)))
+
+    def _lookup_arrow(self, column) -> np.ndarray:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        enc = column.dictionary_encode()
+        distinct = enc.dictionary
+        if self._known_n != len(self.index):
+            self._known = pa.array([k.encode("utf-8") for k in self.index], type=pa.binary())
+            self._known_n = len(self.index)
+        pos = pc.fill_null(pc.index_in(distinct, value_set=self._known), -1).to_numpy()
+        pos = pos.astype(np.int32)
+        new = np.flatnonzero(pos < 0)
+        if new.size:
+            idx = self.index
+            for j, b in zip(new.tolist(), distinct.take(pa.array(new)).to_pylist()):
+                pos[j] = idx.setdefault(b.decode("utf-8"), len(idx))
+        return pos[enc.indices.to_numpy()]
 
 
 @dataclass
@@ -702,8 +799,11 @@ class _Scan:
                     parsed = _parse_arrow(_Chunk(raw, size, 0), opts)
                 except UnicodeDecodeError:
                     parsed = None
-            dh = None if parsed is None else _hash(parsed[1].ch, parsed[1].s, parsed[1].e)
-            return offset, raw, size, parsed, dh
+            if parsed is None:
+                return offset, raw, size, None, None, None
+            qtok, dtok = parsed[0], parsed[1]
+            return offset, raw, size, parsed, _hash(dtok.ch, dtok.s, dtok.e), \
+                _changes(qtok.ch, qtok.s, qtok.e)
 
         pieces = _read_chunks(self.path, self.chunk_bytes)
         pool = ThreadPoolExecutor(1) if opts is not None else None
@@ -711,16 +811,16 @@ class _Scan:
             first = next(pieces, None)
             fut = None if first is None else (pool.submit(prepare, first) if pool else first)
             while fut is not None:
-                offset, raw, size, parsed, dh = fut.result() if pool else prepare(fut)
+                offset, raw, size, parsed, dh, qchange = fut.result() if pool else prepare(fut)
                 nxt = next(pieces, None)
                 fut = None if nxt is None else (pool.submit(prepare, nxt) if pool else nxt)
                 if parsed is None:
                     parsed = _parse_strict(self.path, _Chunk(raw, size, self.n_lines))
-                qtok, dtok, rank, score = parsed
+                qtok, dtok, rank, score, qcol = parsed
                 if dh is None:
                     dh = _hash(dtok.ch, dtok.s, dtok.e)
                 n = len(rank)
-                q = self.qindex.lookup(qtok)
+                q = self.qindex.lookup(qtok, qchange, qcol)
                 key = _mix(dh, q)
                 jl, jr = self.qr.lookup(dtok.ch, dh, key, q, dtok.s, dtok.e)
                 self.chunk_info.append((offset, size, self.n_lines))
@@ -757,12 +857,16 @@ class _Scan:
                 raise _Interleaved
             seen[new] = True
             last = int(starts[-1])
-            if last == 0 and seg_q[0] == open_q:
-                pending.append(lines)
-                continue
-            if last > 0 or pending:
-                head = lines.take(slice(0, last))
-                self.rank(_Lines.concat(pending + [head]) if pending else head, True)
+            body = 0
+            if seg_q[0] == open_q:                    # the open query goes on
+                body = int(starts[1]) if len(starts) > 1 else n
+                pending.append(lines.take(slice(0, body)))
+                if len(starts) == 1:
+                    continue
+            if pending:                               # the open query is complete
+                self.rank(_Lines.concat(pending), True)
+            if last > body:                           # whole queries of this chunk: a view
+                self.rank(lines.take(slice(body, last)), True)
             pending = [lines.take(slice(last, n))]
             open_q = int(seg_q[-1])
         if pending:
@@ -771,7 +875,7 @@ class _Scan:
     def spill(self, tmpdir: Path, est_lines: int) -> None:
         """Any order: lines go to ``P`` files by query index modulo ``P`` (32 bytes a line on
         disk), then each file is ranked on its own (memory: a chunk and one file)."""
-        parts = max(1, -(-est_lines // (1 << 21)))
+        parts = min(4096, max(1, -(-est_lines // (1 << 21))))
         files = [open(tmpdir / f"part{i}.bin", "wb") for i in range(parts)]
         judged: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         try:
@@ -781,7 +885,7 @@ class _Scan:
                 rec = np.empty(len(lines), dtype=_REC)
                 for f in ("line", "key", "score", "q", "rank"):
                     rec[f] = getattr(lines, f)
-                b = (lines.q % parts).astype(np.int64)
+                b = (lines.q % parts).astype(np.uint16)
                 judged.append((lines.line[lines.jpos], b[lines.jpos], lines.jrel))
                 if parts == 1:
                     rec.tofile(files[0])
@@ -1004,6 +1108,8 @@ class TrecRun:
     q: np.ndarray | None = None      # int32 per line (read_trec_run only)
     rank: np.ndarray | None = None   # int32 per line (read_trec_run only)
     interleaved: bool = False        # queries were not contiguous (grouped on disk)
+    qrels_q: np.ndarray | None = None    # int64 per judgment: its query index
+    qrels_rel: np.ndarray | None = None  # int64 per judgment: its relevance
 
     def first_hits(self) -> FirstHits:
         """One gold region per relevant qrels document (rel >= 1)."""
@@ -1015,7 +1121,8 @@ class TrecRun:
 TIES = ("membench", "trec_eval")
 
 
-def _scan_run(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]] | None,
+def _scan_run(path: str | os.PathLike,
+              qrels: Mapping[str, Mapping[str, int]] | str | os.PathLike | None,
               chunk_bytes: int, ties: str, keep_lines: bool) -> TrecRun:
     if ties not in TIES:
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
@@ -1023,7 +1130,10 @@ def _scan_run(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]] | 
     if not path.exists():
         raise InputError(path, None, None, "file not found", rule="MISSING_FILE")
     base: dict[str, int] = {}
-    qr = _Qrels(qrels or {}, base)
+    if qrels is not None and not isinstance(qrels, Mapping):
+        qr = _Qrels.from_file(Path(qrels), base)
+    else:
+        qr = _Qrels(qrels or {}, base)
     scan = _Scan(path, qr, dict(base), chunk_bytes, ties, keep_lines)
     interleaved = False
     try:
@@ -1042,7 +1152,7 @@ def _scan_run(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]] | 
 
     run = TrecRun(str(path), list(scan.qindex.index), scan.n_lines, cat(out.jq),
                   cat(out.jrank), cat(out.jrel), cat(out.ret_q), cat(out.ret_n), qr.n_queries,
-                  qr.n_relevant, interleaved=interleaved)
+                  qr.n_relevant, interleaved=interleaved, qrels_q=qr.q, qrels_rel=qr.rel)
     if keep_lines:
         run.q = (np.concatenate(scan.line_q) if scan.line_q
                  else np.zeros(0, dtype=np.int32)).astype(np.int32)
@@ -1073,8 +1183,6 @@ def evaluate_trec(run: TrecRun | str | os.PathLike,
     module docstring). ``run`` may be a path (read without keeping per-line columns) or a
     :class:`TrecRun` read with the same qrels.
     """
-    if not isinstance(qrels, Mapping):
-        qrels = read_trec_qrels(qrels)
     if not isinstance(run, TrecRun):
         run = _scan_run(run, qrels, chunk_bytes, "membench", keep_lines=False)
     fh = run.first_hits()

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import MembenchError
-from .trec import CHUNK_BYTES, TIES, _scan_run, read_trec_qrels
+from .trec import CHUNK_BYTES, TIES, _scan_run
 
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 COUNTS = ("num_q", "num_ret", "num_rel", "num_rel_ret")
@@ -76,7 +76,7 @@ def parse_measures(specs: Sequence[str] | None) -> list[str]:
     return out
 
 
-def _per_query(run, qrels: dict[str, dict[str, int]], names: list[str],
+def _per_query(run, names: list[str],
                queries: np.ndarray) -> dict[str, np.ndarray]:
     """Each measure for the query indices ``queries`` (every one a qrels query)."""
     nq = len(queries)
@@ -122,20 +122,23 @@ def _per_query(run, qrels: dict[str, dict[str, int]], names: list[str],
                     hit = np.bincount(rq[rr <= k], minlength=nq)
                     out[name] = np.where(n_rel > 0, hit / np.maximum(n_rel, 1), 0.0)
                 else:
-                    out[name] = _ndcg(run, qrels, queries, jq, jr, jg, k)
+                    out[name] = _ndcg(run, queries, jq, jr, jg, k)
     return out
 
 
-def _ndcg(run, qrels, queries, jq, jr, jg, k) -> np.ndarray:
+def _ndcg(run, queries, jq, jr, jg, k) -> np.ndarray:
     nq = len(queries)
     inside = (jr <= k) & (jg > 0)
     dcg = np.bincount(jq[inside], weights=jg[inside] / np.log2(jr[inside] + 1.0), minlength=nq)
-    disc = 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))
-    ideal = np.zeros(nq)
-    for i, qi in enumerate(queries.tolist()):
-        g = sorted((r for r in qrels[run.qids[qi]].values() if r > 0), reverse=True)[:k]
-        if g:
-            ideal[i] = float(np.dot(np.asarray(g, dtype=np.float64), disc[:len(g)]))
+    slot = np.full(run.n_qrels_queries, -1, dtype=np.int64)
+    slot[queries] = np.arange(nq)
+    sel = (run.qrels_rel > 0) & (slot[run.qrels_q] >= 0)
+    qs, gs = slot[run.qrels_q[sel]], run.qrels_rel[sel].astype(np.float64)
+    o = np.lexsort((-gs, qs))
+    qs, gs = qs[o], gs[o]
+    pos = np.arange(len(qs)) - np.searchsorted(qs, np.arange(nq))[qs]   # 0-based, best first
+    top = pos < k
+    ideal = np.bincount(qs[top], weights=gs[top] / np.log2(pos[top] + 2.0), minlength=nq)
     return np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), 0.0)
 
 
@@ -154,14 +157,13 @@ def trec_eval_values(qrels_path: str | os.PathLike, run_path: str | os.PathLike,
     if ties not in TIES:
         raise MembenchError(f"trec-eval: --ties must be one of {', '.join(TIES)}")
     names = parse_measures(measures)
-    qrels = read_trec_qrels(qrels_path)
-    run = _scan_run(Path(run_path), qrels, CHUNK_BYTES, ties, keep_lines=False)
+    run = _scan_run(Path(run_path), Path(qrels_path), CHUNK_BYTES, ties, keep_lines=False)
     in_run = np.zeros(len(run.qids), dtype=bool)
     in_run[run.ret_q] = True
     judged = np.arange(run.n_qrels_queries)
     evaluated = np.asarray(sorted(judged[in_run[judged]].tolist(), key=lambda i: run.qids[i]),
                            dtype=np.int64)
-    per = _per_query(run, qrels, names, evaluated)
+    per = _per_query(run, names, evaluated)
     rows = {run.qids[qi]: {m: per[m][i].item() for m in names if m != "num_q"}
             for i, qi in enumerate(evaluated.tolist())}
     n = run.n_qrels_queries if complete else len(evaluated)
