@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -129,29 +128,55 @@ def _best_lines(q0: int, docs: np.ndarray, units: np.ndarray) -> bytes:
     return line.tobytes()
 
 
-def _digits17_lines(q0: int, docs: np.ndarray, units: np.ndarray,
-                    extra: np.ndarray) -> list[list[str]]:
-    """Per query its lines as :func:`membench.metrics.write_trec_run` writes them."""
-    out = []
-    scores = units * 1e-6 + extra
-    for i in range(docs.shape[0]):
-        qid = f"q{q0 + i:07d}"
-        out.append([f"{qid} Q0 d{d:08d} {r} {s!r} membench\n"
-                    for r, (d, s) in enumerate(zip(docs[i].tolist(), scores[i].tolist()), 1)])
-    return out
+def _digits17_table(q0: int, docs: np.ndarray, units: np.ndarray, extra: np.ndarray):
+    """The lines :func:`membench.metrics.write_trec_run` writes (``repr()`` of the float64
+    score, rank 1.., tag ``membench``), as an arrow table written by pyarrow's CSV writer,
+    whose shortest round-trip float text equals ``repr()`` here (checked on every block)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    nq, depth = docs.shape
+    n = nq * depth
+    qids = pa.array([f"q{q0 + i:07d}" for i in range(nq)])
+    d = np.empty((n, 9), dtype=np.uint8)
+    d[:, 0] = ord("d")
+    d[:, 1:] = _digits(docs.ravel(), 8)
+    scores = (units * 1e-6 + extra).ravel()
+    table = pa.table({
+        "qid": pc.take(qids, pa.array(np.repeat(np.arange(nq), depth))),
+        "q0": pc.take(pa.array(["Q0"]), pa.array(np.zeros(n, dtype=np.int32))),
+        "docid": pc.cast(pa.array(d.view("S9").ravel()), pa.string()),
+        "rank": pa.array(np.tile(np.arange(1, depth + 1), nq)),
+        "score": pa.array(scores),
+        "tag": pc.take(pa.array(["membench"]), pa.array(np.zeros(n, dtype=np.int32))),
+    })
+    probe = _csv(table.slice(0, min(n, 2000)).select(["score"])).decode().splitlines()
+    assert probe == [repr(x) for x in scores[:len(probe)].tolist()], "arrow text != repr()"
+    return table
+
+
+def _csv(table) -> bytes:
+    import io
+
+    import pyarrow.csv as pacsv
+    buf = io.BytesIO()
+    pacsv.write_csv(table, buf, pacsv.WriteOptions(include_header=False, delimiter=" ",
+                                                   quoting_style="none"))
+    return buf.getvalue()
 
 
 def generate(folder: Path, n_queries: int, depth: int, seed: int,
              variants: tuple[str, ...] = VARIANTS) -> None:
     """Write ``qrels.trec``, ``VARIANT.trec`` and their 20-query samples into ``folder``."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
     folder.mkdir(parents=True, exist_ok=True)
-    rnd = random.Random(seed)
-    n_buckets = max(1, n_queries * depth // 1_000_000)
+    rng = np.random.default_rng(seed + 1)
+    n_buckets = max(1, n_queries * depth // 2_000_000)
     files = {v: open(folder / f"{v}.trec", "wb") for v in variants if v != "interleaved"}
-    buckets = [open(folder / f"interleaved.part{b}", "w") for b in range(n_buckets)] \
+    buckets = [open(folder / f"interleaved.part{b}", "wb") for b in range(n_buckets)] \
         if "interleaved" in variants else []
-    samples: dict[str, list[str]] = {v: [] for v in variants}
-    pool: list[str] = []          # the sample queries' lines, for the interleaved sample
+    samples: dict[str, bytes] = {}
+    sample_rows = SAMPLE_QUERIES * depth
     with open(folder / "qrels.trec", "w") as fq:
         for q0, docs, units, extra, qrels in _blocks(n_queries, depth, seed):
             fq.write("".join(qrels))
@@ -161,48 +186,47 @@ def generate(folder: Path, n_queries: int, depth: int, seed: int,
                 data = _best_lines(q0, docs, units)
                 files["best"].write(data)
                 if q0 == 0:
-                    samples["best"] = [data[:41 * depth * SAMPLE_QUERIES].decode()]
-            if not (set(variants) - {"best"}):
+                    samples["best"] = data[:41 * sample_rows]
+            if not set(variants) - {"best"}:
                 continue
-            per_q = _digits17_lines(q0, docs, units, extra)
+            table = _digits17_table(q0, docs, units, extra)
+            n = table.num_rows
             if "digits17" in files:
-                files["digits17"].write("".join(map("".join, per_q)).encode())
+                files["digits17"].write(_csv(table))
+            # shuffled: a random order inside each query's block of lines
+            perm = (np.argsort(rng.random((n // depth, depth)), axis=1)
+                    + (np.arange(n // depth) * depth)[:, None]).ravel()
+            if "shuffled" in files:
+                files["shuffled"].write(_csv(table.take(pa.array(perm))))
+            if q0 == 0:
+                samples["digits17"] = _csv(table.slice(0, sample_rows))
+                samples["shuffled"] = _csv(table.take(pa.array(perm[:sample_rows])))
+                pool = table.slice(0, sample_rows)
+                samples["interleaved"] = _csv(pool.take(pa.array(rng.permutation(len(pool)))))
             if buckets:                  # each line to a random bucket, shuffled later
-                flat = [ln for lines in per_q for ln in lines]
-                where = np.random.default_rng(rnd.getrandbits(64)).integers(0, n_buckets,
-                                                                            len(flat))
+                where = rng.integers(0, n_buckets, n)
                 order = np.argsort(where, kind="stable")
                 cuts = np.searchsorted(where[order], np.arange(n_buckets + 1))
                 for b in range(n_buckets):
                     if cuts[b + 1] > cuts[b]:
-                        buckets[b].write("".join(map(flat.__getitem__,
-                                                     order[cuts[b]:cuts[b + 1]].tolist())))
-            for i, lines in enumerate(per_q):
-                shuffled = lines[:]
-                rnd.shuffle(shuffled)
-                if "shuffled" in files:
-                    files["shuffled"].write("".join(shuffled).encode())
-                if q0 == 0 and i < SAMPLE_QUERIES:
-                    pool.extend(lines)
-                    for v, ls in (("digits17", lines), ("shuffled", shuffled)):
-                        if v in samples:
-                            samples[v].append("".join(ls))
+                        buckets[b].write(_csv(table.take(pa.array(order[cuts[b]:cuts[b + 1]]))))
     for f in files.values():
         f.close()
     if buckets:
         for b in buckets:
             b.close()
-        rnd.shuffle(pool)
-        samples["interleaved"] = ["".join(pool)]
-        with open(folder / "interleaved.trec", "w") as out:
+        cols = ["qid", "q0", "docid", "rank", "score", "tag"]
+        with open(folder / "interleaved.trec", "wb") as out:
             for b in range(n_buckets):
                 part = folder / f"interleaved.part{b}"
-                lines = part.read_text().splitlines(keepends=True)
-                rnd.shuffle(lines)
-                out.write("".join(lines))
+                t = pacsv.read_csv(part, pacsv.ReadOptions(column_names=cols),
+                                   pacsv.ParseOptions(delimiter=" "),
+                                   pacsv.ConvertOptions(column_types={c: pa.string()
+                                                                      for c in cols}))
+                out.write(_csv(t.take(pa.array(rng.permutation(t.num_rows)))))
                 part.unlink()
     for v in variants:
-        (folder / f"{v}.sample.trec").write_text("".join(samples[v]))
+        (folder / f"{v}.sample.trec").write_bytes(samples[v])
 
 
 # --------------------------------------------------------------------------- tools (child side)
