@@ -287,6 +287,14 @@ def _export_cmd(a: argparse.Namespace) -> int:
     return 0
 
 
+def _trec_eval_cmd(a: argparse.Namespace) -> int:
+    from .metrics.trec_eval import trec_eval
+
+    for line in trec_eval(a.qrels, a.run, a.measure, per_query=a.q, complete=a.c, ties=a.ties):
+        print(line)
+    return 0
+
+
 def _topics_cmd(a: argparse.Namespace) -> int:
     from .sets.topics import topics, write_topics
 
@@ -577,6 +585,22 @@ authentication). Ctrl-C stops it.""")
     _read_flags(ex)
     ex.set_defaults(func=_export_cmd)
 
+    te = sub.add_parser("trec-eval", help="trec_eval's measures and output on plain TREC files "
+                        "(membench's engine; trec_eval's argument order)")
+    te.add_argument("qrels", help="qrels file: qid iter docid rel")
+    te.add_argument("run", help="run file: qid Q0 docid rank score tag")
+    te.add_argument("-m", dest="measure", action="append", metavar="MEASURE",
+                    help="measure, trec_eval style (recall.10,100 / map / ndcg_cut.10 ...); "
+                    "repeatable; default: num_q num_ret num_rel num_rel_ret map recip_rank P.10 "
+                    "recall.10,100,1000 ndcg_cut.10")
+    te.add_argument("-q", action="store_true", help="also one line per query and measure")
+    te.add_argument("-c", action="store_true", help="average over every qrels query (a query "
+                    "missing from the run counts 0), as trec_eval -c")
+    te.add_argument("--ties", choices=["membench", "trec_eval"], default="membench",
+                    help="membench: score, then rank column, then line order (default); "
+                    "trec_eval: 32-bit score, then docid descending, so output equals trec_eval")
+    te.set_defaults(func=_trec_eval_cmd)
+
     tp = sub.add_parser("topics", help="the queries of a split as a system sees them (JSON "
                         "lines: opaque qid, question, scope, as_of), for systems in other languages")
     tp.add_argument("--split", default="dev", choices=["dev", "test"],
@@ -596,8 +620,9 @@ authentication). Ctrl-C stops it.""")
     mt.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     _read_flags(mt)
     mt.set_defaults(func=_metrics_cmd)
-    for sp in sub.choices.values():  # also after the subcommand, without resetting the flag
-        sp.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+    for name, sp in sub.choices.items():  # also after the subcommand, without resetting it
+        flags = ("--quiet",) if name == "trec-eval" else ("-q", "--quiet")  # -q: per query
+        sp.add_argument(*flags, action="store_true", default=argparse.SUPPRESS,
                         help="no progress bars or progress lines")
     return p
 

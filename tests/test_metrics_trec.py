@@ -189,3 +189,99 @@ def test_long_lines_bigger_than_the_chunk(tmp_path):
     path.write_text(f"{q} Q0 {'d' * 500} 1 2.0 t\n{q} Q0 e 2 1.0 t\n")
     res = evaluate_trec(read_trec_run(path, {q: {"e": 1}}, chunk_bytes=32), {q: {"e": 1}})
     assert res["per_query"]["mrr"].tolist() == [0.5]
+
+
+def _clean_run(rng: random.Random, n_queries: int = 25) -> tuple[str, list, dict]:
+    """The usual layout (single spaces, \\n), so that pyarrow's reader takes it, with every
+    score spelling the strict reader takes and arrow parses too (17 digits, exponents, signs,
+    leading zeros, ".5", "5.")."""
+    forms = [lambda x: repr(x), lambda x: f"{x:.17g}", lambda x: f"{x:e}", lambda x: f"{x:.3E}",
+             lambda x: f"{x:.0f}.", lambda x: f"{x:.25f}", lambda x: f"{x:012.4f}",
+             lambda x: f"{x * 1e-30:.6e}", lambda x: f"{x:.2f}".replace("0.", ".", 1),
+             lambda x: f"{x:+.5f}"]
+    text, lines = [], []
+    qids = [f"q{i}" if i % 2 else f"topic-{i}-é" for i in range(n_queries)]
+    for q in qids:
+        for rank in range(1, rng.randint(0, 40) + 1):
+            d = f"d{rng.randrange(50)}"
+            x = rng.choice([rng.uniform(-5, 5), float(rng.randrange(3)), rng.uniform(0, 1e6)])
+            tok = rng.choice(forms)(x)
+            r = rng.choice([rank, rank, -rank, rng.randrange(100)])
+            r_tok = rng.choice([str(r), f"{r:05d}"]) if r >= 0 else str(r)
+            text.append(f"{q} Q0 {d} {r_tok} {tok} run\n")
+            lines.append((q, d, r, float(tok)))
+    qrels = {q: {f"d{rng.randrange(50)}": rng.choice([0, 1, 2]) for _ in range(5)}
+             for q in qids}
+    return "".join(text), lines, qrels
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_arrow_path_equals_reference_and_is_taken(tmp_path, monkeypatch, seed):
+    rng = random.Random(100 + seed)
+    text, lines, qrels = _clean_run(rng)
+    path = tmp_path / "run.trec"
+    path.write_text(text)
+    strict_calls = []
+    real = trec._parse_strict
+    monkeypatch.setattr(trec, "_parse_strict", lambda p, ch: strict_calls.append(1) or real(p, ch))
+    got = evaluate_trec(read_trec_run(path, qrels, chunk_bytes=4096), qrels)
+    assert not strict_calls          # every chunk went through pyarrow
+    want = reference(lines, qrels)
+    assert got["queries"] == want["queries"]
+    for m, v in want["per_query"].items():
+        assert got["per_query"][m].tolist() == pytest.approx(v.tolist(), abs=1e-12), m
+
+
+def test_arrow_scores_are_float_exact():
+    rng = random.Random(4)
+    toks = [repr(rng.uniform(-1e3, 1e3)) for _ in range(3000)]
+    toks += [f"{rng.random() * 10 ** rng.randint(-30, 30):.17e}" for _ in range(3000)]
+    toks += ["9007199254740993", "123456789012345678901234", "4.9e-324", "1e-400", ".5", "5.",
+             "-0", "00012.5000", "1.7976931348623157e308", "2.2250738585072011e-308"]
+    raw = bytearray("".join(f"q Q0 d{i} {i} {t} x\n" for i, t in enumerate(toks)).encode())
+    size = len(raw)
+    raw += bytes(16)
+    parsed = trec._parse_arrow(trec._Chunk(raw, size, 0), trec._arrow_options(size + 64))
+    assert parsed is not None
+    score = parsed[3]
+    for t, v in zip(toks, score.tolist()):
+        assert v == float(t) and np.signbit(v) == np.signbit(float(t)), t
+
+
+@pytest.mark.parametrize("content,line,field", [
+    ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 +2 0.4 t\n", None, None),     # +2: strict path, accepted
+    ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 Infinity t\n", 2, "score"),
+    ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 1e400 t\n", 2, "score"),
+    ("q1 Q0 d1 1 0.5 t\nq1  Q0 d2 2 0.4 t\n", None, None),     # two blanks: strict, accepted
+    ("q1 Q0 d1 1 0.5 t\nq1 Q0  2 0.4 t\n", 2, None),           # an empty field
+    ("q1 Q0 d1 1 0.5 t\nq1 Q0 \"d2 2 0.4 t\n", None, None),    # a quote is a plain byte
+    ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2147483648 0.4 t\n", 2, "rank"),
+])
+def test_fast_path_refusals_are_located_or_accepted_as_strict(tmp_path, content, line, field):
+    path = tmp_path / "run.trec"
+    path.write_text(content)
+    if line is None:
+        run = read_trec_run(path)
+        assert run.n_lines == 2 and run.rank.tolist() == [1, 2]
+        return
+    with pytest.raises(InputError) as e:
+        read_trec_run(path)
+    assert e.value.line == line and e.value.field == field
+
+
+def test_interleaved_queries_go_through_disk_and_agree(tmp_path):
+    rng = random.Random(11)
+    text, lines, qrels = _clean_run(rng, 40)
+    order = list(range(len(lines)))
+    rng.shuffle(order)
+    all_lines = text.splitlines(keepends=True)
+    path = tmp_path / "run.trec"
+    path.write_text("".join(all_lines[i] for i in order))
+    run = read_trec_run(path, qrels, chunk_bytes=2048)
+    assert run.interleaved
+    got = evaluate_trec(run, qrels)
+    want = reference([lines[i] for i in order], qrels)
+    for m, v in want["per_query"].items():
+        assert got["per_query"][m].tolist() == pytest.approx(v.tolist(), abs=1e-12), m
+    from_path = evaluate_trec(path, qrels)
+    assert from_path["mean"] == got["mean"]

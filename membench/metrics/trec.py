@@ -1,44 +1,63 @@
 """TREC runs and qrels: a fast, exact reader and an evaluator sharing membench's formulas.
 
 Run files have one line per retrieved document, ``qid Q0 docid rank score tag`` (whitespace
-separated); qrels have ``qid iter docid rel``. :func:`read_trec_run` parses a run with numpy,
-chunk by chunk (2 MiB at a time), without one Python object per line. While reading it keeps
-per line the query index, rank column, score and a (query, docid) hash key (24 bytes); the
-result keeps the query index and the rank membench assigns (8 bytes per line) plus the judged
-lines. Peak memory is therefore about 36 bytes per line (with one sort buffer) plus a chunk's
-working set; 10 million lines take ~0.3 GB (``bench/bench_metrics.py``).
+separated); qrels have ``qid iter docid rel``. The run is read in 8 MiB chunks
+(:data:`CHUNK_BYTES`) without one Python object per line:
 
-Exactness: document ids are compared through a 64-bit hash of their bytes, but every hash match
-is confirmed on the bytes themselves (judged documents at parse time; duplicate candidates by
-re-reading their lines), so a hash collision can cost time, never a wrong value. Scores are
-parsed with Clinger's exact fast path (decimal mantissa <= 2**53 and |power of ten| <= 22: one
-correctly rounded multiply or divide gives the same double as ``float()``); anything else
-(long mantissas, big exponents, inf/nan, odd spellings) goes through ``float()``.
+* **parsing**: a chunk in the usual layout (single spaces, ``\n`` line ends, no other byte
+  below 0x20, every field non-empty, ranks that fit 32 bits, finite decimal scores) is parsed
+  by pyarrow's CSV reader (C++, exact ``float()``-equal doubles) on a second thread while the
+  previous chunk is looked up; any other chunk (tabs, runs of blanks, CRLF, ``+5`` ranks, ...
+  or a malformed line) goes through the strict numpy reader, which accepts exactly what
+  :func:`membench.run.files.trec_fields` accepts and names the file, line and field of an
+  error. Scores there are parsed with Clinger's exact fast path (decimal mantissa <= 2**53 and
+  |power of ten| <= 22: one correctly rounded multiply or divide gives the same double as
+  ``float()``); anything else goes through ``float()``.
+* **ids**: query ids are looked up once per run of equal consecutive qids; document ids are
+  hashed to 64 bits (8 bytes per step). Qrels sit in one small open-addressing table per query,
+  behind a bit filter, so the judged lines are found without a Python object per line; every
+  hash match is confirmed on the bytes, and equal (query, docid) keys (duplicate candidates) are
+  confirmed by re-reading their docids, so a hash collision can cost time, never a wrong value.
+* **grouping**: while queries come contiguously (each query's lines in one block, any order
+  inside it), each group of whole queries is ranked as soon as the next query starts, so
+  memory is a chunk plus one query. When a query reappears after another one started, the
+  file is read again from the start, this time writing 32 bytes per line to temporary files
+  (one per ``query index mod P``, about 2 million lines each, in ``TMPDIR``) and ranking one
+  file at a time: bounded memory for any order, at the price of a second read.
+* **ranking** a group: in order already (checked) -> ranks are positions; else one
+  ``argsort`` of the scores, the rare score ties put in (rank column, line) order, then a stable
+  radix sort by query.
 
 Ranking follows :data:`membench.run.protocol.TIE_BREAKING`: score descending, then the rank
 column ascending, then line order; a repeated (qid, docid) counts only at its first position.
-Relevant = qrels relevance >= 1 (trec_eval's default). Measures are averaged over the qrels
-queries that have at least one relevant document, a query without run lines scoring 0
-(trec_eval ``-c``); run queries absent from the qrels are ignored. Unlike the JSONL path, no
-depth cap is applied (recall@1000 only looks at the top 1000 anyway; MRR looks at the whole
-list, like trec_eval).
+``ties="trec_eval"`` ranks as trec_eval does instead: scores as 32-bit floats, descending,
+then docid descending (bytes), the rank column ignored. Relevant = qrels relevance >= 1
+(trec_eval's default). Measures are averaged over the qrels queries that have at least one
+relevant document, a query without run lines scoring 0 (trec_eval ``-c``); run queries absent
+from the qrels are ignored. Unlike the JSONL path, no depth cap is applied (recall@1000 only
+looks at the top 1000 anyway; MRR looks at the whole list, like trec_eval).
+``bench/bench_metrics.py`` measures time and memory against pytrec_eval, ranx and ir_measures
+(README, "Metric speed").
 """
 
 from __future__ import annotations
 
 import codecs
 import os
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..core.errors import InputError
-from ..run.files import TREC_CONTROL, trec_fields, trec_float, trec_int
+from ..core.jsonl import check_readable_file
+from ..run.files import trec_fields, trec_float, trec_int
 from .ranking import FirstHits, rank_measures
 
-CHUNK_BYTES = 2 << 20
+CHUNK_BYTES = 8 << 20
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -122,8 +141,8 @@ class _Chunk:
 
 def _read_chunks(path: Path, chunk_bytes: int) -> Iterator[tuple[int, bytearray, int]]:
     """(file offset, buffer, size): pieces of the file that end at a line end (a final
-    newline is supplied), each in a buffer with >= 8 bytes of slack after ``size``. The
-    buffer is reused: consumers must be done with a piece before asking for the next."""
+    newline is supplied), each in its own buffer with >= 8 bytes of slack after ``size`` (a
+    piece may still be in use while the next one is read)."""
     raw = bytearray(chunk_bytes + 16)
     have = 0
     offset = 0
@@ -146,18 +165,10 @@ def _read_chunks(path: Path, chunk_bytes: int) -> Iterator[tuple[int, bytearray,
                 continue
             yield offset, raw, cut
             offset += cut
-            raw[:end - cut] = raw[cut:end]
+            nxt = bytearray(len(raw))
+            nxt[:end - cut] = raw[cut:end]
+            raw = nxt
             have = end - cut
-
-
-def _count_lines(path: Path, chunk_bytes: int) -> int:
-    n = 0
-    last = b"\n"
-    with open(path, "rb") as f:
-        while block := f.read(chunk_bytes):
-            n += block.count(b"\n")
-            last = block[-1:]
-    return n + (last != b"\n")
 
 
 def _fields(path: Path, ch: _Chunk) -> tuple[np.ndarray, np.ndarray]:
@@ -196,9 +207,11 @@ def _check_text(path: Path, ch: _Chunk) -> None:
     :func:`membench.run.files.trec_fields` requires); else an error naming line and column."""
     view = memoryview(ch.raw)[:ch.size]
     bad_at = None
-    m = TREC_CONTROL.search(view)
-    if m:
-        bad_at, what = m.start(), f"control byte 0x{ch.raw[m.start()]:02x}"
+    b = ch.buf
+    ctrl = (b < 9) | ((b > 13) & (b < 32))
+    if ctrl.any():
+        bad_at = int(ctrl.argmax())
+        what = f"control byte 0x{ch.raw[bad_at]:02x}"
     try:
         codecs.utf_8_decode(view, "strict", True)
     except UnicodeDecodeError as e:
@@ -215,20 +228,39 @@ def _hash(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each token's bytes (8 bytes per step, seeded with the length)."""
     L = e - s
     h = _FNV_OFFSET ^ L.astype(np.uint64)
-    for j in range((int(L.max()) + 7) // 8 if len(L) else 0):
-        w = ch.masked_word(s, L, j)
+    if len(L) == 0:
+        return h
+    lmin, lmax = int(L.min()), int(L.max())
+    for j in range((lmax + 7) // 8):
+        alive = lmin > 8 * j                 # every token has a byte in word j
+        idx = s + 8 * j if alive else np.minimum(s + 8 * j, ch.size - 1)
+        w = ch.words[idx]
+        if lmin < 8 * j + 8:                 # some token ends inside word j: mask it
+            w &= _MASKS[np.clip(L - 8 * j, 0, 8)]
         nh = (h ^ w) * _FNV_PRIME
         nh ^= nh >> np.uint64(29)
-        np.copyto(h, nh, where=L > 8 * j)
+        if alive:
+            h = nh
+        else:
+            np.copyto(h, nh, where=L > 8 * j)
     return h
 
 
 def _mix(doc_hash: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """(query index, docid hash) -> one uint64 key (splitmix64 finaliser)."""
-    z = doc_hash ^ (q.astype(np.uint64) * _GOLDEN)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    """(query index, docid hash) -> one uint64 key; equal keys are only candidates (they are
+    confirmed on the bytes), so a plain combination does."""
+    return doc_hash ^ (q.astype(np.uint64) * _GOLDEN)
+
+
+def _same_bytes(a: _Chunk, sa: np.ndarray, la: np.ndarray, b: _Chunk, sb: np.ndarray,
+                lb: np.ndarray) -> np.ndarray:
+    """Token ``a[sa:sa+la]`` == token ``b[sb:sb+lb]``, element-wise."""
+    same = la == lb
+    if len(la) == 0:
+        return same
+    for j in range((int(la.max()) + 7) // 8):
+        same &= a.masked_word(sa, la, j) == b.masked_word(sb, lb, j)
+    return same
 
 
 def _changes(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> np.ndarray:
@@ -323,280 +355,706 @@ def _parse_ints(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, n
     return val, ~bad
 
 
-# --------------------------------------------------------------------------- run reader
+# --------------------------------------------------------------------------- qrels as keys
 
 
-@dataclass
-class TrecRun:
-    """A parsed run: per line its query index and membench rank (1-based; 0 for a dropped
-    duplicate), plus the judged lines when read with qrels.
-
-    ``qids[i]`` is query index i; when read with qrels, the qrels' queries come first, in
-    qrels order, so index < ``n_qrels_queries`` means "judged query".
-    """
-
-    path: str
-    qids: list[str]
-    q: np.ndarray            # int32 per line
-    rank: np.ndarray         # int32 per line
-    judged_line: np.ndarray  # int64: lines whose (qid, docid) is in the qrels
-    judged_rel: np.ndarray   # int64: their relevance
-    n_qrels_queries: int
-    n_relevant: np.ndarray   # int64 per qrels query: judged docs with rel >= 1
-
-    @property
-    def n_lines(self) -> int:
-        return len(self.q)
-
-    def first_hits(self) -> FirstHits:
-        """One gold region per relevant qrels document (rel >= 1)."""
-        lines = self.judged_line[self.judged_rel >= 1]
-        q = self.q[lines].astype(np.int64)
-        r = self.rank[lines].astype(np.int64)
-        keep = (r > 0) & (q < self.n_qrels_queries)
-        return FirstHits(self.n_relevant.copy(), q[keep], r[keep])
+def _qrels_arrays(path: Path, qindex: dict[str, int]) -> tuple | None:
+    """(query index, docid bytes, starts, lengths, relevance) of a qrels file in the usual
+    layout (single spaces, ``\\n`` line ends, integer relevance, no judgment repeated), or
+    ``None``."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    raw = bytearray(path.read_bytes())
+    if raw and not raw.endswith(b"\n"):
+        raw += b"\n"
+    size = len(raw)
+    raw += bytes(16)
+    ch = _Chunk(raw, size, 0)
+    if size == 0:
+        return None
+    try:
+        codecs.utf_8_decode(memoryview(raw)[:size], "strict", True)
+        t = pacsv.read_csv(
+            pa.py_buffer(memoryview(raw)[:size]),
+            pacsv.ReadOptions(column_names=["qid", "iter", "docid", "rel"],
+                              block_size=size + 64, use_threads=False),
+            pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False,
+                               double_quote=False, newlines_in_values=False,
+                               ignore_empty_lines=False),
+            pacsv.ConvertOptions(column_types={"qid": pa.binary(), "iter": pa.binary(),
+                                               "docid": pa.binary(), "rel": pa.int64()},
+                                 null_values=[], strings_can_be_null=False,
+                                 quoted_strings_can_be_null=False, check_utf8=False))
+    except (UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    n = t.num_rows
+    if n != int(np.count_nonzero(ch.buf < 32)):
+        return None
+    qtok, ql = _binary_tokens(t.column("qid"))
+    itok, il = _binary_tokens(t.column("iter"))
+    dtok, dl = _binary_tokens(t.column("docid"))
+    if n and (ql.min() == 0 or il.min() == 0 or dl.min() == 0):
+        return None
+    trial = dict(qindex)
+    q = _QueryIndex(trial).lookup(qtok).astype(np.int64)
+    key = _mix(_hash(dtok.ch, dtok.s, dtok.e), q)
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    eq = np.flatnonzero(sk[1:] == sk[:-1])
+    if eq.size:                     # a repeated (query, docid) candidate: let the slow path say
+        a, b = order[eq], order[eq + 1]
+        same = _same_bytes(dtok.ch, dtok.s[a], dl[a], dtok.ch, dtok.s[b], dl[b]) & (q[a] == q[b])
+        if same.any():
+            return None
+    qindex.clear()
+    qindex.update(trial)
+    rel = np.ascontiguousarray(t.column("rel").to_numpy(), dtype=np.int64)
+    return q, dtok.ch, dtok.s, dl, rel
 
 
 class _Qrels:
-    """Qrels as sorted uint64 keys with the exact (query index, docid bytes, rel) behind each."""
+    """Qrels as one small open-addressing hash table per query (docid hash -> judgment), so
+    that looking up a run's lines, which come query by query, stays in cache. Every hash match
+    is confirmed on the bytes."""
 
-    def __init__(self, qrels: Mapping[str, Mapping[str, int]], qindex: dict[str, int]):
-        qs, docs, rels = [], [], []
-        for qid, judged in qrels.items():
-            qi = qindex.setdefault(qid, len(qindex))
-            for d, r in judged.items():
-                qs.append(qi)
-                docs.append(d.encode("utf-8"))
-                rels.append(int(r))
-        self.n_queries = len(qindex)
-        self.n_relevant = np.bincount(np.asarray([q for q, r in zip(qs, rels) if r >= 1],
-                                                 dtype=np.int64),
-                                      minlength=self.n_queries).astype(np.int64)
-        self.keys = np.zeros(0, dtype=np.uint64)
-        if not docs:
-            return
-        blob = bytearray(b" ".join(docs) + b"\n" + bytes(16))
-        lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
-        s = np.concatenate([[0], np.cumsum(lens + 1)[:-1]])
-        ch = _Chunk(blob, len(blob) - 16, 0)
-        keys = _mix(_hash(ch, s, s + lens), np.asarray(qs, dtype=np.int64))
-        order = np.argsort(keys, kind="stable")
-        self.keys = keys[order]
-        self.q = np.asarray(qs, dtype=np.int64)[order]
-        self.docs = [docs[i] for i in order]
-        self.rel = np.asarray(rels, dtype=np.int64)[order]
-        # bucket index on the top bits (keys are well mixed): sorted keys of one bucket are
-        # contiguous, so a lookup is two gathers and a compare per probe, not a binary search.
-        # Equal keys (a hash collision) just share a bucket; the byte check decides.
-        self.bits = max(1, min(22, int(np.ceil(np.log2(4 * len(self.keys))))))
-        edges = np.arange(1 << self.bits, dtype=np.uint64) << np.uint64(64 - self.bits)
-        self.bstart = np.append(np.searchsorted(self.keys, edges), len(self.keys)).astype(np.int64)
-        self.probes = int(np.diff(self.bstart).max())
+    def __init__(self, qrels: Mapping[str, Mapping[str, int]], qindex: dict[str, int],
+                 arrays: tuple | None = None):
+        if arrays is None:
+            qs, docs, rels = [], [], []
+            for qid, judged in qrels.items():
+                qi = qindex.setdefault(qid, len(qindex))
+                for d, r in judged.items():
+                    qs.append(qi)
+                    docs.append(d.encode("utf-8"))
+                    rels.append(int(r))
+            blob = bytearray(b" ".join(docs) + b"\n" + bytes(16))
+            lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+            starts = np.concatenate([[0], np.cumsum(lens + 1)[:-1]]).astype(np.int64)
+            arrays = (np.asarray(qs, dtype=np.int64), _Chunk(blob, len(blob) - 16, 0), starts,
+                      lens, np.asarray(rels, dtype=np.int64))
+        q, self.ch, self.s, lens, rel = arrays
+        self.len = lens
+        nq = self.n_queries = len(qindex)
+        self.q = q
+        self.rel = rel
+        self.n_relevant = np.bincount(q[rel >= 1], minlength=nq).astype(np.int64)
+        docs = lens            # (only its length is used below)
+        h = _hash(self.ch, self.s, self.s + lens) if len(docs) else np.zeros(0, np.uint64)
+        # per query a region of 2**k >= 2 * judged slots; the extra query index nq (and every
+        # query without judgments) points at slot 0, which stays empty
+        counts = np.bincount(q, minlength=nq + 1)
+        cap = np.where(counts > 0, 1 << np.ceil(np.log2(np.maximum(2 * counts, 2))).astype(
+            np.int64), 0)
+        self.base = np.concatenate([[1], 1 + np.cumsum(cap)[:-1]]).astype(np.int64)
+        self.base[counts == 0] = 0
+        self.mask = np.maximum(cap - 1, 0).astype(np.uint64)
+        size = 1 + int(cap.sum())
+        self.table_h = np.zeros(size, dtype=np.uint64)
+        self.table_i = np.full(size, -1, dtype=np.int64)
+        pending = np.arange(len(docs), dtype=np.int64)
+        probe = 0
+        while pending.size:
+            pq = q[pending]
+            slot = self.base[pq] + ((h[pending] + np.uint64(probe)) & self.mask[pq]).astype(
+                np.int64)
+            free = self.table_i[slot] < 0
+            u, first = np.unique(slot[free], return_index=True)
+            won = pending[free][first]
+            self.table_i[u] = won
+            self.table_h[u] = h[won]
+            placed = np.zeros(len(docs), dtype=bool)
+            placed[won] = True
+            pending = pending[~placed[pending]]
+            probe += 1
+        # a membership pre-filter on the (query, docid) key's top bits: most run lines are
+        # not judged, and one gather in a small array tells most of them apart
+        self.fbits = int(min(25, max(12, np.ceil(np.log2(32 * max(len(docs), 1))))))
+        self.filter = np.zeros(1 << self.fbits, dtype=bool)
+        if len(docs):
+            self.filter[(_mix(h, q) >> np.uint64(64 - self.fbits)).astype(np.int64)] = True
 
-    def lookup(self, ch: _Chunk, key: np.ndarray, q: np.ndarray, ds: np.ndarray,
-               de: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Lines (piece-local) whose (query, docid) is judged, and their relevance; every hash
-        match is confirmed on the bytes."""
-        if len(self.keys) == 0 or len(key) == 0:
+    @classmethod
+    def from_file(cls, path: Path, qindex: dict[str, int]) -> _Qrels:
+        """Qrels read straight into arrays (pyarrow, the usual layout); any other layout,
+        a repeated judgment or a malformed line goes through :func:`read_trec_qrels`, which
+        names the line."""
+        path = check_readable_file(path)
+        arrays = _qrels_arrays(path, qindex) if _have_arrow() else None
+        if arrays is None:
+            qindex.clear()
+            return cls(read_trec_qrels(path), qindex)
+        return cls({}, qindex, arrays)
+
+    def lookup(self, ch: _Chunk, dhash: np.ndarray, key: np.ndarray, q: np.ndarray,
+               ds: np.ndarray, de: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lines (piece-local) whose (query, docid) is judged, and their relevance (``key``:
+        :func:`_mix` of ``dhash`` and ``q``)."""
+        if len(self.rel) == 0 or len(q) == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        b = (key >> np.uint64(64 - self.bits)).astype(np.int64)
-        lo = self.bstart[b]
-        cnt = self.bstart[b + 1] - lo
-        cand_l, cand_p = [], []
-        for t in range(self.probes):
-            idx = np.flatnonzero(cnt > t)
-            p = lo[idx] + t
-            eq = self.keys[p] == key[idx]
-            cand_l.append(idx[eq])
-            cand_p.append(p[eq])
-        lines, rels = [], []
-        for i, p in zip(np.concatenate(cand_l).tolist(), np.concatenate(cand_p).tolist()):
-            if self.q[p] == q[i] and ch.token(ds[i], de[i]) == self.docs[p]:
-                lines.append(i)
-                rels.append(self.rel[p])
-        return np.asarray(lines, dtype=np.int64), np.asarray(rels, dtype=np.int64)
+        todo = np.flatnonzero(self.filter[(key >> np.uint64(64 - self.fbits)).astype(np.int64)])
+        qq = np.minimum(q, self.n_queries)
+        slot = self.base[qq[todo]] + (dhash[todo] & self.mask[qq[todo]]).astype(np.int64)
+        hit_l, hit_i = [], []
+        while todo.size:
+            ti = self.table_i[slot]
+            occupied = ti >= 0
+            todo, slot, ti = todo[occupied], slot[occupied], ti[occupied]
+            m = self.table_h[slot] == dhash[todo]
+            if m.any():
+                ml, mi = todo[m], ti[m]
+                ok = _same_bytes(ch, ds[ml], de[ml] - ds[ml], self.ch, self.s[mi], self.len[mi])
+                hit_l.append(ml[ok])
+                hit_i.append(mi[ok])
+                keep = np.ones(len(todo), dtype=bool)
+                keep[np.flatnonzero(m)[ok]] = False
+                todo, slot = todo[keep], slot[keep]
+            if todo.size:                       # linear probing inside the query's region
+                qt = qq[todo]
+                b = self.base[qt]
+                slot = b + ((slot - b + 1) & self.mask[qt].astype(np.int64))
+        if not hit_l:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        lines = np.concatenate(hit_l)
+        idx = np.concatenate(hit_i)
+        o = np.argsort(lines, kind="stable")
+        return lines[o], self.rel[idx[o]]
 
 
-class _Columns:
-    """Per-line columns, preallocated from a line count (no growth copies)."""
-
-    def __init__(self, n: int):
-        self.q = np.empty(n, dtype=np.int32)
-        self.key = np.empty(n, dtype=np.uint64)
-        self.score = np.empty(n, dtype=np.float64)
-        self.rank = np.empty(n, dtype=np.int32)
+# --------------------------------------------------------------------------- chunk parsing
 
 
-def read_trec_run(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]] | None = None,
-                  *, chunk_bytes: int = CHUNK_BYTES) -> TrecRun:
-    """Parse a TREC run file (see the module docstring); with ``qrels``, also mark judged
-    lines. Errors (wrong field count, unparseable rank or score, non-finite score) name the
-    file and line."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(path, None, None, "file not found", rule="MISSING_FILE")
-    qindex: dict[str, int] = {}
-    qr = _Qrels(qrels or {}, qindex)
-    cols = _Columns(_count_lines(path, chunk_bytes))
-    judged_l: list[np.ndarray] = []
-    judged_r: list[np.ndarray] = []
-    chunk_info: list[tuple[int, int, int]] = []     # (file offset, bytes, first line index)
-    n_lines = 0
-    last_q = -1
-    seen: set[int] = set()
-    contiguous = True
-    for offset, raw, size in _read_chunks(path, chunk_bytes):
-        ch = _Chunk(raw, size, n_lines)
-        _check_text(path, ch)
-        S, E = _fields(path, ch)
-        n = len(S)
-        if n_lines + n > len(cols.q):
-            raise InputError(path, None, None, "the file changed while it was read", rule="TREC")
-        chunk_info.append((offset, size, n_lines))
-        # query ids: runs of equal consecutive qids, each looked up once
-        qs, qe = np.ascontiguousarray(S[:, 0]), np.ascontiguousarray(E[:, 0])
-        seg = np.flatnonzero(_changes(ch, qs, qe))
-        seg_q = np.empty(len(seg), dtype=np.int32)
-        for j, i in enumerate(seg.tolist()):
-            qid = ch.token(qs[i], qe[i]).decode("utf-8")   # (valid: _check_text)
-            qi = qindex.setdefault(qid, len(qindex))
-            if qi != last_q:
-                if qi in seen:
-                    contiguous = False
-                seen.add(qi)
-            last_q = qi
-            seg_q[j] = qi
-        q = np.repeat(seg_q, np.diff(np.append(seg, n)))
-        sl = slice(n_lines, n_lines + n)
-        cols.q[sl] = q
-        # rank column
-        rs, re_ = np.ascontiguousarray(S[:, 3]), np.ascontiguousarray(E[:, 3])
-        rank, ok = _parse_ints(ch, rs, re_)
-        for i in np.flatnonzero(~ok).tolist():
-            tok = ch.token(rs[i], re_[i])
-            try:
-                v = trec_int(tok)
-            except ValueError:
-                raise InputError(path, n_lines + i + 1, "rank", f"not an integer: {tok!r}"[:200],
-                                 rule="TREC") from None
-            if not -2**31 <= v < 2**31:
-                raise InputError(path, n_lines + i + 1, "rank", "out of the 32-bit range",
-                                 rule="TREC")
-            rank[i] = v
-        if n and (rank.min() < -2**31 or rank.max() >= 2**31):
-            i = int(np.flatnonzero((rank < -2**31) | (rank >= 2**31))[0])
-            raise InputError(path, n_lines + i + 1, "rank", "out of the 32-bit range", rule="TREC")
-        cols.rank[sl] = rank
-        # score column
-        ss, se = np.ascontiguousarray(S[:, 4]), np.ascontiguousarray(E[:, 4])
-        score, ok = _parse_floats(ch, ss, se)
-        for i in np.flatnonzero(~ok).tolist():
-            tok = ch.token(ss[i], se[i])
-            try:
-                score[i] = trec_float(tok)
-            except ValueError:
-                raise InputError(path, n_lines + i + 1, "score", f"not a number: {tok!r}"[:200],
-                                 rule="TREC") from None
-        if not np.all(np.isfinite(score)):
-            i = int(np.flatnonzero(~np.isfinite(score))[0])
-            raise InputError(path, n_lines + i + 1, "score", "must be finite", rule="TREC")
-        cols.score[sl] = score
-        # document ids: keyed by (query, docid hash); judged ones confirmed on the bytes
-        ds, de = np.ascontiguousarray(S[:, 2]), np.ascontiguousarray(E[:, 2])
-        key = _mix(_hash(ch, ds, de), q)
-        cols.key[sl] = key
-        jl, jr = qr.lookup(ch, key, q, ds, de)
-        judged_l.append(jl + n_lines)
-        judged_r.append(jr)
-        n_lines += n
-        del ch, S, E
-    if n_lines != len(cols.q):
-        raise InputError(path, None, None, "the file changed while it was read", rule="TREC")
-    q = cols.q
-    final = _assign_ranks(path, cols, contiguous, chunk_info)
-    return TrecRun(str(path), list(qindex), q, final,
-                   np.concatenate(judged_l) if judged_l else np.zeros(0, np.int64),
-                   np.concatenate(judged_r) if judged_r else np.zeros(0, np.int64),
-                   qr.n_queries, qr.n_relevant)
+def _have_arrow() -> bool:
+    global _ARROW
+    if _ARROW is None:
+        try:
+            import pyarrow  # noqa: F401
+            import pyarrow.csv  # noqa: F401
+            _ARROW = True
+        except ImportError:                       # pragma: no cover - pyarrow is a dependency
+            _ARROW = False
+    return _ARROW
 
 
-def _in_order(cols: _Columns) -> bool:
-    """Within every query, lines already in ranking order (score desc, rank column asc)?"""
-    q, score, rank = cols.q, cols.score, cols.rank
-    step = 1 << 22
-    for a in range(0, max(len(q) - 1, 0), step):
-        b = min(a + step, len(q) - 1)
-        s0, s1 = score[a:b], score[a + 1:b + 1]
-        later_rank = rank[a + 1:b + 1] >= rank[a:b]
-        ok = (q[a + 1:b + 1] != q[a:b]) | (s1 < s0) | ((s1 == s0) & later_rank)
-        if not ok.all():
-            return False
-    return True
+_ARROW: bool | None = None
+_RUN_COLUMNS = ["qid", "q0", "docid", "rank", "score", "tag"]
 
 
-def _assign_ranks(path: Path, cols: _Columns, contiguous: bool,
-                  chunk_info: list[tuple[int, int, int]]) -> np.ndarray:
-    """membench ranks (1-based, 0 = dropped duplicate) per line. Consumes ``cols``' score,
-    rank and key columns."""
-    q = cols.q
+def _arrow_options(block: int):
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    ro = pacsv.ReadOptions(column_names=_RUN_COLUMNS, block_size=block, use_threads=False)
+    po = pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False,
+                            double_quote=False, newlines_in_values=False,
+                            ignore_empty_lines=False)
+    co = pacsv.ConvertOptions(
+        column_types={"qid": pa.binary(), "q0": pa.binary(), "docid": pa.binary(),
+                      "rank": pa.int32(), "score": pa.float64(), "tag": pa.binary()},
+        null_values=[], true_values=[], false_values=[], strings_can_be_null=False,
+        quoted_strings_can_be_null=False, check_utf8=False)
+    return ro, po, co
+
+
+class _Tokens:
+    """One column of tokens: ``ch`` holds the bytes, token i is ``ch.raw[s[i]:e[i]]``."""
+
+    __slots__ = ("ch", "e", "s")
+
+    def __init__(self, ch: _Chunk, s: np.ndarray, e: np.ndarray):
+        self.ch, self.s, self.e = ch, s, e
+
+    def token(self, i: int) -> bytes:
+        return self.ch.token(int(self.s[i]), int(self.e[i]))
+
+
+def _binary_tokens(col) -> tuple[_Tokens, np.ndarray]:
+    """An arrow binary column (one chunk) as tokens over a padded copy of its data, and the
+    token lengths."""
+    arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    n = len(arr)
+    off = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=n + 1,
+                        offset=arr.offset * 4).astype(np.int64)
+    data = arr.buffers()[2]
+    lo, hi = int(off[0]), int(off[-1])
+    raw = bytearray(hi - lo + 16)
+    raw[:hi - lo] = memoryview(data)[lo:hi]
+    off -= lo
+    return _Tokens(_Chunk(raw, hi - lo, 0), off[:-1], off[1:]), off[1:] - off[:-1]
+
+
+def _parse_arrow(ch: _Chunk, opts) -> tuple | None:
+    """The usual layout (single spaces, ``\\n`` line ends, no other byte below 0x20) parsed by
+    pyarrow's CSV reader; ``None`` when the piece is anything else, or arrow refuses a value,
+    or a score is not finite: the strict reader then decides (and locates any error)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    try:
+        t = pacsv.read_csv(pa.py_buffer(memoryview(ch.raw)[:ch.size]), *opts)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    n = t.num_rows
+    # every byte below 0x20 is a line end: no tab, CR, vertical tab, form feed or control byte
+    if n != int(np.count_nonzero(ch.buf < 32)):
+        return None
+    qtok, ql = _binary_tokens(t.column("qid"))
+    dtok, dl = _binary_tokens(t.column("docid"))
+    if n and (ql.min() == 0 or dl.min() == 0):
+        return None
+    for name in ("q0", "tag"):                    # an empty field = two adjacent separators
+        c = t.column(name)
+        a = c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
+        off = np.frombuffer(a.buffers()[1], dtype=np.int32, count=n + 1, offset=a.offset * 4)
+        if n and int(np.diff(off).min()) == 0:
+            return None
+    rank = t.column("rank").to_numpy()
+    score = t.column("score").to_numpy()
+    if n and not bool(np.isfinite(score).all()):
+        return None
+    qcol = t.column("qid")
+    return qtok, dtok, np.ascontiguousarray(rank, dtype=np.int32), \
+        np.ascontiguousarray(score, dtype=np.float64), \
+        qcol.chunk(0) if qcol.num_chunks == 1 else qcol.combine_chunks()
+
+
+def _parse_strict(path: Path, ch: _Chunk) -> tuple[_Tokens, _Tokens, np.ndarray, np.ndarray,
+                                                   None]:
+    """Any layout :func:`membench.run.files.trec_fields` accepts (runs of ASCII whitespace,
+    CRLF, ...), with every error located."""
+    _check_text(path, ch)
+    S, E = _fields(path, ch)
+    n = len(S)
+    first = ch.first_line
+    rs, re_ = np.ascontiguousarray(S[:, 3]), np.ascontiguousarray(E[:, 3])
+    rank, ok = _parse_ints(ch, rs, re_)
+    for i in np.flatnonzero(~ok).tolist():
+        tok = ch.token(rs[i], re_[i])
+        try:
+            v = trec_int(tok)
+        except ValueError:
+            raise InputError(path, first + i + 1, "rank", f"not an integer: {tok!r}"[:200],
+                             rule="TREC") from None
+        if not -2**31 <= v < 2**31:
+            raise InputError(path, first + i + 1, "rank", "out of the 32-bit range", rule="TREC")
+        rank[i] = v
+    if n and (rank.min() < -2**31 or rank.max() >= 2**31):
+        i = int(np.flatnonzero((rank < -2**31) | (rank >= 2**31))[0])
+        raise InputError(path, first + i + 1, "rank", "out of the 32-bit range", rule="TREC")
+    ss, se = np.ascontiguousarray(S[:, 4]), np.ascontiguousarray(E[:, 4])
+    score, ok = _parse_floats(ch, ss, se)
+    for i in np.flatnonzero(~ok).tolist():
+        tok = ch.token(ss[i], se[i])
+        try:
+            score[i] = trec_float(tok)
+        except ValueError:
+            raise InputError(path, first + i + 1, "score", f"not a number: {tok!r}"[:200],
+                             rule="TREC") from None
+    if n and not np.all(np.isfinite(score)):
+        i = int(np.flatnonzero(~np.isfinite(score))[0])
+        raise InputError(path, first + i + 1, "score", "must be finite", rule="TREC")
+    return (_Tokens(ch, np.ascontiguousarray(S[:, 0]), np.ascontiguousarray(E[:, 0])),
+            _Tokens(ch, np.ascontiguousarray(S[:, 2]), np.ascontiguousarray(E[:, 2])),
+            rank.astype(np.int32), score, None)
+
+
+class _QueryIndex:
+    """qid -> query index (qrels queries first, then run queries in order of appearance)."""
+
+    def __init__(self, qindex: dict[str, int]):
+        self.index = qindex
+        self._known = None           # the qids as an arrow array, in index order
+        self._known_n = -1
+
+    def lookup(self, tok: _Tokens, changes: np.ndarray | None = None,
+               column=None) -> np.ndarray:
+        """Query index of every token. Runs of equal consecutive qids are looked up once; when
+        there are many runs (interleaved queries), the chunk's arrow ``column`` is dictionary
+        encoded and its distinct qids matched against the known ones in bulk; without it,
+        equal qids are grouped by a hash whose every match is confirmed on the bytes."""
+        n = len(tok.s)
+        if n == 0:
+            return np.zeros(0, dtype=np.int32)
+        seg = np.flatnonzero(_changes(tok.ch, tok.s, tok.e) if changes is None else changes)
+        if 8 * len(seg) <= n or n < 64:
+            rep = seg
+            inv = None
+        elif column is not None:
+            return self._lookup_arrow(column)
+        else:
+            h = _hash(tok.ch, tok.s, tok.e)
+            uniq, first, inv = np.unique(h, return_index=True, return_inverse=True)
+            rep = first
+            L = tok.e - tok.s
+            same = L == L[rep][inv]
+            for j in range((int(L.max()) + 7) // 8):
+                same &= tok.ch.masked_word(tok.s, L, j) == \
+                    tok.ch.masked_word(tok.s[rep][inv], L[rep][inv], j)
+            if not bool(same.all()):                 # a hash collision: one lookup per line
+                rep, inv = np.arange(n), None
+                seg = rep
+        idx = self.index
+        vals = np.empty(len(rep), dtype=np.int32)
+        for j, i in enumerate(rep.tolist()):
+            qid = tok.token(i).decode("utf-8")       # (valid UTF-8: checked)
+            vals[j] = idx.setdefault(qid, len(idx))
+        if inv is not None:
+            return vals[inv]
+        return np.repeat(vals, np.diff(np.append(seg, n)))
+
+    def _lookup_arrow(self, column) -> np.ndarray:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        enc = column.dictionary_encode()
+        distinct = enc.dictionary
+        if self._known_n != len(self.index):
+            self._known = pa.array([k.encode("utf-8") for k in self.index], type=pa.binary())
+            self._known_n = len(self.index)
+        pos = pc.fill_null(pc.index_in(distinct, value_set=self._known), -1).to_numpy()
+        pos = pos.astype(np.int32)
+        new = np.flatnonzero(pos < 0)
+        if new.size:
+            idx = self.index
+            for j, b in zip(new.tolist(), distinct.take(pa.array(new)).to_pylist()):
+                pos[j] = idx.setdefault(b.decode("utf-8"), len(idx))
+        return pos[enc.indices.to_numpy()]
+
+
+@dataclass
+class _Lines:
+    """Per-line columns of some lines of the run (in file order)."""
+
+    line: np.ndarray     # int64: 0-based line number in the file
+    q: np.ndarray        # int32: query index
+    rank: np.ndarray     # int32: the rank column
+    score: np.ndarray    # float64
+    key: np.ndarray      # uint64: (query, docid) hash
+    jpos: np.ndarray     # int64: positions (in these lines) of judged lines
+    jrel: np.ndarray     # int64: their relevance
+
+    def __len__(self) -> int:
+        return len(self.q)
+
+    @staticmethod
+    def concat(parts: list[_Lines]) -> _Lines:
+        if len(parts) == 1:
+            return parts[0]
+        sizes = np.cumsum([0] + [len(p) for p in parts])
+        return _Lines(*(np.concatenate([getattr(p, f) for p in parts])
+                        for f in ("line", "q", "rank", "score", "key")),
+                      np.concatenate([p.jpos + s for p, s in zip(parts, sizes[:-1])]),
+                      np.concatenate([p.jrel for p in parts]))
+
+    def take(self, sl: slice) -> _Lines:
+        a, b = sl.start, sl.stop
+        keep = (self.jpos >= a) & (self.jpos < b)
+        return _Lines(self.line[sl], self.q[sl], self.rank[sl], self.score[sl], self.key[sl],
+                      self.jpos[keep] - a, self.jrel[keep])
+
+
+_REC = np.dtype([("line", "<i8"), ("key", "<u8"), ("score", "<f8"), ("q", "<i4"),
+                 ("rank", "<i4")])
+
+
+class _Interleaved(Exception):
+    """A query's lines are not contiguous: read again, grouping lines by query on disk."""
+
+
+@dataclass
+class _Ranked:
+    """What the evaluator needs: per judged line its query, membench rank (0 = dropped
+    duplicate) and relevance; per query the number of ranked (distinct) documents."""
+
+    jq: list[np.ndarray]
+    jrank: list[np.ndarray]
+    jrel: list[np.ndarray]
+    ret_q: list[np.ndarray]
+    ret_n: list[np.ndarray]
+
+
+class _Scan:
+    """One reading of a run file: chunks parsed (arrow, else strict), query indices, docid
+    hashes, judged lines; lines handed on in groups that hold whole queries."""
+
+    def __init__(self, path: Path, qrels: _Qrels, qindex: dict[str, int], chunk_bytes: int,
+                 ties: str, keep_lines: bool):
+        self.path, self.qr, self.chunk_bytes = path, qrels, chunk_bytes
+        self.qindex = _QueryIndex(qindex)
+        self.ties, self.keep_lines = ties, keep_lines
+        self.chunk_info: list[tuple[int, int, int]] = []
+        self.n_lines = 0
+        self.out = _Ranked([], [], [], [], [])
+        self.line_q: list[np.ndarray] = []         # keep_lines: query index per line
+        self.line_rank: dict[int, np.ndarray] = {}  # keep_lines: chunk-free (line, rank) parts
+        self.rank_parts: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def chunks(self) -> Iterator[_Lines]:
+        """The run's lines, chunk by chunk. While one chunk is looked up here, a second thread
+        parses the next one with pyarrow (which, like numpy, runs without the GIL)."""
+        opts = _arrow_options(max(self.chunk_bytes, 1 << 16) + 64) if _have_arrow() else None
+
+        def prepare(item):
+            offset, raw, size = item
+            parsed = None
+            if opts is not None:
+                try:
+                    codecs.utf_8_decode(memoryview(raw)[:size], "strict", True)
+                    parsed = _parse_arrow(_Chunk(raw, size, 0), opts)
+                except UnicodeDecodeError:
+                    parsed = None
+            if parsed is None:
+                return offset, raw, size, None, None, None
+            qtok, dtok = parsed[0], parsed[1]
+            return offset, raw, size, parsed, _hash(dtok.ch, dtok.s, dtok.e), \
+                _changes(qtok.ch, qtok.s, qtok.e)
+
+        pieces = _read_chunks(self.path, self.chunk_bytes)
+        pool = ThreadPoolExecutor(1) if opts is not None else None
+        try:
+            first = next(pieces, None)
+            fut = None if first is None else (pool.submit(prepare, first) if pool else first)
+            while fut is not None:
+                offset, raw, size, parsed, dh, qchange = fut.result() if pool else prepare(fut)
+                nxt = next(pieces, None)
+                fut = None if nxt is None else (pool.submit(prepare, nxt) if pool else nxt)
+                if parsed is None:
+                    parsed = _parse_strict(self.path, _Chunk(raw, size, self.n_lines))
+                qtok, dtok, rank, score, qcol = parsed
+                if dh is None:
+                    dh = _hash(dtok.ch, dtok.s, dtok.e)
+                n = len(rank)
+                q = self.qindex.lookup(qtok, qchange, qcol)
+                key = _mix(dh, q)
+                jl, jr = self.qr.lookup(dtok.ch, dh, key, q, dtok.s, dtok.e)
+                self.chunk_info.append((offset, size, self.n_lines))
+                lines = np.arange(self.n_lines, self.n_lines + n, dtype=np.int64)
+                self.n_lines += n
+                if self.keep_lines:
+                    self.line_q.append(q)
+                yield _Lines(lines, q, rank, score, key, jl, jr)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+            pieces.close()
+
+    # ------------------------------------------------------------------ two ways of grouping
+
+    def stream(self) -> None:
+        """Queries contiguous in the file: rank each group of whole queries as soon as the
+        next query starts (memory: a chunk and one open query)."""
+        seen = np.zeros(1024, dtype=bool)
+        pending: list[_Lines] = []
+        open_q = -1
+        for lines in self.chunks():
+            n = len(lines)
+            if n == 0:
+                continue
+            q = lines.q
+            starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+            seg_q = q[starts]
+            if int(seg_q.max()) >= len(seen):
+                seen = np.concatenate([seen, np.zeros(max(len(seen), int(seg_q.max()) + 1),
+                                                      dtype=bool)])
+            new = seg_q if seg_q[0] != open_q else seg_q[1:]
+            if len(np.unique(new)) != len(new) or bool(seen[new].any()):
+                raise _Interleaved
+            seen[new] = True
+            last = int(starts[-1])
+            body = 0
+            if seg_q[0] == open_q:                    # the open query goes on
+                body = int(starts[1]) if len(starts) > 1 else n
+                pending.append(lines.take(slice(0, body)))
+                if len(starts) == 1:
+                    continue
+            if pending:                               # the open query is complete
+                self.rank(_Lines.concat(pending), True)
+            if last > body:                           # whole queries of this chunk: a view
+                self.rank(lines.take(slice(body, last)), True)
+            pending = [lines.take(slice(last, n))]
+            open_q = int(seg_q[-1])
+        if pending:
+            self.rank(_Lines.concat(pending), True)
+
+    def spill(self, tmpdir: Path, est_lines: int) -> None:
+        """Any order: lines go to ``P`` files by query index modulo ``P`` (32 bytes a line on
+        disk), then each file is ranked on its own (memory: a chunk and one file)."""
+        parts = min(4096, max(1, -(-est_lines // (1 << 21))))
+        files = [open(tmpdir / f"part{i}.bin", "wb") for i in range(parts)]
+        judged: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        try:
+            for lines in self.chunks():
+                if len(lines) == 0:
+                    continue
+                rec = np.empty(len(lines), dtype=_REC)
+                for f in ("line", "key", "score", "q", "rank"):
+                    rec[f] = getattr(lines, f)
+                b = (lines.q % parts).astype(np.uint16)
+                judged.append((lines.line[lines.jpos], b[lines.jpos], lines.jrel))
+                if parts == 1:
+                    rec.tofile(files[0])
+                    continue
+                order = np.argsort(b, kind="stable")
+                bounds = np.searchsorted(b[order], np.arange(parts + 1))
+                rec = rec[order]
+                for i in range(parts):
+                    if bounds[i + 1] > bounds[i]:
+                        rec[bounds[i]:bounds[i + 1]].tofile(files[i])
+        finally:
+            for f in files:
+                f.close()
+        jl = np.concatenate([j[0] for j in judged]) if judged else np.zeros(0, np.int64)
+        jb = np.concatenate([j[1] for j in judged]) if judged else np.zeros(0, np.int64)
+        jr = np.concatenate([j[2] for j in judged]) if judged else np.zeros(0, np.int64)
+        for i in range(parts):
+            p = tmpdir / f"part{i}.bin"
+            rec = np.fromfile(p, dtype=_REC)
+            p.unlink()
+            if len(rec) == 0:
+                continue
+            mine = jb == i
+            pos = np.searchsorted(rec["line"], jl[mine])
+            self.rank(_Lines(rec["line"].copy(), rec["q"].copy(), rec["rank"].copy(),
+                             rec["score"].copy(), rec["key"].copy(), pos, jr[mine]))
+            del rec
+
+    # ------------------------------------------------------------------ ranking a group
+
+    def rank(self, g: _Lines, contiguous: bool = False) -> None:
+        """membench ranks for a group of lines holding whole queries (lines in file order)."""
+        n = len(g)
+        if n == 0:
+            return
+        q = g.q
+        if self.ties == "trec_eval":
+            score = g.score.astype(np.float32).astype(np.float64)
+            order = self._order_trec_eval(g, score)
+        else:
+            order = None if _in_order(q, g.score, g.rank, contiguous) else \
+                _sort(q, g.score, g.rank)
+        dup = _duplicates(self.path, g, order, self.chunk_info)
+        sq = q if order is None else q[order]
+        start = np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]])
+        lens = np.diff(np.append(start, n))
+        if dup is None:
+            r = np.arange(1, n + 1, dtype=np.int32) - np.repeat(start.astype(np.int32), lens)
+            ret = lens
+        else:
+            keep = ~(dup if order is None else dup[order])
+            c = np.cumsum(keep, dtype=np.int32)
+            before = (c - keep)[start]
+            r = c - np.repeat(before, lens)
+            r[~keep] = 0
+            ret = np.add.reduceat(keep.astype(np.int64), start)
+        if order is not None:
+            rr = np.empty(n, dtype=np.int32)
+            rr[order] = r
+            r = rr
+        out = self.out
+        out.ret_q.append(sq[start].astype(np.int64))
+        out.ret_n.append(ret.astype(np.int64))
+        out.jq.append(q[g.jpos].astype(np.int64))
+        out.jrank.append(r[g.jpos].astype(np.int64))
+        out.jrel.append(g.jrel)
+        if self.keep_lines:
+            self.rank_parts.append((g.line, r))
+
+    def _order_trec_eval(self, g: _Lines, score: np.ndarray) -> np.ndarray:
+        """trec_eval's order: 32-bit score descending, then docid descending (bytes)."""
+        n = len(g)
+        o = np.argsort(-score, kind="stable")
+        ss = score[o]
+        eq = ss[1:] == ss[:-1]
+        if eq.any():
+            tied = np.zeros(n, dtype=bool)
+            tied[1:] |= eq
+            tied[:-1] |= eq
+            pos = np.flatnonzero(tied)
+            grp = np.cumsum(np.r_[True, ~eq])[pos]
+            sub = o[pos]
+            docs = _reread_docids(self.path, g.line[sub], self.chunk_info)
+            # a stable sort by (group, docid descending): negate bytes order via sort on
+            # (group, docid) then reverse within each group
+            idx = sorted(range(len(sub)), key=lambda k: (int(grp[k]), docs[k]))
+            new = np.asarray(idx, dtype=np.int64)
+            gs = grp[new]
+            # reverse each group's run of positions
+            bounds = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1], True])
+            rev = np.concatenate([new[a:b][::-1] for a, b in zip(bounds[:-1], bounds[1:])])
+            o[pos] = sub[rev]
+        qq = g.q[o]
+        return o[_stable_by_query(qq)]
+
+
+def _stable_by_query(qq: np.ndarray) -> np.ndarray:
+    """A stable argsort of query indices (radix sort when they span < 65,536)."""
+    lo, hi = int(qq.min()), int(qq.max())
+    if hi - lo < 1 << 16:
+        return np.argsort((qq - lo).astype(np.uint16), kind="stable")
+    return np.argsort(qq, kind="stable")
+
+
+def _in_order(q: np.ndarray, score: np.ndarray, rank: np.ndarray, contiguous: bool) -> bool:
+    """Each query one block of lines (known when ``contiguous``), already in ranking order
+    (score desc, rank asc)?"""
     n = len(q)
-    if n == 0:
-        return np.zeros(0, dtype=np.int32)
-    order = None
-    if not (contiguous and _in_order(cols)):
-        order = np.lexsort((cols.rank, -cols.score, q))    # stable: then line order
-    del cols.score, cols.rank
-    key = cols.key
-    del cols.key
-    dup = _duplicates(path, q, key, order, chunk_info)
-    del key
-    sq = q if order is None else q[order]
-    start = np.ones(n, dtype=bool)
-    start[1:] = sq[1:] != sq[:-1]
-    del sq
-    starts = np.flatnonzero(start)
-    del start
-    lens = np.diff(np.append(starts, n))
-    if dup is None:
-        r = np.arange(1, n + 1, dtype=np.int32)
-        r -= np.repeat(starts.astype(np.int32), lens)
-    else:
-        keep = ~(dup if order is None else dup[order])
-        c = np.cumsum(keep, dtype=np.int32)
-        before = (c - keep)[starts]
-        r = c - np.repeat(before, lens)
-        r[~keep] = 0
-    if order is None:
-        return r
-    out = np.empty(n, dtype=np.int32)
-    out[order] = r
-    return out
+    if n < 2:
+        return True
+    qchange = q[1:] != q[:-1]
+    s0, s1 = score[:-1], score[1:]
+    ok = qchange | (s1 < s0) | ((s1 == s0) & (rank[1:] >= rank[:-1]))
+    if not bool(ok.all()):
+        return False
+    if contiguous:
+        return True
+    blocks = int(np.count_nonzero(qchange)) + 1
+    return blocks == 1 or blocks == len(np.unique(q))
 
 
-def _duplicates(path: Path, q: np.ndarray, key: np.ndarray, order: np.ndarray | None,
+def _sort(q: np.ndarray, score: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Positions in ranking order: query, score descending, rank column, then line order."""
+    n = len(q)
+    o = np.argsort(-score)                       # unstable (fast); ties fixed below
+    ss = score[o]
+    eq = ss[1:] == ss[:-1]
+    if eq.any():
+        tied = np.zeros(n, dtype=bool)
+        tied[1:] |= eq
+        tied[:-1] |= eq
+        pos = np.flatnonzero(tied)
+        grp = np.cumsum(np.r_[True, ~eq])[pos]
+        sub = o[pos]
+        o[pos] = sub[np.lexsort((sub, rank[sub], grp))]
+    return o[_stable_by_query(q[o])]
+
+
+def _duplicates(path: Path, g: _Lines, order: np.ndarray | None,
                 chunk_info: list[tuple[int, int, int]]) -> np.ndarray | None:
-    """Per line: a later copy of an earlier (qid, docid) in ranking order. ``None`` when no
-    two lines share a key (then there are no duplicates, exactly)."""
+    """Per line: a later copy (in ranking order) of an earlier (qid, docid). ``None`` when no
+    two lines share a key (then there are no duplicates, exactly); equal keys are confirmed on
+    the docid bytes, re-read from the file."""
+    key = g.key
     sk = np.sort(key)
     rep = sk[1:][sk[1:] == sk[:-1]]
     del sk
     if rep.size == 0:
         return None
     cand = np.flatnonzero(np.isin(key, np.unique(rep)))
-    docs = _reread_docids(path, cand, chunk_info)
-    pos = None
-    if order is not None:
-        pos = np.empty(len(q), dtype=np.int64)
-        pos[order] = np.arange(len(q))
+    docs = _reread_docids(path, g.line[cand], chunk_info)
+    n = len(key)
+    if order is None:
+        pos = cand
+    else:
+        inv = np.empty(n, dtype=np.int64)
+        inv[order] = np.arange(n)
+        pos = inv[cand]
+    q = g.q
     first: dict[tuple[int, bytes], int] = {}
-    for line, d in sorted(zip(cand.tolist(), docs),
-                          key=lambda x: x[0] if pos is None else int(pos[x[0]])):
-        first.setdefault((int(q[line]), d), line)
-    dup = np.zeros(len(q), dtype=bool)
-    for line, d in zip(cand.tolist(), docs):
-        if first[(int(q[line]), d)] != line:
+    dup = np.zeros(n, dtype=bool)
+    for k in np.argsort(pos, kind="stable").tolist():
+        line = int(cand[k])
+        ident = (int(q[line]), docs[k])
+        if ident in first:
             dup[line] = True
-    return dup
+        else:
+            first[ident] = line
+    return dup if dup.any() else None
 
 
 def _reread_docids(path: Path, lines: np.ndarray,
@@ -621,21 +1079,112 @@ def _reread_docids(path: Path, lines: np.ndarray,
     return out
 
 
+
+
+# --------------------------------------------------------------------------- the run as read
+
+
+@dataclass
+class TrecRun:
+    """A run as the evaluator needs it: per judged line (its (qid, docid) is in the qrels)
+    the query index, membench rank (1-based; 0 for a dropped duplicate) and relevance; per
+    query the number of ranked documents. :func:`read_trec_run` also keeps, per line, the
+    query index (``q``) and rank (``rank``).
+
+    ``qids[i]`` is query index i; the qrels' queries come first, in qrels order, so index <
+    ``n_qrels_queries`` means "judged query".
+    """
+
+    path: str
+    qids: list[str]
+    n_lines: int
+    judged_q: np.ndarray     # int64 per judged line
+    judged_rank: np.ndarray  # int64: 0 = a dropped duplicate
+    judged_rel: np.ndarray   # int64
+    ret_q: np.ndarray        # int64: queries of the run
+    ret_n: np.ndarray        # int64: their ranked (distinct) documents
+    n_qrels_queries: int
+    n_relevant: np.ndarray   # int64 per qrels query: judged docs with rel >= 1
+    q: np.ndarray | None = None      # int32 per line (read_trec_run only)
+    rank: np.ndarray | None = None   # int32 per line (read_trec_run only)
+    interleaved: bool = False        # queries were not contiguous (grouped on disk)
+    qrels_q: np.ndarray | None = None    # int64 per judgment: its query index
+    qrels_rel: np.ndarray | None = None  # int64 per judgment: its relevance
+
+    def first_hits(self) -> FirstHits:
+        """One gold region per relevant qrels document (rel >= 1)."""
+        keep = (self.judged_rel >= 1) & (self.judged_rank > 0) & \
+            (self.judged_q < self.n_qrels_queries)
+        return FirstHits(self.n_relevant.copy(), self.judged_q[keep], self.judged_rank[keep])
+
+
+TIES = ("membench", "trec_eval")
+
+
+def _scan_run(path: str | os.PathLike,
+              qrels: Mapping[str, Mapping[str, int]] | str | os.PathLike | None,
+              chunk_bytes: int, ties: str, keep_lines: bool) -> TrecRun:
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, None, None, "file not found", rule="MISSING_FILE")
+    base: dict[str, int] = {}
+    if qrels is not None and not isinstance(qrels, Mapping):
+        qr = _Qrels.from_file(Path(qrels), base)
+    else:
+        qr = _Qrels(qrels or {}, base)
+    scan = _Scan(path, qr, dict(base), chunk_bytes, ties, keep_lines)
+    interleaved = False
+    try:
+        scan.stream()
+    except _Interleaved:
+        interleaved = True
+        seen_bytes = sum(c[1] for c in scan.chunk_info) or 1
+        est = int(path.stat().st_size * max(scan.n_lines, 1) / seen_bytes) + 1
+        scan = _Scan(path, qr, dict(base), chunk_bytes, ties, keep_lines)
+        with tempfile.TemporaryDirectory(prefix="membench-trec-") as tmp:
+            scan.spill(Path(tmp), est)
+    out = scan.out
+
+    def cat(parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    run = TrecRun(str(path), list(scan.qindex.index), scan.n_lines, cat(out.jq),
+                  cat(out.jrank), cat(out.jrel), cat(out.ret_q), cat(out.ret_n), qr.n_queries,
+                  qr.n_relevant, interleaved=interleaved, qrels_q=qr.q, qrels_rel=qr.rel)
+    if keep_lines:
+        run.q = (np.concatenate(scan.line_q) if scan.line_q
+                 else np.zeros(0, dtype=np.int32)).astype(np.int32)
+        run.rank = np.zeros(scan.n_lines, dtype=np.int32)
+        for lines, r in scan.rank_parts:
+            run.rank[lines] = r
+    return run
+
+
+def read_trec_run(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]] | None = None,
+                  *, chunk_bytes: int = CHUNK_BYTES, ties: str = "membench") -> TrecRun:
+    """Parse a TREC run file (see the module docstring), keeping per line its query index and
+    rank; with ``qrels``, also the judged lines. Errors (wrong field count, unparseable rank
+    or score, non-finite score) name the file and line."""
+    return _scan_run(path, qrels, chunk_bytes, ties, keep_lines=True)
+
+
 # --------------------------------------------------------------------------- evaluation
 
 
 def evaluate_trec(run: TrecRun | str | os.PathLike,
-                  qrels: Mapping[str, Mapping[str, int]] | str | os.PathLike) -> dict:
+                  qrels: Mapping[str, Mapping[str, int]] | str | os.PathLike, *,
+                  chunk_bytes: int = CHUNK_BYTES) -> dict:
     """recall@10/100/1000, mrr and ndcg@10 of a TREC run against qrels.
 
     Returns ``{"queries": [qid, ...], "per_query": {measure: array}, "mean": {measure: float
     | None}, "n": int}`` over the qrels queries with at least one relevant document (see the
-    module docstring). ``run`` may be a path or a :class:`TrecRun` read with the same qrels.
+    module docstring). ``run`` may be a path (read without keeping per-line columns) or a
+    :class:`TrecRun` read with the same qrels.
     """
-    if not isinstance(qrels, Mapping):
-        qrels = read_trec_qrels(qrels)
     if not isinstance(run, TrecRun):
-        run = read_trec_run(run, qrels)
+        run = _scan_run(run, qrels, chunk_bytes, "membench", keep_lines=False)
     fh = run.first_hits()
     per = rank_measures(fh)
     keep = fh.n_gold > 0
@@ -644,4 +1193,3 @@ def evaluate_trec(run: TrecRun | str | os.PathLike,
     per_query = {m: v[idx] for m, v in per.items()}
     mean = {m: (float(v.mean()) if v.size else None) for m, v in per_query.items()}
     return {"queries": queries, "per_query": per_query, "mean": mean, "n": len(queries)}
-
