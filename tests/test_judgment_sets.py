@@ -208,6 +208,11 @@ def test_rank_agreement_on_runs(runs):
     assert set(zip(conv["set_a"], conv["set_b"])) == {("gold", "session")}
     code = ag.tau[(ag.tau["scope"] == "code") & (ag.tau["metric"] == "ndcg@10")]
     assert len(code) == 6                        # four sets: six pairs
+    # the dev code holders (JavaScript, Ruby, Go) have one annotator per function: the
+    # annotator sets equal gold there, and say so; graded does not
+    pair = code.set_index(["set_a", "set_b"])["identical"]
+    assert pair[("gold", "any_annotator")] and pair[("gold", "all_annotators")]
+    assert not pair[("gold", "graded")]
     # graded nDCG has no grade on conversations: left out there, kept on code
     assert "conversation ndcg_graded@10: no graded region, equal to ndcg@10" in ag.skipped
     assert ((ag.tau["scope"] == "code") & (ag.tau["metric"] == "ndcg_graded@10")).any()

@@ -19,6 +19,8 @@ those readings. :func:`rank_agreement` answers that for a set of runs over the s
   whose means tie for every system under one set has no tau (counted in ``n_undefined``, left
   out of the interval). With two systems tau is +1 or -1; with few systems the interval is
   coarse (tau moves in steps of ``2 / (k (k - 1) / 2)``): read it with ``n_systems``.
+  ``identical`` marks two sets whose per-item values are the same for every system (their tau
+  is 1 by construction: e.g. CodeSearchNet's annotator sets on languages with one annotator).
 
 Scopes are modalities: the sets of one modality are compared with each other (an alternative
 set of one modality and the primary gold of all modalities are not comparable pools). A
@@ -154,8 +156,8 @@ def rank_agreement(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLik
     """Rankings of the runs' systems under every judgment set they share, and Kendall's tau
     between them (module docstring). The runs are opened and checked as by
     :func:`membench.analysis.compare.compare_runs` (same split, sets and items); ``frames``
-    and ``labels`` (e.g. a :class:`~membench.analysis.compare.Comparison`'s ``items`` and
-    ``labels``) skip the loading."""
+    and ``labels`` (a :class:`~membench.analysis.compare.Comparison`'s ``base_items`` and
+    ``labels``) skip the loading: frames under gold, as :func:`item_frame` gives them."""
     import pandas as pd
 
     bad = [m for m in metrics if m not in JUDGMENT_MEASURES]
@@ -165,6 +167,11 @@ def rank_agreement(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLik
     if frames is None:
         labels, _, frames = load_runs(run_dirs, sets_dir, partial=partial, final=final)
     labels = list(labels or frames)
+    viewed = [lab for lab in labels if frames[lab].attrs.get("judgment_set", "gold") != "gold"]
+    if viewed:
+        raise MembenchError(f"rank agreement needs the item frames under gold (as item_frame "
+                            f"gives them; a Comparison's base_items), not under "
+                            f"{frames[viewed[0]].attrs['judgment_set']!r}")
     if len(labels) < 2:
         raise MembenchError("rank agreement needs at least two runs")
     sets = common_judgment_sets(frames)
@@ -203,8 +210,9 @@ def rank_agreement(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLik
                 bar.note(f"{scope} {m}")
                 t = bootstrap_tau(per_set[a], per_set[b], f"agreement|{scope}|{m}|{a}|{b}",
                                   n_resamples=n_resamples, seed=seed)
+                same = bool(np.array_equal(per_set[a], per_set[b], equal_nan=True))
                 tau_rows.append({"scope": scope, "metric": m, "set_a": a, "set_b": b, **t,
-                                 "n_resamples": n_resamples})
+                                 "identical": same, "n_resamples": n_resamples})
                 bar.advance()
     return Agreement(labels=labels, run_dirs=[frames[lab].attrs.get("run_dir", "")
                                               for lab in labels],
@@ -233,7 +241,9 @@ def format_agreement(ag: Agreement) -> str:
             lines.append(f"  tau({r['set_a']}, {r['set_b']}) = {tau} {ci}  "
                          f"systems={r['n_systems']} items={r['n_items']} "
                          f"(n {r['set_a']}={r['n_a']}, {r['set_b']}={r['n_b']})"
-                         + (f" undefined={r['n_undefined']}" if r["n_undefined"] else ""))
+                         + (f" undefined={r['n_undefined']}" if r["n_undefined"] else "")
+                         + (" (identical values: tau 1 by construction)" if r["identical"]
+                            else ""))
     lines.append(f"\ntau: Kendall's tau-b between the systems' means; 95% interval: paired "
                  f"bootstrap over queries, {ag.n_resamples} resamples (docs/runs.md)")
     for s in ag.skipped:
@@ -249,7 +259,8 @@ def agreement_markdown(ag: Agreement) -> str:
     for r in ag.tau.to_dict("records"):
         tau = "—" if np.isnan(r["tau"]) else f"{r['tau']:.2f}"
         ci = "" if np.isnan(r["ci95_lo"]) else f" [{r['ci95_lo']:.2f}, {r['ci95_hi']:.2f}]"
-        rows.append(f"| {r['scope']} | {r['metric']} | {r['set_a']} vs {r['set_b']} | "
+        same = " (identical values)" if r["identical"] else ""
+        rows.append(f"| {r['scope']} | {r['metric']} | {r['set_a']} vs {r['set_b']}{same} | "
                     f"{tau}{ci} | {r['n_systems']} | {r['set_a']} {r['n_a']}, "
                     f"{r['set_b']} {r['n_b']} |")
     return "\n".join(rows)

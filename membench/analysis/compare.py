@@ -77,6 +77,7 @@ class Comparison:
     pairs: Any = None                              # DataFrame
     first_stage: Any = None                        # DataFrame
     judgment_set: str = PRIMARY                    # the set relevance is read under
+    base_items: dict[str, Any] = field(default_factory=dict, repr=False)  # frames under gold
 
     def table(self, metrics: list[str] | tuple[str, ...] | None = None, *, ci: bool = True,
               digits: int = 4):
@@ -260,6 +261,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
         raise ComparisonError(f"judgment set {js!r} is not carried by every compared run's "
                               f"sets; they share {', '.join(common_judgment_sets(frames))}")
     alt = js != PRIMARY
+    base = frames
     frames = {lab: judgment_view(f, js) for lab, f in frames.items()}
     mods = [m for m in MODALITIES if m in set(frames[labels[0]]["modality"])]
     scopes = [*mods, "all"]
@@ -318,7 +320,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
         rank_sys if c.name == "system" else rank_mod)).reset_index(drop=True)
     return Comparison(labels=labels, run_dirs=[str(r.path) for r in runs], runs=runs,
                       items=frames, summary=summary, pairs=pairs, first_stage=first,
-                      judgment_set=js)
+                      judgment_set=js, base_items=base)
 
 
 def format_comparison(comp: Comparison, *, metrics: list[str] | None = None) -> str:

@@ -26,6 +26,7 @@ from ..core.errors import InputError
 from ..core.jsonl import parse_model
 from ..run.files import AtomRow, RunRow, parse_atom, parse_run_row, to_us
 from ..run.protocol import rank_order
+from ..sets.judgments import PRIMARY
 from ..sets.schema import AnnotationRecord, SourceItem
 from . import cartridge as cart_mod
 from .atom_level import ATOM_MEASURES, atom_measures, relevant_atoms
@@ -34,7 +35,7 @@ from .ranking import FirstHits, graded_gain, rank_measures
 from .resolve import AtomTable, GoldRef, Universe, build_atom_table, index_items
 from .scope import check_scope
 
-PRIMARY = "gold"
+__all__ = ["PRIMARY", "ItemScores", "score_items", "source_key"]
 
 
 def source_key(query_id: str) -> str:
