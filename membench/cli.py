@@ -503,8 +503,9 @@ this one). Re-running the same command resumes an interrupted run.""")
                         "paired tests (bootstrap, permutation, Holm)")
     cp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="two or more run directories")
     cp.add_argument("--sets", help="sets folder (default: the one each run recorded)")
-    cp.add_argument("--metric", action="append", help="only this measure (repeatable; default: "
-                    "the measures the registry compares pairwise)")
+    cp.add_argument("--metric", action="append", help="only this measure (repeatable; shown "
+                    "and tested pairwise, Holm over those tests; default: the measures the "
+                    "registry compares pairwise)")
     cp.add_argument("--resamples", type=positive_int, default=10_000, help="bootstrap / "
                     "permutation resamples (default 10000)")
     cp.add_argument("--judgments", metavar="SET", help="read relevance under this judgment "

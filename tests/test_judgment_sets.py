@@ -240,6 +240,7 @@ def test_rank_agreement_on_runs(runs):
     text = format_agreement(ag)
     assert "tau(gold, session)" in text and "paired bootstrap over queries" in text
     assert agreement_markdown(ag).count("\n") == len(ag.tau) + 1
+    assert agreement_markdown(ag, skip_identical=True).count("\n") == (~ag.tau["identical"]).sum() + 1
     with pytest.raises(MembenchError, match="per judgment set"):
         rank_agreement([runs["oracle"], runs["random"]], metrics=["false_recall_rate"])
 

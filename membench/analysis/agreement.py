@@ -20,7 +20,8 @@ those readings. :func:`rank_agreement` answers that for a set of runs over the s
   out of the interval). With two systems tau is +1 or -1; with few systems the interval is
   coarse (tau moves in steps of ``2 / (k (k - 1) / 2)``): read it with ``n_systems``.
   ``identical`` marks two sets whose per-item values are the same for every system (their tau
-  is 1 by construction: e.g. CodeSearchNet's annotator sets on languages with one annotator).
+  is 1 by construction, or undefined when every system ties: e.g. CodeSearchNet's annotator
+  sets on languages with one annotator, or a recall@1000 of 1 for every item).
 
 Scopes are modalities: the sets of one modality are compared with each other (an alternative
 set of one modality and the primary gold of all modalities are not comparable pools). A
@@ -242,7 +243,9 @@ def format_agreement(ag: Agreement) -> str:
                          f"systems={r['n_systems']} items={r['n_items']} "
                          f"(n {r['set_a']}={r['n_a']}, {r['set_b']}={r['n_b']})"
                          + (f" undefined={r['n_undefined']}" if r["n_undefined"] else "")
-                         + (" (identical values: tau 1 by construction)" if r["identical"]
+                         + (" (the two sets give every system the same per-item values)"
+                            if r["identical"] else "")
+                         + (" (every system ties under a set: no tau)" if np.isnan(r["tau"])
                             else ""))
     lines.append(f"\ntau: Kendall's tau-b between the systems' means; 95% interval: paired "
                  f"bootstrap over queries, {ag.n_resamples} resamples (docs/runs.md)")
@@ -251,15 +254,18 @@ def format_agreement(ag: Agreement) -> str:
     return "\n".join(lines) + "\n"
 
 
-def agreement_markdown(ag: Agreement) -> str:
+def agreement_markdown(ag: Agreement, *, skip_identical: bool = False) -> str:
     """The tau table as Markdown (README): scope, measure, sets, tau [95% interval], systems,
-    items judged by each set."""
+    items judged by each set (``skip_identical``: leave out pairs of sets that give every
+    system the same per-item values)."""
     rows = ["| modality | measure | sets | Kendall's tau [95% CI] | systems | n (queries) |",
             "|---|---|---|---|---:|---|"]
     for r in ag.tau.to_dict("records"):
-        tau = "—" if np.isnan(r["tau"]) else f"{r['tau']:.2f}"
+        if skip_identical and r["identical"]:
+            continue
+        tau = "— (all tie)" if np.isnan(r["tau"]) else f"{r['tau']:.2f}"
         ci = "" if np.isnan(r["ci95_lo"]) else f" [{r['ci95_lo']:.2f}, {r['ci95_hi']:.2f}]"
-        same = " (identical values)" if r["identical"] else ""
+        same = " (same values)" if r["identical"] else ""
         rows.append(f"| {r['scope']} | {r['metric']} | {r['set_a']} vs {r['set_b']}{same} | "
                     f"{tau}{ci} | {r['n_systems']} | {r['set_a']} {r['n_a']}, "
                     f"{r['set_b']} {r['n_b']} |")
