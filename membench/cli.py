@@ -315,11 +315,33 @@ def _compare_cmd(a: argparse.Namespace) -> int:
     from .analysis.compare import compare_runs, format_comparison
 
     comp = compare_runs(a.run_dirs, Path(a.sets) if a.sets else None,
-                        n_resamples=a.resamples, partial=a.partial, final=a.final)
+                        n_resamples=a.resamples, partial=a.partial, final=a.final,
+                        judgment_set=a.judgments, **paired_metrics(a.metric))
     print(format_comparison(comp, metrics=a.metric or None))
     if a.json:
         _write_output(a.json, comp.pairs.to_json(orient="records", indent=1) + "\n", "--json")
         print(f"wrote the paired tests to {a.json}")
+    return 0
+
+
+def paired_metrics(names: list[str] | None) -> dict:
+    """``--metric`` names that are per-item means are also the measures tested pairwise."""
+    from .metrics.measures import MEAN_MEASURES
+
+    chosen = [m for m in names or [] if m in MEAN_MEASURES]
+    return {"metrics": chosen} if chosen else {}
+
+
+def _agreement_cmd(a: argparse.Namespace) -> int:
+    from .analysis.agreement import AGREEMENT_METRICS, format_agreement, rank_agreement
+
+    ag = rank_agreement(a.run_dirs, Path(a.sets) if a.sets else None,
+                        metrics=a.metric or AGREEMENT_METRICS, n_resamples=a.resamples,
+                        partial=a.partial, final=a.final)
+    print(format_agreement(ag))
+    if a.json:
+        _write_output(a.json, ag.tau.to_json(orient="records", indent=1) + "\n", "--json")
+        print(f"wrote the rank agreement to {a.json}")
     return 0
 
 
@@ -569,13 +591,29 @@ authentication). Ctrl-C stops it.""")
                         "paired tests (bootstrap, permutation, Holm)")
     cp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="two or more run directories")
     cp.add_argument("--sets", help="sets folder (default: the one each run recorded)")
-    cp.add_argument("--metric", action="append", help="only this measure (repeatable; default: "
-                    "the measures the registry compares pairwise)")
+    cp.add_argument("--metric", action="append", help="only this measure (repeatable; shown "
+                    "and tested pairwise, Holm over those tests; default: the measures the "
+                    "registry compares pairwise)")
     cp.add_argument("--resamples", type=positive_int, default=10_000, help="bootstrap / "
                     "permutation resamples (default 10000)")
+    cp.add_argument("--judgments", metavar="SET", help="read relevance under this judgment "
+                    "set (default: gold; e.g. all_annotators, graded, session)")
     cp.add_argument("--json", help="also write the paired tests as JSON here")
     _read_flags(cp)
     cp.set_defaults(func=_compare_cmd)
+
+    ag = sub.add_parser("agreement", help="rank the runs' systems under every judgment set "
+                        "and measure the agreement (Kendall's tau, bootstrap interval, n)")
+    ag.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="two or more run directories "
+                    "over the same items")
+    ag.add_argument("--sets", help="sets folder (default: the one each run recorded)")
+    ag.add_argument("--metric", action="append", help="rank by this measure (repeatable; "
+                    "default: recall@1000, recall@10, ndcg@10, ndcg_graded@10)")
+    ag.add_argument("--resamples", type=positive_int, default=2000, help="bootstrap resamples "
+                    "over queries (default 2000)")
+    ag.add_argument("--json", help="also write the tau table as JSON here")
+    _read_flags(ag)
+    ag.set_defaults(func=_agreement_cmd)
 
     ex = sub.add_parser("export", help="a run as TREC files: run.trec, qrels.trec (atom level) "
                         "and topics.jsonl")

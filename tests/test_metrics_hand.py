@@ -19,7 +19,13 @@ from membench.metrics import (
     order_hits,
     score_items,
 )
-from membench.metrics.ranking import FirstHits, ndcg_at_k, recall_at_k, reciprocal_rank
+from membench.metrics.ranking import (
+    FirstHits,
+    graded_ndcg_at_k,
+    ndcg_at_k,
+    recall_at_k,
+    reciprocal_rank,
+)
 from membench.run.protocol import rank_order
 
 T1 = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -246,12 +252,91 @@ def test_ranking_kernel_directly():
     assert nd[2] == pytest.approx(D(2) / (D(1) + D(2)))    # two regions, one atom: one gain
 
 
+def test_graded_kernel_directly():
+    # query 0: regions first hit at ranks 2 and 2 (one atom) with gains 1 and 7, and a third
+    # (gain 3) never hit; query 1: no gains (equals ndcg@10); query 2: a gain-0 region
+    fh = FirstHits.from_lists([[2, 2, 0], [1, 3], [1, 2]], [3, 2, 2],
+                              gains=[[1.0, 7.0, 3.0], [1.0, 1.0], [0.0, 3.0]])
+    g = graded_ndcg_at_k(fh, 10)
+    assert g[0] == pytest.approx(7 * D(2) / (7 * D(1) + 3 * D(2) + 1 * D(3)))   # max at a rank
+    assert g[1] == pytest.approx(ndcg_at_k(fh, 10)[1])
+    assert g[2] == pytest.approx(3 * D(2) / (3 * D(1)))          # grade 0 adds nothing
+    assert recall_at_k(fh, 10)[2] == 1.0                         # ... but counts in recall
+    # the cut: a gain first hit at rank 11 is outside, and the ideal keeps the 10 largest
+    fh = FirstHits.from_lists([[11] + [0] * 11], [12], gains=[[7.0] + [1.0] * 11])
+    assert graded_ndcg_at_k(fh, 10)[0] == 0.0
+    fh = FirstHits.from_lists([[1]], [1])                        # no gains given: binary
+    assert graded_ndcg_at_k(fh, 10)[0] == 1.0
+    with pytest.raises(ValueError):
+        FirstHits.from_lists([[1, 2]], [2], gains=[[1.0]])
+
+
+# graded gold (CodeSearchNet-style grades 0-3) on pdf pages, scored end to end
+GRADED_RECORDS = [
+    rec("pdfh:g1", [dict(page(1), grade=3), dict(page(2), grade=1), dict(page(3), grade=2)],
+        judgments={"graded_alt": [dict(page(1), grade=1), dict(page(3), grade=3)]}),
+    rec("pdfh:g2", [dict(page(3, 1), grade=1), dict(page(3, 2), grade=3)]),
+    rec("pdfh:g3", [page(2), page(3)]),
+    rec("pdfh:g4", [dict(page(1), grade=0), dict(page(2), grade=2)]),
+    rec("pdfh:gu", []),
+]
+GRADED_RUN = [
+    # tie at 0.9 keeps the system's order: x1 (1), p2 (2); then p3 (3), p1 (4)
+    {"query_id": "pdfh:g1", "hits": [["x1", 0.9], ["p2", 0.9], ["p3", 0.8], ["p1", 0.5]],
+     "cartridge": [], "latency_ms": 1},
+    # one page atom hits both block golds: one gain, the larger (2**3 - 1)
+    {"query_id": "pdfh:g2", "hits": [["p3", 1.0]], "cartridge": [], "latency_ms": 1},
+    # ungraded gold: graded nDCG = nDCG; p3 and x2 tie, p3 returned first
+    {"query_id": "pdfh:g3", "hits": [["x1", 2.0], ["p3", 1.0], ["x2", 1.0], ["p2", 1.0]],
+     "cartridge": [], "latency_ms": 1},
+    {"query_id": "pdfh:g4", "hits": [["p1", 1.0], ["p2", 1.0]], "cartridge": [], "latency_ms": 1},
+    {"query_id": "pdfh:gu", "hits": [["p1", 1.0]], "cartridge": [], "latency_ms": 1},
+]
+
+
+def test_graded_ndcg_by_hand():
+    s = score_items(GRADED_RECORDS, ITEMS, ATOMS, GRADED_RUN)
+    v = {q: i for i, q in enumerate(s.query_id)}
+    g = lambda q, m="ndcg_graded@10": s.values[m][v[q]]
+    assert g("pdfh:g1") == pytest.approx((1 * D(2) + 3 * D(3) + 7 * D(4))
+                                         / (7 * D(1) + 3 * D(2) + 1 * D(3)), abs=1e-15)
+    assert g("pdfh:g1", "ndcg@10") == pytest.approx((D(2) + D(3) + D(4)) / (D(1) + D(2) + D(3)))
+    assert g("pdfh:g2") == pytest.approx(7 / (7 + D(2)), abs=1e-15)
+    assert g("pdfh:g3") == g("pdfh:g3", "ndcg@10") == pytest.approx(
+        (D(2) + D(4)) / (D(1) + D(2)), abs=1e-15)
+    assert g("pdfh:g4") == pytest.approx(3 * D(2) / 3, abs=1e-15)
+    assert g("pdfh:g4", "recall@10") == 1.0
+    assert np.isnan(g("pdfh:gu"))
+    # under the alternative set, its own grades: p3 (gain 7) at rank 3, p1 (gain 1) at 4
+    alt = s.judgments["graded_alt"]["ndcg_graded@10"]
+    assert alt[v["pdfh:g1"]] == pytest.approx((7 * D(3) + 1 * D(4)) / (7 * D(1) + 1 * D(2)))
+    assert np.isnan(alt[v["pdfh:g2"]])
+    m = compute_metrics(GRADED_RECORDS, ITEMS, ATOMS, GRADED_RUN)
+    assert m["pdf"]["ndcg_graded@10"]["n"] == 4
+    assert m["judgment_sets"]["graded_alt"]["pdf"]["ndcg_graded@10"]["n"] == 1
+    assert "ndcg_graded@10" in format_table(m)
+
+
+def test_judgments_on_an_unanswerable_record_are_refused():
+    from membench.core.errors import InputError
+
+    bad = [rec("pdfh:gu", [], judgments={"alt": [page(1)]})]
+    with pytest.raises(InputError, match="JUDGMENT_ON_UNANSWERABLE|unanswerable record"):
+        score_items(bad, ITEMS, ATOMS, [])
+    ok = [rec("pdfh:gu", [], judgments={"alt": []})]
+    assert len(score_items(ok, ITEMS, ATOMS, [])) == 1
+
+
 def test_format_table(metrics):
     text = format_table(metrics)
     assert "pdf" in text and "recall@10" in text and "5/5" in text and "7/9" in text
     assert "FAIL" in text and "n/a (no items)" in text
     line = next(ln for ln in text.splitlines() if ln.startswith("pdf") and " recall@10 " in ln)
     assert "0.6000" in line
+    # the judgment sets' figures, with n
+    assert "judgment sets" in text
+    line = next(ln for ln in text.splitlines() if ln.startswith("alt:pdf ") and " mrr " in ln)
+    assert "0.3333" in line and "1/1" in line
 
 
 def test_atom_level_view_by_hand():

@@ -63,6 +63,13 @@ CASES = [
     ("conversation", {"turn_start": 3, "turn_end": 5}, {"turn": 5}, True),
     ("conversation", {"turn_start": 3, "turn_end": 5}, {"turn": 6}, False),
     ("conversation", {"turn_start": 3, "turn_end": 5}, {"turn": 2}, False),
+    # conversation: a turn range (a session-level judgment) is hit by any intersecting atom
+    ("conversation", {"turn_start": 3, "turn_end": 5}, {"turn_start": 1, "turn_end": 3}, True),
+    ("conversation", {"turn_start": 3, "turn_end": 5}, {"turn_start": 5, "turn_end": 9}, True),
+    ("conversation", {"turn_start": 3, "turn_end": 5}, {"turn_start": 4, "turn_end": 4}, True),
+    ("conversation", {"turn_start": 3, "turn_end": 5}, {"turn_start": 1, "turn_end": 20}, True),
+    ("conversation", {"turn_start": 3, "turn_end": 5}, {"turn_start": 6, "turn_end": 20}, False),
+    ("conversation", {"turn_start": 3, "turn_end": 5}, {"turn_start": 1, "turn_end": 2}, False),
 ]
 
 
@@ -130,6 +137,9 @@ def _random_region(m: str, rng: random.Random) -> dict:
         p = rng.choice(["a.py", "b.py"])
         return {"path": p, "line": rng.randint(1, 14)} if rng.random() < 0.5 else \
             {"path": p, "symbol": rng.choice(["f", "g", "h"])}
+    if rng.random() < 0.3:
+        s = rng.randint(1, 12)
+        return {"turn_start": s, "turn_end": s + rng.randint(0, 6)}
     return {"turn": rng.randint(1, 12)}
 
 

@@ -188,5 +188,43 @@ def test_judgment_sets_match_pytrec_eval():
             assert abs(vals[m][i] - ref.get(qid, {}).get(t, 0.0)) <= 1e-9, (qid, m)
 
 
+@pytest.mark.parametrize("seed", [9, 10])
+def test_graded_ndcg_matches_pytrec_eval(seed):
+    """Graded nDCG@10 (gain 2**grade - 1) under the primary gold and an alternative set is
+    trec_eval's ndcg_cut_10 with the gains as qrels relevance (atoms and regions are 1:1 here,
+    so the region and the document views agree); recall and MRR stay binary. Runs with ties,
+    duplicates, empty lists and missing lines; grades 0-3, gain-0 regions included."""
+    w = synth.make_world(seed, queries=40, judgments=True, grades=True)
+    rows = synth.random_run(w, seed, tie_levels=2)
+    scores = score_items(w.records, w.items, w.atoms, rows)
+    run = _rank_derived(rows)
+    for name in ("gold", "alt"):
+        qrels = {}
+        for r in w.records:
+            golds = r["gold"] if name == "gold" else (r.get("judgments") or {}).get("alt")
+            if not golds:
+                continue
+            atoms = (w.gold_atoms[r["query_id"]] if name == "gold" else
+                     [w.atom_at[(g["source_id"], _slot(r["modality"], g["region"]))]
+                      for g in golds])
+            rel = {}
+            for g, a in zip(golds, atoms, strict=True):
+                rel[a] = max(rel.get(a, 0), 2 ** g["grade"] - 1)
+            qrels[r["query_id"]] = rel
+        vals = scores.values if name == "gold" else scores.judgments["alt"]
+        ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10"}).evaluate(
+            {q: d for q, d in run.items() if d and q in qrels})
+        checked = graded = 0
+        for i, qid in enumerate(scores.query_id):
+            if qid not in qrels:
+                assert np.isnan(vals["ndcg_graded@10"][i])
+                continue
+            want = ref.get(qid, {}).get("ndcg_cut_10", 0.0)
+            assert abs(vals["ndcg_graded@10"][i] - want) <= 1e-9, (name, qid)
+            checked += 1
+            graded += abs(vals["ndcg_graded@10"][i] - vals["ndcg@10"][i]) > 1e-6
+        assert checked > 20 and graded > 5, (name, checked, graded)  # the grades mattered
+
+
 def _slot(m: str, region: dict) -> int:
     return next(j for j in range(synth.slots(m)) if synth.slot_region(m, j) == region)

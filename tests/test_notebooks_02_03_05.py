@@ -67,6 +67,10 @@ def test_02_run_dev_on_leaky(runs, tmp_path):
     assert "gates pass" in text
     assert "p50" in text and images >= 1                                   # latency
     assert "Not mirrored, never run" in text and "not_covered" in text      # coverage
+    # every judgment set's figures, with n, and what each set is
+    assert "code · gold, all_annotators, any_annotator, graded" in text
+    assert "conversation · gold, session" in text and "ndcg_graded@10" in text
+    assert "the whole session holding an evidence turn" in text
 
 
 def test_02_runs_when_missing(built, tmp_path):
@@ -95,6 +99,19 @@ def test_03_slice_failures_on_random(runs, tmp_path):
     assert "n_answerable" in text and "n_unanswerable" in text
     assert images >= 4                  # heatmap, holder spread, latency CDF, threshold sweep
     assert "answerable_recall_proxy" in text
+    # the modality slices under every judgment set the records carry
+    assert "judgment set: gold (sets the records carry: gold, all_annotators" in text
+    for js in ("all_annotators", "any_annotator", "graded", "session"):
+        assert js in text
+
+
+def test_03_under_a_judgment_set(runs, tmp_path):
+    nb = execute("03_slice_failures.ipynb", tmp_path / "o.ipynb", run_dir=str(runs["random"]),
+                 judgment_set="session")
+    text, _ = outputs(nb)
+    m = json.loads((runs["random"] / "metrics.json").read_text())
+    n = m["judgment_sets"]["session"]["conversation"]["recall@10"]["n"]
+    assert f"judgment set: session" in text and f"{n} items judged" in text
 
 
 def test_05_compare_systems(runs, tmp_path):
@@ -111,3 +128,16 @@ def test_05_compare_systems(runs, tmp_path):
     assert printed and appendix and printed.group(1) == appendix.group(1)
     assert "recall@1000" in text and "ndcg@10" in text
     assert images >= 2                                      # the forest plot, first stage
+    # rankings under every judgment set and Kendall's tau between them, with n
+    assert "code · ndcg@10: rank (mean) per judgment set" in text
+    assert "conversation · recall@10: rank (mean) per judgment set" in text
+    assert "kendall_tau" in text and "n_systems" in text and "n_items" in text
+    assert re.search(r"\d+ rank agreements over 3 systems; 2000 bootstrap", text)
+
+
+def test_05_under_a_judgment_set(runs, tmp_path):
+    dirs = [str(runs[k]) for k in ("oracle", "random")]
+    nb = execute("05_compare_systems.ipynb", tmp_path / "o.ipynb", run_dirs=dirs,
+                 n_resamples=200, judgment_set="all_annotators", agreement_resamples=100)
+    text, _ = outputs(nb)
+    assert "judgment set: all_annotators" in text

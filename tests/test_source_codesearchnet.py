@@ -56,6 +56,8 @@ def test_real_counts(real):
     assert sum(len(d.gold) for d in real.drafts) == 996
     assert sum(len(d.judgments["any_annotator"]) for d in real.drafts) == 1233
     assert sum(len(d.judgments["all_annotators"]) for d in real.drafts) == 961
+    # graded: lower median >= 1 (517 functions of grade 1 besides the 996 of gold)
+    assert sum(len(d.judgments["graded"]) for d in real.drafts) == 1513
     assert not any(d.unanswerable for d in real.drafts)
     assert set(real.texts) == {i.source_id for i in real.items}
 
@@ -89,6 +91,9 @@ def test_real_hand_checked(real):
     assert [(g.source_id, g.region["line"], g.grade) for g in d.judgments["any_annotator"]] == [
         (iarm, 126, 3), (esp, 169, 3)]
     assert [g.source_id for g in d.judgments["all_annotators"]] == [esp]
+    # graded: every function of lower median >= 1, with that grade (iarm's [1, 3] -> 1)
+    assert [(g.source_id, g.region["line"], g.grade) for g in d.judgments["graded"]] == [
+        (iarm, 126, 1), (esp, 169, 3)]
 
     # Go "convert int to string": kubicorn securitygroup.go#L375-L381 graded 3 (one annotator)
     g = by["codesearchnet:go:0"]
@@ -115,13 +120,18 @@ def test_real_bounds_and_scope(real, corpus_root):
         assert i.observed_at.tzinfo is not None
     for d in real.drafts:
         assert d.gold and d.answer is None and d.answer_format == "none"
-        for g in [*d.gold, *d.judgments["any_annotator"], *d.judgments["all_annotators"]]:
+        for g in [*d.gold, *d.judgments["any_annotator"], *d.judgments["all_annotators"],
+                  *d.judgments["graded"]]:
             assert check_region("code", g.region) is None
             it = items[g.source_id]
             assert it.holder == d.scope.holder
             assert g.region["path"] == it.meta["upstream_path"]
             assert 1 <= g.region["line"] <= it.meta["lines"]
-            assert g.grade is not None and g.grade >= 2
+            assert g.grade is not None and g.grade >= 1
+        # gold is graded's grade >= 2 cut, with the same grades
+        assert [x for x in d.judgments["graded"] if x.grade >= 2] == list(d.gold)
+        assert all(g.grade >= 2 for g in [*d.gold, *d.judgments["any_annotator"],
+                                           *d.judgments["all_annotators"]])
     ids = [d.query_id for d in real.drafts]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
     assert [i.source_id for i in real.items] == sorted(items)
@@ -198,6 +208,7 @@ def test_fixture_records(fx):
     assert [(g.region, g.grade) for g in py0.gold] == [({"path": "src/conv.py", "line": 6}, 3)]
     assert [(g.region["line"], g.grade) for g in py0.judgments["any_annotator"]] == [(2, 3), (6, 3)]
     assert [(g.region["line"], g.grade) for g in py0.judgments["all_annotators"]] == [(6, 3)]
+    assert [(g.region["line"], g.grade) for g in py0.judgments["graded"]] == [(2, 1), (6, 3)]
     # quoted query with a comma keeps its queries.csv index (1) and verbatim text
     assert by["codesearchnet:python:1"].question == "sort, then dedupe"
     # last line of a 10-line file is in bounds

@@ -105,6 +105,15 @@ def test_real_bounds_and_scope(real):
             assert it.holder == d.scope.holder
             assert 1 <= g.region["turn"] <= it.meta["turns"]
         assert len(_gold(d)) == len(set(_gold(d)))
+        # session level: exactly the sessions of the gold turns, each its whole turn range
+        if d.unanswerable:
+            assert not (d.judgments or {}).get("session")
+            continue
+        sess = d.judgments["session"]
+        assert [g.source_id for g in sess] == list(dict.fromkeys(g.source_id for g in d.gold))
+        for g in sess:
+            assert check_region("conversation", g.region) is None
+            assert g.region == {"turn_start": 1, "turn_end": items[g.source_id].meta["turns"]}
 
 
 def test_real_hand_checked(real):
@@ -137,6 +146,14 @@ def test_real_hand_checked(real):
     # duplicated D4:5
     assert _gold(by["locomo:conv-50:5"]) == [("locomo:conv-50:session_4", 5),
                                              ("locomo:conv-50:session_5", 5)]
+    # session level: the two sessions of "D8:6; D9:17", each as its whole turn range
+    s8, s9 = (items[f"locomo:conv-26:session_{k}"] for k in (8, 9))
+    assert [(g.source_id, g.region) for g in by["locomo:conv-26:37"].judgments["session"]] == [
+        (s8.source_id, {"turn_start": 1, "turn_end": s8.meta["turns"]}),
+        (s9.source_id, {"turn_start": 1, "turn_end": s9.meta["turns"]})]
+    # two evidence turns of one session: one session region
+    assert [g.source_id for g in by["locomo:conv-42:88"].judgments["session"]] == [
+        "locomo:conv-42:session_1"]
     # int answer
     d = by["locomo:conv-26:75"]
     assert d.answer == 3 and d.answer_format == "int"

@@ -85,6 +85,22 @@ def test_gold(fx):
     assert _gold(d) == [("longmemeval:fx0003cc:answer_sharegpt_fxq1w2e3_0", 2)]
 
 
+def test_session_judgments(fx):
+    """judgments.session = every answer session of the haystack as its whole turn range, an
+    answer session without a has_answer turn included (upstream's session-level relevance)."""
+    by, items = _by_id(fx), {i.source_id: i for i in fx.items}
+
+    def sess(qid):
+        return [(g.source_id, g.region) for g in by[qid].judgments["session"]]
+
+    whole = lambda sid: (sid, {"turn_start": 1, "turn_end": items[sid].meta["turns"]})
+    assert sess("longmemeval:fx0001aa") == [whole("longmemeval:fx0001aa:answer_fx0001aa_1")]
+    # answer_fx0002bb_3 has no has_answer turn: no turn gold, but a session judgment
+    assert sess("longmemeval:fx0002bb") == [
+        whole(f"longmemeval:fx0002bb:answer_fx0002bb_{k}") for k in (1, 2, 3)]
+    assert not by["longmemeval:fx0004dd_abs"].judgments
+
+
 def test_abstention(fx):
     d = _by_id(fx)["longmemeval:fx0004dd_abs"]
     assert d.unanswerable and d.answer is None and d.answer_format == "none" and d.gold == []

@@ -23,6 +23,11 @@ def mutate(tmp_path, fn, relock=True):
     return ms.write(tmp_path / "sets", sets)
 
 
+def _judge(sets, i, gold, m="conversation", name="session"):
+    """Give record ``i`` of ``m`` a judgment set ``name`` holding ``gold``."""
+    sets[f"{m}.jsonl"][i]["judgments"] = {name: [gold]}
+
+
 def rules(findings, level="error"):
     return {(f.rule, f.file.rsplit("/", 1)[-1], f.line) for f in findings if f.level == level}
 
@@ -93,6 +98,36 @@ def test_cli_exit_codes(tmp_path, capsys):
     ("CONFLICTING_QUERY", "pdf.jsonl", 1,
      lambda s: s["pdf.jsonl"][3].update(question=s["pdf.jsonl"][0]["question"])),
     ("SPLIT_LEAK", "video.jsonl", 1, lambda s: s["video.jsonl"][1].update(split="test")),
+    # judgment sets: the same region, item, holder and as_of rules as gold
+    ("REGION_SHAPE", "conversation.jsonl", 1,
+     lambda s: _judge(s, 0, {"source_id": "conversationsrc:a1",
+                             "region": {"turn_start": 3, "turn_end": 2}})),
+    ("REGION_SHAPE", "code.jsonl", 2,
+     lambda s: _judge(s, 1, {"source_id": "codesrc:a1", "region": {"line": 3}}, m="code")),
+    ("SCHEMA", "code.jsonl", 1,
+     lambda s: _judge(s, 0, {"source_id": "codesrc:a1", "region": {"path": "src/a.py", "line": 3},
+                             "grade": -1}, m="code")),
+    ("GOLD_OUT_OF_BOUNDS", "conversation.jsonl", 2,
+     lambda s: _judge(s, 1, {"source_id": "conversationsrc:a1",
+                             "region": {"turn_start": 1, "turn_end": 6}})),
+    ("GOLD_UNKNOWN_ITEM", "conversation.jsonl", 1,
+     lambda s: _judge(s, 0, {"source_id": "conversationsrc:nope", "region": {"turn": 1}})),
+    ("GOLD_MODALITY", "conversation.jsonl", 1,
+     lambda s: _judge(s, 0, {"source_id": "pdfsrc:a1", "region": {"turn": 1}})),
+    ("HOLDER_MISMATCH", "conversation.jsonl", 1,
+     lambda s: _judge(s, 0, {"source_id": "conversationsrc:b1", "region": {"turn": 1}})),
+    ("GOLD_AFTER_AS_OF", "conversation.jsonl", 1, lambda s: (
+        s["items.jsonl"].append({**s["items.jsonl"][-2], "source_id": "conversationsrc:a2",
+                                 "observed_at": "2024-01-04T00:00:00+00:00"}),
+        _judge(s, 0, {"source_id": "conversationsrc:a2", "region": {"turn": 1}}))),
+    ("JUDGMENT_ON_UNANSWERABLE", "conversation.jsonl", 4,
+     lambda s: _judge(s, 3, {"source_id": "conversationsrc:a1", "region": {"turn": 1}})),
+    ("JUDGMENT_NAME", "conversation.jsonl", 1,
+     lambda s: _judge(s, 0, {"source_id": "conversationsrc:a1", "region": {"turn": 1}},
+                      name="gold")),
+    ("JUDGMENT_NAME", "conversation.jsonl", 2,
+     lambda s: _judge(s, 1, {"source_id": "conversationsrc:a1", "region": {"turn": 1}},
+                      name="turn/level")),
 ])
 def test_rule_is_caught(tmp_path, rule, file, line, fn):
     found = rules(run(mutate(tmp_path, fn)))
@@ -174,6 +209,17 @@ def test_a_metadata_tell_is_an_error(tmp_path):
             if x.rule == "TELL"] == []
 
 
+def test_valid_judgment_sets_pass(tmp_path):
+    """A session-level turn range and an empty set on an unanswerable record are clean."""
+    def fn(s):
+        _judge(s, 0, {"source_id": "conversationsrc:a1", "region": {"turn_start": 1,
+                                                                     "turn_end": 5}})
+        s["conversation.jsonl"][3]["judgments"] = {"session": []}
+        _judge(s, 0, {"source_id": "codesrc:a1", "region": {"path": "src/a.py", "line": 3},
+                      "grade": 1}, m="code", name="graded")
+    assert run(mutate(tmp_path, fn)) == []
+
+
 def test_every_rule_the_validator_emits_is_listed():
     import inspect
     import re
@@ -189,4 +235,4 @@ def test_every_rule_the_validator_emits_is_listed():
     emitted |= set(re.findall(r'rule="([A-Z][A-Z_]{3,})"', inspect.getsource(j)))
     emitted |= {"PATH_OUTSIDE_CORPUS"}   # core.paths.confine
     assert emitted <= set(v.RULES), emitted - set(v.RULES)
-    assert len(v.RULES) == 29
+    assert len(v.RULES) == 31

@@ -26,6 +26,14 @@ otherwise) and returns a :class:`Comparison`:
   results do not depend on which other runs are compared.
 * ``first_stage``: recall@1000 (first-stage recall) against nDCG@10 (early precision) per
   system and modality, as in Q2D-Web, with n (answerable items) and intervals.
+
+``judgment_set`` reads everything under one judgment set (``"gold"``, the default, or an
+alternative set the records carry, e.g. CodeSearchNet's ``all_annotators`` or LoCoMo's
+``session``): the measures computed per judgment set (recall@k, MRR, nDCG@10, graded nDCG@10,
+cartridge recall) are that set's, over the items it judges, with the intervals of metrics.json's
+``judgment_sets`` block; the measures that do not depend on relevance (false recall, scope,
+latency) are the same under every set. The paired-test keys are prefixed
+``judgments:<name>:``.
 """
 
 from __future__ import annotations
@@ -44,11 +52,12 @@ from ..core import progress
 from ..core.errors import MembenchError
 from ..core.paths import resolve_user_path
 from ..metrics import METRICS, SEED
-from ..metrics.aggregate import slice_metrics
-from ..metrics.measures import HEADLINE, PAIRED_METRICS
+from ..metrics.aggregate import judgment_entries, slice_metrics
+from ..metrics.measures import HEADLINE, JUDGMENT_MEASURES, PAIRED_METRICS
 from ..metrics.rundir import RunDir, read_meta
+from ..metrics.score import PRIMARY
 from ..modalities import MODALITIES
-from .frames import item_frame, metric_values
+from .frames import item_frame, judgment_sets, judgment_view, metric_values
 
 N_PAIRED_RESAMPLES = 10_000
 _BLOCK = 2_000_000          # resample-matrix cells held at once
@@ -67,6 +76,8 @@ class Comparison:
     summary: Any = None                            # long DataFrame
     pairs: Any = None                              # DataFrame
     first_stage: Any = None                        # DataFrame
+    judgment_set: str = PRIMARY                    # the set relevance is read under
+    base_items: dict[str, Any] = field(default_factory=dict, repr=False)  # frames under gold
 
     def table(self, metrics: list[str] | tuple[str, ...] | None = None, *, ci: bool = True,
               digits: int = 4):
@@ -207,16 +218,12 @@ def check_comparable(runs: list[RunDir]) -> None:
                 "with the same --modality / --limit")
 
 
-def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike | None = None,
-                 *, metrics: tuple[str, ...] | list[str] = PAIRED_METRICS,
-                 n_resamples: int = N_PAIRED_RESAMPLES, seed: int = SEED,
-                 ci_resamples: int = 1000, partial: bool = False,
-                 final: bool = False) -> Comparison:
-    """Load, check and compare runs (see the module docstring). ``n_resamples`` is used by
-    the paired tests; ``ci_resamples`` by the per-system intervals (1000, as metrics.json);
-    ``partial`` and ``final`` as :meth:`membench.metrics.rundir.RunDir.open`."""
-    import pandas as pd
-
+def load_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike | None = None,
+              *, partial: bool = False, final: bool = False
+              ) -> tuple[list[str], list[RunDir], dict[str, Any]]:
+    """Open and check runs for an item-by-item comparison (:func:`check_metas`,
+    :func:`check_comparable`): their labels, :class:`RunDir` objects and item frames, every
+    frame in the first run's item order."""
     if isinstance(run_dirs, (str, os.PathLike)):
         raise ComparisonError("run_dirs must be a list of run directories")
     paths = [resolve_user_path(d) for d in run_dirs]
@@ -228,6 +235,34 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
     order = list(frames[labels[0]]["query_id"])
     for lab in labels[1:]:       # align every frame to the first run's item order
         frames[lab] = frames[lab].set_index("query_id").loc[order].reset_index()
+    return labels, runs, frames
+
+
+def common_judgment_sets(frames: dict[str, Any]) -> list[str]:
+    """The judgment sets every compared run can be read under (``"gold"`` first)."""
+    sets = [judgment_sets(f) for f in frames.values()]
+    return [s for s in sets[0] if all(s in o for o in sets[1:])]
+
+
+def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike | None = None,
+                 *, metrics: tuple[str, ...] | list[str] = PAIRED_METRICS,
+                 n_resamples: int = N_PAIRED_RESAMPLES, seed: int = SEED,
+                 ci_resamples: int = 1000, partial: bool = False,
+                 final: bool = False, judgment_set: str | None = None) -> Comparison:
+    """Load, check and compare runs (see the module docstring). ``n_resamples`` is used by
+    the paired tests; ``ci_resamples`` by the per-system intervals (1000, as metrics.json);
+    ``partial`` and ``final`` as :meth:`membench.metrics.rundir.RunDir.open`;
+    ``judgment_set`` names the set relevance is read under (default: gold)."""
+    import pandas as pd
+
+    labels, runs, frames = load_runs(run_dirs, sets_dir, partial=partial, final=final)
+    js = judgment_set or PRIMARY
+    if js not in common_judgment_sets(frames):
+        raise ComparisonError(f"judgment set {js!r} is not carried by every compared run's "
+                              f"sets; they share {', '.join(common_judgment_sets(frames))}")
+    alt = js != PRIMARY
+    base = frames
+    frames = {lab: judgment_view(f, js) for lab, f in frames.items()}
     mods = [m for m in MODALITIES if m in set(frames[labels[0]]["modality"])]
     scopes = [*mods, "all"]
 
@@ -236,12 +271,16 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
         mod_arr = np.asarray(r.scores().modality, dtype=object)
         for scope in scopes:
             mask = np.ones(len(mod_arr), bool) if scope == "all" else mod_arr == scope
-            for m, e in slice_metrics(r.scores(), mask, scope, seed=seed,
-                                      n_resamples=ci_resamples).items():
+            entries = slice_metrics(r.scores(), mask, scope, seed=seed, n_resamples=ci_resamples)
+            if alt:
+                entries.update(judgment_entries(r.scores(), js, mask, scope, seed=seed,
+                                                n_resamples=ci_resamples))
+            for m, e in entries.items():
                 rows.append({"scope": scope, "system": lab, "metric": m, "value": e["value"],
                              "n": e["n"], "denominator": e["denominator"],
                              "ci95_lo": e["ci95"][0], "ci95_hi": e["ci95"][1]})
     summary = pd.DataFrame(rows)
+    prefix = f"judgments:{js}:" if alt else ""
 
     prow = []
     base_mod = frames[labels[0]]["modality"].to_numpy()
@@ -255,7 +294,8 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
                 for la, lb in pairs_of:
                     va = metric_values(frames[la], m)[mask]
                     vb = metric_values(frames[lb], m)[mask]
-                    t = paired_test(va, vb, f"{scope}|{m}", n_resamples=n_resamples, seed=seed)
+                    key = f"{prefix}{scope}|{m}" if m in JUDGMENT_MEASURES else f"{scope}|{m}"
+                    t = paired_test(va, vb, key, n_resamples=n_resamples, seed=seed)
                     prow.append({"scope": scope, "metric": m, "system_a": la, "system_b": lb,
                                  "denominator": int((~np.isnan(va)).sum()), **t})
                     bar.advance()
@@ -279,7 +319,8 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
     first = first.sort_values(["system", "modality"], key=lambda c: c.map(
         rank_sys if c.name == "system" else rank_mod)).reset_index(drop=True)
     return Comparison(labels=labels, run_dirs=[str(r.path) for r in runs], runs=runs,
-                      items=frames, summary=summary, pairs=pairs, first_stage=first)
+                      items=frames, summary=summary, pairs=pairs, first_stage=first,
+                      judgment_set=js, base_items=base)
 
 
 def format_comparison(comp: Comparison, *, metrics: list[str] | None = None) -> str:
@@ -291,6 +332,9 @@ def format_comparison(comp: Comparison, *, metrics: list[str] | None = None) -> 
     w = max(len(x) for x in [*comp.labels, "metric"]) + 2
     lines = [f"{len(comp.labels)} systems: " + ", ".join(
         f"{lab} ({d})" for lab, d in zip(comp.labels, comp.run_dirs))]
+    if comp.judgment_set != PRIMARY:
+        lines.append(f"judgment set: {comp.judgment_set} (recall, MRR, nDCG and cartridge "
+                     "recall over the items it judges; other measures as under gold)")
     for scope in [*MODALITIES, "all"]:
         g = s[s["scope"] == scope]
         if g.empty:
@@ -375,7 +419,9 @@ __all__ = [
     "ComparisonError",
     "check_comparable",
     "check_metas",
+    "common_judgment_sets",
     "compare_runs",
+    "load_runs",
     "format_comparison",
     "holm",
     "paired_test",

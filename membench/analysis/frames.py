@@ -10,11 +10,15 @@ Columns (NaN where an item is outside a measure's denominator)::
     derivation ("native" | "transactive" | "temporal"), answerable, as_of (UTC Timestamp),
     as_of_quarter ("2023Q4", calendar, UTC), as_of_bucket (see below), has_run, n_gold, n_hits,
     recall@10, recall@100, recall@1000, rr (reciprocal rank: per-item MRR), ndcg@10,
-    cartridge_size, cartridge_recall, false_recall (1.0/0.0 on unanswerable items),
+    ndcg_graded@10, cartridge_size, cartridge_recall, false_recall (1.0/0.0 on unanswerable items),
     abstained (empty cartridge), holder_leak (a returned hit or cartridge atom of another
     holder), temporal_leak (one observed after as_of), n_foreign, n_future, latency_ms,
     top1_score (score of the rank-1 hit, NaN without hits), top1_hit (the rank-1 hit hits a
     gold region, i.e. rr == 1; False on unanswerable items)
+
+then, per alternative judgment set the run's records carry, ``<name>/<measure>`` for every
+measure computed per judgment set (``<name>/mrr`` is that set's reciprocal rank; NaN on items
+the set does not judge). :func:`judgment_view` gives the frame under one set.
 
 ``as_of_bucket``: the builder gives most sources a synthetic ingestion timeline of a few days
 (calendar quarters would put almost everything in one bucket), so the bucket is a **per-source
@@ -31,7 +35,9 @@ import os
 import numpy as np
 
 from ..core.errors import MembenchError
+from ..metrics.measures import JUDGMENT_MEASURES
 from ..metrics.rundir import RunDir
+from ..metrics.score import PRIMARY
 
 N_BUCKETS = 4
 
@@ -75,13 +81,13 @@ def item_frame(run: str | os.PathLike | RunDir, sets_dir: str | os.PathLike | No
     cols = ["query_id", "modality", "source", "holder", "scenario", "session", "derivation",
             "answerable", "as_of", "as_of_quarter", "as_of_bucket", "has_run", "n_gold",
             "n_hits", "recall@10", "recall@100", "recall@1000", "rr", "ndcg@10",
-            "cartridge_size", "cartridge_recall", "false_recall", "abstained", "holder_leak",
+            "ndcg_graded@10", "cartridge_size", "cartridge_recall", "false_recall", "abstained", "holder_leak",
             "temporal_leak", "n_foreign", "n_future", "latency_ms", "top1_score", "top1_hit"]
     extra = [c for c in df.columns if c not in cols and c not in (
         "temporal_correctness", "holder_correctness", "abstain_rate_answerable")]
     df = df[cols + extra]      # judgment-set columns ("<name>/recall@10", ...) kept at the end
-    for c in ("recall@10", "recall@100", "recall@1000", "rr", "ndcg@10", "cartridge_recall",
-              "false_recall"):
+    for c in ("recall@10", "recall@100", "recall@1000", "rr", "ndcg@10", "ndcg_graded@10",
+              "cartridge_recall", "false_recall"):
         df[c] = df[c].astype(float)
     df.attrs.update({"run_dir": str(rd.path), "system": rd.system,
                      "split": rd.split, "sets_dir": str(rd.sets_dir),
@@ -106,3 +112,45 @@ def metric_values(df, metric: str) -> np.ndarray:
     if metric in df.columns:
         return df[metric].to_numpy(dtype=float)
     raise KeyError(f"unknown metric {metric!r}")
+
+
+def _column(metric: str) -> str:
+    """The item-frame column of a measure (``mrr`` is the per-item ``rr``)."""
+    return "rr" if metric == "mrr" else metric
+
+
+def judgment_sets(df) -> list[str]:
+    """The judgment sets an item frame can be read under: ``"gold"`` (the primary set) first,
+    then the alternative sets its records carry (``<name>/recall@10`` columns), sorted."""
+    alt = sorted(c.split("/", 1)[0] for c in df.columns
+                 if isinstance(c, str) and c.endswith("/recall@10"))
+    return [PRIMARY, *alt]
+
+
+def judgment_view(df, name: str | None):
+    """The item frame under judgment set ``name`` (``None`` or ``"gold"``: ``df`` itself).
+
+    Every measure computed per judgment set (the measure registry's ``per_judgment_set``:
+    recall@k, MRR as ``rr``, nDCG@10, graded nDCG@10, cartridge recall) takes that set's
+    per-item values, NaN on the items the set does not judge (unanswerable items, and
+    answerable ones whose list under the set is empty or absent); ``top1_hit`` follows.
+    Everything that does not depend on relevance (false recall, abstention, holder and
+    temporal correctness, latency, the item's own columns) is unchanged. ``judged`` marks the
+    items in the set's denominator; ``df.attrs["judgment_set"]`` names the set. An unknown
+    name is a :class:`MembenchError` naming the sets the run carries."""
+    sets = judgment_sets(df)
+    if name is None or name == PRIMARY:
+        out = df.copy()
+        out["judged"] = ~out["recall@10"].isna()
+        out.attrs["judgment_set"] = PRIMARY
+        return out
+    if name not in sets:
+        raise MembenchError(f"{df.attrs.get('run_dir', 'this run')}: no judgment set {name!r}; "
+                            f"its records carry {', '.join(sets)}")
+    out = df.copy()
+    for m in JUDGMENT_MEASURES:
+        out[_column(m)] = df[f"{name}/{m}"].astype(float)
+    out["judged"] = ~out["recall@10"].isna()
+    out["top1_hit"] = out["judged"] & (out["rr"] == 1.0)
+    out.attrs["judgment_set"] = name
+    return out

@@ -17,6 +17,12 @@ def _plt():
     return plt
 
 
+def _judged(df):
+    """The items in the recall denominator: the answerable ones, or under a judgment set
+    (:func:`membench.analysis.frames.judgment_view`) the ones it judges."""
+    return df["judged"] if "judged" in df.columns else df["answerable"]
+
+
 def plot_recall_heatmap(df, *, row: str = "modality", col: str = "as_of_bucket",
                         metric: str = "recall@10", ax=None):
     """Heatmap of ``metric`` over answerable items, ``row`` x ``col``; each cell shows the
@@ -24,7 +30,7 @@ def plot_recall_heatmap(df, *, row: str = "modality", col: str = "as_of_bucket",
     import seaborn as sns
 
     plt = _plt()
-    a = df[df["answerable"]].copy()
+    a = df[_judged(df)].copy()
     a["_v"] = metric_values(a, metric)
     val = a.pivot_table(index=row, columns=col, values="_v", aggfunc="mean", observed=True)
     cnt = a.pivot_table(index=row, columns=col, values="_v", aggfunc="count",
@@ -49,7 +55,7 @@ def plot_holder_spread(df, *, metric: str = "recall@10", ax=None):
     import seaborn as sns
 
     plt = _plt()
-    a = df[df["answerable"]].copy()
+    a = df[_judged(df)].copy()
     a["_v"] = metric_values(a, metric)
     h = a.groupby(["modality", "holder"], observed=True)["_v"].agg(["mean", "size"]).reset_index()
     labels = {m: f"{m}\n({g['holder'].nunique()} holders, n={int(g['size'].sum())})"

@@ -6,6 +6,13 @@ holder and temporal correctness (all items), each with a percentile-bootstrap 95
 like metrics.json, and its gate verdicts; :func:`worst_slices` ranks single-dimension slices
 worst first; :func:`compact` formats a table for reading. Gates and denominators are the
 measure registry's (:mod:`membench.metrics.measures`).
+
+Both take ``judgment_set``: the slices are then read under that set
+(:func:`membench.analysis.frames.judgment_view`): recall, MRR, nDCG and cartridge recall are
+that set's, over the items it judges (``n_answerable`` counts them), and the measures that do
+not depend on relevance are the same as under gold. The bootstrap keys of a slice under a set
+are prefixed ``judgments:<name>:`` (a modality slice reproduces metrics.json's
+``judgment_sets`` entry).
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ import numpy as np
 from ..metrics import SEED
 from ..metrics.aggregate import latency_entry, mean_entry
 from ..metrics.measures import gate
-from .frames import metric_values
+from ..metrics.score import PRIMARY
+from .frames import judgment_view, metric_values
 
 #: dimensions :func:`worst_slices` looks at (SPEC section 8)
 SLICE_DIMS: tuple[str, ...] = ("modality", "source", "holder", "as_of_bucket", "scenario",
@@ -28,9 +36,14 @@ SLICE_METRICS: tuple[str, ...] = ("recall@10", "false_recall_rate", "holder_corr
                                   "temporal_correctness")
 
 
-def _slice_key(by: list[str], values: tuple) -> str:
+def _slice_key(by: list[str], values: tuple, judgment_set: str | None = None) -> str:
     """Bootstrap key of a slice: the same as metrics.json for a modality or source slice, so
-    the intervals agree with metrics.json."""
+    the intervals agree with metrics.json (under an alternative judgment set, as its
+    ``judgment_sets`` block)."""
+    if judgment_set not in (None, PRIMARY):
+        if by == ["modality"]:
+            return f"judgments:{judgment_set}:{values[0]}"
+        return f"judgments:{judgment_set}:" + ",".join(f"{c}={v}" for c, v in zip(by, values))
     if by == ["modality"]:
         return str(values[0])
     if by == ["source"]:
@@ -48,10 +61,12 @@ def gate_margin(metric: str, value: float | None) -> float:
 
 
 def slice_table(df, by: str | list[str], *, metrics: tuple[str, ...] | list[str] = SLICE_METRICS,
-                sort: bool = True, seed: int = SEED, n_resamples: int = 1000):
+                sort: bool = True, seed: int = SEED, n_resamples: int = 1000,
+                judgment_set: str | None = None):
     """Per slice (one row per combination of ``by`` values): ``n`` items, the denominators
-    ``n_answerable`` (recall and other answerable-item measures) and ``n_unanswerable``
-    (false recall; holder/temporal correctness are over all ``n``), and per metric its value
+    ``n_answerable`` (recall and other answerable-item measures: the items with a recall value,
+    i.e. those the judgment set judges) and ``n_unanswerable`` (false recall; holder/temporal
+    correctness are over all ``n``), and per metric its value
     with ``<metric>_lo`` / ``<metric>_hi`` (percentile bootstrap 95%, keyed like metrics.json:
     a slice over ``modality`` reproduces metrics.json's values and intervals). A value whose
     denominator is 0 is NaN, never 0.
@@ -63,13 +78,16 @@ def slice_table(df, by: str | list[str], *, metrics: tuple[str, ...] | list[str]
     import pandas as pd
 
     by = [by] if isinstance(by, str) else list(by)
+    if judgment_set not in (None, PRIMARY):
+        df = judgment_view(df, judgment_set)
     out = []
     for keys, g in df.groupby(by, sort=True, dropna=False, observed=True):
         keys = keys if isinstance(keys, tuple) else (keys,)
-        ans = g["answerable"].to_numpy(dtype=bool)
+        judged = ~np.isnan(g["recall@10"].to_numpy(dtype=float))
+        unans = ~g["answerable"].to_numpy(dtype=bool)
         row: dict[str, Any] = dict(zip(by, keys))
-        row.update(n=len(g), n_answerable=int(ans.sum()), n_unanswerable=int((~ans).sum()))
-        key = _slice_key(by, keys)
+        row.update(n=len(g), n_answerable=int(judged.sum()), n_unanswerable=int(unans.sum()))
+        key = _slice_key(by, keys, judgment_set)
         margins = []
         fails = []
         for m in metrics:
@@ -120,15 +138,17 @@ def compact(table, *, digits: int = 3):
 
 def worst_slices(df, k: int = 10, *, dims: tuple[str, ...] | list[str] = SLICE_DIMS,
                  min_n: int = 5, metrics: tuple[str, ...] | list[str] = SLICE_METRICS,
-                 seed: int = SEED, n_resamples: int = 1000):
+                 seed: int = SEED, n_resamples: int = 1000, judgment_set: str | None = None):
     """The ``k`` worst single-dimension slices over ``dims`` (columns ``dimension``,
     ``slice``, then :func:`slice_table`'s), among slices with at least ``min_n`` items (tiny
-    slices are all noise; their count is in ``df.attrs['dropped_small']``)."""
+    slices are all noise; their count is in ``df.attrs['dropped_small']``); under
+    ``judgment_set`` as :func:`slice_table`."""
     import pandas as pd
 
     parts = []
     for d in dims:
-        t = slice_table(df, [d], metrics=metrics, sort=False, seed=seed, n_resamples=n_resamples)
+        t = slice_table(df, [d], metrics=metrics, sort=False, seed=seed, n_resamples=n_resamples,
+                        judgment_set=judgment_set)
         t.insert(0, "dimension", d)
         t = t.rename(columns={d: "slice"})
         t["slice"] = t["slice"].astype(str)

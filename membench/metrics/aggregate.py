@@ -88,6 +88,16 @@ def slice_metrics(scores: ItemScores, mask: np.ndarray, name: str, *, seed: int 
     return out
 
 
+def judgment_entries(scores: ItemScores, name: str, mask: np.ndarray, scope: str, *,
+                     seed: int = SEED, n_resamples: int = N_RESAMPLES) -> dict[str, dict]:
+    """Every measure computed per judgment set, under alternative set ``name``, over the items
+    of ``mask`` the set judges (NaN elsewhere), keyed ``judgments:<name>:<scope>|<metric>``
+    for the bootstrap: ``metrics.json["judgment_sets"][name][scope]``."""
+    vals = scores.judgments[name]
+    return {m: mean_entry(vals[m][mask], f"judgments:{name}:{scope}|{m}", seed=seed,
+                          n_resamples=n_resamples) for m in JUDGMENT_MEASURES}
+
+
 def _modalities(present: list[str]) -> list[str]:
     return [m for m in MODALITIES if m in set(present)] + sorted(set(present) - set(MODALITIES))
 
@@ -132,13 +142,12 @@ def aggregate(scores: ItemScores, *, seed: int = SEED,
             bar.advance()
         result["gates"] = evaluate_gates(result, [*present, "all"])
         js: dict[str, Any] = {}
-        for name, vals in sorted(scores.judgments.items()):
+        for name in sorted(scores.judgments):
             carried = judged[name]
             block: dict[str, Any] = {}
             for scope in [*_modalities(list(mods[carried])), "all"]:
                 mask = carried if scope == "all" else carried & (mods == scope)
-                block[scope] = {m: mean_entry(vals[m][mask], f"judgments:{name}:{scope}|{m}",
-                                              **kw) for m in JUDGMENT_MEASURES}
+                block[scope] = judgment_entries(scores, name, mask, scope, **kw)
                 bar.advance()
             js[name] = block
     result["judgment_sets"] = js
@@ -201,6 +210,21 @@ def format_table(metrics: dict[str, Any], *, by_source: bool = False) -> str:
             nd = f"{e['n']}/{e['denominator']}"
             lines.append(f"{scope:<20} {m:<{w}} {_fmt(e['value'], m):>10} {nd:>14}  {ci}")
         lines.append("")
+    js = metrics.get("judgment_sets") or {}
+    if js:
+        lines.append("judgment sets (the items each set judges; n = those items)")
+        for name, block in js.items():
+            for scope, entries in block.items():
+                for m in METRICS:
+                    e = entries.get(m)
+                    if e is None:
+                        continue
+                    lo, hi = e["ci95"]
+                    ci = "-" if lo is None else f"[{_fmt(lo, m)}, {_fmt(hi, m)}]"
+                    nd = f"{e['n']}/{e['denominator']}"
+                    label = f"{name}:{scope}"
+                    lines.append(f"{label:<20} {m:<{w}} {_fmt(e['value'], m):>10} {nd:>14}  {ci}")
+            lines.append("")
     gates = metrics.get("gates", [])
     if gates:
         lines.append("gates")

@@ -79,6 +79,13 @@ MEASURES: tuple[Measure, ...] = (
             "gain/log2(rank+1); IDCG from min(|gold|, 10) gains.", "answerable", "higher",
             "ranking", paired=True, per_judgment_set=True, headline=True,
             citation="SPEC section 7; Jarvelin & Kekalainen, TOIS 2002 (binary gains)"),
+    Measure("ndcg_graded@10", "As ndcg@10 with graded gains: at a rank whose atom hits gold "
+            "regions not hit earlier, gain = max over those regions of 2**grade - 1 (1 for an "
+            "ungraded region, so it equals ndcg@10 where gold carries no grades); IDCG from the "
+            "min(|gold|, 10) largest region gains.", "answerable", "higher", "ranking",
+            per_judgment_set=True,
+            citation="Jarvelin & Kekalainen, TOIS 2002; gains 2**grade - 1 as Burges et al., "
+                     "ICML 2005, and CodeSearchNet's relevanceeval.py (Husain et al. 2019)"),
     Measure("false_recall_rate", "Share of unanswerable items whose cartridge is non-empty.",
             "unanswerable", "lower", "cartridge", gate=Gate("<=", 0.10), paired=True,
             headline=True),

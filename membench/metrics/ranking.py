@@ -13,7 +13,13 @@ one gold region). The formulas below are then shared:
   gain / log2(rank + 1)`` over ranks <= k and ``IDCG = sum_{i=1..min(|gold|, k)} 1 /
   log2(i + 1)``. Consequence (documented, intended by the definition): one atom that covers
   two gold regions earns one gain, so nDCG is 1 only when every gold region is hit by its own
-  atom in the top ranks. Graded gold (``grade``) is not used: gains are binary.
+  atom in the top ranks. Graded gold (``grade``) is not used here: gains are binary.
+* ``graded nDCG@k`` (``ndcg_graded@k``) = the same with *graded* gains: at every distinct
+  first rank <= k the gain is the largest ``gain(grade)`` among the regions first hit there,
+  ``gain(grade) = 2**grade - 1`` (Burges et al. 2005, and CodeSearchNet's own
+  ``relevanceeval.py``), ``gain = 1`` for an ungraded region (so without grades it equals
+  nDCG@k); IDCG@k sums the ``min(|gold|, k)`` largest region gains, sorted descending, with
+  the same discounts. A region of grade 0 counts in recall but adds no gain.
   Likewise recall@10 of an item with more than 10 gold regions, each needing its own atom,
   is below 1 even for a perfect ranking (as in trec_eval).
 
@@ -39,19 +45,38 @@ class FirstHits:
     n_gold: np.ndarray   # int64 [n_queries]
     q: np.ndarray        # int64 [n_hit_regions]
     rank: np.ndarray     # int64 [n_hit_regions], >= 1
+    # graded gains (None: every region gains 1): the gain of each hit region, aligned with
+    # ``q``/``rank``, and of every region (hit or not) with its query, for the ideal DCG
+    gain: np.ndarray | None = None        # float64 [n_hit_regions]
+    all_q: np.ndarray | None = None       # int64 [n_regions]
+    all_gain: np.ndarray | None = None    # float64 [n_regions]
 
     @classmethod
-    def from_lists(cls, per_query: Sequence[Sequence[int]], n_gold: Sequence[int]) -> FirstHits:
+    def from_lists(cls, per_query: Sequence[Sequence[int]], n_gold: Sequence[int],
+                   gains: Sequence[Sequence[float]] | None = None) -> FirstHits:
         """``per_query[i]`` lists the first-hit ranks (1-based; 0 or negative = not hit) of
-        query i's gold regions."""
-        qs, rs = [], []
+        query i's gold regions; ``gains[i]`` (optional) their gains, aligned."""
+        qs, rs, gs, aq, ag = [], [], [], [], []
         for i, ranks in enumerate(per_query):
-            for r in ranks:
+            g = gains[i] if gains is not None else None
+            if g is not None and len(g) != len(ranks):
+                raise ValueError(f"query {i}: {len(ranks)} regions but {len(g)} gains")
+            for j, r in enumerate(ranks):
+                if g is not None:
+                    aq.append(i)
+                    ag.append(g[j])
                 if r > 0:
                     qs.append(i)
                     rs.append(r)
-        return cls(np.asarray(n_gold, dtype=np.int64), np.asarray(qs, dtype=np.int64),
-                   np.asarray(rs, dtype=np.int64))
+                    if g is not None:
+                        gs.append(g[j])
+        fh = cls(np.asarray(n_gold, dtype=np.int64), np.asarray(qs, dtype=np.int64),
+                 np.asarray(rs, dtype=np.int64))
+        if gains is not None:
+            fh.gain = np.asarray(gs, dtype=np.float64)
+            fh.all_q = np.asarray(aq, dtype=np.int64)
+            fh.all_gain = np.asarray(ag, dtype=np.float64)
+        return fh
 
     @property
     def n_queries(self) -> int:
@@ -112,15 +137,55 @@ def ndcg_at_k(fh: FirstHits, k: int) -> np.ndarray:
         return fh._defined(np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0))
 
 
+def graded_gain(grade: int | None) -> float:
+    """A region's gain in graded nDCG: ``2**grade - 1``; 1 for an ungraded region."""
+    return 1.0 if grade is None else float(2 ** int(grade) - 1)
+
+
+def graded_ndcg_at_k(fh: FirstHits, k: int) -> np.ndarray:
+    """Per query graded nDCG@k (module docstring): the largest region gain at each distinct
+    first-hit rank <= k over the ideal DCG of the ``min(|gold|, k)`` largest region gains
+    (NaN if no gold). Without gains (``fh.gain is None``) it is :func:`ndcg_at_k`."""
+    if fh.gain is None:
+        return ndcg_at_k(fh, k)
+    inside = fh.rank <= k
+    q, r, g = fh.q[inside], fh.rank[inside], fh.gain[inside]
+    dcg = np.zeros(fh.n_queries)
+    if len(q):
+        # one gain per (query, rank): the largest gain among the regions first hit there
+        key = q * (k + 1) + r
+        uniq, inv = np.unique(key, return_inverse=True)
+        best = np.full(len(uniq), -np.inf)
+        np.maximum.at(best, inv, g)
+        uq, ur = uniq // (k + 1), uniq % (k + 1)
+        dcg = np.bincount(uq, weights=best * discount(ur), minlength=fh.n_queries)
+    idcg = np.zeros(fh.n_queries)
+    if fh.all_q is not None and len(fh.all_q):
+        order = np.lexsort((-fh.all_gain, fh.all_q))        # by query, gains descending
+        aq, ag = fh.all_q[order], fh.all_gain[order]
+        start = np.searchsorted(aq, aq, side="left")
+        pos = np.arange(len(aq)) - start + 1                 # 1-based place within its query
+        keep = pos <= k
+        idcg = np.bincount(aq[keep], weights=ag[keep] * discount(pos[keep]),
+                           minlength=fh.n_queries)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return fh._defined(np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0))
+
+
 RANK_MEASURES = ("recall@10", "recall@100", "recall@1000", "mrr", "ndcg@10")
+#: with graded gains (:func:`rank_measures` with ``graded=True``)
+GRADED_MEASURES = ("ndcg_graded@10",)
 
 
-def rank_measures(fh: FirstHits) -> dict[str, np.ndarray]:
-    """recall@10/100/1000, mrr and ndcg@10 per query."""
-    return {
+def rank_measures(fh: FirstHits, *, graded: bool = False) -> dict[str, np.ndarray]:
+    """recall@10/100/1000, mrr and ndcg@10 per query (and ndcg_graded@10 with ``graded``)."""
+    out = {
         "recall@10": recall_at_k(fh, 10),
         "recall@100": recall_at_k(fh, 100),
         "recall@1000": recall_at_k(fh, 1000),
         "mrr": reciprocal_rank(fh),
         "ndcg@10": ndcg_at_k(fh, 10),
     }
+    if graded:
+        out["ndcg_graded@10"] = graded_ndcg_at_k(fh, 10)
+    return out

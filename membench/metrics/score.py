@@ -26,15 +26,16 @@ from ..core.errors import InputError
 from ..core.jsonl import parse_model
 from ..run.files import AtomRow, RunRow, parse_atom, parse_run_row, to_us
 from ..run.protocol import rank_order
+from ..sets.judgments import PRIMARY
 from ..sets.schema import AnnotationRecord, SourceItem
 from . import cartridge as cart_mod
 from .atom_level import ATOM_MEASURES, atom_measures, relevant_atoms
 from .measures import MEAN_MEASURES
-from .ranking import FirstHits, rank_measures
+from .ranking import FirstHits, graded_gain, rank_measures
 from .resolve import AtomTable, GoldRef, Universe, build_atom_table, index_items
 from .scope import check_scope
 
-PRIMARY = "gold"
+__all__ = ["PRIMARY", "ItemScores", "score_items", "source_key"]
 
 
 def source_key(query_id: str) -> str:
@@ -200,7 +201,9 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
     atom_level = {m: nan() for m in ATOM_MEASURES}
     atom_qrels: list[dict[str, int]] = []
     first_ranks: list[list[int]] = []
-    alt: dict[str, dict[str, Any]] = {}     # name -> {"ranks": [], "n_gold": [], "cart": array}
+    gains: list[list[float]] = []
+    # name -> {"ranks": [], "gains": [], "n_gold": [], "cart": array}
+    alt: dict[str, dict[str, Any]] = {}
     empty = np.zeros(0, dtype=np.int64)
 
     for i, rec in enumerate(recs):
@@ -225,6 +228,7 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
         if answerable[i]:
             n_gold[i] = len(gold)
             first_ranks.append(list(table.first_positions(gold, ranked) + 1))
+            gains.append([graded_gain(g.grade) for g in rec.gold])
             cart_recall[i] = cart_mod.cartridge_recall(table, gold, cart)
             abstain[i] = cart_mod.abstained(len(cart))
             rel = relevant_atoms(table, gold, [g.grade for g in rec.gold])
@@ -233,6 +237,7 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
             atom_qrels.append({table.atom_ids[a]: g for a, g in sorted(rel.items())})
         else:
             first_ranks.append([])
+            gains.append([])
             false_recall[i] = cart_mod.false_recall(len(cart))
             atom_qrels.append({})
 
@@ -242,14 +247,21 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
                                  f"{rec.query_id}: judgment set name {PRIMARY!r} is reserved for "
                                  "the primary gold", rule="JUDGMENTS")
             a = alt.setdefault(name, {"ranks": [[] for _ in range(n)],
+                                      "gains": [[] for _ in range(n)],
                                       "n_gold": np.zeros(n, np.int64), "cart": nan()})
             jg = _prepare_gold(golds, rec, uni, locs[i], f"judgments.{name}")
+            if jg and rec.unanswerable:
+                raise InputError(locs[i][0], locs[i][1], f"judgments.{name}",
+                                 f"{rec.query_id}: an unanswerable record with {len(jg)} "
+                                 f"region(s) under judgment set {name!r}",
+                                 rule="JUDGMENT_ON_UNANSWERABLE")
             if jg:      # answerable under this set = non-empty list
                 a["n_gold"][i] = len(jg)
                 a["ranks"][i] = list(table.first_positions(jg, ranked) + 1)
+                a["gains"][i] = [graded_gain(g.grade) for g in golds]
                 a["cart"][i] = cart_mod.cartridge_recall(table, jg, cart)
 
-    values = rank_measures(FirstHits.from_lists(first_ranks, n_gold))
+    values = rank_measures(FirstHits.from_lists(first_ranks, n_gold, gains), graded=True)
     values["false_recall_rate"] = false_recall
     values["temporal_correctness"] = (n_future == 0).astype(np.float64)
     values["holder_correctness"] = (n_foreign == 0).astype(np.float64)
@@ -257,7 +269,8 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
     values["cartridge_recall"] = cart_recall
     judgments = {}
     for name, a in sorted(alt.items()):
-        jv = rank_measures(FirstHits.from_lists(a["ranks"], a["n_gold"]))
+        jv = rank_measures(FirstHits.from_lists(a["ranks"], a["n_gold"], a["gains"]),
+                           graded=True)
         jv["cartridge_recall"] = a["cart"]
         judgments[name] = jv
 

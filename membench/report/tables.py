@@ -279,6 +279,34 @@ def metrics_grid(metrics: dict[str, Any], metric_names: list[str] | None = None,
                  "</tbody></table>", len(rows), ["metric", *scopes])
 
 
+def judgment_sets_grid(metrics: dict[str, Any], scope: str, digits: int = 3) -> Table:
+    """One scope of a ``metrics.json`` under every judgment set that judges it: one row per
+    measure computed per judgment set, one column per set (gold first), each cell
+    ``value [lo, hi]`` and, under it, ``n/denominator`` (the items that set judges)."""
+    from ..metrics.measures import JUDGMENT_MEASURES
+
+    sets = {"gold": metrics.get(scope, {})}
+    sets.update({name: block[scope] for name, block in (metrics.get("judgment_sets") or {}).items()
+                 if scope in block})
+    head = "<tr><th>metric</th>" + "".join(f"<th>{th(n)}</th>" for n in sets) + "</tr>"
+    rows = []
+    for m in JUDGMENT_MEASURES:
+        cells = [f'<td class="mb-s">{esc(m)}</td>']
+        for name, block in sets.items():
+            e = block.get(m)
+            if e is None:
+                cells.append('<td class="mb-n mb-na">n/a</td>')
+                continue
+            lo, hi = (e.get("ci95") or [None, None])[:2]
+            txt = fmt_interval(e.get("value"), lo, hi, digits)
+            na = " mb-na" if txt == "n/a" else ""
+            cells.append(f'<td class="mb-n{na}">{esc(txt)}<br><small>'
+                         f'{esc(e.get("n"))}/{esc(e.get("denominator"))}</small></td>')
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return Table(f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}'
+                 "</tbody></table>", len(rows), ["metric", *sets])
+
+
 def gate_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     """The gates of a ``metrics.json`` with value, interval, n and denominator; ``result`` is
     PASS, FAIL or ``n/a`` (no items in the denominator: never a pass)."""
@@ -358,4 +386,5 @@ def comparison_grid(comp, scope: str, digits: int = 3) -> Table:
 
 
 __all__ = ["CSS", "Table", "collapsed", "comparison_grid", "fmt_interval", "fmt_num",
-           "gate_badges", "gate_rows", "interval_html", "metrics_grid", "show", "th"]
+           "gate_badges", "gate_rows", "interval_html", "judgment_sets_grid", "metrics_grid",
+           "show", "th"]

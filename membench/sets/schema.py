@@ -72,7 +72,7 @@ def iso(dt: datetime) -> str:
 class Gold(Strict):
     source_id: str = Field(min_length=1)
     region: dict[str, Any]
-    grade: StrictInt | None = None
+    grade: StrictInt | None = Field(default=None, ge=0)
 
 
 class Scope(Strict):

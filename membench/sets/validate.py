@@ -13,11 +13,16 @@ EMPTY_FILE                a set file holds no line (every modality of a build ha
                           a warning when coverage.json shows no covered source of it)
 SCHEMA                    a field is missing, of the wrong type, or unknown (names the field)
 MODALITY_MISMATCH         a record's modality differs from its file's (``pdf.jsonl`` holds pdf)
-REGION_SHAPE              a gold region's keys/values do not match the modality (SPEC table)
+REGION_SHAPE              a gold (or judgment set) region's keys/values do not match the
+                          modality (SPEC table)
+JUDGMENT_NAME             a judgment set named ``gold`` (the primary set's name) or not a
+                          plain lower-case name (``[a-z][a-z0-9_]*``: it names columns and keys)
 DUPLICATE_QUERY_ID        the same query_id twice (across all set files)
 DUPLICATE_SOURCE_ID       the same source_id twice in items.jsonl
 GOLD_MISSING              an answerable record with empty gold
 GOLD_ON_UNANSWERABLE      an unanswerable record with non-empty gold
+JUDGMENT_ON_UNANSWERABLE  an unanswerable record with a non-empty judgment set (every reading
+                          of relevance finds nothing for it)
 GOLD_UNKNOWN_ITEM         gold names a source item that items.jsonl does not have
 GOLD_MODALITY             gold names an item of another modality
 GOLD_OUT_OF_BOUNDS        page beyond the page count, bbox outside the image, span beyond the
@@ -25,6 +30,8 @@ GOLD_OUT_OF_BOUNDS        page beyond the page count, bbox outside the image, sp
 HOLDER_MISMATCH           a gold item's holder is not the query's scope.holder
 HOLDER_UNKNOWN            scope.holder owns no source item
 GOLD_AFTER_AS_OF          a gold item observed after the query's as_of
+                          (the GOLD_* rules and HOLDER_MISMATCH hold for every judgment set's
+                          regions too, named ``judgments.<set>[i]``)
 DERIVED_TWIN              origin.derived_from names a record of the sets: a derived query
                           replaces the one it comes from (a pair would tell which is which)
 REVISION_UNKNOWN          origin.revision not among the manifest's commits for the record's
@@ -67,6 +74,7 @@ from .corpus import check_corpus, revisions_by_source
 from .schema import AnnotationRecord, SourceItem
 
 MIN_UNANSWERABLE_SHARE = 0.15
+_JUDGMENT_NAME = re.compile(r"[a-z][a-z0-9_]*")
 # The rule names, in the order of the table above (the table is the one place they are listed).
 RULES: tuple[str, ...] = tuple(re.findall(r"^([A-Z_]+)\s{2,}", __doc__, re.M))
 
@@ -149,15 +157,24 @@ def _validate_sets(sets_dir: Path, manifest: Path, lock: Path | None,
             counts[m][1] += rec.unanswerable
             if rec.unanswerable and rec.gold:
                 add(path, no, "GOLD_ON_UNANSWERABLE", f"{len(rec.gold)} gold region(s)")
+            for name, js in sorted((rec.judgments or {}).items()):
+                if name == "gold" or not _JUDGMENT_NAME.fullmatch(name):
+                    add(path, no, "JUDGMENT_NAME", f"judgments.{name}: "
+                        + ("'gold' is the primary set's name" if name == "gold" else
+                           "a judgment set name is [a-z][a-z0-9_]*"))
+                if rec.unanswerable and js:
+                    add(path, no, "JUDGMENT_ON_UNANSWERABLE",
+                        f"judgments.{name}: {len(js)} region(s) on an unanswerable record")
             if not rec.unanswerable and not rec.gold:
                 add(path, no, "GOLD_MISSING", "answerable record with empty gold")
             if rec.scope.holder not in holders:
                 add(path, no, "HOLDER_UNKNOWN", f"scope.holder {rec.scope.holder!r} owns no item")
             holder_splits[rec.scope.holder].add(rec.split)
             holder_first.setdefault(rec.scope.holder, (path, no))
-            golds = list(rec.gold) + [g for gs in (rec.judgments or {}).values() for g in gs]
-            for i, g in enumerate(golds):
-                where = f"gold[{i}]" if i < len(rec.gold) else "judgments"
+            golds = [(f"gold[{i}]", g) for i, g in enumerate(rec.gold)] + [
+                (f"judgments.{name}[{j}]", g) for name, gs in sorted((rec.judgments or {}).items())
+                for j, g in enumerate(gs)]
+            for where, g in golds:
                 it = items.get(g.source_id)
                 if it is None:
                     add(path, no, "GOLD_UNKNOWN_ITEM", f"{where}.source_id {g.source_id!r}")
@@ -344,10 +361,16 @@ def _parse(path: Path, model, add, modality: str | None = None, empty_ok: bool =
                 continue
             bad = False
             golds = obj.get("gold")
-            for i, g in enumerate(golds if isinstance(golds, list) else []):
+            regions = [(f"gold.{i}", g) for i, g in enumerate(golds if isinstance(golds, list)
+                                                              else [])]
+            js = obj.get("judgments")
+            for name, gs in sorted(js.items() if isinstance(js, dict) else []):
+                regions += [(f"judgments.{name}.{j}", g)
+                            for j, g in enumerate(gs if isinstance(gs, list) else [])]
+            for where, g in regions:
                 why = check_region(modality, g.get("region") if isinstance(g, dict) else None)
                 if why:
-                    add(path, no, "REGION_SHAPE", f"field gold.{i}.region: {why}")
+                    add(path, no, "REGION_SHAPE", f"field {where}.region: {why}")
                     bad = True
             if bad:
                 yield no, obj, None

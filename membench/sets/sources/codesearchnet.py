@@ -35,8 +35,16 @@ What the adapter makes:
   (language, query, url) are aggregated: ``grade`` = lower median of the annotators' grades.
   Primary gold = urls with grade >= 2 whose file is mirrored and whose span lies inside the
   file: ``Gold(source_id, {"path": <upstream path>, "line": <start line>}, grade)``.
-  ``judgments`` always holds ``any_annotator`` (max grade >= 2, grade = max) and
-  ``all_annotators`` (min grade >= 2, grade = min), possibly empty lists. Two urls of one pair
+  ``judgments`` always holds ``any_annotator`` (max grade >= 2, grade = max),
+  ``all_annotators`` (min grade >= 2, grade = min), possibly empty lists, and ``graded``
+  (grade >= 1, grade = the lower median: every function the annotators' consensus finds at
+  least weakly relevant, with its 0-3 grade, for graded nDCG; a superset of gold, whose
+  grade >= 2 cut it is). Upstream's own ``relevanceeval.py`` averages the annotators' grades
+  (``pivot_table(aggfunc=np.mean)``) and uses gain ``2**grade - 1``; membench keeps that gain
+  (:mod:`membench.metrics.ranking`) but combines grades by the lower median, as for gold: the
+  grades are ordinal labels (0 irrelevant .. 3 exact match), the median is their consensus
+  without treating the scale as interval, and integer grades stay exportable as TREC qrels
+  (docs/sets.md, "Judgment sets"). Two urls of one pair
   with the same file and start line (different end) give one region with the higher grade
   (counted; none in the real data). The free-text ``Notes`` column is not used.
 * A pair with no primary gold is not covered: "no relevant (grade>=2) annotation", or
@@ -77,6 +85,10 @@ QUERIES_FILE = "resources/queries.csv"
 FILES_DIR = "files"
 COLUMNS = ("Language", "Query", "GitHubUrl", "Relevance")  # the annotationStore.csv columns used
 RELEVANT = 2  # grade >= 2 ("relevant" / "exact match") is relevant
+GRADED = "graded"
+#: per set (the primary gold and the judgment sets): the grade a url needs to be in it
+THRESHOLD = {"gold": RELEVANT, "any_annotator": RELEVANT, "all_annotators": RELEVANT,
+             GRADED: 1}
 
 _NOTE = re.compile(r"^verbatim copy of (?P<repo>[^/@\s]+/[^@\s]+)@(?P<commit>[0-9a-fA-F]{40}):(?P<path>.+)$")
 _URL = re.compile(
@@ -329,14 +341,13 @@ def _record(lang: str, query: str, urls: dict[str, _Url], query_index: dict[str,
         return R_NO_ROWS
     if query not in query_index:
         return R_NOT_IN_QUERIES
-    sets: dict[str, dict[tuple[str, int], int]] = {"gold": {}, "any_annotator": {},
-                                                   "all_annotators": {}}
+    sets: dict[str, dict[tuple[str, int], int]] = {s: {} for s in THRESHOLD}
     n_rel = n_absent = n_other = n_oob = 0
     for url in sorted(urls):
         u = urls[url]
         grade = {"gold": lower_median(u.grades), "any_annotator": max(u.grades),
-                 "all_annotators": min(u.grades)}
-        if max(u.grades) < RELEVANT:
+                 "all_annotators": min(u.grades), GRADED: lower_median(u.grades)}
+        if all(grade[s] < THRESHOLD[s] for s in THRESHOLD):
             continue
         name = mirror.name(u.repo, u.commit, u.path, made)
         rel_ = grade["gold"] >= RELEVANT
@@ -351,7 +362,7 @@ def _record(lang: str, query: str, urls: dict[str, _Url], query_index: dict[str,
             n_oob += rel_
             continue
         for s, g in grade.items():
-            if g < RELEVANT:
+            if g < THRESHOLD[s]:
                 continue
             k = (f"{KEY}:{name}", u.start)
             if k in sets[s]:
@@ -379,8 +390,7 @@ def _record(lang: str, query: str, urls: dict[str, _Url], query_index: dict[str,
     return RecordDraft(
         query_id=f"{KEY}:{low}:{query_index[query]}", modality="code", question=query,
         answer=None, answer_format="none", gold=golds(sets["gold"]),
-        judgments={"any_annotator": golds(sets["any_annotator"]),
-                   "all_annotators": golds(sets["all_annotators"])},
+        judgments={s: golds(sets[s]) for s in THRESHOLD if s != "gold"},
         scope=Scope(holder=f"{KEY}/{low}", session=None, scenario=SPEC.scenario),
         unanswerable=False,
         origin=Origin(dataset=DATASET, revision=revision, item=f"{lang}/{query}",
@@ -392,8 +402,8 @@ def _account(cov: Coverage, made: _Made) -> None:
     Writes only ``cov``."""
     book(cov, made)
     cov.notes.append("grade = lower median of the annotators' grades for one (language, query, "
-                     "url); gold = grade >= 2; judgments any_annotator (max >= 2) and "
-                     "all_annotators (min >= 2)")
+                     "url); gold = grade >= 2; judgments any_annotator (max >= 2), "
+                     "all_annotators (min >= 2) and graded (grade >= 1, for graded nDCG)")
     cov.notes.append(f"{len(made.absent_files)} distinct annotated files are absent from the "
                      f"mirror ({made.absent_rows} annotation rows); their judgments are not "
                      "covered")

@@ -27,7 +27,11 @@ Mapping:
   session; the synthetic epoch when no session of the conversation parses).
 * records: one per ``qa`` entry, ``query_id = locomo:<sample_id>:<qa index>`` (0-based index in
   the upstream ``qa`` list), ``origin.item = <sample_id>/qa/<index>``. Evidence ``D<k>:<t>`` ->
-  ``Gold(locomo:<sample_id>:session_<k>, {"turn": t})``, deduplicated, in upstream order.
+  ``Gold(locomo:<sample_id>:session_<k>, {"turn": t})``, deduplicated, in upstream order
+  (the primary, turn-level set). ``judgments.session`` (session level, as LongMemEval scores
+  sessions): one ``Gold(locomo:<sample_id>:session_<k>, {"turn_start": 1, "turn_end": n})``
+  per distinct session holding an evidence turn, in upstream order (``n``: the session's
+  turns), hit by any atom holding a turn of that session.
   Malformed evidence strings are normalised when unambiguous (counted with ``coverage.fix``,
   kind ``evidence: <kind>``); ids that cannot be resolved are dropped and counted
   (``evidence: dropped <kind>``); an answerable question left with no gold is not covered.
@@ -70,6 +74,8 @@ _SESSION = re.compile(r"session_(\d+)")
 _SESSION_DT = re.compile(r"session_(\d+)_date_time")
 _DIA = re.compile(r"D(\d+):(\d+)")
 _ANSWERABLE = {1, 2, 3, 4}
+#: the session-level judgment set (the whole session holding each evidence turn)
+SESSION = "session"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -261,6 +267,8 @@ def _account(cov: Coverage, made: _Made) -> None:
     cov.notes.append("turns are 1-based per session = the <t> of dia_id D<k>:<t>; every session's "
                      "dia_ids checked to be D<k>:1..n in order")
     cov.notes.append("session_<k>_date_time has no zone upstream: read as UTC")
+    cov.notes.append("gold = the evidence turns; judgments.session = each session holding an "
+                     "evidence turn, as a turn range 1..n (session-level relevance)")
     cov.notes.append("category 5 (adversarial) -> native unanswerable, upstream evidence kept as "
                      "origin.distractor")
 
@@ -335,8 +343,12 @@ def _record(sample_id: str, idx: int, qa: Any, known: dict[int, tuple[str, int]]
     if not resolved:
         return "answerable, no resolvable evidence"
     gold = [Gold(source_id=known[k][0], region={"turn": t}) for k, t in resolved]
+    sessions = list(dict.fromkeys(k for k, _ in resolved))      # upstream order, once each
+    session = [Gold(source_id=known[k][0], region={"turn_start": 1, "turn_end": known[k][1]})
+               for k in sessions]
     return RecordDraft(
         query_id=query_id, modality="conversation", question=question, answer=answer,
-        answer_format=fmt, gold=gold, scope=scope, unanswerable=False,
+        answer_format=fmt, gold=gold, judgments={SESSION: session}, scope=scope,
+        unanswerable=False,
         origin=Origin(dataset=DATASET, revision=revision, item=item, license=SPEC.license,
                       notes=f"category {category}"))

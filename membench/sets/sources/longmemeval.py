@@ -33,7 +33,11 @@ Mapping:
   <question_id>``. Gold = the turns with ``has_answer: true`` inside the sessions listed in
   ``answer_session_ids`` (an answer session without such a turn, a listed id missing from the
   haystack, and ``has_answer`` turns outside answer sessions are counted and contribute no
-  gold). An answerable question with no gold turn is not covered (its sessions are still
+  gold). ``judgments.session`` (upstream's session-level relevance, what its retrieval
+  evaluation scores): every session of the haystack listed in ``answer_session_ids``, with or
+  without a ``has_answer`` turn, as the turn range ``{"turn_start": 1, "turn_end": n}`` (hit by
+  any atom holding one of its turns; an answer session without turns gives none, counted).
+  An answerable question with no gold turn is not covered (its sessions are still
   emitted as items of its holder); a malformed instance (haystack lists missing or of different
   lengths, duplicate or missing question_id) is not covered and emits no items.
 * ``_abs`` -> ``unanswerable``, answer ``None``, ``answer_format "none"``, no gold; upstream
@@ -173,6 +177,7 @@ def _instance(inst: dict, qid: str, question: str, revision: str, made: Mapped
 
     copies: dict[str, int] = {}
     gold: list[Gold] = []
+    sessions: list[Gold] = []       # judgments.session: every answer session of the haystack
     found_answer_sessions: set[str] = set()
     parsed = [parse_date(x) for x in inst["haystack_dates"]]
     if None in parsed:
@@ -207,6 +212,11 @@ def _instance(inst: dict, qid: str, question: str, revision: str, made: Mapped
                 if not evidence:
                     made.fix("answer session without a has_answer turn (no gold from it)")
                 gold.extend(Gold(source_id=source_id, region={"turn": t}) for t in evidence)
+                if turns:
+                    sessions.append(Gold(source_id=source_id,
+                                         region={"turn_start": 1, "turn_end": len(turns)}))
+                else:
+                    made.fix("answer session without turns (no session judgment from it)")
         elif evidence and not abstain:
             made.fix("has_answer turn outside answer_session_ids (ignored)", len(evidence))
 
@@ -231,6 +241,7 @@ def _instance(inst: dict, qid: str, question: str, revision: str, made: Mapped
         return "answerable, no has_answer turn in its answer sessions"
     return RecordDraft(
         query_id=f"{KEY}:{qid}", modality="conversation", question=question, answer=answer,
-        answer_format=json_answer_format(answer) or "str", gold=gold, scope=scope, unanswerable=False,
+        answer_format=json_answer_format(answer) or "str", gold=gold,
+        judgments={"session": sessions}, scope=scope, unanswerable=False,
         origin=Origin(dataset=DATASET, revision=revision, item=qid, license=SPEC.license,
                       notes=notes))
