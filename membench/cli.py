@@ -301,6 +301,16 @@ def _pool_cmd(a: argparse.Namespace) -> int:
     return 0
 
 
+def _q2d_cmd(a: argparse.Namespace) -> int:
+    from .analysis.q2d import format_table, run_experiment
+
+    res = run_experiment(Path(a.spec), Path(a.out), Path(a.sets), corpus_root(a.corpus),
+                         shares=a.share, seeds=a.seeds, resamples=a.resamples)
+    print(format_table(res))
+    print(f"wrote {Path(a.out) / 'q2d.json'}")
+    return 0
+
+
 DESCRIPTION = """\
 membench: a benchmark and analysis suite for memory systems (holder- and time-scoped
 retrieval over PDFs, images, UI screenshots, video, code and conversations). Build and
@@ -557,6 +567,29 @@ validate --sets OUT` check it against that lock. docs/pooling.md has the method.
     po.add_argument("--force", action="store_true",
                     help="replace another sub-corpus already in --out")
     po.set_defaults(func=_pool_cmd)
+
+    qd = sub.add_parser("q2d", help="the Q2D-Web sub-sampling experiment: full corpus vs RRF "
+                        "pool vs random sub-corpus, recall inflation and Kendall's tau",
+                        formatter_class=fmt, epilog=TRUST, description="""\
+Run every system of --spec on the full dev sets (its modalities), pool sub-corpora from those
+runs at each share (RRF, RRF leaving out the system evaluated, random with several seeds),
+run every system on them, and write OUT/q2d.json: per share and method the mean inflation of
+recall@1000, recall@100, recall@10 and nDCG@10 over the full corpus and Kendall's tau of the
+system ranking, with bootstrap intervals over queries (and over seeds for random). Every run
+is an ordinary run directory under OUT; re-running resumes. docs/pooling.md has the design.""")
+    qd.add_argument("--spec", required=True, help="the experiment's JSON spec (systems with "
+                    "their config, modalities, shares, seeds; e.g. bench/q2d.json)")
+    qd.add_argument("--out", required=True, help="experiment folder (runs, sub-corpora, "
+                    "q2d.json)")
+    qd.add_argument("--sets", default=str(DEFAULT_SETS_DIR), help=sets_help)
+    qd.add_argument("--corpus", help=corpus_help)
+    qd.add_argument("--share", type=float, action="append", metavar="F",
+                    help="only this share (repeatable; default: the spec's)")
+    qd.add_argument("--seeds", type=positive_int, metavar="N",
+                    help="random sub-corpora per share (default: the spec's)")
+    qd.add_argument("--resamples", type=positive_int, default=2000,
+                    help="bootstrap resamples (default 2000)")
+    qd.set_defaults(func=_q2d_cmd)
 
     mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")
     mt.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")
