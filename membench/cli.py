@@ -213,10 +213,11 @@ def _report_cmd(a: argparse.Namespace) -> int:
     from .report.render import report
 
     t0 = time.time()
-    done = report([Path(r) for r in a.run], Path(a.out), Path(a.sets) if a.sets else None,
+    done = report([Path(r) for r in a.run or []], Path(a.out), Path(a.sets) if a.sets else None,
                   compare=[Path(r) for r in a.compare or []],
                   corpus=corpus_root(a.corpus) if a.corpus else None,
-                  partial=a.partial, final=a.final, force=a.force)
+                  partial=a.partial, final=a.final, force=a.force,
+                  q2d=Path(a.q2d) if a.q2d else None)
     for r in done:
         print(f"  {r.html}")
     print(f"{len(done)} report page(s) in {time.time() - t0:.0f} s; open {Path(a.out) / 'index.html'}")
@@ -485,9 +486,11 @@ this one). Re-running the same command resumes an interrupted run.""")
     im.set_defaults(func=_import_cmd)
 
     rp = sub.add_parser("report", help="execute the notebooks and render HTML reports")
-    rp.add_argument("--run", action="append", required=True, metavar="RUN_DIR",
+    rp.add_argument("--run", action="append", metavar="RUN_DIR",
                     help="a run directory (repeatable): pages 01-04 for each, and page 05 "
-                    "comparing them when there are several")
+                    "comparing them when there are several (required unless --q2d)")
+    rp.add_argument("--q2d", metavar="DIR", help="also render page 07 for the experiment "
+                    "folder `membench q2d` wrote (its q2d.json)")
     rp.add_argument("--compare", action="append", metavar="RUN_DIR",
                     help="more runs (repeatable): the same as --run; with two or more runs "
                     "in all, the comparison (notebook 05) is rendered too")

@@ -118,23 +118,33 @@ def test_the_committed_spec_reads():
     assert len(spec.systems) >= 5 and spec.seeds >= 2
 
 
-def test_experiment_end_to_end_on_the_fixture_corpus(tmp_path):
-    """The fixture's dev conversations hold gold in every session, so every sub-corpus is the
-    whole corpus: the runs on them must equal the full runs (inflation 0, tau 1), whatever the
-    method. This checks the plumbing (pools, runs, reading, figures), not the finding."""
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
     from minicorpus import freeze, make_corpus
 
-    corpus = make_corpus(tmp_path)
-    f = freeze(corpus, tmp_path)
-    out = tmp_path / "q2d"
-    res = run_experiment(_spec(tmp_path), out, f["sets"], corpus, resamples=200,
-                         manifest=f["manifest"], lock=f["lock"])
+    tmp = tmp_path_factory.mktemp("q2d")
+    corpus = make_corpus(tmp)
+    f = freeze(corpus, tmp)
+    out = tmp / "q2d"
+    spec = _spec(tmp)
+    res = run_experiment(spec, out, f["sets"], corpus, resamples=200, manifest=f["manifest"],
+                         lock=f["lock"])
+    return {"res": res, "out": out, "spec": spec, "corpus": corpus, **f}
+
+
+def test_experiment_end_to_end_on_the_fixture_corpus(experiment):
+    """The fixture's dev conversations hold gold in every session, so every sub-corpus is the
+    whole corpus: the runs on them must equal the full runs (inflation 0), whatever the method.
+    This checks the plumbing (pools, runs, reading, figures), not the finding."""
+    res, out = experiment["res"], experiment["out"]
     assert (out / "q2d.json").is_file()
     assert {(r["method"], r["measure"]) for r in res["figures"]} == \
         {(m, x) for m in ("rrf", "loo", "random") for x in MEASURES}
     for r in res["figures"]:
         assert r["inflation_points"] == pytest.approx(0.0, abs=1e-9)
         assert r["share_kept"] == pytest.approx(1.0)
+    for c in res["comparisons"]:
+        assert c["inflation_diff"] == pytest.approx(0.0, abs=1e-9)
     assert (out / "full" / "random-0" / "meta.json").is_file()
     assert (out / "runs" / "share-0.50" / "loo-random-1" / "random-1" / "run.jsonl").is_file()
     assert not (out / "runs" / "share-0.50" / "loo-random-1" / "random-0").exists()
@@ -143,6 +153,42 @@ def test_experiment_end_to_end_on_the_fixture_corpus(tmp_path):
     assert len(figures_frame(res)) == 3 * len(MEASURES)
     assert list(systems_frame(res, "recall@10").index) != []
     # resuming: nothing is run again, the same figures come out
-    again = run_experiment(_spec(tmp_path), out, f["sets"], corpus, resamples=200,
-                           manifest=f["manifest"], lock=f["lock"])
+    again = run_experiment(experiment["spec"], out, experiment["sets"], experiment["corpus"],
+                           resamples=200, manifest=experiment["manifest"],
+                           lock=experiment["lock"])
     assert again["figures"] == res["figures"]
+
+
+def test_notebook_07_renders_and_escapes(experiment, tmp_path):
+    from membench.report.render import report
+
+    q = tmp_path / "hostile"
+    import shutil
+
+    shutil.copytree(experiment["out"], q)
+    res = json.loads((q / "q2d.json").read_text())
+    res["spec"]["systems"][0]["label"] = "<script>alert(1)</script>"
+    res["systems"]["<script>alert(1)</script>"] = res["systems"].pop("random-0")
+    (q / "q2d.json").write_text(json.dumps(res))
+    done = report([], tmp_path / "reports", q2d=q)
+    assert [r.ok for r in done] == [True]
+    html = done[0].html.read_text()
+    assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)" in html
+    assert "Kendall" in html and "07 · sub-corpus evaluation" in html
+    assert "q2d-hostile" in (tmp_path / "reports" / "index.html").read_text()
+
+
+def test_comparing_two_conditions_is_paired_on_the_queries():
+    from membench.analysis.q2d import compare_conditions
+
+    rng = np.random.default_rng(2)
+    full = rng.random((4, 50))
+    near = full + 0.01
+    far = np.stack([full + 0.05 + rng.normal(0, 0.01, full.shape) for _ in range(3)])
+    c = compare_conditions(full, near, far, resamples=1000, key="c")
+    assert c["inflation_diff"] == pytest.approx(100 * (far.mean() - near.mean()))
+    lo, hi = c["inflation_diff_ci95"]
+    assert 0 < lo < c["inflation_diff"] < hi and c["inflation_diff_p_le_0"] == 0.0
+    same = compare_conditions(full, near, near, resamples=200, key="c")
+    assert same["inflation_diff"] == pytest.approx(0.0) and same["tau_diff"] == pytest.approx(0)
+    assert same["inflation_diff_p_le_0"] == 1.0

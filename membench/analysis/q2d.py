@@ -32,7 +32,6 @@ records and items are the parent's bytes).
 
 from __future__ import annotations
 
-import math
 import os
 import warnings
 from collections.abc import Sequence
@@ -338,6 +337,53 @@ def _rng(key: str) -> np.random.Generator:
     return np.random.default_rng([SEED, zlib.crc32(key.encode("utf-8"))])
 
 
+def _as_cond(full: np.ndarray, cond: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    full = np.asarray(full, dtype=np.float64)
+    cond = np.asarray(cond, dtype=np.float64)
+    if cond.ndim == 2:
+        cond = cond[None]
+    if full.ndim != 2 or cond.shape[1:] != full.shape:
+        raise MembenchError(f"evaluate: full {full.shape} vs condition {cond.shape}")
+    return full, cond
+
+
+def _points(full: np.ndarray, cond: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per sub-corpus: the inflation (points) and Kendall's tau-b of the systems' means."""
+    f_mean = full.mean(-1)                          # (S,)
+    c_mean = cond.mean(-1)                          # (R, S)
+    infl = 100.0 * (c_mean - f_mean).mean(-1)       # (R,)
+    return infl, kendall_tau_b(np.broadcast_to(f_mean, c_mean.shape), c_mean)
+
+
+def _replicates(full: np.ndarray, cond: np.ndarray, idx: np.ndarray,
+                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap replicates (one per row of ``idx``, the resampled queries) of the inflation and
+    of tau, each the mean over ``R`` sub-corpora drawn with replacement from ``cond``'s."""
+    r = cond.shape[0]
+    b = idx.shape[0]
+    pick = rng.integers(0, r, size=(b, r)) if r > 1 else np.zeros((b, 1), int)
+    fb = full[:, idx].mean(-1).T                                        # (B, S)
+    cb = np.stack([cond[k][:, idx].mean(-1).T for k in range(r)])       # (R, B, S)
+    cb = cb[pick.T, np.arange(b)[None, :], :]                           # the drawn sub-corpora
+    infl = (100.0 * (cb - fb[None]).mean(-1)).mean(0)                   # (B,)
+    with warnings.catch_warnings():     # a replicate whose every tau is NaN stays NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        tau = np.nanmean(kendall_tau_b(np.broadcast_to(fb[None], cb.shape), cb), axis=0)
+    return infl, tau
+
+
+def _ci(v: np.ndarray) -> list[float | None]:
+    v = np.asarray(v, dtype=np.float64)
+    v = v[~np.isnan(v)]
+    return [None, None] if not v.size else [float(np.percentile(v, 2.5)),
+                                            float(np.percentile(v, 97.5))]
+
+
+def _mean_or_none(v: np.ndarray) -> float | None:
+    v = np.asarray(v, dtype=np.float64)
+    return None if np.all(np.isnan(v)) else float(np.nanmean(v))
+
+
 def evaluate(full: np.ndarray, cond: np.ndarray, *, resamples: int = 2000,
              key: str = "") -> dict[str, Any]:
     """Figures of one condition against the full corpus, for one measure.
@@ -348,47 +394,50 @@ def evaluate(full: np.ndarray, cond: np.ndarray, *, resamples: int = 2000,
     point values (mean over the ``R`` sub-corpora), 95% percentile intervals (a paired
     bootstrap over queries; with ``R > 1`` also over the sub-corpora, drawn with replacement in
     each replicate), and with ``R > 1`` the range over the sub-corpora."""
-    full = np.asarray(full, dtype=np.float64)
-    cond = np.asarray(cond, dtype=np.float64)
-    if cond.ndim == 2:
-        cond = cond[None]
+    full, cond = _as_cond(full, cond)
     r, s, q = cond.shape
-    if full.shape != (s, q):
-        raise MembenchError(f"evaluate: full {full.shape} vs condition {cond.shape}")
-    f_mean = full.mean(-1)                          # (S,)
-    c_mean = cond.mean(-1)                          # (R, S)
-    infl = 100.0 * (c_mean - f_mean).mean(-1)       # (R,)
-    tau = kendall_tau_b(np.broadcast_to(f_mean, c_mean.shape), c_mean)    # (R,)
+    infl, tau = _points(full, cond)
     rng = _rng(key)
     idx = rng.integers(0, q, size=(resamples, q))
-    pick = rng.integers(0, r, size=(resamples, r)) if r > 1 else np.zeros((resamples, 1), int)
-    fb = full[:, idx].mean(-1).T                    # (B, S)
-    cb = np.stack([cond[k][:, idx].mean(-1).T for k in range(r)])     # (R, B, S)
-    cb = cb[pick.T, np.arange(resamples)[None, :], :]   # (R', B, S): the drawn seeds
-    infl_b = (100.0 * (cb - fb[None]).mean(-1)).mean(0)             # (B,)
-    with warnings.catch_warnings():     # a replicate whose every tau is NaN stays NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        tau_b = np.nanmean(kendall_tau_b(np.broadcast_to(fb[None], cb.shape), cb), axis=0) \
-            if r > 1 else kendall_tau_b(fb, cb[0])
-
-    def ci(v: np.ndarray) -> list[float | None]:
-        v = v[~np.isnan(v)]
-        return [None, None] if not v.size else [float(np.percentile(v, 2.5)),
-                                                float(np.percentile(v, 97.5))]
-
-    out = {"inflation_points": float(infl.mean()), "inflation_ci95": ci(infl_b),
-           "kendall_tau": _opt(np.nanmean(tau)) if not np.all(np.isnan(tau)) else None,
-           "kendall_tau_ci95": ci(tau_b), "sub_corpora": r, "systems": s, "queries": q}
+    infl_b, tau_b = _replicates(full, cond, idx, rng)
+    out = {"inflation_points": float(infl.mean()), "inflation_ci95": _ci(infl_b),
+           "kendall_tau": _mean_or_none(tau), "kendall_tau_ci95": _ci(tau_b),
+           "sub_corpora": r, "systems": s, "queries": q}
     if r > 1:
         out["inflation_range"] = [float(infl.min()), float(infl.max())]
-        out["kendall_tau_range"] = [_opt(np.nanmin(tau)), _opt(np.nanmax(tau))] \
-            if not np.all(np.isnan(tau)) else [None, None]
+        out["kendall_tau_range"] = [None, None] if np.all(np.isnan(tau)) else \
+            [float(np.nanmin(tau)), float(np.nanmax(tau))]
     return out
 
 
-def _opt(x) -> float | None:
-    x = float(x)
-    return None if math.isnan(x) else x
+def compare_conditions(full: np.ndarray, a: np.ndarray, b: np.ndarray, *,
+                       resamples: int = 2000, key: str = "") -> dict[str, Any]:
+    """Condition ``b`` against condition ``a`` (e.g. random against the RRF pool), paired on
+    the same resampled queries: ``inflation_diff`` = inflation(b) - inflation(a) in points and
+    ``tau_diff`` = tau(a) - tau(b) (both positive when ``a`` is the closer to the full
+    corpus), each with its 95% interval and the share of replicates at or below 0
+    (``p_le_0``, a one-sided bootstrap p-value for "a is closer")."""
+    full, a = _as_cond(full, a)
+    _, b = _as_cond(full, b)
+    q = full.shape[1]
+    ia, ta = _points(full, a)
+    ib, tb = _points(full, b)
+    rng = _rng(key)
+    idx = rng.integers(0, q, size=(resamples, q))
+    ia_b, ta_b = _replicates(full, a, idx, rng)
+    ib_b, tb_b = _replicates(full, b, idx, rng)
+    d_infl = ib_b - ia_b
+    d_tau = ta_b - tb_b
+    ta_m, tb_m = _mean_or_none(ta), _mean_or_none(tb)
+
+    def p_le_0(v):
+        v = v[~np.isnan(v)]
+        return float(np.mean(v <= 0)) if v.size else None
+
+    return {"inflation_diff": float(ib.mean() - ia.mean()), "inflation_diff_ci95": _ci(d_infl),
+            "inflation_diff_p_le_0": p_le_0(d_infl),
+            "tau_diff": None if ta_m is None or tb_m is None else ta_m - tb_m,
+            "tau_diff_ci95": _ci(d_tau), "tau_diff_p_le_0": p_le_0(d_tau)}
 
 
 def _matrix(values: list[dict[str, float]], qids: list[str], where: list[Path]) -> np.ndarray:
@@ -406,6 +455,7 @@ def collect(spec: Spec, lay: Layout, sets_dir: Path, *, resamples: int = 2000
     full = {lab: per_query(lay.full(lab), sets_dir) for lab in labels}
     qids = sorted(full[labels[0]][MEASURES[0]])
     rows: list[dict[str, Any]] = []
+    comps: list[dict[str, Any]] = []
     systems: dict[str, dict[str, Any]] = {
         lab: {"full": {m: float(np.mean([full[lab][m][q] for q in qids])) for m in MEASURES}}
         for lab in labels}
@@ -420,6 +470,7 @@ def collect(spec: Spec, lay: Layout, sets_dir: Path, *, resamples: int = 2000
                  "random": [lay.pool(share, f"random-{k}") for k in range(spec.seeds)]}
         kept = {meth: [read_json_file(p / "subcorpus.json", dict)["pooled"]["share_kept"]
                        for p in ps] for meth, ps in pools.items()}
+        mats: dict[tuple[str, str], np.ndarray] = {}
         for meth in METHODS:
             vals = [[per_query(p) for p in group] for group in cond_runs[meth]]
             for lab_i, lab in enumerate(labels):
@@ -430,11 +481,19 @@ def collect(spec: Spec, lay: Layout, sets_dir: Path, *, resamples: int = 2000
                 f = np.array([[full[lab][m][q] for q in qids] for lab in labels])
                 c = np.stack([_matrix([v[m] for v in g], qids, group)
                               for g, group in zip(vals, cond_runs[meth])])
+                mats[(meth, m)] = c
                 fig = evaluate(f, c, resamples=resamples, key=f"{share}:{meth}:{m}")
                 rows.append({"share": share, "method": meth, "measure": m,
                              "share_kept": float(np.mean(kept[meth])),
                              "share_kept_range": [float(min(kept[meth])),
                                                   float(max(kept[meth]))], **fig})
+        for m in MEASURES:
+            f = np.array([[full[lab][m][q] for q in qids] for lab in labels])
+            for a, b in (("rrf", "random"), ("loo", "random")):
+                comps.append({"share": share, "measure": m, "a": a, "b": b,
+                              **compare_conditions(f, mats[(a, m)], mats[(b, m)],
+                                                   resamples=resamples,
+                                                   key=f"{share}:{a}-{b}:{m}")})
     from ..sets.build import set_digests
 
     return {"about": "membench q2d: Q2D-Web's sub-sampling test on membench's sets "
@@ -445,7 +504,7 @@ def collect(spec: Spec, lay: Layout, sets_dir: Path, *, resamples: int = 2000
                      "split": spec.split, "headline": spec.headline},
             "sets_dir": str(Path(sets_dir).resolve()), "set_sha256": set_digests(sets_dir),
             "queries": len(qids), "resamples": resamples, "figures": rows,
-            "systems": systems}
+            "comparisons": comps, "systems": systems}
 
 
 def _fmt_ci(v: float | None, ci: list, nd: int = 2) -> str:
@@ -565,11 +624,34 @@ def plot_q2d(result: dict[str, Any], measures: Sequence[str] | None = None):
     return fig
 
 
+def comparisons_frame(result: dict[str, Any], measure: str | None = None):
+    """Random against the RRF pools, paired on the same resampled queries
+    (:func:`compare_conditions`): how many more points random inflates, and how much less its
+    tau is, with intervals and one-sided bootstrap p-values."""
+    import pandas as pd
+
+    rows = []
+    for c in result.get("comparisons", []):
+        if measure and c["measure"] != measure:
+            continue
+        rows.append({"share": c["share"], "measure": c["measure"],
+                     "compared": f"{METHOD_NAMES[c['b']]} vs {METHOD_NAMES[c['a']]}",
+                     "extra inflation (points)": c["inflation_diff"],
+                     "extra inflation (points)_ci95_lo": c["inflation_diff_ci95"][0],
+                     "extra inflation (points)_ci95_hi": c["inflation_diff_ci95"][1],
+                     "p (extra <= 0)": c["inflation_diff_p_le_0"],
+                     "tau lost": c["tau_diff"], "tau lost_ci95_lo": c["tau_diff_ci95"][0],
+                     "tau lost_ci95_hi": c["tau_diff_ci95"][1],
+                     "p (tau lost <= 0)": c["tau_diff_p_le_0"]})
+    return pd.DataFrame(rows)
+
+
 def load_result(out: str | os.PathLike) -> dict[str, Any]:
     """``OUT/q2d.json`` (what the notebook and README table read)."""
     return read_json_file(Path(out) / "q2d.json", dict, "membench q2d's result (q2d.json)")
 
 
-__all__ = ["MEASURES", "METHODS", "Spec", "SystemSpec", "collect", "evaluate", "figures_frame",
+__all__ = ["MEASURES", "METHODS", "Spec", "SystemSpec", "collect", "compare_conditions",
+           "comparisons_frame", "evaluate", "figures_frame",
            "format_table", "kendall_tau_b", "load_result", "per_query", "plot_q2d", "read_spec",
            "run_experiment", "systems_frame", "table_rows"]
