@@ -320,6 +320,29 @@ def pool(run_dirs: Sequence[str | os.PathLike], sets_dir: str | os.PathLike,
     return make_pool(read_input(run_dirs, sets_dir), out, params, force=force)
 
 
+def judged_shares(sets_dir: str | os.PathLike, split: str = "dev") -> list[dict[str, Any]]:
+    """Per modality, over the holders of ``split``: items, the items every sub-corpus keeps
+    (:func:`membench.sets.subcorpus.required_items`, holders kept whole included) and their
+    share, the smallest share a sub-corpus of that modality can have (``docs/pooling.md``)."""
+    parent = Parent.read(sets_dir)
+    req = required_items(parent)
+    hsplit = parent.holder_split()
+    rows: dict[str, dict[str, Any]] = {}
+    for it in parent.items:
+        if hsplit.get(it.holder) != split:
+            continue
+        r = rows.setdefault(it.modality, {"modality": it.modality, "holders": set(),
+                                          "items": 0, "required": 0})
+        r["holders"].add(it.holder)
+        r["items"] += 1
+        r["required"] += it.source_id in req.items or req.holder_kept_whole(it.holder)
+    out = []
+    for r in rows.values():
+        out.append({**r, "holders": len(r["holders"]),
+                    "required_share": round(r["required"] / r["items"], 4)})
+    return out
+
+
 def format_pool(res: PoolResult) -> str:
     """The per-holder table ``membench pool`` prints."""
     d = res.description
@@ -338,5 +361,5 @@ def format_pool(res: PoolResult) -> str:
 
 
 __all__ = ["DEFAULT_DEPTH", "RRF_K", "PoolInput", "PoolParams", "PoolResult", "choose_items",
-           "format_pool", "fuse", "item_ranking", "make_pool", "open_runs", "pool", "priorities",
+           "format_pool", "fuse", "item_ranking", "judged_shares", "make_pool", "open_runs", "pool", "priorities",
            "read_input", "target_size"]
