@@ -12,6 +12,7 @@ from scipy.stats import kendalltau
 
 from membench.analysis.q2d import (
     MEASURES,
+    METHODS,
     evaluate,
     figures_frame,
     format_table,
@@ -91,7 +92,8 @@ def test_the_interval_is_over_queries():
 def _spec(tmp_path, **over):
     spec = {"modalities": ["conversation"], "shares": [0.5], "seeds": 2,
             "systems": [{"label": f"random-{k}", "system": "random", "config": {"seed": k}}
-                        for k in range(3)]}
+                        for k in range(2)]
+            + [{"label": "metadata-0", "system": "metadata", "config": {}}]}
     spec.update(over)
     p = tmp_path / "spec.json"
     p.write_text(json.dumps(spec))
@@ -104,6 +106,7 @@ def _spec(tmp_path, **over):
     ({"split": "test"}, "split"), ({"extra": 1}, "extra"),
     ({"systems": [{"label": "a", "system": "bm25"}] * 3}, "systems"),
     ({"systems": [{"label": "A!", "system": "bm25"}] * 3}, "systems[0].label"),
+    ({"systems": [{"label": f"b{k}", "system": "bm25"} for k in range(3)]}, "systems"),
 ])
 def test_spec_refusals_name_the_field(tmp_path, over, field):
     with pytest.raises(InputError) as e:
@@ -139,7 +142,7 @@ def test_experiment_end_to_end_on_the_fixture_corpus(experiment):
     res, out = experiment["res"], experiment["out"]
     assert (out / "q2d.json").is_file()
     assert {(r["method"], r["measure"]) for r in res["figures"]} == \
-        {(m, x) for m in ("rrf", "loo", "random") for x in MEASURES}
+        {(m, x) for m in METHODS for x in MEASURES}
     for r in res["figures"]:
         assert r["inflation_points"] == pytest.approx(0.0, abs=1e-9)
         assert r["share_kept"] == pytest.approx(1.0)
@@ -149,8 +152,12 @@ def test_experiment_end_to_end_on_the_fixture_corpus(experiment):
     assert (out / "runs" / "share-0.50" / "loo-random-1" / "random-1" / "run.jsonl").is_file()
     assert not (out / "runs" / "share-0.50" / "loo-random-1" / "random-0").exists()
     table = format_table(res)
-    assert table.count("\n") == 2 + 3 - 1 and "random" in table
-    assert len(figures_frame(res)) == 3 * len(MEASURES)
+    assert table.count("\n") == 2 + len(METHODS) - 1 and "random" in table
+    assert len(figures_frame(res)) == len(METHODS) * len(MEASURES)
+    # the family left out: the two random systems on a pool of the metadata run alone
+    lfo = out / "pools" / "share-0.50" / "lfo-random" / "subcorpus.json"
+    assert [r["system"] for r in json.loads(lfo.read_text())["runs"]] == ["metadata"]
+    assert (out / "runs" / "share-0.50" / "lfo-random" / "random-1" / "run.jsonl").is_file()
     assert list(systems_frame(res, "recall@10").index) != []
     # resuming: nothing is run again, the same figures come out
     again = run_experiment(experiment["spec"], out, experiment["sets"], experiment["corpus"],

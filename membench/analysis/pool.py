@@ -266,9 +266,10 @@ class PoolInput:
     parent: Parent
     required: Required
 
-    def without(self, system_index: int) -> PoolInput:
-        """The same input without one run (a leave-one-out pool)."""
-        return PoolInput([r for i, r in enumerate(self.runs) if i != system_index], self.split,
+    def without(self, indices: int | set[int]) -> PoolInput:
+        """The same input without some runs (a leave-one-out pool)."""
+        drop = {indices} if isinstance(indices, int) else set(indices)
+        return PoolInput([r for i, r in enumerate(self.runs) if i not in drop], self.split,
                          self.modalities, self.parent, self.required)
 
 

@@ -10,11 +10,13 @@ inflated it by 12.8 and reordered systems. This module asks the same of membench
 2. per share, three kinds of sub-corpus (:func:`membench.analysis.pool.pool`):
    ``rrf`` (fused over every system's full run: Q2D-Web's setting, in which the systems
    evaluated are the ones pooled), ``loo-<label>`` (fused over every run but that system's:
-   the honest check for a system that did not shape the pool) and ``random-<seed>`` (equal size
-   per holder), under ``OUT/pools/share-<F>/``;
+   the honest check for a system that did not shape the pool), ``lfo-<family>`` (fused over the
+   runs of the other families: every configuration of one reference system is a family, so a
+   configuration cannot lean on its siblings' runs) and ``random-<seed>`` (equal size per
+   holder), under ``OUT/pools/share-<F>/``;
 3. every system runs on each sub-corpus it is evaluated on (all systems on ``rrf`` and each
-   ``random``; a system only on its own ``loo``), ``OUT/runs/share-<F>/<pool>/<label>``: ordinary
-   run directories on an ordinary sets folder;
+   ``random``; a system only on its own ``loo`` and its family's ``lfo``),
+   ``OUT/runs/share-<F>/<pool>/<label>``: ordinary run directories on an ordinary sets folder;
 4. figures (:func:`evaluate`), per share, method and measure (recall@1000, recall@100,
    recall@10, nDCG@10): the **inflation** (mean over systems of the sub-corpus figure minus the
    full-corpus figure, in points) and **Kendall's tau-b** between the systems' full-corpus and
@@ -51,7 +53,7 @@ from ..sets.subcorpus import lock_for
 from .pool import DEFAULT_DEPTH, RRF_K, PoolInput, PoolParams, make_pool, read_input
 
 MEASURES = ("recall@1000", "recall@100", "recall@10", "ndcg@10")
-METHODS = ("rrf", "loo", "random")
+METHODS = ("rrf", "loo", "lfo", "random")
 SEED = 20240101
 
 
@@ -119,6 +121,9 @@ def read_spec(path: str | os.PathLike) -> Spec:
     if len(systems) < 3:
         raise InputError(p, None, "systems", "at least 3 systems (a ranking of 2 says little)",
                          rule="SPEC")
+    if len({s.system for s in systems}) < 2:
+        raise InputError(p, None, "systems", "at least 2 families (reference systems): a pool "
+                         "without a system's family needs another family's runs", rule="SPEC")
     mods = need("modalities", list, "a list of modality names")
     try:
         mods = check_modalities(mods)
@@ -167,12 +172,48 @@ class Layout:
         return self.out / "runs" / share_dir(share) / name / label
 
 
-def pool_names(spec: Spec) -> list[tuple[str, str | None, int]]:
-    """``(pool name, left-out label or None, seed)`` of every sub-corpus per share."""
-    out: list[tuple[str, str | None, int]] = [("rrf", None, 0)]
-    out += [(f"loo-{s.label}", s.label, 0) for s in spec.systems]
-    out += [(f"random-{k}", None, k) for k in range(spec.seeds)]
-    return out
+@dataclass(frozen=True)
+class PoolPlan:
+    """One sub-corpus of a share: its name, the systems whose runs it leaves out, the systems
+    evaluated on it, its seed, and whether it is random."""
+
+    name: str
+    left_out: frozenset[str]
+    evaluated: tuple[str, ...]
+    seed: int = 0
+    random: bool = False
+
+
+def family(s: SystemSpec) -> str:
+    """A system's family: the reference system it configures (``bm25``, ``dense``, ...)."""
+    return s.system
+
+
+def pool_plans(spec: Spec) -> list[PoolPlan]:
+    """Every sub-corpus of a share (module docstring): ``rrf``, ``loo-<label>``,
+    ``lfo-<family>`` and ``random-<seed>``."""
+    labels = tuple(s.label for s in spec.systems)
+    plans = [PoolPlan("rrf", frozenset(), labels)]
+    plans += [PoolPlan(f"loo-{s.label}", frozenset({s.label}), (s.label,))
+              for s in spec.systems]
+    for fam in dict.fromkeys(family(s) for s in spec.systems):
+        members = tuple(s.label for s in spec.systems if family(s) == fam)
+        plans.append(PoolPlan(f"lfo-{_safe(fam)}", frozenset(members), members))
+    plans += [PoolPlan(f"random-{k}", frozenset(), labels, k, True)
+              for k in range(spec.seeds)]
+    return plans
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
+
+
+def pool_of(plans: list[PoolPlan], method: str, label: str) -> list[str]:
+    """The sub-corpora on which ``label`` is evaluated under ``method``."""
+    pick = {"rrf": lambda p: p.name == "rrf", "random": lambda p: p.random,
+            "loo": lambda p: p.name.startswith("loo-"),
+            "lfo": lambda p: p.name.startswith("lfo-")}[method]
+    return [p.name for p in plans if pick(p) and label in p.evaluated]
 
 
 # ------------------------------------------------------------------------------ running
@@ -266,9 +307,10 @@ def run_experiment(spec_path: Path, out: Path, sets_dir: Path, corpus: Path, *,
         spec = Spec(spec.systems, spec.modalities, spec.shares, seeds, spec.split, spec.depth,
                     spec.rrf_k, spec.headline)
     lay = Layout(Path(out))
-    names = pool_names(spec)
+    plans = pool_plans(spec)
     labels = [s.label for s in spec.systems]
-    n_runs = len(spec.systems) * (1 + len(spec.shares) * (1 + spec.seeds + 1))
+    n_runs = len(labels) + len(spec.shares) * sum(len(p.evaluated) for p in plans)
+    by_label = {s.label: s for s in spec.systems}
     with progress.step("q2d runs", total=n_runs, unit="run") as bar:
         for s in spec.systems:
             bar.note(f"full/{s.label}")
@@ -278,16 +320,16 @@ def run_experiment(spec_path: Path, out: Path, sets_dir: Path, corpus: Path, *,
         inp = read_input([lay.full(lab) for lab in labels], sets_dir)
         index = {lab: _run_index(inp, lay.full(lab)) for lab in labels}
         for share in spec.shares:
-            for name, left_out, seed in names:
-                sub = inp if left_out is None else inp.without(index[left_out])
-                make_pool(sub, lay.pool(share, name), PoolParams(
-                    share=share, seed=seed, depth=spec.depth, rrf_k=spec.rrf_k,
-                    random=name.startswith("random-")), force=True)
-                evaluated = [x for x in spec.systems if left_out in (None, x.label)]
-                for s in evaluated:
-                    bar.note(f"{share_dir(share)}/{name}/{s.label}")
-                    _ensure_run(spec, s, lay.pool(share, name), lay.run(share, name, s.label),
-                                corpus, pooled=True, manifest=manifest)
+            for plan in plans:
+                sub = inp.without({index[lab] for lab in plan.left_out})
+                make_pool(sub, lay.pool(share, plan.name), PoolParams(
+                    share=share, seed=plan.seed, depth=spec.depth, rrf_k=spec.rrf_k,
+                    random=plan.random), force=True)
+                for lab in plan.evaluated:
+                    bar.note(f"{share_dir(share)}/{plan.name}/{lab}")
+                    _ensure_run(spec, by_label[lab], lay.pool(share, plan.name),
+                                lay.run(share, plan.name, lab), corpus, pooled=True,
+                                manifest=manifest)
                     bar.advance()
     result = collect(spec, lay, sets_dir, resamples=resamples)
     result["command"] = (f"membench q2d --spec {spec_path} --out {out}"
@@ -460,14 +502,19 @@ def collect(spec: Spec, lay: Layout, sets_dir: Path, *, resamples: int = 2000
         lab: {"full": {m: float(np.mean([full[lab][m][q] for q in qids])) for m in MEASURES}}
         for lab in labels}
     for share in spec.shares:
-        cond_runs: dict[str, list[list[Path]]] = {
-            "rrf": [[lay.run(share, "rrf", lab) for lab in labels]],
-            "loo": [[lay.run(share, f"loo-{lab}", lab) for lab in labels]],
-            "random": [[lay.run(share, f"random-{k}", lab) for lab in labels]
-                       for k in range(spec.seeds)]}
-        pools = {"rrf": [lay.pool(share, "rrf")],
-                 "loo": [lay.pool(share, f"loo-{lab}") for lab in labels],
-                 "random": [lay.pool(share, f"random-{k}") for k in range(spec.seeds)]}
+        plans = pool_plans(spec)
+        cond_runs: dict[str, list[list[Path]]] = {}
+        pools: dict[str, list[Path]] = {}
+        for meth in METHODS:
+            names = [pool_of(plans, meth, lab) for lab in labels]
+            n = len(names[0])
+            if any(len(x) != n for x in names):
+                raise MembenchError(f"{meth}: systems are evaluated on different numbers of "
+                                    "sub-corpora")
+            cond_runs[meth] = [[lay.run(share, names[i][k], lab) for i, lab in enumerate(labels)]
+                               for k in range(n)]
+            pools[meth] = [lay.pool(share, x) for x in dict.fromkeys(
+                y for row in names for y in row)]
         kept = {meth: [read_json_file(p / "subcorpus.json", dict)["pooled"]["share_kept"]
                        for p in ps] for meth, ps in pools.items()}
         mats: dict[tuple[str, str], np.ndarray] = {}
@@ -489,7 +536,7 @@ def collect(spec: Spec, lay: Layout, sets_dir: Path, *, resamples: int = 2000
                                                   float(max(kept[meth]))], **fig})
         for m in MEASURES:
             f = np.array([[full[lab][m][q] for q in qids] for lab in labels])
-            for a, b in (("rrf", "random"), ("loo", "random")):
+            for a, b in (("rrf", "random"), ("loo", "random"), ("lfo", "random")):
                 comps.append({"share": share, "measure": m, "a": a, "b": b,
                               **compare_conditions(f, mats[(a, m)], mats[(b, m)],
                                                    resamples=resamples,
@@ -515,6 +562,7 @@ def _fmt_ci(v: float | None, ci: list, nd: int = 2) -> str:
 
 
 METHOD_NAMES = {"rrf": "RRF pool (all systems)", "loo": "RRF pool without the system",
+                "lfo": "RRF pool without the system's family",
                 "random": "random"}
 
 
@@ -603,7 +651,7 @@ def plot_q2d(result: dict[str, Any], measures: Sequence[str] | None = None):
     by = {(r["share"], r["method"], r["measure"]): r for r in result["figures"]}
     shares = result["spec"]["shares"]
     for j, m in enumerate(measures):
-        for meth, mark in zip(METHODS, ("o", "s", "^")):
+        for meth, mark in zip(METHODS, ("o", "s", "D", "^")):
             rs = [by[(s, meth, m)] for s in shares]
             x = [r["share_kept"] for r in rs]
             for i, (key, ci) in enumerate((("inflation_points", "inflation_ci95"),
