@@ -549,16 +549,21 @@ def collect(spec: Spec, lay: Layout, sets_dir: Path, *, resamples: int = 2000
                      "modalities": list(spec.modalities), "shares": list(spec.shares),
                      "seeds": spec.seeds, "depth": spec.depth, "rrf_k": spec.rrf_k,
                      "split": spec.split, "headline": spec.headline},
-            "sets_dir": str(Path(sets_dir).resolve()), "set_sha256": set_digests(sets_dir),
+            "sets_dir": str(sets_dir), "set_sha256": set_digests(sets_dir),
             "queries": len(qids), "resamples": resamples, "figures": rows,
             "comparisons": comps, "systems": systems}
 
 
-def _fmt_ci(v: float | None, ci: list, nd: int = 2) -> str:
+def _fmt_ci(v: float | None, ci: list, nd: int = 2, sign: str = "+") -> str:
     if v is None:
         return "—"
     lo, hi = ci
-    return f"{v:+.{nd}f} [{lo:+.{nd}f}, {hi:+.{nd}f}]" if lo is not None else f"{v:+.{nd}f}"
+    f = f"{{:{sign}.{nd}f}}"
+    return f"{f.format(v)} [{f.format(lo)}, {f.format(hi)}]" if lo is not None else f.format(v)
+
+
+#: the measures of the printed (README) table; q2d.json and notebook 07 hold all of MEASURES
+TABLE_MEASURES = ("recall@1000", "recall@100", "ndcg@10")
 
 
 METHOD_NAMES = {"rrf": "RRF pool (all systems)", "loo": "RRF pool without the system",
@@ -570,7 +575,7 @@ def table_rows(result: dict[str, Any], measures: Sequence[str] | None = None
                ) -> list[dict[str, Any]]:
     """The README table's rows: share, method, share kept, per measure the inflation and tau
     with intervals, n."""
-    measures = list(measures or MEASURES)
+    measures = list(measures or TABLE_MEASURES)
     out = []
     by = {(r["share"], r["method"], r["measure"]): r for r in result["figures"]}
     for share in result["spec"]["shares"]:
@@ -582,7 +587,7 @@ def table_rows(result: dict[str, Any], measures: Sequence[str] | None = None
                 r = by[(share, meth, m)]
                 row[f"{m} inflation (points)"] = _fmt_ci(r["inflation_points"],
                                                           r["inflation_ci95"], 2)
-                row[f"{m} tau"] = _fmt_ci(r["kendall_tau"], r["kendall_tau_ci95"], 2)
+                row[f"{m} tau"] = _fmt_ci(r["kendall_tau"], r["kendall_tau_ci95"], 2, "")
             row["n (queries x systems)"] = f"{r0['queries']} x {r0['systems']}"
             out.append(row)
     return out
