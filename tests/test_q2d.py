@@ -199,3 +199,18 @@ def test_comparing_two_conditions_is_paired_on_the_queries():
     same = compare_conditions(full, near, near, resamples=200, key="c")
     assert same["inflation_diff"] == pytest.approx(0.0) and same["tau_diff"] == pytest.approx(0)
     assert same["inflation_diff_p_le_0"] == 1.0
+
+
+def test_the_readme_table_is_the_committed_result():
+    """README's Q2D-Web table is what `membench q2d` prints from bench/expected/q2d.json (the
+    copy of the experiment's q2d.json it was made from)."""
+    from membench.analysis.q2d import load_result
+    from membench.core.paths import BENCH_DIR, REPO_ROOT
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    start = readme.index("<!-- q2d:start")
+    block = readme[readme.index("\n", start) + 1:readme.index("<!-- q2d:end -->")].strip()
+    result = load_result(BENCH_DIR / "expected")
+    assert block == format_table(result)
+    assert result["queries"] == 143 and len(result["spec"]["systems"]) == 8
+    assert result["command"] == "membench q2d --spec bench/q2d.json --out runs/q2d"

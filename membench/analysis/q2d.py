@@ -549,9 +549,19 @@ def collect(spec: Spec, lay: Layout, sets_dir: Path, *, resamples: int = 2000
                      "modalities": list(spec.modalities), "shares": list(spec.shares),
                      "seeds": spec.seeds, "depth": spec.depth, "rrf_k": spec.rrf_k,
                      "split": spec.split, "headline": spec.headline},
-            "sets_dir": str(sets_dir), "set_sha256": set_digests(sets_dir),
+            "sets_dir": _shown(sets_dir), "set_sha256": set_digests(sets_dir),
             "queries": len(qids), "resamples": resamples, "figures": rows,
             "comparisons": comps, "systems": systems}
+
+
+def _shown(p: Path) -> str:
+    """A path as q2d.json records it: relative to the repository when inside it."""
+    from ..core.paths import REPO_ROOT
+
+    try:
+        return str(Path(p).resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(p)
 
 
 def _fmt_ci(v: float | None, ci: list, nd: int = 2, sign: str = "+") -> str:
