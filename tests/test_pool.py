@@ -29,6 +29,7 @@ from membench.sets.subcorpus import (
     MANIFEST,
     OWN_LOCK,
     Parent,
+    Required,
     check_keep,
     lock_for,
     required_items,
@@ -274,13 +275,12 @@ def test_check_keep_refuses_what_would_break_a_rule(world):
         check_keep(parent, everything - {next(iter(req.items))})
     with pytest.raises(MembenchError, match="kept whole"):
         check_keep(parent, everything - {f"codesrc:{WHOLE[-2:]}-09"})
-    test_holder = next(h for h in HOLDERS if _split()[h] == "test")
-    lonely = {i for i in everything if not i.startswith(f"codesrc:{test_holder[-2:]}-")}
-    lonely |= req.items
-    lonely -= {i for i in everything if i.startswith(f"codesrc:{test_holder[-2:]}-")}
-    if not req.items & {i for i in everything if i.startswith(f"codesrc:{test_holder[-2:]}-")}:
-        with pytest.raises(MembenchError, match="own no item"):
-            check_keep(parent, lonely)
+    # whatever the required items, a holder must keep one item (splits are drawn over them)
+    h = HOLDERS[0]
+    none = Required(set(), {}, {})
+    with pytest.raises(MembenchError, match="own no item"):
+        check_keep(parent, {i for i in everything if not i.startswith(f"codesrc:{h[-2:]}-")},
+                   none)
     with pytest.raises(MembenchError, match="not items"):
         check_keep(parent, everything | {"codesrc:nope"})
 
@@ -448,3 +448,16 @@ def test_write_lock_format_is_the_builds(world, tmp_path):
     ref = tmp_path / "ref.json"
     write_lock(ref, {f: sha256_file(tmp_path / "p" / f) for f in SET_FILES})
     assert read_lock(tmp_path / "p" / OWN_LOCK) == read_lock(ref)
+
+
+def test_judged_shares_counts_what_every_sub_corpus_keeps(world):
+    from membench.analysis.pool import judged_shares
+
+    rows = {r["modality"]: r for r in judged_shares(world["sets"])}
+    dev = [h for h in HOLDERS if _split()[h] == "dev"]
+    code = rows["code"]
+    # per dev holder 4 required items (gold 0, 1, judged 2, distractor 3), the whole-kept
+    # holder all of its 10
+    assert code["holders"] == len(dev) and code["items"] == N_ITEMS * len(dev)
+    assert code["required"] == 4 * (len(dev) - 1) + N_ITEMS
+    assert code["required_share"] == round(code["required"] / code["items"], 4)
