@@ -135,8 +135,10 @@ def _validate_cmd(a: argparse.Namespace) -> int:
     from .sets.validate import validate_sets
 
     corpus = corpus_root(a.corpus) if (a.corpus or not a.no_corpus) else None
+    from .sets.subcorpus import lock_for
+
     findings = validate_sets(Path(a.sets), Path(a.manifest),
-                             lock=None if a.no_lock else Path(a.lock), corpus=corpus,
+                             lock=None if a.no_lock else lock_for(a.sets, a.lock), corpus=corpus,
                              audit=not a.no_audit)
     errors = [f for f in findings if f.level == "error"]
     for f in findings:
@@ -180,6 +182,7 @@ def _parse_config(pairs: list[str] | None) -> dict:
 def _run_cmd(a: argparse.Namespace) -> int:
     from .run.runner import run_system
     from .run.systems import make_system
+    from .sets.subcorpus import lock_for
 
     if a.engine == "local" and (a.address or a.workers):
         raise MembenchError("--address and --workers go with --engine ray")
@@ -191,7 +194,7 @@ def _run_cmd(a: argparse.Namespace) -> int:
     out = Path(a.out) if a.out else Path("runs") / f"{system.name}-{a.split}"
     t0 = time.time()
     kw = dict(modalities=a.modality, limit=a.limit, final=a.final,
-              lock=None if a.no_lock else Path(a.lock), manifest=Path(a.manifest))
+              lock=None if a.no_lock else lock_for(a.sets, a.lock), manifest=Path(a.manifest))
     if a.engine == "ray":
         from .run.ray_engine import run_system_ray
 
@@ -240,10 +243,11 @@ def _report_cmd(a: argparse.Namespace) -> int:
     from .report.render import report
 
     t0 = time.time()
-    done = report([Path(r) for r in a.run], Path(a.out), Path(a.sets) if a.sets else None,
+    done = report([Path(r) for r in a.run or []], Path(a.out), Path(a.sets) if a.sets else None,
                   compare=[Path(r) for r in a.compare or []],
                   corpus=corpus_root(a.corpus) if a.corpus else None,
-                  partial=a.partial, final=a.final, force=a.force)
+                  partial=a.partial, final=a.final, force=a.force,
+                  q2d=Path(a.q2d) if a.q2d else None)
     for r in done:
         print(f"  {r.html}")
     print(f"{len(done)} report page(s) in {time.time() - t0:.0f} s; open {Path(a.out) / 'index.html'}")
@@ -342,6 +346,29 @@ def _agreement_cmd(a: argparse.Namespace) -> int:
     if a.json:
         _write_output(a.json, ag.tau.to_json(orient="records", indent=1) + "\n", "--json")
         print(f"wrote the rank agreement to {a.json}")
+    return 0
+
+
+def _pool_cmd(a: argparse.Namespace) -> int:
+    from .analysis.pool import PoolParams, format_pool, pool
+
+    res = pool(a.runs, Path(a.sets), Path(a.out), PoolParams(
+        share=a.share, seed=a.seed, depth=a.depth, rrf_k=a.rrf_k, random=a.random),
+        force=a.force)
+    print(format_pool(res))
+    print(f"{'unchanged' if res.written.unchanged else 'wrote'} {res.written.out}: "
+          f"{res.written.kept} of {res.written.items} items; runs on it: membench run --sets "
+          f"{res.written.out} ... (its own lock: {res.written.out / 'sets.lock.json'})")
+    return 0
+
+
+def _q2d_cmd(a: argparse.Namespace) -> int:
+    from .analysis.q2d import format_table, run_experiment
+
+    res = run_experiment(Path(a.spec), Path(a.out), Path(a.sets), corpus_root(a.corpus),
+                         shares=a.share, seeds=a.seeds, resamples=a.resamples)
+    print(format_table(res))
+    print(f"wrote {Path(a.out) / 'q2d.json'}")
     return 0
 
 
@@ -466,8 +493,8 @@ manifest  REWRITE bench/corpus/manifest.jsonl (a committed file) from every mirr
     v.add_argument("--no-corpus", action="store_true", help="skip corpus file checks")
     v.add_argument("--manifest", default=str(MANIFEST_PATH),
                    help="manifest (default: bench/corpus/manifest.jsonl)")
-    v.add_argument("--lock", default=str(LOCK_PATH), help="lock file (default: "
-                   "bench/sets.lock.json)")
+    v.add_argument("--lock", help="lock file (default: bench/sets.lock.json; a sub-corpus "
+                   "folder written by membench pool: its own sets.lock.json)")
     v.add_argument("--no-lock", action="store_true", help="skip the set-file digest check")
     v.add_argument("--no-audit", action="store_true", help="skip the metadata-only audit (TELL)")
     v.add_argument("--json", help="also write the findings as JSON here")
@@ -511,8 +538,9 @@ this one). Re-running the same command resumes an interrupted run.""")
     r.add_argument("--corpus", help=corpus_help)
     r.add_argument("--manifest", default=str(MANIFEST_PATH),
                    help="manifest (default: bench/corpus/manifest.jsonl)")
-    r.add_argument("--lock", default=str(LOCK_PATH), help="the sets must match this lock "
-                   "(default: bench/sets.lock.json)")
+    r.add_argument("--lock", help="the sets must match this lock (default: "
+                   "bench/sets.lock.json; a sub-corpus folder written by membench pool: its "
+                   "own sets.lock.json)")
     r.add_argument("--no-lock", action="store_true", help="run on sets that differ from the "
                    "lock (the hard rules are still checked)")
     r.add_argument("--out", help="RUN_DIR (default runs/<system>-<split>)")
@@ -567,9 +595,11 @@ authentication). Ctrl-C stops it.""")
     im.set_defaults(func=_import_cmd)
 
     rp = sub.add_parser("report", help="execute the notebooks and render HTML reports")
-    rp.add_argument("--run", action="append", required=True, metavar="RUN_DIR",
+    rp.add_argument("--run", action="append", metavar="RUN_DIR",
                     help="a run directory (repeatable): pages 01-04 for each, and page 05 "
-                    "comparing them when there are several")
+                    "comparing them when there are several (required unless --q2d)")
+    rp.add_argument("--q2d", metavar="DIR", help="also render page 07 for the experiment "
+                    "folder `membench q2d` wrote (its q2d.json)")
     rp.add_argument("--compare", action="append", metavar="RUN_DIR",
                     help="more runs (repeatable): the same as --run; with two or more runs "
                     "in all, the comparison (notebook 05) is rendered too")
@@ -651,6 +681,59 @@ authentication). Ctrl-C stops it.""")
                     "`run`)")
     tp.add_argument("--final", action="store_true", help="the frozen test split (logged)")
     tp.set_defaults(func=_topics_cmd)
+
+    po = sub.add_parser("pool", help="a sub-corpus of items chosen by Reciprocal Rank Fusion "
+                        "over runs' rankings (or at random, --random), written as a sets folder",
+                        formatter_class=fmt, description="""\
+Per holder of the runs' split and modalities, keep every item named by a record's gold,
+judgments or distractors, then the items the runs rank first (RRF over each run's top --depth
+items per query; an item's best position in any query's fused list), until the holder holds
+max(required, ceil(share * items)) items. --random fills the same size at random (seeded).
+Other splits and modalities are kept whole; the records do not change. The folder holds its
+own lock (sets.lock.json) and subcorpus.json; `membench run --sets OUT` and `membench
+validate --sets OUT` check it against that lock. docs/pooling.md has the method.""")
+    po.add_argument("--runs", nargs="+", required=True, metavar="RUN_DIR",
+                    help="complete dev runs on --sets (not --limit runs, not test doubles that "
+                    "saw the gold), all over the same queries")
+    po.add_argument("--sets", default=str(DEFAULT_SETS_DIR), help=sets_help)
+    po.add_argument("--share", type=float, required=True, metavar="F",
+                    help="share of each holder's items to keep, in (0, 1] (at least its "
+                    "required items)")
+    po.add_argument("--seed", type=int, default=0, metavar="N",
+                    help="seed of ties and of the random fill (default 0)")
+    po.add_argument("--depth", type=positive_int, default=100, metavar="D",
+                    help="items of each run's ranking that enter the fusion (default 100)")
+    po.add_argument("--rrf-k", type=int, default=60, metavar="K",
+                    help="RRF constant: 1 / (K + rank) (default 60)")
+    po.add_argument("--random", action="store_true",
+                    help="a random sub-corpus of the same size per holder (the baseline)")
+    po.add_argument("--out", required=True, help="the sub-corpus folder to write")
+    po.add_argument("--force", action="store_true",
+                    help="replace another sub-corpus already in --out")
+    po.set_defaults(func=_pool_cmd)
+
+    qd = sub.add_parser("q2d", help="the Q2D-Web sub-sampling experiment: full corpus vs RRF "
+                        "pool vs random sub-corpus, recall inflation and Kendall's tau",
+                        formatter_class=fmt, epilog=TRUST, description="""\
+Run every system of --spec on the full dev sets (its modalities), pool sub-corpora from those
+runs at each share (RRF, RRF leaving out the system evaluated, random with several seeds),
+run every system on them, and write OUT/q2d.json: per share and method the mean inflation of
+recall@1000, recall@100, recall@10 and nDCG@10 over the full corpus and Kendall's tau of the
+system ranking, with bootstrap intervals over queries (and over seeds for random). Every run
+is an ordinary run directory under OUT; re-running resumes. docs/pooling.md has the design.""")
+    qd.add_argument("--spec", required=True, help="the experiment's JSON spec (systems with "
+                    "their config, modalities, shares, seeds; e.g. bench/q2d.json)")
+    qd.add_argument("--out", required=True, help="experiment folder (runs, sub-corpora, "
+                    "q2d.json)")
+    qd.add_argument("--sets", default=str(DEFAULT_SETS_DIR), help=sets_help)
+    qd.add_argument("--corpus", help=corpus_help)
+    qd.add_argument("--share", type=float, action="append", metavar="F",
+                    help="only this share (repeatable; default: the spec's)")
+    qd.add_argument("--seeds", type=positive_int, metavar="N",
+                    help="random sub-corpora per share (default: the spec's)")
+    qd.add_argument("--resamples", type=positive_int, default=2000,
+                    help="bootstrap resamples (default 2000)")
+    qd.set_defaults(func=_q2d_cmd)
 
     mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")
     mt.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")

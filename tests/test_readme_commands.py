@@ -87,7 +87,7 @@ def check_membench(cmd: str, comment: str) -> None:
     sub = _subparsers(parser())
     assert args and args[0] in sub, f"{cmd!r}: no such subcommand"
     p = sub[args[0]]
-    flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", cmd + " " + comment))
+    flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", cmd + " " + comment))
     assert flags <= _options(p), f"{cmd!r}: unknown flag(s) {flags - _options(p)}"
     template = any("[" in a or a == "..." or PLACEHOLDER.match(a) or "|" in a for a in args)
     if len(args) == 1 and args[0] not in ("sources",):

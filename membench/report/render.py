@@ -60,12 +60,15 @@ from .tables import gate_rows, interval_html, th
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 RUN_NOTEBOOKS = ("01_validate_sets", "02_run_dev", "03_slice_failures", "04_false_recalls")
 COMPARE_NOTEBOOK = "05_compare_systems"
+Q2D_NOTEBOOK = "07_q2d_pooling"
 PAGE_TITLES = {"01_validate_sets": "01 · sets and rules", "02_run_dev": "02 · metrics and gates",
                "03_slice_failures": "03 · where it fails (slices)",
                "04_false_recalls": "04 · false recalls, misses and scope leaks, case by case",
-               "05_compare_systems": "05 · comparing systems"}
+               "05_compare_systems": "05 · comparing systems",
+               "07_q2d_pooling": "07 · sub-corpus evaluation (Q2D-Web)"}
 SHORT_TITLES = {"01_validate_sets": "01 sets", "02_run_dev": "02 metrics", "03_slice_failures":
-                "03 slices", "04_false_recalls": "04 cases", "05_compare_systems": "05 compare"}
+                "03 slices", "04_false_recalls": "04 cases", "05_compare_systems": "05 compare",
+                "07_q2d_pooling": "07 q2d"}
 STATIC = Path(__file__).parent / "static"
 TEMPLATES = Path(__file__).parent / "templates"
 WIDGETS_JS = STATIC / "html-manager-embed.js"
@@ -318,7 +321,8 @@ def check_targets(out: Path, labels: list[str], force: bool) -> None:
 def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
            compare: list[Path] | None = None, corpus: Path | None = None,
            notebooks: tuple[str, ...] = RUN_NOTEBOOKS, extra: dict[str, Any] | None = None,
-           partial: bool = False, final: bool = False, force: bool = False) -> list[Rendered]:
+           partial: bool = False, final: bool = False, force: bool = False,
+           q2d: Path | None = None) -> list[Rendered]:
     """Render the run notebooks for every run (``runs + compare``), and the comparison when
     there is more than one. Every run is opened and scored first (:meth:`RunDir.open` refuses
     an incomplete run unless ``partial``, a test-split run unless ``final``, drifted sets,
@@ -328,20 +332,22 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     pages unless ``force``."""
     out = Path(out)
     all_paths = [Path(r).resolve() for r in [*runs, *(compare or [])]]
-    if not all_paths:
+    if not all_paths and q2d is None:
         raise MembenchError("report: no run directory given (--run RUN_DIR)")
+    q2d_page = _q2d_page(q2d) if q2d is not None else None
     flags = {"partial": partial, "final": final}
     opened = [RunDir.open(p, sets_dir, **flags) for p in all_paths]   # the run's own sets
     for rd in opened:       # every refusal (atoms, lines, gold) comes before any rendering
         rd.scores()
     labels = unique_labels([rd.path for rd in opened])
     cmp_label = safe_label("compare-" + "-vs-".join(labels)) if len(opened) > 1 else None
-    check_targets(out, labels + ([cmp_label] if cmp_label else []), force)
+    check_targets(out, labels + ([cmp_label] if cmp_label else [])
+                  + ([q2d_page[0]] if q2d_page else []), force)
     done: list[Rendered] = []
     sets = str(Path(sets_dir).resolve()) if sets_dir else None
     root = str(Path(corpus).resolve()) if corpus else None
     per_run: list[tuple[str, dict[str, Any] | None]] = []
-    total = len(opened) * len(notebooks) + (1 if cmp_label else 0)
+    total = len(opened) * len(notebooks) + (1 if cmp_label else 0) + (1 if q2d_page else 0)
     with progress.step("report", total=total, unit="page") as bar:
         for rd, label in zip(opened, labels):
             prov = provenance(rd)
@@ -369,11 +375,55 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
             bar.advance()
             _write_record(out / cmp_label, _record(cmp_label, None, None, [COMPARE_NOTEBOOK],
                                                    compared=labels))
+        if q2d_page:
+            bar.note(f"{q2d_page[0]}/{Q2D_NOTEBOOK}")
+            done.append(_render_q2d(q2d_page, out))
+            bar.advance()
     write_index(out)
     failed = [r for r in done if not r.ok]
     if failed:
         raise MembenchError("; ".join(r.error for r in failed))
     return done
+
+
+def _q2d_page(q2d_dir: Path) -> tuple[str, Path, dict[str, Any]]:
+    """The label, folder and result of a ``membench q2d`` experiment (its ``q2d.json`` read and
+    checked before anything is rendered)."""
+    from ..analysis.q2d import load_result
+    from ..core.paths import resolve_user_path
+
+    path = resolve_user_path(q2d_dir)
+    return safe_label("q2d-" + path.name), path, load_result(path)
+
+
+def _q2d_summary(label: str, result: dict[str, Any]) -> str:
+    spec = result["spec"]
+    m = spec["headline"]
+    rows = "".join(
+        f"<tr><td>{esc(r['share'])}</td><td>{esc(r['method'])}</td>"
+        f"<td>{esc(round(r['share_kept'], 3))}</td>"
+        f"<td>{interval_html(r['inflation_points'], *r['inflation_ci95'], 2)}</td>"
+        f"<td>{interval_html(r['kendall_tau'], *r['kendall_tau_ci95'], 2)}</td></tr>"
+        for r in result["figures"] if r["measure"] == m)
+    return (f'<div class="mb-summary"><h2>{esc(label)}</h2><p>{esc(len(spec["systems"]))} '
+            f"systems, {esc(result['queries'])} answerable {esc(', '.join(spec['modalities']))} "
+            f"queries ({esc(spec['split'])}); headline {esc(m)}: inflation over the full corpus "
+            "(points) and Kendall's tau of the system ranking, [95% interval].</p>"
+            '<table class="mb-t"><thead><tr><th>share</th><th>method</th><th>share kept</th>'
+            f"<th>inflation</th><th>tau</th></tr></thead><tbody>{rows}</tbody></table></div>")
+
+
+def _render_q2d(page_info: tuple[str, Path, dict[str, Any]], out: Path) -> Rendered:
+    """Notebook 07 for one experiment folder, into ``out/q2d-<name>/``."""
+    label, path, result = page_info
+    systems = [s["label"] for s in result["spec"]["systems"]]
+    prov = provenance(sets_dir=result["sets_dir"])
+    prov["system"] = "q2d: " + ", ".join(systems)
+    prov["config"] = result["spec"]
+    page = Page(label, (Q2D_NOTEBOOK,), _q2d_summary(label, result))
+    r = render_notebook(Q2D_NOTEBOOK, {"q2d_dir": str(path)}, out / label, prov, page=page)
+    _write_record(out / label, _record(label, None, None, [Q2D_NOTEBOOK], compared=systems))
+    return r
 
 
 def _write_record(folder: Path, rec: dict[str, Any]) -> None:
@@ -481,5 +531,5 @@ def _read_prov(d: Path) -> dict:
     return {}
 
 
-__all__ = ["COMPARE_NOTEBOOK", "RUN_NOTEBOOKS", "Page", "csp", "render_notebook", "report",
+__all__ = ["COMPARE_NOTEBOOK", "Q2D_NOTEBOOK", "RUN_NOTEBOOKS", "Page", "csp", "render_notebook", "report",
            "safe_label", "to_html", "unique_labels", "write_index"]
