@@ -11,6 +11,13 @@ candidate with TPR > 0 satisfies it; otherwise the best unconstrained J is taken
 :class:`Calibration` says so). Ties in J go to the higher threshold (fewer false recalls).
 The rule is deterministic: same inputs, same threshold.
 
+The threshold written is the **midpoint** between the chosen score and the next lower observed
+score (the chosen score minus ``margin`` when none is lower; the largest plus ``margin`` for
+"always abstain", ``margin = 1e-6 * max(1, |score|)``): it keeps every calibration query on the
+same side (TPR and FPR unchanged) and sits as far as it can from each of them, so scores that
+differ by float rounding (another BLAS, another thread count: about 1e-7 for cosines) cannot
+move a query across it, as a threshold equal to one query's own score would.
+
 ``membench calibrate`` (:mod:`membench.analysis.calibrate`) writes the reference systems'
 thresholds with it, and the threshold sweep of notebook 03
 (:func:`membench.analysis.sweep.operating_points`) marks the same point.
@@ -76,5 +83,21 @@ def choose_threshold(scores_answerable_top1: Iterable[float | None],
     pool = feasible if constrained else rows
     # best J; ties -> higher threshold
     t, tpr, fpr, j = max(pool, key=lambda r: (r[3], r[0]))
-    return Calibration(threshold=t, tpr=tpr, fpr=fpr, j=j, constrained=constrained,
-                       n_answerable=len(pos), n_unanswerable=len(neg))
+    return Calibration(threshold=midpoint(t, finite), tpr=tpr, fpr=fpr, j=j,
+                       constrained=constrained, n_answerable=len(pos), n_unanswerable=len(neg))
+
+
+def _margin(s: float) -> float:
+    return 1e-6 * max(1.0, abs(s))
+
+
+def midpoint(t: float, finite: list[float]) -> float:
+    """The threshold written for the chosen candidate ``t`` (module docstring): halfway to the
+    next lower observed score in ``finite`` (sorted, distinct), or ``margin`` away at either
+    end."""
+    if t > finite[-1]:                       # "always abstain"
+        return finite[-1] + _margin(finite[-1])
+    k = bisect.bisect_left(finite, t)        # finite[k] == t
+    if k == 0:
+        return t - _margin(t)
+    return (finite[k - 1] + t) / 2.0
