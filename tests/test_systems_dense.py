@@ -171,8 +171,8 @@ def test_config_names_the_model(engine):
 
 
 def test_precision_is_in_the_config_and_the_cache_key(tmp_path):
-    bf, fp = DenseEngine(use_cache=False, precision="bf16"), DenseEngine(use_cache=False)
-    assert fp.precision == "fp32"                       # the default (the frozen figures')
+    bf, fp = DenseEngine(use_cache=False), DenseEngine(use_cache=False, precision="fp32")
+    assert bf.precision == "bf16"                       # the default (the frozen figures')
     assert bf.config()["precision"] == "bf16" and fp.config()["precision"] == "fp32"
     assert bf.model_key() != fp.model_key()             # never each other's cached vectors
     assert fp.model_key().endswith("|float32")          # fp32 keeps the key it always had

@@ -30,11 +30,11 @@ class ChunkConfig:
     # between small words ("Numberofcoins") at native TabMWP resolution. Part of the OCR cache
     # key.
     ocr_upscale_min_side: int = 700
-    # What runs the OCR models: "onnxruntime" (rapidocr-onnxruntime as it comes, angle
-    # classifier on) or "openvino" (the same pipeline and models by OpenVINO in float32, no
-    # angle classifier: about 0.6x the CPU time at the same text quality, docs/runs.md "OCR
-    # levers"). Part of the OCR cache key.
-    ocr_engine: str = "onnxruntime"
+    # What runs the OCR models: "openvino" (the default: rapidocr-onnxruntime's pipeline and
+    # models run by OpenVINO in float32, no angle classifier: about 0.4x the CPU time at the
+    # same or better text quality, docs/speed.md) or "onnxruntime" (rapidocr-onnxruntime as it
+    # comes, angle classifier on). Part of the OCR cache key.
+    ocr_engine: str = "openvino"
     # Worker processes for OCR of images not in the cache (1 = in process). Output does not
     # depend on it.
     ocr_processes: int = 1

@@ -59,13 +59,13 @@ ENGINE_NAME = "rapidocr_onnxruntime"
 MODEL_FILES = {"det": "ch_PP-OCRv4_det_infer.onnx", "cls": "ch_ppocr_mobile_v2.0_cls_infer.onnx",
                "rec": "ch_PP-OCRv4_rec_infer.onnx"}
 # what runs the models (ChunkConfig.ocr_engine; part of the cache key):
-#   "onnxruntime": rapidocr-onnxruntime as it comes, with its angle classifier (the default);
+#   "onnxruntime": rapidocr-onnxruntime as it comes, with its angle classifier;
 #   "openvino": the same pipeline and models with inference by OpenVINO in float32 and the
-#   angle classifier off (faster at the same text quality: docs/runs.md, "OCR levers").
+#   angle classifier off (the default: faster at the same text quality, docs/speed.md).
 # float32 is asked of OpenVINO explicitly: its own default is bf16 on CPUs with AMX or
 # AVX512-BF16, which would make the text depend on the machine.
 ENGINES = ("onnxruntime", "openvino")
-DEFAULT_ENGINE = "onnxruntime"
+DEFAULT_ENGINE = "openvino"   # ChunkConfig.ocr_engine's default too
 OV_PRECISION = "f32"
 USE_CLS = {"onnxruntime": True, "openvino": False}
 MAX_UPSCALE = 4.0

@@ -116,7 +116,7 @@ class SharedEmbedder:
         cfg = self.engine.config()
         return {"model": cfg["model"], "model_package": cfg["model_package"],
                 "weights_sha256": cfg["weights_sha256"], "max_seq_length": cfg["max_seq_length"],
-                "normalize": "l2", "dim": cfg["dim"],
+                "normalize": "l2", "dim": cfg["dim"], "precision": cfg["precision"],
                 "cache": "membench embedding cache (shared with dense; key: model weights "
                          "digest + text)"}
 
@@ -191,7 +191,9 @@ class LibrarySystem:
     @property
     def embedder(self) -> SharedEmbedder:
         if self._embedder is None:
-            self._embedder = SharedEmbedder()
+            # float32, as the libraries' own embedders compute (their vectors are checked
+            # against these): not the dense reference system's bf16 default
+            self._embedder = SharedEmbedder(precision="fp32")
         return self._embedder
 
     def _fresh_dir(self) -> Path:
