@@ -775,6 +775,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         a = parser().parse_args(argv)
         mode = "quiet" if a.quiet else os.environ.get("MEMBENCH_PROGRESS") or "auto"
+        if mode not in progress.MODES:
+            raise MembenchError(f"$MEMBENCH_PROGRESS={mode[:40]!r}: expected one of "
+                                f"{', '.join(progress.MODES)} (or unset)")
         # the call's mode, not the process's from now on; its steps timed under its name
         with progress.configured(mode), progress.command(list(argv or sys.argv[1:])):
             return a.func(a)

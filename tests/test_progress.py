@@ -274,3 +274,13 @@ def test_a_cli_call_does_not_leave_its_progress_mode_behind(monkeypatch, capsys)
     with progress.step("after", total=1) as bar:
         bar.advance(1)
     assert capsys.readouterr().err == ""
+
+
+def test_a_bad_progress_mode_in_the_environment_is_one_line(monkeypatch, capsys):
+    from membench.cli import main
+
+    monkeypatch.setenv("MEMBENCH_PROGRESS", "log")
+    assert main(["sources"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["membench: $MEMBENCH_PROGRESS='log': expected one of auto, bar, lines, quiet "
+                   "(or unset)"]
