@@ -2,8 +2,12 @@
 
 RUN_DIR holds
 
-* ``meta.json``: system name and config, split, subset, set files' and manifest's sha256,
-  code revision, extent caps, times, status (``running`` until the last query is written);
+* ``meta.json``: system name and config, its model card (:mod:`membench.run.cards`: the
+  system's own, else ``bench/cards/<name>.json``, else null) and the input truncation applied
+  (``truncation``: the runner asks every system that takes one for
+  ``min(card max_input_tokens, 512)`` tokens, and records the limit and how many atom texts it
+  cut), split, subset, set files' and manifest's sha256, code revision, extent caps, times,
+  status (``running`` until the last query is written);
 * ``atoms.jsonl``: every atom the system reported at ingest (checked against the protocol);
 * ``run.jsonl``: one line per query, appended and flushed as it is answered:
   ``{query_id, hits: [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``.
@@ -287,8 +291,15 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
             f"system {system.name}: it defines bind() to be handed the split's records, but "
             f"only the registered test doubles that need them ("
             f"{', '.join(k for k, v in DOUBLES.items() if v)}) may see gold")
+    from .cards import MAX_INPUT_TOKENS, system_card, truncation_record
+
+    limit_inputs = getattr(system, "limit_inputs", None)
+    if callable(limit_inputs):          # every encoder reads min(its card's max, 512) tokens
+        limit_inputs(MAX_INPUT_TOKENS)
+    card = system_card(system)
     meta = {
         "system": system.name, "config": system.config(), "split": split,
+        "card": card.record() if card else None,
         "sees_gold": sees_gold, "order": {"seed": ORDER_SEED, "rule": ORDER_RULE},
         "memory": ("the holders of the selected queries" if limit is not None else
                    "every holder of the split in the selected modalities"),
@@ -301,7 +312,8 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
     }
     if meta_path.exists():
         old = read_json_file(meta_path, dict, "a JSON object (a run's meta.json)")
-        for k in ("system", "config", "split", "limit", "modalities", "set_sha256", "order"):
+        for k in ("system", "config", "split", "limit", "modalities", "set_sha256", "order",
+                  "card"):
             if old.get(k) != meta[k]:
                 raise MembenchError(f"{meta_path}: existing run has a different {k}; "
                                     "use another RUN_DIR (or delete this one)")
@@ -324,6 +336,8 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
         bar.advance(len(data.items))
         bar.count("atoms", len(atoms))
     meta["ingest_seconds"] = round(time.perf_counter() - t0, 3)
+    trunc = getattr(system, "truncation", None)
+    meta["truncation"] = trunc() if callable(trunc) else truncation_record(card, None)
     check_atoms(system.name, atoms, data.items)
     atom_lines = [dumps(a.row()) + "\n" for a in atoms]
     if atoms_path.exists():

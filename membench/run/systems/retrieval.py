@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ...sets.schema import Scope, SourceItem
+from ..cards import Card, truncation_record
 from ..protocol import MAX_DEPTH, Atom, Result
 from .cartridge import CartridgePolicy
 
@@ -130,6 +131,14 @@ class RetrievalSystem:
     ``chunker_config`` is recorded verbatim in :meth:`config` so the run's ``meta.json`` says
     how atoms were made.
     """
+
+    #: the system's model card (:mod:`membench.run.cards`); the runner records it in meta.json
+    card: Card | None = None
+
+    def truncation(self) -> dict[str, Any]:
+        """What the input limit did (meta.json ``truncation``); a system without an encoder
+        reads whole atoms."""
+        return truncation_record(self.card, None)
 
     def __init__(self, engine: Engine, chunker: Chunker, policy: CartridgePolicy | None = None,
                  *, name: str | None = None, chunker_config: dict[str, Any] | None = None):
