@@ -96,29 +96,30 @@ class Card(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> Card:
         if self.size_class != size_class(self.parameter_count):
-            raise ValueError(f"size_class {self.size_class!r} but parameter_count "
+            raise ValueError(f"size_class: {self.size_class!r} but parameter_count "
                              f"{self.parameter_count} is {size_class(self.parameter_count)!r}")
         if not (self.revision or self.weights_sha256):
-            raise ValueError("a card needs a revision or a weights_sha256")
+            raise ValueError("revision: a card needs a revision or a weights_sha256")
         if self.kind == "dense":
             missing = [f for f in ("model", "weights_sha256", "embedding_dim",
                                    "max_input_tokens", "source_package")
                        if getattr(self, f) is None]
             if missing:
-                raise ValueError(f"a dense card needs {', '.join(missing)}")
+                raise ValueError(f"{missing[0]}: a dense card needs {', '.join(missing)}")
             if self.pooling == "none":
-                raise ValueError("a dense card needs a pooling (mean, cls or max)")
+                raise ValueError("pooling: a dense card needs a pooling (mean, cls or max)")
             if self.parameter_count == 0:
-                raise ValueError("a dense card needs its parameter_count (> 0)")
+                raise ValueError("parameter_count: a dense card needs its count (> 0)")
         if self.kind == "lexical":
             if self.parameter_count or self.embedding_dim or self.pooling != "none" or \
                     self.normalisation != "none" or self.max_input_tokens is not None:
-                raise ValueError("a lexical card has parameter_count 0, no embedding_dim, no "
-                                 "max_input_tokens, pooling none and normalisation none")
+                raise ValueError("kind: a lexical card has parameter_count 0, no "
+                                 "embedding_dim, no max_input_tokens, pooling none and "
+                                 "normalisation none")
         if self.kind in ("hybrid", "library") and not self.components:
-            raise ValueError(f"a {self.kind} card names its components (cards)")
+            raise ValueError(f"components: a {self.kind} card names its components (cards)")
         if self.kind in ("lexical", "dense") and self.components:
-            raise ValueError(f"a {self.kind} card has no components")
+            raise ValueError(f"components: a {self.kind} card has no components")
         return self
 
     def sha256(self) -> str:
@@ -157,6 +158,10 @@ def read_card(path: str | Path) -> Card:
         top = str(err["loc"][0]) if err["loc"] else None
         more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
         msg = err["msg"].removeprefix("Value error, ")
+        named = re.match(r"([a-z_]+): ", msg) if loc is None else None
+        if named:                   # a rule across fields names the field it is about
+            loc = top = named.group(1)
+            msg = msg[named.end():]
         raise InputError(path, _line_of(text, top), loc, f"{msg}{more}", rule="CARD") from None
     if card.name != path.stem:
         raise InputError(path, _line_of(text, "name"), "name",

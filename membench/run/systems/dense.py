@@ -137,6 +137,13 @@ def card_model_path(card: Card) -> Path:
     return p
 
 
+def _dimension(module) -> int:
+    """The output dimension (sentence-transformers renamed the method in 6.x)."""
+    f = getattr(module, "get_embedding_dimension", None) or \
+        module.get_sentence_embedding_dimension
+    return int(f())
+
+
 def _apply_card(model, card: Card):
     """Set the model's Pooling module to the card's pooling, and drop a Normalize module when
     the card says ``normalisation: none`` (``l2`` is applied at encode)."""
@@ -152,7 +159,7 @@ def _apply_card(model, card: Card):
         mode = mode if isinstance(mode, str) else (
             mod.get_pooling_mode_str() if hasattr(mod, "get_pooling_mode_str") else None)
         if mode != card.pooling:
-            model[i] = Pooling(mod.get_sentence_embedding_dimension(), pooling_mode=card.pooling)
+            model[i] = Pooling(_dimension(mod), pooling_mode=card.pooling)
     if card.normalisation == "none":
         keep = [m for m in model if not isinstance(m, Normalize)]
         if len(keep) != len(model):
@@ -261,7 +268,7 @@ class DenseEngine(Engine):
             self.check_card()
             self._model = load_model(self.model_dir, "cpu", self.card)
             n = sum(p.numel() for p in self._model.parameters())
-            dim = self._model.get_sentence_embedding_dimension()
+            dim = _dimension(self._model)
             where = card_path(self.card.name)
             if n != self.card.parameter_count:
                 raise MembenchError(f"{where}: parameter_count {self.card.parameter_count} but "
