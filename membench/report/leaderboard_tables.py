@@ -47,7 +47,8 @@ def _cell(c: dict[str, Any], digits: int) -> str:
 
 
 def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance", *,
-                      measures: tuple[str, ...] | None = None, digits: int = 3) -> Table:
+                      measures: tuple[str, ...] | None = None, digits: int = 3,
+                      scopes: tuple[str, ...] | None = None) -> Table:
     """The HTML table of one size class and judgment set: the measures that follow the set
     (``family="relevance"``), or the others (``"other"``: false recall, holder and temporal
     correctness, latency; the same under every set, so shown once, with ``gold``)."""
@@ -57,7 +58,8 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
             + "".join(f"<th>{th(m)}</th>" for m in names) + "</tr>")
     rows = []
     cards = {e["id"]: e["card"] for e in lb.entries}
-    for scope in [s for s in [*MODALITIES, "all"] if s in set(t["scope"])]:
+    for scope in [s for s in [*MODALITIES, "all"] if s in set(t["scope"])
+                  and (scopes is None or s in scopes)]:
         g = t[t["scope"] == scope]
         rank = lb.table(size, judgment_set, scope)
         rank = rank[rank["measure"] == lb.rank_by]
@@ -71,7 +73,7 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
             rows.append(
                 "<tr>" + (f'<td class="mb-s" rowspan="{len(order)}"><b>{esc(scope)}</b></td>'
                           if i == 0 else "")
-                + f'<td class="mb-s">{esc(r["system"])}</td>'
+                + f'<td class="mb-l">{esc(r["system"])}</td>'
                 + f'<td class="mb-n">{esc(format(int(card["parameter_count"]), ","))}</td>'
                 + "".join(_cell(cells[m], 1 if m.startswith("latency") else digits)
                           if m in cells else '<td class="mb-na">-</td>' for m in names)
@@ -85,11 +87,11 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
 
 
 def cards_table(lb) -> Table:
-    """Every entry's identity: card, its settings, config and code revision, set files."""
-    head = ("<tr><th>system</th><th>card</th><th>size class</th><th>parameters</th>"
-            "<th>model</th><th>weights / revision</th><th>max input tokens (applied)</th>"
-            "<th>prefixes (query / document)</th><th>pooling, normalisation</th>"
-            "<th>license</th><th>package</th><th>code revision</th><th>entry</th></tr>")
+    """Every entry's identity: card, its settings, package, code revision and entry id."""
+    head = ("<tr><th>system</th><th>card · size class · parameters</th>"
+            "<th>model · weights sha256 / revision</th><th>max input tokens: card (applied)</th>"
+            "<th>prefixes (query / document) · pooling · normalisation</th>"
+            "<th>license · package</th><th>code revision · entry</th></tr>")
     rows = []
     for e in lb.entries:
         c = e["card"]
@@ -99,19 +101,19 @@ def cards_table(lb) -> Table:
                if isinstance(tr.get("texts_truncated"), int) and isinstance(tr.get("texts"), int)
                else "")
         sp = c.get("source_package") or {}
-        ident = c.get("weights_sha256") or c.get("revision") or ""
-        rows.append(
-            "<tr>" + "".join(f'<td class="mb-s">{esc(x)}</td>' for x in (
-                lb.labels[e["id"]], c["name"], c["size_class"]))
-            + f'<td class="mb-n">{esc(format(int(c["parameter_count"]), ","))}</td>'
-            + "".join(f'<td class="mb-l">{esc(x)}</td>' for x in (
-                c.get("model") or "—", (ident[:16] + "…") if c.get("weights_sha256") else ident,
-                f"{c.get('max_input_tokens') or 'none'} ({applied or 'none'}{cut})",
-                f"{c.get('query_prefix')!r} / {c.get('document_prefix')!r}",
-                f"{c['pooling']}, {c['normalisation']}", c["license"],
-                f"{sp.get('name')}=={sp.get('version')}" if sp else "—",
-                str(e["key"]["code_revision"])[:12], e["id"]))
-            + "</tr>")
+        ident = (c["weights_sha256"][:16] + "…") if c.get("weights_sha256") else \
+            (c.get("revision") or "")
+        cells = (
+            lb.labels[e["id"]],
+            f"{c['name']} · {c['size_class']} · {int(c['parameter_count']):,}",
+            f"{c.get('model') or '—'} · {ident}",
+            f"{c.get('max_input_tokens') or 'none'} ({applied or 'none'}{cut})",
+            f"{c.get('query_prefix')!r} / {c.get('document_prefix')!r} · {c['pooling']} · "
+            f"{c['normalisation']}",
+            f"{c['license']} · " + (f"{sp.get('name')}=={sp.get('version')}" if sp else "—"),
+            f"{str(e['key']['code_revision'])[:12]} · {e['id']}")
+        rows.append("<tr>" + "".join(f'<td class="mb-l">{esc(x)}</td>' for x in cells)
+                    + "</tr>")
     return Table(f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}</tbody>'
                  "</table>", len(rows), [])
 

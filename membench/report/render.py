@@ -394,7 +394,8 @@ def _leaderboard_page(store_dir: Path) -> tuple[str, Path, Any]:
     from ..core.paths import resolve_user_path
 
     path = resolve_user_path(store_dir)
-    return safe_label("leaderboard-" + path.name), path, leaderboard(path)
+    name = path.name if path.name.startswith("leaderboard") else "leaderboard-" + path.name
+    return safe_label(name), path, leaderboard(path)
 
 
 def _leaderboard_summary(label: str, lb) -> str:
@@ -411,9 +412,10 @@ def _leaderboard_summary(label: str, lb) -> str:
                         f"n={esc(int(r.iloc[0]['n']))})</li>")
     first = (leaderboard_table(lb, lb.size_classes[0], "gold",
                                measures=(lb.rank_by, "recall@10", "ndcg@10",
-                                         "false_recall_rate")).html
+                                         "false_recall_rate"), scopes=("all",)).html
              if lb.size_classes and "gold" in lb.judgment_sets else "")
-    return (f'<div class="mb-summary"><h2>{esc(label)}</h2><p>{esc(len(lb.entries))} entries '
+    return (f'<div class="mb-summary" id="membench-summary"><h2>{esc(label)}</h2><p>'
+            f'{esc(len(lb.entries))} entries '
             f"on the {esc(st['split'])} split ({esc(st['selection']['queries'])} queries); "
             f"judgment sets {esc(', '.join(lb.judgment_sets))}; size classes "
             f"{esc(', '.join(lb.size_classes))}. Best by {esc(lb.rank_by)} over all items:</p>"
