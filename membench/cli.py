@@ -303,8 +303,13 @@ def _leaderboard_cmd(a: argparse.Namespace) -> int:
             print(f"{'replaced' if r['replaced'] else 'added'} {r['id']}: {r['system']} "
                   f"({r['run_dir']})")
         print(f"{added.out}: {added.entries} entries")
-    print(format_leaderboard(leaderboard(Path(a.out), rank_by=a.rank_by,
-                                         n_resamples=a.resamples)), end="")
+    lbd = leaderboard(Path(a.out), rank_by=a.rank_by, n_resamples=a.resamples)
+    if a.markdown:
+        from .analysis.leaderboard import format_markdown
+
+        print(format_markdown(lbd))
+    else:
+        print(format_leaderboard(lbd), end="")
     return 0
 
 
@@ -555,6 +560,8 @@ files or over other queries than the store's. Without --runs, prints the store's
                     help="paired bootstrap / permutation resamples (default 10000)")
     lb.add_argument("--final", action="store_true", help="read runs on the frozen test split "
                     "(logged)")
+    lb.add_argument("--markdown", action="store_true", help="print the table over all items "
+                    "as Markdown (the README's)")
     lb.set_defaults(func=_leaderboard_cmd)
 
     mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")

@@ -263,3 +263,44 @@ def test_dense_with_another_card_is_its_own_system(tmp_path, monkeypatch):
     h = make_system("hybrid", {"card": "minilm-cls", "calibration": "none"})
     assert h.name == "hybrid-minilm-cls"
     assert h.card.components == ("bm25", "minilm-cls") and h.card.kind == "hybrid"
+
+
+# ------------------------------------------------------------------------- split archives
+
+def test_a_model_split_over_packages_is_joined_and_extracted_once(tmp_path):
+    import io
+    import zipfile
+
+    from membench.run.models import assemble_split_zip
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("m/modules.json", "[]")
+        z.writestr("m/model.safetensors", b"\x00" * 5000)
+        z.writestr("m/desktop.ini", "junk")
+        z.writestr("other/x.txt", "not the model")
+    data = buf.getvalue()
+    cuts = [0, 1000, 2500, len(data)]
+    parts = []
+    for i, (a, b) in enumerate(zip(cuts, cuts[1:]), 1):
+        p = tmp_path / f"a.zip.00{i}"
+        p.write_bytes(data[a:b])
+        parts.append(p)
+    out = assemble_split_zip(parts, "m", tmp_path / "cache")
+    assert sorted(x.name for x in out.iterdir()) == ["model.safetensors", "modules.json"]
+    assert (out / "model.safetensors").read_bytes() == b"\x00" * 5000
+    mtime = (out / "modules.json").stat().st_mtime_ns
+    assert assemble_split_zip(parts, "m", tmp_path / "cache") == out      # once
+    assert (out / "modules.json").stat().st_mtime_ns == mtime
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [out.parent.name]  # no leftovers
+    with pytest.raises(Exception):
+        assemble_split_zip(parts[::-1], "m", tmp_path / "cache2")        # out of order: no zip
+    assert not any((tmp_path / "cache2").glob("*/m"))
+
+
+def test_a_missing_part_names_the_extra(monkeypatch):
+    from membench.run import models
+
+    monkeypatch.setattr(models, "MPNET_PARTS", ("no-such-distribution-xyz",))
+    with pytest.raises(MembenchError, match=r"membench\[mpnet\]"):
+        models.all_mpnet_base_v2()

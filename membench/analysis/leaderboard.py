@@ -548,6 +548,53 @@ def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
     return "\n".join(lines) + "\n"
 
 
+def format_markdown(lb: Leaderboard, *, scope: str = "all",
+                    measures: tuple[str, ...] = ("recall@1000", "recall@10", "ndcg@10",
+                                                 "false_recall_rate")) -> str:
+    """A Markdown table (README): one row per size class, judgment set and system over
+    ``scope``; each cell value [95% CI], ``best``, or the difference from the best with its
+    Holm p (``=`` when not significant), gates as PASS / FAIL. Measures that do not follow the
+    judgment set are shown in the ``gold`` rows only."""
+    def cell(c) -> str:
+        if c is None or c["value"] is None or (isinstance(c["value"], float)
+                                               and np.isnan(c["value"])):
+            return "—"
+        s = f"{c['value']:.3f} [{c['ci95_lo']:.3f}, {c['ci95_hi']:.3f}]"
+        if c["gate"]:
+            s += f" {'PASS' if c['gate_pass'] else 'FAIL'}"
+        if c["is_best"]:
+            return s + " best"
+        p = c["p_holm"]
+        ptxt = "<0.001" if p < 0.001 else f"{p:.3f}"
+        return s + (f" ({c['diff']:+.3f}, p {ptxt})" if c["significant"] else f" (=, p {ptxt})")
+
+    head = ("| size | judgment set | system | parameters | n | "
+            + " | ".join(measures) + " |")
+    out = [head, "|" + "---|" * (5 + len(measures))]
+    for size in lb.size_classes:
+        for js in lb.judgment_sets:
+            t = lb.table(size, js, scope)
+            if t.empty:
+                continue
+            gold = lb.table(size, PRIMARY, scope)
+            rank = t[t["measure"] == lb.rank_by].sort_values(
+                ["value", "system"], ascending=[BY_NAME[lb.rank_by].direction == "lower",
+                                                True])
+            for r in rank.to_dict("records"):
+                cells = []
+                for m in measures:
+                    src = t if m in RELEVANCE else (gold if js == PRIMARY else None)
+                    row = None if src is None else src[(src["entry"] == r["entry"])
+                                                       & (src["measure"] == m)]
+                    cells.append(cell(row.iloc[0]) if row is not None and len(row) else "—")
+                card = next(e["card"] for e in lb.entries if e["id"] == r["entry"])
+                out.append(f"| {size} | {js} | {r['system']} | "
+                           f"{int(card['parameter_count']):,} | {int(r['n'])} | "
+                           + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 __all__ = ["FORMAT", "MEASURES", "RANK_BY", "Added", "Leaderboard", "Refused", "add_runs",
-           "cell_text", "entry_from_run", "format_leaderboard", "leaderboard", "read_store",
+           "cell_text", "entry_from_run", "format_leaderboard", "format_markdown",
+           "leaderboard", "read_store",
            "run_card"]
