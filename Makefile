@@ -42,6 +42,8 @@ LIMITFLAG  := $(if $(LIMIT),--limit $(LIMIT),)
 RUNDIRS    := $(foreach s,$(SYSTEMS),$(RUNS)/$(s)-dev$(SUFFIX))
 # dense first: its ingest embeds while the OCR workers run, then bm25 and hybrid read the caches
 RUNORDER   := $(filter dense,$(SYSTEMS)) $(filter-out dense,$(SYSTEMS))
+# the leaderboard's result store over the runs of this call (made anew each time)
+BOARD      := $(RUNS)/leaderboard-dev$(SUFFIX)
 
 .PHONY: all help setup sets runs memsys reports report test fuzz clean bench-cold
 
@@ -59,7 +61,9 @@ help:
 	@echo "               Cold (measured): bm25 37.5 min (OCR, PDF text), dense 26.4 min (embeddings),"
 	@echo "               hybrid then reads both caches; warm: about 1 min each. Runs resume."
 	@echo "make reports   make runs, then render $(REPORTS)/ for those runs (about 1 min per run and"
-	@echo "               1 min for the comparison); replaces the pages of these runs."
+	@echo "               1 min for the comparison); replaces the pages of these runs. Also the"
+	@echo "               leaderboard: a result store of those runs ($(BOARD), about 40 s) and"
+	@echo "               its page 06."
 	@echo "make report    only render $(REPORTS)/ for the runs of SYSTEMS that exist (runs nothing)."
 	@echo "make memsys    run the real memory libraries $(MEMSYS) on dev -> $(RUNS)/<name>-dev"
 	@echo "               (opt-in: not part of make all). Measured per query on a busy 2-core machine:"
@@ -105,9 +109,11 @@ memsys: sets
 	done
 
 reports: runs
-	@echo "== reports: pages 01-04 for $(RUNDIRS)$(if $(word 2,$(RUNDIRS)), and 05 comparing them,) -> $(REPORTS)/index.html"
-	@echo "   About 1 min per run and 1 min for the comparison."
-	$(MB) report $(foreach r,$(RUNDIRS),--run $(r)) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) --force
+	@echo "== reports: pages 01-04 for $(RUNDIRS)$(if $(word 2,$(RUNDIRS)), and 05 comparing them,), 06 the leaderboard ($(BOARD)) -> $(REPORTS)/index.html"
+	@echo "   About 1 min per run, 1 min for the comparison, 1 min for the leaderboard."
+	rm -rf $(BOARD)
+	$(MB) leaderboard --runs $(RUNDIRS) --sets $(SETS) --out $(BOARD)
+	$(MB) report $(foreach r,$(RUNDIRS),--run $(r)) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) --leaderboard $(BOARD) --force
 
 # the reports of the runs that exist, without running anything
 report: setup
@@ -116,8 +122,9 @@ report: setup
 	if [ -z "$$(echo $$have)" ]; then \
 	  echo "make report: none of $(RUNDIRS) exists; make runs SYSTEMS='$(SYSTEMS)'$(if $(LIMIT), LIMIT=$(LIMIT),) first" >&2; exit 2; fi; \
 	if [ -n "$$(echo $$missing)" ]; then echo "== report: not run, left out: $$missing"; fi; \
-	echo "== report: pages for $$have -> $(REPORTS)/index.html (about 1 min per run)"; \
-	$(MB) report $$(for r in $$have; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) --force
+	echo "== report: pages for $$have and the leaderboard ($(BOARD)) -> $(REPORTS)/index.html (about 1 min per run)"; \
+	rm -rf $(BOARD) && $(MB) leaderboard --runs $$have --sets $(SETS) --out $(BOARD) && \
+	$(MB) report $$(for r in $$have; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) --leaderboard $(BOARD) --force
 
 test: setup
 	$(BIN)/python -m pytest

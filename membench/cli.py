@@ -247,7 +247,8 @@ def _report_cmd(a: argparse.Namespace) -> int:
                   compare=[Path(r) for r in a.compare or []],
                   corpus=corpus_root(a.corpus) if a.corpus else None,
                   partial=a.partial, final=a.final, force=a.force,
-                  q2d=Path(a.q2d) if a.q2d else None)
+                  q2d=Path(a.q2d) if a.q2d else None,
+                  leaderboard=Path(a.leaderboard) if a.leaderboard else None)
     for r in done:
         print(f"  {r.html}")
     print(f"{len(done)} report page(s) in {time.time() - t0:.0f} s; open {Path(a.out) / 'index.html'}")
@@ -369,6 +370,33 @@ def _q2d_cmd(a: argparse.Namespace) -> int:
                          shares=a.share, seeds=a.seeds, resamples=a.resamples)
     print(format_table(res))
     print(f"wrote {Path(a.out) / 'q2d.json'}")
+    return 0
+
+
+def _leaderboard_cmd(a: argparse.Namespace) -> int:
+    from .analysis.leaderboard import Refused, add_runs, format_leaderboard, leaderboard
+
+    if a.runs:
+        try:
+            added = add_runs(a.runs, Path(a.out), Path(a.sets) if a.sets else None,
+                             final=a.final)
+        except Refused as e:
+            for line in e.lines:
+                print(f"membench: {line}", file=sys.stderr)
+            print(f"membench: nothing written to {a.out} ({len(e.lines)} run(s) refused)",
+                  file=sys.stderr)
+            return EXIT_BAD_INPUT
+        for r in added.added:
+            print(f"{'replaced' if r['replaced'] else 'added'} {r['id']}: {r['system']} "
+                  f"({r['run_dir']})")
+        print(f"{added.out}: {added.entries} entries")
+    lbd = leaderboard(Path(a.out), rank_by=a.rank_by, n_resamples=a.resamples)
+    if a.markdown:
+        from .analysis.leaderboard import format_markdown
+
+        print(format_markdown(lbd))
+    else:
+        print(format_leaderboard(lbd), end="")
     return 0
 
 
@@ -597,9 +625,12 @@ authentication). Ctrl-C stops it.""")
     rp = sub.add_parser("report", help="execute the notebooks and render HTML reports")
     rp.add_argument("--run", action="append", metavar="RUN_DIR",
                     help="a run directory (repeatable): pages 01-04 for each, and page 05 "
-                    "comparing them when there are several (required unless --q2d)")
+                    "comparing them when there are several (required unless --q2d or "
+                    "--leaderboard)")
     rp.add_argument("--q2d", metavar="DIR", help="also render page 07 for the experiment "
                     "folder `membench q2d` wrote (its q2d.json)")
+    rp.add_argument("--leaderboard", metavar="DIR", help="also render page 06 for the result "
+                    "store `membench leaderboard` wrote")
     rp.add_argument("--compare", action="append", metavar="RUN_DIR",
                     help="more runs (repeatable): the same as --run; with two or more runs "
                     "in all, the comparison (notebook 05) is rendered too")
@@ -734,6 +765,28 @@ is an ordinary run directory under OUT; re-running resumes. docs/pooling.md has 
     qd.add_argument("--resamples", type=positive_int, default=2000,
                     help="bootstrap resamples (default 2000)")
     qd.set_defaults(func=_q2d_cmd)
+    lb = sub.add_parser("leaderboard", help="add runs to a result store and print the "
+                        "leaderboard (per size class and judgment set, paired tests against "
+                        "the best)", formatter_class=fmt, description="""\
+Add each run to the result store --out (DIR/entries/<id>.json, keyed by the system's card
+sha256, its config, the code revision and the set files' sha256), computing its figures from
+the run's files, then print the leaderboard. Refused, one line each and nothing written: a
+partial run, a run whose system saw the gold, a run without a model card, a run on other set
+files or over other queries than the store's. Without --runs, prints the store's leaderboard.
+`membench report --leaderboard DIR` renders it (page 06). docs/cards.md has the design.""")
+    lb.add_argument("--runs", nargs="+", metavar="RUN_DIR", help="complete runs to add")
+    lb.add_argument("--out", required=True, metavar="DIR", help="the result store (created "
+                    "if new)")
+    lb.add_argument("--sets", help="sets folder (default: the one each run recorded)")
+    lb.add_argument("--rank-by", default="recall@1000", metavar="MEASURE",
+                    help="the measure rows are ranked by (default recall@1000)")
+    lb.add_argument("--resamples", type=positive_int, default=10_000,
+                    help="paired bootstrap / permutation resamples (default 10000)")
+    lb.add_argument("--final", action="store_true", help="read runs on the frozen test split "
+                    "(logged)")
+    lb.add_argument("--markdown", action="store_true", help="print the table over all items "
+                    "as Markdown (the README's)")
+    lb.set_defaults(func=_leaderboard_cmd)
 
     mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")
     mt.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")

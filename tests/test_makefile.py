@@ -71,7 +71,10 @@ def test_any_system_any_limit_in_either_order(tree):
     assert "== reports: pages 01-04 for" in quick.stdout
     for step in ("build", "ingest (hybrid)", "queries (hybrid)", "bootstrap", "report"):
         assert f"[membench] {step} done: " in quick.stderr, step   # a summary per step
-    assert re.search(r"\[membench\] report done: 4 pages, [\d.]+ (s|min)", quick.stderr)
+    assert re.search(r"\[membench\] report done: 5 pages, [\d.]+ (s|min)", quick.stderr)
+    board = json.loads((root / "runs" / "leaderboard-dev-limit2" / "store.json").read_text())
+    assert board["selection"]["limit"] == 2                    # the leaderboard of this call
+    assert (root / "reports" / "leaderboard-dev-limit2" / "06_leaderboard.html").exists()
     m = meta(tree, "hybrid-dev-limit2")
     assert m["limit"] == 2 and m["system"] == "hybrid" and m["status"] == "complete"
     assert sorted(p.name for p in (root / "reports" / "hybrid-dev-limit2").glob("*.html")) == [
@@ -86,6 +89,8 @@ def test_any_system_any_limit_in_either_order(tree):
     assert not (root / "runs" / "dense-dev").exists()
     index = (root / "reports" / "index.html").read_text()
     assert 'data-label="bm25-dev"' in index and 'data-label="hybrid-dev-limit2"' in index
+    assert "leaderboard-dev/06_leaderboard.html" in index       # over the runs that exist
+    assert len(list((root / "runs" / "leaderboard-dev" / "entries").glob("*.json"))) == 1
 
     none = make(tree, "report", "SYSTEMS=dense", check=False)
     assert none.returncode != 0 and "make runs SYSTEMS='dense' first" in none.stderr

@@ -132,3 +132,54 @@ def test_pages_read_well_at_1280_px(rendered):
         assert "NaN" not in info["text"] and "nan [" not in info["text"], page
     p04 = next(i for i in infos if i["page"].endswith("oracle/04_false_recalls.html"))
     assert "membench-widgets" in p04["scripts"] and p04["widgets"] >= 2   # Prev / Next, bundled
+
+
+HOSTILE = '<img src=x onerror="alert(1)">bm25'
+
+
+@pytest.fixture(scope="module")
+def board(built, corpus_root, tmp_path_factory):
+    """Page 06 from a result store of two small bm25 runs (video and ui_screenshot, 5 queries
+    each), one of them with a system name that is HTML."""
+    import json as _json
+
+    from membench.analysis.leaderboard import add_runs
+
+    runs = tmp_path_factory.mktemp("lb-runs")
+    for name, cfg in (("bm25", {}), ("bm25-3", {"max_atoms": 3})):
+        run_system(make_system("bm25", cfg), built.out, "dev", runs / name, corpus_root,
+                   modalities=["video", "ui_screenshot"], limit=5)
+    meta = _json.loads((runs / "bm25-3" / "meta.json").read_text())
+    meta["system"] = HOSTILE
+    (runs / "bm25-3" / "meta.json").write_text(_json.dumps(meta))
+    store = tmp_path_factory.mktemp("lb") / "leaderboard-small"
+    add_runs([runs / "bm25", runs / "bm25-3"], store, n_resamples=200)
+    out = tmp_path_factory.mktemp("lb-reports")
+    done = report([], out, leaderboard=store)
+    return out, done
+
+
+def test_the_leaderboard_page(board):
+    out, done = board
+    assert [r.notebook for r in done] == ["06_leaderboard"] and done[0].ok
+    html = done[0].html.read_text()
+    assert done[0].html == out / "leaderboard-small" / "06_leaderboard.html"
+    assert re.search(r"<title>leaderboard-small · 06 · [^<]+ · membench</title>", html)
+    assert "size &lt;=1B · judgment set gold" in html
+    assert "false recall, scope and latency" in html and "<b>best</b>" in html
+    assert "recall@1000" in html and "gate &gt;= 0.9" in html
+    assert HOSTILE not in html and "&lt;img src=x onerror=" in html      # escaped
+    assert "script-src &#x27;none&#x27;" in html and "Traceback" not in html
+    assert 'href="leaderboard-small/06_leaderboard.html"' in (out / "index.html").read_text()
+
+
+@pytest.mark.skipif(chromium() is None, reason="chromium not installed (apt-get install chromium)")
+def test_the_leaderboard_page_reads_well_at_1280_px(board):
+    from membench.report.browser_check import dom_check
+
+    out, done = board
+    (info,) = dom_check([done[0].html])
+    assert info["tables"] and not info["cut_off"], info["cut_off"]
+    assert info["codeCells"] == 0 and not info["external"] and not info["errors"]
+    assert info["summary"] and info["indexLink"]
+    assert "NaN" not in info["text"] and "nan [" not in info["text"]

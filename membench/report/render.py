@@ -61,14 +61,16 @@ NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 RUN_NOTEBOOKS = ("01_validate_sets", "02_run_dev", "03_slice_failures", "04_false_recalls")
 COMPARE_NOTEBOOK = "05_compare_systems"
 Q2D_NOTEBOOK = "07_q2d_pooling"
+LEADERBOARD_NOTEBOOK = "06_leaderboard"
 PAGE_TITLES = {"01_validate_sets": "01 · sets and rules", "02_run_dev": "02 · metrics and gates",
                "03_slice_failures": "03 · where it fails (slices)",
                "04_false_recalls": "04 · false recalls, misses and scope leaks, case by case",
                "05_compare_systems": "05 · comparing systems",
+               "06_leaderboard": "06 · leaderboard (size classes, judgment sets)",
                "07_q2d_pooling": "07 · sub-corpus evaluation (Q2D-Web)"}
 SHORT_TITLES = {"01_validate_sets": "01 sets", "02_run_dev": "02 metrics", "03_slice_failures":
                 "03 slices", "04_false_recalls": "04 cases", "05_compare_systems": "05 compare",
-                "07_q2d_pooling": "07 q2d"}
+                "06_leaderboard": "06 leaderboard", "07_q2d_pooling": "07 q2d"}
 STATIC = Path(__file__).parent / "static"
 TEMPLATES = Path(__file__).parent / "templates"
 WIDGETS_JS = STATIC / "html-manager-embed.js"
@@ -322,19 +324,21 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
            compare: list[Path] | None = None, corpus: Path | None = None,
            notebooks: tuple[str, ...] = RUN_NOTEBOOKS, extra: dict[str, Any] | None = None,
            partial: bool = False, final: bool = False, force: bool = False,
-           q2d: Path | None = None) -> list[Rendered]:
+           q2d: Path | None = None, leaderboard: Path | None = None) -> list[Rendered]:
     """Render the run notebooks for every run (``runs + compare``), and the comparison when
     there is more than one. Every run is opened and scored first (:meth:`RunDir.open` refuses
     an incomplete run unless ``partial``, a test-split run unless ``final``, drifted sets,
     atoms past the caps, ...), so every refusal comes before any page is rendered, and the
     notebooks get ``partial`` and ``final`` as parameters. Returns what was rendered; raises
     if any notebook failed, after rendering all of them. Refuses folders that already hold
-    pages unless ``force``."""
+    pages unless ``force``. ``leaderboard``: also page 06 for that result store
+    (:func:`render_leaderboard`), read and checked before anything is rendered."""
     out = Path(out)
     all_paths = [Path(r).resolve() for r in [*runs, *(compare or [])]]
-    if not all_paths and q2d is None:
+    if not all_paths and q2d is None and leaderboard is None:
         raise MembenchError("report: no run directory given (--run RUN_DIR)")
     q2d_page = _q2d_page(q2d) if q2d is not None else None
+    board = _leaderboard_page(leaderboard) if leaderboard is not None else None
     flags = {"partial": partial, "final": final}
     opened = [RunDir.open(p, sets_dir, **flags) for p in all_paths]   # the run's own sets
     for rd in opened:       # every refusal (atoms, lines, gold) comes before any rendering
@@ -342,12 +346,13 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     labels = unique_labels([rd.path for rd in opened])
     cmp_label = safe_label("compare-" + "-vs-".join(labels)) if len(opened) > 1 else None
     check_targets(out, labels + ([cmp_label] if cmp_label else [])
-                  + ([q2d_page[0]] if q2d_page else []), force)
+                  + ([q2d_page[0]] if q2d_page else []) + ([board[0]] if board else []), force)
     done: list[Rendered] = []
     sets = str(Path(sets_dir).resolve()) if sets_dir else None
     root = str(Path(corpus).resolve()) if corpus else None
     per_run: list[tuple[str, dict[str, Any] | None]] = []
-    total = len(opened) * len(notebooks) + (1 if cmp_label else 0) + (1 if q2d_page else 0)
+    total = (len(opened) * len(notebooks) + (1 if cmp_label else 0) + (1 if q2d_page else 0)
+             + (1 if board else 0))
     with progress.step("report", total=total, unit="page") as bar:
         for rd, label in zip(opened, labels):
             prov = provenance(rd)
@@ -375,6 +380,10 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
             bar.advance()
             _write_record(out / cmp_label, _record(cmp_label, None, None, [COMPARE_NOTEBOOK],
                                                    compared=labels))
+        if board:
+            bar.note(f"{board[0]}/{LEADERBOARD_NOTEBOOK}")
+            done.append(render_leaderboard(board, out))
+            bar.advance()
         if q2d_page:
             bar.note(f"{q2d_page[0]}/{Q2D_NOTEBOOK}")
             done.append(_render_q2d(q2d_page, out))
@@ -423,6 +432,60 @@ def _render_q2d(page_info: tuple[str, Path, dict[str, Any]], out: Path) -> Rende
     page = Page(label, (Q2D_NOTEBOOK,), _q2d_summary(label, result))
     r = render_notebook(Q2D_NOTEBOOK, {"q2d_dir": str(path)}, out / label, prov, page=page)
     _write_record(out / label, _record(label, None, None, [Q2D_NOTEBOOK], compared=systems))
+    return r
+
+
+def _leaderboard_page(store_dir: Path) -> tuple[str, Path, Any]:
+    """The label, folder and leaderboard of a result store (read, checked and computed
+    before anything is rendered)."""
+    from ..analysis.leaderboard import leaderboard
+    from ..core.paths import resolve_user_path
+
+    path = resolve_user_path(store_dir)
+    name = path.name if path.name.startswith("leaderboard") else "leaderboard-" + path.name
+    return safe_label(name), path, leaderboard(path)
+
+
+def _leaderboard_summary(label: str, lb) -> str:
+    from .leaderboard_tables import leaderboard_table
+
+    st = lb.store
+    best = []
+    for size in lb.size_classes:
+        t = lb.table(size, "gold", "all")
+        r = t[(t["measure"] == lb.rank_by) & t["is_best"]]
+        if len(r):
+            best.append(f"<li>size {esc(size)}: {esc(r.iloc[0]['system'])} "
+                        f"({esc(lb.rank_by)} {interval_html(r.iloc[0]['value'], r.iloc[0]['ci95_lo'], r.iloc[0]['ci95_hi'], 3)}, "
+                        f"n={esc(int(r.iloc[0]['n']))})</li>")
+    first = (leaderboard_table(lb, lb.size_classes[0], "gold",
+                               measures=(lb.rank_by, "recall@10", "ndcg@10",
+                                         "false_recall_rate"), scopes=("all",)).html
+             if lb.size_classes and "gold" in lb.judgment_sets else "")
+    return (f'<div class="mb-summary" id="membench-summary"><h2>{esc(label)}</h2><p>'
+            f'{esc(len(lb.entries))} entries '
+            f"on the {esc(st['split'])} split ({esc(st['selection']['queries'])} queries); "
+            f"judgment sets {esc(', '.join(lb.judgment_sets))}; size classes "
+            f"{esc(', '.join(lb.size_classes))}. Best by {esc(lb.rank_by)} over all items:</p>"
+            f"<ul>{''.join(best)}</ul>{first}</div>")
+
+
+def render_leaderboard(page_info: tuple[str, Path, Any], out: Path) -> Rendered:
+    """Notebook 06 for one result store, into ``out/leaderboard-<name>/``."""
+    label, path, lb = page_info
+    prov = provenance(sets_dir=None)
+    for k in ("sets_dir", "sets_match_lock"):     # the store's sets, not a folder read now
+        prov.pop(k, None)
+    prov["store"] = str(path)
+    prov["set_sha256"] = lb.store["set_sha256"]
+    prov["split"] = lb.store["split"]
+    prov["system"] = "leaderboard: " + ", ".join(lb.labels[e["id"]] for e in lb.entries)
+    prov["config"] = {lb.labels[e["id"]]: e["key"] for e in lb.entries}
+    page = Page(label, (LEADERBOARD_NOTEBOOK,), _leaderboard_summary(label, lb))
+    r = render_notebook(LEADERBOARD_NOTEBOOK, {"store_dir": str(path)}, out / label, prov,
+                        page=page)
+    _write_record(out / label, _record(label, None, None, [LEADERBOARD_NOTEBOOK],
+                                       compared=[lb.labels[e["id"]] for e in lb.entries]))
     return r
 
 
@@ -531,5 +594,5 @@ def _read_prov(d: Path) -> dict:
     return {}
 
 
-__all__ = ["COMPARE_NOTEBOOK", "Q2D_NOTEBOOK", "RUN_NOTEBOOKS", "Page", "csp", "render_notebook", "report",
+__all__ = ["COMPARE_NOTEBOOK", "LEADERBOARD_NOTEBOOK", "Q2D_NOTEBOOK", "RUN_NOTEBOOKS", "Page", "csp", "render_notebook", "report",
            "safe_label", "to_html", "unique_labels", "write_index"]

@@ -75,6 +75,7 @@ from .runner import (
     located_os_errors,
     preflight,
     record_atoms,
+    truncation_meta,
 )
 
 INSTALL_HINT = ("the ray engine needs Ray, an optional extra: pip install 'membench[ray]' "
@@ -647,6 +648,7 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
             atoms = sorted((a for part in pool.atoms for a in part),
                            key=lambda a: order.get(a.source_id, -1))
             meta["ingest_seconds"] = round(time.perf_counter() - t0, 3)
+            meta["truncation"] = truncation_meta(system, counted=False)
             engine.update(shards=len(shards), hosts=sorted(pool.hosts),
                           shard_ingest_seconds=[round(s, 3) for s in pool.ingest_seconds])
             record_atoms(system.name, atoms, data.items, out, meta)

@@ -2,8 +2,12 @@
 
 RUN_DIR holds
 
-* ``meta.json``: system name and config, split, subset, set files' and manifest's sha256,
-  code revision, extent caps, times, status (``running`` until the last query is written);
+* ``meta.json``: system name and config, its model card (:mod:`membench.run.cards`: the
+  system's own, else ``bench/cards/<name>.json``, else null) and the input truncation applied
+  (``truncation``: the runner asks every system that takes one for
+  ``min(card max_input_tokens, 512)`` tokens, and records the limit and how many atom texts it
+  cut), split, subset, set files' and manifest's sha256, code revision, extent caps, times,
+  status (``running`` until the last query is written);
 * ``atoms.jsonl``: every atom the system reported at ingest (checked against the protocol);
 * ``run.jsonl``: one line per query, appended and flushed as it is answered:
   ``{query_id, hits: [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``;
@@ -326,6 +330,7 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
         bar.advance(len(data.items))
         bar.count("atoms", len(atoms))
     meta["ingest_seconds"] = round(time.perf_counter() - t0, 3)
+    meta["truncation"] = truncation_meta(system)
     meta["network"] = _network_meta(meta_old, guard)
     _warn_network(system.name, "ingest", guard)
     record_atoms(system.name, atoms, data.items, out, meta)
@@ -486,8 +491,15 @@ def begin_run(system: MemorySystem, sets_dir: Path, split: str, out: Path,
             f"system {system.name}: it defines bind() to be handed the split's records, but "
             f"only the registered test doubles that need them ("
             f"{', '.join(k for k, v in DOUBLES.items() if v)}) may see gold")
+    from .cards import MAX_INPUT_TOKENS, system_card
+
+    limit_inputs = getattr(system, "limit_inputs", None)
+    if callable(limit_inputs):          # every encoder reads min(its card's max, 512) tokens
+        limit_inputs(MAX_INPUT_TOKENS)
+    card = system_card(system)
     meta = {
         "system": system.name, "config": system.config(), "split": split,
+        "card": card.record() if card else None,
         "sees_gold": sees_gold, "order": {"seed": ORDER_SEED, "rule": ORDER_RULE},
         "memory": ("the holders of the selected queries" if limit is not None else
                    "every holder of the split in the selected modalities"),
@@ -500,7 +512,8 @@ def begin_run(system: MemorySystem, sets_dir: Path, split: str, out: Path,
     }
     if meta_path.exists():
         old = read_json_file(meta_path, dict, "a JSON object (a run's meta.json)")
-        for k in ("system", "config", "split", "limit", "modalities", "set_sha256", "order"):
+        for k in ("system", "config", "split", "limit", "modalities", "set_sha256", "order",
+                  "card"):
             if old.get(k) != meta[k]:
                 raise MembenchError(f"{meta_path}: existing run has a different {k}; "
                                     "use another RUN_DIR (or delete this one)")
@@ -517,6 +530,27 @@ def begin_run(system: MemorySystem, sets_dir: Path, split: str, out: Path,
     _write_json(meta_path, meta)
 
     return data, meta
+
+
+def truncation_meta(system: MemorySystem, counted: bool = True) -> dict:
+    """meta.json ``truncation``: the input limit the system's encoder applied and, when the
+    ingest ran in this process (``counted``), how many atom texts it cut."""
+    from .cards import system_card, truncation_record
+
+    trunc = getattr(system, "truncation", None)
+    if counted and callable(trunc):
+        return trunc()
+    card = system_card(system)
+    applied = getattr(system, "max_tokens", None)
+    if applied is None and hasattr(system, "engine"):
+        applied = getattr(getattr(system, "engine"), "max_tokens", None)
+        if applied is None and hasattr(system.engine, "dense"):
+            applied = getattr(system.engine.dense, "max_tokens", None)
+    rec = truncation_record(card, applied)
+    if not counted:
+        rec["texts_truncated"] = None
+        rec["why_not_counted"] = "the ingest ran in Ray workers; their counts are not collected"
+    return rec
 
 
 def record_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem], out: Path,

@@ -58,11 +58,13 @@ from typing import Any
 import numpy as np
 import tantivy
 
+from ..cards import load_card
 from ..protocol import Atom
 from .cartridge import CartridgePolicy
 from .retrieval import Chunker, Engine, Hit, RetrievalSystem, to_micros
 
 ANALYZER_NAME = "membench_en"
+CARD = "bm25"       # bench/cards/bm25.json
 # Provisional, uncalibrated threshold on the raw BM25 score (calibrate on dev per modality).
 DEFAULT_THRESHOLD = 8.0
 
@@ -235,6 +237,7 @@ class BM25System(RetrievalSystem):
                                  max_atoms=max_atoms, token_budget=token_budget)
         super().__init__(BM25Engine(), chunker, policy, name=name,
                          chunker_config=chunker_config)
+        self.card = load_card(CARD)
 
 
 __all__ = ["BM25Engine", "BM25System", "make_analyzer", "ANALYZER_NAME", "DEFAULT_THRESHOLD"]

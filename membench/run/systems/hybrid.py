@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from ...sets.schema import Scope
+from ..cards import MAX_INPUT_TOKENS, Card, load_card
 from ..protocol import MAX_DEPTH, Atom, Result
 from .bm25 import BM25Engine
 from .cartridge import CartridgePolicy
@@ -39,6 +40,33 @@ RRF_K = 60
 # Provisional, uncalibrated RRF threshold: roughly "in the top 3 of both lists"
 # (1/61 + 1/63 = 0.0323; top of one list only is 0.0164).
 DEFAULT_THRESHOLD = 0.03
+
+
+HYBRID_CARD = "hybrid"      # bench/cards/hybrid.json: bm25 + all-minilm-l6-v2
+
+
+def hybrid_card(dense: Card) -> Card:
+    """The hybrid's card: ``bench/cards/hybrid.json`` when its dense component is that card's,
+    else ``hybrid-<dense card>.json`` if it exists, else one made from bm25's and the dense
+    card (components, parameter count, the dense card's settings)."""
+    from ..cards import card_path
+
+    base = load_card(HYBRID_CARD)
+    if dense.name in base.components:
+        return base
+    name = f"hybrid-{dense.name}"
+    if card_path(name).is_file():
+        return load_card(name)
+    lexical = load_card("bm25")
+    return Card.model_validate({
+        **base.model_dump(mode="json"), "name": name, "components": [lexical.name, dense.name],
+        "parameter_count": lexical.parameter_count + dense.parameter_count,
+        "size_class": "<=1B" if lexical.parameter_count + dense.parameter_count <= 10**9
+        else ">1B", "embedding_dim": dense.embedding_dim,
+        "max_input_tokens": dense.max_input_tokens, "query_prefix": dense.query_prefix,
+        "document_prefix": dense.document_prefix, "pooling": dense.pooling,
+        "normalisation": dense.normalisation, "license": f"{lexical.license}; {dense.license}",
+        "notes": f"made from the cards bm25 and {dense.name} (no file {name}.json)"})
 
 
 def rrf(rankings: Sequence[Sequence[Hit]], k: int = MAX_DEPTH, rrf_k: int = RRF_K) -> list[Hit]:
@@ -114,6 +142,14 @@ class HybridSystem(RetrievalSystem):
                                  max_atoms=max_atoms, token_budget=token_budget)
         engine = HybridEngine(BM25Engine(), DenseEngine(**dense_kw), rrf_k=rrf_k)
         super().__init__(engine, chunker, policy, name=name, chunker_config=chunker_config)
+        self.card = hybrid_card(engine.dense.card)
+
+    def limit_inputs(self, benchmark_max: int = MAX_INPUT_TOKENS) -> None:
+        self.engine.dense.limit_inputs(benchmark_max)   # type: ignore[attr-defined]
+
+    def truncation(self) -> dict[str, Any]:
+        return {**self.engine.dense.truncation(),   # type: ignore[attr-defined]
+                "component": "dense (bm25 reads whole atoms)"}
 
     def config(self) -> dict[str, Any]:
         cfg = super().config()

@@ -16,7 +16,9 @@ cartridge; the test split uses the same frozen thresholds. ``--config thresholds
 
 ``--config`` keys: any :class:`membench.run.content.ChunkConfig` field (e.g. ``ocr_processes=2``),
 ``max_atoms``, ``token_budget``, ``default_threshold``, ``thresholds``, ``calibration``
-(a path, or ``none``), and for dense/hybrid the engine's keywords (e.g. ``batch_size``).
+(a path, or ``none``), and for dense/hybrid the engine's keywords (e.g. ``batch_size``) and
+``card`` (a model card in ``bench/cards``; the system is then named ``dense-<card>`` /
+``hybrid-<card>``, calibrated under that name).
 """
 
 from __future__ import annotations
@@ -101,7 +103,8 @@ def _build(cls, name: str, cfg: dict[str, Any]):
     where = cfg.pop("calibration", None)
     # the hybrid's fused (RRF) score says how high an atom ranks, not how well it matches, so
     # its cartridge gate is each fused candidate's dense cosine, with dense's calibration
-    calibrated_as = "dense" if cfg.get("gate") == "dense" else name
+    calibrated_as = cfg.pop("calibration_as", None) or (
+        "dense" if cfg.get("gate") == "dense" else name)
     if "thresholds" not in policy:
         policy["thresholds"], source = load_thresholds(calibrated_as, where)
     else:
@@ -122,14 +125,28 @@ def bm25(**cfg: Any):
     return _build(BM25System, "bm25", cfg)
 
 
+def _card_name(base: str, cfg: dict[str, Any]) -> str:
+    """``dense`` / ``hybrid`` with the default card, ``dense-<card>`` / ``hybrid-<card>`` with
+    ``--config card=NAME`` (so its calibration file and its rows are its own)."""
+    from .dense import DEFAULT_CARD
+
+    card = cfg.get("card", DEFAULT_CARD)
+    if not isinstance(card, str):
+        raise MembenchError(f"--config card: a card name in bench/cards, got {card!r}")
+    return base if card == DEFAULT_CARD else f"{base}-{card}"
+
+
 def dense(**cfg: Any):
     from .dense import DenseSystem
 
-    return _build(DenseSystem, "dense", cfg)
+    return _build(DenseSystem, _card_name("dense", cfg), cfg)
 
 
 def hybrid(**cfg: Any):
     from .hybrid import HybridSystem
 
     cfg.setdefault("gate", "dense")
-    return _build(HybridSystem, "hybrid", cfg)
+    name = _card_name("hybrid", cfg)
+    if cfg.get("gate") == "dense" and name != "hybrid":
+        cfg["calibration_as"] = name.replace("hybrid", "dense", 1)
+    return _build(HybridSystem, name, cfg)

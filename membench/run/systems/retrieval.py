@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ...sets.schema import Scope, SourceItem
+from ..cards import Card, truncation_record
 from ..protocol import MAX_DEPTH, Atom, Result
 from .cartridge import CartridgePolicy, token_count
 
@@ -143,6 +144,13 @@ class RetrievalSystem:
 
     #: the run's network guard refuses (and counts) any network attempt (membench.core.netguard)
     network_policy = "block"
+    #: the system's model card (:mod:`membench.run.cards`); the runner records it in meta.json
+    card: Card | None = None
+
+    def truncation(self) -> dict[str, Any]:
+        """What the input limit did (meta.json ``truncation``); a system without an encoder
+        reads whole atoms."""
+        return truncation_record(self.card, None)
 
     def __init__(self, engine: Engine, chunker: Chunker, policy: CartridgePolicy | None = None,
                  *, name: str | None = None, chunker_config: dict[str, Any] | None = None):

@@ -1,0 +1,600 @@
+"""The leaderboard: a result store of runs, and tables per size class and judgment set.
+
+**The store** (``membench leaderboard --runs RUN... --out DIR``) is a folder::
+
+    DIR/store.json              what every entry shares: split, set files' sha256, the queries
+    DIR/entries/<id>.json       one run's figures, keyed by its identity
+
+An entry's identity (its ``key``, and ``id`` = the first 16 hex digits of the key's sha256) is
+(system card sha256, config sha256, code revision, set files' sha256): the same system with the
+same card and config, run by the same code on the same sets, is one entry (adding it again
+replaces it with the same figures); anything else is another entry. Figures are computed from
+the run's files through :class:`membench.metrics.rundir.RunDir` (never from a metrics.json
+that could have been edited): for every judgment set the run's records carry (``gold`` and
+each alternative set of :attr:`membench.metrics.score.ItemScores.judgments`, whatever their
+names) and every scope (each modality, and ``all``), each measure's value, n, denominator and
+95% bootstrap interval (:func:`membench.metrics.aggregate.mean_entry`, the numbers of
+metrics.json), and the per-item values the paired tests need. Relevance measures (the
+registry's ``per_judgment_set``) take the judgment set's values; the others (false recall,
+abstention, holder and temporal correctness, latency) do not depend on it and are the same
+under every set.
+
+**What is refused**, with one line per run and nothing written (never mixed):
+
+* a run :meth:`RunDir.open` refuses (an incomplete run, ``INCOMPLETE_RUN``: the store takes no
+  partial runs; drifted sets; a test-split run without ``final``);
+* a run whose system saw the gold (a registered test double, meta.json ``sees_gold``);
+* a run without a model card (meta.json ``card``, else ``bench/cards/<system>.json``);
+* a run on other set files (sha256) than the store's, on another split, or over other queries
+  (another ``--modality`` / ``--limit`` selection): a store compares systems on the same items.
+
+**The tables** (:func:`leaderboard`): one per (size class, judgment set), with one block per
+scope (each modality, then all). Per measure, the best system of the block (highest, or lowest
+for a "lower is better" measure) is marked, and every other system is tested against it on the
+same items (:func:`membench.analysis.compare.paired_test`: paired bootstrap interval of the
+difference, sign-flip permutation p), with Holm's correction over every test of the table;
+a system is "not worse than the best" when the corrected p is >= 0.05. Gates (the measure
+registry's) are marked pass/fail on each value. Size classes are the cards' (``<=1B``,
+``>1B``); a hybrid's or a library's parameters are those of its components.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..core.atomic import atomic_write_json
+from ..core.errors import InputError, MembenchError
+from ..core.jsonl import read_json_file
+from ..core.paths import resolve_user_path
+from ..metrics.aggregate import latency_entry, mean_entry
+from ..metrics.bootstrap import N_RESAMPLES, SEED
+from ..metrics.measures import BY_NAME, JUDGMENT_MEASURES, LATENCY_PERCENTILES, MEAN_MEASURES
+from ..metrics.rundir import RunDir
+from ..modalities import MODALITIES
+from ..run.cards import Card, card_path, read_card, size_class
+
+FORMAT = 1
+STORE_FILE = "store.json"
+ENTRIES = "entries"
+PRIMARY = "gold"
+#: the measures the leaderboard shows and tests (means; latency is shown, not tested)
+MEASURES: tuple[str, ...] = tuple(
+    m for m in ("recall@1000", "recall@10", "mrr", "ndcg@10",
+                *[x for x in JUDGMENT_MEASURES if x not in ("recall@1000", "recall@10", "mrr",
+                                                          "ndcg@10", "recall@100",
+                                                          "cartridge_recall")],
+                "false_recall_rate", "holder_correctness", "temporal_correctness")
+    if m in MEAN_MEASURES)
+SHOWN_LATENCY = "latency_p50_ms"
+#: the measures that follow the judgment set (one table per set) ...
+RELEVANCE: tuple[str, ...] = tuple(m for m in MEASURES if m in JUDGMENT_MEASURES)
+#: ... and the ones that do not (one table per size class, shown under gold)
+OTHER: tuple[str, ...] = (*(m for m in MEASURES if m not in JUDGMENT_MEASURES), SHOWN_LATENCY)
+RANK_BY = "recall@1000"     # Q2D-Web's primary first-stage figure
+_ID = re.compile(r"[0-9a-f]{16}")
+
+
+class Refused(MembenchError):
+    """Runs the store does not take: one line per run (``lines``)."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = list(lines)
+        super().__init__("; ".join(self.lines))
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str)
+
+
+def _sha(obj: Any) -> str:
+    return hashlib.sha256(_canonical(obj).encode("utf-8")).hexdigest()
+
+
+def _num(v: float) -> float | None:
+    return None if v is None or (isinstance(v, float) and np.isnan(v)) else float(v)
+
+
+# ------------------------------------------------------------------------------ entries
+
+def run_card(rd: RunDir) -> tuple[dict[str, Any] | None, str]:
+    """The card a run names (meta.json ``card``), else the registry's card of its system's
+    name; ``(None, why)`` when it has none."""
+    rec = rd.meta.get("card")
+    if isinstance(rec, dict):
+        body = {k: v for k, v in rec.items() if k != "sha256"}
+        try:
+            card = Card.model_validate(body)
+        except Exception as e:      # noqa: BLE001 - pydantic's error, made one line
+            return None, f"meta.json card is not a valid card ({str(e).splitlines()[0]})"
+        return {**card.model_dump(mode="json"), "sha256": card.sha256()}, ""
+    try:
+        path = card_path(rd.system)
+    except MembenchError:
+        return None, f"system name {rd.system!r} names no card file"
+    if path.is_file():
+        card = read_card(path)
+        return {**card.model_dump(mode="json"), "sha256": card.sha256()}, ""
+    return None, (f"no model card: meta.json has none (a run made before cards, or a system "
+                  f"without one) and there is no {path}; add a card (docs/cards.md)")
+
+
+def _judgment_values(scores, name: str) -> dict[str, np.ndarray]:
+    vals = {m: np.asarray(scores.values[m], dtype=np.float64) for m in MEAN_MEASURES}
+    if name != PRIMARY:
+        for m in JUDGMENT_MEASURES:
+            vals[m] = np.asarray(scores.judgments[name][m], dtype=np.float64)
+    return vals
+
+
+def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None, *,
+                   final: bool = False, seed: int = SEED,
+                   n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+    """A store entry from a run directory (see the module docstring), or :class:`Refused`
+    with the one-line reason."""
+    where = str(run_dir)
+    try:
+        rd = RunDir.open(run_dir, sets_dir, final=final)
+    except MembenchError as e:
+        raise Refused([f"{where}: refused: {e}"]) from None
+    if rd.meta.get("sees_gold"):
+        raise Refused([f"{where}: refused: the system saw the gold (a registered test double): "
+                       "not a valid submission"])
+    card, why = run_card(rd)
+    if card is None:
+        raise Refused([f"{where}: refused: {why}"])
+    try:
+        scores = rd.scores()
+    except MembenchError as e:
+        raise Refused([f"{where}: refused: {e}"]) from None
+    sets = [PRIMARY, *sorted(scores.judgments)]
+    mods = np.asarray(scores.modality, dtype=object)
+    present = [m for m in MODALITIES if m in set(scores.modality)]
+    figures: dict[str, dict[str, dict[str, Any]]] = {}
+    items: dict[str, dict[str, list]] = {}
+    kw = {"seed": seed, "n_resamples": n_resamples}
+    for js in sets:
+        vals = _judgment_values(scores, js)
+        block: dict[str, dict[str, Any]] = {}
+        for scope in [*present, "all"]:
+            mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
+            block[scope] = {m: mean_entry(vals[m][mask], f"leaderboard:{js}:{scope}|{m}", **kw)
+                            for m in MEASURES}
+            lat = LATENCY_PERCENTILES[SHOWN_LATENCY]
+            block[scope][SHOWN_LATENCY] = latency_entry(
+                np.asarray(scores.latency_ms, dtype=np.float64)[mask], lat,
+                f"leaderboard:{js}:{scope}|{SHOWN_LATENCY}", **kw)
+        figures[js] = block
+        items[js] = {m: [_num(v) for v in vals[m]] for m in MEASURES}
+    meta = rd.meta
+    key = {"card_sha256": card["sha256"], "config_sha256": _sha(meta.get("config")),
+           "code_revision": str(meta.get("code_revision")),
+           "set_sha256": dict(sorted((meta.get("set_sha256") or {}).items()))}
+    entry_id = _sha(key)[:16]
+    return {
+        "format": FORMAT, "id": entry_id, "key": key, "system": rd.system, "card": card,
+        "config": meta.get("config"), "split": rd.split,
+        "selection": {"modalities": meta.get("modalities"), "limit": meta.get("limit"),
+                      "queries": len(scores)},
+        "truncation": meta.get("truncation"), "run_dir": str(rd.path),
+        "run_started": meta.get("started"), "added": datetime.now(timezone.utc).isoformat(
+            timespec="seconds"),
+        "judgment_sets": sets, "figures": figures,
+        "items": {"query_id": list(scores.query_id), "modality": list(scores.modality),
+                  "values": items},
+    }
+
+
+def _store_record(entry: dict[str, Any]) -> dict[str, Any]:
+    ids = entry["items"]["query_id"]
+    return {"format": FORMAT, "split": entry["split"],
+            "set_sha256": entry["key"]["set_sha256"], "selection": entry["selection"],
+            "queries_sha256": hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()}
+
+
+def _mismatch(store: dict[str, Any], rec: dict[str, Any]) -> str | None:
+    if rec["split"] != store["split"]:
+        return f"a {rec['split']} run, the store holds {store['split']} runs"
+    a, b = store["set_sha256"], rec["set_sha256"]
+    if a != b:
+        diff = sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
+        return (f"made on other set files than the store's ({', '.join(diff)} differ by "
+                "sha256): a store holds runs on one version of the sets; use another --out")
+    if rec["queries_sha256"] != store["queries_sha256"]:
+        s, r = store["selection"], rec["selection"]
+        return (f"evaluates other queries ({r['queries']}: modalities {r['modalities']}, limit "
+                f"{r['limit']}) than the store's ({s['queries']}: modalities {s['modalities']}, "
+                f"limit {s['limit']}): systems are compared on the same items; use another "
+                "--out")
+    return None
+
+
+def read_store(store_dir: str | os.PathLike) -> tuple[dict[str, Any] | None, list[dict]]:
+    """``store.json`` (``None`` for a new store) and every entry, checked: each entry file is
+    named by its id, its id is its key's, and it agrees with ``store.json``."""
+    d = resolve_user_path(store_dir)
+    sf = d / STORE_FILE
+    if not sf.exists():
+        if (d / ENTRIES).is_dir() and any((d / ENTRIES).glob("*.json")):
+            raise InputError(sf, None, None, "entries without store.json: not a store "
+                             "`membench leaderboard` wrote", rule="STORE")
+        return None, []
+    store = read_json_file(sf, dict, "a leaderboard store.json (a JSON object)")
+    for k in ("format", "split", "set_sha256", "selection", "queries_sha256"):
+        if k not in store:
+            raise InputError(sf, None, k, "missing", rule="STORE")
+    if store["format"] != FORMAT:
+        raise InputError(sf, None, "format", f"{store['format']!r}, this membench reads "
+                         f"{FORMAT}", rule="STORE")
+    entries = []
+    for p in sorted((d / ENTRIES).glob("*.json")):
+        e = read_json_file(p, dict, "a leaderboard entry (a JSON object)")
+        for k in ("id", "key", "system", "card", "split", "figures", "items", "judgment_sets"):
+            if k not in e:
+                raise InputError(p, None, k, "missing", rule="STORE")
+        if not (isinstance(e["id"], str) and _ID.fullmatch(e["id"]) and p.stem == e["id"]):
+            raise InputError(p, None, "id", f"{str(e['id'])[:40]!r}: an entry's file is named "
+                             "by its id", rule="STORE")
+        if _sha(e["key"])[:16] != e["id"]:
+            raise InputError(p, None, "key", "does not hash to the entry's id (edited?)",
+                             rule="STORE")
+        try:
+            card = Card.model_validate({k: v for k, v in e["card"].items() if k != "sha256"})
+        except Exception as err:  # noqa: BLE001
+            raise InputError(p, None, "card", str(err).splitlines()[0], rule="STORE") from None
+        if card.sha256() != e["key"].get("card_sha256"):
+            raise InputError(p, None, "card", "its sha256 is not the key's card_sha256",
+                             rule="STORE")
+        ids = e["items"].get("query_id")
+        if not isinstance(ids, list) or len(ids) != len(e["items"].get("modality") or []):
+            raise InputError(p, None, "items", "query_id and modality lists differ",
+                             rule="STORE")
+        for js, per in (e["items"].get("values") or {}).items():
+            for m, vals in per.items():
+                if not isinstance(vals, list) or len(vals) != len(ids):
+                    raise InputError(p, None, f"items.values.{js}.{m}"[:80],
+                                     f"{len(vals) if isinstance(vals, list) else '?'} values "
+                                     f"for {len(ids)} queries", rule="STORE")
+        why = _mismatch(store, _store_record(e))
+        if why:
+            raise InputError(p, None, None, f"does not belong to this store: {why}",
+                             rule="STORE")
+        entries.append(e)
+    return store, entries
+
+
+@dataclass
+class Added:
+    out: Path
+    added: list[dict[str, Any]]            # id, system, run_dir, replaced
+    entries: int
+
+
+def add_runs(run_dirs: list[str | os.PathLike], out: str | os.PathLike,
+             sets_dir: str | os.PathLike | None = None, *, final: bool = False,
+             seed: int = SEED, n_resamples: int = N_RESAMPLES) -> Added:
+    """Add runs to the store ``out`` (created if new). Every run is checked first; if any is
+    refused, :class:`Refused` lists them all (one line each) and nothing is written."""
+    out = resolve_user_path(out)
+    if out.exists() and not out.is_dir():
+        raise MembenchError(f"{out}: --out must be a folder (the result store)")
+    if not run_dirs:
+        raise MembenchError("leaderboard: no run directory given (--runs RUN_DIR ...)")
+    store, existing = read_store(out)
+    refused: list[str] = []
+    fresh: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    for r in run_dirs:
+        try:
+            e = entry_from_run(r, sets_dir, final=final, seed=seed, n_resamples=n_resamples)
+        except Refused as x:
+            refused.extend(x.lines)
+            continue
+        rec = _store_record(e)
+        if store is None:
+            store = rec
+        why = _mismatch(store, rec)
+        if why:
+            refused.append(f"{r}: refused: {why}")
+            continue
+        if e["id"] in seen:
+            refused.append(f"{r}: refused: the same entry as {seen[e['id']]} (same card, "
+                           "config, code revision and sets): give it once")
+            continue
+        seen[e["id"]] = str(r)
+        fresh.append(e)
+    if refused:
+        raise Refused(refused)
+    assert store is not None
+    (out / ENTRIES).mkdir(parents=True, exist_ok=True)
+    old = {e["id"] for e in existing}
+    for e in fresh:
+        atomic_write_json(out / ENTRIES / f"{e['id']}.json", e, indent=1, sort_keys=True,
+                          allow_nan=False)
+    atomic_write_json(out / STORE_FILE, store, indent=1, sort_keys=True)
+    return Added(out, [{"id": e["id"], "system": e["system"], "run_dir": e["run_dir"],
+                        "replaced": e["id"] in old} for e in fresh],
+                 len(old | {e["id"] for e in fresh}))
+
+
+# ------------------------------------------------------------------------------ tables
+
+def entry_label(e: dict[str, Any], all_entries: list[dict[str, Any]]) -> str:
+    """``system (card)``; where one system and card appear in several entries (another config
+    or code revision), with the run directory's name, and the entry id if that is shared too."""
+    card = e["card"]["name"]
+    base = e["system"] if card == e["system"] else f"{e['system']} ({card})"
+    twins = [x for x in all_entries if x["system"] == e["system"]
+             and x["card"]["name"] == card]
+    if len(twins) > 1:
+        run = Path(str(e.get("run_dir") or "")).name
+        base += f" [{run}]"
+        if sum(1 for x in twins if Path(str(x.get("run_dir") or "")).name == run) > 1:
+            base += f" #{e['id'][:6]}"
+    return base
+
+
+@dataclass
+class Leaderboard:
+    store: dict[str, Any]
+    entries: list[dict[str, Any]]
+    labels: dict[str, str]                  # entry id -> label
+    rows: Any                               # long DataFrame (see leaderboard())
+    rank_by: str = RANK_BY
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def size_classes(self) -> list[str]:
+        return [c for c in ("<=1B", ">1B") if c in set(self.rows["size_class"])]
+
+    @property
+    def judgment_sets(self) -> list[str]:
+        seen = list(dict.fromkeys(self.rows["judgment_set"]))
+        return [PRIMARY, *sorted(s for s in seen if s != PRIMARY)] if PRIMARY in seen else seen
+
+    def table(self, size: str, judgment_set: str, scope: str | None = None,
+              family: str | None = None):
+        """The long rows of one size class and judgment set (``family``: ``relevance``, the
+        measures that follow the set, or ``other``, under ``gold`` only; ``scope``: one)."""
+        r = self.rows
+        r = r[(r["size_class"] == size) & (r["judgment_set"] == judgment_set)]
+        if family is not None:
+            r = r[r["family"] == family]
+        return r if scope is None else r[r["scope"] == scope]
+
+    def wide(self, size: str, judgment_set: str, *, digits: int = 3):
+        """One row per (scope, system), one text cell per measure: value [95% CI], n, the
+        gate's verdict, and the comparison with the best (``best``, ``= best`` when not
+        significantly different after Holm, else the difference and Holm p)."""
+        import pandas as pd
+
+        t = self.table(size, judgment_set)
+        out = []
+        scopes = [s for s in [*MODALITIES, "all"] if s in set(t["scope"])]
+        for scope in scopes:
+            g = t[t["scope"] == scope]
+            order = g[g["measure"] == self.rank_by].sort_values(
+                ["value", "system"], ascending=[BY_NAME[self.rank_by].direction == "lower",
+                                                True], na_position="last")["entry"]
+            for eid in order:
+                row: dict[str, Any] = {"scope": scope, "system": self.labels[eid]}
+                cells = g[g["entry"] == eid].set_index("measure")
+                card = next(e["card"] for e in self.entries if e["id"] == eid)
+                row["parameters"] = card["parameter_count"]
+                for m in [*MEASURES, SHOWN_LATENCY]:
+                    if m not in cells.index:
+                        continue
+                    c = cells.loc[m]
+                    row[m] = cell_text(c, digits=1 if m.startswith("latency") else digits)
+                out.append(row)
+        return pd.DataFrame(out)
+
+
+def cell_text(c, digits: int = 3) -> str:
+    """One leaderboard cell as text (what :meth:`Leaderboard.wide` shows)."""
+    def missing(v) -> bool:
+        return v is None or (isinstance(v, float) and np.isnan(v))
+
+    def p_text(p: float) -> str:
+        return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+    if missing(c["value"]):
+        return f"n/a (n={int(c['n'])})"
+    s = f"{c['value']:.{digits}f}"
+    if not (missing(c["ci95_lo"]) or missing(c["ci95_hi"])):
+        s += f" [{c['ci95_lo']:.{digits}f}, {c['ci95_hi']:.{digits}f}]"
+    s += f" n={int(c['n'])}"
+    if isinstance(c.get("gate"), str) and c["gate"]:
+        s += f" gate {c['gate']} {'PASS' if c['gate_pass'] else 'FAIL'}"
+    if c.get("is_best"):
+        s += " · best"
+    elif not (c.get("p_holm") is None or np.isnan(c["p_holm"])):
+        if c["significant"]:
+            s += f" · {c['diff']:+.{digits}f} vs best (p_holm {p_text(c['p_holm'])})"
+        else:
+            s += f" · = best (p_holm {p_text(c['p_holm'])})"
+    return s
+
+
+def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
+                n_resamples: int = 10_000, seed: int = SEED) -> Leaderboard:
+    """The leaderboard of a result store (see the module docstring).
+
+    ``rows`` has one row per (size class, judgment set, scope, entry, measure): ``value``,
+    ``n``, ``denominator``, ``ci95_lo`` / ``ci95_hi``, ``gate`` (e.g. ``">= 0.9"``) and
+    ``gate_pass``, ``is_best``, ``best`` (the best entry's id), and against the best ``diff``
+    (this minus best, on the items both define), ``diff_ci95_lo`` / ``diff_ci95_hi`` (paired
+    bootstrap), ``p_permutation``, ``p_holm`` (Holm over every test of one table) and
+    ``significant`` (``p_holm < 0.05`` and the bootstrap p < 0.05). ``family`` is
+    ``relevance`` for the measures that follow the judgment set (one table per size class and
+    set) and ``other`` for the rest (false recall, holder and temporal correctness, latency:
+    one table per size class, listed under ``gold``)."""
+    import pandas as pd
+
+    from .compare import holm, paired_test
+
+    store, entries = read_store(store_dir)
+    if store is None or not entries:
+        raise MembenchError(f"{resolve_user_path(store_dir)}: an empty result store; add runs "
+                            "with `membench leaderboard --runs RUN_DIR ... --out DIR`")
+    if rank_by not in MEASURES:
+        raise MembenchError(f"--rank-by {rank_by!r}: one of {', '.join(MEASURES)}")
+    labels = {e["id"]: entry_label(e, entries) for e in entries}
+    order = entries[0]["items"]["query_id"]
+    pos = {q: i for i, q in enumerate(order)}
+    mods = np.asarray(entries[0]["items"]["modality"], dtype=object)
+    values: dict[tuple[str, str, str], np.ndarray] = {}
+    for e in entries:
+        idx = np.array([pos[q] for q in e["items"]["query_id"]])
+        for js, per in e["items"]["values"].items():
+            for m, vals in per.items():
+                arr = np.full(len(order), np.nan)
+                arr[idx] = np.array([np.nan if v is None else v for v in vals], dtype=float)
+                values[(e["id"], js, m)] = arr
+    sets = sorted({js for e in entries for js in e["judgment_sets"]},
+                  key=lambda s: (s != PRIMARY, s))
+    notes = []
+    rows: list[dict[str, Any]] = []
+    for size in ("<=1B", ">1B"):
+        members = [e for e in entries if size_class(int(e["card"]["parameter_count"])) == size]
+        if not members:
+            continue
+        for js in sets:
+            have = [e for e in members if js in e["judgment_sets"]]
+            if len(have) < len(members):
+                notes.append(f"{size}, {js}: {len(members) - len(have)} entr(y/ies) carry no "
+                             f"{js} judgments and are left out of its table")
+            start = len(rows)
+            shown = [*RELEVANCE, *(OTHER if js == PRIMARY else ())]
+            for scope in [*[m for m in MODALITIES if m in set(mods)], "all"]:
+                mask = np.ones(len(order), bool) if scope == "all" else mods == scope
+                for m in shown:
+                    meas = BY_NAME[m]
+                    figs = {e["id"]: e["figures"][js].get(scope, {}).get(m) for e in have}
+                    best = None
+                    if m in MEASURES:
+                        cand = [(figs[i]["value"], labels[i], i) for i in figs
+                                if figs[i] and figs[i]["value"] is not None]
+                        if cand:
+                            hi = meas.direction == "higher"
+                            best = sorted(cand, key=lambda c: (-c[0] if hi else c[0], c[1]))[0][2]
+                    for e in have:
+                        f = figs[e["id"]]
+                        if f is None:
+                            continue
+                        g = meas.gate
+                        row = {"size_class": size, "judgment_set": js, "scope": scope,
+                               "family": "relevance" if m in RELEVANCE else "other",
+                               "entry": e["id"], "system": labels[e["id"]], "measure": m,
+                               "value": f["value"], "n": f["n"],
+                               "denominator": f["denominator"], "ci95_lo": f["ci95"][0],
+                               "ci95_hi": f["ci95"][1],
+                               "gate": f"{g.op} {g.threshold:g}" if g else "",
+                               "gate_pass": g.passes(f["value"]) if g else None,
+                               "is_best": best == e["id"], "best": best,
+                               "diff": np.nan, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
+                               "p_bootstrap": np.nan, "p_permutation": np.nan}
+                        if best is not None and best != e["id"] and f["value"] is not None:
+                            t = paired_test(values[(e["id"], js, m)][mask],
+                                            values[(best, js, m)][mask],
+                                            f"leaderboard|{js}|{scope}|{m}",
+                                            n_resamples=n_resamples, seed=seed)
+                            row.update({k: t[k] for k in ("diff", "diff_ci95_lo",
+                                                          "diff_ci95_hi", "p_bootstrap",
+                                                          "p_permutation")})
+                            row["paired_n"] = t["n"]
+                        rows.append(row)
+            for fam in ("relevance", "other"):       # one Holm family per table shown
+                block = [r for r in rows[start:] if r["family"] == fam]
+                p = np.array([r["p_permutation"] for r in block], dtype=float)
+                for r, a in zip(block, holm(p)):
+                    r["p_holm"] = float(a)
+                    r["significant"] = bool(a < 0.05 and r["p_bootstrap"] < 0.05) \
+                        if not np.isnan(a) else None
+    df = pd.DataFrame(rows)
+    return Leaderboard(store, entries, labels, df, rank_by, notes)
+
+
+def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
+                       measures: tuple[str, ...] = ("recall@1000", "recall@10", "ndcg@10",
+                                                    "false_recall_rate")) -> str:
+    """Plain text for the command line: per size class and judgment set, the chosen scopes'
+    rows with value [CI] n and the comparison with the best."""
+    lines = [f"{len(lb.entries)} entries; {lb.store['split']} split, "
+             f"{lb.store['selection']['queries']} queries; ranked by {lb.rank_by}; paired tests "
+             "against the best of each column, Holm over each table"]
+    for size in lb.size_classes:
+        for js in lb.judgment_sets:
+            w = lb.wide(size, js)
+            if w.empty:
+                continue
+            w = w[w["scope"].isin(scopes)]
+            lines.append(f"\n== size {size}, judgment set {js}")
+            for r in w.to_dict("records"):
+                lines.append(f"  {r['scope']:<13} {r['system']}")
+                for m in measures:
+                    if m in r and isinstance(r[m], str):
+                        lines.append(f"      {m:<20} {r[m]}")
+    lines += [f"note: {n}" for n in lb.notes]
+    return "\n".join(lines) + "\n"
+
+
+def format_markdown(lb: Leaderboard, *, scope: str = "all",
+                    measures: tuple[str, ...] = ("recall@1000", "recall@10", "ndcg@10",
+                                                 "false_recall_rate")) -> str:
+    """A Markdown table (README): one row per size class, judgment set and system over
+    ``scope``; each cell value [95% CI], ``best``, or the difference from the best with its
+    Holm p (``=`` when not significant), gates as PASS / FAIL. Measures that do not follow the
+    judgment set are shown in the ``gold`` rows only."""
+    def cell(c) -> str:
+        if c is None or c["value"] is None or (isinstance(c["value"], float)
+                                               and np.isnan(c["value"])):
+            return "—"
+        s = f"{c['value']:.3f} [{c['ci95_lo']:.3f}, {c['ci95_hi']:.3f}]"
+        if c["gate"]:
+            s += f" {'PASS' if c['gate_pass'] else 'FAIL'}"
+        if c["is_best"]:
+            return s + " best"
+        p = c["p_holm"]
+        ptxt = "<0.001" if p < 0.001 else f"{p:.3f}"
+        return s + (f" ({c['diff']:+.3f}, p {ptxt})" if c["significant"] else f" (=, p {ptxt})")
+
+    head = ("| size | judgment set | system | parameters | n | "
+            + " | ".join(measures) + " |")
+    out = [head, "|" + "---|" * (5 + len(measures))]
+    for size in lb.size_classes:
+        for js in lb.judgment_sets:
+            t = lb.table(size, js, scope)
+            if t.empty:
+                continue
+            gold = lb.table(size, PRIMARY, scope)
+            rank = t[t["measure"] == lb.rank_by].sort_values(
+                ["value", "system"], ascending=[BY_NAME[lb.rank_by].direction == "lower",
+                                                True])
+            for r in rank.to_dict("records"):
+                cells = []
+                for m in measures:
+                    src = t if m in RELEVANCE else (gold if js == PRIMARY else None)
+                    row = None if src is None else src[(src["entry"] == r["entry"])
+                                                       & (src["measure"] == m)]
+                    cells.append(cell(row.iloc[0]) if row is not None and len(row) else "—")
+                card = next(e["card"] for e in lb.entries if e["id"] == r["entry"])
+                out.append(f"| {size} | {js} | {r['system']} | "
+                           f"{int(card['parameter_count']):,} | {int(r['n'])} | "
+                           + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+__all__ = ["FORMAT", "MEASURES", "RANK_BY", "Added", "Leaderboard", "Refused", "add_runs",
+           "cell_text", "entry_from_run", "format_leaderboard", "format_markdown",
+           "leaderboard", "read_store",
+           "run_card"]

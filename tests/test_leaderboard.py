@@ -1,0 +1,274 @@
+"""The leaderboard's result store and tables, on small real runs (bm25, dense, hybrid on the
+dev video and ui_screenshot queries, as test_reference_e2e): entries keyed by identity with
+the figures of the run's files; every refusal one line with nothing written; the tables'
+best, paired differences and Holm p checked against hand computations; size classes and
+judgment sets taken from the entries, whatever they are."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from membench.analysis.leaderboard import (
+    ENTRIES,
+    MEASURES,
+    RELEVANCE,
+    Refused,
+    _sha,
+    add_runs,
+    leaderboard,
+    read_store,
+)
+from membench.cli import main
+from membench.core.errors import InputError
+from membench.metrics.rundir import RunDir
+from membench.run.runner import run_system
+from membench.run.systems import make_system
+
+MODS = ["video", "ui_screenshot"]
+
+
+@pytest.fixture(scope="module")
+def runs(built, corpus_root, tmp_path_factory):
+    d = tmp_path_factory.mktemp("lb-runs")
+    for name in ("bm25", "dense", "hybrid", "random", "oracle"):
+        run_system(make_system(name), built.out, "dev", d / name, corpus_root, modalities=MODS,
+                   limit=15)
+    run_system(make_system("bm25", {"max_atoms": 3}), built.out, "dev", d / "bm25-3",
+               corpus_root, modalities=MODS, limit=15)
+    run_system(make_system("bm25"), built.out, "dev", d / "bm25-limit5", corpus_root,
+               modalities=MODS, limit=5)
+    return d
+
+
+@pytest.fixture(scope="module")
+def store(runs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("store")
+    added = add_runs([runs / "bm25", runs / "dense", runs / "hybrid"], out, n_resamples=200)
+    return out, added
+
+
+def _entries(out):
+    return {e["system"]: e for e in read_store(out)[1]}
+
+
+def test_meta_records_the_card_and_the_truncation(runs):
+    bm = json.loads((runs / "bm25" / "meta.json").read_text())
+    de = json.loads((runs / "dense" / "meta.json").read_text())
+    hy = json.loads((runs / "hybrid" / "meta.json").read_text())
+    assert bm["card"]["name"] == "bm25" and bm["truncation"]["applied_tokens"] is None
+    assert de["card"]["name"] == "all-minilm-l6-v2" and len(de["card"]["sha256"]) == 64
+    t = de["truncation"]
+    assert (t["applied_tokens"], t["card_max_tokens"], t["benchmark_max_tokens"]) == (256, 256,
+                                                                                       512)
+    assert 0 <= t["texts_truncated"] <= t["texts"] and t["texts"] > 0
+    assert hy["card"]["components"] == ["bm25", "all-minilm-l6-v2"]
+    assert hy["truncation"]["applied_tokens"] == 256
+    assert json.loads((runs / "random" / "meta.json").read_text())["card"] is None
+
+
+def test_entries_are_keyed_by_identity(store):
+    out, added = store
+    assert added.entries == 3 and not any(a["replaced"] for a in added.added)
+    st, entries = read_store(out)
+    assert st["split"] == "dev" and st["selection"]["modalities"] == sorted(MODS)
+    for e in entries:
+        assert set(e["key"]) == {"card_sha256", "config_sha256", "code_revision", "set_sha256"}
+        assert e["id"] == _sha(e["key"])[:16]
+        assert (out / ENTRIES / f"{e['id']}.json").is_file()
+        assert e["key"]["set_sha256"] == st["set_sha256"]
+    assert len({e["key"]["card_sha256"] for e in entries}) == 3
+
+
+def test_figures_are_the_runs_own(store, runs):
+    out, _ = store
+    for name, e in _entries(out).items():
+        m = RunDir.open(runs / name).metrics(write=False)
+        for scope in [*MODS, "all"]:
+            for k in MEASURES:
+                got, exp = e["figures"]["gold"][scope][k], m[scope][k]
+                assert (got["n"], got["denominator"]) == (exp["n"], exp["denominator"])
+                assert got["value"] == pytest.approx(exp["value"], abs=1e-12) \
+                    if exp["value"] is not None else got["value"] is None
+        vals = [v for v in e["items"]["values"]["gold"]["recall@10"] if v is not None]
+        assert np.mean(vals) == pytest.approx(e["figures"]["gold"]["all"]["recall@10"]["value"])
+
+
+def test_an_edited_metrics_json_changes_nothing(store, runs, tmp_path):
+    out, _ = store
+    before = _entries(out)["bm25"]["figures"]
+    fake = json.loads((runs / "bm25" / "metrics.json").read_text()) \
+        if (runs / "bm25" / "metrics.json").exists() else {}
+    fake["all"] = {"recall@10": {"value": 1.0, "n": 1, "denominator": 1, "ci95": [1, 1]}}
+    (runs / "bm25" / "metrics.json").write_text(json.dumps(fake))
+    again = add_runs([runs / "bm25"], tmp_path / "s", n_resamples=200)
+    assert again.entries == 1
+    assert _entries(tmp_path / "s")["bm25"]["figures"] == before
+    (runs / "bm25" / "metrics.json").unlink()
+
+
+def test_adding_a_run_again_replaces_its_entry(store, runs):
+    out, _ = store
+    files = sorted(p.name for p in (out / ENTRIES).iterdir())
+    again = add_runs([runs / "dense"], out, n_resamples=200)
+    assert again.entries == 3 and again.added[0]["replaced"]
+    assert sorted(p.name for p in (out / ENTRIES).iterdir()) == files
+
+
+def _refused(runs_list, out):
+    with pytest.raises(Refused) as e:
+        add_runs(runs_list, out, n_resamples=200)
+    return e.value.lines
+
+
+def test_refusals_are_one_line_each_and_write_nothing(store, runs, tmp_path):
+    out, _ = store
+    files = {p.name: p.read_bytes() for p in (out / ENTRIES).iterdir()}
+    partial = tmp_path / "partial"
+    shutil.copytree(runs / "bm25-3", partial)
+    meta = json.loads((partial / "meta.json").read_text())
+    meta["status"] = "running"
+    (partial / "meta.json").write_text(json.dumps(meta))
+    lines = _refused([runs / "random", runs / "oracle", partial, runs / "bm25-limit5",
+                      runs / "bm25-3"], out)
+    assert len(lines) == 4 and all("\n" not in x for x in lines)
+    assert "random: refused: no model card" in lines[0]
+    assert "oracle: refused: the system saw the gold" in lines[1]
+    assert "partial: refused" in lines[2] and "INCOMPLETE_RUN" in lines[2]
+    assert "bm25-limit5: refused: evaluates other queries" in lines[3]
+    assert {p.name: p.read_bytes() for p in (out / ENTRIES).iterdir()} == files
+    _refused([runs / "oracle"], tmp_path / "fresh")
+    assert not (tmp_path / "fresh").exists()
+
+
+def test_runs_on_other_set_files_are_refused(store, built, corpus_root, tmp_path):
+    out, _ = store
+    sets = tmp_path / "sets"
+    shutil.copytree(built.out, sets)
+    lines = (sets / "code.jsonl").read_text().splitlines(keepends=True)  # not read by the runs
+    (sets / "code.jsonl").write_text("".join(lines[:-1]))
+    run_system(make_system("bm25"), sets, "dev", tmp_path / "run", corpus_root,
+               modalities=MODS, limit=15, check_sets=False)
+    (line,) = _refused([tmp_path / "run"], out)
+    assert "refused: made on other set files" in line and "code.jsonl" in line
+
+
+def test_the_same_run_twice_in_one_call_is_refused(runs, tmp_path):
+    lines = _refused([runs / "bm25", runs / "bm25"], tmp_path / "s")
+    assert len(lines) == 1 and "the same entry" in lines[0]
+
+
+def _holm(p):
+    """Holm-Bonferroni by hand (the textbook step-down), NaN left out."""
+    p = np.asarray(p, float)
+    ok = np.flatnonzero(~np.isnan(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    out = np.full(p.shape, np.nan)
+    run = 0.0
+    for i, j in enumerate(order):
+        run = max(run, min(1.0, (len(ok) - i) * p[j]))
+        out[j] = run
+    return out
+
+
+def test_tables_mark_the_best_and_test_the_others_against_it(store):
+    out, _ = store
+    lb = leaderboard(out, n_resamples=500)
+    entries = {e["id"]: e for e in lb.entries}
+    assert lb.size_classes == ["<=1B"] and lb.judgment_sets == ["gold"]
+    rows = lb.rows
+    for (scope, m), g in rows[rows["judgment_set"] == "gold"].groupby(["scope", "measure"]):
+        vals = g.dropna(subset=["value"])
+        if vals.empty or m not in MEASURES:
+            continue
+        best = g[g["is_best"]]
+        assert len(best) == 1
+        hi = m not in ("false_recall_rate",)
+        assert best["value"].iloc[0] == (vals["value"].max() if hi else vals["value"].min())
+        b = entries[best["entry"].iloc[0]]
+        for r in g[~g["is_best"]].to_dict("records"):
+            e = entries[r["entry"]]
+            mods = np.array(e["items"]["modality"])
+            mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
+            x = np.array([np.nan if v is None else v
+                          for v in e["items"]["values"]["gold"][m]])[mask]
+            y = np.array([np.nan if v is None else v
+                          for v in b["items"]["values"]["gold"][m]])[mask]
+            ok = ~np.isnan(x) & ~np.isnan(y)
+            assert r["diff"] == pytest.approx((x[ok] - y[ok]).mean(), abs=1e-12)
+            assert r["diff_ci95_lo"] <= r["diff"] + 1e-12 <= r["diff_ci95_hi"] + 2e-12
+            assert r["p_holm"] >= r["p_permutation"] - 1e-12
+    for fam in ("relevance", "other"):
+        g = lb.table("<=1B", "gold", family=fam)
+        assert np.allclose(_holm(g["p_permutation"]), g["p_holm"], equal_nan=True)
+    rel = set(lb.table("<=1B", "gold", family="relevance")["measure"])
+    assert rel == set(RELEVANCE)
+
+
+def test_gates_are_marked(store):
+    lb = leaderboard(store[0], n_resamples=200)
+    r = lb.rows
+    g = r[r["measure"] == "recall@10"]
+    assert (g["gate"] == ">= 0.9").all()
+    assert ((g["value"] >= 0.9 - 1e-12) == g["gate_pass"]).all()
+    assert (r[r["measure"] == "ndcg@10"]["gate"] == "").all()
+
+
+def _clone(out, e, **card):
+    """A copy of entry ``e`` with another card (its key and id follow)."""
+    c = json.loads(json.dumps(e))
+    c["card"].update(card)
+    from membench.run.cards import Card
+
+    body = {k: v for k, v in c["card"].items() if k != "sha256"}
+    c["card"]["sha256"] = Card.model_validate(body).sha256()
+    c["key"]["card_sha256"] = c["card"]["sha256"]
+    c["id"] = _sha(c["key"])[:16]
+    (out / ENTRIES / f"{c['id']}.json").write_text(json.dumps(c))
+    return c
+
+
+def test_size_classes_and_judgment_sets_come_from_the_entries(store, tmp_path):
+    out = tmp_path / "s"
+    shutil.copytree(store[0], out)
+    dense = _entries(out)["dense"]
+    big = _clone(out, dense, name="big-model", parameter_count=7_000_000_000, size_class=">1B")
+    big["system"] = "dense-big-model"
+    for e in read_store(out)[1]:          # every entry gains a second judgment set, "session"
+        e["judgment_sets"] = ["gold", "session"]
+        e["figures"]["session"] = e["figures"]["gold"]
+        e["items"]["values"]["session"] = e["items"]["values"]["gold"]
+        (out / ENTRIES / f"{e['id']}.json").write_text(json.dumps(e))
+    lb = leaderboard(out, n_resamples=200)
+    assert lb.size_classes == ["<=1B", ">1B"] and lb.judgment_sets == ["gold", "session"]
+    assert set(lb.table(">1B", "session")["entry"]) == {big["id"]}
+    assert len(set(lb.table("<=1B", "session")["entry"])) == 3
+    assert lb.table("<=1B", "session", family="other").empty      # shown once, under gold
+
+
+def test_an_edited_entry_is_refused(store, tmp_path):
+    out = tmp_path / "s"
+    shutil.copytree(store[0], out)
+    p = next((out / ENTRIES).iterdir())
+    e = json.loads(p.read_text())
+    e["key"]["code_revision"] = "something else"
+    p.write_text(json.dumps(e))
+    with pytest.raises(InputError, match="STORE"):
+        read_store(out)
+
+
+def test_the_command(store, runs, tmp_path, capsys):
+    out = tmp_path / "s"
+    assert main(["--quiet", "leaderboard", "--runs", str(runs / "bm25"), str(runs / "dense"),
+                 "--out", str(out), "--resamples", "200"]) == 0
+    text = capsys.readouterr().out
+    assert "added" in text and "== size <=1B, judgment set gold" in text
+    assert "best" in text
+    assert main(["--quiet", "leaderboard", "--runs", str(runs / "random"), str(runs / "oracle"),
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and err[-1].startswith("membench: nothing written")
+    assert main(["--quiet", "leaderboard", "--out", str(out), "--resamples", "200"]) == 0
