@@ -98,6 +98,9 @@ def _engine(v: dict):
             from rapidocr_onnxruntime import RapidOCR
             tkw = {"intra_op_num_threads": threads, "inter_op_num_threads": 1}
         else:
+            from membench.core.netguard import import_openvino
+
+            import_openvino()                    # without OpenVINO's usage telemetry
             from rapidocr_openvino import RapidOCR
             tkw = {"inference_num_threads": threads}
             if v.get("ov_precision"):            # OpenVINO's own default is bf16 on AMX CPUs

@@ -193,3 +193,30 @@ def test_native_telemetry_switches_are_set_unless_the_user_set_them(monkeypatch)
     got = quiet_native_telemetry()
     assert got["ORT_DISABLE_TELEMETRY"] == "1" and got["ANONYMIZED_TELEMETRY"] == "False"
     assert got["HF_HUB_DISABLE_TELEMETRY"] == "0"          # the user's choice stands
+
+
+def test_openvino_is_imported_without_its_usage_telemetry(tmp_path):
+    """`import openvino` sends a Google Analytics event and writes ~/intel/ (openvino.tools.ovc);
+    membench's import (the OCR engine's) leaves HOME empty and never loads openvino_telemetry.
+    (The plain import is not run here: it would try to send that event.)"""
+    import os
+    import subprocess
+
+    pytest.importorskip("openvino")
+    from membench.core.paths import REPO_ROOT
+
+    def run(code: str, home) -> list[str]:
+        home.mkdir()
+        env = {k: v for k, v in os.environ.items() if k not in ("CI", "TF_BUILD", "JENKINS_URL")}
+        env.update(HOME=str(home), PYTHONPATH=str(REPO_ROOT))
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              text=True, timeout=300, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert proc.stdout.strip() == "ok", proc.stdout
+        return sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
+
+    ours = run("import sys\nfrom membench.core.netguard import import_openvino\n"
+               "ov = import_openvino(); ov.Core()\n"
+               "assert sys.modules.get('openvino_telemetry') is None\nprint('ok')",
+               tmp_path / "ours")
+    assert ours == []   # the plain import writes intel/openvino_ga_cid and intel/stats here

@@ -71,6 +71,22 @@ def quiet_native_telemetry() -> dict[str, str]:
     return {k: os.environ[k] for k in NATIVE_OFFLINE}
 
 
+def import_openvino():
+    """``import openvino`` without its usage telemetry, which no environment switch turns off:
+    importing OpenVINO imports ``openvino.tools.ovc``, which sends a Google Analytics "import"
+    event from a thread (a DNS lookup and a connection) and writes ``~/intel/openvino_ga_cid``
+    and ``~/intel/stats``, unless an opt-out file exists under HOME or ``CI=true`` (found by
+    tracing an OCR run with strace). With ``openvino_telemetry`` made unimportable before the
+    first import, OpenVINO falls back to its own no-op stub
+    (``openvino/tools/ovc/telemetry_stub.py``). Every membench import of OpenVINO goes through
+    here (the OCR engine, in each OCR worker)."""
+    if "openvino" not in sys.modules:
+        sys.modules.setdefault("openvino_telemetry", None)   # None: ImportError on import
+    import openvino
+
+    return openvino
+
+
 class NetworkBlocked(ConnectionRefusedError):
     """A network attempt refused by an active :class:`NetworkGuard` in ``"block"`` mode."""
 
@@ -230,4 +246,4 @@ class NetworkGuard:
 
 
 __all__ = ["MODES", "NATIVE_OFFLINE", "NetworkBlocked", "NetworkGuard", "is_local",
-           "quiet_native_telemetry"]
+           "quiet_native_telemetry", "import_openvino"]

@@ -157,7 +157,9 @@ class OpenVinoSession:
     def __init__(self, model_path: str | Path, threads: int | None = None,
                  precision: str = OV_PRECISION):
         try:
-            import openvino as ov
+            from ...core.netguard import import_openvino
+
+            ov = import_openvino()        # without OpenVINO's usage telemetry
         except ImportError:
             raise MembenchError("ocr_engine=openvino needs OpenVINO: pip install "
                                 "'membench[ocr-openvino]' (or ocr_engine=onnxruntime)") from None
