@@ -145,6 +145,11 @@ def test_adapter_end_to_end_offline(name, tree):
     cfg = meta["config"]
     assert cfg["content"]["function"] == "membench.run.content.chunk"
     assert cfg["library"].split()[0] in ("mem0ai", "mempalace", "llama-index-core")
+    # its identity is its card (bench/cards/<name>.json), with the embedder's input limit
+    assert meta["card"]["name"] == name and meta["card"]["kind"] == "library"
+    lexical = name == "llamaindex-bm25"
+    assert meta["card"]["components"] == (["bm25s"] if lexical else ["all-minilm-l6-v2"])
+    assert meta["truncation"]["applied_tokens"] == (None if lexical else 256)
 
     records = _records(tree[2]["sets"])
     rows = _rows(out / "run.jsonl")

@@ -171,6 +171,21 @@ class LibrarySystem:
     def library_config(self) -> dict[str, Any]:
         return {}
 
+    def truncation(self) -> dict[str, Any]:
+        """meta.json ``truncation``: the input limit of the embedding model the card names
+        (min(card max, 512) tokens; none for a lexical library). The library makes its own
+        embedding calls, so how many atom texts were cut is not counted."""
+        from ..cards import applied_max_tokens, system_card, truncation_record
+
+        card = system_card(self)
+        applied = applied_max_tokens(card) if card is not None and card.max_input_tokens \
+            else None
+        rec = truncation_record(card, applied)
+        if applied is not None:
+            rec["texts_truncated"] = None
+            rec["why_not_counted"] = "the library embeds the atoms through its own calls"
+        return rec
+
     def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
         atoms = chunk(items, Path(corpus_root), config=self.chunk_config)
         self.by_id = {a.atom_id: a for a in atoms}
