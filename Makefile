@@ -33,7 +33,7 @@ endif
 MB       := MEMBENCH_TIMINGS=$(TIMINGS) $(BIN)/python -m membench$(if $(MEMBENCH_QUIET), --quiet,)
 # OCR in 2 worker processes (the output does not depend on it)
 RUNCONFIG ?= --config ocr_processes=2
-# more --config for the systems that embed (dense, hybrid), e.g. --config precision=bf16
+# more --config for the systems that embed (dense, hybrid), e.g. --config precision=fp32
 DENSECONFIG ?=
 
 CORPUSFLAG := $(if $(CORPUS),--corpus $(CORPUS),)

@@ -169,9 +169,9 @@ def test_openvino_engine_reads_the_same_text_under_its_own_cache_key(tmp_path, c
     tag = ocr.engine_tag(700, "openvino")
     assert "inference=openvino-f32;use_cls=False" in tag and "+openvino==" in tag
     # onnxruntime keeps the tag (so the cache entries) it had before engines were a choice
-    assert ocr.engine_tag(700, "onnxruntime") == (f"rapidocr_onnxruntime=={ocr.engine_version()};models=bundled;"
-                                   "text_score=0;upscale_min_side=700;max_upscale=4;"
-                                   "max_side_len=3200;format=1")
+    assert ocr.engine_tag(700, "onnxruntime") == (
+        f"rapidocr_onnxruntime=={ocr.engine_version('onnxruntime')};models=bundled;"
+        "text_score=0;upscale_min_side=700;max_upscale=4;max_side_len=3200;format=1")
     session = ocr._get_engine(None, "openvino").text_rec.session
     assert "float32" in str(session.compiled.get_property("INFERENCE_PRECISION_HINT"))
     with pytest.raises(ValueError, match="OCR engine"):
