@@ -154,10 +154,11 @@ def test_threshold_sweep_hand():
     for _, g in d.groupby("modality"):
         assert g["kept_rate"].iloc[-1] == 0.0
     # the operating point is membench calibrate's rule: here no threshold with answerable items
-    # kept reaches false recall <= 0.10, so the best unconstrained J (0.2: kept 4/4 answerable,
-    # 1/2 unanswerable) is taken and marked as outside the gate
+    # kept reaches false recall <= 0.10, so the best unconstrained J (top-1 0.2: kept 4/4
+    # answerable, 1/2 unanswerable) is taken and marked as outside the gate; the threshold is
+    # the midpoint between 0.2 and the next lower top-1 score, 0.1
     op = sweep.operating_points(df).set_index("modality")
-    assert op.loc["a", "threshold"] == 0.2 and not op.loc["a", "within_gate"]
+    assert op.loc["a", "threshold"] == pytest.approx(0.15) and not op.loc["a", "within_gate"]
     assert op.loc["a", "false_recall_rate"] == 0.5 and op.loc["a", "answerable_kept"] == 1.0
     assert op.loc["a", "answerable_recall_proxy"] == pytest.approx(2 / 4)
     # b has no answerable item: abstaining everywhere is best

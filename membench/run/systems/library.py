@@ -82,6 +82,8 @@ class SharedEmbedder:
     def __init__(self, **engine_kw: Any):
         from .dense import DenseEngine
 
+        # float32, as the libraries' own embedders compute (not the dense system's bf16)
+        engine_kw.setdefault("precision", "fp32")
         self.engine = DenseEngine(**engine_kw)
         self._memo: dict[str, np.ndarray] = {}
 
