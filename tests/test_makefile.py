@@ -82,6 +82,13 @@ def test_any_system_any_limit_in_either_order(tree):
         "04_false_recalls.html"]
     assert meta(tree, "bm25-dev")["limit"] is None                # the full run is untouched
 
+    # a complete run in a real memory system's folder joins the reports, an unfinished one not
+    # (a copy of the bm25 run stands in for them: the Makefile reads only the folder and status)
+    for name, status in (("mem0", "complete"), ("mempalace", "running")):
+        shutil.copytree(root / "runs" / "bm25-dev", root / "runs" / f"{name}-dev")
+        m = meta(tree, f"{name}-dev")
+        (root / "runs" / f"{name}-dev" / "meta.json").write_text(
+            json.dumps({**m, "status": status}, indent=1))
     again = make(tree, "report", "SYSTEMS=bm25 dense")            # runs nothing
     assert "not run, left out:" in again.stdout and "dense-dev" in again.stdout
     assert "[membench] queries" not in again.stderr
@@ -89,6 +96,9 @@ def test_any_system_any_limit_in_either_order(tree):
     assert not (root / "runs" / "dense-dev").exists()
     index = (root / "reports" / "index.html").read_text()
     assert 'data-label="bm25-dev"' in index and 'data-label="hybrid-dev-limit2"' in index
+    assert 'data-label="mem0-dev"' in index and 'data-label="mempalace-dev"' not in index
+    for name in ("mem0", "mempalace"):
+        shutil.rmtree(root / "runs" / f"{name}-dev")
     assert "leaderboard-dev/06_leaderboard.html" in index       # over the runs that exist
     assert len(list((root / "runs" / "leaderboard-dev" / "entries").glob("*.json"))) == 1
 
