@@ -46,3 +46,20 @@ def test_readme_figures_are_the_frozen_ones(expected):
     start = readme.index("<!-- figures:start -->")
     block = readme[readme.index("\n", start) + 1:readme.index("<!-- figures:end -->")].strip()
     assert block == table(list(expected.values()))
+
+
+def test_a_calibration_run_shows_no_cartridge_figures(expected):
+    """A run made with calibration=none (the real memory systems' calibration runs) keeps its
+    ranking figures but shows `uncal.` for false recall and abstention."""
+    from membench.analysis.expected import table
+
+    s = json.loads(json.dumps(expected["bm25"]))
+    s["calibration"] = "none"
+    row = next(r for r in table([s]).splitlines() if r.startswith("| bm25 | image |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[6].startswith("uncal. (") and cells[7] == "uncal."
+    f = expected["bm25"]["modalities"]["image"]
+    assert cells[2] == f"{f['recall@10']['value']:.4f} ({f['recall@10']['n']})"
+    calibrated = next(r for r in table([expected["bm25"]]).splitlines()
+                      if r.startswith("| bm25 | image |"))
+    assert "uncal." not in calibrated

@@ -50,15 +50,25 @@ def figures(run_dir: Path) -> dict:
     return out
 
 
+#: the cartridge measures, which depend on the run's thresholds
+CARTRIDGE_KEYS = ("false_recall_rate", "abstain_rate_answerable")
+
+
 def table(systems: list[dict]) -> str:
+    """The README's figures table. A run made with ``--config calibration=none`` (its cartridge
+    at the uncalibrated default threshold: a calibration run) shows ``uncal.`` instead of its
+    false recall and abstention, which would say nothing about the system."""
     head = ("| system | modality | recall@10 (n) | recall@1000 | MRR | nDCG@10 | false recall (n) "
             "| abstain, answerable | holder / temporal ok | p50 ms |")
     rows = [head, "|---|---|---|---|---|---|---|---|---|---|"]
     for s in systems:
+        uncal = s.get("calibration") == "none"
         for mod in [m for m in ORDER if m in s["modalities"]]:
             f = s["modalities"][mod]
             def v(k, d=4):
                 x = f[k]["value"]
+                if uncal and k in CARTRIDGE_KEYS and x is not None:
+                    return "uncal."
                 return "—" if x is None else f"{x:.{d}f}"
             rows.append(
                 f"| {s['system']} | {mod} | {v('recall@10')} ({f['recall@10']['n']}) | "
