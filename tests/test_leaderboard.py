@@ -272,3 +272,20 @@ def test_the_command(store, runs, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and err[-1].startswith("membench: nothing written")
     assert main(["--quiet", "leaderboard", "--out", str(out), "--resamples", "200"]) == 0
+
+
+def test_a_calibration_run_has_no_cartridge_figures(runs, built, corpus_root, tmp_path):
+    """A run at the uncalibrated default threshold (--config calibration=none, what membench
+    calibrate reads) is ranked on relevance, but its false recall is not shown nor tested."""
+    cal = tmp_path / "bm25-cal"
+    run_system(make_system("bm25", {"calibration": "none", "max_atoms": 4}), built.out, "dev",
+               cal, corpus_root, modalities=MODS, limit=15)
+    out = tmp_path / "s"
+    add_runs([runs / "bm25", cal], out, n_resamples=200)
+    lb = leaderboard(out, n_resamples=200)
+    cal_id = next(e["id"] for e in lb.entries if e["config"]["calibration"] == "none")
+    mine = lb.rows[lb.rows["entry"] == cal_id]
+    assert "recall@10" in set(mine["measure"]) and "false_recall_rate" not in set(mine["measure"])
+    others = lb.rows[lb.rows["entry"] != cal_id]
+    assert "false_recall_rate" in set(others["measure"])
+    assert any("calibration run" in n for n in lb.notes)

@@ -460,9 +460,14 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
                 arr = np.full(len(order), np.nan)
                 arr[idx] = np.array([np.nan if v is None else v for v in vals], dtype=float)
                 values[(e["id"], js, m)] = arr
+    notes = []
+    for e in entries:
+        if _calibration_run(e):
+            notes.append(f"{labels[e['id']]}: a calibration run (--config calibration=none, its "
+                         "cartridge at the uncalibrated default threshold): no cartridge "
+                         "figures shown")
     sets = sorted({js for e in entries for js in e["judgment_sets"]},
                   key=lambda s: (s != PRIMARY, s))
-    notes = []
     rows: list[dict[str, Any]] = []
     for size in ("<=1B", ">1B"):
         members = [e for e in entries if size_class(int(e["card"]["parameter_count"])) == size]
@@ -479,7 +484,8 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
                 mask = np.ones(len(order), bool) if scope == "all" else mods == scope
                 for m in shown:
                     meas = BY_NAME[m]
-                    figs = {e["id"]: e["figures"][js].get(scope, {}).get(m) for e in have}
+                    figs = {e["id"]: None if m in UNCALIBRATED_HIDDEN and _calibration_run(e)
+                            else e["figures"][js].get(scope, {}).get(m) for e in have}
                     best = None
                     if m in MEASURES:
                         cand = [(figs[i]["value"], labels[i], i) for i in figs
@@ -522,6 +528,17 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
                         if not np.isnan(a) else None
     df = pd.DataFrame(rows)
     return Leaderboard(store, entries, labels, df, rank_by, notes)
+
+
+#: measures that depend on the cartridge thresholds: not shown for a calibration run
+UNCALIBRATED_HIDDEN: tuple[str, ...] = tuple(m for m in MEASURES
+                                             if BY_NAME[m].family == "cartridge")
+
+
+def _calibration_run(entry: dict[str, Any]) -> bool:
+    """A run made with ``--config calibration=none`` (what ``membench calibrate`` reads)."""
+    cfg = entry.get("config") or {}
+    return isinstance(cfg, dict) and cfg.get("calibration") == "none"
 
 
 def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
