@@ -288,4 +288,4 @@ def test_a_calibration_run_has_no_cartridge_figures(runs, built, corpus_root, tm
     assert "recall@10" in set(mine["measure"]) and "false_recall_rate" not in set(mine["measure"])
     others = lb.rows[lb.rows["entry"] != cal_id]
     assert "false_recall_rate" in set(others["measure"])
-    assert any("calibration run" in n for n in lb.notes)
+    assert any("uncalibrated default threshold" in n for n in lb.notes)

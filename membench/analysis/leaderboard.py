@@ -463,8 +463,8 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
     notes = []
     for e in entries:
         if _calibration_run(e):
-            notes.append(f"{labels[e['id']]}: a calibration run (--config calibration=none, its "
-                         "cartridge at the uncalibrated default threshold): no cartridge "
+            notes.append(f"{labels[e['id']]}: its cartridge is at the uncalibrated default "
+                         "threshold (a calibration run, or no calibration file): no cartridge "
                          "figures shown")
     sets = sorted({js for e in entries for js in e["judgment_sets"]},
                   key=lambda s: (s != PRIMARY, s))
@@ -536,9 +536,11 @@ UNCALIBRATED_HIDDEN: tuple[str, ...] = tuple(m for m in MEASURES
 
 
 def _calibration_run(entry: dict[str, Any]) -> bool:
-    """A run made with ``--config calibration=none`` (what ``membench calibrate`` reads)."""
+    """A run whose cartridge is at the uncalibrated default threshold: made with ``--config
+    calibration=none`` (what ``membench calibrate`` reads), or a system without a calibration
+    file (its config says ``none (no calibration file)``)."""
     cfg = entry.get("config") or {}
-    return isinstance(cfg, dict) and cfg.get("calibration") == "none"
+    return isinstance(cfg, dict) and str(cfg.get("calibration", "")).startswith("none")
 
 
 def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
