@@ -190,6 +190,14 @@ def submission_banner(metrics: dict[str, Any]) -> list[str]:
             *(f"  {r}" for r in sub.get("reasons", [])), ""]
 
 
+def _figure_line(label: str, m: str, e: dict[str, Any], w: int) -> str:
+    """One figure of a ``metrics.json`` as a line of :func:`format_table`."""
+    lo, hi = e["ci95"]
+    ci = "-" if lo is None else f"[{_fmt(lo, m)}, {_fmt(hi, m)}]"
+    nd = f"{e['n']}/{e['denominator']}"
+    return f"{label:<20} {m:<{w}} {_fmt(e['value'], m):>10} {nd:>14}  {ci}"
+
+
 def format_table(metrics: dict[str, Any], *, by_source: bool = False) -> str:
     """A plain-text table: one block per scope (each modality, then all), one row per metric
     with value, n/denominator and the 95% interval; then the gates."""
@@ -203,12 +211,8 @@ def format_table(metrics: dict[str, Any], *, by_source: bool = False) -> str:
     for scope, block in blocks:
         for m in METRICS:
             e = block.get(m)
-            if e is None:
-                continue
-            lo, hi = e["ci95"]
-            ci = "-" if lo is None else f"[{_fmt(lo, m)}, {_fmt(hi, m)}]"
-            nd = f"{e['n']}/{e['denominator']}"
-            lines.append(f"{scope:<20} {m:<{w}} {_fmt(e['value'], m):>10} {nd:>14}  {ci}")
+            if e is not None:
+                lines.append(_figure_line(scope, m, e, w))
         lines.append("")
     js = metrics.get("judgment_sets") or {}
     if js:
@@ -217,13 +221,8 @@ def format_table(metrics: dict[str, Any], *, by_source: bool = False) -> str:
             for scope, entries in block.items():
                 for m in METRICS:
                     e = entries.get(m)
-                    if e is None:
-                        continue
-                    lo, hi = e["ci95"]
-                    ci = "-" if lo is None else f"[{_fmt(lo, m)}, {_fmt(hi, m)}]"
-                    nd = f"{e['n']}/{e['denominator']}"
-                    label = f"{name}:{scope}"
-                    lines.append(f"{label:<20} {m:<{w}} {_fmt(e['value'], m):>10} {nd:>14}  {ci}")
+                    if e is not None:
+                        lines.append(_figure_line(f"{name}:{scope}", m, e, w))
             lines.append("")
     gates = metrics.get("gates", [])
     if gates:

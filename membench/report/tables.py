@@ -268,15 +268,20 @@ def metrics_grid(metrics: dict[str, Any], metric_names: list[str] | None = None,
             if e is None:
                 cells.append('<td class="mb-n mb-na">n/a</td>')
                 continue
-            d = digits if not m.startswith("latency") else 1
-            lo, hi = (e.get("ci95") or [None, None])[:2]
-            txt = fmt_interval(e.get("value"), lo, hi, d)
-            na = " mb-na" if txt == "n/a" else ""
-            cells.append(f'<td class="mb-n{na}">{esc(txt)}<br><small>'
-                         f'{esc(e.get("n"))}/{esc(e.get("denominator"))}</small></td>')
+            cells.append(_figure_cell(e, digits if not m.startswith("latency") else 1))
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return Table(f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}'
                  "</tbody></table>", len(rows), ["metric", *scopes])
+
+
+def _figure_cell(e: dict[str, Any], digits: int) -> str:
+    """One figure of a ``metrics.json`` as a table cell: ``value [lo, hi]`` over
+    ``n/denominator``."""
+    lo, hi = (e.get("ci95") or [None, None])[:2]
+    txt = fmt_interval(e.get("value"), lo, hi, digits)
+    na = " mb-na" if txt == "n/a" else ""
+    return (f'<td class="mb-n{na}">{esc(txt)}<br><small>'
+            f'{esc(e.get("n"))}/{esc(e.get("denominator"))}</small></td>')
 
 
 def judgment_sets_grid(metrics: dict[str, Any], scope: str, digits: int = 3) -> Table:
@@ -297,11 +302,7 @@ def judgment_sets_grid(metrics: dict[str, Any], scope: str, digits: int = 3) -> 
             if e is None:
                 cells.append('<td class="mb-n mb-na">n/a</td>')
                 continue
-            lo, hi = (e.get("ci95") or [None, None])[:2]
-            txt = fmt_interval(e.get("value"), lo, hi, digits)
-            na = " mb-na" if txt == "n/a" else ""
-            cells.append(f'<td class="mb-n{na}">{esc(txt)}<br><small>'
-                         f'{esc(e.get("n"))}/{esc(e.get("denominator"))}</small></td>')
+            cells.append(_figure_cell(e, digits))
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return Table(f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}'
                  "</tbody></table>", len(rows), ["metric", *sets])

@@ -533,23 +533,17 @@ def begin_run(system: MemorySystem, sets_dir: Path, split: str, out: Path,
 
 
 def truncation_meta(system: MemorySystem, counted: bool = True) -> dict:
-    """meta.json ``truncation``: the input limit the system's encoder applied and, when the
-    ingest ran in this process (``counted``), how many atom texts it cut."""
+    """meta.json ``truncation``: the system's own record (the input limit its encoder applied
+    and, after an ingest in this process, how many atom texts it cut), else its card's with no
+    limit; ``counted=False`` when the ingest ran elsewhere (Ray workers), so nothing was
+    counted here."""
     from .cards import system_card, truncation_record
 
     trunc = getattr(system, "truncation", None)
-    if counted and callable(trunc):
-        return trunc()
-    card = system_card(system)
-    applied = getattr(system, "max_tokens", None)
-    if applied is None and hasattr(system, "engine"):
-        applied = getattr(getattr(system, "engine"), "max_tokens", None)
-        if applied is None and hasattr(system.engine, "dense"):
-            applied = getattr(system.engine.dense, "max_tokens", None)
-    rec = truncation_record(card, applied)
+    rec = trunc() if callable(trunc) else truncation_record(system_card(system), None)
     if not counted:
-        rec["texts_truncated"] = None
-        rec["why_not_counted"] = "the ingest ran in Ray workers; their counts are not collected"
+        rec = {**rec, "texts_truncated": None,
+               "why_not_counted": "the ingest ran in Ray workers; their counts are not collected"}
     return rec
 
 
