@@ -248,7 +248,7 @@ def _report_cmd(a: argparse.Namespace) -> int:
                   corpus=corpus_root(a.corpus) if a.corpus else None,
                   partial=a.partial, final=a.final, force=a.force,
                   q2d=Path(a.q2d) if a.q2d else None,
-                  leaderboard=Path(a.leaderboard) if a.leaderboard else None)
+                  leaderboard=Path(a.leaderboard) if a.leaderboard else None, jobs=a.jobs)
     for r in done:
         print(f"  {r.html}")
     print(f"{len(done)} report page(s) in {time.time() - t0:.0f} s; open {Path(a.out) / 'index.html'}")
@@ -637,6 +637,8 @@ authentication). Ctrl-C stops it.""")
     rp.add_argument("--force", action="store_true",
                     help="replace report folders that already hold pages")
     rp.add_argument("--out", default="reports", help="reports folder (default: reports)")
+    rp.add_argument("--jobs", type=positive_int, metavar="N", help="notebooks executed at once "
+                    "(default: one per CPU, at most 4); the pages are the same either way")
     rp.add_argument("--sets", help="sets folder (default: the one each run recorded)")
     rp.add_argument("--corpus", help=corpus_help + ", for the pictures of source regions")
     _read_flags(rp)

@@ -256,3 +256,33 @@ def test_agreement_command(runs, capsys, tmp_path):
     rows = json.loads(out.read_text())
     assert {r["metric"] for r in rows} == {"recall@10"}
     assert pd.DataFrame(rows)["n_systems"].eq(2).all()
+
+
+def test_kendall_tau_rows_is_scipys_tau_b_to_the_bit():
+    """The vectorised tau-b of the bootstrap against scipy.stats.kendalltau, row by row, on
+    rows with ties (small integers), without ties, constant rows and resampled means."""
+    from scipy.stats import kendalltau
+
+    from membench.analysis.agreement import kendall_tau, kendall_tau_rows
+
+    rng = np.random.default_rng(7)
+    for systems in (2, 3, 4, 7):
+        a = np.vstack([rng.integers(0, 3, (300, systems)).astype(float),
+                       rng.random((300, systems)), np.ones((2, systems)),
+                       rng.random((50, systems)).round(2)])
+        b = np.vstack([rng.integers(0, 3, (300, systems)).astype(float),
+                       rng.random((300, systems)), rng.random((2, systems)),
+                       a[-50:] + rng.integers(0, 2, (50, systems)) * 0.01])
+        got = kendall_tau_rows(a, b)
+        for x, y, g in zip(a, b, got):
+            want = kendall_tau(x, y)
+            if np.ptp(x) and np.ptp(y):
+                assert want == float(kendalltau(x, y).statistic)
+            assert (np.isnan(g) and np.isnan(want)) or g == want, (x, y, g, want)
+        assert np.isnan(got[600:602]).all()            # a constant row: undefined
+    # hand-computed: one discordant pair of three, no ties -> (2 - 1) / 3
+    assert kendall_tau_rows(np.array([[3.0, 2.0, 1.0]]), np.array([[3.0, 1.0, 2.0]]))[0] == \
+        pytest.approx(1 / 3)
+    # a tie in b: pairs (0,1) c, (0,2) c, (1,2) tied in b -> 2 / sqrt(3) / sqrt(2)
+    assert kendall_tau_rows(np.array([[3.0, 2.0, 1.0]]), np.array([[2.0, 1.0, 1.0]]))[0] == \
+        pytest.approx(2 / np.sqrt(3) / np.sqrt(2))

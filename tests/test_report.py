@@ -183,3 +183,33 @@ def test_the_leaderboard_page_reads_well_at_1280_px(board):
     assert info["codeCells"] == 0 and not info["external"] and not info["errors"]
     assert info["summary"] and info["indexLink"]
     assert "NaN" not in info["text"] and "nan [" not in info["text"]
+
+
+def _stable(html: str) -> str:
+    """A page without what differs between two renderings of the same notebook: the time of
+    rendering, the notebook's random cell and widget ids, and the navigation bar (it lists the
+    pages the call rendered)."""
+    html = re.sub(r'<script type="application/vnd\.jupyter\.widget-state\+json">.*?</script>',
+                  "STATE", html, flags=re.S)
+    html = re.sub(r"[0-9a-f]{32}", "ID", html)
+    html = re.sub(r'<nav class="mb-nav" id="membench-nav">.*?</nav>', "NAV", html, flags=re.S)
+    html = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00", "TIME", html)
+    return re.sub(r'id="cell-id=[0-9a-f-]+"', 'id="cell-id=X"', html)
+
+
+def test_pages_rendered_one_at_a_time_are_the_parallel_ones(rendered, tmp_path):
+    """--jobs only changes how many notebooks run at once: the pages of a serial rendering
+    equal those of the fixture's (several at once on a machine with 2 or more CPUs), the time
+    of rendering and the cell ids aside, and the folder's record is the same."""
+    from membench.report.render import default_jobs
+
+    out, done, built = rendered
+    run_dir = json.loads((out / "oracle" / "report.json").read_text())["run_dir"]
+    serial = report([run_dir], tmp_path, built.out, notebooks=("02_run_dev", "04_false_recalls"),
+                    jobs=1)
+    assert [r.notebook for r in serial] == ["02_run_dev", "04_false_recalls"]
+    for r in serial:
+        assert _stable(r.html.read_text()) == _stable((out / "oracle" / r.html.name).read_text())
+    rec = json.loads((tmp_path / "oracle" / "report.json").read_text())
+    assert rec["pages"] == ["02_run_dev", "04_false_recalls"] and rec["run_dir"] == run_dir
+    assert 1 <= default_jobs() <= 4

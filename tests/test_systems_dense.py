@@ -242,3 +242,29 @@ def test_cpu_bf16_flags_are_read_from_cpuinfo():
     assert cpu_has_bf16("flags : fpu avx2 avx512_bf16\n") is True
     assert cpu_has_bf16("flags : fpu sse2 avx2 fma\n") is False
     assert cpu_has_bf16() in (True, False, None)          # this machine's, whatever it is
+
+
+def test_bf16_precast_weights_give_autocasts_vectors_bit_for_bit(real_atoms):
+    """The bf16 engine's model stores its linear layers in bfloat16 (cast once, not at every
+    encode): its vectors are exactly those of autocast over the float32 model, for batches of
+    real atoms and for single questions, and the float32 engine's model is left float32."""
+    import torch
+
+    from membench.run.systems.dense import load_model
+
+    sample, _, questions = real_atoms
+    bf = DenseEngine(use_cache=False, precision="bf16")
+    fp = DenseEngine(use_cache=False, precision="fp32")
+    linear = [m for m in bf.model.modules() if isinstance(m, torch.nn.Linear)]
+    assert linear and all(m.weight.dtype == torch.bfloat16 for m in linear)
+    assert all(p.dtype == torch.float32 for p in fp.model.parameters())
+    assert bf.model is not fp.model and bf.model is load_model(bf.model_dir, "cpu", bf.card,
+                                                                "bf16")
+    ref = DenseEngine(use_cache=False, precision="bf16")
+    ref._model = fp.model           # autocast over the float32 weights, as before
+    ref._checked = True
+    texts = [a.text for a in sample]
+    assert np.array_equal(bf.encode(texts), ref.encode(texts))
+    for q in questions[:10]:
+        assert np.array_equal(bf.encode_query(q), ref.encode_query(q))
+    assert all(p.dtype == torch.float32 for p in fp.model.parameters())

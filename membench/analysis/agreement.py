@@ -96,6 +96,30 @@ def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
     return float(kendalltau(a, b).statistic)
 
 
+def kendall_tau_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`kendall_tau` of each row pair of ``a`` and ``b`` ([resamples, systems]), at once:
+    over the system pairs i < j, with ``sa = sign(a_i - a_j)`` and ``sb`` likewise, tau-b is
+    ``sum(sa * sb) / sqrt(#(sa != 0)) / sqrt(#(sb != 0))`` (concordant minus discordant pairs
+    over the pairs not tied in each), clipped to [-1, 1]; NaN when a row is constant. These
+    are the integers and the float operations of ``scipy.stats.kendalltau`` (variant b), so the
+    values are the same to the last bit (``tests/test_agreement.py``), without scipy's
+    per-call overhead (about 0.85 ms a call, 52,000 calls for one comparison page)."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    i, j = np.triu_indices(a.shape[1], k=1)
+    sa = np.sign(a[:, i] - a[:, j]).astype(np.int64)
+    sb = np.sign(b[:, i] - b[:, j]).astype(np.int64)
+    num = (sa * sb).sum(axis=1).astype(np.float64)
+    nx = (sa != 0).sum(axis=1)
+    ny = (sb != 0).sum(axis=1)
+    out = np.full(a.shape[0], np.nan)
+    ok = (nx > 0) & (ny > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = num[ok] / np.sqrt(nx[ok]) / np.sqrt(ny[ok])
+    out[ok] = np.minimum(1.0, np.maximum(-1.0, tau))
+    return out
+
+
 def resampled_means(counts: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Each system's mean in each resample: ``counts`` [resamples, items] (how often each
     item is drawn), ``values`` [systems, items] (NaN: not judged, left out of the mean) ->
@@ -137,10 +161,11 @@ def bootstrap_tau(va: np.ndarray, vb: np.ndarray, key: str, *,
         k = min(rows, n_resamples - done)
         counts = rng.multinomial(n, np.full(n, 1.0 / n), size=k).astype(float)   # [k, n]
         sa, sb = resampled_means(counts, pa), resampled_means(counts, pb)   # [k, systems]
-        for j in range(k):
-            if np.isnan(sa[j]).any() or np.isnan(sb[j]).any():
-                continue        # the resample drew no item one set judges
-            taus[done + j] = kendall_tau(sa[j], sb[j])
+        # a resample that drew no item one set judges stays NaN (undefined)
+        drawn = ~np.isnan(sa).any(axis=1) & ~np.isnan(sb).any(axis=1)
+        block = np.full(k, np.nan)
+        block[drawn] = kendall_tau_rows(sa[drawn], sb[drawn])
+        taus[done:done + k] = block
         done += k
     ok = taus[~np.isnan(taus)]
     alpha = (1.0 - level) / 2.0 * 100.0
@@ -272,5 +297,5 @@ def agreement_markdown(ag: Agreement, *, skip_identical: bool = False) -> str:
     return "\n".join(rows)
 
 
-__all__ = ["AGREEMENT_METRICS", "Agreement", "agreement_markdown", "bootstrap_tau",
+__all__ = ["AGREEMENT_METRICS", "Agreement", "agreement_markdown", "bootstrap_tau", "kendall_tau_rows",
            "format_agreement", "kendall_tau", "rank_agreement", "resampled_means"]

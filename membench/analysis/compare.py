@@ -116,11 +116,23 @@ def _rng(seed: int, key: str) -> np.random.Generator:
 def paired_test(a: np.ndarray, b: np.ndarray, key: str, *, n_resamples: int = N_PAIRED_RESAMPLES,
                 seed: int = SEED, level: float = 0.95) -> dict[str, Any]:
     """Paired bootstrap and sign-flip randomization test of ``mean(a - b)`` over the items
-    where both are defined (see the module docstring)."""
+    where both are defined (see the module docstring). Stored by the content of its inputs
+    (:mod:`membench.analysis.statcache`): the same arrays, key and parameters give the
+    stored result, which is the computed one to the last bit."""
+    from . import statcache
+
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError("paired values must be aligned item by item")
+    return statcache.cached(
+        "paired_test", __file__, (a, b),
+        {"key": key, "n_resamples": n_resamples, "seed": seed, "level": level},
+        lambda: _paired_test(a, b, key, n_resamples=n_resamples, seed=seed, level=level))
+
+
+def _paired_test(a: np.ndarray, b: np.ndarray, key: str, *, n_resamples: int, seed: int,
+                 level: float) -> dict[str, Any]:
     ok = ~np.isnan(a) & ~np.isnan(b)
     d = a[ok] - b[ok]
     n = int(d.size)

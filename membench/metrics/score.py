@@ -246,9 +246,11 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
                 raise InputError(locs[i][0], locs[i][1], "judgments",
                                  f"{rec.query_id}: judgment set name {PRIMARY!r} is reserved for "
                                  "the primary gold", rule="JUDGMENTS")
-            a = alt.setdefault(name, {"ranks": [[] for _ in range(n)],
-                                      "gains": [[] for _ in range(n)],
-                                      "n_gold": np.zeros(n, np.int64), "cart": nan()})
+            a = alt.get(name)
+            if a is None:       # (not setdefault: its default would be built for every record)
+                a = alt[name] = {"ranks": [[] for _ in range(n)],
+                                 "gains": [[] for _ in range(n)],
+                                 "n_gold": np.zeros(n, np.int64), "cart": nan()}
             jg = _prepare_gold(golds, rec, uni, locs[i], f"judgments.{name}")
             if jg and rec.unanswerable:
                 raise InputError(locs[i][0], locs[i][1], f"judgments.{name}",

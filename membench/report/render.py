@@ -320,19 +320,99 @@ def check_targets(out: Path, labels: list[str], force: bool) -> None:
                             "be overwritten); pass --force to replace, or choose another --out")
 
 
+@dataclass
+class Job:
+    """One page to render: :func:`render_notebook`'s arguments, and the ``report.json`` record
+    its folder gets once every page of the folder is done."""
+    name: str
+    parameters: dict[str, Any]
+    out_dir: Path
+    prov: dict[str, Any]
+    page: Page
+    record: dict[str, Any] | None = None
+
+
+def default_jobs() -> int:
+    """How many notebooks run at once by default: one per CPU this process may use (its
+    affinity mask), at most 4."""
+    import os
+
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(4, n))
+
+
+def _render_job(job: Job) -> Rendered:
+    return render_notebook(job.name, job.parameters, job.out_dir, job.prov, page=job.page)
+
+
+def render_jobs(jobs: list[Job], workers: int, bar=None) -> list[Rendered]:
+    """Render every job, ``workers`` at a time, and return what was rendered in the order of
+    ``jobs``. Each notebook runs in its own kernel either way; with ``workers`` > 1 the
+    execution and export of up to ``workers`` pages overlap (one process each, started fresh,
+    so nothing of this process is shared with them). A page folder's ``report.json`` is
+    written when its last page is done. A worker that dies is an error naming the page."""
+    done: list[Rendered | None] = [None] * len(jobs)
+    left: dict[Path, int] = {}          # pages of each folder not done yet
+    for job in jobs:
+        left[job.out_dir] = left.get(job.out_dir, 0) + 1
+    records = {job.out_dir: job.record for job in jobs if job.record is not None}
+
+    def finish(i: int, r: Rendered) -> None:
+        done[i] = r
+        left[jobs[i].out_dir] -= 1
+        if left[jobs[i].out_dir] == 0 and jobs[i].out_dir in records:
+            _write_record(jobs[i].out_dir, records[jobs[i].out_dir])
+        if bar is not None:
+            bar.note(f"{jobs[i].page.label}/{jobs[i].name}")
+            bar.advance()
+
+    if workers <= 1 or len(jobs) <= 1:
+        for i, job in enumerate(jobs):
+            finish(i, _render_job(job))
+        return done  # type: ignore[return-value]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
+                             mp_context=mp.get_context("spawn")) as pool:
+        # the comparison page is the longest: started first, it does not trail the rest
+        first = sorted(range(len(jobs)), key=lambda i: jobs[i].name != COMPARE_NOTEBOOK)
+        futures = {pool.submit(_render_job, jobs[i]): i for i in first}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            try:
+                r = fut.result()
+            except BrokenProcessPool:
+                for f in futures:
+                    f.cancel()
+                raise MembenchError(f"report: the process rendering {jobs[i].out_dir}/"
+                                    f"{jobs[i].name} died (out of memory?); the pages done so "
+                                    "far are kept; run the command again") from None
+            finish(i, r)
+    return done  # type: ignore[return-value]
+
+
 def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
            compare: list[Path] | None = None, corpus: Path | None = None,
            notebooks: tuple[str, ...] = RUN_NOTEBOOKS, extra: dict[str, Any] | None = None,
            partial: bool = False, final: bool = False, force: bool = False,
-           q2d: Path | None = None, leaderboard: Path | None = None) -> list[Rendered]:
+           q2d: Path | None = None, leaderboard: Path | None = None,
+           jobs: int | None = None) -> list[Rendered]:
     """Render the run notebooks for every run (``runs + compare``), and the comparison when
     there is more than one. Every run is opened and scored first (:meth:`RunDir.open` refuses
     an incomplete run unless ``partial``, a test-split run unless ``final``, drifted sets,
     atoms past the caps, ...), so every refusal comes before any page is rendered, and the
-    notebooks get ``partial`` and ``final`` as parameters. Returns what was rendered; raises
-    if any notebook failed, after rendering all of them. Refuses folders that already hold
-    pages unless ``force``. ``leaderboard``: also page 06 for that result store
-    (:func:`render_leaderboard`), read and checked before anything is rendered."""
+    notebooks get ``partial`` and ``final`` as parameters. Returns what was rendered (in the
+    order: each run's pages, the comparison, the leaderboard, the Q2D page); raises if any
+    notebook failed, after rendering all of them. Refuses folders that already hold pages
+    unless ``force``. ``leaderboard``: also page 06 for that result store
+    (:func:`render_leaderboard`), read and checked before anything is rendered. ``jobs``: how
+    many notebooks run at once (default :func:`default_jobs`; the pages are the same either
+    way)."""
     out = Path(out)
     all_paths = [Path(r).resolve() for r in [*runs, *(compare or [])]]
     if not all_paths and q2d is None and leaderboard is None:
@@ -347,47 +427,36 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     cmp_label = safe_label("compare-" + "-vs-".join(labels)) if len(opened) > 1 else None
     check_targets(out, labels + ([cmp_label] if cmp_label else [])
                   + ([q2d_page[0]] if q2d_page else []) + ([board[0]] if board else []), force)
-    done: list[Rendered] = []
     sets = str(Path(sets_dir).resolve()) if sets_dir else None
     root = str(Path(corpus).resolve()) if corpus else None
     per_run: list[tuple[str, dict[str, Any] | None]] = []
-    total = (len(opened) * len(notebooks) + (1 if cmp_label else 0) + (1 if q2d_page else 0)
-             + (1 if board else 0))
-    with progress.step("report", total=total, unit="page") as bar:
-        for rd, label in zip(opened, labels):
-            prov = provenance(rd)
-            metrics, why = _metrics(rd)
-            per_run.append((label, metrics))
-            page = Page(label, tuple(notebooks), summary_html(metrics, label, missing=why))
-            params = {"run_dir": str(rd.path), "sets_dir": str(rd.sets_dir.resolve()),
-                      "corpus": root, **flags, **(extra or {})}
-            for name in notebooks:
-                bar.note(f"{label}/{name}")
-                done.append(render_notebook(name, params, out / label, prov, page=page))
-                bar.advance()
-            _write_record(out / label, _record(label, rd, metrics, list(notebooks)))
-        if cmp_label:
-            bar.note(f"{cmp_label}/{COMPARE_NOTEBOOK}")
-            prov = provenance(opened[0])
-            prov["compared_runs"] = [str(rd.path) for rd in opened]
-            prov["system"] = " vs ".join(rd.label for rd in opened)
-            prov["config"] = {lab: rd.meta.get("config") for lab, rd in zip(labels, opened)}
-            page = Page(cmp_label, (COMPARE_NOTEBOOK,), compare_summary_html(per_run))
-            done.append(render_notebook(COMPARE_NOTEBOOK,
-                                        {"run_dirs": [str(rd.path) for rd in opened],
-                                         "sets_dir": sets, **flags}, out / cmp_label, prov,
-                                        page=page))
-            bar.advance()
-            _write_record(out / cmp_label, _record(cmp_label, None, None, [COMPARE_NOTEBOOK],
-                                                   compared=labels))
-        if board:
-            bar.note(f"{board[0]}/{LEADERBOARD_NOTEBOOK}")
-            done.append(render_leaderboard(board, out))
-            bar.advance()
-        if q2d_page:
-            bar.note(f"{q2d_page[0]}/{Q2D_NOTEBOOK}")
-            done.append(_render_q2d(q2d_page, out))
-            bar.advance()
+    todo: list[Job] = []
+    for rd, label in zip(opened, labels):
+        prov = provenance(rd)
+        metrics, why = _metrics(rd)
+        per_run.append((label, metrics))
+        page = Page(label, tuple(notebooks), summary_html(metrics, label, missing=why))
+        params = {"run_dir": str(rd.path), "sets_dir": str(rd.sets_dir.resolve()),
+                  "corpus": root, **flags, **(extra or {})}
+        record = _record(label, rd, metrics, list(notebooks))
+        todo += [Job(name, params, out / label, prov, page, record) for name in notebooks]
+        if not notebooks:
+            _write_record(out / label, record)
+    if cmp_label:
+        prov = provenance(opened[0])
+        prov["compared_runs"] = [str(rd.path) for rd in opened]
+        prov["system"] = " vs ".join(rd.label for rd in opened)
+        prov["config"] = {lab: rd.meta.get("config") for lab, rd in zip(labels, opened)}
+        todo.append(Job(COMPARE_NOTEBOOK, {"run_dirs": [str(rd.path) for rd in opened],
+                                           "sets_dir": sets, **flags}, out / cmp_label, prov,
+                        Page(cmp_label, (COMPARE_NOTEBOOK,), compare_summary_html(per_run)),
+                        _record(cmp_label, None, None, [COMPARE_NOTEBOOK], compared=labels)))
+    if board:
+        todo.append(leaderboard_job(board, out))
+    if q2d_page:
+        todo.append(_q2d_job(q2d_page, out))
+    with progress.step("report", total=len(todo), unit="page") as bar:
+        done = render_jobs(todo, default_jobs() if jobs is None else jobs, bar)
     write_index(out)
     failed = [r for r in done if not r.ok]
     if failed:
@@ -422,7 +491,7 @@ def _q2d_summary(label: str, result: dict[str, Any]) -> str:
             f"<th>inflation</th><th>tau</th></tr></thead><tbody>{rows}</tbody></table></div>")
 
 
-def _render_q2d(page_info: tuple[str, Path, dict[str, Any]], out: Path) -> Rendered:
+def _q2d_job(page_info: tuple[str, Path, dict[str, Any]], out: Path) -> Job:
     """Notebook 07 for one experiment folder, into ``out/q2d-<name>/``."""
     label, path, result = page_info
     systems = [s["label"] for s in result["spec"]["systems"]]
@@ -430,9 +499,8 @@ def _render_q2d(page_info: tuple[str, Path, dict[str, Any]], out: Path) -> Rende
     prov["system"] = "q2d: " + ", ".join(systems)
     prov["config"] = result["spec"]
     page = Page(label, (Q2D_NOTEBOOK,), _q2d_summary(label, result))
-    r = render_notebook(Q2D_NOTEBOOK, {"q2d_dir": str(path)}, out / label, prov, page=page)
-    _write_record(out / label, _record(label, None, None, [Q2D_NOTEBOOK], compared=systems))
-    return r
+    return Job(Q2D_NOTEBOOK, {"q2d_dir": str(path)}, out / label, prov, page,
+               _record(label, None, None, [Q2D_NOTEBOOK], compared=systems))
 
 
 def _leaderboard_page(store_dir: Path) -> tuple[str, Path, Any]:
@@ -472,6 +540,11 @@ def _leaderboard_summary(label: str, lb) -> str:
 
 def render_leaderboard(page_info: tuple[str, Path, Any], out: Path) -> Rendered:
     """Notebook 06 for one result store, into ``out/leaderboard-<name>/``."""
+    return render_jobs([leaderboard_job(page_info, out)], 1)[0]
+
+
+def leaderboard_job(page_info: tuple[str, Path, Any], out: Path) -> Job:
+    """The :class:`Job` of notebook 06 for one result store (:func:`render_leaderboard`)."""
     label, path, lb = page_info
     prov = provenance(sets_dir=None)
     for k in ("sets_dir", "sets_match_lock"):     # the store's sets, not a folder read now
@@ -482,11 +555,9 @@ def render_leaderboard(page_info: tuple[str, Path, Any], out: Path) -> Rendered:
     prov["system"] = "leaderboard: " + ", ".join(lb.labels[e["id"]] for e in lb.entries)
     prov["config"] = {lb.labels[e["id"]]: e["key"] for e in lb.entries}
     page = Page(label, (LEADERBOARD_NOTEBOOK,), _leaderboard_summary(label, lb))
-    r = render_notebook(LEADERBOARD_NOTEBOOK, {"store_dir": str(path)}, out / label, prov,
-                        page=page)
-    _write_record(out / label, _record(label, None, None, [LEADERBOARD_NOTEBOOK],
-                                       compared=[lb.labels[e["id"]] for e in lb.entries]))
-    return r
+    return Job(LEADERBOARD_NOTEBOOK, {"store_dir": str(path)}, out / label, prov, page,
+               _record(label, None, None, [LEADERBOARD_NOTEBOOK],
+                       compared=[lb.labels[e["id"]] for e in lb.entries]))
 
 
 def _write_record(folder: Path, rec: dict[str, Any]) -> None:
@@ -594,5 +665,5 @@ def _read_prov(d: Path) -> dict:
     return {}
 
 
-__all__ = ["COMPARE_NOTEBOOK", "LEADERBOARD_NOTEBOOK", "Q2D_NOTEBOOK", "RUN_NOTEBOOKS", "Page", "csp", "render_notebook", "report",
+__all__ = ["COMPARE_NOTEBOOK", "LEADERBOARD_NOTEBOOK", "Q2D_NOTEBOOK", "RUN_NOTEBOOKS", "Job", "Page", "csp", "default_jobs", "render_jobs", "render_notebook", "report",
            "safe_label", "to_html", "unique_labels", "write_index"]

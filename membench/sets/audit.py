@@ -327,6 +327,75 @@ def audit_sets(sets_dir: str | Path) -> Audit:
     return Audit(str(sets_dir), audit_rows(features(records, items)))
 
 
+AUDIT_CACHE_VERSION = "audit-2"
+
+
+def audit_key(sets_dir: str | Path) -> str | None:
+    """What an audit depends on: the set files' sha256, the source of the packages it runs
+    (membench.sets, .core, .modalities) and the versions of numpy, scipy and scikit-learn.
+    None when a set file cannot be read."""
+    import hashlib
+    import importlib.metadata as md
+
+    from ..core.jsonl import sha256_file
+    from .build import SET_FILES
+
+    sets_dir = Path(sets_dir)
+    pkg = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256(AUDIT_CACHE_VERSION.encode() + b"\n")
+    try:
+        for f in SET_FILES:
+            p = sets_dir / f
+            h.update(f"{f}={sha256_file(p) if p.is_file() else '-'}\n".encode())
+    except OSError:
+        return None
+    for sub in ("sets", "core", "modalities"):
+        for src in sorted((pkg / sub).rglob("*.py")):
+            h.update(src.relative_to(pkg).as_posix().encode() + b"\0" + src.read_bytes())
+    for dist in ("numpy", "scipy", "scikit-learn"):
+        try:
+            h.update(f"{dist}=={md.version(dist)}\n".encode())
+        except md.PackageNotFoundError:
+            h.update(f"{dist}=none\n".encode())
+    return h.hexdigest()
+
+
+def audit_sets_cached(sets_dir: str | Path) -> Audit:
+    """:func:`audit_sets`, from ``cache_dir("audit")`` when these very set files were audited
+    by this code before (:func:`audit_key`), else computed and cached. The audit (a
+    cross-validated classifier per modality and a bootstrap of its AUC, about 10 s of CPU) is a
+    function of the set files and the code alone; every ``membench run`` checks the sets
+    before it ingests, and report 01 shows the audit of each run's sets, so it is computed
+    once per set content. A torn or foreign cache file is audited again; a read-only cache
+    only costs time."""
+    import json
+
+    from ..core.atomic import atomic_write_json
+    from ..core.paths import cache_dir
+
+    sets_dir = Path(sets_dir)
+    key = audit_key(sets_dir)
+    path = cache_dir("audit") / f"{key}.audit.json" if key else None
+    if path is not None and path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            mods = {m: ModalityAudit(m, int(d["n_answerable"]), int(d["n_unanswerable"]),
+                                     d["auc"], (d["auc_ci95"][0], d["auc_ci95"][1]),
+                                     dict(d["rules"]))
+                    for m, d in data["modalities"].items()}
+            return Audit(str(sets_dir), mods)
+        except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+            pass
+    result = audit_sets(sets_dir)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(path, result.as_dict())
+        except OSError:
+            pass
+    return result
+
+
 # --------------------------------------------------------------------------- display
 
 

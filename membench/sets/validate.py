@@ -236,9 +236,7 @@ def _validate_sets(sets_dir: Path, manifest: Path, lock: Path | None,
 
     # ---- no tells (the audit needs well-formed sets: it runs when nothing above failed)
     if audit and not [f for f in out if f.level == "error"]:
-        from .audit import audit_sets
-
-        out.extend(_audit_findings_cached(sets_dir, audit_sets))
+        out.extend(_audit_findings_cached(sets_dir))
 
     # ---- digests
     if lock is not None:
@@ -256,60 +254,12 @@ def _validate_sets(sets_dir: Path, manifest: Path, lock: Path | None,
     return out
 
 
-def _audit_key(sets_dir: Path) -> str | None:
-    """What the audit's findings depend on: the set files' sha256, the source of the packages
-    it runs (membench.sets, .core, .modalities) and the versions of numpy, scipy and
-    scikit-learn. None when a set file cannot be read."""
-    import hashlib
-    import importlib.metadata as md
+def _audit_findings_cached(sets_dir: Path) -> list[Finding]:
+    """The audit's TELL findings, of :func:`membench.sets.audit.audit_sets_cached` (each
+    ``membench run`` checks the sets before it ingests, and the audit is the slow part)."""
+    from .audit import audit_sets_cached
 
-    pkg = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256(b"audit-findings-1\n")
-    try:
-        for f in SET_FILES:
-            p = sets_dir / f
-            h.update(f"{f}={sha256_file(p) if p.is_file() else '-'}\n".encode())
-    except OSError:
-        return None
-    for sub in ("sets", "core", "modalities"):
-        for src in sorted((pkg / sub).rglob("*.py")):
-            h.update(src.relative_to(pkg).as_posix().encode() + b"\0" + src.read_bytes())
-    for dist in ("numpy", "scipy", "scikit-learn"):
-        try:
-            h.update(f"{dist}=={md.version(dist)}\n".encode())
-        except md.PackageNotFoundError:
-            h.update(f"{dist}=none\n".encode())
-    return h.hexdigest()
-
-
-def _audit_findings_cached(sets_dir: Path, audit_sets) -> list[Finding]:
-    """The audit's TELL findings, from ``cache_dir("audit")`` when these very set files were
-    audited by this code before (:func:`_audit_key`), else computed and cached. Each
-    ``membench run`` checks the sets before it ingests; the audit (a cross-validated
-    classifier per modality, about 15 s of CPU) is the slow part of that check and its result
-    is a function of the set files and the code alone."""
-    import json
-
-    from ..core.atomic import atomic_write_json
-    from ..core.paths import cache_dir
-
-    key = _audit_key(sets_dir)
-    path = cache_dir("audit") / f"{key}.json" if key else None
-    if path is not None and path.is_file():
-        try:
-            rows = json.loads(path.read_text(encoding="utf-8"))
-            return [Finding(**{**r, "file": str(sets_dir / r["file"])}) for r in rows]
-        except (OSError, ValueError, TypeError, KeyError):
-            pass                                   # a torn or foreign file: audit again
-    found = audit_findings(sets_dir, audit_sets(sets_dir))
-    if path is not None:
-        rows = [{**f.__dict__, "file": Path(f.file).name} for f in found]
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(path, rows)
-        except OSError:
-            pass                                   # a read-only cache only costs time
-    return found
+    return audit_findings(sets_dir, audit_sets_cached(sets_dir))
 
 
 def audit_findings(sets_dir: Path, result) -> list[Finding]:
