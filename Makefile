@@ -53,9 +53,9 @@ all: reports
 
 help:
 	@echo "make all       sets, then runs, then reports (below). Cold, on a quiet 2-core machine:"
-	@echo "               14 min measured (sets 2, dense 9 with OCR and embeddings, bm25 0.2,"
+	@echo "               14-14.4 min measured (sets 2, dense 9 with OCR and embeddings, bm25 0.2,"
 	@echo "               hybrid 1, reports 1.3); with warm caches (\$$MEMBENCH_CACHE or"
-	@echo "               ~/.cache/membench) 3.9 min measured, 1.2 min of it the reports."
+	@echo "               ~/.cache/membench) 3.9-4.7 min measured, 1.2-1.5 min of it the reports."
 	@echo "make sets      corpus check + build + validate -> $(SETS). Cold ~2 min (PDF reads), warm ~10 s."
 	@echo "make runs      run $(SYSTEMS) on dev$(if $(LIMIT), ($(LIMIT) queries per modality),) -> $(RUNDIRS)."
 	@echo "               Cold (measured): dense 9 min (OCR of the images while embedding),"
