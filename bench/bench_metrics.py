@@ -34,7 +34,7 @@ from "files on disk" to "mean recall@10/100/1000, MRR, nDCG@10 in hand": reading
 the tool's natural way (``pytrec_eval.parse_run``/``parse_qrel``, ``ranx.Run.from_file``,
 ``ir_measures.read_trec_run``, ``membench.metrics.evaluate_trec``), evaluating and averaging.
 Reported per tool: wall seconds and CPU seconds (user + system, all threads) of the timed
-region, and the process's peak RSS. Repeats are interleaved (repeat 1 of every tool, then
+region, and the process's peak RSS (VmHWM, its own: see _peak_mb). Repeats are interleaved (repeat 1 of every tool, then
 repeat 2, ...; the tool order rotates), and each figure is given as min / median / max; the
 ratio is of medians. The load average is read before each measurement. Means must agree
 across tools to 1e-9, or the script stops with an error. Nothing here is a test: timings
@@ -239,6 +239,17 @@ def _cpu() -> float:
 
 
 def _peak_mb() -> float:
+    """This process's peak resident memory, MB: ``VmHWM`` of /proc/self/status on Linux (the
+    high-water mark of this program's own memory). Not ``ru_maxrss``: Linux carries it over
+    ``exec`` from the forking parent, so a child of a parent that had just generated the runs
+    (pyarrow, several hundred MB) reported the parent's peak instead of its own."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0                      # kB
+    except OSError:
+        pass
     import resource
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0   # Linux: KiB
 
