@@ -386,9 +386,11 @@ def render_jobs(jobs: list[Job], workers: int, bar=None) -> list[Rendered]:
             i = futures[fut]
             try:
                 r = fut.result()
-            except BrokenProcessPool:
+            except BaseException as e:      # no page is started after a failure
                 for f in futures:
                     f.cancel()
+                if not isinstance(e, BrokenProcessPool):
+                    raise
                 raise MembenchError(f"report: the process rendering {jobs[i].out_dir}/"
                                     f"{jobs[i].name} died (out of memory?); the pages done so "
                                     "far are kept; run the command again") from None

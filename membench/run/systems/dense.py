@@ -221,10 +221,12 @@ def load_model(path: Path | None = None, device: str = "cpu", card: Card | None 
     (``tests/test_systems_dense.py``), without re-casting 22 M weights per question (27 -> 12
     ms per question here, and about 20% off batch encoding). Everything else (embeddings,
     layer norms) stays float32, as autocast keeps it."""
+    p = Path(path or model_path())
+    key = (str(p.resolve()), device, card.pooling if card else None,
+           card.normalisation if card else None)
     if precision == "bf16":
-        key = (str(Path(path or model_path()).resolve()), device,
-               card.pooling if card else None, card.normalisation if card else None, "bf16")
-        if key not in _MODELS:
+        bf16 = (*key, "bf16")
+        if bf16 not in _MODELS:
             import copy
 
             import torch
@@ -235,11 +237,8 @@ def load_model(path: Path | None = None, device: str = "cpu", card: Card | None 
                     mod.weight.data = mod.weight.data.to(torch.bfloat16)
                     if mod.bias is not None:
                         mod.bias.data = mod.bias.data.to(torch.bfloat16)
-            _MODELS[key] = model
-        return _MODELS[key]
-    p = Path(path or model_path())
-    key = (str(p.resolve()), device, card.pooling if card else None,
-           card.normalisation if card else None)
+            _MODELS[bf16] = model
+        return _MODELS[bf16]
     if key not in _MODELS:
         set_offline()
         try:  # no "Loading weights" progress bars in notebooks and logs
