@@ -250,6 +250,34 @@ def test_the_input_limit_is_applied_and_counted(engine):
     assert (tr["texts"], tr["texts_truncated"]) == (2, 1)       # distinct texts
 
 
+def test_the_truncation_count_is_cached_by_tokenizer_limit_and_texts(tmp_path, monkeypatch):
+    from membench.run.systems import dense
+
+    e = dense.DenseEngine(cache_path=tmp_path / "emb.sqlite3", precision="fp32")
+    long = " ".join(["memory"] * 600)
+    texts = [long, "short text", long, " ".join(["recall"] * 300), " ".join(["cue"] * 100)]
+    e._count_truncated(texts)
+    first = dict(e.truncated)
+    assert first == {"texts": 4, "texts_truncated": 2}             # the card's 256 tokens
+    calls = []
+    real = e.model.tokenizer.__class__.__call__
+    monkeypatch.setattr(e.model.tokenizer.__class__, "__call__",
+                        lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    e._count_truncated(texts)                       # the same list: read, not tokenised
+    assert e.truncated == first and not calls
+    e.limit_inputs(64)                              # another limit: counted again
+    e._count_truncated(texts)
+    assert e.truncated == {"texts": 4, "texts_truncated": 3} and calls
+    calls.clear()
+    e._count_truncated(texts[:2])                   # other texts: counted again
+    assert e.truncated == {"texts": 2, "texts_truncated": 1} and calls
+    calls.clear()
+    # another tokenizer (a changed file) has another key
+    monkeypatch.setitem(dense._DIGESTS, "tok:" + str(e.model_dir.resolve()), "other")
+    e._count_truncated(texts[:2])
+    assert e.truncated == {"texts": 2, "texts_truncated": 1} and calls
+
+
 def test_dense_with_another_card_is_its_own_system(tmp_path, monkeypatch):
     import membench.run.cards as cards
     from membench.run.systems import make_system

@@ -213,3 +213,26 @@ def test_pages_rendered_one_at_a_time_are_the_parallel_ones(rendered, tmp_path):
     rec = json.loads((tmp_path / "oracle" / "report.json").read_text())
     assert rec["pages"] == ["02_run_dev", "04_false_recalls"] and rec["run_dir"] == run_dir
     assert 1 <= default_jobs() <= 4
+
+
+def test_a_page_with_the_same_parameters_is_executed_once_for_every_run(rendered, tmp_path):
+    """Page 01 declares only the sets and the corpus: the runs of one call on the same sets
+    share one execution of it (shared_groups), and each run's page is the one a call for that
+    run alone renders (its own provenance, summary and title), time stamps and ids aside."""
+    from membench.report.render import Job, Page, shared_groups
+
+    out, done, built = rendered
+    jobs = [Job(n, {"run_dir": str(r), "sets_dir": str(built.out), "corpus": None,
+                    "partial": False, "final": False}, tmp_path / r, {}, Page(r, ()))
+            for r in ("a", "b") for n in RUN_PAGES]
+    jobs.append(Job("01_validate_sets", {"sets_dir": str(tmp_path)}, tmp_path / "c", {},
+                    Page("c", ())))                                  # other sets: its own
+    assert shared_groups(jobs) == [[0, 4], [1], [2], [3], [5], [6], [7], [8]]
+    rec = json.loads((out / "random" / "report.json").read_text())
+    alone = report([rec["run_dir"]], tmp_path, built.out, notebooks=("01_validate_sets",),
+                   jobs=1)
+    mine = (out / "random" / "01_validate_sets.html").read_text()
+    assert _stable(alone[0].html.read_text()) == _stable(mine)
+    assert head_meta(mine)["membench:system"] == "random"
+    assert head_meta((out / "oracle" / "01_validate_sets.html").read_text())[
+        "membench:system"] == "oracle"

@@ -252,18 +252,39 @@ def render_notebook(name: str, parameters: dict[str, Any], out_dir: Path,
                     prov: dict[str, Any], timeout: int = 3600,
                     page: Page | None = None) -> Rendered:
     """Execute notebook ``name`` with ``parameters`` and write its page into ``out_dir``."""
-    import nbformat
+    return render_shared(name, parameters, [(out_dir, prov, page)], timeout)[0]
+
+
+def declared_parameters(name: str) -> set[str]:
+    """The parameters notebook ``name`` declares (its ``parameters`` cell)."""
     import papermill as pm
 
     src = NOTEBOOK_DIR / f"{name}.ipynb"
     if not src.exists():
         raise MembenchError(f"{src}: notebook not found")
-    declared = pm.inspect_notebook(str(src))
+    return set(pm.inspect_notebook(str(src)))
+
+
+def render_shared(name: str, parameters: dict[str, Any],
+                  dests: list[tuple[Path, dict[str, Any], Page | None]],
+                  timeout: int = 3600) -> list[Rendered]:
+    """Execute notebook ``name`` once with ``parameters`` and write its page into every
+    ``(out_dir, provenance, page)`` of ``dests``: the executed cells are the same for all of
+    them (they depend on the parameters only), each page gets its own provenance, navigation
+    and summary. Returns one :class:`Rendered` per destination, in order."""
+    import copy
+
+    import nbformat
+    import papermill as pm
+
+    src = NOTEBOOK_DIR / f"{name}.ipynb"
+    declared = declared_parameters(name)
     parameters = {k: v for k, v in parameters.items() if k in declared}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    executed = out_dir / f"{name}.ipynb"
-    tmp = out_dir / f".{name}.running.ipynb"
+    first = dests[0][0]
+    first.mkdir(parents=True, exist_ok=True)
+    tmp = first / f".{name}.running.ipynb"
     error = None
+    out: list[Rendered] = []
     try:
         try:
             pm.execute_notebook(str(src), str(tmp), parameters=parameters, kernel_name="python3",
@@ -272,16 +293,20 @@ def render_notebook(name: str, parameters: dict[str, Any], out_dir: Path,
         except pm.PapermillExecutionError as e:
             error = (f"{src}: cell {e.cell_index} (execution {e.exec_count}) raised "
                      f"{e.ename}: {e.evalue}")
-        nb = nbformat.read(str(tmp), as_version=4)
-        html_path = out_dir / (f"{name}.html" if error is None else f"{name}.FAILED.html")
-        html_path.write_text(to_html(nb, prov, page, name, show_code=error is not None),
-                             encoding="utf-8")
-        nbformat.write(nb, str(executed))  # with metadata.membench, as to_html set it
-        stale = out_dir / (f"{name}.FAILED.html" if error is None else f"{name}.html")
-        stale.unlink(missing_ok=True)
+        executed_nb = nbformat.read(str(tmp), as_version=4)
+        for out_dir, prov, page in dests:
+            nb = copy.deepcopy(executed_nb) if len(dests) > 1 else executed_nb
+            out_dir.mkdir(parents=True, exist_ok=True)
+            html_path = out_dir / (f"{name}.html" if error is None else f"{name}.FAILED.html")
+            html_path.write_text(to_html(nb, prov, page, name, show_code=error is not None),
+                                 encoding="utf-8")
+            nbformat.write(nb, str(out_dir / f"{name}.ipynb"))  # with metadata.membench
+            stale = out_dir / (f"{name}.FAILED.html" if error is None else f"{name}.html")
+            stale.unlink(missing_ok=True)
+            out.append(Rendered(name, html_path, error is None, error, prov))
     finally:
         tmp.unlink(missing_ok=True)
-    return Rendered(name, html_path, error is None, error, prov)
+    return out
 
 
 # ------------------------------------------------------------------------------ report
@@ -344,8 +369,26 @@ def default_jobs() -> int:
     return max(1, min(4, n))
 
 
-def _render_job(job: Job) -> Rendered:
-    return render_notebook(job.name, job.parameters, job.out_dir, job.prov, page=job.page)
+def _render_group(group: list[Job]) -> list[Rendered]:
+    """Render jobs that share one execution (:func:`shared_groups`): one per page."""
+    return render_shared(group[0].name, group[0].parameters,
+                         [(j.out_dir, j.prov, j.page) for j in group])
+
+
+def shared_groups(jobs: list[Job]) -> list[list[int]]:
+    """The jobs as groups of indices that need one notebook execution each: the same notebook
+    with the same values of the parameters it declares (page 01 of every run on the same sets
+    and corpus, say) is executed once and written into each page's folder. In the order of
+    each group's first job."""
+    declared: dict[str, set[str]] = {}
+    groups: dict[str, list[int]] = {}
+    for i, job in enumerate(jobs):
+        if job.name not in declared:
+            declared[job.name] = declared_parameters(job.name)
+        params = {k: v for k, v in job.parameters.items() if k in declared[job.name]}
+        key = job.name + "\0" + json.dumps(params, sort_keys=True, default=str)
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
 
 
 def render_jobs(jobs: list[Job], workers: int, bar=None) -> list[Rendered]:
@@ -353,7 +396,8 @@ def render_jobs(jobs: list[Job], workers: int, bar=None) -> list[Rendered]:
     ``jobs``. Each notebook runs in its own kernel either way; with ``workers`` > 1 the
     execution and export of up to ``workers`` pages overlap (one process each, started fresh,
     so nothing of this process is shared with them). A page folder's ``report.json`` is
-    written when its last page is done. A worker that dies is an error naming the page."""
+    written when its last page is done. A worker that dies is an error naming the page. Pages
+    that need the same execution (:func:`shared_groups`) get it once."""
     done: list[Rendered | None] = [None] * len(jobs)
     left: dict[Path, int] = {}          # pages of each folder not done yet
     for job in jobs:
@@ -369,32 +413,35 @@ def render_jobs(jobs: list[Job], workers: int, bar=None) -> list[Rendered]:
             bar.note(f"{jobs[i].page.label}/{jobs[i].name}")
             bar.advance()
 
-    if workers <= 1 or len(jobs) <= 1:
-        for i, job in enumerate(jobs):
-            finish(i, _render_job(job))
+    groups = shared_groups(jobs)
+    if workers <= 1 or len(groups) <= 1:
+        for g in groups:
+            for i, r in zip(g, _render_group([jobs[i] for i in g]), strict=True):
+                finish(i, r)
         return done  # type: ignore[return-value]
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
+    with ProcessPoolExecutor(max_workers=min(workers, len(groups)),
                              mp_context=mp.get_context("spawn")) as pool:
         # the comparison page is the longest: started first, it does not trail the rest
-        first = sorted(range(len(jobs)), key=lambda i: jobs[i].name != COMPARE_NOTEBOOK)
-        futures = {pool.submit(_render_job, jobs[i]): i for i in first}
+        order = sorted(groups, key=lambda g: jobs[g[0]].name != COMPARE_NOTEBOOK)
+        futures = {pool.submit(_render_group, [jobs[i] for i in g]): g for g in order}
         for fut in as_completed(futures):
-            i = futures[fut]
+            g = futures[fut]
             try:
-                r = fut.result()
+                rs = fut.result()
             except BaseException as e:      # no page is started after a failure
                 for f in futures:
                     f.cancel()
                 if not isinstance(e, BrokenProcessPool):
                     raise
-                raise MembenchError(f"report: the process rendering {jobs[i].out_dir}/"
-                                    f"{jobs[i].name} died (out of memory?); the pages done so "
-                                    "far are kept; run the command again") from None
-            finish(i, r)
+                raise MembenchError(f"report: the process rendering {jobs[g[0]].out_dir}/"
+                                    f"{jobs[g[0]].name} died (out of memory?); the pages done "
+                                    "so far are kept; run the command again") from None
+            for i, r in zip(g, rs, strict=True):
+                finish(i, r)
     return done  # type: ignore[return-value]
 
 

@@ -38,6 +38,7 @@ summation order); whichever ran first is what the cache keeps.
 from __future__ import annotations
 
 import hashlib
+import functools
 import importlib.metadata
 import logging
 import multiprocessing
@@ -106,7 +107,10 @@ class OcrResult:
         return [ln for ln in self.lines if ln.confidence >= min_confidence and ln.text.strip()]
 
 
+@functools.lru_cache(maxsize=None)
 def engine_version(engine: str = DEFAULT_ENGINE) -> str:
+    """The installed OCR packages' versions (read once per process: the cache tag of every
+    image asks for it)."""
     dists = ["rapidocr-onnxruntime"] + (["openvino"] if engine == "openvino" else [])
     out = []
     for dist in dists:

@@ -156,6 +156,29 @@ def weights_digest(path: Path | None = None) -> str:
     return _DIGESTS[key]
 
 
+# the files that decide how a text is tokenised (whichever of them a model folder has)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt",
+                   "special_tokens_map.json", "sentence_bert_config.json", "config.json")
+
+
+def tokenizer_key(path: Path | None = None) -> str:
+    """What decides a text's token count: the model folder's tokenizer files (bytes) and the
+    installed ``tokenizers`` and ``transformers`` versions (memoised per process); the key of
+    :meth:`DenseEngine._count_truncated`'s cache."""
+    p = Path(path or model_path())
+    key = "tok:" + str(p.resolve())
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        for name in TOKENIZER_FILES:
+            f = p / name
+            if f.is_file():
+                h.update(f"{name}\n".encode())
+                h.update(hashlib.sha256(f.read_bytes()).digest())
+        _DIGESTS[key] = (f"{h.hexdigest()}|tokenizers=={_version('tokenizers')}"
+                         f"|transformers=={_version('transformers')}")
+    return _DIGESTS[key]
+
+
 def card_model_path(card: Card) -> Path:
     """The model folder a card's ``source_package.model_path`` (``module:function``) names."""
     import importlib
@@ -255,13 +278,35 @@ def load_model(path: Path | None = None, device: str = "cpu", card: Card | None 
 
 
 class EmbeddingCache:
-    """float32 vectors by 32-byte key in one SQLite file (safe for concurrent processes)."""
+    """float32 vectors by 32-byte key in one SQLite file (safe for concurrent processes), and
+    the truncation counts of whole text lists (table ``tokcount``)."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as con:
             con.execute("CREATE TABLE IF NOT EXISTS emb (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
+            con.execute("CREATE TABLE IF NOT EXISTS tokcount (key BLOB PRIMARY KEY, "
+                        "texts INTEGER NOT NULL, truncated INTEGER NOT NULL)")
+
+    def get_count(self, key: bytes) -> tuple[int, int] | None:
+        """``(texts, texts_truncated)`` stored under ``key``, or None."""
+        con = self._connect()
+        try:
+            row = con.execute("SELECT texts, truncated FROM tokcount WHERE key = ?",
+                              (key,)).fetchone()
+        finally:
+            con.close()
+        return (int(row[0]), int(row[1])) if row else None
+
+    def put_count(self, key: bytes, texts: int, truncated: int) -> None:
+        con = self._connect()
+        try:
+            with con:
+                con.execute("INSERT OR REPLACE INTO tokcount (key, texts, truncated) "
+                            "VALUES (?, ?, ?)", (key, int(texts), int(truncated)))
+        finally:
+            con.close()
 
     def _connect(self) -> sqlite3.Connection:
         con = sqlite3.connect(self.path, timeout=120)
@@ -370,14 +415,31 @@ class DenseEngine(Engine):
         return truncation_record(self.card, self.max_tokens, **self.truncated)
 
     def _count_truncated(self, texts: Sequence[str]) -> None:
-        tok = self.model.tokenizer
+        """How many distinct (prefixed) texts have more tokens than the limit. The count of a
+        whole list is cached under the tokenizer's key (:func:`tokenizer_key`), the limit and
+        the texts' sha256s in order, so a warm run does not tokenise 20,000 texts again."""
         distinct = list(dict.fromkeys(self.card.document_prefix + t for t in texts))
+        cache = self.cache
+        key = None
+        if cache is not None:
+            h = hashlib.sha256(f"{tokenizer_key(self.model_dir)}|max_tokens={self.max_tokens}"
+                               f"|texts={len(distinct)}\n".encode())
+            for t in distinct:
+                h.update(hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest())
+            key = h.digest()
+            got = cache.get_count(key)
+            if got is not None and got[0] == len(distinct) and 0 <= got[1] <= got[0]:
+                self.truncated = {"texts": got[0], "texts_truncated": got[1]}
+                return
+        tok = self.model.tokenizer
         n = 0
         for s in range(0, len(distinct), 2048):
             ids = tok(distinct[s:s + 2048], add_special_tokens=True, truncation=False,
                       verbose=False)["input_ids"]
             n += sum(len(x) > self.max_tokens for x in ids)
         self.truncated = {"texts": len(distinct), "texts_truncated": n}
+        if cache is not None and key is not None:
+            cache.put_count(key, len(distinct), n)
 
     def _set_threads(self) -> None:
         if self.torch_threads:
@@ -556,5 +618,5 @@ class DenseSystem(RetrievalSystem):
 
 
 __all__ = ["DenseEngine", "DenseSystem", "EmbeddingCache", "load_model", "model_path",
-           "card_model_path", "weights_digest", "set_offline", "MODEL_NAME", "DEFAULT_CARD",
-           "DEFAULT_THRESHOLD"]
+           "card_model_path", "weights_digest", "tokenizer_key", "set_offline", "MODEL_NAME",
+           "DEFAULT_CARD", "DEFAULT_THRESHOLD"]
