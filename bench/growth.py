@@ -16,8 +16,8 @@ For each size N (dev atoms) it writes synthetic sets with N atoms and 0.07 N que
 
 Figures per run: ``ingest_seconds`` and ``query_seconds`` from meta.json (Ray: ingest includes
 the shards' start and the atoms' trip back to the driver), metric seconds, and peak resident
-memory: the driver's ``ru_maxrss``, plus for Ray the sum of the shard workers' ``ru_maxrss``
-(Ray's own daemons are not counted). The sets check before a run is not timed here (the runs
+memory: the driver's ``VmHWM`` (its own peak; ``ru_maxrss`` would carry over the parent's),
+plus for Ray the sum of the shard workers' ``VmHWM`` (Ray's own daemons are not counted). The sets check before a run is not timed here (the runs
 pass ``check_sets=False``; ``membench validate`` on each size is timed once and reported).
 Every result is a line of OUT/results.jsonl; the plot and the least-squares slopes (seconds and
 MB per atom and per query, fitted over the sizes measured) are made from it. On a 2-core machine
@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -41,7 +40,11 @@ sys.path.insert(0, str(REPO))
 
 
 def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    """VmHWM (:func:`membench.core.memory.peak_rss_mb`): not ``ru_maxrss``, which Linux
+    carries over ``exec`` from this script's parent process (the one that made the sets)."""
+    from membench.core.memory import peak_rss_mb
+
+    return peak_rss_mb()
 
 
 def one(engine: str, synth: Path, out: Path) -> dict:

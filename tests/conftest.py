@@ -38,3 +38,18 @@ def bm25_dev(built, corpus_root, tmp_path_factory):
     meta = run_system(make_system("bm25", {"ocr_processes": 2}), built.out, "dev", out,
                       corpus_root)
     return out, meta
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_score_cache():
+    """Scores are computed in every test (a test that patches the scoring code must not read
+    a stored result); tests/test_scorecache.py turns the cache on where it tests it."""
+    import os
+
+    old = os.environ.get("MEMBENCH_SCORE_CACHE")
+    os.environ["MEMBENCH_SCORE_CACHE"] = "0"
+    yield
+    if old is None:
+        os.environ.pop("MEMBENCH_SCORE_CACHE", None)
+    else:
+        os.environ["MEMBENCH_SCORE_CACHE"] = old

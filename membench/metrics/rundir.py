@@ -302,9 +302,15 @@ class RunDir:
     # ---------------------------------------------------------------- scores
 
     def scores(self) -> ItemScores:
-        """Every evaluated item's scores (computed once)."""
-        return self._once("scores", lambda: score_items(
-            self.records, self.items, self.atoms, self.rows, record_locs=self.record_locs))
+        """Every evaluated item's scores (computed once per RunDir, and stored by the content
+        of their inputs: :mod:`membench.metrics.scorecache`)."""
+        from . import scorecache
+
+        def make() -> ItemScores:
+            s, self._cache["scores_key"] = scorecache.scores(self, lambda: score_items(
+                self.records, self.items, self.atoms, self.rows, record_locs=self.record_locs))
+            return s
+        return self._once("scores", make)
 
     def metrics(self, *, write: bool = True, seed: int = SEED,
                 n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
@@ -312,10 +318,14 @@ class RunDir:
         RUN_DIR's lock from reading to writing: :func:`membench.core.lock.run_dir_lock`) unless
         ``write`` is false. Reports the ``score`` and ``bootstrap`` progress steps."""
         def compute() -> dict[str, Any]:
+            from . import scorecache
+
             with progress.step(f"score ({self.path.name})", total=None, unit="item") as bar:
                 scores = self.scores()
                 bar.advance(len(scores))
-            result = aggregate(scores, seed=seed, n_resamples=n_resamples)
+            result = dict(scorecache.metrics(
+                self._cache.get("scores_key"), seed, n_resamples,
+                lambda: aggregate(scores, seed=seed, n_resamples=n_resamples)))
             result["submission"] = {**self.submission, "system": self.system,
                                     "label": self.label}
             return result

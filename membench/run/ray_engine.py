@@ -344,9 +344,9 @@ class ShardWorker:
         return atoms, time.perf_counter() - t0
 
     def peak_rss_mb(self) -> float:
-        import resource
+        from ..core.memory import peak_rss_mb
 
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        return peak_rss_mb()
 
     def answer(self, batch: list[tuple]) -> list[tuple]:
         out = []

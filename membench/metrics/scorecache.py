@@ -1,0 +1,198 @@
+"""A run's per-item scores and its ``metrics.json`` object by the content of their inputs, under
+``cache_dir("scores")``.
+
+:meth:`membench.metrics.rundir.RunDir.scores` is a pure function of the bytes of the run's
+``run.jsonl`` and ``atoms.jsonl``, of the set files, of the selection meta.json records (split,
+modalities, limit, the number of queries asked), of whether the run is read ``partial``, and of
+the code. ``make all`` scores each run seven times (the run's ``--metrics``, ``membench
+leaderboard``, the report's summary, pages 02, 03 and 04, the comparison), each time reading
+20,000 atoms and a million hits again. :func:`scores` keys a result by all of the above (every
+file by its sha256, the code by the sha256 of the membench package's Python source, numpy's
+version) and stores it once computed; the next reader of the very same inputs loads it. The
+refusals come first either way: :meth:`RunDir.open` (test split, incomplete run, drifted sets)
+runs before, and a scoring that raises (an atom past its cap, a line for an unknown query, a
+missing line) stores nothing, so the same bytes raise again. :func:`metrics` does the same for
+the aggregate (the bootstrap), keyed by the scores' key, the seed and the number of resamples.
+
+Stored as ``<key>.npz`` (numpy arrays, the string lists as JSON; read with
+``allow_pickle=False``, so nothing in the cache is executed) and ``<key>.metrics-<seed>-<n>.json``,
+each written whole (temporary file, then rename). A hit equals a fresh computation to the bit
+(``tests/test_scorecache.py``). A file that cannot be read, or does not fit, is computed again;
+a cache folder that cannot be written only costs time. ``MEMBENCH_SCORE_CACHE=0`` turns it off.
+
+Touches: ``cache_dir("scores")`` only; reads the run's files and the sets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from .score import ItemScores
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .rundir import RunDir
+
+VERSION = "scores-1"
+PACKAGE = Path(__file__).resolve().parents[1]
+_CODE: list[str] = []
+
+# ItemScores' fields: aligned string lists, and per-item arrays with their dtype kind
+LISTS = ("query_id", "modality", "source", "holder", "as_of", "derivation")
+ARRAYS = {"answerable": "b", "has_run": "b", "n_gold": "i", "n_hits": "i",
+          "cartridge_size": "i", "n_future": "i", "n_foreign": "i", "latency_ms": "f"}
+
+
+def enabled() -> bool:
+    return os.environ.get("MEMBENCH_SCORE_CACHE", "1") != "0"
+
+
+def code_digest() -> str:
+    """sha256 of every ``.py`` file of the membench package (relative path and bytes), once per
+    process: any change to the code is another key."""
+    if not _CODE:
+        h = hashlib.sha256()
+        for p in sorted(PACKAGE.rglob("*.py")):
+            h.update(str(p.relative_to(PACKAGE)).encode() + b"\0")
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+        _CODE.append(h.hexdigest())
+    return _CODE[0]
+
+
+def _file_digest(p: Path) -> str:
+    from ..core.jsonl import sha256_file
+
+    return sha256_file(p) if p.is_file() else "missing"
+
+
+def key_of(rd: RunDir) -> str:
+    """The hex key of ``rd``'s scores (see the module docstring)."""
+    from ..sets.build import set_digests
+
+    parts = {"version": VERSION, "code": code_digest(), "numpy": np.__version__,
+             "run.jsonl": _file_digest(rd.path / "run.jsonl"),
+             "atoms.jsonl": _file_digest(rd.path / "atoms.jsonl"),
+             "sets": set_digests(rd.sets_dir), "split": rd.meta.get("split"),
+             "modalities": rd.meta.get("modalities"), "limit": rd.meta.get("limit"),
+             "queries": rd.meta.get("queries"), "partial": bool(rd.partial)}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _folder() -> Path | None:
+    from ..core.paths import cache_dir
+
+    try:
+        return cache_dir("scores")
+    except OSError:
+        return None
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except (OSError, UnboundLocalError):
+            pass
+
+
+def dump(s: ItemScores) -> bytes:
+    """``s`` as the bytes of an ``.npz`` (no object arrays)."""
+    arrays: dict[str, np.ndarray] = {k: np.ascontiguousarray(getattr(s, k)) for k in ARRAYS}
+    head = {"lists": {k: getattr(s, k) for k in LISTS}, "atom_qrels": s.atom_qrels,
+            "values": list(s.values), "atom_level": list(s.atom_level),
+            "judgments": {js: list(v) for js, v in s.judgments.items()}}
+    for i, m in enumerate(s.values):
+        arrays[f"v{i}"] = s.values[m]
+    for i, m in enumerate(s.atom_level):
+        arrays[f"a{i}"] = s.atom_level[m]
+    for j, (js, per) in enumerate(s.judgments.items()):
+        for i, m in enumerate(per):
+            arrays[f"j{j}_{i}"] = per[m]
+    arrays["head"] = np.frombuffer(json.dumps(head).encode("utf-8"), dtype=np.uint8)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def load(data: bytes) -> ItemScores:
+    """The :class:`ItemScores` of :func:`dump`'s bytes; ``ValueError`` when they do not fit."""
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        head = json.loads(z["head"].tobytes().decode("utf-8"))
+        lists = head["lists"]
+        n = len(lists["query_id"])
+        if any(not isinstance(lists[k], list) or len(lists[k]) != n for k in LISTS):
+            raise ValueError("lists of different lengths")
+
+        def arr(name: str, kind: str | None = "f") -> np.ndarray:
+            a = np.array(z[name])
+            if a.shape != (n,) or (kind and a.dtype.kind != kind):
+                raise ValueError(f"{name}: shape {a.shape}, dtype {a.dtype}")
+            return a
+
+        fields = {k: arr(k, kind) for k, kind in ARRAYS.items()}
+        values = {m: arr(f"v{i}") for i, m in enumerate(head["values"])}
+        atom_level = {m: arr(f"a{i}") for i, m in enumerate(head["atom_level"])}
+        judgments = {js: {m: arr(f"j{j}_{i}") for i, m in enumerate(ms)}
+                     for j, (js, ms) in enumerate(head["judgments"].items())}
+    qrels = head["atom_qrels"]
+    if not isinstance(qrels, list) or (qrels and len(qrels) != n):
+        raise ValueError("atom_qrels")
+    return ItemScores(**{k: list(lists[k]) for k in LISTS}, **fields, values=values,
+                      judgments=judgments, atom_level=atom_level,
+                      atom_qrels=[dict(q) for q in qrels])
+
+
+def scores(rd: RunDir, compute: Callable[[], ItemScores]) -> tuple[ItemScores, str | None]:
+    """``compute()``, or the stored scores of the same inputs; and the key (None when the
+    cache is off or unusable)."""
+    folder = _folder() if enabled() else None
+    if folder is None:
+        return compute(), None
+    key = key_of(rd)
+    path = folder / f"{key}.npz"
+    try:
+        return load(path.read_bytes()), key
+    except Exception:       # absent, torn, not an npz, not ours: computed again  # noqa: BLE001
+        pass
+    result = compute()                      # raises (and stores nothing) on a refused run
+    _write_whole(path, dump(result))
+    return result, key
+
+
+def metrics(key: str | None, seed: int, n_resamples: int,
+            compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``compute()`` (the aggregate of the scores stored under ``key``), or its stored
+    result for the same key, seed and number of resamples."""
+    folder = _folder() if (enabled() and key) else None
+    if folder is None:
+        return compute()
+    path = folder / f"{key}.metrics-{int(seed)}-{int(n_resamples)}.json"
+    try:
+        got = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(got, dict):
+            return got
+    except (OSError, ValueError):
+        pass
+    result = compute()
+    try:
+        data = json.dumps(result, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError):         # not plain JSON: not stored
+        return result
+    if json.loads(data) == result:          # stored only when it reads back equal
+        _write_whole(path, data)
+    return result
+
+
+__all__ = ["scores", "metrics", "key_of", "code_digest", "dump", "load", "enabled"]

@@ -1,0 +1,118 @@
+"""A run's scores and metrics stored by the content of their inputs
+(membench.metrics.scorecache): a hit equals a fresh computation to the bit, any changed input
+is another key, a refused run stores nothing and is refused again, a broken file is computed
+again."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from membench.core.errors import InputError
+from membench.metrics import scorecache
+from membench.metrics.rundir import RunDir
+from membench.run.runner import run_system
+from membench.run.systems import make_system
+
+
+@pytest.fixture(scope="module")
+def runs(built, corpus_root, tmp_path_factory):
+    out = tmp_path_factory.mktemp("scorecache-runs")
+    for name in ("oracle", "random"):
+        run_system(make_system(name), built.out, "dev", out / name, corpus_root, limit=12)
+    return out
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MEMBENCH_SCORE_CACHE", "1")
+    return tmp_path / "cache" / "scores"
+
+
+def _equal(a, b) -> None:
+    assert [getattr(a, k) for k in scorecache.LISTS] == [getattr(b, k) for k in scorecache.LISTS]
+    for k in scorecache.ARRAYS:
+        x, y = getattr(a, k), getattr(b, k)
+        assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), k
+    for name in ("values", "atom_level"):
+        da, db = getattr(a, name), getattr(b, name)
+        assert list(da) == list(db)
+        for m in da:
+            assert da[m].dtype == db[m].dtype and np.array_equal(da[m], db[m], equal_nan=True)
+    assert list(a.judgments) == list(b.judgments)
+    for js in a.judgments:
+        assert list(a.judgments[js]) == list(b.judgments[js])
+        for m in a.judgments[js]:
+            assert np.array_equal(a.judgments[js][m], b.judgments[js][m], equal_nan=True)
+    assert a.atom_qrels == b.atom_qrels
+
+
+def test_a_hit_is_the_fresh_scores_and_metrics_to_the_bit(runs, cache, monkeypatch):
+    for name in ("oracle", "random"):
+        monkeypatch.setenv("MEMBENCH_SCORE_CACHE", "0")
+        fresh = RunDir.open(runs / name)
+        fresh_m = fresh.metrics(write=False, n_resamples=200)
+        monkeypatch.setenv("MEMBENCH_SCORE_CACHE", "1")
+        first = RunDir.open(runs / name)
+        first_m = first.metrics(write=False, n_resamples=200)     # computed and stored
+        again = RunDir.open(runs / name)
+        calls = []
+        monkeypatch.setattr("membench.metrics.rundir.score_items",
+                            lambda *a, **k: calls.append(1))
+        monkeypatch.setattr("membench.metrics.rundir.aggregate", lambda *a, **k: calls.append(1))
+        again_m = again.metrics(write=False, n_resamples=200)     # read back
+        monkeypatch.undo()
+        monkeypatch.setenv("MEMBENCH_CACHE", str(cache.parent))
+        assert not calls
+        _equal(fresh.scores(), first.scores())
+        _equal(fresh.scores(), again.scores())
+        assert json.dumps(fresh_m, sort_keys=True) == json.dumps(first_m, sort_keys=True) \
+            == json.dumps(again_m, sort_keys=True)
+        assert fresh_m == again_m
+    assert len(list(cache.glob("*.npz"))) == 2 and len(list(cache.glob("*.json"))) == 2
+
+
+def test_another_input_is_another_key_and_a_refusal_stores_nothing(runs, cache, tmp_path):
+    import shutil
+
+    d = tmp_path / "run"
+    shutil.copytree(runs / "random", d)
+    base = scorecache.key_of(RunDir.open(d))
+    RunDir.open(d).scores()
+    assert (cache / f"{base}.npz").is_file()
+    keys = {base}
+    lines = (d / "run.jsonl").read_text().splitlines(keepends=True)
+    (d / "run.jsonl").write_text("".join(lines[:-1]))       # one line fewer: refused
+    rd = RunDir.open(d)
+    keys.add(scorecache.key_of(rd))
+    with pytest.raises(InputError, match="no line"):
+        rd.scores()
+    assert not (cache / f"{scorecache.key_of(rd)}.npz").exists()
+    with pytest.raises(InputError, match="no line"):           # and refused again
+        RunDir.open(d).scores()
+    assert scorecache.key_of(RunDir.open(d, partial=True)) not in keys   # partial: another key
+    (d / "run.jsonl").write_text("".join(lines))
+    assert scorecache.key_of(RunDir.open(d)) == base
+    rd = RunDir.open(d)
+    for change in ({"limit": 11}, {"modalities": ["pdf"]}, {"queries": 1}, {"split": "test"}):
+        assert scorecache.key_of(RunDir(d, {**rd.meta, **change}, rd.sets_dir)) != base
+    atoms = (d / "atoms.jsonl").read_bytes()
+    (d / "atoms.jsonl").write_bytes(atoms + b"\n")
+    assert scorecache.key_of(RunDir.open(d)) != base
+
+
+def test_a_broken_file_is_computed_again_and_the_cache_can_be_off(runs, cache, monkeypatch):
+    rd = RunDir.open(runs / "oracle")
+    want = rd.scores()
+    path = cache / f"{scorecache.key_of(rd)}.npz"
+    for bad in (b"", b"not a zip", path.read_bytes()[:100]):
+        path.write_bytes(bad)
+        _equal(RunDir.open(runs / "oracle").scores(), want)
+        assert path.read_bytes() not in (b"", b"not a zip") and len(path.read_bytes()) > 100
+    monkeypatch.setenv("MEMBENCH_SCORE_CACHE", "0")
+    path.unlink()
+    RunDir.open(runs / "oracle").scores()
+    assert not path.exists()
