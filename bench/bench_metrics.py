@@ -239,19 +239,14 @@ def _cpu() -> float:
 
 
 def _peak_mb() -> float:
-    """This process's peak resident memory, MB: ``VmHWM`` of /proc/self/status on Linux (the
-    high-water mark of this program's own memory). Not ``ru_maxrss``: Linux carries it over
-    ``exec`` from the forking parent, so a child of a parent that had just generated the runs
-    (pyarrow, several hundred MB) reported the parent's peak instead of its own."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0                      # kB
-    except OSError:
-        pass
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0   # Linux: KiB
+    """This process's peak resident memory, MB: ``VmHWM``
+    (:func:`membench.core.memory.peak_rss_mb`), the high-water mark of this program's own
+    memory. Not ``ru_maxrss``: Linux carries it over ``exec`` from the forking parent, so a
+    child of a parent that had just generated the runs (pyarrow, several hundred MB) reported
+    the parent's peak instead of its own."""
+    from membench.core.memory import peak_rss_mb
+
+    return peak_rss_mb()
 
 
 def _means_membench(run: str, qrels: str) -> dict:

@@ -42,8 +42,9 @@ BASE = {"engine": "rapidocr_onnxruntime", "upscale_min_side": 700, "threads": 1,
         "kw": {"max_side_len": 3200}}
 NOCLS = {"call": {"use_cls": False}}
 VARIANTS: dict[str, dict] = {
-    "base": {**BASE, "what": "membench's default (`ocr_engine=onnxruntime`): rapidocr-onnxruntime "
-                    "1.4.4, upscale to 700 px, angle classifier on"},
+    "base": {**BASE, "what": "membench's `ocr_engine=onnxruntime` (the default before "
+                    "openvino): rapidocr-onnxruntime 1.4.4, upscale to 700 px, angle classifier "
+                    "on"},
     "nocls": {**BASE, **NOCLS, "what": "base without the angle classifier"},
     "nocls-rec16": {**BASE, **NOCLS, "kw": {**BASE["kw"], "rec_batch_num": 16},
                     "what": "nocls, recognizer batch 16 (default 6)"},

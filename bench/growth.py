@@ -12,7 +12,9 @@ For each size N (dev atoms) it writes synthetic sets with N atoms and 0.07 N que
 * ``local``: ``run_system`` (the single-process engine);
 * ``rayW``: a local Ray cluster of W CPUs is started (its start-up timed apart), then
   ``run_system_ray`` with W shards;
-* ``metrics``: ``metrics_for_run_dir`` on the local run (the same files for every engine).
+* ``metrics``: ``metrics_for_run_dir`` on the local run (the same files for every engine),
+  with the score cache off (``MEMBENCH_SCORE_CACHE=0``: the same seed makes the same files,
+  so a second call would otherwise time a cache read).
 
 Figures per run: ``ingest_seconds`` and ``query_seconds`` from meta.json (Ray: ingest includes
 the shards' start and the atoms' trip back to the driver), metric seconds, and peak resident
@@ -87,7 +89,8 @@ def metrics(run_dir: Path, synth: Path) -> dict:
 
 def _child(*args: str) -> dict:
     proc = subprocess.run([sys.executable, __file__, *args], cwd=REPO, capture_output=True,
-                          text=True, env={**os.environ, "MEMBENCH_PROGRESS": "quiet"})
+                          text=True, env={**os.environ, "MEMBENCH_PROGRESS": "quiet",
+                                          "MEMBENCH_SCORE_CACHE": "0"})
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args)}: {proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -153,8 +156,10 @@ def plot(results: list[dict], path: Path) -> dict:
     ax[1][0].set_xscale("log")
     ax[1][0].legend(loc="upper left", fontsize=8)
     a2.legend(loc="lower right", fontsize=8)
+    loads = [r["load"] for r in results if isinstance(r.get("load"), (int, float))]
+    busy = f"load average {min(loads):.1f}-{max(loads):.1f}" if loads else "load not recorded"
     fig.suptitle("membench growth: BM25 on synthetic conversation sets (membench synth, seed 0)"
-                 "\n2-core machine shared with other work; ray4 oversubscribes the 2 cores",
+                 f"\n{os.cpu_count()} cores, {busy} after each size; ray4 puts 4 workers on them",
                  fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
