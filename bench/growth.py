@@ -19,8 +19,9 @@ For each size N (dev atoms) it writes synthetic sets with N atoms and 0.07 N que
 Figures per run: ``ingest_seconds`` and ``query_seconds`` from meta.json (Ray: ingest includes
 the shards' start and the atoms' trip back to the driver), metric seconds, and peak resident
 memory: the driver's ``VmHWM`` (its own peak; ``ru_maxrss`` would carry over the parent's),
-plus for Ray the sum of the shard workers' ``VmHWM`` (Ray's own daemons are not counted). The sets check before a run is not timed here (the runs
-pass ``check_sets=False``; ``membench validate`` on each size is timed once and reported).
+plus for Ray the sum of the shard workers' ``VmHWM`` (Ray's own daemons are not counted). The
+sets check before a run is not timed here (the runs pass ``check_sets=False``; ``membench
+validate`` on each size is timed once and reported).
 Every result is a line of OUT/results.jsonl; the plot and the least-squares slopes (seconds and
 MB per atom and per query, fitted over the sizes measured) are made from it. On a 2-core machine
 ``ray4`` puts 4 workers on 2 cores (oversubscribed) and every Ray run shares the cores with the

@@ -29,7 +29,6 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -95,16 +94,14 @@ def _folder() -> Path | None:
 
 
 def _write_whole(path: Path, data: bytes) -> None:
+    """:func:`membench.core.atomic.atomic_write_bytes`; a cache that cannot be written only
+    costs time."""
+    from ..core.atomic import atomic_write_bytes
+
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        atomic_write_bytes(path, data)
     except OSError:
-        try:
-            os.unlink(tmp)
-        except (OSError, UnboundLocalError):
-            pass
+        pass
 
 
 def dump(s: ItemScores) -> bytes:

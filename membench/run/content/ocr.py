@@ -37,8 +37,8 @@ summation order); whichever ran first is what the cache keeps.
 
 from __future__ import annotations
 
-import hashlib
 import functools
+import hashlib
 import importlib.metadata
 import logging
 import multiprocessing
