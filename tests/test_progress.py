@@ -284,3 +284,13 @@ def test_a_bad_progress_mode_in_the_environment_is_one_line(monkeypatch, capsys)
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["membench: $MEMBENCH_PROGRESS='log': expected one of auto, bar, lines, quiet "
                    "(or unset)"]
+
+
+def test_step_times_round_before_splitting_minutes():
+    from membench.core.steptimes import _fmt
+
+    assert _fmt(179.96) == "3:00.0"          # not 2:60.0
+    assert _fmt(59.96) == "1:00.0"
+    assert _fmt(59.94) == "59.9 s"
+    assert _fmt(61.26) == "1:01.3"
+    assert _fmt(0.04) == "0.0 s" and _fmt(754.0) == "12:34.0"

@@ -19,8 +19,11 @@ from pathlib import Path
 
 
 def _fmt(seconds: float) -> str:
-    m, s = divmod(seconds, 60)
-    return f"{int(m)}:{s:04.1f}" if m else f"{s:.1f} s"
+    """``12.3 s`` under a minute, else ``m:ss.s`` (rounded to a tenth first, so 179.96 s is
+    ``3:00.0``, never ``2:60.0``)."""
+    tenths = round(float(seconds) * 10)
+    m, t = divmod(tenths, 600)
+    return f"{m}:{t // 10:02d}.{t % 10}" if m else f"{t / 10:.1f} s"
 
 
 def read(path: str | Path) -> list[dict]:
