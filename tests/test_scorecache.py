@@ -116,3 +116,26 @@ def test_a_broken_file_is_computed_again_and_the_cache_can_be_off(runs, cache, m
     path.unlink()
     RunDir.open(runs / "oracle").scores()
     assert not path.exists()
+
+
+def test_source_digest_is_every_package_file_by_path_and_bytes():
+    import hashlib
+
+    from membench.core.hashing import PACKAGE, source_digest
+
+    def by_hand(roots):
+        h = hashlib.sha256()
+        for root in roots:
+            for src in sorted(root.rglob("*.py")):
+                h.update(src.relative_to(PACKAGE).as_posix().encode() + b"\0")
+                h.update(hashlib.sha256(src.read_bytes()).digest())
+        return h.hexdigest()
+
+    assert source_digest() == by_hand([PACKAGE])
+    subs = ("sets", "core", "modalities")
+    assert source_digest(subs) == by_hand([PACKAGE / s for s in subs])
+    assert len({source_digest(), source_digest(subs), source_digest(("core",))}) == 3
+    from membench.metrics import scorecache
+    from membench.run import ray_engine
+
+    assert scorecache.code_digest() == ray_engine.code_digest() == source_digest()

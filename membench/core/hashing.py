@@ -4,7 +4,12 @@ file-system order). Builds use it for holder groups and splits, runs for ``--lim
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Iterable
+
+#: the membench package folder (membench/)
+PACKAGE = Path(__file__).resolve().parents[1]
+_SOURCE: dict[tuple[str, ...], str] = {}
 
 
 def stable_hash(*parts: str) -> int:
@@ -24,3 +29,20 @@ def limit_subset(rows: list, limit: int | None, qid=lambda r: r) -> list:
     if limit is None:
         return list(rows)
     return sorted(rows, key=lambda r: (stable_hash("limit", qid(r)), qid(r)))[:limit]
+
+
+def source_digest(subpackages: Iterable[str] = ()) -> str:
+    """sha256 over membench's own ``.py`` files (each one's path relative to the package, as
+    POSIX, and the sha256 of its bytes), in path order; only those under ``subpackages``
+    (``("sets", "core")``) when given, else the whole package. Memoised per process: the key
+    of every cache that must not outlive a change to the code that made it (the scores, the
+    audit) and the check that a Ray worker runs the driver's code."""
+    subs = tuple(subpackages)
+    if subs not in _SOURCE:
+        h = hashlib.sha256()
+        for root in ([PACKAGE / s for s in subs] if subs else [PACKAGE]):
+            for src in sorted(root.rglob("*.py")):
+                h.update(src.relative_to(PACKAGE).as_posix().encode() + b"\0")
+                h.update(hashlib.sha256(src.read_bytes()).digest())
+        _SOURCE[subs] = h.hexdigest()
+    return _SOURCE[subs]

@@ -40,8 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .rundir import RunDir
 
 VERSION = "scores-1"
-PACKAGE = Path(__file__).resolve().parents[1]
-_CODE: list[str] = []
 
 # ItemScores' fields: aligned string lists, and per-item arrays with their dtype kind
 LISTS = ("query_id", "modality", "source", "holder", "as_of", "derivation")
@@ -54,15 +52,11 @@ def enabled() -> bool:
 
 
 def code_digest() -> str:
-    """sha256 of every ``.py`` file of the membench package (relative path and bytes), once per
-    process: any change to the code is another key."""
-    if not _CODE:
-        h = hashlib.sha256()
-        for p in sorted(PACKAGE.rglob("*.py")):
-            h.update(str(p.relative_to(PACKAGE)).encode() + b"\0")
-            h.update(hashlib.sha256(p.read_bytes()).digest())
-        _CODE.append(h.hexdigest())
-    return _CODE[0]
+    """sha256 of every ``.py`` file of the membench package (:func:`membench.core.hashing.
+    source_digest`), once per process: any change to the code is another key."""
+    from ..core.hashing import source_digest
+
+    return source_digest()
 
 
 def _file_digest(p: Path) -> str:

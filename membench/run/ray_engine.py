@@ -103,11 +103,9 @@ def default_workers() -> int:
 def code_digest() -> str:
     """sha256 over membench's own source files (path and bytes): the driver and every worker
     must run the same code, whatever their checkouts are called."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*.py")):
-        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()
+    from ..core.hashing import source_digest
+
+    return source_digest()
 
 
 # --------------------------------------------------------------------------- cluster

@@ -327,7 +327,7 @@ def audit_sets(sets_dir: str | Path) -> Audit:
     return Audit(str(sets_dir), audit_rows(features(records, items)))
 
 
-AUDIT_CACHE_VERSION = "audit-2"
+AUDIT_CACHE_VERSION = "audit-3"
 
 
 def audit_key(sets_dir: str | Path) -> str | None:
@@ -337,11 +337,11 @@ def audit_key(sets_dir: str | Path) -> str | None:
     import hashlib
     import importlib.metadata as md
 
+    from ..core.hashing import source_digest
     from ..core.jsonl import sha256_file
     from .build import SET_FILES
 
     sets_dir = Path(sets_dir)
-    pkg = Path(__file__).resolve().parents[1]
     h = hashlib.sha256(AUDIT_CACHE_VERSION.encode() + b"\n")
     try:
         for f in SET_FILES:
@@ -349,9 +349,7 @@ def audit_key(sets_dir: str | Path) -> str | None:
             h.update(f"{f}={sha256_file(p) if p.is_file() else '-'}\n".encode())
     except OSError:
         return None
-    for sub in ("sets", "core", "modalities"):
-        for src in sorted((pkg / sub).rglob("*.py")):
-            h.update(src.relative_to(pkg).as_posix().encode() + b"\0" + src.read_bytes())
+    h.update(f"source={source_digest(('sets', 'core', 'modalities'))}\n".encode())
     for dist in ("numpy", "scipy", "scikit-learn"):
         try:
             h.update(f"{dist}=={md.version(dist)}\n".encode())
