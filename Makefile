@@ -53,13 +53,13 @@ all: reports
 
 help:
 	@echo "make all       sets, then runs, then reports (below). Cold, on a quiet 2-core machine:"
-	@echo "               14-14.4 min measured (sets 2, dense 9 with OCR and embeddings, bm25 0.2,"
-	@echo "               hybrid 1, reports 1.3); with warm caches (\$$MEMBENCH_CACHE or"
-	@echo "               ~/.cache/membench) 3.9-4.7 min measured, 1.2-1.5 min of it the reports."
-	@echo "make sets      corpus check + build + validate -> $(SETS). Cold ~2 min (PDF reads), warm ~10 s."
+	@echo "               9.0-9.3 min measured (sets 1, dense 6.7 with OCR and embeddings, bm25 0.1,"
+	@echo "               hybrid 0.6, reports 0.6); with warm caches (\$$MEMBENCH_CACHE or"
+	@echo "               ~/.cache/membench) 1.8-1.9 min measured (more on a busy machine)."
+	@echo "make sets      corpus check + build + validate -> $(SETS). Cold ~1 min (PDF reads), warm ~5 s."
 	@echo "make runs      run $(SYSTEMS) on dev$(if $(LIMIT), ($(LIMIT) queries per modality),) -> $(RUNDIRS)."
-	@echo "               Cold (measured): dense 9 min (OCR of the images while embedding),"
-	@echo "               then bm25 and hybrid read the caches; warm: about 1 min each. Runs resume."
+	@echo "               Cold (measured): dense 7 min (OCR of the images while embedding),"
+	@echo "               then bm25 and hybrid read the caches; warm: about 0.5 min each. Runs resume."
 	@echo "make reports   make runs, then render $(REPORTS)/ for those runs, two pages at a time"
 	@echo "               (about 20 s per run and 20 s for the comparison); replaces the pages of"
 	@echo "               these runs. Also the leaderboard: a result store of those runs ($(BOARD), about 20 s) and"
@@ -85,7 +85,7 @@ setup: $(BIN)/membench
 
 sets: setup
 	@echo "== sets: check the mirror, build $(SETS) and compare it with $(LOCK), validate."
-	@echo "   Cold: about 2.5 min (PDF reads, cached after); warm: about 10 s."
+	@echo "   Cold: about 1 min (PDF reads, cached after); warm: about 5 s."
 	@mkdir -p $(dir $(TIMINGS))
 	$(MB) corpus check $(CORPUSFLAG) --manifest $(MANIFEST)
 	$(MB) build $(CORPUSFLAG) --out $(SETS) --manifest $(MANIFEST) --lock $(LOCK)
@@ -93,8 +93,8 @@ sets: setup
 
 runs: sets
 	@echo "== runs: $(SYSTEMS) on dev$(if $(LIMIT), with $(LIMIT) queries per modality,) -> $(RUNDIRS)"
-	@echo "   Cold (measured, quiet 2 cores): dense 10.6 min (OCR of the images and screenshots"
-	@echo "   while embedding), then bm25 0.3 and hybrid 1.6 read the caches; warm: 0.3-1.7 min each."
+	@echo "   Cold (measured, quiet 2 cores): dense 6.7 min (OCR of the images and screenshots"
+	@echo "   while embedding), then bm25 0.1 and hybrid 0.6 read the caches; warm: 0.1-0.5 min each."
 	@echo "   A run resumes where it stopped."
 	@mkdir -p $(dir $(TIMINGS))
 	@for s in $(RUNORDER); do \
@@ -117,7 +117,7 @@ reports: runs
 	@extra="$(MEMSYSDONE)"; \
 	echo "== reports: pages 01-04 for $(RUNDIRS)$$(for r in $$extra; do printf ' %s' $$r; done)$(if $(word 2,$(RUNDIRS)), and 05 comparing them,), 06 the leaderboard ($(BOARD)) -> $(REPORTS)/index.html"; \
 	if [ -n "$$extra" ]; then echo "   with the complete runs of make memsys: $$extra"; fi; \
-	echo "   About 1 min per run, 1 min for the comparison, 1 min for the leaderboard."; \
+	echo "   About 0.6 min for all the pages of three runs, two at a time (measured, quiet 2 cores)."; \
 	rm -rf $(BOARD) && $(MB) leaderboard --runs $(RUNDIRS) $$extra --sets $(SETS) --out $(BOARD) && \
 	$(MB) report $(foreach r,$(RUNDIRS),--run $(r)) $$(for r in $$extra; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) --leaderboard $(BOARD) --force
 
