@@ -277,3 +277,41 @@ def test_lock_refusal_names_the_holder():
                                       "since": "2026-01-01T00:00:00+00:00"})
     assert str(e).startswith("runs/x: RUN_DIR_LOCKED:") and "pid 42 on h" in str(e)
     assert "`membench run` since 2026-01-01T00:00:00+00:00" in str(e)
+
+
+# --------------------------------------------------------------------------- bad answers
+
+
+class BadPairs(DiskFullAfter):
+    """A system whose 3rd answer holds a hit that is not a pair (an extra field)."""
+
+    def query(self, q, scope, as_of):
+        from membench.run.protocol import Result
+
+        self.n += 1
+        res = self.inner.query(q, scope, as_of)
+        if self.n == self.k and res.hits:
+            return Result(hits=[(*res.hits[0], "extra"), *res.hits[1:]],
+                          cartridge=res.cartridge)
+        return res
+
+
+def test_a_hit_that_is_not_a_pair_is_one_line_and_the_run_resumes(world, tmp_path, monkeypatch,
+                                                                   capsys):
+    import membench.run.systems as systems
+
+    out = tmp_path / "run"
+    real = systems.make_system
+    monkeypatch.setattr(systems, "make_system",
+                        lambda name, cfg=None: BadPairs(3) if name == "badpairs" else
+                        real(name, cfg))
+    rest = [*cli_args(world), "--out", str(out)]
+    assert main(["run", "--system", "badpairs", *rest]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    assert err.startswith("membench: system ") and "hit #0 must be a pair (atom_id, score), " \
+        "got tuple (" in err, err
+    assert len(_query_ids(out)) == 2            # the two answers before it are kept
+    assert main(["run", "--system", "random", *rest]) == 0      # resumes
+    ids = _query_ids(out)
+    assert len(ids) == len(set(ids)) == json.loads((out / "meta.json").read_text())["queries"]

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from membench.core.jsonl import dumps
+from membench.run.protocol import Result
 from membench.run.runner import ProtocolError, _check_hits, _fast_line, run_line
 
 KNOWN = {"a1", "a2", "a3", "é-ü", "x\u2028y", "tab\there"}
@@ -143,7 +144,6 @@ class Sub(str):
     (("a1", 2.5), ("a2", 1.0)),                        # a tuple of pairs
     [("a1", 3), ("a2", True)],                         # ints and bools: written as floats
     [("a1", np.float32(0.1)), ("a2", np.float64(2.0))],
-    [("a1", "2.5")],                                   # a numeric string, converted
     [np.array(["a1", 2.5], dtype=object)],             # pairs as numpy arrays
     [Pair("a1", 2.5)],
     [DataPair("a1", 2.5)],
@@ -155,28 +155,57 @@ def test_odd_hit_lists_are_written_as_before(hits):
     same("q", hits)
 
 
-@pytest.mark.parametrize("hits, error", [
-    ([("zz", 1.0)], ProtocolError),                    # never ingested
-    ([("a1", float("nan"))], ProtocolError),
-    ([("a1", 1e308), ("a2", 1e308)], None),            # the sum overflows; each is finite
-    ([("a1", float("inf"))], ProtocolError),
-    ([("a1", 1.0, "extra")], ValueError),              # not a pair
-    ([("a1",)], ValueError),
-    ([{"a1": 1, 2.5: 2}], None),                       # a dict unpacks to its keys
-    ([{0: "a1", 1: 2.0}], ProtocolError),              # keys 0 and 1: 0 is not an atom id
-    ([["a1", [1.0]]], TypeError),
-    ([[["a1"], 1.0]], TypeError),                      # an unhashable id
+@pytest.mark.parametrize("hits", [
+    [("a1", 1e308), ("a2", 1e308)],                    # the sum overflows; each is finite
 ])
-def test_bad_hits_fail_as_before(hits, error):
-    try:
-        exp = reference_line("q", hits, [], 1.0)
-    except Exception as e:          # noqa: BLE001 - whatever the old code raised
-        assert error is not None and isinstance(e, error)
-        with pytest.raises(type(e)):
-            runner_line("q", hits, [], 1.0)
-        return
-    assert error is None
-    assert runner_line("q", hits, [], 1.0) == exp
+def test_edge_hits_are_written_as_before(hits):
+    same("q", hits)
+
+
+@pytest.mark.parametrize("hits, message", [
+    ([("zz", 1.0)], "hit 'zz' was never reported at ingest"),
+    ([("a1", float("nan"))], "non-finite score for 'a1'"),
+    ([("a1", float("inf"))], "non-finite score for 'a1'"),
+    ([("a1", 1.0, "extra")], "hit #0 must be a pair (atom_id, score), got tuple ('a1', 1.0, "),
+    ([("a1", 2.0), ("a1",)], "hit #1 must be a pair (atom_id, score), got tuple ('a1',)"),
+    ([None], "hit #0 must be a pair (atom_id, score), got NoneType None"),
+    ([{"a1": 1, 2.5: 2}], "hit #0 must be a pair (atom_id, score), got dict"),   # keys unpack
+    (["a1"], "hit #0 must be a pair (atom_id, score), got str 'a1'"),
+    ([iter(["a1", 2.0])], "hit #0 must be a pair (atom_id, score), got list_iterator"),
+    ([{0: "a1", 1: 2.0}], "hit #0 must be a pair (atom_id, score), got dict"),
+    ([["a1", [1.0]]], "hit #0 ('a1'): the score must be a number, got list [1.0]"),
+    ([("a1", "2.5")], "hit #0 ('a1'): the score must be a number, got str '2.5'"),
+    ([("a1", None)], "hit #0 ('a1'): the score must be a number, got NoneType None"),
+    ([[["a1"], 1.0]], "hit #0: the atom id must be a string, got list ['a1']"),
+    ([(7, 1.0)], "hit #0: the atom id must be a string, got int 7"),
+])
+def test_bad_hits_are_one_clear_protocol_error(hits, message):
+    # what the old per-hit loop let through (a dict's keys, a numeric string, an iterator) or
+    # raised as a bare ValueError / TypeError (a traceback) is now a ProtocolError naming the
+    # system, the query, the hit and what is wrong with it
+    with pytest.raises(ProtocolError) as e:
+        runner_line("q", hits, [], 1.0)
+    assert str(e.value).startswith("system s: q: ") and message in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("res, message", [
+    (None, "query returned None, not a Result with hits and a cartridge"),
+    (Result(hits=None, cartridge=[]), "not a Result with hits and a cartridge"),
+    (Result(hits=(h for h in [("a1", 1.0)]), cartridge=[]),
+     "hits must be a list of (atom_id, score) pairs, got generator"),
+    (Result(hits=[], cartridge="a1"), "the cartridge must be a list of atom ids, got str 'a1'"),
+    (Result(hits=[], cartridge=[["a1"]]), "cartridge entry #0 must be an atom id (a string), "
+     "got list ['a1']"),
+    (Result(hits=[], cartridge=["zz"]), "cartridge atom 'zz' was never reported at ingest"),
+])
+def test_a_bad_answer_is_one_clear_protocol_error(res, message):
+    from membench.run.runner import _answer_parts
+
+    with pytest.raises(ProtocolError) as e:
+        _answer_parts("s", "q", res, KNOWN)
+    assert str(e.value).startswith("system s: q: ") and message in str(e.value), str(e.value)
+    cart, hits = _answer_parts("s", "q", Result(hits=[("a1", 1.0)], cartridge=("a1",)), KNOWN)
+    assert cart == ["a1"] and hits == [("a1", 1.0)]
 
 
 def test_the_fast_path_takes_what_the_reference_systems_return():

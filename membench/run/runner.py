@@ -63,7 +63,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 import orjson
@@ -374,16 +374,12 @@ def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: se
             t = time.perf_counter()
             res = system.query(r.question, r.scope, r.as_of)
             ms = (time.perf_counter() - t) * 1000.0
-            cart = [a for a in res.cartridge]
-            bad = [a for a in cart if a not in known]
-            if bad:
-                raise ProtocolError(f"system {system.name}: {r.query_id}: cartridge atom "
-                                    f"{bad[0]!r} was never reported at ingest")
-            row = {"cartridge": cart, "hits": res.hits, "latency_ms": round(ms, 3),
+            cart, hits = _answer_parts(system.name, r.query_id, res, known)
+            row = {"cartridge": cart, "hits": hits, "latency_ms": round(ms, 3),
                    "query_id": r.query_id}
             line = _fast_line(row, known)
             if line is None:            # the checks one hit at a time, then json.dumps
-                row["hits"] = _check_hits(system.name, r.query_id, res.hits, known)
+                row["hits"] = _check_hits(system.name, r.query_id, hits, known)
                 line = run_line(row)
             f.write(line)
             f.flush()
@@ -565,6 +561,48 @@ def record_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem], o
     _write_json(Path(out) / "meta.json", meta)
 
 
+def _brief(value: Any) -> str:
+    """``repr(value)``, cut to 60 characters (for an error line)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _answer_parts(name: str, qid: str, res: Any, known: set[str]) -> tuple[list[str], Any]:
+    """The cartridge (a list of atom ids reported at ingest) and the hits (a list or tuple,
+    checked by :func:`_fast_line` or :func:`_check_hits`) of a system's answer; anything else
+    is a :class:`ProtocolError` naming the system, the query and what is wrong."""
+    hits = getattr(res, "hits", None)
+    cartridge = getattr(res, "cartridge", None)
+    if hits is None or cartridge is None:
+        raise ProtocolError(f"system {name}: {qid}: query returned {_brief(res)}, not a Result "
+                            "with hits and a cartridge")
+    return check_answer(name, qid, hits, cartridge, known)
+
+
+def check_answer(name: str, qid: str, hits: Any, cartridge: Any,
+                 known: set[str]) -> tuple[list[str], Any]:
+    """:func:`_answer_parts` for an answer already taken apart (the Ray engine's)."""
+    where = f"system {name}: {qid}"
+    if not isinstance(hits, (list, tuple)):
+        raise ProtocolError(f"{where}: hits must be a list of (atom_id, score) pairs, got "
+                            f"{type(hits).__name__} {_brief(hits)}")
+    if not isinstance(cartridge, (list, tuple)):
+        raise ProtocolError(f"{where}: the cartridge must be a list of atom ids, got "
+                            f"{type(cartridge).__name__} {_brief(cartridge)}")
+    cart = list(cartridge)
+    for i, a in enumerate(cart):
+        if not isinstance(a, str):
+            raise ProtocolError(f"{where}: cartridge entry #{i} must be an atom id (a string), "
+                                f"got {type(a).__name__} {_brief(a)}")
+        if a not in known:
+            raise ProtocolError(f"{where}: cartridge atom {a!r} was never reported at ingest")
+    return cart, hits
+
+
+# what unpacks into two values without being a pair
+_NOT_PAIRS = (str, bytes, bytearray, dict, set, frozenset)
+
+
 def _check_hits(name: str, qid: str, hits, known: set[str]) -> list[list]:
     """``hits`` checked one at a time: at most MAX_DEPTH, every atom reported at ingest, every
     score a finite number (converted with ``float``); the first culprit is named."""
@@ -575,12 +613,29 @@ def _check_hits(name: str, qid: str, hits, known: set[str]) -> list[list]:
 
 def _check_hits_loop(name: str, qid: str, hits, known: set[str]) -> list[list]:
     out = []
-    for atom_id, score in hits:
+    where = f"system {name}: {qid}"
+    for i, hit in enumerate(hits):
+        try:
+            if isinstance(hit, _NOT_PAIRS) or not hasattr(hit, "__len__"):
+                raise TypeError             # (an iterator would be consumed)
+            atom_id, score = hit
+        except (TypeError, ValueError):
+            raise ProtocolError(f"{where}: hit #{i} must be a pair (atom_id, score), got "
+                                f"{type(hit).__name__} {_brief(hit)}") from None
+        if not isinstance(atom_id, str):
+            raise ProtocolError(f"{where}: hit #{i}: the atom id must be a string, got "
+                                f"{type(atom_id).__name__} {_brief(atom_id)}")
         if atom_id not in known:
-            raise ProtocolError(f"system {name}: {qid}: hit {atom_id!r} was never reported at ingest")
-        score = float(score)
+            raise ProtocolError(f"{where}: hit {atom_id!r} was never reported at ingest")
+        try:
+            if isinstance(score, (str, bytes, bytearray)):
+                raise TypeError
+            score = float(score)
+        except (TypeError, ValueError, OverflowError):
+            raise ProtocolError(f"{where}: hit #{i} ({atom_id!r}): the score must be a number, "
+                                f"got {type(score).__name__} {_brief(score)}") from None
         if score != score or score in (float("inf"), float("-inf")):
-            raise ProtocolError(f"system {name}: {qid}: non-finite score for {atom_id!r}")
+            raise ProtocolError(f"{where}: non-finite score for {atom_id!r}")
         out.append([atom_id, score])
     return out
 
