@@ -604,8 +604,10 @@ _NOT_PAIRS = (str, bytes, bytearray, dict, set, frozenset)
 
 
 def _check_hits(name: str, qid: str, hits, known: set[str]) -> list[list]:
-    """``hits`` checked one at a time: at most MAX_DEPTH, every atom reported at ingest, every
-    score a finite number (converted with ``float``); the first culprit is named."""
+    """``hits`` checked one at a time: at most MAX_DEPTH; every hit a pair (a tuple, list or
+    other sized pair; not a string, bytes, dict, set or iterator); every atom id a string
+    reported at ingest; every score a finite number, not a string (converted with ``float``).
+    The first culprit is named, by its position in the list."""
     if len(hits) > MAX_DEPTH:
         raise ProtocolError(f"system {name}: {qid}: {len(hits)} hits, depth cap is {MAX_DEPTH}")
     return _check_hits_loop(name, qid, hits, known)
