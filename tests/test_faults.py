@@ -181,22 +181,31 @@ class DiskFullAfter:
         return self.inner.query(q, scope, as_of)
 
 
-def test_disk_full_in_process_maps_to_status_4(world, tmp_path, monkeypatch, capsys):
+def _with_system(monkeypatch, name: str, system) -> None:
+    """``membench run --system NAME`` makes ``system`` (every other name as before)."""
     import membench.run.systems as systems
 
-    out = tmp_path / "run"
     real = systems.make_system
     monkeypatch.setattr(systems, "make_system",
-                        lambda name, cfg=None: DiskFullAfter(4) if name == "full" else
-                        real(name, cfg))
+                        lambda n, cfg=None: system if n == name else real(n, cfg))
+
+
+def _resumes_complete(rest: list[str], out: Path) -> None:
+    """A random-system run into ``out`` completes it, every query once."""
+    assert main(["run", "--system", "random", *rest]) == 0
+    ids = _query_ids(out)
+    assert len(ids) == len(set(ids)) == json.loads((out / "meta.json").read_text())["queries"]
+
+
+def test_disk_full_in_process_maps_to_status_4(world, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run"
+    _with_system(monkeypatch, "full", DiskFullAfter(4))
     rest = [*cli_args(world), "--out", str(out)]
     assert main(["run", "--system", "full", *rest]) == EXIT_DISK_FULL
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"membench: {out / 'run.jsonl'}: disk full") and "\n" not in err
     assert len(_query_ids(out)) == 3
-    assert main(["run", "--system", "random", *rest]) == 0      # resumes
-    ids = _query_ids(out)
-    assert len(ids) == len(set(ids)) == json.loads((out / "meta.json").read_text())["queries"]
+    _resumes_complete(rest, out)
 
 
 # --------------------------------------------------------------------------- Ctrl-C
@@ -298,13 +307,8 @@ class BadPairs(DiskFullAfter):
 
 def test_a_hit_that_is_not_a_pair_is_one_line_and_the_run_resumes(world, tmp_path, monkeypatch,
                                                                    capsys):
-    import membench.run.systems as systems
-
     out = tmp_path / "run"
-    real = systems.make_system
-    monkeypatch.setattr(systems, "make_system",
-                        lambda name, cfg=None: BadPairs(3) if name == "badpairs" else
-                        real(name, cfg))
+    _with_system(monkeypatch, "badpairs", BadPairs(3))
     rest = [*cli_args(world), "--out", str(out)]
     assert main(["run", "--system", "badpairs", *rest]) == 2
     err = capsys.readouterr().err.strip()
@@ -312,6 +316,4 @@ def test_a_hit_that_is_not_a_pair_is_one_line_and_the_run_resumes(world, tmp_pat
     assert err.startswith("membench: system ") and "hit #0 must be a pair (atom_id, score), " \
         "got tuple (" in err, err
     assert len(_query_ids(out)) == 2            # the two answers before it are kept
-    assert main(["run", "--system", "random", *rest]) == 0      # resumes
-    ids = _query_ids(out)
-    assert len(ids) == len(set(ids)) == json.loads((out / "meta.json").read_text())["queries"]
+    _resumes_complete(rest, out)
