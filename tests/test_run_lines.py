@@ -199,11 +199,19 @@ def test_bad_hits_are_one_clear_protocol_error(hits, message):
     (Result(hits=[], cartridge=["zz"]), "cartridge atom 'zz' was never reported at ingest"),
 ])
 def test_a_bad_answer_is_one_clear_protocol_error(res, message):
-    from membench.run.runner import _answer_parts
+    import pickle
+
+    from membench.run.runner import _answer_parts, answer_for_sending, check_answer
 
     with pytest.raises(ProtocolError) as e:
         _answer_parts("s", "q", res, KNOWN)
     assert str(e.value).startswith("system s: q: ") and message in str(e.value), str(e.value)
+    # on Ray the worker sends the answer's parts (pickled) and the driver checks them: the
+    # same line
+    sent = pickle.loads(pickle.dumps(answer_for_sending(res)))
+    with pytest.raises(ProtocolError) as e2:
+        check_answer("s", "q", *sent, KNOWN)
+    assert str(e2.value) == str(e.value)
     cart, hits = _answer_parts("s", "q", Result(hits=[("a1", 1.0)], cartridge=("a1",)), KNOWN)
     assert cart == ["a1"] and hits == [("a1", 1.0)]
 

@@ -70,6 +70,7 @@ from .runner import (
     _done_queries,
     _now,
     _write_json,
+    answer_for_sending,
     begin_run,
     check_answer,
     located_os_errors,
@@ -353,7 +354,7 @@ class ShardWorker:
                 t = time.perf_counter()
                 res = self.system.query(question, scope, as_of)
                 ms = (time.perf_counter() - t) * 1000.0
-                out.append((qid, list(res.hits), list(res.cartridge), ms))
+                out.append((qid, *answer_for_sending(res), ms))
         return out
 
 

@@ -567,6 +567,35 @@ def _brief(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+class Unsent:
+    """What a Ray worker sends in place of an answer part it cannot pass on as a list (the
+    answer itself when it is not a Result, or hits / a cartridge that are not lists): its type
+    name and :func:`_brief` text, so the driver's error line is the in-process one."""
+
+    def __init__(self, value: Any):
+        self.type_name, self.text = type(value).__name__, _brief(value)
+
+
+def _tname(value: Any) -> str:
+    return value.type_name if isinstance(value, Unsent) else type(value).__name__
+
+
+def _text(value: Any) -> str:
+    return value.text if isinstance(value, Unsent) else _brief(value)
+
+
+def answer_for_sending(res: Any) -> tuple[Any, Any]:
+    """``(hits, cartridge)`` of an answer as a Ray worker sends them: lists where they are
+    lists or tuples, else :class:`Unsent` (``(Unsent(res), None)`` when ``res`` is not a
+    Result at all)."""
+    hits = getattr(res, "hits", None)
+    cartridge = getattr(res, "cartridge", None)
+    if hits is None or cartridge is None:
+        return Unsent(res), None
+    return tuple(list(x) if isinstance(x, (list, tuple)) else Unsent(x)
+                 for x in (hits, cartridge))
+
+
 def _answer_parts(name: str, qid: str, res: Any, known: set[str]) -> tuple[list[str], Any]:
     """The cartridge (a list of atom ids reported at ingest) and the hits (a list or tuple,
     checked by :func:`_fast_line` or :func:`_check_hits`) of a system's answer; anything else
@@ -574,8 +603,7 @@ def _answer_parts(name: str, qid: str, res: Any, known: set[str]) -> tuple[list[
     hits = getattr(res, "hits", None)
     cartridge = getattr(res, "cartridge", None)
     if hits is None or cartridge is None:
-        raise ProtocolError(f"system {name}: {qid}: query returned {_brief(res)}, not a Result "
-                            "with hits and a cartridge")
+        hits, cartridge = Unsent(res), None
     return check_answer(name, qid, hits, cartridge, known)
 
 
@@ -583,12 +611,15 @@ def check_answer(name: str, qid: str, hits: Any, cartridge: Any,
                  known: set[str]) -> tuple[list[str], Any]:
     """:func:`_answer_parts` for an answer already taken apart (the Ray engine's)."""
     where = f"system {name}: {qid}"
+    if cartridge is None:           # (hits: the whole answer, Unsent)
+        raise ProtocolError(f"{where}: query returned {_text(hits)}, not a Result with hits "
+                            "and a cartridge")
     if not isinstance(hits, (list, tuple)):
         raise ProtocolError(f"{where}: hits must be a list of (atom_id, score) pairs, got "
-                            f"{type(hits).__name__} {_brief(hits)}")
+                            f"{_tname(hits)} {_text(hits)}")
     if not isinstance(cartridge, (list, tuple)):
         raise ProtocolError(f"{where}: the cartridge must be a list of atom ids, got "
-                            f"{type(cartridge).__name__} {_brief(cartridge)}")
+                            f"{_tname(cartridge)} {_text(cartridge)}")
     cart = list(cartridge)
     for i, a in enumerate(cart):
         if not isinstance(a, str):
