@@ -584,14 +584,22 @@ def _text(value: Any) -> str:
     return value.text if isinstance(value, Unsent) else _brief(value)
 
 
-def answer_for_sending(res: Any) -> tuple[Any, Any]:
-    """``(hits, cartridge)`` of an answer as a Ray worker sends them: lists where they are
-    lists or tuples, else :class:`Unsent` (``(Unsent(res), None)`` when ``res`` is not a
-    Result at all)."""
+def _taken_apart(res: Any) -> tuple[Any, Any]:
+    """``(res.hits, res.cartridge)``, or ``(Unsent(res), None)`` when ``res`` lacks either
+    (not a Result): what :func:`check_answer` reads."""
     hits = getattr(res, "hits", None)
     cartridge = getattr(res, "cartridge", None)
     if hits is None or cartridge is None:
         return Unsent(res), None
+    return hits, cartridge
+
+
+def answer_for_sending(res: Any) -> tuple[Any, Any]:
+    """``(hits, cartridge)`` of an answer as a Ray worker sends them: lists where they are
+    lists or tuples, else :class:`Unsent` (:func:`_taken_apart`)."""
+    hits, cartridge = _taken_apart(res)
+    if cartridge is None:
+        return hits, None
     return tuple(list(x) if isinstance(x, (list, tuple)) else Unsent(x)
                  for x in (hits, cartridge))
 
@@ -600,11 +608,7 @@ def _answer_parts(name: str, qid: str, res: Any, known: set[str]) -> tuple[list[
     """The cartridge (a list of atom ids reported at ingest) and the hits (a list or tuple,
     checked by :func:`_fast_line` or :func:`_check_hits`) of a system's answer; anything else
     is a :class:`ProtocolError` naming the system, the query and what is wrong."""
-    hits = getattr(res, "hits", None)
-    cartridge = getattr(res, "cartridge", None)
-    if hits is None or cartridge is None:
-        hits, cartridge = Unsent(res), None
-    return check_answer(name, qid, hits, cartridge, known)
+    return check_answer(name, qid, *_taken_apart(res), known)
 
 
 def check_answer(name: str, qid: str, hits: Any, cartridge: Any,
