@@ -90,3 +90,25 @@ def test_early_exit_gives_the_full_walks_cartridge():
         full = policy.compile(hits, atoms)
         assert policy.compile(hits, atoms, descending=True) == full, trial
         assert policy.compile(hits, atoms, descending=True, tokens=tokens) == full, trial
+        least = min(tokens.values())
+        for lower in {least, max(0, least - 1), 0}:      # the least count, or any lower bound
+            assert policy.compile(hits, atoms, descending=True, tokens=tokens,
+                                  min_tokens=lower) == full, trial
+            assert policy.compile(hits, atoms, min_tokens=lower) == full, trial
+
+
+def test_budget_exit_stops_the_walk_once_nothing_can_fit():
+    """With min_tokens, the walk ends when the shortest atom would not fit after the first one:
+    later hits are not looked at (an atom missing from ``atoms`` there would be a KeyError)."""
+    policy = CartridgePolicy(default_threshold=0.0, max_atoms=5, token_budget=10)
+    atoms = {"long": SimpleNamespace(modality="code", text="w " * 9),
+             "short": SimpleNamespace(modality="code", text="w w")}
+    hits = [("long", 9.0), ("short", 8.0)] + [(f"gone{i}", 1.0) for i in range(50)]
+    tokens = {"long": 9, "short": 2}
+    # 9 used, the shortest is 2: 11 > 10, nothing later can fit
+    assert policy.compile(hits, atoms, descending=True, tokens=tokens, min_tokens=2) == ["long"]
+    with pytest.raises(KeyError):       # without the bound the walk goes on and looks them up
+        policy.compile(hits, atoms, descending=True, tokens=tokens)
+    # a bound of 1 lets the walk go on: "short" (2) does not fit either, so it looks further
+    with pytest.raises(KeyError):
+        policy.compile(hits, atoms, descending=True, tokens=tokens, min_tokens=1)

@@ -19,7 +19,11 @@ Early exit: when the caller says the hits are in descending score order (``desce
 the reference systems' engines guarantee it, see :mod:`.retrieval`), the walk stops at the first
 hit scoring below the lowest threshold of any modality: no later hit can pass rule 1, so the
 cartridge is the one the full walk gives. Gate scores that are not in descending order (the
-hybrid's dense gate over the RRF ranking) are walked to the end.
+hybrid's dense gate over the RRF ranking) are walked to the end. And when the caller gives the
+least token count of any atom the hits can name (``min_tokens``), the walk stops as soon as an
+atom of that size would no longer fit the budget after the first admitted one: every later atom
+is at least that long, so rule 3 would skip it (long code atoms spend the budget on the first
+atom, and the walk used to visit the remaining hundreds of hits only to skip each).
 
 Its per-modality thresholds come from ``membench calibrate`` (the operating-point rule of
 :mod:`membench.analysis.operating_point`), committed in ``bench/calibration/``.
@@ -56,12 +60,14 @@ class CartridgePolicy:
                 "oversize_first_atom": "admitted alone"}
 
     def compile(self, hits: Sequence[tuple[str, float]], atoms: Mapping[str, Any], *,
-                descending: bool = False, tokens: Mapping[str, int] | None = None) -> list[str]:
+                descending: bool = False, tokens: Mapping[str, int] | None = None,
+                min_tokens: int | None = None) -> list[str]:
         """Atom ids committed for ``hits`` (ranked); ``atoms`` maps atom_id to an object with
         ``modality`` and ``text``. ``descending``: the scores are known to be in descending
         order, so the walk may stop early (module docstring). ``tokens``: atom_id -> its
         text's whitespace token count, when the caller counted them once (else each visited
-        atom's text is split)."""
+        atom's text is split). ``min_tokens``: no atom ``hits`` can name has fewer tokens, so
+        the walk may stop when one that short would not fit (module docstring)."""
         out: list[str] = []
         used = 0
         floor = min([self.default_threshold, *self.thresholds.values()])
@@ -82,6 +88,8 @@ class CartridgePolicy:
                 continue
             out.append(atom_id)
             used += n
+            if min_tokens is not None and used + min_tokens > self.token_budget:
+                break           # (out is not empty): no later atom can fit
         return out
 
 

@@ -162,6 +162,7 @@ class RetrievalSystem:
         self.extra_config: dict[str, Any] = {}  # e.g. where the cartridge thresholds came from
         self._tokens: dict[str, int] = {}       # atom_id -> cartridge tokens, of _tokens_of
         self._tokens_of: dict | None = None
+        self._min_tokens = 0                    # the least of _tokens (0 when empty)
 
     def config(self) -> dict[str, Any]:
         return {
@@ -201,9 +202,11 @@ class RetrievalSystem:
         """The result, and the hits with the scores the cartridge threshold was applied to
         (the same atoms in the same order; for BM25 and dense they are the hits themselves)."""
         hits = self.engine.search(question, scope.holder, as_of, MAX_DEPTH)
-        # engines return score desc (module docstring): the cartridge walk may stop early
-        cart = self.policy.compile(hits, self.engine.by_id, descending=True,
-                                   tokens=self._token_counts())
+        # engines return score desc (module docstring): the cartridge walk may stop early,
+        # and once the budget cannot take the shortest indexed atom
+        tokens = self._token_counts()
+        cart = self.policy.compile(hits, self.engine.by_id, descending=True, tokens=tokens,
+                                   min_tokens=self._min_tokens)
         return Result(hits=hits, cartridge=cart), hits
 
     def _token_counts(self) -> dict[str, int]:
@@ -211,6 +214,7 @@ class RetrievalSystem:
         by_id = self.engine.by_id
         if self._tokens_of is not by_id:
             self._tokens = {k: token_count(a.text) for k, a in by_id.items()}
+            self._min_tokens = min(self._tokens.values(), default=0)
             self._tokens_of = by_id
         return self._tokens
 
