@@ -75,7 +75,7 @@ help:
 	@echo "               (bench/bench_mainjob.py; make all prints its own step table at the end)."
 	@echo "Variables: SYSTEMS='bm25 dense hybrid' LIMIT=N CORPUS=DIR SETS=DIR RUNS=DIR REPORTS=DIR"
 
-$(BIN)/membench: pyproject.toml
+$(BIN)/membench: pyproject.toml setup.py membench/run/_hitcheck.c
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[test]"

@@ -200,3 +200,39 @@ def test_bad_set_line_names_file_line_field(built, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert f"{p}:3: SCHEMA: field as_of:" in err
+
+
+@pytest.mark.parametrize("every, syncs", [(0.0, 6), (1e9, 1)])
+def test_run_lines_are_fsynced_by_the_clock_and_at_the_end(tmp_path, monkeypatch, every, syncs):
+    """Every line is written and flushed as it is answered; fsync comes once FSYNC_SECONDS have
+    passed since the last one, and at the end (0 s: after each of the 5 lines and at the end;
+    a long interval: at the end only)."""
+    import os
+    from datetime import datetime, timezone
+    from types import SimpleNamespace
+
+    from membench.run import runner
+
+    calls: list[int] = []
+    real = os.fsync
+
+    def counting(fd):
+        calls.append(os.path.getsize(tmp_path / "run.jsonl"))
+        real(fd)
+
+    class Echo:
+        name = "echo"
+
+        def query(self, question, scope, as_of):
+            return Result(hits=[(question, 1.5)], cartridge=[question])
+
+    monkeypatch.setattr(runner, "FSYNC_SECONDS", every)
+    monkeypatch.setattr(runner.os, "fsync", counting)
+    at = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    todo = [SimpleNamespace(query_id=f"q{i}", question=f"a{i}", scope=None, as_of=at)
+            for i in range(5)]
+    runner._answer(Echo(), todo, 0, 5, {f"a{i}" for i in range(5)}, tmp_path / "run.jsonl")
+    assert len(calls) == syncs
+    assert calls == sorted(calls) and calls[-1] == (tmp_path / "run.jsonl").stat().st_size
+    assert [json.loads(l)["query_id"] for l in (tmp_path / "run.jsonl").read_text()
+            .splitlines()] == [f"q{i}" for i in range(5)]

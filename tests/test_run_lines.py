@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from membench.core.jsonl import dumps
@@ -23,6 +23,26 @@ from membench.run.protocol import Result
 from membench.run.runner import ProtocolError, _check_hits, _fast_line, run_line
 
 KNOWN = {"a1", "a2", "a3", "é-ü", "x\u2028y", "tab\there"}
+
+try:
+    from membench.run._hitcheck import plain_pairs as c_plain_pairs
+except ImportError:     # no C compiler at install: test_the_extension_is_built says so
+    c_plain_pairs = None
+
+
+@pytest.fixture(autouse=True, params=["c", "python"])
+def hit_check(request, monkeypatch):
+    """Every test here runs with the runner's one-pass C test of the hits and again with its
+    Python fallback: both must write the same bytes."""
+    from membench.run import runner
+
+    if request.param == "c":
+        if c_plain_pairs is None:
+            pytest.skip("membench.run._hitcheck was not built")
+        monkeypatch.setattr(runner, "plain_pairs", c_plain_pairs)
+    else:
+        monkeypatch.setattr(runner, "plain_pairs", runner._plain_pairs_py)
+    return request.param
 
 
 def reference_line(qid, hits, cart, latency) -> bytes:
@@ -105,7 +125,8 @@ def test_orjson_differs_from_repr_only_below_1e4_and_the_writer_knows_it():
     assert b"1e-05" in line
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(sorted(KNOWN)),
                           st.floats(allow_nan=False, allow_infinity=False)), max_size=30),
        st.floats(min_value=0, max_value=1e7, allow_nan=False),
@@ -236,3 +257,80 @@ def test_real_bm25_run_lines_are_what_json_dumps_writes(bm25_dev):
             assert run_line(obj) == raw
             n += 1
     assert n > 1500
+
+
+def test_the_extension_is_built_where_a_compiler_is(hit_check):
+    """The runner uses the C test wherever the install found a C compiler (CI has one)."""
+    import shutil
+    import sysconfig
+
+    from membench.run import runner
+
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(cc) is None:
+        pytest.skip(f"no C compiler ({cc}) here: the Python fallback runs")
+    assert c_plain_pairs is not None, runner.HIT_CHECK_MISSING
+
+
+_ODD_ITEMS = st.one_of(
+    st.sampled_from(sorted(KNOWN)), st.just("zz"), st.just(Sub("a1")), st.none(),
+    st.integers(-3, 3), st.booleans(), st.floats(), st.floats(min_value=-1e-3, max_value=1e-3),
+    st.sampled_from([1e16, -1e16, 9.999999999999998e15, 1e-4, 9.99999e-5, 0.0, -0.0,
+                     float("nan"), float("inf"), 5e-324]),
+    st.builds(np.float64, st.floats(0.1, 10)))
+_ODD_HITS = st.one_of(
+    st.tuples(_ODD_ITEMS, _ODD_ITEMS), st.tuples(_ODD_ITEMS, _ODD_ITEMS).map(list),
+    st.tuples(st.sampled_from(sorted(KNOWN)), st.floats(1e-4, 1e6)),
+    st.lists(_ODD_ITEMS, max_size=3), st.lists(_ODD_ITEMS, max_size=3).map(tuple),
+    st.builds(Pair, _ODD_ITEMS, _ODD_ITEMS),
+    st.sampled_from(["a1", b"a1", {"a1": 1, "b": 2}, {0: "a1", 1: 2.0}, None, 3.0]))
+
+
+@settings(max_examples=1500, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(hits=st.lists(_ODD_HITS, max_size=6), as_tuple=st.booleans())
+def test_the_c_test_takes_no_more_than_the_python_one_and_both_write_json_dumps_bytes(
+        hits, as_tuple, hit_check):
+    """On odd hits of every kind: where the C test says yes, so does the Python one, and the
+    hits are pairs of a known atom id and a plain finite float; and the runner's line is
+    json.dumps's bytes (or the one clear error) with either test."""
+    from membench.run import runner
+
+    if hit_check != "c":
+        pytest.skip("compares the C test with the Python one")
+    hits = tuple(hits) if as_tuple else hits
+    try:
+        py = runner._plain_pairs_py(hits, KNOWN)
+    except (TypeError, KeyError, IndexError, ValueError):
+        py = False
+    c = c_plain_pairs(hits, KNOWN)
+    if c:
+        assert py
+        assert all(type(h) in (tuple, list) and len(h) == 2 and type(h[0]) is str
+                   and h[0] in KNOWN and type(h[1]) is float and math.isfinite(h[1])
+                   and (h[1] == 0 or 1e-4 <= abs(h[1]) < 1e16) for h in hits)
+    lines = []
+    for impl in (c_plain_pairs, runner._plain_pairs_py):
+        runner.plain_pairs = impl           # (the fixture puts it back)
+        try:
+            lines.append(runner_line("q", hits, [], 1.25))
+        except ProtocolError as e:
+            lines.append(str(e))
+    assert lines[0] == lines[1]
+    try:
+        expected = reference_line("q", [tuple(h) for h in hits], [], 1.25)
+    except (TypeError, ValueError, ProtocolError):
+        return                              # the reference loop refuses it too
+    if isinstance(lines[0], bytes):
+        assert lines[0] == expected
+
+
+def test_the_c_test_refuses_wrong_arguments(hit_check):
+    if hit_check != "c":
+        pytest.skip("the C test's own argument checks")
+    with pytest.raises(TypeError):
+        c_plain_pairs([], ["a1"])           # known must be a set
+    with pytest.raises(TypeError):
+        c_plain_pairs([])
+    assert c_plain_pairs(iter([]), KNOWN) is False            # not a list or tuple
+    assert c_plain_pairs([], frozenset()) is True

@@ -26,7 +26,8 @@ How the work is spread:
    folder every node mounts at the same path (docs/ray.md).
 3. **Queries** go out in windows of presentation order (``window`` queries at a time, two
    windows in flight); each window is written in presentation order once its answers are in,
-   line by line and flushed, fsynced every 100 lines, exactly like the local loop.
+   line by line and flushed, fsynced every ``runner.FSYNC_SECONDS``, exactly like the
+   local loop.
 
 Failures. A worker that dies (killed, out of memory, node lost) is replaced: a new actor
 re-ingests that shard (its atoms must equal the first ones, else the system is not
@@ -66,6 +67,7 @@ from ..core.paths import MANIFEST_PATH, cache_dir
 from ..sets.schema import AnnotationRecord, SourceItem
 from .protocol import Atom
 from .runner import (
+    FSYNC_SECONDS,
     _check_hits,
     _done_queries,
     _now,
@@ -701,6 +703,7 @@ def _answer(ray, pool: _Shards, name: str, records: list[AnnotationRecord],
         return got
 
     written = 0
+    synced = time.monotonic()
     with open(run_path, "a", encoding="utf-8") as f, \
             _progress.step(f"queries ({name}, ray)", total=len(records), unit="query") as bar:
         bar.advance(len(done))
@@ -720,10 +723,12 @@ def _answer(ray, pool: _Shards, name: str, records: list[AnnotationRecord],
                 f.flush()
                 written += 1
                 bar.advance()
-                if written % 100 == 0:
+                now = time.monotonic()
+                if now - synced >= FSYNC_SECONDS:
                     os.fsync(f.fileno())
-                    if progress:
-                        progress(len(done) + written, len(records))
+                    synced = now
+                if progress and written % 100 == 0:
+                    progress(len(done) + written, len(records))
             on_event("window", len(done) + written)
         os.fsync(f.fileno())
     return len(todo)

@@ -361,21 +361,28 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
     return meta
 
 
+#: run.jsonl is fsync'd once this many seconds have passed since its last fsync (and at the
+#: end): a power cut or kernel crash loses at most about the last second's lines (a dying
+#: process loses none: every line is written and flushed as it is answered)
+FSYNC_SECONDS = 1.0
+
+
 def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: set[str],
             run_path: Path, progress=None) -> None:
-    """Ask ``todo``'s queries in order, appending one line each to ``run_path`` (flushed per
-    line, fsync'd every 100)."""
+    """Ask ``todo``'s queries in order, appending one line each to ``run_path`` (written and
+    flushed per line, fsync'd every :data:`FSYNC_SECONDS`)."""
     with open(run_path, "ab") as f, \
             _progress.step(f"queries ({system.name})", total=n_all, unit="query") as bar:
         bar.advance(n_done)
         if n_done:
             bar.count("answered before (resumed)", n_done)
+        synced = time.perf_counter()
         for n, r in enumerate(todo, 1):
             t = time.perf_counter()
             res = system.query(r.question, r.scope, r.as_of)
-            ms = (time.perf_counter() - t) * 1000.0
+            t_end = time.perf_counter()
             cart, hits = _answer_parts(system.name, r.query_id, res, known)
-            row = {"cartridge": cart, "hits": hits, "latency_ms": round(ms, 3),
+            row = {"cartridge": cart, "hits": hits, "latency_ms": round((t_end - t) * 1000.0, 3),
                    "query_id": r.query_id}
             line = _fast_line(row, known)
             if line is None:            # the checks one hit at a time, then json.dumps
@@ -384,10 +391,11 @@ def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: se
             f.write(line)
             f.flush()
             bar.advance()
-            if n % 100 == 0:
+            if t_end - synced >= FSYNC_SECONDS:
                 os.fsync(f.fileno())
-                if progress:
-                    progress(n_done + n, n_all)
+                synced = t_end
+            if progress and n % 100 == 0:
+                progress(n_done + n, n_all)
         os.fsync(f.fileno())
 
 
@@ -399,27 +407,41 @@ def _fast_line(row: dict, known: set[str]) -> bytes | None:
     else (and for a list deeper than MAX_DEPTH), which :func:`_check_hits` then checks one
     hit at a time, naming the first culprit, and :func:`run_line` writes. The pairs are
     written as they are: a ``tuple`` or ``list`` (orjson refuses any other type: ``None``)
-    holding exactly ``(atom_id, score)`` gives the line ``[atom_id, float(score)]`` gives."""
+    holding exactly ``(atom_id, score)`` gives the line ``[atom_id, float(score)]`` gives.
+
+    The bulk test is :func:`plain_pairs`: one C loop (``membench/run/_hitcheck.c``) where the
+    extension was built at install, else :func:`_plain_pairs_py`, six passes in Python; both
+    accept only what gives the same bytes as the per-hit path (tests/test_run_lines.py)."""
     hits = row["hits"]
     if len(hits) > MAX_DEPTH:
         return None
     try:
-        if not (set(map(len, hits)) <= _TWO and known.issuperset(map(_FIRST, hits))):
-            return None
-        scores = list(map(_SECOND, hits))
-        if not (set(map(type, scores)) <= _FLOAT and math.isfinite(sum(scores))
-                and (not scores or min(scores) >= _PLAIN_LO or _plain_floats(scores))
+        if not (plain_pairs(hits, known)
                 and (row["latency_ms"] == 0.0 or _PLAIN_LO <= row["latency_ms"] < _PLAIN_HI)):
             return None
         if type(hits) is not list:
             row = {**row, "hits": list(hits)}
-        out = orjson.dumps(row, option=_ORJSON_OPTS)
+        # every number in the line (the scores, the latency) is 0 or of magnitude in [1e-4,
+        # 1e16): plain decimals, the same digits as json.dumps (on every binade in
+        # tests/test_run_lines.py)
+        return orjson.dumps(row, option=_ORJSON_OPTS)
     except (TypeError, KeyError, IndexError, ValueError):   # orjson.JSONEncodeError is one
         return None
-    # every score is >= 1e-4 in magnitude or 0 (above); a magnitude >= 1e16 is written with
-    # an exponent by both (checked on every binade in tests/test_run_lines.py): back to
-    # json.dumps for that
-    return None if b"+" in out else out
+
+
+def _plain_pairs_py(hits, known: set[str]) -> bool:
+    """Whether every hit is a pair of an atom id in ``known`` and a finite ``float`` (exactly)
+    that is 0 or has a magnitude in [1e-4, 1e16): the bulk test of :func:`_fast_line` in
+    Python, one pass per property. A pair here is anything of length 2 whose items 0 and 1
+    can be read (orjson then refuses what is not a tuple or list); the C test takes only a
+    tuple or list. May raise TypeError / KeyError / IndexError on odd hits (the caller's
+    ``None``)."""
+    if not (set(map(len, hits)) <= _TWO and known.issuperset(map(_FIRST, hits))):
+        return False
+    scores = list(map(_SECOND, hits))
+    return (set(map(type, scores)) <= _FLOAT and math.isfinite(sum(scores))
+            and (not scores or _PLAIN_LO <= min(scores) and max(scores) < _PLAIN_HI
+                 or _plain_floats(scores)))
 
 
 _TWO, _FLOAT = {2}, {float}
@@ -428,6 +450,14 @@ _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 # differently or the per-hit loop converts them)
 _ORJSON_OPTS = (orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
                 | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS)
+
+#: why the C test is not here (``None`` when it is)
+HIT_CHECK_MISSING: str | None = None
+try:        # the one-pass C test, built at install where a C compiler is found (setup.py)
+    from ._hitcheck import plain_pairs
+except ImportError as e:    # pragma: no cover - the same test in Python
+    plain_pairs = _plain_pairs_py
+    HIT_CHECK_MISSING = f"membench.run._hitcheck not built ({e}); reinstall with a C compiler"
 
 
 def network_guard(system: MemorySystem) -> NetworkGuard:

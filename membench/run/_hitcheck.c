@@ -1,0 +1,100 @@
+/* membench.run._hitcheck: the run writer's bulk test of a system's hits, in one pass.
+ *
+ * plain_pairs(hits, known) -> bool
+ *
+ * True when `hits` is a list or tuple (exactly, not a subclass) whose every element is a
+ * tuple or list (exactly) of two items: a str (exactly) that is in the set `known`, and a
+ * float (exactly) that is finite and either 0 or of magnitude in [1e-4, 1e16). Those are the
+ * hits whose run line orjson writes byte for byte as json.dumps does (membench.run.runner's
+ * _fast_line and run_line say why). False for anything else, which the runner then checks one
+ * hit at a time in Python, naming the first culprit. Nothing about a hit raises here; only an
+ * argument of the wrong kind (`known` not a set) is a TypeError.
+ *
+ * The items are tested with exact-type checks, so no Python code runs but for a set lookup
+ * meeting an entry that is not a str with the same hash (the runner's known atom ids are all
+ * str); even then the list's size and items are read afresh at each step and the atom is held
+ * while it is looked up.
+ *
+ * Without the extension the runner uses membench.run.runner._plain_pairs_py, six passes in
+ * Python that take any object of length 2 for a pair (orjson then refuses what is not a tuple
+ * or list). The tests hold both to the bytes json.dumps writes, and this one to accepting no
+ * more than the Python one does.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+
+static const double PLAIN_LO = 1e-4;
+static const double PLAIN_HI = 1e16;
+
+static PyObject *
+plain_pairs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "plain_pairs(hits, known) takes 2 arguments");
+        return NULL;
+    }
+    PyObject *hits = args[0], *known = args[1];
+    if (!PyAnySet_Check(known)) {
+        PyErr_SetString(PyExc_TypeError, "plain_pairs: known must be a set");
+        return NULL;
+    }
+    int is_list = PyList_CheckExact(hits);
+    if (!is_list && !PyTuple_CheckExact(hits))
+        Py_RETURN_FALSE;
+    /* the size and each item are read afresh at every step: should a set lookup ever run
+       Python code that changes a list, nothing read before it is used after it */
+    for (Py_ssize_t i = 0; i < Py_SIZE(hits); i++) {
+        PyObject *hit = is_list ? PyList_GET_ITEM(hits, i) : PyTuple_GET_ITEM(hits, i);
+        PyObject *atom, *score;
+        if (PyTuple_CheckExact(hit)) {
+            if (PyTuple_GET_SIZE(hit) != 2)
+                Py_RETURN_FALSE;
+            atom = PyTuple_GET_ITEM(hit, 0);
+            score = PyTuple_GET_ITEM(hit, 1);
+        } else if (PyList_CheckExact(hit)) {
+            if (PyList_GET_SIZE(hit) != 2)
+                Py_RETURN_FALSE;
+            atom = PyList_GET_ITEM(hit, 0);
+            score = PyList_GET_ITEM(hit, 1);
+        } else {
+            Py_RETURN_FALSE;
+        }
+        if (!PyFloat_CheckExact(score))
+            Py_RETURN_FALSE;
+        double v = PyFloat_AS_DOUBLE(score);
+        if (!isfinite(v))
+            Py_RETURN_FALSE;
+        double a = fabs(v);
+        if (a != 0.0 && !(a >= PLAIN_LO && a < PLAIN_HI))
+            Py_RETURN_FALSE;
+        if (!PyUnicode_CheckExact(atom))
+            Py_RETURN_FALSE;
+        Py_INCREF(atom);
+        int in = PySet_Contains(known, atom);
+        Py_DECREF(atom);
+        if (in < 0)
+            return NULL;
+        if (!in)
+            Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef methods[] = {
+    {"plain_pairs", (PyCFunction)(void (*)(void))plain_pairs, METH_FASTCALL,
+     "plain_pairs(hits, known) -> bool: every hit an exact (str in known, plain finite "
+     "float) pair (module docstring)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_hitcheck",
+    "The run writer's one-pass test of a system's hits (see plain_pairs).", -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__hitcheck(void)
+{
+    return PyModule_Create(&module);
+}
