@@ -30,12 +30,25 @@ What is measured, all as CPU time of this process (``time.process_time``, every 
   progress quiet, the set checks skipped) around a wrapper of the same, already ingested
   system that records the CPU clock on entering and leaving ``query``. A query's harness time
   is from leaving its ``query`` to entering the next one's: the protocol checks, the line's
-  serialisation, the write and flush, the fsync every 100 lines, the progress bar. The wrapper's
+  serialisation, the write and flush, the fsync once a second, the progress bar. The wrapper's
   two clock reads are in the system's time. The last query has no next one: what follows it
   (the last fsync, meta.json written and synced, the lock released) is a cost of the run, not
   of a query, and is reported on its own (``finish_ms``, milliseconds); charged to the last
   query, as this script did before, it added about 0.26x to the 97 video queries' harness
   share.
+* **line writes**: how much of the harness is the kernel taking the lines in. After the run,
+  its ``run.jsonl`` is written again, line by line, into a new file in the same folder, as the
+  runner writes it (``write``, ``flush``, ``fsync`` once ``runner.FSYNC_SECONDS`` have passed),
+  each line timed; "the rest" is the harness without it: membench's own Python and C (the
+  protocol checks, the serialisation, the loop, the progress bar). The kernel's share varies
+  with the machine's memory: on this virtual machine a page the guest never touched costs
+  about 8.6 µs to fault in, one it touched before about 1.5 µs, so the same 8 KB lines took
+  from 4 to 24 µs each to write in one afternoon.
+
+The **floor** columns are (search + read) / raw: what the least caller that uses the hits pays
+over the raw search, before anything membench does. A target on system / raw below the floor
+cannot be met by any Python code on tantivy-py 0.27, which hands the hits over only as one
+``(score, DocAddress)`` tuple per hit.
 
 Each repeat makes four passes, one per variant, each asking every query once in the runner's
 presentation order (so each query finds the caches as the runner leaves them: another query
@@ -97,7 +110,7 @@ def _mmm(v: list[float]) -> dict[str, float]:
 
 def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> dict:
     from membench.core import progress
-    from membench.run.runner import load_split, run_system
+    from membench.run.runner import FSYNC_SECONDS, load_split, run_system
     from membench.run.systems import make_system
     from membench.run.systems.retrieval import to_micros
 
@@ -168,7 +181,22 @@ def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> di
             run_system(wrapped, sets, "dev", Path(tmp) / "run", corpus, modalities=modalities,
                        check_sets=False)
             t_end = clock()
+            # the same lines written again as the runner writes them, each timed
+            lines = (Path(tmp) / "run" / "run.jsonl").read_bytes().splitlines(keepends=True)
+            write_t = np.zeros(len(lines))
+            with open(Path(tmp) / "rewritten.jsonl", "ab") as f:
+                synced = time.perf_counter()
+                for j, line in enumerate(lines):
+                    t0 = clock()
+                    f.write(line)
+                    f.flush()
+                    now = time.perf_counter()
+                    if now - synced >= FSYNC_SECONDS:
+                        os.fsync(f.fileno())
+                        synced = now
+                    write_t[j] = clock() - t0
         spans = wrapped.spans
+        assert len(lines) == len(spans)
         assert len(spans) == len(data.records)
         # between one query and the next; the last one's is the run's finish (reported apart)
         harness = [spans[j + 1][0] - spans[j][1] for j in range(len(spans) - 1)]
@@ -194,15 +222,22 @@ def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> di
                 "e2e_p95_ratio": _pct(s, 95) / _pct(e, 95),
                 "harness_us_per_query": sum(harness[i] for i in allq) / len(allq) * 1e6,
                 "runner_system_us_per_query": sum(inside[i] for i in allq) / len(allq) * 1e6,
+                "floor_p50_ratio": _pct(rd, 50) / _pct(w, 50),
+                "floor_p95_ratio": _pct(rd, 95) / _pct(w, 95),
                 "harness_share": sum(harness[i] for i in allq) / sum(inside[i] for i in allq),
+                "write_share": sum(write_t[i] for i in allq) / sum(inside[i] for i in allq),
+                "rest_share": sum(harness[i] - write_t[i] for i in allq)
+                / sum(inside[i] for i in allq),
                 "finish_ms": finish * 1e3,
             }
         per_rep.append(figs)
         print(f"repeat {rep + 1}/{repeats}: " + "; ".join(
             f"{m} p50 {f['p50_ratio']:.2f}x p95 {f['p95_ratio']:.2f}x (search + read "
             f"{f['read_p50_ratio']:.2f}x {f['read_p95_ratio']:.2f}x; end to end "
-            f"{f['e2e_p50_ratio']:.2f}x {f['e2e_p95_ratio']:.2f}x) harness "
-            f"{f['harness_share']:.2f}x" for m, f in figs.items()), file=sys.stderr)
+            f"{f['e2e_p50_ratio']:.2f}x {f['e2e_p95_ratio']:.2f}x; floor "
+            f"{f['floor_p50_ratio']:.2f}x {f['floor_p95_ratio']:.2f}x) harness "
+            f"{f['harness_share']:.2f}x (line writes {f['write_share']:.2f}x, the rest "
+            f"{f['rest_share']:.2f}x)" for m, f in figs.items()), file=sys.stderr)
 
     out = {m: {k: _mmm([rep[m][k] for rep in per_rep]) for k in per_rep[0][m]}
            for m in per_rep[0]}
@@ -217,9 +252,11 @@ def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> di
 def table(res: dict) -> str:
     rows = ["| modality | queries | system p50 / p95 (µs) | raw search p50 / p95 (µs) | "
             "system / raw, p50 | p95 | search + read p50 / p95 (µs) | system / (search + read), "
-            "p50 | p95 | end to end p50 / p95 (µs) | system / end to end, p50 | p95 | "
-            "harness / system |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+            "p50 | p95 | floor: (search + read) / raw, p50 | p95 | end to end p50 / p95 (µs) | "
+            "system / end to end, p50 | p95 | harness / system | of which line writes | "
+            "the rest |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+            "| --- | --- | --- |"]
     for m, f in res["figures"].items():
         c = res["counts"][m]
         med = {k: v["median"] for k, v in f.items()}
@@ -231,8 +268,10 @@ def table(res: dict) -> str:
                     f"{med['raw_p50_us']:.0f} / {med['raw_p95_us']:.0f} | {r('p50_ratio')} | "
                     f"{r('p95_ratio')} | {med['read_p50_us']:.0f} / {med['read_p95_us']:.0f} | "
                     f"{r('read_p50_ratio')} | {r('read_p95_ratio')} | "
+                    f"{r('floor_p50_ratio')} | {r('floor_p95_ratio')} | "
                     f"{med['e2e_p50_us']:.0f} / {med['e2e_p95_us']:.0f} | "
-                    f"{r('e2e_p50_ratio')} | {r('e2e_p95_ratio')} | {r('harness_share')} |")
+                    f"{r('e2e_p50_ratio')} | {r('e2e_p95_ratio')} | {r('harness_share')} | "
+                    f"{r('write_share')} | {r('rest_share')} |")
     la = ", ".join(f"{x:.2f}" for x in res["load_average"])
     fin = res["figures"]["all"]["finish_ms"]
     rows.append(f"\nmedian (min-max) over {res['repeats']} interleaved repeats; CPU time; load "
