@@ -236,3 +236,20 @@ def test_run_lines_are_fsynced_by_the_clock_and_at_the_end(tmp_path, monkeypatch
     assert calls == sorted(calls) and calls[-1] == (tmp_path / "run.jsonl").stat().st_size
     assert [json.loads(l)["query_id"] for l in (tmp_path / "run.jsonl").read_text()
             .splitlines()] == [f"q{i}" for i in range(5)]
+
+
+def test_a_run_without_the_c_hit_check_says_so_and_writes_the_same_lines(
+        built, corpus_root, tmp_path, monkeypatch, capsys):
+    from membench.run import runner
+
+    run_system(make_system("random"), built.out, "dev", tmp_path / "c", corpus_root, limit=3)
+    assert "membench: note:" not in capsys.readouterr().err
+    monkeypatch.setattr(runner, "plain_pairs", runner._plain_pairs_py)
+    monkeypatch.setattr(runner, "HIT_CHECK_MISSING", "membench.run._hitcheck not built (x)")
+    run_system(make_system("random"), built.out, "dev", tmp_path / "py", corpus_root, limit=3)
+    err = capsys.readouterr().err
+    assert "membench: note: membench.run._hitcheck not built (x): the hits are checked in " \
+           "Python instead" in err
+    strip = [[{k: v for k, v in json.loads(l).items() if k != "latency_ms"}
+              for l in (tmp_path / d / "run.jsonl").read_text().splitlines()] for d in ("c", "py")]
+    assert strip[0] == strip[1] and len(strip[0]) > 3

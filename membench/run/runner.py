@@ -343,6 +343,9 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
     if frozen:
         gc.freeze()
     seen = guard.attempts
+    if HIT_CHECK_MISSING and todo:
+        print(f"membench: note: {HIT_CHECK_MISSING}: the hits are checked in Python instead "
+              "(the same lines, written more slowly)", file=sys.stderr, flush=True)
     t_queries = time.perf_counter()
     try:
         with guard.phase("query"):
