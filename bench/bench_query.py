@@ -110,7 +110,7 @@ def _mmm(v: list[float]) -> dict[str, float]:
 
 def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> dict:
     from membench.core import progress
-    from membench.run.runner import FSYNC_SECONDS, load_split, run_system
+    from membench.run.runner import fsync_if_due, load_split, run_system
     from membench.run.systems import make_system
     from membench.run.systems.retrieval import to_micros
 
@@ -190,10 +190,7 @@ def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> di
                     t0 = clock()
                     f.write(line)
                     f.flush()
-                    now = time.perf_counter()
-                    if now - synced >= FSYNC_SECONDS:
-                        os.fsync(f.fileno())
-                        synced = now
+                    synced = fsync_if_due(f, synced, time.perf_counter())
                     write_t[j] = clock() - t0
         spans = wrapped.spans
         assert len(lines) == len(spans)

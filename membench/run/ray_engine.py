@@ -67,7 +67,6 @@ from ..core.paths import MANIFEST_PATH, cache_dir
 from ..sets.schema import AnnotationRecord, SourceItem
 from .protocol import Atom
 from .runner import (
-    FSYNC_SECONDS,
     _check_hits,
     _done_queries,
     _now,
@@ -75,6 +74,7 @@ from .runner import (
     answer_for_sending,
     begin_run,
     check_answer,
+    fsync_if_due,
     located_os_errors,
     preflight,
     record_atoms,
@@ -723,10 +723,7 @@ def _answer(ray, pool: _Shards, name: str, records: list[AnnotationRecord],
                 f.flush()
                 written += 1
                 bar.advance()
-                now = time.monotonic()
-                if now - synced >= FSYNC_SECONDS:
-                    os.fsync(f.fileno())
-                    synced = now
+                synced = fsync_if_due(f, synced, time.monotonic())
                 if progress and written % 100 == 0:
                     progress(len(done) + written, len(records))
             on_event("window", len(done) + written)

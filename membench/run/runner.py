@@ -370,6 +370,16 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
 FSYNC_SECONDS = 1.0
 
 
+def fsync_if_due(f, synced: float, now: float) -> float:
+    """fsync ``f`` when :data:`FSYNC_SECONDS` have passed from ``synced`` to ``now`` (readings
+    of one monotonic clock); returns the time of the last fsync. The local loop, the Ray loop
+    and bench/bench_query.py's rewrite of the lines all sync by this rule."""
+    if now - synced >= FSYNC_SECONDS:
+        os.fsync(f.fileno())
+        return now
+    return synced
+
+
 def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: set[str],
             run_path: Path, progress=None) -> None:
     """Ask ``todo``'s queries in order, appending one line each to ``run_path`` (written and
@@ -394,9 +404,7 @@ def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: se
             f.write(line)
             f.flush()
             bar.advance()
-            if t_end - synced >= FSYNC_SECONDS:
-                os.fsync(f.fileno())
-                synced = t_end
+            synced = fsync_if_due(f, synced, t_end)
             if progress and n % 100 == 0:
                 progress(n_done + n, n_all)
         os.fsync(f.fileno())
