@@ -1,0 +1,81 @@
+"""Every bound membench puts on what it reads, waits for or allocates, in one place.
+
+Each input a user (or a system under test, or a file from someone else) controls has a stated
+limit here, and the code that enforces it imports the constant from this module, so the number
+a user reads in the docs is the number the code applies. ``docs/robustness.md`` carries the
+table :func:`markdown_table` renders (a test holds the two equal).
+
+A bound is registered with :func:`bound`, which returns its value::
+
+    MAX_LINE_BYTES = bound("line_bytes", 64 << 20, "bytes", "one line of a JSON-lines or TREC file",
+                           "located error (LINE_TOO_LONG) naming the file and line")
+
+Keep names short and stable: they appear in error messages and in the docs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One limit: ``name`` (stable key), ``value`` in ``unit``, what it limits (``what``),
+    what happens past it (``past``) and where it is enforced (``where``, a module path)."""
+
+    name: str
+    value: float | int
+    unit: str
+    what: str
+    past: str
+    where: str
+
+
+REGISTRY: dict[str, Bound] = {}
+
+
+def bound(name: str, value, unit: str, what: str, past: str, where: str = "") -> object:
+    """Register one bound and return its value (a second registration of the same name must
+    agree, so a constant imported twice stays one bound)."""
+    b = Bound(name, value, unit, what, past, where)
+    old = REGISTRY.get(name)
+    if old is not None and old != b:
+        raise ValueError(f"bound {name!r} registered twice with different values")
+    REGISTRY[name] = b
+    return value
+
+
+def _fmt(v) -> str:
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int):
+        for shift, suffix in ((30, " Gi"), (20, " Mi"), (10, " Ki")):
+            if v >= (1 << shift) and v % (1 << shift) == 0:
+                return f"{v >> shift:,}{suffix}"
+        return f"{v:,}"
+    return f"{v:g}"
+
+
+def all_bounds() -> list[Bound]:
+    """Every registered bound, after importing the modules that register them."""
+    import importlib
+
+    for mod in _MODULES:
+        importlib.import_module(mod)
+    return sorted(REGISTRY.values(), key=lambda b: b.name)
+
+
+def markdown_table() -> str:
+    """The bounds table of ``docs/robustness.md``."""
+    rows = ["| bound | value | limits | past it | enforced in |", "|---|---:|---|---|---|"]
+    for b in all_bounds():
+        unit = f" {b.unit}" if b.unit else ""
+        rows.append(f"| `{b.name}` | {_fmt(b.value)}{unit} | {b.what} | {b.past} | "
+                    f"{('`' + b.where + '`') if b.where else ''} |")
+    return "\n".join(rows)
+
+
+# modules that register bounds at import (add yours here)
+_MODULES: list[str] = [
+    "membench.core.bounds",
+]
