@@ -41,22 +41,81 @@ def test_real_counts(real):
     cov = real.coverage
     assert cov.balanced()
     assert cov.upstream_items == 1082
-    assert cov.covered == 436 == len(real.drafts)
+    # 53 text-layer PDFs (436 questions) and 19 image-only slide decks (176 questions, 174
+    # covered: two answerable rows carry no evidence page)
+    assert cov.covered == 436 + 174 == len(real.drafts)
     assert cov.not_covered == {
-        "PDF not in mirror": 640,
-        "answerable with no evidence pages": 4,
+        "PDF not in mirror": 640 - 176,
+        "answerable with no evidence pages": 4 + 2,
         "evidence page out of range (0)": 2,
     }
     assert cov.normalised == {
         "duplicate evidence page dropped": 1,
         "evidence pages read as PDF page labels (/PageLabels)": 6,
-        "observed_at synthetic (no CreationDate)": 6,
+        # none of the decks carries a /CreationDate
+        "observed_at synthetic (no CreationDate)": 6 + 19,
     }
-    assert sum(d.unanswerable for d in real.drafts) == 82
-    assert sum(not d.unanswerable for d in real.drafts) == 354
-    assert len(real.items) == 53
-    assert len({i.holder for i in real.items}) == 53
+    assert sum(d.unanswerable for d in real.drafts) == 82 + 46
+    assert sum(not d.unanswerable for d in real.drafts) == 354 + 128
+    assert len(real.items) == 72
+    assert len({i.holder for i in real.items}) == 72
     assert len(real.drafts) >= 400  # the issue's expectation
+
+
+def _no_text_layer_in_provenance(corpus_root) -> set[str]:
+    import json
+
+    rows = [json.loads(line) for line in
+            (corpus_root / "mmlongbench-doc" / "PROVENANCE.jsonl").read_text().splitlines()]
+    return {r["path"].removeprefix("documents/") for r in rows if "no text layer" in
+            r.get("note", "")}
+
+
+def test_real_image_only_decks_are_the_ones_the_mirror_marks(real, corpus_root):
+    """meta.text_pages counts pages with a text layer (modalities.pdf.has_text_layer): it is 0
+    on exactly the 19 decks PROVENANCE.jsonl marks "no text layer", and > 0 elsewhere."""
+    marked = _no_text_layer_in_provenance(corpus_root)
+    assert len(marked) == 19
+    zero = {i.source_id.split(":", 1)[1] for i in real.items if i.meta["text_pages"] == 0}
+    assert zero == marked
+    for it in real.items:
+        assert 0 <= it.meta["text_pages"] <= it.meta["pages"]
+    # a mixed document: a scanned brochure whose text layer covers 4 of its 15 pages
+    mixed = next(i for i in real.items
+                 if i.source_id.endswith("0e94b4197b10096b1f4c699701570fbf.pdf"))
+    assert (mixed.meta["pages"], mixed.meta["text_pages"]) == (15, 4)
+    notes = " ".join(real.coverage.notes)
+    assert "19 documents have no text layer" in notes and "176 questions, 174 covered" in notes
+
+
+def test_real_deck_text_is_its_questions_and_transactive_stays_among_decks(corpus_root):
+    """The build never OCRs: a deck's text for the derivation guards is the upstream questions
+    whose gold is on it, and derived transactive queries move between holders of one kind."""
+    full = mml.load(corpus_root)
+    decks = {i.source_id for i in full.items if i.meta["text_pages"] == 0}
+    for sid in decks:
+        asked = [d.question for d in full.drafts if not d.unanswerable and d.gold
+                 and d.gold[0].source_id == sid]
+        assert sorted(full.texts[sid].split("\n")) == sorted(asked)
+
+
+def test_real_transactive_stays_among_documents_of_one_kind(built):
+    """A question of a text-layer PDF is never re-scoped to a deck, nor a deck's to a text
+    PDF (membench.sets.derive._Source.basis), and decks do get derived unanswerables."""
+    import json
+
+    items = [json.loads(x) for x in (built.out / "items.jsonl").read_text().splitlines()]
+    deck_holder = {i["holder"]: i["meta"]["text_pages"] == 0 for i in items
+                   if i["modality"] == "pdf"}
+    recs = [json.loads(x) for x in (built.out / "pdf.jsonl").read_text().splitlines()]
+    moved = [r for r in recs if r["origin"].get("derivation") == "transactive"]
+    on_decks = 0
+    for r in moved:
+        origin_holder = "mmlongbench/" + r["origin"]["derived_from"].split(":")[1].removesuffix(
+            ".pdf")
+        assert deck_holder[r["scope"]["holder"]] == deck_holder[origin_holder], r["query_id"]
+        on_decks += deck_holder[origin_holder]
+    assert moved and 0 < on_decks < len(moved)
 
 
 def test_real_sorted_unique_and_deterministic(real, corpus_root):
@@ -78,7 +137,7 @@ def test_real_bounds_and_scope(real, corpus_root):
         assert it.path == f"mmlongbench-doc/documents/{it.source_id.split(':', 1)[1]}"
         assert it.holder == "mmlongbench/" + it.source_id.split(":", 1)[1].removesuffix(".pdf")
         assert it.observed_at.tzinfo is not None
-        assert set(it.meta) == {"pages", "sha256"} and it.meta["pages"] >= 1
+        assert set(it.meta) == {"pages", "sha256", "text_pages"} and it.meta["pages"] >= 1
     for d in real.drafts:
         assert d.modality == "pdf" and d.scope.scenario == spec.scenario
         assert d.origin.revision == "d73f0dc0be7e0a2ff6a403d5fe65fcd96461f384"
@@ -148,6 +207,11 @@ def test_real_observed_at(real):
                "379f44022bb27aa53efd5d322c7b57bf.pdf",
                "GPL-Graduate-Studies-Professional-Learning-Brochure-Jul-2021.pdf",
                "fd76bbefe469561966e5387aa709c482.pdf"]
+    # none of the 19 decks has a /CreationDate: they join the synthetic timeline, which is in
+    # sorted doc_id order over every undated document
+    undated = sorted(undated + [i.source_id.split(":", 1)[1] for i in real.items
+                                if i.meta["text_pages"] == 0])
+    assert len(undated) == 25
     for k, doc in enumerate(undated):
         assert items[f"mmlongbench:{doc}"].observed_at == SYNTHETIC_EPOCH + timedelta(hours=k)
 
@@ -256,7 +320,10 @@ def fx_root(fixtures, tmp_path, monkeypatch) -> Path:
     shutil.copytree(fixtures / KEY / "mmlongbench-doc", root / "mmlongbench-doc")
     docs = root / "mmlongbench-doc" / "documents"
     docs.mkdir()
-    make_pdf(docs / "alpha.pdf", ["alpha page one", "bravo page two", "charlie page three"],
+    # alpha has a text layer on every page (>= 20 characters each); the short pages of the
+    # others fall under modalities.pdf.TEXT_LAYER_MIN_CHARS, as an image-only deck's do
+    make_pdf(docs / "alpha.pdf", ["alpha page one of the fixture", "bravo page two of the fixture",
+                                  "charlie page three of the fixture"],
              creation="D:20230708141336+02'00'")
     make_pdf(docs / "bravo.pdf", ["b one", "b two"])
     make_pdf(docs / "charlie.pdf", ["c one"], creation="yesterday afternoon")
@@ -337,8 +404,15 @@ def test_fixture_observed_at_and_texts(fx_root):
     assert items["delta.pdf"].meta["pages"] == 3
     assert items["alpha.pdf"].path == "mmlongbench-doc/documents/alpha.pdf"
     t = res.texts["mmlongbench:alpha.pdf"].split(mml.PAGE_SEP)
-    assert [x.strip() for x in t] == ["alpha page one", "bravo page two", "charlie page three"]
+    assert [x.strip() for x in t] == ["alpha page one of the fixture",
+                                      "bravo page two of the fixture",
+                                      "charlie page three of the fixture"]
     assert set(res.texts) == {i.source_id for i in res.items}
+    assert items["alpha.pdf"].meta["text_pages"] == 3
+    # bravo's pages ("b one", "b two") are under the threshold: no text layer, so its text
+    # for the derivation guards is the answerable questions whose gold is on it
+    assert items["bravo.pdf"].meta["text_pages"] == 0
+    assert res.texts["mmlongbench:bravo.pdf"] == "Python tuple evidence?"
 
 
 def test_fixture_cache_and_determinism(fx_root, tmp_path, monkeypatch):

@@ -19,6 +19,30 @@ from . import render
 from .base import Modality, RenderContext, escape, is_int, item_file
 
 
+# A page "has a text layer" when its extracted text holds at least this many non-whitespace
+# characters. Below it (an empty layer, a page number, a 16-character title over a slide
+# image) the page's words live in pixels: the build counts it out of ``meta.text_pages`` and the
+# content layer reads it through OCR (docs/sets.md, "Image-only PDF pages"). Chosen on the
+# mirror: the 19 decks without a text layer give 0 characters on every page; of the 2,490 pages
+# of the 53 text-layer PDFs, 24 fall under 20 (10 empty pages of a scanned brochure, covers
+# such as "WATCH D USER GUIDE", page numbers such as "ii" or "24").
+TEXT_LAYER_MIN_CHARS = 20
+
+
+def has_text_layer(page_text: str | None) -> bool:
+    """True when ``page_text`` (one page's extracted text layer) holds at least
+    :data:`TEXT_LAYER_MIN_CHARS` non-whitespace characters."""
+    if not page_text:
+        return False
+    n = 0
+    for ch in page_text:
+        if not ch.isspace():
+            n += 1
+            if n >= TEXT_LAYER_MIN_CHARS:
+                return True
+    return False
+
+
 @dataclass
 class _Cols:
     page: np.ndarray
@@ -30,7 +54,7 @@ class Pdf(Modality):
     region_shapes = (frozenset({"page"}), frozenset({"page", "block"}))
     extent_shapes = region_shapes
     cap = {"pages": 1}
-    meta_types = {"pages": "size"}
+    meta_types = {"pages": "size", "text_pages": "count"}
     region_doc = '{"page": int} or {"page": int, "block": int} (pages 1-based)'
     extent_doc = region_doc
     hit_doc = "same page (blocks equal when both carry one)"

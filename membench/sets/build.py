@@ -277,7 +277,10 @@ def render_counts(stats: dict) -> str:
     rows = ["| modality | queries | answerable | native unanswerable | derived transactive | "
             "derived temporal | unanswerable share | holders (dev) | dev | test |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for m, s in stats["modalities"].items():
+    from ..modalities import MODALITIES
+
+    order = {m: i for i, m in enumerate(MODALITIES)}
+    for m, s in sorted(stats["modalities"].items(), key=lambda kv: order.get(kv[0], 99)):
         share = "—" if s["unanswerable_share"] is None else f"{s['unanswerable_share']:.1%}"
         rows.append(f"| {m} | {s['queries']} | {s['answerable']} | {s['native_unanswerable']} | "
                     f"{s['derived_transactive']} | {s['derived_temporal']} | {share} | "

@@ -31,6 +31,12 @@ memory it is asked of could answer it after all:
    :meth:`membench.modalities.Modality.passages`) may hold more than that share, over the
    holder's *whole* timeline: which queries pass must not depend on where as_of falls, or the
    survivors would sit early in the timeline (a tell);
+   A PDF without a text layer (``meta.text_pages == 0``) has no upstream text: as for
+   pictures, its text is the upstream questions whose gold is on it (the build never OCRs),
+   and a question is re-scoped only between holders whose memories are read the same way
+   (:meth:`_Source.basis`): a question of a text PDF never moves to a slide deck, whose
+   questions-only text would hold its anchors far more rarely than a text layer would, and
+   decks would become the likely targets of transactive queries (a tell);
 2. *near-duplicate guard* (:mod:`membench.sets.neardup`): no item of that memory (the other
    holder's; for temporal, the holder's other items) is a near-duplicate of an item or region
    holding its evidence (perceptual hash for pictures, normalised text elsewhere);
@@ -157,6 +163,12 @@ class _Source:
         for sids in self.by_holder.values():
             sids.sort(key=lambda s: (self.item_slot[s], s))
 
+    def basis(self, holder: str) -> str:
+        """What the guards read of a holder's memory: ``"content"`` (upstream text) or
+        ``"questions"`` (an image-only PDF, whose text is the questions asked of it). A question is re-scoped only between holders of one basis."""
+        return ("questions" if any(self.items[s].meta.get("text_pages") == 0
+                                   for s in self.by_holder[holder]) else "content")
+
     @property
     def has_text(self) -> bool:
         return bool(self.item_tokens)
@@ -265,7 +277,8 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
             break
         r = answerable[qid]
         others = [h for h in holders
-                  if h != r.scope.holder and holder_split[h] == holder_split[r.scope.holder]]
+                  if h != r.scope.holder and holder_split[h] == holder_split[r.scope.holder]
+                  and src.basis(h) == src.basis(r.scope.holder)]
         if not others:
             stats.skipped[f"transactive: {NO_HOLDER}"] += 1
             continue

@@ -71,6 +71,7 @@ import logging
 import os
 import re
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -81,6 +82,7 @@ from typing import Any
 
 from ...core import progress
 from ...core.paths import cache_dir
+from ...modalities.pdf import TEXT_LAYER_MIN_CHARS, has_text_layer
 from ..schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
 from .base import (
@@ -290,9 +292,10 @@ def _extract_job(path: str) -> dict:
 
 
 def scan_pdfs(paths: list[Path], text: bool = True) -> dict[Path, dict]:
-    """``read_pdf`` for many files, through the sha256-keyed cache. With ``text`` every result
-    carries ``page_texts`` (misses are extracted in parallel and written to the cache); without
-    it, a miss is read for its structure only and nothing is cached. Each value also has
+    """``read_pdf`` for many files, through the sha256-keyed cache: every result carries
+    ``page_texts`` (misses are extracted in parallel and written to the cache; the item's
+    ``meta.text_pages`` is counted from them, so even a structure-only load reads the text
+    layer once). ``text`` is kept for old callers and changes nothing. Each value also has
     ``sha256``; a file pypdf cannot read gets ``{"error": ...}`` (cached too, so it is not
     retried until the file or the pypdf version changes)."""
     out: dict[Path, dict] = {}
@@ -305,14 +308,8 @@ def scan_pdfs(paths: list[Path], text: bool = True) -> dict[Path, dict]:
             if hit is not None:
                 out[p] = hit
                 bar.advance(cache_hit=True)
-            elif text:
-                misses.append(p)
             else:
-                try:
-                    out[p] = read_pdf(p, text=False)
-                except Exception as e:  # noqa: BLE001 (pypdf raises many kinds)
-                    out[p] = {"error": f"{type(e).__name__}: {e}"}
-                bar.advance()
+                misses.append(p)
         if misses:
             workers = min(len(misses), os.cpu_count() or 1, 4)
             jobs = [str(p) for p in misses]
@@ -436,7 +433,7 @@ def _read(up: Upstream, text: bool) -> _Rows:
     docs_dir = up.folder / DOCS_DIR
     pdfs = sorted((p for p in docs_dir.glob("*") if p.is_file() and p.suffix.lower() == ".pdf"),
                   key=lambda p: p.name) if docs_dir.is_dir() else []
-    infos = scan_pdfs(pdfs, text=text)
+    infos = scan_pdfs(pdfs)
     return _Rows(samples, {p.name: infos[p] for p in pdfs})
 
 
@@ -456,6 +453,8 @@ class _Made(Mapped):
     n_readable: int = 0                                    # mirrored PDFs pypdf can read
     label_docs: list[str] = field(default_factory=list)   # read through /PageLabels
     n_undated: int = 0                                     # observed_at synthetic
+    image_only: list[str] = field(default_factory=list)   # readable, no page with a text layer
+    image_only_outcomes: dict[str, list] = field(default_factory=dict)   # their rows' outcomes
 
 
 def _map(up: Upstream, rows: _Rows, revision: str, text: bool) -> _Made:
@@ -490,8 +489,26 @@ def _map(up: Upstream, rows: _Rows, revision: str, text: bool) -> _Made:
             label_docs[doc] = lm
 
     made.n_undated = _items(up, readable, text, made)
+    per_doc: dict[str, list[RecordDraft | str]] = {}
     for r in parsed:
-        made.outcomes.append(_record(r, rows.pdfs, readable, label_docs, revision, made))
+        o = _record(r, rows.pdfs, readable, label_docs, revision, made)
+        made.outcomes.append(o)
+        per_doc.setdefault(r.row["doc_id"], []).append(o)
+    # a document without a text layer (every page under TEXT_LAYER_MIN_CHARS) has no upstream
+    # text for the derivation guards: as for pictures (FinChart, ScreenSpot), its text is the
+    # upstream questions whose gold is on it. Never OCR (SPEC: gold and guards never rest on
+    # model output).
+    made.image_only = sorted(doc for doc, info in readable.items()
+                             if not any(has_text_layer(t) for t in info["page_texts"]))
+    if text:
+        asked: dict[str, list[str]] = {}
+        for o in made.outcomes:
+            if not isinstance(o, str) and not o.unanswerable:
+                asked.setdefault(o.gold[0].source_id, []).append(o.question)
+        for doc in made.image_only:
+            sid = f"{KEY}:{doc}"
+            made.texts[sid] = "\n".join(asked.get(sid, []))
+    made.image_only_outcomes = {doc: per_doc.get(doc, []) for doc in made.image_only}
     made.n_docs = len({r.row["doc_id"] for r in parsed})
     made.n_readable = len(readable)
     made.label_docs = sorted(label_docs)
@@ -517,7 +534,8 @@ def _items(up: Upstream, readable: dict[str, dict], text: bool, made: Mapped) ->
             source_id=sid, modality="pdf", holder=_holder(doc),
             observed_at=dated.get(doc) or synth[doc],
             path=rel(up.root, up.folder / DOCS_DIR / doc),
-            meta={"pages": info["pages"], "sha256": info["sha256"]}))
+            meta={"pages": info["pages"], "sha256": info["sha256"],
+                  "text_pages": sum(has_text_layer(t) for t in info["page_texts"])}))
         if text:
             made.texts[sid] = PAGE_SEP.join(info["page_texts"])
     return len(undated)
@@ -593,6 +611,22 @@ def _account(cov: Coverage, made: _Made) -> None:
         cov.notes.append(
             "annotated with printed page numbers, mapped through /PageLabels: "
             + ", ".join(made.label_docs))
+    if made.image_only:
+        outs = [o for os_ in made.image_only_outcomes.values() for o in os_]
+        missed = Counter(o for o in outs if isinstance(o, str))
+        per = "; ".join(
+            f"{doc}: {sum(not isinstance(o, str) for o in os_)} of {len(os_)}"
+            for doc, os_ in sorted(made.image_only_outcomes.items()))
+        cov.notes.append(
+            f"{len(made.image_only)} documents have no text layer (every page under "
+            f"{TEXT_LAYER_MIN_CHARS} characters: slide decks whose pages are images; systems "
+            f"read them through OCR): {len(outs)} questions, "
+            f"{len(outs) - sum(missed.values())} covered"
+            + (" (not covered: " + ", ".join(f"{k}: {v}" for k, v in sorted(missed.items()))
+               + ")" if missed else "")
+            + f". Questions covered of each: {per}. For the derivation guards, such a "
+              "document's text is the upstream questions whose gold is on it (the build never "
+              "OCRs), and a question is re-scoped only between documents of the same kind")
     if made.n_undated:
         cov.notes.append(
             f"observed_at synthetic for {made.n_undated} PDFs without a usable /CreationDate "
