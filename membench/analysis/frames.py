@@ -14,11 +14,17 @@ Columns (NaN where an item is outside a measure's denominator)::
     abstained (empty cartridge), holder_leak (a returned hit or cartridge atom of another
     holder), temporal_leak (one observed after as_of), n_foreign, n_future, latency_ms,
     top1_score (score of the rank-1 hit, NaN without hits), top1_hit (the rank-1 hit hits a
-    gold region, i.e. rr == 1; False on unanswerable items)
+    gold region, i.e. rr == 1; False on unanswerable items), text_source (how the scope
+    holder's items are read: see below)
 
 then, per alternative judgment set the run's records carry, ``<name>/<measure>`` for every
 measure computed per judgment set (``<name>/mrr`` is that set's reciprocal rank; NaN on items
 the set does not judge). :func:`judgment_view` gives the frame under one set.
+
+``text_source``: where the words of the scope holder's memory come from, so a reader sees what
+OCR costs: ``"pdf text layer"`` / ``"pdf image-only (OCR)"`` (a holder whose PDF has no page
+with a text layer, ``meta.text_pages == 0``: the image-only decks), ``"OCR"`` (images,
+screenshots), ``"captions"`` (video), ``"code"``, ``"turns"`` (conversations).
 
 ``as_of_bucket``: the builder gives most sources a synthetic ingestion timeline of a few days
 (calendar quarters would put almost everything in one bucket), so the bucket is a **per-source
@@ -40,6 +46,23 @@ from ..metrics.rundir import RunDir
 from ..metrics.score import PRIMARY
 
 N_BUCKETS = 4
+_TEXT_SOURCE = {"image": "OCR", "ui_screenshot": "OCR", "video": "captions", "code": "code",
+                "conversation": "turns"}
+
+
+def text_sources(items) -> dict[str, str]:
+    """holder -> where its memory's words come from (the frame's ``text_source``)."""
+    out: dict[str, str] = {}
+    for it in items:
+        if it.modality == "pdf":
+            kind = ("pdf image-only (OCR)" if it.meta.get("text_pages") == 0
+                    else "pdf text layer")
+            # a holder with any text-layer PDF counts as text layer
+            if out.get(it.holder) != "pdf text layer":
+                out[it.holder] = kind
+        else:
+            out.setdefault(it.holder, _TEXT_SOURCE.get(it.modality, it.modality))
+    return out
 
 
 def _as_of_bucket(as_of, source, n_buckets: int) -> list[str]:
@@ -77,12 +100,15 @@ def item_frame(run: str | os.PathLike | RunDir, sets_dir: str | os.PathLike | No
         top1.append(float(row.scores.max()) if row is not None and row.scores.size else np.nan)
     df["top1_score"] = top1
     df["top1_hit"] = df["answerable"] & (df["rr"] == 1.0)
+    ts = text_sources(rd.items)
+    df["text_source"] = [ts.get(h, "?") for h in df["holder"]]
     df["latency_ms"] = df["latency_ms"].astype(float)
     cols = ["query_id", "modality", "source", "holder", "scenario", "session", "derivation",
             "answerable", "as_of", "as_of_quarter", "as_of_bucket", "has_run", "n_gold",
             "n_hits", "recall@10", "recall@100", "recall@1000", "rr", "ndcg@10",
             "ndcg_graded@10", "cartridge_size", "cartridge_recall", "false_recall", "abstained", "holder_leak",
-            "temporal_leak", "n_foreign", "n_future", "latency_ms", "top1_score", "top1_hit"]
+            "temporal_leak", "n_foreign", "n_future", "latency_ms", "top1_score", "top1_hit",
+            "text_source"]
     extra = [c for c in df.columns if c not in cols and c not in (
         "temporal_correctness", "holder_correctness", "abstain_rate_answerable")]
     df = df[cols + extra]      # judgment-set columns ("<name>/recall@10", ...) kept at the end

@@ -30,7 +30,7 @@ from .frames import judgment_view, metric_values
 
 #: dimensions :func:`worst_slices` looks at (SPEC section 8)
 SLICE_DIMS: tuple[str, ...] = ("modality", "source", "holder", "as_of_bucket", "scenario",
-                               "derivation")
+                               "derivation", "text_source")
 #: metrics of a slice table by default: one per failure kind
 SLICE_METRICS: tuple[str, ...] = ("recall@10", "false_recall_rate", "holder_correctness",
                                   "temporal_correctness")

@@ -5,7 +5,8 @@ opaque, deterministic ids (:func:`atom_id`) and their text filled in from the it
 content, one module per modality:
 
 ========================  =================================================================
-``pdf``                   one atom per page, pypdf text layer (cached by file sha256)
+``pdf``                   one atom per page, pypdf text layer (cached by file sha256); a
+                          page without one: rendered (pypdfium2) and OCR'd
 ``image``                 one atom per image, OCR text in reading order
 ``ui_screenshot``         OCR line boxes and blocks of nearby lines (bbox atoms)
 ``video``                 caption windows (30 s every 15 s by default)
@@ -13,8 +14,8 @@ content, one module per modality:
 ``conversation``          windows of 3 turns every 2
 ========================  =================================================================
 
-OCR (:mod:`membench.run.content.ocr`) runs once per image content and is cached, so a second run
-does no OCR. Every atom is checked with :func:`~membench.run.protocol.check_atom` before it is
+OCR (:mod:`membench.run.content.ocr`) runs once per image content (and per PDF page without a
+text layer) and is cached, so a second run does no OCR. Every atom is checked with :func:`~membench.run.protocol.check_atom` before it is
 returned. :func:`content_meta` is what a run records about this step.
 """
 
@@ -56,14 +57,15 @@ CHUNKERS: dict[str, Callable[..., list[Atom]]] = {
 
 def chunk_item(item: SourceItem, corpus_root: Path, config: ChunkConfig | None = None,
                ocr: _ocr.OcrResult | None = None) -> list[Atom]:
-    """The atoms of one item (``ocr``: a precomputed OCR result for image/screenshot items)."""
+    """The atoms of one item (``ocr``: a precomputed OCR result for image/screenshot items; for
+    a PDF, page -> OCR result of its pages without a text layer)."""
     config = config or ChunkConfig()
     corpus_root = Path(corpus_root)
     m = item.modality
     fn = CHUNKERS.get(m)
     if fn is None:  # pragma: no cover - the schema forbids it
         raise MembenchError(f"{item.source_id}: no chunker for modality {m!r}")
-    atoms = fn(item, corpus_root, config, ocr) if m in OCR_MODALITIES else \
+    atoms = fn(item, corpus_root, config, ocr) if m in OCR_MODALITIES or m == "pdf" else \
         fn(item, corpus_root, config)
     for a in atoms:
         why = check_atom(a, item)
@@ -78,9 +80,10 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
           while_ocr: Callable[[list[Atom]], None] | None = None) -> list[Atom]:
     """All atoms of ``items``, in item order then position in the item.
 
-    Images and screenshots not in the OCR cache are OCR'd in ``config.ocr_processes`` worker
-    processes, started first; while they run, this process makes the other items' atoms (PDF
-    text layers, code units, windows) and hands them to ``while_ocr`` (the dense engine embeds
+    Images, screenshots and PDF pages without a text layer that are not in the OCR cache are
+    OCR'd in ``config.ocr_processes`` worker processes, started first; while they run, this
+    process makes the other items' atoms (PDF text layers, code units, windows) and hands them
+    to ``while_ocr`` (the dense engine embeds
     them there, so embedding overlaps OCR on two cores), then makes the OCR items' atoms when
     the OCR is done. With ``ocr_processes=1`` (or ``config.ocr_overlap`` off) the OCR runs in
     this process before the other items and ``while_ocr`` is not called; the atoms are the
@@ -94,11 +97,26 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
     items = list(items)
     paths = {it.source_id: item_file(it, corpus_root) for it in items
              if it.modality in OCR_MODALITIES}
-    results: dict[str, _ocr.OcrResult] = {}
+    # PDF pages without a text layer: OCR sources too ("<path>#page=<p>")
+    pdf_pages: dict[str, dict[int, str]] = {}
+    pre_hit: dict[str, bool] = {}
+    for it in items:
+        if it.modality == "pdf" and config.pdf_ocr_dpi:
+            hits = _pdf.stats["cache_hits"]
+            need = _pdf.ocr_pages_needed(it, corpus_root, config)
+            pre_hit[it.source_id] = _pdf.stats["cache_hits"] > hits
+            if need:
+                f = item_file(it, corpus_root)
+                pdf_pages[it.source_id] = {p: _ocr.page_source(f, p) for p in need}
+    results: dict[str, Any] = {}
     ocr_ran: set[str] = set()
     by_item: dict[int, list[Atom]] = {}
-    plain = [k for k, it in enumerate(items) if it.modality not in OCR_MODALITIES]
-    with_ocr = [k for k, it in enumerate(items) if it.modality in OCR_MODALITIES]
+
+    def needs_ocr(it: SourceItem) -> bool:
+        return it.modality in OCR_MODALITIES or it.source_id in pdf_pages
+
+    plain = [k for k, it in enumerate(items) if not needs_ocr(it)]
+    with_ocr = [k for k, it in enumerate(items) if needs_ocr(it)]
     done = 0
 
     def make(ks: list[int], name: str) -> None:
@@ -113,6 +131,8 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
                     bar.count("PDF text layers extracted")
                 # an item is a cache hit when its PDF text or its OCR came from the cache
                 bar.advance(cache_hit=_pdf.stats["cache_hits"] > hits
+                            or pre_hit.get(it.source_id, False)
+                            and it.source_id not in pdf_pages
                             or results.get(it.source_id) is not None
                             and it.source_id not in ocr_ran)
                 bar.count("atoms", len(by_item[k]))
@@ -121,13 +141,15 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
                     progress("items", done, len(items))
 
     job = None
-    if paths:
+    sources = list(paths.values()) + [s for pages in pdf_pages.values() for s in pages.values()]
+    if sources:
         calls = _ocr.stats["engine_calls"]
         job = _ocr.start_many(
-            paths.values(), upscale_min_side=config.ocr_upscale_min_side,
+            sources, upscale_min_side=config.ocr_upscale_min_side,
             engine=config.ocr_engine,
             processes=config.ocr_processes if config.ocr_overlap else 1,
-            progress=(lambda d, n: progress("ocr", d, n)) if progress else None)
+            progress=(lambda d, n: progress("ocr", d, n)) if progress else None,
+            pdf_dpi=config.pdf_ocr_dpi)
     with job if job is not None else contextlib.nullcontext():
         if job is not None and not job.running:     # in process: OCR first, as before
             job.wait()
@@ -137,8 +159,12 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
         if job is not None:
             by_path = job.wait()
             results = {sid: by_path[str(p)] for sid, p in paths.items()}
+            results.update({sid: {p: by_path[s] for p, s in pages.items()}
+                            for sid, pages in pdf_pages.items()})
             if _ocr.stats["engine_calls"] > calls:  # which items' OCR ran now (not cached)
                 ocr_ran = {sid for sid, p in paths.items() if _ocr.last_run.get(str(p))}
+                ocr_ran |= {sid for sid, pages in pdf_pages.items()
+                            if any(_ocr.last_run.get(s) for s in pages.values())}
             make(with_ocr, "content (OCR text)")
     atoms: list[Atom] = []
     seen: dict[str, str] = {}
@@ -157,4 +183,6 @@ def content_meta(config: ChunkConfig | None = None) -> dict[str, Any]:
     config = config or ChunkConfig()
     return {"chunk_config": config.as_dict(),
             "ocr_engine": _ocr.engine_tag(config.ocr_upscale_min_side, config.ocr_engine),
-            "pdf_extractor": _pdf.extractor_tag()}
+            "pdf_extractor": _pdf.extractor_tag(),
+            "pdf_page_renderer": (_ocr.render_tag(config.pdf_ocr_dpi) if config.pdf_ocr_dpi
+                                  else "off")}

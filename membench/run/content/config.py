@@ -21,6 +21,13 @@ class ChunkConfig:
     # pdf: one atom per page from the text layer. Pages whose text layer is empty (scans,
     # pure figures) still get an atom with text "" so page coverage is complete.
     pdf_keep_empty_pages: bool = True
+    # A page without a text layer (modalities.pdf.has_text_layer: under 20 non-whitespace
+    # characters; the image-only decks, scanned pages) is rendered with pypdfium2 at this
+    # resolution and read by the OCR engine of images (same upscale rule, same confidence
+    # cut); its atom keeps the page region. 0 turns it off (such pages keep their text-layer
+    # text, often ""). Part of the OCR cache key of those pages. Chosen by bench/bench_pdf_ocr.py
+    # (docs/speed.md, "Image-only PDF pages").
+    pdf_ocr_dpi: int = 72
 
     # OCR (images and screenshots). Lines under this recognizer confidence are dropped
     # (the cache keeps every line, so changing this does not re-run OCR).
@@ -76,6 +83,8 @@ class ChunkConfig:
         problems = []
         if not 0.0 <= self.ocr_min_confidence <= 1.0:
             problems.append("ocr_min_confidence must be in [0, 1]")
+        if not (self.pdf_ocr_dpi == 0 or 36 <= self.pdf_ocr_dpi <= 600):
+            problems.append("pdf_ocr_dpi must be 0 (off) or in [36, 600]")
         if self.ocr_upscale_min_side < 0:
             problems.append("ocr_upscale_min_side must be >= 0")
         if self.ocr_engine not in ("onnxruntime", "openvino"):

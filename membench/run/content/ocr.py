@@ -84,6 +84,66 @@ last_run: dict[str, bool] = {}
 
 _engines: dict[str, Any] = {}      # engine name -> the process's RapidOCR
 
+# A page of a PDF is an OCR source too: ``page_source(path, p)`` is ``"<path>#page=<p>"``
+# (1-based). It is rendered with pypdfium2 at ``pdf_dpi`` (ChunkConfig.pdf_ocr_dpi) and then
+# OCR'd like an image (same engine, same upscale rule); its cache key is the PDF file's sha256,
+# the page and the renderer (:func:`page_sha`), so a second run renders nothing.
+PAGE_MARK = "#page="
+
+
+def page_source(path: str | Path, page: int) -> str:
+    """The OCR source naming page ``page`` (1-based) of the PDF at ``path``."""
+    return f"{path}{PAGE_MARK}{int(page)}"
+
+
+def split_source(src: str | Path) -> tuple[Path, int | None]:
+    """``(path, page)`` of an OCR source (``page`` None for an image file; an image file
+    whose own name ends in ``#page=<digits>`` is not one membench can OCR)."""
+    s = str(src)
+    head, mark, tail = s.rpartition(PAGE_MARK)
+    if mark and tail.isdigit():
+        return Path(head), int(tail)
+    return Path(s), None
+
+
+@functools.lru_cache(maxsize=None)
+def renderer_version() -> str:
+    try:
+        return importlib.metadata.version("pypdfium2")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+        return "unknown"
+
+
+def render_tag(dpi: int) -> str:
+    """What determines a rendered page's pixels: the renderer, its version and the resolution."""
+    return f"pypdfium2=={renderer_version()};dpi={int(dpi)};grayscale=0;annotations=1"
+
+
+def page_sha(pdf_sha: str, page: int, dpi: int) -> str:
+    """The cache identity of one rendered page: the PDF's content, the page, the renderer."""
+    return hashlib.sha256(f"{pdf_sha}{PAGE_MARK}{int(page)};{render_tag(dpi)}".encode()).hexdigest()
+
+
+def render_page(path: str | Path, page: int, dpi: int):
+    """Page ``page`` (1-based) of the PDF at ``path`` as an RGB PIL image at ``dpi``."""
+    import pypdfium2 as pdfium
+
+    doc = pdfium.PdfDocument(str(path))
+    try:
+        if not 1 <= page <= len(doc):
+            raise MembenchError(f"{path}: page {page} outside 1..{len(doc)}")
+        pg = doc[page - 1]
+        try:
+            bitmap = pg.render(scale=int(dpi) / 72.0, may_draw_forms=True)
+            try:
+                return bitmap.to_pil().convert("RGB")
+            finally:
+                bitmap.close()
+        finally:
+            pg.close()
+    finally:
+        doc.close()
+
 
 @dataclass(frozen=True)
 class OcrLine:
@@ -218,10 +278,16 @@ def upscale_factor(width: int, height: int, upscale_min_side: int) -> float:
     return max(1.0, min(MAX_UPSCALE, upscale_min_side / short, MAX_SIDE / long_))
 
 
-def _load_bgr(path: Path):
+def _load_bgr(path: Path, dpi: int = 0):
+    """The pixels of an OCR source as a BGR array: an image file (transparency on white), or a
+    PDF page (:func:`page_source`) rendered at ``dpi``."""
     import numpy as np
     from PIL import Image
 
+    pdf, page = split_source(path)
+    if page is not None:
+        rgb = render_page(pdf, page, dpi)
+        return np.ascontiguousarray(np.asarray(rgb)[:, :, ::-1])
     with Image.open(path) as im:
         im.load()
         if im.mode in ("RGBA", "LA") or (im.mode == "P" and "transparency" in im.info):
@@ -236,12 +302,12 @@ def _load_bgr(path: Path):
 
 
 def _run_engine(path: Path, upscale_min_side: int, threads: int | None = None,
-                engine: str = DEFAULT_ENGINE) -> dict:
-    """OCR one image file; returns the cache object."""
+                engine: str = DEFAULT_ENGINE, dpi: int = 0) -> dict:
+    """OCR one image file or PDF page (rendered at ``dpi``); returns the cache object."""
     import cv2
 
     t0 = time.perf_counter()
-    img = _load_bgr(path)
+    img = _load_bgr(path, dpi)
     h, w = img.shape[:2]
     s = upscale_factor(w, h, upscale_min_side)
     if s > 1.0:
@@ -257,9 +323,12 @@ def _run_engine(path: Path, upscale_min_side: int, threads: int | None = None,
         box = [max(0.0, min(xs)), max(0.0, min(ys)), min(float(w), max(xs)), min(float(h), max(ys))]
         lines.append({"text": str(text), "confidence": round(float(conf), 4),
                       "box": [round(v, 2) for v in box], "quad": q})
-    return {"format": CACHE_FORMAT, "engine": engine_tag(upscale_min_side, engine), "width": w,
-            "height": h, "scale": round(s, 4), "seconds": round(time.perf_counter() - t0, 3),
-            "lines": lines}
+    out = {"format": CACHE_FORMAT, "engine": engine_tag(upscale_min_side, engine), "width": w,
+           "height": h, "scale": round(s, 4), "seconds": round(time.perf_counter() - t0, 3),
+           "lines": lines}
+    if split_source(path)[1] is not None:
+        out["render"] = render_tag(dpi)
+    return out
 
 
 def _from_cache(sha: str, obj: dict) -> OcrResult:
@@ -294,40 +363,67 @@ def ocr_image(path: str | Path, *, upscale_min_side: int = 700,
     return _from_cache(sha, obj)
 
 
+def source_sha(src: str | Path, pdf_dpi: int, file_sha: dict[Path, str] | None = None) -> str:
+    """The cache identity of an OCR source: an image file's sha256, or :func:`page_sha` of a
+    PDF page (``file_sha`` memoises the PDF files' digests)."""
+    path, page = split_source(src)
+    memo = file_sha if file_sha is not None else {}
+    if path not in memo:
+        memo[path] = sha256_bytes(path.read_bytes())
+    return memo[path] if page is None else page_sha(memo[path], page, pdf_dpi)
+
+
+def ocr_page(path: str | Path, page: int, *, dpi: int, upscale_min_side: int = 700,
+             engine: str = DEFAULT_ENGINE) -> OcrResult:
+    """OCR one PDF page rendered at ``dpi`` (from the cache when it was read before)."""
+    src = page_source(path, page)
+    sha = source_sha(src, dpi)
+    obj = _cached(sha, upscale_min_side, engine)
+    if obj is not None:
+        stats["cache_hits"] += 1
+        return _from_cache(sha, obj)
+    obj = _run_engine(Path(src), upscale_min_side, engine=engine, dpi=dpi)
+    stats["engine_calls"] += 1
+    stats["ocr_seconds"] += obj["seconds"]
+    write_json_atomic(cache_path(sha, upscale_min_side, engine), obj)
+    return _from_cache(sha, obj)
+
+
 # ----------------------------------------------------------------------------- parallel
 
 def _worker_init(engine: str = DEFAULT_ENGINE) -> None:
     _get_engine(1, engine)
 
 
-def _worker(job: tuple[str, str, int, str]) -> tuple[str, float]:
-    path, sha, ups, engine = job
-    obj = _run_engine(Path(path), ups, threads=1, engine=engine)
+def _worker(job: tuple[str, str, int, str, int]) -> tuple[str, float]:
+    path, sha, ups, engine, dpi = job
+    obj = _run_engine(Path(path), ups, threads=1, engine=engine, dpi=dpi)
     write_json_atomic(cache_path(sha, ups, engine), obj)
     return sha, obj["seconds"]
 
 
 def ocr_many(paths: Iterable[str | Path], *, upscale_min_side: int = 700, processes: int = 1,
              progress: Callable[[int, int], None] | None = None,
-             engine: str = DEFAULT_ENGINE) -> dict[str, OcrResult]:
-    """OCR many images, running only those missing from the cache; returns path -> result.
+             engine: str = DEFAULT_ENGINE, pdf_dpi: int = 0) -> dict[str, OcrResult]:
+    """OCR many images and PDF pages (:func:`page_source`, rendered at ``pdf_dpi``), running
+    only those missing from the cache; returns source -> result.
 
     Same content under two paths is OCR'd once. Reports through the ``ocr`` progress step
-    (:mod:`membench.core.progress`): images, cache hits, seconds."""
+    (:mod:`membench.core.progress`): images and pages done and left, cache hits, seconds."""
     with start_many(paths, upscale_min_side=upscale_min_side, processes=processes,
-                    progress=progress, engine=engine) as job:
+                    progress=progress, engine=engine, pdf_dpi=pdf_dpi) as job:
         return job.wait()
 
 
 def start_many(paths: Iterable[str | Path], *, upscale_min_side: int = 700, processes: int = 1,
                progress: Callable[[int, int], None] | None = None,
-               engine: str = DEFAULT_ENGINE) -> OcrJob:
+               engine: str = DEFAULT_ENGINE, pdf_dpi: int = 0) -> OcrJob:
     """:func:`ocr_many` in two halves: with ``processes > 1`` the misses start in worker
     processes at once and this returns; :meth:`OcrJob.wait` collects them (with 1 process the
     OCR runs in ``wait``). Meanwhile the caller's process is free for other work (the dense
     engine embeds the atoms that need no OCR: :func:`membench.run.content.chunk`). Use it as a
     context manager: leaving the block without ``wait`` stops the workers."""
-    return OcrJob(paths, upscale_min_side, processes, progress, engine)
+    return OcrJob(paths, upscale_min_side, processes, progress, engine, pdf_dpi)
 
 
 class OcrJob:
@@ -335,16 +431,18 @@ class OcrJob:
 
     def __init__(self, paths: Iterable[str | Path], upscale_min_side: int, processes: int,
                  progress: Callable[[int, int], None] | None,
-                 engine: str = DEFAULT_ENGINE) -> None:
+                 engine: str = DEFAULT_ENGINE, pdf_dpi: int = 0) -> None:
         self.upscale_min_side = upscale_min_side
         self.engine = _check_engine(engine)
         self.processes = processes
+        self.pdf_dpi = int(pdf_dpi)
         self._cb = progress
         self.by_path: dict[str, str] = {}
+        file_sha: dict[Path, str] = {}
         for p in paths:
             p = str(p)
             if p not in self.by_path:
-                self.by_path[p] = sha256_bytes(Path(p).read_bytes())
+                self.by_path[p] = source_sha(p, self.pdf_dpi, file_sha)
         self.todo: dict[str, str] = {}  # sha -> one path
         for p, sha in self.by_path.items():
             if sha not in self.todo and _cached(sha, upscale_min_side, engine) is None:
@@ -354,7 +452,11 @@ class OcrJob:
             log.info("OCR: %d of %d images not cached (processes=%d)", n, len(self.by_path),
                      processes)
         distinct = len(set(self.by_path.values()))
-        self.bar = _progress.step("ocr", total=distinct, unit="image", cached=True)
+        pages = sum(1 for p in self.by_path if split_source(p)[1] is not None)
+        self.bar = _progress.step("ocr", total=distinct,
+                                  unit="image or page" if pages else "image", cached=True)
+        if pages:
+            self.bar.count("PDF pages", pages)
         self.bar.advance(distinct - n, cache_hit=True)
         self._done = 0
         self._pool = None
@@ -365,7 +467,7 @@ class OcrJob:
             self._pool = ctx.Pool(min(processes, n), initializer=_worker_init,
                                   initargs=(engine,), maxtasksperchild=50)
             self._pending = [self._pool.apply_async(_worker, (job,), callback=self._one_done)
-                             for job in ((p, sha, upscale_min_side, engine)
+                             for job in ((p, sha, upscale_min_side, engine, self.pdf_dpi)
                                          for sha, p in sorted(self.todo.items()))]
 
     def _one_done(self, res: tuple[str, float]) -> None:   # the pool's result thread
@@ -396,7 +498,7 @@ class OcrJob:
                 self._pool.terminate()
         else:
             for sha, p in sorted(self.todo.items()):
-                obj = _run_engine(Path(p), ups, engine=self.engine)
+                obj = _run_engine(Path(p), ups, engine=self.engine, dpi=self.pdf_dpi)
                 write_json_atomic(cache_path(sha, ups, self.engine), obj)
                 self._one_done((sha, obj["seconds"]))
         out: dict[str, OcrResult] = {}

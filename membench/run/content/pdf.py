@@ -1,11 +1,16 @@
 """PDF items: one atom per page, ``{"page": p}`` (1-based physical pages), text from the PDF's
-text layer (pypdf ``extract_text``).
+text layer (pypdf ``extract_text``), or, for a page without one, from OCR.
 
-Pages whose text layer is empty (scans, full-page figures) still get an atom with text ""
-(``ChunkConfig.pdf_keep_empty_pages``, default on) so that every page of the item is covered;
-those atoms carry no evidence a text retriever can match, and the count of such pages is what
-an OCR fallback would have to fix. A page pypdf fails on is treated as empty and its error is
-kept in the cache entry.
+A page *has a text layer* when it holds at least 20 non-whitespace characters
+(:func:`membench.modalities.pdf.has_text_layer`, the rule the build's ``meta.text_pages``
+counts). A page without one (an image-only slide deck's, a scanned page) is rendered with
+pypdfium2 at ``ChunkConfig.pdf_ocr_dpi`` and read by the OCR engine of images
+(:func:`membench.run.content.ocr.ocr_page`, cached by the PDF's sha256, the page and the
+renderer): its atom's text is the OCR lines above ``ocr_min_confidence`` in reading order, or
+the page's short text layer when OCR finds nothing. Mixed documents are read page by page. With
+``pdf_ocr_dpi=0`` such pages keep their text layer (often ""). Every page gets an atom
+(``ChunkConfig.pdf_keep_empty_pages``, default on), so every page of the item is covered. A
+page pypdf fails on is treated as empty and its error is kept in the cache entry.
 
 Cache: ``cache_dir("pdftext")/<sha256 of the file>-<key>.json`` with ``key`` digesting the
 pypdf version and the extraction mode; it holds the page texts and per-page errors.
@@ -27,10 +32,12 @@ import time
 from pathlib import Path
 
 from ...core.paths import cache_dir
+from ...modalities.pdf import has_text_layer
 from ...sets.schema import SourceItem
 from ..protocol import Atom
 from .common import item_file, make_atom, read_json, sha256_bytes, write_json_atomic
 from .config import ChunkConfig
+from .ocr import OcrResult, ocr_page, ocr_text
 
 CACHE_FORMAT = 1
 stats: dict[str, float] = {"extractions": 0, "cache_hits": 0, "from_build": 0, "seconds": 0.0}
@@ -110,8 +117,22 @@ def _clean(text: str) -> str:
     return "\n".join(ln for ln in lines if ln.strip())
 
 
-def chunk_pdf(item: SourceItem, corpus_root: Path, config: ChunkConfig) -> list[Atom]:
+def ocr_pages_needed(item: SourceItem, corpus_root: Path, config: ChunkConfig) -> list[int]:
+    """The pages (1-based) of a PDF item that its atoms read through OCR: those without a text
+    layer, when ``config.pdf_ocr_dpi`` is on."""
+    if not config.pdf_ocr_dpi:
+        return []
     texts = page_texts(item_file(item, corpus_root))
+    n = min(item.meta.get("pages", len(texts)), len(texts))
+    return [p for p in range(1, n + 1) if not has_text_layer(texts[p - 1])]
+
+
+def chunk_pdf(item: SourceItem, corpus_root: Path, config: ChunkConfig,
+              ocr: dict[int, OcrResult] | None = None) -> list[Atom]:
+    """One atom per page; ``ocr``: precomputed OCR results of pages without a text layer (page
+    -> result; a page missing from it is OCR'd here, through the cache)."""
+    path = item_file(item, corpus_root)
+    texts = page_texts(path)
     n = item.meta.get("pages", len(texts))
     if n != len(texts):
         logging.getLogger(__name__).warning("%s: meta says %s pages, pypdf reads %d",
@@ -119,6 +140,11 @@ def chunk_pdf(item: SourceItem, corpus_root: Path, config: ChunkConfig) -> list[
     atoms = []
     for p in range(1, min(n, len(texts)) + 1):
         text = _clean(texts[p - 1])
+        if config.pdf_ocr_dpi and not has_text_layer(texts[p - 1]):
+            res = (ocr or {}).get(p) or ocr_page(
+                path, p, dpi=config.pdf_ocr_dpi, upscale_min_side=config.ocr_upscale_min_side,
+                engine=config.ocr_engine)
+            text = ocr_text(res.kept(config.ocr_min_confidence)) or text
         if text or config.pdf_keep_empty_pages:
             atoms.append(make_atom(item, {"page": p}, text))
     return atoms
