@@ -29,6 +29,23 @@ def test_bm25_dev_reproduces_the_frozen_figures(expected, bm25_dev):
             e, g = figs[k], got[mod][k]
             assert (g["n"], g["denominator"]) == (e["n"], e["denominator"]), (mod, k)
             assert g["value"] == pytest.approx(e["value"], abs=1e-9), (mod, k)
+    # the pdf figures split into text-layer and image-only (OCR) documents
+    from membench.analysis.expected import pdf_text_source
+    from membench.metrics.rundir import RunDir
+
+    split = pdf_text_source(RunDir.open(run_dir))
+    assert set(split) == set(exp["pdf_text_source"]) == {"pdf text layer",
+                                                          "pdf image-only (OCR)"}
+    for src, figs in exp["pdf_text_source"].items():
+        for k, e in figs.items():
+            g = split[src][k]
+            assert (g["n"], g["denominator"]) == (e["n"], e["denominator"]), (src, k)
+            assert g["value"] == pytest.approx(e["value"], abs=1e-9), (src, k)
+    # and they add up to the pdf row
+    n = sum(f["recall@10"]["n"] for f in split.values())
+    assert n == exp["modalities"]["pdf"]["recall@10"]["n"]
+    mean = sum(f["recall@10"]["value"] * f["recall@10"]["n"] for f in split.values()) / n
+    assert mean == pytest.approx(exp["modalities"]["pdf"]["recall@10"]["value"], abs=1e-12)
 
 
 def test_every_frozen_system_has_its_command_and_sets(expected):
@@ -46,6 +63,38 @@ def test_readme_figures_are_the_frozen_ones(expected):
     start = readme.index("<!-- figures:start -->")
     block = readme[readme.index("\n", start) + 1:readme.index("<!-- figures:end -->")].strip()
     assert block == table(list(expected.values()))
+
+
+def test_every_generated_block_of_the_readme_is_current():
+    """README's blocks with a generator (membench.report.docblocks: the sets' counts, coverage,
+    derivations, audit; the frozen figures and their pdf text-layer split) are what the
+    generators give (python -m membench.report.docblocks README.md rewrites them)."""
+    from membench.core.paths import REPO_ROOT
+    from membench.report.docblocks import Context, GENERATORS, blocks, rewrite
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    have = blocks(readme)
+    assert {"figures", "pdf-text-source"} <= set(have)
+    # the figure blocks read only bench/expected; the set blocks need built sets
+    new, changed = rewrite(readme, Context(), only={"figures", "pdf-text-source"})
+    assert changed == [] and new == readme
+    assert set(GENERATORS) >= {"counts", "coverage", "derived", "audit"}
+
+
+def test_docblocks_rewrites_only_blocks_with_a_generator(tmp_path):
+    from membench.report.docblocks import GENERATORS, rewrite
+
+    GENERATORS["t-one"] = lambda ctx: "| fresh |"
+    try:
+        text = ("intro\n<!-- t-one:start (note) -->\n| stale |\n<!-- t-one:end -->\n"
+                "<!-- other:start -->\nkept\n<!-- other:end -->\n")
+        new, changed = rewrite(text, None)
+        assert changed == ["t-one"]
+        assert "| fresh |" in new and "| stale |" not in new and "kept" in new
+        again, changed2 = rewrite(new, None)
+        assert again == new and changed2 == []
+    finally:
+        del GENERATORS["t-one"]
 
 
 def test_a_calibration_run_shows_no_cartridge_figures(expected):

@@ -47,7 +47,59 @@ def figures(run_dir: Path) -> dict:
             continue
         out["modalities"][mod] = {k: {"value": m[mod][k]["value"], "n": m[mod][k]["n"],
                                       "denominator": m[mod][k]["denominator"]} for k in KEYS}
+    out["pdf_text_source"] = pdf_text_source(rd)
     return out
+
+
+#: the figures of the pdf split by where a holder's words come from (text layer or OCR)
+SOURCE_KEYS = ("recall@10", "mrr", "false_recall_rate", "abstain_rate_answerable")
+
+
+def pdf_text_source(rd) -> dict:
+    """pdf figures per ``text_source`` (:mod:`membench.analysis.frames`: ``pdf text layer`` /
+    ``pdf image-only (OCR)``): value, n and denominator of :data:`SOURCE_KEYS`, each the mean
+    of the per-item values over the items in that measure's denominator (the run's own per-item
+    scores, nothing recomputed)."""
+    import math
+
+    from .frames import item_frame, metric_values
+
+    df = item_frame(rd)
+    df = df[df["modality"] == "pdf"]
+    out: dict = {}
+    for src in sorted(df["text_source"].unique()):
+        part = df[df["text_source"] == src]
+        figs = {}
+        for k in SOURCE_KEYS:
+            v = metric_values(part, k)
+            v = v[~_isnan(v)]
+            figs[k] = {"value": (float(v.mean()) if v.size else None), "n": int(v.size),
+                       "denominator": int(v.size)}
+            if figs[k]["value"] is not None and math.isnan(figs[k]["value"]):
+                figs[k]["value"] = None
+        out[src] = figs
+    return out
+
+
+def _isnan(v):
+    import numpy as np
+
+    return np.isnan(v.astype(float))
+
+
+def text_source_table(systems: list[dict]) -> str:
+    """The README's table of pdf figures split into text-layer and image-only documents."""
+    rows = ["| system | pdf documents | recall@10 (n) | MRR | false recall (n) | "
+            "abstain, answerable |", "|---|---|---|---|---|---|"]
+    for s in systems:
+        for src, f in sorted((s.get("pdf_text_source") or {}).items(), reverse=True):
+            def v(k):
+                x = f[k]["value"]
+                return "—" if x is None else f"{x:.4f}"
+            rows.append(f"| {s['system']} | {src} | {v('recall@10')} ({f['recall@10']['n']}) | "
+                        f"{v('mrr')} | {v('false_recall_rate')} ({f['false_recall_rate']['n']}) "
+                        f"| {v('abstain_rate_answerable')} |")
+    return "\n".join(rows)
 
 
 #: the cartridge measures, which depend on the run's thresholds

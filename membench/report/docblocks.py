@@ -30,7 +30,8 @@ _BLOCK = re.compile(
 
 @dataclass
 class Context:
-    """What generators read: the built sets folder (``bench/sets`` by default)."""
+    """What generators read: the built sets folder (``bench/sets`` by default); the run
+    figures come from ``bench/expected/dev.json``."""
 
     sets: Path = field(default_factory=lambda: REPO_ROOT / "bench" / "sets")
 
@@ -67,7 +68,27 @@ def _audit(ctx: Context) -> str:
     return render_audit(audit_sets(ctx.sets))
 
 
+def _expected(ctx: Context) -> list[dict]:
+    from ..analysis.expected import EXPECTED
+
+    return list(json.loads(EXPECTED.read_text())["systems"].values())
+
+
+def _figures(ctx: Context) -> str:
+    from ..analysis.expected import table
+
+    return table(_expected(ctx))
+
+
+def _pdf_text_source(ctx: Context) -> str:
+    from ..analysis.expected import text_source_table
+
+    return text_source_table(_expected(ctx))
+
+
 GENERATORS: dict[str, Callable[[Context], str]] = {
+    "figures": _figures,
+    "pdf-text-source": _pdf_text_source,
     "counts": _counts,
     "coverage": _coverage_table,
     "derived": _derived,
