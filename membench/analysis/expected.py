@@ -64,8 +64,10 @@ def pdf_text_source(rd) -> dict:
 
     from .frames import item_frame, metric_values
 
+    from ..modalities.pdf import Pdf
+
     df = item_frame(rd)
-    df = df[df["modality"] == "pdf"]
+    df = df[df["modality"].to_numpy() == Pdf.name]
     out: dict = {}
     for src in sorted(df["text_source"].unique()):
         part = df[df["text_source"] == src]

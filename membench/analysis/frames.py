@@ -46,23 +46,18 @@ from ..metrics.rundir import RunDir
 from ..metrics.score import PRIMARY
 
 N_BUCKETS = 4
-_TEXT_SOURCE = {"image": "OCR", "ui_screenshot": "OCR", "video": "captions", "code": "code",
-                "conversation": "turns"}
-
-
 def text_sources(items) -> dict[str, str]:
-    """holder -> where its memory's words come from (the frame's ``text_source``)."""
-    out: dict[str, str] = {}
+    """holder -> where its memory's words come from (the frame's ``text_source``:
+    :meth:`membench.modalities.Modality.text_source` of its items; a holder whose items differ
+    gets the first in sorted order of the labels that are not OCR-only, so one text-layer PDF
+    makes a holder "pdf text layer")."""
+    from .. import modalities
+
+    kinds: dict[str, set[str]] = {}
     for it in items:
-        if it.modality == "pdf":
-            kind = ("pdf image-only (OCR)" if it.meta.get("text_pages") == 0
-                    else "pdf text layer")
-            # a holder with any text-layer PDF counts as text layer
-            if out.get(it.holder) != "pdf text layer":
-                out[it.holder] = kind
-        else:
-            out.setdefault(it.holder, _TEXT_SOURCE.get(it.modality, it.modality))
-    return out
+        kinds.setdefault(it.holder, set()).add(
+            modalities.get(it.modality).text_source(it.meta))
+    return {h: sorted(k, key=lambda x: ("(OCR)" in x, x))[0] for h, k in kinds.items()}
 
 
 def _as_of_bucket(as_of, source, n_buckets: int) -> list[str]:

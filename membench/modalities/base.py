@@ -129,6 +129,13 @@ class Modality:
     meta_types: ClassVar[dict[str, str]] = {}
     #: keys that are present together or not at all (a width needs its height)
     meta_together: ClassVar[tuple[frozenset[str], ...]] = ()
+    #: where the words of an item of this modality come from, for the ``text_source`` slice
+    #: (:mod:`membench.analysis.frames`); :meth:`text_source` may refine it per item
+    words_from: ClassVar[str] = "content"
+
+    def text_source(self, meta: dict) -> str:
+        """Where the words of an item with this ``meta`` come from (a slice label)."""
+        return self.words_from
 
     # ---------------------------------------------------------------- shapes and bounds
 

@@ -47,6 +47,7 @@ class _Cols:
 
 class Code(Modality):
     name = "code"
+    words_from = "code"
     region_shapes = (frozenset({"path", "symbol"}), frozenset({"path", "line"}))
     extent_shapes = (frozenset({"path", "line_start", "line_end"}),
                      frozenset({"path", "line_start", "line_end", "symbol"}))

@@ -35,6 +35,7 @@ class _Cols:
 
 class Conversation(Modality):
     name = "conversation"
+    words_from = "turns"
     region_shapes = (frozenset({"turn"}), frozenset({"turn_start", "turn_end"}))
     extent_shapes = (frozenset({"turn_start", "turn_end"}),)
     cap = {"turns": 8}

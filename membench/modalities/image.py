@@ -18,6 +18,7 @@ from .base import Modality, RenderContext, escape, item_file
 
 class Image(Modality):
     name = "image"
+    words_from = "OCR"
     region_shapes = (frozenset(),)
     extent_shapes = region_shapes
     cap: dict[str, float] = {}

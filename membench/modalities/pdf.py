@@ -51,6 +51,12 @@ class _Cols:
 
 class Pdf(Modality):
     name = "pdf"
+    words_from = "pdf text layer"
+    #: an item's words are read through OCR when none of its pages has a text layer
+    IMAGE_ONLY = "pdf image-only (OCR)"
+
+    def text_source(self, meta: dict) -> str:
+        return self.IMAGE_ONLY if meta.get("text_pages") == 0 else self.words_from
     region_shapes = (frozenset({"page"}), frozenset({"page", "block"}))
     extent_shapes = region_shapes
     cap = {"pages": 1}

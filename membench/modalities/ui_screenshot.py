@@ -29,6 +29,7 @@ class _Cols:
 
 class UiScreenshot(Modality):
     name = "ui_screenshot"
+    words_from = "OCR"
     region_shapes = (frozenset({"bbox"}),)
     extent_shapes = region_shapes
     cap = {"area_share": 0.5}

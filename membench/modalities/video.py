@@ -38,6 +38,7 @@ class _Cols:
 
 class Video(Modality):
     name = "video"
+    words_from = "captions"
     region_shapes = (frozenset({"t_start", "t_end"}),)
     extent_shapes = region_shapes
     cap = {"seconds": 60.0}

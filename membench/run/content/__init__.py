@@ -47,6 +47,9 @@ __all__ = ["ChunkConfig", "atom_id", "chunk", "chunk_item", "content_meta"]
 log = logging.getLogger(__name__)
 
 OCR_MODALITIES = ("image", "ui_screenshot")
+# modalities whose chunker OCRs some parts of an item (a PDF's pages without a text layer):
+# their chunker takes a dict part -> OCR result
+PART_OCR_MODALITIES = ("pdf",)
 # which reader makes the reference systems' atoms of each modality (the OCR ones take a
 # precomputed OCR result too)
 CHUNKERS: dict[str, Callable[..., list[Atom]]] = {
@@ -65,7 +68,8 @@ def chunk_item(item: SourceItem, corpus_root: Path, config: ChunkConfig | None =
     fn = CHUNKERS.get(m)
     if fn is None:  # pragma: no cover - the schema forbids it
         raise MembenchError(f"{item.source_id}: no chunker for modality {m!r}")
-    atoms = fn(item, corpus_root, config, ocr) if m in OCR_MODALITIES or m == "pdf" else \
+    takes_ocr = m in OCR_MODALITIES + PART_OCR_MODALITIES
+    atoms = fn(item, corpus_root, config, ocr) if takes_ocr else \
         fn(item, corpus_root, config)
     for a in atoms:
         why = check_atom(a, item)
@@ -101,7 +105,7 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
     pdf_pages: dict[str, dict[int, str]] = {}
     pre_hit: dict[str, bool] = {}
     for it in items:
-        if it.modality == "pdf" and config.pdf_ocr_dpi:
+        if it.modality in PART_OCR_MODALITIES and config.pdf_ocr_dpi:
             hits = _pdf.stats["cache_hits"]
             need = _pdf.ocr_pages_needed(it, corpus_root, config)
             pre_hit[it.source_id] = _pdf.stats["cache_hits"] > hits
