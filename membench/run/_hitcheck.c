@@ -3,8 +3,9 @@
  * plain_pairs(hits, known) -> bool
  *
  * True when `hits` is a list or tuple (exactly, not a subclass) whose every element is a
- * tuple or list (exactly) of two items: a str (exactly) that is in the set `known`, and a
- * float (exactly) that is finite and either 0 or of magnitude in [1e-4, 1e16). Those are the
+ * tuple or list (exactly) of two items: a str (exactly) that is in the set `known` and is
+ * not the atom of an earlier pair (an atom is listed once per query), and a float (exactly)
+ * that is finite and either 0 or of magnitude in [1e-4, 1e16). Those are the
  * hits whose run line orjson writes byte for byte as json.dumps does (membench.run.runner's
  * _fast_line and run_line say why). False for anything else, which the runner then checks one
  * hit at a time in Python, naming the first culprit. Nothing about a hit raises here; only an
@@ -42,6 +43,10 @@ plain_pairs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int is_list = PyList_CheckExact(hits);
     if (!is_list && !PyTuple_CheckExact(hits))
         Py_RETURN_FALSE;
+    PyObject *seen = PySet_New(NULL);      /* the atoms so far: a repeat is not plain */
+    if (seen == NULL)
+        return NULL;
+    PyObject *result = Py_False;
     /* the size and each item are read afresh at every step: should a set lookup ever run
        Python code that changes a list, nothing read before it is used after it */
     for (Py_ssize_t i = 0; i < Py_SIZE(hits); i++) {
@@ -49,36 +54,49 @@ plain_pairs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyObject *atom, *score;
         if (PyTuple_CheckExact(hit)) {
             if (PyTuple_GET_SIZE(hit) != 2)
-                Py_RETURN_FALSE;
+                goto done;
             atom = PyTuple_GET_ITEM(hit, 0);
             score = PyTuple_GET_ITEM(hit, 1);
         } else if (PyList_CheckExact(hit)) {
             if (PyList_GET_SIZE(hit) != 2)
-                Py_RETURN_FALSE;
+                goto done;
             atom = PyList_GET_ITEM(hit, 0);
             score = PyList_GET_ITEM(hit, 1);
         } else {
-            Py_RETURN_FALSE;
+            goto done;
         }
         if (!PyFloat_CheckExact(score))
-            Py_RETURN_FALSE;
+            goto done;
         double v = PyFloat_AS_DOUBLE(score);
         if (!isfinite(v))
-            Py_RETURN_FALSE;
+            goto done;
         double a = fabs(v);
         if (a != 0.0 && !(a >= PLAIN_LO && a < PLAIN_HI))
-            Py_RETURN_FALSE;
+            goto done;
         if (!PyUnicode_CheckExact(atom))
-            Py_RETURN_FALSE;
+            goto done;
         Py_INCREF(atom);
         int in = PySet_Contains(known, atom);
+        if (in > 0) {
+            Py_ssize_t before = PySet_GET_SIZE(seen);
+            if (PySet_Add(seen, atom) < 0)
+                in = -1;
+            else if (PySet_GET_SIZE(seen) == before)
+                in = 0;                     /* listed before */
+        }
         Py_DECREF(atom);
-        if (in < 0)
-            return NULL;
+        if (in < 0) {
+            result = NULL;
+            goto done;
+        }
         if (!in)
-            Py_RETURN_FALSE;
+            goto done;
     }
-    Py_RETURN_TRUE;
+    result = Py_True;
+done:
+    Py_DECREF(seen);
+    Py_XINCREF(result);
+    return result;
 }
 
 static PyMethodDef methods[] = {
