@@ -3,7 +3,7 @@
 **The store** (``membench leaderboard --runs RUN... --out DIR``) is a folder::
 
     DIR/store.json              what every entry shares: split, set files' sha256, the queries
-    DIR/entries/<id>.json       one run's figures, keyed by its identity
+    DIR/entries/<id>.json       one run's figures, keyed by its identity, sealed by its sha256
 
 An entry's identity (its ``key``, and ``id`` = the first 16 hex digits of the key's sha256) is
 (system card sha256, config sha256, code revision, set files' sha256): the same system with the
@@ -18,6 +18,16 @@ metrics.json), and the per-item values the paired tests need. Relevance measures
 registry's ``per_judgment_set``) take the judgment set's values; the others (false recall,
 abstention, holder and temporal correctness, latency) do not depend on it and are the same
 under every set.
+
+**Entries check themselves.** Each entry carries ``sha256``: the sha256 of its canonical JSON
+without that field (figures, per-item values, identity, card). Reading a store
+(:func:`read_store`) recomputes it, and recomputes every mean figure from the entry's per-item
+values; an entry whose digest or figures do not hold (edited after it was written, or
+corrupted) is refused with a located ``STORE_TAMPERED`` error naming its file, so a tampered
+figure is never shown as a result. The digest detects edits, it does not sign: whoever can
+write the store can rewrite an entry consistently; re-adding the runs recomputes every figure
+from the run files. Identifiers in an entry (system, card, query ids, judgment set names) must
+be identifiers (:mod:`membench.core.ids`).
 
 **What is refused**, with one line per run and nothing written (never mixed):
 
@@ -53,16 +63,17 @@ import numpy as np
 
 from ..core.atomic import atomic_write_json
 from ..core.errors import InputError, MembenchError
+from ..core.ids import id_problem, ids_problem
 from ..core.jsonl import read_json_file
 from ..core.paths import resolve_user_path
 from ..metrics.aggregate import latency_entry, mean_entry
-from ..metrics.bootstrap import N_RESAMPLES, SEED
+from ..metrics.bootstrap import N_RESAMPLES, SEED, check_resamples
 from ..metrics.measures import BY_NAME, JUDGMENT_MEASURES, LATENCY_PERCENTILES, MEAN_MEASURES
 from ..metrics.rundir import RunDir
 from ..modalities import MODALITIES
 from ..run.cards import Card, card_path, read_card, size_class
 
-FORMAT = 1
+FORMAT = 2         # 2: entries carry their sha256 (a store of format 1 is re-made)
 STORE_FILE = "store.json"
 ENTRIES = "entries"
 PRIMARY = "gold"
@@ -180,7 +191,7 @@ def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | Non
            "code_revision": str(meta.get("code_revision")),
            "set_sha256": dict(sorted((meta.get("set_sha256") or {}).items()))}
     entry_id = _sha(key)[:16]
-    return {
+    return sealed({
         "format": FORMAT, "id": entry_id, "key": key, "system": rd.system, "card": card,
         "config": meta.get("config"), "split": rd.split,
         "selection": {"modalities": meta.get("modalities"), "limit": meta.get("limit"),
@@ -191,7 +202,52 @@ def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | Non
         "judgment_sets": sets, "figures": figures,
         "items": {"query_id": list(scores.query_id), "modality": list(scores.modality),
                   "values": items},
-    }
+    })
+
+
+def entry_sha256(entry: dict[str, Any]) -> str:
+    """The sha256 of an entry's canonical JSON (sorted keys, no whitespace) without its own
+    ``sha256`` field."""
+    return _sha({k: v for k, v in entry.items() if k != "sha256"})
+
+
+def sealed(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` with its ``sha256`` (:func:`entry_sha256`), as the store writes it. The
+    canonical JSON is of the entry as written and read back (JSON numbers and lists)."""
+    body = json.loads(json.dumps({k: v for k, v in entry.items() if k != "sha256"},
+                                 allow_nan=False))
+    return {**body, "sha256": entry_sha256(body)}
+
+
+def tampered(entry: dict[str, Any]) -> str | None:
+    """Why ``entry`` is not what the store wrote (``None`` when it is): no or another
+    ``sha256`` than its content's, or a mean figure that is not the mean of its per-item
+    values over its scope (or another n)."""
+    digest = entry.get("sha256")
+    if not isinstance(digest, str):
+        return "it carries no sha256 (written by an older membench, or edited)"
+    if digest != entry_sha256(entry):
+        return "its content does not hash to its sha256 (edited after it was written)"
+    items = entry["items"]
+    mods = np.asarray(items.get("modality") or [], dtype=object)
+    for js, block in (entry.get("figures") or {}).items():
+        per = (items.get("values") or {}).get(js) or {}
+        for scope, figs in (block or {}).items():
+            mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
+            for m in MEASURES:
+                f = (figs or {}).get(m)
+                if f is None or m not in per:
+                    continue
+                v = np.array([np.nan if x is None else x for x in per[m]], dtype=float)[mask]
+                v = v[~np.isnan(v)]
+                value = float(v.mean()) if v.size else None
+                if f.get("n") != v.size or (value is None) != (f.get("value") is None) or (
+                        value is not None and not np.isclose(f["value"], value, rtol=1e-12,
+                                                             atol=0.0)):
+                    return (f"figures.{js}.{scope}.{m}: value {f.get('value')!r} n "
+                            f"{f.get('n')!r}, but its per-item values give {value!r} n "
+                            f"{v.size}")
+    return None
 
 
 def _store_record(entry: dict[str, Any]) -> dict[str, Any]:
@@ -247,6 +303,13 @@ def read_store(store_dir: str | os.PathLike) -> tuple[dict[str, Any] | None, lis
         if _sha(e["key"])[:16] != e["id"]:
             raise InputError(p, None, "key", "does not hash to the entry's id (edited?)",
                              rule="STORE")
+        for what, v in (("system", e["system"]),
+                        *((f"judgment_sets[{i}]", js) for i, js in
+                          enumerate(e["judgment_sets"] if isinstance(e["judgment_sets"], list)
+                                    else [None]))):
+            why = id_problem(v)
+            if why:
+                raise InputError(p, None, what, why, rule="ID")
         try:
             card = Card.model_validate({k: v for k, v in e["card"].items() if k != "sha256"})
         except Exception as err:  # noqa: BLE001
@@ -258,6 +321,9 @@ def read_store(store_dir: str | os.PathLike) -> tuple[dict[str, Any] | None, lis
         if not isinstance(ids, list) or len(ids) != len(e["items"].get("modality") or []):
             raise InputError(p, None, "items", "query_id and modality lists differ",
                              rule="STORE")
+        bad = ids_problem(ids)
+        if bad:
+            raise InputError(p, None, f"items.query_id[{bad[0]}]", bad[1], rule="ID")
         for js, per in (e["items"].get("values") or {}).items():
             for m, vals in per.items():
                 if not isinstance(vals, list) or len(vals) != len(ids):
@@ -268,6 +334,14 @@ def read_store(store_dir: str | os.PathLike) -> tuple[dict[str, Any] | None, lis
         if why:
             raise InputError(p, None, None, f"does not belong to this store: {why}",
                              rule="STORE")
+        try:
+            why = tampered(e)
+        except (TypeError, ValueError, AttributeError, KeyError) as err:
+            why = f"its figures cannot be read ({type(err).__name__}: {err})"[:200]
+        if why:
+            raise InputError(p, None, None, f"tampered: {why}; its figures are not shown: "
+                             f"delete {p.name} and add its run again (membench leaderboard "
+                             f"--runs RUN_DIR --out {d})", rule="STORE_TAMPERED")
         entries.append(e)
     return store, entries
 
@@ -284,6 +358,7 @@ def add_runs(run_dirs: list[str | os.PathLike], out: str | os.PathLike,
              seed: int = SEED, n_resamples: int = N_RESAMPLES) -> Added:
     """Add runs to the store ``out`` (created if new). Every run is checked first; if any is
     refused, :class:`Refused` lists them all (one line each) and nothing is written."""
+    check_resamples(n_resamples)
     out = resolve_user_path(out)
     if out.exists() and not out.is_dir():
         raise MembenchError(f"{out}: --out must be a folder (the result store)")
@@ -442,6 +517,7 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
 
     from .compare import holm, paired_test
 
+    check_resamples(n_resamples, "--resamples")
     store, entries = read_store(store_dir)
     if store is None or not entries:
         raise MembenchError(f"{resolve_user_path(store_dir)}: an empty result store; add runs "
@@ -614,6 +690,6 @@ def format_markdown(lb: Leaderboard, *, scope: str = "all",
 
 
 __all__ = ["FORMAT", "MEASURES", "RANK_BY", "Added", "Leaderboard", "Refused", "add_runs",
-           "cell_text", "entry_from_run", "format_leaderboard", "format_markdown",
-           "leaderboard", "read_store",
+           "cell_text", "entry_from_run", "entry_sha256", "format_leaderboard",
+           "format_markdown", "leaderboard", "read_store", "sealed", "tampered",
            "run_card"]
