@@ -79,6 +79,8 @@ def markdown_table() -> str:
 _MODULES: list[str] = [
     "membench.core.bounds",
     "membench.core.ids",
+    "membench.core.stop",
     "membench.core.jsonl",
+    "membench.metrics.bootstrap",
     "membench.core.times",
 ]

@@ -41,6 +41,18 @@ from .errors import InputError, MembenchError
 LOCK_NAME = ".membench.lock"
 
 _held: dict[str, int] = {}       # resolved RUN_DIR -> nesting depth (this process)
+_fds: dict[str, int] = {}        # resolved RUN_DIR -> the locked file's descriptor
+
+
+def release_for_exit() -> None:
+    """Empty every lock file this process holds (an empty lock file reads as released): for a
+    process about to end without unwinding (:mod:`membench.core.stop`'s watchdog); the kernel
+    drops the locks themselves when the process ends."""
+    for fd in list(_fds.values()):
+        try:
+            os.ftruncate(fd, 0)
+        except OSError:
+            pass
 
 
 class RunDirLocked(MembenchError):
@@ -149,10 +161,12 @@ def run_dir_lock(run_dir: str | os.PathLike, command: str | None = None) -> Iter
         os.pwrite(fd, (json.dumps(me) + "\n").encode("utf-8"), 0)
         os.fsync(fd)
         _held[key] = 1
+        _fds[key] = fd
         try:
             yield p
         finally:
             del _held[key]
+            _fds.pop(key, None)
             try:
                 os.ftruncate(fd, 0)      # an empty lock file: released cleanly
             except OSError:
