@@ -57,14 +57,23 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
 from ..core.atomic import atomic_write_json
 from ..core.errors import InputError, MembenchError
 from ..core.ids import id_problem, ids_problem
-from ..core.jsonl import read_json_file
+from ..core.jsonl import read_json_file, validation_error
 from ..core.paths import resolve_user_path
 from ..metrics.aggregate import latency_entry, mean_entry
 from ..metrics.bootstrap import N_RESAMPLES, SEED, check_resamples
@@ -274,9 +283,69 @@ def _mismatch(store: dict[str, Any], rec: dict[str, Any]) -> str | None:
     return None
 
 
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class _Selection(_Open):
+    modalities: list[StrictStr] | None = None
+    limit: StrictInt | None = None
+    queries: StrictInt
+
+
+class _StoreFile(_Open):
+    format: StrictInt
+    split: StrictStr
+    set_sha256: dict[StrictStr, StrictStr]
+    selection: _Selection
+    queries_sha256: StrictStr
+
+
+class _Key(_Open):
+    card_sha256: StrictStr
+    config_sha256: StrictStr
+    code_revision: StrictStr
+    set_sha256: dict[StrictStr, StrictStr]
+
+
+_Num = Annotated[StrictFloat, Field(allow_inf_nan=False)]     # what the store writes
+
+
+class _Figure(_Open):
+    value: _Num | None
+    n: StrictInt
+    denominator: StrictInt
+    ci95: tuple[_Num | None, _Num | None]
+
+
+class _Items(_Open):
+    query_id: list[StrictStr]
+    modality: list[StrictStr]
+    values: dict[StrictStr, dict[StrictStr, list[_Num | None]]]
+
+
+class _Entry(_Open):
+    """The shape of an entry file, what :func:`read_store` and :func:`leaderboard` read
+    (every other field is kept as written and covered by the entry's sha256)."""
+
+    id: StrictStr
+    key: _Key
+    system: StrictStr
+    card: dict[StrictStr, Any]
+    split: StrictStr
+    selection: _Selection
+    figures: dict[StrictStr, dict[StrictStr, dict[StrictStr, _Figure]]]
+    items: _Items
+    judgment_sets: list[StrictStr]
+    run_dir: StrictStr | None = None
+    config: Any = None
+
+
 def read_store(store_dir: str | os.PathLike) -> tuple[dict[str, Any] | None, list[dict]]:
-    """``store.json`` (``None`` for a new store) and every entry, checked: each entry file is
-    named by its id, its id is its key's, and it agrees with ``store.json``."""
+    """``store.json`` (``None`` for a new store) and every entry, checked: the shape of each
+    file (a located ``STORE`` error naming the field), each entry file named by its id, its id
+    its key's, its identifiers identifiers, its card valid, its sha256 and figures its own
+    (:func:`tampered`: else ``STORE_TAMPERED``), and it agrees with ``store.json``."""
     d = resolve_user_path(store_dir)
     sf = d / STORE_FILE
     if not sf.exists():
@@ -285,28 +354,23 @@ def read_store(store_dir: str | os.PathLike) -> tuple[dict[str, Any] | None, lis
                              "`membench leaderboard` wrote", rule="STORE")
         return None, []
     store = read_json_file(sf, dict, "a leaderboard store.json (a JSON object)")
-    for k in ("format", "split", "set_sha256", "selection", "queries_sha256"):
-        if k not in store:
-            raise InputError(sf, None, k, "missing", rule="STORE")
-    if store["format"] != FORMAT:
-        raise InputError(sf, None, "format", f"{store['format']!r}, this membench reads "
-                         f"{FORMAT}", rule="STORE")
+    if "format" in store and store["format"] != FORMAT:
+        raise InputError(sf, None, "format", f"{str(store['format'])[:40]}, this membench "
+                         f"reads {FORMAT} (re-make the store: membench leaderboard --runs ...)",
+                         rule="STORE")
+    _shape(_StoreFile, store, sf)
     entries = []
     for p in sorted((d / ENTRIES).glob("*.json")):
         e = read_json_file(p, dict, "a leaderboard entry (a JSON object)")
-        for k in ("id", "key", "system", "card", "split", "figures", "items", "judgment_sets"):
-            if k not in e:
-                raise InputError(p, None, k, "missing", rule="STORE")
-        if not (isinstance(e["id"], str) and _ID.fullmatch(e["id"]) and p.stem == e["id"]):
-            raise InputError(p, None, "id", f"{str(e['id'])[:40]!r}: an entry's file is named "
+        _shape(_Entry, e, p)
+        if not (_ID.fullmatch(e["id"]) and p.stem == e["id"]):
+            raise InputError(p, None, "id", f"{e['id'][:40]!r}: an entry's file is named "
                              "by its id", rule="STORE")
         if _sha(e["key"])[:16] != e["id"]:
             raise InputError(p, None, "key", "does not hash to the entry's id (edited?)",
                              rule="STORE")
         for what, v in (("system", e["system"]),
-                        *((f"judgment_sets[{i}]", js) for i, js in
-                          enumerate(e["judgment_sets"] if isinstance(e["judgment_sets"], list)
-                                    else [None]))):
+                        *((f"judgment_sets[{i}]", js) for i, js in enumerate(e["judgment_sets"]))):
             why = id_problem(v)
             if why:
                 raise InputError(p, None, what, why, rule="ID")
@@ -314,36 +378,47 @@ def read_store(store_dir: str | os.PathLike) -> tuple[dict[str, Any] | None, lis
             card = Card.model_validate({k: v for k, v in e["card"].items() if k != "sha256"})
         except Exception as err:  # noqa: BLE001
             raise InputError(p, None, "card", str(err).splitlines()[0], rule="STORE") from None
-        if card.sha256() != e["key"].get("card_sha256"):
+        if card.sha256() != e["key"]["card_sha256"]:
             raise InputError(p, None, "card", "its sha256 is not the key's card_sha256",
                              rule="STORE")
-        ids = e["items"].get("query_id")
-        if not isinstance(ids, list) or len(ids) != len(e["items"].get("modality") or []):
+        ids = e["items"]["query_id"]
+        if len(ids) != len(e["items"]["modality"]):
             raise InputError(p, None, "items", "query_id and modality lists differ",
                              rule="STORE")
         bad = ids_problem(ids)
         if bad:
             raise InputError(p, None, f"items.query_id[{bad[0]}]", bad[1], rule="ID")
-        for js, per in (e["items"].get("values") or {}).items():
+        if len(set(ids)) != len(ids):
+            raise InputError(p, None, "items.query_id", "a query listed twice", rule="STORE")
+        for js, per in e["items"]["values"].items():
             for m, vals in per.items():
-                if not isinstance(vals, list) or len(vals) != len(ids):
+                if len(vals) != len(ids):
                     raise InputError(p, None, f"items.values.{js}.{m}"[:80],
-                                     f"{len(vals) if isinstance(vals, list) else '?'} values "
-                                     f"for {len(ids)} queries", rule="STORE")
+                                     f"{len(vals)} values for {len(ids)} queries", rule="STORE")
+        if set(e["judgment_sets"]) != set(e["figures"]) or \
+                set(e["judgment_sets"]) != set(e["items"]["values"]):
+            raise InputError(p, None, "judgment_sets", "figures and per-item values are not "
+                             "given for the same judgment sets", rule="STORE")
         why = _mismatch(store, _store_record(e))
         if why:
             raise InputError(p, None, None, f"does not belong to this store: {why}",
                              rule="STORE")
-        try:
-            why = tampered(e)
-        except (TypeError, ValueError, AttributeError, KeyError) as err:
-            why = f"its figures cannot be read ({type(err).__name__}: {err})"[:200]
+        why = tampered(e)
         if why:
             raise InputError(p, None, None, f"tampered: {why}; its figures are not shown: "
                              f"delete {p.name} and add its run again (membench leaderboard "
                              f"--runs RUN_DIR --out {d})", rule="STORE_TAMPERED")
         entries.append(e)
     return store, entries
+
+
+def _shape(model: type[BaseModel], obj: dict, path: Path) -> None:
+    """``obj`` checked against ``model``: a located ``STORE`` error naming the field."""
+    try:
+        model.model_validate(obj)
+    except ValidationError as err:
+        e = validation_error(path, None, err)
+        raise InputError(path, None, e.field, e.message, rule="STORE") from None
 
 
 @dataclass

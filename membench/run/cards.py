@@ -84,6 +84,17 @@ CardId = Annotated[str, AfterValidator(_identifier)]
 CardText = Annotated[str, AfterValidator(_text)]
 
 
+def _card_name(v: str) -> str:
+    if not _NAME.fullmatch(v):
+        raise ValueError(f"{v[:80]!r}: a card name is letters, digits, '.', '_', '-' (a file "
+                         "name in bench/cards)")
+    return v
+
+
+#: another card's name (a component)
+CardName = Annotated[str, AfterValidator(_card_name)]
+
+
 def size_class(parameter_count: int) -> str:
     """Q2D-Web's leaderboard classes: ``<=1B`` or ``>1B`` parameters."""
     return "<=1B" if parameter_count <= ONE_BILLION else ">1B"
@@ -117,7 +128,7 @@ class Card(BaseModel):
     normalisation: Literal["l2", "none"]
     license: CardText = Field(min_length=1)
     source_package: SourcePackage | None = None
-    components: tuple[Annotated[str, Field(pattern=_NAME.pattern)], ...] = ()
+    components: tuple[CardName, ...] = ()
     notes: CardText = ""
 
     @model_validator(mode="after")
