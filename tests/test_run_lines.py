@@ -343,3 +343,20 @@ def test_the_c_test_refuses_wrong_arguments(hit_check):
         c_plain_pairs([])
     assert c_plain_pairs(iter([]), KNOWN) is False            # not a list or tuple
     assert c_plain_pairs([], frozenset()) is True
+
+
+def test_the_c_test_finds_a_repeated_atom_whatever_the_list(hit_check):
+    """The C test's table of atoms seen: an equal string that is another object, lists on the
+    stack table (up to 1,024 hits) and on the heap (longer), the repeat first or last."""
+    if hit_check != "c":
+        pytest.skip("the C test's own table")
+    ids = [f"id{j}" for j in range(3000)]
+    known = set(ids)
+    for n in (2, 1024, 1025, 3000):
+        hits = [(a, 1.0) for a in ids[:n]]
+        assert c_plain_pairs(hits, known) is True
+        copy = "".join(list(ids[0]))             # equal, not the same object
+        assert copy is not ids[0]
+        assert c_plain_pairs([*hits, (copy, 0.5)], known) is False
+        assert c_plain_pairs([(ids[n - 1], 2.0), *hits], known) is False
+        assert c_plain_pairs(hits[:-1] + [hits[0]], known) is (n == 1)
