@@ -228,6 +228,7 @@ def _clone(out, e, **card):
     c["card"]["sha256"] = Card.model_validate(body).sha256()
     c["key"]["card_sha256"] = c["card"]["sha256"]
     c["id"] = _sha(c["key"])[:16]
+    c = sealed(c)                           # (an entry as the store writes it: with its sha256)
     (out / ENTRIES / f"{c['id']}.json").write_text(json.dumps(c))
     return c
 
