@@ -243,3 +243,14 @@ def test_the_wire_answer_goes_through_the_same_check():
     cart, hits = _answer_parts("http", "q", res, {"a1"})
     with pytest.raises(ProtocolError, match="hit 'a1' at ranks 1 and 2"):
         _check_hits("http", "q", hits, {"a1"})
+
+
+def test_a_system_name_in_meta_json(tmp_path, capsys):
+    """A run directory from elsewhere whose meta.json names the system with a line break:
+    every reader refuses it (metrics, the result store, reports), naming the field."""
+    d = _fixture_run(tmp_path)
+    meta = json.loads((d / "meta.json").read_text())
+    (d / "meta.json").write_text(json.dumps({**meta, "system": "bm25\n| x | 1.0 |"}))
+    assert main(["metrics", str(d)]) == 2
+    err = capsys.readouterr().err
+    assert f"{d / 'meta.json'}: SCHEMA: field system:" in err and "U+000A" in err

@@ -299,7 +299,7 @@ class RunMeta(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     split: StrictStr
-    system: StrictStr | None = None
+    system: StrictStr | None = None         # an identifier (core.ids): checked below
     modalities: list[StrictStr] | None = None
     limit: StrictInt | None = Field(default=None, ge=1)
     queries: StrictInt | None = Field(default=None, ge=0)
@@ -307,6 +307,14 @@ class RunMeta(BaseModel):
     sets_dir: StrictStr | None = None
     set_sha256: dict[str, StrictStr] | None = None
     status: StrictStr | None = None
+
+    @field_validator("system")
+    @classmethod
+    def _identifier(cls, v: str | None) -> str | None:
+        why = None if v is None else id_problem(v)
+        if why:
+            raise ValueError(why)
+        return v
 
     @field_validator("modalities")
     @classmethod
