@@ -254,3 +254,58 @@ def test_a_system_name_in_meta_json(tmp_path, capsys):
     assert main(["metrics", str(d)]) == 2
     err = capsys.readouterr().err
     assert f"{d / 'meta.json'}: SCHEMA: field system:" in err and "U+000A" in err
+
+
+# --------------------------------------------------------------------------- sets validate refuses
+
+
+def _dup_gold_world(tmp_path):
+    from hostile_world import relock, rewrite
+
+    w = write_world(tmp_path / "w")
+    rows = [json.loads(line) for line in (w["sets"] / "pdf.jsonl").read_text().splitlines()]
+    rows[0]["gold"] = rows[0]["gold"] * 2               # the same region twice
+    rewrite(w["sets"] / "pdf.jsonl", rows)
+    relock(w)
+    return w
+
+
+def test_a_gold_region_listed_twice_is_refused_everywhere(tmp_path, capsys):
+    """It passed validate and counted twice in recall's denominator (recall@10 moved for the
+    same hits); now validate names it, run refuses the sets, and a scorer reading them
+    refuses the record."""
+    from membench.metrics.rundir import RunDir
+
+    w = _dup_gold_world(tmp_path)
+    located = f"{w['sets'] / 'pdf.jsonl'}:1: DUPLICATE_GOLD: field gold.1: repeats gold.0"
+    assert main(["validate", "--sets", str(w["sets"]), "--manifest", str(w["manifest"]),
+                 "--lock", str(w["lock"]), "--corpus", str(w["corpus"]), "--no-audit"]) == 1
+    assert located in capsys.readouterr().out
+    assert main(["run", "--system", "random", *cli_args(w), "--out", str(tmp_path / "r")]) == 2
+    assert located in capsys.readouterr().err
+    d = _fixture_run(tmp_path)                          # a run scored against such sets
+    sets = tmp_path / "dupsets"
+    shutil.copytree(FIX_RUN / "sets", sets)
+    rows = [json.loads(line) for line in (sets / "pdf.jsonl").read_text().splitlines()]
+    rows[0]["gold"] = rows[0]["gold"] + rows[0]["gold"][:1]
+    (sets / "pdf.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(InputError, match="repeats gold\\[0\\]"):
+        RunDir.open(d, sets, partial=True).scores()
+
+
+def test_import_run_refuses_sets_that_fail_validate(tmp_path, capsys):
+    w = _dup_gold_world(tmp_path)
+    good = write_world(tmp_path / "good")
+    rows, atoms = _trec_inputs(good, tmp_path)
+    trec = tmp_path / "run.trec"
+    trec.write_text("".join(f"{r['query_id']} Q0 {a} {i} {s} x\n" for r in rows
+                            for i, (a, s) in enumerate(r["hits"], 1)))
+    out = tmp_path / "imp"
+    assert main(["import-run", "--trec", str(trec), "--atoms", str(atoms), "--name", "ext",
+                 *cli_args(w), "--out", str(out), "--cartridge-top", "1"]) == 2
+    err = capsys.readouterr().err
+    assert f"{w['sets'] / 'pdf.jsonl'}:1: DUPLICATE_GOLD:" in err
+    assert "a run needs sets that pass every hard rule" in err
+    assert not out.exists()
+    assert main(["import-run", "--trec", str(trec), "--atoms", str(atoms), "--name", "ext",
+                 *cli_args(good), "--out", str(out), "--cartridge-top", "1"]) == 0
