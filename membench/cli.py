@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from . import __version__
-from .core import progress
+from .core import progress, stop
 from .core.atomic import atomic_write_text
 from .core.errors import (
     EXIT_BAD_INPUT,
@@ -158,7 +158,7 @@ def _audit_cmd(a: argparse.Namespace) -> int:
     for line in result.failures():
         print(f"TELL: {line}")
     if a.json:
-        Path(a.json).write_text(json.dumps(result.as_dict(), indent=1) + "\n")
+        _write_output(a.json, json.dumps(result.as_dict(), indent=1) + "\n", "--json")
         print(f"wrote {a.json}")
     print(f"audit {a.sets}: {'every gate holds' if result.ok else 'a gate fails'}")
     return 0 if result.ok else 1
@@ -232,9 +232,13 @@ def _synth_cmd(a: argparse.Namespace) -> int:
 def _import_cmd(a: argparse.Namespace) -> int:
     from .run.importer import import_trec
 
+    from .sets.subcorpus import lock_for
+
     meta = import_trec(Path(a.trec), Path(a.atoms), Path(a.sets), a.split, Path(a.out), a.name,
                        cartridge_file=Path(a.cartridge) if a.cartridge else None,
-                       cartridge_top=a.cartridge_top, final=a.final, force=a.force)
+                       cartridge_top=a.cartridge_top, final=a.final, force=a.force,
+                       corpus_root=corpus_root(a.corpus), manifest=Path(a.manifest),
+                       lock=None if a.no_lock else lock_for(a.sets, a.lock))
     print(f"imported {a.trec}: {meta['queries']} {a.split} queries, {meta['atoms']} atoms -> {a.out}")
     return 0
 
@@ -423,7 +427,7 @@ exit status:
   3    the file system refused (permission denied, read-only folder, a file where a folder
        was expected)
   4    disk full
-  130  interrupted (Ctrl-C)
+  130  interrupted (Ctrl-C, SIGINT or SIGTERM; within a few seconds, whatever is running)
 Whatever failed, what was already written is intact: files are replaced atomically, run lines
 are appended one by one, and re-running the same `membench run` resumes it."""
 
@@ -443,6 +447,18 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+    return v
+
+
+def resample_count(text: str) -> int:
+    """An argparse type: a resample count, 1 to the bound ``resamples``
+    (:data:`membench.metrics.bootstrap.MAX_RESAMPLES`)."""
+    from .metrics.bootstrap import MAX_RESAMPLES
+
+    v = positive_int(text)
+    if v > MAX_RESAMPLES:
+        raise argparse.ArgumentTypeError(f"at most {MAX_RESAMPLES:,} (bound resamples), got "
+                                         f"{v:,}")
     return v
 
 
@@ -614,7 +630,14 @@ authentication). Ctrl-C stops it.""")
     im.add_argument("--split", default="dev", choices=["dev", "test"], help="dev (default) or "
                     "test (needs --final)")
     im.add_argument("--final", action="store_true", help="allow the frozen test split (logged)")
-    im.add_argument("--sets", default=str(DEFAULT_SETS_DIR), help=sets_help)
+    im.add_argument("--sets", default=str(DEFAULT_SETS_DIR), help=sets_help + "; checked "
+                    "against every hard rule first, as `run` does")
+    im.add_argument("--corpus", help=corpus_help)
+    im.add_argument("--manifest", default=str(MANIFEST_PATH),
+                    help="manifest (default: bench/corpus/manifest.jsonl)")
+    im.add_argument("--lock", help="the sets must match this lock (default: as `run`)")
+    im.add_argument("--no-lock", action="store_true", help="import on sets that differ from "
+                    "the lock (the hard rules are still checked)")
     cg = im.add_mutually_exclusive_group(required=True)
     cg.add_argument("--cartridge", help="JSON lines {query_id, cartridge: [atom_id, ...]}, one "
                     "line per query at most")
@@ -657,7 +680,7 @@ authentication). Ctrl-C stops it.""")
     cp.add_argument("--metric", action="append", help="only this measure (repeatable; shown "
                     "and tested pairwise, Holm over those tests; default: the measures the "
                     "registry compares pairwise)")
-    cp.add_argument("--resamples", type=positive_int, default=10_000, help="bootstrap / "
+    cp.add_argument("--resamples", type=resample_count, default=10_000, help="bootstrap / "
                     "permutation resamples (default 10000)")
     cp.add_argument("--judgments", metavar="SET", help="read relevance under this judgment "
                     "set (default: gold; e.g. all_annotators, graded, session)")
@@ -672,7 +695,7 @@ authentication). Ctrl-C stops it.""")
     ag.add_argument("--sets", help="sets folder (default: the one each run recorded)")
     ag.add_argument("--metric", action="append", help="rank by this measure (repeatable; "
                     "default: recall@1000, recall@10, ndcg@10, ndcg_graded@10)")
-    ag.add_argument("--resamples", type=positive_int, default=2000, help="bootstrap resamples "
+    ag.add_argument("--resamples", type=resample_count, default=2000, help="bootstrap resamples "
                     "over queries (default 2000)")
     ag.add_argument("--json", help="also write the tau table as JSON here")
     _read_flags(ag)
@@ -764,7 +787,7 @@ is an ordinary run directory under OUT; re-running resumes. docs/pooling.md has 
                     help="only this share (repeatable; default: the spec's)")
     qd.add_argument("--seeds", type=positive_int, metavar="N",
                     help="random sub-corpora per share (default: the spec's)")
-    qd.add_argument("--resamples", type=positive_int, default=2000,
+    qd.add_argument("--resamples", type=resample_count, default=2000,
                     help="bootstrap resamples (default 2000)")
     qd.set_defaults(func=_q2d_cmd)
     lb = sub.add_parser("leaderboard", help="add runs to a result store and print the "
@@ -782,7 +805,7 @@ files or over other queries than the store's. Without --runs, prints the store's
     lb.add_argument("--sets", help="sets folder (default: the one each run recorded)")
     lb.add_argument("--rank-by", default="recall@1000", metavar="MEASURE",
                     help="the measure rows are ranked by (default recall@1000)")
-    lb.add_argument("--resamples", type=positive_int, default=10_000,
+    lb.add_argument("--resamples", type=resample_count, default=10_000,
                     help="paired bootstrap / permutation resamples (default 10000)")
     lb.add_argument("--final", action="store_true", help="read runs on the frozen test split "
                     "(logged)")
@@ -826,7 +849,13 @@ def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the command; every expected failure becomes one line on stderr
     and its exit status (see :data:`EXIT_STATUS`), never a traceback. ``--quiet`` silences
     the progress lines (:mod:`membench.core.progress`); ``$MEMBENCH_PROGRESS`` (quiet, lines,
-    bar, auto) chooses them otherwise."""
+    bar, auto) chooses them otherwise. SIGINT and SIGTERM stop the command within
+    :data:`membench.core.stop.STOP_SECONDS` (one line, status 130: :mod:`membench.core.stop`)."""
+    with stop.handling_stops():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         a = parser().parse_args(argv)
         mode = "quiet" if a.quiet else os.environ.get("MEMBENCH_PROGRESS") or "auto"
@@ -839,9 +868,8 @@ def main(argv: list[str] | None = None) -> int:
     except MembenchError as e:
         print(f"membench: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print("membench: interrupted; what was written before is intact (re-running the same "
-              "`membench run` resumes it)", file=sys.stderr)
+    except KeyboardInterrupt as e:      # Ctrl-C, SIGINT or SIGTERM (core.stop): one line
+        stop.announce(getattr(e, "signum", None) or stop.stopped_by())
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `membench sources | head`
         sys.stderr.close()

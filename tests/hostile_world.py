@@ -148,6 +148,54 @@ class Wide:
         return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=[])
 
 
+class Stubborn(Gated):
+    """A system whose ingest swallows ``KeyboardInterrupt`` (as some libraries' retry loops
+    do) and waits for the gate: a stop must still end the run."""
+
+    name = "stubborn"
+
+    def ingest(self, items, corpus_root):
+        gate = Path(os.environ["MEMBENCH_TEST_GATE"])
+        (gate.parent / "ingesting").write_text(str(os.getpid()))
+        deadline = time.time() + 120
+        while not gate.exists() and time.time() < deadline:
+            try:
+                time.sleep(0.05)
+            except KeyboardInterrupt:
+                (gate.parent / "swallowed").write_text("yes")
+        self.atoms = _structural(items)
+        return self.atoms
+
+
+class Repeats(Gated):
+    """Answers each query with its first atom twice (at ranks 1 and 3): refused."""
+
+    name = "repeats"
+
+    def ingest(self, items, corpus_root):
+        self.atoms = _structural(items)
+        return self.atoms
+
+    def query(self, question, scope, as_of):
+        from membench.run.protocol import Result
+
+        ids = [a.atom_id for a in self.atoms if a.holder == scope.holder][:2]
+        hits = [(ids[0], 0.9), (ids[-1], 0.8), (ids[0], 0.7)] if ids else []
+        return Result(hits=hits, cartridge=[])
+
+
+class NewlineIds(Gated):
+    """Reports atoms whose ids hold a newline: refused at ingest."""
+
+    name = "newline-ids"
+
+    def ingest(self, items, corpus_root):
+        from dataclasses import replace
+
+        self.atoms = [replace(a, atom_id=a.atom_id + "\nq 0 x 1") for a in _structural(items)]
+        return self.atoms
+
+
 def _structural(items):
     from membench.run.systems.structural import structural_atoms
 

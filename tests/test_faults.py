@@ -93,7 +93,7 @@ mount -o remount,ro "$M" || exit 98
 $PY -m membench run --system random {world_args} --out "$M/run2"; echo "run=$?" >&2
 $PY -m membench run --system random {world_args} --out "$M/run"; echo "run_existing=$?" >&2
 $PY -m membench metrics "$M/run"; echo "metrics=$?" >&2
-$PY -m membench import-run --trec {trec} --atoms {atoms} --name x --sets {world["sets"]} \
+$PY -m membench import-run --trec {trec} --atoms {atoms} --name x {world_args} \
     --out "$M/imp" --cartridge-top 1; echo "import=$?" >&2
 $PY -m membench calibrate {cal_run} --out "$M/cal.json"; echo "calibrate=$?" >&2
 """

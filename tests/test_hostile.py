@@ -295,7 +295,7 @@ def test_import_run_refuses_to_overwrite_without_force(world, tmp_path, capsys):
     trec, atoms, _ = _import_inputs(world, tmp_path)
     out = tmp_path / "imported"
     args = ["import-run", "--trec", str(trec), "--atoms", str(atoms), "--name", "ext",
-            "--sets", str(world["sets"]), "--out", str(out), "--cartridge-top", "1"]
+            *cli_args(world), "--out", str(out), "--cartridge-top", "1"]
     assert main(args) == 0
     (out / "metrics.json").write_text("{}")
     before = (out / "run.jsonl").read_bytes()
@@ -317,7 +317,7 @@ def test_out_naming_an_existing_file_is_a_located_error(world, tmp_path, capsys)
     assert f"{f}: RUN_DIR: exists and is not a folder" in capsys.readouterr().err
     trec, atoms, _ = _import_inputs(world, tmp_path)
     assert main(["import-run", "--trec", str(trec), "--atoms", str(atoms), "--name", "e",
-                 "--sets", str(world["sets"]), "--out", str(f), "--cartridge-top", "1"]) == 2
+                 *cli_args(world), "--out", str(f), "--cartridge-top", "1"]) == 2
     assert f"{f}: RUN_DIR: exists and is not a folder" in capsys.readouterr().err
     assert f.read_text() == "x"
 
@@ -464,7 +464,7 @@ def test_cartridge_top_must_be_positive(world, tmp_path, value, capsys):
     trec, atoms, _ = _import_inputs(world, tmp_path)
     with pytest.raises(SystemExit) as e:
         main(["import-run", "--trec", str(trec), "--atoms", str(atoms), "--name", "e",
-              "--sets", str(world["sets"]), "--out", str(tmp_path / "i"),
+              *cli_args(world), "--out", str(tmp_path / "i"),
               "--cartridge-top", value])
     assert e.value.code == 2 and "--cartridge-top" in capsys.readouterr().err
     with pytest.raises(MembenchError, match="--cartridge-top must be an integer >= 1"):
@@ -480,7 +480,7 @@ def test_repeated_query_in_a_cartridge_file(world, tmp_path, capsys):
                     + json.dumps({"query_id": qids[1], "cartridge": []}) + "\n"
                     + json.dumps({"query_id": qids[0], "cartridge": []}) + "\n")
     assert main(["import-run", "--trec", str(trec), "--atoms", str(atoms), "--name", "e",
-                 "--sets", str(world["sets"]), "--out", str(tmp_path / "i"),
+                 *cli_args(world), "--out", str(tmp_path / "i"),
                  "--cartridge", str(cart)]) == 2
     err = capsys.readouterr().err
     assert f"{cart}:3: DUPLICATE_QUERY_ID: field query_id:" in err and "line 1" in err

@@ -21,6 +21,7 @@ from membench.analysis.leaderboard import (
     add_runs,
     leaderboard,
     read_store,
+    sealed,
 )
 from membench.cli import main
 from membench.core.errors import InputError
@@ -227,6 +228,7 @@ def _clone(out, e, **card):
     c["card"]["sha256"] = Card.model_validate(body).sha256()
     c["key"]["card_sha256"] = c["card"]["sha256"]
     c["id"] = _sha(c["key"])[:16]
+    c = sealed(c)                           # (an entry as the store writes it: with its sha256)
     (out / ENTRIES / f"{c['id']}.json").write_text(json.dumps(c))
     return c
 
@@ -241,7 +243,7 @@ def test_size_classes_and_judgment_sets_come_from_the_entries(store, tmp_path):
         e["judgment_sets"] = ["gold", "session"]
         e["figures"]["session"] = e["figures"]["gold"]
         e["items"]["values"]["session"] = e["items"]["values"]["gold"]
-        (out / ENTRIES / f"{e['id']}.json").write_text(json.dumps(e))
+        (out / ENTRIES / f"{e['id']}.json").write_text(json.dumps(sealed(e)))
     lb = leaderboard(out, n_resamples=200)
     assert lb.size_classes == ["<=1B", ">1B"] and lb.judgment_sets == ["gold", "session"]
     assert set(lb.table(">1B", "session")["entry"]) == {big["id"]}

@@ -85,8 +85,8 @@ RUN = [
     {"query_id": "pdfh:q1",
      "hits": [["x1", 0.5], ["p2", 0.9], ["x2", 0.9], ["p3", 0.9], ["x3", 0.7]],
      "cartridge": ["p3", "x1"], "latency_ms": 10},
-    # the duplicate x1 takes no rank: p1 is 2nd, not 3rd
-    {"query_id": "pdfh:q2", "hits": [["x1", 0.9], ["x1", 0.8], ["p1", 0.7]], "cartridge": [],
+    # p1 is 2nd (x1, not gold, 1st)
+    {"query_id": "pdfh:q2", "hits": [["x1", 0.9], ["p1", 0.7]], "cartridge": [],
      "latency_ms": 20},
     # one page atom hits both block golds: one gain
     {"query_id": "pdfh:q3", "hits": [["p3", 1.0]], "cartridge": ["p3"], "latency_ms": 30},

@@ -22,7 +22,7 @@ from membench.core.jsonl import dumps
 from membench.run.protocol import Result
 from membench.run.runner import ProtocolError, _check_hits, _fast_line, run_line
 
-KNOWN = {"a1", "a2", "a3", "é-ü", "x\u2028y", "tab\there"}
+KNOWN = {"a1", "a2", "a3", "é-ü", "x\u2028y", "tab\there", *(f"b{j}" for j in range(500))}
 
 try:
     from membench.run._hitcheck import plain_pairs as c_plain_pairs
@@ -109,7 +109,7 @@ def test_floats_over_the_whole_range_match_json_dumps():
     values = _every_binade(random.Random(12))
     for i in range(0, len(values), 500):
         chunk = values[i:i + 500]
-        hits = [("a1", x) for x in chunk]
+        hits = [(f"b{j}", x) for j, x in enumerate(chunk)]      # (each atom once per query)
         same("q", hits, latency=abs(chunk[0]))
         same("q", hits[:1], latency=1.0)
 
@@ -128,7 +128,8 @@ def test_orjson_differs_from_repr_only_below_1e4_and_the_writer_knows_it():
 @settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(sorted(KNOWN)),
-                          st.floats(allow_nan=False, allow_infinity=False)), max_size=30),
+                          st.floats(allow_nan=False, allow_infinity=False)), max_size=30,
+                unique_by=lambda h: h[0]),
        st.floats(min_value=0, max_value=1e7, allow_nan=False),
        st.text(min_size=1, max_size=12))
 def test_random_lines_match_json_dumps(hits, latency, qid):
@@ -199,6 +200,12 @@ def test_edge_hits_are_written_as_before(hits):
     ([("a1", None)], "hit #0 ('a1'): the score must be a number, got NoneType None"),
     ([[["a1"], 1.0]], "hit #0: the atom id must be a string, got list ['a1']"),
     ([(7, 1.0)], "hit #0: the atom id must be a string, got int 7"),
+    # an atom listed twice in one query's list: the atom and both ranks, whichever path
+    ([("a1", 2.0), ("a2", 1.5), ("a1", 1.0)], "hit 'a1' at ranks 1 and 3: an atom is listed "
+     "once per query"),
+    ([["a2", 2.0], ["a2", 2.0]], "hit 'a2' at ranks 1 and 2"),
+    ([("a1", 1e-7), ("a1", 5.0)], "hit 'a1' at ranks 1 and 2"),      # (not the fast path)
+    ((("a3", 1.0), ("a3", 0.5)), "hit 'a3' at ranks 1 and 2"),
 ])
 def test_bad_hits_are_one_clear_protocol_error(hits, message):
     # what the old per-hit loop let through (a dict's keys, a numeric string, an iterator) or
@@ -217,6 +224,8 @@ def test_bad_hits_are_one_clear_protocol_error(hits, message):
     (Result(hits=[], cartridge="a1"), "the cartridge must be a list of atom ids, got str 'a1'"),
     (Result(hits=[], cartridge=[["a1"]]), "cartridge entry #0 must be an atom id (a string), "
      "got list ['a1']"),
+    (Result(hits=[], cartridge=["a2", "a1", "a2"]), "cartridge atom 'a2' at positions 1 and 3: "
+     "an atom is listed once per query"),
     (Result(hits=[], cartridge=["zz"]), "cartridge atom 'zz' was never reported at ingest"),
 ])
 def test_a_bad_answer_is_one_clear_protocol_error(res, message):
@@ -334,3 +343,20 @@ def test_the_c_test_refuses_wrong_arguments(hit_check):
         c_plain_pairs([])
     assert c_plain_pairs(iter([]), KNOWN) is False            # not a list or tuple
     assert c_plain_pairs([], frozenset()) is True
+
+
+def test_the_c_test_finds_a_repeated_atom_whatever_the_list(hit_check):
+    """The C test's table of atoms seen: an equal string that is another object, lists on the
+    stack table (up to 1,024 hits) and on the heap (longer), the repeat first or last."""
+    if hit_check != "c":
+        pytest.skip("the C test's own table")
+    ids = [f"id{j}" for j in range(3000)]
+    known = set(ids)
+    for n in (2, 1024, 1025, 3000):
+        hits = [(a, 1.0) for a in ids[:n]]
+        assert c_plain_pairs(hits, known) is True
+        copy = "".join(list(ids[0]))             # equal, not the same object
+        assert copy is not ids[0]
+        assert c_plain_pairs([*hits, (copy, 0.5)], known) is False
+        assert c_plain_pairs([(ids[n - 1], 2.0), *hits], known) is False
+        assert c_plain_pairs(hits[:-1] + [hits[0]], known) is (n == 1)

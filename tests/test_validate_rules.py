@@ -125,6 +125,14 @@ def test_cli_exit_codes(tmp_path, capsys):
     ("JUDGMENT_NAME", "conversation.jsonl", 1,
      lambda s: _judge(s, 0, {"source_id": "conversationsrc:a1", "region": {"turn": 1}},
                       name="gold")),
+    # the same region twice in one list: it would count twice in every recall's denominator
+    ("DUPLICATE_GOLD", "pdf.jsonl", 2,
+     lambda s: s["pdf.jsonl"][1]["gold"].append(dict(s["pdf.jsonl"][1]["gold"][0]))),
+    ("DUPLICATE_GOLD", "code.jsonl", 1, lambda s: s["code.jsonl"][0]["gold"].append(
+        {**s["code.jsonl"][0]["gold"][0], "grade": 2})),
+    ("DUPLICATE_GOLD", "conversation.jsonl", 1, lambda s: s["conversation.jsonl"][0].update(
+        judgments={"session": [{"source_id": "conversationsrc:a1", "region": {"turn": 1}},
+                               {"source_id": "conversationsrc:a1", "region": {"turn": 1}}]})),
     ("JUDGMENT_NAME", "conversation.jsonl", 2,
      lambda s: _judge(s, 1, {"source_id": "conversationsrc:a1", "region": {"turn": 1}},
                       name="turn/level")),
@@ -235,4 +243,4 @@ def test_every_rule_the_validator_emits_is_listed():
     emitted |= set(re.findall(r'rule="([A-Z][A-Z_]{3,})"', inspect.getsource(j)))
     emitted |= {"PATH_OUTSIDE_CORPUS"}   # core.paths.confine
     assert emitted <= set(v.RULES), emitted - set(v.RULES)
-    assert len(v.RULES) == 31
+    assert len(v.RULES) == 34

@@ -43,6 +43,7 @@ import numpy as np
 from ..core import progress
 from ..core.errors import MembenchError
 from ..metrics import SEED
+from ..metrics.bootstrap import check_resamples
 from ..metrics.measures import JUDGMENT_MEASURES
 from ..modalities import MODALITIES
 from .compare import common_judgment_sets, load_runs
@@ -137,6 +138,7 @@ def bootstrap_tau(va: np.ndarray, vb: np.ndarray, key: str, *,
     bootstrap interval of the module docstring. ``va`` / ``vb``: [systems, items] per-item
     values under each set, NaN where the set does not judge the item (the same items, the
     same order, in both)."""
+    check_resamples(n_resamples)
     va = np.asarray(va, dtype=float)
     vb = np.asarray(vb, dtype=float)
     if va.shape != vb.shape or va.ndim != 2:
@@ -186,6 +188,7 @@ def rank_agreement(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLik
     ``labels``) skip the loading: frames under gold, as :func:`item_frame` gives them."""
     import pandas as pd
 
+    check_resamples(n_resamples, "--resamples")
     bad = [m for m in metrics if m not in JUDGMENT_MEASURES]
     if bad:
         raise MembenchError(f"rank agreement is over measures computed per judgment set "

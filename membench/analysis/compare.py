@@ -53,6 +53,7 @@ from ..core.errors import MembenchError
 from ..core.paths import resolve_user_path
 from ..metrics import METRICS, SEED
 from ..metrics.aggregate import judgment_entries, slice_metrics
+from ..metrics.bootstrap import check_resamples
 from ..metrics.measures import HEADLINE, JUDGMENT_MEASURES, PAIRED_METRICS
 from ..metrics.rundir import RunDir, read_meta
 from ..metrics.score import PRIMARY
@@ -121,6 +122,7 @@ def paired_test(a: np.ndarray, b: np.ndarray, key: str, *, n_resamples: int = N_
     stored result, which is the computed one to the last bit."""
     from . import statcache
 
+    check_resamples(n_resamples)
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
@@ -267,6 +269,8 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
     ``judgment_set`` names the set relevance is read under (default: gold)."""
     import pandas as pd
 
+    check_resamples(n_resamples, "--resamples")
+    check_resamples(ci_resamples, "ci_resamples")
     labels, runs, frames = load_runs(run_dirs, sets_dir, partial=partial, final=final)
     js = judgment_set or PRIMARY
     if js not in common_judgment_sets(frames):

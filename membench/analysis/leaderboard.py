@@ -3,7 +3,7 @@
 **The store** (``membench leaderboard --runs RUN... --out DIR``) is a folder::
 
     DIR/store.json              what every entry shares: split, set files' sha256, the queries
-    DIR/entries/<id>.json       one run's figures, keyed by its identity
+    DIR/entries/<id>.json       one run's figures, keyed by its identity, sealed by its sha256
 
 An entry's identity (its ``key``, and ``id`` = the first 16 hex digits of the key's sha256) is
 (system card sha256, config sha256, code revision, set files' sha256): the same system with the
@@ -18,6 +18,16 @@ metrics.json), and the per-item values the paired tests need. Relevance measures
 registry's ``per_judgment_set``) take the judgment set's values; the others (false recall,
 abstention, holder and temporal correctness, latency) do not depend on it and are the same
 under every set.
+
+**Entries check themselves.** Each entry carries ``sha256``: the sha256 of its canonical JSON
+without that field (figures, per-item values, identity, card). Reading a store
+(:func:`read_store`) recomputes it, and recomputes every mean figure from the entry's per-item
+values; an entry whose digest or figures do not hold (edited after it was written, or
+corrupted) is refused with a located ``STORE_TAMPERED`` error naming its file, so a tampered
+figure is never shown as a result. The digest detects edits, it does not sign: whoever can
+write the store can rewrite an entry consistently; re-adding the runs recomputes every figure
+from the run files. Identifiers in an entry (system, card, query ids, judgment set names) must
+be identifiers (:mod:`membench.core.ids`).
 
 **What is refused**, with one line per run and nothing written (never mixed):
 
@@ -47,22 +57,32 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
 from ..core.atomic import atomic_write_json
 from ..core.errors import InputError, MembenchError
-from ..core.jsonl import read_json_file
+from ..core.ids import id_problem, ids_problem
+from ..core.jsonl import read_json_file, validation_error
 from ..core.paths import resolve_user_path
 from ..metrics.aggregate import latency_entry, mean_entry
-from ..metrics.bootstrap import N_RESAMPLES, SEED
+from ..metrics.bootstrap import N_RESAMPLES, SEED, check_resamples
 from ..metrics.measures import BY_NAME, JUDGMENT_MEASURES, LATENCY_PERCENTILES, MEAN_MEASURES
 from ..metrics.rundir import RunDir
 from ..modalities import MODALITIES
 from ..run.cards import Card, card_path, read_card, size_class
 
-FORMAT = 1
+FORMAT = 2         # 2: entries carry their sha256 (a store of format 1 is re-made)
 STORE_FILE = "store.json"
 ENTRIES = "entries"
 PRIMARY = "gold"
@@ -180,7 +200,7 @@ def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | Non
            "code_revision": str(meta.get("code_revision")),
            "set_sha256": dict(sorted((meta.get("set_sha256") or {}).items()))}
     entry_id = _sha(key)[:16]
-    return {
+    return sealed({
         "format": FORMAT, "id": entry_id, "key": key, "system": rd.system, "card": card,
         "config": meta.get("config"), "split": rd.split,
         "selection": {"modalities": meta.get("modalities"), "limit": meta.get("limit"),
@@ -191,7 +211,52 @@ def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | Non
         "judgment_sets": sets, "figures": figures,
         "items": {"query_id": list(scores.query_id), "modality": list(scores.modality),
                   "values": items},
-    }
+    })
+
+
+def entry_sha256(entry: dict[str, Any]) -> str:
+    """The sha256 of an entry's canonical JSON (sorted keys, no whitespace) without its own
+    ``sha256`` field."""
+    return _sha({k: v for k, v in entry.items() if k != "sha256"})
+
+
+def sealed(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` with its ``sha256`` (:func:`entry_sha256`), as the store writes it. The
+    canonical JSON is of the entry as written and read back (JSON numbers and lists)."""
+    body = json.loads(json.dumps({k: v for k, v in entry.items() if k != "sha256"},
+                                 allow_nan=False))
+    return {**body, "sha256": entry_sha256(body)}
+
+
+def tampered(entry: dict[str, Any]) -> str | None:
+    """Why ``entry`` is not what the store wrote (``None`` when it is): no or another
+    ``sha256`` than its content's, or a mean figure that is not the mean of its per-item
+    values over its scope (or another n)."""
+    digest = entry.get("sha256")
+    if not isinstance(digest, str):
+        return "it carries no sha256 (written by an older membench, or edited)"
+    if digest != entry_sha256(entry):
+        return "its content does not hash to its sha256 (edited after it was written)"
+    items = entry["items"]
+    mods = np.asarray(items.get("modality") or [], dtype=object)
+    for js, block in (entry.get("figures") or {}).items():
+        per = (items.get("values") or {}).get(js) or {}
+        for scope, figs in (block or {}).items():
+            mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
+            for m in MEASURES:
+                f = (figs or {}).get(m)
+                if f is None or m not in per:
+                    continue
+                v = np.array([np.nan if x is None else x for x in per[m]], dtype=float)[mask]
+                v = v[~np.isnan(v)]
+                value = float(v.mean()) if v.size else None
+                if f.get("n") != v.size or (value is None) != (f.get("value") is None) or (
+                        value is not None and not np.isclose(f["value"], value, rtol=1e-12,
+                                                             atol=0.0)):
+                    return (f"figures.{js}.{scope}.{m}: value {f.get('value')!r} n "
+                            f"{f.get('n')!r}, but its per-item values give {value!r} n "
+                            f"{v.size}")
+    return None
 
 
 def _store_record(entry: dict[str, Any]) -> dict[str, Any]:
@@ -218,9 +283,69 @@ def _mismatch(store: dict[str, Any], rec: dict[str, Any]) -> str | None:
     return None
 
 
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class _Selection(_Open):
+    modalities: list[StrictStr] | None = None
+    limit: StrictInt | None = None
+    queries: StrictInt
+
+
+class _StoreFile(_Open):
+    format: StrictInt
+    split: StrictStr
+    set_sha256: dict[StrictStr, StrictStr]
+    selection: _Selection
+    queries_sha256: StrictStr
+
+
+class _Key(_Open):
+    card_sha256: StrictStr
+    config_sha256: StrictStr
+    code_revision: StrictStr
+    set_sha256: dict[StrictStr, StrictStr]
+
+
+_Num = Annotated[StrictFloat, Field(allow_inf_nan=False)]     # what the store writes
+
+
+class _Figure(_Open):
+    value: _Num | None
+    n: StrictInt
+    denominator: StrictInt
+    ci95: tuple[_Num | None, _Num | None]
+
+
+class _Items(_Open):
+    query_id: list[StrictStr]
+    modality: list[StrictStr]
+    values: dict[StrictStr, dict[StrictStr, list[_Num | None]]]
+
+
+class _Entry(_Open):
+    """The shape of an entry file, what :func:`read_store` and :func:`leaderboard` read
+    (every other field is kept as written and covered by the entry's sha256)."""
+
+    id: StrictStr
+    key: _Key
+    system: StrictStr
+    card: dict[StrictStr, Any]
+    split: StrictStr
+    selection: _Selection
+    figures: dict[StrictStr, dict[StrictStr, dict[StrictStr, _Figure]]]
+    items: _Items
+    judgment_sets: list[StrictStr]
+    run_dir: StrictStr | None = None
+    config: Any = None
+
+
 def read_store(store_dir: str | os.PathLike) -> tuple[dict[str, Any] | None, list[dict]]:
-    """``store.json`` (``None`` for a new store) and every entry, checked: each entry file is
-    named by its id, its id is its key's, and it agrees with ``store.json``."""
+    """``store.json`` (``None`` for a new store) and every entry, checked: the shape of each
+    file (a located ``STORE`` error naming the field), each entry file named by its id, its id
+    its key's, its identifiers identifiers, its card valid, its sha256 and figures its own
+    (:func:`tampered`: else ``STORE_TAMPERED``), and it agrees with ``store.json``."""
     d = resolve_user_path(store_dir)
     sf = d / STORE_FILE
     if not sf.exists():
@@ -229,47 +354,71 @@ def read_store(store_dir: str | os.PathLike) -> tuple[dict[str, Any] | None, lis
                              "`membench leaderboard` wrote", rule="STORE")
         return None, []
     store = read_json_file(sf, dict, "a leaderboard store.json (a JSON object)")
-    for k in ("format", "split", "set_sha256", "selection", "queries_sha256"):
-        if k not in store:
-            raise InputError(sf, None, k, "missing", rule="STORE")
-    if store["format"] != FORMAT:
-        raise InputError(sf, None, "format", f"{store['format']!r}, this membench reads "
-                         f"{FORMAT}", rule="STORE")
+    if "format" in store and store["format"] != FORMAT:
+        raise InputError(sf, None, "format", f"{str(store['format'])[:40]}, this membench "
+                         f"reads {FORMAT} (re-make the store: membench leaderboard --runs ...)",
+                         rule="STORE")
+    _shape(_StoreFile, store, sf)
     entries = []
     for p in sorted((d / ENTRIES).glob("*.json")):
         e = read_json_file(p, dict, "a leaderboard entry (a JSON object)")
-        for k in ("id", "key", "system", "card", "split", "figures", "items", "judgment_sets"):
-            if k not in e:
-                raise InputError(p, None, k, "missing", rule="STORE")
-        if not (isinstance(e["id"], str) and _ID.fullmatch(e["id"]) and p.stem == e["id"]):
-            raise InputError(p, None, "id", f"{str(e['id'])[:40]!r}: an entry's file is named "
+        _shape(_Entry, e, p)
+        if not (_ID.fullmatch(e["id"]) and p.stem == e["id"]):
+            raise InputError(p, None, "id", f"{e['id'][:40]!r}: an entry's file is named "
                              "by its id", rule="STORE")
         if _sha(e["key"])[:16] != e["id"]:
             raise InputError(p, None, "key", "does not hash to the entry's id (edited?)",
                              rule="STORE")
+        for what, v in (("system", e["system"]),
+                        *((f"judgment_sets[{i}]", js) for i, js in enumerate(e["judgment_sets"]))):
+            why = id_problem(v)
+            if why:
+                raise InputError(p, None, what, why, rule="ID")
         try:
             card = Card.model_validate({k: v for k, v in e["card"].items() if k != "sha256"})
         except Exception as err:  # noqa: BLE001
             raise InputError(p, None, "card", str(err).splitlines()[0], rule="STORE") from None
-        if card.sha256() != e["key"].get("card_sha256"):
+        if card.sha256() != e["key"]["card_sha256"]:
             raise InputError(p, None, "card", "its sha256 is not the key's card_sha256",
                              rule="STORE")
-        ids = e["items"].get("query_id")
-        if not isinstance(ids, list) or len(ids) != len(e["items"].get("modality") or []):
+        ids = e["items"]["query_id"]
+        if len(ids) != len(e["items"]["modality"]):
             raise InputError(p, None, "items", "query_id and modality lists differ",
                              rule="STORE")
-        for js, per in (e["items"].get("values") or {}).items():
+        bad = ids_problem(ids)
+        if bad:
+            raise InputError(p, None, f"items.query_id[{bad[0]}]", bad[1], rule="ID")
+        if len(set(ids)) != len(ids):
+            raise InputError(p, None, "items.query_id", "a query listed twice", rule="STORE")
+        for js, per in e["items"]["values"].items():
             for m, vals in per.items():
-                if not isinstance(vals, list) or len(vals) != len(ids):
+                if len(vals) != len(ids):
                     raise InputError(p, None, f"items.values.{js}.{m}"[:80],
-                                     f"{len(vals) if isinstance(vals, list) else '?'} values "
-                                     f"for {len(ids)} queries", rule="STORE")
+                                     f"{len(vals)} values for {len(ids)} queries", rule="STORE")
+        if set(e["judgment_sets"]) != set(e["figures"]) or \
+                set(e["judgment_sets"]) != set(e["items"]["values"]):
+            raise InputError(p, None, "judgment_sets", "figures and per-item values are not "
+                             "given for the same judgment sets", rule="STORE")
         why = _mismatch(store, _store_record(e))
         if why:
             raise InputError(p, None, None, f"does not belong to this store: {why}",
                              rule="STORE")
+        why = tampered(e)
+        if why:
+            raise InputError(p, None, None, f"tampered: {why}; its figures are not shown: "
+                             f"delete {p.name} and add its run again (membench leaderboard "
+                             f"--runs RUN_DIR --out {d})", rule="STORE_TAMPERED")
         entries.append(e)
     return store, entries
+
+
+def _shape(model: type[BaseModel], obj: dict, path: Path) -> None:
+    """``obj`` checked against ``model``: a located ``STORE`` error naming the field."""
+    try:
+        model.model_validate(obj)
+    except ValidationError as err:
+        e = validation_error(path, None, err)
+        raise InputError(path, None, e.field, e.message, rule="STORE") from None
 
 
 @dataclass
@@ -284,6 +433,7 @@ def add_runs(run_dirs: list[str | os.PathLike], out: str | os.PathLike,
              seed: int = SEED, n_resamples: int = N_RESAMPLES) -> Added:
     """Add runs to the store ``out`` (created if new). Every run is checked first; if any is
     refused, :class:`Refused` lists them all (one line each) and nothing is written."""
+    check_resamples(n_resamples)
     out = resolve_user_path(out)
     if out.exists() and not out.is_dir():
         raise MembenchError(f"{out}: --out must be a folder (the result store)")
@@ -442,6 +592,7 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
 
     from .compare import holm, paired_test
 
+    check_resamples(n_resamples, "--resamples")
     store, entries = read_store(store_dir)
     if store is None or not entries:
         raise MembenchError(f"{resolve_user_path(store_dir)}: an empty result store; add runs "
@@ -614,6 +765,6 @@ def format_markdown(lb: Leaderboard, *, scope: str = "all",
 
 
 __all__ = ["FORMAT", "MEASURES", "RANK_BY", "Added", "Leaderboard", "Refused", "add_runs",
-           "cell_text", "entry_from_run", "format_leaderboard", "format_markdown",
-           "leaderboard", "read_store",
+           "cell_text", "entry_from_run", "entry_sha256", "format_leaderboard",
+           "format_markdown", "leaderboard", "read_store", "sealed", "tampered",
            "run_card"]

@@ -294,6 +294,9 @@ def run_experiment(spec_path: Path, out: Path, sets_dir: Path, corpus: Path, *,
                    lock: Path | None = None) -> dict[str, Any]:
     """Run the experiment (module docstring) into ``out`` and write ``out/q2d.json``; returns
     its content. Every step resumes: complete runs and identical sub-corpora are kept."""
+    from ..metrics.bootstrap import check_resamples
+
+    check_resamples(resamples, "--resamples")
     spec = read_spec(spec_path)
     if shares:
         for s in shares:

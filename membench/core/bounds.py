@@ -46,7 +46,7 @@ def bound(name: str, value, unit: str, what: str, past: str, where: str = "") ->
 
 
 def _fmt(v) -> str:
-    if isinstance(v, bool):
+    if isinstance(v, (bool, str)):
         return str(v)
     if isinstance(v, int):
         for shift, suffix in ((30, " Gi"), (20, " Mi"), (10, " Ki")):
@@ -78,4 +78,9 @@ def markdown_table() -> str:
 # modules that register bounds at import (add yours here)
 _MODULES: list[str] = [
     "membench.core.bounds",
+    "membench.core.ids",
+    "membench.core.stop",
+    "membench.core.jsonl",
+    "membench.metrics.bootstrap",
+    "membench.core.times",
 ]

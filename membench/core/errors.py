@@ -14,7 +14,8 @@ input gets"):
 3     the file system refused (permission denied, read-only folder, a file where a folder
       was expected, ...)
 4     disk full (no space left, quota exceeded)
-130   interrupted (Ctrl-C); what was already written is intact and a run resumes
+130   interrupted (Ctrl-C, SIGINT or SIGTERM: :mod:`membench.core.stop`); what was already
+      written is intact and a run resumes
 ====  =====================================================================================
 """
 

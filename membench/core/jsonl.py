@@ -5,9 +5,12 @@ Reading is strict, because a lenient reader hides errors: a line must be UTF-8 (
 naming the byte and column), one JSON object (else JSON), with finite numbers (``NaN`` and
 ``Infinity`` are not JSON: RFC 8259 section 6), no key twice (RFC 8259 section 4 leaves a
 repeated key's meaning to the parser; here it is an error), nesting within Python's recursion
-limit and integers within Python's 4,300-digit conversion limit. A path that is a folder or
-not a regular file is an error too. Every problem is an :class:`InputError` naming the file
-and line. Writing is atomic (:mod:`membench.core.atomic`).
+limit and integers within Python's 4,300-digit conversion limit. A line longer than
+:data:`MAX_LINE_BYTES` is an error (LINE_TOO_LONG) read no further than the limit, and so is a
+whole JSON file longer than :data:`MAX_JSON_FILE_BYTES` (neither is ever held in memory). A
+path that is a folder or not a regular file (a FIFO, a device) is an error too. Every problem
+is an :class:`InputError` naming the file and line. Writing is atomic
+(:mod:`membench.core.atomic`).
 """
 
 from __future__ import annotations
@@ -20,9 +23,21 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .atomic import atomic_write_text
+from .bounds import bound
 from .errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
+
+MAX_LINE_BYTES = bound("line_bytes", 64 << 20, "bytes",
+                       "one line of a JSON-lines file (sets, items, atoms, run lines, "
+                       "cartridges, manifest) or of a TREC file given to import-run",
+                       "located error (LINE_TOO_LONG) naming the file and line; the line is "
+                       "read no further", "membench.core.jsonl")
+MAX_JSON_FILE_BYTES = bound("json_file_bytes", 256 << 20, "bytes",
+                            "a whole JSON file (meta.json, coverage.json, a card, a result "
+                            "store's entries, calibration and lock files)",
+                            "located error (FILE_TOO_LONG) naming the file; read no further",
+                            "membench.core.jsonl")
 
 
 def dumps(obj: Any) -> str:
@@ -107,7 +122,11 @@ def read_json_file(path: str | Path, expect: type | None = None, what: str = "")
     or ``list``) another top-level type is an error saying what was expected (``what``)."""
     path = check_readable_file(path)
     with open(path, "rb") as f:
-        data = parse_json(decode_line(path, None, f.read()), path)
+        raw = f.read(MAX_JSON_FILE_BYTES + 1)
+    if len(raw) > MAX_JSON_FILE_BYTES:
+        raise InputError(path, None, None, f"longer than {MAX_JSON_FILE_BYTES:,} bytes (bound "
+                         "json_file_bytes): not read", rule="FILE_TOO_LONG")
+    data = parse_json(decode_line(path, None, raw), path)
     if expect is not None and not isinstance(data, expect):
         raise InputError(path, None, None, f"expected {what or 'a JSON ' + expect.__name__}, got "
                          f"{type(data).__name__}", rule="JSON")
@@ -123,13 +142,42 @@ def iter_json_lines(path: str | Path, on_error: Callable[[InputError], None] | N
     first); a file that cannot be read at all is always raised."""
     path = check_readable_file(path)
     with open(path, "rb") as f:
-        for no, raw in enumerate(f, 1):
+        for no, raw in bounded_lines(f, path):
             try:
+                if raw is None:
+                    raise line_too_long(path, no)
                 yield no, _json_object(path, no, decode_line(path, no, raw).strip())
             except InputError as e:
                 if on_error is None:
                     raise
                 on_error(e)
+
+
+def bounded_lines(f, path: str | Path, limit: int | None = None
+                  ) -> Iterator[tuple[int, bytes | None]]:
+    """``(line_number, raw line)`` of a binary file, each line read no further than ``limit``
+    bytes (:data:`MAX_LINE_BYTES` by default, the newline not counted): a longer line is
+    yielded as ``None`` (the caller raises :func:`line_too_long` or reports it) and skipped
+    to its end in bounded chunks, so no line past the limit is ever held in memory."""
+    limit = MAX_LINE_BYTES if limit is None else limit
+    no = 0
+    readline = f.readline
+    while True:
+        raw = readline(limit + 1)
+        if not raw:
+            return
+        no += 1
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield no, raw
+            continue
+        while raw and not raw.endswith(b"\n"):     # the rest of the long line, unread
+            raw = readline(1 << 20)
+        yield no, None
+
+
+def line_too_long(path: str | Path, no: int) -> InputError:
+    return InputError(path, no, None, f"longer than {MAX_LINE_BYTES:,} bytes (bound line_bytes): "
+                      "not read", rule="LINE_TOO_LONG")
 
 
 def _json_object(path: Path, no: int, text: str) -> dict:
@@ -147,7 +195,7 @@ def validation_error(path: str | Path, line: int | None, err: ValidationError) -
     errs = err.errors()
     first = errs[0]
     field = ".".join(str(p) for p in first["loc"]) or None
-    msg = first["msg"]
+    msg = first["msg"].removeprefix("Value error, ")
     if "input" in first and first["type"] not in ("missing",):
         msg += f" (got {_short_repr(first['input'])})"
     if len(errs) > 1:

@@ -14,6 +14,10 @@ never held by a dead process. What a dead holder leaves is its holder line in th
 writer acquires the lock, finds that line, reports on stderr that it takes over from that
 process (pid, host, command, since), and overwrites it.
 
+The lock file is opened by :func:`membench.core.atomic.open_regular`: a symlink, a FIFO or
+anything else but a regular file there is one located error (``NOT_A_FILE``), never followed
+(truncating a symlinked lock would empty the file it points to) and never waited on.
+
 Within one process the lock is re-entrant (``run --metrics`` scores what it just wrote). POSIX
 only (``fcntl``). Touches only ``RUN_DIR/.membench.lock`` (and creates RUN_DIR).
 """
@@ -31,11 +35,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .atomic import open_regular
 from .errors import InputError, MembenchError
 
 LOCK_NAME = ".membench.lock"
 
 _held: dict[str, int] = {}       # resolved RUN_DIR -> nesting depth (this process)
+_fds: dict[str, int] = {}        # resolved RUN_DIR -> the locked file's descriptor
+
+
+def release_for_exit() -> None:
+    """Empty every lock file this process holds (an empty lock file reads as released): for a
+    process about to end without unwinding (:mod:`membench.core.stop`'s watchdog); the kernel
+    drops the locks themselves when the process ends."""
+    for fd in list(_fds.values()):
+        try:
+            os.ftruncate(fd, 0)
+        except OSError:
+            pass
 
 
 class RunDirLocked(MembenchError):
@@ -96,9 +113,9 @@ def raise_if_locked(run_dir: str | os.PathLike) -> None:
 
     p = Path(run_dir)
     lock = p / LOCK_NAME
-    if str(p.resolve()) in _held or not lock.is_file():
+    if str(p.resolve()) in _held or not os.path.lexists(lock):
         return
-    fd = os.open(lock, os.O_RDONLY)
+    fd = open_regular(lock, os.O_RDONLY)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -125,7 +142,7 @@ def run_dir_lock(run_dir: str | os.PathLike, command: str | None = None) -> Iter
         finally:
             _held[key] -= 1
         return
-    fd = os.open(p / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = open_regular(p / LOCK_NAME, os.O_RDWR | os.O_CREAT)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -144,10 +161,12 @@ def run_dir_lock(run_dir: str | os.PathLike, command: str | None = None) -> Iter
         os.pwrite(fd, (json.dumps(me) + "\n").encode("utf-8"), 0)
         os.fsync(fd)
         _held[key] = 1
+        _fds[key] = fd
         try:
             yield p
         finally:
             del _held[key]
+            _fds.pop(key, None)
             try:
                 os.ftruncate(fd, 0)      # an empty lock file: released cleanly
             except OSError:

@@ -17,7 +17,14 @@ refuses what metrics refuses), in the run's order (its ``run.jsonl`` lines):
 trec_eval-style tools on ``run.trec`` + ``qrels.trec`` give ``metrics.json["atom_level"]``
 exactly, once the per-query values are averaged over the run's answerable queries (a query
 with no relevant atom is absent from the qrels and counts 0; ``trec_eval -c`` with the full
-query list does the same). Writes only into ``out``.
+query list does the same). Writes only into ``out``, each file atomically and never through a
+symlink (:mod:`membench.core.atomic`).
+
+What it announces is what it wrote: the line counts returned (and printed by ``membench
+export``) are counted in the bytes written, and every line is checked to hold its six (run) or
+four (qrels) fields before anything is written. The atom and query ids a run directory holds
+are identifiers (:mod:`membench.core.ids`: no whitespace, no line break), checked when the run
+is read, so no id can add a line or a field.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import atomic_write_text
+from ..core.errors import MembenchError
 from ..run.protocol import rank_order
 from ..sets.topics import topic, topic_id, write_topics
 from .rundir import RunDir
@@ -45,26 +54,41 @@ def export_run(run: str | os.PathLike | RunDir, out: str | os.PathLike,
     records = {r.query_id: r for r in rd.records}
     order = [row.query_id for row in rd.rows if row.query_id in by_qid]   # the run's order
     out = Path(out)
+    run_lines: list[str] = []
+    for qid in order:
+        row = rd.row_by_query[qid]
+        ranked = rank_order(row.hit_ids, row.scores)
+        t = topic_id(qid)
+        n = len(ranked)
+        run_lines.extend(f"{t} Q0 {a} {i} {n + 1 - i} {TAG}\n" for i, a in enumerate(ranked, 1))
+    qrels_lines: list[str] = []
+    n_answerable = 0
+    for qid in order:
+        i = by_qid[qid]
+        if not scores.answerable[i]:
+            continue
+        n_answerable += 1
+        qrels_lines.extend(f"{topic_id(qid)} 0 {a} {g}\n" for a, g in scores.atom_qrels[i].items())
+    run_text, qrels_text = "".join(run_lines), "".join(qrels_lines)
+    _check_lines(run_text, len(run_lines), 6, "run.trec")
+    _check_lines(qrels_text, len(qrels_lines), 4, "qrels.trec")
     out.mkdir(parents=True, exist_ok=True)
-    n_run = n_qrels = n_answerable = 0
-    with open(out / "run.trec", "w", encoding="utf-8", newline="\n") as f:
-        for qid in order:
-            row = rd.row_by_query[qid]
-            ranked = rank_order(row.hit_ids, row.scores)
-            t = topic_id(qid)
-            n = len(ranked)
-            f.writelines(f"{t} Q0 {a} {i} {n + 1 - i} {TAG}\n" for i, a in enumerate(ranked, 1))
-            n_run += n
-    with open(out / "qrels.trec", "w", encoding="utf-8", newline="\n") as f:
-        for qid in order:
-            i = by_qid[qid]
-            if not scores.answerable[i]:
-                continue
-            n_answerable += 1
-            rel = scores.atom_qrels[i]
-            f.writelines(f"{topic_id(qid)} 0 {a} {g}\n" for a, g in rel.items())
-            n_qrels += len(rel)
+    atomic_write_text(out / "run.trec", run_text)
+    atomic_write_text(out / "qrels.trec", qrels_text)
     n_topics = write_topics(out / "topics.jsonl", [topic(records[q]) for q in order])
     return {"out": str(out), "queries": len(order), "answerable": n_answerable,
-            "run_lines": n_run, "qrels_lines": n_qrels, "topics": n_topics,
-            "label": rd.label, "submission": rd.submission}
+            "run_lines": run_text.count("\n"), "qrels_lines": qrels_text.count("\n"),
+            "topics": n_topics, "label": rd.label, "submission": rd.submission}
+
+
+def _check_lines(text: str, n: int, fields: int, name: str) -> None:
+    """Every one of the ``n`` lines of ``text`` holds ``fields`` fields (a TREC reader splits
+    on whitespace): else the ids let a line through that a reader would read otherwise, a bug
+    the readers' identifier checks exist to prevent."""
+    lines = text.splitlines()
+    bad = next((j for j, line in enumerate(lines) if len(line.split()) != fields), None)
+    if len(lines) != n or bad is not None:
+        where = f"line {bad + 1}: {lines[bad][:80]!r}" if bad is not None else \
+            f"{len(lines)} lines for {n} entries"
+        raise MembenchError(f"export: {name} would not read back as written ({where}); "
+                            "nothing written")

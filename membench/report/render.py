@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import progress
+from ..core.atomic import atomic_write_text
 from ..core.errors import MembenchError
 from ..core.paths import REPO_ROOT
 from ..metrics.rundir import RunDir
@@ -298,9 +299,9 @@ def render_shared(name: str, parameters: dict[str, Any],
             nb = copy.deepcopy(executed_nb) if len(dests) > 1 else executed_nb
             out_dir.mkdir(parents=True, exist_ok=True)
             html_path = out_dir / (f"{name}.html" if error is None else f"{name}.FAILED.html")
-            html_path.write_text(to_html(nb, prov, page, name, show_code=error is not None),
-                                 encoding="utf-8")
-            nbformat.write(nb, str(out_dir / f"{name}.ipynb"))  # with metadata.membench
+            atomic_write_text(html_path, to_html(nb, prov, page, name,
+                                                 show_code=error is not None))
+            atomic_write_text(out_dir / f"{name}.ipynb", nbformat.writes(nb))  # metadata.membench
             stale = out_dir / (f"{name}.FAILED.html" if error is None else f"{name}.html")
             stale.unlink(missing_ok=True)
             out.append(Rendered(name, html_path, error is None, error, prov))
@@ -611,10 +612,8 @@ def leaderboard_job(page_info: tuple[str, Path, Any], out: Path) -> Job:
 
 def _write_record(folder: Path, rec: dict[str, Any]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / (REPORT_JSON + ".tmp")
-    tmp.write_text(json.dumps(rec, indent=1, sort_keys=True, default=str) + "\n",
-                   encoding="utf-8")
-    tmp.replace(folder / REPORT_JSON)
+    atomic_write_text(folder / REPORT_JSON,
+                      json.dumps(rec, indent=1, sort_keys=True, default=str) + "\n")
 
 
 # ------------------------------------------------------------------------------ index
@@ -699,7 +698,7 @@ def write_index(out: Path) -> Path:
                if comps else "")
             + "</body></html>\n")
     path = Path(out) / "index.html"
-    path.write_text(page, encoding="utf-8")
+    atomic_write_text(path, page)
     return path
 
 

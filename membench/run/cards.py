@@ -23,6 +23,12 @@ by :class:`Card` (pydantic, unknown keys refused). A bad card is one located lin
 * ``license`` (of the model or library), ``components`` (the cards a hybrid or library is made
   of), ``notes``.
 
+Every field that names something (``name``, ``model``, ``components``) is an identifier, and
+every text field (``revision``, ``license``, ``notes``, the prefixes, ``source_package``'s
+name and version) is printable text without line breaks, at most 16 Ki characters
+(:mod:`membench.core.ids`): a card's fields are shown in tables and written into TREC tags
+and Markdown, where a newline or a control character would start something else.
+
 Truncation (:func:`applied_max_tokens`): every encoder reads at most
 ``min(card.max_input_tokens, MAX_INPUT_TOKENS)`` tokens of an input, where
 :data:`MAX_INPUT_TOKENS` = 512 is the benchmark's limit (Q2D-Web's uniform truncation). A model
@@ -41,11 +47,12 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..core.errors import InputError, MembenchError
+from ..core.ids import id_problem, text_problem
 from ..core.jsonl import check_readable_file, decode_line, parse_json
 from ..core.paths import BENCH_DIR
 
@@ -57,6 +64,37 @@ SIZE_CLASSES = ("<=1B", ">1B")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 
 
+def _identifier(v: str) -> str:
+    why = id_problem(v)
+    if why:
+        raise ValueError(why)
+    return v
+
+
+def _text(v: str) -> str:
+    why = text_problem(v)
+    if why:
+        raise ValueError(why)
+    return v
+
+
+#: a card field that names something (:func:`membench.core.ids.id_problem`)
+CardId = Annotated[str, AfterValidator(_identifier)]
+#: a card's text field: printable, no line break, bounded (:func:`membench.core.ids.text_problem`)
+CardText = Annotated[str, AfterValidator(_text)]
+
+
+def _card_name(v: str) -> str:
+    if not _NAME.fullmatch(v):
+        raise ValueError(f"{v[:80]!r}: a card name is letters, digits, '.', '_', '-' (a file "
+                         "name in bench/cards)")
+    return v
+
+
+#: another card's name (a component)
+CardName = Annotated[str, AfterValidator(_card_name)]
+
+
 def size_class(parameter_count: int) -> str:
     """Q2D-Web's leaderboard classes: ``<=1B`` or ``>1B`` parameters."""
     return "<=1B" if parameter_count <= ONE_BILLION else ">1B"
@@ -65,8 +103,8 @@ def size_class(parameter_count: int) -> str:
 class SourcePackage(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(min_length=1)
-    version: str = Field(min_length=1)
+    name: CardText = Field(min_length=1)
+    version: CardText = Field(min_length=1)
     model_path: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
@@ -77,21 +115,21 @@ class Card(BaseModel):
 
     name: str = Field(pattern=_NAME.pattern)
     kind: Literal["lexical", "dense", "hybrid", "library"]
-    model: str | None = None
-    revision: str | None = None
+    model: CardId | None = None
+    revision: CardText | None = None
     weights_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
     parameter_count: int = Field(ge=0)
     size_class: Literal["<=1B", ">1B"]
     embedding_dim: int | None = Field(None, ge=1)
     max_input_tokens: int | None = Field(None, ge=1)
-    query_prefix: str = ""
-    document_prefix: str = ""
+    query_prefix: CardText = ""
+    document_prefix: CardText = ""
     pooling: Literal["mean", "cls", "max", "none"]
     normalisation: Literal["l2", "none"]
-    license: str = Field(min_length=1)
+    license: CardText = Field(min_length=1)
     source_package: SourcePackage | None = None
-    components: tuple[str, ...] = ()
-    notes: str = ""
+    components: tuple[CardName, ...] = ()
+    notes: CardText = ""
 
     @model_validator(mode="after")
     def _consistent(self) -> Card:

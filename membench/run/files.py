@@ -32,15 +32,24 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
 from ..core.errors import InputError
+from ..core.ids import id_problem, ids_problem
 from ..core.jsonl import (
+    bounded_lines,
     check_readable_file,
     decode_line,
     iter_json_lines,
+    line_too_long,
     parse_model,
     read_json_file,
 )
+from ..core.times import timestamp_problem
 from ..modalities import MODALITIES, check_extent
 from .protocol import MAX_DEPTH, Atom
+
+#: what a run directory holds (docs/runs.md), each a regular file when present
+RUN_DIR_FILES = ("meta.json", "atoms.jsonl", "run.jsonl", "metrics.json", ".membench.lock")
+#: the folder a system that keeps state on disk keeps it in (``use_scratch``)
+SCRATCH = "scratch"
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _US = timedelta(microseconds=1)
@@ -113,13 +122,19 @@ def parse_atom(obj: Mapping[str, Any], file: str = "<atoms>", line: int | None =
     for k in ("atom_id", "source_id", "holder"):
         if not _nonempty_str(obj[k]):
             raise InputError(file, line, k, "must be a non-empty string", rule="ATOM_SCHEMA")
+    why = id_problem(obj["atom_id"])
+    if why:
+        raise InputError(file, line, "atom_id", why, rule="ID")
     m = obj["modality"]
     if m not in MODALITIES:
         raise InputError(file, line, "modality", f"unknown modality {m!r}", rule="ATOM_SCHEMA")
     ts = _timestamp(obj["observed_at"])
     if ts is None:
         raise InputError(file, line, "observed_at", "must be an ISO 8601 timestamp with a "
-                         f"timezone, got {obj['observed_at']!r}", rule="ATOM_SCHEMA")
+                         f"timezone, got {obj['observed_at']!r}"[:300], rule="ATOM_SCHEMA")
+    why = timestamp_problem(ts)
+    if why:
+        raise InputError(file, line, "observed_at", why, rule="TIMESTAMP_RANGE")
     why = check_extent(m, obj["extent"])
     if why:
         raise InputError(file, line, "extent", why, rule="ATOM_EXTENT")
@@ -147,6 +162,9 @@ def parse_run_row(obj: Mapping[str, Any], file: str = "<run>", line: int | None 
     qid = obj["query_id"]
     if not _nonempty_str(qid):
         raise InputError(file, line, "query_id", "must be a non-empty string", rule="RUN_SCHEMA")
+    why = id_problem(qid)
+    if why:
+        raise InputError(file, line, "query_id", why, rule="ID")
     hits = obj["hits"]
     if not isinstance(hits, list):
         raise InputError(file, line, "hits", "must be a list of [atom_id, score]",
@@ -163,9 +181,25 @@ def parse_run_row(obj: Mapping[str, Any], file: str = "<run>", line: int | None 
                                  f"must be [atom_id, finite score], got {h!r}"[:160],
                                  rule="RUN_SCHEMA")
         raise AssertionError("unreachable: bulk check and per-hit check disagree")
+    bad = ids_problem(parsed[0])
+    if bad:
+        raise InputError(file, line, f"hits[{bad[0]}][0]", bad[1], rule="ID")
     cart = obj["cartridge"]
     if not (isinstance(cart, list) and all(_nonempty_str(a) for a in cart)):
         raise InputError(file, line, "cartridge", "must be a list of atom ids", rule="RUN_SCHEMA")
+    bad = ids_problem(cart)
+    if bad:
+        raise InputError(file, line, f"cartridge[{bad[0]}]", bad[1], rule="ID")
+    rep = repeated(parsed[0])
+    if rep:
+        raise InputError(file, line, "hits", f"{qid}: atom {rep[0]!r} at ranks {rep[1] + 1} and "
+                         f"{rep[2] + 1} of the list: an atom is listed once per query",
+                         rule="DUPLICATE_HIT")
+    rep = repeated(cart)
+    if rep:
+        raise InputError(file, line, "cartridge", f"{qid}: atom {rep[0]!r} at positions "
+                         f"{rep[1] + 1} and {rep[2] + 1} of the cartridge: an atom is listed "
+                         "once per query", rule="DUPLICATE_HIT")
     lat = obj["latency_ms"]
     if lat is None:  # not measured (an imported run): left out of the latency figures
         lat = float("nan")
@@ -173,6 +207,19 @@ def parse_run_row(obj: Mapping[str, Any], file: str = "<run>", line: int | None 
         raise InputError(file, line, "latency_ms", f"must be a number >= 0 or null, got {lat!r}",
                          rule="RUN_SCHEMA")
     return RunRow(qid, parsed[0], parsed[1], list(cart), float(lat), str(file), line)
+
+
+def repeated(ids: list[str]) -> tuple[str, int, int] | None:
+    """``(atom, first index, second index)`` of the first atom id listed twice in ``ids``
+    (in the order given), or ``None`` (checked with one ``set`` first)."""
+    if len(set(ids)) == len(ids):
+        return None
+    first: dict[str, int] = {}
+    for i, a in enumerate(ids):
+        if a in first:
+            return a, first[a], i
+        first[a] = i
+    return None
 
 
 def _bulk_hits(hits: list) -> tuple[list[str], np.ndarray] | None:
@@ -231,7 +278,9 @@ def trec_fields(path: str | Path, layout: str) -> Iterator[tuple[int, list[str]]
     path = check_readable_file(path)
     n = len(layout.split())
     with open(path, "rb") as f:
-        for no, raw in enumerate(f, 1):
+        for no, raw in bounded_lines(f, path):
+            if raw is None:
+                raise line_too_long(path, no)
             bad = TREC_CONTROL.search(raw)
             if bad:
                 raise InputError(path, no, None, f"control byte 0x{raw[bad.start()]:02x} at "
@@ -250,7 +299,7 @@ class RunMeta(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     split: StrictStr
-    system: StrictStr | None = None
+    system: StrictStr | None = None         # an identifier (core.ids): checked below
     modalities: list[StrictStr] | None = None
     limit: StrictInt | None = Field(default=None, ge=1)
     queries: StrictInt | None = Field(default=None, ge=0)
@@ -259,6 +308,14 @@ class RunMeta(BaseModel):
     set_sha256: dict[str, StrictStr] | None = None
     status: StrictStr | None = None
 
+    @field_validator("system")
+    @classmethod
+    def _identifier(cls, v: str | None) -> str | None:
+        why = None if v is None else id_problem(v)
+        if why:
+            raise ValueError(why)
+        return v
+
     @field_validator("modalities")
     @classmethod
     def _known(cls, v: list[str] | None) -> list[str] | None:
@@ -266,6 +323,29 @@ class RunMeta(BaseModel):
         if bad:
             raise ValueError(f"unknown modality {bad[0]!r}; known: {', '.join(MODALITIES)}")
         return v
+
+
+def check_run_dir_files(run_dir: str | Path) -> None:
+    """Refuse a run directory in which a run file (:data:`RUN_DIR_FILES`) is anything but a
+    regular file (a symlink, a FIFO, a folder, a device), or ``scratch`` is anything but a
+    folder: one :class:`InputError` (rule ``NOT_A_FILE``) naming it, before anything is
+    written (:func:`membench.core.atomic.refuse_special`)."""
+    import os
+    import stat
+
+    from ..core.atomic import refuse_special
+
+    d = Path(run_dir)
+    for name in RUN_DIR_FILES:
+        refuse_special(d / name)
+    try:
+        st = os.lstat(d / SCRATCH)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        what = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a folder"
+        raise InputError(d / SCRATCH, None, None, f"is {what}, where a system keeps its state "
+                         "in a folder of the run directory; remove it", rule="NOT_A_FILE")
 
 
 def read_meta(run_dir: str | Path) -> dict[str, Any]:

@@ -18,6 +18,12 @@ everywhere; ``K`` is at least 1 (``0`` would be that empty policy), and a query 
 cartridge file is an error, not "the last one wins". Latency is not measured for imported runs
 (``latency_ms`` is null and the latency metrics show n = 0).
 
+The sets are checked first, as ``membench run`` checks them (every hard rule of ``validate``,
+with the corpus and the lock when given: :func:`membench.run.runner.check_sets_before_run`),
+so a run is never scored against sets ``validate`` refuses. The system's name is an
+identifier (:mod:`membench.core.ids`), and an atom listed twice for one query (in the TREC
+file or in a cartridge) is refused, naming the query, the atom and both ranks (lines).
+
 Every input is read and checked before RUN_DIR is touched. An existing run there (any of
 ``meta.json``, ``atoms.jsonl``, ``run.jsonl``, ``metrics.json``) is refused unless ``force``;
 the import holds RUN_DIR's lock (:func:`membench.core.lock.run_dir_lock`) while it writes, and
@@ -31,15 +37,22 @@ from pathlib import Path
 
 from ..core.atomic import atomic_write_json, atomic_write_text
 from ..core.errors import InputError, MembenchError
+from ..core.ids import id_problem
 from ..core.jsonl import dumps, iter_json_lines, sha256_file
 from ..core.lock import run_dir_lock
 from ..core.paths import MANIFEST_PATH
 from ..modalities import EXTENT_CAPS
 from ..sets.build import set_digests
 from ..sets.topics import topic_id
-from .files import read_atoms, trec_fields, trec_float, trec_int
+from .files import check_run_dir_files, read_atoms, repeated, trec_fields, trec_float, trec_int
 from .protocol import MAX_DEPTH, order_hits
-from .runner import check_atoms, code_revision, load_split, log_test_access
+from .runner import (
+    check_atoms,
+    check_sets_before_run,
+    code_revision,
+    load_split,
+    log_test_access,
+)
 
 
 def read_trec_lines(path: Path):
@@ -88,6 +101,11 @@ def read_cartridges(path: Path, qids: set[str] | dict[str, str], known: set[str]
                                              for a in cart):
             raise InputError(path, no, "cartridge",
                              "must be a list of atom ids from the atoms file", rule="CARTRIDGE")
+        rep = repeated(cart)
+        if rep:
+            raise InputError(path, no, "cartridge", f"{qid}: atom {rep[0]!r} at positions "
+                             f"{rep[1] + 1} and {rep[2] + 1}: an atom is listed once per query",
+                             rule="DUPLICATE_HIT")
         first[qid] = no
         carts[qid] = cart
     return carts
@@ -104,18 +122,26 @@ def check_cartridge_top(k: object) -> None:
 def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, out: Path,
                 system: str, cartridge_file: Path | None = None,
                 cartridge_top: int | None = None, final: bool = False,
-                force: bool = False) -> dict:
+                force: bool = False, *, corpus_root: Path | None = None,
+                manifest: Path = MANIFEST_PATH, lock: Path | None = None,
+                check_sets: bool = True) -> dict:
     """Import a TREC run and an atoms file into RUN_DIR ``out`` (see the module docstring).
-    Reads the inputs and the sets; writes ``out`` (and, for a final run, the test-access
-    log)."""
+    Reads the inputs, the sets (checked against every hard rule unless ``check_sets`` is false,
+    with ``corpus_root``, ``manifest`` and ``lock`` as ``membench run`` does) ; writes ``out``
+    (and, for a final run, the test-access log)."""
     if split == "test" and not final:
         raise MembenchError("the test split is frozen: pass --final for a final, logged run")
     if (cartridge_file is None) == (cartridge_top is None):
         raise MembenchError("give exactly one of --cartridge FILE and --cartridge-top K")
     if cartridge_top is not None:
         check_cartridge_top(cartridge_top)
+    why = id_problem(system)
+    if why:
+        raise MembenchError(f"--name: {why}")
     out = Path(out)
     _refuse_existing(out, force)
+    if check_sets:
+        check_sets_before_run(Path(sets_dir), corpus_root, Path(manifest), lock)
     data = load_split(sets_dir, split)
     atoms = read_atoms(atoms_file)
     check_atoms(system, atoms, data.items)
@@ -125,6 +151,7 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
     alias.update({q: q for q in qids})
 
     lists: dict[str, list[tuple[str, float, int]]] = {}
+    first: dict[tuple[str, str], tuple[int, int]] = {}       # (query, atom) -> (rank, line)
     for no, qid, doc, rank, score in read_trec_lines(run_file):
         if qid not in alias:
             raise InputError(run_file, no, "qid", f"{qid!r} is not a {split} query (nor a "
@@ -132,6 +159,11 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
         qid = alias[qid]
         if doc not in known:
             raise InputError(run_file, no, "docid", f"{doc!r} is not in {atoms_file}", rule="TREC")
+        seen = first.setdefault((qid, doc), (rank, no))
+        if seen[1] != no:
+            raise InputError(run_file, no, "docid", f"{qid}: atom {doc!r} at rank {rank} here "
+                             f"and at rank {seen[0]} on line {seen[1]}: an atom is listed once "
+                             "per query", rule="DUPLICATE_HIT")
         lists.setdefault(qid, []).append((doc, score, rank))
 
     carts: dict[str, list[str]] = {}
@@ -142,9 +174,7 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
     for r in data.records:
         # score descending, then the rank column, then line order (stable sorts)
         rows = sorted(lists.get(r.query_id, []), key=lambda t: t[2])
-        score: dict[str, float] = {}
-        for d, s, _ in rows:  # a repeated atom ranks at its best score (order_hits)
-            score[d] = max(s, score.get(d, s))
+        score = {d: s for d, s, _ in rows}                  # (each atom once: checked above)
         hits = [[d, score[d]] for d in order_hits([(d, s) for d, s, _ in rows])][:MAX_DEPTH]
         cart = carts.get(r.query_id, []) if cartridge_file else [d for d, _ in hits[:cartridge_top]]
         lines.append(dumps({"query_id": r.query_id, "hits": hits, "cartridge": cart,
@@ -163,6 +193,7 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
     }
     with run_dir_lock(out):
         _refuse_existing(out, force)          # (again: another import may have just finished)
+        check_run_dir_files(out)
         dump = {"indent": 2, "sort_keys": True}
         atomic_write_json(out / "meta.json", meta, **dump)
         (out / "metrics.json").unlink(missing_ok=True)       # it scored what is replaced

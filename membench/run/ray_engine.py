@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import progress as _progress
+from ..core.atomic import open_append
 from ..core.errors import MembenchError
 from ..core.jsonl import dumps
 from ..core.netguard import quiet_native_telemetry
@@ -704,7 +705,7 @@ def _answer(ray, pool: _Shards, name: str, records: list[AnnotationRecord],
 
     written = 0
     synced = time.monotonic()
-    with open(run_path, "a", encoding="utf-8") as f, \
+    with open_append(run_path, text=True) as f, \
             _progress.step(f"queries ({name}, ray)", total=len(records), unit="query") as bar:
         bar.advance(len(done))
         if done:

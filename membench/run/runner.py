@@ -70,8 +70,9 @@ import orjson
 
 from .. import __version__
 from ..core import progress as _progress
-from ..core.atomic import atomic_write_json, atomic_write_text
+from ..core.atomic import atomic_write_json, atomic_write_text, open_append, open_regular
 from ..core.errors import InputError, MembenchError
+from ..core.ids import id_problem, ids_problem
 from ..core.jsonl import dumps, iter_json_lines, read_json_file, read_models, sha256_file
 from ..core.lock import prepare_run_dir, run_dir_lock
 from ..core.netguard import NetworkGuard, quiet_native_telemetry
@@ -86,12 +87,10 @@ from ..sets.select import (
     presentation_order,
     select_records,
 )
-from .files import parse_run_row
+from .files import SCRATCH, check_run_dir_files, parse_run_row, repeated
 from .protocol import MAX_DEPTH, Atom, MemorySystem, check_atom
 
 TEST_ACCESS_LOG = BENCH_DIR / "test_access.jsonl"
-# the folder of RUN_DIR where a system that keeps state on disk keeps it (``use_scratch``)
-SCRATCH = "scratch"
 
 
 class ProtocolError(MembenchError):
@@ -154,14 +153,26 @@ def _write_json(path: Path, obj) -> None:
 
 
 def _done_queries(run_path: Path) -> set[str]:
-    """Query ids already answered; a torn last line (a crash mid-write) is cut off."""
-    if not run_path.exists():
+    """Query ids already answered; a torn last line (a crash mid-write) is cut off. The file
+    is opened by :func:`membench.core.atomic.open_regular` (never through a symlink, never a
+    FIFO), so the cut happens to this run's own file or not at all."""
+    if not os.path.lexists(run_path):
         return set()
-    data = run_path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with open(run_path, "r+b") as f:
-            f.truncate(cut)
+    with os.fdopen(open_regular(run_path, os.O_RDWR), "r+b") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size:
+            f.seek(size - 1)
+            if f.read(1) != b"\n":         # a torn last line: cut it, reading back in chunks
+                end = size
+                while end > 0:
+                    start = max(0, end - (1 << 20))
+                    f.seek(start)
+                    at = f.read(end - start).rfind(b"\n")
+                    if at >= 0:
+                        end = start + at + 1
+                        break
+                    end = start
+                f.truncate(end)
     done: set[str] = set()
     for no, obj in iter_json_lines(run_path):
         qid = parse_run_row(obj, str(run_path), no).query_id
@@ -188,13 +199,19 @@ def log_test_access(system: str, out: Path, revision: str, action: str = "run") 
                     (action, row["run_dir"], revision) and \
                     str(old.get("time", ""))[:10] == row["time"][:10]:
                 return
-    with open(TEST_ACCESS_LOG, "a", encoding="utf-8") as f:
+    with open_append(TEST_ACCESS_LOG, text=True) as f:
         f.write(dumps(row) + "\n")
 
 
 def check_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem]) -> None:
+    """Every atom a system reported: an identifier for an id (:mod:`membench.core.ids`), each
+    id once, and an extent its item and modality allow (:func:`check_atom`)."""
     by_id = {it.source_id: it for it in items}
     seen: set[str] = set()
+    bad = ids_problem([a.atom_id for a in atoms])
+    if bad:
+        i, why = bad
+        raise ProtocolError(f"system {system_name}: atom #{i}: atom_id {why}")
     for i, a in enumerate(atoms):
         if not isinstance(a.atom_id, str) or not a.atom_id:
             raise ProtocolError(f"system {system_name}: atom #{i}: atom_id must be a non-empty string")
@@ -292,6 +309,7 @@ def preflight(sets_dir: Path, split: str, out: Path, corpus_root: Path | None,
     check_limit(limit)
     check_modalities(modalities)
     prepare_run_dir(out, create=False)
+    check_run_dir_files(out)
     if check_sets:
         check_sets_before_run(sets_dir, corpus_root, manifest, lock)
 
@@ -384,7 +402,7 @@ def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: se
             run_path: Path, progress=None) -> None:
     """Ask ``todo``'s queries in order, appending one line each to ``run_path`` (written and
     flushed per line, fsync'd every :data:`FSYNC_SECONDS`)."""
-    with open(run_path, "ab") as f, \
+    with open_append(run_path) as f, \
             _progress.step(f"queries ({system.name})", total=n_all, unit="query") as bar:
         bar.advance(n_done)
         if n_done:
@@ -441,13 +459,14 @@ def _fast_line(row: dict, known: set[str]) -> bytes | None:
 
 
 def _plain_pairs_py(hits, known: set[str]) -> bool:
-    """Whether every hit is a pair of an atom id in ``known`` and a finite ``float`` (exactly)
-    that is 0 or has a magnitude in [1e-4, 1e16): the bulk test of :func:`_fast_line` in
+    """Whether every hit is a pair of an atom id in ``known`` (each atom once) and a finite
+    ``float`` (exactly) that is 0 or has a magnitude in [1e-4, 1e16): the bulk test of :func:`_fast_line` in
     Python, one pass per property. A pair here is anything of length 2 whose items 0 and 1
     can be read (orjson then refuses what is not a tuple or list); the C test takes only a
     tuple or list. May raise TypeError / KeyError / IndexError on odd hits (the caller's
     ``None``)."""
-    if not (set(map(len, hits)) <= _TWO and known.issuperset(map(_FIRST, hits))):
+    ids = list(map(_FIRST, hits))
+    if not (set(map(len, hits)) <= _TWO and known.issuperset(ids) and len(set(ids)) == len(ids)):
         return False
     scores = list(map(_SECOND, hits))
     return (set(map(type, scores)) <= _FLOAT and math.isfinite(sum(scores))
@@ -516,7 +535,11 @@ def begin_run(system: MemorySystem, sets_dir: Path, split: str, out: Path,
     if split == "test" and not final:
         raise MembenchError("the test split is frozen: pass --final for a final, logged run")
     out = Path(out)
+    why = id_problem(system.name)
+    if why:
+        raise MembenchError(f"system name: {why}")
     out.mkdir(parents=True, exist_ok=True)
+    check_run_dir_files(out)
     data = load_split(sets_dir, split, modalities, limit)
     meta_path = out / "meta.json"
 
@@ -672,6 +695,10 @@ def check_answer(name: str, qid: str, hits: Any, cartridge: Any,
                                 f"got {type(a).__name__} {_brief(a)}")
         if a not in known:
             raise ProtocolError(f"{where}: cartridge atom {a!r} was never reported at ingest")
+    rep = repeated(cart)
+    if rep:
+        raise ProtocolError(f"{where}: cartridge atom {rep[0]!r} at positions {rep[1] + 1} and "
+                            f"{rep[2] + 1}: an atom is listed once per query")
     return cart, hits
 
 
@@ -715,6 +742,10 @@ def _check_hits_loop(name: str, qid: str, hits, known: set[str]) -> list[list]:
         if score != score or score in (float("inf"), float("-inf")):
             raise ProtocolError(f"{where}: non-finite score for {atom_id!r}")
         out.append([atom_id, score])
+    rep = repeated([h[0] for h in out])
+    if rep:
+        raise ProtocolError(f"{where}: hit {rep[0]!r} at ranks {rep[1] + 1} and {rep[2] + 1}: "
+                            "an atom is listed once per query")
     return out
 
 

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -32,7 +33,9 @@ from pydantic import (
 )
 
 from .. import modalities
+from ..core.ids import id_problem
 from ..core.paths import path_shape_problem
+from ..core.times import timestamp_problem
 from ..modalities import MODALITIES, check_region
 
 Modality = Literal[MODALITIES]   # the registered modalities (membench.modalities)
@@ -58,7 +61,24 @@ def _iso_text(v: Any) -> Any:
     return v
 
 
-Timestamp = Annotated[datetime, BeforeValidator(_iso_text)]
+def _in_range(v: datetime) -> datetime:
+    why = timestamp_problem(v)
+    if why:
+        raise ValueError(why)
+    return v
+
+
+def _identifier(v: str) -> str:
+    why = id_problem(v)
+    if why:
+        raise ValueError(why)
+    return v
+
+
+#: ISO 8601 text in the range membench reads (:mod:`membench.core.times`)
+Timestamp = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_in_range)]
+#: an identifier (:mod:`membench.core.ids`: printable, no whitespace, at most 256 characters)
+Identifier = Annotated[str, AfterValidator(_identifier)]
 
 
 def iso(dt: datetime) -> str:
@@ -104,7 +124,7 @@ class RecordDraft(Strict):
     """An annotation record as a source adapter produces it, before the build assigns
     ``as_of`` and ``split``."""
 
-    query_id: str = Field(min_length=1)
+    query_id: Identifier
     modality: Modality
     question: str = Field(min_length=1)
     answer: Any = None
@@ -135,10 +155,40 @@ class RecordDraft(Strict):
 
 
 class AnnotationRecord(RecordDraft):
-    """One line of ``bench/sets/<modality>.jsonl`` (SPEC section 5)."""
+    """One line of ``bench/sets/<modality>.jsonl`` (SPEC section 5). A gold region listed twice
+    in one list (``gold``, or one judgment set) is refused (:func:`repeated_regions`): it would
+    count twice in the denominator of every recall."""
 
     as_of: Timestamp
     split: Split
+
+    @model_validator(mode="after")
+    def _no_repeated_region(self) -> "AnnotationRecord":
+        for name, golds in [("gold", self.gold),
+                            *((f"judgments.{k}", v) for k, v in (self.judgments or {}).items())]:
+            for i, j in repeated_regions([(g.source_id, g.region) for g in golds]):
+                raise ValueError(f"{name}[{j}] repeats {name}[{i}] (the same source_id and "
+                                 "region): a gold region is listed once")
+        return self
+
+
+def repeated_regions(golds: list[tuple[Any, Any]]) -> list[tuple[int, int]]:
+    """``(first, again)`` index pairs of the (source_id, region) pairs of ``golds`` listed
+    more than once (regions compared as canonical JSON)."""
+    import json
+
+    first: dict[str, int] = {}
+    out = []
+    for j, (sid, region) in enumerate(golds):
+        try:
+            key = json.dumps([sid, region], sort_keys=True, separators=(",", ":"))
+        except (TypeError, ValueError):
+            continue
+        if key in first:
+            out.append((first[key], j))
+        else:
+            first[key] = j
+    return out
 
 
 class SourceItem(Strict):

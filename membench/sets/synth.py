@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
@@ -37,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.atomic import atomic_write_json, atomic_write_text
+from ..core.atomic import atomic_write_json, atomic_write_text, open_regular, refuse_special
 from ..core.errors import MembenchError
 from ..core.jsonl import dumps
 from ..core.paths import BENCH_DIR
@@ -169,7 +170,8 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
     (Path(out) / "corpus").mkdir(exist_ok=True)       # empty: every item is inline
     n_items = n_atoms = 0
     recs: list[str] = []
-    with open(sets / "items.jsonl.tmp", "w", encoding="utf-8") as fi:
+    tmp = open_regular(sets / "items.jsonl.tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(tmp, "w", encoding="utf-8") as fi:
         for hi, (holder, ts) in enumerate(zip(dev_names, dev_sessions)):
             hn = holder.split("/", 1)[1]
             t = EPOCH + timedelta(seconds=float(rng.random() * 3 * 365 * 86400))
@@ -225,6 +227,7 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
             recs.append(_record(f"{SOURCE}:{hn}:q0", holder,
                                 " ".join(words(8)).capitalize() + "?", [],
                                 t + timedelta(days=1), "test"))
+    refuse_special(sets / "items.jsonl")
     (sets / "items.jsonl.tmp").replace(sets / "items.jsonl")
     atomic_write_text(sets / "conversation.jsonl", "".join(recs))
     for m in MODALITIES:

@@ -7,6 +7,9 @@ makes the command exit non-zero. The rules, in the order they are checked:
 MISSING_FILE              a set file is absent
 NOT_A_FILE                a set file's path is a folder (or a device, a pipe)
 ENCODING                  a line is not valid UTF-8
+LINE_TOO_LONG             a line is longer than the bound ``line_bytes`` (read no further)
+FILE_TOO_LONG             a whole JSON file read (the lock) is longer than the bound
+                          ``json_file_bytes``
 JSON                      a line is not a JSON object (NaN, a repeated key or nesting past
                           the recursion limit included)
 EMPTY_FILE                a set file holds no line (every modality of a build has records;
@@ -15,6 +18,9 @@ SCHEMA                    a field is missing, of the wrong type, or unknown (nam
 MODALITY_MISMATCH         a record's modality differs from its file's (``pdf.jsonl`` holds pdf)
 REGION_SHAPE              a gold (or judgment set) region's keys/values do not match the
                           modality (SPEC table)
+DUPLICATE_GOLD            the same gold region (source_id and region) twice in one record's
+                          gold, or in one of its judgment sets (it would count twice in every
+                          recall's denominator)
 JUDGMENT_NAME             a judgment set named ``gold`` (the primary set's name) or not a
                           plain lower-case name (``[a-z][a-z0-9_]*``: it names columns and keys)
 DUPLICATE_QUERY_ID        the same query_id twice (across all set files)
@@ -71,7 +77,7 @@ from ..core.paths import confine
 from ..modalities import MODALITIES, check_region
 from .build import SET_FILES, read_lock
 from .corpus import check_corpus, revisions_by_source
-from .schema import AnnotationRecord, SourceItem
+from .schema import AnnotationRecord, SourceItem, repeated_regions
 
 MIN_UNANSWERABLE_SHARE = 0.15
 _JUDGMENT_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -321,6 +327,16 @@ def _parse(path: Path, model, add, modality: str | None = None, empty_ok: bool =
                 why = check_region(modality, g.get("region") if isinstance(g, dict) else None)
                 if why:
                     add(path, no, "REGION_SHAPE", f"field {where}.region: {why}")
+                    bad = True
+            lists: dict[str, list[tuple[str, dict]]] = defaultdict(list)
+            for where, g in regions:
+                if isinstance(g, dict):
+                    lists[where.rsplit(".", 1)[0]].append((g.get("source_id"), g.get("region")))
+            for name, pairs in lists.items():
+                for i, j in repeated_regions(pairs):
+                    add(path, no, "DUPLICATE_GOLD", f"field {name}.{j}: repeats {name}.{i} "
+                        f"({pairs[j][0]!r}, region {pairs[j][1]}): a gold region is listed "
+                        "once (twice, it would count twice in every recall's denominator)")
                     bad = True
             if bad:
                 yield no, obj, None

@@ -39,6 +39,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from ...core.ids import id_problem
 from ...core.jsonl import dumps
 from ...sets.schema import Scope, SourceItem, Timestamp
 from ..protocol import MAX_DEPTH, Atom, Result
@@ -97,6 +98,14 @@ def string(v: Any, where: str, *, nonempty: bool = True) -> str:
         raise ShapeError(where, f"expected a string, got {_kind(v)} {_short(v)}")
     if nonempty and not v:
         raise ShapeError(where, "must not be empty")
+    return v
+
+
+def identifier(v: Any, where: str) -> str:
+    """An atom id: a string in the identifier grammar (:mod:`membench.core.ids`)."""
+    why = id_problem(string(v, where))
+    if why:
+        raise ShapeError(where, why)
     return v
 
 
@@ -209,7 +218,7 @@ def atom_from_row(v: Any, where: str) -> Atom:
         raise ShapeError(_path(where, "observed_at"), f"{_short(obs)} is not ISO 8601 with a "
                          "timezone offset") from None
     text = o.get("text", "")
-    return Atom(atom_id=string(*_sub(o, "atom_id", where)),
+    return Atom(atom_id=identifier(*_sub(o, "atom_id", where)),
                 source_id=string(*_sub(o, "source_id", where)),
                 modality=string(*_sub(o, "modality", where)),
                 holder=string(*_sub(o, "holder", where)),
@@ -246,8 +255,8 @@ def check_query_answer(v: Any) -> Result:
         pair = array(h, f"hits[{i}]")
         if len(pair) != 2:
             raise ShapeError(f"hits[{i}]", f"expected [atom_id, score], got {len(pair)} values")
-        hits.append((string(pair[0], f"hits[{i}][0]"), number(pair[1], f"hits[{i}][1]")))
-    cart = [string(a, f"cartridge[{i}]") for i, a in
+        hits.append((identifier(pair[0], f"hits[{i}][0]"), number(pair[1], f"hits[{i}][1]")))
+    cart = [identifier(a, f"cartridge[{i}]") for i, a in
             enumerate(array(*_sub(o, "cartridge", "")))]
     return Result(hits=hits, cartridge=cart)
 
