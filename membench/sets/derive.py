@@ -56,6 +56,10 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
+
+import numpy as np
+import snowballstemmer
 
 from .. import modalities
 from ..core.hashing import hash_order
@@ -68,6 +72,8 @@ DEFAULT_POLICY: dict[str, float] = {"transactive": 0.15, "temporal": 0.10}
 POLICY: dict[str, dict[str, float]] = {
     "codesearchnet": {},
     "screenspot": {"temporal": 0.25},
+    "mmlongbench": {},
+    "medvidqa": {"temporal": 0.2},
 }
 # why a source gets no derivation of a kind (written to coverage.json)
 NOT_DERIVED: dict[str, dict[str, str]] = {
@@ -83,9 +89,30 @@ NOT_DERIVED: dict[str, dict[str, str]] = {
     "screenspot": {
         "transactive": "GUI instructions (\"check the weather\") fit any device's screen",
     },
+    "medvidqa": {
+        "transactive": "several questions are asked of each video, and another viewer's "
+                       "videos rarely hold a question as close as its own video's: the twin "
+                       "guard passed 9 of 145, which a metadata-only classifier then told "
+                       "apart (docs/sets.md)",
+    },
+    "mmlongbench": {
+        "transactive": "a document's questions name its own entities and share its wording: "
+                       "of the few that another document is as much at home with, a reader of "
+                       "the query set still finds the moved ones (docs/sets.md)",
+        "temporal": "one document per holder: nothing is visible before its evidence",
+    },
 }
 ANCHOR_MAX_SHARE = 0.5
 ANCHOR_MAX_DF = 0.5
+# a question whose rarest anchor is in more than this share of the source's items is generic
+# ("How many figures are in this paper?"): nearly any holder could answer it
+GENERIC_MIN_DF = 0.2
+# TF-IDF cosine at which another question is a derived question's twin (a reader of the query
+# set finds where it came from)
+# an evidence text with at least this many numbers is matched by an item holding the same
+# numbers in the same order (TabMWP: "bunches | flowers" and "bunches | balloons", 1 5 2 10 ...)
+SAME_NUMBERS_MIN = 4
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 _WORD = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset("""
@@ -100,6 +127,9 @@ according based shown show given list number name many used using what's does fo
 
 NO_HOLDER = "no other holder of the source in its split"
 NO_ANCHOR = "no distinctive question word in its gold's text"
+GENERIC = "a generic question (its rarest anchor is in more than a fifth of the source's items)"
+TWIN = "a question asked of another holder is its twin"
+T_NAMES = "no other holder's memory is as much at home with the names it asks about"
 T_ANCHORS = "its anchors are in every other holder's memory"
 T_NEARDUP = "a near-duplicate of its evidence is in every other holder's memory"
 T_EITHER = "every other holder's memory holds its anchors or a near-duplicate of its evidence"
@@ -108,13 +138,44 @@ E_ANCHORS = "another item of the holder holds most of its anchors"
 E_NEARDUP = "another item of the holder is a near-duplicate of its evidence"
 
 
+_STEMMER = snowballstemmer.stemmer("english")
+_CAPITAL = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
+
+
+@lru_cache(maxsize=1 << 18)
+def stem(word: str) -> str:
+    """The Snowball (Porter 2) English stem of a lower-case word: "engines" and "engine" are
+    one word to every guard."""
+    return _STEMMER.stemWord(word)
+
+
 def tokens(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower()))
+    """The stems of the words of ``text``."""
+    return {stem(w) for w in set(_WORD.findall(text.lower()))}
 
 
 def anchors(question: str) -> set[str]:
-    """The question's content words: >= 4 letters or digits, not stop words."""
-    return {w for w in tokens(question) if len(w) >= 4 and w not in STOPWORDS}
+    """The stems of the question's content words: >= 4 letters or digits, not stop words."""
+    return {stem(w) for w in _WORD.findall(question.lower())
+            if len(w) >= 4 and w not in STOPWORDS}
+
+
+def numbers(text: str) -> list[str]:
+    """The numbers of ``text`` in order, as written (``1,000`` is two)."""
+    return _NUMBER.findall(text)
+
+
+def names(question: str, speakers: frozenset[str] = frozenset()) -> set[str]:
+    """The names the question asks about, lower case: its capitalised words but the first
+    (and not stop words), and every word that is a speaker's name in the source's metadata
+    (``speakers``, lower case), capitalised or not."""
+    out = set()
+    for i, w in enumerate(_CAPITAL.findall(question)):
+        for part in _WORD.findall(w.lower()):
+            if part in speakers or (i > 0 and w[0].isupper() and len(part) >= 2
+                                    and part not in STOPWORDS and not part.isdigit()):
+                out.add(part)
+    return out
 
 
 def policy(source: str) -> dict[str, float | str]:
@@ -148,20 +209,33 @@ class _Source:
     item_tokens: dict[str, set[str]] = field(default_factory=dict)
     passage_tokens: dict[str, list[set[str]]] = field(default_factory=dict)
     df: Counter = field(default_factory=Counter)
+    speakers: dict[str, set[str]] = field(default_factory=dict)     # holder -> names, lower
+    holder_tokens: dict[str, set[str]] = field(default_factory=dict)
+    item_numbers: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for sid in sorted(self.items):
             it = self.items[sid]
             self.item_slot[sid] = self.timelines[it.holder].slot_of(it.observed_at)
             self.by_holder.setdefault(it.holder, []).append(sid)
+            sp = it.meta.get("speakers") if isinstance(it.meta, dict) else None
+            self.speakers.setdefault(it.holder, set()).update(
+                w for s in (sp if isinstance(sp, list) else []) if isinstance(s, str)
+                for w in _WORD.findall(s.lower()))
             if self.texts.get(sid):
                 self.item_tokens[sid] = tokens(self.texts[sid])
                 self.df.update(self.item_tokens[sid])
                 parts = modalities.get(it.modality).passages(self.texts[sid], it.meta)
                 self.passage_tokens[sid] = ([self.item_tokens[sid]] if len(parts) == 1
                                             else [tokens(p) for p in parts])
-        for sids in self.by_holder.values():
+        for h, sids in self.by_holder.items():
             sids.sort(key=lambda s: (self.item_slot[s], s))
+            self.holder_tokens[h] = set().union(*(self.item_tokens.get(s, set())
+                                                  for s in sids))
+
+    @property
+    def all_speakers(self) -> frozenset[str]:
+        return frozenset().union(*self.speakers.values())
 
     def basis(self, holder: str) -> str:
         """What the guards read of a holder's memory: ``"content"`` (upstream text) or
@@ -185,6 +259,11 @@ class _Source:
         limit = ANCHOR_MAX_DF * len(self.item_tokens)
         return {w for w in anchors(r.question) & gold if self.df[w] <= limit}
 
+    def generic(self, a: set[str]) -> bool:
+        """Whether anchors ``a`` are all common: the rarest is in more than
+        :data:`GENERIC_MIN_DF` of the source's items."""
+        return min(self.df[w] for w in a) > GENERIC_MIN_DF * len(self.item_tokens)
+
     def anchor_share(self, a: set[str], memory: list[str]) -> float:
         seen: set[str] = set()
         for sid in memory:
@@ -207,7 +286,9 @@ class _Source:
 
     def near_duplicate(self, r: RecordDraft, memory: list[str]) -> str | None:
         """An item of ``memory`` that is a near-duplicate of an item or region holding ``r``'s
-        evidence (gold or any judgment set), or ``None``."""
+        evidence (gold or any judgment set), or ``None``: by :mod:`membench.sets.neardup`, or
+        an item whose text holds the evidence's numbers in the same order (at least
+        :data:`SAME_NUMBERS_MIN`: the same table under other labels gives the same answer)."""
         mod = modalities.get(r.modality)
         for g in evidence(r):
             it = self.items[g.source_id]
@@ -217,12 +298,107 @@ class _Source:
                                           memory)
             if found:
                 return found
+            found = self.same_numbers(region or text, memory, g.source_id)
+            if found:
+                return found
         return None
+
+    def same_numbers(self, text: str, memory: list[str], own: str) -> str | None:
+        """An item of ``memory`` (not ``own``) whose numbers contain ``text``'s numbers, in
+        order and contiguous, when ``text`` has at least :data:`SAME_NUMBERS_MIN`."""
+        seq = numbers(text)
+        if len(seq) < SAME_NUMBERS_MIN:
+            return None
+        key = " " + " ".join(seq) + " "
+        for sid in memory:
+            if sid != own and sid in self.texts:
+                other = self.item_numbers.get(sid)
+                if other is None:
+                    other = self.item_numbers[sid] = " " + " ".join(numbers(self.texts[sid])) + " "
+                if key in other:
+                    return sid
+        return None
+
+
+class _QuerySet:
+    """The source's questions as a reader of the query set sees them, each with the holder it
+    is asked of now (:meth:`move` follows the derivations): TF-IDF cosine between questions
+    (scikit-learn, word unigrams, sublinear tf) for the twin guard, and which holders' questions
+    use each word for the names guard."""
+
+    def __init__(self, drafts: list[RecordDraft]) -> None:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        self.pos = {r.query_id: i for i, r in enumerate(drafts)}
+        self.holder = [r.scope.holder for r in drafts]
+        self.words = [set(_WORD.findall(r.question.lower())) for r in drafts]
+        self.uses: dict[str, Counter] = defaultdict(Counter)   # word -> holder -> questions
+        for w, h in zip(self.words, self.holder):
+            for x in w:
+                self.uses[x][h] += 1
+        self._x = (TfidfVectorizer(token_pattern=r"[a-z0-9]+", sublinear_tf=True)
+                   .fit_transform([r.question for r in drafts])) if drafts else None
+
+    def twin(self, qid: str, origin: str, target: str) -> bool:
+        """Whether, asked of ``target``, the question would still be traced to ``origin``: a
+        question asked of ``origin`` is closer to it (TF-IDF cosine) than every question asked
+        of ``target``."""
+        i = self.pos[qid]
+        row = (self._x[i] @ self._x.T).toarray().ravel()
+        row[i] = -1.0
+        h = np.asarray(self.holder, dtype=object)
+        near_o = row[h == origin].max(initial=0.0)
+        near_t = row[h == target].max(initial=0.0)
+        return near_o > near_t
+
+    def asked(self, word: str, holder: str, qid: str) -> bool:
+        """Whether a question asked of ``holder``, other than ``qid``, uses ``word``."""
+        i = self.pos[qid]
+        own = int(self.holder[i] == holder and word in self.words[i])
+        return self.uses[word][holder] - own > 0
+
+    def move(self, qid: str, holder: str) -> None:
+        i = self.pos[qid]
+        for x in self.words[i]:
+            self.uses[x][self.holder[i]] -= 1
+            self.uses[x][holder] += 1
+        self.holder[i] = holder
+
+
+def at_home(src: _Source, qs: _QuerySet, name: str, holder: str, qid: str
+            ) -> tuple[bool, bool, bool]:
+    """How much at home ``name`` is in ``holder``'s memory: a speaker of its items (metadata),
+    in its items' text, in the questions asked of it (but ``qid``)."""
+    return (name in src.speakers.get(holder, ()), stem(name) in src.holder_tokens.get(holder, ()),
+            qs.asked(name, holder, qid))
+
+
+def as_much_at_home(src: _Source, qs: _QuerySet, nm: set[str], origin: str, target: str,
+                    qid: str) -> bool:
+    """Whether every name of the question is as much at home in ``target`` as in ``origin``
+    (:func:`at_home`, each of the three at least as true)."""
+    for n in nm:
+        o, t = at_home(src, qs, n, origin, qid), at_home(src, qs, n, target, qid)
+        if any(a and not b for a, b in zip(o, t)):
+            return False
+    return True
 
 
 def evidence(r: RecordDraft) -> list[Gold]:
     """Gold and every alternative judgment set's regions."""
     return list(r.gold) + [g for gs in (r.judgments or {}).values() for g in gs]
+
+
+def _why(why: set[str]) -> str:
+    """One reason for a transactive skip: the first of the guards every target failed, in the
+    order they are tried (names, twin, then anchors and near-duplicates together)."""
+    for w in (T_NAMES, TWIN):
+        if why == {w}:
+            return w
+    rest = why - {T_NAMES, TWIN}
+    if not rest:
+        return T_NAMES if T_NAMES in why else TWIN
+    return rest.pop() if len(rest) == 1 else T_EITHER
 
 
 def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
@@ -238,6 +414,8 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
                   texts, timelines, index or NearDupIndex(texts))
     answerable = {r.query_id: r for r in drafts if not r.unanswerable}
     order = hash_order(answerable, f"derive:{source}")
+    qs = _QuerySet(drafts if any(pol.values()) else [])
+    speakers = src.all_speakers
     stats = DeriveStats(candidates=len(order), not_derived=dict(NOT_DERIVED.get(source, {})))
 
     anchor_slot: dict[str, int] = {}
@@ -286,11 +464,19 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
         if src.has_text and not a:
             stats.skipped[f"transactive: {NO_ANCHOR}"] += 1
             continue
+        if a and src.generic(a):
+            stats.skipped[f"transactive: {GENERIC}"] += 1
+            continue
+        nm = names(r.question, speakers)
         why: set[str] = set()
         target = None
         for h in hash_order(others, r.query_id):
             memory = src.by_holder[h]
-            if a and src.anchor_share(a, memory) > ANCHOR_MAX_SHARE:
+            if not as_much_at_home(src, qs, nm, r.scope.holder, h, qid):
+                why.add(T_NAMES)
+            elif qs.twin(qid, r.scope.holder, h):
+                why.add(TWIN)
+            elif a and src.anchor_share(a, memory) > ANCHOR_MAX_SHARE:
                 why.add(T_ANCHORS)
             elif src.near_duplicate(r, memory):
                 why.add(T_NEARDUP)
@@ -298,8 +484,9 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
                 target = h
                 break
         if target is None:
-            stats.skipped[f"transactive: {why.pop() if len(why) == 1 else T_EITHER}"] += 1
+            stats.skipped[f"transactive: {_why(why)}"] += 1
             continue
+        qs.move(qid, target)
         new = f"{qid}~transactive"
         scope = Scope(holder=target, session=None, scenario=r.scope.scenario)
         out.append(derived(r, "transactive", scope, placed(target, new), new))
@@ -328,6 +515,9 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
         a = src.anchors(r) if src.has_text else set()
         if src.has_text and not a:
             stats.skipped[f"temporal: {NO_ANCHOR}"] += 1
+            continue
+        if a and src.generic(a):
+            stats.skipped[f"temporal: {GENERIC}"] += 1
             continue
         if a and src.max_passage_share(a, memory) > ANCHOR_MAX_SHARE:
             stats.skipped[f"temporal: {E_ANCHORS}"] += 1
