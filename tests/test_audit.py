@@ -130,3 +130,51 @@ def test_small_modalities_are_reported_not_gated(tmp_path):
     a = audit_sets(d)
     assert not a.modalities["image"].gated and a.ok
     assert "not gated" in render_audit(a)
+
+
+def test_text_features_read_questions_speakers_and_file_names():
+    items = [SourceItem(source_id="src:alpha-report.pdf", modality="image", holder="h1",
+                        observed_at=T, content="x", meta={"speakers": ["Caroline"]}),
+             SourceItem(source_id="src:beta-notes.pdf", modality="image", holder="h2",
+                        observed_at=T, content="x", meta={"speakers": ["Jon"]})]
+    recs = [record("q1", "h1", T + H, question="What did Jon say about the beta budget?"),
+            record("q2", "h2", T + H, question="What did Jon say about the beta plan?"),
+            record("q3", "h1", T + H, question="Where did Caroline go in 2031?"),
+            record("q4", "h1", T + H, question="Where did Caroline go in 2020? ")]
+    f = {r["query_id"]: r for r in features(recs, items)}
+    q1 = f["q1"]
+    assert (q1["speaker_own"], q1["speaker_other"]) == (0, 1)
+    assert (q1["file_own"], q1["file_other"]) == (0, 1)       # "beta" is h2's file name
+    assert q1["nn_other"] == 1 and q1["sim_other"] > q1["sim_own"]
+    assert q1["names_own_qs"] == 0 and q1["names_other_qs"] == 1   # "jon": only h2 asks it
+    assert f["q3"]["speaker_own"] == 1 and f["q3"]["speaker_other"] == 0
+    assert f["q3"]["nn_other"] == 0 and f["q3"]["sim_own"] > 0.5
+    assert (f["q3"]["year_after_as_of"], f["q4"]["year_after_as_of"]) == (1, 0)
+    assert (f["q3"]["q_space"], f["q4"]["q_space"]) == (0, 1)
+
+
+def test_a_planted_text_tell_fails_the_text_gate(tmp_path):
+    """Unanswerable questions that name another holder's speaker: the timeline gate holds,
+    the text gate and the rule 'other_speaker' catch it."""
+    d = write_sets(tmp_path, False)
+    lines = (d / "items.jsonl").read_text().splitlines()
+    items = []
+    for x in lines:
+        it = json.loads(x)
+        it["meta"] = {"speakers": [f"Speaker{it['holder'][1:]}x"]}
+        items.append(json.dumps(it))
+    (d / "items.jsonl").write_text("\n".join(items) + "\n")
+    recs = []
+    for x in (d / "image.jsonl").read_text().splitlines():
+        r = json.loads(x)
+        h = int(r["scope"]["holder"][1:])
+        who = (h + 1) % 40 if r["unanswerable"] else h
+        r["question"] = f"What did Speaker{who}x say about item {r['query_id']}?"
+        recs.append(json.dumps(r))
+    (d / "image.jsonl").write_text("\n".join(recs) + "\n")
+    a = audit_sets(d)
+    m = a.modalities["image"]
+    assert m.auc_pass and m.text_gated and m.auc_text > 0.9 and not a.ok
+    assert m.rules["other_speaker"] == 1.0
+    assert any("text-and-metadata classifier" in x for x in a.failures())
+    assert any("names a speaker of another holder" in x for x in a.failures())

@@ -23,6 +23,25 @@ seen_before         the same question came earlier in the presentation order
 source              the query's scenario (one-hot)
 ==================  ======================================================================
 
+and, from the question's text, the query set and the items' metadata (never their content):
+
+===================  =====================================================================
+q_words, q_names     the question's length in words; how many names it asks about
+                     (:func:`membench.sets.derive.names`: capitalised words but the first,
+                     speakers' names)
+q_numbers, q_space   how many numbers it holds; whether it ends in white space
+sim_own, sim_other   TF-IDF cosine to the nearest other question of the split asked of the
+                     same holder / of another holder (word unigrams, sublinear tf)
+nn_other             the nearest other question is asked of another holder
+names_own_qs,        how many of its names other questions of its holder use / only
+names_other_qs       questions of other holders use
+speaker_own,         how many of its words are a speaker (``meta.speakers``) of its holder's
+speaker_other        items / only of other holders' items
+file_own,            how many of its words (>= 3 letters) are in the file names of its
+file_other           holder's items / only in other holders' file names
+year_after_as_of     it names a year after ``as_of``'s
+===================  =====================================================================
+
 and two checks on those features, per modality (both splits pooled):
 
 * a **classifier**: gradient boosting (scikit-learn ``HistGradientBoostingClassifier``,
@@ -62,9 +81,26 @@ MIN_FOR_AUC = 5       # fewer items of a class: no classifier (its AUC would say
 FOLDS = 5
 SEED = 0
 N_BOOT = 1000
-FEATURES = ("visible_share", "visible", "items", "slot_position", "gap_prev_s", "gap_next_s",
-            "slot_fraction", "hour", "minute", "second", "micro", "as_of_rank",
-            "holder_queries", "same_holder", "other_holder", "seen_before")
+TIMELINE_FEATURES = ("visible_share", "visible", "items", "slot_position", "gap_prev_s",
+                     "gap_next_s", "slot_fraction", "hour", "minute", "second", "micro",
+                     "as_of_rank", "holder_queries", "same_holder", "other_holder",
+                     "seen_before")
+TEXT_FEATURES = ("q_words", "q_names", "q_numbers", "q_space", "sim_own", "sim_other",
+                 "nn_other", "names_own_qs", "names_other_qs", "speaker_own", "speaker_other",
+                 "file_own", "file_other", "year_after_as_of")
+FEATURES = TIMELINE_FEATURES + TEXT_FEATURES
+# upstream native unanswerables that carry a tell of their own (docs/sets.md): the build
+# cannot change upstream's questions, so the gates leave them out and the audit reports the
+# tell's strength per source (``native_tells``)
+NATIVE_TELLS: dict[str, str] = {
+    "locomo": "LoCoMo's adversarial questions are name-swapped copies of answerable questions "
+              "of the same conversation",
+    "mmlongbench": "MMLongBench-Doc's unanswerable questions are altered copies (another "
+                   "year, page or label) of answerable questions of the same document",
+}
+TWIN_COPY = 0.7     # TF-IDF cosine of a near-copy (rule "near_copy")
+_YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
+_FILE_WORD = re.compile(r"[a-z]{3,}")
 _SPACE = re.compile(r"\s+")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -95,6 +131,21 @@ RULES: dict[str, tuple[str, Callable[[dict], bool]]] = {
     "earliest_of_holder": ("as_of is the earliest among the holder's queries",
                            lambda f: f["as_of_rank"] == 0 and f["holder_queries"] > 1),
 }
+TEXT_RULES: dict[str, tuple[str, Callable[[dict], bool]]] = {
+    "other_speaker": ("names a speaker of another holder's items and none of its own",
+                      lambda f: f["speaker_other"] > 0 and f["speaker_own"] == 0),
+    "nearest_elsewhere": ("its nearest question is asked of another holder",
+                          lambda f: f["nn_other"] > 0),
+    "names_elsewhere": ("its names are used only by other holders' questions",
+                        lambda f: f["names_other_qs"] > 0 and f["names_own_qs"] == 0),
+    "other_file": ("names a word of another holder's file names and none of its own",
+                   lambda f: f["file_other"] > 0 and f["file_own"] == 0),
+    "year_after": ("names a year after as_of's", lambda f: f["year_after_as_of"] > 0),
+    "near_copy": ("a near-copy of another question of its holder (TF-IDF cosine >= 0.7)",
+                  lambda f: f["sim_own"] >= TWIN_COPY),
+}
+TIMELINE_RULES = dict(RULES)
+RULES.update(TEXT_RULES)
 
 
 # --------------------------------------------------------------------------- features
@@ -135,6 +186,7 @@ def features(records: list[AnnotationRecord], items: list[SourceItem]) -> list[d
             same = q_holder[(q, r.scope.holder)] - 1
             f = {
                 "query_id": qid, "modality": r.modality, "split": split,
+                "holder": r.scope.holder,
                 "source": qid.split(":", 1)[0], "unanswerable": r.unanswerable,
                 "derivation": r.origin.derivation or ("native" if r.unanswerable else None),
                 "visible_share": vis / len(t) if t else 0.0, "visible": vis, "items": len(t),
@@ -153,19 +205,100 @@ def features(records: list[AnnotationRecord], items: list[SourceItem]) -> list[d
                 else math.nan
             seen.add(q)
             out[qid] = f
+        for m in sorted({r.modality for r in recs}):
+            sub = [r for r in recs if r.modality == m]
+            for qid, tf in text_features(sub, items).items():
+                out[qid].update(tf)
     return [out[r.query_id] for r in records]
 
 
-def _matrix(rows: list[dict[str, Any]]) -> np.ndarray:
+def _item_words(items: list[SourceItem]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Per holder: its items' speakers (``meta.speakers``, lower case) and the words of its
+    items' file names (the part of the source id after the source key)."""
+    speakers: dict[str, set[str]] = defaultdict(set)
+    files: dict[str, set[str]] = defaultdict(set)
+    for it in items:
+        sp = it.meta.get("speakers") if isinstance(it.meta, dict) else None
+        for x in sp if isinstance(sp, list) else []:
+            if isinstance(x, str):
+                speakers[it.holder].update(re.findall(r"[a-z0-9]+", x.lower()))
+        name = it.source_id.split(":", 1)[-1].rsplit(".", 1)[0].lower()
+        files[it.holder].update(_FILE_WORD.findall(name))
+    return speakers, files
+
+
+def text_features(recs: list[AnnotationRecord], items: list[SourceItem]
+                  ) -> dict[str, dict[str, Any]]:
+    """The text, query-set and metadata features (module docstring) of one split's records of
+    one modality: what a system sees of the questions and the items' metadata."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from .derive import STOPWORDS, names
+
+    speakers, files = _item_words(items)
+    all_speakers = frozenset().union(*speakers.values()) if speakers else frozenset()
+    holders = [r.scope.holder for r in recs]
+    words = [set(re.findall(r"[a-z0-9]+", r.question.lower())) for r in recs]
+    nms = [names(r.question, all_speakers) for r in recs]
+    name_uses: dict[str, Counter] = defaultdict(Counter)
+    for h, n in zip(holders, nms):
+        for w in n:
+            name_uses[w][h] += 1
+    speaker_of: dict[str, set[str]] = defaultdict(set)
+    file_of: dict[str, set[str]] = defaultdict(set)
+    for h, ws in speakers.items():
+        for w in ws:
+            speaker_of[w].add(h)
+    for h, ws in files.items():
+        for w in ws:
+            if w not in STOPWORDS:
+                file_of[w].add(h)
+    if len(recs) > 1:
+        x = TfidfVectorizer(token_pattern=r"[a-z0-9]+", sublinear_tf=True).fit_transform(
+            [r.question for r in recs])
+        sim = (x @ x.T).toarray()
+    else:
+        sim = np.zeros((len(recs), len(recs)))
+    np.fill_diagonal(sim, -1.0)
+    h_arr = np.array(holders, dtype=object)
+    out = {}
+    for i, r in enumerate(recs):
+        h = holders[i]
+        own = h_arr == h
+        own[i] = False
+        s_own = float(sim[i][own].max()) if own.any() else 0.0
+        s_oth = float(sim[i][h_arr != h].max()) if (h_arr != h).any() else 0.0
+        years = [int(y) for y in _YEAR.findall(r.question)]
+        w = words[i]
+        out[r.query_id] = {
+            "q_words": len(re.findall(r"[a-z0-9]+", r.question.lower())),
+            "q_names": len(nms[i]), "q_numbers": len(re.findall(r"\d+", r.question)),
+            "q_space": int(r.question != r.question.rstrip()),
+            "sim_own": max(s_own, 0.0), "sim_other": max(s_oth, 0.0),
+            "nn_other": int(s_oth > max(s_own, 0.0)),
+            "names_own_qs": sum(name_uses[n][h] > 1 for n in nms[i]),
+            "names_other_qs": sum(name_uses[n][h] == 1 and len(name_uses[n]) > 1
+                                  for n in nms[i]),
+            "speaker_own": len(w & speakers.get(h, set())),
+            "speaker_other": sum(1 for x in w if speaker_of.get(x) and h not in speaker_of[x]),
+            "file_own": len({x for x in w if len(x) >= 3} & files.get(h, set())),
+            "file_other": sum(1 for x in w if file_of.get(x) and h not in file_of[x]),
+            "year_after_as_of": int(bool(years) and max(years) > r.as_of.year),
+        }
+    return out
+
+
+def _matrix(rows: list[dict[str, Any]], names: tuple[str, ...] = TIMELINE_FEATURES
+            ) -> np.ndarray:
     sources = sorted({r["source"] for r in rows})
     cols = []
     for r in rows:
-        v = [float(r[k]) for k in FEATURES]
-        v[FEATURES.index("gap_prev_s")] = math.log1p(r["gap_prev_s"]) \
-            if not math.isnan(r["gap_prev_s"]) else math.nan
-        v[FEATURES.index("gap_next_s")] = math.log1p(r["gap_next_s"]) \
-            if not math.isnan(r["gap_next_s"]) else math.nan
-        v += [float(r["source"] == s) for s in sources]
+        v = [float(r[k]) for k in names]
+        for k in ("gap_prev_s", "gap_next_s"):
+            if k in names:
+                v[names.index(k)] = math.log1p(r[k]) if not math.isnan(r[k]) else math.nan
+        if names == TIMELINE_FEATURES:      # the scenario is metadata, not text
+            v += [float(r["source"] == s) for s in sources]
         cols.append(v)
     # missing values (no next item, no slot) as -1, below every real value: a column that is
     # missing for every record stays a constant one
@@ -183,23 +316,48 @@ class ModalityAudit:
     auc: float | None
     auc_ci: tuple[float | None, float | None]
     rules: dict[str, float | None] = field(default_factory=dict)
+    # the text-and-metadata classifier (grouped by holder), over every record but the natives
+    # with an upstream tell: gated like ``auc``
+    auc_text: float | None = None
+    auc_text_ci: tuple[float | None, float | None] = (None, None)
+    n_text_unanswerable: int = 0
+    # the text classifier over every record, upstream tells included (not gated)
+    auc_all: float | None = None
+    # kind (answerable, native, transactive, temporal) -> n, the AUC of that kind against the
+    # answerable records (classifier over every record) and the mean of each text feature
+    by_kind: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # split -> n answerable / unanswerable and the gated classifier's AUC within the split
+    by_split: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # source -> what its native tell is, n, the AUC of its natives against its answerable
+    # records, and the balanced accuracy of the rule "near_copy" on them
+    native_tells: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def gated(self) -> bool:
         return self.n_unanswerable >= MIN_UNANSWERABLE and self.n_answerable > 0
 
     @property
+    def text_gated(self) -> bool:
+        return self.n_text_unanswerable >= MIN_UNANSWERABLE and self.n_answerable > 0
+
+    @property
     def auc_pass(self) -> bool | None:
         return None if not self.gated or self.auc is None else self.auc <= AUC_GATE
 
+    @property
+    def auc_text_pass(self) -> bool | None:
+        return None if not self.text_gated or self.auc_text is None \
+            else self.auc_text <= AUC_GATE
+
     def rule_pass(self, name: str) -> bool | None:
         v = self.rules.get(name)
-        return None if not self.gated or v is None else v <= RULE_GATE
+        gated = self.text_gated if name in TEXT_RULES else self.gated
+        return None if not gated or v is None else v <= RULE_GATE
 
     @property
     def ok(self) -> bool:
-        return self.auc_pass is not False and all(self.rule_pass(k) is not False
-                                                  for k in self.rules)
+        return self.auc_pass is not False and self.auc_text_pass is not False and all(
+            self.rule_pass(k) is not False for k in self.rules)
 
 
 @dataclass
@@ -220,6 +378,9 @@ class Audit:
             if m.auc_pass is False:
                 out.append(f"{m.modality}: metadata-only classifier ROC AUC {m.auc:.3f} > "
                            f"{AUC_GATE}")
+            if m.auc_text_pass is False:
+                out.append(f"{m.modality}: text-and-metadata classifier ROC AUC "
+                           f"{m.auc_text:.3f} > {AUC_GATE}")
             for k, v in m.rules.items():
                 if m.rule_pass(k) is False:
                     out.append(f"{m.modality}: rule '{RULES[k][0]}' balanced accuracy "
@@ -230,11 +391,18 @@ class Audit:
         return {"sets_dir": self.sets_dir, "gates": {"auc": AUC_GATE, "rule": RULE_GATE,
                                                      "min_unanswerable": MIN_UNANSWERABLE},
                 "rules": {k: v[0] for k, v in RULES.items()}, "ok": self.ok,
+                "native_tells_left_out_of_gates": NATIVE_TELLS,
                 "modalities": {m: {"n_answerable": a.n_answerable,
                                    "n_unanswerable": a.n_unanswerable, "gated": a.gated,
                                    "auc": a.auc, "auc_ci95": list(a.auc_ci),
                                    "auc_pass": a.auc_pass, "rules": a.rules,
-                                   "rules_pass": {k: a.rule_pass(k) for k in a.rules}}
+                                   "rules_pass": {k: a.rule_pass(k) for k in a.rules},
+                                   "n_text_unanswerable": a.n_text_unanswerable,
+                                   "text_gated": a.text_gated, "auc_text": a.auc_text,
+                                   "auc_text_ci95": list(a.auc_text_ci),
+                                   "auc_text_pass": a.auc_text_pass,
+                                   "auc_all_records": a.auc_all, "by_kind": a.by_kind,
+                                   "by_split": a.by_split, "native_tells": a.native_tells}
                                for m, a in self.modalities.items()}}
 
 
@@ -249,16 +417,27 @@ def balanced_accuracy(pred: np.ndarray, y: np.ndarray) -> float | None:
     return max(ba, 1 - ba)
 
 
-def oof_scores(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Out-of-fold P(unanswerable) from gradient boosting, :data:`FOLDS` stratified folds."""
+def oof_scores(x: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:
+    """Out-of-fold P(unanswerable) from gradient boosting, :data:`FOLDS` stratified folds,
+    grouped by ``groups`` (the holder) when given: a holder's records are never in the
+    training folds of its own predictions, so nothing is learnt about one holder and read
+    back from it."""
     from sklearn.ensemble import HistGradientBoostingClassifier
-    from sklearn.model_selection import StratifiedKFold
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
     from threadpoolctl import threadpool_limits
 
     folds = min(FOLDS, int(y.sum()), int((~y).sum()))
+    if groups is not None:
+        folds = min(folds, len(set(groups)))
+        split = StratifiedGroupKFold(folds, shuffle=True, random_state=SEED).split(x, y, groups)
+    else:
+        split = StratifiedKFold(folds, shuffle=True, random_state=SEED).split(x, y)
     out = np.zeros(len(y))
     with threadpool_limits(1):   # one thread: the same numbers on every machine, and fast
-        for train, test in StratifiedKFold(folds, shuffle=True, random_state=SEED).split(x, y):
+        for train, test in split:
+            if y[train].all() or not y[train].any():
+                out[test] = float(y[train].mean())
+                continue
             clf = HistGradientBoostingClassifier(random_state=SEED, early_stopping=False,
                                                  max_iter=200, learning_rate=0.05)
             clf.fit(x[train], y[train])
@@ -299,21 +478,91 @@ def auc_with_ci(scores: np.ndarray, y: np.ndarray, key: str
     return auc, (float(lo), float(hi))
 
 
+def _kind(r: dict[str, Any]) -> str:
+    return r["derivation"] if r["unanswerable"] else "answerable"
+
+
+def _gated_row(r: dict[str, Any]) -> bool:
+    """Whether a record counts in the gates: every record but a native unanswerable of a
+    source with an upstream tell (:data:`NATIVE_TELLS`)."""
+    return not (r["unanswerable"] and r["derivation"] == "native"
+                and r["source"] in NATIVE_TELLS)
+
+
+def _auc_or_none(scores: np.ndarray, y: np.ndarray) -> float | None:
+    return roc_auc(scores, y) if y.any() and not y.all() else None
+
+
 def audit_rows(rows: list[dict[str, Any]]) -> dict[str, ModalityAudit]:
-    """Both checks per modality over feature rows (:func:`features`)."""
+    """The checks per modality over feature rows (:func:`features`): the timeline classifier
+    and rules over every record; the text-and-metadata classifier (grouped by holder) and
+    rules over every record but the natives with an upstream tell; the text classifier over
+    every record, per kind, per split and per upstream tell reported beside them."""
     out = {}
     for m in MODALITIES:
-        sub = [r for r in rows if r["modality"] == m]
-        if not sub:
+        everything = [r for r in rows if r["modality"] == m]
+        if not everything:
             continue
-        y = np.array([r["unanswerable"] for r in sub], dtype=bool)
-        n_u, n_a = int(y.sum()), int((~y).sum())
+        ya = np.array([r["unanswerable"] for r in everything], dtype=bool)
+        n_u, n_a = int(ya.sum()), int((~ya).sum())
         auc, ci = None, (None, None)
         if min(n_u, n_a) >= MIN_FOR_AUC:
-            auc, ci = auc_with_ci(oof_scores(_matrix(sub), y), y, m)
-        rules = {k: balanced_accuracy(np.array([fn(r) for r in sub], dtype=bool), y)
-                 for k, (_, fn) in RULES.items()}
-        out[m] = ModalityAudit(m, n_a, n_u, auc, ci, rules)
+            auc, ci = auc_with_ci(oof_scores(_matrix(everything, TIMELINE_FEATURES), ya), ya, m)
+        rules = {k: balanced_accuracy(np.array([fn(r) for r in everything], dtype=bool), ya)
+                 for k, (_, fn) in TIMELINE_RULES.items()}
+        res = ModalityAudit(m, n_a, n_u, auc, ci, rules)
+
+        sub = [r for r in everything if _gated_row(r)]
+        y = np.array([r["unanswerable"] for r in sub], dtype=bool)
+        res.n_text_unanswerable = int(y.sum())
+        scores = None
+        if min(int(y.sum()), int((~y).sum())) >= MIN_FOR_AUC:
+            scores = oof_scores(_matrix(sub, TEXT_FEATURES), y,
+                                np.array([r["holder"] for r in sub]))
+            res.auc_text, res.auc_text_ci = auc_with_ci(scores, y, f"text:{m}")
+        for k, (_, fn) in TEXT_RULES.items():
+            res.rules[k] = balanced_accuracy(np.array([fn(r) for r in sub], dtype=bool), y)
+        all_scores = None
+        if len(everything) == len(sub):
+            all_scores, res.auc_all = scores, res.auc_text
+        elif min(n_u, n_a) >= MIN_FOR_AUC:
+            all_scores = oof_scores(_matrix(everything, TEXT_FEATURES), ya,
+                                    np.array([r["holder"] for r in everything]))
+            res.auc_all = roc_auc(all_scores, ya)
+        kinds = np.array([_kind(r) for r in everything])
+        for k in ["answerable"] + sorted(set(kinds) - {"answerable"}):
+            mk = kinds == k
+            entry: dict[str, Any] = {"n": int(mk.sum()), "auc": None}
+            if k != "answerable" and all_scores is not None:
+                both = mk | (kinds == "answerable")
+                if mk.sum() >= MIN_FOR_AUC and (kinds == "answerable").sum() >= MIN_FOR_AUC:
+                    entry["auc"] = _auc_or_none(all_scores[both], ya[both])
+            entry["features"] = {f: float(np.mean([float(everything[i][f])
+                                                   for i in np.flatnonzero(mk)]))
+                                 for f in TEXT_FEATURES}
+            res.by_kind[k] = entry
+        splits = np.array([r["split"] for r in sub])
+        for sp in sorted(set(splits)):
+            ms = splits == sp
+            res.by_split[sp] = {"answerable": int((~y[ms]).sum()),
+                                "unanswerable": int(y[ms].sum()),
+                                "auc": _auc_or_none(scores[ms], y[ms])
+                                if scores is not None else None}
+        for src in sorted({r["source"] for r in everything} & set(NATIVE_TELLS)):
+            ms = np.array([r["source"] == src and (not r["unanswerable"]
+                                                   or r["derivation"] == "native")
+                           for r in everything])
+            if not (ya[ms].any() and (~ya[ms]).any()):
+                continue
+            copy = np.array([TEXT_RULES["near_copy"][1](everything[i])
+                             for i in np.flatnonzero(ms)])
+            res.native_tells[src] = {
+                "tell": NATIVE_TELLS[src], "n_native": int(ya[ms].sum()),
+                "n_answerable": int((~ya[ms]).sum()),
+                "auc": _auc_or_none(all_scores[ms], ya[ms]) if all_scores is not None
+                else None,
+                "near_copy": balanced_accuracy(copy, ya[ms])}
+        out[m] = res
     return out
 
 
@@ -327,7 +576,7 @@ def audit_sets(sets_dir: str | Path) -> Audit:
     return Audit(str(sets_dir), audit_rows(features(records, items)))
 
 
-AUDIT_CACHE_VERSION = "audit-3"
+AUDIT_CACHE_VERSION = "audit-4"
 
 
 def audit_key(sets_dir: str | Path) -> str | None:
@@ -379,7 +628,11 @@ def audit_sets_cached(sets_dir: str | Path) -> Audit:
             data = json.loads(path.read_text(encoding="utf-8"))
             mods = {m: ModalityAudit(m, int(d["n_answerable"]), int(d["n_unanswerable"]),
                                      d["auc"], (d["auc_ci95"][0], d["auc_ci95"][1]),
-                                     dict(d["rules"]))
+                                     dict(d["rules"]), d["auc_text"],
+                                     (d["auc_text_ci95"][0], d["auc_text_ci95"][1]),
+                                     int(d["n_text_unanswerable"]), d["auc_all_records"],
+                                     dict(d["by_kind"]), dict(d["by_split"]),
+                                     dict(d["native_tells"]))
                     for m, d in data["modalities"].items()}
             return Audit(str(sets_dir), mods)
         except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
@@ -401,22 +654,79 @@ def _f(v: float | None) -> str:
     return "—" if v is None else f"{v:.2f}"
 
 
+def _kinds_cell(x: ModalityAudit) -> str:
+    parts = [f"{k} {_f(v['auc'])} (n = {v['n']})" for k, v in x.by_kind.items()
+             if k != "answerable" and v.get("auc") is not None]
+    return "; ".join(parts) or "—"
+
+
 def render_audit(a: Audit) -> str:
-    """The audit as a Markdown table: per modality n, the classifier's AUC with its interval,
-    and the highest named rule (every rule is in ``as_dict()``)."""
+    """The audit as a Markdown table: per modality n, the gated classifier's AUC with its
+    interval, the same classifier over every record (upstream tells included) and per kind,
+    the highest named rule, the verdict; then each upstream tell's strength (every rule is in
+    ``as_dict()``)."""
     rows = ["| modality | answerable | unanswerable | metadata-only ROC AUC (95% CI) | "
+            "text-and-metadata ROC AUC (95% CI; unanswerable) | text, every record, by kind | "
             f"best named rule (balanced accuracy) | gates (AUC <= {AUC_GATE}, rules <= "
-            f"{RULE_GATE}) |", "|---|---:|---:|---|---|---|"]
+            f"{RULE_GATE}) |", "|---|---:|---:|---|---|---|---|---|"]
     for m, x in a.modalities.items():
         best = max(((v, k) for k, v in x.rules.items() if v is not None), default=None)
         rule = "—" if best is None else f"{RULES[best[1]][0]}: {best[0]:.2f}"
         lo, hi = x.auc_ci
         auc = "—" if x.auc is None else f"{x.auc:.2f} [{_f(lo)}, {_f(hi)}]"
+        tlo, thi = x.auc_text_ci
+        text = "—" if x.auc_text is None else \
+            f"{x.auc_text:.2f} [{_f(tlo)}, {_f(thi)}; {x.n_text_unanswerable}]"
+        if x.auc_text is not None and not x.text_gated:
+            text += " not gated"
+        every = "—" if x.auc_all is None else f"{x.auc_all:.2f}: {_kinds_cell(x)}"
         verdict = ("pass" if x.ok else "FAIL") if x.gated else \
             f"not gated (< {MIN_UNANSWERABLE} unanswerable)"
-        rows.append(f"| {m} | {x.n_answerable} | {x.n_unanswerable} | {auc} | {rule} | "
-                    f"{verdict} |")
+        rows.append(f"| {m} | {x.n_answerable} | {x.n_unanswerable} | {auc} | {text} | "
+                    f"{every} | {rule} | {verdict} |")
+    tells = [(m, src, t) for m, x in a.modalities.items() for src, t in x.native_tells.items()]
+    if tells:
+        rows += ["", "Upstream native unanswerables with a tell of their own (left out of the "
+                 "gates; the build keeps upstream's questions as they are):", "",
+                 "| modality | source | the tell | natives | answerable | ROC AUC, natives "
+                 "against answerable | rule 'near-copy' (balanced accuracy) |",
+                 "|---|---|---|---:|---:|---:|---:|"]
+        for m, src, t in tells:
+            rows.append(f"| {m} | {src} | {t['tell']} | {t['n_native']} | {t['n_answerable']} "
+                        f"| {_f(t['auc'])} | {_f(t['near_copy'])} |")
     return "\n".join(rows)
+
+
+def kinds_table(a: Audit):
+    """Per modality and kind of record: n, the AUC of that kind against the answerable records
+    (classifier over every record) and the mean of every text feature: which tell is left (a
+    pandas DataFrame, for report 01)."""
+    import pandas as pd
+
+    rows = []
+    for m, x in a.modalities.items():
+        for k, v in x.by_kind.items():
+            rows.append({"modality": m, "kind": k, "n": v["n"], "ROC AUC against answerable":
+                         v.get("auc"), **v.get("features", {})})
+    return pd.DataFrame(rows).set_index(["modality", "kind"]) if rows else pd.DataFrame()
+
+
+def splits_table(a: Audit):
+    """Per modality and split: n and the gated classifier's AUC within the split."""
+    import pandas as pd
+
+    rows = [{"modality": m, "split": sp, **v} for m, x in a.modalities.items()
+            for sp, v in x.by_split.items()]
+    return pd.DataFrame(rows).set_index(["modality", "split"]) if rows else pd.DataFrame()
+
+
+def native_tells_table(a: Audit):
+    """Each upstream native tell's strength per source (left out of the gates)."""
+    import pandas as pd
+
+    rows = [{"modality": m, "source": src, **t} for m, x in a.modalities.items()
+            for src, t in x.native_tells.items()]
+    return pd.DataFrame(rows).set_index(["modality", "source"]) if rows else pd.DataFrame()
 
 
 def audit_frame(a: Audit):
