@@ -730,8 +730,9 @@ def native_tells_table(a: Audit):
 
 
 def audit_frame(a: Audit):
-    """:func:`render_audit` as a pandas DataFrame (one row per modality: n, the classifier's
-    AUC with its interval as ``metadata-only ROC AUC`` and its ``_lo`` / ``_hi``, the highest named rule, the
+    """:func:`render_audit` as a pandas DataFrame (one row per modality: n, each classifier's
+    AUC with its interval (``metadata-only ROC AUC``, ``text-and-metadata ROC AUC``, each with
+    ``_lo`` / ``_hi``), the text classifier over every record, the highest named rule, the
     verdict), for reports."""
     import pandas as pd
 
@@ -744,6 +745,11 @@ def audit_frame(a: Audit):
                      "answerable": x.n_answerable, "unanswerable": x.n_unanswerable,
                      "metadata-only ROC AUC": x.auc, "metadata-only ROC AUC_lo": lo,
                      "metadata-only ROC AUC_hi": hi,
+                     "text-and-metadata ROC AUC": x.auc_text,
+                     "text-and-metadata ROC AUC_lo": x.auc_text_ci[0],
+                     "text-and-metadata ROC AUC_hi": x.auc_text_ci[1],
+                     "text: unanswerable gated": x.n_text_unanswerable,
+                     "text, every record": x.auc_all,
                      "best named rule": "—" if best is None else RULES[best[1]][0],
                      "its balanced accuracy": None if best is None else best[0]})
     return pd.DataFrame(rows).set_index("modality")

@@ -22,7 +22,8 @@ memory it is asked of could answer it after all:
 
 1. *anchor guard* (every source with upstream text: the PDF text layer, turns, captions, code,
    TabMWP's tables, FinChart's and ScreenSpot's upstream questions over each item): the
-   question's *anchors* are its content words (>= 4 letters, not stop words) that occur in its
+   question's *anchors* are the Snowball (Porter 2) stems of its content words (>= 4 letters,
+   not stop words; :func:`stem`, so "engines" is "engine") that occur in its
    gold items' text and in at most :data:`ANCHOR_MAX_DF` of the source's items (a word every
    document has, like "paper" or a speaker's name, anchors nothing); a question without an
    anchor is never derived (it may be generic: "How many figures are in this paper?").
@@ -40,7 +41,19 @@ memory it is asked of could answer it after all:
 2. *near-duplicate guard* (:mod:`membench.sets.neardup`): no item of that memory (the other
    holder's; for temporal, the holder's other items) is a near-duplicate of an item or region
    holding its evidence (perceptual hash for pictures, normalised text elsewhere);
-3. *every judgment set*: evidence is gold plus every alternative judgment set
+3. *generic guard*: a question whose rarest anchor is in more than :data:`GENERIC_MIN_DF` of
+   the source's items ("How many figures are in this paper?") is never derived;
+4. *names guard* (transactive): a target must be as much at home with every name the
+   question asks about (:func:`names`: capitalised words, ``meta.speakers``) as the original
+   holder: a speaker of its items, in its items' text, in the questions asked of it, each at
+   least as true (:func:`as_much_at_home`); where no holder is, the question is not derived;
+5. *twin guard* (transactive): after the move, no question still asked of the original holder
+   may be closer to it (TF-IDF cosine, :class:`_QuerySet`) than every question asked of the
+   target, or a reader of the query set finds where it came from;
+6. *same numbers*: an item holding the evidence's numbers in the same order (at least
+   :data:`SAME_NUMBERS_MIN`) is a near-duplicate (TabMWP's "bunches | balloons" table answers
+   "bunches | flowers");
+7. *every judgment set*: evidence is gold plus every alternative judgment set
    (CodeSearchNet's ``any_annotator``), so a temporal ``as_of`` precedes all of it.
 
 Some sources get no derivation of a kind at all (:data:`NOT_DERIVED`, with the reason written
