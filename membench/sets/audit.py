@@ -99,6 +99,7 @@ NATIVE_TELLS: dict[str, str] = {
                    "year, page or label) of answerable questions of the same document",
 }
 TWIN_COPY = 0.7     # TF-IDF cosine of a near-copy (rule "near_copy")
+_SIM_BLOCK = 512    # rows of question cosines computed at once
 _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
 _FILE_WORD = re.compile(r"[a-z]{3,}")
 _SPACE = re.compile(r"\s+")
@@ -253,21 +254,21 @@ def text_features(recs: list[AnnotationRecord], items: list[SourceItem]
         for w in ws:
             if w not in STOPWORDS:
                 file_of[w].add(h)
-    if len(recs) > 1:
-        x = TfidfVectorizer(token_pattern=r"[a-z0-9]+", sublinear_tf=True).fit_transform(
-            [r.question for r in recs])
-        sim = (x @ x.T).toarray()
-    else:
-        sim = np.zeros((len(recs), len(recs)))
-    np.fill_diagonal(sim, -1.0)
+    x = TfidfVectorizer(token_pattern=r"[a-z0-9]+", sublinear_tf=True).fit_transform(
+        [r.question for r in recs]) if len(recs) > 1 else None
     h_arr = np.array(holders, dtype=object)
     out = {}
+    block: np.ndarray | None = None
     for i, r in enumerate(recs):
+        if x is not None and i % _SIM_BLOCK == 0:    # cosines a block of rows at a time:
+            block = (x[i:i + _SIM_BLOCK] @ x.T).toarray()   # memory linear in the set
+        row = block[i % _SIM_BLOCK].copy() if block is not None else np.zeros(len(recs))
+        row[i] = -1.0
         h = holders[i]
         own = h_arr == h
         own[i] = False
-        s_own = float(sim[i][own].max()) if own.any() else 0.0
-        s_oth = float(sim[i][h_arr != h].max()) if (h_arr != h).any() else 0.0
+        s_own = float(row[own].max()) if own.any() else 0.0
+        s_oth = float(row[h_arr != h].max()) if (h_arr != h).any() else 0.0
         years = [int(y) for y in _YEAR.findall(r.question)]
         w = words[i]
         out[r.query_id] = {
