@@ -296,3 +296,14 @@ def test_sources_without_a_derivation_say_why():
     assert [x.query_id for x in out] == ["codesearchnet:1"]
     assert set(st.not_derived) == {"transactive", "temporal"} and st.skipped == {}
     assert st.as_dict()["not_derived"]["temporal"].startswith("code-search queries")
+
+
+def test_transactive_moves_only_between_holders_read_the_same_way():
+    """A text PDF's question never moves to an image-only deck (meta.text_pages == 0, whose
+    guard text is its questions), nor a deck's to a text PDF."""
+    items, texts, split, tls = world(["zephyr turbine report"] + FILLER[:5], FILLER[5:11])
+    items = {sid: it.model_copy(update={"meta": {"pages": 1, "text_pages": 0}})
+             if it.holder == "h/b" else it for sid, it in items.items()}
+    r = rec(1, "What does the zephyr turbine report say?", "src:a0")
+    out, st = derive("src", [r], items, texts, split, tls)
+    assert st.transactive == 0 and st.skipped[f"transactive: {NO_HOLDER}"] == 1
