@@ -410,7 +410,13 @@ def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: se
         synced = time.perf_counter()
         for n, r in enumerate(todo, 1):
             t = time.perf_counter()
-            res = system.query(r.question, r.scope, r.as_of)
+            try:
+                res = system.query(r.question, r.scope, r.as_of)
+            except MembenchError as e:
+                named = getattr(e, "for_query", None)   # an error that can name the query
+                if named is None:
+                    raise
+                raise named(r.query_id) from None
             t_end = time.perf_counter()
             cart, hits = _answer_parts(system.name, r.query_id, res, known)
             row = {"cartridge": cart, "hits": hits, "latency_ms": round((t_end - t) * 1000.0, 3),

@@ -232,6 +232,9 @@ def check_atoms_page(v: Any, offset: int) -> tuple[list[Atom], int, int | None]:
         raise ShapeError("offset", f"{o['offset']}, but offset {offset} was asked")
     total = integer(*_sub(o, "total", ""))
     rows = array(*_sub(o, "atoms", ""))
+    if offset + len(rows) > total:
+        raise ShapeError("atoms", f"{len(rows)} atoms from offset {offset}: past the total "
+                         f"of {total}")
     atoms = [atom_from_row(r, f"atoms[{i}]") for i, r in enumerate(rows)]
     nxt = field(o, "next_offset", "")
     if nxt is not None:
@@ -239,6 +242,9 @@ def check_atoms_page(v: Any, offset: int) -> tuple[list[Atom], int, int | None]:
         if nxt != offset + len(atoms) or not rows:
             raise ShapeError("next_offset", f"{nxt}, but the page holds atoms {offset} to "
                              f"{offset + len(atoms) - 1}")
+        if nxt >= total:
+            raise ShapeError("next_offset", f"{nxt}, but total is {total}: no atom is left "
+                             "(the last page's next_offset is null)")
     elif offset + len(atoms) != total:
         raise ShapeError("next_offset", f"null (last page) after {offset + len(atoms)} atoms, "
                          f"but total is {total}")
