@@ -23,6 +23,16 @@ Server: the standard library's :class:`http.server.ThreadingHTTPServer` with HTT
 keep-alive (no dependency; it serves one benchmark client, on the loopback address unless
 ``--host`` says otherwise). It has no authentication and reads files under the corpus root a
 client names: ``--host`` with an address other than a loopback one prints a warning.
+
+Bounds (:mod:`membench.core.bounds`, so a client that is slow, or hostile, cannot hold the
+server or its memory): a request body of at most ``serve_request_bytes`` (413), the batches of
+one ingest at most ``serve_batches`` in number (413) and ``serve_ingest_bytes`` in all (413);
+each connection is closed after ``serve_idle_timeout`` seconds without a byte either way, and
+a request (its line, headers and body, counted from when the server starts waiting for it)
+must arrive in full within ``serve_request_seconds`` (a client that sends a byte a second is
+cut off: the system's own work on a request is not counted); at most ``serve_connections``
+connections at once (more are closed at once). A system that raises, or answers ``None``,
+gives the client a 500 and the server's log one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -32,21 +42,47 @@ import json
 import socket
 import sys
 import threading
-import traceback
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
+from ...core.bounds import bound
+from ...core.deadline import Watchdog
 from ...core.errors import MembenchError
 from ...core.jsonl import loads
 from ...sets.schema import SourceItem
 from . import wire
 
+_WHERE = "membench/run/remote/server.py"
 #: the largest request body read (a batch of items with inline content stays far below)
-MAX_REQUEST = 64 << 20
-MAX_PAGE = 20000
+MAX_REQUEST = bound("serve_request_bytes", 64 << 20, "bytes", "one request body `membench "
+                    "serve` reads", "413 `too_large`, the connection closed", _WHERE)
+MAX_PAGE = bound("serve_page_atoms", 20000, "", "atoms in one page `membench serve` answers "
+                 "(`limit` is clipped to it)", "a shorter page", _WHERE)
+MAX_BATCHES = bound("serve_batches", 1_000_000, "", "batches of one ingest on `membench serve` "
+                    "(a batch number, and the count a commit declares)",
+                    "413 `too_large`", _WHERE)
+MAX_INGEST_BYTES = bound("serve_ingest_bytes", 4 << 30, "bytes", "the request bodies of all "
+                         "the batches of one ingest `membench serve` holds",
+                         "413 `too_large`", _WHERE)
+IDLE_TIMEOUT = bound("serve_idle_timeout", 30.0, "s", "a connection to `membench serve` "
+                     "without a byte either way (between requests, within one, or an answer "
+                     "not read)", "the connection is closed", _WHERE)
+REQUEST_SECONDS = bound("serve_request_seconds", 60.0, "s", "a whole request to `membench "
+                        "serve` (line, headers, body), from when the server waits for it",
+                        "the connection is closed, one line in the server's log", _WHERE)
+MAX_CONNECTIONS = bound("serve_connections", 64, "", "connections `membench serve` holds at "
+                        "once", "a new connection is closed at once, one line in the log",
+                        _WHERE)
+
+
+def _line(text: str, n: int = 2000) -> str:
+    """``text`` on one line (a log line or an error message), at most ``n`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n] + "..."
 
 
 class ApiError(Exception):
@@ -61,6 +97,7 @@ class ApiError(Exception):
 class Ingest:
     ingest_id: str
     batches: dict[int, list[SourceItem]] = field(default_factory=dict)
+    sizes: dict[int, int] = field(default_factory=dict)     # request bytes of each batch
     state: str = "receiving"
     commit: tuple[str, int, int] | None = None
     atoms: list[dict] | None = None
@@ -125,7 +162,9 @@ class SystemService:
         ("POST", ("ingests", None, "query"), "query"),
     )
 
-    def handle(self, method: str, target: str, body: Any) -> tuple[int, dict]:
+    def handle(self, method: str, target: str, body: Any, size: int = 0) -> tuple[int, dict]:
+        """Answer one call: ``(status, JSON object)``; ``size`` is the request body's length
+        in bytes (an ingest's batches are bounded in all)."""
         url = urlsplit(target)
         parts = tuple(p for p in url.path.split("/") if p)
         allowed = []
@@ -134,7 +173,8 @@ class SystemService:
                                                   for p, q in zip(pattern, parts)):
                 if m == method:
                     args = [q for p, q in zip(pattern, parts) if p is None]
-                    return getattr(self, fn)(*args, query=parse_qs(url.query), body=body)
+                    return getattr(self, fn)(*args, query=parse_qs(url.query), body=body,
+                                             size=size)
                 allowed.append(m)
         if allowed:
             raise ApiError(405, "method_not_allowed", f"{method} {url.path}: use "
@@ -142,10 +182,10 @@ class SystemService:
         raise ApiError(404, "not_found", f"no such path: {url.path}")
 
     # -- the calls ---------------------------------------------------------------------
-    def health(self, *, query, body):
+    def health(self, *, query, body, size=0):
         return 200, {"protocol": wire.PROTOCOL, "status": "ok"}
 
-    def get_card(self, *, query, body):
+    def get_card(self, *, query, body, size=0):
         return 200, self.card
 
     def _id(self, iid: str) -> str:
@@ -161,10 +201,13 @@ class SystemService:
                            + (f" (it holds {cur.ingest_id})" if cur else ""))
         return cur
 
-    def put_batch(self, iid: str, seq: str, *, query, body):
+    def put_batch(self, iid: str, seq: str, *, query, body, size=0):
         self._id(iid)
         if not seq.isdigit() or len(seq) > 9:
             raise ApiError(400, "bad_request", f"batch number {seq[:20]!r}: an integer >= 0")
+        if int(seq) >= MAX_BATCHES:
+            raise ApiError(413, "too_large", f"batch number {seq}: at most {MAX_BATCHES:,} "
+                           "batches per ingest (serve_batches); send larger batches")
         items = self._parse(wire.parse_items, body)
         with self.lock:
             cur = self.current
@@ -178,12 +221,21 @@ class SystemService:
             elif cur.state != "receiving":
                 raise ApiError(409, "already_committed", f"ingest {iid} is {cur.state}; its "
                                "batches cannot change")
+            held = sum(cur.sizes.values()) - cur.sizes.get(int(seq), 0)
+            if held + size > MAX_INGEST_BYTES:
+                raise ApiError(413, "too_large", f"ingest {iid}: its batches would hold "
+                               f"{held + size:,} bytes; at most {MAX_INGEST_BYTES:,} "
+                               "(serve_ingest_bytes)")
             cur.batches[int(seq)] = items
+            cur.sizes[int(seq)] = size
         return 200, {"ingest_id": iid, "seq": int(seq), "received": len(items)}
 
-    def commit(self, iid: str, *, query, body):
+    def commit(self, iid: str, *, query, body, size=0):
         self._id(iid)
         root_text, n_batches, n_items = self._parse(wire.parse_commit, body)
+        if n_batches > MAX_BATCHES:
+            raise ApiError(413, "too_large", f"a commit of {n_batches:,} batches: at most "
+                           f"{MAX_BATCHES:,} per ingest (serve_batches)")
         root = Path(root_text)
         if not root.is_absolute():
             raise ApiError(400, "bad_request", f"corpus_root {root_text[:200]!r}: an absolute "
@@ -207,10 +259,10 @@ class SystemService:
                     raise ApiError(409, "conflict", f"ingest {iid} was committed with other "
                                    "values")
                 return 200, cur.status()
-            missing = sorted(set(range(n_batches)) - set(cur.batches))
-            extra = sorted(set(cur.batches) - set(range(n_batches)))
-            if missing or extra:
-                what = (f"batch {missing[0]} was never sent" if missing else
+            missing = next((i for i in range(n_batches) if i not in cur.batches), None)
+            extra = sorted(s for s in cur.batches if s >= n_batches)
+            if missing is not None or extra:
+                what = (f"batch {missing} was never sent" if missing is not None else
                         f"batch {extra[0]} is beyond the {n_batches} committed")
                 raise ApiError(409, "incomplete_upload", f"ingest {iid}: {what}")
             if cur.received() != n_items:
@@ -228,22 +280,24 @@ class SystemService:
     def _ingest(self, cur: Ingest, system, items: list[SourceItem], root: Path) -> None:
         try:
             atoms = system.ingest(items, root)
+            if atoms is None:
+                raise TypeError("the system's ingest returned None, not a list of atoms")
             rows = [a.row() for a in atoms]
             json.dumps(rows, allow_nan=False)
         except Exception as e:     # the system's failure is reported, the server goes on
-            if not isinstance(e, MembenchError):
-                traceback.print_exc(file=self.log or sys.stderr)
+            why = _line(f"{type(e).__name__}: {e}")
+            self.say(f"ingest {cur.ingest_id} failed: {why}")
             with self.lock:
-                cur.state, cur.error = "failed", f"{type(e).__name__}: {e}"[:2000]
+                cur.state, cur.error = "failed", why
             return
         with self.lock:
             cur.atoms, cur.state = rows, "done"
 
-    def status(self, iid: str, *, query, body):
+    def status(self, iid: str, *, query, body, size=0):
         with self.lock:
             return 200, self._known(iid).status()
 
-    def atoms(self, iid: str, *, query, body):
+    def atoms(self, iid: str, *, query, body, size=0):
         cur = self._known(iid)
         if cur.state != "done":
             raise ApiError(409, "not_ready", f"ingest {iid} is {cur.state}")
@@ -260,7 +314,7 @@ class SystemService:
         return 200, {"atoms": rows, "offset": offset, "total": len(cur.atoms),
                      "next_offset": end if end < len(cur.atoms) else None}
 
-    def query(self, iid: str, *, query, body):
+    def query(self, iid: str, *, query, body, size=0):
         cur = self._known(iid)
         if cur.state != "done":
             raise ApiError(409, "not_ready", f"ingest {iid} is {cur.state}")
@@ -268,13 +322,19 @@ class SystemService:
         with self.query_lock:
             try:
                 res = cur.system.query(question, scope, as_of)
+                if res is None:
+                    raise TypeError("the system's query returned None, not a Result")
                 hits = [[a, float(s)] for a, s in res.hits]
                 cart = list(res.cartridge)
-            except Exception as e:
-                if not isinstance(e, MembenchError):
-                    traceback.print_exc(file=self.log or sys.stderr)
-                raise ApiError(500, "system_error", f"{type(e).__name__}: {e}"[:2000]) from None
+            except Exception as e:   # one line in the log (Handler._serve), a 500 to the client
+                raise ApiError(500, "system_error", _line(f"{type(e).__name__}: {e}")) from None
         return 200, {"hits": hits, "cartridge": cart}
+
+    def say(self, line: str) -> None:
+        """One line in the server's log (standard error unless ``log`` was given)."""
+        out = self.log or sys.stderr
+        out.write(f"membench serve: {_line(line)}\n")
+        out.flush()
 
     @staticmethod
     def _parse(fn, body):
@@ -286,20 +346,55 @@ class SystemService:
             raise ApiError(400, "bad_request", str(e)[:2000]) from None
 
 
+class _Cut(Exception):
+    """The request did not arrive in full (its deadline passed, or the client went away):
+    the connection is closed without an answer."""
+
+
 class Handler(BaseHTTPRequestHandler):
-    """HTTP/1.1 with keep-alive; every answer is JSON with a Content-Length."""
+    """HTTP/1.1 with keep-alive; every answer is JSON with a Content-Length. Each connection
+    has an idle timeout (the socket's, for every read and write) and each request a deadline
+    for arriving in full (a :class:`Watchdog`): see the module docstring."""
 
     protocol_version = "HTTP/1.1"
     server_version = "membench-serve"
     # headers and body are two writes: without TCP_NODELAY, Nagle's algorithm and the
     # client's delayed ACK hold the body back about 40 ms per answer
     disable_nagle_algorithm = True
+    timeout = IDLE_TIMEOUT          # socketserver applies it to the connection (every recv/send)
+    request_seconds = REQUEST_SECONDS
     service: SystemService          # set on the subclass :func:`make_server` builds
 
     def log_message(self, format: str, *args) -> None:  # quiet: one line per error only
         pass
 
+    def setup(self) -> None:
+        super().setup()
+        self._dog = Watchdog("membench-serve-request")
+        self._size = 0
+
+    def finish(self) -> None:
+        self._dog.close()
+        try:
+            super().finish()
+        except OSError:             # the client went away (or the deadline shut the socket)
+            pass
+
+    def handle_one_request(self) -> None:
+        self._dog.arm(self.connection, time.monotonic() + self.request_seconds)
+        try:
+            super().handle_one_request()
+        except OSError:             # reset, or shut down by the deadline: nothing to answer
+            self.close_connection = True
+        finally:
+            if self._dog.disarm():
+                self.close_connection = True
+                self.service.say(f"closed the connection from {self.client_address[0]}: a "
+                                 f"request did not arrive in full within "
+                                 f"{self.request_seconds:g} s (serve_request_seconds)")
+
     def _body(self) -> Any:
+        self._size = 0
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             raise ApiError(411, "length_required", "send the body with a Content-Length")
         n = self.headers.get("Content-Length")
@@ -308,8 +403,12 @@ class Handler(BaseHTTPRequestHandler):
         if not n.isdigit():
             raise ApiError(400, "bad_request", "Content-Length is not a number")
         if int(n) > MAX_REQUEST:
-            raise ApiError(413, "too_large", f"a body of {n} bytes; at most {MAX_REQUEST}")
+            raise ApiError(413, "too_large", f"a body of {n} bytes; at most {MAX_REQUEST} "
+                           "(serve_request_bytes)")
         raw = self.rfile.read(int(n))
+        if len(raw) < int(n):
+            raise _Cut
+        self._size = len(raw)
         try:
             return loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as e:
@@ -332,12 +431,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def _serve(self, method: str) -> None:
         try:
-            body = self._body()
-            status, obj = self.service.handle(method, self.path, body)
+            try:
+                body = self._body()
+            finally:
+                if self._dog.disarm():          # the request came too slowly: no answer
+                    raise _Cut
+            status, obj = self.service.handle(method, self.path, body, self._size)
+        except _Cut:
+            self.close_connection = True
+            return
         except ApiError as e:
             if e.status >= 500:
-                (self.service.log or sys.stderr).write(f"membench serve: {method} {self.path}: "
-                                                       f"{e.message}\n")
+                self.service.say(f"{method} {self.path[:200]}: {e.message}")
             if e.status in (411, 413):
                 self.close_connection = True   # the unread body would be taken for a request
             status, obj = e.status, {"error": {"code": e.code, "message": e.message}}
@@ -358,11 +463,44 @@ class Handler(BaseHTTPRequestHandler):
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True           # a hanging system does not keep the process alive
+    max_connections = MAX_CONNECTIONS
+
+    def __init__(self, *args, **kw):
+        self._open = 0
+        self._open_lock = threading.Lock()
+        super().__init__(*args, **kw)
+
+    def process_request(self, request, client_address) -> None:
+        with self._open_lock:
+            full = self._open >= self.max_connections
+            if not full:
+                self._open += 1
+        if full:
+            self._say(f"refused a connection from {client_address[0]}: "
+                      f"{self.max_connections} are open (serve_connections)")
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._open_lock:
+                self._open -= 1
+
+    def _say(self, line: str) -> None:
+        service = getattr(self.RequestHandlerClass, "service", None)
+        if service is not None:
+            service.say(line)
+        else:
+            sys.stderr.write(f"membench serve: {_line(line)}\n")
 
     def handle_error(self, request, client_address) -> None:
-        if isinstance(sys.exc_info()[1], ConnectionError):
+        e = sys.exc_info()[1]
+        if isinstance(e, (ConnectionError, TimeoutError)):
             return                  # the client went away (it timed out, or stopped): its loss
-        super().handle_error(request, client_address)
+        self._say(f"a request from {client_address[0]} failed: {type(e).__name__}: {e}")
 
 
 class Server6(Server):
