@@ -184,8 +184,8 @@ def _run_cmd(a: argparse.Namespace) -> int:
     from .run.systems import make_system
     from .sets.subcorpus import lock_for
 
-    if a.engine == "local" and (a.address or a.workers):
-        raise MembenchError("--address and --workers go with --engine ray")
+    if a.engine == "local" and (a.address or a.workers or a.connect_timeout is not None):
+        raise MembenchError("--address, --workers and --connect-timeout go with --engine ray")
     if a.engine == "ray":
         from .run.ray_engine import import_ray
 
@@ -200,7 +200,8 @@ def _run_cmd(a: argparse.Namespace) -> int:
 
         meta = run_system_ray(a.system, _parse_config(a.config), Path(a.sets), a.split, out,
                               corpus_root(a.corpus), address=a.address, workers=a.workers,
-                              **kw)
+                              **kw, **({} if a.connect_timeout is None else
+                                       {"connect_timeout": a.connect_timeout}))
     else:
         meta = run_system(system, Path(a.sets), a.split, out, corpus_root(a.corpus), **kw)
     print(f"{system.name} on {a.split}: {meta['queries']} queries, {meta['atoms']} atoms, "
@@ -252,7 +253,8 @@ def _report_cmd(a: argparse.Namespace) -> int:
                   corpus=corpus_root(a.corpus) if a.corpus else None,
                   partial=a.partial, final=a.final, force=a.force,
                   q2d=Path(a.q2d) if a.q2d else None,
-                  leaderboard=Path(a.leaderboard) if a.leaderboard else None, jobs=a.jobs)
+                  leaderboard=Path(a.leaderboard) if a.leaderboard else None, jobs=a.jobs,
+                  live_links=a.live_links)
     for r in done:
         print(f"  {r.html}")
     print(f"{len(done)} report page(s) in {time.time() - t0:.0f} s; open {Path(a.out) / 'index.html'}")
@@ -462,6 +464,17 @@ def resample_count(text: str) -> int:
     return v
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be > 0 and finite, got {text}")
+    return v
+
+
 def port_number(text: str) -> int:
     """An argparse type: a TCP port, 0 to 65535 (0: the system picks a free one)."""
     try:
@@ -599,6 +612,8 @@ this one). Re-running the same command resumes an interrupted run.""")
                    "start a local one)")
     r.add_argument("--workers", type=positive_int, metavar="N", help="with --engine ray: "
                    "shards (default: the cluster's CPUs, at most 4)")
+    r.add_argument("--connect-timeout", type=positive_seconds, metavar="S", help="with --engine "
+                   "ray --address: the cluster must answer within S seconds (default 30)")
     r.set_defaults(func=_run_cmd)
 
     sv = sub.add_parser("serve", help="serve a Python memory system over HTTP (membench-http/1) "
@@ -664,6 +679,10 @@ authentication). Ctrl-C stops it.""")
                     "(default: one per CPU, at most 4); the pages are the same either way")
     rp.add_argument("--sets", help="sets folder (default: the one each run recorded)")
     rp.add_argument("--corpus", help=corpus_help + ", for the pictures of source regions")
+    rp.add_argument("--live-links", action="store_true", help="make URLs that the sets name "
+                    "(a video's URL) links on page 04 when they are https to a host the corpus "
+                    "manifest's sources name; default: shown as text (set files can come from "
+                    "someone else). Recorded in each page's provenance")
     _read_flags(rp)
     rp.set_defaults(func=_report_cmd)
 

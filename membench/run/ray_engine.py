@@ -36,13 +36,29 @@ deterministic and the run stops), and the queries it had not answered are asked 
 local engine would, and re-running the same command (with either engine) resumes it: the atoms
 are checked, a torn last line is cut, only unanswered queries are asked.
 
-The local cluster (no ``address``): ``ray.init`` with ``num_cpus = workers`` on 127.0.0.1, no
-dashboard, its session files in a fresh temporary folder removed afterwards, and
-``ray.shutdown()`` in a ``finally``, so no Ray process outlives the run. Its helper processes
-are started with ``rfc3987_syntax`` left out of their imports (it is what makes ``import ray``
-slow here: 2.2 of 3.0 CPU seconds, through jsonschema's optional IRI check, which Ray never
-uses), because the raylet aborts when its agent takes more than 15 s to start, which it did on
-a loaded 2-core machine. An existing cluster (``address``): joined and left as it was.
+The local cluster (no ``address``): ``ray.init`` with ``num_cpus = workers``, no dashboard,
+its session files in a fresh temporary folder removed afterwards, and ``ray.shutdown()`` in a
+``finally``. **Loopback only**: ``ray.init(_node_ip_address="127.0.0.1")`` alone is not
+enough (Ray replaces a loopback node address with the machine's LAN address, and its gRPC
+servers bind the wildcard address), so the cluster is started the way Ray starts one where it
+does not support clusters (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``): the node address is
+127.0.0.1 and every process (GCS, raylet and its object manager, the dashboard's agent, the
+runtime-env agent, every worker, the driver's own core worker) binds it. Then membench lists
+what the cluster's processes listen on (:mod:`membench.core.listening`) and refuses to go on
+if anything is not loopback (a Ray version that binds otherwise), once the cluster is up and
+again once the shard workers are. **Nothing outlives the driver**: a reaper process
+(:mod:`membench.run.ray_reaper`) holds a pipe from the driver and, when it closes (the run
+ended, or the driver was killed and no ``finally`` ran), kills every process that names the
+cluster's folder and removes the folder. Its helper processes are started with
+``rfc3987_syntax`` left out of their imports (it is what makes ``import ray`` slow here: 2.2 of
+3.0 CPU seconds, through jsonschema's optional IRI check, which Ray never uses), because the
+raylet aborts when its agent takes more than 15 s to start, which it did on a loaded 2-core
+machine.
+
+An existing cluster (``address``): joined and left as it was. Before ``ray.init``, the
+address must answer within ``connect_timeout`` seconds (bound ``ray_connect_seconds``,
+default 30): a TCP connection, then Ray's own GCS client (``InnerGcsClient``); an address
+that does not is one line naming it (Ray's own retries waited 828 s for one).
 """
 
 from __future__ import annotations
@@ -52,6 +68,8 @@ import heapq
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -61,6 +79,7 @@ from typing import Any
 
 from ..core import progress as _progress
 from ..core.atomic import open_append
+from ..core.bounds import bound
 from ..core.errors import MembenchError
 from ..core.jsonl import dumps
 from ..core.netguard import quiet_native_telemetry
@@ -88,6 +107,10 @@ DEFAULT_WINDOW = 256
 MAX_RESTARTS = 3
 OCR_PDF = ("pdf", "image", "ui_screenshot")
 START_ATTEMPTS = 3      # a local cluster's start can fail on a loaded machine: try again
+CONNECT_SECONDS = bound("ray_connect_seconds", 30.0, "s", "joining a Ray cluster at "
+                        "`--address`: a TCP connection, then its GCS must answer "
+                        "(`--connect-timeout`)", "exit 2, one line naming the address",
+                        "membench/run/ray_engine.py")
 
 
 def import_ray():
@@ -119,18 +142,24 @@ _STUB = 'raise ImportError("left out of Ray helper processes by membench (slow t
 
 @contextmanager
 def cluster(address: str | None = None, num_cpus: int | None = None,
-            object_store_bytes: int = 1 << 30) -> Iterator[dict]:
+            object_store_bytes: int = 1 << 30,
+            connect_timeout: float | None = CONNECT_SECONDS) -> Iterator[dict]:
     """A Ray connection for the duration of the block; yields what it is (recorded in
     meta.json). Already connected (``ray.is_initialized()``: a test or a notebook made it):
-    used as is and left open. ``address``: joins that cluster, disconnects afterwards. Else a
-    local cluster of ``num_cpus`` CPUs on 127.0.0.1, shut down afterwards, its session files in
-    a fresh folder under ``$MEMBENCH_RAY_TMP`` (default: the system's temporary folder; keep
-    the path short: Ray's socket paths must fit 107 bytes), removed afterwards."""
+    used as is and left open. ``address``: joins that cluster (which must answer within
+    ``connect_timeout`` s: :func:`probe_address`; None: probed already), disconnects
+    afterwards. Else a local cluster
+    of ``num_cpus`` CPUs bound to 127.0.0.1 only (checked: :func:`check_loopback`), shut down
+    afterwards, its session files in a fresh folder under ``$MEMBENCH_RAY_TMP`` (default: the
+    system's temporary folder; keep the path short: Ray's socket paths must fit 107 bytes),
+    removed afterwards, and a reaper that kills what is left of it if this process dies."""
     ray = import_ray()
     if ray.is_initialized():
         yield {"cluster": "connected before the run", "cpus": _cpus(ray)}
         return
     if address:
+        if connect_timeout is not None:
+            probe_address(address, connect_timeout)
         try:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as e:
@@ -144,23 +173,28 @@ def cluster(address: str | None = None, num_cpus: int | None = None,
         return
     n = num_cpus or default_workers()
     tmp = Path(tempfile.mkdtemp(prefix="mbray-", dir=os.environ.get("MEMBENCH_RAY_TMP") or None))
+    reaper = _start_reaper(tmp)         # before the environment names the folder
     stub = tmp / "pystub" / "rfc3987_syntax"
     stub.mkdir(parents=True)
     (stub / "__init__.py").write_text(_STUB)
-    env_before = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_USAGE_STATS_ENABLED")}
+    env_before = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_USAGE_STATS_ENABLED",
+                                                 _LOCAL_ONLY)}
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(stub.parent)] + ([env_before["PYTHONPATH"]] if env_before["PYTHONPATH"] else []))
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    os.environ[_LOCAL_ONLY] = "0"       # node address 127.0.0.1, in every process it starts
+    listening_before = _own_listeners()
     try:
         try:
             for attempt in range(1, START_ATTEMPTS + 1):
                 nice = _boost()
                 try:
-                    ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False,
-                             configure_logging=False, _node_ip_address="127.0.0.1",
-                             _temp_dir=str(tmp / f"r{attempt}"),
-                             object_store_memory=object_store_bytes,
-                             _system_config={"worker_register_timeout_seconds": 600})
+                    with _loopback_node():
+                        ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False,
+                                 configure_logging=False, _node_ip_address="127.0.0.1",
+                                 _temp_dir=str(tmp / f"r{attempt}"),
+                                 object_store_memory=object_store_bytes,
+                                 _system_config={"worker_register_timeout_seconds": 600})
                     break
                 except Exception as e:  # noqa: BLE001 - ray raises a bare Exception here
                     why = _start_failure(tmp / f"r{attempt}") or str(e).splitlines()[0]
@@ -178,12 +212,172 @@ def cluster(address: str | None = None, num_cpus: int | None = None,
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-        yield {"cluster": f"local ({n} CPUs)", "cpus": n, "folder": str(tmp)}
+        where = {"cluster": f"local ({n} CPUs)", "cpus": n, "folder": str(tmp),
+                 "listening_before": listening_before}
+        where["listening"] = check_loopback(where, "started")
+        yield where
     finally:
         if ray.is_initialized():
             ray.shutdown()
         _kill_session(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
+        _stop_reaper(reaper)
+
+
+_LOCAL_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextmanager
+def _loopback_node() -> Iterator[None]:
+    """Ray's node address 127.0.0.1 for this process's ``ray.init``: Ray reads
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` once, at import, so its constant is set for the
+    call (the environment variable, set by :func:`cluster`, reaches the processes it starts)."""
+    try:
+        from ray._private import ray_constants as rc
+    except ImportError:             # another Ray layout: the socket check still refuses
+        yield
+        return
+    old = getattr(rc, "ENABLE_RAY_CLUSTER", None)
+    rc.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        rc.ENABLE_RAY_CLUSTER = old
+
+
+def cluster_pids(where: dict) -> set[int]:
+    """The processes of a local cluster :func:`cluster` started: those naming its folder and
+    this process's descendants (Ray renames its helpers' command lines)."""
+    return set(_session_pids(Path(where["folder"]))) | _descendants()
+
+
+def _own_listeners() -> set[tuple[str, int]]:
+    from ..core.listening import listeners
+
+    return {(x.address, x.port) for x in listeners([os.getpid()])}
+
+
+def exposed(where: dict) -> tuple[list, list]:
+    """``(every listening socket, those not on a loopback address)`` of a local cluster: its
+    processes', and those this process opened since the cluster started (the driver's core
+    worker)."""
+    from ..core.listening import listeners
+
+    me = os.getpid()
+    before = where.get("listening_before", set())
+    found = [x for x in listeners(cluster_pids(where) | {me})
+             if x.pid != me or (x.address, x.port) not in before]
+    return found, [x for x in found if not x.loopback]
+
+
+def check_loopback(where: dict, when: str) -> int:
+    """Refuse a local cluster that listens on anything but loopback (one line naming the
+    sockets); returns how many sockets it listens on. Joined clusters are not checked."""
+    if "folder" not in where:
+        return 0
+    found, wide = exposed(where)
+    if wide:
+        raise MembenchError(
+            f"the local Ray cluster ({when}) listens beyond this machine: "
+            + ", ".join(map(str, wide[:6])) + (f" and {len(wide) - 6} more" if len(wide) > 6
+                                                else "")
+            + "; membench runs a local cluster on 127.0.0.1 only, and stops here (this Ray "
+            "binds otherwise: docs/ray.md)")
+    return len(found)
+
+
+def _start_reaper(tmp: Path) -> subprocess.Popen | None:
+    """The reaper of this local cluster (:mod:`membench.run.ray_reaper`): told the folder, then
+    waiting for the pipe to close."""
+    try:
+        p = subprocess.Popen([sys.executable, str(Path(__file__).with_name("ray_reaper.py"))],
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+        p.stdin.write(f"{tmp}\n".encode())
+        p.stdin.flush()
+        return p
+    except OSError:             # no reaper: the finally of cluster() still shuts it down
+        return None
+
+
+def _stop_reaper(p: subprocess.Popen | None) -> None:
+    if p is None:
+        return
+    try:
+        p.stdin.close()
+        p.wait(30)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
+def probe_address(address: str, timeout: float = CONNECT_SECONDS) -> None:
+    """Within about ``timeout`` seconds, a TCP connection to ``address`` (``HOST:PORT``, or
+    ``ray://HOST:PORT`` for Ray Client) and, for a GCS address, an answer from Ray's GCS
+    client; else a :class:`MembenchError` naming the address and what failed."""
+    import re
+
+    t0 = time.monotonic()
+    address = address.strip()
+    client = address.startswith("ray://")
+    target = address
+    if not client:
+        try:            # what ray.init will connect to ("auto", localhost -> this node's address)
+            from ray._private.services import canonicalize_bootstrap_address
+
+            target = canonicalize_bootstrap_address(address) or address
+        except Exception:  # noqa: BLE001 - not an address Ray takes: the pattern below says so
+            target = address
+    m = re.fullmatch(r"(?:ray://)?(\[[^\]]+\]|[^:/\s\[\]]+):([0-9]{1,5})/?", target)
+    if not m or not 0 < int(m.group(2)) < 65536:
+        raise MembenchError(f"--address {address!r}: expected HOST:PORT (the head's GCS, e.g. "
+                            "10.0.0.5:6379) or ray://HOST:PORT")
+    host, port = m.group(1).strip("[]"), int(m.group(2))
+    join = f"--address {address}: cannot join the Ray cluster" + (
+        f" (Ray connects to {target})" if target != address else "")
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except socket.gaierror as e:
+        raise MembenchError(f"{join}: {host} does not resolve ({e.strerror or e})") from None
+    except (TimeoutError, socket.timeout):
+        raise MembenchError(f"{join}: no TCP connection within {timeout:g} s "
+                            "(ray_connect_seconds; --connect-timeout)") from None
+    except ConnectionRefusedError:
+        raise MembenchError(f"{join}: connection refused (nothing listens there: is the head "
+                            "running? `ray start --head`)") from None
+    except OSError as e:
+        raise MembenchError(f"{join}: {e.strerror or e}") from None
+    if client:
+        return                  # Ray Client: ray.init connects with its own bounded retries
+    left = timeout - (time.monotonic() - t0)
+    why = _gcs_answers(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", left)
+    if why is not None:
+        raise MembenchError(f"{join}: no Ray GCS answered there within {timeout:g} s ({why}; "
+                            "ray_connect_seconds, --connect-timeout)")
+
+
+def _gcs_answers(gcs: str, seconds: float) -> str | None:
+    """None when a Ray GCS answers at ``gcs`` within about ``seconds``, else why not. Ray's
+    client waits up to three times its timeout (the GCS, its pubsub, the cluster id), and its
+    C++ logger writes warnings straight to file descriptor 2, which is captured meanwhile so
+    that the command's error stays one line."""
+    try:
+        from ray._raylet import InnerGcsClient
+    except ImportError:
+        return None                 # another Ray layout: ray.init decides
+    ms = max(300, int(seconds * 1000 / 3))
+    with tempfile.TemporaryFile() as cap:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(cap.fileno(), 2)
+        try:
+            InnerGcsClient.standalone(gcs, None, ms)
+            return None
+        except Exception as e:  # noqa: BLE001 - Ray raises its own RpcError
+            return " ".join(str(e).split())[:200] or type(e).__name__
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _session_pids(tmp: Path) -> list[int]:
@@ -587,11 +781,13 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
                    check_sets: bool = True, address: str | None = None,
                    workers: int | None = None, window: int = DEFAULT_WINDOW,
                    max_restarts: int = MAX_RESTARTS, progress=None,
-                   on_event: Callable[[str, Any], None] | None = None) -> dict:
+                   on_event: Callable[[str, Any], None] | None = None,
+                   connect_timeout: float = CONNECT_SECONDS) -> dict:
     """:func:`membench.run.runner.run_system` on Ray: system ``name`` with ``config`` over
     ``split`` into ``out`` (resuming a partial run of either engine), ``workers`` shards
     (default: the cluster's CPUs, at most 4 for a local one) on the cluster at ``address``
-    (default: a local one). Returns meta.json's content. ``on_event(kind, info)`` is told
+    (default: a local one, which must listen on loopback only; an ``address`` must answer
+    within ``connect_timeout`` s). Returns meta.json's content. ``on_event(kind, info)`` is told
     ``"workers"`` (the shard actors' pids), ``"window"`` (lines written so far) and
     ``"restart"`` (a shard's index): for tests and monitoring."""
     from .systems import make_system, receives_records
@@ -608,6 +804,8 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
                             "(use_scratch): run it with the local engine")
     preflight(sets_dir, split, out, corpus_root, modalities, limit, final, lock=lock,
               manifest=manifest, check_sets=check_sets)
+    if address and not ray.is_initialized():
+        probe_address(address, connect_timeout)     # before RUN_DIR is touched
     from ..core.lock import run_dir_lock
 
     out = Path(out)
@@ -617,7 +815,7 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
     env = {"MEMBENCH_CACHE": str(cache_dir("").resolve()), "MEMBENCH_PROGRESS": "quiet",
            **telemetry}
     with run_dir_lock(out), located_os_errors(out), \
-            cluster(address, workers or default_workers()) as where:
+            cluster(address, workers or default_workers(), connect_timeout=None) as where:
         n = workers or max(1, where["cpus"])
         engine = {"engine": "ray", "ray_version": ray.__version__, "workers": n,
                   "cluster": where["cluster"]}
@@ -646,6 +844,9 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
                                 total=len(data.items), unit="item") as bar:
                 pool.start()
                 bar.advance(len(data.items))
+            if "folder" in where:           # a local cluster: still loopback with its workers
+                engine["listening"] = {"sockets": check_loopback(where, "with its workers"),
+                                       "all_loopback": True}
             order = {it.source_id: k for k, it in enumerate(data.items)}
             atoms = sorted((a for part in pool.atoms for a in part),
                            key=lambda a: order.get(a.source_id, -1))

@@ -1,0 +1,66 @@
+"""What a set of processes listens on, and whether any of it is reachable from elsewhere.
+
+:func:`listeners` lists the listening TCP sockets (IPv4 and IPv6) of the given processes, read
+with psutil (``psutil.net_connections``: ``/proc/net/tcp``, ``/proc/net/tcp6`` and each
+process's descriptors on Linux); :func:`is_loopback` says whether an address is a loopback one
+(``127.0.0.0/8``, ``::1``, and IPv4-mapped ``::ffff:127.x.y.z``, which is what a dual-stack
+socket bound to 127.0.0.1 shows). The Ray engine refuses a local cluster with a socket that is
+not loopback (:mod:`membench.run.ray_engine`), and the tests check ``membench serve`` and a
+Ray run with it. Touches nothing.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One listening socket: its process, that process's name, address and port."""
+
+    pid: int
+    name: str
+    address: str
+    port: int
+
+    @property
+    def loopback(self) -> bool:
+        return is_loopback(self.address)
+
+    def __str__(self) -> str:
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"{host}:{self.port} ({self.name}, pid {self.pid})"
+
+
+def is_loopback(address: str) -> bool:
+    """True for a loopback address (IPv4-mapped IPv6 included); False for anything else,
+    the unspecified address (``0.0.0.0``, ``::``: every interface) first of all."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback
+
+
+def listeners(pids: Iterable[int]) -> list[Listener]:
+    """The listening TCP sockets of the processes ``pids`` (sorted; processes gone meanwhile
+    are skipped)."""
+    import psutil
+
+    want = set(pids)
+    out = set()
+    for c in psutil.net_connections(kind="inet"):
+        if c.status != psutil.CONN_LISTEN or c.pid not in want or not c.laddr:
+            continue
+        try:
+            name = psutil.Process(c.pid).name()
+        except psutil.Error:
+            name = "?"
+        out.add(Listener(c.pid, name, c.laddr.ip, c.laddr.port))
+    return sorted(out, key=lambda x: (x.pid, x.port, x.address))
+
+
+__all__ = ["Listener", "is_loopback", "listeners"]
