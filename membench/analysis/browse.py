@@ -375,19 +375,21 @@ def _same_source(regions: Sequence[dict], source_id: str) -> list[dict]:
 
 def render_region_html(modality: str, item: dict | None, extent: dict, corpus_root: Path | None,
                        *, kind: str = "atom", gold: Sequence[dict] = (),
-                       original_gold: Sequence[dict] = (), others: Sequence[dict] = ()) -> str:
+                       original_gold: Sequence[dict] = (), others: Sequence[dict] = (),
+                       link_hosts: frozenset[str] | None = None) -> str:
     """The source region ``extent`` of ``item`` (an items.jsonl row) as HTML, by the modality's
     renderer (:meth:`membench.modalities.Modality.render_html`). ``kind`` is ``"atom"`` (an
     atom's extent, drawn red), ``"gold"`` or ``"original"`` (a gold region); ``gold`` /
     ``original_gold`` regions of the same item are marked too (green / blue). ``others`` are
-    more atom extents of the same item to outline (screenshots)."""
+    more atom extents of the same item to outline (screenshots). ``link_hosts``: the hosts a
+    URL from the data may be a live link to (None: every URL is text; :mod:`membench.core.links`)."""
     if item is None:
         return missing_html("source item not in items.jsonl")
     sid = item["source_id"]
     if modality not in modalities.REGISTRY:
         return missing_html(f"unknown modality {modality!r}")
     ctx = RenderContext(corpus_root, kind, _same_source(gold, sid),
-                        _same_source(original_gold, sid), tuple(others))
+                        _same_source(original_gold, sid), tuple(others), link_hosts)
     try:
         return modalities.get(modality).render_html(item, extent, ctx)
     except RenderUnavailable as ex:
@@ -421,7 +423,7 @@ def _atom_text(a: CaseAtom) -> str:
 
 
 def _atom_panel(a: CaseAtom, n: int, case: Case, corpus_root: Path | None, render: bool,
-                others: Sequence[CaseAtom] = ()) -> str:
+                others: Sequence[CaseAtom] = (), link_hosts: frozenset[str] | None = None) -> str:
     score = "—" if a.score is None else f"{a.score:.4g}"
     rank = "not ranked" if a.rank is None else f"rank {a.rank}"
     head = (f'<div><b>#{n} {e(a.atom_id)}</b> · {e(rank)} · score {e(score)}'
@@ -434,12 +436,14 @@ def _atom_panel(a: CaseAtom, n: int, case: Case, corpus_root: Path | None, rende
         oth = [o.extent for o in others if o.source_id == a.source_id and o.atom_id != a.atom_id]
         body += render_region_html(a.modality, case.sources.get(a.source_id), a.extent,
                                    corpus_root, kind="atom", gold=case.gold,
-                                   original_gold=case.original_gold, others=oth)
+                                   original_gold=case.original_gold, others=oth,
+                                   link_hosts=link_hosts)
     return f'<div class="mb-panel" data-atom-id="{e(a.atom_id)}">{head}{body}</div>'
 
 
 def _gold_panels(golds: Sequence[dict], case: Case, corpus_root: Path | None, cls: str,
-                 kind: str, covered: Sequence[CaseAtom]) -> str:
+                 kind: str, covered: Sequence[CaseAtom],
+                 link_hosts: frozenset[str] | None = None) -> str:
     out = []
     for j, g in enumerate(golds):
         src, reg = g["source_id"], g["region"]
@@ -455,7 +459,8 @@ def _gold_panels(golds: Sequence[dict], case: Case, corpus_root: Path | None, cl
             continue
         body = render_region_html(case.modality, case.sources.get(src), reg, corpus_root,
                                   kind=kind, gold=case.gold if kind == "gold" else (),
-                                  original_gold=case.original_gold if kind == "original" else ())
+                                  original_gold=case.original_gold if kind == "original" else (),
+                                  link_hosts=link_hosts)
         out.append(f'<div class="mb-panel {cls}">{head}{body}</div>')
     return "".join(out)
 
@@ -488,12 +493,14 @@ def _corpus(corpus_root) -> Path | None:
 
 
 def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
-                     css: bool = True) -> str:
+                     css: bool = True, link_hosts: frozenset[str] | None = None) -> str:
     """One case as a self-contained HTML block: the question, scope, as_of, derivation, the
     cartridge atoms (text, score, flags) and each atom's source region as it is; for a miss
     the gold regions and the top 10 hits; for a derived item the original query's gold. Every
-    text is escaped; pictures are embedded as ``data:`` URIs."""
+    text is escaped; pictures are embedded as ``data:`` URIs; a URL from the data is text
+    unless ``link_hosts`` names its https host (:mod:`membench.core.links`)."""
     root = _corpus(corpus_root)
+    lh = link_hosts
     label = {"false_recall": "FALSE RECALL", "miss": "MISS",
              "scope_leak": "SCOPE LEAK"}.get(case.kind, case.kind.upper())
     parts = [_CSS if css else "",
@@ -532,13 +539,13 @@ def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
         if case.n_leaks > len(case.leaks):
             parts.append(f"<div>the first {len(case.leaks)} shown</div>")
         for n, a in enumerate(case.leaks[:REGION_RENDERS_TOP], 1):
-            parts.append(_atom_panel(a, n, case, root, True, case.leaks))
+            parts.append(_atom_panel(a, n, case, root, True, case.leaks, lh))
     if case.cartridge:
         parts.append(f"<h4>Cartridge: {len(case.cartridge)} atom(s)"
                      f"{' the system should have abstained' if case.kind == 'false_recall' else ''}"
                      "</h4>")
         for n, a in enumerate(case.cartridge, 1):
-            parts.append(_atom_panel(a, n, case, root, True, case.cartridge))
+            parts.append(_atom_panel(a, n, case, root, True, case.cartridge, lh))
     else:
         parts.append("<h4>Cartridge: empty (the system abstained)</h4>")
 
@@ -551,23 +558,24 @@ def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
                 extra = case.top_hits[:REGION_RENDERS_TOP]
                 parts.append(f"<div>regions of the top {len(extra)}:</div>")
                 for n, a in enumerate(extra, 1):
-                    parts.append(_atom_panel(a, n, case, root, True, extra))
+                    parts.append(_atom_panel(a, n, case, root, True, extra, lh))
                 shown += extra
         else:
             parts.append(missing_html("no ranked atoms"))
         parts.append(f"<h4>Gold: {len(case.gold)} region(s)</h4>")
-        parts.append(_gold_panels(case.gold, case, root, "mb-gold", "gold", shown))
+        parts.append(_gold_panels(case.gold, case, root, "mb-gold", "gold", shown, lh))
     if o and o["found"]:
         parts.append(f"<h4>Gold of the original query {e(o['query_id'])} (holder "
                      f"{e(str(o['holder']))})</h4>")
-        parts.append(_gold_panels(o["gold"], case, root, "mb-orig", "original", shown))
+        parts.append(_gold_panels(o["gold"], case, root, "mb-orig", "original", shown, lh))
     parts.append("</div>")
     return "".join(parts)
 
 
 def static_cases_html(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None,
                       corpus_root: str | os.PathLike | None = None, kind: str = "false_recall",
-                      n: int = 5, modality: str | None = None, spread: bool = False) -> str:
+                      n: int = 5, modality: str | None = None, spread: bool = False,
+                      link_hosts: frozenset[str] | None = None) -> str:
     """The first ``n`` cases of ``kind`` rendered as one HTML block (it shows in static HTML,
     without a kernel). ``spread``: take the cases round-robin over the modalities (the first
     of each modality, then the second of each, ...) so that a few cases show several
@@ -589,7 +597,8 @@ def static_cases_html(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | 
             f'order: modality, then query id) · run {e(str(data.run_dir))}</div>')
     if not chosen:
         return _CSS + head + f"<div><i>no {e(KINDS[kind])}</i></div>"
-    return _CSS + head + "".join(render_case_html(c, corpus_root, css=False) for c in chosen)
+    return _CSS + head + "".join(render_case_html(c, corpus_root, css=False,
+                                                  link_hosts=link_hosts) for c in chosen)
 
 
 # --------------------------------------------------------------------------- widget
@@ -613,8 +622,10 @@ class Browser:
 
     def __init__(self, run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None,
                  corpus_root: str | os.PathLike | None = None, kind: str = "false_recall",
-                 modality: str = "all"):
+                 modality: str = "all", link_hosts: frozenset[str] | None = None):
         import ipywidgets as w
+
+        self.link_hosts = link_hosts
 
         self.data = load_run_cases(run_dir, sets_dir)
         self.corpus_root = _corpus(corpus_root)
@@ -665,7 +676,8 @@ class Browser:
             self.label.value = f"{self.pos + 1} / {len(cs)} {what} · {where} · {c.query_id}"
             key = (c.kind, c.query_id)
             if key not in self._html_cache:
-                self._html_cache[key] = render_case_html(c, self.corpus_root)
+                self._html_cache[key] = render_case_html(c, self.corpus_root,
+                                                         link_hosts=self.link_hosts)
             self.html.value = self._html_cache[key]
         self.prev_button.disabled = self.pos <= 0
         self.next_button.disabled = self.pos >= len(cs) - 1

@@ -73,13 +73,16 @@ class RenderContext:
     ``kind``: ``"atom"`` (a returned atom's extent), ``"gold"`` or ``"original"`` (a gold
     region of the item, or of the query an unanswerable item derives from). ``gold`` and
     ``original`` are the regions of those kinds *on the same item*, to mark too; ``others``
-    are more atom extents of the same item to outline (screenshots)."""
+    are more atom extents of the same item to outline (screenshots). ``link_hosts``: the hosts
+    a URL from data may be a live link to (``https`` only; :func:`membench.core.links.external`);
+    None, the default: every such URL is shown as text."""
 
     corpus_root: Path | None = None
     kind: str = "atom"
     gold: Sequence[dict] = ()
     original: Sequence[dict] = ()
     others: Sequence[dict] = ()
+    link_hosts: frozenset[str] | None = None
 
 
 class RenderUnavailable(Exception):

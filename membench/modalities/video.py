@@ -5,7 +5,8 @@
 * hit: the closed intervals intersect (spans that touch at one instant are hits)
 * bounds: ``t_end`` <= the item's ``meta.duration``
 * shown as: the caption cues inside the window (``item.content``: ``[start, end, text]``),
-  marked where they overlap gold, with a link to the video at the window's start
+  marked where they overlap gold, and the video's URL at the window's start (as text; a
+  live link only in a report asked for live links, to a host of the corpus manifest)
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.links import external
 from .base import HL, Modality, RenderContext, escape, is_num, missing_html
 
 #: the structural atoms' window (seconds)
@@ -103,10 +105,11 @@ class Video(Modality):
         meta = item.get("meta", {})
         url = meta.get("url")
         link = ""
-        if isinstance(url, str) and url.startswith(("http://", "https://")):
+        if isinstance(url, str) and url:
+            # text unless the report allows live links to this https host (core.links)
             sep = "&" if "?" in url else "?"
-            link = (f' · <a href="{escape(url + sep + "t=" + str(int(t0)))}" target="_blank">'
-                    f'open at {fmt_t(t0)}</a>')
+            link = " · video " + external(url + sep + "t=" + str(int(t0)),
+                                          f"open at {fmt_t(t0)}", ctx.link_hosts)
         head = (f'<div>window {fmt_t(t0)}–{fmt_t(t1)} ({t1 - t0:.1f} s) of '
                 f'{fmt_t(meta["duration"]) if meta.get("duration") else "?"} · '
                 f'{len(inside)} caption cue(s){link}</div>')

@@ -9,7 +9,11 @@ answers, config values, coverage reasons, notes). Each goes through exactly one 
   backslash-escaped, so a backtick cannot end a code span and ``[x](javascript:…)`` cannot
   become a link;
 * :func:`href` for a link target: only a relative path inside the report tree (no scheme, no
-  leading ``/``, no ``..``, no ``//``), each segment percent-encoded; anything else raises.
+  leading ``/``, no ``..``, no ``//``), each segment percent-encoded; anything else raises;
+* :func:`external` for a URL that data names (a video's ``meta.url`` in ``items.jsonl``, ...):
+  shown as text, never a link, unless the report was asked for live links
+  (``membench report --live-links``) and the URL is ``https`` to a host the corpus manifest's
+  source entries name (:func:`manifest_link_hosts`); set files can come from someone else.
 
 :func:`markdown` is ``IPython.display.Markdown`` built from a template whose ``{}`` fields are
 filled with :func:`md`-escaped values, and :func:`html_block` the same with :func:`esc`, so a
@@ -22,6 +26,8 @@ import html
 import re
 from typing import Any
 from urllib.parse import quote
+
+from ..core.links import external, manifest_link_hosts
 
 _MD_META = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
 
@@ -79,4 +85,5 @@ def html_block(template: str, *args: Any, **kwargs: Any):
     return HTML(_fill(template, esc, args, kwargs))
 
 
-__all__ = ["UnsafeLink", "esc", "href", "html_block", "markdown", "md"]
+__all__ = ["UnsafeLink", "esc", "external", "href", "html_block", "manifest_link_hosts",
+           "markdown", "md"]

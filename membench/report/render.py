@@ -23,13 +23,19 @@ the notebook and cell.
 Safety (every page):
 
 * every string that comes from data is escaped (:mod:`membench.report.escape`); links are
-  relative paths inside the report tree only;
+  relative paths inside the report tree only; a URL that data names (a video's ``meta.url``)
+  is shown as text. ``live_links=True`` (``membench report --live-links``, off by default)
+  makes such a URL a link on page 04 when it is ``https`` to a host named by the corpus
+  manifest's source entries (:mod:`membench.core.links`), and nowhere else; every page records
+  which in its provenance (``external_links``, in the footer and a ``membench:`` meta tag);
 * a Content-Security-Policy ``<meta>``: ``default-src 'none'``; images and fonts from ``data:``
   only; inline styles allowed (pandas, matplotlib and the widgets style inline); **scripts only
   by sha256**, and the only script a page carries is membench's own widget manager (page 04,
   when the notebook saved widget state; ``script-src 'none'`` elsewhere). So a ``<script>`` or an
   ``onerror=`` that slipped through from data would not run, and nothing can be fetched from
-  another machine. ``'unsafe-eval'`` is allowed only on pages with the widget manager, because
+  another machine, with or without live links: the policy names no host at all (a policy
+  cannot govern where a clicked link goes: ``navigate-to`` was dropped from CSP and no browser
+  enforces it, so that is the links' own rule above). ``'unsafe-eval'`` is allowed only on pages with the widget manager, because
   the bundled @jupyter-widgets/html-manager compiles its state schema with ``new Function``;
   it evaluates only strings of its own bundle, never data (the widget state is JSON);
 * the widget JavaScript is inlined from ``membench/report/static`` (no CDN).
@@ -153,6 +159,7 @@ def _head_tags(prov: dict[str, Any]) -> str:
         "membench:config": json.dumps(prov.get("config"), sort_keys=True)
         if prov.get("config") is not None else None,
         "membench:split": prov.get("split"),
+        "membench:external_links": prov.get("external_links"),
     }
     for f, d in (prov.get("set_sha256") or {}).items():
         tags[f"membench:set_sha256:{f}"] = d
@@ -165,6 +172,7 @@ def _footer(prov: dict[str, Any]) -> str:
             *((f"{f} sha256", d) for f, d in (prov.get("set_sha256") or {}).items()),
             ("system", prov.get("system")), ("split", prov.get("split")),
             ("code revision", prov.get("code_revision")),
+            ("external links", prov.get("external_links")),
             ("generated at", prov.get("generated_at")),
             ("test-split accesses logged", len(prov.get("test_accesses") or []))]
     body = "".join(f"<tr><th>{esc(k)}</th><td><code>{esc(v)}</code></td></tr>"
@@ -451,7 +459,7 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
            notebooks: tuple[str, ...] = RUN_NOTEBOOKS, extra: dict[str, Any] | None = None,
            partial: bool = False, final: bool = False, force: bool = False,
            q2d: Path | None = None, leaderboard: Path | None = None,
-           jobs: int | None = None) -> list[Rendered]:
+           jobs: int | None = None, live_links: bool = False) -> list[Rendered]:
     """Render the run notebooks for every run (``runs + compare``), and the comparison when
     there is more than one. Every run is opened and scored first (:meth:`RunDir.open` refuses
     an incomplete run unless ``partial``, a test-split run unless ``final``, drifted sets,
@@ -462,7 +470,9 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     unless ``force``. ``leaderboard``: also page 06 for that result store
     (:func:`render_leaderboard`), read and checked before anything is rendered. ``jobs``: how
     many notebooks run at once (default :func:`default_jobs`; the pages are the same either
-    way)."""
+    way). ``live_links``: URLs that the data names are links on page 04 when ``https`` to a
+    host of the corpus manifest's source entries (default: text); recorded in every page's
+    provenance (:func:`external_links`)."""
     out = Path(out)
     all_paths = [Path(r).resolve() for r in [*runs, *(compare or [])]]
     if not all_paths and q2d is None and leaderboard is None:
@@ -479,21 +489,24 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
                   + ([q2d_page[0]] if q2d_page else []) + ([board[0]] if board else []), force)
     sets = str(Path(sets_dir).resolve()) if sets_dir else None
     root = str(Path(corpus).resolve()) if corpus else None
+    links = external_links(live_links)
     per_run: list[tuple[str, dict[str, Any] | None]] = []
     todo: list[Job] = []
     for rd, label in zip(opened, labels):
         prov = provenance(rd)
+        prov["external_links"] = links
         metrics, why = _metrics(rd)
         per_run.append((label, metrics))
         page = Page(label, tuple(notebooks), summary_html(metrics, label, missing=why))
         params = {"run_dir": str(rd.path), "sets_dir": str(rd.sets_dir.resolve()),
-                  "corpus": root, **flags, **(extra or {})}
+                  "corpus": root, "live_links": bool(live_links), **flags, **(extra or {})}
         record = _record(label, rd, metrics, list(notebooks))
         todo += [Job(name, params, out / label, prov, page, record) for name in notebooks]
         if not notebooks:
             _write_record(out / label, record)
     if cmp_label:
         prov = provenance(opened[0])
+        prov["external_links"] = links
         prov["compared_runs"] = [str(rd.path) for rd in opened]
         prov["system"] = " vs ".join(rd.label for rd in opened)
         prov["config"] = {lab: rd.meta.get("config") for lab, rd in zip(labels, opened)}
@@ -512,6 +525,18 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     if failed:
         raise MembenchError("; ".join(r.error for r in failed))
     return done
+
+
+def external_links(live: bool) -> str:
+    """What a page's provenance says of URLs from the data (``external_links``)."""
+    if not live:
+        return "text: URLs from set and run files are shown as text, never links"
+    from ..core.links import manifest_link_hosts
+    from ..core.paths import MANIFEST_PATH
+
+    hosts = sorted(manifest_link_hosts(MANIFEST_PATH))
+    return ("live (--live-links): https URLs to " + (", ".join(hosts) or "no host")
+            + " (the corpus manifest's sources) are links on page 04; any other URL is text")
 
 
 def _q2d_page(q2d_dir: Path) -> tuple[str, Path, dict[str, Any]]:
@@ -713,5 +738,5 @@ def _read_prov(d: Path) -> dict:
     return {}
 
 
-__all__ = ["COMPARE_NOTEBOOK", "LEADERBOARD_NOTEBOOK", "Q2D_NOTEBOOK", "RUN_NOTEBOOKS", "Job", "Page", "csp", "default_jobs", "render_jobs", "render_notebook", "report",
+__all__ = ["COMPARE_NOTEBOOK", "LEADERBOARD_NOTEBOOK", "Q2D_NOTEBOOK", "RUN_NOTEBOOKS", "Job", "Page", "csp", "default_jobs", "external_links", "render_jobs", "render_notebook", "report",
            "safe_label", "to_html", "unique_labels", "write_index"]
