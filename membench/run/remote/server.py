@@ -44,6 +44,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any, Callable
@@ -392,6 +393,19 @@ class Handler(BaseHTTPRequestHandler):
                 self.service.say(f"closed the connection from {self.client_address[0]}: a "
                                  f"request did not arrive in full within "
                                  f"{self.request_seconds:g} s (serve_request_seconds)")
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None):
+        """http.server's own refusals (a malformed request line, headers past its limits, an
+        unknown method) as the protocol's error object, and the connection closed."""
+        self.close_connection = True
+        if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"    # a status line, not a bare body (0.9)
+        why = message or explain or HTTPStatus(code).phrase
+        try:
+            self._answer(code, {"error": {"code": "bad_request" if code < 500 else
+                                          "not_implemented", "message": _line(why, 300)}})
+        except OSError:
+            pass
 
     def _body(self) -> Any:
         self._size = 0
