@@ -6,8 +6,9 @@
 Runs ``membench run`` (local engine) and ``membench run --engine ray --workers N`` into
 OUT/<system>-local and OUT/<system>-ray (each resumes if it exists), then compares atoms.jsonl
 byte for byte and run.jsonl line by line with ``latency_ms`` removed (same order), and prints
-one JSON line: system, modalities, lines compared, atoms compared, equal or not, wall seconds.
-Exit 1 when they differ. Outputs stay under OUT (default under /tmp).
+one JSON line: system, modalities, lines compared, atoms compared, equal or not, wall seconds,
+and what the local cluster listened on (``ray_listening``: its sockets, all loopback, or the
+run would have stopped). Exit 1 when they differ. Outputs stay under OUT (default under /tmp).
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def main() -> int:
                       "workers": a.workers, "run_lines_compared": len(la),
                       "run_lines_equal": la == lb, "atoms_compared": n_atoms,
                       "atoms_byte_identical": same_atoms, "local_seconds": t_local,
-                      "ray_seconds": t_ray, "ray_engine": meta["engine"]}))
+                      "ray_seconds": t_ray, "ray_engine": meta["engine"],
+                      "ray_listening": meta["engine"].get("listening")}))
     return 0 if la == lb and same_atoms and la else 1
 
 

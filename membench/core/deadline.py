@@ -10,14 +10,17 @@ whatever read or write is blocked on it at once (it returns end of file or raise
 a lost connection.
 
 One thread per watchdog, started on the first :meth:`arm`, waiting on a condition (no polling)
-and ending after ``idle`` seconds without an armed socket (or at :meth:`close`); arming and
-disarming take a lock and nothing else, so a watchdog costs microseconds per exchange.
+until the armed deadline, and ending after ``idle`` seconds without an armed socket (or at
+:meth:`close`). Arming and disarming take a lock and nothing else: the thread is woken only
+when a deadline comes earlier than its current wait ends, so calls back to back do not switch
+threads (``bench/bench_http_deadline.py`` measures the cost per call).
 The HTTP client (:mod:`membench.run.remote.client`) and server
 (:mod:`membench.run.remote.server`) use one each per connection.
 """
 
 from __future__ import annotations
 
+import math
 import socket
 import threading
 import time
@@ -35,6 +38,7 @@ class Watchdog:
         self._fired = False
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._wake_at = math.inf        # when the thread's current wait ends
 
     def arm(self, sock: socket.socket, deadline: float) -> None:
         """Watch ``sock`` until :meth:`disarm`; shut it down at ``deadline`` (monotonic s)."""
@@ -43,7 +47,9 @@ class Watchdog:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            elif deadline < self._wake_at:
+                self._cond.notify()     # else the thread wakes by then anyway: no switch
+                                        # of threads per call (calls back to back cost none)
 
     def disarm(self) -> bool:
         """Stop watching; True when the deadline passed and the socket was shut down."""
@@ -59,12 +65,16 @@ class Watchdog:
     def _run(self) -> None:
         with self._cond:
             while not self._closed:
+                now = time.monotonic()
                 if self._sock is None:
-                    if not self._cond.wait(self.idle) and self._sock is None:
+                    self._wake_at = now + self.idle
+                    self._cond.wait(self.idle)
+                    if self._sock is None and time.monotonic() >= self._wake_at:
                         break                       # idle: the next arm starts a new thread
                     continue
-                left = self._deadline - time.monotonic()
+                left = self._deadline - now
                 if left > 0:
+                    self._wake_at = now + left
                     self._cond.wait(left)
                     continue
                 try:
@@ -72,7 +82,7 @@ class Watchdog:
                 except OSError:
                     pass                            # already closed: nothing to wake
                 self._fired, self._sock = True, None
-            self._thread = None
+            self._thread, self._wake_at = None, math.inf
 
 
 __all__ = ["Watchdog"]
