@@ -394,6 +394,14 @@ class Handler(BaseHTTPRequestHandler):
                                  f"request did not arrive in full within "
                                  f"{self.request_seconds:g} s (serve_request_seconds)")
 
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        if self.request_version == "HTTP/0.9":     # a bare "GET /": no headers, no length
+            self.send_error(400, "HTTP/0.9 requests are refused: send HTTP/1.1")
+            return False
+        return True
+
     def send_error(self, code: int, message: str | None = None, explain: str | None = None):
         """http.server's own refusals (a malformed request line, headers past its limits, an
         unknown method) as the protocol's error object, and the connection closed."""
