@@ -83,4 +83,7 @@ _MODULES: list[str] = [
     "membench.core.jsonl",
     "membench.metrics.bootstrap",
     "membench.core.times",
+    "membench.run.remote.client",
+    "membench.run.remote.server",
+    "membench.run.ray_engine",
 ]
