@@ -130,3 +130,24 @@ def serve_process(*args: str, timeout: float = 180.0):
                 p.wait(20)
         for f in (p.stdout, p.stderr):
             f.close()
+
+
+class RaisesOnQuery(Wrapped):
+    """A system whose query raises (a two-line message: the server's log must stay one line)."""
+
+    def query(self, q, scope, as_of):
+        raise RuntimeError("the index is corrupt\nsecond line of the message")
+
+
+class NoneOnQuery(Wrapped):
+    """A system whose query returns None instead of a Result."""
+
+    def query(self, q, scope, as_of):
+        return None
+
+
+class NoneOnIngest(Wrapped):
+    """A system whose ingest returns None instead of its atoms."""
+
+    def ingest(self, items, root):
+        return None

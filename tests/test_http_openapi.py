@@ -72,8 +72,8 @@ class Recorder:
         self.exchanges: list[dict] = []
         real = client_mod._Connection.request
 
-        def request(conn, method, path, body, read_timeout):
-            status, ctype, raw = real(conn, method, path, body, read_timeout)
+        def request(conn, method, path, body, *args):
+            status, ctype, raw = real(conn, method, path, body, *args)
             self.exchanges.append({"method": method, "path": path,
                                    "request": None if body is None else json.loads(body),
                                    "status": status, "ctype": ctype,
@@ -136,6 +136,9 @@ def exchanges(built, corpus_root, tmp_path_factory):
                      "as_of": "2024-01-01T00:00:00+00:00"}).encode()),
                 raw_call(url, "GET", "/ingests/x1/atoms?offset=-1"),
                 raw_call(url, "PUT", "/ingests/bad$id/batches/0", b'{"items": []}'),
+                raw_call(url, "PUT", "/ingests/x2/batches/1000000", b'{"items": []}'),
+                raw_call(url, "PUT", "/ingests/x2", json.dumps(
+                    {"corpus_root": str(corpus_root), "batches": 10 ** 10, "items": 0}).encode()),
             ]
         with thread_server(SlowIngest, [corpus_root]) as (url, service):
             items = load_split(built.out, "dev", ["conversation"], limit=1).items
@@ -214,7 +217,7 @@ def test_every_error_answer_validates(exchanges):
         check_exchange(ex)
         statuses.add(ex["status"])
         assert ex["status"] < 300 or wire.error_of(ex["response"]) is not None, ex
-    assert {400, 403, 404, 405, 409} <= statuses
+    assert {400, 403, 404, 405, 409, 413} <= statuses
 
 
 # --------------------------------------------------------------------------- the client's checks

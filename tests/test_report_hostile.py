@@ -1,8 +1,9 @@
-"""A report rendered from runs whose system name, run directory names and questions carry
-script payloads: the pages show them as text and no script from data runs (checked in headless
-Chromium through the DOM); report folders stay unique when run names collide; links stay inside
-the report; an existing report is not overwritten without force; the Content-Security-Policy
-stops a script that would slip through."""
+"""A report rendered from runs whose system name, run directory names, questions and items'
+URLs carry script payloads: the pages show them as text and no script from data runs (checked
+in headless Chromium through the DOM); report folders stay unique when run names collide; links
+stay inside the report (a URL from items.jsonl is text, and with --live-links a link only when
+https to a host of the corpus manifest); an existing report is not overwritten without force;
+the Content-Security-Policy stops a script that would slip through."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ PAYLOAD = f'<script>{MARK}</script><img src=x onerror="{MARK}">'
 NAME_PAYLOAD = f"<script>{MARK}</script><img/src=x/onerror={MARK}>"
 DIRNAME = f"run`<img src=x onerror={MARK}>`"          # a backtick breaks out of a code span
 LINKNAME = f"javascript:{MARK}"
+# a video's meta.url in items.jsonl (set files can come from someone else)
+EVIL_URL = f'https://evil.example/watch?v=1"><script>{MARK}</script>'
+URLS = {"medvidqa:vidAAAAAAA1": EVIL_URL, "medvidqa:vidBBBBBBB2": "https://github.com/ok/v",
+        "medvidqa:-dash00000": f"javascript:{MARK}"}
 
 needs_browser = pytest.mark.skipif(chromium() is None,
                                    reason="chromium not installed (apt-get install chromium)")
@@ -51,22 +56,24 @@ def hostile(tmp_path_factory):
     frozen = freeze(corpus, root, {"MEMBENCH_CACHE": str(root / "cache")})
     sets = frozen["sets"]
     for f in sorted(sets.glob("*.jsonl")):
-        if f.name == "items.jsonl":
-            continue
         rows = [json.loads(line) for line in f.read_text().splitlines()]
         for r in rows:
-            r["question"] = PAYLOAD + " " + r["question"]
+            if f.name == "items.jsonl":
+                if r["source_id"] in URLS:
+                    r["meta"]["url"] = URLS[r["source_id"]]
+            else:
+                r["question"] = PAYLOAD + " " + r["question"]
         f.write_text("".join(dumps(r) + "\n" for r in rows))
     runs = [root / "a" / DIRNAME, root / "b" / DIRNAME, root / "c" / LINKNAME]
     for system, run in zip((EvilLeaky(), EvilRandom(), EvilRandom()), runs):
         run_system(system, sets, "dev", run, corpus, manifest=frozen["manifest"])
     out = root / "reports"
     done = report(runs, out, corpus=corpus, notebooks=("02_run_dev", "04_false_recalls"))
-    return out, done, runs
+    return out, done, runs, corpus
 
 
 def test_folders_are_unique_and_links_stay_inside(hostile):
-    out, done, runs = hostile
+    out, done, runs, _ = hostile
     folders = sorted(p.name for p in out.iterdir() if p.is_dir())
     assert len(folders) == 4                                 # three runs and the comparison
     assert sum(f.startswith("run_img_src_x_onerror") for f in folders) == 2
@@ -84,7 +91,7 @@ def test_folders_are_unique_and_links_stay_inside(hostile):
 
 
 def test_no_data_string_reaches_the_html_raw(hostile):
-    out, done, _ = hostile
+    out, done, _, _ = hostile
     for r in done:
         html = r.html.read_text()
         assert f"<script>{MARK}" not in html, r.html          # only ever as &lt;script&gt;
@@ -96,16 +103,62 @@ def test_no_data_string_reaches_the_html_raw(hostile):
 
 
 def test_report_refuses_to_overwrite_without_force(hostile):
-    out, _, runs = hostile
+    out, _, runs, _ = hostile
     with pytest.raises(MembenchError, match="--force"):
         report(runs[:1], out, notebooks=("02_run_dev",))
+
+
+def _links(html: str) -> list[str]:
+    return re.findall(r'<a\b[^>]*\bhref="([^"]*)"', html)
+
+
+def test_a_url_from_the_items_is_text_not_a_link(hostile):
+    """page 04 shows each video window with its item's meta.url: as text, whatever it is (an
+    https URL with a script in it, javascript:, even a host the manifest names)."""
+    from membench.report.escape import esc
+
+    out, done, _, _ = hostile
+    pages = [r.html.read_text() for r in done if r.notebook == "04_false_recalls"]
+    shown = [u for u in URLS.values() if any(esc(u) in h for h in pages)]
+    assert shown, "no video URL on page 04: the fixture no longer shows a video case"
+    for h in pages:
+        external = [x for x in _links(h) if re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", x)
+                    or x.startswith("//")]
+        assert external == [], external                 # nothing links out of the report
+        assert "<script>" + MARK not in h
+        assert "external links</th><td><code>text: URLs from set and run files are shown " \
+            "as text" in h                                   # the provenance says so
+
+
+def test_live_links_only_to_https_hosts_of_the_manifest(hostile, tmp_path):
+    """--live-links: the https URL to a host the corpus manifest names becomes a link (new tab,
+    no referrer); the others stay text; the provenance and the policy say so."""
+    from membench.core.links import manifest_link_hosts
+    from membench.core.paths import MANIFEST_PATH
+
+    assert "github.com" in manifest_link_hosts(MANIFEST_PATH)
+    _, _, runs, corpus = hostile
+    done = report(runs[:1], tmp_path / "live", corpus=corpus, notebooks=("04_false_recalls",),
+                  live_links=True, extra={"n_static": 50})
+    h = done[0].html.read_text()
+    links = [x for x in _links(h) if not x.endswith(".html") and not x.startswith("#")]
+    assert links and all(x.startswith("https://github.com/ok/v?t=") for x in links), links
+    tags = re.findall(r'<a\b[^>]*href="https://github\.com/ok/v\?t=[0-9]+"[^>]*>', h)
+    assert tags and all('rel="noopener noreferrer nofollow"' in t and 'target="_blank"' in t
+                        for t in tags), tags
+    assert "evil.example/watch" in h and 'href="https://evil' not in h
+    assert 'href="javascript:' not in h.lower()
+    assert "live (--live-links): https URLs to github.com" in h
+    assert '<meta name="membench:external_links" content="live (--live-links)' in h
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', h).group(1)
+    assert "default-src &#x27;none&#x27;" in policy and "http" not in policy   # loads nothing
 
 
 @needs_browser
 def test_payloads_show_as_text_and_never_run(hostile):
     from membench.report.browser_check import dom_check
 
-    out, done, _ = hostile
+    out, done, _, _ = hostile
     infos = dom_check([out / "index.html", *(r.html for r in done)])
     for info in infos:
         assert not info["pwned"] and not info["dialogs"], info["page"]
