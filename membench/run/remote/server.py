@@ -99,6 +99,7 @@ class Ingest:
     ingest_id: str
     batches: dict[int, list[SourceItem]] = field(default_factory=dict)
     sizes: dict[int, int] = field(default_factory=dict)     # request bytes of each batch
+    held: int = 0                                            # their sum
     state: str = "receiving"
     commit: tuple[str, int, int] | None = None
     atoms: list[dict] | None = None
@@ -222,13 +223,14 @@ class SystemService:
             elif cur.state != "receiving":
                 raise ApiError(409, "already_committed", f"ingest {iid} is {cur.state}; its "
                                "batches cannot change")
-            held = sum(cur.sizes.values()) - cur.sizes.get(int(seq), 0)
+            held = cur.held - cur.sizes.get(int(seq), 0)      # a batch sent again replaces
             if held + size > MAX_INGEST_BYTES:
                 raise ApiError(413, "too_large", f"ingest {iid}: its batches would hold "
                                f"{held + size:,} bytes; at most {MAX_INGEST_BYTES:,} "
                                "(serve_ingest_bytes)")
             cur.batches[int(seq)] = items
             cur.sizes[int(seq)] = size
+            cur.held = held + size
         return 200, {"ingest_id": iid, "seq": int(seq), "received": len(items)}
 
     def commit(self, iid: str, *, query, body, size=0):
