@@ -51,15 +51,24 @@ def listeners(pids: Iterable[int]) -> list[Listener]:
     import psutil
 
     want = set(pids)
+    try:
+        conns = [(c.pid, c) for c in psutil.net_connections(kind="inet") if c.pid in want]
+    except psutil.AccessDenied:         # (macOS without root) process by process: our own
+        conns = []
+        for pid in want:
+            try:
+                conns += [(pid, c) for c in psutil.Process(pid).net_connections(kind="inet")]
+            except psutil.Error:
+                pass
     out = set()
-    for c in psutil.net_connections(kind="inet"):
-        if c.status != psutil.CONN_LISTEN or c.pid not in want or not c.laddr:
+    for pid, c in conns:
+        if c.status != psutil.CONN_LISTEN or not c.laddr:
             continue
         try:
-            name = psutil.Process(c.pid).name()
+            name = psutil.Process(pid).name()
         except psutil.Error:
             name = "?"
-        out.add(Listener(c.pid, name, c.laddr.ip, c.laddr.port))
+        out.add(Listener(pid, name, c.laddr.ip, c.laddr.port))
     return sorted(out, key=lambda x: (x.pid, x.port, x.address))
 
 
