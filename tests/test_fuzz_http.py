@@ -22,9 +22,11 @@ Profiles as in ``tests/test_fuzz_readers.py``: ``ci`` (derandomised) and ``long`
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
 import os
+import shutil
 import socket
 import tempfile
 import threading
@@ -65,7 +67,8 @@ class Fake:
         return Result(hits=[("a0", 1.0)], cartridge=[])
 
 
-ROOT = Path(tempfile.mkdtemp(prefix="mbfuzz"))
+ROOT = Path(tempfile.mkdtemp(prefix="mbfuzz"))      # the corpus root the fake reads nothing in
+atexit.register(shutil.rmtree, ROOT, True)
 ITEM = {"source_id": "locomo:c:s1", "modality": "conversation", "holder": "h1",
         "observed_at": "2024-01-01T00:00:00+00:00",
         "content": [{"speaker": "a", "text": "hello", "turn": 1}], "meta": {}}
