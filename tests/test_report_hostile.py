@@ -136,9 +136,21 @@ def test_live_links_only_to_https_hosts_of_the_manifest(hostile, tmp_path):
     from membench.core.links import manifest_link_hosts
     from membench.core.paths import MANIFEST_PATH
 
+    from membench.run.protocol import Result
+
+    class NoHits(RandomSystem):
+        """Misses every answerable query, so page 04 shows every gold region (both videos)."""
+        name = "nohits"
+
+        def query(self, question, scope, as_of):
+            return Result(hits=[], cartridge=[])
+
     assert "github.com" in manifest_link_hosts(MANIFEST_PATH)
     _, _, runs, corpus = hostile
-    done = report(runs[:1], tmp_path / "live", corpus=corpus, notebooks=("04_false_recalls",),
+    root = runs[0].parents[1]
+    run = tmp_path / "nohits"
+    run_system(NoHits(), root / "sets", "dev", run, corpus, manifest=root / "manifest.jsonl")
+    done = report([run], tmp_path / "live", corpus=corpus, notebooks=("04_false_recalls",),
                   live_links=True, extra={"n_static": 50})
     h = done[0].html.read_text()
     links = [x for x in _links(h) if not x.endswith(".html") and not x.startswith("#")]

@@ -110,7 +110,7 @@ START_ATTEMPTS = 3      # a local cluster's start can fail on a loaded machine: 
 CONNECT_SECONDS = bound("ray_connect_seconds", 30.0, "s", "joining a Ray cluster at "
                         "`--address`: a TCP connection, then its GCS must answer "
                         "(`--connect-timeout`)", "exit 2, one line naming the address",
-                        "membench/run/ray_engine.py")
+                        "membench.run.ray_engine")
 
 
 def import_ray():

@@ -69,7 +69,7 @@ from ...sets.schema import Scope, SourceItem
 from ..protocol import Atom, Result
 from . import wire
 
-_WHERE = "membench/run/remote/client.py"
+_WHERE = "membench.run.remote.client"
 #: the longest answer body the client reads (an atoms page of long texts stays far below)
 MAX_BODY = bound("http_answer_bytes", 256 << 20, "bytes", "one answer the HTTP client reads",
                  "the call fails, one line (not retried)", _WHERE)

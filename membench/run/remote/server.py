@@ -57,7 +57,7 @@ from ...core.jsonl import loads
 from ...sets.schema import SourceItem
 from . import wire
 
-_WHERE = "membench/run/remote/server.py"
+_WHERE = "membench.run.remote.server"
 #: the largest request body read (a batch of items with inline content stays far below)
 MAX_REQUEST = bound("serve_request_bytes", 64 << 20, "bytes", "one request body `membench "
                     "serve` reads", "413 `too_large`, the connection closed", _WHERE)
