@@ -270,11 +270,14 @@ class SystemService:
                 res = cur.system.query(question, scope, as_of)
                 hits = [[a, float(s)] for a, s in res.hits]
                 cart = list(res.cartridge)
+                conf = getattr(res, "confidence", None)
+                conf = None if conf is None else float(conf)
             except Exception as e:
                 if not isinstance(e, MembenchError):
                     traceback.print_exc(file=self.log or sys.stderr)
                 raise ApiError(500, "system_error", f"{type(e).__name__}: {e}"[:2000]) from None
-        return 200, {"hits": hits, "cartridge": cart}
+        return 200, {"hits": hits, "cartridge": cart,
+                     **({} if conf is None else {"confidence": conf})}
 
     @staticmethod
     def _parse(fn, body):
