@@ -624,7 +624,8 @@ def _verdicts_html(gates: list[dict[str, Any]]) -> str:
         by.setdefault(g["scope"], []).append(g["result"])
     out = []
     for scope, rs in by.items():
-        cls = "mb-fail" if "FAIL" in rs else ("mb-pass" if "PASS" in rs else "mb-na")
+        cls = "mb-fail" if any(r.startswith("FAIL") for r in rs) else (
+            "mb-pass" if "PASS" in rs else "mb-na")
         out.append(f'<span class="mb-badge {cls}" title="{esc(scope)}">{esc(scope)} '
                    f'{rs.count("PASS")}/{len(rs)}</span>')
     return '<div class="mb-badges">' + "".join(out) + "</div>"
