@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import socket
 import sys
 import threading
@@ -271,7 +272,10 @@ class SystemService:
                 hits = [[a, float(s)] for a, s in res.hits]
                 cart = list(res.cartridge)
                 conf = getattr(res, "confidence", None)
-                conf = None if conf is None else float(conf)
+                if conf is not None:
+                    conf = float(conf)
+                    if not math.isfinite(conf):
+                        raise ValueError(f"confidence must be a finite number, got {conf!r}")
             except Exception as e:
                 if not isinstance(e, MembenchError):
                     traceback.print_exc(file=self.log or sys.stderr)
