@@ -258,14 +258,14 @@ def test_badges_tables_and_next_steps_show_silence():
     assert (row["companion_n"], row["companion_denominator"]) == (6, 6)
     html = gate_badges(m)
     assert 'data-result="FAIL (silent)"' in html and "✗ fail (silent)" in html
-    assert "abstains on 1.000 of answerable (n=6/6; silent above 0.50)" in html
+    assert "abstains on 1.000 of answerable (n=6/6); silent above 0.50" in html
     assert 'title="silent: abstains on 1.000' in html
     df = gates_frame(m).set_index(["scope", "metric"])
     r = df.loc[("pdf", "false_recall_rate")]
     assert r["result"] == "FAIL (silent)" and r["abstain_rate_answerable"] == 1.0
     assert r["abstain_n/den"] == "6/6" and "silent" in r["why"]
     steps = " ".join(next_steps(m))
-    assert "false_recall_rate = 0.000" in steps and "FAIL (silent)" in steps
+    assert "false_recall_rate = 0.000" in steps and "FAIL (silent): abstains on 1.000" in steps
     assert "<b>6 of 8 gates pass</b>, 2 fail, 0 n/a" in summary_html(m, "x")   # pdf and all
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from ..metrics.measures import BY_NAME
 from ..modalities import MODALITIES
 from .escape import esc
-from .tables import Table, fmt_interval, fmt_num, is_missing, th
+from .tables import Table, fmt_num, interval_html, is_missing, th
 
 LEGEND = ("value [95% bootstrap interval], n = items in the measure's denominator; "
           "<b>best</b> = the best system of the block; otherwise the difference from the best "
@@ -31,13 +31,14 @@ LEGEND = ("value [95% bootstrap interval], n = items in the measure's denominato
           "scores 0.")
 
 
-def _cell(c: dict[str, Any], digits: int) -> str:
+def _cell(c: dict[str, Any], digits: int, stacked: bool = False) -> str:
+    """One cell; ``stacked``: the interval on its own line (a table with many columns)."""
     if is_missing(c["value"]):
         return f'<td class="mb-n mb-na">n/a<br><small>n={esc(int(c["n"]))}</small></td>'
     cls = "mb-n"
     if c.get("gate"):
         cls += " mb-pass" if c.get("gate_pass") else " mb-fail"
-    v = fmt_interval(c["value"], c["ci95_lo"], c["ci95_hi"], digits)
+    v = interval_html(c["value"], c["ci95_lo"], c["ci95_hi"], digits, stacked=stacked)
     extra = ""
     if c.get("is_best"):
         extra = "<b>best</b>"
@@ -51,7 +52,7 @@ def _cell(c: dict[str, Any], digits: int) -> str:
         why = c.get("gate_why") or ""
         gate = (f'<br><small>gate {esc(c["gate"])}'
                 + (f' <b title="{esc(why)}">FAIL (silent)</b>' if why else "") + "</small>")
-    return (f'<td class="{cls}">{esc(v)}<br><small>n={esc(int(c["n"]))}</small>'
+    return (f'<td class="{cls}">{v}<br><small>n={esc(int(c["n"]))}</small>'
             f'{"<br><small>" + extra + "</small>" if extra else ""}{gate}</td>')
 
 
@@ -85,7 +86,8 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
                           if i == 0 else "")
                 + f'<td class="mb-l">{esc(r["system"])}</td>'
                 + f'<td class="mb-n">{esc(format(int(card["parameter_count"]), ","))}</td>'
-                + "".join(_cell(cells[m], 1 if m.startswith("latency") else digits)
+                + "".join(_cell(cells[m], 1 if m.startswith("latency") else digits,
+                                stacked=len(names) > 5)
                           if m in cells else '<td class="mb-na">-</td>' for m in names)
                 + "</tr>")
     what = (f"judgment set {esc(judgment_set)}" if family == "relevance" or measures else

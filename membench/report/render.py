@@ -688,7 +688,8 @@ def write_index(out: Path) -> Path:
             f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}">'
             "<title>membench reports</title>" + TABLE_CSS +
             "<style>body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1240px;"
-            "padding:0 12px}</style></head><body>"
+            "padding:0 12px}#membench-runs tr.mb-run>td:first-child{white-space:normal;min-width:7em;"
+            "max-width:11em;overflow-wrap:anywhere}</style></head><body>"
             "<h1>membench reports</h1><p>One row per run: its gates (pass / all, per scope) "
             "and headline figures over all items, value [95% bootstrap interval] (n = "
             "denominator). Open a run's pages for everything else.</p>"

@@ -50,7 +50,8 @@ def next_steps(metrics: dict[str, Any], *, limit: int = 6) -> list[str]:
         if r.get("why"):        # silent: the value passes, the abstention does not
             out.append(f"{r['scope']}: {r['metric']} = "
                        f"{fmt_interval(r['value'], r['lo'], r['hi'])} (n={r['n']}/"
-                       f"{r['denominator']}) is FAIL (silent): {r['why']}. See "
+                       f"{r['denominator']}) is FAIL (silent): "
+                       f"{r['why'].removeprefix('silent: ')}. See "
                        f"{WHERE['abstain_rate_answerable']}.")
             continue
         out.append(f"{r['scope']}: {r['metric']} = "

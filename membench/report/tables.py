@@ -43,6 +43,7 @@ CSS = """<style>
 .mb-t td.mb-fail{background:#fbe0e0;color:#8a1010;font-weight:600}
 .mb-t td.mb-na{color:#777}
 .mb-t caption{caption-side:top;text-align:left;color:#444;padding:2px 0}
+.mb-t td small.mb-wrap{white-space:normal;display:inline-block;max-width:17em}
 details.mb-more>summary{cursor:pointer;color:#1a4d8f;font:12px system-ui,sans-serif}
 .mb-badges{display:flex;flex-wrap:wrap;gap:3px;margin:1px 0}
 .mb-badge{display:inline-block;border-radius:4px;padding:1px 6px;font:12px/1.4 system-ui,
@@ -353,8 +354,9 @@ def gate_badges(metrics: dict[str, Any]) -> str:
     """The gates as a grid: one row per scope (each modality, then all), one column per gated
     measure; each cell a badge with the verdict, value, 95% interval and n/denominator. The
     false-recall badge has the answerable abstention of its scope beside it (a false-recall
-    rate means nothing without it), and a ``FAIL (silent)`` one says why, on the badge and in
-    its title. HTML, every data string escaped."""
+    rate means nothing without it: the abstention, its n/denominator and the bound past which
+    the verdict is ``FAIL (silent)``), and a silent badge's title gives the reason in full.
+    HTML, every data string escaped."""
     rows = gate_rows(metrics)
     gated = list(dict.fromkeys(r["metric"] for r in rows))
     spec = {r["metric"]: f"{r['op']} {r['threshold']}" for r in rows}
@@ -377,14 +379,14 @@ def gate_badges(metrics: dict[str, Any]) -> str:
             title = f' title="{esc(r["why"])}"' if r.get("why") else ""
             beside = ""
             if "companion" in r:
-                beside = (f"<br><small>abstains on {esc(fmt_num(r['companion']))} of answerable "
-                          f"(n={esc(r['companion_n'])}/{esc(r['companion_denominator'])}; "
-                          f"silent above {esc(fmt_num(r['companion_bound'], 2))})</small>")
-            why = f"<br><small>{esc(r['why'])}</small>" if r.get("why") else ""
+                beside = (f'<br><small class="mb-wrap">abstains on '
+                          f"{esc(fmt_num(r['companion']))} of answerable "
+                          f"(n={esc(r['companion_n'])}/{esc(r['companion_denominator'])}); "
+                          f"silent above {esc(fmt_num(r['companion_bound'], 2))}</small>")
             cells.append(
                 f'<td class="mb-s"><span class="mb-badge {cls}" data-gate="{esc(scope)}|'
                 f'{esc(m)}" data-result="{esc(r["result"])}"{title}>{mark} {esc(val)} '
-                f"n={esc(r['n'])}/{esc(r['denominator'])}</span>{beside}{why}</td>")
+                f"n={esc(r['n'])}/{esc(r['denominator'])}</span>{beside}</td>")
         body.append(f'<tr><td class="mb-s"><b>{esc(scope)}</b></td>{"".join(cells)}</tr>')
     return (f'<table class="mb-t mb-gates"><thead>{head}</thead><tbody>{"".join(body)}'
             "</tbody></table>")
