@@ -321,6 +321,8 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
     pairs_of = list(combinations(labels, 2))
     if ordering_resamples is None:
         ordering_resamples = min(n_resamples, 2000)
+    if ordering_resamples:                  # (0: the abstention statistics are not tested)
+        check_resamples(ordering_resamples, "ordering_resamples")
     ordering = list(ORDERING_MEASURES) if ordering_resamples else []
     metrics = [m for m in metrics if m not in ORDERING_MEASURES]
     with progress.step("paired tests", total=len(scopes) * (len(metrics) + len(ordering))
