@@ -256,6 +256,11 @@ def test_hand_made_cases(hand_run):
     df = counts_frame(hand_run)
     assert df.loc["conversation", "false recalls"] == "1 / 2"
     assert df.loc["conversation", "misses (no gold in top 10)"] == "2 / 3"
+    # beside the false recalls, the answerable abstentions (c:q1 and c:q2 have empty cartridges)
+    assert df.loc["conversation", "abstentions on answerable"] == "2 / 3"
+    assert df.loc["conversation", "abstention rate (answerable)"] == pytest.approx(2 / 3)
+    cols = list(df.columns)
+    assert cols.index("abstentions on answerable") == cols.index("false-recall rate") + 1
 
 
 # --------------------------------------------------------------------------- rendering

@@ -94,8 +94,17 @@ def test_oracle_vs_random(oracle_vs_random, runs):
         assert r["p_permutation"] < 0.01 and r["p_bootstrap"] < 0.01 and r["significant_0.05"]
     fr = p.loc[("all", "false_recall_rate")]
     assert fr["diff"] < 0 and fr["p_permutation"] < 0.01     # the oracle abstains
-    assert set(c.pairs["metric"]) == {"recall@10", "ndcg@10", "mrr", "false_recall_rate"}
-    assert (c.pairs["n"] == c.pairs["denominator"]).all()
+    assert set(c.pairs["metric"]) == {"recall@10", "ndcg@10", "mrr", "false_recall_rate",
+                                      "abstain_rate_answerable", "answerable_kept@fr0.10",
+                                      "abstention_auc"}
+    per_item = ~c.pairs["metric"].isin(["answerable_kept@fr0.10", "abstention_auc"])
+    assert (c.pairs["n"] == c.pairs["denominator"])[per_item].all()
+    # the abstention-order statistics: a paired bootstrap, no permutation p; the oracle
+    # answers every answerable query and abstains on every unanswerable one
+    kept = p.loc[("all", "answerable_kept@fr0.10")]
+    assert kept["mean_a"] == 1.0 and kept["diff"] > 0 and kept["diff_ci95_lo"] > 0
+    assert np.isnan(kept["p_permutation"]) and kept["p_perm_holm"] >= kept["p_bootstrap"]
+    assert p.loc[("all", "abstention_auc")]["mean_a"] == 1.0
 
 
 def test_summary_matches_metrics_json(oracle_vs_random, runs):
@@ -169,7 +178,10 @@ def test_compare_command(runs, capsys, tmp_path):
                        & (comp.summary["system"] == comp.labels[0])].iloc[0]
     assert f"{row['value']:.4f} ({row['n']}/{row['denominator']})" in text
     pairs = json.loads(out.read_text())
-    assert {p["metric"] for p in pairs} == {"recall@10", "ndcg@10", "mrr", "false_recall_rate"}
+    assert {p["metric"] for p in pairs} == {"recall@10", "ndcg@10", "mrr", "false_recall_rate",
+                                            "abstain_rate_answerable", "answerable_kept@fr0.10",
+                                            "abstention_auc"}
+    assert "abstain_rate_answerable" in text and "answerable_kept@fr0.10" in text
     # one run is not a comparison: a located one-line error, exit 2
     assert main(["compare", str(runs["oracle"])]) == 2
     assert "at least two" in capsys.readouterr().err

@@ -99,6 +99,17 @@ def raw_call(url: str, method: str, path: str, body: bytes | None = None) -> dic
         c.close()
 
 
+class Confident(Wrapped):
+    """bm25 that also reports a confidence (its top-1 score) where it has hits."""
+
+    def query(self, q, scope, as_of):
+        from membench.run.protocol import Result
+
+        res = super().query(q, scope, as_of)
+        return Result(res.hits, res.cartridge,
+                      confidence=res.hits[0][1] if res.hits else None)
+
+
 class SlowIngest(Wrapped):
     gate = threading.Event()
 
@@ -113,10 +124,11 @@ def exchanges(built, corpus_root, tmp_path_factory):
     mp = pytest.MonkeyPatch()
     rec = Recorder(mp)
     try:
-        with thread_server(Wrapped, [corpus_root]) as (url, service):
+        run_dir = tmp_path_factory.mktemp("oa") / "run"
+        with thread_server(Confident, [corpus_root]) as (url, service):
             system = HttpSystem(url, batch_items=7, page_atoms=40)
-            run_system(system, built.out, "dev", tmp_path_factory.mktemp("oa") / "run",
-                       corpus_root, modalities=["conversation"], limit=8)
+            run_system(system, built.out, "dev", run_dir, corpus_root,
+                       modalities=["conversation"], limit=8)
             iid = service.current.ingest_id
             errors = [
                 raw_call(url, "GET", "/ingests/nope"),
@@ -153,7 +165,23 @@ def exchanges(built, corpus_root, tmp_path_factory):
             SlowIngest.gate.set()
     finally:
         mp.undo()
-    return {"run": rec.exchanges, "errors": errors + running, "ingest_id": iid}
+    return {"run": rec.exchanges, "errors": errors + running, "ingest_id": iid,
+            "run_dir": run_dir}
+
+
+def test_a_reported_confidence_travels_to_the_run_lines(exchanges):
+    """The server sends a system's confidence with its answer, the client reads it, the
+    runner writes it in the query's run line (the abstention measures read it)."""
+    sent = [ex["response"]["confidence"] for ex in exchanges["run"]
+            if ex["path"].endswith("/query") and "confidence" in ex["response"]]
+    assert sent
+    lines = [json.loads(x) for x in (exchanges["run_dir"] / "run.jsonl").read_text()
+             .splitlines()]
+    assert sorted(r["confidence"] for r in lines if "confidence" in r) == sorted(sent)
+    for r in lines:
+        assert ("confidence" in r) == bool(r["hits"])
+        if r["hits"]:
+            assert r["confidence"] == r["hits"][0][1]
 
 
 def test_every_documented_call_happened_in_the_real_run(exchanges):

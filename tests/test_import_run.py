@@ -58,3 +58,30 @@ def test_import_needs_a_cartridge_policy(native, built, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["import-run", "--trec", "x", "--atoms", "y", "--name", "n", "--out", "o"])
     assert "--cartridge" in capsys.readouterr().err
+
+
+def test_a_cartridge_file_may_carry_the_confidence(native, built, tmp_path, capsys):
+    """A cartridge line's optional confidence goes into the run line, where the abstention
+    measures read it; a bad one is refused at its line."""
+    trec = tmp_path / "run.trec"
+    to_trec(native, trec)
+    rows = [json.loads(x) for x in (native / "run.jsonl").read_text().splitlines()]
+    cart = tmp_path / "cart.jsonl"
+    cart.write_text("".join(json.dumps({"query_id": r["query_id"], "cartridge": r["cartridge"],
+                                        **({"confidence": 0.5} if i % 2 else {})}) + "\n"
+                            for i, r in enumerate(rows)))
+    out = tmp_path / "imported"
+    args = ["import-run", "--trec", str(trec), "--atoms", str(native / "atoms.jsonl"),
+            "--name", "ext", "--out", str(out), "--sets", str(built.out), "--cartridge",
+            str(cart)]
+    assert main(args) == 0
+    lines = {json.loads(x)["query_id"]: json.loads(x)
+             for x in (out / "run.jsonl").read_text().splitlines()}
+    for i, r in enumerate(rows):
+        assert lines[r["query_id"]].get("confidence") == (0.5 if i % 2 else None)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"query_id": rows[0]["query_id"], "cartridge": [],
+                               "confidence": "high"}) + "\n")
+    assert main([*args[:-1], str(bad), "--force"]) == 2
+    assert f"{bad}:1: CARTRIDGE: field confidence: must be a finite number or null" in \
+        capsys.readouterr().err

@@ -25,6 +25,7 @@ from membench.analysis.leaderboard import (
 )
 from membench.cli import main
 from membench.core.errors import InputError
+from membench.metrics.measures import BY_NAME, ORDERING_MEASURES
 from membench.metrics.rundir import RunDir
 from membench.run.runner import run_system
 from membench.run.systems import make_system
@@ -42,6 +43,9 @@ def runs(built, corpus_root, tmp_path_factory):
                corpus_root, modalities=MODS, limit=15)
     run_system(make_system("bm25"), built.out, "dev", d / "bm25-limit5", corpus_root,
                modalities=MODS, limit=5)
+    # a bm25 that always abstains (its thresholds out of reach): silence
+    run_system(make_system("bm25", {"thresholds": {m: 1e18 for m in MODS}}), built.out, "dev",
+               d / "bm25-silent", corpus_root, modalities=MODS, limit=15)
     return d
 
 
@@ -187,11 +191,16 @@ def test_tables_mark_the_best_and_test_the_others_against_it(store):
             continue
         best = g[g["is_best"]]
         assert len(best) == 1
-        hi = m not in ("false_recall_rate",)
+        hi = BY_NAME[m].direction == "higher"
         assert best["value"].iloc[0] == (vals["value"].max() if hi else vals["value"].min())
         b = entries[best["entry"].iloc[0]]
         for r in g[~g["is_best"]].to_dict("records"):
             e = entries[r["entry"]]
+            if m in ORDERING_MEASURES:      # a statistic, no per-item values: its difference
+                assert r["diff"] == pytest.approx(r["value"] - best["value"].iloc[0],
+                                                  abs=1e-12)
+                assert np.isnan(r["p_permutation"]) and r["p_holm"] >= r["p_bootstrap"] - 1e-12
+                continue
             mods = np.array(e["items"]["modality"])
             mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
             x = np.array([np.nan if v is None else v
@@ -204,9 +213,38 @@ def test_tables_mark_the_best_and_test_the_others_against_it(store):
             assert r["p_holm"] >= r["p_permutation"] - 1e-12
     for fam in ("relevance", "other"):
         g = lb.table("<=1B", "gold", family=fam)
-        assert np.allclose(_holm(g["p_permutation"]), g["p_holm"], equal_nan=True)
+        p = np.where(g["measure"].isin(ORDERING_MEASURES), g["p_bootstrap"], g["p_permutation"])
+        assert np.allclose(_holm(p), g["p_holm"], equal_nan=True)
     rel = set(lb.table("<=1B", "gold", family="relevance")["measure"])
     assert rel == set(RELEVANCE)
+
+
+def test_silence_cannot_win_the_cartridge_table(runs, tmp_path):
+    """A bm25 that always abstains has the best false-recall rate (0) but its gate is FAIL
+    (silent), it scores 0 on the answerable share kept at false recall <= 0.10, and the
+    cartridge table, ranked by that share, puts it last; its abstention stands beside."""
+    from membench.analysis.leaderboard import CARTRIDGE_RANK_BY, format_leaderboard
+    from membench.report.leaderboard_tables import leaderboard_table
+
+    out = tmp_path / "s"
+    add_runs([runs / "bm25", runs / "bm25-silent"], out, n_resamples=100)
+    lb = leaderboard(out, n_resamples=200)
+    r = lb.rows[lb.rows["scope"] == "video"].set_index(["system", "measure"])
+    silent = next(lab for lab in lb.labels.values() if "bm25-silent" in lab)
+    normal = next(lab for lab in lb.labels.values() if lab != silent)
+    assert r.loc[(silent, "false_recall_rate"), "value"] == 0.0
+    assert r.loc[(silent, "abstain_rate_answerable"), "value"] == 1.0
+    assert not r.loc[(silent, "false_recall_rate"), "gate_pass"]
+    assert "silent" in r.loc[(silent, "false_recall_rate"), "gate_why"]
+    assert r.loc[(silent, CARTRIDGE_RANK_BY), "value"] == 0.0
+    assert r.loc[(normal, CARTRIDGE_RANK_BY), "value"] > 0.0
+    assert bool(r.loc[(normal, CARTRIDGE_RANK_BY), "is_best"])
+    assert lb.rank_measure("other") == CARTRIDGE_RANK_BY
+    html = leaderboard_table(lb, "<=1B", "gold", "other", scopes=("video",)).html
+    assert html.index(normal) < html.index(silent)            # ranked by the kept share
+    assert "FAIL (silent)" in html and "abstain_rate_answerable" in html.replace("<wbr>", "")
+    text = format_leaderboard(lb, scopes=("video",))
+    assert "FAIL (silent)" in text and "abstain_rate_answerable" in text
 
 
 def test_gates_are_marked(store):

@@ -25,23 +25,26 @@ CASES = [
     ("pdf", {"page": 2, "block": 2}, {"page": 3, "block": 2}, False),
     # image: the whole item
     ("image", {}, {}, True),
-    # ui_screenshot: intersection area > 0
-    ("ui_screenshot", {"bbox": [0, 0, 5, 5]}, {"bbox": [4, 4, 8, 8]}, True),
-    ("ui_screenshot", {"bbox": [0, 0, 5, 5]}, {"bbox": [5, 0, 10, 5]}, False),   # shared edge
-    ("ui_screenshot", {"bbox": [0, 0, 5, 5]}, {"bbox": [0, 5, 5, 9]}, False),    # shared edge
-    ("ui_screenshot", {"bbox": [0, 0, 5, 5]}, {"bbox": [5, 5, 9, 9]}, False),    # corner
-    ("ui_screenshot", {"bbox": [0, 0, 5, 5]}, {"bbox": [7, 7, 9, 9]}, False),    # w, h < 0
-    ("ui_screenshot", {"bbox": [0, 0, 5, 5]}, {"bbox": [7, 1, 9, 2]}, False),    # apart in x
-    ("ui_screenshot", {"bbox": [0, 0, 10, 10]}, {"bbox": [2, 2, 3, 3]}, True),   # contains
-    ("ui_screenshot", {"bbox": [2, 2, 3, 3]}, {"bbox": [0, 0, 10, 10]}, True),   # inside
-    ("ui_screenshot", {"bbox": [0.0, 0.0, 5.0, 5.0]}, {"bbox": [4.999, 0, 9, 5]}, True),
-    # video: closed intervals
-    ("video", {"t_start": 0.0, "t_end": 5.0}, {"t_start": 5.0, "t_end": 9.0}, True),   # touch
-    ("video", {"t_start": 5.0, "t_end": 9.0}, {"t_start": 0.0, "t_end": 5.0}, True),   # touch
+    # ui_screenshot: the atom box's centre inside the gold box, edges included (ScreenSpot)
+    ("ui_screenshot", {"bbox": [0, 0, 5, 5]}, {"bbox": [2, 2, 8, 8]}, True),     # (2.5, 2.5)
+    ("ui_screenshot", {"bbox": [0, 0, 5, 5]}, {"bbox": [4, 4, 8, 8]}, False),    # overlap only
+    ("ui_screenshot", {"bbox": [0, 0, 5, 5]}, {"bbox": [2.5, 0, 9, 5]}, True),   # centre on edge
+    ("ui_screenshot", {"bbox": [0, 0, 5, 5]}, {"bbox": [0, 0, 2.5, 2.5]}, True),  # on a corner
+    ("ui_screenshot", {"bbox": [0, 0, 5, 5]}, {"bbox": [2.501, 0, 9, 5]}, False),
+    ("ui_screenshot", {"bbox": [0, 0, 5, 5]}, {"bbox": [7, 7, 9, 9]}, False),    # apart
+    ("ui_screenshot", {"bbox": [0, 0, 10, 10]}, {"bbox": [2, 2, 3, 3]}, False),  # contains it
+    ("ui_screenshot", {"bbox": [2, 2, 3, 3]}, {"bbox": [0, 0, 10, 10]}, True),   # inside it
+    ("ui_screenshot", {"bbox": [0, 0, 1000, 2000]}, {"bbox": [400, 900, 600, 1100]}, True),
+    ("ui_screenshot", {"bbox": [0, 0, 500, 2000]}, {"bbox": [400, 900, 600, 1100]}, False),
+    # video: the spans overlap for longer than 0 s
+    ("video", {"t_start": 0.0, "t_end": 5.0}, {"t_start": 5.0, "t_end": 9.0}, False),  # touch
+    ("video", {"t_start": 5.0, "t_end": 9.0}, {"t_start": 0.0, "t_end": 5.0}, False),  # touch
+    ("video", {"t_start": 0.0, "t_end": 5.0}, {"t_start": 4.999, "t_end": 9.0}, True),
     ("video", {"t_start": 0.0, "t_end": 5.0}, {"t_start": 5.001, "t_end": 9.0}, False),
-    ("video", {"t_start": 0.0, "t_end": 5.0}, {"t_start": 3.0, "t_end": 3.0}, True),   # instant
     ("video", {"t_start": 2.0, "t_end": 3.0}, {"t_start": 0.0, "t_end": 10.0}, True),
-    ("video", {"t_start": 4.0, "t_end": 4.0}, {"t_start": 4.0, "t_end": 4.0}, True),
+    ("video", {"t_start": 0.0, "t_end": 10.0}, {"t_start": 2.0, "t_end": 3.0}, True),
+    ("video", {"t_start": 4.0, "t_end": 4.0}, {"t_start": 0.0, "t_end": 9.0}, False),  # instant
+    ("video", {"t_start": 30, "t_end": 60}, {"t_start": 59.5, "t_end": 75}, True),
     # code: path equal and (line inside the span, or symbol equal)
     ("code", SPAN, {"path": "a.py", "line": 10}, True),
     ("code", SPAN, {"path": "a.py", "line": 20}, True),
@@ -132,7 +135,7 @@ def _random_region(m: str, rng: random.Random) -> dict:
         return {"bbox": [x0, y0, x0 + rng.randint(1, 4), y0 + rng.randint(1, 4)]}
     if m == "video":
         s = rng.randint(0, 8) / 2
-        return {"t_start": s, "t_end": s + rng.randint(0, 4) / 2}
+        return {"t_start": s, "t_end": s + rng.randint(1, 4) / 2}   # a gold span has a length
     if m == "code":
         p = rng.choice(["a.py", "b.py"])
         return {"path": p, "line": rng.randint(1, 14)} if rng.random() < 0.5 else \
@@ -186,3 +189,13 @@ def test_first_positions():
 ])
 def test_bad_extents_are_rejected(modality, extent):
     assert check_extent(modality, extent) is not None
+
+
+def test_video_gold_spans_need_a_length_atom_windows_may_be_empty():
+    """A gold span of no length can never be hit under the positive-overlap rule: refused as a
+    region; an empty atom window is well-formed (it hits nothing)."""
+    from membench.modalities import check_region
+
+    assert "t_start < t_end" in check_region("video", {"t_start": 2.0, "t_end": 2.0})
+    assert check_region("video", {"t_start": 2.0, "t_end": 2.5}) is None
+    assert check_extent("video", {"t_start": 2.0, "t_end": 2.0}) is None

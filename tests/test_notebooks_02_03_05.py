@@ -71,6 +71,11 @@ def test_02_run_dev_on_leaky(runs, tmp_path):
     assert "code · gold, all_annotators, any_annotator, graded" in text
     assert "conversation · gold, session" in text and "ndcg_graded@10" in text
     assert "the whole session holding an evidence turn" in text
+    # false recall with the answerable abstention beside it, and the measures silence loses
+    assert "abstain_rate_answerable" in text and "abstain_n/den" in text
+    assert "answerable kept at false recall &lt;= 0.10, all modalities" in text or \
+        "answerable kept at false recall <= 0.10, all modalities" in text
+    assert "answerable_kept@fr0.10" in text and "abstention_auc" in text
 
 
 def test_02_runs_when_missing(built, tmp_path):
@@ -99,6 +104,7 @@ def test_03_slice_failures_on_random(runs, tmp_path):
     assert "n_answerable" in text and "n_unanswerable" in text
     assert images >= 4                  # heatmap, holder spread, latency CDF, threshold sweep
     assert "answerable_recall_proxy" in text
+    assert "answerable_kept@fr0.10" in text and "abstain_rate_answerable" in text
     # the modality slices under every judgment set the records carry
     assert "judgment set: gold (sets the records carry: gold, all_annotators" in text
     for js in ("all_annotators", "any_annotator", "graded", "session"):

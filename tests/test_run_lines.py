@@ -238,9 +238,9 @@ def test_a_bad_answer_is_one_clear_protocol_error(res, message):
     assert str(e.value).startswith("system s: q: ") and message in str(e.value), str(e.value)
     # on Ray the worker sends the answer's parts (pickled) and the driver checks them: the
     # same line
-    sent = pickle.loads(pickle.dumps(answer_for_sending(res)))
+    sent = pickle.loads(pickle.dumps(answer_for_sending(res)))     # hits, cartridge, confidence
     with pytest.raises(ProtocolError) as e2:
-        check_answer("s", "q", *sent, KNOWN)
+        check_answer("s", "q", *sent[:2], KNOWN)
     assert str(e2.value) == str(e.value)
     cart, hits = _answer_parts("s", "q", Result(hits=[("a1", 1.0)], cartridge=("a1",)), KNOWN)
     assert cart == ["a1"] and hits == [("a1", 1.0)]
@@ -360,3 +360,39 @@ def test_the_c_test_finds_a_repeated_atom_whatever_the_list(hit_check):
         assert c_plain_pairs([*hits, (copy, 0.5)], known) is False
         assert c_plain_pairs([(ids[n - 1], 2.0), *hits], known) is False
         assert c_plain_pairs(hits[:-1] + [hits[0]], known) is (n == 1)
+
+
+@pytest.mark.parametrize("conf", [0.73, 0, -2.5, 17, 5e-5, 3e20, np.float32(0.5), np.float64(0.1)])
+def test_a_reported_confidence_is_written_as_json_dumps_does(conf):
+    from membench.run.runner import check_confidence
+
+    value = check_confidence("s", "q", conf)
+    assert value == float(conf) and type(value) is float
+    row = {"cartridge": ["a1"], "hits": [("a1", 1.5)], "latency_ms": 0.412, "query_id": "q",
+           "confidence": value}
+    want = (dumps(row) + "\n").encode("utf-8")
+    fast = _fast_line(row, KNOWN)
+    assert fast in (None, want)                  # orjson only where the digits cannot differ
+    assert run_line(row) == want
+    assert json.loads(want)["confidence"] == value
+
+
+@pytest.mark.parametrize("conf, shown", [
+    ("high", "str 'high'"), (float("nan"), "float nan"), (float("inf"), "float inf"),
+    (True, "bool True"), (10 ** 400, "int 1000"), ([0.5], "list [0.5]")])
+def test_a_bad_confidence_is_one_clear_protocol_error(conf, shown):
+    import pickle
+
+    from membench.run.runner import answer_for_sending, check_confidence
+
+    with pytest.raises(ProtocolError) as e:
+        check_confidence("s", "q", conf)
+    msg = str(e.value)
+    assert msg.startswith("system s: q: confidence must be a finite number or None, got ")
+    assert shown in msg, msg
+    # on Ray the worker sends it (pickled) with the answer, the driver checks it: same line
+    sent = pickle.loads(pickle.dumps(answer_for_sending(Result([], [], confidence=conf))))
+    with pytest.raises(ProtocolError) as e2:
+        check_confidence("s", "q", sent[2])
+    assert str(e2.value) == msg
+    assert answer_for_sending(Result([], []))[2] is None

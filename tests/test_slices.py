@@ -74,6 +74,8 @@ def _hand() -> pd.DataFrame:
         "abstained": [False, False, False, True, False, True, False, False],
         "latency_ms": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, np.nan],
         "top1_score": [0.9, 0.8, 0.7, 0.2, 0.95, 0.1, 0.5, np.nan],
+        # no system reported a confidence: the top-1 score, -inf without hits
+        "abstention_score": [0.9, 0.8, 0.7, 0.2, 0.95, 0.1, 0.5, -np.inf],
         "top1_hit": [True, False, False, True, False, False, False, False],
     })
 
@@ -163,6 +165,13 @@ def test_threshold_sweep_hand():
     assert op.loc["a", "answerable_recall_proxy"] == pytest.approx(2 / 4)
     # b has no answerable item: abstaining everywhere is best
     assert op.loc["b", "threshold"] > 0.5 and op.loc["b", "false_recall_rate"] == 0.0
+    # a system that reports a confidence is swept on it, not on its top-1 score: the
+    # unanswerable 0.95 reported 0.05, so t = 0.5 keeps no unanswerable item of a
+    conf = df.copy()
+    conf.loc[4, "abstention_score"] = 0.05
+    c = sweep.threshold_sweep(conf, thresholds=[0.5]).set_index("modality")
+    assert c.loc["a", "false_recall_rate"] == 0.0
+    assert sweep.operating_points(conf).set_index("modality").loc["a", "within_gate"]
     assert math.isnan(op.loc["b", "answerable_kept"])
     # and it equals the calibration of the same top-1 scores
     from membench.analysis.operating_point import choose_threshold

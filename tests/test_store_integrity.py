@@ -14,6 +14,7 @@ from hostile_world import write_world
 
 from membench.analysis.leaderboard import (
     ENTRIES,
+    FORMAT,
     add_runs,
     entry_sha256,
     leaderboard,
@@ -87,8 +88,31 @@ def test_an_edit_that_recomputes_the_digest_is_caught_by_the_items(copy):
         read_store(copy)
 
 
+def test_an_abstention_figure_is_checked_against_the_items_abstention_scores(copy):
+    """The abstention-order statistics have no per-item values: they are recomputed from the
+    items' abstention scores and cartridge states; an edit of either is caught."""
+    p, e = _entry(copy)
+    good = p.read_bytes()
+    e["figures"]["gold"]["all"]["answerable_kept@fr0.10"]["value"] = 0.999
+    p.write_text(json.dumps(sealed(e), indent=1))
+    with pytest.raises(InputError, match=r"STORE_TAMPERED.*figures\.gold\.all\."
+                                         r"answerable_kept@fr0\.10: value 0\.999"):
+        read_store(copy)
+    p.write_bytes(good)
+    assert read_store(copy)[1]                              # the entry as written reads
+    e = json.loads(good)
+    ab = e["items"]["abstention"]
+    # scores that put every answerable item above every unanswerable one: AUC 1, not 0.5
+    ab["score"] = [1.0 if a else 0.0 for a in ab["answerable"]]
+    assert e["figures"]["gold"]["all"]["abstention_auc"]["value"] != 1.0
+    p.write_text(json.dumps(sealed(e), indent=1))
+    with pytest.raises(InputError, match=r"STORE_TAMPERED.*abstention scores give"):
+        read_store(copy)
+
+
 @pytest.mark.parametrize("edit", [
     lambda e: e.pop("sha256"),
+    lambda e: e["items"]["abstention"]["score"].__setitem__(0, 123.0),
     lambda e: e["items"]["values"]["gold"]["recall@10"].__setitem__(0, 1.0),
     lambda e: e.__setitem__("system", "other"),
     lambda e: e["figures"]["gold"]["all"]["recall@10"].__setitem__("n", 99),
@@ -112,7 +136,7 @@ def test_identifiers_in_an_entry(copy):
 def test_a_store_of_the_older_format_says_so(copy):
     st = json.loads((copy / "store.json").read_text())
     (copy / "store.json").write_text(json.dumps({**st, "format": 1}))
-    with pytest.raises(InputError, match="field format: 1, this membench reads 2"):
+    with pytest.raises(InputError, match=f"field format: 1, this membench reads {FORMAT}"):
         read_store(copy)
 
 

@@ -101,6 +101,10 @@ def test_dense_gate_keeps_the_ranking_and_thresholds_the_cosine(tmp_path):
     assert res.cartridge == [a for a, s in gated if s >= 0.5] == ["m1"]
     assert system.top1_gate_score(q, scope, T0) == cos["m1"]
     assert system.top1_gate_score("", scope, T0) is None
+    # the answer reports the score its cartridge decision thresholds: the best cosine of a
+    # candidate (the RRF scores of its hits are not what the gate reads)
+    assert res.confidence == max(cos[a] for a, _ in res.hits) == cos["m1"]
+    assert system.query("", scope, T0).confidence is None          # no candidate
     assert "dense cosine" in system.config()["cartridge"]["gate"]
     with pytest.raises(ValueError):
         HybridSystem(lambda items, root: [], gate="bm25")

@@ -61,6 +61,8 @@ def test_cli_exit_codes(tmp_path, capsys):
      lambda s: s["ui_screenshot.jsonl"][0]["gold"][0].update(region={"bbox": [5, 5, 1, 1]})),
     ("REGION_SHAPE", "video.jsonl", 1,
      lambda s: s["video.jsonl"][0]["gold"][0].update(region={"t_start": 5.0, "t_end": 1.0})),
+    ("REGION_SHAPE", "video.jsonl", 1,    # a span of no length can never be hit
+     lambda s: s["video.jsonl"][0]["gold"][0].update(region={"t_start": 2.0, "t_end": 2.0})),
     ("REGION_SHAPE", "code.jsonl", 1,
      lambda s: s["code.jsonl"][0]["gold"][0].update(region={"path": "a", "line": 1, "symbol": "f"})),
     ("GOLD_MISSING", "conversation.jsonl", 1, lambda s: s["conversation.jsonl"][0].update(gold=[])),

@@ -206,7 +206,8 @@ def _load(rd: RunDir) -> RunCases:
         derivation = r.origin.derivation or "native"
         denominators.append({"query_id": r.query_id, "modality": r.modality,
                              "derivation": derivation, "answerable": not r.unanswerable,
-                             "failed": failed, "leak": leak})
+                             "failed": failed, "leak": leak,
+                             "abstained": bool(scores.cartridge_size[i] == 0)})
         if failed:
             case = _make_case(r, rows.get(r.query_id), atoms, raw_items)
             (false_recalls if r.unanswerable else misses).append(case)
@@ -298,25 +299,29 @@ def cases(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None,
 def counts_frame(run_dir: str | os.PathLike | RunCases, sets_dir: str | os.PathLike | None = None,
                  by: str = "modality"):
     """Per ``by`` (``"modality"`` or ``"derivation"``) and overall: false recalls out of the
-    unanswerable items, misses out of the answerable items and scope leaks out of all items,
-    with rates."""
+    unanswerable items, and beside them the abstentions out of the answerable items (a
+    false-recall rate bought by abstaining everywhere is no success), misses out of the
+    answerable items and scope leaks out of all items, with rates."""
     import pandas as pd
 
     data = run_dir if isinstance(run_dir, RunCases) else load_run_cases(run_dir, sets_dir)
     if by not in ("modality", "derivation"):
         raise MembenchError("by must be 'modality' or 'derivation'")
     df = pd.DataFrame(data.denominators, columns=["query_id", "modality", "derivation",
-                                                  "answerable", "failed", "leak"])
+                                                  "answerable", "failed", "leak", "abstained"])
     keys = ([m for m in MODALITIES if m in set(df["modality"])] if by == "modality"
             else sorted(set(df["derivation"])))
     rows = []
     for k, part in [*((k, df[df[by] == k]) for k in keys), ("all", df)]:
         un, an = part[~part["answerable"]], part[part["answerable"]]
         fr, mi = int(un["failed"].sum()), int(an["failed"].sum())
+        ab = int(an["abstained"].sum())
         sl = int(part["leak"].sum())
         rows.append({by: k, "items": len(part),
                      "false recalls": f"{fr} / {len(un)}",
                      "false-recall rate": fr / len(un) if len(un) else float("nan"),
+                     "abstentions on answerable": f"{ab} / {len(an)}",
+                     "abstention rate (answerable)": ab / len(an) if len(an) else float("nan"),
                      "misses (no gold in top 10)": f"{mi} / {len(an)}",
                      "miss rate": mi / len(an) if len(an) else float("nan"),
                      "scope leaks (any returned atom out of scope)": f"{sl} / {len(part)}",

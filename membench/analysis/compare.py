@@ -24,6 +24,12 @@ otherwise) and returns a :class:`Comparison`:
   Generators are numpy PCG64 seeded with ``(seed, crc32("<scope>|<metric>|<test>"))``: every
   pair of one scope and metric sees the same resamples (common random numbers) and the
   results do not depend on which other runs are compared.
+
+  The abstention-order statistics (``answerable_kept@fr0.10``, ``abstention_auc``:
+  :mod:`membench.metrics.abstention`) have no per-item values: their rows come from
+  :func:`membench.metrics.abstention.paired_difference` (a paired bootstrap of the statistic,
+  ``ordering_resamples`` draws of the items, both systems scored on each draw; bootstrap p;
+  no permutation p), and Holm reads their bootstrap p in place of the permutation p.
 * ``first_stage``: recall@1000 (first-stage recall) against nDCG@10 (early precision) per
   system and modality, as in Q2D-Web, with n (answerable items) and intervals.
 
@@ -53,8 +59,15 @@ from ..core.errors import MembenchError
 from ..core.paths import resolve_user_path
 from ..metrics import METRICS, SEED
 from ..metrics.aggregate import judgment_entries, slice_metrics
+from ..metrics import abstention
 from ..metrics.bootstrap import check_resamples
-from ..metrics.measures import HEADLINE, JUDGMENT_MEASURES, PAIRED_METRICS
+from ..metrics.measures import (
+    HEADLINE,
+    JUDGMENT_MEASURES,
+    MAX_FALSE_RECALL,
+    ORDERING_MEASURES,
+    PAIRED_METRICS,
+)
 from ..metrics.rundir import RunDir, read_meta
 from ..metrics.score import PRIMARY
 from ..modalities import MODALITIES
@@ -262,9 +275,14 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
                  *, metrics: tuple[str, ...] | list[str] = PAIRED_METRICS,
                  n_resamples: int = N_PAIRED_RESAMPLES, seed: int = SEED,
                  ci_resamples: int = 1000, partial: bool = False,
-                 final: bool = False, judgment_set: str | None = None) -> Comparison:
+                 final: bool = False, judgment_set: str | None = None,
+                 ordering_resamples: int | None = None) -> Comparison:
     """Load, check and compare runs (see the module docstring). ``n_resamples`` is used by
-    the paired tests; ``ci_resamples`` by the per-system intervals (1000, as metrics.json);
+    the paired tests of per-item measures, ``ordering_resamples`` (default
+    ``min(n_resamples, 2000)``: each draw re-orders every stratum) by those of the
+    abstention-order statistics (listed in ``metrics`` or not, they are tested unless
+    ``ordering_resamples`` is 0); ``ci_resamples`` by the per-system intervals (1000, as
+    metrics.json);
     ``partial`` and ``final`` as :meth:`membench.metrics.rundir.RunDir.open`;
     ``judgment_set`` names the set relevance is read under (default: gold)."""
     import pandas as pd
@@ -301,8 +319,14 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
     prow = []
     base_mod = frames[labels[0]]["modality"].to_numpy()
     pairs_of = list(combinations(labels, 2))
-    with progress.step("paired tests", total=len(scopes) * len(metrics) * len(pairs_of),
-                       unit="test") as bar:
+    if ordering_resamples is None:
+        ordering_resamples = min(n_resamples, 2000)
+    if ordering_resamples:                  # (0: the abstention statistics are not tested)
+        check_resamples(ordering_resamples, "ordering_resamples")
+    ordering = list(ORDERING_MEASURES) if ordering_resamples else []
+    metrics = [m for m in metrics if m not in ORDERING_MEASURES]
+    with progress.step("paired tests", total=len(scopes) * (len(metrics) + len(ordering))
+                       * len(pairs_of), unit="test") as bar:
         for scope in scopes:
             mask = np.ones(len(base_mod), bool) if scope == "all" else base_mod == scope
             bar.note(scope)
@@ -315,9 +339,23 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
                     prow.append({"scope": scope, "metric": m, "system_a": la, "system_b": lb,
                                  "denominator": int((~np.isnan(va)).sum()), **t})
                     bar.advance()
+            orders = {lab: _ordering(frames[lab], mask) for lab in labels} if ordering else {}
+            for m in ordering:
+                for la, lb in pairs_of:
+                    t = abstention.paired_difference(
+                        orders[la], orders[lb], m, f"{scope}|{m}",
+                        max_false_recall=MAX_FALSE_RECALL, n_resamples=ordering_resamples,
+                        seed=seed)
+                    den = int(frames[la]["answerable"].to_numpy()[mask].sum()) \
+                        if m == abstention.KEPT else int(mask.sum())
+                    prow.append({"scope": scope, "metric": m, "system_a": la, "system_b": lb,
+                                 "denominator": den, **t})
+                    bar.advance()
     pairs = pd.DataFrame(prow)
     if len(pairs):
-        pairs["p_perm_holm"] = holm(pairs["p_permutation"].to_numpy())
+        # the abstention-order rows have a bootstrap p only: Holm reads it for them
+        pairs["p_perm_holm"] = holm(pairs["p_permutation"].fillna(
+            pairs["p_bootstrap"]).to_numpy())
         pairs["significant_0.05"] = (pairs["p_perm_holm"] < 0.05) & (pairs["p_bootstrap"] < 0.05)
         pairs["n_resamples"] = n_resamples
 
@@ -337,6 +375,15 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
     return Comparison(labels=labels, run_dirs=[str(r.path) for r in runs], runs=runs,
                       items=frames, summary=summary, pairs=pairs, first_stage=first,
                       judgment_set=js, base_items=base)
+
+
+def _ordering(frame, mask: np.ndarray) -> abstention.Ordering:
+    """The abstention order of an item frame's items under ``mask``, within modalities."""
+    g = frame[mask]
+    return abstention.Ordering(g["abstention_score"].to_numpy(dtype=float),
+                               ~g["abstained"].to_numpy(dtype=bool),
+                               g["answerable"].to_numpy(dtype=bool),
+                               g["modality"].to_numpy(dtype=object))
 
 
 def format_comparison(comp: Comparison, *, metrics: list[str] | None = None) -> str:

@@ -14,8 +14,10 @@ Columns (NaN where an item is outside a measure's denominator)::
     abstained (empty cartridge), holder_leak (a returned hit or cartridge atom of another
     holder), temporal_leak (one observed after as_of), n_foreign, n_future, latency_ms,
     top1_score (score of the rank-1 hit, NaN without hits), top1_hit (the rank-1 hit hits a
-    gold region, i.e. rr == 1; False on unanswerable items), text_source (how the scope
-    holder's items are read: see below)
+    gold region, i.e. rr == 1; False on unanswerable items), abstention_score (the score the
+    abstention measures read: the system's reported confidence, else top1_score, else -inf;
+    :mod:`membench.metrics.abstention`), text_source (how the scope holder's items are read:
+    see below)
 
 then, per alternative judgment set the run's records carry, ``<name>/<measure>`` for every
 measure computed per judgment set (``<name>/mrr`` is that set's reciprocal rank; NaN on items
@@ -103,7 +105,7 @@ def item_frame(run: str | os.PathLike | RunDir, sets_dir: str | os.PathLike | No
             "n_hits", "recall@10", "recall@100", "recall@1000", "rr", "ndcg@10",
             "ndcg_graded@10", "cartridge_size", "cartridge_recall", "false_recall", "abstained", "holder_leak",
             "temporal_leak", "n_foreign", "n_future", "latency_ms", "top1_score", "top1_hit",
-            "text_source"]
+            "abstention_score", "text_source"]
     extra = [c for c in df.columns if c not in cols and c not in (
         "temporal_correctness", "holder_correctness", "abstain_rate_answerable")]
     df = df[cols + extra]      # judgment-set columns ("<name>/recall@10", ...) kept at the end

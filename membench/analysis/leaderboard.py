@@ -44,8 +44,19 @@ for a "lower is better" measure) is marked, and every other system is tested aga
 same items (:func:`membench.analysis.compare.paired_test`: paired bootstrap interval of the
 difference, sign-flip permutation p), with Holm's correction over every test of the table;
 a system is "not worse than the best" when the corrected p is >= 0.05. Gates (the measure
-registry's) are marked pass/fail on each value. Size classes are the cards' (``<=1B``,
-``>1B``); a hybrid's or a library's parameters are those of its components.
+registry's) are marked pass/fail on each value; the false-recall gate is ``FAIL (silent)``
+for a system that abstains on more than half of the answerable items
+(:data:`membench.metrics.measures.MAX_SILENT_ABSTENTION`). Size classes are the cards'
+(``<=1B``, ``>1B``); a hybrid's or a library's parameters are those of its components.
+
+**Silence cannot win.** The cartridge table (false recall, with the answerable abstention
+beside it, the answerable share kept at false recall <= 0.10 and the abstention AUC:
+:mod:`membench.metrics.abstention`) is ranked by ``answerable_kept@fr0.10``
+(:data:`CARTRIDGE_RANK_BY`), on which a system that always abstains scores 0. Those two
+statistics have no per-item values: an entry keeps each item's abstention score and whether
+its cartridge was empty (``items.abstention``), and their tests against the best are paired
+bootstraps of the statistic (:func:`membench.metrics.abstention.paired_difference`), whose
+p Holm reads in place of the permutation p.
 """
 
 from __future__ import annotations
@@ -64,6 +75,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StrictFloat,
     StrictInt,
     StrictStr,
@@ -75,31 +87,43 @@ from ..core.errors import InputError, MembenchError
 from ..core.ids import id_problem, ids_problem
 from ..core.jsonl import read_json_file, validation_error
 from ..core.paths import resolve_user_path
-from ..metrics.aggregate import latency_entry, mean_entry
+from ..metrics import abstention
+from ..metrics.aggregate import latency_entry, mean_entry, ordering_entries
 from ..metrics.bootstrap import N_RESAMPLES, SEED, check_resamples
-from ..metrics.measures import BY_NAME, JUDGMENT_MEASURES, LATENCY_PERCENTILES, MEAN_MEASURES
+from ..metrics.measures import (
+    BY_NAME,
+    JUDGMENT_MEASURES,
+    LATENCY_PERCENTILES,
+    MAX_FALSE_RECALL,
+    MEAN_MEASURES,
+    ORDERING_MEASURES,
+)
 from ..metrics.rundir import RunDir
 from ..modalities import MODALITIES
 from ..run.cards import Card, card_path, read_card, size_class
 
-FORMAT = 2         # 2: entries carry their sha256 (a store of format 1 is re-made)
+FORMAT = 3         # 2: entries carry their sha256 (a store of format 1 is re-made); 3: the
+#                    abstention beside false recall and the abstention-order statistics
 STORE_FILE = "store.json"
 ENTRIES = "entries"
 PRIMARY = "gold"
-#: the measures the leaderboard shows and tests (means; latency is shown, not tested)
+#: the measures the leaderboard shows and tests (latency is shown, not tested)
 MEASURES: tuple[str, ...] = tuple(
     m for m in ("recall@1000", "recall@10", "mrr", "ndcg@10",
                 *[x for x in JUDGMENT_MEASURES if x not in ("recall@1000", "recall@10", "mrr",
                                                           "ndcg@10", "recall@100",
                                                           "cartridge_recall")],
-                "false_recall_rate", "holder_correctness", "temporal_correctness")
-    if m in MEAN_MEASURES)
+                "answerable_kept@fr0.10", "false_recall_rate", "abstain_rate_answerable",
+                "abstention_auc", "holder_correctness", "temporal_correctness")
+    if m in MEAN_MEASURES or m in ORDERING_MEASURES)
 SHOWN_LATENCY = "latency_p50_ms"
 #: the measures that follow the judgment set (one table per set) ...
 RELEVANCE: tuple[str, ...] = tuple(m for m in MEASURES if m in JUDGMENT_MEASURES)
 #: ... and the ones that do not (one table per size class, shown under gold)
 OTHER: tuple[str, ...] = (*(m for m in MEASURES if m not in JUDGMENT_MEASURES), SHOWN_LATENCY)
 RANK_BY = "recall@1000"     # Q2D-Web's primary first-stage figure
+#: the cartridge table's ranking: silence scores 0 on it
+CARTRIDGE_RANK_BY = abstention.KEPT
 _ID = re.compile(r"[0-9a-f]{16}")
 
 
@@ -182,19 +206,25 @@ def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | Non
     figures: dict[str, dict[str, dict[str, Any]]] = {}
     items: dict[str, dict[str, list]] = {}
     kw = {"seed": seed, "n_resamples": n_resamples}
+    ordering = {}        # the abstention-order statistics do not depend on the judgment set
+    for scope in [*present, "all"]:
+        mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
+        ordering[scope] = ordering_entries(scores, mask, f"leaderboard:{scope}", **kw)
     for js in sets:
         vals = _judgment_values(scores, js)
         block: dict[str, dict[str, Any]] = {}
         for scope in [*present, "all"]:
             mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
-            block[scope] = {m: mean_entry(vals[m][mask], f"leaderboard:{js}:{scope}|{m}", **kw)
+            block[scope] = {m: ordering[scope][m] if m in ORDERING_MEASURES else
+                            mean_entry(vals[m][mask], f"leaderboard:{js}:{scope}|{m}", **kw)
                             for m in MEASURES}
             lat = LATENCY_PERCENTILES[SHOWN_LATENCY]
             block[scope][SHOWN_LATENCY] = latency_entry(
                 np.asarray(scores.latency_ms, dtype=np.float64)[mask], lat,
                 f"leaderboard:{js}:{scope}|{SHOWN_LATENCY}", **kw)
         figures[js] = block
-        items[js] = {m: [_num(v) for v in vals[m]] for m in MEASURES}
+        items[js] = {m: [_num(v) for v in vals[m]] for m in MEASURES
+                     if m not in ORDERING_MEASURES}
     meta = rd.meta
     key = {"card_sha256": card["sha256"], "config_sha256": _sha(meta.get("config")),
            "code_revision": str(meta.get("code_revision")),
@@ -210,7 +240,13 @@ def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | Non
             timespec="seconds"),
         "judgment_sets": sets, "figures": figures,
         "items": {"query_id": list(scores.query_id), "modality": list(scores.modality),
-                  "values": items},
+                  "values": items,
+                  # per item: the abstention score (null for -inf: no score) and whether the
+                  # cartridge was empty, for the paired tests of the abstention statistics
+                  "abstention": {"score": [_num(v) if np.isfinite(v) else None
+                                           for v in scores.abstention_score],
+                                 "abstained": [bool(c == 0) for c in scores.cartridge_size],
+                                 "answerable": [bool(a) for a in scores.answerable]}},
     })
 
 
@@ -230,8 +266,9 @@ def sealed(entry: dict[str, Any]) -> dict[str, Any]:
 
 def tampered(entry: dict[str, Any]) -> str | None:
     """Why ``entry`` is not what the store wrote (``None`` when it is): no or another
-    ``sha256`` than its content's, or a mean figure that is not the mean of its per-item
-    values over its scope (or another n)."""
+    ``sha256`` than its content's, a mean figure that is not the mean of its per-item
+    values over its scope (or another n), or an abstention-order figure that its items'
+    abstention scores do not give."""
     digest = entry.get("sha256")
     if not isinstance(digest, str):
         return "it carries no sha256 (written by an older membench, or edited)"
@@ -256,6 +293,28 @@ def tampered(entry: dict[str, Any]) -> str | None:
                     return (f"figures.{js}.{scope}.{m}: value {f.get('value')!r} n "
                             f"{f.get('n')!r}, but its per-item values give {value!r} n "
                             f"{v.size}")
+    ab = items["abstention"]
+    score = np.array([-np.inf if x is None else x for x in ab["score"]], dtype=float)
+    kept, ans = ~np.array(ab["abstained"], dtype=bool), np.array(ab["answerable"], dtype=bool)
+    given: dict[tuple[str, str], tuple[float | None, int]] = {}
+    for js, block in (entry.get("figures") or {}).items():
+        for scope, figs in (block or {}).items():
+            for m in ORDERING_MEASURES:
+                f = (figs or {}).get(m)
+                if f is None:
+                    continue
+                if (scope, m) not in given:
+                    mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
+                    o = abstention.Ordering(score[mask], kept[mask], ans[mask], mods[mask])
+                    x = float(abstention.statistic(o, m, MAX_FALSE_RECALL)[0])
+                    given[(scope, m)] = (None if np.isnan(x) else x, o.counted(m))
+                value, n = given[(scope, m)]
+                if f.get("n") != n or (value is None) != (f.get("value") is None) or (
+                        value is not None and not np.isclose(f["value"], value, rtol=1e-12,
+                                                             atol=0.0)):
+                    return (f"figures.{js}.{scope}.{m}: value {f.get('value')!r} n "
+                            f"{f.get('n')!r}, but its items' abstention scores give "
+                            f"{value!r} n {n}")
     return None
 
 
@@ -318,10 +377,17 @@ class _Figure(_Open):
     ci95: tuple[_Num | None, _Num | None]
 
 
+class _Abstention(_Open):
+    score: list[_Num | None]        # null: -inf (no score)
+    abstained: list[StrictBool]
+    answerable: list[StrictBool]
+
+
 class _Items(_Open):
     query_id: list[StrictStr]
     modality: list[StrictStr]
     values: dict[StrictStr, dict[StrictStr, list[_Num | None]]]
+    abstention: _Abstention
 
 
 class _Entry(_Open):
@@ -395,6 +461,10 @@ def read_store(store_dir: str | os.PathLike) -> tuple[dict[str, Any] | None, lis
                 if len(vals) != len(ids):
                     raise InputError(p, None, f"items.values.{js}.{m}"[:80],
                                      f"{len(vals)} values for {len(ids)} queries", rule="STORE")
+        for k, vals in e["items"]["abstention"].items():
+            if len(vals) != len(ids):
+                raise InputError(p, None, f"items.abstention.{k}",
+                                 f"{len(vals)} values for {len(ids)} queries", rule="STORE")
         if set(e["judgment_sets"]) != set(e["figures"]) or \
                 set(e["judgment_sets"]) != set(e["items"]["values"]):
             raise InputError(p, None, "judgment_sets", "figures and per-item values are not "
@@ -511,6 +581,15 @@ class Leaderboard:
         seen = list(dict.fromkeys(self.rows["judgment_set"]))
         return [PRIMARY, *sorted(s for s in seen if s != PRIMARY)] if PRIMARY in seen else seen
 
+    def rank_measure(self, family: str | None) -> str:
+        """What a table of ``family`` is ranked by: :attr:`rank_by` when it is one of the
+        family's measures, else the family's default (``recall@1000`` for relevance,
+        :data:`CARTRIDGE_RANK_BY` for the cartridge and scope table, on which silence scores
+        0)."""
+        if family == "other":
+            return self.rank_by if self.rank_by in OTHER else CARTRIDGE_RANK_BY
+        return self.rank_by if self.rank_by in RELEVANCE else RANK_BY
+
     def table(self, size: str, judgment_set: str, scope: str | None = None,
               family: str | None = None):
         """The long rows of one size class and judgment set (``family``: ``relevance``, the
@@ -549,6 +628,14 @@ class Leaderboard:
         return pd.DataFrame(out)
 
 
+def gate_text(c) -> str:
+    """A leaderboard cell's gate verdict: ``PASS``, ``FAIL`` or ``FAIL (silent)`` (its
+    ``gate_why`` says why)."""
+    if c.get("gate_why"):
+        return "FAIL (silent)"
+    return "PASS" if c["gate_pass"] else "FAIL"
+
+
 def cell_text(c, digits: int = 3) -> str:
     """One leaderboard cell as text (what :meth:`Leaderboard.wide` shows)."""
     def missing(v) -> bool:
@@ -564,7 +651,7 @@ def cell_text(c, digits: int = 3) -> str:
         s += f" [{c['ci95_lo']:.{digits}f}, {c['ci95_hi']:.{digits}f}]"
     s += f" n={int(c['n'])}"
     if isinstance(c.get("gate"), str) and c["gate"]:
-        s += f" gate {c['gate']} {'PASS' if c['gate_pass'] else 'FAIL'}"
+        s += f" gate {c['gate']} {gate_text(c)}"
     if c.get("is_best"):
         s += " · best"
     elif not (c.get("p_holm") is None or np.isnan(c["p_holm"])):
@@ -604,6 +691,7 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
     pos = {q: i for i, q in enumerate(order)}
     mods = np.asarray(entries[0]["items"]["modality"], dtype=object)
     values: dict[tuple[str, str, str], np.ndarray] = {}
+    abst: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for e in entries:
         idx = np.array([pos[q] for q in e["items"]["query_id"]])
         for js, per in e["items"]["values"].items():
@@ -611,6 +699,18 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
                 arr = np.full(len(order), np.nan)
                 arr[idx] = np.array([np.nan if v is None else v for v in vals], dtype=float)
                 values[(e["id"], js, m)] = arr
+        ab = e["items"]["abstention"]
+        score = np.full(len(order), -np.inf)
+        score[idx] = [-np.inf if v is None else float(v) for v in ab["score"]]
+        kept = np.zeros(len(order), bool)
+        kept[idx] = [not x for x in ab["abstained"]]
+        ans = np.zeros(len(order), bool)
+        ans[idx] = ab["answerable"]
+        abst[e["id"]] = (score, kept, ans)
+
+    def ordering(eid: str, mask: np.ndarray) -> abstention.Ordering:
+        score, kept, ans = abst[eid]
+        return abstention.Ordering(score[mask], kept[mask], ans[mask], mods[mask])
     notes = []
     for e in entries:
         if _calibration_run(e):
@@ -649,6 +749,11 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
                         if f is None:
                             continue
                         g = meas.gate
+                        verdict, why = (None, "")
+                        if g:
+                            comp = (e["figures"][PRIMARY].get(scope, {}).get(g.silent_if[0])
+                                    or {}).get("value") if g.silent_if else None
+                            verdict, why = g.verdict(f["value"], comp)
                         row = {"size_class": size, "judgment_set": js, "scope": scope,
                                "family": "relevance" if m in RELEVANCE else "other",
                                "entry": e["id"], "system": labels[e["id"]], "measure": m,
@@ -656,15 +761,22 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
                                "denominator": f["denominator"], "ci95_lo": f["ci95"][0],
                                "ci95_hi": f["ci95"][1],
                                "gate": f"{g.op} {g.threshold:g}" if g else "",
-                               "gate_pass": g.passes(f["value"]) if g else None,
+                               "gate_pass": verdict, "gate_why": why,
                                "is_best": best == e["id"], "best": best,
                                "diff": np.nan, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
                                "p_bootstrap": np.nan, "p_permutation": np.nan}
                         if best is not None and best != e["id"] and f["value"] is not None:
-                            t = paired_test(values[(e["id"], js, m)][mask],
-                                            values[(best, js, m)][mask],
-                                            f"leaderboard|{js}|{scope}|{m}",
-                                            n_resamples=n_resamples, seed=seed)
+                            if m in ORDERING_MEASURES:
+                                t = abstention.paired_difference(
+                                    ordering(e["id"], mask), ordering(best, mask), m,
+                                    f"leaderboard|{scope}|{m}",
+                                    max_false_recall=MAX_FALSE_RECALL,
+                                    n_resamples=min(n_resamples, ORDERING_RESAMPLES), seed=seed)
+                            else:
+                                t = paired_test(values[(e["id"], js, m)][mask],
+                                                values[(best, js, m)][mask],
+                                                f"leaderboard|{js}|{scope}|{m}",
+                                                n_resamples=n_resamples, seed=seed)
                             row.update({k: t[k] for k in ("diff", "diff_ci95_lo",
                                                           "diff_ci95_hi", "p_bootstrap",
                                                           "p_permutation")})
@@ -672,13 +784,20 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
                         rows.append(row)
             for fam in ("relevance", "other"):       # one Holm family per table shown
                 block = [r for r in rows[start:] if r["family"] == fam]
-                p = np.array([r["p_permutation"] for r in block], dtype=float)
+                # the abstention-order statistics have a bootstrap p only (module docstring)
+                p = np.array([r["p_bootstrap"] if r["measure"] in ORDERING_MEASURES
+                              else r["p_permutation"] for r in block], dtype=float)
                 for r, a in zip(block, holm(p)):
                     r["p_holm"] = float(a)
                     r["significant"] = bool(a < 0.05 and r["p_bootstrap"] < 0.05) \
                         if not np.isnan(a) else None
     df = pd.DataFrame(rows)
     return Leaderboard(store, entries, labels, df, rank_by, notes)
+
+
+#: paired bootstrap draws for the abstention-order statistics' tests against the best (each
+#: draw re-orders every stratum: cheaper than 10,000, and enough for a 95% interval)
+ORDERING_RESAMPLES = 2000
 
 
 #: measures that depend on the cartridge thresholds: not shown for a calibration run
@@ -696,7 +815,9 @@ def _calibration_run(entry: dict[str, Any]) -> bool:
 
 def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
                        measures: tuple[str, ...] = ("recall@1000", "recall@10", "ndcg@10",
-                                                    "false_recall_rate")) -> str:
+                                                    "answerable_kept@fr0.10",
+                                                    "false_recall_rate",
+                                                    "abstain_rate_answerable")) -> str:
     """Plain text for the command line: per size class and judgment set, the chosen scopes'
     rows with value [CI] n and the comparison with the best."""
     lines = [f"{len(lb.entries)} entries; {lb.store['split']} split, "
@@ -720,7 +841,8 @@ def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
 
 def format_markdown(lb: Leaderboard, *, scope: str = "all",
                     measures: tuple[str, ...] = ("recall@1000", "recall@10", "ndcg@10",
-                                                 "false_recall_rate")) -> str:
+                                                 "answerable_kept@fr0.10", "false_recall_rate",
+                                                 "abstain_rate_answerable")) -> str:
     """A Markdown table (README): one row per size class, judgment set and system over
     ``scope``; each cell value [95% CI], ``best``, or the difference from the best with its
     Holm p (``=`` when not significant), gates as PASS / FAIL. Measures that do not follow the
@@ -731,7 +853,7 @@ def format_markdown(lb: Leaderboard, *, scope: str = "all",
             return "—"
         s = f"{c['value']:.3f} [{c['ci95_lo']:.3f}, {c['ci95_hi']:.3f}]"
         if c["gate"]:
-            s += f" {'PASS' if c['gate_pass'] else 'FAIL'}"
+            s += f" {gate_text(c)}"
         if c["is_best"]:
             return s + " best"
         p = c["p_holm"]
@@ -764,7 +886,8 @@ def format_markdown(lb: Leaderboard, *, scope: str = "all",
     return "\n".join(out)
 
 
-__all__ = ["FORMAT", "MEASURES", "RANK_BY", "Added", "Leaderboard", "Refused", "add_runs",
-           "cell_text", "entry_from_run", "entry_sha256", "format_leaderboard",
-           "format_markdown", "leaderboard", "read_store", "sealed", "tampered",
+__all__ = ["CARTRIDGE_RANK_BY", "FORMAT", "MEASURES", "RANK_BY", "Added", "Leaderboard",
+           "Refused", "add_runs", "cell_text", "entry_from_run", "entry_sha256",
+           "format_leaderboard", "format_markdown", "gate_text", "leaderboard", "read_store",
+           "sealed", "tampered",
            "run_card"]

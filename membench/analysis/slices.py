@@ -22,18 +22,19 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics import SEED
+from ..metrics import SEED, abstention
 from ..metrics.aggregate import latency_entry, mean_entry
-from ..metrics.measures import gate
+from ..metrics.measures import MAX_FALSE_RECALL, ORDERING_MEASURES, gate
 from ..metrics.score import PRIMARY
 from .frames import judgment_view, metric_values
 
 #: dimensions :func:`worst_slices` looks at (SPEC section 8)
 SLICE_DIMS: tuple[str, ...] = ("modality", "source", "holder", "as_of_bucket", "scenario",
                                "derivation", "text_source")
-#: metrics of a slice table by default: one per failure kind
-SLICE_METRICS: tuple[str, ...] = ("recall@10", "false_recall_rate", "holder_correctness",
-                                  "temporal_correctness")
+#: metrics of a slice table by default: one per failure kind, and beside false recall the
+#: answerable abstention (a false-recall rate means nothing without it)
+SLICE_METRICS: tuple[str, ...] = ("recall@10", "false_recall_rate", "abstain_rate_answerable",
+                                  "holder_correctness", "temporal_correctness")
 
 
 def _slice_key(by: list[str], values: tuple, judgment_set: str | None = None) -> str:
@@ -71,10 +72,17 @@ def slice_table(df, by: str | list[str], *, metrics: tuple[str, ...] | list[str]
     a slice over ``modality`` reproduces metrics.json's values and intervals). A value whose
     denominator is 0 is NaN, never 0.
 
+    The abstention-order statistics (``answerable_kept@fr0.10``, ``abstention_auc``:
+    :mod:`membench.metrics.abstention`) may be asked for too; they are computed from the
+    frame's ``abstention_score`` and ``abstained`` columns, within each modality.
+
     ``gate_failures`` lists the slice's metrics that miss their gate; ``worst_margin`` is the
     smallest :func:`gate_margin` over the gated metrics (negative = failing) and
-    ``worst_metric`` names it. With ``sort`` the worst slices come first (``worst_margin``
-    ascending, then larger ``n`` first)."""
+    ``worst_metric`` names it. A slice whose false recall passes while it abstains on more
+    than :data:`~membench.metrics.measures.MAX_SILENT_ABSTENTION` of its answerable items
+    fails as ``false_recall_rate (silent)``, its margin the bound minus the abstention. With
+    ``sort`` the worst slices come first (``worst_margin`` ascending, then larger ``n``
+    first)."""
     import pandas as pd
 
     by = [by] if isinstance(by, str) else list(by)
@@ -90,8 +98,16 @@ def slice_table(df, by: str | list[str], *, metrics: tuple[str, ...] | list[str]
         key = _slice_key(by, keys, judgment_set)
         margins = []
         fails = []
+        ordering = [m for m in metrics if m in ORDERING_MEASURES]
+        if ordering:
+            oe = abstention.entries(
+                g["abstention_score"].to_numpy(dtype=float), ~g["abstained"].to_numpy(dtype=bool),
+                g["answerable"].to_numpy(dtype=bool), g["modality"].to_numpy(dtype=object), key,
+                max_false_recall=MAX_FALSE_RECALL, seed=seed, n_resamples=n_resamples)
         for m in metrics:
-            if m.startswith("latency_p"):
+            if m in ORDERING_MEASURES:
+                e = oe[m]
+            elif m.startswith("latency_p"):
                 q = 50.0 if m == "latency_p50_ms" else 95.0
                 e = latency_entry(g["latency_ms"].to_numpy(dtype=float), q, f"{key}|{m}",
                                   seed=seed, n_resamples=n_resamples)
@@ -104,6 +120,14 @@ def slice_table(df, by: str | list[str], *, metrics: tuple[str, ...] | list[str]
             row[f"{m}_hi"] = np.nan if e["ci95"][1] is None else e["ci95"][1]
             mg = gate_margin(m, v)
             if not math.isnan(mg):
+                g_ = gate(m)
+                if g_.silent_if is not None and not math.isnan(v):
+                    cv = metric_values(g, g_.silent_if[0])
+                    comp = float(np.nanmean(cv)) if (~np.isnan(cv)).any() else None
+                    if g_.silent(comp):
+                        margins.append((g_.silent_if[1] - comp, f"{m} (silent)"))
+                        fails.append(f"{m} (silent)")
+                        continue
                 margins.append((mg, m))
                 if mg < -1e-12:
                     fails.append(m)

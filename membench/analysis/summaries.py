@@ -79,18 +79,29 @@ def metrics_table(metrics: dict[str, Any], metric_names: list[str] | None = None
 
 def gates_frame(metrics: dict[str, Any]):
     """metrics.json's gates with the n / denominator of each checked value and PASS / FAIL /
-    n/a (no items in the denominator: never counted as a pass)."""
+    ``FAIL (silent)`` / n/a (no items in the denominator: never counted as a pass). The
+    false-recall rows carry the scope's answerable abstention beside them
+    (``abstain_rate_answerable``, with its n/denominator) and, when silent, ``why``."""
     import pandas as pd
+
+    from ..metrics.aggregate import verdict_text
 
     rows = []
     for g in metrics.get("gates", []):
-        e = metrics.get(g["scope"], {}).get(g["metric"], {})
+        block = metrics.get(g["scope"], {})
+        e = block.get(g["metric"], {})
+        comp = g.get("companion") or {}
+        c = block.get(comp.get("metric", ""), {}) if comp else {}
         rows.append({"scope": g["scope"], "metric": g["metric"],
                      "gate": f"{g['op']} {g['threshold']}", "value": g["value"],
                      "n": e.get("n"), "denominator": e.get("denominator"),
                      "ci95_lo": (e.get("ci95") or [None])[0],
                      "ci95_hi": (e.get("ci95") or [None, None])[1],
-                     "result": {True: "PASS", False: "FAIL", None: "n/a (no items)"}[g["pass"]]})
+                     "abstain_rate_answerable": comp.get("value") if comp else None,
+                     "abstain_n/den": (f"{c.get('n')}/{c.get('denominator')}" if comp
+                                       else ""),
+                     "why": g.get("why") or "",
+                     "result": verdict_text(g).replace("n/a", "n/a (no items)")})
     df = pd.DataFrame(rows)
     note = submission_note(metrics)
     if note:        # every row says it: a gate passed by a run that saw the gold proves nothing

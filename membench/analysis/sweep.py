@@ -1,5 +1,7 @@
 """What a cartridge score threshold buys: the false-recall vs recall trade-off of a simulated
-cartridge "the top-1 atom if its score >= t", and the operating point
+cartridge "the top-1 atom if the query's abstention score >= t" (the score the system reported
+as its ``confidence``, else its top-1 hit score: :mod:`membench.metrics.abstention`), and the
+operating point
 (:func:`membench.analysis.operating_point.choose_threshold`, the same rule ``membench calibrate``
 uses)."""
 
@@ -15,20 +17,23 @@ from .operating_point import choose_threshold
 
 
 def _groups(data, by: str, sets_dir):
-    """Per ``by`` group of an item frame (or a run directory's): key, top-1 scores (NaN
-    without hits), answerable, top-1 hits gold."""
+    """Per ``by`` group of an item frame (or a run directory's): key, abstention scores (the
+    reported confidence, else the top-1 score; NaN without either), answerable, top-1 hits
+    gold."""
     import pandas as pd
 
     df = data if isinstance(data, pd.DataFrame) else item_frame(data, sets_dir)
     for key, g in df.groupby(by, sort=True):
-        yield (key, g["top1_score"].to_numpy(dtype=float), g["answerable"].to_numpy(dtype=bool),
-               g["top1_hit"].to_numpy(dtype=bool))
+        s = g["abstention_score"].to_numpy(dtype=float).copy()
+        s[np.isinf(s)] = np.nan                 # -inf: no score (no hits)
+        yield (key, s, g["answerable"].to_numpy(dtype=bool), g["top1_hit"].to_numpy(dtype=bool))
 
 
 def threshold_sweep(data, thresholds=None, *, by: str = "modality", n_points: int = 41,
                     sets_dir: str | os.PathLike | None = None):
     """The trade-off a cartridge score threshold buys: for each threshold ``t`` the simulated
-    cartridge of an item is its top-1 hit if ``top1_score >= t``, else empty (abstain).
+    cartridge of an item is its top-1 hit if its ``abstention_score >= t``, else empty
+    (abstain).
     ``data`` is an item frame or a run directory.
 
     Per ``by`` group (default per modality: scores of different modalities need not be on one

@@ -7,6 +7,8 @@ Modules, one per measure family:
 * :mod:`.ranking`   recall@k, MRR, nDCG@k from first-hit ranks; the tie-breaking rule
 * :mod:`.scope`     temporal and holder correctness
 * :mod:`.cartridge` false recall, abstention, cartridge recall
+* :mod:`.abstention` the abstention AUC and the answerable share kept at false recall <= 0.10
+  (statistics of the order of a slice's queries by their abstention score)
 * :mod:`.latency`   p50 / p95 compile latency
 * :mod:`.bootstrap` percentile bootstrap intervals
 * :mod:`.score`     per-item join of records, items, atoms and run lines

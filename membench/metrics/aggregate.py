@@ -14,12 +14,19 @@ Output shape (the file contract)::
     }
 
 ``denominator`` is the number of annotated items the metric is defined over in that slice
-(answerable items for recall, MRR, nDCG, abstention and cartridge recall; unanswerable items for
-false recall; all items for temporal/holder correctness and latency). ``n`` is the number of
-items the value is computed from: equal to the denominator for every mean (an item without a
-run line counts, as a miss), and the number of items with a run line for latency. When the
-denominator is 0 the value and the interval are null, never a made-up 0; a gate on a null
-value has ``"pass": null``.
+(answerable items for recall, MRR, nDCG, abstention, cartridge recall and the answerable share
+kept at the false-recall gate; unanswerable items for false recall; all items for
+temporal/holder correctness, latency and the abstention AUC). ``n`` is the number of items the
+value is computed from: equal to the denominator for every mean (an item without a run line
+counts, as a miss), the number of items with a run line for latency, and for the two
+abstention-order statistics the items of the modalities where they are defined
+(:mod:`membench.metrics.abstention`). When the denominator is 0 the value and the interval are
+null, never a made-up 0; a gate on a null value has ``"pass": null``.
+
+A gate entry also carries ``silent`` and ``why``: the false-recall gate is not passed by
+silence (``pass`` false, ``silent`` true, ``why`` saying how much of the answerable items the
+system abstains on) when ``abstain_rate_answerable`` of the same scope is above
+:data:`membench.metrics.measures.MAX_SILENT_ABSTENTION`; ``companion`` is that value.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import numpy as np
 from ..core import progress
 from ..modalities import MODALITIES
 from ..run.protocol import TIE_BREAKING
+from . import abstention
 from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
 from .latency import percentile
 from .measures import (
@@ -39,8 +47,10 @@ from .measures import (
     GATES,
     JUDGMENT_MEASURES,
     LATENCY_PERCENTILES,
+    MAX_FALSE_RECALL,
     MEAN_MEASURES,
     METRICS,
+    ORDERING_MEASURES,
     definitions,
 )
 from .score import ItemScores
@@ -77,15 +87,27 @@ def latency_entry(latency: np.ndarray, q: float, key: str, *, seed: int = SEED,
                   bootstrap_ci(v, key, statistic=q, seed=seed, n_resamples=n_resamples))
 
 
+def ordering_entries(scores: ItemScores, mask: np.ndarray, name: str, *, seed: int = SEED,
+                     n_resamples: int = N_RESAMPLES) -> dict[str, dict[str, Any]]:
+    """The abstention-order statistics (:mod:`membench.metrics.abstention`) over the items
+    of ``mask``, compared within each modality, keyed ``<name>|<measure>``."""
+    mods = np.asarray(scores.modality, dtype=object)[mask]
+    return abstention.entries(scores.abstention_score[mask], scores.cartridge_size[mask] > 0,
+                              scores.answerable[mask], mods, name,
+                              max_false_recall=MAX_FALSE_RECALL, seed=seed,
+                              n_resamples=n_resamples)
+
+
 def slice_metrics(scores: ItemScores, mask: np.ndarray, name: str, *, seed: int = SEED,
                   n_resamples: int = N_RESAMPLES) -> dict[str, dict[str, Any]]:
-    """All twelve metrics over the items selected by ``mask``."""
+    """Every measure of the registry over the items selected by ``mask``, in its order."""
     out = {m: mean_entry(scores.values[m][mask], f"{name}|{m}", seed=seed, n_resamples=n_resamples)
            for m in MEAN_MEASURES}
+    out.update(ordering_entries(scores, mask, name, seed=seed, n_resamples=n_resamples))
     for m, q in LATENCY_PERCENTILES.items():
         out[m] = latency_entry(scores.latency_ms[mask], q, f"{name}|{m}", seed=seed,
                                n_resamples=n_resamples)
-    return out
+    return {m: out[m] for m in METRICS}
 
 
 def judgment_entries(scores: ItemScores, name: str, mask: np.ndarray, scope: str, *,
@@ -102,16 +124,36 @@ def _modalities(present: list[str]) -> list[str]:
     return [m for m in MODALITIES if m in set(present)] + sorted(set(present) - set(MODALITIES))
 
 
+def gate_entry(metric: str, scope: str, block: dict[str, Any]) -> dict[str, Any]:
+    """One gate of the registry on one scope's figures ``block`` (``metrics.json[scope]``):
+    value, ``pass`` (PASS / FAIL, ``None`` when the value is null: no items), and for a gate
+    silence would pass, ``silent``, ``why`` and the ``companion`` value it was judged with."""
+    g = BY_NAME[metric].gate
+    value = block[metric]["value"]
+    row = {"metric": metric, "scope": scope, "op": g.op, "threshold": g.threshold,
+           "value": value}
+    if g.silent_if is None:
+        row["pass"] = g.passes(value)
+        return row
+    companion = (block.get(g.silent_if[0]) or {}).get("value")
+    ok, why = g.verdict(value, companion)
+    row.update({"pass": ok, "silent": bool(why), "why": why,
+                "companion": {"metric": g.silent_if[0], "value": companion,
+                              "bound": g.silent_if[1]}})
+    return row
+
+
 def evaluate_gates(result: dict[str, Any], scopes: list[str]) -> list[dict[str, Any]]:
-    """Every gate of the measure registry, per scope: value, PASS / FAIL, or ``None`` when the
-    value is null (no items)."""
-    gates = []
-    for scope in scopes:
-        for metric, op, threshold in GATES:
-            value = result[scope][metric]["value"]
-            gates.append({"metric": metric, "scope": scope, "op": op, "threshold": threshold,
-                          "value": value, "pass": BY_NAME[metric].gate.passes(value)})
-    return gates
+    """Every gate of the measure registry, per scope (:func:`gate_entry`)."""
+    return [gate_entry(metric, scope, result[scope]) for scope in scopes
+            for metric, _, _ in GATES]
+
+
+def verdict_text(g: dict[str, Any]) -> str:
+    """``PASS``, ``FAIL``, ``FAIL (silent)`` or ``n/a`` for a gate entry of metrics.json."""
+    if g.get("silent"):
+        return "FAIL (silent)"
+    return {True: "PASS", False: "FAIL", None: "n/a"}[g["pass"]]
 
 
 def aggregate(scores: ItemScores, *, seed: int = SEED,
@@ -228,7 +270,17 @@ def format_table(metrics: dict[str, Any], *, by_source: bool = False) -> str:
     if gates:
         lines.append("gates")
         for g in gates:
-            verdict = {True: "PASS", False: "FAIL", None: "n/a (no items)"}[g["pass"]]
+            verdict = verdict_text(g).replace("n/a", "n/a (no items)")
+            comp = g.get("companion")
+            beside = (f"  (abstain_rate_answerable {_fmt(comp['value'], comp['metric'])})"
+                      if comp else "")
             lines.append(f"  {g['scope']:<16} {g['metric']:<{w}} {g['op']} {g['threshold']:<5} "
-                         f"value {_fmt(g['value'], g['metric']):>8}  {verdict}")
+                         f"value {_fmt(g['value'], g['metric']):>8}  {verdict}{beside}")
+            if g.get("why"):
+                lines.append(f"  {'':<16} {g['why']}")
     return "\n".join(lines).rstrip() + "\n"
+
+
+# the abstention module's names are the registry's (its kept share is read at the gate)
+assert set(ORDERING_MEASURES) == {abstention.AUC, abstention.KEPT}, ORDERING_MEASURES
+assert abstention.KEPT == f"answerable_kept@fr{MAX_FALSE_RECALL:.2f}", MAX_FALSE_RECALL

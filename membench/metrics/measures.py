@@ -23,21 +23,52 @@ from .bootstrap import N_RESAMPLES, SEED
 Denominator = Literal["answerable", "unanswerable", "all"]
 
 
+#: a false-recall verdict is not PASS when the system abstains on more than this share of the
+#: answerable items of the same scope: a system that always abstains would otherwise pass
+#: every false-recall gate (a gate's ``silent`` verdict)
+MAX_SILENT_ABSTENTION: float = 0.5
+
+
 @dataclass(frozen=True)
 class Gate:
     op: Literal[">=", "<="]
     threshold: float
+    #: for a gate silence would pass (the false-recall rate): the measure of the same scope
+    #: that says how silent the system is, and the bound past which the verdict is
+    #: ``FAIL (silent)`` whatever the gated value
+    silent_if: tuple[str, float] | None = None
 
     def margin(self, value: float) -> float:
         """How far ``value`` is on the passing side (negative: the gate fails)."""
         return value - self.threshold if self.op == ">=" else self.threshold - value
 
     def passes(self, value: float | None) -> bool | None:
-        """PASS / FAIL, or ``None`` when there is no value (no items: never a pass). A mean
-        that meets the threshold up to float rounding passes."""
+        """PASS / FAIL on the value alone, or ``None`` when there is no value (no items: never
+        a pass). A mean that meets the threshold up to float rounding passes. The verdict a
+        report shows is :meth:`verdict`, which also reads :attr:`silent_if`."""
         if value is None:
             return None
         return self.margin(value) >= -1e-12
+
+    def silent(self, companion: float | None) -> bool:
+        """The system abstains on more than the bound's share of the answerable items
+        (``companion`` = the :attr:`silent_if` measure's value in the same scope; ``None``:
+        no answerable items, nothing to tell)."""
+        return self.silent_if is not None and companion is not None and \
+            companion > self.silent_if[1] + 1e-12
+
+    def verdict(self, value: float | None, companion: float | None = None
+                ) -> tuple[bool | None, str]:
+        """``(pass, why)``: :meth:`passes`, except that a silent system (:meth:`silent`) never
+        passes; ``why`` says so (empty otherwise). No value (no items) stays ``None``: there
+        is nothing to judge."""
+        ok = self.passes(value)
+        if ok is not None and self.silent(companion):
+            m, bound = self.silent_if
+            return False, (f"silent: abstains on {companion:.3f} of the answerable items "
+                           f"({m} > {bound:g}); a false-recall rate bought by abstaining is "
+                           "not a pass")
+        return ok, ""
 
 
 @dataclass(frozen=True)
@@ -48,6 +79,9 @@ class Measure:
     direction: Literal["higher", "lower"]
     family: Literal["ranking", "cartridge", "scope", "latency"]
     gate: Gate | None = None
+    #: a statistic of the order of a slice's queries by their abstention score
+    #: (:mod:`.abstention`), not a mean of per-item values
+    ordering: bool = False
     paired: bool = False            # tested pairwise when systems are compared
     per_judgment_set: bool = False  # also computed under every alternative judgment set
     headline: bool = False          # frozen in bench/expected/dev.json, shown in README
@@ -56,7 +90,7 @@ class Measure:
 
     @property
     def is_mean(self) -> bool:
-        return self.percentile is None
+        return self.percentile is None and not self.ordering
 
 
 MEASURES: tuple[Measure, ...] = (
@@ -86,9 +120,12 @@ MEASURES: tuple[Measure, ...] = (
             per_judgment_set=True,
             citation="Jarvelin & Kekalainen, TOIS 2002; gains 2**grade - 1 as Burges et al., "
                      "ICML 2005, and CodeSearchNet's relevanceeval.py (Husain et al. 2019)"),
-    Measure("false_recall_rate", "Share of unanswerable items whose cartridge is non-empty.",
-            "unanswerable", "lower", "cartridge", gate=Gate("<=", 0.10), paired=True,
-            headline=True),
+    Measure("false_recall_rate", "Share of unanswerable items whose cartridge is non-empty. "
+            "Its gate is not passed by silence: the verdict is FAIL (silent) when "
+            f"abstain_rate_answerable of the same scope is above {MAX_SILENT_ABSTENTION:g}.",
+            "unanswerable", "lower", "cartridge",
+            gate=Gate("<=", 0.10, silent_if=("abstain_rate_answerable", MAX_SILENT_ABSTENTION)),
+            paired=True, headline=True),
     Measure("temporal_correctness", "Share of all items whose returned hits and cartridge "
             "contain no atom observed after the item's as_of.", "all", "higher", "scope",
             gate=Gate(">=", 0.95), headline=True),
@@ -96,7 +133,26 @@ MEASURES: tuple[Measure, ...] = (
             "no atom of a holder other than scope.holder.", "all", "higher", "scope",
             gate=Gate(">=", 0.95), headline=True),
     Measure("abstain_rate_answerable", "Share of answerable items whose cartridge is empty.",
-            "answerable", "lower", "cartridge", headline=True),
+            "answerable", "lower", "cartridge", paired=True, headline=True),
+    Measure("answerable_kept@fr0.10", "The false-recall gate read as an operating point: the "
+            "largest share of answerable items that keep a non-empty cartridge when the system "
+            "abstains on every query whose abstention score is below a threshold t, over every "
+            "t at which at most 0.10 of the unanswerable items keep a non-empty cartridge (a "
+            "query is kept at t when its own cartridge is non-empty and its score >= t; equal "
+            "scores are kept or dropped together; over several modalities, per modality and "
+            "pooled). A system that always abstains scores 0. The abstention score: the "
+            "confidence the system reported, else its top-1 hit score, else -inf. Undefined "
+            "where the slice has no unanswerable item.", "answerable", "higher", "cartridge",
+            ordering=True, headline=True,
+            citation="membench (the seed's false-recall gate as an operating point); "
+                     "membench/metrics/abstention.py"),
+    Measure("abstention_auc", "ROC AUC of the abstention order, answerable (positive) against "
+            "unanswerable items of the same modality: queries placed by (cartridge non-empty, "
+            "abstention score), ties counting one half (Mann-Whitney). 0.5 is chance; no "
+            "threshold involved. Undefined without both kinds of items.", "all", "higher",
+            "cartridge", ordering=True,
+            citation="Hanley & McNeil, Radiology 1982 (AUC as the Mann-Whitney statistic); "
+                     "membench/metrics/abstention.py"),
     Measure("cartridge_recall", "Mean over answerable items of the share of gold regions hit by "
             "any cartridge atom (unranked).", "answerable", "higher", "cartridge",
             per_judgment_set=True),
@@ -111,8 +167,10 @@ BY_NAME: dict[str, Measure] = {m.name: m for m in MEASURES}
 
 #: every measure name, in report order
 METRICS: tuple[str, ...] = tuple(m.name for m in MEASURES)
-#: the means (all but the latency percentiles)
+#: the means (all but the latency percentiles and the abstention-order statistics)
 MEAN_MEASURES: tuple[str, ...] = tuple(m.name for m in MEASURES if m.is_mean)
+#: statistics of the abstention order (:mod:`.abstention`)
+ORDERING_MEASURES: tuple[str, ...] = tuple(m.name for m in MEASURES if m.ordering)
 #: the percentiles
 LATENCY_PERCENTILES: dict[str, float] = {m.name: m.percentile for m in MEASURES
                                          if m.percentile is not None}

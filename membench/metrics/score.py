@@ -29,6 +29,7 @@ from ..run.protocol import rank_order
 from ..sets.judgments import PRIMARY
 from ..sets.schema import AnnotationRecord, SourceItem
 from . import cartridge as cart_mod
+from .abstention import abstention_score
 from .atom_level import ATOM_MEASURES, atom_measures, relevant_atoms
 from .measures import MEAN_MEASURES
 from .ranking import FirstHits, graded_gain, rank_measures
@@ -62,6 +63,9 @@ class ItemScores:
     n_foreign: np.ndarray           # int, returned atoms of another holder
     latency_ms: np.ndarray          # float, NaN without a run line
     values: dict[str, np.ndarray]   # measure -> per item, NaN outside its denominator
+    # the abstention score (membench.metrics.abstention): the reported confidence, else the
+    # top-1 hit score, else -inf
+    abstention_score: np.ndarray = field(default_factory=lambda: np.zeros(0))
     judgments: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     # the atom-level view (membench.metrics.atom_level): measure -> per item (NaN outside the
     # answerable items), and per item the relevant atoms (atom id -> grade)
@@ -84,6 +88,7 @@ class ItemScores:
                 "n_hits": int(self.n_hits[i]), "cartridge_size": int(self.cartridge_size[i]),
                 "n_future": int(self.n_future[i]), "n_foreign": int(self.n_foreign[i]),
                 "latency_ms": _opt(self.latency_ms[i]),
+                "abstention_score": float(self.abstention_score[i]),
             }
             for k, v in self.values.items():
                 r[k] = _opt(v[i])
@@ -196,6 +201,7 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
     n_future = np.zeros(n, dtype=np.int64)
     n_foreign = np.zeros(n, dtype=np.int64)
     latency = np.full(n, np.nan)
+    abst = np.full(n, -np.inf)
     nan = lambda: np.full(n, np.nan)
     false_recall, abstain, cart_recall = nan(), nan(), nan()
     atom_level = {m: nan() for m in ATOM_MEASURES}
@@ -212,6 +218,7 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
             ranked, cart = _ranked_indices(row, table)
             has_run[i] = True
             latency[i] = row.latency_ms
+            abst[i] = abstention_score(row.confidence, row.scores)
         else:
             ranked, cart = empty, empty
         n_hits[i], cart_size[i] = len(ranked), len(cart)
@@ -283,4 +290,5 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
         derivation=[r.origin.derivation for r in recs], answerable=answerable, has_run=has_run,
         n_gold=n_gold, n_hits=n_hits, cartridge_size=cart_size, n_future=n_future,
         n_foreign=n_foreign, latency_ms=latency, values={k: values[k] for k in MEAN_MEASURES},
+        abstention_score=abst,
         judgments=judgments, atom_level=atom_level, atom_qrels=atom_qrels)

@@ -2,7 +2,11 @@
 
 * region and atom extent: ``{"t_start": float, "t_end": float}`` in seconds,
   ``0 <= t_start <= t_end``; cap: a window of at most 60 s
-* hit: the closed intervals intersect (spans that touch at one instant are hits)
+* hit: the spans overlap for longer than 0 s (``min(ends) - max(starts) > 0``): spans that
+  only touch at one instant are not hits (SPEC section 7), so a caption window that ends where
+  the gold span starts does not find it
+* a gold span has a positive length (``t_start < t_end``: a span of no length could never be
+  hit); an atom's window may be empty (it then hits nothing)
 * bounds: ``t_end`` <= the item's ``meta.duration``
 * shown as: the caption cues inside the window (``item.content``: ``[start, end, text]``),
   marked where they overlap gold, and the video's URL at the window's start (as text; a
@@ -47,17 +51,23 @@ class Video(Modality):
     meta_types = {"duration": "seconds", "url": "text"}
     region_doc = '{"t_start": float, "t_end": float} (seconds)'
     extent_doc = region_doc
-    hit_doc = "closed time intervals intersect (touching ends are hits)"
+    hit_doc = ("the time spans overlap for longer than 0 s (spans that touch at one instant "
+               "are not hits)")
 
-    def region_values(self, region: dict) -> str | None:
-        s, e = region["t_start"], region["t_end"]
+    def extent_values(self, extent: dict) -> str | None:
+        s, e = extent["t_start"], extent["t_end"]
         if not (is_num(s) and is_num(e)):
             return "t_start and t_end must be finite numbers (seconds; integers within 64 bits)"
         if not 0 <= s <= e:
             return f"need 0 <= t_start <= t_end, got {s}..{e}"
         return None
 
-    extent_values = region_values
+    def region_values(self, region: dict) -> str | None:
+        why = self.extent_values(region)
+        if why is None and not region["t_start"] < region["t_end"]:
+            return (f"a gold span needs t_start < t_end (a span of no length can never be hit), "
+                    f"got {region['t_start']}..{region['t_end']}")
+        return why
 
     def region_bounds(self, region: dict, meta: dict) -> str | None:
         if "duration" in meta and region["t_end"] > meta["duration"]:
@@ -71,15 +81,17 @@ class Video(Modality):
         return None
 
     def hit(self, extent: dict, region: dict) -> bool:
-        return max(extent["t_start"], region["t_start"]) <= min(extent["t_end"], region["t_end"])
+        # the overlap's length, in float64 as :meth:`hit_mask` computes it
+        return (min(float(extent["t_end"]), float(region["t_end"]))
+                - max(float(extent["t_start"]), float(region["t_start"]))) > 0
 
     def columns(self, extents: Sequence[dict]) -> _Cols:
         return _Cols(np.array([e["t_start"] for e in extents], dtype=np.float64),
                      np.array([e["t_end"] for e in extents], dtype=np.float64))
 
     def hit_mask(self, cols: _Cols, rows: np.ndarray, region: dict) -> np.ndarray:
-        return np.maximum(cols.t0[rows], region["t_start"]) <= \
-            np.minimum(cols.t1[rows], region["t_end"])
+        return (np.minimum(cols.t1[rows], float(region["t_end"]))
+                - np.maximum(cols.t0[rows], float(region["t_start"]))) > 0
 
     def structural_extents(self, item) -> list[dict]:
         dur = float(item.meta.get("duration") or 0.0)
@@ -118,7 +130,7 @@ class Video(Modality):
         rows = []
         for c in inside[:SHOWN_CUES]:
             s, t, text = float(c[0]), float(c[1]), str(c[2])
-            hl = any(float(m["t_start"]) <= t and float(m["t_end"]) >= s for m in marks)
+            hl = any(min(t, float(m["t_end"])) - max(s, float(m["t_start"])) > 0 for m in marks)
             rows.append(f'<tr{HL if hl else ""}><td>{fmt_t(s)}–{fmt_t(t)}</td>'
                         f'<td>{escape(text)}</td></tr>')
         more = (f"<div>… {len(inside) - SHOWN_CUES} more cue(s)</div>"

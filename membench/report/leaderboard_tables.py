@@ -17,22 +17,28 @@ from typing import Any
 from ..metrics.measures import BY_NAME
 from ..modalities import MODALITIES
 from .escape import esc
-from .tables import Table, fmt_interval, fmt_num, is_missing, th
+from .tables import Table, fmt_num, interval_html, is_missing, th
 
 LEGEND = ("value [95% bootstrap interval], n = items in the measure's denominator; "
           "<b>best</b> = the best system of the block; otherwise the difference from the best "
           "on the same items (paired bootstrap) and the permutation p corrected by Holm over "
-          "every test of the table (<i>= best</i>: not significantly different at 0.05); "
-          "a coloured cell is a gated measure (green: the gate passes, red: it fails).")
+          "every test of the table (<i>= best</i>: not significantly different at 0.05; the "
+          "answerable share kept at false recall &lt;= 0.10 and the abstention AUC have a "
+          "bootstrap p); a coloured cell is a gated measure (green: the gate passes, red: it "
+          "fails; <i>FAIL (silent)</i>: a false-recall rate bought by abstaining on more than "
+          "half of the answerable items). The cartridge table is ranked by the answerable "
+          "share kept at false recall &lt;= 0.10, on which a system that always abstains "
+          "scores 0.")
 
 
-def _cell(c: dict[str, Any], digits: int) -> str:
+def _cell(c: dict[str, Any], digits: int, stacked: bool = False) -> str:
+    """One cell; ``stacked``: the interval on its own line (a table with many columns)."""
     if is_missing(c["value"]):
         return f'<td class="mb-n mb-na">n/a<br><small>n={esc(int(c["n"]))}</small></td>'
     cls = "mb-n"
     if c.get("gate"):
         cls += " mb-pass" if c.get("gate_pass") else " mb-fail"
-    v = fmt_interval(c["value"], c["ci95_lo"], c["ci95_hi"], digits)
+    v = interval_html(c["value"], c["ci95_lo"], c["ci95_hi"], digits, stacked=stacked)
     extra = ""
     if c.get("is_best"):
         extra = "<b>best</b>"
@@ -41,8 +47,12 @@ def _cell(c: dict[str, Any], digits: int) -> str:
         diff = format(c["diff"], f"+.{digits}f")
         extra = (f"{esc(diff)} (p {esc(p)})" if c.get("significant")
                  else f"<i>= best</i> (p {esc(p)})")
-    gate = f'<br><small>gate {esc(c["gate"])}</small>' if c.get("gate") else ""
-    return (f'<td class="{cls}">{esc(v)}<br><small>n={esc(int(c["n"]))}</small>'
+    gate = ""
+    if c.get("gate"):
+        why = c.get("gate_why") or ""
+        gate = (f'<br><small>gate {esc(c["gate"])}'
+                + (f' <b title="{esc(why)}">FAIL (silent)</b>' if why else "") + "</small>")
+    return (f'<td class="{cls}">{v}<br><small>n={esc(int(c["n"]))}</small>'
             f'{"<br><small>" + extra + "</small>" if extra else ""}{gate}</td>')
 
 
@@ -61,9 +71,10 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
     for scope in [s for s in [*MODALITIES, "all"] if s in set(t["scope"])
                   and (scopes is None or s in scopes)]:
         g = t[t["scope"] == scope]
+        by = lb.rank_measure(None if measures else family)
         rank = lb.table(size, judgment_set, scope)
-        rank = rank[rank["measure"] == lb.rank_by]
-        hi = BY_NAME[lb.rank_by].direction == "higher"
+        rank = rank[rank["measure"] == by]
+        hi = BY_NAME[by].direction == "higher"
         order = sorted(rank.to_dict("records"), key=lambda r: (
             math.inf if is_missing(r["value"]) else (-r["value"] if hi else r["value"]),
             r["system"]))
@@ -75,12 +86,14 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
                           if i == 0 else "")
                 + f'<td class="mb-l">{esc(r["system"])}</td>'
                 + f'<td class="mb-n">{esc(format(int(card["parameter_count"]), ","))}</td>'
-                + "".join(_cell(cells[m], 1 if m.startswith("latency") else digits)
+                + "".join(_cell(cells[m], 1 if m.startswith("latency") else digits,
+                                stacked=len(names) > 5)
                           if m in cells else '<td class="mb-na">-</td>' for m in names)
                 + "</tr>")
     what = (f"judgment set {esc(judgment_set)}" if family == "relevance" or measures else
             "every judgment set (these measures do not depend on it)")
-    cap = f"size {esc(size)} · {what} · ranked by {esc(lb.rank_by)}"
+    cap = (f"size {esc(size)} · {what} · ranked by "
+           f"{esc(lb.rank_measure(None if measures else family))}")
     html = (f'<table class="mb-t"><caption>{cap}</caption><thead>{head}</thead><tbody>'
             + "".join(rows) + "</tbody></table>")
     return Table(html, len(rows), ["scope", "system", "parameters", *names])

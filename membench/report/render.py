@@ -649,7 +649,8 @@ def _verdicts_html(gates: list[dict[str, Any]]) -> str:
         by.setdefault(g["scope"], []).append(g["result"])
     out = []
     for scope, rs in by.items():
-        cls = "mb-fail" if "FAIL" in rs else ("mb-pass" if "PASS" in rs else "mb-na")
+        cls = "mb-fail" if any(r.startswith("FAIL") for r in rs) else (
+            "mb-pass" if "PASS" in rs else "mb-na")
         out.append(f'<span class="mb-badge {cls}" title="{esc(scope)}">{esc(scope)} '
                    f'{rs.count("PASS")}/{len(rs)}</span>')
     return '<div class="mb-badges">' + "".join(out) + "</div>"
@@ -712,7 +713,8 @@ def write_index(out: Path) -> Path:
             f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}">'
             "<title>membench reports</title>" + TABLE_CSS +
             "<style>body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1240px;"
-            "padding:0 12px}</style></head><body>"
+            "padding:0 12px}#membench-runs tr.mb-run>td:first-child{white-space:normal;min-width:7em;"
+            "max-width:11em;overflow-wrap:anywhere}</style></head><body>"
             "<h1>membench reports</h1><p>One row per run: its gates (pass / all, per scope) "
             "and headline figures over all items, value [95% bootstrap interval] (n = "
             "denominator). Open a run's pages for everything else.</p>"

@@ -25,6 +25,9 @@ WHERE = {
     "temporal_correctness": "04 (the evidence observed after as_of) and 03 (leakage by "
                             "derivation)",
     "holder_correctness": "04 (the evidence of other holders) and 03 (leakage by derivation)",
+    "abstain_rate_answerable": "03 (the threshold sweep and the answerable share kept at false "
+                               "recall <= 0.10: what the abstention score allows) and 04 (the "
+                               "abstentions on answerable items, case by case)",
 }
 
 
@@ -40,9 +43,17 @@ def _margin(r: dict) -> float:
 def next_steps(metrics: dict[str, Any], *, limit: int = 6) -> list[str]:
     """What to look at next, most urgent first (plain text, at most ``limit`` lines)."""
     rows = gate_rows(metrics)
-    failing = sorted((r for r in rows if r["result"] == "FAIL"), key=_margin)
+    failing = sorted((r for r in rows if r["result"].startswith("FAIL")),
+                     key=lambda r: (not r.get("why"), _margin(r)))
     out = []
     for r in failing:
+        if r.get("why"):        # silent: the value passes, the abstention does not
+            out.append(f"{r['scope']}: {r['metric']} = "
+                       f"{fmt_interval(r['value'], r['lo'], r['hi'])} (n={r['n']}/"
+                       f"{r['denominator']}) is FAIL (silent): "
+                       f"{r['why'].removeprefix('silent: ')}. See "
+                       f"{WHERE['abstain_rate_answerable']}.")
+            continue
         out.append(f"{r['scope']}: {r['metric']} = "
                    f"{fmt_interval(r['value'], r['lo'], r['hi'])} (n={r['n']}/"
                    f"{r['denominator']}) misses its gate {r['op']} {r['threshold']}: see "
@@ -75,7 +86,7 @@ def summary_html(metrics: dict[str, Any] | None, label: str, *, missing: str = "
                 "</p></section>")
     rows = gate_rows(metrics)
     n_pass = sum(r["result"] == "PASS" for r in rows)
-    n_fail = sum(r["result"] == "FAIL" for r in rows)
+    n_fail = sum(r["result"].startswith("FAIL") for r in rows)
     n_na = len(rows) - n_pass - n_fail
     steps = "".join(f"<li>{esc(s)}</li>" for s in next_steps(metrics))
     return (f'<section class="mb-summary" id="membench-summary"><h2>Summary · {esc(label)}</h2>'

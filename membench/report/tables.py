@@ -43,6 +43,7 @@ CSS = """<style>
 .mb-t td.mb-fail{background:#fbe0e0;color:#8a1010;font-weight:600}
 .mb-t td.mb-na{color:#777}
 .mb-t caption{caption-side:top;text-align:left;color:#444;padding:2px 0}
+.mb-t td small.mb-wrap{white-space:normal;display:inline-block;max-width:17em}
 details.mb-more>summary{cursor:pointer;color:#1a4d8f;font:12px system-ui,sans-serif}
 .mb-badges{display:flex;flex-wrap:wrap;gap:3px;margin:1px 0}
 .mb-badge{display:inline-block;border-radius:4px;padding:1px 6px;font:12px/1.4 system-ui,
@@ -120,7 +121,8 @@ def _verdict_class(col: str, v: Any) -> str:
         return "mb-pass"
     if s.startswith("n/a"):
         return "mb-na"
-    if s in ("FAIL", "fail", "error", "ERROR", "no", "MISMATCH") or v is False:
+    if s in ("FAIL", "fail", "error", "ERROR", "no", "MISMATCH") or s.startswith("FAIL (") \
+            or v is False:
         return "mb-fail"
     try:
         import numpy as np
@@ -310,15 +312,28 @@ def judgment_sets_grid(metrics: dict[str, Any], scope: str, digits: int = 3) -> 
 
 def gate_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     """The gates of a ``metrics.json`` with value, interval, n and denominator; ``result`` is
-    PASS, FAIL or ``n/a`` (no items in the denominator: never a pass)."""
+    PASS, FAIL, ``FAIL (silent)`` (a false-recall rate bought by abstaining on most answerable
+    items: ``why`` says how much) or ``n/a`` (no items in the denominator: never a pass). A
+    gate silence would pass also carries its companion (answerable abstention of the scope:
+    ``companion``, ``companion_n``, ``companion_denominator``)."""
+    from ..metrics.aggregate import verdict_text
+
     rows = []
     for g in metrics.get("gates", []):
-        e = metrics.get(g["scope"], {}).get(g["metric"], {})
+        block = metrics.get(g["scope"], {})
+        e = block.get(g["metric"], {})
         lo, hi = (e.get("ci95") or [None, None])[:2]
-        rows.append({"scope": g["scope"], "metric": g["metric"], "op": g["op"],
-                     "threshold": g["threshold"], "value": g["value"], "lo": lo, "hi": hi,
-                     "n": e.get("n"), "denominator": e.get("denominator"),
-                     "result": {True: "PASS", False: "FAIL", None: "n/a"}[g["pass"]]})
+        row = {"scope": g["scope"], "metric": g["metric"], "op": g["op"],
+               "threshold": g["threshold"], "value": g["value"], "lo": lo, "hi": hi,
+               "n": e.get("n"), "denominator": e.get("denominator"),
+               "result": verdict_text(g), "why": g.get("why") or ""}
+        comp = g.get("companion")
+        if comp:
+            c = block.get(comp["metric"], {})
+            row.update({"companion_metric": comp["metric"], "companion": comp["value"],
+                        "companion_n": c.get("n"), "companion_denominator":
+                        c.get("denominator"), "companion_bound": comp["bound"]})
+        rows.append(row)
     return rows
 
 
@@ -326,10 +341,22 @@ SHORT = {"recall@10": "recall@10", "false_recall_rate": "false recall",
          "temporal_correctness": "temporal", "holder_correctness": "holder"}
 
 
+def _verdict_mark(result: str) -> tuple[str, str]:
+    """(badge class, mark) of a gate's result."""
+    if result == "PASS":
+        return "mb-pass", "✓ pass"
+    if result.startswith("FAIL"):
+        return "mb-fail", "✗ " + result.lower()
+    return "mb-na", "n/a"
+
+
 def gate_badges(metrics: dict[str, Any]) -> str:
     """The gates as a grid: one row per scope (each modality, then all), one column per gated
-    measure; each cell a badge with the verdict, value, 95% interval and n/denominator. HTML,
-    every data string escaped."""
+    measure; each cell a badge with the verdict, value, 95% interval and n/denominator. The
+    false-recall badge has the answerable abstention of its scope beside it (a false-recall
+    rate means nothing without it: the abstention, its n/denominator and the bound past which
+    the verdict is ``FAIL (silent)``), and a silent badge's title gives the reason in full.
+    HTML, every data string escaped."""
     rows = gate_rows(metrics)
     gated = list(dict.fromkeys(r["metric"] for r in rows))
     spec = {r["metric"]: f"{r['op']} {r['threshold']}" for r in rows}
@@ -347,13 +374,19 @@ def gate_badges(metrics: dict[str, Any]) -> str:
             if r is None:
                 cells.append('<td class="mb-n mb-na">n/a</td>')
                 continue
-            cls = {"PASS": "mb-pass", "FAIL": "mb-fail"}.get(r["result"], "mb-na")
-            mark = {"PASS": "✓ pass", "FAIL": "✗ fail"}.get(r["result"], "n/a")
+            cls, mark = _verdict_mark(r["result"])
             val = fmt_interval(r["value"], r["lo"], r["hi"])
+            title = f' title="{esc(r["why"])}"' if r.get("why") else ""
+            beside = ""
+            if "companion" in r:
+                beside = (f'<br><small class="mb-wrap">abstains on '
+                          f"{esc(fmt_num(r['companion']))} of answerable "
+                          f"(n={esc(r['companion_n'])}/{esc(r['companion_denominator'])}); "
+                          f"silent above {esc(fmt_num(r['companion_bound'], 2))}</small>")
             cells.append(
                 f'<td class="mb-s"><span class="mb-badge {cls}" data-gate="{esc(scope)}|'
-                f'{esc(m)}" data-result="{esc(r["result"])}">{mark} {esc(val)} '
-                f"n={esc(r['n'])}/{esc(r['denominator'])}</span></td>")
+                f'{esc(m)}" data-result="{esc(r["result"])}"{title}>{mark} {esc(val)} '
+                f"n={esc(r['n'])}/{esc(r['denominator'])}</span>{beside}</td>")
         body.append(f'<tr><td class="mb-s"><b>{esc(scope)}</b></td>{"".join(cells)}</tr>')
     return (f'<table class="mb-t mb-gates"><thead>{head}</thead><tbody>{"".join(body)}'
             "</tbody></table>")

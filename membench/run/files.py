@@ -6,7 +6,8 @@ read them through here (via :class:`membench.metrics.rundir.RunDir`).
 extent}`` (plus an optional ``text``, what the system indexed, which is kept by the runner for
 the failure browser and ignored here). ``run.jsonl``: one line per query ``{query_id, hits:
 [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``, hits in the order the system
-gave them, at most :data:`MAX_DEPTH`.
+gave them, at most :data:`MAX_DEPTH`, plus an optional ``confidence`` (a finite number: the
+score the system's abstention decision thresholds, :class:`membench.run.protocol.Result`).
 
 ``meta.json`` (:func:`read_meta`): a JSON object; the fields readers act on are typed strictly
 (:class:`RunMeta`: ``split``, ``modalities``, ``limit``, ``queries``, ``final``, ``sets_dir``,
@@ -57,6 +58,7 @@ _US = timedelta(microseconds=1)
 _ATOM_KEYS = {"atom_id", "source_id", "modality", "holder", "observed_at", "extent"}
 _ATOM_OPTIONAL = {"text"}
 _RUN_KEYS = {"query_id", "hits", "cartridge", "latency_ms"}
+_RUN_OPTIONAL = {"confidence"}
 
 
 @lru_cache(maxsize=1 << 16)
@@ -85,6 +87,7 @@ class RunRow:
     latency_ms: float
     file: str = "<run>"
     line: int | None = None
+    confidence: float | None = None     # the system's abstention score, when it reported one
 
     @property
     def hits(self) -> list[tuple[str, float]]:
@@ -156,8 +159,9 @@ def parse_run_row(obj: Mapping[str, Any], file: str = "<run>", line: int | None 
     if not _RUN_KEYS <= keys:
         raise InputError(file, line, None, f"missing field(s) {sorted(_RUN_KEYS - keys)}",
                          rule="RUN_SCHEMA")
-    if keys - _RUN_KEYS:
-        raise InputError(file, line, None, f"unknown field(s) {sorted(keys - _RUN_KEYS)}",
+    if keys - _RUN_KEYS - _RUN_OPTIONAL:
+        raise InputError(file, line, None,
+                         f"unknown field(s) {sorted(keys - _RUN_KEYS - _RUN_OPTIONAL)}",
                          rule="RUN_SCHEMA")
     qid = obj["query_id"]
     if not _nonempty_str(qid):
@@ -206,7 +210,12 @@ def parse_run_row(obj: Mapping[str, Any], file: str = "<run>", line: int | None 
     elif not _number(lat) or lat < 0:
         raise InputError(file, line, "latency_ms", f"must be a number >= 0 or null, got {lat!r}",
                          rule="RUN_SCHEMA")
-    return RunRow(qid, parsed[0], parsed[1], list(cart), float(lat), str(file), line)
+    conf = obj.get("confidence")
+    if conf is not None and not _number(conf):
+        raise InputError(file, line, "confidence", f"must be a finite number or null, got "
+                         f"{conf!r}"[:160], rule="RUN_SCHEMA")
+    return RunRow(qid, parsed[0], parsed[1], list(cart), float(lat), str(file), line,
+                  None if conf is None else float(conf))
 
 
 def repeated(ids: list[str]) -> tuple[str, int, int] | None:

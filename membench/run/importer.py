@@ -11,8 +11,9 @@ An external system hands in two files and no code:
   the opaque ones of ``membench topics`` (:func:`membench.sets.topics.topic_id`) or the sets'
   query ids; a cartridge file may use either too.
 
-Its cartridges come from either ``--cartridge FILE`` (JSON lines ``{query_id, cartridge: [...]}``)
-or an explicit ``--cartridge-top K`` policy (the top K hits, recorded in meta.json); there is no
+Its cartridges come from either ``--cartridge FILE`` (JSON lines ``{query_id, cartridge: [...]}``,
+each with an optional ``confidence``: the score the system's abstention decision thresholds,
+read by the abstention measures instead of the top-1 score) or an explicit ``--cartridge-top K`` policy (the top K hits, recorded in meta.json); there is no
 default, because an empty cartridge would score a perfect false-recall rate by abstaining
 everywhere; ``K`` is at least 1 (``0`` would be that empty policy), and a query named twice in a
 cartridge file is an error, not "the last one wins". Latency is not measured for imported runs
@@ -33,6 +34,7 @@ writes every file atomically: ``meta.json`` first says ``status: importing``, a 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ..core.atomic import atomic_write_json, atomic_write_text
@@ -72,6 +74,7 @@ def read_trec_lines(path: Path):
 
 RUN_FILES = ("meta.json", "atoms.jsonl", "run.jsonl", "metrics.json")
 _CARTRIDGE_KEYS = (frozenset({"query_id", "cartridge"}), frozenset({"qid", "cartridge"}))
+_CARTRIDGE_OPTIONAL = frozenset({"confidence"})
 
 
 def read_cartridges(path: Path, qids: set[str] | dict[str, str], known: set[str],
@@ -81,14 +84,27 @@ def read_cartridges(path: Path, qids: set[str] | dict[str, str], known: set[str]
     ids, or a map from every accepted id (query id or topic qid) to its query id. A query of
     another split, an atom not in ``known``, an unknown field or a query named twice (the first
     line is named) is an :class:`InputError` at its line."""
+    return read_cartridge_file(path, qids, known, split)[0]
+
+
+def read_cartridge_file(path: Path, qids: set[str] | dict[str, str], known: set[str],
+                        split: str = "dev") -> tuple[dict[str, list[str]], dict[str, float]]:
+    """:func:`read_cartridges`, and each line's optional ``confidence`` (a finite number;
+    ``null`` or absent: none) as ``{query_id: confidence}``."""
     alias = qids if isinstance(qids, dict) else {q: q for q in qids}
     carts: dict[str, list[str]] = {}
+    confidence: dict[str, float] = {}
     first: dict[str, int] = {}
     for no, obj in iter_json_lines(path):
-        if set(obj) not in _CARTRIDGE_KEYS:
+        if set(obj) - _CARTRIDGE_OPTIONAL not in _CARTRIDGE_KEYS:
             raise InputError(path, no, None, "expected the fields "
-                             f"{' or '.join(str(sorted(k)) for k in _CARTRIDGE_KEYS)}, got "
-                             f"{sorted(obj)}"[:200], rule="CARTRIDGE")
+                             f"{' or '.join(str(sorted(k)) for k in _CARTRIDGE_KEYS)} (and an "
+                             f"optional confidence), got {sorted(obj)}"[:200], rule="CARTRIDGE")
+        conf = obj.get("confidence")
+        if conf is not None and not (isinstance(conf, (int, float)) and
+                                     not isinstance(conf, bool) and math.isfinite(conf)):
+            raise InputError(path, no, "confidence", f"must be a finite number or null, got "
+                             f"{conf!r}"[:200], rule="CARTRIDGE")
         qid, cart = obj.get("query_id", obj.get("qid")), obj["cartridge"]
         if not isinstance(qid, str) or qid not in alias:
             raise InputError(path, no, "query_id", f"{qid!r} is not a {split} query"[:200],
@@ -108,7 +124,9 @@ def read_cartridges(path: Path, qids: set[str] | dict[str, str], known: set[str]
                              rule="DUPLICATE_HIT")
         first[qid] = no
         carts[qid] = cart
-    return carts
+        if conf is not None:
+            confidence[qid] = float(conf)
+    return carts, confidence
 
 
 def check_cartridge_top(k: object) -> None:
@@ -167,8 +185,9 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
         lists.setdefault(qid, []).append((doc, score, rank))
 
     carts: dict[str, list[str]] = {}
+    confidence: dict[str, float] = {}
     if cartridge_file is not None:
-        carts = read_cartridges(cartridge_file, alias, known, split)
+        carts, confidence = read_cartridge_file(cartridge_file, alias, known, split)
 
     lines = []     # the run lines, in record order
     for r in data.records:
@@ -177,8 +196,10 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
         score = {d: s for d, s, _ in rows}                  # (each atom once: checked above)
         hits = [[d, score[d]] for d in order_hits([(d, s) for d, s, _ in rows])][:MAX_DEPTH]
         cart = carts.get(r.query_id, []) if cartridge_file else [d for d, _ in hits[:cartridge_top]]
-        lines.append(dumps({"query_id": r.query_id, "hits": hits, "cartridge": cart,
-                            "latency_ms": None}) + "\n")
+        line = {"query_id": r.query_id, "hits": hits, "cartridge": cart, "latency_ms": None}
+        if r.query_id in confidence:
+            line["confidence"] = confidence[r.query_id]
+        lines.append(dumps(line) + "\n")
     meta = {
         "system": system, "config": {"imported_from": str(run_file), "atoms": str(atoms_file),
                                      "cartridge": str(cartridge_file) if cartridge_file

@@ -7,7 +7,11 @@ A memory system is one multi-tenant instance for a whole split:
    returns its :class:`Atom` s: opaque ids plus ``source_id``, ``extent``, ``holder`` and
    ``observed_at``. The harness never hands it query ids or gold.
 2. ``query(question, scope, as_of)`` per query: ranked ``hits`` (atom id, score; at most
-   :data:`MAX_DEPTH`) and a ``cartridge`` (the atom ids it commits to; empty = abstain).
+   :data:`MAX_DEPTH`) and a ``cartridge`` (the atom ids it commits to; empty = abstain), and
+   optionally a ``confidence``: the score its abstention decision thresholds (higher: more
+   sure its memory holds the answer). The abstention measures read it
+   (:mod:`membench.metrics.abstention`); without it they read the top-1 hit score, which is
+   right for a system whose cartridge is "the top hit when its score clears a threshold".
 
 Atom extents are capped per modality (:data:`membench.modalities.EXTENT_CAPS`, each
 modality's ``cap``) so that whole-file atoms cannot score; :func:`check_atom` enforces the shape
@@ -89,6 +93,8 @@ class Atom:
 class Result:
     hits: list[tuple[str, float]]
     cartridge: list[str] = field(default_factory=list)
+    #: the score the system's abstention decision thresholds (a finite number), or None
+    confidence: float | None = None
 
 
 @runtime_checkable

@@ -94,6 +94,7 @@ from .runner import (
     answer_for_sending,
     begin_run,
     check_answer,
+    check_confidence,
     fsync_if_due,
     located_os_errors,
     preflight,
@@ -917,11 +918,15 @@ def _answer(ray, pool: _Shards, name: str, records: list[AnnotationRecord],
             if k + 2 < len(windows):
                 inflight.append(submit(windows[k + 2]))
             for r in w:
-                qid, hits, cart, ms = got[r.query_id]
+                qid, hits, cart, conf, ms = got[r.query_id]
                 cart, hits = check_answer(name, qid, hits, cart, known)
                 hits = _check_hits(name, qid, hits, known)
-                f.write(dumps({"query_id": qid, "hits": hits, "cartridge": cart,
-                               "latency_ms": round(ms, 3)}) + "\n")
+                conf = check_confidence(name, qid, conf)
+                line = {"query_id": qid, "hits": hits, "cartridge": cart,
+                        "latency_ms": round(ms, 3)}
+                if conf is not None:
+                    line["confidence"] = conf
+                f.write(dumps(line) + "\n")
                 f.flush()
                 written += 1
                 bar.advance()

@@ -10,7 +10,8 @@ RUN_DIR holds
   status (``running`` until the last query is written);
 * ``atoms.jsonl``: every atom the system reported at ingest (checked against the protocol);
 * ``run.jsonl``: one line per query, appended and flushed as it is answered:
-  ``{query_id, hits: [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``;
+  ``{query_id, hits: [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``, and
+  ``confidence`` when the system reported one (:class:`membench.run.protocol.Result`);
 * ``scratch/``: only for a system that keeps its state on disk (it defines
   ``use_scratch(path)``; the adapters of real memory libraries do): its store, never the
   user's home.
@@ -54,6 +55,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import numbers
 import operator
 import os
 import subprocess
@@ -421,6 +423,9 @@ def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: se
             cart, hits = _answer_parts(system.name, r.query_id, res, known)
             row = {"cartridge": cart, "hits": hits, "latency_ms": round((t_end - t) * 1000.0, 3),
                    "query_id": r.query_id}
+            conf = check_confidence(system.name, r.query_id, getattr(res, "confidence", None))
+            if conf is not None:
+                row["confidence"] = conf
             line = _fast_line(row, known)
             if line is None:            # the checks one hit at a time, then json.dumps
                 row["hits"] = _check_hits(system.name, r.query_id, hits, known)
@@ -452,7 +457,8 @@ def _fast_line(row: dict, known: set[str]) -> bytes | None:
         return None
     try:
         if not (plain_pairs(hits, known)
-                and (row["latency_ms"] == 0.0 or _PLAIN_LO <= row["latency_ms"] < _PLAIN_HI)):
+                and (row["latency_ms"] == 0.0 or _PLAIN_LO <= row["latency_ms"] < _PLAIN_HI)
+                and _plain_floats([row["confidence"]] if "confidence" in row else [])):
             return None
         if type(hits) is not list:
             row = {**row, "hits": list(hits)}
@@ -664,14 +670,18 @@ def _taken_apart(res: Any) -> tuple[Any, Any]:
     return hits, cartridge
 
 
-def answer_for_sending(res: Any) -> tuple[Any, Any]:
-    """``(hits, cartridge)`` of an answer as a Ray worker sends them: lists where they are
-    lists or tuples, else :class:`Unsent` (:func:`_taken_apart`)."""
+def answer_for_sending(res: Any) -> tuple[Any, Any, Any]:
+    """``(hits, cartridge, confidence)`` of an answer as a Ray worker sends them: lists where
+    they are lists or tuples, else :class:`Unsent` (:func:`_taken_apart`); the confidence
+    as it is when it is ``None`` or a number, else :class:`Unsent`."""
     hits, cartridge = _taken_apart(res)
     if cartridge is None:
-        return hits, None
-    return tuple(list(x) if isinstance(x, (list, tuple)) else Unsent(x)
-                 for x in (hits, cartridge))
+        return hits, None, None
+    conf = getattr(res, "confidence", None)
+    if not (conf is None or isinstance(conf, numbers.Real) and not isinstance(conf, bool)):
+        conf = Unsent(conf)
+    return (*(list(x) if isinstance(x, (list, tuple)) else Unsent(x)
+              for x in (hits, cartridge)), conf)
 
 
 def _answer_parts(name: str, qid: str, res: Any, known: set[str]) -> tuple[list[str], Any]:
@@ -706,6 +716,26 @@ def check_answer(name: str, qid: str, hits: Any, cartridge: Any,
         raise ProtocolError(f"{where}: cartridge atom {rep[0]!r} at positions {rep[1] + 1} and "
                             f"{rep[2] + 1}: an atom is listed once per query")
     return cart, hits
+
+
+def check_confidence(name: str, qid: str, conf: Any) -> float | None:
+    """A system's ``confidence`` (:class:`membench.run.protocol.Result`): ``None``, or a finite
+    real number (``int``, ``float``, a numpy scalar; not a ``bool`` or a string), returned as
+    a ``float``; anything else is a :class:`ProtocolError` naming the system and the query."""
+    if conf is None:
+        return None
+    ok = isinstance(conf, numbers.Real) and not isinstance(conf, bool)
+    if ok:
+        try:
+            value = float(conf)
+        except OverflowError:           # an int beyond the float range
+            ok = False
+        else:
+            ok = math.isfinite(value)
+    if not ok:
+        raise ProtocolError(f"system {name}: {qid}: confidence must be a finite number or None, "
+                            f"got {_tname(conf)} {_text(conf)}")
+    return value
 
 
 # what unpacks into two values without being a pair
@@ -785,7 +815,8 @@ def run_line(row: dict) -> bytes:
     on real run lines (tests/test_run_lines.py)."""
     try:
         scores = [h[1] for h in row["hits"]]
-        if _plain_floats(scores) and _plain_floats([row["latency_ms"]]):
+        if _plain_floats(scores) and _plain_floats([row["latency_ms"]]) and \
+                _plain_floats([row["confidence"]] if "confidence" in row else []):
             return orjson.dumps(row, option=_ORJSON_OPTS)
     except (TypeError, KeyError, IndexError, ValueError):
         pass

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import socket
 import sys
 import threading
@@ -329,9 +330,15 @@ class SystemService:
                     raise TypeError("the system's query returned None, not a Result")
                 hits = [[a, float(s)] for a, s in res.hits]
                 cart = list(res.cartridge)
+                conf = getattr(res, "confidence", None)
+                if conf is not None:
+                    conf = float(conf)
+                    if not math.isfinite(conf):
+                        raise ValueError(f"confidence must be a finite number, got {conf!r}")
             except Exception as e:   # one line in the log (Handler._serve), a 500 to the client
                 raise ApiError(500, "system_error", _line(f"{type(e).__name__}: {e}")) from None
-        return 200, {"hits": hits, "cartridge": cart}
+        return 200, {"hits": hits, "cartridge": cart,
+                     **({} if conf is None else {"confidence": conf})}
 
     def say(self, line: str) -> None:
         """One line in the server's log (standard error unless ``log`` was given)."""

@@ -15,7 +15,8 @@ Every body is one JSON object (UTF-8). The paths (``{id}`` is an ingest id, ``[A
 * ``GET /ingests/{id}/atoms?offset=&limit=`` -> ``{"atoms": [atom, ...], "offset", "total",
   "next_offset"}`` (``next_offset`` null on the last page);
 * ``POST /ingests/{id}/query`` ``{"question", "scope", "as_of"}`` -> ``{"hits": [[atom_id,
-  score], ...], "cartridge": [atom_id, ...]}``.
+  score], ...], "cartridge": [atom_id, ...]}``, optionally with ``"confidence": number``
+  (the score the system's abstention decision thresholds; null or absent: none reported).
 
 An *item* is a line of ``bench/sets/items.jsonl`` exactly (what an in-process system gets as a
 :class:`membench.sets.schema.SourceItem`): ``path`` relative to the corpus root named in the
@@ -264,7 +265,9 @@ def check_query_answer(v: Any) -> Result:
         hits.append((identifier(pair[0], f"hits[{i}][0]"), number(pair[1], f"hits[{i}][1]")))
     cart = [identifier(a, f"cartridge[{i}]") for i, a in
             enumerate(array(*_sub(o, "cartridge", "")))]
-    return Result(hits=hits, cartridge=cart)
+    conf = o.get("confidence")
+    return Result(hits=hits, cartridge=cart,
+                  confidence=None if conf is None else number(conf, "confidence"))
 
 
 def error_of(v: Any) -> tuple[str, str] | None:

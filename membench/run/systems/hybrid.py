@@ -17,7 +17,10 @@ calibrated top-1 RRF separated answerable from unanswerable with Youden J 0.22, 
 their own scores; ``gate="dense"`` keeps the RRF ranking and cartridge order but thresholds each
 candidate's dense cosine (an atom outside the dense top ``component_depth`` gets -inf and is
 never admitted). Calibrate whichever gate is used with
-:meth:`~membench.run.systems.retrieval.RetrievalSystem.top1_gate_score`.
+:meth:`~membench.run.systems.retrieval.RetrievalSystem.top1_gate_score`. With ``gate="dense"``
+an answer reports its ``confidence``: the best dense cosine among the fused candidates, the
+score its cartridge decision thresholds (the RRF scores of its hits are not), which the
+abstention measures read (:mod:`membench.metrics.abstention`).
 """
 
 from __future__ import annotations
@@ -165,7 +168,11 @@ class HybridSystem(RetrievalSystem):
         hits, (_, dense) = eng.fuse(question, scope.holder, to_micros(as_of), MAX_DEPTH)
         cos = dict(dense)
         gated = [(a, cos.get(a, -math.inf)) for a, _ in hits]
-        return Result(hits=hits, cartridge=self.policy.compile(gated, eng.by_id)), gated
+        # the score the gate thresholds: the best cosine of a candidate (the cartridge is empty
+        # exactly when it is below the modality's threshold); none when no candidate has one
+        best = max((g for _, g in gated), default=-math.inf)
+        return Result(hits=hits, cartridge=self.policy.compile(gated, eng.by_id),
+                      confidence=best if math.isfinite(best) else None), gated
 
 
 __all__ = ["DEFAULT_THRESHOLD", "RRF_K", "HybridEngine", "HybridSystem", "rrf"]

@@ -1,0 +1,290 @@
+"""Abstention read without a threshold, and at the false-recall gate (SPEC section 7: "also
+report abstention on answerable items").
+
+A false-recall rate alone rewards silence: a system that always abstains has a false-recall
+rate of 0. These measures read the system's *abstention score*, the number its cartridge
+decision thresholds, over all of a slice's queries at once.
+
+**The abstention score of a query** (:func:`abstention_score`), read from its run line:
+
+1. the ``confidence`` the system reported with its answer (the protocol's optional
+   :attr:`membench.run.protocol.Result.confidence`: the score its own abstention decision
+   thresholds; the hybrid reports the dense cosine its cartridge gate reads), else
+2. the score of its top-ranked hit (what the reference systems' cartridge policy thresholds:
+   their cartridge is empty exactly when the top-1 score is below the modality's threshold),
+   else
+3. ``-inf`` (no hits, or no run line).
+
+**The order of the queries.** A query is placed by the pair (its cartridge is non-empty, its
+abstention score), compared lexicographically: every query the system answered comes above
+every query it abstained on, and within each group the score orders them; equal pairs tie. For
+a system whose cartridge is "the top-1 atom when its score clears a threshold" the pair orders
+exactly as the score alone; for one that abstains by another rule, its decisions come first.
+
+* ``abstention_auc``: the ROC AUC of that order, answerable (positive) against unanswerable
+  items: the probability that an answerable item is placed above an unanswerable one, ties
+  counting one half (the Mann-Whitney statistic; equals ``sklearn.metrics.roc_auc_score`` on
+  the order's ranks, which ``tests/test_metrics_abstention.py`` checks). It needs no threshold.
+  0.5 is chance; a system that abstains on everything and reports no score has 0.5.
+* ``answerable_kept@fr0.10`` (the seed's false-recall gate read as an operating point): the
+  largest share of answerable items that keep a non-empty cartridge when the system abstains
+  on every query whose score is below some threshold ``t``, over every ``t`` for which the
+  unanswerable items that keep a non-empty cartridge are at most 0.10 of the unanswerable
+  items. A query is kept at ``t`` when its cartridge is non-empty **and** its score is
+  ``>= t``: raising the threshold can only add abstentions, never answer where the system
+  abstained, so a system that always abstains scores 0. Queries with equal scores are kept or
+  dropped together (no threshold splits a tie). ``t = -inf`` is the system's own operating
+  point, so a system whose own false-recall rate is within the gate scores at least its own
+  share of answerable items answered. "Keep nothing" (0) is always feasible.
+
+**Slices over several modalities** (``all``): each modality's scores are on their own scale
+and each has its own threshold, so the order is compared **within a modality**: the AUC is over
+the (answerable, unanswerable) pairs of the same modality, and the kept share pools each
+modality's best count (each held to the gate on its own, so the pooled false recall is within
+it too) over the answerable items of the modalities that have unanswerable items. A modality
+without unanswerable items (code) has no false recall to bound: both measures are undefined
+there (null, never a made-up value) and its items do not count in ``n``.
+
+Each figure carries ``n`` (the items it is computed from: for the kept share the answerable
+items of modalities with unanswerable items, for the AUC the items of modalities with both
+kinds), ``denominator`` (the answerable items, resp. all items, of the slice) and a 95%
+percentile bootstrap interval: 1,000 resamples of the slice's items with replacement (numpy
+PCG64 seeded with ``(seed, crc32(key))`` as :mod:`.bootstrap`), the statistic recomputed on each
+as a weighted order; a resample in which it is undefined is left out of the percentiles.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .bootstrap import N_RESAMPLES, SEED, _rng
+
+#: the names of the two measures (also the registry's)
+AUC = "abstention_auc"
+KEPT = "answerable_kept@fr0.10"
+_BLOCK = 4_000_000          # resample-matrix cells held at once (memory)
+_EPS = 1e-9                 # weights are integer counts: the feasibility test is exact
+
+
+def abstention_score(confidence: float | None, scores: np.ndarray | None) -> float:
+    """The abstention score of one query (module docstring): the reported ``confidence``, else
+    the largest hit score, else ``-inf``."""
+    if confidence is not None:
+        return float(confidence)
+    if scores is not None and len(scores):
+        return float(np.max(scores))
+    return -math.inf
+
+
+@dataclass(frozen=True)
+class _Stratum:
+    order: np.ndarray       # item positions, ascending by (kept, score)
+    starts: np.ndarray      # first position (in ``order``) of each tie group
+    pos: np.ndarray         # per sorted item: answerable (float 1/0)
+    neg: np.ndarray         # per sorted item: unanswerable
+    group_kept: np.ndarray  # per tie group: cartridge non-empty (bool)
+
+
+class Ordering:
+    """The queries of a slice, ordered for the two measures: one stratum per modality."""
+
+    def __init__(self, score: Sequence[float] | np.ndarray, kept: Sequence[bool] | np.ndarray,
+                 answerable: Sequence[bool] | np.ndarray,
+                 strata: Sequence[str] | np.ndarray | None = None):
+        s = np.asarray(score, dtype=np.float64)
+        k = np.asarray(kept, dtype=bool)
+        a = np.asarray(answerable, dtype=bool)
+        if not (s.shape == k.shape == a.shape) or s.ndim != 1:
+            raise ValueError("score, kept and answerable must be aligned 1-d arrays")
+        if np.isnan(s).any():
+            raise ValueError("an abstention score is NaN")
+        self.n = s.size
+        self.answerable = a
+        labels = np.zeros(s.size, dtype=object) if strata is None else \
+            np.asarray(strata, dtype=object)
+        self.strata: list[_Stratum] = []
+        for lab in sorted(set(labels.tolist()), key=str):
+            idx = np.flatnonzero(labels == lab)
+            o = idx[np.lexsort((s[idx], k[idx]))]
+            ks, ss = k[o], s[o]
+            change = np.ones(o.size, dtype=bool)
+            change[1:] = (ks[1:] != ks[:-1]) | (ss[1:] != ss[:-1])
+            starts = np.flatnonzero(change)
+            self.strata.append(_Stratum(o, starts, a[o].astype(np.float64),
+                                        (~a[o]).astype(np.float64), ks[starts]))
+
+    # ------------------------------------------------------------------ the statistics
+
+    def _sums(self, st: _Stratum, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per resample (rows of ``w``) and tie group: weight of answerable and unanswerable
+        items."""
+        ws = w[:, st.order]
+        return (np.add.reduceat(ws * st.pos, st.starts, axis=1),
+                np.add.reduceat(ws * st.neg, st.starts, axis=1))
+
+    def auc(self, w: np.ndarray | None = None) -> np.ndarray:
+        """ROC AUC per row of weights ``w`` (b x n; ``None``: every item once), NaN where no
+        stratum has both kinds."""
+        w = np.ones((1, self.n)) if w is None else w
+        num = np.zeros(w.shape[0])
+        den = np.zeros(w.shape[0])
+        for st in self.strata:
+            p, q = self._sums(st, w)
+            below = np.cumsum(q, axis=1) - q          # unanswerable weight strictly below
+            num += (p * (below + 0.5 * q)).sum(axis=1)
+            den += p.sum(axis=1) * q.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+    def kept_at(self, max_false_recall: float, w: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of ``w``: the best share of answerable items kept with the unanswerable
+        kept share <= ``max_false_recall`` (NaN where no stratum has unanswerable and
+        answerable items), and the pooled false-recall rate at that point."""
+        w = np.ones((1, self.n)) if w is None else w
+        kept_pos = np.zeros(w.shape[0])
+        tot_pos = np.zeros(w.shape[0])
+        kept_neg = np.zeros(w.shape[0])
+        tot_neg = np.zeros(w.shape[0])
+        for st in self.strata:
+            p, q = self._sums(st, w)
+            P, N = p.sum(axis=1), q.sum(axis=1)
+            live = N > 0                                   # a false recall to bound
+            # groups whose cartridge is non-empty, from the highest score down
+            top = np.flatnonzero(st.group_kept)[::-1]
+            cp = np.cumsum(p[:, top], axis=1)
+            cn = np.cumsum(q[:, top], axis=1)
+            ok = cn <= max_false_recall * N[:, None] + _EPS
+            best = np.where(ok, cp, -1.0)
+            j = best.argmax(axis=1) if top.size else np.zeros(w.shape[0], dtype=int)
+            got = best[np.arange(w.shape[0]), j] if top.size else np.full(w.shape[0], -1.0)
+            at_neg = cn[np.arange(w.shape[0]), j] if top.size else np.zeros(w.shape[0])
+            feasible = got >= 0
+            kp = np.where(feasible, got, 0.0)              # "keep nothing" is always feasible
+            kn = np.where(feasible, at_neg, 0.0)
+            kept_pos += np.where(live, kp, 0.0)
+            tot_pos += np.where(live, P, 0.0)
+            kept_neg += np.where(live, kn, 0.0)
+            tot_neg += np.where(live, N, 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(tot_pos > 0, kept_pos / np.where(tot_pos > 0, tot_pos, 1.0), np.nan)
+            fr = np.where(tot_neg > 0, kept_neg / np.where(tot_neg > 0, tot_neg, 1.0), np.nan)
+        return share, fr
+
+    # ------------------------------------------------------------------ n and resampling
+
+    def counted(self, which: str) -> int:
+        """The items a statistic is computed from (module docstring)."""
+        n = 0
+        for st in self.strata:
+            P, N = int(st.pos.sum()), int(st.neg.sum())
+            if which == KEPT and N > 0:
+                n += P
+            elif which == AUC and N > 0 and P > 0:
+                n += P + N
+        return n
+
+    def resampled(self, key: str, *, seed: int = SEED, n_resamples: int = N_RESAMPLES):
+        """Weight matrices of the bootstrap resamples (blocks of rows: counts of each item in
+        a draw of n items with replacement), the draws of :mod:`.bootstrap`'s generator."""
+        rng = _rng(seed, key)
+        rows = max(1, _BLOCK // max(self.n, 1))
+        for start in range(0, n_resamples, rows):
+            b = min(rows, n_resamples - start)
+            idx = rng.integers(0, self.n, size=(b, self.n))
+            flat = (idx + (np.arange(b) * self.n)[:, None]).ravel()
+            yield np.bincount(flat, minlength=b * self.n).reshape(b, self.n).astype(np.float64)
+
+
+def _interval(values: np.ndarray, level: float = 0.95) -> list[float | None]:
+    v = values[~np.isnan(values)]
+    if v.size == 0:
+        return [None, None]
+    alpha = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(v, [alpha, 100.0 - alpha])
+    return [float(lo), float(hi)]
+
+
+def _num(x: float) -> float | None:
+    return None if math.isnan(x) else float(x)
+
+
+def entries(score: np.ndarray, kept: np.ndarray, answerable: np.ndarray,
+            strata: np.ndarray | None, key: str, *, max_false_recall: float,
+            seed: int = SEED, n_resamples: int = N_RESAMPLES) -> dict[str, dict[str, Any]]:
+    """The two figures of one slice, in ``metrics.json``'s shape (``value``, ``n``,
+    ``denominator``, ``ci95``), keyed ``<key>|<measure>`` for the bootstrap; the kept share
+    also carries ``false_recall_at`` (the unanswerable share kept at that point)."""
+    o = Ordering(score, kept, answerable, strata)
+    n_ans = int(np.count_nonzero(answerable))
+    out: dict[str, dict[str, Any]] = {}
+    auc = float(o.auc()[0])
+    share, fr = (float(x[0]) for x in o.kept_at(max_false_recall))
+    boot_auc, boot_kept = [], []
+    if o.n:
+        for w in o.resampled(f"{key}|{AUC}", seed=seed, n_resamples=n_resamples):
+            boot_auc.append(o.auc(w))
+        for w in o.resampled(f"{key}|{KEPT}", seed=seed, n_resamples=n_resamples):
+            boot_kept.append(o.kept_at(max_false_recall, w)[0])
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0)  # noqa: E731
+    out[AUC] = {"value": _num(auc), "n": o.counted(AUC), "denominator": o.n,
+                "ci95": _interval(cat(boot_auc)) if not math.isnan(auc) else [None, None]}
+    out[KEPT] = {"value": _num(share), "n": o.counted(KEPT), "denominator": n_ans,
+                 "ci95": _interval(cat(boot_kept)) if not math.isnan(share) else [None, None],
+                 "false_recall_at": _num(fr)}
+    return out
+
+
+def statistic(o: Ordering, measure: str, max_false_recall: float,
+              w: np.ndarray | None = None) -> np.ndarray:
+    """``measure`` (:data:`AUC` or :data:`KEPT`) of ``o`` per row of weights ``w``."""
+    if measure == AUC:
+        return o.auc(w)
+    if measure == KEPT:
+        return o.kept_at(max_false_recall, w)[0]
+    raise ValueError(f"not an abstention-order measure: {measure!r}")
+
+
+def paired_difference(a: Ordering, b: Ordering, measure: str, key: str, *,
+                      max_false_recall: float, n_resamples: int = N_RESAMPLES,
+                      seed: int = SEED, level: float = 0.95) -> dict[str, Any]:
+    """Two systems' ``measure`` on the same items (``a`` and ``b`` order the same items, with
+    the same answerability and strata): ``diff`` = a - b, a **paired bootstrap** interval (each
+    resample draws the items once, both systems are scored on that draw) and its two-sided,
+    null-shifted p (share of resampled differences at least as far from ``diff`` as ``diff``
+    is from 0, ``(1 + count) / (1 + resamples)``). These statistics have no per-item values to
+    sign-flip, so ``p_permutation`` is NaN; ``n`` is the items the statistic is computed
+    from."""
+    if a.n != b.n or not np.array_equal(a.answerable, b.answerable):
+        raise ValueError("paired abstention measures need the same items")
+    va = float(statistic(a, measure, max_false_recall)[0])
+    vb = float(statistic(b, measure, max_false_recall)[0])
+    res: dict[str, Any] = {"n": a.counted(measure), "mean_a": va, "mean_b": vb,
+                           "p_permutation": np.nan}
+    if math.isnan(va) or math.isnan(vb):
+        return {**res, "diff": np.nan, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
+                "p_bootstrap": np.nan}
+    obs = va - vb
+    parts = [statistic(a, measure, max_false_recall, w) - statistic(b, measure,
+                                                                     max_false_recall, w)
+             for w in a.resampled(f"{key}|paired", seed=seed, n_resamples=n_resamples)]
+    boot = np.concatenate(parts) if parts else np.zeros(0)
+    boot = boot[~np.isnan(boot)]
+    if boot.size == 0:
+        return {**res, "diff": obs, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
+                "p_bootstrap": np.nan}
+    alpha = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(boot, [alpha, 100.0 - alpha])
+    tol = 1e-12 * max(1.0, abs(obs))
+    p = (1 + int((np.abs(boot - obs) >= abs(obs) - tol).sum())) / (1 + boot.size)
+    return {**res, "diff": obs, "diff_ci95_lo": float(lo), "diff_ci95_hi": float(hi),
+            "p_bootstrap": min(1.0, p)}
+
+
+__all__ = ["AUC", "KEPT", "Ordering", "abstention_score", "entries", "paired_difference",
+           "statistic"]
