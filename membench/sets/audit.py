@@ -428,6 +428,8 @@ def oof_scores(x: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None) -
     from threadpoolctl import threadpool_limits
 
     folds = min(FOLDS, int(y.sum()), int((~y).sum()))
+    if groups is not None and len(set(groups)) < 2:
+        groups = None        # one holder: nothing to keep apart, plain stratified folds
     if groups is not None:
         folds = min(folds, len(set(groups)))
         split = StratifiedGroupKFold(folds, shuffle=True, random_state=SEED).split(x, y, groups)
