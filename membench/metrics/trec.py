@@ -43,6 +43,7 @@ looks at the top 1000 anyway; MRR looks at the whole list, like trec_eval).
 from __future__ import annotations
 
 import codecs
+import collections
 import hashlib
 import os
 import tempfile
@@ -60,6 +61,13 @@ from ..run.files import MAX_TREC_LINE, trec_fields, trec_float, trec_int
 from .ranking import FirstHits, rank_measures
 
 CHUNK_BYTES = 8 << 20
+MAX_HELD_BYTES = bound(
+    "trec_held_bytes", 384 << 20, "bytes",
+    "lines of a TREC run held in memory (32 bytes a line) to group queries whose lines are "
+    "not contiguous (a run written by shards, sorted by docid, ...)",
+    "the lines go to temporary files in TMPDIR, one per group of queries (no error; the file "
+    "is read a second time when the bound was passed before the first query came back)",
+    "membench.metrics.trec")
 MAX_QRELS_BYTES = bound(
     "trec_qrels_bytes", 1 << 30, "bytes", "a qrels file (read whole into memory)",
     "located error TOO_LARGE naming the file", "membench.metrics.trec")
@@ -165,8 +173,9 @@ class _Chunk:
 def _read_chunks(path: Path, chunk_bytes: int, max_line: int | None = None,
                  count_lines: bool = False) -> Iterator[tuple[int, bytearray, int]]:
     """(file offset, buffer, size): pieces of the file that end at a line end (a final
-    newline is supplied), each in its own buffer with >= 8 bytes of slack after ``size`` (a
-    piece may still be in use while the next one is read).
+    newline is supplied), with >= 8 bytes of slack after ``size``. A piece stays intact while
+    the next one is read and used (the consumer may parse one piece while it looks up the
+    previous one), and is overwritten when the one after that is read.
 
     Bounded: at most ``chunk_bytes`` are read at a time, a piece holds at most
     ``chunk_bytes + max_line`` bytes, and a line longer than ``max_line``
@@ -177,7 +186,11 @@ def _read_chunks(path: Path, chunk_bytes: int, max_line: int | None = None,
     max_line = MAX_TREC_LINE if max_line is None else max_line
     lines = 0 if count_lines else None
     cap = chunk_bytes + max_line + 16
-    raw = bytearray(cap)
+    # three buffers in turn (a fresh one per piece would cost its page faults every time):
+    # piece k is read into buffer k % 3 once the consumer is done with piece k - 2
+    ring = [bytearray(cap)]
+    raw = ring[0]
+    k = 0
     have = 0               # bytes carried over: the start of a line, < max_line
     offset = 0
     with open(path, "rb") as f:
@@ -198,7 +211,10 @@ def _read_chunks(path: Path, chunk_bytes: int, max_line: int | None = None,
             offset += cut
             if lines is not None:
                 lines += raw.count(b"\n", 0, cut)
-            nxt = bytearray(cap)
+            k += 1
+            if len(ring) < 3:
+                ring.append(bytearray(cap))
+            nxt = ring[k % 3]
             nxt[:end - cut] = raw[cut:end]
             raw = nxt
             have = end - cut
@@ -867,6 +883,13 @@ class _Lines:
                       np.concatenate([p.jpos + s for p, s in zip(parts, sizes[:-1])]),
                       np.concatenate([p.jrel for p in parts]))
 
+    def select(self, order: np.ndarray) -> _Lines:
+        """These lines in the order ``order`` (a permutation)."""
+        inv = np.empty(len(order), dtype=np.int64)
+        inv[order] = np.arange(len(order))
+        return _Lines(self.line[order], self.q[order], self.rank[order], self.score[order],
+                      self.key[order], inv[self.jpos], self.jrel)
+
     def take(self, sl: slice) -> _Lines:
         a, b = sl.start, sl.stop
         keep = (self.jpos >= a) & (self.jpos < b)
@@ -876,6 +899,8 @@ class _Lines:
 
 _REC = np.dtype([("line", "<i8"), ("key", "<u8"), ("score", "<f8"), ("q", "<i4"),
                  ("rank", "<i4")])
+_LINE_BYTES = _REC.itemsize          # what one held line costs (its five columns)
+_PART_LINES = 1 << 21                # lines per part when grouping (arrays under 32 MiB)
 
 
 class _Interleaved(Exception):
@@ -921,7 +946,8 @@ class _Scan:
             parsed = None
             if opts is not None:
                 try:
-                    codecs.utf_8_decode(memoryview(raw)[:size], "strict", True)
+                    if not raw.isascii():       # (slack included: ASCII there too, or decode)
+                        codecs.utf_8_decode(memoryview(raw)[:size], "strict", True)
                     parsed = _parse_arrow(_Chunk(raw, size, 0), opts)
                 except UnicodeDecodeError:
                     parsed = None
@@ -969,14 +995,26 @@ class _Scan:
 
     # ------------------------------------------------------------------ two ways of grouping
 
-    def stream(self) -> None:
+    def stream(self, tmpdir: Path) -> bool:
         """Queries contiguous in the file: rank each group of whole queries as soon as the
-        next query starts (memory: a chunk and one open query)."""
+        next query starts (memory: a chunk and one open query). The lines read are also held
+        (up to :data:`MAX_HELD_BYTES`), so that when a query comes back after another one
+        started they go on to :meth:`group` without a second read; past that bound they are
+        let go, and a query that comes back raises :class:`_Interleaved` (the caller reads
+        the file again into :meth:`group`). Returns whether the lines were grouped."""
         seen = np.zeros(1024, dtype=bool)
         pending: list[_Lines] = []
+        held: collections.deque[_Lines] | None = collections.deque()
+        held_bytes = 0
         open_q = -1
-        for lines in self.chunks():
+        it = self.chunks()
+        for lines in it:
             n = len(lines)
+            if held is not None:
+                held.append(lines)
+                held_bytes += _LINE_BYTES * n
+                if held_bytes > MAX_HELD_BYTES:
+                    held = None
             if n == 0:
                 continue
             q = lines.q
@@ -987,7 +1025,21 @@ class _Scan:
                                                       dtype=bool)])
             new = seg_q if seg_q[0] != open_q else seg_q[1:]
             if len(np.unique(new)) != len(new) or bool(seen[new].any()):
-                raise _Interleaved
+                if held is None:
+                    raise _Interleaved
+                # what was ranked so far is ranked again with the rest, grouped
+                self.out = _Ranked([], [], [], [], [])
+                self.rank_parts = []
+                seen_bytes = sum(c[1] for c in self.chunk_info) or 1
+                est = int(self.path.stat().st_size * max(self.n_lines, 1) / seen_bytes) + 1
+
+                def drain():
+                    while held:
+                        yield held.popleft()
+                    yield from it
+
+                self.group(drain(), tmpdir, est)
+                return True
             seen[new] = True
             last = int(starts[-1])
             body = 0
@@ -1004,34 +1056,64 @@ class _Scan:
             open_q = int(seg_q[-1])
         if pending:
             self.rank(_Lines.concat(pending), True)
+        return False
 
-    def spill(self, tmpdir: Path, est_lines: int) -> None:
-        """Any order: lines go to ``P`` files by query index modulo ``P`` (32 bytes a line on
-        disk), then each file is ranked on its own (memory: a chunk and one file)."""
-        parts = min(4096, max(1, -(-est_lines // (1 << 21))))
-        files = [open(tmpdir / f"part{i}.bin", "wb") for i in range(parts)]
+    def group(self, chunks: Iterator[_Lines], tmpdir: Path, est_lines: int) -> None:
+        """Any order: lines are split into ``P`` parts by query index modulo ``P`` (about
+        2 million lines a part), held in memory up to :data:`MAX_HELD_BYTES` and past that
+        written to one file per part (32 bytes a line, in ``tmpdir``); then each part is
+        ranked on its own (memory: the held lines, or a chunk and one part)."""
+        parts = min(4096, max(1, -(-est_lines // _PART_LINES)))
+        mem: list[list[_Lines]] = [[] for _ in range(parts)]
+        held_bytes = 0
+        files: list | None = None
         judged: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+        def write(i: int, sub: _Lines) -> None:
+            rec = np.empty(len(sub), dtype=_REC)
+            for f in ("line", "key", "score", "q", "rank"):
+                rec[f] = getattr(sub, f)
+            rec.tofile(files[i])
+            judged.append((sub.line[sub.jpos], np.full(len(sub.jpos), i, np.int64), sub.jrel))
+
         try:
-            for lines in self.chunks():
-                if len(lines) == 0:
+            for lines in chunks:
+                n = len(lines)
+                if n == 0:
                     continue
-                rec = np.empty(len(lines), dtype=_REC)
-                for f in ("line", "key", "score", "q", "rank"):
-                    rec[f] = getattr(lines, f)
-                b = (lines.q % parts).astype(np.uint16)
-                judged.append((lines.line[lines.jpos], b[lines.jpos], lines.jrel))
                 if parts == 1:
-                    rec.tofile(files[0])
-                    continue
-                order = np.argsort(b, kind="stable")
-                bounds = np.searchsorted(b[order], np.arange(parts + 1))
-                rec = rec[order]
-                for i in range(parts):
-                    if bounds[i + 1] > bounds[i]:
-                        rec[bounds[i]:bounds[i + 1]].tofile(files[i])
+                    subs = [(0, lines)]
+                else:
+                    b = (lines.q % parts).astype(np.uint16)
+                    order = np.argsort(b, kind="stable")
+                    bounds = np.searchsorted(b[order], np.arange(parts + 1)).tolist()
+                    moved = lines.select(order)
+                    subs = [(i, moved.take(slice(bounds[i], bounds[i + 1])))
+                            for i in range(parts) if bounds[i + 1] > bounds[i]]
+                if files is None and held_bytes + _LINE_BYTES * n > MAX_HELD_BYTES:
+                    files = [open(tmpdir / f"part{i}.bin", "wb") for i in range(parts)]
+                    for i, held in enumerate(mem):
+                        for sub in held:
+                            write(i, sub)
+                        held.clear()
+                if files is None:
+                    for i, sub in subs:
+                        mem[i].append(sub)
+                    held_bytes += _LINE_BYTES * n
+                else:
+                    for i, sub in subs:
+                        write(i, sub)
         finally:
-            for f in files:
-                f.close()
+            if files is not None:
+                for f in files:
+                    f.close()
+        if files is None:
+            for i in range(parts):
+                if mem[i]:
+                    g = _Lines.concat(mem[i])
+                    mem[i] = []
+                    self.rank(g, grouped=True)
+            return
         jl = np.concatenate([j[0] for j in judged]) if judged else np.zeros(0, np.int64)
         jb = np.concatenate([j[1] for j in judged]) if judged else np.zeros(0, np.int64)
         jr = np.concatenate([j[2] for j in judged]) if judged else np.zeros(0, np.int64)
@@ -1044,12 +1126,13 @@ class _Scan:
             mine = jb == i
             pos = np.searchsorted(rec["line"], jl[mine])
             self.rank(_Lines(rec["line"].copy(), rec["q"].copy(), rec["rank"].copy(),
-                             rec["score"].copy(), rec["key"].copy(), pos, jr[mine]))
+                             rec["score"].copy(), rec["key"].copy(), pos, jr[mine]),
+                      grouped=True)
             del rec
 
     # ------------------------------------------------------------------ ranking a group
 
-    def rank(self, g: _Lines, contiguous: bool = False) -> None:
+    def rank(self, g: _Lines, contiguous: bool = False, grouped: bool = False) -> None:
         """membench ranks for a group of lines holding whole queries (lines in file order)."""
         n = len(g)
         if n == 0:
@@ -1059,7 +1142,7 @@ class _Scan:
             score = g.score.astype(np.float32).astype(np.float64)
             order = self._order_trec_eval(g, score)
         else:
-            order = None if _in_order(q, g.score, g.rank, contiguous) else \
+            order = None if not grouped and _in_order(q, g.score, g.rank, contiguous) else \
                 _sort(q, g.score, g.rank)
         dup = _duplicates(self.path, g, order, self.chunk_info, self.compat)
         sq = q if order is None else q[order]
@@ -1140,21 +1223,63 @@ def _in_order(q: np.ndarray, score: np.ndarray, rank: np.ndarray, contiguous: bo
     return blocks == 1 or blocks == len(np.unique(q))
 
 
+_SIGN = np.uint64(1 << 63)
+
+
+def _desc_key(score: np.ndarray) -> np.ndarray:
+    """uint64 keys whose ascending order is ``score``'s descending order (finite doubles;
+    -0.0 is 0.0, as it compares). In place after one copy: fresh large arrays cost page
+    faults."""
+    u = np.add(score, 0.0).view(np.uint64)     # + 0.0 turns -0.0 into 0.0
+    m = u >> np.uint64(63)                     # 1 for a negative score
+    m *= np.uint64(0x7FFFFFFFFFFFFFFF)
+    m |= _SIGN                                 # negative: all ones; else the sign bit
+    m ^= u                                     # ascending doubles -> ascending keys
+    np.invert(m, out=m)                        # descending
+    return m
+
+
 def _sort(q: np.ndarray, score: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Positions in ranking order: query, score descending, rank column, then line order."""
+    """Positions in ranking order: query, score descending, rank column, then line order.
+
+    Two sorts of packed 64-bit keys (numpy's vectorised sort of plain integers is several
+    times faster than ``argsort``): (score key, high bits | position) puts the lines in score
+    order, the rare runs whose scores agree in the kept high bits (equal or nearly equal
+    scores) are put exactly in (score, rank column, position) order, then (query | position in
+    that order) makes the order stable by query."""
     n = len(q)
-    o = np.argsort(-score)                       # unstable (fast); ties fixed below
-    ss = score[o]
-    eq = ss[1:] == ss[:-1]
-    if eq.any():
+    if n < 2:
+        return np.arange(n)
+    bits = max(1, (n - 1).bit_length())
+    low = np.uint64((1 << bits) - 1)
+    pos = np.arange(n, dtype=np.uint64)
+    k = _desc_key(np.ascontiguousarray(score, dtype=np.float64))
+    k &= ~low
+    k |= pos
+    k.sort()
+    o = (k & low).astype(np.int64)
+    head = k >> np.uint64(bits)
+    eq = head[1:] == head[:-1]
+    del k, head
+    if eq.any():                               # equal in the kept bits: exactly, by the rule
         tied = np.zeros(n, dtype=bool)
         tied[1:] |= eq
         tied[:-1] |= eq
-        pos = np.flatnonzero(tied)
-        grp = np.cumsum(np.r_[True, ~eq])[pos]
-        sub = o[pos]
-        o[pos] = sub[np.lexsort((sub, rank[sub], grp))]
-    return o[_stable_by_query(q[o])]
+        at = np.flatnonzero(tied)
+        grp = np.cumsum(np.r_[True, ~eq])[at]
+        sub = o[at]
+        o[at] = sub[np.lexsort((sub, rank[sub], -score[sub], grp))]
+    qo = q[o]
+    lo = int(qo.min())
+    span = int(qo.max()) - lo
+    if span == 0:
+        return o
+    if span.bit_length() + bits > 64:          # (not reached: 2**31 queries x 2**33 lines)
+        return o[np.argsort(qo, kind="stable")]
+    k2 = (qo - lo).astype(np.uint64) << np.uint64(bits)
+    k2 |= pos
+    k2.sort()
+    return o[(k2 & low).astype(np.int64)]
 
 
 def _duplicates(path: Path, g: _Lines, order: np.ndarray | None,
@@ -1294,17 +1419,16 @@ def _scan(path: Path, shown: Path, qrels, qrels_path: Path | None, tmpdir: Path,
     else:
         qr = _Qrels(qrels or {}, base)
     scan = _Scan(path, qr, dict(base), chunk_bytes, ties, keep_lines, compat)
-    interleaved = False
+    spill = tmpdir / "spill"
+    spill.mkdir()
     try:
-        scan.stream()
-    except _Interleaved:
+        interleaved = scan.stream(spill)
+    except _Interleaved:                 # past MAX_HELD_BYTES: read again, grouping
         interleaved = True
         seen_bytes = sum(c[1] for c in scan.chunk_info) or 1
         est = int(path.stat().st_size * max(scan.n_lines, 1) / seen_bytes) + 1
         scan = _Scan(path, qr, dict(base), chunk_bytes, ties, keep_lines, compat)
-        spill = tmpdir / "spill"
-        spill.mkdir()
-        scan.spill(spill, est)
+        scan.group(scan.chunks(), spill, est)
     out = scan.out
 
     def cat(parts: list[np.ndarray]) -> np.ndarray:
