@@ -117,7 +117,8 @@ def _from_index() -> tuple[Path | None, str]:
             return None, f"pip could not fetch {SDIST}=={version}'s source distribution " \
                          f"({last})"
         remote = re.findall(r"REMOTE_TREC_EVAL_URI\s*=\s*['\"]([^'\"]+)", setups[0].read_text())
-        how = f"its setup.py downloads {remote[0]} at build time" if remote else \
+        how = f"its setup.py downloads trec_eval's release archive " \
+            f"{remote[0].rsplit('/', 1)[-1]} from its repository at build time" if remote else \
             "its setup.py downloads them at build time"
         return None, f"{SDIST} {version}'s source distribution bundles no trec_eval C " \
                      f"sources ({how}); pass --src (or set MEMBENCH_TREC_EVAL_SRC) to a " \
