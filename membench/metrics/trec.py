@@ -1060,59 +1060,61 @@ class _Scan:
 
     def group(self, chunks: Iterator[_Lines], tmpdir: Path, est_lines: int) -> None:
         """Any order: lines are split into ``P`` parts by query index modulo ``P`` (about
-        2 million lines a part), held in memory up to :data:`MAX_HELD_BYTES` and past that
-        written to one file per part (32 bytes a line, in ``tmpdir``); then each part is
-        ranked on its own (memory: the held lines, or a chunk and one part)."""
+        2 million lines a part). The chunks are held as they are (with, per chunk, its lines'
+        order by part) up to :data:`MAX_HELD_BYTES`, and each part is then gathered from
+        them once and ranked; past the bound, every line goes to one file per part (32 bytes
+        a line, in ``tmpdir``), read back one part at a time (memory: a chunk and one
+        part)."""
         parts = min(4096, max(1, -(-est_lines // _PART_LINES)))
-        mem: list[list[_Lines]] = [[] for _ in range(parts)]
+        held: list[tuple[_Lines, np.ndarray | None, np.ndarray, np.ndarray]] = []
         held_bytes = 0
         files: list | None = None
         judged: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
-        def write(i: int, sub: _Lines) -> None:
-            rec = np.empty(len(sub), dtype=_REC)
+        def split(lines: _Lines):
+            """(order, bounds, part of each judged line): the chunk's positions by part."""
+            if parts == 1:
+                return None, np.array([0, len(lines)]), np.zeros(len(lines.jpos), np.int64)
+            b = (lines.q % parts).astype(np.uint16)
+            order = np.argsort(b, kind="stable")
+            bounds = np.zeros(parts + 1, dtype=np.int64)
+            np.cumsum(np.bincount(b, minlength=parts), out=bounds[1:])
+            return order, bounds, b[lines.jpos].astype(np.int64)
+
+        def write(lines: _Lines, order, bounds, jpart) -> None:
+            rec = np.empty(len(lines), dtype=_REC)
             for f in ("line", "key", "score", "q", "rank"):
-                rec[f] = getattr(sub, f)
-            rec.tofile(files[i])
-            judged.append((sub.line[sub.jpos], np.full(len(sub.jpos), i, np.int64), sub.jrel))
+                col = getattr(lines, f)
+                rec[f] = col if order is None else col[order]
+            for i in np.flatnonzero(np.diff(bounds)).tolist():
+                rec[bounds[i]:bounds[i + 1]].tofile(files[i])
+            judged.append((lines.line[lines.jpos], jpart, lines.jrel))
 
         try:
             for lines in chunks:
                 n = len(lines)
                 if n == 0:
                     continue
-                if parts == 1:
-                    subs = [(0, lines)]
-                else:
-                    b = (lines.q % parts).astype(np.uint16)
-                    order = np.argsort(b, kind="stable")
-                    bounds = np.searchsorted(b[order], np.arange(parts + 1)).tolist()
-                    moved = lines.select(order)
-                    subs = [(i, moved.take(slice(bounds[i], bounds[i + 1])))
-                            for i in range(parts) if bounds[i + 1] > bounds[i]]
+                order, bounds, jpart = split(lines)
                 if files is None and held_bytes + _LINE_BYTES * n > MAX_HELD_BYTES:
                     files = [open(tmpdir / f"part{i}.bin", "wb") for i in range(parts)]
-                    for i, held in enumerate(mem):
-                        for sub in held:
-                            write(i, sub)
-                        held.clear()
+                    for item in held:
+                        write(*item)
+                    held.clear()
                 if files is None:
-                    for i, sub in subs:
-                        mem[i].append(sub)
+                    held.append((lines, order, bounds, jpart))
                     held_bytes += _LINE_BYTES * n
                 else:
-                    for i, sub in subs:
-                        write(i, sub)
+                    write(lines, order, bounds, jpart)
         finally:
             if files is not None:
                 for f in files:
                     f.close()
         if files is None:
             for i in range(parts):
-                if mem[i]:
-                    g = _Lines.concat(mem[i])
-                    mem[i] = []
-                    self.rank(g, grouped=True)
+                g = self._gather(held, i)
+                if g is not None:
+                    self.rank(g, grouped=True, qstep=parts)
             return
         jl = np.concatenate([j[0] for j in judged]) if judged else np.zeros(0, np.int64)
         jb = np.concatenate([j[1] for j in judged]) if judged else np.zeros(0, np.int64)
@@ -1127,12 +1129,55 @@ class _Scan:
             pos = np.searchsorted(rec["line"], jl[mine])
             self.rank(_Lines(rec["line"].copy(), rec["q"].copy(), rec["rank"].copy(),
                              rec["score"].copy(), rec["key"].copy(), pos, jr[mine]),
-                      grouped=True)
+                      grouped=True, qstep=parts)
             del rec
+
+    @staticmethod
+    def _gather(held, i: int) -> _Lines | None:
+        """Part ``i``'s lines from the held chunks, in file order: one copy per column."""
+        m = [int(b[i + 1] - b[i]) for _, _, b, _ in held]
+        total = sum(m)
+        if total == 0:
+            return None
+        line = np.empty(total, np.int64)
+        q = np.empty(total, np.int32)
+        rank = np.empty(total, np.int32)
+        score = np.empty(total, np.float64)
+        key = np.empty(total, np.uint64)
+        jpos, jrel = [], []
+        at = 0
+        for (lines, order, b, jpart), k in zip(held, m):
+            if k == 0:
+                continue
+            a, z = int(b[i]), int(b[i + 1])
+            span = slice(at, at + k)
+            if order is None:
+                idx = np.arange(a, z)
+                line[span] = lines.line[a:z]
+                q[span] = lines.q[a:z]
+                rank[span] = lines.rank[a:z]
+                score[span] = lines.score[a:z]
+                key[span] = lines.key[a:z]
+            else:
+                idx = order[a:z]
+                np.add(idx, lines.line[0], out=line[span])    # a chunk's lines are consecutive
+                np.take(lines.q, idx, out=q[span])
+                np.take(lines.rank, idx, out=rank[span])
+                np.take(lines.score, idx, out=score[span])
+                np.take(lines.key, idx, out=key[span])
+            mine = jpart == i
+            if mine.any():
+                jpos.append(np.searchsorted(idx, lines.jpos[mine]) + at)
+                jrel.append(lines.jrel[mine])
+            at += k
+        return _Lines(line, q, rank, score, key,
+                      np.concatenate(jpos) if jpos else np.zeros(0, np.int64),
+                      np.concatenate(jrel) if jrel else np.zeros(0, np.int64))
 
     # ------------------------------------------------------------------ ranking a group
 
-    def rank(self, g: _Lines, contiguous: bool = False, grouped: bool = False) -> None:
+    def rank(self, g: _Lines, contiguous: bool = False, grouped: bool = False,
+             qstep: int = 1) -> None:
         """membench ranks for a group of lines holding whole queries (lines in file order)."""
         n = len(g)
         if n == 0:
@@ -1143,7 +1188,7 @@ class _Scan:
             order = self._order_trec_eval(g, score)
         else:
             order = None if not grouped and _in_order(q, g.score, g.rank, contiguous) else \
-                _sort(q, g.score, g.rank)
+                _sort(q, g.score, g.rank, qstep)
         dup = _duplicates(self.path, g, order, self.chunk_info, self.compat)
         sq = q if order is None else q[order]
         start = np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]])
@@ -1239,28 +1284,42 @@ def _desc_key(score: np.ndarray) -> np.ndarray:
     return m
 
 
-def _sort(q: np.ndarray, score: np.ndarray, rank: np.ndarray) -> np.ndarray:
+def _sort(q: np.ndarray, score: np.ndarray, rank: np.ndarray, qstep: int = 1) -> np.ndarray:
     """Positions in ranking order: query, score descending, rank column, then line order.
 
-    Two sorts of packed 64-bit keys (numpy's vectorised sort of plain integers is several
-    times faster than ``argsort``): (score key, high bits | position) puts the lines in score
-    order, the rare runs whose scores agree in the kept high bits (equal or nearly equal
-    scores) are put exactly in (score, rank column, position) order, then (query | position in
-    that order) makes the order stable by query."""
+    One sort of packed 64-bit keys (numpy's vectorised sort of plain integers is several
+    times faster than ``argsort``): (query, the high bits of an order-preserving key of the
+    score, position). The runs whose query and kept score bits agree (equal or nearly equal
+    scores: rare unless the run has ties) are then put exactly in (score, rank column,
+    position) order. ``qstep``: the queries of ``q`` are equal modulo it (a part of
+    :meth:`_Scan.group`), so ``(q - min) // qstep`` numbers them densely."""
     n = len(q)
     if n < 2:
         return np.arange(n)
     bits = max(1, (n - 1).bit_length())
     low = np.uint64((1 << bits) - 1)
-    pos = np.arange(n, dtype=np.uint64)
+    lo = int(q.min())
+    qbits = ((int(q.max()) - lo) // qstep).bit_length()
+    sbits = 64 - bits - qbits
+    if sbits < 24:                             # (a group of > 2**20 queries: two sorts)
+        o = _sort(np.zeros(n, np.int32), score, rank)
+        return o[np.argsort(q[o], kind="stable")]
     k = _desc_key(np.ascontiguousarray(score, dtype=np.float64))
-    k &= ~low
-    k |= pos
+    k >>= np.uint64(64 - sbits)
+    k <<= np.uint64(bits)
+    k |= np.arange(n, dtype=np.uint64)
+    if qbits:
+        ql = (q - lo).astype(np.uint64)
+        if qstep > 1:
+            ql //= np.uint64(qstep)
+        ql <<= np.uint64(bits + sbits)
+        k |= ql
+        del ql
     k.sort()
     o = (k & low).astype(np.int64)
-    head = k >> np.uint64(bits)
-    eq = head[1:] == head[:-1]
-    del k, head
+    k >>= np.uint64(bits)
+    eq = k[1:] == k[:-1]
+    del k
     if eq.any():                               # equal in the kept bits: exactly, by the rule
         tied = np.zeros(n, dtype=bool)
         tied[1:] |= eq
@@ -1269,17 +1328,7 @@ def _sort(q: np.ndarray, score: np.ndarray, rank: np.ndarray) -> np.ndarray:
         grp = np.cumsum(np.r_[True, ~eq])[at]
         sub = o[at]
         o[at] = sub[np.lexsort((sub, rank[sub], -score[sub], grp))]
-    qo = q[o]
-    lo = int(qo.min())
-    span = int(qo.max()) - lo
-    if span == 0:
-        return o
-    if span.bit_length() + bits > 64:          # (not reached: 2**31 queries x 2**33 lines)
-        return o[np.argsort(qo, kind="stable")]
-    k2 = (qo - lo).astype(np.uint64) << np.uint64(bits)
-    k2 |= pos
-    k2.sort()
-    return o[(k2 & low).astype(np.int64)]
+    return o
 
 
 def _duplicates(path: Path, g: _Lines, order: np.ndarray | None,
