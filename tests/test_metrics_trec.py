@@ -256,6 +256,10 @@ def test_arrow_scores_are_float_exact():
     ("q1 Q0 d1 1 0.5 t\nq1 Q0  2 0.4 t\n", 2, None),           # an empty field
     ("q1 Q0 d1 1 0.5 t\nq1 Q0 \"d2 2 0.4 t\n", None, None),    # a quote is a plain byte
     ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2147483648 0.4 t\n", 2, "rank"),
+    # a lone CR: arrow ends a row there, the strict reader takes it for a blank (12 fields)
+    ("q1 Q0 d1 1 0.5 t\rq1 Q0 d2 2 0.4 t\n", 1, None),
+    ("q1  d1 1 0.5 t\n", 1, None),                             # empty Q0 field
+    ("q1 Q0 d1 1 0.5 \n", 1, None),                            # empty tag field
 ])
 def test_fast_path_refusals_are_located_or_accepted_as_strict(tmp_path, content, line, field):
     path = tmp_path / "run.trec"
