@@ -62,8 +62,10 @@ reading is linear), a 1.5 MB run holding one 1 MiB docid, a 1 GiB line (a sparse
 ``/dev/zero`` (both a located error after a few MiB read).
 
 **Docs** (``--write-docs FILE``): the table of this run replaces the one between
-``<!-- metric-speed:start -->`` and ``<!-- metric-speed:end -->`` in FILE, with the command
-and the date: the published figures are the script's output, never typed by hand.
+``<!-- metric-speed:start -->`` and ``<!-- metric-speed:end -->`` in FILE (with ``--bounds``:
+``trec-bounds``), with the command and the date: the published figures are the script's
+output, never typed by hand. Run it once per size (``--sizes 10000``, then ``--sizes 30000``
+into the ``metric-speed-30k`` block with ``--block``, ...).
 """
 
 from __future__ import annotations
@@ -527,8 +529,8 @@ def markdown(rows: list[dict], command: str, notes: list[str]) -> str:
     return "\n".join(lines)
 
 
-def write_docs(path: Path, table: str) -> None:
-    start, end = "<!-- metric-speed:start -->", "<!-- metric-speed:end -->"
+def write_docs(path: Path, table: str, block: str = "metric-speed") -> None:
+    start, end = f"<!-- {block}:start -->", f"<!-- {block}:end -->"
     text = path.read_text()
     if start not in text or end not in text:
         raise SystemExit(f"{path}: no {start} ... {end} block to replace")
@@ -642,13 +644,23 @@ def main(argv: list[str] | None = None) -> int:
                     help="time membench on the reader's bounds (long docids, endless lines)")
     ap.add_argument("--write-docs", type=Path, default=None,
                     help="replace the metric-speed table in this file with this run's")
+    ap.add_argument("--block", default="metric-speed",
+                    help="the marked block of --write-docs to replace (default metric-speed)")
     ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         child(*a.child)
         return 0
     if a.bounds:
-        print(bounds(a.workdir / "bounds"))
+        table = bounds(a.workdir / "bounds")
+        print(table)
+        if a.write_docs:
+            cmd = " ".join([".venv/bin/python", "bench/bench_metrics.py"] +
+                           [shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:])])
+            write_docs(a.write_docs, f"`{cmd}` (measured {datetime.date.today().isoformat()}, "
+                       f"load {os.getloadavg()[0]:.1f})\n\n```\n{table}\n```",
+                       "trec-bounds")
+            print(f"wrote the table into {a.write_docs}")
         return 0
     tools = a.tools.split(",")
     variants = tuple(a.variants.split(","))
@@ -716,9 +728,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{m}={good[0]['means'][m]:.6f}" for m in MEASURES))
     if a.write_docs:
         cmd = " ".join([".venv/bin/python", "bench/bench_metrics.py"] +
-                       [shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:])
-                        if True])
-        write_docs(a.write_docs, markdown(rows, cmd, notes))
+                       [shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:])])
+        write_docs(a.write_docs, markdown(rows, cmd, notes), a.block)
         print(f"wrote the table into {a.write_docs}")
     return 0
 

@@ -13,20 +13,29 @@ separated); qrels have ``qid iter docid rel``. The run is read in 8 MiB chunks
   error. Scores there are parsed with Clinger's exact fast path (decimal mantissa <= 2**53 and
   |power of ten| <= 22: one correctly rounded multiply or divide gives the same double as
   ``float()``); anything else goes through ``float()``.
+* **bounds**: a line longer than :data:`MAX_TREC_LINE` is one located error, found after
+  reading at most that much of it (a stream without newlines is read in fixed memory); a run
+  that is not a regular file is copied to ``TMPDIR`` as it is read; three buffers are reused
+  in turn.
 * **ids**: query ids are looked up once per run of equal consecutive qids; document ids are
-  hashed to 64 bits (8 bytes per step). Qrels sit in one small open-addressing table per query,
-  behind a bit filter, so the judged lines are found without a Python object per line; every
-  hash match is confirmed on the bytes, and equal (query, docid) keys (duplicate candidates) are
-  confirmed by re-reading their docids, so a hash collision can cost time, never a wrong value.
+  hashed to 64 bits (8 bytes per step up to 64 bytes; a longer docid is hashed and compared
+  on its own, so the work is linear in the bytes whatever the longest docid). Qrels sit in
+  one small open-addressing table per query, behind a bit filter, so the judged lines are
+  found without a Python object per line; every hash match is confirmed on the bytes, and
+  equal (query, docid) keys (duplicate candidates) are confirmed by re-reading their docids,
+  so a hash collision can cost time, never a wrong value.
 * **grouping**: while queries come contiguously (each query's lines in one block, any order
   inside it), each group of whole queries is ranked as soon as the next query starts, so
-  memory is a chunk plus one query. When a query reappears after another one started, the
-  file is read again from the start, this time writing 32 bytes per line to temporary files
-  (one per ``query index mod P``, about 2 million lines each, in ``TMPDIR``) and ranking one
-  file at a time: bounded memory for any order, at the price of a second read.
-* **ranking** a group: in order already (checked) -> ranks are positions; else one
-  ``argsort`` of the scores, the rare score ties put in (rank column, line) order, then a stable
-  radix sort by query.
+  memory is a chunk plus one query; the chunks read are also held (32 bytes a line, up to
+  :data:`MAX_HELD_BYTES`). When a query reappears after another one started (shards
+  concatenated, a run sorted by docid), every line goes on to :meth:`_Scan.group`: split by
+  ``query index mod P`` into parts of about 2 million lines, held, then gathered and ranked
+  part by part, without reading the file again. Past :data:`MAX_HELD_BYTES` the lines go to
+  one temporary file per part (``TMPDIR``), and if the bound was passed before a query came
+  back the file is read a second time: bounded memory for any order.
+* **ranking** a group: in order already (checked) -> ranks are positions; else one sort of
+  packed 64-bit keys (query, the score's high bits, position), the rare runs that agree in
+  the kept bits put exactly in (score, rank column, line) order (:func:`_sort`).
 
 Ranking follows :data:`membench.run.protocol.TIE_BREAKING`: score descending, then the rank
 column ascending, then line order; a repeated (qid, docid) counts only at its first position.
@@ -36,8 +45,8 @@ then docid descending (bytes), the rank column ignored. Relevant = qrels relevan
 relevant document, a query without run lines scoring 0 (trec_eval ``-c``); run queries absent
 from the qrels are ignored. Unlike the JSONL path, no depth cap is applied (recall@1000 only
 looks at the top 1000 anyway; MRR looks at the whole list, like trec_eval).
-``bench/bench_metrics.py`` measures time and memory against pytrec_eval, ranx and ir_measures
-(README, "Metric speed").
+``bench/bench_metrics.py`` measures time and memory against the trec_eval binary,
+pytrec_eval, ranx and ir_measures (``docs/speed.md``, "Metric speed").
 """
 
 from __future__ import annotations

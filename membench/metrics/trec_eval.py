@@ -15,7 +15,14 @@ with trec_eval's defaults for the cutoffs (5, 10, 15, 20, 30, 100, 200, 500, 100
 
 Which queries: like trec_eval, the queries present in both the run and the qrels (a query
 judged with grade 0 only is evaluated and scores 0); with ``-c``, every qrels query, a missing
-one contributing 0 to every measure (trec_eval ``-c``). Relevant = relevance >= 1.
+one evaluated as trec_eval does (``trec_eval.c``: against an empty ranking), so it prints its
+lines with ``-q``, scores 0 on every measure but ``num_rel``, and its relevant documents count
+in ``num_rel``. Relevant = relevance >= 1.
+
+Reading: strict by default (membench's rules, :mod:`membench.metrics.trec`); ``compat`` (the
+CLI's ``--trec-eval-compat``) reads as trec_eval does: run fields after the sixth ignored,
+blank run lines and lines starting with ``#`` skipped, qrels lines with ``#`` in column 1
+skipped (``docs/runs.md`` records why this is a switch, not the default).
 
 Ranking: membench's rule (:data:`membench.run.protocol.TIE_BREAKING`: score, then the rank
 column, then line order; a repeated docid counts at its first position) unless ``--ties
