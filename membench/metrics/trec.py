@@ -691,10 +691,9 @@ def _arrow_options(block: int):
     po = pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False,
                             double_quote=False, newlines_in_values=False,
                             ignore_empty_lines=False)
-    co = pacsv.ConvertOptions(           # q0 and tag are not converted (checked below)
-        column_types={"qid": pa.binary(), "docid": pa.binary(), "rank": pa.int32(),
-                      "score": pa.float64()},
-        include_columns=["qid", "docid", "rank", "score"],
+    co = pacsv.ConvertOptions(
+        column_types={"qid": pa.binary(), "q0": pa.binary(), "docid": pa.binary(),
+                      "rank": pa.int32(), "score": pa.float64(), "tag": pa.binary()},
         null_values=[], true_values=[], false_values=[], strings_can_be_null=False,
         quoted_strings_can_be_null=False, check_utf8=False)
     return ro, po, co
@@ -738,20 +737,19 @@ def _parse_arrow(ch: _Chunk, opts) -> tuple | None:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     n = t.num_rows
-    # every byte below 0x20 is a "\n" ending a row: no tab, CR (arrow ends a row at a lone
-    # CR too), vertical tab, form feed or other control byte
-    nl = np.flatnonzero(ch.buf < 32)
-    if n != len(nl) or (n and not bool((ch.buf[nl] == 10).all())):
+    # every byte below 0x20 ends a row, and none is a CR (arrow ends a row at a lone CR, the
+    # strict reader takes it for a blank): only "\n", no tab, form feed or control byte
+    if n != int(np.count_nonzero(ch.buf < 32)) or ch.raw.find(b"\r", 0, ch.size) >= 0:
         return None
     qtok, ql = _binary_tokens(t.column("qid"))
     dtok, dl = _binary_tokens(t.column("docid"))
     if n and (ql.min() == 0 or dl.min() == 0):
         return None
-    if n:                        # q0 and tag not empty: no space right after "qid " or at
-        starts = np.empty(n, dtype=np.int64)      # the end of the line
-        starts[0] = 0
-        starts[1:] = nl[:-1] + 1
-        if bool((ch.buf[starts + ql + 1] == 32).any()) or bool((ch.buf[nl - 1] == 32).any()):
+    for name in ("q0", "tag"):                    # an empty field = two adjacent separators
+        c = t.column(name)
+        a = c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
+        off = np.frombuffer(a.buffers()[1], dtype=np.int32, count=n + 1, offset=a.offset * 4)
+        if n and int(np.diff(off).min()) == 0:
             return None
     rank = t.column("rank").to_numpy()
     score = t.column("score").to_numpy()
@@ -958,7 +956,7 @@ class _Scan:
             parsed = None
             if opts is not None:
                 try:
-                    if not raw.isascii():       # (slack included: ASCII there too, or decode)
+                    if size and int(np.frombuffer(raw, np.uint8, count=size).max()) > 127:
                         codecs.utf_8_decode(memoryview(raw)[:size], "strict", True)
                     parsed = _parse_arrow(_Chunk(raw, size, 0), opts)
                 except UnicodeDecodeError:
