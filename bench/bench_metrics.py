@@ -618,6 +618,22 @@ def bounds(workdir: Path) -> str:
     return "\n".join(out)
 
 
+def _shown(argv: list[str] | None) -> str:
+    """The command as the docs show it: what was measured, without where it was written."""
+    args = list(argv if argv is not None else sys.argv[1:])
+    out = []
+    skip = False
+    for x in args:
+        if skip:
+            skip = False
+            continue
+        if x in ("--write-docs", "--block", "--results"):
+            skip = True
+            continue
+        out.append(shlex.quote(x))
+    return " ".join([".venv/bin/python", "bench/bench_metrics.py"] + out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="10000", help="queries, comma-separated")
@@ -655,8 +671,7 @@ def main(argv: list[str] | None = None) -> int:
         table = bounds(a.workdir / "bounds")
         print(table)
         if a.write_docs:
-            cmd = " ".join([".venv/bin/python", "bench/bench_metrics.py"] +
-                           [shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:])])
+            cmd = _shown(argv)
             write_docs(a.write_docs, f"`{cmd}` (measured {datetime.date.today().isoformat()}, "
                        f"load {os.getloadavg()[0]:.1f})\n\n```\n{table}\n```",
                        "trec-bounds")
@@ -727,9 +742,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\nmeans (all tools and layouts agree): " + ", ".join(
             f"{m}={good[0]['means'][m]:.6f}" for m in MEASURES))
     if a.write_docs:
-        cmd = " ".join([".venv/bin/python", "bench/bench_metrics.py"] +
-                       [shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:])])
-        write_docs(a.write_docs, markdown(rows, cmd, notes), a.block)
+        write_docs(a.write_docs, markdown(rows, _shown(argv), notes), a.block)
         print(f"wrote the table into {a.write_docs}")
     return 0
 

@@ -186,3 +186,37 @@ def test_the_harness_catches_a_difference(tmp_path, capsys):
     (tmp_path / "out.test.aqc").write_text("\n".join(changed) + "\n")
     with pytest.raises(AssertionError, match="lines differ"):
         compare(capsys, tmp_path, case)
+
+
+def test_the_binary_is_built_once_from_given_sources(tmp_path, monkeypatch):
+    """bench/trec_eval_c.py builds trec_eval with the sources' own Makefile, from a tree or
+    a release archive, into $MEMBENCH_CACHE (keyed by the sources), and says why when it
+    cannot (a path that is no trec_eval tree)."""
+    import shutil
+    import subprocess
+    import tarfile
+    if not (shutil.which("make") and (shutil.which("cc") or shutil.which("gcc"))):
+        pytest.skip("no make or C compiler")
+    helper = _helper()
+    monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("MEMBENCH_TREC_EVAL_SRC", raising=False)
+    monkeypatch.delenv("MEMBENCH_TREC_EVAL", raising=False)
+    tree = tmp_path / "trec_eval-0.0"
+    (tree / "test").mkdir(parents=True)
+    (tree / "trec_eval.c").write_text('#include <stdio.h>\nint main(void) '
+                                      '{ puts("stand-in"); return 0; }\n')
+    (tree / "Makefile").write_text("trec_eval: trec_eval.c\n\tcc -o trec_eval trec_eval.c\n")
+    archive = tmp_path / "trec_eval-0.0.tar.gz"
+    with tarfile.open(archive, "w:gz") as t:
+        t.add(tree, arcname="trec_eval-0.0")
+    exe, why = helper.binary(src=str(archive))
+    assert exe is not None, why
+    assert str(exe).startswith(str(tmp_path / "cache")) and "built from" in why
+    assert subprocess.run([exe], capture_output=True, text=True).stdout == "stand-in\n"
+    again, why2 = helper.binary(src=str(archive))
+    assert again == exe and exe.stat().st_mtime_ns == again.stat().st_mtime_ns
+    found, _ = helper.source_tree(use_index=False)            # unpacked before: found again
+    assert found is not None and (found / "test").is_dir()
+    (tmp_path / "empty").mkdir()
+    none, why3 = helper.binary(src=str(tmp_path / "empty"))   # a folder without trec_eval.c
+    assert none is None and "no trec_eval source tree" in why3
