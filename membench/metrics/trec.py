@@ -775,8 +775,8 @@ def _at(first, i: int) -> int:
     return int(first if np.isscalar(first) else first[i]) + i + 1
 
 
-def _parse_strict(path: Path, ch: _Chunk, compat: bool = False) -> tuple[_Tokens, _Tokens, np.ndarray, np.ndarray,
-                                                   None]:
+def _parse_strict(path: Path, ch: _Chunk, compat: bool = False
+                  ) -> tuple[_Tokens, _Tokens, np.ndarray, np.ndarray, None]:
     """Any layout :func:`membench.run.files.trec_fields` accepts (runs of ASCII whitespace,
     CRLF, ...), with every error located."""
     _check_text(path, ch)
@@ -900,13 +900,6 @@ class _Lines:
                         for f in ("line", "q", "rank", "score", "key")),
                       np.concatenate([p.jpos + s for p, s in zip(parts, sizes[:-1])]),
                       np.concatenate([p.jrel for p in parts]))
-
-    def select(self, order: np.ndarray) -> _Lines:
-        """These lines in the order ``order`` (a permutation)."""
-        inv = np.empty(len(order), dtype=np.int64)
-        inv[order] = np.arange(len(order))
-        return _Lines(self.line[order], self.q[order], self.rank[order], self.score[order],
-                      self.key[order], inv[self.jpos], self.jrel)
 
     def take(self, sl: slice) -> _Lines:
         a, b = sl.start, sl.stop
