@@ -291,20 +291,21 @@ def test_interleaved_queries_go_through_disk_and_agree(tmp_path):
     assert from_path["mean"] == got["mean"]
 
 
-@pytest.mark.parametrize("held", [None, 16 << 10, 1024])
+@pytest.mark.parametrize("held", [None, 32 << 10, 1024])
 @pytest.mark.parametrize("layout", ["shards", "shuffled"])
 def test_grouping_held_in_memory_spilled_or_read_again_agree(tmp_path, monkeypatch, held,
                                                              layout):
     """Non-contiguous queries are grouped in memory while the lines fit MAX_HELD_BYTES
     (None: the default), go to part files when they outgrow it after the first query came
-    back (16 KiB), and are read a second time when it was outgrown before (1 KiB); parts of
-    a few hundred lines. Every way gives the reference ranks, the rank column included."""
+    back (32 KiB: the 34 KB of lines outgrow it, the first shard fits a quarter of it), and
+    are read a second time when a quarter of it was outgrown before (1 KiB); parts of a few
+    hundred lines. Every way gives the reference ranks, the rank column included."""
     rng = random.Random(5)
     text, lines, qrels = _clean_run(rng, 60)
     all_lines = text.splitlines(keepends=True)
-    if layout == "shards":            # 3 shards, each in query order: queries come back late
-        shard = [rng.randrange(3) for _ in lines]
-        order = [i for s in range(3) for i in range(len(lines)) if shard[i] == s]
+    if layout == "shards":            # 8 shards, each in query order: queries come back late
+        shard = [rng.randrange(8) for _ in lines]
+        order = [i for s in range(8) for i in range(len(lines)) if shard[i] == s]
     else:
         order = list(range(len(lines)))
         rng.shuffle(order)

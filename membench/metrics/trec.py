@@ -73,9 +73,11 @@ CHUNK_BYTES = 8 << 20
 MAX_HELD_BYTES = bound(
     "trec_held_bytes", 384 << 20, "bytes",
     "lines of a TREC run held in memory (32 bytes a line) to group queries whose lines are "
-    "not contiguous (a run written by shards, sorted by docid, ...)",
+    "not contiguous (a run written by shards, sorted by docid, ...); while the queries still "
+    "come one after the other, a quarter of it",
     "the lines go to temporary files in TMPDIR, one per group of queries (no error; the file "
-    "is read a second time when the bound was passed before the first query came back)",
+    "is read a second time when a quarter of the bound was passed before the first query "
+    "came back)",
     "membench.metrics.trec")
 MAX_QRELS_BYTES = bound(
     "trec_qrels_bytes", 1 << 30, "bytes", "a qrels file (read whole into memory)",
@@ -1009,10 +1011,11 @@ class _Scan:
     def stream(self, tmpdir: Path) -> bool:
         """Queries contiguous in the file: rank each group of whole queries as soon as the
         next query starts (memory: a chunk and one open query). The lines read are also held
-        (up to :data:`MAX_HELD_BYTES`), so that when a query comes back after another one
-        started they go on to :meth:`group` without a second read; past that bound they are
-        let go, and a query that comes back raises :class:`_Interleaved` (the caller reads
-        the file again into :meth:`group`). Returns whether the lines were grouped."""
+        (up to a quarter of :data:`MAX_HELD_BYTES`: holding costs a contiguous run its page
+        faults for nothing), so that when a query comes back after another one started they
+        go on to :meth:`group` without a second read; past that they are let go, and a query
+        that comes back raises :class:`_Interleaved` (the caller reads the file again into
+        :meth:`group`, as far as it was read twice). Returns whether the lines were grouped."""
         seen = np.zeros(1024, dtype=bool)
         pending: list[_Lines] = []
         held: collections.deque[_Lines] | None = collections.deque()
@@ -1024,7 +1027,7 @@ class _Scan:
             if held is not None:
                 held.append(lines)
                 held_bytes += _LINE_BYTES * n
-                if held_bytes > MAX_HELD_BYTES:
+                if held_bytes > MAX_HELD_BYTES // 4:
                     held = None
             if n == 0:
                 continue
