@@ -26,13 +26,14 @@ separated); qrels have ``qid iter docid rel``. The run is read in 8 MiB chunks
   so a hash collision can cost time, never a wrong value.
 * **grouping**: while queries come contiguously (each query's lines in one block, any order
   inside it), each group of whole queries is ranked as soon as the next query starts, so
-  memory is a chunk plus one query; the chunks read are also held (32 bytes a line, up to
-  :data:`MAX_HELD_BYTES`). When a query reappears after another one started (shards
-  concatenated, a run sorted by docid), every line goes on to :meth:`_Scan.group`: split by
-  ``query index mod P`` into parts of about 2 million lines, held, then gathered and ranked
-  part by part, without reading the file again. Past :data:`MAX_HELD_BYTES` the lines go to
-  one temporary file per part (``TMPDIR``), and if the bound was passed before a query came
-  back the file is read a second time: bounded memory for any order.
+  memory is a chunk plus one query; the chunks read are also held (32 bytes a line, up to a
+  quarter of :data:`MAX_HELD_BYTES`). When a query reappears after another one started
+  (shards concatenated, a run sorted by docid), every line goes on to :meth:`_Scan.group`:
+  split by ranges of query indices (mod P) into parts of about 2 million lines, held, then
+  gathered and ranked part by part, without reading the file again. Past
+  :data:`MAX_HELD_BYTES` the lines go to one temporary file per part (``TMPDIR``), and if
+  the quarter was passed before a query came back the file is read a second time: bounded
+  memory for any order.
 * **ranking** a group: in order already (checked) -> ranks are positions; else one sort of
   packed 64-bit keys (query, the score's high bits, position), the rare runs that agree in
   the kept bits put exactly in (score, rank column, line) order (:func:`_sort`).
@@ -1073,9 +1074,10 @@ class _Scan:
         return False
 
     def group(self, chunks: Iterator[_Lines], tmpdir: Path, est_lines: int) -> None:
-        """Any order: lines are split into ``P`` parts by query index modulo ``P`` (about
-        2 million lines a part). The chunks are held as they are (with, per chunk, its lines'
-        order by part) up to :data:`MAX_HELD_BYTES`, and each part is then gathered from
+        """Any order: lines are split into ``P`` parts by query index (ranges of it, modulo
+        ``P``: about 2 million lines a part). The chunks are held as they are (with, per
+        chunk, its lines' order by part) up to :data:`MAX_HELD_BYTES`, and each part is then
+        gathered from
         them once and ranked; past the bound, every line goes to one file per part (32 bytes
         a line, in ``tmpdir``), read back one part at a time (memory: a chunk and one
         part)."""
@@ -1085,12 +1087,18 @@ class _Scan:
         files: list | None = None
         judged: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
+        # part of query q: (q // width) mod parts, width = the queries known now / parts, so
+        # that a run of consecutive queries (a shard in query order) falls in one part and
+        # goes there as a slice; queries met later wrap around
+        width = np.int32(max(1, -(-len(self.qindex.index) // parts)))
+
         def split(lines: _Lines):
-            """(order, bounds, part of each judged line): the chunk's positions by part."""
+            """(order, bounds, part of each judged line): the chunk's positions by part
+            (``order`` None: the chunk's lines are in part order already)."""
             if parts == 1:
                 return None, np.array([0, len(lines)]), np.zeros(len(lines.jpos), np.int64)
-            b = (lines.q % parts).astype(np.uint16)
-            order = np.argsort(b, kind="stable")
+            b = (lines.q // width % parts).astype(np.uint16)
+            order = np.argsort(b, kind="stable") if bool((b[1:] < b[:-1]).any()) else None
             bounds = np.zeros(parts + 1, dtype=np.int64)
             np.cumsum(np.bincount(b, minlength=parts), out=bounds[1:])
             return order, bounds, b[lines.jpos].astype(np.int64)
@@ -1128,7 +1136,7 @@ class _Scan:
             for i in range(parts):
                 g = self._gather(held, i)
                 if g is not None:
-                    self.rank(g, grouped=True, qstep=parts)
+                    self.rank(g, grouped=True)
             return
         jl = np.concatenate([j[0] for j in judged]) if judged else np.zeros(0, np.int64)
         jb = np.concatenate([j[1] for j in judged]) if judged else np.zeros(0, np.int64)
@@ -1143,7 +1151,7 @@ class _Scan:
             pos = np.searchsorted(rec["line"], jl[mine])
             self.rank(_Lines(rec["line"].copy(), rec["q"].copy(), rec["rank"].copy(),
                              rec["score"].copy(), rec["key"].copy(), pos, jr[mine]),
-                      grouped=True, qstep=parts)
+                      grouped=True)
             del rec
 
     @staticmethod
