@@ -297,8 +297,8 @@ def test_grouping_held_in_memory_spilled_or_read_again_agree(tmp_path, monkeypat
                                                              layout):
     """Non-contiguous queries are grouped in memory while the lines fit MAX_HELD_BYTES
     (None: the default), go to part files when they outgrow it after the first query came
-    back (32 KiB: the 34 KB of lines outgrow it, the first shard fits a quarter of it), and
-    are read a second time when a quarter of it was outgrown before (1 KiB); parts of a few
+    back (32 KiB: the 34 KB of lines outgrow it, the first shard fits), and are read a
+    second time when it was outgrown before (1 KiB); parts of a few
     hundred lines. Every way gives the reference ranks, the rank column included."""
     rng = random.Random(5)
     text, lines, qrels = _clean_run(rng, 60)
