@@ -281,7 +281,7 @@ MAX_TREC_LINE = bound(
     "one line of a TREC run or qrels file (newline included; a docid of several MiB fits)",
     "located error LINE_TOO_LONG naming the file and line, found after reading at most this "
     "much of the line (a stream without newlines is read in fixed memory)",
-    "membench.run.files, membench.metrics.trec")
+    "membench.run.files")
 
 
 def trec_fields(path: str | Path, layout: str,
