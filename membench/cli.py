@@ -301,7 +301,8 @@ def _export_cmd(a: argparse.Namespace) -> int:
 def _trec_eval_cmd(a: argparse.Namespace) -> int:
     from .metrics.trec_eval import trec_eval
 
-    for line in trec_eval(a.qrels, a.run, a.measure, per_query=a.q, complete=a.c, ties=a.ties):
+    for line in trec_eval(a.qrels, a.run, a.measure, per_query=a.q, complete=a.c, ties=a.ties,
+                          compat=a.trec_eval_compat):
         print(line)
     return 0
 
@@ -737,11 +738,22 @@ authentication). Ctrl-C stops it.""")
                     "repeatable; default: num_q num_ret num_rel num_rel_ret map recip_rank P.10 "
                     "recall.10,100,1000 ndcg_cut.10")
     te.add_argument("-q", action="store_true", help="also one line per query and measure")
-    te.add_argument("-c", action="store_true", help="average over every qrels query (a query "
-                    "missing from the run counts 0), as trec_eval -c")
+    te.add_argument("-c", action="store_true", help="evaluate every qrels query, as trec_eval "
+                    "-c: one missing from the run scores 0 on every measure but num_rel, whose "
+                    "relevant documents count in num_rel (and num_q)")
     te.add_argument("--ties", choices=["membench", "trec_eval"], default="membench",
-                    help="membench: score, then rank column, then line order (default); "
-                    "trec_eval: 32-bit score, then docid descending, so output equals trec_eval")
+                    help="how equal scores are ordered. membench (default): score descending, "
+                    "then the rank column ascending, then line order (the system's own order "
+                    "of a tie). trec_eval: scores as 32-bit floats descending, then docid "
+                    "descending (the rank column ignored), so the output equals trec_eval's. "
+                    "Example: 'q Q0 a 1 1.0 t' and 'q Q0 b 2 1.0 t' with b relevant give "
+                    "recip_rank 0.5 by membench's rule (a, then b) and 1.0 by trec_eval's "
+                    "(b > a)")
+    te.add_argument("--trec-eval-compat", action="store_true",
+                    help="read the files as trec_eval does: in the run, fields after the "
+                    "sixth are ignored and blank lines and lines starting with '#' skipped; in "
+                    "the qrels, lines starting with '#' skipped. Without it such lines are "
+                    "located errors (membench's strict reading)")
     te.set_defaults(func=_trec_eval_cmd)
 
     tp = sub.add_parser("topics", help="the queries of a split as a system sees them (JSON "

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from membench.cli import main
+from membench.metrics.trec import _scan_run
 from membench.metrics.trec_eval import parse_measures, trec_eval, trec_eval_values
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -68,8 +69,15 @@ def reference(run_p, qrels_p, complete: bool = False):
     trec_names = [n for n in NAMES if n != "num_q"]
     per = pytrec_eval.RelevanceEvaluator(qr, set(trec_names)).evaluate(rn)
     assert per, "pytrec_eval evaluated nothing"
+    if complete:
+        # trec_eval -c (trec_eval.c): a qrels query missing from the run is evaluated against
+        # an empty ranking: every measure 0 but num_rel, its relevant documents
+        for q, docs in qr.items():
+            if q not in per:
+                per[q] = {n: 0.0 for n in trec_names}
+                per[q]["num_rel"] = sum(1 for r in docs.values() if r >= 1)
     lines = [trec_line(n, q, per[q][n]) for q in sorted(per) for n in trec_names]
-    n = len(qr) if complete else len(per)
+    n = len(per)
     for name in NAMES:
         if name == "num_q":
             lines.append(trec_line(name, "all", n))
@@ -94,8 +102,11 @@ def test_equals_trec_eval_line_by_line_with_its_tie_rule(tmp_path, seed):
     # what the world must exercise
     assert any(values["num_rel"] == 0 and values["num_ret"] > 0 for values in rows.values())
     assert "q7" not in rows and "zz0" not in rows
-    complete = list(trec_eval(qrels_p, run_p, MEASURES, complete=True, ties="trec_eval"))
-    assert complete == reference(run_p, qrels_p, complete=True)[1][-len(NAMES):]
+    complete = list(trec_eval(qrels_p, run_p, MEASURES, per_query=True, complete=True,
+                              ties="trec_eval"))
+    want_c = reference(run_p, qrels_p, complete=True)[1]
+    assert complete == want_c
+    assert any(line.startswith("num_ret") and "\tq7\t0" in line for line in complete)
 
 
 def test_membench_tie_rule_differs_where_documented(tmp_path):
@@ -158,3 +169,76 @@ def test_values_are_not_rounded(tmp_path):
     assert rows["q"]["map"] == pytest.approx((1 / 2 + 2 / 3) / 3, abs=0)
     assert total["P_3"] == 2 / 3
     assert np.isclose(rows["q"]["P_3"], 2 / 3)
+
+
+def test_complete_counts_the_relevant_documents_of_missing_queries(tmp_path):
+    """trec_eval -c evaluates a qrels query missing from the run against an empty ranking:
+    its relevant documents count in num_rel (trec_eval's results.trunc test: 561, not the
+    484 of the queries in the run), it counts in num_q, and scores 0 on everything else."""
+    (tmp_path / "qrels").write_text("a 0 x 1\na 0 y 0\nb 0 u 1\nb 0 v 2\nb 0 w 0\nc 0 z 0\n")
+    (tmp_path / "run").write_text("a Q0 x 1 3.0 t\na Q0 k 2 2.0 t\n")
+    names = ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "P.1", "recip_rank"]
+    _, rows, total = trec_eval_values(tmp_path / "qrels", tmp_path / "run", names)
+    assert list(rows) == ["a"] and total["num_rel"] == 1 and total["num_q"] == 1
+    _, rows, total = trec_eval_values(tmp_path / "qrels", tmp_path / "run", names,
+                                      complete=True)
+    assert list(rows) == ["a", "b", "c"]
+    assert rows["b"] == {"num_ret": 0, "num_rel": 2, "num_rel_ret": 0, "map": 0.0, "P_1": 0.0,
+                         "recip_rank": 0.0}
+    assert rows["c"]["num_rel"] == 0
+    assert total == {"num_q": 3, "num_ret": 2, "num_rel": 3, "num_rel_ret": 1, "map": 1 / 3,
+                     "P_1": 1 / 3, "recip_rank": 1 / 3}
+
+
+def test_trec_eval_compat_reads_what_trec_eval_reads(tmp_path, capsys):
+    """trec_eval ignores fields after the sixth (its own results.trunc has 9), skips blank
+    lines and, since 10.0, lines starting with '#' (in the qrels: at column 1); membench
+    refuses them, located, unless --trec-eval-compat."""
+    (tmp_path / "qrels").write_text("# judged by hand\nq1 0 a 1\nq1 0 b 1\nq2 0 c 1\n")
+    (tmp_path / "run").write_text(
+        "# a comment\nq1 Q0 b 1 2.0 t extra fields 9\n\n  # indented comment\n"
+        "q1\tQ0 a 2 1.0 t x\nq2 Q0 c 1 5 t\n")
+    clean_q = tmp_path / "qrels.clean"
+    clean_q.write_text("q1 0 a 1\nq1 0 b 1\nq2 0 c 1\n")
+    clean_r = tmp_path / "run.clean"
+    clean_r.write_text("q1 Q0 b 1 2.0 t\nq1 Q0 a 2 1.0 t\nq2 Q0 c 1 5 t\n")
+    got = list(trec_eval(tmp_path / "qrels", tmp_path / "run", MEASURES, per_query=True,
+                         compat=True))
+    assert got == list(trec_eval(clean_q, clean_r, MEASURES, per_query=True))
+    # the same on the vectorised (arrow) path: a large run, comments inside
+    big = "".join(f"q{i} Q0 d{j} {j} {100 - j} t more\n" for i in range(300)
+                  for j in range(1, 40))
+    (tmp_path / "big").write_text("#c\n" + big + "# end\n")
+    (tmp_path / "big.clean").write_text(big.replace(" more\n", "\n"))
+    (tmp_path / "bq").write_text("".join(f"q{i} 0 d{i % 39 + 1} 1\n" for i in range(300)))
+    assert list(trec_eval(tmp_path / "bq", tmp_path / "big", MEASURES, compat=True)) == \
+        list(trec_eval(tmp_path / "bq", tmp_path / "big.clean", MEASURES))
+    # a comment that arrow would take for a 6-field line (qid "#"): still a comment
+    (tmp_path / "big6").write_text("# Q0 d1 1 2.0 t\n" + big.replace(" more\n", "\n"))
+    run6 = _scan_run(tmp_path / "big6", tmp_path / "bq", 1 << 20, "membench", False,
+                     compat=True)
+    assert run6.n_lines == 300 * 39 and "#" not in run6.qids
+    # strict by default: one located error, with the hint
+    assert main(["trec-eval", str(clean_q), str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "run:1" in err and "TREC" in err and "Traceback" not in err
+    (tmp_path / "run2").write_text("q1 Q0 b 1 2.0 t extra\n")
+    assert main(["trec-eval", str(clean_q), str(tmp_path / "run2")]) == 2
+    assert "--trec-eval-compat" in capsys.readouterr().err
+    assert main(["trec-eval", str(clean_q), str(tmp_path / "run2"), "--trec-eval-compat"]) == 0
+    capsys.readouterr()
+    # compat still refuses what trec_eval refuses: fewer than 6 fields, located
+    (tmp_path / "run3").write_text("# c\nq1 Q0 b 1 2.0 t\n\nq1 Q0 a 2\n")
+    assert main(["trec-eval", str(clean_q), str(tmp_path / "run3"), "--trec-eval-compat"]) == 2
+    assert "run3:4" in capsys.readouterr().err
+    # a qrels comment is one only at column 1 and only under the switch
+    assert main(["trec-eval", str(tmp_path / "qrels"), str(clean_r)]) == 2
+    assert "qrels:1" in capsys.readouterr().err
+
+
+def test_help_says_how_the_tie_rules_differ(capsys):
+    with pytest.raises(SystemExit):
+        main(["trec-eval", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "docid descending" in out and "rank column" in out and "recip_rank 0.5" in out
+    assert "--trec-eval-compat" in out

@@ -86,4 +86,6 @@ _MODULES: list[str] = [
     "membench.run.remote.client",
     "membench.run.remote.server",
     "membench.run.ray_engine",
+    "membench.run.files",
+    "membench.metrics.trec",
 ]

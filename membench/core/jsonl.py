@@ -30,7 +30,7 @@ M = TypeVar("M", bound=BaseModel)
 
 MAX_LINE_BYTES = bound("line_bytes", 64 << 20, "bytes",
                        "one line of a JSON-lines file (sets, items, atoms, run lines, "
-                       "cartridges, manifest) or of a TREC file given to import-run",
+                       "cartridges, manifest); TREC files: trec_line_bytes",
                        "located error (LINE_TOO_LONG) naming the file and line; the line is "
                        "read no further", "membench.core.jsonl")
 MAX_JSON_FILE_BYTES = bound("json_file_bytes", 256 << 20, "bytes",

@@ -13,20 +13,30 @@ separated); qrels have ``qid iter docid rel``. The run is read in 8 MiB chunks
   error. Scores there are parsed with Clinger's exact fast path (decimal mantissa <= 2**53 and
   |power of ten| <= 22: one correctly rounded multiply or divide gives the same double as
   ``float()``); anything else goes through ``float()``.
+* **bounds**: a line longer than :data:`MAX_TREC_LINE` is one located error, found after
+  reading at most that much of it (a stream without newlines is read in fixed memory); a run
+  that is not a regular file is copied to ``TMPDIR`` as it is read; three buffers are reused
+  in turn.
 * **ids**: query ids are looked up once per run of equal consecutive qids; document ids are
-  hashed to 64 bits (8 bytes per step). Qrels sit in one small open-addressing table per query,
-  behind a bit filter, so the judged lines are found without a Python object per line; every
-  hash match is confirmed on the bytes, and equal (query, docid) keys (duplicate candidates) are
-  confirmed by re-reading their docids, so a hash collision can cost time, never a wrong value.
+  hashed to 64 bits (8 bytes per step up to 64 bytes; a longer docid is hashed and compared
+  on its own, so the work is linear in the bytes whatever the longest docid). Qrels sit in
+  one small open-addressing table per query, behind a bit filter, so the judged lines are
+  found without a Python object per line; every hash match is confirmed on the bytes, and
+  equal (query, docid) keys (duplicate candidates) are confirmed by re-reading their docids,
+  so a hash collision can cost time, never a wrong value.
 * **grouping**: while queries come contiguously (each query's lines in one block, any order
   inside it), each group of whole queries is ranked as soon as the next query starts, so
-  memory is a chunk plus one query. When a query reappears after another one started, the
-  file is read again from the start, this time writing 32 bytes per line to temporary files
-  (one per ``query index mod P``, about 2 million lines each, in ``TMPDIR``) and ranking one
-  file at a time: bounded memory for any order, at the price of a second read.
-* **ranking** a group: in order already (checked) -> ranks are positions; else one
-  ``argsort`` of the scores, the rare score ties put in (rank column, line) order, then a stable
-  radix sort by query.
+  memory is a chunk plus one query; the chunks read are also held (32 bytes a line, up to
+  :data:`MAX_HELD_BYTES`). When a query reappears after another one started
+  (shards concatenated, a run sorted by docid), every line goes on to :meth:`_Scan.group`:
+  split by ranges of query indices (mod P) into parts of about 2 million lines, held, then
+  gathered and ranked part by part, without reading the file again. Past
+  :data:`MAX_HELD_BYTES` the lines go to one temporary file per part (``TMPDIR``), and if
+  the bound was passed before a query came back the file is read a second time: bounded
+  memory for any order.
+* **ranking** a group: in order already (checked) -> ranks are positions; else one sort of
+  packed 64-bit keys (query, the score's high bits, position), the rare runs that agree in
+  the kept bits put exactly in (score, rank column, line) order (:func:`_sort`).
 
 Ranking follows :data:`membench.run.protocol.TIE_BREAKING`: score descending, then the rank
 column ascending, then line order; a repeated (qid, docid) counts only at its first position.
@@ -36,13 +46,15 @@ then docid descending (bytes), the rank column ignored. Relevant = qrels relevan
 relevant document, a query without run lines scoring 0 (trec_eval ``-c``); run queries absent
 from the qrels are ignored. Unlike the JSONL path, no depth cap is applied (recall@1000 only
 looks at the top 1000 anyway; MRR looks at the whole list, like trec_eval).
-``bench/bench_metrics.py`` measures time and memory against pytrec_eval, ranx and ir_measures
-(README, "Metric speed").
+``bench/bench_metrics.py`` measures time and memory against the trec_eval binary,
+pytrec_eval, ranx and ir_measures (``docs/speed.md``, "Metric speed").
 """
 
 from __future__ import annotations
 
 import codecs
+import collections
+import hashlib
 import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -52,12 +64,23 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.bounds import bound
 from ..core.errors import InputError
 from ..core.jsonl import check_readable_file
-from ..run.files import trec_fields, trec_float, trec_int
+from ..run.files import MAX_TREC_LINE, trec_fields, trec_float, trec_int
 from .ranking import FirstHits, rank_measures
 
 CHUNK_BYTES = 8 << 20
+MAX_HELD_BYTES = bound(
+    "trec_held_bytes", 384 << 20, "bytes",
+    "lines of a TREC run held in memory (32 bytes a line) to group queries whose lines are "
+    "not contiguous (a run written by shards, sorted by docid, ...)",
+    "the lines go to temporary files in TMPDIR, one per group of queries (no error; the file "
+    "is read a second time as far as the bound was passed before the first query came back)",
+    "membench.metrics.trec")
+MAX_QRELS_BYTES = bound(
+    "trec_qrels_bytes", 1 << 30, "bytes", "a qrels file (read whole into memory)",
+    "located error TOO_LARGE naming the file", "membench.metrics.trec")
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -85,12 +108,13 @@ def write_trec_qrels(path: str | Path, qrels: Mapping[str, Mapping[str, int]]) -
 # --------------------------------------------------------------------------- qrels
 
 
-def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+def read_trec_qrels(path: str | Path, compat: bool = False) -> dict[str, dict[str, int]]:
     """``qid iter docid rel`` lines -> ``{qid: {docid: rel}}`` (file order kept). A repeated
-    (qid, docid) or a malformed line is an error naming the line."""
+    (qid, docid) or a malformed line is an error naming the line. ``compat``: lines starting
+    with ``#`` are comments, as in trec_eval 10."""
     out: dict[str, dict[str, int]] = {}
     path = Path(path)
-    for no, (qid, _, doc, rel) in trec_fields(path, "qid iter docid rel"):
+    for no, (qid, _, doc, rel) in trec_fields(path, "qid iter docid rel", comment_lines=compat):
         try:
             r = trec_int(rel)
         except ValueError:
@@ -99,6 +123,23 @@ def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
         if doc in docs:
             raise InputError(path, no, "docid", f"{qid} {doc} judged twice", rule="TREC")
         docs[doc] = r
+    return out
+
+
+def _spool(path: Path, tmpdir: Path, chunk_bytes: int, limit: int | None = None) -> Path:
+    """A run or qrels that is not a regular file (a pipe, ``/dev/stdin``, a device) copied to
+    ``tmpdir`` as it is read, so that it can be read again; its lines are bounded as they go
+    (:func:`_read_chunks`), so ``/dev/zero`` ends in a located error after
+    :data:`MAX_TREC_LINE` bytes. ``limit``: at most that many bytes in all."""
+    out = tmpdir / "spooled"
+    total = 0
+    with open(out, "wb") as f:
+        for _, raw, size in _read_chunks(path, chunk_bytes, count_lines=True):
+            total += size
+            if limit is not None and total > limit:
+                raise InputError(path, None, None, f"larger than {limit:,} bytes",
+                                 rule="TOO_LARGE")
+            f.write(memoryview(raw)[:size])
     return out
 
 
@@ -139,20 +180,32 @@ class _Chunk:
         return self.words[np.minimum(s + 8 * j, self.size - 1)] & _MASKS[np.clip(L - 8 * j, 0, 8)]
 
 
-def _read_chunks(path: Path, chunk_bytes: int) -> Iterator[tuple[int, bytearray, int]]:
+def _read_chunks(path: Path, chunk_bytes: int, max_line: int | None = None,
+                 count_lines: bool = False) -> Iterator[tuple[int, bytearray, int]]:
     """(file offset, buffer, size): pieces of the file that end at a line end (a final
-    newline is supplied), each in its own buffer with >= 8 bytes of slack after ``size`` (a
-    piece may still be in use while the next one is read)."""
-    raw = bytearray(chunk_bytes + 16)
-    have = 0
+    newline is supplied), with >= 8 bytes of slack after ``size``. A piece stays intact while
+    the next one is read and used (the consumer may parse one piece while it looks up the
+    previous one), and is overwritten when the one after that is read.
+
+    Bounded: at most ``chunk_bytes`` are read at a time, a piece holds at most
+    ``chunk_bytes + max_line`` bytes, and a line longer than ``max_line``
+    (:data:`MAX_TREC_LINE`) is an :class:`InputError` (LINE_TOO_LONG) naming it, raised after
+    reading at most that much of it: a stream without newlines is read in fixed memory, and
+    the work is linear in the bytes read. ``count_lines``: count the lines as they go (for a
+    stream, which cannot be read again to locate an error)."""
+    max_line = MAX_TREC_LINE if max_line is None else max_line
+    lines = 0 if count_lines else None
+    cap = chunk_bytes + max_line + 16
+    # three buffers in turn (a fresh one per piece would cost its page faults every time):
+    # piece k is read into buffer k % 3 once the consumer is done with piece k - 2
+    ring = [bytearray(cap)]
+    raw = ring[0]
+    k = 0
+    have = 0               # bytes carried over: the start of a line, < max_line
     offset = 0
     with open(path, "rb") as f:
         while True:
-            if have >= len(raw) - 16:             # a line longer than the buffer
-                bigger = bytearray(2 * len(raw))
-                bigger[:have] = raw[:have]
-                raw = bigger
-            got = f.readinto(memoryview(raw)[have:len(raw) - 16])
+            got = f.readinto(memoryview(raw)[have:have + chunk_bytes])
             end = have + got
             if got == 0:
                 if have:
@@ -160,20 +213,59 @@ def _read_chunks(path: Path, chunk_bytes: int) -> Iterator[tuple[int, bytearray,
                     yield offset, raw, have + 1
                 return
             cut = raw.rfind(b"\n", 0, end) + 1
+            _check_line_lengths(path, raw, end, max_line, offset, lines)
             if cut == 0:
                 have = end
                 continue
             yield offset, raw, cut
             offset += cut
-            nxt = bytearray(len(raw))
+            if lines is not None:
+                lines += raw.count(b"\n", 0, cut)
+            k += 1
+            if len(ring) < 3:
+                ring.append(bytearray(cap))
+            nxt = ring[k % 3]
             nxt[:end - cut] = raw[cut:end]
             raw = nxt
             have = end - cut
 
 
-def _fields(path: Path, ch: _Chunk) -> tuple[np.ndarray, np.ndarray]:
-    """Token start/end offsets, shaped (lines, 6); a line without exactly 6 fields is an
-    error naming it."""
+def _check_line_lengths(path: Path, raw: bytearray, end: int, max_line: int,
+                        offset: int, lines: int | None) -> None:
+    """Every line in ``raw[:end]`` (the last one possibly unfinished; ``raw`` starts at a line
+    start, at ``offset`` in the file) is at most ``max_line`` bytes long, newline included,
+    else a located error. Each step jumps ``max_line`` bytes ahead and looks back for a
+    newline, so a piece costs a few ``rfind`` calls that stop at the first newline they meet."""
+    p = 0
+    while end - p > max_line:
+        q = raw.rfind(b"\n", p, p + max_line)
+        if q < 0:                         # no line end within max_line bytes of p
+            before = _lines_before(path, offset) if lines is None else lines
+            line = before + raw.count(b"\n", 0, p) + 1
+            raise InputError(path, line, None, f"line longer than {max_line:,} bytes (bound "
+                             "trec_line_bytes); is this a TREC file?", rule="LINE_TOO_LONG")
+        p = q + 1
+
+
+def _lines_before(path: Path, offset: int) -> int:
+    """Newlines in the first ``offset`` bytes of the file (for an error message only)."""
+    n = 0
+    with open(path, "rb") as f:
+        while offset > 0:
+            b = f.read(min(offset, 8 << 20))
+            if not b:
+                break
+            n += b.count(b"\n")
+            offset -= len(b)
+    return n
+
+
+def _fields(path: Path, ch: _Chunk,
+            compat: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Token start/end offsets, shaped (records, 6), and the piece-local line of each record
+    (``None`` when every line is a record). A line without exactly 6 fields is an error
+    naming it; with ``compat`` (trec_eval's reading) blank lines and lines whose first field
+    starts with ``#`` are skipped, and fields after the sixth ignored."""
     sep = np.flatnonzero(ch.buf <= 32)                  # every whitespace byte
     if len(sep) and (ch.buf[0] > 32) and bool(np.all(sep[1:] - sep[:-1] > 1)):
         # the usual layout: single separators, no leading/trailing blanks
@@ -191,15 +283,30 @@ def _fields(path: Path, ch: _Chunk) -> tuple[np.ndarray, np.ndarray]:
     nl_pos = ends[nl] if ends is sep else nl
     n_lines = len(nl_pos)
     if len(starts) == 6 * n_lines and n_lines and \
-            bool(np.all(ends[5::6] <= nl_pos)) and bool(np.all(starts[6::6] > nl_pos[:-1])):
-        return starts.reshape(-1, 6), ends.reshape(-1, 6)
+            bool(np.all(ends[5::6] <= nl_pos)) and bool(np.all(starts[6::6] > nl_pos[:-1])) \
+            and not (compat and bool((ch.buf[starts[0::6]] == 35).any())):
+        return starts.reshape(-1, 6), ends.reshape(-1, 6), None
     line_start = np.concatenate([[0], nl_pos[:-1] + 1])
     first_tok = np.searchsorted(starts, line_start)
     counts = np.diff(np.append(first_tok, len(starts)))
-    bad = np.flatnonzero(counts != 6)
-    i = int(bad[0]) if bad.size else 0
-    raise InputError(path, ch.first_line + i + 1, None, "expected 6 fields (qid Q0 docid "
-                     f"rank score tag), got {int(counts[i])}", rule="TREC")
+    if not compat:
+        bad = np.flatnonzero(counts != 6)
+        i = int(bad[0]) if bad.size else 0
+        raise InputError(path, ch.first_line + i + 1, None, "expected 6 fields (qid Q0 docid "
+                         f"rank score tag), got {int(counts[i])}"
+                         + ("; trec_eval ignores fields after the sixth: --trec-eval-compat "
+                            "does too" if counts[i] > 6 else ""), rule="TREC")
+    has = counts > 0
+    comment = np.zeros(n_lines, dtype=bool)
+    comment[has] = ch.buf[starts[first_tok[has]]] == 35
+    keep = np.flatnonzero(has & ~comment)
+    short = keep[counts[keep] < 6]
+    if short.size:
+        i = int(short[0])
+        raise InputError(path, ch.first_line + i + 1, None, "expected at least 6 fields (qid "
+                         f"Q0 docid rank score tag), got {int(counts[i])}", rule="TREC")
+    idx = (first_tok[keep][:, None] + np.arange(6)[None, :]).ravel()
+    return starts[idx].reshape(-1, 6), ends[idx].reshape(-1, 6), keep
 
 
 def _check_text(path: Path, ch: _Chunk) -> None:
@@ -224,13 +331,31 @@ def _check_text(path: Path, ch: _Chunk) -> None:
                          rule="TREC" if what.startswith("control") else "ENCODING")
 
 
+_LONG = 64    # tokens longer than this are hashed and compared one by one, not word by word
+
+
 def _hash(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each token's bytes (8 bytes per step, seeded with the length)."""
+    """A 64-bit hash of each token's bytes: 8 bytes per step, seeded with the length, for
+    tokens of up to :data:`_LONG` bytes (a handful of vector steps); a longer token is hashed
+    on its own (BLAKE2b), so the work stays linear in the bytes whatever the longest token
+    (a word-by-word loop over every token would cost tokens x longest)."""
     L = e - s
     h = _FNV_OFFSET ^ L.astype(np.uint64)
     if len(L) == 0:
         return h
-    lmin, lmax = int(L.min()), int(L.max())
+    lmax = int(L.max())
+    if lmax > _LONG:
+        long = np.flatnonzero(L > _LONG)
+        short = np.flatnonzero(L <= _LONG)
+        if short.size:
+            h[short] = _hash(ch, s[short], e[short])
+        view = memoryview(ch.raw)
+        h[long] = np.fromiter(
+            (int.from_bytes(hashlib.blake2b(view[a:b], digest_size=8).digest(), "little")
+             for a, b in zip(s[long].tolist(), e[long].tolist())), dtype=np.uint64,
+            count=len(long))
+        return h
+    lmin = int(L.min())
     for j in range((lmax + 7) // 8):
         alive = lmin > 8 * j                 # every token has a byte in word j
         idx = s + 8 * j if alive else np.minimum(s + 8 * j, ch.size - 1)
@@ -254,12 +379,16 @@ def _mix(doc_hash: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 def _same_bytes(a: _Chunk, sa: np.ndarray, la: np.ndarray, b: _Chunk, sb: np.ndarray,
                 lb: np.ndarray) -> np.ndarray:
-    """Token ``a[sa:sa+la]`` == token ``b[sb:sb+lb]``, element-wise."""
+    """Token ``a[sa:sa+la]`` == token ``b[sb:sb+lb]``, element-wise: word by word up to
+    :data:`_LONG` bytes, then pairs of longer tokens compared one by one (linear work)."""
     same = la == lb
     if len(la) == 0:
         return same
-    for j in range((int(la.max()) + 7) // 8):
+    for j in range((min(int(la.max()), _LONG) + 7) // 8):
         same &= a.masked_word(sa, la, j) == b.masked_word(sb, lb, j)
+    for i in np.flatnonzero(same & (la > _LONG)).tolist():
+        x, y, n = int(sa[i]), int(sb[i]), int(la[i])
+        same[i] = a.raw[x:x + n] == b.raw[y:y + n]
     return same
 
 
@@ -269,6 +398,9 @@ def _changes(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> np.ndarray:
     out = np.ones(n, dtype=bool)
     if n > 1:
         L = e - s
+        if int(L.max()) > _LONG:
+            out[1:] = ~_same_bytes(ch, s[1:], L[1:], ch, s[:-1], L[:-1])
+            return out
         diff = L[1:] != L[:-1]
         for j in range((int(L.max()) + 7) // 8):
             w = ch.masked_word(s, L, j)
@@ -358,7 +490,7 @@ def _parse_ints(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, n
 # --------------------------------------------------------------------------- qrels as keys
 
 
-def _qrels_arrays(path: Path, qindex: dict[str, int]) -> tuple | None:
+def _qrels_arrays(path: Path, qindex: dict[str, int], compat: bool = False) -> tuple | None:
     """(query index, docid bytes, starts, lengths, relevance) of a qrels file in the usual
     layout (single spaces, ``\\n`` line ends, integer relevance, no judgment repeated), or
     ``None``."""
@@ -394,6 +526,8 @@ def _qrels_arrays(path: Path, qindex: dict[str, int]) -> tuple | None:
     itok, il = _binary_tokens(t.column("iter"))
     dtok, dl = _binary_tokens(t.column("docid"))
     if n and (ql.min() == 0 or il.min() == 0 or dl.min() == 0):
+        return None
+    if compat and n and bool((qtok.ch.buf[qtok.s] == 35).any()):    # a "#" comment line
         return None
     trial = dict(qindex)
     q = _QueryIndex(trial).lookup(qtok).astype(np.int64)
@@ -468,21 +602,37 @@ class _Qrels:
             probe += 1
         # a membership pre-filter on the (query, docid) key's top bits: most run lines are
         # not judged, and one gather in a small array tells most of them apart
-        self.fbits = int(min(25, max(12, np.ceil(np.log2(32 * max(len(docs), 1))))))
-        self.filter = np.zeros(1 << self.fbits, dtype=bool)
+        # (a bit set, 8 times smaller than a bool per slot: it stays in cache while the
+        # run's lines are looked up at random in it)
+        self.fbits = int(min(28, max(12, np.ceil(np.log2(32 * max(len(docs), 1))))))
+        self.filter = np.zeros(1 << (self.fbits - 6), dtype=np.uint64)
         if len(docs):
-            self.filter[(_mix(h, q) >> np.uint64(64 - self.fbits)).astype(np.int64)] = True
+            top = _mix(h, q) >> np.uint64(64 - self.fbits)
+            np.bitwise_or.at(self.filter, (top >> np.uint64(6)).astype(np.int64),
+                             np.uint64(1) << (top & np.uint64(63)))
 
     @classmethod
-    def from_file(cls, path: Path, qindex: dict[str, int]) -> _Qrels:
+    def from_file(cls, path: Path, qindex: dict[str, int], tmpdir: Path | None = None,
+                  compat: bool = False) -> _Qrels:
         """Qrels read straight into arrays (pyarrow, the usual layout); any other layout,
         a repeated judgment or a malformed line goes through :func:`read_trec_qrels`, which
-        names the line."""
-        path = check_readable_file(path)
-        arrays = _qrels_arrays(path, qindex) if _have_arrow() else None
-        if arrays is None:
-            qindex.clear()
-            return cls(read_trec_qrels(path), qindex)
+        names the line. A qrels file is read whole: at most :data:`MAX_QRELS_BYTES` (a stream
+        is first copied to ``tmpdir``, its lines bounded as it goes)."""
+        shown = Path(path)
+        path = _regular(shown, tmpdir, CHUNK_BYTES, MAX_QRELS_BYTES) \
+            if tmpdir is not None else check_readable_file(shown)
+        if path.stat().st_size > MAX_QRELS_BYTES:
+            raise InputError(shown, None, None, f"larger than {MAX_QRELS_BYTES:,} bytes (bound "
+                             "trec_qrels_bytes)", rule="TOO_LARGE")
+        try:
+            arrays = _qrels_arrays(path, qindex, compat) if _have_arrow() else None
+            if arrays is None:
+                qindex.clear()
+                return cls(read_trec_qrels(path, compat), qindex)
+        except InputError as e:
+            if path != shown and Path(e.file) == path:
+                e.file = str(shown)
+            raise
         return cls({}, qindex, arrays)
 
     def lookup(self, ch: _Chunk, dhash: np.ndarray, key: np.ndarray, q: np.ndarray,
@@ -491,7 +641,11 @@ class _Qrels:
         :func:`_mix` of ``dhash`` and ``q``)."""
         if len(self.rel) == 0 or len(q) == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        todo = np.flatnonzero(self.filter[(key >> np.uint64(64 - self.fbits)).astype(np.int64)])
+        top = key >> np.uint64(64 - self.fbits)
+        w = self.filter[(top >> np.uint64(6)).astype(np.int64)]
+        w >>= top & np.uint64(63)
+        w &= np.uint64(1)
+        todo = np.flatnonzero(w)
         qq = np.minimum(q, self.n_queries)
         slot = self.base[qq[todo]] + (dhash[todo] & self.mask[qq[todo]]).astype(np.int64)
         hit_l, hit_i = [], []
@@ -592,8 +746,9 @@ def _parse_arrow(ch: _Chunk, opts) -> tuple | None:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     n = t.num_rows
-    # every byte below 0x20 is a line end: no tab, CR, vertical tab, form feed or control byte
-    if n != int(np.count_nonzero(ch.buf < 32)):
+    # every byte below 0x20 ends a row, and none is a CR (arrow ends a row at a lone CR, the
+    # strict reader takes it for a blank): only "\n", no tab, form feed or control byte
+    if n != int(np.count_nonzero(ch.buf < 32)) or ch.raw.find(b"\r", 0, ch.size) >= 0:
         return None
     qtok, ql = _binary_tokens(t.column("qid"))
     dtok, dl = _binary_tokens(t.column("docid"))
@@ -615,14 +770,22 @@ def _parse_arrow(ch: _Chunk, opts) -> tuple | None:
         qcol.chunk(0) if qcol.num_chunks == 1 else qcol.combine_chunks()
 
 
-def _parse_strict(path: Path, ch: _Chunk) -> tuple[_Tokens, _Tokens, np.ndarray, np.ndarray,
-                                                   None]:
+def _at(first, i: int) -> int:
+    """The file line (1-based) of record ``i``: ``first`` is the piece's first line, or per
+    record the line minus the record index (when lines were skipped)."""
+    return int(first if np.isscalar(first) else first[i]) + i + 1
+
+
+def _parse_strict(path: Path, ch: _Chunk, compat: bool = False
+                  ) -> tuple[_Tokens, _Tokens, np.ndarray, np.ndarray, None]:
     """Any layout :func:`membench.run.files.trec_fields` accepts (runs of ASCII whitespace,
     CRLF, ...), with every error located."""
     _check_text(path, ch)
-    S, E = _fields(path, ch)
+    S, E, rec_line = _fields(path, ch, compat)
     n = len(S)
     first = ch.first_line
+    if rec_line is not None:              # records -> file lines, for the messages below
+        first = np.int64(first) + rec_line - np.arange(n)
     rs, re_ = np.ascontiguousarray(S[:, 3]), np.ascontiguousarray(E[:, 3])
     rank, ok = _parse_ints(ch, rs, re_)
     for i in np.flatnonzero(~ok).tolist():
@@ -630,14 +793,14 @@ def _parse_strict(path: Path, ch: _Chunk) -> tuple[_Tokens, _Tokens, np.ndarray,
         try:
             v = trec_int(tok)
         except ValueError:
-            raise InputError(path, first + i + 1, "rank", f"not an integer: {tok!r}"[:200],
+            raise InputError(path, _at(first, i), "rank", f"not an integer: {tok!r}"[:200],
                              rule="TREC") from None
         if not -2**31 <= v < 2**31:
-            raise InputError(path, first + i + 1, "rank", "out of the 32-bit range", rule="TREC")
+            raise InputError(path, _at(first, i), "rank", "out of the 32-bit range", rule="TREC")
         rank[i] = v
     if n and (rank.min() < -2**31 or rank.max() >= 2**31):
         i = int(np.flatnonzero((rank < -2**31) | (rank >= 2**31))[0])
-        raise InputError(path, first + i + 1, "rank", "out of the 32-bit range", rule="TREC")
+        raise InputError(path, _at(first, i), "rank", "out of the 32-bit range", rule="TREC")
     ss, se = np.ascontiguousarray(S[:, 4]), np.ascontiguousarray(E[:, 4])
     score, ok = _parse_floats(ch, ss, se)
     for i in np.flatnonzero(~ok).tolist():
@@ -645,11 +808,11 @@ def _parse_strict(path: Path, ch: _Chunk) -> tuple[_Tokens, _Tokens, np.ndarray,
         try:
             score[i] = trec_float(tok)
         except ValueError:
-            raise InputError(path, first + i + 1, "score", f"not a number: {tok!r}"[:200],
+            raise InputError(path, _at(first, i), "score", f"not a number: {tok!r}"[:200],
                              rule="TREC") from None
     if n and not np.all(np.isfinite(score)):
         i = int(np.flatnonzero(~np.isfinite(score))[0])
-        raise InputError(path, first + i + 1, "score", "must be finite", rule="TREC")
+        raise InputError(path, _at(first, i), "score", "must be finite", rule="TREC")
     return (_Tokens(ch, np.ascontiguousarray(S[:, 0]), np.ascontiguousarray(E[:, 0])),
             _Tokens(ch, np.ascontiguousarray(S[:, 2]), np.ascontiguousarray(E[:, 2])),
             rank.astype(np.int32), score, None)
@@ -683,10 +846,7 @@ class _QueryIndex:
             uniq, first, inv = np.unique(h, return_index=True, return_inverse=True)
             rep = first
             L = tok.e - tok.s
-            same = L == L[rep][inv]
-            for j in range((int(L.max()) + 7) // 8):
-                same &= tok.ch.masked_word(tok.s, L, j) == \
-                    tok.ch.masked_word(tok.s[rep][inv], L[rep][inv], j)
+            same = _same_bytes(tok.ch, tok.s, L, tok.ch, tok.s[rep][inv], L[rep][inv])
             if not bool(same.all()):                 # a hash collision: one lookup per line
                 rep, inv = np.arange(n), None
                 seg = rep
@@ -751,6 +911,8 @@ class _Lines:
 
 _REC = np.dtype([("line", "<i8"), ("key", "<u8"), ("score", "<f8"), ("q", "<i4"),
                  ("rank", "<i4")])
+_LINE_BYTES = _REC.itemsize          # what one held line costs (its five columns)
+_PART_LINES = 1 << 21                # lines per part when grouping (arrays under 32 MiB)
 
 
 class _Interleaved(Exception):
@@ -774,12 +936,13 @@ class _Scan:
     hashes, judged lines; lines handed on in groups that hold whole queries."""
 
     def __init__(self, path: Path, qrels: _Qrels, qindex: dict[str, int], chunk_bytes: int,
-                 ties: str, keep_lines: bool):
+                 ties: str, keep_lines: bool, compat: bool = False):
         self.path, self.qr, self.chunk_bytes = path, qrels, chunk_bytes
         self.qindex = _QueryIndex(qindex)
-        self.ties, self.keep_lines = ties, keep_lines
+        self.ties, self.keep_lines, self.compat = ties, keep_lines, compat
         self.chunk_info: list[tuple[int, int, int]] = []
-        self.n_lines = 0
+        self.n_lines = 0        # records (= lines unless compat skipped some)
+        self.file_lines = 0     # lines (compat only)
         self.out = _Ranked([], [], [], [], [])
         self.line_q: list[np.ndarray] = []         # keep_lines: query index per line
         self.line_rank: dict[int, np.ndarray] = {}  # keep_lines: chunk-free (line, rank) parts
@@ -795,10 +958,14 @@ class _Scan:
             parsed = None
             if opts is not None:
                 try:
-                    codecs.utf_8_decode(memoryview(raw)[:size], "strict", True)
+                    if size and int(np.frombuffer(raw, np.uint8, count=size).max()) > 127:
+                        codecs.utf_8_decode(memoryview(raw)[:size], "strict", True)
                     parsed = _parse_arrow(_Chunk(raw, size, 0), opts)
                 except UnicodeDecodeError:
                     parsed = None
+            if parsed is not None and self.compat and len(parsed[2]) and \
+                    bool((parsed[0].ch.buf[parsed[0].s] == 35).any()):
+                parsed = None                      # a "#" comment line: the strict reader
             if parsed is None:
                 return offset, raw, size, None, None, None
             qtok, dtok = parsed[0], parsed[1]
@@ -814,8 +981,12 @@ class _Scan:
                 offset, raw, size, parsed, dh, qchange = fut.result() if pool else prepare(fut)
                 nxt = next(pieces, None)
                 fut = None if nxt is None else (pool.submit(prepare, nxt) if pool else nxt)
+                first_line = self.file_lines if self.compat else self.n_lines
+                if self.compat:
+                    self.file_lines += raw.count(b"\n", 0, size)
                 if parsed is None:
-                    parsed = _parse_strict(self.path, _Chunk(raw, size, self.n_lines))
+                    parsed = _parse_strict(self.path, _Chunk(raw, size, first_line),
+                                           self.compat)
                 qtok, dtok, rank, score, qcol = parsed
                 if dh is None:
                     dh = _hash(dtok.ch, dtok.s, dtok.e)
@@ -836,14 +1007,28 @@ class _Scan:
 
     # ------------------------------------------------------------------ two ways of grouping
 
-    def stream(self) -> None:
+    def stream(self, tmpdir: Path) -> bool:
         """Queries contiguous in the file: rank each group of whole queries as soon as the
-        next query starts (memory: a chunk and one open query)."""
+        next query starts (memory: a chunk and one open query). The lines read are also held
+        (up to :data:`MAX_HELD_BYTES`; a contiguous run pays their page faults, about 0.2 s
+        per 10 million lines), so that when a query comes back after another one started
+        they go on to :meth:`group` without a second read; past that they are let go, and a
+        query that comes back raises :class:`_Interleaved` (the caller reads the file again
+        into :meth:`group`, as far as it was read twice). Returns whether the lines were
+        grouped."""
         seen = np.zeros(1024, dtype=bool)
         pending: list[_Lines] = []
+        held: collections.deque[_Lines] | None = collections.deque()
+        held_bytes = 0
         open_q = -1
-        for lines in self.chunks():
+        it = self.chunks()
+        for lines in it:
             n = len(lines)
+            if held is not None:
+                held.append(lines)
+                held_bytes += _LINE_BYTES * n
+                if held_bytes > MAX_HELD_BYTES:
+                    held = None
             if n == 0:
                 continue
             q = lines.q
@@ -854,7 +1039,21 @@ class _Scan:
                                                       dtype=bool)])
             new = seg_q if seg_q[0] != open_q else seg_q[1:]
             if len(np.unique(new)) != len(new) or bool(seen[new].any()):
-                raise _Interleaved
+                if held is None:
+                    raise _Interleaved
+                # what was ranked so far is ranked again with the rest, grouped
+                self.out = _Ranked([], [], [], [], [])
+                self.rank_parts = []
+                seen_bytes = sum(c[1] for c in self.chunk_info) or 1
+                est = int(self.path.stat().st_size * max(self.n_lines, 1) / seen_bytes) + 1
+
+                def drain():
+                    while held:
+                        yield held.popleft()
+                    yield from it
+
+                self.group(drain(), tmpdir, est)
+                return True
             seen[new] = True
             last = int(starts[-1])
             body = 0
@@ -871,34 +1070,73 @@ class _Scan:
             open_q = int(seg_q[-1])
         if pending:
             self.rank(_Lines.concat(pending), True)
+        return False
 
-    def spill(self, tmpdir: Path, est_lines: int) -> None:
-        """Any order: lines go to ``P`` files by query index modulo ``P`` (32 bytes a line on
-        disk), then each file is ranked on its own (memory: a chunk and one file)."""
-        parts = min(4096, max(1, -(-est_lines // (1 << 21))))
-        files = [open(tmpdir / f"part{i}.bin", "wb") for i in range(parts)]
+    def group(self, chunks: Iterator[_Lines], tmpdir: Path, est_lines: int) -> None:
+        """Any order: lines are split into ``P`` parts by query index (ranges of it, modulo
+        ``P``: about 2 million lines a part). The chunks are held as they are (with, per
+        chunk, its lines' order by part) up to :data:`MAX_HELD_BYTES`, and each part is then
+        gathered from
+        them once and ranked; past the bound, every line goes to one file per part (32 bytes
+        a line, in ``tmpdir``), read back one part at a time (memory: a chunk and one
+        part)."""
+        parts = min(4096, max(1, -(-est_lines // _PART_LINES)))
+        held: list[tuple[_Lines, np.ndarray | None, np.ndarray, np.ndarray]] = []
+        held_bytes = 0
+        files: list | None = None
         judged: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+        # part of query q: (q // width) mod parts, width = the queries known now / parts, so
+        # that a run of consecutive queries (a shard in query order) falls in one part and
+        # goes there as a slice; queries met later wrap around
+        width = np.int32(max(1, -(-len(self.qindex.index) // parts)))
+
+        def split(lines: _Lines):
+            """(order, bounds, part of each judged line): the chunk's positions by part
+            (``order`` None: the chunk's lines are in part order already)."""
+            if parts == 1:
+                return None, np.array([0, len(lines)]), np.zeros(len(lines.jpos), np.int64)
+            b = (lines.q // width % parts).astype(np.uint16)
+            order = np.argsort(b, kind="stable") if bool((b[1:] < b[:-1]).any()) else None
+            bounds = np.zeros(parts + 1, dtype=np.int64)
+            np.cumsum(np.bincount(b, minlength=parts), out=bounds[1:])
+            return order, bounds, b[lines.jpos].astype(np.int64)
+
+        def write(lines: _Lines, order, bounds, jpart) -> None:
+            rec = np.empty(len(lines), dtype=_REC)
+            for f in ("line", "key", "score", "q", "rank"):
+                col = getattr(lines, f)
+                rec[f] = col if order is None else col[order]
+            for i in np.flatnonzero(np.diff(bounds)).tolist():
+                rec[bounds[i]:bounds[i + 1]].tofile(files[i])
+            judged.append((lines.line[lines.jpos], jpart, lines.jrel))
+
         try:
-            for lines in self.chunks():
-                if len(lines) == 0:
+            for lines in chunks:
+                n = len(lines)
+                if n == 0:
                     continue
-                rec = np.empty(len(lines), dtype=_REC)
-                for f in ("line", "key", "score", "q", "rank"):
-                    rec[f] = getattr(lines, f)
-                b = (lines.q % parts).astype(np.uint16)
-                judged.append((lines.line[lines.jpos], b[lines.jpos], lines.jrel))
-                if parts == 1:
-                    rec.tofile(files[0])
-                    continue
-                order = np.argsort(b, kind="stable")
-                bounds = np.searchsorted(b[order], np.arange(parts + 1))
-                rec = rec[order]
-                for i in range(parts):
-                    if bounds[i + 1] > bounds[i]:
-                        rec[bounds[i]:bounds[i + 1]].tofile(files[i])
+                order, bounds, jpart = split(lines)
+                if files is None and held_bytes + _LINE_BYTES * n > MAX_HELD_BYTES:
+                    files = [open(tmpdir / f"part{i}.bin", "wb") for i in range(parts)]
+                    for item in held:
+                        write(*item)
+                    held.clear()
+                if files is None:
+                    held.append((lines, order, bounds, jpart))
+                    held_bytes += _LINE_BYTES * n
+                else:
+                    write(lines, order, bounds, jpart)
         finally:
-            for f in files:
-                f.close()
+            if files is not None:
+                for f in files:
+                    f.close()
+        if files is None:
+            for i in range(parts):
+                g = self._gather(held, i)
+                if g is not None:
+                    self.rank(g, grouped=True)
+            return
         jl = np.concatenate([j[0] for j in judged]) if judged else np.zeros(0, np.int64)
         jb = np.concatenate([j[1] for j in judged]) if judged else np.zeros(0, np.int64)
         jr = np.concatenate([j[2] for j in judged]) if judged else np.zeros(0, np.int64)
@@ -911,12 +1149,56 @@ class _Scan:
             mine = jb == i
             pos = np.searchsorted(rec["line"], jl[mine])
             self.rank(_Lines(rec["line"].copy(), rec["q"].copy(), rec["rank"].copy(),
-                             rec["score"].copy(), rec["key"].copy(), pos, jr[mine]))
+                             rec["score"].copy(), rec["key"].copy(), pos, jr[mine]),
+                      grouped=True)
             del rec
+
+    @staticmethod
+    def _gather(held, i: int) -> _Lines | None:
+        """Part ``i``'s lines from the held chunks, in file order: one copy per column."""
+        m = [int(b[i + 1] - b[i]) for _, _, b, _ in held]
+        total = sum(m)
+        if total == 0:
+            return None
+        line = np.empty(total, np.int64)
+        q = np.empty(total, np.int32)
+        rank = np.empty(total, np.int32)
+        score = np.empty(total, np.float64)
+        key = np.empty(total, np.uint64)
+        jpos, jrel = [], []
+        at = 0
+        for (lines, order, b, jpart), k in zip(held, m):
+            if k == 0:
+                continue
+            a, z = int(b[i]), int(b[i + 1])
+            span = slice(at, at + k)
+            if order is None:
+                idx = np.arange(a, z)
+                line[span] = lines.line[a:z]
+                q[span] = lines.q[a:z]
+                rank[span] = lines.rank[a:z]
+                score[span] = lines.score[a:z]
+                key[span] = lines.key[a:z]
+            else:
+                idx = order[a:z]
+                np.add(idx, lines.line[0], out=line[span])    # a chunk's lines are consecutive
+                np.take(lines.q, idx, out=q[span])
+                np.take(lines.rank, idx, out=rank[span])
+                np.take(lines.score, idx, out=score[span])
+                np.take(lines.key, idx, out=key[span])
+            mine = jpart == i
+            if mine.any():
+                jpos.append(np.searchsorted(idx, lines.jpos[mine]) + at)
+                jrel.append(lines.jrel[mine])
+            at += k
+        return _Lines(line, q, rank, score, key,
+                      np.concatenate(jpos) if jpos else np.zeros(0, np.int64),
+                      np.concatenate(jrel) if jrel else np.zeros(0, np.int64))
 
     # ------------------------------------------------------------------ ranking a group
 
-    def rank(self, g: _Lines, contiguous: bool = False) -> None:
+    def rank(self, g: _Lines, contiguous: bool = False, grouped: bool = False,
+             qstep: int = 1) -> None:
         """membench ranks for a group of lines holding whole queries (lines in file order)."""
         n = len(g)
         if n == 0:
@@ -926,9 +1208,9 @@ class _Scan:
             score = g.score.astype(np.float32).astype(np.float64)
             order = self._order_trec_eval(g, score)
         else:
-            order = None if _in_order(q, g.score, g.rank, contiguous) else \
-                _sort(q, g.score, g.rank)
-        dup = _duplicates(self.path, g, order, self.chunk_info)
+            order = None if not grouped and _in_order(q, g.score, g.rank, contiguous) else \
+                _sort(q, g.score, g.rank, qstep)
+        dup = _duplicates(self.path, g, order, self.chunk_info, self.compat)
         sq = q if order is None else q[order]
         start = np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]])
         lens = np.diff(np.append(start, n))
@@ -968,7 +1250,7 @@ class _Scan:
             pos = np.flatnonzero(tied)
             grp = np.cumsum(np.r_[True, ~eq])[pos]
             sub = o[pos]
-            docs = _reread_docids(self.path, g.line[sub], self.chunk_info)
+            docs = _reread_docids(self.path, g.line[sub], self.chunk_info, self.compat)
             # a stable sort by (group, docid descending): negate bytes order via sort on
             # (group, docid) then reverse within each group
             idx = sorted(range(len(sub)), key=lambda k: (int(grp[k]), docs[k]))
@@ -1007,25 +1289,72 @@ def _in_order(q: np.ndarray, score: np.ndarray, rank: np.ndarray, contiguous: bo
     return blocks == 1 or blocks == len(np.unique(q))
 
 
-def _sort(q: np.ndarray, score: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Positions in ranking order: query, score descending, rank column, then line order."""
+_SIGN = np.uint64(1 << 63)
+
+
+def _desc_key(score: np.ndarray) -> np.ndarray:
+    """uint64 keys whose ascending order is ``score``'s descending order (finite doubles;
+    -0.0 is 0.0, as it compares). In place after one copy: fresh large arrays cost page
+    faults."""
+    u = np.add(score, 0.0).view(np.uint64)     # + 0.0 turns -0.0 into 0.0
+    m = u >> np.uint64(63)                     # 1 for a negative score
+    m *= np.uint64(0x7FFFFFFFFFFFFFFF)
+    m |= _SIGN                                 # negative: all ones; else the sign bit
+    m ^= u                                     # ascending doubles -> ascending keys
+    np.invert(m, out=m)                        # descending
+    return m
+
+
+def _sort(q: np.ndarray, score: np.ndarray, rank: np.ndarray, qstep: int = 1) -> np.ndarray:
+    """Positions in ranking order: query, score descending, rank column, then line order.
+
+    One sort of packed 64-bit keys (numpy's vectorised sort of plain integers is several
+    times faster than ``argsort``): (query, the high bits of an order-preserving key of the
+    score, position). The runs whose query and kept score bits agree (equal or nearly equal
+    scores: rare unless the run has ties) are then put exactly in (score, rank column,
+    position) order. ``qstep``: the queries of ``q`` are equal modulo it (a part of
+    :meth:`_Scan.group`), so ``(q - min) // qstep`` numbers them densely."""
     n = len(q)
-    o = np.argsort(-score)                       # unstable (fast); ties fixed below
-    ss = score[o]
-    eq = ss[1:] == ss[:-1]
-    if eq.any():
+    if n < 2:
+        return np.arange(n)
+    bits = max(1, (n - 1).bit_length())
+    low = np.uint64((1 << bits) - 1)
+    lo = int(q.min())
+    qbits = ((int(q.max()) - lo) // qstep).bit_length()
+    sbits = 64 - bits - qbits
+    if sbits < 24:                             # (a group of > 2**20 queries: two sorts)
+        o = _sort(np.zeros(n, np.int32), score, rank)
+        return o[np.argsort(q[o], kind="stable")]
+    k = _desc_key(np.ascontiguousarray(score, dtype=np.float64))
+    k >>= np.uint64(64 - sbits)
+    k <<= np.uint64(bits)
+    k |= np.arange(n, dtype=np.uint64)
+    if qbits:
+        ql = (q - lo).astype(np.uint64)
+        if qstep > 1:
+            ql //= np.uint64(qstep)
+        ql <<= np.uint64(bits + sbits)
+        k |= ql
+        del ql
+    k.sort()
+    o = (k & low).astype(np.int64)
+    k >>= np.uint64(bits)
+    eq = k[1:] == k[:-1]
+    del k
+    if eq.any():                               # equal in the kept bits: exactly, by the rule
         tied = np.zeros(n, dtype=bool)
         tied[1:] |= eq
         tied[:-1] |= eq
-        pos = np.flatnonzero(tied)
-        grp = np.cumsum(np.r_[True, ~eq])[pos]
-        sub = o[pos]
-        o[pos] = sub[np.lexsort((sub, rank[sub], grp))]
-    return o[_stable_by_query(q[o])]
+        at = np.flatnonzero(tied)
+        grp = np.cumsum(np.r_[True, ~eq])[at]
+        sub = o[at]
+        o[at] = sub[np.lexsort((sub, rank[sub], -score[sub], grp))]
+    return o
 
 
 def _duplicates(path: Path, g: _Lines, order: np.ndarray | None,
-                chunk_info: list[tuple[int, int, int]]) -> np.ndarray | None:
+                chunk_info: list[tuple[int, int, int]], compat: bool = False
+                ) -> np.ndarray | None:
     """Per line: a later copy (in ranking order) of an earlier (qid, docid). ``None`` when no
     two lines share a key (then there are no duplicates, exactly); equal keys are confirmed on
     the docid bytes, re-read from the file."""
@@ -1036,7 +1365,7 @@ def _duplicates(path: Path, g: _Lines, order: np.ndarray | None,
     if rep.size == 0:
         return None
     cand = np.flatnonzero(np.isin(key, np.unique(rep)))
-    docs = _reread_docids(path, g.line[cand], chunk_info)
+    docs = _reread_docids(path, g.line[cand], chunk_info, compat)
     n = len(key)
     if order is None:
         pos = cand
@@ -1057,8 +1386,8 @@ def _duplicates(path: Path, g: _Lines, order: np.ndarray | None,
     return dup if dup.any() else None
 
 
-def _reread_docids(path: Path, lines: np.ndarray,
-                   chunk_info: list[tuple[int, int, int]]) -> list[bytes]:
+def _reread_docids(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]],
+                   compat: bool = False) -> list[bytes]:
     """Exact docid bytes of the given (0-based) lines, re-read piece by piece."""
     firsts = np.asarray([c[2] for c in chunk_info], dtype=np.int64)
     which = np.searchsorted(firsts, lines, side="right") - 1
@@ -1072,7 +1401,7 @@ def _reread_docids(path: Path, lines: np.ndarray,
                 raw += b"\n"
             raw += bytes(16)
             ch = _Chunk(raw, size, first)
-            S, E = _fields(path, ch)
+            S, E, _ = _fields(path, ch, compat)
             for k in np.flatnonzero(which == ci).tolist():
                 i = int(lines[k]) - first
                 out[k] = ch.token(S[i, 2], E[i, 2])
@@ -1123,34 +1452,59 @@ TIES = ("membench", "trec_eval")
 
 def _scan_run(path: str | os.PathLike,
               qrels: Mapping[str, Mapping[str, int]] | str | os.PathLike | None,
-              chunk_bytes: int, ties: str, keep_lines: bool) -> TrecRun:
+              chunk_bytes: int, ties: str, keep_lines: bool, compat: bool = False) -> TrecRun:
     if ties not in TIES:
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
     path = Path(path)
+    with tempfile.TemporaryDirectory(prefix="membench-trec-") as tmp:
+        tmpdir = Path(tmp)
+        qrels_path = None if qrels is None or isinstance(qrels, Mapping) else Path(qrels)
+        read_path = _regular(path, tmpdir / "run", chunk_bytes)
+        try:
+            return _scan(read_path, path, qrels, qrels_path, tmpdir, chunk_bytes, ties,
+                         keep_lines, compat)
+        except InputError as e:
+            if read_path != path and Path(e.file) == read_path:
+                e.file = str(path)         # name the file the user gave, not its copy
+            raise
+
+
+def _regular(path: Path, tmpdir: Path, chunk_bytes: int, limit: int | None = None) -> Path:
+    """``path`` if it is a regular file, else a copy of the stream (:func:`_spool`)."""
     if not path.exists():
         raise InputError(path, None, None, "file not found", rule="MISSING_FILE")
+    if path.is_dir():
+        raise InputError(path, None, None, "is a folder; expected a file", rule="NOT_A_FILE")
+    if path.is_file():
+        return path
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    return _spool(path, tmpdir, chunk_bytes, limit)
+
+
+def _scan(path: Path, shown: Path, qrels, qrels_path: Path | None, tmpdir: Path,
+          chunk_bytes: int, ties: str, keep_lines: bool, compat: bool) -> TrecRun:
     base: dict[str, int] = {}
-    if qrels is not None and not isinstance(qrels, Mapping):
-        qr = _Qrels.from_file(Path(qrels), base)
+    if qrels_path is not None:
+        qr = _Qrels.from_file(qrels_path, base, tmpdir / "qrels", compat)
     else:
         qr = _Qrels(qrels or {}, base)
-    scan = _Scan(path, qr, dict(base), chunk_bytes, ties, keep_lines)
-    interleaved = False
+    scan = _Scan(path, qr, dict(base), chunk_bytes, ties, keep_lines, compat)
+    spill = tmpdir / "spill"
+    spill.mkdir()
     try:
-        scan.stream()
-    except _Interleaved:
+        interleaved = scan.stream(spill)
+    except _Interleaved:                 # past MAX_HELD_BYTES: read again, grouping
         interleaved = True
         seen_bytes = sum(c[1] for c in scan.chunk_info) or 1
         est = int(path.stat().st_size * max(scan.n_lines, 1) / seen_bytes) + 1
-        scan = _Scan(path, qr, dict(base), chunk_bytes, ties, keep_lines)
-        with tempfile.TemporaryDirectory(prefix="membench-trec-") as tmp:
-            scan.spill(Path(tmp), est)
+        scan = _Scan(path, qr, dict(base), chunk_bytes, ties, keep_lines, compat)
+        scan.group(scan.chunks(), spill, est)
     out = scan.out
 
     def cat(parts: list[np.ndarray]) -> np.ndarray:
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
-    run = TrecRun(str(path), list(scan.qindex.index), scan.n_lines, cat(out.jq),
+    run = TrecRun(str(shown), list(scan.qindex.index), scan.n_lines, cat(out.jq),
                   cat(out.jrank), cat(out.jrel), cat(out.ret_q), cat(out.ret_n), qr.n_queries,
                   qr.n_relevant, interleaved=interleaved, qrels_q=qr.q, qrels_rel=qr.rel)
     if keep_lines:

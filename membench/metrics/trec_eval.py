@@ -15,7 +15,14 @@ with trec_eval's defaults for the cutoffs (5, 10, 15, 20, 30, 100, 200, 500, 100
 
 Which queries: like trec_eval, the queries present in both the run and the qrels (a query
 judged with grade 0 only is evaluated and scores 0); with ``-c``, every qrels query, a missing
-one contributing 0 to every measure (trec_eval ``-c``). Relevant = relevance >= 1.
+one evaluated as trec_eval does (``trec_eval.c``: against an empty ranking), so it prints its
+lines with ``-q``, scores 0 on every measure but ``num_rel``, and its relevant documents count
+in ``num_rel``. Relevant = relevance >= 1.
+
+Reading: strict by default (membench's rules, :mod:`membench.metrics.trec`); ``compat`` (the
+CLI's ``--trec-eval-compat``) reads as trec_eval does: run fields after the sixth ignored,
+blank run lines and lines starting with ``#`` skipped, qrels lines with ``#`` in column 1
+skipped (``docs/runs.md`` records why this is a switch, not the default).
 
 Ranking: membench's rule (:data:`membench.run.protocol.TIE_BREAKING`: score, then the rank
 column, then line order; a repeated docid counts at its first position) unless ``--ties
@@ -150,23 +157,28 @@ def _fmt(name: str, qid: str, value: float) -> str:
 
 def trec_eval_values(qrels_path: str | os.PathLike, run_path: str | os.PathLike,
                      measures: Sequence[str] | None = None, *, complete: bool = False,
-                     ties: str = "membench") -> tuple[list[str], dict[str, dict[str, float]],
-                                                      dict[str, float]]:
+                     ties: str = "membench", compat: bool = False
+                     ) -> tuple[list[str], dict[str, dict[str, float]], dict[str, float]]:
     """``(measure names, {qid: {name: value}}, {name: value over all})``: what
-    :func:`trec_eval` prints, unrounded (queries in qid order)."""
+    :func:`trec_eval` prints, unrounded (queries in qid order). ``complete`` (trec_eval
+    ``-c``): every qrels query is evaluated, one missing from the run as an empty ranking
+    (every measure 0 but ``num_rel``, its relevant documents, as trec_eval counts them);
+    ``compat``: read the files as trec_eval does (module docstring)."""
     if ties not in TIES:
         raise MembenchError(f"trec-eval: --ties must be one of {', '.join(TIES)}")
     names = parse_measures(measures)
-    run = _scan_run(Path(run_path), Path(qrels_path), CHUNK_BYTES, ties, keep_lines=False)
+    run = _scan_run(Path(run_path), Path(qrels_path), CHUNK_BYTES, ties, keep_lines=False,
+                    compat=compat)
     in_run = np.zeros(len(run.qids), dtype=bool)
     in_run[run.ret_q] = True
     judged = np.arange(run.n_qrels_queries)
-    evaluated = np.asarray(sorted(judged[in_run[judged]].tolist(), key=lambda i: run.qids[i]),
+    chosen = judged if complete else judged[in_run[judged]]
+    evaluated = np.asarray(sorted(chosen.tolist(), key=lambda i: run.qids[i].encode("utf-8")),
                            dtype=np.int64)
     per = _per_query(run, names, evaluated)
     rows = {run.qids[qi]: {m: per[m][i].item() for m in names if m != "num_q"}
             for i, qi in enumerate(evaluated.tolist())}
-    n = run.n_qrels_queries if complete else len(evaluated)
+    n = len(evaluated)
     total: dict[str, float] = {}
     for m in names:
         if m == "num_q":
@@ -180,10 +192,11 @@ def trec_eval_values(qrels_path: str | os.PathLike, run_path: str | os.PathLike,
 
 def trec_eval(qrels_path: str | os.PathLike, run_path: str | os.PathLike,
               measures: Sequence[str] | None = None, *, per_query: bool = False,
-              complete: bool = False, ties: str = "membench") -> Iterator[str]:
+              complete: bool = False, ties: str = "membench",
+              compat: bool = False) -> Iterator[str]:
     """The output lines of ``membench trec-eval`` (see the module docstring)."""
     names, rows, total = trec_eval_values(qrels_path, run_path, measures, complete=complete,
-                                          ties=ties)
+                                          ties=ties, compat=compat)
     if per_query:
         for qid, values in rows.items():
             for m, v in values.items():

@@ -32,14 +32,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
+from ..core.bounds import bound
 from ..core.errors import InputError
 from ..core.ids import id_problem, ids_problem
 from ..core.jsonl import (
-    bounded_lines,
     check_readable_file,
     decode_line,
     iter_json_lines,
-    line_too_long,
     parse_model,
     read_json_file,
 )
@@ -277,19 +276,34 @@ def trec_float(tok: str | bytes) -> float:
     return float(t)
 
 
-def trec_fields(path: str | Path, layout: str) -> Iterator[tuple[int, list[str]]]:
+MAX_TREC_LINE = bound(
+    "trec_line_bytes", 4 << 20, "bytes",
+    "one line of a TREC run or qrels file (newline included; a docid of several MiB fits)",
+    "located error LINE_TOO_LONG naming the file and line, found after reading at most this "
+    "much of the line (a stream without newlines is read in fixed memory)",
+    "membench.run.files")
+
+
+def trec_fields(path: str | Path, layout: str,
+                comment_lines: bool = False) -> Iterator[tuple[int, list[str]]]:
     """``(line number, fields)`` per line of a whitespace-separated TREC file whose lines have
     the fields named in ``layout`` (e.g. ``"qid Q0 docid rank score tag"``). Lines end at
     ``\\n``; fields are separated by ASCII whitespace (``bytes.split()``), the same bytes the
     vectorised reader (:func:`membench.metrics.read_trec_run`) splits on. A missing file, a
     line that is not UTF-8, holds another control byte, or has another field count is an
-    :class:`InputError` naming it."""
+    :class:`InputError` naming it. ``comment_lines``: a line whose first byte is ``#`` is
+    skipped (trec_eval 10's qrels comments, ``membench trec-eval --trec-eval-compat``)."""
     path = check_readable_file(path)
     n = len(layout.split())
     with open(path, "rb") as f:
-        for no, raw in bounded_lines(f, path):
-            if raw is None:
-                raise line_too_long(path, no)
+        # readline(limit): a line longer than the bound is never held whole, and the error
+        # comes after reading at most that much of it (a stream without newlines ends there)
+        for no, raw in enumerate(iter(lambda: f.readline(MAX_TREC_LINE + 1), b""), 1):
+            if len(raw) > MAX_TREC_LINE:
+                raise InputError(path, no, None, f"line longer than {MAX_TREC_LINE:,} bytes "
+                                 "(bound trec_line_bytes)", rule="LINE_TOO_LONG")
+            if comment_lines and raw[:1] == b"#":
+                continue
             bad = TREC_CONTROL.search(raw)
             if bad:
                 raise InputError(path, no, None, f"control byte 0x{raw[bad.start()]:02x} at "
