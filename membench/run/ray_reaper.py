@@ -37,20 +37,25 @@ def session_pids(tag: bytes, skip: set[int]) -> list[int]:
     return out
 
 
-def reap(folder: str, skip: set[int]) -> int:
-    """Kill what names ``folder`` (a few rounds: a dying raylet may start one more worker),
-    remove it; returns how many processes were killed."""
+def reap(folder: str, skip: set[int], quiet_s: float = 1.0, limit_s: float = 12.0) -> int:
+    """Kill what names ``folder`` in rounds until none has been seen for ``quiet_s`` (a dying
+    raylet or agent may start one more process, later on a loaded machine), for at most
+    ``limit_s``; remove the folder; returns how many processes were killed."""
     killed = 0
-    for _ in range(5):
+    start = last_seen = time.monotonic()
+    while True:
+        now = time.monotonic()
         pids = session_pids(folder.encode(), skip)
-        if not pids:
+        if pids:
+            last_seen = now
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed += 1
+                except OSError:
+                    pass
+        elif now - last_seen >= quiet_s or now - start >= limit_s:
             break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except OSError:
-                pass
         time.sleep(0.1)
     shutil.rmtree(folder, ignore_errors=True)
     return killed
