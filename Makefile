@@ -150,16 +150,16 @@ report: setup
 	rm -rf $(BOARD) && $(MB) leaderboard --runs $$have --sets $(SETS) --out $(BOARD) --brief && \
 	$(MB) report $$(for r in $$have; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) --leaderboard $(BOARD) --force --brief
 
-# the browser tests need Debian's chromium (.ci/run installs it); say so before they are skipped
+# the browser tests need Debian's chromium on PATH (.ci/run installs it): said before they are
+# skipped. PYTEST_ARGS: e.g. make test PYTEST_ARGS="-k report" for some of the tests only.
+CHROMIUM ?= $(shell command -v chromium 2>/dev/null || command -v chromium-browser 2>/dev/null)
+PYTEST_ARGS ?=
 test: setup
-	@echo "== test: the whole suite (about 30 min on a busy 2-core machine, load about 10)."
-	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
-	  echo "   browser tests: chromium found ($$(command -v chromium || command -v chromium-browser))."; \
-	else \
+	@echo "== test: $(if $(PYTEST_ARGS),pytest $(PYTEST_ARGS),the whole suite (about 30 min on a busy 2-core machine, load about 10))."
+	@$(if $(CHROMIUM),echo "   browser tests: chromium found ($(CHROMIUM)).",\
 	  echo "   browser tests: SKIPPED, chromium is not installed (apt-get install chromium; .ci/run"; \
-	  echo "   does): the report pages are not opened in a real browser and JupyterLab is not clicked."; \
-	fi
-	$(BIN)/python -m pytest
+	  echo "   does it): no report page is opened in a real browser, JupyterLab is not clicked.")
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # the long fuzzing profile: 10x the examples of the one in `make test` (docs/robustness.md)
 fuzz: setup
