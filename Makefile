@@ -91,8 +91,10 @@ help:
 $(BIN)/membench: pyproject.toml setup.py membench/run/_hitcheck.c
 	@echo "== setup: $(VENV) with membench and its test extra."
 	@$(ESTIMATE) setup
-	$(PY) -m venv $(VENV)
-	@$(PY) -m membench.core.install_progress --log $(VENV)/pip-install.log --timings $(TIMINGS) \
+	@mkdir -p $(VENV)
+	@$(PY) -m membench.core.install_progress --log $(VENV)/venv.log --timings $(TIMINGS) \
+	  --label "python3 -m venv" -- $(PY) -m venv $(VENV)
+	@$(PY) -m membench.core.install_progress --log $(VENV)/pip-upgrade.log --timings $(TIMINGS) \
 	  --label "pip upgrade" -- $(BIN)/pip install --upgrade pip
 	@$(PY) -m membench.core.install_progress --log $(VENV)/pip-install.log --timings $(TIMINGS) \
 	  --label "pip install -e .[test]" -- $(BIN)/pip install -e ".[test]"

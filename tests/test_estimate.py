@@ -101,10 +101,10 @@ def test_the_setup_shows_pips_phases_counts_and_a_heartbeat(tmp_path):
     assert any(ln.endswith("installing 3 packages (unpacking and compiling them: pip prints "
                            "nothing until it is done)") for ln in out)
     assert any("still working" in ln and "installing" in ln for ln in out)   # the long silence
-    assert out[-1].startswith("[setup] pip: done: 3 packages installed")
+    assert out[-1].startswith("[setup] pip: done: 3 packages installed, ")
     assert "Successfully installed" in (tmp_path / "pip.log").read_text()   # pip's whole output
     row = json.loads((tmp_path / "t.jsonl").read_text())
-    assert row["kind"] == "command" and row["tool"] == "pip" and row["ok"]
+    assert row["kind"] == "command" and row["tool"] == "setup" and row["ok"]
     assert row["command"] == "setup: pip" and row["seconds"] > 1
 
 

@@ -162,7 +162,7 @@ def test_the_step_table_ends_with_the_wall_time_and_the_load(tmp_path):
     t0 = 1_000_000.0
     rows = [
         {"kind": "start", "t": t0, "load": 8.2, "cpus": 2},
-        {"kind": "command", "tool": "pip", "command": "setup: pip install -e .[test]",
+        {"kind": "command", "tool": "setup", "command": "setup: pip install -e .[test]",
          "seconds": 201.0, "ok": True, "t": t0 + 201, "load": 9.0, "pid": 1},
         {"kind": "step", "step": "ocr", "depth": 1, "seconds": 50.0, "done": 10,
          "cache_hits": 4, "ok": True, "pid": 2, "command": "run --system dense",

@@ -11,7 +11,7 @@ installing), the packages collected so far and the file being downloaded at most
 ``--heartbeat`` seconds (20: the install itself is one long silent step of pip's), and one
 summary line at the end (packages installed, wall time, where the log is). On failure it
 prints the last 30 lines of the log to standard error and exits with pip's status. With
-``--timings`` it appends one ``{"kind": "command", "tool": "pip", ...}`` row (seconds, ok,
+``--timings`` it appends one ``{"kind": "command", "tool": "setup", ...}`` row (seconds, ok,
 time, load average), so the step table of ``make all`` shows the setup.
 
 Standard library only: it runs with the system's ``python3`` before the virtualenv exists.
@@ -32,6 +32,10 @@ import time
 from pathlib import Path
 
 PREFIX = "[setup]"
+
+
+def _n(n: int, what: str = "package") -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def _fmt(seconds: float) -> str:
@@ -70,7 +74,7 @@ class Tracker:
         elif s.startswith("Installing collected packages:"):
             n = len([p for p in s.split(":", 1)[1].split(",") if p.strip()])
             self.phase = "installing"
-            return (f"installing {n} packages (unpacking and compiling them: pip prints "
+            return (f"installing {_n(n)} (unpacking and compiling them: pip prints "
                     "nothing until it is done)")
         elif s.startswith("Successfully installed"):
             self.installed = len(s.split()) - 2
@@ -78,10 +82,10 @@ class Tracker:
 
     def status(self) -> str:
         if self.phase == "collecting":
-            return (f"{self.collected} packages collected"
+            return (f"{_n(self.collected)} collected"
                     + (f" (latest download: {self.downloading})" if self.downloading else ""))
         if self.phase in ("building", "installing"):
-            return f"{self.phase} ({self.collected} packages collected)"
+            return f"{self.phase} ({_n(self.collected)} collected)"
         return self.phase
 
 
@@ -144,9 +148,8 @@ def run(cmd: list[str], log: Path, *, label: str, every: float = 10.0,
         rc = proc.wait()
     secs = time.monotonic() - t0
     if rc == 0:
-        what = (f"{tr.installed} packages installed" if tr.installed is not None
-                else "nothing to install" if tr.collected == 0 else "done")
-        say(f"done: {what}, {_fmt(secs)} (log: {log})")
+        what = f": {_n(tr.installed)} installed" if tr.installed is not None else ""
+        say(f"done{what}, {_fmt(secs)} (log: {log})")
     else:
         tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
         for t in tail:
@@ -162,7 +165,7 @@ def record(timings: str, label: str, secs: float, ok: bool) -> None:
         load = round(os.getloadavg()[0], 2)
     except (AttributeError, OSError):
         load = None
-    row = {"kind": "command", "tool": "pip", "command": f"setup: {label}",
+    row = {"kind": "command", "tool": "setup", "command": f"setup: {label}",
            "seconds": round(secs, 3), "ok": ok, "pid": os.getpid(), "t": round(time.time(), 3),
            "load": load}
     try:
