@@ -106,9 +106,9 @@ sets: setup
 	@echo "== sets: check the mirror, build $(SETS) and compare it with $(LOCK), validate."
 	@$(ESTIMATE) sets
 	@mkdir -p $(dir $(TIMINGS))
-	$(MB) corpus check $(CORPUSFLAG) --manifest $(MANIFEST)
-	$(MB) build $(CORPUSFLAG) --out $(SETS) --manifest $(MANIFEST) --lock $(LOCK)
-	$(MB) validate --sets $(SETS) $(CORPUSFLAG) --manifest $(MANIFEST) --lock $(LOCK)
+	@$(MB) corpus check $(CORPUSFLAG) --manifest $(MANIFEST)
+	@$(MB) build $(CORPUSFLAG) --out $(SETS) --manifest $(MANIFEST) --lock $(LOCK) --brief
+	@$(MB) validate --sets $(SETS) $(CORPUSFLAG) --manifest $(MANIFEST) --lock $(LOCK)
 
 runs: sets
 	@echo "== runs: $(SYSTEMS) on dev$(if $(LIMIT), with $(LIMIT) queries per modality,) -> $(RUNDIRS)"

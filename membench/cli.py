@@ -117,17 +117,21 @@ def _build_cmd(a: argparse.Namespace) -> int:
     t0 = time.time()
     res = build_sets(root, out, only=set(a.source) if a.source else None)
     print(f"built {len(res.records)} records over {len(res.items)} items into {out} "
-          f"in {time.time() - t0:.1f} s\n")
-    print(render_counts(res.stats))
-    print()
-    print(render_coverage([c.as_dict() for c in res.coverage]))
-    print()
-    print(render_derivation(coverage_rows(res.coverage, res.stats["derivation"])))
-    print()
-    for f, d in res.digests.items():
-        print(f"{d}  {out / f}")
+          f"in {time.time() - t0:.1f} s" + ("" if a.brief else "\n"))
+    if a.brief:
+        print(f"  the counts, coverage and derived-query tables: {out / 'coverage.json'}, "
+              "report page 01, or `membench build` without --brief")
+    else:
+        print(render_counts(res.stats))
+        print()
+        print(render_coverage([c.as_dict() for c in res.coverage]))
+        print()
+        print(render_derivation(coverage_rows(res.coverage, res.stats["derivation"])))
+        print()
+        for f, d in res.digests.items():
+            print(f"{d}  {out / f}")
     verdict = check_lock(res.digests, Path(a.lock), update=a.update_lock, partial=bool(a.source))
-    print("\n" + "\n".join(verdict.lines))
+    print(("" if a.brief else "\n") + "\n".join(verdict.lines))
     return 0 if verdict.ok else 1
 
 
@@ -553,6 +557,8 @@ manifest  REWRITE bench/corpus/manifest.jsonl (a committed file) from every mirr
     b.add_argument("--lock", default=str(LOCK_PATH), help="lock file (default: "
                    "bench/sets.lock.json)")
     b.add_argument("--update-lock", action="store_true", help="freeze this build's sha256s")
+    b.add_argument("--brief", action="store_true", help="one line for the build and the lock's "
+                   "verdict, not the counts, coverage and derivation tables")
     b.set_defaults(func=_build_cmd)
 
     v = sub.add_parser("validate", help="check built sets against every hard rule")
