@@ -193,11 +193,15 @@ def test_compare_command(runs, capsys, tmp_path):
 class _Scores:
     """The parts of ItemScores best_systems reads."""
 
-    def __init__(self, ids, values, latency, modality=None):
+    def __init__(self, ids, values, latency, modality=None, abst=None, answerable=None):
         self.query_id = list(ids)
         self.modality = list(modality or ["pdf"] * len(ids))
         self.values = {k: np.asarray(v, dtype=float) for k, v in values.items()}
         self.latency_ms = np.asarray(latency, dtype=float)
+        if abst is not None:                   # the abstention order: score, kept, answerable
+            self.abstention_score = np.asarray(abst, dtype=float)
+            self.cartridge_size = np.ones(len(ids), dtype=int)
+            self.answerable = np.asarray(answerable, dtype=bool)
 
 
 def test_best_systems_margin_test_ties_and_percentiles():
@@ -256,3 +260,30 @@ def test_best_systems_margin_test_ties_and_percentiles():
                                            np.ones(n - 1))})
     with pytest.raises(ComparisonError, match="at least two"):
         best_systems({"a": a})
+
+
+def test_best_systems_tests_an_abstention_order_measure_by_the_paired_bootstrap():
+    """answerable_kept@fr0.10 has no per-item values: the best is tested against the runner-up
+    by abstention.paired_difference, and its bootstrap p enters Holm."""
+    from membench.analysis.compare import best_systems
+    from membench.metrics import abstention
+
+    rng = np.random.default_rng(5)
+    n = 300
+    ids = [f"q{i}" for i in range(n)]
+    ans = rng.random(n) < 0.6
+    sharp = np.where(ans, rng.normal(2.0, 1.0, n), rng.normal(0.0, 1.0, n))   # separates
+    blunt = rng.normal(0.0, 1.0, n)                                           # does not
+    a = _Scores(ids, {}, np.ones(n), abst=sharp, answerable=ans)
+    b = _Scores(ids, {}, np.ones(n), abst=blunt, answerable=ans)
+    (row,) = best_systems({"a": a, "b": b}, measures=("answerable_kept@fr0.10",),
+                          n_resamples=500)
+    kept = {k: float(abstention.statistic(abstention.Ordering(v, np.ones(n, bool), ans,
+                                                              ["pdf"] * n),
+                                          "answerable_kept@fr0.10", 0.10)[0])
+            for k, v in (("a", sharp), ("b", blunt))}
+    assert row["best"] == "a" and row["runner_up"] == "b" and row["tested"]
+    assert row["diff"] == pytest.approx(kept["a"] - kept["b"]) and row["diff"] > 0
+    assert row["p_permutation"] is None and row["p_holm"] == pytest.approx(row["p_bootstrap"])
+    assert row["significant"] and "bootstrap" in row["note"]
+    assert row["n"] == int(ans.sum())

@@ -285,8 +285,10 @@ def test_the_leaderboard_page(board):
     assert "false recall, scope and latency" in html and "<b>best</b>" in html
     assert "recall@1000" in html and "gate &gt;= 0.9" in html
     summary = summary_of(html)
-    assert "Why the rows are ordered by recall@1000" in summary
-    assert "first-stage measure" in summary and "recall@10" in summary and "gated" in summary
+    assert "Why the rows are ordered as they are" in summary
+    assert "Rows are ordered by recall@1000" in summary and "first-stage measure" in summary
+    assert "Rows are ordered by answerable_kept@fr0.10" in summary        # the cartridge table
+    assert "silence cannot head the cartridge table" in summary and "gated" in summary
     assert "Which system is best, size &lt;=1B" in summary and "<th>best system</th>" in summary
     assert HOSTILE not in html and "&lt;img/src=x/onerror=" in html      # escaped
     assert "script-src &#x27;none&#x27;" in html and "Traceback" not in html

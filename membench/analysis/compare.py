@@ -74,6 +74,9 @@ from ..modalities import MODALITIES
 from .frames import item_frame, judgment_sets, judgment_view, metric_values
 
 N_PAIRED_RESAMPLES = 10_000
+#: resamples of an abstention-order difference in :func:`best_systems` (as compare_runs'
+#: default ``ordering_resamples``: each draw re-sorts every system's items)
+N_ORDERING_RESAMPLES = 2_000
 _BLOCK = 2_000_000          # resample-matrix cells held at once
 
 
@@ -401,7 +404,11 @@ def best_systems(scores: dict[str, Any], *, measures: tuple[str, ...] | list[str
     items), ``p_permutation`` (sign-flip, :func:`paired_test`), ``p_holm`` (Holm over the
     measures tested) and ``significant`` (Holm p and bootstrap p below 0.05), or ``tested``
     False with ``note`` (a latency percentile: a median is not a mean, so it is shown without
-    a test; every system tied). A measure the runs do not carry per item is left out."""
+    a test; every system tied). An abstention-order measure (``answerable_kept@fr0.10``,
+    ``abstention_auc``: :mod:`membench.metrics.abstention`) has no per-item values: its
+    difference is tested by :func:`membench.metrics.abstention.paired_difference` (paired
+    bootstrap over the items; its bootstrap p enters Holm, as on page 05). A measure the runs
+    do not carry is left out."""
     from ..metrics.measures import BY_NAME
 
     labels = list(scores)
@@ -418,6 +425,14 @@ def best_systems(scores: dict[str, Any], *, measures: tuple[str, ...] | list[str
     mods = np.asarray(scores[labels[0]].modality, dtype=object)
     mask = np.ones(len(ref), bool) if scope == "all" else mods == scope
 
+    def ordering(lab: str) -> abstention.Ordering:
+        sc = scores[lab]
+        o = order[lab]
+        return abstention.Ordering(np.asarray(sc.abstention_score, dtype=float)[o][mask],
+                                   (np.asarray(sc.cartridge_size) > 0)[o][mask],
+                                   np.asarray(sc.answerable, dtype=bool)[o][mask],
+                                   np.asarray(sc.modality, dtype=object)[o][mask])
+
     def per_item(lab: str, m: str) -> np.ndarray | None:
         sc = scores[lab]
         if BY_NAME[m].percentile is not None:
@@ -429,18 +444,31 @@ def best_systems(scores: dict[str, Any], *, measures: tuple[str, ...] | list[str
         return v[order[lab]][mask]
 
     out: list[dict[str, Any]] = []
+    orders: dict[str, abstention.Ordering] = {}
     for m in measures:
         meas = BY_NAME.get(m)
         if meas is None:
             continue
-        vals = {lab: per_item(lab, m) for lab in labels}
-        if any(v is None for v in vals.values()):
-            continue
-        summary = {}
-        for lab, v in vals.items():
-            ok = v[~np.isnan(v)]
-            summary[lab] = (None if not ok.size else float(np.percentile(ok, meas.percentile))
-                            if meas.percentile is not None else float(ok.mean()))
+        is_order = m in ORDERING_MEASURES
+        if is_order:
+            if not all(hasattr(scores[lab], "abstention_score") for lab in labels):
+                continue
+            orders = orders or {lab: ordering(lab) for lab in labels}
+            summary = {}
+            for lab in labels:
+                v = float(abstention.statistic(orders[lab], m, MAX_FALSE_RECALL)[0])
+                summary[lab] = None if math.isnan(v) else v
+            vals = {}
+        else:
+            vals = {lab: per_item(lab, m) for lab in labels}
+            if any(v is None for v in vals.values()):
+                continue
+            summary = {}
+            for lab, v in vals.items():
+                ok = v[~np.isnan(v)]
+                summary[lab] = (None if not ok.size else
+                                float(np.percentile(ok, meas.percentile))
+                                if meas.percentile is not None else float(ok.mean()))
         ranked = sorted((lab for lab in labels if summary[lab] is not None),
                         key=lambda lab: (-summary[lab] if meas.direction == "higher"
                                          else summary[lab], labels.index(lab)))
@@ -455,7 +483,8 @@ def best_systems(scores: dict[str, Any], *, measures: tuple[str, ...] | list[str
             "runner_up": second, "runner_up_value": summary[second] if second else None,
             "tied": tied, "diff": summary[best] - summary[second] if second else 0.0,
             "diff_ci95": [None, None],
-            "n": int((~np.isnan(vals[best]) & ~np.isnan(vals[second or best])).sum()),
+            "n": (orders[best].counted(m) if is_order else
+                  int((~np.isnan(vals[best]) & ~np.isnan(vals[second or best])).sum())),
             "p_permutation": None, "p_bootstrap": None, "p_holm": None, "significant": False,
             "tested": False, "note": ""}
         if len(tied) > 1:
@@ -467,14 +496,27 @@ def best_systems(scores: dict[str, Any], *, measures: tuple[str, ...] | list[str
             row["note"] = "every system has the same value"
         else:
             # a tie for the lead: the first of the tied, tested against the next system
-            t = paired_test(vals[best], vals[second], f"best|{scope}|{m}",
-                            n_resamples=n_resamples, seed=seed)
+            if is_order:
+                t = abstention.paired_difference(
+                    orders[best], orders[second], m, f"best|{scope}|{m}",
+                    max_false_recall=MAX_FALSE_RECALL,
+                    n_resamples=min(n_resamples, N_ORDERING_RESAMPLES), seed=seed)
+                row["note"] = ("an abstention-order statistic: paired bootstrap p (no "
+                               "per-item values to sign-flip)")
+            else:
+                t = paired_test(vals[best], vals[second], f"best|{scope}|{m}",
+                                n_resamples=n_resamples, seed=seed)
+            p_perm = t["p_permutation"]
             row.update({"diff": t["diff"], "diff_ci95": [t["diff_ci95_lo"], t["diff_ci95_hi"]],
-                        "n": t["n"], "p_permutation": t["p_permutation"],
-                        "p_bootstrap": t["p_bootstrap"], "tested": True})
+                        "n": t["n"], "p_bootstrap": t["p_bootstrap"], "tested": True,
+                        "p_permutation": None if p_perm is None or math.isnan(p_perm)
+                        else p_perm})
         out.append(row)
     tested = [r for r in out if r["tested"]]
-    for r, a in zip(tested, holm(np.array([r["p_permutation"] for r in tested], dtype=float))):
+    # the abstention-order rows have a bootstrap p only: Holm reads it for them (as page 05)
+    ps = [r["p_permutation"] if r["p_permutation"] is not None else r["p_bootstrap"]
+          for r in tested]
+    for r, a in zip(tested, holm(np.array(ps, dtype=float))):
         r["p_holm"] = float(a)
         r["significant"] = bool(a < 0.05 and r["p_bootstrap"] < 0.05)
     return out

@@ -654,6 +654,10 @@ RANK_REASONS: dict[str, str] = {
                    "reranker or a cartridge could still use it? It orders the systems by what "
                    "they can find, the question Q2D-Web's leaderboard ranks by. Whether the "
                    "evidence is at the top is recall@10's question (the gated one) and nDCG@10's",
+    abstention.KEPT: "the false-recall gate read as an operating point: how much of the "
+                     "answerable items a system still answers when held to a false recall of "
+                     "at most 0.10. A system that always abstains scores 0 on it, so silence "
+                     "cannot head the cartridge table, as it would ranked by false recall alone",
 }
 
 

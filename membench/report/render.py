@@ -741,8 +741,11 @@ def _leaderboard_summary(label: str, lb) -> str:
             f"on the {esc(st['split'])} split ({esc(st['selection']['queries'])} queries); "
             f"judgment sets {esc(', '.join(lb.judgment_sets))}; size classes "
             f"{esc(', '.join(lb.size_classes))}.</p>{best}"
-            f'<h3>Why the rows are ordered by {esc(lb.rank_by)}</h3>'
-            f'<p id="membench-rank-reason">{esc(rank_reason(lb.rank_by))}</p></div>')
+            "<h3>Why the rows are ordered as they are</h3>"
+            f'<p id="membench-rank-reason"><b>The relevance tables</b>: '
+            f"{esc(rank_reason(lb.rank_measure('relevance')))}</p>"
+            f"<p><b>The cartridge and scope table</b>: "
+            f"{esc(rank_reason(lb.rank_measure('other')))}</p></div>")
 
 
 def render_leaderboard(page_info: tuple[str, Path, Any], out: Path) -> Rendered:
