@@ -238,3 +238,25 @@ def test_the_stepper_script_is_inlined_only_where_there_are_cases_and_allowed_by
     assert policy.replace("&#x27;", "'").count("'sha256-") == 1 and "eval" not in policy
     nb.cells[0].outputs[0]["data"]["text/html"] = "<p>no cases</p>"
     assert "<script" not in to_html(nb, {"system": "x"})
+
+
+def test_the_index_lists_a_sets_page_with_the_runs_that_link_it_now(tmp_path):
+    """Page 01 lives in its sets' folder: the index names it with the runs whose pages link it,
+    and leaves out a sets page no run links any more (its runs were made on other sets)."""
+    import json
+
+    from membench.report.render import write_index
+
+    def folder(name: str, page: str, rec: dict) -> None:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{page}.html").write_text("<p>x</p>")
+        (tmp_path / name / "report.json").write_text(json.dumps({"label": name, **rec}))
+
+    folder("sets-new", "01_validate_sets", {"pages": ["01_validate_sets"], "used_by": ["a"]})
+    folder("sets-old", "01_validate_sets", {"pages": ["01_validate_sets"], "used_by": ["a"]})
+    folder("a", "02_run_dev", {"pages": ["02_run_dev"],
+                               "links": {"01_validate_sets": "sets-new/01_validate_sets.html"}})
+    index = write_index(tmp_path).read_text()
+    assert 'href="sets-new/01_validate_sets.html"' in index and "sets-old" not in index
+    row = re.search(r'<tr class="mb-run" data-label="a">.*?</tr>', index, re.S).group(0)
+    assert 'href="sets-new/01_validate_sets.html"' in row and 'href="a/02_run_dev.html"' in row

@@ -668,7 +668,8 @@ def rank_reason(rank_by: str) -> str:
     m = BY_NAME[rank_by]
     gated = [x.name for x in MEASURES_REGISTRY if x.headline and x.gate and x.name != rank_by]
     why = RANK_REASONS.get(rank_by)
-    text = (f"Rows are ordered by {rank_by} ({m.definition.rstrip('.')}; {m.citation})"
+    first = m.definition.split(". ")[0].rstrip(".")        # its first sentence
+    text = (f"Rows are ordered by {rank_by} ({first}; {m.citation})"
             + (f": {why}." if why else "."))
     text += (f" It is gated ({m.gate.op} {m.gate.threshold:g})." if m.gate else
              " It is not gated.")

@@ -869,9 +869,16 @@ def write_index(out: Path) -> Path:
         f'<tr><td class="mb-s"><b>{esc(rec["label"])}</b></td><td class="mb-s">'
         f'{esc(", ".join(rec.get("compared") or []))}</td><td class="mb-s">{links}</td></tr>'
         for rec, links in comps)
+    # a sets page is listed with the runs of this folder that link it now; one no run links
+    # any more (the runs were made again on other set files) is left out
+    linked: dict[str, list[str]] = {}
+    for rec, _ in runs:
+        target = (rec.get("links") or {}).get(SETS_NOTEBOOK, "")
+        linked.setdefault(target.split("/", 1)[0], []).append(rec["label"])
+    set_pages = [(rec, links) for rec, links in set_pages if linked.get(rec["label"])]
     set_rows = "".join(
         f'<tr><td class="mb-s"><b>{esc(rec["label"])}</b></td><td class="mb-s">'
-        f'{esc(", ".join(rec.get("used_by") or []))}</td><td class="mb-s">{links}</td></tr>'
+        f'{esc(", ".join(linked[rec["label"]]))}</td><td class="mb-s">{links}</td></tr>'
         for rec, links in set_pages)
     policy = csp("")
     page = ("<!doctype html><html><head><meta charset='utf-8'>"
