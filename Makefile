@@ -7,9 +7,11 @@
 #   make all LIMIT=50           50 queries per modality, into runs/<system>-dev-limit50
 #   make report                 re-render the reports of the runs that exist (runs nothing)
 #   make memsys                 the real memory libraries (mem0, MemPalace, LlamaIndex) on dev
-#   make help                   what each target does and how long its cold path takes
+#   make help                   what each target does and how long it takes here, now
 # The corpus root defaults to ../shared/corpus; override with CORPUS=/path (or
-# MEMBENCH_CORPUS=/path). Every step prints progress (MEMBENCH_QUIET=1 for none).
+# MEMBENCH_CORPUS=/path). Every step prints progress (MEMBENCH_QUIET=1 for none); each target
+# first prints what it costs on a quiet machine and at the load average now
+# (membench/core/estimate.py), and make all ends with a table of what every step cost.
 
 PY       ?= python3
 VENV     ?= .venv
@@ -31,6 +33,8 @@ TIMINGS  := $(RUNS)/timings/make-$(shell date +%Y%m%d-%H%M%S-%N).jsonl
 endif
 # this checkout's code, whatever the venv has installed
 MB       := MEMBENCH_TIMINGS=$(TIMINGS) $(BIN)/python -m membench$(if $(MEMBENCH_QUIET), --quiet,)
+# what a target costs, quiet and at the load now (standard library only: runs before the venv)
+ESTIMATE := $(PY) -m membench.core.estimate
 # OCR in 2 worker processes (the output does not depend on it)
 RUNCONFIG ?= --config ocr_processes=2
 # more --config for the systems that embed (dense, hybrid), e.g. --config precision=fp32
@@ -45,67 +49,82 @@ RUNORDER   := $(filter dense,$(SYSTEMS)) $(filter-out dense,$(SYSTEMS))
 # the leaderboard's result store over the runs of this call (made anew each time)
 BOARD      := $(RUNS)/leaderboard-dev$(SUFFIX)
 
-.PHONY: all help setup sets runs memsys reports report test fuzz clean bench-cold
+.PHONY: all plan help setup sets runs memsys reports report test fuzz clean bench-cold
 
-all: reports
-	@echo "== first-time cost of each step of this make all (from $(TIMINGS)):"
-	@$(BIN)/python -m membench.core.steptimes $(TIMINGS)
+all: plan reports
+	@echo "== what each step of this make all cost (from $(TIMINGS)):"
+	@$(BIN)/python -m membench.core.steptimes $(TIMINGS) --finish
+
+# before anything else: what make all will cost here, now; the start of the step table's wall time
+plan:
+	@echo "== make all: setup (first time), sets, runs of $(SYSTEMS), leaderboard, reports."
+	@mkdir -p $(dir $(TIMINGS))
+	@$(ESTIMATE) all --systems "$(SYSTEMS)" --timings $(TIMINGS) $(if $(wildcard $(BIN)/membench),,--setup)
 
 help:
-	@echo "make all       sets, then runs, then reports (below). Cold, on a quiet 2-core machine:"
-	@echo "               9.0-9.3 min measured (sets 1, dense 6.7 with OCR and embeddings, bm25 0.1,"
-	@echo "               hybrid 0.6, reports 0.6); with warm caches (\$$MEMBENCH_CACHE or"
-	@echo "               ~/.cache/membench) 1.8-1.9 min measured (more on a busy machine)."
-	@echo "make sets      corpus check + build + validate -> $(SETS). Cold ~1 min (PDF reads), warm ~5 s."
+	@echo "make all       setup (first time), sets, runs, then reports (below); what it costs:"
+	@$(ESTIMATE) all --systems "$(SYSTEMS)" $(if $(wildcard $(BIN)/membench),,--setup)
+	@echo "make setup     the virtualenv $(VENV) with membench and its test extra (pip's progress shown)."
+	@echo "make sets      corpus check + build + validate -> $(SETS). Cold: PDF reads, cached after."
+	@$(ESTIMATE) sets
 	@echo "make runs      run $(SYSTEMS) on dev$(if $(LIMIT), ($(LIMIT) queries per modality),) -> $(RUNDIRS)."
-	@echo "               Cold (measured): dense 7 min (OCR of the images while embedding),"
-	@echo "               then bm25 and hybrid read the caches; warm: about 0.5 min each. Runs resume."
-	@echo "make reports   make runs, then render $(REPORTS)/ for those runs, two pages at a time"
-	@echo "               (about 20 s per run and 20 s for the comparison); replaces the pages of"
-	@echo "               these runs. Also the leaderboard: a result store of those runs ($(BOARD), about 20 s) and"
-	@echo "               its page 06."
+	@echo "               Cold: dense OCRs the images while embedding, then bm25 and hybrid read"
+	@echo "               the caches. Runs resume."
+	@$(ESTIMATE) runs --systems "$(SYSTEMS)"
+	@echo "make reports   make runs, then render $(REPORTS)/ for those runs, two pages at a time;"
+	@echo "               replaces the pages of these runs. Also the leaderboard: a result store"
+	@echo "               of those runs ($(BOARD)) and its page 06."
+	@$(ESTIMATE) reports
 	@echo "make report    only render $(REPORTS)/ for the runs of SYSTEMS that exist (runs nothing)."
 	@echo "make memsys    run the real memory libraries $(MEMSYS) on dev -> $(RUNS)/<name>-dev"
 	@echo "               (opt-in: not part of make all). Measured per query on a busy 2-core machine:"
 	@echo "               mempalace ~1 s, mem0 ~0.5 s, llamaindex ~0.15 s; ingest reads the embedding"
 	@echo "               cache dense fills. Their complete runs join the comparison and the"
 	@echo "               leaderboard of make all / make reports / make report."
-	@echo "make test      the test suite (what CI runs); make fuzz: the long fuzzing profile."
+	@echo "make test      the test suite (what CI runs): about 30 min on a busy 2-core machine (load"
+	@echo "               about 10). Says first whether chromium is there for the browser tests."
+	@echo "               make fuzz: the long fuzzing profile."
 	@echo "make bench-cold  the main job with a fresh empty cache, then warm; every step timed"
 	@echo "               (bench/bench_mainjob.py; make all prints its own step table at the end)."
 	@echo "Variables: SYSTEMS='bm25 dense hybrid' LIMIT=N CORPUS=DIR SETS=DIR RUNS=DIR REPORTS=DIR"
 
 $(BIN)/membench: pyproject.toml setup.py membench/run/_hitcheck.c
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[test]"
+	@echo "== setup: $(VENV) with membench and its test extra."
+	@$(ESTIMATE) setup
+	@mkdir -p $(VENV)
+	@$(PY) -m membench.core.install_progress --log $(VENV)/venv.log --timings $(TIMINGS) \
+	  --label "python3 -m venv" -- $(PY) -m venv $(VENV)
+	@$(PY) -m membench.core.install_progress --log $(VENV)/pip-upgrade.log --timings $(TIMINGS) \
+	  --label "pip upgrade" -- $(BIN)/pip install --upgrade pip
+	@$(PY) -m membench.core.install_progress --log $(VENV)/pip-install.log --timings $(TIMINGS) \
+	  --label "pip install -e .[test]" -- $(BIN)/pip install -e ".[test]"
 	@touch $@
 
 setup: $(BIN)/membench
 
 sets: setup
 	@echo "== sets: check the mirror, build $(SETS) and compare it with $(LOCK), validate."
-	@echo "   Cold: about 1 min (PDF reads, cached after); warm: about 5 s."
+	@$(ESTIMATE) sets
 	@mkdir -p $(dir $(TIMINGS))
-	$(MB) corpus check $(CORPUSFLAG) --manifest $(MANIFEST)
-	$(MB) build $(CORPUSFLAG) --out $(SETS) --manifest $(MANIFEST) --lock $(LOCK)
-	$(MB) validate --sets $(SETS) $(CORPUSFLAG) --manifest $(MANIFEST) --lock $(LOCK)
+	@$(MB) corpus check $(CORPUSFLAG) --manifest $(MANIFEST)
+	@$(MB) build $(CORPUSFLAG) --out $(SETS) --manifest $(MANIFEST) --lock $(LOCK) --brief
+	@$(MB) validate --sets $(SETS) $(CORPUSFLAG) --manifest $(MANIFEST) --lock $(LOCK)
 
 runs: sets
 	@echo "== runs: $(SYSTEMS) on dev$(if $(LIMIT), with $(LIMIT) queries per modality,) -> $(RUNDIRS)"
-	@echo "   Cold (measured, quiet 2 cores): dense 6.7 min (OCR of the images and screenshots"
-	@echo "   while embedding), then bm25 0.1 and hybrid 0.6 read the caches; warm: 0.1-0.5 min each."
-	@echo "   A run resumes where it stopped."
+	@echo "   Dense OCRs the images and screenshots while embedding; bm25 and hybrid read the caches."
+	@$(ESTIMATE) runs --systems "$(SYSTEMS)"
+	@echo "   A run resumes where it stopped. Each prints its gates; every figure: membench metrics RUN_DIR."
 	@mkdir -p $(dir $(TIMINGS))
 	@for s in $(RUNORDER); do \
-	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) $$([ $$s = bm25 ] || echo "$(DENSECONFIG)") --manifest $(MANIFEST) --lock $(LOCK) --metrics || exit 1; \
+	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) $$([ $$s = bm25 ] || echo "$(DENSECONFIG)") --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief || exit 1; \
 	done
 
 memsys: sets
 	@echo "== memsys: the real memory libraries $(MEMSYS) on dev$(if $(LIMIT), with $(LIMIT) queries per modality,) -> $(foreach s,$(MEMSYS),$(RUNS)/$(s)-dev$(SUFFIX))"
 	@echo "   Opt-in (not part of make all): slower than the reference systems per query. A run resumes."
 	@for s in $(MEMSYS); do \
-	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) --manifest $(MANIFEST) --lock $(LOCK) --metrics || exit 1; \
+	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief || exit 1; \
 	done
 
 # complete dev runs of the real memory systems (make memsys) that are not in SYSTEMS: the reports
@@ -117,9 +136,9 @@ reports: runs
 	@extra="$(MEMSYSDONE)"; \
 	echo "== reports: pages 01-04 for $(RUNDIRS)$$(for r in $$extra; do printf ' %s' $$r; done)$(if $(word 2,$(RUNDIRS)), and 05 comparing them,), 06 the leaderboard ($(BOARD)) -> $(REPORTS)/index.html"; \
 	if [ -n "$$extra" ]; then echo "   with the complete runs of make memsys: $$extra"; fi; \
-	echo "   About 0.6 min for all the pages of three runs, two at a time (measured, quiet 2 cores)."; \
-	rm -rf $(BOARD) && $(MB) leaderboard --runs $(RUNDIRS) $$extra --sets $(SETS) --out $(BOARD) && \
-	$(MB) report $(foreach r,$(RUNDIRS),--run $(r)) $$(for r in $$extra; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) --leaderboard $(BOARD) --force
+	$(ESTIMATE) reports; \
+	rm -rf $(BOARD) && $(MB) leaderboard --runs $(RUNDIRS) $$extra --sets $(SETS) --out $(BOARD) --brief && \
+	$(MB) report $(foreach r,$(RUNDIRS),--run $(r)) $$(for r in $$extra; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) --leaderboard $(BOARD) --force --brief
 
 # the reports of the runs that exist, without running anything
 report: setup
@@ -128,12 +147,21 @@ report: setup
 	if [ -z "$$(echo $$have)" ]; then \
 	  echo "make report: none of $(RUNDIRS) exists; make runs SYSTEMS='$(SYSTEMS)'$(if $(LIMIT), LIMIT=$(LIMIT),) first" >&2; exit 2; fi; \
 	if [ -n "$$(echo $$missing)" ]; then echo "== report: not run, left out: $$missing"; fi; \
-	echo "== report: pages for $$have and the leaderboard ($(BOARD)) -> $(REPORTS)/index.html (about 1 min per run)"; \
-	rm -rf $(BOARD) && $(MB) leaderboard --runs $$have --sets $(SETS) --out $(BOARD) && \
-	$(MB) report $$(for r in $$have; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) --leaderboard $(BOARD) --force
+	echo "== report: pages for $$have and the leaderboard ($(BOARD)) -> $(REPORTS)/index.html"; \
+	$(ESTIMATE) reports; \
+	rm -rf $(BOARD) && $(MB) leaderboard --runs $$have --sets $(SETS) --out $(BOARD) --brief && \
+	$(MB) report $$(for r in $$have; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) --leaderboard $(BOARD) --force --brief
 
+# the browser tests need Debian's chromium on PATH (.ci/run installs it): said before they are
+# skipped. PYTEST_ARGS: e.g. make test PYTEST_ARGS="-k report" for some of the tests only.
+CHROMIUM ?= $(shell command -v chromium 2>/dev/null || command -v chromium-browser 2>/dev/null)
+PYTEST_ARGS ?=
 test: setup
-	$(BIN)/python -m pytest
+	@echo "== test: $(if $(PYTEST_ARGS),pytest $(PYTEST_ARGS),the whole suite (about 30 min on a busy 2-core machine, load about 10))."
+	@$(if $(CHROMIUM),echo "   browser tests: chromium found ($(CHROMIUM)).",\
+	  echo "   browser tests: SKIPPED, chromium is not installed (apt-get install chromium; .ci/run"; \
+	  echo "   does it): no report page is opened in a real browser, JupyterLab is not clicked.")
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # the long fuzzing profile: 10x the examples of the one in `make test` (docs/robustness.md)
 fuzz: setup

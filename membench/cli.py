@@ -117,17 +117,21 @@ def _build_cmd(a: argparse.Namespace) -> int:
     t0 = time.time()
     res = build_sets(root, out, only=set(a.source) if a.source else None)
     print(f"built {len(res.records)} records over {len(res.items)} items into {out} "
-          f"in {time.time() - t0:.1f} s\n")
-    print(render_counts(res.stats))
-    print()
-    print(render_coverage([c.as_dict() for c in res.coverage]))
-    print()
-    print(render_derivation(coverage_rows(res.coverage, res.stats["derivation"])))
-    print()
-    for f, d in res.digests.items():
-        print(f"{d}  {out / f}")
+          f"in {time.time() - t0:.1f} s" + ("" if a.brief else "\n"))
+    if a.brief:
+        print(f"  the counts, coverage and derived-query tables: {out / 'coverage.json'}, "
+              "report page 01, or `membench build` without --brief")
+    else:
+        print(render_counts(res.stats))
+        print()
+        print(render_coverage([c.as_dict() for c in res.coverage]))
+        print()
+        print(render_derivation(coverage_rows(res.coverage, res.stats["derivation"])))
+        print()
+        for f, d in res.digests.items():
+            print(f"{d}  {out / f}")
     verdict = check_lock(res.digests, Path(a.lock), update=a.update_lock, partial=bool(a.source))
-    print("\n" + "\n".join(verdict.lines))
+    print(("" if a.brief else "\n") + "\n".join(verdict.lines))
     return 0 if verdict.ok else 1
 
 
@@ -208,7 +212,7 @@ def _run_cmd(a: argparse.Namespace) -> int:
           f"ingest {meta['ingest_seconds']:.1f} s, total {time.time() - t0:.1f} s -> {out}")
     if a.metrics:
         return _metrics_cmd(argparse.Namespace(run_dir=str(out), sets=a.sets, json=False,
-                                               partial=False, final=a.final))
+                                               partial=False, final=a.final, brief=a.brief))
     return 0
 
 
@@ -255,8 +259,9 @@ def _report_cmd(a: argparse.Namespace) -> int:
                   q2d=Path(a.q2d) if a.q2d else None,
                   leaderboard=Path(a.leaderboard) if a.leaderboard else None, jobs=a.jobs,
                   live_links=a.live_links)
-    for r in done:
-        print(f"  {r.html}")
+    if not a.brief:
+        for r in done:
+            print(f"  {r.html}")
     print(f"{len(done)} report page(s) in {time.time() - t0:.0f} s; open {Path(a.out) / 'index.html'}")
     return 0
 
@@ -279,11 +284,16 @@ def _calibrate_cmd(a: argparse.Namespace) -> int:
 
 
 def _metrics_cmd(a: argparse.Namespace) -> int:
-    from .metrics import format_table, metrics_for_run_dir
+    from .metrics import format_brief, format_table, metrics_for_run_dir
 
     m = metrics_for_run_dir(Path(a.run_dir), Path(a.sets) if a.sets else None,
                             partial=a.partial, final=a.final)
-    print(json.dumps(m, indent=1) if a.json else format_table(m))
+    if a.json:
+        print(json.dumps(m, indent=1))
+    elif getattr(a, "brief", False):
+        print(format_brief(m, Path(a.run_dir).name, where=str(a.run_dir)), end="")
+    else:
+        print(format_table(m))
     return 0
 
 
@@ -402,6 +412,10 @@ def _leaderboard_cmd(a: argparse.Namespace) -> int:
         from .analysis.leaderboard import format_markdown
 
         print(format_markdown(lbd))
+    elif a.brief:
+        from .analysis.leaderboard import format_brief
+
+        print(format_brief(lbd), end="")
     else:
         print(format_leaderboard(lbd), end="")
     return 0
@@ -543,6 +557,8 @@ manifest  REWRITE bench/corpus/manifest.jsonl (a committed file) from every mirr
     b.add_argument("--lock", default=str(LOCK_PATH), help="lock file (default: "
                    "bench/sets.lock.json)")
     b.add_argument("--update-lock", action="store_true", help="freeze this build's sha256s")
+    b.add_argument("--brief", action="store_true", help="one line for the build and the lock's "
+                   "verdict, not the counts, coverage and derivation tables")
     b.set_defaults(func=_build_cmd)
 
     v = sub.add_parser("validate", help="check built sets against every hard rule")
@@ -606,6 +622,9 @@ this one). Re-running the same command resumes an interrupted run.""")
     r.add_argument("--limit", type=positive_int, metavar="N",
                    help="at most N >= 1 queries per modality (hash-chosen)")
     r.add_argument("--metrics", action="store_true", help="compute metrics when done")
+    r.add_argument("--brief", action="store_true", help="with --metrics: print the gates and "
+                   "the headline figures in a few lines instead of the full table (metrics.json "
+                   "and `membench metrics RUN_DIR` have every figure)")
     r.add_argument("--engine", choices=["local", "ray"], default="local",
                    help="local (default: one process) or ray: holders sharded over Ray "
                    "workers, the same files (docs/ray.md; pip install 'membench[ray]')")
@@ -676,6 +695,8 @@ authentication). Ctrl-C stops it.""")
     rp.add_argument("--force", action="store_true",
                     help="replace report folders that already hold pages")
     rp.add_argument("--out", default="reports", help="reports folder (default: reports)")
+    rp.add_argument("--brief", action="store_true", help="print the count of pages and the "
+                    "index, not every page's path")
     rp.add_argument("--jobs", type=positive_int, metavar="N", help="notebooks executed at once "
                     "(default: one per CPU, at most 4); the pages are the same either way")
     rp.add_argument("--sets", help="sets folder (default: the one each run recorded)")
@@ -842,12 +863,17 @@ files or over other queries than the store's. Without --runs, prints the store's
                     "(logged)")
     lb.add_argument("--markdown", action="store_true", help="print the table over all items "
                     "as Markdown (the README's)")
+    lb.add_argument("--brief", action="store_true", help="print only the best system per "
+                    "headline measure over all items, with the others' paired tests (page 06 "
+                    "has every table)")
     lb.set_defaults(func=_leaderboard_cmd)
 
     mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")
     mt.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")
     mt.add_argument("--sets", help="sets folder (default: the one recorded in meta.json)")
     mt.add_argument("--json", action="store_true", help="print the JSON instead of the table")
+    mt.add_argument("--brief", action="store_true", help="the gates and the headline figures "
+                    "in a few lines instead of the full table")
     _read_flags(mt)
     mt.set_defaults(func=_metrics_cmd)
     for name, sp in sub.choices.items():  # also after the subcommand, without resetting it
@@ -894,7 +920,9 @@ def _main(argv: list[str] | None) -> int:
             raise MembenchError(f"$MEMBENCH_PROGRESS={mode[:40]!r}: expected one of "
                                 f"{', '.join(progress.MODES)} (or unset)")
         # the call's mode, not the process's from now on; its steps timed under its name
-        with progress.configured(mode), progress.command(list(argv or sys.argv[1:])):
+        # a server waits for requests on purpose: no "still working" lines from it
+        with progress.configured(mode), progress.command(
+                list(argv or sys.argv[1:]), heartbeat=a.func is not _serve_cmd):
             return a.func(a)
     except MembenchError as e:
         print(f"membench: {e}", file=sys.stderr)

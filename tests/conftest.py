@@ -53,3 +53,15 @@ def _no_score_cache():
         os.environ.pop("MEMBENCH_SCORE_CACHE", None)
     else:
         os.environ["MEMBENCH_SCORE_CACHE"] = old
+
+
+def pytest_report_header(config):
+    """Whether the browser tests can run (they are skipped without Debian's chromium): said
+    before the tests start, not only in the skip summary at the end."""
+    from membench.report.browser_check import chromium
+
+    exe = chromium()
+    if exe:
+        return f"browser tests: chromium at {exe}"
+    return ("browser tests: SKIPPED: chromium is not installed (apt-get install chromium; "
+            ".ci/run does); the report pages are not opened in a browser")

@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 
 from membench.analysis.browse import Browser, Case, CaseAtom, cases, counts_frame, render_case_html
+from membench.core.errors import MembenchError
 from membench.metrics import read_atoms, read_run, score_items
 from membench.modalities import MODALITIES
 from membench.modalities import render as rr
@@ -261,6 +262,28 @@ def test_hand_made_cases(hand_run):
     assert df.loc["conversation", "abstention rate (answerable)"] == pytest.approx(2 / 3)
     cols = list(df.columns)
     assert cols.index("abstentions on answerable") == cols.index("false-recall rate") + 1
+
+
+def test_the_static_browser_embeds_the_first_cases_of_every_kind(hand_run):
+    """The block page 04's kernel-free stepper works on: per kind its title, the count of
+    all its cases and the first n embedded (in the browser's order); n is bounded."""
+    from membench.analysis.browse import MAX_STATIC_CASES, static_browser_html
+    from membench.core.bounds import REGISTRY
+
+    html = static_browser_html(hand_run, n=1, spread=False)
+    assert html.count("data-membench-stepper") == 1
+    kinds = re.findall(r'<div class="mb-step-kind" data-kind="(\w+)" data-title="([^"]+)" '
+                       r'data-total="(\d+)">', html)
+    assert kinds == [("false_recall", "false recalls", "1"),
+                     ("miss", "answerable misses", "2"), ("scope_leak", "scope leaks", "1")]
+    assert re.findall(r'class="mb-case" data-query-id="([^"]+)" data-kind="(\w+)"', html) == [
+        ("c:q5", "false_recall"), ("c:q0", "miss"), ("c:q5", "scope_leak")]
+    assert "1 of 2 embedded" in html
+    both = static_browser_html(hand_run, n=5, spread=False)
+    assert both.count('data-kind="miss"') == 3              # the kind and its two cases
+    assert REGISTRY["static_cases"].value == MAX_STATIC_CASES
+    with pytest.raises(MembenchError, match="static_cases"):
+        static_browser_html(hand_run, n=MAX_STATIC_CASES + 1)
 
 
 # --------------------------------------------------------------------------- rendering

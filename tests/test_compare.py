@@ -185,3 +185,105 @@ def test_compare_command(runs, capsys, tmp_path):
     # one run is not a comparison: a located one-line error, exit 2
     assert main(["compare", str(runs["oracle"])]) == 2
     assert "at least two" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- which is best
+
+
+class _Scores:
+    """The parts of ItemScores best_systems reads."""
+
+    def __init__(self, ids, values, latency, modality=None, abst=None, answerable=None):
+        self.query_id = list(ids)
+        self.modality = list(modality or ["pdf"] * len(ids))
+        self.values = {k: np.asarray(v, dtype=float) for k, v in values.items()}
+        self.latency_ms = np.asarray(latency, dtype=float)
+        if abst is not None:                   # the abstention order: score, kept, answerable
+            self.abstention_score = np.asarray(abst, dtype=float)
+            self.cartridge_size = np.ones(len(ids), dtype=int)
+            self.answerable = np.asarray(answerable, dtype=bool)
+
+
+def test_best_systems_margin_test_ties_and_percentiles():
+    """The best per measure against the runner-up on the same items (aligned by query id,
+    whatever each run's order), Holm over the measures tested; a shared lead is tested against
+    the next system; a percentile is not tested; a lower-is-better measure picks the lowest."""
+    from membench.analysis.compare import best_systems, verdict
+
+    rng = np.random.default_rng(3)
+    n = 200
+    ids = [f"q{i}" for i in range(n)]
+    good = (rng.random(n) < 0.8).astype(float)
+    bad = (rng.random(n) < 0.4).astype(float)
+    fr_lo = np.where(np.arange(n) % 2 == 0, np.nan, (rng.random(n) < 0.1).astype(float))
+    fr_hi = np.where(np.arange(n) % 2 == 0, np.nan, (rng.random(n) < 0.5).astype(float))
+    same = np.ones(n)
+    a = _Scores(ids, {"recall@10": good, "false_recall_rate": fr_lo, "holder_correctness": same,
+                      "abstain_rate_answerable": bad},
+                np.full(n, 5.0))
+    rev = slice(None, None, -1)                                 # b lists its items backwards
+    b = _Scores(ids[rev], {"recall@10": bad[rev], "false_recall_rate": fr_hi[rev],
+                           "holder_correctness": same, "abstain_rate_answerable": bad[rev]},
+                np.full(n, 1.0))
+    c = _Scores(ids, {"recall@10": bad, "false_recall_rate": fr_hi, "holder_correctness": same,
+                      "abstain_rate_answerable": good}, np.full(n, 9.0))
+    rows = {r["measure"]: r for r in best_systems(
+        {"a": a, "b": b, "c": c}, measures=("recall@10", "false_recall_rate",
+                                            "holder_correctness", "abstain_rate_answerable",
+                                            "latency_p50_ms", "mrr"), n_resamples=2000)}
+    assert "mrr" not in rows                                # not carried per item: left out
+    r = rows["recall@10"]
+    assert (r["best"], r["tied"], r["runner_up"]) == ("a", ["a"], "b")
+    assert r["diff"] == pytest.approx(good.mean() - bad.mean())   # aligned by query id
+    assert r["n"] == n and r["tested"] and r["significant"] and r["p_holm"] < 0.05
+    fr = rows["false_recall_rate"]
+    assert fr["best"] == "a" and fr["diff"] < 0 and fr["n"] == n // 2   # lower is better
+    hc = rows["holder_correctness"]
+    assert hc["runner_up"] is None and not hc["tested"] and hc["tied"] == ["a", "b", "c"]
+    ab = rows["abstain_rate_answerable"]
+    assert ab["tied"] == ["a", "b"] and ab["runner_up"] == "c" and ab["tested"]
+    lat = rows["latency_p50_ms"]
+    assert lat["best"] == "b" and lat["value"] == 1.0 and not lat["tested"]
+    assert "percentile" in lat["note"]
+    ps = [rows[m]["p_permutation"] for m in ("recall@10", "false_recall_rate",
+                                               "abstain_rate_answerable")]
+    assert [rows[m]["p_holm"] for m in ("recall@10", "false_recall_rate",
+                                        "abstain_rate_answerable")] == pytest.approx(
+        list(holm(np.array(ps))))
+    text = verdict(list(rows.values()))
+    assert text.startswith("Significantly best: a on recall@10 (+")
+    assert "a = b on abstain_rate_answerable" in text
+    assert "Every system the same: holder_correctness" in text
+    assert "Not tested (a percentile): b on latency_p50_ms" in text
+    with pytest.raises(ComparisonError, match="different items"):
+        best_systems({"a": a, "d": _Scores(ids[:-1], {"recall@10": good[:-1]},
+                                           np.ones(n - 1))})
+    with pytest.raises(ComparisonError, match="at least two"):
+        best_systems({"a": a})
+
+
+def test_best_systems_tests_an_abstention_order_measure_by_the_paired_bootstrap():
+    """answerable_kept@fr0.10 has no per-item values: the best is tested against the runner-up
+    by abstention.paired_difference, and its bootstrap p enters Holm."""
+    from membench.analysis.compare import best_systems
+    from membench.metrics import abstention
+
+    rng = np.random.default_rng(5)
+    n = 300
+    ids = [f"q{i}" for i in range(n)]
+    ans = rng.random(n) < 0.6
+    sharp = np.where(ans, rng.normal(2.0, 1.0, n), rng.normal(0.0, 1.0, n))   # separates
+    blunt = rng.normal(0.0, 1.0, n)                                           # does not
+    a = _Scores(ids, {}, np.ones(n), abst=sharp, answerable=ans)
+    b = _Scores(ids, {}, np.ones(n), abst=blunt, answerable=ans)
+    (row,) = best_systems({"a": a, "b": b}, measures=("answerable_kept@fr0.10",),
+                          n_resamples=500)
+    kept = {k: float(abstention.statistic(abstention.Ordering(v, np.ones(n, bool), ans,
+                                                              ["pdf"] * n),
+                                          "answerable_kept@fr0.10", 0.10)[0])
+            for k, v in (("a", sharp), ("b", blunt))}
+    assert row["best"] == "a" and row["runner_up"] == "b" and row["tested"]
+    assert row["diff"] == pytest.approx(kept["a"] - kept["b"]) and row["diff"] > 0
+    assert row["p_permutation"] is None and row["p_holm"] == pytest.approx(row["p_bootstrap"])
+    assert row["significant"] and "bootstrap" in row["note"]
+    assert row["n"] == int(ans.sum())

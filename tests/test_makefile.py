@@ -2,7 +2,9 @@
 a full bm25 run, then `make all SYSTEMS=hybrid LIMIT=2` (its own run folder, a report with
 hybrid alone), `make report` for the runs that exist (running nothing, naming the ones left
 out), a clear refusal when none exists, and a full run after a LIMIT run. Every target says
-what it will do and what its cold path costs."""
+what it will do and what it costs, quiet and at the load now; `make all` prints short
+summaries instead of full tables, no kernel warning, and ends with a terminal step table whose
+total is its wall time; `make test` says whether the browser tests will run."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -52,6 +55,21 @@ def meta(tree, name: str) -> dict:
     return json.loads((tree[0] / "runs" / name / "meta.json").read_text())
 
 
+def seconds(text: str) -> float:
+    """The first time in ``text`` (``12.3 s`` or ``m:ss.s``) as seconds."""
+    m = re.search(r"(\d+):(\d\d\.\d)|(\d+\.\d) s", text)
+    return 60 * int(m.group(1)) + float(m.group(2)) if m.group(1) else float(m.group(3))
+
+
+def test_make_test_says_whether_the_browser_tests_run(tree):
+    found = make(tree, "test", "PYTEST_ARGS=-q --co tests/test_estimate.py",
+                 f"CHROMIUM={sys.executable}")
+    assert f"browser tests: chromium found ({sys.executable})" in found.stdout
+    missing = make(tree, "test", "PYTEST_ARGS=-q --co tests/test_estimate.py", "CHROMIUM=")
+    assert "browser tests: SKIPPED, chromium is not installed (apt-get install chromium" in \
+        missing.stdout
+
+
 def test_help_says_what_each_target_does_and_costs(tree):
     out = make(tree, "help").stdout
     for target in ("make all", "make sets", "make runs", "make reports", "make report"):
@@ -67,8 +85,27 @@ def test_any_system_any_limit_in_either_order(tree):
     assert meta(tree, "bm25-dev")["limit"] is None and meta(tree, "bm25-dev")["status"] == \
         "complete"
 
+    t0 = time.monotonic()
     quick = make(tree, "all", "SYSTEMS=hybrid", "LIMIT=2")      # after a full run
+    took = time.monotonic() - t0
     assert "== reports: pages 01-04 for" in quick.stdout
+    out = quick.stdout.splitlines()
+    assert out[0].startswith("== make all: ")                  # what it will cost, first
+    assert out[1].startswith("   Quiet machine (make bench-cold, load < 1.5): cold ")
+    # short summaries, not the full tables (those are in metrics.json and the pages)
+    assert re.search(r"^hybrid-dev-limit2: \d+ of \d+ gates pass", quick.stdout, re.M)
+    assert "every figure with its 95% interval: membench metrics " in quick.stdout
+    assert "best per headline measure over all items" in quick.stdout
+    assert not re.search(r"^gates$", quick.stdout, re.M) and "ci95" not in quick.stdout
+    assert "[IPKernelApp] WARNING" not in quick.stderr          # kernels over local sockets
+    # the step table: plain text, and its total is the wall time of this make all
+    table = out[out.index(next(x for x in out if x.startswith("== what each step"))) + 1:]
+    assert table[0].split()[:3] == ["command", "/", "step"] and "|" not in "".join(table)
+    assert any(x.startswith("membench run --system hybrid") for x in table)
+    total = next(x for x in table if x.startswith("all commands above"))
+    wall = next(x for x in table if x.startswith("wall time, from the start to now: "))
+    assert seconds(total) <= seconds(wall) <= took
+    assert table[-1].startswith("load average (1 min): ")
     for step in ("build", "ingest (hybrid)", "queries (hybrid)", "bootstrap", "report"):
         assert f"[membench] {step} done: " in quick.stderr, step   # a summary per step
     assert re.search(r"\[membench\] report done: 5 pages, [\d.]+ (s|min)", quick.stderr)
@@ -78,8 +115,8 @@ def test_any_system_any_limit_in_either_order(tree):
     m = meta(tree, "hybrid-dev-limit2")
     assert m["limit"] == 2 and m["system"] == "hybrid" and m["status"] == "complete"
     assert sorted(p.name for p in (root / "reports" / "hybrid-dev-limit2").glob("*.html")) == [
-        "01_validate_sets.html", "02_run_dev.html", "03_slice_failures.html",
-        "04_false_recalls.html"]
+        "02_run_dev.html", "03_slice_failures.html", "04_false_recalls.html"]
+    (sets_page,) = (root / "reports").glob("sets-*/01_validate_sets.html")  # once per sets
     assert meta(tree, "bm25-dev")["limit"] is None                # the full run is untouched
 
     # a complete run in a real memory system's folder joins the reports, an unfinished one not

@@ -23,7 +23,7 @@ def test_notebook_shape():
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert "parameters" in code[0].metadata.get("tags", [])
     assert 'run_dir = "runs/bm25-dev"' in code[0].source
-    for name in ("sets_dir = None", "corpus = None", "n_static = 5"):
+    for name in ("sets_dir = None", "corpus = None", "n_static = 20"):
         assert name in code[0].source
     assert "provenance_frame(provenance(" in code[1].source
     assert all(not c.get("outputs") for c in code)          # committed without outputs
@@ -50,6 +50,7 @@ def test_notebook_runs_with_papermill(built, corpus_root, tmp_path, monkeypatch)
     assert f'data-query-id="{first.query_id}"' in html
     assert "manifest_sha256" in html                           # the provenance table
     assert "false recalls" in html and "misses (no gold in top 10)" in html
+    assert html.count("data-membench-stepper") == 1            # the kernel-free stepper's cases
 
     from nbconvert import HTMLExporter
 

@@ -99,6 +99,104 @@ def test_heartbeat_thread_runs_on_its_own(log):
     assert "(still working: mmlongbench)" in log.getvalue()
 
 
+def test_a_step_that_waits_on_its_sub_steps_says_on_what(log):
+    """The outermost open step speaks for the steps opened inside it: while it waits at 0%,
+    its heartbeat names each sub-step's own count; the sub-steps do not beat on their own,
+    and a line of a sub-step resets the wait."""
+    clock = Clock()
+    outer = progress.Step("ingest (dense)", total=1590, unit="item", clock=clock, thread=False)
+    ocr = progress.Step("ocr", total=1111, unit="image", cached=True, clock=clock, thread=False)
+    embed = progress.Step("embed (while OCR runs)", total=20089, unit="text", clock=clock,
+                          thread=False)
+    try:
+        ocr.advance(340)
+        embed.advance(8000)
+        embed.note("batch of 1024")
+        clock.t += 20
+        assert not ocr.tick() and not embed.tick()      # the outer step speaks for them
+        assert outer.tick()
+        line = lines(log)[-1]
+        assert line.startswith("[membench] ingest (dense): 0/1590 items (0%), 20.0 s (waiting "
+                               "on: ocr 340/1111 images (31%); embed (while OCR runs) "
+                               "8000/20089 texts (40%), batch of 1024)"), line
+        clock.t += 15
+        embed._line("embed: a line of its own")          # news of the sub-step ...
+        clock.t += 10
+        assert not outer.tick()                          # ... so the outer step waits again
+        clock.t += 10
+        assert outer.tick()
+    finally:
+        embed.close()
+        ocr.close()
+    clock.t += 20
+    assert outer.tick() and lines(log)[-1].endswith("(still working)")   # nothing to wait on
+    outer.close()
+
+
+def test_a_command_beats_between_steps(log, monkeypatch):
+    """A membench command that prints nothing outside any step (imports, reading files) still
+    prints a line every heartbeat; not a server (heartbeat=False)."""
+    import time
+
+    progress.configure("lines", stream=log, heartbeat=0.1, min_interval=0)
+    with progress.command(["run", "--system", "dense"]):
+        deadline = time.monotonic() + 30
+        while "still working" not in log.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert re.search(r"\[membench\] run --system dense: still working, [\d.]+ s \(between "
+                     r"steps\)", log.getvalue())
+    quiet = io.StringIO()
+    progress.configure("lines", stream=quiet, heartbeat=0.1, min_interval=0)
+    with progress.command(["serve", "--system", "bm25"], heartbeat=False):
+        time.sleep(0.5)
+    assert quiet.getvalue() == ""
+
+
+def test_the_step_table_ends_with_the_wall_time_and_the_load(tmp_path):
+    """steptimes: a terminal table, commands in the order they started and their steps
+    parents first, the setup's row, the kernels' steps folded into one block, and a total
+    that is the wall time from make's start row (with the load)."""
+    from membench.core.steptimes import main as steptimes
+    from membench.core.steptimes import read, table
+
+    t0 = 1_000_000.0
+    rows = [
+        {"kind": "start", "t": t0, "load": 8.2, "cpus": 2},
+        {"kind": "command", "tool": "setup", "command": "setup: pip install -e .[test]",
+         "seconds": 201.0, "ok": True, "t": t0 + 201, "load": 9.0, "pid": 1},
+        {"kind": "step", "step": "ocr", "depth": 1, "seconds": 50.0, "done": 10,
+         "cache_hits": 4, "ok": True, "pid": 2, "command": "run --system dense",
+         "t": t0 + 290, "load": 10.0},
+        {"kind": "step", "step": "ingest (dense)", "depth": 0, "seconds": 80.0, "done": 12,
+         "cache_hits": None, "ok": True, "pid": 2, "command": "run --system dense",
+         "t": t0 + 300, "load": 10.0},
+        {"kind": "command", "command": "run --system dense", "seconds": 95.0, "ok": True,
+         "pid": 2, "t": t0 + 305, "load": 10.4},
+        *({"kind": "step", "step": "validate", "depth": 0, "seconds": 2.0, "done": 1,
+           "cache_hits": None, "ok": True, "pid": p, "command": "", "t": t0 + 330}
+          for p in (7, 8)),
+    ]
+    f = tmp_path / "make.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in rows) + "\nnot json\n")
+    out = table(read(f), now=t0 + 340).splitlines()
+    assert out[0].split() == ["command", "/", "step", "wall", "items", "from", "cache",
+                              "first-time"]
+    assert not [ln for ln in out if "|" in ln or "&nbsp;" in ln]
+    names = [re.match(r"^(\s*\S.*?)(?:\s{2,}|$)", ln).group(1) for ln in out[2:]]
+    assert names[:4] == ["setup: pip install -e .[test]", "membench run --system dense",
+                         "  ingest (dense)", "    ocr"]
+    assert "notebook kernels of the report (2 processes)" in names
+    assert any(ln.strip().startswith("validate (x2)") and " 4.0 s" in ln for ln in out)
+    assert "all commands above, one after the other" in out[-3] and "4:56.0" in out[-3]
+    assert out[-2] == ("wall time, from the start to now: 5:40.0 (setup, make and the shell "
+                       "between the commands: 44.0 s)")
+    assert out[-1].startswith("load average (1 min): 8.2 at the start, 9.0-10.4 as the "
+                              "commands ended, on 2 CPUs")
+    assert steptimes([str(f), "--finish"]) == 0
+    end = json.loads(f.read_text().splitlines()[-1])
+    assert end["kind"] == "end" and end["wall"] > 340
+
+
 def test_a_failed_step_says_stopped(log):
     with pytest.raises(RuntimeError):
         with progress.step("queries (bm25)", total=10, unit="query") as s:
@@ -244,9 +342,19 @@ def test_ocr_workers_overlap_the_embedding_and_the_steps_are_timed(tiny):
     assert ocr_row["depth"] == 1 and ocr_row["done"] == 2 and ocr_row["cache_hits"] == 0
     from membench.core.steptimes import main as steptimes, read, table
 
-    out = table(read(timings))
-    assert "| **membench run --system dense** |" in out and "&nbsp;&nbsp;&nbsp;&nbsp;ocr |" in out
-    assert "content | " in out and f"| {n_plain} |" in out
+    out = table(read(timings)).splitlines()
+    assert not [ln for ln in out if "|" in ln or "&nbsp;" in ln]      # a terminal table
+    cmd = [i for i, ln in enumerate(out) if ln.startswith("membench run --system dense ")]
+    assert len(cmd) == 2
+    first = out[cmd[0]:cmd[1]]                  # the first run's rows, as they were opened
+    names = [re.match(r"^(\s*\S.*?)(?:\s{2,}|$)", ln).group(1) for ln in first]
+    ingest = next(i for i, ln in enumerate(first) if ln.startswith("  ingest (dense) "))
+    ocr = next(i for i, ln in enumerate(first) if ln.startswith("    ocr "))
+    assert ingest < ocr, first                  # the parent before its sub-steps
+    content = next(ln for ln in first if ln.strip().startswith("content "))
+    assert f" {n_plain} " in content + " ", (content, names)
+    assert any(ln.startswith("wall time, from the first command's start") for ln in out)
+    assert any(ln.startswith("load average (1 min): ") for ln in out)
     assert steptimes([str(root / "missing.jsonl")]) == 1
 
 

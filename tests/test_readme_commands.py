@@ -136,8 +136,21 @@ def check_venv(cmd: str) -> None:
         assert nb.is_file(), f"{cmd!r}: no notebook {rest[0]}"
         params = [rest[i + 1] for i, a in enumerate(rest) if a == "-p"]
         assert set(params) <= _notebook_parameters(nb), f"{cmd!r}: unknown parameter"
+        # what it writes goes under reports/ (ignored by git) or a temporary folder
+        assert rest[1].startswith(("reports/", "/tmp/")), f"{cmd!r}: writes {rest[1]} " \
+            "into the repository; write under reports/ or /tmp"
     elif exe == "jupyter":
-        assert rest[0] == "lab" and (REPO_ROOT / rest[1]).is_dir(), cmd
+        paths = [a for a in rest[1:] if not a.startswith("--")]
+        flags = [a for a in rest[1:] if a.startswith("--")]
+        assert rest[0] == "lab" and len(paths) == 1 and (REPO_ROOT / paths[0]).exists(), cmd
+        assert set(flags) <= {"--allow-root"}, cmd
+
+
+def test_the_jupyterlab_line_works_as_root():
+    """JupyterLab refuses to start as root without --allow-root: the README says so where it
+    gives the command."""
+    lab = [c for c, _ in COMMANDS if c.startswith(".venv/bin/jupyter lab")]
+    assert any("--allow-root" in c for c in lab) and any("--allow-root" not in c for c in lab)
 
 
 @pytest.mark.parametrize("cmd,comment", COMMANDS, ids=[c[:60] for c, _ in COMMANDS])

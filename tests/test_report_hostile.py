@@ -202,3 +202,29 @@ def test_the_policy_stops_a_script_that_slipped_through(tmp_path):
     assert not guarded["pwned"]
     assert any("Content Security Policy" in c for c in guarded["console"])
     assert unguarded["pwned"]                                # the check can fail
+
+
+@needs_browser
+def test_browser_check_fails_a_page_whose_console_logs_an_error(tmp_path, capsys):
+    """A page whose own policy blocks something it asks for (a font, as the widget manager's
+    did) logs a console error: `browser_check --dom` calls it a problem, not "ok"."""
+    from membench.report.browser_check import main as browser_check
+
+    def page(name: str, html_out: str):
+        nb = nbformat.v4.new_notebook()
+        cell = nbformat.v4.new_code_cell("x")
+        cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": html_out})]
+        nb.cells = [cell]
+        path = tmp_path / name
+        path.write_text(to_html(nb, {"system": "x"}))
+        return path
+
+    clean = page("clean.html", "<table><tr><th>a</th></tr><tr><td>1</td></tr></table>")
+    fonts = page("fonts.html", "<style>@font-face{font-family:mbx;src:url(mbx.woff2)}"
+                 "td{font-family:mbx}</style><table><tr><th>a</th></tr><tr><td>1</td></tr>"
+                 "</table>")
+    assert browser_check(["--dom", str(clean)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(": ok")
+    assert browser_check(["--dom", str(fonts)]) == 1
+    out = capsys.readouterr().out
+    assert "console error(s)" in out and "font-src" in out

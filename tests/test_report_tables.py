@@ -4,6 +4,8 @@ tables collapsed (nothing dropped), every data string escaped, links only inside
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -163,9 +165,10 @@ def test_labels_are_safe_and_unique():
 
 def test_csp_allows_only_membench_scripts_by_hash():
     assert "script-src 'none'" in csp("<p>no script</p>")
-    page = '<script id="membench-widgets">var a=1;</script><script>evil()</script>'
+    page = '<script id="membench-stepper">var a=1;</script><script>evil()</script>'
     policy = csp(page)
     assert policy.count("'sha256-") == 1 and "unsafe-inline" not in policy.split("style-src")[0]
+    assert "unsafe-eval" not in policy                 # the stepper evaluates nothing
     assert "default-src 'none'" in policy and "connect-src 'none'" in policy
 
 
@@ -194,3 +197,66 @@ def test_index_never_links_a_folder_name_that_looks_like_a_scheme(tmp_path):
     assert 'href="javascript' not in index and "folder name not linkable" in index
     assert 'href="ok-run/02_run_dev.html"' in index
     assert "javascript:alert(1)" in index.replace("&#x27;", "'")    # named, as text
+
+
+def test_a_live_widget_becomes_a_note_and_loads_no_manager():
+    """A widget view cannot work on a static page: the page shows the JupyterLab command in
+    its place and carries neither widget state nor a script for it; the notebook keeps both."""
+    import nbformat
+
+    from membench.report.render import WIDGET_VIEW, to_html
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("browser")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={
+        WIDGET_VIEW: {"model_id": "abc", "version_major": 2, "version_minor": 0},
+        "text/plain": "VBox()"})]
+    nb.cells = [cell]
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    html = to_html(nb, {"system": "x"}, ipynb="reports/x/04_false_recalls.ipynb")
+    assert "needs a running Python kernel" in html
+    assert ".venv/bin/jupyter lab reports/x/04_false_recalls.ipynb" in html
+    assert "--allow-root" in html
+    assert "widget-state" not in html and "<script" not in html and "script-src 'none'" in \
+        html.replace("&#x27;", "'")
+    assert WIDGET_VIEW in nb.cells[0].outputs[0]["data"] and "widgets" in nb.metadata
+
+
+def test_the_stepper_script_is_inlined_only_where_there_are_cases_and_allowed_by_hash():
+    import nbformat
+
+    from membench.report.render import to_html
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={
+        "text/html": '<div class="mb-stepper" data-membench-stepper="1"></div>'})]
+    nb.cells = [cell]
+    html = to_html(nb, {"system": "x"})
+    assert html.count('<script id="membench-stepper">') == 1
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1)
+    assert policy.replace("&#x27;", "'").count("'sha256-") == 1 and "eval" not in policy
+    nb.cells[0].outputs[0]["data"]["text/html"] = "<p>no cases</p>"
+    assert "<script" not in to_html(nb, {"system": "x"})
+
+
+def test_the_index_lists_a_sets_page_with_the_runs_that_link_it_now(tmp_path):
+    """Page 01 lives in its sets' folder: the index names it with the runs whose pages link it,
+    and leaves out a sets page no run links any more (its runs were made on other sets)."""
+    import json
+
+    from membench.report.render import write_index
+
+    def folder(name: str, page: str, rec: dict) -> None:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{page}.html").write_text("<p>x</p>")
+        (tmp_path / name / "report.json").write_text(json.dumps({"label": name, **rec}))
+
+    folder("sets-new", "01_validate_sets", {"pages": ["01_validate_sets"], "used_by": ["a"]})
+    folder("sets-old", "01_validate_sets", {"pages": ["01_validate_sets"], "used_by": ["a"]})
+    folder("a", "02_run_dev", {"pages": ["02_run_dev"],
+                               "links": {"01_validate_sets": "sets-new/01_validate_sets.html"}})
+    index = write_index(tmp_path).read_text()
+    assert 'href="sets-new/01_validate_sets.html"' in index and "sets-old" not in index
+    row = re.search(r'<tr class="mb-run" data-label="a">.*?</tr>', index, re.S).group(0)
+    assert 'href="sets-new/01_validate_sets.html"' in row and 'href="a/02_run_dev.html"' in row

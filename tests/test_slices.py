@@ -273,3 +273,16 @@ def test_a_doctored_metrics_json_is_not_what_reports_show(runs, tmp_path):
     assert summaries.load_metrics(run)["all"]["recall@10"]["value"] == \
         honest["all"]["recall@10"]["value"] != 0.999
     assert json.loads((run / "metrics.json").read_text())["all"]["recall@10"]["value"] == 0.999
+
+
+def test_item_counts_names_every_column():
+    df = pd.DataFrame({"modality": ["pdf", "pdf", "pdf", "image"],
+                       "derivation": ["native", "native", "temporal", "native"],
+                       "answerable": [True, False, False, True]})
+    t = slices.item_counts(df, ["modality", "derivation"])
+    assert list(t.columns) == ["answerable", "unanswerable", "all items"]
+    assert t.loc[("pdf", "native")].tolist() == [1, 1, 2]
+    assert t.loc[("pdf", "temporal")].tolist() == [0, 1, 1]
+    assert t.loc[("image", "native")].tolist() == [1, 0, 1]      # no unanswerable: a 0 column
+    only = slices.item_counts(df[df["answerable"]], "modality")
+    assert list(only.columns) == ["answerable", "unanswerable", "all items"]

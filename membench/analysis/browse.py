@@ -27,7 +27,8 @@ with :func:`membench.modalities.region_hit` for display.
 Cases are ordered by modality (:data:`membench.modalities.MODALITIES` order), then query id.
 
 API: :func:`cases`, :func:`counts_frame`, :func:`render_case_html`, :func:`static_cases_html`,
-:class:`Browser` (ipywidgets).
+:func:`static_browser_html` (the kernel-free stepper of a report page), :class:`Browser`
+(ipywidgets, in a live kernel).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import modalities
+from ..core.bounds import bound
 from ..core.errors import MembenchError
 from ..core.paths import corpus_root as _corpus_root
 from ..metrics.rundir import RunDir
@@ -356,6 +358,11 @@ _CSS = """
 tr.mb-hl{background:#dfd}
 .mb-missing{color:#a00;font-style:italic}
 .mb-case img{border:1px solid #ccc;max-width:100%}
+.mb-step-bar{position:sticky;top:0;z-index:2;background:#fff;padding:6px 0;
+  border-bottom:1px solid #ddd;font:13px system-ui,sans-serif}
+.mb-step-button{margin-right:6px;padding:2px 10px;font:13px system-ui,sans-serif}
+.mb-step-button.mb-on{font-weight:700;background:#dde6f5}
+.mb-step-label{margin-left:6px}
 .mb-hits td,.mb-hits th{padding:1px 6px;text-align:left;vertical-align:top;font-size:12px}
 .mb-case{box-sizing:border-box;max-width:100%}
 .mb-hits td{overflow-wrap:anywhere}
@@ -577,6 +584,61 @@ def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
     return "".join(parts)
 
 
+def _choose(all_cases: list[Case], n: int, spread: bool) -> list[Case]:
+    """The first ``n`` cases, or (``spread``) round-robin over the modalities."""
+    if not spread:
+        return all_cases[:n]
+    by_mod: dict[str, list[Case]] = {}
+    for c in all_cases:
+        by_mod.setdefault(c.modality, []).append(c)
+    return [c for group in itertools.zip_longest(*by_mod.values()) for c in group
+            if c is not None][:n]
+
+
+#: what :func:`static_browser_html` embeds at most, per kind of case: a case is 60 to 450 kB
+#: of HTML with its pictures, so the page stays under about 30 MB
+MAX_STATIC_CASES = bound("static_cases", 60, "cases", "the cases of each kind page 04 "
+                         "embeds for its kernel-free stepper (n_static)",
+                         "refused with the bound named; the live browser in JupyterLab steps "
+                         "through all of them", "membench.analysis.browse")
+
+
+def static_browser_html(run_dir: str | os.PathLike | RunDir,
+                        sets_dir: str | os.PathLike | None = None,
+                        corpus_root: str | os.PathLike | None = None, n: int = 20,
+                        spread: bool = True, link_hosts: frozenset[str] | None = None) -> str:
+    """The first ``n`` cases of every kind, for a page read without a kernel: one block
+    marked ``data-membench-stepper`` holding, per kind, a ``div.mb-step-kind`` (its title, the
+    count of all its cases, the cases embedded). Without a script it reads as a list; the
+    report page's own script (``membench/report/static/stepper.js``, allowed by the page's
+    policy by its sha256) turns it into a stepper: the kind, Prev / Next, ``i / n``. The live
+    :class:`Browser` (JupyterLab) steps through every case. ``spread`` and ``link_hosts`` as
+    :func:`static_cases_html`."""
+    if not 0 <= n <= MAX_STATIC_CASES:
+        raise MembenchError(f"n_static={n}: at most {MAX_STATIC_CASES} cases of each kind are "
+                            "embedded in a page (bound static_cases); the live browser shows all")
+    data = load_run_cases(run_dir, sets_dir)
+    root = _corpus(corpus_root)
+    parts = [_CSS, '<div class="mb-stepper" data-membench-stepper="1" '
+             'style="font-family:system-ui,sans-serif">']
+    for kind, title in KINDS.items():
+        all_cases = data.of(kind, None)
+        chosen = _choose(all_cases, n, spread)
+        short = title.split(" (")[0]
+        parts.append(f'<div class="mb-step-kind" data-kind="{e(kind)}" data-title="{e(short)}" '
+                     f'data-total="{len(all_cases)}"><h3>{e(title)}: {len(chosen)} of '
+                     f"{len(all_cases)} embedded"
+                     + (" (round-robin over modalities)" if spread and chosen else "")
+                     + "</h3>")
+        if not chosen:
+            parts.append(f"<div><i>no {e(short)} in this run</i></div>")
+        parts += [render_case_html(c, root, css=False, link_hosts=link_hosts)
+                  for c in chosen]
+        parts.append("</div>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
 def static_cases_html(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None,
                       corpus_root: str | os.PathLike | None = None, kind: str = "false_recall",
                       n: int = 5, modality: str | None = None, spread: bool = False,
@@ -587,14 +649,7 @@ def static_cases_html(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | 
     modalities; the first case is the same either way."""
     data = load_run_cases(run_dir, sets_dir)
     all_cases = data.of(kind, modality)
-    if spread:
-        by_mod: dict[str, list[Case]] = {}
-        for c in all_cases:
-            by_mod.setdefault(c.modality, []).append(c)
-        chosen = [c for group in itertools.zip_longest(*by_mod.values()) for c in group
-                  if c is not None][:n]
-    else:
-        chosen = all_cases[:n]
+    chosen = _choose(all_cases, n, spread)
     head = (f'<div style="font-family:system-ui,sans-serif"><b>{e(KINDS[kind])}</b>'
             f'{" · " + e(modality) if modality and modality != "all" else ""}: '
             f'showing {len(chosen)} of {len(all_cases)} '

@@ -74,6 +74,9 @@ from ..modalities import MODALITIES
 from .frames import item_frame, judgment_sets, judgment_view, metric_values
 
 N_PAIRED_RESAMPLES = 10_000
+#: resamples of an abstention-order difference in :func:`best_systems` (as compare_runs'
+#: default ``ordering_resamples``: each draw re-sorts every system's items)
+N_ORDERING_RESAMPLES = 2_000
 _BLOCK = 2_000_000          # resample-matrix cells held at once
 
 
@@ -386,6 +389,176 @@ def _ordering(frame, mask: np.ndarray) -> abstention.Ordering:
                                g["modality"].to_numpy(dtype=object))
 
 
+def best_systems(scores: dict[str, Any], *, measures: tuple[str, ...] | list[str] = HEADLINE,
+                 n_resamples: int = N_PAIRED_RESAMPLES, seed: int = SEED,
+                 scope: str = "all") -> list[dict[str, Any]]:
+    """Which system is best on each of ``measures`` (default: the registry's headline
+    measures), over the items of ``scope`` (``all`` or a modality), and by how much.
+
+    ``scores``: label -> :class:`membench.metrics.score.ItemScores` of runs over the same items
+    (:func:`check_comparable`; aligned here by query id). Per measure, one dict: ``measure``,
+    ``direction``, ``best`` (its label), ``value``, ``tied`` (every label whose value equals
+    the best's: several when the lead is shared), ``runner_up`` and ``runner_up_value`` (the
+    best system outside ``tied``; ``None`` when every system ties), ``diff`` (best minus
+    runner-up, on the items both define), ``diff_ci95`` (paired bootstrap), ``n`` (those
+    items), ``p_permutation`` (sign-flip, :func:`paired_test`), ``p_holm`` (Holm over the
+    measures tested) and ``significant`` (Holm p and bootstrap p below 0.05), or ``tested``
+    False with ``note`` (a latency percentile: a median is not a mean, so it is shown without
+    a test; every system tied). An abstention-order measure (``answerable_kept@fr0.10``,
+    ``abstention_auc``: :mod:`membench.metrics.abstention`) has no per-item values: its
+    difference is tested by :func:`membench.metrics.abstention.paired_difference` (paired
+    bootstrap over the items; its bootstrap p enters Holm, as on page 05). A measure the runs
+    do not carry is left out."""
+    from ..metrics.measures import BY_NAME
+
+    labels = list(scores)
+    if len(labels) < 2:
+        raise ComparisonError("best_systems needs at least two runs")
+    ref = list(scores[labels[0]].query_id)
+    pos = {q: i for i, q in enumerate(ref)}
+    order: dict[str, np.ndarray] = {}
+    for lab in labels:
+        ids = list(scores[lab].query_id)
+        if set(ids) != set(ref):
+            raise ComparisonError(f"{lab} and {labels[0]} evaluate different items")
+        order[lab] = np.argsort([pos[q] for q in ids])
+    mods = np.asarray(scores[labels[0]].modality, dtype=object)
+    mask = np.ones(len(ref), bool) if scope == "all" else mods == scope
+
+    def ordering(lab: str) -> abstention.Ordering:
+        sc = scores[lab]
+        o = order[lab]
+        return abstention.Ordering(np.asarray(sc.abstention_score, dtype=float)[o][mask],
+                                   (np.asarray(sc.cartridge_size) > 0)[o][mask],
+                                   np.asarray(sc.answerable, dtype=bool)[o][mask],
+                                   np.asarray(sc.modality, dtype=object)[o][mask])
+
+    def per_item(lab: str, m: str) -> np.ndarray | None:
+        sc = scores[lab]
+        if BY_NAME[m].percentile is not None:
+            v = np.asarray(sc.latency_ms, dtype=np.float64)
+        elif m in sc.values:
+            v = np.asarray(sc.values[m], dtype=np.float64)
+        else:
+            return None
+        return v[order[lab]][mask]
+
+    out: list[dict[str, Any]] = []
+    orders: dict[str, abstention.Ordering] = {}
+    for m in measures:
+        meas = BY_NAME.get(m)
+        if meas is None:
+            continue
+        is_order = m in ORDERING_MEASURES
+        if is_order:
+            if not all(hasattr(scores[lab], "abstention_score") for lab in labels):
+                continue
+            orders = orders or {lab: ordering(lab) for lab in labels}
+            summary = {}
+            for lab in labels:
+                v = float(abstention.statistic(orders[lab], m, MAX_FALSE_RECALL)[0])
+                summary[lab] = None if math.isnan(v) else v
+            vals = {}
+        else:
+            vals = {lab: per_item(lab, m) for lab in labels}
+            if any(v is None for v in vals.values()):
+                continue
+            summary = {}
+            for lab, v in vals.items():
+                ok = v[~np.isnan(v)]
+                summary[lab] = (None if not ok.size else
+                                float(np.percentile(ok, meas.percentile))
+                                if meas.percentile is not None else float(ok.mean()))
+        ranked = sorted((lab for lab in labels if summary[lab] is not None),
+                        key=lambda lab: (-summary[lab] if meas.direction == "higher"
+                                         else summary[lab], labels.index(lab)))
+        if len(ranked) < 2:
+            continue
+        best = ranked[0]
+        tied = [lab for lab in ranked if abs(summary[lab] - summary[best]) <= 1e-12]
+        rest = [lab for lab in ranked if lab not in tied]
+        second = rest[0] if rest else None          # the best of the others
+        row: dict[str, Any] = {
+            "measure": m, "direction": meas.direction, "best": best, "value": summary[best],
+            "runner_up": second, "runner_up_value": summary[second] if second else None,
+            "tied": tied, "diff": summary[best] - summary[second] if second else 0.0,
+            "diff_ci95": [None, None],
+            "n": (orders[best].counted(m) if is_order else
+                  int((~np.isnan(vals[best]) & ~np.isnan(vals[second or best])).sum())),
+            "p_permutation": None, "p_bootstrap": None, "p_holm": None, "significant": False,
+            "tested": False, "note": ""}
+        if len(tied) > 1:
+            row["note"] = "a tie: " + ", ".join(tied) + " have the same value"
+        if meas.percentile is not None:
+            row["note"] = ("a percentile, shown without a paired test (the paired tests "
+                           "compare means)")
+        elif second is None:
+            row["note"] = "every system has the same value"
+        else:
+            # a tie for the lead: the first of the tied, tested against the next system
+            if is_order:
+                t = abstention.paired_difference(
+                    orders[best], orders[second], m, f"best|{scope}|{m}",
+                    max_false_recall=MAX_FALSE_RECALL,
+                    n_resamples=min(n_resamples, N_ORDERING_RESAMPLES), seed=seed)
+                row["note"] = ("an abstention-order statistic: paired bootstrap p (no "
+                               "per-item values to sign-flip)")
+            else:
+                t = paired_test(vals[best], vals[second], f"best|{scope}|{m}",
+                                n_resamples=n_resamples, seed=seed)
+            p_perm = t["p_permutation"]
+            row.update({"diff": t["diff"], "diff_ci95": [t["diff_ci95_lo"], t["diff_ci95_hi"]],
+                        "n": t["n"], "p_bootstrap": t["p_bootstrap"], "tested": True,
+                        "p_permutation": None if p_perm is None or math.isnan(p_perm)
+                        else p_perm})
+        out.append(row)
+    tested = [r for r in out if r["tested"]]
+    # the abstention-order rows have a bootstrap p only: Holm reads it for them (as page 05)
+    ps = [r["p_permutation"] if r["p_permutation"] is not None else r["p_bootstrap"]
+          for r in tested]
+    for r, a in zip(tested, holm(np.array(ps, dtype=float))):
+        r["p_holm"] = float(a)
+        r["significant"] = bool(a < 0.05 and r["p_bootstrap"] < 0.05)
+    return out
+
+
+def _by(rows: list[dict[str, Any]], fmt) -> str:
+    by: dict[str, list[str]] = {}
+    for r in rows:
+        by.setdefault(" = ".join(r["tied"]), []).append(fmt(r))
+    return "; ".join(f"{lab} on {', '.join(ms)}" for lab, ms in by.items())
+
+
+def _margin(r: dict[str, Any]) -> str:
+    digits = 1 if r["measure"].startswith("latency") else 3
+    return f"{r['measure']} ({r['diff']:+.{digits}f} over {r['runner_up']})"
+
+
+def verdict(rows: list[dict[str, Any]]) -> str:
+    """Which system is best, in one or two sentences from :func:`best_systems`: the leads a
+    paired test supports, the leads it does not, the ties and what was not tested."""
+    if not rows:
+        return "No headline measure could be compared."
+    sig = [r for r in rows if r["significant"]]
+    lead = [r for r in rows if r["tested"] and not r["significant"]]
+    ties = [r["measure"] for r in rows if not r["tested"] and r["runner_up"] is None]
+    untested = [r for r in rows if not r["tested"] and r["runner_up"] is not None]
+    parts = []
+    if sig:
+        parts.append("Significantly best: " + _by(sig, _margin) + ".")
+    if lead:
+        parts.append(("Ahead, but not significantly: " if sig else
+                      "No lead is significant: ") + _by(lead, _margin) + ".")
+    if ties:
+        parts.append("Every system the same: " + ", ".join(ties) + ".")
+    if untested:
+        parts.append("Not tested (a percentile): " + _by(untested, _margin) + ".")
+    n = max((r["n"] for r in rows if r["tested"]), default=None)
+    parts.append(f"(Paired tests of the best against the runner-up on the same items, n up to "
+                 f"{n}, Holm over {len(sig) + len(lead)} measures.)" if n else "")
+    return " ".join(p for p in parts if p)
+
+
 def format_comparison(comp: Comparison, *, metrics: list[str] | None = None) -> str:
     """Plain text for ``membench compare``: per scope, each system's value (n/denominator)
     side by side for the headline measures, then the paired differences (diff, interval, Holm
@@ -480,6 +653,7 @@ __all__ = [
     "PAIRED_METRICS",
     "Comparison",
     "ComparisonError",
+    "best_systems",
     "check_comparable",
     "check_metas",
     "common_judgment_sets",
@@ -489,4 +663,5 @@ __all__ = [
     "holm",
     "paired_test",
     "plot_first_stage",
+    "verdict",
 ]

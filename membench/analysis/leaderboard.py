@@ -82,6 +82,7 @@ from pydantic import (
     ValidationError,
 )
 
+from ..core import progress
 from ..core.atomic import atomic_write_json
 from ..core.errors import InputError, MembenchError
 from ..core.ids import id_problem, ids_problem
@@ -98,6 +99,7 @@ from ..metrics.measures import (
     MEAN_MEASURES,
     ORDERING_MEASURES,
 )
+from ..metrics.measures import MEASURES as MEASURES_REGISTRY
 from ..metrics.rundir import RunDir
 from ..modalities import MODALITIES
 from ..run.cards import Card, card_path, read_card, size_class
@@ -512,13 +514,22 @@ def add_runs(run_dirs: list[str | os.PathLike], out: str | os.PathLike,
     store, existing = read_store(out)
     refused: list[str] = []
     fresh: list[dict[str, Any]] = []
+    made: list[tuple[Any, dict[str, Any]]] = []
     seen: dict[str, str] = {}
-    for r in run_dirs:
-        try:
-            e = entry_from_run(r, sets_dir, final=final, seed=seed, n_resamples=n_resamples)
-        except Refused as x:
-            refused.extend(x.lines)
-            continue
+    with progress.step("leaderboard: figures of each run", total=len(run_dirs),
+                       unit="run") as bar:
+        for r in run_dirs:
+            bar.note(str(r))
+            try:
+                e = entry_from_run(r, sets_dir, final=final, seed=seed,
+                                   n_resamples=n_resamples)
+            except Refused as x:
+                refused.extend(x.lines)
+                continue
+            finally:
+                bar.advance()
+            made.append((r, e))
+    for r, e in made:
         rec = _store_record(e)
         if store is None:
             store = rec
@@ -636,6 +647,95 @@ def gate_text(c) -> str:
     return "PASS" if c["gate_pass"] else "FAIL"
 
 
+#: why a measure orders the leaderboard's rows, for the measures that have been chosen to
+#: (page 06 says it beside the ranking; :func:`rank_reason`)
+RANK_REASONS: dict[str, str] = {
+    "recall@1000": "a first-stage measure: is the evidence retrieved at all, at a depth a "
+                   "reranker or a cartridge could still use it? It orders the systems by what "
+                   "they can find, the question Q2D-Web's leaderboard ranks by. Whether the "
+                   "evidence is at the top is recall@10's question (the gated one) and nDCG@10's",
+    abstention.KEPT: "the false-recall gate read as an operating point: how much of the "
+                     "answerable items a system still answers when held to a false recall of "
+                     "at most 0.10. A system that always abstains scores 0 on it, so silence "
+                     "cannot head the cartridge table, as it would ranked by false recall alone",
+}
+
+
+def rank_reason(rank_by: str) -> str:
+    """Why the rows are ordered by ``rank_by``, and how to read the other columns: the
+    measure's definition and citation from the registry, the reason it was chosen
+    (:data:`RANK_REASONS`, where there is one) and the gated headline measures beside it."""
+    m = BY_NAME[rank_by]
+    gated = [x.name for x in MEASURES_REGISTRY if x.headline and x.gate and x.name != rank_by]
+    why = RANK_REASONS.get(rank_by)
+    first = m.definition.split(". ")[0].rstrip(".")        # its first sentence
+    text = (f"Rows are ordered by {rank_by} ({first}; {m.citation})"
+            + (f": {why}." if why else "."))
+    text += (f" It is gated ({m.gate.op} {m.gate.threshold:g})." if m.gate else
+             " It is not gated.")
+    if gated:
+        text += (f" The gated measures ({', '.join(gated)}) are columns beside it: each "
+                 "column marks its own best system and tests every other one against it, so a "
+                 "system can head the order and still fail a gate. Read the column of the "
+                 "question you have (the best per headline measure is listed above the tables).")
+    return text
+
+
+def best_rows(lb: Leaderboard, size: str, *, judgment_set: str = PRIMARY,
+              scope: str = "all") -> list[dict[str, Any]]:
+    """Per headline measure of the registry that the table shows: the best system with its
+    value, 95% interval and n, and every other system's difference from it with the Holm
+    p and whether it is significant (the leaderboard's own tests)."""
+    from ..metrics.measures import HEADLINE
+
+    t = lb.table(size, judgment_set, scope)
+    out = []
+    for m in HEADLINE:
+        g = t[t["measure"] == m]
+        if g.empty or not g["is_best"].any():
+            continue
+        b = g[g["is_best"]].iloc[0]
+        others = []
+        for r in g[~g["is_best"]].sort_values("system").to_dict("records"):
+            p = r.get("p_holm")
+            others.append({"system": r["system"], "value": _num(r["value"]),
+                           "diff": _num(r.get("diff")),
+                           "p_holm": None if p is None or np.isnan(p) else float(p),
+                           "significant": bool(r.get("significant"))})
+        out.append({"measure": m, "direction": BY_NAME[m].direction, "best": b["system"],
+                    "value": _num(b["value"]), "ci95": [_num(b["ci95_lo"]), _num(b["ci95_hi"])],
+                    "n": int(b["n"]), "others": others})
+    return out
+
+
+def _p(p: float | None) -> str:
+    return "-" if p is None else ("<0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def format_brief(lb: Leaderboard) -> str:
+    """A few lines for a log: per size class, the best system per headline measure over all
+    items (gold), and each other system as ``= best`` (not significantly different after
+    Holm) or its difference and Holm p. Page 06 has every table."""
+    lines = [(f"{len(lb.entries)} entries, {lb.store['split']} split, "
+              f"{lb.store['selection']['queries']} queries; best per headline measure over "
+              "all items (gold judgments; paired tests against the best, Holm):")]
+    for size in lb.size_classes:
+        lines.append(f"  size {size}")
+        for b in best_rows(lb, size):
+            digits = 1 if b["measure"].startswith("latency") else 3
+            rest = ", ".join(
+                f"{o['system']} " + (f"{o['diff']:+.{digits}f} (p_holm {_p(o['p_holm'])})"
+                                     if o["significant"] else
+                                     f"= best (p_holm {_p(o['p_holm'])})" if o["p_holm"]
+                                     is not None else "not tested")
+                for o in b["others"])
+            v = "n/a" if b["value"] is None else f"{b['value']:.{digits}f}"
+            lines.append(f"    {b['measure']:<24} {b['best']} {v} (n={b['n']})"
+                         + (f"; {rest}" if rest else ""))
+    lines += [f"note: {n}" for n in lb.notes]
+    return "\n".join(lines) + "\n"
+
+
 def cell_text(c, digits: int = 3) -> str:
     """One leaderboard cell as text (what :meth:`Leaderboard.wide` shows)."""
     def missing(v) -> bool:
@@ -675,6 +775,12 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
     ``relevance`` for the measures that follow the judgment set (one table per size class and
     set) and ``other`` for the rest (false recall, holder and temporal correctness, latency:
     one table per size class, listed under ``gold``)."""
+    with progress.step("leaderboard: paired tests against the best", unit="table") as bar:
+        return _leaderboard(store_dir, rank_by, n_resamples, seed, bar)
+
+
+def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, seed: int,
+                 bar: progress.Step) -> Leaderboard:
     import pandas as pd
 
     from .compare import holm, paired_test
@@ -720,11 +826,14 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
     sets = sorted({js for e in entries for js in e["judgment_sets"]},
                   key=lambda s: (s != PRIMARY, s))
     rows: list[dict[str, Any]] = []
+    bar.set_total(len(sets) * len({size_class(int(e["card"]["parameter_count"]))
+                                   for e in entries}))
     for size in ("<=1B", ">1B"):
         members = [e for e in entries if size_class(int(e["card"]["parameter_count"])) == size]
         if not members:
             continue
         for js in sets:
+            bar.note(f"size {size}, judgment set {js}")
             have = [e for e in members if js in e["judgment_sets"]]
             if len(have) < len(members):
                 notes.append(f"{size}, {js}: {len(members) - len(have)} entr(y/ies) carry no "
@@ -791,6 +900,7 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
                     r["p_holm"] = float(a)
                     r["significant"] = bool(a < 0.05 and r["p_bootstrap"] < 0.05) \
                         if not np.isnan(a) else None
+            bar.advance()
     df = pd.DataFrame(rows)
     return Leaderboard(store, entries, labels, df, rank_by, notes)
 
@@ -886,8 +996,7 @@ def format_markdown(lb: Leaderboard, *, scope: str = "all",
     return "\n".join(out)
 
 
-__all__ = ["CARTRIDGE_RANK_BY", "FORMAT", "MEASURES", "RANK_BY", "Added", "Leaderboard",
-           "Refused", "add_runs", "cell_text", "entry_from_run", "entry_sha256",
-           "format_leaderboard", "format_markdown", "gate_text", "leaderboard", "read_store",
-           "sealed", "tampered",
-           "run_card"]
+__all__ = ["CARTRIDGE_RANK_BY", "FORMAT", "MEASURES", "RANK_BY", "RANK_REASONS", "Added",
+           "Leaderboard", "Refused", "add_runs", "best_rows", "cell_text", "entry_from_run",
+           "entry_sha256", "format_brief", "format_leaderboard", "format_markdown", "gate_text",
+           "leaderboard", "rank_reason", "read_store", "run_card", "sealed", "tampered"]

@@ -184,3 +184,20 @@ def worst_slices(df, k: int = 10, *, dims: tuple[str, ...] | list[str] = SLICE_D
     res.attrs["dropped_small"] = int(len(all_) - len(keep))
     res.attrs["min_n"] = min_n
     return res
+
+
+def item_counts(df, by: str | list[str] = ("modality", "derivation")):
+    """How many items each slice of ``by`` holds: columns ``answerable``, ``unanswerable`` and
+    ``all items`` (every column named, never a bare True / False), rows by ``by``."""
+    import pandas as pd
+
+    by = [by] if isinstance(by, str) else list(by)
+    kind = df["answerable"].map({True: "answerable", False: "unanswerable"})
+    t = pd.crosstab([df[c] for c in by], kind)
+    for c in ("answerable", "unanswerable"):
+        if c not in t.columns:
+            t[c] = 0
+    t = t[["answerable", "unanswerable"]]
+    t["all items"] = t.sum(axis=1)
+    t.columns.name = None
+    return t

@@ -88,4 +88,5 @@ _MODULES: list[str] = [
     "membench.run.ray_engine",
     "membench.run.files",
     "membench.metrics.trec",
+    "membench.analysis.browse",
 ]

@@ -23,17 +23,25 @@ The default mode is ``$MEMBENCH_PROGRESS`` when set, else ``"quiet"``: a library
 notebook kernel prints nothing unless asked. The ``membench`` command configures ``"auto"``
 unless ``--quiet`` is given.
 
-Heartbeat: while a step is open, a background thread checks every second whether the step's
-last line is older than ``heartbeat`` seconds (20 by default); if it is, it prints the current
-count, the elapsed time and what the step is working on (:meth:`Step.note`). So a log shows a
-line at least every ``heartbeat`` seconds even while one item takes minutes (one large PDF, one
-batch of embeddings, one source of the build). In ``"bar"`` mode the bar is refreshed instead.
+Heartbeat: while a step is open, a background thread checks every second whether the last
+line of the step *or of any step opened inside it* is older than ``heartbeat`` seconds (20 by
+default); if it is, the outermost open step prints its count, the elapsed time and what it is
+working on (:meth:`Step.note`), or, while steps opened inside it are running, what it waits
+for: each open sub-step's own count (``ingest (dense): 0/1590 items (0%), 26.0 min (waiting
+on: ocr 340/1111 images (31%); embed (while OCR runs) 8000/20089 texts (40%))``). So a log
+shows a line at least every ``heartbeat`` seconds even while one item takes minutes (one large
+PDF, one batch of embeddings, one source of the build), and a step that only waits on its
+sub-steps never sits at a silent 0%. In ``"bar"`` mode the bar is refreshed instead, with what
+it waits for as its postfix. A ``membench`` command (:func:`command`) also beats while no step
+is open (imports, reading files between steps): ``[membench] run --system dense: still
+working, 25.0 s (between steps)``.
 
 Timings: when ``$MEMBENCH_TIMINGS`` names a file, every step that closes appends one JSON line
 to it (``{"kind": "step", "step", "depth", "seconds", "done", "cache_hits", "counters", "ok",
-"pid", "command"}``; ``depth`` 0 for a step opened with no other step open in the process), and
-each ``membench`` command appends one ``{"kind": "command", "seconds", ...}`` line when it ends
-(:func:`command`), whatever the mode. ``make all`` sets it and prints the table of
+"pid", "command", "t", "load"}``; ``depth`` 0 for a step opened with no other step open in the
+process; ``t`` the wall-clock time it ended, Unix seconds; ``load`` the 1-minute load average
+then), and each ``membench`` command appends one ``{"kind": "command", "seconds", ...}`` line
+when it ends (:func:`command`), whatever the mode. ``make all`` sets it and prints the table of
 :mod:`membench.core.steptimes` at the end: what each step cost, and how much of it was
 first-time work (done minus cache hits).
 
@@ -58,6 +66,8 @@ PREFIX = "[membench]"
 
 _lock = threading.RLock()
 _open_steps = 0                       # steps open in this process (the depth of a new one)
+_open: list[Step] = []                # those steps, in the order they were opened
+_last_write = [time.monotonic()]      # when this process last printed a progress line
 _command: list[str] = []              # the membench command running (for the timings file)
 _config: dict[str, Any] = {"mode": None, "stream": None, "every_percent": 5.0,
                            "heartbeat": 20.0, "min_interval": 1.0}
@@ -114,6 +124,7 @@ def emit(text: str) -> None:
 
 def _write(line: str) -> None:
     with _lock:
+        _last_write[0] = time.monotonic()
         s = _stream()
         if current_mode() == "bar":
             from tqdm import tqdm
@@ -164,6 +175,9 @@ class Step:
         with _lock:
             self.depth = _open_steps
             _open_steps += 1
+            # the step this one was opened inside (its heartbeat speaks for this one)
+            self.parent: Step | None = _open[-1] if _open else None
+            _open.append(self)
         if self.mode == "bar":
             from tqdm import tqdm
 
@@ -230,13 +244,44 @@ class Step:
         if self.total and 0 < worked and self.done < self.total:
             s += f", about {_secs(elapsed / worked * (self.total - self.done))} left"
         if heartbeat:
-            s += " (still working" + (f": {self.detail})" if self.detail else ")")
+            waits = self.waiting_on()
+            if waits:
+                s += " (waiting on: " + "; ".join(waits) + ")"
+            else:
+                s += " (still working" + (f": {self.detail})" if self.detail else ")")
         return s
+
+    def brief(self) -> str:
+        """``name done/total unit (pct%)`` (or ``name done unit``), with the detail noted."""
+        if self.total:
+            pct = 100.0 * min(self.done, self.total) / self.total
+            s = (f"{self.name} {self.done}/{self.total} {_plural(self.unit, self.total)} "
+                 f"({pct:.0f}%)")
+        else:
+            s = f"{self.name} {self.done} {_plural(self.unit, self.done)}"
+        return s + (f", {self.detail}" if self.detail else "")
+
+    def waiting_on(self) -> list[str]:
+        """The open steps opened inside this one (at any depth), each as :meth:`brief`."""
+        with _lock:
+            return [st.brief() for st in _open if st is not self and self._is_ancestor_of(st)]
+
+    def _is_ancestor_of(self, other: Step) -> bool:
+        p = other.parent
+        while p is not None:
+            if p is self:
+                return True
+            p = p.parent
+        return False
 
     def _line(self, text: str) -> None:
         _write(f"{PREFIX} {text}")
         self._last_line = self._clock()
         self.lines += 1
+        p = self.parent              # a line of a sub-step is news of its parents too
+        while p is not None:
+            p._last_line = p._clock()
+            p = p.parent
 
     def tick(self) -> bool:
         """The heartbeat: print a status line (or refresh the bar) when the last one is older
@@ -244,9 +289,14 @@ class Step:
         with _lock:
             if self._closed or self.mode == "quiet":
                 return False
+            if self.parent is not None and not self.parent._closed:
+                return False            # the outermost open step speaks for its sub-steps
             if self._clock() - self._last_line < _config["heartbeat"]:
                 return False
             if self._bar is not None:
+                waits = self.waiting_on()
+                if waits:
+                    self._bar.set_postfix_str("waiting on: " + "; ".join(waits), refresh=False)
                 self._bar.refresh()
                 self._last_line = self._clock()
                 return True
@@ -278,6 +328,8 @@ class Step:
         with _lock:
             self._closed = True
             _open_steps = max(0, _open_steps - 1)
+            if self in _open:
+                _open.remove(self)
             _record({"kind": "step", "step": self.name, "depth": self.depth,
                      "seconds": round(self._clock() - self.started, 3), "done": self.done,
                      "cache_hits": self.cache_hits if self.cached else None,
@@ -303,7 +355,8 @@ def _record(row: dict[str, Any]) -> None:
     path = os.environ.get("MEMBENCH_TIMINGS")
     if not path:
         return
-    row = {**row, "pid": os.getpid(), "command": " ".join(_command)}
+    row = {**row, "pid": os.getpid(), "command": " ".join(_command),
+           "t": round(time.time(), 3), "load": load_average()}
     try:
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(row, sort_keys=True) + "\n")
@@ -311,19 +364,50 @@ def _record(row: dict[str, Any]) -> None:
         pass
 
 
+def load_average() -> float | None:
+    """The 1-minute load average (``None`` where the system has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def _command_beat(name: str, t0: float, stop: threading.Event) -> None:
+    """While no step is open, a line when nothing was printed for ``heartbeat`` seconds."""
+    while not stop.wait(1.0):
+        with _lock:
+            if _open or current_mode() != "lines":
+                continue
+            now = time.monotonic()
+            if now - _last_write[0] < _config["heartbeat"]:
+                continue
+            _write(f"{PREFIX} {name}: still working, {_secs(now - t0)} (between steps)")
+
+
 @contextmanager
-def command(argv: list[str]) -> Iterator[None]:
+def command(argv: list[str], *, heartbeat: bool = True) -> Iterator[None]:
     """The membench command ``argv`` runs inside this block: its steps are recorded under it
-    and its wall time is one ``"command"`` line of the timings file (see the module
-    docstring)."""
+    and its wall time is one ``"command"`` line of the timings file; with ``heartbeat`` (not
+    for a server, which waits on purpose), a line whenever it printed nothing for the
+    heartbeat's seconds outside any step (see the module docstring)."""
     saved = list(_command)
     _command[:] = [a for a in argv if a not in ("--quiet", "-q")][:3]
     t0 = time.monotonic()
+    _last_write[0] = t0
+    stop = threading.Event()
+    beat = None
+    if heartbeat and current_mode() == "lines":
+        beat = threading.Thread(target=_command_beat, args=(" ".join(_command), t0, stop),
+                                name="progress:command", daemon=True)
+        beat.start()
     ok = False
     try:
         yield
         ok = True
     finally:
+        stop.set()
+        if beat is not None:
+            beat.join(timeout=5)
         _record({"kind": "command", "seconds": round(time.monotonic() - t0, 3), "ok": ok})
         _command[:] = saved
 
@@ -334,4 +418,5 @@ def step(name: str, total: int | None = None, unit: str = "item", *,
     return Step(name, total, unit, cached=cached)
 
 
-__all__ = ["MODES", "Step", "command", "configure", "current_mode", "emit", "step"]
+__all__ = ["MODES", "Step", "command", "configure", "current_mode", "emit", "load_average",
+           "step"]

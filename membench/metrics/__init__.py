@@ -34,7 +34,7 @@ from typing import Any
 from ..run.files import AtomRow, RunRow, read_atoms, read_run
 from ..run.protocol import TIE_BREAKING, order_hits
 from ..sets.schema import AnnotationRecord, SourceItem
-from .aggregate import DEFINITIONS, aggregate, format_table
+from .aggregate import DEFINITIONS, aggregate, format_brief, format_table
 from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
 from .measures import GATES, MEASURES, METRICS, Measure
 from .ranking import FirstHits
@@ -73,6 +73,7 @@ __all__ = [
     "bootstrap_ci",
     "compute_metrics",
     "evaluate_trec",
+    "format_brief",
     "format_table",
     "metrics_for_run_dir",
     "order_hits",

@@ -232,6 +232,34 @@ def submission_banner(metrics: dict[str, Any]) -> list[str]:
             *(f"  {r}" for r in sub.get("reasons", [])), ""]
 
 
+def format_brief(metrics: dict[str, Any], label: str, *, where: str = "") -> str:
+    """A few lines for a log (``make all``): the gates passed and the failing ones, the
+    headline figures over all items, and where the full table is (``where``: the run
+    directory). :func:`format_table` is the full table."""
+    from .measures import HEADLINE
+
+    lines = submission_banner(metrics)
+    gates = metrics.get("gates", [])
+    fail = [g for g in gates if g["pass"] is False]
+    na = sum(1 for g in gates if g["pass"] is None)
+    head = (f"{label}: {sum(1 for g in gates if g['pass'])} of {len(gates)} gates pass"
+            + (f", {len(fail)} fail" if fail else "") + (f", {na} n/a" if na else ""))
+    if fail:
+        shown = "; ".join(f"{g['scope']} {g['metric']} {_fmt(g['value'], g['metric'])} "
+                          f"(gate {g['op']} {g['threshold']})" for g in fail[:4])
+        head += f": {shown}" + (f"; and {len(fail) - 4} more" if len(fail) > 4 else "")
+    lines.append(head)
+    block = metrics.get("all", {})
+    figs = [f"{m} {_fmt(e['value'], m)} (n={e['n']})" for m in HEADLINE
+            if (e := block.get(m)) is not None]
+    if figs:
+        lines.append("  over all items: " + ", ".join(figs))
+    if where:
+        lines.append(f"  every figure with its 95% interval: membench metrics {where} "
+                     f"(and {where}/metrics.json, report page 02)")
+    return "\n".join(lines) + "\n"
+
+
 def _figure_line(label: str, m: str, e: dict[str, Any], w: int) -> str:
     """One figure of a ``metrics.json`` as a line of :func:`format_table`."""
     lo, hi = e["ci95"]

@@ -14,8 +14,9 @@ Needs Debian's ``chromium`` (``apt-get install chromium``; ``.ci/run`` installs 
   viewport, and from the DOM: every table's scroll width and right edge against the viewport
   (no column cut off), code cells (none expected), summary badges, the page title, the visible
   text, whether a marker script from data ran (``window.__membench_pwned``), JavaScript
-  errors, dialogs, and every request the page made (any that is not ``file:``/``data:`` would
-  leave the machine).
+  errors, the console's errors (``console_errors``: e.g. a font or script the page's own
+  policy blocked), dialogs, and every request the page made (any that is not
+  ``file:``/``data:`` would leave the machine). ``--dom`` fails a page with any of them.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ _DOM_JS = """() => {
     pwned: window.__membench_pwned === true,
     scripts: js.map(s => s.id || (s.src ? 'src:' + s.src : 'inline')),
     widgets: document.querySelectorAll('.widget-button, .jupyter-widgets button').length,
+    steppers: document.querySelectorAll('.mb-step-bar').length,
   };
 }"""
 
@@ -129,6 +131,7 @@ def dom_check(pages: list[Path], *, width: int = 1280, height: int = 900,
                 info["requests"] = requests
                 info["external"] = [u for u in requests if not u.startswith(LOCAL_SCHEMES)]
                 info["errors"], info["dialogs"], info["console"] = errors, dialogs, console
+                info["console_errors"] = [c for c in console if c.startswith("error:")]
                 vw = info["viewport"]
                 info["cut_off"] = [t for t in info["tables"] if t["visible"] and
                                    (t["scrollWidth"] > vw or t["right"] > vw)]
@@ -161,6 +164,11 @@ def main(argv: list[str] | None = None) -> int:
             problems.append(f"requests leaving the machine: {info['external'][:3]}")
         if info["pwned"] or info["dialogs"]:
             problems.append("a script from data ran")
+        if info["errors"]:
+            problems.append(f"{len(info['errors'])} JavaScript error(s): {info['errors'][:2]}")
+        if info["console_errors"]:
+            problems.append(f"{len(info['console_errors'])} console error(s) (e.g. something "
+                            f"the page's policy blocked): {info['console_errors'][:2]}")
         bad += bool(problems)
         print(f"{info['page']}: {info['title']!r}, {info['badges']} badges, "
               f"{len(info['tables'])} tables: " + ("; ".join(problems) or "ok"))

@@ -29,16 +29,19 @@ Safety (every page):
   manifest's source entries (:mod:`membench.core.links`), and nowhere else; every page records
   which in its provenance (``external_links``, in the footer and a ``membench:`` meta tag);
 * a Content-Security-Policy ``<meta>``: ``default-src 'none'``; images and fonts from ``data:``
-  only; inline styles allowed (pandas, matplotlib and the widgets style inline); **scripts only
-  by sha256**, and the only script a page carries is membench's own widget manager (page 04,
-  when the notebook saved widget state; ``script-src 'none'`` elsewhere). So a ``<script>`` or an
-  ``onerror=`` that slipped through from data would not run, and nothing can be fetched from
-  another machine, with or without live links: the policy names no host at all (a policy
-  cannot govern where a clicked link goes: ``navigate-to`` was dropped from CSP and no browser
-  enforces it, so that is the links' own rule above). ``'unsafe-eval'`` is allowed only on pages with the widget manager, because
-  the bundled @jupyter-widgets/html-manager compiles its state schema with ``new Function``;
-  it evaluates only strings of its own bundle, never data (the widget state is JSON);
-* the widget JavaScript is inlined from ``membench/report/static`` (no CDN).
+  only; inline styles allowed (pandas and matplotlib style inline); **scripts only by
+  sha256**, and the only script a page carries is membench's own case stepper (page 04:
+  ``static/stepper.js``, plain DOM calls, no ``eval``; ``script-src 'none'`` elsewhere). So a
+  ``<script>`` or an ``onerror=`` that slipped through from data would not run, and nothing
+  can be fetched from another machine, with or without live links: the policy names no host
+  at all (a policy cannot govern where a clicked link goes: ``navigate-to`` was dropped from
+  CSP and no browser enforces it, so that is the links' own rule above);
+* a live widget (page 04's case browser, ipywidgets) cannot work without a kernel: the page
+  shows, in its place, a note with the command that opens the executed notebook in JupyterLab
+  (:func:`live_note_html`), and loads no widget manager. The ``.ipynb`` beside the page keeps
+  the widget for JupyterLab. Nothing on a page loads a font or any other file, so the policy
+  and the page agree (a browser logs no error: ``browser_check --dom`` fails a page that
+  does).
 
 Touches: writes under ``out`` only; reads the runs, the sets and the notebooks.
 """
@@ -49,6 +52,7 @@ import base64
 import hashlib
 import json
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,12 +64,14 @@ from ..core.paths import REPO_ROOT
 from ..metrics.rundir import RunDir
 from .escape import UnsafeLink, esc, href
 from .provenance import provenance
-from .summary import compare_summary_html, summary_html
+from .summary import (best_block_html, compare_summary_html, sets_summary_html,
+                      summary_html)
 from .tables import CSS as TABLE_CSS
-from .tables import gate_rows, interval_html, th
+from .tables import fmt_num, gate_rows, interval_html, th
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 RUN_NOTEBOOKS = ("01_validate_sets", "02_run_dev", "03_slice_failures", "04_false_recalls")
+SETS_NOTEBOOK = "01_validate_sets"      # rendered once per sets content, linked from each run
 COMPARE_NOTEBOOK = "05_compare_systems"
 Q2D_NOTEBOOK = "07_q2d_pooling"
 LEADERBOARD_NOTEBOOK = "06_leaderboard"
@@ -80,9 +86,13 @@ SHORT_TITLES = {"01_validate_sets": "01 sets", "02_run_dev": "02 metrics", "03_s
                 "06_leaderboard": "06 leaderboard", "07_q2d_pooling": "07 q2d"}
 STATIC = Path(__file__).parent / "static"
 TEMPLATES = Path(__file__).parent / "templates"
-WIDGETS_JS = STATIC / "html-manager-embed.js"
-WIDGETS_JS_VERSION = "@jupyter-widgets/html-manager 1.0.15"
+STEPPER_JS = STATIC / "stepper.js"
 REPORT_JSON = "report.json"
+
+SUMMARY_CSS = """.mb-summary{font:13px system-ui,sans-serif;background:#fafafa;border:1px solid #e3e3e3;
+  border-radius:6px;padding:6px 14px;margin:8px 0 14px 0}
+.mb-summary h2{font-size:17px;margin:4px 0}.mb-summary h3{font-size:14px;margin:8px 0 4px 0}
+.mb-summary ul{margin:2px 0 6px 18px;padding:0}"""
 
 PAGE_CSS = """<style>
 body{max-width:1240px;margin:0 auto !important;padding:0 12px !important}
@@ -93,10 +103,7 @@ body{max-width:1240px;margin:0 auto !important;padding:0 12px !important}
 .mb-nav{font:13px system-ui,sans-serif;padding:8px 0;border-bottom:1px solid #ddd;
   margin-bottom:6px}
 .mb-nav a{margin-right:10px}
-.mb-summary{font:13px system-ui,sans-serif;background:#fafafa;border:1px solid #e3e3e3;
-  border-radius:6px;padding:6px 14px;margin:8px 0 14px 0}
-.mb-summary h2{font-size:17px;margin:4px 0}.mb-summary h3{font-size:14px;margin:8px 0 4px 0}
-.mb-summary ul{margin:2px 0 6px 18px;padding:0}
+""" + SUMMARY_CSS + """
 #membench-provenance{font:12px system-ui,sans-serif;margin:2em 0;border-top:1px solid #ddd}
 #membench-provenance td,#membench-provenance th{text-align:left;padding:1px 8px;
   vertical-align:top;overflow-wrap:anywhere}
@@ -116,10 +123,12 @@ class Rendered:
 @dataclass
 class Page:
     """What a page needs besides the notebook: its folder's label, the sibling pages, the
-    summary block (HTML, already escaped)."""
+    summary block (HTML, already escaped), and the pages that live in another folder
+    (``links``: page name -> relative href, e.g. page 01 in the folder of its sets)."""
     label: str
     pages: tuple[str, ...]
     summary: str = ""
+    links: dict[str, str] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------ labels
@@ -186,32 +195,62 @@ def _footer(prov: dict[str, Any]) -> str:
             + "</table></footer>\n")
 
 
+def _page_href(target: str) -> str:
+    """A link from a page to another page of the report tree: in its own folder, or (one
+    leading ``../``) in a sibling folder; anything else is :class:`UnsafeLink`."""
+    if target.startswith("../"):
+        return "../" + href(target[3:])
+    return href(target)
+
+
 def _nav(page: Page, name: str) -> str:
     links = ['<a href="../index.html">← all reports</a>',
              f"<b>{esc(page.label)}</b>"]
     for p in page.pages:
         t = esc(PAGE_TITLES.get(p, p))
         links.append(f"<span>{t}</span>" if p == name else
-                     f'<a href="{esc(href(p + ".html"))}">{t}</a>')
+                     f'<a href="{esc(_page_href(page.links.get(p, p + ".html")))}">{t}</a>')
     return '<nav class="mb-nav" id="membench-nav">' + " | ".join(links) + "</nav>"
 
 
-# webpack finds its public path from the <script src> that loaded it; an inlined bundle has
-# none and throws. The path is only used to fetch fonts and chunks, which the page's policy
-# forbids anyway, so it is set to "./" instead of throwing.
-_AUTO_PUBLIC_PATH = 'if(!e)throw new Error("Automatic publicPath is not supported in this browser");'
-
-
-def widgets_js() -> str:
-    """The bundled widget manager (``static/html-manager-embed.js``), ready to inline."""
-    js = WIDGETS_JS.read_text(encoding="utf-8")
-    if js.count(_AUTO_PUBLIC_PATH) != 1:
-        raise MembenchError(f"{WIDGETS_JS}: not the expected {WIDGETS_JS_VERSION} bundle "
-                            "(its public-path check changed); see static/README.md")
-    js = js.replace(_AUTO_PUBLIC_PATH, 'if(!e)e="./";')
+def stepper_js() -> str:
+    """The kernel-free stepper of page 04 (``static/stepper.js``), ready to inline."""
+    js = STEPPER_JS.read_text(encoding="utf-8")
     if "</script" in js.lower():
-        raise MembenchError(f"{WIDGETS_JS}: contains '</script', cannot be inlined")
+        raise MembenchError(f"{STEPPER_JS}: contains '</script', cannot be inlined")
     return js
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def live_note_html(ipynb: str = "") -> str:
+    """What a static page shows where the notebook displayed a live widget (page 04's case
+    browser): that it needs a running kernel, and the command that opens the executed
+    notebook in JupyterLab."""
+    path = ipynb or "notebooks/04_false_recalls.ipynb"
+    return ('<div class="mb-live-note" id="membench-live-note" style="font:13px system-ui,'
+            'sans-serif;border:1px solid #e0c060;background:#fff8e0;border-radius:6px;'
+            'padding:6px 12px;margin:6px 0"><b>Here the notebook shows its live case browser, '
+            "which needs a running Python kernel: a static page cannot run it.</b> The stepper "
+            "above holds the first cases of each kind. To step through every case, open the "
+            f"executed notebook in JupyterLab: <code>.venv/bin/jupyter lab {esc(path)}</code> "
+            "(as root, add <code>--allow-root</code>), then Run, Run All Cells.</div>")
+
+
+def static_copy(nb, ipynb: str = ""):
+    """The notebook as a static page shows it: every live widget view replaced by
+    :func:`live_note_html` and the saved widget state dropped (no widget manager is loaded:
+    nothing on the page would work without a kernel). The notebook itself is not changed."""
+    import copy
+
+    out = copy.deepcopy(nb)
+    out.metadata.pop("widgets", None)
+    for cell in out.cells:
+        for o in cell.get("outputs", []):
+            if WIDGET_VIEW in (o.get("data") or {}):
+                o["data"] = {"text/html": live_note_html(ipynb)}
+    return out
 
 
 def _script_hashes(page_html: str) -> list[str]:
@@ -226,25 +265,26 @@ def _script_hashes(page_html: str) -> list[str]:
 def csp(page_html: str) -> str:
     """The Content-Security-Policy of a page (see the module docstring)."""
     hashes = _script_hashes(page_html)
-    script = " ".join(hashes + ["'unsafe-eval'"]) if hashes else "'none'"
+    script = " ".join(hashes) if hashes else "'none'"
     return (f"default-src 'none'; script-src {script}; style-src 'unsafe-inline'; "
             "img-src data:; font-src data:; connect-src 'none'; object-src 'none'; "
             "base-uri 'none'; form-action 'none'; frame-src 'none'")
 
 
 def to_html(nb, prov: dict[str, Any], page: Page | None = None, name: str = "",
-            show_code: bool = False) -> str:
-    """The HTML page of an executed notebook (see the module docstring)."""
+            show_code: bool = False, ipynb: str = "") -> str:
+    """The HTML page of an executed notebook (see the module docstring). ``ipynb``: where
+    the executed notebook is written (named by the note that replaces a live widget)."""
     from nbconvert import HTMLExporter
 
     nb.metadata["membench"] = prov
     exporter = HTMLExporter(template_name="membench", extra_template_basedirs=[str(TEMPLATES)],
                             exclude_input=not show_code, exclude_input_prompt=True,
                             exclude_output_prompt=True)
-    resources: dict[str, Any] = {}
-    if "widgets" in nb.metadata:
-        resources["membench_widgets_js"] = widgets_js()
-    body, _ = exporter.from_notebook_node(nb, resources=resources)
+    body, _ = exporter.from_notebook_node(static_copy(nb, ipynb), resources={})
+    if "data-membench-stepper" in body:
+        body = body.replace("</body>", f'<script id="membench-stepper">{stepper_js()}</script>'
+                            "\n</body>", 1)
     label = page.label if page else str(prov.get("system") or "sets")
     title = f"{label} · {PAGE_TITLES.get(name, name)} · membench"
     body = re.sub(r"<title>.*?</title>", lambda _m: f"<title>{esc(title)}</title>", body,
@@ -257,11 +297,33 @@ def to_html(nb, prov: dict[str, Any], page: Page | None = None, name: str = "",
     return body.replace("</body>", _footer(prov) + "</body>", 1)
 
 
+def _shown_path(path: Path) -> str:
+    """A path as a command in the repository's root would name it (relative there when it
+    is inside)."""
+    try:
+        return str(Path(path).resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(Path(path).resolve())
+
+
 def render_notebook(name: str, parameters: dict[str, Any], out_dir: Path,
                     prov: dict[str, Any], timeout: int = 3600,
                     page: Page | None = None) -> Rendered:
     """Execute notebook ``name`` with ``parameters`` and write its page into ``out_dir``."""
     return render_shared(name, parameters, [(out_dir, prov, page)], timeout)[0]
+
+
+def kernel_config(socket_dir: str | Path):
+    """The notebook kernel talks to membench over local IPC sockets (files under
+    ``socket_dir``, a fresh private folder per execution, so kernels running at once never
+    share one) rather than TCP on 127.0.0.1: nothing listens on a port, and ipykernel has no
+    reason to warn, once per kernel, that its traffic is unencrypted."""
+    from traitlets.config import Config
+
+    c = Config()
+    c.KernelManager.transport = "ipc"
+    c.KernelManager.ip = str(Path(socket_dir) / "kernel")
+    return c
 
 
 def declared_parameters(name: str) -> set[str]:
@@ -296,9 +358,11 @@ def render_shared(name: str, parameters: dict[str, Any],
     out: list[Rendered] = []
     try:
         try:
-            pm.execute_notebook(str(src), str(tmp), parameters=parameters, kernel_name="python3",
-                                cwd=str(REPO_ROOT), progress_bar=False, log_output=False,
-                                execution_timeout=timeout)
+            with tempfile.TemporaryDirectory(prefix="membench-kernel-") as sockets:
+                pm.execute_notebook(str(src), str(tmp), parameters=parameters,
+                                    kernel_name="python3", cwd=str(REPO_ROOT),
+                                    progress_bar=False, log_output=False,
+                                    execution_timeout=timeout, config=kernel_config(sockets))
         except pm.PapermillExecutionError as e:
             error = (f"{src}: cell {e.cell_index} (execution {e.exec_count}) raised "
                      f"{e.ename}: {e.evalue}")
@@ -308,7 +372,8 @@ def render_shared(name: str, parameters: dict[str, Any],
             out_dir.mkdir(parents=True, exist_ok=True)
             html_path = out_dir / (f"{name}.html" if error is None else f"{name}.FAILED.html")
             atomic_write_text(html_path, to_html(nb, prov, page, name,
-                                                 show_code=error is not None))
+                                                 show_code=error is not None,
+                                                 ipynb=_shown_path(out_dir / f"{name}.ipynb")))
             atomic_write_text(out_dir / f"{name}.ipynb", nbformat.writes(nb))  # metadata.membench
             stale = out_dir / (f"{name}.FAILED.html" if error is None else f"{name}.html")
             stale.unlink(missing_ok=True)
@@ -454,6 +519,20 @@ def render_jobs(jobs: list[Job], workers: int, bar=None) -> list[Rendered]:
     return done  # type: ignore[return-value]
 
 
+def sets_label(set_sha256: dict[str, str] | None) -> str:
+    """The folder of the sets page (01) of one sets content: ``sets-`` and the first 12 hex
+    digits of the sha256 of the set files' sha256s (sorted by file name)."""
+    body = json.dumps(sorted((set_sha256 or {}).items()), separators=(",", ":"))
+    return "sets-" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:12]
+
+
+def _remove_page(folder: Path, name: str) -> None:
+    """A page a folder no longer holds (page 01 of a run, from before it moved to its sets'
+    folder): its HTML, failed HTML and executed notebook."""
+    for suffix in (".html", ".FAILED.html", ".ipynb"):
+        (folder / f"{name}{suffix}").unlink(missing_ok=True)
+
+
 def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
            compare: list[Path] | None = None, corpus: Path | None = None,
            notebooks: tuple[str, ...] = RUN_NOTEBOOKS, extra: dict[str, Any] | None = None,
@@ -464,15 +543,20 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     there is more than one. Every run is opened and scored first (:meth:`RunDir.open` refuses
     an incomplete run unless ``partial``, a test-split run unless ``final``, drifted sets,
     atoms past the caps, ...), so every refusal comes before any page is rendered, and the
-    notebooks get ``partial`` and ``final`` as parameters. Returns what was rendered (in the
-    order: each run's pages, the comparison, the leaderboard, the Q2D page); raises if any
-    notebook failed, after rendering all of them. Refuses folders that already hold pages
-    unless ``force``. ``leaderboard``: also page 06 for that result store
-    (:func:`render_leaderboard`), read and checked before anything is rendered. ``jobs``: how
-    many notebooks run at once (default :func:`default_jobs`; the pages are the same either
-    way). ``live_links``: URLs that the data names are links on page 04 when ``https`` to a
-    host of the corpus manifest's source entries (default: text); recorded in every page's
-    provenance (:func:`external_links`)."""
+    notebooks get ``partial`` and ``final`` as parameters. Page 01 (the sets) is rendered once
+    per sets content, into ``<out>/sets-<digest>/`` (:func:`sets_label`), and every run made
+    on those set files links to it. The comparison's summary and record carry the best system
+    per headline measure (:func:`membench.analysis.compare.best_systems`), which the index
+    shows. Returns what was rendered (in the order: each sets page, each run's pages, the
+    comparison, the leaderboard, the Q2D page); raises if any notebook failed, after rendering
+    all of them. Refuses folders that already hold pages unless ``force``. ``leaderboard``:
+    also page 06 for that result store (:func:`render_leaderboard`), read and checked before
+    anything is rendered. ``jobs``: how many notebooks run at once (default
+    :func:`default_jobs`; the pages are the same either way). ``live_links``: URLs that the
+    data names are links on page 04 when ``https`` to a host of the corpus manifest's source
+    entries (default: text); recorded in every page's provenance (:func:`external_links`)."""
+    from ..analysis.compare import ComparisonError, best_systems, verdict
+
     out = Path(out)
     all_paths = [Path(r).resolve() for r in [*runs, *(compare or [])]]
     if not all_paths and q2d is None and leaderboard is None:
@@ -485,35 +569,64 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
         rd.scores()
     labels = unique_labels([rd.path for rd in opened])
     cmp_label = safe_label("compare-" + "-vs-".join(labels)) if len(opened) > 1 else None
-    check_targets(out, labels + ([cmp_label] if cmp_label else [])
+    sets_page = SETS_NOTEBOOK in notebooks
+    run_pages = tuple(n for n in notebooks if n != SETS_NOTEBOOK)
+    provs = [provenance(rd) for rd in opened]
+    set_labels = [sets_label(pv.get("set_sha256")) for pv in provs]
+    check_targets(out, labels + (list(dict.fromkeys(set_labels)) if sets_page else [])
+                  + ([cmp_label] if cmp_label else [])
                   + ([q2d_page[0]] if q2d_page else []) + ([board[0]] if board else []), force)
     sets = str(Path(sets_dir).resolve()) if sets_dir else None
     root = str(Path(corpus).resolve()) if corpus else None
     links = external_links(live_links)
     per_run: list[tuple[str, dict[str, Any] | None]] = []
     todo: list[Job] = []
-    for rd, label in zip(opened, labels):
-        prov = provenance(rd)
+    sets_jobs: dict[str, Job] = {}
+    for rd, label, prov, slab in zip(opened, labels, provs, set_labels):
         prov["external_links"] = links
         metrics, why = _metrics(rd)
         per_run.append((label, metrics))
-        page = Page(label, tuple(notebooks), summary_html(metrics, label, missing=why))
+        page_links = {SETS_NOTEBOOK: f"../{slab}/{SETS_NOTEBOOK}.html"} if sets_page else {}
+        page = Page(label, tuple(notebooks), summary_html(metrics, label, missing=why),
+                    page_links)
         params = {"run_dir": str(rd.path), "sets_dir": str(rd.sets_dir.resolve()),
                   "corpus": root, "live_links": bool(live_links), **flags, **(extra or {})}
-        record = _record(label, rd, metrics, list(notebooks))
-        todo += [Job(name, params, out / label, prov, page, record) for name in notebooks]
-        if not notebooks:
+        record = _record(label, rd, metrics, list(run_pages))
+        if sets_page:
+            record["links"] = {SETS_NOTEBOOK: f"{slab}/{SETS_NOTEBOOK}.html"}
+            _remove_page(out / label, SETS_NOTEBOOK)
+            if slab not in sets_jobs:
+                sprov = provenance(sets_dir=rd.sets_dir)
+                sprov["external_links"] = links
+                sets_jobs[slab] = Job(SETS_NOTEBOOK, params, out / slab, sprov,
+                                      Page(slab, (SETS_NOTEBOOK,)),
+                                      _record(slab, None, None, [SETS_NOTEBOOK],
+                                              sets=sprov["set_sha256"], used_by=[]))
+            sets_jobs[slab].record["used_by"].append(label)
+        todo += [Job(name, params, out / label, prov, page, record) for name in run_pages]
+        if not run_pages:
             _write_record(out / label, record)
+    for slab, job in sets_jobs.items():
+        job.page.summary = sets_summary_html(slab, job.record["used_by"], job.record["sets"])
+    todo = [*sets_jobs.values(), *todo]
     if cmp_label:
         prov = provenance(opened[0])
         prov["external_links"] = links
         prov["compared_runs"] = [str(rd.path) for rd in opened]
         prov["system"] = " vs ".join(rd.label for rd in opened)
         prov["config"] = {lab: rd.meta.get("config") for lab, rd in zip(labels, opened)}
+        try:
+            best = best_systems({lab: rd.scores() for lab, rd in zip(labels, opened)})
+            best_note = ""
+        except ComparisonError as e:
+            best, best_note = [], str(e)
+        said = verdict(best) if best else ""
         todo.append(Job(COMPARE_NOTEBOOK, {"run_dirs": [str(rd.path) for rd in opened],
                                            "sets_dir": sets, **flags}, out / cmp_label, prov,
-                        Page(cmp_label, (COMPARE_NOTEBOOK,), compare_summary_html(per_run)),
-                        _record(cmp_label, None, None, [COMPARE_NOTEBOOK], compared=labels)))
+                        Page(cmp_label, (COMPARE_NOTEBOOK,),
+                             compare_summary_html(per_run, best, said, best_note)),
+                        _record(cmp_label, None, None, [COMPARE_NOTEBOOK], compared=labels,
+                                best=best, verdict=said, best_note=best_note)))
     if board:
         todo.append(leaderboard_job(board, out))
     if q2d_page:
@@ -589,28 +702,50 @@ def _leaderboard_page(store_dir: Path) -> tuple[str, Path, Any]:
     return safe_label(name), path, leaderboard(path)
 
 
+def _leaderboard_best_html(lb, size: str) -> str:
+    """Per headline measure of the registry the leaderboard tests: the best system over all
+    items (gold), its value [95% CI] and n, and every other system as ``= best`` or its
+    difference with the Holm p (:func:`membench.analysis.leaderboard.best_rows`)."""
+    from ..analysis.leaderboard import best_rows
+
+    body = []
+    for b in best_rows(lb, size):
+        digits = 1 if b["measure"].startswith("latency") else 3
+        others = "; ".join(
+            f"{o['system']}: " + (f"{o['diff']:+.{digits}f}, p_holm "
+                                  f"{fmt_num(o['p_holm'], 3, p_value=True)}"
+                                  if o["significant"] else
+                                  f"= best (p_holm {fmt_num(o['p_holm'], 3, p_value=True)})")
+            for o in b["others"])
+        body.append(f'<tr><td class="mb-s"><b>{th(b["measure"])}</b><br><small>'
+                    f'{esc(b["direction"])} is better</small></td>'
+                    f'<td class="mb-s">{esc(b["best"])}</td>'
+                    f'<td class="mb-n">{interval_html(b["value"], *b["ci95"], digits)}</td>'
+                    f'<td class="mb-n">{esc(b["n"])}</td><td class="mb-l">{esc(others)}</td></tr>')
+    if not body:
+        return ""
+    return ('<table class="mb-t mb-best"><thead><tr><th>measure</th><th>best system</th>'
+            "<th>value [95% CI]</th><th>n</th><th>the others against the best (difference, "
+            f"Holm p; = best: not significantly different)</th></tr></thead><tbody>"
+            f"{''.join(body)}</tbody></table>")
+
+
 def _leaderboard_summary(label: str, lb) -> str:
-    from .leaderboard_tables import leaderboard_table
+    from ..analysis.leaderboard import rank_reason
 
     st = lb.store
-    best = []
-    for size in lb.size_classes:
-        t = lb.table(size, "gold", "all")
-        r = t[(t["measure"] == lb.rank_by) & t["is_best"]]
-        if len(r):
-            best.append(f"<li>size {esc(size)}: {esc(r.iloc[0]['system'])} "
-                        f"({esc(lb.rank_by)} {interval_html(r.iloc[0]['value'], r.iloc[0]['ci95_lo'], r.iloc[0]['ci95_hi'], 3)}, "
-                        f"n={esc(int(r.iloc[0]['n']))})</li>")
-    first = (leaderboard_table(lb, lb.size_classes[0], "gold",
-                               measures=(lb.rank_by, "recall@10", "ndcg@10",
-                                         "false_recall_rate"), scopes=("all",)).html
-             if lb.size_classes and "gold" in lb.judgment_sets else "")
+    best = "".join(f"<h3>Which system is best, size {esc(size)} (all items, gold)</h3>"
+                   + _leaderboard_best_html(lb, size) for size in lb.size_classes)
     return (f'<div class="mb-summary" id="membench-summary"><h2>{esc(label)}</h2><p>'
             f'{esc(len(lb.entries))} entries '
             f"on the {esc(st['split'])} split ({esc(st['selection']['queries'])} queries); "
             f"judgment sets {esc(', '.join(lb.judgment_sets))}; size classes "
-            f"{esc(', '.join(lb.size_classes))}. Best by {esc(lb.rank_by)} over all items:</p>"
-            f"<ul>{''.join(best)}</ul>{first}</div>")
+            f"{esc(', '.join(lb.size_classes))}.</p>{best}"
+            "<h3>Why the rows are ordered as they are</h3>"
+            f'<p id="membench-rank-reason"><b>The relevance tables</b>: '
+            f"{esc(rank_reason(lb.rank_measure('relevance')))}</p>"
+            f"<p><b>The cartridge and scope table</b>: "
+            f"{esc(rank_reason(lb.rank_measure('other')))}</p></div>")
 
 
 def render_leaderboard(page_info: tuple[str, Path, Any], out: Path) -> Rendered:
@@ -663,12 +798,29 @@ def _legacy_record(d: Path) -> dict[str, Any]:
             "system": prov.get("system"), "split": prov.get("split")}
 
 
+def _links_html(d: Path, rec: dict[str, Any], pages: list[Path]) -> str:
+    """A folder's page links for the index: its own pages and those it links elsewhere
+    (``links`` of its record: page 01 in its sets' folder), in page order."""
+    targets = {p.stem: f"{d.name}/{p.name}" for p in pages}
+    for name, rel in (rec.get("links") or {}).items():
+        if name not in targets and (d.parent / rel).exists():
+            targets[name] = rel
+    try:
+        return "<br>".join(
+            f'<a href="{esc(href(targets[n]))}" title="{esc(PAGE_TITLES.get(n, n))}">'
+            f'{esc(SHORT_TITLES.get(n, n))}</a>' for n in sorted(targets))
+    except UnsafeLink:                         # a folder made by hand or an old version
+        return "<i>folder name not linkable</i>"
+
+
 def write_index(out: Path) -> Path:
-    """``<out>/index.html``: every report folder under ``out``, with its system, split,
-    headline figures (all items, value [95% CI] and n) and gate verdicts per scope."""
+    """``<out>/index.html``: first, for each comparison, which system is best on each
+    headline measure (by how much, paired test, n); then every run folder under ``out`` with
+    its system, split, headline figures (all items, value [95% CI] and n) and gate verdicts per
+    scope; the sets pages (one per sets content); the comparisons and leaderboards."""
     from ..metrics.measures import HEADLINE
 
-    runs, comps = [], []
+    runs, comps, set_pages = [], [], []
     for d in sorted(p for p in Path(out).iterdir() if p.is_dir()):
         pages = sorted(d.glob("*.html"))
         if not pages:
@@ -678,14 +830,11 @@ def write_index(out: Path) -> Path:
         except (OSError, ValueError):
             rec = _legacy_record(d)
         rec["label"] = d.name                      # the folder on disk decides the links
-        try:
-            links = "<br>".join(
-                f'<a href="{esc(href(d.name + "/" + p.name))}" '
-                f'title="{esc(PAGE_TITLES.get(p.stem, p.stem))}">'
-                f'{esc(SHORT_TITLES.get(p.stem, p.stem))}</a>' for p in pages)
-        except UnsafeLink:                         # a folder made by hand or an old version
-            links = "<i>folder name not linkable</i>"
-        (comps if rec.get("compared") else runs).append((rec, links))
+        links = _links_html(d, rec, pages)
+        if "used_by" in rec:
+            set_pages.append((rec, links))
+        else:
+            (comps if rec.get("compared") else runs).append((rec, links))
     head = "".join(f"<th>{th(m)}<br><small>[95% CI], n</small></th>" for m in HEADLINE)
     rows = []
     for rec, links in runs:
@@ -704,18 +853,42 @@ def write_index(out: Path) -> Path:
             f'{esc(rec.get("queries"))} queries</small></td>'
             f'<td class="mb-l">{n_pass} of {len(gates)} pass{_verdicts_html(gates)}</td>'
             f"{cells}<td class=\"mb-s\">{links}</td></tr>")
+    best = "".join(
+        f'<section class="mb-summary" id="membench-best-{esc(rec["label"])}">'
+        + best_block_html(rec.get("best") or [], rec.get("verdict") or "",
+                          note=rec.get("best_note") or "").replace(
+            "<h3>Which system is best</h3>",
+            f"<h2>Which system is best: {esc(', '.join(rec.get('compared') or []))}</h2>"
+            "<p>Per headline measure over all items: the best system, its lead over the "
+            "runner-up on the same items (paired bootstrap interval), the paired permutation "
+            "test corrected by Holm over the measures, and n. The gates of each run are in "
+            "the table below.</p>", 1)
+        + "</section>"
+        for rec, _ in comps if "best" in rec or rec.get("best_note"))
     comp_rows = "".join(
         f'<tr><td class="mb-s"><b>{esc(rec["label"])}</b></td><td class="mb-s">'
         f'{esc(", ".join(rec.get("compared") or []))}</td><td class="mb-s">{links}</td></tr>'
         for rec, links in comps)
+    # a sets page is listed with the runs of this folder that link it now; one no run links
+    # any more (the runs were made again on other set files) is left out
+    linked: dict[str, list[str]] = {}
+    for rec, _ in runs:
+        target = (rec.get("links") or {}).get(SETS_NOTEBOOK, "")
+        linked.setdefault(target.split("/", 1)[0], []).append(rec["label"])
+    set_pages = [(rec, links) for rec, links in set_pages if linked.get(rec["label"])]
+    set_rows = "".join(
+        f'<tr><td class="mb-s"><b>{esc(rec["label"])}</b></td><td class="mb-s">'
+        f'{esc(", ".join(linked[rec["label"]]))}</td><td class="mb-s">{links}</td></tr>'
+        for rec, links in set_pages)
     policy = csp("")
     page = ("<!doctype html><html><head><meta charset='utf-8'>"
             f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}">'
             "<title>membench reports</title>" + TABLE_CSS +
             "<style>body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1240px;"
             "padding:0 12px}#membench-runs tr.mb-run>td:first-child{white-space:normal;min-width:7em;"
-            "max-width:11em;overflow-wrap:anywhere}</style></head><body>"
-            "<h1>membench reports</h1><p>One row per run: its gates (pass / all, per scope) "
+            "max-width:11em;overflow-wrap:anywhere}" + SUMMARY_CSS + "</style></head><body>"
+            "<h1>membench reports</h1>" + best +
+            "<h2>Runs</h2><p>One row per run: its gates (pass / all, per scope) "
             "and headline figures over all items, value [95% bootstrap interval] (n = "
             "denominator). Open a run's pages for everything else.</p>"
             f'<table class="mb-t" id="membench-runs"><thead><tr><th>run</th><th>gates</th>{head}'
@@ -723,6 +896,11 @@ def write_index(out: Path) -> Path:
             + (f'<h2>Comparisons</h2><table class="mb-t"><thead><tr><th>report</th>'
                f"<th>runs</th><th>pages</th></tr></thead><tbody>{comp_rows}</tbody></table>"
                if comps else "")
+            + (f'<h2>Sets</h2><p>Page 01, once per sets content (the set files by sha256), '
+               "linked from every run made on them.</p>"
+               f'<table class="mb-t" id="membench-sets"><thead><tr><th>sets</th>'
+               f"<th>used by the runs</th><th>pages</th></tr></thead><tbody>{set_rows}"
+               "</tbody></table>" if set_pages else "")
             + "</body></html>\n")
     path = Path(out) / "index.html"
     atomic_write_text(path, page)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .escape import esc
-from .tables import fmt_interval, gate_badges, gate_rows
+from .tables import fmt_interval, fmt_num, gate_badges, gate_rows, th
 
 SMALL_N = 30
 # which page explains a failing gate
@@ -96,10 +96,72 @@ def summary_html(metrics: dict[str, Any] | None, label: str, *, missing: str = "
             + f"<h3>What to look at next</h3><ul>{steps}</ul></section>")
 
 
-def compare_summary_html(per_run: list[tuple[str, dict[str, Any] | None]]) -> str:
-    """The summary of a comparison page: each run's gate badges, one block per run."""
+def best_table_html(rows: list[dict[str, Any]]) -> str:
+    """The best system per headline measure (:func:`membench.analysis.compare.best_systems`)
+    as a table, every column labelled, every data string escaped."""
+    if not rows:
+        return ""
+    body = []
+    for r in rows:
+        digits = 1 if r["measure"].startswith("latency") else 3
+        lo, hi = (r.get("diff_ci95") or [None, None])[:2]
+        diff = fmt_interval(r["diff"], lo, hi, digits) if r["runner_up"] else "—"
+        if r["tested"]:
+            sig = "yes" if r["significant"] else "no"
+            p = fmt_num(r["p_holm"], 3, p_value=True)
+        else:
+            sig, p = "not tested", "—"
+        best = r["best"] if len(r["tied"]) == 1 else " = ".join(r["tied"]) + " (tie)"
+        cls = "mb-pass" if r["significant"] else ""
+        body.append(
+            f'<tr><td class="mb-s"><b>{th(r["measure"])}</b><br><small>'
+            f'{esc("lower is better" if r["direction"] == "lower" else "higher is better")}'
+            f'</small></td><td class="mb-s {cls}"><b>{esc(best)}</b></td>'
+            f'<td class="mb-n">{esc(fmt_num(r["value"], digits))}</td>'
+            f'<td class="mb-s">{esc(r["runner_up"] or "—")}</td>'
+            f'<td class="mb-n">{esc(fmt_num(r["runner_up_value"], digits))}</td>'
+            f'<td class="mb-n">{esc(diff)}</td><td class="mb-n">{esc(r["n"])}</td>'
+            f'<td class="mb-n">{esc(p)}</td><td class="mb-l">{esc(sig)}'
+            + (f'<br><small>{esc(r["note"])}</small>' if r.get("note") else "")
+            + "</td></tr>")
+    head = ("<tr><th>measure</th><th>best system</th><th>its value</th><th>runner-up</th>"
+            "<th>runner-up's value</th><th>difference (best − runner-up) [95% CI]</th>"
+            "<th>n (paired items)</th><th>p (permutation, Holm)</th><th>significant at 0.05"
+            "</th></tr>")
+    return (f'<table class="mb-t mb-best"><thead>{head}</thead><tbody>{"".join(body)}'
+            "</tbody></table>")
+
+
+def best_block_html(rows: list[dict[str, Any]], verdict_text: str, *, note: str = "") -> str:
+    """The answer to "which system is best": the verdict, then the table (or why there is
+    none)."""
+    if note:
+        return f"<h3>Which system is best</h3><p>Not compared item by item: {esc(note)}</p>"
+    return ("<h3>Which system is best</h3>"
+            f'<p class="mb-verdict"><b>{esc(verdict_text)}</b></p>' + best_table_html(rows))
+
+
+def sets_summary_html(label: str, runs: list[str], set_sha256: dict[str, str]) -> str:
+    """The summary of a sets page (01, once per sets content): which runs use these sets."""
+    files = ", ".join(f"{f} {d[:12]}…" for f, d in sorted(set_sha256.items()))
+    return (f'<section class="mb-summary" id="membench-summary"><h2>Summary · {esc(label)}</h2>'
+            f"<p>The sets (the set files by sha256: {esc(files)}) of "
+            f"{esc(len(runs))} run(s): <b>{esc(', '.join(runs))}</b>. One page per sets "
+            "content: every run made on these files links here. What the sets hold, the "
+            "metadata-only audit and every hard rule of <code>membench validate</code>.</p>"
+            "</section>")
+
+
+def compare_summary_html(per_run: list[tuple[str, dict[str, Any] | None]],
+                         best: list[dict[str, Any]] | None = None, verdict_text: str = "",
+                         best_note: str = "") -> str:
+    """The summary of a comparison page: the verdict and the best system per headline measure
+    (``best``, :func:`membench.analysis.compare.best_systems`), then each run's gate badges,
+    one block per run."""
     parts = ['<section class="mb-summary" id="membench-summary"><h2>Summary · '
              + esc(" vs ".join(lab for lab, _ in per_run)) + "</h2>"]
+    if best or best_note:
+        parts.append(best_block_html(best or [], verdict_text, note=best_note))
     for lab, m in per_run:
         if m is None:
             parts.append(f"<p>{esc(lab)}: no metrics.json</p>")
@@ -114,4 +176,5 @@ def compare_summary_html(per_run: list[tuple[str, dict[str, Any] | None]]) -> st
     return "".join(parts)
 
 
-__all__ = ["compare_summary_html", "next_steps", "summary_html"]
+__all__ = ["best_block_html", "best_table_html", "compare_summary_html", "next_steps",
+           "sets_summary_html", "summary_html"]

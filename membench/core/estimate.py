@@ -1,0 +1,234 @@
+"""How long ``make``'s targets take: the figures measured on a quiet machine, scaled by the load
+now, plus the setup, and what the last ``make all`` on this machine took.
+
+    python -m membench.core.estimate TARGET [--systems "bm25 dense hybrid"] [--timings FILE]
+
+``TARGET`` is ``all``, ``setup``, ``sets``, ``runs`` or ``reports``; it prints a few lines
+that start with three spaces (under the target's ``==`` line). For ``all`` with ``--timings``
+it also appends the ``start`` row (Unix time, 1-minute load average, CPUs) to the timings file,
+from which the step table at the end (:mod:`membench.core.steptimes`) takes the wall time.
+
+The quiet figures (:data:`QUIET`) are the medians of ``make bench-cold`` (docs/speed.md), on
+an otherwise idle 2-core machine (load average about 0.9 before each run). On a shared machine
+a job gets a share of the CPUs, so it takes longer: :func:`slowdown` scales them by
+``1 + a x (load - 0.9) / CPUs``, with ``load`` the 1-minute load average before the job starts
+(the other work) and ``a`` the least-squares fit to the measurements of the whole of ``make
+all`` there are (:data:`MEASURED`; about 0.84). Read the result as a rough guide: the load of a
+shared machine moves while a job runs. The cold figures apply when the
+derived-data cache (``$MEMBENCH_CACHE`` or ``~/.cache/membench``) is empty; the cache's
+presence is reported. When a finished ``make all`` left its timings under ``runs/timings``,
+its wall time and load are quoted too: a measurement of this machine.
+
+Standard library only: it runs with the system's ``python3`` before the virtualenv exists.
+Touches: appends one line to ``--timings`` (``all`` only); reads the cache folder's listing
+and ``runs/timings``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+#: quiet-machine seconds (cold, warm) per part of ``make all``: the medians of three runs of
+#: ``make bench-cold`` (load average 0.3-1.5 before each; docs/speed.md, "Measuring it")
+QUIET: dict[str, tuple[float, float]] = {
+    "sets": (55, 5),            # corpus check, build (reading the 53 PDFs), validate
+    "dense": (405, 30),         # OCR of the images while embedding, then its queries
+    "bm25": (7, 7),
+    "hybrid": (34, 32),
+    "leaderboard": (8, 3),
+    "reports": (33, 30),        # 14 pages, two at a time
+    "all": (544, 111),          # make all's wall time
+}
+#: of dense's cold figure, the OCR of the images and screenshots (6:11 in 2 workers): bm25 and
+#: hybrid pay it when they run cold without dense before them
+OCR_COLD = 371
+#: the virtualenv's setup (``python3 -m venv`` and ``pip install -e .[test]``, downloads
+#: included): seconds and the load average it was measured at, on a fresh clone
+SETUP: tuple[float, float] = (201, 10.0)
+#: the load average the quiet figures were measured at (0.3-1.5 before each run)
+QUIET_LOAD = 0.9
+#: the whole of ``make all`` measured cold without the setup, on 2 CPUs: (load average from
+#: other work before it, seconds): make bench-cold at 1.0-1.7 (docs/speed.md); a fresh clone
+#: at load about 10 during the run, about 8 of it other work (39:18 with a 3:21 setup)
+MEASURED: tuple[tuple[float, float], ...] = ((1.35, 798), (8.0, 2157))
+MEASURED_CPUS = 2
+
+
+def _fit() -> float:
+    """``a`` of :func:`slowdown`: least squares through the origin of (slowdown - 1) against
+    (load - QUIET_LOAD) / CPUs over :data:`MEASURED`."""
+    xs = [(load - QUIET_LOAD) / MEASURED_CPUS for load, _ in MEASURED]
+    ys = [secs / QUIET["all"][0] - 1 for _, secs in MEASURED]
+    return sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
+
+
+SLOPE = round(_fit(), 2)
+
+PARTS = {"sets": ("sets",), "runs": ("dense", "bm25", "hybrid"),
+         "reports": ("leaderboard", "reports")}
+
+
+def cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def load_now() -> float:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+
+
+def slowdown(load: float, n_cpus: int) -> float:
+    """How many times the quiet figures a job takes at ``load`` (the other work's 1-minute
+    load average) on ``n_cpus`` CPUs: ``1 + SLOPE x (load - QUIET_LOAD) / CPUs``, at least 1."""
+    return 1.0 + SLOPE * max(0.0, load - QUIET_LOAD) / max(1, n_cpus)
+
+
+def fmt(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def cache_warm() -> tuple[bool, Path]:
+    """Whether the derived-data cache holds OCR or embeddings (then the warm figures apply)."""
+    base = Path(os.environ.get("MEMBENCH_CACHE") or Path.home() / ".cache" / "membench")
+    for kind in ("ocr", "emb"):
+        d = base / kind
+        try:
+            if d.is_dir() and any(d.iterdir()):
+                return True, base
+        except OSError:
+            continue
+    return False, base
+
+
+def last_make_all(timings_dir: Path) -> dict | None:
+    """The newest timings file under ``timings_dir`` with an ``end`` row (a finished
+    ``make all``): its wall time and load."""
+    try:
+        files = sorted(timings_dir.glob("make-*.jsonl"), key=lambda p: p.stat().st_mtime,
+                       reverse=True)
+    except OSError:
+        return None
+    for f in files[:20]:
+        try:
+            lines = f.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        rows = []
+        for line in lines:
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue
+        end = next((r for r in reversed(rows) if isinstance(r, dict) and r.get("kind") == "end"
+                    and r.get("wall")), None)
+        start = next((r for r in rows if isinstance(r, dict) and r.get("kind") == "start"), None)
+        if end and start:
+            return {"file": str(f), "wall": float(end["wall"]), "load": start.get("load"),
+                    "systems": start.get("systems")}
+    return None
+
+
+def _quiet(parts: list[str]) -> tuple[float, float]:
+    cold = sum(QUIET[p][0] for p in parts)
+    warm = sum(QUIET[p][1] for p in parts)
+    return cold, warm
+
+
+def lines(target: str, systems: list[str], *, load: float, n_cpus: int,
+          timings_dir: Path | None = None, setup: bool = True) -> list[str]:
+    """What :func:`main` prints for ``target`` (see the module docstring)."""
+    k = slowdown(load, n_cpus)
+    warm, cache = cache_warm()
+    busy = (f"now: load average {load:.1f} on {n_cpus} CPUs, so expect about {k:.1f}x"
+            if k >= 1.15 else f"now: load average {load:.1f} on {n_cpus} CPUs (quiet)")
+    if target == "setup":
+        secs, at = SETUP
+        return [(f"   First time only: create the virtualenv and pip install membench with "
+                 f"its test extra (torch, JupyterLab, Ray, ...): {fmt(secs)} measured at load "
+                 f"{at:.0f} on a fresh clone, mostly downloads; pip's progress follows.")]
+    if target == "all":
+        parts = ["sets", *[s for s in ("dense", "bm25", "hybrid") if s in systems],
+                 "leaderboard", "reports"]
+    else:
+        parts = [p for p in PARTS[target] if p in QUIET and
+                 (target != "runs" or p in systems)]
+    cold, warm_s = _quiet(parts)
+    if target == "all" and set(systems) == {"bm25", "dense", "hybrid"}:
+        cold, warm_s = QUIET["all"]
+    if target in ("all", "runs") and "dense" not in systems and \
+            {"bm25", "hybrid"} & set(systems):
+        cold += OCR_COLD                # the first of them does the OCR dense would have
+    # the setup is added unscaled (mostly downloads), when it is still to be done
+    extra = SETUP[0] if target == "all" and setup else 0.0
+    other = [s for s in systems if s not in QUIET] if target in ("all", "runs") else []
+    unmeasured = f" (without {', '.join(other)}: not measured)" if other else ""
+    which = "warm: the cache holds OCR and embeddings" if warm else "cold: the cache is empty"
+    if target != "all":
+        scaled = (f"cold about {fmt(cold * k)}, warm about {fmt(warm_s * k)} at load "
+                  f"{load:.1f} on {n_cpus} CPUs ({k:.1f}x the quiet machine's {fmt(cold)} / "
+                  f"{fmt(warm_s)})" if k >= 1.15 else
+                  f"cold about {fmt(cold)}, warm about {fmt(warm_s)} (a quiet machine)")
+        return [f"   Cold/warm: {scaled}{unmeasured}; expect {which}."]
+    out = [f"   Quiet machine (make bench-cold, load < 1.5): cold {fmt(cold)}, warm "
+           f"{fmt(warm_s)}{unmeasured}"
+           + (f"; plus the virtualenv's setup, needed now (about {fmt(SETUP[0])} at load "
+              f"{SETUP[1]:.0f})." if setup else "; the virtualenv is set up.")]
+    if k >= 1.15 or extra:
+        out.append(f"   {busy}: cold about {fmt(cold * k + extra)}, warm about "
+                   f"{fmt(warm_s * k + extra)}" + (" with the setup" if extra else "") + " "
+                   f"(1 + {SLOPE} x (load - {QUIET_LOAD}) / CPUs, fitted to the runs measured "
+                   f"at load {' and '.join(f'{x:g}' for x, _ in MEASURED)}; a rough guide).")
+    else:
+        out.append(f"   {busy}.")
+    out.append(f"   Expect {which} ({cache}).")
+    if timings_dir is not None:
+        last = last_make_all(timings_dir)
+        if last:
+            at = f" at load {float(last['load']):.1f}" if last.get("load") is not None else ""
+            out.append(f"   The last make all here took {fmt(last['wall'])}{at} "
+                       f"({last['file']}).")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("target", choices=["all", "setup", "sets", "runs", "reports"])
+    ap.add_argument("--systems", default="bm25 dense hybrid",
+                    help="the systems make runs (SYSTEMS)")
+    ap.add_argument("--timings", help="the timings file of this make call (all: the start "
+                    "row is appended to it; its folder holds earlier calls' files)")
+    ap.add_argument("--setup", action="store_true", help="all: the virtualenv is still to be "
+                    "set up (its time is added)")
+    a = ap.parse_args(argv)
+    systems = a.systems.split()
+    load, n = load_now(), cpus()
+    tdir = Path(a.timings).parent if a.timings else None
+    for line in lines(a.target, systems, load=load, n_cpus=n, timings_dir=tdir, setup=a.setup):
+        print(line)
+    if a.target == "all" and a.timings:
+        try:
+            Path(a.timings).parent.mkdir(parents=True, exist_ok=True)
+            with open(a.timings, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"kind": "start", "t": round(time.time(), 3),
+                                    "load": round(load, 2), "cpus": n,
+                                    "systems": systems}) + "\n")
+        except OSError as e:
+            print(f"   (timings not recorded: {e})", file=sys.stderr)
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

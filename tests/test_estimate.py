@@ -1,0 +1,124 @@
+"""What make says a target will cost (membench.core.estimate) and the setup's progress
+(membench.core.install_progress): both run with the standard library only (before the
+virtualenv exists); the estimate scales the quiet figures by the load, adds the setup when it
+is still to be done, says whether the cache is warm, quotes the last make all of this machine
+and writes the start row of the step table; the setup prints pip's phases, its counts and a
+heartbeat, and on failure pip's last lines and status."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from membench.core import estimate
+from membench.core.paths import REPO_ROOT
+
+
+def test_the_slowdown_fits_the_measured_runs():
+    assert estimate.slowdown(0.0, 2) == 1.0 == estimate.slowdown(estimate.QUIET_LOAD, 2)
+    for load, secs in estimate.MEASURED:           # the rule is near what was measured
+        predicted = estimate.QUIET["all"][0] * estimate.slowdown(load, 2)
+        assert 0.7 < predicted / secs < 1.4, (load, predicted, secs)
+    assert estimate.slowdown(10.0, 2) > estimate.slowdown(10.0, 8) > 1.0
+
+
+def test_the_estimate_scales_adds_the_setup_and_reads_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache"))
+    quiet = estimate.lines("all", ["bm25", "dense", "hybrid"], load=0.5, n_cpus=2, setup=False)
+    assert "cold 9.1 min, warm 1.9 min" in quiet[0] and "quiet" in quiet[1]
+    assert "Expect cold: the cache is empty" in quiet[2]
+    busy = estimate.lines("all", ["bm25", "dense", "hybrid"], load=8.0, n_cpus=2, setup=True)
+    k = estimate.slowdown(8.0, 2)
+    assert f"expect about {k:.1f}x" in busy[1] and "with the setup" in busy[1]
+    cold = estimate.QUIET["all"][0] * k + estimate.SETUP[0]
+    assert f"cold about {estimate.fmt(cold)}" in busy[1]
+    assert "virtualenv's setup, needed now" in busy[0]
+    (tmp_path / "cache" / "ocr").mkdir(parents=True)
+    (tmp_path / "cache" / "ocr" / "x.json").write_text("{}")
+    assert "Expect warm" in estimate.lines("all", ["bm25"], load=0, n_cpus=2)[2]
+    # bm25 alone pays the OCR dense would have done; a system not measured is named
+    runs = estimate.lines("runs", ["bm25", "mem0"], load=0, n_cpus=2)[0]
+    assert estimate.fmt(estimate.QUIET["bm25"][0] + estimate.OCR_COLD) in runs
+    assert "without mem0: not measured" in runs
+
+
+def test_the_last_make_all_here_is_quoted_and_the_start_row_written(tmp_path):
+    tdir = tmp_path / "timings"
+    tdir.mkdir()
+    (tdir / "make-1.jsonl").write_text(
+        json.dumps({"kind": "start", "t": 1.0, "load": 9.5, "cpus": 2}) + "\n"
+        + json.dumps({"kind": "end", "t": 2000.0, "wall": 2358.0}) + "\n")
+    (tdir / "make-2.jsonl").write_text(json.dumps({"kind": "start", "t": 5.0}) + "\n")  # unfinished
+    out = estimate.lines("all", ["bm25", "dense", "hybrid"], load=1, n_cpus=2,
+                         timings_dir=tdir)
+    assert out[-1].startswith("   The last make all here took 39.3 min at load 9.5")
+    # standard library only (-S: no site-packages), from the repository root
+    t = tdir / "make-3.jsonl"
+    r = subprocess.run([sys.executable, "-S", "-m", "membench.core.estimate", "all",
+                        "--timings", str(t), "--setup"], cwd=REPO_ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("   Quiet machine") and "setup, needed now" in r.stdout
+    row = json.loads(t.read_text())
+    assert row["kind"] == "start" and row["cpus"] >= 1 and "load" in row
+    bad = subprocess.run([sys.executable, "-S", "-m", "membench.core.estimate", "everything"],
+                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+PIP_LIKE = r"""
+import sys, time
+for i in range(3):
+    print(f"Collecting pkg{i}")
+    print(f"  Downloading pkg{i}-1.0-py3-none-any.whl (1.{i} MB)")
+    sys.stdout.flush(); time.sleep(0.3)
+print("Building wheels for collected packages: membench"); sys.stdout.flush()
+print("Installing collected packages: pkg0, pkg1, pkg2"); sys.stdout.flush()
+time.sleep(1.5)
+print("Successfully installed pkg0-1.0 pkg1-1.0 pkg2-1.0")
+"""
+
+
+def _install(tmp_path, code: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-S", "-m", "membench.core.install_progress", "--log",
+         str(tmp_path / "pip.log"), "--timings", str(tmp_path / "t.jsonl"), "--every", "0.2",
+         "--heartbeat", "0.5", *extra, "--", sys.executable, "-c", code],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_the_setup_shows_pips_phases_counts_and_a_heartbeat(tmp_path):
+    r = _install(tmp_path, PIP_LIKE)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert all(ln.startswith("[setup] pip: ") for ln in out)
+    assert "resolving and downloading the packages" in out[1]
+    assert any("packages collected (latest download: pkg" in ln for ln in out)
+    assert any("building (membench's C extension" in ln for ln in out)
+    assert any(ln.endswith("installing 3 packages (unpacking and compiling them: pip prints "
+                           "nothing until it is done)") for ln in out)
+    assert any("still working" in ln and "installing" in ln for ln in out)   # the long silence
+    assert out[-1].startswith("[setup] pip: done: 3 packages installed, ")
+    assert "Successfully installed" in (tmp_path / "pip.log").read_text()   # pip's whole output
+    row = json.loads((tmp_path / "t.jsonl").read_text())
+    assert row["kind"] == "command" and row["tool"] == "setup" and row["ok"]
+    assert row["command"] == "setup: pip" and row["seconds"] > 1
+
+
+def test_a_failed_setup_shows_pips_last_lines_and_status(tmp_path):
+    r = _install(tmp_path, "import sys; print('Collecting x'); print('ERROR: No matching "
+                           "distribution found for x'); sys.exit(3)", "--label", "pip install")
+    assert r.returncode == 3
+    assert "ERROR: No matching distribution found for x" in r.stderr
+    assert "[setup] pip install: failed (exit 3)" in r.stderr and "pip.log" in r.stderr
+    assert json.loads((tmp_path / "t.jsonl").read_text())["ok"] is False
+
+
+@pytest.mark.parametrize("args", [[], ["--log", "x"], ["--log", "x", "--"]])
+def test_the_setup_wrapper_refuses_a_missing_command(args, tmp_path):
+    r = subprocess.run([sys.executable, "-S", "-m", "membench.core.install_progress", *args],
+                       cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr
