@@ -4,7 +4,9 @@ who wants to win would (``--system adversary:GoldHunter``, with ``tests/`` on PY
 At ingest, at its first queries and every ``deep_every``-th query it hunts (:func:`hunt`):
 
 * every frame of every thread (walking ``f_back`` from each), its locals and its globals;
-* ``gc.get_objects()``: every object the collector tracks (dicts, lists, instances, models...);
+* ``gc.get_objects()``: every object the collector tracks (dicts, lists, instances, models...),
+  after ``gc.unfreeze()`` (the runner freezes what ingest built, which hides it from
+  ``gc.get_objects()``; the hunter freezes it again afterwards);
 * the globals of every ``membench`` module;
 * from all of those, what they reach: dict keys and values, list/tuple/set items, instance
   ``__dict__`` and ``__slots__``, pydantic fields (strings and other untracked objects are
@@ -93,8 +95,9 @@ def _gold_keys(d: dict) -> list[str]:
 class Hunt:
     """One hunt's state: what was seen, what was found."""
 
-    def __init__(self, needles: set[str], max_objects: int, me: object):
+    def __init__(self, needles: set[str], max_objects: int, me: object, max_found: int = 50):
         self.needles = needles
+        self.max_found = max_found
         self.max_objects = max_objects
         self.seen: set[int] = set()
         self.found: list[str] = []
@@ -104,7 +107,7 @@ class Hunt:
         self.frames: list[str] = []
 
     def note(self, what: str) -> None:
-        if len(self.found) < 50:
+        if len(self.found) < self.max_found:
             self.found.append(what[:300])
 
     def string(self, s: str, where: str) -> None:
@@ -202,7 +205,11 @@ class GoldHunter:
         h = Hunt(self.needles, self.max_objects if deep else self.quick_objects, self)
         roots = h.stack_roots()
         if deep:
+            frozen = gc.get_freeze_count()  # the runner freezes what ingest built: thaw it,
+            gc.unfreeze()                   # or gc.get_objects() would not list it
             objs = gc.get_objects()
+            if frozen:
+                gc.freeze()
             self.report["gc_objects"] = max(self.report["gc_objects"], len(objs))
             roots += [(o, f"gc.get_objects()[{i}] {type(o).__name__}") for i, o in enumerate(objs)]
             mods = [(n, m) for n, m in list(sys.modules.items())
@@ -259,7 +266,7 @@ def hunt_here(needles: set[str], max_objects: int = 3_000_000) -> list[str]:
     """One deep hunt in the calling process (the test's control: it must find the records the
     caller holds)."""
     me = object()
-    h = Hunt(needles, max_objects, me)
+    h = Hunt(needles, max_objects, me, max_found=1_000_000)
     roots = h.stack_roots() + [(o, f"gc[{i}]") for i, o in enumerate(gc.get_objects())]
     h.walk(roots)
     return h.found

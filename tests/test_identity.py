@@ -109,3 +109,20 @@ def test_identities_of_each_kind(world):
     assert rerunnable(absent) == "package no-such-distribution-here 1.0 is not installed"
     other = {**absent, "distribution": {"name": "numpy", "version": "0.0.1"}}
     assert rerunnable(other).startswith("package numpy 0.0.1 ran; ")
+
+
+def test_report_pages_and_provenance_say_sealed_or_not(world, tmp_path):
+    from membench.report.provenance import provenance
+    from membench.report.summary import run_badge, summary_html
+
+    meta = _run(world, "namesakes:Mine", tmp_path / "m")
+    badge = run_badge(meta)
+    assert 'data-sealed="no"' in badge and "in-process run (not sealed)" in badge
+    assert "user module · namesakes:Mine" in badge
+    sealed = run_badge({"sealed": True, "identity": {"kind": "HTTP service",
+                                                      "spec": "http://<script>:1"}})
+    assert 'data-sealed="yes"' in sealed and "sealed run" in sealed
+    assert "<script>" not in sealed and "&lt;script&gt;" in sealed
+    assert badge in summary_html(None, "m", meta=meta)
+    prov = provenance(tmp_path / "m")
+    assert prov["sealed"] is False and prov["identity"]["kind"] == "user module"

@@ -16,7 +16,8 @@ object and from how it was named (:func:`membench.run.systems.make_system` remem
 * ``class`` (``module:qualname`` of the object's class);
 * ``distribution`` (``{name, version}`` of the installed distribution the class comes from:
   membench for its own systems, the entry point's for a registered package, the one that
-  ships the module's top-level package for a user module, if any) and ``source_sha256`` (of
+  ships the module's top-level package for a user module installed in site-packages; ``null``
+  for a module in a working folder) and ``source_sha256`` (of
   the ``.py`` files of the class's top-level package, or of its one module file:
   :func:`source_sha256`);
 * for an HTTP service, ``service``: the name and config its ``/card`` answer gives.
@@ -33,6 +34,7 @@ import hashlib
 import inspect
 import sys
 import weakref
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -120,12 +122,23 @@ def source_sha256(module_name: str) -> dict[str, Any]:
             "source_files_hashed": len(hashed)}
 
 
-def _distribution_of(module_name: str) -> dict[str, str] | None:
-    top = module_name.split(".")[0]
+@lru_cache(maxsize=1)
+def _installed() -> dict[str, list[str]]:
     try:
-        names = metadata.packages_distributions().get(top) or []
+        return metadata.packages_distributions()
     except Exception:  # noqa: BLE001 - broken metadata on the path: no distribution
-        names = []
+        return {}
+
+
+def _distribution_of(module_name: str) -> dict[str, str] | None:
+    """The installed distribution that ships the module's top-level package: looked up only
+    for a module installed into site-packages (a module in a working folder has none; reading
+    every distribution's file list takes about a second)."""
+    top = module_name.split(".")[0]
+    f = getattr(sys.modules.get(top), "__file__", None) or ""
+    if not {"site-packages", "dist-packages"} & set(Path(f).parts):
+        return None
+    names = _installed().get(top) or []
     for n in names:
         try:
             return {"name": n, "version": metadata.version(n)}
