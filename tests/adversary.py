@@ -71,7 +71,10 @@ def _gold_keys(d: dict) -> list[str]:
         q = get("question"), get("query_id")
     except (TypeError, AttributeError):
         return []
-    recordish = any(isinstance(v, str) and not v.startswith(("str", "dict")) for v in q)
+    # a record's question or query id; not a class's __annotations__, where every field's
+    # value is its annotation's text ("str", "Identifier", "list[Gold]", "Scope")
+    annotations = isinstance(get("scope"), str) or isinstance(get("gold"), str)
+    recordish = not annotations and any(isinstance(v, str) for v in q)
     out = []
     for k in ("gold", "distractor"):
         v = get(k)
