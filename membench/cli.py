@@ -194,6 +194,7 @@ def _run_cmd(a: argparse.Namespace) -> int:
         from .run.ray_engine import import_ray
 
         import_ray()                  # one line on how to install it, before anything else
+    _content(a.content)
     system = make_system(a.system, _parse_config(a.config))
     out = Path(a.out) if a.out else Path("runs") / f"{system.name}-{a.split}"
     t0 = time.time()
@@ -216,9 +217,19 @@ def _run_cmd(a: argparse.Namespace) -> int:
     return 0
 
 
+def _content(pairs: list[str] | None) -> None:
+    """``--content KEY=VALUE``: the content layer's settings for this process and the ones it
+    starts (membench.run.content.config.CONTENT_KEYS), never a system's config."""
+    if pairs:
+        from .run.content.config import set_content_settings
+
+        set_content_settings(_parse_config(pairs))
+
+
 def _serve_cmd(a: argparse.Namespace) -> int:
     from .run.remote.server import serve
 
+    _content(a.content)
     serve(a.system, _parse_config(a.config), a.host, a.port, corpus_root(a.corpus))
     return 0
 
@@ -456,6 +467,12 @@ files (sets, items, run directories, TREC runs from others) are only read and ch
 cannot run code, and every corpus path they name must resolve inside the corpus root."""
 
 
+CONTENT_HELP = ("a setting of the shared content layer (JSON value), repeatable, for every "
+                "system that reads content through it: ocr_processes (OCR workers; the output "
+                "does not depend on it), ocr_overlap, ocr_engine (openvino or onnxruntime), "
+                "pdf_ocr_dpi; recorded in meta.json as content, never passed to the system")
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an integer >= 1 (0 or a negative count is refused, not guessed)."""
     try:
@@ -605,6 +622,7 @@ this one). Re-running the same command resumes an interrupted run.""")
                    "timeouts and retries)")
     r.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="system parameter (JSON value), repeatable")
+    r.add_argument("--content", action="append", metavar="KEY=VALUE", help=CONTENT_HELP)
     r.add_argument("--split", default="dev", choices=["dev", "test"], help="dev (default) or "
                    "test (needs --final)")
     r.add_argument("--final", action="store_true", help="allow the frozen test split (logged)")
@@ -648,6 +666,7 @@ authentication). Ctrl-C stops it.""")
                     "...), an entry point in the membench.systems group, or module:Class")
     sv.add_argument("--config", action="append", metavar="KEY=VALUE",
                     help="system parameter (JSON value), repeatable")
+    sv.add_argument("--content", action="append", metavar="KEY=VALUE", help=CONTENT_HELP)
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default "
                     "127.0.0.1; anything but a loopback address is reachable from elsewhere)")
     sv.add_argument("--port", type=port_number, required=True, help="port to listen on (0: a free "

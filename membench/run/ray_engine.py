@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import json
 import os
 import shutil
 import socket
@@ -85,6 +86,7 @@ from ..core.jsonl import dumps
 from ..core.netguard import quiet_native_telemetry
 from ..core.paths import MANIFEST_PATH, cache_dir
 from ..sets.schema import AnnotationRecord, SourceItem
+from .content.config import CONTENT_ENV, content_settings
 from .protocol import Atom
 from .runner import (
     _check_hits,
@@ -814,7 +816,8 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
     worker_config = {**config, "ocr_processes": 1} if "ocr_processes" in config else config
     telemetry = quiet_native_telemetry()
     env = {"MEMBENCH_CACHE": str(cache_dir("").resolve()), "MEMBENCH_PROGRESS": "quiet",
-           **telemetry}
+           **telemetry,      # and the content layer's settings (--content), one OCR process each
+           CONTENT_ENV: json.dumps({**content_settings(), "ocr_processes": 1})}
     with run_dir_lock(out), located_os_errors(out), \
             cluster(address, workers or default_workers(), connect_timeout=None) as where:
         n = workers or max(1, where["cpus"])

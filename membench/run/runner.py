@@ -89,6 +89,7 @@ from ..sets.select import (
     presentation_order,
     select_records,
 )
+from .content.config import content_settings
 from .files import SCRATCH, check_run_dir_files, parse_run_row, repeated
 from .protocol import MAX_DEPTH, Atom, MemorySystem, check_atom
 
@@ -254,6 +255,10 @@ def check_sets_before_run(sets_dir: Path, corpus_root: Path | None,
     manifest, the lock and the corpus; writes nothing."""
     from ..sets.validate import validate_sets
 
+    if not (Path(sets_dir) / "items.jsonl").is_file():
+        what = "does not exist" if not Path(sets_dir).exists() else "holds no items.jsonl"
+        raise MembenchError(f"{sets_dir}: {what}: the sets are not built; build them with "
+                            "`membench build` (or `make sets`), then run again")
     key = _fingerprint(Path(sets_dir), corpus_root, Path(manifest), lock)
     if key in _PASSED:
         return
@@ -414,11 +419,11 @@ def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: se
             t = time.perf_counter()
             try:
                 res = system.query(r.question, r.scope, r.as_of)
-            except MembenchError as e:
+            except MembenchError as e:      # say which query it was
                 named = getattr(e, "for_query", None)   # an error that can name the query
-                if named is None:
-                    raise
-                raise named(r.query_id) from None
+                if named is not None:
+                    raise named(r.query_id) from None
+                raise _at_query(e, system.name, r.query_id) from None
             t_end = time.perf_counter()
             cart, hits = _answer_parts(system.name, r.query_id, res, known)
             row = {"cartridge": cart, "hits": hits, "latency_ms": round((t_end - t) * 1000.0, 3),
@@ -437,6 +442,15 @@ def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: se
             if progress and n % 100 == 0:
                 progress(n_done + n, n_all)
         os.fsync(f.fileno())
+
+
+def _at_query(e: MembenchError, name: str, qid: str) -> MembenchError:
+    """``e`` (raised by a system's ``query``) with its message naming the system and the
+    query, unless it already names the query (a located :class:`InputError` is left as is)."""
+    if isinstance(e, InputError) or qid in str(e):
+        return e
+    e.args = (f"system {name}: {qid}: {e}", *e.args[1:])
+    return e
 
 
 def _fast_line(row: dict, known: set[str]) -> bytes | None:
@@ -581,6 +595,8 @@ def begin_run(system: MemorySystem, sets_dir: Path, split: str, out: Path,
         "manifest_sha256": sha256_file(MANIFEST_PATH) if MANIFEST_PATH.exists() else None,
         "code_revision": code_revision(), "membench_version": __version__,
         "extent_caps": EXTENT_CAPS, "max_depth": MAX_DEPTH, "engine": engine,
+        # the content layer's settings (membench run --content), whatever the system reads
+        "content": content_settings(),
     }
     if meta_path.exists():
         old = read_json_file(meta_path, dict, "a JSON object (a run's meta.json)")
