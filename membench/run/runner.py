@@ -382,6 +382,9 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
     meta["network"] = _network_meta(meta_old, guard)
     if guard.attempts > seen:
         _warn_network(system.name, "queries", guard)
+    stats = getattr(system, "store_stats", None)
+    if callable(stats):                 # the system's own account of its store(s)
+        meta["store"] = {**meta.get("store", {}), **stats()}
     meta["status"] = "complete"
     meta["finished"] = _now()
     meta["answered_this_session"] = len(todo)
@@ -650,7 +653,24 @@ def record_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem], o
     else:
         atomic_write_text(atoms_path, "".join(atom_lines))
     meta["atoms"] = len(atoms)
+    meta["store"] = store_size(atoms, items)
     _write_json(Path(out) / "meta.json", meta)
+
+
+def store_size(atoms: list[Atom], items: list[SourceItem]) -> dict:
+    """meta.json ``store``: the size of the memory the system held while it was asked (a
+    query's time can grow with it): atoms, the holders they belong to, items ingested, per
+    modality too. A system with ``store_stats()`` (the library adapters) adds its own layout
+    after the run."""
+    per: dict[str, dict] = {}
+    for a in atoms:
+        p = per.setdefault(a.modality, {"atoms": 0, "holders": set()})
+        p["atoms"] += 1
+        p["holders"].add(a.holder)
+    return {"atoms": len(atoms), "holders": len({it.holder for it in items}),
+            "items": len(items),
+            "per_modality": {m: {"atoms": p["atoms"], "holders": len(p["holders"])}
+                             for m, p in sorted(per.items())}}
 
 
 def _brief(value: Any) -> str:
