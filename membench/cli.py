@@ -881,7 +881,7 @@ files or over other queries than the store's. Without --runs, prints the store's
     lb.add_argument("--final", action="store_true", help="read runs on the frozen test split "
                     "(logged)")
     lb.add_argument("--markdown", action="store_true", help="print the table over all items "
-                    "as Markdown (the README's)")
+                    "as Markdown (the results page's)")
     lb.add_argument("--brief", action="store_true", help="print only the best system per "
                     "headline measure over all items, with the others' paired tests (page 06 "
                     "has every table)")
