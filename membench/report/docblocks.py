@@ -200,9 +200,10 @@ def _memsys_runs(ctx: Context) -> str:
             "|---|---:|---:|---|---|"]
     for r in d["runs"]:
         m = r["measured"]
+        load = (f"{m['load_before'][0]:.1f} / {m['load_after'][0]:.1f}"
+                if m.get("load_before") else "not recorded")
         rows.append(f"| {r['system']}, {r['mode']} | {m['ingest_seconds']:.0f} | "
-                    f"{m['query_seconds']:.0f} | {m['load_before'][0]:.1f} / "
-                    f"{m['load_after'][0]:.1f} | `{r['command']}` |")
+                    f"{m['query_seconds']:.0f} | {load} | `{r['command']}` |")
     return "\n".join(rows)
 
 
