@@ -37,7 +37,7 @@ def test_the_site_builds_with_no_warning(tmp_path):
         assert (tmp_path / "site" / f"{page}.html").is_file(), page
     # the examples are on the page, from the files themselves
     html = (tmp_path / "site" / "your-system.html").read_text()
-    assert "ThreadingHTTPServer" in html and "class WordOverlap" in html
+    assert "ThreadingHTTPServer" in html and "WordOverlap" in html and "trec_overlap" in html
 
 
 def _copy_site(tmp_path: Path) -> Path:
