@@ -184,7 +184,7 @@ def _parse_config(pairs: list[str] | None) -> dict:
 
 
 def _run_cmd(a: argparse.Namespace) -> int:
-    from .run.runner import run_system
+    from .run.runner import run_system, scope_line
     from .run.systems import make_system
     from .sets.subcorpus import lock_for
 
@@ -199,7 +199,8 @@ def _run_cmd(a: argparse.Namespace) -> int:
     out = Path(a.out) if a.out else Path("runs") / f"{system.name}-{a.split}"
     t0 = time.time()
     kw = dict(modalities=a.modality, limit=a.limit, final=a.final,
-              lock=None if a.no_lock else lock_for(a.sets, a.lock), manifest=Path(a.manifest))
+              lock=None if a.no_lock else lock_for(a.sets, a.lock), manifest=Path(a.manifest),
+              sample_seed=a.sample_seed)
     if a.engine == "ray":
         from .run.ray_engine import run_system_ray
 
@@ -211,10 +212,13 @@ def _run_cmd(a: argparse.Namespace) -> int:
         meta = run_system(system, Path(a.sets), a.split, out, corpus_root(a.corpus), **kw)
     print(f"{system.name} on {a.split}: {meta['queries']} queries, {meta['atoms']} atoms, "
           f"ingest {meta['ingest_seconds']:.1f} s, total {time.time() - t0:.1f} s -> {out}")
+    code = 0
     if a.metrics:
-        return _metrics_cmd(argparse.Namespace(run_dir=str(out), sets=a.sets, json=False,
+        code = _metrics_cmd(argparse.Namespace(run_dir=str(out), sets=a.sets, json=False,
                                                partial=False, final=a.final, brief=a.brief))
-    return 0
+    if a.strict_scope and scope_line(system.name, meta.get("scope") or {}):
+        return 1            # (the run ended with the one line that says why)
+    return code
 
 
 def _content(pairs: list[str] | None) -> None:
@@ -254,9 +258,25 @@ def _import_cmd(a: argparse.Namespace) -> int:
                        cartridge_file=Path(a.cartridge) if a.cartridge else None,
                        cartridge_top=a.cartridge_top, final=a.final, force=a.force,
                        corpus_root=corpus_root(a.corpus), manifest=Path(a.manifest),
-                       lock=None if a.no_lock else lock_for(a.sets, a.lock))
-    print(f"imported {a.trec}: {meta['queries']} {a.split} queries, {meta['atoms']} atoms -> {a.out}")
+                       lock=None if a.no_lock else lock_for(a.sets, a.lock),
+                       modalities=a.modality, limit=a.limit, partial=a.partial,
+                       card=Path(a.card) if a.card else None)
+    part = meta.get("partial")
+    what = (f"PARTIAL: {part['covered']} of {part['asked']} {a.split} queries (read it with "
+            "--partial)" if part else f"{meta['queries']} {a.split} queries")
+    print(f"imported {a.trec}: {what}, {meta['atoms']} atoms -> {a.out}")
     return 0
+
+
+def _verify_cmd(a: argparse.Namespace) -> int:
+    from .analysis.verify import format_verification, verify_store
+
+    results = verify_store(Path(a.store), per_modality=a.sample, seed=a.seed,
+                           entries=a.entry, corpus=corpus_root(a.corpus) if a.corpus else None,
+                           manifest=Path(a.manifest) if a.manifest else None,
+                           sets_dir=Path(a.sets) if a.sets else None)
+    print(format_verification(results))
+    return 1 if any(r["status"] == "differs" for r in results) else 0
 
 
 def _report_cmd(a: argparse.Namespace) -> int:
@@ -418,6 +438,10 @@ def _leaderboard_cmd(a: argparse.Namespace) -> int:
             print(f"{'replaced' if r['replaced'] else 'added'} {r['id']}: {r['system']} "
                   f"({r['run_dir']})")
         print(f"{added.out}: {added.entries} entries")
+    if a.verify:
+        from .analysis.verify import format_verification, verify_store
+
+        print(format_verification(verify_store(Path(a.out), per_modality=a.sample)))
     lbd = leaderboard(Path(a.out), rank_by=a.rank_by, n_resamples=a.resamples)
     if a.markdown:
         from .analysis.leaderboard import format_markdown
@@ -639,10 +663,16 @@ this one). Re-running the same command resumes an interrupted run.""")
     r.add_argument("--modality", action="append", help="only this modality (repeatable)")
     r.add_argument("--limit", type=positive_int, metavar="N",
                    help="at most N >= 1 queries per modality (hash-chosen)")
+    r.add_argument("--sample-seed", type=int, metavar="S", help="with --limit: draw the N "
+                   "queries per modality by another hash, sha256('limit', S, id) (what "
+                   "`membench verify` uses; recorded in meta.json)")
     r.add_argument("--metrics", action="store_true", help="compute metrics when done")
     r.add_argument("--brief", action="store_true", help="with --metrics: print the gates and "
                    "the headline figures in a few lines instead of the full table (metrics.json "
                    "and `membench metrics RUN_DIR` have every figure)")
+    r.add_argument("--strict-scope", action="store_true", help="exit 1 when the system "
+                   "returned another holder's atoms or atoms observed after as_of (the run "
+                   "ends with one line saying so either way)")
     r.add_argument("--engine", choices=["local", "ray"], default="local",
                    help="local (default: one process) or ray: holders sharded over Ray "
                    "workers, the same files (docs/ray.md; pip install 'membench[ray]')")
@@ -674,7 +704,13 @@ authentication). Ctrl-C stops it.""")
     sv.add_argument("--corpus", help=corpus_help + "; the only files the server reads")
     sv.set_defaults(func=_serve_cmd)
 
-    im = sub.add_parser("import-run", help="turn a TREC run + atoms file into a RUN_DIR")
+    im = sub.add_parser("import-run", help="turn a TREC run + atoms file into a RUN_DIR",
+                        description="Import a TREC run (qid Q0 atom_id rank score tag, qids "
+                        "from `membench topics`) and an atoms file into a scored RUN_DIR. The "
+                        "file must cover every query of the selection (the split, or the part "
+                        "--modality / --limit name): a file that covers less is refused with "
+                        "how many queries are missing, unless --partial. No empty answer is "
+                        "ever invented.")
     im.add_argument("--trec", required=True, help="TREC run: qid Q0 atom_id rank score tag")
     im.add_argument("--atoms", required=True, help="atoms.jsonl (see docs/runs.md)")
     im.add_argument("--name", required=True, help="the system's name, for reports")
@@ -692,6 +728,15 @@ authentication). Ctrl-C stops it.""")
     im.add_argument("--lock", help="the sets must match this lock (default: as `run`)")
     im.add_argument("--no-lock", action="store_true", help="import on sets that differ from "
                     "the lock (the hard rules are still checked)")
+    im.add_argument("--modality", action="append", help="the file answers only this modality "
+                    "(repeatable; as `membench topics --modality`)")
+    im.add_argument("--limit", type=positive_int, metavar="N", help="the file answers N "
+                    "queries per modality (as `membench topics --limit N` chose them)")
+    im.add_argument("--partial", action="store_true", help="accept a file that covers only "
+                    "part of the selected queries: lines for the covered ones only, the run "
+                    "marked PARTIAL everywhere (readers need --partial)")
+    im.add_argument("--card", metavar="FILE", help="the system's model card (a card file, "
+                    "docs/cards.md); the leaderboard takes no run without one")
     cg = im.add_mutually_exclusive_group(required=True)
     cg.add_argument("--cartridge", help="JSON lines {query_id, cartridge: [atom_id, ...]}, one "
                     "line per query at most")
@@ -885,7 +930,36 @@ files or over other queries than the store's. Without --runs, prints the store's
     lb.add_argument("--brief", action="store_true", help="print only the best system per "
                     "headline measure over all items, with the others' paired tests (page 06 "
                     "has every table)")
+    lb.add_argument("--verify", action="store_true", help="first re-run every entry's system "
+                    "on a sample and compare (`membench verify`)")
+    lb.add_argument("--sample", type=positive_int, default=50, metavar="N",
+                    help="with --verify: queries per modality (default 50)")
     lb.set_defaults(func=_leaderboard_cmd)
+
+    vf = sub.add_parser("verify", help="re-run each leaderboard entry's system in a fresh "
+                        "process on a sample and compare with its stored run",
+                        formatter_class=fmt, description="""\
+For each entry of the result store STORE: make its system again from what the run recorded
+(meta.json identity: the --system spec and --config values, the package and version, the
+source digest), run it in a fresh process on a hash-chosen sample of the entry's queries
+(--sample per modality, drawn with --seed, random by default and printed), and compare hits
+(atom ids in order, scores to 1e-6) and cartridges with the stored run.jsonl, which must also
+still have the sha256 the run recorded. Each entry comes out verified, differs (with the first
+differing query) or not re-runnable (an HTTP service, an imported run, a package that is not
+installed, code that changed); the leaderboard shows it. Exit 1 when an entry differs.""")
+    vf.add_argument("store", metavar="STORE", help="a result store (`membench leaderboard --out`)")
+    vf.add_argument("--sample", type=positive_int, default=50, metavar="N",
+                    help="queries per modality (default 50; an entry over fewer is re-run "
+                    "whole)")
+    vf.add_argument("--seed", type=int, help="the sample's seed (default: a random one, "
+                    "printed)")
+    vf.add_argument("--entry", action="append", metavar="ID", help="only this entry "
+                    "(repeatable)")
+    vf.add_argument("--sets", help="sets folder (default: the one each run recorded)")
+    vf.add_argument("--corpus", help=corpus_help)
+    vf.add_argument("--manifest", help="manifest the corpus is checked against (default: "
+                    "bench/corpus/manifest.jsonl)")
+    vf.set_defaults(func=_verify_cmd)
 
     mt = sub.add_parser("metrics", help="score a run directory -> RUN_DIR/metrics.json")
     mt.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")

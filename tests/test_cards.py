@@ -129,16 +129,25 @@ def test_truncation_rule():
     assert applied_max_tokens(load_card("bm25")) is None  # lexical: whole atoms
 
 
-def test_system_card_from_the_attribute_or_the_registry(tmp_path):
+def test_system_card_follows_what_the_system_is_never_its_name(tmp_path):
+    """The registry is membench's: a class of one's own named like a registry card gets
+    nothing by its name, gets the card it carries, and is refused a registry card's name;
+    membench's own systems get theirs from the registry."""
+    from membench.run.cards import card_for
+    from membench.run.systems import make_system
+
     class S:
         name = "mine"
-    assert system_card(S(), tmp_path) is None
     shutil.copy(CARDS_DIR / "bm25.json", tmp_path / "bm25.json")
     data = json.loads((tmp_path / "bm25.json").read_text())
     _write(tmp_path, "mine", {**data, "name": "mine"})
-    assert system_card(S(), tmp_path).name == "mine"
+    assert system_card(S(), tmp_path) is None             # not looked up by its name
+    S.card = Card.model_validate({**data, "name": "mine-own"})
+    assert system_card(S(), tmp_path).name == "mine-own"  # the card it carries
     S.card = load_card("bm25")
-    assert system_card(S(), tmp_path).name == "bm25"
+    card, why = card_for(S(), cards_dir=tmp_path)
+    assert card is None and why.startswith("card refused: it is named 'bm25'")
+    assert system_card(make_system("bm25")).name == "bm25"
 
 
 # ------------------------------------------------------------------------- the dense engine

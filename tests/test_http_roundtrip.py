@@ -41,6 +41,13 @@ def test_http_run_gives_the_in_process_lines(bm25_conversation, built, corpus_ro
     ref_meta = json.loads((bm25_conversation / "meta.json").read_text())
     assert meta["status"] == "complete" and meta["system"] == "bm25"
     assert meta["config"] == {"protocol": "membench-http/1", "remote_config": ref_meta["config"]}
+    # a sealed run: the system answered from another process; what it is, is the service's
+    # word (its card is membench's bm25's, which an HTTP service cannot claim: not taken)
+    assert meta["sealed"] is True and ref_meta["sealed"] is False
+    assert meta["identity"]["kind"] == "HTTP service" and meta["identity"]["spec"] == url
+    assert meta["identity"]["service"] == {"name": "bm25", "config": ref_meta["config"]}
+    assert meta["card"] is None and ref_meta["card"]["name"] == "bm25"
+    assert meta["card_refused"].startswith("card refused: it is named 'bm25'")
     lat = [json.loads(line)["latency_ms"] for line in (out / "run.jsonl").read_text().splitlines()]
     assert all(v > 0 for v in lat)          # measured at the client, for every query
 

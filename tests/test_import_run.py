@@ -7,8 +7,9 @@ import json
 import pytest
 
 from membench.cli import main
+from membench.core.errors import InputError
 from membench.metrics import metrics_for_run_dir
-from membench.run.runner import run_system
+from membench.run.runner import load_split, run_system
 from membench.run.systems import make_system
 
 
@@ -85,3 +86,156 @@ def test_a_cartridge_file_may_carry_the_confidence(native, built, tmp_path, caps
     assert main([*args[:-1], str(bad), "--force"]) == 2
     assert f"{bad}:1: CARTRIDGE: field confidence: must be a finite number or null" in \
         capsys.readouterr().err
+# --------------------------------------------------------------------------- coverage
+
+def _native_lines(native) -> list[dict]:
+    return [json.loads(l) for l in (native / "run.jsonl").read_text().splitlines()]
+
+
+def _write_trec(rows, path, qid=lambda r: r["query_id"], first=None):
+    lines = []
+    for r in rows:
+        hits = ([[first, 9.0]] if first else []) + r["hits"]
+        lines += [f"{qid(r)} Q0 {a} {i} {s} ext" for i, (a, s) in enumerate(hits, 1)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _import(native, built, trec, out, *extra):
+    return main(["import-run", "--trec", str(trec), "--atoms", str(native / "atoms.jsonl"),
+                 "--name", "ext", "--out", str(out), "--sets", str(built.out),
+                 "--cartridge-top", "1", *extra])
+
+
+def test_a_file_for_part_of_the_split_is_refused_and_says_what_to_do(native, built, tmp_path,
+                                                                      capsys):
+    """The issue's case: a TREC file for 40 queries is not padded into a complete run."""
+    from membench.sets.topics import topic_id
+
+    rows = [r for r in _native_lines(native) if r["hits"]][:40]
+    trec = tmp_path / "part.trec"
+    _write_trec(rows, trec, qid=lambda r: topic_id(r["query_id"]))
+    out = tmp_path / "o"
+    assert _import(native, built, trec, out) == 2
+    err = capsys.readouterr().err.strip()
+    n = len(load_split(built.out, "dev").records)
+    assert err.startswith(f"membench: {trec}: INCOMPLETE_RUN: covers 40 of the {n:,} dev "
+                          f"queries of the whole split: {n - 40:,} have no line (e.g. t")
+    named = err.split("(e.g. ", 1)[1].split(")", 1)[0].split(", ")
+    assert len(named) == 3 and all(q.startswith("t") and len(q) == 17 for q in named)
+    assert "never invents an empty answer" in err and "--modality M, --limit N" in err
+    assert "--partial" in err and "\n" not in err
+    assert not (out / "meta.json").exists()
+
+
+def test_the_part_is_accepted_when_named(native, built, tmp_path):
+    from membench.sets.topics import topics
+
+    by_qid = {r["query_id"]: r for r in _native_lines(native)}
+    # --limit: the queries `membench topics --limit 7` gives, by their opaque qids
+    tops = topics(built.out, "dev", limit=7)
+    recs = load_split(built.out, "dev", limit=7).records
+    from membench.sets.topics import topic_id
+
+    rows = [by_qid[r.query_id] for r in recs]
+    assert {topic_id(r["query_id"]) for r in rows} == {t["qid"] for t in tops}
+    carts = tmp_path / "carts.jsonl"        # every query named, even one without hits
+    carts.write_text("".join(json.dumps({"qid": topic_id(r["query_id"]),
+                                         "cartridge": r["cartridge"]}) + "\n" for r in rows))
+    trec = tmp_path / "limit.trec"
+    _write_trec(rows, trec, qid=lambda r: topic_id(r["query_id"]))
+    out = tmp_path / "limit"
+    assert main(["import-run", "--trec", str(trec), "--atoms", str(native / "atoms.jsonl"),
+                 "--name", "ext", "--out", str(out), "--sets", str(built.out), "--cartridge",
+                 str(carts), "--limit", "7"]) == 0
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["limit"] == 7 and meta["status"] == "complete" and "partial" not in meta
+    m = metrics_for_run_dir(out, write=False)
+    assert m["all"]["recall@10"]["n"] == sum(not r.unanswerable for r in recs)
+    # --modality: the pdf queries, all of them
+    pdf = [r for r in recs if r.modality == "pdf"]
+    assert pdf
+    rows = [by_qid[r.query_id] for r in load_split(built.out, "dev", ["pdf"]).records]
+    trec = tmp_path / "pdf.trec"
+    _write_trec([r for r in rows if r["hits"]], trec)
+    carts.write_text("".join(json.dumps({"query_id": r["query_id"], "cartridge": r["cartridge"]})
+                             + "\n" for r in rows))
+    out = tmp_path / "pdf"
+    assert main(["import-run", "--trec", str(trec), "--atoms", str(native / "atoms.jsonl"),
+                 "--name", "ext", "--out", str(out), "--sets", str(built.out), "--cartridge",
+                 str(carts), "--modality", "pdf"]) == 0
+    assert metrics_for_run_dir(out, write=False)["pdf"]["recall@10"]["denominator"] == \
+        sum(not r.unanswerable for r in load_split(built.out, "dev", ["pdf"]).records)
+
+
+def test_a_query_outside_the_named_part_is_refused(native, built, tmp_path, capsys):
+    rows = _native_lines(native)
+    pdf = {r.query_id for r in load_split(built.out, "dev", ["pdf"]).records}
+    other = next(r for r in rows if r["query_id"] not in pdf and r["hits"])
+    trec = tmp_path / "mixed.trec"
+    _write_trec([other], trec)
+    assert _import(native, built, trec, tmp_path / "o", "--modality", "pdf") == 2
+    assert (f"{trec}:1: TREC: field qid: {other['query_id']!r} is a dev query outside the "
+            "selected part (--modality pdf)") in capsys.readouterr().err
+
+
+def test_partial_writes_only_what_the_file_answers_and_is_marked(native, built, tmp_path,
+                                                                  capsys):
+    """--partial: no invented line; readers refuse it without --partial and mark it PARTIAL
+    with it; another holder's atom at rank 1 on every imported query is holder correctness 0
+    over the covered queries (padding had made it 0.98)."""
+    from membench.metrics.rundir import RunDir
+
+    rows = [r for r in _native_lines(native) if r["hits"]][:40]
+    items = {json.loads(l)["atom_id"]: json.loads(l)
+             for l in (native / "atoms.jsonl").read_text().splitlines()}
+    holders = {r.query_id: r.scope.holder for r in load_split(built.out, "dev").records}
+    foreign = {h: next(a for a, x in items.items() if x["holder"] != h)
+               for h in set(holders.values())}
+    trec = tmp_path / "part.trec"
+    lines = []
+    for r in rows:
+        hits = [[foreign[holders[r["query_id"]]], 9.0]] + r["hits"]
+        lines += [f"{r['query_id']} Q0 {a} {i} {s} ext" for i, (a, s) in enumerate(hits, 1)]
+    trec.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "part"
+    assert _import(native, built, trec, out, "--partial") == 0
+    assert "PARTIAL: 40 of" in capsys.readouterr().out
+    assert len((out / "run.jsonl").read_text().splitlines()) == 40
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["status"] == "partial" and meta["partial"]["covered"] == 40
+    with pytest.raises(InputError, match="INCOMPLETE_RUN: field status: an import of part"):
+        RunDir.open(out)
+    rd = RunDir.open(out, partial=True)
+    assert rd.label.endswith(f"[PARTIAL 40/{rd.asked}]") and not rd.submission["valid"]
+    m = rd.metrics(write=False)
+    assert m["all"]["holder_correctness"]["value"] == 0.0
+    assert m["all"]["holder_correctness"]["n"] == 40
+
+
+def test_an_imported_run_takes_the_card_it_is_given_never_one_by_name(native, built, tmp_path,
+                                                                      capsys):
+    from membench.run.cards import CARDS_DIR
+
+    rows = _native_lines(native)
+    trec = tmp_path / "all.trec"
+    _write_trec([r for r in rows if r["hits"]], trec)
+    carts = tmp_path / "carts.jsonl"
+    carts.write_text("".join(json.dumps({"query_id": r["query_id"], "cartridge": r["cartridge"]})
+                             + "\n" for r in rows))
+    base = ["import-run", "--trec", str(trec), "--atoms", str(native / "atoms.jsonl"),
+            "--sets", str(built.out), "--cartridge", str(carts)]
+    # named like the reference system: no card found by the name
+    assert main([*base, "--name", "bm25", "--out", str(tmp_path / "a")]) == 0
+    meta = json.loads((tmp_path / "a" / "meta.json").read_text())
+    assert meta["card"] is None and meta["identity"]["kind"] == "imported"
+    # a registry card given explicitly: refused
+    assert main([*base, "--name", "x", "--out", str(tmp_path / "b"), "--card",
+                 str(CARDS_DIR / "bm25.json")]) == 2
+    assert "CARD: field name: card refused: it is named 'bm25'" in capsys.readouterr().err
+    # a card of its own: recorded
+    own = tmp_path / "ext-lexical.json"
+    card = json.loads((CARDS_DIR / "bm25.json").read_text())
+    own.write_text(json.dumps({**card, "name": "ext-lexical"}))
+    assert main([*base, "--name", "x", "--out", str(tmp_path / "c"), "--card", str(own)]) == 0
+    assert json.loads((tmp_path / "c" / "meta.json").read_text())["card"]["name"] == \
+        "ext-lexical"

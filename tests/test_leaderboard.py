@@ -81,7 +81,10 @@ def test_entries_are_keyed_by_identity(store):
     st, entries = read_store(out)
     assert st["split"] == "dev" and st["selection"]["modalities"] == sorted(MODS)
     for e in entries:
-        assert set(e["key"]) == {"card_sha256", "config_sha256", "code_revision", "set_sha256"}
+        assert set(e["key"]) == {"card_sha256", "config_sha256", "code_revision", "set_sha256",
+                                 "identity_sha256", "sealed"}
+        assert e["key"]["identity_sha256"] == _sha(e["identity"]) and e["sealed"] is False
+        assert e["identity"]["kind"] == "reference" and e["identity"]["spec"] == e["system"]
         assert e["id"] == _sha(e["key"])[:16]
         assert (out / ENTRIES / f"{e['id']}.json").is_file()
         assert e["key"]["set_sha256"] == st["set_sha256"]

@@ -204,9 +204,10 @@ def test_bad_set_line_names_file_line_field(built, tmp_path, capsys):
 
 @pytest.mark.parametrize("every, syncs", [(0.0, 6), (1e9, 1)])
 def test_run_lines_are_fsynced_by_the_clock_and_at_the_end(tmp_path, monkeypatch, every, syncs):
-    """Every line is written and flushed as it is answered; fsync comes once FSYNC_SECONDS have
-    passed since the last one, and at the end (0 s: after each of the 5 lines and at the end;
-    a long interval: at the end only)."""
+    """Every line is written and flushed as it is answered (the keeper's LineFile, which the
+    runner's loop hands each line to); fsync comes once FSYNC_SECONDS have passed since the
+    last one, and at the end (0 s: after each of the 5 lines and at the end; a long interval:
+    at the end only)."""
     import os
     from datetime import datetime, timezone
     from types import SimpleNamespace
@@ -229,9 +230,11 @@ def test_run_lines_are_fsynced_by_the_clock_and_at_the_end(tmp_path, monkeypatch
     monkeypatch.setattr(runner, "FSYNC_SECONDS", every)
     monkeypatch.setattr(runner.os, "fsync", counting)
     at = datetime(2024, 1, 1, tzinfo=timezone.utc)
-    todo = [SimpleNamespace(query_id=f"q{i}", question=f"a{i}", scope=None, as_of=at)
+    todo = [SimpleNamespace(qid=f"q{i}", question=f"a{i}", scope=None, as_of=at)
             for i in range(5)]
-    runner._answer(Echo(), todo, 0, 5, {f"a{i}" for i in range(5)}, tmp_path / "run.jsonl")
+    sink = runner.LineFile(tmp_path / "run.jsonl")
+    runner._answer(Echo(), todo, 0, 5, {f"a{i}" for i in range(5)}, sink)
+    sink.close()
     assert len(calls) == syncs
     assert calls == sorted(calls) and calls[-1] == (tmp_path / "run.jsonl").stat().st_size
     assert [json.loads(l)["query_id"] for l in (tmp_path / "run.jsonl").read_text()

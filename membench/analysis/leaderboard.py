@@ -6,9 +6,13 @@
     DIR/entries/<id>.json       one run's figures, keyed by its identity, sealed by its sha256
 
 An entry's identity (its ``key``, and ``id`` = the first 16 hex digits of the key's sha256) is
-(system card sha256, config sha256, code revision, set files' sha256): the same system with the
-same card and config, run by the same code on the same sets, is one entry (adding it again
-replaces it with the same figures); anything else is another entry. Figures are computed from
+(system card sha256, config sha256, code revision, set files' sha256, sha256 of what ran:
+meta.json ``identity``, and whether the run was ``sealed``): the same system with the same card
+and config, run by the same code on the same sets, is one entry (adding it again replaces it
+with the same figures); anything else is another entry. Each row says what ran
+(:func:`ran_text`: reference, library adapter, registered package, user module, HTTP service,
+imported; sealed or not) and its last ``membench verify`` (:mod:`membench.analysis.verify`:
+verified, differs, not re-runnable, or not verified). Figures are computed from
 the run's files through :class:`membench.metrics.rundir.RunDir` (never from a metrics.json
 that could have been edited): for every judgment set the run's records carry (``gold`` and
 each alternative set of :attr:`membench.metrics.score.ItemScores.judgments`, whatever their
@@ -34,7 +38,9 @@ be identifiers (:mod:`membench.core.ids`).
 * a run :meth:`RunDir.open` refuses (an incomplete run, ``INCOMPLETE_RUN``: the store takes no
   partial runs; drifted sets; a test-split run without ``final``);
 * a run whose system saw the gold (a registered test double, meta.json ``sees_gold``);
-* a run without a model card (meta.json ``card``, else ``bench/cards/<system>.json``);
+* a run without a model card (meta.json ``card``, which the runner takes from what the system
+  is, never from its name), a run that does not say what ran (no ``identity``), and a run
+  whose card takes a registry card's name on a system that is not membench's;
 * a run on other set files (sha256) than the store's, on another split, or over other queries
   (another ``--modality`` / ``--limit`` selection): a store compares systems on the same items.
 
@@ -104,8 +110,9 @@ from ..metrics.rundir import RunDir
 from ..modalities import MODALITIES
 from ..run.cards import Card, card_path, read_card, size_class
 
-FORMAT = 3         # 2: entries carry their sha256 (a store of format 1 is re-made); 3: the
-#                    abstention beside false recall and the abstention-order statistics
+FORMAT = 4         # 2: entries carry their sha256 (a store of format 1 is re-made); 3: the
+#                    abstention beside false recall and the abstention-order statistics;
+#                    4: what ran (identity, sealed) in the key
 STORE_FILE = "store.json"
 ENTRIES = "entries"
 PRIMARY = "gold"
@@ -153,25 +160,53 @@ def _num(v: float) -> float | None:
 # ------------------------------------------------------------------------------ entries
 
 def run_card(rd: RunDir) -> tuple[dict[str, Any] | None, str]:
-    """The card a run names (meta.json ``card``), else the registry's card of its system's
-    name; ``(None, why)`` when it has none."""
+    """The card a run recorded (meta.json ``card``: the runner takes it from what the system
+    is, never from its name: :func:`membench.run.cards.card_for`); ``(None, why)`` when it
+    has none, when the run does not say what ran (``identity``), or when its card takes the
+    name of one of membench's registry cards and the system is not membench's own (a
+    meta.json made so by hand)."""
+    from ..run.cards import registry_claim
+
+    identity = rd.meta.get("identity")
+    if not isinstance(identity, dict) or not isinstance(identity.get("kind"), str):
+        return None, ("meta.json does not say what ran (no identity: a run made before "
+                      "membench recorded it); run it again")
     rec = rd.meta.get("card")
-    if isinstance(rec, dict):
-        body = {k: v for k, v in rec.items() if k != "sha256"}
-        try:
-            card = Card.model_validate(body)
-        except Exception as e:      # noqa: BLE001 - pydantic's error, made one line
-            return None, f"meta.json card is not a valid card ({str(e).splitlines()[0]})"
-        return {**card.model_dump(mode="json"), "sha256": card.sha256()}, ""
+    if not isinstance(rec, dict):
+        why = rd.meta.get("card_refused")
+        return None, (str(why) if why else
+                      f"no model card: the system ({identity['kind']}) carries none; a card "
+                      "comes from what a system is, not from its name (docs/cards.md)")
+    body = {k: v for k, v in rec.items() if k != "sha256"}
     try:
-        path = card_path(rd.system)
-    except MembenchError:
-        return None, f"system name {rd.system!r} names no card file"
-    if path.is_file():
-        card = read_card(path)
-        return {**card.model_dump(mode="json"), "sha256": card.sha256()}, ""
-    return None, (f"no model card: meta.json has none (a run made before cards, or a system "
-                  f"without one) and there is no {path}; add a card (docs/cards.md)")
+        card = Card.model_validate(body)
+    except Exception as e:      # noqa: BLE001 - pydantic's error, made one line
+        return None, f"meta.json card is not a valid card ({str(e).splitlines()[0]})"
+    why = registry_claim(card.name, identity["kind"])
+    if why:
+        return None, why
+    return {**card.model_dump(mode="json"), "sha256": card.sha256()}, ""
+
+
+def ran_text(e: dict[str, Any]) -> str:
+    """What an entry's row says ran: its identity's kind (``reference``, ``registered
+    package NAME VERSION``, ``user module MODULE:CLASS``, ``HTTP service URL``, ...) and
+    whether the run was sealed (the system answered over HTTP, from another process than the
+    one holding the sets)."""
+    ident = e.get("identity") or {}
+    kind = ident.get("kind") or "unknown"
+    d = ident.get("distribution") or {}
+    if kind == "registered package":
+        what = f"registered package {d.get('name', '?')} {d.get('version', '?')}"
+    elif kind == "user module":
+        what = f"user module {ident.get('class') or ident.get('spec')}"
+    elif kind == "HTTP service":
+        what = f"HTTP service {ident.get('spec')}"
+    elif kind == "library adapter":
+        what = f"library adapter ({ident.get('spec') or e.get('system')})"
+    else:
+        what = kind
+    return f"{what} · {'sealed' if e.get('sealed') else 'not sealed'}"
 
 
 def _judgment_values(scores, name: str) -> dict[str, np.ndarray]:
@@ -228,12 +263,18 @@ def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | Non
         items[js] = {m: [_num(v) for v in vals[m]] for m in MEASURES
                      if m not in ORDERING_MEASURES}
     meta = rd.meta
+    identity = meta["identity"]
     key = {"card_sha256": card["sha256"], "config_sha256": _sha(meta.get("config")),
            "code_revision": str(meta.get("code_revision")),
-           "set_sha256": dict(sorted((meta.get("set_sha256") or {}).items()))}
+           "set_sha256": dict(sorted((meta.get("set_sha256") or {}).items())),
+           "identity_sha256": _sha(identity), "sealed": bool(meta.get("sealed"))}
     entry_id = _sha(key)[:16]
+    from ..core.jsonl import sha256_file
+
     return sealed({
         "format": FORMAT, "id": entry_id, "key": key, "system": rd.system, "card": card,
+        "identity": identity, "sealed": bool(meta.get("sealed")),
+        "run_jsonl_sha256": sha256_file(rd.path / "run.jsonl"),
         "config": meta.get("config"), "split": rd.split,
         "selection": {"modalities": meta.get("modalities"), "limit": meta.get("limit"),
                       "queries": len(scores)},
@@ -367,6 +408,8 @@ class _Key(_Open):
     config_sha256: StrictStr
     code_revision: StrictStr
     set_sha256: dict[StrictStr, StrictStr]
+    identity_sha256: StrictStr
+    sealed: StrictBool
 
 
 _Num = Annotated[StrictFloat, Field(allow_inf_nan=False)]     # what the store writes
@@ -405,6 +448,8 @@ class _Entry(_Open):
     figures: dict[StrictStr, dict[StrictStr, dict[StrictStr, _Figure]]]
     items: _Items
     judgment_sets: list[StrictStr]
+    identity: dict[StrictStr, Any]
+    sealed: StrictBool
     run_dir: StrictStr | None = None
     config: Any = None
 
@@ -449,6 +494,10 @@ def read_store(store_dir: str | os.PathLike) -> tuple[dict[str, Any] | None, lis
         if card.sha256() != e["key"]["card_sha256"]:
             raise InputError(p, None, "card", "its sha256 is not the key's card_sha256",
                              rule="STORE")
+        if _sha(e["identity"]) != e["key"]["identity_sha256"] or \
+                e["sealed"] != e["key"]["sealed"]:
+            raise InputError(p, None, "identity", "the identity or the sealed flag is not the "
+                             "key's (edited?)", rule="STORE")
         ids = e["items"]["query_id"]
         if len(ids) != len(e["items"]["modality"]):
             raise InputError(p, None, "items", "query_id and modality lists differ",
@@ -582,6 +631,14 @@ class Leaderboard:
     rows: Any                               # long DataFrame (see leaderboard())
     rank_by: str = RANK_BY
     notes: list[str] = field(default_factory=list)
+    verified: dict[str, dict[str, Any]] = field(default_factory=dict)  # entry id -> verify
+
+    def verify_text(self, eid: str) -> str:
+        """The entry's last ``membench verify`` result, as a row shows it."""
+        return verify_text(self.verified.get(eid))
+
+    def ran(self, eid: str) -> str:
+        return ran_text(next(e for e in self.entries if e["id"] == eid))
 
     @property
     def size_classes(self) -> list[str]:
@@ -626,7 +683,8 @@ class Leaderboard:
                 ["value", "system"], ascending=[BY_NAME[self.rank_by].direction == "lower",
                                                 True], na_position="last")["entry"]
             for eid in order:
-                row: dict[str, Any] = {"scope": scope, "system": self.labels[eid]}
+                row: dict[str, Any] = {"scope": scope, "system": self.labels[eid],
+                                       "ran": self.ran(eid), "verified": self.verify_text(eid)}
                 cells = g[g["entry"] == eid].set_index("measure")
                 card = next(e["card"] for e in self.entries if e["id"] == eid)
                 row["parameters"] = card["parameter_count"]
@@ -734,6 +792,19 @@ def format_brief(lb: Leaderboard) -> str:
                          + (f"; {rest}" if rest else ""))
     lines += [f"note: {n}" for n in lb.notes]
     return "\n".join(lines) + "\n"
+
+
+def verify_text(v: dict[str, Any] | None) -> str:
+    """``verified``, ``differs (first: QUERY ...)``, ``not re-runnable (why)`` or ``not
+    verified`` (no ``membench verify`` result for the entry)."""
+    if not v:
+        return "not verified"
+    st = v.get("status")
+    if st == "verified":
+        return f"verified ({v.get('compared', '?')} queries)"
+    if st == "differs":
+        return f"differs ({v.get('detail', '')})"
+    return f"not re-runnable ({v.get('detail', '')})"
 
 
 def cell_text(c, digits: int = 3) -> str:
@@ -902,7 +973,10 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                         if not np.isnan(a) else None
             bar.advance()
     df = pd.DataFrame(rows)
-    return Leaderboard(store, entries, labels, df, rank_by, notes)
+    from .verify import read_verifications
+
+    return Leaderboard(store, entries, labels, df, rank_by, notes,
+                       read_verifications(store_dir, entries))
 
 
 #: paired bootstrap draws for the abstention-order statistics' tests against the best (each
@@ -941,7 +1015,7 @@ def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
             w = w[w["scope"].isin(scopes)]
             lines.append(f"\n== size {size}, judgment set {js}")
             for r in w.to_dict("records"):
-                lines.append(f"  {r['scope']:<13} {r['system']}")
+                lines.append(f"  {r['scope']:<13} {r['system']}  [{r['ran']}; {r['verified']}]")
                 for m in measures:
                     if m in r and isinstance(r[m], str):
                         lines.append(f"      {m:<20} {r[m]}")
@@ -970,9 +1044,9 @@ def format_markdown(lb: Leaderboard, *, scope: str = "all",
         ptxt = "<0.001" if p < 0.001 else f"{p:.3f}"
         return s + (f" ({c['diff']:+.3f}, p {ptxt})" if c["significant"] else f" (=, p {ptxt})")
 
-    head = ("| size | judgment set | system | parameters | n | "
+    head = ("| size | judgment set | system | ran | verified | parameters | n | "
             + " | ".join(measures) + " |")
-    out = [head, "|" + "---|" * (5 + len(measures))]
+    out = [head, "|" + "---|" * (7 + len(measures))]
     for size in lb.size_classes:
         for js in lb.judgment_sets:
             t = lb.table(size, js, scope)
@@ -990,7 +1064,8 @@ def format_markdown(lb: Leaderboard, *, scope: str = "all",
                                                        & (src["measure"] == m)]
                     cells.append(cell(row.iloc[0]) if row is not None and len(row) else "—")
                 card = next(e["card"] for e in lb.entries if e["id"] == r["entry"])
-                out.append(f"| {size} | {js} | {r['system']} | "
+                out.append(f"| {size} | {js} | {r['system']} | {lb.ran(r['entry'])} | "
+                           f"{lb.verify_text(r['entry'])} | "
                            f"{int(card['parameter_count']):,} | {int(r['n'])} | "
                            + " | ".join(cells) + " |")
     return "\n".join(out)
@@ -999,4 +1074,5 @@ def format_markdown(lb: Leaderboard, *, scope: str = "all",
 __all__ = ["CARTRIDGE_RANK_BY", "FORMAT", "MEASURES", "RANK_BY", "RANK_REASONS", "Added",
            "Leaderboard", "Refused", "add_runs", "best_rows", "cell_text", "entry_from_run",
            "entry_sha256", "format_brief", "format_leaderboard", "format_markdown", "gate_text",
-           "leaderboard", "rank_reason", "read_store", "run_card", "sealed", "tampered"]
+           "leaderboard", "ran_text", "rank_reason", "read_store", "run_card", "sealed",
+           "tampered", "verify_text"]

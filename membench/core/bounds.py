@@ -89,4 +89,5 @@ _MODULES: list[str] = [
     "membench.run.files",
     "membench.metrics.trec",
     "membench.analysis.browse",
+    "membench.run.identity",
 ]

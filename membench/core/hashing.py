@@ -23,12 +23,16 @@ def hash_order(keys: Iterable[str], salt: str) -> list[str]:
     return sorted(set(keys), key=lambda k: (stable_hash(salt, k), k))
 
 
-def limit_subset(rows: list, limit: int | None, qid=lambda r: r) -> list:
+def limit_subset(rows: list, limit: int | None, qid=lambda r: r,
+                 seed: int | None = None) -> list:
     """The ``--limit`` rule: ``limit`` rows of one modality, those first in
-    ``stable_hash("limit", query_id)`` order (returned in that order); all rows if None."""
+    ``stable_hash("limit", query_id)`` order (with ``seed``: ``stable_hash("limit", str(seed),
+    query_id)``, another sample; ``membench verify`` draws one per check) (returned in that
+    order); all rows if None."""
     if limit is None:
         return list(rows)
-    return sorted(rows, key=lambda r: (stable_hash("limit", qid(r)), qid(r)))[:limit]
+    salt = ("limit",) if seed is None else ("limit", str(seed))
+    return sorted(rows, key=lambda r: (stable_hash(*salt, qid(r)), qid(r)))[:limit]
 
 
 def source_digest(subpackages: Iterable[str] = ()) -> str:

@@ -10,7 +10,7 @@ calibrate, slices, compare, the failure browser, report provenance) opens it thr
   no silent fallback to ``bench/sets``: a run without either is an error (RUN_META), and a
   folder that is gone is an error naming where the path came from (MISSING_FILE);
 * **which records** it is about: :func:`membench.sets.select.select_records` with the run's
-  split, modalities and ``limit`` from meta.json, which must give as many records as the run
+  split, modalities, ``limit`` and ``sample_seed`` from meta.json, which must give as many records as the run
   was asked (``queries``), else the sets changed since the run (RUN_META);
 * **what each item scored**: :meth:`RunDir.scores` (:func:`membench.metrics.score.score_items`,
   computed once and cached), which metrics aggregate, slices tabulate and the browser filters;
@@ -18,8 +18,9 @@ calibrate, slices, compare, the failure browser, report provenance) opens it thr
 
   - ``TEST_SPLIT``: a test-split run, unless opened with ``final=True`` (``--final``); such a
     read is appended to ``bench/test_access.jsonl`` like a final run;
-  - ``INCOMPLETE_RUN``: a run whose meta.json status is not ``complete`` (an interrupted run),
-    or one in which an evaluated query has no line; with ``partial=True`` (``--partial``) it
+  - ``INCOMPLETE_RUN``: a run whose meta.json status is not ``complete`` (an interrupted run,
+    or an import of part of the split, ``partial``), or one in which an evaluated query has no
+    line; with ``partial=True`` (``--partial``) it
     is scored on the queries it answered only (a missing line is never an abstention) and
     marked PARTIAL everywhere (:attr:`RunDir.submission`);
   - ``SET_DRIFT``: a set file whose sha256 differs from the one meta.json recorded;
@@ -124,6 +125,12 @@ class RunDir:
         status = meta.get("status")
         if status is not None and status != "complete":
             raise_if_locked(path)       # being written now: name the writer
+        if status == "partial" and not partial:
+            raise InputError(path / "meta.json", None, "status",
+                             "an import of part of the split (`membench import-run "
+                             "--partial`): read it with --partial (marked PARTIAL; the queries "
+                             "it does not cover are left out, never counted as abstentions)",
+                             rule="INCOMPLETE_RUN")
         if status is not None and status != "complete" and not partial:
             raise InputError(path / "meta.json", None, "status",
                              f"the run is {status!r}, not complete: finish it (the same "
@@ -175,7 +182,8 @@ class RunDir:
 
     def _select(self) -> tuple[list[AnnotationRecord], list[tuple[str, int]]]:
         def make():
-            recs, locs = select_records(self.sets_dir, self.split, self.modalities, self.limit)
+            recs, locs = select_records(self.sets_dir, self.split, self.modalities, self.limit,
+                                        self.meta.get("sample_seed"))
             q = self.meta.get("queries")
             if isinstance(q, int) and q != len(recs):
                 raise InputError(self.path / "meta.json", None, "queries",

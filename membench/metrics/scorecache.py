@@ -75,6 +75,7 @@ def key_of(rd: RunDir) -> str:
              "atoms.jsonl": _file_digest(rd.path / "atoms.jsonl"),
              "sets": set_digests(rd.sets_dir), "split": rd.meta.get("split"),
              "modalities": rd.meta.get("modalities"), "limit": rd.meta.get("limit"),
+             "sample_seed": rd.meta.get("sample_seed"),
              "queries": rd.meta.get("queries"), "partial": bool(rd.partial)}
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 

@@ -2,7 +2,8 @@
 
 One table per size class and judgment set (:meth:`membench.analysis.leaderboard.Leaderboard.
 table`), one block of rows per scope (each modality, then all), one row per system ranked by
-the leaderboard's ranking measure, one column per measure. A cell is the value with its 95%
+the leaderboard's ranking measure (each row says what ran, whether the run was sealed, and its
+last ``membench verify``), one column per measure. A cell is the value with its 95%
 interval and n; the best system of the block is marked **best**; every other system carries its
 difference from the best with the Holm-corrected p of the paired test (``= best`` when it is
 not significantly different); a measure with a gate is coloured pass / fail. Every string goes
@@ -84,7 +85,8 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
             rows.append(
                 "<tr>" + (f'<td class="mb-s" rowspan="{len(order)}"><b>{esc(scope)}</b></td>'
                           if i == 0 else "")
-                + f'<td class="mb-l">{esc(r["system"])}</td>'
+                + f'<td class="mb-l">{esc(r["system"])}<br><small>{esc(lb.ran(r["entry"]))}'
+                  f' · {esc(lb.verify_text(r["entry"]))}</small></td>'
                 + f'<td class="mb-n">{esc(format(int(card["parameter_count"]), ","))}</td>'
                 + "".join(_cell(cells[m], 1 if m.startswith("latency") else digits,
                                 stacked=len(names) > 5)
@@ -104,7 +106,8 @@ def cards_table(lb) -> Table:
     head = ("<tr><th>system</th><th>card · size class · parameters</th>"
             "<th>model · weights sha256 / revision</th><th>max input tokens: card (applied)</th>"
             "<th>prefixes (query / document) · pooling · normalisation</th>"
-            "<th>license · package</th><th>code revision · entry</th></tr>")
+            "<th>license · package</th><th>what ran · sealed</th><th>verify</th>"
+            "<th>code revision · entry</th></tr>")
     rows = []
     for e in lb.entries:
         c = e["card"]
@@ -124,6 +127,7 @@ def cards_table(lb) -> Table:
             f"{c.get('query_prefix')!r} / {c.get('document_prefix')!r} · {c['pooling']} · "
             f"{c['normalisation']}",
             f"{c['license']} · " + (f"{sp.get('name')}=={sp.get('version')}" if sp else "—"),
+            lb.ran(e["id"]), lb.verify_text(e["id"]),
             f"{str(e['key']['code_revision'])[:12]} · {e['id']}")
         rows.append("<tr>" + "".join(f'<td class="mb-l">{esc(x)}</td>' for x in cells)
                     + "</tr>")

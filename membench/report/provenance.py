@@ -57,6 +57,7 @@ def provenance(run_dir: str | Path | RunDir | None = None,
             "run_manifest_sha256_match": meta.get("manifest_sha256") == out["manifest_sha256"],
             "extent_caps": meta.get("extent_caps"),
             "sees_gold": bool(meta.get("sees_gold")),
+            "sealed": bool(meta.get("sealed")), "identity": meta.get("identity"),
             "submission": ("valid" if rd.submission["valid"] else
                            "NOT A VALID SUBMISSION: " + "; ".join(rd.submission["reasons"])),
             "presentation_order": meta.get("order"),

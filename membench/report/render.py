@@ -411,7 +411,9 @@ def _record(label: str, rd: RunDir | None, metrics: dict[str, Any] | None,
     if rd is not None:
         rec.update({"run_dir": str(rd.path), "system": rd.meta.get("system"),
                     "split": rd.meta.get("split"), "limit": rd.meta.get("limit"),
-                    "queries": rd.meta.get("queries"), "status": rd.meta.get("status")})
+                    "queries": rd.meta.get("queries"), "status": rd.meta.get("status"),
+                    "sealed": bool(rd.meta.get("sealed")),
+                    "ran": (rd.meta.get("identity") or {}).get("kind")})
     if metrics is not None:
         rec["headline"] = {m: metrics["all"][m] for m in HEADLINE if m in metrics.get("all", {})}
         rec["gates"] = gate_rows(metrics)
@@ -595,8 +597,8 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
         metrics, why = _metrics(rd)
         per_run.append((label, metrics))
         page_links = {SETS_NOTEBOOK: f"../{slab}/{SETS_NOTEBOOK}.html"} if sets_page else {}
-        page = Page(label, tuple(notebooks), summary_html(metrics, label, missing=why),
-                    page_links)
+        page = Page(label, tuple(notebooks), summary_html(metrics, label, missing=why,
+                                                          meta=rd.meta), page_links)
         params = {"run_dir": str(rd.path), "sets_dir": str(rd.sets_dir.resolve()),
                   "corpus": root, "live_links": bool(live_links), **flags, **(extra or {})}
         record = _record(label, rd, metrics, list(run_pages))

@@ -77,19 +77,44 @@ def next_steps(metrics: dict[str, Any], *, limit: int = 6) -> list[str]:
     return out
 
 
-def summary_html(metrics: dict[str, Any] | None, label: str, *, missing: str = "") -> str:
-    """The page's summary block: gate badges and the next steps, every data string escaped.
+def run_badge(meta: dict[str, Any] | None) -> str:
+    """What ran and whether the run was sealed, as a badge (HTML, escaped): ``sealed run`` for
+    a system that answered over HTTP from another process than the one holding the sets,
+    ``in-process run (not sealed)`` otherwise, with the identity's kind (docs/runs.md, "What a
+    run proves")."""
+    if not meta:
+        return ""
+    ident = meta.get("identity") if isinstance(meta.get("identity"), dict) else {}
+    kind = ident.get("kind") or "unknown (a run made before identities)"
+    if kind == "imported":
+        what, cls = "imported run (not sealed)", "mb-na"
+    elif meta.get("sealed"):
+        what, cls = "sealed run", "mb-pass"
+    else:
+        what, cls = "in-process run (not sealed)", "mb-na"
+    return (f'<p class="mb-run"><span class="mb-badge {cls}" data-sealed='
+            f'"{"yes" if meta.get("sealed") else "no"}">{esc(what)}</span> {esc(kind)}'
+            + (f" · {esc(ident.get('class') or ident.get('spec'))}"
+               if kind in ("user module", "registered package", "HTTP service") else "")
+            + "</p>")
+
+
+def summary_html(metrics: dict[str, Any] | None, label: str, *, missing: str = "",
+                 meta: dict[str, Any] | None = None) -> str:
+    """The page's summary block: what ran and whether it was sealed (:func:`run_badge`, from
+    the run's ``meta``), gate badges and the next steps, every data string escaped.
     ``metrics=None`` (no metrics.json): says so (``missing``: why)."""
     if metrics is None:
         return (f'<section class="mb-summary" id="membench-summary"><h2>Summary · {esc(label)}'
-                f"</h2><p>No metrics for this run{': ' + esc(missing) if missing else ''}."
-                "</p></section>")
+                f"</h2>{run_badge(meta)}<p>No metrics for this run"
+                f"{': ' + esc(missing) if missing else ''}.</p></section>")
     rows = gate_rows(metrics)
     n_pass = sum(r["result"] == "PASS" for r in rows)
     n_fail = sum(r["result"].startswith("FAIL") for r in rows)
     n_na = len(rows) - n_pass - n_fail
     steps = "".join(f"<li>{esc(s)}</li>" for s in next_steps(metrics))
     return (f'<section class="mb-summary" id="membench-summary"><h2>Summary · {esc(label)}</h2>'
+            + run_badge(meta) +
             f"<p><b>{n_pass} of {len(rows)} gates pass</b>, {n_fail} fail, {n_na} n/a "
             "(value [95% bootstrap interval], n/denominator).</p>"
             + gate_badges(metrics)
@@ -177,4 +202,4 @@ def compare_summary_html(per_run: list[tuple[str, dict[str, Any] | None]],
 
 
 __all__ = ["best_block_html", "best_table_html", "compare_summary_html", "next_steps",
-           "sets_summary_html", "summary_html"]
+           "run_badge", "sets_summary_html", "summary_html"]

@@ -10,8 +10,9 @@ gave them, at most :data:`MAX_DEPTH`, plus an optional ``confidence`` (a finite 
 score the system's abstention decision thresholds, :class:`membench.run.protocol.Result`).
 
 ``meta.json`` (:func:`read_meta`): a JSON object; the fields readers act on are typed strictly
-(:class:`RunMeta`: ``split``, ``modalities``, ``limit``, ``queries``, ``final``, ``sets_dir``,
-``set_sha256``, ``status``, ``system``), the others are kept as written.
+(:class:`RunMeta`: ``split``, ``modalities``, ``limit``, ``sample_seed``, ``queries``,
+``final``, ``sets_dir``, ``set_sha256``, ``status``, ``system``), the others are kept as
+written.
 
 Every problem is an :class:`~membench.core.errors.InputError` naming the file and line. An atom's
 holder and observed_at must agree with its source item's (``items.jsonl`` is the truth:
@@ -325,6 +326,7 @@ class RunMeta(BaseModel):
     system: StrictStr | None = None         # an identifier (core.ids): checked below
     modalities: list[StrictStr] | None = None
     limit: StrictInt | None = Field(default=None, ge=1)
+    sample_seed: StrictInt | None = None
     queries: StrictInt | None = Field(default=None, ge=0)
     final: StrictBool | None = None
     sets_dir: StrictStr | None = None

@@ -19,6 +19,21 @@ everywhere; ``K`` is at least 1 (``0`` would be that empty policy), and a query 
 cartridge file is an error, not "the last one wins". Latency is not measured for imported runs
 (``latency_ms`` is null and the latency metrics show n = 0).
 
+**What it covers.** An import scores the queries its files answer and never invents an answer
+for the others: a query is covered when the TREC file has a line for it or the cartridge file
+names it (a query the system answered with no hits needs its cartridge line, possibly
+``[]``). A file that covers only part of the split is refused, with how many queries are
+missing and three of them, unless the part is named: ``modalities`` and ``limit`` select the
+queries as ``membench run`` and ``membench topics`` do (the file must then cover exactly those),
+or ``partial`` writes lines for the covered queries only (meta.json ``status: partial``: every
+reader refuses it unless read with ``--partial``, and then marks it PARTIAL everywhere). A qid
+of the split outside the named part is refused too.
+
+**What it is.** meta.json's ``identity`` says ``imported`` (with the files' sha256); its
+``card`` is the one given with ``card`` (a card file, :func:`membench.run.cards.read_card`),
+never looked up by the name (docs/cards.md), and a card named like one of membench's own
+registry is refused.
+
 The sets are checked first, as ``membench run`` checks them (every hard rule of ``validate``,
 with the corpus and the lock when given: :func:`membench.run.runner.check_sets_before_run`),
 so a run is never scored against sets ``validate`` refuses. The system's name is an
@@ -35,6 +50,7 @@ writes every file atomically: ``meta.json`` first says ``status: importing``, a 
 from __future__ import annotations
 
 import math
+import hashlib
 from pathlib import Path
 
 from ..core.atomic import atomic_write_json, atomic_write_text
@@ -45,11 +61,13 @@ from ..core.lock import run_dir_lock
 from ..core.paths import MANIFEST_PATH
 from ..modalities import EXTENT_CAPS
 from ..sets.build import set_digests
+from ..sets.select import check_modalities
 from ..sets.topics import topic_id
 from .files import check_run_dir_files, read_atoms, repeated, trec_fields, trec_float, trec_int
 from .protocol import MAX_DEPTH, order_hits
 from .runner import (
     check_atoms,
+    check_limit,
     check_sets_before_run,
     code_revision,
     load_split,
@@ -144,16 +162,26 @@ def check_cartridge_top(k: object) -> None:
                             "policy that abstains everywhere is not a policy)")
 
 
+def _selection_text(modalities, limit) -> str:
+    parts = [f"--modality {m}" for m in modalities or []]
+    if limit is not None:
+        parts.append(f"--limit {limit}")
+    return " ".join(parts) or "the whole split"
+
+
 def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, out: Path,
                 system: str, cartridge_file: Path | None = None,
                 cartridge_top: int | None = None, final: bool = False,
                 force: bool = False, *, corpus_root: Path | None = None,
                 manifest: Path = MANIFEST_PATH, lock: Path | None = None,
-                check_sets: bool = True) -> dict:
-    """Import a TREC run and an atoms file into RUN_DIR ``out`` (see the module docstring).
-    Reads the inputs, the sets (checked against every hard rule unless ``check_sets`` is false,
-    with ``corpus_root``, ``manifest`` and ``lock`` as ``membench run`` does) ; writes ``out``
-    (and, for a final run, the test-access log)."""
+                check_sets: bool = True, modalities=None, limit: int | None = None,
+                partial: bool = False, card: Path | None = None) -> dict:
+    """Import a TREC run and an atoms file into RUN_DIR ``out`` (see the module docstring):
+    the queries of ``split`` (``modalities``, ``limit`` per modality, as ``membench run``
+    selects them), all covered unless ``partial``. Reads the inputs, the sets (checked against
+    every hard rule unless ``check_sets`` is false, with ``corpus_root``, ``manifest`` and
+    ``lock`` as ``membench run`` does); writes ``out`` (and, for a final run, the test-access
+    log)."""
     if split == "test" and not final:
         raise MembenchError("the test split is frozen: pass --final for a final, logged run")
     if (cartridge_file is None) == (cartridge_top is None):
@@ -163,24 +191,37 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
     why = id_problem(system)
     if why:
         raise MembenchError(f"--name: {why}")
+    check_limit(limit)
+    mods = check_modalities(modalities) if modalities else None
+    the_card = _import_card(card)
     out = Path(out)
     _refuse_existing(out, force)
     if check_sets:
         check_sets_before_run(Path(sets_dir), corpus_root, Path(manifest), lock)
-    data = load_split(sets_dir, split)
+    data = load_split(sets_dir, split, mods, limit)
+    whole = data if mods is None and limit is None else load_split(sets_dir, split)
     atoms = read_atoms(atoms_file)
-    check_atoms(system, atoms, data.items)
+    check_atoms(system, atoms, whole.items)         # a memory of the split (any part of it)
     known = {a.atom_id for a in atoms}
     qids = {r.query_id for r in data.records}
     alias = {topic_id(q): q for q in qids}          # the topics' opaque ids
     alias.update({q: q for q in qids})
+    rest = {r.query_id for r in whole.records} - qids  # the split's queries outside the part
+    others = rest | {topic_id(q) for q in rest}
+    chosen = _selection_text(mods, limit)
 
     lists: dict[str, list[tuple[str, float, int]]] = {}
     first: dict[tuple[str, str], tuple[int, int]] = {}       # (query, atom) -> (rank, line)
+    by_topic = 0
     for no, qid, doc, rank, score in read_trec_lines(run_file):
         if qid not in alias:
+            if qid in others:
+                raise InputError(run_file, no, "qid", f"{qid!r} is a {split} query outside the "
+                                 f"selected part ({chosen}): name the part the file covers, "
+                                 "as `membench topics` wrote it", rule="TREC")
             raise InputError(run_file, no, "qid", f"{qid!r} is not a {split} query (nor a "
                              "topic id of one)", rule="TREC")
+        by_topic += alias[qid] != qid
         qid = alias[qid]
         if doc not in known:
             raise InputError(run_file, no, "docid", f"query {qid}: atom {doc!r} is not in "
@@ -197,8 +238,23 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
     if cartridge_file is not None:
         carts, confidence = read_cartridge_file(cartridge_file, alias, known, split)
 
-    lines = []     # the run lines, in record order
+    covered = set(lists) | set(carts)
+    missing = [r.query_id for r in data.records if r.query_id not in covered]
+    if missing and not partial:
+        named = [topic_id(q) if by_topic else q for q in missing[:3]]
+        raise InputError(run_file, None, None,
+                         f"covers {len(covered):,} of the {len(data.records):,} {split} queries "
+                         f"of {chosen}: {len(missing):,} have no line (e.g. "
+                         f"{', '.join(named)}); an import never invents an empty answer. Name "
+                         "the part the file answers as `membench topics` chose it (--modality "
+                         "M, --limit N), or pass --partial (scored on the covered queries only, "
+                         "marked PARTIAL everywhere); a query answered with no hits needs its "
+                         "line in --cartridge FILE", rule="INCOMPLETE_RUN")
+
+    lines = []     # the run lines of the covered queries, in record order
     for r in data.records:
+        if r.query_id not in covered:
+            continue
         # score descending, then the rank column, then line order (stable sorts)
         rows = sorted(lists.get(r.query_id, []), key=lambda t: t[2])
         score = {d: s for d, s, _ in rows}                  # (each atom once: checked above)
@@ -212,14 +268,23 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
         "system": system, "config": {"imported_from": str(run_file), "atoms": str(atoms_file),
                                      "cartridge": str(cartridge_file) if cartridge_file
                                      else f"top {cartridge_top} hits"},
-        "split": split, "modalities": None, "limit": None, "final": final,
+        "split": split, "modalities": mods, "limit": limit, "final": final,
         "queries": len(data.records), "items": len(data.items), "atoms": len(atoms),
         "sets_dir": str(Path(sets_dir).resolve()), "set_sha256": set_digests(sets_dir),
         "manifest_sha256": sha256_file(MANIFEST_PATH) if MANIFEST_PATH.exists() else None,
         "code_revision": code_revision(), "extent_caps": EXTENT_CAPS, "max_depth": MAX_DEPTH,
         "run_sha256": sha256_file(run_file), "atoms_sha256": sha256_file(atoms_file),
+        "run_jsonl_sha256": hashlib.sha256("".join(lines).encode("utf-8")).hexdigest(),
         "latency": "not measured (imported run)", "status": "importing", "sees_gold": False,
+        "card": the_card.record() if the_card else None, "sealed": False,
+        "identity": {"kind": "imported", "spec": None, "args": None, "class": None,
+                     "trec_sha256": sha256_file(run_file),
+                     "atoms_sha256": sha256_file(atoms_file),
+                     "card_file": str(card) if card else None},
     }
+    if missing:
+        meta["partial"] = {"covered": len(covered), "asked": len(data.records),
+                           "missing": len(missing)}
     with run_dir_lock(out):
         _refuse_existing(out, force)          # (again: another import may have just finished)
         check_run_dir_files(out)
@@ -228,11 +293,25 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
         (out / "metrics.json").unlink(missing_ok=True)       # it scored what is replaced
         atomic_write_text(out / "atoms.jsonl", "".join(dumps(a.row()) + "\n" for a in atoms))
         atomic_write_text(out / "run.jsonl", "".join(lines))
-        meta["status"] = "complete"
+        meta["status"] = "partial" if missing else "complete"
         if final:
             log_test_access(system, out, meta["code_revision"])
         atomic_write_json(out / "meta.json", meta, **dump)
     return meta
+
+
+def _import_card(card: Path | None):
+    """The card file given to an import (``None`` without one), refused when it takes the
+    name of a card of membench's own registry."""
+    if card is None:
+        return None
+    from .cards import read_card, registry_claim
+
+    c = read_card(card)
+    why = registry_claim(c.name, "imported")
+    if why:
+        raise InputError(card, None, "name", why, rule="CARD")
+    return c
 
 
 def _refuse_existing(out: Path, force: bool) -> None:

@@ -26,8 +26,10 @@ How the work is spread:
    folder every node mounts at the same path (docs/ray.md).
 3. **Queries** go out in windows of presentation order (``window`` queries at a time, two
    windows in flight); each window is written in presentation order once its answers are in,
-   line by line and flushed, fsynced every ``runner.FSYNC_SECONDS``, exactly like the
-   local loop.
+   handed line by line to the run's keeper process (:mod:`membench.run.keeper`), which
+   writes each with its query id, flushed, fsynced every ``runner.FSYNC_SECONDS``, exactly
+   as for the local loop. The driver and the workers hold topics (opaque qid, question,
+   scope, as_of), never the sets' records.
 
 Failures. A worker that dies (killed, out of memory, node lost) is replaced: a new actor
 re-ingests that shard (its atoms must equal the first ones, else the system is not
@@ -79,7 +81,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core import progress as _progress
-from ..core.atomic import open_append
 from ..core.bounds import bound
 from ..core.errors import MembenchError
 from ..core.jsonl import dumps
@@ -90,18 +91,17 @@ from .content.config import CONTENT_ENV, content_settings
 from .protocol import Atom
 from .runner import (
     _check_hits,
-    _done_queries,
-    _now,
     _write_json,
     answer_for_sending,
     begin_run,
     check_answer,
     check_confidence,
-    fsync_if_due,
+    finish_meta,
     located_os_errors,
     preflight,
     record_atoms,
     truncation_meta,
+    warn_scope,
 )
 
 INSTALL_HINT = ("the ray engine needs Ray, an optional extra: pip install 'membench[ray]' "
@@ -781,7 +781,8 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
                    corpus_root: Path, modalities: Iterable[str] | None = None,
                    limit: int | None = None, final: bool = False, *,
                    lock: Path | None = None, manifest: Path = MANIFEST_PATH,
-                   check_sets: bool = True, address: str | None = None,
+                   check_sets: bool = True, sample_seed: int | None = None,
+                   address: str | None = None,
                    workers: int | None = None, window: int = DEFAULT_WINDOW,
                    max_restarts: int = MAX_RESTARTS, progress=None,
                    on_event: Callable[[str, Any], None] | None = None,
@@ -790,9 +791,11 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
     ``split`` into ``out`` (resuming a partial run of either engine), ``workers`` shards
     (default: the cluster's CPUs, at most 4 for a local one) on the cluster at ``address``
     (default: a local one, which must listen on loopback only; an ``address`` must answer
-    within ``connect_timeout`` s). Returns meta.json's content. ``on_event(kind, info)`` is told
-    ``"workers"`` (the shard actors' pids), ``"window"`` (lines written so far) and
-    ``"restart"`` (a shard's index): for tests and monitoring."""
+    within ``connect_timeout`` s). The sets are checked and selected by the run's keeper
+    process (:mod:`membench.run.keeper`), which also writes run.jsonl: the driver and the
+    workers hold topics, never the records. Returns meta.json's content. ``on_event(kind,
+    info)`` is told ``"workers"`` (the shard actors' pids), ``"window"`` (lines written so
+    far) and ``"restart"`` (a shard's index): for tests and monitoring."""
     from .systems import make_system, receives_records
 
     ray = import_ray()
@@ -805,93 +808,108 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
         # its store belongs in RUN_DIR/scratch, one per run: the local engine's
         raise MembenchError(f"system {system.name} keeps its state in the run directory "
                             "(use_scratch): run it with the local engine")
-    preflight(sets_dir, split, out, corpus_root, modalities, limit, final, lock=lock,
-              manifest=manifest, check_sets=check_sets)
+    preflight(split, out, modalities, limit, final, sample_seed)
     if address and not ray.is_initialized():
         probe_address(address, connect_timeout)     # before RUN_DIR is touched
     from ..core.lock import run_dir_lock
+    from .keeper import Keeper
 
     out = Path(out)
     corpus_root = Path(corpus_root).resolve()
+    with Keeper() as keeper:
+        sel = keeper.open(sets_dir, split, modalities, limit, sample_seed, corpus_root, lock,
+                          manifest, check_sets)
+        with run_dir_lock(out), located_os_errors(out), \
+                cluster(address, workers or default_workers(), connect_timeout=None) as where:
+            meta = _run_on(ray, system, keeper, sel, name, config, sets_dir, split, out,
+                           corpus_root, modalities, limit, final, sample_seed, where, workers,
+                           window, max_restarts, progress, on_event)
+    warn_scope(system.name, meta["scope"])
+    return meta
+
+
+def _run_on(ray, system, keeper, sel, name, config, sets_dir, split, out, corpus_root,
+            modalities, limit, final, sample_seed, where, workers, window, max_restarts,
+            progress, on_event) -> dict:
+    """The run on a connected cluster (:func:`run_system_ray` holds the keeper, RUN_DIR's
+    lock and the cluster around it)."""
     worker_config = {**config, "ocr_processes": 1} if "ocr_processes" in config else config
     telemetry = quiet_native_telemetry()
     env = {"MEMBENCH_CACHE": str(cache_dir("").resolve()), "MEMBENCH_PROGRESS": "quiet",
            **telemetry,      # and the content layer's settings (--content), one OCR process each
            CONTENT_ENV: json.dumps({**content_settings(), "ocr_processes": 1})}
-    with run_dir_lock(out), located_os_errors(out), \
-            cluster(address, workers or default_workers(), connect_timeout=None) as where:
-        n = workers or max(1, where["cpus"])
-        engine = {"engine": "ray", "ray_version": ray.__version__, "workers": n,
-                  "cluster": where["cluster"]}
-        data, meta = begin_run(system, sets_dir, split, out, modalities, limit, final,
-                               engine=engine)
-        meta["native_telemetry"] = telemetry
-        # the network guard watches one process (the local engine's); Ray's workers talk to
-        # the cluster over the network, so nothing is counted here: said, not implied
-        meta["network"] = {"watched": False, "why": "the network guard watches the local "
-                           "engine's process only; Ray's workers talk to the cluster over the "
-                           "network"}
-        shards = shard_holders(data.items, data.records, n)
-        shard_of = {h: i for i, hs in enumerate(shards) for h in hs}
-        shard_items = [[it for it in data.items if shard_of[it.holder] == i]
-                       for i in range(len(shards))]
-        t0 = time.perf_counter()
-        engine["extraction"] = extract_content(ray, system, name, worker_config, env,
-                                               data.items, corpus_root, n)
-        # every shard must fit at once (more shards than CPUs share them)
-        per = min(1.0, where["cpus"] / len(shards)) if where["cpus"] else 1.0
-        actor_cls = ray.remote(num_cpus=per, max_restarts=0, max_task_retries=0)(ShardWorker)
-        pool = _Shards(ray, actor_cls, name, worker_config, env, shard_items, corpus_root,
-                       system.config(), max_restarts, on_event)
-        try:
-            with _progress.step(f"ingest ({system.name}, {len(shards)} ray workers)",
-                                total=len(data.items), unit="item") as bar:
-                pool.start()
-                bar.advance(len(data.items))
-            if "folder" in where:           # a local cluster: still loopback with its workers
-                engine["listening"] = {"sockets": check_loopback(where, "with its workers"),
-                                       "all_loopback": True}
-            order = {it.source_id: k for k, it in enumerate(data.items)}
-            atoms = sorted((a for part in pool.atoms for a in part),
-                           key=lambda a: order.get(a.source_id, -1))
-            meta["ingest_seconds"] = round(time.perf_counter() - t0, 3)
-            meta["truncation"] = truncation_meta(system, counted=False)
-            engine.update(shards=len(shards), hosts=sorted(pool.hosts),
-                          shard_ingest_seconds=[round(s, 3) for s in pool.ingest_seconds])
-            record_atoms(system.name, atoms, data.items, out, meta)
-            t_queries = time.perf_counter()
-            todo_n = _answer(ray, pool, system.name, data.records, shard_of, atoms, out,
-                             window, progress, on_event)
-            meta["query_seconds"] = round(time.perf_counter() - t_queries, 3)
-            engine["restarts"] = pool.restarts
-            engine["worker_peak_rss_mb"] = [
-                round(_get(ray, a.peak_rss_mb.remote()), 1) for a in pool.actors]
-        finally:
-            pool.kill_all()
-    meta["status"] = "complete"
-    meta["finished"] = _now()
-    meta["answered_this_session"] = todo_n
+    n = workers or max(1, where["cpus"])
+    engine = {"engine": "ray", "ray_version": ray.__version__, "workers": n,
+              "cluster": where["cluster"]}
+    meta = begin_run(system, sel, sets_dir, split, out, modalities, limit, final,
+                     engine=engine, sample_seed=sample_seed)
+    meta["native_telemetry"] = telemetry
+    # the network guard watches one process (the local engine's); Ray's workers talk to
+    # the cluster over the network, so nothing is counted here: said, not implied
+    meta["network"] = {"watched": False, "why": "the network guard watches the local "
+                       "engine's process only; Ray's workers talk to the cluster over the "
+                       "network"}
+    shards = shard_holders(sel.items, sel.topics, n)
+    shard_of = {h: i for i, hs in enumerate(shards) for h in hs}
+    shard_items = [[it for it in sel.items if shard_of[it.holder] == i]
+                   for i in range(len(shards))]
+    t0 = time.perf_counter()
+    engine["extraction"] = extract_content(ray, system, name, worker_config, env,
+                                           sel.items, corpus_root, n)
+    # every shard must fit at once (more shards than CPUs share them)
+    per = min(1.0, where["cpus"] / len(shards)) if where["cpus"] else 1.0
+    actor_cls = ray.remote(num_cpus=per, max_restarts=0, max_task_retries=0)(ShardWorker)
+    pool = _Shards(ray, actor_cls, name, worker_config, env, shard_items, corpus_root,
+                   system.config(), max_restarts, on_event)
+    try:
+        with _progress.step(f"ingest ({system.name}, {len(shards)} ray workers)",
+                            total=len(sel.items), unit="item") as bar:
+            pool.start()
+            bar.advance(len(sel.items))
+        if "folder" in where:           # a local cluster: still loopback with its workers
+            engine["listening"] = {"sockets": check_loopback(where, "with its workers"),
+                                   "all_loopback": True}
+        order = {it.source_id: k for k, it in enumerate(sel.items)}
+        atoms = sorted((a for part in pool.atoms for a in part),
+                       key=lambda a: order.get(a.source_id, -1))
+        meta["ingest_seconds"] = round(time.perf_counter() - t0, 3)
+        meta["truncation"] = truncation_meta(system, counted=False)
+        engine.update(shards=len(shards), hosts=sorted(pool.hosts),
+                      shard_ingest_seconds=[round(s, 3) for s in pool.ingest_seconds])
+        record_atoms(system.name, atoms, sel.items, out, meta)
+        t_queries = time.perf_counter()
+        todo_n = _answer(ray, pool, keeper, system.name, sel.topics, shard_of, atoms, out,
+                         window, progress, on_event)
+        end = keeper.finish()
+        meta["query_seconds"] = round(time.perf_counter() - t_queries, 3)
+        engine["restarts"] = pool.restarts
+        engine["worker_peak_rss_mb"] = [
+            round(_get(ray, a.peak_rss_mb.remote()), 1) for a in pool.actors]
+    finally:
+        pool.kill_all()
+    finish_meta(meta, end, todo_n)
     _write_json(out / "meta.json", meta)
     return meta
 
 
-def _answer(ray, pool: _Shards, name: str, records: list[AnnotationRecord],
-            shard_of: dict[str, int], atoms: list[Atom], out: Path, window: int,
-            progress, on_event) -> int:
-    """Ask the unanswered queries, window by window, and append their lines in presentation
-    order (as :func:`membench.run.runner._run_locked` does); returns how many were asked."""
+def _answer(ray, pool: _Shards, keeper, name: str, topics: list, shard_of: dict[str, int],
+            atoms: list[Atom], out: Path, window: int, progress, on_event) -> int:
+    """Ask the unanswered topics, window by window, and hand their lines to the keeper in
+    presentation order (as :func:`membench.run.runner._run_locked` does); returns how many
+    were asked. Workers get (qid, question, scope, as_of): topics, never records."""
     run_path = out / "run.jsonl"
     known = {a.atom_id for a in atoms}
-    done = _done_queries(run_path)
-    todo = [r for r in records if r.query_id not in done]
+    done = keeper.done(run_path)
+    keeper.atoms(out / "atoms.jsonl")
+    todo = [t for t in topics if t.qid not in done]
     windows = _batches(todo, max(1, window))
     on_event = on_event or (lambda kind, info: None)
 
-    def submit(w: list[AnnotationRecord]) -> dict[int, tuple]:
+    def submit(w: list) -> dict[int, tuple]:
         parts: dict[int, list[tuple]] = {}
-        for r in w:
-            parts.setdefault(shard_of[r.scope.holder], []).append(
-                (r.query_id, r.question, r.scope, r.as_of))
+        for t in w:
+            parts.setdefault(shard_of[t.scope.holder], []).append(
+                (t.qid, t.question, t.scope, t.as_of))
         return {i: (pool.actors[i].answer.remote(b), pool.gen[i], b) for i, b in parts.items()}
 
     def collect(sent: dict[int, tuple]) -> dict[str, tuple]:
@@ -909,9 +927,8 @@ def _answer(ray, pool: _Shards, name: str, records: list[AnnotationRecord],
         return got
 
     written = 0
-    synced = time.monotonic()
-    with open_append(run_path, text=True) as f, \
-            _progress.step(f"queries ({name}, ray)", total=len(records), unit="query") as bar:
+    keeper.start(run_path)
+    with _progress.step(f"queries ({name}, ray)", total=len(topics), unit="query") as bar:
         bar.advance(len(done))
         if done:
             bar.count("answered before (resumed)", len(done))
@@ -920,8 +937,8 @@ def _answer(ray, pool: _Shards, name: str, records: list[AnnotationRecord],
             got = collect(inflight.pop(0))
             if k + 2 < len(windows):
                 inflight.append(submit(windows[k + 2]))
-            for r in w:
-                qid, hits, cart, conf, ms = got[r.query_id]
+            for t in w:
+                qid, hits, cart, conf, ms = got[t.qid]
                 cart, hits = check_answer(name, qid, hits, cart, known)
                 hits = _check_hits(name, qid, hits, known)
                 conf = check_confidence(name, qid, conf)
@@ -929,15 +946,12 @@ def _answer(ray, pool: _Shards, name: str, records: list[AnnotationRecord],
                         "latency_ms": round(ms, 3)}
                 if conf is not None:
                     line["confidence"] = conf
-                f.write(dumps(line) + "\n")
-                f.flush()
+                keeper.write((dumps(line) + "\n").encode("utf-8"))
                 written += 1
                 bar.advance()
-                synced = fsync_if_due(f, synced, time.monotonic())
                 if progress and written % 100 == 0:
-                    progress(len(done) + written, len(records))
+                    progress(len(done) + written, len(topics))
             on_event("window", len(done) + written)
-        os.fsync(f.fileno())
     return len(todo)
 
 

@@ -2,19 +2,29 @@
 
 RUN_DIR holds
 
-* ``meta.json``: system name and config, its model card (:mod:`membench.run.cards`: the
-  system's own, else ``bench/cards/<name>.json``, else null) and the input truncation applied
-  (``truncation``: the runner asks every system that takes one for
-  ``min(card max_input_tokens, 512)`` tokens, and records the limit and how many atom texts it
-  cut), split, subset, set files' and manifest's sha256, code revision, extent caps, times,
-  status (``running`` until the last query is written);
+* ``meta.json``: system name and config, what the system is (``identity``:
+  :mod:`membench.run.identity`) and whether the run was ``sealed`` (a system over HTTP), its
+  model card by that identity (:func:`membench.run.cards.card_for`; ``card_refused`` says why a
+  card the system carries was not taken) and the input truncation applied (``truncation``:
+  the runner asks every system that takes one for ``min(card max_input_tokens, 512)`` tokens,
+  and records the limit and how many atom texts it cut), split, subset, set files' and
+  manifest's sha256, code revision, extent caps, times, status (``running`` until the last
+  query is written), ``scope`` and ``run_jsonl_sha256`` once it is;
 * ``atoms.jsonl``: every atom the system reported at ingest (checked against the protocol);
-* ``run.jsonl``: one line per query, appended and flushed as it is answered:
-  ``{query_id, hits: [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``, and
-  ``confidence`` when the system reported one (:class:`membench.run.protocol.Result`);
+* ``run.jsonl``: one line per query, handed to the run's keeper as it is answered, which
+  appends and flushes it: ``{query_id, hits: [[atom_id, score], ...], cartridge: [atom_id,
+  ...], latency_ms}``, and ``confidence`` when the system reported one
+  (:class:`membench.run.protocol.Result`);
 * ``scratch/``: only for a system that keeps its state on disk (it defines
   ``use_scratch(path)``; the adapters of real memory libraries do): its store, never the
   user's home.
+
+No gold in this process: the sets' records (gold, answers, answerability, origins and the
+sets' query ids) are read by the run's keeper process (:mod:`membench.run.keeper`), which
+checks the sets, selects the split and writes run.jsonl; this process, where the system runs,
+gets topics (opaque qid, question, scope, as_of) and the items, and asks the system with them.
+A run ends with one plain line on standard error when the system returned another holder's
+atoms or atoms observed after as_of (:func:`scope_line`; meta.json ``scope``).
 
 While the system ingests and answers, a :class:`~membench.core.netguard.NetworkGuard` watches
 the process: every non-loopback network attempt is counted in meta.json (``network``: per phase
@@ -29,9 +39,9 @@ systems keep each holder's memory and statistics apart, so its lines equal the f
 the same queries).
 
 Only the registered test doubles that need it are handed the split's records (gold) before
-ingest (:func:`membench.run.systems.receives_records`); meta.json says so (``sees_gold``) and
-every figure of such a run is marked "not a valid submission". Any other system that asks for
-them (defines ``bind``) is refused.
+ingest (:func:`membench.run.systems.receives_records`), loaded in this process for them alone;
+meta.json says so (``sees_gold``) and every figure of such a run is marked "not a valid
+submission". Any other system that asks for them (defines ``bind``) is refused.
 
 Resuming: re-running the same command on the same RUN_DIR re-ingests (systems keep state in
 memory), checks that the atoms are identical to the ones on disk, drops a torn last line, and
@@ -107,11 +117,22 @@ class SplitData:
 
 
 def load_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = None,
-               limit: int | None = None) -> SplitData:
+               limit: int | None = None, sample_seed: int | None = None) -> SplitData:
     """Records and items of one split: the records :func:`membench.sets.select.select_records`
-    picks (``limit``: N queries per modality, hash-chosen) in presentation order
-    (:func:`membench.sets.select.presentation_order`), and the items of the split's holders in
-    the selected modalities (with ``limit``: only of the holders those records are asked of)."""
+    picks (``limit``: N queries per modality, hash-chosen; ``sample_seed``: another hash) in
+    presentation order (:func:`membench.sets.select.presentation_order`), and the items of the
+    split's holders in the selected modalities (with ``limit``: only of the holders those
+    records are asked of). Scoring reads this, and the run's keeper process
+    (:mod:`membench.run.keeper`); the process that runs a system does not (it gets topics)."""
+    recs, positions, items_all = select_split(sets_dir, split, modalities, limit, sample_seed)
+    return SplitData(recs, [items_all[i] for i in positions])
+
+
+def select_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = None,
+                 limit: int | None = None, sample_seed: int | None = None
+                 ) -> tuple[list[AnnotationRecord], list[int], list[SourceItem]]:
+    """:func:`load_split`'s selection: the records in presentation order, the positions in
+    ``items.jsonl`` (0-based) of the items a system ingests, and every item of the file."""
     sets_dir = Path(sets_dir)
     mods = check_modalities(modalities)
     items_all = read_models(sets_dir / "items.jsonl", SourceItem)
@@ -119,8 +140,9 @@ def load_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = No
     for it in items_all:
         by_source.setdefault(it.source_id.split(":", 1)[0], set()).add(it.holder)
     hsplit = split_holders({k: sorted(v) for k, v in by_source.items()})
-    items = [it for it in items_all if hsplit[it.holder] == split and it.modality in mods]
-    recs, locs = select_records(sets_dir, split, mods, limit)
+    positions = [i for i, it in enumerate(items_all)
+                 if hsplit[it.holder] == split and it.modality in mods]
+    recs, locs = select_records(sets_dir, split, mods, limit, sample_seed)
     for r, (f, no) in zip(recs, locs):
         if hsplit.get(r.scope.holder) != split:
             raise InputError(f, no, "scope.holder", f"{r.query_id}: split {split} but holder "
@@ -128,9 +150,9 @@ def load_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = No
                              rule="SPLIT_LEAK")
     if limit is not None:
         asked = {r.scope.holder for r in recs}
-        items = [it for it in items if it.holder in asked]
+        positions = [i for i in positions if items_all[i].holder in asked]
     rank = {q: i for i, q in enumerate(presentation_order(r.query_id for r in recs))}
-    return SplitData(sorted(recs, key=lambda r: rank[r.query_id]), items)
+    return sorted(recs, key=lambda r: rank[r.query_id]), positions, items_all
 
 
 def code_revision() -> str:
@@ -286,39 +308,49 @@ def check_limit(limit: int | None) -> None:
 def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corpus_root: Path,
                modalities: Iterable[str] | None = None, limit: int | None = None,
                final: bool = False, progress=None, *, lock: Path | None = None,
-               manifest: Path = MANIFEST_PATH, check_sets: bool = True) -> dict:
+               manifest: Path = MANIFEST_PATH, check_sets: bool = True,
+               sample_seed: int | None = None) -> dict:
     """Run ``system`` over ``split`` into ``out`` (resuming if ``out`` holds a partial run).
 
-    First, in seconds: the arguments, the sets (:func:`check_sets_before_run` unless
-    ``check_sets`` is false; ``lock``: also the set files against this lock file), then RUN_DIR's
+    First, in seconds: the arguments (:func:`preflight`), then the run's keeper process
+    (:class:`membench.run.keeper.Keeper`) checks the sets (:func:`check_sets_before_run`
+    unless ``check_sets`` is false; ``lock``: also the set files against this lock file) and
+    selects the split; this process gets topics and items, never the records. Then RUN_DIR's
     lock for the whole run (a second writer is refused, naming this one). Writes RUN_DIR (see
-    the module docstring) and, for a final run, ``bench/test_access.jsonl``. Reports the
-    ``ingest`` and ``queries`` steps through :mod:`membench.core.progress`;
-    ``progress(done, total)``, when given, is also called every 100 queries."""
-    preflight(sets_dir, split, out, corpus_root, modalities, limit, final, lock=lock,
-              manifest=manifest, check_sets=check_sets)
-    with run_dir_lock(out), located_os_errors(out):
-        return _run_locked(system, sets_dir, split, out, corpus_root, modalities, limit,
-                           final, progress)
+    the module docstring; run.jsonl through the keeper) and, for a final run,
+    ``bench/test_access.jsonl``. Reports the ``ingest`` and ``queries`` steps through
+    :mod:`membench.core.progress`; ``progress(done, total)``, when given, is also called every
+    100 queries. ``sample_seed`` (with ``limit``): the N queries per modality are drawn by
+    another hash (:func:`membench.sets.select.select_records`)."""
+    from .keeper import Keeper
+
+    preflight(split, out, modalities, limit, final, sample_seed)
+    with Keeper() as keeper:
+        sel = keeper.open(sets_dir, split, modalities, limit, sample_seed, corpus_root, lock,
+                          manifest, check_sets)
+        with run_dir_lock(out), located_os_errors(out):
+            return _run_locked(system, keeper, sel, sets_dir, split, out, corpus_root,
+                               modalities, limit, final, progress, sample_seed)
 
 
-def preflight(sets_dir: Path, split: str, out: Path, corpus_root: Path | None,
-              modalities: Iterable[str] | None = None, limit: int | None = None,
-              final: bool = False, *, lock: Path | None = None,
-              manifest: Path = MANIFEST_PATH, check_sets: bool = True) -> None:
-    """The checks every engine makes before it takes RUN_DIR's lock: the split (test needs
-    ``final``), ``limit``, the modalities, RUN_DIR's shape, and the sets
-    (:func:`check_sets_before_run` unless ``check_sets`` is false)."""
+def preflight(split: str, out: Path, modalities: Iterable[str] | None = None,
+              limit: int | None = None, final: bool = False,
+              sample_seed: int | None = None) -> None:
+    """The checks every engine makes before anything reads the sets: the split (test needs
+    ``final``), ``limit`` (and ``sample_seed``, which needs it), the modalities and RUN_DIR's
+    shape. (The sets are checked by the run's keeper process.)"""
     if split not in ("dev", "test"):
         raise MembenchError(f"unknown split {split!r}")
     if split == "test" and not final:
         raise MembenchError("the test split is frozen: pass --final for a final, logged run")
     check_limit(limit)
+    if sample_seed is not None and (limit is None or not isinstance(sample_seed, int)
+                                    or isinstance(sample_seed, bool)):
+        raise MembenchError("--sample-seed goes with --limit N (it draws the N queries per "
+                            "modality by another hash) and is an integer")
     check_modalities(modalities)
     prepare_run_dir(out, create=False)
     check_run_dir_files(out)
-    if check_sets:
-        check_sets_before_run(sets_dir, corpus_root, manifest, lock)
 
 
 @contextmanager
@@ -333,36 +365,40 @@ def located_os_errors(out: Path):
         raise
 
 
-def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, corpus_root: Path,
-                modalities: Iterable[str] | None = None, limit: int | None = None,
-                final: bool = False, progress=None) -> dict:
-    """The run itself (:func:`run_system` holds RUN_DIR's lock around it)."""
+def _run_locked(system: MemorySystem, keeper, sel, sets_dir: Path, split: str, out: Path,
+                corpus_root: Path, modalities: Iterable[str] | None = None,
+                limit: int | None = None, final: bool = False, progress=None,
+                sample_seed: int | None = None) -> dict:
+    """The run itself (:func:`run_system` holds RUN_DIR's lock and the keeper around it)."""
     out = Path(out)
-    data, meta = begin_run(system, sets_dir, split, out, modalities, limit, final)
+    meta = begin_run(system, sel, sets_dir, split, out, modalities, limit, final,
+                     sample_seed=sample_seed)
     meta_old = {"network": meta.get("network")}  # an interrupted run's count, carried on
     meta_path, run_path = out / "meta.json", out / "run.jsonl"
     if meta["sees_gold"]:  # registered test doubles only: they are handed the gold on purpose
         from .systems.doubles import RunContext
-        system.bind(RunContext(Path(sets_dir), split, data.records))
+        system.bind(RunContext(Path(sets_dir), split,
+                               load_split(sets_dir, split, modalities, limit, sample_seed).records))
     guard = network_guard(system)
     meta["native_telemetry"] = quiet_native_telemetry()
     if hasattr(system, "use_scratch"):      # a library that keeps its state on disk
         system.use_scratch(out / SCRATCH)
     t0 = time.perf_counter()
-    with _progress.step(f"ingest ({system.name})", total=len(data.items), unit="item") as bar, \
+    with _progress.step(f"ingest ({system.name})", total=len(sel.items), unit="item") as bar, \
             guard.phase("ingest"):
-        atoms = system.ingest(data.items, corpus_root)
-        bar.advance(len(data.items))
+        atoms = system.ingest(sel.items, corpus_root)
+        bar.advance(len(sel.items))
         bar.count("atoms", len(atoms))
     meta["ingest_seconds"] = round(time.perf_counter() - t0, 3)
     meta["truncation"] = truncation_meta(system)
     meta["network"] = _network_meta(meta_old, guard)
     _warn_network(system.name, "ingest", guard)
-    record_atoms(system.name, atoms, data.items, out, meta)
+    record_atoms(system.name, atoms, sel.items, out, meta)
 
     known = {a.atom_id for a in atoms}
-    done = _done_queries(run_path)
-    todo = [r for r in data.records if r.query_id not in done]
+    done = keeper.done(run_path)
+    keeper.atoms(out / "atoms.jsonl")
+    todo = [t for t in sel.topics if t.qid not in done]
     # what ingest built lives until the run ends: the collector's full passes skip it
     frozen = gc.get_freeze_count() == 0
     if frozen:
@@ -371,13 +407,15 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
     if HIT_CHECK_MISSING and todo:
         print(f"membench: note: {HIT_CHECK_MISSING}: the hits are checked in Python instead "
               "(the same lines, written more slowly)", file=sys.stderr, flush=True)
+    keeper.start(run_path)
     t_queries = time.perf_counter()
     try:
         with guard.phase("query"):
-            _answer(system, todo, len(done), len(data.records), known, run_path, progress)
+            _answer(system, todo, len(done), len(sel.topics), known, keeper, progress)
     finally:
         if frozen:
             gc.unfreeze()
+    end = keeper.finish()
     meta["query_seconds"] = round(time.perf_counter() - t_queries, 3)
     meta["network"] = _network_meta(meta_old, guard)
     if guard.attempts > seen:
@@ -385,11 +423,46 @@ def _run_locked(system: MemorySystem, sets_dir: Path, split: str, out: Path, cor
     stats = getattr(system, "store_stats", None)
     if callable(stats):                 # the system's own account of its store(s)
         meta["store"] = {**meta.get("store", {}), **stats()}
+    finish_meta(meta, end, len(todo))
+    _write_json(meta_path, meta)
+    warn_scope(system.name, meta["scope"])
+    return meta
+
+
+def finish_meta(meta: dict, end: dict, answered: int) -> None:
+    """What a finished run adds to meta.json: ``status`` complete, ``finished``,
+    ``answered_this_session``, ``scope`` (the keeper's count of lines holding another holder's
+    atoms or atoms observed after as_of, and the first such query) and ``run_jsonl_sha256``
+    (of run.jsonl as the run left it: ``membench verify`` tells a file edited afterwards)."""
     meta["status"] = "complete"
     meta["finished"] = _now()
-    meta["answered_this_session"] = len(todo)
-    _write_json(meta_path, meta)
-    return meta
+    meta["answered_this_session"] = answered
+    meta["scope"] = end["scope"]
+    meta["run_jsonl_sha256"] = end["run_sha256"]
+
+
+def scope_line(name: str, scope: dict) -> str | None:
+    """The one plain line a run ends with when its system returned another holder's atoms or
+    atoms observed after as_of (``None`` when it did not)."""
+    other, later = scope.get("other_holder", 0), scope.get("after_as_of", 0)
+    if not (other or later):
+        return None
+    first = scope.get("first") or {}
+    what = []
+    if other:
+        what.append(f"{other} of {scope['checked']} queries got atoms of another holder")
+    if later:
+        what.append(f"{later} of {scope['checked']} queries got atoms observed after as_of")
+    atom = first.get("other_holder_atom") or first.get("after_as_of_atom")
+    return (f"membench: scope: system {name}: {' and '.join(what)} (first: "
+            f"{first.get('query_id')}, atom {atom}); holder and temporal correctness count "
+            "them (`membench metrics`)")
+
+
+def warn_scope(name: str, scope: dict) -> None:
+    line = scope_line(name, scope)
+    if line:
+        print(line, file=sys.stderr, flush=True)
 
 
 #: run.jsonl is fsync'd once this many seconds have passed since its last fsync (and at the
@@ -408,43 +481,60 @@ def fsync_if_due(f, synced: float, now: float) -> float:
     return synced
 
 
+class LineFile:
+    """run.jsonl as the keeper writes it: appended line by line, each written and flushed,
+    fsync'd by :func:`fsync_if_due` and at :meth:`close`."""
+
+    def __init__(self, path: Path):
+        self.f = open_append(path)
+        self.synced = time.perf_counter()
+
+    def write(self, line: bytes) -> None:
+        self.f.write(line)
+        self.f.flush()
+        self.synced = fsync_if_due(self.f, self.synced, time.perf_counter())
+
+    def close(self) -> None:
+        try:
+            self.f.flush()
+            os.fsync(self.f.fileno())
+        finally:
+            self.f.close()
+
+
 def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: set[str],
-            run_path: Path, progress=None) -> None:
-    """Ask ``todo``'s queries in order, appending one line each to ``run_path`` (written and
-    flushed per line, fsync'd every :data:`FSYNC_SECONDS`)."""
-    with open_append(run_path) as f, \
-            _progress.step(f"queries ({system.name})", total=n_all, unit="query") as bar:
+            sink, progress=None) -> None:
+    """Ask ``todo``'s topics in order, handing one canonical line each to ``sink`` (its
+    ``write``: the keeper, which writes it with the query id; or a :class:`LineFile`). A line
+    names the topic's qid; errors name it too."""
+    with _progress.step(f"queries ({system.name})", total=n_all, unit="query") as bar:
         bar.advance(n_done)
         if n_done:
             bar.count("answered before (resumed)", n_done)
-        synced = time.perf_counter()
-        for n, r in enumerate(todo, 1):
-            t = time.perf_counter()
+        for n, t in enumerate(todo, 1):
+            t0 = time.perf_counter()
             try:
-                res = system.query(r.question, r.scope, r.as_of)
+                res = system.query(t.question, t.scope, t.as_of)
             except MembenchError as e:      # say which query it was
                 named = getattr(e, "for_query", None)   # an error that can name the query
                 if named is not None:
-                    raise named(r.query_id) from None
-                raise _at_query(e, system.name, r.query_id) from None
+                    raise named(t.qid) from None
+                raise _at_query(e, system.name, t.qid) from None
             t_end = time.perf_counter()
-            cart, hits = _answer_parts(system.name, r.query_id, res, known)
-            row = {"cartridge": cart, "hits": hits, "latency_ms": round((t_end - t) * 1000.0, 3),
-                   "query_id": r.query_id}
-            conf = check_confidence(system.name, r.query_id, getattr(res, "confidence", None))
+            cart, hits = _answer_parts(system.name, t.qid, res, known)
+            row = {"cartridge": cart, "hits": hits, "latency_ms": round((t_end - t0) * 1000.0, 3),
+                   "query_id": t.qid}
+            conf = check_confidence(system.name, t.qid, getattr(res, "confidence", None))
             if conf is not None:
                 row["confidence"] = conf
             line = _fast_line(row, known)
             if line is None:            # the checks one hit at a time, then json.dumps
-                row["hits"] = _check_hits(system.name, r.query_id, hits, known)
+                row["hits"] = _check_hits(system.name, t.qid, hits, known)
                 line = run_line(row)
-            f.write(line)
-            f.flush()
+            sink.write(line)
             bar.advance()
-            synced = fsync_if_due(f, synced, t_end)
             if progress and n % 100 == 0:
                 progress(n_done + n, n_all)
-        os.fsync(f.fileno())
 
 
 def _at_query(e: MembenchError, name: str, qid: str) -> MembenchError:
@@ -552,13 +642,19 @@ def _warn_network(name: str, phase: str, guard: NetworkGuard) -> None:
               "meta.json network", file=sys.stderr, flush=True)
 
 
-def begin_run(system: MemorySystem, sets_dir: Path, split: str, out: Path,
+def begin_run(system: MemorySystem, sel, sets_dir: Path, split: str, out: Path,
               modalities: Iterable[str] | None = None, limit: int | None = None,
-              final: bool = False, engine: str | dict = "local") -> tuple[SplitData, dict]:
-    """Load the split and write RUN_DIR/meta.json with status ``running`` (checked against an
+              final: bool = False, engine: str | dict = "local",
+              sample_seed: int | None = None) -> dict:
+    """Write RUN_DIR/meta.json for the selection ``sel`` (a
+    :class:`membench.run.keeper.Selection`) with status ``running`` (checked against an
     interrupted run's meta.json, whose ``started`` and ``resumed`` count it carries on); a
-    final run is logged. ``engine`` is recorded as meta's ``engine``. Any system but the
-    registered test doubles that need gold is refused if it defines ``bind``."""
+    final run is logged. ``engine`` is recorded as meta's ``engine``; ``identity`` says what
+    the system is (:func:`membench.run.identity.identify`), ``sealed`` whether it ran in
+    another process than the one holding the sets (a system over HTTP), ``card`` its card as
+    its identity gives it (:func:`membench.run.cards.card_for`; ``card_refused`` says why a
+    card it carries was not taken). Any system but the registered test doubles that need gold
+    is refused if it defines ``bind``."""
     if split not in ("dev", "test"):
         raise MembenchError(f"unknown split {split!r}")
     if split == "test" and not final:
@@ -569,9 +665,9 @@ def begin_run(system: MemorySystem, sets_dir: Path, split: str, out: Path,
         raise MembenchError(f"system name: {why}")
     out.mkdir(parents=True, exist_ok=True)
     check_run_dir_files(out)
-    data = load_split(sets_dir, split, modalities, limit)
     meta_path = out / "meta.json"
 
+    from .identity import identify
     from .systems import DOUBLES, receives_records
 
     sees_gold = receives_records(system)
@@ -580,20 +676,22 @@ def begin_run(system: MemorySystem, sets_dir: Path, split: str, out: Path,
             f"system {system.name}: it defines bind() to be handed the split's records, but "
             f"only the registered test doubles that need them ("
             f"{', '.join(k for k, v in DOUBLES.items() if v)}) may see gold")
-    from .cards import MAX_INPUT_TOKENS, system_card
+    from .cards import MAX_INPUT_TOKENS, card_for
 
     limit_inputs = getattr(system, "limit_inputs", None)
     if callable(limit_inputs):          # every encoder reads min(its card's max, 512) tokens
         limit_inputs(MAX_INPUT_TOKENS)
-    card = system_card(system)
+    identity = identify(system)
+    card, refused = card_for(system, identity)
     meta = {
         "system": system.name, "config": system.config(), "split": split,
-        "card": card.record() if card else None,
+        "card": card.record() if card else None, "identity": identity,
+        "sealed": identity["kind"] == "HTTP service",
         "sees_gold": sees_gold, "order": {"seed": ORDER_SEED, "rule": ORDER_RULE},
         "memory": ("the holders of the selected queries" if limit is not None else
                    "every holder of the split in the selected modalities"),
-        "modalities": sorted({r.modality for r in data.records}) if modalities else list(MODALITIES),
-        "limit": limit, "final": final, "queries": len(data.records), "items": len(data.items),
+        "modalities": sel.modalities if modalities else list(MODALITIES),
+        "limit": limit, "final": final, "queries": sel.queries, "items": len(sel.items),
         "sets_dir": str(Path(sets_dir).resolve()), "set_sha256": set_digests(sets_dir),
         "manifest_sha256": sha256_file(MANIFEST_PATH) if MANIFEST_PATH.exists() else None,
         "code_revision": code_revision(), "membench_version": __version__,
@@ -601,11 +699,16 @@ def begin_run(system: MemorySystem, sets_dir: Path, split: str, out: Path,
         # the content layer's settings (membench run --content), whatever the system reads
         "content": content_settings(),
     }
+    if refused:
+        meta["card_refused"] = refused
+        print(f"membench: note: system {system.name}: {refused}", file=sys.stderr, flush=True)
+    if sample_seed is not None:
+        meta["sample_seed"] = sample_seed
     if meta_path.exists():
         old = read_json_file(meta_path, dict, "a JSON object (a run's meta.json)")
         for k in ("system", "config", "split", "limit", "modalities", "set_sha256", "order",
-                  "card"):
-            if old.get(k) != meta[k]:
+                  "card", "sample_seed"):
+            if old.get(k) != meta.get(k):
                 raise MembenchError(f"{meta_path}: existing run has a different {k}; "
                                     "use another RUN_DIR (or delete this one)")
         meta["started"] = old.get("started")
@@ -619,8 +722,7 @@ def begin_run(system: MemorySystem, sets_dir: Path, split: str, out: Path,
     if final:
         log_test_access(system.name, out, meta["code_revision"])
     _write_json(meta_path, meta)
-
-    return data, meta
+    return meta
 
 
 def truncation_meta(system: MemorySystem, counted: bool = True) -> dict:

@@ -9,6 +9,9 @@ scored), so the two always agree:
 * with ``limit``: the ``limit`` records of each modality that come first in
   ``stable_hash("limit", query_id)`` order (:func:`membench.core.hashing.limit_subset`), kept
   in file order; a hash-chosen subset mixes answerable and unanswerable items and is stable.
+  With ``sample_seed`` as well, the order is ``stable_hash("limit", str(sample_seed),
+  query_id)``: another sample of the same size (``membench verify`` draws one a submitter
+  cannot know in advance).
 
 The order in which a run *presents* the selected queries to a system is
 :func:`presentation_order`: a seeded shuffle of the whole selection (modalities interleaved),
@@ -54,7 +57,8 @@ def check_modalities(modalities: Iterable[str] | None) -> list[str]:
 
 
 def select_records(sets_dir: str | Path, split: str, modalities: Iterable[str] | None = None,
-                   limit: int | None = None) -> tuple[list[AnnotationRecord], list[Loc]]:
+                   limit: int | None = None, sample_seed: int | None = None
+                   ) -> tuple[list[AnnotationRecord], list[Loc]]:
     """Records of ``split`` (and their file and line), modality by modality, in file order
     (see the module docstring for the rule)."""
     sets_dir = Path(sets_dir)
@@ -68,8 +72,8 @@ def select_records(sets_dir: str | Path, split: str, modalities: Iterable[str] |
             if r.split == split:
                 chosen.append((r, (str(path), no)))
         if limit is not None:
-            chosen = sorted(limit_subset(chosen, limit, lambda x: x[0].query_id),
-                            key=lambda x: x[1][1])
+            chosen = sorted(limit_subset(chosen, limit, lambda x: x[0].query_id,
+                                         sample_seed), key=lambda x: x[1][1])
         for r, loc in chosen:
             recs.append(r)
             locs.append(loc)

@@ -11,6 +11,10 @@ sets' own query ids would give derived unanswerables away (a ``~temporal`` suffi
 transactive query's id naming another holder's document). A TREC run written against these
 topics uses the same qids; ``membench import-run`` maps them back (it also accepts the sets'
 query ids).
+
+:class:`Topic` is one such line as an object: all that ``membench run`` holds of a query in
+the process that runs a system (the records themselves stay in the run's keeper process,
+:mod:`membench.run.keeper`).
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
+from pydantic import Field
+
 from ..core.jsonl import write_jsonl
-from .schema import AnnotationRecord
+from .schema import AnnotationRecord, Scope, Strict, Timestamp
 from .select import presentation_order, select_records
 
 
@@ -35,6 +41,17 @@ def topic(r: AnnotationRecord) -> dict:
     d = r.model_dump(mode="json", include={"scope", "as_of"})   # as the sets write them
     return {"qid": topic_id(r.query_id), "question": r.question, "scope": d["scope"],
             "as_of": d["as_of"]}
+
+
+class Topic(Strict):
+    """A query as a system is asked it: opaque ``qid`` (:func:`topic_id`), ``question``,
+    ``scope``, ``as_of``; parsed from a :func:`topic` line, its scope and as_of equal the
+    record's (the same pydantic types)."""
+
+    qid: str = Field(pattern=r"^t[0-9a-f]{16}$")
+    question: str
+    scope: Scope
+    as_of: Timestamp
 
 
 def ordered(records: Iterable[AnnotationRecord]) -> list[AnnotationRecord]:

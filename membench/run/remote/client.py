@@ -271,6 +271,25 @@ class HttpSystem:
         self._call("GET", "/health", check=wire.check_health)
         self.card = self._call("GET", "/card", check=wire.check_card)
         self.name: str = self.card["name"]
+        self.model_card = self._model_card()
+
+    def _model_card(self):
+        """The model card the service declares in its ``/card`` answer (``None`` without one):
+        a valid :class:`membench.run.cards.Card`, else one :class:`HttpSystemError` line."""
+        from pydantic import ValidationError
+
+        from ..cards import Card
+
+        raw = self.card.get("card")
+        if raw is None:
+            return None
+        try:
+            return Card.model_validate(raw)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(x) for x in err["loc"])
+            raise self._bad("GET", "/card", f"its card is not a model card: card.{where}: "
+                            f"{_one_line(err['msg'], 120)}") from None
 
     # -- the protocol ------------------------------------------------------------------
     def config(self) -> dict[str, Any]:

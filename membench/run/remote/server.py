@@ -4,7 +4,8 @@
 builds the system the way ``membench run`` does (a built-in name, an entry point of the
 ``membench.systems`` group, or ``module:Class``) and answers the protocol's calls:
 
-* ``/card`` is the system's ``name`` and ``config()``;
+* ``/card`` is the system's ``name`` and ``config()``, and its model card when it has one
+  (:func:`membench.run.cards.card_for`);
 * the batches of an ingest are kept until its commit; the commit starts the system's
   ``ingest(items, corpus_root)`` in a background thread (a fresh instance of the system for
   each new ingest: a run's memory is the one instance of an in-process run), and the status
@@ -143,6 +144,11 @@ class SystemService:
                                 "registered test doubles, never over HTTP")
         self.card = {"protocol": wire.PROTOCOL, "name": self.spare.name,
                      "config": self.spare.config()}
+        from ..cards import card_for
+
+        model_card = card_for(self.spare)[0]
+        if model_card is not None:           # the client records it (docs/cards.md)
+            self.card["card"] = model_card.model_dump(mode="json")
         try:
             wire.check_card(json.loads(json.dumps(self.card, allow_nan=False, default=str)))
         except (wire.ShapeError, ValueError) as e:

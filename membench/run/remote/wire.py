@@ -4,8 +4,9 @@ Every body is one JSON object (UTF-8). The paths (``{id}`` is an ingest id, ``[A
 1 to 64 characters; ``{seq}`` a batch number from 0):
 
 * ``GET /health`` -> ``{"protocol": "membench-http/1", "status": "ok"}``;
-* ``GET /card`` -> ``{"protocol", "name", "config"}``: who the system is and everything that
-  determines its output;
+* ``GET /card`` -> ``{"protocol", "name", "config"}`` and optionally ``"card"`` (a model card,
+  :class:`membench.run.cards.Card`): who the system is and everything that determines its
+  output;
 * ``PUT /ingests/{id}/batches/{seq}`` ``{"items": [item, ...]}`` -> ``{"ingest_id", "seq",
   "received"}`` (idempotent: a batch sent again replaces itself);
 * ``PUT /ingests/{id}`` ``{"corpus_root", "batches", "items"}``: all batches are in, ingest
@@ -171,6 +172,8 @@ def check_card(v: Any) -> dict:
         raise ShapeError("name", f"{_short(name)} cannot name a run (letters, digits, '.', "
                          "'_', '-'; at most 64, starting with a letter or digit)")
     obj(*_sub(o, "config", ""))
+    if o.get("card") is not None:
+        obj(o["card"], "card")
     return o
 
 

@@ -75,25 +75,36 @@ def _load(path: str):
 
 
 def resolve(name: str):
+    return _resolve(name)[0]
+
+
+def _resolve(name: str):
+    """``(factory, how, distribution)``: how ``name`` resolved (``http``, ``builtin``,
+    ``entry point`` with its distribution, or ``module``)."""
     if name.startswith(("http://", "https://")):    # a system over HTTP (membench-http/1)
         from functools import partial
 
         from ..remote.client import HttpSystem
-        return partial(HttpSystem, name)
+        return partial(HttpSystem, name), "http", None
     if name in BUILTIN:
-        return _load(BUILTIN[name])
+        return _load(BUILTIN[name]), "builtin", None
     for ep in entry_points(group="membench.systems"):
         if ep.name == name:
-            return ep.load()
+            return ep.load(), "entry point", ep.dist
     if ":" in name:
-        return _load(name)
+        return _load(name), "module", None
     known = ", ".join(sorted(BUILTIN))
     raise MembenchError(f"unknown system {name!r}: use one of {known}, an entry point in the "
                         "membench.systems group, or module:Class")
 
 
 def make_system(name: str, config: dict[str, Any] | None = None) -> MemorySystem:
-    factory = resolve(name)
+    """The system ``name`` (see the module docstring) made with ``config``; what it was made
+    from (the name and the config) is remembered for its run's identity
+    (:func:`membench.run.identity.remember`)."""
+    from ..identity import remember
+
+    factory, how, dist = _resolve(name)
     try:
         system = factory(**(config or {}))
     except TypeError as e:
@@ -101,6 +112,7 @@ def make_system(name: str, config: dict[str, Any] | None = None) -> MemorySystem
     for attr in ("name", "config", "ingest", "query"):
         if not hasattr(system, attr):
             raise MembenchError(f"system {name!r} lacks {attr!r}: see membench.run.protocol")
+    remember(system, name, dict(config or {}), how, dist)
     return system
 
 
