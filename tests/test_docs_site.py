@@ -1,6 +1,6 @@
 """The documentation site builds, in CI, with zero warnings: `mkdocs build --strict` (mkdocs.yml)
 fails on a broken link, an anchor that does not exist, a page left out of the nav, a nav entry
-without a page, a snippet file that does not exist, and (the hook membench/report/site_hooks.py)
+without a page, a snippet file that does not exist, and (the hook membench/docsite/hooks.py)
 a generated table that differs from its generator. The README is a short front door whose every
 link resolves."""
 
@@ -47,8 +47,8 @@ def _copy_site(tmp_path: Path) -> Path:
     shutil.copytree(REPO_ROOT / "docs", root / "docs", symlinks=True)
     shutil.copytree(REPO_ROOT / "notebooks", root / "notebooks")
     shutil.copytree(REPO_ROOT / "examples", root / "examples")
-    (root / "membench" / "report").mkdir(parents=True)
-    shutil.copy(REPO_ROOT / "membench" / "report" / "site_hooks.py", root / "membench" / "report")
+    (root / "membench" / "docsite").mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "membench" / "docsite" / "hooks.py", root / "membench" / "docsite")
     return root
 
 
@@ -97,7 +97,7 @@ def test_every_page_of_docs_is_a_page_of_the_site():
 
 @pytest.mark.parametrize("page", ["metrics", "cli", "results", "robustness"])
 def test_the_generated_tables_that_need_no_build_are_current(page):
-    from membench.report.docblocks import NEEDS_SETS, Context, GENERATORS, blocks, stale
+    from membench.docsite.blocks import NEEDS_SETS, Context, GENERATORS, blocks, stale
 
     text = (REPO_ROOT / "docs" / f"{page}.md").read_text()
     names = {n for n in blocks(text) if n in GENERATORS and n not in NEEDS_SETS}

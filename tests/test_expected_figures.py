@@ -66,11 +66,11 @@ def test_the_results_page_figures_are_the_frozen_ones(expected):
 
 
 def test_every_generated_figure_block_of_the_results_page_is_current():
-    """docs/results.md's blocks with a generator (membench.report.docblocks: the frozen figures
+    """docs/results.md's blocks with a generator (membench.docsite.blocks: the frozen figures
     and their pdf text-layer split) are what the generators give (python -m
-    membench.report.docblocks docs/results.md rewrites them)."""
+    membench.docsite.blocks docs/results.md rewrites them)."""
     from membench.core.paths import REPO_ROOT
-    from membench.report.docblocks import Context, GENERATORS, blocks, rewrite
+    from membench.docsite.blocks import Context, GENERATORS, blocks, rewrite
 
     readme = (REPO_ROOT / "docs" / "results.md").read_text()
     have = blocks(readme)
@@ -82,7 +82,7 @@ def test_every_generated_figure_block_of_the_results_page_is_current():
 
 
 def test_docblocks_rewrites_only_blocks_with_a_generator(tmp_path):
-    from membench.report.docblocks import GENERATORS, rewrite
+    from membench.docsite.blocks import GENERATORS, rewrite
 
     GENERATORS["t-one"] = lambda ctx: "| fresh |"
     try:

@@ -4,8 +4,8 @@ Published tables (the sets' counts, coverage, derivations and audit) are never p
 each block's body is what a generator in :data:`GENERATORS` returns, and the tests hold each
 page's blocks equal to it. After a change that moves them (a re-frozen build, say)::
 
-    python -m membench.report.docblocks README.md docs/*.md     # rewrite the blocks in place
-    python -m membench.report.docblocks --check README.md        # exit 1 where a block differs
+    python -m membench.docsite.blocks README.md docs/*.md     # rewrite the blocks in place
+    python -m membench.docsite.blocks --check README.md        # exit 1 where a block differs
 
 A generator takes a context (:class:`Context`: the built sets folder) and returns the block's
 text. Blocks whose name has no generator here are left alone (their own tests check them).
@@ -220,6 +220,10 @@ def _q2d(ctx: Context) -> str:
     return format_table(load_result(BENCH_DIR / "expected"))
 
 
+#: the modality of the atom shown on the "Your own system" page (the examples' modality)
+ATOM_EXAMPLE_MODALITY = "conversation"
+
+
 def _atom_example(ctx: Context) -> str:
     """The first atom of the first conversation item of the built sets, as the content layer
     makes it (its text, in a fenced block)."""
@@ -228,7 +232,7 @@ def _atom_example(ctx: Context) -> str:
     from ..run.content import chunk
 
     item = next(it for it in read_models(ctx.sets / "items.jsonl", SourceItem)
-                if it.modality == "conversation")
+                if it.modality == ATOM_EXAMPLE_MODALITY)
     atom = chunk([item], REPO_ROOT)[0]
     return f"`{item.source_id}`, turns {atom.extent['turn_start']}-{atom.extent['turn_end']}:" \
            f"\n\n```text\n{atom.text}\n```"
@@ -318,7 +322,7 @@ def rewrite(text: str, ctx: Context, only: set[str] | None = None) -> tuple[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m membench.report.docblocks",
+    ap = argparse.ArgumentParser(prog="python -m membench.docsite.blocks",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("pages", nargs="+", help="Markdown files to rewrite (or check)")
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 on a difference")
