@@ -10,7 +10,7 @@ both modes (a run resumes; the whole dev memory is ingested either way: a LIMIT 
 queries per modality of nearly every dev holder), then writes every run's figures and the
 store it was asked of (meta.json ``store``: atoms and holders per store) to ``--json``
 (default ``bench/results/memsys-stores.json``). The docs' results page prints its table from
-that file (``membench.report.docblocks``, block ``memsys-stores``). Latency is the runner's, per
+that file (``membench.docsite.blocks``, block ``memsys-stores``). Latency is the runner's, per
 query, on this machine at the load it had: the script records the load average before and
 after each run.
 """
