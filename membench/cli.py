@@ -729,7 +729,7 @@ authentication). Ctrl-C stops it.""")
     im.add_argument("--no-lock", action="store_true", help="import on sets that differ from "
                     "the lock (the hard rules are still checked)")
     im.add_argument("--modality", action="append", help="the file answers only this modality "
-                    "(repeatable; as `membench topics --modality`)")
+                    "(repeatable; as membench topics takes it)")
     im.add_argument("--limit", type=positive_int, metavar="N", help="the file answers N "
                     "queries per modality (as `membench topics --limit N` chose them)")
     im.add_argument("--partial", action="store_true", help="accept a file that covers only "
@@ -947,7 +947,7 @@ source digest), run it in a fresh process on a hash-chosen sample of the entry's
 still have the sha256 the run recorded. Each entry comes out verified, differs (with the first
 differing query) or not re-runnable (an HTTP service, an imported run, a package that is not
 installed, code that changed); the leaderboard shows it. Exit 1 when an entry differs.""")
-    vf.add_argument("store", metavar="STORE", help="a result store (`membench leaderboard --out`)")
+    vf.add_argument("store", metavar="STORE", help="a result store (what membench leaderboard --out wrote)")
     vf.add_argument("--sample", type=positive_int, default=50, metavar="N",
                     help="queries per modality (default 50; an entry over fewer is re-run "
                     "whole)")
@@ -1001,7 +1001,9 @@ def main(argv: list[str] | None = None) -> int:
     the progress lines (:mod:`membench.core.progress`); ``$MEMBENCH_PROGRESS`` (quiet, lines,
     bar, auto) chooses them otherwise. SIGINT and SIGTERM stop the command within
     :data:`membench.core.stop.STOP_SECONDS` (one line, status 130: :mod:`membench.core.stop`)."""
-    with stop.handling_stops():
+    from .run.content.config import content_scope
+
+    with stop.handling_stops(), content_scope():    # --content holds for this call only
         return _main(argv)
 
 

@@ -91,8 +91,14 @@ def test_http_ingest_progress_counts_what_the_server_took(built, corpus_root):
 def test_content_settings_go_to_the_content_layer_and_into_meta(built, corpus_root, tmp_path):
     """`make all SYSTEMS=random` passed the OCR worker setting as a config to a system that
     takes none; --content hands it to the content layer instead, for any system."""
-    from membench.run.content.config import ChunkConfig
+    from membench.run.content.config import (
+        ChunkConfig,
+        content_scope,
+        content_settings,
+        set_content_settings,
+    )
 
+    before = content_settings()
     out = tmp_path / "random"
     code = main(["--quiet", "run", "--system", "random", "--sets", str(built.out), "--modality",
                  "conversation", "--limit", "3", "--content", "ocr_processes=2", "--content",
@@ -102,8 +108,12 @@ def test_content_settings_go_to_the_content_layer_and_into_meta(built, corpus_ro
     assert meta["config"] == {"seed": 0, "reads_gold": False}            # not the system's
     assert meta["content"] == {"ocr_processes": 2, "ocr_overlap": True, "ocr_engine": "openvino",
                                "pdf_ocr_dpi": 96}
-    assert ChunkConfig().ocr_processes == 2 and ChunkConfig().pdf_ocr_dpi == 96
-    assert ChunkConfig(ocr_processes=1).ocr_processes == 1    # a system's own config wins
+    assert content_settings() == before         # the call's settings ended with it: no leak
+    with content_scope():                       # within one, the layer's defaults are them
+        set_content_settings({"ocr_processes": 2, "pdf_ocr_dpi": 96})
+        assert ChunkConfig().ocr_processes == 2 and ChunkConfig().pdf_ocr_dpi == 96
+        assert ChunkConfig(ocr_processes=1).ocr_processes == 1    # a system's own config wins
+    assert content_settings() == before
     # the store the queries were asked of: every atom, of the holders asked
     atoms = [json.loads(x) for x in (out / "atoms.jsonl").read_text().splitlines()]
     store = meta["store"]

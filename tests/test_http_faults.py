@@ -58,7 +58,7 @@ def error_line(capsys) -> str:
 def named_query(line: str) -> str:
     """What follows ``membench: system NAME: QUERY_ID: `` in an error line about an answer (the
     line must start so: an error about a system's answer names the query)."""
-    m = re.match(r"membench: system bm25: (locomo:[^ ]+): (.*)", line)
+    m = re.match(r"membench: system bm25: (t[0-9a-f]{16}): (.*)", line)   # the topic's qid
     assert m, line
     return m.group(2)
 
@@ -159,7 +159,7 @@ def test_garbage_is_one_clear_line_and_the_run_resumes(kind, reference, built, c
     # every error about an answer names the query: the call's, or the runner's own check's
     if kind != "unknown atom":
         assert line.startswith(f"membench: POST {url}/ingests/") and re.search(
-            r"/query \(query locomo:[^)]+\): ", line), line
+            r"/query \(query t[0-9a-f]{16}\): ", line), line    # the topic's opaque qid
     else:
         assert named_query(line).startswith("hit 'never-ingested'"), line
     with thread_server(Wrapped, [corpus_root]) as (url, _):

@@ -9,9 +9,11 @@ would reject.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 from ...core.errors import MembenchError
@@ -45,6 +47,21 @@ def content_settings() -> dict[str, Any]:
         raise MembenchError(f"${CONTENT_ENV}: expected a JSON object with keys among "
                             f"{', '.join(CONTENT_KEYS)}, got {raw[:120]!r}")
     return {**_DEFAULTS, **given}
+
+
+@contextlib.contextmanager
+def content_scope() -> Iterator[None]:
+    """The content settings set inside (``membench … --content``) hold until it ends: a
+    command run in process (``membench.cli.main``) leaves ``$MEMBENCH_CONTENT`` as it found it,
+    so the next command, and the processes it starts, do not inherit them."""
+    before = os.environ.get(CONTENT_ENV)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CONTENT_ENV, None)
+        else:
+            os.environ[CONTENT_ENV] = before
 
 
 def set_content_settings(settings: dict[str, Any]) -> dict[str, Any]:
