@@ -3,7 +3,7 @@
 #               reference systems on dev; score them; render the HTML reports (reports/index.html)
 #   make test   set up .venv (if needed) and run the test suite (what CI runs)
 # and, for any choice of systems or a quick look:
-#   make all SYSTEMS=hybrid     one system (any of bm25 dense hybrid, or several)
+#   make all SYSTEMS=hybrid     one system (any registered one, doubles included, or several)
 #   make all LIMIT=50           50 queries per modality, into runs/<system>-dev-limit50
 #   make report                 re-render the reports of the runs that exist (runs nothing)
 #   make memsys                 the real memory libraries (mem0, MemPalace, LlamaIndex) on dev
@@ -35,15 +35,24 @@ endif
 MB       := MEMBENCH_TIMINGS=$(TIMINGS) $(BIN)/python -m membench$(if $(MEMBENCH_QUIET), --quiet,)
 # what a target costs, quiet and at the load now (standard library only: runs before the venv)
 ESTIMATE := $(PY) -m membench.core.estimate
-# OCR in 2 worker processes (the output does not depend on it)
-RUNCONFIG ?= --config ocr_processes=2
+# the shared content layer's settings, for whatever system runs (membench run --content; never
+# a system's config): OCR in 2 worker processes (the output does not depend on it)
+CONTENT  ?= --content ocr_processes=2
+# more --config for every system run (a system's own parameters)
+RUNCONFIG ?=
 # more --config for the systems that embed (dense, hybrid), e.g. --config precision=fp32
 DENSECONFIG ?=
+# the registered test doubles: run and reported like any system, never on the leaderboard
+# (it takes systems with a model card that did not see the gold)
+DOUBLES  := oracle leaky random metadata
 
 CORPUSFLAG := $(if $(CORPUS),--corpus $(CORPUS),)
 SUFFIX     := $(if $(LIMIT),-limit$(LIMIT),)
 LIMITFLAG  := $(if $(LIMIT),--limit $(LIMIT),)
 RUNDIRS    := $(foreach s,$(SYSTEMS),$(RUNS)/$(s)-dev$(SUFFIX))
+BOARDDIRS  := $(foreach s,$(filter-out $(DOUBLES),$(SYSTEMS)),$(RUNS)/$(s)-dev$(SUFFIX))
+# dense's own keys (DENSECONFIG) for the systems that embed with it
+DENSEFOR    = $$(case $$s in dense|dense-*|hybrid|hybrid-*) echo "$(DENSECONFIG)";; esac)
 # dense first: its ingest embeds while the OCR workers run, then bm25 and hybrid read the caches
 RUNORDER   := $(filter dense,$(SYSTEMS)) $(filter-out dense,$(SYSTEMS))
 # the leaderboard's result store over the runs of this call (made anew each time)
@@ -78,7 +87,8 @@ help:
 	@echo "make report    only render $(REPORTS)/ for the runs of SYSTEMS that exist (runs nothing)."
 	@echo "make memsys    run the real memory libraries $(MEMSYS) on dev -> $(RUNS)/<name>-dev"
 	@echo "               (opt-in: not part of make all). Measured per query on a busy 2-core machine:"
-	@echo "               mempalace ~1 s, mem0 ~0.5 s, llamaindex ~0.15 s; ingest reads the embedding"
+	@echo "               mempalace ~0.3 s, mem0 ~0.5 s, llamaindex ~0.15 s (p50, one store of the whole"
+	@echo "               dev memory; less with --config stores=modality); ingest reads the embedding"
 	@echo "               cache dense fills. Their complete runs join the comparison and the"
 	@echo "               leaderboard of make all / make reports / make report."
 	@echo "make test      the test suite (what CI runs): about 30 min on a busy 2-core machine (load"
@@ -86,7 +96,9 @@ help:
 	@echo "               make fuzz: the long fuzzing profile."
 	@echo "make bench-cold  the main job with a fresh empty cache, then warm; every step timed"
 	@echo "               (bench/bench_mainjob.py; make all prints its own step table at the end)."
-	@echo "Variables: SYSTEMS='bm25 dense hybrid' LIMIT=N CORPUS=DIR SETS=DIR RUNS=DIR REPORTS=DIR"
+	@echo "Variables: SYSTEMS='bm25 dense hybrid' (any registered system, doubles included) LIMIT=N"
+	@echo "           CORPUS=DIR SETS=DIR RUNS=DIR REPORTS=DIR CONTENT='--content ocr_processes=2'"
+	@echo "           RUNCONFIG='--config KEY=VALUE' (every system) DENSECONFIG (dense and hybrid)"
 
 $(BIN)/membench: pyproject.toml setup.py membench/run/_hitcheck.c
 	@echo "== setup: $(VENV) with membench and its test extra."
@@ -117,14 +129,14 @@ runs: sets
 	@echo "   A run resumes where it stopped. Each prints its gates; every figure: membench metrics RUN_DIR."
 	@mkdir -p $(dir $(TIMINGS))
 	@for s in $(RUNORDER); do \
-	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) $$([ $$s = bm25 ] || echo "$(DENSECONFIG)") --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief || exit 1; \
+	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(CONTENT) $(RUNCONFIG) $(DENSEFOR) --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief || exit 1; \
 	done
 
 memsys: sets
 	@echo "== memsys: the real memory libraries $(MEMSYS) on dev$(if $(LIMIT), with $(LIMIT) queries per modality,) -> $(foreach s,$(MEMSYS),$(RUNS)/$(s)-dev$(SUFFIX))"
 	@echo "   Opt-in (not part of make all): slower than the reference systems per query. A run resumes."
 	@for s in $(MEMSYS); do \
-	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(RUNCONFIG) --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief || exit 1; \
+	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(CONTENT) $(RUNCONFIG) --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief || exit 1; \
 	done
 
 # complete dev runs of the real memory systems (make memsys) that are not in SYSTEMS: the reports
@@ -137,8 +149,11 @@ reports: runs
 	echo "== reports: pages 01-04 for $(RUNDIRS)$$(for r in $$extra; do printf ' %s' $$r; done)$(if $(word 2,$(RUNDIRS)), and 05 comparing them,), 06 the leaderboard ($(BOARD)) -> $(REPORTS)/index.html"; \
 	if [ -n "$$extra" ]; then echo "   with the complete runs of make memsys: $$extra"; fi; \
 	$(ESTIMATE) reports; \
-	rm -rf $(BOARD) && $(MB) leaderboard --runs $(RUNDIRS) $$extra --sets $(SETS) --out $(BOARD) --brief && \
-	$(MB) report $(foreach r,$(RUNDIRS),--run $(r)) $$(for r in $$extra; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) --leaderboard $(BOARD) --force --brief
+	board="$(BOARDDIRS) $$extra"; lb=""; rm -rf $(BOARD); \
+	if [ -n "$$(echo $$board)" ]; then \
+	  $(MB) leaderboard --runs $$board --sets $(SETS) --out $(BOARD) --brief || exit 1; lb="--leaderboard $(BOARD)"; \
+	else echo "   no leaderboard: test doubles only ($(DOUBLES) are never on it)"; fi; \
+	$(MB) report $(foreach r,$(RUNDIRS),--run $(r)) $$(for r in $$extra; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) $$lb --force --brief
 
 # the reports of the runs that exist, without running anything
 report: setup
@@ -149,8 +164,11 @@ report: setup
 	if [ -n "$$(echo $$missing)" ]; then echo "== report: not run, left out: $$missing"; fi; \
 	echo "== report: pages for $$have and the leaderboard ($(BOARD)) -> $(REPORTS)/index.html"; \
 	$(ESTIMATE) reports; \
-	rm -rf $(BOARD) && $(MB) leaderboard --runs $$have --sets $(SETS) --out $(BOARD) --brief && \
-	$(MB) report $$(for r in $$have; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) --leaderboard $(BOARD) --force --brief
+	board=""; for r in $$have; do case "$$(basename $$r)" in $(foreach d,$(DOUBLES),$(d)-dev*|)__none__) ;; *) board="$$board $$r";; esac; done; \
+	lb=""; rm -rf $(BOARD); \
+	if [ -n "$$(echo $$board)" ]; then \
+	  $(MB) leaderboard --runs $$board --sets $(SETS) --out $(BOARD) --brief || exit 1; lb="--leaderboard $(BOARD)"; fi; \
+	$(MB) report $$(for r in $$have; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) $$lb --force --brief
 
 # the browser tests need Debian's chromium on PATH (.ci/run installs it): said before they are
 # skipped. PYTEST_ARGS: e.g. make test PYTEST_ARGS="-k report" for some of the tests only.

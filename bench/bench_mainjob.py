@@ -32,6 +32,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+# the content layer's settings (make CONTENT=..., membench run --content)
+CONTENT_KEYS = {"ocr_processes", "ocr_overlap", "ocr_engine", "pdf_ocr_dpi"}
 # run settings of the dense engine (bm25 has none of them)
 DENSE_KEYS = {"precision", "batch_size", "chunk_size", "torch_threads"}
 
@@ -50,8 +52,11 @@ def one(name: str, out: Path, systems: str, limit: int | None, config: str,
     if config:       # dense's keys go to dense and hybrid only (DENSECONFIG)
         dense = [kv for kv in config.split() if kv.split("=", 1)[0] in DENSE_KEYS]
         rest = [kv for kv in config.split() if kv not in dense]
-        cmd.append("RUNCONFIG=" + " ".join(f"--config {kv}" for kv in
-                                           ["ocr_processes=2", *rest]))
+        content = [kv for kv in rest if kv.split("=", 1)[0] in CONTENT_KEYS]
+        rest = [kv for kv in rest if kv not in content]
+        cmd.append("CONTENT=" + " ".join(f"--content {kv}" for kv in
+                                         ["ocr_processes=2", *content]))
+        cmd.append("RUNCONFIG=" + " ".join(f"--config {kv}" for kv in rest))
         cmd.append("DENSECONFIG=" + " ".join(f"--config {kv}" for kv in dense))
     load0 = os.getloadavg()
     t0 = time.monotonic()

@@ -194,6 +194,7 @@ def _run_cmd(a: argparse.Namespace) -> int:
         from .run.ray_engine import import_ray
 
         import_ray()                  # one line on how to install it, before anything else
+    _content(a.content)
     system = make_system(a.system, _parse_config(a.config))
     out = Path(a.out) if a.out else Path("runs") / f"{system.name}-{a.split}"
     t0 = time.time()
@@ -220,9 +221,19 @@ def _run_cmd(a: argparse.Namespace) -> int:
     return code
 
 
+def _content(pairs: list[str] | None) -> None:
+    """``--content KEY=VALUE``: the content layer's settings for this process and the ones it
+    starts (membench.run.content.config.CONTENT_KEYS), never a system's config."""
+    if pairs:
+        from .run.content.config import set_content_settings
+
+        set_content_settings(_parse_config(pairs))
+
+
 def _serve_cmd(a: argparse.Namespace) -> int:
     from .run.remote.server import serve
 
+    _content(a.content)
     serve(a.system, _parse_config(a.config), a.host, a.port, corpus_root(a.corpus))
     return 0
 
@@ -480,6 +491,12 @@ files (sets, items, run directories, TREC runs from others) are only read and ch
 cannot run code, and every corpus path they name must resolve inside the corpus root."""
 
 
+CONTENT_HELP = ("a setting of the shared content layer (JSON value), repeatable, for every "
+                "system that reads content through it: ocr_processes (OCR workers; the output "
+                "does not depend on it), ocr_overlap, ocr_engine (openvino or onnxruntime), "
+                "pdf_ocr_dpi; recorded in meta.json as content, never passed to the system")
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an integer >= 1 (0 or a negative count is refused, not guessed)."""
     try:
@@ -629,6 +646,7 @@ this one). Re-running the same command resumes an interrupted run.""")
                    "timeouts and retries)")
     r.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="system parameter (JSON value), repeatable")
+    r.add_argument("--content", action="append", metavar="KEY=VALUE", help=CONTENT_HELP)
     r.add_argument("--split", default="dev", choices=["dev", "test"], help="dev (default) or "
                    "test (needs --final)")
     r.add_argument("--final", action="store_true", help="allow the frozen test split (logged)")
@@ -678,6 +696,7 @@ authentication). Ctrl-C stops it.""")
                     "...), an entry point in the membench.systems group, or module:Class")
     sv.add_argument("--config", action="append", metavar="KEY=VALUE",
                     help="system parameter (JSON value), repeatable")
+    sv.add_argument("--content", action="append", metavar="KEY=VALUE", help=CONTENT_HELP)
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default "
                     "127.0.0.1; anything but a loopback address is reachable from elsewhere)")
     sv.add_argument("--port", type=port_number, required=True, help="port to listen on (0: a free "
@@ -710,7 +729,7 @@ authentication). Ctrl-C stops it.""")
     im.add_argument("--no-lock", action="store_true", help="import on sets that differ from "
                     "the lock (the hard rules are still checked)")
     im.add_argument("--modality", action="append", help="the file answers only this modality "
-                    "(repeatable; as `membench topics --modality`)")
+                    "(repeatable; as membench topics takes it)")
     im.add_argument("--limit", type=positive_int, metavar="N", help="the file answers N "
                     "queries per modality (as `membench topics --limit N` chose them)")
     im.add_argument("--partial", action="store_true", help="accept a file that covers only "
@@ -907,7 +926,7 @@ files or over other queries than the store's. Without --runs, prints the store's
     lb.add_argument("--final", action="store_true", help="read runs on the frozen test split "
                     "(logged)")
     lb.add_argument("--markdown", action="store_true", help="print the table over all items "
-                    "as Markdown (the README's)")
+                    "as Markdown (the results page's)")
     lb.add_argument("--brief", action="store_true", help="print only the best system per "
                     "headline measure over all items, with the others' paired tests (page 06 "
                     "has every table)")
@@ -928,7 +947,7 @@ source digest), run it in a fresh process on a hash-chosen sample of the entry's
 still have the sha256 the run recorded. Each entry comes out verified, differs (with the first
 differing query) or not re-runnable (an HTTP service, an imported run, a package that is not
 installed, code that changed); the leaderboard shows it. Exit 1 when an entry differs.""")
-    vf.add_argument("store", metavar="STORE", help="a result store (`membench leaderboard --out`)")
+    vf.add_argument("store", metavar="STORE", help="a result store (what membench leaderboard --out wrote)")
     vf.add_argument("--sample", type=positive_int, default=50, metavar="N",
                     help="queries per modality (default 50; an entry over fewer is re-run "
                     "whole)")
@@ -982,7 +1001,9 @@ def main(argv: list[str] | None = None) -> int:
     the progress lines (:mod:`membench.core.progress`); ``$MEMBENCH_PROGRESS`` (quiet, lines,
     bar, auto) chooses them otherwise. SIGINT and SIGTERM stop the command within
     :data:`membench.core.stop.STOP_SECONDS` (one line, status 130: :mod:`membench.core.stop`)."""
-    with stop.handling_stops():
+    from .run.content.config import content_scope
+
+    with stop.handling_stops(), content_scope():    # --content holds for this call only
         return _main(argv)
 
 

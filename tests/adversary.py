@@ -66,8 +66,10 @@ def _gold_keys(d: dict) -> list[str]:
     """The keys of ``d`` that hold gold as data (not a schema, an annotation or a type):
     gold / distractor lists of regions, judgments mapping to such lists, an ``unanswerable``
     flag or an ``answer`` beside a question or query id, a ``derived_from`` query id."""
+    def get(key):           # dict's own lookup: a subclass's get() may compute or import
+        return dict.get(d, key)
+
     try:
-        get = d.get
         q = get("question"), get("query_id")
     except (TypeError, AttributeError):
         return []
@@ -82,11 +84,12 @@ def _gold_keys(d: dict) -> list[str]:
             out.append(k)
     j = get("judgments")
     if isinstance(j, dict) and j and all(isinstance(v, (list, tuple)) and
-                                         all(_regionish(x) for x in v[:5]) for v in j.values()):
+                                         all(_regionish(x) for x in v[:5])
+                                         for v in dict.values(j)):
         out.append("judgments")
     if isinstance(get("unanswerable"), bool) and recordish:
         out.append("unanswerable")
-    if "answer" in d and recordish and (get("answer") is None or
+    if dict.__contains__(d, "answer") and recordish and (get("answer") is None or
                                          isinstance(get("answer"), (str, int, float, list))):
         out.append("answer")
     df = get("derived_from")
@@ -144,7 +147,9 @@ class Hunt:
                 hit = _gold_keys(obj)
                 if hit:
                     self.note(f"{where}: a dict with gold data under {hit}")
-                for k, v in list(obj.items())[:100_000]:
+                # dict's own storage: a subclass's items() may compute (transformers' lazy
+                # mappings import models), and what it stores is what a hunter can read
+                for k, v in list(dict.items(obj))[:100_000]:
                     todo.append((k, where))
                     todo.append((v, f"{where}[{str(k)[:40]!r}]"))
                 continue

@@ -140,12 +140,12 @@ def test_cli_build_reports_lock_drift(tmp_path, corpus_root, capsys, monkeypatch
     assert "DIGEST_DRIFT" in capsys.readouterr().out
 
 
-def test_readme_tables_are_the_build(built):
-    """The README's counts and coverage tables double as a regression test of the build."""
+def test_the_sets_page_tables_are_the_build(built):
+    """The sets page's counts and coverage tables double as a regression test of the build."""
     from membench.core.paths import REPO_ROOT
     from membench.sets.build import render_counts, render_coverage, render_derivation
 
-    readme = (REPO_ROOT / "README.md").read_text()
+    readme = (REPO_ROOT / "docs" / "sets.md").read_text()
 
     def between(tag):
         start = readme.index(f"<!-- {tag}:start")
@@ -157,11 +157,11 @@ def test_readme_tables_are_the_build(built):
     assert between("derived") == render_derivation(cov)
 
 
-def test_readme_audit_table_is_the_builds(audit):
+def test_the_sets_page_audit_table_is_the_builds(audit):
     from membench.core.paths import REPO_ROOT
     from membench.sets.audit import render_audit
 
-    readme = (REPO_ROOT / "README.md").read_text()
+    readme = (REPO_ROOT / "docs" / "sets.md").read_text()
     start = readme.index("<!-- audit:start")
     block = readme[readme.index("\n", start) + 1:readme.index("<!-- audit:end -->")].strip()
     assert block == render_audit(audit)

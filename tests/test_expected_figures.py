@@ -1,4 +1,4 @@
-"""The README's bm25 figures are a regression test: a fresh bm25 run on the whole dev split
+"""The results page's bm25 figures are a regression test: a fresh bm25 run on the whole dev split
 reproduces bench/expected/dev.json (figures of every modality, to 1e-9)."""
 
 from __future__ import annotations
@@ -55,24 +55,24 @@ def test_every_frozen_system_has_its_command_and_sets(expected):
         assert s["modalities"]["all"]["recall@10"]["n"] > 1500
 
 
-def test_readme_figures_are_the_frozen_ones(expected):
+def test_the_results_page_figures_are_the_frozen_ones(expected):
     from membench.analysis.expected import table
     from membench.core.paths import REPO_ROOT
 
-    readme = (REPO_ROOT / "README.md").read_text()
+    readme = (REPO_ROOT / "docs" / "results.md").read_text()
     start = readme.index("<!-- figures:start -->")
     block = readme[readme.index("\n", start) + 1:readme.index("<!-- figures:end -->")].strip()
     assert block == table(list(expected.values()))
 
 
-def test_every_generated_block_of_the_readme_is_current():
-    """README's blocks with a generator (membench.report.docblocks: the sets' counts, coverage,
-    derivations, audit; the frozen figures and their pdf text-layer split) are what the
-    generators give (python -m membench.report.docblocks README.md rewrites them)."""
+def test_every_generated_figure_block_of_the_results_page_is_current():
+    """docs/results.md's blocks with a generator (membench.docsite.blocks: the frozen figures
+    and their pdf text-layer split) are what the generators give (python -m
+    membench.docsite.blocks docs/results.md rewrites them)."""
     from membench.core.paths import REPO_ROOT
-    from membench.report.docblocks import Context, GENERATORS, blocks, rewrite
+    from membench.docsite.blocks import Context, GENERATORS, blocks, rewrite
 
-    readme = (REPO_ROOT / "README.md").read_text()
+    readme = (REPO_ROOT / "docs" / "results.md").read_text()
     have = blocks(readme)
     assert {"figures", "pdf-text-source"} <= set(have)
     # the figure blocks read only bench/expected; the set blocks need built sets
@@ -82,7 +82,7 @@ def test_every_generated_block_of_the_readme_is_current():
 
 
 def test_docblocks_rewrites_only_blocks_with_a_generator(tmp_path):
-    from membench.report.docblocks import GENERATORS, rewrite
+    from membench.docsite.blocks import GENERATORS, rewrite
 
     GENERATORS["t-one"] = lambda ctx: "| fresh |"
     try:

@@ -55,6 +55,14 @@ def error_line(capsys) -> str:
     return lines[0]
 
 
+def named_query(line: str) -> str:
+    """What follows ``membench: system NAME: QUERY_ID: `` in an error line about an answer (the
+    line must start so: an error about a system's answer names the query)."""
+    m = re.match(r"membench: system bm25: (t[0-9a-f]{16}): (.*)", line)   # the topic's qid
+    assert m, line
+    return m.group(2)
+
+
 def resume_and_check(url, built, corpus_root, out, reference, capsys, answered_before):
     """The interrupted run kept its lines; re-running against a good server completes it."""
     meta = json.loads((out / "meta.json").read_text())
@@ -117,11 +125,14 @@ GARBAGE = {
              "the answer is not JSON (HTTP 200, text/html: "),
     "plain 500": (dict(raw=b"Internal Server Error", status=500, ctype="text/plain"),
                   "the answer is not JSON (HTTP 500, text/plain"),
-    "NaN score": (dict(raw=b'{"hits": [["a", NaN]], "cartridge": []}'),
-                  "NaN is not a JSON number"),
+    "NaN score": (dict(raw=b'{"hits": [["a", 1.0], ["b", NaN]], "cartridge": []}'),
+                  "the answer has a number JSON does not allow at hits[1][1] (atom 'b'): NaN "
+                  "(a score must be a finite number)"),
+    "infinite score": (dict(raw=b'{"hits": [["a", -Infinity]], "cartridge": []}'),
+                       "at hits[0][1] (atom 'a'): -Infinity"),
     "score as text": (dict(raw=b'{"hits": [["a", "0.5"]], "cartridge": []}'),
-                      "the answer has the wrong shape: hits[0][1]: expected a number, got a "
-                      "string '0.5'"),
+                      "the answer has the wrong shape: hits[0][1] (atom 'a'): expected a "
+                      "number, got a string '0.5'"),
     "no cartridge": (dict(raw=b'{"hits": []}'),
                      "the answer has the wrong shape: cartridge: missing"),
     "a list": (dict(raw=b'[1, 2]'), "the answer has the wrong shape: expected an object, got "
@@ -145,8 +156,12 @@ def test_garbage_is_one_clear_line_and_the_run_resumes(kind, reference, built, c
         assert run_cli(url, built, corpus_root, out, *FAST) == 2
     line = error_line(capsys)
     assert expected in line, line
-    if kind != "unknown atom":          # (the runner's own check names the system instead)
-        assert line.startswith(f"membench: POST {url}/ingests/"), line
+    # every error about an answer names the query: the call's, or the runner's own check's
+    if kind != "unknown atom":
+        assert line.startswith(f"membench: POST {url}/ingests/") and re.search(
+            r"/query \(query t[0-9a-f]{16}\): ", line), line    # the topic's opaque qid
+    else:
+        assert named_query(line).startswith("hit 'never-ingested'"), line
     with thread_server(Wrapped, [corpus_root]) as (url, _):
         resume_and_check(url, built, corpus_root, out, reference, capsys, 12)
 

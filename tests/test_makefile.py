@@ -148,3 +148,23 @@ def test_any_system_any_limit_in_either_order(tree):
     later = make(tree, "runs", "SYSTEMS=hybrid")                   # a full run after a LIMIT one
     assert meta(tree, "hybrid-dev")["limit"] is None and "hybrid-dev" in later.stdout
     assert re.search(r"\[membench\] queries \(hybrid\) done: \d+ queries", later.stderr)
+
+
+def test_any_registered_system_runs_through_make_doubles_and_libraries_included(tree):
+    """`make all SYSTEMS=random LIMIT=N` (a test double: it takes no OCR setting, and no card,
+    so it is reported but never on the leaderboard) and `make memsys MEMSYS=llamaindex LIMIT=N`
+    work: the content layer's settings go to the content layer (CONTENT, --content), not to a
+    system's config, and meta.json records them."""
+    root = tree[0]
+    double = make(tree, "all", "SYSTEMS=random", "LIMIT=2")
+    assert "no leaderboard: test doubles only" in double.stdout
+    m = meta(tree, "random-dev-limit2")
+    assert m["status"] == "complete" and m["config"] == {"seed": 0, "reads_gold": False}
+    assert m["content"]["ocr_processes"] == 2 and m["store"]["atoms"] == m["atoms"]
+    assert (root / "reports" / "random-dev-limit2" / "02_run_dev.html").exists()
+    pytest.importorskip("llama_index.core")
+    lib = make(tree, "memsys", "MEMSYS=llamaindex", "LIMIT=2")
+    assert "== memsys: the real memory libraries llamaindex" in lib.stdout
+    m = meta(tree, "llamaindex-dev-limit2")
+    assert m["status"] == "complete" and m["content"]["ocr_processes"] == 2
+    assert m["store"]["layout"] == "one" and m["store"]["per_store"]["all"]["atoms_stored"] > 0

@@ -201,13 +201,13 @@ def test_comparing_two_conditions_is_paired_on_the_queries():
     assert same["inflation_diff_p_le_0"] == 1.0
 
 
-def test_the_readme_table_is_the_committed_result():
-    """README's Q2D-Web table is what `membench q2d` prints from bench/expected/q2d.json (the
+def test_the_results_page_table_is_the_committed_result():
+    """The results page's Q2D-Web table is what `membench q2d` prints from bench/expected/q2d.json (the
     copy of the experiment's q2d.json it was made from)."""
     from membench.analysis.q2d import load_result
     from membench.core.paths import BENCH_DIR, REPO_ROOT
 
-    readme = (REPO_ROOT / "README.md").read_text()
+    readme = (REPO_ROOT / "docs" / "results.md").read_text()
     start = readme.index("<!-- q2d:start")
     block = readme[readme.index("\n", start) + 1:readme.index("<!-- q2d:end -->")].strip()
     result = load_result(BENCH_DIR / "expected")

@@ -1,7 +1,8 @@
-"""Every command the README shows runs as written from a fresh clone, and the CLI explains
-itself: ``--version``, help text for every flag, no raw reST in the help.
+"""Every command the README and the documentation site (docs/*.md) show runs as written from a
+fresh clone, and the CLI explains itself: ``--version``, help text for every flag, no raw reST
+in the help.
 
-README commands are taken from its fenced blocks and its inline code spans. A concrete
+Commands are taken from the pages' fenced blocks and their inline code spans. A concrete
 ``membench`` command must parse (the real parser, ``parse_args``); a usage line (``[--flag X]``,
 ``NAME``) must name a real subcommand and only real flags; ``make`` targets and variables must
 exist in the Makefile; ``.venv/bin/X`` must be installed in this virtualenv, and the files,
@@ -27,7 +28,8 @@ from membench import __version__
 from membench.cli import parser
 from membench.core.paths import REPO_ROOT
 
-README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+PAGES = {p.relative_to(REPO_ROOT).as_posix(): p.read_text(encoding="utf-8")
+         for p in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]}
 MAKEFILE = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
 BIN = Path(sys.executable).parent
 STARTS = ("membench ", "make ", ".venv/bin/", "python", "papermill", "jupyter", ". .venv")
@@ -39,31 +41,43 @@ def _strip_comment(line: str) -> tuple[str, str]:
     return (line, "") if i < 0 else (line[:i], line[i + 2:])
 
 
-def readme_commands() -> list[tuple[str, str]]:
-    """(command, the comment after it) for every command line of the README."""
+def page_commands(text: str) -> list[tuple[str, str]]:
+    """(command, the comment after it) for every command line of a page. An environment
+    assignment before a command (``PYTHONPATH=examples .venv/bin/membench ...``) is dropped,
+    and so is a trailing ``&``."""
     out: list[tuple[str, str]] = []
-    for block in re.findall(r"^```[a-z]*\n(.*?)^```", README, re.M | re.S):
+    for block in re.findall(r"^```[a-z]*\n(.*?)^```", text, re.M | re.S):
         for raw in block.splitlines():
             cmd, comment = _strip_comment(raw)
+            cmd = cmd.rstrip().removesuffix("\\")
+            cmd = re.sub(r"^\s*(?:[A-Z_]+=\S+\s+)+(?=\S)", "", cmd).removesuffix(" &")
             if raw[:1].isspace() and out:             # a continuation of the line above
                 prev, pc = out[-1]
                 out[-1] = (f"{prev} {cmd.strip()}".strip(), f"{pc} {comment}")
             elif cmd.strip().startswith(STARTS):
                 out.append((cmd.strip(), comment))
-    prose = re.sub(r"^```.*?^```", "", README, flags=re.M | re.S)
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
     for span in re.findall(r"`([^`]+)`", prose):
-        text = " ".join(span.split())
-        if text.startswith(STARTS) and " " in text:
-            out.append((text, ""))
+        text_ = " ".join(span.split())
+        if text_.startswith(STARTS) and " " in text_:
+            out.append((text_, ""))
     return out
+
+
+def readme_commands() -> list[tuple[str, str, str]]:
+    """(page, command, comment) for every command of the README and of every docs page."""
+    return [(page, c, k) for page, text in PAGES.items() for c, k in page_commands(text)]
 
 
 COMMANDS = readme_commands()
 
 
-def test_the_readme_has_commands_to_check():
-    kinds = {c.split()[0] for c, _ in COMMANDS}
-    assert {"membench", "make"} <= kinds and len(COMMANDS) >= 20, kinds
+def test_the_pages_have_commands_to_check():
+    kinds = {c.split()[0] for _, c, _ in COMMANDS}
+    assert {"membench", "make"} <= kinds and len(COMMANDS) >= 100, kinds
+    pages = {p for p, _, _ in COMMANDS}
+    assert {"README.md", "docs/index.md", "docs/your-system.md", "docs/results.md",
+            "docs/speed.md"} <= pages, pages
 
 
 def _subparsers(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -82,8 +96,9 @@ def check_membench(cmd: str, comment: str) -> None:
     top = _options(parser())
     while args and args[0] in top:          # global options come before the subcommand
         args = args[1:]
-    if args == ["…"]:
-        return                    # `membench --quiet …`: a global option named in prose
+    if args in (["…"], ["..."]) or not args or args[0] in ("--help", "-h") \
+            or PLACEHOLDER.match(args[0]) or args[0].startswith("["):
+        return                    # `membench --quiet …`, `membench COMMAND --help`, a usage line
     sub = _subparsers(parser())
     assert args and args[0] in sub, f"{cmd!r}: no such subcommand"
     p = sub[args[0]]
@@ -127,7 +142,9 @@ def check_venv(cmd: str) -> None:
     if exe == "membench":
         check_membench(" ".join(["membench", *rest]), "")
     elif exe == "python":
-        if rest[:1] == ["-m"]:
+        if rest[:1] == ["-c"]:
+            compile(rest[1], cmd, "exec")
+        elif rest[:1] == ["-m"]:
             assert importlib.util.find_spec(rest[1]) is not None, f"{cmd!r}: no module"
         else:
             assert (REPO_ROOT / rest[0]).is_file(), f"{cmd!r}: no file {rest[0]}"
@@ -142,19 +159,22 @@ def check_venv(cmd: str) -> None:
     elif exe == "jupyter":
         paths = [a for a in rest[1:] if not a.startswith("--")]
         flags = [a for a in rest[1:] if a.startswith("--")]
-        assert rest[0] == "lab" and len(paths) == 1 and (REPO_ROOT / paths[0]).exists(), cmd
+        # a notebook under reports/ is one `make all` writes (executed, next to its page)
+        assert rest[0] == "lab" and len(paths) == 1 and (
+            (REPO_ROOT / paths[0]).exists() or paths[0].startswith("reports/")), cmd
         assert set(flags) <= {"--allow-root"}, cmd
 
 
 def test_the_jupyterlab_line_works_as_root():
     """JupyterLab refuses to start as root without --allow-root: the README says so where it
     gives the command."""
-    lab = [c for c, _ in COMMANDS if c.startswith(".venv/bin/jupyter lab")]
+    lab = [c for _, c, _ in COMMANDS if c.startswith(".venv/bin/jupyter lab")]
     assert any("--allow-root" in c for c in lab) and any("--allow-root" not in c for c in lab)
 
 
-@pytest.mark.parametrize("cmd,comment", COMMANDS, ids=[c[:60] for c, _ in COMMANDS])
-def test_readme_command_runs_as_written(cmd, comment):
+@pytest.mark.parametrize("page,cmd,comment", COMMANDS,
+                         ids=[f"{p}:{c[:60]}" for p, c, _ in COMMANDS])
+def test_every_command_on_the_pages_runs_as_written(page, cmd, comment):
     first = cmd.split()[0]
     if first == "membench":
         check_membench(cmd, comment)

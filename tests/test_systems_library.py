@@ -326,3 +326,64 @@ def test_llamaindex_vector_ranks_like_dense(tree):
         # order agrees except among scores within float rounding of each other
         for (xa, sa), (xb, sb) in zip(a, b):
             assert xa == xb or abs(sa - sb) < 1e-5
+
+
+def _two_modality_atoms() -> list[Atom]:
+    """The conversation memories above plus image memories of a third holder that share the
+    question's words (a store of both kinds holds both)."""
+    img = [Atom(f"b{i:016x}", f"img:{i}", "image", "h/three", T0 - timedelta(days=i), {},
+                text) for i, text in enumerate(["kayak lake photo", "lake kayak rental sign"], 1)]
+    return [*_atoms(), *img]
+
+
+@pytest.mark.parametrize("name", ["mem0", "mempalace", "llamaindex"])
+def test_one_store_per_modality_answers_as_one_store_and_says_its_size(name, tmp_path):
+    """``--config stores=modality`` keeps one store of the library per modality; a holder's
+    query goes to its modality's store. Libraries that scope inside the store answer the same
+    either way; meta.json's ``store`` (store_stats) says each store's holders and atoms."""
+    _need(SYSTEMS[name])
+    from types import SimpleNamespace
+
+    from membench.run.systems import make_system
+
+    atoms = _two_modality_atoms()
+    items = [SimpleNamespace(holder=a.holder, modality=a.modality) for a in atoms]
+    answers, stats = {}, {}
+    for stores in ("one", "modality"):
+        s = make_system(name, {"calibration": "none", "stores": stores})
+        s.use_scratch(tmp_path / stores)
+        s.by_id = {a.atom_id: a for a in atoms}
+        s._holders = {a.holder for a in atoms}
+        if stores == "one":
+            s._open(s._fresh_dir())
+            s._store(atoms)
+        else:
+            s._store_apart(items, atoms)
+        s.stored = len(atoms)
+        scope = SimpleNamespace(holder="h/one")
+        answers[stores] = [s.query("kayak at the lake", scope, T0).hits,
+                           s.query("kayak lake", SimpleNamespace(holder="h/three"), T0).hits]
+        stats[stores] = s.store_stats()
+        assert s.config()["stores"]["layout"] == stores
+    assert all(answers["one"])         # the same atoms in the same order, the same scores
+    for one, apart in zip(answers["one"], answers["modality"], strict=True):
+        assert [a for a, _ in one] == [a for a, _ in apart]
+        assert [s for _, s in one] == pytest.approx([s for _, s in apart], abs=1e-6)
+    assert stats["one"]["per_store"] == {"all": {"holders": 3, "atoms_stored": 7}}
+    assert stats["modality"]["per_store"] == {
+        "conversation": {"holders": 2, "atoms_stored": 5},
+        "image": {"holders": 1, "atoms_stored": 2}}
+    assert (tmp_path / "modality" / name / "image").is_dir()
+    if name == "mempalace":          # every search counted; none filled its 4000-drawer pool
+        assert stats["modality"]["date_pool"] == {
+            "size": 4000, "rule": stats["modality"]["date_pool"]["rule"],
+            "queries_truncated": 0, "queries": 2}
+
+
+def test_stores_must_be_one_or_modality():
+    from membench.core.errors import MembenchError
+    from membench.run.systems import make_system
+
+    _need("llama_index.core")
+    with pytest.raises(MembenchError, match="stores must be one of one, modality"):
+        make_system("llamaindex", {"stores": "holder"})

@@ -48,7 +48,34 @@ def figures(run_dir: Path) -> dict:
         out["modalities"][mod] = {k: {"value": m[mod][k]["value"], "n": m[mod][k]["n"],
                                       "denominator": m[mod][k]["denominator"]} for k in KEYS}
     out["pdf_text_source"] = pdf_text_source(rd)
+    out["store"] = store_of(rd)
+    if meta.get("limit") is not None:
+        out["limit"] = meta["limit"]
+        out["command"] = out["command"].replace(" --metrics", f" --limit {meta['limit']} --metrics")
     return out
+
+
+def store_of(rd) -> dict:
+    """The store a run's queries were asked of (meta.json ``store``; for a run made before it
+    was recorded, counted from its atoms and items): atoms, holders, per modality, and a
+    library adapter's layout (``one`` store or one per ``modality``)."""
+    meta = rd.meta
+    if isinstance(meta.get("store"), dict) and "atoms" in meta["store"]:
+        st = meta["store"]
+    else:
+        from ..core.jsonl import iter_json_lines
+
+        per: dict[str, dict] = {}
+        for _, a in iter_json_lines(rd.path / "atoms.jsonl"):
+            p = per.setdefault(a["modality"], {"atoms": 0, "holders": set()})
+            p["atoms"] += 1
+            p["holders"].add(a["holder"])
+        st = {"atoms": sum(p["atoms"] for p in per.values()),
+              "holders": len(set().union(*(p["holders"] for p in per.values()))) if per else 0,
+              "per_modality": {m: {"atoms": p["atoms"], "holders": len(p["holders"])}
+                               for m, p in sorted(per.items())}}
+    keep = ("atoms", "holders", "items", "per_modality", "layout", "per_store", "date_pool")
+    return {k: st[k] for k in keep if k in st}
 
 
 #: the figures of the pdf split by where a holder's words come from (text layer or OCR)

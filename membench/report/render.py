@@ -326,6 +326,13 @@ def kernel_config(socket_dir: str | Path):
     return c
 
 
+#: the kernel's own log lines off: whatever the transport, ipykernel may log, when it is shut
+#: down, an "ERROR | KeyboardInterrupt" of its own, which
+#: says anything about the page (a cell's error is in the executed notebook, and a kernel that
+#: dies is papermill's DeadKernelError)
+KERNEL_QUIET = ["--IPKernelApp.log_level=CRITICAL"]
+
+
 def declared_parameters(name: str) -> set[str]:
     """The parameters notebook ``name`` declares (its ``parameters`` cell)."""
     import papermill as pm
@@ -362,7 +369,8 @@ def render_shared(name: str, parameters: dict[str, Any],
                 pm.execute_notebook(str(src), str(tmp), parameters=parameters,
                                     kernel_name="python3", cwd=str(REPO_ROOT),
                                     progress_bar=False, log_output=False,
-                                    execution_timeout=timeout, config=kernel_config(sockets))
+                                    execution_timeout=timeout, config=kernel_config(sockets),
+                                    extra_arguments=KERNEL_QUIET)
         except pm.PapermillExecutionError as e:
             error = (f"{src}: cell {e.cell_index} (execution {e.exec_count}) raised "
                      f"{e.ename}: {e.evalue}")

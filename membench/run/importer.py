@@ -80,13 +80,20 @@ def read_trec_lines(path: Path):
     :class:`InputError` naming it. (Scoring a TREC file at scale without this Python loop is
     :func:`membench.metrics.read_trec_run`'s job; an import is small and needs the ids.)"""
     for no, parts in trec_fields(path, "qid Q0 docid rank score tag"):
+        hit = f"query {parts[0][:80]!r}, atom {parts[2][:80]!r}"
         try:
-            rank, score = trec_int(parts[3]), trec_float(parts[4])
+            rank = trec_int(parts[3])
         except ValueError:
-            raise InputError(path, no, "rank/score", "rank must be an integer and score a "
-                             "number", rule="TREC") from None
-        if score != score or score in (float("inf"), float("-inf")):
-            raise InputError(path, no, "score", "must be finite", rule="TREC")
+            raise InputError(path, no, "rank", f"{hit}: rank {parts[3][:40]!r} is not an "
+                             "integer", rule="TREC") from None
+        try:
+            score = trec_float(parts[4])
+        except ValueError:
+            score = None
+        if score is None or score != score or score in (float("inf"), float("-inf")):
+            raise InputError(path, no, "score", f"{hit}: score {parts[4][:40]!r} is not a "
+                             "finite number (NaN and infinities cannot be ranked)",
+                             rule="TREC") from None
         yield no, parts[0], parts[2], rank, score
 
 
@@ -217,7 +224,8 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
         by_topic += alias[qid] != qid
         qid = alias[qid]
         if doc not in known:
-            raise InputError(run_file, no, "docid", f"{doc!r} is not in {atoms_file}", rule="TREC")
+            raise InputError(run_file, no, "docid", f"query {qid}: atom {doc!r} is not in "
+                             f"{atoms_file}", rule="TREC")
         seen = first.setdefault((qid, doc), (rank, no))
         if seen[1] != no:
             raise InputError(run_file, no, "docid", f"{qid}: atom {doc!r} at rank {rank} here "

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import json
 import os
 import shutil
 import socket
@@ -86,6 +87,7 @@ from ..core.jsonl import dumps
 from ..core.netguard import quiet_native_telemetry
 from ..core.paths import MANIFEST_PATH, cache_dir
 from ..sets.schema import AnnotationRecord, SourceItem
+from .content.config import CONTENT_ENV, content_settings
 from .protocol import Atom
 from .runner import (
     _check_hits,
@@ -834,7 +836,8 @@ def _run_on(ray, system, keeper, sel, name, config, sets_dir, split, out, corpus
     worker_config = {**config, "ocr_processes": 1} if "ocr_processes" in config else config
     telemetry = quiet_native_telemetry()
     env = {"MEMBENCH_CACHE": str(cache_dir("").resolve()), "MEMBENCH_PROGRESS": "quiet",
-           **telemetry}
+           **telemetry,      # and the content layer's settings (--content), one OCR process each
+           CONTENT_ENV: json.dumps({**content_settings(), "ocr_processes": 1})}
     n = workers or max(1, where["cpus"])
     engine = {"engine": "ray", "ray_version": ray.__version__, "workers": n,
               "cluster": where["cluster"]}

@@ -99,6 +99,7 @@ from ..sets.select import (
     presentation_order,
     select_records,
 )
+from .content.config import content_settings
 from .files import SCRATCH, check_run_dir_files, parse_run_row, repeated
 from .protocol import MAX_DEPTH, Atom, MemorySystem, check_atom
 
@@ -276,6 +277,10 @@ def check_sets_before_run(sets_dir: Path, corpus_root: Path | None,
     manifest, the lock and the corpus; writes nothing."""
     from ..sets.validate import validate_sets
 
+    if not (Path(sets_dir) / "items.jsonl").is_file():
+        what = "does not exist" if not Path(sets_dir).exists() else "holds no items.jsonl"
+        raise MembenchError(f"{sets_dir}: {what}: the sets are not built; build them with "
+                            "`membench build` (or `make sets`), then run again")
     key = _fingerprint(Path(sets_dir), corpus_root, Path(manifest), lock)
     if key in _PASSED:
         return
@@ -415,6 +420,9 @@ def _run_locked(system: MemorySystem, keeper, sel, sets_dir: Path, split: str, o
     meta["network"] = _network_meta(meta_old, guard)
     if guard.attempts > seen:
         _warn_network(system.name, "queries", guard)
+    stats = getattr(system, "store_stats", None)
+    if callable(stats):                 # the system's own account of its store(s)
+        meta["store"] = {**meta.get("store", {}), **stats()}
     finish_meta(meta, end, len(todo))
     _write_json(meta_path, meta)
     warn_scope(system.name, meta["scope"])
@@ -507,11 +515,11 @@ def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: se
             t0 = time.perf_counter()
             try:
                 res = system.query(t.question, t.scope, t.as_of)
-            except MembenchError as e:
+            except MembenchError as e:      # say which query it was
                 named = getattr(e, "for_query", None)   # an error that can name the query
-                if named is None:
-                    raise
-                raise named(t.qid) from None
+                if named is not None:
+                    raise named(t.qid) from None
+                raise _at_query(e, system.name, t.qid) from None
             t_end = time.perf_counter()
             cart, hits = _answer_parts(system.name, t.qid, res, known)
             row = {"cartridge": cart, "hits": hits, "latency_ms": round((t_end - t0) * 1000.0, 3),
@@ -527,6 +535,15 @@ def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: se
             bar.advance()
             if progress and n % 100 == 0:
                 progress(n_done + n, n_all)
+
+
+def _at_query(e: MembenchError, name: str, qid: str) -> MembenchError:
+    """``e`` (raised by a system's ``query``) with its message naming the system and the
+    query, unless it already names the query (a located :class:`InputError` is left as is)."""
+    if isinstance(e, InputError) or qid in str(e):
+        return e
+    e.args = (f"system {name}: {qid}: {e}", *e.args[1:])
+    return e
 
 
 def _fast_line(row: dict, known: set[str]) -> bytes | None:
@@ -679,6 +696,8 @@ def begin_run(system: MemorySystem, sel, sets_dir: Path, split: str, out: Path,
         "manifest_sha256": sha256_file(MANIFEST_PATH) if MANIFEST_PATH.exists() else None,
         "code_revision": code_revision(), "membench_version": __version__,
         "extent_caps": EXTENT_CAPS, "max_depth": MAX_DEPTH, "engine": engine,
+        # the content layer's settings (membench run --content), whatever the system reads
+        "content": content_settings(),
     }
     if refused:
         meta["card_refused"] = refused
@@ -736,7 +755,24 @@ def record_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem], o
     else:
         atomic_write_text(atoms_path, "".join(atom_lines))
     meta["atoms"] = len(atoms)
+    meta["store"] = store_size(atoms, items)
     _write_json(Path(out) / "meta.json", meta)
+
+
+def store_size(atoms: list[Atom], items: list[SourceItem]) -> dict:
+    """meta.json ``store``: the size of the memory the system held while it was asked (a
+    query's time can grow with it): atoms, the holders they belong to, items ingested, per
+    modality too. A system with ``store_stats()`` (the library adapters) adds its own layout
+    after the run."""
+    per: dict[str, dict] = {}
+    for a in atoms:
+        p = per.setdefault(a.modality, {"atoms": 0, "holders": set()})
+        p["atoms"] += 1
+        p["holders"].add(a.holder)
+    return {"atoms": len(atoms), "holders": len({it.holder for it in items}),
+            "items": len(items),
+            "per_modality": {m: {"atoms": p["atoms"], "holders": len(p["holders"])}
+                             for m, p in sorted(per.items())}}
 
 
 def _brief(value: Any) -> str:

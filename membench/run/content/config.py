@@ -9,11 +9,81 @@ would reject.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import contextlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 from ...core.errors import MembenchError
 from ...modalities import EXTENT_CAPS
+
+#: the content layer's own settings: how it runs in this process (OCR workers, overlap) and
+#: which extractors it uses (the OCR engine, the render resolution of image-only PDF pages).
+#: ``membench run --content KEY=VALUE`` sets them for every system that reads content through
+#: the layer (:func:`membench.run.content.chunk`), whatever that system's own config takes:
+#: they are the layer's settings, not a system's. A system's ``--config`` may still name one
+#: (the reference systems and the adapters take every ChunkConfig field), and then wins.
+CONTENT_KEYS: dict[str, str] = {
+    "ocr_processes": "worker processes for OCR of images not in the cache (output unchanged)",
+    "ocr_overlap": "make the other atoms while the OCR workers run (output unchanged)",
+    "ocr_engine": "what runs the OCR models: openvino (default) or onnxruntime",
+    "pdf_ocr_dpi": "render resolution of PDF pages without a text layer (0: off)",
+}
+#: the environment variable that carries them (a JSON object), so OCR worker processes and
+#: Ray workers started from this process read the same settings
+CONTENT_ENV = "MEMBENCH_CONTENT"
+_DEFAULTS: dict[str, Any] = {"ocr_processes": 1, "ocr_overlap": True, "ocr_engine": "openvino",
+                             "pdf_ocr_dpi": 72}
+
+
+def content_settings() -> dict[str, Any]:
+    """The content layer's settings in force (:data:`CONTENT_KEYS`, from
+    :data:`CONTENT_ENV`), every key with its value: what meta.json records as ``content``."""
+    raw = os.environ.get(CONTENT_ENV)
+    given = json.loads(raw) if raw else {}
+    if not isinstance(given, dict) or set(given) - set(_DEFAULTS):
+        raise MembenchError(f"${CONTENT_ENV}: expected a JSON object with keys among "
+                            f"{', '.join(CONTENT_KEYS)}, got {raw[:120]!r}")
+    return {**_DEFAULTS, **given}
+
+
+@contextlib.contextmanager
+def content_scope() -> Iterator[None]:
+    """The content settings set inside (``membench … --content``) hold until it ends: a
+    command run in process (``membench.cli.main``) leaves ``$MEMBENCH_CONTENT`` as it found it,
+    so the next command, and the processes it starts, do not inherit them."""
+    before = os.environ.get(CONTENT_ENV)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CONTENT_ENV, None)
+        else:
+            os.environ[CONTENT_ENV] = before
+
+
+def set_content_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """Set the content layer's settings for this process and the processes it starts (checked
+    as a :class:`ChunkConfig` would check them); returns them all."""
+    unknown = sorted(set(settings) - set(CONTENT_KEYS))
+    if unknown:
+        raise MembenchError(f"--content {unknown[0]}: not a content-layer setting (one of "
+                            f"{', '.join(CONTENT_KEYS)}); a system's own parameters go in "
+                            "--config")
+    merged = {**content_settings(), **settings}
+    try:
+        ChunkConfig(**merged)       # the same checks, one line naming what is wrong
+    except (TypeError, MembenchError) as e:
+        raise MembenchError(f"--content: {e}") from None
+    given = json.loads(os.environ.get(CONTENT_ENV) or "{}")
+    os.environ[CONTENT_ENV] = json.dumps({**given, **settings}, sort_keys=True)
+    return content_settings()
+
+
+def _setting(key: str):
+    return lambda: content_settings()[key]
 
 
 @dataclass(frozen=True)
@@ -27,7 +97,7 @@ class ChunkConfig:
     # cut); its atom keeps the page region. 0 turns it off (such pages keep their text-layer
     # text, often ""). Part of the OCR cache key of those pages. Chosen by bench/bench_pdf_ocr.py
     # (docs/speed.md, "Image-only PDF pages").
-    pdf_ocr_dpi: int = 72
+    pdf_ocr_dpi: int = field(default_factory=_setting("pdf_ocr_dpi"))
 
     # OCR (images and screenshots). Lines under this recognizer confidence are dropped
     # (the cache keeps every line, so changing this does not re-run OCR).
@@ -41,13 +111,13 @@ class ChunkConfig:
     # models run by OpenVINO in float32, no angle classifier: about 0.4x the CPU time at the
     # same or better text quality, docs/speed.md) or "onnxruntime" (rapidocr-onnxruntime as it
     # comes, angle classifier on). Part of the OCR cache key.
-    ocr_engine: str = "openvino"
+    ocr_engine: str = field(default_factory=_setting("ocr_engine"))
     # Worker processes for OCR of images not in the cache (1 = in process). Output does not
     # depend on it.
-    ocr_processes: int = 1
+    ocr_processes: int = field(default_factory=_setting("ocr_processes"))
     # With ocr_processes > 1: the other items' atoms are made (and, for dense, embedded) while
     # the OCR workers run. Output does not depend on it.
-    ocr_overlap: bool = True
+    ocr_overlap: bool = field(default_factory=_setting("ocr_overlap"))
 
     # ui_screenshot: one atom per OCR line (its box, padded and clipped to the image) plus one
     # atom per block of nearby lines (a menu, a paragraph, a card).

@@ -200,6 +200,17 @@ class _Connection:
         self.conn.close()
 
 
+def _non_finite(raw: bytes) -> str | None:
+    """Where a NaN or infinity sits in an answer strict JSON refused (:func:`wire.non_finite`),
+    read again by the standard library's lenient parser; ``None`` when that is not why."""
+    import json
+
+    try:
+        return wire.non_finite(json.loads(raw.decode("utf-8")))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+
+
 def _positive(name: str, v: Any, *, integer: bool = False, zero: bool = False) -> float | int:
     ok = not isinstance(v, bool) and isinstance(v, int if integer else (int, float))
     if not ok or not (v >= 0 if zero else v > 0) or v != v or v == float("inf"):
@@ -362,6 +373,7 @@ class HttpSystem:
                 time.sleep(pause)
                 pause = min(pause * 1.5, 2.0)
                 status = self._status(iid, end)
+            bar.advance(status["items"])     # what the server took, not what this call did
             bar.count("atoms", status["atoms"])
         return status
 
@@ -462,6 +474,10 @@ class HttpSystem:
         try:
             value = loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            bad = _non_finite(raw)
+            if bad:
+                raise self._bad(method, path, f"the answer has a number JSON does not allow at "
+                                f"{bad} (a score must be a finite number)", status) from None
             start = _one_line(raw[:60].decode("utf-8", "replace"), 60)
             raise self._bad(method, path, f"the answer is not JSON (HTTP {status}, "
                             f"{ctype or 'no content type'}: {_one_line(str(e), 80)}; it starts "

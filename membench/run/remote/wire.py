@@ -265,12 +265,45 @@ def check_query_answer(v: Any) -> Result:
         pair = array(h, f"hits[{i}]")
         if len(pair) != 2:
             raise ShapeError(f"hits[{i}]", f"expected [atom_id, score], got {len(pair)} values")
-        hits.append((identifier(pair[0], f"hits[{i}][0]"), number(pair[1], f"hits[{i}][1]")))
+        atom = identifier(pair[0], f"hits[{i}][0]")
+        try:
+            hits.append((atom, number(pair[1], f"hits[{i}][1]")))
+        except ShapeError as e:       # name the atom whose score is wrong
+            raise ShapeError(f"hits[{i}][1] (atom {atom!r})", e.message) from None
     cart = [identifier(a, f"cartridge[{i}]") for i, a in
             enumerate(array(*_sub(o, "cartridge", "")))]
     conf = o.get("confidence")
     return Result(hits=hits, cartridge=cart,
                   confidence=None if conf is None else number(conf, "confidence"))
+
+
+def _nf(v: Any) -> str | None:
+    """``NaN``, ``Infinity`` or ``-Infinity`` (as JSON spells them) for such a float."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
+    return None
+
+
+def non_finite(v: Any, where: str = "") -> str | None:
+    """Where the first NaN or infinity sits in ``v`` (a value read by a lenient JSON parser,
+    which takes ``NaN`` and ``Infinity``): ``hits[3][1] (atom 'a17'): NaN``; ``None`` when
+    there is none. Says which hit broke an answer that strict JSON refuses."""
+    if _nf(v):
+        return f"{where}: {_nf(v)}"
+    if isinstance(v, dict):
+        for k, x in v.items():
+            found = non_finite(x, f"{where}.{k}" if where else str(k))
+            if found:
+                return found
+    if isinstance(v, list):
+        for i, x in enumerate(v):
+            if where == "hits" and isinstance(x, list) and len(x) == 2 \
+                    and isinstance(x[0], str) and _nf(x[1]):
+                return f"hits[{i}][1] (atom {x[0][:80]!r}): {_nf(x[1])}"
+            found = non_finite(x, f"{where}[{i}]")
+            if found:
+                return found
+    return None
 
 
 def error_of(v: Any) -> tuple[str, str] | None:

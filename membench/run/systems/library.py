@@ -31,6 +31,7 @@ An adapter is the library, driven through its own public API, behind the membenc
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import tempfile
@@ -53,6 +54,14 @@ from .retrieval import has_terms
 _CHUNK_FIELDS = {f.name for f in fields(ChunkConfig)}
 _POLICY_KEYS = {"max_atoms", "token_budget", "default_threshold", "thresholds"}
 Hit = tuple[str, float]
+#: ``--config stores=...``: how many stores of the library hold the split's atoms
+STORES: dict[str, str] = {
+    "one": "one store for every holder (a multi-tenant memory: the library's own tenant key "
+           "and filters scope each query)",
+    "modality": "one store per modality, each holding the holders of that modality; a query "
+                "goes to its holder's store (the library's tenant key and filters still scope "
+                "it)",
+}
 
 
 def require(dist: str, extra: str) -> str:
@@ -134,11 +143,21 @@ class LibrarySystem:
     scope = "?"
     network_policy = "block"
 
+    #: whether the adapter embeds with :class:`SharedEmbedder` (the stores of ``stores=
+    #: "modality"`` then share one model)
+    uses_embedder = True
+
     def __init__(self, *, name: str, chunk_config: ChunkConfig, policy: CartridgePolicy,
-                 calibration: str, embedder: str = "membench"):
+                 calibration: str, embedder: str = "membench", stores: str = "one"):
         if embedder not in ("membench", "library"):
             raise MembenchError(f"system {name}: embedder must be 'membench' or 'library', "
                                 f"got {embedder!r}")
+        if stores not in STORES:
+            raise MembenchError(f"system {name}: stores must be one of {', '.join(STORES)}, "
+                                f"got {stores!r}")
+        self.stores = stores
+        self._children: dict[str, LibrarySystem] = {}   # stores="modality": key -> store
+        self._route: dict[str, LibrarySystem] = {}      # holder -> its store
         self.name = name
         self.chunk_config = chunk_config
         self.policy = policy
@@ -160,6 +179,7 @@ class LibrarySystem:
         cm["chunk_config"] = {**cm["chunk_config"], "ocr_processes": None}   # no effect
         return {"system": self.name, "library": f"{self.library} {require(self.library, self.extra)}",
                 **self.library_config(),
+                "stores": {"layout": self.stores, "what": STORES[self.stores]},
                 "content": {"function": "membench.run.content.chunk", **cm,
                             "stored": "atoms whose text has a letter or digit"},
                 "scope": self.scope, "score": self.score,
@@ -192,16 +212,66 @@ class LibrarySystem:
         atoms = chunk(items, Path(corpus_root), config=self.chunk_config)
         self.by_id = {a.atom_id: a for a in atoms}
         keep = [a for a in atoms if has_terms(a.text)]
-        self._open(self._fresh_dir())
-        self._store(keep)
+        self._holders = {a.holder for a in keep}
+        if self.stores == "one":
+            self._open(self._fresh_dir())
+            self._store(keep)
+        else:
+            self._store_apart(items, keep)
         self.stored = len(keep)
         if self._embedder is not None:
             self._embedder.release()
         return atoms
 
+    def _store_apart(self, items: list[SourceItem], keep: list[Atom]) -> None:
+        """``stores="modality"``: one store of the library per modality (the holders of each
+        modality's items together, as a deployment that keeps one collection per kind of
+        content would), each in its own folder; a query goes to its holder's store."""
+        if self.uses_embedder and self.embedder_choice == "membench":
+            self.embedder          # one model for every store (created before they are)
+        key_of: dict[str, set[str]] = {}
+        for it in items:
+            key_of.setdefault(it.holder, set()).add(it.modality)
+        keys = {h: "+".join(sorted(m)) for h, m in key_of.items()}
+        parts: dict[str, list[Atom]] = {}
+        for a in keep:
+            parts.setdefault(keys[a.holder], []).append(a)
+        if self.scratch is None and self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix=f"membench-{self.name}-")
+        base = self.scratch if self.scratch is not None else Path(self._tmp)
+        self._children = {}
+        for key, part in sorted(parts.items()):
+            child = copy.copy(self)
+            child.stores, child._children, child._route = "one", {}, {}
+            child.scratch, child._tmp = base / key, None
+            child._reset()
+            child._open(child._fresh_dir())
+            child._store(part)
+            child.stored = len(part)
+            child._holders = {a.holder for a in part}
+            self._children[key] = child
+        self._route = {h: self._children[k] for h, k in keys.items() if k in self._children}
+
+    def _reset(self) -> None:
+        """A copy's own per-store state before it opens its store (subclasses add theirs)."""
+
+    def store_stats(self) -> dict[str, Any]:
+        """What meta.json's ``store`` records about the library's store(s) after a run: the
+        layout, and per store the holders and the atoms it held (the size a query's time
+        depends on)."""
+        if self.stores == "one":
+            per = {"all": self._one_store_stats()}
+        else:
+            per = {k: c._one_store_stats() for k, c in self._children.items()}
+        return {"layout": self.stores, "stored": self.stored, "per_store": per}
+
+    def _one_store_stats(self) -> dict[str, Any]:
+        return {"holders": len(getattr(self, "_holders", ())), "atoms_stored": self.stored}
+
     def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
-        hits = [(a, float(s)) for a, s in self._search(question, scope.holder, as_of, MAX_DEPTH)]
-        hits = hits[:MAX_DEPTH]
+        store = self if self.stores == "one" else self._route.get(scope.holder)
+        found = store._search(question, scope.holder, as_of, MAX_DEPTH) if store else []
+        hits = [(a, float(s)) for a, s in found][:MAX_DEPTH]
         return Result(hits=hits, cartridge=self.policy.compile(hits, self.by_id))
 
     # -- for subclasses --------------------------------------------------------------

@@ -154,6 +154,7 @@ class LlamaIndexVector(_LlamaBase):
 
 
 class LlamaIndexBM25(_LlamaBase):
+    uses_embedder = False
     score = ("bm25s BM25 as the BM25Retriever returns it (filtered-out nodes multiplied by 0, "
              "still ranked)")
 

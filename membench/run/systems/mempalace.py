@@ -20,9 +20,11 @@ Scope: ``mempalace.searcher.search_memories(question, palace, wing=holder, befor
 microsecond, n_results=1000)``: the wing is a Chroma ``where`` filter; ``before`` is
 MemPalace's own date window, exclusive (``[since, before)``), applied to ``filed_at`` on the
 candidate pool after retrieval (Chroma rejects string range operands), so 1 microsecond is
-added to express ``observed_at <= as_of``. MemPalace widens its pool for a date window to
-``max(min(15 n, 500), n)`` = 1000 candidates and says so (``date_filter_pool_truncated``) when
-it was full: in-time drawers beyond the pool are not found (a miss, never a leak).
+added to express ``observed_at <= as_of``. With a date window and its default ("vector")
+candidate strategy MemPalace fetches ``max(max(min(15 n, 500), n), 4 n)`` = 4 n = 4000
+candidates of the wing (:data:`POOL_SIZE`) and says so (``date_filter_pool_truncated``) when
+the pool came back full: in-time drawers beyond it are not found (a miss, never a leak). The
+adapter counts those queries; meta.json's ``store.date_pool`` records the count.
 
 Ranking and score: MemPalace re-ranks its candidates by ``0.6 * vector similarity + 0.4 *
 BM25`` (min-max normalised over the pool) and folds identical passages of 100+ characters from
@@ -54,6 +56,12 @@ from typing import Any, Iterator
 from ...core.paths import cache_dir
 from ..protocol import Atom
 from .library import Hit, LibrarySystem, build, require, set_env_default, utc
+
+#: MemPalace 3.11.0's candidate pool for a search with a date window and the default
+#: ("vector") candidate strategy: max(max(min(15 n, 500), n), 4 n) = 4 n (its
+#: ``_candidate_pool_limits``); for n_results = 1000, 4000 candidates of the wing
+POOL_SIZE = 4000
+POOL_RULE = "max(max(min(15 n, 500), n), 4 n) with n = n_results = 1000 (MemPalace 3.11.0)"
 
 ONNX_FILES = ("config.json", "special_tokens_map.json", "tokenizer_config.json",
               "tokenizer.json", "vocab.txt")
@@ -138,7 +146,22 @@ class MemPalaceSystem(LibrarySystem):
         require("onnx", "mempalace")
         self.palace: Path | None = None
         self.state: Path | None = None
+        self.truncated = 0          # queries whose date-window pool came back full
+        self.searched = 0
+
+    def _reset(self) -> None:
         self.truncated = 0
+        self.searched = 0
+
+    def store_stats(self) -> dict[str, Any]:
+        """The library's store, and how often MemPalace said its date window's candidate pool
+        came back full (``date_filter_pool_truncated``): in-time drawers beyond it could not be
+        found (misses, never leaks)."""
+        stores = [self] if self.stores == "one" else list(self._children.values())
+        return {**super().store_stats(), "date_pool": {
+            "size": POOL_SIZE, "rule": POOL_RULE,
+            "queries_truncated": sum(s.truncated for s in stores),
+            "queries": sum(s.searched for s in stores)}}
 
     def library_config(self) -> dict[str, Any]:
         return {"backend": "chroma (MemPalace default)", "embedding_model": "minilm (default)",
@@ -206,6 +229,7 @@ class MemPalaceSystem(LibrarySystem):
                 return []
             raise RuntimeError(f"mempalace search: {res['error']}: {res.get('details', '')} "
                                f"{res.get('hint', '')}".strip())
+        self.searched += 1
         if res.get("date_filter_pool_truncated"):
             self.truncated += 1
         hits: list[Hit] = []
