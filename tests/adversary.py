@@ -67,7 +67,7 @@ def _gold_keys(d: dict) -> list[str]:
     gold / distractor lists of regions, judgments mapping to such lists, an ``unanswerable``
     flag or an ``answer`` beside a question or query id, a ``derived_from`` query id."""
     def get(key):           # dict's own lookup: a subclass's get() may compute or import
-        return dict.get(d, key)
+        return dict.get(d, key)     # (a proxy that is no dict raises TypeError: caught below)
 
     try:
         q = get("question"), get("query_id")
@@ -149,7 +149,11 @@ class Hunt:
                     self.note(f"{where}: a dict with gold data under {hit}")
                 # dict's own storage: a subclass's items() may compute (transformers' lazy
                 # mappings import models), and what it stores is what a hunter can read
-                for k, v in list(dict.items(obj))[:100_000]:
+                try:
+                    pairs = list(dict.items(obj))[:100_000]
+                except TypeError:       # a proxy that passes isinstance(dict) and is not one
+                    continue
+                for k, v in pairs:
                     todo.append((k, where))
                     todo.append((v, f"{where}[{str(k)[:40]!r}]"))
                 continue

@@ -58,6 +58,13 @@ def needles(sets_dir: Path) -> set[str]:
     return {hashlib.sha256(s.encode("utf-8", "surrogatepass")).hexdigest() for s in secret}
 
 
+#: queries per modality the hunter is asked (hash-chosen, as `membench run --limit` takes them):
+#: every dev item is still ingested and every record still held by the keeper, so the hunt
+#: looks for all of the split's gold; asking the whole split (2,375 stack walks and a deep
+#: hunt of 3 million objects every 400) took 6.5 min of the test suite and looked at no more
+LIMIT = 80
+
+
 @pytest.fixture(scope="module")
 def hunted(built, corpus_root, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hunt")
@@ -68,7 +75,8 @@ def hunted(built, corpus_root, tmp_path_factory):
            "MEMBENCH_HUNT_NEEDLES": str(tmp / "needles"), "MEMBENCH_PROGRESS": "quiet"}
     r = subprocess.run([sys.executable, "-m", "membench", "run", "--system",
                         "adversary:GoldHunter", "--sets", str(built.out), "--corpus",
-                        str(corpus_root), "--no-lock", "--out", str(out)],
+                        str(corpus_root), "--no-lock", "--limit", str(LIMIT), "--config",
+                        "deep_every=200", "--out", str(out)],
                        env=env, capture_output=True, text=True, timeout=3600)
     assert r.returncode == 0, r.stderr[-3000:]
     return (json.loads((tmp / "report.json").read_text()),
@@ -79,8 +87,8 @@ def test_a_system_that_walks_the_stack_and_gc_finds_no_gold(hunted, built):
     report, meta, out, n_needles = hunted
     assert report["found"] == []
     # it really looked: every query, the runner's frames, membench's modules, the heap
-    assert report["queries"] == meta["queries"] == len(load_split(built.out, "dev").records)
-    assert meta["queries"] > 2000 and n_needles > meta["queries"]
+    assert report["queries"] == meta["queries"] and meta["limit"] == LIMIT
+    assert meta["queries"] > 300 and n_needles > len(load_split(built.out, "dev").records)
     assert report["stack_walks"] >= report["queries"] - 10
     assert len(report["hunts"]) == report["queries"] + 1
     frames = set(report["frames"])
@@ -100,7 +108,7 @@ def test_finding_nothing_it_gains_nothing(hunted, built):
     _, _, out, _ = hunted
     m = RunDir.open(out, built.out).metrics(write=False)
     assert m["all"]["false_recall_rate"]["value"] == 1.0
-    assert m["all"]["false_recall_rate"]["denominator"] > 300
+    assert m["all"]["false_recall_rate"]["denominator"] > 40
 
 
 def test_the_hunt_finds_the_gold_where_it_is(built):
