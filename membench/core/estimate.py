@@ -33,29 +33,32 @@ import sys
 import time
 from pathlib import Path
 
-#: quiet-machine seconds (cold, warm) per part of ``make all``: the medians of three runs of
-#: ``make bench-cold`` (load average 0.3-1.5 before each; docs/speed.md, "Measuring it")
+#: quiet-machine seconds (cold, warm) per part of ``make all``: one run of ``make bench-cold``
+#: with the 19 image-only decks in the sets (cold from load average 0.8, warm from 1.7;
+#: docs/speed.md, "Measuring it")
 QUIET: dict[str, tuple[float, float]] = {
-    "sets": (55, 5),            # corpus check, build (reading the 53 PDFs), validate
-    "dense": (405, 30),         # OCR of the images while embedding, then its queries
-    "bm25": (7, 7),
-    "hybrid": (34, 32),
-    "leaderboard": (8, 3),
-    "reports": (33, 30),        # 14 pages, two at a time
-    "all": (544, 111),          # make all's wall time
+    "sets": (82, 9),            # corpus check, build (reading the 72 PDFs), validate
+    "dense": (900, 55),         # OCR of the images and deck pages while embedding, its queries
+    "bm25": (14, 14),
+    "hybrid": (59, 59),
+    "leaderboard": (18, 10),
+    "reports": (66, 58),        # 12 notebook executions, two at a time
+    "all": (1147, 213),         # make all's wall time
 }
-#: of dense's cold figure, the OCR of the images and screenshots (6:11 in 2 workers): bm25 and
-#: hybrid pay it when they run cold without dense before them
-OCR_COLD = 371
+#: of dense's cold figure, the OCR of the images, screenshots and image-only PDF pages (1,111,
+#: 13:39 in 2 workers): bm25 and hybrid pay it when they run cold without dense before them
+OCR_COLD = 819
 #: the virtualenv's setup (``python3 -m venv`` and ``pip install -e .[test]``, downloads
 #: included): seconds and the load average it was measured at, on a fresh clone
 SETUP: tuple[float, float] = (201, 10.0)
 #: the load average the quiet figures were measured at (0.3-1.5 before each run)
 QUIET_LOAD = 0.9
-#: the whole of ``make all`` measured cold without the setup, on 2 CPUs: (load average from
-#: other work before it, seconds): make bench-cold at 1.0-1.7 (docs/speed.md); a fresh clone
-#: at load about 10 during the run, about 8 of it other work (39:18 with a 3:21 setup)
-MEASURED: tuple[tuple[float, float], ...] = ((1.35, 798), (8.0, 2157))
+#: the whole of ``make all`` measured cold without the setup under load, on 2 CPUs, as (load
+#: average from other work, its wall time over the quiet cold figure of the same code then):
+#: make bench-cold at 1.0-1.7, 798 s against 544 s (docs/speed.md); a fresh clone at load
+#: about 10 during the run, about 8 of it other work, 2157 s against 544 s (39:18 with a 3:21
+#: setup). Both before the image-only decks; the ratio is what carries over
+MEASURED: tuple[tuple[float, float], ...] = ((1.35, 798 / 544), (8.0, 2157 / 544))
 MEASURED_CPUS = 2
 
 
@@ -63,7 +66,7 @@ def _fit() -> float:
     """``a`` of :func:`slowdown`: least squares through the origin of (slowdown - 1) against
     (load - QUIET_LOAD) / CPUs over :data:`MEASURED`."""
     xs = [(load - QUIET_LOAD) / MEASURED_CPUS for load, _ in MEASURED]
-    ys = [secs / QUIET["all"][0] - 1 for _, secs in MEASURED]
+    ys = [ratio - 1 for _, ratio in MEASURED]
     return sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
 
 
@@ -181,7 +184,7 @@ def lines(target: str, systems: list[str], *, load: float, n_cpus: int,
                   f"{fmt(warm_s)})" if k >= 1.15 else
                   f"cold about {fmt(cold)}, warm about {fmt(warm_s)} (a quiet machine)")
         return [f"   Cold/warm: {scaled}{unmeasured}; expect {which}."]
-    out = [f"   Quiet machine (make bench-cold, load < 1.5): cold {fmt(cold)}, warm "
+    out = [f"   Quiet machine (make bench-cold, load < 2): cold {fmt(cold)}, warm "
            f"{fmt(warm_s)}{unmeasured}"
            + (f"; plus the virtualenv's setup, needed now (about {fmt(SETUP[0])} at load "
               f"{SETUP[1]:.0f})." if setup else "; the virtualenv is set up.")]
