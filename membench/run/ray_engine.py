@@ -387,17 +387,9 @@ def _session_pids(tmp: Path) -> list[int]:
     """Processes (not this one) whose command line or environment names this local cluster's
     folder (Ray renames its helpers' command lines; their environment keeps the PYTHONPATH
     entry under that folder)."""
-    tag, me, out = str(tmp).encode(), os.getpid(), []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit() and int(d.name) != me:
-            for f in ("cmdline", "environ"):
-                try:
-                    if tag in (d / f).read_bytes():
-                        out.append(int(d.name))
-                        break
-                except OSError:
-                    pass
-    return out
+    from .ray_reaper import session_pids      # the reaper's own rule, one place
+
+    return session_pids(str(tmp).encode(), {os.getpid()})
 
 
 def _descendants() -> set[int]:
