@@ -116,6 +116,13 @@ def _isnan(v):
     return np.isnan(v.astype(float))
 
 
+def value_text(figures: dict, key: str, digits: int = 4) -> str:
+    """A measure of ``figures`` (``{measure: {"value": ...}}``) as a table cell: its value to
+    ``digits`` decimals, ``—`` when it has no value (no item to measure)."""
+    x = figures[key]["value"]
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
 def text_source_table(systems: list[dict]) -> str:
     """The README's table of pdf figures split into text-layer and image-only documents."""
     rows = ["| system | pdf documents | recall@10 (n) | MRR | false recall (n) | "
@@ -123,8 +130,7 @@ def text_source_table(systems: list[dict]) -> str:
     for s in systems:
         for src, f in sorted((s.get("pdf_text_source") or {}).items(), reverse=True):
             def v(k):
-                x = f[k]["value"]
-                return "—" if x is None else f"{x:.4f}"
+                return value_text(f, k)
             rows.append(f"| {s['system']} | {src} | {v('recall@10')} ({f['recall@10']['n']}) | "
                         f"{v('mrr')} | {v('false_recall_rate')} ({f['false_recall_rate']['n']}) "
                         f"| {v('abstain_rate_answerable')} |")
@@ -148,10 +154,11 @@ def table(systems: list[dict]) -> str:
         for mod in [m for m in ORDER if m in s["modalities"]]:
             f = s["modalities"][mod]
             def v(k, d=4):
-                x = f[k]["value"] if k in f else None    # (a freeze made before the measure)
-                if uncal and k in CARTRIDGE_KEYS and x is not None:
+                if k not in f:                  # a freeze made before the measure
+                    return "—"
+                if uncal and k in CARTRIDGE_KEYS and f[k]["value"] is not None:
                     return "uncal."
-                return "—" if x is None else f"{x:.{d}f}"
+                return value_text(f, k, d)
             rows.append(
                 f"| {s['system']} | {mod} | {v('recall@10')} ({f['recall@10']['n']}) | "
                 f"{v('recall@1000')} | {v('mrr')} | {v('ndcg@10')} | "

@@ -167,6 +167,8 @@ def _memsys_stores(ctx: Context) -> str:
     """The real memory libraries with one store and one per modality
     (bench/memsys_stores.py -> bench/results/memsys-stores.json): per modality the ranking
     figures next to p50 and the store the queries were asked of."""
+    from ..analysis.expected import value_text
+
     d = json.loads(STORES_RESULT.read_text())
     rows = ["| system | stores | modality | recall@10 (n) | MRR | holder / temporal ok | "
             "p50 ms | the store asked: holders / atoms stored |",
@@ -185,8 +187,7 @@ def _memsys_stores(ctx: Context) -> str:
                 where = "—"
 
             def v(k, dd=4):
-                x = f[k]["value"]
-                return "—" if x is None else f"{x:.{dd}f}"
+                return value_text(f, k, dd)
             rows.append(f"| {r['system']} | {r['mode']} | {mod} | {v('recall@10')} "
                         f"({f['recall@10']['n']}) | {v('mrr')} | {v('holder_correctness', 2)} / "
                         f"{v('temporal_correctness', 2)} | {v('latency_p50_ms', 1)} | {where} |")
