@@ -34,6 +34,7 @@ import os
 import re
 import sys
 import types
+import weakref
 from collections import deque
 from pathlib import Path
 
@@ -44,6 +45,9 @@ RECORD_TYPES = {"AnnotationRecord", "Gold", "Origin", "RecordDraft", "RunContext
 # the keys of a record that hold gold, answers or answerability (see _gold_keys)
 GOLD_KEYS = ("gold", "distractor", "judgments", "unanswerable", "answer", "derived_from")
 TELL = re.compile(r"[A-Za-z0-9_.-]+:.*~(temporal|transactive)")
+# a weak proxy raises ReferenceError on any use once its referent is gone (even isinstance);
+# what it points to is reached, if alive, through the referent's own owners
+_PROXY_TYPES = (weakref.ProxyType, weakref.CallableProxyType)
 _SKIP_TYPES = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type,
                types.CodeType, types.MethodType)
 
@@ -57,17 +61,29 @@ def _attr(obj: object, name: str) -> object:
 
 def _regionish(x: object) -> bool:
     """A gold region: a dict or object with a string ``source_id`` and a ``region``."""
+    if type(x) in _PROXY_TYPES:
+        return False
     if isinstance(x, dict):
         return isinstance(x.get("source_id"), str) and "region" in x
     return isinstance(_attr(x, "source_id"), str) and _attr(x, "region") is not None
 
 
 def _gold_keys(d: dict) -> list[str]:
+    """:func:`_gold_keys_of` ``d``; none when a value is a weak proxy whose referent is gone
+    (any use of it raises ReferenceError, and it holds nothing any more)."""
+    try:
+        return _gold_keys_of(d)
+    except ReferenceError:
+        return []
+
+
+def _gold_keys_of(d: dict) -> list[str]:
     """The keys of ``d`` that hold gold as data (not a schema, an annotation or a type):
     gold / distractor lists of regions, judgments mapping to such lists, an ``unanswerable``
     flag or an ``answer`` beside a question or query id, a ``derived_from`` query id."""
     def get(key):           # dict's own lookup: a subclass's get() may compute or import
-        return dict.get(d, key)     # (a proxy that is no dict raises TypeError: caught below)
+        v = dict.get(d, key)        # (a proxy that is no dict raises TypeError: caught below)
+        return None if type(v) in _PROXY_TYPES else v
 
     try:
         q = get("question"), get("query_id")
@@ -83,7 +99,8 @@ def _gold_keys(d: dict) -> list[str]:
         if isinstance(v, (list, tuple)) and v and all(_regionish(x) for x in v[:5]):
             out.append(k)
     j = get("judgments")
-    if isinstance(j, dict) and j and all(isinstance(v, (list, tuple)) and
+    if isinstance(j, dict) and j and all(type(v) not in _PROXY_TYPES and
+                                         isinstance(v, (list, tuple)) and
                                          all(_regionish(x) for x in v[:5])
                                          for v in dict.values(j)):
         out.append("judgments")
@@ -129,6 +146,8 @@ class Hunt:
         todo = deque(roots)
         while todo and self.objects < self.max_objects:
             obj, where = todo.popleft()
+            if type(obj) in _PROXY_TYPES:   # type() does not dereference; isinstance() does
+                continue
             if obj is None or obj is self or obj is self.me or isinstance(obj, Hunt):
                 continue
             if isinstance(obj, str):

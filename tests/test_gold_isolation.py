@@ -124,3 +124,24 @@ def test_the_hunt_finds_the_gold_where_it_is(built):
     assert any("a dict with gold data under" in f for f in found)
     assert any("a needle" in f for f in found)
     assert plain and ids                        # (held until here)
+
+
+def test_the_hunt_walks_past_a_dead_weak_proxy():
+    """A weak proxy whose referent is gone raises ReferenceError on any use, isinstance
+    included; the pytest process holds such proxies (CI's run met one in a thread's frame).
+    The hunt skips them and goes on to find the gold beside them."""
+    import weakref
+
+    from adversary import Hunt
+
+    class Referent:
+        pass
+
+    r = Referent()
+    dead, dead_call = weakref.proxy(r), weakref.proxy(lambda: None)
+    del r
+    gold = {"query_id": "q:1", "gold": [{"source_id": "s", "region": {"page": 1}}],
+            "judgments": {"a": dead}, "answer": dead}
+    h = Hunt(set(), 1000, None)
+    h.walk([([dead, dead_call, {"x": dead, "judgments": {"k": [dead]}}, gold], "root")])
+    assert any("root[3]: a dict with gold data under ['gold'" in f for f in h.found), h.found
