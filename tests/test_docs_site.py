@@ -103,3 +103,25 @@ def test_the_generated_tables_that_need_no_build_are_current(page):
     names = {n for n in blocks(text) if n in GENERATORS and n not in NEEDS_SETS}
     assert names, page
     assert stale(text, Context(), with_sets=False) == []
+
+
+def test_the_store_table_counts_what_the_stores_hold_in_every_row():
+    """An "all" row names the atoms the stores held (the sum of the per-modality stores'),
+    beside the count reported at ingest when the two differ (atoms without a letter or digit
+    are reported and not stored)."""
+    import re
+
+    from membench.docsite.blocks import Context, GENERATORS
+
+    table = GENERATORS["memsys-stores"](Context())
+    rows = [r.split(" | ") for r in table.splitlines()[2:]]
+    per = {}
+    for r in rows:
+        if r[1] == "modality" and r[2] != "all":
+            per.setdefault(r[0].lstrip("| "), 0)
+            per[r[0].lstrip("| ")] += int(re.match(r"\d+ / (\d+)", r[7]).group(1))
+    alls = [r for r in rows if r[2] == "all"]
+    assert per and alls
+    for r in alls:
+        stored = int(re.match(r"\d+ / (\d+) \(every store", r[7]).group(1))
+        assert stored == per[r[0].lstrip("| ")], r

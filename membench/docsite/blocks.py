@@ -178,7 +178,13 @@ def _memsys_stores(ctx: Context) -> str:
         per = st.get("per_store") or {}
         for mod, f in r["modalities"].items():
             if mod == "all":
-                where = f"{st.get('holders', '?')} / {st.get('atoms', '?')} (every store)"
+                # the library stores the atoms whose text has a letter or digit: the runner's
+                # count is of the atoms reported at ingest, which can be a few more
+                kept = sum(p.get("atoms_stored", 0) for p in per.values()) if per else None
+                reported = st.get("atoms", "?")
+                where = (f"{st.get('holders', '?')} / {kept} (every store; {reported} reported "
+                         "at ingest)" if kept is not None and kept != reported else
+                         f"{st.get('holders', '?')} / {reported} (every store)")
             elif r["mode"] == "one" and "all" in per:
                 where = f"{per['all']['holders']} / {per['all']['atoms_stored']} (all modalities)"
             elif mod in per:
