@@ -402,3 +402,13 @@ def test_step_times_round_before_splitting_minutes():
     assert _fmt(59.94) == "59.9 s"
     assert _fmt(61.26) == "1:01.3"
     assert _fmt(0.04) == "0.0 s" and _fmt(754.0) == "12:34.0"
+
+
+def test_a_unit_of_two_kinds_is_plural_in_both(log):
+    """The OCR step counts images and PDF pages: "1111 images or pages", not "image or pages"."""
+    s = progress.Step("ocr", total=3, unit="image or page", clock=Clock(), thread=False)
+    s.advance()
+    s.close()
+    out = lines(log)
+    assert out[0] == "[membench] ocr: started (3 images or pages)"
+    assert out[-1].startswith("[membench] ocr done: 1 image or page")

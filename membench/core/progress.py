@@ -136,6 +136,8 @@ def _write(line: str) -> None:
 
 
 def _plural(unit: str, n: int) -> str:
+    if " or " in unit:                  # "image or page": "images or pages"
+        return " or ".join(_plural(u, n) for u in unit.split(" or "))
     if n == 1 or unit.endswith("s"):
         return unit
     if unit.endswith("y") and unit[-2:-1] not in tuple("aeiou"):
