@@ -176,3 +176,32 @@ def test_openvino_engine_reads_the_same_text_under_its_own_cache_key(tmp_path, c
     assert "float32" in str(session.compiled.get_property("INFERENCE_PRECISION_HINT"))
     with pytest.raises(ValueError, match="OCR engine"):
         ocr.engine_tag(700, "tesseract")
+
+
+def test_openvino_leaves_the_thread_placement_to_the_system():
+    """OpenVINO pins the thread that runs a model to a core by default; with one inference
+    thread per worker every worker pinned to CPU 0, and 2 workers on 2 cores OCR'd at the
+    speed of one (bench/bench_ocr_workers.py: 68 s against 37 s wall for 120 sources).
+    membench's sessions are compiled without pinning."""
+    if ocr.DEFAULT_ENGINE != "openvino":          # pragma: no cover
+        pytest.skip("the default engine is not OpenVINO")
+    s = ocr.OpenVinoSession(ocr.model_file("cls"), threads=1)
+    assert s.compiled.get_property("ENABLE_CPU_PINNING") is False
+    assert str(s.compiled.get_property("INFERENCE_PRECISION_HINT")) in ("f32", "<Type: 'float32'>")
+
+
+def test_worker_settings_change_no_result(corpus_root, tmp_path, monkeypatch):
+    """Real images OCR'd by 2 workers replaced after every image with pinned threads and no
+    shape cache, and by 2 long-lived unpinned workers: the same lines, box for box."""
+    imgs = sorted((corpus_root / "tabmwp").rglob("*.png"))[:3]
+    assert len(imgs) == 3
+    got = []
+    for tasks, shapes, pin in ((1, 0, True), (50, 5000, False)):
+        monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / f"c{tasks}"))
+        monkeypatch.setattr(ocr, "WORKER_TASKS", tasks)
+        monkeypatch.setattr(ocr, "OPENVINO_SHAPE_CACHE", shapes)
+        monkeypatch.setattr(ocr, "OPENVINO_PIN", pin)
+        res = ocr.ocr_many(imgs, processes=2)
+        assert all(ocr.last_run.values())             # each one OCR'd here, not read
+        got.append({k: v.lines for k, v in res.items()})
+    assert got[0] == got[1] and all(got[0].values())

@@ -26,11 +26,14 @@ aligned box, text, confidence) in the engine's reading order. A second run reads
 never loads the engine.
 
 Parallel: ``ocr_many(..., processes=N)`` runs the misses in N *spawned* worker processes (each
-with one inference thread and recycled every 50 images, so memory stays bounded: about
-0.6 GB resident a worker); the workers write the cache and the parent reads it. Spawn re-imports the
+with one inference thread, replaced after ``WORKER_TASKS`` images or pages so memory stays
+bounded: about 1.4 GB resident a worker at most on the dev mix); the workers write the cache and
+the parent reads it. OpenVINO is told not to pin the inference thread to a core
+(``OPENVINO_PIN``): pinned, every worker's thread went to CPU 0 and 2 workers OCR'd at the
+speed of one. Spawn re-imports the
 calling script, so a script that asks for processes > 1 needs the usual
 ``if __name__ == "__main__":`` guard (notebooks and the CLI need nothing). With 2 workers on 2
-cores throughput was about 2x that of one in-process engine (which uses all cores itself).
+cores throughput is about 2x that of one worker (``bench/bench_ocr_workers.py``).
 The recognized text can differ in rare borderline cases between thread counts (floating-point
 summation order); whichever ran first is what the cache keeps.
 """
@@ -76,6 +79,19 @@ MAX_SIDE = 2000  # never upscale past this many pixels on the longer side
 # so it is raised; at this size detection time is about the same.
 ENGINE_MAX_SIDE = 3200
 CACHE_FORMAT = 1
+# A worker process OCRs this many images or pages, then a fresh one takes its place (spawn,
+# imports, the three models compiled: about 1.4 CPU s, and OpenVINO's per-shape kernels built
+# again). OPENVINO_SHAPE_CACHE bounds what a worker keeps of those kernels (OpenVINO's
+# CPU_RUNTIME_CACHE_CAPACITY, default 5000 shapes, grew a worker past 2 GB in 125 images);
+# neither changes a result (docs/speed.md, "OCR workers").
+WORKER_TASKS = 50
+OPENVINO_SHAPE_CACHE = 5000
+# OpenVINO pins the thread that runs a model to a core (ENABLE_CPU_PINNING, on by default on
+# Linux): with one inference thread per worker, every worker process pinned its thread to the
+# same core (CPU 0), so 2 workers on 2 cores shared one core while the other idled. membench's
+# OCR runs beside other work (the embedding, the other worker), so it leaves the placement to
+# the operating system; the results do not depend on it (docs/speed.md, "OCR workers").
+OPENVINO_PIN = False
 
 # Counters for this process (tests read them to prove the cache is used).
 stats: dict[str, float] = {"engine_calls": 0, "cache_hits": 0, "ocr_seconds": 0.0}
@@ -229,7 +245,9 @@ class OpenVinoSession:
                                 "'membench[ocr-openvino]' (or ocr_engine=onnxruntime)") from None
 
         core = ov.Core()
-        props: dict[str, Any] = {"INFERENCE_PRECISION_HINT": precision}
+        props: dict[str, Any] = {"INFERENCE_PRECISION_HINT": precision,
+                                 "CPU_RUNTIME_CACHE_CAPACITY": int(OPENVINO_SHAPE_CACHE),
+                                 "ENABLE_CPU_PINNING": bool(OPENVINO_PIN)}
         if threads:
             props["INFERENCE_NUM_THREADS"] = int(threads)
         self.compiled = core.compile_model(core.read_model(str(model_path)), "CPU", props)
@@ -391,7 +409,13 @@ def ocr_page(path: str | Path, page: int, *, dpi: int, upscale_min_side: int = 7
 
 # ----------------------------------------------------------------------------- parallel
 
-def _worker_init(engine: str = DEFAULT_ENGINE) -> None:
+def _worker_init(engine: str = DEFAULT_ENGINE, shape_cache: int | None = None,
+                 pin: bool | None = None) -> None:
+    global OPENVINO_SHAPE_CACHE, OPENVINO_PIN
+    if shape_cache is not None:             # the parent's settings (spawn re-imports this module)
+        OPENVINO_SHAPE_CACHE = int(shape_cache)
+    if pin is not None:
+        OPENVINO_PIN = bool(pin)
     _get_engine(1, engine)
 
 
@@ -465,7 +489,8 @@ class OcrJob:
         if n and processes > 1:
             ctx = multiprocessing.get_context("spawn")
             self._pool = ctx.Pool(min(processes, n), initializer=_worker_init,
-                                  initargs=(engine,), maxtasksperchild=50)
+                                  initargs=(engine, OPENVINO_SHAPE_CACHE, OPENVINO_PIN),
+                                  maxtasksperchild=WORKER_TASKS)
             self._pending = [self._pool.apply_async(_worker, (job,), callback=self._one_done)
                              for job in ((p, sha, upscale_min_side, engine, self.pdf_dpi)
                                          for sha, p in sorted(self.todo.items()))]
