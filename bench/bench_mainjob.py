@@ -3,6 +3,7 @@ with a fresh, empty derived-data cache, then again with that cache filled, each 
 
     .venv/bin/python bench/bench_mainjob.py [--out DIR] [--systems "bm25 dense hybrid"]
                                             [--limit N] [--config "KEY=VALUE ..."] [--keep]
+                                            [--save bench/results/mainjob.json]
     make bench-cold                                   # the same, with the defaults
 
 Everything goes under ``--out`` (default: a new folder under /tmp): ``cache/`` (the
@@ -16,6 +17,12 @@ install is not timed). Prints, for each run, the wall time, the load average bef
 (the machine is shared: a busy machine is slower) and the table of
 :mod:`membench.core.steptimes`; writes ``summary.json``. ``--keep`` keeps the folder
 (default: the cache and run folders are deleted at the end, the timings and summary kept).
+
+``--save FILE`` (the defaults only: every system, no limit, no config) writes the published
+record (:func:`record`: per run the wall time, the load, each command's and the OCR's time);
+``bench/results/mainjob.json`` is the one the docs' tables
+(``python -m membench.docsite.blocks README.md docs/speed.md``) and ``make``'s estimates
+(:mod:`membench.core.estimate`) read.
 """
 
 from __future__ import annotations
@@ -74,6 +81,37 @@ def one(name: str, out: Path, systems: str, limit: int | None, config: str,
             "steps": rows}
 
 
+# a command of make all -> the part of the record it belongs to
+PARTS = (("corpus check", "sets"), ("build", "sets"), ("validate", "sets"),
+         ("run --system dense", "dense"), ("run --system bm25", "bm25"),
+         ("run --system hybrid", "hybrid"), ("leaderboard", "leaderboard"),
+         ("report", "reports"))
+
+
+def _part(command: str) -> str | None:
+    return next((part for head, part in PARTS if command.startswith(head)), None)
+
+
+def record(run: dict) -> dict:
+    """What the docs and ``make``'s estimates take from one run (cold or warm) of the summary:
+    its wall time and load, the seconds of each part of make all (``sets``: corpus check,
+    build and validate; each system's run; the leaderboard; the reports) and of the dense run's
+    OCR step with its count."""
+    parts: dict[str, float] = {}
+    ocr = None
+    for r in run["steps"]:
+        if r.get("kind") == "command":
+            part = _part(str(r.get("command", "")))
+            if part:
+                parts[part] = round(parts.get(part, 0.0) + float(r["seconds"]), 1)
+        elif r.get("kind") == "step" and r.get("step") == "ocr" and \
+                str(r.get("command", "")).startswith("run --system dense"):
+            ocr = {"seconds": round(float(r["seconds"]), 1), "sources": r.get("done"),
+                   "first_time": (r.get("done") or 0) - (r.get("cache_hits") or 0)}
+    return {"seconds": run["seconds"], "load_before": round(run["load_before"][0], 2),
+            "load_after": round(run["load_after"][0], 2), "parts": parts, "ocr": ocr}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=None, help="the folder for everything (default: new, /tmp)")
@@ -85,7 +123,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--manifest", default=None)
     ap.add_argument("--lock", default=None)
     ap.add_argument("--keep", action="store_true", help="keep the cache, sets, runs, reports")
+    ap.add_argument("--save", default=None,
+                    help="write the published record here (bench/results/mainjob.json)")
+    ap.add_argument("--from-summary", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.save and (a.systems != "bm25 dense hybrid" or a.limit or a.config or a.corpus):
+        ap.error("--save records the main job as make all runs it: no --systems, --limit, "
+                 "--config or --corpus")
+    if a.from_summary:        # the record of a summary.json written before (--save needed)
+        if not a.save:
+            ap.error("--from-summary needs --save")
+        save(json.loads(Path(a.from_summary).read_text()), Path(a.save))
+        return 0
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="membench-mainjob-"))
     out.mkdir(parents=True, exist_ok=True)
     if (out / "cache").exists() and any((out / "cache").iterdir()):
@@ -94,16 +143,40 @@ def main(argv: list[str] | None = None) -> int:
     print(f"main job cold then warm, everything under {out}")
     extra = [f"{k.upper()}={Path(v).resolve()}" for k, v in
              (("corpus", a.corpus), ("manifest", a.manifest), ("lock", a.lock)) if v]
-    summary = {"systems": a.systems, "limit": a.limit, "config": a.config,
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--",
+                            "membench", "Makefile", "pyproject.toml"],
+                           capture_output=True, text=True, check=False).stdout.strip()
+    summary = {"commit": (commit + ("+changes" if dirty else "")) or None,
+               "systems": a.systems, "limit": a.limit, "config": a.config,
                "cold": one("cold", out, a.systems, a.limit, a.config, extra),
                "warm": one("warm", out, a.systems, a.limit, a.config, extra)}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"\ncold {summary['cold']['seconds'] / 60:.1f} min, warm "
           f"{summary['warm']['seconds'] / 60:.1f} min; {out / 'summary.json'}")
+    if a.save:
+        save(summary, Path(a.save))
     if not a.keep:
         for sub in ("cache", "cold", "warm"):
             shutil.rmtree(out / sub, ignore_errors=True)
     return 0
+
+
+def save(summary: dict, path: Path) -> None:
+    """Write the published record of ``summary`` (cold and warm :func:`record`, the machine,
+    the date and the commit measured) to ``path``."""
+    import datetime
+
+    commit = summary.get("commit")
+    first = summary["cold"]["steps"][0] if summary["cold"]["steps"] else {}
+    when = datetime.datetime.fromtimestamp(first.get("t", time.time()), datetime.timezone.utc)
+    rec = {"command": "make bench-cold", "measured": when.strftime("%Y-%m-%d"),
+           "commit": commit, "cpus": first.get("cpus", os.cpu_count()),
+           "cold": record(summary["cold"]), "warm": record(summary["warm"])}
+    path.write_text(json.dumps(rec, indent=1) + "\n")
+    print(f"the record: {path} (python -m membench.docsite.blocks README.md docs/speed.md "
+          "rewrites the tables from it)")
 
 
 if __name__ == "__main__":

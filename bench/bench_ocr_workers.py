@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_ocr_workers.py [--sources 240] [--repeats 2]
                                                 [--variants 50:5000:1,50:5000:0] [--json FILE]
+                                                [--write-docs docs/speed.md]
 
 The OCR of a cold run goes through ``membench.run.content.ocr.ocr_many`` with 2 worker
 processes (``make all``'s ``ocr_processes=2``). A worker is replaced after
@@ -84,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", default=str(REPO / "bench" / "sets"))
     ap.add_argument("--corpus", default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--write-docs", default=None,
+                    help="replace the <!-- ocr-workers:start/end --> block of this file with "
+                         "this run's table")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     from membench.core.paths import corpus_root
@@ -115,20 +119,30 @@ def main(argv: list[str] | None = None) -> int:
             results[n].append(json.loads(out.stdout.strip().splitlines()[-1]))
             print(f"repeat {r + 1}: {n} done", file=sys.stderr)
     load1 = os.getloadavg()
-    print(f"{len(sources)} OCR sources (3 images to 2 deck pages), 2 workers, {a.repeats} "
-          f"repeats; load {load0[0]:.1f} before, {load1[0]:.1f} after, {os.cpu_count()} CPUs")
-    print("| worker replaced after (images or pages) | OpenVINO shapes kept | thread pinned | "
-          "wall s (min / median / max) | workers' CPU s (median) | largest worker, MB "
-          "(median) |")
-    print("|---:|---:|---|---|---:|---:|")
+    table = [f"{len(sources)} OCR sources (3 images to 2 deck pages), 2 workers, {a.repeats} "
+             f"repeats; load {load0[0]:.1f} before, {load1[0]:.1f} after, {os.cpu_count()} CPUs",
+             "",
+             "| worker replaced after (images or pages) | OpenVINO shapes kept | thread pinned | "
+             "wall s (min / median / max) | workers' CPU s (median) | largest worker, MB "
+             "(median) |",
+             "|---:|---:|---|---|---:|---:|"]
     for n in names:
         rs = results[n]
         w = sorted(x["wall_s"] for x in rs)
         t, s, pin = n.split(":")
-        print(f"| {t} | {s} | {'yes' if pin == '1' else 'no'} | "
-              f"{w[0]:.1f} / {statistics.median(w):.1f} / {w[-1]:.1f} | "
-              f"{statistics.median(x['cpu_s'] for x in rs):.1f} | "
-              f"{statistics.median(x['max_rss_mb'] for x in rs):.0f} |")
+        table.append(f"| {t} | {s} | {'yes' if pin == '1' else 'no'} | "
+                     f"{w[0]:.1f} / {statistics.median(w):.1f} / {w[-1]:.1f} | "
+                     f"{statistics.median(x['cpu_s'] for x in rs):.1f} | "
+                     f"{statistics.median(x['max_rss_mb'] for x in rs):.0f} |")
+    print("\n".join(table))
+    if a.write_docs:
+        path = Path(a.write_docs)
+        start, end = "<!-- ocr-workers:start -->", "<!-- ocr-workers:end -->"
+        text = path.read_text()
+        if start not in text or end not in text:
+            raise SystemExit(f"{path}: no {start} ... {end} block to replace")
+        i, j = text.index(start) + len(start), text.index(end)
+        path.write_text(text[:i] + "\n" + "\n".join(table) + "\n" + text[j:])
     if a.json:
         Path(a.json).write_text(json.dumps({"load": [load0, load1], "results": results},
                                            indent=1))

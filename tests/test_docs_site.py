@@ -95,7 +95,7 @@ def test_every_page_of_docs_is_a_page_of_the_site():
         assert f"notebooks/{nb.name}" in nav, nb.name
 
 
-@pytest.mark.parametrize("page", ["metrics", "cli", "results", "robustness"])
+@pytest.mark.parametrize("page", ["metrics", "cli", "results", "robustness", "speed"])
 def test_the_generated_tables_that_need_no_build_are_current(page):
     from membench.docsite.blocks import NEEDS_SETS, Context, GENERATORS, blocks, stale
 
@@ -125,3 +125,14 @@ def test_the_store_table_counts_what_the_stores_hold_in_every_row():
     for r in alls:
         stored = int(re.match(r"\d+ / (\d+) \(every store", r[7]).group(1))
         assert stored == per[r[0].lstrip("| ")], r
+
+
+def test_the_readme_figures_are_the_generated_ones():
+    """The README's generated blocks (the pdf text-source figures, what make all costs) are
+    what their generators give from bench/expected and bench/results."""
+    from membench.docsite.blocks import NEEDS_SETS, Context, GENERATORS, blocks, stale
+
+    text = (REPO_ROOT / "README.md").read_text()
+    names = {n for n in blocks(text) if n in GENERATORS and n not in NEEDS_SETS}
+    assert {"pdf-text-source", "mainjob-line"} <= names
+    assert stale(text, Context(), with_sets=False) == []

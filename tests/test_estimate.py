@@ -27,7 +27,9 @@ def test_the_slowdown_fits_the_measured_runs():
 def test_the_estimate_scales_adds_the_setup_and_reads_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache"))
     quiet = estimate.lines("all", ["bm25", "dense", "hybrid"], load=0.5, n_cpus=2, setup=False)
-    assert "cold 19.1 min, warm 3.5 min" in quiet[0] and "quiet" in quiet[1]
+    cold_s, warm_s = estimate.QUIET["all"]
+    assert (f"cold {estimate.fmt(cold_s)}, warm {estimate.fmt(warm_s)}" in quiet[0]
+            and "quiet" in quiet[1])
     assert "Expect cold: the cache is empty" in quiet[2]
     busy = estimate.lines("all", ["bm25", "dense", "hybrid"], load=8.0, n_cpus=2, setup=True)
     k = estimate.slowdown(8.0, 2)
@@ -121,3 +123,22 @@ def test_the_setup_wrapper_refuses_a_missing_command(args, tmp_path):
     r = subprocess.run([sys.executable, "-S", "-m", "membench.core.install_progress", *args],
                        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr
+
+
+def test_the_quiet_figures_are_the_published_record(tmp_path):
+    """make's estimate and the docs' tables read one record (bench/results/mainjob.json):
+    every part of make all is there, cold and warm, and the parts add up to at most the wall
+    time; a record that cannot be read gives no estimate rather than a made-up one."""
+    import json
+
+    d = json.loads(estimate.RECORD.read_text())
+    assert set(estimate.QUIET) == {"sets", "dense", "bm25", "hybrid", "leaderboard",
+                                   "reports", "all"}
+    assert estimate.QUIET["all"] == (d["cold"]["seconds"], d["warm"]["seconds"])
+    assert estimate.OCR_COLD == d["cold"]["ocr"]["seconds"] < estimate.QUIET["dense"][0]
+    for i in (0, 1):
+        parts = sum(v[i] for k, v in estimate.QUIET.items() if k != "all")
+        assert parts <= estimate.QUIET["all"][i] < parts + 60
+    assert estimate.read_record(tmp_path / "none.json") == ({}, 0.0)
+    (tmp_path / "bad.json").write_text('{"cold": {}}')
+    assert estimate.read_record(tmp_path / "bad.json") == ({}, 0.0)

@@ -8,8 +8,9 @@ that start with three spaces (under the target's ``==`` line). For ``all`` with 
 it also appends the ``start`` row (Unix time, 1-minute load average, CPUs) to the timings file,
 from which the step table at the end (:mod:`membench.core.steptimes`) takes the wall time.
 
-The quiet figures (:data:`QUIET`) are the medians of ``make bench-cold`` (docs/speed.md), on
-an otherwise idle 2-core machine (load average about 0.9 before each run). On a shared machine
+The quiet figures (:data:`QUIET`) are the record of ``make bench-cold`` in
+``bench/results/mainjob.json`` (:func:`read_record`; docs/speed.md prints the same record), on
+a 2-core machine at a low load. On a shared machine
 a job gets a share of the CPUs, so it takes longer: :func:`slowdown` scales them by
 ``1 + a x (load - 0.9) / CPUs``, with ``load`` the 1-minute load average before the job starts
 (the other work) and ``a`` the least-squares fit to the measurements of the whole of ``make
@@ -20,8 +21,8 @@ presence is reported. When a finished ``make all`` left its timings under ``runs
 its wall time and load are quoted too: a measurement of this machine.
 
 Standard library only: it runs with the system's ``python3`` before the virtualenv exists.
-Touches: appends one line to ``--timings`` (``all`` only); reads the cache folder's listing
-and ``runs/timings``.
+Touches: appends one line to ``--timings`` (``all`` only); reads the record, the cache
+folder's listing and ``runs/timings``.
 """
 
 from __future__ import annotations
@@ -33,21 +34,29 @@ import sys
 import time
 from pathlib import Path
 
-#: quiet-machine seconds (cold, warm) per part of ``make all``: one run of ``make bench-cold``
-#: with the 19 image-only decks in the sets (cold from load average 0.8, warm from 1.7;
-#: docs/speed.md, "Measuring it")
-QUIET: dict[str, tuple[float, float]] = {
-    "sets": (82, 9),            # corpus check, build (reading the 72 PDFs), validate
-    "dense": (900, 55),         # OCR of the images and deck pages while embedding, its queries
-    "bm25": (14, 14),
-    "hybrid": (59, 59),
-    "leaderboard": (18, 10),
-    "reports": (66, 58),        # 12 notebook executions, two at a time
-    "all": (1147, 213),         # make all's wall time
-}
-#: of dense's cold figure, the OCR of the images, screenshots and image-only PDF pages (1,111,
-#: 13:39 in 2 workers): bm25 and hybrid pay it when they run cold without dense before them
-OCR_COLD = 819
+#: the record of ``make bench-cold`` that the docs' tables print too (``bench/bench_mainjob.py
+#: --save``): per part of ``make all`` its cold and warm seconds, and the dense run's OCR
+RECORD = Path(__file__).resolve().parents[2] / "bench" / "results" / "mainjob.json"
+
+
+def read_record(path: Path = RECORD) -> tuple[dict[str, tuple[float, float]], float]:
+    """``(QUIET, OCR_COLD)`` of a record: quiet-machine seconds (cold, warm) per part of
+    ``make all`` (``sets``, ``dense``, ``bm25``, ``hybrid``, ``leaderboard``, ``reports``, and
+    ``all``, make all's wall time), and of dense's cold figure the OCR's seconds (bm25 and
+    hybrid pay it when they run cold without dense before them). Empty when the record cannot
+    be read."""
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        cold, warm = d["cold"], d["warm"]
+        quiet = {p: (float(v), float(warm["parts"].get(p, 0.0)))
+                 for p, v in cold["parts"].items()}
+        quiet["all"] = (float(cold["seconds"]), float(warm["seconds"]))
+        return quiet, float((cold.get("ocr") or {}).get("seconds") or 0.0)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}, 0.0
+
+
+QUIET, OCR_COLD = read_record()
 #: the virtualenv's setup (``python3 -m venv`` and ``pip install -e .[test]``, downloads
 #: included): seconds and the load average it was measured at, on a fresh clone
 SETUP: tuple[float, float] = (201, 10.0)
@@ -152,6 +161,8 @@ def _quiet(parts: list[str]) -> tuple[float, float]:
 def lines(target: str, systems: list[str], *, load: float, n_cpus: int,
           timings_dir: Path | None = None, setup: bool = True) -> list[str]:
     """What :func:`main` prints for ``target`` (see the module docstring)."""
+    if not QUIET and target != "setup":
+        return [f"   No estimate: {RECORD} (the record of make bench-cold) cannot be read."]
     k = slowdown(load, n_cpus)
     warm, cache = cache_warm()
     busy = (f"now: load average {load:.1f} on {n_cpus} CPUs, so expect about {k:.1f}x"

@@ -268,7 +268,66 @@ def _reference_store(ctx: Context) -> str:
     return "\n".join(rows)
 
 
+MAINJOB_RESULT = REPO_ROOT / "bench" / "results" / "mainjob.json"
+
+
+def _mmss(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 60}:{s % 60:02d}"
+
+
+def _mainjob_record() -> dict:
+    return json.loads(MAINJOB_RESULT.read_text())
+
+
+def _mainjob(ctx: Context) -> str:
+    """The cost of ``make all`` cold and warm, part by part (bench/bench_mainjob.py --save
+    -> bench/results/mainjob.json)."""
+    d = _mainjob_record()
+    cold, warm = d["cold"], d["warm"]
+    ocr = cold.get("ocr") or {}
+    what = {
+        "sets": "corpus check, build (reading every PDF's text layer) and validate",
+        "dense": (f"dense: OCR of {ocr.get('first_time', 0):,} images, screenshots and "
+                  f"image-only PDF pages ({_mmss(ocr['seconds'])} cold, 2 workers) while the "
+                  "other atoms are embedded; then its queries" if ocr.get("seconds") else
+                  "dense: its ingest and queries"),
+        "bm25": "bm25 (reads the OCR cache)",
+        "hybrid": "hybrid (reads both caches; embeds its questions)",
+        "leaderboard": "leaderboard (result store of the three runs)",
+        "reports": "reports (the notebook pages, two at a time)",
+    }
+    rows = ["| part of `make all` (dev) | cold | warm |", "|---|---:|---:|"]
+    for part, text in what.items():
+        if part in cold["parts"]:
+            rows.append(f"| {text} | {_mmss(cold['parts'][part])} | "
+                        f"{_mmss(warm['parts'].get(part, 0))} |")
+    rows.append(f"| **all** (`make all`'s wall time) | **{_mmss(cold['seconds'])}** | "
+                f"**{_mmss(warm['seconds'])}** |")
+    rows.append("")
+    rows.append(f"One run of `{d['command']}` on {d['measured']} (commit {d['commit']}), "
+                f"{d['cpus']} CPUs; load average {cold['load_before']:.1f} before the cold run "
+                f"and {warm['load_before']:.1f} before the warm one (the machine is shared: "
+                "a higher load is a slower run).")
+    return "\n".join(rows)
+
+
+def _mainjob_line(ctx: Context) -> str:
+    """The README's sentence on what ``make all`` costs, from the same record."""
+    d = _mainjob_record()
+    cold, warm = d["cold"], d["warm"]
+    ocr = cold.get("ocr") or {}
+    of = (f" ({_mmss(ocr['seconds'])} of it the OCR of {ocr['first_time']:,} images and "
+          "image-only PDF pages)") if ocr.get("seconds") else ""
+    return (f"`make all` took **{_mmss(cold['seconds'])} cold**{of} and "
+            f"**{_mmss(warm['seconds'])} warm** on a {d['cpus']}-CPU machine (load average "
+            f"{cold['load_before']:.1f} and {warm['load_before']:.1f} before), one run of "
+            f"`{d['command']}` on {d['measured']}.")
+
+
 GENERATORS: dict[str, Callable[[Context], str]] = {
+    "mainjob": _mainjob,
+    "mainjob-line": _mainjob_line,
     "figures": _figures,
     "pdf-text-source": _pdf_text_source,
     "counts": _counts,
