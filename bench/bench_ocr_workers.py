@@ -136,13 +136,9 @@ def main(argv: list[str] | None = None) -> int:
                      f"{statistics.median(x['max_rss_mb'] for x in rs):.0f} |")
     print("\n".join(table))
     if a.write_docs:
-        path = Path(a.write_docs)
-        start, end = "<!-- ocr-workers:start -->", "<!-- ocr-workers:end -->"
-        text = path.read_text()
-        if start not in text or end not in text:
-            raise SystemExit(f"{path}: no {start} ... {end} block to replace")
-        i, j = text.index(start) + len(start), text.index(end)
-        path.write_text(text[:i] + "\n" + "\n".join(table) + "\n" + text[j:])
+        from bench_metrics import write_docs     # the bench folder's block writer
+
+        write_docs(Path(a.write_docs), "\n".join(table), block="ocr-workers")
     if a.json:
         Path(a.json).write_text(json.dumps({"load": [load0, load1], "results": results},
                                            indent=1))

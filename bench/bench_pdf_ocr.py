@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     variants = [(int(d), int(t)) for d in a.dpi.split(",") for t in a.det.split(",")]
     cfg = ChunkConfig()
     eng = ocr._get_engine(1, cfg.ocr_engine)      # models loaded before any clock starts
+    det_default = eng.text_det.limit_side_len
     stage = {"det": 0.0, "rec": 0.0}
 
     def timed(cls, key):
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         for v in variants:
             cpu[v].append(c[v] / len(pairs))
             wall[v].append(w[v] / len(pairs))
-    eng.text_det.limit_side_len = 736
+    eng.text_det.limit_side_len = det_default
     short = [k for k, p in enumerate(pairs) if p["format"] in ("str", "int", "float")
              and p["answer"] and len(norm(p["answer"])) >= 2]
     rows = []

@@ -30,10 +30,10 @@ with one inference thread, replaced after ``WORKER_TASKS`` images or pages so me
 bounded: about 1.4 GB resident a worker at most on the dev mix); the workers write the cache and
 the parent reads it. OpenVINO is told not to pin the inference thread to a core
 (``OPENVINO_PIN``): pinned, every worker's thread went to CPU 0 and 2 workers OCR'd at the
-speed of one. Spawn re-imports the
-calling script, so a script that asks for processes > 1 needs the usual
-``if __name__ == "__main__":`` guard (notebooks and the CLI need nothing). With 2 workers on 2
-cores throughput is about 2x that of one worker (``bench/bench_ocr_workers.py``).
+speed of one. Spawn re-imports the calling script, so a script that asks for processes > 1
+needs the usual ``if __name__ == "__main__":`` guard (notebooks and the CLI need nothing).
+With 2 workers on 2 cores throughput is about 2x that of one worker
+(``bench/bench_ocr_workers.py``).
 The recognized text can differ in rare borderline cases between thread counts (floating-point
 summation order); whichever ran first is what the cache keeps.
 """
