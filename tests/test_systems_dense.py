@@ -170,20 +170,39 @@ def test_config_names_the_model(engine):
     assert len(cfg["weights_sha256"]) == 64 and cfg["dim"] == DIM
 
 
-def test_precision_is_in_the_config_and_the_cache_key(tmp_path):
-    bf, fp = DenseEngine(use_cache=False), DenseEngine(use_cache=False, precision="fp32")
-    assert bf.precision == "bf16"                       # the default (the frozen figures')
-    assert bf.config()["precision"] == "bf16" and fp.config()["precision"] == "fp32"
-    assert bf.model_key() != fp.model_key()             # never each other's cached vectors
-    assert fp.model_key().endswith("|float32")          # fp32 keeps the key it always had
-    with pytest.raises(ValueError, match="precision"):
-        DenseEngine(precision="int8")
+def test_runtime_and_precision_are_in_the_config_and_the_cache_key(tmp_path):
+    from membench.core.errors import MembenchError
+
+    ov = DenseEngine(use_cache=False)
+    pt = DenseEngine(use_cache=False, runtime="torch")
+    assert (ov.runtime, ov.precision) == ("openvino", "fp32")   # the default on every CPU
+    assert ov.config()["runtime"] == "openvino" and pt.config()["runtime"] == "torch"
+    assert ov.config()["pad_multiple"] == 16 and "torch_threads" in pt.config()
+    assert ov.model_key() != pt.model_key()             # never each other's cached vectors
+    assert pt.model_key().endswith("|float32")          # torch fp32 keeps the key it had
+    assert ov.model_key().endswith("|float32|compute=openvino-fp32")
+    for bad, match in (({"precision": "int8"}, "precision must be"),
+                       ({"runtime": "onnx"}, "runtime must be"),
+                       ({"precision": "bf16"}, "runtime=torch only"),
+                       ({"streams": 0}, "streams must be"),
+                       ({"max_tokens": 4}, "max_tokens must be")):
+        with pytest.raises(MembenchError, match=match):
+            DenseEngine(use_cache=False, **bad)
     # warm(): vectors made ahead of index() are used by it (here without a cache)
     atoms = [atom(i, "dev", t) for i, t in PARAPHRASE]
-    bf.warm(atoms[:3])
-    assert bf.stats["embedded"] == 3
-    bf.index(atoms)
-    assert bf.stats == {"embedded": 2, "from_cache": 3}
+    ov.warm(atoms[:3])
+    assert ov.stats["embedded"] == 3
+    ov.index(atoms)
+    assert ov.stats == {"embedded": 2, "from_cache": 3}
+
+
+def test_max_tokens_lowers_the_input_limit_and_the_key():
+    e = DenseEngine(use_cache=False, max_tokens=128)
+    assert e.max_seq_length == 128 and "|max_seq_length=128|" in e.model_key()
+    assert e.config()["max_tokens"] == 128
+    e.limit_inputs(64)                                  # the benchmark's cap still applies
+    assert e.max_seq_length == 64
+    assert DenseEngine(use_cache=False, max_tokens=1000).max_seq_length == 256   # the card's
 
 
 @pytest.fixture(scope="module")
@@ -209,23 +228,71 @@ def real_atoms(built, corpus_root):
     return sample, mine, questions
 
 
-def test_bf16_matches_fp32_on_real_atoms(real_atoms, capsys):
-    """bf16 autocast against fp32 (the default) on real dev atoms: the lowest cosine between
-    the two vectors of an atom, and how much of each question's top 10 (over all the atoms of
-    one conversation holder) the two precisions share."""
-    sample, mine, questions = real_atoms
-    fp, bf = DenseEngine(use_cache=False, precision="fp32"), \
-        DenseEngine(use_cache=False, precision="bf16")
-    texts = [a.text for a in sample]
-    cos = (fp.encode(texts) * bf.encode(texts)).sum(1)
+def top10_agreement(a: DenseEngine, b: DenseEngine, mine, questions):
+    """How much of each question's top 10 over ``mine`` the two engines share, and how many
+    lists are identical (atoms and order)."""
     overlap, same = [], 0
-    for e in (fp, bf):
+    for e in (a, b):
         e.index(mine)
     for q in questions:
-        a = [h[0] for h in fp.search(q, mine[0].holder, T0 + timedelta(days=36500), 10)]
-        b = [h[0] for h in bf.search(q, mine[0].holder, T0 + timedelta(days=36500), 10)]
-        overlap.append(len(set(a) & set(b)) / max(1, len(a)))
-        same += a == b
+        x = [h[0] for h in a.search(q, mine[0].holder, T0 + timedelta(days=36500), 10)]
+        y = [h[0] for h in b.search(q, mine[0].holder, T0 + timedelta(days=36500), 10)]
+        overlap.append(len(set(x) & set(y)) / max(1, len(x)))
+        same += x == y
+    return overlap, same
+
+
+def test_openvino_gives_sentence_transformers_vectors_on_real_atoms(real_atoms, capsys):
+    """The default runtime (OpenVINO, float32) against sentence-transformers on PyTorch
+    (float32) on real dev atoms: the same vectors to float noise, the same token counts, and
+    the same top 10, in the same order, for every question over one conversation holder."""
+    sample, mine, questions = real_atoms
+    ov, pt = DenseEngine(use_cache=False), DenseEngine(use_cache=False, runtime="torch")
+    texts = [a.text for a in sample]
+    a, b = ov.encode(texts), pt.encode(texts)
+    cos = (a * b).sum(1)
+    overlap, same = top10_agreement(ov, pt, mine, questions)
+    with capsys.disabled():
+        print(f"\nopenvino vs torch on {len(texts)} real atoms: lowest cosine {cos.min():.7f}, "
+              f"largest difference {np.abs(a - b).max():.1e}; identical top-10 lists "
+              f"{same}/{len(questions)}")
+    assert len(texts) == 128 and len(questions) >= 10
+    assert cos.min() >= 0.99999 and np.abs(a - b).max() < 1e-5
+    assert ov.tokenizer(texts)["input_ids"] == pt.tokenizer(texts)["input_ids"]
+    assert np.mean(overlap) >= 0.99
+
+
+def test_a_vector_does_not_depend_on_its_batch(real_atoms):
+    """With every batch padded to a multiple of PAD_MULTIPLE tokens, a text's vector is the
+    same bit for bit alone, among others, at any batch size and with two streams: what is
+    cached does not depend on which texts were embedded with it."""
+    sample, _, questions = real_atoms
+    texts = [a.text for a in sample[:48]]
+    e1 = DenseEngine(use_cache=False, streams=1)
+    e2 = DenseEngine(use_cache=False, streams=2, batch_size=7)
+    ref = e1.encode(texts)
+    assert np.array_equal(e2.encode(texts), ref)
+    assert np.array_equal(e1.encode(texts[::-1]), ref[::-1])
+    for i in range(0, 48, 5):
+        assert np.array_equal(e1.encode([texts[i]])[0], ref[i])
+    q = questions[0]
+    assert np.array_equal(e1.encode_query(q), e2.encode_query(q))
+
+
+def test_bf16_matches_fp32_on_real_atoms(real_atoms, capsys):
+    """bf16 autocast (runtime torch, a CPU with bf16 instructions) against fp32 on real dev
+    atoms: the lowest cosine between the two vectors of an atom, and how much of each
+    question's top 10 (over all the atoms of one conversation holder) the two share."""
+    from membench.run.systems.dense import cpu_has_bf16
+
+    if not cpu_has_bf16():
+        pytest.skip("this CPU has no bf16 instructions: precision=bf16 is refused here")
+    sample, mine, questions = real_atoms
+    fp, bf = DenseEngine(use_cache=False, runtime="torch"), \
+        DenseEngine(use_cache=False, runtime="torch", precision="bf16")
+    texts = [a.text for a in sample]
+    cos = (fp.encode(texts) * bf.encode(texts)).sum(1)
+    overlap, same = top10_agreement(fp, bf, mine, questions)
     with capsys.disabled():
         print(f"\nbf16 vs fp32 on {len(texts)} real atoms: lowest cosine {cos.min():.6f}, mean "
               f"{cos.mean():.6f}; top 10 over {len(mine)} atoms, {len(questions)} questions: "
@@ -252,15 +319,19 @@ def test_bf16_precast_weights_give_autocasts_vectors_bit_for_bit(real_atoms):
 
     from membench.run.systems.dense import load_model
 
+    from membench.run.systems.dense import cpu_has_bf16
+
+    if not cpu_has_bf16():
+        pytest.skip("this CPU has no bf16 instructions: precision=bf16 is refused here")
     sample, _, questions = real_atoms
-    bf = DenseEngine(use_cache=False, precision="bf16")
-    fp = DenseEngine(use_cache=False, precision="fp32")
+    bf = DenseEngine(use_cache=False, runtime="torch", precision="bf16")
+    fp = DenseEngine(use_cache=False, runtime="torch", precision="fp32")
     linear = [m for m in bf.model.modules() if isinstance(m, torch.nn.Linear)]
     assert linear and all(m.weight.dtype == torch.bfloat16 for m in linear)
     assert all(p.dtype == torch.float32 for p in fp.model.parameters())
     assert bf.model is not fp.model and bf.model is load_model(bf.model_dir, "cpu", bf.card,
                                                                 "bf16")
-    ref = DenseEngine(use_cache=False, precision="bf16")
+    ref = DenseEngine(use_cache=False, runtime="torch", precision="bf16")
     ref._model = fp.model           # autocast over the float32 weights, as before
     ref._checked = True
     texts = [a.text for a in sample]

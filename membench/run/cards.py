@@ -258,8 +258,10 @@ def applied_max_tokens(card: Card, benchmark_max: int = MAX_INPUT_TOKENS) -> int
 def truncation_record(card: Card | None, applied: int | None, *,
                       benchmark_max: int = MAX_INPUT_TOKENS, **counts: Any) -> dict[str, Any]:
     """The ``truncation`` entry of a run's meta.json."""
-    rule = (f"min(card max_input_tokens, benchmark max {benchmark_max}) tokens of the model's "
-            "own tokenizer")
+    engine = (", the system's max_tokens " + str(counts["engine_max_tokens"])
+              if counts.get("engine_max_tokens") is not None else "")
+    rule = (f"min(card max_input_tokens, benchmark max {benchmark_max}{engine}) tokens of the "
+            "model's own tokenizer")
     if card is None:
         return {"benchmark_max_tokens": benchmark_max, "rule": rule, "applied_tokens": None,
                 "why": "no model card: the system handles its own inputs"}

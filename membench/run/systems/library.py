@@ -93,6 +93,7 @@ class SharedEmbedder:
 
         # float32, as the libraries' own embedders compute (not the dense system's bf16)
         engine_kw.setdefault("precision", "fp32")
+        engine_kw.setdefault("runtime", "torch")   # the libraries embed with PyTorch
         self.engine = DenseEngine(**engine_kw)
         self._memo: dict[str, np.ndarray] = {}
 

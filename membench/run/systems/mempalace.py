@@ -48,12 +48,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Iterator
 
-from ...core.paths import cache_dir
 from ..protocol import Atom
 from .library import Hit, LibrarySystem, build, require, set_env_default, utc
 
@@ -63,8 +61,6 @@ from .library import Hit, LibrarySystem, build, require, set_env_default, utc
 POOL_SIZE = 4000
 POOL_RULE = "max(max(min(15 n, 500), n), 4 n) with n = n_results = 1000 (MemPalace 3.11.0)"
 
-ONNX_FILES = ("config.json", "special_tokens_map.json", "tokenizer_config.json",
-              "tokenizer.json", "vocab.txt")
 
 
 def naive_utc(dt: datetime) -> str:
@@ -74,46 +70,13 @@ def naive_utc(dt: datetime) -> str:
 
 def onnx_model_dir() -> Path:
     """A folder laid out like Chroma's ONNX MiniLM download (``onnx/model.onnx`` and the
-    tokenizer files), exported from the bundled weights once and cached by their digest."""
+    tokenizer files), exported from the bundled weights once and cached by their digest
+    (:func:`membench.run.models.onnx_export`, the file the dense reference system runs too)."""
+    from ..models import onnx_export
     from .dense import model_path, weights_digest
 
     src = model_path()
-    root = cache_dir("onnx") / f"all-MiniLM-L6-v2-{weights_digest(src)[:16]}"
-    folder = root / "onnx"
-    if (folder / "model.onnx").is_file() and all((folder / f).is_file() for f in ONNX_FILES):
-        return root
-    import torch
-    from transformers import AutoModel
-
-    tmp = root / "onnx.partial"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    model = AutoModel.from_pretrained(str(src), local_files_only=True).eval()
-
-    class LastHidden(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.m(input_ids=input_ids, attention_mask=attention_mask,
-                          token_type_ids=token_type_ids).last_hidden_state
-
-    ids = torch.ones((1, 8), dtype=torch.long)
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    with torch.no_grad():
-        torch.onnx.export(LastHidden(model), (ids, ids, torch.zeros_like(ids)),
-                          str(tmp / "model.onnx"), input_names=names,
-                          output_names=["last_hidden_state"], opset_version=14, dynamo=False,
-                          dynamic_axes={k: {0: "batch", 1: "seq"}
-                                        for k in [*names, "last_hidden_state"]})
-    for f in ONNX_FILES:
-        shutil.copy(src / f, tmp / f)
-    if folder.exists():
-        shutil.rmtree(folder)
-    tmp.rename(folder)
-    return root
+    return onnx_export(src, weights_digest(src))
 
 
 @contextlib.contextmanager
