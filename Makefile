@@ -53,8 +53,10 @@ RUNDIRS    := $(foreach s,$(SYSTEMS),$(RUNS)/$(s)-dev$(SUFFIX))
 BOARDDIRS  := $(foreach s,$(filter-out $(DOUBLES),$(SYSTEMS)),$(RUNS)/$(s)-dev$(SUFFIX))
 # dense's own keys (DENSECONFIG) for the systems that embed with it
 DENSEFOR    = $$(case $$s in dense|dense-*|hybrid|hybrid-*) echo "$(DENSECONFIG)";; esac)
-# dense first: its ingest embeds while the OCR workers run, then bm25 and hybrid read the caches
+# dense first: its ingest embeds while the OCR workers run; then bm25 and hybrid read the
+# caches, RUNJOBS of them side by side (default: the CPUs, at most 2)
 RUNORDER   := $(filter dense,$(SYSTEMS)) $(filter-out dense,$(SYSTEMS))
+RUNJOBS    ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && n=2; echo $$n)
 # the leaderboard's result store over the runs of this call (made anew each time)
 BOARD      := $(RUNS)/leaderboard-dev$(SUFFIX)
 
@@ -94,13 +96,14 @@ help:
 	@echo "make test      the test suite (what CI runs): about 30 min on a busy 2-core machine (load"
 	@echo "               about 10). Says first whether chromium is there for the browser tests."
 	@echo "               make fuzz: the long fuzzing profile."
-	@echo "make bench-cold  the main job with a fresh empty cache, then warm; every step timed"
+	@echo "make bench-cold  the main job with a fresh empty cache, then warm; every step timed;"
+	@echo "               ISA=avx2 on the AVX2 path of any x86-64 CPU, REPEATS=3 for medians"
 	@echo "               (bench/bench_mainjob.py; make all prints its own step table at the end)."
 	@echo "Variables: SYSTEMS='bm25 dense hybrid' (any registered system, doubles included) LIMIT=N"
 	@echo "           CORPUS=DIR SETS=DIR RUNS=DIR REPORTS=DIR CONTENT='--content ocr_processes=2'"
 	@echo "           RUNCONFIG='--config KEY=VALUE' (every system) DENSECONFIG (dense and hybrid)"
 
-$(BIN)/membench: pyproject.toml setup.py membench/run/_hitcheck.c
+$(BIN)/membench: pyproject.toml setup.py membench/run/_hitcheck.c membench/core/_cpuidmask.c
 	@echo "== setup: $(VENV) with membench and its test extra."
 	@$(ESTIMATE) setup
 	@mkdir -p $(VENV)
@@ -124,13 +127,21 @@ sets: setup
 
 runs: sets
 	@echo "== runs: $(SYSTEMS) on dev$(if $(LIMIT), with $(LIMIT) queries per modality,) -> $(RUNDIRS)"
-	@echo "   Dense OCRs the images and screenshots while embedding; bm25 and hybrid read the caches."
+	@echo "   Dense OCRs the images and screenshots while embedding; then bm25 and hybrid read the"
+	@echo "   caches, $(RUNJOBS) at a time."
 	@$(ESTIMATE) runs --systems "$(SYSTEMS)"
 	@echo "   A run resumes where it stopped. Each prints its gates; every figure: membench metrics RUN_DIR."
 	@mkdir -p $(dir $(TIMINGS))
-	@for s in $(RUNORDER); do \
-	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(CONTENT) $(RUNCONFIG) $(DENSEFOR) --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief || exit 1; \
-	done
+	@first=1; pids=""; n=0; \
+	for s in $(RUNORDER); do \
+	  if [ $$first = 1 ]; then \
+	    $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(CONTENT) $(RUNCONFIG) $(DENSEFOR) --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief || exit 1; \
+	    first=0; continue; fi; \
+	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(CONTENT) $(RUNCONFIG) $(DENSEFOR) --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief & \
+	  pids="$$pids $$!"; n=$$((n + 1)); \
+	  if [ $$n -ge $(RUNJOBS) ]; then for p in $$pids; do wait $$p || { kill $$pids 2>/dev/null; exit 1; }; done; pids=""; n=0; fi; \
+	done; \
+	for p in $$pids; do wait $$p || { kill $$pids 2>/dev/null; exit 1; }; done
 
 memsys: sets
 	@echo "== memsys: the real memory libraries $(MEMSYS) on dev$(if $(LIMIT), with $(LIMIT) queries per modality,) -> $(foreach s,$(MEMSYS),$(RUNS)/$(s)-dev$(SUFFIX))"
@@ -185,9 +196,12 @@ test: setup
 fuzz: setup
 	MEMBENCH_FUZZ=long $(BIN)/python -m pytest -q tests/test_fuzz_readers.py tests/test_fuzz_http.py --hypothesis-show-statistics
 
-# the main job cold (fresh empty cache) then warm, every step timed (bench/bench_mainjob.py)
+# the main job cold (fresh empty cache) then warm, every step timed (bench/bench_mainjob.py);
+# ISA=avx2: on the AVX2 path (python -m membench.core.isa avx2), REPEATS=3: three of each
+ISA      ?=
+REPEATS  ?= 1
 bench-cold: setup
-	$(BIN)/python bench/bench_mainjob.py
+	$(BIN)/python bench/bench_mainjob.py $(if $(ISA),--isa $(ISA),) --repeats $(REPEATS)
 
 clean:
 	rm -rf $(VENV) $(SETS) $(RUNS) $(REPORTS)/*/ $(REPORTS)/index.html

@@ -3,8 +3,14 @@ with a fresh, empty derived-data cache, then again with that cache filled, each 
 
     .venv/bin/python bench/bench_mainjob.py [--out DIR] [--systems "bm25 dense hybrid"]
                                             [--limit N] [--config "KEY=VALUE ..."] [--keep]
+                                            [--isa avx2] [--repeats N]
                                             [--save bench/results/mainjob.json]
-    make bench-cold                                   # the same, with the defaults
+    make bench-cold [ISA=avx2] [REPEATS=3]            # the same, with the defaults
+
+``--isa avx2`` runs ``make all`` under ``python -m membench.core.isa avx2``: every process of
+it (make, membench, the OCR workers, the notebook kernels) sees an x86-64-v3 CPU (AVX2, no
+AVX-512, VNNI or AMX), the path of an ordinary laptop or cloud VM, whatever this CPU has.
+``--repeats N`` makes N cold-then-warm pairs, each cold one with a new empty cache.
 
 Everything goes under ``--out`` (default: a new folder under /tmp): ``cache/`` (the
 ``$MEMBENCH_CACHE`` of both runs: OCR, PDF text, embeddings, perceptual hashes, audit;
@@ -19,7 +25,9 @@ install is not timed). Prints, for each run, the wall time, the load average bef
 (default: the cache and run folders are deleted at the end, the timings and summary kept).
 
 ``--save FILE`` (the defaults only: every system, no limit, no config) writes the published
-record (:func:`record`: per run the wall time, the load, each command's and the OCR's time);
+record (:func:`record`: per run the wall time, the load, each command's and the OCR's time)
+under the instruction-set path it was measured on (``avx2``, or the CPU's class, e.g.
+``amx``), with the median run of the repeats as its cold and warm figures;
 ``bench/results/mainjob.json`` is the one the docs' tables
 (``python -m membench.docsite.blocks README.md docs/speed.md``) and ``make``'s estimates
 (:mod:`membench.core.estimate`) read.
@@ -46,13 +54,14 @@ DENSE_KEYS = {"precision", "batch_size", "chunk_size", "torch_threads"}
 
 
 def one(name: str, out: Path, systems: str, limit: int | None, config: str,
-        extra: list[str] = ()) -> dict:
+        extra: list[str] = (), isa: str | None = None, cache: str = "cache") -> dict:
     from membench.core.steptimes import read, table
 
     d = out / name
     timings = out / f"{name}.jsonl"
-    env = dict(os.environ, MEMBENCH_CACHE=str(out / "cache"), MEMBENCH_PROGRESS="lines")
-    cmd = ["make", "-C", str(REPO), "all", f"SETS={d / 'sets'}", f"RUNS={d / 'runs'}",
+    env = dict(os.environ, MEMBENCH_CACHE=str(out / cache), MEMBENCH_PROGRESS="lines")
+    launch = [sys.executable, "-m", "membench.core.isa", isa, "--"] if isa else []
+    cmd = [*launch, "make", "-C", str(REPO), "all", f"SETS={d / 'sets'}", f"RUNS={d / 'runs'}",
            f"REPORTS={d / 'reports'}", f"TIMINGS={timings}", f"SYSTEMS={systems}", *extra]
     if limit:
         cmd.append(f"LIMIT={limit}")
@@ -74,7 +83,8 @@ def one(name: str, out: Path, systems: str, limit: int | None, config: str,
     if proc.returncode:
         raise SystemExit(f"{name}: make all failed ({proc.returncode}); see {out / name}.log")
     rows = read(timings)
-    print(f"\n## {name}: {secs / 60:.1f} min wall ({secs:.0f} s); load average "
+    print(f"\n## {name}{' on the ' + isa + ' path' if isa else ''}: {secs / 60:.1f} min wall "
+          f"({secs:.0f} s); load average "
           f"{load0[0]:.1f} before, {load1[0]:.1f} after, on {os.cpu_count()} cores\n")
     print(table(rows))
     return {"seconds": round(secs, 1), "load_before": load0, "load_after": load1,
@@ -123,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--manifest", default=None)
     ap.add_argument("--lock", default=None)
     ap.add_argument("--keep", action="store_true", help="keep the cache, sets, runs, reports")
+    ap.add_argument("--isa", choices=["avx2"], default=None,
+                    help="run on the AVX2 path (python -m membench.core.isa avx2)")
+    ap.add_argument("--repeats", type=int, default=1, help="cold-then-warm pairs (default 1)")
     ap.add_argument("--save", default=None,
                     help="write the published record here (bench/results/mainjob.json)")
     ap.add_argument("--from-summary", default=None, help=argparse.SUPPRESS)
@@ -137,10 +150,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="membench-mainjob-"))
     out.mkdir(parents=True, exist_ok=True)
-    if (out / "cache").exists() and any((out / "cache").iterdir()):
-        raise SystemExit(f"{out / 'cache'} is not empty: a cold run needs an empty cache")
-    (out / "cache").mkdir(exist_ok=True)
-    print(f"main job cold then warm, everything under {out}")
+    from membench.core import isa
+
+    if a.isa:
+        why = isa.can_mask()
+        if why:
+            raise SystemExit(f"--isa {a.isa}: {why}")
+    caches = [f"cache{r + 1}" if a.repeats > 1 else "cache" for r in range(a.repeats)]
+    for c in caches:
+        if (out / c).exists() and any((out / c).iterdir()):
+            raise SystemExit(f"{out / c} is not empty: a cold run needs an empty cache")
+        (out / c).mkdir(exist_ok=True)
+    print(f"main job cold then warm ({a.repeats}x), everything under {out}")
     extra = [f"{k.upper()}={Path(v).resolve()}" for k, v in
              (("corpus", a.corpus), ("manifest", a.manifest), ("lock", a.lock)) if v]
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
@@ -148,35 +169,63 @@ def main(argv: list[str] | None = None) -> int:
     dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--",
                             "membench", "Makefile", "pyproject.toml"],
                            capture_output=True, text=True, check=False).stdout.strip()
+    desc = isa.describe()
     summary = {"commit": (commit + ("+changes" if dirty else "")) or None,
                "systems": a.systems, "limit": a.limit, "config": a.config,
-               "cold": one("cold", out, a.systems, a.limit, a.config, extra),
-               "warm": one("warm", out, a.systems, a.limit, a.config, extra)}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    print(f"\ncold {summary['cold']['seconds'] / 60:.1f} min, warm "
-          f"{summary['warm']['seconds'] / 60:.1f} min; {out / 'summary.json'}")
+               "isa": a.isa or desc["cpu_class"], "cpu_model": desc["cpu_model"], "runs": []}
+    for r, c in enumerate(caches):
+        tag = f"-{r + 1}" if a.repeats > 1 else ""
+        summary["runs"].append({
+            "cold": one(f"cold{tag}", out, a.systems, a.limit, a.config, extra, a.isa, c),
+            "warm": one(f"warm{tag}", out, a.systems, a.limit, a.config, extra, a.isa, c)})
+        (out / "summary.json").write_text(json.dumps(summary, indent=1))
+        if not a.keep:
+            for sub in (c, f"cold{tag}", f"warm{tag}"):
+                shutil.rmtree(out / sub, ignore_errors=True)
+    print("\n" + "; ".join(f"cold {x['cold']['seconds'] / 60:.1f} min, warm "
+                           f"{x['warm']['seconds'] / 60:.1f} min" for x in summary["runs"])
+          + f" ({summary['isa']} path); {out / 'summary.json'}")
     if a.save:
         save(summary, Path(a.save))
-    if not a.keep:
-        for sub in ("cache", "cold", "warm"):
-            shutil.rmtree(out / sub, ignore_errors=True)
     return 0
 
 
+def _median_run(runs: list[dict], which: str) -> dict:
+    """The run of ``runs`` whose ``which`` (cold or warm) wall time is the median (the lower
+    middle one of an even count): a measured run, not a mix of runs."""
+    ordered = sorted(runs, key=lambda x: x[which]["seconds"])
+    return ordered[(len(ordered) - 1) // 2][which]
+
+
 def save(summary: dict, path: Path) -> None:
-    """Write the published record of ``summary`` (cold and warm :func:`record`, the machine,
-    the date and the commit measured) to ``path``."""
+    """Write the published record of ``summary`` into ``path`` under its instruction-set path
+    (``paths[avx2]``, ``paths[amx]``, ...; the other paths' records are kept): every run's
+    cold and warm :func:`record`, the median run of each as the figures, the machine, the
+    date and the commit measured."""
     import datetime
 
+    runs = summary["runs"] if "runs" in summary else [{"cold": summary["cold"],
+                                                       "warm": summary["warm"]}]
     commit = summary.get("commit")
-    first = summary["cold"]["steps"][0] if summary["cold"]["steps"] else {}
+    first = runs[0]["cold"]["steps"][0] if runs[0]["cold"]["steps"] else {}
     when = datetime.datetime.fromtimestamp(first.get("t", time.time()), datetime.timezone.utc)
-    rec = {"command": "make bench-cold", "measured": when.strftime("%Y-%m-%d"),
-           "commit": commit, "cpus": first.get("cpus", os.cpu_count()),
-           "cold": record(summary["cold"]), "warm": record(summary["warm"])}
-    path.write_text(json.dumps(rec, indent=1) + "\n")
-    print(f"the record: {path} (python -m membench.docsite.blocks README.md docs/speed.md "
-          "rewrites the tables from it)")
+    isa = summary.get("isa") or "unknown"
+    rec = {"command": "make bench-cold" + (" ISA=avx2" if isa == "avx2" else "")
+           + (f" REPEATS={len(runs)}" if len(runs) > 1 else ""),
+           "isa": isa, "cpu_model": summary.get("cpu_model"),
+           "measured": when.strftime("%Y-%m-%d"), "commit": commit,
+           "cpus": first.get("cpus", os.cpu_count()),
+           "cold": record(_median_run(runs, "cold")), "warm": record(_median_run(runs, "warm")),
+           "runs": [{"cold": record(x["cold"]), "warm": record(x["warm"])} for x in runs]}
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        old = {}
+    paths = old.get("paths", {}) if old.get("format") == 2 else {}
+    paths[isa] = rec
+    path.write_text(json.dumps({"format": 2, "paths": paths}, indent=1) + "\n")
+    print(f"the record: {path}, path {isa} (python -m membench.docsite.blocks README.md "
+          "docs/speed.md rewrites the tables from it)")
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ def compare(out: Path, sets: Path) -> dict:
             first = q
     fa = metrics_for_run_dir(out / "native" / "run", sets, write=False)
     fb = metrics_for_run_dir(out / "avx2" / "run", sets, write=False)
-    mods = [m for m, v in fa.items() if isinstance(v, dict) and "recall@10" in v]
+    mods = [m for m, v in fa.items() if isinstance(v, dict) and isinstance(v.get("recall@10"), dict)]
     total = printed = exact = 0
     differ = []
     for mod in mods:

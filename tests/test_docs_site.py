@@ -95,7 +95,9 @@ def test_every_page_of_docs_is_a_page_of_the_site():
         assert f"notebooks/{nb.name}" in nav, nb.name
 
 
-@pytest.mark.parametrize("page", ["metrics", "cli", "results", "robustness", "speed"])
+@pytest.mark.parametrize("page", ["metrics", "cli", "results", "robustness", "speed", "cards",
+                                  "your-system",
+                                  "runs"])
 def test_the_generated_tables_that_need_no_build_are_current(page):
     from membench.docsite.blocks import NEEDS_SETS, Context, GENERATORS, blocks, stale
 
@@ -136,3 +138,70 @@ def test_the_readme_figures_are_the_generated_ones():
     names = {n for n in blocks(text) if n in GENERATORS and n not in NEEDS_SETS}
     assert {"pdf-text-source", "mainjob-line"} <= names
     assert stale(text, Context(), with_sets=False) == []
+
+
+def _glance_commands() -> list[tuple[str, str]]:
+    """(subcommand, the text of its lines) of docs/cli.md's "At a glance" block."""
+    text = (REPO_ROOT / "docs" / "cli.md").read_text()
+    block = text[text.index("## At a glance"):text.index("## Every command and option")]
+    block = block[block.index("```") + 3:block.rindex("```")]
+    out: list[tuple[str, str]] = []
+    for line in block.splitlines():
+        code = line.split("  #")[0]
+        m = re.match(r"\s*membench ([a-z][a-z0-9-]*)", code)
+        if m:
+            out.append((m.group(1), code))
+        elif out and code.startswith(" ") and code.strip():
+            out[-1] = (out[-1][0], out[-1][1] + " " + code.strip())
+    return out
+
+
+def test_at_a_glance_shows_only_flags_that_exist_and_never_two_that_exclude_each_other():
+    """Each command line of docs/cli.md's "At a glance": every flag shown is a flag of that
+    command's parser, and two flags of one mutually exclusive group appear only as the
+    alternatives of one "(--a ... | --b ...)" group, never side by side."""
+    from membench.cli import parser
+
+    subs = next(a for a in parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    seen = 0
+    for cmd, line in _glance_commands():
+        sub = subs.choices[cmd]
+        nested = next((a for a in sub._actions if a.__class__.__name__ == "_SubParsersAction"),
+                      None)
+        if nested is not None:
+            word = line.split()[2] if len(line.split()) > 2 else ""
+            sub = nested.choices.get(word, sub)
+        flags = {o for a in sub._actions for o in a.option_strings}
+        shown = set(re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", line))
+        assert shown <= flags | {"--"}, (cmd, sorted(shown - flags))
+        for group in sub._mutually_exclusive_groups:
+            opts = {o for a in group._group_actions for o in a.option_strings}
+            both = opts & shown
+            if len(both) > 1:
+                alts = re.findall(r"\(([^()]*\|[^()]*)\)", line)
+                assert any(all(o in alt for o in both) for alt in alts), (cmd, sorted(both))
+        seen += 1
+    assert seen >= 20
+
+
+def test_no_line_of_the_docs_holds_two_headings():
+    """A heading is alone on its line (docs/cards.md once had "### A### A: ...")."""
+    for page in sorted((REPO_ROOT / "docs").glob("*.md")) + [REPO_ROOT / "README.md"]:
+        fence = False
+        for i, line in enumerate(page.read_text().splitlines(), 1):
+            if line.startswith("```"):
+                fence = not fence
+            if not fence and line.startswith("#"):
+                assert not re.search(r"[^#\s]#{2,6} ", line), f"{page.name}:{i}: {line}"
+
+
+def test_openapi_sends_readers_to_the_page_with_the_worked_example():
+    """Every docs page docs/openapi.json names exists, and the worked example it points to is
+    on that page (examples/http_server.py, door 2 of docs/your-system.md)."""
+    text = (REPO_ROOT / "docs" / "openapi.json").read_text()
+    pages = set(re.findall(r"docs/([a-z-]+\.md)", text))
+    assert pages
+    for p in pages:
+        assert (REPO_ROOT / "docs" / p).is_file(), p
+    m = re.search(r"docs/([a-z-]+\.md) explains it with a worked example", text)
+    assert m and "examples/http_server.py" in (REPO_ROOT / "docs" / m.group(1)).read_text()

@@ -193,3 +193,25 @@ def test_the_worked_examples_run_as_shown(built, tmp_path):
         assert m["holder_correctness"]["value"] == m["temporal_correctness"]["value"] == 1.0
         assert m["holder_correctness"]["n"] == 20 and m["recall@100"]["value"] > 0.3
     assert metas["overlap-http-dev"]["store"]["atoms"] == metas["overlap-trec-dev"]["atoms"]
+
+
+def test_the_readme_shows_each_door_with_its_first_steps():
+    """README's three doors are the page's commands (which the test above runs), each with
+    the steps before it on the page: the server started (and stopped) for door 2, the topics
+    written and answered for door 3."""
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    body = readme[readme.index("## Your own system"):readme.index("## The manual")]
+    block = re.search(r"^```sh\n(.*?)^```", body, re.M | re.S).group(1)
+    shown = [ln.strip() for ln in block.splitlines() if ln.strip() and not ln.startswith("#")]
+    page = {info_body for info, info_body in BLOCKS if info.strip() == "sh"}
+    page_blocks = [[ln.split(" #")[0].strip() for ln in b.splitlines() if ln.strip()]
+                   for b in page]
+    doors = ("--system my_memory:WordOverlap", "--system http://127.0.0.1:8766",
+             "membench import-run")
+    for door in doors:
+        line = next(c for c in shown if door in c)
+        where = next(b for b in page_blocks if line in b)
+        i = where.index(line)
+        steps = where[:i + 1] + [c for c in where[i + 1:] if c.startswith("kill ")]
+        steps = [c for c in steps if not c.startswith(".venv/bin/membench metrics")]
+        assert any(shown[k:k + len(steps)] == steps for k in range(len(shown))), (door, steps)

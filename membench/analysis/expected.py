@@ -49,6 +49,8 @@ def figures(run_dir: Path) -> dict:
                                       "denominator": m[mod][k]["denominator"]} for k in KEYS}
     out["pdf_text_source"] = pdf_text_source(rd)
     out["store"] = store_of(rd)
+    if meta.get("truncation"):          # what an encoder read of the atoms (docs/cards.md)
+        out["truncation"] = meta["truncation"]
     if meta.get("limit") is not None:
         out["limit"] = meta["limit"]
         out["command"] = out["command"].replace(" --metrics", f" --limit {meta['limit']} --metrics")

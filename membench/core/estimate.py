@@ -39,24 +39,57 @@ from pathlib import Path
 RECORD = Path(__file__).resolve().parents[2] / "bench" / "results" / "mainjob.json"
 
 
-def read_record(path: Path = RECORD) -> tuple[dict[str, tuple[float, float]], float]:
-    """``(QUIET, OCR_COLD)`` of a record: quiet-machine seconds (cold, warm) per part of
-    ``make all`` (``sets``, ``dense``, ``bm25``, ``hybrid``, ``leaderboard``, ``reports``, and
-    ``all``, make all's wall time), and of dense's cold figure the OCR's seconds (bm25 and
-    hybrid pay it when they run cold without dense before them). Empty when the record cannot
-    be read."""
+#: the order in which an unmeasured instruction-set class borrows a measured path's figures:
+#: its own, else the nearest slower one (an estimate that errs long), else any
+FALLBACK = {"amx": ("amx", "avx512-bf16", "avx512", "avx2"),
+            "avx512-bf16": ("avx512-bf16", "avx512", "avx2"),
+            "avx512": ("avx512", "avx2"), "avx2": ("avx2",), "baseline": ("avx2",),
+            "unknown": ("avx2",)}
+
+
+def read_path(path: Path = RECORD, isa: str | None = None) -> tuple[dict, str | None]:
+    """``(record, path name)`` of the record of ``make bench-cold`` that applies to the
+    instruction-set class ``isa`` (default: this process's, :func:`membench.core.isa.
+    isa_class`): the path measured on it, else the nearest slower one (:data:`FALLBACK`);
+    ``({}, None)`` when the file cannot be read."""
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}, None
+    paths = d.get("paths") if isinstance(d, dict) and d.get("format") == 2 else None
+    if not isinstance(paths, dict) or not paths:
+        return {}, None
+    if isa is None:
+        from .isa import isa_class
+
+        isa = isa_class()
+    for name in FALLBACK.get(isa, ("avx2",)) + tuple(sorted(paths)):
+        if isinstance(paths.get(name), dict):
+            return paths[name], name
+    return {}, None
+
+
+def read_record(path: Path = RECORD, isa: str | None = None
+                ) -> tuple[dict[str, tuple[float, float]], float]:
+    """``(QUIET, OCR_COLD)`` of the record that applies here (:func:`read_path`): quiet-machine
+    seconds (cold, warm) per part of ``make all`` (``sets``, ``dense``, ``bm25``, ``hybrid``,
+    ``leaderboard``, ``reports``, and ``all``, make all's wall time), and of dense's cold
+    figure the OCR's seconds (bm25 and hybrid pay it when they run cold without dense before
+    them). Empty when the record cannot be read."""
+    d, _ = read_path(path, isa)
+    try:
         cold, warm = d["cold"], d["warm"]
         quiet = {p: (float(v), float(warm["parts"].get(p, 0.0)))
                  for p, v in cold["parts"].items()}
         quiet["all"] = (float(cold["seconds"]), float(warm["seconds"]))
         return quiet, float((cold.get("ocr") or {}).get("seconds") or 0.0)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError, AttributeError, ValueError):
         return {}, 0.0
 
 
 QUIET, OCR_COLD = read_record()
+RECORD_PATH = read_path()[1]
+RECORD_CPUS = int(read_path()[0].get("cpus") or 2)
 #: the virtualenv's setup (``python3 -m venv`` and ``pip install -e .[test]``, downloads
 #: included): seconds and the load average it was measured at, on a fresh clone
 SETUP: tuple[float, float] = (201, 10.0)
@@ -103,6 +136,16 @@ def slowdown(load: float, n_cpus: int) -> float:
     """How many times the quiet figures a job takes at ``load`` (the other work's 1-minute
     load average) on ``n_cpus`` CPUs: ``1 + SLOPE x (load - QUIET_LOAD) / CPUs``, at least 1."""
     return 1.0 + SLOPE * max(0.0, load - QUIET_LOAD) / max(1, n_cpus)
+
+
+def cpu_factor(n_cpus: int, record_cpus: int | None = None) -> float:
+    """How many times the record's figures the job takes for want of CPUs: ``make all``
+    keeps 2 CPUs busy (2 OCR workers, dense's streams, two runs side by side) where the record
+    had 2, so with 1 CPU it takes about twice as long; more CPUs than the record's are not
+    used by the parts that dominate (the OCR runs in 2 workers), so they count as the
+    record's."""
+    rec = record_cpus or RECORD_CPUS
+    return max(1.0, rec / max(1, min(n_cpus, rec)))
 
 
 def fmt(seconds: float) -> str:
@@ -163,10 +206,13 @@ def lines(target: str, systems: list[str], *, load: float, n_cpus: int,
     """What :func:`main` prints for ``target`` (see the module docstring)."""
     if not QUIET and target != "setup":
         return [f"   No estimate: {RECORD} (the record of make bench-cold) cannot be read."]
-    k = slowdown(load, n_cpus)
+    k = slowdown(load, n_cpus) * cpu_factor(n_cpus)
     warm, cache = cache_warm()
     busy = (f"now: load average {load:.1f} on {n_cpus} CPUs, so expect about {k:.1f}x"
             if k >= 1.15 else f"now: load average {load:.1f} on {n_cpus} CPUs (quiet)")
+    if cpu_factor(n_cpus) > 1:
+        busy += f" ({cpu_factor(n_cpus):.1f}x of it for {n_cpus} CPU(s) against the record's"\
+                f" {RECORD_CPUS})"
     if target == "setup":
         secs, at = SETUP
         return [(f"   First time only: create the virtualenv and pip install membench with "
@@ -195,8 +241,13 @@ def lines(target: str, systems: list[str], *, load: float, n_cpus: int,
                   f"{fmt(warm_s)})" if k >= 1.15 else
                   f"cold about {fmt(cold)}, warm about {fmt(warm_s)} (a quiet machine)")
         return [f"   Cold/warm: {scaled}{unmeasured}; expect {which}."]
-    out = [f"   Quiet machine (make bench-cold, load < 2): cold {fmt(cold)}, warm "
-           f"{fmt(warm_s)}{unmeasured}"
+    from .isa import isa_class
+
+    here = isa_class()
+    measured = (f"measured on the {RECORD_PATH} path" if RECORD_PATH == here else
+                f"this CPU computes on the {here} path; figures of the {RECORD_PATH} path")
+    out = [f"   Quiet machine (make bench-cold, load < 2, {RECORD_CPUS} CPUs; {measured}): "
+           f"cold {fmt(cold)}, warm {fmt(warm_s)}{unmeasured}"
            + (f"; plus the virtualenv's setup, needed now (about {fmt(SETUP[0])} at load "
               f"{SETUP[1]:.0f})." if setup else "; the virtualenv is set up.")]
     if k >= 1.15 or extra:

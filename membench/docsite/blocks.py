@@ -276,56 +276,202 @@ def _mmss(seconds: float) -> str:
     return f"{s // 60}:{s % 60:02d}"
 
 
-def _mainjob_record() -> dict:
-    return json.loads(MAINJOB_RESULT.read_text())
+#: the instruction-set paths in the order the docs show them: the AVX2 path (any x86-64
+#: laptop or cloud VM) first
+PATH_ORDER = ("avx2", "avx512", "avx512-bf16", "amx")
+PATH_NAMES = {"avx2": "AVX2 path (x86-64-v3: any laptop or cloud VM of the last decade)",
+              "avx512": "AVX-512", "avx512-bf16": "AVX-512 with BF16",
+              "amx": "native path of this CPU (AVX-512, AMX)"}
+
+
+def _mainjob_paths() -> list[tuple[str, dict]]:
+    """The records of bench/results/mainjob.json, AVX2 path first."""
+    d = json.loads(MAINJOB_RESULT.read_text())
+    paths = d["paths"]
+    order = [p for p in PATH_ORDER if p in paths] + sorted(set(paths) - set(PATH_ORDER))
+    return [(p, paths[p]) for p in order]
+
+
+def _runs_note(name: str, d: dict) -> str:
+    runs = d.get("runs") or []
+    if len(runs) > 1:
+        cs = ", ".join(_mmss(r["cold"]["seconds"]) for r in runs)
+        ws = ", ".join(_mmss(r["warm"]["seconds"]) for r in runs)
+        loads = ", ".join(f"{r['cold']['load_before']:.1f}" for r in runs)
+        return (f"{name}: the median of {len(runs)} runs of `{d['command']}` on {d['measured']} "
+                f"(commit {d['commit']}), {d['cpus']} CPUs; cold {cs}, warm {ws}, load average "
+                f"{loads} before each cold run (the machine is shared: a higher load is a "
+                "slower run).")
+    cold, warm = d["cold"], d["warm"]
+    return (f"{name}: one run of `{d['command']}` on {d['measured']} (commit {d['commit']}), "
+            f"{d['cpus']} CPUs; load average {cold['load_before']:.1f} before the cold run and "
+            f"{warm['load_before']:.1f} before the warm one (the machine is shared: a higher "
+            "load is a slower run).")
 
 
 def _mainjob(ctx: Context) -> str:
-    """The cost of ``make all`` cold and warm, part by part (bench/bench_mainjob.py --save
-    -> bench/results/mainjob.json)."""
-    d = _mainjob_record()
-    cold, warm = d["cold"], d["warm"]
-    ocr = cold.get("ocr") or {}
+    """The cost of ``make all`` cold and warm, part by part, on each instruction-set path
+    measured (bench/bench_mainjob.py --save -> bench/results/mainjob.json)."""
+    recs = _mainjob_paths()
     what = {
         "sets": "corpus check, build (reading every PDF's text layer) and validate",
-        "dense": (f"dense: OCR of {ocr.get('first_time', 0):,} images, screenshots and "
-                  f"image-only PDF pages ({_mmss(ocr['seconds'])} cold, 2 workers) while the "
-                  "other atoms are embedded; then its queries" if ocr.get("seconds") else
-                  "dense: its ingest and queries"),
+        "dense": "dense: OCR of {n} images, screenshots and image-only PDF pages (2 workers) "
+                 "while the other atoms are embedded; then its queries",
         "bm25": "bm25 (reads the OCR cache)",
         "hybrid": "hybrid (reads both caches; embeds its questions)",
         "leaderboard": "leaderboard (result store of the three runs)",
         "reports": "reports (the notebook pages, two at a time)",
     }
-    rows = ["| part of `make all` (dev) | cold | warm |", "|---|---:|---:|"]
-    for part, text in what.items():
-        if part in cold["parts"]:
-            rows.append(f"| {text} | {_mmss(cold['parts'][part])} | "
-                        f"{_mmss(warm['parts'].get(part, 0))} |")
-    rows.append(f"| **all** (`make all`'s wall time) | **{_mmss(cold['seconds'])}** | "
-                f"**{_mmss(warm['seconds'])}** |")
+    n = next((f"{d['cold']['ocr']['first_time']:,}" for _, d in recs
+              if (d["cold"].get("ocr") or {}).get("first_time")), "the")
+    head = "| part of `make all` (dev) | " + " | ".join(
+        f"{p}: cold | {p}: warm" for p, _ in recs) + " |"
+    rows = [head, "|---|" + "---:|---:|" * len(recs)]
+    parts = [p for p in what if any(p in d["cold"]["parts"] for _, d in recs)]
+    for part in parts:
+        cells = []
+        for _, d in recs:
+            c, w = d["cold"]["parts"].get(part), d["warm"]["parts"].get(part)
+            cells += [_mmss(c) if c is not None else "-", _mmss(w) if w is not None else "-"]
+        rows.append(f"| {what[part].format(n=n)} | " + " | ".join(cells) + " |")
+        if part == "dense":
+            ocr = []
+            for _, d in recs:
+                o = d["cold"].get("ocr") or {}
+                ocr += [_mmss(o["seconds"]) if o.get("seconds") else "-", "-"]
+            rows.append("| &nbsp;&nbsp;of which the OCR step | " + " | ".join(ocr) + " |")
+    rows.append("| **all** (`make all`'s wall time) | " + " | ".join(
+        f"**{_mmss(d['cold']['seconds'])}** | **{_mmss(d['warm']['seconds'])}**"
+        for _, d in recs) + " |")
     rows.append("")
-    rows.append(f"One run of `{d['command']}` on {d['measured']} (commit {d['commit']}), "
-                f"{d['cpus']} CPUs; load average {cold['load_before']:.1f} before the cold run "
-                f"and {warm['load_before']:.1f} before the warm one (the machine is shared: "
-                "a higher load is a slower run).")
+    for p, d in recs:
+        rows.append(f"- {_runs_note(PATH_NAMES.get(p, p), d)}")
     return "\n".join(rows)
 
 
 def _mainjob_line(ctx: Context) -> str:
-    """The README's sentence on what ``make all`` costs, from the same record."""
-    d = _mainjob_record()
-    cold, warm = d["cold"], d["warm"]
-    ocr = cold.get("ocr") or {}
-    of = (f" ({_mmss(ocr['seconds'])} of it the OCR of {ocr['first_time']:,} images and "
-          "image-only PDF pages)") if ocr.get("seconds") else ""
-    return (f"`make all` took **{_mmss(cold['seconds'])} cold**{of} and "
-            f"**{_mmss(warm['seconds'])} warm** on a {d['cpus']}-CPU machine (load average "
-            f"{cold['load_before']:.1f} and {warm['load_before']:.1f} before), one run of "
-            f"`{d['command']}` on {d['measured']}.")
+    """The README's sentence on what ``make all`` costs, from the same record: the AVX2 path
+    first."""
+    parts = []
+    for p, d in _mainjob_paths():
+        cold, warm = d["cold"], d["warm"]
+        n = len(d.get("runs") or [1])
+        how = f"median of {n} runs" if n > 1 else "one run"
+        where = ("on the AVX2 path (any x86-64 CPU since 2013: `make bench-cold ISA=avx2` "
+                 "masks what this CPU has beyond AVX2)" if p == "avx2"
+                 else f"on this CPU's own {p.upper()} path")
+        parts.append(f"**{_mmss(cold['seconds'])} cold** and **{_mmss(warm['seconds'])} warm** "
+                     f"{where} ({how}, load average {cold['load_before']:.1f} before the cold "
+                     f"run)")
+    d0 = _mainjob_paths()[0][1]
+    return (f"`make all` took {'; and '.join(parts)}, on a {d0['cpus']}-CPU machine "
+            f"({d0['cpu_model'] or 'x86-64'}), `make bench-cold` on {d0['measured']}.")
+
+
+def _cards(ctx: Context) -> str:
+    """Every card in bench/cards, one row each (membench.run.cards.load_card reads them, so a
+    card that does not validate fails the docs build)."""
+    from ..run.cards import CARDS_DIR, applied_max_tokens, load_card
+
+    order = {"lexical": 0, "dense": 1, "hybrid": 2, "library": 3}
+    cards = [load_card(p.stem) for p in sorted(CARDS_DIR.glob("*.json"))]
+    cards.sort(key=lambda c: (order.get(c.kind, 9), c.name))
+    rows = ["| card | kind | parameters | size class | dim | max tokens (applied) | "
+            "pooling, normalisation | source |", "|---|---|---:|---|---:|---|---|---|"]
+    for c in cards:
+        limit = ("none (whole atoms)" if c.max_input_tokens is None else
+                 f"{c.max_input_tokens} ({applied_max_tokens(c)})")
+        sp = c.source_package
+        if c.components:
+            src = " + ".join(c.components) + (f" ({sp.name} {sp.version})" if sp else "")
+        else:
+            src = f"{sp.name} {sp.version}" if sp else (c.revision or "—")
+        rows.append(f"| `{c.name}` | {c.kind} | {c.parameter_count:,} | {c.size_class} | "
+                    f"{c.embedding_dim or '—'} | {limit} | {c.pooling}, {c.normalisation} | "
+                    f"{src} |")
+    return "\n".join(rows)
+
+
+def _truncation(ctx: Context) -> str:
+    """The frozen dense run's meta.json ``truncation`` (bench/expected/dev.json) and what it
+    says, for docs/cards.md."""
+    from ..analysis.expected import EXPECTED
+
+    sys_ = json.loads(EXPECTED.read_text())["systems"]["dense"]
+    t = sys_["truncation"]
+    body = json.dumps(t, indent=1, sort_keys=True)
+    return (f"```json\n\"truncation\": {body}\n```\n\n`texts_truncated` counts the distinct "
+            "atom texts (with the document prefix) whose token count with special tokens is "
+            f"over the limit: on the dev split {t['texts_truncated']:,} of {t['texts']:,} texts "
+            f"are cut at {t['applied_tokens']} word pieces for the dense reference system "
+            f"(`{sys_['command']}`).")
+
+
+def _dense_max_tokens(ctx: Context) -> str:
+    """Dense on the whole dev split at each input limit measured (bench/dense_max_tokens.py
+    --save -> bench/results/dense-max-tokens.json)."""
+    from ..modalities import MODALITIES
+
+    d = json.loads((REPO_ROOT / "bench" / "results" / "dense-max-tokens.json").read_text())
+    limits = sorted(d["limits"], key=int)
+    mods = [m for m in (*MODALITIES, "all") if m in d["limits"][limits[0]]["figures"]]
+    rows = ["| modality (answerable n) | " + " | ".join(
+        f"recall@10, {k} pieces | MRR, {k}" for k in limits) + " |",
+        "|---|" + "---:|---:|" * len(limits)]
+    for m in mods:
+        f0 = d["limits"][limits[0]]["figures"][m]
+        cells = []
+        for k in limits:
+            f = d["limits"][k]["figures"][m]
+            cells += [f"{f['recall@10']['value']:.4f}", f"{f['mrr']['value']:.4f}"]
+        name = f"**{m}**" if m == "all" else m
+        rows.append(f"| {name} ({f0['recall@10']['n']:,}) | " + " | ".join(cells) + " |")
+    cpu = [d["limits"][k].get("cpu_seconds") for k in limits]
+    if all(cpu):
+        rows.append("| CPU seconds of the whole run (the index embedded from nothing) | "
+                    + " | ".join(f"{c:.0f} | " for c in cpu) + "|")
+    rows.append("")
+    rows.append(f"`{d['command']}` on {d['date']} ({d['path']} path, {d['cpu']}).")
+    return "\n".join(rows)
+
+
+def _import_refusal(ctx: Context) -> str:
+    """docs/runs.md's example of an import refused for covering part of the dev split, with
+    the dev split's query count of the frozen runs (bench/expected/dev.json)."""
+    from ..analysis.expected import EXPECTED
+
+    n = json.loads(EXPECTED.read_text())["systems"]["bm25"]["modalities"]["all"][
+        "holder_correctness"]["n"]
+    return (f"A file that covers only part of the split is refused; 40 lines of the {n:,} dev "
+            f"queries give `part40.trec: INCOMPLETE_RUN: covers 40 of the {n:,} dev queries of "
+            f"the whole split: {n - 40:,} have no line (e.g. QID, QID, QID); an import never "
+            "invents an empty answer. Name the part the file answers as membench topics chose "
+            "it (--modality M, --limit N), or pass --partial ...`.")
+
+
+def _query_fields(ctx: Context) -> str:
+    """What a system is asked per query: the topic's fields and ``Scope``'s, from the pydantic
+    model (membench.sets.schema.Scope) itself."""
+    from ..sets.schema import Scope
+
+    rows = ["| field | type | what it is |", "|---|---|---|",
+            "| `question` | string | the upstream question, verbatim |",
+            "| `as_of` | ISO 8601 time with a time zone | the query's time: an atom observed "
+            "after it must not be returned (temporal correctness) |"]
+    for name, f in Scope.model_fields.items():
+        typ = getattr(f.annotation, "__name__", None) or str(f.annotation).replace("typing.", "")
+        typ = {"str": "string", "str | None": "string or null"}.get(typ, typ)
+        rows.append(f"| `scope.{name}` | {typ}{'' if f.is_required() else ' (optional)'} | "
+                    f"{f.description} |")
+    return "\n".join(rows)
 
 
 GENERATORS: dict[str, Callable[[Context], str]] = {
+    "cards": _cards,
+    "query-fields": _query_fields,
+    "import-refusal": _import_refusal,
+    "dense-max-tokens": _dense_max_tokens,
+    "truncation": _truncation,
     "mainjob": _mainjob,
     "mainjob-line": _mainjob_line,
     "figures": _figures,

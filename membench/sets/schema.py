@@ -96,9 +96,19 @@ class Gold(Strict):
 
 
 class Scope(Strict):
-    holder: str = Field(min_length=1)
-    session: str | None = None
-    scenario: str = Field(min_length=1)
+    """Whose memory a query is asked of, and in what setting (SPEC §3; ``as_of``, the query's
+    time, sits beside it on the record)."""
+
+    holder: str = Field(min_length=1, description=(
+        "whose memory: a system answers from this holder's items only (another holder's atom "
+        "in the hits or the cartridge fails holder correctness)"))
+    session: str | None = Field(default=None, description=(
+        "the holder's session the question belongs to, where a source defines one; null "
+        "otherwise (no source of the mirror sets it)"))
+    scenario: str = Field(min_length=1, description=(
+        "the kind of memory task, one per source family (document-qa, chart-image-qa, "
+        "gui-grounding, ...): the same for every query of a source, so it tells a system "
+        "nothing about a single query"))
 
 
 class Origin(Strict):

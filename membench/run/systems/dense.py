@@ -102,10 +102,10 @@ DEFAULT_PRECISION = "fp32"
 PAD_MULTIPLE = 16
 #: what the reference systems (dense, hybrid) read of an atom: its first 128 word pieces, the
 #: sequence length all-MiniLM-L6-v2 was trained at (its README; the card's 256 is what
-#: sentence-transformers allows). Chosen by measurement on the whole dev split (docs/speed.md,
-#: "Dense embedding"): against 256, recall@10 0.8039 against 0.7889 (all, n 1841), pdf 0.7584
-#: against 0.7125, conversation 0.6795 against 0.6524, code 0.7175 against 0.7309, at 0.62x the
-#: CPU time. ``--config max_tokens=none`` gives the card's limit.
+#: sentence-transformers allows). Chosen by measurement on the whole dev split: better
+#: recall@10 and MRR overall than 256 at about 0.6x the CPU time (bench/dense_max_tokens.py,
+#: bench/results/dense-max-tokens.json, printed in docs/cards.md). ``--config max_tokens=none``
+#: gives the card's limit.
 REFERENCE_MAX_TOKENS = 128
 
 _MODELS: dict[tuple, Any] = {}
