@@ -304,7 +304,8 @@ def test_registered_and_configurable():
 def test_llamaindex_vector_ranks_like_dense(tree):
     """Same vectors, exact cosine, filter before the top-k: LlamaIndex's vector retriever and
     membench's dense reference system return the same atoms in the same order (an independent
-    check of the adapter's scope and embeddings). dense in fp32, as the adapters embed."""
+    check of the adapter's scope and embeddings). dense on PyTorch in fp32 at the card's 256
+    word pieces, as the adapters embed."""
     _need("llama_index.core")
     from membench.run.runner import run_system
     from membench.run.systems import make_system
@@ -313,7 +314,8 @@ def test_llamaindex_vector_ranks_like_dense(tree):
     out = {}
     for name in ("dense", "llamaindex"):
         out[name] = root / "cmp" / name
-        cfg = {"calibration": "none", **({"precision": "fp32"} if name == "dense" else {})}
+        cfg = {"calibration": "none", **({"runtime": "torch", "precision": "fp32",
+                                          "max_tokens": "none"} if name == "dense" else {})}
         run_system(make_system(name, cfg), frozen["sets"], "dev",
                    out[name], corpus, lock=frozen["lock"], manifest=frozen["manifest"],
                    modalities=["conversation", "video", "code"])

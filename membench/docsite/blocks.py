@@ -466,8 +466,34 @@ def _query_fields(ctx: Context) -> str:
     return "\n".join(rows)
 
 
+def _dense_isa(ctx: Context) -> str:
+    """The dense reference system on the AVX2 path against the native path, whole dev split
+    (bench/dense_isa.py --save -> bench/results/dense-isa.json)."""
+    d = json.loads((REPO_ROOT / "bench" / "results" / "dense-isa.json").read_text())
+    q = d["queries"]
+    rows = ["| compared, AVX2 path against the native path | result |", "|---|---|",
+            f"| figures (every modality and key of the frozen figures) | "
+            f"{d['figures_equal_1e-12']} of {d['figures']} equal to 1e-12, "
+            f"{d['figures_equal_printed']} to the printed 4 decimals |",
+            f"| cartridges | {d['identical_cartridges']:,} of {q:,} queries identical |",
+            f"| ranked atoms (up to 1,000 per query) | the same atoms for {d['identical_hit_sets']:,}"
+            f" of {q:,} queries, in the same order for {d['identical_rankings']:,} |",
+            f"| where an order differs | from rank {d['first_rank_that_differs'] or '-'} down, "
+            f"between atoms whose scores differ by less than the noise |",
+            f"| largest difference of two scores at one rank | "
+            f"{d['largest_score_difference_at_a_rank']:.1e} |",
+            f"| largest difference of one vector component | "
+            f"{d['largest_vector_difference']:.1e} over {d['vectors_compared']:,} vectors |",
+            "", f"`{d['command']}` on {d['date']}: {d['cpu']}, native path {d['native_path']}; "
+            f"the dense run took {d['seconds']['native']:.0f} s native and "
+            f"{d['seconds']['avx2']:.0f} s on the AVX2 path, each embedding the index from "
+            "nothing."]
+    return "\n".join(rows)
+
+
 GENERATORS: dict[str, Callable[[Context], str]] = {
     "cards": _cards,
+    "dense-isa": _dense_isa,
     "query-fields": _query_fields,
     "import-refusal": _import_refusal,
     "dense-max-tokens": _dense_max_tokens,
