@@ -50,7 +50,8 @@ sys.path.insert(0, str(REPO))
 # the content layer's settings (make CONTENT=..., membench run --content)
 CONTENT_KEYS = {"ocr_processes", "ocr_overlap", "ocr_engine", "pdf_ocr_dpi"}
 # run settings of the dense engine (bm25 has none of them)
-DENSE_KEYS = {"precision", "batch_size", "chunk_size", "torch_threads"}
+DENSE_KEYS = {"runtime", "precision", "batch_size", "chunk_size", "torch_threads", "streams",
+              "max_tokens"}
 
 
 def one(name: str, out: Path, systems: str, limit: int | None, config: str,
@@ -83,12 +84,31 @@ def one(name: str, out: Path, systems: str, limit: int | None, config: str,
     if proc.returncode:
         raise SystemExit(f"{name}: make all failed ({proc.returncode}); see {out / name}.log")
     rows = read(timings)
+    estimate = printed_estimate((out / f"{name}.log").read_text(errors="replace"),
+                                "warm" if name.startswith("warm") else "cold")
     print(f"\n## {name}{' on the ' + isa + ' path' if isa else ''}: {secs / 60:.1f} min wall "
           f"({secs:.0f} s); load average "
           f"{load0[0]:.1f} before, {load1[0]:.1f} after, on {os.cpu_count()} cores\n")
     print(table(rows))
+    if estimate:
+        print(f"make printed {estimate['text']!r} before it: {estimate['seconds'] / secs:.2f}x "
+              "what it took")
     return {"seconds": round(secs, 1), "load_before": load0, "load_after": load1,
-            "steps": rows}
+            "steps": rows, "estimate": estimate}
+
+
+def printed_estimate(log: str, which: str) -> dict | None:
+    """What ``make all`` said it would take before its first step (membench.core.estimate:
+    the figure scaled to the load, else the quiet machine's), for ``which`` (cold or warm)."""
+    import re
+
+    unit = {"s": 1, "min": 60, "h": 3600}
+    head = log[:4000]
+    for pat in (rf"{which} about ([\d.]+) (s|min|h)", rf"{which} ([\d.]+) (s|min|h)"):
+        m = re.search(pat, head)
+        if m:
+            return {"text": m.group(0), "seconds": round(float(m.group(1)) * unit[m.group(2)], 1)}
+    return None
 
 
 # a command of make all -> the part of the record it belongs to
@@ -119,7 +139,8 @@ def record(run: dict) -> dict:
             ocr = {"seconds": round(float(r["seconds"]), 1), "sources": r.get("done"),
                    "first_time": (r.get("done") or 0) - (r.get("cache_hits") or 0)}
     return {"seconds": run["seconds"], "load_before": round(run["load_before"][0], 2),
-            "load_after": round(run["load_after"][0], 2), "parts": parts, "ocr": ocr}
+            "load_after": round(run["load_after"][0], 2), "parts": parts, "ocr": ocr,
+            "estimate": run.get("estimate")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,14 +200,14 @@ def main(argv: list[str] | None = None) -> int:
             "cold": one(f"cold{tag}", out, a.systems, a.limit, a.config, extra, a.isa, c),
             "warm": one(f"warm{tag}", out, a.systems, a.limit, a.config, extra, a.isa, c)})
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
+        if a.save:      # after each pair: the next pair's estimate reads the runs before it
+            save(summary, Path(a.save))
         if not a.keep:
             for sub in (c, f"cold{tag}", f"warm{tag}"):
                 shutil.rmtree(out / sub, ignore_errors=True)
     print("\n" + "; ".join(f"cold {x['cold']['seconds'] / 60:.1f} min, warm "
                            f"{x['warm']['seconds'] / 60:.1f} min" for x in summary["runs"])
           + f" ({summary['isa']} path); {out / 'summary.json'}")
-    if a.save:
-        save(summary, Path(a.save))
     return 0
 
 

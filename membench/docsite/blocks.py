@@ -292,7 +292,23 @@ def _mainjob_paths() -> list[tuple[str, dict]]:
     return [(p, paths[p]) for p in order]
 
 
+def _estimates(d: dict) -> str:
+    """What make said before each run of a record, against what the run took."""
+    got = []
+    for r in d.get("runs") or []:
+        for which in ("cold", "warm"):
+            e = r[which].get("estimate")
+            if e and e.get("seconds"):
+                got.append(f"{which} {e['seconds'] / r[which]['seconds']:.2f}x")
+    return (" `make all`'s own estimate before each run was " + ", ".join(got)
+            + " what it took.") if got else ""
+
+
 def _runs_note(name: str, d: dict) -> str:
+    return _runs_note_plain(name, d) + _estimates(d)
+
+
+def _runs_note_plain(name: str, d: dict) -> str:
     runs = d.get("runs") or []
     if len(runs) > 1:
         cs = ", ".join(_mmss(r["cold"]["seconds"]) for r in runs)
