@@ -105,3 +105,49 @@ def test_the_whole_dev_record_holds_the_frozen_figures():
         for k, v in figs.items():
             want = frozen[mod][k]["value"]
             assert (v is None and want is None) or v == pytest.approx(want, abs=1e-12), (mod, k)
+
+
+def test_the_instruction_set_class_is_read_from_the_flags():
+    assert isa.class_of({"fpu", "avx2", "fma", "avx512f", "amx_bf16", "amx_tile"}) == "amx"
+    assert isa.class_of({"avx2", "fma", "avx512f", "avx512_bf16"}) == "avx512-bf16"
+    assert isa.class_of({"avx2", "fma", "avx512f"}) == "avx512"
+    assert isa.class_of({"avx2", "fma"}) == "avx2"
+    assert isa.class_of({"sse2", "avx"}) == "baseline"
+    assert isa.class_of(set()) == "unknown"
+    assert isa.cpu_flags("processor : 0\nflags\t: fpu avx2 fma\n") == {"fpu", "avx2", "fma"}
+
+
+def test_the_avx2_environment_preloads_the_mask_and_caps_the_libraries():
+    if isa.can_mask():
+        pytest.skip(isa.can_mask())
+    env = isa.avx2_env({"LD_PRELOAD": "/x/other.so", "PYTHONFAULTHANDLER": "1"}, vendor="amd")
+    lib = str(isa.mask_library())
+    assert env["LD_PRELOAD"] == f"{lib}:/x/other.so" and "PYTHONFAULTHANDLER" not in env
+    assert env["MEMBENCH_ISA"] == "avx2" and env["MEMBENCH_CPUID_VENDOR"] == "amd"
+    assert env["ONEDNN_MAX_CPU_ISA"] == env["OV_CPU_MAX_ISA"] == "AVX2"
+    again = isa.avx2_env(env)                    # preloaded once, whatever is asked twice
+    assert again["LD_PRELOAD"].count(lib) == 1 and "MEMBENCH_CPUID_VENDOR" not in again
+
+
+def test_cpuid_itself_answers_avx2_and_the_vendor_asked_for():
+    """CPUID executed in a masked process (the mask's own test functions, through ctypes)
+    answers without AVX-512F, and with the vendor AMD when asked for."""
+    if isa.can_mask():
+        pytest.skip(isa.can_mask())
+    code = ("import ctypes\n"
+            "from membench.core import isa\n"
+            "lib = ctypes.CDLL(str(isa.mask_library()))\n"
+            "buf = ctypes.create_string_buffer(13)\n"
+            "lib.membench_cpuid_vendor(buf)\n"
+            "lib.membench_cpuid_leaf7_ebx.restype = ctypes.c_uint\n"
+            "print(buf.value.decode(), bool(lib.membench_cpuid_leaf7_ebx() & (1 << 16)))\n")
+    for vendor, want in ((["--vendor", "amd"], "AuthenticAMD"), ([], None)):
+        out = subprocess.run([sys.executable, "-m", "membench.core.isa", "avx2", *vendor, "--",
+                              sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True)
+        got_vendor, avx512 = out.stdout.split()
+        assert avx512 == "False"
+        if want:
+            assert got_vendor == want
+        else:
+            assert got_vendor in ("GenuineIntel", "AuthenticAMD")    # the CPU's own

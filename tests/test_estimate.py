@@ -126,19 +126,50 @@ def test_the_setup_wrapper_refuses_a_missing_command(args, tmp_path):
 
 
 def test_the_quiet_figures_are_the_published_record(tmp_path):
-    """make's estimate and the docs' tables read one record (bench/results/mainjob.json):
+    """make's estimate and the docs' tables read one record (bench/results/mainjob.json), a
+    record per instruction-set path: the estimate takes the path this process computes on,
     every part of make all is there, cold and warm, and the parts add up to at most the wall
     time; a record that cannot be read gives no estimate rather than a made-up one."""
     import json
 
-    d = json.loads(estimate.RECORD.read_text())
+    from membench.core.isa import isa_class
+
+    paths = json.loads(estimate.RECORD.read_text())["paths"]
+    assert "avx2" in paths                      # the path of an ordinary CPU is measured
+    d, name = estimate.read_path()
+    assert name == (isa_class() if isa_class() in paths else "avx2")
+    assert estimate.QUIET == estimate.read_record(isa=name)[0]
     assert set(estimate.QUIET) == {"sets", "dense", "bm25", "hybrid", "leaderboard",
                                    "reports", "all"}
     assert estimate.QUIET["all"] == (d["cold"]["seconds"], d["warm"]["seconds"])
     assert estimate.OCR_COLD == d["cold"]["ocr"]["seconds"] < estimate.QUIET["dense"][0]
-    for i in (0, 1):
-        parts = sum(v[i] for k, v in estimate.QUIET.items() if k != "all")
-        assert parts <= estimate.QUIET["all"][i] < parts + 60
+    for rec in paths.values():
+        q = {p: (v, rec["warm"]["parts"].get(p, 0.0)) for p, v in rec["cold"]["parts"].items()}
+        for i, which in ((0, "cold"), (1, "warm")):
+            parts = sum(v[i] for v in q.values())
+            # bm25 and hybrid run side by side: the parts may add up to more than the wall
+            assert parts - q["bm25"][i] <= rec[which]["seconds"] < parts + 60
+        assert rec["cold"]["seconds"] == sorted(r["cold"]["seconds"] for r in rec["runs"])[
+            (len(rec["runs"]) - 1) // 2]                              # the median run
     assert estimate.read_record(tmp_path / "none.json") == ({}, 0.0)
     (tmp_path / "bad.json").write_text('{"cold": {}}')
     assert estimate.read_record(tmp_path / "bad.json") == ({}, 0.0)
+
+
+def test_an_unmeasured_path_borrows_the_nearest_slower_one(tmp_path):
+    """An AVX-512 CPU without a record of its own gets the AVX2 path's figures (an estimate
+    that errs long), an AMX CPU its own; with one CPU the figures double."""
+    import json
+
+    rec = {"cold": {"seconds": 600.0, "parts": {"dense": 500.0}, "ocr": {"seconds": 300.0}},
+           "warm": {"seconds": 100.0, "parts": {"dense": 50.0}}, "cpus": 2}
+    f = tmp_path / "mj.json"
+    f.write_text(json.dumps({"format": 2, "paths": {
+        "avx2": rec, "amx": {**rec, "cold": {**rec["cold"], "seconds": 300.0}}}}))
+    assert estimate.read_path(f, "avx512")[1] == "avx2"
+    assert estimate.read_path(f, "avx2")[1] == "avx2"
+    assert estimate.read_path(f, "amx")[1] == "amx"
+    assert estimate.read_record(f, "amx")[0]["all"][0] == 300.0
+    assert estimate.read_record(f, "avx512")[0]["all"][0] == 600.0
+    assert estimate.cpu_factor(1, 2) == 2.0 and estimate.cpu_factor(2, 2) == 1.0
+    assert estimate.cpu_factor(16, 2) == 1.0

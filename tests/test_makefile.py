@@ -93,7 +93,8 @@ def test_any_system_any_limit_in_either_order(tree):
     assert "== reports: pages 01-04 for" in quick.stdout
     out = quick.stdout.splitlines()
     assert out[0].startswith("== make all: ")                  # what it will cost, first
-    assert out[1].startswith("   Quiet machine (make bench-cold, load < 2): cold ")
+    assert out[1].startswith("   Quiet machine (make bench-cold, load < 2, ")
+    assert " path" in out[1] and "): cold " in out[1]          # which instruction-set path
     # short summaries, not the full tables (those are in metrics.json and the pages)
     assert re.search(r"^hybrid-dev-limit2: \d+ of \d+ gates pass", quick.stdout, re.M)
     assert "every figure with its 95% interval: membench metrics " in quick.stdout
@@ -156,8 +157,12 @@ def test_any_registered_system_runs_through_make_doubles_and_libraries_included(
     work: the content layer's settings go to the content layer (CONTENT, --content), not to a
     system's config, and meta.json records them."""
     root = tree[0]
-    double = make(tree, "all", "SYSTEMS=random", "LIMIT=2")
+    double = make(tree, "all", "SYSTEMS=random oracle leaky", "LIMIT=2")
     assert "no leaderboard: test doubles only" in double.stdout
+    # the first system alone (it does the OCR), the other two side by side, all complete
+    assert re.search(r"caches, [12] at a time", double.stdout)
+    for name in ("oracle", "leaky"):
+        assert meta(tree, f"{name}-dev-limit2")["status"] == "complete"
     m = meta(tree, "random-dev-limit2")
     assert m["status"] == "complete" and m["config"] == {"seed": 0, "reads_gold": False}
     assert m["content"]["ocr_processes"] == 2 and m["store"]["atoms"] == m["atoms"]

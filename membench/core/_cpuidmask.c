@@ -119,3 +119,20 @@ __attribute__((constructor)) static void membench_cpuid_mask(void) {
 int membench_cpuid_mask_armed(void) {
     return armed;
 }
+
+/* For the tests (through ctypes, in a masked process): what CPUID answers this process,
+ * the vendor string (leaf 0) and the feature bits of leaf 7 (EBX; bit 16: AVX-512F). */
+void membench_cpuid_vendor(char *out) {
+    unsigned a, b, c, d;
+    __cpuid(0, a, b, c, d);
+    memcpy(out, &b, 4);
+    memcpy(out + 4, &d, 4);
+    memcpy(out + 8, &c, 4);
+    out[12] = 0;
+}
+
+unsigned membench_cpuid_leaf7_ebx(void) {
+    unsigned a, b, c, d;
+    __cpuid_count(7, 0, a, b, c, d);
+    return b;
+}

@@ -165,8 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("path", nargs="?", choices=["avx2"],
                     help="run COMMAND on this path (without: print what this process has)")
     ap.add_argument("--vendor", choices=["amd"], help="also report this CPU vendor")
-    ap.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
-    a = ap.parse_args(argv)
+    ap.add_argument("command", nargs="*", help="-- COMMAND [ARGS...]")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cmd = argv[argv.index("--") + 1:] if "--" in argv else []
+    a = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     if a.path is None:
         d = describe()
         why = can_mask()
@@ -175,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         print("AVX2 path: " + ("available (python -m membench.core.isa avx2 -- COMMAND)"
                                if why is None else f"not available: {why}"))
         return 0
-    cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+    if a.command:
+        ap.error("put the command after --: python -m membench.core.isa avx2 -- COMMAND")
     if not cmd:
         ap.error("give the command after --")
     env = avx2_env(vendor=a.vendor)

@@ -78,16 +78,29 @@ def chunk_item(item: SourceItem, corpus_root: Path, config: ChunkConfig | None =
     return atoms
 
 
+def _takes_two(fn: Callable) -> bool:
+    """Whether ``fn`` takes a second positional argument."""
+    import inspect
+
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+    except (TypeError, ValueError):
+        return False
+    return len(params) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
 def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
           config: ChunkConfig | None = None,
           progress: Callable[[str, int, int], None] | None = None,
-          while_ocr: Callable[[list[Atom]], None] | None = None) -> list[Atom]:
+          while_ocr: Callable[..., None] | None = None) -> list[Atom]:
     """All atoms of ``items``, in item order then position in the item.
 
     Images, screenshots and PDF pages without a text layer that are not in the OCR cache are
     OCR'd in ``config.ocr_processes`` worker processes, started first; while they run, this
     process makes the other items' atoms (PDF text layers, code units, windows) and hands them
-    to ``while_ocr`` (the dense engine embeds
+    to ``while_ocr`` (with, when it takes a second argument, a function that says whether the
+    workers are still OCR-ing: the dense engine then uses the other CPUs too; it embeds
     them there, so embedding overlaps OCR on two cores), then makes the OCR items' atoms when
     the OCR is done. With ``ocr_processes=1`` (or ``config.ocr_overlap`` off) the OCR runs in
     this process before the other items and ``while_ocr`` is not called; the atoms are the
@@ -159,7 +172,11 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
             job.wait()
         make(plain, "content")
         if while_ocr is not None and plain and job is not None and job.running:
-            while_ocr([a for k in plain for a in by_item[k]])
+            done_atoms = [a for k in plain for a in by_item[k]]
+            if _takes_two(while_ocr):       # it may ask whether the workers still work
+                while_ocr(done_atoms, lambda: job.working)
+            else:
+                while_ocr(done_atoms)
         if job is not None:
             by_path = job.wait()
             results = {sid: by_path[str(p)] for sid, p in paths.items()}

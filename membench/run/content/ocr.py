@@ -508,6 +508,12 @@ class OcrJob:
         """True while worker processes are OCR-ing (other work in this process overlaps it)."""
         return self._pool is not None and self._result is None
 
+    @property
+    def working(self) -> bool:
+        """True while images are still being OCR'd (the workers have CPUs busy); False once
+        every image is done, even before :meth:`wait` collects them."""
+        return self.running and self._done < len(self.todo)
+
     def wait(self) -> dict[str, OcrResult]:
         """Every image's result (path -> result), once all misses are in the cache."""
         if self._result is not None:

@@ -58,7 +58,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +107,9 @@ PAD_MULTIPLE = 16
 #: bench/results/dense-max-tokens.json, printed in docs/cards.md). ``--config max_tokens=none``
 #: gives the card's limit.
 REFERENCE_MAX_TOKENS = 128
+#: default texts per forward pass of each runtime (DenseEngine.batch_size)
+OPENVINO_BATCH = 8
+TORCH_BATCH = 64
 
 _MODELS: dict[tuple, Any] = {}
 
@@ -488,7 +491,7 @@ class EmbeddingCache:
 class DenseEngine(Engine):
     name = "dense"
 
-    def __init__(self, *, batch_size: int = 64, chunk_size: int = 1024,
+    def __init__(self, *, batch_size: int | None = None, chunk_size: int = 1024,
                  cache_path: Path | None = None, use_cache: bool = True,
                  model_dir: Path | None = None, torch_threads: int | None = 1,
                  card: str | Card = DEFAULT_CARD, precision: str = DEFAULT_PRECISION,
@@ -518,7 +521,10 @@ class DenseEngine(Engine):
         self.max_tokens = self._limit(applied_max_tokens(self.card))  # the runner may lower it
         self._checked = False
         self.truncated: dict[str, int] = {}     # of the last index(): atoms cut by the limit
-        self.batch_size = batch_size
+        #: texts per forward pass: 8 on OpenVINO (activations stay in the cache: the fastest
+        #: of 8, 16, 32, 64 on the AVX2 path, bench/bench_dense.py), 64 on PyTorch (its best)
+        self.batch_size = int(batch_size) if batch_size else \
+            (OPENVINO_BATCH if runtime == "openvino" else TORCH_BATCH)
         self.chunk_size = chunk_size
         self.use_cache = use_cache
         self._cache_path = Path(cache_path) if cache_path else None
@@ -526,7 +532,7 @@ class DenseEngine(Engine):
         self.torch_threads = torch_threads
         self._model = None
         self._encoder: OpenVinoEncoder | None = None
-        self._busy = False      # OCR workers share the CPUs (warm): one stream
+        self._busy: Callable[[], bool] | None = None   # while true: OCR workers share the CPUs
         self.stats = {"embedded": 0, "from_cache": 0}   # of the last index() (distinct texts)
         self._emb = np.zeros((0, self.dim), dtype=np.float32)
         self._ids: list[str] = []
@@ -699,7 +705,7 @@ class DenseEngine(Engine):
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.runtime == "openvino":
             return self._ov().encode(texts, self.max_tokens, self.batch_size,
-                                     streams=1 if self._busy else None)
+                                     streams=1 if self._busy and self._busy() else None)
         model = self.model
         self._set_threads()
         import torch
@@ -751,17 +757,18 @@ class DenseEngine(Engine):
             out[i] = by_text[t]
         return out
 
-    def warm(self, atoms: list[Atom]) -> None:
+    def warm(self, atoms: list[Atom], ocr_working: Callable[[], bool] | None = None) -> None:
         """Embed the texts of ``atoms`` now, ahead of :meth:`index` (which then finds them in
         the cache, or in memory without one): ingest calls this with the atoms that need no
-        OCR while the OCR workers run."""
+        OCR while the OCR workers run. While ``ocr_working()`` (default: always) the workers
+        have the other CPUs and each chunk runs one stream; once they are done, all of them."""
         texts = [a.text for a in atoms if has_terms(a.text)]
         if texts:
-            self._busy = True           # the OCR workers have the other CPUs: one stream
+            self._busy = ocr_working or (lambda: True)
             try:
                 vecs = self.embed(texts, step="embed (while OCR runs)")
             finally:
-                self._busy = False
+                self._busy = None
             if not self.use_cache:
                 self._memo.update(zip(texts, vecs))
 

@@ -103,9 +103,9 @@ class HybridEngine(Engine):
                 "rrf_k": self.rrf_k, "component_depth": self.component_depth,
                 "components": {"bm25": self.bm25.config(), "dense": self.dense.config()}}
 
-    def warm(self, atoms: list[Atom]) -> None:
+    def warm(self, atoms: list[Atom], ocr_working=None) -> None:
         """Embed ``atoms`` ahead of :meth:`index` (see :meth:`DenseEngine.warm`)."""
-        self.dense.warm(atoms)
+        self.dense.warm(atoms, ocr_working)
 
     def _build(self, atoms: list[Atom]) -> None:
         self.bm25.index(atoms)
