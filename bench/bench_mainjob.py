@@ -212,10 +212,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _median_run(runs: list[dict], which: str) -> dict:
-    """The run of ``runs`` whose ``which`` (cold or warm) wall time is the median (the lower
+    """The run of ``runs`` whose ``which`` (cold or warm) wall time is the median (the slower
     middle one of an even count): a measured run, not a mix of runs."""
     ordered = sorted(runs, key=lambda x: x[which]["seconds"])
-    return ordered[(len(ordered) - 1) // 2][which]
+    return ordered[len(ordered) // 2][which]
 
 
 def save(summary: dict, path: Path) -> None:
