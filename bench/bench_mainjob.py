@@ -103,7 +103,7 @@ def printed_estimate(log: str, which: str) -> dict | None:
     import re
 
     unit = {"s": 1, "min": 60, "h": 3600}
-    head = log[:4000]
+    head = log[:log.find("\n== ", log.find("== make all")) if "== make all" in log else 4000]
     for pat in (rf"{which} about ([\d.]+) (s|min|h)", rf"{which} ([\d.]+) (s|min|h)"):
         m = re.search(pat, head)
         if m:

@@ -173,3 +173,11 @@ def test_an_unmeasured_path_borrows_the_nearest_slower_one(tmp_path):
     assert estimate.read_record(f, "avx512")[0]["all"][0] == 600.0
     assert estimate.cpu_factor(1, 2) == 2.0 and estimate.cpu_factor(2, 2) == 1.0
     assert estimate.cpu_factor(16, 2) == 1.0
+
+
+def test_the_load_is_the_work_running_now():
+    """The load an estimate scales by is sampled from /proc/stat (runnable processes, this one
+    left out), not the 1-minute average that still counts a job just finished."""
+    now = estimate.running_now()
+    assert now is None or now >= 0.0
+    assert estimate.load_now() >= 0.0

@@ -67,11 +67,12 @@ def test_meta_records_the_card_and_the_truncation(runs):
     assert bm["card"]["name"] == "bm25" and bm["truncation"]["applied_tokens"] is None
     assert de["card"]["name"] == "all-minilm-l6-v2" and len(de["card"]["sha256"]) == 64
     t = de["truncation"]
-    assert (t["applied_tokens"], t["card_max_tokens"], t["benchmark_max_tokens"]) == (256, 256,
-                                                                                       512)
+    # the reference systems read 128 word pieces (the model's training length) of the card's 256
+    assert (t["applied_tokens"], t["card_max_tokens"], t["benchmark_max_tokens"],
+            t["engine_max_tokens"]) == (128, 256, 512, 128)
     assert 0 <= t["texts_truncated"] <= t["texts"] and t["texts"] > 0
     assert hy["card"]["components"] == ["bm25", "all-minilm-l6-v2"]
-    assert hy["truncation"]["applied_tokens"] == 256
+    assert hy["truncation"]["applied_tokens"] == 128
     assert json.loads((runs / "random" / "meta.json").read_text())["card"] is None
 
 

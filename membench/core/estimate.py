@@ -12,7 +12,8 @@ The quiet figures (:data:`QUIET`) are the record of ``make bench-cold`` in
 ``bench/results/mainjob.json`` (:func:`read_record`; docs/speed.md prints the same record), on
 a 2-core machine at a low load. On a shared machine
 a job gets a share of the CPUs, so it takes longer: :func:`slowdown` scales them by
-``1 + a x (load - 0.9) / CPUs``, with ``load`` the 1-minute load average before the job starts
+``1 + a x (load - 0.9) / CPUs``, with ``load`` the other work running when the job starts
+(:func:`load_now`: the runnable processes of ``/proc/stat``, else the 1-minute load average)
 (the other work) and ``a`` the least-squares fit to the measurements of the whole of ``make
 all`` there are (:data:`MEASURED`; about 0.84). Read the result as a rough guide: the load of a
 shared machine moves while a job runs. The cold figures apply when the
@@ -125,7 +126,32 @@ def cpus() -> int:
         return os.cpu_count() or 1
 
 
+def running_now(samples: int = 5, gap: float = 0.02) -> float | None:
+    """Other work's runnable processes right now: the mean of ``procs_running`` in
+    ``/proc/stat`` over a few samples, less this process; None where it cannot be read."""
+    vals = []
+    for i in range(samples):
+        try:
+            with open("/proc/stat", encoding="ascii") as f:
+                for line in f:
+                    if line.startswith("procs_running"):
+                        vals.append(int(line.split()[1]))
+                        break
+        except (OSError, ValueError):
+            return None
+        if i + 1 < samples:
+            time.sleep(gap)
+    return max(0.0, sum(vals) / len(vals) - 1) if vals else None
+
+
 def load_now() -> float:
+    """The load a job starting now meets: the other work running now (:func:`running_now`,
+    which does not lag as the 1-minute load average does: right after a job ends the average
+    still counts it for a minute), at least the quiet machine's, else the 1-minute load
+    average."""
+    now = running_now()
+    if now is not None:
+        return max(now, QUIET_LOAD) if now > 0.5 else now
     try:
         return os.getloadavg()[0]
     except (AttributeError, OSError):
@@ -208,8 +234,8 @@ def lines(target: str, systems: list[str], *, load: float, n_cpus: int,
         return [f"   No estimate: {RECORD} (the record of make bench-cold) cannot be read."]
     k = slowdown(load, n_cpus) * cpu_factor(n_cpus)
     warm, cache = cache_warm()
-    busy = (f"now: load average {load:.1f} on {n_cpus} CPUs, so expect about {k:.1f}x"
-            if k >= 1.15 else f"now: load average {load:.1f} on {n_cpus} CPUs (quiet)")
+    busy = (f"now: load {load:.1f} on {n_cpus} CPUs, so expect about {k:.1f}x"
+            if k >= 1.15 else f"now: load {load:.1f} on {n_cpus} CPUs (quiet)")
     if cpu_factor(n_cpus) > 1:
         busy += f" ({cpu_factor(n_cpus):.1f}x of it for {n_cpus} CPU(s) against the record's"\
                 f" {RECORD_CPUS})"

@@ -353,9 +353,47 @@ class OpenVinoEncoder:
         if "f32" not in got and "float32" not in got:
             raise MembenchError(f"OpenVINO compiled {root} in {got}, not float32")
         self.inputs = [i.get_any_name() for i in self.compiled.inputs]
+        self._check_shape(model_dir, self.compiled.outputs[0].get_partial_shape())
         self.request = self.compiled.create_infer_request()   # one at a time (questions)
         self.queue = ov.AsyncInferQueue(self.compiled, self.streams) if self.streams > 1 \
             else None
+
+    def _check_shape(self, model_dir: Path, out_shape) -> None:
+        """Refuse a card that misstates the model (as the torch runtime does): the weights'
+        parameter count (the floating-point tensors in the weights file's header; integer buffers such as
+        ``position_ids`` are not parameters) and the transformer's output
+        width must be the card's ``parameter_count`` and ``embedding_dim``; a model with a
+        module after pooling (a Dense layer) is refused, since this runtime would not apply it."""
+        import json
+
+        where = card_path(self.card.name)
+        modules = Path(model_dir) / "modules.json"
+        if modules.is_file():
+            kinds = [m.get("type", "").rsplit(".", 1)[-1]
+                     for m in json.loads(modules.read_text(encoding="utf-8"))]
+            extra = [k for k in kinds if k not in ("Transformer", "Pooling", "Normalize")]
+            if extra:
+                raise MembenchError(f"{where}: the model in {model_dir} has module(s) "
+                                    f"{', '.join(extra)} that runtime openvino does not apply; "
+                                    "use --config runtime=torch")
+        n = 0
+        files = sorted(Path(model_dir).glob("*.safetensors"))
+        if files:
+            from safetensors import safe_open
+
+            for f in files:
+                with safe_open(str(f), framework="numpy") as w:
+                    for k in w.keys():
+                        t = w.get_slice(k)
+                        if t.get_dtype().startswith(("F", "BF")):   # not int buffers
+                            n += int(np.prod(t.get_shape(), dtype=np.int64))
+            if n != self.card.parameter_count:
+                raise MembenchError(f"{where}: parameter_count {self.card.parameter_count} but "
+                                    f"the model in {model_dir} has {n}")
+        dim = out_shape[out_shape.rank.get_length() - 1]
+        if dim.is_static and dim.get_length() != self.card.embedding_dim:
+            raise MembenchError(f"{where}: embedding_dim {self.card.embedding_dim} but the "
+                                f"model in {model_dir} gives {dim.get_length()}")
 
     def _feeds(self, ids: list[list[int]], pad_to: int = PAD_MULTIPLE) -> dict[str, np.ndarray]:
         longest = max(len(x) for x in ids)
