@@ -127,15 +127,17 @@ sets: setup
 
 runs: sets
 	@echo "== runs: $(SYSTEMS) on dev$(if $(LIMIT), with $(LIMIT) queries per modality,) -> $(RUNDIRS)"
-	@echo "   Dense OCRs the images and screenshots while embedding; then bm25 and hybrid read the"
-	@echo "   caches, $(RUNJOBS) at a time."
+	@echo "   Dense OCRs the images and screenshots while embedding; once it has ingested, its"
+	@echo "   queries run beside bm25 and hybrid, which read the caches ($(RUNJOBS) at a time)."
 	@$(ESTIMATE) runs --systems "$(SYSTEMS)"
 	@echo "   A run resumes where it stopped. Each prints its gates; every figure: membench metrics RUN_DIR."
 	@mkdir -p $(dir $(TIMINGS))
-	@first=1; pids=""; n=0; \
+	@first=1; pids=""; n=0; flag=$(RUNS)/.ingested-$$$$; rm -f $$flag; \
 	for s in $(RUNORDER); do \
 	  if [ $$first = 1 ]; then \
-	    $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(CONTENT) $(RUNCONFIG) $(DENSEFOR) --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief || exit 1; \
+	    $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(CONTENT) $(RUNCONFIG) $(DENSEFOR) --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief --ingested $$flag & \
+	    fpid=$$!; while [ ! -e $$flag ] && kill -0 $$fpid 2>/dev/null; do sleep 1; done; \
+	    if [ ! -e $$flag ]; then wait $$fpid || exit 1; else pids="$$fpid"; fi; rm -f $$flag; \
 	    first=0; continue; fi; \
 	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(CONTENT) $(RUNCONFIG) $(DENSEFOR) --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief & \
 	  pids="$$pids $$!"; n=$$((n + 1)); \

@@ -8,9 +8,11 @@ runs and qrels you give it.
     .venv/bin/python bench/bench_metrics.py --sizes 70000 --tools membench --repeats 1
     .venv/bin/python bench/bench_metrics.py --input my.run my.qrels --input other.run q.txt
     .venv/bin/python bench/bench_metrics.py --bounds              # the reader's bounds, timed
+    .venv/bin/python bench/bench_metrics.py --startup --repeats 5 # whole commands, 1k-100k lines
     .venv/bin/python bench/bench_metrics.py ... --write-docs docs/speed.md
 
-**Tools.** ``membench`` (``membench.metrics.evaluate_trec``), ``trec_eval`` (the C program,
+**Tools.** ``membench`` (``membench trec-eval -c``'s function,
+:func:`membench.metrics.trec_eval.trec_eval_values`, in process), ``trec_eval`` (the C program,
 found or built by ``bench/trec_eval_c.py``: ``--trec-eval BIN`` or ``--trec-eval-src
 TREE|ARCHIVE``; when it cannot be had the run goes on without it and says why),
 ``pytrec_eval`` (trec_eval's C code behind Python dicts), ``ranx``, ``ir_measures``.
@@ -339,8 +341,12 @@ def _children_peak_mb() -> float:
 
 
 def _means_membench(run: str, qrels: str) -> dict:
-    from membench.metrics.trec import evaluate_trec
-    return evaluate_trec(run, qrels)["mean"]
+    """``membench trec-eval -c`` (trec_eval 10.0's semantics) on the same measures as the
+    binary, in process."""
+    from membench.metrics.trec_eval import trec_eval_values
+    _, _, total = trec_eval_values(qrels, run, ["recall.10,100,1000", "recip_rank",
+                                                "ndcg_cut.10"], complete=True)
+    return {m: float(total[t]) for m, t in _TREC_NAMES.items()}
 
 
 _TREC_NAMES = {"recall@10": "recall_10", "recall@100": "recall_100",
@@ -634,6 +640,58 @@ def _shown(argv: list[str] | None) -> str:
     return " ".join([".venv/bin/python", "bench/bench_metrics.py"] + out)
 
 
+STARTUP_LINES = (1_000, 10_000, 100_000)
+_PYTREC_SCRIPT = (
+    "import sys, pytrec_eval\n"
+    "qr = pytrec_eval.parse_qrel(open(sys.argv[1]))\n"
+    "rn = pytrec_eval.parse_run(open(sys.argv[2]))\n"
+    "ev = pytrec_eval.RelevanceEvaluator(qr, {'recall_10', 'recall_100', 'recall_1000', "
+    "'recip_rank', 'ndcg_cut_10'})\n"
+    "per = ev.evaluate(rn)\n"
+    "print(sum(v['recip_rank'] for v in per.values()) / max(len(per), 1))\n")
+
+
+def startup(workdir: Path, repeats: int, exe: Path | None) -> str:
+    """Whole commands, start to exit, as a user runs them, on runs of 1k, 10k and 100k lines
+    (100 hits a query): ``membench trec-eval -c`` (the command's own light path), the
+    trec_eval binary and a pytrec_eval script, interleaved, ``repeats`` times; CPU = user +
+    system of the process (``wait4``)."""
+    membench = Path(sys.executable).parent / "membench"
+    rows = []
+    for lines in STARTUP_LINES:
+        folder = workdir / f"startup-{lines}"
+        if not (folder / "digits17.trec").exists():
+            generate(folder, lines // 100, 100, 7, ("digits17",))
+        run, qrels = folder / "digits17.trec", folder / "qrels.trec"
+        m = ["-c", "-m", "recall.10,100,1000", "-m", "recip_rank", "-m", "ndcg_cut.10"]
+        cmds = {"membench trec-eval": [str(membench), "trec-eval", *m, str(qrels), str(run)],
+                "pytrec_eval": [sys.executable, "-c", _PYTREC_SCRIPT, str(qrels), str(run)]}
+        if exe is not None:
+            cmds["trec_eval (C)"] = [str(exe), *m, str(qrels), str(run)]
+        got: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
+        for rep in range(repeats):
+            names = list(cmds)
+            names = names[rep % len(names):] + names[:rep % len(names)]
+            for name in names:
+                t = time.perf_counter()
+                proc = subprocess.Popen(cmds[name], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE)
+                _, status, ru = os.wait4(proc.pid, 0)
+                wall = time.perf_counter() - t
+                if status != 0:
+                    raise SystemExit(f"{name} failed on {run}: "
+                                     f"{proc.stderr.read().decode()[-300:]}")
+                proc.stderr.close()
+                got[name].append((ru.ru_utime + ru.ru_stime, wall))
+        for name, xs in got.items():
+            rows.append((lines, name, _mmm([c for c, _ in xs], ".3f"),
+                         _mmm([w for _, w in xs], ".3f")))
+    out = ["| run lines | command | CPU s (min/median/max) | wall s (min/median/max) |",
+           "|---|---|---|---|"]
+    out += [f"| {n:,} | {name} | {cpu} | {wall} |" for n, name, cpu, wall in rows]
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="10000", help="queries, comma-separated")
@@ -662,10 +720,27 @@ def main(argv: list[str] | None = None) -> int:
                     help="replace the metric-speed table in this file with this run's")
     ap.add_argument("--block", default="metric-speed",
                     help="the marked block of --write-docs to replace (default metric-speed)")
+    ap.add_argument("--startup", action="store_true",
+                    help="time whole commands (start-up included) on runs of 1k, 10k and 100k "
+                    "lines: membench trec-eval, trec_eval, a pytrec_eval script")
     ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         child(*a.child)
+        return 0
+    if a.startup:
+        sys.path.insert(0, str(Path(__file__).parent))
+        from trec_eval_c import binary
+        exe, why = binary(a.trec_eval, a.trec_eval_src)
+        table = startup(a.workdir, a.repeats, exe)
+        print(table)
+        if exe is None:
+            print(f"trec_eval (the C binary) left out: {why}")
+        if a.write_docs:
+            write_docs(a.write_docs, f"`{_shown(argv)}` (measured "
+                       f"{datetime.date.today().isoformat()}, load before "
+                       f"{os.getloadavg()[0]:.1f})\n\n{table}", "trec-startup")
+            print(f"wrote the table into {a.write_docs}")
         return 0
     if a.bounds:
         table = bounds(a.workdir / "bounds")

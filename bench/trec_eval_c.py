@@ -10,8 +10,10 @@ Where the sources come from, in this order:
 1. ``--src`` / ``$MEMBENCH_TREC_EVAL_SRC``: a trec_eval source tree (the folder holding
    ``trec_eval.c``, ``Makefile`` and ``test/``) or its release archive (``.tar.gz``,
    ``.zip``), unpacked into the cache;
-2. a tree unpacked into the cache before;
-3. the package index: the source distribution of pytrec_eval (``pytrec-eval-terrier``,
+2. ``../shared/tools/trec_eval`` beside the checkout (:data:`SHARED`: trec_eval 10.0, NIST's
+   tree with its PROVENANCE.md; read only: it is built in a copy);
+3. a tree unpacked into the cache before;
+4. the package index: the source distribution of pytrec_eval (``pytrec-eval-terrier``,
    whose setup.py builds trec_eval's C sources) fetched with pip; used when it bundles them
    (a ``trec_eval/`` folder with ``trec_eval.h``, which its setup.py looks for first).
 
@@ -20,6 +22,9 @@ from the sources with their own Makefile (``make``, the C compiler found) into
 ``$MEMBENCH_CACHE/trec_eval/`` (default ``~/.cache/membench``), keyed by the sources'
 sha256. trec_eval is NIST's (its LICENSE.md: a public service, copies allowed with the
 notice kept); none of it is in this repository.
+
+The binary is built from a copy of the tree, into the cache, keyed by the sha256 of the
+tree's ``*.c``, ``*.h`` and Makefile (about 6 s, once).
 
 Measured on this machine: neither pytrec-eval-terrier 0.5.1 to 0.5.11 nor pytrec-eval 0.3 to
 0.5 bundles the C sources (their source distributions are 9 to 18 kB: setup.py downloads
@@ -43,6 +48,8 @@ import zipfile
 from pathlib import Path
 
 SDIST = "pytrec-eval-terrier"
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "tools" / "trec_eval"
 
 
 def cache_dir() -> Path:
@@ -139,6 +146,8 @@ def source_tree(src: str | None = None, use_index: bool = True) -> tuple[Path | 
         if p.is_file():
             return _unpack(p), str(p)
         return None, f"{p}: not found"
+    if _is_tree(SHARED):
+        return SHARED, f"{SHARED} (beside the checkout)"
     for d in sorted(cache_dir().glob("src-*")):
         tree = _find_tree(d)
         if tree is not None:

@@ -201,6 +201,10 @@ def _run_cmd(a: argparse.Namespace) -> int:
     kw = dict(modalities=a.modality, limit=a.limit, final=a.final,
               lock=None if a.no_lock else lock_for(a.sets, a.lock), manifest=Path(a.manifest),
               sample_seed=a.sample_seed)
+    if a.ingested:
+        if a.engine == "ray":
+            raise MembenchError("--ingested goes with --engine local")
+        kw["ingested"] = Path(a.ingested)
     if a.engine == "ray":
         from .run.ray_engine import run_system_ray
 
@@ -340,12 +344,9 @@ def _export_cmd(a: argparse.Namespace) -> int:
 
 
 def _trec_eval_cmd(a: argparse.Namespace) -> int:
-    from .metrics.trec_eval import trec_eval
+    from .metrics.trec_eval import run_command
 
-    for line in trec_eval(a.qrels, a.run, a.measure, per_query=a.q, complete=a.c, ties=a.ties,
-                          compat=a.trec_eval_compat):
-        print(line)
-    return 0
+    return run_command(a)
 
 
 def _topics_cmd(a: argparse.Namespace) -> int:
@@ -667,6 +668,8 @@ this one). Re-running the same command resumes an interrupted run.""")
                    "queries per modality by another hash, sha256('limit', S, id) (what "
                    "`membench verify` uses; recorded in meta.json)")
     r.add_argument("--metrics", action="store_true", help="compute metrics when done")
+    r.add_argument("--ingested", metavar="FILE", help="create FILE (empty) once ingest is done, "
+                   "before the queries (make runs starts the other systems then)")
     r.add_argument("--brief", action="store_true", help="with --metrics: print the gates and "
                    "the headline figures in a few lines instead of the full table (metrics.json "
                    "and `membench metrics RUN_DIR` have every figure)")
@@ -814,31 +817,11 @@ authentication). Ctrl-C stops it.""")
     _read_flags(ex)
     ex.set_defaults(func=_export_cmd)
 
+    from .metrics.trec_eval import add_arguments as _trec_eval_arguments
+
     te = sub.add_parser("trec-eval", help="trec_eval's measures and output on plain TREC files "
-                        "(membench's engine; trec_eval's argument order)")
-    te.add_argument("qrels", help="qrels file: qid iter docid rel")
-    te.add_argument("run", help="run file: qid Q0 docid rank score tag")
-    te.add_argument("-m", dest="measure", action="append", metavar="MEASURE",
-                    help="measure, trec_eval style (recall.10,100 / map / ndcg_cut.10 ...); "
-                    "repeatable; default: num_q num_ret num_rel num_rel_ret map recip_rank P.10 "
-                    "recall.10,100,1000 ndcg_cut.10")
-    te.add_argument("-q", action="store_true", help="also one line per query and measure")
-    te.add_argument("-c", action="store_true", help="evaluate every qrels query, as trec_eval "
-                    "-c: one missing from the run scores 0 on every measure but num_rel, whose "
-                    "relevant documents count in num_rel (and num_q)")
-    te.add_argument("--ties", choices=["membench", "trec_eval"], default="membench",
-                    help="how equal scores are ordered. membench (default): score descending, "
-                    "then the rank column ascending, then line order (the system's own order "
-                    "of a tie). trec_eval: scores as 32-bit floats descending, then docid "
-                    "descending (the rank column ignored), so the output equals trec_eval's. "
-                    "Example: 'q Q0 a 1 1.0 t' and 'q Q0 b 2 1.0 t' with b relevant give "
-                    "recip_rank 0.5 by membench's rule (a, then b) and 1.0 by trec_eval's "
-                    "(b > a)")
-    te.add_argument("--trec-eval-compat", action="store_true",
-                    help="read the files as trec_eval does: in the run, fields after the "
-                    "sixth are ignored and blank lines and lines starting with '#' skipped; in "
-                    "the qrels, lines starting with '#' skipped. Without it such lines are "
-                    "located errors (membench's strict reading)")
+                        "(membench's engine; trec_eval 10.0's semantics and options)")
+    _trec_eval_arguments(te)
     te.set_defaults(func=_trec_eval_cmd)
 
     tp = sub.add_parser("topics", help="the queries of a split as a system sees them (JSON "

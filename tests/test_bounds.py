@@ -161,10 +161,10 @@ def test_a_long_line_in_a_set_file_and_a_trec_file(tmp_path, monkeypatch, capsys
     assert main(["validate", "--sets", str(w["sets"]), "--manifest", str(w["manifest"]),
                  "--no-lock", "--no-corpus", "--no-audit"]) == 1
     assert f"{pdf}:2: LINE_TOO_LONG:" in capsys.readouterr().out
-    from membench.run import files
+    from membench.core import textfiles
     from membench.run.files import trec_fields
 
-    monkeypatch.setattr(files, "MAX_TREC_LINE", 4096)     # TREC files: trec_line_bytes
+    monkeypatch.setattr(textfiles, "MAX_TREC_LINE", 4096)  # TREC files: trec_line_bytes
     t = tmp_path / "run.trec"
     t.write_text("q Q0 a 1 1.0 t\n" + "q Q0 " + "b" * 9000 + " 2 0.5 t\n")
     with pytest.raises(InputError, match=r"run\.trec:2: LINE_TOO_LONG"):

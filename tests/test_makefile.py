@@ -159,8 +159,10 @@ def test_any_registered_system_runs_through_make_doubles_and_libraries_included(
     root = tree[0]
     double = make(tree, "all", "SYSTEMS=random oracle leaky", "LIMIT=2")
     assert "no leaderboard: test doubles only" in double.stdout
-    # the first system alone (it does the OCR), the other two side by side, all complete
-    assert re.search(r"caches, [12] at a time", double.stdout)
+    # the first system alone until it has ingested (it does the OCR), then its queries beside
+    # the other two, all complete; the flag file it touched is gone
+    assert re.search(r"read the caches \([12] at a time\)", double.stdout)
+    assert not list(root.rglob(".ingested-*"))
     for name in ("oracle", "leaky"):
         assert meta(tree, f"{name}-dev-limit2")["status"] == "complete"
     m = meta(tree, "random-dev-limit2")

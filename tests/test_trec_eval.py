@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from membench.cli import main
+from membench.core.errors import MembenchError
 from membench.metrics.trec import _scan_run
 from membench.metrics.trec_eval import parse_measures, trec_eval, trec_eval_values
 
@@ -92,9 +93,12 @@ def reference(run_p, qrels_p, complete: bool = False):
 def test_equals_trec_eval_line_by_line_with_its_tie_rule(tmp_path, seed):
     run_p, qrels_p = world(seed, tmp_path)
     per, want = reference(run_p, qrels_p)
-    got = list(trec_eval(qrels_p, run_p, MEASURES, per_query=True, ties="trec_eval"))
+    # pytrec_eval bundles trec_eval 9.0.8: scores compared as 32-bit floats, a qrels query
+    # missing from the run left out (trec_eval 10.0 refuses it: --lenient)
+    got = list(trec_eval(qrels_p, run_p, MEASURES, per_query=True, ties="trec_eval9",
+                         lenient=True))
     assert got == want
-    _, rows, _ = trec_eval_values(qrels_p, run_p, MEASURES, ties="trec_eval")
+    _, rows, _ = trec_eval_values(qrels_p, run_p, MEASURES, ties="trec_eval9", lenient=True)
     assert set(rows) == set(per)
     for q, values in rows.items():
         for name, v in values.items():
@@ -103,7 +107,7 @@ def test_equals_trec_eval_line_by_line_with_its_tie_rule(tmp_path, seed):
     assert any(values["num_rel"] == 0 and values["num_ret"] > 0 for values in rows.values())
     assert "q7" not in rows and "zz0" not in rows
     complete = list(trec_eval(qrels_p, run_p, MEASURES, per_query=True, complete=True,
-                              ties="trec_eval"))
+                              ties="trec_eval9"))
     want_c = reference(run_p, qrels_p, complete=True)[1]
     assert complete == want_c
     assert any(line.startswith("num_ret") and "\tq7\t0" in line for line in complete)
@@ -112,19 +116,22 @@ def test_equals_trec_eval_line_by_line_with_its_tie_rule(tmp_path, seed):
 def test_membench_tie_rule_differs_where_documented(tmp_path):
     """Two documents tie at 1.0; the system wrote "a" first (rank 1), "b" is relevant.
     membench keeps the system's order (b at rank 2: recip_rank 0.5); trec_eval orders the tie
-    by docid descending (b first: 1.0), and so does ``--ties trec_eval``."""
+    by docid descending (b first: 1.0), and so does ``trec-eval`` by default."""
     (tmp_path / "qrels").write_text("q 0 b 1\n")
     (tmp_path / "run").write_text("q Q0 a 1 1.0 t\nq Q0 b 2 1.0 t\n")
-    ours = list(trec_eval(tmp_path / "qrels", tmp_path / "run", ["recip_rank"]))
-    theirs = list(trec_eval(tmp_path / "qrels", tmp_path / "run", ["recip_rank"],
-                            ties="trec_eval"))
+    ours = list(trec_eval(tmp_path / "qrels", tmp_path / "run", ["recip_rank"],
+                          ties="membench"))
+    theirs = list(trec_eval(tmp_path / "qrels", tmp_path / "run", ["recip_rank"]))
     assert ours == ["recip_rank            \tall\t0.5000"]
     assert theirs == ["recip_rank            \tall\t1.0000"]
-    # equal as 32-bit floats only: membench sees 1.0000000001 > 1.0, trec_eval a tie
+    # equal as 32-bit floats only: trec_eval 10.0 (doubles) and membench see 1.0000000001 >
+    # 1.0; trec_eval 9 and pytrec_eval (floats) a tie
     (tmp_path / "run").write_text("q Q0 a 1 1.0000000001 t\nq Q0 b 2 1.0 t\n")
     assert list(trec_eval(tmp_path / "qrels", tmp_path / "run", ["recip_rank"],
-                          ties="trec_eval")) == theirs
+                          ties="trec_eval9")) == theirs
     assert list(trec_eval(tmp_path / "qrels", tmp_path / "run", ["recip_rank"])) == ours
+    assert list(trec_eval(tmp_path / "qrels", tmp_path / "run", ["recip_rank"],
+                          ties="membench")) == ours
 
 
 def test_membench_ties_equal_trec_eval_on_tie_free_runs(tmp_path):
@@ -135,13 +142,15 @@ def test_membench_ties_equal_trec_eval_on_tie_free_runs(tmp_path):
                     for j in rng.sample(range(100), 8))
     (tmp_path / "run").write_text(run)
     (tmp_path / "qrels").write_text(qrels)
-    assert list(trec_eval(tmp_path / "qrels", tmp_path / "run", MEASURES, per_query=True)) == \
+    assert list(trec_eval(tmp_path / "qrels", tmp_path / "run", MEASURES, per_query=True,
+                          ties="membench", lenient=True)) == \
         reference(tmp_path / "run", tmp_path / "qrels")[1]
 
 
 def test_measure_names():
+    # trec_eval's table order, each measure once, its first parameters kept
     assert parse_measures(["recall.10,100", "map", "recall_10", "P_5"]) == \
-        ["recall_10", "recall_100", "map", "P_5"]
+        ["map", "P_5", "recall_10", "recall_100"]
     assert parse_measures(["ndcg_cut"])[:2] == ["ndcg_cut_5", "ndcg_cut_10"]
 
 
@@ -151,11 +160,13 @@ def test_cli(tmp_path, capsys):
     assert main(["trec-eval", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m",
                  "recip_rank", "-m", "num_ret", "-q"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out == ["recip_rank            \tq1\t0.5000", "num_ret               \tq1\t2",
-                   "recip_rank            \tq2\t1.0000", "num_ret               \tq2\t1",
-                   "recip_rank            \tall\t0.7500", "num_ret               \tall\t3"]
-    assert main(["trec-eval", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "bpref"]) == 2
-    assert "unknown measure 'bpref'" in capsys.readouterr().err
+    assert out == ["num_ret               \tq1\t2", "recip_rank            \tq1\t0.5000",
+                   "num_ret               \tq2\t1", "recip_rank            \tq2\t1.0000",
+                   "num_ret               \tall\t3", "recip_rank            \tall\t0.7500"]
+    assert main(["trec-eval", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "infAP"]) == 2
+    assert "infAP is not computed by membench" in capsys.readouterr().err
+    assert main(["trec-eval", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "nosuch"]) == 2
+    assert "illegal measure 'nosuch'" in capsys.readouterr().err
     (tmp_path / "bad").write_text("q1 Q0 a 1 1.0 t\nq1 Q0 b x 1.0 t\n")
     assert main(["trec-eval", str(tmp_path / "qrels"), str(tmp_path / "bad")]) == 2
     err = capsys.readouterr().err
@@ -178,8 +189,11 @@ def test_complete_counts_the_relevant_documents_of_missing_queries(tmp_path):
     (tmp_path / "qrels").write_text("a 0 x 1\na 0 y 0\nb 0 u 1\nb 0 v 2\nb 0 w 0\nc 0 z 0\n")
     (tmp_path / "run").write_text("a Q0 x 1 3.0 t\na Q0 k 2 2.0 t\n")
     names = ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "P.1", "recip_rank"]
-    _, rows, total = trec_eval_values(tmp_path / "qrels", tmp_path / "run", names)
+    _, rows, total = trec_eval_values(tmp_path / "qrels", tmp_path / "run", names,
+                                      lenient=True)
     assert list(rows) == ["a"] and total["num_rel"] == 1 and total["num_q"] == 1
+    with pytest.raises(MembenchError, match="has no line in the run"):
+        trec_eval_values(tmp_path / "qrels", tmp_path / "run", names)
     _, rows, total = trec_eval_values(tmp_path / "qrels", tmp_path / "run", names,
                                       complete=True)
     assert list(rows) == ["a", "b", "c"]
@@ -218,21 +232,23 @@ def test_trec_eval_compat_reads_what_trec_eval_reads(tmp_path, capsys):
     run6 = _scan_run(tmp_path / "big6", tmp_path / "bq", 1 << 20, "membench", False,
                      compat=True)
     assert run6.n_lines == 300 * 39 and "#" not in run6.qids
-    # strict by default: one located error, with the hint
-    assert main(["trec-eval", str(clean_q), str(tmp_path / "run")]) == 2
+    # trec_eval's reading by default; --strict: one located error, with the hint
+    assert main(["trec-eval", str(clean_q), str(tmp_path / "run"), "-m", "map"]) == 0
+    capsys.readouterr()
+    assert main(["trec-eval", "--strict", str(clean_q), str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert "run:1" in err and "TREC" in err and "Traceback" not in err
-    (tmp_path / "run2").write_text("q1 Q0 b 1 2.0 t extra\n")
-    assert main(["trec-eval", str(clean_q), str(tmp_path / "run2")]) == 2
-    assert "--trec-eval-compat" in capsys.readouterr().err
+    (tmp_path / "run2").write_text("q1 Q0 b 1 2.0 t extra\nq2 Q0 c 1 5 t\n")
+    assert main(["trec-eval", "--strict", str(clean_q), str(tmp_path / "run2")]) == 2
+    assert "without --strict" in capsys.readouterr().err
     assert main(["trec-eval", str(clean_q), str(tmp_path / "run2"), "--trec-eval-compat"]) == 0
     capsys.readouterr()
     # compat still refuses what trec_eval refuses: fewer than 6 fields, located
     (tmp_path / "run3").write_text("# c\nq1 Q0 b 1 2.0 t\n\nq1 Q0 a 2\n")
     assert main(["trec-eval", str(clean_q), str(tmp_path / "run3"), "--trec-eval-compat"]) == 2
     assert "run3:4" in capsys.readouterr().err
-    # a qrels comment is one only at column 1 and only under the switch
-    assert main(["trec-eval", str(tmp_path / "qrels"), str(clean_r)]) == 2
+    # a qrels comment is one only at column 1, and not under --strict
+    assert main(["trec-eval", "--strict", str(tmp_path / "qrels"), str(clean_r)]) == 2
     assert "qrels:1" in capsys.readouterr().err
 
 
@@ -240,5 +256,5 @@ def test_help_says_how_the_tie_rules_differ(capsys):
     with pytest.raises(SystemExit):
         main(["trec-eval", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "docid descending" in out and "rank column" in out and "recip_rank 0.5" in out
-    assert "--trec-eval-compat" in out
+    assert "docid descending" in out and "rank column" in out and "0.5 by membench" in out
+    assert "--strict" in out and "--lenient" in out and "-M" in out and "-l" in out

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from .atomic import atomic_write_text
 from .bounds import bound
 from .errors import InputError
+from .textfiles import check_readable_file, decode_line
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -93,28 +94,6 @@ def parse_json(text: str, path: str | Path, line: int | None = None) -> Any:
                          rule="JSON") from None
     except ValueError as e:     # a non-finite constant, a repeated key, a huge integer
         raise InputError(path, line, None, f"not valid JSON: {e}"[:300], rule="JSON") from None
-
-
-def check_readable_file(path: str | Path) -> Path:
-    """``path`` if it is a regular file (symlinks followed); else an :class:`InputError`:
-    MISSING_FILE when absent, NOT_A_FILE for a folder, a device or a pipe."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(path, None, None, "file not found", rule="MISSING_FILE")
-    if not path.is_file():
-        what = "a folder" if path.is_dir() else "not a regular file"
-        raise InputError(path, None, None, f"is {what}; expected a file", rule="NOT_A_FILE")
-    return path
-
-
-def decode_line(path: str | Path, no: int | None, raw: bytes) -> str:
-    """``raw`` as UTF-8 text; invalid UTF-8 is an :class:`InputError` (rule ENCODING) naming the
-    first bad byte and its column."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(path, no, None, f"not valid UTF-8: byte 0x{raw[e.start]:02x} at "
-                         f"column {e.start + 1} ({e.reason})", rule="ENCODING") from None
 
 
 def read_json_file(path: str | Path, expect: type | None = None, what: str = "") -> Any:

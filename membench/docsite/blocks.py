@@ -507,8 +507,31 @@ def _dense_isa(ctx: Context) -> str:
     return "\n".join(rows)
 
 
+def _trec_eval_measures(ctx: Context) -> str:
+    """What ``membench trec-eval`` computes of trec_eval 10.0's measures and options, and
+    what it does not, from the measure registry (membench.metrics.trec_eval)."""
+    from ..metrics.trec_eval import MEASURES, NICKNAMES, NOT_IMPLEMENTED
+
+    rows = ["| measure | parameters (trec_eval's default) | summary | definition |",
+            "|---|---|---|---|"]
+    for m in MEASURES.values():
+        params = ", ".join(f"{x:g}" for x in m.default) if m.default else ""
+        rows.append(f"| `{m.name}` | {params} | {m.summary} | {_cell(m.definition)} |")
+    nick = [f"`{n}`" for n, ms in NICKNAMES.items() if all(x in MEASURES for x in ms)]
+    refused = [f"`{n}`" for n, ms in NICKNAMES.items() if not all(x in MEASURES for x in ms)]
+    return "\n".join(rows) + (
+        f"\n\nNicknames: {', '.join(nick)} (the default) computed; {', '.join(refused)} "
+        f"refused, naming the measures missing.\n\n"
+        f"**Not implemented** ({len(NOT_IMPLEMENTED)} of trec_eval's "
+        f"{len(NOT_IMPLEMENTED) + len(MEASURES)} measures; each is refused by name): "
+        + ", ".join(f"`{n}`" for n in NOT_IMPLEMENTED) +
+        ". Options not implemented (refused with one line): `-R` other than `qrels`, `-T` "
+        "other than `trec_results`, `-Z`, `-N`, `-D`, `-o`.")
+
+
 GENERATORS: dict[str, Callable[[Context], str]] = {
     "cards": _cards,
+    "trec-eval-measures": _trec_eval_measures,
     "dense-isa": _dense_isa,
     "query-fields": _query_fields,
     "import-refusal": _import_refusal,

@@ -31,16 +31,37 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..run.files import AtomRow, RunRow, read_atoms, read_run
-from ..run.protocol import TIE_BREAKING, order_hits
-from ..sets.schema import AnnotationRecord, SourceItem
-from .aggregate import DEFINITIONS, aggregate, format_brief, format_table
-from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
-from .measures import GATES, MEASURES, METRICS, Measure
-from .ranking import FirstHits
-from .rundir import RunDir, metrics_for_run_dir
-from .score import ItemScores, score_items
-from .trec import evaluate_trec, read_trec_qrels, read_trec_run, write_trec_qrels, write_trec_run
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..run.files import AtomRow, RunRow
+    from ..sets.schema import AnnotationRecord, SourceItem
+
+# the package's names, imported on first use (PEP 562): ``membench trec-eval`` imports
+# membench.metrics.trec_eval without pandas, pydantic or the sets' schema
+_LAZY = {
+    "AtomRow": "..run.files", "RunRow": "..run.files", "read_atoms": "..run.files",
+    "read_run": "..run.files", "TIE_BREAKING": "..run.protocol",
+    "order_hits": "..run.protocol", "AnnotationRecord": "..sets.schema",
+    "SourceItem": "..sets.schema", "DEFINITIONS": ".aggregate", "aggregate": ".aggregate",
+    "format_brief": ".aggregate", "format_table": ".aggregate", "N_RESAMPLES": ".bootstrap",
+    "SEED": ".bootstrap", "bootstrap_ci": ".bootstrap", "GATES": ".measures",
+    "MEASURES": ".measures", "METRICS": ".measures", "Measure": ".measures",
+    "FirstHits": ".ranking", "RunDir": ".rundir", "metrics_for_run_dir": ".rundir",
+    "ItemScores": ".score", "score_items": ".score", "evaluate_trec": ".trec",
+    "read_trec_qrels": ".trec", "read_trec_run": ".trec", "write_trec_qrels": ".trec",
+    "write_trec_run": ".trec",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def compute_metrics(records: Iterable[AnnotationRecord | Mapping],
@@ -48,9 +69,16 @@ def compute_metrics(records: Iterable[AnnotationRecord | Mapping],
                     atoms: Iterable[AtomRow | Mapping],
                     run_rows: Iterable[RunRow | Mapping],
                     *, record_locs: Sequence[tuple[str, int | None]] | None = None,
-                    seed: int = SEED, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+                    seed: int | None = None, n_resamples: int | None = None) -> dict[str, Any]:
     """The ``metrics.json`` object for one run over ``records`` (see
-    :mod:`membench.metrics.aggregate` for its shape)."""
+    :mod:`membench.metrics.aggregate` for its shape); ``seed`` and ``n_resamples`` default to
+    the bootstrap's :data:`~membench.metrics.bootstrap.SEED` and ``N_RESAMPLES``."""
+    from .aggregate import aggregate
+    from .bootstrap import N_RESAMPLES, SEED
+    from .score import score_items
+
+    seed = SEED if seed is None else seed
+    n_resamples = N_RESAMPLES if n_resamples is None else n_resamples
     return aggregate(score_items(records, items, atoms, run_rows, record_locs=record_locs),
                      seed=seed, n_resamples=n_resamples)
 

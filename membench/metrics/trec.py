@@ -66,8 +66,8 @@ import numpy as np
 
 from ..core.bounds import bound
 from ..core.errors import InputError
-from ..core.jsonl import check_readable_file
-from ..run.files import MAX_TREC_LINE, trec_fields, trec_float, trec_int
+from ..core.textfiles import (MAX_TREC_LINE, check_readable_file, trec_fields, trec_float,
+                              trec_int)
 from .ranking import FirstHits, rank_measures
 
 CHUNK_BYTES = 8 << 20
@@ -294,8 +294,9 @@ def _fields(path: Path, ch: _Chunk,
         i = int(bad[0]) if bad.size else 0
         raise InputError(path, ch.first_line + i + 1, None, "expected 6 fields (qid Q0 docid "
                          f"rank score tag), got {int(counts[i])}"
-                         + ("; trec_eval ignores fields after the sixth: --trec-eval-compat "
-                            "does too" if counts[i] > 6 else ""), rule="TREC")
+                         + ("; trec_eval ignores fields after the sixth, and so does membench "
+                            "trec-eval without --strict" if counts[i] > 6 else ""),
+                         rule="TREC")
     has = counts > 0
     comment = np.zeros(n_lines, dtype=bool)
     comment[has] = ch.buf[starts[first_tok[has]]] == 35
@@ -859,6 +860,13 @@ class _QueryIndex:
             return vals[inv]
         return np.repeat(vals, np.diff(np.append(seg, n)))
 
+    def qid(self, i: int) -> str:
+        """The qid of query index ``i`` (for a message: a scan of the index)."""
+        for qid, j in self.index.items():
+            if j == i:
+                return qid
+        return str(i)
+
     def _lookup_arrow(self, column) -> np.ndarray:
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -936,8 +944,10 @@ class _Scan:
     hashes, judged lines; lines handed on in groups that hold whole queries."""
 
     def __init__(self, path: Path, qrels: _Qrels, qindex: dict[str, int], chunk_bytes: int,
-                 ties: str, keep_lines: bool, compat: bool = False):
+                 ties: str, keep_lines: bool, compat: bool = False,
+                 duplicates: str = "first", max_docs: int | None = None):
         self.path, self.qr, self.chunk_bytes = path, qrels, chunk_bytes
+        self.duplicates, self.max_docs = duplicates, max_docs
         self.qindex = _QueryIndex(qindex)
         self.ties, self.keep_lines, self.compat = ties, keep_lines, compat
         self.chunk_info: list[tuple[int, int, int]] = []
@@ -1204,8 +1214,11 @@ class _Scan:
         if n == 0:
             return
         q = g.q
-        if self.ties == "trec_eval":
-            score = g.score.astype(np.float32).astype(np.float64)
+        if self.ties in ("trec_eval", "trec_eval9"):
+            # 10.0 compares the scores as doubles (form_res_rels.c); 9.x, and pytrec_eval,
+            # which bundles 9.0.8, as 32-bit floats
+            score = g.score if self.ties == "trec_eval" else \
+                g.score.astype(np.float32).astype(np.float64)
             order = self._order_trec_eval(g, score)
         else:
             order = None if not grouped and _in_order(q, g.score, g.rank, contiguous) else \
@@ -1214,6 +1227,8 @@ class _Scan:
         sq = q if order is None else q[order]
         start = np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]])
         lens = np.diff(np.append(start, n))
+        if dup is not None and self.duplicates == "refuse":
+            self._refuse(g, dup, order, start, lens)
         if dup is None:
             r = np.arange(1, n + 1, dtype=np.int32) - np.repeat(start.astype(np.int32), lens)
             ret = lens
@@ -1236,6 +1251,36 @@ class _Scan:
         out.jrel.append(g.jrel)
         if self.keep_lines:
             self.rank_parts.append((g.line, r))
+
+    def _refuse(self, g: _Lines, dup: np.ndarray, order: np.ndarray | None,
+                start: np.ndarray, lens: np.ndarray) -> None:
+        """trec_eval's refusal of a docid listed twice for a query (``form_res_rels.c``:
+        "duplicate docs"), as a located error at the later copy (in ranking order). With
+        ``max_docs`` (``-M``) only copies both inside a query's first ``max_docs`` are
+        refused, as trec_eval checks after cutting the ranking."""
+        n = len(g)
+        d = dup if order is None else dup[order]
+        if self.max_docs is not None:
+            pos = np.arange(n) - np.repeat(start, lens)
+            d = d & (pos < self.max_docs)
+        if not d.any():
+            return
+        at = np.flatnonzero(d) if order is None else order[np.flatnonzero(d)]
+        i = int(at[np.argmin(g.line[at])])
+        rec = int(g.line[i])
+        doc = _reread_docids(self.path, g.line[[i]], self.chunk_info, self.compat)[0]
+        same = np.flatnonzero((g.key == g.key[i]) & (g.q == g.q[i]))
+        same = same[same != i]
+        docs = _reread_docids(self.path, g.line[same], self.chunk_info, self.compat)
+        others = sorted(_record_line(self.path, self.chunk_info, int(g.line[k]), self.compat)
+                        for k, dk in zip(same.tolist(), docs) if dk == doc)
+        qid = self.qindex.qid(int(g.q[i]))
+        also = f" (also line {others[0]})" if others else ""
+        raise InputError(self.path, _record_line(self.path, self.chunk_info, rec, self.compat),
+                         "docid", f"{doc.decode('utf-8', 'replace')[:200]!r} listed twice for "
+                         f"query {qid!r}{also}: trec_eval refuses a run that repeats a docid "
+                         "within a query (its 'duplicate docs'); --lenient counts the first "
+                         "copy only", rule="DUPLICATE_DOC")
 
     def _order_trec_eval(self, g: _Lines, score: np.ndarray) -> np.ndarray:
         """trec_eval's order: 32-bit score descending, then docid descending (bytes)."""
@@ -1386,6 +1431,28 @@ def _duplicates(path: Path, g: _Lines, order: np.ndarray | None,
     return dup if dup.any() else None
 
 
+def _record_line(path: Path, chunk_info: list[tuple[int, int, int]], record: int,
+                 compat: bool = False) -> int:
+    """The file line (1-based) of run record ``record`` (0-based): the same unless lines
+    were skipped (``compat``: comments, blank lines)."""
+    if not compat:
+        return record + 1
+    firsts = [c[2] for c in chunk_info]
+    ci = int(np.searchsorted(np.asarray(firsts, dtype=np.int64), record, side="right") - 1)
+    offset, size, first = chunk_info[ci]
+    with open(path, "rb") as f:
+        f.seek(offset)
+        raw = bytearray(f.read(size))
+    if len(raw) < size:
+        raw += b"\n"
+    raw += bytes(16)
+    ch = _Chunk(raw, size, first)
+    _, _, rec_line = _fields(path, ch, compat)
+    base = _lines_before(path, offset)
+    i = record - first
+    return base + (int(rec_line[i]) if rec_line is not None else i) + 1
+
+
 def _reread_docids(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]],
                    compat: bool = False) -> list[bytes]:
     """Exact docid bytes of the given (0-based) lines, re-read piece by piece."""
@@ -1447,12 +1514,13 @@ class TrecRun:
         return FirstHits(self.n_relevant.copy(), self.judged_q[keep], self.judged_rank[keep])
 
 
-TIES = ("membench", "trec_eval")
+TIES = ("membench", "trec_eval", "trec_eval9")
 
 
 def _scan_run(path: str | os.PathLike,
               qrels: Mapping[str, Mapping[str, int]] | str | os.PathLike | None,
-              chunk_bytes: int, ties: str, keep_lines: bool, compat: bool = False) -> TrecRun:
+              chunk_bytes: int, ties: str, keep_lines: bool, compat: bool = False,
+              duplicates: str = "first", max_docs: int | None = None) -> TrecRun:
     if ties not in TIES:
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
     path = Path(path)
@@ -1462,7 +1530,7 @@ def _scan_run(path: str | os.PathLike,
         read_path = _regular(path, tmpdir / "run", chunk_bytes)
         try:
             return _scan(read_path, path, qrels, qrels_path, tmpdir, chunk_bytes, ties,
-                         keep_lines, compat)
+                         keep_lines, compat, duplicates, max_docs)
         except InputError as e:
             if read_path != path and Path(e.file) == read_path:
                 e.file = str(path)         # name the file the user gave, not its copy
@@ -1482,13 +1550,15 @@ def _regular(path: Path, tmpdir: Path, chunk_bytes: int, limit: int | None = Non
 
 
 def _scan(path: Path, shown: Path, qrels, qrels_path: Path | None, tmpdir: Path,
-          chunk_bytes: int, ties: str, keep_lines: bool, compat: bool) -> TrecRun:
+          chunk_bytes: int, ties: str, keep_lines: bool, compat: bool,
+          duplicates: str = "first", max_docs: int | None = None) -> TrecRun:
     base: dict[str, int] = {}
     if qrels_path is not None:
         qr = _Qrels.from_file(qrels_path, base, tmpdir / "qrels", compat)
     else:
         qr = _Qrels(qrels or {}, base)
-    scan = _Scan(path, qr, dict(base), chunk_bytes, ties, keep_lines, compat)
+    scan = _Scan(path, qr, dict(base), chunk_bytes, ties, keep_lines, compat, duplicates,
+                 max_docs)
     spill = tmpdir / "spill"
     spill.mkdir()
     try:
@@ -1497,7 +1567,8 @@ def _scan(path: Path, shown: Path, qrels, qrels_path: Path | None, tmpdir: Path,
         interleaved = True
         seen_bytes = sum(c[1] for c in scan.chunk_info) or 1
         est = int(path.stat().st_size * max(scan.n_lines, 1) / seen_bytes) + 1
-        scan = _Scan(path, qr, dict(base), chunk_bytes, ties, keep_lines, compat)
+        scan = _Scan(path, qr, dict(base), chunk_bytes, ties, keep_lines, compat,
+                     duplicates, max_docs)
         scan.group(scan.chunks(), spill, est)
     out = scan.out
 

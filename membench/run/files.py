@@ -22,8 +22,7 @@ metrics use the item's values), see :func:`membench.metrics.resolve.build_atom_t
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
@@ -33,16 +32,14 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
-from ..core.bounds import bound
 from ..core.errors import InputError
 from ..core.ids import id_problem, ids_problem
 from ..core.jsonl import (
-    check_readable_file,
-    decode_line,
     iter_json_lines,
     parse_model,
     read_json_file,
 )
+from ..core.textfiles import MAX_TREC_LINE, TREC_CONTROL, trec_fields, trec_float, trec_int  # noqa: F401  (re-exported: TREC lines)
 from ..core.times import timestamp_problem
 from ..modalities import MODALITIES, check_extent
 from .protocol import MAX_DEPTH, Atom
@@ -251,69 +248,6 @@ def _bulk_hits(hits: list) -> tuple[list[str], np.ndarray] | None:
 
 def read_run(path: str | Path) -> list[RunRow]:
     return [parse_run_row(obj, str(path), no) for no, obj in iter_json_lines(path)]
-
-
-_TREC_INT = re.compile(r"[+-]?[0-9]+")
-_TREC_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-# bytes that are neither text nor one of bytes.split()'s separators (space \t \n \r \v \f)
-TREC_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1f]")
-
-
-def trec_int(tok: str | bytes) -> int:
-    """A TREC integer field: ASCII digits with an optional sign, nothing else (``int()`` alone
-    would also take ``1_000`` and non-ASCII digits); ``ValueError`` otherwise."""
-    t = tok.decode("ascii", errors="replace") if isinstance(tok, bytes) else tok
-    if not _TREC_INT.fullmatch(t):
-        raise ValueError(f"not an integer: {t[:40]!r}")
-    return int(t)
-
-
-def trec_float(tok: str | bytes) -> float:
-    """A TREC score: a decimal number ``[+-]digits[.digits][e[+-]digits]``, nothing else
-    (``float()`` alone would also take ``1_0``, ``inf``, ``nan``); ``ValueError`` otherwise."""
-    t = tok.decode("ascii", errors="replace") if isinstance(tok, bytes) else tok
-    if not _TREC_FLOAT.fullmatch(t):
-        raise ValueError(f"not a number: {t[:40]!r}")
-    return float(t)
-
-
-MAX_TREC_LINE = bound(
-    "trec_line_bytes", 4 << 20, "bytes",
-    "one line of a TREC run or qrels file (newline included; a docid of several MiB fits)",
-    "located error LINE_TOO_LONG naming the file and line, found after reading at most this "
-    "much of the line (a stream without newlines is read in fixed memory)",
-    "membench.run.files")
-
-
-def trec_fields(path: str | Path, layout: str,
-                comment_lines: bool = False) -> Iterator[tuple[int, list[str]]]:
-    """``(line number, fields)`` per line of a whitespace-separated TREC file whose lines have
-    the fields named in ``layout`` (e.g. ``"qid Q0 docid rank score tag"``). Lines end at
-    ``\\n``; fields are separated by ASCII whitespace (``bytes.split()``), the same bytes the
-    vectorised reader (:func:`membench.metrics.read_trec_run`) splits on. A missing file, a
-    line that is not UTF-8, holds another control byte, or has another field count is an
-    :class:`InputError` naming it. ``comment_lines``: a line whose first byte is ``#`` is
-    skipped (trec_eval 10's qrels comments, ``membench trec-eval --trec-eval-compat``)."""
-    path = check_readable_file(path)
-    n = len(layout.split())
-    with open(path, "rb") as f:
-        # readline(limit): a line longer than the bound is never held whole, and the error
-        # comes after reading at most that much of it (a stream without newlines ends there)
-        for no, raw in enumerate(iter(lambda: f.readline(MAX_TREC_LINE + 1), b""), 1):
-            if len(raw) > MAX_TREC_LINE:
-                raise InputError(path, no, None, f"line longer than {MAX_TREC_LINE:,} bytes "
-                                 "(bound trec_line_bytes)", rule="LINE_TOO_LONG")
-            if comment_lines and raw[:1] == b"#":
-                continue
-            bad = TREC_CONTROL.search(raw)
-            if bad:
-                raise InputError(path, no, None, f"control byte 0x{raw[bad.start()]:02x} at "
-                                 f"column {bad.start() + 1}", rule="TREC")
-            parts = decode_line(path, no, raw).encode("utf-8").split()
-            if len(parts) != n:
-                raise InputError(path, no, None, f"expected {n} fields ({layout}), got "
-                                 f"{len(parts)}", rule="TREC")
-            yield no, [p.decode("utf-8") for p in parts]
 
 
 class RunMeta(BaseModel):

@@ -309,7 +309,7 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
                modalities: Iterable[str] | None = None, limit: int | None = None,
                final: bool = False, progress=None, *, lock: Path | None = None,
                manifest: Path = MANIFEST_PATH, check_sets: bool = True,
-               sample_seed: int | None = None) -> dict:
+               sample_seed: int | None = None, ingested: Path | None = None) -> dict:
     """Run ``system`` over ``split`` into ``out`` (resuming if ``out`` holds a partial run).
 
     First, in seconds: the arguments (:func:`preflight`), then the run's keeper process
@@ -321,7 +321,9 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
     ``bench/test_access.jsonl``. Reports the ``ingest`` and ``queries`` steps through
     :mod:`membench.core.progress`; ``progress(done, total)``, when given, is also called every
     100 queries. ``sample_seed`` (with ``limit``): the N queries per modality are drawn by
-    another hash (:func:`membench.sets.select.select_records`)."""
+    another hash (:func:`membench.sets.select.select_records`). ``ingested``: a file created
+    (empty) once ingest is done and the atoms are recorded, before the queries (``make runs``
+    starts the other systems then: the content and embedding caches are full)."""
     from .keeper import Keeper
 
     preflight(split, out, modalities, limit, final, sample_seed)
@@ -330,7 +332,7 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
                           manifest, check_sets)
         with run_dir_lock(out), located_os_errors(out):
             return _run_locked(system, keeper, sel, sets_dir, split, out, corpus_root,
-                               modalities, limit, final, progress, sample_seed)
+                               modalities, limit, final, progress, sample_seed, ingested)
 
 
 def preflight(split: str, out: Path, modalities: Iterable[str] | None = None,
@@ -368,7 +370,7 @@ def located_os_errors(out: Path):
 def _run_locked(system: MemorySystem, keeper, sel, sets_dir: Path, split: str, out: Path,
                 corpus_root: Path, modalities: Iterable[str] | None = None,
                 limit: int | None = None, final: bool = False, progress=None,
-                sample_seed: int | None = None) -> dict:
+                sample_seed: int | None = None, ingested: Path | None = None) -> dict:
     """The run itself (:func:`run_system` holds RUN_DIR's lock and the keeper around it)."""
     out = Path(out)
     meta = begin_run(system, sel, sets_dir, split, out, modalities, limit, final,
@@ -394,6 +396,9 @@ def _run_locked(system: MemorySystem, keeper, sel, sets_dir: Path, split: str, o
     meta["network"] = _network_meta(meta_old, guard)
     _warn_network(system.name, "ingest", guard)
     record_atoms(system.name, atoms, sel.items, out, meta)
+    if ingested is not None:
+        Path(ingested).parent.mkdir(parents=True, exist_ok=True)
+        Path(ingested).touch()
 
     known = {a.atom_id for a in atoms}
     done = keeper.done(run_path)
