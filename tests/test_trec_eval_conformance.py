@@ -127,7 +127,6 @@ def _base(name: str) -> str:
     return name
 
 
-CASES = quicktest_cases(_helper().SHARED) if (_helper().SHARED / "Makefile").is_file() else []
 
 
 def test_the_quicktest_cases_are_all_read(tree):
