@@ -1283,7 +1283,8 @@ class _Scan:
                          "copy only", rule="DUPLICATE_DOC")
 
     def _order_trec_eval(self, g: _Lines, score: np.ndarray) -> np.ndarray:
-        """trec_eval's order: 32-bit score descending, then docid descending (bytes)."""
+        """trec_eval's order: ``score`` descending (doubles for 10.0; the caller rounds them
+        to 32-bit floats for 9.x), then docid descending (bytes)."""
         n = len(g)
         o = np.argsort(-score, kind="stable")
         ss = score[o]
@@ -1437,20 +1438,28 @@ def _record_line(path: Path, chunk_info: list[tuple[int, int, int]], record: int
     were skipped (``compat``: comments, blank lines)."""
     if not compat:
         return record + 1
-    firsts = [c[2] for c in chunk_info]
-    ci = int(np.searchsorted(np.asarray(firsts, dtype=np.int64), record, side="right") - 1)
-    offset, size, first = chunk_info[ci]
+    firsts = np.asarray([c[2] for c in chunk_info], dtype=np.int64)
+    ci = int(np.searchsorted(firsts, record, side="right") - 1)
     with open(path, "rb") as f:
-        f.seek(offset)
-        raw = bytearray(f.read(size))
-    if len(raw) < size:
+        ch, _, _, rec_line = _reread_chunk(path, f, chunk_info[ci], compat)
+    i = record - ch.first_line
+    return _lines_before(path, chunk_info[ci][0]) + \
+        (int(rec_line[i]) if rec_line is not None else i) + 1
+
+
+def _reread_chunk(path: Path, f, info: tuple[int, int, int], compat: bool = False):
+    """``(chunk, field starts, field ends, per-record line offsets or None)`` of the piece
+    ``info`` (offset, size, first record) of ``chunk_info``, read again from the open file
+    ``f``."""
+    offset, size, first = info
+    f.seek(offset)
+    raw = bytearray(f.read(size))
+    if len(raw) < size:           # the last piece had its newline supplied
         raw += b"\n"
     raw += bytes(16)
     ch = _Chunk(raw, size, first)
-    _, _, rec_line = _fields(path, ch, compat)
-    base = _lines_before(path, offset)
-    i = record - first
-    return base + (int(rec_line[i]) if rec_line is not None else i) + 1
+    S, E, rec_line = _fields(path, ch, compat)
+    return ch, S, E, rec_line
 
 
 def _reread_docids(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]],
@@ -1461,16 +1470,9 @@ def _reread_docids(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, in
     out: list[bytes] = [b""] * len(lines)
     with open(path, "rb") as f:
         for ci in np.unique(which).tolist():
-            offset, size, first = chunk_info[ci]
-            f.seek(offset)
-            raw = bytearray(f.read(size))
-            if len(raw) < size:           # the last piece had its newline supplied
-                raw += b"\n"
-            raw += bytes(16)
-            ch = _Chunk(raw, size, first)
-            S, E, _ = _fields(path, ch, compat)
+            ch, S, E, _ = _reread_chunk(path, f, chunk_info[ci], compat)
             for k in np.flatnonzero(which == ci).tolist():
-                i = int(lines[k]) - first
+                i = int(lines[k]) - ch.first_line
                 out[k] = ch.token(S[i, 2], E[i, 2])
     return out
 

@@ -265,7 +265,7 @@ def _sum(v: np.ndarray) -> float:
     return float(np.cumsum(v, dtype=np.float64)[-1]) if len(v) else 0.0
 
 
-def _values(j: _Judged, n_rel: np.ndarray, n_nonrel: np.ndarray, ideal_gains: list,
+def _values(j: _Judged, n_rel: np.ndarray, n_nonrel: np.ndarray, ideal: tuple,
             request: Request, level: int) -> dict[str, np.ndarray]:
     nq = len(j.ret)
     isrel = j.rel >= level
@@ -322,7 +322,7 @@ def _values(j: _Judged, n_rel: np.ndarray, n_nonrel: np.ndarray, ideal_gains: li
                         s = np.bincount(rq[inside], weights=(kth / rr)[inside], minlength=nq)
                         out[name] = np.where(n_rel > 0, s / safe_rel, 0.0)
                     else:
-                        out[name] = _ndcg(j, ideal_gains, k)
+                        out[name] = _ndcg(j, ideal, k)
             elif m in ("set_P", "set_recall", "set_map", "set_F"):
                 sp = np.where(j.ret > 0, nrr / np.maximum(j.ret, 1), 0.0)
                 sr = np.where(n_rel > 0, nrr / safe_rel, 0.0)
@@ -389,17 +389,17 @@ def _iprec(rq: np.ndarray, rr: np.ndarray, nrr: np.ndarray, ret: np.ndarray,
 _NEG_NAN = float(np.copysign(np.nan, -1.0))
 
 
-def _ndcg(j: _Judged, ideal_gains: list, k: int) -> np.ndarray:
+def _ndcg(j: _Judged, ideal: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> np.ndarray:
+    """m_ndcg_cut.c at ``k``: ``ideal`` is (query, grade, position) of every judgment with
+    grade > 0, best first per query; both sums add in rank order, as trec_eval's loops do."""
     nq = len(j.ret)
     inside = (j.rank <= k) & (j.rel > 0)
     dcg = np.bincount(j.q[inside], weights=j.rel[inside] / np.log2(j.rank[inside] + 1.0),
                       minlength=nq)
-    ideal = np.zeros(nq)
-    for q, gains in enumerate(ideal_gains):
-        if gains is not None and len(gains):
-            g = gains[:k]
-            ideal[q] = _sum(g / np.log2(np.arange(2, len(g) + 2, dtype=np.float64)))
-    return np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), dcg)
+    gq, gg, pos = ideal
+    top = pos < k
+    best = np.bincount(gq[top], weights=gg[top] / np.log2(pos[top] + 2.0), minlength=nq)
+    return np.where(best > 0, dcg / np.where(best > 0, best, 1.0), dcg)
 
 
 def _fmt(name: str, qid: str, value) -> str:
@@ -512,10 +512,8 @@ def trec_eval_values(qrels_path: str | os.PathLike, run_path: str | os.PathLike,
     gq, gg = qq[pos], qrel[pos].astype(np.float64)
     og = np.lexsort((-gg, gq))
     gq, gg = gq[og], gg[og]
-    bounds = np.searchsorted(gq, np.arange(nq + 1))
-    ideal_gains = [gg[bounds[i]:bounds[i + 1]] for i in range(nq)] \
-        if any(m == "ndcg_cut" for m, _ in request.measures) else []
-    per = _values(j, n_rel, n_nonrel, ideal_gains, request, level)
+    ideal = (gq, gg, np.arange(len(gq)) - np.searchsorted(gq, np.arange(nq))[gq])
+    per = _values(j, n_rel, n_nonrel, ideal, request, level)
     if "num_ret" in per:
         per["num_ret"] = shown_ret
     single = [n for n in names if n in per and n != "gm_map"]
