@@ -73,6 +73,7 @@ from ..core.jsonl import read_models
 from ..modalities import MODALITIES
 from .schema import AnnotationRecord, SourceItem
 from .select import presentation_order, select_records
+from .tells import NATIVE_TELLS
 
 AUC_GATE = 0.65
 RULE_GATE = 0.60
@@ -89,15 +90,6 @@ TEXT_FEATURES = ("q_words", "q_names", "q_numbers", "q_space", "sim_own", "sim_o
                  "nn_other", "names_own_qs", "names_other_qs", "speaker_own", "speaker_other",
                  "file_own", "file_other", "year_after_as_of")
 FEATURES = TIMELINE_FEATURES + TEXT_FEATURES
-# upstream native unanswerables that carry a tell of their own (docs/sets.md): the build
-# cannot change upstream's questions, so the gates leave them out and the audit reports the
-# tell's strength per source (``native_tells``)
-NATIVE_TELLS: dict[str, str] = {
-    "locomo": "LoCoMo's adversarial questions are name-swapped copies of answerable questions "
-              "of the same conversation",
-    "mmlongbench": "MMLongBench-Doc's unanswerable questions are altered copies (another "
-                   "year, page or label) of answerable questions of the same document",
-}
 TWIN_COPY = 0.7     # TF-IDF cosine of a near-copy (rule "near_copy")
 _SIM_BLOCK = 512    # rows of question cosines computed at once
 _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")

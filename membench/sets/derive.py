@@ -78,6 +78,7 @@ from .. import modalities
 from ..core.hashing import hash_order
 from .neardup import NearDupIndex
 from .schema import AnnotationRecord, Gold, Origin, RecordDraft, Scope, SourceItem
+from .tells import labels as tell_labels
 from .timeline import Timeline, pick
 
 # source key -> {derivation: share of the source's answerable queries}
@@ -450,7 +451,7 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
     def derived(r: RecordDraft, kind: str, scope: Scope, as_of: datetime,
                 qid: str) -> AnnotationRecord:
         origin = Origin(**{**r.origin.model_dump(), "derived_from": r.query_id,
-                           "derivation": kind,
+                           "derivation": kind, "kind": kind, "audited": True,
                            "distractor": [g.model_dump(exclude_none=True) for g in r.gold]})
         return AnnotationRecord(
             query_id=qid, modality=r.modality, question=r.question, answer=None,
@@ -554,5 +555,8 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
             as_of = placed(h, r.query_id)
         else:
             as_of = placed(h, r.query_id, anchor_slot[r.query_id])
+        if r.unanswerable:
+            kind, ok = tell_labels(source, None)
+            fields["origin"] = {**fields["origin"], "kind": kind, "audited": ok}
         out.append(AnnotationRecord(**{**fields, "as_of": as_of, "split": holder_split[h]}))
     return out, stats

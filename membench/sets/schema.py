@@ -42,6 +42,7 @@ Modality = Literal[MODALITIES]   # the registered modalities (membench.modalitie
 Split = Literal["dev", "test"]
 AnswerFormat = Literal["str", "int", "float", "list", "none"]
 Derivation = Literal["transactive", "temporal"]
+UnanswerableKind = Literal["native", "transactive", "temporal"]
 
 
 class Strict(BaseModel):
@@ -122,11 +123,24 @@ class Origin(Strict):
     # distractor, never gold.
     distractor: list[Any] | None = None
     notes: str | None = None
+    # set by the build on every unanswerable record, null on answerable ones (membench/sets/
+    # tells.py): ``kind`` is "native" (upstream's own) or the derivation; ``audited`` says
+    # whether the record is in the population the build's no-tells audit gates (every derived
+    # record; a native unless its source's questions carry a tell of their own). Gated and
+    # headline false recall count audited records only.
+    kind: UnanswerableKind | None = None
+    audited: bool | None = None
 
     @model_validator(mode="after")
     def _derived_pair(self) -> "Origin":
         if (self.derived_from is None) != (self.derivation is None):
             raise ValueError("derived_from and derivation go together")
+        if self.derivation is not None and self.kind not in (None, self.derivation):
+            raise ValueError(f"kind {self.kind!r} differs from derivation {self.derivation!r}")
+        if self.derivation is None and self.kind not in (None, "native"):
+            raise ValueError(f"kind {self.kind!r} without derived_from and derivation")
+        if (self.kind is None) != (self.audited is None):
+            raise ValueError("kind and audited go together")
         return self
 
 
@@ -161,6 +175,8 @@ class RecordDraft(Strict):
                     raise ValueError(f"{name}[{i}].region: {why}")
         if self.unanswerable and self.answer is not None:
             raise ValueError("answer must be null when unanswerable")
+        if not self.unanswerable and self.origin.kind is not None:
+            raise ValueError("origin.kind is set on an answerable record")
         return self
 
 
@@ -179,6 +195,9 @@ class AnnotationRecord(RecordDraft):
             for i, j in repeated_regions([(g.source_id, g.region) for g in golds]):
                 raise ValueError(f"{name}[{j}] repeats {name}[{i}] (the same source_id and "
                                  "region): a gold region is listed once")
+        if self.unanswerable and self.origin.kind is None:
+            raise ValueError("origin.kind and origin.audited are required on an unanswerable "
+                             "record (native, transactive or temporal)")
         return self
 
 
