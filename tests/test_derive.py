@@ -145,13 +145,28 @@ def test_a_question_naming_a_speaker_moves_only_where_that_name_is_a_speaker():
 
 
 def test_a_moved_question_may_not_leave_a_closer_twin_behind():
+    # a near-copy asked about *another* item of h/a stays behind: moving the question would
+    # leave its twin in h/a while h/b asks nothing like it
+    items, texts, split, tls = world(["zephyr turbine report", "zephyr turbine report spine"]
+                                     + FILLER[:4], FILLER[5:11])
+    r = rec(1, "What colour is the zephyr turbine report cover?", "src:a0")
+    sib = rec(2, "What colour is the zephyr turbine report spine?", "src:a1")
+    out, st = derive("src", [r, sib], items, texts, split, tls)
+    assert st.transactive == 0 and st.skipped[f"transactive: {TWIN}"] >= 1
+
+
+def test_an_items_questions_move_together():
+    """Two questions about one item are one cluster: both move, to the same holder, and
+    neither is left behind as the other's twin."""
     items, texts, split, tls = world(["zephyr turbine report"] + FILLER[:5], FILLER[5:11])
     r = rec(1, "What colour is the zephyr turbine report cover?", "src:a0")
     sib = rec(2, "What colour is the zephyr turbine report spine?", "src:a0")
-    sib = RecordDraft(**{**sib.model_dump(), "query_id": "src:2"})
-    out, st = derive("src", [r, sib], items, texts, split, tls)
-    # each is the other's twin in h/a, and h/b asks nothing like them
-    assert st.transactive == 0 and st.skipped[f"transactive: {TWIN}"] >= 1
+    other = [rec(10 + i, f"What does {w} say?", f"src:a{1 + i}")
+             for i, w in enumerate(("alpha", "beta", "gamma", "delta", "epsilon"))]
+    out, st = derive("src", [r, sib, *other], items, texts, split, tls)
+    moved = {d.origin.derived_from: d.scope.holder for d in out
+             if d.origin.derivation == "transactive"}
+    assert st.clusters == 1 and moved == {"src:1": "h/b", "src:2": "h/b"}
 
 
 def test_a_derived_query_replaces_its_original():

@@ -76,6 +76,7 @@ from .select import presentation_order, select_records
 from .tells import NATIVE_TELLS
 
 AUC_GATE = 0.65
+CI_GATE = 0.70       # the text classifiers' upper 95% bound
 RULE_GATE = 0.60
 MIN_UNANSWERABLE = 20
 MIN_FOR_AUC = 5       # fewer items of a class: no classifier (its AUC would say nothing)
@@ -179,7 +180,7 @@ def features(records: list[AnnotationRecord], items: list[SourceItem]) -> list[d
             same = q_holder[(q, r.scope.holder)] - 1
             f = {
                 "query_id": qid, "modality": r.modality, "split": split,
-                "holder": r.scope.holder,
+                "holder": r.scope.holder, "question": r.question,
                 "source": qid.split(":", 1)[0], "unanswerable": r.unanswerable,
                 "derivation": r.origin.derivation or ("native" if r.unanswerable else None),
                 "visible_share": vis / len(t) if t else 0.0, "visible": vis, "items": len(t),
@@ -314,6 +315,9 @@ class ModalityAudit:
     auc_text: float | None = None
     auc_text_ci: tuple[float | None, float | None] = (None, None)
     n_text_unanswerable: int = 0
+    # the plain TF-IDF + logistic regression classifier on the same records (gated the same)
+    auc_lr: float | None = None
+    auc_lr_ci: tuple[float | None, float | None] = (None, None)
     # the text classifier over every record, upstream tells included (not gated)
     auc_all: float | None = None
     # kind (answerable, native, transactive, temporal) -> n, the AUC of that kind against the
@@ -339,8 +343,11 @@ class ModalityAudit:
 
     @property
     def auc_text_pass(self) -> bool | None:
-        return None if not self.text_gated or self.auc_text is None \
-            else self.auc_text <= AUC_GATE
+        return _passes(self.text_gated, self.auc_text, self.auc_text_ci)
+
+    @property
+    def auc_lr_pass(self) -> bool | None:
+        return _passes(self.text_gated, self.auc_lr, self.auc_lr_ci)
 
     def rule_pass(self, name: str) -> bool | None:
         v = self.rules.get(name)
@@ -349,7 +356,8 @@ class ModalityAudit:
 
     @property
     def ok(self) -> bool:
-        return self.auc_pass is not False and self.auc_text_pass is not False and all(
+        return self.auc_pass is not False and self.auc_text_pass is not False \
+            and self.auc_lr_pass is not False and all(
             self.rule_pass(k) is not False for k in self.rules)
 
 
@@ -373,7 +381,12 @@ class Audit:
                            f"{AUC_GATE}")
             if m.auc_text_pass is False:
                 out.append(f"{m.modality}: text-and-metadata classifier ROC AUC "
-                           f"{m.auc_text:.3f} > {AUC_GATE}")
+                           f"{m.auc_text:.3f} [upper {m.auc_text_ci[1]:.3f}] > {AUC_GATE} "
+                           f"[{CI_GATE}]")
+            if m.auc_lr_pass is False:
+                out.append(f"{m.modality}: TF-IDF + logistic regression ROC AUC "
+                           f"{m.auc_lr:.3f} [upper {m.auc_lr_ci[1]:.3f}] > {AUC_GATE} "
+                           f"[{CI_GATE}]")
             for k, v in m.rules.items():
                 if m.rule_pass(k) is False:
                     out.append(f"{m.modality}: rule '{RULES[k][0]}' balanced accuracy "
@@ -381,7 +394,8 @@ class Audit:
         return out
 
     def as_dict(self) -> dict[str, Any]:
-        return {"sets_dir": self.sets_dir, "gates": {"auc": AUC_GATE, "rule": RULE_GATE,
+        return {"sets_dir": self.sets_dir, "gates": {"auc": AUC_GATE, "auc_upper_ci": CI_GATE,
+                                                     "rule": RULE_GATE,
                                                      "min_unanswerable": MIN_UNANSWERABLE},
                 "rules": {k: v[0] for k, v in RULES.items()}, "ok": self.ok,
                 "native_tells_left_out_of_gates": NATIVE_TELLS,
@@ -394,9 +408,20 @@ class Audit:
                                    "text_gated": a.text_gated, "auc_text": a.auc_text,
                                    "auc_text_ci95": list(a.auc_text_ci),
                                    "auc_text_pass": a.auc_text_pass,
+                                   "auc_lr": a.auc_lr, "auc_lr_ci95": list(a.auc_lr_ci),
+                                   "auc_lr_pass": a.auc_lr_pass,
                                    "auc_all_records": a.auc_all, "by_kind": a.by_kind,
                                    "by_split": a.by_split, "native_tells": a.native_tells}
                                for m, a in self.modalities.items()}}
+
+
+def _passes(gated: bool, auc: float | None, ci: tuple[float | None, float | None]
+            ) -> bool | None:
+    """A text classifier's gate: ROC AUC <= :data:`AUC_GATE` and its upper 95% bound <=
+    :data:`CI_GATE`; ``None`` when not gated."""
+    if not gated or auc is None:
+        return None
+    return auc <= AUC_GATE and (ci[1] is None or ci[1] <= CI_GATE)
 
 
 def balanced_accuracy(pred: np.ndarray, y: np.ndarray) -> float | None:
@@ -437,6 +462,54 @@ def oof_scores(x: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None) -
                                                  max_iter=200, learning_rate=0.05)
             clf.fit(x[train], y[train])
             out[test] = clf.predict_proba(x[test])[:, 1]
+    return out
+
+
+# holder metadata beside the n-grams of the plain classifier (:func:`lr_oof_scores`)
+LR_META = ("items", "holder_queries", "visible_share", "q_words")
+
+
+def lr_oof_scores(rows: list[dict[str, Any]], y: np.ndarray) -> np.ndarray:
+    """Out-of-fold P(unanswerable) from the plain text classifier: TF-IDF of the question's
+    word uni- and bigrams and character 2-5-grams (within word bounds; sublinear tf) beside
+    the holder's metadata (:data:`LR_META`, standardised), into a logistic regression
+    (balanced class weights, liblinear), :data:`FOLDS` stratified folds grouped by holder.
+    The audit an outsider runs first; it shares nothing with :func:`oof_scores`' features
+    but the fold rule."""
+    from scipy.sparse import csr_matrix, hstack
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+    from sklearn.preprocessing import StandardScaler
+
+    text = [r["question"] for r in rows]
+    meta = np.nan_to_num(np.array([[float(r[k]) for k in LR_META] for r in rows]))
+    groups = np.array([r["holder"] for r in rows])
+    folds = min(FOLDS, int(y.sum()), int((~y).sum()))
+    if len(set(groups)) >= 2:
+        folds = min(folds, len(set(groups)))
+        split = StratifiedGroupKFold(folds, shuffle=True, random_state=SEED).split(meta, y,
+                                                                                   groups)
+    else:
+        split = StratifiedKFold(folds, shuffle=True, random_state=SEED).split(meta, y)
+    out = np.zeros(len(y))
+    for train, test in split:
+        if y[train].all() or not y[train].any():
+            out[test] = float(y[train].mean())
+            continue
+        words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
+        chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True)
+        scale = StandardScaler()
+        tr = [text[i] for i in train]
+        te = [text[i] for i in test]
+        x_tr = hstack([words.fit_transform(tr), chars.fit_transform(tr),
+                       csr_matrix(scale.fit_transform(meta[train]))]).tocsr()
+        x_te = hstack([words.transform(te), chars.transform(te),
+                       csr_matrix(scale.transform(meta[test]))]).tocsr()
+        clf = LogisticRegression(C=1.0, class_weight="balanced", solver="liblinear",
+                                 max_iter=1000, random_state=SEED)
+        clf.fit(x_tr, y[train])
+        out[test] = clf.predict_proba(x_te)[:, 1]
     return out
 
 
@@ -515,6 +588,7 @@ def audit_rows(rows: list[dict[str, Any]]) -> dict[str, ModalityAudit]:
             scores = oof_scores(_matrix(sub, TEXT_FEATURES), y,
                                 np.array([r["holder"] for r in sub]))
             res.auc_text, res.auc_text_ci = auc_with_ci(scores, y, f"text:{m}")
+            res.auc_lr, res.auc_lr_ci = auc_with_ci(lr_oof_scores(sub, y), y, f"lr:{m}")
         for k, (_, fn) in TEXT_RULES.items():
             res.rules[k] = balanced_accuracy(np.array([fn(r) for r in sub], dtype=bool), y)
         all_scores = None
@@ -660,10 +734,12 @@ def render_audit(a: Audit) -> str:
     interval, the same classifier over every record (upstream tells included) and per kind,
     the highest named rule, the verdict; then each upstream tell's strength (every rule is in
     ``as_dict()``)."""
-    rows = ["| modality | answerable | unanswerable | metadata-only ROC AUC (95% CI) | "
-            "text-and-metadata ROC AUC (95% CI; unanswerable) | text, every record, by kind | "
-            f"best named rule (balanced accuracy) | gates (AUC <= {AUC_GATE}, rules <= "
-            f"{RULE_GATE}) |", "|---|---:|---:|---|---|---|---|---|"]
+    rows = ["| modality | answerable | unanswerable | audited unanswerable (share of records) | "
+            "metadata-only ROC AUC (95% CI) | "
+            "text-and-metadata ROC AUC (95% CI; audited unanswerable) | TF-IDF + logistic "
+            "regression ROC AUC (95% CI) | text, every record, by kind | "
+            f"best named rule (balanced accuracy) | gates (AUC <= {AUC_GATE}, text upper CI <= "
+            f"{CI_GATE}, rules <= {RULE_GATE}) |", "|---|---:|---:|---:|---|---|---|---|---|---|"]
     for m, x in a.modalities.items():
         best = max(((v, k) for k, v in x.rules.items() if v is not None), default=None)
         rule = "—" if best is None else f"{RULES[best[1]][0]}: {best[0]:.2f}"
@@ -674,11 +750,16 @@ def render_audit(a: Audit) -> str:
             f"{x.auc_text:.2f} [{_f(tlo)}, {_f(thi)}; {x.n_text_unanswerable}]"
         if x.auc_text is not None and not x.text_gated:
             text += " not gated"
+        llo, lhi = x.auc_lr_ci
+        lr = "—" if x.auc_lr is None else f"{x.auc_lr:.2f} [{_f(llo)}, {_f(lhi)}]"
+        total = x.n_answerable + x.n_unanswerable
+        share = f"{x.n_text_unanswerable} ({x.n_text_unanswerable / total:.1%})" if total \
+            else "—"
         every = "—" if x.auc_all is None else f"{x.auc_all:.2f}: {_kinds_cell(x)}"
         verdict = ("pass" if x.ok else "FAIL") if x.gated else \
             f"not gated (< {MIN_UNANSWERABLE} unanswerable)"
-        rows.append(f"| {m} | {x.n_answerable} | {x.n_unanswerable} | {auc} | {text} | "
-                    f"{every} | {rule} | {verdict} |")
+        rows.append(f"| {m} | {x.n_answerable} | {x.n_unanswerable} | {share} | {auc} | "
+                    f"{text} | {lr} | {every} | {rule} | {verdict} |")
     tells = [(m, src, t) for m, x in a.modalities.items() for src, t in x.native_tells.items()]
     if tells:
         rows += ["", "Upstream native unanswerables with a tell of their own (left out of the "

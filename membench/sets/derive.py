@@ -3,6 +3,15 @@ building sets, rules b and c, and "No tells").
 
 * **transactive**: an answerable query re-scoped to *another holder of the same source* (in the
   same split). The other holder never saw the gold item, so the right answer is to abstain.
+  Questions move as **whole per-item clusters** (:func:`cluster_key`: the questions about one
+  document, image or video): the clusters are taken in hash order of their item, and a
+  cluster's movable questions (those with an anchor that is not generic) go together to the
+  first other holder, in hash order, that passes every guard for at least
+  :data:`CLUSTER_MIN_SHARE` of them (those that fail stay answerable with their holder). So a
+  holder's foreign questions come as a cluster, as its own do: their text is upstream's,
+  verbatim, and which items move is a hash, so question text alone carries nothing about
+  answerability, and a question's nearest neighbours in its holder's query set are its own
+  cluster's, as for every answerable question.
 * **temporal**: an answerable query asked *before* its evidence existed: ``as_of`` before the
   earliest item holding evidence under any judgment set.
 
@@ -27,10 +36,10 @@ memory it is asked of could answer it after all:
    gold items' text and in at most :data:`ANCHOR_MAX_DF` of the source's items (a word every
    document has, like "paper" or a speaker's name, anchors nothing); a question without an
    anchor is never derived (it may be generic: "How many figures are in this paper?").
-   Transactive: at most :data:`ANCHOR_MAX_SHARE` of its anchors may occur anywhere in the
-   other holder's text. Temporal: no other item of the holder (no passage of one,
-   :meth:`membench.modalities.Modality.passages`) may hold more than that share, over the
-   holder's *whole* timeline: which queries pass must not depend on where as_of falls, or the
+   Transactive: no passage of an item of the other holder (a page, a caption window, a
+   session, an image: :meth:`membench.modalities.Modality.passages`) may hold more than
+   :data:`ANCHOR_MAX_SHARE` of its anchors. Temporal: no other item of the holder (no passage
+   of one) may hold more than that share, over the holder's *whole* timeline: which queries pass must not depend on where as_of falls, or the
    survivors would sit early in the timeline (a tell);
    A PDF without a text layer (``meta.text_pages == 0``) has no upstream text: as for
    pictures, its text is the upstream questions whose gold is on it (the build never OCRs),
@@ -45,11 +54,12 @@ memory it is asked of could answer it after all:
    the source's items ("How many figures are in this paper?") is never derived;
 4. *names guard* (transactive): a target must be as much at home with every name the
    question asks about (:func:`names`: capitalised words, ``meta.speakers``) as the original
-   holder: a speaker of its items, in its items' text, in the questions asked of it, each at
-   least as true (:func:`as_much_at_home`); where no holder is, the question is not derived;
-5. *twin guard* (transactive): after the move, no question still asked of the original holder
-   may be closer to it (TF-IDF cosine, :class:`_QuerySet`) than every question asked of the
-   target, or a reader of the query set finds where it came from;
+   holder: a speaker of its items, in its items' text, in the questions asked of it (read
+   after its cluster has moved), each at least as true (:func:`_not_less`); where no holder
+   is, the question is not derived;
+5. *twin guard* (transactive): after the cluster's move, no question still asked of the
+   original holder may be closer to it (TF-IDF cosine, :class:`_QuerySet`) than every
+   question asked of the target, or a reader of the query set finds where it came from;
 6. *same numbers*: an item holding the evidence's numbers in the same order (at least
    :data:`SAME_NUMBERS_MIN`) is a near-duplicate (TabMWP's "bunches | balloons" table answers
    "bunches | flowers");
@@ -86,8 +96,11 @@ DEFAULT_POLICY: dict[str, float] = {"transactive": 0.15, "temporal": 0.10}
 POLICY: dict[str, dict[str, float]] = {
     "codesearchnet": {},
     "screenspot": {"temporal": 0.25},
-    "mmlongbench": {},
-    "medvidqa": {"temporal": 0.2},
+    "medvidqa": {"transactive": 0.15, "temporal": 0.2},
+    "mmlongbench": {"transactive": 0.15, "temporal": 0.15},
+    # LoCoMo: every question names a speaker of its own conversation, so no transactive
+    # derivation passes the names guard; temporal takes what its guards allow
+    "locomo": {"transactive": 0.15, "temporal": 0.3},
 }
 # why a source gets no derivation of a kind (written to coverage.json)
 NOT_DERIVED: dict[str, dict[str, str]] = {
@@ -103,20 +116,11 @@ NOT_DERIVED: dict[str, dict[str, str]] = {
     "screenspot": {
         "transactive": "GUI instructions (\"check the weather\") fit any device's screen",
     },
-    "medvidqa": {
-        "transactive": "several questions are asked of each video, and another viewer's "
-                       "videos rarely hold a question as close as its own video's: the twin "
-                       "guard passed 9 of 145, which a metadata-only classifier then told "
-                       "apart (docs/sets.md)",
-    },
-    "mmlongbench": {
-        "transactive": "a document's questions name its own entities and share its wording: "
-                       "of the few that another document is as much at home with, a reader of "
-                       "the query set still finds the moved ones (docs/sets.md)",
-        "temporal": "one document per holder: nothing is visible before its evidence",
-    },
 }
 ANCHOR_MAX_SHARE = 0.5
+# a transactive derivation moves an item's question cluster when at least this share of its
+# movable questions passes every guard for one target (the rest stay answerable)
+CLUSTER_MIN_SHARE = 0.5
 ANCHOR_MAX_DF = 0.5
 # a question whose rarest anchor is in more than this share of the source's items is generic
 # ("How many figures are in this paper?"): nearly any holder could answer it
@@ -199,13 +203,15 @@ def policy(source: str) -> dict[str, float | str]:
 @dataclass
 class DeriveStats:
     candidates: int = 0
+    clusters: int = 0           # item clusters moved whole by a transactive derivation
     transactive: int = 0
     temporal: int = 0
     skipped: Counter = field(default_factory=Counter)   # "<derivation>: <reason>" -> count
     not_derived: dict[str, str] = field(default_factory=dict)   # derivation -> why none
 
     def as_dict(self) -> dict:
-        return {"candidates": self.candidates, "transactive": self.transactive,
+        return {"candidates": self.candidates, "clusters": self.clusters,
+                "transactive": self.transactive,
                 "temporal": self.temporal, "skipped": dict(sorted(self.skipped.items())),
                 "not_derived": dict(sorted(self.not_derived.items()))}
 
@@ -277,14 +283,6 @@ class _Source:
         """Whether anchors ``a`` are all common: the rarest is in more than
         :data:`GENERIC_MIN_DF` of the source's items."""
         return min(self.df[w] for w in a) > GENERIC_MIN_DF * len(self.item_tokens)
-
-    def anchor_share(self, a: set[str], memory: list[str]) -> float:
-        seen: set[str] = set()
-        for sid in memory:
-            seen |= a & self.item_tokens.get(sid, set())
-            if len(seen) == len(a):
-                break
-        return len(seen) / len(a)
 
     def max_passage_share(self, a: set[str], memory: list[str]) -> float:
         """The largest share of anchors ``a`` that one passage of an item of ``memory`` holds
@@ -387,15 +385,9 @@ def at_home(src: _Source, qs: _QuerySet, name: str, holder: str, qid: str
             qs.asked(name, holder, qid))
 
 
-def as_much_at_home(src: _Source, qs: _QuerySet, nm: set[str], origin: str, target: str,
-                    qid: str) -> bool:
-    """Whether every name of the question is as much at home in ``target`` as in ``origin``
-    (:func:`at_home`, each of the three at least as true)."""
-    for n in nm:
-        o, t = at_home(src, qs, n, origin, qid), at_home(src, qs, n, target, qid)
-        if any(a and not b for a, b in zip(o, t)):
-            return False
-    return True
+def _not_less(origin: tuple[bool, ...], target: tuple[bool, ...]) -> bool:
+    """Each of :func:`at_home`'s three at least as true in the target as in the origin."""
+    return not any(o and not t for o, t in zip(origin, target))
 
 
 def evidence(r: RecordDraft) -> list[Gold]:
@@ -413,6 +405,100 @@ def _why(why: set[str]) -> str:
     if not rest:
         return T_NAMES if T_NAMES in why else TWIN
     return rest.pop() if len(rest) == 1 else T_EITHER
+
+
+def cluster_key(r: RecordDraft) -> str:
+    """The item a question is about: the first (smallest id) item holding its evidence. The
+    questions of one item are its *cluster*, which a transactive derivation moves whole."""
+    return min(g.source_id for g in evidence(r))
+
+
+def _clusters(answerable: dict[str, RecordDraft], order: list[str], source: str
+              ) -> list[tuple[str, list[str]]]:
+    """Every item's cluster of answerable questions (members in ``order``, the hash order of
+    the query ids), the clusters in hash order of their item."""
+    by: dict[str, list[str]] = defaultdict(list)
+    for qid in order:
+        by[cluster_key(answerable[qid])].append(qid)
+    return [(k, by[k]) for k in hash_order(by, f"derive-cluster:{source}")]
+
+
+def _move_cluster(src: "_Source", qs: "_QuerySet", members: list[str],
+                  answerable: dict[str, RecordDraft], holder_split: dict[str, str],
+                  speakers: frozenset[str], stats: "DeriveStats"
+                  ) -> tuple[str, list[str]] | None:
+    """The holder an item's question cluster moves to, and the questions that move; ``None``
+    (each question's reason counted) when no holder takes them all.
+
+    A question without an anchor, or a generic one, stays with its holder as answerable (any
+    memory might answer it); the others move together, to the first holder in hash order of
+    the same split and basis that passes every guard for every one of them (names, anchors,
+    near-duplicates, and the twin guard read after the whole cluster has moved)."""
+    origin = answerable[members[0]].scope.holder
+    movable: list[str] = []
+    anchors_of: dict[str, set[str]] = {}
+    for qid in members:
+        r = answerable[qid]
+        a = src.anchors(r) if src.has_text else set()
+        if src.has_text and not a:
+            stats.skipped[f"transactive: {NO_ANCHOR}"] += 1
+            continue
+        if a and src.generic(a):
+            stats.skipped[f"transactive: {GENERIC}"] += 1
+            continue
+        movable.append(qid)
+        anchors_of[qid] = a
+    if not movable:
+        return None
+    others = [h for h in sorted(src.by_holder)
+              if h != origin and holder_split[h] == holder_split[origin]
+              and src.basis(h) == src.basis(origin)]
+    if not others:
+        stats.skipped[f"transactive: {NO_HOLDER}"] += len(movable)
+        return None
+    # how much at home each name is in the origin now, its cluster still there
+    named = {qid: sorted(names(answerable[qid].question, speakers)) for qid in movable}
+    home = {qid: {n: at_home(src, qs, n, origin, qid) for n in named[qid]} for qid in movable}
+    why: Counter = Counter()       # question -> reasons over the targets tried
+    reasons: dict[str, set[str]] = defaultdict(set)
+    need = max(1, math.ceil(CLUSTER_MIN_SHARE * len(movable)))
+    for h in hash_order(others, f"cluster:{movable[0]}"):
+        memory = src.by_holder[h]
+        going: list[str] = []
+        for qid in movable:
+            r, a = answerable[qid], anchors_of[qid]
+            if a and src.max_passage_share(a, memory) > ANCHOR_MAX_SHARE:
+                reasons[qid].add(T_ANCHORS)
+            elif src.near_duplicate(r, memory):
+                reasons[qid].add(T_NEARDUP)
+            else:
+                going.append(qid)
+        if len(going) < need:
+            continue
+        # the questions' part of the names guard and the twin guard read the query set
+        # after the cluster has moved: its questions are at home with each other
+        for qid in going:
+            qs.move(qid, h)
+        for qid in list(going):
+            if not all(_not_less(home[qid][n], at_home(src, qs, n, h, qid))
+                       for n in named[qid]):
+                reasons[qid].add(T_NAMES)
+            elif qs.twin(qid, origin, h):
+                reasons[qid].add(TWIN)
+            else:
+                continue
+            going.remove(qid)
+            qs.move(qid, origin)
+        if len(going) >= need:
+            for qid in movable:
+                if qid not in going:
+                    stats.skipped[f"transactive: {_why(reasons[qid])}"] += 1
+            return h, going
+        for qid in going:
+            qs.move(qid, origin)
+    for qid in movable:
+        stats.skipped[f"transactive: {_why(reasons[qid] or {NO_HOLDER})}"] += 1
+    return None
 
 
 def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
@@ -461,51 +547,23 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
     out: list[AnnotationRecord] = []
     used: set[str] = set()
 
-    # ---- transactive
-    holders = sorted(src.by_holder)
+    # ---- transactive: whole per-item question clusters move
     quota = math.ceil(float(pol.get("transactive", 0.0)) * len(order))
-    for qid in order:
+    for key, members in _clusters(answerable, order, source):
         if stats.transactive >= quota:
             break
-        r = answerable[qid]
-        others = [h for h in holders
-                  if h != r.scope.holder and holder_split[h] == holder_split[r.scope.holder]
-                  and src.basis(h) == src.basis(r.scope.holder)]
-        if not others:
-            stats.skipped[f"transactive: {NO_HOLDER}"] += 1
+        moved = _move_cluster(src, qs, members, answerable, holder_split, speakers, stats)
+        if moved is None:
             continue
-        a = src.anchors(r) if src.has_text else set()
-        if src.has_text and not a:
-            stats.skipped[f"transactive: {NO_ANCHOR}"] += 1
-            continue
-        if a and src.generic(a):
-            stats.skipped[f"transactive: {GENERIC}"] += 1
-            continue
-        nm = names(r.question, speakers)
-        why: set[str] = set()
-        target = None
-        for h in hash_order(others, r.query_id):
-            memory = src.by_holder[h]
-            if not as_much_at_home(src, qs, nm, r.scope.holder, h, qid):
-                why.add(T_NAMES)
-            elif qs.twin(qid, r.scope.holder, h):
-                why.add(TWIN)
-            elif a and src.anchor_share(a, memory) > ANCHOR_MAX_SHARE:
-                why.add(T_ANCHORS)
-            elif src.near_duplicate(r, memory):
-                why.add(T_NEARDUP)
-            else:
-                target = h
-                break
-        if target is None:
-            stats.skipped[f"transactive: {_why(why)}"] += 1
-            continue
-        qs.move(qid, target)
-        new = f"{qid}~transactive"
-        scope = Scope(holder=target, session=None, scenario=r.scope.scenario)
-        out.append(derived(r, "transactive", scope, placed(target, new), new))
-        used.add(qid)
-        stats.transactive += 1
+        target, qids = moved
+        for qid in qids:
+            r = answerable[qid]
+            new = f"{qid}~transactive"
+            scope = Scope(holder=target, session=None, scenario=r.scope.scenario)
+            out.append(derived(r, "transactive", scope, placed(target, new), new))
+            used.add(qid)
+            stats.transactive += 1
+        stats.clusters += 1
 
     # ---- temporal
     quota = math.ceil(float(pol.get("temporal", 0.0)) * len(order))

@@ -12,8 +12,14 @@ Mapping:
 * source item: one per mirrored PDF, ``mmlongbench:<doc_id>`` (doc_id verbatim, with ``.pdf``),
   ``path = mmlongbench-doc/documents/<doc_id>``, ``meta = {"pages": n, "sha256": ...}``
   (page count from pypdf).
-* holder: one per document, ``mmlongbench/<doc_id without .pdf>``; ``scope.session`` is
-  ``None``.
+* holder: a *document shelf* of about :data:`SHELF_SIZE` documents (:func:`shelves`): the
+  readable PDFs of one kind (with a text layer / image-only) dealt round-robin in hash order
+  (``base.hash_groups(doc_ids, round(n / SHELF_SIZE), "mmlongbench-shelves:<kind>")``) into
+  ``mmlongbench/shelf-<k:02d>`` (text-layer shelves first). Kinds are shelved apart because the
+  derivation guards read an image-only PDF through its questions, a text PDF through its text
+  layer (``derive._Source.basis``). The other documents of a shelf are a memory's distractors,
+  and they make transactive and temporal derivation possible (SPEC section 5: a holder's
+  document shelf). ``scope.session`` is ``None``.
 * observed_at: the PDF's ``/CreationDate`` (Info dictionary, read with pypdf), parsed from the
   PDF date format ``D:YYYYMMDDHHmmSS+HH'mm'`` and its variants (missing fields, ``Z``, ``Z00'00'``,
   no apostrophes, an ISO 8601 string). A date **without a zone is read as UTC**. Documents with
@@ -91,6 +97,7 @@ from .base import (
     Mapped,
     Upstream,
     book,
+    hash_groups,
     open_upstream,
     read_json,
     rel,
@@ -377,9 +384,28 @@ def parse_evidence(raw: Any) -> tuple[list[int] | None, list[str]]:
     return pages, fixes
 
 
-def _holder(doc_id: str) -> str:
-    name = doc_id[:-4] if doc_id.lower().endswith(".pdf") else doc_id
-    return f"{KEY}/{name}"
+SHELF_SIZE = 4
+SHELF_SALT = "mmlongbench-shelves"
+
+
+def shelves(readable: dict[str, dict]) -> dict[str, str]:
+    """doc_id -> holder (its shelf): the documents of one kind (text layer, image-only) dealt
+    round-robin in hash order into ``round(n / SHELF_SIZE)`` shelves (at least one)."""
+    kinds: dict[str, list[str]] = {"text": [], "image": []}
+    for doc, info in sorted(readable.items()):
+        image = not any(has_text_layer(t) for t in info["page_texts"])
+        kinds["image" if image else "text"].append(doc)
+    out: dict[str, str] = {}
+    first = 0
+    for kind in ("text", "image"):
+        docs = kinds[kind]
+        if not docs:
+            continue
+        n = max(1, round(len(docs) / SHELF_SIZE))
+        for doc, k in hash_groups(docs, n, f"{SHELF_SALT}:{kind}").items():
+            out[doc] = f"{KEY}/shelf-{first + k:02d}"
+        first += n
+    return out
 
 
 def _label_map(labels: list[str]) -> dict[int, int]:
@@ -488,10 +514,11 @@ def _map(up: Upstream, rows: _Rows, revision: str, text: bool) -> _Made:
         if lm is not None:
             label_docs[doc] = lm
 
-    made.n_undated = _items(up, readable, text, made)
+    shelf = shelves(readable)
+    made.n_undated = _items(up, readable, shelf, text, made)
     per_doc: dict[str, list[RecordDraft | str]] = {}
     for r in parsed:
-        o = _record(r, rows.pdfs, readable, label_docs, revision, made)
+        o = _record(r, rows.pdfs, readable, shelf, label_docs, revision, made)
         made.outcomes.append(o)
         per_doc.setdefault(r.row["doc_id"], []).append(o)
     # a document without a text layer (every page under TEXT_LAYER_MIN_CHARS) has no upstream
@@ -515,7 +542,8 @@ def _map(up: Upstream, rows: _Rows, revision: str, text: bool) -> _Made:
     return made
 
 
-def _items(up: Upstream, readable: dict[str, dict], text: bool, made: Mapped) -> int:
+def _items(up: Upstream, readable: dict[str, dict], shelf: dict[str, str], text: bool,
+           made: Mapped) -> int:
     """One item (and its text layer, with ``text``) per readable PDF, added to ``made``;
     observed_at from /CreationDate, else synthetic (counted). Returns how many are synthetic."""
     dated: dict[str, datetime] = {}
@@ -531,7 +559,7 @@ def _items(up: Upstream, readable: dict[str, dict], text: bool, made: Mapped) ->
     for doc, info in sorted(readable.items()):
         sid = f"{KEY}:{doc}"
         made.items.append(SourceItem(
-            source_id=sid, modality="pdf", holder=_holder(doc),
+            source_id=sid, modality="pdf", holder=shelf[doc],
             observed_at=dated.get(doc) or synth[doc],
             path=rel(up.root, up.folder / DOCS_DIR / doc),
             meta={"pages": info["pages"], "sha256": info["sha256"],
@@ -541,7 +569,7 @@ def _items(up: Upstream, readable: dict[str, dict], text: bool, made: Mapped) ->
     return len(undated)
 
 
-def _record(r: _Row, pdfs: dict[str, dict], readable: dict[str, dict],
+def _record(r: _Row, pdfs: dict[str, dict], readable: dict[str, dict], shelf: dict[str, str],
             label_docs: dict[str, dict[int, int]], revision: str,
             made: Mapped) -> RecordDraft | str:
     """The record of one well-formed row, or why it is not covered; repairs are counted in
@@ -587,7 +615,7 @@ def _record(r: _Row, pdfs: dict[str, dict], readable: dict[str, dict],
     return RecordDraft(
         query_id=f"{KEY}:{doc}:{r.n}", modality="pdf", question=row["question"],
         answer=None if unanswerable else row["answer"], answer_format=fmt, gold=gold,
-        scope=Scope(holder=_holder(doc), session=None, scenario=SPEC.scenario),
+        scope=Scope(holder=shelf[doc], session=None, scenario=SPEC.scenario),
         unanswerable=unanswerable,
         origin=Origin(dataset=DATASET, revision=revision, item=f"{ANNOTATION_FILE}#{r.idx}",
                       license=SPEC.license,
