@@ -645,7 +645,7 @@ def audit_sets(sets_dir: str | Path) -> Audit:
     return Audit(str(sets_dir), audit_rows(features(records, items)))
 
 
-AUDIT_CACHE_VERSION = "audit-4"
+AUDIT_CACHE_VERSION = "audit-5"
 
 
 def audit_key(sets_dir: str | Path) -> str | None:
@@ -695,13 +695,15 @@ def audit_sets_cached(sets_dir: str | Path) -> Audit:
     if path is not None and path.is_file():
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            mods = {m: ModalityAudit(m, int(d["n_answerable"]), int(d["n_unanswerable"]),
-                                     d["auc"], (d["auc_ci95"][0], d["auc_ci95"][1]),
-                                     dict(d["rules"]), d["auc_text"],
-                                     (d["auc_text_ci95"][0], d["auc_text_ci95"][1]),
-                                     int(d["n_text_unanswerable"]), d["auc_all_records"],
-                                     dict(d["by_kind"]), dict(d["by_split"]),
-                                     dict(d["native_tells"]))
+            mods = {m: ModalityAudit(
+                m, int(d["n_answerable"]), int(d["n_unanswerable"]), d["auc"],
+                (d["auc_ci95"][0], d["auc_ci95"][1]), dict(d["rules"]),
+                auc_text=d["auc_text"],
+                auc_text_ci=(d["auc_text_ci95"][0], d["auc_text_ci95"][1]),
+                n_text_unanswerable=int(d["n_text_unanswerable"]),
+                auc_lr=d["auc_lr"], auc_lr_ci=(d["auc_lr_ci95"][0], d["auc_lr_ci95"][1]),
+                auc_all=d["auc_all_records"], by_kind=dict(d["by_kind"]),
+                by_split=dict(d["by_split"]), native_tells=dict(d["native_tells"]))
                     for m, d in data["modalities"].items()}
             return Audit(str(sets_dir), mods)
         except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
