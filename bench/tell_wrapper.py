@@ -15,7 +15,16 @@ abstention on answerable queries it is compared with the system's own score alon
   best over the grid (an optimistic wrapper: the grid is chosen on the same queries).
 
 It prints, per modality and ``a``, both false recalls and the wrapper's gain (system minus
-wrapper: > 0 means the tells helped). Reads only the run's hits and the set files.
+wrapper: > 0 means the tells helped), twice: **in sample** (the tell threshold chosen on the
+very queries it is scored on: optimistic, it also finds chance) and **cross-fitted** (the
+holders split in two halves by hash; the threshold chosen on one half is scored on the other,
+and the two halves' false recalls pooled: what a wrapper fitted on other queries gains).
+
+Unanswerable records are the *audited* ones (``origin.audited``, docs/sets.md), the ones
+every gated and headline false recall counts; ``--with-tell-natives`` adds upstream's natives
+with a tell of their own (reported apart everywhere else). ``tests/test_tell_wrapper.py``
+runs :func:`gains` on a bm25 dev run of the real sets and holds the cross-fitted gain to
+:data:`MAX_GAIN`. Reads only the run's hits and the set files.
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import audit_text  # noqa: E402
 
 LEVELS = (0.1, 0.2, 0.3, 0.5)
+GRID = np.linspace(0.5, 1.0, 26)     # tell quantiles the wrapper tries as its cut
+MAX_GAIN = 0.01                      # the cross-fitted gain the test allows
 
 
 def top1(run_dir: Path) -> dict[str, float]:
@@ -75,43 +86,96 @@ def false_recall_at(score: np.ndarray, y: np.ndarray, a: float,
     return float(kept[y].mean())
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+")
-    ap.add_argument("--sets", default="bench/sets")
-    ap.add_argument("--without-natives", action="store_true",
-                    help="leave out native unanswerables (upstream's own questions)")
-    a = ap.parse_args(argv)
-    sets = Path(a.sets)
+def _best_cut(s: np.ndarray, y: np.ndarray, tell: np.ndarray, lvl: float,
+              cuts: np.ndarray) -> tuple[float, float]:
+    """The tell cut of ``cuts`` (``inf``: none) with the lowest false recall at answerable
+    abstention ``lvl``, and that false recall."""
+    best, cut = false_recall_at(s, y, lvl), np.inf
+    for c in cuts:
+        fr = false_recall_at(s, y, lvl, tell > c)
+        if not np.isnan(fr) and fr < best:
+            best, cut = fr, c
+    return cut, best
+
+
+def _half(holder: str) -> int:
+    import hashlib
+
+    return hashlib.sha256(f"tell-wrapper:{holder}".encode()).digest()[0] & 1
+
+
+def gains(run_dirs: list[Path], sets: Path, *, with_tell_natives: bool = False,
+          levels: tuple[float, ...] = LEVELS) -> list[dict]:
+    """Per modality with unanswerable records in the runs and level ``a``: n, the system's
+    false recall alone, the in-sample best wrapper's and the cross-fitted wrapper's, and the
+    two gains (alone minus wrapper)."""
     scores: dict[str, float] = {}
-    for r in a.runs:
+    for r in run_dirs:
         scores.update(top1(Path(r)))
-    print("| modality | answerable / unanswerable (dev) | answerable abstention | false recall, "
-          "system alone | false recall, best tell wrapper | gain |")
-    print("|---|---|---:|---:|---:|---:|")
+    out = []
     for m in audit_text.MODALITIES:
         p = sets / f"{m}.jsonl"
         if not p.is_file():
             continue
         recs = [r for r in audit_text._read_jsonl(p) if r["query_id"] in scores
-                and not (a.without_natives and r["unanswerable"]
-                         and not r["origin"].get("derivation"))]
+                and (with_tell_natives or not r["unanswerable"]
+                     or r["origin"].get("audited", True))]
         if not recs or not any(r["unanswerable"] for r in recs):
             continue
         t = tells(sets, m)
         y = np.array([bool(r["unanswerable"]) for r in recs])
         s = np.array([scores[r["query_id"]] for r in recs])
         tell = np.array([t[r["query_id"]] for r in recs])
-        for lvl in LEVELS:
+        half = np.array([_half(r["scope"]["holder"]) for r in recs])
+        for lvl in levels:
             alone = false_recall_at(s, y, lvl)
-            best = alone
-            for q in np.linspace(0.5, 1.0, 26):
-                cut = np.quantile(tell, q)
-                fr = false_recall_at(s, y, lvl, tell > cut)
-                if not np.isnan(fr):
-                    best = min(best, fr)
-            print(f"| {m} | {int((~y).sum())} / {int(y.sum())} | {lvl:.1f} | {alone:.3f} | "
-                  f"{best:.3f} | {alone - best:+.3f} |")
+            _, inside = _best_cut(s, y, tell, lvl, np.quantile(tell, GRID))
+            # cross-fitted: each half scored with the cut chosen on the other
+            kept, n_u = 0.0, 0
+            for h in (0, 1):
+                fit, use = half != h, half == h
+                if not y[use].any():
+                    continue
+                if y[fit].any() and (~y[fit]).any():
+                    cut, _ = _best_cut(s[fit], y[fit], tell[fit], lvl,
+                                       np.quantile(tell[fit], GRID))
+                else:
+                    cut = np.inf
+                fr = false_recall_at(s[use], y[use], lvl, tell[use] > cut)
+                if np.isnan(fr):                 # the cut alone abstains beyond lvl there
+                    fr = false_recall_at(s[use], y[use], lvl)
+                kept += fr * y[use].sum()
+                n_u += int(y[use].sum())
+            crossed = kept / n_u if n_u else float("nan")
+            # the system alone on the same pooled halves
+            alone_halves = sum(false_recall_at(s[half == h], y[half == h], lvl)
+                               * y[half == h].sum() for h in (0, 1) if y[half == h].any())
+            alone_halves = alone_halves / n_u if n_u else float("nan")
+            out.append({"modality": m, "answerable": int((~y).sum()),
+                        "unanswerable": int(y.sum()), "level": lvl, "alone": alone,
+                        "in_sample": inside, "gain_in_sample": alone - inside,
+                        "alone_halves": alone_halves, "cross_fitted": crossed,
+                        "gain_cross_fitted": alone_halves - crossed})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--sets", default="bench/sets")
+    ap.add_argument("--with-tell-natives", action="store_true",
+                    help="count upstream's natives with a tell of their own too")
+    a = ap.parse_args(argv)
+    print("| modality | answerable / unanswerable (dev) | answerable abstention | false recall, "
+          "system alone | best tell wrapper, in sample | gain, in sample | system alone, "
+          "per half | wrapper, cross-fitted | gain, cross-fitted |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for g in gains([Path(r) for r in a.runs], Path(a.sets),
+                   with_tell_natives=a.with_tell_natives):
+        print(f"| {g['modality']} | {g['answerable']} / {g['unanswerable']} | "
+              f"{g['level']:.1f} | {g['alone']:.3f} | {g['in_sample']:.3f} | "
+              f"{g['gain_in_sample']:+.3f} | {g['alone_halves']:.3f} | "
+              f"{g['cross_fitted']:.3f} | {g['gain_cross_fitted']:+.3f} |")
     return 0
 
 
