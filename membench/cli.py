@@ -308,10 +308,18 @@ def _calibrate_cmd(a: argparse.Namespace) -> int:
     cal = calibrate_run(Path(a.run_dir), Path(a.sets) if a.sets else None)
     out = Path(a.out) if a.out else calibration_path(cal["system"])
     _write_output(out, json.dumps(cal, indent=2, sort_keys=True) + "\n", "--out")
+
+    def kept(half: dict, kind: str) -> str:      # "0.640 (332)"; "n/a (0)" without queries
+        v = half[kind + "_kept"]
+        return ("n/a" if v is None else f"{v:.3f}") + f" ({half['n_' + kind]})"
+
     for m, c in cal["modalities"].items():
-        print(f"{m:14s} threshold {c['threshold']:.6g}  answerable kept {c['answerable_kept']:.3f} "
-              f"({c['n_answerable']})  unanswerable kept {c['unanswerable_kept']:.3f} "
-              f"({c['n_unanswerable']}){'' if c['within_gate'] else '  (gate not reachable)'}")
+        fit, held = c["fit"], c["held_out"]
+        print(f"{m:14s} threshold {c['threshold']:.6g}  by {c['split']['by']}: "
+              f"fit answerable kept {kept(fit, 'answerable')}, unanswerable kept "
+              f"{kept(fit, 'unanswerable')}; held out answerable kept "
+              f"{kept(held, 'answerable')}, unanswerable kept {kept(held, 'unanswerable')}"
+              f"{'' if c['within_gate'] else '  (gate not reachable on the fit half)'}")
     for m, why in cal.get("not_calibrated", {}).items():
         print(f"{m:14s} not calibrated: {why}")
     print(f"wrote {out}")

@@ -59,7 +59,7 @@ def test_calibrate_leaves_out_a_modality_without_unanswerable_queries(tmp_path):
     shutil.copytree(Path(__file__).parent / "fixtures" / "metrics" / "run_small", run)
     cal = calibrate_run(run)
     assert set(cal["modalities"]) == {"pdf"}
-    assert "0 unanswerable" in cal["not_calibrated"]["conversation"]
+    assert "0 audited unanswerable" in cal["not_calibrated"]["conversation"]
 
 
 def test_the_threshold_keeps_every_calibration_query_on_its_side_with_room():

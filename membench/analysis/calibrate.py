@@ -1,25 +1,172 @@
-"""``membench calibrate RUN_DIR``: per-modality cartridge thresholds from a dev run.
+"""``membench calibrate RUN_DIR``: per-modality cartridge thresholds from a dev run, fitted on
+one half of dev and reported on the other.
 
-For each modality, the top-1 score of every evaluated query (none when the system returned no
-hit) is split by answerability, and the operating-point rule
-(:func:`membench.analysis.operating_point.choose_threshold`) picks the threshold with the best
-(answerable kept - unanswerable kept) subject to an unanswerable kept share (= false-recall rate
-of a top-1 cartridge) within the false-recall gate where achievable. The result is written as
-``bench/calibration/<system>.json`` (committed: the reference systems read it), with the
-figures it was chosen on. A modality without unanswerable (or without answerable) dev queries
-has no operating point: it is listed under ``not_calibrated`` with the reason, and the
-reference systems keep their default threshold there. Only the dev split may be used.
+**Who counts.** Per modality, the run's answerable queries and its *audited* unanswerable ones
+(``origin.audited``, :func:`membench.sets.tells.audited`). Upstream natives with a tell of
+their own (audited false: LoCoMo's adversarial questions, MMLongBench-Doc's altered copies)
+are left out of the fit and of every figure, as they are of gated and headline false recall;
+how many were left out is recorded (``unaudited_left_out``).
+
+**The split** (:func:`split_halves`). The modality's holders (``scope.holder`` of the queries
+that count) are ordered by :func:`membench.core.hashing.hash_order` with salt ``"calibrate"``
+(sha256 of ``"calibrate" + "\\x1f" + holder``, first 8 bytes; ties by name); the first half,
+rounded up, is the **fit** half and the rest the **held-out** half: no holder is in both.
+Where that cannot give each half an answerable and an audited unanswerable query (fewer than
+2 holders, or holders that each have one kind only), the queries are split instead: the
+answerable and the audited unanswerable query ids each in ``hash_order(..., "calibrate")``,
+the first half of each (rounded up) fit, the rest held out; the file says so
+(``split.by = "query"`` and ``split.why``), and those held-out figures share holders with the
+fit.
+
+**The operating point.** On the fit half,
+:func:`membench.analysis.operating_point.choose_threshold` picks the top-1 score threshold that
+keeps the most answerable queries (max answerable kept - unanswerable kept) with the
+unanswerable kept share (= false-recall rate of a top-1 cartridge) within the false-recall
+gate (0.10) where achievable. The same threshold is then applied to the held-out half: its
+answerable kept and audited unanswerable kept shares are the honest figures (the fit half's
+are in-sample).
+
+The result is written as ``bench/calibration/<system>.json`` (committed: the reference systems
+read ``modalities.<m>.threshold``, :func:`membench.run.systems.reference.read_calibration`).
+Per modality it keeps the keys of the earlier format (``threshold``, ``answerable_kept``,
+``unanswerable_kept``, ``within_gate``, ``n_answerable``, ``n_unanswerable``: the fit half's
+figures, those the threshold was chosen on) and adds ``split``, ``fit``, ``held_out`` (each:
+its ``holders`` and the two kept shares with their n) and ``unaudited_left_out``. A modality
+without an answerable or an audited unanswerable query in the fit half has no operating point:
+it is listed under ``not_calibrated`` with the reason, and the reference systems keep their
+default threshold there. Only the dev split may be used.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..core.errors import MembenchError
+from ..core.hashing import hash_order
 from ..metrics.measures import MAX_FALSE_RECALL
 from ..metrics.rundir import RunDir
+from ..sets.tells import audited
 from .operating_point import choose_threshold
+
+#: the salt of the fit / held-out split (:func:`split_halves`)
+SALT = "calibrate"
+
+RULE = ("per modality: fitted on the fit half, the top-1 score threshold maximising (answerable "
+        "kept - audited unanswerable kept) with audited unanswerable kept <= max_false_recall "
+        "where achievable; ties -> higher threshold; the same threshold then measured on the "
+        "held-out half")
+SPLIT_RULE = ("per modality, the holders of the answerable and audited unanswerable dev queries "
+              "in membench.core.hashing.hash_order(holders, 'calibrate') order (sha256 of "
+              "'calibrate' + '\\x1f' + holder); the first half, rounded up, fits the threshold, "
+              "the rest is held out. Where that leaves a half without an answerable or an "
+              "audited unanswerable query (fewer than 2 holders, say), the answerable and the "
+              "audited unanswerable query ids are each split that way instead (split.by = "
+              "'query', split.why says why)")
+UNANSWERABLES = ("audited only (origin.audited, membench.sets.tells.audited): upstream natives "
+                 "with a tell of their own are neither fitted on nor reported "
+                 "(unaudited_left_out counts them)")
+
+
+def _first_half(keys: Iterable[str]) -> tuple[list[str], list[str]]:
+    order = hash_order(keys, SALT)
+    k = (len(order) + 1) // 2
+    return order[:k], order[k:]
+
+
+def split_halves(records: Sequence[Any]) -> dict[str, Any]:
+    """The fit / held-out split of one modality's calibration records (answerable and audited
+    unanswerable; each with ``query_id``, ``scope.holder`` and ``unanswerable``), by the rule
+    of the module docstring: ``{"by": "holder" | "query", "why": str | None, "fit": [query
+    ids], "held_out": [query ids], "fit_holders": [...], "held_out_holders": [...]}``, holders
+    in hash order (by holder) or sorted (by query). Deterministic: the same records, in any
+    order, give the same halves."""
+    holders = hash_order({r.scope.holder for r in records}, SALT)
+    fit_h, held_h = _first_half(holders)
+
+    def kinds(hs: set[str]) -> tuple[bool, bool]:
+        rs = [r for r in records if r.scope.holder in hs]
+        return any(not r.unanswerable for r in rs), any(r.unanswerable for r in rs)
+
+    why = None
+    if len(holders) < 2:
+        why = f"{len(holders)} dev holder{'' if len(holders) == 1 else 's'}"
+    else:
+        for name, hs in (("fit", fit_h), ("held-out", held_h)):
+            has_pos, has_neg = kinds(set(hs))
+            if not (has_pos and has_neg):
+                lacks = "an answerable" if not has_pos else "an audited unanswerable"
+                why = (f"the holder split ({len(holders)} holders) leaves the {name} half "
+                       f"without {lacks} query")
+                break
+    if why is None:
+        fs = set(fit_h)
+        return {"by": "holder", "why": None,
+                "fit": sorted(r.query_id for r in records if r.scope.holder in fs),
+                "held_out": sorted(r.query_id for r in records if r.scope.holder not in fs),
+                "fit_holders": fit_h, "held_out_holders": held_h}
+    fit: list[str] = []
+    held: list[str] = []
+    for unans in (False, True):
+        f, h = _first_half(r.query_id for r in records if r.unanswerable == unans)
+        fit += f
+        held += h
+    holder_of = {r.query_id: r.scope.holder for r in records}
+    return {"by": "query", "why": why, "fit": sorted(fit), "held_out": sorted(held),
+            "fit_holders": sorted({holder_of[q] for q in fit}),
+            "held_out_holders": sorted({holder_of[q] for q in held})}
+
+
+def _kept(scores: list[float | None], t: float) -> float | None:
+    if not scores:
+        return None
+    return round(sum(s is not None and s >= t for s in scores) / len(scores), 6)
+
+
+def calibrate_modality(records: Sequence[Any], top1: dict[str, float | None],
+                       max_false_recall: float = MAX_FALSE_RECALL) -> dict[str, Any] | str:
+    """One modality's entry of the calibration file (module docstring), or the reason it has
+    no operating point (a string). ``records`` are the run's records of the modality (each
+    with ``query_id``, ``scope.holder``, ``unanswerable``, ``origin``), ``top1`` maps a query
+    id to its top-1 score (``None``: no hits)."""
+    used = [r for r in records if not r.unanswerable or audited(r)]
+    left_out = len(records) - len(used)
+    n_pos = sum(not r.unanswerable for r in used)
+    n_neg = len(used) - n_pos
+    note = f" ({left_out} unaudited native unanswerable left out)" if left_out else ""
+    if not n_pos or not n_neg:      # every threshold would look free of false recalls (or hits)
+        return (f"{n_pos} answerable and {n_neg} audited unanswerable dev queries{note}: no "
+                "operating point to choose")
+    sp = split_halves(used)
+    by_id = {r.query_id: r for r in used}
+
+    def scores(qids: list[str], unans: bool) -> list[float | None]:
+        return [top1.get(q) for q in qids if by_id[q].unanswerable == unans]
+
+    fit_pos, fit_neg = scores(sp["fit"], False), scores(sp["fit"], True)
+    if not fit_pos or not fit_neg:
+        return (f"the fit half has {len(fit_pos)} answerable and {len(fit_neg)} audited "
+                f"unanswerable queries{note}: no operating point to choose")
+    if not any(s is not None for s in fit_pos + fit_neg):
+        return f"no query of the fit half has a hit{note}: no score to threshold"
+    c = choose_threshold(fit_pos, fit_neg, max_false_recall)
+    held_pos, held_neg = scores(sp["held_out"], False), scores(sp["held_out"], True)
+
+    def half(holders: list[str], pos: list, neg: list) -> dict[str, Any]:
+        return {"holders": holders,
+                "answerable_kept": _kept(pos, c.threshold), "n_answerable": len(pos),
+                "unanswerable_kept": _kept(neg, c.threshold), "n_unanswerable": len(neg)}
+
+    return {"threshold": c.threshold,
+            # the fit half's figures (in sample), under the earlier format's keys
+            "answerable_kept": round(c.tpr, 6), "unanswerable_kept": round(c.fpr, 6),
+            "within_gate": c.constrained, "n_answerable": c.n_answerable,
+            "n_unanswerable": c.n_unanswerable,
+            "split": {"by": sp["by"], "why": sp["why"]},
+            "fit": half(sp["fit_holders"], fit_pos, fit_neg),
+            "held_out": half(sp["held_out_holders"], held_pos, held_neg),
+            "unaudited_left_out": left_out}
 
 
 def calibrate_run(run_dir: str | os.PathLike | RunDir,
@@ -40,22 +187,15 @@ def calibrate_run(run_dir: str | os.PathLike | RunDir,
     out: dict[str, Any] = {
         "system": rd.meta["system"], "run_dir": str(rd.path), "split": "dev",
         "set_sha256": rd.meta.get("set_sha256"), "max_false_recall": MAX_FALSE_RECALL,
-        "rule": "per modality: the top-1 score threshold maximising (answerable kept - "
-                "unanswerable kept) with unanswerable kept <= max_false_recall where "
-                "achievable; ties -> higher threshold",
+        "rule": RULE, "split_rule": SPLIT_RULE, "unanswerables": UNANSWERABLES,
         "modalities": {}, "not_calibrated": {}}
     for m in sorted({r.modality for r in recs}):
-        pos = [top1.get(r.query_id) for r in recs if r.modality == m and not r.unanswerable]
-        neg = [top1.get(r.query_id) for r in recs if r.modality == m and r.unanswerable]
-        if not any(s is not None for s in pos + neg):
-            continue
-        if not pos or not neg:      # every threshold would look free of false recalls (or hits)
-            out["not_calibrated"][m] = (f"{len(pos)} answerable and {len(neg)} unanswerable "
-                                        "dev queries: no operating point to choose")
-            continue
-        c = choose_threshold(pos, neg)
-        out["modalities"][m] = {"threshold": c.threshold, "answerable_kept": round(c.tpr, 6),
-                                "unanswerable_kept": round(c.fpr, 6),
-                                "within_gate": c.constrained, "n_answerable": c.n_answerable,
-                                "n_unanswerable": c.n_unanswerable}
+        mrecs = [r for r in recs if r.modality == m]
+        if not any(top1.get(r.query_id) is not None for r in mrecs):
+            continue                # no hits at all: nothing was scored here
+        entry = calibrate_modality(mrecs, top1)
+        if isinstance(entry, str):
+            out["not_calibrated"][m] = entry
+        else:
+            out["modalities"][m] = entry
     return out

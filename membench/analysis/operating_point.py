@@ -19,8 +19,10 @@ differ by float rounding (another BLAS, another thread count: about 1e-7 for cos
 move a query across it, as a threshold equal to one query's own score would.
 
 ``membench calibrate`` (:mod:`membench.analysis.calibrate`) writes the reference systems'
-thresholds with it, and the threshold sweep of notebook 03
-(:func:`membench.analysis.sweep.operating_points`) marks the same point.
+thresholds with it (fitted on one half of the dev holders, with audited unanswerables only,
+and measured on the other half), and the threshold sweep of notebook 03
+(:func:`membench.analysis.sweep.operating_points`) marks the point the same rule picks on
+the whole run.
 """
 
 from __future__ import annotations

@@ -19,10 +19,14 @@ from .operating_point import choose_threshold
 def _groups(data, by: str, sets_dir):
     """Per ``by`` group of an item frame (or a run directory's): key, abstention scores (the
     reported confidence, else the top-1 score; NaN without either), answerable, top-1 hits
-    gold."""
+    gold. Unanswerable items that are not audited (natives with an upstream tell: the frame's
+    ``audited`` column, where it has one) are left out, as ``membench calibrate`` leaves them
+    out of its operating point."""
     import pandas as pd
 
     df = data if isinstance(data, pd.DataFrame) else item_frame(data, sets_dir)
+    if "audited" in df.columns:
+        df = df[df["answerable"].astype(bool) | df["audited"].astype(bool)]
     for key, g in df.groupby(by, sort=True):
         s = g["abstention_score"].to_numpy(dtype=float).copy()
         s[np.isinf(s)] = np.nan                 # -inf: no score (no hits)
@@ -37,7 +41,8 @@ def threshold_sweep(data, thresholds=None, *, by: str = "modality", n_points: in
     ``data`` is an item frame or a run directory.
 
     Per ``by`` group (default per modality: scores of different modalities need not be on one
-    scale) and threshold: ``n_answerable``, ``n_unanswerable``, ``false_recall_rate``
+    scale) and threshold: ``n_answerable``, ``n_unanswerable`` (audited ones),
+    ``false_recall_rate``
     (unanswerable items whose simulated cartridge is non-empty / n_unanswerable),
     ``answerable_recall_proxy`` (answerable items whose kept top-1 hits a gold region /
     n_answerable: a cartridge-recall proxy that gives an item 1 when its top-1 hits any of its
