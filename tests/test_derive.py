@@ -82,6 +82,38 @@ def test_temporal_anchor_guard_compares_stems_locomo_conv_50_24():
     assert st.temporal == 1
 
 
+def test_a_speaker_of_the_holder_anchors_nothing_within_it():
+    """Every session of a conversation holds its speakers' names: "Caroline" and "classes" in
+    an earlier session are not most of "When did Caroline take up pottery classes?"'s anchors
+    (counting the speaker they would be: 2 of 3), and the question may be asked before its
+    session."""
+    items, texts, split, tls = world(FILLER[:10], FILLER[10:20])
+    for sid, it in items.items():
+        if it.holder == "h/a":
+            items[sid] = it.model_copy(update={"meta": {"pages": 1,
+                                                        "speakers": ["Caroline", "Mel"]}})
+    texts["src:a7"] = "caroline: I took up pottery classes last month"
+    texts["src:a3"] = "caroline: I skipped my yoga classes"
+    r = rec(1, "When did Caroline take up pottery classes?", "src:a7")
+    split2 = {"h/a": "dev", "h/b": "test"}
+    out, st = derive("src", [r], items, texts, split2, tls)
+    assert st.temporal == 1
+    texts["src:a3"] = "mel: caroline's pottery classes were lovely"   # answerable before
+    out, st = derive("src", [r], items, texts, split2, tls)
+    assert st.temporal == 0 and st.skipped[f"temporal: {E_ANCHORS}"] == 1
+
+
+def test_conversation_passages_are_overlapping_windows_of_the_cap():
+    from membench import modalities
+
+    text = "\n".join(f"t{i}" for i in range(1, 21))
+    parts = modalities.get("conversation").passages(text, {})
+    assert parts[0].split("\n") == [f"t{i}" for i in range(1, 9)]
+    assert parts[1].split("\n")[0] == "t5" and parts[-1].split("\n")[-1] == "t20"
+    # every pair of adjacent turns shares a window
+    assert all(any(f"t{i}\nt{i + 1}" in p for p in parts) for i in range(1, 20))
+
+
 def test_generic_questions_are_not_derived_mmlongbench_2312_09390_2():
     """mmlongbench:2312.09390v1.pdf:2~transactive ("How many figures are in this paper from
     Page 3 to Page 10?"): the target paper has figures on those pages too. Its words are in

@@ -100,6 +100,15 @@ class Conversation(Modality):
         a, b = self._span(region)
         return "\n".join(lines[a - 1:b])
 
+    def passages(self, text: str, meta: dict) -> list[str]:
+        """Windows of the cap's turns (8), overlapping by half (a stride of 4), so the turns
+        one piece of evidence spans, with its neighbours, fall in one window."""
+        lines = text.split("\n")
+        n = int(self.cap["turns"])
+        step = max(1, n // 2)
+        return ["\n".join(lines[s:s + n])
+                for s in range(0, max(len(lines) - n + step, 1), step)]
+
     def structural_extents(self, item) -> list[dict]:
         turns = int(item.meta.get("turns") or len(item.content or []) or 1)
         return [{"turn_start": s, "turn_end": min(turns, s + STRUCTURAL_WINDOW - 1)}
