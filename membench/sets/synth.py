@@ -16,8 +16,11 @@ per holder, the gap between a holder's consecutive sessions, the delay from the 
 the question's ``as_of``, the unanswerable share and the gold turns per answerable record. Words
 come from a Zipf-distributed synthetic vocabulary (exponent 1, 50,000 words, lengths drawn from
 the real word lengths); an answerable question takes about 60% of its words from its gold turn
-(so BM25 can find it) and the rest from the vocabulary, an unanswerable one takes them all from
-the vocabulary.
+(so BM25 can find it) and the rest from the vocabulary. An unanswerable one is drawn the same
+way from the turns of a twin of one of its holder's sessions, drawn like any other session but
+held by no one: its text has the answerable questions'
+distribution by construction (the no-tells audit of :mod:`membench.sets.audit` gates it like any
+other audited unanswerable), and no holder's memory holds its words' source.
 
 Sizes: ``atoms`` is what the reference chunker makes of the dev split (windows of 3 turns
 every 2), ``queries`` the dev split's records; the generator adds dev holders until both are
@@ -149,6 +152,11 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
     def draw(key: str, n: int | None = None):
         return rng.choice(np.array(st[key]), n)
 
+    def _turn_texts(nt: int) -> list[str]:
+        lens = np.maximum(1, np.rint(draw("chars_per_turn", nt) / mean_word)).astype(int)
+        flat = words(int(lens.sum()))
+        return [" ".join(p) for p in np.split(flat, np.cumsum(lens)[:-1])]
+
     # dev holders until the atom count is reached; as many test holders (split_holders)
     dev_sessions: list[list[int]] = []
     made = 0
@@ -175,15 +183,13 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
         for hi, (holder, ts) in enumerate(zip(dev_names, dev_sessions)):
             hn = holder.split("/", 1)[1]
             t = EPOCH + timedelta(seconds=float(rng.random() * 3 * 365 * 86400))
-            sess = []
+            sess: list = []
+            phantom: dict[int, list[str]] = {}
             for si, nt in enumerate(ts):
                 if si:
                     t += timedelta(seconds=float(draw("session_gap_seconds")))
                 t = t.replace(microsecond=0)
-                lens = np.maximum(1, np.rint(draw("chars_per_turn", nt) / mean_word)).astype(int)
-                flat = words(int(lens.sum()))
-                cut = np.cumsum(lens)[:-1]
-                texts = [" ".join(p) for p in np.split(flat, cut)]
+                texts = _turn_texts(nt)
                 sid = f"{SOURCE}:{hn}:s{si}"
                 content = [{"speaker": "AB"[j % 2], "text": x, "turn": j + 1}
                            for j, x in enumerate(texts)]
@@ -201,16 +207,21 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
                 sid, obs, texts = sess[si]
                 gold = []
                 if unans:
-                    q = words(nw)
-                else:
-                    ng = min(int(draw("gold_per_answerable")), len(texts))
-                    turns = sorted(int(x) for x in rng.choice(len(texts), ng, replace=False))
+                    # the same draw as an answerable question, from the twin of this session
+                    # that no one holds (made once, so a holder's unanswerables share turns
+                    # as its answerables do)
+                    if si not in phantom:
+                        phantom[si] = _turn_texts(len(texts))
+                    texts = phantom[si]
+                ng = min(int(draw("gold_per_answerable")), len(texts))
+                turns = sorted(int(x) for x in rng.choice(len(texts), ng, replace=False))
+                if not unans:
                     gold = [{"source_id": sid, "region": {"turn": j + 1}} for j in turns]
-                    pool = " ".join(texts[j] for j in turns).split()
-                    k = min(len(pool), max(1, round(FROM_GOLD * nw)))
-                    q = np.concatenate([rng.choice(np.array(pool, dtype=object), k,
-                                                   replace=False), words(nw - k)])
-                    rng.shuffle(q)
+                pool = " ".join(texts[j] for j in turns).split()
+                k = min(len(pool), max(1, round(FROM_GOLD * nw)))
+                q = np.concatenate([rng.choice(np.array(pool, dtype=object), k,
+                                               replace=False), words(nw - k)])
+                rng.shuffle(q)
                 as_of = obs + timedelta(seconds=float(draw("as_of_delay_seconds")))
                 recs.append(_record(f"{SOURCE}:{hn}:q{qi}", holder,
                                     " ".join(q).capitalize() + "?", gold, as_of, "dev"))
