@@ -64,9 +64,18 @@ def _order_key(c: Case):
 def test_false_recalls_of_a_leaky_run_agree_with_the_metrics(leaky_run, built):
     fr = cases(leaky_run, kind="false_recall")
     rows = _item_scores(leaky_run, built.out)
-    expected = sorted(q for q, r in rows.items() if r["false_recall_rate"] == 1.0)
+    # audited ones (false_recall_rate) and natives with an upstream tell (false_recall_native)
+    expected = sorted(q for q, r in rows.items()
+                      if r["false_recall_rate"] == 1.0 or r["false_recall_native"] == 1.0)
     assert sorted(c.query_id for c in fr) == expected and expected
     assert fr == sorted(fr, key=_order_key)
+    assert all(c.audited == rows[c.query_id]["audited"] for c in fr)
+    # each case is marked with its kind and whether it is audited
+    for c in [next(c for c in fr if c.audited), *(c for c in fr if not c.audited)][:2]:
+        html = render_case_html(c, corpus_root=None)
+        assert f'data-audited="{"yes" if c.audited else "no"}"' in html
+        assert (f"{c.derivation} · audited" if c.audited else
+                f"{c.derivation} · upstream tell, not audited") in html
     # leaky never abstains: every modality with unanswerable items has false recalls
     with_unanswerable = {r.modality for r in load_split(built.out, "dev", limit=LIMIT).records
                          if r.unanswerable}
@@ -85,7 +94,8 @@ def test_false_recalls_of_a_leaky_run_agree_with_the_metrics(leaky_run, built):
             assert a.after_as_of == (datetime.fromisoformat(a.observed_at)
                                      > datetime.fromisoformat(c.as_of))
             assert a.source_id in c.sources
-        assert c.derivation in ("native", "transactive", "temporal")
+            assert c.derivation in ("native", "transactive", "temporal")
+        assert c.audited or c.derivation == "native"        # a derived item is always audited
         if c.derivation != "native":
             # the original is withdrawn from the sets; its gold is the record's distractor
             assert c.derived_from and c.derived_from not in rows
@@ -152,12 +162,21 @@ def test_a_scope_respecting_run_has_no_scope_leaks(random_run):
 
 
 def test_counts_frame_has_denominators(leaky_run):
+    from membench.analysis.frames import TELL_NATIVE
+
     df = counts_frame(leaky_run)
     fr = cases(leaky_run)
-    assert df.loc["all", "false recalls"] == f"{len(fr)} / {len(fr)}"
-    assert df.loc["all", "false-recall rate"] == 1.0
+    audited = [c for c in fr if c.audited]
+    tells = [c for c in fr if not c.audited]
+    assert df.loc["all", "false recalls, audited"] == f"{len(audited)} / {len(audited)}"
+    assert df.loc["all", "false-recall rate, audited"] == 1.0
+    assert df.loc["all", "false recalls, natives with a tell"] == f"{len(tells)} / {len(tells)}"
     by = counts_frame(leaky_run, by="derivation")
-    assert set(by.index) <= {"native", "transactive", "temporal", "all"}
+    assert set(by.index) <= {"native", TELL_NATIVE, "transactive", "temporal", "all"}
+    if tells:           # the natives with a tell are their own derivation
+        assert by.loc[TELL_NATIVE, "false recalls, natives with a tell"] == \
+            f"{len(tells)} / {len(tells)}"
+        assert by.loc[TELL_NATIVE, "false recalls, audited"] == "0 / 0"
 
 
 def test_unknown_kind_is_an_error(leaky_run):
@@ -255,13 +274,16 @@ def test_hand_made_cases(hand_run):
     assert "shown above" in html       # the original gold is overlapped by the cartridge atom
 
     df = counts_frame(hand_run)
-    assert df.loc["conversation", "false recalls"] == "1 / 2"
+    assert df.loc["conversation", "false recalls, audited"] == "1 / 2"
     assert df.loc["conversation", "misses (no gold in top 10)"] == "2 / 3"
     # beside the false recalls, the answerable abstentions (c:q1 and c:q2 have empty cartridges)
     assert df.loc["conversation", "abstentions on answerable"] == "2 / 3"
     assert df.loc["conversation", "abstention rate (answerable)"] == pytest.approx(2 / 3)
     cols = list(df.columns)
-    assert cols.index("abstentions on answerable") == cols.index("false-recall rate") + 1
+    assert cols.index("false recalls, natives with a tell") == \
+        cols.index("false-recall rate, audited") + 1
+    assert cols.index("abstentions on answerable") == \
+        cols.index("false-recall rate, natives with a tell") + 1
 
 
 def test_the_static_browser_embeds_the_first_cases_of_every_kind(hand_run):

@@ -198,10 +198,11 @@ class _Scores:
         self.modality = list(modality or ["pdf"] * len(ids))
         self.values = {k: np.asarray(v, dtype=float) for k, v in values.items()}
         self.latency_ms = np.asarray(latency, dtype=float)
-        if abst is not None:                   # the abstention order: score, kept, answerable
+        if abst is not None:      # the abstention order: score, kept, answerable, audited
             self.abstention_score = np.asarray(abst, dtype=float)
             self.cartridge_size = np.ones(len(ids), dtype=int)
             self.answerable = np.asarray(answerable, dtype=bool)
+            self.audited = np.ones(len(ids), dtype=bool)
 
 
 def test_best_systems_margin_test_ties_and_percentiles():

@@ -191,6 +191,9 @@ def test_tables_mark_the_best_and_test_the_others_against_it(store):
     rows = lb.rows
     for (scope, m), g in rows[rows["judgment_set"] == "gold"].groupby(["scope", "measure"]):
         vals = g.dropna(subset=["value"])
+        if m in MEASURES and not BY_NAME[m].ranked:     # report-only: shown, never tested
+            assert not g["is_best"].any() and g["p_holm"].isna().all()
+            continue
         if vals.empty or m not in MEASURES:
             continue
         best = g[g["is_best"]]
@@ -249,6 +252,31 @@ def test_silence_cannot_win_the_cartridge_table(runs, tmp_path):
     assert "FAIL (silent)" in html and "abstain_rate_answerable" in html.replace("<wbr>", "")
     text = format_leaderboard(lb, scopes=("video",))
     assert "FAIL (silent)" in text and "abstain_rate_answerable" in text
+
+
+def test_the_natives_with_a_tell_have_their_own_labelled_column(store):
+    """False recall is the audited one; the natives with an upstream tell are a column of their
+    own, labelled with the tell's ROC AUC from the audit of the entries' sets (every entry
+    carries it), never gated, never ranked."""
+    from membench.analysis.leaderboard import format_markdown
+    from membench.report.leaderboard_tables import leaderboard_table
+    from membench.sets.tells import NATIVE_TELLS
+
+    out, _ = store
+    lb = leaderboard(out, n_resamples=100)
+    assert "false_recall_native" in MEASURES
+    assert all(e["native_tells"] == lb.tells for e in lb.entries)
+    assert set(lb.tells) <= set(NATIVE_TELLS)
+    nat = lb.rows[lb.rows["measure"] == "false_recall_native"]
+    assert len(nat) and (nat["gate"] == "").all() and not nat["is_best"].any()
+    head = format_markdown(lb).splitlines()[0]
+    assert "| false recall, audited |" in head
+    assert "| false recall, natives with a tell (tell ROC AUC " in head or \
+        "| false recall, natives with a tell (no native with a tell in these sets) |" in head
+    html = leaderboard_table(lb, "<=1B", "gold", "other").html.replace("<wbr>", "")
+    assert "false recall, natives with a tell (" in html
+    with pytest.raises(Exception, match="rank-by"):
+        leaderboard(out, rank_by="false_recall_native", n_resamples=100)
 
 
 def test_gates_are_marked(store):

@@ -277,7 +277,7 @@ def test_a_silent_slice_fails_its_false_recall_gate():
     n = 8
     df = pd.DataFrame({
         "modality": ["pdf"] * n, "source": ["a"] * 4 + ["b"] * 4,
-        "answerable": [True, True, False, False] * 2,
+        "answerable": [True, True, False, False] * 2, "audited": [True] * n,
         "recall@10": [1.0, 1.0, np.nan, np.nan] * 2,
         "false_recall": [np.nan, np.nan, 0.0, 0.0] * 2,
         # source a answers its answerable items; source b abstains on everything

@@ -99,6 +99,33 @@ def test_gate_badges_carry_verdict_value_interval_and_n():
     assert 'data-result="PASS">✓ pass 0.950 [0.930, 0.970] n=400/400' in html
 
 
+def test_the_natives_with_a_tell_stand_beside_the_audited_false_recall():
+    """Gated false recall is headed as the audited one; the natives with an upstream tell are a
+    column of their own next to it, never gated, headed with the tell's ROC AUC (or, without
+    the audit, the sources and a pointer to docs/sets.md)."""
+    m = metrics_fixture()
+    native = {"value": 0.5, "n": 20, "denominator": 20, "ci95": [0.3, 0.7]}
+    m["all"]["false_recall_native"] = native
+    m["pdf"]["false_recall_native"] = {"value": None, "n": 0, "denominator": 0,
+                                       "ci95": [None, None]}
+    html = gate_badges(m, {"locomo": 0.8149, "mmlongbench": 0.7023})
+    heads = re.findall(r"<th>(.*?)</th>", html)
+    assert heads[2].startswith("false recall, audited<br><small>gate &lt;= 0.1")
+    assert heads[3] == ("false recall, natives with a tell<br><small>not gated; tell ROC AUC "
+                        "locomo 0.81, mmlongbench 0.70</small>")
+    assert ('data-beside="false_recall_native">0.500<br><small>[0.300, 0.700]</small><br>'
+            "<small>n=20/20</small></td>") in html
+    assert not any(g.endswith("|false_recall_native")                  # no verdict badge
+                   for g in re.findall(r'data-gate="([^"]+)"', html))
+    assert "docs/sets.md, audit table" in gate_badges(m)
+    assert "false_recall_native" not in gate_badges(metrics_fixture())   # older figures
+    grid = metrics_grid(m, ["false_recall_rate", "false_recall_native"],
+                        tells={"locomo": 0.81}).html
+    assert "false_recall_rate<br><small class=\"mb-wrap\">false recall, audited</small>" in grid
+    assert ("false_recall_native<br><small class=\"mb-wrap\">false recall, natives with a tell "
+            "(tell ROC AUC locomo 0.81)</small>") in grid
+
+
 def test_metrics_grid_shows_na_for_zero_denominators():
     html = metrics_grid(metrics_fixture()).html
     assert "0.600 [0.500, 0.700]<br><small>40/40</small>" in html

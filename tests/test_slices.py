@@ -66,9 +66,11 @@ def _hand() -> pd.DataFrame:
         "modality": ["a"] * 6 + ["b"] * 2,
         "holder": ["h1", "h1", "h2", "h2", "h1", "h2", "h3", "h3"],
         "answerable": [True, True, True, True, False, False, False, False],
+        "audited": [True] * 8,
         "recall@10": [1.0, 1.0, 0.0, 0.5, nan, nan, nan, nan],
         "rr": [1.0, 0.5, 0.0, 1.0, nan, nan, nan, nan],
         "false_recall": [nan, nan, nan, nan, 1.0, 0.0, 1.0, 1.0],
+        "false_recall_native": [nan] * 8,
         "holder_leak": [False, False, True, False, False, False, False, False],
         "temporal_leak": [False] * 8,
         "abstained": [False, False, False, True, False, True, False, False],
@@ -192,7 +194,14 @@ def test_item_frame_columns(frames, runs):
               "false_recall", "holder_leak", "temporal_leak", "abstained", "latency_ms",
               "top1_score"):
         assert c in df.columns, c
-    assert set(df["derivation"]) <= {"native", "transactive", "temporal"}
+    assert set(df["derivation"]) <= {"native", frames_mod.TELL_NATIVE, "transactive",
+                                     "temporal"}
+    # a native with an upstream tell is its own derivation, outside the audited false recall
+    tell = df["derivation"] == frames_mod.TELL_NATIVE
+    assert (tell == ~df["audited"]).all() and not df.loc[tell, "answerable"].any()
+    assert df.loc[tell, "false_recall"].isna().all()
+    assert df.loc[tell, "false_recall_native"].notna().all()
+    assert df.loc[~tell, "false_recall_native"].isna().all()
     assert (df["source"] == df["query_id"].str.split(":").str[0]).all()
     assert df.loc[df["answerable"], "false_recall"].isna().all()
     assert df.loc[~df["answerable"], "recall@10"].isna().all()
@@ -206,7 +215,9 @@ def test_item_frame_columns(frames, runs):
                                               "holder_leak"].all()
     o = frames["oracle"]
     assert not o["holder_leak"].any() and not o["temporal_leak"].any()
-    assert (o.loc[~o["answerable"], "false_recall"] == 0).all()
+    un = o.loc[~o["answerable"]]
+    assert (un.loc[un["audited"], "false_recall"] == 0).all()
+    assert (un.loc[~un["audited"], "false_recall_native"] == 0).all() and (~un["audited"]).any()
     assert o.attrs["system"] == "oracle"
     meta = json.loads((runs["oracle"] / "meta.json").read_text())
     assert len(o) == meta["queries"]
@@ -216,8 +227,9 @@ def test_item_frame_columns(frames, runs):
 def test_slice_over_modality_equals_metrics_json(frames, runs, system):
     m = json.loads((runs[system] / "metrics.json").read_text())
     names = ["recall@10", "recall@100", "recall@1000", "mrr", "ndcg@10", "false_recall_rate",
-             "holder_correctness", "temporal_correctness", "abstain_rate_answerable",
-             "cartridge_recall", "latency_p50_ms", "latency_p95_ms"]
+             "false_recall_native", "holder_correctness", "temporal_correctness",
+             "abstain_rate_answerable", "cartridge_recall", "latency_p50_ms", "latency_p95_ms",
+             "abstention_auc", "answerable_kept@fr0.10"]
     t = slices.slice_table(frames[system], "modality", metrics=names, sort=False)
     for _, r in t.iterrows():
         for k in names:
@@ -229,6 +241,7 @@ def test_slice_over_modality_equals_metrics_json(frames, runs, system):
             assert [r[f"{k}_lo"], r[f"{k}_hi"]] == pytest.approx(e["ci95"], abs=1e-12)
         assert r["n_answerable"] == m[r["modality"]]["recall@10"]["denominator"]
         assert r["n_unanswerable"] == m[r["modality"]]["false_recall_rate"]["denominator"]
+        assert r["n_native_tell"] == m[r["modality"]]["false_recall_native"]["denominator"]
     s = slices.slice_table(frames[system], "source", sort=False)
     for _, r in s.iterrows():
         e = m["by_source"][r["source"]]["recall@10"]

@@ -3,9 +3,13 @@
 Two kinds of case (SPEC sections 7 and 8):
 
 * ``"false_recall"``: an *unanswerable* item whose cartridge is not empty (it should have
-  abstained). The case shows the atoms the system committed to and, for a derived item
-  (``origin.derivation`` transactive or temporal), the gold of the query it derives from, i.e.
-  where the system most likely took its evidence from (another holder's memory, or the future).
+  abstained). Each case is marked with its kind (``native``, ``transactive``, ``temporal``:
+  ``origin.kind``) and whether it is audited (``origin.audited``): an audited one counts in
+  ``false_recall_rate``, a native with an upstream tell only in ``false_recall_native``, its
+  own column (SPEC section 5). The case shows the atoms the system committed to and, for a
+  derived item (``origin.derivation`` transactive or temporal), the gold of the query it
+  derives from, i.e. where the system most likely took its evidence from (another holder's
+  memory, or the future).
   A derived query replaces its original in the sets (:mod:`membench.sets.derive`), so that
   gold is read from the derived record's ``origin.distractor``.
 * ``"miss"``: an *answerable* item none of whose gold regions is hit by any of the top
@@ -41,6 +45,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import modalities
 from ..core.bounds import bound
 from ..core.errors import MembenchError
@@ -52,9 +58,11 @@ from ..modalities.base import missing_html, short_json
 from ..run.files import AtomRow, RunRow
 from ..run.protocol import rank_order
 from ..sets.schema import AnnotationRecord, Gold
+from .frames import TELL_NATIVE
 
 KINDS: dict[str, str] = {
-    "false_recall": "false recalls (unanswerable, cartridge not empty)",
+    "false_recall": "false recalls (unanswerable, cartridge not empty; each marked audited or "
+                    "a native with an upstream tell)",
     "miss": "answerable misses (no gold region in the top 10)",
     "scope_leak": "scope leaks (returned atoms of another holder or observed after as_of)",
 }
@@ -114,6 +122,8 @@ class Case:
     n_foreign: int = 0          # distinct returned atoms of another holder
     n_future: int = 0           # distinct returned atoms observed after as_of
     n_leaks: int = 0            # distinct returned atoms out of scope (either reason)
+    audited: bool = True        # origin.audited of an unanswerable item (False: a native with
+    #                             an upstream tell, counted in false_recall_native only)
 
     @property
     def original_gold(self) -> list[dict[str, Any]]:
@@ -185,12 +195,14 @@ _CACHE: dict[tuple, RunCases] = {}
 
 def _load(rd: RunDir) -> RunCases:
     """Every kind of case, selected from the run's per-item scores (:meth:`RunDir.scores`):
-    a false recall is an unanswerable item with ``false_recall_rate`` 1, a miss an answerable
-    item with ``recall@10`` 0, a scope leak any item with ``holder_correctness`` or
+    a false recall is an unanswerable item with ``false_recall_rate`` 1 (audited) or
+    ``false_recall_native`` 1 (a native with an upstream tell), a miss an answerable item with
+    ``recall@10`` 0, a scope leak any item with ``holder_correctness`` or
     ``temporal_correctness`` 0."""
     scores = rd.scores()
     recall10 = scores.values["recall@10"]
-    false_recall = scores.values["false_recall_rate"]
+    false_recall = np.where(scores.audited, scores.values["false_recall_rate"],
+                            scores.values["false_recall_native"])
     leaked = (scores.values["holder_correctness"] == 0.0) | \
         (scores.values["temporal_correctness"] == 0.0)
     raw_items = rd.item_rows()
@@ -205,17 +217,18 @@ def _load(rd: RunDir) -> RunCases:
         assert scores.query_id[i] == r.query_id
         failed = bool(false_recall[i] == 1.0) if r.unanswerable else bool(recall10[i] == 0.0)
         leak = bool(leaked[i])
-        derivation = r.origin.derivation or "native"
+        audited = bool(scores.audited[i])
+        derivation = (r.origin.derivation or "native") if audited else TELL_NATIVE
         denominators.append({"query_id": r.query_id, "modality": r.modality,
                              "derivation": derivation, "answerable": not r.unanswerable,
-                             "failed": failed, "leak": leak,
+                             "audited": audited, "failed": failed, "leak": leak,
                              "abstained": bool(scores.cartridge_size[i] == 0)})
         if failed:
-            case = _make_case(r, rows.get(r.query_id), atoms, raw_items)
+            case = _make_case(r, rows.get(r.query_id), atoms, raw_items, audited=audited)
             (false_recalls if r.unanswerable else misses).append(case)
         if leak:
             scope_leaks.append(_make_case(r, rows.get(r.query_id), atoms, raw_items,
-                                          kind="scope_leak"))
+                                          kind="scope_leak", audited=audited))
 
     order = {m: i for i, m in enumerate(MODALITIES)}
     key = lambda c: (order.get(c.modality, len(order)), c.query_id)
@@ -224,7 +237,8 @@ def _load(rd: RunDir) -> RunCases:
 
 
 def _make_case(r: AnnotationRecord, row: RunRow | None, atoms: dict[str, AtomRow],
-               raw_items: dict[str, dict], kind: str | None = None) -> Case:
+               raw_items: dict[str, dict], kind: str | None = None,
+               audited: bool = True) -> Case:
     ranked = rank_order(row.hit_ids, row.scores) if row is not None else []
     cart_ids = list(dict.fromkeys(row.cartridge)) if row is not None else []
     gold = _gold_rows(r.gold)
@@ -288,7 +302,7 @@ def _make_case(r: AnnotationRecord, row: RunRow | None, atoms: dict[str, AtomRow
                 gold=gold, original=original, distractor=r.origin.distractor,
                 notes=r.origin.notes, has_run=row is not None, n_hits=len(ranked),
                 sources=sources, leaks=leaks, n_foreign=n_foreign, n_future=n_future,
-                n_leaks=n_leaks)
+                n_leaks=n_leaks, audited=audited)
 
 
 def cases(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None,
@@ -300,8 +314,10 @@ def cases(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None,
 
 def counts_frame(run_dir: str | os.PathLike | RunCases, sets_dir: str | os.PathLike | None = None,
                  by: str = "modality"):
-    """Per ``by`` (``"modality"`` or ``"derivation"``) and overall: false recalls out of the
-    unanswerable items, and beside them the abstentions out of the answerable items (a
+    """Per ``by`` (``"modality"`` or ``"derivation"``: the natives with an upstream tell are
+    their own derivation, :data:`membench.analysis.frames.TELL_NATIVE`) and overall: false
+    recalls out of the audited unanswerable items, beside them those of the natives with an
+    upstream tell (never pooled) and the abstentions out of the answerable items (a
     false-recall rate bought by abstaining everywhere is no success), misses out of the
     answerable items and scope leaks out of all items, with rates."""
     import pandas as pd
@@ -310,18 +326,24 @@ def counts_frame(run_dir: str | os.PathLike | RunCases, sets_dir: str | os.PathL
     if by not in ("modality", "derivation"):
         raise MembenchError("by must be 'modality' or 'derivation'")
     df = pd.DataFrame(data.denominators, columns=["query_id", "modality", "derivation",
-                                                  "answerable", "failed", "leak", "abstained"])
+                                                  "answerable", "audited", "failed", "leak",
+                                                  "abstained"])
     keys = ([m for m in MODALITIES if m in set(df["modality"])] if by == "modality"
             else sorted(set(df["derivation"])))
     rows = []
     for k, part in [*((k, df[df[by] == k]) for k in keys), ("all", df)]:
         un, an = part[~part["answerable"]], part[part["answerable"]]
+        un, tell = un[un["audited"]], un[~un["audited"]]
         fr, mi = int(un["failed"].sum()), int(an["failed"].sum())
+        frn = int(tell["failed"].sum())
         ab = int(an["abstained"].sum())
         sl = int(part["leak"].sum())
         rows.append({by: k, "items": len(part),
-                     "false recalls": f"{fr} / {len(un)}",
-                     "false-recall rate": fr / len(un) if len(un) else float("nan"),
+                     "false recalls, audited": f"{fr} / {len(un)}",
+                     "false-recall rate, audited": fr / len(un) if len(un) else float("nan"),
+                     "false recalls, natives with a tell": f"{frn} / {len(tell)}",
+                     "false-recall rate, natives with a tell":
+                         frn / len(tell) if len(tell) else float("nan"),
                      "abstentions on answerable": f"{ab} / {len(an)}",
                      "abstention rate (answerable)": ab / len(an) if len(an) else float("nan"),
                      "misses (no gold in top 10)": f"{mi} / {len(an)}",
@@ -504,6 +526,33 @@ def _corpus(corpus_root) -> Path | None:
         return None
 
 
+def unanswerable_text(case: Case) -> str | None:
+    """What an unanswerable case is (``None`` for an answerable one): its kind and whether it
+    is audited, i.e. which false recall counts it (SPEC section 5)."""
+    if not case.unanswerable:
+        return None
+    if case.audited:
+        return f"{case.derivation}, audited: counted in false_recall_rate (gated)"
+    return (f"{case.derivation}, not audited: its source ({case.query_id.split(':', 1)[0]}) "
+            "carries an upstream tell; counted in false_recall_native, its own column, never "
+            "in the gated false recall")
+
+
+def audit_mark(case: Case) -> str:
+    """An unanswerable case's kind and audit status in a few words (``native · audited``,
+    ``native · upstream tell, not audited``); ``""`` for an answerable one."""
+    if not case.unanswerable:
+        return ""
+    return f"{case.derivation} · " + ("audited" if case.audited else "upstream tell, not audited")
+
+
+def _audit_flag(case: Case) -> str:
+    """The case heading's flag of :func:`audit_mark` (green when audited)."""
+    if not case.unanswerable:
+        return ""
+    return f'<span class="mb-flag{" mb-ok" if case.audited else ""}">{e(audit_mark(case))}</span>'
+
+
 def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
                      css: bool = True, link_hosts: frozenset[str] | None = None) -> str:
     """One case as a self-contained HTML block: the question, scope, as_of, derivation, the
@@ -515,14 +564,18 @@ def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
     lh = link_hosts
     label = {"false_recall": "FALSE RECALL", "miss": "MISS",
              "scope_leak": "SCOPE LEAK"}.get(case.kind, case.kind.upper())
+    audited = "" if not case.unanswerable else \
+        f' data-audited="{"yes" if case.audited else "no"}"'
     parts = [_CSS if css else "",
-             f'<div class="mb-case" data-query-id="{e(case.query_id)}" data-kind="{e(case.kind)}">',
-             f'<h3>{label} · {e(case.modality)} · {e(case.query_id)}</h3>',
+             f'<div class="mb-case" data-query-id="{e(case.query_id)}" data-kind="{e(case.kind)}"'
+             f"{audited}>",
+             f'<h3>{label} · {e(case.modality)} · {e(case.query_id)} {_audit_flag(case)}</h3>',
              f'<div style="font-size:14px;margin:4px 0"><b>Q:</b> {e(case.question)}</div>',
              _kv([("answer", None if case.answer is None else short_json(case.answer)),
                   ("holder", case.scope.get("holder")), ("session", case.scope.get("session")),
                   ("scenario", case.scope.get("scenario")), ("as_of", case.as_of),
-                  ("derivation", case.derivation), ("derived_from", case.derived_from),
+                  ("derivation", case.derivation), ("unanswerable", unanswerable_text(case)),
+                  ("derived_from", case.derived_from),
                   ("split", case.split),
                   ("known distractor (upstream evidence, not gold)",
                    None if not case.distractor or case.original else short_json(case.distractor)),
@@ -733,7 +786,9 @@ class Browser:
             self.html.value = f"<div><i>no {e(what)} for {e(where)}</i></div>"
         else:
             c = cs[self.pos]
-            self.label.value = f"{self.pos + 1} / {len(cs)} {what} · {where} · {c.query_id}"
+            mark = f" · {audit_mark(c)}" if c.unanswerable else ""
+            self.label.value = (f"{self.pos + 1} / {len(cs)} {what} · {where} · {c.query_id}"
+                                f"{mark}")
             key = (c.kind, c.query_id)
             if key not in self._html_cache:
                 self._html_cache[key] = render_case_html(c, self.corpus_root,

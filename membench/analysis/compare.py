@@ -67,6 +67,7 @@ from ..metrics.measures import (
     MAX_FALSE_RECALL,
     ORDERING_MEASURES,
     PAIRED_METRICS,
+    RANKED_HEADLINE,
 )
 from ..metrics.rundir import RunDir, read_meta
 from ..metrics.score import PRIMARY
@@ -349,8 +350,9 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
                         orders[la], orders[lb], m, f"{scope}|{m}",
                         max_false_recall=MAX_FALSE_RECALL, n_resamples=ordering_resamples,
                         seed=seed)
-                    den = int(frames[la]["answerable"].to_numpy()[mask].sum()) \
-                        if m == abstention.KEPT else int(mask.sum())
+                    f = frames[la][mask]
+                    den = int(f["answerable"].sum()) if m == abstention.KEPT else \
+                        int(f["audited"].sum())
                     prow.append({"scope": scope, "metric": m, "system_a": la, "system_b": lb,
                                  "denominator": den, **t})
                     bar.advance()
@@ -381,19 +383,22 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
 
 
 def _ordering(frame, mask: np.ndarray) -> abstention.Ordering:
-    """The abstention order of an item frame's items under ``mask``, within modalities."""
-    g = frame[mask]
+    """The abstention order of an item frame's audited items under ``mask`` (the natives with
+    an upstream tell are outside its denominators), within modalities."""
+    g = frame[mask & frame["audited"].to_numpy(dtype=bool)]
     return abstention.Ordering(g["abstention_score"].to_numpy(dtype=float),
                                ~g["abstained"].to_numpy(dtype=bool),
                                g["answerable"].to_numpy(dtype=bool),
                                g["modality"].to_numpy(dtype=object))
 
 
-def best_systems(scores: dict[str, Any], *, measures: tuple[str, ...] | list[str] = HEADLINE,
+def best_systems(scores: dict[str, Any], *,
+                 measures: tuple[str, ...] | list[str] = RANKED_HEADLINE,
                  n_resamples: int = N_PAIRED_RESAMPLES, seed: int = SEED,
                  scope: str = "all") -> list[dict[str, Any]]:
     """Which system is best on each of ``measures`` (default: the registry's headline
-    measures), over the items of ``scope`` (``all`` or a modality), and by how much.
+    measures but the report-only ones, ``false_recall_native``), over the items of ``scope``
+    (``all`` or a modality), and by how much.
 
     ``scores``: label -> :class:`membench.metrics.score.ItemScores` of runs over the same items
     (:func:`check_comparable`; aligned here by query id). Per measure, one dict: ``measure``,
@@ -428,10 +433,11 @@ def best_systems(scores: dict[str, Any], *, measures: tuple[str, ...] | list[str
     def ordering(lab: str) -> abstention.Ordering:
         sc = scores[lab]
         o = order[lab]
-        return abstention.Ordering(np.asarray(sc.abstention_score, dtype=float)[o][mask],
-                                   (np.asarray(sc.cartridge_size) > 0)[o][mask],
-                                   np.asarray(sc.answerable, dtype=bool)[o][mask],
-                                   np.asarray(sc.modality, dtype=object)[o][mask])
+        keep = mask & np.asarray(sc.audited, dtype=bool)[o]     # the audited items only
+        return abstention.Ordering(np.asarray(sc.abstention_score, dtype=float)[o][keep],
+                                   (np.asarray(sc.cartridge_size) > 0)[o][keep],
+                                   np.asarray(sc.answerable, dtype=bool)[o][keep],
+                                   np.asarray(sc.modality, dtype=object)[o][keep])
 
     def per_item(lab: str, m: str) -> np.ndarray | None:
         sc = scores[lab]

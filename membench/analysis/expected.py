@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from membench.analysis.tell_columns import audited_header, native_header
 from membench.core.paths import BENCH_DIR
 from membench.metrics.measures import HEADLINE
 from membench.modalities import MODALITIES
@@ -81,7 +82,8 @@ def store_of(rd) -> dict:
 
 
 #: the figures of the pdf split by where a holder's words come from (text layer or OCR)
-SOURCE_KEYS = ("recall@10", "mrr", "false_recall_rate", "abstain_rate_answerable")
+SOURCE_KEYS = ("recall@10", "mrr", "false_recall_rate", "false_recall_native",
+               "abstain_rate_answerable")
 
 
 def pdf_text_source(rd) -> dict:
@@ -125,32 +127,67 @@ def value_text(figures: dict, key: str, digits: int = 4) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
+def with_n(figures: dict, key: str, value: str) -> str:
+    """A cell ``value (n)``; ``—`` when ``figures`` predate the measure (a freeze made before
+    it existed: ``false_recall_native``, say)."""
+    return f"{value} ({figures[key]['n']})" if key in figures else "—"
+
+
+#: the false-recall columns of the frozen tables: audited (gated, headline), then the natives
+#: with an upstream tell, labelled with the sources and a pointer to docs/sets.md's audit table
+#: (the audit is not at hand here; :mod:`membench.analysis.tell_columns`)
+FALSE_RECALL_HEADS = f"{audited_header()} | {native_header()}"
+#: marks a false recall frozen before the natives with a tell had their own column
+POOLED = "†"
+POOLED_NOTE = (f"{POOLED} frozen before false recall left the natives with a tell out "
+               "(bench/expected/dev.json has no false_recall_native): this figure counts every "
+               "unanswerable item, those natives included; `python bench/results.py RUN_DIR "
+               "... --freeze` re-freezes it.")
+
+
+def false_recall_cells(figures: dict, value) -> tuple[str, str]:
+    """The two false-recall cells of a frozen row, ``value(key)`` giving a measure's text: the
+    audited one (a value marked :data:`POOLED` when the freeze predates the split) and the
+    natives with a tell (``—`` then)."""
+    audited = with_n(figures, "false_recall_rate", value("false_recall_rate"))
+    if "false_recall_native" not in figures:
+        pooled = (figures.get("false_recall_rate") or {}).get("value") is not None
+        return audited + (POOLED if pooled else ""), "—"
+    return audited, with_n(figures, "false_recall_native", value("false_recall_native"))
+
+
+def _pooled_note(rows: list[str]) -> list[str]:
+    """:data:`POOLED_NOTE` under a table that shows a pooled false recall."""
+    return [*rows, "", POOLED_NOTE] if any(f"){POOLED} |" in r for r in rows) else rows
+
+
 def text_source_table(systems: list[dict]) -> str:
     """The README's table of pdf figures split into text-layer and image-only documents."""
-    rows = ["| system | pdf documents | recall@10 (n) | MRR | false recall (n) | "
-            "abstain, answerable |", "|---|---|---|---|---|---|"]
+    rows = [f"| system | pdf documents | recall@10 (n) | MRR | {FALSE_RECALL_HEADS} | "
+            "abstain, answerable |", "|---|---|---|---|---|---|---|"]
     for s in systems:
         for src, f in sorted((s.get("pdf_text_source") or {}).items(), reverse=True):
             def v(k):
-                return value_text(f, k)
+                return value_text(f, k) if k in f else "—"
+            audited, native = false_recall_cells(f, v)
             rows.append(f"| {s['system']} | {src} | {v('recall@10')} ({f['recall@10']['n']}) | "
-                        f"{v('mrr')} | {v('false_recall_rate')} ({f['false_recall_rate']['n']}) "
-                        f"| {v('abstain_rate_answerable')} |")
-    return "\n".join(rows)
+                        f"{v('mrr')} | {audited} | {native} | {v('abstain_rate_answerable')} |")
+    return "\n".join(_pooled_note(rows))
 
 
 #: the cartridge measures, which depend on the run's thresholds
-CARTRIDGE_KEYS = ("false_recall_rate", "abstain_rate_answerable", "answerable_kept@fr0.10")
+CARTRIDGE_KEYS = ("false_recall_rate", "false_recall_native", "abstain_rate_answerable",
+                  "answerable_kept@fr0.10")
 
 
 def table(systems: list[dict]) -> str:
     """The README's figures table. A run made with ``--config calibration=none`` (its cartridge
     at the uncalibrated default threshold: a calibration run) shows ``uncal.`` instead of its
     false recall and abstention, which would say nothing about the system."""
-    head = ("| system | modality | recall@10 (n) | recall@1000 | MRR | nDCG@10 | false recall (n) "
-            "| abstain, answerable | answerable kept at false recall <= 0.10 "
-            "| holder / temporal ok | p50 ms |")
-    rows = [head, "|---|---|---|---|---|---|---|---|---|---|---|"]
+    head = ("| system | modality | recall@10 (n) | recall@1000 | MRR | nDCG@10 | "
+            f"{FALSE_RECALL_HEADS} | abstain, answerable | answerable kept at false recall "
+            "<= 0.10 | holder / temporal ok | p50 ms |")
+    rows = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in systems:
         uncal = str(s.get("calibration") or "").startswith("none")
         for mod in [m for m in ORDER if m in s["modalities"]]:
@@ -161,14 +198,14 @@ def table(systems: list[dict]) -> str:
                 if uncal and k in CARTRIDGE_KEYS and f[k]["value"] is not None:
                     return "uncal."
                 return value_text(f, k, d)
+            audited, native = false_recall_cells(f, v)
             rows.append(
                 f"| {s['system']} | {mod} | {v('recall@10')} ({f['recall@10']['n']}) | "
                 f"{v('recall@1000')} | {v('mrr')} | {v('ndcg@10')} | "
-                f"{v('false_recall_rate')} ({f['false_recall_rate']['n']}) | "
-                f"{v('abstain_rate_answerable')} | {v('answerable_kept@fr0.10')} | "
-                f"{v('holder_correctness', 2)} / "
+                f"{audited} | {native} | {v('abstain_rate_answerable')} | "
+                f"{v('answerable_kept@fr0.10')} | {v('holder_correctness', 2)} / "
                 f"{v('temporal_correctness', 2)} | {v('latency_p50_ms', 1)} |")
-    return "\n".join(rows)
+    return "\n".join(_pooled_note(rows))
 
 
 def main(argv: list[str] | None = None) -> int:

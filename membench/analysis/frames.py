@@ -7,10 +7,12 @@ joined with the records and the run lines; no metric is recomputed here.
 Columns (NaN where an item is outside a measure's denominator)::
 
     query_id, modality, source (query_id before ':'), holder, scenario, session,
-    derivation ("native" | "transactive" | "temporal"), answerable, as_of (UTC Timestamp),
+    derivation ("native" | "native, upstream tell" | "transactive" | "temporal"), answerable,
+    audited (every item but a native with an upstream tell), as_of (UTC Timestamp),
     as_of_quarter ("2023Q4", calendar, UTC), as_of_bucket (see below), has_run, n_gold, n_hits,
     recall@10, recall@100, recall@1000, rr (reciprocal rank: per-item MRR), ndcg@10,
-    ndcg_graded@10, cartridge_size, cartridge_recall, false_recall (1.0/0.0 on unanswerable items),
+    ndcg_graded@10, cartridge_size, cartridge_recall, false_recall (1.0/0.0 on audited
+    unanswerable items), false_recall_native (1.0/0.0 on the natives with an upstream tell),
     abstained (empty cartridge), holder_leak (a returned hit or cartridge atom of another
     holder), temporal_leak (one observed after as_of), n_foreign, n_future, latency_ms,
     top1_score (score of the rank-1 hit, NaN without hits), top1_hit (the rank-1 hit hits a
@@ -18,6 +20,11 @@ Columns (NaN where an item is outside a measure's denominator)::
     abstention measures read: the system's reported confidence, else top1_score, else -inf;
     :mod:`membench.metrics.abstention`), text_source (how the scope holder's items are read:
     see below)
+
+``derivation`` is the record's ``origin.derivation``, ``"native"`` for upstream's own
+questions (answerable ones too), and :data:`TELL_NATIVE` for a native unanswerable with an
+upstream tell (``audited`` false: :func:`membench.sets.tells.audited`), so slicing by
+derivation shows those natives as their own slice (SPEC section 5).
 
 then, per alternative judgment set the run's records carry, ``<name>/<measure>`` for every
 measure computed per judgment set (``<name>/mrr`` is that set's reciprocal rank; NaN on items
@@ -48,6 +55,10 @@ from ..metrics.rundir import RunDir
 from ..metrics.score import PRIMARY
 
 N_BUCKETS = 4
+#: the derivation of a native unanswerable with an upstream tell (its own slice)
+TELL_NATIVE = "native, upstream tell"
+
+
 def text_sources(items) -> dict[str, str]:
     """holder -> where its memory's words come from (the frame's ``text_source``:
     :meth:`membench.modalities.Modality.text_source` of its items; a holder whose items differ
@@ -82,7 +93,7 @@ def item_frame(run: str | os.PathLike | RunDir, sets_dir: str | os.PathLike | No
     recs = rd.records
     df["scenario"] = [r.scope.scenario for r in recs]
     df["session"] = [r.scope.session for r in recs]
-    df["derivation"] = df["derivation"].fillna("native")
+    df["derivation"] = df["derivation"].fillna("native").where(df["audited"], TELL_NATIVE)
     df["as_of"] = pd.to_datetime(df["as_of"], utc=True, format="ISO8601")
     df["as_of_quarter"] = df["as_of"].dt.tz_localize(None).dt.to_period("Q").astype(str)
     df["as_of_bucket"] = _as_of_bucket(df["as_of"], df["source"], n_buckets)
@@ -101,16 +112,17 @@ def item_frame(run: str | os.PathLike | RunDir, sets_dir: str | os.PathLike | No
     df["text_source"] = [ts.get(h, "?") for h in df["holder"]]
     df["latency_ms"] = df["latency_ms"].astype(float)
     cols = ["query_id", "modality", "source", "holder", "scenario", "session", "derivation",
-            "answerable", "as_of", "as_of_quarter", "as_of_bucket", "has_run", "n_gold",
-            "n_hits", "recall@10", "recall@100", "recall@1000", "rr", "ndcg@10",
-            "ndcg_graded@10", "cartridge_size", "cartridge_recall", "false_recall", "abstained", "holder_leak",
-            "temporal_leak", "n_foreign", "n_future", "latency_ms", "top1_score", "top1_hit",
-            "abstention_score", "text_source"]
+            "answerable", "audited", "as_of", "as_of_quarter", "as_of_bucket", "has_run",
+            "n_gold", "n_hits", "recall@10", "recall@100", "recall@1000", "rr", "ndcg@10",
+            "ndcg_graded@10", "cartridge_size", "cartridge_recall", "false_recall",
+            "false_recall_native", "abstained", "holder_leak", "temporal_leak", "n_foreign",
+            "n_future", "latency_ms", "top1_score", "top1_hit", "abstention_score",
+            "text_source"]
     extra = [c for c in df.columns if c not in cols and c not in (
         "temporal_correctness", "holder_correctness", "abstain_rate_answerable")]
     df = df[cols + extra]      # judgment-set columns ("<name>/recall@10", ...) kept at the end
     for c in ("recall@10", "recall@100", "recall@1000", "rr", "ndcg@10", "ndcg_graded@10",
-              "cartridge_recall", "false_recall"):
+              "cartridge_recall", "false_recall", "false_recall_native"):
         df[c] = df[c].astype(float)
     df.attrs.update({"run_dir": str(rd.path), "system": rd.system,
                      "split": rd.split, "sets_dir": str(rd.sets_dir),

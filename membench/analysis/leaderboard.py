@@ -55,6 +55,11 @@ for a system that abstains on more than half of the answerable items
 (:data:`membench.metrics.measures.MAX_SILENT_ABSTENTION`). Size classes are the cards'
 (``<=1B``, ``>1B``); a hybrid's or a library's parameters are those of its components.
 
+**The natives with an upstream tell** (``origin.audited`` false) are outside the audited false
+recall and the abstention-order statistics; their own column (``false_recall_native``) is
+shown, labelled with the tell's ROC AUC from the audit of the runs' sets (an entry's
+``native_tells``), and never ranked or tested (SPEC section 5).
+
 **Silence cannot win.** The cartridge table (false recall, with the answerable abstention
 beside it, the answerable share kept at false recall <= 0.10 and the abstention AUC:
 :mod:`membench.metrics.abstention`) is ranked by ``answerable_kept@fr0.10``
@@ -109,10 +114,13 @@ from ..metrics.measures import MEASURES as MEASURES_REGISTRY
 from ..metrics.rundir import RunDir
 from ..modalities import MODALITIES
 from ..run.cards import Card, card_path, read_card, size_class
+from .tell_columns import label, sets_tells
 
-FORMAT = 4         # 2: entries carry their sha256 (a store of format 1 is re-made); 3: the
+FORMAT = 5         # 2: entries carry their sha256 (a store of format 1 is re-made); 3: the
 #                    abstention beside false recall and the abstention-order statistics;
-#                    4: what ran (identity, sealed) in the key
+#                    4: what ran (identity, sealed) in the key; 5: false recall over the
+#                    audited unanswerables, the natives with a tell in their own column
+#                    (items.abstention.audited, native_tells)
 STORE_FILE = "store.json"
 ENTRIES = "entries"
 PRIMARY = "gold"
@@ -122,8 +130,9 @@ MEASURES: tuple[str, ...] = tuple(
                 *[x for x in JUDGMENT_MEASURES if x not in ("recall@1000", "recall@10", "mrr",
                                                           "ndcg@10", "recall@100",
                                                           "cartridge_recall")],
-                "answerable_kept@fr0.10", "false_recall_rate", "abstain_rate_answerable",
-                "abstention_auc", "holder_correctness", "temporal_correctness")
+                "answerable_kept@fr0.10", "false_recall_rate", "false_recall_native",
+                "abstain_rate_answerable", "abstention_auc", "holder_correctness",
+                "temporal_correctness")
     if m in MEAN_MEASURES or m in ORDERING_MEASURES)
 SHOWN_LATENCY = "latency_p50_ms"
 #: the measures that follow the judgment set (one table per set) ...
@@ -284,12 +293,17 @@ def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | Non
         "judgment_sets": sets, "figures": figures,
         "items": {"query_id": list(scores.query_id), "modality": list(scores.modality),
                   "values": items,
-                  # per item: the abstention score (null for -inf: no score) and whether the
-                  # cartridge was empty, for the paired tests of the abstention statistics
+                  # per item: the abstention score (null for -inf: no score), whether the
+                  # cartridge was empty and whether the item is audited (the abstention
+                  # statistics leave the natives with a tell out), for their paired tests
                   "abstention": {"score": [_num(v) if np.isfinite(v) else None
                                            for v in scores.abstention_score],
                                  "abstained": [bool(c == 0) for c in scores.cartridge_size],
-                                 "answerable": [bool(a) for a in scores.answerable]}},
+                                 "answerable": [bool(a) for a in scores.answerable],
+                                 "audited": [bool(a) for a in scores.audited]}},
+        # the strength of the upstream tells, from the audit of the run's sets: the label of
+        # the natives' false-recall column
+        "native_tells": sets_tells(rd.sets_dir),
     })
 
 
@@ -339,6 +353,7 @@ def tampered(entry: dict[str, Any]) -> str | None:
     ab = items["abstention"]
     score = np.array([-np.inf if x is None else x for x in ab["score"]], dtype=float)
     kept, ans = ~np.array(ab["abstained"], dtype=bool), np.array(ab["answerable"], dtype=bool)
+    audited = np.array(ab["audited"], dtype=bool)
     given: dict[tuple[str, str], tuple[float | None, int]] = {}
     for js, block in (entry.get("figures") or {}).items():
         for scope, figs in (block or {}).items():
@@ -347,7 +362,8 @@ def tampered(entry: dict[str, Any]) -> str | None:
                 if f is None:
                     continue
                 if (scope, m) not in given:
-                    mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
+                    mask = (np.ones(len(mods), bool) if scope == "all" else mods == scope) \
+                        & audited
                     o = abstention.Ordering(score[mask], kept[mask], ans[mask], mods[mask])
                     x = float(abstention.statistic(o, m, MAX_FALSE_RECALL)[0])
                     given[(scope, m)] = (None if np.isnan(x) else x, o.counted(m))
@@ -426,6 +442,7 @@ class _Abstention(_Open):
     score: list[_Num | None]        # null: -inf (no score)
     abstained: list[StrictBool]
     answerable: list[StrictBool]
+    audited: list[StrictBool]       # false: a native with an upstream tell
 
 
 class _Items(_Open):
@@ -450,6 +467,7 @@ class _Entry(_Open):
     judgment_sets: list[StrictStr]
     identity: dict[StrictStr, Any]
     sealed: StrictBool
+    native_tells: dict[StrictStr, _Num | None]      # source -> the tell's ROC AUC
     run_dir: StrictStr | None = None
     config: Any = None
 
@@ -639,6 +657,12 @@ class Leaderboard:
 
     def ran(self, eid: str) -> str:
         return ran_text(next(e for e in self.entries if e["id"] == eid))
+
+    @property
+    def tells(self) -> dict[str, float | None]:
+        """source -> the ROC AUC of its upstream tell (the audit of the store's sets, which
+        every entry shares): the label of the natives' false-recall column."""
+        return dict(self.entries[0]["native_tells"]) if self.entries else {}
 
     @property
     def size_classes(self) -> list[str]:
@@ -861,8 +885,9 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
     if store is None or not entries:
         raise MembenchError(f"{resolve_user_path(store_dir)}: an empty result store; add runs "
                             "with `membench leaderboard --runs RUN_DIR ... --out DIR`")
-    if rank_by not in MEASURES:
-        raise MembenchError(f"--rank-by {rank_by!r}: one of {', '.join(MEASURES)}")
+    rankable = [m for m in MEASURES if BY_NAME[m].ranked]
+    if rank_by not in rankable:
+        raise MembenchError(f"--rank-by {rank_by!r}: one of {', '.join(rankable)}")
     labels = {e["id"]: entry_label(e, entries) for e in entries}
     order = entries[0]["items"]["query_id"]
     pos = {q: i for i, q in enumerate(order)}
@@ -883,11 +908,14 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
         kept[idx] = [not x for x in ab["abstained"]]
         ans = np.zeros(len(order), bool)
         ans[idx] = ab["answerable"]
-        abst[e["id"]] = (score, kept, ans)
+        aud = np.zeros(len(order), bool)
+        aud[idx] = ab["audited"]
+        abst[e["id"]] = (score, kept, ans, aud)
 
     def ordering(eid: str, mask: np.ndarray) -> abstention.Ordering:
-        score, kept, ans = abst[eid]
-        return abstention.Ordering(score[mask], kept[mask], ans[mask], mods[mask])
+        score, kept, ans, aud = abst[eid]
+        keep = mask & aud                   # the audited items only
+        return abstention.Ordering(score[keep], kept[keep], ans[keep], mods[keep])
     notes = []
     for e in entries:
         if _calibration_run(e):
@@ -918,7 +946,7 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                     figs = {e["id"]: None if m in UNCALIBRATED_HIDDEN and _calibration_run(e)
                             else e["figures"][js].get(scope, {}).get(m) for e in have}
                     best = None
-                    if m in MEASURES:
+                    if m in MEASURES and meas.ranked:
                         cand = [(figs[i]["value"], labels[i], i) for i in figs
                                 if figs[i] and figs[i]["value"] is not None]
                         if cand:
@@ -1000,10 +1028,12 @@ def _calibration_run(entry: dict[str, Any]) -> bool:
 def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
                        measures: tuple[str, ...] = ("recall@1000", "recall@10", "ndcg@10",
                                                     "answerable_kept@fr0.10",
-                                                    "false_recall_rate",
+                                                    "false_recall_rate", "false_recall_native",
                                                     "abstain_rate_answerable")) -> str:
     """Plain text for the command line: per size class and judgment set, the chosen scopes'
-    rows with value [CI] n and the comparison with the best."""
+    rows with value [CI] n and the comparison with the best (the two false recalls named as
+    :func:`membench.analysis.tell_columns.label`: audited, and the natives with a tell with
+    the tell's ROC AUC)."""
     lines = [f"{len(lb.entries)} entries; {lb.store['split']} split, "
              f"{lb.store['selection']['queries']} queries; ranked by {lb.rank_by}; paired tests "
              "against the best of each column, Holm over each table"]
@@ -1018,7 +1048,7 @@ def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
                 lines.append(f"  {r['scope']:<13} {r['system']}  [{r['ran']}; {r['verified']}]")
                 for m in measures:
                     if m in r and isinstance(r[m], str):
-                        lines.append(f"      {m:<20} {r[m]}")
+                        lines.append(f"      {label(m, lb.tells):<20} {r[m]}")
     lines += [f"note: {n}" for n in lb.notes]
     return "\n".join(lines) + "\n"
 
@@ -1026,11 +1056,14 @@ def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
 def format_markdown(lb: Leaderboard, *, scope: str = "all",
                     measures: tuple[str, ...] = ("recall@1000", "recall@10", "ndcg@10",
                                                  "answerable_kept@fr0.10", "false_recall_rate",
+                                                 "false_recall_native",
                                                  "abstain_rate_answerable")) -> str:
     """A Markdown table (README): one row per size class, judgment set and system over
     ``scope``; each cell value [95% CI], ``best``, or the difference from the best with its
     Holm p (``=`` when not significant), gates as PASS / FAIL. Measures that do not follow the
-    judgment set are shown in the ``gold`` rows only."""
+    judgment set are shown in the ``gold`` rows only. Columns are named as
+    :func:`membench.analysis.tell_columns.label`: the audited false recall, and the natives
+    with a tell labelled with the tell's ROC AUC (never ranked, never tested)."""
     def cell(c) -> str:
         if c is None or c["value"] is None or (isinstance(c["value"], float)
                                                and np.isnan(c["value"])):
@@ -1041,11 +1074,13 @@ def format_markdown(lb: Leaderboard, *, scope: str = "all",
         if c["is_best"]:
             return s + " best"
         p = c["p_holm"]
+        if p is None or np.isnan(p):        # a report-only measure: never tested
+            return s
         ptxt = "<0.001" if p < 0.001 else f"{p:.3f}"
         return s + (f" ({c['diff']:+.3f}, p {ptxt})" if c["significant"] else f" (=, p {ptxt})")
 
     head = ("| size | judgment set | system | ran | verified | parameters | n | "
-            + " | ".join(measures) + " |")
+            + " | ".join(label(m, lb.tells) for m in measures) + " |")
     out = [head, "|" + "---|" * (7 + len(measures))]
     for size in lb.size_classes:
         for js in lb.judgment_sets:

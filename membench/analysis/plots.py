@@ -105,9 +105,10 @@ def plot_latency(df, *, kind: str = "cdf", ax=None):
 
 
 def plot_threshold_sweep(sweep, df=None, *, by: str = "modality", ax=None):
-    """False-recall rate (x) vs the answerable recall proxy (y) as the threshold moves, one
-    curve per group; with the item frame ``df``, the system's actual cartridge as a cross
-    (x = its false-recall rate, y = its share of answerable items whose cartridge hits gold)."""
+    """False-recall rate (x, over the audited unanswerable items: the frame's ``false_recall``)
+    vs the answerable recall proxy (y) as the threshold moves, one curve per group; with the
+    item frame ``df``, the system's actual cartridge as a cross (x = its false-recall rate,
+    y = its share of answerable items whose cartridge hits gold)."""
     plt = _plt()
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 5))
@@ -121,7 +122,7 @@ def plot_threshold_sweep(sweep, df=None, *, by: str = "modality", ax=None):
             fr = d["false_recall"].mean()
             hit = (d.loc[d["answerable"], "cartridge_recall"] > 0).mean()
             ax.plot([fr], [hit], marker="x", markersize=10, color=line.get_color())
-    ax.set_xlabel("false-recall rate (unanswerable items with a non-empty cartridge)")
+    ax.set_xlabel("false-recall rate (audited unanswerable items with a non-empty cartridge)")
     ax.set_ylabel("answerable items whose kept top-1 hits gold")
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)

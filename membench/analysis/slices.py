@@ -1,10 +1,12 @@
 """Slices of a run's items: where does a system fail? (SPEC section 8)
 
 :func:`slice_table` gives, per slice (one row per combination of some item-frame columns), n,
-the denominators and recall@10 (answerable items), false-recall rate (unanswerable items),
-holder and temporal correctness (all items), each with a percentile-bootstrap 95% interval keyed
-like metrics.json, and its gate verdicts; :func:`worst_slices` ranks single-dimension slices
-worst first; :func:`compact` formats a table for reading. Gates and denominators are the
+the denominators and recall@10 (answerable items), false-recall rate (audited unanswerable
+items) and beside it the false recall of the natives with an upstream tell (their own column:
+SPEC section 5), holder and temporal correctness (all items), each with a
+percentile-bootstrap 95% interval keyed like metrics.json, and its gate verdicts;
+:func:`worst_slices` ranks single-dimension slices worst first; :func:`compact` formats a
+table for reading. Gates and denominators are the
 measure registry's (:mod:`membench.metrics.measures`).
 
 Both take ``judgment_set``: the slices are then read under that set
@@ -31,10 +33,12 @@ from .frames import judgment_view, metric_values
 #: dimensions :func:`worst_slices` looks at (SPEC section 8)
 SLICE_DIMS: tuple[str, ...] = ("modality", "source", "holder", "as_of_bucket", "scenario",
                                "derivation", "text_source")
-#: metrics of a slice table by default: one per failure kind, and beside false recall the
-#: answerable abstention (a false-recall rate means nothing without it)
-SLICE_METRICS: tuple[str, ...] = ("recall@10", "false_recall_rate", "abstain_rate_answerable",
-                                  "holder_correctness", "temporal_correctness")
+#: metrics of a slice table by default: one per failure kind, beside false recall the natives
+#: with an upstream tell (never pooled with it) and the answerable abstention (a false-recall
+#: rate means nothing without it)
+SLICE_METRICS: tuple[str, ...] = ("recall@10", "false_recall_rate", "false_recall_native",
+                                  "abstain_rate_answerable", "holder_correctness",
+                                  "temporal_correctness")
 
 
 def _slice_key(by: list[str], values: tuple, judgment_set: str | None = None) -> str:
@@ -66,15 +70,18 @@ def slice_table(df, by: str | list[str], *, metrics: tuple[str, ...] | list[str]
                 judgment_set: str | None = None):
     """Per slice (one row per combination of ``by`` values): ``n`` items, the denominators
     ``n_answerable`` (recall and other answerable-item measures: the items with a recall value,
-    i.e. those the judgment set judges) and ``n_unanswerable`` (false recall; holder/temporal
-    correctness are over all ``n``), and per metric its value
+    i.e. those the judgment set judges), ``n_unanswerable`` (the audited unanswerable items:
+    false recall's) and ``n_native_tell`` (the natives with an upstream tell:
+    ``false_recall_native``'s; holder/temporal correctness are over all ``n``), and per metric
+    its value
     with ``<metric>_lo`` / ``<metric>_hi`` (percentile bootstrap 95%, keyed like metrics.json:
     a slice over ``modality`` reproduces metrics.json's values and intervals). A value whose
     denominator is 0 is NaN, never 0.
 
     The abstention-order statistics (``answerable_kept@fr0.10``, ``abstention_auc``:
     :mod:`membench.metrics.abstention`) may be asked for too; they are computed from the
-    frame's ``abstention_score`` and ``abstained`` columns, within each modality.
+    frame's ``abstention_score`` and ``abstained`` columns, within each modality, over the
+    audited items (the natives with an upstream tell are outside their denominators).
 
     ``gate_failures`` lists the slice's metrics that miss their gate; ``worst_margin`` is the
     smallest :func:`gate_margin` over the gated metrics (negative = failing) and
@@ -93,16 +100,21 @@ def slice_table(df, by: str | list[str], *, metrics: tuple[str, ...] | list[str]
         keys = keys if isinstance(keys, tuple) else (keys,)
         judged = ~np.isnan(g["recall@10"].to_numpy(dtype=float))
         unans = ~g["answerable"].to_numpy(dtype=bool)
+        audited = g["audited"].to_numpy(dtype=bool)
         row: dict[str, Any] = dict(zip(by, keys))
-        row.update(n=len(g), n_answerable=int(judged.sum()), n_unanswerable=int(unans.sum()))
+        row.update(n=len(g), n_answerable=int(judged.sum()),
+                   n_unanswerable=int((unans & audited).sum()),
+                   n_native_tell=int((unans & ~audited).sum()))
         key = _slice_key(by, keys, judgment_set)
         margins = []
         fails = []
         ordering = [m for m in metrics if m in ORDERING_MEASURES]
         if ordering:
+            au = g[audited]
             oe = abstention.entries(
-                g["abstention_score"].to_numpy(dtype=float), ~g["abstained"].to_numpy(dtype=bool),
-                g["answerable"].to_numpy(dtype=bool), g["modality"].to_numpy(dtype=object), key,
+                au["abstention_score"].to_numpy(dtype=float),
+                ~au["abstained"].to_numpy(dtype=bool), au["answerable"].to_numpy(dtype=bool),
+                au["modality"].to_numpy(dtype=object), key,
                 max_false_recall=MAX_FALSE_RECALL, seed=seed, n_resamples=n_resamples)
         for m in metrics:
             if m in ORDERING_MEASURES:

@@ -142,21 +142,47 @@ def _option_row(a) -> str:
 
 def _calibration(ctx: Context) -> str:
     """The cartridge operating point of every calibrated system (bench/calibration/*.json):
-    per modality the top-1 score threshold and what it keeps."""
+    per modality the top-1 score threshold, how dev was split, and what the threshold keeps on
+    the fit half (in sample) and on the held-out half (``membench calibrate``,
+    :mod:`membench.analysis.calibrate`; false recall counts audited unanswerables only). A
+    file written before the split (no ``held_out``) was fitted on all of dev, with every
+    unanswerable query: its held-out columns are empty."""
     from ..core.paths import BENCH_DIR
 
-    rows = ["| system | modality | threshold | answerable kept (n) | unanswerable kept = false "
-            "recall (n) | within the 0.10 gate |", "|---|---|---:|---|---|---|"]
+    def kept(v, n) -> str:
+        return f"{'n/a' if v is None else f'{v:.3f}'} ({n})"
+
+    def gate(v, limit) -> str:
+        return "n/a" if v is None else ("yes" if v <= limit else "no")
+
+    rows = ["| system | modality | threshold | split (fit / held-out holders) | fit: answerable "
+            "kept (n) | fit: false recall (n) | held out: answerable kept (n) | held out: false "
+            "recall (n) | within the 0.10 gate (fit / held out) |",
+            "|---|---|---:|---|---|---|---|---|---|"]
     for f in sorted((BENCH_DIR / "calibration").glob("*.json")):
         d = json.loads(f.read_text())
+        limit = d.get("max_false_recall", 0.10)
+        name = d.get("system", f.stem)
         for mod, c in sorted(d.get("modalities", {}).items()):
-            rows.append(f"| {d.get('system', f.stem)} | {mod} | {c['threshold']:.4f} | "
-                        f"{c['answerable_kept']:.3f} ({c['n_answerable']}) | "
-                        f"{c['unanswerable_kept']:.3f} ({c['n_unanswerable']}) | "
-                        f"{'yes' if c.get('within_gate') else 'no'} |")
+            fit = (f"{kept(c['answerable_kept'], c['n_answerable'])} | "
+                   f"{kept(c['unanswerable_kept'], c['n_unanswerable'])}")
+            fit_gate = "yes" if c.get("within_gate") else "no"
+            h = c.get("held_out")
+            if h is None:
+                rows.append(f"| {name} | {mod} | {c['threshold']:.4f} | none: fitted on all of "
+                            f"dev (all unanswerables) | {fit} | — | — | {fit_gate} / — |")
+                continue
+            sp = c.get("split", {})
+            split = (f"by holder, {len(c['fit']['holders'])} / {len(h['holders'])}"
+                     if sp.get("by") == "holder" else f"by query: {_cell(sp.get('why') or '')}")
+            if c.get("unaudited_left_out"):
+                split += f"; {c['unaudited_left_out']} unaudited natives left out"
+            rows.append(f"| {name} | {mod} | {c['threshold']:.4f} | {split} | {fit} | "
+                        f"{kept(h['answerable_kept'], h['n_answerable'])} | "
+                        f"{kept(h['unanswerable_kept'], h['n_unanswerable'])} | "
+                        f"{fit_gate} / {gate(h['unanswerable_kept'], limit)} |")
         for mod, why in sorted(d.get("not_calibrated", {}).items()):
-            rows.append(f"| {d.get('system', f.stem)} | {mod} | — (default) | {_cell(why)} | — "
-                        "| — |")
+            rows.append(f"| {name} | {mod} | — (default) | — | {_cell(why)} | — | — | — | — |")
     return "\n".join(rows)
 
 

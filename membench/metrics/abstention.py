@@ -21,6 +21,10 @@ every query it abstained on, and within each group the score orders them; equal 
 a system whose cartridge is "the top-1 atom when its score clears a threshold" the pair orders
 exactly as the score alone; for one that abstains by another rule, its decisions come first.
 
+The unanswerable items of both measures are the audited ones (``ItemScores.audited``, as in
+``false_recall_rate``): the natives with an upstream tell are outside their denominators (SPEC
+section 5), so callers hand :class:`Ordering` the audited items only.
+
 * ``abstention_auc``: the ROC AUC of that order, answerable (positive) against unanswerable
   items: the probability that an answerable item is placed above an unanswerable one, ties
   counting one half (the Mann-Whitney statistic; equals ``sklearn.metrics.roc_auc_score`` on

@@ -15,8 +15,11 @@ Output shape (the file contract)::
 
 ``denominator`` is the number of annotated items the metric is defined over in that slice
 (answerable items for recall, MRR, nDCG, abstention, cartridge recall and the answerable share
-kept at the false-recall gate; unanswerable items for false recall; all items for
-temporal/holder correctness, latency and the abstention AUC). ``n`` is the number of items the
+kept at the false-recall gate; audited unanswerable items for false recall; the unanswerable
+items with an upstream tell for ``false_recall_native``; all items for temporal/holder
+correctness and latency; the answerable and audited unanswerable items for the abstention
+AUC). The natives with an upstream tell (``origin.audited`` false) are in no gated figure and
+in no figure pooled with the audited false recall (SPEC section 5). ``n`` is the number of items the
 value is computed from: equal to the denominator for every mean (an item without a run line
 counts, as a miss), the number of items with a run line for latency, and for the two
 abstention-order statistics the items of the modalities where they are defined
@@ -89,8 +92,11 @@ def latency_entry(latency: np.ndarray, q: float, key: str, *, seed: int = SEED,
 
 def ordering_entries(scores: ItemScores, mask: np.ndarray, name: str, *, seed: int = SEED,
                      n_resamples: int = N_RESAMPLES) -> dict[str, dict[str, Any]]:
-    """The abstention-order statistics (:mod:`membench.metrics.abstention`) over the items
-    of ``mask``, compared within each modality, keyed ``<name>|<measure>``."""
+    """The abstention-order statistics (:mod:`membench.metrics.abstention`) over the audited
+    items of ``mask`` (``ItemScores.audited``: the natives with an upstream tell are outside
+    their denominators, as outside false_recall_rate's), compared within each modality, keyed
+    ``<name>|<measure>``."""
+    mask = mask & scores.audited
     mods = np.asarray(scores.modality, dtype=object)[mask]
     return abstention.entries(scores.abstention_score[mask], scores.cartridge_size[mask] > 0,
                               scores.answerable[mask], mods, name,

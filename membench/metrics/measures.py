@@ -2,8 +2,9 @@
 
 Each :class:`Measure` carries its name (the key in ``metrics.json``), its definition (with the
 citation it follows), its denominator, its direction, its gate (SPEC section 7), whether the
-comparison of systems tests it pairwise, whether it is computed per judgment set, and whether it
-is a headline figure (frozen in ``bench/expected/dev.json`` and shown in the README table).
+comparison of systems tests it pairwise, whether it is computed per judgment set, whether it
+is a headline figure (frozen in ``bench/expected/dev.json`` and shown in the README table) and
+whether "which system is best" ranks it (a report-only figure is shown, never ranked).
 Aggregation, slices, comparison, expected figures and the reports all read this table; nothing
 else defines a gate or a denominator.
 
@@ -20,7 +21,11 @@ from typing import Literal
 from ..modalities import REGISTRY as _MODALITIES
 from .bootstrap import N_RESAMPLES, SEED
 
-Denominator = Literal["answerable", "unanswerable", "all"]
+#: the items a value is over: "audited unanswerable" (every unanswerable item but the natives
+#: with an upstream tell: :func:`membench.sets.tells.audited`), "unanswerable with a tell"
+#: (those natives), "answerable and audited" (every item but those natives)
+Denominator = Literal["answerable", "audited unanswerable", "unanswerable with a tell",
+                      "answerable and audited", "all"]
 
 
 #: a false-recall verdict is not PASS when the system abstains on more than this share of the
@@ -85,6 +90,9 @@ class Measure:
     paired: bool = False            # tested pairwise when systems are compared
     per_judgment_set: bool = False  # also computed under every alternative judgment set
     headline: bool = False          # frozen in bench/expected/dev.json, shown in README
+    #: "which system is best" tests it (compare.best_systems, the leaderboard's best of a
+    #: column); a report-only figure (false_recall_native) is shown, never ranked
+    ranked: bool = True
     citation: str = "SPEC section 7"
     percentile: float | None = None  # latency measures: which percentile
 
@@ -120,12 +128,24 @@ MEASURES: tuple[Measure, ...] = (
             per_judgment_set=True,
             citation="Jarvelin & Kekalainen, TOIS 2002; gains 2**grade - 1 as Burges et al., "
                      "ICML 2005, and CodeSearchNet's relevanceeval.py (Husain et al. 2019)"),
-    Measure("false_recall_rate", "Share of unanswerable items whose cartridge is non-empty. "
-            "Its gate is not passed by silence: the verdict is FAIL (silent) when "
+    Measure("false_recall_rate", "Share of audited unanswerable items (origin.audited: every "
+            "derived one, and the natives of a source without an upstream tell) whose "
+            "cartridge is non-empty; the natives with a tell are false_recall_native's. Its "
+            "gate is not passed by silence: the verdict is FAIL (silent) when "
             f"abstain_rate_answerable of the same scope is above {MAX_SILENT_ABSTENTION:g}.",
-            "unanswerable", "lower", "cartridge",
+            "audited unanswerable", "lower", "cartridge",
             gate=Gate("<=", 0.10, silent_if=("abstain_rate_answerable", MAX_SILENT_ABSTENTION)),
-            paired=True, headline=True),
+            paired=True, headline=True,
+            citation="SPEC section 7; SPEC section 5: natives that fail the no-tells audit are "
+                     "\"never in a gated or headline false recall\""),
+    Measure("false_recall_native", "Share of unanswerable records with an upstream tell "
+            "(origin.audited false: natives of a source whose questions give them away, "
+            "membench.sets.tells.NATIVE_TELLS) whose cartridge is non-empty; never gated, never "
+            "pooled with false_recall_rate. Shown beside it, labelled with the tell's ROC AUC "
+            "from the set audit.", "unanswerable with a tell", "lower", "cartridge",
+            headline=True, ranked=False,
+            citation="SPEC section 5: \"Upstream natives that fail this audit keep their text "
+                     "but are reported in their own column\""),
     Measure("temporal_correctness", "Share of all items whose returned hits and cartridge "
             "contain no atom observed after the item's as_of.", "all", "higher", "scope",
             gate=Gate(">=", 0.95), headline=True),
@@ -140,16 +160,19 @@ MEASURES: tuple[Measure, ...] = (
             "t at which at most 0.10 of the unanswerable items keep a non-empty cartridge (a "
             "query is kept at t when its own cartridge is non-empty and its score >= t; equal "
             "scores are kept or dropped together; over several modalities, per modality and "
-            "pooled). A system that always abstains scores 0. The abstention score: the "
-            "confidence the system reported, else its top-1 hit score, else -inf. Undefined "
-            "where the slice has no unanswerable item.", "answerable", "higher", "cartridge",
+            "pooled). The unanswerable items are the audited ones (as false_recall_rate). A "
+            "system that always abstains scores 0. The abstention score: the confidence the "
+            "system reported, else its top-1 hit score, else -inf. Undefined where the slice "
+            "has no audited unanswerable item.", "answerable", "higher", "cartridge",
             ordering=True, headline=True,
             citation="membench (the seed's false-recall gate as an operating point); "
                      "membench/metrics/abstention.py"),
     Measure("abstention_auc", "ROC AUC of the abstention order, answerable (positive) against "
-            "unanswerable items of the same modality: queries placed by (cartridge non-empty, "
-            "abstention score), ties counting one half (Mann-Whitney). 0.5 is chance; no "
-            "threshold involved. Undefined without both kinds of items.", "all", "higher",
+            "audited unanswerable items of the same modality (the natives with an upstream "
+            "tell are left out, as from false_recall_rate): queries placed by (cartridge "
+            "non-empty, abstention score), ties counting one half (Mann-Whitney). 0.5 is "
+            "chance; no threshold involved. Undefined without both kinds of items.",
+            "answerable and audited", "higher",
             "cartridge", ordering=True,
             citation="Hanley & McNeil, Radiology 1982 (AUC as the Mann-Whitney statistic); "
                      "membench/metrics/abstention.py"),
@@ -183,6 +206,8 @@ PAIRED_METRICS: tuple[str, ...] = tuple(m.name for m in MEASURES if m.paired)
 JUDGMENT_MEASURES: tuple[str, ...] = tuple(m.name for m in MEASURES if m.per_judgment_set)
 #: frozen in bench/expected/dev.json and shown in the README's figures table
 HEADLINE: tuple[str, ...] = tuple(m.name for m in MEASURES if m.headline)
+#: the headline measures "which system is best" tests (the report-only ones left out)
+RANKED_HEADLINE: tuple[str, ...] = tuple(m.name for m in MEASURES if m.headline and m.ranked)
 #: the false-recall gate, the cap every cartridge operating point is chosen under
 MAX_FALSE_RECALL: float = BY_NAME["false_recall_rate"].gate.threshold
 

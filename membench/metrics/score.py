@@ -2,8 +2,13 @@
 
 :func:`score_items` joins records, source items, atoms and run lines and returns
 :class:`ItemScores`: one value per item and measure, NaN where the item is outside that
-measure's denominator (e.g. recall on an unanswerable item). Aggregation, intervals and gates
-are in :mod:`membench.metrics.aggregate`; slicing code can use ``ItemScores.rows()``.
+measure's denominator (e.g. recall on an unanswerable item). An unanswerable item is in
+``false_recall_rate``'s denominator when it is audited (``origin.audited``:
+:func:`membench.sets.tells.audited`), else in ``false_recall_native``'s: SPEC section 5,
+"Upstream natives that fail this audit keep their text but are reported in their own column,
+never in a gated or headline false recall" (``ItemScores.audited`` says which, per item).
+Aggregation, intervals and gates are in :mod:`membench.metrics.aggregate`; slicing code can use
+``ItemScores.rows()``.
 
 Join rules: the denominator is the annotated items, never the hits. A run directory's reader
 (:class:`membench.metrics.rundir.RunDir`) never passes an item without a run line: it refuses
@@ -28,6 +33,7 @@ from ..run.files import AtomRow, RunRow, parse_atom, parse_run_row, to_us
 from ..run.protocol import rank_order
 from ..sets.judgments import PRIMARY
 from ..sets.schema import AnnotationRecord, SourceItem
+from ..sets.tells import audited as _audited
 from . import cartridge as cart_mod
 from .abstention import abstention_score
 from .atom_level import ATOM_MEASURES, atom_measures, relevant_atoms
@@ -55,6 +61,10 @@ class ItemScores:
     as_of: list[str]
     derivation: list[str | None]
     answerable: np.ndarray          # bool
+    # bool: in the audited population (every answerable item, and an unanswerable one whose
+    # origin.audited is true: membench.sets.tells.audited); False: a native unanswerable with
+    # an upstream tell, counted by false_recall_native only (SPEC section 5)
+    audited: np.ndarray
     has_run: np.ndarray             # bool
     n_gold: np.ndarray              # int
     n_hits: np.ndarray              # int, distinct ranked atoms
@@ -84,7 +94,8 @@ class ItemScores:
                 "query_id": self.query_id[i], "modality": self.modality[i],
                 "source": self.source[i], "holder": self.holder[i], "as_of": self.as_of[i],
                 "derivation": self.derivation[i], "answerable": bool(self.answerable[i]),
-                "has_run": bool(self.has_run[i]), "n_gold": int(self.n_gold[i]),
+                "audited": bool(self.audited[i]), "has_run": bool(self.has_run[i]),
+                "n_gold": int(self.n_gold[i]),
                 "n_hits": int(self.n_hits[i]), "cartridge_size": int(self.cartridge_size[i]),
                 "n_future": int(self.n_future[i]), "n_foreign": int(self.n_foreign[i]),
                 "latency_ms": _opt(self.latency_ms[i]),
@@ -194,6 +205,7 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
 
     n = len(recs)
     answerable = np.zeros(n, dtype=bool)
+    audited = np.ones(n, dtype=bool)
     has_run = np.zeros(n, dtype=bool)
     n_gold = np.zeros(n, dtype=np.int64)
     n_hits = np.zeros(n, dtype=np.int64)
@@ -203,7 +215,7 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
     latency = np.full(n, np.nan)
     abst = np.full(n, -np.inf)
     nan = lambda: np.full(n, np.nan)
-    false_recall, abstain, cart_recall = nan(), nan(), nan()
+    false_recall, false_native, abstain, cart_recall = nan(), nan(), nan(), nan()
     atom_level = {m: nan() for m in ATOM_MEASURES}
     atom_qrels: list[dict[str, int]] = []
     first_ranks: list[list[int]] = []
@@ -245,7 +257,9 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
         else:
             first_ranks.append([])
             gains.append([])
-            false_recall[i] = cart_mod.false_recall(len(cart))
+            audited[i] = _audited(rec)
+            (false_recall if audited[i] else false_native)[i] = \
+                cart_mod.false_recall(len(cart))
             atom_qrels.append({})
 
         for name, golds in sorted((rec.judgments or {}).items()):
@@ -272,6 +286,7 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
 
     values = rank_measures(FirstHits.from_lists(first_ranks, n_gold, gains), graded=True)
     values["false_recall_rate"] = false_recall
+    values["false_recall_native"] = false_native
     values["temporal_correctness"] = (n_future == 0).astype(np.float64)
     values["holder_correctness"] = (n_foreign == 0).astype(np.float64)
     values["abstain_rate_answerable"] = abstain
@@ -287,7 +302,8 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
         query_id=[r.query_id for r in recs], modality=[r.modality for r in recs],
         source=[source_key(r.query_id) for r in recs], holder=[r.scope.holder for r in recs],
         as_of=[r.as_of.isoformat() for r in recs],
-        derivation=[r.origin.derivation for r in recs], answerable=answerable, has_run=has_run,
+        derivation=[r.origin.derivation for r in recs], answerable=answerable, audited=audited,
+        has_run=has_run,
         n_gold=n_gold, n_hits=n_hits, cartridge_size=cart_size, n_future=n_future,
         n_foreign=n_foreign, latency_ms=latency, values={k: values[k] for k in MEAN_MEASURES},
         abstention_score=abst,

@@ -39,11 +39,11 @@ from .score import ItemScores
 if TYPE_CHECKING:  # pragma: no cover
     from .rundir import RunDir
 
-VERSION = "scores-2"
+VERSION = "scores-3"
 
 # ItemScores' fields: aligned string lists, and per-item arrays with their dtype kind
 LISTS = ("query_id", "modality", "source", "holder", "as_of", "derivation")
-ARRAYS = {"answerable": "b", "has_run": "b", "n_gold": "i", "n_hits": "i",
+ARRAYS = {"answerable": "b", "audited": "b", "has_run": "b", "n_gold": "i", "n_hits": "i",
           "cartridge_size": "i", "n_future": "i", "n_foreign": "i", "latency_ms": "f",
           "abstention_score": "f"}
 

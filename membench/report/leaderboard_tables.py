@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..analysis.tell_columns import label
 from ..metrics.measures import BY_NAME
 from ..modalities import MODALITIES
 from .escape import esc
@@ -29,7 +30,9 @@ LEGEND = ("value [95% bootstrap interval], n = items in the measure's denominato
           "fails; <i>FAIL (silent)</i>: a false-recall rate bought by abstaining on more than "
           "half of the answerable items). The cartridge table is ranked by the answerable "
           "share kept at false recall &lt;= 0.10, on which a system that always abstains "
-          "scores 0.")
+          "scores 0. False recall counts the audited unanswerable items; the natives with an "
+          "upstream tell have their own column, labelled with the tell's ROC AUC from the set "
+          "audit, never ranked or tested.")
 
 
 def _cell(c: dict[str, Any], digits: int, stacked: bool = False) -> str:
@@ -66,7 +69,7 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
     t = lb.table(size, judgment_set, family=None if measures else family)
     names = [m for m in dict.fromkeys(measures or t["measure"]) if m in set(t["measure"])]
     head = ("<tr><th>scope</th><th>system</th><th>parameters</th>"
-            + "".join(f"<th>{th(m)}</th>" for m in names) + "</tr>")
+            + "".join(f"<th>{th(label(m, lb.tells))}</th>" for m in names) + "</tr>")
     rows = []
     cards = {e["id"]: e["card"] for e in lb.entries}
     for scope in [s for s in [*MODALITIES, "all"] if s in set(t["scope"])

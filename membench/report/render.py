@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..analysis.tell_columns import AUDITED, NATIVE, sets_tells, tell_note
 from ..core import progress
 from ..core.atomic import atomic_write_text
 from ..core.errors import MembenchError
@@ -404,7 +405,10 @@ def _metrics(rd: RunDir) -> tuple[dict[str, Any] | None, str]:
 
 def _record(label: str, rd: RunDir | None, metrics: dict[str, Any] | None,
             pages: list[str], **extra) -> dict[str, Any]:
-    """What the index shows of one report folder (written as ``report.json``)."""
+    """What the index shows of one report folder (written as ``report.json``); ``extra`` holds,
+    for a run, the strength of its sets' upstream tells (``native_tells``: source -> ROC AUC,
+    :func:`membench.analysis.tell_columns.sets_tells`: the label of its natives' false
+    recall)."""
     from ..metrics.measures import HEADLINE
 
     rec: dict[str, Any] = {"label": label, "pages": pages, **extra}
@@ -595,13 +599,15 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     for rd, label, prov, slab in zip(opened, labels, provs, set_labels):
         prov["external_links"] = links
         metrics, why = _metrics(rd)
+        tells = sets_tells(rd.sets_dir)
         per_run.append((label, metrics))
         page_links = {SETS_NOTEBOOK: f"../{slab}/{SETS_NOTEBOOK}.html"} if sets_page else {}
         page = Page(label, tuple(notebooks), summary_html(metrics, label, missing=why,
-                                                          meta=rd.meta), page_links)
+                                                          meta=rd.meta, tells=tells),
+                    page_links)
         params = {"run_dir": str(rd.path), "sets_dir": str(rd.sets_dir.resolve()),
                   "corpus": root, "live_links": bool(live_links), **flags, **(extra or {})}
-        record = _record(label, rd, metrics, list(run_pages))
+        record = _record(label, rd, metrics, list(run_pages), native_tells=tells)
         if sets_page:
             record["links"] = {SETS_NOTEBOOK: f"{slab}/{SETS_NOTEBOOK}.html"}
             _remove_page(out / label, SETS_NOTEBOOK)
@@ -634,7 +640,8 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
         todo.append(Job(COMPARE_NOTEBOOK, {"run_dirs": [str(rd.path) for rd in opened],
                                            "sets_dir": sets, **flags}, out / cmp_label, prov,
                         Page(cmp_label, (COMPARE_NOTEBOOK,),
-                             compare_summary_html(per_run, best, said, best_note)),
+                             compare_summary_html(per_run, best, said, best_note,
+                                                  sets_tells(opened[0].sets_dir))),
                         _record(cmp_label, None, None, [COMPARE_NOTEBOOK], compared=labels,
                                 best=best, verdict=said, best_note=best_note)))
     if board:
@@ -823,6 +830,33 @@ def _links_html(d: Path, rec: dict[str, Any], pages: list[Path]) -> str:
         return "<i>folder name not linkable</i>"
 
 
+def _index_head(m: str) -> str:
+    """A headline measure's column header on the index; the two false recalls by their labels
+    (:mod:`membench.analysis.tell_columns`): audited and gated, and the natives with an
+    upstream tell, not gated, each cell with its sets' tell ROC AUC."""
+    if m == "false_recall_rate":
+        return f"<th>{esc(AUDITED)}<br><small>gated; [95% CI], n</small></th>"
+    if m == "false_recall_native":
+        return (f"<th>{esc(NATIVE)}<br><small>not gated; [95% CI], n; the tell's ROC AUC"
+                "</small></th>")
+    return f"<th>{th(m)}<br><small>[95% CI], n</small></th>"
+
+
+def _index_cell(m: str, rec: dict[str, Any]) -> str:
+    """A run's figure of headline measure ``m`` on the index: value [95% CI] and n (``n/a``
+    for a record without it); the natives' false recall also names the tell's ROC AUC of the
+    run's sets (the record's ``native_tells``; a record written before it: the pointer to
+    docs/sets.md)."""
+    e = (rec.get("headline") or {}).get(m)
+    if not e:
+        return '<td class="mb-n mb-na">n/a</td>'
+    lo, hi = (e.get("ci95") or [None, None])[:2]
+    v = interval_html(e.get("value"), lo, hi, 1 if m.startswith("latency") else 3, stacked=True)
+    tell = (f'<br><small class="mb-wrap">{esc(tell_note(rec.get("native_tells")))}</small>'
+            if m == "false_recall_native" else "")
+    return f'<td class="mb-n">{v}<br><small>n={esc(e.get("n"))}</small>{tell}</td>'
+
+
 def write_index(out: Path) -> Path:
     """``<out>/index.html``: first, for each comparison, which system is best on each
     headline measure (by how much, paired test, n); then every run folder under ``out`` with
@@ -845,14 +879,10 @@ def write_index(out: Path) -> Path:
             set_pages.append((rec, links))
         else:
             (comps if rec.get("compared") else runs).append((rec, links))
-    head = "".join(f"<th>{th(m)}<br><small>[95% CI], n</small></th>" for m in HEADLINE)
+    head = "".join(_index_head(m) for m in HEADLINE)
     rows = []
     for rec, links in runs:
-        hl = rec.get("headline") or {}
-        cells = "".join(
-            f'<td class="mb-n">{interval_html(e.get("value"), *(e.get("ci95") or [None, None])[:2], 1 if m.startswith("latency") else 3, stacked=True)}'
-            f'<br><small>n={esc(e.get("n"))}</small></td>' if (e := hl.get(m)) else
-            '<td class="mb-n mb-na">n/a</td>' for m in HEADLINE)
+        cells = "".join(_index_cell(m, rec) for m in HEADLINE)
         gates = rec.get("gates") or []
         n_pass = sum(g["result"] == "PASS" for g in gates)
         lim = rec.get("limit")
@@ -900,7 +930,9 @@ def write_index(out: Path) -> Path:
             "<h1>membench reports</h1>" + best +
             "<h2>Runs</h2><p>One row per run: its gates (pass / all, per scope) "
             "and headline figures over all items, value [95% bootstrap interval] (n = "
-            "denominator). Open a run's pages for everything else.</p>"
+            "denominator). False recall counts the audited unanswerable items; the natives "
+            "with an upstream tell have their own column, never gated, with the tell's ROC "
+            "AUC from the audit of the run's sets. Open a run's pages for everything else.</p>"
             f'<table class="mb-t" id="membench-runs"><thead><tr><th>run</th><th>gates</th>{head}'
             f"<th>pages</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
             + (f'<h2>Comparisons</h2><table class="mb-t"><thead><tr><th>report</th>'

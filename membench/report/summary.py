@@ -100,10 +100,13 @@ def run_badge(meta: dict[str, Any] | None) -> str:
 
 
 def summary_html(metrics: dict[str, Any] | None, label: str, *, missing: str = "",
-                 meta: dict[str, Any] | None = None) -> str:
+                 meta: dict[str, Any] | None = None,
+                 tells: dict[str, float | None] | None = None) -> str:
     """The page's summary block: what ran and whether it was sealed (:func:`run_badge`, from
-    the run's ``meta``), gate badges and the next steps, every data string escaped.
-    ``metrics=None`` (no metrics.json): says so (``missing``: why)."""
+    the run's ``meta``), gate badges (beside false recall, the natives with an upstream tell,
+    headed with ``tells``: :func:`membench.report.tables.gate_badges`) and the next steps,
+    every data string escaped. ``metrics=None`` (no metrics.json): says so (``missing``:
+    why)."""
     if metrics is None:
         return (f'<section class="mb-summary" id="membench-summary"><h2>Summary · {esc(label)}'
                 f"</h2>{run_badge(meta)}<p>No metrics for this run"
@@ -117,7 +120,7 @@ def summary_html(metrics: dict[str, Any] | None, label: str, *, missing: str = "
             + run_badge(meta) +
             f"<p><b>{n_pass} of {len(rows)} gates pass</b>, {n_fail} fail, {n_na} n/a "
             "(value [95% bootstrap interval], n/denominator).</p>"
-            + gate_badges(metrics)
+            + gate_badges(metrics, tells)
             + f"<h3>What to look at next</h3><ul>{steps}</ul></section>")
 
 
@@ -179,10 +182,11 @@ def sets_summary_html(label: str, runs: list[str], set_sha256: dict[str, str]) -
 
 def compare_summary_html(per_run: list[tuple[str, dict[str, Any] | None]],
                          best: list[dict[str, Any]] | None = None, verdict_text: str = "",
-                         best_note: str = "") -> str:
+                         best_note: str = "",
+                         tells: dict[str, float | None] | None = None) -> str:
     """The summary of a comparison page: the verdict and the best system per headline measure
     (``best``, :func:`membench.analysis.compare.best_systems`), then each run's gate badges,
-    one block per run."""
+    one block per run (``tells`` as :func:`summary_html`: the runs share their sets)."""
     parts = ['<section class="mb-summary" id="membench-summary"><h2>Summary · '
              + esc(" vs ".join(lab for lab, _ in per_run)) + "</h2>"]
     if best or best_note:
@@ -194,7 +198,7 @@ def compare_summary_html(per_run: list[tuple[str, dict[str, Any] | None]],
         rows = gate_rows(m)
         n_pass = sum(r["result"] == "PASS" for r in rows)
         parts.append(f"<h3>{esc(lab)}: {n_pass} of {len(rows)} gates pass</h3>"
-                     + gate_badges(m))
+                     + gate_badges(m, tells))
     parts.append("<h3>What to look at next</h3><ul><li>The forest plot of paired differences: "
                  "an interval that excludes 0 is a difference the items support; the full "
                  "table of paired tests is in the appendix.</li></ul></section>")

@@ -11,7 +11,8 @@
   ``worst_margin``, ``worst_metric``, ``level``) first, PASS / FAIL (and True / False in a
   verdict column) coloured;
 * a table longer than ``max_rows`` shows its first rows and keeps the rest in a collapsed
-  ``<details>`` block, so nothing is dropped.
+  ``<details>`` block, so nothing is dropped; one of more than :data:`WIDE_COLUMNS` columns is
+  set a point smaller.
 
 Every header and cell goes through :func:`membench.report.escape.esc`. The result is an object
 with ``_repr_html_`` (JupyterLab and nbconvert show it as HTML). :func:`gate_badges` renders the
@@ -24,6 +25,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..analysis.tell_columns import AUDITED, NATIVE, label, tell_note
 from .escape import esc
 
 VERDICTS = ("result", "pass", "match", "significant_0.05", "gate_failures", "worst_margin",
@@ -44,6 +46,8 @@ CSS = """<style>
 .mb-t td.mb-na{color:#777}
 .mb-t caption{caption-side:top;text-align:left;color:#444;padding:2px 0}
 .mb-t td small.mb-wrap{white-space:normal;display:inline-block;max-width:17em}
+.mb-t.mb-wide{font-size:11px}
+.mb-t.mb-wide th small,.mb-t.mb-wide td small{font-size:10px}
 details.mb-more>summary{cursor:pointer;color:#1a4d8f;font:12px system-ui,sans-serif}
 .mb-badges{display:flex;flex-wrap:wrap;gap:3px;margin:1px 0}
 .mb-badge{display:inline-block;border-radius:4px;padding:1px 6px;font:12px/1.4 system-ui,
@@ -152,6 +156,9 @@ class Table:
 
 
 SHORT_TEXT = 24   # longer text cells wrap
+#: a table of more columns than this is set a point smaller (``mb-wide``): a slice table with
+#: both false recalls, their denominators and every interval still fits a 1280 px page
+WIDE_COLUMNS = 13
 
 
 def interval_html(v: Any, lo: Any, hi: Any, digits: int = 3, *, stacked: bool = False) -> str:
@@ -233,11 +240,12 @@ def show(df, *, max_rows: int = 25, digits: int = 3, index: bool | None = None,
         f"<th>{th(c)}</th>" for c in cols) + "</tr>"
     rows = _rows_html(t, cols, kinds, digits, intervals, stacked=len(intervals) > 2)
     cap = f"<caption>{esc(caption)}</caption>" if caption else ""
-    html = f'<table class="mb-t">{cap}<thead>{head}</thead><tbody>' + \
+    cls = "mb-t mb-wide" if len(cols) > WIDE_COLUMNS else "mb-t"
+    html = f'<table class="{cls}">{cap}<thead>{head}</thead><tbody>' + \
         "".join(rows[:max_rows]) + "</tbody></table>"
     if len(rows) > max_rows:
         html += (f'<details class="mb-more"><summary>show the other {len(rows) - max_rows} of '
-                 f'{len(rows)} rows</summary><table class="mb-t"><thead>{head}</thead><tbody>'
+                 f'{len(rows)} rows</summary><table class="{cls}"><thead>{head}</thead><tbody>'
                  + "".join(rows[max_rows:]) + "</tbody></table></details>")
     return Table(html, len(rows), cols)
 
@@ -254,9 +262,13 @@ def collapsed(title: str, inner: Any, *, open_: bool = False) -> Table:
 # ---------------------------------------------------------------------------- metrics
 
 def metrics_grid(metrics: dict[str, Any], metric_names: list[str] | None = None,
-                 digits: int = 3) -> Table:
+                 digits: int = 3, tells: dict[str, float | None] | None = None) -> Table:
     """metrics.json side by side: one row per metric, one column per scope; each cell
-    ``value [lo, hi]`` and, under it, ``n/denominator`` (``n/a`` where the denominator is 0)."""
+    ``value [lo, hi]`` and, under it, ``n/denominator`` (``n/a`` where the denominator is 0).
+    The two false recalls carry their label under their name
+    (:func:`membench.analysis.tell_columns.label`: audited; the natives with a tell, with the
+    tell's ROC AUC from ``tells``, :func:`~membench.analysis.tell_columns.sets_tells`, or a
+    pointer to docs/sets.md when it is ``None``)."""
     from ..modalities import MODALITIES
 
     scopes = [s for s in (*MODALITIES, "all") if s in metrics]
@@ -264,7 +276,7 @@ def metrics_grid(metrics: dict[str, Any], metric_names: list[str] | None = None,
     head = "<tr><th>metric</th>" + "".join(f"<th>{esc(s)}</th>" for s in scopes) + "</tr>"
     rows = []
     for m in names:
-        cells = [f'<td class="mb-s">{esc(m)}</td>']
+        cells = [_metric_cell(m, tells)]
         for s in scopes:
             e = metrics[s].get(m)
             if e is None:
@@ -274,6 +286,14 @@ def metrics_grid(metrics: dict[str, Any], metric_names: list[str] | None = None,
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return Table(f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}'
                  "</tbody></table>", len(rows), ["metric", *scopes])
+
+
+def _metric_cell(m: str, tells: dict[str, float | None] | None) -> str:
+    """A grid's row header: the measure's name, and under it its label where it has one (the
+    two false recalls: :func:`membench.analysis.tell_columns.label`)."""
+    name = label(m, tells)
+    under = f'<br><small class="mb-wrap">{esc(name)}</small>' if name != m else ""
+    return f'<td class="mb-s">{esc(m)}{under}</td>'
 
 
 def _figure_cell(e: dict[str, Any], digits: int) -> str:
@@ -337,8 +357,10 @@ def gate_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-SHORT = {"recall@10": "recall@10", "false_recall_rate": "false recall",
+SHORT = {"recall@10": "recall@10", "false_recall_rate": AUDITED,
          "temporal_correctness": "temporal", "holder_correctness": "holder"}
+#: the column beside the false-recall gate: the natives with an upstream tell, never gated
+BESIDE = "false_recall_native"
 
 
 def _verdict_mark(result: str) -> tuple[str, str]:
@@ -350,26 +372,48 @@ def _verdict_mark(result: str) -> tuple[str, str]:
     return "mb-na", "n/a"
 
 
-def gate_badges(metrics: dict[str, Any]) -> str:
+def _native_cell(e: dict[str, Any] | None) -> str:
+    """The natives-with-a-tell cell of :func:`gate_badges`: the value, under it the interval
+    and n/denominator (a narrow column), no verdict (never gated)."""
+    if not e:
+        return '<td class="mb-n mb-na">n/a</td>'
+    lo, hi = (e.get("ci95") or [None, None])[:2]
+    return (f'<td class="mb-n" data-beside="{esc(BESIDE)}">'
+            f"{interval_html(e.get('value'), lo, hi, stacked=True)}"
+            f"<br><small>n={esc(e.get('n'))}/{esc(e.get('denominator'))}</small></td>")
+
+
+def gate_badges(metrics: dict[str, Any], tells: dict[str, float | None] | None = None) -> str:
     """The gates as a grid: one row per scope (each modality, then all), one column per gated
     measure; each cell a badge with the verdict, value, 95% interval and n/denominator. The
-    false-recall badge has the answerable abstention of its scope beside it (a false-recall
-    rate means nothing without it: the abstention, its n/denominator and the bound past which
-    the verdict is ``FAIL (silent)``), and a silent badge's title gives the reason in full.
-    HTML, every data string escaped."""
+    false-recall badge (the audited unanswerable items) has the answerable abstention of its
+    scope beside it (a false-recall rate means nothing without it: the abstention, its
+    n/denominator and the bound past which the verdict is ``FAIL (silent)``), and a silent
+    badge's title gives the reason in full. Next to it, when the figures carry it, the
+    natives with an upstream tell in their own column, never gated, headed with the tell's
+    ROC AUC (``tells``: :func:`membench.analysis.tell_columns.sets_tells`; ``None``: a pointer
+    to docs/sets.md). HTML, every data string escaped."""
     rows = gate_rows(metrics)
     gated = list(dict.fromkeys(r["metric"] for r in rows))
     spec = {r["metric"]: f"{r['op']} {r['threshold']}" for r in rows}
     by_scope: dict[str, dict[str, dict]] = {}
     for r in rows:
         by_scope.setdefault(r["scope"], {})[r["metric"]] = r
+    columns = list(gated)
+    if "false_recall_rate" in gated and any(BESIDE in metrics.get(s, {}) for s in by_scope):
+        columns.insert(gated.index("false_recall_rate") + 1, BESIDE)
     head = "<tr><th>scope</th>" + "".join(
+        f"<th>{esc(NATIVE)}<br><small>not gated; {esc(tell_note(tells))}</small></th>"
+        if m == BESIDE else
         f"<th>{esc(SHORT.get(m, m))}<br><small>gate {esc(spec[m])}</small></th>"
-        for m in gated) + "</tr>"
+        for m in columns) + "</tr>"
     body = []
     for scope, rs in by_scope.items():
         cells = []
-        for m in gated:
+        for m in columns:
+            if m == BESIDE:
+                cells.append(_native_cell(metrics.get(scope, {}).get(BESIDE)))
+                continue
             r = rs.get(m)
             if r is None:
                 cells.append('<td class="mb-n mb-na">n/a</td>')
@@ -392,17 +436,19 @@ def gate_badges(metrics: dict[str, Any]) -> str:
             "</tbody></table>")
 
 
-def comparison_grid(comp, scope: str, digits: int = 3) -> Table:
+def comparison_grid(comp, scope: str, digits: int = 3,
+                    tells: dict[str, float | None] | None = None) -> Table:
     """One scope of a comparison (:class:`membench.analysis.compare.Comparison`) side by side:
     one row per metric, one column per system, each cell ``value [lo, hi]`` and, under it,
-    ``n/den`` (items used / denominator)."""
+    ``n/den`` (items used / denominator); the two false recalls labelled as in
+    :func:`metrics_grid` (``tells``)."""
     s = comp.summary[comp.summary["scope"] == scope]
     metrics = list(dict.fromkeys(s["metric"]))
     head = "<tr><th>metric</th>" + "".join(f"<th>{esc(lab)}</th>" for lab in comp.labels) + \
         "</tr>"
     rows = []
     for m in metrics:
-        cells = [f'<td class="mb-s">{esc(m)}</td>']
+        cells = [_metric_cell(m, tells)]
         for lab in comp.labels:
             r = s[(s["metric"] == m) & (s["system"] == lab)]
             if r.empty:
