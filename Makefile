@@ -44,7 +44,7 @@ RUNCONFIG ?=
 DENSECONFIG ?=
 # the registered test doubles: run and reported like any system, never on the leaderboard
 # (it takes systems with a model card that did not see the gold)
-DOUBLES  := oracle leaky random metadata
+DOUBLES  := oracle leaky random metadata nothing echo
 
 CORPUSFLAG := $(if $(CORPUS),--corpus $(CORPUS),)
 SUFFIX     := $(if $(LIMIT),-limit$(LIMIT),)

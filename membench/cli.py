@@ -647,7 +647,7 @@ checked against every hard rule, the corpus against the manifest and the set fil
 the lock (seconds); RUN_DIR is locked for the whole run (a second writer is refused, naming
 this one). Re-running the same command resumes an interrupted run.""")
     r.add_argument("--system", required=True, help="bm25, dense, hybrid, oracle, leaky, random, "
-                   "metadata, a real memory library (mem0, mempalace, llamaindex, "
+                   "metadata, nothing, echo, a real memory library (mem0, mempalace, llamaindex, "
                    "llamaindex-bm25: optional extras, docs/systems.md), "
                    "an entry point in the membench.systems group, module:Class (imported "
                    "and run: see 'trust' below), or http://HOST:PORT for a system served over "

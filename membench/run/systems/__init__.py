@@ -43,6 +43,8 @@ BUILTIN: dict[str, str] = {
     "leaky": "membench.run.systems.doubles:Leaky",
     "random": "membench.run.systems.doubles:RandomSystem",
     "metadata": "membench.run.systems.doubles:MetadataRules",
+    "nothing": "membench.run.systems.doubles:Nothing",
+    "echo": "membench.run.systems.doubles:Echo",
 }
 
 #: the adapters of real memory libraries: name -> the optional extra that installs the library
@@ -50,7 +52,8 @@ LIBRARIES: dict[str, str] = {"mem0": "mem0", "mempalace": "mempalace", "llamaind
                              "llamaindex-bm25": "llamaindex"}
 
 #: the registered test doubles: name -> whether it is handed the split's records (gold)
-DOUBLES: dict[str, bool] = {"oracle": True, "leaky": True, "random": False, "metadata": False}
+DOUBLES: dict[str, bool] = {"oracle": True, "leaky": True, "random": False, "metadata": False,
+                            "nothing": False, "echo": False}
 
 
 def receives_records(system: Any) -> bool:

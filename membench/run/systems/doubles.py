@@ -17,6 +17,27 @@
   not handed the records and reads no content: on sets without tells its abstention rate is
   the same on answerable and unanswerable queries.
 
+The no-memory baselines (neither is handed the records):
+
+* ``nothing`` holds no memory: it reports no atoms, and answers every query with no hits and an
+  empty cartridge. Every recall is 0, false recall is 0, it abstains on every answerable item,
+  and its context cost is 0: the floor of every figure, and what "abstain always" scores.
+* ``echo`` hands over nothing but ranks by the question's own words. An answerer without
+  memory has only the question; the faithful "memory" that adds nothing to it would hand the
+  question's words back as one atom. The protocol cannot express that: atoms are reported at
+  ingest, before any question exists, and the runner refuses a hit or cartridge atom that was
+  not (:mod:`membench.run.runner`); and the answer layer reads an atom's text from membench's
+  content for its extent, never from what a system reports, so such an atom would be scored as
+  the content it points at. So ``echo`` keeps the question's words as its only signal and its
+  cartridge empty: it ingests the content layer's atoms (:func:`membench.run.content.chunk`,
+  the reference systems' text), and ranks the holder's in-scope atoms (``observed_at <=
+  as_of``) by how many distinct question words (casefolded ``\\w+`` runs; no stemming, no
+  stop words, no weights) their text holds, atoms holding none left out, ties by atom id
+  ascending (as the reference engines), at most ``depth`` (100). Its recall is what echoing
+  the question into the memory finds, the lexical floor under ``bm25``; its cartridge, and so
+  its context cost, is empty, like ``nothing``'s. (How often the question itself holds the
+  answer is a property of the records, for the answer layer to compute on the question text.)
+
 Only ``oracle`` and ``leaky`` see gold (:data:`membench.run.systems.DOUBLES`); their runs are
 marked "not a valid submission".
 
@@ -28,6 +49,8 @@ The oracle's atoms: one atom per distinct gold region of the split, shaped as th
 from __future__ import annotations
 
 import random as _random
+import re
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -36,7 +59,9 @@ from typing import Any
 from ... import modalities
 from ...core.hashing import stable_hash
 from ...sets.schema import AnnotationRecord, Gold, Scope, SourceItem
+from ..content import ChunkConfig, chunk, content_meta
 from ..protocol import Atom, Result
+from .retrieval import rank
 from .structural import atom_id, structural_atoms
 
 
@@ -206,3 +231,56 @@ class MetadataRules(_Double):
         self.seen.add(key)
         return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)],
                       cartridge=[] if fires else ids[:1])
+
+
+class Nothing(_Double):
+    """No memory: no atoms, no hits, an empty cartridge (the module docstring)."""
+
+    name = "nothing"
+
+    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
+        return []
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        return Result(hits=[], cartridge=[])
+
+
+_WORDS = re.compile(r"\w+")
+
+
+def words(text: str) -> set[str]:
+    """The distinct casefolded ``\\w+`` runs of ``text`` (what ``echo`` compares)."""
+    return set(_WORDS.findall(text.casefold()))
+
+
+class Echo(_Double):
+    """Ranks in-scope content atoms by the question's words they hold; hands over nothing
+    (the module docstring)."""
+
+    name = "echo"
+
+    def __init__(self, seed: int = 0, depth: int = 100) -> None:
+        super().__init__(seed)
+        self.depth = depth
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "depth": self.depth,
+                "score": "distinct casefolded \\w+ question words in the atom's text",
+                "content": content_meta(ChunkConfig())}
+
+    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
+        self.atoms = chunk(items, corpus_root, ChunkConfig())
+        # per holder: word -> positions (in self.atoms) of the atoms whose text holds it
+        self.index: dict[str, dict[str, list[int]]] = {}
+        for i, a in enumerate(self.atoms):
+            by_word = self.index.setdefault(a.holder, {})
+            for w in words(a.text):
+                by_word.setdefault(w, []).append(i)
+        return self.atoms
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        by_word = self.index.get(scope.holder, {})
+        held = Counter(i for w in words(question) for i in by_word.get(w, ()))
+        hits = [(self.atoms[i].atom_id, float(n)) for i, n in held.items()
+                if self.atoms[i].observed_at <= as_of]
+        return Result(hits=rank(hits, self.depth), cartridge=[])

@@ -1,0 +1,237 @@
+"""The text membench reads for an atom extent or a gold region: the content, not the report.
+
+The answer layer (:mod:`membench.metrics.answers`) and the context cost
+(:mod:`membench.metrics.context`) read what a place in a source item *holds*. They never read
+:attr:`membench.run.protocol.Atom.text` (what a system says it indexed: a system could report
+the answer, or report nothing to look cheap). :class:`ExtentText` reads membench's own content
+layer (:mod:`membench.run.content`, the readers and caches the reference systems use, with the
+same :class:`~membench.run.content.ChunkConfig`), so an extent's text is what a reference atom
+of that extent holds:
+
+=================  ========================================================================
+modality           the text of an extent or region
+=================  ========================================================================
+``pdf``            the page's text layer, else its OCR (the reference page atom's text:
+                   :func:`membench.run.content.pdf.chunk_pdf`); a ``block`` reads its whole
+                   page (membench has no block reader); a page past the PDF's end is ""
+``image``          the image's OCR text in reading order
+                   (:func:`~membench.run.content.image.chunk_image`)
+``ui_screenshot``  the OCR lines (above the confidence cut) whose boxes intersect the
+                   ``bbox`` with a positive area, in reading order
+``video``          the caption cues that overlap ``[t_start, t_end]`` for longer than 0 s (a
+                   cue of no length: when it lies inside), one a line: the reference caption
+                   windows' rule
+``code``           lines ``line_start..line_end``, or the one ``line``, as ``meta.lines``
+                   counts them; a ``symbol`` region: the lines of the reference chunker's
+                   ranges that declare that symbol
+                   (:func:`~membench.run.content.code.code_ranges`; of a definition longer
+                   than its cap, the part holding the definition line), "" when none does.
+                   The ``path`` is not read: the source id names the file
+``conversation``   the turns ``turn_start..turn_end`` (or the one ``turn``), one line each as
+                   ``speaker: text`` with any shared image's caption
+                   (:func:`~membench.run.content.conversation.turn_line`); the session date
+                   (``meta.date_time``) is the item's, not a turn's, and is not included
+=================  ========================================================================
+
+Every extent is checked against its modality's atom-extent *or* gold-region shapes first (a
+``ValueError`` names the shape it lacks). An item is read once per :class:`ExtentText` (its
+pages, OCR lines, cues, lines or turns are kept in the object).
+
+Cost: OCR results and PDF text layers come from the content cache (``cache_dir("ocr")``,
+``cache_dir("pdftext")``), filled by any reference run on the same machine. When the cache is
+cold, the first text of an image, a screenshot or a PDF with image-only pages runs the OCR
+engine (seconds per image or page, on one CPU; a PDF's first text reads all its pages, as the
+reference chunker does) and fills the cache; :meth:`ExtentText.available` says beforehand
+whether an item's text can be had without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import modalities
+from ..core.errors import MembenchError
+from ..core.jsonl import read_models
+from ..run.content import ChunkConfig
+from ..run.content import ocr as _ocr
+from ..run.content import pdf as _pdf
+from ..run.content import video as _video
+from ..run.content.code import code_ranges, read_lines
+from ..run.content.common import item_file
+from ..run.content.conversation import turn_line
+from ..run.content.image import chunk_image
+from ..sets.schema import SourceItem
+
+
+class _Pages:
+    """A PDF's pages, read as the reference page atoms read them."""
+
+    def __init__(self, item: SourceItem, root: Path, config: ChunkConfig) -> None:
+        self.pages = {a.extent["page"]: a.text for a in _pdf.chunk_pdf(item, root, config)}
+
+    def text(self, extent: dict) -> str:
+        return self.pages.get(extent["page"], "")
+
+    @staticmethod
+    def ocr_sources(item: SourceItem, root: Path, config: ChunkConfig) -> list[str]:
+        f = item_file(item, root)
+        return [_ocr.page_source(f, p) for p in _pdf.ocr_pages_needed(item, root, config)]
+
+
+class _Image:
+    """A whole image's OCR text."""
+
+    def __init__(self, item: SourceItem, root: Path, config: ChunkConfig) -> None:
+        self.whole = chunk_image(item, root, config)[0].text
+
+    def text(self, extent: dict) -> str:
+        return self.whole
+
+    @staticmethod
+    def ocr_sources(item: SourceItem, root: Path, config: ChunkConfig) -> list[str]:
+        return [str(item_file(item, root))]
+
+
+def _intersects(box: tuple[float, ...] | list[float], bbox: list[float]) -> bool:
+    """The two boxes ``[x0, y0, x1, y1]`` share an area larger than 0."""
+    return min(box[2], bbox[2]) > max(box[0], bbox[0]) and \
+        min(box[3], bbox[3]) > max(box[1], bbox[1])
+
+
+class _Screen:
+    """A screenshot's OCR lines with their boxes."""
+
+    def __init__(self, item: SourceItem, root: Path, config: ChunkConfig) -> None:
+        res = _ocr.ocr_image(item_file(item, root), upscale_min_side=config.ocr_upscale_min_side,
+                             engine=config.ocr_engine)
+        self.lines = res.kept(config.ocr_min_confidence)
+
+    def text(self, extent: dict) -> str:
+        bbox = [float(v) for v in extent["bbox"]]
+        return _ocr.ocr_text([ln for ln in self.lines if _intersects(ln.box, bbox)])
+
+    ocr_sources = _Image.ocr_sources
+
+
+class _Cues:
+    """A video's caption cues ``(start, end, text)``."""
+
+    def __init__(self, item: SourceItem, root: Path, config: ChunkConfig) -> None:
+        self.cues = _video._cues(item)
+
+    def text(self, extent: dict) -> str:
+        t0, t1 = float(extent["t_start"]), float(extent["t_end"])
+        return "\n".join(t for s, e, t in self.cues
+                         if (s < t1 and e > t0) or (s == e and t0 <= s <= t1))
+
+    @staticmethod
+    def ocr_sources(item: SourceItem, root: Path, config: ChunkConfig) -> list[str]:
+        return []
+
+
+class _Lines:
+    """A source file's lines (and, for symbol regions, the reference chunker's ranges)."""
+
+    def __init__(self, item: SourceItem, root: Path, config: ChunkConfig) -> None:
+        self.lines = read_lines(item_file(item, root))
+        self.language = str(item.meta.get("language") or "").lower()
+        self.config = config
+
+    def text(self, extent: dict) -> str:
+        if "symbol" in extent and "line_start" not in extent:
+            spans = [(a, b) for a, b, sym in code_ranges(self.lines, self.language, self.config)
+                     if sym == extent["symbol"]]
+        else:
+            line = extent.get("line")
+            spans = [(extent.get("line_start", line), extent.get("line_end", line))]
+        return "\n".join(ln.rstrip("\r") for a, b in spans for ln in self.lines[a - 1:b])
+
+    ocr_sources = _Cues.ocr_sources
+
+
+class _Turns:
+    """A session's turns by their own numbers, as the reference chunker numbers them."""
+
+    def __init__(self, item: SourceItem, root: Path, config: ChunkConfig) -> None:
+        turns = [t for t in (item.content or []) if isinstance(t, dict)]
+        self.turns: list[tuple[int, str]] = []
+        for i, t in enumerate(turns, 1):
+            n = t.get("turn", i)
+            ok = isinstance(n, int) and not isinstance(n, bool) and n >= 1
+            self.turns.append((n if ok else i, turn_line(t)))
+        self.turns.sort(key=lambda x: x[0])
+
+    def text(self, extent: dict) -> str:
+        a = extent.get("turn_start", extent.get("turn"))
+        b = extent.get("turn_end", extent.get("turn"))
+        return "\n".join(line for n, line in self.turns if a <= n <= b)
+
+    ocr_sources = _Cues.ocr_sources
+
+
+#: the reader of each modality's content (what :class:`ExtentText` keeps per item)
+READERS: dict[str, Callable[..., Any]] = {
+    "pdf": _Pages, "image": _Image, "ui_screenshot": _Screen, "video": _Cues, "code": _Lines,
+    "conversation": _Turns,
+}
+
+
+def check_shape(modality: str, extent: Any) -> None:
+    """``ValueError`` unless ``extent`` is an atom extent or a gold region of ``modality``."""
+    as_region = modalities.check_region(modality, extent)
+    if as_region is not None and modalities.check_extent(modality, extent) is not None:
+        raise ValueError(f"neither an atom extent nor a gold region: {as_region}")
+
+
+class ExtentText:
+    """The content text of extents of the items of one sets folder (``items.jsonl``), read
+    from the corpus under ``corpus_root`` with ``config`` (the reference systems' chunking
+    settings by default)."""
+
+    def __init__(self, sets_dir: str | Path, corpus_root: str | Path,
+                 config: ChunkConfig | None = None) -> None:
+        self.sets_dir = Path(sets_dir)
+        self.corpus_root = Path(corpus_root)
+        self.config = config or ChunkConfig()
+        self._items: dict[str, SourceItem] | None = None
+        self._read: dict[str, Any] = {}
+
+    def item(self, source_id: str) -> SourceItem:
+        """The item ``source_id`` of ``items.jsonl`` (a :class:`MembenchError` when there is
+        none)."""
+        if self._items is None:
+            self._items = {it.source_id: it
+                           for it in read_models(self.sets_dir / "items.jsonl", SourceItem)}
+        try:
+            return self._items[source_id]
+        except KeyError:
+            raise MembenchError(f"{source_id!r} is not an item of "
+                                f"{self.sets_dir / 'items.jsonl'}") from None
+
+    def text(self, source_id: str, extent: dict[str, Any]) -> str:
+        """The content text of ``extent`` (an atom extent or a gold region) of the item
+        (module docstring); may run OCR when the cache is cold (:meth:`available`)."""
+        it = self.item(source_id)
+        check_shape(it.modality, extent)
+        doc = self._read.get(source_id)
+        if doc is None:
+            doc = self._read[source_id] = READERS[it.modality](it, self.corpus_root,
+                                                               self.config)
+        return doc.text(extent)
+
+    def available(self, source_id: str) -> bool:
+        """Whether the item's text can be read without running OCR: already read here, or
+        every image and PDF page of it that needs OCR is in the OCR cache."""
+        if source_id in self._read:
+            return True
+        it = self.item(source_id)
+        c = self.config
+        memo: dict[Path, str] = {}
+        return all(_ocr.cache_path(_ocr.source_sha(src, c.pdf_ocr_dpi, memo),
+                                   c.ocr_upscale_min_side, c.ocr_engine).is_file()
+                   for src in READERS[it.modality].ocr_sources(it, self.corpus_root, c))
+
+
+__all__ = ["READERS", "ExtentText", "check_shape"]
