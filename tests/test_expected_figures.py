@@ -29,6 +29,11 @@ def test_bm25_dev_reproduces_the_frozen_figures(expected, bm25_dev):
             e, g = figs[k], got[mod][k]
             assert (g["n"], g["denominator"]) == (e["n"], e["denominator"]), (mod, k)
             assert g["value"] == pytest.approx(e["value"], abs=1e-9), (mod, k)
+    # the natives' column label: the tells' ROC AUC of the audit of the sets the run read
+    from membench.analysis.expected import figures
+
+    assert figures(run_dir)["native_tells"] == exp["native_tells"]
+    assert set(exp["native_tells"]) == {"locomo", "mmlongbench"}
     # the pdf figures split into text-layer and image-only (OCR) documents
     from membench.analysis.expected import pdf_text_source
     from membench.metrics.rundir import RunDir

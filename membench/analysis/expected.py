@@ -50,6 +50,12 @@ def figures(run_dir: Path) -> dict:
                                       "denominator": m[mod][k]["denominator"]} for k in KEYS}
     out["pdf_text_source"] = pdf_text_source(rd)
     out["store"] = store_of(rd)
+    # the strength of each upstream tell, from the audit of the sets the run read: the label
+    # of the natives' column wherever these figures are shown
+    from .tell_columns import sets_tells
+
+    out["native_tells"] = {k: (None if v is None else round(float(v), 4))
+                           for k, v in sets_tells(meta["sets_dir"]).items()}
     if meta.get("truncation"):          # what an encoder read of the atoms (docs/cards.md)
         out["truncation"] = meta["truncation"]
     if meta.get("limit") is not None:
@@ -136,7 +142,19 @@ def with_n(figures: dict, key: str, value: str) -> str:
 #: the false-recall columns of the frozen tables: audited (gated, headline), then the natives
 #: with an upstream tell, labelled with the sources and a pointer to docs/sets.md's audit table
 #: (the audit is not at hand here; :mod:`membench.analysis.tell_columns`)
-FALSE_RECALL_HEADS = f"{audited_header()} | {native_header()}"
+def false_recall_heads(systems: list[dict]) -> str:
+    """The two false-recall headers of a table of frozen systems, the natives' labelled with
+    the tells' ROC AUC frozen with them (``native_tells``; a freeze made before it was: the
+    sources and where the audit table is)."""
+    tells = [s.get("native_tells") for s in systems]
+    aucs = None
+    if tells and all(isinstance(t, dict) for t in tells):
+        aucs = {}
+        for t in tells:
+            aucs.update(t)
+    return f"{audited_header()} | {native_header(aucs)}"
+
+
 #: marks a false recall frozen before the natives with a tell had their own column
 POOLED = "†"
 POOLED_NOTE = (f"{POOLED} frozen before false recall left the natives with a tell out "
@@ -163,7 +181,7 @@ def _pooled_note(rows: list[str]) -> list[str]:
 
 def text_source_table(systems: list[dict]) -> str:
     """The README's table of pdf figures split into text-layer and image-only documents."""
-    rows = [f"| system | pdf documents | recall@10 (n) | MRR | {FALSE_RECALL_HEADS} | "
+    rows = [f"| system | pdf documents | recall@10 (n) | MRR | {false_recall_heads(systems)} | "
             "abstain, answerable |", "|---|---|---|---|---|---|---|"]
     for s in systems:
         for src, f in sorted((s.get("pdf_text_source") or {}).items(), reverse=True):
@@ -180,17 +198,19 @@ CARTRIDGE_KEYS = ("false_recall_rate", "false_recall_native", "abstain_rate_answ
                   "answerable_kept@fr0.10")
 
 
-def table(systems: list[dict]) -> str:
-    """The README's figures table. A run made with ``--config calibration=none`` (its cartridge
+def table(systems: list[dict], modalities: tuple[str, ...] | None = None) -> str:
+    """The figures table (docs/results.md; the README's headline block: ``modalities=("all",)``,
+    the pooled row of each system). A run made with ``--config calibration=none`` (its cartridge
     at the uncalibrated default threshold: a calibration run) shows ``uncal.`` instead of its
     false recall and abstention, which would say nothing about the system."""
     head = ("| system | modality | recall@10 (n) | recall@1000 | MRR | nDCG@10 | "
-            f"{FALSE_RECALL_HEADS} | abstain, answerable | answerable kept at false recall "
+            f"{false_recall_heads(systems)} | abstain, answerable | answerable kept at false recall "
             "<= 0.10 | holder / temporal ok | p50 ms |")
     rows = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in systems:
         uncal = str(s.get("calibration") or "").startswith("none")
-        for mod in [m for m in ORDER if m in s["modalities"]]:
+        for mod in [m for m in ORDER if m in s["modalities"]
+                    and (modalities is None or m in modalities)]:
             f = s["modalities"][mod]
             def v(k, d=4):
                 if k not in f:                  # a freeze made before the measure

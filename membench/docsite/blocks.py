@@ -80,6 +80,13 @@ def _figures(ctx: Context) -> str:
     return table(_expected(ctx))
 
 
+def _headline(ctx: Context) -> str:
+    """The README's headline: each reference system's pooled row of the figures table."""
+    from ..analysis.expected import table
+
+    return table(_expected(ctx), modalities=("all",))
+
+
 def _pdf_text_source(ctx: Context) -> str:
     from ..analysis.expected import text_source_table
 
@@ -566,6 +573,7 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "mainjob": _mainjob,
     "mainjob-line": _mainjob_line,
     "figures": _figures,
+    "headline": _headline,
     "pdf-text-source": _pdf_text_source,
     "counts": _counts,
     "coverage": _coverage_table,
