@@ -137,7 +137,7 @@ def test_next_and_prev_in_the_failure_browser(lab):
                 "() => /^2 \\/ /.test(document.querySelector('div.widget-label')"
                 ".innerText)")
             second_label, second = shown()
-            assert second == expected[1] and second_label.endswith(expected[1])
+            assert second == expected[1] and f" · {expected[1]}" in second_label
             prev.click()
             page.wait_for_function(
                 "() => /^1 \\/ /.test(document.querySelector('div.widget-label')"
