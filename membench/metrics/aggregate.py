@@ -47,6 +47,7 @@ from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
 from .latency import percentile
 from .measures import (
     BY_NAME,
+    COST_PERCENTILES,
     GATES,
     JUDGMENT_MEASURES,
     LATENCY_PERCENTILES,
@@ -90,6 +91,28 @@ def latency_entry(latency: np.ndarray, q: float, key: str, *, seed: int = SEED,
                   bootstrap_ci(v, key, statistic=q, seed=seed, n_resamples=n_resamples))
 
 
+def cost_entry(values: np.ndarray, q: float, key: str, denominator: int, *, seed: int = SEED,
+               n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+    """A context-cost percentile (as :func:`latency_entry`) over the non-NaN entries of
+    ``values``, with the slice's count of items the cost is defined for as denominator."""
+    v = values[~np.isnan(values)]
+    if v.size == 0:
+        return _entry(None, 0, denominator, (None, None))
+    return _entry(percentile(v, q), v.size, denominator,
+                  bootstrap_ci(v, key, statistic=q, seed=seed, n_resamples=n_resamples))
+
+
+#: which items of a slice a context cost is defined for, by its denominator
+_COST_ITEMS = {"all": None, "pictures": ("image", "ui_screenshot"), "videos": ("video",)}
+
+
+def _cost_denominator(scores: ItemScores, mask: np.ndarray, metric: str) -> int:
+    mods = _COST_ITEMS[BY_NAME[metric].denominator]
+    if mods is None:
+        return int(mask.sum())
+    return int(sum(1 for i in np.flatnonzero(mask) if scores.modality[i] in mods))
+
+
 def ordering_entries(scores: ItemScores, mask: np.ndarray, name: str, *, seed: int = SEED,
                      n_resamples: int = N_RESAMPLES) -> dict[str, dict[str, Any]]:
     """The abstention-order statistics (:mod:`membench.metrics.abstention`) over the audited
@@ -113,6 +136,10 @@ def slice_metrics(scores: ItemScores, mask: np.ndarray, name: str, *, seed: int 
     for m, q in LATENCY_PERCENTILES.items():
         out[m] = latency_entry(scores.latency_ms[mask], q, f"{name}|{m}", seed=seed,
                                n_resamples=n_resamples)
+    for m, (per_item, q) in COST_PERCENTILES.items():
+        out[m] = cost_entry(scores.values[per_item][mask], q, f"{name}|{m}",
+                            _cost_denominator(scores, mask, m), seed=seed,
+                            n_resamples=n_resamples)
     return {m: out[m] for m in METRICS}
 
 
@@ -200,6 +227,9 @@ def aggregate(scores: ItemScores, *, seed: int = SEED,
             js[name] = block
     result["judgment_sets"] = js
     result["atom_level"] = atom_level_block(scores, seed=seed, n_resamples=n_resamples)
+    result["answer_context"] = dict(scores.content) or {
+        "read": False, "reason": "scored without a content reader: the answer and context "
+        "figures are null", "unread_records": None, "unread_items": {}}
     result["tie_breaking"] = TIE_BREAKING
     result["definitions"] = dict(DEFINITIONS)
     return result
