@@ -251,3 +251,26 @@ def test_conversation_turns_through_extent_text(tmp_path):
     assert value(s, "answer@cartridge", "convh:q") == 0
     assert value(s, "answer@10", "convh:q") == 1
     assert value(s, "context_tokens", "convh:q") == 2          # "Ann: Nice."
+
+
+# ---------------------------------------------------------------- the committed figures
+
+def test_the_committed_figures_carry_the_no_memory_floor():
+    from membench.core.paths import REPO_ROOT
+    from membench.report.tables import ANSWER_CONTEXT_ROWS
+
+    d = json.loads((REPO_ROOT / "bench" / "results" / "answer-context.json").read_text())
+    runs = {r["system"]: r for r in d["runs"]}
+    assert {"bm25", "dense", "hybrid", "nothing", "echo"} <= set(runs)
+    for r in runs.values():
+        assert r["answer_context"]["read"] and r["answer_context"]["unread_records"] == 0
+        assert set(r["figures"]["all"]) == set(ANSWER_CONTEXT_ROWS)
+        n = r["figures"]["all"]["answer@cartridge"]["n"]
+        assert n == r["figures"]["all"]["answer@cartridge"]["denominator"] > 0
+    for floor in ("nothing", "echo"):      # no cartridge: no answer handed over, no cost
+        a = runs[floor]["figures"]["all"]
+        assert a["answer@cartridge"]["value"] == 0 and a["context_tokens_p95"]["value"] == 0
+    assert runs["nothing"]["figures"]["all"]["recall@1024tok"]["value"] == 0
+    for ref in ("bm25", "dense", "hybrid"):
+        a = runs[ref]["figures"]["all"]
+        assert a["answer@cartridge"]["value"] > 0 and a["context_tokens_p95"]["value"] > 0
