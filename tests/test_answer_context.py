@@ -274,3 +274,43 @@ def test_the_committed_figures_carry_the_no_memory_floor():
     for ref in ("bm25", "dense", "hybrid"):
         a = runs[ref]["figures"]["all"]
         assert a["answer@cartridge"]["value"] > 0 and a["context_tokens_p95"]["value"] > 0
+
+
+def test_area_and_seconds_of_a_cartridge():
+    class Blank:
+        def available(self, sid):
+            return True
+
+        def text(self, sid, extent):
+            return "two words"
+
+    items = [item("uih:s", "ui_screenshot", holder="uih/a", meta={"width": 100, "height": 100}),
+             item("uih:bare", "ui_screenshot", holder="uih/a"),
+             item("vidh:v", "video", holder="vidh/a")]
+    box = lambda *b: {"bbox": list(b)}
+    atoms = [atom("s1", "uih:s", box(0, 0, 50, 50), "ui_screenshot", "uih/a"),
+             atom("s2", "uih:s", box(25, 25, 75, 75), "ui_screenshot", "uih/a"),
+             atom("n1", "uih:bare", box(0, 0, 10, 10), "ui_screenshot", "uih/a"),
+             atom("v1", "vidh:v", {"t_start": 0, "t_end": 30}, "video", "vidh/a"),
+             atom("v2", "vidh:v", {"t_start": 20, "t_end": 50}, "video", "vidh/a")]
+    records = [rec("uih:q", [{"source_id": "uih:s", "region": box(10, 10, 20, 20)}], "x y",
+                   m="ui_screenshot", holder="uih/a"),
+               rec("uih:b", [{"source_id": "uih:bare", "region": box(1, 1, 2, 2)}], "x y",
+                   m="ui_screenshot", holder="uih/a"),
+               rec("vidh:q", [{"source_id": "vidh:v", "region": {"t_start": 5, "t_end": 6}}],
+                   "x y", m="video", holder="vidh/a")]
+    run = lines([{"query_id": "uih:q", "hits": [["s1", 1.0]], "cartridge": ["s1", "s2"]},
+                 {"query_id": "uih:b", "hits": [], "cartridge": ["n1"]},
+                 {"query_id": "vidh:q", "hits": [], "cartridge": ["v1", "v2"]}])
+    s = score_items(records, items, atoms, run, content=ContentTexts(Blank()))
+    assert value(s, "context_area", "uih:q") == pytest.approx((2500 + 2500 - 625) / 10000)
+    assert value(s, "context_seconds", "vidh:q") == 50
+    assert math.isnan(value(s, "context_seconds", "uih:q"))
+    assert math.isnan(value(s, "context_area", "vidh:q"))
+    # a screenshot without its size has no area (never a made-up one); its tokens still count
+    assert math.isnan(value(s, "context_area", "uih:b"))
+    assert value(s, "context_tokens", "uih:b") == 2
+    m = aggregate(s, n_resamples=50)
+    assert m["ui_screenshot"]["context_area_p50"]["n"] == 1
+    assert m["ui_screenshot"]["context_area_p50"]["denominator"] == 2
+    assert m["video"]["context_seconds_p95"]["value"] == 50

@@ -128,12 +128,18 @@ def item_figures(content: ContentTexts, *, modality: str, answer: Any, answer_fo
         cartridge = [place(a) for a in cartridge]
         cart = [content.read(s, e) for s, _, e in cartridge]
         if has_run:
-            cost = cartridge_cost([CostAtom(s, m, e, meta=meta_of(s)) for s, m, e in cartridge])
             out["context_tokens"] = float(sum(t for _, t in cart))
-            if modality in AREA:
-                out["context_area"] = cost.area
-            if modality in SECONDS:
-                out["context_seconds"] = cost.seconds
+            if modality in AREA or modality in SECONDS:
+                try:
+                    cost = cartridge_cost([CostAtom(s, m, e, meta=meta_of(s))
+                                           for s, m, e in cartridge])
+                except ValueError:      # a screenshot without meta.width / height: no area
+                    pass
+                else:
+                    if modality in AREA:
+                        out["context_area"] = cost.area
+                    if modality in SECONDS:
+                        out["context_seconds"] = cost.seconds
         if not answerable:
             return out
         # the ranked prefix the largest budget can take (no atom past it is read)
