@@ -9,6 +9,8 @@ Output shape (the file contract)::
       "by_source": {"<source key>": {metric: {...}}},     # source key = query_id before ':'
       "gates": [{"metric", "scope", "op", "threshold", "value", "pass"}, ...],
       "judgment_sets": {"<name>": {"<modality>" | "all": {metric: {...}}}},
+      "atom_level": {...},
+      "answer_context": {"read", "reason", "unread_records", "unread_items", ...},
       "tie_breaking": "...",
       "definitions": {metric: "..."},
     }
@@ -25,6 +27,15 @@ counts, as a miss), the number of items with a run line for latency, and for the
 abstention-order statistics the items of the modalities where they are defined
 (:mod:`membench.metrics.abstention`). When the denominator is 0 the value and the interval are
 null, never a made-up 0; a gate on a null value has ``"pass": null``.
+
+The answer layer and the context cost (:mod:`membench.metrics.answer_layer`) are in every
+slice beside the others: ``answer@cartridge`` and ``answer@10`` over the answer-bearing items
+(``answer_bearing``, over the answerable ones, says what share they are), ``recall@<B>tok`` over
+the answerable items, and the context costs' median and p95 (``context_tokens_*`` over the
+items with a run line whose content was read, denominator all items; ``context_area_*`` over
+the image and screenshot items; ``context_seconds_*`` over the video items).
+``answer_context`` says whether the content was read (else why every one of them is null) and
+how many records were left out because an item's text could not be read.
 
 A gate entry also carries ``silent`` and ``why``: the false-recall gate is not passed by
 silence (``pass`` false, ``silent`` true, ``why`` saying how much of the answerable items the
