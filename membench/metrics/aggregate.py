@@ -266,7 +266,7 @@ def atom_level_block(scores: ItemScores, *, seed: int = SEED,
 def _fmt(v: float | None, metric: str) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
-    return f"{v:.2f}" if metric.startswith("latency") else f"{v:.4f}"
+    return f"{v:.2f}" if metric.startswith(("latency", "context")) else f"{v:.4f}"
 
 
 def submission_banner(metrics: dict[str, Any]) -> list[str]:
