@@ -9,7 +9,9 @@ embedding cache of its own (``--config cache_path=...``; the OCR and PDF caches 
 they do not depend on the instruction set): ``native`` as the CPU offers, ``avx2`` under
 ``python -m membench.core.isa avx2`` (every library sees an x86-64-v3 CPU). Then, per query,
 the ranked atom ids of the two run.jsonl files (order included) and the cartridges are
-compared, and so are the figures of the two runs (every modality, every key of the frozen
+compared (a cartridge that differs only because two atoms whose scores are within
+:data:`TIE` swapped places, so that the token budget admitted the other one, is listed in
+``cartridges_differing_by_a_tie``), and so are the figures of the two runs (every modality, every key of the frozen
 figures, to the printed 4 decimals and to 1e-12), and every cached vector of one path with
 the other's (largest absolute difference). ``--save`` writes the comparison as a record
 (docs/speed.md prints it; ``tests/test_dense_isa.py`` holds a live run of part of dev to
@@ -73,6 +75,10 @@ def vectors(path: Path) -> dict[bytes, bytes]:
         con.close()
 
 
+#: two scores closer than this are a tie the CPU's float noise may order either way
+TIE = 1e-5
+
+
 def compare(out: Path, sets: Path) -> dict:
     import numpy as np
 
@@ -83,6 +89,7 @@ def compare(out: Path, sets: Path) -> dict:
     if set(a) != set(b):
         raise SystemExit("the two runs hold different queries")
     same_hits = same_order_ids = same_cart = 0
+    tie_flips = []          # cartridges that differ only because two tied atoms swapped places
     first = None
     score_gap = 0.0         # the largest difference between the two scores at one rank
     deepest = None          # the highest rank (1-based) at which the two orders differ
@@ -98,6 +105,11 @@ def compare(out: Path, sets: Path) -> dict:
             i = next(i for i, (x, y) in enumerate(zip(ha, hb)) if x != y)
             deepest = i + 1 if deepest is None else min(deepest, i + 1)
         same_cart += a[q]["cartridge"] == b[q]["cartridge"]
+        if a[q]["cartridge"] != b[q]["cartridge"]:
+            sa = {h[0]: h[1] for h in a[q]["hits"]}
+            swaps = [(x, y) for x, y in zip(ha, hb) if x != y]
+            if sorted(ha) == sorted(hb) and all(abs(sa[x] - sa[y]) < TIE for x, y in swaps):
+                tie_flips.append(q)
         if first is None and (ha != hb or a[q]["cartridge"] != b[q]["cartridge"]):
             first = q
     fa = metrics_for_run_dir(out / "native" / "run", sets, write=False)
@@ -128,6 +140,7 @@ def compare(out: Path, sets: Path) -> dict:
             "largest_score_difference_at_a_rank": score_gap,
             "first_rank_that_differs": deepest,
             "identical_hit_sets": same_hits, "identical_cartridges": same_cart,
+            "tie": TIE, "cartridges_differing_by_a_tie": tie_flips,
             "first_difference": first, "figures": total,
             "figures_equal_printed": printed, "figures_equal_1e-12": exact,
             "figures_differing": differ, "vectors_compared": len(common),

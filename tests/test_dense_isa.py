@@ -84,7 +84,9 @@ def test_conversation_dev_gives_the_same_rankings_on_both_paths(built, tmp_path,
     assert res["largest_score_difference_at_a_rank"] < 1e-5, res["first_difference"]
     assert res["identical_rankings"] >= 0.98 * res["queries"]
     assert res["first_rank_that_differs"] is None or res["first_rank_that_differs"] > 10
-    assert res["identical_cartridges"] == res["queries"]
+    # a cartridge may differ only where two atoms tied within the float noise swapped places
+    assert res["identical_cartridges"] + len(res["cartridges_differing_by_a_tie"]) \
+        == res["queries"]
     assert res["figures_equal_1e-12"] == res["figures"], res["figures_differing"]
 
 
@@ -98,7 +100,11 @@ def test_the_whole_dev_record_holds_the_frozen_figures():
     assert rec["system"] == "dense" and rec["modalities"] == "all" and rec["limit"] is None
     assert rec["queries"] == frozen["all"]["holder_correctness"]["n"]
     assert rec["figures_equal_printed"] == rec["figures"]
-    assert rec["identical_cartridges"] == rec["queries"]
+    # a cartridge differs only where two atoms tied within the float noise swapped places
+    assert rec["tie"] <= 1e-5
+    assert rec["identical_cartridges"] + len(rec["cartridges_differing_by_a_tie"]) \
+        == rec["queries"]
+    assert len(rec["cartridges_differing_by_a_tie"]) <= 0.001 * rec["queries"]
     assert rec["identical_hit_sets"] == rec["queries"]
     assert rec["largest_score_difference_at_a_rank"] < 1e-5
     for mod, figs in rec["all_figures"].items():

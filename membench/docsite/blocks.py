@@ -575,7 +575,11 @@ def _dense_isa(ctx: Context) -> str:
             f"| figures (every modality and key of the frozen figures) | "
             f"{d['figures_equal_1e-12']} of {d['figures']} equal to 1e-12, "
             f"{d['figures_equal_printed']} to the printed 4 decimals |",
-            f"| cartridges | {d['identical_cartridges']:,} of {q:,} queries identical |",
+            f"| cartridges | {d['identical_cartridges']:,} of {q:,} queries identical"
+            + (f"; {len(d['cartridges_differing_by_a_tie'])} other(s) differ only where two "
+               f"atoms tied within {d['tie']:g} swapped places and the token budget admitted "
+               f"the other ({', '.join(f'`{x}`' for x in d['cartridges_differing_by_a_tie'])})"
+               if d.get("cartridges_differing_by_a_tie") else "") + " |",
             f"| ranked atoms (up to 1,000 per query) | the same atoms for {d['identical_hit_sets']:,}"
             f" of {q:,} queries, in the same order for {d['identical_rankings']:,} |",
             f"| where an order differs | from rank {d['first_rank_that_differs'] or '-'} down, "
