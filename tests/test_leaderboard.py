@@ -16,6 +16,7 @@ from membench.analysis.leaderboard import (
     ENTRIES,
     MEASURES,
     RELEVANCE,
+    SHOWN_CONTEXT,
     Refused,
     _sha,
     add_runs,
@@ -97,7 +98,7 @@ def test_figures_are_the_runs_own(store, runs):
     for name, e in _entries(out).items():
         m = RunDir.open(runs / name).metrics(write=False)
         for scope in [*MODS, "all"]:
-            for k in MEASURES:
+            for k in (*MEASURES, *SHOWN_CONTEXT):       # the answer layer and context too
                 got, exp = e["figures"]["gold"][scope][k], m[scope][k]
                 assert (got["n"], got["denominator"]) == (exp["n"], exp["denominator"])
                 assert got["value"] == pytest.approx(exp["value"], abs=1e-12) \
@@ -224,6 +225,11 @@ def test_tables_mark_the_best_and_test_the_others_against_it(store):
         assert np.allclose(_holm(p), g["p_holm"], equal_nan=True)
     rel = set(lb.table("<=1B", "gold", family="relevance")["measure"])
     assert rel == set(RELEVANCE)
+    # the answer layer and the context cost are shown beside latency, never tested
+    other = lb.table("<=1B", "gold", family="other")
+    shown = other[other["measure"].isin(SHOWN_CONTEXT)]
+    assert set(shown["measure"]) == set(SHOWN_CONTEXT)
+    assert not shown["is_best"].any() and shown["p_permutation"].isna().all()
 
 
 def test_silence_cannot_win_the_cartridge_table(runs, tmp_path):

@@ -180,7 +180,7 @@ def test_pdf_aggregates(metrics):
 
 def test_shape_nulls_and_gates(metrics):
     assert list(metrics) == ["pdf", "conversation", "all", "by_source", "gates", "judgment_sets",
-                             "atom_level", "tie_breaking", "definitions"]
+                             "atom_level", "answer_context", "tie_breaking", "definitions"]
     for scope in ("pdf", "conversation", "all"):
         assert list(metrics[scope]) == list(METRICS)
     conv = metrics["conversation"]

@@ -11,7 +11,9 @@ import pytest
 
 from membench.core.errors import InputError
 from membench.core.jsonl import dumps
+from membench.core.paths import corpus_root as _corpus_root
 from membench.metrics import compute_metrics, metrics_for_run_dir
+from membench.metrics.answer_layer import ContentTexts
 
 FIX = Path(__file__).parent / "fixtures" / "metrics" / "run_small"
 
@@ -50,7 +52,8 @@ def test_writes_metrics_json(run_dir):
     direct = compute_metrics(recs, _lines(run_dir / "sets" / "items.jsonl"),
                              [{k: v for k, v in a.items() if k != "text"}
                               for a in _lines(run_dir / "atoms.jsonl")],
-                             _lines(run_dir / "run.jsonl"))
+                             _lines(run_dir / "run.jsonl"),
+                             content=ContentTexts.open(run_dir / "sets", _corpus_root()))
     assert result.pop("submission") == {"valid": True, "reasons": [], "sees_gold": False,
                                         "partial": False, "answered": 10, "asked": 10,
                                         "system": "hand", "label": "hand"}

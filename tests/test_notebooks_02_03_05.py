@@ -76,6 +76,9 @@ def test_02_run_dev_on_leaky(runs, tmp_path):
     assert "answerable kept at false recall &lt;= 0.10, all modalities" in text or \
         "answerable kept at false recall <= 0.10, all modalities" in text
     assert "answerable_kept@fr0.10" in text and "abstention_auc" in text
+    # past the anchors: the answer layer and the context cost, with what was read
+    assert "answer@cartridge" in text and "answer@10" in text and "answer_bearing" in text
+    assert "recall@1024tok" in text and "context_tokens_p95" in text
 
 
 def test_02_runs_when_missing(built, tmp_path):

@@ -48,6 +48,7 @@ def _equal(a, b) -> None:
         for m in a.judgments[js]:
             assert np.array_equal(a.judgments[js][m], b.judgments[js][m], equal_nan=True)
     assert a.atom_qrels == b.atom_qrels
+    assert a.content == b.content
 
 
 def test_a_hit_is_the_fresh_scores_and_metrics_to_the_bit(runs, cache, monkeypatch):

@@ -140,6 +140,15 @@ def test_a_store_of_the_older_format_says_so(copy):
         read_store(copy)
 
 
+@pytest.mark.parametrize("old", [4, 5])
+def test_a_store_without_the_answer_layer_is_refused_and_says_what_it_lacks(copy, old):
+    st = json.loads((copy / "store.json").read_text())
+    (copy / "store.json").write_text(json.dumps({**st, "format": old}))
+    with pytest.raises(InputError, match=f"field format: {old}, this membench reads {FORMAT} "
+                       r"\(re-make the store.*the answer layer and the context cost"):
+        read_store(copy)
+
+
 def test_re_adding_after_deleting_the_tampered_entry_restores_it(store, copy, tmp_path):
     p, e = _entry(copy)
     good = p.read_bytes()

@@ -100,10 +100,11 @@ from ..core.ids import id_problem, ids_problem
 from ..core.jsonl import read_json_file, validation_error
 from ..core.paths import resolve_user_path
 from ..metrics import abstention
-from ..metrics.aggregate import latency_entry, mean_entry, ordering_entries
+from ..metrics.aggregate import cost_entry, latency_entry, mean_entry, ordering_entries
 from ..metrics.bootstrap import N_RESAMPLES, SEED, check_resamples
 from ..metrics.measures import (
     BY_NAME,
+    COST_PERCENTILES,
     JUDGMENT_MEASURES,
     LATENCY_PERCENTILES,
     MAX_FALSE_RECALL,
@@ -116,11 +117,12 @@ from ..modalities import MODALITIES
 from ..run.cards import Card, card_path, read_card, size_class
 from .tell_columns import label, sets_tells
 
-FORMAT = 5         # 2: entries carry their sha256 (a store of format 1 is re-made); 3: the
+FORMAT = 6         # 2: entries carry their sha256 (a store of format 1 is re-made); 3: the
 #                    abstention beside false recall and the abstention-order statistics;
 #                    4: what ran (identity, sealed) in the key; 5: false recall over the
 #                    audited unanswerables, the natives with a tell in their own column
-#                    (items.abstention.audited, native_tells)
+#                    (items.abstention.audited, native_tells); 6: the answer layer and the
+#                    context cost shown beside latency (SHOWN_CONTEXT)
 STORE_FILE = "store.json"
 ENTRIES = "entries"
 PRIMARY = "gold"
@@ -135,10 +137,16 @@ MEASURES: tuple[str, ...] = tuple(
                 "temporal_correctness")
     if m in MEAN_MEASURES or m in ORDERING_MEASURES)
 SHOWN_LATENCY = "latency_p50_ms"
+#: the answer layer and the context cost, shown beside latency (never tested, never ranked
+#: unless asked): does the cartridge hand the answer over, recall within 1024 tokens, and the
+#: cartridge's median tokens
+SHOWN_CONTEXT: tuple[str, ...] = ("answer@cartridge", "answer@10", "recall@1024tok",
+                                  "context_tokens_p50")
 #: the measures that follow the judgment set (one table per set) ...
 RELEVANCE: tuple[str, ...] = tuple(m for m in MEASURES if m in JUDGMENT_MEASURES)
 #: ... and the ones that do not (one table per size class, shown under gold)
-OTHER: tuple[str, ...] = (*(m for m in MEASURES if m not in JUDGMENT_MEASURES), SHOWN_LATENCY)
+OTHER: tuple[str, ...] = (*(m for m in MEASURES if m not in JUDGMENT_MEASURES), SHOWN_LATENCY,
+                          *SHOWN_CONTEXT)
 RANK_BY = "recall@1000"     # Q2D-Web's primary first-stage figure
 #: the cartridge table's ranking: silence scores 0 on it
 CARTRIDGE_RANK_BY = abstention.KEPT
@@ -226,6 +234,23 @@ def _judgment_values(scores, name: str) -> dict[str, np.ndarray]:
     return vals
 
 
+def _context_entries(scores, mask: np.ndarray, key: str, **kw) -> dict[str, dict[str, Any]]:
+    """The figures of :data:`SHOWN_CONTEXT` over the items of ``mask`` (null, n 0, when the
+    run was scored without its content: metrics.json's ``answer_context`` says why)."""
+    from ..metrics.aggregate import _cost_denominator
+
+    out = {}
+    for m in SHOWN_CONTEXT:
+        if m in COST_PERCENTILES:
+            per_item, q = COST_PERCENTILES[m]
+            out[m] = cost_entry(np.asarray(scores.values[per_item], dtype=np.float64)[mask], q,
+                                f"{key}|{m}", _cost_denominator(scores, mask, m), **kw)
+        else:
+            out[m] = mean_entry(np.asarray(scores.values[m], dtype=np.float64)[mask],
+                                f"{key}|{m}", **kw)
+    return out
+
+
 def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None, *,
                    final: bool = False, seed: int = SEED,
                    n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
@@ -268,6 +293,8 @@ def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | Non
             block[scope][SHOWN_LATENCY] = latency_entry(
                 np.asarray(scores.latency_ms, dtype=np.float64)[mask], lat,
                 f"leaderboard:{js}:{scope}|{SHOWN_LATENCY}", **kw)
+            block[scope].update(_context_entries(scores, mask, f"leaderboard:{js}:{scope}",
+                                                 **kw))
         figures[js] = block
         items[js] = {m: [_num(v) for v in vals[m]] for m in MEASURES
                      if m not in ORDERING_MEASURES}
@@ -472,6 +499,15 @@ class _Entry(_Open):
     config: Any = None
 
 
+#: what a store of an older format lacks (said when it is refused)
+_FORMAT_CHANGES: dict[int, str] = {
+    4: "false recall over the audited unanswerables only, the natives with a tell in their "
+       "own column (format 5); the answer layer and the context cost (format 6)",
+    5: "the answer layer and the context cost beside latency (answer@cartridge, answer@10, "
+       "recall@1024tok, context_tokens_p50: format 6)",
+}
+
+
 def read_store(store_dir: str | os.PathLike) -> tuple[dict[str, Any] | None, list[dict]]:
     """``store.json`` (``None`` for a new store) and every entry, checked: the shape of each
     file (a located ``STORE`` error naming the field), each entry file named by its id, its id
@@ -486,9 +522,10 @@ def read_store(store_dir: str | os.PathLike) -> tuple[dict[str, Any] | None, lis
         return None, []
     store = read_json_file(sf, dict, "a leaderboard store.json (a JSON object)")
     if "format" in store and store["format"] != FORMAT:
+        why = _FORMAT_CHANGES.get(store["format"]) if isinstance(store["format"], int) else None
         raise InputError(sf, None, "format", f"{str(store['format'])[:40]}, this membench "
-                         f"reads {FORMAT} (re-make the store: membench leaderboard --runs ...)",
-                         rule="STORE")
+                         f"reads {FORMAT} (re-make the store: membench leaderboard --runs ...)"
+                         + (f"; since then: {why}" if why else ""), rule="STORE")
     _shape(_StoreFile, store, sf)
     entries = []
     for p in sorted((d / ENTRIES).glob("*.json")):
@@ -712,11 +749,12 @@ class Leaderboard:
                 cells = g[g["entry"] == eid].set_index("measure")
                 card = next(e["card"] for e in self.entries if e["id"] == eid)
                 row["parameters"] = card["parameter_count"]
-                for m in [*MEASURES, SHOWN_LATENCY]:
+                for m in [*MEASURES, SHOWN_LATENCY, *SHOWN_CONTEXT]:
                     if m not in cells.index:
                         continue
                     c = cells.loc[m]
-                    row[m] = cell_text(c, digits=1 if m.startswith("latency") else digits)
+                    row[m] = cell_text(c, digits=1 if m.startswith(("latency", "context"))
+                                       else digits)
                 out.append(row)
         return pd.DataFrame(out)
 

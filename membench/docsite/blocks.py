@@ -247,6 +247,57 @@ def _memsys_runs(ctx: Context) -> str:
     return "\n".join(rows)
 
 
+ANSWER_CONTEXT_RESULT = REPO_ROOT / "bench" / "results" / "answer-context.json"
+
+
+def _fig(e: dict | None, digits: int = 3) -> str:
+    if not e or e.get("value") is None:
+        return "—"
+    return f"{e['value']:.{digits}f}"
+
+
+def _answer_context(ctx: Context) -> str:
+    """The answer layer and the context cost of the reference runs and the no-memory doubles
+    (bench/answer_context.py -> bench/results/answer-context.json): over all items, then
+    answer@cartridge / answer@10 per modality with the answer-bearing items."""
+    from ..modalities import MODALITIES
+
+    d = json.loads(ANSWER_CONTEXT_RESULT.read_text())
+    runs = d["runs"]
+    rows = ["| system (dev, all items) | recall@10 | recall@256tok | recall@1024tok | "
+            "recall@4096tok | answer@cartridge | answer@10 | tokens p50 / p95 | "
+            "area p50 / p95 | seconds p50 / p95 |", "|---|" + "---:|" * 9]
+    for r in runs:
+        a = r["figures"]["all"]
+        rows.append(
+            f"| {r['label']} | " + " | ".join(_fig(a.get(k)) for k in (
+                "recall@10", "recall@256tok", "recall@1024tok", "recall@4096tok",
+                "answer@cartridge", "answer@10"))
+            + f" | {_fig(a.get('context_tokens_p50'), 0)} / {_fig(a.get('context_tokens_p95'), 0)}"
+            + f" | {_fig(a.get('context_area_p50'), 2)} / {_fig(a.get('context_area_p95'), 2)}"
+            + f" | {_fig(a.get('context_seconds_p50'), 0)} / "
+              f"{_fig(a.get('context_seconds_p95'), 0)} |")
+    first = runs[0]["figures"]
+    mods = [m for m in MODALITIES if m in first]
+    rows += ["", "| modality | answer-bearing / answerable | "
+             + " | ".join(f"{r['label']}: answer@cartridge / @10" for r in runs) + " |",
+             "|---|---:|" + "---:|" * len(runs)]
+    for m in [*mods, "all"]:
+        ab = first[m]["answer_bearing"]
+        n = first[m]["answer@cartridge"]["n"]
+        share = f"{n} / {ab['denominator']} ({_fig(ab)})" if ab.get("value") is not None \
+            else f"— / {ab['denominator']}"
+        rows.append(f"| {m} | {share} | " + " | ".join(
+            f"{_fig(r['figures'][m].get('answer@cartridge'))} / "
+            f"{_fig(r['figures'][m].get('answer@10'))}" for r in runs) + " |")
+    unread = sum(r["answer_context"].get("unread_records") or 0 for r in runs)
+    rows += ["", f"`{d['command']}` (commit {d['commit']}, {d['made'][:10]}): "
+             f"{runs[0]['queries']:,} dev queries a run; "
+             + ("every text read from the content layer." if not unread else
+                f"{unread} records left out where an item's text could not be read.")]
+    return "\n".join(rows)
+
+
 def _bounds(ctx: Context) -> str:
     from ..core.bounds import markdown_table
 
@@ -592,6 +643,7 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "q2d": _q2d,
     "atom-example": _atom_example,
     "reference-store": _reference_store,
+    "answer-context": _answer_context,
 }
 
 #: the blocks that read the built sets (bench/sets, or --sets): checked where they exist

@@ -69,17 +69,21 @@ def compute_metrics(records: Iterable[AnnotationRecord | Mapping],
                     atoms: Iterable[AtomRow | Mapping],
                     run_rows: Iterable[RunRow | Mapping],
                     *, record_locs: Sequence[tuple[str, int | None]] | None = None,
-                    seed: int | None = None, n_resamples: int | None = None) -> dict[str, Any]:
+                    seed: int | None = None, n_resamples: int | None = None,
+                    content: Any = None) -> dict[str, Any]:
     """The ``metrics.json`` object for one run over ``records`` (see
     :mod:`membench.metrics.aggregate` for its shape); ``seed`` and ``n_resamples`` default to
-    the bootstrap's :data:`~membench.metrics.bootstrap.SEED` and ``N_RESAMPLES``."""
+    the bootstrap's :data:`~membench.metrics.bootstrap.SEED` and ``N_RESAMPLES``; ``content``:
+    the :class:`~membench.metrics.answer_layer.ContentTexts` the answer layer and the context
+    cost read (without one, their figures are null)."""
     from .aggregate import aggregate
     from .bootstrap import N_RESAMPLES, SEED
     from .score import score_items
 
     seed = SEED if seed is None else seed
     n_resamples = N_RESAMPLES if n_resamples is None else n_resamples
-    return aggregate(score_items(records, items, atoms, run_rows, record_locs=record_locs),
+    return aggregate(score_items(records, items, atoms, run_rows, record_locs=record_locs,
+                                 content=content),
                      seed=seed, n_resamples=n_resamples)
 
 

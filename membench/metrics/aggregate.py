@@ -9,6 +9,8 @@ Output shape (the file contract)::
       "by_source": {"<source key>": {metric: {...}}},     # source key = query_id before ':'
       "gates": [{"metric", "scope", "op", "threshold", "value", "pass"}, ...],
       "judgment_sets": {"<name>": {"<modality>" | "all": {metric: {...}}}},
+      "atom_level": {...},
+      "answer_context": {"read", "reason", "unread_records", "unread_items", ...},
       "tie_breaking": "...",
       "definitions": {metric: "..."},
     }
@@ -25,6 +27,15 @@ counts, as a miss), the number of items with a run line for latency, and for the
 abstention-order statistics the items of the modalities where they are defined
 (:mod:`membench.metrics.abstention`). When the denominator is 0 the value and the interval are
 null, never a made-up 0; a gate on a null value has ``"pass": null``.
+
+The answer layer and the context cost (:mod:`membench.metrics.answer_layer`) are in every
+slice beside the others: ``answer@cartridge`` and ``answer@10`` over the answer-bearing items
+(``answer_bearing``, over the answerable ones, says what share they are), ``recall@<B>tok`` over
+the answerable items, and the context costs' median and p95 (``context_tokens_*`` over the
+items with a run line whose content was read, denominator all items; ``context_area_*`` over
+the image and screenshot items; ``context_seconds_*`` over the video items).
+``answer_context`` says whether the content was read (else why every one of them is null) and
+how many records were left out because an item's text could not be read.
 
 A gate entry also carries ``silent`` and ``why``: the false-recall gate is not passed by
 silence (``pass`` false, ``silent`` true, ``why`` saying how much of the answerable items the
@@ -47,6 +58,7 @@ from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
 from .latency import percentile
 from .measures import (
     BY_NAME,
+    COST_PERCENTILES,
     GATES,
     JUDGMENT_MEASURES,
     LATENCY_PERCENTILES,
@@ -90,6 +102,28 @@ def latency_entry(latency: np.ndarray, q: float, key: str, *, seed: int = SEED,
                   bootstrap_ci(v, key, statistic=q, seed=seed, n_resamples=n_resamples))
 
 
+def cost_entry(values: np.ndarray, q: float, key: str, denominator: int, *, seed: int = SEED,
+               n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+    """A context-cost percentile (as :func:`latency_entry`) over the non-NaN entries of
+    ``values``, with the slice's count of items the cost is defined for as denominator."""
+    v = values[~np.isnan(values)]
+    if v.size == 0:
+        return _entry(None, 0, denominator, (None, None))
+    return _entry(percentile(v, q), v.size, denominator,
+                  bootstrap_ci(v, key, statistic=q, seed=seed, n_resamples=n_resamples))
+
+
+#: which items of a slice a context cost is defined for, by its denominator
+_COST_ITEMS = {"all": None, "pictures": ("image", "ui_screenshot"), "videos": ("video",)}
+
+
+def _cost_denominator(scores: ItemScores, mask: np.ndarray, metric: str) -> int:
+    mods = _COST_ITEMS[BY_NAME[metric].denominator]
+    if mods is None:
+        return int(mask.sum())
+    return int(sum(1 for i in np.flatnonzero(mask) if scores.modality[i] in mods))
+
+
 def ordering_entries(scores: ItemScores, mask: np.ndarray, name: str, *, seed: int = SEED,
                      n_resamples: int = N_RESAMPLES) -> dict[str, dict[str, Any]]:
     """The abstention-order statistics (:mod:`membench.metrics.abstention`) over the audited
@@ -113,6 +147,10 @@ def slice_metrics(scores: ItemScores, mask: np.ndarray, name: str, *, seed: int 
     for m, q in LATENCY_PERCENTILES.items():
         out[m] = latency_entry(scores.latency_ms[mask], q, f"{name}|{m}", seed=seed,
                                n_resamples=n_resamples)
+    for m, (per_item, q) in COST_PERCENTILES.items():
+        out[m] = cost_entry(scores.values[per_item][mask], q, f"{name}|{m}",
+                            _cost_denominator(scores, mask, m), seed=seed,
+                            n_resamples=n_resamples)
     return {m: out[m] for m in METRICS}
 
 
@@ -200,6 +238,9 @@ def aggregate(scores: ItemScores, *, seed: int = SEED,
             js[name] = block
     result["judgment_sets"] = js
     result["atom_level"] = atom_level_block(scores, seed=seed, n_resamples=n_resamples)
+    result["answer_context"] = dict(scores.content) or {
+        "read": False, "reason": "scored without a content reader: the answer and context "
+        "figures are null", "unread_records": None, "unread_items": {}}
     result["tie_breaking"] = TIE_BREAKING
     result["definitions"] = dict(DEFINITIONS)
     return result
@@ -225,7 +266,7 @@ def atom_level_block(scores: ItemScores, *, seed: int = SEED,
 def _fmt(v: float | None, metric: str) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
-    return f"{v:.2f}" if metric.startswith("latency") else f"{v:.4f}"
+    return f"{v:.2f}" if metric.startswith(("latency", "context")) else f"{v:.4f}"
 
 
 def submission_banner(metrics: dict[str, Any]) -> list[str]:

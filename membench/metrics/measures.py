@@ -20,12 +20,16 @@ from typing import Literal
 
 from ..modalities import REGISTRY as _MODALITIES
 from .bootstrap import N_RESAMPLES, SEED
+from .context import BUDGETS
 
 #: the items a value is over: "audited unanswerable" (every unanswerable item but the natives
 #: with an upstream tell: :func:`membench.sets.tells.audited`), "unanswerable with a tell"
 #: (those natives), "answerable and audited" (every item but those natives)
+#: "answer-bearing" (answerable items whose upstream answer occurs in the text of their gold
+#: regions: :mod:`membench.metrics.answer_layer`), "pictures" (image and screenshot items),
+#: "videos" (video items)
 Denominator = Literal["answerable", "audited unanswerable", "unanswerable with a tell",
-                      "answerable and audited", "all"]
+                      "answerable and audited", "all", "answer-bearing", "pictures", "videos"]
 
 
 #: a false-recall verdict is not PASS when the system abstains on more than this share of the
@@ -82,7 +86,7 @@ class Measure:
     definition: str
     denominator: Denominator        # the items a value is a mean (or percentile) over
     direction: Literal["higher", "lower"]
-    family: Literal["ranking", "cartridge", "scope", "latency"]
+    family: Literal["ranking", "cartridge", "scope", "latency", "answer", "context"]
     gate: Gate | None = None
     #: a statistic of the order of a slice's queries by their abstention score
     #: (:mod:`.abstention`), not a mean of per-item values
@@ -94,7 +98,10 @@ class Measure:
     #: column); a report-only figure (false_recall_native) is shown, never ranked
     ranked: bool = True
     citation: str = "SPEC section 7"
-    percentile: float | None = None  # latency measures: which percentile
+    percentile: float | None = None  # latency and context-cost measures: which percentile
+    #: a percentile's per-item values: ``ItemScores.latency_ms`` (None) or the named array of
+    #: ``ItemScores.values`` (the context costs)
+    per_item: str | None = None
 
     @property
     def is_mean(self) -> bool:
@@ -184,6 +191,47 @@ MEASURES: tuple[Measure, ...] = (
             "lower", "latency", headline=True, percentile=50.0),
     Measure("latency_p95_ms", "95th percentile of per-query compile latency (ms), as "
             "latency_p50_ms.", "all", "lower", "latency", percentile=95.0),
+    Measure("answer_bearing", "Share of answerable items that are answer-bearing: the upstream "
+            "answer is extractive (membench.metrics.answers.needles: not yes/no, not one "
+            "character, not over 20 words, every element of a list) and each of its normalised "
+            "needles occurs in the text membench reads for one of the item's gold regions. A "
+            "property of the records, not of the system; the denominator of answer@cartridge "
+            "and answer@10.", "answerable", "higher", "answer", ranked=False,
+            citation="membench; the has-answer test of DPR's top-k retrieval accuracy "
+                     "(Karpukhin et al., EMNLP 2020)"),
+    Measure("answer@cartridge", "Mean over answer-bearing items of 1 when each needle of the "
+            "normalised answer occurs in the text membench reads for one of the cartridge's "
+            "atoms (never the text the system reports), else 0. A judge-free ceiling on what a "
+            "reader of the cartridge can answer: beside LLM-judged QA accuracy (LoCoMo, "
+            "LongMemEval), it says whether the answer was handed over, not whether a reader "
+            "would use it.", "answer-bearing", "higher", "answer",
+            citation="DPR's top-k retrieval accuracy (Karpukhin et al., EMNLP 2020), on the "
+                     "cartridge; beside LLM-judged accuracy (LoCoMo, LongMemEval)"),
+    Measure("answer@10", "As answer@cartridge, over the atoms ranked <= 10 (ties broken as the "
+            "ranking measures break them).", "answer-bearing", "higher", "answer",
+            citation="DPR's top-k retrieval accuracy (Karpukhin et al., EMNLP 2020), k = 10"),
+    *(Measure(f"recall@{b}tok", f"Mean over answerable items of the share of gold regions hit "
+              f"by the atoms taken in rank order while their running total of tokens "
+              f"(whitespace words of the text membench reads for each atom) stays <= {b}; the "
+              f"first atom that would pass {b} ends the prefix. A system whose atoms are whole "
+              f"items can win recall@10 and lose it.", "answerable", "higher", "context",
+              citation="membench.metrics.context; beside MemoryBench's contextTokens "
+                       "(supermemory memorybench)") for b in BUDGETS),
+    *(Measure(f"context_{what}_p{q}", f"{'Median' if q == 50 else '95th percentile'} per "
+              f"query of {about} (numpy linear percentile); n = the queries with a run line "
+              f"whose content was read.", den, "lower", "context", ranked=False,
+              percentile=float(q), per_item=f"context_{what}",
+              citation="membench.metrics.context; MemoryBench's contextTokens (supermemory "
+                       "memorybench) counts the answering model's tokens")
+      for what, about, den in (
+          ("tokens", "the cartridge's tokens: the whitespace words of the text membench reads "
+           "for each of its atoms, summed", "all"),
+          ("area", "the cartridge's area: per picture item the union of its atoms' regions as "
+           "a share of the item (a whole image is 1), summed; over image and screenshot "
+           "queries", "pictures"),
+          ("seconds", "the cartridge's seconds: per video the length of the union of its "
+           "atoms' spans, summed; over video queries", "videos"))
+      for q in (50, 95)),
 )
 
 BY_NAME: dict[str, Measure] = {m.name: m for m in MEASURES}
@@ -194,9 +242,18 @@ METRICS: tuple[str, ...] = tuple(m.name for m in MEASURES)
 MEAN_MEASURES: tuple[str, ...] = tuple(m.name for m in MEASURES if m.is_mean)
 #: statistics of the abstention order (:mod:`.abstention`)
 ORDERING_MEASURES: tuple[str, ...] = tuple(m.name for m in MEASURES if m.ordering)
-#: the percentiles
+#: the latency percentiles
 LATENCY_PERCENTILES: dict[str, float] = {m.name: m.percentile for m in MEASURES
-                                         if m.percentile is not None}
+                                         if m.percentile is not None and m.per_item is None}
+#: the context-cost percentiles: name -> (the per-item array of ``ItemScores.values``, q)
+COST_PERCENTILES: dict[str, tuple[str, float]] = {
+    m.name: (m.per_item, m.percentile) for m in MEASURES
+    if m.percentile is not None and m.per_item is not None}
+#: the judge-free answer layer and the context cost (never headline, never gated)
+ANSWER_MEASURES: tuple[str, ...] = tuple(m.name for m in MEASURES if m.family == "answer")
+CONTEXT_MEASURES: tuple[str, ...] = tuple(m.name for m in MEASURES if m.family == "context")
+#: the per-item context costs ``ItemScores.values`` carries beside the means
+COST_ARRAYS: tuple[str, ...] = tuple(dict.fromkeys(p for p, _ in COST_PERCENTILES.values()))
 #: (metric, op, threshold), checked per modality and for "all"
 GATES: tuple[tuple[str, str, float], ...] = tuple((m.name, m.gate.op, m.gate.threshold)
                                                   for m in MEASURES if m.gate)

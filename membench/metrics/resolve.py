@@ -55,6 +55,7 @@ class AtomTable:
         self.holder = np.asarray(holder, dtype=np.int64).reshape(n)
         self.observed_us = np.asarray(observed_us, dtype=np.int64).reshape(n)
         self.modality = list(modality)
+        self.extents = list(extents)
         self.n_sources = n_sources
         self.local = np.zeros(n, dtype=np.int64)
         rows: dict[str, list[int]] = {}

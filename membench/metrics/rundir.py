@@ -309,14 +309,43 @@ class RunDir:
 
     # ---------------------------------------------------------------- scores
 
+    def _corpus(self) -> tuple[Path | None, str]:
+        """The corpus the answer layer reads (:func:`membench.core.paths.corpus_root`), or
+        ``None`` and why not."""
+        def make():
+            from ..core.paths import corpus_root
+
+            if os.environ.get("MEMBENCH_ANSWER_LAYER", "1") == "0":
+                return None, "MEMBENCH_ANSWER_LAYER=0: the answer and context figures are null"
+            try:
+                return corpus_root(), ""
+            except Exception as e:      # noqa: BLE001
+                return None, (f"no corpus to read the content from ({e}): the answer and "
+                              "context figures are null")
+        return self._once("corpus", make)
+
+    @property
+    def corpus_label(self) -> str | None:
+        """The corpus path the answer layer reads, or None (what the score cache keys)."""
+        root, _ = self._corpus()
+        return str(root) if root is not None else None
+
     def scores(self) -> ItemScores:
         """Every evaluated item's scores (computed once per RunDir, and stored by the content
-        of their inputs: :mod:`membench.metrics.scorecache`)."""
+        of their inputs: :mod:`membench.metrics.scorecache`). The answer layer and the context
+        cost read the corpus (:meth:`_corpus`); without one their figures are null, and
+        ``metrics.json["answer_context"]`` says why."""
         from . import scorecache
+        from .answer_layer import ContentTexts
+
+        def compute() -> ItemScores:
+            root, why = self._corpus()
+            content = ContentTexts.open(self.sets_dir, root) if root is not None else None
+            return score_items(self.records, self.items, self.atoms, self.rows,
+                               record_locs=self.record_locs, content=content, no_content=why)
 
         def make() -> ItemScores:
-            s, self._cache["scores_key"] = scorecache.scores(self, lambda: score_items(
-                self.records, self.items, self.atoms, self.rows, record_locs=self.record_locs))
+            s, self._cache["scores_key"] = scorecache.scores(self, compute)
             return s
         return self._once("scores", make)
 

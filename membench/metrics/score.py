@@ -37,7 +37,10 @@ from ..sets.tells import audited as _audited
 from . import cartridge as cart_mod
 from .abstention import abstention_score
 from .atom_level import ATOM_MEASURES, atom_measures, relevant_atoms
-from .measures import MEAN_MEASURES
+from .answer_layer import KEYS as CONTENT_KEYS
+from .answer_layer import ContentTexts, item_figures
+from .answer_layer import note as content_note
+from .measures import COST_ARRAYS, MEAN_MEASURES
 from .ranking import FirstHits, graded_gain, rank_measures
 from .resolve import AtomTable, GoldRef, Universe, build_atom_table, index_items
 from .scope import check_scope
@@ -81,6 +84,9 @@ class ItemScores:
     # answerable items), and per item the relevant atoms (atom id -> grade)
     atom_level: dict[str, np.ndarray] = field(default_factory=dict)
     atom_qrels: list[dict[str, int]] = field(default_factory=list)
+    # what was read for the answer layer and the context cost (membench.metrics.answer_layer):
+    # metrics.json["answer_context"]
+    content: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.query_id)
@@ -169,12 +175,15 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
                 items: Iterable[SourceItem | Mapping],
                 atoms: Iterable[AtomRow | Mapping],
                 run_rows: Iterable[RunRow | Mapping],
-                *, record_locs: Sequence[tuple[str, int | None]] | None = None) -> ItemScores:
+                *, record_locs: Sequence[tuple[str, int | None]] | None = None,
+                content: ContentTexts | None = None, no_content: str = "") -> ItemScores:
     """Score every record (see the module docstring for the join rules).
 
     ``records``/``items`` may be models or plain dicts; ``atoms``/``run_rows`` may be
     :class:`AtomRow`/:class:`RunRow` or dicts in the file format. ``record_locs`` gives
-    (file, line) per record for error messages.
+    (file, line) per record for error messages. ``content`` reads the texts of extents for
+    the answer layer and the context cost (:mod:`membench.metrics.answer_layer`); without it
+    those figures are NaN and ``ItemScores.content`` says why (``no_content``).
     """
     recs = _records(records)
     uni = index_items(_items(items))
@@ -223,6 +232,14 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
     # name -> {"ranks": [], "gains": [], "n_gold": [], "cart": array}
     alt: dict[str, dict[str, Any]] = {}
     empty = np.zeros(0, dtype=np.int64)
+    layer = {k: nan() for k in CONTENT_KEYS}
+    sources = sorted(uni.source_index, key=uni.source_index.__getitem__)
+
+    def place(a: int) -> tuple[str, str, dict]:
+        return sources[table.source[a]], table.modality[a], table.extents[a]
+
+    def meta_of(source_id: str) -> dict:
+        return uni.items[source_id].meta or {}
 
     for i, rec in enumerate(recs):
         row = runs.get(rec.query_id)
@@ -246,7 +263,8 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
         answerable[i] = not rec.unanswerable
         if answerable[i]:
             n_gold[i] = len(gold)
-            first_ranks.append(list(table.first_positions(gold, ranked) + 1))
+            first = table.first_positions(gold, ranked)
+            first_ranks.append(list(first + 1))
             gains.append([graded_gain(g.grade) for g in rec.gold])
             cart_recall[i] = cart_mod.cartridge_recall(table, gold, cart)
             abstain[i] = cart_mod.abstained(len(cart))
@@ -261,6 +279,16 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
             (false_recall if audited[i] else false_native)[i] = \
                 cart_mod.false_recall(len(cart))
             atom_qrels.append({})
+            first = empty
+        if content is not None:
+            figs = item_figures(
+                content, modality=rec.modality, answer=rec.answer,
+                answer_format=rec.answer_format, answerable=bool(answerable[i]),
+                has_run=bool(has_run[i]), gold=[(g.source_id, g.region) for g in rec.gold],
+                first_positions=first, ranked=ranked, cartridge=cart, place=place,
+                meta_of=meta_of)
+            for k, v in figs.items():
+                layer[k][i] = v
 
         for name, golds in sorted((rec.judgments or {}).items()):
             if name == PRIMARY:
@@ -291,6 +319,7 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
     values["holder_correctness"] = (n_foreign == 0).astype(np.float64)
     values["abstain_rate_answerable"] = abstain
     values["cartridge_recall"] = cart_recall
+    values.update(layer)
     judgments = {}
     for name, a in sorted(alt.items()):
         jv = rank_measures(FirstHits.from_lists(a["ranks"], a["n_gold"], a["gains"]),
@@ -305,6 +334,7 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
         derivation=[r.origin.derivation for r in recs], answerable=answerable, audited=audited,
         has_run=has_run,
         n_gold=n_gold, n_hits=n_hits, cartridge_size=cart_size, n_future=n_future,
-        n_foreign=n_foreign, latency_ms=latency, values={k: values[k] for k in MEAN_MEASURES},
+        n_foreign=n_foreign, latency_ms=latency, values={k: values[k] for k in (*MEAN_MEASURES, *COST_ARRAYS)},
         abstention_score=abst,
-        judgments=judgments, atom_level=atom_level, atom_qrels=atom_qrels)
+        judgments=judgments, atom_level=atom_level, atom_qrels=atom_qrels,
+        content=content_note(content, no_content))

@@ -4,7 +4,10 @@
 :meth:`membench.metrics.rundir.RunDir.scores` is a pure function of the bytes of the run's
 ``run.jsonl`` and ``atoms.jsonl``, of the set files, of the selection meta.json records (split,
 modalities, limit, the number of queries asked), of whether the run is read ``partial``, and of
-the code. ``make all`` scores each run seven times (the run's ``--metrics``, ``membench
+the code, and of the corpus the answer layer reads (its path only: the corpus files and the
+OCR cache are not hashed, so scores stored while some items' OCR was not cached keep those
+items unread, as ``metrics.json["answer_context"]`` says, until the cache is cleared or
+``MEMBENCH_SCORE_CACHE=0``). ``make all`` scores each run seven times (the run's ``--metrics``, ``membench
 leaderboard``, the report's summary, pages 02, 03 and 04, the comparison), each time reading
 20,000 atoms and a million hits again. :func:`scores` keys a result by all of the above (every
 file by its sha256, the code by the sha256 of the membench package's Python source, numpy's
@@ -39,7 +42,7 @@ from .score import ItemScores
 if TYPE_CHECKING:  # pragma: no cover
     from .rundir import RunDir
 
-VERSION = "scores-3"
+VERSION = "scores-4"
 
 # ItemScores' fields: aligned string lists, and per-item arrays with their dtype kind
 LISTS = ("query_id", "modality", "source", "holder", "as_of", "derivation")
@@ -76,7 +79,8 @@ def key_of(rd: RunDir) -> str:
              "sets": set_digests(rd.sets_dir), "split": rd.meta.get("split"),
              "modalities": rd.meta.get("modalities"), "limit": rd.meta.get("limit"),
              "sample_seed": rd.meta.get("sample_seed"),
-             "queries": rd.meta.get("queries"), "partial": bool(rd.partial)}
+             "queries": rd.meta.get("queries"), "partial": bool(rd.partial),
+             "corpus": rd.corpus_label}
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -105,7 +109,8 @@ def dump(s: ItemScores) -> bytes:
     arrays: dict[str, np.ndarray] = {k: np.ascontiguousarray(getattr(s, k)) for k in ARRAYS}
     head = {"lists": {k: getattr(s, k) for k in LISTS}, "atom_qrels": s.atom_qrels,
             "values": list(s.values), "atom_level": list(s.atom_level),
-            "judgments": {js: list(v) for js, v in s.judgments.items()}}
+            "judgments": {js: list(v) for js, v in s.judgments.items()},
+            "content": s.content}
     for i, m in enumerate(s.values):
         arrays[f"v{i}"] = s.values[m]
     for i, m in enumerate(s.atom_level):
@@ -140,11 +145,14 @@ def load(data: bytes) -> ItemScores:
         judgments = {js: {m: arr(f"j{j}_{i}") for i, m in enumerate(ms)}
                      for j, (js, ms) in enumerate(head["judgments"].items())}
     qrels = head["atom_qrels"]
+    content = head["content"]
+    if not isinstance(content, dict):
+        raise ValueError("content")
     if not isinstance(qrels, list) or (qrels and len(qrels) != n):
         raise ValueError("atom_qrels")
     return ItemScores(**{k: list(lists[k]) for k in LISTS}, **fields, values=values,
                       judgments=judgments, atom_level=atom_level,
-                      atom_qrels=[dict(q) for q in qrels])
+                      atom_qrels=[dict(q) for q in qrels], content=content)
 
 
 def scores(rd: RunDir, compute: Callable[[], ItemScores]) -> tuple[ItemScores, str | None]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..analysis.leaderboard import SHOWN_CONTEXT
 from ..analysis.tell_columns import label
 from ..metrics.measures import BY_NAME
 from ..modalities import MODALITIES
@@ -65,9 +66,11 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
                       scopes: tuple[str, ...] | None = None) -> Table:
     """The HTML table of one size class and judgment set: the measures that follow the set
     (``family="relevance"``), or the others (``"other"``: false recall, holder and temporal
-    correctness, latency; the same under every set, so shown once, with ``gold``)."""
+    correctness, latency, the answer layer and the context cost; the same under every set, so
+    shown once, with ``gold``)."""
     t = lb.table(size, judgment_set, family=None if measures else family)
-    names = [m for m in dict.fromkeys(measures or t["measure"]) if m in set(t["measure"])]
+    names = [m for m in dict.fromkeys(measures or t["measure"]) if m in set(t["measure"])
+             and (measures or m not in SHOWN_CONTEXT)]      # those: context_table
     head = ("<tr><th>scope</th><th>system</th><th>parameters</th>"
             + "".join(f"<th>{th(label(m, lb.tells))}</th>" for m in names) + "</tr>")
     rows = []
@@ -91,7 +94,7 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
                 + f'<td class="mb-l">{esc(r["system"])}<br><small>{esc(lb.ran(r["entry"]))}'
                   f' · {esc(lb.verify_text(r["entry"]))}</small></td>'
                 + f'<td class="mb-n">{esc(format(int(card["parameter_count"]), ","))}</td>'
-                + "".join(_cell(cells[m], 1 if m.startswith("latency") else digits,
+                + "".join(_cell(cells[m], 1 if m.startswith(("latency", "context")) else digits,
                                 stacked=len(names) > 5)
                           if m in cells else '<td class="mb-na">-</td>' for m in names)
                 + "</tr>")
@@ -102,6 +105,14 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
     html = (f'<table class="mb-t"><caption>{cap}</caption><thead>{head}</thead><tbody>'
             + "".join(rows) + "</tbody></table>")
     return Table(html, len(rows), ["scope", "system", "parameters", *names])
+
+
+def context_table(lb, size: str, digits: int = 3) -> Table:
+    """The answer layer and the context cost of one size class (:data:`membench.analysis.
+    leaderboard.SHOWN_CONTEXT`: answer@cartridge, answer@10, recall@1024tok, the cartridge's
+    median tokens; the same under every judgment set, shown with ``gold``), as
+    :func:`leaderboard_table`: shown, never tested."""
+    return leaderboard_table(lb, size, "gold", measures=SHOWN_CONTEXT, digits=digits)
 
 
 def cards_table(lb) -> Table:
@@ -138,4 +149,4 @@ def cards_table(lb) -> Table:
                  "</table>", len(rows), [])
 
 
-__all__ = ["LEGEND", "cards_table", "leaderboard_table"]
+__all__ = ["LEGEND", "cards_table", "context_table", "leaderboard_table"]

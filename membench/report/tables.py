@@ -282,10 +282,47 @@ def metrics_grid(metrics: dict[str, Any], metric_names: list[str] | None = None,
             if e is None:
                 cells.append('<td class="mb-n mb-na">n/a</td>')
                 continue
-            cells.append(_figure_cell(e, digits if not m.startswith("latency") else 1))
+            cells.append(_figure_cell(e, digits if not m.startswith(("latency", "context"))
+                                      else 1))
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return Table(f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}'
                  "</tbody></table>", len(rows), ["metric", *scopes])
+
+
+#: the rows of :func:`answer_context_grid`: the answer layer, recall at 10 beside recall
+#: within each token budget, then the context cost
+ANSWER_CONTEXT_ROWS: tuple[str, ...] = (
+    "answer_bearing", "answer@cartridge", "answer@10", "recall@10", "recall@256tok",
+    "recall@1024tok", "recall@4096tok", "context_tokens_p50", "context_tokens_p95",
+    "context_area_p50", "context_area_p95", "context_seconds_p50", "context_seconds_p95")
+
+
+def answer_context_grid(metrics: dict[str, Any], digits: int = 3) -> Table:
+    """The judge-free answer layer and the context cost of a ``metrics.json``
+    (:data:`ANSWER_CONTEXT_ROWS`, as :func:`metrics_grid`): answer@cartridge and answer@10 over
+    the answer-bearing items (their n), the share of answerable items that are answer-bearing,
+    recall within 256, 1024 and 4096 tokens beside recall@10, and the cartridge's tokens, area
+    and seconds (median, p95)."""
+    rows = [m for m in ANSWER_CONTEXT_ROWS if m in metrics.get("all", {})]
+    return metrics_grid(metrics, rows, digits)
+
+
+def answer_context_note(metrics: dict[str, Any]) -> str:
+    """One line on what the answer layer read (``metrics.json["answer_context"]``): the
+    corpus, or why the figures are null, and the records left out because an item's text could
+    not be read (Markdown)."""
+    note = metrics.get("answer_context") or {}
+    if not note.get("read"):
+        return ("**The answer and context figures are null**: "
+                + (note.get("reason") or "this metrics.json has no answer_context entry")
+                + ".")
+    unread = note.get("unread_records") or 0
+    if not unread:
+        return "Every text was read from the content layer (none left out)."
+    items = note.get("n_unread_items", len(note.get("unread_items") or {}))
+    return (f"**{unread} records left out** of the answer and context figures: the text of "
+            f"{items} item(s) could not be read without running OCR (or their file is "
+            "missing); their denominators are smaller by as much, never a 0.")
 
 
 def _metric_cell(m: str, tells: dict[str, float | None] | None) -> str:

@@ -1,0 +1,185 @@
+"""Per-item answer and context figures: what the scorer reads from the content for a run.
+
+:func:`membench.metrics.score.score_items` calls :func:`item_figures` for every item when it is
+given a :class:`ContentTexts` (a run directory's scorer gives one whenever the corpus is there:
+:meth:`membench.metrics.rundir.RunDir.scores`). Per item:
+
+* ``answer_bearing`` (answerable items): 1 when the record's answer is extractive
+  (:func:`membench.metrics.answers.needles`) and each needle occurs in the text of one of the
+  item's gold regions (:func:`membench.metrics.answers.occurs`), else 0. A needle may be found
+  in one region and another needle in another (a list answer over two pages is there when all
+  of it is).
+* ``answer@cartridge`` and ``answer@10`` (answer-bearing items only, NaN elsewhere): the same
+  test on the texts of the cartridge's atoms, and of the atoms ranked <= 10. A non-extractive
+  answer is never looked for: its item is outside the denominator, never a 0 or a 1.
+* ``context_tokens`` (every item with a run line), ``context_area`` (image and screenshot
+  items), ``context_seconds`` (video items): :func:`membench.metrics.context.cartridge_cost`
+  of the cartridge.
+* ``recall@<B>tok`` (answerable items), for B in :data:`membench.metrics.context.BUDGETS`:
+  the share of gold regions whose first hitting atom lies in the prefix of the ranking that
+  :func:`membench.metrics.context.taken` takes within B tokens.
+
+Texts are those membench reads for an extent (:class:`membench.metrics.extent_text.
+ExtentText`), never what a system reports, each read and normalised once per scoring. An item
+whose content cannot be read without running OCR (:meth:`ExtentText.available` false), or whose
+file is missing, is *unread*: every record that would need its text (a gold region or a
+returned atom in it) gets NaN for every figure above, and is counted in :attr:`ContentTexts.
+unread_records`: the denominators shrink, visibly (``metrics.json["answer_context"]``), never
+a silent 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .answers import needles as answer_needles
+from .answers import normalise
+from .context import AREA, BUDGETS, SECONDS, CostAtom, cartridge_cost, taken
+
+#: per-item arrays of ``ItemScores.values`` the layer fills (beside the means of its measures)
+COST_KEYS = ("context_tokens", "context_area", "context_seconds")
+ANSWER_KEYS = ("answer_bearing", "answer@cartridge", "answer@10")
+BUDGET_KEYS = tuple(f"recall@{b}tok" for b in BUDGETS)
+KEYS = ANSWER_KEYS + BUDGET_KEYS + COST_KEYS
+#: the cut of answer@10
+ANSWER_AT = 10
+
+
+class Unread(Exception):
+    """An item's text cannot be read here (no OCR run at scoring time, a missing file)."""
+
+
+class ContentTexts:
+    """The normalised text and the tokens of extents, read once each through
+    :class:`~membench.metrics.extent_text.ExtentText` (or any object with ``text(source_id,
+    extent)`` and ``available(source_id)``)."""
+
+    def __init__(self, extent_text: Any, *, label: str = "") -> None:
+        self.et = extent_text
+        self.label = label
+        self._ok: dict[str, bool] = {}
+        self._why: dict[str, str] = {}
+        self._text: dict[tuple[str, str], tuple[str, int]] = {}
+        self.unread_records = 0
+
+    @classmethod
+    def open(cls, sets_dir: str | Path, corpus_root: str | Path) -> ContentTexts:
+        from .extent_text import ExtentText
+
+        return cls(ExtentText(sets_dir, corpus_root), label=str(corpus_root))
+
+    def readable(self, source_id: str) -> bool:
+        ok = self._ok.get(source_id)
+        if ok is None:
+            try:
+                ok = bool(self.et.available(source_id))
+                if not ok:
+                    self._why[source_id] = "OCR not cached"
+            except Exception as e:      # a missing or unreadable file  # noqa: BLE001
+                ok, self._why[source_id] = False, f"{type(e).__name__}: {e}"
+            self._ok[source_id] = ok
+        return ok
+
+    def read(self, source_id: str, extent: dict[str, Any]) -> tuple[str, int]:
+        """``(normalised text, tokens)`` of an extent; :class:`Unread` when the item cannot be
+        read."""
+        key = (source_id, repr(sorted(extent.items())))
+        got = self._text.get(key)
+        if got is None:
+            if not self.readable(source_id):
+                raise Unread(source_id)
+            try:
+                raw = self.et.text(source_id, extent)
+            except Exception as e:      # noqa: BLE001
+                self._ok[source_id], self._why[source_id] = False, f"{type(e).__name__}: {e}"
+                raise Unread(source_id) from None
+            got = self._text[key] = (f" {normalise(raw)} ", len(raw.split()))
+        return got
+
+    @property
+    def unread_items(self) -> dict[str, str]:
+        """The items whose text could not be read, and why."""
+        return dict(sorted(self._why.items()))
+
+
+def _holds(needles: list[str], hays: list[str]) -> bool:
+    """Each needle occurs (on token boundaries) in one of the normalised texts ``hays``."""
+    return all(any(f" {n} " in h for h in hays) for n in needles)
+
+
+def item_figures(content: ContentTexts, *, modality: str, answer: Any, answer_format: str,
+                 answerable: bool, has_run: bool, gold: list[tuple[str, dict]],
+                 first_positions: np.ndarray, ranked: Sequence[int], cartridge: Sequence[int],
+                 place: Callable[[int], tuple[str, str, dict]],
+                 meta_of: Callable[[str], dict]) -> dict[str, float]:
+    """One item's figures (module docstring), keyed as :data:`KEYS`; NaN outside a figure's
+    denominator; every figure NaN when a needed text is unread. ``gold``: (source id, region);
+    ``first_positions``: per gold region the 0-based position of its first hitting atom in
+    ``ranked`` (-1: none); ``ranked`` and ``cartridge``: atoms in rank order / any order, each
+    placed by ``place(atom)`` = (source id, modality, extent); ``meta_of(source_id)``: the
+    item's ``meta``."""
+    out = dict.fromkeys(KEYS, math.nan)
+    try:
+        cartridge = [place(a) for a in cartridge]
+        cart = [content.read(s, e) for s, _, e in cartridge]
+        if has_run:
+            out["context_tokens"] = float(sum(t for _, t in cart))
+            if modality in AREA or modality in SECONDS:
+                try:
+                    cost = cartridge_cost([CostAtom(s, m, e, meta=meta_of(s))
+                                           for s, m, e in cartridge])
+                except ValueError:      # a screenshot without meta.width / height: no area
+                    pass
+                else:
+                    if modality in AREA:
+                        out["context_area"] = cost.area
+                    if modality in SECONDS:
+                        out["context_seconds"] = cost.seconds
+        if not answerable:
+            return out
+        # the ranked prefix the largest budget can take (no atom past it is read)
+        tokens: list[int] = []
+        total = 0
+        for a in ranked:
+            s, _, e = place(a)
+            t = content.read(s, e)[1]
+            tokens.append(t)
+            total += t
+            if total > max(BUDGETS):
+                break
+        for b, k in zip(BUDGETS, BUDGET_KEYS):
+            cut = taken(tokens, b)
+            out[k] = float(np.mean((first_positions >= 0) & (first_positions < cut))) \
+                if len(first_positions) else math.nan
+        ns = answer_needles(answer, answer_format)
+        bearing = ns is not None and _holds(ns, [content.read(s, r)[0] for s, r in gold])
+        out["answer_bearing"] = float(bearing)
+        if bearing:
+            out["answer@cartridge"] = float(_holds(ns, [h for h, _ in cart]))
+            top = [content.read(s, e)[0] for s, _, e in map(place, ranked[:ANSWER_AT])]
+            out["answer@10"] = float(_holds(ns, top))
+    except Unread:
+        content.unread_records += 1
+        return dict.fromkeys(KEYS, math.nan)
+    return out
+
+
+def note(content: ContentTexts | None, reason: str = "") -> dict[str, Any]:
+    """What ``metrics.json["answer_context"]`` says about the content read: whether it was,
+    from where, and the records and items left out because their text could not be read."""
+    if content is None:
+        return {"read": False, "reason": reason or "no content reader: the answer and context "
+                "figures are null", "unread_records": None, "unread_items": {}}
+    items = content.unread_items
+    return {"read": True, "corpus": content.label, "reason": "",
+            "unread_records": int(content.unread_records),
+            "unread_items": dict(list(items.items())[:20]), "n_unread_items": len(items)}
+
+
+__all__ = ["ANSWER_KEYS", "BUDGET_KEYS", "COST_KEYS", "KEYS", "ContentTexts", "Unread",
+           "item_figures", "note"]
