@@ -45,12 +45,18 @@ DENSECONFIG ?=
 # the registered test doubles: run and reported like any system, never on the leaderboard
 # (it takes systems with a model card that did not see the gold)
 DOUBLES  := oracle leaky random metadata nothing echo
+# the no-memory baselines (registered doubles, seconds each): make all runs them beside SYSTEMS;
+# reports compare them, and the leaderboard shows them under the ranked rows, never ranked
+BASELINES ?= nothing echo
 
 CORPUSFLAG := $(if $(CORPUS),--corpus $(CORPUS),)
 SUFFIX     := $(if $(LIMIT),-limit$(LIMIT),)
 LIMITFLAG  := $(if $(LIMIT),--limit $(LIMIT),)
 RUNDIRS    := $(foreach s,$(SYSTEMS),$(RUNS)/$(s)-dev$(SUFFIX))
+BASEDIRS   := $(foreach s,$(filter-out $(SYSTEMS),$(BASELINES)),$(RUNS)/$(s)-dev$(SUFFIX))
 BOARDDIRS  := $(foreach s,$(filter-out $(DOUBLES),$(SYSTEMS)),$(RUNS)/$(s)-dev$(SUFFIX))
+# ... and the baselines' rows beside them (a board of baselines alone is not made)
+BASEBOARD  := $(foreach s,$(filter $(BASELINES),$(SYSTEMS)),$(RUNS)/$(s)-dev$(SUFFIX)) $(BASEDIRS)
 # dense's own keys (DENSECONFIG) for the systems that embed with it
 DENSEFOR    = $$(case $$s in dense|dense-*|hybrid|hybrid-*) echo "$(DENSECONFIG)";; esac)
 # dense first: its ingest embeds while the OCR workers run; then bm25 and hybrid read the
@@ -80,7 +86,8 @@ help:
 	@$(ESTIMATE) sets
 	@echo "make runs      run $(SYSTEMS) on dev$(if $(LIMIT), ($(LIMIT) queries per modality),) -> $(RUNDIRS)."
 	@echo "               Cold: dense OCRs the images while embedding, then bm25 and hybrid read"
-	@echo "               the caches. Runs resume."
+	@echo "               the caches. Then the no-memory baselines $(BASELINES) (seconds each:"
+	@echo "               the floor every figure is read against). Runs resume."
 	@$(ESTIMATE) runs --systems "$(SYSTEMS)"
 	@echo "make reports   make runs, then render $(REPORTS)/ for those runs, two pages at a time;"
 	@echo "               replaces the pages of these runs. Also the leaderboard: a result store"
@@ -144,6 +151,10 @@ runs: sets
 	  if [ $$n -ge $(RUNJOBS) ]; then for p in $$pids; do wait $$p || { kill $$pids 2>/dev/null; exit 1; }; done; pids=""; n=0; fi; \
 	done; \
 	for p in $$pids; do wait $$p || { kill $$pids 2>/dev/null; exit 1; }; done
+	@for s in $(filter-out $(SYSTEMS),$(BASELINES)); do \
+	  echo "== the no-memory baseline $$s (seconds; what silence or echo scores)"; \
+	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(CONTENT) --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief || exit 1; \
+	done
 
 memsys: sets
 	@echo "== memsys: the real memory libraries $(MEMSYS) on dev$(if $(LIMIT), with $(LIMIT) queries per modality,) -> $(foreach s,$(MEMSYS),$(RUNS)/$(s)-dev$(SUFFIX))"
@@ -159,14 +170,14 @@ MEMSYSDONE = $$(for s in $(filter-out $(SYSTEMS),$(MEMSYS)); do d=$(RUNS)/$$s-de
 
 reports: runs
 	@extra="$(MEMSYSDONE)"; \
-	echo "== reports: pages 01-04 for $(RUNDIRS)$$(for r in $$extra; do printf ' %s' $$r; done)$(if $(word 2,$(RUNDIRS)), and 05 comparing them,), 06 the leaderboard ($(BOARD)) -> $(REPORTS)/index.html"; \
+	echo "== reports: pages 01-04 for $(RUNDIRS) $(BASEDIRS)$$(for r in $$extra; do printf ' %s' $$r; done)$(if $(word 2,$(RUNDIRS)), and 05 comparing them,), 06 the leaderboard ($(BOARD)) -> $(REPORTS)/index.html"; \
 	if [ -n "$$extra" ]; then echo "   with the complete runs of make memsys: $$extra"; fi; \
 	$(ESTIMATE) reports; \
 	board="$(BOARDDIRS) $$extra"; lb=""; rm -rf $(BOARD); \
 	if [ -n "$$(echo $$board)" ]; then \
-	  $(MB) leaderboard --runs $$board --sets $(SETS) --out $(BOARD) --brief || exit 1; lb="--leaderboard $(BOARD)"; \
-	else echo "   no leaderboard: test doubles only ($(DOUBLES) are never on it)"; fi; \
-	$(MB) report $(foreach r,$(RUNDIRS),--run $(r)) $$(for r in $$extra; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) $$lb --force --brief
+	  $(MB) leaderboard --runs $$board $(BASEBOARD) --sets $(SETS) --out $(BOARD) --brief || exit 1; lb="--leaderboard $(BOARD)"; \
+	else echo "   no leaderboard: test doubles only ($(DOUBLES) are never ranked on it)"; fi; \
+	$(MB) report $(foreach r,$(RUNDIRS) $(BASEDIRS),--run $(r)) $$(for r in $$extra; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) $$lb --force --brief
 
 # the reports of the runs that exist, without running anything
 report: setup
@@ -175,12 +186,13 @@ report: setup
 	if [ -z "$$(echo $$have)" ]; then \
 	  echo "make report: none of $(RUNDIRS) exists; make runs SYSTEMS='$(SYSTEMS)'$(if $(LIMIT), LIMIT=$(LIMIT),) first" >&2; exit 2; fi; \
 	if [ -n "$$(echo $$missing)" ]; then echo "== report: not run, left out: $$missing"; fi; \
+	have="$$have $(foreach r,$(BASEDIRS),$(if $(wildcard $(r)/run.jsonl),$(r),))"; \
 	echo "== report: pages for $$have and the leaderboard ($(BOARD)) -> $(REPORTS)/index.html"; \
 	$(ESTIMATE) reports; \
-	board=""; for r in $$have; do case "$$(basename $$r)" in $(foreach d,$(DOUBLES),$(d)-dev*|)__none__) ;; *) board="$$board $$r";; esac; done; \
+	board=""; base=""; for r in $$have; do case "$$(basename $$r)" in $(foreach d,$(BASELINES),$(d)-dev*|)__none__) base="$$base $$r";; $(foreach d,$(DOUBLES),$(d)-dev*|)__none__) ;; *) board="$$board $$r";; esac; done; \
 	lb=""; rm -rf $(BOARD); \
 	if [ -n "$$(echo $$board)" ]; then \
-	  $(MB) leaderboard --runs $$board --sets $(SETS) --out $(BOARD) --brief || exit 1; lb="--leaderboard $(BOARD)"; fi; \
+	  $(MB) leaderboard --runs $$board $$base --sets $(SETS) --out $(BOARD) --brief || exit 1; lb="--leaderboard $(BOARD)"; fi; \
 	$(MB) report $$(for r in $$have; do printf -- '--run %s ' $$r; done) --sets $(SETS) $(CORPUSFLAG) --out $(REPORTS) $$lb --force --brief
 
 # the browser tests need Debian's chromium on PATH (.ci/run installs it): said before they are

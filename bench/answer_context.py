@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{rd.system}: answer@cartridge {ac['answer@cartridge']['value']} "
               f"(n={ac['answer@cartridge']['n']}), recall@1024tok "
               f"{ac['recall@1024tok']['value']}, tokens p50 "
-              f"{ac['context_tokens_p50']['value']}")
+              f"{ac['context_tokens_p50']['value']}, committed tokens p50 "
+              f"{ac['context_tokens_committed_p50']['value']}")
     doc = {"made": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "commit": _commit(), "command": "bench/answer_context.py " + " ".join(
                f"runs/{Path(r).name}" for r in a.runs),

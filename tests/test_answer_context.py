@@ -9,6 +9,7 @@ import json
 import math
 from datetime import datetime, timezone
 
+import numpy as np
 import pytest
 
 from membench.metrics import score_items
@@ -203,6 +204,20 @@ def test_metrics_json_carries_the_answer_and_context_entries(answered):
     for k in ("answer@cartridge", "answer@10", "answer_bearing", "recall@1024tok",
               "context_tokens_p50"):
         assert k in m["definitions"] and k not in HEADLINE and BY_NAME[k].gate is None
+
+
+def test_committed_tokens_are_over_the_non_empty_cartridges(answered):
+    """context_tokens_committed_*: the cartridge's tokens over the items that committed one
+    (n = denominator = those items), never the zeros of the abstentions."""
+    m = aggregate(answered, n_resamples=50)
+    tok = np.asarray(answered.values["context_tokens"], dtype=float)
+    size = np.asarray(answered.cartridge_size)
+    committed = tok[(size > 0) & ~np.isnan(tok)]
+    assert 0 < committed.size < np.count_nonzero(~np.isnan(tok))    # some abstained
+    e = m["all"]["context_tokens_committed_p50"]
+    assert e["n"] == e["denominator"] == committed.size
+    assert e["value"] == pytest.approx(np.median(committed))
+    assert e["value"] > 0 and m["all"]["context_tokens_committed_p95"]["value"] >= e["value"]
 
 
 # ---------------------------------------------------------------- unread content, no content

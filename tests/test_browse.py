@@ -114,6 +114,30 @@ def test_false_recalls_of_a_leaky_run_agree_with_the_metrics(leaky_run, built):
     assert n_orig > 0
 
 
+def test_a_false_recall_says_what_its_cartridge_hands_over(leaky_run):
+    """Each case carries its cartridge's context cost (the run's scores: context_tokens, and
+    area / seconds for pictures and video) and its cartridge heading says it."""
+    import numpy as np
+
+    from membench.metrics.rundir import RunDir
+
+    scores = RunDir.open(leaky_run).scores()
+    at = {q: i for i, q in enumerate(scores.query_id)}
+    fr = cases(leaky_run, kind="false_recall")
+    shown = 0
+    for c in fr:
+        tok = scores.values["context_tokens"][at[c.query_id]]
+        if np.isnan(tok):                       # content not read here: nothing claimed
+            assert "context_tokens" not in c.cost
+            continue
+        assert c.cost["context_tokens"] == tok > 0
+        html = render_case_html(c, corpus_root=None)
+        assert f"Cartridge: {len(c.cartridge)} atom(s), {tok:,.0f} tokens" in html
+        assert "the system should have abstained" in html
+        shown += 1
+    assert shown > 0
+
+
 def test_misses_agree_with_recall_at_10(random_run, built):
     miss = cases(random_run, kind="miss")
     rows = _item_scores(random_run, built.out)

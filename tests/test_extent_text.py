@@ -176,6 +176,35 @@ def test_each_item_is_read_once(world, monkeypatch):
     assert calls == [1]
 
 
+def test_readers_of_the_same_sets_and_corpus_share_what_they_read(world, monkeypatch):
+    """ContentTexts.open: a second reader of the same items file and corpus reads no text
+    again; another items file (size or mtime changed) is another reader; an item that could
+    not be read is never remembered as readable."""
+    import os
+
+    from membench.metrics import extent_text
+    from membench.metrics.answer_layer import ContentTexts, Unread
+
+    sets, root = world
+    calls = []
+    orig = extent_text.ExtentText.text
+    monkeypatch.setattr(extent_text.ExtentText, "text",
+                        lambda self, *a: calls.append(1) or orig(self, *a))
+    a = ContentTexts.open(sets, root)
+    first = a.read("t:1", {"turn": 1})
+    b = ContentTexts.open(sets, root)
+    assert b.read("t:1", {"turn": 1}) == first and calls == [1]
+    items = sets / "items.jsonl"
+    st = items.stat()
+    os.utime(items, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    c = ContentTexts.open(sets, root)
+    assert c.read("t:1", {"turn": 1}) == first and calls == [1, 1]
+    (root / "a.py").unlink()                # a missing file: unread, and again for the next
+    for reader in (c, ContentTexts.open(sets, root)):
+        with pytest.raises(Unread):
+            reader.read("c:1", {"lines": [1, 2]})
+
+
 # ----------------------------------------------------------------------------- real items
 
 @pytest.fixture(scope="module")

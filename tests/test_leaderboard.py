@@ -37,7 +37,7 @@ MODS = ["video", "ui_screenshot"]
 @pytest.fixture(scope="module")
 def runs(built, corpus_root, tmp_path_factory):
     d = tmp_path_factory.mktemp("lb-runs")
-    for name in ("bm25", "dense", "hybrid", "random", "oracle"):
+    for name in ("bm25", "dense", "hybrid", "random", "oracle", "nothing", "echo"):
         run_system(make_system(name), built.out, "dev", d / name, corpus_root, modalities=MODS,
                    limit=15)
     run_system(make_system("bm25", {"max_atoms": 3}), built.out, "dev", d / "bm25-3",
@@ -258,6 +258,40 @@ def test_silence_cannot_win_the_cartridge_table(runs, tmp_path):
     assert "FAIL (silent)" in html and "abstain_rate_answerable" in html.replace("<wbr>", "")
     text = format_leaderboard(lb, scopes=("video",))
     assert "FAIL (silent)" in text and "abstain_rate_answerable" in text
+
+
+def test_the_no_memory_baselines_are_shown_never_ranked_never_tested(runs, tmp_path):
+    """nothing and echo carry a card and join the store; their rows are marked baseline, stand
+    under the ranked ones in every block, are never the best of a column (nothing's false
+    recall 0 beats bm25's, echo's recall@10 may beat a weak system's) and carry no test; the
+    other doubles carry no card and stay refused; the relevance table has the context column."""
+    from membench.analysis.leaderboard import BASELINE_MARK, format_brief
+    from membench.report.leaderboard_tables import CONTEXT_COLUMN, leaderboard_table
+
+    out = tmp_path / "b"
+    add_runs([runs / "bm25", runs / "nothing", runs / "echo"], out, n_resamples=100)
+    lb = leaderboard(out, n_resamples=200)
+    rows = lb.rows
+    base = rows[rows["baseline"]]
+    assert set(base["system"]) == {"nothing" + BASELINE_MARK, "echo" + BASELINE_MARK}
+    assert not base["is_best"].any()
+    assert base["p_permutation"].isna().all() and base["p_holm"].isna().all()
+    ranked = rows[~rows["baseline"]]
+    fr = ranked[(ranked["measure"] == "false_recall_rate") & (ranked["scope"] == "all")]
+    assert fr["is_best"].all()          # bm25 is best though nothing's false recall is 0
+    nothing_fr = base[(base["measure"] == "false_recall_rate") & (base["scope"] == "all")
+                      & base["system"].str.startswith("nothing")]
+    assert nothing_fr["value"].iloc[0] == 0.0
+    html = leaderboard_table(lb, "<=1B", "gold").html
+    for scope in ("video", "ui_screenshot", "all"):
+        block = html[html.index(f"<b>{scope}</b>"):]
+        assert block.index("bm25") < block.index("echo" + BASELINE_MARK)
+    assert html.count('class="mb-baseline"') == 2 * 3          # two rows in each of 3 blocks
+    assert CONTEXT_COLUMN in html.replace("<wbr>", "")
+    brief = format_brief(lb)
+    assert "no memory: echo " in brief and "nothing 0.000" in brief
+    with pytest.raises(Refused, match="the system saw the gold|no model card"):
+        add_runs([runs / "random"], tmp_path / "r", n_resamples=100)
 
 
 def test_the_natives_with_a_tell_have_their_own_labelled_column(store):

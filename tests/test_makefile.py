@@ -111,9 +111,16 @@ def test_any_system_any_limit_in_either_order(tree):
     assert table[-1].startswith("load average (1 min): ")
     for step in ("build", "ingest (hybrid)", "queries (hybrid)", "bootstrap", "report"):
         assert f"[membench] {step} done: " in quick.stderr, step   # a summary per step
-    assert re.search(r"\[membench\] report done: 5 pages, [\d.]+ (s|min)", quick.stderr)
+    # 01, hybrid's 02-04 and each no-memory baseline's, 05 comparing the three, 06
+    assert re.search(r"\[membench\] report done: 12 pages, [\d.]+ (s|min)", quick.stderr)
+    for name in ("nothing", "echo"):            # the baselines run beside it, in seconds
+        assert f"== the no-memory baseline {name}" in quick.stdout
+        assert meta(tree, f"{name}-dev-limit2")["status"] == "complete"
     board = json.loads((root / "runs" / "leaderboard-dev-limit2" / "store.json").read_text())
     assert board["selection"]["limit"] == 2                    # the leaderboard of this call
+    kinds = sorted(json.loads(p.read_text())["identity"]["kind"] for p in
+                   (root / "runs" / "leaderboard-dev-limit2" / "entries").glob("*.json"))
+    assert kinds == ["reference", "test double", "test double"]  # hybrid and the baselines
     assert (root / "reports" / "leaderboard-dev-limit2" / "06_leaderboard.html").exists()
     m = meta(tree, "hybrid-dev-limit2")
     assert m["limit"] == 2 and m["system"] == "hybrid" and m["status"] == "complete"
@@ -141,7 +148,10 @@ def test_any_system_any_limit_in_either_order(tree):
     for name in ("mem0", "mempalace"):
         shutil.rmtree(root / "runs" / f"{name}-dev")
     assert "leaderboard-dev/06_leaderboard.html" in index       # over the runs that exist
-    assert len(list((root / "runs" / "leaderboard-dev" / "entries").glob("*.json"))) == 2
+    # bm25 and the mem0 stand-in, and the baselines `make runs SYSTEMS=bm25` ran beside bm25
+    kinds = sorted(json.loads(p.read_text())["identity"]["kind"] for p in
+                   (root / "runs" / "leaderboard-dev" / "entries").glob("*.json"))
+    assert kinds == ["reference", "reference", "test double", "test double"]
 
     none = make(tree, "report", "SYSTEMS=dense", check=False)
     assert none.returncode != 0 and "make runs SYSTEMS='dense' first" in none.stderr
@@ -157,7 +167,7 @@ def test_any_registered_system_runs_through_make_doubles_and_libraries_included(
     work: the content layer's settings go to the content layer (CONTENT, --content), not to a
     system's config, and meta.json records them."""
     root = tree[0]
-    double = make(tree, "all", "SYSTEMS=random oracle leaky", "LIMIT=2")
+    double = make(tree, "all", "SYSTEMS=random oracle leaky", "LIMIT=2", "BASELINES=")
     assert "no leaderboard: test doubles only" in double.stdout
     # the first system alone until it has ingested (it does the OCR), then its queries beside
     # the other two, all complete; the flag file it touched is gone

@@ -68,6 +68,8 @@ KINDS: dict[str, str] = {
 }
 MISS_DEPTH = 10
 TEXT_CHARS = 1500            # atom text shown per atom
+#: the cartridge's context cost a case shows (per-item arrays of ``ItemScores.values``)
+COST_SHOWN = ("context_tokens", "context_area", "context_seconds")
 REGION_RENDERS_TOP = 3       # misses with an empty cartridge: render the regions of this many top hits
 LEAKS_SHOWN = 10             # out-of-scope atoms listed per scope-leak case (all are counted)
 
@@ -124,6 +126,9 @@ class Case:
     n_leaks: int = 0            # distinct returned atoms out of scope (either reason)
     audited: bool = True        # origin.audited of an unanswerable item (False: a native with
     #                             an upstream tell, counted in false_recall_native only)
+    # what the cartridge hands over (membench.metrics.answer_layer: context_tokens, and
+    # context_area / context_seconds where the modality has them); {} when not read
+    cost: dict[str, float] = field(default_factory=dict)
 
     @property
     def original_gold(self) -> list[dict[str, Any]]:
@@ -209,6 +214,7 @@ def _load(rd: RunDir) -> RunCases:
     atoms = {a.atom_id: a for a in rd.atoms}
     rows = rd.row_by_query
 
+    index = {q: i for i, q in enumerate(scores.query_id)}
     false_recalls: list[Case] = []
     misses: list[Case] = []
     scope_leaks: list[Case] = []
@@ -230,6 +236,10 @@ def _load(rd: RunDir) -> RunCases:
             scope_leaks.append(_make_case(r, rows.get(r.query_id), atoms, raw_items,
                                           kind="scope_leak", audited=audited))
 
+    for c in (*false_recalls, *misses, *scope_leaks):
+        i = index[c.query_id]
+        c.cost = {k: float(scores.values[k][i]) for k in COST_SHOWN
+                  if k in scores.values and not np.isnan(scores.values[k][i])}
     order = {m: i for i, m in enumerate(MODALITIES)}
     key = lambda c: (order.get(c.modality, len(order)), c.query_id)
     return RunCases(rd.path, rd.sets_dir, rd.meta, sorted(false_recalls, key=key),
@@ -553,6 +563,20 @@ def _audit_flag(case: Case) -> str:
     return f'<span class="mb-flag{" mb-ok" if case.audited else ""}">{e(audit_mark(case))}</span>'
 
 
+def cost_text(case: Case) -> str:
+    """``, 412 tokens, 0.35 of the picture, 60 s of video``: what the cartridge hands over
+    (docs/metrics.md, context_*), empty when the content was not read."""
+    c = case.cost
+    out = []
+    if "context_tokens" in c:
+        out.append(f"{c['context_tokens']:,.0f} tokens")
+    if "context_area" in c:
+        out.append(f"{c['context_area']:.2f} of the picture")
+    if "context_seconds" in c:
+        out.append(f"{c['context_seconds']:,.0f} s of video")
+    return "".join(f", {x}" for x in out)
+
+
 def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
                      css: bool = True, link_hosts: frozenset[str] | None = None) -> str:
     """One case as a self-contained HTML block: the question, scope, as_of, derivation, the
@@ -606,8 +630,8 @@ def render_case_html(case: Case, corpus_root: str | os.PathLike | None = None,
         for n, a in enumerate(case.leaks[:REGION_RENDERS_TOP], 1):
             parts.append(_atom_panel(a, n, case, root, True, case.leaks, lh))
     if case.cartridge:
-        parts.append(f"<h4>Cartridge: {len(case.cartridge)} atom(s)"
-                     f"{' the system should have abstained' if case.kind == 'false_recall' else ''}"
+        parts.append(f"<h4>Cartridge: {len(case.cartridge)} atom(s){e(cost_text(case))}"
+                     f"{'; the system should have abstained' if case.kind == 'false_recall' else ''}"
                      "</h4>")
         for n, a in enumerate(case.cartridge, 1):
             parts.append(_atom_panel(a, n, case, root, True, case.cartridge, lh))

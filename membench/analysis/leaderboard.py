@@ -37,7 +37,8 @@ be identifiers (:mod:`membench.core.ids`).
 
 * a run :meth:`RunDir.open` refuses (an incomplete run, ``INCOMPLETE_RUN``: the store takes no
   partial runs; drifted sets; a test-split run without ``final``);
-* a run whose system saw the gold (a registered test double, meta.json ``sees_gold``);
+* a run whose system saw the gold (a registered test double, meta.json ``sees_gold``), and the
+  other doubles but the no-memory baselines (they carry no card, below);
 * a run without a model card (meta.json ``card``, which the runner takes from what the system
   is, never from its name), a run that does not say what ran (no ``identity``), and a run
   whose card takes a registry card's name on a system that is not membench's;
@@ -59,6 +60,13 @@ for a system that abstains on more than half of the answerable items
 recall and the abstention-order statistics; their own column (``false_recall_native``) is
 shown, labelled with the tell's ROC AUC from the audit of the runs' sets (an entry's
 ``native_tells``), and never ranked or tested (SPEC section 5).
+
+**The no-memory baselines** (``nothing`` and ``echo``, :mod:`membench.run.systems.doubles`:
+registered test doubles that see no gold and carry a card, :func:`is_baseline`) are entries
+too: their rows are shown under the ranked ones of every block, labelled "no-memory
+baseline", as the floor every figure is read against (what silence, or echoing the question
+into the memory, scores). They are never the best of a column and never tested against it;
+``format_brief`` lists them after the tests. The other doubles carry no card and are refused.
 
 **Silence cannot win.** The cartridge table (false recall, with the answerable abstention
 beside it, the answerable share kept at false recall <= 0.10 and the abstention AUC:
@@ -139,9 +147,9 @@ MEASURES: tuple[str, ...] = tuple(
 SHOWN_LATENCY = "latency_p50_ms"
 #: the answer layer and the context cost, shown beside latency (never tested, never ranked
 #: unless asked): does the cartridge hand the answer over, recall within 1024 tokens, and the
-#: cartridge's median tokens
+#: median tokens of a committed (non-empty) cartridge
 SHOWN_CONTEXT: tuple[str, ...] = ("answer@cartridge", "answer@10", "recall@1024tok",
-                                  "context_tokens_p50")
+                                  "context_tokens_committed_p50")
 #: the measures that follow the judgment set (one table per set) ...
 RELEVANCE: tuple[str, ...] = tuple(m for m in MEASURES if m in JUDGMENT_MEASURES)
 #: ... and the ones that do not (one table per size class, shown under gold)
@@ -203,6 +211,18 @@ def run_card(rd: RunDir) -> tuple[dict[str, Any] | None, str]:
     if why:
         return None, why
     return {**card.model_dump(mode="json"), "sha256": card.sha256()}, ""
+
+
+#: what a baseline's label says after its name (:func:`is_baseline`)
+BASELINE_MARK = " (no-memory baseline)"
+
+
+def is_baseline(e: dict[str, Any]) -> bool:
+    """An entry of a no-memory baseline (``nothing``, ``echo``: a registered test double that
+    carries a card and sees no gold; the others carry none and are refused). Its row is shown
+    under the ranked ones, as the floor every figure is read against; it is never the best of
+    a column and never tested against it."""
+    return (e.get("identity") or {}).get("kind") == "test double"
 
 
 def ran_text(e: dict[str, Any]) -> str:
@@ -504,7 +524,7 @@ _FORMAT_CHANGES: dict[int, str] = {
     4: "false recall over the audited unanswerables only, the natives with a tell in their "
        "own column (format 5); the answer layer and the context cost (format 6)",
     5: "the answer layer and the context cost beside latency (answer@cartridge, answer@10, "
-       "recall@1024tok, context_tokens_p50: format 6)",
+       "recall@1024tok, context_tokens_committed_p50: format 6)",
 }
 
 
@@ -741,8 +761,9 @@ class Leaderboard:
         for scope in scopes:
             g = t[t["scope"] == scope]
             order = g[g["measure"] == self.rank_by].sort_values(
-                ["value", "system"], ascending=[BY_NAME[self.rank_by].direction == "lower",
-                                                True], na_position="last")["entry"]
+                ["baseline", "value", "system"],
+                ascending=[True, BY_NAME[self.rank_by].direction == "lower", True],
+                na_position="last")["entry"]
             for eid in order:
                 row: dict[str, Any] = {"scope": scope, "system": self.labels[eid],
                                        "ran": self.ran(eid), "verified": self.verify_text(eid)}
@@ -816,7 +837,12 @@ def best_rows(lb: Leaderboard, size: str, *, judgment_set: str = PRIMARY,
             continue
         b = g[g["is_best"]].iloc[0]
         others = []
+        others, floor = [], []
         for r in g[~g["is_best"]].sort_values("system").to_dict("records"):
+            if r.get("baseline"):           # shown beside, never tested (is_baseline)
+                floor.append({"system": r["system"].removesuffix(BASELINE_MARK),
+                              "value": _num(r["value"])})
+                continue
             p = r.get("p_holm")
             others.append({"system": r["system"], "value": _num(r["value"]),
                            "diff": _num(r.get("diff")),
@@ -824,7 +850,7 @@ def best_rows(lb: Leaderboard, size: str, *, judgment_set: str = PRIMARY,
                            "significant": bool(r.get("significant"))})
         out.append({"measure": m, "direction": BY_NAME[m].direction, "best": b["system"],
                     "value": _num(b["value"]), "ci95": [_num(b["ci95_lo"]), _num(b["ci95_hi"])],
-                    "n": int(b["n"]), "others": others})
+                    "n": int(b["n"]), "others": others, "baselines": floor})
     return out
 
 
@@ -850,8 +876,12 @@ def format_brief(lb: Leaderboard) -> str:
                                      is not None else "not tested")
                 for o in b["others"])
             v = "n/a" if b["value"] is None else f"{b['value']:.{digits}f}"
+            floor = ", ".join(f"{f['system']} " + ("n/a" if f["value"] is None else
+                                                   f"{f['value']:.{digits}f}")
+                              for f in b["baselines"])
             lines.append(f"    {b['measure']:<24} {b['best']} {v} (n={b['n']})"
-                         + (f"; {rest}" if rest else ""))
+                         + (f"; {rest}" if rest else "")
+                         + (f"; no memory: {floor}" if floor else ""))
     lines += [f"note: {n}" for n in lb.notes]
     return "\n".join(lines) + "\n"
 
@@ -926,7 +956,9 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
     rankable = [m for m in MEASURES if BY_NAME[m].ranked]
     if rank_by not in rankable:
         raise MembenchError(f"--rank-by {rank_by!r}: one of {', '.join(rankable)}")
-    labels = {e["id"]: entry_label(e, entries) for e in entries}
+    labels = {e["id"]: entry_label(e, entries) + (BASELINE_MARK if is_baseline(e) else "")
+              for e in entries}
+    baselines = {e["id"] for e in entries if is_baseline(e)}
     order = entries[0]["items"]["query_id"]
     pos = {q: i for i, q in enumerate(order)}
     mods = np.asarray(entries[0]["items"]["modality"], dtype=object)
@@ -986,7 +1018,8 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                     best = None
                     if m in MEASURES and meas.ranked:
                         cand = [(figs[i]["value"], labels[i], i) for i in figs
-                                if figs[i] and figs[i]["value"] is not None]
+                                if figs[i] and figs[i]["value"] is not None
+                                and i not in baselines]
                         if cand:
                             hi = meas.direction == "higher"
                             best = sorted(cand, key=lambda c: (-c[0] if hi else c[0], c[1]))[0][2]
@@ -1003,6 +1036,7 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                         row = {"size_class": size, "judgment_set": js, "scope": scope,
                                "family": "relevance" if m in RELEVANCE else "other",
                                "entry": e["id"], "system": labels[e["id"]], "measure": m,
+                               "baseline": e["id"] in baselines,
                                "value": f["value"], "n": f["n"],
                                "denominator": f["denominator"], "ci95_lo": f["ci95"][0],
                                "ci95_hi": f["ci95"][1],
@@ -1011,7 +1045,8 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                                "is_best": best == e["id"], "best": best,
                                "diff": np.nan, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
                                "p_bootstrap": np.nan, "p_permutation": np.nan}
-                        if best is not None and best != e["id"] and f["value"] is not None:
+                        if best is not None and best != e["id"] and f["value"] is not None \
+                                and e["id"] not in baselines:
                             if m in ORDERING_MEASURES:
                                 t = abstention.paired_difference(
                                     ordering(e["id"], mask), ordering(best, mask), m,
@@ -1127,8 +1162,8 @@ def format_markdown(lb: Leaderboard, *, scope: str = "all",
                 continue
             gold = lb.table(size, PRIMARY, scope)
             rank = t[t["measure"] == lb.rank_by].sort_values(
-                ["value", "system"], ascending=[BY_NAME[lb.rank_by].direction == "lower",
-                                                True])
+                ["baseline", "value", "system"],
+                ascending=[True, BY_NAME[lb.rank_by].direction == "lower", True])
             for r in rank.to_dict("records"):
                 cells = []
                 for m in measures:

@@ -266,7 +266,8 @@ def _answer_context(ctx: Context) -> str:
     runs = d["runs"]
     rows = ["| system (dev, all items) | recall@10 | recall@256tok | recall@1024tok | "
             "recall@4096tok | answer@cartridge | answer@10 | tokens p50 / p95 | "
-            "area p50 / p95 | seconds p50 / p95 |", "|---|" + "---:|" * 9]
+            "committed tokens p50 / p95 | area p50 / p95 | seconds p50 / p95 |",
+            "|---|" + "---:|" * 10]
     for r in runs:
         a = r["figures"]["all"]
         rows.append(
@@ -274,6 +275,8 @@ def _answer_context(ctx: Context) -> str:
                 "recall@10", "recall@256tok", "recall@1024tok", "recall@4096tok",
                 "answer@cartridge", "answer@10"))
             + f" | {_fig(a.get('context_tokens_p50'), 0)} / {_fig(a.get('context_tokens_p95'), 0)}"
+            + f" | {_fig(a.get('context_tokens_committed_p50'), 0)} / "
+              f"{_fig(a.get('context_tokens_committed_p95'), 0)}"
             + f" | {_fig(a.get('context_area_p50'), 2)} / {_fig(a.get('context_area_p95'), 2)}"
             + f" | {_fig(a.get('context_seconds_p50'), 0)} / "
               f"{_fig(a.get('context_seconds_p95'), 0)} |")
@@ -295,6 +298,21 @@ def _answer_context(ctx: Context) -> str:
              f"{runs[0]['queries']:,} dev queries a run; "
              + ("every text read from the content layer." if not unread else
                 f"{unread} records left out where an item's text could not be read.")]
+    return "\n".join(rows)
+
+
+def _answer_context_brief(ctx: Context) -> str:
+    """The README's lines of :func:`_answer_context`: per run over all dev items, recall@10
+    the answer layer, recall within 1,024 tokens and a committed cartridge's tokens."""
+    d = json.loads(ANSWER_CONTEXT_RESULT.read_text())
+    rows = ["| system (dev) | answer@cartridge (n) | answer@10 | recall@1024tok | "
+            "committed tokens p50 |", "|---|" + "---:|" * 4]
+    for r in d["runs"]:
+        a = r["figures"]["all"]
+        n = (a.get("answer@cartridge") or {}).get("n")
+        rows.append(f"| {r['label']} | {_fig(a.get('answer@cartridge'))} ({n}) | {_fig(a.get('answer@10'))} | "
+                    f"{_fig(a.get('recall@1024tok'))} | "
+                    f"{_fig(a.get('context_tokens_committed_p50'), 0)} |")
     return "\n".join(rows)
 
 
@@ -630,6 +648,7 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "figures": _figures,
     "headline": _headline,
     "pdf-text-source": _pdf_text_source,
+    "answer-context-brief": _answer_context_brief,
     "counts": _counts,
     "coverage": _coverage_table,
     "derived": _derived,

@@ -114,11 +114,15 @@ def cost_entry(values: np.ndarray, q: float, key: str, denominator: int, *, seed
 
 
 #: which items of a slice a context cost is defined for, by its denominator
-_COST_ITEMS = {"all": None, "pictures": ("image", "ui_screenshot"), "videos": ("video",)}
+_COST_ITEMS = {"all": None, "pictures": ("image", "ui_screenshot"), "videos": ("video",),
+               "committed": None}
 
 
 def _cost_denominator(scores: ItemScores, mask: np.ndarray, metric: str) -> int:
-    mods = _COST_ITEMS[BY_NAME[metric].denominator]
+    den = BY_NAME[metric].denominator
+    if den == "committed":
+        return int((mask & (np.asarray(scores.cartridge_size) > 0)).sum())
+    mods = _COST_ITEMS[den]
     if mods is None:
         return int(mask.sum())
     return int(sum(1 for i in np.flatnonzero(mask) if scores.modality[i] in mods))

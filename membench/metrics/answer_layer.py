@@ -12,7 +12,8 @@ given a :class:`ContentTexts` (a run directory's scorer gives one whenever the c
 * ``answer@cartridge`` and ``answer@10`` (answer-bearing items only, NaN elsewhere): the same
   test on the texts of the cartridge's atoms, and of the atoms ranked <= 10. A non-extractive
   answer is never looked for: its item is outside the denominator, never a 0 or a 1.
-* ``context_tokens`` (every item with a run line), ``context_area`` (image and screenshot
+* ``context_tokens`` (every item with a run line), ``context_tokens_committed`` (the same,
+  on the items whose cartridge is not empty), ``context_area`` (image and screenshot
   items), ``context_seconds`` (video items): :func:`membench.metrics.context.cartridge_cost`
   of the cartridge.
 * ``recall@<B>tok`` (answerable items), for B in :data:`membench.metrics.context.BUDGETS`:
@@ -42,12 +43,18 @@ from .answers import normalise
 from .context import AREA, BUDGETS, SECONDS, CostAtom, cartridge_cost, taken
 
 #: per-item arrays of ``ItemScores.values`` the layer fills (beside the means of its measures)
-COST_KEYS = ("context_tokens", "context_area", "context_seconds")
+COST_KEYS = ("context_tokens", "context_tokens_committed", "context_area", "context_seconds")
 ANSWER_KEYS = ("answer_bearing", "answer@cartridge", "answer@10")
 BUDGET_KEYS = tuple(f"recall@{b}tok" for b in BUDGETS)
 KEYS = ANSWER_KEYS + BUDGET_KEYS + COST_KEYS
 #: the cut of answer@10
 ANSWER_AT = 10
+
+
+#: the content readers :meth:`ContentTexts.open` keeps per process (one per sets folder,
+#: corpus, OCR cache and chunking settings: a test session's few, make all's one)
+SHARED_READERS = 4
+_SHARED: dict[tuple, tuple[Any, tuple[dict, dict]]] = {}
 
 
 class Unread(Exception):
@@ -59,19 +66,46 @@ class ContentTexts:
     :class:`~membench.metrics.extent_text.ExtentText` (or any object with ``text(source_id,
     extent)`` and ``available(source_id)``)."""
 
-    def __init__(self, extent_text: Any, *, label: str = "") -> None:
+    def __init__(self, extent_text: Any, *, label: str = "",
+                 shared: tuple[dict, dict] | None = None) -> None:
         self.et = extent_text
         self.label = label
-        self._ok: dict[str, bool] = {}
+        # texts read and items found readable: shared by the readers of one sets folder and
+        # corpus in this process (:meth:`open`); what could not be read is never shared
+        self._text: dict[tuple[str, str], tuple[str, int]]
+        self._ok: dict[str, bool]
+        self._text, self._readable = shared if shared is not None else ({}, {})
+        self._ok = dict(self._readable)
         self._why: dict[str, str] = {}
-        self._text: dict[tuple[str, str], tuple[str, int]] = {}
         self.unread_records = 0
 
     @classmethod
     def open(cls, sets_dir: str | Path, corpus_root: str | Path) -> ContentTexts:
+        """A reader of the content of ``sets_dir``'s items under ``corpus_root``. Within a
+        process, readers of the same items file (path, size, mtime), corpus, OCR cache and
+        chunking settings share what they read (the last :data:`SHARED_READERS` such keys):
+        scoring a run again, or another run on the same sets, reads no text twice."""
+        from ..core.paths import cache_dir
         from .extent_text import ExtentText
 
-        return cls(ExtentText(sets_dir, corpus_root), label=str(corpus_root))
+        items = Path(sets_dir) / "items.jsonl"
+        try:
+            st = items.stat()
+            stamp = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp = None
+        et = ExtentText(sets_dir, corpus_root)
+        if stamp is None:
+            return cls(et, label=str(corpus_root))
+        key = (str(items.resolve()), stamp, str(Path(corpus_root).resolve()),
+               str(cache_dir("ocr")), repr(et.config))
+        hit = _SHARED.pop(key, None)
+        if hit is None:
+            hit = (et, ({}, {}))
+        _SHARED[key] = hit                      # most recent last
+        while len(_SHARED) > SHARED_READERS:
+            _SHARED.pop(next(iter(_SHARED)))
+        return cls(hit[0], label=str(corpus_root), shared=hit[1])
 
     def readable(self, source_id: str) -> bool:
         ok = self._ok.get(source_id)
@@ -83,6 +117,8 @@ class ContentTexts:
             except Exception as e:      # a missing or unreadable file  # noqa: BLE001
                 ok, self._why[source_id] = False, f"{type(e).__name__}: {e}"
             self._ok[source_id] = ok
+            if ok:
+                self._readable[source_id] = True
         return ok
 
     def read(self, source_id: str, extent: dict[str, Any]) -> tuple[str, int]:
@@ -129,6 +165,8 @@ def item_figures(content: ContentTexts, *, modality: str, answer: Any, answer_fo
         cart = [content.read(s, e) for s, _, e in cartridge]
         if has_run:
             out["context_tokens"] = float(sum(t for _, t in cart))
+            if cart:
+                out["context_tokens_committed"] = out["context_tokens"]
             if modality in AREA or modality in SECONDS:
                 try:
                     cost = cartridge_cost([CostAtom(s, m, e, meta=meta_of(s))

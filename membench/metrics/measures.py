@@ -27,9 +27,10 @@ from .context import BUDGETS
 #: (those natives), "answerable and audited" (every item but those natives)
 #: "answer-bearing" (answerable items whose upstream answer occurs in the text of their gold
 #: regions: :mod:`membench.metrics.answer_layer`), "pictures" (image and screenshot items),
-#: "videos" (video items)
+#: "videos" (video items), "committed" (the items whose cartridge is not empty)
 Denominator = Literal["answerable", "audited unanswerable", "unanswerable with a tell",
-                      "answerable and audited", "all", "answer-bearing", "pictures", "videos"]
+                      "answerable and audited", "all", "answer-bearing", "pictures", "videos",
+                      "committed"]
 
 
 #: a false-recall verdict is not PASS when the system abstains on more than this share of the
@@ -226,6 +227,9 @@ MEASURES: tuple[Measure, ...] = (
       for what, about, den in (
           ("tokens", "the cartridge's tokens: the whitespace words of the text membench reads "
            "for each of its atoms, summed", "all"),
+          ("tokens_committed", "the tokens of a committed cartridge (as context_tokens, over the "
+           "queries whose cartridge is not empty: where most cartridges are empty, the median "
+           "over all queries is 0 and says nothing of what a commit costs)", "committed"),
           ("area", "the cartridge's area: per picture item the union of its atoms' regions as "
            "a share of the item (a whole image is 1), summed; over image and screenshot "
            "queries", "pictures"),

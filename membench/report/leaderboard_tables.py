@@ -16,6 +16,9 @@ import math
 from typing import Any
 
 from ..analysis.leaderboard import SHOWN_CONTEXT
+
+#: the context column of the relevance tables: the median tokens of a committed cartridge
+CONTEXT_COLUMN = "context_tokens_committed_p50"
 from ..analysis.tell_columns import label
 from ..metrics.measures import BY_NAME
 from ..modalities import MODALITIES
@@ -33,7 +36,10 @@ LEGEND = ("value [95% bootstrap interval], n = items in the measure's denominato
           "share kept at false recall &lt;= 0.10, on which a system that always abstains "
           "scores 0. False recall counts the audited unanswerable items; the natives with an "
           "upstream tell have their own column, labelled with the tell's ROC AUC from the set "
-          "audit, never ranked or tested.")
+          "audit, never ranked or tested. The context column is the median tokens of a "
+          "committed (non-empty) cartridge. Rows marked <i>no-memory baseline</i> (the "
+          "registered doubles nothing and echo) are the floor every figure is read against: "
+          "listed under the ranked rows, never the best, never tested.")
 
 
 def _cell(c: dict[str, Any], digits: int, stacked: bool = False) -> str:
@@ -71,6 +77,15 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
     t = lb.table(size, judgment_set, family=None if measures else family)
     names = [m for m in dict.fromkeys(measures or t["measure"]) if m in set(t["measure"])
              and (measures or m not in SHOWN_CONTEXT)]      # those: context_table
+    # the relevance table's context column: what a committed cartridge costs (gold's figures)
+    ctx = None
+    if family == "relevance" and not measures:
+        ctx = lb.table(size, "gold", family="other")
+        ctx = ctx[ctx["measure"] == CONTEXT_COLUMN]
+        if ctx.empty:
+            ctx = None
+        else:
+            names.append(CONTEXT_COLUMN)
     head = ("<tr><th>scope</th><th>system</th><th>parameters</th>"
             + "".join(f"<th>{th(label(m, lb.tells))}</th>" for m in names) + "</tr>")
     rows = []
@@ -83,13 +98,19 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
         rank = rank[rank["measure"] == by]
         hi = BY_NAME[by].direction == "higher"
         order = sorted(rank.to_dict("records"), key=lambda r: (
+            bool(r.get("baseline")),
             math.inf if is_missing(r["value"]) else (-r["value"] if hi else r["value"]),
             r["system"]))
         for i, r in enumerate(order):
             cells = {c["measure"]: c for c in g[g["entry"] == r["entry"]].to_dict("records")}
+            if ctx is not None:
+                cells.update({c["measure"]: c for c in ctx[(ctx["scope"] == scope)
+                                                            & (ctx["entry"] == r["entry"])]
+                              .to_dict("records")})
             card = cards[r["entry"]]
             rows.append(
-                "<tr>" + (f'<td class="mb-s" rowspan="{len(order)}"><b>{esc(scope)}</b></td>'
+                ('<tr class="mb-baseline">' if r.get("baseline") else "<tr>")
+                + (f'<td class="mb-s" rowspan="{len(order)}"><b>{esc(scope)}</b></td>'
                           if i == 0 else "")
                 + f'<td class="mb-l">{esc(r["system"])}<br><small>{esc(lb.ran(r["entry"]))}'
                   f' · {esc(lb.verify_text(r["entry"]))}</small></td>'

@@ -631,12 +631,23 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
         prov["compared_runs"] = [str(rd.path) for rd in opened]
         prov["system"] = " vs ".join(rd.label for rd in opened)
         prov["config"] = {lab: rd.meta.get("config") for lab, rd in zip(labels, opened)}
+        # the test doubles (the no-memory baselines among them) are the floor, never "best":
+        # nothing's false recall is 0 by silence (left out while two other runs remain)
+        doubles = [lab for lab, rd in zip(labels, opened)
+                   if (rd.meta.get("identity") or {}).get("kind") == "test double"]
+        contenders = [lab for lab in labels if lab not in doubles]
+        if len(contenders) < 2:
+            contenders, doubles = list(labels), []
         try:
-            best = best_systems({lab: rd.scores() for lab, rd in zip(labels, opened)})
+            best = best_systems({lab: rd.scores() for lab, rd in zip(labels, opened)
+                                 if lab in contenders})
             best_note = ""
         except ComparisonError as e:
             best, best_note = [], str(e)
         said = verdict(best) if best else ""
+        if said and doubles:
+            said += (f" ({', '.join(doubles)}: test doubles, the floor the others are read "
+                     "against, never best; their figures are in the tables below.)")
         todo.append(Job(COMPARE_NOTEBOOK, {"run_dirs": [str(rd.path) for rd in opened],
                                            "sets_dir": sets, **flags}, out / cmp_label, prov,
                         Page(cmp_label, (COMPARE_NOTEBOOK,),

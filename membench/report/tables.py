@@ -39,6 +39,7 @@ CSS = """<style>
 .mb-t th{background:#f3f3f3;text-align:center;font-weight:600}
 .mb-t th small,.mb-t td small{color:#555;font-size:11px}
 .mb-t td.mb-s{text-align:left;white-space:nowrap}
+.mb-t tr.mb-baseline td{background:#f5f5f5;color:#444}
 .mb-t td.mb-l{text-align:left;min-width:7em;max-width:17em;overflow-wrap:anywhere}
 .mb-t td.mb-n{white-space:nowrap;font-variant-numeric:tabular-nums}
 .mb-t td.mb-pass{background:#dff3df;color:#135c13;font-weight:600}
@@ -294,6 +295,7 @@ def metrics_grid(metrics: dict[str, Any], metric_names: list[str] | None = None,
 ANSWER_CONTEXT_ROWS: tuple[str, ...] = (
     "answer_bearing", "answer@cartridge", "answer@10", "recall@10", "recall@256tok",
     "recall@1024tok", "recall@4096tok", "context_tokens_p50", "context_tokens_p95",
+    "context_tokens_committed_p50", "context_tokens_committed_p95",
     "context_area_p50", "context_area_p95", "context_seconds_p50", "context_seconds_p95")
 
 

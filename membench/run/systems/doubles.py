@@ -59,6 +59,7 @@ from typing import Any
 from ... import modalities
 from ...core.hashing import stable_hash
 from ...sets.schema import AnnotationRecord, Gold, Scope, SourceItem
+from ..cards import Card
 from ..content import ChunkConfig, chunk, content_meta
 from ..protocol import Atom, Result
 from .retrieval import rank
@@ -233,10 +234,22 @@ class MetadataRules(_Double):
                       cartridge=[] if fires else ids[:1])
 
 
+def _baseline_card(name: str, revision: str) -> Card:
+    """The card of a no-memory baseline: what puts its row on the leaderboard, as a baseline
+    (a test double's entry is never ranked or tested: :mod:`membench.analysis.leaderboard`)."""
+    return Card(name=name, kind="lexical", revision=revision, parameter_count=0,
+                size_class="<=1B", pooling="none", normalisation="none",
+                license="Apache-2.0 (membench)",
+                notes="A no-memory baseline (membench.run.systems.doubles): shown on the "
+                      "leaderboard as the floor every figure is read against; never ranked.")
+
+
 class Nothing(_Double):
     """No memory: no atoms, no hits, an empty cartridge (the module docstring)."""
 
     name = "nothing"
+    card = _baseline_card("nothing", "membench no-memory baseline: no atoms, no hits, an "
+                          "empty cartridge")
 
     def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
         return []
@@ -258,6 +271,9 @@ class Echo(_Double):
     (the module docstring)."""
 
     name = "echo"
+    card = _baseline_card("echo", "membench no-memory baseline: in-scope content atoms ranked "
+                          "by the distinct question words they hold (depth 100); an empty "
+                          "cartridge")
 
     def __init__(self, seed: int = 0, depth: int = 100) -> None:
         super().__init__(seed)
