@@ -83,6 +83,10 @@ def world(tmp_path, monkeypatch):
 def test_pdf_pages_text_layer_and_ocr(world):
     sets, root = world
     et = ExtentText(sets, root)
+    assert not et.available("p:1")              # no run has cached its text layer
+    from membench.run.content import pdf as _pdf
+
+    _pdf.page_texts(root / "d.pdf")             # what a run does: the text layer cached
     assert not et.available("p:1")              # page 2 has no text layer: it needs OCR
     ocr_entry(root / "d.pdf", [("scanned", [1, 1, 40, 10]), ("page", [45, 1, 80, 10])], page=2)
     assert et.available("p:1")
@@ -203,6 +207,27 @@ def test_readers_of_the_same_sets_and_corpus_share_what_they_read(world, monkeyp
     for reader in (c, ContentTexts.open(sets, root)):
         with pytest.raises(Unread):
             reader.read("c:1", {"lines": [1, 2]})
+
+
+def test_a_pdf_whose_text_layer_no_run_has_cached_is_not_available(world):
+    """The scorer never extracts a PDF: until a run (or the build) has cached its text layer,
+    the item is not available; once cached, only its image-only pages' OCR is asked for."""
+    from membench.run.content import pdf as _pdf
+
+    sets, root = world
+    assert not ExtentText(sets, root).available("p:1")
+    assert _pdf.cached_page_texts(root / "d.pdf") is None
+    texts = _pdf.page_texts(root / "d.pdf")                 # what a run does
+    assert _pdf.cached_page_texts(root / "d.pdf") == texts
+    item = ExtentText(sets, root).item("p:1")
+    srcs = extent_text_module().READERS["pdf"].ocr_sources(item, root, ChunkConfig())
+    assert srcs == [_ocr.page_source(root / "d.pdf", 2)]    # the page without a text layer
+
+
+def extent_text_module():
+    from membench.metrics import extent_text
+
+    return extent_text
 
 
 # ----------------------------------------------------------------------------- real items

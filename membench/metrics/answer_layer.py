@@ -22,7 +22,8 @@ given a :class:`ContentTexts` (a run directory's scorer gives one whenever the c
 
 Texts are those membench reads for an extent (:class:`membench.metrics.extent_text.
 ExtentText`), never what a system reports, each read and normalised once per scoring. An item
-whose content cannot be read without running OCR (:meth:`ExtentText.available` false), or whose
+whose content cannot be read without running OCR or a PDF's text extraction (the caches a run
+fills: :meth:`ExtentText.available` false), or whose
 file is missing, is *unread*: every record that would need its text (a gold region or a
 returned atom in it) gets NaN for every figure above, and is counted in :attr:`ContentTexts.
 unread_records`: the denominators shrink, visibly (``metrics.json["answer_context"]``), never
@@ -113,7 +114,7 @@ class ContentTexts:
             try:
                 ok = bool(self.et.available(source_id))
                 if not ok:
-                    self._why[source_id] = "OCR not cached"
+                    self._why[source_id] = "not in the content cache (OCR or PDF text layer)"
             except Exception as e:      # a missing or unreadable file  # noqa: BLE001
                 ok, self._why[source_id] = False, f"{type(e).__name__}: {e}"
             self._ok[source_id] = ok

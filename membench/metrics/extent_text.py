@@ -42,7 +42,8 @@ Cost: OCR results and PDF text layers come from the content cache (``cache_dir("
 cold, the first text of an image, a screenshot or a PDF with image-only pages runs the OCR
 engine (seconds per image or page, on one CPU; a PDF's first text reads all its pages, as the
 reference chunker does) and fills the cache; :meth:`ExtentText.available` says beforehand
-whether an item's text can be had without it.
+whether an item's text can be had without running OCR or a PDF's text extraction (the
+scorer reads only what is available: :mod:`membench.metrics.answer_layer`).
 """
 
 from __future__ import annotations
@@ -75,9 +76,18 @@ class _Pages:
         return self.pages.get(extent["page"], "")
 
     @staticmethod
-    def ocr_sources(item: SourceItem, root: Path, config: ChunkConfig) -> list[str]:
+    def ocr_sources(item: SourceItem, root: Path, config: ChunkConfig) -> list[str] | None:
+        """The OCR sources of the pages without a text layer; None when the text layer itself
+        is not cached (reading it is a run's work, never the scorer's)."""
         f = item_file(item, root)
-        return [_ocr.page_source(f, p) for p in _pdf.ocr_pages_needed(item, root, config)]
+        texts = _pdf.cached_page_texts(f)
+        if texts is None:
+            return None
+        if not config.pdf_ocr_dpi:
+            return []
+        n = min(item.meta.get("pages", len(texts)), len(texts))
+        return [_ocr.page_source(f, p) for p in range(1, n + 1)
+                if not _pdf.has_text_layer(texts[p - 1])]
 
 
 class _Image:
@@ -229,9 +239,12 @@ class ExtentText:
         it = self.item(source_id)
         c = self.config
         memo: dict[Path, str] = {}
+        sources = READERS[it.modality].ocr_sources(it, self.corpus_root, c)
+        if sources is None:                 # a PDF whose text layer no run has cached
+            return False
         return all(_ocr.cache_path(_ocr.source_sha(src, c.pdf_ocr_dpi, memo),
                                    c.ocr_upscale_min_side, c.ocr_engine).is_file()
-                   for src in READERS[it.modality].ocr_sources(it, self.corpus_root, c))
+                   for src in sources)
 
 
 __all__ = ["READERS", "ExtentText", "check_shape"]

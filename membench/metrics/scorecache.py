@@ -168,6 +168,11 @@ def scores(rd: RunDir, compute: Callable[[], ItemScores]) -> tuple[ItemScores, s
     except Exception:       # absent, torn, not an npz, not ours: computed again  # noqa: BLE001
         pass
     result = compute()                      # raises (and stores nothing) on a refused run
+    note = result.content or {}
+    if note.get("unread_records") or note.get("n_unread_items"):
+        # content left unread (a cold OCR or PDF cache): not stored, so the scores are
+        # computed again once a run has filled the caches (nor are their metrics)
+        return result, None
     _write_whole(path, dump(result))
     return result, key
 

@@ -90,6 +90,19 @@ def _from_build(sha: str) -> dict | None:
             "pages": [t.replace("\x00", "") for t in texts], "errors": {}, "seconds": 0.0}
 
 
+def cached_page_texts(path: str | Path) -> list[str] | None:
+    """The text layer of each page from the cache (or the build's reading of it), or None
+    when neither holds it: never runs the extraction (what scoring may read:
+    :meth:`membench.metrics.extent_text.ExtentText.available`)."""
+    data = Path(path).read_bytes()
+    sha = sha256_bytes(data)
+    obj = read_json(cache_path(sha))
+    if isinstance(obj, dict) and obj.get("extractor") == extractor_tag():
+        return list(obj["pages"])
+    built = _from_build(sha)
+    return list(built["pages"]) if built is not None else None
+
+
 def page_texts(path: str | Path) -> list[str]:
     """The text layer of each page (index 0 = page 1), from the cache when possible."""
     data = Path(path).read_bytes()
