@@ -20,9 +20,17 @@ from membench.run.systems import make_system
 @pytest.fixture(scope="module")
 def runs(built, corpus_root, tmp_path_factory):
     out = tmp_path_factory.mktemp("scorecache-runs")
+    # modalities whose content is read without the OCR or PDF caches a run fills (the tests
+    # below use an empty cache): their scores are whole, so they are stored
     for name in ("oracle", "random"):
-        run_system(make_system(name), built.out, "dev", out / name, corpus_root, limit=12)
+        run_system(make_system(name), built.out, "dev", out / name, corpus_root, limit=12,
+                   modalities=MODS)
+    run_system(make_system("random"), built.out, "dev", out / "images", corpus_root, limit=5,
+               modalities=["image"])
     return out
+
+
+MODS = ["video", "code", "conversation"]
 
 
 @pytest.fixture
@@ -74,6 +82,26 @@ def test_a_hit_is_the_fresh_scores_and_metrics_to_the_bit(runs, cache, monkeypat
             == json.dumps(again_m, sort_keys=True)
         assert fresh_m == again_m
     assert len(list(cache.glob("*.npz"))) == 2 and len(list(cache.glob("*.json"))) == 2
+
+
+def test_scores_with_content_left_unread_are_not_stored(runs, cache):
+    """Images whose OCR no run has cached here: their answer and context figures are left out
+    (counted), and such scores are not kept, so they are computed again once the caches fill."""
+    rd = RunDir.open(runs / "images")
+    s = rd.scores()
+    assert s.content["read"] and s.content["unread_records"] > 0
+    assert rd._cache["scores_key"] is None
+    assert not list(cache.glob("*.npz")) if cache.exists() else True
+    calls = []
+    import membench.metrics.rundir as rundir
+
+    orig = rundir.score_items
+    try:
+        rundir.score_items = lambda *a, **k: calls.append(1) or orig(*a, **k)
+        RunDir.open(runs / "images").scores()
+    finally:
+        rundir.score_items = orig
+    assert calls == [1]                                    # computed again, not read back
 
 
 def test_another_input_is_another_key_and_a_refusal_stores_nothing(runs, cache, tmp_path):
