@@ -83,11 +83,7 @@ class _Pages:
         texts = _pdf.cached_page_texts(f)
         if texts is None:
             return None
-        if not config.pdf_ocr_dpi:
-            return []
-        n = min(item.meta.get("pages", len(texts)), len(texts))
-        return [_ocr.page_source(f, p) for p in range(1, n + 1)
-                if not _pdf.has_text_layer(texts[p - 1])]
+        return [_ocr.page_source(f, p) for p in _pdf.pages_without_text(item, texts, config)]
 
 
 class _Image:

@@ -90,17 +90,19 @@ def _from_build(sha: str) -> dict | None:
             "pages": [t.replace("\x00", "") for t in texts], "errors": {}, "seconds": 0.0}
 
 
+def _cache_entry(sha: str) -> dict | None:
+    """This PDF's text-layer cache entry for the installed extractor, or None."""
+    obj = read_json(cache_path(sha))
+    return obj if isinstance(obj, dict) and obj.get("extractor") == extractor_tag() else None
+
+
 def cached_page_texts(path: str | Path) -> list[str] | None:
     """The text layer of each page from the cache (or the build's reading of it), or None
     when neither holds it: never runs the extraction (what scoring may read:
     :meth:`membench.metrics.extent_text.ExtentText.available`)."""
-    data = Path(path).read_bytes()
-    sha = sha256_bytes(data)
-    obj = read_json(cache_path(sha))
-    if isinstance(obj, dict) and obj.get("extractor") == extractor_tag():
-        return list(obj["pages"])
-    built = _from_build(sha)
-    return list(built["pages"]) if built is not None else None
+    sha = sha256_bytes(Path(path).read_bytes())
+    obj = _cache_entry(sha) or _from_build(sha)
+    return list(obj["pages"]) if obj is not None else None
 
 
 def page_texts(path: str | Path) -> list[str]:
@@ -108,8 +110,8 @@ def page_texts(path: str | Path) -> list[str]:
     data = Path(path).read_bytes()
     sha = sha256_bytes(data)
     cp = cache_path(sha)
-    obj = read_json(cp)
-    if isinstance(obj, dict) and obj.get("extractor") == extractor_tag():
+    obj = _cache_entry(sha)
+    if obj is not None:
         stats["cache_hits"] += 1
         return list(obj["pages"])
     built = _from_build(sha)
@@ -135,7 +137,14 @@ def ocr_pages_needed(item: SourceItem, corpus_root: Path, config: ChunkConfig) -
     layer, when ``config.pdf_ocr_dpi`` is on."""
     if not config.pdf_ocr_dpi:
         return []
-    texts = page_texts(item_file(item, corpus_root))
+    return pages_without_text(item, page_texts(item_file(item, corpus_root)), config)
+
+
+def pages_without_text(item: SourceItem, texts: list[str], config: ChunkConfig) -> list[int]:
+    """Of the page texts ``texts``, the pages (1-based) read through OCR: those without a
+    text layer, when ``config.pdf_ocr_dpi`` is on."""
+    if not config.pdf_ocr_dpi:
+        return []
     n = min(item.meta.get("pages", len(texts)), len(texts))
     return [p for p in range(1, n + 1) if not has_text_layer(texts[p - 1])]
 
