@@ -6,7 +6,7 @@ path, on real atoms of the dev split.
                                           [--json FILE] [--write-docs docs/speed.md]
 
 Atoms: the dev split's code, conversation and pdf (text layer) atoms as the reference systems
-make them (:func:`membench.run.content.chunk`; no OCR needed), ``--per-modality`` of each
+make them (:func:`membench.content.chunk`; no OCR needed), ``--per-modality`` of each
 chosen by sha256 of the atom id: upstream text, not text written for the benchmark, in the
 three lengths the index holds (code 196 word pieces on average, conversation 117, pdf 493
 before the input limit). Each (variant, path) runs in a fresh process that loads the model,
@@ -60,10 +60,10 @@ MODALITIES = ("code", "conversation", "pdf")
 
 
 def sample_texts(sets: Path, corpus: Path, per_modality: int) -> dict[str, list[str]]:
-    from membench.run.content import chunk
-    from membench.run.content.config import ChunkConfig
+    from membench.content import chunk
+    from membench.content.config import ChunkConfig
     from membench.run.runner import load_split
-    from membench.run.systems.retrieval import has_terms
+    from membench.systems.retrieval import has_terms
 
     out = {}
     for mod in MODALITIES:
@@ -84,8 +84,8 @@ class OrtEncoder:
     def __init__(self, kind: str, max_tokens: int, batch: int = 8):
         import onnxruntime as ort
 
-        from membench.run.models import onnx_export
-        from membench.run.systems.dense import PAD_MULTIPLE, model_path, weights_digest
+        from membench.systems.models import onnx_export
+        from membench.systems.dense import PAD_MULTIPLE, model_path, weights_digest
 
         self.pad = PAD_MULTIPLE
         src = model_path()
@@ -140,7 +140,7 @@ def worker(name: str, texts_file: Path, vec_file: Path) -> dict:
     import numpy as np
 
     from membench.core import isa
-    from membench.run.systems.dense import DenseEngine
+    from membench.systems.dense import DenseEngine
 
     v = dict(VARIANTS[name])
     texts = json.loads(texts_file.read_text())

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from membench.core.paths import DEFAULT_SETS_DIR, corpus_root
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 
 def latencies(run_dir: Path) -> list[float]:

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from membench.core.paths import DEFAULT_SETS_DIR, corpus_root
-from membench.run.remote.client import HttpSystem
+from membench.systems.remote import HttpSystem
 from membench.run.runner import load_split
 
 

@@ -12,7 +12,7 @@ runs and qrels you give it.
     .venv/bin/python bench/bench_metrics.py ... --write-docs docs/speed.md
 
 **Tools.** ``membench`` (``membench trec-eval -c``'s function,
-:func:`membench.metrics.trec_eval.trec_eval_values`, in process), ``trec_eval`` (the C program,
+:func:`membench.trec.trec_eval.trec_eval_values`, in process), ``trec_eval`` (the C program,
 found or built by ``bench/trec_eval_c.py``: ``--trec-eval BIN`` or ``--trec-eval-src
 TREE|ARCHIVE``; when it cannot be had the run goes on without it and says why),
 ``pytrec_eval`` (trec_eval's C code behind Python dicts), ``ranx``, ``ir_measures``.
@@ -40,7 +40,7 @@ by docid, membench by the rank column; trec_eval averages over every qrels query
 Scores of the generated runs fall by at least 0.001 from rank to rank, so they are distinct
 even as 32-bit floats: trec_eval (pytrec_eval, ir_measures) keeps scores as float32 and breaks
 ties by docid descending, membench by the rank column then line order
-(:data:`membench.run.protocol.TIE_BREAKING`), so the tools must agree on these runs. Qrels:
+(:data:`membench.contract.protocol.TIE_BREAKING`), so the tools must agree on these runs. Qrels:
 1-20 relevant documents per query (binary grade 1), 80% of them retrieved at geometric
 depths, plus two judged non-relevant (grade 0) documents per query.
 
@@ -343,7 +343,7 @@ def _children_peak_mb() -> float:
 def _means_membench(run: str, qrels: str) -> dict:
     """``membench trec-eval -c`` (trec_eval 10.0's semantics) on the same measures as the
     binary, in process."""
-    from membench.metrics.trec_eval import trec_eval_values
+    from membench.trec.trec_eval import trec_eval_values
     _, _, total = trec_eval_values(qrels, run, ["recall.10,100,1000", "recip_rank",
                                                 "ndcg_cut.10"], complete=True)
     return {m: float(total[t]) for m, t in _TREC_NAMES.items()}
@@ -574,7 +574,7 @@ def bounds(workdir: Path) -> str:
     import resource
 
     from membench.core.errors import InputError
-    from membench.metrics.trec import evaluate_trec
+    from membench.trec.evaluate import evaluate_trec
 
     def cpu():
         r = resource.getrusage(resource.RUSAGE_SELF)

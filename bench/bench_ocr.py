@@ -5,10 +5,10 @@
 
 For every variant (``VARIANTS`` below: the engine, its options and the upscale policy) a fresh
 process OCRs the same hash-chosen sample of TabMWP tables and FinChart charts of the mirror
-(:func:`membench.run.content.ocr_quality.sample`), one ONNX Runtime thread unless the variant
+(:func:`membench.content.ocr_quality.sample`), one ONNX Runtime thread unless the variant
 says otherwise, and reports per image the CPU seconds of the process (``time.process_time``:
 the figure that does not move when other work shares the machine) and the wall seconds, and
-the text quality (:mod:`membench.run.content.ocr_quality`: the share of TabMWP table cells and
+the text quality (:mod:`membench.content.ocr_quality`: the share of TabMWP table cells and
 FinChart question values found in the OCR text, lines of confidence >= 0.5 in reading order).
 Variants run interleaved, ``--repeats`` times; the table gives min / median / max of the
 per-image seconds over the repeats. The engine is created (models loaded) before the clock
@@ -71,7 +71,7 @@ VARIANTS: dict[str, dict] = {
 
 
 def _images(corpus: Path, n_tab: int, n_fin: int):
-    from membench.run.content import ocr_quality as q
+    from membench.content import ocr_quality as q
 
     exp = q.expected_all(corpus)
     return q.sample(exp, "tabmwp", n_tab) + q.sample(exp, "finchart", n_fin)
@@ -82,7 +82,7 @@ def _images(corpus: Path, n_tab: int, n_fin: int):
 def _engine(v: dict):
     threads = int(v.get("threads", 1))
     if v["engine"] == "membench":
-        from membench.run.content import ocr as O
+        from membench.content import ocr as O
 
         O.USE_CLS["openvino"] = bool(v.get("use_cls", False))
         O.OV_PRECISION = v.get("ov_precision", "f32")
@@ -143,8 +143,8 @@ def worker(name: str, corpus: Path, n_tab: int, n_fin: int) -> dict:
 
     import cv2
 
-    from membench.run.content import ocr as O
-    from membench.run.content import ocr_quality as q
+    from membench.content import ocr as O
+    from membench.content import ocr_quality as q
 
     v = VARIANTS[name]
     run = _engine(v)

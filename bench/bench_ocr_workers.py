@@ -4,7 +4,7 @@
                                                 [--variants 50:5000:1,50:5000:0] [--json FILE]
                                                 [--write-docs docs/speed.md]
 
-The OCR of a cold run goes through ``membench.run.content.ocr.ocr_many`` with 2 worker
+The OCR of a cold run goes through ``membench.content.ocr.ocr_many`` with 2 worker
 processes (``make all``'s ``ocr_processes=2``). A worker is replaced after
 ``WORKER_TASKS`` images or pages (it then spawns, imports, compiles the three models and
 builds OpenVINO's per-shape kernels again), keeps at most ``OPENVINO_SHAPE_CACHE`` of those
@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO))
 def sample(sets: Path, corpus: Path, n: int) -> list[str]:
     """``n`` OCR sources: 3 images or screenshots to 2 image-only deck pages, hash-chosen."""
     from membench.core.hashing import hash_order
-    from membench.run.content import ocr
+    from membench.content import ocr
 
     images, pages = {}, {}
     for line in (sets / "items.jsonl").read_text().splitlines():
@@ -63,7 +63,7 @@ def sample(sets: Path, corpus: Path, n: int) -> list[str]:
 
 def worker(variant: str, sources: list[str]) -> dict:
     from membench.core import progress
-    from membench.run.content import ocr
+    from membench.content import ocr
 
     tasks, shapes, pin = (int(x) for x in variant.split(":"))
     ocr.WORKER_TASKS, ocr.OPENVINO_SHAPE_CACHE, ocr.OPENVINO_PIN = tasks, shapes, bool(pin)

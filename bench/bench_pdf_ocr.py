@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from membench.core.paths import corpus_root
-    from membench.run.content import ocr
-    from membench.run.content.config import ChunkConfig
+    from membench.content import ocr
+    from membench.content.config import ChunkConfig
     from membench.sets.derive import anchors
 
     corpus = Path(a.corpus) if a.corpus else corpus_root()

@@ -38,7 +38,7 @@ What is measured, all as CPU time of this process (``time.process_time``, every 
   share.
 * **line writes**: how much of the harness is the kernel taking the lines in. After the run,
   its ``run.jsonl`` is written again, line by line, into a new file in the same folder, as the
-  runner writes it (``write``, ``flush``, ``fsync`` once ``runner.FSYNC_SECONDS`` have passed),
+  runner writes it (``write``, ``flush``, ``fsync`` once ``membench.run.lines.FSYNC_SECONDS`` have passed),
   each line timed; "the rest" is the harness without it: membench's own Python and C (the
   protocol checks, the serialisation, the loop, the progress bar). The kernel's share varies
   with the machine's memory: on this virtual machine a page the guest never touched costs
@@ -111,8 +111,8 @@ def _mmm(v: list[float]) -> dict[str, float]:
 def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> dict:
     from membench.core import progress
     from membench.run.runner import fsync_if_due, load_split, run_system
-    from membench.run.systems import make_system
-    from membench.run.systems.retrieval import to_micros
+    from membench.systems import make_system
+    from membench.systems.retrieval import to_micros
 
     progress.configure("quiet")
     data = load_split(sets, "dev", modalities)

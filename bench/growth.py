@@ -52,7 +52,7 @@ def _peak_mb() -> float:
 
 def one(engine: str, synth: Path, out: Path) -> dict:
     from membench.run.runner import run_system
-    from membench.run.systems import make_system
+    from membench.systems import make_system
 
     kw = dict(check_sets=False, manifest=synth / "manifest.jsonl")
     t0 = time.perf_counter()

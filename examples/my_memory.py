@@ -1,8 +1,8 @@
 """A memory system in 20 lines: word overlap, scoped to the holder and to as_of."""
 import re
 
-from membench.run.content import chunk
-from membench.run.protocol import Result
+from membench.content import chunk
+from membench.contract.protocol import Result
 
 
 def words(text):

@@ -38,8 +38,8 @@ import weakref
 from collections import deque
 from pathlib import Path
 
-from membench.run.protocol import Result
-from membench.run.systems.structural import structural_atoms
+from membench.contract.protocol import Result
+from membench.systems.structural import structural_atoms
 
 RECORD_TYPES = {"AnnotationRecord", "Gold", "Origin", "RecordDraft", "RunContext", "SplitData"}
 # the keys of a record that hold gold, answers or answerability (see _gold_keys)

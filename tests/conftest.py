@@ -31,7 +31,7 @@ def bm25_dev(built, corpus_root, tmp_path_factory):
     """bm25 on the whole dev split of the full build, once per test session (the frozen
     figures and the invariance tests read it)."""
     from membench.run.runner import run_system
-    from membench.run.systems import make_system
+    from membench.systems import make_system
 
     out = tmp_path_factory.mktemp("bm25-dev")
     # 2 OCR workers on a machine whose OCR cache is cold (the output does not depend on it)

@@ -111,7 +111,7 @@ class Gated:
         return self.atoms
 
     def query(self, question, scope, as_of):
-        from membench.run.protocol import Result
+        from membench.contract.protocol import Result
 
         ids = [a.atom_id for a in self.atoms if a.holder == scope.holder
                and a.observed_at <= as_of][:50]
@@ -128,7 +128,7 @@ class Wide:
         return {}
 
     def ingest(self, items, corpus_root):
-        from membench.run.protocol import Atom
+        from membench.contract.protocol import Atom
 
         self.atoms = []
         for it in items:
@@ -142,7 +142,7 @@ class Wide:
         return self.atoms
 
     def query(self, question, scope, as_of):
-        from membench.run.protocol import Result
+        from membench.contract.protocol import Result
 
         ids = [a.atom_id for a in self.atoms][:1000]
         return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=[])
@@ -177,7 +177,7 @@ class Repeats(Gated):
         return self.atoms
 
     def query(self, question, scope, as_of):
-        from membench.run.protocol import Result
+        from membench.contract.protocol import Result
 
         ids = [a.atom_id for a in self.atoms if a.holder == scope.holder][:2]
         hits = [(ids[0], 0.9), (ids[-1], 0.8), (ids[0], 0.7)] if ids else []
@@ -197,7 +197,7 @@ class NewlineIds(Gated):
 
 
 def _structural(items):
-    from membench.run.systems.structural import structural_atoms
+    from membench.systems.structural import structural_atoms
 
     return structural_atoms(items)
 

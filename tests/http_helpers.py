@@ -15,8 +15,8 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-from membench.run.remote.server import Handler, SystemService, make_server
-from membench.run.systems import make_system
+from membench.serve.server import Handler, SystemService, make_server
+from membench.systems import make_system
 
 TESTS = Path(__file__).resolve().parent
 

@@ -47,7 +47,7 @@ def write_manifest(corpus: Path, sets: Path | None, manifest: Path) -> Path:
     import json
 
     from membench.core.jsonl import sha256_file
-    from membench.sets.sources import SOURCES
+    from membench.sources import SOURCES
 
     revisions: dict[str, set[str]] = {}
     for f in (sets.glob("*.jsonl") if sets is not None else ()):

@@ -4,9 +4,9 @@ reference system's card, one with a card of its own."""
 
 from __future__ import annotations
 
-from membench.run.cards import Card, load_card
-from membench.run.protocol import Result
-from membench.run.systems.structural import structural_atoms
+from membench.systems.cards import Card, load_card
+from membench.contract.protocol import Result
+from membench.systems.structural import structural_atoms
 
 OWN_CARD = Card(name="namesake-lexical", kind="lexical", revision="tests/namesakes.py",
                 parameter_count=0, size_class="<=1B", pooling="none", normalisation="none",

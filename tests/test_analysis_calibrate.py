@@ -19,7 +19,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "metrics" / "run_small"
 
 def rec(qid: str, holder: str, unanswerable: bool = False, audited: bool | None = None):
     """A record as calibrate reads it. ``audited`` None on an unanswerable record: decided by
-    its source (the query id before ':'), as membench.sets.tells.audited does."""
+    its source (the query id before ':'), as membench.contract.tells.audited does."""
     return SimpleNamespace(query_id=qid, modality="image", unanswerable=unanswerable,
                            scope=SimpleNamespace(holder=holder),
                            origin=SimpleNamespace(audited=audited, derivation=None))
@@ -170,7 +170,7 @@ def test_calibrate_run_writes_what_the_reference_systems_read(tmp_path):
     """On the fixture run (one pdf holder: a query split) the command writes the new format,
     and the reference systems' reader takes its thresholds."""
     from membench.cli import main
-    from membench.run.systems.reference import read_calibration
+    from membench.systems.reference import read_calibration
 
     run = tmp_path / "run"
     shutil.copytree(FIXTURE, run)

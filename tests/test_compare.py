@@ -17,7 +17,7 @@ from membench.analysis.compare import (
     plot_first_stage,
 )
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 B = 2000
 

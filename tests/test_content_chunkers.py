@@ -1,4 +1,4 @@
-"""membench.run.content on small hand-made items: each chunker's extents, text, coverage and ids."""
+"""membench.content on small hand-made items: each chunker's extents, text, coverage and ids."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 
 from membench.core.errors import MembenchError
 from membench.modalities import EXTENT_CAPS
-from membench.run.content import ChunkConfig, atom_id, chunk, chunk_item, content_meta
-from membench.run.content.code import code_ranges, read_lines
-from membench.run.content.windows import spans
-from membench.run.protocol import check_atom
-from membench.sets.schema import SourceItem
+from membench.content import ChunkConfig, atom_id, chunk, chunk_item, content_meta
+from membench.content.code import code_ranges, read_lines
+from membench.content.windows import spans
+from membench.contract.protocol import check_atom
+from membench.contract.schema import SourceItem
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 ID = re.compile(r"^a[0-9a-f]{16}$")
@@ -289,7 +289,7 @@ def tiny_pdf(pages: list[str]) -> bytes:
 
 
 def test_pdf_pages_and_cache(tmp_path, monkeypatch):
-    from membench.run.content import pdf
+    from membench.content import pdf
 
     monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache"))
     (tmp_path / "d.pdf").write_bytes(tiny_pdf(["Hello quarterly revenue", "", "Third page"]))

@@ -1,4 +1,4 @@
-"""membench.run.content on real corpus items (a few per modality, loaded by the source adapters;
+"""membench.content on real corpus items (a few per modality, loaded by the source adapters;
 the two PDF items are made here with their page count from pypdf, because the MMLongBench
 adapter reads all 53 PDFs on a cold cache).
 
@@ -15,11 +15,11 @@ from datetime import datetime, timezone
 import pytest
 from pypdf import PdfReader
 
-from membench.run.content import chunk, ocr
-from membench.run.content.code import read_lines
-from membench.run.protocol import check_atom
-from membench.sets.schema import SourceItem
-from membench.sets.sources import BY_KEY
+from membench.content import chunk, ocr
+from membench.content.code import read_lines
+from membench.contract.protocol import check_atom
+from membench.contract.schema import SourceItem
+from membench.sources import BY_KEY
 
 PICK = {
     "mmlongbench": ["mmlongbench:2303.05039v2.pdf", "mmlongbench:2310.07609v1.pdf"],
@@ -168,8 +168,8 @@ def test_conversation_turns_covered(loaded, atoms):
 def test_pdf_text_from_the_build_equals_a_fresh_extraction(corpus_root, tmp_path, monkeypatch):
     """A run takes a PDF's page texts from the build's reading of it when the build cached one
     (same pypdf call, same version); on real PDFs that equals extracting them again."""
-    from membench.run.content import pdf as content_pdf
-    from membench.sets.sources import mmlongbench
+    from membench.content import pdf as content_pdf
+    from membench.sources import mmlongbench
 
     monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache"))
     for sid in PICK["mmlongbench"]:

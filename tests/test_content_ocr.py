@@ -1,4 +1,4 @@
-"""membench.run.content.ocr on rendered images: text found where it was drawn, the cache used."""
+"""membench.content.ocr on rendered images: text found where it was drawn, the cache used."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from datetime import datetime, timezone
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from membench.run.content import ChunkConfig, chunk, ocr
-from membench.run.content.screenshot import blocks
-from membench.run.protocol import check_atom
-from membench.sets.schema import SourceItem
+from membench.content import ChunkConfig, chunk, ocr
+from membench.content.screenshot import blocks
+from membench.contract.protocol import check_atom
+from membench.contract.schema import SourceItem
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
@@ -118,7 +118,7 @@ def test_parallel_ocr_fills_the_cache(tmp_path, cache):
 
 
 # The text quality of the OCR in force on real mirror images: the share of TabMWP table cells and
-# FinChart question values found in the OCR text (membench.run.content.ocr_quality), over a
+# FinChart question values found in the OCR text (membench.content.ocr_quality), over a
 # hash-chosen sample of dev images (so the OCR is shared with the bm25 dev run of the session).
 # The bars are the quality measured for the engine in force (ocr_engine=openvino) on this
 # sample, 251/282 cells (89.0%) and 38/38 values (onnxruntime, the engine before it: 250/282
@@ -129,7 +129,7 @@ QUALITY_BAR = {"tabmwp": 0.88, "finchart": 0.97}
 
 
 def test_ocr_text_quality_on_real_images(built, corpus_root, capsys):
-    from membench.run.content import ocr_quality as q
+    from membench.content import ocr_quality as q
     from membench.run.runner import load_split
 
     dev = {it.path for it in load_split(built.out, "dev", ["image"]).items}
@@ -147,7 +147,7 @@ def test_ocr_text_quality_on_real_images(built, corpus_root, capsys):
 
 
 def test_quality_yardstick_by_hand():
-    from membench.run.content import ocr_quality as q
+    from membench.content import ocr_quality as q
 
     tab = q.Expected("t.png", "tabmwp", ("number of coins", "braden", "76"))
     assert q.found(tab, "Number of coins\nBraden\t76") == 3

@@ -1,4 +1,4 @@
-"""PDF pages without a text layer, read through OCR (membench.run.content.pdf, .ocr), on real
+"""PDF pages without a text layer, read through OCR (membench.content.pdf, .ocr), on real
 pages of the mirror: an image-only slide deck of MMLongBench-Doc and a mixed document.
 
 * the text-layer threshold (modalities.pdf.has_text_layer) on real pages of both kinds;
@@ -18,11 +18,11 @@ from datetime import datetime, timezone
 import pytest
 
 from membench.modalities.pdf import TEXT_LAYER_MIN_CHARS, has_text_layer
-from membench.run.content import chunk, ocr
-from membench.run.content import pdf as cpdf
-from membench.run.content.config import ChunkConfig
-from membench.run.protocol import check_atom
-from membench.sets.schema import SourceItem
+from membench.content import chunk, ocr
+from membench.content import pdf as cpdf
+from membench.content.config import ChunkConfig
+from membench.contract.protocol import check_atom
+from membench.contract.schema import SourceItem
 
 DECK = "earlybird-110722143746-phpapp02_95.pdf"        # 41 pages, no text layer
 MIXED = "0e94b4197b10096b1f4c699701570fbf.pdf"         # 15 pages, 4 with a text layer

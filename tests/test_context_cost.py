@@ -21,8 +21,8 @@ from membench.metrics.context import (
     union_area,
     union_length,
 )
-from membench.run.protocol import order_hits
-from membench.sets.schema import Gold
+from membench.contract.protocol import order_hits
+from membench.contract.schema import Gold
 
 SCREEN = {"width": 100, "height": 100}
 

@@ -8,7 +8,7 @@ import shutil
 from membench.cli import main
 from membench.core.paths import MANIFEST_PATH
 from membench.sets.corpus import build_manifest, check_corpus, load_manifest
-from membench.sets.sources import SOURCES
+from membench.sources import SOURCES
 
 
 def test_committed_manifest_matches_the_mirror(corpus_root):

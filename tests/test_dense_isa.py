@@ -33,7 +33,7 @@ def test_the_mask_makes_an_avx2_cpu_for_every_library():
     code = ("import json\n"
             "from numpy._core._multiarray_umath import __cpu_features__ as f\n"
             "from membench.core import isa\n"
-            "from membench.run.systems.dense import cpu_has_bf16\n"
+            "from membench.systems.dense import cpu_has_bf16\n"
             "print(json.dumps({'avx2': f['AVX2'], 'avx512f': f['AVX512F'], "
             "'vnni': f['AVX512VNNI'], 'masked': isa.masked(), 'isa': isa.isa_class(), "
             "'bf16': cpu_has_bf16()}))\n")
@@ -49,7 +49,7 @@ def test_the_mask_makes_an_avx2_cpu_for_every_library():
 
 
 def test_bf16_is_refused_on_the_avx2_path():
-    code = ("from membench.run.systems.dense import DenseEngine\n"
+    code = ("from membench.systems.dense import DenseEngine\n"
             "from membench.core.errors import MembenchError\n"
             "try:\n"
             "    DenseEngine(use_cache=False, runtime='torch', precision='bf16')\n"

@@ -20,7 +20,7 @@ from membench.sets.derive import (
     names,
 )
 from membench.sets.neardup import NearDupIndex
-from membench.sets.schema import AnnotationRecord, RecordDraft, SourceItem
+from membench.contract.schema import AnnotationRecord, RecordDraft, SourceItem
 from membench.sets.timeline import build_timelines
 
 T = datetime(2024, 1, 1, tzinfo=timezone.utc)

@@ -21,7 +21,7 @@ from membench.core.paths import REPO_ROOT
 @pytest.fixture(autouse=True)
 def _clean_content_env(monkeypatch):
     """--content sets the environment of this process: each test starts without it."""
-    from membench.run.content.config import CONTENT_ENV
+    from membench.content.config import CONTENT_ENV
 
     monkeypatch.delenv(CONTENT_ENV, raising=False)
 
@@ -74,7 +74,7 @@ def test_a_bad_trec_rank_names_the_query_and_the_atom(tmp_path):
 def test_http_ingest_progress_counts_what_the_server_took(built, corpus_root):
     from http_helpers import Wrapped, thread_server
 
-    from membench.run.remote.client import HttpSystem
+    from membench.systems.remote import HttpSystem
     from membench.run.runner import load_split
 
     data = load_split(built.out, "dev", ["conversation"], limit=2)
@@ -91,7 +91,7 @@ def test_http_ingest_progress_counts_what_the_server_took(built, corpus_root):
 def test_content_settings_go_to_the_content_layer_and_into_meta(built, corpus_root, tmp_path):
     """`make all SYSTEMS=random` passed the OCR worker setting as a config to a system that
     takes none; --content hands it to the content layer instead, for any system."""
-    from membench.run.content.config import (
+    from membench.content.config import (
         ChunkConfig,
         content_scope,
         content_settings,

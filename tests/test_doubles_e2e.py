@@ -9,7 +9,7 @@ import pytest
 from membench.metrics import metrics_for_run_dir
 from membench.modalities import MODALITIES
 from membench.run.runner import load_split, run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 LIMIT = 60
 

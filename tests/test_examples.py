@@ -74,8 +74,8 @@ def test_the_examples_atoms_are_the_content_layers(built, corpus_root):
     from overlap import atoms_of
 
     from membench.core.jsonl import read_models
-    from membench.run.content import chunk
-    from membench.sets.schema import SourceItem
+    from membench.content import chunk
+    from membench.contract.schema import SourceItem
 
     items = [it for it in read_models(built.out / "items.jsonl", SourceItem)
              if it.modality == "conversation"]

@@ -16,7 +16,7 @@ from membench.cli import main
 from membench.metrics import metrics_for_run_dir, read_trec_qrels
 from membench.metrics.atom_level import ATOM_MEASURES
 from membench.run.runner import load_split, run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 from membench.sets.topics import topic_id
 
 pytrec_eval = pytest.importorskip("pytrec_eval")

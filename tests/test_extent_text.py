@@ -15,9 +15,9 @@ from test_content_chunkers import tiny_pdf
 from membench.core.errors import MembenchError
 from membench.metrics.answers import needles, occurs
 from membench.metrics.extent_text import ExtentText
-from membench.run.content import ChunkConfig, chunk_item
-from membench.run.content import ocr as _ocr
-from membench.run.content.conversation import turn_line
+from membench.content import ChunkConfig, chunk_item
+from membench.content import ocr as _ocr
+from membench.content.conversation import turn_line
 
 REPO = Path(__file__).resolve().parent.parent
 T0 = "2024-01-01T00:00:00+00:00"
@@ -84,7 +84,7 @@ def test_pdf_pages_text_layer_and_ocr(world):
     sets, root = world
     et = ExtentText(sets, root)
     assert not et.available("p:1")              # no run has cached its text layer
-    from membench.run.content import pdf as _pdf
+    from membench.content import pdf as _pdf
 
     _pdf.page_texts(root / "d.pdf")             # what a run does: the text layer cached
     assert not et.available("p:1")              # page 2 has no text layer: it needs OCR
@@ -212,7 +212,7 @@ def test_readers_of_the_same_sets_and_corpus_share_what_they_read(world, monkeyp
 def test_a_pdf_whose_text_layer_no_run_has_cached_is_not_available(world):
     """The scorer never extracts a PDF: until a run (or the build) has cached its text layer,
     the item is not available; once cached, only its image-only pages' OCR is asked for."""
-    from membench.run.content import pdf as _pdf
+    from membench.content import pdf as _pdf
 
     sets, root = world
     assert not ExtentText(sets, root).available("p:1")

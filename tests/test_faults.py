@@ -64,7 +64,7 @@ def _query_ids(run_dir: Path) -> list[str]:
 def _import_inputs(world, tmp_path):
     """A TREC file and an atoms file that import cleanly into the world's dev split."""
     from membench.run.runner import run_system
-    from membench.run.systems import make_system
+    from membench.systems import make_system
 
     native = tmp_path / "native"
     run_system(make_system("random"), world["sets"], "dev", native, None,
@@ -116,7 +116,7 @@ def test_permission_error_maps_to_status_3(monkeypatch, tmp_path, capsys):
     one line naming the file."""
     def refuse(*a, **k):
         raise PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "x"))
-    monkeypatch.setattr("membench.cli._metrics_cmd", refuse)
+    monkeypatch.setattr("membench.cli.metrics._metrics_cmd", refuse)
     d = tmp_path / "run"
     shutil.copytree(FIX_RUN, d)
     assert main(["metrics", str(d)]) == EXIT_FILESYSTEM
@@ -163,7 +163,7 @@ class DiskFullAfter:
     disk)."""
 
     def __init__(self, k):
-        from membench.run.systems import make_system
+        from membench.systems import make_system
 
         self.inner, self.k, self.n = make_system("random"), k, 0
         self.name = "random"
@@ -183,7 +183,7 @@ class DiskFullAfter:
 
 def _with_system(monkeypatch, name: str, system) -> None:
     """``membench run --system NAME`` makes ``system`` (every other name as before)."""
-    import membench.run.systems as systems
+    import membench.systems as systems
 
     real = systems.make_system
     monkeypatch.setattr(systems, "make_system",
@@ -295,7 +295,7 @@ class BadPairs(DiskFullAfter):
     """A system whose 3rd answer holds a hit that is not a pair (an extra field)."""
 
     def query(self, q, scope, as_of):
-        from membench.run.protocol import Result
+        from membench.contract.protocol import Result
 
         self.n += 1
         res = self.inner.query(q, scope, as_of)

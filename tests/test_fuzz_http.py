@@ -1,7 +1,7 @@
 """Property-based fuzzing (hypothesis) of the HTTP path: ``membench serve``'s endpoints and the
 client's paging of atoms (docs/robustness.md, "Fuzzing").
 
-* **The service** (:class:`membench.run.remote.server.SystemService`, what every request
+* **The service** (:class:`membench.serve.server.SystemService`, what every request
   reaches): sequences of calls with methods, paths (ingest ids, batch numbers up to 10^10,
   ``offset``/``limit`` texts) and bodies drawn from valid bodies, valid bodies with one field
   replaced by an arbitrary JSON value, and arbitrary JSON. Invariant: a 2xx answer that is a
@@ -36,11 +36,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from membench.run.protocol import Atom, Result
-from membench.run.remote import client as client_mod
-from membench.run.remote import wire
-from membench.run.remote.client import HttpSystem, HttpSystemError
-from membench.run.remote.server import ApiError, Handler, SystemService, make_server
+from membench.contract.protocol import Atom, Result
+from membench.systems import remote as client_mod
+from membench.contract import wire
+from membench.systems.remote import HttpSystem, HttpSystemError
+from membench.serve.server import ApiError, Handler, SystemService, make_server
 
 PROFILE = os.environ.get("MEMBENCH_FUZZ", "ci")
 SCALE = {"ci": 1, "long": 10}[PROFILE]

@@ -178,7 +178,7 @@ CARTRIDGES = [{"query_id": "pdfh:q1", "cartridge": ["p1", "p2"]},
 @fuzz(120)
 @given(data=inputs(_jsonl(RECORDS), RECORDS))
 def test_records(scratch, data):
-    from membench.sets.schema import AnnotationRecord
+    from membench.contract.schema import AnnotationRecord
 
     p = _file(scratch, "records.jsonl", data)
     check(lambda: [parse_model(AnnotationRecord, o, p, n) for n, o in iter_json_lines(p)])
@@ -187,7 +187,7 @@ def test_records(scratch, data):
 @fuzz(100)
 @given(data=inputs(_jsonl(ITEMS), ITEMS))
 def test_items(scratch, data):
-    from membench.sets.schema import SourceItem
+    from membench.contract.schema import SourceItem
 
     p = _file(scratch, "items.jsonl", data)
     check(lambda: [parse_model(SourceItem, o, p, n) for n, o in iter_json_lines(p)])
@@ -241,7 +241,7 @@ def test_cartridges(scratch, data):
 @given(data=inputs([json.dumps(CALIBRATION).encode()], None)
        | mutated_objects([CALIBRATION]))
 def test_calibration(scratch, data):
-    from membench.run.systems.reference import read_calibration
+    from membench.systems.reference import read_calibration
 
     check(lambda: read_calibration(_file(scratch, "cal.json", data)))
 
@@ -250,7 +250,7 @@ def test_calibration(scratch, data):
 @given(data=inputs(_jsonl(PROVENANCE), PROVENANCE))
 def test_provenance(scratch, data):
     from membench.sets.corpus import _provenance
-    from membench.sets.sources.base import read_provenance
+    from membench.sources.base import read_provenance
 
     _file(scratch, "src/PROVENANCE.jsonl", data)
     check(lambda: read_provenance(scratch / "src"))
@@ -339,7 +339,7 @@ def trec_files(draw) -> bytes:
 @fuzz(250)
 @given(data=trec_files(), chunk=st.sampled_from([16, 48, 1 << 21]))
 def test_trec_run_vectorised_agrees_with_plain_parse(scratch, data, chunk):
-    from membench.metrics.trec import read_trec_run
+    from membench.trec.evaluate import read_trec_run
 
     p = _file(scratch, "run.trec", data)
     try:
@@ -369,7 +369,7 @@ def test_trec_run_vectorised_agrees_with_plain_parse(scratch, data, chunk):
              max_size=8).map(lambda rows: "".join(" ".join(r) + "\n" for r in rows).encode()),
     st.binary(max_size=200)))
 def test_trec_qrels(scratch, data):
-    from membench.metrics.trec import evaluate_trec, read_trec_qrels
+    from membench.trec import evaluate_trec, read_trec_qrels
 
     p = _file(scratch, "qrels", data)
     check(lambda: read_trec_qrels(p))

@@ -33,7 +33,7 @@ def store():
     once; each example works on a fresh copy."""
     from membench.analysis.leaderboard import add_runs
     from membench.run.runner import run_system
-    from membench.run.systems import make_system
+    from membench.systems import make_system
 
     d = Path(tempfile.mkdtemp(prefix="membench-fuzz-store-"))
     w = write_world(d / "w")
@@ -94,7 +94,7 @@ def test_store_json(store, draw):
 @fuzz(80)
 @given(name=st.sampled_from(sorted(CARDS)), draw=st.data())
 def test_cards(tmp_path_factory, name, draw):
-    from membench.run.cards import load_card, read_card
+    from membench.systems.cards import load_card, read_card
 
     good = json.dumps(CARDS[name], indent=1).encode()
     data = draw.draw(inputs([good], [CARDS[name]]).map(

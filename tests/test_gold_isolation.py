@@ -93,7 +93,7 @@ def test_a_system_that_walks_the_stack_and_gc_finds_no_gold(hunted, built):
     assert len(report["hunts"]) == report["queries"] + 1
     frames = set(report["frames"])
     assert {"membench.run.runner._answer", "membench.run.runner._run_locked",
-            "membench.run.runner.run_system", "membench.cli._run_cmd"} <= frames
+            "membench.run.runner.run_system", "membench.cli.run._run_cmd"} <= frames
     assert report["membench_modules"] > 40
     assert report["gc_objects"] > 100_000 and report["objects"] > 1_000_000
     assert report["strings"] > 100_000

@@ -35,7 +35,7 @@ from membench.core.lock import LOCK_NAME
 from membench.core.paths import confine
 from membench.run.importer import import_trec
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 from membench.sets.validate import validate_sets
 
 FIX_RUN = Path(__file__).parent / "fixtures" / "metrics" / "run_small"
@@ -104,8 +104,8 @@ class Recorder:
         return {}
 
     def ingest(self, items, corpus_root):
-        from membench.run.content.common import item_file
-        from membench.run.systems.structural import structural_atoms
+        from membench.content.common import item_file
+        from membench.systems.structural import structural_atoms
 
         self.ingested = True
         for it in items:
@@ -114,7 +114,7 @@ class Recorder:
         return structural_atoms([it for it in items if it.path is None])
 
     def query(self, question, scope, as_of):
-        from membench.run.protocol import Result
+        from membench.contract.protocol import Result
 
         return Result([])
 
@@ -167,8 +167,8 @@ def test_run_refuses_an_item_outside_the_corpus_before_ingest(world, outside, tm
 def test_content_reader_and_renderers_refuse_a_symlink_out(world, outside):
     from membench import modalities
     from membench.modalities.base import RenderContext
-    from membench.run.content.common import item_file
-    from membench.sets.schema import SourceItem
+    from membench.content.common import item_file
+    from membench.contract.schema import SourceItem
 
     (world["corpus"] / "example" / "a.py").symlink_to(outside)
     row = {"source_id": "codesrc:x", "modality": "code", "holder": "code/a",
@@ -195,8 +195,8 @@ def test_failure_browser_items_are_checked(tmp_path):
 
 def test_build_refuses_an_adapter_item_outside_the_corpus(world, outside, monkeypatch):
     from membench.sets import build
-    from membench.sets.schema import SourceItem
-    from membench.sets.sources.base import AdapterResult, Coverage
+    from membench.contract.schema import SourceItem
+    from membench.sources.base import AdapterResult, Coverage
 
     (world["corpus"] / "example" / "x.pdf").symlink_to(outside)
 
@@ -389,7 +389,7 @@ def test_integers_past_64_bits_in_extents_and_regions(run_dir, world, capsys):
 
 
 def test_trec_files_with_bad_bytes_are_located(tmp_path):
-    from membench.metrics.trec import read_trec_qrels, read_trec_run
+    from membench.trec import read_trec_qrels, read_trec_run
 
     run = tmp_path / "run.trec"
     run.write_bytes(b"q1 Q0 d1 1 1.0 t\nq1 Q0 d\xff 2 0.5 t\n")
@@ -593,7 +593,7 @@ def test_validate_and_manifest_rules_on_paths_in_the_manifest(world, capsys):
 
 
 def test_a_system_name_from_a_run_directory_never_becomes_a_path(run_dir, tmp_path, capsys):
-    from membench.run.systems.reference import CALIBRATION_DIR
+    from membench.systems.reference import CALIBRATION_DIR
 
     meta = json.loads((run_dir / "meta.json").read_text())
     meta["system"] = os.path.relpath(tmp_path / "evil", CALIBRATION_DIR)   # ../../../tmp/.../evil

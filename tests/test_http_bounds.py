@@ -22,10 +22,10 @@ from minicorpus import freeze, make_corpus
 from membench.cli import main
 from membench.core.bounds import REGISTRY
 from membench.core.listening import is_loopback, listeners
-from membench.run.remote import client as client_mod
-from membench.run.remote import server as server_mod
-from membench.run.remote.client import HttpSystem, HttpSystemError
-from membench.run.remote.server import Handler, SystemService, make_server
+from membench.systems import remote as client_mod
+from membench.serve import server as server_mod
+from membench.systems.remote import HttpSystem, HttpSystemError
+from membench.serve.server import Handler, SystemService, make_server
 from membench.run.runner import load_split
 from membench.sets.topics import topic_id
 
@@ -244,7 +244,7 @@ def test_a_commit_of_ten_billion_batches_is_refused_at_once(mini):
 
 
 def test_the_batches_of_one_ingest_are_bounded_in_bytes(mini, items, monkeypatch):
-    from membench.run.remote import wire
+    from membench.contract import wire
 
     batch = json.dumps({"items": [wire.item_row(it) for it in items[:2]]}).encode()
     monkeypatch.setattr(server_mod, "MAX_INGEST_BYTES", 2 * len(batch) + 10)

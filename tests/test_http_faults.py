@@ -24,10 +24,10 @@ from http_helpers import (
 
 from membench.cli import main
 from membench.core.errors import MembenchError
-from membench.run.remote.client import HttpSystem, HttpSystemError
-from membench.run.remote.server import Handler
+from membench.systems.remote import HttpSystem, HttpSystemError
+from membench.serve.server import Handler
 from membench.run.runner import load_split, run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 LIMIT = 40          # queries per modality: conversations only, so 40 queries
 FAST = ["--config", "read_timeout=0.5", "--config", "retries=1", "--config", "backoff=0.05"]
@@ -290,7 +290,7 @@ def test_bad_urls_are_refused(url):
 
 
 def test_serve_warns_off_the_loopback_address(monkeypatch, capsys, corpus_root):
-    from membench.run.remote import server
+    from membench.serve import server
 
     def listen(*a, **k):
         raise MembenchError("not listening in a test")
@@ -309,7 +309,7 @@ def test_serve_warns_off_the_loopback_address(monkeypatch, capsys, corpus_root):
 
 
 def test_serve_refuses_a_system_that_reads_gold(corpus_root):
-    from membench.run.remote.server import SystemService
+    from membench.serve.server import SystemService
 
     with pytest.raises(MembenchError, match="gold"):
         SystemService(lambda: make_system("oracle"), [corpus_root])

@@ -1,7 +1,7 @@
 """docs/openapi.json is what the server really does: a valid OpenAPI 3.1 document whose every
 path and method the server routes (and no other), and whose request and response schemas
 validate (jsonschema, draft 2020-12) every exchange of a real run over HTTP and of the
-server's error answers. The client's own checks (:mod:`membench.run.remote.wire`) refuse
+server's error answers. The client's own checks (:mod:`membench.contract.wire`) refuse
 every answer the document refuses, on mutations of real answers."""
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate as validate_openapi
 
 from membench.core.paths import REPO_ROOT
-from membench.run.remote import client as client_mod
-from membench.run.remote import wire
-from membench.run.remote.client import HttpSystem
-from membench.run.remote.server import SystemService
+from membench.systems import remote as client_mod
+from membench.contract import wire
+from membench.systems.remote import HttpSystem
+from membench.serve.server import SystemService
 from membench.run.runner import load_split, run_system
 
 SPEC = json.loads((REPO_ROOT / "docs" / "openapi.json").read_text())
@@ -103,7 +103,7 @@ class Confident(Wrapped):
     """bm25 that also reports a confidence (its top-1 score) where it has hits."""
 
     def query(self, q, scope, as_of):
-        from membench.run.protocol import Result
+        from membench.contract.protocol import Result
 
         res = super().query(q, scope, as_of)
         return Result(res.hits, res.cartridge,

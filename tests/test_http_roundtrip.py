@@ -11,7 +11,7 @@ from http_helpers import Wrapped, run_lines, serve_process, thread_server
 
 from membench.cli import main
 from membench.run.runner import load_split, run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from hostile_world import cli_args, write_world
 from membench.cli import main
 from membench.core.errors import InputError
 from membench.core.ids import MAX_ID_CHARS, id_problem, ids_problem, text_problem
-from membench.run.remote.wire import ShapeError, atom_from_row, check_query_answer
+from membench.contract.wire import ShapeError, atom_from_row, check_query_answer
 from membench.run.runner import ProtocolError
 
 FIX_RUN = Path(__file__).parent / "fixtures" / "metrics" / "run_small"
@@ -133,7 +133,7 @@ def test_a_system_with_a_newline_in_an_atom_id(world, tmp_path, capsys):
 
 
 def test_system_names(world, tmp_path, capsys, monkeypatch):
-    import membench.run.systems as systems
+    import membench.systems as systems
     from hostile_world import Gated
 
     class Spaced(Gated):
@@ -162,7 +162,7 @@ def test_the_http_wire_takes_identifiers_only():
 
 
 def test_card_fields(tmp_path):
-    from membench.run.cards import read_card
+    from membench.systems.cards import read_card
 
     cards = Path(__file__).parents[1] / "bench" / "cards"
     for name, field, value, msg in (("bm25", "notes", "one\n| injected | row |", "U+000A"),

@@ -12,10 +12,10 @@ import pytest
 from hostile_world import write_world
 
 from membench.analysis.leaderboard import Refused, add_runs, format_leaderboard, leaderboard
-from membench.run.cards import card_for, load_card
-from membench.run.identity import identify, rerunnable
+from membench.systems.cards import card_for, load_card
+from membench.systems.identity import identify, rerunnable
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 TESTS = Path(__file__).parent
 

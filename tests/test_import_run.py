@@ -10,7 +10,7 @@ from membench.cli import main
 from membench.core.errors import InputError
 from membench.metrics import metrics_for_run_dir
 from membench.run.runner import load_split, run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +214,7 @@ def test_partial_writes_only_what_the_file_answers_and_is_marked(native, built, 
 
 def test_an_imported_run_takes_the_card_it_is_given_never_one_by_name(native, built, tmp_path,
                                                                       capsys):
-    from membench.run.cards import CARDS_DIR
+    from membench.systems.cards import CARDS_DIR
 
     rows = _native_lines(native)
     trec = tmp_path / "all.trec"

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from membench.run.runner import load_split, run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 
 def lines(run_dir) -> dict[str, dict]:

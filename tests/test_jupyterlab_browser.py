@@ -22,7 +22,7 @@ from membench.analysis.browse import load_run_cases
 from membench.core.paths import REPO_ROOT
 from membench.report.browser_check import PW_FLAGS, chromium
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 pytestmark = pytest.mark.skipif(chromium() is None,
                                 reason="chromium not installed (apt-get install chromium)")

@@ -14,7 +14,7 @@ from hostile_world import cli_args, write_world
 from membench.cli import main
 from membench.metrics.rundir import RunDir
 from membench.run.runner import load_split, run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +91,7 @@ class KillsItsKeeper:
 
 def test_a_keeper_that_dies_is_one_line_and_the_run_resumes(world, tmp_path, monkeypatch,
                                                             capsys):
-    import membench.run.systems as systems
+    import membench.systems as systems
 
     real = systems.make_system
     monkeypatch.setattr(systems, "make_system",

@@ -29,7 +29,7 @@ from membench.core.errors import InputError
 from membench.metrics.measures import BY_NAME, ORDERING_MEASURES
 from membench.metrics.rundir import RunDir
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 MODS = ["video", "ui_screenshot"]
 
@@ -300,7 +300,7 @@ def test_the_natives_with_a_tell_have_their_own_labelled_column(store):
     carries it), never gated, never ranked."""
     from membench.analysis.leaderboard import format_markdown
     from membench.report.leaderboard_tables import leaderboard_table
-    from membench.sets.tells import NATIVE_TELLS
+    from membench.contract.tells import NATIVE_TELLS
 
     out, _ = store
     lb = leaderboard(out, n_resamples=100)
@@ -332,7 +332,7 @@ def _clone(out, e, **card):
     """A copy of entry ``e`` with another card (its key and id follow)."""
     c = json.loads(json.dumps(e))
     c["card"].update(card)
-    from membench.run.cards import Card
+    from membench.systems.cards import Card
 
     body = {k: v for k, v in c["card"].items() if k != "sha256"}
     c["card"]["sha256"] = Card.model_validate(body).sha256()

@@ -26,7 +26,7 @@ from membench.metrics.ranking import (
     recall_at_k,
     reciprocal_rank,
 )
-from membench.run.protocol import rank_order
+from membench.contract.protocol import rank_order
 
 T1 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 T2 = datetime(2024, 2, 1, tzinfo=timezone.utc)       # as_of of every query

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from membench.core.errors import InputError
-from membench.metrics import trec
 from membench.metrics.ranking import FirstHits, rank_measures
-from membench.metrics.trec import (
+from membench.trec import (
     evaluate_trec,
+    parse,
+    read,
     read_trec_qrels,
     read_trec_run,
     write_trec_qrels,
@@ -97,8 +98,10 @@ def test_forced_hash_collisions_change_nothing(tmp_path, monkeypatch):
     path = tmp_path / "run.trec"
     path.write_text(text)
     honest = evaluate_trec(path, qrels)
-    real = trec._hash
-    monkeypatch.setattr(trec, "_hash", lambda ch, s, e: real(ch, s, e) & np.uint64(3))
+    real = parse._hash
+    colliding = lambda ch, s, e: real(ch, s, e) & np.uint64(3)  # noqa: E731
+    monkeypatch.setattr(parse, "_hash", colliding)   # qids (and short tokens of a long one)
+    monkeypatch.setattr(read, "_hash", colliding)    # the run's and the qrels' docids
     colliding = evaluate_trec(path, qrels)
     for m in honest["per_query"]:
         assert colliding["per_query"][m].tolist() == honest["per_query"][m].tolist()
@@ -131,8 +134,8 @@ def test_float_fast_path_is_exact():
     blob = bytearray(" ".join(toks).encode() + b"\n" + bytes(16))
     lens = [len(t) for t in toks]
     s = np.concatenate([[0], np.cumsum(np.array(lens) + 1)[:-1]])
-    ch = trec._Chunk(blob, len(blob) - 16, 0)
-    val, exact = trec._parse_floats(ch, s, s + np.array(lens))
+    ch = parse._Chunk(blob, len(blob) - 16, 0)
+    val, exact = parse._parse_floats(ch, s, s + np.array(lens))
     assert exact.mean() > 0.5
     for t, v, ok in zip(toks, val.tolist(), exact.tolist()):
         if ok:
@@ -222,8 +225,8 @@ def test_arrow_path_equals_reference_and_is_taken(tmp_path, monkeypatch, seed):
     path = tmp_path / "run.trec"
     path.write_text(text)
     strict_calls = []
-    real = trec._parse_strict
-    monkeypatch.setattr(trec, "_parse_strict", lambda p, ch: strict_calls.append(1) or real(p, ch))
+    real = read._parse_strict
+    monkeypatch.setattr(read, "_parse_strict", lambda p, ch: strict_calls.append(1) or real(p, ch))
     got = evaluate_trec(read_trec_run(path, qrels, chunk_bytes=4096), qrels)
     assert not strict_calls          # every chunk went through pyarrow
     want = reference(lines, qrels)
@@ -241,7 +244,7 @@ def test_arrow_scores_are_float_exact():
     raw = bytearray("".join(f"q Q0 d{i} {i} {t} x\n" for i, t in enumerate(toks)).encode())
     size = len(raw)
     raw += bytes(16)
-    parsed = trec._parse_arrow(trec._Chunk(raw, size, 0), trec._arrow_options(size + 64))
+    parsed = parse._parse_arrow(parse._Chunk(raw, size, 0), parse._arrow_options(size + 64))
     assert parsed is not None
     score = parsed[3]
     for t, v in zip(toks, score.tolist()):
@@ -321,8 +324,8 @@ def test_grouping_held_in_memory_spilled_or_read_again_agree(tmp_path, monkeypat
     path.write_text("".join(all_lines[i] for i in order))
     want = reference([lines[i] for i in order], qrels)
     if held is not None:
-        monkeypatch.setattr(trec, "MAX_HELD_BYTES", held)
-    monkeypatch.setattr(trec, "_PART_LINES", 300)
+        monkeypatch.setattr(read, "MAX_HELD_BYTES", held)
+    monkeypatch.setattr(read, "_PART_LINES", 300)
     run = read_trec_run(path, qrels, chunk_bytes=4096)
     assert run.interleaved
     got = evaluate_trec(run, qrels)

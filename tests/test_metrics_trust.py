@@ -20,7 +20,7 @@ import pytest
 from membench.core.errors import InputError
 
 from membench.metrics import order_hits, score_items
-from membench.metrics.trec import evaluate_trec
+from membench.trec.evaluate import evaluate_trec
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "metrics"))
 import synth

@@ -149,7 +149,7 @@ class _Caller:
 @pytest.mark.parametrize("policy", ["block", None])
 def test_run_records_attempts_in_meta_and_warns(policy, built, corpus_root, tmp_path, capsys):
     from membench.run.runner import run_system
-    from membench.run.systems import make_system
+    from membench.systems import make_system
 
     out = tmp_path / "run"
     meta = run_system(_Caller(make_system("bm25"), policy), built.out, "dev", out, corpus_root,
@@ -177,7 +177,7 @@ def test_run_records_attempts_in_meta_and_warns(policy, built, corpus_root, tmp_
 
 def test_reference_run_has_no_attempts(built, corpus_root, tmp_path):
     from membench.run.runner import run_system
-    from membench.run.systems import make_system
+    from membench.systems import make_system
 
     meta = run_system(make_system("bm25"), built.out, "dev", tmp_path, corpus_root,
                       modalities=["video"], limit=3)

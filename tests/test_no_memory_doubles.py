@@ -11,10 +11,10 @@ import pytest
 
 from membench.metrics import metrics_for_run_dir
 from membench.modalities import MODALITIES
-from membench.run.identity import identify, rerunnable
+from membench.systems.identity import identify, rerunnable
 from membench.run.runner import run_system
-from membench.run.systems import BUILTIN, DOUBLES, make_system, receives_records
-from membench.run.systems.doubles import Echo, words
+from membench.systems import BUILTIN, DOUBLES, make_system, receives_records
+from membench.systems.doubles import Echo, words
 
 LIMIT = 20
 NAMES = ("nothing", "echo")
@@ -36,7 +36,7 @@ def runs(built, corpus_root, tmp_path_factory):
 @pytest.mark.parametrize("name", NAMES)
 def test_registered_and_marked_as_doubles(name):
     system = make_system(name)
-    assert BUILTIN[name].startswith("membench.run.systems.doubles:")
+    assert BUILTIN[name].startswith("membench.systems.doubles:")
     assert DOUBLES[name] is False and not receives_records(system)
     assert not hasattr(system, "bind")
     assert identify(system)["kind"] == "test double"
@@ -111,8 +111,8 @@ def test_echo_score_is_the_count_of_shared_question_words(runs, built):
 def test_echo_query_by_hand():
     from datetime import datetime, timezone
 
-    from membench.run.protocol import Atom
-    from membench.sets.schema import Scope
+    from membench.contract.protocol import Atom
+    from membench.contract.schema import Scope
 
     t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
     t1 = datetime(2024, 6, 1, tzinfo=timezone.utc)

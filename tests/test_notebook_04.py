@@ -11,7 +11,7 @@ import pytest
 from membench.analysis.browse import cases
 from membench.core.paths import REPO_ROOT
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "04_false_recalls.ipynb"
 

@@ -23,7 +23,7 @@ from membench.analysis.pool import (
 from membench.core.errors import InputError, MembenchError
 from membench.core.jsonl import dumps, sha256_file
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 from membench.sets.build import SET_FILES, split_holders, write_lock
 from membench.sets.subcorpus import (
     MANIFEST,

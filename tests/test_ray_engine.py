@@ -24,7 +24,7 @@ import pytest
 
 from membench.core.errors import MembenchError
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 ray = pytest.importorskip("ray")
 

@@ -13,7 +13,7 @@ import pytest
 
 from membench.metrics import metrics_for_run_dir
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 NOT_IMAGE = ["pdf", "ui_screenshot", "video", "code", "conversation"]
 

@@ -20,7 +20,7 @@ from membench.report.browser_check import check, chromium
 from membench.report.escape import esc
 from membench.report.render import report
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 from membench.sets.build import SET_FILES
 
 

@@ -19,7 +19,7 @@ from membench.core.jsonl import dumps
 from membench.report.browser_check import chromium
 from membench.report.render import report, to_html
 from membench.run.runner import run_system
-from membench.run.systems.doubles import RandomSystem
+from membench.systems.doubles import RandomSystem
 
 MARK = "window.__membench_pwned=true"
 PAYLOAD = f'<script>{MARK}</script><img src=x onerror="{MARK}">'
@@ -136,7 +136,7 @@ def test_live_links_only_to_https_hosts_of_the_manifest(hostile, tmp_path):
     from membench.core.links import manifest_link_hosts
     from membench.core.paths import MANIFEST_PATH
 
-    from membench.run.protocol import Result
+    from membench.contract.protocol import Result
 
     class NoHits(RandomSystem):
         """Misses every answerable query, so page 04 shows every gold region (both videos)."""

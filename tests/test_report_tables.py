@@ -200,7 +200,7 @@ def test_csp_allows_only_membench_scripts_by_hash():
 
 
 def test_forest_plot_has_a_panel_per_metric_and_n_on_every_row():
-    from membench.analysis.plots import plot_forest
+    from membench.report.plots import plot_forest
 
     rows = [{"scope": s, "metric": m, "system_a": "bm25", "system_b": "dense", "n": 10 + i,
              "diff": 0.1, "diff_ci95_lo": -0.05, "diff_ci95_hi": 0.2,

@@ -8,9 +8,9 @@ import pytest
 
 from membench.cli import main
 from membench.core.errors import MembenchError
-from membench.run.protocol import Atom, Result
+from membench.contract.protocol import Atom, Result
 from membench.run.runner import ProtocolError, load_split, run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 
 def lines(path):
@@ -101,7 +101,7 @@ class Peeking:
 
 
 def test_only_registered_test_doubles_see_gold(built, corpus_root, tmp_path, capsys):
-    from membench.run.systems.doubles import Oracle
+    from membench.systems.doubles import Oracle
 
     class SubOracle(Oracle):
         pass
@@ -181,7 +181,7 @@ def test_unknown_system_is_a_clear_error(capsys):
 
 
 def test_module_class_systems_load(built, corpus_root, tmp_path):
-    s = make_system("membench.run.systems.doubles:RandomSystem", {"seed": 3})
+    s = make_system("membench.systems.doubles:RandomSystem", {"seed": 3})
     assert s.config()["seed"] == 3
 
 
@@ -212,7 +212,7 @@ def test_run_lines_are_fsynced_by_the_clock_and_at_the_end(tmp_path, monkeypatch
     from datetime import datetime, timezone
     from types import SimpleNamespace
 
-    from membench.run import runner
+    from membench.run import lines, runner
 
     calls: list[int] = []
     real = os.fsync
@@ -227,12 +227,12 @@ def test_run_lines_are_fsynced_by_the_clock_and_at_the_end(tmp_path, monkeypatch
         def query(self, question, scope, as_of):
             return Result(hits=[(question, 1.5)], cartridge=[question])
 
-    monkeypatch.setattr(runner, "FSYNC_SECONDS", every)
-    monkeypatch.setattr(runner.os, "fsync", counting)
+    monkeypatch.setattr(lines, "FSYNC_SECONDS", every)
+    monkeypatch.setattr(lines.os, "fsync", counting)
     at = datetime(2024, 1, 1, tzinfo=timezone.utc)
     todo = [SimpleNamespace(qid=f"q{i}", question=f"a{i}", scope=None, as_of=at)
             for i in range(5)]
-    sink = runner.LineFile(tmp_path / "run.jsonl")
+    sink = lines.LineFile(tmp_path / "run.jsonl")
     runner._answer(Echo(), todo, 0, 5, {f"a{i}" for i in range(5)}, sink)
     sink.close()
     assert len(calls) == syncs

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from membench.core.jsonl import dumps
-from membench.run.protocol import Result
+from membench.contract.protocol import Result
 from membench.run.runner import ProtocolError, _check_hits, _fast_line, run_line
 
 KNOWN = {"a1", "a2", "a3", "é-ü", "x\u2028y", "tab\there", *(f"b{j}" for j in range(500))}

@@ -14,7 +14,7 @@ from membench.core.errors import InputError
 from membench.metrics import scorecache
 from membench.metrics.rundir import RunDir
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ def small_runs(tmp_path_factory, built, corpus_root) -> dict[str, Path]:
     if key not in _RUNS:
         from membench.metrics import metrics_for_run_dir
         from membench.run.runner import run_system
-        from membench.run.systems import make_system
+        from membench.systems import make_system
 
         root = tmp_path_factory.mktemp("nb_runs")
         out = {}

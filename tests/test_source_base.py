@@ -1,4 +1,4 @@
-"""The load steps every adapter shares (membench/sets/sources/base.py): the preamble
+"""The load steps every adapter shares (membench/sources/base.py): the preamble
 (open_upstream), the one revision lookup (annotation_revision) and the booking of a map step's
 outcomes into Coverage (book, Mapped.result)."""
 
@@ -10,9 +10,9 @@ from datetime import datetime, timezone
 import pytest
 
 from membench.core.errors import InputError
-from membench.sets.schema import Origin, RecordDraft, Scope, SourceItem
-from membench.sets.sources import BY_KEY
-from membench.sets.sources.base import (
+from membench.contract.schema import Origin, RecordDraft, Scope, SourceItem
+from membench.sources import BY_KEY
+from membench.sources.base import (
     Coverage,
     Mapped,
     annotation_revision,

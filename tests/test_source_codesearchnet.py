@@ -9,8 +9,8 @@ import pytest
 
 from membench.core.errors import InputError
 from membench.modalities import check_region
-from membench.sets.sources import BY_KEY
-from membench.sets.sources.codesearchnet import count_lines, load, lower_median
+from membench.sources import BY_KEY
+from membench.sources.codesearchnet import count_lines, load, lower_median
 
 ANN_REV = "106e827405c968597da938f6b373d30183918869"  # annotationStore.csv in PROVENANCE.jsonl
 

@@ -8,8 +8,8 @@ from PIL import Image
 
 from membench.core.errors import InputError
 from membench.modalities import check_region
-from membench.sets.sources import finchart
-from membench.sets.sources.base import hash_groups
+from membench.sources import finchart
+from membench.sources.base import hash_groups
 
 REV = "07674bba114b237ec708d6ad9381dc443aa1cdae"
 

@@ -11,8 +11,8 @@ import pytest
 
 from membench.core.errors import InputError
 from membench.modalities import check_region
-from membench.sets.sources import BY_KEY
-from membench.sets.sources import locomo as L
+from membench.sources import BY_KEY
+from membench.sources import locomo as L
 
 REVISION = "3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376"
 

@@ -11,8 +11,8 @@ import pytest
 
 from membench.core.errors import InputError
 from membench.modalities import check_region
-from membench.sets.sources import BY_KEY
-from membench.sets.sources import longmemeval as M
+from membench.sources import BY_KEY
+from membench.sources import longmemeval as M
 
 
 @pytest.fixture(scope="module")

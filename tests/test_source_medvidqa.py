@@ -7,8 +7,8 @@ import pytest
 
 from membench.core.errors import InputError
 from membench.modalities import check_region
-from membench.sets.sources import BY_KEY, medvidqa
-from membench.sets.sources.base import hash_groups
+from membench.sources import BY_KEY, medvidqa
+from membench.sources.base import hash_groups
 
 SPEC = BY_KEY["medvidqa"]
 

@@ -16,9 +16,9 @@ import pypdf
 import pytest
 
 from membench.core.errors import InputError
-from membench.sets.sources import BY_KEY
-from membench.sets.sources import mmlongbench as mml
-from membench.sets.sources.base import SYNTHETIC_EPOCH
+from membench.sources import BY_KEY
+from membench.sources import mmlongbench as mml
+from membench.sources.base import SYNTHETIC_EPOCH
 
 KEY = "mmlongbench"
 

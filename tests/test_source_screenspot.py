@@ -6,7 +6,7 @@ from PIL import Image
 
 from membench.core.errors import InputError
 from membench.modalities import check_region
-from membench.sets.sources import BY_KEY, screenspot
+from membench.sources import BY_KEY, screenspot
 
 SPEC = BY_KEY["screenspot"]
 

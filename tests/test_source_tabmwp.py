@@ -8,8 +8,8 @@ from PIL import Image
 
 from membench.core.errors import InputError
 from membench.modalities import check_region
-from membench.sets.sources import tabmwp
-from membench.sets.sources.base import hash_groups
+from membench.sources import tabmwp
+from membench.sources.base import hash_groups
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from membench.core.errors import InputError
-from membench.sets.sources import BY_KEY, videomme
-from membench.sets.sources.base import hash_groups
+from membench.sources import BY_KEY, videomme
+from membench.sources.base import hash_groups
 
 SPEC = BY_KEY["videomme"]
 ROWS = "video-mme/videomme/test-00000-of-00001.jsonl"

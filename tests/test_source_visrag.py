@@ -9,7 +9,7 @@ import pytest
 
 from membench.core.errors import InputError
 from membench.modalities import check_region
-from membench.sets.sources import visrag
+from membench.sources import visrag
 
 CHARTQA_REV = "af2dac8037b0449d4ff19debc257944ed7d2be1e"
 

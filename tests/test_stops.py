@@ -129,7 +129,7 @@ def test_a_stop_in_process_unwinds_to_one_line(capsys):
         signal.raise_signal(signal.SIGTERM)
         raise AssertionError("not reached")
 
-    import membench.cli as cli
+    import membench.cli.metrics as cli
 
     real = cli._metrics_cmd
     try:

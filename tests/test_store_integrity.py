@@ -25,7 +25,7 @@ from membench.analysis.leaderboard import (
 from membench.cli import main
 from membench.core.errors import InputError
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 from membench.sets.synth import STATS_PATH, atoms_of, generate, real_stats
 from membench.sets.validate import validate_sets
 
@@ -33,8 +33,8 @@ def test_synthetic_sets_pass_the_rules_and_run(tmp_path):
 def test_atoms_of_is_the_conversation_chunker():
     from datetime import datetime, timezone
 
-    from membench.run.content import chunk
-    from membench.sets.schema import SourceItem
+    from membench.content import chunk
+    from membench.contract.schema import SourceItem
 
     for n in range(1, 30):
         it = SourceItem(source_id="s:x", modality="conversation", holder="h",

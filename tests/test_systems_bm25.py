@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from membench.run.protocol import Atom
-from membench.run.systems.bm25 import BM25Engine, make_analyzer
+from membench.contract.protocol import Atom
+from membench.systems.bm25 import BM25Engine, make_analyzer
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -182,7 +182,7 @@ def _tie_heavy(n=600, holders=3, seed=11):
 
 def _exact(e, q, holder, as_of, k):
     """The exact path (widen, rank by score desc then atom_id asc) for the same query."""
-    from membench.run.systems.retrieval import to_micros
+    from membench.systems.retrieval import to_micros
 
     terms = e.terms(q)
     if not terms or holder not in e._holders:
@@ -234,7 +234,7 @@ def test_an_index_of_several_segments_takes_the_exact_path(monkeypatch):
 
     import tantivy
 
-    from membench.run.systems.retrieval import to_micros
+    from membench.systems.retrieval import to_micros
 
     monkeypatch.setattr(BM25Engine, "_build_one", two_commits)
     two = BM25Engine()

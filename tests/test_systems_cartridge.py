@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from membench.run.systems.cartridge import CartridgePolicy
+from membench.systems.cartridge import CartridgePolicy
 
 
 def atoms(**spec):
@@ -70,7 +70,7 @@ def test_early_exit_gives_the_full_walks_cartridge():
     full walk gives, over random policies, modalities, texts and descending scores."""
     import random
 
-    from membench.run.systems.cartridge import token_count
+    from membench.systems.cartridge import token_count
 
     rng = random.Random(3)
     for trial in range(400):

@@ -13,9 +13,9 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from membench.run.protocol import MAX_DEPTH, Atom
-from membench.run.systems.bm25 import BM25Engine
-from membench.run.systems.dense import DIM, DenseEngine, EmbeddingCache
+from membench.contract.protocol import MAX_DEPTH, Atom
+from membench.systems.bm25 import BM25Engine
+from membench.systems.dense import DIM, DenseEngine, EmbeddingCache
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -55,7 +55,7 @@ def _no_net(*a, **k):
     raise OSError("network access attempted")
 socket.socket.connect = _no_net
 socket.create_connection = _no_net
-from membench.run.systems.dense import DenseEngine
+from membench.systems.dense import DenseEngine
 e = DenseEngine(cache_path={str(tmp_path / 'c.sqlite3')!r})
 v = e.encode(["hello world"])
 print(json.dumps({{"shape": list(v.shape), "norm": float((v[0] ** 2).sum()),
@@ -211,9 +211,9 @@ def real_atoms(built, corpus_root):
     conversation atoms, and every atom of one conversation holder with its dev questions."""
     import hashlib
 
-    from membench.run.content import chunk
+    from membench.content import chunk
     from membench.run.runner import load_split
-    from membench.run.systems.retrieval import has_terms
+    from membench.systems.retrieval import has_terms
 
     sample, holder = [], None
     for mod in ("code", "conversation"):
@@ -283,7 +283,7 @@ def test_bf16_matches_fp32_on_real_atoms(real_atoms, capsys):
     """bf16 autocast (runtime torch, a CPU with bf16 instructions) against fp32 on real dev
     atoms: the lowest cosine between the two vectors of an atom, and how much of each
     question's top 10 (over all the atoms of one conversation holder) the two share."""
-    from membench.run.systems.dense import cpu_has_bf16
+    from membench.systems.dense import cpu_has_bf16
 
     if not cpu_has_bf16():
         pytest.skip("this CPU has no bf16 instructions: precision=bf16 is refused here")
@@ -303,7 +303,7 @@ def test_bf16_matches_fp32_on_real_atoms(real_atoms, capsys):
 
 
 def test_cpu_bf16_flags_are_read_from_cpuinfo():
-    from membench.run.systems.dense import cpu_has_bf16
+    from membench.systems.dense import cpu_has_bf16
 
     assert cpu_has_bf16("processor: 0\nflags\t\t: fpu avx2 avx512f amx_bf16 amx_tile\n") is True
     assert cpu_has_bf16("flags : fpu avx2 avx512_bf16\n") is True
@@ -317,9 +317,9 @@ def test_bf16_precast_weights_give_autocasts_vectors_bit_for_bit(real_atoms):
     real atoms and for single questions, and the float32 engine's model is left float32."""
     import torch
 
-    from membench.run.systems.dense import load_model
+    from membench.systems.dense import load_model
 
-    from membench.run.systems.dense import cpu_has_bf16
+    from membench.systems.dense import cpu_has_bf16
 
     if not cpu_has_bf16():
         pytest.skip("this CPU has no bf16 instructions: precision=bf16 is refused here")

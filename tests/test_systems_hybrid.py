@@ -6,9 +6,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from membench.run.protocol import Atom
-from membench.run.systems.hybrid import HybridEngine, HybridSystem, rrf
-from membench.sets.schema import Scope
+from membench.contract.protocol import Atom
+from membench.systems.hybrid import HybridEngine, HybridSystem, rrf
+from membench.contract.schema import Scope
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
 

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from membench.core.paths import REPO_ROOT
-from membench.run.protocol import Atom
+from membench.contract.protocol import Atom
 
 from minicorpus import freeze, make_corpus
 
@@ -143,7 +143,7 @@ def test_adapter_end_to_end_offline(name, tree):
     atoms = {a["atom_id"]: a for a in _rows(out / "atoms.jsonl")}
     assert atoms and all(a.startswith("a") and len(a) == 17 for a in atoms)
     cfg = meta["config"]
-    assert cfg["content"]["function"] == "membench.run.content.chunk"
+    assert cfg["content"]["function"] == "membench.content.chunk"
     assert cfg["library"].split()[0] in ("mem0ai", "mempalace", "llama-index-core")
     # its identity is its card (bench/cards/<name>.json), with the embedder's input limit
     assert meta["card"]["name"] == name and meta["card"]["kind"] == "library"
@@ -207,7 +207,7 @@ def _atoms() -> list[Atom]:
 
 
 def _system(name: str, tmp_path: Path):
-    from membench.run.systems import make_system
+    from membench.systems import make_system
 
     s = make_system(name, {"calibration": "none"})
     s.use_scratch(tmp_path / "scratch")
@@ -254,7 +254,7 @@ def test_embeddings_are_the_models(tmp_path):
     HuggingFaceEmbedding and MemPalace's own ONNX embedding function give the same vectors."""
     _need("mem0")
     _need("mempalace")
-    from membench.run.systems.library import SharedEmbedder
+    from membench.systems.library import SharedEmbedder
 
     texts = ["What did Caroline research?", "Sessions: 8 May 2023\nMelanie: I ran a race.",
              "revenue grew 12% in 2021 " * 80]
@@ -267,7 +267,7 @@ def test_embeddings_are_the_models(tmp_path):
     q = np.array(s.memory.embedding_model.embed(texts[0], "search"))
     assert float(q @ mine[0]) > 0.99999
 
-    from membench.run.systems.mempalace import onnx_model_dir
+    from membench.systems.mempalace import onnx_model_dir
     from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
 
     ONNXMiniLM_L6_V2.DOWNLOAD_PATH = onnx_model_dir()
@@ -277,7 +277,7 @@ def test_embeddings_are_the_models(tmp_path):
 
 def test_missing_library_names_its_extra(monkeypatch):
     from membench.core.errors import MembenchError
-    from membench.run.systems import library
+    from membench.systems import library
 
     def absent(dist):
         raise library.PackageNotFoundError(dist)
@@ -290,7 +290,7 @@ def test_missing_library_names_its_extra(monkeypatch):
 def test_registered_and_configurable():
     _need("llama_index.core")
     from membench.core.errors import MembenchError
-    from membench.run.systems import BUILTIN, LIBRARIES, make_system
+    from membench.systems import BUILTIN, LIBRARIES, make_system
 
     assert set(LIBRARIES) <= set(BUILTIN)
     s = make_system("llamaindex-bm25", {"default_threshold": 3.0, "calibration": "none",
@@ -308,7 +308,7 @@ def test_llamaindex_vector_ranks_like_dense(tree):
     word pieces, as the adapters embed."""
     _need("llama_index.core")
     from membench.run.runner import run_system
-    from membench.run.systems import make_system
+    from membench.systems import make_system
 
     root, corpus, frozen, cache = tree
     out = {}
@@ -346,7 +346,7 @@ def test_one_store_per_modality_answers_as_one_store_and_says_its_size(name, tmp
     _need(SYSTEMS[name])
     from types import SimpleNamespace
 
-    from membench.run.systems import make_system
+    from membench.systems import make_system
 
     atoms = _two_modality_atoms()
     items = [SimpleNamespace(holder=a.holder, modality=a.modality) for a in atoms]
@@ -384,7 +384,7 @@ def test_one_store_per_modality_answers_as_one_store_and_says_its_size(name, tmp
 
 def test_stores_must_be_one_or_modality():
     from membench.core.errors import MembenchError
-    from membench.run.systems import make_system
+    from membench.systems import make_system
 
     _need("llama_index.core")
     with pytest.raises(MembenchError, match="stores must be one of one, modality"):

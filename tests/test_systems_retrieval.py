@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from membench.run.protocol import MAX_DEPTH, Atom, MemorySystem, Result
-from membench.run.systems.bm25 import BM25Engine, BM25System
-from membench.run.systems.retrieval import has_terms, rank, to_micros
-from membench.sets.schema import Scope, SourceItem
+from membench.contract.protocol import MAX_DEPTH, Atom, MemorySystem, Result
+from membench.systems.bm25 import BM25Engine, BM25System
+from membench.systems.retrieval import has_terms, rank, to_micros
+from membench.contract.schema import Scope, SourceItem
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -24,7 +24,7 @@ def atom(atom_id: str, holder: str, text: str, at: datetime = T0) -> Atom:
 
 
 def content_chunker(items: list[SourceItem], corpus_root: Path) -> list[Atom]:
-    """A stand-in for membench.run.content.chunk: one atom per item, its content as text."""
+    """A stand-in for membench.content.chunk: one atom per item, its content as text."""
     return [Atom(f"c{i:03d}", it.source_id, it.modality, it.holder, it.observed_at,
                  {"turn_start": 1, "turn_end": 1}, str(it.content))
             for i, it in enumerate(sorted(items, key=lambda it: it.source_id))]

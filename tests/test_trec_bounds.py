@@ -15,7 +15,7 @@ import pytest
 from membench.cli import main
 from membench.core.bounds import all_bounds
 from membench.core.errors import InputError
-from membench.metrics.trec import MAX_QRELS_BYTES, evaluate_trec, read_trec_run
+from membench.trec import MAX_QRELS_BYTES, evaluate_trec, read_trec_run
 from membench.run.files import MAX_TREC_LINE, trec_fields
 
 
@@ -117,7 +117,7 @@ def test_a_1mib_docid_is_read_and_matched(tmp_path, chunk):
 
 
 def test_a_qrels_larger_than_its_bound_is_refused(tmp_path, monkeypatch):
-    import membench.metrics.trec as trec
+    import membench.trec.read as trec
     monkeypatch.setattr(trec, "MAX_QRELS_BYTES", 10)
     (tmp_path / "qrels").write_text("q 0 d 1\nq 0 e 1\n")
     (tmp_path / "run").write_text("q Q0 d 1 1 t\n")

@@ -11,8 +11,8 @@ import pytest
 
 from membench.cli import main
 from membench.core.errors import MembenchError
-from membench.metrics.trec import _scan_run
-from membench.metrics.trec_eval import parse_measures, trec_eval, trec_eval_values
+from membench.trec.evaluate import _scan_run
+from membench.trec.trec_eval import parse_measures, trec_eval, trec_eval_values
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from membench.cli import main
-from membench.metrics.trec_eval import MEASURES, NICKNAMES, NOT_IMPLEMENTED, parse_request
+from membench.trec.trec_eval import MEASURES, NICKNAMES, NOT_IMPLEMENTED, parse_request
 
 ROOT = Path(__file__).resolve().parents[1]
 

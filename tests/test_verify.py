@@ -18,7 +18,7 @@ from membench.analysis.leaderboard import add_runs, format_markdown, leaderboard
 from membench.analysis.verify import verify_store
 from membench.cli import main
 from membench.run.runner import run_system
-from membench.run.systems import make_system
+from membench.systems import make_system
 
 TESTS = Path(__file__).parent
 MODS = ["video", "ui_screenshot"]

@@ -25,7 +25,7 @@ Which items are cases comes from the run's own per-item scores
 (:meth:`membench.metrics.rundir.RunDir.scores`, the numbers metrics.json aggregates): the
 browser filters them and recomputes nothing, so its counts agree with ``metrics.json``. An item
 with no run line returned nothing: it is not a false recall, and it is a miss when answerable.
-Within a case, the atoms are ranked by :func:`membench.run.protocol.order_hits` and flagged
+Within a case, the atoms are ranked by :func:`membench.contract.protocol.order_hits` and flagged
 with :func:`membench.modalities.region_hit` for display.
 
 Cases are ordered by modality (:data:`membench.modalities.MODALITIES` order), then query id.
@@ -33,6 +33,10 @@ Cases are ordered by modality (:data:`membench.modalities.MODALITIES` order), th
 API: :func:`cases`, :func:`counts_frame`, :func:`render_case_html`, :func:`static_cases_html`,
 :func:`static_browser_html` (the kernel-free stepper of a report page), :class:`Browser`
 (ipywidgets, in a live kernel).
+
+Why one file: a case and its HTML are read together: what a case holds is chosen for what
+page 04's stepper and the notebook's browser show, and both take their cases from the same
+per-item scores so that their counts agree with metrics.json.
 """
 
 from __future__ import annotations
@@ -56,8 +60,8 @@ from ..modalities import MODALITIES, RenderContext, RenderUnavailable, region_hi
 from ..modalities.base import escape as e
 from ..modalities.base import missing_html, short_json
 from ..run.files import AtomRow, RunRow
-from ..run.protocol import rank_order
-from ..sets.schema import AnnotationRecord, Gold
+from ..contract.protocol import rank_order
+from ..contract.schema import AnnotationRecord, Gold
 from .frames import TELL_NATIVE
 
 KINDS: dict[str, str] = {

@@ -2,7 +2,7 @@
 one half of dev and reported on the other.
 
 **Who counts.** Per modality, the run's answerable queries and its *audited* unanswerable ones
-(``origin.audited``, :func:`membench.sets.tells.audited`). Upstream natives with a tell of
+(``origin.audited``, :func:`membench.contract.tells.audited`). Upstream natives with a tell of
 their own (audited false: LoCoMo's adversarial questions, MMLongBench-Doc's altered copies)
 are left out of the fit and of every figure, as they are of gated and headline false recall;
 how many were left out is recorded (``unaudited_left_out``).
@@ -27,7 +27,7 @@ answerable kept and audited unanswerable kept shares are the honest figures (the
 are in-sample).
 
 The result is written as ``bench/calibration/<system>.json`` (committed: the reference systems
-read ``modalities.<m>.threshold``, :func:`membench.run.systems.reference.read_calibration`).
+read ``modalities.<m>.threshold``, :func:`membench.systems.reference.read_calibration`).
 Per modality it keeps the keys of the earlier format (``threshold``, ``answerable_kept``,
 ``unanswerable_kept``, ``within_gate``, ``n_answerable``, ``n_unanswerable``: the fit half's
 figures, those the threshold was chosen on) and adds ``split``, ``fit``, ``held_out`` (each:
@@ -47,7 +47,7 @@ from ..core.errors import MembenchError
 from ..core.hashing import hash_order
 from ..metrics.measures import MAX_FALSE_RECALL
 from ..metrics.rundir import RunDir
-from ..sets.tells import audited
+from ..contract.tells import audited
 from .operating_point import choose_threshold
 
 #: the salt of the fit / held-out split (:func:`split_halves`)
@@ -64,7 +64,7 @@ SPLIT_RULE = ("per modality, the holders of the answerable and audited unanswera
               "audited unanswerable query (fewer than 2 holders, say), the answerable and the "
               "audited unanswerable query ids are each split that way instead (split.by = "
               "'query', split.why says why)")
-UNANSWERABLES = ("audited only (origin.audited, membench.sets.tells.audited): upstream natives "
+UNANSWERABLES = ("audited only (origin.audited, membench.contract.tells.audited): upstream natives "
                  "with a tell of their own are neither fitted on nor reported "
                  "(unaudited_left_out counts them)")
 

@@ -23,7 +23,7 @@ Columns (NaN where an item is outside a measure's denominator)::
 
 ``derivation`` is the record's ``origin.derivation``, ``"native"`` for upstream's own
 questions (answerable ones too), and :data:`TELL_NATIVE` for a native unanswerable with an
-upstream tell (``audited`` false: :func:`membench.sets.tells.audited`), so slicing by
+upstream tell (``audited`` false: :func:`membench.contract.tells.audited`), so slicing by
 derivation shows those natives as their own slice (SPEC section 5).
 
 then, per alternative judgment set the run's records carry, ``<name>/<measure>`` for every

@@ -13,7 +13,7 @@ item: a system run on it sees whole items, and an item is kept when a run ranked
 atoms high enough.
 
 **From a run to a pool, per query.** A run's ranked atoms (the protocol's tie rule,
-:func:`membench.run.protocol.rank_order`) become a ranking of items: an item at the rank of its
+:func:`membench.contract.protocol.rank_order`) become a ranking of items: an item at the rank of its
 first atom. The first ``depth`` items of each run enter the fusion (default 100).
 
 **Fusion, per query.** ``score(item) = sum over runs of 1 / (rrf_k + rank)`` over the runs
@@ -65,7 +65,7 @@ from ..core.errors import InputError, MembenchError
 from ..core.hashing import hash_order, stable_hash
 from ..core.jsonl import sha256_file, sha256_text
 from ..metrics.rundir import RunDir
-from ..run.protocol import rank_order
+from ..contract.protocol import rank_order
 from ..sets.subcorpus import Parent, Required, Written, required_items, write_subcorpus
 
 RRF_K = 60

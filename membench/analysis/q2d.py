@@ -264,7 +264,7 @@ def _run_index(inp: PoolInput, run_dir: Path) -> int:
 def _ensure_run(spec: Spec, s: SystemSpec, sets_dir: Path, out: Path, corpus: Path, *,
                 pooled: bool, manifest: Path = MANIFEST_PATH, lock: Path | None = None) -> None:
     from ..run.runner import run_system
-    from ..run.systems import make_system
+    from ..systems import make_system
     from ..sets.build import set_digests
 
     if run_status(out) == "complete":

@@ -3,9 +3,9 @@ natives that fail this audit keep their text but are reported in their own colum
 gated or headline false recall").
 
 ``false_recall_rate`` counts the audited unanswerable records only (``origin.audited``:
-:func:`membench.sets.tells.audited`); its header says so (:data:`AUDITED`).
+:func:`membench.contract.tells.audited`); its header says so (:data:`AUDITED`).
 ``false_recall_native`` counts the natives whose source's questions carry an upstream tell
-(:data:`membench.sets.tells.NATIVE_TELLS`); its header (:func:`native_header`) carries the
+(:data:`membench.contract.tells.NATIVE_TELLS`); its header (:func:`native_header`) carries the
 tell's strength: the set audit's ROC AUC of those natives against the answerable records of
 their source (:mod:`membench.sets.audit`, each modality's ``native_tells``). Where the audit is
 not at hand (the static tables of the docs, the frozen figures), the header names the sources
@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from ..sets.tells import NATIVE_TELLS
+from ..contract.tells import NATIVE_TELLS
 
 #: the headline, gated false recall's label
 AUDITED = "false recall, audited"

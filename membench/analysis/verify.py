@@ -2,7 +2,7 @@
 
 For each entry of a result store (:mod:`membench.analysis.leaderboard`) the system is made
 again from what its run recorded (meta.json ``identity``: the ``--system`` spec and
-``--config`` values, :mod:`membench.run.identity`) and run **in a fresh process**
+``--config`` values, :mod:`membench.systems.identity`) and run **in a fresh process**
 (``python -m membench run``, this membench on its path) on a hash-chosen sample of the entry's
 queries: ``--limit N --sample-seed S`` (N per modality, default 50, drawn with ``seed``: random
 unless given, and recorded, so a submitter cannot know the sample in advance; an entry made by
@@ -72,12 +72,27 @@ def read_verifications(store_dir, entries: list[dict]) -> dict[str, dict]:
     return out
 
 
+def verify_text(v: dict[str, Any] | None) -> str:
+    """``verified``, ``differs (first: QUERY ...)``, ``not re-runnable (why)`` or ``not
+    verified`` (no ``membench verify`` result for the entry): what a leaderboard row and
+    :func:`format_verification` say of an entry's last verification."""
+    if not v:
+        return "not verified"
+    st = v.get("status")
+    if st == "verified":
+        return f"verified ({v.get('compared', '?')} queries)"
+    if st == "differs":
+        return f"differs ({v.get('detail', '')})"
+    return f"not re-runnable ({v.get('detail', '')})"
+
+
 def verify_store(store_dir, *, per_modality: int = DEFAULT_SAMPLE, seed: int | None = None,
                  entries: list[str] | None = None, corpus: Path | None = None,
                  manifest: Path | None = None, sets_dir: Path | None = None) -> list[dict]:
     """Verify the store's entries (``entries``: only these ids), one after the other; write
     each result to ``STORE/verify/<id>.json`` and return them."""
-    from .leaderboard import read_store
+    # the store module, not the package: the package's ranking imports this module
+    from .leaderboard.store import read_store
 
     d = resolve_user_path(store_dir)
     store, all_entries = read_store(d)
@@ -101,8 +116,6 @@ def verify_store(store_dir, *, per_modality: int = DEFAULT_SAMPLE, seed: int | N
 
 
 def format_verification(results: list[dict]) -> str:
-    from .leaderboard import verify_text
-
     lines = []
     for r in results:
         lines.append(f"{r['id']}  {r['system']}: {verify_text(r)}"
@@ -170,7 +183,7 @@ def verify_entry(e: dict, *, per_modality: int = DEFAULT_SAMPLE, seed: int = 0,
                  sets_dir: Path | None = None) -> dict[str, Any]:
     """One entry's verification (module docstring)."""
     from ..run.files import read_meta, read_run
-    from ..run.identity import MEMBENCH_KINDS, rerunnable
+    from ..systems.identity import MEMBENCH_KINDS, rerunnable
     from ..run.runner import code_revision
 
     ident = e.get("identity") or {}
@@ -242,4 +255,4 @@ def verify_entry(e: dict, *, per_modality: int = DEFAULT_SAMPLE, seed: int = 0,
 
 
 __all__ = ["DEFAULT_SAMPLE", "TOLERANCE", "format_verification", "read_verifications",
-           "verify_entry", "verify_store"]
+           "verify_entry", "verify_store", "verify_text"]

@@ -14,8 +14,8 @@ until the armed deadline, and ending after ``idle`` seconds without an armed soc
 :meth:`close`). Arming and disarming take a lock and nothing else: the thread is woken only
 when a deadline comes earlier than its current wait ends, so calls back to back do not switch
 threads (``bench/bench_http_deadline.py`` measures the cost per call).
-The HTTP client (:mod:`membench.run.remote.client`) and server
-(:mod:`membench.run.remote.server`) use one each per connection.
+The HTTP client (:mod:`membench.systems.remote`) and server
+(:mod:`membench.serve.server`) use one each per connection.
 """
 
 from __future__ import annotations

@@ -115,6 +115,13 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+def _house(ctx: Context) -> str:
+    """The rooms of membench/ on their floors (membench/docsite/house.py)."""
+    from .house import markdown
+
+    return markdown()
+
+
 def _cli(ctx: Context) -> str:
     """Every subcommand of ``membench`` and its options, from the argparse parser itself."""
     import argparse
@@ -337,8 +344,8 @@ def _atom_example(ctx: Context) -> str:
     """The first atom of the first conversation item of the built sets, as the content layer
     makes it (its text, in a fenced block)."""
     from ..core.jsonl import read_models
-    from ..sets.schema import SourceItem
-    from ..run.content import chunk
+    from ..contract.schema import SourceItem
+    from ..content import chunk
 
     item = next(it for it in read_models(ctx.sets / "items.jsonl", SourceItem)
                 if it.modality == ATOM_EXAMPLE_MODALITY)
@@ -353,7 +360,7 @@ def _reference_store(ctx: Context) -> str:
     from ..core.jsonl import read_models
     from ..modalities import MODALITIES
     from ..sets.build import split_holders
-    from ..sets.schema import SourceItem
+    from ..contract.schema import SourceItem
 
     items = read_models(ctx.sets / "items.jsonl", SourceItem)
     by_source: dict[str, set[str]] = {}
@@ -487,9 +494,9 @@ def _mainjob_line(ctx: Context) -> str:
 
 
 def _cards(ctx: Context) -> str:
-    """Every card in bench/cards, one row each (membench.run.cards.load_card reads them, so a
+    """Every card in bench/cards, one row each (membench.systems.cards.load_card reads them, so a
     card that does not validate fails the docs build)."""
-    from ..run.cards import CARDS_DIR, applied_max_tokens, load_card
+    from ..systems.cards import CARDS_DIR, applied_max_tokens, load_card
 
     order = {"lexical": 0, "dense": 1, "hybrid": 2, "library": 3}
     cards = [load_card(p.stem) for p in sorted(CARDS_DIR.glob("*.json"))]
@@ -569,8 +576,8 @@ def _import_refusal(ctx: Context) -> str:
 
 def _query_fields(ctx: Context) -> str:
     """What a system is asked per query: the topic's fields and ``Scope``'s, from the pydantic
-    model (membench.sets.schema.Scope) itself."""
-    from ..sets.schema import Scope
+    model (membench.contract.schema.Scope) itself."""
+    from ..contract.schema import Scope
 
     rows = ["| field | type | what it is |", "|---|---|---|",
             "| `question` | string | the upstream question, verbatim |",
@@ -615,8 +622,8 @@ def _dense_isa(ctx: Context) -> str:
 
 def _trec_eval_measures(ctx: Context) -> str:
     """What ``membench trec-eval`` computes of trec_eval 10.0's measures and options, and
-    what it does not, from the measure registry (membench.metrics.trec_eval)."""
-    from ..metrics.trec_eval import MEASURES, NICKNAMES, NOT_IMPLEMENTED
+    what it does not, from the measure registry (membench.trec.trec_eval)."""
+    from ..trec.trec_eval import MEASURES, NICKNAMES, NOT_IMPLEMENTED
 
     rows = ["| measure | parameters (trec_eval's default) | summary | definition |",
             "|---|---|---|---|"]
@@ -655,6 +662,7 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "audit": _audit,
     "metrics": _metrics_table,
     "cli": _cli,
+    "house": _house,
     "calibration": _calibration,
     "memsys-stores": _memsys_stores,
     "memsys-runs": _memsys_runs,

@@ -35,22 +35,22 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..run.files import AtomRow, RunRow
-    from ..sets.schema import AnnotationRecord, SourceItem
+    from ..contract.schema import AnnotationRecord, SourceItem
 
 # the package's names, imported on first use (PEP 562): ``membench trec-eval`` imports
-# membench.metrics.trec_eval without pandas, pydantic or the sets' schema
+# membench.trec.trec_eval without pandas, pydantic or the sets' schema
 _LAZY = {
     "AtomRow": "..run.files", "RunRow": "..run.files", "read_atoms": "..run.files",
-    "read_run": "..run.files", "TIE_BREAKING": "..run.protocol",
-    "order_hits": "..run.protocol", "AnnotationRecord": "..sets.schema",
-    "SourceItem": "..sets.schema", "DEFINITIONS": ".aggregate", "aggregate": ".aggregate",
+    "read_run": "..run.files", "TIE_BREAKING": "..contract.protocol",
+    "order_hits": "..contract.protocol", "AnnotationRecord": "..contract.schema",
+    "SourceItem": "..contract.schema", "DEFINITIONS": ".aggregate", "aggregate": ".aggregate",
     "format_brief": ".aggregate", "format_table": ".aggregate", "N_RESAMPLES": ".bootstrap",
     "SEED": ".bootstrap", "bootstrap_ci": ".bootstrap", "GATES": ".measures",
     "MEASURES": ".measures", "METRICS": ".measures", "Measure": ".measures",
     "FirstHits": ".ranking", "RunDir": ".rundir", "metrics_for_run_dir": ".rundir",
-    "ItemScores": ".score", "score_items": ".score", "evaluate_trec": ".trec",
-    "read_trec_qrels": ".trec", "read_trec_run": ".trec", "write_trec_qrels": ".trec",
-    "write_trec_run": ".trec",
+    "ItemScores": ".score", "score_items": ".score", "evaluate_trec": "..trec",
+    "read_trec_qrels": "..trec", "read_trec_run": "..trec", "write_trec_qrels": "..trec",
+    "write_trec_run": "..trec",
 }
 
 

@@ -8,7 +8,7 @@ decision thresholds, over all of a slice's queries at once.
 **The abstention score of a query** (:func:`abstention_score`), read from its run line:
 
 1. the ``confidence`` the system reported with its answer (the protocol's optional
-   :attr:`membench.run.protocol.Result.confidence`: the score its own abstention decision
+   :attr:`membench.contract.protocol.Result.confidence`: the score its own abstention decision
    thresholds; the hybrid reports the dense cosine its cartridge gate reads), else
 2. the score of its top-ranked hit (what the reference systems' cartridge policy thresholds:
    their cartridge is empty exactly when the top-1 score is below the modality's threshold),

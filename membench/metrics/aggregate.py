@@ -52,7 +52,7 @@ import numpy as np
 
 from ..core import progress
 from ..modalities import MODALITIES
-from ..run.protocol import TIE_BREAKING
+from ..contract.protocol import TIE_BREAKING
 from . import abstention
 from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
 from .latency import percentile

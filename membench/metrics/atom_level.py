@@ -8,7 +8,7 @@ hits one of the query's gold regions (the same overlap rule as everywhere,
 (1 where the judgment set is not graded). These are the lines of ``qrels.trec``.
 
 **Measures** (per answerable item, over its ranked, de-duplicated hits, membench's order,
-:data:`membench.run.protocol.TIE_BREAKING`), with trec_eval's definitions (``recall_k``,
+:data:`membench.contract.protocol.TIE_BREAKING`), with trec_eval's definitions (``recall_k``,
 ``recip_rank``, ``ndcg_cut_10``):
 
 * ``recall@k``: relevant atoms in the top k / relevant atoms;

@@ -5,7 +5,7 @@ The cartridge is the set of atoms a system commits to hand to an answerer; empty
 
 * ``false_recall_rate``: over *audited unanswerable* items, the share whose cartridge is
   non-empty; ``false_recall_native`` the same over the natives with an upstream tell
-  (:func:`membench.sets.tells.audited` false), in their own column (SPEC section 5).
+  (:func:`membench.contract.tells.audited` false), in their own column (SPEC section 5).
 * ``abstain_rate_answerable``: over *answerable* items, the share whose cartridge is empty.
 * ``cartridge_recall``: over answerable items, the share of the item's gold regions hit by
   any cartridge atom (unranked; same resolution as recall@k).

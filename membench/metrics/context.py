@@ -81,7 +81,7 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from .. import modalities
-from ..sets.schema import Gold
+from ..contract.schema import Gold
 
 #: the token budgets recall is reported at (words of :func:`count_tokens`)
 BUDGETS: tuple[int, ...] = (256, 1024, 4096)

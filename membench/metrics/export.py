@@ -4,7 +4,7 @@ Writes, for the queries the run is scored on (:class:`~membench.metrics.rundir.R
 refuses what metrics refuses), in the run's order (its ``run.jsonl`` lines):
 
 * ``run.trec``: ``qid Q0 atom_id rank score membench``, each query's hits ranked by membench's
-  rule (:data:`membench.run.protocol.TIE_BREAKING`, repeated atoms dropped); the score column
+  rule (:data:`membench.contract.protocol.TIE_BREAKING`, repeated atoms dropped); the score column
   is **rank-derived** (``n + 1 - rank`` for n ranked atoms), so tools that break score ties by
   document id and compare 32-bit floats (trec_eval, pytrec_eval) see membench's order; the
   system's own scores stay in ``run.jsonl``;
@@ -35,7 +35,7 @@ from typing import Any
 
 from ..core.atomic import atomic_write_text
 from ..core.errors import MembenchError
-from ..run.protocol import rank_order
+from ..contract.protocol import rank_order
 from ..sets.topics import topic, topic_id, write_topics
 from .rundir import RunDir
 

@@ -2,20 +2,20 @@
 
 The answer layer (:mod:`membench.metrics.answers`) and the context cost
 (:mod:`membench.metrics.context`) read what a place in a source item *holds*. They never read
-:attr:`membench.run.protocol.Atom.text` (what a system says it indexed: a system could report
+:attr:`membench.contract.protocol.Atom.text` (what a system says it indexed: a system could report
 the answer, or report nothing to look cheap). :class:`ExtentText` reads membench's own content
-layer (:mod:`membench.run.content`, the readers and caches the reference systems use, with the
-same :class:`~membench.run.content.ChunkConfig`), so an extent's text is what a reference atom
+layer (:mod:`membench.content`, the readers and caches the reference systems use, with the
+same :class:`~membench.content.ChunkConfig`), so an extent's text is what a reference atom
 of that extent holds:
 
 =================  ========================================================================
 modality           the text of an extent or region
 =================  ========================================================================
 ``pdf``            the page's text layer, else its OCR (the reference page atom's text:
-                   :func:`membench.run.content.pdf.chunk_pdf`); a ``block`` reads its whole
+                   :func:`membench.content.pdf.chunk_pdf`); a ``block`` reads its whole
                    page (membench has no block reader); a page past the PDF's end is ""
 ``image``          the image's OCR text in reading order
-                   (:func:`~membench.run.content.image.chunk_image`)
+                   (:func:`~membench.content.image.chunk_image`)
 ``ui_screenshot``  the OCR lines (above the confidence cut) whose boxes intersect the
                    ``bbox`` with a positive area, in reading order
 ``video``          the caption cues that overlap ``[t_start, t_end]`` for longer than 0 s (a
@@ -24,12 +24,12 @@ modality           the text of an extent or region
 ``code``           lines ``line_start..line_end``, or the one ``line``, as ``meta.lines``
                    counts them; a ``symbol`` region: the lines of the reference chunker's
                    ranges that declare that symbol
-                   (:func:`~membench.run.content.code.code_ranges`; of a definition longer
+                   (:func:`~membench.content.code.code_ranges`; of a definition longer
                    than its cap, the part holding the definition line), "" when none does.
                    The ``path`` is not read: the source id names the file
 ``conversation``   the turns ``turn_start..turn_end`` (or the one ``turn``), one line each as
                    ``speaker: text`` with any shared image's caption
-                   (:func:`~membench.run.content.conversation.turn_line`); the session date
+                   (:func:`~membench.content.conversation.turn_line`); the session date
                    (``meta.date_time``) is the item's, not a turn's, and is not included
 =================  ========================================================================
 
@@ -55,15 +55,15 @@ from typing import Any
 from .. import modalities
 from ..core.errors import MembenchError
 from ..core.jsonl import read_models
-from ..run.content import ChunkConfig
-from ..run.content import ocr as _ocr
-from ..run.content import pdf as _pdf
-from ..run.content import video as _video
-from ..run.content.code import code_ranges, read_lines
-from ..run.content.common import item_file
-from ..run.content.conversation import turn_line
-from ..run.content.image import chunk_image
-from ..sets.schema import SourceItem
+from ..content import ChunkConfig
+from ..content import ocr as _ocr
+from ..content import pdf as _pdf
+from ..content import video as _video
+from ..content.code import code_ranges, read_lines
+from ..content.common import item_file
+from ..content.conversation import turn_line
+from ..content.image import chunk_image
+from ..contract.schema import SourceItem
 
 
 class _Pages:

@@ -23,7 +23,7 @@ from .bootstrap import N_RESAMPLES, SEED
 from .context import BUDGETS
 
 #: the items a value is over: "audited unanswerable" (every unanswerable item but the natives
-#: with an upstream tell: :func:`membench.sets.tells.audited`), "unanswerable with a tell"
+#: with an upstream tell: :func:`membench.contract.tells.audited`), "unanswerable with a tell"
 #: (those natives), "answerable and audited" (every item but those natives)
 #: "answer-bearing" (answerable items whose upstream answer occurs in the text of their gold
 #: regions: :mod:`membench.metrics.answer_layer`), "pictures" (image and screenshot items),
@@ -148,7 +148,7 @@ MEASURES: tuple[Measure, ...] = (
                      "\"never in a gated or headline false recall\""),
     Measure("false_recall_native", "Share of unanswerable records with an upstream tell "
             "(origin.audited false: natives of a source whose questions give them away, "
-            "membench.sets.tells.NATIVE_TELLS) whose cartridge is non-empty; never gated, never "
+            "membench.contract.tells.NATIVE_TELLS) whose cartridge is non-empty; never gated, never "
             "pooled with false_recall_rate. Shown beside it, labelled with the tell's ROC AUC "
             "from the set audit.", "unanswerable with a tell", "lower", "cartridge",
             headline=True, ranked=False,

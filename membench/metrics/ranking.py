@@ -3,7 +3,7 @@
 Everything here works on :class:`FirstHits`, a compact description of a set of queries:
 for each gold region that is hit at all, the (1-based) rank of the *first* atom hitting it.
 The JSONL path (:mod:`membench.metrics.score`) builds it by resolving regions against atoms;
-the TREC path (:mod:`membench.metrics.trec`) builds it from qrels (one relevant document =
+the TREC path (:mod:`membench.trec.evaluate`) builds it from qrels (one relevant document =
 one gold region). The formulas below are then shared:
 
 * ``recall@k``  = |{regions with first rank <= k}| / |gold|
@@ -25,8 +25,8 @@ one gold region). The formulas below are then shared:
 
 Queries with no gold (``n_gold == 0``) get NaN: they are outside these measures' denominator.
 
-Tie-breaking is the run protocol's (:data:`membench.run.protocol.TIE_BREAKING`,
-:func:`~membench.run.protocol.order_hits`): ranks come already ordered by it.
+Tie-breaking is the run protocol's (:data:`membench.contract.protocol.TIE_BREAKING`,
+:func:`~membench.contract.protocol.order_hits`): ranks come already ordered by it.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import numpy as np
 from .. import modalities
 from ..core.errors import InputError
 from ..run.files import AtomRow, to_us
-from ..sets.schema import SourceItem
+from ..contract.schema import SourceItem
 
 
 @dataclass(frozen=True)

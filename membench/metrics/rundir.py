@@ -50,7 +50,7 @@ from ..core.lock import raise_if_locked, run_dir_lock
 from ..core.paths import resolve_user_path
 from ..run.files import AtomRow, RunRow, read_atoms, read_meta, read_run
 from ..sets.build import set_digests
-from ..sets.schema import AnnotationRecord, SourceItem
+from ..contract.schema import AnnotationRecord, SourceItem
 from ..sets.select import select_records
 from .aggregate import aggregate
 from .bootstrap import N_RESAMPLES, SEED

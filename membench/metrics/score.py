@@ -4,7 +4,7 @@
 :class:`ItemScores`: one value per item and measure, NaN where the item is outside that
 measure's denominator (e.g. recall on an unanswerable item). An unanswerable item is in
 ``false_recall_rate``'s denominator when it is audited (``origin.audited``:
-:func:`membench.sets.tells.audited`), else in ``false_recall_native``'s: SPEC section 5,
+:func:`membench.contract.tells.audited`), else in ``false_recall_native``'s: SPEC section 5,
 "Upstream natives that fail this audit keep their text but are reported in their own column,
 never in a gated or headline false recall" (``ItemScores.audited`` says which, per item).
 Aggregation, intervals and gates are in :mod:`membench.metrics.aggregate`; slicing code can use
@@ -30,10 +30,10 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.jsonl import parse_model
 from ..run.files import AtomRow, RunRow, parse_atom, parse_run_row, to_us
-from ..run.protocol import rank_order
+from ..contract.protocol import rank_order
 from ..sets.judgments import PRIMARY
-from ..sets.schema import AnnotationRecord, SourceItem
-from ..sets.tells import audited as _audited
+from ..contract.schema import AnnotationRecord, SourceItem
+from ..contract.tells import audited as _audited
 from . import cartridge as cart_mod
 from .abstention import abstention_score
 from .atom_level import ATOM_MEASURES, atom_measures, relevant_atoms
@@ -65,7 +65,7 @@ class ItemScores:
     derivation: list[str | None]
     answerable: np.ndarray          # bool
     # bool: in the audited population (every answerable item, and an unanswerable one whose
-    # origin.audited is true: membench.sets.tells.audited); False: a native unanswerable with
+    # origin.audited is true: membench.contract.tells.audited); False: a native unanswerable with
     # an upstream tell, counted by false_recall_native only (SPEC section 5)
     audited: np.ndarray
     has_run: np.ndarray             # bool

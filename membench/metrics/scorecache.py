@@ -33,14 +33,22 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from .score import ItemScores
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .rundir import RunDir
+
+class ScoredRun(Protocol):
+    """What the cache reads of an opened run (a :class:`membench.metrics.rundir.RunDir`, which
+    imports this module: the cache names only the fields it keys on)."""
+
+    path: Path
+    sets_dir: Path
+    meta: dict[str, Any]
+    partial: bool
+    corpus_label: str
 
 VERSION = "scores-4"
 
@@ -69,7 +77,7 @@ def _file_digest(p: Path) -> str:
     return sha256_file(p) if p.is_file() else "missing"
 
 
-def key_of(rd: RunDir) -> str:
+def key_of(rd: ScoredRun) -> str:
     """The hex key of ``rd``'s scores (see the module docstring)."""
     from ..sets.build import set_digests
 
@@ -155,7 +163,7 @@ def load(data: bytes) -> ItemScores:
                       atom_qrels=[dict(q) for q in qrels], content=content)
 
 
-def scores(rd: RunDir, compute: Callable[[], ItemScores]) -> tuple[ItemScores, str | None]:
+def scores(rd: ScoredRun, compute: Callable[[], ItemScores]) -> tuple[ItemScores, str | None]:
     """``compute()``, or the stored scores of the same inputs; and the key (None when the
     cache is off or unusable)."""
     folder = _folder() if enabled() else None

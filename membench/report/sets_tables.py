@@ -9,7 +9,7 @@ from ..core.jsonl import read_models, sha256_file
 from ..core.paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH
 from ..modalities import MODALITIES
 from ..sets.build import SET_FILES, read_lock
-from ..sets.schema import AnnotationRecord
+from ..contract.schema import AnnotationRecord
 from ..sets.validate import RULES, Finding
 
 

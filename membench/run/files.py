@@ -7,7 +7,7 @@ extent}`` (plus an optional ``text``, what the system indexed, which is kept by 
 the failure browser and ignored here). ``run.jsonl``: one line per query ``{query_id, hits:
 [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``, hits in the order the system
 gave them, at most :data:`MAX_DEPTH`, plus an optional ``confidence`` (a finite number: the
-score the system's abstention decision thresholds, :class:`membench.run.protocol.Result`).
+score the system's abstention decision thresholds, :class:`membench.contract.protocol.Result`).
 
 ``meta.json`` (:func:`read_meta`): a JSON object; the fields readers act on are typed strictly
 (:class:`RunMeta`: ``split``, ``modalities``, ``limit``, ``sample_seed``, ``queries``,
@@ -42,7 +42,7 @@ from ..core.jsonl import (
 from ..core.textfiles import MAX_TREC_LINE, TREC_CONTROL, trec_fields, trec_float, trec_int  # noqa: F401  (re-exported: TREC lines)
 from ..core.times import timestamp_problem
 from ..modalities import MODALITIES, check_extent
-from .protocol import MAX_DEPTH, Atom
+from ..contract.protocol import MAX_DEPTH, Atom
 
 #: what a run directory holds (docs/runs.md), each a regular file when present
 RUN_DIR_FILES = ("meta.json", "atoms.jsonl", "run.jsonl", "metrics.json", ".membench.lock")

@@ -7,7 +7,7 @@ An external system hands in two files and no code:
   caps exactly as the runner checks a Python system's atoms;
 * a **TREC run** (``qid Q0 atom_id rank score tag``), ranked by membench's tie-breaking rule
   (score descending, then the rank column, then line order; see
-  :data:`membench.run.protocol.TIE_BREAKING`), at most 1000 hits per query kept. Its qids are
+  :data:`membench.contract.protocol.TIE_BREAKING`), at most 1000 hits per query kept. Its qids are
   the opaque ones of ``membench topics`` (:func:`membench.sets.topics.topic_id`) or the sets'
   query ids; a cartridge file may use either too.
 
@@ -30,7 +30,7 @@ reader refuses it unless read with ``--partial``, and then marks it PARTIAL ever
 of the split outside the named part is refused too.
 
 **What it is.** meta.json's ``identity`` says ``imported`` (with the files' sha256); its
-``card`` is the one given with ``card`` (a card file, :func:`membench.run.cards.read_card`),
+``card`` is the one given with ``card`` (a card file, :func:`membench.systems.cards.read_card`),
 never looked up by the name (docs/cards.md), and a card named like one of membench's own
 registry is refused.
 
@@ -64,7 +64,7 @@ from ..sets.build import set_digests
 from ..sets.select import check_modalities
 from ..sets.topics import topic_id
 from .files import check_run_dir_files, read_atoms, repeated, trec_fields, trec_float, trec_int
-from .protocol import MAX_DEPTH, order_hits
+from ..contract.protocol import MAX_DEPTH, order_hits
 from .runner import (
     check_atoms,
     check_limit,
@@ -305,7 +305,7 @@ def _import_card(card: Path | None):
     name of a card of membench's own registry."""
     if card is None:
         return None
-    from .cards import read_card, registry_claim
+    from ..systems.cards import read_card, registry_claim
 
     c = read_card(card)
     why = registry_claim(c.name, "imported")

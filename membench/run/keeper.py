@@ -13,12 +13,12 @@ process that runs the system gets only
   what a system is given anyway);
 * the selection's size and modalities, and, for a resumed run, the qids answered before.
 
-The keeper checks the sets (every hard rule, :func:`membench.run.runner.check_sets_before_run`)
-and selects the split (:func:`membench.run.runner.select_split`), so validation, which reads
+The keeper checks the sets (every hard rule, :func:`membench.run.split.check_sets_before_run`)
+and selects the split (:func:`membench.run.split.select_split`), so validation, which reads
 gold too, happens there as well. It writes ``run.jsonl``: the runner hands it each answer's
 line as it is answered, with the topic's qid where the line's ``query_id`` goes (the last key
 of a canonical line), and the keeper writes the line with the sets' query id, flushed, fsync'd
-by :func:`membench.run.runner.fsync_if_due`. It also checks each line's scope (atoms of another
+by :func:`membench.run.lines.fsync_if_due`. It also checks each line's scope (atoms of another
 holder, atoms observed after as_of: :func:`_scope_of`) against the atoms the run recorded, for
 the one line ``membench run`` ends with.
 
@@ -64,7 +64,7 @@ class Selection:
     order, the items it ingests, the selection's modalities (of its records) and size."""
 
     topics: list               # membench.sets.topics.Topic
-    items: list                # membench.sets.schema.SourceItem
+    items: list                # membench.contract.schema.SourceItem
     modalities: list[str]
     queries: int
 
@@ -154,7 +154,7 @@ class Keeper:
         """Check the sets (unless ``check_sets`` is false) and select the split, in the
         keeper; return what the system's process may know (:class:`Selection`)."""
         from ..core.jsonl import read_models
-        from ..sets.schema import SourceItem
+        from ..contract.schema import SourceItem
         from ..sets.topics import Topic
 
         def p(x):
@@ -240,7 +240,7 @@ class _State:
     def open(self, m: dict) -> dict:
         from ..core.jsonl import dumps
         from ..sets.topics import topic, topic_id
-        from .runner import check_sets_before_run, select_split
+        from .split import check_sets_before_run, select_split
 
         sets_dir = Path(m["sets_dir"])
         if m["check_sets"]:
@@ -261,7 +261,7 @@ class _State:
                 "modalities": sorted({r.modality for r in recs})}
 
     def done(self, m: dict) -> dict:
-        from .runner import _done_queries
+        from .lines import _done_queries
 
         done = _done_queries(Path(m["run_path"]))
         return {"ok": True, "done": [self.by_query[q] for q in done if q in self.by_query]}
@@ -278,7 +278,7 @@ class _State:
 
     def write(self, m: dict) -> dict:
         from .files import read_run
-        from .runner import LineFile
+        from .lines import LineFile
 
         self.run_path = Path(m["run_path"])
         if self.atoms_by_holder is not None and self.run_path.exists():

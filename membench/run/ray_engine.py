@@ -17,7 +17,7 @@ How the work is spread:
    per holder, so a holder's results do not depend on which other holders share its process:
    the lines equal the single-process run's.
 2. **Content extraction as Ray tasks** (reference systems only, whose chunker is
-   :func:`membench.run.content.chunk`), before the shards ingest: PDF text and OCR of the
+   :func:`membench.content.chunk`), before the shards ingest: PDF text and OCR of the
    split's PDF, image and screenshot items in batches of items, then, for dense and hybrid,
    the embeddings of the atom texts the cache lacks, cut into the very chunks the local engine
    would embed (same texts, same order, same ``chunk_size``), so they are the same floats.
@@ -27,7 +27,7 @@ How the work is spread:
 3. **Queries** go out in windows of presentation order (``window`` queries at a time, two
    windows in flight); each window is written in presentation order once its answers are in,
    handed line by line to the run's keeper process (:mod:`membench.run.keeper`), which
-   writes each with its query id, flushed, fsynced every ``runner.FSYNC_SECONDS``, exactly
+   writes each with its query id, flushed, fsynced every ``lines.FSYNC_SECONDS``, exactly
    as for the local loop. The driver and the workers hold topics (opaque qid, question,
    scope, as_of), never the sets' records.
 
@@ -61,6 +61,11 @@ An existing cluster (``address``): joined and left as it was. Before ``ray.init`
 address must answer within ``connect_timeout`` seconds (bound ``ray_connect_seconds``,
 default 30): a TCP connection, then Ray's own GCS client (``InnerGcsClient``); an address
 that does not is one line naming it (Ray's own retries waited 828 s for one).
+
+Why one file: the driver, its cluster (start, loopback check, the reaper's hand-off, the kill
+at the end) and the shard workers are one protocol whose promises (each line written exactly
+once, no process outlives the driver, no port off loopback) are read and tested together; the
+process that reaps a dead driver's cluster is :mod:`membench.run.ray_reaper`.
 """
 
 from __future__ import annotations
@@ -86,9 +91,9 @@ from ..core.errors import MembenchError
 from ..core.jsonl import dumps
 from ..core.netguard import quiet_native_telemetry
 from ..core.paths import MANIFEST_PATH, cache_dir
-from ..sets.schema import AnnotationRecord, SourceItem
-from .content.config import CONTENT_ENV, content_settings
-from .protocol import Atom
+from ..contract.schema import AnnotationRecord, SourceItem
+from ..content.config import CONTENT_ENV, content_settings
+from ..contract.protocol import Atom
 from .runner import (
     _check_hits,
     _write_json,
@@ -492,7 +497,7 @@ _SYSTEMS: dict[str, Any] = {}
 
 
 def _worker_system(name: str, config: dict):
-    from .systems import make_system
+    from ..systems import make_system
 
     key = dumps([name, config])
     if key not in _SYSTEMS:
@@ -516,7 +521,7 @@ class ShardWorker:
 
     def __init__(self, name: str, config: dict, env: dict[str, str]):
         _worker_env(env)
-        from .systems import make_system
+        from ..systems import make_system
 
         with _progress.configured("quiet"):
             self.system = make_system(name, dict(config))
@@ -551,7 +556,7 @@ class ShardWorker:
 
 
 def _dense_engines(engine) -> list:
-    from .systems.dense import DenseEngine
+    from ..systems.dense import DenseEngine
 
     if isinstance(engine, DenseEngine):
         return [engine]
@@ -585,8 +590,8 @@ def _embed_task(name: str, config: dict, env: dict[str, str], which: int,
 # --------------------------------------------------------------------------- extraction
 
 def _reference_chunker(system) -> bool:
-    from . import content
-    from .systems.retrieval import RetrievalSystem
+    from .. import content
+    from ..systems.retrieval import RetrievalSystem
 
     return isinstance(system, RetrievalSystem) and \
         getattr(system.chunker, "func", None) is content.chunk
@@ -603,8 +608,8 @@ def extract_content(ray, system, name: str, config: dict, env: dict[str, str],
     extract in their own ``ingest`` (nothing to do here)."""
     if not _reference_chunker(system):
         return {"tasks": 0, "note": "not a reference system: extraction runs in its ingest"}
-    from .systems.dense import DIM
-    from .systems.retrieval import has_terms
+    from ..systems.dense import DIM
+    from ..systems.retrieval import has_terms
 
     extract = ray.remote(num_cpus=1, max_retries=3)(_extract_task)
     heavy = [it for it in items if it.modality in OCR_PDF]
@@ -788,7 +793,7 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
     workers hold topics, never the records. Returns meta.json's content. ``on_event(kind,
     info)`` is told ``"workers"`` (the shard actors' pids), ``"window"`` (lines written so
     far) and ``"restart"`` (a shard's index): for tests and monitoring."""
-    from .systems import make_system, receives_records
+    from ..systems import make_system, receives_records
 
     ray = import_ray()
     config = dict(config or {})

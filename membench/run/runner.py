@@ -3,8 +3,8 @@
 RUN_DIR holds
 
 * ``meta.json``: system name and config, what the system is (``identity``:
-  :mod:`membench.run.identity`) and whether the run was ``sealed`` (a system over HTTP), its
-  model card by that identity (:func:`membench.run.cards.card_for`; ``card_refused`` says why a
+  :mod:`membench.systems.identity`) and whether the run was ``sealed`` (a system over HTTP), its
+  model card by that identity (:func:`membench.systems.cards.card_for`; ``card_refused`` says why a
   card the system carries was not taken) and the input truncation applied (``truncation``:
   the runner asks every system that takes one for ``min(card max_input_tokens, 512)`` tokens,
   and records the limit and how many atom texts it cut), split, subset, set files' and
@@ -14,7 +14,7 @@ RUN_DIR holds
 * ``run.jsonl``: one line per query, handed to the run's keeper as it is answered, which
   appends and flushes it: ``{query_id, hits: [[atom_id, score], ...], cartridge: [atom_id,
   ...], latency_ms}``, and ``confidence`` when the system reported one
-  (:class:`membench.run.protocol.Result`);
+  (:class:`membench.contract.protocol.Result`);
 * ``scratch/``: only for a system that keeps its state on disk (it defines
   ``use_scratch(path)``; the adapters of real memory libraries do): its store, never the
   user's home.
@@ -39,7 +39,7 @@ systems keep each holder's memory and statistics apart, so its lines equal the f
 the same queries).
 
 Only the registered test doubles that need it are handed the split's records (gold) before
-ingest (:func:`membench.run.systems.receives_records`), loaded in this process for them alone;
+ingest (:func:`membench.systems.receives_records`), loaded in this process for them alone;
 meta.json says so (``sees_gold``) and every figure of such a run is marked "not a valid
 submission". Any other system that asks for them (defines ``bind``) is refused.
 
@@ -67,12 +67,10 @@ import json
 import math
 import numbers
 import operator
-import os
 import subprocess
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
@@ -82,77 +80,32 @@ import orjson
 
 from .. import __version__
 from ..core import progress as _progress
-from ..core.atomic import atomic_write_json, atomic_write_text, open_append, open_regular
+from ..core.atomic import atomic_write_json, atomic_write_text, open_append
 from ..core.errors import InputError, MembenchError
 from ..core.ids import id_problem, ids_problem
-from ..core.jsonl import dumps, iter_json_lines, read_json_file, read_models, sha256_file
+from ..core.jsonl import dumps, read_json_file, sha256_file
 from ..core.lock import prepare_run_dir, run_dir_lock
 from ..core.netguard import NetworkGuard, quiet_native_telemetry
 from ..core.paths import BENCH_DIR, MANIFEST_PATH, REPO_ROOT
 from ..modalities import EXTENT_CAPS, MODALITIES
-from ..sets.build import set_digests, split_holders
-from ..sets.schema import AnnotationRecord, SourceItem
+from ..sets.build import set_digests
+from ..contract.schema import SourceItem
 from ..sets.select import (
     ORDER_RULE,
     ORDER_SEED,
     check_modalities,
-    presentation_order,
-    select_records,
 )
-from .content.config import content_settings
-from .files import SCRATCH, check_run_dir_files, parse_run_row, repeated
-from .protocol import MAX_DEPTH, Atom, MemorySystem, check_atom
+from ..content.config import content_settings
+from .files import SCRATCH, check_run_dir_files, repeated
+from .lines import FSYNC_SECONDS, LineFile, _done_queries, fsync_if_due  # noqa: F401 (re-exported)
+from .split import SplitData, check_limit, check_sets_before_run, load_split, select_split  # noqa: F401,E501
+from ..contract.protocol import MAX_DEPTH, Atom, MemorySystem, check_atom
 
 TEST_ACCESS_LOG = BENCH_DIR / "test_access.jsonl"
 
 
 class ProtocolError(MembenchError):
     """A system broke the protocol (bad atom, unknown hit id, too deep a list)."""
-
-
-@dataclass
-class SplitData:
-    records: list[AnnotationRecord]
-    items: list[SourceItem]
-
-
-def load_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = None,
-               limit: int | None = None, sample_seed: int | None = None) -> SplitData:
-    """Records and items of one split: the records :func:`membench.sets.select.select_records`
-    picks (``limit``: N queries per modality, hash-chosen; ``sample_seed``: another hash) in
-    presentation order (:func:`membench.sets.select.presentation_order`), and the items of the
-    split's holders in the selected modalities (with ``limit``: only of the holders those
-    records are asked of). Scoring reads this, and the run's keeper process
-    (:mod:`membench.run.keeper`); the process that runs a system does not (it gets topics)."""
-    recs, positions, items_all = select_split(sets_dir, split, modalities, limit, sample_seed)
-    return SplitData(recs, [items_all[i] for i in positions])
-
-
-def select_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = None,
-                 limit: int | None = None, sample_seed: int | None = None
-                 ) -> tuple[list[AnnotationRecord], list[int], list[SourceItem]]:
-    """:func:`load_split`'s selection: the records in presentation order, the positions in
-    ``items.jsonl`` (0-based) of the items a system ingests, and every item of the file."""
-    sets_dir = Path(sets_dir)
-    mods = check_modalities(modalities)
-    items_all = read_models(sets_dir / "items.jsonl", SourceItem)
-    by_source: dict[str, set[str]] = {}
-    for it in items_all:
-        by_source.setdefault(it.source_id.split(":", 1)[0], set()).add(it.holder)
-    hsplit = split_holders({k: sorted(v) for k, v in by_source.items()})
-    positions = [i for i, it in enumerate(items_all)
-                 if hsplit[it.holder] == split and it.modality in mods]
-    recs, locs = select_records(sets_dir, split, mods, limit, sample_seed)
-    for r, (f, no) in zip(recs, locs):
-        if hsplit.get(r.scope.holder) != split:
-            raise InputError(f, no, "scope.holder", f"{r.query_id}: split {split} but holder "
-                             f"{r.scope.holder} is {hsplit.get(r.scope.holder)}",
-                             rule="SPLIT_LEAK")
-    if limit is not None:
-        asked = {r.scope.holder for r in recs}
-        positions = [i for i in positions if items_all[i].holder in asked]
-    rank = {q: i for i, q in enumerate(presentation_order(r.query_id for r in recs))}
-    return sorted(recs, key=lambda r: rank[r.query_id]), positions, items_all
 
 
 def code_revision() -> str:
@@ -175,36 +128,6 @@ def _now() -> str:
 
 def _write_json(path: Path, obj) -> None:
     atomic_write_json(path, obj, indent=2, sort_keys=True, default=str)
-
-
-def _done_queries(run_path: Path) -> set[str]:
-    """Query ids already answered; a torn last line (a crash mid-write) is cut off. The file
-    is opened by :func:`membench.core.atomic.open_regular` (never through a symlink, never a
-    FIFO), so the cut happens to this run's own file or not at all."""
-    if not os.path.lexists(run_path):
-        return set()
-    with os.fdopen(open_regular(run_path, os.O_RDWR), "r+b") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size:
-            f.seek(size - 1)
-            if f.read(1) != b"\n":         # a torn last line: cut it, reading back in chunks
-                end = size
-                while end > 0:
-                    start = max(0, end - (1 << 20))
-                    f.seek(start)
-                    at = f.read(end - start).rfind(b"\n")
-                    if at >= 0:
-                        end = start + at + 1
-                        break
-                    end = start
-                f.truncate(end)
-    done: set[str] = set()
-    for no, obj in iter_json_lines(run_path):
-        qid = parse_run_row(obj, str(run_path), no).query_id
-        if qid in done:
-            raise InputError(run_path, no, "query_id", f"{qid!r} twice", rule="DUPLICATE_QUERY_ID")
-        done.add(qid)
-    return done
 
 
 def log_test_access(system: str, out: Path, revision: str, action: str = "run") -> None:
@@ -246,63 +169,6 @@ def check_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem]) ->
         why = check_atom(a, by_id.get(a.source_id))
         if why:
             raise ProtocolError(f"system {system_name}: atom #{i} ({a.atom_id}): extent rejected: {why}")
-
-
-_PASSED: set[tuple] = set()     # inputs that passed check_sets_before_run in this process
-
-
-def _fingerprint(sets_dir: Path, corpus_root: Path | None, manifest: Path,
-                 lock: Path | None) -> tuple:
-    """What the check depends on: the set files' and manifest's and lock's sha256, and every
-    corpus file's (path, size, mtime, inode). Any change means checking again."""
-    def digest(p: Path | None) -> str | None:
-        return sha256_file(p) if p is not None and Path(p).is_file() else None
-
-    corpus: list[tuple] = []
-    if corpus_root is not None:
-        for dirpath, dirnames, filenames in os.walk(corpus_root):
-            for n in sorted(filenames + dirnames):
-                st = os.lstat(os.path.join(dirpath, n))
-                corpus.append((dirpath, n, st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode))
-    return (str(Path(sets_dir).resolve()), tuple(sorted(set_digests(sets_dir).items())),
-            digest(manifest), digest(lock), str(corpus_root), tuple(sorted(corpus)))
-
-
-def check_sets_before_run(sets_dir: Path, corpus_root: Path | None,
-                          manifest: Path = MANIFEST_PATH, lock: Path | None = None) -> None:
-    """Refuse sets that break a hard rule (:func:`membench.sets.validate.validate_sets`, with
-    the corpus when given and the lock when given): the first error as a located
-    :class:`InputError`, with the count of the others. Warnings pass. Inputs that passed once
-    in this process (same :func:`_fingerprint`) are not checked again. Reads the sets, the
-    manifest, the lock and the corpus; writes nothing."""
-    from ..sets.validate import validate_sets
-
-    if not (Path(sets_dir) / "items.jsonl").is_file():
-        what = "does not exist" if not Path(sets_dir).exists() else "holds no items.jsonl"
-        raise MembenchError(f"{sets_dir}: {what}: the sets are not built; build them with "
-                            "`membench build` (or `make sets`), then run again")
-    key = _fingerprint(Path(sets_dir), corpus_root, Path(manifest), lock)
-    if key in _PASSED:
-        return
-    errors = [f for f in validate_sets(Path(sets_dir), Path(manifest), lock=lock,
-                                       corpus=corpus_root) if f.level == "error"]
-    if not errors:
-        _PASSED.add(key)
-        return
-    first = errors[0]
-    more = (f" (and {len(errors) - 1} more error(s): `membench validate --sets "
-            f"{sets_dir}` lists them)") if len(errors) > 1 else ""
-    raise InputError(first.file, first.line, None, f"{first.message}{more}; a run needs "
-                     "sets that pass every hard rule", rule=first.rule)
-
-
-def check_limit(limit: int | None) -> None:
-    """``--limit``: ``None`` (every query) or an integer >= 1 (a :class:`MembenchError`
-    otherwise: 0 would run nothing and succeed, a negative one would run everything)."""
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
-                              or limit < 1):
-        raise MembenchError(f"--limit must be an integer >= 1 (queries per modality), got "
-                            f"{limit!r}")
 
 
 def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corpus_root: Path,
@@ -378,7 +244,7 @@ def _run_locked(system: MemorySystem, keeper, sel, sets_dir: Path, split: str, o
     meta_old = {"network": meta.get("network")}  # an interrupted run's count, carried on
     meta_path, run_path = out / "meta.json", out / "run.jsonl"
     if meta["sees_gold"]:  # registered test doubles only: they are handed the gold on purpose
-        from .systems.doubles import RunContext
+        from ..systems.doubles import RunContext
         system.bind(RunContext(Path(sets_dir), split,
                                load_split(sets_dir, split, modalities, limit, sample_seed).records))
     guard = network_guard(system)
@@ -468,43 +334,6 @@ def warn_scope(name: str, scope: dict) -> None:
     line = scope_line(name, scope)
     if line:
         print(line, file=sys.stderr, flush=True)
-
-
-#: run.jsonl is fsync'd once this many seconds have passed since its last fsync (and at the
-#: end): a power cut or kernel crash loses at most about the last second's lines (a dying
-#: process loses none: every line is written and flushed as it is answered)
-FSYNC_SECONDS = 1.0
-
-
-def fsync_if_due(f, synced: float, now: float) -> float:
-    """fsync ``f`` when :data:`FSYNC_SECONDS` have passed from ``synced`` to ``now`` (readings
-    of one monotonic clock); returns the time of the last fsync. The local loop, the Ray loop
-    and bench/bench_query.py's rewrite of the lines all sync by this rule."""
-    if now - synced >= FSYNC_SECONDS:
-        os.fsync(f.fileno())
-        return now
-    return synced
-
-
-class LineFile:
-    """run.jsonl as the keeper writes it: appended line by line, each written and flushed,
-    fsync'd by :func:`fsync_if_due` and at :meth:`close`."""
-
-    def __init__(self, path: Path):
-        self.f = open_append(path)
-        self.synced = time.perf_counter()
-
-    def write(self, line: bytes) -> None:
-        self.f.write(line)
-        self.f.flush()
-        self.synced = fsync_if_due(self.f, self.synced, time.perf_counter())
-
-    def close(self) -> None:
-        try:
-            self.f.flush()
-            os.fsync(self.f.fileno())
-        finally:
-            self.f.close()
 
 
 def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: set[str],
@@ -655,9 +484,9 @@ def begin_run(system: MemorySystem, sel, sets_dir: Path, split: str, out: Path,
     :class:`membench.run.keeper.Selection`) with status ``running`` (checked against an
     interrupted run's meta.json, whose ``started`` and ``resumed`` count it carries on); a
     final run is logged. ``engine`` is recorded as meta's ``engine``; ``identity`` says what
-    the system is (:func:`membench.run.identity.identify`), ``sealed`` whether it ran in
+    the system is (:func:`membench.systems.identity.identify`), ``sealed`` whether it ran in
     another process than the one holding the sets (a system over HTTP), ``card`` its card as
-    its identity gives it (:func:`membench.run.cards.card_for`; ``card_refused`` says why a
+    its identity gives it (:func:`membench.systems.cards.card_for`; ``card_refused`` says why a
     card it carries was not taken). Any system but the registered test doubles that need gold
     is refused if it defines ``bind``."""
     if split not in ("dev", "test"):
@@ -672,8 +501,8 @@ def begin_run(system: MemorySystem, sel, sets_dir: Path, split: str, out: Path,
     check_run_dir_files(out)
     meta_path = out / "meta.json"
 
-    from .identity import identify
-    from .systems import DOUBLES, receives_records
+    from ..systems.identity import identify
+    from ..systems import DOUBLES, receives_records
 
     sees_gold = receives_records(system)
     if hasattr(system, "bind") and not sees_gold:
@@ -681,7 +510,7 @@ def begin_run(system: MemorySystem, sel, sets_dir: Path, split: str, out: Path,
             f"system {system.name}: it defines bind() to be handed the split's records, but "
             f"only the registered test doubles that need them ("
             f"{', '.join(k for k, v in DOUBLES.items() if v)}) may see gold")
-    from .cards import MAX_INPUT_TOKENS, card_for
+    from ..systems.cards import MAX_INPUT_TOKENS, card_for
 
     limit_inputs = getattr(system, "limit_inputs", None)
     if callable(limit_inputs):          # every encoder reads min(its card's max, 512) tokens
@@ -735,7 +564,7 @@ def truncation_meta(system: MemorySystem, counted: bool = True) -> dict:
     and, after an ingest in this process, how many atom texts it cut), else its card's with no
     limit; ``counted=False`` when the ingest ran elsewhere (Ray workers), so nothing was
     counted here."""
-    from .cards import system_card, truncation_record
+    from ..systems.cards import system_card, truncation_record
 
     trunc = getattr(system, "truncation", None)
     rec = trunc() if callable(trunc) else truncation_record(system_card(system), None)
@@ -862,7 +691,7 @@ def check_answer(name: str, qid: str, hits: Any, cartridge: Any,
 
 
 def check_confidence(name: str, qid: str, conf: Any) -> float | None:
-    """A system's ``confidence`` (:class:`membench.run.protocol.Result`): ``None``, or a finite
+    """A system's ``confidence`` (:class:`membench.contract.protocol.Result`): ``None``, or a finite
     real number (``int``, ``float``, a numpy scalar; not a ``bool`` or a string), returned as
     a ``float``; anything else is a :class:`ProtocolError` naming the system and the query."""
     if conf is None:

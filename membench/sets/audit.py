@@ -54,6 +54,10 @@ and two checks on those features, per modality (both splits pooled):
 
 Gates apply to modalities with at least :data:`MIN_UNANSWERABLE` unanswerable records; the
 others are reported, marked "not gated". Reads the sets folder only.
+
+Why one file: the features, the classifiers, the gates, the cache key and the tables that
+print them are one measurement under one version (:data:`AUDIT_CACHE_VERSION`): the tables show
+exactly the fields the gates read, and a change to either is a change to the audit.
 """
 
 from __future__ import annotations
@@ -71,9 +75,9 @@ import numpy as np
 
 from ..core.jsonl import read_models
 from ..modalities import MODALITIES
-from .schema import AnnotationRecord, SourceItem
+from ..contract.schema import AnnotationRecord, SourceItem
 from .select import presentation_order, select_records
-from .tells import NATIVE_TELLS
+from ..contract.tells import NATIVE_TELLS
 
 AUC_GATE = 0.65
 CI_GATE = 0.70       # the text classifiers' upper 95% bound
@@ -667,7 +671,8 @@ def audit_key(sets_dir: str | Path) -> str | None:
             h.update(f"{f}={sha256_file(p) if p.is_file() else '-'}\n".encode())
     except OSError:
         return None
-    h.update(f"source={source_digest(('sets', 'core', 'modalities'))}\n".encode())
+    code = source_digest(("contract", "core", "modalities", "sets", "sources"))
+    h.update(f"source={code}\n".encode())
     for dist in ("numpy", "scipy", "scikit-learn"):
         try:
             h.update(f"{dist}=={md.version(dist)}\n".encode())

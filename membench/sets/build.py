@@ -34,9 +34,9 @@ from ..core.paths import confine
 from ..modalities import MODALITIES
 from .derive import derive, policy
 from .neardup import NearDupIndex, image_hashes
-from .schema import AnnotationRecord, RecordDraft, SourceItem
-from .sources import SOURCES
-from .sources.base import Coverage
+from ..contract.schema import AnnotationRecord, RecordDraft, SourceItem
+from ..sources import SOURCES
+from ..sources.base import Coverage
 from .timeline import build_timelines
 
 SET_FILES = tuple(f"{m}.jsonl" for m in MODALITIES) + ("items.jsonl",)

@@ -25,8 +25,8 @@ from ..core import progress
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import iter_json_lines, parse_model, sha256_file, write_jsonl
 from ..core.paths import confine
-from .schema import ManifestEntry, ManifestFile
-from .sources import spec_for_folder
+from ..contract.schema import ManifestEntry, ManifestFile
+from ..sources import spec_for_folder
 
 # Which file of each mirrored source carries the annotations: its commit is the revision that
 # records cite in origin.revision.

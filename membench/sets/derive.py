@@ -87,8 +87,8 @@ import snowballstemmer
 from .. import modalities
 from ..core.hashing import hash_order
 from .neardup import NearDupIndex
-from .schema import AnnotationRecord, Gold, Origin, RecordDraft, Scope, SourceItem
-from .tells import labels as tell_labels
+from ..contract.schema import AnnotationRecord, Gold, Origin, RecordDraft, Scope, SourceItem
+from ..contract.tells import labels as tell_labels
 from .timeline import Timeline, pick
 
 # source key -> {derivation: share of the source's answerable queries}

@@ -28,7 +28,7 @@ from ..core.errors import MembenchError
 from ..core.hashing import hash_order, limit_subset
 from ..core.jsonl import iter_json_lines, parse_model
 from ..modalities import MODALITIES
-from .schema import AnnotationRecord
+from ..contract.schema import AnnotationRecord
 
 Loc = tuple[str, int]
 

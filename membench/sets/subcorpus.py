@@ -50,7 +50,7 @@ from ..core.jsonl import check_readable_file, iter_json_lines, parse_model, sha2
 from ..core.paths import DEFAULT_SETS_DIR, LOCK_PATH
 from ..modalities import MODALITIES
 from .build import SET_FILES, set_digests, set_stats, source_of, split_holders
-from .schema import AnnotationRecord, SourceItem
+from ..contract.schema import AnnotationRecord, SourceItem
 
 MANIFEST = "subcorpus.json"
 OWN_LOCK = "sets.lock.json"

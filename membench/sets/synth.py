@@ -67,7 +67,7 @@ def real_stats(sets_dir: Path) -> dict:
     """The shape statistics of a built sets folder's dev conversations (lists of observed
     values, sorted): what :func:`generate` draws from."""
     from ..core.jsonl import read_models
-    from .schema import SourceItem
+    from ..contract.schema import SourceItem
     from .select import select_records
 
     sets_dir = Path(sets_dir)

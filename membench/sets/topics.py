@@ -26,7 +26,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ..core.jsonl import write_jsonl
-from .schema import AnnotationRecord, Scope, Strict, Timestamp
+from ..contract.schema import AnnotationRecord, Scope, Strict, Timestamp
 from .select import presentation_order, select_records
 
 

@@ -77,7 +77,7 @@ from ..core.paths import confine
 from ..modalities import MODALITIES, check_region
 from .build import SET_FILES, read_lock
 from .corpus import check_corpus, revisions_by_source
-from .schema import AnnotationRecord, SourceItem, repeated_regions
+from ..contract.schema import AnnotationRecord, SourceItem, repeated_regions
 
 MIN_UNANSWERABLE_SHARE = 0.15
 _JUDGMENT_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -280,7 +280,7 @@ def _modalities_not_covered(sets_dir: Path) -> set[str]:
     (a mirror without that modality): their empty set file is expected, not an error. Without
     a readable coverage.json, none."""
     from .coverage import read_coverage
-    from .sources import BY_KEY
+    from ..sources import BY_KEY
 
     path = sets_dir / "coverage.json"
     if not path.is_file():

@@ -1,0 +1,417 @@
+"""The leaderboard's ranking: :func:`leaderboard` reads a result store and makes the
+:class:`Leaderboard` (one long row per size class, judgment set, scope, entry and measure: the
+best of each column, the gates' verdicts, the paired tests against the best with Holm's
+correction over each table), the labels of its rows (:func:`entry_label`, :func:`ran_text`,
+the no-memory baselines: :func:`is_baseline`), the best per headline measure
+(:func:`best_rows`) and why the rows are ordered as they are (:func:`rank_reason`). The rules
+are in :mod:`membench.analysis.leaderboard`.
+
+Reads a store folder (:func:`membench.analysis.leaderboard.store.read_store`) and its
+``membench verify`` results (:func:`membench.analysis.verify.read_verifications`); writes
+nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...core import progress
+from ...core.errors import MembenchError
+from ...core.paths import resolve_user_path
+from ...metrics import abstention
+from ...metrics.bootstrap import SEED, check_resamples
+from ...metrics.measures import BY_NAME, MAX_FALSE_RECALL, ORDERING_MEASURES
+from ...metrics.measures import MEASURES as MEASURES_REGISTRY
+from ...modalities import MODALITIES
+from ...systems.cards import size_class
+# verify imports the store inside its functions only, so this import is no circle
+from ..verify import read_verifications, verify_text
+from .columns import (
+    CARTRIDGE_RANK_BY,
+    MEASURES,
+    OTHER,
+    PRIMARY,
+    RANK_BY,
+    RELEVANCE,
+    SHOWN_CONTEXT,
+    SHOWN_LATENCY,
+    _num,
+    cell_text,
+)
+from .store import read_store
+
+#: what a baseline's label says after its name (:func:`is_baseline`)
+BASELINE_MARK = " (no-memory baseline)"
+
+
+def is_baseline(e: dict[str, Any]) -> bool:
+    """An entry of a no-memory baseline (``nothing``, ``echo``: a registered test double that
+    carries a card and sees no gold; the others carry none and are refused). Its row is shown
+    under the ranked ones, as the floor every figure is read against; it is never the best of
+    a column and never tested against it."""
+    return (e.get("identity") or {}).get("kind") == "test double"
+
+
+def ran_text(e: dict[str, Any]) -> str:
+    """What an entry's row says ran: its identity's kind (``reference``, ``registered
+    package NAME VERSION``, ``user module MODULE:CLASS``, ``HTTP service URL``, ...) and
+    whether the run was sealed (the system answered over HTTP, from another process than the
+    one holding the sets)."""
+    ident = e.get("identity") or {}
+    kind = ident.get("kind") or "unknown"
+    d = ident.get("distribution") or {}
+    if kind == "registered package":
+        what = f"registered package {d.get('name', '?')} {d.get('version', '?')}"
+    elif kind == "user module":
+        what = f"user module {ident.get('class') or ident.get('spec')}"
+    elif kind == "HTTP service":
+        what = f"HTTP service {ident.get('spec')}"
+    elif kind == "library adapter":
+        what = f"library adapter ({ident.get('spec') or e.get('system')})"
+    else:
+        what = kind
+    return f"{what} · {'sealed' if e.get('sealed') else 'not sealed'}"
+
+
+def entry_label(e: dict[str, Any], all_entries: list[dict[str, Any]]) -> str:
+    """``system (card)``; where one system and card appear in several entries (another config
+    or code revision), with the run directory's name, and the entry id if that is shared too."""
+    card = e["card"]["name"]
+    base = e["system"] if card == e["system"] else f"{e['system']} ({card})"
+    twins = [x for x in all_entries if x["system"] == e["system"]
+             and x["card"]["name"] == card]
+    if len(twins) > 1:
+        run = Path(str(e.get("run_dir") or "")).name
+        base += f" [{run}]"
+        if sum(1 for x in twins if Path(str(x.get("run_dir") or "")).name == run) > 1:
+            base += f" #{e['id'][:6]}"
+    return base
+
+
+@dataclass
+class Leaderboard:
+    store: dict[str, Any]
+    entries: list[dict[str, Any]]
+    labels: dict[str, str]                  # entry id -> label
+    rows: Any                               # long DataFrame (see leaderboard())
+    rank_by: str = RANK_BY
+    notes: list[str] = field(default_factory=list)
+    verified: dict[str, dict[str, Any]] = field(default_factory=dict)  # entry id -> verify
+
+    def verify_text(self, eid: str) -> str:
+        """The entry's last ``membench verify`` result, as a row shows it."""
+        return verify_text(self.verified.get(eid))
+
+    def ran(self, eid: str) -> str:
+        return ran_text(next(e for e in self.entries if e["id"] == eid))
+
+    @property
+    def tells(self) -> dict[str, float | None]:
+        """source -> the ROC AUC of its upstream tell (the audit of the store's sets, which
+        every entry shares): the label of the natives' false-recall column."""
+        return dict(self.entries[0]["native_tells"]) if self.entries else {}
+
+    @property
+    def size_classes(self) -> list[str]:
+        return [c for c in ("<=1B", ">1B") if c in set(self.rows["size_class"])]
+
+    @property
+    def judgment_sets(self) -> list[str]:
+        seen = list(dict.fromkeys(self.rows["judgment_set"]))
+        return [PRIMARY, *sorted(s for s in seen if s != PRIMARY)] if PRIMARY in seen else seen
+
+    def rank_measure(self, family: str | None) -> str:
+        """What a table of ``family`` is ranked by: :attr:`rank_by` when it is one of the
+        family's measures, else the family's default (``recall@1000`` for relevance,
+        :data:`CARTRIDGE_RANK_BY` for the cartridge and scope table, on which silence scores
+        0)."""
+        if family == "other":
+            return self.rank_by if self.rank_by in OTHER else CARTRIDGE_RANK_BY
+        return self.rank_by if self.rank_by in RELEVANCE else RANK_BY
+
+    def table(self, size: str, judgment_set: str, scope: str | None = None,
+              family: str | None = None):
+        """The long rows of one size class and judgment set (``family``: ``relevance``, the
+        measures that follow the set, or ``other``, under ``gold`` only; ``scope``: one)."""
+        r = self.rows
+        r = r[(r["size_class"] == size) & (r["judgment_set"] == judgment_set)]
+        if family is not None:
+            r = r[r["family"] == family]
+        return r if scope is None else r[r["scope"] == scope]
+
+    def wide(self, size: str, judgment_set: str, *, digits: int = 3):
+        """One row per (scope, system), one text cell per measure: value [95% CI], n, the
+        gate's verdict, and the comparison with the best (``best``, ``= best`` when not
+        significantly different after Holm, else the difference and Holm p)."""
+        import pandas as pd
+
+        t = self.table(size, judgment_set)
+        out = []
+        scopes = [s for s in [*MODALITIES, "all"] if s in set(t["scope"])]
+        for scope in scopes:
+            g = t[t["scope"] == scope]
+            order = g[g["measure"] == self.rank_by].sort_values(
+                ["baseline", "value", "system"],
+                ascending=[True, BY_NAME[self.rank_by].direction == "lower", True],
+                na_position="last")["entry"]
+            for eid in order:
+                row: dict[str, Any] = {"scope": scope, "system": self.labels[eid],
+                                       "ran": self.ran(eid), "verified": self.verify_text(eid)}
+                cells = g[g["entry"] == eid].set_index("measure")
+                card = next(e["card"] for e in self.entries if e["id"] == eid)
+                row["parameters"] = card["parameter_count"]
+                for m in [*MEASURES, SHOWN_LATENCY, *SHOWN_CONTEXT]:
+                    if m not in cells.index:
+                        continue
+                    c = cells.loc[m]
+                    row[m] = cell_text(c, digits=1 if m.startswith(("latency", "context"))
+                                       else digits)
+                out.append(row)
+        return pd.DataFrame(out)
+
+
+#: why a measure orders the leaderboard's rows, for the measures that have been chosen to
+#: (page 06 says it beside the ranking; :func:`rank_reason`)
+RANK_REASONS: dict[str, str] = {
+    "recall@1000": "a first-stage measure: is the evidence retrieved at all, at a depth a "
+                   "reranker or a cartridge could still use it? It orders the systems by what "
+                   "they can find, the question Q2D-Web's leaderboard ranks by. Whether the "
+                   "evidence is at the top is recall@10's question (the gated one) and nDCG@10's",
+    abstention.KEPT: "the false-recall gate read as an operating point: how much of the "
+                     "answerable items a system still answers when held to a false recall of "
+                     "at most 0.10. A system that always abstains scores 0 on it, so silence "
+                     "cannot head the cartridge table, as it would ranked by false recall alone",
+}
+
+
+def rank_reason(rank_by: str) -> str:
+    """Why the rows are ordered by ``rank_by``, and how to read the other columns: the
+    measure's definition and citation from the registry, the reason it was chosen
+    (:data:`RANK_REASONS`, where there is one) and the gated headline measures beside it."""
+    m = BY_NAME[rank_by]
+    gated = [x.name for x in MEASURES_REGISTRY if x.headline and x.gate and x.name != rank_by]
+    why = RANK_REASONS.get(rank_by)
+    first = m.definition.split(". ")[0].rstrip(".")        # its first sentence
+    text = (f"Rows are ordered by {rank_by} ({first}; {m.citation})"
+            + (f": {why}." if why else "."))
+    text += (f" It is gated ({m.gate.op} {m.gate.threshold:g})." if m.gate else
+             " It is not gated.")
+    if gated:
+        text += (f" The gated measures ({', '.join(gated)}) are columns beside it: each "
+                 "column marks its own best system and tests every other one against it, so a "
+                 "system can head the order and still fail a gate. Read the column of the "
+                 "question you have (the best per headline measure is listed above the tables).")
+    return text
+
+
+def best_rows(lb: Leaderboard, size: str, *, judgment_set: str = PRIMARY,
+              scope: str = "all") -> list[dict[str, Any]]:
+    """Per headline measure of the registry that the table shows: the best system with its
+    value, 95% interval and n, and every other system's difference from it with the Holm
+    p and whether it is significant (the leaderboard's own tests)."""
+    from ...metrics.measures import HEADLINE
+
+    t = lb.table(size, judgment_set, scope)
+    out = []
+    for m in HEADLINE:
+        g = t[t["measure"] == m]
+        if g.empty or not g["is_best"].any():
+            continue
+        b = g[g["is_best"]].iloc[0]
+        others = []
+        others, floor = [], []
+        for r in g[~g["is_best"]].sort_values("system").to_dict("records"):
+            if r.get("baseline"):           # shown beside, never tested (is_baseline)
+                floor.append({"system": r["system"].removesuffix(BASELINE_MARK),
+                              "value": _num(r["value"])})
+                continue
+            p = r.get("p_holm")
+            others.append({"system": r["system"], "value": _num(r["value"]),
+                           "diff": _num(r.get("diff")),
+                           "p_holm": None if p is None or np.isnan(p) else float(p),
+                           "significant": bool(r.get("significant"))})
+        out.append({"measure": m, "direction": BY_NAME[m].direction, "best": b["system"],
+                    "value": _num(b["value"]), "ci95": [_num(b["ci95_lo"]), _num(b["ci95_hi"])],
+                    "n": int(b["n"]), "others": others, "baselines": floor})
+    return out
+
+
+def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
+                n_resamples: int = 10_000, seed: int = SEED) -> Leaderboard:
+    """The leaderboard of a result store (see :mod:`membench.analysis.leaderboard`).
+
+    ``rows`` has one row per (size class, judgment set, scope, entry, measure): ``value``,
+    ``n``, ``denominator``, ``ci95_lo`` / ``ci95_hi``, ``gate`` (e.g. ``">= 0.9"``) and
+    ``gate_pass``, ``is_best``, ``best`` (the best entry's id), and against the best ``diff``
+    (this minus best, on the items both define), ``diff_ci95_lo`` / ``diff_ci95_hi`` (paired
+    bootstrap), ``p_permutation``, ``p_holm`` (Holm over every test of one table) and
+    ``significant`` (``p_holm < 0.05`` and the bootstrap p < 0.05). ``family`` is
+    ``relevance`` for the measures that follow the judgment set (one table per size class and
+    set) and ``other`` for the rest (false recall, holder and temporal correctness, latency:
+    one table per size class, listed under ``gold``)."""
+    with progress.step("leaderboard: paired tests against the best", unit="table") as bar:
+        return _leaderboard(store_dir, rank_by, n_resamples, seed, bar)
+
+
+def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, seed: int,
+                 bar: progress.Step) -> Leaderboard:
+    import pandas as pd
+
+    from ..compare import holm, paired_test
+
+    check_resamples(n_resamples, "--resamples")
+    store, entries = read_store(store_dir)
+    if store is None or not entries:
+        raise MembenchError(f"{resolve_user_path(store_dir)}: an empty result store; add runs "
+                            "with `membench leaderboard --runs RUN_DIR ... --out DIR`")
+    rankable = [m for m in MEASURES if BY_NAME[m].ranked]
+    if rank_by not in rankable:
+        raise MembenchError(f"--rank-by {rank_by!r}: one of {', '.join(rankable)}")
+    labels = {e["id"]: entry_label(e, entries) + (BASELINE_MARK if is_baseline(e) else "")
+              for e in entries}
+    baselines = {e["id"] for e in entries if is_baseline(e)}
+    order = entries[0]["items"]["query_id"]
+    pos = {q: i for i, q in enumerate(order)}
+    mods = np.asarray(entries[0]["items"]["modality"], dtype=object)
+    values: dict[tuple[str, str, str], np.ndarray] = {}
+    abst: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for e in entries:
+        idx = np.array([pos[q] for q in e["items"]["query_id"]])
+        for js, per in e["items"]["values"].items():
+            for m, vals in per.items():
+                arr = np.full(len(order), np.nan)
+                arr[idx] = np.array([np.nan if v is None else v for v in vals], dtype=float)
+                values[(e["id"], js, m)] = arr
+        ab = e["items"]["abstention"]
+        score = np.full(len(order), -np.inf)
+        score[idx] = [-np.inf if v is None else float(v) for v in ab["score"]]
+        kept = np.zeros(len(order), bool)
+        kept[idx] = [not x for x in ab["abstained"]]
+        ans = np.zeros(len(order), bool)
+        ans[idx] = ab["answerable"]
+        aud = np.zeros(len(order), bool)
+        aud[idx] = ab["audited"]
+        abst[e["id"]] = (score, kept, ans, aud)
+
+    def ordering(eid: str, mask: np.ndarray) -> abstention.Ordering:
+        score, kept, ans, aud = abst[eid]
+        keep = mask & aud                   # the audited items only
+        return abstention.Ordering(score[keep], kept[keep], ans[keep], mods[keep])
+    notes = []
+    for e in entries:
+        if _calibration_run(e):
+            notes.append(f"{labels[e['id']]}: its cartridge is at the uncalibrated default "
+                         "threshold (a calibration run, or no calibration file): no cartridge "
+                         "figures shown")
+    sets = sorted({js for e in entries for js in e["judgment_sets"]},
+                  key=lambda s: (s != PRIMARY, s))
+    rows: list[dict[str, Any]] = []
+    bar.set_total(len(sets) * len({size_class(int(e["card"]["parameter_count"]))
+                                   for e in entries}))
+    for size in ("<=1B", ">1B"):
+        members = [e for e in entries if size_class(int(e["card"]["parameter_count"])) == size]
+        if not members:
+            continue
+        for js in sets:
+            bar.note(f"size {size}, judgment set {js}")
+            have = [e for e in members if js in e["judgment_sets"]]
+            if len(have) < len(members):
+                notes.append(f"{size}, {js}: {len(members) - len(have)} entr(y/ies) carry no "
+                             f"{js} judgments and are left out of its table")
+            start = len(rows)
+            shown = [*RELEVANCE, *(OTHER if js == PRIMARY else ())]
+            for scope in [*[m for m in MODALITIES if m in set(mods)], "all"]:
+                mask = np.ones(len(order), bool) if scope == "all" else mods == scope
+                for m in shown:
+                    meas = BY_NAME[m]
+                    figs = {e["id"]: None if m in UNCALIBRATED_HIDDEN and _calibration_run(e)
+                            else e["figures"][js].get(scope, {}).get(m) for e in have}
+                    best = None
+                    if m in MEASURES and meas.ranked:
+                        cand = [(figs[i]["value"], labels[i], i) for i in figs
+                                if figs[i] and figs[i]["value"] is not None
+                                and i not in baselines]
+                        if cand:
+                            hi = meas.direction == "higher"
+                            best = sorted(cand, key=lambda c: (-c[0] if hi else c[0], c[1]))[0][2]
+                    for e in have:
+                        f = figs[e["id"]]
+                        if f is None:
+                            continue
+                        g = meas.gate
+                        verdict, why = (None, "")
+                        if g:
+                            comp = (e["figures"][PRIMARY].get(scope, {}).get(g.silent_if[0])
+                                    or {}).get("value") if g.silent_if else None
+                            verdict, why = g.verdict(f["value"], comp)
+                        row = {"size_class": size, "judgment_set": js, "scope": scope,
+                               "family": "relevance" if m in RELEVANCE else "other",
+                               "entry": e["id"], "system": labels[e["id"]], "measure": m,
+                               "baseline": e["id"] in baselines,
+                               "value": f["value"], "n": f["n"],
+                               "denominator": f["denominator"], "ci95_lo": f["ci95"][0],
+                               "ci95_hi": f["ci95"][1],
+                               "gate": f"{g.op} {g.threshold:g}" if g else "",
+                               "gate_pass": verdict, "gate_why": why,
+                               "is_best": best == e["id"], "best": best,
+                               "diff": np.nan, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
+                               "p_bootstrap": np.nan, "p_permutation": np.nan}
+                        if best is not None and best != e["id"] and f["value"] is not None \
+                                and e["id"] not in baselines:
+                            if m in ORDERING_MEASURES:
+                                t = abstention.paired_difference(
+                                    ordering(e["id"], mask), ordering(best, mask), m,
+                                    f"leaderboard|{scope}|{m}",
+                                    max_false_recall=MAX_FALSE_RECALL,
+                                    n_resamples=min(n_resamples, ORDERING_RESAMPLES), seed=seed)
+                            else:
+                                t = paired_test(values[(e["id"], js, m)][mask],
+                                                values[(best, js, m)][mask],
+                                                f"leaderboard|{js}|{scope}|{m}",
+                                                n_resamples=n_resamples, seed=seed)
+                            row.update({k: t[k] for k in ("diff", "diff_ci95_lo",
+                                                          "diff_ci95_hi", "p_bootstrap",
+                                                          "p_permutation")})
+                            row["paired_n"] = t["n"]
+                        rows.append(row)
+            for fam in ("relevance", "other"):       # one Holm family per table shown
+                block = [r for r in rows[start:] if r["family"] == fam]
+                # the abstention-order statistics have a bootstrap p only (package docstring)
+                p = np.array([r["p_bootstrap"] if r["measure"] in ORDERING_MEASURES
+                              else r["p_permutation"] for r in block], dtype=float)
+                for r, a in zip(block, holm(p)):
+                    r["p_holm"] = float(a)
+                    r["significant"] = bool(a < 0.05 and r["p_bootstrap"] < 0.05) \
+                        if not np.isnan(a) else None
+            bar.advance()
+    df = pd.DataFrame(rows)
+    return Leaderboard(store, entries, labels, df, rank_by, notes,
+                       read_verifications(store_dir, entries))
+
+
+#: paired bootstrap draws for the abstention-order statistics' tests against the best (each
+#: draw re-orders every stratum: cheaper than 10,000, and enough for a 95% interval)
+ORDERING_RESAMPLES = 2000
+
+
+#: measures that depend on the cartridge thresholds: not shown for a calibration run
+UNCALIBRATED_HIDDEN: tuple[str, ...] = tuple(m for m in MEASURES
+                                             if BY_NAME[m].family == "cartridge")
+
+
+def _calibration_run(entry: dict[str, Any]) -> bool:
+    """A run whose cartridge is at the uncalibrated default threshold: made with ``--config
+    calibration=none`` (what ``membench calibrate`` reads), or a system without a calibration
+    file (its config says ``none (no calibration file)``)."""
+    cfg = entry.get("config") or {}
+    return isinstance(cfg, dict) and str(cfg.get("calibration", "")).startswith("none")
+
+
+__all__ = ["BASELINE_MARK", "ORDERING_RESAMPLES", "RANK_REASONS", "UNCALIBRATED_HIDDEN",
+           "Leaderboard", "best_rows", "entry_label", "is_baseline", "leaderboard", "ran_text",
+           "rank_reason"]

@@ -1,0 +1,302 @@
+"""Test doubles: systems whose scores are known in advance, to show the metrics can tell.
+
+* ``oracle`` reads the gold (on purpose) and returns, per query, one atom per gold region in
+  gold order with the same atoms as its cartridge; it abstains on unanswerable queries. Its
+  recall@10 is the ceiling ``min(1, 10 / |gold|)`` per item, i.e. 1.0 wherever a run can reach
+  it, and its false-recall rate is 0.
+* ``leaky`` ignores scope: for any question it returns the gold atoms of *every* record with that
+  question text, whoever's and whenever they are, and for a derived unanswerable the gold of
+  the query it derives from (``origin.distractor``: another holder's, or from the future), so
+  every transactive and temporal item leaks; then atoms drawn from the whole multi-tenant
+  memory. It never abstains.
+* ``random`` respects scope and returns in-scope atoms in a seeded random order; its cartridge
+  is the top atom (it never abstains). It is not handed the records.
+* ``metadata`` ranks like ``random`` but abstains whenever a metadata rule fires: ``as_of`` is
+  before the holder's last item, or the question was asked before in this run (the rules an
+  outside audit found to give unanswerable queries away, :mod:`membench.sets.audit`). It is
+  not handed the records and reads no content: on sets without tells its abstention rate is
+  the same on answerable and unanswerable queries.
+
+The no-memory baselines (neither is handed the records):
+
+* ``nothing`` holds no memory: it reports no atoms, and answers every query with no hits and an
+  empty cartridge. Every recall is 0, false recall is 0, it abstains on every answerable item,
+  and its context cost is 0: the floor of every figure, and what "abstain always" scores.
+* ``echo`` hands over nothing but ranks by the question's own words. An answerer without
+  memory has only the question; the faithful "memory" that adds nothing to it would hand the
+  question's words back as one atom. The protocol cannot express that: atoms are reported at
+  ingest, before any question exists, and the runner refuses a hit or cartridge atom that was
+  not (:mod:`membench.run.runner`); and the answer layer reads an atom's text from membench's
+  content for its extent, never from what a system reports, so such an atom would be scored as
+  the content it points at. So ``echo`` keeps the question's words as its only signal and its
+  cartridge empty: it ingests the content layer's atoms (:func:`membench.content.chunk`,
+  the reference systems' text), and ranks the holder's in-scope atoms (``observed_at <=
+  as_of``) by how many distinct question words (casefolded ``\\w+`` runs; no stemming, no
+  stop words, no weights) their text holds, atoms holding none left out, ties by atom id
+  ascending (as the reference engines), at most ``depth`` (100). Its recall is what echoing
+  the question into the memory finds, the lexical floor under ``bm25``; its cartridge, and so
+  its context cost, is empty, like ``nothing``'s. (How often the question itself holds the
+  answer is a property of the records, for the answer layer to compute on the question text.)
+
+Only ``oracle`` and ``leaky`` see gold (:data:`membench.systems.DOUBLES`); their runs are
+marked "not a valid submission".
+
+The oracle's atoms: one atom per distinct gold region of the split, shaped as the region
+(a video span longer than the cap is cut into windows), plus structural atoms
+(:mod:`membench.systems.structural`) for everything else, so the memory is complete.
+"""
+
+from __future__ import annotations
+
+import random as _random
+import re
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .. import modalities
+from ..core.hashing import stable_hash
+from ..contract.schema import AnnotationRecord, Gold, Scope, SourceItem
+from .cards import Card
+from ..content import ChunkConfig, chunk, content_meta
+from ..contract.protocol import Atom, Result
+from .retrieval import rank
+from .structural import atom_id, structural_atoms
+
+
+@dataclass
+class RunContext:
+    """What the runner tells a system that asks for it (``bind``): the split's records. Only
+    test doubles use it; a real system must not read gold."""
+
+    sets_dir: Path
+    split: str
+    records: list[AnnotationRecord]
+
+
+def _region_extents(modality: str, region: dict) -> list[dict]:
+    return modalities.get(modality).gold_extents(region)
+
+
+class _Double:
+    """What every test double shares: a name, a seed and a seeded random order."""
+
+    name = "double"
+    reads_gold = False
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self.atoms: list[Atom] = []
+
+    def config(self) -> dict[str, Any]:
+        return {"seed": self.seed, "reads_gold": self.reads_gold}
+
+    def rng(self, question: str) -> _random.Random:
+        return _random.Random(stable_hash(str(self.seed), self.name, question))
+
+    def in_scope(self, question: str, scope: Scope, as_of: datetime, k: int = 100) -> list[str]:
+        """Up to ``k`` in-scope atoms in a seeded order of (question, holder, as_of)."""
+        if getattr(self, "_scoped", None) is None or self._scoped[0] is not self.atoms:
+            by: dict[str, list[Atom]] = {}
+            for a in self.atoms:                       # atom order kept within a holder
+                by.setdefault(a.holder, []).append(a)
+            self._scoped = (self.atoms, by)
+        pool = [a.atom_id for a in self._scoped[1].get(scope.holder, ())
+                if a.observed_at <= as_of]
+        return self.rng(question + scope.holder + as_of.isoformat()).sample(pool,
+                                                                           min(len(pool), k))
+
+
+class _GoldIndex(_Double):
+    """A double that is handed the split's records (gold) before ingest."""
+
+    name = "gold-index"
+    reads_gold = True
+
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__(seed)
+        self.ctx: RunContext | None = None
+
+    def bind(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+
+    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
+        by_id = {it.source_id: it for it in items}
+        self.region_atoms: dict[tuple, list[str]] = {}
+        atoms: dict[str, Atom] = {}
+        for r in (self.ctx.records if self.ctx else []):
+            for g in [*r.gold, *_original_gold(r)]:
+                it = by_id.get(g.source_id)
+                if it is None:
+                    continue
+                key = (g.source_id, repr(sorted(g.region.items())))
+                ids = []
+                for ext in _region_extents(r.modality, g.region):
+                    a = Atom(atom_id("g", g.source_id, ext), g.source_id, it.modality, it.holder,
+                             it.observed_at, ext)
+                    atoms[a.atom_id] = a
+                    ids.append(a.atom_id)
+                self.region_atoms[key] = ids
+        for a in structural_atoms(items):
+            atoms.setdefault(a.atom_id, a)
+        self.atoms = sorted(atoms.values(), key=lambda a: a.atom_id)
+        self.by_query: dict[tuple, list[AnnotationRecord]] = {}
+        self.by_question: dict[str, list[AnnotationRecord]] = {}
+        for r in (self.ctx.records if self.ctx else []):
+            self.by_query.setdefault((r.question, r.scope.holder, r.as_of), []).append(r)
+            self.by_question.setdefault(r.question, []).append(r)
+        return self.atoms
+
+    def gold_atoms(self, records: list[AnnotationRecord], original: bool = False) -> list[str]:
+        """The first atom of each gold region of ``records`` (and, with ``original``, of the
+        gold of the queries derived records come from)."""
+        out: list[str] = []
+        for r in records:
+            for g in [*r.gold, *(_original_gold(r) if original else [])]:
+                for a in self.region_atoms.get((g.source_id, repr(sorted(g.region.items()))), [])[:1]:
+                    if a not in out:
+                        out.append(a)
+        return out
+
+
+def _original_gold(r: AnnotationRecord) -> list[Gold]:
+    """The gold of the query a derived record comes from (kept in ``origin.distractor``)."""
+    if not r.origin.derived_from:
+        return []
+    return [Gold(**g) for g in (r.origin.distractor or []) if isinstance(g, dict)]
+
+
+class Oracle(_GoldIndex):
+    name = "oracle"
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        recs = [r for r in self.by_query.get((question, scope.holder, as_of), [])
+                if not r.unanswerable]
+        ids = self.gold_atoms(recs)[:1000]
+        return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=ids)
+
+
+class Leaky(_GoldIndex):
+    name = "leaky"
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        ids = self.gold_atoms(self.by_question.get(question, []), original=True)
+        pool = [a.atom_id for a in self.atoms]
+        extra = self.rng(question).sample(pool, min(len(pool), 20))
+        for a in extra:
+            if a not in ids:
+                ids.append(a)
+        ids = ids[:1000]
+        return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=ids[:3])
+
+
+class RandomSystem(_Double):
+    name = "random"
+
+    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
+        self.atoms = structural_atoms(items)
+        return self.atoms
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        ids = self.in_scope(question, scope, as_of)
+        return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=ids[:1])
+
+
+class MetadataRules(_Double):
+    """Ranks like ``random``; abstains when ``as_of`` is before the holder's last item or the
+    question (lower case, single spaces) was asked before in this run, else commits its top
+    atom. Keeps only the holders' last observation times and the questions it was asked."""
+
+    name = "metadata"
+    RULES = ("as_of before the holder's last item", "question asked before in this run")
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "abstains_when": list(self.RULES)}
+
+    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
+        self.atoms = structural_atoms(items)
+        self.last: dict[str, datetime] = {}
+        for it in items:
+            if it.holder not in self.last or it.observed_at > self.last[it.holder]:
+                self.last[it.holder] = it.observed_at
+        self.seen: set[str] = set()
+        return self.atoms
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        ids = self.in_scope(question, scope, as_of)
+        key = " ".join(question.lower().split())
+        last = self.last.get(scope.holder)
+        fires = (last is not None and as_of < last) or key in self.seen
+        self.seen.add(key)
+        return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)],
+                      cartridge=[] if fires else ids[:1])
+
+
+def _baseline_card(name: str, revision: str) -> Card:
+    """The card of a no-memory baseline: what puts its row on the leaderboard, as a baseline
+    (a test double's entry is never ranked or tested: :mod:`membench.analysis.leaderboard`)."""
+    return Card(name=name, kind="lexical", revision=revision, parameter_count=0,
+                size_class="<=1B", pooling="none", normalisation="none",
+                license="Apache-2.0 (membench)",
+                notes="A no-memory baseline (membench.systems.doubles): shown on the "
+                      "leaderboard as the floor every figure is read against; never ranked.")
+
+
+class Nothing(_Double):
+    """No memory: no atoms, no hits, an empty cartridge (the module docstring)."""
+
+    name = "nothing"
+    card = _baseline_card("nothing", "membench no-memory baseline: no atoms, no hits, an "
+                          "empty cartridge")
+
+    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
+        return []
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        return Result(hits=[], cartridge=[])
+
+
+_WORDS = re.compile(r"\w+")
+
+
+def words(text: str) -> set[str]:
+    """The distinct casefolded ``\\w+`` runs of ``text`` (what ``echo`` compares)."""
+    return set(_WORDS.findall(text.casefold()))
+
+
+class Echo(_Double):
+    """Ranks in-scope content atoms by the question's words they hold; hands over nothing
+    (the module docstring)."""
+
+    name = "echo"
+    card = _baseline_card("echo", "membench no-memory baseline: in-scope content atoms ranked "
+                          "by the distinct question words they hold (depth 100); an empty "
+                          "cartridge")
+
+    def __init__(self, seed: int = 0, depth: int = 100) -> None:
+        super().__init__(seed)
+        self.depth = depth
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "depth": self.depth,
+                "score": "distinct casefolded \\w+ question words in the atom's text",
+                "content": content_meta(ChunkConfig())}
+
+    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
+        self.atoms = chunk(items, corpus_root, ChunkConfig())
+        # per holder: word -> positions (in self.atoms) of the atoms whose text holds it
+        self.index: dict[str, dict[str, list[int]]] = {}
+        for i, a in enumerate(self.atoms):
+            by_word = self.index.setdefault(a.holder, {})
+            for w in words(a.text):
+                by_word.setdefault(w, []).append(i)
+        return self.atoms
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        by_word = self.index.get(scope.holder, {})
+        held = Counter(i for w in words(question) for i in by_word.get(w, ()))
+        hits = [(self.atoms[i].atom_id, float(n)) for i, n in held.items()
+                if self.atoms[i].observed_at <= as_of]
+        return Result(hits=rank(hits, self.depth), cartridge=[])

@@ -1,0 +1,96 @@
+"""Every import path the docs give users works: the dotted ``membench...`` names of README.md,
+docs/, examples/, notebooks/ and bench/ scripts (modules, and names in them), both those they
+give now and those they gave before the rooms moved (tests/fixtures/documented_paths.json,
+taken from the docs of that time: each old path imports through membench/core/moved.py as the
+very module of its new path)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BEFORE = json.loads((ROOT / "tests" / "fixtures" / "documented_paths.json").read_text())
+_FROM = re.compile(r"from[ \t]+(membench[\w.]*)[ \t]+import[ \t]+\(?([\w \t,]*)")
+_DOTTED = re.compile(r"(?<![\w./-])membench(?:\.\w+)+(?::\w+)?")   # not .membench.lock
+
+
+def named_paths() -> set[str]:
+    """The dotted paths the docs name now (``from X import a, b`` as ``X.a``, ``X.b``; an
+    entry point ``X:attr`` as ``X.attr``)."""
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
+             *sorted((ROOT / "examples").rglob("*.py")), *sorted((ROOT / "examples").rglob("*.md")),
+             *sorted((ROOT / "notebooks").rglob("*.ipynb")), *sorted((ROOT / "bench").glob("*.py"))]
+    names: set[str] = set()
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        if f.suffix == ".ipynb":
+            text = "\n".join("".join(c["source"]) for c in json.loads(text)["cells"])
+        for m in _FROM.finditer(text):
+            names |= {f"{m.group(1)}.{n.split()[0]}" for n in m.group(2).split(",")
+                      if n.split() and re.fullmatch(r"\w+", n.split()[0])}   # "a as b": a
+        names |= {m.group(0).replace(":", ".") for m in _DOTTED.finditer(text)}
+    return names
+
+
+def resolve(name: str):
+    """The object a dotted path names: the longest importable module, then attributes;
+    raises ImportError / AttributeError."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ModuleNotFoundError as e:
+            if e.name and not ".".join(parts[:i]).startswith(e.name):
+                raise                   # the module exists but one of its imports is missing
+            continue
+        for p in parts[i:]:
+            obj = getattr(obj, p)
+        return obj
+    raise ImportError(name)
+
+
+@pytest.mark.parametrize("name", BEFORE)
+def test_a_path_the_docs_gave_still_imports(name):
+    resolve(name)
+
+
+def test_the_paths_the_docs_give_now_import():
+    """Every path the docs name now resolves, but for words that only look like one (prose
+    such as ``membench.systems`` the entry-point group, which also resolves)."""
+    bad = []
+    for name in sorted(named_paths()):
+        try:
+            resolve(name)
+        except (ImportError, AttributeError) as e:
+            bad.append(f"{name}: {type(e).__name__}: {e}")
+    assert not bad, "\n".join(bad)
+
+
+def test_an_old_path_is_the_new_module_itself():
+    from membench.core.moved import MOVED, new_path
+
+    for old in MOVED:
+        assert importlib.import_module(old) is importlib.import_module(new_path(old)), old
+    import membench.run.protocol as old
+    from membench.contract import protocol as new
+
+    assert old is new and old.Result is new.Result and old.__name__ == "membench.contract.protocol"
+    from membench.run.systems.dense import DenseEngine
+    from membench.systems.dense import DenseEngine as New
+
+    assert DenseEngine is New
+    assert new_path("membench.run.runner") is None
+
+
+def test_a_path_that_is_not_there_fails():
+    with pytest.raises(AttributeError):       # no such module under the old path's package
+        resolve("membench.run.content.no_such_module")
+    with pytest.raises(ModuleNotFoundError):
+        resolve("membench_no_such_package.x")
+    with pytest.raises(AttributeError):
+        resolve("membench.run.protocol.NoSuchName")
