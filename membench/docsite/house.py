@@ -99,7 +99,8 @@ def floor_of(module: str) -> int:
 
 def markdown() -> str:
     """The ``house`` block of docs/architecture.md."""
-    rows = ["| floor | room | what it holds | reads / writes | may import |", "|---:|---|---|---|---|"]
+    rows = ["| floor | room | what it holds | reads / writes | may import |",
+            "|---:|---|---|---|---|"]
     for i, room in enumerate(ROOMS):
         names = ", ".join(f"`{n}`" for n in room.names if n != "__init__")
         below = "its own room only" if i == 0 else f"its own and floors 0-{i - 1}"
