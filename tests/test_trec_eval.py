@@ -258,3 +258,30 @@ def test_help_says_how_the_tie_rules_differ(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "docid descending" in out and "rank column" in out and "0.5 by membench" in out
     assert "--strict" in out and "--lenient" in out and "-M" in out and "-l" in out
+
+
+def test_the_command_on_an_interleaved_run_keeps_pandas_out_and_does_not_crash(tmp_path):
+    """``membench trec-eval`` (its own light start: membench.launch) keeps pandas out of the
+    process; a run whose queries interleave takes pyarrow's id lookup, which asks for pandas:
+    it must go on without it (it once failed there on a None planted in sys.modules) and print
+    what trec_eval() prints in process."""
+    import subprocess
+    import sys
+
+    from test_metrics_trec import _clean_run
+
+    text, _, qrels = _clean_run(random.Random(200), 60)
+    lines = text.splitlines(keepends=True)
+    random.Random(0).shuffle(lines)          # every query comes back: the interleaved path
+    (tmp_path / "run").write_text("".join(lines))
+    (tmp_path / "qrels").write_text("".join(f"{q} 0 {d} {r}\n" for q, docs in qrels.items()
+                                            for d, r in docs.items()))
+    code = ("import sys; from membench.launch import main; rc = main(sys.argv[1:]); "
+            "print('pandas imported:', 'pandas' in sys.modules, file=sys.stderr); sys.exit(rc)")
+    p = subprocess.run([sys.executable, "-c", code, "trec-eval", "--lenient",
+                        str(tmp_path / "qrels"), str(tmp_path / "run")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    assert "pandas imported: False" in p.stderr
+    want = list(trec_eval(tmp_path / "qrels", tmp_path / "run", None, lenient=True))
+    assert p.stdout.splitlines() == want and len(want) > 20

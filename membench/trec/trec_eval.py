@@ -644,6 +644,17 @@ def run_command(a) -> int:
     return 0
 
 
+class _NoPandas:
+    """A meta-path finder under which ``import pandas`` fails as when it is not installed
+    (:func:`main` keeps pandas out of ``membench trec-eval``'s start-up)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r} (kept out of membench "
+                                      "trec-eval)", name=name)
+        return None
+
+
 def main(argv: Sequence[str]) -> int:
     """``membench trec-eval ARGS`` without the rest of membench's command line: numpy and
     this module only, so that start-up stays a fraction of a second (``membench.launch``).
@@ -657,10 +668,13 @@ def main(argv: Sequence[str]) -> int:
     add_arguments(p)
     p.add_argument("--quiet", action="store_true", help="(no progress lines are printed)")
     # pyarrow imports pandas (0.3 s of start-up) the first time it converts an array, to look
-    # for pandas objects; this process hands it none, so pandas is kept out
+    # for pandas objects; this process hands it none, so pandas is kept out: an import of it
+    # fails as if it were not installed (pyarrow then goes on without it). Not None in
+    # sys.modules: pyarrow's compiled import takes that None for the module and fails on it.
     hide = "pandas" not in sys.modules
+    blocker = _NoPandas()
     if hide:
-        sys.modules["pandas"] = None  # type: ignore[assignment]
+        sys.meta_path.insert(0, blocker)
     try:
         return run_command(p.parse_args(list(argv)))
     except MembenchError as e:
@@ -676,5 +690,5 @@ def main(argv: Sequence[str]) -> int:
         print(f"membench: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 3
     finally:
-        if hide and sys.modules.get("pandas", 0) is None:
-            del sys.modules["pandas"]
+        if hide:
+            sys.meta_path.remove(blocker)
