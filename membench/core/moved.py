@@ -39,6 +39,9 @@ MOVED: dict[str, str] = {
 }
 
 
+_OLD = tuple(MOVED)                    # (a name they start is checked by new_path)
+
+
 def new_path(name: str) -> str | None:
     """Where the module ``name`` is now (``None`` when it did not move): the longest entry of
     :data:`MOVED` that is ``name`` or a package above it."""
@@ -68,6 +71,8 @@ class MovedFinder(importlib.abc.MetaPathFinder):
     """Finds an old path of :data:`MOVED` (and nothing else)."""
 
     def find_spec(self, fullname, path=None, target=None):
+        if not fullname.startswith(_OLD):   # every other import of the process: one C call
+            return None
         new = new_path(fullname)
         if new is None or importlib.util.find_spec(new) is None:
             return None                # not moved, or no such module at the new path either
