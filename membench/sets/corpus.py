@@ -38,6 +38,9 @@ ANNOTATION_FILE = {
     "medvidqa": "test.json",
     "tabmwp": "problems_test1k.json",
     "finchart-bench": "QA_data.json",
+    "prefeval": "explicit_preference/travel_restaurant.json",
+    "realtalk": "Chat_1_Emi_Elise.json",
+    "pstuts-vqa": "test.json",
 }
 MIRROR_META = ("PROVENANCE.jsonl", "LICENSE-NOTES.md")
 

@@ -91,6 +91,31 @@ SOURCES: tuple[SourceSpec, ...] = (
         "image is its gold",
         license="no license upstream: all rights reserved, research evaluation only",
         adapter="finchart:load", scenario="chart-image-qa", mirrored=True),
+    # ---- mirrored and checked against the manifest; their questions are read and counted
+    # ---- as not covered until their mapping into the sets lands (sources/registered.py).
+    SourceSpec(
+        key="prefeval", name="PrefEval", modality="conversation", folder="prefeval",
+        upstream="https://github.com/amazon-science/PrefEval",
+        annotation_source="1,000 user preferences over 20 topics, each with a later question "
+        "whose generic answer would violate it (Zhao et al., ICLR 2025); explicit, choice-based "
+        "(aligned_op) and persona-driven forms",
+        license="CC BY-NC 4.0",
+        adapter="registered:load_prefeval", scenario="preference-memory", mirrored=True),
+    SourceSpec(
+        key="realtalk", name="REALTALK", modality="conversation", folder="realtalk",
+        upstream="https://github.com/danny911kr/REALTALK",
+        annotation_source="questions with evidence dialogue turn ids over 10 real 21-day "
+        "conversations between people (Lee et al., 2025), LoCoMo's format; evidence by dia_id",
+        license="no license upstream: research evaluation only",
+        adapter="registered:load_realtalk", scenario="dialogue-memory", mirrored=True),
+    SourceSpec(
+        key="pstuts", name="PsTuts-VQA", modality="video", folder="pstuts-vqa",
+        upstream="https://github.com/mbudisic/pstuts-rag",
+        annotation_source="17,768 questions written by three image-editing experts while "
+        "watching 76 narrated tutorials (Zhao et al., 2021); each names the transcript sentence "
+        "(sent_id) whose begin/end give the gold span",
+        license="CC BY-NC 4.0",
+        adapter="registered:load_pstuts", scenario="instructional-video-qa", mirrored=True),
     # ---- in the design, not in this mirror: adapters read the real upstream format and are
     # ---- tested on fixtures; builds report them as not mirrored.
     SourceSpec(
