@@ -44,7 +44,7 @@ RUNCONFIG ?=
 DENSECONFIG ?=
 # the registered test doubles: run and reported like any system, never on the leaderboard
 # (it takes systems with a model card that did not see the gold)
-DOUBLES  := oracle leaky random metadata nothing echo
+DOUBLES  := oracle leaky random newest oldest metadata nothing echo
 # the no-memory baselines (registered doubles, seconds each): make all runs them beside SYSTEMS;
 # reports compare them, and the leaderboard shows them under the ranked rows, never ranked
 BASELINES ?= nothing echo

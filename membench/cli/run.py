@@ -96,7 +96,7 @@ Run a memory system over one split into RUN_DIR. Before ingesting anything the s
 checked against every hard rule, the corpus against the manifest and the set files against
 the lock (seconds); RUN_DIR is locked for the whole run (a second writer is refused, naming
 this one). Re-running the same command resumes an interrupted run.""")
-    r.add_argument("--system", required=True, help="bm25, dense, hybrid, oracle, leaky, random, "
+    r.add_argument("--system", required=True, help="bm25, dense, hybrid, oracle, leaky, random, newest, oldest, "
                    "metadata, nothing, echo, a real memory library (mem0, mempalace, llamaindex, "
                    "llamaindex-bm25: optional extras, docs/systems.md), "
                    "an entry point in the membench.systems group, module:Class (imported "

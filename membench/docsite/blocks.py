@@ -323,6 +323,38 @@ def _answer_context_brief(ctx: Context) -> str:
     return "\n".join(rows)
 
 
+POSITION_FLOOR_RESULT = REPO_ROOT / "bench" / "results" / "position-floor.json"
+#: how far above ``random`` a ranker that reads no content may reach (docs/sets.md)
+POSITION_MARGIN = 0.05
+
+
+def _position_floor(ctx: Context) -> str:
+    """recall@10 of the rankers that read no content (bench/position_floor.py ->
+    bench/results/position-floor.json), per modality on dev, with whether newest-first and
+    oldest-first stay within :data:`POSITION_MARGIN` of random."""
+    from ..modalities import MODALITIES
+
+    d = json.loads(POSITION_FLOOR_RESULT.read_text())
+    sy = d["systems"]
+    rows = ["| modality (dev) | answerable n | random | newest first | oldest first | "
+            f"within random + {POSITION_MARGIN:.2f} |", "|---|---:|---:|---:|---:|---|"]
+    for m in [*MODALITIES, "all"]:
+        if m not in sy["random"]:
+            continue
+        r, n, o = (sy[k][m]["recall@10"] for k in ("random", "newest", "oldest"))
+        if r["value"] is None:
+            continue
+        if not sy["random"][m]["recall@1000"]["value"]:
+            rows.append(f"| {m} | {r['n']} | {_fig(r)} | {_fig(n)} | {_fig(o)} | not measured: "
+                        "no structural atom hits its gold (random's recall@1000 is 0) |")
+            continue
+        bad = [name for name, e in (("newest", n), ("oldest", o))
+               if e["value"] > r["value"] + POSITION_MARGIN]
+        rows.append(f"| {m} | {r['n']} | {_fig(r)} | {_fig(n)} | {_fig(o)} | "
+                    + ("yes" if not bad else "**no**: " + ", ".join(bad)) + " |")
+    return "\n".join(rows)
+
+
 def _bounds(ctx: Context) -> str:
     from ..core.bounds import markdown_table
 
@@ -671,6 +703,7 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "atom-example": _atom_example,
     "reference-store": _reference_store,
     "answer-context": _answer_context,
+    "position-floor": _position_floor,
 }
 
 #: the blocks that read the built sets (bench/sets, or --sets): checked where they exist

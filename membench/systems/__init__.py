@@ -42,6 +42,8 @@ BUILTIN: dict[str, str] = {
     "oracle": "membench.systems.doubles:Oracle",
     "leaky": "membench.systems.doubles:Leaky",
     "random": "membench.systems.doubles:RandomSystem",
+    "newest": "membench.systems.doubles:Newest",
+    "oldest": "membench.systems.doubles:Oldest",
     "metadata": "membench.systems.doubles:MetadataRules",
     "nothing": "membench.systems.doubles:Nothing",
     "echo": "membench.systems.doubles:Echo",
@@ -52,8 +54,8 @@ LIBRARIES: dict[str, str] = {"mem0": "mem0", "mempalace": "mempalace", "llamaind
                              "llamaindex-bm25": "llamaindex"}
 
 #: the registered test doubles: name -> whether it is handed the split's records (gold)
-DOUBLES: dict[str, bool] = {"oracle": True, "leaky": True, "random": False, "metadata": False,
-                            "nothing": False, "echo": False}
+DOUBLES: dict[str, bool] = {"oracle": True, "leaky": True, "random": False, "newest": False,
+                            "oldest": False, "metadata": False, "nothing": False, "echo": False}
 
 
 def receives_records(system: Any) -> bool:

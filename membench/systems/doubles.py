@@ -11,6 +11,11 @@
   memory. It never abstains.
 * ``random`` respects scope and returns in-scope atoms in a seeded random order; its cartridge
   is the top atom (it never abstains). It is not handed the records.
+* ``newest`` and ``oldest`` read no content either: they rank the holder's in-scope atoms by
+  ``observed_at`` alone, newest first or oldest first (ties: source id, then the atom's place in
+  its item), and commit the top atom (they never abstain). With ``random`` they are the
+  content-free floors of recall: a figure either beats by much more than ``random`` is won by
+  where the gold sits on the timeline, not by reading (docs/sets.md, "Position tells nothing").
 * ``metadata`` ranks like ``random`` but abstains whenever a metadata rule fires: ``as_of`` is
   before the holder's last item, or the question was asked before in this run (the rules an
   outside audit found to give unanswerable queries away, :mod:`membench.sets.audit`). It is
@@ -202,6 +207,36 @@ class RandomSystem(_Double):
     def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
         ids = self.in_scope(question, scope, as_of)
         return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=ids[:1])
+
+
+class _ByTime(_Double):
+    """Ranks the holder's in-scope atoms by ``observed_at`` only (``newest``: latest first)."""
+
+    newest = True
+
+    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
+        self.atoms = structural_atoms(items)
+        by: dict[str, list[tuple]] = {}
+        for i, a in enumerate(self.atoms):          # structural order: source id, then extent
+            t = a.observed_at.timestamp()
+            by.setdefault(a.holder, []).append(((-t if self.newest else t), i, a))
+        self.by_holder = {h: [(a.observed_at, a.atom_id) for _, _, a in sorted(v)]
+                          for h, v in by.items()}
+        return self.atoms
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        ids = [aid for t, aid in self.by_holder.get(scope.holder, ()) if t <= as_of][:100]
+        return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=ids[:1])
+
+
+class Newest(_ByTime):
+    name = "newest"
+    newest = True
+
+
+class Oldest(_ByTime):
+    name = "oldest"
+    newest = False
 
 
 class MetadataRules(_Double):
