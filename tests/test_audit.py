@@ -178,3 +178,41 @@ def test_a_planted_text_tell_fails_the_text_gate(tmp_path):
     assert m.rules["other_speaker"] == 1.0
     assert any("text-and-metadata classifier" in x for x in a.failures())
     assert any("names a speaker of another holder" in x for x in a.failures())
+
+
+def test_the_sister_and_date_features_of_hand_made_records():
+    from membench.sets.audit import date_after, named_dates
+
+    items = [item("h1:0", "h1", 0), item("h2:0", "h2", 0)]
+    recs = [record("q1", "h1", T + 2 * H, question="What colour is the red kite in the park?"),
+            record("q2", "h1", T + 5 * H, question="What colour is the red kite?"),
+            record("q3", "h1", T + 9 * H, question="Who sold the old boat?"),
+            record("q4", "h2", T + 1 * H, question="Who sold the old boat to Ann?"),
+            record("q5", "h1", T + 3 * H, question="What did Ann do on 2 January 2024?")]
+    f = {r["query_id"]: r for r in features(recs, items)}
+    # the sister is the nearest question of the same holder, wherever the other holders' are
+    assert (f["q1"]["nn_own_later"], f["q2"]["nn_own_later"]) == (1, 0)
+    assert f["q3"]["nn_own_later"] == 0          # its nearest (q4) is another holder's
+    assert f["q4"]["nn_own_later"] == 0          # h2 has no other question
+    # q5 names 2 January 2024, after its as_of (1 January 2024, 03:00)
+    assert (f["q5"]["date_after_as_of"], f["q1"]["date_after_as_of"]) == (1, 0)
+    assert named_dates("On May 8, 2023, in June 2022 and in 2031?") == [
+        (2023, 5, 8), (2022, 6, 0), (2031, 0, 0)]
+    assert named_dates("the 3rd of July, 2023") == [(2023, 7, 3)]
+    assert named_dates("Who may 2 people ask?") == []
+    t = datetime(2023, 5, 7, 12, tzinfo=timezone.utc)
+    assert [date_after(q, t) for q in ("on 8 May 2023", "on 7 May 2023", "in May 2023",
+                                       "in June 2023", "in 2023", "in 2024")] == [
+        True, False, False, True, False, True]
+
+
+def test_the_pending_rules_are_reported_never_gated(tmp_path):
+    from membench.sets.audit import PENDING_RULES
+
+    a = audit_sets(write_sets(tmp_path, tell=False))
+    x = a.modalities["image"]
+    assert set(x.pending) == set(PENDING_RULES) and not set(x.pending) & set(x.rules)
+    assert "rules not yet gated" in render_audit(a)
+    x.pending["sister_later"] = 0.99            # over the rule gate: reported, not a failure
+    assert a.ok and not a.failures()
+    assert "sister later 0.99 (over 0.6)" in render_audit(a)
