@@ -28,7 +28,9 @@ cannot run code, and every corpus path they name must resolve inside the corpus 
 CONTENT_HELP = ("a setting of the shared content layer (JSON value), repeatable, for every "
                 "system that reads content through it: ocr_processes (OCR workers; the output "
                 "does not depend on it), ocr_overlap, ocr_engine (openvino or onnxruntime), "
-                "pdf_ocr_dpi; recorded in meta.json as content, never passed to the system")
+                "pdf_ocr_dpi, strict (1: a corpus PDF or image the layer refuses stops the run; "
+                "default 0: reported and not covered); recorded in meta.json as content, never "
+                "passed to the system")
 
 
 def _read_flags(p: argparse.ArgumentParser) -> None:

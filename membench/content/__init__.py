@@ -17,16 +17,23 @@ content, one module per modality:
 OCR (:mod:`membench.content.ocr`) runs once per image content (and per PDF page without a
 text layer) and is cached, so a second run does no OCR. Every atom is checked with :func:`~membench.contract.protocol.check_atom` before it is
 returned. :func:`content_meta` is what a run records about this step.
+
+Every PDF and image is opened through :mod:`membench.core.content_guard`; an item whose file it
+refuses gets no atom, is reported once on standard error (``corpus-path: RULE: message``) and
+counted in :func:`not_covered` (meta.json ``content_not_covered``), unless ``--content
+strict=1`` makes the refusal stop the run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ..core import content_guard as guard
 from ..core import progress as _progress
 from ..core.errors import MembenchError
 from ..contract.schema import SourceItem
@@ -35,14 +42,14 @@ from . import ocr as _ocr
 from . import pdf as _pdf
 from .code import chunk_code
 from .common import atom_id, item_file
-from .config import ChunkConfig
+from .config import ChunkConfig, strict
 from .conversation import chunk_conversation
 from .image import chunk_image
 from .pdf import chunk_pdf
 from .screenshot import chunk_screenshot
 from .video import chunk_video
 
-__all__ = ["ChunkConfig", "atom_id", "chunk", "chunk_item", "content_meta"]
+__all__ = ["ChunkConfig", "atom_id", "chunk", "chunk_item", "content_meta", "not_covered"]
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +83,39 @@ def chunk_item(item: SourceItem, corpus_root: Path, config: ChunkConfig | None =
         if why:
             raise MembenchError(f"chunker produced a bad atom for {item.source_id}: {why}")
     return atoms
+
+
+# source id -> the line that refused its file, in this process (what not_covered counts)
+_refused: dict[str, guard.ContentError] = {}
+_said: set[str] = set()     # the lines already printed (a file is reported once)
+
+
+def _refuse(item: SourceItem, e: guard.ContentError) -> None:
+    """The item's file was refused: stop (strict) or report it once and count the item as not
+    covered. The line names the file by its path under the corpus root."""
+    e = guard.ContentError(item.path or e.file, None, None, e.message, e.rule)
+    if strict():
+        raise e
+    _refused[item.source_id] = e
+    if str(e) not in _said:
+        _said.add(str(e))
+        print(f"membench: {e} (not covered: {item.source_id}; --content strict=1 stops here)",
+              file=sys.stderr, flush=True)
+
+
+def not_covered(clear: bool = False) -> dict[str, Any]:
+    """The items whose file the guard refused in this process (``clear``: then forget them and
+    the lines said, as a run starts and ends):
+    how many, by rule, and the first 20 lines by source id (meta.json ``content_not_covered``)."""
+    by_rule: dict[str, int] = {}
+    for e in _refused.values():
+        by_rule[e.rule] = by_rule.get(e.rule, 0) + 1
+    out = {"items": len(_refused), "by_rule": dict(sorted(by_rule.items())),
+           "first": {sid: str(e) for sid, e in list(_refused.items())[:20]}}
+    if clear:
+        _refused.clear()
+        _said.clear()
+    return out
 
 
 def _takes_two(fn: Callable) -> bool:
@@ -117,10 +157,16 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
     # PDF pages without a text layer: OCR sources too ("<path>#page=<p>")
     pdf_pages: dict[str, dict[int, str]] = {}
     pre_hit: dict[str, bool] = {}
+    refused: set[str] = set()
     for it in items:
         if it.modality in PART_OCR_MODALITIES and config.pdf_ocr_dpi:
             hits = _pdf.stats["cache_hits"]
-            need = _pdf.ocr_pages_needed(it, corpus_root, config)
+            try:
+                need = _pdf.ocr_pages_needed(it, corpus_root, config)
+            except guard.ContentError as e:
+                _refuse(it, e)
+                refused.add(it.source_id)
+                continue
             pre_hit[it.source_id] = _pdf.stats["cache_hits"] > hits
             if need:
                 f = item_file(it, corpus_root)
@@ -143,7 +189,7 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
                 it = items[k]
                 bar.note(it.source_id)
                 hits, extracted = _pdf.stats["cache_hits"], _pdf.stats["extractions"]
-                by_item[k] = chunk_item(it, corpus_root, config, results.get(it.source_id))
+                by_item[k] = _chunk_guarded(it, corpus_root, config, results, refused)
                 if _pdf.stats["extractions"] > extracted:
                     bar.count("PDF text layers extracted")
                 # an item is a cache hit when its PDF text or its OCR came from the cache
@@ -179,9 +225,10 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
                 while_ocr(done_atoms)
         if job is not None:
             by_path = job.wait()
-            results = {sid: by_path[str(p)] for sid, p in paths.items()}
+            _refuse_failed(items, job.failed, paths, pdf_pages, refused)
+            results = {sid: by_path[str(p)] for sid, p in paths.items() if sid not in refused}
             results.update({sid: {p: by_path[s] for p, s in pages.items()}
-                            for sid, pages in pdf_pages.items()})
+                            for sid, pages in pdf_pages.items() if sid not in refused})
             if _ocr.stats["engine_calls"] > calls:  # which items' OCR ran now (not cached)
                 ocr_ran = {sid for sid, p in paths.items() if _ocr.last_run.get(str(p))}
                 ocr_ran |= {sid for sid, pages in pdf_pages.items()
@@ -197,6 +244,34 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
                                     f"one of {other}")
             atoms.append(a)
     return atoms
+
+
+def _chunk_guarded(it: SourceItem, corpus_root: Path, config: ChunkConfig,
+                   results: dict[str, Any], refused: set[str]) -> list[Atom]:
+    """The item's atoms, or none when the guard refused its file (:func:`_refuse`)."""
+    if it.source_id in refused:
+        return []
+    try:
+        return chunk_item(it, corpus_root, config, results.get(it.source_id))
+    except guard.ContentError as e:
+        _refuse(it, e)
+        refused.add(it.source_id)
+        return []
+
+
+def _refuse_failed(items: list[SourceItem], failed: dict[str, guard.ContentError],
+                   paths: dict[str, Path], pdf_pages: dict[str, dict[int, str]],
+                   refused: set[str]) -> None:
+    """Refuse the items one of whose OCR sources (an image, a PDF page) the guard refused."""
+    if not failed:
+        return
+    sources = {sid: [str(p)] for sid, p in paths.items()}
+    sources.update({sid: list(pages.values()) for sid, pages in pdf_pages.items()})
+    for it in items:
+        bad = [failed[s] for s in sources.get(it.source_id, ()) if s in failed]
+        if bad and it.source_id not in refused:
+            _refuse(it, bad[0])
+            refused.add(it.source_id)
 
 
 def content_meta(config: ChunkConfig | None = None) -> dict[str, Any]:

@@ -30,12 +30,16 @@ CONTENT_KEYS: dict[str, str] = {
     "ocr_overlap": "make the other atoms while the OCR workers run (output unchanged)",
     "ocr_engine": "what runs the OCR models: openvino (default) or onnxruntime",
     "pdf_ocr_dpi": "render resolution of PDF pages without a text layer (0: off)",
+    "strict": "1: a corpus PDF or image the content layer refuses stops the run (default 0: "
+              "the item is reported, counted as not covered, and the run goes on)",
 }
 #: the environment variable that carries them (a JSON object), so OCR worker processes and
 #: Ray workers started from this process read the same settings
 CONTENT_ENV = "MEMBENCH_CONTENT"
 _DEFAULTS: dict[str, Any] = {"ocr_processes": 1, "ocr_overlap": True, "ocr_engine": "openvino",
-                             "pdf_ocr_dpi": 72}
+                             "pdf_ocr_dpi": 72, "strict": 0}
+#: the settings that are the layer's alone, not fields of a :class:`ChunkConfig`
+LAYER_ONLY = ("strict",)
 
 
 def content_settings() -> dict[str, Any]:
@@ -73,13 +77,20 @@ def set_content_settings(settings: dict[str, Any]) -> dict[str, Any]:
                             f"{', '.join(CONTENT_KEYS)}); a system's own parameters go in "
                             "--config")
     merged = {**content_settings(), **settings}
-    try:
-        ChunkConfig(**merged)       # the same checks, one line naming what is wrong
+    if merged["strict"] not in (0, 1):      # True and False are 1 and 0
+        raise MembenchError(f"--content strict={json.dumps(merged['strict'])}: must be 0 or 1")
+    try:    # the same checks, one line naming what is wrong
+        ChunkConfig(**{k: v for k, v in merged.items() if k not in LAYER_ONLY})
     except (TypeError, MembenchError) as e:
         raise MembenchError(f"--content: {e}") from None
     given = json.loads(os.environ.get(CONTENT_ENV) or "{}")
     os.environ[CONTENT_ENV] = json.dumps({**given, **settings}, sort_keys=True)
     return content_settings()
+
+
+def strict() -> bool:
+    """Whether a refused content file stops the run (``--content strict=1``)."""
+    return bool(content_settings()["strict"])
 
 
 def _setting(key: str):

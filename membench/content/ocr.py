@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core import content_guard as guard
 from ..core import progress as _progress
 from ..core.errors import MembenchError
 from ..core.paths import cache_dir
@@ -141,24 +142,9 @@ def page_sha(pdf_sha: str, page: int, dpi: int) -> str:
 
 
 def render_page(path: str | Path, page: int, dpi: int):
-    """Page ``page`` (1-based) of the PDF at ``path`` as an RGB PIL image at ``dpi``."""
-    import pypdfium2 as pdfium
-
-    doc = pdfium.PdfDocument(str(path))
-    try:
-        if not 1 <= page <= len(doc):
-            raise MembenchError(f"{path}: page {page} outside 1..{len(doc)}")
-        pg = doc[page - 1]
-        try:
-            bitmap = pg.render(scale=int(dpi) / 72.0, may_draw_forms=True)
-            try:
-                return bitmap.to_pil().convert("RGB")
-            finally:
-                bitmap.close()
-        finally:
-            pg.close()
-    finally:
-        doc.close()
+    """Page ``page`` (1-based) of the PDF at ``path`` as an RGB PIL image at ``dpi`` (lowered
+    when the page would pass the pixel bound: :func:`membench.core.content_guard.render_page`)."""
+    return guard.render_page(path, page, dpi=dpi)
 
 
 @dataclass(frozen=True)
@@ -306,8 +292,7 @@ def _load_bgr(path: Path, dpi: int = 0):
     if page is not None:
         rgb = render_page(pdf, page, dpi)
         return np.ascontiguousarray(np.asarray(rgb)[:, :, ::-1])
-    with Image.open(path) as im:
-        im.load()
+    with guard.open_image(path) as im:
         if im.mode in ("RGBA", "LA") or (im.mode == "P" and "transparency" in im.info):
             rgba = im.convert("RGBA")
             bg = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
@@ -369,7 +354,7 @@ def ocr_image(path: str | Path, *, upscale_min_side: int = 700,
               engine: str = DEFAULT_ENGINE) -> OcrResult:
     """OCR one image (from the cache when this content was seen before)."""
     path = Path(path)
-    sha = sha256_bytes(path.read_bytes())
+    sha = sha256_bytes(guard.read_bytes(path))
     obj = _cached(sha, upscale_min_side, engine)
     if obj is not None:
         stats["cache_hits"] += 1
@@ -387,7 +372,7 @@ def source_sha(src: str | Path, pdf_dpi: int, file_sha: dict[Path, str] | None =
     path, page = split_source(src)
     memo = file_sha if file_sha is not None else {}
     if path not in memo:
-        memo[path] = sha256_bytes(path.read_bytes())
+        memo[path] = sha256_bytes(guard.read_bytes(path))
     return memo[path] if page is None else page_sha(memo[path], page, pdf_dpi)
 
 
@@ -419,11 +404,14 @@ def _worker_init(engine: str = DEFAULT_ENGINE, shape_cache: int | None = None,
     _get_engine(1, engine)
 
 
-def _worker(job: tuple[str, str, int, str, int]) -> tuple[str, float]:
+def _worker(job: tuple[str, str, int, str, int]) -> tuple[str, float, Exception | None]:
     path, sha, ups, engine, dpi = job
-    obj = _run_engine(Path(path), ups, threads=1, engine=engine, dpi=dpi)
+    try:
+        obj = _run_engine(Path(path), ups, threads=1, engine=engine, dpi=dpi)
+    except guard.ContentError as e:     # a file the guard refuses: the job goes on
+        return sha, 0.0, e
     write_json_atomic(cache_path(sha, ups, engine), obj)
-    return sha, obj["seconds"]
+    return sha, obj["seconds"], None
 
 
 def ocr_many(paths: Iterable[str | Path], *, upscale_min_side: int = 700, processes: int = 1,
@@ -462,11 +450,16 @@ class OcrJob:
         self.pdf_dpi = int(pdf_dpi)
         self._cb = progress
         self.by_path: dict[str, str] = {}
+        # source -> why the guard refused it (membench.core.content_guard): left out of the result
+        self.failed: dict[str, guard.ContentError] = {}
         file_sha: dict[Path, str] = {}
         for p in paths:
             p = str(p)
-            if p not in self.by_path:
-                self.by_path[p] = source_sha(p, self.pdf_dpi, file_sha)
+            if p not in self.by_path and p not in self.failed:
+                try:
+                    self.by_path[p] = source_sha(p, self.pdf_dpi, file_sha)
+                except guard.ContentError as e:
+                    self.failed[p] = e
         self.todo: dict[str, str] = {}  # sha -> one path
         for p, sha in self.by_path.items():
             if sha not in self.todo and _cached(sha, upscale_min_side, engine) is None:
@@ -483,6 +476,7 @@ class OcrJob:
             self.bar.count("PDF pages", pages)
         self.bar.advance(distinct - n, cache_hit=True)
         self._done = 0
+        self._refused: dict[str, Exception] = {}     # sha -> the guard's refusal
         self._pool = None
         self._pending: list = []
         self._result: dict[str, OcrResult] | None = None
@@ -495,9 +489,12 @@ class OcrJob:
                              for job in ((p, sha, upscale_min_side, engine, self.pdf_dpi)
                                          for sha, p in sorted(self.todo.items()))]
 
-    def _one_done(self, res: tuple[str, float]) -> None:   # the pool's result thread
-        stats["engine_calls"] += 1
-        stats["ocr_seconds"] += res[1]
+    def _one_done(self, res: tuple[str, float, Exception | None]) -> None:   # result thread
+        if res[2] is not None:
+            self._refused[res[0]] = res[2]
+        else:
+            stats["engine_calls"] += 1
+            stats["ocr_seconds"] += res[1]
         self._done += 1
         self.bar.advance()
         if self._cb:
@@ -529,11 +526,18 @@ class OcrJob:
                 self._pool.terminate()
         else:
             for sha, p in sorted(self.todo.items()):
-                obj = _run_engine(Path(p), ups, engine=self.engine, dpi=self.pdf_dpi)
+                try:
+                    obj = _run_engine(Path(p), ups, engine=self.engine, dpi=self.pdf_dpi)
+                except guard.ContentError as e:
+                    self._one_done((sha, 0.0, e))
+                    continue
                 write_json_atomic(cache_path(sha, ups, self.engine), obj)
-                self._one_done((sha, obj["seconds"]))
+                self._one_done((sha, obj["seconds"], None))
         out: dict[str, OcrResult] = {}
         for p, sha in self.by_path.items():
+            if sha in self._refused:
+                self.failed[p] = self._refused[sha]
+                continue
             obj = _cached(sha, ups, self.engine)
             if obj is None:  # pragma: no cover - a worker died without raising
                 raise RuntimeError(f"OCR of {p} left no cache entry")

@@ -31,6 +31,7 @@ import logging
 import time
 from pathlib import Path
 
+from ..core import content_guard as guard
 from ..core.paths import cache_dir
 from ..modalities.pdf import has_text_layer
 from ..contract.schema import SourceItem
@@ -56,19 +57,17 @@ def cache_path(sha: str) -> Path:
     return cache_dir("pdftext") / sha[:2] / f"{sha}-{key}.json"
 
 
-def _extract(data: bytes) -> dict:
-    import io
-
-    from pypdf import PdfReader
-
+def _extract(data: bytes, path: str | Path = "<pdf>") -> dict:
     t0 = time.perf_counter()
-    logging.getLogger("pypdf").setLevel(logging.ERROR)  # malformed-object chatter
-    reader = PdfReader(io.BytesIO(data))
+    reader = guard.open_pdf(path, data)
     pages: list[str] = []
     errors: dict[str, str] = {}
     for i, page in enumerate(reader.pages, 1):
         try:
-            txt = page.extract_text() or ""
+            with guard.page_time(path, i):
+                txt = page.extract_text() or ""
+        except guard.ContentError:
+            raise
         except Exception as e:  # noqa: BLE001 - one broken page must not lose the document
             txt = ""
             errors[str(i)] = f"{type(e).__name__}: {e}"[:300]
@@ -100,27 +99,29 @@ def cached_page_texts(path: str | Path) -> list[str] | None:
     """The text layer of each page from the cache (or the build's reading of it), or None
     when neither holds it: never runs the extraction (what scoring may read:
     :meth:`membench.metrics.extent_text.ExtentText.available`)."""
-    sha = sha256_bytes(Path(path).read_bytes())
+    sha = sha256_bytes(guard.read_bytes(path))
     obj = _cache_entry(sha) or _from_build(sha)
     return list(obj["pages"]) if obj is not None else None
 
 
 def page_texts(path: str | Path) -> list[str]:
     """The text layer of each page (index 0 = page 1), from the cache when possible."""
-    data = Path(path).read_bytes()
+    data = guard.read_bytes(path)
     sha = sha256_bytes(data)
     cp = cache_path(sha)
     obj = _cache_entry(sha)
     if obj is not None:
         stats["cache_hits"] += 1
+        guard.check_pages(path, len(obj["pages"]))
         return list(obj["pages"])
     built = _from_build(sha)
     if built is not None:
+        guard.check_pages(path, len(built["pages"]))
         stats["cache_hits"] += 1
         stats["from_build"] += 1
         write_json_atomic(cp, built)
         return list(built["pages"])
-    obj = _extract(data)
+    obj = _extract(data, path)
     stats["extractions"] += 1
     stats["seconds"] += obj["seconds"]
     write_json_atomic(cp, obj)

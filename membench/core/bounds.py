@@ -90,4 +90,5 @@ _MODULES: list[str] = [
     "membench.trec.read",
     "membench.analysis.browse",
     "membench.systems.identity",
+    "membench.core.content_guard",
 ]

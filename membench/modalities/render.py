@@ -4,7 +4,8 @@
   poppler's ``pdftoppm`` (Debian ``poppler-utils``); without either, the page is described in
   words. Rendered pages are cached as PNG under ``membench.core.paths.cache_dir("render")``, keyed by
   the PDF's sha256, the page and the width, so a second look costs one file read.
-* Images and screenshots are read with Pillow, downscaled, and (screenshots) get their boxes
+* Images and screenshots are read with Pillow (both through :mod:`membench.core.content_guard`: a
+  file past its bounds or unreadable is :class:`RenderUnavailable`), downscaled, and (screenshots) get their boxes
   drawn on the downscaled picture, so an outline keeps its pixel width whatever the original
   size.
 
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from ..core import content_guard as guard
 from ..core.paths import cache_dir
 from .base import RenderUnavailable
 
@@ -76,24 +78,18 @@ def _png(img, palette: bool = False) -> bytes:
 
 
 def _render_pdfium(path: Path, page: int, width: int) -> bytes:
-    import pypdfium2 as pdfium
-
-    doc = pdfium.PdfDocument(str(path))
     try:
-        if not 1 <= page <= len(doc):
-            raise RenderUnavailable(f"page {page} outside 1..{len(doc)}")
-        pg = doc[page - 1]
-        w_pt, _ = pg.get_size()
-        img = pg.render(scale=width / w_pt if w_pt else 1.0).to_pil()
-        pg.close()
-    finally:
-        doc.close()
+        img = guard.render_page(path, page, width=width)
+    except guard.ContentError as e:
+        raise RenderUnavailable(str(e)) from None
     return _png(img, palette=True)
 
 
 def _render_pdftoppm(path: Path, page: int, width: int) -> bytes:
-    from PIL import Image
-
+    try:
+        guard.check_bytes(path)
+    except guard.ContentError as e:
+        raise RenderUnavailable(str(e)) from None
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "page"
         proc = subprocess.run(["pdftoppm", "-f", str(page), "-l", str(page), "-png", "-singlefile",
@@ -102,8 +98,11 @@ def _render_pdftoppm(path: Path, page: int, width: int) -> bytes:
         png = out.with_suffix(".png")
         if proc.returncode != 0 or not png.exists():
             raise RenderUnavailable(f"pdftoppm failed: {proc.stderr.strip()[:200]}")
-        with Image.open(png) as img:
-            return _png(img, palette=True)
+        try:
+            with guard.open_image(png) as img:
+                return _png(img, palette=True)
+        except guard.ContentError as e:
+            raise RenderUnavailable(str(e)) from None
 
 
 def pdf_page_png(path: str | os.PathLike, page: int, width: int = PDF_WIDTH,
@@ -136,8 +135,7 @@ def _base_image(path: str, mtime_ns: int, max_side: int):
     """The downscaled RGB picture and the scale factor (downscaled px per original px)."""
     from PIL import Image
 
-    with Image.open(path) as im:
-        im.load()
+    with guard.open_image(path) as im:
         w, h = im.size
         scale = min(1.0, max_side / max(w, h))
         img = im.convert("RGB")
@@ -153,6 +151,8 @@ def load_image(path: str | os.PathLike, max_side: int):
         raise RenderUnavailable(f"{path} not found")
     try:
         return _base_image(str(path), path.stat().st_mtime_ns, max_side)
+    except guard.ContentError as e:
+        raise RenderUnavailable(str(e)) from None
     except OSError as e:
         raise RenderUnavailable(f"{path.name}: {e}") from None
 
@@ -200,19 +200,26 @@ def boxed_png(path: str | os.PathLike, boxes: Sequence[Box],
 def crop_png(path: str | os.PathLike, bbox: Sequence[float], pad: float = 16.0,
              max_side: int = CROP_MAX_SIDE) -> bytes:
     """The region ``bbox`` (original pixels, padded) at up to native resolution."""
-    from PIL import Image
-
     path = Path(path)
     if not path.is_file():
         raise RenderUnavailable(f"{path} not found")
-    with Image.open(path) as im:
-        w, h = im.size
-        x0, y0, x1, y1 = (float(v) for v in bbox)
-        box = (max(0, int(x0 - pad)), max(0, int(y0 - pad)),
-               min(w, int(x1 + pad + 0.999)), min(h, int(y1 + pad + 0.999)))
-        if box[2] <= box[0] or box[3] <= box[1]:
-            raise RenderUnavailable(f"bbox {list(bbox)} is outside the {w}x{h} picture")
-        img = im.convert("RGB").crop(box)
+    try:
+        with guard.open_image(path) as im:
+            return _crop(im, bbox, pad, max_side)
+    except guard.ContentError as e:
+        raise RenderUnavailable(str(e)) from None
+
+
+def _crop(im, bbox: Sequence[float], pad: float, max_side: int) -> bytes:
+    from PIL import Image
+
+    w, h = im.size
+    x0, y0, x1, y1 = (float(v) for v in bbox)
+    box = (max(0, int(x0 - pad)), max(0, int(y0 - pad)),
+           min(w, int(x1 + pad + 0.999)), min(h, int(y1 + pad + 0.999)))
+    if box[2] <= box[0] or box[3] <= box[1]:
+        raise RenderUnavailable(f"bbox {list(bbox)} is outside the {w}x{h} picture")
+    img = im.convert("RGB").crop(box)
     s = min(1.0, max_side / max(img.size))
     if s < 1.0:
         img = img.resize((max(1, round(img.width * s)), max(1, round(img.height * s))),

@@ -252,12 +252,17 @@ def _run_locked(system: MemorySystem, keeper, sel, sets_dir: Path, split: str, o
     if hasattr(system, "use_scratch"):      # a library that keeps its state on disk
         system.use_scratch(out / SCRATCH)
     t0 = time.perf_counter()
+    from ..content import not_covered
+
+    not_covered(clear=True)     # what an earlier run in this process refused is not this one's
     with _progress.step(f"ingest ({system.name})", total=len(sel.items), unit="item") as bar, \
             guard.phase("ingest"):
         atoms = system.ingest(sel.items, corpus_root)
         bar.advance(len(sel.items))
         bar.count("atoms", len(atoms))
     meta["ingest_seconds"] = round(time.perf_counter() - t0, 3)
+    # the items whose PDF or image the content layer refused (membench.core.content_guard)
+    meta["content_not_covered"] = not_covered(clear=True)
     meta["truncation"] = truncation_meta(system)
     meta["network"] = _network_meta(meta_old, guard)
     _warn_network(system.name, "ingest", guard)

@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core import content_guard as guard
 from ..core.jsonl import sha256_file
 from ..core.paths import cache_dir
 
@@ -97,11 +98,11 @@ class PhashCache:
 
 
 def phash_file(path: Path) -> int:
-    """The 64-bit DCT perceptual hash of one image file."""
+    """The 64-bit DCT perceptual hash of one image file (opened through
+    :mod:`membench.core.content_guard`: a file past its bounds is a located error)."""
     import imagehash
-    from PIL import Image
 
-    with Image.open(path) as im:
+    with guard.open_image(path) as im:
         bits = imagehash.phash(im).hash.flatten()
     return int("".join("1" if b else "0" for b in bits), 2)
 
