@@ -43,6 +43,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from .bounds import bound
 
@@ -154,9 +155,16 @@ def _watch(read_fd: int, done: threading.Event) -> None:
 
 
 def _reset_in_child() -> None:
-    """After ``fork``: the child does not share the parent's watchdog pipe."""
+    """After ``fork``: the child does not share the parent's watchdog pipe, and a forked
+    worker (a process pool's) dies of SIGINT and SIGTERM instead of raising :class:`Stopped`:
+    a pool worker would catch it as a failed call and wait for the next one, and the command
+    would wait on it (the parent handles the stop)."""
     with contextlib.suppress(ValueError, OSError):
         signal.set_wakeup_fd(-1)
+    for s in SIGNALS:
+        with contextlib.suppress(ValueError, OSError):
+            if signal.getsignal(s) is _handler:
+                signal.signal(s, signal.SIG_DFL)
     _state.update(signum=None, seen=None, announced=False, active=0)
 
 
@@ -204,10 +212,36 @@ def handling_stops() -> Iterator[None]:
         _state["active"] = 0
 
 
+@contextlib.contextmanager
+def process_pool(max_workers: int) -> Iterator[Any]:
+    """A ``concurrent.futures.ProcessPoolExecutor`` whose workers end with the command: on any
+    exception in the block (a stop included) the calls not yet started are cancelled and the
+    workers are terminated (killed after a second) before it propagates, instead of
+    ``shutdown(wait=True)`` running every queued call first; a normal exit waits as usual."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    ex = ProcessPoolExecutor(max_workers=max_workers)
+    try:
+        yield ex
+    except BaseException:
+        procs = list((getattr(ex, "_processes", None) or {}).values())
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.terminate()
+        ex.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.join(timeout=1.0)
+                if p.is_alive():
+                    p.kill()
+        raise
+    ex.shutdown(wait=True)
+
+
 def stopped_by() -> int | None:
     """The signal that stopped the current command (``None``: not stopped by one)."""
     return _state["signum"] or _state["seen"]
 
 
 __all__ = ["EXIT_STOPPED", "SIGNALS", "STOP_SECONDS", "Stopped", "announce",
-           "handling_stops", "status_line", "stopped_by"]
+           "handling_stops", "process_pool", "status_line", "stopped_by"]

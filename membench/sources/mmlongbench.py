@@ -79,7 +79,6 @@ import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -88,6 +87,7 @@ from typing import Any
 
 from ..core import progress
 from ..core.paths import cache_dir
+from ..core.stop import process_pool
 from ..modalities.pdf import TEXT_LAYER_MIN_CHARS, has_text_layer
 from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
@@ -321,7 +321,7 @@ def scan_pdfs(paths: list[Path], text: bool = True) -> dict[Path, dict]:
             workers = min(len(misses), os.cpu_count() or 1, 4)
             jobs = [str(p) for p in misses]
             if workers > 1:
-                with ProcessPoolExecutor(max_workers=workers) as ex:
+                with process_pool(workers) as ex:
                     results = []
                     for r in ex.map(_extract_job, jobs):
                         results.append(r)
