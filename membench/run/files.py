@@ -3,8 +3,8 @@
 read them through here (via :class:`membench.metrics.rundir.RunDir`).
 
 ``atoms.jsonl``: one atom per line ``{atom_id, source_id, modality, holder, observed_at,
-extent}`` (plus an optional ``text``, what the system indexed, which is kept by the runner for
-the failure browser and ignored here). ``run.jsonl``: one line per query ``{query_id, hits:
+extent}`` (plus an optional ``text``, a string: what the system indexed, which is kept by the
+runner for the failure browser and not scored). ``run.jsonl``: one line per query ``{query_id, hits:
 [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``, hits in the order the system
 gave them, at most :data:`MAX_DEPTH`, plus an optional ``confidence`` (a finite number: the
 score the system's abstention decision thresholds, :class:`membench.contract.protocol.Result`).
@@ -138,8 +138,12 @@ def parse_atom(obj: Mapping[str, Any], file: str = "<atoms>", line: int | None =
     why = check_extent(m, obj["extent"])
     if why:
         raise InputError(file, line, "extent", why, rule="ATOM_EXTENT")
+    text = obj.get("text", "")
+    if not isinstance(text, str):
+        raise InputError(file, line, "text", f"must be a string (what the system indexed), got "
+                         f"{type(text).__name__} {text!r}"[:160], rule="ATOM_SCHEMA")
     return AtomRow(obj["atom_id"], obj["source_id"], m, obj["holder"], ts, dict(obj["extent"]),
-                   str(obj.get("text") or ""), file=str(file), line=line)
+                   text, file=str(file), line=line)
 
 
 def read_atoms(path: str | Path) -> list[AtomRow]:
