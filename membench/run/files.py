@@ -291,8 +291,10 @@ class RunMeta(BaseModel):
 def check_run_dir_files(run_dir: str | Path) -> None:
     """Refuse a run directory in which a run file (:data:`RUN_DIR_FILES`) is anything but a
     regular file (a symlink, a FIFO, a folder, a device), or ``scratch`` is anything but a
-    folder: one :class:`InputError` (rule ``NOT_A_FILE``) naming it, before anything is
-    written (:func:`membench.core.atomic.refuse_special`)."""
+    folder (a symlink to one included): one :class:`InputError` (rule ``NOT_A_FILE``) naming
+    it (:func:`membench.core.atomic.refuse_special`). The one check of a run folder's
+    contents: writers (run, import-run) call it before writing, readers through
+    :func:`read_meta` before reading."""
     import os
     import stat
 
@@ -312,9 +314,11 @@ def check_run_dir_files(run_dir: str | Path) -> None:
 
 
 def read_meta(run_dir: str | Path) -> dict[str, Any]:
-    """``RUN_DIR/meta.json`` as a dict, checked (:class:`RunMeta`): missing (not a run
-    directory), not UTF-8, not JSON, not an object, or a field of the wrong type is an
-    :class:`InputError` naming it."""
+    """``RUN_DIR/meta.json`` as a dict, checked (:class:`RunMeta`): a run folder holding a
+    symlink or another special file where a run file belongs (:func:`check_run_dir_files`:
+    every reader of a run folder starts here), missing (not a run directory), not UTF-8, not
+    JSON, not an object, or a field of the wrong type is an :class:`InputError` naming it."""
+    check_run_dir_files(run_dir)
     meta_path = Path(run_dir) / "meta.json"
     if not meta_path.exists():
         raise InputError(meta_path, None, None, "file not found: not a run directory (make one "
