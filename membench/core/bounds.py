@@ -111,6 +111,7 @@ _MODULES: list[str] = [
     "membench.serve.server",
     "membench.run.ray_engine",
     "membench.run.files",
+    "membench.run.importer",
     "membench.trec.read",
     "membench.analysis.browse",
     "membench.systems.identity",
