@@ -163,6 +163,98 @@ def test_import_run_into_a_symlinked_run_file_is_refused(world, tmp_path, precio
     assert precious.read_text() == PRECIOUS
 
 
+# --------------------------------------------------------------------------- run folders read
+
+
+def _link_out(d: Path, name: str, tmp_path: Path) -> Path:
+    """Move ``d/name`` out of the run folder and leave a symlink to it in its place (the file
+    is valid: only where it lives is wrong)."""
+    away = tmp_path / "elsewhere" / d.name / name
+    away.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(d / name, away)
+    (d / name).symlink_to(away)
+    return away
+
+
+def _refused(code: int, err: str, link: Path) -> None:
+    lines = err.strip().splitlines()
+    assert code == 2, err
+    assert any(f"{link}: NOT_A_FILE: is a symlink" in line for line in lines), err
+    assert not any("Traceback" in line for line in lines), err
+
+
+@pytest.mark.parametrize("name", ["meta.json", "run.jsonl", "atoms.jsonl"])
+def test_metrics_refuses_a_symlinked_run_file(tmp_path, name, capsys):
+    d = _fixture_run(tmp_path)
+    _link_out(d, name, tmp_path)
+    code = main(["metrics", str(d)])
+    err = capsys.readouterr().err
+    _refused(code, err, d / name)
+    assert len(err.strip().splitlines()) == 1 and not (d / "metrics.json").exists()
+
+
+def test_metrics_refuses_a_symlinked_scratch_folder(tmp_path, capsys):
+    d = _fixture_run(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    (d / "scratch").symlink_to(tmp_path / "elsewhere")
+    code = main(["metrics", str(d)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{d / 'scratch'}: NOT_A_FILE: is a symlink" in err, err
+    assert len(err.strip().splitlines()) == 1 and not (d / "metrics.json").exists()
+
+
+def test_compare_refuses_a_symlinked_run_file(tmp_path, capsys):
+    a = _fixture_run(tmp_path / "a")
+    b = _fixture_run(tmp_path / "b")
+    _link_out(b, "run.jsonl", tmp_path)
+    code = main(["compare", str(a), str(b), "--resamples", "10"])
+    err = capsys.readouterr().err
+    _refused(code, err, b / "run.jsonl")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_report_refuses_a_symlinked_run_file(tmp_path, capsys):
+    d = _fixture_run(tmp_path)
+    _link_out(d, "atoms.jsonl", tmp_path)
+    out = tmp_path / "reports"
+    code = main(["report", "--run", str(d), "--out", str(out)])
+    err = capsys.readouterr().err
+    _refused(code, err, d / "atoms.jsonl")
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def _carded_run(world, d: Path) -> Path:
+    """A complete run of a user system with a card of its own (what a store takes)."""
+    from membench.run.runner import run_system
+    from membench.systems import make_system
+
+    run_system(make_system("namesakes:Mine", {"top": 2}), world["sets"], "dev", d,
+               world["corpus"], manifest=world["manifest"], lock=world["lock"])
+    return d
+
+
+def test_leaderboard_refuses_a_symlinked_run_file(world, tmp_path, capsys):
+    d = _carded_run(world, tmp_path / "run")
+    _link_out(d, "meta.json", tmp_path)
+    store = tmp_path / "store"
+    code = main(["leaderboard", "--runs", str(d), "--out", str(store), "--resamples", "10"])
+    _refused(code, capsys.readouterr().err, d / "meta.json")
+    assert not (store / "entries").exists()
+
+
+def test_verify_refuses_a_stored_run_whose_file_became_a_symlink(world, tmp_path, capsys):
+    d = _carded_run(world, tmp_path / "run")
+    store = tmp_path / "store"
+    assert main(["leaderboard", "--runs", str(d), "--out", str(store), "--resamples", "10"]) == 0
+    capsys.readouterr()
+    _link_out(d, "run.jsonl", tmp_path)
+    code = main(["verify", str(store), "--corpus", str(world["corpus"]), "--manifest",
+                 str(world["manifest"])])
+    err = capsys.readouterr().err
+    _refused(code, err, d / "run.jsonl")
+    assert len(err.strip().splitlines()) == 1
+
+
 # --------------------------------------------------------------------------- other outputs
 
 

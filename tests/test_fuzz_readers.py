@@ -1,8 +1,8 @@
 """Property-based fuzzing (hypothesis) of every reader of a file someone else may have written:
 set files (records, items), coverage.json, atoms.jsonl, run.jsonl lines, meta.json, TREC runs
 and qrels, cartridge files, calibration files, PROVENANCE.jsonl, the manifest and the lock,
-plus two whole paths that read several files (``validate_sets`` over a sets folder,
-``metrics_for_run_dir`` over a run directory).
+the numeric flags of every command, plus two whole paths that read several files
+(``validate_sets`` over a sets folder, ``metrics_for_run_dir`` over a run directory).
 
 The invariant: a reader returns a value or raises :class:`MembenchError` (``InputError``: file,
 line, field); never any other exception. The vectorised TREC reader
@@ -422,3 +422,44 @@ def test_metrics_over_a_mutated_run_directory(scratch, name, data):
     (d / name).write_bytes(new)
     check(lambda: metrics_for_run_dir(d, write=False, n_resamples=20))
 
+
+
+# --------------------------------------------------------------------------- command-line flags
+
+
+def _numeric_flags():
+    import argparse
+
+    from membench.cli import parser
+
+    subs = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return [(f"{name} {max(a.option_strings, key=len)}", a.type)
+            for name, sp in subs.choices.items() for a in sp._actions
+            if a.option_strings and hasattr(a.type, "range")]
+
+
+FLAGS = _numeric_flags()
+flag_texts = st.one_of(
+    st.text(max_size=30), st.integers().map(str), st.floats().map(repr),
+    st.sampled_from([t.decode("utf-8", "replace") for t in TRICKY]),
+    st.integers(min_value=-(2 ** 200), max_value=2 ** 200).map(lambda v: f"{v:_}"))
+
+
+@fuzz(200)
+@given(flag=st.sampled_from(FLAGS), text=flag_texts)
+def test_numeric_flags_take_a_value_in_range_or_refuse_it(flag, text):
+    """Every numeric flag's argparse type (tests/test_cli_flags.py) returns a value inside its
+    stated range or refuses the text with an ArgumentTypeError; nothing else."""
+    import argparse
+    import math
+
+    name, kind = flag
+    lo, hi = kind.range
+    try:
+        v = kind(text)
+    except argparse.ArgumentTypeError as e:
+        assert "\n" not in str(e) and len(str(e)) < 300, (name, text, e)
+        return
+    assert math.isfinite(v) and lo <= v <= hi, (name, text, v)
+    if getattr(kind, "lo_open", False):
+        assert v > lo, (name, text, v)

@@ -239,3 +239,96 @@ def test_an_imported_run_takes_the_card_it_is_given_never_one_by_name(native, bu
     assert main([*base, "--name", "x", "--out", str(tmp_path / "c"), "--card", str(own)]) == 0
     assert json.loads((tmp_path / "c" / "meta.json").read_text())["card"]["name"] == \
         "ext-lexical"
+
+
+# --------------------------------------------------------------------------- bounds of the files
+
+
+@pytest.fixture
+def small(tmp_path, monkeypatch):
+    """A native run on the small hostile world and its TREC file: what an import reads (no
+    progress lines: the tests read stderr's one error line)."""
+    from hostile_world import write_world
+
+    monkeypatch.setenv("MEMBENCH_PROGRESS", "quiet")
+
+    w = write_world(tmp_path / "w")
+    native = tmp_path / "native"
+    assert main(["run", "--system", "random", *_world_args(w), "--out", str(native)]) == 0
+    trec = tmp_path / "run.trec"
+    to_trec(native, trec)
+    return w, native, trec
+
+
+def _world_args(w) -> list[str]:
+    from hostile_world import cli_args
+
+    return cli_args(w)
+
+
+def _import_small(small, out, atoms=None) -> int:
+    w, native, trec = small
+    return main(["import-run", "--trec", str(trec), "--atoms", str(atoms or native / "atoms.jsonl"),
+                 "--name", "ext", *_world_args(w), "--out", str(out), "--cartridge-top", "1"])
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_an_atoms_file_past_its_bytes_bound_is_refused_unread(small, tmp_path, monkeypatch,
+                                                             capsys):
+    atoms = small[1] / "atoms.jsonl"
+    size = atoms.stat().st_size
+    monkeypatch.setattr("membench.run.importer.MAX_IMPORT_ATOM_BYTES", size)
+    assert _import_small(small, tmp_path / "ok") == 0          # the bound itself is taken
+    capsys.readouterr()
+    monkeypatch.setattr("membench.run.importer.MAX_IMPORT_ATOM_BYTES", size - 1)
+    assert _import_small(small, tmp_path / "o") == 2
+    err = _one_line(capsys)
+    assert f"{atoms}: TOO_LARGE: {size:,} bytes" in err and "bound import_atom_bytes" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_atoms_file_past_its_atoms_bound_is_refused_at_the_line(small, tmp_path,
+                                                                   monkeypatch, capsys):
+    atoms = small[1] / "atoms.jsonl"
+    n = len(atoms.read_text().splitlines())
+    monkeypatch.setattr("membench.run.importer.MAX_IMPORT_ATOMS", n - 1)
+    assert _import_small(small, tmp_path / "o") == 2
+    err = _one_line(capsys)
+    assert f"{atoms}:{n}: TOO_LARGE: more than {n - 1:,} atoms" in err, err
+    assert "bound import_atoms" in err and not (tmp_path / "o").exists()
+
+
+def test_a_query_past_its_trec_lines_bound_is_refused_at_the_line(small, tmp_path,
+                                                                  monkeypatch, capsys):
+    trec = small[2]
+    rows = [line.split() for line in trec.read_text().splitlines()]
+    per_query: dict[str, int] = {}
+    for r in rows:
+        per_query[r[0]] = per_query.get(r[0], 0) + 1
+    most = max(per_query.values())
+    assert most >= 2
+    monkeypatch.setattr("membench.run.importer.MAX_IMPORT_QUERY_LINES", most)
+    assert _import_small(small, tmp_path / "ok") == 0          # the bound itself is taken
+    capsys.readouterr()
+    monkeypatch.setattr("membench.run.importer.MAX_IMPORT_QUERY_LINES", most - 1)
+    qid = next(q for q, k in per_query.items() if k == most)
+    line = [i for i, r in enumerate(rows, 1) if r[0] == qid][most - 1]
+    assert _import_small(small, tmp_path / "o") == 2
+    err = _one_line(capsys)
+    assert f"{trec}:{line}: TOO_LARGE: field qid: query {qid}: more than {most - 1:,} lines" \
+        in err, err
+    assert "bound import_query_lines" in err and not (tmp_path / "o").exists()
+
+
+def test_an_imported_atom_whose_text_is_not_a_string_is_refused(small, tmp_path, capsys):
+    rows = [json.loads(x) for x in (small[1] / "atoms.jsonl").read_text().splitlines()]
+    rows[1]["text"] = 12
+    atoms = tmp_path / "atoms.jsonl"
+    atoms.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert _import_small(small, tmp_path / "o", atoms) == 2
+    assert f"{atoms}:2: ATOM_SCHEMA: field text: must be a string" in _one_line(capsys)

@@ -110,10 +110,21 @@ def test_atom_observed_at_same_instant_other_offset_is_fine(run_dir):
     ({"observed_at": "2024-01-01T00:00:00"}, "ATOM_SCHEMA"),         # no timezone
     ({"color": "red"}, "ATOM_SCHEMA"),
     ({"atom_id": "p1"}, "DUPLICATE_ATOM"),
+    ({"text": 7}, "ATOM_SCHEMA"),
+    ({"text": None}, "ATOM_SCHEMA"),
+    ({"text": ["a"]}, "ATOM_SCHEMA"),
 ])
 def test_bad_atoms(run_dir, change, rule):
     _edit(run_dir / "atoms.jsonl", 4, **change)
     _expect(run_dir, "atoms.jsonl", 4, rule)
+
+
+def test_an_atom_text_that_is_not_a_string_is_refused_at_the_command_line(run_dir, capsys):
+    _edit(run_dir / "atoms.jsonl", 4, text=12)
+    code, err = _cli(["metrics", str(run_dir)], capsys)
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "atoms.jsonl:4: ATOM_SCHEMA: field text: must be a string" in err, err
+    assert not (run_dir / "metrics.json").exists()
 
 
 @pytest.mark.parametrize("change,rule,text", [

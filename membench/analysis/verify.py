@@ -182,7 +182,7 @@ def verify_entry(e: dict, *, per_modality: int = DEFAULT_SAMPLE, seed: int = 0,
                  corpus: Path | None = None, manifest: Path | None = None,
                  sets_dir: Path | None = None) -> dict[str, Any]:
     """One entry's verification (module docstring)."""
-    from ..run.files import read_meta, read_run
+    from ..run.files import check_run_dir_files, read_meta, read_run
     from ..systems.identity import MEMBENCH_KINDS, rerunnable
     from ..run.runner import code_revision
 
@@ -193,10 +193,12 @@ def verify_entry(e: dict, *, per_modality: int = DEFAULT_SAMPLE, seed: int = 0,
     def result(status: str, detail: str = "", **kw) -> dict:
         return {**base, "status": status, "detail": detail, **kw}
 
+    run_dir = Path(str(e.get("run_dir") or ""))
+    if e.get("run_dir"):                # a symlinked run file is refused, not re-run or read
+        check_run_dir_files(run_dir)
     why = rerunnable(ident)
     if why:
         return result("not re-runnable", why)
-    run_dir = Path(str(e.get("run_dir") or ""))
     try:
         meta = read_meta(run_dir)
     except InputError as x:

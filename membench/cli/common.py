@@ -1,15 +1,22 @@
-"""What the command modules share: argparse types (:func:`positive_int`, :func:`resample_count`,
-:func:`positive_seconds`, :func:`port_number`), the help texts several subcommands repeat, the
-``--partial``/``--final`` reader flags, ``--config``/``--content`` parsing and the one way an
-output file named on the command line is written. Nothing here imports a command module."""
+"""What the command modules share: the argparse types of every numeric flag, each with a stated
+range (:func:`int_in`, :func:`float_in`; :func:`positive_int`, :func:`seed_number`,
+:func:`worker_count`, :func:`resample_count`, :func:`positive_seconds`, :func:`port_number`,
+:func:`share_fraction`; the upper ends are bounds of :mod:`membench.core.bounds`), the help
+texts several subcommands repeat, the ``--partial``/``--final`` reader flags,
+``--config``/``--content`` parsing and the one way an output file named on the command line is
+written. Nothing here imports a command module."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+from collections.abc import Callable
 from pathlib import Path
 
 from ..core.atomic import atomic_write_text
+from ..core.bounds import MAX_FLAG_COUNT, MAX_FLAG_SECONDS, MAX_FLAG_SEED, MAX_FLAG_WORKERS, \
+    MAX_SYNTH_SIZE
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import loads
 
@@ -41,15 +48,71 @@ def _read_flags(p: argparse.ArgumentParser) -> None:
                    "(logged in bench/test_access.jsonl)")
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer >= 1 (0 or a negative count is refused, not guessed)."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
-    return v
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
+
+
+def int_in(lo: int, hi: int, name: str, bound: str = "") -> Callable[[str], int]:
+    """An argparse type: an integer from ``lo`` to ``hi`` (``hi`` the bound named ``bound``,
+    when it is one). Anything else is refused in one line stating the range. The function
+    carries its range (``.range``), as :func:`float_in`'s do (and ``.lo_open``)."""
+    limit = f"{lo:,} to {hi:,}" + (f" (bound {bound})" if bound else "")
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:      # (a number past Python's 4,300 digits too)
+            raise argparse.ArgumentTypeError(f"expected an integer, {limit}, got "
+                                             f"{_shown(text)}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"must be {limit}, got {_shown(text)}")
+        return v
+
+    parse.__name__ = parse.__qualname__ = name
+    parse.range = (lo, hi)          # type: ignore[attr-defined]
+    return parse
+
+
+def float_in(lo: float, hi: float, name: str, *, lo_open: bool = False, bound: str = "",
+             unit: str = "") -> Callable[[str], float]:
+    """An argparse type: a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``); NaN
+    and infinities are refused, like anything outside the range, in one line stating it."""
+    limit = (f"{'>' if lo_open else '>='} {lo:g} and <= {hi:g}{unit}"
+             + (f" (bound {bound})" if bound else ""))
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number {limit}, got "
+                                             f"{_shown(text)}") from None
+        if not math.isfinite(v) or not (lo < v if lo_open else lo <= v) or not v <= hi:
+            raise argparse.ArgumentTypeError(f"must be {limit}, got {_shown(text)}")
+        return v
+
+    parse.__name__ = parse.__qualname__ = name
+    parse.range = (lo, hi)          # type: ignore[attr-defined]
+    parse.lo_open = lo_open         # type: ignore[attr-defined]
+    return parse
+
+
+#: counts (--limit, --depth, --sample, --seeds, --cartridge-top, synth's sizes)
+positive_int = int_in(1, MAX_FLAG_COUNT, "positive_int", "flag_count")
+#: seeds (--seed, --sample-seed)
+seed_number = int_in(0, MAX_FLAG_SEED, "seed_number", "flag_seed")
+#: processes started at once (run --workers, report --jobs)
+worker_count = int_in(1, MAX_FLAG_WORKERS, "worker_count", "flag_workers")
+#: a count that may be 0 (pool --rrf-k)
+count_or_zero = int_in(0, MAX_FLAG_COUNT, "count_or_zero", "flag_count")
+#: a TCP port (0: the system picks a free one)
+port_number = int_in(0, 65535, "port_number")
+#: a duration in seconds (--connect-timeout)
+positive_seconds = float_in(0, MAX_FLAG_SECONDS, "positive_seconds", lo_open=True,
+                            bound="flag_seconds", unit=" s")
+#: a share of a whole (pool and q2d --share)
+share_fraction = float_in(0, 1, "share_fraction", lo_open=True)
+#: synth --atoms and --queries
+synth_size = int_in(1, MAX_SYNTH_SIZE, "synth_size", "synth_size")
 
 
 def resample_count(text: str) -> int:
@@ -57,33 +120,20 @@ def resample_count(text: str) -> int:
     (:data:`membench.metrics.bootstrap.MAX_RESAMPLES`)."""
     from ..metrics.bootstrap import MAX_RESAMPLES
 
-    v = positive_int(text)
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, 1 to {MAX_RESAMPLES:,} (bound "
+                                         f"resamples), got {_shown(text)}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
     if v > MAX_RESAMPLES:
         raise argparse.ArgumentTypeError(f"at most {MAX_RESAMPLES:,} (bound resamples), got "
                                          f"{v:,}")
     return v
 
 
-def positive_seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds > 0."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not 0 < v < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be > 0 and finite, got {text}")
-    return v
-
-
-def port_number(text: str) -> int:
-    """An argparse type: a TCP port, 0 to 65535 (0: the system picks a free one)."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= v <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {v}")
-    return v
+resample_count.range = (1, 100_000)     # type: ignore[attr-defined]  (checked: test_cli_flags)
 
 
 def _write_output(path: str | Path, text: str, flag: str) -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..core.errors import EXIT_BAD_INPUT
 from ..core.paths import corpus_root
-from .common import CORPUS_HELP, FMT, positive_int, resample_count
+from .common import CORPUS_HELP, FMT, positive_int, resample_count, seed_number
 
 
 def _leaderboard_cmd(a: argparse.Namespace) -> int:
@@ -110,7 +110,7 @@ installed, code that changed); the leaderboard shows it. Exit 1 when an entry di
     vf.add_argument("--sample", type=positive_int, default=50, metavar="N",
                     help="queries per modality (default 50; an entry over fewer is re-run "
                     "whole)")
-    vf.add_argument("--seed", type=int, help="the sample's seed (default: a random one, "
+    vf.add_argument("--seed", type=seed_number, help="the sample's seed (default: a random one, "
                     "printed)")
     vf.add_argument("--entry", action="append", metavar="ID", help="only this entry "
                     "(repeatable)")

@@ -10,7 +10,17 @@ import argparse
 from pathlib import Path
 
 from ..core.paths import DEFAULT_SETS_DIR, corpus_root
-from .common import CORPUS_HELP, FMT, SETS_HELP, TRUST, positive_int, resample_count
+from .common import (
+    CORPUS_HELP,
+    FMT,
+    SETS_HELP,
+    TRUST,
+    count_or_zero,
+    positive_int,
+    resample_count,
+    seed_number,
+    share_fraction,
+)
 
 
 def _pool_cmd(a: argparse.Namespace) -> int:
@@ -51,14 +61,14 @@ validate --sets OUT` check it against that lock. docs/pooling.md has the method.
                     help="complete dev runs on --sets (not --limit runs, not test doubles that "
                     "saw the gold), all over the same queries")
     po.add_argument("--sets", default=str(DEFAULT_SETS_DIR), help=SETS_HELP)
-    po.add_argument("--share", type=float, required=True, metavar="F",
+    po.add_argument("--share", type=share_fraction, required=True, metavar="F",
                     help="share of each holder's items to keep, in (0, 1] (at least its "
                     "required items)")
-    po.add_argument("--seed", type=int, default=0, metavar="N",
+    po.add_argument("--seed", type=seed_number, default=0, metavar="N",
                     help="seed of ties and of the random fill (default 0)")
     po.add_argument("--depth", type=positive_int, default=100, metavar="D",
                     help="items of each run's ranking that enter the fusion (default 100)")
-    po.add_argument("--rrf-k", type=int, default=60, metavar="K",
+    po.add_argument("--rrf-k", type=count_or_zero, default=60, metavar="K",
                     help="RRF constant: 1 / (K + rank) (default 60)")
     po.add_argument("--random", action="store_true",
                     help="a random sub-corpus of the same size per holder (the baseline)")
@@ -84,7 +94,7 @@ is an ordinary run directory under OUT; re-running resumes. docs/pooling.md has 
                     "q2d.json)")
     qd.add_argument("--sets", default=str(DEFAULT_SETS_DIR), help=SETS_HELP)
     qd.add_argument("--corpus", help=CORPUS_HELP)
-    qd.add_argument("--share", type=float, action="append", metavar="F",
+    qd.add_argument("--share", type=share_fraction, action="append", metavar="F",
                     help="only this share (repeatable; default: the spec's)")
     qd.add_argument("--seeds", type=positive_int, metavar="N",
                     help="random sub-corpora per share (default: the spec's)")

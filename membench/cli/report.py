@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from ..core.paths import corpus_root
-from .common import CORPUS_HELP, _read_flags, positive_int
+from .common import CORPUS_HELP, _read_flags, worker_count
 
 
 def _report_cmd(a: argparse.Namespace) -> int:
@@ -47,7 +47,7 @@ def _add_report(sub) -> None:
     rp.add_argument("--out", default="reports", help="reports folder (default: reports)")
     rp.add_argument("--brief", action="store_true", help="print the count of pages and the "
                     "index, not every page's path")
-    rp.add_argument("--jobs", type=positive_int, metavar="N", help="notebooks executed at once "
+    rp.add_argument("--jobs", type=worker_count, metavar="N", help="notebooks executed at once "
                     "(default: one per CPU, at most 4); the pages are the same either way")
     rp.add_argument("--sets", help="sets folder (default: the one each run recorded)")
     rp.add_argument("--corpus", help=CORPUS_HELP + ", for the pictures of source regions")

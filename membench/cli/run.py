@@ -23,6 +23,8 @@ from .common import (
     _parse_config,
     positive_int,
     positive_seconds,
+    seed_number,
+    worker_count,
 )
 
 
@@ -122,7 +124,7 @@ this one). Re-running the same command resumes an interrupted run.""")
     r.add_argument("--modality", action="append", help="only this modality (repeatable)")
     r.add_argument("--limit", type=positive_int, metavar="N",
                    help="at most N >= 1 queries per modality (hash-chosen)")
-    r.add_argument("--sample-seed", type=int, metavar="S", help="with --limit: draw the N "
+    r.add_argument("--sample-seed", type=seed_number, metavar="S", help="with --limit: draw the N "
                    "queries per modality by another hash, sha256('limit', S, id) (what "
                    "`membench verify` uses; recorded in meta.json)")
     r.add_argument("--metrics", action="store_true", help="compute metrics when done")
@@ -139,7 +141,7 @@ this one). Re-running the same command resumes an interrupted run.""")
                    "workers, the same files (docs/ray.md; pip install 'membench[ray]')")
     r.add_argument("--address", help="with --engine ray: join this Ray cluster (default: "
                    "start a local one)")
-    r.add_argument("--workers", type=positive_int, metavar="N", help="with --engine ray: "
+    r.add_argument("--workers", type=worker_count, metavar="N", help="with --engine ray: "
                    "shards (default: the cluster's CPUs, at most 4)")
     r.add_argument("--connect-timeout", type=positive_seconds, metavar="S", help="with --engine "
                    "ray --address: the cluster must answer within S seconds (default 30)")

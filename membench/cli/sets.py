@@ -17,7 +17,14 @@ from pathlib import Path
 
 from ..core.errors import MembenchError
 from ..core.paths import DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH, corpus_root
-from .common import CORPUS_HELP, SETS_HELP, _write_output, positive_int
+from .common import (
+    CORPUS_HELP,
+    SETS_HELP,
+    _write_output,
+    positive_int,
+    seed_number,
+    synth_size,
+)
 from .corpus import _check_corpus_before_build
 
 
@@ -163,10 +170,10 @@ def _add_synth(sub) -> None:
     sy = sub.add_parser("synth", help="write synthetic sets shaped like the real dev sets "
                         "(growth benchmarks; docs/ray.md)")
     sy.add_argument("--out", required=True, help="folder for sets/, manifest.jsonl, corpus/")
-    sy.add_argument("--atoms", type=positive_int, required=True,
+    sy.add_argument("--atoms", type=synth_size, required=True,
                     help="dev atoms (as the reference chunker makes them) to reach")
-    sy.add_argument("--queries", type=positive_int, required=True, help="dev queries")
-    sy.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    sy.add_argument("--queries", type=synth_size, required=True, help="dev queries")
+    sy.add_argument("--seed", type=seed_number, default=0, help="generator seed (default 0)")
     sy.set_defaults(func=_synth_cmd)
 
 

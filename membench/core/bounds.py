@@ -75,9 +75,33 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
+# the numeric flags of the command line (membench.cli.common's argparse types; resamples,
+# ports and shares have their own ranges there)
+MAX_FLAG_COUNT = bound("flag_count", (1 << 31) - 1, "", "a count given as a flag (--limit, "
+                       "--depth, --sample, --seeds, --cartridge-top, --rrf-k)",
+                       "refused argument (exit 2, one line stating the range)",
+                       "membench.cli.common")
+MAX_FLAG_SEED = bound("flag_seed", (1 << 32) - 1, "", "a seed given as a flag (--seed, "
+                      "--sample-seed; from 0)",
+                      "refused argument (exit 2, one line stating the range)",
+                      "membench.cli.common")
+MAX_FLAG_WORKERS = bound("flag_workers", 256, "processes", "processes a flag starts at once "
+                         "(run --workers, report --jobs)",
+                         "refused argument (exit 2, one line stating the range)",
+                         "membench.cli.common")
+MAX_FLAG_SECONDS = bound("flag_seconds", 86_400.0, "s", "a duration given as a flag "
+                         "(--connect-timeout; NaN and infinities are refused too)",
+                         "refused argument (exit 2, one line stating the range)",
+                         "membench.cli.common")
+MAX_SYNTH_SIZE = bound("synth_size", 10_000_000, "", "atoms and queries `membench synth` makes "
+                       "(--atoms, --queries)",
+                       "refused argument (exit 2, one line stating the range)",
+                       "membench.cli.common")
+
 # modules that register bounds at import (add yours here)
 _MODULES: list[str] = [
     "membench.core.bounds",
+    "membench.cli.common",
     "membench.core.ids",
     "membench.core.stop",
     "membench.core.jsonl",
@@ -87,6 +111,7 @@ _MODULES: list[str] = [
     "membench.serve.server",
     "membench.run.ray_engine",
     "membench.run.files",
+    "membench.run.importer",
     "membench.trec.read",
     "membench.analysis.browse",
     "membench.systems.identity",

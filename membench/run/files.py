@@ -3,8 +3,8 @@
 read them through here (via :class:`membench.metrics.rundir.RunDir`).
 
 ``atoms.jsonl``: one atom per line ``{atom_id, source_id, modality, holder, observed_at,
-extent}`` (plus an optional ``text``, what the system indexed, which is kept by the runner for
-the failure browser and ignored here). ``run.jsonl``: one line per query ``{query_id, hits:
+extent}`` (plus an optional ``text``, a string: what the system indexed, which is kept by the
+runner for the failure browser and not scored). ``run.jsonl``: one line per query ``{query_id, hits:
 [[atom_id, score], ...], cartridge: [atom_id, ...], latency_ms}``, hits in the order the system
 gave them, at most :data:`MAX_DEPTH`, plus an optional ``confidence`` (a finite number: the
 score the system's abstention decision thresholds, :class:`membench.contract.protocol.Result`).
@@ -138,8 +138,12 @@ def parse_atom(obj: Mapping[str, Any], file: str = "<atoms>", line: int | None =
     why = check_extent(m, obj["extent"])
     if why:
         raise InputError(file, line, "extent", why, rule="ATOM_EXTENT")
+    text = obj.get("text", "")
+    if not isinstance(text, str):
+        raise InputError(file, line, "text", f"must be a string (what the system indexed), got "
+                         f"{type(text).__name__} {text!r}"[:160], rule="ATOM_SCHEMA")
     return AtomRow(obj["atom_id"], obj["source_id"], m, obj["holder"], ts, dict(obj["extent"]),
-                   str(obj.get("text") or ""), file=str(file), line=line)
+                   text, file=str(file), line=line)
 
 
 def read_atoms(path: str | Path) -> list[AtomRow]:
@@ -287,8 +291,10 @@ class RunMeta(BaseModel):
 def check_run_dir_files(run_dir: str | Path) -> None:
     """Refuse a run directory in which a run file (:data:`RUN_DIR_FILES`) is anything but a
     regular file (a symlink, a FIFO, a folder, a device), or ``scratch`` is anything but a
-    folder: one :class:`InputError` (rule ``NOT_A_FILE``) naming it, before anything is
-    written (:func:`membench.core.atomic.refuse_special`)."""
+    folder (a symlink to one included): one :class:`InputError` (rule ``NOT_A_FILE``) naming
+    it (:func:`membench.core.atomic.refuse_special`). The one check of a run folder's
+    contents: writers (run, import-run) call it before writing, readers through
+    :func:`read_meta` before reading."""
     import os
     import stat
 
@@ -308,9 +314,11 @@ def check_run_dir_files(run_dir: str | Path) -> None:
 
 
 def read_meta(run_dir: str | Path) -> dict[str, Any]:
-    """``RUN_DIR/meta.json`` as a dict, checked (:class:`RunMeta`): missing (not a run
-    directory), not UTF-8, not JSON, not an object, or a field of the wrong type is an
-    :class:`InputError` naming it."""
+    """``RUN_DIR/meta.json`` as a dict, checked (:class:`RunMeta`): a run folder holding a
+    symlink or another special file where a run file belongs (:func:`check_run_dir_files`:
+    every reader of a run folder starts here), missing (not a run directory), not UTF-8, not
+    JSON, not an object, or a field of the wrong type is an :class:`InputError` naming it."""
+    check_run_dir_files(run_dir)
     meta_path = Path(run_dir) / "meta.json"
     if not meta_path.exists():
         raise InputError(meta_path, None, None, "file not found: not a run directory (make one "

@@ -40,6 +40,10 @@ so a run is never scored against sets ``validate`` refuses. The system's name is
 identifier (:mod:`membench.core.ids`), and an atom listed twice for one query (in the TREC
 file or in a cartridge) is refused, naming the query, the atom and both ranks (lines).
 
+Its files are bounded (:mod:`membench.core.bounds`): the atoms file's bytes
+(``import_atom_bytes``) and atoms (``import_atoms``), the TREC lines of one query
+(``import_query_lines``); past one, a located TOO_LARGE line.
+
 Every input is read and checked before RUN_DIR is touched. An existing run there (any of
 ``meta.json``, ``atoms.jsonl``, ``run.jsonl``, ``metrics.json``) is refused unless ``force``;
 the import holds RUN_DIR's lock (:func:`membench.core.lock.run_dir_lock`) while it writes, and
@@ -54,16 +58,26 @@ import hashlib
 from pathlib import Path
 
 from ..core.atomic import atomic_write_json, atomic_write_text
+from ..core.bounds import bound
 from ..core.errors import InputError, MembenchError
 from ..core.ids import id_problem
 from ..core.jsonl import dumps, iter_json_lines, sha256_file
 from ..core.lock import run_dir_lock
 from ..core.paths import MANIFEST_PATH
+from ..core.textfiles import check_readable_file
 from ..modalities import EXTENT_CAPS
 from ..sets.build import set_digests
 from ..sets.select import check_modalities
 from ..sets.topics import topic_id
-from .files import check_run_dir_files, read_atoms, repeated, trec_fields, trec_float, trec_int
+from .files import (
+    AtomRow,
+    check_run_dir_files,
+    parse_atom,
+    repeated,
+    trec_fields,
+    trec_float,
+    trec_int,
+)
 from ..contract.protocol import MAX_DEPTH, order_hits
 from .runner import (
     check_atoms,
@@ -95,6 +109,41 @@ def read_trec_lines(path: Path):
                              "finite number (NaN and infinities cannot be ranked)",
                              rule="TREC") from None
         yield no, parts[0], parts[2], rank, score
+
+
+MAX_IMPORT_ATOM_BYTES = bound("import_atom_bytes", 256 << 20, "bytes", "the atoms file of "
+                              "`import-run --atoms` (its size, before a line is read)",
+                              "located error (TOO_LARGE) naming the file; not read",
+                              "membench.run.importer")
+MAX_IMPORT_ATOMS = bound("import_atoms", 1_000_000, "atoms", "atoms in the atoms file of "
+                         "`import-run --atoms` (the imported system's memory)",
+                         "located error (TOO_LARGE) at the line past it; nothing written",
+                         "membench.run.importer")
+MAX_IMPORT_QUERY_LINES = bound("import_query_lines", 10 * MAX_DEPTH, "lines", "lines of one "
+                               "query in the TREC file of `import-run --trec` (the first "
+                               "max_depth by rank are kept)",
+                               "located error (TOO_LARGE) at the line past it, naming the "
+                               "query; nothing written", "membench.run.importer")
+
+
+def read_import_atoms(path: Path) -> list[AtomRow]:
+    """The atoms file of an import (:func:`membench.run.files.parse_atom` per line), within
+    its bounds: at most :data:`MAX_IMPORT_ATOM_BYTES` bytes (checked before reading) and
+    :data:`MAX_IMPORT_ATOMS` atoms (checked at each line); past either, a located
+    :class:`InputError` (rule TOO_LARGE)."""
+    size = check_readable_file(path).stat().st_size
+    if size > MAX_IMPORT_ATOM_BYTES:
+        raise InputError(path, None, None, f"{size:,} bytes; an imported atoms file holds at "
+                         f"most {MAX_IMPORT_ATOM_BYTES:,} (bound import_atom_bytes): not read",
+                         rule="TOO_LARGE")
+    atoms: list[AtomRow] = []
+    for no, obj in iter_json_lines(path):
+        if len(atoms) >= MAX_IMPORT_ATOMS:
+            raise InputError(path, no, None, f"more than {MAX_IMPORT_ATOMS:,} atoms (bound "
+                             "import_atoms): an imported system's memory is at most that",
+                             rule="TOO_LARGE")
+        atoms.append(parse_atom(obj, str(path), no))
+    return atoms
 
 
 RUN_FILES = ("meta.json", "atoms.jsonl", "run.jsonl", "metrics.json")
@@ -200,7 +249,7 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
         check_sets_before_run(Path(sets_dir), corpus_root, Path(manifest), lock)
     data = load_split(sets_dir, split, mods, limit)
     whole = data if mods is None and limit is None else load_split(sets_dir, split)
-    atoms = read_atoms(atoms_file)
+    atoms = read_import_atoms(Path(atoms_file))
     check_atoms(system, atoms, whole.items)         # a memory of the split (any part of it)
     known = {a.atom_id for a in atoms}
     qids = {r.query_id for r in data.records}
@@ -223,6 +272,11 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
                              "topic id of one)", rule="TREC")
         by_topic += alias[qid] != qid
         qid = alias[qid]
+        if len(lists.get(qid, ())) >= MAX_IMPORT_QUERY_LINES:
+            raise InputError(run_file, no, "qid", f"query {qid}: more than "
+                             f"{MAX_IMPORT_QUERY_LINES:,} lines (bound import_query_lines); "
+                             f"only the first {MAX_DEPTH:,} by rank are kept: cut the run at "
+                             "that depth", rule="TOO_LARGE")
         if doc not in known:
             raise InputError(run_file, no, "docid", f"query {qid}: atom {doc!r} is not in "
                              f"{atoms_file}", rule="TREC")
