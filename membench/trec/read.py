@@ -741,3 +741,34 @@ def _reread_docids(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, in
     return out
 
 
+
+
+def _reread_docid_array(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]],
+                        compat: bool = False):
+    """The docids of the given (0-based) lines as one arrow binary array, in their order: each
+    piece holding some is read again once, and their bytes gathered without a Python object
+    per line."""
+    import pyarrow as pa
+    firsts = np.asarray([c[2] for c in chunk_info], dtype=np.int64)
+    which = np.searchsorted(firsts, lines, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    parts, lens = [], []
+    with open(path, "rb") as f:
+        for ci in np.unique(which).tolist():
+            ch, S, E, _ = _reread_chunk(path, f, chunk_info[ci], compat)
+            i = lines[order[which[order] == ci]] - ch.first_line
+            s, L = S[i, 2], E[i, 2] - S[i, 2]
+            ends = np.cumsum(L)
+            idx = np.arange(int(ends[-1]) if len(L) else 0, dtype=np.int64) + \
+                np.repeat(s - (ends - L), L)
+            parts.append(ch.buf[idx])
+            lens.append(L)
+    L = np.concatenate(lens) if lens else np.zeros(0, np.int64)
+    off = np.zeros(len(L) + 1, dtype=np.int64)
+    np.cumsum(L, out=off[1:])
+    data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+    arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(L),
+                                           [None, pa.py_buffer(off), pa.py_buffer(data)])
+    back = np.empty(len(order), dtype=np.int64)
+    back[order] = np.arange(len(order))
+    return arr.take(pa.array(back))
