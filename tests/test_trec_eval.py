@@ -165,8 +165,8 @@ def test_cli(tmp_path, capsys):
                    "num_ret               \tall\t3", "recip_rank            \tall\t0.7500"]
     assert main(["trec-eval", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "infAP"]) == 2
     assert "infAP is not computed by membench" in capsys.readouterr().err
-    assert main(["trec-eval", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "nosuch"]) == 2
-    assert "illegal measure 'nosuch'" in capsys.readouterr().err
+    assert main(["trec-eval", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "nosuch"]) == 1
+    assert "illegal measure 'nosuch'" in capsys.readouterr().err      # trec_eval's status 1
     (tmp_path / "bad").write_text("q1 Q0 a 1 1.0 t\nq1 Q0 b x 1.0 t\n")
     assert main(["trec-eval", str(tmp_path / "qrels"), str(tmp_path / "bad")]) == 2
     err = capsys.readouterr().err
