@@ -346,6 +346,20 @@ CASES = {
     # a docid repeated in a query without qrels: never evaluated, so never refused
     "duplicate, unjudged query": (QRELS, RUN + "9 Q0 k 1 1 r\n9 Q0 k 2 1 r\n", ["-m", "map"]),
     "duplicate, judged query": (QRELS, RUN + "2 Q0 a 3 0.1 r\n", ["-m", "map"]),
+    # relevance as C's atol reads it: 0x10 is 0, 1.5 is 1, 2abc is 2
+    "relevance 0x10": ("1 0 a 0x10\n1 0 b 1\n", "1 Q0 a 1 3 r\n1 Q0 b 2 2 r\n",
+                       ["-m", "ndcg_cut.5", "-m", "map"]),
+    "relevance 1.5": ("1 0 a 1.5\n1 0 b 2abc\n1 0 c +3\n1 0 d -\n", RUN.replace("z", "d"),
+                      ["-q", "-m", "ndcg_cut.5", "-m", "map", "-m", "num_rel"]),
+    # scores as C's atof reads them; the rank column is never read
+    "scores atof": (QRELS, "1 Q0 a 1 inf r\n1 Q0 b 2 0x1p3 r\n1 Q0 c 3 1.5abc r\n"
+                    "1 Q0 d x 1e400 r\n2 Q0 a 1 -inf r\n2 Q0 x 2 -1e400 r\n"
+                    "2 Q0 y 3 .5e r\n2 Q0 z 4 0X.8P1 r\n", ["-q", "-m", "recip_rank",
+                                                             "-m", "map", "-m", "P.1,2,3"]),
+    "scores nan": (QRELS, "1 Q0 a 1 nan r\n1 Q0 b 2 NaN r\n1 Q0 c 3 1 r\n1 Q0 d 4 2 r\n"
+                   "1 Q0 e 5 -nan r\n1 Q0 f 6 0.5 r\n1 Q0 g 7 3 r\n2 Q0 a 1 nan r\n"
+                   "2 Q0 x 2 1 r\n", ["-q", "-m", "recip_rank", "-m", "map",
+                                       "-m", "ndcg_cut.1,2,3,4,5,6,7"]),
 }
 
 
@@ -361,3 +375,26 @@ def test_single_cases_match(binary, tmp_path, capsys, name):
     code, out, err = run_membench(capsys, [*args, str(q), str(r)])
     assert (code, out) == (want.returncode, want.stdout), (err, want.stderr)
     assert "Traceback" not in err and (code == 0) == (err == ""), err
+
+
+def test_nan_scores_in_a_generated_run(binary, tmp_path, capsys):
+    """Queries mixing NaN, tied and distinct scores: trec_eval's comparator takes a NaN for
+    equal to every score, so the order is glibc qsort's (a merge sort), repeated exactly."""
+    rng = random.Random(11)
+    run, qrels = [], []
+    for i in range(300):
+        docs = rng.sample(range(60), rng.randint(1, 25))
+        for r, d in enumerate(docs, 1):
+            s = rng.choice(["nan", "-nan", "1", "2", f"{rng.random():.3f}", "inf"])
+            run.append(f"q{i} Q0 D{d} {r} {s} t\n")
+            if rng.random() < 0.4:
+                qrels.append(f"q{i} 0 D{d} {rng.choice([0, 1, 2])}\n")
+        qrels.append(f"q{i} 0 X{i} 1\n")
+    q, r = tmp_path / "qrels", tmp_path / "run"
+    q.write_text("".join(qrels))
+    r.write_text("".join(run))
+    args = ["-q", "-m", "recip_rank", "-m", "map", "-m", "ndcg_cut.3,10", str(q), str(r)]
+    want = subprocess.run([str(binary), *args], capture_output=True, text=True, check=False)
+    code, out, err = run_membench(capsys, args)
+    assert want.returncode == code == 0, (err, want.stderr)
+    assert out == want.stdout

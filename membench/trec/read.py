@@ -43,7 +43,7 @@ import numpy as np
 
 from ..core.bounds import bound
 from ..core.errors import InputError
-from ..core.textfiles import MAX_TREC_LINE, check_readable_file, trec_fields, trec_int
+from ..core.textfiles import MAX_TREC_LINE, c_atol, check_readable_file, trec_fields, trec_int
 from .parse import (_arrow_options, _binary_tokens, _changes, _Chunk, _fields, _hash,
                     _have_arrow, _mix, _parse_arrow, _parse_strict, _QueryIndex, _same_bytes)
 
@@ -178,14 +178,17 @@ def _lines_before(path: Path, offset: int) -> int:
 def read_trec_qrels(path: str | Path, compat: bool = False) -> dict[str, dict[str, int]]:
     """``qid iter docid rel`` lines -> ``{qid: {docid: rel}}`` (file order kept). A repeated
     (qid, docid) or a malformed line is an error naming the line. ``compat``: lines starting
-    with ``#`` are comments, as in trec_eval 10."""
+    with ``#`` are comments and the relevance is read by C's ``atol``, as in trec_eval 10
+    (``1.5`` is 1, ``0x10`` is 0); else it must be an integer."""
     out: dict[str, dict[str, int]] = {}
     path = Path(path)
     for no, (qid, _, doc, rel) in trec_fields(path, "qid iter docid rel", comment_lines=compat):
         try:
-            r = trec_int(rel)
+            r = c_atol(rel) if compat else trec_int(rel)
         except ValueError:
-            raise InputError(path, no, "rel", f"not an integer: {rel!r}", rule="TREC") from None
+            raise InputError(path, no, "rel", f"not an integer: {rel!r}; trec_eval reads it as "
+                             f"{c_atol(rel)} (C's atol), and so does membench trec-eval without "
+                             "--strict", rule="TREC") from None
         docs = out.setdefault(qid, {})
         if doc in docs:
             raise InputError(path, no, "docid", f"{qid} {doc} judged twice", rule="TREC")
@@ -217,7 +220,7 @@ def _qrels_arrays(path: Path, qindex: dict[str, int], compat: bool = False) -> t
                                double_quote=False, newlines_in_values=False,
                                ignore_empty_lines=False),
             pacsv.ConvertOptions(column_types={"qid": pa.binary(), "iter": pa.binary(),
-                                               "docid": pa.binary(), "rel": pa.int64()},
+                                               "docid": pa.binary(), "rel": pa.binary()},
                                  null_values=[], strings_can_be_null=False,
                                  quoted_strings_can_be_null=False, check_utf8=False))
     except (UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -245,8 +248,28 @@ def _qrels_arrays(path: Path, qindex: dict[str, int], compat: bool = False) -> t
             return None
     qindex.clear()
     qindex.update(trial)
-    rel = np.ascontiguousarray(t.column("rel").to_numpy(), dtype=np.int64)
+    rel = _relevance(t.column("rel"), compat)
+    if rel is None:
+        return None
     return q, dtok.ch, dtok.s, dl, rel
+
+
+def _relevance(col, compat: bool) -> np.ndarray | None:
+    """An arrow column of relevance tokens as int64: plain integers (``[+-]digits``) directly;
+    with ``compat`` any other token as C's ``atol`` reads it (once per distinct token), else
+    ``None`` (the line-by-line reader then names the line)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    plain = pc.match_substring_regex(col, r"^[+-]?[0-9]{1,18}$")
+    if pc.all(plain).as_py() is not False:
+        return np.ascontiguousarray(pc.cast(col.cast(pa.string()), pa.int64()).to_numpy(),
+                                    dtype=np.int64)
+    if not compat:
+        return None
+    enc = col.combine_chunks().dictionary_encode()
+    vals = np.fromiter((c_atol(b) for b in enc.dictionary.to_pylist()), dtype=np.int64,
+                       count=len(enc.dictionary))
+    return vals[enc.indices.to_numpy()]
 
 
 class _Qrels:

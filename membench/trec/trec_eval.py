@@ -8,10 +8,12 @@ built from its source, ``tests/test_trec_eval_conformance.py``):
 * **ranking** (``ties="trec_eval"``): each query's lines by score descending (doubles, as
   ``form_res_rels.c`` compares them), then docid descending (bytes), the rank column ignored;
 * **reading** (``compat``): run fields after the sixth ignored, blank lines and lines starting
-  with ``#`` skipped; qrels lines with ``#`` in column 1 skipped;
-* **refusals** (``lenient=False``), each a located error: a docid listed twice for a query
-  (within the first ``max_docs``), a run with no line, a qrels query with no run line unless
-  ``complete`` (trec_eval 10.0 stops: "result qid ... not found");
+  with ``#`` skipped; qrels lines with ``#`` in column 1 skipped; scores read by C's ``atof``,
+  relevance by ``atol`` (:func:`membench.core.textfiles.c_atof`), the rank column unread;
+* **refusals** (``lenient=False``), each a located error with trec_eval's exit status
+  (:func:`exit_status`): a docid listed twice for an evaluated query (within the first
+  ``max_docs``), an empty qrels or run, a qrels query with no run line unless ``complete``
+  (trec_eval 10.0 stops: "result qid ... not found");
 * **options**: ``-q`` (per query lines), ``-c`` (``complete``: every qrels query, a missing
   one against an empty ranking), ``-l`` (``level``: relevance >= level is relevant),
   ``-M`` (``max_docs``: the first M documents of each ranking), ``-J`` (``judged_only``:
@@ -627,8 +629,11 @@ def add_arguments(p) -> None:
                    default="trec_eval", help=TIES_HELP)
     p.add_argument("--strict", action="store_true",
                    help="membench's strict reading: a run line with fields after the sixth, a "
-                   "blank line or a '#' line (a qrels line starting with '#') is a located "
-                   "error; by default they are read as trec_eval reads them (ignored, skipped)")
+                   "blank line or a '#' line (a qrels line starting with '#'), a score that is "
+                   "not a finite decimal number, a rank or relevance that is not an integer is "
+                   "a located error; by default they are read as trec_eval reads them "
+                   "(ignored, skipped; scores by C's atof: inf, nan, 0x1p3, 1.5abc; rank and "
+                   "relevance by atol: 0x10 is 0, 1.5 is 1)")
     p.add_argument("--lenient", action="store_true",
                    help="no refusal of trec_eval's: a docid repeated for a query counts once "
                    "(its first position), an empty run is evaluated, a qrels query missing "
