@@ -356,6 +356,13 @@ CASES = {
                     "1 Q0 d x 1e400 r\n2 Q0 a 1 -inf r\n2 Q0 x 2 -1e400 r\n"
                     "2 Q0 y 3 .5e r\n2 Q0 z 4 0X.8P1 r\n", ["-q", "-m", "recip_rank",
                                                              "-m", "map", "-m", "P.1,2,3"]),
+    # tied scores: docids that are prefixes of each other, past 8 and 64 bytes, not ASCII
+    "ties by docid": ("1 0 ab 1\n1 0 abcdefgh 1\n1 0 abcdefghi 2\n1 0 %(l)sb 1\n2 0 é 1\n"
+                      "2 0 ~ 1\n",
+                      "1 Q0 a 1 1 r\n1 Q0 ab 2 1 r\n1 Q0 abcdefgh 3 1 r\n1 Q0 abcdefghi 4 1 r\n"
+                      "1 Q0 %(l)sa 5 1 r\n1 Q0 %(l)sb 6 1 r\n1 Q0 %(l)s 7 1 r\n2 Q0 é 1 0 r\n"
+                      "2 Q0 e 2 0 r\n2 Q0 ~ 3 0 r\n2 Q0 z 4 0 r\n" % {"l": "L" * 70},
+                      ["-q", "-m", "recip_rank", "-m", "ndcg_cut.1,2,3,4,5,6,7"]),
     "scores nan": (QRELS, "1 Q0 a 1 nan r\n1 Q0 b 2 NaN r\n1 Q0 c 3 1 r\n1 Q0 d 4 2 r\n"
                    "1 Q0 e 5 -nan r\n1 Q0 f 6 0.5 r\n1 Q0 g 7 3 r\n2 Q0 a 1 nan r\n"
                    "2 Q0 x 2 1 r\n", ["-q", "-m", "recip_rank", "-m", "map",

@@ -37,8 +37,9 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..metrics.ranking import FirstHits, rank_measures
+from .parse import _Chunk
 from .read import (CHUNK_BYTES, _Interleaved, _Lines, _Qrels, _record_line, _regular,
-                   _reread_docid_array, _reread_docids, _Scan)
+                   _reread_chunk, _reread_docids, _Scan)
 
 
 # --------------------------------------------------------------------------- ranking a group
@@ -155,11 +156,12 @@ class _RankingScan(_Scan):
         """trec_eval's order: per query ``score`` descending (doubles for 10.0; the caller
         rounds them to 32-bit floats for 9.x), then docid descending (bytes). One stable sort
         by (query, score); the lines whose score equals a neighbour's in the same query are
-        put in docid order by one more sort, of their docids' ranks (:func:`_docid_ranks`),
-        whatever their number. A query holding a NaN score is ordered as glibc's qsort
-        orders it under trec_eval's comparator (:func:`_qsort_order`)."""
+        put in docid order by one more sort, of their docids' ranks
+        (:func:`_docid_ranks`), whatever their number. A query holding a NaN score is
+        ordered as glibc's qsort orders it under trec_eval's comparator (:func:`_qsort_order`)."""
         q = g.q
-        o = np.lexsort((-score, q))
+        o = np.argsort(-score, kind="stable")
+        o = o[_stable_by_query(q[o])]
         qs, ss = q[o], score[o]
         eq = (ss[1:] == ss[:-1]) & (qs[1:] == qs[:-1])
         if eq.any():
@@ -179,14 +181,66 @@ class _RankingScan(_Scan):
         return o
 
 
+def _reread_docid_bytes(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]],
+                        compat: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The docids of the given (0-based) lines, in their order, as one byte array and its
+    offsets (docid i is ``data[off[i]:off[i + 1]]``): each piece holding some is read again
+    once, and their bytes gathered without a Python object per line."""
+    firsts = np.asarray([c[2] for c in chunk_info], dtype=np.int64)
+    which = np.searchsorted(firsts, lines, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    starts, lens, parts = [], [], []
+    with open(path, "rb") as f:
+        for ci in np.unique(which).tolist():
+            ch, S, E, _ = _reread_chunk(path, f, chunk_info[ci], compat)
+            i = lines[order[which[order] == ci]] - ch.first_line
+            s, L = S[i, 2], E[i, 2] - S[i, 2]
+            ends = np.cumsum(L)
+            idx = np.arange(int(ends[-1]) if len(L) else 0, dtype=np.int64) + \
+                np.repeat(s - (ends - L), L)
+            parts.append(ch.buf[idx])
+            lens.append(L)
+    L = np.concatenate(lens) if lens else np.zeros(0, np.int64)
+    data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+    pos = np.zeros(len(L), dtype=np.int64)            # start of each docid, in read order
+    np.cumsum(L[:-1], out=pos[1:])
+    back = np.empty(len(order), dtype=np.int64)
+    back[order] = np.arange(len(order))
+    L, pos = L[back], pos[back]
+    off = np.zeros(len(L) + 1, dtype=np.int64)
+    np.cumsum(L, out=off[1:])
+    idx = np.arange(int(off[-1]), dtype=np.int64) + np.repeat(pos - off[:-1], L)
+    return data[idx], off
+
+
 def _docid_ranks(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]],
-                 compat: bool) -> np.ndarray:
-    """Per line of ``lines``, the rank of its docid among theirs (equal docids, equal ranks;
-    bytes order, as strcmp compares them): their docids are read again into one arrow array
-    and ranked by one sort."""
-    import pyarrow.compute as pc
-    arr = _reread_docid_array(path, lines, chunk_info, compat)
-    return pc.rank(arr, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64)
+                 compat: bool = False) -> np.ndarray:
+    """Per line of ``lines``, the rank of its docid among theirs (equal docids, equal ranks),
+    in bytes order as C's strcmp compares them: the docids are read again
+    (:func:`_reread_docid_bytes`) and sorted by their big-endian 8-byte words, zero-padded
+    (a docid holds no NUL byte, so a prefix sorts first, as strcmp puts it); a docid longer
+    than 64 bytes makes it one sort of byte strings."""
+    data, off = _reread_docid_bytes(path, lines, chunk_info, compat)
+    n = len(off) - 1
+    L = np.diff(off)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    if int(L.max()) > 64:
+        docs = [data[a:b].tobytes() for a, b in zip(off[:-1].tolist(), off[1:].tolist())]
+        _, inv = np.unique(np.asarray(docs, dtype=object), return_inverse=True)
+        return inv.astype(np.int64)
+    raw = bytearray(data.tobytes() + bytes(16))
+    ch = _Chunk(raw, max(len(data), 1), 0)
+    words = [ch.masked_word(off[:-1], L, j).byteswap() for j in range((int(L.max()) + 7) // 8)]
+    o = np.lexsort(words[::-1])
+    diff = np.zeros(n, dtype=bool)
+    for w in words:
+        ws = w[o]
+        diff[1:] |= ws[1:] != ws[:-1]
+    diff[0] = True
+    rank = np.empty(n, dtype=np.int64)
+    rank[o] = np.cumsum(diff)
+    return rank
 
 
 def _with_nan_queries(path: Path, g: _Lines, o: np.ndarray, score: np.ndarray,

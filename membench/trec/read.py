@@ -45,7 +45,8 @@ from ..core.bounds import bound
 from ..core.errors import InputError
 from ..core.textfiles import MAX_TREC_LINE, c_atol, check_readable_file, trec_fields, trec_int
 from .parse import (_arrow_options, _binary_tokens, _changes, _Chunk, _fields, _hash,
-                    _have_arrow, _mix, _parse_arrow, _parse_strict, _QueryIndex, _same_bytes)
+                    _have_arrow, _mix, _parse_arrow, _parse_ints, _parse_strict, _QueryIndex,
+                    _same_bytes)
 
 CHUNK_BYTES = 8 << 20
 MAX_HELD_BYTES = bound(
@@ -255,21 +256,22 @@ def _qrels_arrays(path: Path, qindex: dict[str, int], compat: bool = False) -> t
 
 
 def _relevance(col, compat: bool) -> np.ndarray | None:
-    """An arrow column of relevance tokens as int64: plain integers (``[+-]digits``) directly;
-    with ``compat`` any other token as C's ``atol`` reads it (once per distinct token), else
-    ``None`` (the line-by-line reader then names the line)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    plain = pc.match_substring_regex(col, r"^[+-]?[0-9]{1,18}$")
-    if pc.all(plain).as_py() is not False:
-        return np.ascontiguousarray(pc.cast(col.cast(pa.string()), pa.int64()).to_numpy(),
-                                    dtype=np.int64)
-    if not compat:
-        return None
-    enc = col.combine_chunks().dictionary_encode()
-    vals = np.fromiter((c_atol(b) for b in enc.dictionary.to_pylist()), dtype=np.int64,
-                       count=len(enc.dictionary))
-    return vals[enc.indices.to_numpy()]
+    """An arrow column of relevance tokens as int64: plain integers (``[+-]digits``, up to 18)
+    directly; with ``compat`` any other token as C's ``atol`` reads it, else ``None`` (the
+    line-by-line reader then names the line)."""
+    tok, L = _binary_tokens(col)
+    n = len(L)
+    first = tok.ch.buf[np.minimum(tok.s, max(tok.ch.size - 1, 0))] if n else np.zeros(0, np.uint8)
+    sign = ((first == 43) | (first == 45)) & (L > 0)
+    val, ok = _parse_ints(tok.ch, tok.s + sign, tok.e)
+    ok &= L - sign > 0
+    val = np.where(sign & (first == 45), -val, val)
+    if not bool(ok.all()):
+        if not compat:
+            return None
+        for i in np.flatnonzero(~ok).tolist():
+            val[i] = c_atol(tok.token(i))
+    return val.astype(np.int64)
 
 
 class _Qrels:
@@ -762,36 +764,3 @@ def _reread_docids(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, in
                 i = int(lines[k]) - ch.first_line
                 out[k] = ch.token(S[i, 2], E[i, 2])
     return out
-
-
-
-
-def _reread_docid_array(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]],
-                        compat: bool = False):
-    """The docids of the given (0-based) lines as one arrow binary array, in their order: each
-    piece holding some is read again once, and their bytes gathered without a Python object
-    per line."""
-    import pyarrow as pa
-    firsts = np.asarray([c[2] for c in chunk_info], dtype=np.int64)
-    which = np.searchsorted(firsts, lines, side="right") - 1
-    order = np.argsort(which, kind="stable")
-    parts, lens = [], []
-    with open(path, "rb") as f:
-        for ci in np.unique(which).tolist():
-            ch, S, E, _ = _reread_chunk(path, f, chunk_info[ci], compat)
-            i = lines[order[which[order] == ci]] - ch.first_line
-            s, L = S[i, 2], E[i, 2] - S[i, 2]
-            ends = np.cumsum(L)
-            idx = np.arange(int(ends[-1]) if len(L) else 0, dtype=np.int64) + \
-                np.repeat(s - (ends - L), L)
-            parts.append(ch.buf[idx])
-            lens.append(L)
-    L = np.concatenate(lens) if lens else np.zeros(0, np.int64)
-    off = np.zeros(len(L) + 1, dtype=np.int64)
-    np.cumsum(L, out=off[1:])
-    data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
-    arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(L),
-                                           [None, pa.py_buffer(off), pa.py_buffer(data)])
-    back = np.empty(len(order), dtype=np.int64)
-    back[order] = np.arange(len(order))
-    return arr.take(pa.array(back))
