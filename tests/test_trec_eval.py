@@ -165,12 +165,15 @@ def test_cli(tmp_path, capsys):
                    "num_ret               \tall\t3", "recip_rank            \tall\t0.7500"]
     assert main(["trec-eval", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "infAP"]) == 2
     assert "infAP is not computed by membench" in capsys.readouterr().err
-    assert main(["trec-eval", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "nosuch"]) == 2
-    assert "illegal measure 'nosuch'" in capsys.readouterr().err
+    assert main(["trec-eval", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "nosuch"]) == 1
+    assert "illegal measure 'nosuch'" in capsys.readouterr().err      # trec_eval's status 1
     (tmp_path / "bad").write_text("q1 Q0 a 1 1.0 t\nq1 Q0 b x 1.0 t\n")
-    assert main(["trec-eval", str(tmp_path / "qrels"), str(tmp_path / "bad")]) == 2
+    assert main(["trec-eval", "--strict", str(tmp_path / "qrels"), str(tmp_path / "bad")]) == 2
     err = capsys.readouterr().err
     assert "bad:2" in err and "rank" in err and "Traceback" not in err
+    # trec_eval never reads the rank column: by default "x" is no refusal
+    assert main(["trec-eval", "-c", str(tmp_path / "qrels"), str(tmp_path / "bad")]) == 0
+    capsys.readouterr()
 
 
 def test_values_are_not_rounded(tmp_path):
@@ -285,3 +288,19 @@ def test_the_command_on_an_interleaved_run_keeps_pandas_out_and_does_not_crash(t
     assert "pandas imported: False" in p.stderr
     want = list(trec_eval(tmp_path / "qrels", tmp_path / "run", None, lenient=True))
     assert p.stdout.splitlines() == want and len(want) > 20
+
+
+def test_strict_refuses_what_atof_and_atol_would_read(tmp_path, capsys):
+    """By default scores and relevance are read as trec_eval reads them (C's atof, atol);
+    --strict refuses such tokens, naming the file, line and field."""
+    (tmp_path / "q").write_text("q1 0 a 0x10\nq1 0 b 1\n")
+    (tmp_path / "r").write_text("q1 Q0 a 1 2 t\nq1 Q0 b 2 inf t\n")
+    assert main(["trec-eval", "-m", "map", str(tmp_path / "q"), str(tmp_path / "r")]) == 0
+    assert capsys.readouterr().out == "map                   \tall\t1.0000\n"
+    assert main(["trec-eval", "--strict", str(tmp_path / "q"), str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "q:1" in err and "field rel" in err and "atol" in err
+    (tmp_path / "q").write_text("q1 0 a 0\nq1 0 b 1\n")
+    assert main(["trec-eval", "--strict", str(tmp_path / "q"), str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "r:2" in err and "field score" in err and "Traceback" not in err

@@ -263,22 +263,22 @@ def test_the_three_refusals_match(binary, tmp_path, capsys):
     dup = tmp_path / "dup"
     dup.write_text("1 Q0 a 1 2.0 r\n1 Q0 b 2 1.5 r\n2 Q0 c 1 1 r\n1 Q0 a 3 1.0 r\n")
     c, m, err = _both(binary, capsys, q, dup)
-    assert c != 0 and m == 2 and "dup:4" in err and "'a'" in err and "line 1" in err
+    assert c == m == 4 and "dup:4" in err and "'a'" in err and "line 1" in err
     # -M 2 cuts the ranking before the second copy: neither refuses
     c, m, err = _both(binary, capsys, q, dup, "-M", "2")
     assert c == 0 and m == 0
     empty = tmp_path / "empty"
     empty.write_text("")
     c, m, err = _both(binary, capsys, q, empty)
-    assert c != 0 and m == 2 and "empty" in err and "no run line" in err
+    assert c == m == 2 and "empty" in err and "no run line" in err
     comments = tmp_path / "comments"
     comments.write_text("# nothing but a comment\n\n")
     c, m, err = _both(binary, capsys, q, comments)
-    assert c != 0 and m == 2
+    assert c == m == 4 and "no run line" in err       # its first qrels query is not found
     part = tmp_path / "part"
     part.write_text("1 Q0 a 1 2.0 r\n")
     c, m, err = _both(binary, capsys, q, part)
-    assert c != 0 and m == 2 and "'2'" in err and "-c" in err
+    assert c == m == 4 and "'2'" in err and "-c" in err
     c, m, err = _both(binary, capsys, q, part, "-c")
     assert c == 0 and m == 0
     # --lenient: membench evaluates all three (trec_eval 9's and pytrec_eval's way)
@@ -326,3 +326,82 @@ def test_the_binary_is_built_once_from_given_sources(tmp_path, monkeypatch):
     (tmp_path / "empty").mkdir()
     none, why3 = helper.binary(src=str(tmp_path / "empty"))   # a folder without trec_eval.c
     assert none is None and "no trec_eval source tree" in why3
+
+
+# --------------------------------------------------------------------------- single cases
+
+QRELS = "1 0 a 1\n1 0 b 0\n1 0 c 2\n1 0 d 1\n2 0 a 1\n2 0 x 1\n"
+RUN = "1 Q0 a 1 3 r\n1 Q0 b 2 2 r\n1 Q0 c 3 1 r\n1 Q0 z 4 0.5 r\n2 Q0 a 1 1 r\n2 Q0 b 2 0.5 r\n"
+CASES = {
+    # parameterised measures print and use their parameters (set_F_0.5, not set_F)
+    "set_F.0.5": (QRELS, RUN, ["-q", "-m", "set_F.0.5"]),
+    "set_F twice": (QRELS, RUN, ["-m", "set_F", "-m", "set_F.2,3", "-m", "set_F.9"]),
+    "set_F.abc": (QRELS, RUN, ["-m", "set_F.abc"]),
+    "cutoffs": (QRELS, RUN, ["-m", "P.5,10", "-m", "ndcg_cut.5", "-m", "success.1",
+                             "-m", "recall.2x,1"]),
+    # trec_eval's refusals and their exit statuses
+    "illegal measure": (QRELS, RUN, ["-m", "nosuch"]),
+    "no parameter": (QRELS, RUN, ["-m", "P."]),
+    "empty qrels": ("", RUN, []),
+    # a docid repeated in a query without qrels: never evaluated, so never refused
+    "duplicate, unjudged query": (QRELS, RUN + "9 Q0 k 1 1 r\n9 Q0 k 2 1 r\n", ["-m", "map"]),
+    "duplicate, judged query": (QRELS, RUN + "2 Q0 a 3 0.1 r\n", ["-m", "map"]),
+    # relevance as C's atol reads it: 0x10 is 0, 1.5 is 1, 2abc is 2
+    "relevance 0x10": ("1 0 a 0x10\n1 0 b 1\n", "1 Q0 a 1 3 r\n1 Q0 b 2 2 r\n",
+                       ["-m", "ndcg_cut.5", "-m", "map"]),
+    "relevance 1.5": ("1 0 a 1.5\n1 0 b 2abc\n1 0 c +3\n1 0 d -\n", RUN.replace("z", "d"),
+                      ["-q", "-m", "ndcg_cut.5", "-m", "map", "-m", "num_rel"]),
+    # scores as C's atof reads them; the rank column is never read
+    "scores atof": (QRELS, "1 Q0 a 1 inf r\n1 Q0 b 2 0x1p3 r\n1 Q0 c 3 1.5abc r\n"
+                    "1 Q0 d x 1e400 r\n2 Q0 a 1 -inf r\n2 Q0 x 2 -1e400 r\n"
+                    "2 Q0 y 3 .5e r\n2 Q0 z 4 0X.8P1 r\n", ["-q", "-m", "recip_rank",
+                                                             "-m", "map", "-m", "P.1,2,3"]),
+    # tied scores: docids that are prefixes of each other, past 8 and 64 bytes, not ASCII
+    "ties by docid": ("1 0 ab 1\n1 0 abcdefgh 1\n1 0 abcdefghi 2\n1 0 %(l)sb 1\n2 0 é 1\n"
+                      "2 0 ~ 1\n",
+                      "1 Q0 a 1 1 r\n1 Q0 ab 2 1 r\n1 Q0 abcdefgh 3 1 r\n1 Q0 abcdefghi 4 1 r\n"
+                      "1 Q0 %(l)sa 5 1 r\n1 Q0 %(l)sb 6 1 r\n1 Q0 %(l)s 7 1 r\n2 Q0 é 1 0 r\n"
+                      "2 Q0 e 2 0 r\n2 Q0 ~ 3 0 r\n2 Q0 z 4 0 r\n" % {"l": "L" * 70},
+                      ["-q", "-m", "recip_rank", "-m", "ndcg_cut.1,2,3,4,5,6,7"]),
+    "scores nan": (QRELS, "1 Q0 a 1 nan r\n1 Q0 b 2 NaN r\n1 Q0 c 3 1 r\n1 Q0 d 4 2 r\n"
+                   "1 Q0 e 5 -nan r\n1 Q0 f 6 0.5 r\n1 Q0 g 7 3 r\n2 Q0 a 1 nan r\n"
+                   "2 Q0 x 2 1 r\n", ["-q", "-m", "recip_rank", "-m", "map",
+                                       "-m", "ndcg_cut.1,2,3,4,5,6,7"]),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_single_cases_match(binary, tmp_path, capsys, name):
+    """Output and exit status the binary's, case by case."""
+    qrels, run, args = CASES[name]
+    q, r = tmp_path / "qrels", tmp_path / "run"
+    q.write_text(qrels)
+    r.write_text(run)
+    want = subprocess.run([str(binary), *args, str(q), str(r)], capture_output=True,
+                          text=True, check=False)
+    code, out, err = run_membench(capsys, [*args, str(q), str(r)])
+    assert (code, out) == (want.returncode, want.stdout), (err, want.stderr)
+    assert "Traceback" not in err and (code == 0) == (err == ""), err
+
+
+def test_nan_scores_in_a_generated_run(binary, tmp_path, capsys):
+    """Queries mixing NaN, tied and distinct scores: trec_eval's comparator takes a NaN for
+    equal to every score, so the order is glibc qsort's (a merge sort), repeated exactly."""
+    rng = random.Random(11)
+    run, qrels = [], []
+    for i in range(300):
+        docs = rng.sample(range(60), rng.randint(1, 25))
+        for r, d in enumerate(docs, 1):
+            s = rng.choice(["nan", "-nan", "1", "2", f"{rng.random():.3f}", "inf"])
+            run.append(f"q{i} Q0 D{d} {r} {s} t\n")
+            if rng.random() < 0.4:
+                qrels.append(f"q{i} 0 D{d} {rng.choice([0, 1, 2])}\n")
+        qrels.append(f"q{i} 0 X{i} 1\n")
+    q, r = tmp_path / "qrels", tmp_path / "run"
+    q.write_text("".join(qrels))
+    r.write_text("".join(run))
+    args = ["-q", "-m", "recip_rank", "-m", "map", "-m", "ndcg_cut.3,10", str(q), str(r)]
+    want = subprocess.run([str(binary), *args], capture_output=True, text=True, check=False)
+    code, out, err = run_membench(capsys, args)
+    assert want.returncode == code == 0, (err, want.stderr)
+    assert out == want.stdout

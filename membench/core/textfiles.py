@@ -5,6 +5,7 @@ and the fields of TREC run and qrels lines (:func:`trec_fields`, the integer and
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +40,46 @@ _TREC_INT = re.compile(r"[+-]?[0-9]+")
 _TREC_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 # bytes that are neither text nor one of bytes.split()'s separators (space \t \n \r \v \f)
 TREC_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1f]")
+
+# C's strtod/strtol prefixes (glibc, "C" locale): what atof and atol read, the rest ignored
+_C_FLOAT = re.compile(r"[ \t\n\v\f\r]*([+-]?)(?:0x((?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)"
+                      r"(?:p[+-]?[0-9]+)?)|((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?)"
+                      r"|(inf(?:inity)?)|(nan(?:\([0-9a-z_]*\))?))", re.IGNORECASE)
+_C_INT = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def c_atof(tok: str | bytes) -> float:
+    """C's ``atof`` (glibc's ``strtod``): leading blanks, a sign, then the longest decimal,
+    hexadecimal (``0x1p3``), ``inf``/``infinity`` or ``nan`` prefix; the rest is ignored, and
+    no number at all reads 0.0. Out of range: +-inf (``1e400``), as strtod returns."""
+    t = tok.decode("ascii", errors="replace") if isinstance(tok, bytes) else tok
+    m = _C_FLOAT.match(t)
+    if m is None:
+        return 0.0
+    sign, hexa, dec, inf, nan = m.groups()
+    neg = sign == "-"
+    if hexa is not None:
+        try:
+            v = float.fromhex(hexa if "p" in hexa.lower() else hexa + "p0")
+        except OverflowError:
+            v = math.inf
+    elif dec is not None:
+        v = float(dec)
+    else:
+        v = math.inf if inf is not None else math.nan
+    return math.copysign(v, -1.0) if neg else v
+
+
+def c_atol(tok: str | bytes) -> int:
+    """C's ``atol`` (glibc's ``strtol``, base 10): leading blanks, a sign, decimal digits; the
+    rest is ignored (``0x10`` reads 0, ``1.5`` reads 1), no digit reads 0, and a value past
+    the 64-bit range is clamped to it."""
+    t = tok.decode("ascii", errors="replace") if isinstance(tok, bytes) else tok
+    m = _C_INT.match(t)
+    if m is None:
+        return 0
+    return max(_LONG_MIN, min(_LONG_MAX, int(m.group(1))))
 
 
 def trec_int(tok: str | bytes) -> int:

@@ -37,8 +37,9 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..metrics.ranking import FirstHits, rank_measures
+from .parse import _Chunk
 from .read import (CHUNK_BYTES, _Interleaved, _Lines, _Qrels, _record_line, _regular,
-                   _reread_docids, _Scan)
+                   _reread_chunk, _reread_docids, _Scan)
 
 
 # --------------------------------------------------------------------------- ranking a group
@@ -124,9 +125,11 @@ class _RankingScan(_Scan):
         """trec_eval's refusal of a docid listed twice for a query (``form_res_rels.c``:
         "duplicate docs"), as a located error at the later copy (in ranking order). With
         ``max_docs`` (``-M``) only copies both inside a query's first ``max_docs`` are
-        refused, as trec_eval checks after cutting the ranking."""
+        refused, as trec_eval checks after cutting the ranking; a query without qrels is never
+        evaluated by trec_eval, so its copies are not refused."""
         n = len(g)
         d = dup if order is None else dup[order]
+        d = d & ((g.q if order is None else g.q[order]) < self.qr.n_queries)
         if self.max_docs is not None:
             pos = np.arange(n) - np.repeat(start, lens)
             d = d & (pos < self.max_docs)
@@ -150,31 +153,140 @@ class _RankingScan(_Scan):
                          "copy only", rule="DUPLICATE_DOC")
 
     def _order_trec_eval(self, g: _Lines, score: np.ndarray) -> np.ndarray:
-        """trec_eval's order: ``score`` descending (doubles for 10.0; the caller rounds them
-        to 32-bit floats for 9.x), then docid descending (bytes)."""
-        n = len(g)
+        """trec_eval's order: per query ``score`` descending (doubles for 10.0; the caller
+        rounds them to 32-bit floats for 9.x), then docid descending (bytes). One stable sort
+        by (query, score); the lines whose score equals a neighbour's in the same query are
+        put in docid order by one more sort, of their docids' ranks
+        (:func:`_docid_ranks`), whatever their number. A query holding a NaN score is
+        ordered as glibc's qsort orders it under trec_eval's comparator (:func:`_qsort_order`)."""
+        q = g.q
         o = np.argsort(-score, kind="stable")
-        ss = score[o]
-        eq = ss[1:] == ss[:-1]
+        o = o[_stable_by_query(q[o])]
+        qs, ss = q[o], score[o]
+        eq = (ss[1:] == ss[:-1]) & (qs[1:] == qs[:-1])
         if eq.any():
-            tied = np.zeros(n, dtype=bool)
+            tied = np.zeros(len(o), dtype=bool)
             tied[1:] |= eq
             tied[:-1] |= eq
             pos = np.flatnonzero(tied)
             grp = np.cumsum(np.r_[True, ~eq])[pos]
             sub = o[pos]
-            docs = _reread_docids(self.path, g.line[sub], self.chunk_info, self.compat)
-            # a stable sort by (group, docid descending): negate bytes order via sort on
-            # (group, docid) then reverse within each group
-            idx = sorted(range(len(sub)), key=lambda k: (int(grp[k]), docs[k]))
-            new = np.asarray(idx, dtype=np.int64)
-            gs = grp[new]
-            # reverse each group's run of positions
-            bounds = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1], True])
-            rev = np.concatenate([new[a:b][::-1] for a, b in zip(bounds[:-1], bounds[1:])])
-            o[pos] = sub[rev]
-        qq = g.q[o]
-        return o[_stable_by_query(qq)]
+            drank = _docid_ranks(self.path, g.line[sub], self.chunk_info, self.compat)
+            # docid descending; a repeated docid: its later line first (the copy refused)
+            o[pos] = sub[np.lexsort((-np.arange(len(sub)), -drank, grp))]
+        nan = np.isnan(ss)
+        if nan.any():
+            o = _with_nan_queries(self.path, g, o, score, np.unique(qs[nan]), self.chunk_info,
+                                  self.compat)
+        return o
+
+
+def _reread_docid_bytes(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]],
+                        compat: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The docids of the given (0-based) lines, in their order, as one byte array and its
+    offsets (docid i is ``data[off[i]:off[i + 1]]``): each piece holding some is read again
+    once, and their bytes gathered without a Python object per line."""
+    firsts = np.asarray([c[2] for c in chunk_info], dtype=np.int64)
+    which = np.searchsorted(firsts, lines, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    starts, lens, parts = [], [], []
+    with open(path, "rb") as f:
+        for ci in np.unique(which).tolist():
+            ch, S, E, _ = _reread_chunk(path, f, chunk_info[ci], compat)
+            i = lines[order[which[order] == ci]] - ch.first_line
+            s, L = S[i, 2], E[i, 2] - S[i, 2]
+            ends = np.cumsum(L)
+            idx = np.arange(int(ends[-1]) if len(L) else 0, dtype=np.int64) + \
+                np.repeat(s - (ends - L), L)
+            parts.append(ch.buf[idx])
+            lens.append(L)
+    L = np.concatenate(lens) if lens else np.zeros(0, np.int64)
+    data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+    pos = np.zeros(len(L), dtype=np.int64)            # start of each docid, in read order
+    np.cumsum(L[:-1], out=pos[1:])
+    back = np.empty(len(order), dtype=np.int64)
+    back[order] = np.arange(len(order))
+    L, pos = L[back], pos[back]
+    off = np.zeros(len(L) + 1, dtype=np.int64)
+    np.cumsum(L, out=off[1:])
+    idx = np.arange(int(off[-1]), dtype=np.int64) + np.repeat(pos - off[:-1], L)
+    return data[idx], off
+
+
+def _docid_ranks(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]],
+                 compat: bool = False) -> np.ndarray:
+    """Per line of ``lines``, the rank of its docid among theirs (equal docids, equal ranks),
+    in bytes order as C's strcmp compares them: the docids are read again
+    (:func:`_reread_docid_bytes`) and sorted by their big-endian 8-byte words, zero-padded
+    (a docid holds no NUL byte, so a prefix sorts first, as strcmp puts it); a docid longer
+    than 64 bytes makes it one sort of byte strings."""
+    data, off = _reread_docid_bytes(path, lines, chunk_info, compat)
+    n = len(off) - 1
+    L = np.diff(off)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    if int(L.max()) > 64:
+        docs = [data[a:b].tobytes() for a, b in zip(off[:-1].tolist(), off[1:].tolist())]
+        _, inv = np.unique(np.asarray(docs, dtype=object), return_inverse=True)
+        return inv.astype(np.int64)
+    raw = bytearray(data.tobytes() + bytes(16))
+    ch = _Chunk(raw, max(len(data), 1), 0)
+    words = [ch.masked_word(off[:-1], L, j).byteswap() for j in range((int(L.max()) + 7) // 8)]
+    o = np.lexsort(words[::-1])
+    diff = np.zeros(n, dtype=bool)
+    for w in words:
+        ws = w[o]
+        diff[1:] |= ws[1:] != ws[:-1]
+    diff[0] = True
+    rank = np.empty(n, dtype=np.int64)
+    rank[o] = np.cumsum(diff)
+    return rank
+
+
+def _with_nan_queries(path: Path, g: _Lines, o: np.ndarray, score: np.ndarray,
+                      nan_q: np.ndarray, chunk_info, compat: bool) -> np.ndarray:
+    """``o`` with the lines of each query in ``nan_q`` (a query holding a NaN score) put in
+    the order glibc's qsort gives them under trec_eval's comparator (:func:`_qsort_order`)."""
+    qo = g.q[o]
+    for qi in nan_q.tolist():
+        at = np.flatnonzero(qo == qi)
+        sub = o[at]
+        docs = _reread_docids(path, g.line[sub], chunk_info, compat)
+        o[at] = sub[_qsort_order(docs, score[sub].tolist())]
+    return o
+
+
+def _qsort_order(docs: list[bytes], sims: list[float]) -> np.ndarray:
+    """The positions of one query's lines in the order trec_eval 10.0 ranks them when a score
+    is NaN: its comparator (``form_res_rels.c``: sim descending, then docno descending) finds a
+    NaN equal to every score, so the order is the sort algorithm's. trec_eval reads a query's
+    lines sorted by docno (``get_trec_results.c``) and sorts them with glibc's ``qsort``, a
+    top-down merge sort (``msort.c``: halves of n // 2 and n - n // 2, the left element taken
+    on a tie); this repeats that merge sort, comparison for comparison."""
+    def cmp(a: int, b: int) -> int:
+        if sims[a] > sims[b]:
+            return -1
+        if sims[a] < sims[b]:
+            return 1
+        return (docs[b] > docs[a]) - (docs[b] < docs[a])
+
+    def msort(items: list[int]) -> list[int]:
+        if len(items) <= 1:
+            return items
+        h = len(items) // 2
+        left, right = msort(items[:h]), msort(items[h:])
+        out, i, j = [], 0, 0
+        while i < len(left) and j < len(right):
+            if cmp(left[i], right[j]) <= 0:
+                out.append(left[i])
+                i += 1
+            else:
+                out.append(right[j])
+                j += 1
+        return out + left[i:] + right[j:]
+
+    start = sorted(range(len(docs)), key=lambda k: docs[k])
+    return np.asarray(msort(start), dtype=np.int64)
 
 
 def _stable_by_query(qq: np.ndarray) -> np.ndarray:

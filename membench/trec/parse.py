@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.textfiles import trec_float, trec_int
+from ..core.textfiles import c_atof, c_atol, trec_float, trec_int
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -433,11 +433,18 @@ def _parse_strict(path: Path, ch: _Chunk, compat: bool = False
         try:
             v = trec_int(tok)
         except ValueError:
+            if compat:                    # trec_eval never reads the rank column
+                rank[i] = min(max(c_atol(tok), -2**31), 2**31 - 1)
+                continue
             raise InputError(path, _at(first, i), "rank", f"not an integer: {tok!r}"[:200],
                              rule="TREC") from None
+        if not -2**31 <= v < 2**31 and compat:
+            v = min(max(v, -2**31), 2**31 - 1)
         if not -2**31 <= v < 2**31:
             raise InputError(path, _at(first, i), "rank", "out of the 32-bit range", rule="TREC")
         rank[i] = v
+    if n and compat:
+        np.clip(rank, -2**31, 2**31 - 1, out=rank)
     if n and (rank.min() < -2**31 or rank.max() >= 2**31):
         i = int(np.flatnonzero((rank < -2**31) | (rank >= 2**31))[0])
         raise InputError(path, _at(first, i), "rank", "out of the 32-bit range", rule="TREC")
@@ -446,11 +453,12 @@ def _parse_strict(path: Path, ch: _Chunk, compat: bool = False
     for i in np.flatnonzero(~ok).tolist():
         tok = ch.token(ss[i], se[i])
         try:
-            score[i] = trec_float(tok)
+            score[i] = c_atof(tok) if compat else trec_float(tok)
         except ValueError:
-            raise InputError(path, _at(first, i), "score", f"not a number: {tok!r}"[:200],
-                             rule="TREC") from None
-    if n and not np.all(np.isfinite(score)):
+            raise InputError(path, _at(first, i), "score", f"not a number: {tok!r}"[:200]
+                             + "; trec_eval reads it with C's atof, and so does membench "
+                             "trec-eval without --strict", rule="TREC") from None
+    if n and not compat and not np.all(np.isfinite(score)):
         i = int(np.flatnonzero(~np.isfinite(score))[0])
         raise InputError(path, _at(first, i), "score", "must be finite", rule="TREC")
     return (_Tokens(ch, np.ascontiguousarray(S[:, 0]), np.ascontiguousarray(E[:, 0])),

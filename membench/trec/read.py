@@ -43,9 +43,10 @@ import numpy as np
 
 from ..core.bounds import bound
 from ..core.errors import InputError
-from ..core.textfiles import MAX_TREC_LINE, check_readable_file, trec_fields, trec_int
+from ..core.textfiles import MAX_TREC_LINE, c_atol, check_readable_file, trec_fields, trec_int
 from .parse import (_arrow_options, _binary_tokens, _changes, _Chunk, _fields, _hash,
-                    _have_arrow, _mix, _parse_arrow, _parse_strict, _QueryIndex, _same_bytes)
+                    _have_arrow, _mix, _parse_arrow, _parse_ints, _parse_strict, _QueryIndex,
+                    _same_bytes)
 
 CHUNK_BYTES = 8 << 20
 MAX_HELD_BYTES = bound(
@@ -178,14 +179,17 @@ def _lines_before(path: Path, offset: int) -> int:
 def read_trec_qrels(path: str | Path, compat: bool = False) -> dict[str, dict[str, int]]:
     """``qid iter docid rel`` lines -> ``{qid: {docid: rel}}`` (file order kept). A repeated
     (qid, docid) or a malformed line is an error naming the line. ``compat``: lines starting
-    with ``#`` are comments, as in trec_eval 10."""
+    with ``#`` are comments and the relevance is read by C's ``atol``, as in trec_eval 10
+    (``1.5`` is 1, ``0x10`` is 0); else it must be an integer."""
     out: dict[str, dict[str, int]] = {}
     path = Path(path)
     for no, (qid, _, doc, rel) in trec_fields(path, "qid iter docid rel", comment_lines=compat):
         try:
-            r = trec_int(rel)
+            r = c_atol(rel) if compat else trec_int(rel)
         except ValueError:
-            raise InputError(path, no, "rel", f"not an integer: {rel!r}", rule="TREC") from None
+            raise InputError(path, no, "rel", f"not an integer: {rel!r}; trec_eval reads it as "
+                             f"{c_atol(rel)} (C's atol), and so does membench trec-eval without "
+                             "--strict", rule="TREC") from None
         docs = out.setdefault(qid, {})
         if doc in docs:
             raise InputError(path, no, "docid", f"{qid} {doc} judged twice", rule="TREC")
@@ -217,7 +221,7 @@ def _qrels_arrays(path: Path, qindex: dict[str, int], compat: bool = False) -> t
                                double_quote=False, newlines_in_values=False,
                                ignore_empty_lines=False),
             pacsv.ConvertOptions(column_types={"qid": pa.binary(), "iter": pa.binary(),
-                                               "docid": pa.binary(), "rel": pa.int64()},
+                                               "docid": pa.binary(), "rel": pa.binary()},
                                  null_values=[], strings_can_be_null=False,
                                  quoted_strings_can_be_null=False, check_utf8=False))
     except (UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -245,8 +249,29 @@ def _qrels_arrays(path: Path, qindex: dict[str, int], compat: bool = False) -> t
             return None
     qindex.clear()
     qindex.update(trial)
-    rel = np.ascontiguousarray(t.column("rel").to_numpy(), dtype=np.int64)
+    rel = _relevance(t.column("rel"), compat)
+    if rel is None:
+        return None
     return q, dtok.ch, dtok.s, dl, rel
+
+
+def _relevance(col, compat: bool) -> np.ndarray | None:
+    """An arrow column of relevance tokens as int64: plain integers (``[+-]digits``, up to 18)
+    directly; with ``compat`` any other token as C's ``atol`` reads it, else ``None`` (the
+    line-by-line reader then names the line)."""
+    tok, L = _binary_tokens(col)
+    n = len(L)
+    first = tok.ch.buf[np.minimum(tok.s, max(tok.ch.size - 1, 0))] if n else np.zeros(0, np.uint8)
+    sign = ((first == 43) | (first == 45)) & (L > 0)
+    val, ok = _parse_ints(tok.ch, tok.s + sign, tok.e)
+    ok &= L - sign > 0
+    val = np.where(sign & (first == 45), -val, val)
+    if not bool(ok.all()):
+        if not compat:
+            return None
+        for i in np.flatnonzero(~ok).tolist():
+            val[i] = c_atol(tok.token(i))
+    return val.astype(np.int64)
 
 
 class _Qrels:
@@ -739,5 +764,3 @@ def _reread_docids(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, in
                 i = int(lines[k]) - ch.first_line
                 out[k] = ch.token(S[i, 2], E[i, 2])
     return out
-
-

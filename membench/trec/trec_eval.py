@@ -8,10 +8,12 @@ built from its source, ``tests/test_trec_eval_conformance.py``):
 * **ranking** (``ties="trec_eval"``): each query's lines by score descending (doubles, as
   ``form_res_rels.c`` compares them), then docid descending (bytes), the rank column ignored;
 * **reading** (``compat``): run fields after the sixth ignored, blank lines and lines starting
-  with ``#`` skipped; qrels lines with ``#`` in column 1 skipped;
-* **refusals** (``lenient=False``), each a located error: a docid listed twice for a query
-  (within the first ``max_docs``), a run with no line, a qrels query with no run line unless
-  ``complete`` (trec_eval 10.0 stops: "result qid ... not found");
+  with ``#`` skipped; qrels lines with ``#`` in column 1 skipped; scores read by C's ``atof``,
+  relevance by ``atol`` (:func:`membench.core.textfiles.c_atof`), the rank column unread;
+* **refusals** (``lenient=False``), each a located error with trec_eval's exit status
+  (:func:`exit_status`): a docid listed twice for an evaluated query (within the first
+  ``max_docs``), an empty qrels or run, a qrels query with no run line unless ``complete``
+  (trec_eval 10.0 stops: "result qid ... not found");
 * **options**: ``-q`` (per query lines), ``-c`` (``complete``: every qrels query, a missing
   one against an empty ranking), ``-l`` (``level``: relevance >= level is relevant),
   ``-M`` (``max_docs``: the first M documents of each ranking), ``-J`` (``judged_only``:
@@ -49,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError, MembenchError
+from ..core.textfiles import c_atof, c_atol
 
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -92,7 +95,8 @@ NICKNAMES = {
 @dataclass(frozen=True)
 class Measure:
     """One trec_eval measure membench computes: ``kind`` says its parameters (``none``,
-    ``cutoffs``: document counts, ``points``: recall levels) and how it is summed (``count``:
+    ``cutoffs``: document counts, ``points``: recall levels, ``weight``: one number read by
+    ``atof``, the name taking the parameter text as given) and how it is summed (``count``:
     a sum; ``mean``; ``gm``: a geometric mean; ``runid``); ``default``: trec_eval's
     parameters; ``definition``: where trec_eval defines it."""
 
@@ -133,13 +137,25 @@ MEASURES: dict[str, Measure] = {m.name: m for m in (
     Measure("set_P", "none", "mean", definition="m_set_P.c: num_rel_ret / num_ret"),
     Measure("set_recall", "none", "mean", definition="m_set_recall.c: num_rel_ret / R"),
     Measure("set_map", "none", "mean", definition="m_set_map.c: set_P x set_recall"),
-    Measure("set_F", "none", "mean", definition="m_set_F.c: F with beta 1 of set_P and "
-            "set_recall"),
+    Measure("set_F", "weight", "mean", definition="m_set_F.c: (x + 1) P R / (x P + R) of "
+            "set_P and set_recall, x the weight of recall (default 1; set_F.0.5 prints "
+            "set_F_0.5)"),
     Measure("num_nonrel_judged_ret", "none", "count", definition="m_num_nonrel_judged_ret.c:"
             " judged nonrelevant documents retrieved"),
 )}
 NOT_IMPLEMENTED = tuple(m for m in TREC_EVAL_TABLE if m not in MEASURES)
 DEFAULT_MEASURES = ("official",)
+
+# trec_eval 10.0's exit statuses (trec_eval.c), which the command follows where it has them
+EXIT_ILLEGAL_MEASURE = 1    # not one of trec_eval's measures, or "name." without parameters
+EXIT_CANNOT_READ = 2        # an empty (or unreadable) qrels or run; membench's other refusals
+EXIT_QUERY_REFUSED = 4      # a docid twice in an evaluated query, a qrels query not in the run
+_EXIT_BY_RULE = {"DUPLICATE_DOC": EXIT_QUERY_REFUSED, "MISSING_QUERY": EXIT_QUERY_REFUSED,
+                 "NO_RUN_LINE": EXIT_QUERY_REFUSED}
+
+
+class IllegalMeasure(MembenchError):
+    """A ``-m`` value trec_eval itself refuses ("illegal measure": exit status 1)."""
 
 
 @dataclass
@@ -156,28 +172,19 @@ class Request:
                 out += [f"{m}_{k}" for k in params]
             elif kind == "points":
                 out += [f"{m}_{x:3.2f}" for x in params]
+            elif kind == "weight" and params:
+                out.append(f"{m}_{params[0]}")
             else:
                 out.append(m)
         return out
 
 
-def _atol(text: str) -> int:
-    """C's ``atol``: leading blanks, a sign, digits; the rest ignored (0 if no digit)."""
-    t = text.lstrip()
-    sign = -1 if t[:1] == "-" else 1
-    t = t[1:] if t[:1] in "+-" else t
-    digits = ""
-    for c in t:
-        if not c.isascii() or not c.isdigit():
-            break
-        digits += c
-    return sign * int(digits) if digits else 0
-
-
 def _params(name: str, kind: str, text: str, spec: str) -> tuple:
+    if kind == "weight":            # m_set_F.c: atof of the first value, the text in the name
+        return (text, c_atof(text.split(",")[0]))
     parts = text.split(",")
     if kind == "cutoffs":
-        vals = [_atol(p) for p in parts]
+        vals = [c_atol(p) for p in parts]
         if any(v <= 0 for v in vals):
             raise MembenchError(f"trec-eval: -m {spec}: cutoffs must be positive (trec_eval: "
                                 "'Negative cutoff detected')")
@@ -205,6 +212,9 @@ def parse_request(specs: Sequence[str] | None) -> Request:
     for spec in specs or DEFAULT_MEASURES:
         for part in spec.split():
             name, dot, params = part.partition(".")
+            if dot and not params:
+                raise IllegalMeasure(f"trec-eval: illegal measure {part!r}: no parameter after "
+                                     "the '.' (trec_eval: 'improper measure in parameter')")
             if not dot and "_" in name:
                 base, _, k = name.rpartition("_")
                 if base in MEASURES and MEASURES[base].kind == "cutoffs" and k.isdigit():
@@ -223,7 +233,7 @@ def parse_request(specs: Sequence[str] | None) -> Request:
                 if name in TREC_EVAL_TABLE:
                     raise MembenchError(f"trec-eval: -m {part}: trec_eval's {name} is not "
                                         "computed by membench (docs/metrics.md lists what is)")
-                raise MembenchError(f"trec-eval: illegal measure {name!r} (not trec_eval's); "
+                raise IllegalMeasure(f"trec-eval: illegal measure {name!r} (not trec_eval's); "
                                     f"membench computes {', '.join(MEASURES)}")
             kind = MEASURES[name].kind
             if params and kind != "none":
@@ -334,9 +344,9 @@ def _values(j: _Judged, n_rel: np.ndarray, n_nonrel: np.ndarray, ideal: tuple,
                 elif m == "set_map":    # nrr^2 / (ret x R), computed as trec_eval does
                     out[m] = np.where((j.ret > 0) & (n_rel > 0), (nrr * 1.0 * nrr) /
                                       (np.maximum(j.ret, 1) * 1.0 * safe_rel), 0.0)
-                else:        # m_set_F.c: (beta^2 + 1) P R / (beta^2 P + R), beta = 1
-                    out[m] = np.where(nrr > 0, 2.0 * sp * sr / np.where(sp + sr > 0,
-                                                                        sp + sr, 1.0), 0.0)
+                else:        # m_set_F.c: (x + 1) P R / (x P + R), x = its parameter
+                    x = params[1] if params else 1.0
+                    out[f"{m}_{params[0]}" if params else m] = np.where(nrr > 0, (x + 1.0) * sp * sr / (x * sp + sr), 0.0)
     return out
 
 
@@ -413,6 +423,12 @@ def _fmt(name: str, qid: str, value) -> str:
     return f"{name:<22}\t{qid}\t{value:6.4f}"
 
 
+def _is_empty(path: str | os.PathLike) -> bool:
+    """No byte at all (a stream, which cannot be sized again, counts as empty)."""
+    p = Path(path)
+    return not p.is_file() or p.stat().st_size == 0
+
+
 def _last_tag(path: Path) -> str:
     """The sixth field of the run's last line that is not blank or a comment (trec_eval
     keeps the run_id of the last line it reads)."""
@@ -457,9 +473,18 @@ def trec_eval_values(qrels_path: str | os.PathLike, run_path: str | os.PathLike,
     run = _scan_run(Path(run_path), Path(qrels_path), CHUNK_BYTES, ties, keep_lines=False,
                     compat=compat, duplicates="first" if lenient else "refuse",
                     max_docs=max_docs)
+    if run.n_qrels_queries == 0 and not lenient:
+        raise InputError(qrels_path, None, None, "no qrels line: trec_eval refuses an empty "
+                         "qrels file ('Cannot read qrels file'); --lenient evaluates against it",
+                         rule="EMPTY")
     if run.n_lines == 0 and not lenient:
-        raise InputError(run_path, None, None, "no run line: trec_eval refuses an empty run "
-                         "('Cannot read results file'); --lenient evaluates it", rule="EMPTY")
+        if _is_empty(run_path):
+            raise InputError(run_path, None, None, "no run line: trec_eval refuses an empty "
+                             "run ('Cannot read results file'); --lenient evaluates it",
+                             rule="EMPTY")
+        raise InputError(run_path, None, None, "no run line (only comments or blank lines): "
+                         "trec_eval stops at the first qrels query ('result qid ... not "
+                         "found'); --lenient evaluates it", rule="NO_RUN_LINE")
     in_run = np.zeros(len(run.qids), dtype=bool)
     in_run[run.ret_q] = True
     judged = np.arange(run.n_qrels_queries)
@@ -604,8 +629,11 @@ def add_arguments(p) -> None:
                    default="trec_eval", help=TIES_HELP)
     p.add_argument("--strict", action="store_true",
                    help="membench's strict reading: a run line with fields after the sixth, a "
-                   "blank line or a '#' line (a qrels line starting with '#') is a located "
-                   "error; by default they are read as trec_eval reads them (ignored, skipped)")
+                   "blank line or a '#' line (a qrels line starting with '#'), a score that is "
+                   "not a finite decimal number, a rank or relevance that is not an integer is "
+                   "a located error; by default they are read as trec_eval reads them "
+                   "(ignored, skipped; scores by C's atof: inf, nan, 0x1p3, 1.5abc; rank and "
+                   "relevance by atol: 0x10 is 0, 1.5 is 1)")
     p.add_argument("--lenient", action="store_true",
                    help="no refusal of trec_eval's: a docid repeated for a query counts once "
                    "(its first position), an empty run is evaluated, a qrels query missing "
@@ -614,10 +642,27 @@ def add_arguments(p) -> None:
                    help="(kept for old command lines: trec_eval's reading is the default)")
 
 
+def exit_status(e: MembenchError) -> int:
+    """trec_eval's exit status for the refusal ``e`` (:data:`EXIT_ILLEGAL_MEASURE`,
+    :data:`EXIT_QUERY_REFUSED`; anything else :data:`EXIT_CANNOT_READ`, membench's 2)."""
+    if isinstance(e, IllegalMeasure):
+        return EXIT_ILLEGAL_MEASURE
+    return _EXIT_BY_RULE.get(getattr(e, "rule", ""), EXIT_CANNOT_READ)
+
+
 def run_command(a) -> int:
-    """Print what ``a`` (parsed by :func:`add_arguments`) asks for."""
+    """Print what ``a`` (parsed by :func:`add_arguments`) asks for; a refusal is one line on
+    stderr and trec_eval's exit status (:func:`exit_status`)."""
     import sys
 
+    try:
+        return _run(a, sys.stdout)
+    except MembenchError as e:
+        print(f"membench: {e}", file=sys.stderr)
+        return exit_status(e)
+
+
+def _run(a, out) -> int:
     if a.rel_format != "qrels":
         raise MembenchError(f"trec-eval: -R {a.rel_format}: membench reads qrels only "
                             "(trec_eval's preference and judgment-group formats are not "
@@ -634,7 +679,6 @@ def run_command(a) -> int:
     if a.num_docs is not None:
         raise MembenchError("trec-eval: -N: no measure membench computes uses the collection "
                             "size; not implemented (docs/metrics.md)")
-    out = sys.stdout
     summary = not a.no_summary
     for line in trec_eval(a.qrels, a.run, a.measure, per_query=a.q, complete=a.c,
                           ties=a.ties, compat=not a.strict, lenient=a.lenient,
