@@ -195,10 +195,10 @@ def test_an_always_abstaining_system_gets_no_pass_and_scores_zero():
     g = next(g for g in m["gates"] if g["scope"] == "pdf" and g["metric"] == "false_recall_rate")
     assert g["pass"] is False and g["silent"] is True
     assert "abstains on 1.000 of the answerable items" in g["why"]
-    assert g["companion"] == {"metric": "abstain_rate_answerable", "value": 1.0,
+    assert g["companion"] == {"metric": "abstain_rate_gated", "value": 1.0,
                               "bound": MAX_SILENT_ABSTENTION}
     text = format_table(m)
-    assert "FAIL (silent)" in text and "abstain_rate_answerable 1.0000" in text
+    assert "FAIL (silent)" in text and "abstain_rate_gated 1.0000" in text
 
 
 def test_the_silent_bound_is_strict_and_a_mixed_system_passes():
@@ -218,6 +218,39 @@ def test_the_silent_bound_is_strict_and_a_mixed_system_passes():
     gate = BY_NAME["false_recall_rate"].gate
     assert gate.verdict(0.0, None) == (True, "")              # no answerable item
     assert gate.verdict(None, 1.0) == (None, "")              # no unanswerable item: n/a
+
+
+def _code(i: int):
+    """A code item, its atom and an answerable record on it (code has no unanswerable)."""
+    from test_metrics_hand import T1, atom, item
+
+    sid, path = f"codeh:f{i}", f"src/f{i}.py"
+    return (item(sid, "codeh/dana", T1, "code"),
+            atom(f"c{i}", sid, "codeh/dana", T1, {"path": path, "line_start": 1,
+                                                   "line_end": 9}, "code"),
+            rec(f"codeh:q{i}", [{"source_id": sid, "region": {"path": path, "line": 3}}],
+                m="code", holder="codeh/dana"))
+
+
+def test_the_all_silence_check_leaves_code_out():
+    # pdf: abstains on all 6 answerable and all 10 unanswerable items; code (no unanswerable
+    # item): answers all 8. Over all answerable items it abstains on 6 of 14 (0.43), but on
+    # every answerable item beside which a false recall is measured: silent on "all"
+    code = [_code(i) for i in range(8)]
+    recs = RECS + [c[2] for c in code]
+    run = _run(RECS, [False] * 16, [1.0] * 16) + [
+        {"query_id": c[2]["query_id"], "hits": [[c[1]["atom_id"], 1.0]],
+         "cartridge": [c[1]["atom_id"]], "latency_ms": 1} for c in code]
+    m = compute_metrics(recs, ITEMS + [c[0] for c in code], ATOMS + [c[1] for c in code],
+                        run, n_resamples=50)
+    assert m["all"]["abstain_rate_answerable"]["value"] == pytest.approx(6 / 14)
+    assert m["all"]["abstain_rate_gated"]["value"] == 1.0
+    assert m["all"]["abstain_rate_gated"]["n"] == 6
+    assert m["code"]["abstain_rate_gated"]["value"] is None
+    g = {x["scope"]: x for x in m["gates"] if x["metric"] == "false_recall_rate"}
+    assert g["all"]["value"] == 0.0 and (g["all"]["pass"], g["all"]["silent"]) == (False, True)
+    assert g["all"]["companion"]["value"] == 1.0 and g["pdf"]["silent"] is True
+    assert g["code"]["pass"] is None                # no unanswerable item: n/a, never silent
 
 
 def test_a_reported_confidence_is_the_score_read():
