@@ -85,7 +85,7 @@ def test_undefined_without_unanswerable_items():
     e = entries(np.array([1.0, 2.0]), np.array([True, True]), np.array([True, True]), None, "k",
                 max_false_recall=0.1, n_resamples=50)
     assert e[KEPT] == {"value": None, "n": 0, "denominator": 2, "ci95": [None, None],
-                       "false_recall_at": None}
+                       "false_recall_at": None, "random_committer": None}
     assert e[AUC] == {"value": None, "n": 0, "denominator": 2, "ci95": [None, None]}
 
 
@@ -158,6 +158,40 @@ def test_intervals_are_reproducible_and_hold_the_value():
     assert e[AUC]["n"] == e[AUC]["denominator"] == 200
     assert e[KEPT]["n"] == e[KEPT]["denominator"] == int(y.sum())
     assert e[KEPT]["false_recall_at"] <= 0.1
+
+
+def test_the_random_committer_on_a_hand_case():
+    # 2 answerable (one committed: c = 0.5), 1 unanswerable (k = floor(0.1) = 0). The random
+    # committer commits its unanswerable with p 0.5: if not, it keeps its committed answerable
+    # items (E = 2 c = 1); if so, those above it in a random order (half of them): 0.5.
+    # Expected kept: 0.5 * 1 + 0.5 * 0.5 = 0.75 of 2 answerable = 0.375
+    o = Ordering([3.0, 1.0, 2.0], [True, False, True], [True, True, False])
+    assert o.random_kept(0.10) == pytest.approx(0.375)
+    assert Ordering([1.0] * 3, [False] * 3, [True, True, False]).random_kept(0.10) == 0.0
+    # every query committed (c = 1): U = N = 10, k = 1: 2 of 11 gaps
+    o = Ordering([0.0] * 15, [True] * 15, [True] * 5 + [False] * 10)
+    assert o.random_kept(0.10) == pytest.approx(2 / 11)
+    e = entries(np.zeros(3), np.array([True, False, True]), np.array([True, True, False]),
+                None, "slice", max_false_recall=0.1, n_resamples=20)
+    assert e[KEPT]["random_committer"] == pytest.approx(0.375)
+
+
+def test_the_random_committer_is_the_mean_of_random_commits():
+    # 30 answerable of which the system commits 6 (c = 0.2), 40 unanswerable (k = 4), and a
+    # second modality; a seeded draw of random committers averages to the exact figure
+    rng = np.random.default_rng(11)
+    y = np.array([True] * 30 + [False] * 40 + [True] * 10 + [False] * 10)
+    strata = np.array(["pdf"] * 70 + ["video"] * 20)
+    kept = np.zeros(90, bool)
+    kept[:6] = True
+    kept[70:75] = True                                       # video: c = 0.5
+    exact = Ordering(np.zeros(90), kept, y, strata).random_kept(0.10)
+    draws = []
+    for _ in range(4000):
+        c = np.where(strata == "pdf", 0.2, 0.5)
+        k = rng.random(90) < c
+        draws.append(float(Ordering(rng.random(90), k, y, strata).kept_at(0.10)[0][0]))
+    assert np.mean(draws) == pytest.approx(exact, abs=0.005)
 
 
 def test_the_score_read_from_a_run_line():

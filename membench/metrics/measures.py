@@ -185,7 +185,9 @@ MEASURES: tuple[Measure, ...] = (
             "pooled). The unanswerable items are the audited ones (as false_recall_rate). A "
             "system that always abstains scores 0. The abstention score: the confidence the "
             "system reported, else its top-1 hit score, else -inf. Undefined where the slice "
-            "has no audited unanswerable item.", "answerable", "higher", "cartridge",
+            "has no audited unanswerable item. Shown beside the random committer's "
+            "(random_committer: the expected kept share of a committer with the same "
+            "answerable abstention that commits at random).", "answerable", "higher", "cartridge",
             ordering=True, headline=True,
             citation="membench (the seed's false-recall gate as an operating point); "
                      "membench/metrics/abstention.py"),
