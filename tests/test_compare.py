@@ -288,3 +288,40 @@ def test_best_systems_tests_an_abstention_order_measure_by_the_paired_bootstrap(
     assert row["p_permutation"] is None and row["p_holm"] == pytest.approx(row["p_bootstrap"])
     assert row["significant"] and "bootstrap" in row["note"]
     assert row["n"] == int(ans.sum())
+
+
+def test_a_silent_false_recall_is_never_named_best():
+    """A system that never commits a cartridge has a false recall of 0 but a FAIL (silent)
+    gate: best_systems (the index's "which system is best") names the best of the others;
+    when every system is silent it names none ("no system: all silent")."""
+    from membench.analysis.compare import best_systems, verdict
+    from membench.metrics.measures import ALL_SILENT
+    from membench.report.summary import best_table_html
+
+    n = 40
+    ids = [f"q{i}" for i in range(n)]
+    una = np.arange(n) % 2 == 1                         # 20 unanswerable, 20 answerable
+    def fr(p):
+        return np.where(una, (np.arange(n) % 20 < p * 20).astype(float), np.nan)
+    def gated(a):
+        return np.where(una, np.nan, (np.arange(n) < a * n).astype(float))
+    quiet = _Scores(ids, {"false_recall_rate": fr(0.0), "abstain_rate_gated": np.where(
+        una, np.nan, 1.0)}, np.ones(n))
+    a = _Scores(ids, {"false_recall_rate": fr(0.1), "abstain_rate_gated": gated(0.2)},
+                np.ones(n))
+    b = _Scores(ids, {"false_recall_rate": fr(0.4), "abstain_rate_gated": gated(0.1)},
+                np.ones(n))
+    (row,) = best_systems({"quiet": quiet, "a": a, "b": b}, measures=("false_recall_rate",),
+                          n_resamples=200)
+    assert row["best"] == "a" and row["runner_up"] == "b" and row["silent"] == ["quiet"]
+    assert "quiet" not in verdict([row]).split("(")[0]
+    (row,) = best_systems({"quiet": quiet, "a": a}, measures=("false_recall_rate",),
+                          n_resamples=200)
+    assert row["best"] == "a" and row["runner_up"] is None and "never best" in row["note"]
+    assert verdict([row]).startswith("Best as the only system not silent: a on "
+                                     "false_recall_rate")
+    (row,) = best_systems({"quiet": quiet, "hush": quiet}, measures=("false_recall_rate",),
+                          n_resamples=200)
+    assert row["best"] is None and row["all_silent"] and row["silent"] == ["quiet", "hush"]
+    assert verdict([row]).startswith("No system: all silent on false_recall_rate")
+    assert ALL_SILENT in best_table_html([row])

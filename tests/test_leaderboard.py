@@ -258,6 +258,44 @@ def test_silence_cannot_win_the_cartridge_table(runs, tmp_path):
     assert "FAIL (silent)" in html and "abstain_rate_answerable" in html.replace("<wbr>", "")
     text = format_leaderboard(lb, scopes=("video",))
     assert "FAIL (silent)" in text and "abstain_rate_answerable" in text
+    # beside the kept share, the random committer's at the same abstention: silence keeps 0
+    assert r.loc[(silent, CARTRIDGE_RANK_BY), "random_kept"] == 0.0
+    assert 0.0 < r.loc[(normal, CARTRIDGE_RANK_BY), "random_kept"] <= 1.0
+    assert "random committer" in html and "(random committer 0.000)" in text
+
+
+def test_a_silent_false_recall_is_never_named_best(runs, tmp_path):
+    """A submitted system with a card that never commits a cartridge has a false recall of 0,
+    but its gate is FAIL (silent): it is not the best of the column, not in --brief, not in
+    page 06's "which system is best" (best_rows); alone, the answer is "no system: all
+    silent"."""
+    from membench.analysis.leaderboard import best_rows, format_brief
+    from membench.metrics.measures import ALL_SILENT
+    from membench.report.render import _leaderboard_best_html
+
+    out = tmp_path / "s"
+    add_runs([runs / "bm25", runs / "bm25-silent"], out, n_resamples=100)
+    lb = leaderboard(out, n_resamples=200)
+    silent = next(lab for lab in lb.labels.values() if "bm25-silent" in lab)
+    normal = next(lab for lab in lb.labels.values() if lab != silent)
+    fr = lb.rows[lb.rows["measure"] == "false_recall_rate"].set_index(["scope", "system"])
+    for scope in (*MODS, "all"):
+        assert fr.loc[(scope, silent), "value"] == 0.0
+        assert fr.loc[(scope, silent), "gate_why"] and not fr.loc[(scope, silent), "is_best"]
+        assert fr.loc[(scope, normal), "is_best"]
+    (b,) = [b for b in best_rows(lb, "<=1B") if b["measure"] == "false_recall_rate"]
+    assert b["best"] == normal and [o["system"] for o in b["others"]] == [silent]
+    line = next(x for x in format_brief(lb).splitlines() if "false_recall_rate " in x)
+    assert line.split()[1] == normal.split()[0]
+    alone = tmp_path / "alone"
+    add_runs([runs / "bm25-silent", runs / "nothing"], alone, n_resamples=100)
+    lb = leaderboard(alone, n_resamples=200)
+    (b,) = [b for b in best_rows(lb, "<=1B") if b["measure"] == "false_recall_rate"]
+    assert b["best"] == ALL_SILENT and b["value"] is None and b["others"][0]["silent"]
+    assert [f["system"] for f in b["baselines"]] == ["nothing"]
+    line = next(x for x in format_brief(lb).splitlines() if "false_recall_rate " in x)
+    assert f"false_recall_rate        {ALL_SILENT}; " in line and "FAIL (silent)" in line
+    assert ALL_SILENT in _leaderboard_best_html(lb, "<=1B")
 
 
 def test_the_no_memory_baselines_are_shown_never_ranked_never_tested(runs, tmp_path):

@@ -85,7 +85,7 @@ def test_undefined_without_unanswerable_items():
     e = entries(np.array([1.0, 2.0]), np.array([True, True]), np.array([True, True]), None, "k",
                 max_false_recall=0.1, n_resamples=50)
     assert e[KEPT] == {"value": None, "n": 0, "denominator": 2, "ci95": [None, None],
-                       "false_recall_at": None}
+                       "false_recall_at": None, "random_committer": None}
     assert e[AUC] == {"value": None, "n": 0, "denominator": 2, "ci95": [None, None]}
 
 
@@ -160,6 +160,40 @@ def test_intervals_are_reproducible_and_hold_the_value():
     assert e[KEPT]["false_recall_at"] <= 0.1
 
 
+def test_the_random_committer_on_a_hand_case():
+    # 2 answerable (one committed: c = 0.5), 1 unanswerable (k = floor(0.1) = 0). The random
+    # committer commits its unanswerable with p 0.5: if not, it keeps its committed answerable
+    # items (E = 2 c = 1); if so, those above it in a random order (half of them): 0.5.
+    # Expected kept: 0.5 * 1 + 0.5 * 0.5 = 0.75 of 2 answerable = 0.375
+    o = Ordering([3.0, 1.0, 2.0], [True, False, True], [True, True, False])
+    assert o.random_kept(0.10) == pytest.approx(0.375)
+    assert Ordering([1.0] * 3, [False] * 3, [True, True, False]).random_kept(0.10) == 0.0
+    # every query committed (c = 1): U = N = 10, k = 1: 2 of 11 gaps
+    o = Ordering([0.0] * 15, [True] * 15, [True] * 5 + [False] * 10)
+    assert o.random_kept(0.10) == pytest.approx(2 / 11)
+    e = entries(np.zeros(3), np.array([True, False, True]), np.array([True, True, False]),
+                None, "slice", max_false_recall=0.1, n_resamples=20)
+    assert e[KEPT]["random_committer"] == pytest.approx(0.375)
+
+
+def test_the_random_committer_is_the_mean_of_random_commits():
+    # 30 answerable of which the system commits 6 (c = 0.2), 40 unanswerable (k = 4), and a
+    # second modality; a seeded draw of random committers averages to the exact figure
+    rng = np.random.default_rng(11)
+    y = np.array([True] * 30 + [False] * 40 + [True] * 10 + [False] * 10)
+    strata = np.array(["pdf"] * 70 + ["video"] * 20)
+    kept = np.zeros(90, bool)
+    kept[:6] = True
+    kept[70:75] = True                                       # video: c = 0.5
+    exact = Ordering(np.zeros(90), kept, y, strata).random_kept(0.10)
+    draws = []
+    for _ in range(4000):
+        c = np.where(strata == "pdf", 0.2, 0.5)
+        k = rng.random(90) < c
+        draws.append(float(Ordering(rng.random(90), k, y, strata).kept_at(0.10)[0][0]))
+    assert np.mean(draws) == pytest.approx(exact, abs=0.005)
+
+
 def test_the_score_read_from_a_run_line():
     assert abstention_score(0.25, np.array([3.0, 9.0])) == 0.25      # reported: used as is
     assert abstention_score(None, np.array([3.0, 9.0])) == 9.0       # else the top-1 score
@@ -195,10 +229,10 @@ def test_an_always_abstaining_system_gets_no_pass_and_scores_zero():
     g = next(g for g in m["gates"] if g["scope"] == "pdf" and g["metric"] == "false_recall_rate")
     assert g["pass"] is False and g["silent"] is True
     assert "abstains on 1.000 of the answerable items" in g["why"]
-    assert g["companion"] == {"metric": "abstain_rate_answerable", "value": 1.0,
+    assert g["companion"] == {"metric": "abstain_rate_gated", "value": 1.0,
                               "bound": MAX_SILENT_ABSTENTION}
     text = format_table(m)
-    assert "FAIL (silent)" in text and "abstain_rate_answerable 1.0000" in text
+    assert "FAIL (silent)" in text and "abstain_rate_gated 1.0000" in text
 
 
 def test_the_silent_bound_is_strict_and_a_mixed_system_passes():
@@ -218,6 +252,39 @@ def test_the_silent_bound_is_strict_and_a_mixed_system_passes():
     gate = BY_NAME["false_recall_rate"].gate
     assert gate.verdict(0.0, None) == (True, "")              # no answerable item
     assert gate.verdict(None, 1.0) == (None, "")              # no unanswerable item: n/a
+
+
+def _code(i: int):
+    """A code item, its atom and an answerable record on it (code has no unanswerable)."""
+    from test_metrics_hand import T1, atom, item
+
+    sid, path = f"codeh:f{i}", f"src/f{i}.py"
+    return (item(sid, "codeh/dana", T1, "code"),
+            atom(f"c{i}", sid, "codeh/dana", T1, {"path": path, "line_start": 1,
+                                                   "line_end": 9}, "code"),
+            rec(f"codeh:q{i}", [{"source_id": sid, "region": {"path": path, "line": 3}}],
+                m="code", holder="codeh/dana"))
+
+
+def test_the_all_silence_check_leaves_code_out():
+    # pdf: abstains on all 6 answerable and all 10 unanswerable items; code (no unanswerable
+    # item): answers all 8. Over all answerable items it abstains on 6 of 14 (0.43), but on
+    # every answerable item beside which a false recall is measured: silent on "all"
+    code = [_code(i) for i in range(8)]
+    recs = RECS + [c[2] for c in code]
+    run = _run(RECS, [False] * 16, [1.0] * 16) + [
+        {"query_id": c[2]["query_id"], "hits": [[c[1]["atom_id"], 1.0]],
+         "cartridge": [c[1]["atom_id"]], "latency_ms": 1} for c in code]
+    m = compute_metrics(recs, ITEMS + [c[0] for c in code], ATOMS + [c[1] for c in code],
+                        run, n_resamples=50)
+    assert m["all"]["abstain_rate_answerable"]["value"] == pytest.approx(6 / 14)
+    assert m["all"]["abstain_rate_gated"]["value"] == 1.0
+    assert m["all"]["abstain_rate_gated"]["n"] == 6
+    assert m["code"]["abstain_rate_gated"]["value"] is None
+    g = {x["scope"]: x for x in m["gates"] if x["metric"] == "false_recall_rate"}
+    assert g["all"]["value"] == 0.0 and (g["all"]["pass"], g["all"]["silent"]) == (False, True)
+    assert g["all"]["companion"]["value"] == 1.0 and g["pdf"]["silent"] is True
+    assert g["code"]["pass"] is None                # no unanswerable item: n/a, never silent
 
 
 def test_a_reported_confidence_is_the_score_read():

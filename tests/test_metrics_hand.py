@@ -198,7 +198,7 @@ def test_shape_nulls_and_gates(metrics):
     assert gates[("pdf", "false_recall_rate")] == {
         "metric": "false_recall_rate", "scope": "pdf", "op": "<=", "threshold": 0.1,
         "value": 0.25, "pass": False, "silent": False, "why": "",
-        "companion": {"metric": "abstain_rate_answerable", "value": 0.4, "bound": 0.5}}
+        "companion": {"metric": "abstain_rate_gated", "value": 0.4, "bound": 0.5}}
     assert gates[("pdf", "holder_correctness")]["pass"] is False          # 8/9 < 0.95
     assert gates[("conversation", "recall@10")]["pass"] is True
     assert gates[("conversation", "false_recall_rate")]["pass"] is None

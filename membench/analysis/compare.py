@@ -62,12 +62,15 @@ from ..metrics.aggregate import judgment_entries, slice_metrics
 from ..metrics import abstention
 from ..metrics.bootstrap import check_resamples
 from ..metrics.measures import (
+    ALL_SILENT,
     HEADLINE,
     JUDGMENT_MEASURES,
     MAX_FALSE_RECALL,
     ORDERING_MEASURES,
     PAIRED_METRICS,
     RANKED_HEADLINE,
+    never_best,
+    silence_of,
 )
 from ..metrics.rundir import RunDir, read_meta
 from ..metrics.score import PRIMARY
@@ -449,6 +452,12 @@ def best_systems(scores: dict[str, Any], *,
             return None
         return v[order[lab]][mask]
 
+    def silence(lab: str, m: str) -> float | None:
+        """The value the silence check of ``m``'s gate reads (None: none, or no items)."""
+        comp = silence_of(m)
+        v = per_item(lab, comp) if comp else None
+        return None if v is None or np.isnan(v).all() else float(np.nanmean(v))
+
     out: list[dict[str, Any]] = []
     orders: dict[str, abstention.Ordering] = {}
     for m in measures:
@@ -475,10 +484,16 @@ def best_systems(scores: dict[str, Any], *,
                 summary[lab] = (None if not ok.size else
                                 float(np.percentile(ok, meas.percentile))
                                 if meas.percentile is not None else float(ok.mean()))
-        ranked = sorted((lab for lab in labels if summary[lab] is not None),
+        silent = [lab for lab in labels if summary[lab] is not None
+                  and never_best(m, silence(lab, m))]
+        ranked = sorted((lab for lab in labels if summary[lab] is not None
+                         and lab not in silent),
                         key=lambda lab: (-summary[lab] if meas.direction == "higher"
                                          else summary[lab], labels.index(lab)))
-        if len(ranked) < 2:
+        if silent and not ranked:
+            out.append(_all_silent_row(m, meas.direction, silent))
+            continue
+        if len(ranked) + len(silent) < 2:
             continue
         best = ranked[0]
         tied = [lab for lab in ranked if abs(summary[lab] - summary[best]) <= 1e-12]
@@ -492,14 +507,17 @@ def best_systems(scores: dict[str, Any], *,
             "n": (orders[best].counted(m) if is_order else
                   int((~np.isnan(vals[best]) & ~np.isnan(vals[second or best])).sum())),
             "p_permutation": None, "p_bootstrap": None, "p_holm": None, "significant": False,
-            "tested": False, "note": ""}
+            "tested": False, "note": "", "silent": silent}
         if len(tied) > 1:
             row["note"] = "a tie: " + ", ".join(tied) + " have the same value"
+        if silent and second is None:
+            row["note"] = (f"the only system not silent: {', '.join(silent)} "
+                           f"{'is' if len(silent) == 1 else 'are'} FAIL (silent), never best")
         if meas.percentile is not None:
             row["note"] = ("a percentile, shown without a paired test (the paired tests "
                            "compare means)")
         elif second is None:
-            row["note"] = "every system has the same value"
+            row["note"] = row["note"] or "every system has the same value"
         else:
             # a tie for the lead: the first of the tied, tested against the next system
             if is_order:
@@ -528,6 +546,16 @@ def best_systems(scores: dict[str, Any], *,
     return out
 
 
+def _all_silent_row(m: str, direction: str, silent: list[str]) -> dict[str, Any]:
+    """:func:`best_systems`' row of a measure on which every system's gate is ``FAIL
+    (silent)`` (:func:`membench.metrics.measures.never_best`): no system is named."""
+    return {"measure": m, "direction": direction, "best": None, "value": None,
+            "runner_up": None, "runner_up_value": None, "tied": [], "diff": None,
+            "diff_ci95": [None, None], "n": 0, "p_permutation": None, "p_bootstrap": None,
+            "p_holm": None, "significant": False, "tested": False, "silent": silent,
+            "all_silent": True, "note": f"{ALL_SILENT} ({', '.join(silent)}: FAIL (silent))"}
+
+
 def _by(rows: list[dict[str, Any]], fmt) -> str:
     by: dict[str, list[str]] = {}
     for r in rows:
@@ -545,11 +573,21 @@ def verdict(rows: list[dict[str, Any]]) -> str:
     paired test supports, the leads it does not, the ties and what was not tested."""
     if not rows:
         return "No headline measure could be compared."
+    hushed = [r["measure"] for r in rows if r.get("all_silent")]
+    alone = [r for r in rows if not r.get("all_silent") and r.get("silent")
+             and r["runner_up"] is None]
+    rows = [r for r in rows if not r.get("all_silent") and r not in alone]
     sig = [r for r in rows if r["significant"]]
     lead = [r for r in rows if r["tested"] and not r["significant"]]
     ties = [r["measure"] for r in rows if not r["tested"] and r["runner_up"] is None]
     untested = [r for r in rows if not r["tested"] and r["runner_up"] is not None]
     parts = []
+    if hushed:
+        parts.append(f"{ALL_SILENT[0].upper()}{ALL_SILENT[1:]} on {', '.join(hushed)} "
+                     "(a false recall bought by abstaining is never best).")
+    if alone:
+        parts.append("Best as the only system not silent: "
+                     + _by(alone, lambda r: r["measure"]) + ".")
     if sig:
         parts.append("Significantly best: " + _by(sig, _margin) + ".")
     if lead:

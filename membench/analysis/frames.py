@@ -50,7 +50,8 @@ import os
 import numpy as np
 
 from ..core.errors import MembenchError
-from ..metrics.measures import JUDGMENT_MEASURES
+from ..metrics.cartridge import silence_values
+from ..metrics.measures import JUDGMENT_MEASURES, SILENCE
 from ..metrics.rundir import RunDir
 from ..metrics.score import PRIMARY
 
@@ -144,6 +145,10 @@ def metric_values(df, metric: str) -> np.ndarray:
         return 1.0 - df["temporal_leak"].to_numpy(dtype=float)
     if metric == "abstain_rate_answerable":
         return np.where(ans, df["abstained"].to_numpy(dtype=float), np.nan)
+    if metric == SILENCE:           # over the modalities with audited unanswerable items
+        return silence_values(np.where(ans, df["abstained"].to_numpy(dtype=float), np.nan),
+                              df["modality"].to_numpy(dtype=object),
+                              ~ans & df["audited"].to_numpy(dtype=bool))
     if metric in df.columns:
         return df[metric].to_numpy(dtype=float)
     raise KeyError(f"unknown metric {metric!r}")

@@ -49,6 +49,17 @@ it too) over the answerable items of the modalities that have unanswerable items
 without unanswerable items (code) has no false recall to bound: both measures are undefined
 there (null, never a made-up value) and its items do not count in ``n``.
 
+**The random committer** (``random_committer`` beside the kept share in ``metrics.json``, and
+on the leaderboard): the kept share a committer with the same abstention reaches by chance. In
+each modality with P answerable and N unanswerable items it commits every query independently
+with probability c = the share of the P the system committed (its answerable commit rate), and
+orders its commits at random. With A = cP committed answerable items, U ~ Binomial(N, c)
+committed unanswerable ones and k = floor(0.10 N), the best feasible threshold keeps the
+answerable items above the (k + 1)-th committed unanswerable one, each of the U + 1 gaps equally
+likely: A (k + 1) / (U + 1), or all A when U <= k. Its expectation, A E[min(1, (k + 1) /
+(U + 1))], is exact (no draw); the modalities pool as the kept share does. A system that
+abstains on 89% of the answerable items reaches about 0.1 this way, whatever its scores.
+
 Each figure carries ``n`` (the items it is computed from: for the kept share the answerable
 items of modalities with unanswerable items, for the AUC the items of modalities with both
 kinds), ``denominator`` (the answerable items, resp. all items, of the slice) and a 95%
@@ -109,6 +120,7 @@ class Ordering:
             raise ValueError("an abstention score is NaN")
         self.n = s.size
         self.answerable = a
+        self.kept = k
         labels = np.zeros(s.size, dtype=object) if strata is None else \
             np.asarray(strata, dtype=object)
         self.strata: list[_Stratum] = []
@@ -180,6 +192,20 @@ class Ordering:
             fr = np.where(tot_neg > 0, kept_neg / np.where(tot_neg > 0, tot_neg, 1.0), np.nan)
         return share, fr
 
+    def random_kept(self, max_false_recall: float) -> float:
+        """The floor of :meth:`kept_at`: the expected share of answerable items kept by a
+        committer with the same abstention that commits at random (module docstring, "The
+        random committer"); NaN where :meth:`kept_at` is undefined."""
+        kept = total = 0.0
+        for st in self.strata:
+            P, N = int(st.pos.sum()), int(st.neg.sum())
+            if N == 0 or P == 0:
+                continue
+            a = int(np.count_nonzero(self.kept[st.order] & self.answerable[st.order]))
+            kept += a * _share_before(N, a / P, math.floor(max_false_recall * N + _EPS))
+            total += P
+        return kept / total if total else math.nan
+
     # ------------------------------------------------------------------ n and resampling
 
     def counted(self, which: str) -> int:
@@ -205,6 +231,20 @@ class Ordering:
             yield np.bincount(flat, minlength=b * self.n).reshape(b, self.n).astype(np.float64)
 
 
+def _share_before(n: int, c: float, k: int) -> float:
+    """E[min(1, (k + 1) / (U + 1))], U ~ Binomial(n, c): the expected share of a random
+    committer's committed answerable items ordered above its (k + 1)-th committed
+    unanswerable item, in a random order (each of U + 1 gaps equally likely)."""
+    u = np.arange(n + 1)
+    if c <= 0.0 or c >= 1.0:
+        pmf = (u == (0 if c <= 0.0 else n)).astype(np.float64)
+    else:
+        logc = np.array([math.lgamma(n + 1) - math.lgamma(x + 1) - math.lgamma(n - x + 1)
+                         for x in range(n + 1)])
+        pmf = np.exp(logc + u * math.log(c) + (n - u) * math.log1p(-c))
+    return float((pmf * np.minimum(1.0, (k + 1) / (u + 1))).sum())
+
+
 def _interval(values: np.ndarray, level: float = 0.95) -> list[float | None]:
     v = values[~np.isnan(values)]
     if v.size == 0:
@@ -223,7 +263,8 @@ def entries(score: np.ndarray, kept: np.ndarray, answerable: np.ndarray,
             seed: int = SEED, n_resamples: int = N_RESAMPLES) -> dict[str, dict[str, Any]]:
     """The two figures of one slice, in ``metrics.json``'s shape (``value``, ``n``,
     ``denominator``, ``ci95``), keyed ``<key>|<measure>`` for the bootstrap; the kept share
-    also carries ``false_recall_at`` (the unanswerable share kept at that point)."""
+    also carries ``false_recall_at`` (the unanswerable share kept at that point) and
+    ``random_committer`` (:meth:`Ordering.random_kept`, its floor)."""
     o = Ordering(score, kept, answerable, strata)
     n_ans = int(np.count_nonzero(answerable))
     out: dict[str, dict[str, Any]] = {}
@@ -240,7 +281,8 @@ def entries(score: np.ndarray, kept: np.ndarray, answerable: np.ndarray,
                 "ci95": _interval(cat(boot_auc)) if not math.isnan(auc) else [None, None]}
     out[KEPT] = {"value": _num(share), "n": o.counted(KEPT), "denominator": n_ans,
                  "ci95": _interval(cat(boot_kept)) if not math.isnan(share) else [None, None],
-                 "false_recall_at": _num(fr)}
+                 "false_recall_at": _num(fr),
+                 "random_committer": _num(o.random_kept(max_false_recall))}
     return out
 
 

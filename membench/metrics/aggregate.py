@@ -351,7 +351,7 @@ def format_table(metrics: dict[str, Any], *, by_source: bool = False) -> str:
         for g in gates:
             verdict = verdict_text(g).replace("n/a", "n/a (no items)")
             comp = g.get("companion")
-            beside = (f"  (abstain_rate_answerable {_fmt(comp['value'], comp['metric'])})"
+            beside = (f"  ({comp['metric']} {_fmt(comp['value'], comp['metric'])})"
                       if comp else "")
             lines.append(f"  {g['scope']:<16} {g['metric']:<{w}} {g['op']} {g['threshold']:<5} "
                          f"value {_fmt(g['value'], g['metric']):>8}  {verdict}{beside}")

@@ -37,6 +37,10 @@ Denominator = Literal["answerable", "audited unanswerable", "unanswerable with a
 #: answerable items of the same scope: a system that always abstains would otherwise pass
 #: every false-recall gate (a gate's ``silent`` verdict)
 MAX_SILENT_ABSTENTION: float = 0.5
+#: the measure the silence check of the false-recall gate reads (:attr:`Gate.silent_if`)
+SILENCE = "abstain_rate_gated"
+#: what "which system is best" names on a gated measure whose every contender is silent
+ALL_SILENT = "no system: all silent"
 
 
 @dataclass(frozen=True)
@@ -140,9 +144,11 @@ MEASURES: tuple[Measure, ...] = (
             "derived one, and the natives of a source without an upstream tell) whose "
             "cartridge is non-empty; the natives with a tell are false_recall_native's. Its "
             "gate is not passed by silence: the verdict is FAIL (silent) when "
-            f"abstain_rate_answerable of the same scope is above {MAX_SILENT_ABSTENTION:g}.",
+            f"{SILENCE} of the same scope (the answerable items of the modalities with "
+            f"audited unanswerable items) is above {MAX_SILENT_ABSTENTION:g}, and a silent "
+            "figure is never named best.",
             "audited unanswerable", "lower", "cartridge",
-            gate=Gate("<=", 0.10, silent_if=("abstain_rate_answerable", MAX_SILENT_ABSTENTION)),
+            gate=Gate("<=", 0.10, silent_if=(SILENCE, MAX_SILENT_ABSTENTION)),
             paired=True, headline=True,
             citation="SPEC section 7; SPEC section 5: natives that fail the no-tells audit are "
                      "\"never in a gated or headline false recall\""),
@@ -162,6 +168,14 @@ MEASURES: tuple[Measure, ...] = (
             gate=Gate(">=", 0.95), headline=True),
     Measure("abstain_rate_answerable", "Share of answerable items whose cartridge is empty.",
             "answerable", "lower", "cartridge", paired=True, headline=True),
+    Measure(SILENCE, "Share of answerable items whose cartridge is empty, over the answerable "
+            "items of the modalities that have an audited unanswerable item among the scored "
+            "ones (the modalities false_recall_rate is over: code has none). What the "
+            "false-recall gate's silence check reads: equal to abstain_rate_answerable in such "
+            "a modality, undefined in one without, and over all items it leaves out the "
+            "answerable items no false recall is measured beside.", "answerable", "lower",
+            "cartridge", ranked=False,
+            citation="membench (the false-recall gate is not passed by silence)"),
     Measure("answerable_kept@fr0.10", "The false-recall gate read as an operating point: the "
             "largest share of answerable items that keep a non-empty cartridge when the system "
             "abstains on every query whose abstention score is below a threshold t, over every "
@@ -171,7 +185,9 @@ MEASURES: tuple[Measure, ...] = (
             "pooled). The unanswerable items are the audited ones (as false_recall_rate). A "
             "system that always abstains scores 0. The abstention score: the confidence the "
             "system reported, else its top-1 hit score, else -inf. Undefined where the slice "
-            "has no audited unanswerable item.", "answerable", "higher", "cartridge",
+            "has no audited unanswerable item. Shown beside the random committer's "
+            "(random_committer: the expected kept share of a committer with the same "
+            "answerable abstention that commits at random).", "answerable", "higher", "cartridge",
             ordering=True, headline=True,
             citation="membench (the seed's false-recall gate as an operating point); "
                      "membench/metrics/abstention.py"),
@@ -276,6 +292,23 @@ MAX_FALSE_RECALL: float = BY_NAME["false_recall_rate"].gate.threshold
 def gate(metric: str) -> Gate | None:
     m = BY_NAME.get(metric)
     return m.gate if m else None
+
+
+def never_best(metric: str, companion: float | None) -> bool:
+    """The one rule of "which system is best" on silence: a figure whose gate verdict is
+    ``FAIL (silent)`` (``companion``: the :attr:`Gate.silent_if` measure's value of the same
+    system and scope) is never named best, however good its value. The leaderboard's best of a
+    column (``leaderboard --brief``, page 06) and :func:`membench.analysis.compare.
+    best_systems` (the index's "which system is best") read it; where every contender is
+    silent they name :data:`ALL_SILENT`."""
+    g = gate(metric)
+    return g is not None and g.silent(companion)
+
+
+def silence_of(metric: str) -> str | None:
+    """The measure whose value is :func:`never_best`'s ``companion`` for ``metric``."""
+    g = gate(metric)
+    return g.silent_if[0] if g is not None and g.silent_if is not None else None
 
 
 def _hit_definition() -> str:

@@ -40,7 +40,7 @@ from .atom_level import ATOM_MEASURES, atom_measures, relevant_atoms
 from .answer_layer import KEYS as CONTENT_KEYS
 from .answer_layer import ContentTexts, item_figures
 from .answer_layer import note as content_note
-from .measures import COST_ARRAYS, MEAN_MEASURES
+from .measures import COST_ARRAYS, MEAN_MEASURES, SILENCE
 from .ranking import FirstHits, graded_gain, rank_measures
 from .resolve import AtomTable, GoldRef, Universe, build_atom_table, index_items
 from .scope import check_scope
@@ -318,6 +318,8 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
     values["temporal_correctness"] = (n_future == 0).astype(np.float64)
     values["holder_correctness"] = (n_foreign == 0).astype(np.float64)
     values["abstain_rate_answerable"] = abstain
+    values[SILENCE] = cart_mod.silence_values(abstain, [r.modality for r in recs],
+                                     ~answerable & audited)
     values["cartridge_recall"] = cart_recall
     values.update(layer)
     judgments = {}

@@ -34,7 +34,8 @@ LEGEND = ("value [95% bootstrap interval], n = items in the measure's denominato
           "fails; <i>FAIL (silent)</i>: a false-recall rate bought by abstaining on more than "
           "half of the answerable items). The cartridge table is ranked by the answerable "
           "share kept at false recall &lt;= 0.10, on which a system that always abstains "
-          "scores 0. False recall counts the audited unanswerable items; the natives with an "
+          "scores 0, beside the random committer's (the share a committer with the same "
+          "abstention keeps by chance). False recall counts the audited unanswerable items; the natives with an "
           "upstream tell have their own column, labelled with the tell's ROC AUC from the set "
           "audit, never ranked or tested. The context column is the median tokens of a "
           "committed (non-empty) cartridge. Rows marked <i>no-memory baseline</i> (the "
@@ -63,8 +64,10 @@ def _cell(c: dict[str, Any], digits: int, stacked: bool = False) -> str:
         why = c.get("gate_why") or ""
         gate = (f'<br><small>gate {esc(c["gate"])}'
                 + (f' <b title="{esc(why)}">FAIL (silent)</b>' if why else "") + "</small>")
+    floor = ("" if is_missing(c.get("random_kept")) else
+             f"<br><small>random committer {esc(fmt_num(c['random_kept'], digits))}</small>")
     return (f'<td class="{cls}">{v}<br><small>n={esc(int(c["n"]))}</small>'
-            f'{"<br><small>" + extra + "</small>" if extra else ""}{gate}</td>')
+            f'{"<br><small>" + extra + "</small>" if extra else ""}{gate}{floor}</td>')
 
 
 def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance", *,

@@ -330,7 +330,9 @@ def _leaderboard_best_html(lb, size: str) -> str:
     for b in best_rows(lb, size):
         digits = 1 if b["measure"].startswith("latency") else 3
         others = "; ".join(
-            f"{o['system']}: " + (f"{o['diff']:+.{digits}f}, p_holm "
+            f"{o['system']}: " + (f"{fmt_num(o['value'], digits)} FAIL (silent)"
+                                  if o.get("silent") else
+                                  f"{o['diff']:+.{digits}f}, p_holm "
                                   f"{fmt_num(o['p_holm'], 3, p_value=True)}"
                                   if o["significant"] else
                                   f"= best (p_holm {fmt_num(o['p_holm'], 3, p_value=True)})")
@@ -339,7 +341,8 @@ def _leaderboard_best_html(lb, size: str) -> str:
                     f'{esc(b["direction"])} is better</small></td>'
                     f'<td class="mb-s">{esc(b["best"])}</td>'
                     f'<td class="mb-n">{interval_html(b["value"], *b["ci95"], digits)}</td>'
-                    f'<td class="mb-n">{esc(b["n"])}</td><td class="mb-l">{esc(others)}</td></tr>')
+                    f'<td class="mb-n">{esc(b["n"] or "—")}</td>'
+                    f'<td class="mb-l">{esc(others)}</td></tr>')
     if not body:
         return ""
     return ('<table class="mb-t mb-best"><thead><tr><th>measure</th><th>best system</th>'

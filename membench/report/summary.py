@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..metrics.measures import ALL_SILENT
 from .escape import esc
 from .tables import fmt_interval, fmt_num, gate_badges, gate_rows, th
 
@@ -139,7 +140,8 @@ def best_table_html(rows: list[dict[str, Any]]) -> str:
             p = fmt_num(r["p_holm"], 3, p_value=True)
         else:
             sig, p = "not tested", "—"
-        best = r["best"] if len(r["tied"]) == 1 else " = ".join(r["tied"]) + " (tie)"
+        best = (ALL_SILENT if r.get("all_silent") else r["best"] if len(r["tied"]) == 1
+                else " = ".join(r["tied"]) + " (tie)")
         cls = "mb-pass" if r["significant"] else ""
         body.append(
             f'<tr><td class="mb-s"><b>{th(r["measure"])}</b><br><small>'

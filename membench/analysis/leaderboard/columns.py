@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...metrics import abstention
-from ...metrics.measures import JUDGMENT_MEASURES, MEAN_MEASURES, ORDERING_MEASURES
+from ...metrics.measures import JUDGMENT_MEASURES, MEAN_MEASURES, ORDERING_MEASURES, SILENCE
 
 PRIMARY = "gold"
 #: the measures the leaderboard shows and tests (latency is shown, not tested)
@@ -23,7 +23,7 @@ MEASURES: tuple[str, ...] = tuple(
                                                           "ndcg@10", "recall@100",
                                                           "cartridge_recall")],
                 "answerable_kept@fr0.10", "false_recall_rate", "false_recall_native",
-                "abstain_rate_answerable", "abstention_auc", "holder_correctness",
+                "abstain_rate_answerable", SILENCE, "abstention_auc", "holder_correctness",
                 "temporal_correctness")
     if m in MEAN_MEASURES or m in ORDERING_MEASURES)
 SHOWN_LATENCY = "latency_p50_ms"
@@ -70,6 +70,8 @@ def cell_text(c, digits: int = 3) -> str:
     s += f" n={int(c['n'])}"
     if isinstance(c.get("gate"), str) and c["gate"]:
         s += f" gate {c['gate']} {gate_text(c)}"
+    if not missing(c.get("random_kept")):
+        s += f" (random committer {c['random_kept']:.{digits}f})"
     if c.get("is_best"):
         s += " · best"
     elif not (c.get("p_holm") is None or np.isnan(c["p_holm"])):

@@ -25,7 +25,14 @@ from ...core.errors import MembenchError
 from ...core.paths import resolve_user_path
 from ...metrics import abstention
 from ...metrics.bootstrap import SEED, check_resamples
-from ...metrics.measures import BY_NAME, MAX_FALSE_RECALL, ORDERING_MEASURES
+from ...metrics.measures import (
+    ALL_SILENT,
+    BY_NAME,
+    MAX_FALSE_RECALL,
+    ORDERING_MEASURES,
+    never_best,
+    silence_of,
+)
 from ...metrics.measures import MEASURES as MEASURES_REGISTRY
 from ...modalities import MODALITIES
 from ...systems.cards import size_class
@@ -221,6 +228,9 @@ def best_rows(lb: Leaderboard, size: str, *, judgment_set: str = PRIMARY,
     for m in HEADLINE:
         g = t[t["measure"] == m]
         if g.empty or not g["is_best"].any():
+            silent = g[~g["baseline"] & g["value"].notna()] if not g.empty else g
+            if len(silent) and (silent["gate_why"] != "").all():    # never_best: all silent
+                out.append(_all_silent(m, silent, g[g["baseline"]]))
             continue
         b = g[g["is_best"]].iloc[0]
         others = []
@@ -239,6 +249,19 @@ def best_rows(lb: Leaderboard, size: str, *, judgment_set: str = PRIMARY,
                     "value": _num(b["value"]), "ci95": [_num(b["ci95_lo"]), _num(b["ci95_hi"])],
                     "n": int(b["n"]), "others": others, "baselines": floor})
     return out
+
+
+def _all_silent(m: str, rows, floor) -> dict[str, Any]:
+    """:func:`best_rows`' row of a measure on which every system's gate is ``FAIL (silent)``
+    (:func:`membench.metrics.measures.never_best`): no best, each system's value shown."""
+    return {"measure": m, "direction": BY_NAME[m].direction, "best": ALL_SILENT,
+            "all_silent": True, "value": None, "ci95": [None, None], "n": 0,
+            "others": [{"system": r["system"], "value": _num(r["value"]), "diff": None,
+                        "p_holm": None, "significant": False, "silent": True}
+                       for r in rows.sort_values("system").to_dict("records")],
+            "baselines": [{"system": r["system"].removesuffix(BASELINE_MARK),
+                           "value": _num(r["value"])}
+                          for r in floor.sort_values("system").to_dict("records")]}
 
 
 def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
@@ -302,6 +325,13 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
         score, kept, ans, aud = abst[eid]
         keep = mask & aud                   # the audited items only
         return abstention.Ordering(score[keep], kept[keep], ans[keep], mods[keep])
+    by_id = {e["id"]: e for e in entries}
+
+    def silence(eid: str, scope: str, m: str) -> float | None:
+        """The value the silence check of ``m``'s gate reads (None: no such check)."""
+        comp = silence_of(m)
+        return None if comp is None else \
+            (by_id[eid]["figures"][PRIMARY].get(scope, {}).get(comp) or {}).get("value")
     notes = []
     for e in entries:
         if _calibration_run(e):
@@ -335,7 +365,8 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                     if m in MEASURES and meas.ranked:
                         cand = [(figs[i]["value"], labels[i], i) for i in figs
                                 if figs[i] and figs[i]["value"] is not None
-                                and i not in baselines]
+                                and i not in baselines
+                                and not never_best(m, silence(i, scope, m))]
                         if cand:
                             hi = meas.direction == "higher"
                             best = sorted(cand, key=lambda c: (-c[0] if hi else c[0], c[1]))[0][2]
@@ -346,9 +377,7 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                         g = meas.gate
                         verdict, why = (None, "")
                         if g:
-                            comp = (e["figures"][PRIMARY].get(scope, {}).get(g.silent_if[0])
-                                    or {}).get("value") if g.silent_if else None
-                            verdict, why = g.verdict(f["value"], comp)
+                            verdict, why = g.verdict(f["value"], silence(e["id"], scope, m))
                         row = {"size_class": size, "judgment_set": js, "scope": scope,
                                "family": "relevance" if m in RELEVANCE else "other",
                                "entry": e["id"], "system": labels[e["id"]], "measure": m,
@@ -360,7 +389,9 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                                "gate_pass": verdict, "gate_why": why,
                                "is_best": best == e["id"], "best": best,
                                "diff": np.nan, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
-                               "p_bootstrap": np.nan, "p_permutation": np.nan}
+                               "p_bootstrap": np.nan, "p_permutation": np.nan,
+                               "random_kept": _num(ordering(e["id"], mask).random_kept(
+                                   MAX_FALSE_RECALL)) if m == abstention.KEPT else None}
                         if best is not None and best != e["id"] and f["value"] is not None \
                                 and e["id"] not in baselines:
                             if m in ORDERING_MEASURES:

@@ -32,16 +32,19 @@ def format_brief(lb: Leaderboard) -> str:
         for b in best_rows(lb, size):
             digits = 1 if b["measure"].startswith("latency") else 3
             rest = ", ".join(
-                f"{o['system']} " + (f"{o['diff']:+.{digits}f} (p_holm {_p(o['p_holm'])})"
+                f"{o['system']} " + (f"{o['value']:.{digits}f} FAIL (silent)" if o.get("silent")
+                                     else f"{o['diff']:+.{digits}f} (p_holm {_p(o['p_holm'])})"
                                      if o["significant"] else
                                      f"= best (p_holm {_p(o['p_holm'])})" if o["p_holm"]
                                      is not None else "not tested")
                 for o in b["others"])
-            v = "n/a" if b["value"] is None else f"{b['value']:.{digits}f}"
+            v = "" if b.get("all_silent") else \
+                "n/a" if b["value"] is None else f"{b['value']:.{digits}f}"
             floor = ", ".join(f"{f['system']} " + ("n/a" if f["value"] is None else
                                                    f"{f['value']:.{digits}f}")
                               for f in b["baselines"])
-            lines.append(f"    {b['measure']:<24} {b['best']} {v} (n={b['n']})"
+            lines.append(f"    {b['measure']:<24} {b['best']}"
+                         + ("" if b.get("all_silent") else f" {v} (n={b['n']})")
                          + (f"; {rest}" if rest else "")
                          + (f"; no memory: {floor}" if floor else ""))
     lines += [f"note: {n}" for n in lb.notes]
