@@ -304,3 +304,20 @@ def test_strict_refuses_what_atof_and_atol_would_read(tmp_path, capsys):
     assert main(["trec-eval", "--strict", str(tmp_path / "q"), str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert "r:2" in err and "field score" in err and "Traceback" not in err
+
+
+def test_integer_flags_past_a_c_long_are_clamped_as_trec_eval_reads_them(tmp_path, capsys):
+    """-M and -l are C longs in trec_eval: 10^23 means every document (no traceback); a word
+    that is not an integer is refused in one argparse line."""
+    (tmp_path / "q").write_text("q1 0 a 1\n")
+    (tmp_path / "r").write_text("q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\n")
+    big = "9" * 23
+    assert main(["trec-eval", "-m", "P.5", "-M", big, str(tmp_path / "q"),
+                 str(tmp_path / "r")]) == 0
+    assert capsys.readouterr().out == "P_5                   \tall\t0.2000\n"
+    assert main(["trec-eval", "-m", "P.5", "-l", big, str(tmp_path / "q"),
+                 str(tmp_path / "r")]) == 0
+    assert capsys.readouterr().out == "P_5                   \tall\t0.0000\n"
+    with pytest.raises(SystemExit) as e:
+        main(["trec-eval", "-M", "1e3", str(tmp_path / "q"), str(tmp_path / "r")])
+    assert e.value.code != 0 and "expected an integer" in capsys.readouterr().err

@@ -42,6 +42,7 @@ qrels query missing from the run is left out, as trec_eval 9 and pytrec_eval do)
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 from collections.abc import Iterator, Sequence
@@ -591,6 +592,16 @@ TIES_HELP = (
     "recip_rank 1.0 by trec_eval's rule (b > a) and 0.5 by membench's (a, then b)")
 
 
+def _c_long(text: str) -> int:
+    """An integer flag as trec_eval reads it into a C ``long``: a value past the 64-bit range is
+    clamped to it (``-M 99999999999999999999999``: every document); not an integer: refused."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text[:40]!r}") from None
+    return max(-(1 << 63), min((1 << 63) - 1, v))
+
+
 def add_arguments(p) -> None:
     """The ``trec-eval`` command's arguments (on ``p``, an argparse parser), trec_eval's
     letters."""
@@ -603,9 +614,9 @@ def add_arguments(p) -> None:
     p.add_argument("-q", action="store_true", help="also one line per query and measure")
     p.add_argument("-c", action="store_true", help="evaluate every qrels query, as trec_eval "
                    "-c: one missing from the run against an empty ranking")
-    p.add_argument("-l", dest="level", type=int, default=1, metavar="LEVEL",
+    p.add_argument("-l", dest="level", type=_c_long, default=1, metavar="LEVEL",
                    help="relevance >= LEVEL is relevant (default 1)")
-    p.add_argument("-M", dest="max_docs", type=int, default=None, metavar="N",
+    p.add_argument("-M", dest="max_docs", type=_c_long, default=None, metavar="N",
                    help="only the first N documents of each ranking")
     p.add_argument("-J", dest="judged_only", action="store_true",
                    help="judged documents only: unjudged ones removed, ranks among the judged")
