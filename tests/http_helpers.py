@@ -132,6 +132,21 @@ def serve_process(*args: str, timeout: float = 180.0):
             f.close()
 
 
+class NativeIngest(Wrapped):
+    """A system whose ingest sits in native code (libc's sleep through ctypes, the GIL
+    released), as OCR or an embedding runtime does, and touches ``$MEMBENCH_TEST_GATE``
+    first so a test knows it is there."""
+
+    def ingest(self, items, root):
+        import ctypes
+
+        gate = os.environ.get("MEMBENCH_TEST_GATE")
+        if gate:
+            Path(gate).write_text("ingesting")
+        ctypes.CDLL(None).sleep(120)
+        return super().ingest(items, root)
+
+
 class RaisesOnQuery(Wrapped):
     """A system whose query raises (a two-line message: the server's log must stay one line)."""
 

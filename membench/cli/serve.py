@@ -15,7 +15,8 @@ def _serve_cmd(a: argparse.Namespace) -> int:
     from ..serve.server import serve
 
     _content(a.content)
-    serve(a.system, _parse_config(a.config), a.host, a.port, corpus_root(a.corpus))
+    serve(a.system, _parse_config(a.config), a.host, a.port, corpus_root(a.corpus),
+          exit_on_stop=True)
     return 0
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import math
+import os
 import socket
 import sys
 import threading
@@ -558,9 +559,14 @@ def make_server(service: SystemService, host: str = "127.0.0.1", port: int = 0,
 
 
 def serve(name: str, config: dict, host: str, port: int, corpus_root: Path,
-          announce: Callable[[str], None] = print) -> None:
+          announce: Callable[[str], None] = print, *, exit_on_stop: bool = False) -> None:
     """``membench serve``: build the system ``name`` with ``config``, listen on
-    ``host:port`` and answer until interrupted (Ctrl-C, SIGTERM)."""
+    ``host:port`` and answer until interrupted (Ctrl-C, SIGTERM), then re-raise the interrupt.
+    ``exit_on_stop`` (the command's own process): end the process there with status 130 by
+    ``os._exit``, once the socket is closed and the output flushed, instead of unwinding the
+    interpreter while a request thread may sit in native code (OCR, embedding): its runtime's
+    threads would be torn down under it (``terminate called without an active exception``,
+    SIGABRT or SIGSEGV)."""
     from ..systems import make_system
 
     service = SystemService(lambda: make_system(name, config), [corpus_root])
@@ -579,5 +585,25 @@ def serve(name: str, config: dict, host: str, port: int, corpus_root: Path,
         srv.serve_forever()
     except KeyboardInterrupt:
         announce("membench serve: stopped")
+        srv.server_close()
+        if exit_on_stop:
+            _exit_stopped()
+        raise
     finally:
         srv.server_close()
+
+
+def _exit_stopped() -> None:
+    """The end of a stopped ``membench serve``: output flushed, lock files emptied, status 130,
+    no interpreter teardown (see :func:`serve`)."""
+    from ..core.lock import release_for_exit
+    from ..core.stop import EXIT_STOPPED, announce, stopped_by
+
+    announce(stopped_by())          # the one status line every stopped command prints
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except (OSError, ValueError):
+            pass
+    release_for_exit()
+    os._exit(EXIT_STOPPED)
