@@ -334,13 +334,13 @@ def test_pages_rendered_one_at_a_time_are_the_parallel_ones(rendered, tmp_path):
 
     out, done, built = rendered
     run_dir = json.loads((out / "oracle" / "report.json").read_text())["run_dir"]
-    serial = report([run_dir], tmp_path, built.out, notebooks=("02_run_dev", "04_false_recalls"),
-                    jobs=1)
-    assert [r.notebook for r in serial] == ["02_run_dev", "04_false_recalls"]
+    pages = ("02_run_dev", "03_slice_failures", "04_false_recalls")
+    serial = report([run_dir], tmp_path, built.out, notebooks=pages, jobs=1)
+    assert [r.notebook for r in serial] == list(pages)
     for r in serial:
         assert _stable(r.html.read_text()) == _stable((out / "oracle" / r.html.name).read_text())
     rec = json.loads((tmp_path / "oracle" / "report.json").read_text())
-    assert rec["pages"] == ["02_run_dev", "04_false_recalls"] and rec["run_dir"] == run_dir
+    assert rec["pages"] == list(pages) and rec["run_dir"] == run_dir
     assert 1 <= default_jobs() <= 4
 
 
@@ -372,3 +372,26 @@ def test_a_page_with_the_same_parameters_is_executed_once(rendered, tmp_path):
 
     assert body(alone[0].html.read_text()) == body(mine)
     assert "membench:system" not in head_meta(mine)
+
+
+def test_jobs_beyond_twice_the_cpus_are_refused_in_one_line(tmp_path, monkeypatch):
+    """--jobs is 1 to twice the CPUs the process may use: more, or 0, is refused in one line
+    naming the option, before any run is read; report() refuses the same numbers."""
+    import subprocess
+    import sys
+
+    from membench.core.errors import MembenchError
+    from membench.report import notebooks
+
+    top = notebooks.max_jobs()
+    assert top == 2 * notebooks.usable_cpus() and notebooks.check_jobs(top) == top
+    for bad in ("0", str(top + 1), "two"):
+        p = subprocess.run([sys.executable, "-m", "membench", "report", "--jobs", bad, "--run",
+                            str(tmp_path / "no-run")], capture_output=True, text=True)
+        assert p.returncode == 2, p.stderr
+        (line,) = [x for x in p.stderr.splitlines() if "error" in x]
+        assert "--jobs" in line and bad in line and "Traceback" not in p.stderr
+    with pytest.raises(MembenchError, match=f"from 1 to {top} .*got {top + 1}"):
+        report([tmp_path / "no-run"], tmp_path / "out", jobs=top + 1)
+    monkeypatch.setattr(notebooks, "usable_cpus", lambda: 3)
+    assert notebooks.max_jobs() == 6 and notebooks.default_jobs() == 3

@@ -287,3 +287,31 @@ def test_the_index_lists_a_sets_page_with_the_runs_that_link_it_now(tmp_path):
     assert 'href="sets-new/01_validate_sets.html"' in index and "sets-old" not in index
     row = re.search(r'<tr class="mb-run" data-label="a">.*?</tr>', index, re.S).group(0)
     assert 'href="sets-new/01_validate_sets.html"' in row and 'href="a/02_run_dev.html"' in row
+
+
+def test_the_holder_spread_is_the_same_figure_whatever_numpy_drew_before():
+    """The strip of per-holder points is jittered from a fixed seed, not numpy's global
+    generator: two renderings give the same PNG, whatever the kernel drew before."""
+    import io
+
+    import matplotlib
+    import numpy as np
+
+    from membench.report.plots import plot_holder_spread
+
+    matplotlib.use("Agg")
+    df = pd.DataFrame({"modality": ["video"] * 6 + ["code"] * 4,
+                       "holder": [f"h{i % 5}" for i in range(10)],
+                       "answerable": True, "recall@10": np.linspace(0, 1, 10)})
+    pngs, rows = [], []
+    for seed in (1, 2):
+        np.random.seed(seed)
+        fig = plot_holder_spread(df)
+        offsets = [c.get_offsets() for c in fig.axes[0].collections if len(c.get_offsets())]
+        rows.append(np.concatenate(offsets))
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", metadata={"Software": None})
+        pngs.append(buf.getvalue())
+    assert np.array_equal(rows[0], rows[1]) and pngs[0] == pngs[1]
+    assert (np.abs(rows[0][:, 1] - np.round(rows[0][:, 1])) <= 0.1).all()   # near its row
+    assert len(np.unique(rows[0][:, 1])) > 2                                  # spread out

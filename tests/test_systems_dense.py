@@ -162,6 +162,40 @@ def test_cache_reuses_embeddings(tmp_path):
     assert cache.get_many([b"\0" * 32], DIM) == {}
 
 
+def test_question_vectors_are_cached_by_model_settings_and_text(tmp_path, monkeypatch):
+    """With query_cache, a question is embedded once: another engine on the same cache reads
+    its vector, bit for bit the one an engine without the cache computes, under a key of its
+    own (not the same text's document vector) that names the instruction set."""
+    from membench.core import isa
+    from membench.core.errors import MembenchError
+
+    path = tmp_path / "emb.sqlite3"
+    atoms = [atom(i, "dev", t) for i, t in PARAPHRASE]
+    q = "How do I sort numbers from largest to smallest?"
+    plain = DenseEngine(use_cache=False)
+    plain.index(atoms)
+    want = plain.search(q, "dev", T0, 10)
+    runs = []
+    for _ in range(2):
+        e = DenseEngine(cache_path=path, query_cache=True)
+        e.index(atoms)
+        assert e.search(q, "dev", T0, 10) == want
+        assert np.array_equal(e.encode_query(q), plain.encode_query(q))
+        runs.append(e.query_stats)
+    assert runs == [{"embedded": 1, "from_cache": 1}, {"embedded": 0, "from_cache": 2}]
+    assert plain.query_stats == {"embedded": 3, "from_cache": 0}     # off: every time
+    assert "query_cache" in e.config() and "query_cache" not in plain.config()
+    e.index([atom("q", "dev", q)])      # the question's text as an atom: a document's vector
+    assert e.stats == {"embedded": 1, "from_cache": 0}
+    monkeypatch.setattr(isa, "isa_class", lambda: "avx2")
+    k2 = DenseEngine(cache_path=path, query_cache=True).query_key()
+    monkeypatch.setattr(isa, "isa_class", lambda: "avx512")
+    assert DenseEngine(cache_path=path, query_cache=True).query_key() != k2
+    assert "|isa=avx2|" in k2 and k2.startswith(e.model_key() + "|query|")
+    with pytest.raises(MembenchError, match="query_cache must be true or false"):
+        DenseEngine(use_cache=False, query_cache="yes")
+
+
 def test_config_names_the_model(engine):
     cfg = engine.config()
     json.dumps(cfg)
@@ -339,3 +373,27 @@ def test_bf16_precast_weights_give_autocasts_vectors_bit_for_bit(real_atoms):
     for q in questions[:10]:
         assert np.array_equal(bf.encode_query(q), ref.encode_query(q))
     assert all(p.dtype == torch.float32 for p in fp.model.parameters())
+
+
+def test_a_run_with_cached_questions_equals_one_without(built, corpus_root, tmp_path):
+    """Dense on the video dev queries, twice with query_cache on the same cache and once
+    without: the same run lines (latency aside) and atoms, and the second run embeds no
+    question."""
+    from membench.run.runner import run_system
+    from membench.systems import make_system
+
+    stats, lines, atoms = [], [], []
+    for name, cfg in (("on", {"query_cache": True}), ("again", {"query_cache": True}),
+                      ("off", {})):
+        system = make_system("dense", cfg)
+        out = tmp_path / name
+        run_system(system, built.out, "dev", out, corpus_root, modalities=["video"], limit=5)
+        stats.append(dict(system.engine.query_stats))
+        rows = [json.loads(x) for x in (out / "run.jsonl").read_text().splitlines()]
+        lines.append([{k: v for k, v in r.items() if k != "latency_ms"} for r in rows])
+        atoms.append((out / "atoms.jsonl").read_bytes())
+    n = stats[2]["embedded"]
+    assert n > 0 and stats[2]["from_cache"] == 0 and sum(stats[0].values()) == n
+    assert stats[1] == {"embedded": 0, "from_cache": n}
+    assert lines[0] and lines[0] == lines[1] == lines[2]
+    assert atoms[0] == atoms[1] == atoms[2]

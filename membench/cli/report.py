@@ -8,7 +8,19 @@ import time
 from pathlib import Path
 
 from ..core.paths import corpus_root
-from .common import CORPUS_HELP, _read_flags, worker_count
+from .common import CORPUS_HELP, _read_flags, positive_int
+
+
+def report_jobs(text: str) -> int:
+    """An argparse type: ``--jobs``, an integer from 1 to twice the CPUs this process may use
+    (:func:`membench.report.notebooks.check_jobs`)."""
+    from ..core.errors import MembenchError
+    from ..report.notebooks import check_jobs
+
+    try:
+        return check_jobs(positive_int(text))
+    except MembenchError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("report: ")) from None
 
 
 def _report_cmd(a: argparse.Namespace) -> int:
@@ -47,8 +59,9 @@ def _add_report(sub) -> None:
     rp.add_argument("--out", default="reports", help="reports folder (default: reports)")
     rp.add_argument("--brief", action="store_true", help="print the count of pages and the "
                     "index, not every page's path")
-    rp.add_argument("--jobs", type=worker_count, metavar="N", help="notebooks executed at once "
-                    "(default: one per CPU, at most 4); the pages are the same either way")
+    rp.add_argument("--jobs", type=report_jobs, metavar="N", help="notebooks executed at once, "
+                    "1 to twice the CPUs (default: one per CPU, at most 4); the pages are the "
+                    "same either way")
     rp.add_argument("--sets", help="sets folder (default: the one each run recorded)")
     rp.add_argument("--corpus", help=CORPUS_HELP + ", for the pictures of source regions")
     rp.add_argument("--live-links", action="store_true", help="make URLs that the sets name "

@@ -145,16 +145,35 @@ class Job:
     record: dict[str, Any] | None = None
 
 
-def default_jobs() -> int:
-    """How many notebooks run at once by default: one per CPU this process may use (its
-    affinity mask), at most 4."""
+def usable_cpus() -> int:
+    """The CPUs this process may use (its affinity mask, else the machine's count)."""
     import os
 
     try:
-        n = len(os.sched_getaffinity(0))
+        return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    return max(1, min(4, n))
+        return os.cpu_count() or 1
+
+
+def default_jobs() -> int:
+    """How many notebooks run at once by default: one per CPU this process may use, at most
+    4."""
+    return max(1, min(4, usable_cpus()))
+
+
+def max_jobs() -> int:
+    """The most notebooks run at once: twice the CPUs this process may use (each is a kernel
+    process of its own; more only waits for a CPU and holds memory)."""
+    return 2 * usable_cpus()
+
+
+def check_jobs(jobs: int) -> int:
+    """``jobs`` if it is an integer from 1 to :func:`max_jobs`, else a one-line error."""
+    top = max_jobs()
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= top:
+        raise MembenchError(f"report: jobs must be an integer from 1 to {top} (twice the "
+                            f"{usable_cpus()} CPUs this process may use), got {jobs!r}")
+    return jobs
 
 
 def _render_group(group: list[Job]) -> list[Rendered]:

@@ -49,6 +49,18 @@ def plot_recall_heatmap(df, *, row: str = "modality", col: str = "as_of_bucket",
     return ax.figure
 
 
+def _jitter(collections, width: float = 0.1) -> None:
+    """Spread the points of a horizontal strip plot over ``width`` either side of their row,
+    as seaborn's ``jitter=True`` does, but from a generator of a fixed seed rather than
+    numpy's global one: the same figure, byte for byte, at every rendering."""
+    rng = np.random.default_rng(0)
+    for coll in collections:
+        xy = np.array(coll.get_offsets(), dtype=float)
+        if len(xy) > 1:
+            xy[:, 1] += rng.uniform(-width, width, len(xy))
+            coll.set_offsets(xy)
+
+
 def plot_holder_spread(df, *, metric: str = "recall@10", ax=None):
     """Per-holder mean ``metric`` (answerable items), one point per holder, box per
     modality; the y labels give the number of holders and answerable items."""
@@ -64,7 +76,9 @@ def plot_holder_spread(df, *, metric: str = "recall@10", ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 0.9 * max(3, len(labels)) + 1))
     sns.boxplot(data=h, x="mean", y="label", color="0.9", showfliers=False, ax=ax)
-    sns.stripplot(data=h, x="mean", y="label", size=5, alpha=0.7, ax=ax)
+    before = len(ax.collections)
+    sns.stripplot(data=h, x="mean", y="label", size=5, alpha=0.7, jitter=False, ax=ax)
+    _jitter(ax.collections[before:])
     ax.set_xlabel(f"per-holder mean {metric}")
     ax.set_ylabel("")
     ax.set_xlim(-0.02, 1.02)

@@ -70,9 +70,9 @@ from .export import (COMPARE_NOTEBOOK, LEADERBOARD_NOTEBOOK, PAGE_CSS, PAGE_TITL
                      STEPPER_JS, SUMMARY_CSS, TEMPLATES, WIDGET_VIEW, Page, csp,
                      live_note_html, static_copy, stepper_js, to_html)
 from .index import REPORT_JSON, _record, _write_record, write_index
-from .notebooks import (KERNEL_QUIET, NOTEBOOK_DIR, Job, Rendered, declared_parameters,
-                        default_jobs, kernel_config, render_jobs, render_notebook,
-                        render_shared, shared_groups)
+from .notebooks import (KERNEL_QUIET, NOTEBOOK_DIR, Job, Rendered, check_jobs,
+                        declared_parameters, default_jobs, kernel_config, render_jobs,
+                        render_notebook, render_shared, shared_groups)
 from .provenance import provenance
 from .summary import compare_summary_html, sets_summary_html, summary_html
 from .tables import fmt_num, interval_html, th
@@ -161,6 +161,7 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     entries (default: text); recorded in every page's provenance (:func:`external_links`)."""
     from ..analysis.compare import ComparisonError, best_systems, verdict
 
+    jobs = default_jobs() if jobs is None else check_jobs(jobs)
     out = Path(out)
     all_paths = [Path(r).resolve() for r in [*runs, *(compare or [])]]
     if not all_paths and q2d is None and leaderboard is None:
@@ -250,7 +251,7 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     if q2d_page:
         todo.append(_q2d_job(q2d_page, out))
     with progress.step("report", total=len(todo), unit="page") as bar:
-        done = render_jobs(todo, default_jobs() if jobs is None else jobs, bar)
+        done = render_jobs(todo, jobs, bar)
     write_index(out)
     failed = [r for r in done if not r.ok]
     if failed:
@@ -394,7 +395,7 @@ def leaderboard_job(page_info: tuple[str, Path, Any], out: Path) -> Job:
 __all__ = ["COMPARE_NOTEBOOK", "KERNEL_QUIET", "LEADERBOARD_NOTEBOOK", "NOTEBOOK_DIR",
            "PAGE_CSS", "PAGE_TITLES", "Q2D_NOTEBOOK", "REPORT_JSON", "RUN_NOTEBOOKS",
            "SETS_NOTEBOOK", "SHORT_TITLES", "STATIC", "STEPPER_JS", "SUMMARY_CSS", "TEMPLATES",
-           "WIDGET_VIEW", "Job", "Page", "Rendered", "check_targets", "csp",
+           "WIDGET_VIEW", "Job", "Page", "Rendered", "check_jobs", "check_targets", "csp",
            "declared_parameters", "default_jobs", "external_links", "kernel_config",
            "leaderboard_job", "live_note_html", "render_jobs", "render_leaderboard",
            "render_notebook", "render_shared", "report", "run_label", "safe_label",

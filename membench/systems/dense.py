@@ -34,7 +34,10 @@ the sequence length, the normalisation and what computed them (:meth:`DenseEngin
 re-ingesting the same atoms does not re-embed, and another model or runtime never reuses them.
 Encoding runs in chunks of ``chunk_size`` texts (batches of ``batch_size`` inside), each chunk
 written to the cache as soon as it is done, so an interrupted ingest resumes where it stopped.
-Questions are embedded on every query (never cached: that is part of the compile latency).
+Questions are embedded on every query by default (that is part of the compile latency);
+``query_cache=true`` reads a question's vector from the same cache under its own key
+(:meth:`DenseEngine.query_key`: the model key, the instruction set, streams or threads), bit
+for bit the computed one, and the run's config says its latency then leaves that out.
 
 Search: rows are kept in (holder, atom_id) order, so a holder is one contiguous block of the
 matrix; the block is masked by ``observed_at <= as_of`` (integer microseconds) *before* the
@@ -520,9 +523,14 @@ class EmbeddingCache:
             con.close()
         return out
 
-    def put_many(self, rows: Sequence[tuple[bytes, np.ndarray]]) -> None:
+    def put_many(self, rows: Sequence[tuple[bytes, np.ndarray]], durable: bool = True) -> None:
+        """Store ``rows`` in one transaction. ``durable=False`` (one question's vector at a
+        time): no fsync at the commit (``synchronous=NORMAL`` in WAL mode: still atomic, a
+        power cut may lose the last rows, which are then computed again)."""
         con = self._connect()
         try:
+            if not durable:
+                con.execute("PRAGMA synchronous=NORMAL")
             with con:
                 con.executemany("INSERT OR REPLACE INTO emb (key, vec) VALUES (?, ?)",
                                 [(k, np.ascontiguousarray(v, dtype=np.float32).tobytes())
@@ -539,9 +547,15 @@ class DenseEngine(Engine):
                  model_dir: Path | None = None, torch_threads: int | None = 1,
                  card: str | Card = DEFAULT_CARD, precision: str = DEFAULT_PRECISION,
                  runtime: str = DEFAULT_RUNTIME, streams: int | None = None,
-                 max_tokens: int | None = None):
+                 max_tokens: int | None = None, query_cache: bool = False):
         super().__init__()
         check_precision(runtime, precision)
+        if not isinstance(query_cache, bool):
+            raise MembenchError(f"dense query_cache must be true or false, got {query_cache!r}")
+        #: read a question's vector from the embedding cache when it is there (off by default:
+        #: the compile latency then no longer includes embedding the question)
+        self.query_cache = query_cache
+        self.query_stats = {"embedded": 0, "from_cache": 0}   # questions, over all queries
         self.precision = precision
         self.runtime = runtime
         if streams is not None and int(streams) < 1:
@@ -583,6 +597,8 @@ class DenseEngine(Engine):
         self._blocks: dict[str, tuple[int, int]] = {}
         self._ok = np.zeros(0, dtype=bool)
         self._memo: dict[str, np.ndarray] = {}   # warm()'s vectors when there is no cache
+        self._query_key: str | None = None
+        self._query_store: EmbeddingCache | None = None    # the cache questions are read from
 
     # -- model -------------------------------------------------------------------------
     def _ov(self) -> OpenVinoEncoder:
@@ -733,6 +749,9 @@ class DenseEngine(Engine):
                    if self.runtime == "openvino" else {"torch_threads": self.torch_threads}),
                 **({"max_tokens": self.max_tokens_setting}
                    if self.max_tokens_setting is not None else {}),
+                **({"query_cache": "on: a cached question's vector is read, not computed, so "
+                                   "latency does not include embedding it"}
+                   if self.query_cache else {}),
                 "time_unit": "microseconds since epoch"}
 
     @property
@@ -764,10 +783,42 @@ class DenseEngine(Engine):
 
     def encode_query(self, question: str) -> np.ndarray:
         """A question's embedding: the card's ``query_prefix`` + the question (runtime
-        openvino: at its own length, :meth:`OpenVinoEncoder.encode_one`)."""
+        openvino: at its own length, :meth:`OpenVinoEncoder.encode_one`). With
+        ``query_cache``, read from the embedding cache under :meth:`query_key` when it is
+        there, else computed and stored (counted in ``query_stats``)."""
+        if self.query_cache and self._query_store is None:
+            self._query_store = self.cache
+        cache = self._query_store if self.query_cache else None
+        key = None
+        if cache is not None:
+            key = hashlib.sha256((self.query_key() + "\n" + self.card.query_prefix + question)
+                                 .encode("utf-8", "surrogatepass")).digest()
+            found = cache.get_many([key], self.dim).get(key)
+            if found is not None:
+                self.query_stats["from_cache"] += 1
+                return found
         if self.runtime == "openvino":
-            return self._ov().encode_one(self.card.query_prefix + question, self.max_tokens)
-        return self.encode([self.card.query_prefix + question])[0]
+            v = self._ov().encode_one(self.card.query_prefix + question, self.max_tokens)
+        else:
+            v = self.encode([self.card.query_prefix + question])[0]
+        self.query_stats["embedded"] += 1
+        if cache is not None and key is not None:
+            cache.put_many([(key, v)], durable=False)
+        return v
+
+    def query_key(self) -> str:
+        """The key of a question's cached vector: :meth:`model_key`, marked as a question's
+        (computed at its own length, not in a padded batch), with what else can move its last
+        bits: the instruction set this process computes with (:func:`membench.core.isa.isa_class`,
+        and the vendor the CPUID mask reports), the OpenVINO streams or PyTorch threads."""
+        if self._query_key is None:         # what the process computes with (read once)
+            from ..core import isa
+
+            threads = f"streams={self.available_streams()}" if self.runtime == "openvino" \
+                else f"torch_threads={self.torch_threads}"
+            vendor = os.environ.get("MEMBENCH_CPUID_VENDOR") or "-"
+            self._query_key = f"|query|isa={isa.isa_class()}|vendor={vendor}|{threads}"
+        return self.model_key() + self._query_key
 
     def embed(self, texts: Sequence[str], step: str = "embed") -> np.ndarray:
         """Embeddings of ``texts`` through the cache: each distinct text is embedded once
