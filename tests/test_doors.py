@@ -107,7 +107,7 @@ def test_content_settings_go_to_the_content_layer_and_into_meta(built, corpus_ro
     meta = json.loads((out / "meta.json").read_text())
     assert meta["config"] == {"seed": 0, "reads_gold": False}            # not the system's
     assert meta["content"] == {"ocr_processes": 2, "ocr_overlap": True, "ocr_engine": "openvino",
-                               "pdf_ocr_dpi": 96}
+                               "pdf_ocr_dpi": 96, "strict": 0}
     assert content_settings() == before         # the call's settings ended with it: no leak
     with content_scope():                       # within one, the layer's defaults are them
         set_content_settings({"ocr_processes": 2, "pdf_ocr_dpi": 96})
