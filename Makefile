@@ -208,7 +208,7 @@ test: setup
 
 # the long fuzzing profile: 10x the examples of the one in `make test` (docs/robustness.md)
 fuzz: setup
-	MEMBENCH_FUZZ=long $(BIN)/python -m pytest -q tests/test_fuzz_readers.py tests/test_fuzz_http.py --hypothesis-show-statistics
+	MEMBENCH_FUZZ=long $(BIN)/python -m pytest -q tests/test_fuzz_readers.py tests/test_fuzz_http.py tests/test_fuzz_content.py --hypothesis-show-statistics
 
 # the main job cold (fresh empty cache) then warm, every step timed (bench/bench_mainjob.py);
 # ISA=avx2: on the AVX2 path (python -m membench.core.isa avx2), REPEATS=3: three of each
