@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
+from ..core import content_guard as guard
 
 from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
@@ -136,9 +136,9 @@ def _read(up: Upstream) -> _Rows:
     unreadable: list[str] = []
     for name in files:
         try:
-            with Image.open(img_dir / name) as im:
+            with guard.open_image(img_dir / name, load=True) as im:
                 sizes[name] = (int(im.width), int(im.height))
-        except (OSError, ValueError):
+        except guard.ContentError:          # the content layer's door refuses it: not covered
             unreadable.append(name)
     return _Rows(ann, sized, files, sizes, unreadable)
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
+from ..core import content_guard as guard
 
 from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
@@ -79,13 +79,15 @@ MERGED = "byte-identical duplicate image merged"
 
 
 def image_meta(p: Path) -> dict[str, Any] | None:
-    """``{width, height, sha256}`` of an image file, or ``None`` when Pillow cannot read its
-    header."""
-    data = p.read_bytes()
+    """``{width, height, sha256}`` of an image file, or ``None`` when the content layer's door
+    refuses it (:mod:`membench.core.content_guard`: a header Pillow cannot read, a file that
+    ends early or does not decode, a size past ``image_pixels``, a file past
+    ``content_file_bytes``): the caller counts it as not covered, so the build goes on."""
     try:
-        with Image.open(p) as im:
+        data = guard.read_bytes(p)
+        with guard.open_image(p, load=True) as im:
             w, h = im.size
-    except Exception:  # noqa: BLE001 - any unreadable image is counted by the caller
+    except guard.ContentError:
         return None
     return {"width": int(w), "height": int(h), "sha256": hashlib.sha256(data).hexdigest()}
 
