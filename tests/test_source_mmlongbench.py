@@ -436,7 +436,8 @@ def test_fixture_corrupt_cache_is_rebuilt(fx_root, tmp_path):
         f.write_text("{not json")
     again = mml.load(fx_root)
     assert again.texts == first.texts
-    assert json.loads(next((tmp_path / "cache" / "pdf").glob("*.json")).read_text())["format"] == 1
+    cached = json.loads(next((tmp_path / "cache" / "pdf").glob("*.json")).read_text())
+    assert cached["format"] == mml.CACHE_FORMAT
 
 
 def test_fixture_text_false_matches_records(fx_root):

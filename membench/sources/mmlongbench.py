@@ -85,6 +85,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from ..core import content_guard as guard
 from ..core import progress
 from ..core.paths import cache_dir
 from ..core.stop import process_pool
@@ -112,7 +113,7 @@ DOCS_DIR = "documents"
 DATASET = "mayubo2333/MMLongBench-Doc"
 NOT_ANSWERABLE = "Not answerable"
 PAGE_SEP = "\n\f\n"
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2    # 2: read through the content layer's door (pdf_pages, content_file_bytes)
 
 FORMATS = {"Str": "str", "Int": "int", "Float": "float", "List": "list", "None": "none"}
 
@@ -216,11 +217,11 @@ def _pypdf_version() -> str:
 def read_pdf(path: str | os.PathLike, text: bool = True) -> dict:
     """Page count, page labels, raw /CreationDate and (when ``text``) the text layer per page.
 
-    Raises whatever pypdf raises on a file it cannot open."""
-    import pypdf
-
+    Opens it through the content layer's door (:func:`membench.core.content_guard.open_pdf`:
+    file bytes and pages bounded, a file pypdf cannot parse refused): raises its
+    ``ContentError``, or whatever pypdf raises later on a file it opened."""
     with _quiet_pypdf():
-        reader = pypdf.PdfReader(str(path))
+        reader = guard.open_pdf(path)
         n = len(reader.pages)
         try:
             labels = [str(x) for x in reader.page_labels]
