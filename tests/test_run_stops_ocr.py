@@ -1,0 +1,61 @@
+"""SIGINT and SIGTERM to ``membench run`` while its OCR worker processes read images (a cold
+OCR cache, the real mirror's images): exit 130 with the one status line, no traceback, and no
+worker left (tests/test_stops.py holds that a stopped run resumes).
+
+The time limits only keep a broken stop from hanging the suite; what is checked is the outcome."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from hostile_world import membench_cmd, subprocess_env
+
+from membench.core.errors import EXIT_INTERRUPTED
+
+HANG_GUARD = 120
+
+
+def _group_gone(pgid: int) -> bool:
+    deadline = time.time() + HANG_GUARD
+    while time.time() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_during_ocr_ends_every_worker(built, corpus_root, tmp_path, sig):
+    env = {**subprocess_env(), "MEMBENCH_CACHE": str(tmp_path / "cache")}
+    env.pop("MEMBENCH_PROGRESS")             # its progress lines say when OCR has begun
+    err_path = tmp_path / "stderr.txt"
+    cmd = membench_cmd("run", "--system", "bm25", "--split", "dev", "--modality", "image",
+                       "--limit", "5", "--sets", str(built.out), "--corpus", str(corpus_root),
+                       "--no-lock", "--out", str(tmp_path / "run"), "--content",
+                       "ocr_processes=2")
+    with err_path.open("w") as err:
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True,
+                             start_new_session=True)
+    try:
+        deadline = time.time() + HANG_GUARD
+        while "ocr" not in err_path.read_text():
+            assert p.poll() is None and time.time() < deadline, err_path.read_text()
+            time.sleep(0.1)
+        time.sleep(3.0)                       # the workers have started and are reading
+        assert p.poll() is None
+        os.kill(p.pid, sig)                   # the command alone: its workers are its to end
+        p.wait(timeout=HANG_GUARD)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    err = err_path.read_text()
+    assert p.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith(f"membench: interrupted ({sig.name})"), err
+    assert _group_gone(p.pid), "an OCR worker outlived the run"
