@@ -1,6 +1,7 @@
-"""SIGINT and SIGTERM to ``membench run`` while its OCR worker processes read images (a cold
-OCR cache, the real mirror's images): exit 130 with the one status line, no traceback, and no
-worker left (tests/test_stops.py holds that a stopped run resumes).
+"""SIGINT and SIGTERM to ``membench run`` while its OCR worker processes read images (bm25 on
+the image dev split) or while dense embeds (the conversation dev split), with cold caches on
+the real mirror: exit 130 with the one status line, no traceback, and no worker left
+(tests/test_stops.py holds that a stopped run resumes).
 
 The time limits only keep a broken stop from hanging the suite; what is checked is the outcome."""
 
@@ -30,12 +31,15 @@ def _group_gone(pgid: int) -> bool:
     return False
 
 
+@pytest.mark.parametrize("system,modality,step", [("bm25", "image", "[membench] ocr"),
+                                                  ("dense", "conversation", "[membench] embed")])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_stop_during_ocr_ends_every_worker(built, corpus_root, tmp_path, sig):
+def test_a_stop_during_ocr_or_embedding_ends_every_worker(built, corpus_root, tmp_path, sig,
+                                                          system, modality, step):
     env = {**subprocess_env(), "MEMBENCH_CACHE": str(tmp_path / "cache")}
-    env.pop("MEMBENCH_PROGRESS")             # its progress lines say when OCR has begun
+    env.pop("MEMBENCH_PROGRESS")             # its progress lines say when the step has begun
     err_path = tmp_path / "stderr.txt"
-    cmd = membench_cmd("run", "--system", "bm25", "--split", "dev", "--modality", "image",
+    cmd = membench_cmd("run", "--system", system, "--split", "dev", "--modality", modality,
                        "--limit", "5", "--sets", str(built.out), "--corpus", str(corpus_root),
                        "--no-lock", "--out", str(tmp_path / "run"), "--content",
                        "ocr_processes=2")
@@ -44,7 +48,7 @@ def test_a_stop_during_ocr_ends_every_worker(built, corpus_root, tmp_path, sig):
                              start_new_session=True)
     try:
         deadline = time.time() + HANG_GUARD
-        while "ocr" not in err_path.read_text():
+        while step not in err_path.read_text():
             assert p.poll() is None and time.time() < deadline, err_path.read_text()
             time.sleep(0.1)
         time.sleep(3.0)                       # the workers have started and are reading
@@ -58,4 +62,4 @@ def test_a_stop_during_ocr_ends_every_worker(built, corpus_root, tmp_path, sig):
     assert p.returncode == EXIT_INTERRUPTED, err
     assert "Traceback" not in err, err
     assert err.strip().splitlines()[-1].startswith(f"membench: interrupted ({sig.name})"), err
-    assert _group_gone(p.pid), "an OCR worker outlived the run"
+    assert _group_gone(p.pid), "a worker outlived the run"
