@@ -120,3 +120,16 @@ def test_serve_ingests_the_hostile_memory_and_stops_cleanly(hostile):
         proc.wait(timeout=60)
         err = proc.stderr.read()
     assert proc.returncode == 130 and "Traceback" not in err, err
+
+
+def test_the_report_provenance_says_what_the_content_layer_refused():
+    from membench.report.provenance import content_not_covered
+
+    assert content_not_covered({}) == "not recorded"
+    assert content_not_covered({"content_not_covered": {"items": 0, "by_rule": {},
+                                                        "first": {}}}) == "none"
+    got = content_not_covered({"content_not_covered": {
+        "items": 2, "by_rule": {"PDF_PAGES": 1, "IMAGE_PIXELS": 1},
+        "first": {"s:a": "x/a.pdf: PDF_PAGES: 10,000 pages", "s:b": "x/b.png: IMAGE_PIXELS"}}})
+    assert got == ("2 items (IMAGE_PIXELS: 1, PDF_PAGES: 1); the first: "
+                   "x/a.pdf: PDF_PAGES: 10,000 pages")

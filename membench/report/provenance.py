@@ -61,8 +61,25 @@ def provenance(run_dir: str | Path | RunDir | None = None,
             "submission": ("valid" if rd.submission["valid"] else
                            "NOT A VALID SUBMISSION: " + "; ".join(rd.submission["reasons"])),
             "presentation_order": meta.get("order"),
+            "content_not_covered": content_not_covered(meta),
         })
     return out
+
+
+def content_not_covered(meta: dict[str, Any]) -> str:
+    """What the run's content layer refused to read (meta.json ``content_not_covered``), in
+    one line: "none", "N items (RULE: n, ...): first line", or "not recorded" for a run made
+    before the field existed."""
+    nc = meta.get("content_not_covered")
+    if not isinstance(nc, dict):
+        return "not recorded"
+    n = nc.get("items") or 0
+    if not n:
+        return "none"
+    rules = ", ".join(f"{k}: {v}" for k, v in sorted((nc.get("by_rule") or {}).items()))
+    first = nc.get("first") or {}
+    line = next(iter(first.values()), "") if isinstance(first, dict) else ""
+    return f"{n} items ({rules})" + (f"; the first: {line}" if line else "")
 
 
 def _test_accesses() -> list[dict]:
