@@ -277,8 +277,12 @@ def test_a_system_that_fails_is_one_line_in_the_server_log(system, client_says, 
         assert raw(url, "GET", "/health")[0] == 200         # the server goes on
         proc.terminate()
         err = proc.communicate(timeout=30)[1]
-    # (the system's own progress lines aside: "[membench] content ...")
-    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("[membench]")]
+    # (the system's own progress lines aside: "[membench] content ...", and the one status
+    # line of a stopped command, last)
+    assert proc.returncode == 130 and err.strip().splitlines()[-1].startswith(
+        "membench: interrupted (SIGTERM)"), err
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("[membench]")
+             and not ln.startswith("membench: interrupted")]
     assert "Traceback" not in err and len(lines) == 1, err
     assert lines[0].startswith("membench serve: ") and log_says in lines[0], lines[0]
 

@@ -283,8 +283,10 @@ def test_a_cold_run_logs_every_step_with_a_summary(tiny):
     env = {**env, "MEMBENCH_CACHE": str(root / "cold-cache")}      # nothing cached yet
     b = membench("build", "--corpus", str(corpus), "--out", str(root / "s2"), "--lock",
                  str(frozen["lock"]), "--manifest", str(frozen["manifest"]), env=env)
-    assert "[membench] build: started (10 sources)" in b.stderr
-    assert summaries(b.stderr)["build"][0] == 10
+    from membench.sources import SOURCES          # every registered source, mirrored or not
+
+    assert f"[membench] build: started ({len(SOURCES)} sources)" in b.stderr
+    assert summaries(b.stderr)["build"][0] == len(SOURCES)
     v = membench("validate", "--sets", str(frozen["sets"]), "--corpus", str(corpus),
                  "--manifest", str(frozen["manifest"]), "--lock", str(frozen["lock"]), env=env)
     assert summaries(v.stderr)["corpus check"][0] == 24 and "validate" in summaries(v.stderr)

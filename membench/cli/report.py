@@ -7,6 +7,7 @@ import argparse
 import time
 from pathlib import Path
 
+from ..core.estimate import cpus
 from ..core.paths import corpus_root
 from .common import CORPUS_HELP, _read_flags, positive_int
 
@@ -21,6 +22,9 @@ def report_jobs(text: str) -> int:
         return check_jobs(positive_int(text))
     except MembenchError as e:
         raise argparse.ArgumentTypeError(str(e).removeprefix("report: ")) from None
+
+
+report_jobs.range = (1, 2 * cpus())     # type: ignore[attr-defined]  (what check_jobs takes)
 
 
 def _report_cmd(a: argparse.Namespace) -> int:
