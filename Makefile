@@ -100,7 +100,7 @@ help:
 	@echo "               dev memory; less with --config stores=modality); ingest reads the embedding"
 	@echo "               cache dense fills. Their complete runs join the comparison and the"
 	@echo "               leaderboard of make all / make reports / make report."
-	@echo "make test      the test suite (what CI runs): about 45 min on a 2-core machine (40:28"
+	@echo "make test      the test suite (what CI runs): about 45 min on a 2-core machine (36:13"
 	@echo "               of pytest at its last measure). Says first whether chromium is there for the browser tests."
 	@echo "               make fuzz: the long fuzzing profile."
 	@echo "make bench-cold  the main job with a fresh empty cache, then warm; every step timed;"
@@ -200,7 +200,7 @@ report: setup
 CHROMIUM ?= $(shell command -v chromium 2>/dev/null || command -v chromium-browser 2>/dev/null)
 PYTEST_ARGS ?=
 test: setup
-	@echo "== test: $(if $(PYTEST_ARGS),pytest $(PYTEST_ARGS),the whole suite (about 45 min on a 2-core machine; 40:28 of pytest at its last measure))."
+	@echo "== test: $(if $(PYTEST_ARGS),pytest $(PYTEST_ARGS),the whole suite (about 45 min on a 2-core machine; 36:13 of pytest at its last measure))."
 	@$(if $(CHROMIUM),echo "   browser tests: chromium found ($(CHROMIUM)).",\
 	  echo "   browser tests: SKIPPED, chromium is not installed (apt-get install chromium; .ci/run"; \
 	  echo "   does it): no report page is opened in a real browser, JupyterLab is not clicked.")
