@@ -79,6 +79,19 @@ def membench_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "membench", *args]
 
 
+def group_gone(pgid: int, within: float) -> bool:
+    """Whether process group ``pgid`` has no process left, waiting up to ``within`` seconds (a
+    stopped command's workers: the limit only keeps a broken stop from hanging the suite)."""
+    deadline = time.time() + within
+    while time.time() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def subprocess_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(TESTS), env.get("PYTHONPATH", "")])

@@ -14,10 +14,9 @@ import shutil
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
-from hostile_world import membench_cmd, subprocess_env
+from hostile_world import group_gone, membench_cmd, subprocess_env
 
 from membench.core.errors import EXIT_INTERRUPTED
 
@@ -58,17 +57,6 @@ def _build(pdf_corpus, tmp_path):
                         "--source", "mmlongbench", "--out", str(tmp_path / "sets"))
 
 
-def _group_gone(pgid: int) -> bool:
-    deadline = time.time() + HANG_GUARD
-    while time.time() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
-    return False
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_during_the_pdf_read_ends_every_worker(pdf_corpus, tmp_path, sig):
     env = {**subprocess_env(), "MEMBENCH_CACHE": str(tmp_path / "cache")}
@@ -93,7 +81,7 @@ def test_a_stop_during_the_pdf_read_ends_every_worker(pdf_corpus, tmp_path, sig)
     assert p.returncode == EXIT_INTERRUPTED, err
     assert "Traceback" not in err and "InvalidStateError" not in err, err
     assert err.strip().splitlines()[-1].startswith(f"membench: interrupted ({sig.name})"), err
-    assert _group_gone(p.pid), "a worker of the build outlived it"
+    assert group_gone(p.pid, HANG_GUARD), "a worker of the build outlived it"
     if sig == signal.SIGTERM:                 # and the build runs again to its end
         r = subprocess.run(_build(pdf_corpus, tmp_path), env=env, capture_output=True,
                            text=True, timeout=600)

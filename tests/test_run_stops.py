@@ -13,22 +13,11 @@ import subprocess
 import time
 
 import pytest
-from hostile_world import membench_cmd, subprocess_env
+from hostile_world import group_gone, membench_cmd, subprocess_env
 
 from membench.core.errors import EXIT_INTERRUPTED
 
 HANG_GUARD = 120
-
-
-def _group_gone(pgid: int) -> bool:
-    deadline = time.time() + HANG_GUARD
-    while time.time() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 @pytest.mark.parametrize("system,modality,step", [("bm25", "image", "[membench] ocr"),
@@ -62,4 +51,4 @@ def test_a_stop_during_ocr_or_embedding_ends_every_worker(built, corpus_root, tm
     assert p.returncode == EXIT_INTERRUPTED, err
     assert "Traceback" not in err, err
     assert err.strip().splitlines()[-1].startswith(f"membench: interrupted ({sig.name})"), err
-    assert _group_gone(p.pid), "a worker outlived the run"
+    assert group_gone(p.pid, HANG_GUARD), "a worker outlived the run"

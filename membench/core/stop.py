@@ -105,7 +105,10 @@ def _handler(signum, frame) -> None:
     raise Stopped(signum)
 
 
-def _hard_exit() -> None:
+def hard_exit() -> None:
+    """End the stopped command now: its lock files emptied, the one status line (once), the
+    output flushed, ``os._exit(130)`` (no interpreter teardown); the watchdog's end, and
+    ``membench serve``'s while a request thread sits in native code."""
     if os.environ.get("MEMBENCH_STOP_DEBUG"):
         import faulthandler
 
@@ -138,7 +141,7 @@ def _watch(read_fd: int, done: threading.Event) -> None:
         if done.is_set():
             return
         if not ready:                                   # STOP_SECONDS passed
-            _hard_exit()
+            hard_exit()
         try:
             got = os.read(read_fd, 64)
         except OSError:
@@ -150,7 +153,7 @@ def _watch(read_fd: int, done: threading.Event) -> None:
             continue
         _state["seen"] = _state["seen"] or sigs[0]
         if deadline is not None or len(sigs) > 1:
-            _hard_exit()                                # a second signal: now
+            hard_exit()                                # a second signal: now
         deadline = time.monotonic() + STOP_SECONDS
 
 
@@ -244,4 +247,4 @@ def stopped_by() -> int | None:
 
 
 __all__ = ["EXIT_STOPPED", "SIGNALS", "STOP_SECONDS", "Stopped", "announce",
-           "handling_stops", "process_pool", "status_line", "stopped_by"]
+           "handling_stops", "hard_exit", "process_pool", "status_line", "stopped_by"]

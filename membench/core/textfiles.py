@@ -46,7 +46,7 @@ _C_FLOAT = re.compile(r"[ \t\n\v\f\r]*([+-]?)(?:0x((?:[0-9a-f]+\.?[0-9a-f]*|\.[0
                       r"(?:p[+-]?[0-9]+)?)|((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?)"
                       r"|(inf(?:inity)?)|(nan(?:\([0-9a-z_]*\))?))", re.IGNORECASE)
 _C_INT = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
-_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+C_LONG_MIN, C_LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def c_atof(tok: str | bytes) -> float:
@@ -79,7 +79,7 @@ def c_atol(tok: str | bytes) -> int:
     m = _C_INT.match(t)
     if m is None:
         return 0
-    return max(_LONG_MIN, min(_LONG_MAX, int(m.group(1))))
+    return max(C_LONG_MIN, min(C_LONG_MAX, int(m.group(1))))
 
 
 def trec_int(tok: str | bytes) -> int:

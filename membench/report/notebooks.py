@@ -147,12 +147,9 @@ class Job:
 
 def usable_cpus() -> int:
     """The CPUs this process may use (its affinity mask, else the machine's count)."""
-    import os
+    from ..core.estimate import cpus
 
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return max(1, cpus())
 
 
 def default_jobs() -> int:

@@ -41,7 +41,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import math
-import os
 import socket
 import sys
 import threading
@@ -587,23 +586,9 @@ def serve(name: str, config: dict, host: str, port: int, corpus_root: Path,
         announce("membench serve: stopped")
         srv.server_close()
         if exit_on_stop:
-            _exit_stopped()
+            from ..core.stop import hard_exit
+
+            hard_exit()
         raise
     finally:
         srv.server_close()
-
-
-def _exit_stopped() -> None:
-    """The end of a stopped ``membench serve``: output flushed, lock files emptied, status 130,
-    no interpreter teardown (see :func:`serve`)."""
-    from ..core.lock import release_for_exit
-    from ..core.stop import EXIT_STOPPED, announce, stopped_by
-
-    announce(stopped_by())          # the one status line every stopped command prints
-    for f in (sys.stdout, sys.stderr):
-        try:
-            f.flush()
-        except (OSError, ValueError):
-            pass
-    release_for_exit()
-    os._exit(EXIT_STOPPED)

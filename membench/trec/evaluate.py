@@ -189,11 +189,13 @@ def _reread_docid_bytes(path: Path, lines: np.ndarray, chunk_info: list[tuple[in
     firsts = np.asarray([c[2] for c in chunk_info], dtype=np.int64)
     which = np.searchsorted(firsts, lines, side="right") - 1
     order = np.argsort(which, kind="stable")
-    starts, lens, parts = [], [], []
+    cis, first = np.unique(which[order], return_index=True)    # each piece's run in order
+    ends_at = [*first[1:].tolist(), len(order)]
+    lens, parts = [], []
     with open(path, "rb") as f:
-        for ci in np.unique(which).tolist():
+        for ci, a, b in zip(cis.tolist(), first.tolist(), ends_at):
             ch, S, E, _ = _reread_chunk(path, f, chunk_info[ci], compat)
-            i = lines[order[which[order] == ci]] - ch.first_line
+            i = lines[order[a:b]] - ch.first_line
             s, L = S[i, 2], E[i, 2] - S[i, 2]
             ends = np.cumsum(L)
             idx = np.arange(int(ends[-1]) if len(L) else 0, dtype=np.int64) + \

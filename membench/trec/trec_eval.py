@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError, MembenchError
-from ..core.textfiles import c_atof, c_atol
+from ..core.textfiles import C_LONG_MAX, C_LONG_MIN, c_atof, c_atol
 
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -599,7 +599,7 @@ def _c_long(text: str) -> int:
         v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text[:40]!r}") from None
-    return max(-(1 << 63), min((1 << 63) - 1, v))
+    return max(C_LONG_MIN, min(C_LONG_MAX, v))
 
 
 def add_arguments(p) -> None:
