@@ -236,9 +236,9 @@ def test_fixture_items(fx):
         "upstream_repo": "o/r1", "upstream_path": "src/conv.py", "commit": A, "lines": 10,
         "language": "python"}
     assert items[f"codesearchnet:{A}_src_conv.py"].path == f"codesearchnet/files/{A}_src_conv.py"
-    # per-holder synthetic timeline: python has two items one hour apart
-    t = [items[f"codesearchnet:{A}_src_conv.py"].observed_at,
-         items[f"codesearchnet:{E}_shared.py"].observed_at]
+    # per-holder synthetic timeline: python has two items one hour apart, in hash order
+    t = sorted([items[f"codesearchnet:{A}_src_conv.py"].observed_at,
+                items[f"codesearchnet:{E}_shared.py"].observed_at])
     assert (t[1] - t[0]).total_seconds() == 3600 and t[0].isoformat() == "2024-01-01T00:00:00+00:00"
     # invalid UTF-8 is replaced, not raised
     assert "\ufffd" in fx.texts[f"codesearchnet:{E}_shared.py"]

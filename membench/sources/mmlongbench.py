@@ -24,7 +24,7 @@ Mapping:
   PDF date format ``D:YYYYMMDDHHmmSS+HH'mm'`` and its variants (missing fields, ``Z``, ``Z00'00'``,
   no apostrophes, an ISO 8601 string). A date **without a zone is read as UTC**. Documents with
   no or an unparseable CreationDate (6 in the mirror have none) get a synthetic timeline
-  (:func:`base.synthetic_timeline` over their sorted doc_ids), counted per document with
+  (:func:`base.synthetic_timeline`: hash order of their doc_ids), counted per document with
   ``coverage.fix("observed_at synthetic (no CreationDate)")`` (or ``... (unparseable
   CreationDate)``).
 * records: one per ``samples.json`` row whose PDF is mirrored. ``query_id =
