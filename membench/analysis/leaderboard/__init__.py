@@ -90,6 +90,8 @@ from __future__ import annotations
 
 from ..verify import verify_text
 from .columns import (
+    ANSWER_COLUMNS,
+    ANSWER_RANK_BY,
     CARTRIDGE_RANK_BY,
     MEASURES,
     OTHER,
@@ -132,7 +134,7 @@ from .store import (
 from .tables import format_brief, format_leaderboard, format_markdown
 
 #: every public name the module membench/analysis/leaderboard.py had (before the split)
-__all__ = ["BASELINE_MARK", "CARTRIDGE_RANK_BY", "ENTRIES", "FORMAT", "MEASURES",
+__all__ = ["ANSWER_COLUMNS", "ANSWER_RANK_BY", "BASELINE_MARK", "CARTRIDGE_RANK_BY", "ENTRIES", "FORMAT", "MEASURES",
            "ORDERING_RESAMPLES", "OTHER", "PRIMARY", "RANK_BY", "RANK_REASONS", "RELEVANCE",
            "SHOWN_CONTEXT", "SHOWN_LATENCY", "STORE_FILE", "UNCALIBRATED_HIDDEN", "Added",
            "Leaderboard", "Refused", "add_runs", "best_rows", "cell_text", "entry_from_run",
