@@ -264,7 +264,7 @@ def _fig(e: dict | None, digits: int = 3) -> str:
 
 
 def _answer_context(ctx: Context) -> str:
-    """The answer layer and the context cost of the reference runs and the no-memory doubles
+    """The answer layer and the context cost of the reference runs and the baseline doubles
     (bench/answer_context.py -> bench/results/answer-context.json): over all items, then
     answer@cartridge / answer@10 per modality with the answer-bearing items."""
     from ..modalities import MODALITIES

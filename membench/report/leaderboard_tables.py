@@ -41,9 +41,9 @@ LEGEND = ("value [95% bootstrap interval], n = items in the measure's denominato
           "committed (non-empty) cartridge. The answer table is ranked by "
           f"{ANSWER_RANK_BY}: the answer handed over by a cartridge within 1,024 tokens (a "
           "cartridge past them scores 0), so volume buys nothing; the uncut answer@cartridge "
-          "and the committed tokens stand beside it, never tested. Rows marked <i>no-memory baseline</i> (the "
-          "registered doubles nothing, with no memory, and echo, the question's words "
-          "matched over the memory with an empty cartridge) are the floor every figure is read "
+          "and the committed tokens stand beside it, never tested. Rows marked <i>baseline</i> (the registered "
+          "doubles nothing, with no memory, and echo, question-word overlap over the memory "
+          "with an empty cartridge) are the floor every figure is read "
           "against: listed under the ranked rows, never the best, never tested.")
 
 

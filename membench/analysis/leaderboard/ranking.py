@@ -2,7 +2,7 @@
 :class:`Leaderboard` (one long row per size class, judgment set, scope, entry and measure: the
 best of each column, the gates' verdicts, the paired tests against the best with Holm's
 correction over each table), the labels of its rows (:func:`entry_label`, :func:`ran_text`,
-the no-memory baselines: :func:`is_baseline`), the best per headline measure
+the baselines: :func:`is_baseline`), the best per headline measure
 (:func:`best_rows`) and why the rows are ordered as they are (:func:`rank_reason`). The rules
 are in :mod:`membench.analysis.leaderboard`.
 
@@ -55,11 +55,12 @@ from .columns import (
 from .store import read_store
 
 #: what a baseline's label says after its name (:func:`is_baseline`)
-BASELINE_MARK = " (no-memory baseline)"
+BASELINE_MARK = " (baseline)"
 
 
 def is_baseline(e: dict[str, Any]) -> bool:
-    """An entry of a no-memory baseline (``nothing``, ``echo``: a registered test double that
+    """An entry of a baseline (``nothing``, no memory; ``echo``, question-word overlap over the
+    memory with an empty cartridge: a registered test double that
     carries a card and sees no gold; the others carry none and are refused). Its row is shown
     under the ranked ones, as the floor every figure is read against; it is never the best of
     a column and never tested against it."""
