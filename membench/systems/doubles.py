@@ -303,9 +303,11 @@ class Stuffed(_Double):
                 "wrapped": self.inner.config()}
 
     def truncation(self) -> dict:
-        from ..run.runner import truncation_meta
+        """The wrapped system's truncation record (what the runner writes to meta.json)."""
+        from .cards import system_card, truncation_record
 
-        return truncation_meta(self.inner)
+        trunc = getattr(self.inner, "truncation", None)
+        return trunc() if callable(trunc) else truncation_record(system_card(self.inner), None)
 
     def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
         self.atoms = self.inner.ingest(items, corpus_root)
