@@ -44,8 +44,9 @@ RUNCONFIG ?=
 DENSECONFIG ?=
 # the registered test doubles: run and reported like any system, never on the leaderboard
 # (it takes systems with a model card that did not see the gold)
-DOUBLES  := oracle leaky random newest oldest metadata nothing echo
-# the no-memory baselines (registered doubles, seconds each): make all runs them beside SYSTEMS;
+DOUBLES  := oracle leaky random newest oldest metadata stuffed nothing echo
+# the baselines (registered doubles, seconds each: nothing, no memory; echo, question-word
+# overlap over the memory, empty cartridge): make all runs them beside SYSTEMS;
 # reports compare them, and the leaderboard shows them under the ranked rows, never ranked
 BASELINES ?= nothing echo
 
@@ -86,7 +87,7 @@ help:
 	@$(ESTIMATE) sets
 	@echo "make runs      run $(SYSTEMS) on dev$(if $(LIMIT), ($(LIMIT) queries per modality),) -> $(RUNDIRS)."
 	@echo "               Cold: dense OCRs the images while embedding, then bm25 and hybrid read"
-	@echo "               the caches. Then the no-memory baselines $(BASELINES) (seconds each:"
+	@echo "               the caches. Then the baselines $(BASELINES) (seconds each:"
 	@echo "               the floor every figure is read against). Runs resume."
 	@$(ESTIMATE) runs --systems "$(SYSTEMS)"
 	@echo "make reports   make runs, then render $(REPORTS)/ for those runs, two pages at a time;"
@@ -152,7 +153,7 @@ runs: sets
 	done; \
 	for p in $$pids; do wait $$p || { kill $$pids 2>/dev/null; exit 1; }; done
 	@for s in $(filter-out $(SYSTEMS),$(BASELINES)); do \
-	  echo "== the no-memory baseline $$s (seconds; what silence or echo scores)"; \
+	  echo "== the baseline $$s (seconds; nothing: no memory; echo: question-word overlap over the memory, empty cartridge)"; \
 	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(CONTENT) --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief || exit 1; \
 	done
 

@@ -10,8 +10,9 @@ run, its system, its sets' sha256 and per modality and over all items every figu
 what the answer layer read (``metrics.json["answer_context"]``) to ``--json`` (default
 ``bench/results/answer-context.json``). The README's and the results page's ``answer-context``
 block is printed from that file (:mod:`membench.docsite.blocks`), so the docs need no runs.
-``nothing`` and ``echo`` (the no-memory doubles: no cartridge, so no answer handed over and no
-context cost) are the floor beside the reference systems.
+``nothing`` and ``echo`` (the baseline doubles: ``nothing`` holds no memory, ``echo`` is
+question-word overlap over the memory; neither has a cartridge, so no answer handed over and
+no context cost) are the floor beside the reference systems.
 """
 
 from __future__ import annotations

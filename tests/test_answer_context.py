@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -329,3 +330,248 @@ def test_area_and_seconds_of_a_cartridge():
     assert m["ui_screenshot"]["context_area_p50"]["n"] == 1
     assert m["ui_screenshot"]["context_area_p50"]["denominator"] == 2
     assert m["video"]["context_seconds_p95"]["value"] == 50
+
+
+# ---------------------------------------------------------------- the answer within the budget,
+# the grounded answer@10, stuffing
+
+BUDGET_DOC = "pdfh:bud"
+#: page 1 holds the answer (10 words); pages 2-4 are 500-word fillers; page 5 holds the answer
+#: too but is no gold region of the record (the same words elsewhere)
+BUDGET_TEXTS = {(BUDGET_DOC, 1, None): "the meeting was moved to Boston " + WORDS(4),
+                (BUDGET_DOC, 2, None): WORDS(500), (BUDGET_DOC, 3, None): WORDS(500),
+                (BUDGET_DOC, 4, None): WORDS(14),
+                (BUDGET_DOC, 5, None): "a trip to Boston " + WORDS(6)}
+BUDGET_ATOMS = [atom(f"q{p}", BUDGET_DOC, {"page": p}) for p in range(1, 6)]
+
+
+def budget_rec(qid):
+    return rec(qid, [region(1, sid=BUDGET_DOC)], answer="Boston")
+
+
+#: cartridges by hand (tokens: q1 10, q2 500, q3 500, q4 14, q5 10):
+#: fits    [q1]              10 tokens          answer in gold atom  -> 1 (uncut 1)
+#: edge    [q1, q2, q3, q4]  1,024 exactly      fits                 -> 1 (uncut 1)
+#: over    [q1, q2, q3, q4, q5] 1,034 > 1,024   past the budget      -> 0 (uncut 1)
+#: empty   []                                   abstains             -> 0 (uncut 0)
+#: elsewhere [q5]            10                 answer, not in gold  -> 1 (answer text, not a hit)
+BUDGET_CARTS = {"fits": ["q1"], "edge": ["q1", "q2", "q3", "q4"],
+                "over": ["q1", "q2", "q3", "q4", "q5"], "empty": [], "elsewhere": ["q5"]}
+#: rankings: "elsewhere" ranks the non-gold Boston page first and the gold page 11th (tied
+#: scores kept in the system's order), so answer@10 is 1 and grounded_answer@10 0; "fits"
+#: ranks a tie of q5 then q1 at the top: both count for answer@10, only q1 for the grounded one
+BUDGET_HITS = {"fits": [["q5", 1.0], ["q1", 1.0]],
+               "edge": [["q2", 3.0], ["q1", 2.0]],
+               "over": [["q3", 1.0]],
+               "empty": [["q1", 1.0]],
+               "elsewhere": [["q5", 5.0], ["q2", 1.0], ["q3", 1.0]]}
+
+
+@pytest.fixture(scope="module")
+def budgeted():
+    records = [budget_rec(f"pdfh:{k}") for k in BUDGET_CARTS]
+    run = [{"query_id": f"pdfh:{k}", "hits": BUDGET_HITS[k], "cartridge": c}
+           for k, c in BUDGET_CARTS.items()]
+    return score(records, [item(BUDGET_DOC)], BUDGET_ATOMS, run, BUDGET_TEXTS)
+
+
+def test_answer_within_the_budget_by_hand(budgeted):
+    s = budgeted
+    g = lambda m, q: value(s, m, f"pdfh:{q}")
+    assert [g("context_tokens", q) for q in BUDGET_CARTS] == [10, 1024, 1034, 0, 10]
+    assert [g("answer@cartridge", q) for q in BUDGET_CARTS] == [1, 1, 1, 0, 1]
+    # a cartridge of exactly 1,024 tokens fits; one of 1,034 scores 0 whatever it holds
+    assert [g("answer@cartridge_1024tok", q) for q in BUDGET_CARTS] == [1, 1, 0, 0, 1]
+    m = aggregate(s, n_resamples=50)["pdf"]
+    assert m["answer@cartridge_1024tok"]["value"] == pytest.approx(3 / 5)
+    assert m["answer@cartridge"]["value"] == pytest.approx(4 / 5)
+    assert m["answer@cartridge_1024tok"]["n"] == m["answer@cartridge_1024tok"]["denominator"] == 5
+
+
+def test_grounded_answer_at_10_counts_only_gold_hitting_atoms(budgeted):
+    g = lambda m, q: value(budgeted, m, f"pdfh:{q}")
+    # the tie q5, q1: both within 10; the answer is in q1, which hits the gold page
+    assert g("answer@10", "fits") == g("grounded_answer@10", "fits") == 1
+    # only the non-gold Boston page is in the top 10: answered by coincidence
+    assert g("answer@10", "elsewhere") == 1 and g("grounded_answer@10", "elsewhere") == 0
+    assert g("answer@10", "over") == g("grounded_answer@10", "over") == 0
+    assert g("answer@10", "edge") == g("grounded_answer@10", "edge") == 1
+    m = aggregate(budgeted, n_resamples=50)["pdf"]
+    assert m["answer@10"]["value"] == pytest.approx(4 / 5)
+    assert m["grounded_answer@10"]["value"] == pytest.approx(3 / 5)
+    for k in ("answer@cartridge_1024tok", "grounded_answer@10"):
+        assert k in aggregate(budgeted, n_resamples=50)["definitions"]
+        assert BY_NAME[k].denominator == "answer-bearing" and BY_NAME[k].gate is None
+    assert BY_NAME["answer@cartridge_1024tok"].ranked and not BY_NAME["answer@cartridge"].ranked
+
+
+def _independent(records, run, texts, atoms, budget=1024):
+    """The two new figures re-implemented from the definitions alone (no membench scoring
+    code but the answer normaliser): per answer-bearing record, whether the cartridge fits the
+    budget and holds the answer, and whether the gold-hitting top-10 atoms hold it."""
+    from membench.metrics.answers import needles, normalise
+
+    page = {a["atom_id"]: (a["source_id"], a["extent"]["page"]) for a in atoms}
+    text = lambda aid: f" {normalise(texts[(page[aid][0], page[aid][1], None)])} "
+    holds = lambda ns, aids: all(any(f" {n} " in text(a) for a in aids) for n in ns)
+    out = {}
+    for r, line in zip(records, run):
+        ns = needles(r["answer"], r["answer_format"])
+        gold = {(g["source_id"], g["region"]["page"]) for g in r["gold"]}
+        if ns is None or not holds_gold(ns, gold, texts):
+            continue
+        cart = line["cartridge"]
+        fits = sum(len(texts[(page[a][0], page[a][1], None)].split()) for a in cart) <= budget
+        order = sorted(range(len(line["hits"])), key=lambda i: -line["hits"][i][1])
+        top = [line["hits"][i][0] for i in order][:10]
+        out[r["query_id"]] = (float(fits and holds(ns, cart)),
+                              float(holds(ns, [a for a in top if page[a] in gold])))
+    return out
+
+
+def holds_gold(ns, gold, texts):
+    from membench.metrics.answers import normalise
+
+    return all(any(f" {n} " in f" {normalise(texts[(s, p, None)])} " for s, p in gold)
+               for n in ns)
+
+
+def test_the_new_figures_match_an_independent_implementation():
+    """Random cartridges and rankings over the budget fixture's pages, scored by membench and
+    by :func:`_independent`."""
+    rng = np.random.default_rng(7)
+    records, run = [], []
+    pages = [f"q{p}" for p in range(1, 6)]
+    for i in range(150):
+        gold_page = int(rng.integers(1, 6))
+        r = rec(f"pdfh:r{i}", [region(gold_page, sid=BUDGET_DOC)],
+                answer=str(rng.choice(["Boston", "filler", "meeting", "trip Boston"])))
+        order = [str(a) for a in rng.permutation(pages)][:int(rng.integers(1, 6))]
+        hits = [[a, float(rng.integers(0, 3))] for a in order]       # ties on purpose
+        cart = [str(a) for a in rng.choice(pages, size=int(rng.integers(0, 6)), replace=False)]
+        records.append(r)
+        run.append({"query_id": r["query_id"], "hits": hits, "cartridge": cart})
+    s = score(records, [item(BUDGET_DOC)], BUDGET_ATOMS, run, BUDGET_TEXTS)
+    want = _independent(records, run, BUDGET_TEXTS, BUDGET_ATOMS)
+    assert len(want) > 40
+    for j in (0, 1):             # both values occur for both figures
+        assert {v[j] for v in want.values()} == {0.0, 1.0}
+    for q in s.query_id:
+        got = (value(s, "answer@cartridge_1024tok", q), value(s, "grounded_answer@10", q))
+        if q in want:
+            assert got == want[q], q
+        else:
+            assert all(math.isnan(v) for v in got), q
+
+
+def test_stuffing_the_cartridge_buys_nothing_within_the_budget():
+    """The ``stuffed`` double on a hand-built memory: it keeps the wrapped system's ranking and
+    commit decision and commits its top 100 atoms. The uncut answer@cartridge rises; the
+    ranked answer figure does not."""
+    from membench.contract.schema import Scope, SourceItem
+    from membench.systems import make_system
+
+    t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    # one holder, 40 sessions of 3 turns, ~30 words a turn: the answer to session k's
+    # question is in session k; bm25 commits its best 3-turn window when it clears its
+    # threshold, the stuffed one its top 100 windows
+    items, records = [], []
+    for k in range(40):
+        turns = [{"turn": t, "speaker": "A", "text": f"session{k} topic{k} place{k} name{k} "
+                  + (f"the code is zx{k}q " if t == 2 else "") + WORDS(28, f"w{t}")}
+                 for t in (1, 2, 3)]
+        sid = f"convh:s{k}"
+        items.append(SourceItem(source_id=sid, modality="conversation", holder="convh/a",
+                                observed_at=t0, content=turns, path=None, meta={}))
+        records.append(rec(f"convh:q{k}", [{"source_id": sid, "region": {"turn": 2}}],
+                           answer=f"zx{k}q", m="conversation", holder="convh/a"))
+    scope = Scope(holder="convh/a", scenario="s")
+    figures = {}
+    for name, cfg in (("bm25", {}), ("stuffed", {"system": "bm25"})):
+        system = make_system(name, cfg)
+        atoms = system.ingest(items, Path("."))
+        run = []
+        for k, r in enumerate(records):
+            # every fourth question is about a session the memory does not hold (bm25
+            # abstains); every fourth names its session once and the next one three times
+            # (bm25 commits the next session's window: the answer is further down)
+            j = k + 100 if k % 4 == 0 else k
+            o = (k + 1) % 40 if k % 4 == 1 else j
+            res = system.query(f"what is the code of session{j} topic{o} place{o} name{o}?",
+                               scope, T2)
+            run.append({"query_id": r["query_id"], "hits": [list(h) for h in res.hits],
+                        "cartridge": res.cartridge})
+        atom_rows = [{"atom_id": a.atom_id, "source_id": a.source_id, "modality": a.modality,
+                      "holder": a.holder, "observed_at": a.observed_at.isoformat(),
+                      "extent": a.extent} for a in atoms]
+        texts = ContentTexts(_ItemsText(items))
+        s = score_items(records, [i.model_dump(mode="json") for i in items], atom_rows,
+                        lines(run), content=texts)
+        figures[name] = aggregate(s, n_resamples=50)["all"]
+        figures[name]["run"] = run
+    plain, stuffed = figures["bm25"], figures["stuffed"]
+    # the same commit decision, the same ranking; some commits and some abstentions
+    committed = [bool(x["cartridge"]) for x in plain["run"]]
+    assert committed == [bool(x["cartridge"]) for x in stuffed["run"]]
+    assert 0 < sum(committed) < len(committed)
+    assert [x["hits"] for x in plain["run"]] == [x["hits"] for x in stuffed["run"]]
+    assert any(len(x["cartridge"]) > len(y["cartridge"])
+               for x, y in zip(stuffed["run"], plain["run"]))
+    assert stuffed["context_tokens_committed_p50"]["value"] > 1024
+    # volume buys the uncut figure ...
+    assert stuffed["answer@cartridge"]["value"] > plain["answer@cartridge"]["value"] + 0.1
+    # ... and nothing of the ranked one
+    assert stuffed["answer@cartridge_1024tok"]["value"] <= \
+        plain["answer@cartridge_1024tok"]["value"] + 0.005
+
+
+class _ItemsText:
+    """The content text of conversation items held in memory (as ExtentText reads turns)."""
+
+    def __init__(self, items):
+        from membench.content import ChunkConfig
+        from membench.metrics.extent_text import READERS
+
+        self.docs = {it.source_id: READERS["conversation"](it, Path("."), ChunkConfig())
+                     for it in items}
+
+    def available(self, sid):
+        return True
+
+    def text(self, sid, extent):
+        return self.docs[sid].text(extent)
+
+    def answer_text(self, sid, extent):
+        return self.docs[sid].answer_text(extent)
+
+
+def test_generated_captions_are_never_answer_text(tmp_path):
+    """A turn's shared-image caption is generated (extent_text.GENERATED): handed over, and
+    counted in the tokens, but never where an answer is looked for."""
+    from membench.metrics.extent_text import GENERATED
+
+    assert "image_caption" in GENERATED["conversation"]
+    sid = "convh:cap"
+    turns = [{"turn": 1, "speaker": "Ann", "text": "Look at this.",
+              "image_caption": "a photography of a red bicycle"},
+             {"turn": 2, "speaker": "Bo", "text": "My bicycle is blue."}]
+    items = [item(sid, "conversation", holder="convh/ann", content=turns)]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    et = ExtentText(tmp_path, tmp_path)
+    ext = {"turn_start": 1, "turn_end": 2}
+    assert "photography" in et.text(sid, ext) and "photography" not in et.answer_text(sid, ext)
+    atoms = [atom("t12", sid, ext, "conversation", "convh/ann")]
+    records = [rec("convh:red", [{"source_id": sid, "region": {"turn": 1}}], answer="red",
+                   m="conversation", holder="convh/ann"),
+               rec("convh:blue", [{"source_id": sid, "region": {"turn": 2}}], answer="blue",
+                   m="conversation", holder="convh/ann")]
+    run = [{"query_id": q, "hits": [["t12", 1.0]], "cartridge": ["t12"]}
+           for q in ("convh:red", "convh:blue")]
+    s = score_items(records, items, atoms, lines(run), content=ContentTexts(ExtentText(
+        tmp_path, tmp_path)))
+    # "red" is only in the generated caption: the record is not answer-bearing
+    assert value(s, "answer_bearing", "convh:red") == 0
+    assert math.isnan(value(s, "answer@cartridge", "convh:red"))
+    assert value(s, "answer@cartridge", "convh:blue") == 1
+    # the caption is handed over: its words are counted
+    assert value(s, "context_tokens", "convh:blue") == len(et.text(sid, ext).split())

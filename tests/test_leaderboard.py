@@ -230,6 +230,15 @@ def test_tables_mark_the_best_and_test_the_others_against_it(store):
     shown = other[other["measure"].isin(SHOWN_CONTEXT)]
     assert set(shown["measure"]) == set(SHOWN_CONTEXT)
     assert not shown["is_best"].any() and shown["p_permutation"].isna().all()
+    # the answer within the token budget is ranked and tested; the answer table is ranked by it
+    from membench.analysis.leaderboard import ANSWER_COLUMNS, ANSWER_RANK_BY
+
+    assert ANSWER_RANK_BY in MEASURES and ANSWER_COLUMNS[0] == ANSWER_RANK_BY
+    assert lb.rank_measure("answer") == ANSWER_RANK_BY
+    assert (other["measure"] == ANSWER_RANK_BY).any()
+    # (these runs are scored without their content: where a value exists, it has a best)
+    ranked = other[(other["measure"] == ANSWER_RANK_BY) & other["value"].notna()]
+    assert ranked.empty or ranked["is_best"].any()
 
 
 def test_silence_cannot_win_the_cartridge_table(runs, tmp_path):

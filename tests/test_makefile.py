@@ -111,10 +111,10 @@ def test_any_system_any_limit_in_either_order(tree):
     assert table[-1].startswith("load average (1 min): ")
     for step in ("build", "ingest (hybrid)", "queries (hybrid)", "bootstrap", "report"):
         assert f"[membench] {step} done: " in quick.stderr, step   # a summary per step
-    # 01, hybrid's 02-04 and each no-memory baseline's, 05 comparing the three, 06
+    # 01, hybrid's 02-04 and each baseline's, 05 comparing the three, 06
     assert re.search(r"\[membench\] report done: 12 pages, [\d.]+ (s|min)", quick.stderr)
     for name in ("nothing", "echo"):            # the baselines run beside it, in seconds
-        assert f"== the no-memory baseline {name}" in quick.stdout
+        assert f"== the baseline {name}" in quick.stdout
         assert meta(tree, f"{name}-dev-limit2")["status"] == "complete"
     board = json.loads((root / "runs" / "leaderboard-dev-limit2" / "store.json").read_text())
     assert board["selection"]["limit"] == 2                    # the leaderboard of this call

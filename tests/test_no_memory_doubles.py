@@ -136,3 +136,30 @@ def test_echo_query_by_hand():
     later = e.query("cat dog sat mat", scope, t1)
     assert later.hits == [("a3", 4.0), ("a2", 3.0)]      # a3 observed by then; a4 not h's
     assert e.query("zebra", scope, t1).hits == []
+
+
+def test_each_baseline_is_labelled_for_what_it_is():
+    """nothing is the no-memory floor; echo reads the memory (question-word overlap over it,
+    with an empty cartridge) and its card says so, never "no memory"."""
+    from membench.analysis.leaderboard import BASELINE_MARK
+    from membench.systems.doubles import Nothing
+
+    assert "no-memory" not in BASELINE_MARK
+    assert "question-word overlap over the memory, empty cartridge" in Echo.card.revision
+    assert "no-memory baseline" not in Echo.card.revision
+    assert "Question-word overlap over the memory, empty cartridge" in Echo.card.notes
+    assert "no-memory baseline" in Nothing.card.revision
+
+
+def test_stuffed_is_a_double_that_never_sees_gold_and_carries_no_card():
+    from membench.systems.cards import system_card
+
+    s = make_system("stuffed", {"system": "random"})
+    assert BUILTIN["stuffed"].startswith("membench.systems.doubles:")
+    assert DOUBLES["stuffed"] is False and not receives_records(s) and not hasattr(s, "bind")
+    assert identify(s)["kind"] == "test double"
+    assert s.config()["system"] == "random" and s.config()["atoms"] == 100
+    assert system_card(s) is None                 # so the leaderboard refuses its runs
+    for inner in ("oracle", "leaky", "stuffed", "mem0"):
+        with pytest.raises(Exception, match="stuffed wraps"):
+            make_system("stuffed", {"system": inner})

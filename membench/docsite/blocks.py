@@ -264,23 +264,26 @@ def _fig(e: dict | None, digits: int = 3) -> str:
 
 
 def _answer_context(ctx: Context) -> str:
-    """The answer layer and the context cost of the reference runs and the no-memory doubles
+    """The answer layer and the context cost of the reference runs and the baseline doubles
     (bench/answer_context.py -> bench/results/answer-context.json): over all items, then
     answer@cartridge / answer@10 per modality with the answer-bearing items."""
     from ..modalities import MODALITIES
 
+    from ..metrics.answer_layer import ANSWER_BUDGETED
+
     d = json.loads(ANSWER_CONTEXT_RESULT.read_text())
     runs = d["runs"]
     rows = ["| system (dev, all items) | recall@10 | recall@256tok | recall@1024tok | "
-            "recall@4096tok | answer@cartridge | answer@10 | tokens p50 / p95 | "
+            f"recall@4096tok | {ANSWER_BUDGETED} (ranked) | answer@cartridge | answer@10 | "
+            "grounded_answer@10 | tokens p50 / p95 | "
             "committed tokens p50 / p95 | area p50 / p95 | seconds p50 / p95 |",
-            "|---|" + "---:|" * 10]
+            "|---|" + "---:|" * 12]
     for r in runs:
         a = r["figures"]["all"]
         rows.append(
             f"| {r['label']} | " + " | ".join(_fig(a.get(k)) for k in (
                 "recall@10", "recall@256tok", "recall@1024tok", "recall@4096tok",
-                "answer@cartridge", "answer@10"))
+                ANSWER_BUDGETED, "answer@cartridge", "answer@10", "grounded_answer@10"))
             + f" | {_fig(a.get('context_tokens_p50'), 0)} / {_fig(a.get('context_tokens_p95'), 0)}"
             + f" | {_fig(a.get('context_tokens_committed_p50'), 0)} / "
               f"{_fig(a.get('context_tokens_committed_p95'), 0)}"
@@ -290,7 +293,8 @@ def _answer_context(ctx: Context) -> str:
     first = runs[0]["figures"]
     mods = [m for m in MODALITIES if m in first]
     rows += ["", "| modality | answer-bearing / answerable | "
-             + " | ".join(f"{r['label']}: answer@cartridge / @10" for r in runs) + " |",
+             + " | ".join(f"{r['label']}: @cartridge_1024tok / @cartridge / @10 / grounded @10"
+                          for r in runs) + " |",
              "|---|---:|" + "---:|" * len(runs)]
     for m in [*mods, "all"]:
         ab = first[m]["answer_bearing"]
@@ -298,8 +302,9 @@ def _answer_context(ctx: Context) -> str:
         share = f"{n} / {ab['denominator']} ({_fig(ab)})" if ab.get("value") is not None \
             else f"— / {ab['denominator']}"
         rows.append(f"| {m} | {share} | " + " | ".join(
-            f"{_fig(r['figures'][m].get('answer@cartridge'))} / "
-            f"{_fig(r['figures'][m].get('answer@10'))}" for r in runs) + " |")
+            " / ".join(_fig(r["figures"][m].get(k)) for k in (
+                ANSWER_BUDGETED, "answer@cartridge", "answer@10", "grounded_answer@10"))
+            for r in runs) + " |")
     unread = sum(r["answer_context"].get("unread_records") or 0 for r in runs)
     rows += ["", f"`{d['command']}` (commit {d['commit']}, {d['made'][:10]}): "
              f"{runs[0]['queries']:,} dev queries a run; "
@@ -309,17 +314,22 @@ def _answer_context(ctx: Context) -> str:
 
 
 def _answer_context_brief(ctx: Context) -> str:
-    """The README's lines of :func:`_answer_context`: per run over all dev items, recall@10
-    the answer layer, recall within 1,024 tokens and a committed cartridge's tokens."""
+    """The README's lines of :func:`_answer_context`: per run over all dev items, the ranked
+    answer figure (within 1,024 tokens), the uncut answer@cartridge with a committed
+    cartridge's tokens, answer@10 and its grounded part, recall within 1,024 tokens."""
+    from ..metrics.answer_layer import ANSWER_BUDGETED
+
     d = json.loads(ANSWER_CONTEXT_RESULT.read_text())
-    rows = ["| system (dev) | answer@cartridge (n) | answer@10 | recall@1024tok | "
-            "committed tokens p50 |", "|---|" + "---:|" * 4]
+    rows = [f"| system (dev) | {ANSWER_BUDGETED} (n) | answer@cartridge | committed tokens "
+            "p50 | answer@10 | grounded_answer@10 | recall@1024tok |", "|---|" + "---:|" * 6]
     for r in d["runs"]:
         a = r["figures"]["all"]
-        n = (a.get("answer@cartridge") or {}).get("n")
-        rows.append(f"| {r['label']} | {_fig(a.get('answer@cartridge'))} ({n}) | {_fig(a.get('answer@10'))} | "
-                    f"{_fig(a.get('recall@1024tok'))} | "
-                    f"{_fig(a.get('context_tokens_committed_p50'), 0)} |")
+        n = (a.get(ANSWER_BUDGETED) or {}).get("n")
+        rows.append(f"| {r['label']} | {_fig(a.get(ANSWER_BUDGETED))} ({n}) | "
+                    f"{_fig(a.get('answer@cartridge'))} | "
+                    f"{_fig(a.get('context_tokens_committed_p50'), 0)} | "
+                    f"{_fig(a.get('answer@10'))} | {_fig(a.get('grounded_answer@10'))} | "
+                    f"{_fig(a.get('recall@1024tok'))} |")
     return "\n".join(rows)
 
 

@@ -12,6 +12,14 @@ given a :class:`ContentTexts` (a run directory's scorer gives one whenever the c
 * ``answer@cartridge`` and ``answer@10`` (answer-bearing items only, NaN elsewhere): the same
   test on the texts of the cartridge's atoms, and of the atoms ranked <= 10. A non-extractive
   answer is never looked for: its item is outside the denominator, never a 0 or a 1.
+* ``answer@cartridge_1024tok`` (:data:`ANSWER_BUDGET`; answer-bearing items): the same test on
+  a cartridge that fits 1,024 tokens (its atoms' tokens summed, counted as ``recall@1024tok``
+  counts them); a cartridge past the budget is 0, whatever it holds. What cartridge volume
+  cannot buy: committing more than the budget hands over nothing within it.
+* ``grounded_answer@10`` (answer-bearing items): as ``answer@10`` over only those of the atoms
+  ranked <= 10 that hit one of the item's gold regions (SPEC section 7's hit, the ranking
+  measures' test: ``hits_gold``); the answer's words in another place (another trip to
+  Boston) do not count.
 * ``context_tokens`` (every item with a run line), ``context_tokens_committed`` (the same,
   on the items whose cartridge is not empty), ``context_area`` (image and screenshot
   items), ``context_seconds`` (video items): :func:`membench.metrics.context.cartridge_cost`
@@ -21,7 +29,10 @@ given a :class:`ContentTexts` (a run directory's scorer gives one whenever the c
   :func:`membench.metrics.context.taken` takes within B tokens.
 
 Texts are those membench reads for an extent (:class:`membench.metrics.extent_text.
-ExtentText`), never what a system reports, each read and normalised once per scoring. An item
+ExtentText`), never what a system reports, each read and normalised once per scoring. The
+answer is looked for in an extent's *answer text* (``ExtentText.answer_text``: its text without
+what a model generated about the content, such as a shared image's generated caption in a
+conversation turn); its tokens are those of the whole text handed over. An item
 whose content cannot be read without running OCR or a PDF's text extraction (the caches a run
 fills: :meth:`ExtentText.available` false), or whose
 file is missing, is *unread*: every record that would need its text (a gold region or a
@@ -41,15 +52,23 @@ import numpy as np
 
 from .answers import needles as answer_needles
 from .answers import normalise
-from .context import AREA, BUDGETS, SECONDS, CostAtom, cartridge_cost, taken
+from .context import AREA, BUDGETS, SECONDS, CostAtom, cartridge_cost, count_tokens, taken
 
 #: per-item arrays of ``ItemScores.values`` the layer fills (beside the means of its measures)
 COST_KEYS = ("context_tokens", "context_tokens_committed", "context_area", "context_seconds")
-ANSWER_KEYS = ("answer_bearing", "answer@cartridge", "answer@10")
+#: the token budget a cartridge must fit for the ranked answer figure (one of the budgets of
+#: recall@<B>tok, its tokens counted the same way)
+ANSWER_BUDGET = 1024
+#: the ranked answer figure: the answer handed over by a cartridge of at most ANSWER_BUDGET
+#: tokens
+ANSWER_BUDGETED = f"answer@cartridge_{ANSWER_BUDGET}tok"
+ANSWER_KEYS = ("answer_bearing", "answer@cartridge", ANSWER_BUDGETED, "answer@10",
+               "grounded_answer@10")
 BUDGET_KEYS = tuple(f"recall@{b}tok" for b in BUDGETS)
 KEYS = ANSWER_KEYS + BUDGET_KEYS + COST_KEYS
 #: the cut of answer@10
 ANSWER_AT = 10
+assert ANSWER_BUDGET in BUDGETS
 
 
 #: the content readers :meth:`ContentTexts.open` keeps per process (one per sets folder,
@@ -123,19 +142,23 @@ class ContentTexts:
         return ok
 
     def read(self, source_id: str, extent: dict[str, Any]) -> tuple[str, int]:
-        """``(normalised text, tokens)`` of an extent; :class:`Unread` when the item cannot be
-        read."""
+        """``(normalised answer text, tokens)`` of an extent: the answer text (``answer_text``
+        of the reader, when it has one, else its ``text``) normalised, and the tokens of the
+        whole text (:func:`~membench.metrics.context.count_tokens`); :class:`Unread` when the
+        item cannot be read."""
         key = (source_id, repr(sorted(extent.items())))
         got = self._text.get(key)
         if got is None:
             if not self.readable(source_id):
                 raise Unread(source_id)
+            answer_text = getattr(self.et, "answer_text", None)
             try:
                 raw = self.et.text(source_id, extent)
+                ans = raw if answer_text is None else answer_text(source_id, extent)
             except Exception as e:      # noqa: BLE001
                 self._ok[source_id], self._why[source_id] = False, f"{type(e).__name__}: {e}"
                 raise Unread(source_id) from None
-            got = self._text[key] = (f" {normalise(raw)} ", len(raw.split()))
+            got = self._text[key] = (f" {normalise(ans)} ", count_tokens(raw))
         return got
 
     @property
@@ -153,13 +176,16 @@ def item_figures(content: ContentTexts, *, modality: str, answer: Any, answer_fo
                  answerable: bool, has_run: bool, gold: list[tuple[str, dict]],
                  first_positions: np.ndarray, ranked: Sequence[int], cartridge: Sequence[int],
                  place: Callable[[int], tuple[str, str, dict]],
-                 meta_of: Callable[[str], dict]) -> dict[str, float]:
+                 meta_of: Callable[[str], dict],
+                 grounded: Sequence[bool] | None = None) -> dict[str, float]:
     """One item's figures (module docstring), keyed as :data:`KEYS`; NaN outside a figure's
     denominator; every figure NaN when a needed text is unread. ``gold``: (source id, region);
     ``first_positions``: per gold region the 0-based position of its first hitting atom in
-    ``ranked`` (-1: none); ``ranked`` and ``cartridge``: atoms in rank order / any order, each
-    placed by ``place(atom)`` = (source id, modality, extent); ``meta_of(source_id)``: the
-    item's ``meta``."""
+    ``ranked`` (-1: none); ``ranked`` and ``cartridge``: atoms in rank order / the distinct
+    cartridge atoms in any order, each placed by ``place(atom)`` = (source id, modality,
+    extent); ``meta_of(source_id)``: the item's ``meta``; ``grounded``:
+    per atom of ``ranked[:ANSWER_AT]``, whether it hits one of the item's gold regions (needed
+    for ``grounded_answer@10`` on an answerable item; None: NaN)."""
     out = dict.fromkeys(KEYS, math.nan)
     try:
         cartridge = [place(a) for a in cartridge]
@@ -199,9 +225,18 @@ def item_figures(content: ContentTexts, *, modality: str, answer: Any, answer_fo
         bearing = ns is not None and _holds(ns, [content.read(s, r)[0] for s, r in gold])
         out["answer_bearing"] = float(bearing)
         if bearing:
-            out["answer@cartridge"] = float(_holds(ns, [h for h, _ in cart]))
+            hays = [h for h, _ in cart]
+            out["answer@cartridge"] = float(_holds(ns, hays))
+            fits = sum(t for _, t in cart) <= ANSWER_BUDGET
+            out[ANSWER_BUDGETED] = float(fits and _holds(ns, hays))
             top = [content.read(s, e)[0] for s, _, e in map(place, ranked[:ANSWER_AT])]
             out["answer@10"] = float(_holds(ns, top))
+            if grounded is not None:
+                if len(grounded) != len(top):
+                    raise ValueError(f"grounded: {len(grounded)} flags for the {len(top)} "
+                                     f"atoms ranked <= {ANSWER_AT}")
+                out["grounded_answer@10"] = float(_holds(ns, [h for h, g in zip(top, grounded)
+                                                              if g]))
     except Unread:
         content.unread_records += 1
         return dict.fromkeys(KEYS, math.nan)
@@ -220,5 +255,5 @@ def note(content: ContentTexts | None, reason: str = "") -> dict[str, Any]:
             "unread_items": dict(list(items.items())[:20]), "n_unread_items": len(items)}
 
 
-__all__ = ["ANSWER_KEYS", "BUDGET_KEYS", "COST_KEYS", "KEYS", "ContentTexts", "Unread",
-           "item_figures", "note"]
+__all__ = ["ANSWER_AT", "ANSWER_BUDGET", "ANSWER_BUDGETED", "ANSWER_KEYS", "BUDGET_KEYS",
+           "COST_KEYS", "KEYS", "ContentTexts", "Unread", "item_figures", "note"]

@@ -33,6 +33,12 @@ modality           the text of an extent or region
                    (``meta.date_time``) is the item's, not a turn's, and is not included
 =================  ========================================================================
 
+:meth:`ExtentText.answer_text` is the text an answer is looked for in: the same, without what
+a model generated about the content (:data:`GENERATED`, per modality: a conversation turn's
+image caption, written by a captioning model, not said by anyone). The context cost counts the
+whole :meth:`~ExtentText.text` (what an atom hands over); the answer layer reads the answer
+text, so a generated phrase never makes an item answer-bearing or an atom answer it.
+
 Every extent is checked against its modality's atom-extent *or* gold-region shapes first (a
 ``ValueError`` names the shape it lacks). An item is read once per :class:`ExtentText` (its
 pages, OCR lines, cues, lines or turns are kept in the object).
@@ -162,20 +168,36 @@ class _Turns:
 
     def __init__(self, item: SourceItem, root: Path, config: ChunkConfig) -> None:
         turns = [t for t in (item.content or []) if isinstance(t, dict)]
-        self.turns: list[tuple[int, str]] = []
+        self.turns: list[tuple[int, str, str]] = []
         for i, t in enumerate(turns, 1):
             n = t.get("turn", i)
             ok = isinstance(n, int) and not isinstance(n, bool) and n >= 1
-            self.turns.append((n if ok else i, turn_line(t)))
+            said = {k: v for k, v in t.items() if k not in GENERATED["conversation"]}
+            self.turns.append((n if ok else i, turn_line(t), turn_line(said)))
         self.turns.sort(key=lambda x: x[0])
 
-    def text(self, extent: dict) -> str:
+    def _lines(self, extent: dict, which: int) -> str:
         a = extent.get("turn_start", extent.get("turn"))
         b = extent.get("turn_end", extent.get("turn"))
-        return "\n".join(line for n, line in self.turns if a <= n <= b)
+        return "\n".join(t[which] for t in self.turns if a <= t[0] <= b)
+
+    def text(self, extent: dict) -> str:
+        return self._lines(extent, 1)
+
+    def answer_text(self, extent: dict) -> str:
+        return self._lines(extent, 2)
 
     ocr_sources = _Cues.ocr_sources
 
+
+#: per modality, the fields of its content that a model generated about it rather than the
+#: source saying it, and what they are: in the text handed over (and its tokens), never in the
+#: answer text (:meth:`ExtentText.answer_text`). A modality not named has none.
+GENERATED: dict[str, dict[str, str]] = {
+    "conversation": {"image_caption": "a shared image's caption, written by an image "
+                     "captioning model (LoCoMo's blip_caption: \"a photography of ...\"), not "
+                     "by the speakers"},
+}
 
 #: the reader of each modality's content (what :class:`ExtentText` keeps per item)
 READERS: dict[str, Callable[..., Any]] = {
@@ -219,13 +241,24 @@ class ExtentText:
     def text(self, source_id: str, extent: dict[str, Any]) -> str:
         """The content text of ``extent`` (an atom extent or a gold region) of the item
         (module docstring); may run OCR when the cache is cold (:meth:`available`)."""
+        return self._doc(source_id, extent).text(extent)
+
+    def _doc(self, source_id: str, extent: dict[str, Any]) -> Any:
+        """The item's reader (made once), after checking ``extent``'s shape."""
         it = self.item(source_id)
         check_shape(it.modality, extent)
         doc = self._read.get(source_id)
         if doc is None:
             doc = self._read[source_id] = READERS[it.modality](it, self.corpus_root,
                                                                self.config)
-        return doc.text(extent)
+        return doc
+
+    def answer_text(self, source_id: str, extent: dict[str, Any]) -> str:
+        """The text of ``extent`` the answer is looked for in: :meth:`text` without the fields
+        :data:`GENERATED` names for the item's modality (the same text where it names none)."""
+        doc = self._doc(source_id, extent)
+        answer_text = getattr(doc, "answer_text", None)
+        return doc.text(extent) if answer_text is None else answer_text(extent)
 
     def available(self, source_id: str) -> bool:
         """Whether the item's text can be read without running OCR: already read here, or
@@ -243,4 +276,4 @@ class ExtentText:
                    for src in sources)
 
 
-__all__ = ["READERS", "ExtentText", "check_shape"]
+__all__ = ["GENERATED", "READERS", "ExtentText", "check_shape"]

@@ -20,6 +20,7 @@ from typing import Literal
 
 from ..modalities import REGISTRY as _MODALITIES
 from .bootstrap import N_RESAMPLES, SEED
+from .answer_layer import ANSWER_BUDGET, ANSWER_BUDGETED
 from .context import BUDGETS
 
 #: the items a value is over: "audited unanswerable" (every unanswerable item but the natives
@@ -212,21 +213,45 @@ MEASURES: tuple[Measure, ...] = (
             "answer is extractive (membench.metrics.answers.needles: not yes/no, not one "
             "character, not over 20 words, every element of a list) and each of its normalised "
             "needles occurs in the text membench reads for one of the item's gold regions. A "
-            "property of the records, not of the system; the denominator of answer@cartridge "
-            "and answer@10.", "answerable", "higher", "answer", ranked=False,
+            "property of the records, not of the system; the denominator of answer@cartridge, "
+            f"{ANSWER_BUDGETED}, answer@10 and grounded_answer@10. The answer text leaves out "
+            "what a model generated about the content (a conversation's shared-image "
+            "captions).", "answerable", "higher", "answer", ranked=False,
             citation="membench; the has-answer test of DPR's top-k retrieval accuracy "
                      "(Karpukhin et al., EMNLP 2020)"),
+    Measure(ANSWER_BUDGETED, "Mean over answer-bearing items of 1 when the cartridge fits "
+            f"{ANSWER_BUDGET} tokens (its atoms' tokens summed, counted as recall@<B>tok counts "
+            "them: whitespace words of the text membench reads for each atom) and each needle "
+            "of the normalised answer occurs in the answer text of one of its atoms, else 0: a "
+            f"cartridge past {ANSWER_BUDGET} tokens scores 0 whatever it holds. The answer "
+            "figure that is ranked: committing more than the budget buys nothing, so "
+            "answer@cartridge, which volume can buy, is shown beside it with the committed "
+            "tokens, never ranked.", "answer-bearing", "higher", "answer",
+            citation="SPEC section 7 (\"a figure that can be bought with cartridge volume is "
+                     "ranked within a stated token budget\"); DPR's top-k retrieval accuracy "
+                     "(Karpukhin et al., EMNLP 2020), on a cartridge within the budget"),
     Measure("answer@cartridge", "Mean over answer-bearing items of 1 when each needle of the "
-            "normalised answer occurs in the text membench reads for one of the cartridge's "
-            "atoms (never the text the system reports), else 0. A judge-free ceiling on what a "
-            "reader of the cartridge can answer: beside LLM-judged QA accuracy (LoCoMo, "
-            "LongMemEval), it says whether the answer was handed over, not whether a reader "
-            "would use it.", "answer-bearing", "higher", "answer",
+            "normalised answer occurs in the answer text membench reads for one of the "
+            "cartridge's atoms (never the text the system reports), else 0. A judge-free "
+            "ceiling on what a reader of the cartridge can answer: beside LLM-judged QA "
+            "accuracy (LoCoMo, LongMemEval), it says whether the answer was handed over, not "
+            "whether a reader would use it. Uncut: a system can raise it by committing more "
+            f"atoms, so it is shown beside {ANSWER_BUDGETED} and the committed tokens "
+            "(context_tokens_committed_p50), never ranked.", "answer-bearing", "higher",
+            "answer", ranked=False,
             citation="DPR's top-k retrieval accuracy (Karpukhin et al., EMNLP 2020), on the "
                      "cartridge; beside LLM-judged accuracy (LoCoMo, LongMemEval)"),
     Measure("answer@10", "As answer@cartridge, over the atoms ranked <= 10 (ties broken as the "
-            "ranking measures break them).", "answer-bearing", "higher", "answer",
+            "ranking measures break them), whether or not they hit a gold region.",
+            "answer-bearing", "higher", "answer",
             citation="DPR's top-k retrieval accuracy (Karpukhin et al., EMNLP 2020), k = 10"),
+    Measure("grounded_answer@10", "As answer@10, over only those of the atoms ranked <= 10 "
+            "that hit one of the item's gold regions (the hit rule of recall@k): the answer's "
+            "words in an atom elsewhere (another conversation's trip to the same city) do not "
+            "count. answer@10 minus grounded_answer@10 is the share answered by coincidence.",
+            "answer-bearing", "higher", "answer",
+            citation="DPR's top-k retrieval accuracy (Karpukhin et al., EMNLP 2020), k = 10, "
+                     "restricted to gold-hitting atoms as SPEC section 7's hit"),
     *(Measure(f"recall@{b}tok", f"Mean over answerable items of the share of gold regions hit "
               f"by the atoms taken in rank order while their running total of tokens "
               f"(whitespace words of the text membench reads for each atom) stays <= {b}; the "

@@ -92,6 +92,14 @@ class AtomTable:
             raise ValueError(f"unknown modality {gold.modality!r}")
         return out
 
+    def hits_any(self, gold: Sequence[GoldRef], idx: np.ndarray) -> np.ndarray:
+        """Boolean mask over atom indices ``idx``: which of them hit at least one region of
+        ``gold`` (:meth:`hit_mask`, the test every recall measure reads)."""
+        out = np.zeros(len(idx), dtype=bool)
+        for g in gold:
+            out |= self.hit_mask(g, idx)
+        return out
+
     def first_positions(self, gold: Sequence[GoldRef], idx: np.ndarray) -> np.ndarray:
         """For each gold region, the position (0-based) in ``idx`` of the first atom that hits
         it, or -1. ``idx`` is a ranked, de-duplicated list of atom indices (or an unranked

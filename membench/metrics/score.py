@@ -37,6 +37,7 @@ from ..contract.tells import audited as _audited
 from . import cartridge as cart_mod
 from .abstention import abstention_score
 from .atom_level import ATOM_MEASURES, atom_measures, relevant_atoms
+from .answer_layer import ANSWER_AT
 from .answer_layer import KEYS as CONTENT_KEYS
 from .answer_layer import ContentTexts, item_figures
 from .answer_layer import note as content_note
@@ -286,7 +287,8 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
                 answer_format=rec.answer_format, answerable=bool(answerable[i]),
                 has_run=bool(has_run[i]), gold=[(g.source_id, g.region) for g in rec.gold],
                 first_positions=first, ranked=ranked, cartridge=cart, place=place,
-                meta_of=meta_of)
+                meta_of=meta_of,
+                grounded=table.hits_any(gold, ranked[:ANSWER_AT]) if answerable[i] else None)
             for k, v in figs.items():
                 layer[k][i] = v
 

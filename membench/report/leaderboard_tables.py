@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..analysis.leaderboard import SHOWN_CONTEXT
+from ..analysis.leaderboard import ANSWER_COLUMNS, ANSWER_RANK_BY
 
 #: the context column of the relevance tables: the median tokens of a committed cartridge
 CONTEXT_COLUMN = "context_tokens_committed_p50"
@@ -38,9 +38,13 @@ LEGEND = ("value [95% bootstrap interval], n = items in the measure's denominato
           "abstention keeps by chance). False recall counts the audited unanswerable items; the natives with an "
           "upstream tell have their own column, labelled with the tell's ROC AUC from the set "
           "audit, never ranked or tested. The context column is the median tokens of a "
-          "committed (non-empty) cartridge. Rows marked <i>no-memory baseline</i> (the "
-          "registered doubles nothing and echo) are the floor every figure is read against: "
-          "listed under the ranked rows, never the best, never tested.")
+          "committed (non-empty) cartridge. The answer table is ranked by "
+          f"{ANSWER_RANK_BY}: the answer handed over by a cartridge within 1,024 tokens (a "
+          "cartridge past them scores 0), so volume buys nothing; the uncut answer@cartridge "
+          "and the committed tokens stand beside it, never tested. Rows marked <i>baseline</i> (the registered "
+          "doubles nothing, with no memory, and echo, question-word overlap over the memory "
+          "with an empty cartridge) are the floor every figure is read "
+          "against: listed under the ranked rows, never the best, never tested.")
 
 
 def _cell(c: dict[str, Any], digits: int, stacked: bool = False) -> str:
@@ -79,7 +83,7 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
     shown once, with ``gold``)."""
     t = lb.table(size, judgment_set, family=None if measures else family)
     names = [m for m in dict.fromkeys(measures or t["measure"]) if m in set(t["measure"])
-             and (measures or m not in SHOWN_CONTEXT)]      # those: context_table
+             and (measures or m not in ANSWER_COLUMNS)]      # those: context_table
     # the relevance table's context column: what a committed cartridge costs (gold's figures)
     ctx = None
     if family == "relevance" and not measures:
@@ -96,7 +100,8 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
     for scope in [s for s in [*MODALITIES, "all"] if s in set(t["scope"])
                   and (scopes is None or s in scopes)]:
         g = t[t["scope"] == scope]
-        by = lb.rank_measure(None if measures else family)
+        by = lb.rank_measure("answer" if measures == ANSWER_COLUMNS else
+                             None if measures else family)
         rank = lb.table(size, judgment_set, scope)
         rank = rank[rank["measure"] == by]
         hi = BY_NAME[by].direction == "higher"
@@ -124,19 +129,20 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
                 + "</tr>")
     what = (f"judgment set {esc(judgment_set)}" if family == "relevance" or measures else
             "every judgment set (these measures do not depend on it)")
-    cap = (f"size {esc(size)} · {what} · ranked by "
-           f"{esc(lb.rank_measure(None if measures else family))}")
+    cap = (f"size {esc(size)} · {what} · ranked by {esc(by)}")
     html = (f'<table class="mb-t"><caption>{cap}</caption><thead>{head}</thead><tbody>'
             + "".join(rows) + "</tbody></table>")
     return Table(html, len(rows), ["scope", "system", "parameters", *names])
 
 
 def context_table(lb, size: str, digits: int = 3) -> Table:
-    """The answer layer and the context cost of one size class (:data:`membench.analysis.
-    leaderboard.SHOWN_CONTEXT`: answer@cartridge, answer@10, recall@1024tok, the cartridge's
-    median tokens; the same under every judgment set, shown with ``gold``), as
-    :func:`leaderboard_table`: shown, never tested."""
-    return leaderboard_table(lb, size, "gold", measures=SHOWN_CONTEXT, digits=digits)
+    """The answer table of one size class (:data:`membench.analysis.leaderboard.
+    ANSWER_COLUMNS`; the same under every judgment set, shown with ``gold``), as
+    :func:`leaderboard_table`, ranked by the answer within the token budget
+    (:data:`~membench.analysis.leaderboard.ANSWER_RANK_BY`, tested against the best), with
+    what is shown beside it, never tested: the uncut answer@cartridge and the median tokens of
+    a committed cartridge, answer@10 and its grounded part, recall@1024tok."""
+    return leaderboard_table(lb, size, "gold", measures=ANSWER_COLUMNS, digits=digits)
 
 
 def cards_table(lb) -> Table:

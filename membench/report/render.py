@@ -222,7 +222,7 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
         prov["compared_runs"] = [str(rd.path) for rd in opened]
         prov["system"] = " vs ".join(rd.label for rd in opened)
         prov["config"] = {lab: rd.meta.get("config") for lab, rd in zip(labels, opened)}
-        # the test doubles (the no-memory baselines among them) are the floor, never "best":
+        # the test doubles (the baselines nothing and echo among them) are the floor, never "best":
         # nothing's false recall is 0 by silence (left out while two other runs remain)
         doubles = [lab for lab, rd in zip(labels, opened)
                    if (rd.meta.get("identity") or {}).get("kind") == "test double"]

@@ -26,6 +26,7 @@ import math
 from typing import Any
 
 from ..analysis.tell_columns import AUDITED, NATIVE, label, tell_note
+from ..metrics.answer_layer import ANSWER_BUDGETED
 from .escape import esc
 
 VERDICTS = ("result", "pass", "match", "significant_0.05", "gate_failures", "worst_margin",
@@ -290,19 +291,24 @@ def metrics_grid(metrics: dict[str, Any], metric_names: list[str] | None = None,
                  "</tbody></table>", len(rows), ["metric", *scopes])
 
 
-#: the rows of :func:`answer_context_grid`: the answer layer, recall at 10 beside recall
-#: within each token budget, then the context cost
+#: the rows of :func:`answer_context_grid`: the answer layer (first the ranked figure, the
+#: answer within the token budget, then the uncut answer@cartridge with the committed tokens
+#: beside it, answer@10 and its grounded part), recall at 10 beside recall within each token
+#: budget, then the context cost
 ANSWER_CONTEXT_ROWS: tuple[str, ...] = (
-    "answer_bearing", "answer@cartridge", "answer@10", "recall@10", "recall@256tok",
+    "answer_bearing", ANSWER_BUDGETED, "answer@cartridge", "context_tokens_committed_p50",
+    "answer@10", "grounded_answer@10", "recall@10", "recall@256tok",
     "recall@1024tok", "recall@4096tok", "context_tokens_p50", "context_tokens_p95",
-    "context_tokens_committed_p50", "context_tokens_committed_p95",
+    "context_tokens_committed_p95",
     "context_area_p50", "context_area_p95", "context_seconds_p50", "context_seconds_p95")
 
 
 def answer_context_grid(metrics: dict[str, Any], digits: int = 3) -> Table:
     """The judge-free answer layer and the context cost of a ``metrics.json``
-    (:data:`ANSWER_CONTEXT_ROWS`, as :func:`metrics_grid`): answer@cartridge and answer@10 over
-    the answer-bearing items (their n), the share of answerable items that are answer-bearing,
+    (:data:`ANSWER_CONTEXT_ROWS`, as :func:`metrics_grid`): over the answer-bearing items
+    (their n), the answer handed over by a cartridge within the token budget (the ranked
+    figure), the uncut answer@cartridge with the committed tokens beside it, answer@10 and
+    grounded_answer@10, the share of answerable items that are answer-bearing,
     recall within 256, 1024 and 4096 tokens beside recall@10, and the cartridge's tokens, area
     and seconds (median, p95)."""
     rows = [m for m in ANSWER_CONTEXT_ROWS if m in metrics.get("all", {})]

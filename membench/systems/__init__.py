@@ -45,6 +45,7 @@ BUILTIN: dict[str, str] = {
     "newest": "membench.systems.doubles:Newest",
     "oldest": "membench.systems.doubles:Oldest",
     "metadata": "membench.systems.doubles:MetadataRules",
+    "stuffed": "membench.systems.doubles:Stuffed",
     "nothing": "membench.systems.doubles:Nothing",
     "echo": "membench.systems.doubles:Echo",
 }
@@ -55,7 +56,8 @@ LIBRARIES: dict[str, str] = {"mem0": "mem0", "mempalace": "mempalace", "llamaind
 
 #: the registered test doubles: name -> whether it is handed the split's records (gold)
 DOUBLES: dict[str, bool] = {"oracle": True, "leaky": True, "random": False, "newest": False,
-                            "oldest": False, "metadata": False, "nothing": False, "echo": False}
+                            "oldest": False, "metadata": False, "stuffed": False, "nothing": False,
+                            "echo": False}
 
 
 def receives_records(system: Any) -> bool:

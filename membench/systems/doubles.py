@@ -22,12 +22,22 @@
   not handed the records and reads no content: on sets without tells its abstention rate is
   the same on answerable and unanswerable queries.
 
-The no-memory baselines (neither is handed the records):
+* ``stuffed`` wraps another registered system that sees no gold (``--config system=bm25``;
+  ``random`` by default) and keeps its ranking and its commit decision, but wherever the
+  wrapped system commits, it commits its top ``atoms`` (100) ranked atoms instead: the
+  cartridge volume a system could hand over to buy answer@cartridge. It shows what volume
+  buys: the uncut ``answer@cartridge`` rises, ``answer@cartridge_1024tok`` (the ranked answer
+  figure, :mod:`membench.metrics.answer_layer`) does not. It carries no card, so the
+  leaderboard never takes it.
+
+The baselines the leaderboard shows beside the ranked rows (neither is handed the records):
+``nothing`` is the no-memory floor; ``echo`` reads the memory.
 
 * ``nothing`` holds no memory: it reports no atoms, and answers every query with no hits and an
   empty cartridge. Every recall is 0, false recall is 0, it abstains on every answerable item,
   and its context cost is 0: the floor of every figure, and what "abstain always" scores.
-* ``echo`` hands over nothing but ranks by the question's own words. An answerer without
+* ``echo`` is not "no memory": it is question-word overlap over the memory, with an empty
+  cartridge. It hands over nothing but ranks by the question's own words. An answerer without
   memory has only the question; the faithful "memory" that adds nothing to it would hand the
   question's words back as one atom. The protocol cannot express that: atoms are reported at
   ingest, before any question exists, and the runner refuses a hit or cartridge atom that was
@@ -66,7 +76,7 @@ from ..core.hashing import stable_hash
 from ..contract.schema import AnnotationRecord, Gold, Scope, SourceItem
 from .cards import Card
 from ..content import ChunkConfig, chunk, content_meta
-from ..contract.protocol import Atom, Result
+from ..contract.protocol import Atom, Result, order_hits
 from .retrieval import rank
 from .structural import atom_id, structural_atoms
 
@@ -269,14 +279,55 @@ class MetadataRules(_Double):
                       cartridge=[] if fires else ids[:1])
 
 
-def _baseline_card(name: str, revision: str) -> Card:
-    """The card of a no-memory baseline: what puts its row on the leaderboard, as a baseline
-    (a test double's entry is never ranked or tested: :mod:`membench.analysis.leaderboard`)."""
+class Stuffed(_Double):
+    """Another system's ranking and commit decision, with its top ``atoms`` ranked atoms as the
+    cartridge wherever it commits (the module docstring)."""
+
+    name = "stuffed"
+
+    def __init__(self, seed: int = 0, system: str = "random", atoms: int = 100,
+                 **config: Any) -> None:
+        from . import DOUBLES, LIBRARIES, make_system
+
+        super().__init__(seed)
+        if system == self.name or DOUBLES.get(system) or system in LIBRARIES:
+            raise ValueError(f"stuffed wraps a registered system that sees no gold and keeps "
+                             f"no store on disk, not {system!r}")
+        if not isinstance(atoms, int) or isinstance(atoms, bool) or atoms < 1:
+            raise ValueError(f"atoms: a whole number >= 1, got {atoms!r}")
+        self.system, self.n_atoms = system, atoms
+        self.inner = make_system(system, config)
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "system": self.system, "atoms": self.n_atoms,
+                "wrapped": self.inner.config()}
+
+    def truncation(self) -> dict:
+        """The wrapped system's truncation record (what the runner writes to meta.json)."""
+        from .cards import system_card, truncation_record
+
+        trunc = getattr(self.inner, "truncation", None)
+        return trunc() if callable(trunc) else truncation_record(system_card(self.inner), None)
+
+    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
+        self.atoms = self.inner.ingest(items, corpus_root)
+        return self.atoms
+
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
+        r = self.inner.query(question, scope, as_of)
+        committed = order_hits(r.hits)[:self.n_atoms] if r.cartridge else []
+        return Result(hits=r.hits, cartridge=committed, confidence=r.confidence)
+
+
+def _baseline_card(name: str, revision: str, notes: str = "") -> Card:
+    """The card of a baseline: what puts its row on the leaderboard, as a baseline (a test
+    double's entry is never ranked or tested: :mod:`membench.analysis.leaderboard`)."""
     return Card(name=name, kind="lexical", revision=revision, parameter_count=0,
                 size_class="<=1B", pooling="none", normalisation="none",
                 license="Apache-2.0 (membench)",
-                notes="A no-memory baseline (membench.systems.doubles): shown on the "
-                      "leaderboard as the floor every figure is read against; never ranked.")
+                notes=notes or "A no-memory baseline (membench.systems.doubles): shown on the "
+                               "leaderboard as the floor every figure is read against; never "
+                               "ranked.")
 
 
 class Nothing(_Double):
@@ -306,9 +357,15 @@ class Echo(_Double):
     (the module docstring)."""
 
     name = "echo"
-    card = _baseline_card("echo", "membench no-memory baseline: in-scope content atoms ranked "
-                          "by the distinct question words they hold (depth 100); an empty "
-                          "cartridge")
+    card = _baseline_card("echo", "membench baseline: question-word overlap over the memory, "
+                          "empty cartridge (in-scope content atoms ranked by the distinct "
+                          "question words they hold, depth 100)",
+                          notes="Question-word overlap over the memory, empty cartridge "
+                          "(membench.systems.doubles): it reads the memory's atoms and ranks "
+                          "them by the question's words, so its recall is not a no-memory "
+                          "figure (the no-memory floor is nothing); its cartridge is empty, so "
+                          "it hands over no answer at no context cost. Shown on the "
+                          "leaderboard beside the ranked rows as a floor; never ranked.")
 
     def __init__(self, seed: int = 0, depth: int = 100) -> None:
         super().__init__(seed)

@@ -38,7 +38,7 @@ be identifiers (:mod:`membench.core.ids`).
 * a run :meth:`RunDir.open` refuses (an incomplete run, ``INCOMPLETE_RUN``: the store takes no
   partial runs; drifted sets; a test-split run without ``final``);
 * a run whose system saw the gold (a registered test double, meta.json ``sees_gold``), and the
-  other doubles but the no-memory baselines (they carry no card, below);
+  other doubles but the baselines (they carry no card, below);
 * a run without a model card (meta.json ``card``, which the runner takes from what the system
   is, never from its name), a run that does not say what ran (no ``identity``), and a run
   whose card takes a registry card's name on a system that is not membench's;
@@ -61,11 +61,11 @@ recall and the abstention-order statistics; their own column (``false_recall_nat
 shown, labelled with the tell's ROC AUC from the audit of the runs' sets (an entry's
 ``native_tells``), and never ranked or tested (SPEC section 5).
 
-**The no-memory baselines** (``nothing`` and ``echo``, :mod:`membench.systems.doubles`:
-registered test doubles that see no gold and carry a card, :func:`is_baseline`) are entries
-too: their rows are shown under the ranked ones of every block, labelled "no-memory
-baseline", as the floor every figure is read against (what silence, or echoing the question
-into the memory, scores). They are never the best of a column and never tested against it;
+**The baselines** (``nothing``, no memory, and ``echo``, question-word overlap over the memory
+with an empty cartridge, :mod:`membench.systems.doubles`: registered test doubles that see no
+gold and carry a card, :func:`is_baseline`) are entries too: their rows are shown under the
+ranked ones of every block, labelled "baseline", as the floor every figure is read against
+(what silence, or echoing the question into the memory, scores). They are never the best of a column and never tested against it;
 ``format_brief`` lists them after the tests. The other doubles carry no card and are refused.
 
 **Silence cannot win.** The cartridge table (false recall, with the answerable abstention
@@ -90,6 +90,8 @@ from __future__ import annotations
 
 from ..verify import verify_text
 from .columns import (
+    ANSWER_COLUMNS,
+    ANSWER_RANK_BY,
     CARTRIDGE_RANK_BY,
     MEASURES,
     OTHER,
@@ -132,7 +134,7 @@ from .store import (
 from .tables import format_brief, format_leaderboard, format_markdown
 
 #: every public name the module membench/analysis/leaderboard.py had (before the split)
-__all__ = ["BASELINE_MARK", "CARTRIDGE_RANK_BY", "ENTRIES", "FORMAT", "MEASURES",
+__all__ = ["ANSWER_COLUMNS", "ANSWER_RANK_BY", "BASELINE_MARK", "CARTRIDGE_RANK_BY", "ENTRIES", "FORMAT", "MEASURES",
            "ORDERING_RESAMPLES", "OTHER", "PRIMARY", "RANK_BY", "RANK_REASONS", "RELEVANCE",
            "SHOWN_CONTEXT", "SHOWN_LATENCY", "STORE_FILE", "UNCALIBRATED_HIDDEN", "Added",
            "Leaderboard", "Refused", "add_runs", "best_rows", "cell_text", "entry_from_run",

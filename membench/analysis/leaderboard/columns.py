@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...metrics import abstention
+from ...metrics.answer_layer import ANSWER_BUDGETED
 from ...metrics.measures import JUDGMENT_MEASURES, MEAN_MEASURES, ORDERING_MEASURES, SILENCE
 
 PRIMARY = "gold"
@@ -24,14 +25,18 @@ MEASURES: tuple[str, ...] = tuple(
                                                           "cartridge_recall")],
                 "answerable_kept@fr0.10", "false_recall_rate", "false_recall_native",
                 "abstain_rate_answerable", SILENCE, "abstention_auc", "holder_correctness",
-                "temporal_correctness")
+                "temporal_correctness", ANSWER_BUDGETED)
     if m in MEAN_MEASURES or m in ORDERING_MEASURES)
 SHOWN_LATENCY = "latency_p50_ms"
-#: the answer layer and the context cost, shown beside latency (never tested, never ranked
-#: unless asked): does the cartridge hand the answer over, recall within 1024 tokens, and the
-#: median tokens of a committed (non-empty) cartridge
-SHOWN_CONTEXT: tuple[str, ...] = ("answer@cartridge", "answer@10", "recall@1024tok",
-                                  "context_tokens_committed_p50")
+#: the answer layer and the context cost, shown beside the ranked answer figure (never tested,
+#: never ranked): the uncut answer@cartridge with the median tokens of a committed (non-empty)
+#: cartridge, answer@10 and its grounded part, recall within 1024 tokens
+SHOWN_CONTEXT: tuple[str, ...] = ("answer@cartridge", "context_tokens_committed_p50",
+                                  "answer@10", "grounded_answer@10", "recall@1024tok")
+#: the answer table's ranking: the answer handed over within the stated token budget
+ANSWER_RANK_BY = ANSWER_BUDGETED
+#: the answer table's columns: the ranked (tested) answer figure, then what is shown beside it
+ANSWER_COLUMNS: tuple[str, ...] = (ANSWER_RANK_BY, *SHOWN_CONTEXT)
 #: the measures that follow the judgment set (one table per set) ...
 RELEVANCE: tuple[str, ...] = tuple(m for m in MEASURES if m in JUDGMENT_MEASURES)
 #: ... and the ones that do not (one table per size class, shown under gold)
@@ -82,5 +87,5 @@ def cell_text(c, digits: int = 3) -> str:
     return s
 
 
-__all__ = ["CARTRIDGE_RANK_BY", "MEASURES", "OTHER", "PRIMARY", "RANK_BY", "RELEVANCE",
+__all__ = ["ANSWER_COLUMNS", "ANSWER_RANK_BY", "CARTRIDGE_RANK_BY", "MEASURES", "OTHER", "PRIMARY", "RANK_BY", "RELEVANCE",
            "SHOWN_CONTEXT", "SHOWN_LATENCY", "cell_text", "gate_text"]

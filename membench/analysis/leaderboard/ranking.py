@@ -2,7 +2,7 @@
 :class:`Leaderboard` (one long row per size class, judgment set, scope, entry and measure: the
 best of each column, the gates' verdicts, the paired tests against the best with Holm's
 correction over each table), the labels of its rows (:func:`entry_label`, :func:`ran_text`,
-the no-memory baselines: :func:`is_baseline`), the best per headline measure
+the baselines: :func:`is_baseline`), the best per headline measure
 (:func:`best_rows`) and why the rows are ordered as they are (:func:`rank_reason`). The rules
 are in :mod:`membench.analysis.leaderboard`.
 
@@ -39,6 +39,8 @@ from ...systems.cards import size_class
 # verify imports the store inside its functions only, so this import is no circle
 from ..verify import read_verifications, verify_text
 from .columns import (
+    ANSWER_COLUMNS,
+    ANSWER_RANK_BY,
     CARTRIDGE_RANK_BY,
     MEASURES,
     OTHER,
@@ -53,11 +55,12 @@ from .columns import (
 from .store import read_store
 
 #: what a baseline's label says after its name (:func:`is_baseline`)
-BASELINE_MARK = " (no-memory baseline)"
+BASELINE_MARK = " (baseline)"
 
 
 def is_baseline(e: dict[str, Any]) -> bool:
-    """An entry of a no-memory baseline (``nothing``, ``echo``: a registered test double that
+    """An entry of a baseline (``nothing``, no memory; ``echo``, question-word overlap over the
+    memory with an empty cartridge: a registered test double that
     carries a card and sees no gold; the others carry none and are refused). Its row is shown
     under the ranked ones, as the floor every figure is read against; it is never the best of
     a column and never tested against it."""
@@ -136,9 +139,13 @@ class Leaderboard:
         """What a table of ``family`` is ranked by: :attr:`rank_by` when it is one of the
         family's measures, else the family's default (``recall@1000`` for relevance,
         :data:`CARTRIDGE_RANK_BY` for the cartridge and scope table, on which silence scores
-        0)."""
+        0); the answer table (``"answer"``) always by :data:`ANSWER_RANK_BY`, the answer
+        within the token budget."""
+        if family == "answer":
+            return ANSWER_RANK_BY
         if family == "other":
-            return self.rank_by if self.rank_by in OTHER else CARTRIDGE_RANK_BY
+            return self.rank_by if self.rank_by in OTHER and self.rank_by not in \
+                ANSWER_COLUMNS else CARTRIDGE_RANK_BY
         return self.rank_by if self.rank_by in RELEVANCE else RANK_BY
 
     def table(self, size: str, judgment_set: str, scope: str | None = None,
@@ -189,6 +196,10 @@ RANK_REASONS: dict[str, str] = {
                    "reranker or a cartridge could still use it? It orders the systems by what "
                    "they can find, the question Q2D-Web's leaderboard ranks by. Whether the "
                    "evidence is at the top is recall@10's question (the gated one) and nDCG@10's",
+    ANSWER_RANK_BY: "the answer handed over within a stated token budget: a cartridge past "
+                    "1,024 tokens scores 0, so a system cannot raise it by committing more "
+                    "atoms, as it can raise the uncut answer@cartridge shown beside it with "
+                    "the committed tokens",
     abstention.KEPT: "the false-recall gate read as an operating point: how much of the "
                      "answerable items a system still answers when held to a false recall of "
                      "at most 0.10. A system that always abstains scores 0 on it, so silence "

@@ -55,13 +55,16 @@ from ...systems.cards import Card
 from ..tell_columns import sets_tells
 from .columns import MEASURES, PRIMARY, SHOWN_CONTEXT, SHOWN_LATENCY, _num
 
-FORMAT = 7         # 2: entries carry their sha256 (a store of format 1 is re-made); 3: the
+FORMAT = 8         # 2: entries carry their sha256 (a store of format 1 is re-made); 3: the
 #                    abstention beside false recall and the abstention-order statistics;
 #                    4: what ran (identity, sealed) in the key; 5: false recall over the
 #                    audited unanswerables, the natives with a tell in their own column
 #                    (items.abstention.audited, native_tells); 6: the answer layer and the
 #                    context cost shown beside latency (SHOWN_CONTEXT); 7: the abstention
-#                    the silence check reads (abstain_rate_gated: code's answerables out)
+#                    the silence check reads (abstain_rate_gated: code's answerables out);
+#                    8: the answer within the token budget, ranked and tested with its
+#                    per-item values (answer@cartridge_1024tok), grounded_answer@10 shown, and
+#                    the answer text without generated captions
 STORE_FILE = "store.json"
 ENTRIES = "entries"
 _ID = re.compile(r"[0-9a-f]{16}")
@@ -389,15 +392,19 @@ class _Entry(_Open):
 
 
 #: what a store of an older format lacks (said when it is refused)
+_F8 = ("the answer within the 1,024-token budget, ranked and tested "
+       "(answer@cartridge_1024tok), grounded_answer@10 shown, and the answer text without "
+       "generated image captions (format 8)")
 _FORMAT_CHANGES: dict[int, str] = {
     4: "false recall over the audited unanswerables only, the natives with a tell in their "
        "own column (format 5); the answer layer and the context cost (format 6); the "
-       "abstention the silence check reads (format 7)",
+       "abstention the silence check reads (format 7); " + _F8,
     5: "the answer layer and the context cost beside latency (answer@cartridge, answer@10, "
        "recall@1024tok, context_tokens_committed_p50: format 6); the abstention the silence "
-       "check reads (abstain_rate_gated: format 7)",
+       "check reads (abstain_rate_gated: format 7); " + _F8,
     6: "the abstention the false-recall gate's silence check reads, over the modalities with "
-       "unanswerable items (abstain_rate_gated: format 7)",
+       "unanswerable items (abstain_rate_gated: format 7); " + _F8,
+    7: _F8,
 }
 
 

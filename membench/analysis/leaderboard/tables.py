@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...metrics.answer_layer import ANSWER_BUDGETED
 from ...metrics.measures import BY_NAME
 from ..tell_columns import label
 from .columns import PRIMARY, RELEVANCE, gate_text
@@ -55,11 +56,14 @@ def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
                        measures: tuple[str, ...] = ("recall@1000", "recall@10", "ndcg@10",
                                                     "answerable_kept@fr0.10",
                                                     "false_recall_rate", "false_recall_native",
-                                                    "abstain_rate_answerable")) -> str:
+                                                    "abstain_rate_answerable", ANSWER_BUDGETED,
+                                                    "answer@cartridge",
+                                                    "context_tokens_committed_p50")) -> str:
     """Plain text for the command line: per size class and judgment set, the chosen scopes'
     rows with value [CI] n and the comparison with the best (the two false recalls named as
     :func:`membench.analysis.tell_columns.label`: audited, and the natives with a tell with
-    the tell's ROC AUC)."""
+    the tell's ROC AUC; the ranked answer figure, within its token budget, beside the uncut
+    answer@cartridge and the median tokens of a committed cartridge)."""
     lines = [f"{len(lb.entries)} entries; {lb.store['split']} split, "
              f"{lb.store['selection']['queries']} queries; ranked by {lb.rank_by}; paired tests "
              "against the best of each column, Holm over each table"]
@@ -83,7 +87,9 @@ def format_markdown(lb: Leaderboard, *, scope: str = "all",
                     measures: tuple[str, ...] = ("recall@1000", "recall@10", "ndcg@10",
                                                  "answerable_kept@fr0.10", "false_recall_rate",
                                                  "false_recall_native",
-                                                 "abstain_rate_answerable")) -> str:
+                                                 "abstain_rate_answerable", ANSWER_BUDGETED,
+                                                 "answer@cartridge",
+                                                 "context_tokens_committed_p50")) -> str:
     """A Markdown table (README): one row per size class, judgment set and system over
     ``scope``; each cell value [95% CI], ``best``, or the difference from the best with its
     Holm p (``=`` when not significant), gates as PASS / FAIL. Measures that do not follow the
