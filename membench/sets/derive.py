@@ -20,11 +20,20 @@ stays in ``origin.derived_from`` and its gold regions in ``origin.distractor``, 
 that would answer it in another scope, for the failure browser). So no question is asked once
 answerably and once not because of a derivation, and repeating a question tells nothing.
 
-Which answerable queries are derived is decided by a hash of the query id (no randomness, no
-dependence on order), with a quota per source (:data:`POLICY`). ``as_of`` of every record is
-drawn by :mod:`membench.sets.timeline` (seeded by the query id): answerable, native
-unanswerable and transactive queries a few slots after their anchor, temporal ones a few slots
-before their evidence, with the same offsets and clock digits.
+Which questions are derived is decided by hashes (no randomness, no dependence on order), with a
+quota per source (:data:`POLICY`). First, the **late pool**: each item's question cluster draws
+one number, and a question is kept answerable when it is under
+:meth:`membench.sets.timeline.Timeline.keep` of its latest evidence's slot (1 for gold before
+the holder's as_of window, falling to its end), so that the gold's place among the items a
+query sees is uniform and a ranker by time finds it no sooner than a random one. Transactive
+derivation takes clusters from the late pool first, then from the others; temporal derivation
+takes only clusters none of whose questions is kept (so no sister question asked later betrays
+it); a late question that neither takes is **not asked** (``DeriveStats.not_asked``).
+``as_of`` of every record is drawn by :mod:`membench.sets.timeline` (seeded by the query id):
+an answerable query in the window after its evidence, a temporal one in the window before its
+evidence, native and transactive unanswerables at the slot of an answerable query of their
+holder, all with the same offsets and clock digits. A source with no unanswerable at all asks
+after every item (:data:`WINDOW_START` sets another window start for a source).
 
 **Guards.** A derivation is skipped, and counted with its reason in ``coverage.json``, when the
 memory it is asked of could answer it after all:
