@@ -392,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{g['cross_fitted']:.3f} | {g['gain_cross_fitted']:+.3f} |")
     print()
     print("| modality | answerable / unanswerable | tell ROC AUC (cross-fitted) | answerable "
-          "abstention | false recall alone | blended | gain | weights (half 0; half 1, per halving) |")
+          "abstention | false recall alone | blended | gain | weights (half 0; half 1, per "
+          "halving) |")
     print("|---|---|---:|---|---:|---:|---:|---|")
     blends = blend_gains([Path(r) for r in a.runs], Path(a.sets),
                          with_tell_natives=a.with_tell_natives)

@@ -45,20 +45,20 @@ year_after_as_of     it names a year after ``as_of``'s
 and, for the joint classifier only, where the question's look-alikes and named dates sit
 against its as_of (:data:`JOINT_EXTRA`):
 
-===================  =====================================================================
-sister_dir           its most similar question of the same holder (the sister) is asked at a
-                     later (+1), the same (0) or an earlier (-1) as_of; 0 without one
-sister_slot_gap      the sister's visible items minus its own (slots of the holder's timeline)
-sister_gap_s         seconds from its as_of to the sister's (signed log)
-near3_later,         of its three most similar questions of the same holder: the share asked
-near3_slot_gap       later, and their mean slot gap
-n_dates,             how many dates it names (:func:`named_dates`); the days from as_of to the
-date_lead_days,      latest one's start (missing without one); whether one begins after as_of
-date_after_as_of     (:func:`date_after`)
-nn_own_later         the sister is asked later (the sister rule)
-names_source_qs,     how many other questions of its source use its names; how many other
-names_source_holders holders of its source ask about them
-===================  =====================================================================
+=====================  ===================================================================
+sister_dir             its most similar question of the same holder (the sister) is asked at a
+                       later (+1), the same (0) or an earlier (-1) as_of; 0 without one
+sister_slot_gap        the sister's visible items minus its own (slots of the holder's timeline)
+sister_gap_s           seconds from its as_of to the sister's (signed log)
+near3_later,           of its three most similar questions of the same holder: the share asked
+near3_slot_gap         later, and their mean slot gap
+n_dates,               how many dates it names (:func:`named_dates`); the days from as_of to the
+date_lead_days,        latest one's start (missing without one); whether one begins after as_of
+date_after_as_of       (:func:`date_after`)
+nn_own_later           the sister is asked later (the sister rule)
+names_source_qs,       how many other questions of its source use its names; how many other
+names_source_holders   holders of its source ask about them
+=====================  ===================================================================
 
 The population is the **audited** one (``origin.audited``, :mod:`membench.contract.tells`):
 every answerable record and every audited unanswerable one. Upstream natives with a tell of
@@ -956,9 +956,9 @@ def audit_key(sets_dir: str | Path) -> str | None:
 
 def audit_sets_cached(sets_dir: str | Path) -> Audit:
     """:func:`audit_sets`, from ``cache_dir("audit")`` when these very set files were audited
-    by this code before (:func:`audit_key`), else computed and cached. The audit (a
-    cross-validated classifier per modality and a bootstrap of its AUC, about 10 s of CPU) is a
-    function of the set files and the code alone; every ``membench run`` checks the sets
+    by this code before (:func:`audit_key`), else computed and cached. The audit
+    (cross-validated classifiers per modality and a bootstrap of each AUC, about a minute of
+    CPU) is a function of the set files and the code alone; every ``membench run`` checks the sets
     before it ingests, and report 01 shows the audit of each run's sets, so it is computed
     once per set content. A torn or foreign cache file is audited again; a read-only cache
     only costs time."""
