@@ -19,6 +19,9 @@ from membench.sets.derive import (
     derive,
     names,
 )
+import pytest
+
+from membench.sets import derive as derive_module
 from membench.sets.neardup import NearDupIndex
 from membench.contract.schema import AnnotationRecord, RecordDraft, SourceItem
 from membench.sets.timeline import build_timelines
@@ -48,6 +51,17 @@ def rec(n: int, question: str, sid: str, holder: str = "h/a", **over) -> RecordD
         gold=[{"source_id": sid, "region": {"page": 1}}],
         scope={"holder": holder, "scenario": "s"}, unanswerable=False,
         origin={"dataset": "d", "revision": "r", "item": str(n), "license": "L"}, **over)
+
+
+@pytest.fixture
+def late(monkeypatch):
+    """Every question cluster whose gold is in the as_of window goes to the late pool (the keep
+    draw made 1 - 1e-9), so the temporal guards are what a test exercises."""
+    real = derive_module.uniform
+
+    def draw(*parts):
+        return 1 - 1e-9 if parts[0] == "as_of-keep" else real(*parts)
+    monkeypatch.setattr(derive_module, "uniform", draw)
 
 
 def by_id(out: list[AnnotationRecord]) -> dict[str, AnnotationRecord]:
@@ -220,7 +234,8 @@ def test_a_question_without_distinctive_words_is_never_derived():
     r = rec(1, "How many figures are in this paper?", "src:a2")
     out, st = derive("src", [r], items, texts, split, tls)
     assert [x.query_id for x in out] == ["src:1"] and not out[0].unanswerable
-    assert st.skipped == {f"transactive: {NO_ANCHOR}": 1, f"temporal: {NO_ANCHOR}": 1}
+    # its gold is early (kept answerable), so only transactive derivation was tried
+    assert st.late == 0 and st.skipped == {f"transactive: {NO_ANCHOR}": 1}
 
 
 def test_transactive_anchor_guard_reads_the_other_holders_memory():
@@ -255,14 +270,13 @@ def test_picture_near_duplicates_by_perceptual_hash():
     near = NearDupIndex(texts, phash={"src:a0": 0, **{f"src:b{i}": (0b111 if i == 2 else -1 & 0xFFFF_FFFF)
                                                       for i in range(6)}})
     out, st = derive("src", [r], items, texts, split, tls, near)
-    assert st.transactive == 0 and st.skipped == {f"transactive: {T_NEARDUP}": 1,
-                                                  f"temporal: {FIRST}": 1}
+    assert st.transactive == 0 and st.skipped == {f"transactive: {T_NEARDUP}": 1}
     far = NearDupIndex(texts, phash={"src:a0": 0, **{f"src:b{i}": 0xFFFF_FFFF for i in range(6)}})
     out, st = derive("src", [r], items, texts, split, tls, far)
     assert st.transactive == 1
 
 
-def test_temporal_as_of_precedes_all_evidence_and_sees_something():
+def test_temporal_as_of_precedes_all_evidence_and_sees_something(late):
     items, texts, split, tls = world(FILLER[:10], FILLER[10:20])
     texts["src:a7"] = "zephyr turbine report"
     texts["src:a5"] = "the zephyr appendix"
@@ -276,7 +290,7 @@ def test_temporal_as_of_precedes_all_evidence_and_sees_something():
     assert d.origin.distractor == [{"source_id": "src:a7", "region": {"page": 1}}]
 
 
-def test_temporal_guards_read_the_whole_holder_not_only_the_past():
+def test_temporal_guards_read_the_whole_holder_not_only_the_past(late):
     items, texts, split, tls = world(FILLER[:10], FILLER[10:20])
     texts["src:a5"] = "zephyr turbine report"
     texts["src:a9"] = "zephyr turbine figures"       # after as_of, still a reason to skip
@@ -300,15 +314,17 @@ def test_temporal_guards_read_the_whole_holder_not_only_the_past():
     assert st.temporal == 1
 
 
-def test_evidence_in_the_first_observation_cannot_be_temporal():
-    items, texts, split, tls = world(["zephyr turbine"] + FILLER[:5], FILLER[5:11])
-    r = rec(1, "What does the zephyr turbine report say?", "src:a0")
+def test_evidence_before_the_window_cannot_be_temporal(late):
+    # latest evidence a5 (late: not kept), earliest a0: no as_of of the window [4, 9] precedes it
+    items, texts, split, tls = world(["zephyr turbine"] + FILLER[:9], FILLER[9:19])
+    r = rec(1, "What does the zephyr turbine report say?", "src:a0",
+            judgments={"any_annotator": [{"source_id": "src:a5", "region": {"page": 1}}]})
     out, st = derive("src", [r], items, texts, {"h/a": "dev", "h/b": "test"}, tls)
     assert st.skipped == {f"temporal: {FIRST}": 1, f"transactive: {NO_HOLDER}": 1}
-    assert not out[0].unanswerable
+    assert out == [] and st.late == 1 and st.not_asked == 1     # late, and nothing took it
 
 
-def test_as_of_of_every_kept_record_follows_its_evidence_within_the_spread():
+def test_as_of_of_every_kept_record_follows_its_evidence_in_the_window():
     n = 40
     items, texts, split, tls = world([f"zephyr{i} turbine{i}" for i in range(n)],
                                      [f"other{i}" for i in range(n)])
@@ -318,15 +334,25 @@ def test_as_of_of_every_kept_record_follows_its_evidence_within_the_spread():
                                "answer_format": "none"}))
     out, st = derive("src", recs, items, texts, split, tls)
     tl = tls["h/a"]
-    spread = tl.spread
-    assert spread == 3
+    lo = tl.window_start
+    assert lo == 19
     kept = [r for r in out if not r.origin.derivation]
-    assert len(out) == n + 1 and st.transactive == 6 and st.temporal == 4
+    # every question is asked once, derived or not, or counted as not asked
+    assert len(out) + st.not_asked == n + 1
+    derived = sum(1 for r in out if r.origin.derivation)
+    assert st.late > 0 and derived == st.transactive + st.temporal
+    assert st.temporal + st.not_asked <= st.late      # temporal ones come from the late pool
     for r in kept:
         if r.unanswerable:
+            assert tl.times[lo] <= r.as_of                  # a slot of an answerable query
             continue
         g = items[r.gold[0].source_id].observed_at
-        assert g <= r.as_of < g + (spread + 1) * H      # in a slot 0..spread after its gold
+        assert g <= r.as_of and tl.times[lo] <= r.as_of      # after its gold, in the window
+        assert tl.keep(tl.slot_of(g)) > 0
+    for r in out:
+        if r.origin.derivation == "temporal":
+            ev = items[r.origin.distractor[0]["source_id"]].observed_at
+            assert tl.times[lo] <= r.as_of < ev
     # the clock digits are drawn, not inherited: no fixed second, no item time
     assert len({r.as_of.second for r in out}) > 10
     assert not {r.as_of for r in out} & {it.observed_at for it in items.values()}
@@ -354,3 +380,16 @@ def test_transactive_moves_only_between_holders_read_the_same_way():
     r = rec(1, "What does the zephyr turbine report say?", "src:a0")
     out, st = derive("src", [r], items, texts, split, tls)
     assert st.transactive == 0 and st.skipped[f"transactive: {NO_HOLDER}"] == 1
+
+
+def test_a_temporal_question_naming_a_later_date_is_not_derived(late):
+    from membench.sets.derive import DATE_AFTER
+
+    items, texts, split, tls = world(FILLER[:10], FILLER[10:20])
+    texts["src:a8"] = "zephyr turbine report"
+    for question, derived in (("What did the zephyr turbine report say on 8 May 2030?", False),
+                              ("What did the zephyr turbine report say in May 2020?", True)):
+        r = rec(1, question, "src:a8")
+        out, st = derive("src", [r], items, texts, {"h/a": "dev", "h/b": "test"}, tls)
+        assert st.temporal == int(derived), question
+        assert (st.skipped.get(f"temporal: {DATE_AFTER}", 0) == 1) is not derived

@@ -336,8 +336,21 @@ def _position_floor(ctx: Context) -> str:
 
     d = json.loads(POSITION_FLOOR_RESULT.read_text())
     sy = d["systems"]
+    pos = d.get("positions", {})
+
+    def items(m: str) -> str:
+        """median items seen (dev / test) and test's gold-is-newest / -oldest rate against
+        chance, at the item level (read from the set files: the test split is never run)."""
+        dv, te = pos.get("dev", {}).get(m), pos.get("test", {}).get(m)
+        if not dv or not te:
+            return "— | —"
+        return (f"{dv['median_seen']:g} / {te['median_seen']:g} | {te['newest']:.3f} / "
+                f"{te['oldest']:.3f} / {te['chance']:.3f} (n = {te['n']})")
+
     rows = ["| modality (dev) | answerable n | random | newest first | oldest first | "
-            f"within random + {POSITION_MARGIN:.2f} |", "|---|---:|---:|---:|---:|---|"]
+            f"within random + {POSITION_MARGIN:.2f} | median items seen (dev / test) | "
+            "test, items: gold newest / first / chance |",
+            "|---|---:|---:|---:|---:|---|---:|---|"]
     for m in [*MODALITIES, "all"]:
         if m not in sy["random"]:
             continue
@@ -346,12 +359,13 @@ def _position_floor(ctx: Context) -> str:
             continue
         if not sy["random"][m]["recall@1000"]["value"]:
             rows.append(f"| {m} | {r['n']} | {_fig(r)} | {_fig(n)} | {_fig(o)} | not measured: "
-                        "no structural atom hits its gold (random's recall@1000 is 0) |")
+                        "no structural atom hits its gold (random's recall@1000 is 0) | "
+                        f"{items(m)} |")
             continue
         bad = [name for name, e in (("newest", n), ("oldest", o))
                if e["value"] > r["value"] + POSITION_MARGIN]
         rows.append(f"| {m} | {r['n']} | {_fig(r)} | {_fig(n)} | {_fig(o)} | "
-                    + ("yes" if not bad else "**no**: " + ", ".join(bad)) + " |")
+                    + ("yes" if not bad else "**no**: " + ", ".join(bad)) + f" | {items(m)} |")
     return "\n".join(rows)
 
 

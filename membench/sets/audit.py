@@ -105,6 +105,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .dates import YEAR as _YEAR, date_after, named_dates
+
 from ..core.jsonl import read_models
 from ..modalities import MODALITIES
 from ..contract.schema import AnnotationRecord, SourceItem
@@ -136,14 +138,6 @@ JOINT_EXTRA = ("sister_dir", "sister_slot_gap", "sister_gap_s", "near3_later",
 JOINT_FEATURES = FEATURES + JOINT_EXTRA
 TWIN_COPY = 0.7     # TF-IDF cosine of a near-copy (rule "near_copy")
 _SIM_BLOCK = 512    # rows of question cosines computed at once
-_YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
-           "september", "october", "november", "december")
-_MON = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
-# "8 May 2023", "8th of May, 2023", "May 8, 2023", "May 2023"
-_DATES = (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON + r",?\s+(19\d\d|20\d\d)\b"),
-          re.compile(r"\b" + _MON + r"\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(19\d\d|20\d\d)\b"),
-          re.compile(r"\b" + _MON + r",?\s+(19\d\d|20\d\d)\b"))
 _FILE_WORD = re.compile(r"[a-z]{3,}")
 _SPACE = re.compile(r"\s+")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -151,51 +145,6 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 def _norm_q(q: str) -> str:
     return _SPACE.sub(" ", q.strip().lower())
-
-
-def _month(word: str) -> int:
-    return next(i for i, m in enumerate(_MONTHS, 1) if m.startswith(word[:3]))
-
-
-def named_dates(question: str) -> list[tuple[int, int, int]]:
-    """The dates a question names, as (year, month, day) with 0 for a part it leaves out: "8
-    May 2023" (or "May 8, 2023") -> (2023, 5, 8), "May 2023" -> (2023, 5, 0), a bare year ->
-    (year, 0, 0). A day that does not exist (30 February) is read as its month."""
-    q = question.lower()
-    out: list[tuple[int, int, int]] = []
-    taken: list[tuple[int, int]] = []
-    for k, rx in enumerate(_DATES):
-        for m in rx.finditer(q):
-            if any(a <= m.start() < b for a, b in taken):
-                continue
-            g = m.groups()
-            if k == 0:
-                d, mo, y = int(g[0]), _month(g[1]), int(g[2])
-            elif k == 1:
-                mo, d, y = _month(g[0]), int(g[1]), int(g[2])
-            else:
-                mo, d, y = _month(g[0]), 0, int(g[1])
-            try:
-                if d:
-                    datetime(y, mo, d)
-            except ValueError:
-                continue
-            out.append((y, mo, d))
-            taken.append((m.start(), m.end()))
-    for m in _YEAR.finditer(q):
-        if not any(a <= m.start() < b for a, b in taken):
-            out.append((int(m.group(1)), 0, 0))
-    return out
-
-
-def date_after(question: str, as_of: datetime) -> bool:
-    """Whether a date the question names (:func:`named_dates`) begins after ``as_of``'s day,
-    month or year (as precise as the date is): a question about a day still to come."""
-    t = as_of.astimezone(timezone.utc)
-    for y, mo, d in named_dates(question):
-        if (y, mo or 0, d or 0) > (t.year, t.month if mo else 0, t.day if d else 0):
-            return True
-    return False
 
 
 def _seconds(dt: datetime) -> float:

@@ -302,18 +302,22 @@ def render_coverage(coverage: list[dict]) -> str:
 
 
 def render_derivation(coverage: list[dict]) -> str:
-    """Per source with records: the derived unanswerables of each kind, the candidates the
-    guards skipped (by reason) and the kinds a source never derives (and why)."""
-    rows = ["| source | transactive | temporal | skipped by a guard (why) | not derived (why) |",
-            "|---|---:|---:|---|---|"]
+    """Per source with records: its answerable candidates, the late pool (questions not kept
+    answerable, :mod:`membench.sets.timeline`) and how many of it were not asked, the derived
+    unanswerables of each kind, the candidates the guards skipped (by reason) and the kinds a
+    source never derives (and why)."""
+    rows = ["| source | answerable candidates | late pool | not asked | transactive | temporal | "
+            "skipped by a guard (why) | not derived (why) |",
+            "|---|---:|---:|---:|---:|---:|---|---|"]
     for c in coverage:
         d = c.get("derived")
         if not d:
             continue
         skipped = "; ".join(f"{k}: {v}" for k, v in d["skipped"].items()) or "—"
         never = "; ".join(f"{k}: {v}" for k, v in d["not_derived"].items()) or "—"
-        rows.append(f"| {c['source']} | {d['transactive']} | {d['temporal']} | {skipped} | "
-                    f"{never} |")
+        rows.append(f"| {c['source']} | {d['candidates']} | {d.get('late', '—')} | "
+                    f"{d.get('not_asked', '—')} | {d['transactive']} | {d['temporal']} | "
+                    f"{skipped} | {never} |")
     return "\n".join(rows)
 
 
@@ -327,7 +331,9 @@ def derivation_frame(coverage: list[dict]):
         d = c.get("derived")
         if not d:
             continue
-        rows.append({"source": c["source"], "transactive": d["transactive"],
+        rows.append({"source": c["source"], "answerable candidates": d["candidates"],
+                     "late pool": d.get("late"), "not asked": d.get("not_asked"),
+                     "transactive": d["transactive"],
                      "temporal": d["temporal"],
                      "skipped by a guard (why)": "; ".join(
                          f"{k}: {v}" for k, v in d["skipped"].items()) or "—",

@@ -77,7 +77,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 
@@ -86,10 +86,11 @@ import snowballstemmer
 
 from .. import modalities
 from ..core.hashing import hash_order
+from .dates import date_after
 from .neardup import NearDupIndex
 from ..contract.schema import AnnotationRecord, Gold, Origin, RecordDraft, Scope, SourceItem
 from ..contract.tells import labels as tell_labels
-from .timeline import Timeline, pick
+from .timeline import Timeline, pick, uniform
 
 # source key -> {derivation: share of the source's answerable queries}
 DEFAULT_POLICY: dict[str, float] = {"transactive": 0.15, "temporal": 0.10}
@@ -117,6 +118,12 @@ NOT_DERIVED: dict[str, dict[str, str]] = {
         "transactive": "GUI instructions (\"check the weather\") fit any device's screen",
     },
 }
+# where the as_of window starts for a source, when not at timeline.AS_OF_WINDOW_START:
+# MMLongBench's shelves hold four documents, and over a window of their last three slots a
+# temporal as_of (never in the last slot: its evidence must come after it) sits visibly
+# earlier than an answerable one (the audit's text-and-metadata classifier reads the visible
+# share, ROC AUC 0.67); over the last two slots it does not (docs/sets.md)
+WINDOW_START: dict[str, float] = {"mmlongbench": 0.7}
 ANCHOR_MAX_SHARE = 0.5
 # a transactive derivation moves an item's question cluster when at least this share of its
 # movable questions passes every guard for one target (the rest stay answerable)
@@ -151,7 +158,12 @@ T_NAMES = "no other holder's memory is as much at home with the names it asks ab
 T_ANCHORS = "its anchors are in every other holder's memory"
 T_NEARDUP = "a near-duplicate of its evidence is in every other holder's memory"
 T_EITHER = "every other holder's memory holds its anchors or a near-duplicate of its evidence"
-FIRST = "its evidence is in the holder's first observation (nothing is visible before it)"
+FIRST = ("its evidence is at or before the start of the holder's as_of window (no as_of "
+         "may fall before it)")
+QUOTA = "the source's temporal quota is full"
+DATE_AFTER = "its question names a date after its as_of (a day still to come tells)"
+SISTERS = ("a question about the same item is kept answerable (a sister asked later would "
+           "betray it)")
 E_ANCHORS = "another item of the holder holds most of its anchors"
 E_NEARDUP = "another item of the holder is a near-duplicate of its evidence"
 
@@ -204,6 +216,9 @@ def policy(source: str) -> dict[str, float | str]:
 class DeriveStats:
     candidates: int = 0
     clusters: int = 0           # item clusters moved whole by a transactive derivation
+    late_clusters: int = 0      # item clusters with a question not kept answerable
+    late: int = 0               # questions not kept answerable: derived, or not asked
+    not_asked: int = 0          # questions of the late pool that no derivation took
     transactive: int = 0
     temporal: int = 0
     skipped: Counter = field(default_factory=Counter)   # "<derivation>: <reason>" -> count
@@ -211,6 +226,8 @@ class DeriveStats:
 
     def as_dict(self) -> dict:
         return {"candidates": self.candidates, "clusters": self.clusters,
+                "late_clusters": self.late_clusters, "late": self.late,
+                "not_asked": self.not_asked,
                 "transactive": self.transactive,
                 "temporal": self.temporal, "skipped": dict(sorted(self.skipped.items())),
                 "not_derived": dict(sorted(self.not_derived.items()))}
@@ -516,26 +533,63 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
     src = _Source({k: v for k, v in items.items() if k.split(":", 1)[0] == source},
                   texts, timelines, index or NearDupIndex(texts))
     answerable = {r.query_id: r for r in drafts if not r.unanswerable}
+    if not any(pol.values()) and len(answerable) == len(drafts):
+        # no unanswerable at all: nothing to tell apart, so every as_of is after every item
+        # (the gold's place among what is seen is then uniform with nothing thinned)
+        timelines = {h: replace(tl, start_share=1.0) for h, tl in timelines.items()}
+        src.timelines = timelines
+    elif source in WINDOW_START:
+        timelines = {h: replace(tl, start_share=WINDOW_START[source])
+                     for h, tl in timelines.items()}
+        src.timelines = timelines
     order = hash_order(answerable, f"derive:{source}")
     qs = _QuerySet(drafts if any(pol.values()) else [])
     speakers = src.all_speakers
     stats = DeriveStats(candidates=len(order), not_derived=dict(NOT_DERIVED.get(source, {})))
 
+    # the latest evidence slot of every answerable query, and which of its questions each item
+    # cluster keeps answerable (timeline.keep); the others are the late pool the derivations
+    # draw from first
     anchor_slot: dict[str, int] = {}
-    pool: dict[str, list[int]] = defaultdict(list)      # holder -> anchors of its answerables
     for qid in sorted(answerable):
         r = answerable[qid]
         anchor_slot[qid] = max(src.slot(g.source_id) for g in evidence(r))
-        pool[r.scope.holder].append(anchor_slot[qid])
+    clusters = _clusters(answerable, order, source)
+    in_late: set[str] = set()       # questions not kept answerable
+    whole: set[str] = set()         # clusters none of whose questions is kept
+    for key, members in clusters:
+        u = uniform("as_of-keep", source, key)      # one draw per cluster: keep is monotone,
+        tl = timelines[answerable[members[0]].scope.holder]   # so earlier gold is kept first
+        gone = [q for q in members if answerable[q].as_of is None     # upstream times stay
+                and u >= tl.keep(anchor_slot[q])]
+        in_late.update(gone)
+        if gone and len(gone) == len(members):
+            whole.add(key)
+    late_clusters = [(k, [q for q in ms if q in in_late]) for k, ms in clusters]
+    late_clusters = [(k, ms) for k, ms in late_clusters if ms]
+    stats.late_clusters = len(late_clusters)
+    stats.late = len(in_late)
 
-    def placed(holder: str, seed: str, anchor: int | None = None) -> datetime:
-        """as_of a few slots after ``anchor`` (default: an answerable query's anchor in this
-        holder, by hash; a holder without one: a slot by hash)."""
+    # the slot of every answerable query kept, drawn now: queries without evidence take one of
+    # their holder's by hash, so their as_of follows the same distribution
+    slot_of: dict[str, int] = {}
+    pool: dict[str, list[int]] = defaultdict(list)      # holder -> answerable slots
+    for qid in sorted(answerable):
+        r = answerable[qid]
+        if qid in in_late or r.as_of is not None:
+            continue
+        slot_of[qid] = timelines[r.scope.holder].answerable_slot(anchor_slot[qid], qid)
+        pool[r.scope.holder].append(slot_of[qid])
+    for p in pool.values():
+        p.sort()
+
+    def placed(holder: str, seed: str) -> datetime:
+        """as_of of a query without evidence: the slot of an answerable query of ``holder``
+        (by hash; a holder without one: :meth:`Timeline.free_slot`), a fresh offset."""
         tl = timelines[holder]
-        if anchor is None:
-            p = sorted(pool.get(holder, []))
-            anchor = p[pick(len(p), "pseudo-anchor", seed)] if p else pick(tl.slots, "slot", seed)
-        return tl.instant(tl.after(anchor, seed), seed)
+        p = pool.get(holder)
+        slot = p[pick(len(p), "pseudo-slot", seed)] if p else tl.free_slot(seed)
+        return tl.instant(slot, seed)
 
     def derived(r: RecordDraft, kind: str, scope: Scope, as_of: datetime,
                 qid: str) -> AnnotationRecord:
@@ -552,7 +606,8 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
 
     # ---- transactive: whole per-item question clusters move
     quota = math.ceil(float(pol.get("transactive", 0.0)) * len(order))
-    for key, members in _clusters(answerable, order, source):
+    kept_clusters = [(k, [q for q in ms if q not in in_late]) for k, ms in clusters]
+    for key, members in late_clusters + [(k, ms) for k, ms in kept_clusters if ms]:
         if stats.transactive >= quota:
             break
         moved = _move_cluster(src, qs, members, answerable, holder_split, speakers, stats)
@@ -568,17 +623,22 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
             stats.transactive += 1
         stats.clusters += 1
 
-    # ---- temporal
+    # ---- temporal: only from the clusters none of whose questions is kept answerable (no
+    # answerable sister is left to betray a temporal question by its later as_of)
     quota = math.ceil(float(pol.get("temporal", 0.0)) * len(order))
     for qid in order:
+        if qid in used or qid not in in_late:
+            continue
+        if cluster_key(answerable[qid]) not in whole:
+            stats.skipped[f"temporal: {SISTERS}"] += 1
+            continue
         if stats.temporal >= quota:
-            break
-        if qid in used:
+            stats.skipped[f"temporal: {QUOTA}"] += 1
             continue
         r = answerable[qid]
         new = f"{qid}~temporal"
         tl = timelines[r.scope.holder]
-        slot = tl.before(min(src.slot(g.source_id) for g in evidence(r)), new)
+        slot = tl.temporal_slot(min(src.slot(g.source_id) for g in evidence(r)), new)
         if slot is None:
             stats.skipped[f"temporal: {FIRST}"] += 1
             continue
@@ -600,13 +660,20 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
         if src.near_duplicate(r, memory):
             stats.skipped[f"temporal: {E_NEARDUP}"] += 1
             continue
-        out.append(derived(r, "temporal", r.scope, tl.instant(slot, new), new))
+        when = tl.instant(slot, new)
+        if date_after(r.question, when):
+            stats.skipped[f"temporal: {DATE_AFTER}"] += 1
+            continue
+        out.append(derived(r, "temporal", r.scope, when, new))
         used.add(qid)
         stats.temporal += 1
 
     # ---- the natives that stay
     for r in drafts:
         if r.query_id in used:
+            continue
+        if r.query_id in in_late:        # late gold that no derivation took: not asked
+            stats.not_asked += 1
             continue
         fields = r.model_dump()
         h = r.scope.holder
@@ -615,7 +682,7 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
         elif r.unanswerable:
             as_of = placed(h, r.query_id)
         else:
-            as_of = placed(h, r.query_id, anchor_slot[r.query_id])
+            as_of = timelines[h].instant(slot_of[r.query_id], r.query_id)
         if r.unanswerable:
             kind, ok = tell_labels(source, None)
             fields["origin"] = {**fields["origin"], "kind": kind, "audited": ok}

@@ -1,45 +1,57 @@
-"""Where a query's ``as_of`` sits on its holder's timeline, drawn so that it tells nothing
-(SPEC section 5, "No tells").
+"""Where a query's ``as_of`` sits on its holder's timeline, drawn so that neither the position of
+the gold among what the holder has seen nor the position of ``as_of`` tells anything (SPEC
+section 5, observed_at and "No tells").
 
 A holder's **timeline** is the sorted distinct ``observed_at`` of its items, ``T_0 < T_1 < ... <
-T_{M-1}``. **Slot** ``j`` is the interval ``[T_j, T_{j+1})`` (the last slot ends
-``tail`` after ``T_{M-1}``): an ``as_of`` in slot ``j`` sees exactly the items observed at
-``T_0 .. T_j``.
+T_{M-1}``, with ``c_j`` items observed at ``T_j``. **Slot** ``j`` is the interval ``[T_j,
+T_{j+1})`` (the last slot ends ``tail`` after ``T_{M-1}``): an ``as_of`` in slot ``j`` sees the
+``V_j = c_0 + ... + c_j`` items observed at ``T_0 .. T_j``. The **window** is the later part of
+the timeline where every ``as_of`` falls: slots ``L .. M-1`` with ``L = floor(AS_OF_WINDOW_START
+* (M - 1))``; for a source none of whose queries is unanswerable (nothing to tell apart) the
+window is the last slot, after every item.
 
-Every record's ``as_of`` is drawn the same way, seeded by its query id:
+**Answerable queries: the gold's rank among what is visible is uniform.** For a query whose
+latest evidence is in slot ``g``, the slot of ``as_of`` is drawn over ``max(g, L) .. M-1`` with
+probability proportional to ``1 / V_s`` (:meth:`Timeline.answerable_slot`). Over the queries of a
+holder whose gold slots are spread evenly, this makes the gold's place among the ``V_s`` visible
+items uniform whatever ``s`` is: a ranker that orders the memory by ``observed_at`` (newest or
+oldest first) finds it no sooner than a random one. A query whose gold is late in the timeline
+would break that (its gold can only be among the newest), so a question cluster (the questions
+about one item) is **kept** answerable with probability :meth:`Timeline.keep` ``=
+W(max(g, L)) / W(L)``, ``W(x) = sum_{s >= x} 1 / V_s``: 1 for gold in the first part of the
+timeline, falling towards the end. The clusters not kept are the **late pool** the derivations
+draw from first (:mod:`membench.sets.derive`); what no derivation takes is not asked, and
+counted.
 
-1. an **anchor** slot: for an answerable query the slot of its latest evidence (gold or any
-   judgment set's), for a derived temporal query the slot of its earliest evidence; for a
-   query with no evidence (a native or transactive unanswerable) the anchor of an answerable
-   query of the same holder, chosen by hash, so that its position follows the same
-   distribution;
-2. a **step** ``d``, uniform over ``0 .. min(spread, room)`` with ``spread =
-   floor(AS_OF_SPREAD * (M - 1))`` slots: the slot is ``anchor + d`` (answerable-like) or
-   ``anchor - 1 - d`` (temporal: before the evidence, and never before the first item, so
-   at least one item is always visible), so both kinds sit mid-timeline and answerable
-   queries have later items too (temporal correctness then means something on them);
-3. an **offset** inside the slot, ``floor(u * L)`` whole seconds with ``u`` uniform in
-   ``[0, 1)`` and ``L`` the slot's length (the last slot's length is the holder's median gap
-   between items, else the source's, else one day), so the clock digits and the gaps to the
-   neighbouring items follow the same distribution for every kind of record.
+**Temporal queries** (asked before their earliest evidence, slot ``e``): ``as_of`` in ``L ..
+e-1`` with probability proportional to ``1 / (N - V_s + 1)^2`` (``N`` the holder's items), which
+leans towards the evidence so that the share of the timeline visible at a temporal ``as_of``
+follows the answerable ones' (an even draw would sit early in the window: a tell). A query with
+no evidence (native or transactive unanswerable) takes the slot of an answerable query of the
+same holder, chosen by hash (:meth:`Timeline.free_slot` when the holder has none).
 
-Nothing here reads content; the same seed gives the same instant on every machine.
+Inside the slot, the **offset** is ``floor(u * length)`` whole seconds (``u`` uniform in ``[0,
+1)``; the last slot's length is the holder's median gap between items, else the source's, else
+one day), so the clock digits and the gaps to the neighbouring items follow the same
+distribution for every kind of record. Every draw is seeded by the query id: nothing here reads
+content, and the same seed gives the same instant on every machine.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ..core.hashing import stable_hash
 
-# The step after (or before) the anchor spans up to this share of the holder's slots: wide
-# enough that the evidence is not simply the latest item, narrow enough that answerable and
-# temporal as_of fall in the same part of the timeline (the audit's gates bound it).
-AS_OF_SPREAD = 0.1
+# as_of falls in the later part of each holder's timeline, from this share of its slots on: the
+# earlier part holds the gold of the queries kept answerable at full rate; the later part is
+# where the as_of of every kind of query falls (temporal ones need room before their evidence)
+AS_OF_WINDOW_START = 0.5
 DEFAULT_TAIL = timedelta(days=1)
 _UNIT = float(1 << 64)
 
@@ -54,21 +66,52 @@ def pick(n: int, *parts: str) -> int:
     return min(n - 1, int(uniform(*parts) * n))
 
 
+def weighted(weights: Sequence[float], *parts: str) -> int:
+    """An index drawn with probability proportional to ``weights`` (all > 0), seeded by
+    ``parts``: the first index whose running sum passes ``u * total``."""
+    target = uniform(*parts) * math.fsum(weights)
+    run = 0.0
+    for i, w in enumerate(weights):
+        run += w
+        if target < run:
+            return i
+    return len(weights) - 1
+
+
 @dataclass(frozen=True)
 class Timeline:
-    """One holder's distinct observation times and the length of its last slot."""
+    """One holder's distinct observation times, how many items each holds, and the length of
+    its last slot."""
 
     times: tuple[datetime, ...]
     tail: timedelta
+    counts: tuple[int, ...] = ()
+    #: where the window starts, as a share of the slots (1.0: the last slot only, for a
+    #: holder none of whose queries is unanswerable: nothing to tell apart, all seen)
+    start_share: float = AS_OF_WINDOW_START
+
+    def __post_init__(self) -> None:
+        if not self.counts:
+            object.__setattr__(self, "counts", (1,) * len(self.times))
+        if len(self.counts) != len(self.times) or min(self.counts, default=1) < 1:
+            raise ValueError("a timeline needs one positive item count per observation time")
 
     @property
     def slots(self) -> int:
         return len(self.times)
 
     @property
-    def spread(self) -> int:
-        """How many slots a step may cross (:data:`AS_OF_SPREAD` of the timeline)."""
-        return math.floor(AS_OF_SPREAD * (self.slots - 1))
+    def items(self) -> int:
+        return sum(self.counts)
+
+    @property
+    def window_start(self) -> int:
+        """``L``: the first slot an ``as_of`` may fall in."""
+        return math.floor(self.start_share * (self.slots - 1))
+
+    def seen(self, slot: int) -> int:
+        """``V_slot``: how many items an ``as_of`` in ``slot`` sees."""
+        return sum(self.counts[: slot + 1])
 
     def slot_of(self, t: datetime) -> int:
         """The slot whose start is ``t`` (an item's observation time)."""
@@ -90,18 +133,49 @@ class Timeline:
     def length(self, slot: int) -> timedelta:
         return self.tail if slot == self.slots - 1 else self.times[slot + 1] - self.times[slot]
 
-    def after(self, anchor: int, seed: str) -> int:
-        """The slot of an answerable-like query anchored at ``anchor``: ``anchor + d``."""
-        room = min(self.spread, self.slots - 1 - anchor)
-        return anchor + pick(room + 1, "as_of-step", seed)
+    def _tail_weight(self, start: int) -> float:
+        """``W(start) = sum over s >= start of 1 / V_s``."""
+        run, out = self.seen(start - 1) if start > 0 else 0, 0.0
+        for s in range(start, self.slots):
+            run += self.counts[s]
+            out += 1.0 / run
+        return out
 
-    def before(self, anchor: int, seed: str) -> int | None:
-        """The slot of a temporal query whose evidence starts at ``anchor``: ``anchor - 1 - d``
-        (``None`` when the evidence is at the first slot: nothing could be seen before it)."""
-        if anchor < 1:
+    def keep(self, gold: int) -> float:
+        """The probability that a question cluster whose latest gold is in slot ``gold`` is
+        kept answerable: ``W(max(gold, L)) / W(L)`` (the module docstring)."""
+        lo = self.window_start
+        return self._tail_weight(max(gold, lo)) / self._tail_weight(lo)
+
+    def answerable_slot(self, gold: int, seed: str) -> int:
+        """The slot of an answerable query whose latest evidence is in slot ``gold``: over
+        ``max(gold, L) .. M-1`` with probability proportional to ``1 / V_s``."""
+        lo = max(gold, self.window_start)
+        base = self.seen(lo - 1) if lo > 0 else 0
+        weights, run = [], base
+        for s in range(lo, self.slots):
+            run += self.counts[s]
+            weights.append(1.0 / run)
+        return lo + weighted(weights, "as_of-slot", seed)
+
+    def free_slot(self, seed: str) -> int:
+        """A slot for a query without evidence in a holder that has no answerable query: drawn
+        as for an answerable query whose gold is before the window."""
+        return self.answerable_slot(0, seed)
+
+    def temporal_slot(self, evidence: int, seed: str) -> int | None:
+        """The slot of a temporal query whose earliest evidence is in slot ``evidence``: over
+        ``L .. evidence-1`` with probability proportional to ``1 / (N - V_s + 1)^2`` (``None``
+        when no slot of the window is before it)."""
+        lo = self.window_start
+        if evidence <= lo:
             return None
-        room = min(self.spread, anchor - 1)
-        return anchor - 1 - pick(room + 1, "as_of-step", seed)
+        n = self.items
+        weights, run = [], self.seen(lo - 1) if lo > 0 else 0
+        for s in range(lo, evidence):
+            run += self.counts[s]
+            weights.append(1.0 / (n - run + 1) ** 2)
+        return lo + weighted(weights, "as_of-slot", seed)
 
     def instant(self, slot: int, seed: str) -> datetime:
         """``as_of`` inside ``slot``: its start plus ``floor(u * length)`` whole seconds."""
@@ -115,13 +189,13 @@ def _median_gap(times: list[datetime]) -> timedelta | None:
 
 
 def build_timelines(observed: Iterable[tuple[str, str, datetime]]) -> dict[str, Timeline]:
-    """Timelines of every holder from ``(source, holder, observed_at)`` triples. The last
-    slot's length is the holder's median gap, else the median of its source's holders'
-    median gaps, else :data:`DEFAULT_TAIL`."""
-    per: dict[str, set[datetime]] = {}
+    """Timelines of every holder from ``(source, holder, observed_at)`` triples, one per item.
+    The last slot's length is the holder's median gap, else the median of its source's
+    holders' median gaps, else :data:`DEFAULT_TAIL`."""
+    per: dict[str, Counter] = {}
     source_of: dict[str, str] = {}
     for source, holder, t in observed:
-        per.setdefault(holder, set()).add(t)
+        per.setdefault(holder, Counter())[t] += 1
         source_of[holder] = source
     gaps: dict[str, timedelta | None] = {h: _median_gap(sorted(ts)) for h, ts in per.items()}
     by_source: dict[str, list[float]] = {}
@@ -137,5 +211,6 @@ def build_timelines(observed: Iterable[tuple[str, str, datetime]]) -> dict[str, 
                     else DEFAULT_TAIL)
         if tail <= timedelta(0):
             tail = DEFAULT_TAIL
-        out[h] = Timeline(tuple(sorted(ts)), tail)
+        times = tuple(sorted(ts))
+        out[h] = Timeline(times, tail, tuple(ts[t] for t in times))
     return out

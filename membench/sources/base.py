@@ -152,8 +152,11 @@ def hash_groups(keys: Iterable[str], n_groups: int, salt: str) -> dict[str, int]
 
 def synthetic_timeline(keys: Iterable[str], start: datetime = SYNTHETIC_EPOCH,
                        step: timedelta = timedelta(hours=1)) -> dict[str, datetime]:
-    """observed_at for items without time structure: sorted key order, one ``step`` apart."""
-    return {k: start + i * step for i, k in enumerate(sorted(set(keys)))}
+    """observed_at for items without time structure: one ``step`` apart in hash order of the
+    keys (:func:`membench.core.hashing.hash_order`), so an item's place on the timeline owes
+    nothing to its name (sorted names put one upstream folder's items, and their questions,
+    together at one end)."""
+    return {k: start + i * step for i, k in enumerate(hash_order(keys, "synthetic-timeline"))}
 
 
 def json_answer_format(answer: Any) -> str | None:

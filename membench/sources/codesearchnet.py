@@ -29,7 +29,7 @@ What the adapter makes:
   order; gold of the other language pointing at it would cross holders, so it is not emitted
   and is counted.
 * observed_at: there is no time structure upstream, so a synthetic ingestion timeline per holder
-  (``base.synthetic_timeline`` over the holder's sorted source ids, one hour apart from
+  (``base.synthetic_timeline`` in hash order of the holder's source ids, one hour apart from
   2024-01-01T00:00 UTC).
 * records: one per (language, query) pair present in annotationStore. Grades of the same
   (language, query, url) are aggregated: ``grade`` = lower median of the annotators' grades.

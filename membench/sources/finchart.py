@@ -16,7 +16,7 @@ complete, but only the first 320 of 1,154 images (by sorted name) are mirrored.
 * Holders: ``base.hash_groups(canonical source ids, 6, "finchart-holders")`` ->
   ``finchart/roll-<k>``.
 * observed_at: no time structure upstream, so a synthetic timeline
-  (``base.synthetic_timeline``) over the sorted canonical source ids, in UTC.
+  (``base.synthetic_timeline``) in hash order of the canonical source ids, in UTC.
 * Records: ``query_id`` ``finchart:<0-based row index>``, ``origin.item``
   ``QA_data.json#<row>``; question and answer verbatim; ``answer_format`` from the answer's JSON
   type (int, float, str, list). The upstream ``reasoning`` is a model-style rationale, not

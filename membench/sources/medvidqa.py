@@ -30,7 +30,7 @@ share the videos"). Items are the caption cue lists of the videos with usable ca
 ``{duration: video_length, cues, url}``. Holders: "watched videos" groups,
 ``base.hash_groups(all upstream video ids, 5, "medvidqa-holders")`` -> ``medvidqa/viewer-<k>``.
 observed_at: no time structure upstream, so a synthetic ingestion timeline in UTC
-(``base.synthetic_timeline`` over sorted source ids).
+(``base.synthetic_timeline``: hash order of the source ids).
 
 Records: ``medvidqa:<sample_id>``, gold ``{"t_start", "t_end"}`` in seconds; MedVidQA's answer
 *is* the span, so ``answer`` is None with ``answer_format`` "none". Questions whose video has no

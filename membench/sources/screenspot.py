@@ -14,7 +14,7 @@ Items: one per mirrored screenshot (``screenspot:<img_filename>``, path to the P
 ``{width, height, platform}`` with the size read from the PNG by Pillow). Holders: one per
 screenshot folder = platform (``screenspot/desktop``, ``screenspot/mobile``, ``screenspot/web``).
 observed_at: the upstream data has no time structure, so a synthetic ingestion timeline in UTC
-(``base.synthetic_timeline`` over sorted source ids, one hour apart).
+(``base.synthetic_timeline``: hash order of the source ids, one hour apart).
 
 Records: one per instruction whose screenshot is mirrored. ``query_id`` =
 ``screenspot:<platform>:<row>`` with ``<row>`` the 0-based index in its json file; gold region

@@ -12,7 +12,7 @@ answer, unit, table_title, table, table_for_pd, ques_type, ans_type, ...}}``) an
 * Holders: photo rolls, ``base.hash_groups(canonical source ids, 10, "tabmwp-holders")`` ->
   ``tabmwp/roll-<k:02d>``.
 * observed_at: no time structure upstream, so a synthetic timeline
-  (``base.synthetic_timeline``) over the sorted canonical source ids, in UTC.
+  (``base.synthetic_timeline``) in hash order of the canonical source ids, in UTC.
 * Records: ``query_id`` ``tabmwp:<pid>``; question and answer verbatim (answers are strings
   upstream, kept as strings); ``answer_format`` from ``ans_type``: integer_number -> int,
   decimal_number -> float, boolean_text / extractive_text / other_text -> str. Some "int"

@@ -21,7 +21,7 @@ domain, sub_category, subtitle_end}``. The video length in seconds is not known 
 videos, so meta has no ``duration``; ``subtitle_end`` (last cue end) is a lower bound. Holders:
 "watched videos" groups, ``base.hash_groups(all videoIDs, 5, "videomme-holders")`` ->
 ``videomme/viewer-<k>``. observed_at: no time structure upstream, so a synthetic ingestion
-timeline in UTC (``base.synthetic_timeline`` over sorted source ids).
+timeline in UTC (``base.synthetic_timeline``: hash order of the source ids).
 
 Records: none. Video-MME answers are whole-video multiple-choice letters; upstream gives no
 temporal span, and a whole video is not a region (SPEC section 9). Every question is therefore

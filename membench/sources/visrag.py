@@ -41,7 +41,7 @@ missing or unreadable (a partial gold set would misstate the evidence). Question
 verbatim; ``answer_format`` from the answer's JSON type (``none`` when upstream has no
 answer); ``options`` / ``is_numerical`` go into ``origin.notes`` as JSON. Byte-identical images
 are not merged here (corpus ids are upstream identity); their count is noted.
-observed_at: synthetic timeline over the sorted source ids, UTC. texts: none.
+observed_at: synthetic timeline in hash order of the source ids, UTC. texts: none.
 """
 
 from __future__ import annotations
@@ -312,7 +312,7 @@ def _map(up: Upstream, sets: list[_Set], revisions: dict[str, str]) -> _Made:
             made.outcomes.append(_record(st, qid, row, seen, positives, judged, by_name, by_stem,
                                          str(dataset), revisions[st.key]))
 
-    # ---- observed_at: synthetic timeline over the sorted source ids
+    # ---- observed_at: synthetic timeline in hash order of the source ids
     observed = synthetic_timeline(sid for sid, _, _, _ in pending)
     made.items = [SourceItem(source_id=sid, modality="image", holder=h, observed_at=observed[sid],
                              path=path, meta=m) for sid, h, path, m in sorted(pending)]
