@@ -351,3 +351,23 @@ def test_intervals_resample_holders_where_there_are_enough(tmp_path):
     a = audit_sets(d)
     assert a.modalities["image"].ci_unit == "record"
     assert "of the records in image (5 holders)" in render_audit(a)
+
+
+def test_the_cache_gives_back_every_figure(tmp_path, monkeypatch):
+    import membench.sets.audit as audit
+
+    monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache"))
+    d = write_sets(tmp_path, False)
+    first = audit.audit_sets_cached(d)
+    assert list((tmp_path / "cache" / "audit").glob("*.audit.json"))
+
+    def recomputed(*_):
+        raise AssertionError("the cache was not read")
+
+    monkeypatch.setattr(audit, "audit_sets", recomputed)
+    again = audit.audit_sets_cached(d)
+    assert json.dumps(again.as_dict(), sort_keys=True) == \
+        json.dumps(json.loads(json.dumps(first.as_dict())), sort_keys=True)
+    m = again.modalities["image"]
+    assert m.auc_joint is not None and m.ci_unit == "holder" and set(m.adversary) == {
+        "sister_later", "date_after"}

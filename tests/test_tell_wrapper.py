@@ -153,10 +153,10 @@ def blends(built, bm25_dev):
     return _wrapper().blend_gains([run_dir], built.out)
 
 
-@pytest.mark.xfail(strict=True, reason="the built sets leak the sister and date tells that the "
-                   "joint classifier reads (docs/sets.md, 'No tells: the audit') until the as_of "
-                   "redesign (how as_of is drawn, membench/sets/timeline.py and derive.py) "
-                   "rebuilds them; flip this mark then")
+@pytest.mark.xfail(strict=True, reason="after the as_of redesign (membench/sets/timeline.py, "
+                   "derive.py) a blend of the joint tell still gains over 0.01 at low answerable "
+                   "abstention on the built sets (image, pdf, conversation: docs/sets.md, 'No "
+                   "tells: the audit'); flip this mark once the redesign's sets hold it")
 def test_a_blended_joint_tell_gains_at_most_a_hundredth(blends):
     tw = _wrapper()
     gated = [g for g in blends if g["gated"]]
