@@ -1,4 +1,5 @@
-"""The metadata-only audit: features, AUC, named rules and gates (membench.sets.audit)."""
+"""The no-tells audit: features, classifiers (metadata-only, text, joint), named rules, the
+audited population and the gates (membench.sets.audit)."""
 
 from __future__ import annotations
 
@@ -30,13 +31,14 @@ def item(sid, holder, hours):
                       observed_at=T + hours * H, content="x")
 
 
-def record(qid, holder, as_of, unanswerable=False, question=None, split="dev"):
+def record(qid, holder, as_of, unanswerable=False, question=None, split="dev", origin=None):
     return AnnotationRecord(
         query_id=qid, modality="image", question=question or f"question {qid}?",
         answer=None if unanswerable else "a", answer_format="none" if unanswerable else "str",
         gold=[] if unanswerable else [{"source_id": f"{holder}:0", "region": {}}],
         scope={"holder": holder, "scenario": "s"}, as_of=as_of, unanswerable=unanswerable,
-        split=split, origin={"dataset": "d", "revision": "r", "item": qid, "license": "L"})
+        split=split, origin={"dataset": "d", "revision": "r", "item": qid, "license": "L",
+                             **(origin or {})})
 
 
 def test_roc_auc_is_sklearns():
@@ -174,7 +176,7 @@ def test_a_planted_text_tell_fails_the_text_gate(tmp_path):
     (d / "image.jsonl").write_text("\n".join(recs) + "\n")
     a = audit_sets(d)
     m = a.modalities["image"]
-    assert m.auc_pass and m.text_gated and m.auc_text > 0.9 and not a.ok
+    assert m.auc_pass and m.gated and m.auc_text > 0.9 and not a.ok
     assert m.rules["other_speaker"] == 1.0
     assert any("text-and-metadata classifier" in x for x in a.failures())
     assert any("names a speaker of another holder" in x for x in a.failures())
@@ -206,13 +208,166 @@ def test_the_sister_and_date_features_of_hand_made_records():
         True, False, False, True, False, True]
 
 
-def test_the_pending_rules_are_reported_never_gated(tmp_path):
-    from membench.sets.audit import PENDING_RULES
+def test_the_sister_and_date_rules_are_gated(tmp_path, monkeypatch):
+    import membench.sets.audit as audit
 
     a = audit_sets(write_sets(tmp_path, tell=False))
     x = a.modalities["image"]
-    assert set(x.pending) == set(PENDING_RULES) and not set(x.pending) & set(x.rules)
-    assert "rules not yet gated" in render_audit(a)
-    x.pending["sister_later"] = 0.99            # over the rule gate: reported, not a failure
-    assert a.ok and not a.failures()
+    assert set(x.adversary) == set(audit.ADVERSARY_RULES) and a.ok
+    assert not set(x.adversary) & set(x.rules)
+    assert "sister and date rules" in render_audit(a)
+    x.adversary["sister_later"] = 0.99          # over the rule gate: a failure, a TELL finding
+    assert not a.ok
+    assert a.failures() == ["image: rule 'its most similar question of the same holder is "
+                            "asked at a later as_of (the sister rule)' balanced accuracy 0.990 "
+                            "> 0.6"]
     assert "sister later 0.99 (over 0.6)" in render_audit(a)
+    from membench.sets.validate import audit_findings
+
+    assert [f.rule for f in audit_findings(tmp_path, a)] == ["TELL"]
+    monkeypatch.setattr(audit, "ADVERSARY_RULES_GATED", False)   # the flag: reported only
+    assert a.ok and not a.failures() and "not gated" in render_audit(a)
+
+
+def write_sister_sets(tmp_path, tell: bool):
+    """40 holders x 10 items, 10 questions each: five topics asked twice (a red and a blue
+    one: near-copies, each the other's sister). In half the pairs one question, of either
+    colour, is unanswerable. With ``tell`` it is asked early in the timeline and its sister
+    late; without, every as_of is drawn alike."""
+    d = tmp_path / ("sister" if tell else "nosister")
+    d.mkdir()
+    items = [item(f"h{h}:{i}", f"h{h}", i) for h in range(40) for i in range(10)]
+    recs = []
+    for h in range(40):
+        for k in range(5):
+            topic = ("lamp", "boat", "kite", "drum", "vase")[k]
+            un_pair = stable_hash("p", str(h), str(k)) % 2 == 0
+            which = stable_hash("w", str(h), str(k)) % 2
+            for c, colour in enumerate(("red", "blue")):
+                un = un_pair and c == which
+                if tell and un_pair:
+                    slot = 1 if un else 8
+                else:
+                    slot = 1 + stable_hash("s", str(h), str(k), colour) % 8
+                as_of = T + slot * H + timedelta(
+                    minutes=stable_hash("m", str(h), str(k), colour) % 60)
+                q = f"Which shelf holds the {colour} {topic} of room {h}?"
+                recs.append(record(f"src:{h}-{k}-{c}", f"h{h}", as_of, unanswerable=un,
+                                   question=q))
+    (d / "items.jsonl").write_text("".join(i.model_dump_json() + "\n" for i in items))
+    (d / "image.jsonl").write_text("".join(r.model_dump_json(exclude_none=True) + "\n"
+                                           for r in recs))
+    for m in ("pdf", "ui_screenshot", "video", "code", "conversation"):
+        (d / f"{m}.jsonl").write_text("")
+    return d
+
+
+def test_the_joint_classifier_and_the_sister_rule_catch_a_sister_tell(tmp_path):
+    from membench.sets.audit import JOINT_EXTRA, features
+
+    a = audit_sets(write_sister_sets(tmp_path, tell=True))
+    m = a.modalities["image"]
+    assert m.gated and m.ci_unit == "holder" and m.n_holders == 40
+    assert m.auc_joint > 0.8 and m.auc_joint_ci[1] >= m.auc_joint >= m.auc_joint_ci[0]
+    assert m.adversary["sister_later"] > 0.6 and not a.ok
+    assert any("joint classifier" in x for x in a.failures())
+    assert any("the sister rule" in x for x in a.failures())
+    fair = audit_sets(write_sister_sets(tmp_path, tell=False))
+    f = fair.modalities["image"]
+    assert f.auc_joint < 0.65 and f.adversary["sister_later"] < 0.6, render_audit(fair)
+    rows = features(*_read(tmp_path / "sister"))
+    assert all(set(JOINT_EXTRA) <= set(r) for r in rows)
+
+
+def _read(d):
+    from membench.core.jsonl import read_models
+
+    return (read_models(d / "image.jsonl", AnnotationRecord),
+            read_models(d / "items.jsonl", SourceItem))
+
+
+def test_the_date_features_of_the_joint_classifier():
+    items = [item("h1:0", "h1", 0), item("h1:1", "h1", 20), item("h1:2", "h1", 48),
+             item("h2:0", "h2", 0)]
+    recs = [record("q1", "h1", T + 12 * H, question="What did Ann buy on 3 January 2024?"),
+            record("q2", "h1", T + 12 * H, question="What did Ann buy in 2023 and 2024?"),
+            record("q3", "h1", T + 30 * H, question="What did Ann buy in 2023?"),
+            record("q4", "h2", T + 30 * H, question="Who came?")]
+    f = {r["query_id"]: r for r in features(recs, items)}
+    assert f["q1"]["n_dates"] == 1 and f["q1"]["date_lead_days"] == pytest.approx(1.5)
+    assert f["q1"]["date_after_as_of"] == 1
+    assert f["q2"]["n_dates"] == 2 and f["q2"]["date_lead_days"] == pytest.approx(-0.5)
+    assert np.isnan(f["q4"]["date_lead_days"]) and f["q4"]["n_dates"] == 0
+    # q1's sister is q2 (the same as_of); q3's is q2 too: earlier, one slot before
+    assert f["q1"]["sister_dir"] == 0 and f["q1"]["sister_slot_gap"] == 0
+    assert f["q3"]["sister_dir"] == -1 and f["q3"]["sister_slot_gap"] == -1
+    assert f["q3"]["sister_gap_s"] == pytest.approx(-np.log1p(18 * 3600))
+    assert f["q2"]["near3_later"] == pytest.approx(0.5)     # q1 (same as_of) and q3 (later)
+    assert (f["q4"]["sister_dir"], f["q4"]["near3_later"]) == (0, 0)
+
+
+def test_the_gates_read_the_audited_population_only(tmp_path):
+    """Natives of a source with an upstream tell (origin.audited false) that carry a planted
+    timeline tell: no gated classifier or rule sees them."""
+    d = write_sets(tmp_path, False)
+    lines = (d / "image.jsonl").read_text().splitlines()
+    extra = []
+    for k in range(120):
+        h = k % 40
+        r = record(f"locomo:n{k}", f"h{h}", T + 0.5 * H, unanswerable=True,
+                   question=f"question n{k}?")
+        assert r.origin.audited is False
+        extra.append(r.model_dump_json(exclude_none=True))
+    (d / "image.jsonl").write_text("\n".join(lines + extra) + "\n")
+    a = audit_sets(d)
+    m = a.modalities["image"]
+    assert m.n_unanswerable == m.n_audited_unanswerable + 120
+    assert m.auc <= AUC_GATE and m.auc_joint <= AUC_GATE and a.ok, render_audit(a)
+    assert m.rules["first_item_only"] < 0.6
+    assert m.by_kind["native"]["n"] == m.n_unanswerable  # every native, reported beside
+
+
+def test_intervals_resample_holders_where_there_are_enough(tmp_path):
+    from membench.sets.audit import MIN_HOLDERS_CI, auc_with_ci, resampling_unit
+
+    assert resampling_unit(np.array([f"h{i}" for i in range(MIN_HOLDERS_CI)])) == "holder"
+    assert resampling_unit(np.array([f"h{i % 3}" for i in range(90)])) == "record"
+    assert resampling_unit(None) == "record"
+    rng = np.random.default_rng(3)
+    # 12 holders whose records share one score and one label: holder resampling sees 12
+    # draws, record resampling 600, so the holder interval is much wider
+    g = np.repeat(np.arange(12), 50).astype(str)
+    y = np.repeat(np.arange(12) % 2 == 0, 50)
+    s = np.repeat(rng.random(12), 50)
+    auc, (lo_h, hi_h) = auc_with_ci(s, y, "t", g)
+    _, (lo_r, hi_r) = auc_with_ci(s, y, "t")
+    assert hi_h - lo_h > 2 * (hi_r - lo_r) and lo_h <= auc <= hi_h
+    # a modality with fewer holders says so in the table
+    d = write_sets(tmp_path, False)
+    recs = [json.loads(x) for x in (d / "image.jsonl").read_text().splitlines()]
+    for r in recs:
+        r["scope"]["holder"] = f"h{int(r['scope']['holder'][1:]) % 5}"
+    (d / "image.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    a = audit_sets(d)
+    assert a.modalities["image"].ci_unit == "record"
+    assert "of the records in image (5 holders)" in render_audit(a)
+
+
+def test_the_cache_gives_back_every_figure(tmp_path, monkeypatch):
+    import membench.sets.audit as audit
+
+    monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache"))
+    d = write_sets(tmp_path, False)
+    first = audit.audit_sets_cached(d)
+    assert list((tmp_path / "cache" / "audit").glob("*.audit.json"))
+
+    def recomputed(*_):
+        raise AssertionError("the cache was not read")
+
+    monkeypatch.setattr(audit, "audit_sets", recomputed)
+    again = audit.audit_sets_cached(d)
+    assert json.dumps(again.as_dict(), sort_keys=True) == \
+        json.dumps(json.loads(json.dumps(first.as_dict())), sort_keys=True)
+    m = again.modalities["image"]
+    assert m.auc_joint is not None and m.ci_unit == "holder" and set(m.adversary) == {
+        "sister_later", "date_after"}

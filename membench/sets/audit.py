@@ -42,18 +42,50 @@ file_other           holder's items / only in other holders' file names
 year_after_as_of     it names a year after ``as_of``'s
 ===================  =====================================================================
 
-and two checks on those features, per modality (both splits pooled):
+and, for the joint classifier only, where the question's look-alikes and named dates sit
+against its as_of (:data:`JOINT_EXTRA`):
 
-* a **classifier**: gradient boosting (scikit-learn ``HistGradientBoostingClassifier``,
-  fixed seed) with 5-fold stratified out-of-fold predictions; its ROC AUC for "unanswerable",
-  with a 95% percentile bootstrap interval (1,000 resamples of the items, seeded) and n.
-  Gate: AUC <= :data:`AUC_GATE`;
+=====================  ===================================================================
+sister_dir             its most similar question of the same holder (the sister) is asked at a
+                       later (+1), the same (0) or an earlier (-1) as_of; 0 without one
+sister_slot_gap        the sister's visible items minus its own (slots of the holder's timeline)
+sister_gap_s           seconds from its as_of to the sister's (signed log)
+near3_later,           of its three most similar questions of the same holder: the share asked
+near3_slot_gap         later, and their mean slot gap
+n_dates,               how many dates it names (:func:`named_dates`); the days from as_of to the
+date_lead_days,        latest one's start (missing without one); whether one begins after as_of
+date_after_as_of       (:func:`date_after`)
+nn_own_later           the sister is asked later (the sister rule)
+names_source_qs,       how many other questions of its source use its names; how many other
+names_source_holders   holders of its source ask about them
+=====================  ===================================================================
+
+The population is the **audited** one (``origin.audited``, :mod:`membench.contract.tells`):
+every answerable record and every audited unanswerable one. Upstream natives with a tell of
+their own are in no gated figure; they are measured apart (the text classifier over every
+record, per kind and per source with a tell). Per modality (both splits pooled):
+
+* the **metadata-only classifier**: gradient boosting (scikit-learn
+  ``HistGradientBoostingClassifier``, fixed seed) on the timeline features, 5-fold stratified
+  out-of-fold predictions. Gate: ROC AUC <= :data:`AUC_GATE`;
+* the **text-and-metadata classifier** (gradient boosting on the text features) and the plain
+  **TF-IDF + logistic regression** one (:func:`lr_oof_scores`), 5 folds grouped by holder.
+  Gate: ROC AUC <= :data:`AUC_GATE` and its upper 95% bound <= :data:`CI_GATE`;
+* the **joint classifier** (:class:`JointModel`): everything above at once (the text as TF-IDF
+  reduced to :data:`JOINT_SVD` dimensions fitted within each training fold, the as_of, the
+  holder's timeline, the query set: every feature of both tables and :data:`JOINT_EXTRA`, the
+  scenario), 5 folds grouped by holder. Gated like the text classifiers;
 * **named rules**, each a yes/no guess of "unanswerable": their balanced accuracy (mean of
   the true-positive and true-negative rates), taken in whichever direction is higher (a rule
-  that fires on answerable queries tells as much). Gate: <= :data:`RULE_GATE`.
+  that fires on answerable queries tells as much). Gate: <= :data:`RULE_GATE`. The rules an
+  outside adversary found (:data:`ADVERSARY_RULES`: the sister rule, the date rule) are gated
+  while :data:`ADVERSARY_RULES_GATED` is true.
 
-Gates apply to modalities with at least :data:`MIN_UNANSWERABLE` unanswerable records; the
-others are reported, marked "not gated". Reads the sets folder only.
+Every ROC AUC has a 95% percentile bootstrap interval (:data:`N_BOOT` resamples, seeded),
+resampled by holder (all of a holder's records together) where the modality has at least
+:data:`MIN_HOLDERS_CI` holders, else by record (the table says which). Gates apply to
+modalities with at least :data:`MIN_UNANSWERABLE` audited unanswerable records; the others are
+reported, marked "not gated". Reads the sets folder only.
 
 Why one file: the features, the classifiers, the gates, the cache key and the tables that
 print them are one measurement under one version (:data:`AUDIT_CACHE_VERSION`): the tables show
@@ -80,6 +112,7 @@ from ..modalities import MODALITIES
 from ..contract.schema import AnnotationRecord, SourceItem
 from .select import presentation_order, select_records
 from ..contract.tells import NATIVE_TELLS
+from ..contract.tells import audited as _audited
 
 AUC_GATE = 0.65
 CI_GATE = 0.70       # the text classifiers' upper 95% bound
@@ -89,6 +122,8 @@ MIN_FOR_AUC = 5       # fewer items of a class: no classifier (its AUC would say
 FOLDS = 5
 SEED = 0
 N_BOOT = 1000
+MIN_HOLDERS_CI = 10   # fewer holders in a modality: intervals resampled by record
+JOINT_SVD = 16        # dimensions of the joint classifier's TF-IDF of the question
 TIMELINE_FEATURES = ("visible_share", "visible", "items", "slot_position", "gap_prev_s",
                      "gap_next_s", "slot_fraction", "hour", "minute", "second", "micro",
                      "as_of_rank", "holder_queries", "same_holder", "other_holder",
@@ -97,6 +132,10 @@ TEXT_FEATURES = ("q_words", "q_names", "q_numbers", "q_space", "sim_own", "sim_o
                  "nn_other", "names_own_qs", "names_other_qs", "speaker_own", "speaker_other",
                  "file_own", "file_other", "year_after_as_of")
 FEATURES = TIMELINE_FEATURES + TEXT_FEATURES
+JOINT_EXTRA = ("sister_dir", "sister_slot_gap", "sister_gap_s", "near3_later",
+               "near3_slot_gap", "n_dates", "date_lead_days", "date_after_as_of",
+               "nn_own_later", "names_source_qs", "names_source_holders")
+JOINT_FEATURES = FEATURES + JOINT_EXTRA
 TWIN_COPY = 0.7     # TF-IDF cosine of a near-copy (rule "near_copy")
 _SIM_BLOCK = 512    # rows of question cosines computed at once
 _FILE_WORD = re.compile(r"[a-z]{3,}")
@@ -145,15 +184,17 @@ TEXT_RULES: dict[str, tuple[str, Callable[[dict], bool]]] = {
 }
 TIMELINE_RULES = dict(RULES)
 RULES.update(TEXT_RULES)
-# Rules an outside adversary found, measured over the gated records and reported beside the
-# gates but not yet gated: the sets still fail them (docs/sets.md, "No tells: the audit"), and a
-# gate here would stop every build until the as_of draw and the temporal derivation change.
-PENDING_RULES: dict[str, tuple[str, Callable[[dict], bool]]] = {
+# Rules an outside adversary found, measured over the audited records. Gated (like every rule
+# above: a failure is a TELL finding, which fails `membench validate` and so the build and every
+# run's check of its sets) while ADVERSARY_RULES_GATED is true; false reports them only.
+ADVERSARY_RULES_GATED = True
+ADVERSARY_RULES: dict[str, tuple[str, Callable[[dict], bool]]] = {
     "sister_later": ("its most similar question of the same holder is asked at a later as_of "
                      "(the sister rule)", lambda f: f["nn_own_later"] > 0),
     "date_after": ("names a date (a day, a month or a year) after its as_of",
                    lambda f: f["date_after_as_of"] > 0),
 }
+ALL_RULES = {**RULES, **ADVERSARY_RULES}
 
 
 # --------------------------------------------------------------------------- features
@@ -196,6 +237,7 @@ def features(records: list[AnnotationRecord], items: list[SourceItem]) -> list[d
                 "query_id": qid, "modality": r.modality, "split": split,
                 "holder": r.scope.holder, "question": r.question,
                 "source": qid.split(":", 1)[0], "unanswerable": r.unanswerable,
+                "audited": not r.unanswerable or _audited(r),
                 "derivation": r.origin.derivation or ("native" if r.unanswerable else None),
                 "visible_share": vis / len(t) if t else 0.0, "visible": vis, "items": len(t),
                 "slot_position": ((a - t[0]) / span) if span else 1.0,
@@ -244,14 +286,24 @@ def text_features(recs: list[AnnotationRecord], items: list[SourceItem]
     from .derive import STOPWORDS, names
 
     speakers, files = _item_words(items)
+    times: dict[str, list[float]] = defaultdict(list)
+    for it in items:
+        times[it.holder].append(_seconds(it.observed_at))
+    for t in times.values():
+        t.sort()
+    asof_s = [_seconds(r.as_of) for r in recs]
+    slot = [bisect_right(times.get(r.scope.holder, []), a) for r, a in zip(recs, asof_s)]
+    sources = [r.query_id.split(":", 1)[0] for r in recs]
     all_speakers = frozenset().union(*speakers.values()) if speakers else frozenset()
     holders = [r.scope.holder for r in recs]
     words = [set(re.findall(r"[a-z0-9]+", r.question.lower())) for r in recs]
     nms = [names(r.question, all_speakers) for r in recs]
     name_uses: dict[str, Counter] = defaultdict(Counter)
-    for h, n in zip(holders, nms):
+    source_uses: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for h, n, src in zip(holders, nms, sources):
         for w in n:
             name_uses[w][h] += 1
+            source_uses[(w, src)][h] += 1
     speaker_of: dict[str, set[str]] = defaultdict(set)
     file_of: dict[str, set[str]] = defaultdict(set)
     for h, ws in speakers.items():
@@ -280,6 +332,19 @@ def text_features(recs: list[AnnotationRecord], items: list[SourceItem]
         s_oth = float(row[h_arr != h].max()) if (h_arr != h).any() else 0.0
         years = [int(y) for y in _YEAR.findall(r.question)]
         w = words[i]
+        # the three most similar questions of the same holder (similarity above 0)
+        own_idx = np.flatnonzero(own)
+        near = [int(k) for k in own_idx[np.argsort(-row[own_idx], kind="stable")[:3]]
+                if row[k] > 0]
+        sister = j if j >= 0 and s_own > 0 else -1
+        d_sis = asof_s[sister] - asof_s[i] if sister >= 0 else 0.0
+        dates = named_dates(r.question)
+        lead = max(((datetime(y, mo or 1, d or 1, tzinfo=timezone.utc) - r.as_of
+                     ).total_seconds() / 86400 for y, mo, d in dates if 1 <= y <= 9999),
+                   default=math.nan)
+        src = sources[i]
+        others_src = set().union(*(set(source_uses[(n, src)]) for n in nms[i])) - {h} \
+            if nms[i] else set()
         out[r.query_id] = {
             "q_words": len(re.findall(r"[a-z0-9]+", r.question.lower())),
             "q_names": len(nms[i]), "q_numbers": len(re.findall(r"\d+", r.question)),
@@ -294,8 +359,18 @@ def text_features(recs: list[AnnotationRecord], items: list[SourceItem]
             "file_own": len({x for x in w if len(x) >= 3} & files.get(h, set())),
             "file_other": sum(1 for x in w if file_of.get(x) and h not in file_of[x]),
             "year_after_as_of": int(bool(years) and max(years) > r.as_of.year),
-            "nn_own_later": int(j >= 0 and s_own > 0 and recs[j].as_of > r.as_of),
+            "nn_own_later": int(sister >= 0 and recs[sister].as_of > r.as_of),
             "date_after_as_of": int(date_after(r.question, r.as_of)),
+            "sister_dir": float(np.sign(d_sis)),
+            "sister_slot_gap": (slot[sister] - slot[i]) if sister >= 0 else 0,
+            "sister_gap_s": math.copysign(math.log1p(abs(d_sis)), d_sis),
+            "near3_later": float(np.mean([asof_s[k] > asof_s[i] for k in near])) if near
+            else 0.0,
+            "near3_slot_gap": float(np.mean([slot[k] - slot[i] for k in near])) if near
+            else 0.0,
+            "n_dates": len(dates), "date_lead_days": lead,
+            "names_source_qs": sum(sum(source_uses[(n, src)].values()) - 1 for n in nms[i]),
+            "names_source_holders": len(others_src),
         }
     return out
 
@@ -324,38 +399,41 @@ def _matrix(rows: list[dict[str, Any]], names: tuple[str, ...] = TIMELINE_FEATUR
 class ModalityAudit:
     modality: str
     n_answerable: int
-    n_unanswerable: int
+    n_unanswerable: int          # every unanswerable record, audited or not
+    # the metadata-only classifier, over the audited population (module docstring)
     auc: float | None
     auc_ci: tuple[float | None, float | None]
     rules: dict[str, float | None] = field(default_factory=dict)
-    # the text-and-metadata classifier (grouped by holder), over every record but the natives
-    # with an upstream tell: gated like ``auc``
+    # the text-and-metadata classifier (grouped by holder), over the audited population
     auc_text: float | None = None
     auc_text_ci: tuple[float | None, float | None] = (None, None)
-    n_text_unanswerable: int = 0
+    n_audited_unanswerable: int = 0
     # the plain TF-IDF + logistic regression classifier on the same records (gated the same)
     auc_lr: float | None = None
     auc_lr_ci: tuple[float | None, float | None] = (None, None)
+    # the joint classifier (JointModel, grouped by holder) on the same records (gated the same)
+    auc_joint: float | None = None
+    auc_joint_ci: tuple[float | None, float | None] = (None, None)
+    # how the intervals were resampled ("holder" or "record") and the audited holders
+    ci_unit: str = "record"
+    n_holders: int = 0
     # the text classifier over every record, upstream tells included (not gated)
     auc_all: float | None = None
     # kind (answerable, native, transactive, temporal) -> n, the AUC of that kind against the
     # answerable records (classifier over every record) and the mean of each text feature
     by_kind: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # split -> n answerable / unanswerable and the gated classifier's AUC within the split
+    # split -> n answerable / audited unanswerable and the text classifier's AUC within it
     by_split: dict[str, dict[str, Any]] = field(default_factory=dict)
     # source -> what its native tell is, n, the AUC of its natives against its answerable
     # records, and the balanced accuracy of the rule "near_copy" on them
     native_tells: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # PENDING_RULES: balanced accuracy over the gated records, reported, not gated
-    pending: dict[str, float | None] = field(default_factory=dict)
+    # ADVERSARY_RULES: balanced accuracy over the audited records (gated while
+    # ADVERSARY_RULES_GATED)
+    adversary: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def gated(self) -> bool:
-        return self.n_unanswerable >= MIN_UNANSWERABLE and self.n_answerable > 0
-
-    @property
-    def text_gated(self) -> bool:
-        return self.n_text_unanswerable >= MIN_UNANSWERABLE and self.n_answerable > 0
+        return self.n_audited_unanswerable >= MIN_UNANSWERABLE and self.n_answerable > 0
 
     @property
     def auc_pass(self) -> bool | None:
@@ -363,22 +441,32 @@ class ModalityAudit:
 
     @property
     def auc_text_pass(self) -> bool | None:
-        return _passes(self.text_gated, self.auc_text, self.auc_text_ci)
+        return _passes(self.gated, self.auc_text, self.auc_text_ci)
 
     @property
     def auc_lr_pass(self) -> bool | None:
-        return _passes(self.text_gated, self.auc_lr, self.auc_lr_ci)
+        return _passes(self.gated, self.auc_lr, self.auc_lr_ci)
+
+    @property
+    def auc_joint_pass(self) -> bool | None:
+        return _passes(self.gated, self.auc_joint, self.auc_joint_ci)
 
     def rule_pass(self, name: str) -> bool | None:
-        v = self.rules.get(name)
-        gated = self.text_gated if name in TEXT_RULES else self.gated
+        """A named rule's gate (of :data:`RULES`, or of :data:`ADVERSARY_RULES` while
+        :data:`ADVERSARY_RULES_GATED`); ``None`` when not gated."""
+        if name in ADVERSARY_RULES:
+            v = self.adversary.get(name)
+            gated = self.gated and ADVERSARY_RULES_GATED
+        else:
+            v = self.rules.get(name)
+            gated = self.gated
         return None if not gated or v is None else v <= RULE_GATE
 
     @property
     def ok(self) -> bool:
         return self.auc_pass is not False and self.auc_text_pass is not False \
-            and self.auc_lr_pass is not False and all(
-            self.rule_pass(k) is not False for k in self.rules)
+            and self.auc_lr_pass is not False and self.auc_joint_pass is not False and all(
+            self.rule_pass(k) is not False for k in (*self.rules, *self.adversary))
 
 
 @dataclass
@@ -399,41 +487,50 @@ class Audit:
             if m.auc_pass is False:
                 out.append(f"{m.modality}: metadata-only classifier ROC AUC {m.auc:.3f} > "
                            f"{AUC_GATE}")
-            if m.auc_text_pass is False:
-                out.append(f"{m.modality}: text-and-metadata classifier ROC AUC "
-                           f"{m.auc_text:.3f} [upper {m.auc_text_ci[1]:.3f}] > {AUC_GATE} "
-                           f"[{CI_GATE}]")
-            if m.auc_lr_pass is False:
-                out.append(f"{m.modality}: TF-IDF + logistic regression ROC AUC "
-                           f"{m.auc_lr:.3f} [upper {m.auc_lr_ci[1]:.3f}] > {AUC_GATE} "
-                           f"[{CI_GATE}]")
-            for k, v in m.rules.items():
+            for name, auc, ci, ok in (
+                    ("text-and-metadata classifier", m.auc_text, m.auc_text_ci,
+                     m.auc_text_pass),
+                    ("TF-IDF + logistic regression", m.auc_lr, m.auc_lr_ci, m.auc_lr_pass),
+                    ("joint classifier", m.auc_joint, m.auc_joint_ci, m.auc_joint_pass)):
+                if ok is False:
+                    upper = "—" if ci[1] is None else f"{ci[1]:.3f}"
+                    out.append(f"{m.modality}: {name} ROC AUC {auc:.3f} [upper {upper}, "
+                               f"resampled by {m.ci_unit}] > {AUC_GATE} [{CI_GATE}]")
+            for k, v in (*m.rules.items(), *m.adversary.items()):
                 if m.rule_pass(k) is False:
-                    out.append(f"{m.modality}: rule '{RULES[k][0]}' balanced accuracy "
+                    out.append(f"{m.modality}: rule '{ALL_RULES[k][0]}' balanced accuracy "
                                f"{v:.3f} > {RULE_GATE}")
         return out
 
     def as_dict(self) -> dict[str, Any]:
         return {"sets_dir": self.sets_dir, "gates": {"auc": AUC_GATE, "auc_upper_ci": CI_GATE,
                                                      "rule": RULE_GATE,
-                                                     "min_unanswerable": MIN_UNANSWERABLE},
+                                                     "min_unanswerable": MIN_UNANSWERABLE,
+                                                     "min_holders_ci": MIN_HOLDERS_CI},
                 "rules": {k: v[0] for k, v in RULES.items()}, "ok": self.ok,
-                "pending_rules": {k: v[0] for k, v in PENDING_RULES.items()},
+                "adversary_rules": {k: v[0] for k, v in ADVERSARY_RULES.items()},
+                "adversary_rules_gated": ADVERSARY_RULES_GATED,
                 "native_tells_left_out_of_gates": NATIVE_TELLS,
                 "modalities": {m: {"n_answerable": a.n_answerable,
-                                   "n_unanswerable": a.n_unanswerable, "gated": a.gated,
+                                   "n_unanswerable": a.n_unanswerable,
+                                   "n_audited_unanswerable": a.n_audited_unanswerable,
+                                   "n_holders": a.n_holders, "ci_unit": a.ci_unit,
+                                   "gated": a.gated,
                                    "auc": a.auc, "auc_ci95": list(a.auc_ci),
                                    "auc_pass": a.auc_pass, "rules": a.rules,
-                                   "rules_pass": {k: a.rule_pass(k) for k in a.rules},
-                                   "n_text_unanswerable": a.n_text_unanswerable,
-                                   "text_gated": a.text_gated, "auc_text": a.auc_text,
+                                   "adversary_rules": a.adversary,
+                                   "rules_pass": {k: a.rule_pass(k)
+                                                  for k in (*a.rules, *a.adversary)},
+                                   "auc_text": a.auc_text,
                                    "auc_text_ci95": list(a.auc_text_ci),
                                    "auc_text_pass": a.auc_text_pass,
                                    "auc_lr": a.auc_lr, "auc_lr_ci95": list(a.auc_lr_ci),
                                    "auc_lr_pass": a.auc_lr_pass,
+                                   "auc_joint": a.auc_joint,
+                                   "auc_joint_ci95": list(a.auc_joint_ci),
+                                   "auc_joint_pass": a.auc_joint_pass,
                                    "auc_all_records": a.auc_all, "by_kind": a.by_kind,
-                                   "by_split": a.by_split, "native_tells": a.native_tells,
-                                   "pending_rules": a.pending}
+                                   "by_split": a.by_split, "native_tells": a.native_tells}
                                for m, a in self.modalities.items()}}
 
 
@@ -535,6 +632,94 @@ def lr_oof_scores(rows: list[dict[str, Any]], y: np.ndarray) -> np.ndarray:
     return out
 
 
+class JointModel:
+    """The joint classifier: gradient boosting on every feature of a record at once (the
+    timeline, text and query-set features, :data:`JOINT_EXTRA`, the scenario one-hot) beside
+    the question's TF-IDF (word uni- and bigrams, sublinear tf) reduced to :data:`JOINT_SVD`
+    dimensions (truncated SVD). Everything, the vocabulary and the SVD included, is fitted on
+    the training rows alone; missing values stay missing (the trees route them)."""
+
+    def __init__(self) -> None:
+        self._sources: list[str] = []
+        self._tfidf = self._svd = self._clf = None
+        self._const: float | None = None
+        self._void = np.zeros(0, dtype=bool)
+
+    def _numeric(self, rows: list[dict[str, Any]]) -> np.ndarray:
+        out = np.empty((len(rows), len(JOINT_FEATURES) + len(self._sources)))
+        for i, r in enumerate(rows):
+            v = [float(r[k]) for k in JOINT_FEATURES]
+            for k in ("gap_prev_s", "gap_next_s"):
+                x = v[JOINT_FEATURES.index(k)]
+                v[JOINT_FEATURES.index(k)] = math.log1p(x) if not math.isnan(x) else math.nan
+            out[i] = v + [float(r["source"] == s) for s in self._sources]
+        return out
+
+    def _text(self, rows: list[dict[str, Any]]) -> np.ndarray:
+        if self._svd is None:
+            return np.zeros((len(rows), 0))
+        return self._svd.transform(self._tfidf.transform([r["question"] for r in rows]))
+
+    def fit(self, rows: list[dict[str, Any]], y: np.ndarray) -> "JointModel":
+        from sklearn.decomposition import TruncatedSVD
+        from sklearn.ensemble import HistGradientBoostingClassifier
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        if y.all() or not y.any():
+            self._const = float(y.mean()) if len(y) else 0.5
+            return self
+        self._sources = sorted({r["source"] for r in rows})
+        try:
+            self._tfidf = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
+            words = self._tfidf.fit_transform([r["question"] for r in rows])
+        except ValueError:                     # no word at all in the training questions
+            self._tfidf = None
+        if self._tfidf is not None and min(words.shape) > 2:
+            self._svd = TruncatedSVD(min(JOINT_SVD, min(words.shape) - 1), random_state=SEED)
+            self._svd.fit(words)
+        self._clf = HistGradientBoostingClassifier(random_state=SEED, early_stopping=False,
+                                                   max_iter=200, learning_rate=0.05)
+        x = np.hstack([self._numeric(rows), self._text(rows)])
+        self._void = np.isnan(x).all(axis=0)   # missing in every training row: a constant
+        self._clf.fit(self._fill(x), y)
+        return self
+
+    def _fill(self, x: np.ndarray) -> np.ndarray:
+        x[:, self._void] = 0.0
+        return x
+
+    def predict(self, rows: list[dict[str, Any]]) -> np.ndarray:
+        """P(unanswerable) of each row."""
+        if self._const is not None:
+            return np.full(len(rows), self._const)
+        return self._clf.predict_proba(self._fill(np.hstack([self._numeric(rows),
+                                                             self._text(rows)])))[:, 1]
+
+
+def joint_oof_scores(rows: list[dict[str, Any]], y: np.ndarray) -> np.ndarray:
+    """Out-of-fold P(unanswerable) from :class:`JointModel`, :data:`FOLDS` stratified folds
+    grouped by holder (cross-fitted: no holder is in the training folds of its own
+    predictions)."""
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+    from threadpoolctl import threadpool_limits
+
+    groups = np.array([r["holder"] for r in rows])
+    folds = min(FOLDS, int(y.sum()), int((~y).sum()))
+    if len(set(groups)) >= 2:
+        folds = min(folds, len(set(groups)))
+        split = StratifiedGroupKFold(folds, shuffle=True, random_state=SEED).split(
+            np.zeros(len(y)), y, groups)
+    else:
+        split = StratifiedKFold(folds, shuffle=True, random_state=SEED).split(
+            np.zeros(len(y)), y)
+    out = np.zeros(len(y))
+    with threadpool_limits(1):
+        for train, test in split:
+            model = JointModel().fit([rows[i] for i in train], y[train])
+            out[test] = model.predict([rows[i] for i in test])
+    return out
+
+
 def roc_auc(scores: np.ndarray, y: np.ndarray) -> float:
     """ROC AUC of ``scores`` for ``y`` (Mann-Whitney U with average ranks for ties; equal to
     ``sklearn.metrics.roc_auc_score``, which the tests check)."""
@@ -546,18 +731,36 @@ def roc_auc(scores: np.ndarray, y: np.ndarray) -> float:
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def auc_with_ci(scores: np.ndarray, y: np.ndarray, key: str
+def resampling_unit(groups: np.ndarray | None) -> str:
+    """How :func:`auc_with_ci` resamples: ``"holder"`` with at least :data:`MIN_HOLDERS_CI`
+    distinct holders in ``groups``, else ``"record"``."""
+    return "holder" if groups is not None and len(set(groups)) >= MIN_HOLDERS_CI \
+        else "record"
+
+
+def auc_with_ci(scores: np.ndarray, y: np.ndarray, key: str,
+                groups: np.ndarray | None = None
                 ) -> tuple[float, tuple[float | None, float | None]]:
-    """ROC AUC and its 95% percentile bootstrap interval (:data:`N_BOOT` resamples of the
-    items, seeded by ``key``; resamples without both classes are skipped)."""
+    """ROC AUC and its 95% percentile bootstrap interval (:data:`N_BOOT` resamples, seeded by
+    ``key``; resamples without both classes are skipped): of the holders in ``groups`` (each
+    drawn holder brings all its records) where :func:`resampling_unit` says so, else of the
+    records."""
     from ..core.hashing import stable_hash
 
     auc = roc_auc(scores, y)
     rng = np.random.default_rng(stable_hash("audit", str(SEED), key))
     n = len(y)
+    clusters = None
+    if resampling_unit(groups) == "holder":
+        _, inv = np.unique(groups, return_inverse=True)
+        clusters = [np.flatnonzero(inv == g) for g in range(inv.max() + 1)]
     vals = []
     for _ in range(N_BOOT):
-        idx = rng.integers(0, n, n)
+        if clusters is None:
+            idx = rng.integers(0, n, n)
+        else:
+            idx = np.concatenate([clusters[g] for g in rng.integers(0, len(clusters),
+                                                                     len(clusters))])
         yy = y[idx]
         if yy.all() or not yy.any():
             continue
@@ -573,10 +776,10 @@ def _kind(r: dict[str, Any]) -> str:
 
 
 def _gated_row(r: dict[str, Any]) -> bool:
-    """Whether a record counts in the gates: every record but a native unanswerable of a
-    source with an upstream tell (:data:`NATIVE_TELLS`)."""
-    return not (r["unanswerable"] and r["derivation"] == "native"
-                and r["source"] in NATIVE_TELLS)
+    """Whether a record is in the audited population every gate reads: an answerable record, or
+    an unanswerable one whose ``origin.audited`` is true (:func:`membench.contract.tells.audited`;
+    false for a native of a source with an upstream tell, :data:`NATIVE_TELLS`)."""
+    return bool(r["audited"])
 
 
 def _auc_or_none(scores: np.ndarray, y: np.ndarray) -> float | None:
@@ -584,10 +787,10 @@ def _auc_or_none(scores: np.ndarray, y: np.ndarray) -> float | None:
 
 
 def audit_rows(rows: list[dict[str, Any]]) -> dict[str, ModalityAudit]:
-    """The checks per modality over feature rows (:func:`features`): the timeline classifier
-    and rules over every record; the text-and-metadata classifier (grouped by holder) and
-    rules over every record but the natives with an upstream tell; the text classifier over
-    every record, per kind, per split and per upstream tell reported beside them."""
+    """The checks per modality over feature rows (:func:`features`). Every gated figure (the
+    metadata-only, text-and-metadata, TF-IDF and joint classifiers and every named rule) is over
+    the audited population alone (:func:`_gated_row`); the text classifier over every record,
+    per kind, per split and per upstream tell is reported beside them."""
     out = {}
     for m in MODALITIES:
         everything = [r for r in rows if r["modality"] == m]
@@ -595,26 +798,25 @@ def audit_rows(rows: list[dict[str, Any]]) -> dict[str, ModalityAudit]:
             continue
         ya = np.array([r["unanswerable"] for r in everything], dtype=bool)
         n_u, n_a = int(ya.sum()), int((~ya).sum())
-        auc, ci = None, (None, None)
-        if min(n_u, n_a) >= MIN_FOR_AUC:
-            auc, ci = auc_with_ci(oof_scores(_matrix(everything, TIMELINE_FEATURES), ya), ya, m)
-        rules = {k: balanced_accuracy(np.array([fn(r) for r in everything], dtype=bool), ya)
-                 for k, (_, fn) in TIMELINE_RULES.items()}
-        res = ModalityAudit(m, n_a, n_u, auc, ci, rules)
-
         sub = [r for r in everything if _gated_row(r)]
         y = np.array([r["unanswerable"] for r in sub], dtype=bool)
-        res.n_text_unanswerable = int(y.sum())
+        groups = np.array([r["holder"] for r in sub])
+        unit = resampling_unit(groups)
+        res = ModalityAudit(m, n_a, n_u, None, (None, None), n_audited_unanswerable=int(y.sum()),
+                            ci_unit=unit, n_holders=len(set(groups)))
         scores = None
         if min(int(y.sum()), int((~y).sum())) >= MIN_FOR_AUC:
-            scores = oof_scores(_matrix(sub, TEXT_FEATURES), y,
-                                np.array([r["holder"] for r in sub]))
-            res.auc_text, res.auc_text_ci = auc_with_ci(scores, y, f"text:{m}")
-            res.auc_lr, res.auc_lr_ci = auc_with_ci(lr_oof_scores(sub, y), y, f"lr:{m}")
-        for k, (_, fn) in TEXT_RULES.items():
+            res.auc, res.auc_ci = auc_with_ci(oof_scores(_matrix(sub, TIMELINE_FEATURES), y),
+                                              y, m, groups)
+            scores = oof_scores(_matrix(sub, TEXT_FEATURES), y, groups)
+            res.auc_text, res.auc_text_ci = auc_with_ci(scores, y, f"text:{m}", groups)
+            res.auc_lr, res.auc_lr_ci = auc_with_ci(lr_oof_scores(sub, y), y, f"lr:{m}", groups)
+            res.auc_joint, res.auc_joint_ci = auc_with_ci(joint_oof_scores(sub, y), y,
+                                                          f"joint:{m}", groups)
+        for k, (_, fn) in RULES.items():
             res.rules[k] = balanced_accuracy(np.array([fn(r) for r in sub], dtype=bool), y)
-        for k, (_, fn) in PENDING_RULES.items():
-            res.pending[k] = balanced_accuracy(np.array([fn(r) for r in sub], dtype=bool), y)
+        for k, (_, fn) in ADVERSARY_RULES.items():
+            res.adversary[k] = balanced_accuracy(np.array([fn(r) for r in sub], dtype=bool), y)
         all_scores = None
         if len(everything) == len(sub):
             all_scores, res.auc_all = scores, res.auc_text
@@ -669,7 +871,7 @@ def audit_sets(sets_dir: str | Path) -> Audit:
     return Audit(str(sets_dir), audit_rows(features(records, items)))
 
 
-AUDIT_CACHE_VERSION = "audit-6"
+AUDIT_CACHE_VERSION = "audit-7"
 
 
 def audit_key(sets_dir: str | Path) -> str | None:
@@ -703,9 +905,9 @@ def audit_key(sets_dir: str | Path) -> str | None:
 
 def audit_sets_cached(sets_dir: str | Path) -> Audit:
     """:func:`audit_sets`, from ``cache_dir("audit")`` when these very set files were audited
-    by this code before (:func:`audit_key`), else computed and cached. The audit (a
-    cross-validated classifier per modality and a bootstrap of its AUC, about 10 s of CPU) is a
-    function of the set files and the code alone; every ``membench run`` checks the sets
+    by this code before (:func:`audit_key`), else computed and cached. The audit
+    (cross-validated classifiers per modality and a bootstrap of each AUC, about a minute of
+    CPU) is a function of the set files and the code alone; every ``membench run`` checks the sets
     before it ingests, and report 01 shows the audit of each run's sets, so it is computed
     once per set content. A torn or foreign cache file is audited again; a read-only cache
     only costs time."""
@@ -725,11 +927,14 @@ def audit_sets_cached(sets_dir: str | Path) -> Audit:
                 (d["auc_ci95"][0], d["auc_ci95"][1]), dict(d["rules"]),
                 auc_text=d["auc_text"],
                 auc_text_ci=(d["auc_text_ci95"][0], d["auc_text_ci95"][1]),
-                n_text_unanswerable=int(d["n_text_unanswerable"]),
+                n_audited_unanswerable=int(d["n_audited_unanswerable"]),
                 auc_lr=d["auc_lr"], auc_lr_ci=(d["auc_lr_ci95"][0], d["auc_lr_ci95"][1]),
+                auc_joint=d["auc_joint"],
+                auc_joint_ci=(d["auc_joint_ci95"][0], d["auc_joint_ci95"][1]),
+                ci_unit=str(d["ci_unit"]), n_holders=int(d["n_holders"]),
                 auc_all=d["auc_all_records"], by_kind=dict(d["by_kind"]),
                 by_split=dict(d["by_split"]), native_tells=dict(d["native_tells"]),
-                pending=dict(d["pending_rules"]))
+                adversary=dict(d["adversary_rules"]))
                     for m, d in data["modalities"].items()}
             return Audit(str(sets_dir), mods)
         except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
@@ -757,51 +962,57 @@ def _kinds_cell(x: ModalityAudit) -> str:
     return "; ".join(parts) or "—"
 
 
-def _pending_cell(x: ModalityAudit) -> str:
-    """The not-yet-gated rules of one modality, each marked where it is over the rule gate."""
-    if not x.text_gated:
-        return "—"
+def _adversary_cell(x: ModalityAudit) -> str:
+    """The sister and date rules of one modality, each marked where it is over the rule gate
+    (and whether they are gated: :data:`ADVERSARY_RULES_GATED`)."""
     parts = []
-    for k, v in x.pending.items():
+    for k, v in x.adversary.items():
         if v is None:
             continue
         over = f" (over {RULE_GATE})" if v > RULE_GATE else ""
         parts.append(f"{k.replace('_', ' ')} {v:.2f}{over}")
+    if parts and not ADVERSARY_RULES_GATED:
+        parts.append("not gated")
     return "; ".join(parts) or "—"
 
 
+def _ci_cell(auc: float | None, ci: tuple[float | None, float | None]) -> str:
+    return "—" if auc is None else f"{auc:.2f} [{_f(ci[0])}, {_f(ci[1])}]"
+
+
 def render_audit(a: Audit) -> str:
-    """The audit as a Markdown table: per modality n, the gated classifier's AUC with its
-    interval, the same classifier over every record (upstream tells included) and per kind,
-    the highest named rule, the verdict; then each upstream tell's strength (every rule is in
-    ``as_dict()``)."""
+    """The audit as a Markdown table: per modality n, each gated classifier's AUC with its
+    interval (over the audited population), the text classifier over every record (upstream
+    tells included) and per kind, the highest named rule, the sister and date rules, the
+    verdict; then how the intervals were resampled and each upstream tell's strength (every
+    rule is in ``as_dict()``)."""
     rows = ["| modality | answerable | unanswerable | audited unanswerable (share of records) | "
-            "metadata-only ROC AUC (95% CI) | "
-            "text-and-metadata ROC AUC (95% CI; audited unanswerable) | TF-IDF + logistic "
-            "regression ROC AUC (95% CI) | text, every record, by kind | "
-            f"best named rule (balanced accuracy) | gates (AUC <= {AUC_GATE}, text upper CI <= "
-            f"{CI_GATE}, rules <= {RULE_GATE}) | rules not yet gated (balanced accuracy) |",
-            "|---|---:|---:|---:|---|---|---|---|---|---|---|"]
+            "metadata-only ROC AUC (95% CI) | text-and-metadata ROC AUC (95% CI) | TF-IDF + "
+            "logistic regression ROC AUC (95% CI) | joint classifier ROC AUC (95% CI) | "
+            "text, every record, by kind | best named rule (balanced accuracy) | sister and "
+            f"date rules (balanced accuracy) | gates (AUC <= {AUC_GATE}, upper CI <= {CI_GATE} "
+            f"but metadata-only, rules <= {RULE_GATE}) |",
+            "|---|---:|---:|---:|---|---|---|---|---|---|---|---|"]
     for m, x in a.modalities.items():
         best = max(((v, k) for k, v in x.rules.items() if v is not None), default=None)
         rule = "—" if best is None else f"{RULES[best[1]][0]}: {best[0]:.2f}"
-        lo, hi = x.auc_ci
-        auc = "—" if x.auc is None else f"{x.auc:.2f} [{_f(lo)}, {_f(hi)}]"
-        tlo, thi = x.auc_text_ci
-        text = "—" if x.auc_text is None else \
-            f"{x.auc_text:.2f} [{_f(tlo)}, {_f(thi)}; {x.n_text_unanswerable}]"
-        if x.auc_text is not None and not x.text_gated:
-            text += " not gated"
-        llo, lhi = x.auc_lr_ci
-        lr = "—" if x.auc_lr is None else f"{x.auc_lr:.2f} [{_f(llo)}, {_f(lhi)}]"
         total = x.n_answerable + x.n_unanswerable
-        share = f"{x.n_text_unanswerable} ({x.n_text_unanswerable / total:.1%})" if total \
-            else "—"
+        n_au = x.n_audited_unanswerable
+        share = f"{n_au} ({n_au / total:.1%})" if total else "—"
         every = "—" if x.auc_all is None else f"{x.auc_all:.2f}: {_kinds_cell(x)}"
         verdict = ("pass" if x.ok else "FAIL") if x.gated else \
-            f"not gated (< {MIN_UNANSWERABLE} unanswerable)"
-        rows.append(f"| {m} | {x.n_answerable} | {x.n_unanswerable} | {share} | {auc} | "
-                    f"{text} | {lr} | {every} | {rule} | {verdict} | {_pending_cell(x)} |")
+            f"not gated (< {MIN_UNANSWERABLE} audited unanswerable)"
+        rows.append(f"| {m} | {x.n_answerable} | {x.n_unanswerable} | {share} | "
+                    f"{_ci_cell(x.auc, x.auc_ci)} | {_ci_cell(x.auc_text, x.auc_text_ci)} | "
+                    f"{_ci_cell(x.auc_lr, x.auc_lr_ci)} | "
+                    f"{_ci_cell(x.auc_joint, x.auc_joint_ci)} | {every} | {rule} | "
+                    f"{_adversary_cell(x)} | {verdict} |")
+    by_record = [f"{m} ({x.n_holders} holders)" for m, x in a.modalities.items()
+                 if x.auc is not None and x.ci_unit == "record"]
+    rows += ["", f"Intervals: {N_BOOT} bootstrap resamples of the holders (a drawn holder "
+             f"brings all its records) where a modality has at least {MIN_HOLDERS_CI} audited "
+             "holders" + (f"; of the records in {', '.join(by_record)}, too few holders to "
+                          "resample." if by_record else ".")]
     tells = [(m, src, t) for m, x in a.modalities.items() for src, t in x.native_tells.items()]
     if tells:
         rows += ["", "Upstream native unanswerables with a tell of their own (left out of the "
@@ -849,9 +1060,9 @@ def native_tells_table(a: Audit):
 
 def audit_frame(a: Audit):
     """:func:`render_audit` as a pandas DataFrame (one row per modality: n, each classifier's
-    AUC with its interval (``metadata-only ROC AUC``, ``text-and-metadata ROC AUC``, each with
-    ``_lo`` / ``_hi``), the text classifier over every record, the highest named rule, the
-    verdict), for reports."""
+    AUC with its interval (``metadata-only ROC AUC``, ``text-and-metadata ROC AUC``, ``joint
+    ROC AUC``, each with ``_lo`` / ``_hi``, and how they were resampled), the text classifier
+    over every record, the highest named rule, the verdict), for reports."""
     import pandas as pd
 
     rows = []
@@ -859,14 +1070,17 @@ def audit_frame(a: Audit):
         best = max(((v, k) for k, v in x.rules.items() if v is not None), default=None)
         lo, hi = x.auc_ci
         rows.append({"modality": m, "gates": ("pass" if x.ok else "FAIL") if x.gated else
-                     f"not gated (< {MIN_UNANSWERABLE} unanswerable)",
+                     f"not gated (< {MIN_UNANSWERABLE} audited unanswerable)",
                      "answerable": x.n_answerable, "unanswerable": x.n_unanswerable,
                      "metadata-only ROC AUC": x.auc, "metadata-only ROC AUC_lo": lo,
                      "metadata-only ROC AUC_hi": hi,
                      "text-and-metadata ROC AUC": x.auc_text,
                      "text-and-metadata ROC AUC_lo": x.auc_text_ci[0],
                      "text-and-metadata ROC AUC_hi": x.auc_text_ci[1],
-                     "text: unanswerable gated": x.n_text_unanswerable,
+                     "joint ROC AUC": x.auc_joint, "joint ROC AUC_lo": x.auc_joint_ci[0],
+                     "joint ROC AUC_hi": x.auc_joint_ci[1],
+                     "intervals resampled by": x.ci_unit,
+                     "audited unanswerable": x.n_audited_unanswerable,
                      "text, every record": x.auc_all,
                      "best named rule": "—" if best is None else RULES[best[1]][0],
                      "its balanced accuracy": None if best is None else best[0]})
@@ -877,8 +1091,8 @@ def rules_table(a: Audit):
     """Every named rule's balanced accuracy per modality (a pandas DataFrame, for report 01)."""
     import pandas as pd
 
-    data = {m: {**x.rules, **x.pending} for m, x in a.modalities.items()}
+    data = {m: {**x.rules, **x.adversary} for m, x in a.modalities.items()}
     df = pd.DataFrame(data)
-    df.index = [RULES[k][0] if k in RULES else f"{PENDING_RULES[k][0]} (not yet gated)"
-                for k in df.index]
+    df.index = [ALL_RULES[k][0] if k in RULES or ADVERSARY_RULES_GATED
+                else f"{ADVERSARY_RULES[k][0]} (not gated)" for k in df.index]
     return df
