@@ -31,39 +31,45 @@ def test_timelines_are_distinct_sorted_times_with_a_tail():
 
 def test_answerable_slots_stay_in_the_window_after_the_gold():
     tl = hourly(101)
-    assert tl.window_start == 50 and tl.items == 101
+    assert tl.window_start == 50 and tl.window_end == 99 and tl.items == 101
     early = [tl.answerable_slot(10, f"q{i}") for i in range(4000)]
-    assert set(early) == set(range(50, 101))                 # the whole window, nothing before
+    assert set(early) == set(range(50, 100))     # the whole window; the last item always to come
     late = {tl.answerable_slot(80, f"q{i}") for i in range(500)}
-    assert late == set(range(80, 101))                       # never before the gold
-    # P(s) proportional to 1 / V_s: slot 50 (V = 51) drawn about twice as often as 100 (V = 101)
-    ratio = early.count(50) / early.count(100)
+    assert late == set(range(80, 100))                       # never before the gold
+    # P(s) proportional to 1 / V_s: slot 50 (V = 51) drawn about twice as often as 99 (V = 100)
+    ratio = early.count(50) / early.count(99)
     assert 1.4 < ratio < 2.9
-    assert tl.answerable_slot(100, "q") == 100
+    assert tl.answerable_slot(99, "q") == 99
 
 
-def test_keep_is_one_before_the_window_and_falls_to_its_end():
+def test_keep_is_one_before_the_window_falls_to_its_end_and_is_zero_after():
     tl = hourly(101)
     assert tl.keep(0) == tl.keep(50) == 1.0
-    w = [tl.keep(g) for g in range(50, 101)]
+    w = [tl.keep(g) for g in range(50, 100)]
     assert all(a > b for a, b in zip(w, w[1:]))
-    assert tl.keep(100) == pytest.approx((1 / 101) / sum(1 / v for v in range(51, 102)))
+    assert tl.keep(99) == pytest.approx((1 / 100) / sum(1 / v for v in range(51, 101)))
+    assert tl.keep(100) == 0.0          # gold in the last slot: nothing after it may be seen
 
 
 def test_gold_rank_among_what_is_seen_is_uniform():
-    """Hand-checkable on a 7-item timeline: over golds spread evenly, kept by keep() and placed by
-    answerable_slot(), the gold's rank from the newest seen item is uniform given as_of's slot
-    (so newest first and oldest first find it no sooner than random)."""
-    tl = hourly(7)
-    lo = tl.window_start
-    assert lo == 3
+    """Hand-checkable on an 8-item timeline (window: slots 3 .. 6, the last item to come): over
+    golds spread evenly, kept by keep() and placed by answerable_slot(), the gold's rank among
+    the items seen is uniform given as_of's slot (so newest first and oldest first find it no
+    sooner than random)."""
+    tl = hourly(8)
+    lo, hi = tl.window_start, tl.window_end
+    assert (lo, hi) == (3, 6)
     joint = {}
-    for g in range(7):
+    for g in range(8):
         k = tl.keep(g)
-        weights = [1 / (s + 1) for s in range(max(g, lo), 7)]
-        for s, w in zip(range(max(g, lo), 7), weights):
+        slots = range(max(g, lo), hi + 1)
+        weights = [1 / (s + 1) for s in slots]
+        for s, w in zip(slots, weights):
             joint[g, s] = k * w / sum(weights)
-    for s in range(lo, 7):
+        assert k == (0.0 if g > hi else pytest.approx(
+            sum(1 / (s + 1) for s in range(max(g, lo), hi + 1))
+            / sum(1 / (s + 1) for s in range(lo, hi + 1))))
+    for s in range(lo, hi + 1):
         probs = [joint.get((g, s), 0.0) for g in range(s + 1)]
         assert max(probs) == pytest.approx(min(probs))      # uniform over the s + 1 seen items
 
@@ -78,6 +84,7 @@ def test_temporal_slots_fall_in_the_window_before_the_evidence_and_lean_towards_
     tl = hourly(101)
     got = [tl.temporal_slot(90, f"q{i}") for i in range(3000)]
     assert set(got) <= set(range(50, 90)) and 89 in got
+    assert {tl.temporal_slot(100, f"q{i}") for i in range(300)} <= set(range(50, 100))
     assert got.count(89) > got.count(50)                     # leans towards the evidence
     assert tl.temporal_slot(50, "q") is None                 # nothing of the window before it
     assert tl.temporal_slot(20, "q") is None

@@ -107,7 +107,17 @@ class Timeline:
     @property
     def window_start(self) -> int:
         """``L``: the first slot an ``as_of`` may fall in."""
-        return math.floor(self.start_share * (self.slots - 1))
+        return min(math.floor(self.start_share * (self.slots - 1)), self.window_end)
+
+    @property
+    def window_end(self) -> int:
+        """The last slot an ``as_of`` may fall in: the one before the holder's last item (an
+        item always remains to come, so no query sees everything and "as_of before the
+        holder's last item" tells nothing), but for a holder of one item or a window of the
+        last slot (``start_share`` 1.0)."""
+        if self.slots < 2 or self.start_share >= 1.0:
+            return self.slots - 1
+        return self.slots - 2
 
     def seen(self, slot: int) -> int:
         """``V_slot``: how many items an ``as_of`` in ``slot`` sees."""
@@ -134,9 +144,9 @@ class Timeline:
         return self.tail if slot == self.slots - 1 else self.times[slot + 1] - self.times[slot]
 
     def _tail_weight(self, start: int) -> float:
-        """``W(start) = sum over s >= start of 1 / V_s``."""
+        """``W(start) = sum over s >= start (to the window's end) of 1 / V_s``."""
         run, out = self.seen(start - 1) if start > 0 else 0, 0.0
-        for s in range(start, self.slots):
+        for s in range(start, self.window_end + 1):
             run += self.counts[s]
             out += 1.0 / run
         return out
@@ -145,6 +155,8 @@ class Timeline:
         """The probability that a question cluster whose latest gold is in slot ``gold`` is
         kept answerable: ``W(max(gold, L)) / W(L)`` (the module docstring)."""
         lo = self.window_start
+        if gold > self.window_end:
+            return 0.0
         return self._tail_weight(max(gold, lo)) / self._tail_weight(lo)
 
     def answerable_slot(self, gold: int, seed: str) -> int:
@@ -153,7 +165,7 @@ class Timeline:
         lo = max(gold, self.window_start)
         base = self.seen(lo - 1) if lo > 0 else 0
         weights, run = [], base
-        for s in range(lo, self.slots):
+        for s in range(lo, max(lo, self.window_end) + 1):
             run += self.counts[s]
             weights.append(1.0 / run)
         return lo + weighted(weights, "as_of-slot", seed)
@@ -172,7 +184,7 @@ class Timeline:
             return None
         n = self.items
         weights, run = [], self.seen(lo - 1) if lo > 0 else 0
-        for s in range(lo, evidence):
+        for s in range(lo, min(evidence, self.window_end + 1)):
             run += self.counts[s]
             weights.append(1.0 / (n - run + 1) ** 2)
         return lo + weighted(weights, "as_of-slot", seed)
