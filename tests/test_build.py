@@ -55,11 +55,6 @@ def test_the_audit_reads_the_audited_population_of_the_built_sets(audit):
         == audit.modalities["conversation"].n_audited_unanswerable + 445
 
 
-@pytest.mark.xfail(strict=True, reason="after the as_of redesign (membench/sets/timeline.py, "
-                   "derive.py) the audit over the audited population still finds pdf's timeline "
-                   "tell (as_of before the holder's last item, balanced accuracy 0.61) and the "
-                   "TF-IDF classifier's holder-resampled upper bound over 0.70 (docs/sets.md, "
-                   "'No tells: the audit'); flip this mark once the redesign's sets pass")
 def test_the_audit_gates_hold_on_the_built_sets(audit):
     assert audit.failures() == [] and audit.ok
     for m, a in audit.modalities.items():
