@@ -6,7 +6,8 @@ files in their real upstream format (a file that is not in that format is an
 :class:`InputError` naming it) and books every upstream question as *not covered*, with the
 reason :data:`PENDING`, so coverage.json and the reports count them and nothing is dropped
 silently. It returns no items and no drafts: the sets do not change until a source's mapping
-(holders, observed_at, gold regions) lands in its own module.
+(holders, observed_at, gold regions) lands in its own module and the registry names it.
+PrefEval's is written (:mod:`membench.sources.prefeval`) and not yet named.
 
 Upstream formats (read first: each folder's ``LICENSE-NOTES.md``):
 

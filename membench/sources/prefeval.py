@@ -1,0 +1,371 @@
+"""PrefEval (amazon-science/PrefEval, Zhao et al., ICLR 2025): user preferences that a later
+question tests. Not yet in the sets: the registry still books this source through
+``registered:load_prefeval``; :func:`load` is this module's adapter, ready to be named there.
+
+Upstream format (``prefeval/`` under the corpus root; upstream ``benchmark_dataset/``), one
+JSON list per topic (20 topics) and form, row ``i`` of every form being the same preference
+(same ``question``):
+
+* ``explicit_preference/<topic>.json``: ``{preference, question, explanation}``; the preference
+  is stated by the user in one turn, by construction.
+* ``implicit_preference/choice-based/<topic>.json``: ``{preference, question, explanation,
+  implicit_query, options, aligned_op, conversation: {query, assistant_options,
+  user_selection, assistant_acknowledgment}}``: the user picks the option that fits the
+  preference (``aligned_op`` names it).
+* ``implicit_preference/persona-driven/<topic>.json``: ``{preference, question, explanation,
+  persona, conversation: {"0": {user, assistant}, "1": ..., ...}, [fix]}``: one user turn
+  reveals the preference, but upstream does not say which (3 to 7 exchanges).
+
+The implicit forms and ``mcq_options`` word each preference alike, often more strongly than the
+explicit form ("I absolutely avoid ..." for "I avoid ...").
+* ``mcq_options/<topic>.json``: ``{preference, question, explanation, classification_task_options,
+  [violation_probability]}``: four answers to the question; upstream's classification task
+  treats ``classification_task_options[0]`` as the preference-following one (the files carry no
+  gold field; the other three violate the preference). ``mcq_options/travel_hotel copy.json``,
+  a near-copy of ``travel_hotel.json`` that upstream ships, is never read.
+
+Mapping:
+
+* source item: one session per (preference, form), ``prefeval:<form>:<topic>:<i>`` with
+  ``<form>`` ``explicit``, ``choice`` or ``persona`` and ``<i>`` the 0-based row; inline
+  ``content = [{"turn": t, "speaker": "user" | "assistant", "text"}]``, 1-based turns:
+  explicit, one user turn (the preference); choice-based, four turns (query, assistant_options,
+  user_selection, assistant_acknowledgment); persona-driven, each exchange ``"k"`` (checked to
+  be ``"0".."n-1"``) as turns ``2k+1`` (user) and ``2k+2`` (assistant). ``meta = {"turns",
+  "speakers", "topic", "form"}``.
+* holders: 20 users, ``prefeval/user-<kk>``. The 1,000 preferences are dealt to 20 groups of
+  50 across topics: preferences that share a preference or question text (normalised) are
+  chained into one cluster, clusters are taken in hash order (members by key), and the
+  preference at position ``p`` of that list goes to group ``3p mod 20``. User ``u`` holds the
+  explicit sessions of group ``u``, the choice-based sessions of group ``u - 1`` and the
+  persona-driven sessions of group ``u - 2`` (mod 20): 150 sessions (50 of each form), whose
+  100 explicit and choice-based questions are asked of it; the persona sessions are its other
+  sessions (each reveals a preference that user is never asked about). So no user holds two
+  forms of one preference, and cluster members (groups 3 and 6 apart) never share a user that
+  asks about one of them: no question is asked twice of one user, and no other session of a
+  user states the same preference text as a gold one. A question that still would be (a
+  cluster of more than six) is not covered, counted.
+  Items per holder: 150 sessions (1,000 preferences x 3 forms over 20 users); a query sees
+  those observed by its as_of, drawn after its gold session. More per user would mean fewer
+  users than the split and the transactive derivation need; fewer, a thinner haystack.
+* observed_at: no time structure upstream, so a synthetic ingestion timeline in UTC
+  (``base.synthetic_timeline``: hash order of all 3,000 session ids, one hour apart): each
+  user's sessions are spread over the whole timeline, the other users' in between.
+* records: one per explicit and choice-based question, ``query_id =
+  prefeval:<form>:<topic>:<i>``, ``origin.item = <form folder>/<topic>.json#<i>``, question
+  verbatim, ``scope.holder`` the user holding the form's session of that preference. Gold: the
+  turn that states or reveals the preference, ``{"turn": 1}`` of the explicit session,
+  ``{"turn": 3}`` (``user_selection``) of the choice-based one; ``judgments.session``: the
+  whole session as a turn range. Answer: ``classification_task_options[0]`` of the same row of
+  ``mcq_options/<topic>.json``, ``answer_format "str"``, when that row asks the same question
+  (else answer ``None``, format ``"none"``, counted); ``origin.notes`` names the form and the
+  preference. ``as_of`` stays ``None``: the build draws it after the preference session.
+* not covered: every persona-driven question (its revealing turn is not labelled upstream, and
+  an unlabelled turn is never gold; its session is still an item); a question or preference
+  that is empty; a question whose form session lacks the revealing turn.
+* bad input (a file that is not a JSON list, a row that is not an object, ``question``,
+  ``preference`` or a turn that is not a string, a persona conversation whose keys are not
+  ``"0".."n-1"``): an :class:`InputError` naming the file and the row's field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
+from ..core.errors import InputError
+from ..core.hashing import hash_order
+from . import BY_KEY
+from .base import (
+    AdapterResult,
+    Coverage,
+    Mapped,
+    Upstream,
+    book,
+    norm_space,
+    open_upstream,
+    read_json,
+    synthetic_timeline,
+)
+
+KEY = "prefeval"
+SPEC = BY_KEY[KEY]
+DATASET = "amazon-science/PrefEval"
+MODALITY = "conversation"
+#: form -> upstream folder
+FORMS = {"explicit": "explicit_preference", "choice": "implicit_preference/choice-based",
+         "persona": "implicit_preference/persona-driven"}
+MCQ = "mcq_options"
+NEAR_COPY = "mcq_options/travel_hotel copy.json"
+N_USERS = 20
+#: group of the preference at position p of the cluster-ordered list: STRIDE * p mod N_USERS
+STRIDE = 3
+USER_SALT = "prefeval-users"
+#: user u holds form f's session of the preferences of group u - OFFSET[f]
+OFFSET = {"explicit": 0, "choice": 1, "persona": 2}
+#: the revealing turn of each labelled form
+GOLD_TURN = {"explicit": 1, "choice": 3}
+CHOICE_TURNS = (("query", "user"), ("assistant_options", "assistant"),
+                ("user_selection", "user"), ("assistant_acknowledgment", "assistant"))
+
+MISS_PERSONA = "persona-driven: the revealing turn is not labelled upstream"
+MISS_EMPTY_Q = "empty question"
+MISS_NO_TURN = "the turn that states or reveals the preference is empty"
+MISS_CLASH = "its user holds another session of the same question or preference"
+FIX_MCQ = "mcq_options row asks another question (answer left none)"
+SESSION = "session"
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One upstream row of one form: where it is, its question and preference, its turns."""
+
+    form: str
+    topic: str
+    index: int
+    file: str                      # path under the source folder
+    question: str
+    preference: str
+    turns: list[dict]              # [{"turn", "speaker", "text"}], 1-based
+
+    @property
+    def pref_key(self) -> str:
+        return f"{self.topic}#{self.index}"
+
+    @property
+    def sid(self) -> str:
+        return f"{KEY}:{self.form}:{self.topic}:{self.index}"
+
+
+# --------------------------------------------------------------------------- load
+
+
+def load(corpus_root: Path) -> AdapterResult:
+    """Read ``<corpus_root>/prefeval``, map it to sessions and records, account for every
+    question of the three forms."""
+    up = open_upstream(corpus_root, SPEC, folder="the PrefEval folder", provenance=True)
+    cov = Coverage(source=KEY)
+    rows, mcq, revisions = _read(up, cov)
+    made = _map(rows, mcq, revisions)
+    _account(cov, made)
+    return made.result(cov)
+
+
+def _topics(up: Upstream) -> list[str]:
+    """The topics: the JSON files of explicit_preference/, each required in every form folder
+    and in mcq_options/ (a missing one is a MISSING_FILE error naming it)."""
+    for folder in (*FORMS.values(), MCQ):
+        if not (up.folder / folder).is_dir():
+            raise InputError(up.folder / folder, None, None, "PrefEval form folder is missing",
+                             rule="MISSING_FILE")
+    topics = sorted(p.stem for p in (up.folder / FORMS["explicit"]).glob("*.json"))
+    for folder in (*FORMS.values(), MCQ):
+        for t in topics:
+            p = up.folder / folder / f"{t}.json"
+            if not p.is_file():
+                raise InputError(p, None, None, f"topic {t!r} of explicit_preference/ is missing "
+                                 "here", rule="MISSING_FILE")
+    return topics
+
+
+def _read(up: Upstream, cov: Coverage) -> tuple[list[_Row], dict[str, list], dict[str, str]]:
+    """Every row of the three forms (topic order, then row order), the mcq rows per topic and
+    the upstream commit of each file read. Raises InputError naming file and field."""
+    rows: list[_Row] = []
+    mcq: dict[str, list] = {}
+    revisions: dict[str, str] = {}
+    for t in _topics(up):
+        for form, folder in FORMS.items():
+            name = f"{folder}/{t}.json"
+            revisions[name] = up.revision(name, cov)
+            data = read_json(up.folder / name, list, "a JSON list of preferences")
+            rows += [_row(up.folder / name, form, t, i, r, name) for i, r in enumerate(data)]
+        name = f"{MCQ}/{t}.json"
+        mcq[t] = read_json(up.folder / name, list, "a JSON list of answer options")
+        for i, r in enumerate(mcq[t]):
+            _text(up.folder / name, r, i, "question")
+            opts = r.get("classification_task_options")
+            if not isinstance(opts, list) or not opts or not all(isinstance(o, str) for o in opts):
+                raise InputError(up.folder / name, None, f"[{i}].classification_task_options",
+                                 "missing or not a non-empty list of strings")
+    return rows, mcq, revisions
+
+
+def _text(path: Path, row: Any, i: int, key: str) -> str:
+    if not isinstance(row, dict):
+        raise InputError(path, None, f"[{i}]", "not an object")
+    v = row.get(key)
+    if not isinstance(v, str):
+        raise InputError(path, None, f"[{i}].{key}", "missing or not a string")
+    return v
+
+
+def _row(path: Path, form: str, topic: str, i: int, r: Any, name: str) -> _Row:
+    question = _text(path, r, i, "question")
+    preference = _text(path, r, i, "preference")
+    if form == "explicit":
+        turns = [{"turn": 1, "speaker": "user", "text": preference}]
+    else:
+        conv = r.get("conversation")
+        if not isinstance(conv, dict):
+            raise InputError(path, None, f"[{i}].conversation", "missing or not an object")
+        turns = _choice_turns(path, i, conv) if form == "choice" else _persona_turns(path, i, conv)
+    return _Row(form=form, topic=topic, index=i, file=name, question=question,
+                preference=preference, turns=turns)
+
+
+def _choice_turns(path: Path, i: int, conv: dict) -> list[dict]:
+    out = []
+    for t, (key, speaker) in enumerate(CHOICE_TURNS, 1):
+        out.append({"turn": t, "speaker": speaker,
+                    "text": _turn_text(path, conv.get(key), f"[{i}].conversation.{key}")})
+    return out
+
+
+def _persona_turns(path: Path, i: int, conv: dict) -> list[dict]:
+    if sorted(conv, key=lambda k: (len(k), k)) != [str(k) for k in range(len(conv))]:
+        raise InputError(path, None, f"[{i}].conversation",
+                         f"exchange keys must be \"0\"..\"{len(conv) - 1}\", got {sorted(conv)}")
+    out = []
+    for k in range(len(conv)):
+        ex = conv[str(k)]
+        if not isinstance(ex, dict):
+            raise InputError(path, None, f"[{i}].conversation.{k}", "not an object")
+        for j, speaker in enumerate(("user", "assistant")):
+            out.append({"turn": 2 * k + 1 + j, "speaker": speaker,
+                        "text": _turn_text(path, ex.get(speaker),
+                                           f"[{i}].conversation.{k}.{speaker}")})
+    return out
+
+
+def _turn_text(path: Path, v: Any, where: str) -> str:
+    if not isinstance(v, str):
+        raise InputError(path, None, where, "missing or not a string")
+    return v
+
+
+# --------------------------------------------------------------------------- map
+
+
+def _norm(s: str) -> str:
+    return norm_space(s).casefold()
+
+
+def _groups(rows: list[_Row], n_users: int = N_USERS) -> dict[str, int]:
+    """Preference key -> group. Preferences sharing a question or preference text (normalised)
+    form a cluster; clusters in hash order, members by key, the p-th of the list in group
+    ``STRIDE * p mod n_users`` (so a cluster's members fall STRIDE groups apart)."""
+    parent: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        while parent.setdefault(k, k) != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    seen: dict[str, str] = {}
+    for r in rows:
+        find(r.pref_key)
+        for text in (r.question, r.preference):
+            n = _norm(text)
+            if not n:
+                continue
+            if n in seen:
+                a, b = find(seen[n]), find(r.pref_key)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+            else:
+                seen[n] = r.pref_key
+    clusters: dict[str, list[str]] = {}
+    for k in sorted(parent):
+        clusters.setdefault(find(k), []).append(k)
+    order = [k for root in hash_order(clusters, USER_SALT) for k in clusters[root]]
+    return {k: (STRIDE * p) % n_users for p, k in enumerate(order)}
+
+
+@dataclass
+class _Made(Mapped):
+    users: int = 0
+
+
+def _map(rows: list[_Row], mcq: dict[str, list], revisions: dict[str, str],
+         n_users: int = N_USERS) -> _Made:
+    """One session item per row; one outcome per row (a record, or why not)."""
+    made = _Made()
+    group = _groups(rows, n_users)
+    holder = {r.sid: f"{KEY}/user-{(group[r.pref_key] + OFFSET[r.form]) % n_users:02d}"
+              for r in rows}
+    observed = synthetic_timeline(holder)
+    # per holder: the normalised texts of its sessions' preferences and its questions, counted
+    texts: dict[str, dict[str, int]] = {}
+    for r in rows:
+        bag = texts.setdefault(holder[r.sid], {})
+        for n in {_norm(r.preference), *((_norm(r.question),) if r.form in GOLD_TURN else ())}:
+            bag[n] = bag.get(n, 0) + 1
+    for r in rows:
+        made.items.append(SourceItem(
+            source_id=r.sid, modality=MODALITY, holder=holder[r.sid], observed_at=observed[r.sid],
+            content=r.turns, meta={"turns": len(r.turns), "speakers": ["user", "assistant"]
+                                   if len(r.turns) > 1 else ["user"], "topic": r.topic,
+                                   "form": r.form}))
+        # one line per turn (whitespace collapsed, as the chunker writes a turn)
+        made.texts[r.sid] = "\n".join(f"{t['speaker']}: {norm_space(t['text'])}"
+                                       for t in r.turns)
+        made.outcomes.append(_record(r, holder[r.sid], texts[holder[r.sid]], mcq, revisions,
+                                     made))
+    made.users = len(set(holder.values()))
+    made.texts = dict(sorted(made.texts.items()))
+    return made
+
+
+def _record(r: _Row, holder: str, bag: dict[str, int], mcq: dict[str, list],
+            revisions: dict[str, str], made: Mapped) -> RecordDraft | str:
+    """The record of one row's question, or why it is not covered."""
+    if r.form not in GOLD_TURN:
+        return MISS_PERSONA
+    if not r.question.strip():
+        return MISS_EMPTY_Q
+    turn = GOLD_TURN[r.form]
+    if not r.turns[turn - 1]["text"].strip():
+        return MISS_NO_TURN
+    if bag.get(_norm(r.question), 0) > 1 or bag.get(_norm(r.preference), 0) > 1:
+        return MISS_CLASH
+    answer: str | None = None
+    opts = mcq[r.topic]
+    if r.index < len(opts) and _norm(opts[r.index]["question"]) == _norm(r.question):
+        answer = opts[r.index]["classification_task_options"][0]
+    else:
+        made.fix(FIX_MCQ)
+    whole = {"turn_start": 1, "turn_end": len(r.turns)}
+    return RecordDraft(
+        query_id=r.sid, modality=MODALITY, question=r.question, answer=answer,
+        answer_format="str" if answer is not None else "none",
+        gold=[Gold(source_id=r.sid, region={"turn": turn})],
+        judgments={SESSION: [Gold(source_id=r.sid, region=whole)]},
+        scope=Scope(holder=holder, session=None, scenario=SPEC.scenario), unanswerable=False,
+        origin=Origin(dataset=DATASET, revision=revisions[r.file], item=f"{r.file}#{r.index}",
+                      license=SPEC.license,
+                      notes=f"form {r.form}; preference: {r.preference!r}"
+                      + ("; answer: mcq_options classification_task_options[0]"
+                         if answer is not None else "")))
+
+
+# --------------------------------------------------------------------------- account
+
+
+def _account(cov: Coverage, made: _Made) -> None:
+    """Coverage: every question's outcome and the repairs (:func:`base.book`), then the notes.
+    Writes only ``cov``."""
+    book(cov, made)
+    cov.notes.append(f"{NEAR_COPY} (a near-copy of travel_hotel.json upstream ships) is not read")
+    cov.notes.append(f"{made.users} users; each holds one form's session of a third of its "
+                     "groups' preferences: explicit (asked), choice-based (asked), "
+                     "persona-driven (other sessions, never asked of it)")
+    cov.notes.append("gold = the user turn that states (explicit, turn 1) or reveals "
+                     "(choice-based user_selection, turn 3) the preference; judgments.session = "
+                     "the whole session")
+    cov.notes.append("answer = mcq_options classification_task_options[0], the "
+                     "preference-following option by upstream's convention")
+    cov.notes.append("observed_at synthetic: hash order of the session ids, one hour apart (UTC)")
