@@ -1,0 +1,241 @@
+import json
+import shutil
+from collections import Counter, defaultdict
+
+import pytest
+
+from membench.core.errors import InputError
+from membench.modalities import check_region
+from membench.sets.build import split_holders
+from membench.sources import BY_KEY, pstuts
+
+REAL_REVISION = "66ef1e06c11f5b9faf92aeacde56ee3b117ca22c"
+
+
+@pytest.fixture(scope="module")
+def real(corpus_root):
+    return pstuts.load(corpus_root)
+
+
+@pytest.fixture(scope="module")
+def fx(fixtures):
+    return pstuts.load(fixtures / "pstuts")
+
+
+def _drafts(res):
+    return {d.query_id: d for d in res.drafts}
+
+
+def _items(res):
+    return {i.source_id: i for i in res.items}
+
+
+def _broken(tmp_path, fixtures, name, edit):
+    """A copy of the fixture folder with ``edit`` applied to split file ``name``'s JSON."""
+    root = tmp_path / "corpus"
+    shutil.copytree(fixtures / "pstuts" / "pstuts-vqa", root / "pstuts-vqa")
+    p = root / "pstuts-vqa" / name
+    data = json.loads(p.read_text(encoding="utf-8"))
+    edit(data)
+    p.write_text(json.dumps(data), encoding="utf-8")
+    return root
+
+
+# --------------------------------------------------------------------------- fixture
+
+
+def test_fixture_coverage_counts_every_question(fx):
+    cov = fx.coverage
+    assert cov.upstream_items == 15 and cov.covered == 8 == len(fx.drafts)
+    assert cov.not_covered == {
+        "empty question": 1,
+        "gold sentence begin or end missing": 1,
+        "gold sentence ends after the video": 1,
+        "gold sentence ends before it begins": 1,
+        "gold sentence of no length": 1,
+        "sent_id not in the video's transcript": 1,
+        "verbatim repeat of an earlier question of its sentence": 1,
+    }
+    assert cov.normalised == {
+        "transcript sentence dropped: begin or end missing": 1,
+        "transcript sentence dropped: ends after the video": 1,
+        "transcript sentence dropped: ends before it begins": 1,
+    }
+    assert cov.balanced()
+
+
+def test_fixture_items_are_copies_on_each_shelf(fx):
+    items = _items(fx)
+    # 4 videos, one owner per upstream file -> 3 viewers, each shelf min(50, 4) = 4 videos
+    assert len(items) == 12
+    assert Counter(i.holder for i in fx.items) == {f"pstuts/viewer-{k}": 4 for k in range(3)}
+    a, b = items["pstuts:101@viewer-0"], items["pstuts:101@viewer-2"]
+    assert a.content == b.content and a.holder != b.holder
+    # the null-begin and inverted sentences are gone; whitespace is normalised; time order
+    assert a.content == [[0.5, 3.0, "Welcome to layers."],
+                         [3.2, 8.4, "Click the new layer button at the bottom of the Layers "
+                                    "panel."],
+                         [20.0, 20.0, "Done."],
+                         [21.0, 25.5, "Press Command+T to transform it."]]
+    assert a.meta == {"duration": 70.0, "cues": 4, "url": "https://example.org/101.mp4",
+                      "title": "Layers basics"}
+    assert items["pstuts:301@viewer-1"].content == [[1.0, 4.0, "Save your file."]]
+    assert set(fx.texts) == set(items)
+    assert len({i.observed_at for i in fx.items}) == 12
+
+
+def test_fixture_records_go_to_the_owner_with_upstream_spans(fx):
+    d = _drafts(fx)
+    assert sorted(d) == ["pstuts:101:0", "pstuts:101:1", "pstuts:101:7", "pstuts:102:0",
+                         "pstuts:102:1", "pstuts:201:0", "pstuts:201:1", "pstuts:301:0"]
+    r = d["pstuts:101:7"]
+    assert r.question == "How to select free transform tool?" and r.answer == "Command+T"
+    assert r.answer_format == "str" and not r.unanswerable and r.as_of is None
+    assert r.scope.holder == "pstuts/viewer-0"
+    assert [(g.source_id, g.region) for g in r.gold] == [
+        ("pstuts:101@viewer-0", {"t_start": 21.0, "t_end": 25.5})]
+    assert r.origin.item == "train.json#101/qa[7]" and r.origin.notes == "sent_id=5"
+    assert r.origin.revision == "0123456789abcdef0123456789abcdef01234567"
+    assert r.origin.dataset == "mbudisic/pstuts-rag" and r.origin.license == "CC BY-NC 4.0"
+    # each upstream file has its own owner; every question of a video has the same holder
+    assert {q.scope.holder for k, q in d.items() if k.startswith("pstuts:10")} == {
+        "pstuts/viewer-0"}
+    assert d["pstuts:201:0"].scope.holder == "pstuts/viewer-1"
+    assert d["pstuts:301:0"].scope.holder == "pstuts/viewer-2"
+    items = _items(fx)
+    for r in fx.drafts:
+        for g in [*r.gold, *r.judgments[pstuts.SAME_QUESTION]]:
+            assert items[g.source_id].holder == r.scope.holder
+            assert check_region("video", g.region) is None
+
+
+def test_fixture_same_question_spans_on_the_holders_shelf(fx):
+    d = _drafts(fx)
+
+    def same(qid):
+        return [(g.source_id, g.region["t_start"]) for g in d[qid].judgments["same_question"]]
+
+    # "How to create new layer?" / "how to create new layer" with one answer, in three videos
+    assert same("pstuts:101:0") == same("pstuts:102:0") == [
+        ("pstuts:101@viewer-0", 3.2), ("pstuts:102@viewer-0", 1.0), ("pstuts:201@viewer-0", 2.5)]
+    assert same("pstuts:201:1") == [
+        ("pstuts:101@viewer-1", 3.2), ("pstuts:102@viewer-1", 1.0), ("pstuts:201@viewer-1", 2.5)]
+    # a paraphrase is another question: its set is its gold alone
+    assert same("pstuts:101:1") == [("pstuts:101@viewer-0", 3.2)]
+
+
+def test_shelves_pool_owners_by_file_and_fill_to_the_shelf_size():
+    files = {"train.json": [f"t{i}" for i in range(30)],
+             "dev.json": [f"d{i}" for i in range(5)], "test.json": [f"s{i}" for i in range(5)]}
+    owner, shelf = pstuts.shelves(files, shelf_size=12, per_owner=9)
+    assert len(shelf) == 3 + 1 + 1                       # round(30 / 9) train owners
+    assert sorted(owner) == sorted(v for vs in files.values() for v in vs)
+    for name, vids in files.items():                     # no viewer owns two files' videos
+        ks = {owner[v] for v in vids}
+        assert all(owner[v] in ks for v in vids)
+        assert not ks & {owner[v] for n, vs in files.items() if n != name for v in vs}
+    for k, s in enumerate(shelf):
+        assert len(s) == 12 == len(set(s)) and s == sorted(s)
+        assert {v for v in owner if owner[v] == k} <= set(s)
+    assert {owner[v] for v in files["dev.json"]} == {3}
+    assert pstuts.shelves(files, shelf_size=12, per_owner=9) == (owner, shelf)
+    # a shelf never exceeds the videos there are
+    _, small = pstuts.shelves({"train.json": ["a", "b"]}, shelf_size=50)
+    assert small == [["a", "b"]]
+
+
+def test_located_error_names_file_position_and_field(tmp_path, fixtures):
+    def edit(data):
+        data[0]["qa"][1]["a"] = 5
+    with pytest.raises(InputError) as e:
+        pstuts.load(_broken(tmp_path, fixtures, "train.json", edit))
+    msg = str(e.value)
+    assert "pstuts-vqa/train.json" in msg and "field [0].qa[1].a:" in msg
+    assert "\n" not in msg
+
+
+def test_located_error_on_a_sentence_time_and_a_length(tmp_path, fixtures):
+    def time(data):
+        data[0]["transcripts"][1]["end"] = "8.4"
+    with pytest.raises(InputError, match=r"test\.json: SCHEMA: field \[0\]\.transcripts\[1\]"
+                                         r"\.end: not a number"):
+        pstuts.load(_broken(tmp_path / "a", fixtures, "test.json", time))
+
+    def length(data):
+        data[0]["length"] = "5 minutes"
+    with pytest.raises(InputError, match=r"dev\.json: SCHEMA: field \[0\]\.length"):
+        pstuts.load(_broken(tmp_path / "b", fixtures, "dev.json", length))
+
+
+def test_a_video_in_two_split_files_is_refused(tmp_path, fixtures):
+    def edit(data):
+        data[0]["video_id"] = 101
+    with pytest.raises(InputError, match=r"test\.json: SCHEMA: field \[0\]\.video_id: video 101 "
+                                         r"is also train\.json\[0\]"):
+        pstuts.load(_broken(tmp_path, fixtures, "test.json", edit))
+
+
+def test_missing_split_file_is_named(tmp_path, fixtures):
+    root = tmp_path / "corpus"
+    shutil.copytree(fixtures / "pstuts" / "pstuts-vqa", root / "pstuts-vqa")
+    (root / "pstuts-vqa" / "dev.json").unlink()
+    with pytest.raises(InputError, match=r"dev\.json: MISSING_FILE"):
+        pstuts.load(root)
+
+
+def test_not_wired_into_the_sets_yet():
+    assert BY_KEY["pstuts"].adapter == "registered:load_pstuts"
+
+
+# --------------------------------------------------------------------------- real corpus
+
+
+def test_real_counts(real):
+    cov = real.coverage
+    assert cov.upstream_items == 17768
+    assert cov.covered == 17744 == len(real.drafts)
+    assert cov.not_covered == {"gold sentence ends before it begins": 6,
+                               "verbatim repeat of an earlier question of its sentence": 18}
+    assert cov.normalised == {"transcript sentence dropped: begin or end missing": 13,
+                              "transcript sentence dropped: ends before it begins": 2}
+    assert cov.balanced()
+    # 8 viewers (6 own the 54 train videos, 1 the dev, 1 the test videos), 50 items each
+    assert len(real.items) == 400
+    assert Counter(i.holder for i in real.items) == {f"pstuts/viewer-{k}": 50 for k in range(8)}
+    assert len({i.source_id.split(":")[1].split("@")[0] for i in real.items}) == 76
+    assert {d.origin.revision for d in real.drafts} == {REAL_REVISION}
+    files = defaultdict(set)
+    for d in real.drafts:
+        files[d.origin.item.split("#")[0]].add(d.scope.holder)
+    assert {f: len(h) for f, h in files.items()} == {"train.json": 6, "dev.json": 1,
+                                                    "test.json": 1}
+
+
+def test_real_gold_region_matches_the_upstream_sentence(real, corpus_root):
+    upstream = json.loads((corpus_root / "pstuts-vqa" / "dev.json").read_text(encoding="utf-8"))
+    video = next(v for v in upstream if v["video_id"] == 4103)
+    qa = video["qa"][0]
+    sent = next(s for s in video["transcripts"] if s["sent_id"] == qa["sent_id"])
+    r = _drafts(real)["pstuts:4103:0"]
+    assert (r.question, r.answer) == (qa["q"], qa["a"]) == ("how to select free transform "
+                                                            "tool?", "Command+T")
+    (g,) = r.gold
+    assert g.region == {"t_start": sent["begin"], "t_end": sent["end"]} == {
+        "t_start": 61.45, "t_end": 67.47}
+    item = _items(real)[g.source_id]
+    assert item.holder == r.scope.holder and g.source_id.startswith("pstuts:4103@viewer-")
+    cue = next(c for c in item.content if c[0] == 61.45)
+    assert "Command + T on the Mac" in cue[2]
+    for d in real.drafts:
+        assert check_region("video", d.gold[0].region) is None
+
+
+def test_real_twins_never_cross_the_build_split(real):
+    """Under the build's holder split, every video's questions (and so every sentence's
+    near-identical questions) sit in one split."""
+    split = split_holders({"pstuts": sorted({i.holder for i in real.items})})
+    by_video = defaultdict(set)
+    for d in real.drafts:
+        by_video[d.query_id.split(":")[1]].add(split[d.scope.holder])
+    assert len(by_video) == 76 and all(len(s) == 1 for s in by_video.values())
+    assert set(split.values()) == {"dev", "test"}
