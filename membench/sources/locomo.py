@@ -81,13 +81,14 @@ SESSION = "session"
 # --------------------------------------------------------------------------- helpers
 
 
-def parse_date_time(raw: Any) -> datetime | None:
-    """``"1:56 pm on 8 May, 2023"`` -> aware UTC datetime; ``None`` when it does not parse."""
+def parse_date_time(raw: Any, fmt: str = DATE_FORMAT) -> datetime | None:
+    """``"1:56 pm on 8 May, 2023"`` (or another strftime ``fmt``: REALTALK's
+    ``"29.12.2023, 22:42:04"``) -> aware UTC datetime; ``None`` when it does not parse."""
     if not isinstance(raw, str):
         return None
     s = re.sub(r"\s+", " ", raw).strip()
     try:
-        dt = datetime.strptime(s, DATE_FORMAT)
+        dt = datetime.strptime(s, fmt)
     except ValueError:
         return None
     return dt.replace(tzinfo=timezone.utc)
