@@ -12,7 +12,8 @@ the best of them (:func:`membench.report.tables.floors_grid`); ``make all`` runs
 * :func:`floor_runs`: from candidate run directories (default: the run directory's siblings),
   the complete floor runs on the same items as the run: the same split, set files (sha256)
   and selection (modalities, limit, sample seed, queries asked). Each candidate left out is
-  named with why, in one line (a sibling that is no floor's run is passed over silently).
+  named with why, in one line (a sibling that is no floor's run, or no readable run, is passed
+  over silently).
 * :func:`floor_metrics`: their figures (:func:`membench.analysis.summaries.load_metrics`),
   by label.
 
@@ -67,8 +68,9 @@ def floor_runs(run: RunDir, candidates: list[str | os.PathLike] | None = None
         path = Path(c)
         try:
             meta = run.meta if path.resolve() == run.path.resolve() else read_meta(path)
-        except MembenchError as e:
-            left.append(f"{path}: not read ({str(e).splitlines()[0]})")
+        except (MembenchError, OSError) as e:
+            if given:               # a sibling that is no run is passed over
+                left.append(f"{path}: not read ({str(e).splitlines()[0]})")
             continue
         if not is_floor_run(meta):
             if given:
