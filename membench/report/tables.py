@@ -497,19 +497,23 @@ def floors_grid(label: str, metrics: dict[str, Any], floors: dict[str, dict[str,
     scopes = [s for s in (*MODALITIES, "all") if s in metrics and measure in metrics[s]]
     head = ("<tr><th>" + th(measure) + "</th>" + "".join(f"<th>{esc(s)}</th>" for s in scopes)
             + "</tr>")
+    def cell(e: dict[str, Any] | None) -> str:       # the interval under the value: 7 columns
+        if e is None or is_missing(e.get("value")):
+            return '<td class="mb-n mb-na">n/a</td>'
+        lo, hi = (e.get("ci95") or [None, None])[:2]
+        return (f'<td class="mb-n">{interval_html(e["value"], lo, hi, digits, stacked=True)}'
+                f'<br><small>{esc(e.get("n"))}/{esc(e.get("denominator"))}</small></td>')
+
     rows = []
     for name, m, cls in [(label, metrics, ""),
                          *((f"floor: {f}", fm, ' class="mb-baseline mb-floor"')
                            for f, fm in floors.items())]:
-        cells = [f'<td class="mb-s">{esc(name)}</td>']
-        for s in scopes:
-            e = (m.get(s) or {}).get(measure)
-            cells.append(_figure_cell(e, digits) if e is not None
-                         else '<td class="mb-n mb-na">n/a</td>')
+        cells = [f'<td class="mb-l">{esc(name)}</td>']
+        cells += [cell((m.get(s) or {}).get(measure)) for s in scopes]
         rows.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     if floors:
         marg = margins(metrics, floors, measure)
-        cells = ['<td class="mb-s">margin over the best floor</td>']
+        cells = ['<td class="mb-l">margin over the best floor</td>']
         for s in scopes:
             d = marg.get(s)
             cells.append('<td class="mb-n mb-na">n/a</td>' if d is None else
