@@ -42,22 +42,29 @@ CONTENT  ?= --content ocr_processes=2
 RUNCONFIG ?=
 # more --config for the systems that embed (dense, hybrid), e.g. --config precision=fp32
 DENSECONFIG ?=
-# the registered test doubles: run and reported like any system, never on the leaderboard
-# (it takes systems with a model card that did not see the gold)
+# the registered test doubles: run and reported like any system, never ranked on the
+# leaderboard (it takes systems with a model card that did not see the gold)
 DOUBLES  := oracle leaky random newest oldest metadata stuffed nothing echo
 # the baselines (registered doubles, seconds each: nothing, no memory; echo, question-word
 # overlap over the memory, empty cartridge): make all runs them beside SYSTEMS;
 # reports compare them, and the leaderboard shows them under the ranked rows, never ranked
 BASELINES ?= nothing echo
+# the content-free floors (registered doubles that read no content, seconds each: random, a
+# seeded order; newest and oldest, observed_at alone): make all runs them beside SYSTEMS;
+# page 02 shows their recall@10 beside every run's, the leaderboard shows them under the
+# baselines, labelled "content-free floor", never ranked
+FLOORS   ?= random newest oldest
+# what runs beside SYSTEMS, and joins the leaderboard under its ranked rows
+BESIDE   := $(BASELINES) $(FLOORS)
 
 CORPUSFLAG := $(if $(CORPUS),--corpus $(CORPUS),)
 SUFFIX     := $(if $(LIMIT),-limit$(LIMIT),)
 LIMITFLAG  := $(if $(LIMIT),--limit $(LIMIT),)
 RUNDIRS    := $(foreach s,$(SYSTEMS),$(RUNS)/$(s)-dev$(SUFFIX))
-BASEDIRS   := $(foreach s,$(filter-out $(SYSTEMS),$(BASELINES)),$(RUNS)/$(s)-dev$(SUFFIX))
+BASEDIRS   := $(foreach s,$(filter-out $(SYSTEMS),$(BESIDE)),$(RUNS)/$(s)-dev$(SUFFIX))
 BOARDDIRS  := $(foreach s,$(filter-out $(DOUBLES),$(SYSTEMS)),$(RUNS)/$(s)-dev$(SUFFIX))
-# ... and the baselines' rows beside them (a board of baselines alone is not made)
-BASEBOARD  := $(foreach s,$(filter $(BASELINES),$(SYSTEMS)),$(RUNS)/$(s)-dev$(SUFFIX)) $(BASEDIRS)
+# ... and the baselines' and floors' rows beside them (a board of those alone is not made)
+BASEBOARD  := $(foreach s,$(filter $(BESIDE),$(SYSTEMS)),$(RUNS)/$(s)-dev$(SUFFIX)) $(BASEDIRS)
 # dense's own keys (DENSECONFIG) for the systems that embed with it
 DENSEFOR    = $$(case $$s in dense|dense-*|hybrid|hybrid-*) echo "$(DENSECONFIG)";; esac)
 # dense first: its ingest embeds while the OCR workers run; then bm25 and hybrid read the
@@ -87,8 +94,9 @@ help:
 	@$(ESTIMATE) sets
 	@echo "make runs      run $(SYSTEMS) on dev$(if $(LIMIT), ($(LIMIT) queries per modality),) -> $(RUNDIRS)."
 	@echo "               Cold: dense OCRs the images while embedding, then bm25 and hybrid read"
-	@echo "               the caches. Then the baselines $(BASELINES) (seconds each:"
-	@echo "               the floor every figure is read against). Runs resume."
+	@echo "               the caches. Then the baselines $(BASELINES) and the content-free"
+	@echo "               floors $(FLOORS) (seconds each: the floor every figure is"
+	@echo "               read against; the floors read no content). Runs resume."
 	@$(ESTIMATE) runs --systems "$(SYSTEMS)"
 	@echo "make reports   make runs, then render $(REPORTS)/ for those runs, two pages at a time;"
 	@echo "               replaces the pages of these runs. Also the leaderboard: a result store"
@@ -152,8 +160,9 @@ runs: sets
 	  if [ $$n -ge $(RUNJOBS) ]; then for p in $$pids; do wait $$p || { kill $$pids 2>/dev/null; exit 1; }; done; pids=""; n=0; fi; \
 	done; \
 	for p in $$pids; do wait $$p || { kill $$pids 2>/dev/null; exit 1; }; done
-	@for s in $(filter-out $(SYSTEMS),$(BASELINES)); do \
-	  echo "== the baseline $$s (seconds; nothing: no memory; echo: question-word overlap over the memory, empty cartridge)"; \
+	@for s in $(filter-out $(SYSTEMS),$(BESIDE)); do \
+	  case " $(FLOORS) " in *" $$s "*) echo "== the content-free floor $$s (seconds; random: a seeded order; newest, oldest: observed_at alone; reads no content)";; \
+	  *) echo "== the baseline $$s (seconds; nothing: no memory; echo: question-word overlap over the memory, empty cartridge)";; esac; \
 	  $(MB) run --system $$s --split dev --sets $(SETS) $(CORPUSFLAG) --out $(RUNS)/$$s-dev$(SUFFIX) $(LIMITFLAG) $(CONTENT) --manifest $(MANIFEST) --lock $(LOCK) --metrics --brief || exit 1; \
 	done
 
@@ -190,7 +199,7 @@ report: setup
 	have="$$have $(foreach r,$(BASEDIRS),$(if $(wildcard $(r)/run.jsonl),$(r),))"; \
 	echo "== report: pages for $$have and the leaderboard ($(BOARD)) -> $(REPORTS)/index.html"; \
 	$(ESTIMATE) reports; \
-	board=""; base=""; for r in $$have; do case "$$(basename $$r)" in $(foreach d,$(BASELINES),$(d)-dev*|)__none__) base="$$base $$r";; $(foreach d,$(DOUBLES),$(d)-dev*|)__none__) ;; *) board="$$board $$r";; esac; done; \
+	board=""; base=""; for r in $$have; do case "$$(basename $$r)" in $(foreach d,$(BESIDE),$(d)-dev*|)__none__) base="$$base $$r";; $(foreach d,$(DOUBLES),$(d)-dev*|)__none__) ;; *) board="$$board $$r";; esac; done; \
 	lb=""; rm -rf $(BOARD); \
 	if [ -n "$$(echo $$board)" ]; then \
 	  $(MB) leaderboard --runs $$board $$base --sets $(SETS) --out $(BOARD) --brief || exit 1; lb="--leaderboard $(BOARD)"; fi; \

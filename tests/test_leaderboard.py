@@ -37,7 +37,8 @@ MODS = ["video", "ui_screenshot"]
 @pytest.fixture(scope="module")
 def runs(built, corpus_root, tmp_path_factory):
     d = tmp_path_factory.mktemp("lb-runs")
-    for name in ("bm25", "dense", "hybrid", "random", "oracle", "nothing", "echo"):
+    for name in ("bm25", "dense", "hybrid", "random", "newest", "metadata", "oracle", "nothing",
+                 "echo"):
         run_system(make_system(name), built.out, "dev", d / name, corpus_root, modalities=MODS,
                    limit=15)
     run_system(make_system("bm25", {"max_atoms": 3}), built.out, "dev", d / "bm25-3",
@@ -74,7 +75,9 @@ def test_meta_records_the_card_and_the_truncation(runs):
     assert 0 <= t["texts_truncated"] <= t["texts"] and t["texts"] > 0
     assert hy["card"]["components"] == ["bm25", "all-minilm-l6-v2"]
     assert hy["truncation"]["applied_tokens"] == 128
-    assert json.loads((runs / "random" / "meta.json").read_text())["card"] is None
+    assert json.loads((runs / "metadata" / "meta.json").read_text())["card"] is None
+    floor = json.loads((runs / "random" / "meta.json").read_text())["card"]
+    assert floor["name"] == "random" and "content-free floor" in floor["revision"]
 
 
 def test_entries_are_keyed_by_identity(store):
@@ -142,10 +145,10 @@ def test_refusals_are_one_line_each_and_write_nothing(store, runs, tmp_path):
     meta = json.loads((partial / "meta.json").read_text())
     meta["status"] = "running"
     (partial / "meta.json").write_text(json.dumps(meta))
-    lines = _refused([runs / "random", runs / "oracle", partial, runs / "bm25-limit5",
+    lines = _refused([runs / "metadata", runs / "oracle", partial, runs / "bm25-limit5",
                       runs / "bm25-3"], out)
     assert len(lines) == 4 and all("\n" not in x for x in lines)
-    assert "random: refused: no model card" in lines[0]
+    assert "metadata: refused: no model card" in lines[0]
     assert "oracle: refused: the system saw the gold" in lines[1]
     assert "partial: refused" in lines[2] and "INCOMPLETE_RUN" in lines[2]
     assert "bm25-limit5: refused: evaluates other queries" in lines[3]
@@ -338,7 +341,52 @@ def test_the_no_memory_baselines_are_shown_never_ranked_never_tested(runs, tmp_p
     brief = format_brief(lb)
     assert "no memory: echo " in brief and "nothing 0.000" in brief
     with pytest.raises(Refused, match="the system saw the gold|no model card"):
-        add_runs([runs / "random"], tmp_path / "r", n_resamples=100)
+        add_runs([runs / "metadata"], tmp_path / "r", n_resamples=100)
+
+
+def test_the_content_free_floors_are_shown_under_the_baselines_never_ranked(runs, tmp_path):
+    """random and newest (content-free floors: they read no content) carry a card and join the
+    store; their rows are labelled "content-free floor", not "baseline", stand under the
+    baselines in every block, are never the best of a column and carry no test; --brief and
+    page 06's "which system is best" list them apart from the baselines."""
+    from membench.analysis.leaderboard import (BASELINE_MARK, FLOOR_MARK, best_rows,
+                                               format_brief, format_markdown, is_floor)
+    from membench.report.leaderboard_tables import LEGEND, leaderboard_table
+    from membench.report.render import _leaderboard_best_html
+
+    out = tmp_path / "f"
+    add_runs([runs / "bm25", runs / "nothing", runs / "random", runs / "newest"], out,
+             n_resamples=100)
+    lb = leaderboard(out, n_resamples=200)
+    assert sorted(e["system"] for e in lb.entries if is_floor(e)) == ["newest", "random"]
+    rows = lb.rows
+    floor = rows[rows["floor"]]
+    assert set(floor["system"]) == {"random" + FLOOR_MARK, "newest" + FLOOR_MARK}
+    assert floor["baseline"].all() and not floor["is_best"].any()
+    assert floor["p_permutation"].isna().all() and floor["p_holm"].isna().all()
+    assert set(rows[rows["baseline"] & ~rows["floor"]]["system"]) == {"nothing" + BASELINE_MARK}
+    ranked = rows[~rows["baseline"]]
+    assert ranked["is_best"].any() and set(ranked["system"]) == {"bm25"}
+    html = leaderboard_table(lb, "<=1B", "gold").html
+    for scope in ("video", "ui_screenshot", "all"):
+        block = html[html.index(f"<b>{scope}</b>"):]
+        assert block.index("bm25") < block.index("nothing" + BASELINE_MARK) \
+            < block.index("newest" + FLOOR_MARK)
+        assert block.index("nothing" + BASELINE_MARK) < block.index("random" + FLOOR_MARK)
+    assert html.count('class="mb-baseline mb-floor"') == 2 * 3   # two rows in each block
+    assert html.count('class="mb-baseline"') == 1 * 3
+    assert "content-free floor" in LEGEND
+    md = format_markdown(lb).splitlines()
+    names = [x.split(" | ")[2] for x in md[2:] if x.startswith("| <=1B | gold |")]
+    assert names[0] == "bm25" and names[1] == "nothing" + BASELINE_MARK
+    assert set(names[2:]) == {"random" + FLOOR_MARK, "newest" + FLOOR_MARK}
+    (b,) = [b for b in best_rows(lb, "<=1B") if b["measure"] == "recall@10"]
+    assert b["best"] == "bm25" and b["others"] == []
+    assert [f["system"] for f in b["baselines"]] == ["nothing"]
+    assert [f["system"] for f in b["floors"]] == ["newest", "random"]
+    line = next(x for x in format_brief(lb).splitlines() if "recall@10 " in x)
+    assert "no memory: nothing 0.000" in line and "content-free floors: newest " in line
+    assert "content-free floors: newest" in _leaderboard_best_html(lb, "<=1B")
 
 
 def test_the_natives_with_a_tell_have_their_own_labelled_column(store):
@@ -426,7 +474,7 @@ def test_the_command(store, runs, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "added" in text and "== size <=1B, judgment set gold" in text
     assert "best" in text
-    assert main(["--quiet", "leaderboard", "--runs", str(runs / "random"), str(runs / "oracle"),
+    assert main(["--quiet", "leaderboard", "--runs", str(runs / "metadata"), str(runs / "oracle"),
                  "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and err[-1].startswith("membench: nothing written")

@@ -111,16 +111,26 @@ def test_any_system_any_limit_in_either_order(tree):
     assert table[-1].startswith("load average (1 min): ")
     for step in ("build", "ingest (hybrid)", "queries (hybrid)", "bootstrap", "report"):
         assert f"[membench] {step} done: " in quick.stderr, step   # a summary per step
-    # 01, hybrid's 02-04 and each baseline's, 05 comparing the three, 06
-    assert re.search(r"\[membench\] report done: 12 pages, [\d.]+ (s|min)", quick.stderr)
+    # 01, hybrid's 02-04 and each baseline's and floor's, 05 comparing the six, 06
+    assert re.search(r"\[membench\] report done: 21 pages, [\d.]+ (s|min)", quick.stderr)
     for name in ("nothing", "echo"):            # the baselines run beside it, in seconds
         assert f"== the baseline {name}" in quick.stdout
         assert meta(tree, f"{name}-dev-limit2")["status"] == "complete"
+    for name in ("random", "newest", "oldest"):  # and the content-free floors, with a card
+        assert f"== the content-free floor {name}" in quick.stdout
+        m = meta(tree, f"{name}-dev-limit2")
+        assert m["status"] == "complete" and m["card"]["name"] == name
+    # page 02 shows the floors' recall@10 beside the run's; page 06 shows them, never ranked
+    page = (root / "reports" / "hybrid-dev-limit2" / "02_run_dev.html").read_text()
+    assert all(f"floor: {name}" in page for name in ("random", "newest", "oldest"))
+    assert "margin over the best floor" in page
+    board_page = (root / "reports" / "leaderboard-dev-limit2" / "06_leaderboard.html").read_text()
+    assert "newest (content-free floor)" in board_page and "echo (baseline)" in board_page
     board = json.loads((root / "runs" / "leaderboard-dev-limit2" / "store.json").read_text())
     assert board["selection"]["limit"] == 2                    # the leaderboard of this call
     kinds = sorted(json.loads(p.read_text())["identity"]["kind"] for p in
                    (root / "runs" / "leaderboard-dev-limit2" / "entries").glob("*.json"))
-    assert kinds == ["reference", "test double", "test double"]  # hybrid and the baselines
+    assert kinds == ["reference", *["test double"] * 5]  # hybrid, the baselines and floors
     assert (root / "reports" / "leaderboard-dev-limit2" / "06_leaderboard.html").exists()
     m = meta(tree, "hybrid-dev-limit2")
     assert m["limit"] == 2 and m["system"] == "hybrid" and m["status"] == "complete"
@@ -148,10 +158,10 @@ def test_any_system_any_limit_in_either_order(tree):
     for name in ("mem0", "mempalace"):
         shutil.rmtree(root / "runs" / f"{name}-dev")
     assert "leaderboard-dev/06_leaderboard.html" in index       # over the runs that exist
-    # bm25 and the mem0 stand-in, and the baselines `make runs SYSTEMS=bm25` ran beside bm25
+    # bm25 and the mem0 stand-in, and the baselines and floors `make runs SYSTEMS=bm25` ran
     kinds = sorted(json.loads(p.read_text())["identity"]["kind"] for p in
                    (root / "runs" / "leaderboard-dev" / "entries").glob("*.json"))
-    assert kinds == ["reference", "reference", "test double", "test double"]
+    assert kinds == ["reference", "reference", *["test double"] * 5]
 
     none = make(tree, "report", "SYSTEMS=dense", check=False)
     assert none.returncode != 0 and "make runs SYSTEMS='dense' first" in none.stderr
@@ -162,12 +172,13 @@ def test_any_system_any_limit_in_either_order(tree):
 
 
 def test_any_registered_system_runs_through_make_doubles_and_libraries_included(tree):
-    """`make all SYSTEMS=random LIMIT=N` (a test double: it takes no OCR setting, and no card,
-    so it is reported but never on the leaderboard) and `make memsys MEMSYS=llamaindex LIMIT=N`
-    work: the content layer's settings go to the content layer (CONTENT, --content), not to a
+    """`make all SYSTEMS=random LIMIT=N` (a test double: it takes no OCR setting; with the
+    baselines and floors left out, no system but test doubles, so no leaderboard) and `make
+    memsys MEMSYS=llamaindex LIMIT=N` work: the content layer's settings go to the content layer (CONTENT, --content), not to a
     system's config, and meta.json records them."""
     root = tree[0]
-    double = make(tree, "all", "SYSTEMS=random oracle leaky", "LIMIT=2", "BASELINES=")
+    double = make(tree, "all", "SYSTEMS=random oracle leaky", "LIMIT=2", "BASELINES=",
+                  "FLOORS=")
     assert "no leaderboard: test doubles only" in double.stdout
     # the first system alone until it has ingested (it does the OCR), then its queries beside
     # the other two, all complete; the flag file it touched is gone

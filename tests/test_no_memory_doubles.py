@@ -151,6 +151,30 @@ def test_each_baseline_is_labelled_for_what_it_is():
     assert "no-memory baseline" in Nothing.card.revision
 
 
+def test_the_content_free_floors_carry_a_floor_card_the_other_doubles_none():
+    """random, newest and oldest carry a card that says what they rank by and that they read no
+    content; oracle, leaky and metadata carry none (the leaderboard refuses them)."""
+    from membench.analysis.leaderboard import FLOOR_MARK, is_floor
+    from membench.systems.cards import system_card
+    from membench.systems.doubles import CONTENT_FREE
+
+    assert CONTENT_FREE == ("random", "newest", "oldest")
+    for name, ranks in (("random", "a seeded order"),
+                        ("newest", "observed_at alone, newest first"),
+                        ("oldest", "observed_at alone, oldest first")):
+        card = system_card(make_system(name))
+        assert card.name == name and card.parameter_count == 0
+        assert card.revision == f"membench content-free floor: ranks by {ranks}; reads no content"
+        assert "content-free floor" in card.notes and "no-memory" not in card.notes
+        entry = {"identity": identify(make_system(name)), "card": card.model_dump()}
+        assert is_floor(entry)
+    assert not is_floor({"identity": identify(make_system("nothing")),
+                         "card": system_card(make_system("nothing")).model_dump()})
+    assert "floor" in FLOOR_MARK and "baseline" not in FLOOR_MARK
+    for name in ("oracle", "leaky", "metadata"):
+        assert system_card(make_system(name)) is None
+
+
 def test_stuffed_is_a_double_that_never_sees_gold_and_carries_no_card():
     from membench.systems.cards import system_card
 

@@ -79,6 +79,18 @@ def test_02_run_dev_on_leaky(runs, tmp_path):
     # past the anchors: the answer layer and the context cost, with what was read
     assert "answer@cartridge" in text and "answer@10" in text and "answer_bearing" in text
     assert "recall@1024tok" in text and "context_tokens_p95" in text
+    # the content-free floors beside it (random's run is beside leaky's): recall@10 per
+    # modality, and the margin over the best floor
+    assert "floor: random" in text and "margin over the best floor" in text
+    assert "floor: oracle" not in text and "floor: leaky" not in text
+
+
+def test_02_floors_given_and_left_out(runs, tmp_path):
+    nb = execute("02_run_dev.ipynb", tmp_path / "o.ipynb", run_dir=str(runs["leaky"]),
+                 floor_dirs=[str(runs["oracle"])])
+    text, _ = outputs(nb)
+    assert "left out: " in text and "not a content-free floor's run (system 'oracle')" in text
+    assert "No content-free floor run on these items" in text and "floor: random" not in text
 
 
 def test_02_runs_when_missing(built, tmp_path):

@@ -175,6 +175,9 @@ def test_key_tables_present(rendered):
     assert "NOT A VALID SUBMISSION" in pages["02_run_dev"]
     assert "NOT A VALID SUBMISSION" in pages["05_compare_systems"]
     assert "holder_correctness" in pages["02_run_dev"] and "PASS" in pages["02_run_dev"]
+    # the content-free floor of the call (random) beside the oracle's recall@10 on page 02
+    assert "floor: random" in pages["02_run_dev"]
+    assert "margin over the best floor" in pages["02_run_dev"]
     assert "worst" in pages["03_slice_failures"].lower()
     assert not re.search(r"<th>\s*(True|False)\s*</th>", pages["03_slice_failures"])  # labelled
     assert "<th>unanswerable</th>" in pages["03_slice_failures"]

@@ -44,7 +44,11 @@ LEGEND = ("value [95% bootstrap interval], n = items in the measure's denominato
           "and the committed tokens stand beside it, never tested. Rows marked <i>baseline</i> (the registered "
           "doubles nothing, with no memory, and echo, question-word overlap over the memory "
           "with an empty cartridge) are the floor every figure is read "
-          "against: listed under the ranked rows, never the best, never tested.")
+          "against: listed under the ranked rows, never the best, never tested. Rows marked "
+          "<i>content-free floor</i> (the registered doubles random, newest and oldest: they "
+          "rank the holder's in-scope atoms by a seeded order or by observed_at alone and read "
+          "no content) are what position alone reaches, listed under the baselines, likewise "
+          "never the best, never tested.")
 
 
 def _cell(c: dict[str, Any], digits: int, stacked: bool = False) -> str:
@@ -106,7 +110,7 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
         rank = rank[rank["measure"] == by]
         hi = BY_NAME[by].direction == "higher"
         order = sorted(rank.to_dict("records"), key=lambda r: (
-            bool(r.get("baseline")),
+            bool(r.get("baseline")), bool(r.get("floor")),
             math.inf if is_missing(r["value"]) else (-r["value"] if hi else r["value"]),
             r["system"]))
         for i, r in enumerate(order):
@@ -117,7 +121,8 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
                               .to_dict("records")})
             card = cards[r["entry"]]
             rows.append(
-                ('<tr class="mb-baseline">' if r.get("baseline") else "<tr>")
+                ('<tr class="mb-baseline mb-floor">' if r.get("floor") else
+                 '<tr class="mb-baseline">' if r.get("baseline") else "<tr>")
                 + (f'<td class="mb-s" rowspan="{len(order)}"><b>{esc(scope)}</b></td>'
                           if i == 0 else "")
                 + f'<td class="mb-l">{esc(r["system"])}<br><small>{esc(lb.ran(r["entry"]))}'

@@ -60,6 +60,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..analysis.floors import is_floor_run
 from ..analysis.tell_columns import sets_tells
 from ..core import progress
 from ..core.errors import MembenchError
@@ -158,7 +159,11 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     anything is rendered. ``jobs``: how many notebooks run at once (default
     :func:`default_jobs`; the pages are the same either way). ``live_links``: URLs that the
     data names are links on page 04 when ``https`` to a host of the corpus manifest's source
-    entries (default: text); recorded in every page's provenance (:func:`external_links`)."""
+    entries (default: text); recorded in every page's provenance (:func:`external_links`).
+    Page 02 of every run shows the recall@10 of the content-free floors among ``runs +
+    compare`` (``random``, ``newest``, ``oldest``) beside the run's, on the same items; when
+    the call names none, those beside the run's directory
+    (:func:`membench.analysis.floors.floor_runs`)."""
     from ..analysis.compare import ComparisonError, best_systems, verdict
 
     jobs = default_jobs() if jobs is None else check_jobs(jobs)
@@ -184,6 +189,9 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     sets = str(Path(sets_dir).resolve()) if sets_dir else None
     root = str(Path(corpus).resolve()) if corpus else None
     links = external_links(live_links)
+    # page 02 shows the content-free floors' recall@10 beside each run's: those of this call,
+    # else the notebook finds them beside the run (membench.analysis.floors)
+    floor_dirs = [str(rd.path) for rd in opened if is_floor_run(rd.meta)] or None
     per_run: list[tuple[str, dict[str, Any] | None]] = []
     todo: list[Job] = []
     sets_jobs: dict[str, Job] = {}
@@ -197,7 +205,8 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
                                                           meta=rd.meta, tells=tells),
                     page_links)
         params = {"run_dir": str(rd.path), "sets_dir": str(rd.sets_dir.resolve()),
-                  "corpus": root, "live_links": bool(live_links), **flags, **(extra or {})}
+                  "corpus": root, "live_links": bool(live_links), "floor_dirs": floor_dirs,
+                  **flags, **(extra or {})}
         record = _record(label, rd, metrics, list(run_pages), native_tells=tells)
         if sets_page:
             record["links"] = {SETS_NOTEBOOK: f"{slab}/{SETS_NOTEBOOK}.html"}
@@ -222,7 +231,8 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
         prov["compared_runs"] = [str(rd.path) for rd in opened]
         prov["system"] = " vs ".join(rd.label for rd in opened)
         prov["config"] = {lab: rd.meta.get("config") for lab, rd in zip(labels, opened)}
-        # the test doubles (the baselines nothing and echo among them) are the floor, never "best":
+        # the test doubles (the baselines nothing and echo, the content-free floors random, newest
+        # and oldest among them) are the floor, never "best":
         # nothing's false recall is 0 by silence (left out while two other runs remain)
         doubles = [lab for lab, rd in zip(labels, opened)
                    if (rd.meta.get("identity") or {}).get("kind") == "test double"]
@@ -324,7 +334,8 @@ def _leaderboard_page(store_dir: Path) -> tuple[str, Path, Any]:
 def _leaderboard_best_html(lb, size: str) -> str:
     """Per headline measure of the registry the leaderboard tests: the best system over all
     items (gold), its value [95% CI] and n, and every other system as ``= best`` or its
-    difference with the Holm p (:func:`membench.analysis.leaderboard.best_rows`)."""
+    difference with the Holm p (:func:`membench.analysis.leaderboard.best_rows`); then, never
+    tested, the baselines' values and the content-free floors'."""
     from ..analysis.leaderboard import best_rows
 
     body = []
@@ -338,6 +349,12 @@ def _leaderboard_best_html(lb, size: str) -> str:
                                   if o["significant"] else
                                   f"= best (p_holm {fmt_num(o['p_holm'], 3, p_value=True)})")
             for o in b["others"])
+        beside = " · ".join(
+            f"{what}: " + ", ".join(f"{f['system']} {fmt_num(f['value'], digits)}"
+                                    for f in b.get(key) or ())
+            for key, what in (("baselines", "baselines"), ("floors", "content-free floors"))
+            if b.get(key))
+        others = "; ".join(x for x in (others, beside) if x)
         body.append(f'<tr><td class="mb-s"><b>{th(b["measure"])}</b><br><small>'
                     f'{esc(b["direction"])} is better</small></td>'
                     f'<td class="mb-s">{esc(b["best"])}</td>'
@@ -348,7 +365,8 @@ def _leaderboard_best_html(lb, size: str) -> str:
         return ""
     return ('<table class="mb-t mb-best"><thead><tr><th>measure</th><th>best system</th>'
             "<th>value [95% CI]</th><th>n</th><th>the others against the best (difference, "
-            f"Holm p; = best: not significantly different)</th></tr></thead><tbody>"
+            "Holm p; = best: not significantly different); the baselines and content-free "
+            f"floors, never tested</th></tr></thead><tbody>"
             f"{''.join(body)}</tbody></table>")
 
 

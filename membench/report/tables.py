@@ -17,7 +17,8 @@
 Every header and cell goes through :func:`membench.report.escape.esc`. The result is an object
 with ``_repr_html_`` (JupyterLab and nbconvert show it as HTML). :func:`gate_badges` renders the
 gates of a ``metrics.json`` as pass/fail badges with value, interval and n; the report pages put
-them at the top. Touches nothing.
+them at the top; :func:`floors_grid` puts a run's recall@10 beside the content-free floors'.
+Touches nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ CSS = """<style>
 .mb-t th small,.mb-t td small{color:#555;font-size:11px}
 .mb-t td.mb-s{text-align:left;white-space:nowrap}
 .mb-t tr.mb-baseline td{background:#f5f5f5;color:#444}
+.mb-t tr.mb-floor td{background:#f7f4ec;color:#444}
 .mb-t td.mb-l{text-align:left;min-width:7em;max-width:17em;overflow-wrap:anywhere}
 .mb-t td.mb-n{white-space:nowrap;font-variant-numeric:tabular-nums}
 .mb-t td.mb-pass{background:#dff3df;color:#135c13;font-weight:600}
@@ -481,6 +483,47 @@ def gate_badges(metrics: dict[str, Any], tells: dict[str, float | None] | None =
             "</tbody></table>")
 
 
+def floors_grid(label: str, metrics: dict[str, Any], floors: dict[str, dict[str, Any]],
+                measure: str = "recall@10", digits: int = 3) -> Table:
+    """``measure`` per scope of a run (``label``, its ``metrics``) with the content-free floors
+    beside it (``floors``: label -> metrics, :func:`membench.analysis.floors.floor_metrics`):
+    one row for the run, one per floor (``floor: random``, ...), each cell ``value [lo, hi]``
+    over ``n/denominator``; then the run's margin over the best floor of each scope, with that
+    floor's name (:func:`membench.analysis.floors.margins`). What position alone reaches
+    stands under the run's figure."""
+    from ..analysis.floors import margins
+    from ..modalities import MODALITIES
+
+    scopes = [s for s in (*MODALITIES, "all") if s in metrics and measure in metrics[s]]
+    head = ("<tr><th>" + th(measure) + "</th>" + "".join(f"<th>{esc(s)}</th>" for s in scopes)
+            + "</tr>")
+    def cell(e: dict[str, Any] | None) -> str:       # the interval under the value: 7 columns
+        if e is None or is_missing(e.get("value")):
+            return '<td class="mb-n mb-na">n/a</td>'
+        lo, hi = (e.get("ci95") or [None, None])[:2]
+        return (f'<td class="mb-n">{interval_html(e["value"], lo, hi, digits, stacked=True)}'
+                f'<br><small>{esc(e.get("n"))}/{esc(e.get("denominator"))}</small></td>')
+
+    rows = []
+    for name, m, cls in [(label, metrics, ""),
+                         *((f"floor: {f}", fm, ' class="mb-baseline mb-floor"')
+                           for f, fm in floors.items())]:
+        cells = [f'<td class="mb-l">{esc(name)}</td>']
+        cells += [cell((m.get(s) or {}).get(measure)) for s in scopes]
+        rows.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
+    if floors:
+        marg = margins(metrics, floors, measure)
+        cells = ['<td class="mb-l">margin over the best floor</td>']
+        for s in scopes:
+            d = marg.get(s)
+            cells.append('<td class="mb-n mb-na">n/a</td>' if d is None else
+                         f'<td class="mb-n">{esc(format(d[0], f"+.{digits}f"))}<br><small>'
+                         f"over {esc(d[1])}</small></td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return Table(f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}'
+                 "</tbody></table>", len(rows), [measure, *scopes])
+
+
 def comparison_grid(comp, scope: str, digits: int = 3,
                     tells: dict[str, float | None] | None = None) -> Table:
     """One scope of a comparison (:class:`membench.analysis.compare.Comparison`) side by side:
@@ -510,6 +553,6 @@ def comparison_grid(comp, scope: str, digits: int = 3,
                  "</tbody></table>", len(rows), ["metric", *comp.labels])
 
 
-__all__ = ["CSS", "Table", "collapsed", "comparison_grid", "fmt_interval", "fmt_num",
-           "gate_badges", "gate_rows", "interval_html", "judgment_sets_grid", "metrics_grid",
-           "show", "th"]
+__all__ = ["CSS", "Table", "collapsed", "comparison_grid", "floors_grid", "fmt_interval",
+           "fmt_num", "gate_badges", "gate_rows", "interval_html", "judgment_sets_grid",
+           "metrics_grid", "show", "th"]

@@ -16,6 +16,10 @@
   its item), and commit the top atom (they never abstain). With ``random`` they are the
   content-free floors of recall: a figure either beats by much more than ``random`` is won by
   where the gold sits on the timeline, not by reading (docs/sets.md, "Position tells nothing").
+  The three (:data:`CONTENT_FREE`) carry a card, so the leaderboard shows their rows as
+  "content-free floor", never ranked or tested (:func:`membench.analysis.leaderboard.is_floor`);
+  ``make all`` runs them on dev and page 02 shows their recall@10 per modality beside every
+  run's (:mod:`membench.analysis.floors`).
 * ``metadata`` ranks like ``random`` but abstains whenever a metadata rule fires: ``as_of`` is
   before the holder's last item, or the question was asked before in this run (the rules an
   outside audit found to give unanswerable queries away, :mod:`membench.sets.audit`). It is
@@ -207,8 +211,36 @@ class Leaky(_GoldIndex):
         return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=ids[:3])
 
 
+#: the content-free floors: registered doubles that read no content and rank by a seeded order
+#: or by ``observed_at`` alone; they carry a card, so the leaderboard shows them as floors
+CONTENT_FREE: tuple[str, ...] = ("random", "newest", "oldest")
+
+
+def _floor_card(name: str, ranks: str) -> Card:
+    """The card of a content-free floor (:data:`CONTENT_FREE`): what puts its row on the
+    leaderboard, as a content-free floor, never ranked or tested."""
+    return _baseline_card(name, f"membench content-free floor: ranks by {ranks}; reads no "
+                          "content",
+                          notes=f"A content-free floor (membench.systems.doubles): it ranks the "
+                          f"holder's in-scope atoms by {ranks}; it reads no content, so its "
+                          "recall is what position alone reaches. Shown on the leaderboard "
+                          "beside the ranked rows as a content-free floor; never ranked.")
+
+
+def _baseline_card(name: str, revision: str, notes: str = "") -> Card:
+    """The card of a baseline: what puts its row on the leaderboard, as a baseline (a test
+    double's entry is never ranked or tested: :mod:`membench.analysis.leaderboard`)."""
+    return Card(name=name, kind="lexical", revision=revision, parameter_count=0,
+                size_class="<=1B", pooling="none", normalisation="none",
+                license="Apache-2.0 (membench)",
+                notes=notes or "A no-memory baseline (membench.systems.doubles): shown on the "
+                               "leaderboard as the floor every figure is read against; never "
+                               "ranked.")
+
+
 class RandomSystem(_Double):
     name = "random"
+    card = _floor_card("random", "a seeded order")
 
     def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
         self.atoms = structural_atoms(items)
@@ -242,11 +274,13 @@ class _ByTime(_Double):
 class Newest(_ByTime):
     name = "newest"
     newest = True
+    card = _floor_card("newest", "observed_at alone, newest first")
 
 
 class Oldest(_ByTime):
     name = "oldest"
     newest = False
+    card = _floor_card("oldest", "observed_at alone, oldest first")
 
 
 class MetadataRules(_Double):
@@ -317,17 +351,6 @@ class Stuffed(_Double):
         r = self.inner.query(question, scope, as_of)
         committed = order_hits(r.hits)[:self.n_atoms] if r.cartridge else []
         return Result(hits=r.hits, cartridge=committed, confidence=r.confidence)
-
-
-def _baseline_card(name: str, revision: str, notes: str = "") -> Card:
-    """The card of a baseline: what puts its row on the leaderboard, as a baseline (a test
-    double's entry is never ranked or tested: :mod:`membench.analysis.leaderboard`)."""
-    return Card(name=name, kind="lexical", revision=revision, parameter_count=0,
-                size_class="<=1B", pooling="none", normalisation="none",
-                license="Apache-2.0 (membench)",
-                notes=notes or "A no-memory baseline (membench.systems.doubles): shown on the "
-                               "leaderboard as the floor every figure is read against; never "
-                               "ranked.")
 
 
 class Nothing(_Double):

@@ -38,7 +38,7 @@ be identifiers (:mod:`membench.core.ids`).
 * a run :meth:`RunDir.open` refuses (an incomplete run, ``INCOMPLETE_RUN``: the store takes no
   partial runs; drifted sets; a test-split run without ``final``);
 * a run whose system saw the gold (a registered test double, meta.json ``sees_gold``), and the
-  other doubles but the baselines (they carry no card, below);
+  other doubles but the baselines and the content-free floors (they carry no card, below);
 * a run without a model card (meta.json ``card``, which the runner takes from what the system
   is, never from its name), a run that does not say what ran (no ``identity``), and a run
   whose card takes a registry card's name on a system that is not membench's;
@@ -66,7 +66,11 @@ with an empty cartridge, :mod:`membench.systems.doubles`: registered test double
 gold and carry a card, :func:`is_baseline`) are entries too: their rows are shown under the
 ranked ones of every block, labelled "baseline", as the floor every figure is read against
 (what silence, or echoing the question into the memory, scores). They are never the best of a column and never tested against it;
-``format_brief`` lists them after the tests. The other doubles carry no card and are refused.
+``format_brief`` lists them after the tests. **The content-free floors** (``random``, ``newest``,
+``oldest``: :data:`membench.systems.doubles.CONTENT_FREE`, :func:`is_floor`) carry a card too and
+are shown the same way, labelled "content-free floor" and listed under the baselines: they rank
+by a seeded order or by observed_at alone and read no content, so their figures are what
+position alone reaches. The other doubles carry no card and are refused.
 
 **Silence cannot win.** The cartridge table (false recall, with the answerable abstention
 beside it, the answerable share kept at false recall <= 0.10 and the abstention AUC:
@@ -105,6 +109,7 @@ from .columns import (
 )
 from .ranking import (
     BASELINE_MARK,
+    FLOOR_MARK,
     ORDERING_RESAMPLES,
     RANK_REASONS,
     UNCALIBRATED_HIDDEN,
@@ -112,9 +117,11 @@ from .ranking import (
     best_rows,
     entry_label,
     is_baseline,
+    is_floor,
     leaderboard,
     ran_text,
     rank_reason,
+    unmarked,
 )
 from .store import (
     ENTRIES,
@@ -134,10 +141,10 @@ from .store import (
 from .tables import format_brief, format_leaderboard, format_markdown
 
 #: every public name the module membench/analysis/leaderboard.py had (before the split)
-__all__ = ["ANSWER_COLUMNS", "ANSWER_RANK_BY", "BASELINE_MARK", "CARTRIDGE_RANK_BY", "ENTRIES", "FORMAT", "MEASURES",
+__all__ = ["ANSWER_COLUMNS", "ANSWER_RANK_BY", "BASELINE_MARK", "CARTRIDGE_RANK_BY", "ENTRIES", "FLOOR_MARK", "FORMAT", "MEASURES",
            "ORDERING_RESAMPLES", "OTHER", "PRIMARY", "RANK_BY", "RANK_REASONS", "RELEVANCE",
            "SHOWN_CONTEXT", "SHOWN_LATENCY", "STORE_FILE", "UNCALIBRATED_HIDDEN", "Added",
            "Leaderboard", "Refused", "add_runs", "best_rows", "cell_text", "entry_from_run",
            "entry_label", "entry_sha256", "format_brief", "format_leaderboard", "format_markdown",
-           "gate_text", "is_baseline", "leaderboard", "ran_text", "rank_reason", "read_store",
-           "run_card", "sealed", "tampered", "verify_text"]
+           "gate_text", "is_baseline", "is_floor", "leaderboard", "ran_text", "rank_reason", "read_store",
+           "run_card", "sealed", "tampered", "unmarked", "verify_text"]

@@ -2,7 +2,8 @@
 :class:`Leaderboard` (one long row per size class, judgment set, scope, entry and measure: the
 best of each column, the gates' verdicts, the paired tests against the best with Holm's
 correction over each table), the labels of its rows (:func:`entry_label`, :func:`ran_text`,
-the baselines: :func:`is_baseline`), the best per headline measure
+the baselines: :func:`is_baseline`, and among them the content-free floors: :func:`is_floor`),
+the best per headline measure
 (:func:`best_rows`) and why the rows are ordered as they are (:func:`rank_reason`). The rules
 are in :mod:`membench.analysis.leaderboard`.
 
@@ -56,6 +57,9 @@ from .store import read_store
 
 #: what a baseline's label says after its name (:func:`is_baseline`)
 BASELINE_MARK = " (baseline)"
+#: what a content-free floor's label says after its name (:func:`is_floor`), in place of
+#: :data:`BASELINE_MARK`
+FLOOR_MARK = " (content-free floor)"
 
 
 def is_baseline(e: dict[str, Any]) -> bool:
@@ -65,6 +69,25 @@ def is_baseline(e: dict[str, Any]) -> bool:
     under the ranked ones, as the floor every figure is read against; it is never the best of
     a column and never tested against it."""
     return (e.get("identity") or {}).get("kind") == "test double"
+
+
+def is_floor(e: dict[str, Any]) -> bool:
+    """A baseline that is a content-free floor (``random``, ``newest``, ``oldest``:
+    :data:`membench.systems.doubles.CONTENT_FREE`, by its card's name): it ranks by a seeded
+    order or by observed_at alone and reads no content. Shown as a baseline is (never the best,
+    never tested), labelled :data:`FLOOR_MARK`, under the other baselines."""
+    from ...systems.doubles import CONTENT_FREE
+
+    return is_baseline(e) and (e.get("card") or {}).get("name") in CONTENT_FREE
+
+
+def unmarked(label: str) -> str:
+    """A row's label without its baseline or floor mark."""
+    return label.removesuffix(BASELINE_MARK).removesuffix(FLOOR_MARK)
+
+
+def _mark(e: dict[str, Any]) -> str:
+    return FLOOR_MARK if is_floor(e) else BASELINE_MARK if is_baseline(e) else ""
 
 
 def ran_text(e: dict[str, Any]) -> str:
@@ -170,8 +193,8 @@ class Leaderboard:
         for scope in scopes:
             g = t[t["scope"] == scope]
             order = g[g["measure"] == self.rank_by].sort_values(
-                ["baseline", "value", "system"],
-                ascending=[True, BY_NAME[self.rank_by].direction == "lower", True],
+                ["baseline", "floor", "value", "system"],
+                ascending=[True, True, BY_NAME[self.rank_by].direction == "lower", True],
                 na_position="last")["entry"]
             for eid in order:
                 row: dict[str, Any] = {"scope": scope, "system": self.labels[eid],
@@ -231,7 +254,8 @@ def best_rows(lb: Leaderboard, size: str, *, judgment_set: str = PRIMARY,
               scope: str = "all") -> list[dict[str, Any]]:
     """Per headline measure of the registry that the table shows: the best system with its
     value, 95% interval and n, and every other system's difference from it with the Holm
-    p and whether it is significant (the leaderboard's own tests)."""
+    p and whether it is significant (the leaderboard's own tests); beside them, never tested,
+    the values of the baselines (``baselines``) and of the content-free floors (``floors``)."""
     from ...metrics.measures import HEADLINE
 
     t = lb.table(size, judgment_set, scope)
@@ -244,12 +268,11 @@ def best_rows(lb: Leaderboard, size: str, *, judgment_set: str = PRIMARY,
                 out.append(_all_silent(m, silent, g[g["baseline"]]))
             continue
         b = g[g["is_best"]].iloc[0]
-        others = []
-        others, floor = [], []
+        others, base, floor = [], [], []
         for r in g[~g["is_best"]].sort_values("system").to_dict("records"):
             if r.get("baseline"):           # shown beside, never tested (is_baseline)
-                floor.append({"system": r["system"].removesuffix(BASELINE_MARK),
-                              "value": _num(r["value"])})
+                (floor if r.get("floor") else base).append(
+                    {"system": unmarked(r["system"]), "value": _num(r["value"])})
                 continue
             p = r.get("p_holm")
             others.append({"system": r["system"], "value": _num(r["value"]),
@@ -258,7 +281,7 @@ def best_rows(lb: Leaderboard, size: str, *, judgment_set: str = PRIMARY,
                            "significant": bool(r.get("significant"))})
         out.append({"measure": m, "direction": BY_NAME[m].direction, "best": b["system"],
                     "value": _num(b["value"]), "ci95": [_num(b["ci95_lo"]), _num(b["ci95_hi"])],
-                    "n": int(b["n"]), "others": others, "baselines": floor})
+                    "n": int(b["n"]), "others": others, "baselines": base, "floors": floor})
     return out
 
 
@@ -270,9 +293,11 @@ def _all_silent(m: str, rows, floor) -> dict[str, Any]:
             "others": [{"system": r["system"], "value": _num(r["value"]), "diff": None,
                         "p_holm": None, "significant": False, "silent": True}
                        for r in rows.sort_values("system").to_dict("records")],
-            "baselines": [{"system": r["system"].removesuffix(BASELINE_MARK),
-                           "value": _num(r["value"])}
-                          for r in floor.sort_values("system").to_dict("records")]}
+            "baselines": [{"system": unmarked(r["system"]), "value": _num(r["value"])}
+                          for r in floor.sort_values("system").to_dict("records")
+                          if not r.get("floor")],
+            "floors": [{"system": unmarked(r["system"]), "value": _num(r["value"])}
+                       for r in floor.sort_values("system").to_dict("records") if r.get("floor")]}
 
 
 def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
@@ -284,7 +309,8 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
     ``gate_pass``, ``is_best``, ``best`` (the best entry's id), and against the best ``diff``
     (this minus best, on the items both define), ``diff_ci95_lo`` / ``diff_ci95_hi`` (paired
     bootstrap), ``p_permutation``, ``p_holm`` (Holm over every test of one table) and
-    ``significant`` (``p_holm < 0.05`` and the bootstrap p < 0.05). ``family`` is
+    ``significant`` (``p_holm < 0.05`` and the bootstrap p < 0.05); ``baseline`` and
+    ``floor`` mark the rows of :func:`is_baseline` and :func:`is_floor`. ``family`` is
     ``relevance`` for the measures that follow the judgment set (one table per size class and
     set) and ``other`` for the rest (false recall, holder and temporal correctness, latency:
     one table per size class, listed under ``gold``)."""
@@ -306,9 +332,9 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
     rankable = [m for m in MEASURES if BY_NAME[m].ranked]
     if rank_by not in rankable:
         raise MembenchError(f"--rank-by {rank_by!r}: one of {', '.join(rankable)}")
-    labels = {e["id"]: entry_label(e, entries) + (BASELINE_MARK if is_baseline(e) else "")
-              for e in entries}
+    labels = {e["id"]: entry_label(e, entries) + _mark(e) for e in entries}
     baselines = {e["id"] for e in entries if is_baseline(e)}
+    floors = {e["id"] for e in entries if is_floor(e)}
     order = entries[0]["items"]["query_id"]
     pos = {q: i for i, q in enumerate(order)}
     mods = np.asarray(entries[0]["items"]["modality"], dtype=object)
@@ -393,6 +419,7 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                                "family": "relevance" if m in RELEVANCE else "other",
                                "entry": e["id"], "system": labels[e["id"]], "measure": m,
                                "baseline": e["id"] in baselines,
+                               "floor": e["id"] in floors,
                                "value": f["value"], "n": f["n"],
                                "denominator": f["denominator"], "ci95_lo": f["ci95"][0],
                                "ci95_hi": f["ci95"][1],
@@ -454,6 +481,6 @@ def _calibration_run(entry: dict[str, Any]) -> bool:
     return isinstance(cfg, dict) and str(cfg.get("calibration", "")).startswith("none")
 
 
-__all__ = ["BASELINE_MARK", "ORDERING_RESAMPLES", "RANK_REASONS", "UNCALIBRATED_HIDDEN",
-           "Leaderboard", "best_rows", "entry_label", "is_baseline", "leaderboard", "ran_text",
-           "rank_reason"]
+__all__ = ["BASELINE_MARK", "FLOOR_MARK", "ORDERING_RESAMPLES", "RANK_REASONS",
+           "UNCALIBRATED_HIDDEN", "Leaderboard", "best_rows", "entry_label", "is_baseline",
+           "is_floor", "leaderboard", "ran_text", "rank_reason", "unmarked"]

@@ -24,7 +24,9 @@ def _p(p: float | None) -> str:
 def format_brief(lb: Leaderboard) -> str:
     """A few lines for a log: per size class, the best system per headline measure over all
     items (gold), and each other system as ``= best`` (not significantly different after
-    Holm) or its difference and Holm p. Page 06 has every table."""
+    Holm) or its difference and Holm p; then, never tested, the baselines' values (``no
+    memory:``) and the content-free floors' (``content-free floors:``). Page 06 has every
+    table."""
     lines = [(f"{len(lb.entries)} entries, {lb.store['split']} split, "
               f"{lb.store['selection']['queries']} queries; best per headline measure over "
               "all items (gold judgments; paired tests against the best, Holm):")]
@@ -41,13 +43,14 @@ def format_brief(lb: Leaderboard) -> str:
                 for o in b["others"])
             v = "" if b.get("all_silent") else \
                 "n/a" if b["value"] is None else f"{b['value']:.{digits}f}"
-            floor = ", ".join(f"{f['system']} " + ("n/a" if f["value"] is None else
-                                                   f"{f['value']:.{digits}f}")
-                              for f in b["baselines"])
+            base, floor = (", ".join(f"{f['system']} " + ("n/a" if f["value"] is None else
+                                                          f"{f['value']:.{digits}f}")
+                                     for f in b[k]) for k in ("baselines", "floors"))
             lines.append(f"    {b['measure']:<24} {b['best']}"
                          + ("" if b.get("all_silent") else f" {v} (n={b['n']})")
                          + (f"; {rest}" if rest else "")
-                         + (f"; no memory: {floor}" if floor else ""))
+                         + (f"; no memory: {base}" if base else "")
+                         + (f"; content-free floors: {floor}" if floor else ""))
     lines += [f"note: {n}" for n in lb.notes]
     return "\n".join(lines) + "\n"
 
@@ -121,8 +124,8 @@ def format_markdown(lb: Leaderboard, *, scope: str = "all",
                 continue
             gold = lb.table(size, PRIMARY, scope)
             rank = t[t["measure"] == lb.rank_by].sort_values(
-                ["baseline", "value", "system"],
-                ascending=[True, BY_NAME[lb.rank_by].direction == "lower", True])
+                ["baseline", "floor", "value", "system"],
+                ascending=[True, True, BY_NAME[lb.rank_by].direction == "lower", True])
             for r in rank.to_dict("records"):
                 cells = []
                 for m in measures:
