@@ -4,15 +4,17 @@ not marked slow), timed, with the load of the machine before and during the run.
     .venv/bin/python bench/bench_testsuite.py [--target test|test-fast] [--workers auto]
                                               [--log FILE] [--save bench/results/testsuite.json]
 
-Runs pytest as the Makefile's target does (``-n WORKERS --dist loadfile``, and ``-m "not
-slow"`` for test-fast) from the checkout, with this interpreter, ``-p no:cacheprovider``, its
-output into ``--log`` (default: a file under /tmp). Prints pytest's wall time, its closing
+Runs pytest as the Makefile's target does (``-n WORKERS --dist loadfile
+--no-loadscope-reorder``, and ``-m "not slow"`` for test-fast) from the checkout, with this
+interpreter, ``-p no:cacheprovider``, its output into ``--log`` (default: a file under /tmp)
+and its JUnit XML beside it. Prints pytest's wall time, its closing
 counts and the 1-minute load average before the run and its mean over the run, sampled every
 10 s (the machine is shared: a higher load is a slower run; the suite's own workers count in
 the mean during it). Exits with pytest's code.
 
 ``--save FILE`` (only for a run that passed) writes the record under the target's name,
-keeping the other target's: ``bench/results/testsuite.json`` is the one the docs' lines
+keeping the other target's, with each test file's seconds (:func:`file_seconds`; the whole
+suite's are the order in which tests/conftest.py hands the files to the workers): ``bench/results/testsuite.json`` is the one the docs' lines
 (``python -m membench.docsite.blocks README.md docs/index.md docs/speed.md``) and ``make
 test``'s own first lines (``python -m membench.core.estimate test``) read.
 """
@@ -39,7 +41,7 @@ FINAL = re.compile(r"^=+ (.*) in ([\d.]+)s")
 def pytest_cmd(target: str, workers: str) -> list[str]:
     """The pytest command of the Makefile's target, with the interpreter of this process."""
     cmd = [sys.executable, "-m", "pytest", "-n", workers, "--dist", "loadfile",
-           "-p", "no:cacheprovider"]
+           "--no-loadscope-reorder", "-p", "no:cacheprovider"]
     return cmd + (["-m", "not slow"] if target == "test-fast" else [])
 
 
@@ -54,6 +56,26 @@ def closing(text: str) -> tuple[dict[str, int], float | None]:
                 counts["errors" if what == "error" else what] = int(n)
             return counts, float(m.group(2))
     return {}, None
+
+
+def file_seconds(junit: Path) -> dict[str, float]:
+    """Seconds per test file (setup, call and teardown of its tests) from pytest's JUnit XML:
+    what tests/conftest.py orders the files by, the longest first, under xdist."""
+    import xml.etree.ElementTree as ET
+
+    out: dict[str, float] = {}
+    try:
+        root = ET.parse(junit).getroot()
+    except (OSError, ET.ParseError):
+        return out
+    for case in root.iter("testcase"):
+        name = case.get("classname", "").split(".")
+        # classname: tests.test_x or tests.test_x.TestClass; the file is its module
+        k = next((i for i, x in enumerate(name) if x.startswith("test_")), None)
+        if k is not None:
+            path = "/".join(name[:k + 1]) + ".py"
+            out[path] = out.get(path, 0.0) + float(case.get("time") or 0)
+    return {k: round(v, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
 
 def cpu_model() -> str | None:
@@ -82,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     log = Path(a.log) if a.log else Path(tempfile.mkstemp(prefix="testsuite-",
                                                              suffix=".log")[1])
-    cmd = pytest_cmd(a.target, a.workers)
+    junit = log.with_suffix(".junit.xml")
+    cmd = pytest_cmd(a.target, a.workers) + [f"--junitxml={junit}"]
     loads: list[float] = []
     stop = threading.Event()
 
@@ -116,11 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         import multiprocessing
 
         rec["targets"][a.target] = {
-            "command": f"make {a.target}", "pytest": " ".join(["pytest", *cmd[3:]]),
+            "command": f"make {a.target}", "pytest": " ".join(["pytest", *cmd[3:-1]]),
             "seconds": round(wall, 1), "counts": counts, "workers": workers,
             "cpus": multiprocessing.cpu_count(), "cpu_model": cpu_model(),
             "load_before": round(before, 2), "load_during": round(during, 2),
-            "measured": date.today().isoformat(), "commit": commit()}
+            "measured": date.today().isoformat(), "commit": commit(),
+            "files": file_seconds(junit)}
         path.write_text(json.dumps(rec, indent=2) + "\n")
         print(f"saved under {a.target!r} in {path}")
     return code

@@ -536,6 +536,17 @@ def _testsuite_line(ctx: Context) -> str:
     return "; ".join(parts) + "." if parts else "Not measured yet (bench/bench_testsuite.py)."
 
 
+def _testsuite_brief(ctx: Context) -> str:
+    """The README's short form of :func:`_testsuite_line` (the README stays under 8 KiB)."""
+    from ..core.estimate import mmss, test_record
+
+    t, f = test_record("test"), test_record("test-fast")
+    fast = f"; `make test-fast`: **{mmss(float(f['seconds']))}**" if f else ""
+    return (f"`make test`: **{mmss(float(t['seconds']))}** ({t['workers']} workers, load "
+            f"{float(t['load_before']):.1f} before){fast} ([Speed](docs/speed.md#the-test-suite))."
+            if t else "Not measured yet (bench/bench_testsuite.py).")
+
+
 def _cards(ctx: Context) -> str:
     """Every card in bench/cards, one row each (membench.systems.cards.load_card reads them, so a
     card that does not validate fails the docs build)."""
@@ -696,6 +707,7 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "mainjob": _mainjob,
     "mainjob-line": _mainjob_line,
     "testsuite-line": _testsuite_line,
+    "testsuite-brief": _testsuite_brief,
     "figures": _figures,
     "headline": _headline,
     "pdf-text-source": _pdf_text_source,
