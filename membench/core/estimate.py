@@ -310,7 +310,8 @@ def test_record(target: str, path: Path = TEST_RECORD) -> dict | None:
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
         rec = d["targets"][target]
-        float(rec["seconds"])
+        for k in ("seconds", "load_before", "load_during", "workers", "cpus"):
+            float(rec[k])
         return rec
     except (OSError, ValueError, KeyError, TypeError):
         return None
