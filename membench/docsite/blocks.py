@@ -543,7 +543,8 @@ def _testsuite_brief(ctx: Context) -> str:
     t, f = test_record("test"), test_record("test-fast")
     fast = f"; `make test-fast`: **{mmss(float(f['seconds']))}**" if f else ""
     return (f"`make test`: **{mmss(float(t['seconds']))}** ({t['workers']} workers, load "
-            f"{float(t['load_before']):.1f} before){fast} ([Speed](docs/speed.md#the-test-suite))."
+            f"{float(t['load_before']):.1f} before, {float(t['load_during']):.1f} during){fast} "
+            "([Speed](docs/speed.md#the-test-suite))."
             if t else "Not measured yet (bench/bench_testsuite.py).")
 
 
