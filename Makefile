@@ -2,6 +2,7 @@
 #   make all    set up .venv; check the corpus mirror; build + validate the sets; run the
 #               reference systems on dev; score them; render the HTML reports (reports/index.html)
 #   make test   set up .venv (if needed) and run the test suite (what CI runs)
+#   make test-fast   the tests not marked slow: the everyday check
 # and, for any choice of systems or a quick look:
 #   make all SYSTEMS=hybrid     one system (any registered one, doubles included, or several)
 #   make all LIMIT=50           50 queries per modality, into runs/<system>-dev-limit50
@@ -74,7 +75,7 @@ RUNJOBS    ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && n=2; e
 # the leaderboard's result store over the runs of this call (made anew each time)
 BOARD      := $(RUNS)/leaderboard-dev$(SUFFIX)
 
-.PHONY: all plan help setup sets runs memsys reports report test fuzz clean bench-cold
+.PHONY: all plan help setup sets runs memsys reports report test test-fast fuzz clean bench-cold
 
 all: plan reports
 	@echo "== what each step of this make all cost (from $(TIMINGS)):"
@@ -109,8 +110,12 @@ help:
 	@echo "               dev memory; less with --config stores=modality); ingest reads the embedding"
 	@echo "               cache dense fills. Their complete runs join the comparison and the"
 	@echo "               leaderboard of make all / make reports / make report."
-	@echo "make test      the test suite (what CI runs): about 45 min on a 2-core machine (36:13"
-	@echo "               of pytest at its last measure). Says first whether chromium is there for the browser tests."
+	@echo "make test      the test suite (what CI runs), its files TEST_WORKERS at a time (auto: one"
+	@echo "               per CPU). Says first whether chromium is there for the browser tests."
+	@$(ESTIMATE) test
+	@echo "make test-fast the tests not marked slow (none that needs the full build of the corpus),"
+	@echo "               for everyday work; make test before a merge."
+	@$(ESTIMATE) test-fast
 	@echo "               make fuzz: the long fuzzing profile."
 	@echo "make bench-cold  the main job with a fresh empty cache, then warm; every step timed;"
 	@echo "               ISA=avx2 on the AVX2 path of any x86-64 CPU, REPEATS=3 for medians"
@@ -207,14 +212,28 @@ report: setup
 
 # the browser tests need Debian's chromium on PATH (.ci/run installs it): said before they are
 # skipped. PYTEST_ARGS: e.g. make test PYTEST_ARGS="-k report" for some of the tests only.
+# The test files run in parallel (pytest-xdist), TEST_WORKERS at a time (auto: one per CPU;
+# 0: in this process); one file's tests stay in one worker, so a module's fixtures run once,
+# and the session's full build of the corpus is made once for all (tests/once.py); the files
+# go out the longest first (tests/conftest.py, from bench/results/testsuite.json).
 CHROMIUM ?= $(shell command -v chromium 2>/dev/null || command -v chromium-browser 2>/dev/null)
 PYTEST_ARGS ?=
+TEST_WORKERS ?= auto
+XDIST    := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: setup
-	@echo "== test: $(if $(PYTEST_ARGS),pytest $(PYTEST_ARGS),the whole suite (about 45 min on a 2-core machine; 36:13 of pytest at its last measure))."
+	@echo "== test: $(if $(PYTEST_ARGS),pytest $(PYTEST_ARGS),the whole suite), TEST_WORKERS=$(TEST_WORKERS) at a time."
+	@$(if $(PYTEST_ARGS),,$(ESTIMATE) test)
 	@$(if $(CHROMIUM),echo "   browser tests: chromium found ($(CHROMIUM)).",\
 	  echo "   browser tests: SKIPPED, chromium is not installed (apt-get install chromium; .ci/run"; \
 	  echo "   does it): no report page is opened in a real browser, JupyterLab is not clicked.")
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+
+# everyday work: the suite less the tests marked slow (pyproject.toml's marker; tests/conftest.py
+# marks every test that reads the full build of the corpus); make test before a merge
+test-fast: setup
+	@echo "== test-fast: the tests not marked slow$(if $(PYTEST_ARGS), (pytest $(PYTEST_ARGS)),), TEST_WORKERS=$(TEST_WORKERS) at a time."
+	@$(if $(PYTEST_ARGS),,$(ESTIMATE) test-fast)
+	$(BIN)/python -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 # the long fuzzing profile: 10x the examples of the one in `make test` (docs/robustness.md)
 fuzz: setup

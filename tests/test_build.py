@@ -135,6 +135,7 @@ def test_coverage_is_written_and_balanced(built):
             assert c["upstream_items"] == c["covered"] + sum(c["not_covered"].values()), c
 
 
+@pytest.mark.slow
 def test_cli_build_reports_lock_drift(tmp_path, corpus_root, capsys, monkeypatch):
     lock = tmp_path / "lock.json"
     frozen = read_lock(LOCK_PATH)

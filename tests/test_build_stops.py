@@ -57,6 +57,7 @@ def _build(pdf_corpus, tmp_path):
                         "--source", "mmlongbench", "--out", str(tmp_path / "sets"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_during_the_pdf_read_ends_every_worker(pdf_corpus, tmp_path, sig):
     env = {**subprocess_env(), "MEMBENCH_CACHE": str(tmp_path / "cache")}

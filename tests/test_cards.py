@@ -177,6 +177,7 @@ def _hidden(engine, texts, max_length):
     return h.numpy(), tok["attention_mask"].numpy()
 
 
+@pytest.mark.slow
 def test_default_card_vectors_are_mean_pooled_and_unit_length(engine):
     from membench.systems.dense import DenseEngine
 

@@ -102,6 +102,7 @@ def test_blocks_split_by_share():
     assert [len(g) for g in blocks(far, 0.6)] == [6, 1]
 
 
+@pytest.mark.slow
 def test_parallel_ocr_fills_the_cache(tmp_path, cache):
     paths = []
     for i, word in enumerate(["Alpha", "Bravo"]):
@@ -190,6 +191,7 @@ def test_openvino_leaves_the_thread_placement_to_the_system():
     assert str(s.compiled.get_property("INFERENCE_PRECISION_HINT")) in ("f32", "<Type: 'float32'>")
 
 
+@pytest.mark.slow
 def test_worker_settings_change_no_result(corpus_root, tmp_path, monkeypatch):
     """Real images OCR'd by 2 workers replaced after every image with pinned threads and no
     shape cache, and by 2 long-lived unpinned workers: the same lines, box for box."""

@@ -133,6 +133,7 @@ def test_page_ocr_is_cached_by_content_page_and_renderer(corpus_root, tmp_path, 
     assert (first.width, first.height) == (768, 576)  # 72 dpi of a 768 x 576 pt page
 
 
+@pytest.mark.slow
 def test_chunk_reports_pages_on_the_ocr_step(corpus_root, tmp_path, monkeypatch):
     """The ocr step counts the PDF pages it reads, done and left (two worker processes)."""
     from membench.core import progress

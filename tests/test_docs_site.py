@@ -28,6 +28,7 @@ def build(root: Path, site: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_the_site_builds_with_no_warning(tmp_path):
     r = build(REPO_ROOT, tmp_path / "site")
     out = r.stdout + r.stderr
@@ -52,6 +53,7 @@ def _copy_site(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_a_broken_link_a_missing_page_or_a_stale_table_fails_the_build(tmp_path):
     root = _copy_site(tmp_path)
     page = root / "docs" / "metrics.md"

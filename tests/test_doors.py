@@ -137,6 +137,7 @@ def test_bad_content_settings_are_one_line(tmp_path, capsys, args, message):
     assert code == 2 and message in err and "Traceback" not in err, err
 
 
+@pytest.mark.slow
 def test_a_successful_report_prints_no_kernel_noise(tmp_path):
     """The kernel a report page runs in logs nothing of its own (ipykernel's transport warning
     at start, its KeyboardInterrupt at shutdown): with the settings membench.report.render

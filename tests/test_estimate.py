@@ -183,3 +183,22 @@ def test_the_load_is_the_work_running_now():
     now = estimate.running_now()
     assert now is None or now >= 0.0
     assert estimate.load_now() >= 0.0
+
+
+def test_make_test_quotes_the_suites_last_measure_and_the_load_now(tmp_path):
+    rec = {"seconds": 1083.4, "counts": {"passed": 2332, "skipped": 15, "xfailed": 5},
+           "workers": 2, "cpus": 2, "load_before": 1.26, "load_during": 3.44,
+           "measured": "2026-12-07", "commit": "abc1234"}
+    path = tmp_path / "testsuite.json"
+    path.write_text(json.dumps({"format": 1, "targets": {"test": rec}}))
+    got = "\n".join(estimate.test_lines("test", load=4.0, n_cpus=2, path=path))
+    assert "18:03 of pytest (2,332 passed, 15 skipped, 5 xfailed) in 2 workers on 2 CPUs" in got
+    assert "load average 1.3 before and 3.4 during" in got and "2026-12-07" in got
+    assert "now: load 4.0 on 2 CPUs" in got
+    # a target without a record, and a record that cannot be read: said, not guessed
+    assert "Not measured yet" in estimate.test_lines("test-fast", load=1, n_cpus=2, path=path)[0]
+    path.write_text("{torn")
+    assert "Not measured yet" in estimate.test_lines("test", load=1, n_cpus=2, path=path)[0]
+    r = subprocess.run([sys.executable, "-m", "membench.core.estimate", "test"], cwd=REPO_ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("   "), r.stderr

@@ -76,6 +76,7 @@ def check_against_tools(run_dir: Path, out: Path) -> dict:
     return m
 
 
+@pytest.mark.slow
 def test_fixture_run_export_files(tmp_path):
     run_dir = tmp_path / "run"
     shutil.copytree(FIX, run_dir)

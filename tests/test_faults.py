@@ -77,6 +77,7 @@ def _import_inputs(world, tmp_path):
     return tmp_path / "run.trec", native / "atoms.jsonl"
 
 
+@pytest.mark.slow
 @needs_scratch
 def test_read_only_output_folder_is_one_line_and_status_3(world, tmp_path):
     cal_run = tmp_path / "cal"

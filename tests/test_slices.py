@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from once import once
 
 from membench.analysis import frames as frames_mod
 from membench.analysis import slices, summaries, sweep
@@ -27,21 +28,23 @@ _RUNS: dict[str, dict[str, Path]] = {}
 
 def small_runs(tmp_path_factory, built, corpus_root) -> dict[str, Path]:
     """oracle, random and leaky runs (``LIMIT`` per modality) with metrics.json, made once per
-    session and sets folder."""
+    session and sets folder (and for all xdist workers: tests/once.py)."""
     key = str(built.out)
     if key not in _RUNS:
         from membench.metrics import metrics_for_run_dir
         from membench.run.runner import run_system
         from membench.systems import make_system
 
-        root = tmp_path_factory.mktemp("nb_runs")
-        out = {}
-        for name in ("oracle", "random", "leaky"):
-            d = root / name
-            run_system(make_system(name), built.out, "dev", d, corpus_root, limit=LIMIT)
-            metrics_for_run_dir(d)
-            out[name] = d
-        _RUNS[key] = out
+        def make(root: Path) -> dict[str, Path]:
+            out = {}
+            for name in ("oracle", "random", "leaky"):
+                d = root / name
+                run_system(make_system(name), built.out, "dev", d, corpus_root, limit=LIMIT)
+                metrics_for_run_dir(d)
+                out[name] = d
+            return out
+
+        _RUNS[key] = once(tmp_path_factory, "nb_runs", make)
     return _RUNS[key]
 
 

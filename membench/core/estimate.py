@@ -4,9 +4,12 @@ now, plus the setup, and what the last ``make all`` on this machine took.
     python -m membench.core.estimate TARGET [--systems "bm25 dense hybrid"] [--timings FILE]
 
 ``TARGET`` is ``all``, ``setup``, ``sets``, ``runs`` or ``reports``; it prints a few lines
-that start with three spaces (under the target's ``==`` line). For ``all`` with ``--timings``
-it also appends the ``start`` row (Unix time, 1-minute load average, CPUs) to the timings file,
-from which the step table at the end (:mod:`membench.core.steptimes`) takes the wall time.
+that start with three spaces (under the target's ``==`` line). ``test`` and ``test-fast``
+print what that target took when it was last measured (:func:`test_lines`: the record of
+``bench/bench_testsuite.py --save``, ``bench/results/testsuite.json``) and the load now.
+For ``all`` with ``--timings`` it also appends the ``start`` row (Unix time, 1-minute load
+average, CPUs) to the timings file, from which the step table at the end
+(:mod:`membench.core.steptimes`) takes the wall time.
 
 The quiet figures (:data:`QUIET`) are the record of ``make bench-cold`` in
 ``bench/results/mainjob.json`` (:func:`read_record`; docs/speed.md prints the same record), on
@@ -22,7 +25,7 @@ presence is reported. When a finished ``make all`` left its timings under ``runs
 its wall time and load are quoted too: a measurement of this machine.
 
 Standard library only: it runs with the system's ``python3`` before the virtualenv exists.
-Touches: appends one line to ``--timings`` (``all`` only); reads the record, the cache
+Touches: appends one line to ``--timings`` (``all`` only); reads the records, the cache
 folder's listing and ``runs/timings``.
 """
 
@@ -38,6 +41,9 @@ from pathlib import Path
 #: the record of ``make bench-cold`` that the docs' tables print too (``bench/bench_mainjob.py
 #: --save``): per part of ``make all`` its cold and warm seconds, and the dense run's OCR
 RECORD = Path(__file__).resolve().parents[2] / "bench" / "results" / "mainjob.json"
+#: the record of ``bench/bench_testsuite.py --save``: what ``make test`` and ``make
+#: test-fast`` took, with the load they met
+TEST_RECORD = RECORD.with_name("testsuite.json")
 
 
 #: the order in which an unmeasured instruction-set class borrows a measured path's figures:
@@ -293,9 +299,51 @@ def lines(target: str, systems: list[str], *, load: float, n_cpus: int,
     return out
 
 
+def mmss(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 60}:{s % 60:02d}"
+
+
+def test_record(target: str, path: Path = TEST_RECORD) -> dict | None:
+    """The measured record of ``make TARGET`` (``test`` or ``test-fast``), or None when the
+    file cannot be read or has none."""
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        rec = d["targets"][target]
+        for k in ("seconds", "load_before", "load_during", "workers", "cpus"):
+            float(rec[k])
+        return rec
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def test_summary(rec: dict) -> str:
+    """One record of :data:`TEST_RECORD` in words: pytest's wall time, its counts, its
+    workers, the load before and during the run, the date and commit."""
+    c = rec.get("counts") or {}
+    counts = ", ".join(f"{c[k]:,} {k}" for k in ("passed", "skipped", "xfailed", "deselected")
+                       if c.get(k))
+    return (f"{mmss(float(rec['seconds']))} of pytest ({counts}) in {rec.get('workers')} "
+            f"workers on {rec.get('cpus')} CPUs, at load average "
+            f"{float(rec['load_before']):.1f} before and {float(rec['load_during']):.1f} during "
+            f"the run (other work and its own workers), {rec.get('measured')}, commit "
+            f"{rec.get('commit')}")
+
+
+def test_lines(target: str, *, load: float, n_cpus: int, path: Path = TEST_RECORD) -> list[str]:
+    """What ``make test`` / ``make test-fast`` prints first: the last measure
+    (:func:`test_summary`) and the load now."""
+    rec = test_record(target, path)
+    now = f"now: load {load:.1f} on {n_cpus} CPUs (a higher load is a slower run)."
+    if rec is None:
+        return [f"   Not measured yet ({path}: bench/bench_testsuite.py --save); {now}"]
+    return [f"   Last measured: {test_summary(rec)};", f"   {now}"]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("target", choices=["all", "setup", "sets", "runs", "reports"])
+    ap.add_argument("target", choices=["all", "setup", "sets", "runs", "reports", "test",
+                                       "test-fast"])
     ap.add_argument("--systems", default="bm25 dense hybrid",
                     help="the systems make runs (SYSTEMS)")
     ap.add_argument("--timings", help="the timings file of this make call (all: the start "
@@ -306,6 +354,9 @@ def main(argv: list[str] | None = None) -> int:
     systems = a.systems.split()
     load, n = load_now(), cpus()
     tdir = Path(a.timings).parent if a.timings else None
+    if a.target in ("test", "test-fast"):
+        print("\n".join(test_lines(a.target, load=load, n_cpus=n)), flush=True)
+        return 0
     for line in lines(a.target, systems, load=load, n_cpus=n, timings_dir=tdir, setup=a.setup):
         print(line)
     if a.target == "all" and a.timings:

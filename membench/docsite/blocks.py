@@ -549,6 +549,29 @@ def _mainjob_line(ctx: Context) -> str:
             f"({d0['cpu_model'] or 'x86-64'}), `make bench-cold` on {d0['measured']}.")
 
 
+def _testsuite_line(ctx: Context) -> str:
+    """What ``make test`` and ``make test-fast`` took when last measured
+    (``bench/results/testsuite.json``, from ``bench/bench_testsuite.py --save``)."""
+    from ..core.estimate import test_record, test_summary
+
+    parts = [f"`make {t}` ({what}) took {test_summary(r)}" for t, what in (
+        ("test", "the whole suite"), ("test-fast", "the tests not marked slow"))
+        if (r := test_record(t)) is not None]
+    return "; ".join(parts) + "." if parts else "Not measured yet (bench/bench_testsuite.py)."
+
+
+def _testsuite_brief(ctx: Context) -> str:
+    """The README's short form of :func:`_testsuite_line` (the README stays under 8 KiB)."""
+    from ..core.estimate import mmss, test_record
+
+    t, f = test_record("test"), test_record("test-fast")
+    fast = f"; `make test-fast`: **{mmss(float(f['seconds']))}**" if f else ""
+    return (f"`make test`: **{mmss(float(t['seconds']))}** ({t['workers']} workers, load "
+            f"{float(t['load_before']):.1f} before, {float(t['load_during']):.1f} during){fast} "
+            "([Speed](docs/speed.md#the-test-suite))."
+            if t else "Not measured yet (bench/bench_testsuite.py).")
+
+
 def _cards(ctx: Context) -> str:
     """Every card in bench/cards, one row each (membench.systems.cards.load_card reads them, so a
     card that does not validate fails the docs build)."""
@@ -708,6 +731,8 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "truncation": _truncation,
     "mainjob": _mainjob,
     "mainjob-line": _mainjob_line,
+    "testsuite-line": _testsuite_line,
+    "testsuite-brief": _testsuite_brief,
     "figures": _figures,
     "headline": _headline,
     "pdf-text-source": _pdf_text_source,
