@@ -76,7 +76,9 @@ def test_floors(built):
     cov = {c["source"]: c for c in json.loads((built.out / "coverage.json").read_text())}
     assert set(cov["codesearchnet"]["derived"]["not_derived"]) == {"transactive", "temporal"}
     assert stats["pdf"]["queries"] >= 400
-    assert stats["conversation"]["queries"] >= 1900     # one record per upstream question
+    # one record per upstream question, but for the late questions no derivation takes
+    # (docs/sets.md, "Position tells nothing": counted as not asked)
+    assert stats["conversation"]["queries"] >= 1500
     assert stats["video"]["queries"] >= 50
     assert stats["image"]["queries"] >= 1000
 
@@ -176,12 +178,13 @@ def test_the_sets_page_audit_table_is_the_builds(audit):
 
 def test_the_four_false_unanswerables_of_the_text_audit_are_not_derived(built):
     """locomo:conv-50:24 (stems), mmlongbench:2312.09390v1.pdf:2 (generic), finchart:124
-    (stems), tabmwp:3015 (same numbers): each stays answerable (tests/test_derive.py tests each
-    cause on hand-made data)."""
+    (stems), tabmwp:3015 (same numbers): none is derived; each stays answerable or, its gold
+    late in its holder's timeline with no derivation to take it, is not asked (tests/test_derive.py
+    tests each cause on hand-made data)."""
     ids = {r.query_id: r for r in built.records}
     for qid in ("locomo:conv-50:24", "mmlongbench:2312.09390v1.pdf:2", "tabmwp:3015"):
-        assert qid in ids and not ids[qid].unanswerable, qid
         assert not any(k.startswith(qid + "~") for k in ids), qid
+        assert qid not in ids or not ids[qid].unanswerable, qid
     # finchart:124 moves with its chart's cluster now, never to a roll that holds an
     # "Operating Margin" chart (whose questions name it)
     moved = ids.get("finchart:124~transactive")

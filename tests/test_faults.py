@@ -168,6 +168,7 @@ class DiskFullAfter:
 
         self.inner, self.k, self.n = make_system("random"), k, 0
         self.name = "random"
+        self.card = self.inner.card      # the run it resumes is random's, card and all
 
     def config(self):
         return self.inner.config()

@@ -65,6 +65,15 @@ def _kw(mini):
     return dict(lock=mini["lock"], manifest=mini["manifest"])
 
 
+def _dev(mini, mods: list[str] | None = None) -> int:
+    """How many dev queries the mini sets hold (of ``mods``, default all): what a complete run
+    answers."""
+    from membench.run.runner import load_split
+
+    return sum(1 for r in load_split(mini["sets"], "dev").records
+               if mods is None or r.modality in mods)
+
+
 @pytest.fixture(scope="module")
 def local_bm25(mini, tmp_path_factory):
     out = tmp_path_factory.mktemp("local-bm25") / "run"
@@ -84,7 +93,7 @@ def test_cli_ray_run_equals_local_and_leaves_no_ray_process(mini, local_bm25, tm
          "--quiet"], capture_output=True, text=True, timeout=900,
         env={**os.environ, "MEMBENCH_RAY_TMP": raytmp})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert _same(local_bm25, out) == 14
+    assert _same(local_bm25, out) == _dev(mini)
     meta = json.loads((out / "meta.json").read_text())
     assert meta["engine"]["engine"] == "ray" and meta["engine"]["shards"] == 2
     assert meta["status"] == "complete"
@@ -111,7 +120,7 @@ def test_ray_equals_local_with_ocr_extraction_tasks(cluster, mini, local_bm25, t
     meta = ray_engine.run_system_ray("bm25", {}, mini["sets"], "dev", tmp_path, mini["corpus"],
                                      workers=3, window=4, on_event=lambda k, i: events.append(k),
                                      **_kw(mini))
-    assert _same(local_bm25, tmp_path) == 14
+    assert _same(local_bm25, tmp_path) == _dev(mini)
     assert meta["engine"]["shards"] == 3 and meta["engine"]["restarts"] == 0
     # the screenshots were OCR'd (or read from the cache) by Ray tasks
     assert meta["engine"]["extraction"]["items"] == 2 and meta["engine"]["extraction"]["tasks"] >= 1
@@ -138,8 +147,8 @@ def test_killed_worker_is_replaced_and_results_are_identical(cluster, mini, loca
                                      workers=2, window=1, on_event=on_event, **_kw(mini))
     assert state["killed"] is not None
     assert meta["engine"]["restarts"] >= 1        # the dead worker was noticed and replaced
-    assert meta["status"] == "complete" and meta["answered_this_session"] == 14
-    assert _same(local_bm25, tmp_path) == 14
+    assert meta["status"] == "complete" and meta["answered_this_session"] == _dev(mini)
+    assert _same(local_bm25, tmp_path) == _dev(mini)
 
 
 def test_interrupted_ray_run_resumes_with_identical_results(cluster, mini, local_bm25, tmp_path):
@@ -154,8 +163,8 @@ def test_interrupted_ray_run_resumes_with_identical_results(cluster, mini, local
     assert json.loads((tmp_path / "meta.json").read_text())["status"] == "running"
     meta = ray_engine.run_system_ray("bm25", {}, mini["sets"], "dev", tmp_path, mini["corpus"],
                                      workers=2, **_kw(mini))
-    assert meta["resumed"] == 1 and meta["answered_this_session"] == 9
-    assert _same(local_bm25, tmp_path) == 14
+    assert meta["resumed"] == 1 and meta["answered_this_session"] == _dev(mini) - 5
+    assert _same(local_bm25, tmp_path) == _dev(mini)
     # and the local engine resumes a ray run too (nothing left to ask)
     meta = run_system(make_system("bm25"), mini["sets"], "dev", tmp_path, mini["corpus"],
                       **_kw(mini))
@@ -174,7 +183,7 @@ def test_hybrid_ray_equals_local(cluster, mini, tmp_path, monkeypatch):
     meta = ray_engine.run_system_ray("hybrid", {}, mini["sets"], "dev", other, mini["corpus"],
                                      modalities=mods, workers=2, **_kw(mini))
     assert meta["engine"]["extraction"]["embedded"] > 0     # made by Ray tasks, not the shards
-    assert _same(local, other) == 9
+    assert _same(local, other) == _dev(mini, mods)
 
 
 def test_real_dev_bm25_ray_equals_local(cluster, built, corpus_root, tmp_path):
@@ -278,7 +287,7 @@ def test_a_local_ray_run_listens_on_loopback_only(cluster, mini, local_bm25, tmp
     # membench's own check agrees (the module's cluster was made before the run, so the run
     # did not check it itself; the command-line test checks meta.json's record)
     assert ray_engine.check_loopback(cluster, "after the run") >= 4
-    assert meta["status"] == "complete" and _same(local_bm25, tmp_path) == 14
+    assert meta["status"] == "complete" and _same(local_bm25, tmp_path) == _dev(mini)
 
 
 def test_the_loopback_check_refuses_a_cluster_that_listens_wider(monkeypatch):
@@ -423,7 +432,7 @@ def test_an_address_that_answers_is_joined(mini, local_bm25, tmp_path):
         assert time.monotonic() - t0 < 600
         meta = json.loads((tmp_path / "joined" / "meta.json").read_text())
         assert meta["engine"]["cluster"] == gcs and "listening" not in meta["engine"]
-        assert _same(local_bm25, tmp_path / "joined") == 14
+        assert _same(local_bm25, tmp_path / "joined") == _dev(mini)
     finally:
         head.terminate()
         try:

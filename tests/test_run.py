@@ -23,6 +23,7 @@ class Crashing:
     def __init__(self, inner, after):
         self.inner, self.after, self.n = inner, after, 0
         self.name = inner.name
+        self.card = getattr(inner, "card", None)     # the run it resumes is the inner's
 
     def config(self):
         return self.inner.config()

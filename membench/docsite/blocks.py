@@ -9,6 +9,10 @@ page's blocks equal to it. After a change that moves them (a re-frozen build, sa
 
 A generator takes a context (:class:`Context`: the built sets folder) and returns the block's
 text. Blocks whose name has no generator here are left alone (their own tests check them).
+
+Why one file: :data:`GENERATORS` is the one registry of every published table, and each
+generator is a few lines that read one result file; a reader looking for where a table comes
+from finds all of them here, beside the rewrite and the check.
 """
 
 from __future__ import annotations

@@ -135,7 +135,10 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
     what = (f"judgment set {esc(judgment_set)}" if family == "relevance" or measures else
             "every judgment set (these measures do not depend on it)")
     cap = (f"size {esc(size)} · {what} · ranked by {esc(by)}")
-    html = (f'<table class="mb-t"><caption>{cap}</caption><thead>{head}</thead><tbody>'
+    # the answer table's budgeted, uncut, token and grounded columns: set a point smaller
+    # (mb-wide, as a slice table of many columns) to fit a 1280 px page
+    cls = "mb-t mb-wide" if measures == ANSWER_COLUMNS else "mb-t"
+    html = (f'<table class="{cls}"><caption>{cap}</caption><thead>{head}</thead><tbody>'
             + "".join(rows) + "</tbody></table>")
     return Table(html, len(rows), ["scope", "system", "parameters", *names])
 
