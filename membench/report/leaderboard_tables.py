@@ -17,6 +17,8 @@ from typing import Any
 
 from ..analysis.leaderboard import ANSWER_COLUMNS, ANSWER_RANK_BY
 
+#: a leaderboard table of this many measures or more is set a point smaller (``mb-wide``)
+WIDE_MEASURES = 8
 #: the context column of the relevance tables: the median tokens of a committed cartridge
 CONTEXT_COLUMN = "context_tokens_committed_p50"
 from ..analysis.tell_columns import label
@@ -135,9 +137,11 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
     what = (f"judgment set {esc(judgment_set)}" if family == "relevance" or measures else
             "every judgment set (these measures do not depend on it)")
     cap = (f"size {esc(size)} · {what} · ranked by {esc(by)}")
-    # the answer table's budgeted, uncut, token and grounded columns: set a point smaller
-    # (mb-wide, as a slice table of many columns) to fit a 1280 px page
-    cls = "mb-t mb-wide" if measures == ANSWER_COLUMNS else "mb-t"
+    # the answer table (budgeted, uncut, tokens, grounded) and a table of as many measures as
+    # the abstention one are set a point smaller (mb-wide, as a slice table of many columns)
+    # to fit a 1280 px page with every interval
+    cls = ("mb-t mb-wide" if measures == ANSWER_COLUMNS or len(names) >= WIDE_MEASURES
+           else "mb-t")
     html = (f'<table class="{cls}"><caption>{cap}</caption><thead>{head}</thead><tbody>'
             + "".join(rows) + "</tbody></table>")
     return Table(html, len(rows), ["scope", "system", "parameters", *names])
