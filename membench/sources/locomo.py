@@ -110,6 +110,18 @@ def fill_times(parsed: list[datetime | None]) -> list[datetime]:
     return out  # type: ignore[return-value]
 
 
+def evidence_text(raw: Any, made: Mapped) -> str | list[str]:
+    """One upstream evidence entry as a stripped string (the surrounding whitespace removed is
+    counted), or a one-item list naming why it cannot be read (not a string, or empty)."""
+    if not isinstance(raw, str):
+        return ["non-string id"]
+    s = raw
+    if s != s.strip():
+        made.fix("evidence: surrounding whitespace")
+        s = s.strip()
+    return s or ["empty id"]
+
+
 def normalise_evidence(raw: Any, made: Mapped) -> list[tuple[int, int] | str]:
     """Turn one upstream evidence entry into ``(session, turn)`` pairs.
 
@@ -117,14 +129,9 @@ def normalise_evidence(raw: Any, made: Mapped) -> list[tuple[int, int] | str]:
     be read come back as a string naming the kind of failure (``"unparseable id"``), for the
     caller to count.
     """
-    if not isinstance(raw, str):
-        return ["non-string id"]
-    s = raw
-    if s != s.strip():
-        made.fix("evidence: surrounding whitespace")
-        s = s.strip()
-    if not s:
-        return ["empty id"]
+    s = evidence_text(raw, made)
+    if isinstance(s, list):
+        return s
     pieces = [p for p in re.split(r"[;,\s]+", s) if p]
     if len(pieces) > 1:
         made.fix("evidence: several ids in one string")

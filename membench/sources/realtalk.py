@@ -91,7 +91,7 @@ from .base import (
     open_upstream,
     read_json,
 )
-from .locomo import SESSION, fill_times, normalise_evidence, parse_date_time
+from .locomo import SESSION, evidence_text, fill_times, normalise_evidence, parse_date_time
 
 KEY = "realtalk"
 SPEC = BY_KEY[KEY]
@@ -273,14 +273,9 @@ def evidence_ids(raw: Any, made: Mapped) -> list[tuple[int, int, int] | str]:
     first == last), or a string naming why a piece cannot be read. Repairs are counted in
     ``made`` (``evidence: <kind>``); LoCoMo's single-id repairs come from
     :func:`locomo.normalise_evidence`."""
-    if not isinstance(raw, str):
-        return ["non-string id"]
-    s = raw
-    if s != s.strip():
-        made.fix("evidence: surrounding whitespace")
-        s = s.strip()
-    if not s:
-        return ["empty id"]
+    s = evidence_text(raw, made)
+    if isinstance(s, list):
+        return s
     if _SPACE_AFTER_D.search(s):
         made.fix("evidence: space after D")
         s = _SPACE_AFTER_D.sub(r"\1", s)
