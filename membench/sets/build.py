@@ -63,8 +63,9 @@ def split_holders(holders_by_source: dict[str, list[str]]) -> dict[str, str]:
     return split
 
 
-def collect(root: Path, only: set[str] | None = None):
-    """Run the adapters of the sources present under ``root``."""
+def collect(root: Path, only: set[str] | None = None, topics: dict[str, str] | None = None):
+    """Run the adapters of the sources present under ``root`` (``topics``, when given, gets
+    the adapters' item topics: :attr:`membench.sources.base.AdapterResult.topics`)."""
     items: dict[str, SourceItem] = {}
     drafts = []
     texts: dict[str, str] = {}
@@ -73,13 +74,14 @@ def collect(root: Path, only: set[str] | None = None):
     with progress.step("build", total=len(specs), unit="source") as bar:
         for spec in specs:
             bar.note(spec.key)
-            _collect_one(root, spec, items, drafts, texts, coverage, bar)
+            _collect_one(root, spec, items, drafts, texts, coverage, bar,
+                         {} if topics is None else topics)
             bar.advance()
     return items, drafts, texts, coverage
 
 
 def _collect_one(root: Path, spec, items: dict, drafts: list, texts: dict,
-                 coverage: list, bar: progress.Step) -> None:
+                 coverage: list, bar: progress.Step, topics: dict) -> None:
     """Load one source into the accumulators (``bar`` counts the records)."""
     if not spec.available(root):
         coverage.append(spec.not_mirrored())
@@ -95,6 +97,7 @@ def _collect_one(root: Path, spec, items: dict, drafts: list, texts: dict,
         items[it.source_id] = it
     drafts.extend(res.drafts)
     texts.update(res.texts)
+    topics.update(res.topics)
     coverage.append(res.coverage)
     bar.count("questions", len(res.drafts))
 
@@ -117,7 +120,8 @@ def neardup_index(source_items: list[SourceItem], texts: dict[str, str],
 
 
 def build_sets(root: Path, out: Path, only: set[str] | None = None) -> BuildResult:
-    items, drafts, texts, coverage = collect(root, only)
+    topics: dict[str, str] = {}
+    items, drafts, texts, coverage = collect(root, only, topics)
 
     holders_by_source: dict[str, set[str]] = defaultdict(set)
     items_by_source: dict[str, list[SourceItem]] = defaultdict(list)
@@ -143,7 +147,8 @@ def build_sets(root: Path, out: Path, only: set[str] | None = None) -> BuildResu
     for source in sorted(natives):
         index = (neardup_index(items_by_source[source], texts, root)
                  if any(policy(source).values()) else None)
-        recs, st = derive(source, natives[source], items, texts, holder_split, timelines, index)
+        recs, st = derive(source, natives[source], items, texts, holder_split, timelines, index,
+                          topics)
         records.extend(recs)
         derive_stats[source] = st.as_dict()
     records.sort(key=lambda r: r.query_id)

@@ -111,6 +111,8 @@ POLICY: dict[str, dict[str, float]] = {
     # LoCoMo: every question names a speaker of its own conversation, so no transactive
     # derivation passes the names guard; temporal takes what its guards allow
     "locomo": {"transactive": 0.15, "temporal": 0.2},
+    # PrefEval: one question per user and family, so the family guard leaves room
+    "prefeval": {"transactive": 0.2, "temporal": 0.15},
 }
 # why a source gets no derivation of a kind (written to coverage.json)
 NOT_DERIVED: dict[str, dict[str, str]] = {
@@ -133,6 +135,16 @@ NOT_DERIVED: dict[str, dict[str, str]] = {
 # earlier than an answerable one (the audit's text-and-metadata classifier reads the visible
 # share, ROC AUC 0.67); over the last two slots it does not (docs/sets.md)
 WINDOW_START: dict[str, float] = {"mmlongbench": 0.7}
+# what an item is about (an adapter's ``topics``: PrefEval's preference families, for questions
+# that share few words with their evidence, "Which restaurants in Rome?" after "I avoid
+# gluten") is an anchor of every question whose gold it holds, and a memory holding an item
+# about the same is taken to answer it (guard 1)
+TOPIC_MARK = "\x00topic:"
+# sources whose holders are asked a few questions each: a transactive move is a swap (holder
+# A's cluster goes to B and one of B's whole clusters to A), so no holder's number of
+# questions (or how alike they are) tells that one of them was moved in
+SWAP = frozenset({"prefeval"})
+NO_SWAP = "the holder it would move to has no question that could move back (a swap)"
 ANCHOR_MAX_SHARE = 0.5
 # a transactive derivation moves an item's question cluster when at least this share of its
 # movable questions passes every guard for one target (the rest stay answerable)
@@ -258,10 +270,12 @@ class _Source:
     speakers: dict[str, set[str]] = field(default_factory=dict)     # holder -> names, lower
     holder_tokens: dict[str, set[str]] = field(default_factory=dict)
     item_numbers: dict[str, str] = field(default_factory=dict)
+    topics: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for sid in sorted(self.items):
             it = self.items[sid]
+            topic = self.topics.get(sid)
             self.item_slot[sid] = self.timelines[it.holder].slot_of(it.observed_at)
             self.by_holder.setdefault(it.holder, []).append(sid)
             sp = it.meta.get("speakers") if isinstance(it.meta, dict) else None
@@ -274,6 +288,11 @@ class _Source:
                 parts = modalities.get(it.modality).passages(self.texts[sid], it.meta)
                 self.passage_tokens[sid] = ([self.item_tokens[sid]] if len(parts) == 1
                                             else [tokens(p) for p in parts])
+                if isinstance(topic, str):
+                    mark = TOPIC_MARK + topic
+                    self.item_tokens[sid] = self.item_tokens[sid] | {mark}
+                    self.passage_tokens[sid] = [p | {mark} for p in self.passage_tokens[sid]]
+                    self.df[mark] += 1
         for h, sids in self.by_holder.items():
             sids.sort(key=lambda s: (self.item_slot[s], s))
             self.holder_tokens[h] = set().union(*(self.item_tokens.get(s, set())
@@ -306,7 +325,9 @@ class _Source:
             gold |= self.item_tokens.get(g.source_id, set())
         limit = ANCHOR_MAX_DF * len(self.item_tokens)
         own = {stem(w) for w in self.speakers.get(r.scope.holder, ())}
-        return {w for w in anchors(r.question) & gold if self.df[w] <= limit and w not in own}
+        topics = {w for w in gold if w.startswith(TOPIC_MARK)}
+        return {w for w in anchors(r.question) & gold if self.df[w] <= limit and w not in own
+                } | topics
 
     def generic(self, a: set[str]) -> bool:
         """Whether anchors ``a`` are all common: the rarest is in more than
@@ -316,10 +337,14 @@ class _Source:
     def max_passage_share(self, a: set[str], memory: list[str]) -> float:
         """The largest share of anchors ``a`` that one passage of an item of ``memory`` holds
         (a passage: the item, or the piece of it one piece of evidence fits in,
-        :meth:`membench.modalities.Modality.passages`)."""
+        :meth:`membench.modalities.Modality.passages`); 1 when a passage is about the same
+        topic (an adapter's ``topics``)."""
         best = 0
+        topics = {w for w in a if w.startswith(TOPIC_MARK)}
         for sid in memory:
             for toks in self.passage_tokens.get(sid, ()):
+                if topics & toks:
+                    return 1.0
                 best = max(best, len(a & toks))
             if best == len(a):
                 break
@@ -454,7 +479,7 @@ def _clusters(answerable: dict[str, RecordDraft], order: list[str], source: str
 
 def _move_cluster(src: "_Source", qs: "_QuerySet", members: list[str],
                   answerable: dict[str, RecordDraft], holder_split: dict[str, str],
-                  speakers: frozenset[str], stats: "DeriveStats"
+                  speakers: frozenset[str], stats: "DeriveStats", only: str | None = None
                   ) -> tuple[str, list[str]] | None:
     """The holder an item's question cluster moves to, and the questions that move; ``None``
     (each question's reason counted) when no holder takes them all.
@@ -479,7 +504,7 @@ def _move_cluster(src: "_Source", qs: "_QuerySet", members: list[str],
         anchors_of[qid] = a
     if not movable:
         return None
-    others = [h for h in sorted(src.by_holder)
+    others = [h for h in ([only] if only else sorted(src.by_holder))
               if h != origin and holder_split[h] == holder_split[origin]
               and src.basis(h) == src.basis(origin)]
     if not others:
@@ -530,9 +555,30 @@ def _move_cluster(src: "_Source", qs: "_QuerySet", members: list[str],
     return None
 
 
+def _swap_back(src: "_Source", qs: "_QuerySet", candidates: list[list[str]], used: set[str],
+               origin: str, answerable: dict[str, RecordDraft], holder_split: dict[str, str],
+               speakers: frozenset[str]) -> list[str] | None:
+    """The first of ``candidates`` (the target's clusters, in hash order) none of whose
+    questions is used that moves whole to ``origin``; ``None`` when none does. What the
+    failed tries skip is not counted (the swap's own reason is)."""
+    for members in candidates:
+        if any(q in used for q in members):
+            continue
+        moved = _move_cluster(src, qs, members, answerable, holder_split, speakers,
+                              DeriveStats(), only=origin)
+        if moved is None:
+            continue
+        if len(moved[1]) == len(members):
+            return moved[1]
+        for qid in moved[1]:
+            qs.move(qid, answerable[qid].scope.holder)
+    return None
+
+
 def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
            texts: dict[str, str], holder_split: dict[str, str],
            timelines: dict[str, Timeline], index: NearDupIndex | None = None,
+           topics: dict[str, str] | None = None,
            ) -> tuple[list[AnnotationRecord], DeriveStats]:
     """Every record of one source: the natives that stay (with ``as_of``) and the derived
     unanswerables that replace the others. Reads nothing outside its arguments."""
@@ -540,7 +586,8 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
     if not any(pol.values()):       # nothing to derive: the guards need no text
         texts, index = {}, NearDupIndex()
     src = _Source({k: v for k, v in items.items() if k.split(":", 1)[0] == source},
-                  texts, timelines, index or NearDupIndex(texts))
+                  texts, timelines, index or NearDupIndex(texts),
+                  topics=topics or {})
     answerable = {r.query_id: r for r in drafts if not r.unanswerable}
     if not any(pol.values()) and len(answerable) == len(drafts):
         # no unanswerable at all: nothing to tell apart, so every as_of is after every item
@@ -616,6 +663,9 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
     # ---- transactive: whole per-item question clusters move
     quota = math.ceil(float(pol.get("transactive", 0.0)) * len(order))
     kept_clusters = [(k, [q for q in ms if q not in in_late]) for k, ms in clusters]
+    held: dict[str, list[list[str]]] = defaultdict(list)      # holder -> its clusters (SWAP)
+    for _, ms in clusters:
+        held[answerable[ms[0]].scope.holder].append(ms)
     for key, members in late_clusters + [(k, ms) for k, ms in kept_clusters if ms]:
         if stats.transactive >= quota:
             break
@@ -623,14 +673,26 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
         if moved is None:
             continue
         target, qids = moved
-        for qid in qids:
-            r = answerable[qid]
-            new = f"{qid}~transactive"
-            scope = Scope(holder=target, session=None, scenario=r.scope.scenario)
-            out.append(derived(r, "transactive", scope, placed(target, new), new))
-            used.add(qid)
-            stats.transactive += 1
-        stats.clusters += 1
+        moves = [(target, qids)]
+        if source in SWAP:
+            origin = answerable[qids[0]].scope.holder
+            back = _swap_back(src, qs, held.get(target, []), used | set(qids), origin,
+                              answerable, holder_split, speakers)
+            if back is None:
+                for qid in qids:
+                    qs.move(qid, origin)
+                stats.skipped[f"transactive: {NO_SWAP}"] += len(qids)
+                continue
+            moves.append((origin, back))
+        for to, moving in moves:
+            for qid in moving:
+                r = answerable[qid]
+                new = f"{qid}~transactive"
+                scope = Scope(holder=to, session=None, scenario=r.scope.scenario)
+                out.append(derived(r, "transactive", scope, placed(to, new), new))
+                used.add(qid)
+                stats.transactive += 1
+            stats.clusters += 1
 
     # ---- temporal: only from the clusters none of whose questions is kept answerable (no
     # answerable sister is left to betray a temporal question by its later as_of)

@@ -100,14 +100,14 @@ SOURCES: tuple[SourceSpec, ...] = (
         "whose generic answer would violate it (Zhao et al., ICLR 2025); explicit, choice-based "
         "(aligned_op) and persona-driven forms",
         license="CC BY-NC 4.0",
-        adapter="registered:load_prefeval", scenario="preference-memory", mirrored=True),
+        adapter="prefeval:load", scenario="preference-memory", mirrored=True),
     SourceSpec(
         key="realtalk", name="REALTALK", modality="conversation", folder="realtalk",
         upstream="https://github.com/danny911kr/REALTALK",
         annotation_source="questions with evidence dialogue turn ids over 10 real 21-day "
         "conversations between people (Lee et al., 2025), LoCoMo's format; evidence by dia_id",
         license="no license upstream: research evaluation only",
-        adapter="registered:load_realtalk", scenario="dialogue-memory", mirrored=True),
+        adapter="realtalk:load", scenario="dialogue-memory", mirrored=True),
     SourceSpec(
         key="pstuts", name="PsTuts-VQA", modality="video", folder="pstuts-vqa",
         upstream="https://github.com/mbudisic/pstuts-rag",

@@ -91,6 +91,10 @@ class AdapterResult:
     # layer, a dataset's own table text). Used only to decide whether a question may be
     # re-scoped to another holder (derived transactive unanswerables); never as gold.
     texts: dict[str, str] = field(default_factory=dict)
+    # What a source item is about, for sources whose questions share few words with their
+    # evidence (PrefEval's preference families): read by the derivation guards only, never
+    # written to the sets (a system must find it by reading the item).
+    topics: dict[str, str] = field(default_factory=dict)
 
 
 Adapter = Callable[[Path], AdapterResult]
@@ -110,6 +114,7 @@ class Mapped:
     texts: dict[str, str] = field(default_factory=dict)
     outcomes: list[RecordDraft | str] = field(default_factory=list)
     fixes: dict[str, int] = field(default_factory=dict)
+    topics: dict[str, str] = field(default_factory=dict)
 
     def fix(self, what: str, n: int = 1) -> None:
         self.fixes[what] = self.fixes.get(what, 0) + n
@@ -122,7 +127,7 @@ class Mapped:
         """The adapter's answer: items sorted by source_id, drafts by query_id, texts as made."""
         return AdapterResult(items=sorted(self.items, key=lambda i: i.source_id),
                              drafts=sorted(self.drafts, key=lambda d: d.query_id),
-                             coverage=cov, texts=self.texts)
+                             coverage=cov, texts=self.texts, topics=self.topics)
 
 
 def book(cov: Coverage, made: Mapped) -> None:

@@ -70,13 +70,13 @@ Mapping:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from ..core.errors import InputError
-from ..core.hashing import hash_order
+from ..core.hashing import hash_order, stable_hash
 from . import BY_KEY
 from .base import (
     AdapterResult,
@@ -99,12 +99,33 @@ FORMS = {"explicit": "explicit_preference", "choice": "implicit_preference/choic
          "persona": "implicit_preference/persona-driven"}
 MCQ = "mcq_options"
 NEAR_COPY = "mcq_options/travel_hotel copy.json"
-N_USERS = 20
-#: group of the preference at position p of the cluster-ordered list: STRIDE * p mod N_USERS
-STRIDE = 3
+#: users (holders): with one asked question per preference, about 1.25 asked sessions each
+N_USERS = 800
+#: sessions each user holds: its own, then copies of other users' sessions
+ITEMS_PER_USER = 24
+#: families a user's other sessions (never asked of it) come from
+FILL_FAMILIES = 3
 USER_SALT = "prefeval-users"
-#: user u holds form f's session of the preferences of group u - OFFSET[f]
-OFFSET = {"explicit": 0, "choice": 1, "persona": 2}
+ASK_SALT = "prefeval-asked-form"
+FILL_SALT = "prefeval-fill"
+COPY_SALT = "prefeval-copy"
+ID_SALT = "prefeval-item-id"
+#: topic -> family: topics a preference of one may bear on a question of another are one
+#: family (a dietary need bears on restaurants; a fitness routine on health), so a user is
+#: asked about a family once and a derived unanswerable goes only where the family is absent
+FAMILY = {
+    "lifestyle_dietary": "food", "travel_restaurant": "food",
+    "lifestyle_fit": "health", "lifestyle_health": "health", "lifestyle_beauty": "health",
+    "travel_activities": "travel", "travel_hotel": "travel",
+    "travel_transportation": "travel",
+    "entertain_games": "leisure", "entertain_music_book": "leisure",
+    "entertain_shows": "leisure", "entertain_sports": "leisure",
+    "shop_fashion": "shopping", "shop_home": "shopping", "shop_motors": "shopping",
+    "shop_technology": "shopping",
+    "education_learning_styles": "learning", "education_resources": "learning",
+    "professional_work_location_style": "work",
+    "pet_ownership": "pets",
+}
 #: the revealing turn of each labelled form
 GOLD_TURN = {"explicit": 1, "choice": 3}
 CHOICE_TURNS = (("query", "user"), ("assistant_options", "assistant"),
@@ -114,6 +135,8 @@ MISS_PERSONA = "persona-driven: the revealing turn is not labelled upstream"
 MISS_EMPTY_Q = "empty question"
 MISS_NO_TURN = "the turn that states or reveals the preference is empty"
 MISS_CLASH = "its user holds another session of the same question or preference"
+MISS_OTHER_FORM = "the preference is asked in its other labelled form (one form per preference)"
+MISS_TWIN = "another preference asks the same question or states the same preference"
 FIX_MCQ = "mcq_options row asks another question (answer left none)"
 SESSION = "session"
 
@@ -253,10 +276,9 @@ def _norm(s: str) -> str:
     return norm_space(s).casefold()
 
 
-def _groups(rows: list[_Row], n_users: int = N_USERS) -> dict[str, int]:
-    """Preference key -> group. Preferences sharing a question or preference text (normalised)
-    form a cluster; clusters in hash order, members by key, the p-th of the list in group
-    ``STRIDE * p mod n_users`` (so a cluster's members fall STRIDE groups apart)."""
+def _clusters(rows: list[_Row]) -> dict[str, str]:
+    """Preference key -> its cluster: preferences sharing a question or preference text
+    (normalised) are chained into one cluster, named by its smallest key."""
     parent: dict[str, str] = {}
 
     def find(k: str) -> str:
@@ -278,53 +300,163 @@ def _groups(rows: list[_Row], n_users: int = N_USERS) -> dict[str, int]:
                     parent[max(a, b)] = min(a, b)
             else:
                 seen[n] = r.pref_key
-    clusters: dict[str, list[str]] = {}
-    for k in sorted(parent):
-        clusters.setdefault(find(k), []).append(k)
-    order = [k for root in hash_order(clusters, USER_SALT) for k in clusters[root]]
-    return {k: (STRIDE * p) % n_users for p, k in enumerate(order)}
+    return {k: find(k) for k in sorted(parent)}
+
+
+def asked_form(pref_key: str) -> str:
+    """The one labelled form in which a preference is asked (by hash)."""
+    return ("explicit", "choice")[stable_hash(ASK_SALT, pref_key) % 2]
 
 
 @dataclass
 class _Made(Mapped):
     users: int = 0
+    copies: int = 0
+
+
+@dataclass
+class _Users:
+    """Who holds what: ``own`` user -> original session ids; ``copies`` user -> copied ones;
+    the families a user is asked about and those its other sessions come from."""
+
+    n: int
+    own: dict[int, list[str]] = field(default_factory=dict)
+    copies: dict[int, list[str]] = field(default_factory=dict)
+    asked_families: dict[int, set[str]] = field(default_factory=dict)
+    fill_families: dict[int, list[str]] = field(default_factory=dict)
+    clusters: dict[int, set[str]] = field(default_factory=dict)
+
+    def take(self, u: int, sid: str, cluster: str) -> None:
+        self.own.setdefault(u, []).append(sid)
+        self.clusters.setdefault(u, set()).add(cluster)
+
+
+def _deal(rows: list[_Row], cluster: dict[str, str], asked: set[str], n_users: int,
+          per_user: int) -> _Users:
+    """Deal the sessions to ``n_users`` users (see the module docstring): the asked sessions
+    round robin in hash order, at most one per family and cluster per user; the others to
+    users whose fill families hold theirs; then copies up to ``per_user`` sessions each."""
+    users = _Users(n_users)
+    by_sid = {r.sid: r for r in rows}
+    i = 0
+    for sid in hash_order(asked, USER_SALT):
+        r, k = by_sid[sid], 0
+        fam, c = FAMILY[r.topic], cluster[r.pref_key]
+        while (fam in users.asked_families.get((i + k) % n_users, set())
+               or c in users.clusters.get((i + k) % n_users, set())):
+            k += 1
+        u = (i + k) % n_users
+        users.take(u, sid, c)
+        users.asked_families.setdefault(u, set()).add(fam)
+        i += 1
+    families = sorted(set(FAMILY.values()))
+    for u in range(n_users):
+        free = [f for f in families if f not in users.asked_families.get(u, set())]
+        users.fill_families[u] = hash_order(free, f"{FILL_SALT}:{u}")[:FILL_FAMILIES]
+    j = 0
+    for sid in hash_order([r.sid for r in rows if r.sid not in asked], FILL_SALT):
+        r, k = by_sid[sid], 0
+        fam, c = FAMILY[r.topic], cluster[r.pref_key]
+        while (fam not in users.fill_families[(j + k) % n_users]
+               or c in users.clusters.get((j + k) % n_users, set())):
+            k += 1
+        users.take((j + k) % n_users, sid, c)
+        j += 1
+    pool: dict[str, list[str]] = {}
+    for f in families:
+        pool[f] = hash_order([r.sid for r in rows if FAMILY[r.topic] == f], COPY_SALT)
+    for u in range(n_users):
+        mine = set(users.own.get(u, []))
+        need = per_user - len(mine)
+        fams = users.fill_families[u]
+        at = {f: stable_hash(COPY_SALT, str(u), f) % len(pool[f]) for f in fams}
+        got: list[str] = []
+        k = 0
+        while len(got) < need and k < need * 4 + 100:
+            f = fams[k % len(fams)]
+            for step in range(len(pool[f])):
+                sid = pool[f][(at[f] + step) % len(pool[f])]
+                if sid not in mine and cluster[by_sid[sid].pref_key] not in users.clusters[u]:
+                    at[f] = (at[f] + step + 1) % len(pool[f])
+                    got.append(sid)
+                    mine.add(sid)
+                    break
+            k += 1
+        users.copies[u] = got
+    return users
+
+
+def holder_of(u: int) -> str:
+    return f"{KEY}/user-{u:03d}"
+
+
+def item_id(sid: str, user: int | None = None) -> str:
+    """The source id of session ``sid`` (``prefeval:<form>:<topic>:<i>``) as the original
+    (``user`` None) or as ``user``'s copy: opaque (a hash), so no id names a topic, a form or
+    a copy."""
+    who = "" if user is None else f"@{user}"
+    return f"{KEY}:{stable_hash(ID_SALT, sid + who):016x}"
 
 
 def _map(rows: list[_Row], mcq: dict[str, list], revisions: dict[str, str],
-         n_users: int = N_USERS) -> _Made:
-    """One session item per row; one outcome per row (a record, or why not)."""
+         n_users: int = N_USERS, per_user: int = ITEMS_PER_USER) -> _Made:
+    """One session item per row and per copy; one outcome per row (a record, or why not)."""
     made = _Made()
-    group = _groups(rows, n_users)
-    holder = {r.sid: f"{KEY}/user-{(group[r.pref_key] + OFFSET[r.form]) % n_users:02d}"
-              for r in rows}
+    cluster = _clusters(rows)
+    first = {}
+    for k in sorted(cluster):
+        first.setdefault(cluster[k], k)
+    why: dict[str, str] = {}
+    for r in rows:
+        if r.form not in GOLD_TURN:
+            why[r.sid] = MISS_PERSONA
+        elif asked_form(r.pref_key) != r.form:
+            why[r.sid] = MISS_OTHER_FORM
+        elif first[cluster[r.pref_key]] != r.pref_key:
+            why[r.sid] = MISS_TWIN
+    users = _deal(rows, cluster, {r.sid for r in rows if r.sid not in why}, n_users, per_user)
+    holder: dict[str, str] = {}          # item id -> holder
+    session: dict[str, str] = {}         # item id -> upstream session (row sid)
+    for u in range(n_users):
+        for sid in users.own.get(u, []):
+            holder[item_id(sid)] = holder_of(u)
+            session[item_id(sid)] = sid
+        for sid in users.copies.get(u, []):
+            holder[item_id(sid, u)] = holder_of(u)
+            session[item_id(sid, u)] = sid
     observed = synthetic_timeline(holder)
+    by_sid = {r.sid: r for r in rows}
     # per holder: the normalised texts of its sessions' preferences and its questions, counted
     texts: dict[str, dict[str, int]] = {}
-    for r in rows:
-        bag = texts.setdefault(holder[r.sid], {})
-        for n in {_norm(r.preference), *((_norm(r.question),) if r.form in GOLD_TURN else ())}:
+    for iid, h in holder.items():
+        r = by_sid[session[iid]]
+        bag = texts.setdefault(h, {})
+        asked_here = iid == item_id(r.sid) and r.sid not in why
+        for n in {_norm(r.preference), *((_norm(r.question),) if asked_here else ())}:
             bag[n] = bag.get(n, 0) + 1
-    for r in rows:
+    for iid in sorted(holder):
+        r = by_sid[session[iid]]
         made.items.append(SourceItem(
-            source_id=r.sid, modality=MODALITY, holder=holder[r.sid], observed_at=observed[r.sid],
+            source_id=iid, modality=MODALITY, holder=holder[iid], observed_at=observed[iid],
             content=r.turns, meta={"turns": len(r.turns), "speakers": ["user", "assistant"]
-                                   if len(r.turns) > 1 else ["user"], "topic": r.topic,
-                                   "form": r.form}))
+                                   if len(r.turns) > 1 else ["user"]}))
         # one line per turn (whitespace collapsed, as the chunker writes a turn)
-        made.texts[r.sid] = "\n".join(f"{t['speaker']}: {norm_space(t['text'])}"
-                                       for t in r.turns)
-        made.outcomes.append(_record(r, holder[r.sid], texts[holder[r.sid]], mcq, revisions,
-                                     made))
+        made.texts[iid] = "\n".join(f"{t['speaker']}: {norm_space(t['text'])}"
+                                      for t in r.turns)
+        made.topics[iid] = FAMILY[r.topic]
+    for r in rows:
+        made.outcomes.append(why.get(r.sid) or _record(
+            r, holder[item_id(r.sid)], texts[holder[item_id(r.sid)]], mcq, revisions, made))
     made.users = len(set(holder.values()))
+    made.copies = sum(len(c) for c in users.copies.values())
     made.texts = dict(sorted(made.texts.items()))
+    made.topics = dict(sorted(made.topics.items()))
     return made
 
 
 def _record(r: _Row, holder: str, bag: dict[str, int], mcq: dict[str, list],
             revisions: dict[str, str], made: Mapped) -> RecordDraft | str:
     """The record of one row's question, or why it is not covered."""
-    if r.form not in GOLD_TURN:
-        return MISS_PERSONA
     if not r.question.strip():
         return MISS_EMPTY_Q
     turn = GOLD_TURN[r.form]
@@ -342,8 +474,8 @@ def _record(r: _Row, holder: str, bag: dict[str, int], mcq: dict[str, list],
     return RecordDraft(
         query_id=r.sid, modality=MODALITY, question=r.question, answer=answer,
         answer_format="str" if answer is not None else "none",
-        gold=[Gold(source_id=r.sid, region={"turn": turn})],
-        judgments={SESSION: [Gold(source_id=r.sid, region=whole)]},
+        gold=[Gold(source_id=item_id(r.sid), region={"turn": turn})],
+        judgments={SESSION: [Gold(source_id=item_id(r.sid), region=whole)]},
         scope=Scope(holder=holder, session=None, scenario=SPEC.scenario), unanswerable=False,
         origin=Origin(dataset=DATASET, revision=revisions[r.file], item=f"{r.file}#{r.index}",
                       license=SPEC.license,
@@ -360,9 +492,10 @@ def _account(cov: Coverage, made: _Made) -> None:
     Writes only ``cov``."""
     book(cov, made)
     cov.notes.append(f"{NEAR_COPY} (a near-copy of travel_hotel.json upstream ships) is not read")
-    cov.notes.append(f"{made.users} users; each holds one form's session of a third of its "
-                     "groups' preferences: explicit (asked), choice-based (asked), "
-                     "persona-driven (other sessions, never asked of it)")
+    cov.notes.append(f"{made.users} users of {ITEMS_PER_USER} sessions each: the asked "
+                     "sessions (one labelled form per preference, at most one per family and "
+                     "user), the other sessions of other families, then copies of other users' "
+                     f"sessions of those families ({made.copies} copies)")
     cov.notes.append("gold = the user turn that states (explicit, turn 1) or reveals "
                      "(choice-based user_selection, turn 3) the preference; judgments.session = "
                      "the whole session")
