@@ -115,7 +115,7 @@ SOURCES: tuple[SourceSpec, ...] = (
         "watching 76 narrated tutorials (Zhao et al., 2021); each names the transcript sentence "
         "(sent_id) whose begin/end give the gold span",
         license="CC BY-NC 4.0",
-        adapter="registered:load_pstuts", scenario="instructional-video-qa", mirrored=True),
+        adapter="pstuts:load", scenario="instructional-video-qa", mirrored=True),
     # ---- in the design, not in this mirror: adapters read the real upstream format and are
     # ---- tested on fixtures; builds report them as not mirrored.
     SourceSpec(

@@ -1,72 +1,36 @@
 """PsTuts-VQA (Zhao et al., 2021): narrated Photoshop tutorials with expert questions asked
-at a sentence of the transcript.
+at a sentence of the transcript. Reads ``pstuts-vqa/{train,dev,test}.json`` under the corpus
+root (mirrored from mbudisic/pstuts-rag ``data/``); writes nothing. Start at :func:`load`; the
+reasoning behind the mapping is in docs/sets.md ("PsTuts-VQA").
 
-Not in the sets yet: the registry still books this source through
-``registered:load_pstuts`` (every question "registered; not yet mapped into the sets"). This
-module is the mapping that wiring it in would use (``load`` has every adapter's signature).
-
-Upstream format (``pstuts-vqa/`` under the corpus root, mirrored from mbudisic/pstuts-rag
-``data/``): ``train.json``, ``dev.json`` and ``test.json`` (upstream's split, by video:
-54 / 11 / 11 videos), each a JSON list of videos ``{video_id: int, title, desc, length:
-"hh:mm:ss.ss", url, transcripts, qa}``. ``transcripts`` is a list of sentences ``{sent_id,
-sent, begin, end}`` (seconds; ``sent_id`` 0..n-1 in list order); ``qa`` a list of
-``{sent_id, q, a}``: the question ``q`` was written while watching, at sentence ``sent_id``,
-whose ``begin .. end`` is its gold span. Answers are short strings naming an entity or option
-of upstream's knowledge base ("Command+T", "Drag", "Layers Panel#Create a new layer Button",
-"File-Save As": ``#`` separates an entity from its option, ``-`` a menu path). A video, its
-transcript and its questions are read exactly as upstream has them; a value of the wrong type
-is an :class:`InputError` naming the file, the position (``[3].qa[17]``) and the field.
+Upstream format: each file a JSON list of videos ``{video_id, title, desc, length:
+"hh:mm:ss.ss", url, transcripts, qa}``; ``transcripts`` a list of ``{sent_id, sent, begin,
+end}`` (seconds), ``qa`` a list of ``{sent_id, q, a}`` (the question asked at sentence
+``sent_id``; ``a`` a short knowledge-base string such as "Command+T"). A value of the wrong
+type is an :class:`InputError` naming the file, the position (``[3].qa[17]``) and the field.
 
 Mapping:
 
-* **items**: the videos are not mirrored (the files hold their URLs): like
-  :mod:`membench.sources.medvidqa`, a video is read through its transcript cues. One item per
-  video *on each shelf that holds it*, ``pstuts:<video_id>@viewer-<k>``, ``content =
-  [[begin, end, sentence], ...]`` sorted by time, ``meta = {duration (from length), cues,
-  url, title}``. A sentence without a usable span is left out of the content and counted
-  (``transcript sentence dropped: <kind>``): ``begin or end missing`` (upstream null: a caption
-  cue split over several sentences), ``ends before it begins``, ``ends after the video``.
-* **holders**: viewers, ``pstuts/viewer-<k>``, made by :func:`shelves`. Every video has one
-  *owner*: upstream's files are kept as pools, and each file's videos are dealt
-  (``base.hash_groups``, salt ``pstuts-owners:<file>``) to ``max(1, round(videos /
-  VIDEOS_PER_OWNER))`` owners, numbered in file order (train, dev, test): six viewers own the
-  train videos, one the 11 dev videos, one the 11 test videos. A viewer's shelf is the videos
-  it owns, filled up to :data:`SHELF_SIZE` with other videos of any file in hash order (salt
-  ``pstuts-shelf:<k>``): several viewers watch the same tutorial, as people do, each as a
-  separate item. Every viewer holds ``min(SHELF_SIZE, videos)`` items (50 of the 76), so every
-  query sees 50 items (the SPEC's median target); with 76 videos a shelf cannot hold more
-  without every viewer holding nearly everything, which would leave no other viewer to
-  re-scope a question to.
-* **questions go to the owner**: every question of a video is asked of the viewer that owns it
-  (its gold is that viewer's copy); copies on other shelves are watched-only. Per-question
-  assignment would spread PsTuts's near-identical questions (typically 6 to 10 paraphrases
-  per sentence, and the same question asked at several sentences of one video) over viewers,
-  and the build splits by viewer (``membench.sets.build.split_holders``), so twins would sit
-  in dev and in test. With one owner per video, membench's dev/test is a partition of whole
-  videos, like upstream's: upstream dev and upstream test each stay whole (one owner each) and
-  land in one membench split each, upstream train is dealt to six owners on either side. A
-  membench split therefore mixes upstream files; ``origin.item`` names the file.
-* observed_at: no time structure upstream: ``base.synthetic_timeline`` over the source ids.
-* **records**: one per ``qa`` row, ``pstuts:<video_id>:<qa index>`` (0-based in the video's
-  ``qa`` list), ``origin.item = <file>#<video_id>/qa[<index>]``, ``origin.notes`` the
-  sent_id. gold: ``{"t_start": begin, "t_end": end}`` of the sentence on the owner's copy;
-  answer verbatim, ``answer_format "str"``; as_of None (upstream has no question time).
-  ``judgments.same_question``: every span on the holder's shelf (any video it holds, any
-  sentence) at which upstream asked the same question (lower case, runs of other characters
-  than letters and digits as one space) with the same answer, the gold included: upstream
-  asks generic how-tos ("How to create new layer?") in many videos, and those spans answer
-  it as well as the gold does.
-* not covered: a ``sent_id`` missing from the transcript; a gold sentence without a usable
-  span (the kinds above) or of no length; a question that repeats an earlier row of its video
-  verbatim (same sentence, question and answer); an empty question.
-
-What the questions allow: they were written at a moment of a video, and many lean on it
-("What was done in this tutorial?", "How did he ...?"); they are kept as upstream wrote them.
-Within a holder, gold falls only on the ~10 videos it owns, never on its watched-only copies.
-One owner per video keeps a video's twins in one split, not a generic question's: the same
-words asked about *another* video (upstream's own train and test share such questions) may sit
-in the other split, with that video's span as gold.
-The knowledge-base link files (kg_*.json) are not mirrored and not used.
+* **items**: ``pstuts:<video_id>@viewer-<k>``, one per video on each shelf that holds it;
+  ``content = [[begin, end, sentence], ...]`` by time (the videos are not mirrored),
+  ``meta = {duration, cues, url, title}``. A sentence without a usable span is left out and
+  counted (``transcript sentence dropped: <kind>``, :data:`KINDS`).
+* **holders**: viewers ``pstuts/viewer-<k>`` (:func:`shelves`): each file's videos are dealt
+  (salt :data:`OWNER_SALT`) to ``max(1, round(videos / VIDEOS_PER_OWNER))`` owners, numbered
+  in file order; a shelf is the owner's videos filled up to :data:`SHELF_SIZE` with other
+  videos in hash order (salt :data:`SHELF_SALT`).
+* **records**: ``pstuts:<video_id>:<qa index>``, asked of the video's owner; gold ``{"t_start":
+  begin, "t_end": end}`` of the sentence on the owner's copy; answer verbatim (``"str"``);
+  as_of None; observed_at synthetic; ``origin.item = <file>#<video_id>/qa[<index>]``,
+  ``origin.notes = sent_id=<n>``. ``judgments.same_question``: every span on the holder's shelf
+  where upstream asked the same question (:func:`question_key`) with the same answer.
+* **kept questions**, in this order: a row is not covered when its ``sent_id`` is not in the
+  transcript, its sentence has no usable span or no length, it repeats an earlier row of its
+  video verbatim, or its question is empty; then when its near-twin key (:func:`twin_key`) is
+  also asked at another video and that video comes first in hash order (salt
+  ``TWIN_SALT:<key>``) (:data:`NOT_TWIN`); then when another kept row of its sentence comes
+  first in hash order of query_id (salt :data:`PARAPHRASE_SALT`) (:data:`NOT_PARAPHRASE`).
+  The knowledge-base files (kg_*.json) are not mirrored and not used.
 """
 
 from __future__ import annotations
@@ -76,6 +40,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+import snowballstemmer
 
 from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from ..core.errors import InputError
@@ -101,12 +67,26 @@ SCENARIO = "instructional-video-qa"
 DATASET = "mbudisic/pstuts-rag"
 LICENSE = "CC BY-NC 4.0"
 SPLIT_FILES = ("train.json", "dev.json", "test.json")
-#: videos per owning viewer within one upstream file (54 train videos -> 6 owners)
-VIDEOS_PER_OWNER = 9
+#: videos per owning viewer within one upstream file (54 train, 11 dev, 11 test videos ->
+#: 30 + 6 + 6 = 42 viewers, each owning 1 or 2 videos)
+VIDEOS_PER_OWNER = 1.8
 #: videos on every viewer's shelf (its own, then others in hash order)
 SHELF_SIZE = 50
 OWNER_SALT = "pstuts-owners"
 SHELF_SALT = "pstuts-shelf"
+#: a near-twin key asked at several videos is kept at the first of them in hash order of
+#: the video ids, salted with this and the key
+TWIN_SALT = "pstuts-twin"
+#: of the kept rows at one sentence, the first in hash order of query_id keeps its question
+PARAPHRASE_SALT = "pstuts-paraphrase"
+#: words left out of a near-twin key (lower case, matched before stemming)
+TWIN_STOPWORDS = frozenset("""
+    a an the to do does did doing done you your i me my we our he his she her they their it its
+    how what is are was were be been of in on at by for from and or with can could should would
+    will this that these those there so
+""".split())
+NOT_TWIN = "its near-twin is asked of another video"
+NOT_PARAPHRASE = "a paraphrase of a kept question at the same sentence"
 #: the judgment set of every span where upstream asked the same question, same answer
 SAME_QUESTION = "same_question"
 
@@ -118,6 +98,8 @@ KINDS = (K_MISSING, K_INVERTED, K_LATE)
 
 _LENGTH = re.compile(r"(\d+):([0-5]\d):([0-5]\d(?:\.\d+)?)")
 _NON_WORD = re.compile(r"[^0-9a-z]+")
+_WORD = re.compile(r"[0-9a-z]+")
+_STEMMER = snowballstemmer.stemmer("english")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -135,6 +117,15 @@ def question_key(q: str) -> str:
     """A question as :data:`SAME_QUESTION` compares it: lower case, every run of characters
     other than letters and digits one space."""
     return _NON_WORD.sub(" ", q.lower()).strip()
+
+
+def twin_key(q: str) -> str:
+    """A question's near-twin key: the sorted, distinct Snowball (Porter 2) stems of its words
+    (runs of letters and digits, lower case) that are not in :data:`TWIN_STOPWORDS`, joined by
+    spaces ("How to create new layer?" and "how do i create a new layer" -> "creat layer
+    new"). Two questions with one key are near-twins."""
+    return " ".join(sorted({_STEMMER.stemWord(w) for w in _WORD.findall(q.lower())
+                            if w not in TWIN_STOPWORDS}))
 
 
 def parse_length(s: str) -> float | None:
@@ -291,6 +282,7 @@ class _Made(Mapped):
     shelf: list[list[str]] = field(default_factory=list)
     dropped: Counter = field(default_factory=Counter)   # sentences without a usable span
     widened: int = 0                                    # records whose same_question adds spans
+    twin_keys: int = 0                                  # near-twin keys asked at several videos
 
 
 def _unusable(s: _Sentence, duration: float) -> str | None:
@@ -350,11 +342,37 @@ def _map(videos: list[_Video], revisions: dict[str, str]) -> _Made:
             if isinstance(spans[v.video_id].get(sent_id), tuple):
                 asked[(question_key(q), a)].add((v.video_id, sent_id))
 
-    # ---- records
+    # ---- which rows are kept: each row's own checks, then near-twins across videos, then
+    # ---- paraphrases at one sentence
+    why: dict[tuple[str, int], str] = {}
     for v in videos:
         seen: set[tuple[int, str, str]] = set()
         for idx, row in enumerate(v.qa):
-            made.outcomes.append(_record(v, idx, row, seen, spans, asked, made, revisions))
+            reason = _check(v, row, seen, spans)
+            if reason:
+                why[(v.video_id, idx)] = reason
+    kept = [(v, idx) for v in videos for idx in range(len(v.qa)) if (v.video_id, idx) not in why]
+    asked_at: dict[str, set[str]] = defaultdict(set)
+    for v, idx in kept:
+        asked_at[twin_key(v.qa[idx][1])].add(v.video_id)
+    first = {key: hash_order(at, f"{TWIN_SALT}:{key}")[0] for key, at in asked_at.items()}
+    made.twin_keys = sum(1 for at in asked_at.values() if len(at) > 1)
+    by_sentence: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for v, idx in kept:
+        if first[twin_key(v.qa[idx][1])] != v.video_id:
+            why[(v.video_id, idx)] = NOT_TWIN
+        else:
+            by_sentence[(v.video_id, v.qa[idx][0])].append(query_id(v.video_id, idx))
+    chosen = {hash_order(qids, PARAPHRASE_SALT)[0] for qids in by_sentence.values()}
+    for v, idx in kept:
+        if (v.video_id, idx) not in why and query_id(v.video_id, idx) not in chosen:
+            why[(v.video_id, idx)] = NOT_PARAPHRASE
+
+    # ---- records
+    for v in videos:
+        for idx, row in enumerate(v.qa):
+            made.outcomes.append(why.get((v.video_id, idx)) or
+                                 _record(v, idx, row, spans, asked, made, revisions))
     return made
 
 
@@ -362,11 +380,15 @@ def _region(span: tuple[float, float]) -> dict:
     return {"t_start": span[0], "t_end": span[1]}
 
 
-def _record(v: _Video, idx: int, row: tuple[int, str, str], seen: set,
-            spans: dict[str, dict[int, Any]], asked: dict, made: _Made,
-            revisions: dict[str, str]) -> RecordDraft | str:
-    """The record of question ``idx`` of video ``v``, or why it is not covered."""
-    sent_id, q, a = row
+def query_id(video: str, idx: int) -> str:
+    return f"{KEY}:{video}:{idx}"
+
+
+def _check(v: _Video, row: tuple[int, str, str], seen: set,
+           spans: dict[str, dict[int, Any]]) -> str | None:
+    """Why row ``row`` of video ``v`` cannot be a record on its own, or None. ``seen`` holds
+    the video's earlier rows that passed the span checks."""
+    sent_id, q, _ = row
     span = spans[v.video_id].get(sent_id)
     if span is None:
         return "sent_id not in the video's transcript"
@@ -379,6 +401,15 @@ def _record(v: _Video, idx: int, row: tuple[int, str, str], seen: set,
     seen.add(row)
     if not q.strip():
         return "empty question"
+    return None
+
+
+def _record(v: _Video, idx: int, row: tuple[int, str, str],
+            spans: dict[str, dict[int, Any]], asked: dict, made: _Made,
+            revisions: dict[str, str]) -> RecordDraft:
+    """The record of question ``idx`` of video ``v`` (a kept row)."""
+    sent_id, q, a = row
+    span = spans[v.video_id][sent_id]
     k = made.owner[v.video_id]
     on_shelf = set(made.shelf[k])
     gold = Gold(source_id=source_id(v.video_id, k), region=_region(span))
@@ -387,7 +418,7 @@ def _record(v: _Video, idx: int, row: tuple[int, str, str], seen: set,
     if len(same) > 1:
         made.widened += 1
     return RecordDraft(
-        query_id=f"{KEY}:{v.video_id}:{idx}", modality=MODALITY, question=q, answer=a,
+        query_id=query_id(v.video_id, idx), modality=MODALITY, question=q, answer=a,
         answer_format="str", gold=[gold],
         judgments={SAME_QUESTION: [Gold(source_id=s, region=_region(sp)) for s, sp in same]},
         scope=Scope(holder=holder_of(k), scenario=SCENARIO), unanswerable=False,
@@ -415,8 +446,10 @@ def _account(cov: Coverage, videos: list[_Video], made: _Made) -> None:
          f"{min(owned.values(), default=0)}..{max(owned.values(), default=0)}; items per "
          f"viewer {sizes[0] if sizes else 0}..{sizes[-1] if sizes else 0} "
          f"({len(made.items)} items for {len(videos)} videos)"),
-        ("every question of a video is asked of its owner, so near-identical questions "
-         "about one sentence or one video never sit in both splits"),
+        ("every question of a video is asked of its owner, and a near-twin key asked at "
+         "several videos is kept at one of them, so near-identical questions never sit in both "
+         f"splits (near-twin keys asked at several videos: {made.twin_keys}); one question is "
+         "kept per gold sentence"),
         (f"judgments.{SAME_QUESTION}: {made.widened} records have more spans than their gold "
          "(the same question and answer asked elsewhere on the holder's shelf)"),
     ]
