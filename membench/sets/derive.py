@@ -83,6 +83,7 @@ corpus nor an earlier unjudged function is known not to answer them (none at all
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter, defaultdict
@@ -140,10 +141,21 @@ WINDOW_START: dict[str, float] = {"mmlongbench": 0.7}
 # gluten") is an anchor of every question whose gold it holds, and a memory holding an item
 # about the same is taken to answer it (guard 1)
 TOPIC_MARK = "\x00topic:"
-# sources whose holders are asked a few questions each: a transactive move is a swap (holder
-# A's cluster goes to B and one of B's whole clusters to A), so no holder's number of
-# questions (or how alike they are) tells that one of them was moved in
+# sources of many small holders: a transactive move is a swap (holder A's cluster goes to B and
+# one of B's whole clusters, of about the same size, to A), so no holder's number of
+# questions (or how alike they are) tells that some of them were moved in
 SWAP = frozenset({"prefeval"})
+# sources whose clusters are a region's questions, not an item's: PsTuts's owners hold one or
+# two videos of up to 44 questions, and a whole video's questions moving at once would make
+# a viewer's number of questions tell (the audit's metadata classifier reads it)
+CLUSTER_BY_REGION = frozenset({"pstuts"})
+# sources that ask only the questions a derivation could take (an anchor, not generic): where
+# most questions are generic how-tos that no derivation can take, the answerable ones would
+# be the generic and the derived ones the specific, and question words alone would tell
+ASK_DERIVABLE = frozenset({"pstuts"})
+UNDERIVABLE = "no derivation could take it (no anchor, or a generic one)"
+# the sizes of a swap's two clusters differ by at most this share of the first's (and 1)
+SWAP_SIZE_TOLERANCE = 0.25
 NO_SWAP = "the holder it would move to has no question that could move back (a swap)"
 ANCHOR_MAX_SHARE = 0.5
 # a transactive derivation moves an item's question cluster when at least this share of its
@@ -463,7 +475,10 @@ def _why(why: set[str]) -> str:
 
 def cluster_key(r: RecordDraft) -> str:
     """The item a question is about: the first (smallest id) item holding its evidence. The
-    questions of one item are its *cluster*, which a transactive derivation moves whole."""
+    questions of one item are its *cluster*, which a transactive derivation moves whole.
+    For a source of :data:`CLUSTER_BY_REGION`, the region is part of the key."""
+    if r.query_id.split(":", 1)[0] in CLUSTER_BY_REGION:
+        return min(f"{g.source_id}#{json.dumps(g.region, sort_keys=True)}" for g in evidence(r))
     return min(g.source_id for g in evidence(r))
 
 
@@ -557,12 +572,14 @@ def _move_cluster(src: "_Source", qs: "_QuerySet", members: list[str],
 
 def _swap_back(src: "_Source", qs: "_QuerySet", candidates: list[list[str]], used: set[str],
                origin: str, answerable: dict[str, RecordDraft], holder_split: dict[str, str],
-               speakers: frozenset[str]) -> list[str] | None:
+               speakers: frozenset[str], size: int) -> list[str] | None:
     """The first of ``candidates`` (the target's clusters, in hash order) none of whose
-    questions is used that moves whole to ``origin``; ``None`` when none does. What the
-    failed tries skip is not counted (the swap's own reason is)."""
+    questions is used, of about ``size`` questions (:data:`SWAP_SIZE_TOLERANCE`), that moves
+    whole to ``origin``; ``None`` when none does. What the failed tries skip is not counted
+    (the swap's own reason is)."""
+    slack = max(1.0, SWAP_SIZE_TOLERANCE * size)
     for members in candidates:
-        if any(q in used for q in members):
+        if any(q in used for q in members) or abs(len(members) - size) > slack:
             continue
         moved = _move_cluster(src, qs, members, answerable, holder_split, speakers,
                               DeriveStats(), only=origin)
@@ -589,6 +606,14 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
                   texts, timelines, index or NearDupIndex(texts),
                   topics=topics or {})
     answerable = {r.query_id: r for r in drafts if not r.unanswerable}
+    stats = DeriveStats(candidates=len(answerable), not_derived=dict(NOT_DERIVED.get(source, {})))
+    if source in ASK_DERIVABLE and src.has_text:
+        for qid in sorted(answerable):
+            a = src.anchors(answerable[qid])
+            if not a or src.generic(a):
+                del answerable[qid]
+                stats.skipped[f"not asked: {UNDERIVABLE}"] += 1
+        drafts = [r for r in drafts if r.unanswerable or r.query_id in answerable]
     if not any(pol.values()) and len(answerable) == len(drafts):
         # no unanswerable at all: nothing to tell apart, so every as_of is after every item
         # (the gold's place among what is seen is then uniform with nothing thinned)
@@ -601,7 +626,6 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
     order = hash_order(answerable, f"derive:{source}")
     qs = _QuerySet(drafts if any(pol.values()) else [])
     speakers = src.all_speakers
-    stats = DeriveStats(candidates=len(order), not_derived=dict(NOT_DERIVED.get(source, {})))
 
     # the latest evidence slot of every answerable query, and which of its questions each item
     # cluster keeps answerable (timeline.keep); the others are the late pool the derivations
@@ -677,7 +701,7 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
         if source in SWAP:
             origin = answerable[qids[0]].scope.holder
             back = _swap_back(src, qs, held.get(target, []), used | set(qids), origin,
-                              answerable, holder_split, speakers)
+                              answerable, holder_split, speakers, len(qids))
             if back is None:
                 for qid in qids:
                     qs.move(qid, origin)

@@ -70,6 +70,7 @@ Mapping:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,8 +100,9 @@ FORMS = {"explicit": "explicit_preference", "choice": "implicit_preference/choic
          "persona": "implicit_preference/persona-driven"}
 MCQ = "mcq_options"
 NEAR_COPY = "mcq_options/travel_hotel copy.json"
-#: users (holders): with one asked question per preference, about 1.25 asked sessions each
-N_USERS = 800
+#: users (holders) per asked question: 0.8, so a user is asked 1.25 questions on average
+#: (788 users on the mirror)
+USERS_PER_QUESTION = 0.8
 #: sessions each user holds: its own, then copies of other users' sessions
 ITEMS_PER_USER = 24
 #: families a user's other sessions (never asked of it) come from
@@ -135,6 +137,7 @@ MISS_PERSONA = "persona-driven: the revealing turn is not labelled upstream"
 MISS_EMPTY_Q = "empty question"
 MISS_NO_TURN = "the turn that states or reveals the preference is empty"
 MISS_CLASH = "its user holds another session of the same question or preference"
+MISS_NO_USER = "no user could hold it (every user holds its family or its cluster)"
 MISS_OTHER_FORM = "the preference is asked in its other labelled form (one form per preference)"
 MISS_TWIN = "another preference asks the same question or states the same preference"
 FIX_MCQ = "mcq_options row asks another question (answer left none)"
@@ -312,6 +315,7 @@ def asked_form(pref_key: str) -> str:
 class _Made(Mapped):
     users: int = 0
     copies: int = 0
+    unplaced: int = 0
 
 
 @dataclass
@@ -325,6 +329,7 @@ class _Users:
     asked_families: dict[int, set[str]] = field(default_factory=dict)
     fill_families: dict[int, list[str]] = field(default_factory=dict)
     clusters: dict[int, set[str]] = field(default_factory=dict)
+    unplaced: list[str] = field(default_factory=list)
 
     def take(self, u: int, sid: str, cluster: str) -> None:
         self.own.setdefault(u, []).append(sid)
@@ -342,14 +347,17 @@ def _deal(rows: list[_Row], cluster: dict[str, str], asked: set[str], n_users: i
     for sid in hash_order(asked, USER_SALT):
         r, k = by_sid[sid], 0
         fam, c = FAMILY[r.topic], cluster[r.pref_key]
-        while (fam in users.asked_families.get((i + k) % n_users, set())
-               or c in users.clusters.get((i + k) % n_users, set())):
+        while k < n_users and (fam in users.asked_families.get((i + k) % n_users, set())
+                               or c in users.clusters.get((i + k) % n_users, set())):
             k += 1
+        if k == n_users:
+            users.unplaced.append(sid)
+            continue
         u = (i + k) % n_users
         users.take(u, sid, c)
         users.asked_families.setdefault(u, set()).add(fam)
         i += 1
-    families = sorted(set(FAMILY.values()))
+    families = sorted({FAMILY[r.topic] for r in rows})
     for u in range(n_users):
         free = [f for f in families if f not in users.asked_families.get(u, set())]
         users.fill_families[u] = hash_order(free, f"{FILL_SALT}:{u}")[:FILL_FAMILIES]
@@ -357,9 +365,12 @@ def _deal(rows: list[_Row], cluster: dict[str, str], asked: set[str], n_users: i
     for sid in hash_order([r.sid for r in rows if r.sid not in asked], FILL_SALT):
         r, k = by_sid[sid], 0
         fam, c = FAMILY[r.topic], cluster[r.pref_key]
-        while (fam not in users.fill_families[(j + k) % n_users]
-               or c in users.clusters.get((j + k) % n_users, set())):
+        while k < n_users and (fam not in users.fill_families[(j + k) % n_users]
+                               or c in users.clusters.get((j + k) % n_users, set())):
             k += 1
+        if k == n_users:
+            users.unplaced.append(sid)
+            continue
         users.take((j + k) % n_users, sid, c)
         j += 1
     pool: dict[str, list[str]] = {}
@@ -368,7 +379,10 @@ def _deal(rows: list[_Row], cluster: dict[str, str], asked: set[str], n_users: i
     for u in range(n_users):
         mine = set(users.own.get(u, []))
         need = per_user - len(mine)
-        fams = users.fill_families[u]
+        fams = [f for f in users.fill_families[u] if pool[f]]
+        if not fams:
+            users.copies[u] = []
+            continue
         at = {f: stable_hash(COPY_SALT, str(u), f) % len(pool[f]) for f in fams}
         got: list[str] = []
         k = 0
@@ -399,7 +413,7 @@ def item_id(sid: str, user: int | None = None) -> str:
 
 
 def _map(rows: list[_Row], mcq: dict[str, list], revisions: dict[str, str],
-         n_users: int = N_USERS, per_user: int = ITEMS_PER_USER) -> _Made:
+         n_users: int | None = None, per_user: int = ITEMS_PER_USER) -> _Made:
     """One session item per row and per copy; one outcome per row (a record, or why not)."""
     made = _Made()
     cluster = _clusters(rows)
@@ -414,7 +428,14 @@ def _map(rows: list[_Row], mcq: dict[str, list], revisions: dict[str, str],
             why[r.sid] = MISS_OTHER_FORM
         elif first[cluster[r.pref_key]] != r.pref_key:
             why[r.sid] = MISS_TWIN
-    users = _deal(rows, cluster, {r.sid for r in rows if r.sid not in why}, n_users, per_user)
+    asked = {r.sid for r in rows if r.sid not in why}
+    if n_users is None:
+        n_users = max(2, math.ceil(USERS_PER_QUESTION * len(asked)))
+    users = _deal(rows, cluster, asked, n_users, per_user)
+    for sid in users.unplaced:
+        if sid in asked:
+            why[sid] = MISS_NO_USER
+    made.unplaced = len(users.unplaced)
     holder: dict[str, str] = {}          # item id -> holder
     session: dict[str, str] = {}         # item id -> upstream session (row sid)
     for u in range(n_users):
@@ -495,7 +516,8 @@ def _account(cov: Coverage, made: _Made) -> None:
     cov.notes.append(f"{made.users} users of {ITEMS_PER_USER} sessions each: the asked "
                      "sessions (one labelled form per preference, at most one per family and "
                      "user), the other sessions of other families, then copies of other users' "
-                     f"sessions of those families ({made.copies} copies)")
+                     f"sessions of those families ({made.copies} copies); sessions no user "
+                     f"could hold: {made.unplaced}")
     cov.notes.append("gold = the user turn that states (explicit, turn 1) or reveals "
                      "(choice-based user_selection, turn 3) the preference; judgments.session = "
                      "the whole session")
