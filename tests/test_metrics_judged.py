@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -113,6 +114,19 @@ def test_judged_at_10_in_metrics_json():
     assert not meas.ranked and not meas.per_judgment_set and not meas.headline
     assert J not in JUDGMENT_MEASURES and J not in RANKED_HEADLINE
     assert "ir_measures" in meas.citation
+
+
+def test_page_02_shows_it_under_recall_at_10():
+    """Page 02's grid (``metrics_grid`` over metrics.json's order) has judged@10 on the row
+    under recall@10, per scope."""
+    from membench.report.tables import metrics_grid
+
+    html = metrics_grid(compute_metrics(RECORDS, ITEMS, ATOMS, RUN)).html
+    rows = re.findall(r"<tr>(.*?)</tr>", html, flags=re.S)
+    names = [re.sub(r"<[^>]+>", "", r.split("</td>")[0]).replace("<wbr>", "") for r in rows]
+    i = next(k for k, n in enumerate(names) if n.startswith("recall@10"))
+    assert names[i + 1].startswith("judged@10")
+    assert f"{sum(BY_HAND.values()) / len(BY_HAND):.3f}" in rows[i + 1]
 
 
 def test_judged_at_10_without_judgment_sets_reads_the_gold():
