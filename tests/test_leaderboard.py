@@ -422,6 +422,31 @@ def test_the_natives_with_a_tell_have_their_own_labelled_column(store):
         leaderboard(out, rank_by="false_recall_native", n_resamples=100)
 
 
+def test_judged_at_10_stands_beside_recall_at_10_never_tested(store):
+    """judged@10 is in every relevance table right after recall@10 (HTML, Markdown), with the
+    run's figures; never the best, never tested, never a ranking."""
+    from membench.analysis.leaderboard import OTHER, format_markdown
+    from membench.report.leaderboard_tables import leaderboard_table
+
+    out, _ = store
+    lb = leaderboard(out, n_resamples=100)
+    assert RELEVANCE.index("judged@10") == RELEVANCE.index("recall@10") + 1
+    assert "judged@10" in MEASURES and "judged@10" not in OTHER
+    j = lb.rows[lb.rows["measure"] == "judged@10"]
+    assert len(j) == len(lb.rows[lb.rows["measure"] == "recall@10"])
+    assert (j["family"] == "relevance").all() and not j["is_best"].any()
+    assert j["p_holm"].isna().all() and j["best"].isna().all()
+    cols = leaderboard_table(lb, "<=1B", "gold").columns
+    assert cols.index("judged@10") == cols.index("recall@10") + 1
+    head = format_markdown(lb).splitlines()[0]
+    assert "| recall@10 | judged@10 |" in head
+    for e in lb.entries:
+        vals = [v for v in e["items"]["values"]["gold"]["judged@10"] if v is not None]
+        assert np.mean(vals) == pytest.approx(e["figures"]["gold"]["all"]["judged@10"]["value"])
+    with pytest.raises(Exception, match="rank-by"):
+        leaderboard(out, rank_by="judged@10", n_resamples=100)
+
+
 def test_gates_are_marked(store):
     lb = leaderboard(store[0], n_resamples=200)
     r = lb.rows

@@ -63,6 +63,7 @@ def test_02_run_dev_on_leaky(runs, tmp_path):
     text, images = outputs(nb)
     assert "sha256 pdf.jsonl" in text and "manifest_sha256" in text        # provenance
     assert "recall@10" in text and "/" in text                              # n/denominator
+    assert "judged@10" in text                                              # beside recall@10
     assert "FAIL" in text and "holder_correctness" in text                  # leaky fails
     assert "gates pass" in text
     assert "p50" in text and images >= 1                                   # latency

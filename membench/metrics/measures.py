@@ -9,8 +9,9 @@ Aggregation, slices, comparison, expected figures and the reports all read this 
 else defines a gate or a denominator.
 
 The per-item values come from the measure families: :mod:`.ranking` (recall@k, MRR, nDCG@k),
-:mod:`.cartridge` (false recall, abstention, cartridge recall), :mod:`.scope` (temporal and
-holder correctness) and :mod:`.latency` (percentiles), joined by :mod:`.score`.
+:mod:`.judged` (judged@10), :mod:`.cartridge` (false recall, abstention, cartridge recall),
+:mod:`.scope` (temporal and holder correctness) and :mod:`.latency` (percentiles), joined by
+:mod:`.score`.
 """
 
 from __future__ import annotations
@@ -120,6 +121,16 @@ MEASURES: tuple[Measure, ...] = (
             paired=True, per_judgment_set=True, headline=True,
             citation="SPEC section 7; as trec_eval's recall cut at 10 (Voorhees & Harman 2005), "
                      "with regions for relevant documents"),
+    Measure("judged@10", "Mean over answerable items of the share of the atoms ranked <= 10 "
+            "that are judged: that hit (the hit rule of recall@k) a region of the item's gold "
+            "or of any of its judgment sets, whatever its grade. Over min(10, n) for an item "
+            "with n < 10 ranked atoms; 0 for an item with none. Not a quality figure: the "
+            "share of the top 10 whose relevance is known, so 1 - judged@10 bounds how much "
+            "recall@10 and nDCG@10 may understate where judgments are sparse; shown, never "
+            "ranked.", "answerable", "higher", "ranking", ranked=False,
+            citation="ir_measures' Judged@k (MacAvaney et al.; after OpenNIR's judged.py), "
+                     "with regions for judged documents: a cutoff past the run's length is cut "
+                     "to it, a query missing from the run scores 0"),
     Measure("recall@100", "As recall@10 with rank <= 100.", "answerable", "higher", "ranking",
             per_judgment_set=True),
     Measure("recall@1000", "As recall@10 with rank <= 1000.", "answerable", "higher", "ranking",

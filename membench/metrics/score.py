@@ -41,6 +41,7 @@ from .answer_layer import ANSWER_AT
 from .answer_layer import KEYS as CONTENT_KEYS
 from .answer_layer import ContentTexts, item_figures
 from .answer_layer import note as content_note
+from .judged import JUDGED, judged_at_k
 from .measures import COST_ARRAYS, MEAN_MEASURES, SILENCE
 from .ranking import FirstHits, graded_gain, rank_measures
 from .resolve import AtomTable, GoldRef, Universe, build_atom_table, index_items
@@ -226,6 +227,7 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
     abst = np.full(n, -np.inf)
     nan = lambda: np.full(n, np.nan)
     false_recall, false_native, abstain, cart_recall = nan(), nan(), nan(), nan()
+    judged = nan()
     atom_level = {m: nan() for m in ATOM_MEASURES}
     atom_qrels: list[dict[str, int]] = []
     first_ranks: list[list[int]] = []
@@ -292,6 +294,7 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
             for k, v in figs.items():
                 layer[k][i] = v
 
+        judged_regions = list(gold)     # the gold and every judgment set's regions
         for name, golds in sorted((rec.judgments or {}).items()):
             if name == PRIMARY:
                 raise InputError(locs[i][0], locs[i][1], "judgments",
@@ -308,13 +311,17 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
                                  f"{rec.query_id}: an unanswerable record with {len(jg)} "
                                  f"region(s) under judgment set {name!r}",
                                  rule="JUDGMENT_ON_UNANSWERABLE")
+            judged_regions.extend(jg)
             if jg:      # answerable under this set = non-empty list
                 a["n_gold"][i] = len(jg)
                 a["ranks"][i] = list(table.first_positions(jg, ranked) + 1)
                 a["gains"][i] = [graded_gain(g.grade) for g in golds]
                 a["cart"][i] = cart_mod.cartridge_recall(table, jg, cart)
+        if answerable[i]:
+            judged[i] = judged_at_k(table, judged_regions, ranked)
 
     values = rank_measures(FirstHits.from_lists(first_ranks, n_gold, gains), graded=True)
+    values[JUDGED] = judged
     values["false_recall_rate"] = false_recall
     values["false_recall_native"] = false_native
     values["temporal_correctness"] = (n_future == 0).astype(np.float64)

@@ -19,9 +19,10 @@ each alternative set of :attr:`membench.metrics.score.ItemScores.judgments`, wha
 names) and every scope (each modality, and ``all``), each measure's value, n, denominator and
 95% bootstrap interval (:func:`membench.metrics.aggregate.mean_entry`, the numbers of
 metrics.json), and the per-item values the paired tests need. Relevance measures (the
-registry's ``per_judgment_set``) take the judgment set's values; the others (false recall,
-abstention, holder and temporal correctness, latency) do not depend on it and are the same
-under every set.
+registry's ``per_judgment_set``) take the judgment set's values; ``judged@10``, beside
+recall@10 in every set's table, reads every set at once and is shown over the items the set
+judges (never ranked or tested); the others (false recall, abstention, holder and temporal
+correctness, latency) do not depend on it and are the same under every set.
 
 **Entries check themselves.** Each entry carries ``sha256``: the sha256 of its canonical JSON
 without that field (figures, per-item values, identity, card). Reading a store

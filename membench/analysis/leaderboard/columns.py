@@ -14,12 +14,14 @@ import numpy as np
 
 from ...metrics import abstention
 from ...metrics.answer_layer import ANSWER_BUDGETED
+from ...metrics.judged import JUDGED
 from ...metrics.measures import JUDGMENT_MEASURES, MEAN_MEASURES, ORDERING_MEASURES, SILENCE
 
 PRIMARY = "gold"
-#: the measures the leaderboard shows and tests (latency is shown, not tested)
+#: the measures the leaderboard shows and tests (latency is shown, not tested; a report-only
+#: measure, such as judged@10 and false_recall_native, is shown, never tested)
 MEASURES: tuple[str, ...] = tuple(
-    m for m in ("recall@1000", "recall@10", "mrr", "ndcg@10",
+    m for m in ("recall@1000", "recall@10", JUDGED, "mrr", "ndcg@10",
                 *[x for x in JUDGMENT_MEASURES if x not in ("recall@1000", "recall@10", "mrr",
                                                           "ndcg@10", "recall@100",
                                                           "cartridge_recall")],
@@ -37,10 +39,13 @@ SHOWN_CONTEXT: tuple[str, ...] = ("answer@cartridge", "context_tokens_committed_
 ANSWER_RANK_BY = ANSWER_BUDGETED
 #: the answer table's columns: the ranked (tested) answer figure, then what is shown beside it
 ANSWER_COLUMNS: tuple[str, ...] = (ANSWER_RANK_BY, *SHOWN_CONTEXT)
-#: the measures that follow the judgment set (one table per set) ...
-RELEVANCE: tuple[str, ...] = tuple(m for m in MEASURES if m in JUDGMENT_MEASURES)
+#: the measures that follow the judgment set (one table per set), with judged@10 beside
+#: recall@10: it reads every set at once (one value per item), shown in each set's table over
+#: the items that set judges ...
+RELEVANCE: tuple[str, ...] = tuple(m for m in MEASURES
+                                   if m in JUDGMENT_MEASURES or m == JUDGED)
 #: ... and the ones that do not (one table per size class, shown under gold)
-OTHER: tuple[str, ...] = (*(m for m in MEASURES if m not in JUDGMENT_MEASURES), SHOWN_LATENCY,
+OTHER: tuple[str, ...] = (*(m for m in MEASURES if m not in RELEVANCE), SHOWN_LATENCY,
                           *SHOWN_CONTEXT)
 RANK_BY = "recall@1000"     # Q2D-Web's primary first-stage figure
 #: the cartridge table's ranking: silence scores 0 on it
@@ -87,5 +92,5 @@ def cell_text(c, digits: int = 3) -> str:
     return s
 
 
-__all__ = ["ANSWER_COLUMNS", "ANSWER_RANK_BY", "CARTRIDGE_RANK_BY", "MEASURES", "OTHER", "PRIMARY", "RANK_BY", "RELEVANCE",
+__all__ = ["ANSWER_COLUMNS", "ANSWER_RANK_BY", "CARTRIDGE_RANK_BY", "JUDGED", "MEASURES", "OTHER", "PRIMARY", "RANK_BY", "RELEVANCE",
            "SHOWN_CONTEXT", "SHOWN_LATENCY", "cell_text", "gate_text"]

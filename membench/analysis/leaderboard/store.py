@@ -53,9 +53,9 @@ from ...metrics.rundir import RunDir
 from ...modalities import MODALITIES
 from ...systems.cards import Card
 from ..tell_columns import sets_tells
-from .columns import MEASURES, PRIMARY, SHOWN_CONTEXT, SHOWN_LATENCY, _num
+from .columns import JUDGED, MEASURES, PRIMARY, SHOWN_CONTEXT, SHOWN_LATENCY, _num
 
-FORMAT = 8         # 2: entries carry their sha256 (a store of format 1 is re-made); 3: the
+FORMAT = 9         # 2: entries carry their sha256 (a store of format 1 is re-made); 3: the
 #                    abstention beside false recall and the abstention-order statistics;
 #                    4: what ran (identity, sealed) in the key; 5: false recall over the
 #                    audited unanswerables, the natives with a tell in their own column
@@ -64,7 +64,8 @@ FORMAT = 8         # 2: entries carry their sha256 (a store of format 1 is re-ma
 #                    the silence check reads (abstain_rate_gated: code's answerables out);
 #                    8: the answer within the token budget, ranked and tested with its
 #                    per-item values (answer@cartridge_1024tok), grounded_answer@10 shown, and
-#                    the answer text without generated captions
+#                    the answer text without generated captions; 9: judged@10 beside
+#                    recall@10 (shown, never tested)
 STORE_FILE = "store.json"
 ENTRIES = "entries"
 _ID = re.compile(r"[0-9a-f]{16}")
@@ -119,10 +120,14 @@ def run_card(rd: RunDir) -> tuple[dict[str, Any] | None, str]:
 
 
 def _judgment_values(scores, name: str) -> dict[str, np.ndarray]:
+    """Per item, every mean measure under judgment set ``name``: the per-set measures its own,
+    judged@10 (which reads every set at once) over the items ``name`` judges, so that it stands
+    beside recall@10 on the same items; the others as under gold."""
     vals = {m: np.asarray(scores.values[m], dtype=np.float64) for m in MEAN_MEASURES}
     if name != PRIMARY:
         for m in JUDGMENT_MEASURES:
             vals[m] = np.asarray(scores.judgments[name][m], dtype=np.float64)
+        vals[JUDGED] = np.where(np.isnan(vals["recall@10"]), np.nan, vals[JUDGED])
     return vals
 
 
@@ -395,16 +400,18 @@ class _Entry(_Open):
 _F8 = ("the answer within the 1,024-token budget, ranked and tested "
        "(answer@cartridge_1024tok), grounded_answer@10 shown, and the answer text without "
        "generated image captions (format 8)")
+_F9 = _F8 + "; judged@10 beside recall@10, shown, never tested (format 9)"
 _FORMAT_CHANGES: dict[int, str] = {
     4: "false recall over the audited unanswerables only, the natives with a tell in their "
        "own column (format 5); the answer layer and the context cost (format 6); the "
-       "abstention the silence check reads (format 7); " + _F8,
+       "abstention the silence check reads (format 7); " + _F9,
     5: "the answer layer and the context cost beside latency (answer@cartridge, answer@10, "
        "recall@1024tok, context_tokens_committed_p50: format 6); the abstention the silence "
-       "check reads (abstain_rate_gated: format 7); " + _F8,
+       "check reads (abstain_rate_gated: format 7); " + _F9,
     6: "the abstention the false-recall gate's silence check reads, over the modalities with "
-       "unanswerable items (abstain_rate_gated: format 7); " + _F8,
-    7: _F8,
+       "unanswerable items (abstain_rate_gated: format 7); " + _F9,
+    7: _F9,
+    8: "judged@10 beside recall@10, shown, never tested (format 9)",
 }
 
 

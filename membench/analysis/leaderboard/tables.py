@@ -13,7 +13,7 @@ import numpy as np
 from ...metrics.answer_layer import ANSWER_BUDGETED
 from ...metrics.measures import BY_NAME
 from ..tell_columns import label
-from .columns import PRIMARY, RELEVANCE, gate_text
+from .columns import JUDGED, PRIMARY, RELEVANCE, gate_text
 from .ranking import Leaderboard, best_rows
 
 
@@ -56,7 +56,8 @@ def format_brief(lb: Leaderboard) -> str:
 
 
 def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
-                       measures: tuple[str, ...] = ("recall@1000", "recall@10", "ndcg@10",
+                       measures: tuple[str, ...] = ("recall@1000", "recall@10", JUDGED,
+                                                    "ndcg@10",
                                                     "answerable_kept@fr0.10",
                                                     "false_recall_rate", "false_recall_native",
                                                     "abstain_rate_answerable", ANSWER_BUDGETED,
@@ -87,7 +88,8 @@ def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
 
 
 def format_markdown(lb: Leaderboard, *, scope: str = "all",
-                    measures: tuple[str, ...] = ("recall@1000", "recall@10", "ndcg@10",
+                    measures: tuple[str, ...] = ("recall@1000", "recall@10", JUDGED,
+                                                 "ndcg@10",
                                                  "answerable_kept@fr0.10", "false_recall_rate",
                                                  "false_recall_native",
                                                  "abstain_rate_answerable", ANSWER_BUDGETED,
