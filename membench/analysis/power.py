@@ -170,16 +170,22 @@ def power_sentence(rows: dict[str, dict[str, Any]], split: str | None = None) ->
     if not r or not f:
         return ""
     where = f"on {split}" if split else "on these items"
-    how = (f"clustered by holder ({r['holders']} holders)" if r["unit"] == "holders" else
-           f"by record ({r['holders']} holders: under {r['min_holders']}, too few to cluster; "
-           "a lower bound)")
+    how = (f"clustered by holder: {r['holders']} holders" if r["unit"] == "holders" else
+           f"by record: {r['holders']} holders, under {r['min_holders']}, too few to cluster, "
+           "so a lower bound")
     pairs = sum(not p["identical"] for p in r["pairs"].values())
-    typical = "the pair" if pairs == 1 else f"the median over {pairs} pairs"
-    return (f"Power: {where}, a paired test detects a difference of \u2265 {_fig(r['mdd'])} in "
+    typical = "of the pair" if pairs == 1 else f"the median over {pairs} pairs"
+    text = (f"Power: {where}, a paired test detects a difference of \u2265 {_fig(r['mdd'])} in "
             f"recall@10 (n = {r['n']}) and \u2265 {_fig(f['mdd'])} in false recall "
             f"(n = {f['n']} audited unanswerable) at {r['power']:.0%} power (two-sided "
-            f"\u03b1 = {r['alpha']:g}; variance of the mean difference of {typical} of "
-            f"compared systems, {how}). A smaller lead is one these items cannot resolve.")
+            f"\u03b1 = {r['alpha']:g}; the variance of the mean difference, {typical} of "
+            f"compared systems, {how}). A smaller lead is one these items cannot resolve")
+    if r["unit"] == "holders":
+        text += (f"; the paired tests here treat items as independent (by record the same power "
+                 f"reads \u2265 {_fig(r['mdd_records'])} and \u2265 {_fig(f['mdd_records'])}), "
+                 "so a significant lead below the holder-clustered figure speaks for these "
+                 "holders only")
+    return text + "."
 
 
 def simulate_power(d: np.ndarray, delta: float, *, groups: np.ndarray | list | None = None,
