@@ -383,6 +383,51 @@ def _position_floor(ctx: Context) -> str:
     return "\n".join(rows)
 
 
+POWER_RESULT = REPO_ROOT / "bench" / "results" / "power.json"
+
+
+def _power(ctx: Context) -> str:
+    """The minimum detectable difference of the paired test on dev, per modality and over all
+    items, for a typical pair of systems (bench/power.py -> bench/results/power.json;
+    :mod:`membench.analysis.power`), and the simulation that checks it."""
+    from ..modalities import MODALITIES
+
+    d = json.loads(POWER_RESULT.read_text())
+    pw, counts = d["power"], d["counts"]
+
+    def cell(r: dict) -> str:
+        return "n/a" if r["mdd"] is None else f"{r['mdd']:.3f}"
+
+    def unit(r: dict, holders: int) -> str:
+        if r["unit"] == "holders":
+            return f"holders ({holders})"
+        return f"records ({holders} holders, under {r['min_holders']})"
+
+    rows = ["| modality (dev) | holders | records | answerable | audited unanswerable | "
+            "MDD recall@10 | MDD false recall | variance read by | MDD recall@10 by record / "
+            "by holder |", "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for m in [*MODALITIES, "all"]:
+        if m not in pw:
+            continue
+        c, r, f = counts[m], pw[m]["recall@10"], pw[m]["false_recall_rate"]
+        other = " / ".join("n/a" if x is None else f"{x:.3f}"
+                           for x in (r["mdd_records"], r["mdd_holders"]))
+        rows.append(f"| {m} | {c['holders']} | {c['records']} | {c['answerable']} | "
+                    f"{c['audited_unanswerable']} | {cell(r)} | {cell(f)} | "
+                    f"{unit(r, c['holders'])} | {other} |")
+    pairs = ", ".join(f"{k}: {v}" for k, v in d["runs"].items())
+    rows += ["", f"Runs: {pairs} (every pair; a pair equal on every item is left out)."]
+    for s in d.get("simulations", []):
+        lo, hi = s["rate_ci95"]
+        what = ("power" if s["delta"] else "significant under no difference")
+        rows.append(f"Simulated ({s['n_sims']} samples of {s['scope']}'s {s['n']} "
+                    f"{s['measure']} differences of {s['pair']}, drawn by {s['by'][:-1]}, "
+                    f"true difference {s['delta']:.3f}): membench's paired test "
+                    f"(permutation and bootstrap p < 0.05) calls {s['rate']:.1%} significant "
+                    f"[{lo:.1%}, {hi:.1%}] ({what}).")
+    return "\n".join(rows)
+
+
 def _bounds(ctx: Context) -> str:
     from ..core.bounds import markdown_table
 
@@ -757,6 +802,7 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "reference-store": _reference_store,
     "answer-context": _answer_context,
     "position-floor": _position_floor,
+    "power": _power,
 }
 
 #: the blocks that read the built sets (bench/sets, or --sets): checked where they exist

@@ -158,7 +158,8 @@ def write_index(out: Path) -> Path:
     best = "".join(
         f'<section class="mb-summary" id="membench-best-{esc(rec["label"])}">'
         + best_block_html(rec.get("best") or [], rec.get("verdict") or "",
-                          note=rec.get("best_note") or "").replace(
+                          note=rec.get("best_note") or "",
+                          power=rec.get("power") or "").replace(
             "<h3>Which system is best</h3>",
             f"<h2>Which system is best: {esc(', '.join(rec.get('compared') or []))}</h2>"
             "<p>Per headline measure over all items: the best system, its lead over the "

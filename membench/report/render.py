@@ -165,6 +165,7 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     the call names none, those beside the run's directory
     (:func:`membench.analysis.floors.floor_runs`)."""
     from ..analysis.compare import ComparisonError, best_systems, verdict
+    from ..analysis.power import POWER_MEASURES, power_sentence, typical_pair
 
     jobs = default_jobs() if jobs is None else check_jobs(jobs)
     out = Path(out)
@@ -239,10 +240,16 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
         contenders = [lab for lab in labels if lab not in doubles]
         if len(contenders) < 2:
             contenders, doubles = list(labels), []
+        power_said = ""
         try:
             best = best_systems({lab: rd.scores() for lab, rd in zip(labels, opened)
                                  if lab in contenders})
             best_note = ""
+            # how small a lead these items can resolve (docs/sets.md, power)
+            power_said = power_sentence(
+                {m: typical_pair({lab: rd.scores() for lab, rd in zip(labels, opened)
+                                  if lab in contenders}, m) for m in POWER_MEASURES},
+                opened[0].meta.get("split"))
         except ComparisonError as e:
             best, best_note = [], str(e)
         said = verdict(best) if best else ""
@@ -253,9 +260,11 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
                                            "sets_dir": sets, **flags}, out / cmp_label, prov,
                         Page(cmp_label, (COMPARE_NOTEBOOK,),
                              compare_summary_html(per_run, best, said, best_note,
-                                                  sets_tells(opened[0].sets_dir))),
+                                                  sets_tells(opened[0].sets_dir),
+                                                  power=power_said)),
                         _record(cmp_label, None, None, [COMPARE_NOTEBOOK], compared=labels,
-                                best=best, verdict=said, best_note=best_note)))
+                                best=best, verdict=said, best_note=best_note,
+                                power=power_said)))
     if board:
         todo.append(leaderboard_job(board, out))
     if q2d_page:

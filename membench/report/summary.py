@@ -162,13 +162,17 @@ def best_table_html(rows: list[dict[str, Any]]) -> str:
             "</tbody></table>")
 
 
-def best_block_html(rows: list[dict[str, Any]], verdict_text: str, *, note: str = "") -> str:
-    """The answer to "which system is best": the verdict, then the table (or why there is
-    none)."""
+def best_block_html(rows: list[dict[str, Any]], verdict_text: str, *, note: str = "",
+                    power: str = "") -> str:
+    """The answer to "which system is best": the verdict, how small a lead the items can
+    resolve (``power``: :func:`membench.analysis.power.power_sentence`), then the table (or
+    why there is none)."""
     if note:
         return f"<h3>Which system is best</h3><p>Not compared item by item: {esc(note)}</p>"
     return ("<h3>Which system is best</h3>"
-            f'<p class="mb-verdict"><b>{esc(verdict_text)}</b></p>' + best_table_html(rows))
+            f'<p class="mb-verdict"><b>{esc(verdict_text)}</b></p>'
+            + (f'<p class="mb-power">{esc(power)}</p>' if power else "")
+            + best_table_html(rows))
 
 
 def sets_summary_html(label: str, runs: list[str], set_sha256: dict[str, str]) -> str:
@@ -185,14 +189,15 @@ def sets_summary_html(label: str, runs: list[str], set_sha256: dict[str, str]) -
 def compare_summary_html(per_run: list[tuple[str, dict[str, Any] | None]],
                          best: list[dict[str, Any]] | None = None, verdict_text: str = "",
                          best_note: str = "",
-                         tells: dict[str, float | None] | None = None) -> str:
+                         tells: dict[str, float | None] | None = None,
+                         power: str = "") -> str:
     """The summary of a comparison page: the verdict and the best system per headline measure
     (``best``, :func:`membench.analysis.compare.best_systems`), then each run's gate badges,
     one block per run (``tells`` as :func:`summary_html`: the runs share their sets)."""
     parts = ['<section class="mb-summary" id="membench-summary"><h2>Summary · '
              + esc(" vs ".join(lab for lab, _ in per_run)) + "</h2>"]
     if best or best_note:
-        parts.append(best_block_html(best or [], verdict_text, note=best_note))
+        parts.append(best_block_html(best or [], verdict_text, note=best_note, power=power))
     for lab, m in per_run:
         if m is None:
             parts.append(f"<p>{esc(lab)}: no metrics.json</p>")
