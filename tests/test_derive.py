@@ -393,3 +393,58 @@ def test_a_temporal_question_naming_a_later_date_is_not_derived(late):
         out, st = derive("src", [r], items, texts, {"h/a": "dev", "h/b": "test"}, tls)
         assert st.temporal == int(derived), question
         assert (st.skipped.get(f"temporal: {DATE_AFTER}", 0) == 1) is not derived
+
+
+def test_a_topic_anchors_a_question_that_shares_no_word_with_its_evidence():
+    """PrefEval's kind: "Which restaurants in Rome?" after "I avoid gluten". The gold's topic
+    (an adapter's ``topics``) anchors it: it moves only to a holder with no item of that
+    topic, never to one holding another preference of the family."""
+    items, texts, split, tls = world(["i strictly avoid gluten"] + FILLER[:5], FILLER[5:11])
+    r = rec(1, "Which restaurants in Rome do you recommend?", "src:a0")
+    topics = {sid: "leisure" for sid in items} | {"src:a0": "food"}
+    out, st = derive("src", [r], items, texts, split, tls, topics=topics)
+    assert st.transactive == 1 and out[0].scope.holder == "h/b"
+    topics["src:b3"] = "food"                  # b holds a session of the family: answerable
+    out, st = derive("src", [r], items, texts, split, tls, topics=topics)
+    assert st.transactive == 0 and st.skipped[f"transactive: {T_ANCHORS}"] == 1
+    assert [x.query_id for x in out] == ["src:1"] and not out[0].unanswerable
+    # without topics, the question has no anchor and is never derived
+    out, st = derive("src", [r], items, texts, split, tls)
+    assert st.skipped == {f"transactive: {NO_ANCHOR}": 1}
+
+
+def test_a_swap_moves_one_cluster_each_way_or_none(monkeypatch):
+    """Where holders are asked a few questions each, a transactive move is a swap: each holder
+    keeps its number of questions. With nothing to move back, nothing moves."""
+    monkeypatch.setattr(derive_module, "SWAP", frozenset({"src"}))
+    items, texts, split, tls = world(["zephyr turbine report"] + FILLER[:5],
+                                     ["quokka marmalade recipe"] + FILLER[5:10])
+    # no word in common: neither question is the other's twin once both have moved
+    ra = rec(1, "zephyr turbine report summary", "src:a0")
+    rb = rec(2, "quokka marmalade recipe steps", "src:b0", holder="h/b")
+    monkeypatch.setitem(derive_module.POLICY, "src", {"transactive": 0.5})
+    out, st = derive("src", [ra, rb], items, texts, split, tls)
+    moved = {d.origin.derived_from: d.scope.holder for d in out}
+    assert moved == {"src:1": "h/b", "src:2": "h/a"} and st.transactive == 2
+    out, st = derive("src", [ra], items, texts, split, tls)
+    assert st.transactive == 0 and not out[0].unanswerable
+    assert st.skipped == {f"transactive: {derive_module.NO_SWAP}": 1}
+
+
+def test_region_clusters_and_asking_only_what_could_be_derived(monkeypatch):
+    """PsTuts's rules: questions about one region form a cluster (two regions of one item are
+    two clusters), and a source of ASK_DERIVABLE asks no question a derivation could not take
+    (no anchor), counting it."""
+    a = rec(1, "What does the zephyr turbine report say?", "src:a0")
+    b = RecordDraft(**{**rec(2, "What does page two of the zephyr report say?",
+                             "src:a0").model_dump(),
+                       "gold": [{"source_id": "src:a0", "region": {"page": 2}}]})
+    assert derive_module.cluster_key(a) == derive_module.cluster_key(b) == "src:a0"
+    monkeypatch.setattr(derive_module, "CLUSTER_BY_REGION", frozenset({"src"}))
+    assert derive_module.cluster_key(a) != derive_module.cluster_key(b)
+    monkeypatch.setattr(derive_module, "ASK_DERIVABLE", frozenset({"src"}))
+    items, texts, split, tls = world(["zephyr turbine report"] + FILLER[:5], FILLER[5:11])
+    generic = rec(3, "What is this about?", "src:a1")
+    out, st = derive("src", [a, generic], items, texts, split, tls)
+    assert "src:3" not in by_id(out)
+    assert st.skipped[f"not asked: {derive_module.UNDERIVABLE}"] == 1
