@@ -204,11 +204,13 @@ def _gather(sets_dir: Path, manifest: Path, corpus: Path | None
 # ------------------------------------------------------------------------------ fields
 
 def _optional(tp: Any) -> Any:
-    """``X | None`` -> ``X``."""
+    """``X | None`` -> ``X``, and ``Annotated[X, ...]`` (``StrictInt``) -> ``X``."""
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if len(args) == 1:
-            return args[0]
+            tp = args[0]
+    if typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
     return tp
 
 
