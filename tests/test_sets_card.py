@@ -55,9 +55,13 @@ NOTES = "Example data. LICENSE: CC BY 4.0. The people in it are invented.\n"
 def tiny(tmp_path):
     """The mini sets (all six modalities), with coverage.json, stats.json, a manifest that
     lists one source's licence notes, and a corpus root holding them."""
-    paths = minisets.write(tmp_path / "sets")
-    sets = paths["sets"]
     mods = minisets.REGIONS
+    files = {**{f"{m}.jsonl": minisets.records(m) for m in mods}, "items.jsonl": minisets.items()}
+    files["video.jsonl"][0]["gold"][0]["grade"] = 2             # one graded region
+    for r in files["code.jsonl"]:                               # no code record has an answer
+        del r["answer"]
+    paths = minisets.write(tmp_path / "sets", files)
+    sets = paths["sets"]
     (sets / "coverage.json").write_text(json.dumps(
         [{"source": f"{m}src", "mirrored": True, "upstream_items": 6, "covered": 5,
           "not_covered": {"image not in mirror": 1}, "normalised": {}, "notes": []}
@@ -106,8 +110,8 @@ def test_record_fields_and_types(tiny):
     assert set(rs) == {"splits", "items", *minisets.REGIONS}
     fields = {f["name"]: f for f in rs["video"]["field"]}
     assert set(RECORD_FIELDS) <= set(fields)
-    row = json.loads((tiny["sets"] / "video.jsonl").read_text().splitlines()[0])
-    assert set(row) <= set(fields)                      # every key a record has is described
+    rows = [json.loads(x) for x in (tiny["sets"] / "video.jsonl").read_text().splitlines()]
+    assert set().union(*rows) == set(fields)            # every key a record has is described
     types = {n: f.get("dataType") for n, f in fields.items()}
     assert types["query_id"] == "sc:Text" and types["question"] == "sc:Text"
     assert types["as_of"] == "sc:DateTime" and types["unanswerable"] == "sc:Boolean"
@@ -124,6 +128,9 @@ def test_record_fields_and_types(tiny):
         "transform": {"jsonPath": "holder"}}
     for f in fields.values():
         assert f["description"] and f["description"] != f["name"], f["name"]
+    # a field no line of a file holds is not described for that file
+    assert "answer" not in {f["name"] for f in rs["code"]["field"]}
+    assert "judgments" not in fields
     assert rs["video"]["key"] == {"@id": "video/query_id"}
     assert rs["items"]["key"] == {"@id": "items/source_id"}
     assert rs["splits"]["data"] == [{"splits/name": "dev", "splits/url": "cr:ValidationSplit"},

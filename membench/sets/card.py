@@ -120,6 +120,17 @@ def _key(value: Any, path: Path, line: int, name: str) -> str:
     return value.split(":", 1)[0]
 
 
+def _keys(obj: dict) -> set[str]:
+    """The keys a line holds: its own, and ``key.sub`` of an object value or of the objects
+    of a list value (what a record set's fields and subfields can be read from)."""
+    out = set(obj)
+    for k, v in obj.items():
+        for x in (v if isinstance(v, list) else [v]):
+            if isinstance(x, dict):
+                out.update(f"{k}.{sub}" for sub in x)
+    return out
+
+
 def _read_sets(sets_dir: Path, sources: dict[str, _Source], make) -> dict[str, dict[str, Any]]:
     """Count what every set file holds, per source; returns per file its records (or items),
     splits and sources."""
@@ -128,9 +139,10 @@ def _read_sets(sets_dir: Path, sources: dict[str, _Source], make) -> dict[str, d
         path = sets_dir / name
         if not path.is_file():
             continue
-        rows, splits, by_source = 0, Counter(), Counter()
+        rows, splits, by_source, keys = 0, Counter(), Counter(), set()
         for no, obj in iter_json_lines(path):
             rows += 1
+            keys.update(_keys(obj))
             if name == "items.jsonl":
                 src = make(_key(obj.get("source_id"), path, no, "source_id"))
                 src.items += 1
@@ -143,7 +155,7 @@ def _read_sets(sets_dir: Path, sources: dict[str, _Source], make) -> dict[str, d
                     src.licenses.add(origin["license"])
                 splits[str(obj.get("split"))] += 1
             by_source[src.key] += 1
-        files[name] = {"rows": rows, "splits": dict(sorted(splits.items())),
+        files[name] = {"rows": rows, "splits": dict(sorted(splits.items())), "keys": keys,
                        "sources": dict(sorted(by_source.items()))}
     if not files:
         raise InputError(sets_dir, None, None, "no set file here (" + ", ".join(SET_FILES) + ")",
@@ -214,12 +226,14 @@ def _optional(tp: Any) -> Any:
     return tp
 
 
-def _field(rs: str, name: str, info, file_id: str, parents: tuple[str, ...] = (),
-           in_array: bool = False) -> dict[str, Any]:
+def _field(rs: str, name: str, info, file_id: str, keys: set[str],
+           parents: tuple[str, ...] = (), in_array: bool = False) -> dict[str, Any] | None:
     """The cr:Field of one contract field (``info``: its pydantic FieldInfo), read from the
     JSON lines file ``file_id``: a scalar's type, a list's items (isArray), a model's fields
     (subField); a free JSON value (``Any``, an object) is its JSON text (sc:Text)."""
     path = (*parents, name)
+    if ".".join(path) not in keys:        # no line of the file holds it: nothing to read
+        return None
     tp = _optional(info.annotation)
     is_array = typing.get_origin(tp) is list
     if is_array:
@@ -231,8 +245,9 @@ def _field(rs: str, name: str, info, file_id: str, parents: tuple[str, ...] = ()
     out: dict[str, Any] = {"@type": "cr:Field", "@id": f"{rs}/{'/'.join(path)}",
                            "name": name, "description": info.description or name}
     if isinstance(tp, type) and issubclass(tp, BaseModel):
-        out["subField"] = [_field(rs, sub, sinfo, file_id, path, in_array or is_array)
-                           for sub, sinfo in tp.model_fields.items()]
+        out["subField"] = [f for sub, sinfo in tp.model_fields.items()
+                           if (f := _field(rs, sub, sinfo, file_id, keys, path,
+                                           in_array or is_array))]
     else:
         if typing.get_origin(tp) is typing.Literal:
             kinds = {type(v) for v in typing.get_args(tp)}
@@ -251,12 +266,17 @@ def _field(rs: str, name: str, info, file_id: str, parents: tuple[str, ...] = ()
     return out
 
 
-def _record_set(file: str, model: type[BaseModel], description: str) -> dict[str, Any]:
+def _record_set(file: str, model: type[BaseModel], description: str, keys: set[str]
+                ) -> dict[str, Any]:
+    """The cr:RecordSet of a JSON lines file: a field per contract field that some line of the
+    file holds (a key no line has, e.g. ``answer`` where every record is unanswerable or has
+    none, is left out: a reader finds no column to read it from)."""
     rs = file.removesuffix(".jsonl")
     key = "query_id" if "query_id" in model.model_fields else "source_id"
     return {"@type": "cr:RecordSet", "@id": rs, "name": rs, "description": description,
             "key": {"@id": f"{rs}/{key}"},
-            "field": [_field(rs, n, info, file) for n, info in model.model_fields.items()]}
+            "field": [f for n, info in model.model_fields.items()
+                      if (f := _field(rs, n, info, file, keys))]}
 
 
 def _splits(files: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -342,7 +362,7 @@ def card(sets_dir: str | Path, manifest: str | Path, corpus: str | Path | None) 
         if f == "items.jsonl":
             record_sets.append(_record_set(f, SourceItem, "the source items systems ingest, one "
                                            "per line: a file under the corpus root or inline "
-                                           "content"))
+                                           "content", info["keys"]))
         else:
             m = f.removesuffix(".jsonl")
             s = mods.get(m) or {}
@@ -352,7 +372,7 @@ def card(sets_dir: str | Path, manifest: str | Path, corpus: str | Path | None) 
                    f"{s.get('native_unanswerable', 0):,} native unanswerable, "
                    f"{s.get('derived_transactive', 0):,} derived transactive, "
                    f"{s.get('derived_temporal', 0):,} derived temporal; "
-                   f"{s.get('holders', 0):,} holders" if s else ""))))
+                   f"{s.get('holders', 0):,} holders" if s else "")), info["keys"]))
 
     total = sum(i["rows"] for f, i in files.items() if f != "items.jsonl")
     n_items = files.get("items.jsonl", {}).get("rows", 0)
