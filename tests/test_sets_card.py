@@ -206,6 +206,8 @@ def test_cli_writes_the_card(tiny, tmp_path, capsys):
                  str(tiny["manifest"]), "--corpus", str(tiny["corpus"])]) == 0
     path = out / CARD_FILE
     assert f"sha256 {sha256(path)}" in capsys.readouterr().out
+    from membench.cli.sets import CARD_FILE as HELP_NAME     # the name its help gives
+    assert HELP_NAME == CARD_FILE
     assert path.read_text() == card_text(card(tiny["sets"], tiny["manifest"], tiny["corpus"]))
     assert main(["sets-card", "--sets", str(tmp_path / "none"), "--out", str(out)]) == 2
     assert "MISSING_FILE: no set file here" in capsys.readouterr().err

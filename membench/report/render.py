@@ -243,7 +243,7 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
             _write_record(out / label, record)
     for slab, job in sets_jobs.items():
         job.page.summary = sets_summary_html(slab, job.record["used_by"], job.record["sets"])
-        job.record.update(sets_card(Path(job.params["sets_dir"]), out / slab, corpus))
+        job.record.update(sets_card(Path(job.parameters["sets_dir"]), out / slab, corpus))
     todo = [*sets_jobs.values(), *todo]
     if cmp_label:
         prov = provenance(opened[0])

@@ -18,7 +18,7 @@ import hashlib
 import json
 import types
 import typing
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
