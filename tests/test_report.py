@@ -96,6 +96,21 @@ def test_page_01_once_per_sets_content_linked_from_each_run(rendered):
             "01_validate_sets": f"{folder.name}/01_validate_sets.html"}
 
 
+def test_the_sets_folder_holds_their_card_and_the_index_links_it(rendered):
+    """Beside page 01: croissant.json, the Croissant card of those sets (their sha256s), its
+    own sha256 in the folder's record and on the index, linked."""
+    out, _, built = rendered
+    folder = sets_folder(out)
+    rec = json.loads((folder / "report.json").read_text())
+    assert rec["card_error"] is None
+    card = folder / rec["card"]["file"]
+    assert rec["card"]["sha256"] == sha256_file(card)
+    files = {fo["name"]: fo["sha256"] for fo in json.loads(card.read_text())["distribution"]}
+    assert all(files[f] == sha256_file(built.out / f) for f in SET_FILES)
+    index = (out / "index.html").read_text()
+    assert f'href="{folder.name}/croissant.json"' in index and rec["card"]["sha256"] in index
+
+
 def test_the_index_and_page_05_say_which_system_is_best(rendered):
     """Per headline measure of the registry that is ranked (not the report-only
     false_recall_native): the best system, its lead over the runner-up with the paired

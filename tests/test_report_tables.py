@@ -315,3 +315,49 @@ def test_the_holder_spread_is_the_same_figure_whatever_numpy_drew_before():
     assert np.array_equal(rows[0], rows[1]) and pngs[0] == pngs[1]
     assert (np.abs(rows[0][:, 1] - np.round(rows[0][:, 1])) <= 0.1).all()   # near its row
     assert len(np.unique(rows[0][:, 1])) > 2                                  # spread out
+
+
+def test_the_index_links_each_sets_card_with_its_sha256(tmp_path):
+    """A sets folder's row links its Croissant card with the card's sha256, read from the file
+    and checked against the record; a card edited since is not linked; a sets folder without a
+    card says why."""
+    import hashlib
+    import json
+
+    from membench.report.render import write_index
+
+    def folder(name: str, page: str, rec: dict) -> None:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{page}.html").write_text("<p>x</p>")
+        (tmp_path / name / "report.json").write_text(json.dumps({"label": name, **rec}))
+
+    card = b'{"@type": "sc:Dataset"}\n'
+    digest = hashlib.sha256(card).hexdigest()
+    folder("sets-a", "01_validate_sets", {"pages": ["01_validate_sets"], "used_by": ["a"],
+                                          "card": {"file": "croissant.json", "sha256": digest}})
+    (tmp_path / "sets-a" / "croissant.json").write_bytes(card)
+    folder("sets-b", "01_validate_sets", {"pages": ["01_validate_sets"], "used_by": ["b"],
+                                          "card": None, "card_error": "x.jsonl: <no manifest>"})
+    for run, sets in (("a", "sets-a"), ("b", "sets-b")):
+        folder(run, "02_run_dev", {"pages": ["02_run_dev"],
+                                   "links": {"01_validate_sets": f"{sets}/01_validate_sets.html"}})
+    index = write_index(tmp_path).read_text()
+    rows = dict(re.findall(r"<tr><td class=\"mb-s\"><b>(sets-[ab])</b>(.*?)</tr>", index, re.S))
+    assert 'href="sets-a/croissant.json"' in rows["sets-a"] and digest in rows["sets-a"]
+    assert "no card: x.jsonl: &lt;no manifest&gt;" in rows["sets-b"]
+    (tmp_path / "sets-a" / "croissant.json").write_bytes(card + b" ")
+    index = write_index(tmp_path).read_text()
+    assert 'href="sets-a/croissant.json"' not in index and "differs from its record" in index
+
+
+def test_a_report_writes_the_sets_card_or_says_why_not(tmp_path):
+    """membench.report.render.sets_card: for sets it cannot describe (here: no stats.json),
+    no card file and the located reason, which the index shows."""
+    import minisets
+    from membench.report.render import sets_card
+
+    sets = minisets.write(tmp_path / "sets")["sets"]
+    rec = sets_card(sets, tmp_path / "sets-x", tmp_path)
+    assert rec["card"] is None
+    assert rec["card_error"] == f"{sets / 'stats.json'}: MISSING_FILE: file not found"
+    assert not (tmp_path / "sets-x" / "croissant.json").exists()

@@ -55,7 +55,9 @@ from .pool import _pool_cmd, _q2d_cmd  # noqa: F401
 from .report import _report_cmd  # noqa: F401
 from .run import _import_cmd, _run_cmd  # noqa: F401
 from .serve import _serve_cmd
-from .sets import _audit_cmd, _build_cmd, _synth_cmd, _topics_cmd, _validate_cmd  # noqa: F401
+from .sets import (  # noqa: F401
+    _audit_cmd, _build_cmd, _card_cmd, _synth_cmd, _topics_cmd, _validate_cmd,
+)
 from .trec_eval import _trec_eval_cmd  # noqa: F401
 
 DESCRIPTION = """\
@@ -80,7 +82,7 @@ are appended one by one, and re-running the same `membench run` resumes it."""
 # every subcommand, in the order `membench --help` lists them, and the module that adds it
 COMMANDS: tuple[tuple[str, ModuleType], ...] = (
     ("corpus", corpus), ("sources", corpus),
-    ("build", sets), ("validate", sets), ("audit", sets), ("synth", sets),
+    ("build", sets), ("validate", sets), ("audit", sets), ("synth", sets), ("sets-card", sets),
     ("run", run), ("serve", serve), ("import-run", run),
     ("report", report),
     ("calibrate", compare), ("compare", compare), ("agreement", compare),

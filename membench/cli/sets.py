@@ -1,4 +1,5 @@
-"""The annotation sets: ``membench build``, ``validate``, ``audit``, ``synth`` and ``topics``.
+"""The annotation sets: ``membench build``, ``validate``, ``audit``, ``synth``, ``topics`` and
+``sets-card``.
 
 ``build`` checks the corpus against the manifest, then builds the sets and compares them with
 the lock (:func:`membench.sets.build.build_sets`, :func:`membench.sets.build.check_lock`);
@@ -6,7 +7,9 @@ the lock (:func:`membench.sets.build.build_sets`, :func:`membench.sets.build.che
 (:func:`membench.sets.validate.validate_sets`); ``audit`` asks whether metadata alone tells
 unanswerable queries apart (:func:`membench.sets.audit.audit_sets`); ``synth`` writes synthetic
 sets (:func:`membench.sets.synth.generate`); ``topics`` writes a split's queries as a system
-sees them (:func:`membench.sets.topics.topics`, :func:`membench.sets.topics.write_topics`)."""
+sees them (:func:`membench.sets.topics.topics`, :func:`membench.sets.topics.write_topics`);
+``sets-card`` writes the sets' Croissant 1.1 dataset card (:func:`membench.sets.card.write_card`).
+"""
 
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ from .common import (
     synth_size,
 )
 from .corpus import _check_corpus_before_build
+
+CARD_FILE = "croissant.json"     # membench.sets.card.CARD_FILE (imported lazily there)
 
 
 def _build_cmd(a: argparse.Namespace) -> int:
@@ -122,6 +127,14 @@ def _topics_cmd(a: argparse.Namespace) -> int:
     return 0
 
 
+def _card_cmd(a: argparse.Namespace) -> int:
+    from ..sets.card import write_card
+
+    path, digest = write_card(Path(a.sets), Path(a.out), Path(a.manifest), corpus_root(a.corpus))
+    print(f"wrote {path} (Croissant 1.1; sha256 {digest})")
+    return 0
+
+
 def _add_build(sub) -> None:
     b = sub.add_parser("build", help="build the annotation sets from the corpus mirror",
                        description="Check the corpus against the manifest (the sources built), "
@@ -192,8 +205,24 @@ def _add_topics(sub) -> None:
     tp.set_defaults(func=_topics_cmd)
 
 
+def _add_card(sub) -> None:
+    cd = sub.add_parser("sets-card", help="write the sets' dataset card: Croissant 1.1 JSON-LD "
+                        "(files and sha256s, record fields, licences, provenance, RAI)",
+                        description="Describe built sets in Croissant 1.1 (croissant.json), from "
+                        "the set files, the source registry, the corpus manifest and the "
+                        "mirror's licence notes (checked against the manifest). The same sets "
+                        "give the same bytes. docs/sets.md, \"The dataset card\".")
+    cd.add_argument("--sets", default=str(DEFAULT_SETS_DIR), help=SETS_HELP)
+    cd.add_argument("--out", default=CARD_FILE, help="the card file, or a folder to hold "
+                    f"{CARD_FILE} (default: ./{CARD_FILE})")
+    cd.add_argument("--manifest", default=str(MANIFEST_PATH),
+                    help="manifest (default: bench/corpus/manifest.jsonl)")
+    cd.add_argument("--corpus", help=CORPUS_HELP + ", for the licence notes")
+    cd.set_defaults(func=_card_cmd)
+
+
 COMMANDS = {"build": _add_build, "validate": _add_validate, "audit": _add_audit,
-            "synth": _add_synth, "topics": _add_topics}
+            "synth": _add_synth, "topics": _add_topics, "sets-card": _add_card}
 
 
 def register(sub, name: str) -> None:

@@ -91,9 +91,14 @@ def iso(dt: datetime) -> str:
 
 
 class Gold(Strict):
-    source_id: str = Field(min_length=1)
-    region: dict[str, Any]
-    grade: StrictInt | None = Field(default=None, ge=0)
+    source_id: str = Field(min_length=1, description="the source item (items.jsonl) the region "
+                           "is in")
+    region: dict[str, Any] = Field(description=(
+        "where in the item, a JSON object whose shape the modality fixes (a page, a bounding "
+        "box, a time span, a line, a turn)"))
+    grade: StrictInt | None = Field(default=None, ge=0, description=(
+        "the upstream relevance grade, where the upstream grades (0 = irrelevant); null "
+        "otherwise"))
 
 
 class Scope(Strict):
@@ -113,23 +118,31 @@ class Scope(Strict):
 
 
 class Origin(Strict):
-    dataset: str = Field(min_length=1)
-    revision: str = Field(min_length=1)
-    item: str = Field(min_length=1)
-    license: str = Field(min_length=1)
-    derived_from: str | None = None
-    derivation: Derivation | None = None
+    dataset: str = Field(min_length=1, description="the upstream dataset (owner/name)")
+    revision: str = Field(min_length=1, description="the upstream revision (commit) read")
+    item: str = Field(min_length=1, description="the upstream question's place in its file")
+    license: str = Field(min_length=1, description="the upstream data's license")
+    derived_from: str | None = Field(default=None, description=(
+        "the query_id of the upstream question a derived unanswerable replaces; null otherwise"))
+    derivation: Derivation | None = Field(default=None, description=(
+        "how it was derived: transactive (asked of another holder) or temporal (asked before "
+        "its evidence); null otherwise"))
     # Upstream evidence ids kept for native unanswerables (e.g. LoCoMo category 5): a known
     # distractor, never gold.
-    distractor: list[Any] | None = None
-    notes: str | None = None
+    distractor: list[Any] | None = Field(default=None, description=(
+        "the evidence an unanswerable was written about (upstream's, or the gold of the "
+        "question it was derived from): a known distractor, never gold"))
+    notes: str | None = Field(default=None, description="what the adapter notes of the item")
     # set by the build on every unanswerable record, null on answerable ones (membench/sets/
     # tells.py): ``kind`` is "native" (upstream's own) or the derivation; ``audited`` says
     # whether the record is in the population the build's no-tells audit gates (every derived
     # record; a native unless its source's questions carry a tell of their own). Gated and
     # headline false recall count audited records only.
-    kind: UnanswerableKind | None = None
-    audited: bool | None = None
+    kind: UnanswerableKind | None = Field(default=None, description=(
+        "an unanswerable's kind: native (upstream's own), transactive or temporal; null on "
+        "answerable records"))
+    audited: bool | None = Field(default=None, description=(
+        "whether the no-tells audit gates this unanswerable; null on answerable records"))
 
     @model_validator(mode="after")
     def _derived_pair(self) -> "Origin":
@@ -144,22 +157,34 @@ class Origin(Strict):
         return self
 
 
+AS_OF = ("the query's time (ISO 8601): a system answers from the holder's items observed up "
+         "to it")
+SPLIT = "dev or test, by holder (no holder spans both); the test split is frozen"
+
+
 class RecordDraft(Strict):
     """An annotation record as a source adapter produces it, before the build assigns
     ``as_of`` and ``split``."""
 
-    query_id: Identifier
-    modality: Modality
-    question: str = Field(min_length=1)
-    answer: Any = None
-    answer_format: AnswerFormat
-    gold: list[Gold]
-    judgments: dict[str, list[Gold]] | None = None
-    scope: Scope
-    as_of: Timestamp | None = None
-    unanswerable: StrictBool
-    origin: Origin
-    split: Split | None = None
+    query_id: Identifier = Field(description="<source key>:<upstream id>, unique over the sets")
+    modality: Modality = Field(description="the modality of the items the question is about")
+    question: str = Field(min_length=1, description="the question as a system is asked it")
+    answer: Any = Field(default=None, description=(
+        "the upstream answer, a JSON value of the type answer_format names; null when "
+        "unanswerable"))
+    answer_format: AnswerFormat = Field(description="the answer's type: str, int, float, list "
+                                        "or none")
+    gold: list[Gold] = Field(description=(
+        "the regions of source items that answer the question; empty when unanswerable"))
+    judgments: dict[str, list[Gold]] | None = Field(default=None, description=(
+        "other judgment sets by name (a JSON object name -> regions), where the upstream "
+        "judges otherwise too; null otherwise"))
+    scope: Scope = Field(description="whose memory the question is asked of, and in what setting")
+    as_of: Timestamp | None = Field(default=None, description=AS_OF)
+    unanswerable: StrictBool = Field(description=(
+        "true when nothing the holder has seen by as_of answers it (upstream's own, or derived)"))
+    origin: Origin = Field(description="where the record comes from upstream, and its license")
+    split: Split | None = Field(default=None, description=SPLIT)
 
     @field_validator("as_of")
     @classmethod
@@ -185,8 +210,8 @@ class AnnotationRecord(RecordDraft):
     in one list (``gold``, or one judgment set) is refused (:func:`repeated_regions`): it would
     count twice in the denominator of every recall."""
 
-    as_of: Timestamp
-    split: Split
+    as_of: Timestamp = Field(description=AS_OF)
+    split: Split = Field(description=SPLIT)
 
     @model_validator(mode="after")
     def _no_repeated_region(self) -> "AnnotationRecord":
@@ -230,13 +255,17 @@ class SourceItem(Strict):
     duration, line count), never gold.
     """
 
-    source_id: str = Field(min_length=1)
-    modality: Modality
-    holder: str = Field(min_length=1)
-    observed_at: Timestamp
-    path: str | None = None
-    content: Any = None
-    meta: dict[str, Any] = Field(default_factory=dict)
+    source_id: str = Field(min_length=1, description="<source key>:<upstream id>, unique")
+    modality: Modality = Field(description="the item's modality")
+    holder: str = Field(min_length=1, description="whose memory holds the item")
+    observed_at: Timestamp = Field(description="when the holder saw the item (ISO 8601)")
+    path: str | None = Field(default=None, description=(
+        "the item's file, relative to the corpus root; null when content is set"))
+    content: Any = Field(default=None, description=(
+        "the item itself (a JSON value) when it has no file; null otherwise"))
+    meta: dict[str, Any] = Field(default_factory=dict, description=(
+        "a JSON object of what the harness needs to resolve regions (pages, size, duration, "
+        "lines), never gold"))
 
     @field_validator("observed_at")
     @classmethod

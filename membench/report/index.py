@@ -4,7 +4,7 @@ Holds :func:`_record` (what the index shows of one folder: a run's system, split
 figures and gate verdicts; a comparison's best system per headline measure; a sets page's
 runs), :func:`_write_record`, and :func:`write_index`: ``<out>/index.html``, every folder under
 ``out`` with its pages (a folder written before ``report.json`` existed: from its notebooks'
-provenance).
+provenance); a sets folder's row also links its Croissant card with the card's sha256.
 
 Touches: reads the folders under ``out`` (``report.json``, the page names, the executed
 notebooks' metadata); writes ``report.json`` into a folder and ``<out>/index.html``.
@@ -119,6 +119,27 @@ def _index_cell(m: str, rec: dict[str, Any]) -> str:
     return f'<td class="mb-n">{v}<br><small>n={esc(e.get("n"))}</small>{tell}</td>'
 
 
+def _card_html(out: Path, rec: dict[str, Any]) -> str:
+    """A sets folder's dataset card on the index: the link and its sha256, checked against
+    the file (a card edited or removed since is not linked); or why there is none."""
+    import hashlib
+
+    c = rec.get("card") or {}
+    if not c.get("file"):
+        return f'<i>no card: {esc(rec.get("card_error") or "not written")}</i>'
+    path = out / rec["label"] / str(c["file"])
+    if not path.is_file():
+        return f"<i>{esc(c['file'])} is missing</i>"
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != c.get("sha256"):
+        return f"<i>{esc(c['file'])} differs from its record (sha256 {esc(digest[:12])}…)</i>"
+    try:
+        return (f'<a href="{esc(href(rec["label"] + "/" + str(c["file"])))}">{esc(c["file"])}</a>'
+                f'<br><small class="mb-wrap">sha256 <code>{esc(digest)}</code></small>')
+    except UnsafeLink:
+        return "<i>folder name not linkable</i>"
+
+
 def write_index(out: Path) -> Path:
     """``<out>/index.html``: first, for each comparison, which system is best on each
     headline measure (by how much, paired test, n); then every run folder under ``out`` with
@@ -181,7 +202,8 @@ def write_index(out: Path) -> Path:
     set_pages = [(rec, links) for rec, links in set_pages if linked.get(rec["label"])]
     set_rows = "".join(
         f'<tr><td class="mb-s"><b>{esc(rec["label"])}</b></td><td class="mb-s">'
-        f'{esc(", ".join(linked[rec["label"]]))}</td><td class="mb-s">{links}</td></tr>'
+        f'{esc(", ".join(linked[rec["label"]]))}</td><td class="mb-s">{links}</td>'
+        f'<td class="mb-s">{_card_html(Path(out), rec)}</td></tr>'
         for rec, links in set_pages)
     policy = csp("")
     page = ("<!doctype html><html><head><meta charset='utf-8'>"
@@ -202,9 +224,12 @@ def write_index(out: Path) -> Path:
                f"<th>runs</th><th>pages</th></tr></thead><tbody>{comp_rows}</tbody></table>"
                if comps else "")
             + (f'<h2>Sets</h2><p>Page 01, once per sets content (the set files by sha256), '
-               "linked from every run made on them.</p>"
+               "linked from every run made on them. "
+               "Each with its dataset card: Croissant 1.1 JSON-LD (files and sha256s, record "
+               "fields, licences, provenance, responsible-AI fields; docs/sets.md).</p>"
                f'<table class="mb-t" id="membench-sets"><thead><tr><th>sets</th>'
-               f"<th>used by the runs</th><th>pages</th></tr></thead><tbody>{set_rows}"
+               f"<th>used by the runs</th><th>pages</th><th>dataset card</th></tr></thead>"
+               f"<tbody>{set_rows}"
                "</tbody></table>" if set_pages else "")
             + "</body></html>\n")
     path = Path(out) / "index.html"

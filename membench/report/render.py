@@ -47,7 +47,9 @@ The parts: :mod:`membench.report.export` (one page's HTML: titles, navigation, s
 CSP, stepper, footer), :mod:`membench.report.notebooks` (executing the notebooks and writing the
 pages, many at once) and :mod:`membench.report.index` (each folder's ``report.json`` and
 ``<out>/index.html``). This module opens the runs, plans the pages (:func:`report`) and names
-the folders; what the others hold is importable from here too.
+the folders; what the others hold is importable from here too. Each sets folder also gets the
+sets' Croissant card (``croissant.json``, :func:`membench.sets.card.write_card`), which the
+index links with its sha256.
 
 Touches: writes under ``out`` only; reads the runs, the sets and the notebooks.
 """
@@ -129,6 +131,23 @@ def sets_label(set_sha256: dict[str, str] | None) -> str:
     digits of the sha256 of the set files' sha256s (sorted by file name)."""
     body = json.dumps(sorted((set_sha256 or {}).items()), separators=(",", ":"))
     return "sets-" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:12]
+
+
+def sets_card(sets_dir: Path, folder: Path, corpus: Path | None) -> dict[str, Any]:
+    """Write the Croissant card of ``sets_dir`` into ``folder``; what the sets folder's record
+    keeps of it: ``card`` (file name and sha256), or ``card_error`` (why there is none: sets
+    of sources the manifest does not list, a corpus without the licence notes, ...), which the
+    index shows instead of a link."""
+    from ..core.paths import MANIFEST_PATH, corpus_root
+    from ..sets.card import CARD_FILE, write_card
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _, digest = write_card(sets_dir, folder / CARD_FILE, MANIFEST_PATH, corpus_root(corpus))
+    except MembenchError as e:
+        (folder / CARD_FILE).unlink(missing_ok=True)
+        return {"card": None, "card_error": str(e)}
+    return {"card": {"file": CARD_FILE, "sha256": digest}, "card_error": None}
 
 
 def _remove_page(folder: Path, name: str) -> None:
@@ -225,6 +244,7 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
             _write_record(out / label, record)
     for slab, job in sets_jobs.items():
         job.page.summary = sets_summary_html(slab, job.record["used_by"], job.record["sets"])
+        job.record.update(sets_card(Path(job.parameters["sets_dir"]), out / slab, corpus))
     todo = [*sets_jobs.values(), *todo]
     if cmp_label:
         prov = provenance(opened[0])
