@@ -448,3 +448,26 @@ def test_region_clusters_and_asking_only_what_could_be_derived(monkeypatch):
     out, st = derive("src", [a, generic], items, texts, split, tls)
     assert "src:3" not in by_id(out)
     assert st.skipped[f"not asked: {derive_module.UNDERIVABLE}"] == 1
+
+
+def test_a_question_a_swap_moved_back_is_not_moved_again(monkeypatch):
+    """Three holders, each asked one question: a swap's second cluster is never taken again
+    when the loop reaches it (each question is derived at most once)."""
+    monkeypatch.setattr(derive_module, "SWAP", frozenset({"src"}))
+    monkeypatch.setitem(derive_module.POLICY, "src", {"transactive": 1.0})
+    items, texts, split, tls = world(["zephyr turbine report"] + FILLER[:5],
+                                     ["quokka marmalade recipe"] + FILLER[5:10])
+    for i, t in enumerate(["walrus accordion lesson"] + FILLER[10:15]):
+        sid = f"src:c{i}"
+        items[sid] = SourceItem(source_id=sid, modality="pdf", holder="h/c",
+                                observed_at=T + (200 + i) * H, content="x", meta={"pages": 1})
+        texts[sid] = t
+    split["h/c"] = "dev"
+    tls = build_timelines(("src", it.holder, it.observed_at) for it in items.values())
+    rs = [rec(1, "zephyr turbine report summary", "src:a0"),
+          rec(2, "quokka marmalade recipe steps", "src:b0", holder="h/b"),
+          rec(3, "walrus accordion lesson notes", "src:c0", holder="h/c")]
+    out, st = derive("src", rs, items, texts, split, tls)
+    ids = [r.query_id for r in out]
+    assert len(ids) == len(set(ids)) == 3
+    assert st.transactive == 2 and st.transactive % 2 == 0

@@ -342,6 +342,24 @@ POSITION_FLOOR_RESULT = REPO_ROOT / "bench" / "results" / "position-floor.json"
 POSITION_MARGIN = 0.05
 
 
+SHAPE_FLOOR_RESULT = REPO_ROOT / "bench" / "results" / "shape-floor.json"
+
+
+def _shape_floor(ctx: Context) -> str:
+    """recall@10 of the conversation ranker that reads only each turn's speaker and place
+    (bench/shape_floor.py -> bench/results/shape-floor.json) against random's, per source
+    and split, with whether it stays within :data:`POSITION_MARGIN` of random."""
+    d = json.loads(SHAPE_FLOOR_RESULT.read_text())
+    rows = [f"| source | split | answerable n | random | speaker and place | within random + "
+            f"{POSITION_MARGIN:.2f} |", "|---|---|---:|---:|---:|---|"]
+    for source, splits in sorted(d["sources"].items()):
+        for split, v in sorted(splits.items()):
+            ok = v["shape"] <= v["random"] + POSITION_MARGIN
+            rows.append(f"| {source} | {split} | {v['n']} | {v['random']:.3f} | "
+                        f"{v['shape']:.3f} | {'yes' if ok else '**no**'} |")
+    return "\n".join(rows)
+
+
 def _position_floor(ctx: Context) -> str:
     """recall@10 of the rankers that read no content (bench/position_floor.py ->
     bench/results/position-floor.json), per modality on dev, with whether newest-first and
@@ -802,6 +820,7 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "reference-store": _reference_store,
     "answer-context": _answer_context,
     "position-floor": _position_floor,
+    "shape-floor": _shape_floor,
     "power": _power,
 }
 

@@ -146,7 +146,7 @@ TOPIC_MARK = "\x00topic:"
 # questions (or how alike they are) tells that some of them were moved in
 SWAP = frozenset({"prefeval"})
 # sources whose clusters are a region's questions, not an item's: PsTuts's owners hold one or
-# two videos of up to 44 questions, and a whole video's questions moving at once would make
+# two videos of up to 130 questions, and a whole video's questions moving at once would make
 # a viewer's number of questions tell (the audit's metadata classifier reads it)
 CLUSTER_BY_REGION = frozenset({"pstuts"})
 # sources that ask only the questions a derivation could take (an anchor, not generic): where
@@ -283,6 +283,7 @@ class _Source:
     holder_tokens: dict[str, set[str]] = field(default_factory=dict)
     item_numbers: dict[str, str] = field(default_factory=dict)
     topics: dict[str, str] = field(default_factory=dict)
+    bases: dict[str, str] = field(default_factory=dict)             # holder -> basis (memo)
 
     def __post_init__(self) -> None:
         for sid in sorted(self.items):
@@ -317,8 +318,12 @@ class _Source:
     def basis(self, holder: str) -> str:
         """What the guards read of a holder's memory: ``"content"`` (upstream text) or
         ``"questions"`` (an image-only PDF, whose text is the questions asked of it). A question is re-scoped only between holders of one basis."""
-        return ("questions" if any(self.items[s].meta.get("text_pages") == 0
+        got = self.bases.get(holder)
+        if got is None:
+            got = self.bases[holder] = (
+                "questions" if any(self.items[s].meta.get("text_pages") == 0
                                    for s in self.by_holder[holder]) else "content")
+        return got
 
     @property
     def has_text(self) -> bool:
@@ -693,6 +698,9 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
     for key, members in late_clusters + [(k, ms) for k, ms in kept_clusters if ms]:
         if stats.transactive >= quota:
             break
+        members = [q for q in members if q not in used]     # a swap may have moved them back
+        if not members:
+            continue
         moved = _move_cluster(src, qs, members, answerable, holder_split, speakers, stats)
         if moved is None:
             continue
