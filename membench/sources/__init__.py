@@ -91,8 +91,8 @@ SOURCES: tuple[SourceSpec, ...] = (
         "image is its gold",
         license="no license upstream: all rights reserved, research evaluation only",
         adapter="finchart:load", scenario="chart-image-qa", mirrored=True),
-    # ---- mirrored and checked against the manifest; their questions are read and counted
-    # ---- as not covered until their mapping into the sets lands (sources/registered.py).
+    # ---- conversation and video sources mapped with holders of their own (docs/sets.md,
+    # ---- "Per source").
     SourceSpec(
         key="prefeval", name="PrefEval", modality="conversation", folder="prefeval",
         upstream="https://github.com/amazon-science/PrefEval",
