@@ -46,7 +46,7 @@ def _broken(tmp_path, fixtures, name, edit):
 
 def test_fixture_coverage_counts_every_question(fx):
     cov = fx.coverage
-    assert cov.upstream_items == 17 and cov.covered == 6 == len(fx.drafts)
+    assert cov.upstream_items == 20 and cov.covered == 9 == len(fx.drafts)
     assert cov.not_covered == {
         "a paraphrase of a kept question at the same sentence": 1,
         "its near-twin is asked of another video": 3,
@@ -68,7 +68,7 @@ def test_fixture_coverage_counts_every_question(fx):
 
 def test_fixture_items_are_copies_on_each_shelf(fx):
     items = _items(fx)
-    # 4 videos, one owner per upstream file -> 3 viewers, each shelf min(50, 4) = 4 videos
+    # 4 videos, one owner per upstream file -> 3 viewers, each shelf min(30, 4) = 4 videos
     assert len(items) == 12
     assert Counter(i.holder for i in fx.items) == {f"pstuts/viewer-{k}": 4 for k in range(3)}
     a, b = items["pstuts:101@viewer-0"], items["pstuts:101@viewer-2"]
@@ -88,8 +88,9 @@ def test_fixture_items_are_copies_on_each_shelf(fx):
 
 def test_fixture_records_go_to_the_owner_with_upstream_spans(fx):
     d = _drafts(fx)
-    assert sorted(d) == ["pstuts:101:0", "pstuts:101:7", "pstuts:102:1", "pstuts:201:0",
-                         "pstuts:201:3", "pstuts:301:0"]
+    assert sorted(d) == ["pstuts:101:0", "pstuts:101:1", "pstuts:101:7", "pstuts:101:8",
+                         "pstuts:101:9", "pstuts:102:1", "pstuts:201:0", "pstuts:201:3",
+                         "pstuts:301:0"]
     r = d["pstuts:101:7"]
     assert r.question == "How to select free transform tool?" and r.answer == "Command+T"
     assert r.answer_format == "str" and not r.unanswerable and r.as_of is None
@@ -138,22 +139,37 @@ def test_twin_key_is_the_stems_of_the_content_words():
     assert not {"how", "the", "you", "what", "is"} - pstuts.TWIN_STOPWORDS
 
 
-def test_fixture_near_twins_are_kept_at_one_video_then_one_question_per_sentence(fx):
+def test_fixture_near_twins_are_kept_at_one_video_then_three_questions_per_sentence(fx):
     """"creat layer new" is asked at 101, 102, 201 and 301 (as "Creating new layers?"); 101
-    comes first in hash order, so the other three are not covered. At 201's sentence 1 the
-    twin goes first, so its paraphrase there is kept (twins before paraphrases; the other way
-    round, 201:1 would win the sentence and then be dropped). At 101's sentence 1 two
-    questions remain and one is kept."""
+    comes first in hash order, so the other three are not covered. 101's sentence 1 then has
+    two questions and keeps both; 201's sentence 1 keeps its paraphrase (its twin is gone
+    first). 101's sentence 5 has four distinct questions: the first three in hash order of
+    query_id are kept, 101:10 is a paraphrase not covered."""
     from membench.core.hashing import hash_order
+    assert pstuts.PER_SENTENCE == 3
     assert hash_order(["101", "102", "201", "301"], "pstuts-twin:creat layer new")[0] == "101"
-    assert hash_order(["pstuts:201:1", "pstuts:201:3"], "pstuts-paraphrase")[0] == "pstuts:201:1"
+    assert hash_order(["pstuts:101:7", "pstuts:101:8", "pstuts:101:9", "pstuts:101:10"],
+                      "pstuts-paraphrase") == ["pstuts:101:7", "pstuts:101:9", "pstuts:101:8",
+                                               "pstuts:101:10"]
     d = _drafts(fx)
-    assert "pstuts:101:0" in d and not {"pstuts:102:0", "pstuts:201:1", "pstuts:301:2"} & set(d)
+    assert {"pstuts:101:0", "pstuts:101:1"} <= set(d)
+    assert not {"pstuts:102:0", "pstuts:201:1", "pstuts:301:2", "pstuts:101:10"} & set(d)
     assert d["pstuts:201:3"].question == "How do I add one more layer here?"
-    assert "pstuts:101:1" not in d
-    assert {(q.split(":")[1], d[q].origin.notes) for q in d} == {
-        ("101", "sent_id=1"), ("101", "sent_id=5"), ("102", "sent_id=1"), ("201", "sent_id=0"),
-        ("201", "sent_id=1"), ("301", "sent_id=0")}
+    assert Counter((q.split(":")[1], d[q].origin.notes) for q in d) == {
+        ("101", "sent_id=1"): 2, ("101", "sent_id=5"): 3, ("102", "sent_id=1"): 1,
+        ("201", "sent_id=0"): 1, ("201", "sent_id=1"): 1, ("301", "sent_id=0"): 1}
+
+
+def test_pstuts_is_asked_derivable_and_clustered_by_region(fx):
+    """The build asks only questions a derivation could take, and a transactive move takes a
+    sentence's questions together, never a whole video's."""
+    from membench.sets import derive
+    assert "pstuts" in derive.ASK_DERIVABLE and "pstuts" in derive.CLUSTER_BY_REGION
+    d = _drafts(fx)
+    keys = {q: derive.cluster_key(d[q]) for q in ("pstuts:101:0", "pstuts:101:1",
+                                                  "pstuts:101:7", "pstuts:101:9")}
+    assert keys["pstuts:101:0"] == keys["pstuts:101:1"] != keys["pstuts:101:7"]
+    assert keys["pstuts:101:7"] == keys["pstuts:101:9"]
 
 
 def test_shelves_pool_owners_by_file_and_fill_to_the_shelf_size():
@@ -228,19 +244,22 @@ def test_wired_into_the_sets(fixtures, fx):
 def test_real_counts(real):
     cov = real.coverage
     assert cov.upstream_items == 17768
-    assert cov.covered == 1499 == len(real.drafts)
+    assert cov.covered == 4336 == len(real.drafts)
     assert cov.not_covered == {"gold sentence ends before it begins": 6,
                                "verbatim repeat of an earlier question of its sentence": 18,
                                "its near-twin is asked of another video": 5408,
-                               "a paraphrase of a kept question at the same sentence": 10837}
+                               "a paraphrase of a kept question at the same sentence": 8000}
     assert cov.normalised == {"transcript sentence dropped: begin or end missing": 13,
                               "transcript sentence dropped: ends before it begins": 2}
     assert cov.balanced()
-    # 42 viewers (30 own the 54 train videos, 6 the 11 dev, 6 the 11 test videos), 50 items each
-    assert len(real.items) == 2100
-    assert Counter(i.holder for i in real.items) == {f"pstuts/viewer-{k}": 50 for k in range(42)}
+    # 42 viewers (30 own the 54 train videos, 6 the 11 dev, 6 the 11 test videos), 30 items each
+    assert pstuts.SHELF_SIZE == 30
+    assert len(real.items) == 1260
+    assert Counter(i.holder for i in real.items) == {f"pstuts/viewer-{k}": 30 for k in range(42)}
     owned = Counter(d.scope.holder for d in real.drafts)
-    assert len(owned) == 42
+    assert len(owned) == 42 and (min(owned.values()), max(owned.values())) == (57, 166)
+    per_video = Counter(d.query_id.split(":")[1] for d in real.drafts)
+    assert (min(per_video.values()), max(per_video.values())) == (19, 130)
     assert len({i.source_id.split(":")[1].split("@")[0] for i in real.items}) == 76
     assert {d.origin.revision for d in real.drafts} == {REAL_REVISION}
     files = defaultdict(set)
@@ -280,7 +299,22 @@ def test_real_twins_never_cross_the_build_split(real):
     assert set(split.values()) == {"dev", "test"}
 
 
-def test_real_no_near_twin_across_videos_and_one_question_per_sentence(real, corpus_root):
+def test_real_every_video_is_missing_from_many_viewers_of_each_split(real):
+    """Shelves of 30 of 76 videos: each video sits on 9 to 25 of the 42 shelves, so in each
+    split at least 6 of the 21 viewers lack it (a transactive move has somewhere to go)."""
+    split = split_holders({"pstuts": sorted({i.holder for i in real.items})})
+    on = defaultdict(set)
+    for i in real.items:
+        on[i.source_id.split(":")[1].split("@")[0]].add(i.holder)
+    copies = Counter(len(h) for h in on.values())
+    assert (min(copies), max(copies)) == (9, 25)
+    lacking = {(v, part): sum(1 for h, p in split.items() if p == part and h not in hs)
+               for v, hs in on.items() for part in ("dev", "test")}
+    assert Counter(split.values()) == {"dev": 21, "test": 21}
+    assert min(lacking.values()) == 6
+
+
+def test_real_no_near_twin_across_videos_and_three_questions_per_sentence(real, corpus_root):
     """Checked from upstream's files, not the adapter's helpers: the records' questions are
     stemmed here with snowballstemmer and the stop list as written in the module."""
     import re
@@ -299,26 +333,27 @@ def test_real_no_near_twin_across_videos_and_one_question_per_sentence(real, cor
         videos[key(d.question)].add(video)
         sentences[(video, d.origin.notes)] += 1
     assert all(len(v) == 1 for v in videos.values())
-    assert set(sentences.values()) == {1} and len(sentences) == len(real.drafts)
-    # a sentence with a usable span loses every question only when each of them is empty or
-    # its key is asked at another video too (a key of one video survives the twin step, and
-    # then the sentence keeps one of its questions)
+    assert Counter(sentences.values()) == {3: 1384, 2: 69, 1: 46}
+    # a sentence with a usable span keeps fewer than three questions only when it has fewer
+    # distinct non-empty questions whose key is asked at no other video (such a question
+    # survives the twin step; then the sentence keeps three of what it has)
     upstream = [v for name in ("train.json", "dev.json", "test.json")
                 for v in json.loads((corpus_root / "pstuts-vqa" / name).read_text("utf-8"))]
     asked_at = defaultdict(set)
     for v in upstream:
         for q in v["qa"]:
             asked_at[key(q["q"])].add(v["video_id"])
-    lost = 0
+    short = 0
     for v in upstream:
-        kept = {int(n.split("=")[1]) for (w, n) in sentences if w == str(v["video_id"])}
         spans = {s["sent_id"]: s for s in v["transcripts"]}
-        for sid in {q["sent_id"] for q in v["qa"]} - kept:
+        for sid in {q["sent_id"] for q in v["qa"]}:
             s = spans.get(sid)
             if s is None or s["begin"] is None or s["end"] is None or \
                     not 0 <= s["begin"] < s["end"] <= pstuts.parse_length(v["length"]):
                 continue
-            lost += 1
-            assert all(not q["q"].strip() or len(asked_at[key(q["q"])]) > 1
-                       for q in v["qa"] if q["sent_id"] == sid), (v["video_id"], sid)
-    assert lost > 0
+            kept = sentences[(str(v["video_id"]), f"sent_id={sid}")]
+            sole = {(q["q"], q["a"]) for q in v["qa"] if q["sent_id"] == sid and q["q"].strip()
+                    and len(asked_at[key(q["q"])]) == 1}
+            assert kept >= min(3, len(sole)), (v["video_id"], sid)
+            short += kept < 3
+    assert short > 0

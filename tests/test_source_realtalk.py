@@ -230,10 +230,12 @@ def test_missing_files(tmp_path, fixtures):
 # --------------------------------------------------------------------------- real mirror
 
 
-def test_registry_still_books_realtalk_as_pending(corpus_root):
-    """Not wired into the sets: the registry's loader counts the same 728 questions."""
+def test_registry_names_this_adapter(corpus_root, real):
+    """In the sets: the registry entry names ``realtalk:load`` and loads the same records."""
+    assert BY_KEY["realtalk"].adapter == "realtalk:load"
     res = BY_KEY["realtalk"].load(corpus_root)
-    assert res.drafts == [] and res.coverage.upstream_items == 728
+    assert [d.query_id for d in res.drafts] == [d.query_id for d in real.drafts]
+    assert len(res.drafts) == 705 and res.coverage.upstream_items == 728
 
 
 def test_real_counts(real):

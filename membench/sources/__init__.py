@@ -106,7 +106,8 @@ SOURCES: tuple[SourceSpec, ...] = (
         license="no license upstream: all rights reserved, research evaluation only",
         adapter="finchart:load", scenario="chart-image-qa", mirrored=True,
         personal_data="financial charts (markets, companies); no personal data"),
-    # ---- mirrored since the sets' first lock: preferences, real chats, tutorial videos
+    # ---- conversation and video sources mapped with holders of their own (docs/sets.md,
+    # ---- "Per source").
     SourceSpec(
         key="prefeval", name="PrefEval", modality="conversation", folder="prefeval",
         upstream="https://github.com/amazon-science/PrefEval",

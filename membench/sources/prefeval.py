@@ -1,71 +1,57 @@
 """PrefEval (amazon-science/PrefEval, Zhao et al., ICLR 2025): user preferences that a later
-question tests. Not yet in the sets: the registry still books this source through
-``registered:load_prefeval``; :func:`load` is this module's adapter, ready to be named there.
+question tests. Reads ``prefeval/`` under the corpus root, writes nothing; start at :func:`load`.
+The reasoning behind the mapping is in docs/sets.md ("PrefEval").
 
-Upstream format (``prefeval/`` under the corpus root; upstream ``benchmark_dataset/``), one
-JSON list per topic (20 topics) and form, row ``i`` of every form being the same preference
-(same ``question``):
+Upstream format (upstream ``benchmark_dataset/``), one JSON list per topic (20 topics) and
+form, row ``i`` of every form being the same preference (same ``question``):
 
-* ``explicit_preference/<topic>.json``: ``{preference, question, explanation}``; the preference
-  is stated by the user in one turn, by construction.
+* ``explicit_preference/<topic>.json``: ``{preference, question, explanation}``; the user states
+  the preference in one turn.
 * ``implicit_preference/choice-based/<topic>.json``: ``{preference, question, explanation,
   implicit_query, options, aligned_op, conversation: {query, assistant_options,
-  user_selection, assistant_acknowledgment}}``: the user picks the option that fits the
-  preference (``aligned_op`` names it).
+  user_selection, assistant_acknowledgment}}``: the user picks the option that fits it.
 * ``implicit_preference/persona-driven/<topic>.json``: ``{preference, question, explanation,
   persona, conversation: {"0": {user, assistant}, "1": ..., ...}, [fix]}``: one user turn
-  reveals the preference, but upstream does not say which (3 to 7 exchanges).
-
-The implicit forms and ``mcq_options`` word each preference alike, often more strongly than the
-explicit form ("I absolutely avoid ..." for "I avoid ...").
-* ``mcq_options/<topic>.json``: ``{preference, question, explanation, classification_task_options,
-  [violation_probability]}``: four answers to the question; upstream's classification task
-  treats ``classification_task_options[0]`` as the preference-following one (the files carry no
-  gold field; the other three violate the preference). ``mcq_options/travel_hotel copy.json``,
-  a near-copy of ``travel_hotel.json`` that upstream ships, is never read.
+  reveals it, upstream does not say which.
+* ``mcq_options/<topic>.json``: ``{preference, question, explanation,
+  classification_task_options, [violation_probability]}``; ``classification_task_options[0]``
+  is the preference-following answer by upstream's convention. ``mcq_options/travel_hotel
+  copy.json`` (a near-copy upstream ships) is never read.
 
 Mapping:
 
-* source item: one session per (preference, form), ``prefeval:<form>:<topic>:<i>`` with
-  ``<form>`` ``explicit``, ``choice`` or ``persona`` and ``<i>`` the 0-based row; inline
-  ``content = [{"turn": t, "speaker": "user" | "assistant", "text"}]``, 1-based turns:
-  explicit, one user turn (the preference); choice-based, four turns (query, assistant_options,
-  user_selection, assistant_acknowledgment); persona-driven, each exchange ``"k"`` (checked to
-  be ``"0".."n-1"``) as turns ``2k+1`` (user) and ``2k+2`` (assistant). ``meta = {"turns",
-  "speakers", "topic", "form"}``.
-* holders: 20 users, ``prefeval/user-<kk>``. The 1,000 preferences are dealt to 20 groups of
-  50 across topics: preferences that share a preference or question text (normalised) are
-  chained into one cluster, clusters are taken in hash order (members by key), and the
-  preference at position ``p`` of that list goes to group ``3p mod 20``. User ``u`` holds the
-  explicit sessions of group ``u``, the choice-based sessions of group ``u - 1`` and the
-  persona-driven sessions of group ``u - 2`` (mod 20): 150 sessions (50 of each form), whose
-  100 explicit and choice-based questions are asked of it; the persona sessions are its other
-  sessions (each reveals a preference that user is never asked about). So no user holds two
-  forms of one preference, and cluster members (groups 3 and 6 apart) never share a user that
-  asks about one of them: no question is asked twice of one user, and no other session of a
-  user states the same preference text as a gold one. A question that still would be (a
-  cluster of more than six) is not covered, counted.
-  Items per holder: 150 sessions (1,000 preferences x 3 forms over 20 users); a query sees
-  those observed by its as_of, drawn after its gold session. More per user would mean fewer
-  users than the split and the transactive derivation need; fewer, a thinner haystack.
-* observed_at: no time structure upstream, so a synthetic ingestion timeline in UTC
-  (``base.synthetic_timeline``: hash order of all 3,000 session ids, one hour apart): each
-  user's sessions are spread over the whole timeline, the other users' in between.
-* records: one per explicit and choice-based question, ``query_id =
-  prefeval:<form>:<topic>:<i>``, ``origin.item = <form folder>/<topic>.json#<i>``, question
-  verbatim, ``scope.holder`` the user holding the form's session of that preference. Gold: the
-  turn that states or reveals the preference, ``{"turn": 1}`` of the explicit session,
-  ``{"turn": 3}`` (``user_selection``) of the choice-based one; ``judgments.session``: the
-  whole session as a turn range. Answer: ``classification_task_options[0]`` of the same row of
-  ``mcq_options/<topic>.json``, ``answer_format "str"``, when that row asks the same question
-  (else answer ``None``, format ``"none"``, counted); ``origin.notes`` names the form and the
-  preference. ``as_of`` stays ``None``: the build draws it after the preference session.
-* not covered: every persona-driven question (its revealing turn is not labelled upstream, and
-  an unlabelled turn is never gold; its session is still an item); a question or preference
-  that is empty; a question whose form session lacks the revealing turn.
+* sessions: one per row (3,000 on the mirror); turns 1-based, ``{"turn", "speaker", "text"}``:
+  explicit one user turn (the preference); choice four (query, assistant_options,
+  user_selection, assistant_acknowledgment); persona exchange ``"k"`` as turns ``2k+1`` (user)
+  and ``2k+2`` (assistant). Item ids are opaque (:func:`item_id`: ``prefeval:<16 hex>``, a copy
+  with an id of its own), ``meta = {"turns", "speakers"}``; ``topics[item]`` is the session's
+  family (:data:`FAMILY`), read only by the derivation's guards, never written to the sets.
+* asked: each preference in one labelled form (:func:`asked_form`, by hash); preferences sharing
+  a question or preference text (normalised) are one cluster (:func:`_clusters`), asked only
+  for its smallest key.
+* users (:func:`_deal`): ``max(2, ceil(USERS_PER_QUESTION * asked))``, ``prefeval/user-<kkk>``,
+  each holding :data:`ITEMS_PER_USER` sessions. The asked sessions are dealt round robin in
+  hash order, at most one per family and cluster per user; every user gets
+  :data:`FILL_FAMILIES` families it is not asked about, and the other sessions (other form,
+  persona, twins) go round robin to users whose fill families hold theirs, one per cluster;
+  then each user copies sessions of its fill families (not of a cluster it holds) up to
+  :data:`ITEMS_PER_USER`. So a user holds no session of a family it is asked about but the
+  gold, and no two of one cluster.
+* observed_at: synthetic (``base.synthetic_timeline`` over every item id, one hour apart, UTC).
+* records: ``query_id = prefeval:<form>:<topic>:<i>``, question verbatim, asked of the user
+  holding the original session; gold ``{"turn": 1}`` of the explicit session or ``{"turn":
+  3}`` (user_selection) of the choice one; ``judgments.session`` the whole session; answer
+  ``classification_task_options[0]`` of the same mcq row when it asks the same question, else
+  ``None`` (format ``"none"``, counted); ``origin.item = <form folder>/<topic>.json#<i>``;
+  ``as_of`` None (the build draws it).
+* not covered (counted by reason): persona-driven questions (:data:`MISS_PERSONA`: the
+  revealing turn is not labelled); the form not asked (:data:`MISS_OTHER_FORM`); a cluster's
+  other members (:data:`MISS_TWIN`); an asked question no user can hold (:data:`MISS_NO_USER`),
+  an empty question or revealing turn, one whose user holds another session of its text
+  (:data:`MISS_CLASH`).
 * bad input (a file that is not a JSON list, a row that is not an object, ``question``,
-  ``preference`` or a turn that is not a string, a persona conversation whose keys are not
-  ``"0".."n-1"``): an :class:`InputError` naming the file and the row's field.
+  ``preference`` or a turn not a string, persona keys not ``"0".."n-1"``, a missing topic
+  file): an :class:`InputError` naming the file and the row's field.
 """
 
 from __future__ import annotations

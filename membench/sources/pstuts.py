@@ -28,9 +28,13 @@ Mapping:
   transcript, its sentence has no usable span or no length, it repeats an earlier row of its
   video verbatim, or its question is empty; then when its near-twin key (:func:`twin_key`) is
   also asked at another video and that video comes first in hash order (salt
-  ``TWIN_SALT:<key>``) (:data:`NOT_TWIN`); then when another kept row of its sentence comes
-  first in hash order of query_id (salt :data:`PARAPHRASE_SALT`) (:data:`NOT_PARAPHRASE`).
-  The knowledge-base files (kg_*.json) are not mirrored and not used.
+  ``TWIN_SALT:<key>``) (:data:`NOT_TWIN`); then when :data:`PER_SENTENCE` other kept rows of
+  its sentence come first in hash order of query_id (salt :data:`PARAPHRASE_SALT`)
+  (:data:`NOT_PARAPHRASE`). The knowledge-base files (kg_*.json) are not mirrored and not
+  used.
+* **in the build** (membench/sets/derive.py): PsTuts is in ``ASK_DERIVABLE`` (a record without
+  an anchor or with a generic one is not asked) and ``CLUSTER_BY_REGION`` (a derivation moves
+  a sentence's questions together, not a video's).
 """
 
 from __future__ import annotations
@@ -452,8 +456,8 @@ def _account(cov: Coverage, videos: list[_Video], made: _Made) -> None:
          f"({len(made.items)} items for {len(videos)} videos)"),
         ("every question of a video is asked of its owner, and a near-twin key asked at "
          "several videos is kept at one of them, so near-identical questions never sit in both "
-         f"splits (near-twin keys asked at several videos: {made.twin_keys}); one question is "
-         "kept per gold sentence"),
+         f"splits (near-twin keys asked at several videos: {made.twin_keys}); up to "
+         f"{PER_SENTENCE} questions are kept per gold sentence"),
         (f"judgments.{SAME_QUESTION}: {made.widened} records have more spans than their gold "
          "(the same question and answer asked elsewhere on the holder's shelf)"),
     ]

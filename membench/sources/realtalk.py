@@ -1,7 +1,6 @@
-"""REALTALK (danny911kr/REALTALK, Lee et al., 2025): ten real 21-day chats between two people.
-
-Not yet in the sets: ``registered.load_realtalk`` still books every question as pending, and
-this module's :func:`load` is what the registry entry will name once the sets take it in.
+"""REALTALK (danny911kr/REALTALK, Lee et al., 2025): ten real 21-day chats between two people,
+mapped to sessions (items), one holder per conversation, and questions with evidence turns
+(records). The registry names :func:`load`; docs/sets.md ("REALTALK") says why one holder.
 
 Upstream format (``realtalk/Chat_<n>_<a>_<b>.json``, one conversation per file, LoCoMo's
 layout): ``name = {speaker_1, speaker_2}``; ``session_<k>`` (k = 1..K) a list of turns
