@@ -113,6 +113,18 @@ def test_video_windows_cover_every_cue():
         assert a.extent["t_end"] - a.extent["t_start"] <= EXTENT_CAPS["video"]["seconds"]
 
 
+def test_video_windows_end_when_the_duration_has_more_decimals_than_extents():
+    """PsTuts's "00:04:53.34" is 293.34000000000003 s: the last window's rounded end is below
+    it, and the windows still end (they once never did)."""
+    dur = 4 * 60 + 53.34
+    assert round(dur, 3) < dur
+    it = item("video", content=[[0.0, 4.84, "first"], [285.83, 292.4, "last"]],
+              meta={"duration": dur})
+    atoms = chunk_item(it, ".")
+    assert_valid(atoms, it)
+    assert atoms[-1].extent == {"t_start": 270.0, "t_end": 293.34}
+
+
 def test_video_without_cues_has_no_atoms():
     assert chunk_item(item("video", content=[], meta={"duration": 10}), ".") == []
 

@@ -136,3 +136,71 @@ def test_the_newest_item_is_no_likelier_gold_than_a_random_one(built, split):
         assert newest <= chance + POSITION_MARGIN, (modality, split, len(rows), newest, chance)
         checked += 1
     assert checked >= 4
+
+
+# ---- the shape floor (bench/shape_floor.py): a ranker of a turn's speaker and place
+
+
+def _shape_bench():
+    spec = importlib.util.spec_from_file_location("shape_floor",
+                                                  REPO / "bench" / "shape_floor.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _shape_sets(tmp_path: Path, gold_turn) -> Path:
+    """Two splits of one source, 4 holders each with 6 sessions of 5 turns; each holder is
+    asked one question whose gold is at ``gold_turn(holder)`` of its first session."""
+    t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    items, recs = [], []
+    for k in range(8):
+        split = "dev" if k < 4 else "test"
+        for i in range(6):
+            items.append({"source_id": f"s:{k}-{i}", "modality": "conversation",
+                          "holder": f"h{k}", "observed_at": (t0 + timedelta(hours=i)).isoformat(),
+                          "content": [{"turn": t, "speaker": "ab"[t % 2], "text": "w"}
+                                      for t in range(1, 6)], "meta": {}})
+        recs.append({"query_id": f"s:{k}", "unanswerable": False, "split": split,
+                     "scope": {"holder": f"h{k}"},
+                     "as_of": (t0 + timedelta(hours=10)).isoformat(),
+                     "gold": [{"source_id": f"s:{k}-0", "region": {"turn": gold_turn(k)}}]})
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(x) + "\n" for x in items))
+    (tmp_path / "conversation.jsonl").write_text("".join(json.dumps(x) + "\n" for x in recs))
+    return tmp_path
+
+
+def test_shape_floor_finds_gold_at_one_shape_and_not_at_any(tmp_path):
+    shape = _shape_bench().shape_floor
+    # the gold always at turn 3: of 30 turns seen, 6 have that shape, so 10 hold the gold
+    (tmp_path / "one").mkdir()
+    one = shape(_shape_sets(tmp_path / "one", lambda k: 3))
+    assert one["s"]["dev"] == {"n": 4, "shape": 1.0, "random": round(10 / 30, 4)}
+    # the gold at another turn in each split: what one split learns misleads on the other
+    two = tmp_path / "two"
+    two.mkdir()
+    other = shape(_shape_sets(two, lambda k: 1 if k < 4 else 4))
+    # (its 6 learnt turns come first: 4 of the 24 others fill the top 10, 1/6 expected)
+    for split in ("dev", "test"):
+        assert other["s"][split]["shape"] < other["s"][split]["random"]
+
+
+def test_shape_floor_published_for_the_locked_sets_and_the_gate():
+    from membench.docsite.blocks import SHAPE_FLOOR_RESULT
+
+    d = json.loads(SHAPE_FLOOR_RESULT.read_text())
+    assert d["set_sha256"] == read_lock(REPO / "bench" / "sets.lock.json")
+    for source in ("locomo", "realtalk"):
+        for split, v in d["sources"][source].items():
+            assert v["shape"] <= v["random"] + POSITION_MARGIN, (source, split, v)
+
+
+@pytest.mark.xfail(strict=True, reason="PrefEval's sessions tell by their shape where the "
+                   "preference is (a one-turn session, or turn 3 of a four-turn exchange): "
+                   "docs/sets.md, 'Position tells nothing'")
+def test_prefeval_gold_is_not_found_by_shape():
+    from membench.docsite.blocks import SHAPE_FLOOR_RESULT
+
+    d = json.loads(SHAPE_FLOOR_RESULT.read_text())
+    for split, v in d["sources"]["prefeval"].items():
+        assert v["shape"] <= v["random"] + POSITION_MARGIN, (split, v)

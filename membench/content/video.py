@@ -46,13 +46,14 @@ def chunk_video(item: SourceItem, corpus_root: Path, config: ChunkConfig) -> lis
     k = 0
     while True:
         ws = round(k * S, 3)
-        we = round(min(end, ws + W), 3)
+        reach = min(end, ws + W)        # compared unrounded: round(293.34000000000003, 3) < end
+        we = round(reach, 3)
         texts = [t for s, e, t in cues
                  if (s < we and e > ws) or (s == e and ws <= s <= we)]
         if texts:
             atoms.append(make_atom(item, {"t_start": float(ws), "t_end": float(we)},
                                    "\n".join(texts)))
-        if we >= end:
+        if reach >= end:
             break
         k += 1
     return dedupe(atoms)

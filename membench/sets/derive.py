@@ -75,6 +75,13 @@ memory it is asked of could answer it after all:
 7. *every judgment set*: evidence is gold plus every alternative judgment set
    (CodeSearchNet's ``any_annotator``), so a temporal ``as_of`` precedes all of it.
 
+Sources that need more (each a data constant, the reason beside it): :data:`TOPIC_MARK`
+anchors (an adapter's ``topics``: a question about a PrefEval preference family moves only
+where no item is about that family); :data:`SWAP` (a transactive move is a swap, so no holder's
+number of questions changes); :data:`CLUSTER_BY_REGION` (a cluster is a region's questions);
+:data:`ASK_DERIVABLE` (a question no derivation could take is not asked, so answerable and
+derived questions are alike in their words).
+
 Some sources get no derivation of a kind at all (:data:`NOT_DERIVED`, with the reason written
 to ``coverage.json``): GUI instructions such as "check the weather" fit any device's screen (no
 transactive); code-search queries were judged on a sample of functions, so neither another
