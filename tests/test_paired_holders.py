@@ -164,7 +164,7 @@ def test_best_systems_and_verdict_show_the_unit():
                         "b": _Scores(ids, bad, ["x"] * len(ids))},
                        measures=("recall@10",), n_resamples=200)
     assert few[0]["unit"] == "record"
-    assert f"resampled by record (1 holders, under {MIN_HOLDERS_CI})" in verdict(few)
+    assert f"resampled by record (1 holder, under {MIN_HOLDERS_CI})" in verdict(few)
     from membench.report.summary import best_table_html
     assert "resampled by holder (12 holders)" in best_table_html(rows)
 

@@ -196,10 +196,10 @@ def simulate_power(d: np.ndarray, delta: float, *, groups: np.ndarray | list | N
     :func:`membench.analysis.compare.best_systems` with one measure) when the true mean
     difference is ``delta``: each simulated sample draws the centred differences
     ``d - mean(d) + delta`` with replacement, by item, or by holder (a drawn holder brings all
-    its items) with ``groups``; the test is given each drawn holder as a holder of its own,
+    its items) with ``groups``; ``test_unit`` is how the test resampled; the test is given each drawn holder as a holder of its own,
     so it resamples by holder where they number at least ``MIN_HOLDERS_CI`` (as on real
     runs). Returns ``rate``, its binomial 95% interval and the inputs."""
-    from .compare import _paired_test
+    from .paired import _paired_test
 
     d = np.asarray(d, dtype=np.float64)
     c = d - d.mean() + delta
@@ -208,6 +208,7 @@ def simulate_power(d: np.ndarray, delta: float, *, groups: np.ndarray | list | N
         _, inv = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)
         members = [np.flatnonzero(inv == g) for g in range(int(inv.max()) + 1)]
     hits = 0
+    units = set()
     for s in range(n_sims):
         codes = None
         if groups is None:
@@ -220,10 +221,12 @@ def simulate_power(d: np.ndarray, delta: float, *, groups: np.ndarray | list | N
         t = _paired_test(x, np.zeros_like(x), f"power-sim|{s}", n_resamples=n_resamples,
                          seed=seed, level=1.0 - alpha, groups=codes)
         hits += bool(t["p_permutation"] < alpha and t["p_bootstrap"] < alpha)
+        units.add(t["unit"])
     rate = hits / n_sims
     half = 1.959964 * math.sqrt(max(rate * (1 - rate), 1e-12) / n_sims)
     return {"delta": delta, "n_sims": n_sims, "n_resamples": n_resamples, "seed": seed,
             "by": "holders" if groups is not None else "records", "significant": hits,
+            "test_unit": "/".join(sorted(units)),
             "rate": rate, "rate_ci95": [max(0.0, rate - half), min(1.0, rate + half)]}
 
 

@@ -129,7 +129,7 @@ def best_table_html(rows: list[dict[str, Any]]) -> str:
     """The best system per headline measure (:func:`membench.analysis.compare.best_systems`)
     as a table, every column labelled, every data string escaped; under each p, how the test
     resampled (by holder or by record)."""
-    from ..analysis.compare import unit_note
+    from ..analysis.paired import unit_note
 
     if not rows:
         return ""

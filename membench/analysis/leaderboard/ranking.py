@@ -138,22 +138,19 @@ class Leaderboard:
 
     def units(self, size: str | None = None) -> str:
         """How the paired tests against the best resampled, per scope (of ``size``, or
-        every size class): ``"all: by holder (34 holders); image: by record (3 holders,
-        under 10)"``; the abstention-order statistics always by record."""
-        from ..compare import unit_note
+        every size class): ``"all: by holder (26 to 30 holders); image: by record (3
+        holders, under 10)"``; the abstention-order statistics always by record."""
+        from ..paired import unit_span
 
         r = self.rows
         if r is None or not len(r) or "unit" not in r:
             return ""
-        r = r[r["unit"].notna() & ~r["measure"].isin(list(ORDERING_MEASURES))]
-        if size is not None:
-            r = r[r["size_class"] == size]
-        out = []
-        for scope, g in r.groupby("scope", sort=False):
-            notes = sorted({unit_note(u, None if h is None or h != h else int(h))
-                            for u, h in zip(g["unit"], g["holders"])})
-            out.append(f"{scope}: " + ", ".join(n.replace("resampled ", "") for n in notes))
-        return "; ".join(out)
+        r = r[r["unit"].notna() & ~r["measure"].isin(list(ORDERING_MEASURES))
+              & ((r["size_class"] == size) if size is not None else True)]
+        return "; ".join(f"{scope}: " + ", ".join(
+            unit_span(u, *((int(h.min()), int(h.max())) if len(h) else (None, None)))
+            for u, h in ((u, g[g["unit"] == u]["holders"].dropna()) for u in ("holder", "record"))
+            if (g["unit"] == u).any()) for scope, g in r.groupby("scope", sort=False))
 
     def verify_text(self, eid: str) -> str:
         """The entry's last ``membench verify`` result, as a row shows it."""
@@ -345,7 +342,7 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                  bar: progress.Step) -> Leaderboard:
     import pandas as pd
 
-    from ..compare import holm, paired_test
+    from ..paired import holm, paired_test
 
     check_resamples(n_resamples, "--resamples")
     store, entries = read_store(store_dir)
