@@ -17,6 +17,9 @@ otherwise) and returns a :class:`Comparison`:
   - a **paired randomization (sign-flip permutation) test**: under the null the two systems'
     values of an item are exchangeable, so each difference's sign is flipped at random;
     p = share of flipped means with ``|m| >= |diff|``;
+  - **by holder** (:mod:`.paired`) where the items come from at least ``MIN_HOLDERS_CI``
+    holders: a holder's differences flip together, a drawn holder brings all its items; else
+    per item. ``unit`` and ``holders`` say which, as every table of p-values does;
   - both p-values are ``(1 + count) / (1 + n_resamples)`` (never 0), so identical runs give
     p = 1 and a zero difference. ``p_perm_holm`` is the permutation p adjusted by Holm over all
     rows of the table (many scopes x metrics x pairs are tested at once).
@@ -46,7 +49,6 @@ from __future__ import annotations
 
 import math
 import os
-import zlib
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -75,13 +77,14 @@ from ..metrics.measures import (
 from ..metrics.rundir import RunDir, read_meta
 from ..metrics.score import PRIMARY
 from ..modalities import MODALITIES
+from ..sets.audit import MIN_HOLDERS_CI
 from .frames import item_frame, judgment_sets, judgment_view, metric_values
+from .paired import (N_PAIRED_RESAMPLES, _paired_test, holder_codes, holm,  # noqa: F401
+                     paired_test, unit_note, unit_span)
 
-N_PAIRED_RESAMPLES = 10_000
 #: resamples of an abstention-order difference in :func:`best_systems` (as compare_runs'
 #: default ``ordering_resamples``: each draw re-sorts every system's items)
 N_ORDERING_RESAMPLES = 2_000
-_BLOCK = 2_000_000          # resample-matrix cells held at once
 
 
 class ComparisonError(MembenchError):
@@ -128,79 +131,6 @@ def _fmt_ci(lo, hi) -> str:
     if lo is None or hi is None or (isinstance(lo, float) and np.isnan(lo)):
         return "-"
     return f"[{lo:.3f}, {hi:.3f}]"
-
-
-def _rng(seed: int, key: str) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
-
-
-def paired_test(a: np.ndarray, b: np.ndarray, key: str, *, n_resamples: int = N_PAIRED_RESAMPLES,
-                seed: int = SEED, level: float = 0.95) -> dict[str, Any]:
-    """Paired bootstrap and sign-flip randomization test of ``mean(a - b)`` over the items
-    where both are defined (see the module docstring). Stored by the content of its inputs
-    (:mod:`membench.analysis.statcache`): the same arrays, key and parameters give the
-    stored result, which is the computed one to the last bit."""
-    from . import statcache
-
-    check_resamples(n_resamples)
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape:
-        raise ValueError("paired values must be aligned item by item")
-    return statcache.cached(
-        "paired_test", __file__, (a, b),
-        {"key": key, "n_resamples": n_resamples, "seed": seed, "level": level},
-        lambda: _paired_test(a, b, key, n_resamples=n_resamples, seed=seed, level=level))
-
-
-def _paired_test(a: np.ndarray, b: np.ndarray, key: str, *, n_resamples: int, seed: int,
-                 level: float) -> dict[str, Any]:
-    ok = ~np.isnan(a) & ~np.isnan(b)
-    d = a[ok] - b[ok]
-    n = int(d.size)
-    res: dict[str, Any] = {"n": n, "mean_a": float(a[ok].mean()) if n else np.nan,
-                           "mean_b": float(b[ok].mean()) if n else np.nan}
-    if n == 0:
-        return {**res, "diff": np.nan, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
-                "p_bootstrap": np.nan, "p_permutation": np.nan}
-    obs = float(d.mean())
-    tol = 1e-12 * max(1.0, abs(obs))
-    rows = max(1, _BLOCK // n)
-    # paired bootstrap
-    rng = _rng(seed, f"{key}|bootstrap")
-    boot = np.empty(n_resamples)
-    for s in range(0, n_resamples, rows):
-        k = min(rows, n_resamples - s)
-        boot[s:s + k] = d[rng.integers(0, n, size=(k, n))].mean(axis=1)
-    alpha = (1.0 - level) / 2.0 * 100.0
-    lo, hi = np.percentile(boot, [alpha, 100.0 - alpha])
-    p_boot = (1 + int((np.abs(boot - obs) >= abs(obs) - tol).sum())) / (1 + n_resamples)
-    # sign-flip randomization
-    rng = _rng(seed, f"{key}|permutation")
-    count = 0
-    for s in range(0, n_resamples, rows):
-        k = min(rows, n_resamples - s)
-        signs = rng.integers(0, 2, size=(k, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
-        count += int((np.abs(signs @ d / n) >= abs(obs) - tol).sum())
-    p_perm = (1 + count) / (1 + n_resamples)
-    return {**res, "diff": obs, "diff_ci95_lo": float(lo), "diff_ci95_hi": float(hi),
-            "p_bootstrap": min(1.0, p_boot), "p_permutation": min(1.0, p_perm)}
-
-
-def holm(p: np.ndarray) -> np.ndarray:
-    """Holm-Bonferroni adjusted p-values (NaN stays NaN)."""
-    p = np.asarray(p, dtype=np.float64)
-    out = np.full(p.shape, np.nan)
-    idx = np.where(~np.isnan(p))[0]
-    m = idx.size
-    if not m:
-        return out
-    order = idx[np.argsort(p[idx], kind="stable")]
-    running = 0.0
-    for i, j in enumerate(order):
-        running = max(running, min(1.0, (m - i) * p[j]))
-        out[j] = running
-    return out
 
 
 def _labels(runs: list[RunDir]) -> list[str]:
@@ -325,6 +255,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
 
     prow = []
     base_mod = frames[labels[0]]["modality"].to_numpy()
+    holders = frames[labels[0]]["holder"].to_numpy(dtype=object)
     pairs_of = list(combinations(labels, 2))
     if ordering_resamples is None:
         ordering_resamples = min(n_resamples, 2000)
@@ -342,7 +273,8 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
                     va = metric_values(frames[la], m)[mask]
                     vb = metric_values(frames[lb], m)[mask]
                     key = f"{prefix}{scope}|{m}" if m in JUDGMENT_MEASURES else f"{scope}|{m}"
-                    t = paired_test(va, vb, key, n_resamples=n_resamples, seed=seed)
+                    t = paired_test(va, vb, key, groups=holders[mask],
+                                    n_resamples=n_resamples, seed=seed)
                     prow.append({"scope": scope, "metric": m, "system_a": la, "system_b": lb,
                                  "denominator": int((~np.isnan(va)).sum()), **t})
                     bar.advance()
@@ -357,7 +289,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
                     den = int(f["answerable"].sum()) if m == abstention.KEPT else \
                         int(f["audited"].sum())
                     prow.append({"scope": scope, "metric": m, "system_a": la, "system_b": lb,
-                                 "denominator": den, **t})
+                                 "denominator": den, "unit": "record", "holders": None, **t})
                     bar.advance()
     pairs = pd.DataFrame(prow)
     if len(pairs):
@@ -432,6 +364,9 @@ def best_systems(scores: dict[str, Any], *,
         order[lab] = np.argsort([pos[q] for q in ids])
     mods = np.asarray(scores[labels[0]].modality, dtype=object)
     mask = np.ones(len(ref), bool) if scope == "all" else mods == scope
+    hold = getattr(scores[labels[0]], "holder", None)
+    holders = None if hold is None else \
+        np.asarray(hold, dtype=object)[order[labels[0]]][mask]
 
     def ordering(lab: str) -> abstention.Ordering:
         sc = scores[lab]
@@ -507,7 +442,7 @@ def best_systems(scores: dict[str, Any], *,
             "n": (orders[best].counted(m) if is_order else
                   int((~np.isnan(vals[best]) & ~np.isnan(vals[second or best])).sum())),
             "p_permutation": None, "p_bootstrap": None, "p_holm": None, "significant": False,
-            "tested": False, "note": "", "silent": silent}
+            "tested": False, "note": "", "silent": silent, "unit": None, "holders": None}
         if len(tied) > 1:
             row["note"] = "a tie: " + ", ".join(tied) + " have the same value"
         if silent and second is None:
@@ -526,10 +461,12 @@ def best_systems(scores: dict[str, Any], *,
                     max_false_recall=MAX_FALSE_RECALL,
                     n_resamples=min(n_resamples, N_ORDERING_RESAMPLES), seed=seed)
                 row["note"] = ("an abstention-order statistic: paired bootstrap p (no "
-                               "per-item values to sign-flip)")
+                               "per-item values to sign-flip), resampled by record")
+                row["unit"] = "record"
             else:
                 t = paired_test(vals[best], vals[second], f"best|{scope}|{m}",
-                                n_resamples=n_resamples, seed=seed)
+                                groups=holders, n_resamples=n_resamples, seed=seed)
+                row["unit"], row["holders"] = t["unit"], t["holders"]
             p_perm = t["p_permutation"]
             row.update({"diff": t["diff"], "diff_ci95": [t["diff_ci95_lo"], t["diff_ci95_hi"]],
                         "n": t["n"], "p_bootstrap": t["p_bootstrap"], "tested": True,
@@ -553,7 +490,7 @@ def _all_silent_row(m: str, direction: str, silent: list[str]) -> dict[str, Any]
             "runner_up": None, "runner_up_value": None, "tied": [], "diff": None,
             "diff_ci95": [None, None], "n": 0, "p_permutation": None, "p_bootstrap": None,
             "p_holm": None, "significant": False, "tested": False, "silent": silent,
-            "all_silent": True, "note": f"{ALL_SILENT} ({', '.join(silent)}: FAIL (silent))"}
+            "unit": None, "holders": None, "all_silent": True, "note": f"{ALL_SILENT} ({', '.join(silent)}: FAIL (silent))"}
 
 
 def _by(rows: list[dict[str, Any]], fmt) -> str:
@@ -566,6 +503,22 @@ def _by(rows: list[dict[str, Any]], fmt) -> str:
 def _margin(r: dict[str, Any]) -> str:
     digits = 1 if r["measure"].startswith("latency") else 3
     return f"{r['measure']} ({r['diff']:+.{digits}f} over {r['runner_up']})"
+
+
+def _units(rows: list[dict[str, Any]]) -> str:
+    """How the tested per-item measures of :func:`best_systems`' rows were resampled."""
+    per_item = [r for r in rows if r["tested"] and r.get("unit") and
+                r["measure"] not in ORDERING_MEASURES]
+    if not per_item:
+        return "resampled by record"
+    out = []
+    for unit in ("holder", "record"):
+        if not any(r["unit"] == unit for r in per_item):
+            continue
+        ks = sorted({r.get("holders") for r in per_item if r["unit"] == unit} - {None})
+        out.append("resampled " + unit_span(unit, ks[0] if ks else None,
+                                            ks[-1] if ks else None))
+    return "; ".join(out)
 
 
 def verdict(rows: list[dict[str, Any]]) -> str:
@@ -599,7 +552,8 @@ def verdict(rows: list[dict[str, Any]]) -> str:
         parts.append("Not tested (a percentile): " + _by(untested, _margin) + ".")
     n = max((r["n"] for r in rows if r["tested"]), default=None)
     parts.append(f"(Paired tests of the best against the runner-up on the same items, n up to "
-                 f"{n}, Holm over {len(sig) + len(lead)} measures.)" if n else "")
+                 f"{n}, {_units(rows)}, Holm over {len(sig) + len(lead)} measures.)" if n
+                 else "")
     return " ".join(p for p in parts if p)
 
 
@@ -638,15 +592,27 @@ def format_comparison(comp: Comparison, *, metrics: list[str] | None = None) -> 
         if metrics:
             p = p[p["metric"].isin(names)]
         lines.append("\npaired differences (a - b), 95% bootstrap interval, permutation p "
-                     "(Holm over all rows); * = significant at 0.05 by both tests")
+                     "(Holm over all rows); * = significant at 0.05 by both tests; "
+                     f"resampled by holder where a scope has at least {MIN_HOLDERS_CI} holders "
+                     "(the sign flips per holder, the bootstrap draws holders), else by record")
         for r in p.to_dict("records"):
             if r["n"] == 0:
                 continue
             star = "*" if r["significant_0.05"] else " "
             lines.append(f"  {star} {r['scope']:<14} {r['metric']:<18} {r['system_a']} - "
                          f"{r['system_b']}: {r['diff']:+.4f} [{r['diff_ci95_lo']:+.4f}, "
-                         f"{r['diff_ci95_hi']:+.4f}] n={r['n']} p_holm={r['p_perm_holm']:.4f}")
+                         f"{r['diff_ci95_hi']:+.4f}] n={r['n']} p_holm={r['p_perm_holm']:.4f} "
+                         f"{_unit_tag(r)}")
     return "\n".join(lines) + "\n"
+
+
+def _unit_tag(r: dict[str, Any]) -> str:
+    """A pairs row's resampling unit, short: ``by holder (34)``, ``by record``."""
+    h = r.get("holders")
+    h = None if h is None or (isinstance(h, float) and math.isnan(h)) else int(h)
+    if r.get("unit") == "holder":
+        return f"by holder ({h})"
+    return "by record" if h is None else f"by record ({h} holders)"
 
 
 def plot_first_stage(comp: Comparison, *, cols: int = 3):
@@ -704,8 +670,11 @@ __all__ = [
     "compare_runs",
     "load_runs",
     "format_comparison",
+    "holder_codes",
     "holm",
     "paired_test",
     "plot_first_stage",
+    "unit_note",
+    "unit_span",
     "verdict",
 ]

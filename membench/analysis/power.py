@@ -11,7 +11,8 @@ these items would detect (docs/sets.md, "How small a difference the dev split ca
 * :func:`power_table`: :func:`typical_pair` for every scope and :data:`POWER_MEASURES`;
 * :func:`power_sentence`: what the report index says under "which system is best";
 * :func:`simulate_power`: the share of simulated comparisons at a given true difference
-  that :func:`membench.analysis.compare.paired_test`'s rule calls significant.
+  that :func:`membench.analysis.compare.paired_test`'s rule calls significant (the test
+  resamples by holder on the same threshold, so the MDD read here is the test's).
 
 Reads per-item scores (:class:`membench.metrics.score.ItemScores`); writes nothing.
 """
@@ -181,10 +182,9 @@ def power_sentence(rows: dict[str, dict[str, Any]], split: str | None = None) ->
             f"\u03b1 = {r['alpha']:g}; the variance of the mean difference, {typical} of "
             f"compared systems, {how}). A smaller lead is one these items cannot resolve")
     if r["unit"] == "holders":
-        text += (f"; the paired tests here treat items as independent (by record the same power "
-                 f"reads \u2265 {_fig(r['mdd_records'])} and \u2265 {_fig(f['mdd_records'])}), "
-                 "so a significant lead below the holder-clustered figure speaks for these "
-                 "holders only")
+        text += (f"; the paired tests here resample by holder too (read as if items were "
+                 f"independent, the same power would claim \u2265 {_fig(r['mdd_records'])} and "
+                 f"\u2265 {_fig(f['mdd_records'])})")
     return text + "."
 
 
@@ -196,8 +196,10 @@ def simulate_power(d: np.ndarray, delta: float, *, groups: np.ndarray | list | N
     :func:`membench.analysis.compare.best_systems` with one measure) when the true mean
     difference is ``delta``: each simulated sample draws the centred differences
     ``d - mean(d) + delta`` with replacement, by item, or by holder (a drawn holder brings all
-    its items) with ``groups``. Returns ``rate``, its binomial 95% interval and the inputs."""
-    from .compare import _paired_test
+    its items) with ``groups``; ``test_unit`` is how the test resampled; the test is given each drawn holder as a holder of its own,
+    so it resamples by holder where they number at least ``MIN_HOLDERS_CI`` (as on real
+    runs). Returns ``rate``, its binomial 95% interval and the inputs."""
+    from .paired import _paired_test
 
     d = np.asarray(d, dtype=np.float64)
     c = d - d.mean() + delta
@@ -206,19 +208,25 @@ def simulate_power(d: np.ndarray, delta: float, *, groups: np.ndarray | list | N
         _, inv = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)
         members = [np.flatnonzero(inv == g) for g in range(int(inv.max()) + 1)]
     hits = 0
+    units = set()
     for s in range(n_sims):
+        codes = None
         if groups is None:
             x = c[rng.integers(0, c.size, c.size)]
         else:
-            x = np.concatenate([c[members[j]] for j in rng.integers(0, len(members),
-                                                                     len(members))])
+            drawn = rng.integers(0, len(members), len(members))
+            x = np.concatenate([c[members[j]] for j in drawn])
+            codes = np.concatenate([np.full(members[j].size, i, dtype=np.int64)
+                                    for i, j in enumerate(drawn)])
         t = _paired_test(x, np.zeros_like(x), f"power-sim|{s}", n_resamples=n_resamples,
-                         seed=seed, level=1.0 - alpha)
+                         seed=seed, level=1.0 - alpha, groups=codes)
         hits += bool(t["p_permutation"] < alpha and t["p_bootstrap"] < alpha)
+        units.add(t["unit"])
     rate = hits / n_sims
     half = 1.959964 * math.sqrt(max(rate * (1 - rate), 1e-12) / n_sims)
     return {"delta": delta, "n_sims": n_sims, "n_resamples": n_resamples, "seed": seed,
             "by": "holders" if groups is not None else "records", "significant": hits,
+            "test_unit": "/".join(sorted(units)),
             "rate": rate, "rate_ci95": [max(0.0, rate - half), min(1.0, rate + half)]}
 
 

@@ -441,7 +441,8 @@ def _power(ctx: Context) -> str:
         rows.append(f"Simulated ({s['n_sims']} samples of {s['scope']}'s {s['n']} "
                     f"{s['measure']} differences of {s['pair']}, drawn by {s['by'][:-1]}, "
                     f"true difference {s['delta']:.3f}): membench's paired test "
-                    f"(permutation and bootstrap p < 0.05) calls {s['rate']:.1%} significant "
+                    f"(resampled by {s.get('test_unit', 'record')}, permutation and "
+                    f"bootstrap p < 0.05) calls {s['rate']:.1%} significant "
                     f"[{lo:.1%}, {hi:.1%}] ({what}).")
     return "\n".join(rows)
 

@@ -24,6 +24,7 @@ CONTEXT_COLUMN = "context_tokens_committed_p50"
 from ..analysis.tell_columns import label
 from ..metrics.measures import BY_NAME
 from ..modalities import MODALITIES
+from ..sets.audit import MIN_HOLDERS_CI
 from .escape import esc
 from .tables import Table, fmt_num, interval_html, is_missing, th
 
@@ -32,7 +33,9 @@ LEGEND = ("value [95% bootstrap interval], n = items in the measure's denominato
           "on the same items (paired bootstrap) and the permutation p corrected by Holm over "
           "every test of the table (<i>= best</i>: not significantly different at 0.05; the "
           "answerable share kept at false recall &lt;= 0.10 and the abstention AUC have a "
-          "bootstrap p); a coloured cell is a gated measure (green: the gate passes, red: it "
+          "bootstrap p). The tests resample by holder where a block's items come from at "
+          f"least {MIN_HOLDERS_CI} holders (a holder's differences flip together, a drawn holder brings all "
+          "its items), else by record: each table's caption says which; a coloured cell is a gated measure (green: the gate passes, red: it "
           "fails; <i>FAIL (silent)</i>: a false-recall rate bought by abstaining on more than "
           "half of the answerable items). judged@10, beside recall@10, is the share of the "
           "top 10 atoms whose relevance was judged at all (the gold or any judgment set; "
@@ -139,7 +142,9 @@ def leaderboard_table(lb, size: str, judgment_set: str, family: str = "relevance
                 + "</tr>")
     what = (f"judgment set {esc(judgment_set)}" if family == "relevance" or measures else
             "every judgment set (these measures do not depend on it)")
-    cap = (f"size {esc(size)} · {what} · ranked by {esc(by)}")
+    units = lb.units(size) if hasattr(lb, "units") else ""
+    cap = (f"size {esc(size)} · {what} · ranked by {esc(by)}"
+           + (f" · tests resampled {esc(units)}" if units else ""))
     # the answer table (budgeted, uncut, tokens, grounded) and a table of as many measures as
     # the abstention one are set a point smaller (mb-wide, as a slice table of many columns)
     # to fit a 1280 px page with every interval

@@ -127,7 +127,10 @@ def summary_html(metrics: dict[str, Any] | None, label: str, *, missing: str = "
 
 def best_table_html(rows: list[dict[str, Any]]) -> str:
     """The best system per headline measure (:func:`membench.analysis.compare.best_systems`)
-    as a table, every column labelled, every data string escaped."""
+    as a table, every column labelled, every data string escaped; under each p, how the test
+    resampled (by holder or by record)."""
+    from ..analysis.paired import unit_note
+
     if not rows:
         return ""
     body = []
@@ -138,8 +141,9 @@ def best_table_html(rows: list[dict[str, Any]]) -> str:
         if r["tested"]:
             sig = "yes" if r["significant"] else "no"
             p = fmt_num(r["p_holm"], 3, p_value=True)
+            how = unit_note(r.get("unit"), r.get("holders")) if r.get("unit") else ""
         else:
-            sig, p = "not tested", "—"
+            sig, p, how = "not tested", "—", ""
         best = (ALL_SILENT if r.get("all_silent") else r["best"] if len(r["tied"]) == 1
                 else " = ".join(r["tied"]) + " (tie)")
         cls = "mb-pass" if r["significant"] else ""
@@ -151,7 +155,9 @@ def best_table_html(rows: list[dict[str, Any]]) -> str:
             f'<td class="mb-s">{esc(r["runner_up"] or "—")}</td>'
             f'<td class="mb-n">{esc(fmt_num(r["runner_up_value"], digits))}</td>'
             f'<td class="mb-n">{esc(diff)}</td><td class="mb-n">{esc(r["n"])}</td>'
-            f'<td class="mb-n">{esc(p)}</td><td class="mb-l">{esc(sig)}'
+            f'<td class="mb-n">{esc(p)}'
+            + (f'<br><small>{esc(how)}</small>' if how else "")
+            + f'</td><td class="mb-l">{esc(sig)}'
             + (f'<br><small>{esc(r["note"])}</small>' if r.get("note") else "")
             + "</td></tr>")
     head = ("<tr><th>measure</th><th>best system</th><th>its value</th><th>runner-up</th>"

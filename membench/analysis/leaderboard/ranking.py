@@ -136,6 +136,22 @@ class Leaderboard:
     notes: list[str] = field(default_factory=list)
     verified: dict[str, dict[str, Any]] = field(default_factory=dict)  # entry id -> verify
 
+    def units(self, size: str | None = None) -> str:
+        """How the paired tests against the best resampled, per scope (of ``size``, or
+        every size class): ``"all: by holder (26 to 30 holders); image: by record (3
+        holders, under 10)"``; the abstention-order statistics always by record."""
+        from ..paired import unit_span
+
+        r = self.rows
+        if r is None or not len(r) or "unit" not in r:
+            return ""
+        r = r[r["unit"].notna() & ~r["measure"].isin(list(ORDERING_MEASURES))
+              & ((r["size_class"] == size) if size is not None else True)]
+        return "; ".join(f"{scope}: " + ", ".join(
+            unit_span(u, *((int(h.min()), int(h.max())) if len(h) else (None, None)))
+            for u, h in ((u, g[g["unit"] == u]["holders"].dropna()) for u in ("holder", "record"))
+            if (g["unit"] == u).any()) for scope, g in r.groupby("scope", sort=False))
+
     def verify_text(self, eid: str) -> str:
         """The entry's last ``membench verify`` result, as a row shows it."""
         return verify_text(self.verified.get(eid))
@@ -310,7 +326,11 @@ def leaderboard(store_dir: str | os.PathLike, *, rank_by: str = RANK_BY,
     (this minus best, on the items both define), ``diff_ci95_lo`` / ``diff_ci95_hi`` (paired
     bootstrap), ``p_permutation``, ``p_holm`` (Holm over every test of one table) and
     ``significant`` (``p_holm < 0.05`` and the bootstrap p < 0.05); ``baseline`` and
-    ``floor`` mark the rows of :func:`is_baseline` and :func:`is_floor`. ``family`` is
+    ``floor`` mark the rows of :func:`is_baseline` and :func:`is_floor`. ``unit`` is how the
+    test resampled (``holder``: the scope's items come from at least
+    :data:`membench.sets.audit.MIN_HOLDERS_CI` holders, whose differences flip and are drawn
+    together; ``record``: fewer, or an abstention-order statistic) and ``holders`` their
+    number (:meth:`Leaderboard.units` says it per scope). ``family`` is
     ``relevance`` for the measures that follow the judgment set (one table per size class and
     set) and ``other`` for the rest (false recall, holder and temporal correctness, latency:
     one table per size class, listed under ``gold``)."""
@@ -322,7 +342,7 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                  bar: progress.Step) -> Leaderboard:
     import pandas as pd
 
-    from ..compare import holm, paired_test
+    from ..paired import holm, paired_test
 
     check_resamples(n_resamples, "--resamples")
     store, entries = read_store(store_dir)
@@ -338,6 +358,7 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
     order = entries[0]["items"]["query_id"]
     pos = {q: i for i, q in enumerate(order)}
     mods = np.asarray(entries[0]["items"]["modality"], dtype=object)
+    holders = np.asarray(entries[0]["items"]["holder"], dtype=object)
     values: dict[tuple[str, str, str], np.ndarray] = {}
     abst: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for e in entries:
@@ -428,6 +449,7 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                                "is_best": best == e["id"], "best": best,
                                "diff": np.nan, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
                                "p_bootstrap": np.nan, "p_permutation": np.nan,
+                               "unit": None, "holders": None,
                                "random_kept": _num(ordering(e["id"], mask).random_kept(
                                    MAX_FALSE_RECALL)) if m == abstention.KEPT else None}
                         if best is not None and best != e["id"] and f["value"] is not None \
@@ -442,10 +464,14 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                                 t = paired_test(values[(e["id"], js, m)][mask],
                                                 values[(best, js, m)][mask],
                                                 f"leaderboard|{js}|{scope}|{m}",
+                                                groups=holders[mask],
                                                 n_resamples=n_resamples, seed=seed)
                             row.update({k: t[k] for k in ("diff", "diff_ci95_lo",
                                                           "diff_ci95_hi", "p_bootstrap",
                                                           "p_permutation")})
+                            # (an abstention-order statistic: its bootstrap draws items)
+                            row["unit"] = t.get("unit", "record")
+                            row["holders"] = t.get("holders")
                             row["paired_n"] = t["n"]
                         rows.append(row)
             for fam in ("relevance", "other"):       # one Holm family per table shown

@@ -55,7 +55,7 @@ from ...systems.cards import Card
 from ..tell_columns import sets_tells
 from .columns import JUDGED, MEASURES, PRIMARY, SHOWN_CONTEXT, SHOWN_LATENCY, _num
 
-FORMAT = 9         # 2: entries carry their sha256 (a store of format 1 is re-made); 3: the
+FORMAT = 10        # 2: entries carry their sha256 (a store of format 1 is re-made); 3: the
 #                    abstention beside false recall and the abstention-order statistics;
 #                    4: what ran (identity, sealed) in the key; 5: false recall over the
 #                    audited unanswerables, the natives with a tell in their own column
@@ -65,7 +65,8 @@ FORMAT = 9         # 2: entries carry their sha256 (a store of format 1 is re-ma
 #                    8: the answer within the token budget, ranked and tested with its
 #                    per-item values (answer@cartridge_1024tok), grounded_answer@10 shown, and
 #                    the answer text without generated captions; 9: judged@10 beside
-#                    recall@10 (shown, never tested)
+#                    recall@10 (shown, never tested); 10: each item's holder
+#                    (items.holder), so the tests against the best resample by holder
 STORE_FILE = "store.json"
 ENTRIES = "entries"
 _ID = re.compile(r"[0-9a-f]{16}")
@@ -216,6 +217,8 @@ def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | Non
             timespec="seconds"),
         "judgment_sets": sets, "figures": figures,
         "items": {"query_id": list(scores.query_id), "modality": list(scores.modality),
+                  # the memory's owner: the paired tests resample by holder
+                  "holder": list(scores.holder),
                   "values": items,
                   # per item: the abstention score (null for -inf: no score), whether the
                   # cartridge was empty and whether the item is audited (the abstention
@@ -372,6 +375,7 @@ class _Abstention(_Open):
 class _Items(_Open):
     query_id: list[StrictStr]
     modality: list[StrictStr]
+    holder: list[StrictStr]
     values: dict[StrictStr, dict[StrictStr, list[_Num | None]]]
     abstention: _Abstention
 
@@ -400,7 +404,8 @@ class _Entry(_Open):
 _F8 = ("the answer within the 1,024-token budget, ranked and tested "
        "(answer@cartridge_1024tok), grounded_answer@10 shown, and the answer text without "
        "generated image captions (format 8)")
-_F9 = _F8 + "; judged@10 beside recall@10, shown, never tested (format 9)"
+_F10 = "each item's holder, so the tests against the best resample by holder (format 10)"
+_F9 = _F8 + "; judged@10 beside recall@10, shown, never tested (format 9); " + _F10
 _FORMAT_CHANGES: dict[int, str] = {
     4: "false recall over the audited unanswerables only, the natives with a tell in their "
        "own column (format 5); the answer layer and the context cost (format 6); the "
@@ -411,7 +416,8 @@ _FORMAT_CHANGES: dict[int, str] = {
     6: "the abstention the false-recall gate's silence check reads, over the modalities with "
        "unanswerable items (abstain_rate_gated: format 7); " + _F9,
     7: _F9,
-    8: "judged@10 beside recall@10, shown, never tested (format 9)",
+    8: "judged@10 beside recall@10, shown, never tested (format 9); " + _F10,
+    9: _F10,
 }
 
 
@@ -461,8 +467,8 @@ def read_store(store_dir: str | os.PathLike) -> tuple[dict[str, Any] | None, lis
             raise InputError(p, None, "identity", "the identity or the sealed flag is not the "
                              "key's (edited?)", rule="STORE")
         ids = e["items"]["query_id"]
-        if len(ids) != len(e["items"]["modality"]):
-            raise InputError(p, None, "items", "query_id and modality lists differ",
+        if len(ids) != len(e["items"]["modality"]) or len(ids) != len(e["items"]["holder"]):
+            raise InputError(p, None, "items", "query_id, modality and holder lists differ",
                              rule="STORE")
         bad = ids_problem(ids)
         if bad:

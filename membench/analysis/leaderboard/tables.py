@@ -31,7 +31,7 @@ def format_brief(lb: Leaderboard) -> str:
               f"{lb.store['selection']['queries']} queries; best per headline measure over "
               "all items (gold judgments; paired tests against the best, Holm):")]
     for size in lb.size_classes:
-        lines.append(f"  size {size}")
+        lines.append(f"  size {size} (tests resampled {lb.units(size) or 'by record'})")
         for b in best_rows(lb, size):
             digits = 1 if b["measure"].startswith("latency") else 3
             rest = ", ".join(
@@ -70,7 +70,8 @@ def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
     answer@cartridge and the median tokens of a committed cartridge)."""
     lines = [f"{len(lb.entries)} entries; {lb.store['split']} split, "
              f"{lb.store['selection']['queries']} queries; ranked by {lb.rank_by}; paired tests "
-             "against the best of each column, Holm over each table"]
+             "against the best of each column, Holm over each table; resampled "
+             + (lb.units() or "by record")]
     for size in lb.size_classes:
         for js in lb.judgment_sets:
             w = lb.wide(size, js)
