@@ -12,7 +12,7 @@ import pytest
 from membench.cli import main
 from membench.core.errors import MembenchError
 from membench.trec.evaluate import _scan_run
-from membench.trec.trec_eval import parse_measures, trec_eval, trec_eval_values
+from membench.trec.trec_eval import IllegalMeasure, parse_measures, trec_eval, trec_eval_values
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -149,9 +149,17 @@ def test_membench_ties_equal_trec_eval_on_tie_free_runs(tmp_path):
 
 def test_measure_names():
     # trec_eval's table order, each measure once, its first parameters kept
-    assert parse_measures(["recall.10,100", "map", "recall_10", "P_5"]) == \
+    assert parse_measures(["recall.10,100", "map", "recall.10", "P.5"]) == \
         ["map", "P_5", "recall_10", "recall_100"]
     assert parse_measures(["ndcg_cut"])[:2] == ["ndcg_cut_5", "ndcg_cut_10"]
+    # parameters as trec_eval reads them: cutoffs by atol, multiples and levels by atof
+    assert parse_measures(["Rprec_mult.2,0.5abc", "iprec_at_recall.1.5,-.25"]) == \
+        ["iprec_at_recall_-0.25", "iprec_at_recall_1.50", "Rprec_mult_0.50", "Rprec_mult_2.00"]
+    assert parse_measures(["set_F.0.5"]) == ["set_F_0.5"]
+    # "P_5" is not "P.5" to trec_eval: an illegal measure (exit status 1)
+    for bad in ("P_5", "ndcg_cut_10", "set_F_0.5"):
+        with pytest.raises(IllegalMeasure, match="illegal measure"):
+            parse_measures([bad])
 
 
 def test_cli(tmp_path, capsys):

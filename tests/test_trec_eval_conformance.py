@@ -339,6 +339,12 @@ CASES = {
     "set_F.abc": (QRELS, RUN, ["-m", "set_F.abc"]),
     "cutoffs": (QRELS, RUN, ["-m", "P.5,10", "-m", "ndcg_cut.5", "-m", "success.1",
                              "-m", "recall.2x,1"]),
+    "Rprec_mult": (QRELS, RUN, ["-q", "-m", "Rprec_mult", "-m", "Rprec_mult.0.1,0.5,3,-1,x"]),
+    "Rprec_mult -M -J": (QRELS, RUN, ["-q", "-M", "1", "-J", "-m", "Rprec_mult.0.7,1.9"]),
+    "recall levels by atof": (QRELS, RUN, ["-q", "-m", "iprec_at_recall.1.5,-0.5,abc"]),
+    "P_5 is illegal": (QRELS, RUN, ["-m", "P_5"]),
+    "set_F_0.5 is illegal": (QRELS, RUN, ["-m", "set_F_0.5"]),
+    "duplicate levels": (QRELS, RUN, ["-m", "iprec_at_recall.0.5,.5"]),
     # trec_eval's refusals and their exit statuses
     "illegal measure": (QRELS, RUN, ["-m", "nosuch"]),
     "no parameter": (QRELS, RUN, ["-m", "P."]),
