@@ -436,7 +436,8 @@ def _parse_strict(path: Path, ch: _Chunk, compat: bool = False
             if compat:                    # trec_eval never reads the rank column
                 rank[i] = min(max(c_atol(tok), -2**31), 2**31 - 1)
                 continue
-            raise InputError(path, _at(first, i), "rank", f"not an integer: {tok!r}"[:200],
+            raise InputError(path, _at(first, i), "rank", f"not an integer: "
+                             f"{tok.decode('utf-8', 'replace')!r}"[:200],
                              rule="TREC") from None
         if not -2**31 <= v < 2**31 and compat:
             v = min(max(v, -2**31), 2**31 - 1)
@@ -455,7 +456,8 @@ def _parse_strict(path: Path, ch: _Chunk, compat: bool = False
         try:
             score[i] = c_atof(tok) if compat else trec_float(tok)
         except ValueError:
-            raise InputError(path, _at(first, i), "score", f"not a number: {tok!r}"[:200]
+            raise InputError(path, _at(first, i), "score", "not a number: "
+                                 f"{tok.decode('utf-8', 'replace')!r}"[:200]
                              + "; trec_eval reads it with C's atof, and so does membench "
                              "trec-eval without --strict", rule="TREC") from None
     if n and not compat and not np.all(np.isfinite(score)):

@@ -153,9 +153,12 @@ NOT_IMPLEMENTED = tuple(m for m in TREC_EVAL_TABLE if m not in MEASURES)
 DEFAULT_MEASURES = ("official",)
 
 # trec_eval 10.0's exit statuses (trec_eval.c), which the command follows where it has them
-EXIT_ILLEGAL_MEASURE = 1    # not one of trec_eval's measures, or "name." without parameters
+# (docs/runs.md has the table)
+EXIT_ILLEGAL_MEASURE = 1    # not one of trec_eval's measures, "name." without parameters,
+EXIT_USAGE = 1              # "P_5"; an unknown option or a wrong number of arguments
 EXIT_CANNOT_READ = 2        # an empty (or unreadable) qrels or run; membench's other refusals
 EXIT_QUERY_REFUSED = 4      # a docid twice in an evaluated query, a qrels query not in the run
+EXIT_DISK_FULL = 4          # membench's own: no space left writing the output or TMPDIR
 _EXIT_BY_RULE = {"DUPLICATE_DOC": EXIT_QUERY_REFUSED, "MISSING_QUERY": EXIT_QUERY_REFUSED,
                  "NO_RUN_LINE": EXIT_QUERY_REFUSED}
 
@@ -688,6 +691,28 @@ def run_command(a) -> int:
     except MembenchError as e:
         print(f"membench: {e}", file=sys.stderr)
         return exit_status(e)
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        code, line = os_error(e)
+        print(f"membench: {line}", file=sys.stderr)
+        return code
+
+
+def os_error(e: OSError) -> tuple[int, str]:
+    """The exit status and one line for a file-system error: disk full (no space left or
+    quota exceeded, writing the output or a temporary file in TMPDIR) is
+    :data:`EXIT_DISK_FULL` (membench's status; trec_eval ignores a failed write and exits 0),
+    anything else (a file that cannot be opened or read) :data:`EXIT_CANNOT_READ`, as
+    trec_eval's "Quit in file"."""
+    import errno
+
+    where = e.filename2 or e.filename or "standard output"
+    what = e.strerror or type(e).__name__
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return EXIT_DISK_FULL, (f"{where}: disk full ({what}): the output is incomplete; free "
+                                "some space and run it again")
+    return EXIT_CANNOT_READ, f"{where}: {what}"
 
 
 def _run(a, out) -> int:
@@ -713,6 +738,7 @@ def _run(a, out) -> int:
                           level=a.level, max_docs=a.max_docs, judged_only=a.judged_only,
                           summary=summary):
         out.write(line + "\n")
+    out.flush()                      # a write error is reported here, not lost at exit
     return 0
 
 
@@ -734,7 +760,12 @@ def main(argv: Sequence[str]) -> int:
     import argparse
     import sys
 
-    p = argparse.ArgumentParser(prog="membench trec-eval",
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message):            # trec_eval's usage error: status 1
+            self.print_usage(sys.stderr)
+            self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    p = _Parser(prog="membench trec-eval",
                                 description="trec_eval's measures and output on plain TREC "
                                 "files (membench's engine; trec_eval 10.0's semantics)")
     add_arguments(p)
@@ -759,8 +790,9 @@ def main(argv: Sequence[str]) -> int:
         print("membench: stopped", file=sys.stderr)
         return 130
     except OSError as e:
-        print(f"membench: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
-        return 3
+        code, line = os_error(e)
+        print(f"membench: {line}", file=sys.stderr)
+        return code
     finally:
         if hide:
             sys.meta_path.remove(blocker)
