@@ -411,3 +411,46 @@ def test_nan_scores_in_a_generated_run(binary, tmp_path, capsys):
     code, out, err = run_membench(capsys, args)
     assert want.returncode == code == 0, (err, want.stderr)
     assert out == want.stdout
+
+
+@pytest.mark.parametrize("layout", ["sorted", "shards", "spilled"])
+def test_tied_scores_ordered_by_docid_in_every_layout(binary, tmp_path, capsys, monkeypatch,
+                                                      layout):
+    """Two-decimal scores (most lines tied) broken by docid descending, as trec_eval does,
+    with docids of 1 to 70 bytes sharing long prefixes (one piece holds a docid past 64
+    bytes: its docids are read again from the file, the others are ranked from the words
+    kept per line), repeated docids in unjudged queries, pieces of 4 KiB; the lines in query
+    order, as 4 shards concatenated, and past the held-lines bound (grouped on disk)."""
+    import membench.trec.read as read
+    rng = random.Random(5)
+    lines, qrels = [], []
+    for i in range(400):
+        docs = set()
+        for _ in range(rng.randint(1, 60)):
+            n = rng.choice([1, 3, 8, 9, 16, 17, 30]) if i != 123 else 70
+            docs.add(("msmarco_passage_" * 5)[:max(0, n - 3)] + f"{rng.randrange(999):03d}")
+        for d in docs:
+            lines.append((f"q{i}", d, f"{rng.randrange(8) / 4:.2f}"))
+            if rng.random() < 0.3:
+                qrels.append(f"q{i} 0 {d} {rng.choice([0, 1, 2])}\n")
+        qrels.append(f"q{i} 0 none{i} 1\n")
+    lines += [("unjudged", "same", "1.00"), ("unjudged", "same", "1.00")]
+    if layout == "sorted":
+        text = [f"{q} Q0 {d} 1 {s} t\n" for q, d, s in lines]
+    else:
+        shards = [[], [], [], []]
+        for ln in lines:
+            shards[rng.randrange(4)].append(ln)
+        text = [f"{q} Q0 {d} 1 {s} t\n" for sh in shards for q, d, s in sh]
+    q, r = tmp_path / "qrels", tmp_path / "run"
+    q.write_text("".join(qrels))
+    r.write_text("".join(text))
+    monkeypatch.setattr(read, "CHUNK_BYTES", 4096)
+    if layout == "spilled":
+        monkeypatch.setattr(read, "MAX_HELD_BYTES", 64 << 10)
+    args = ["-q", "-m", "recip_rank", "-m", "map", "-m", "ndcg_cut.1,3,10", "-m", "P.1,2",
+            str(q), str(r)]
+    want = subprocess.run([str(binary), *args], capture_output=True, text=True, check=False)
+    code, out, err = run_membench(capsys, args)
+    assert want.returncode == code == 0, (err, want.stderr)
+    assert out == want.stdout

@@ -24,10 +24,14 @@ and its lines are handed on in groups that hold whole queries to :meth:`_Scan.ra
   :data:`MAX_HELD_BYTES` the lines go to one temporary file per part (``TMPDIR``), and if
   the bound was passed before a query came back the file is read a second time: bounded
   memory for any order.
+* **docid words**: for trec_eval's ranking (ties broken by docid) each line also keeps its
+  docid as big-endian 8-byte words (:func:`_docid_words`: 8 to 64 bytes a line, counted in
+  :data:`MAX_HELD_BYTES`), so ties are ordered by one sort, without reading docids again;
 * **reading again**: the exact docid bytes of some lines (duplicate candidates: equal
-  (query, docid) keys; ties that trec_eval breaks by docid) and the file line of a record
-  (when comment or blank lines were skipped) are read again from the file, piece by piece
-  (:func:`_reread_docids`, :func:`_record_line`).
+  (query, docid) keys; ties among lines without docid words: a docid past 64 bytes, lines
+  grouped on disk) and the file line of a record (when comment or blank lines were skipped)
+  are read again from the file, piece by piece (:func:`_reread_docids`,
+  :func:`_record_line`).
 """
 
 from __future__ import annotations
@@ -416,9 +420,17 @@ class _Lines:
     key: np.ndarray      # uint64: (query, docid) hash
     jpos: np.ndarray     # int64: positions (in these lines) of judged lines
     jrel: np.ndarray     # int64: their relevance
+    # uint64 (lines, K): the docid's bytes as K big-endian words, zero-padded (ascending
+    # words = C's strcmp order); None when not kept (membench's ties, a docid longer than
+    # 64 bytes, lines read back from disk): the docids are then read again from the file
+    dw: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.q)
+
+    def held_bytes(self) -> int:
+        """What holding these lines costs: their five columns and the docid words."""
+        return _LINE_BYTES * len(self.q) + (0 if self.dw is None else self.dw.nbytes)
 
     @staticmethod
     def concat(parts: list[_Lines]) -> _Lines:
@@ -428,13 +440,53 @@ class _Lines:
         return _Lines(*(np.concatenate([getattr(p, f) for p in parts])
                         for f in ("line", "q", "rank", "score", "key")),
                       np.concatenate([p.jpos + s for p, s in zip(parts, sizes[:-1])]),
-                      np.concatenate([p.jrel for p in parts]))
+                      np.concatenate([p.jrel for p in parts]),
+                      _concat_words([p.dw for p in parts]))
 
     def take(self, sl: slice) -> _Lines:
         a, b = sl.start, sl.stop
         keep = (self.jpos >= a) & (self.jpos < b)
         return _Lines(self.line[sl], self.q[sl], self.rank[sl], self.score[sl], self.key[sl],
-                      self.jpos[keep] - a, self.jrel[keep])
+                      self.jpos[keep] - a, self.jrel[keep],
+                      None if self.dw is None else self.dw[sl])
+
+
+_WORDS_MAX = 8                       # docid words kept per line: docids of up to 64 bytes
+
+
+def _docid_words(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> np.ndarray | None:
+    """The docids ``ch.raw[s:e]`` as (lines, K) big-endian uint64 words, zero-padded, K the
+    longest docid's words: comparing rows word by word is comparing the bytes as C's strcmp
+    does (a docid holds no NUL byte, so a prefix sorts first). ``None`` past 64 bytes."""
+    L = e - s
+    n = len(L)
+    if n == 0:
+        return np.zeros((0, 1), dtype=np.uint64)
+    k = (int(L.max()) + 7) // 8
+    if k > _WORDS_MAX:
+        return None
+    out = np.empty((n, max(k, 1)), dtype=np.uint64)
+    for j in range(k):
+        w = ch.masked_word(s, L, j)
+        w.byteswap(inplace=True)
+        out[:, j] = w
+    return out
+
+
+def _concat_words(parts: list[np.ndarray | None]) -> np.ndarray | None:
+    """Docid words of several parts (zero columns added to the narrower ones); ``None`` if
+    one part has none."""
+    if any(p is None for p in parts):
+        return None
+    k = max(p.shape[1] for p in parts)
+    if all(p.shape[1] == k for p in parts):
+        return np.concatenate(parts)
+    out = np.zeros((sum(len(p) for p in parts), k), dtype=np.uint64)
+    at = 0
+    for p in parts:
+        out[at:at + len(p), :p.shape[1]] = p
+        at += len(p)
+    return out
 
 
 _REC = np.dtype([("line", "<i8"), ("key", "<u8"), ("score", "<f8"), ("q", "<i4"),
@@ -457,6 +509,7 @@ class _Scan:
         self.path, self.qr, self.chunk_bytes = path, qrels, chunk_bytes
         self.qindex = _QueryIndex(qindex)
         self.keep_lines, self.compat = keep_lines, compat
+        self.docid_words = False   # keep each line's docid words (_Lines.dw) to rank by docid
         self.chunk_info: list[tuple[int, int, int]] = []
         self.n_lines = 0        # records (= lines unless compat skipped some)
         self.file_lines = 0     # lines (compat only)
@@ -490,10 +543,11 @@ class _Scan:
                     bool((parsed[0].ch.buf[parsed[0].s] == 35).any()):
                 parsed = None                      # a "#" comment line: the strict reader
             if parsed is None:
-                return offset, raw, size, None, None, None
+                return offset, raw, size, None, None, None, None
             qtok, dtok = parsed[0], parsed[1]
             return offset, raw, size, parsed, _hash(dtok.ch, dtok.s, dtok.e), \
-                _changes(qtok.ch, qtok.s, qtok.e)
+                _changes(qtok.ch, qtok.s, qtok.e), \
+                _docid_words(dtok.ch, dtok.s, dtok.e) if self.docid_words else None
 
         pieces = _read_chunks(self.path, self.chunk_bytes)
         pool = ThreadPoolExecutor(1) if opts is not None else None
@@ -501,7 +555,8 @@ class _Scan:
             first = next(pieces, None)
             fut = None if first is None else (pool.submit(prepare, first) if pool else first)
             while fut is not None:
-                offset, raw, size, parsed, dh, qchange = fut.result() if pool else prepare(fut)
+                offset, raw, size, parsed, dh, qchange, dw = \
+                    fut.result() if pool else prepare(fut)
                 nxt = next(pieces, None)
                 fut = None if nxt is None else (pool.submit(prepare, nxt) if pool else nxt)
                 first_line = self.file_lines if self.compat else self.n_lines
@@ -513,6 +568,8 @@ class _Scan:
                 qtok, dtok, rank, score, qcol = parsed
                 if dh is None:
                     dh = _hash(dtok.ch, dtok.s, dtok.e)
+                    if self.docid_words:
+                        dw = _docid_words(dtok.ch, dtok.s, dtok.e)
                 n = len(rank)
                 q = self.qindex.lookup(qtok, qchange, qcol)
                 key = _mix(dh, q)
@@ -522,7 +579,7 @@ class _Scan:
                 self.n_lines += n
                 if self.keep_lines:
                     self.line_q.append(q)
-                yield _Lines(lines, q, rank, score, key, jl, jr)
+                yield _Lines(lines, q, rank, score, key, jl, jr, dw)
         finally:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
@@ -549,7 +606,7 @@ class _Scan:
             n = len(lines)
             if held is not None:
                 held.append(lines)
-                held_bytes += _LINE_BYTES * n
+                held_bytes += lines.held_bytes()
                 if held_bytes > MAX_HELD_BYTES:
                     held = None
             if n == 0:
@@ -639,14 +696,14 @@ class _Scan:
                 if n == 0:
                     continue
                 order, bounds, jpart = split(lines)
-                if files is None and held_bytes + _LINE_BYTES * n > MAX_HELD_BYTES:
+                if files is None and held_bytes + lines.held_bytes() > MAX_HELD_BYTES:
                     files = [open(tmpdir / f"part{i}.bin", "wb") for i in range(parts)]
                     for item in held:
                         write(*item)
                     held.clear()
                 if files is None:
                     held.append((lines, order, bounds, jpart))
-                    held_bytes += _LINE_BYTES * n
+                    held_bytes += lines.held_bytes()
                 else:
                     write(lines, order, bounds, jpart)
         finally:
@@ -687,6 +744,9 @@ class _Scan:
         rank = np.empty(total, np.int32)
         score = np.empty(total, np.float64)
         key = np.empty(total, np.uint64)
+        have = [lines.dw for (lines, _, _, _), k in zip(held, m) if k]
+        dw = None if any(w is None for w in have) else \
+            np.zeros((total, max(w.shape[1] for w in have)), np.uint64)
         jpos, jrel = [], []
         at = 0
         for (lines, order, b, jpart), k in zip(held, m):
@@ -701,6 +761,8 @@ class _Scan:
                 rank[span] = lines.rank[a:z]
                 score[span] = lines.score[a:z]
                 key[span] = lines.key[a:z]
+                if dw is not None:
+                    dw[span, :lines.dw.shape[1]] = lines.dw[a:z]
             else:
                 idx = order[a:z]
                 np.add(idx, lines.line[0], out=line[span])    # a chunk's lines are consecutive
@@ -708,6 +770,8 @@ class _Scan:
                 np.take(lines.rank, idx, out=rank[span])
                 np.take(lines.score, idx, out=score[span])
                 np.take(lines.key, idx, out=key[span])
+                if dw is not None:
+                    dw[span, :lines.dw.shape[1]] = lines.dw[idx]
             mine = jpart == i
             if mine.any():
                 jpos.append(np.searchsorted(idx, lines.jpos[mine]) + at)
@@ -715,7 +779,7 @@ class _Scan:
             at += k
         return _Lines(line, q, rank, score, key,
                       np.concatenate(jpos) if jpos else np.zeros(0, np.int64),
-                      np.concatenate(jrel) if jrel else np.zeros(0, np.int64))
+                      np.concatenate(jrel) if jrel else np.zeros(0, np.int64), dw)
 
 
 # --------------------------------------------------------------------------- reading again
