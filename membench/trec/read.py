@@ -16,7 +16,8 @@ and its lines are handed on in groups that hold whole queries to :meth:`_Scan.ra
   confirmed on the bytes (:class:`_Qrels`).
 * **grouping**: while queries come contiguously (each query's lines in one block, any order
   inside it), each group of whole queries is ranked as soon as the next query starts, so
-  memory is a chunk plus one query; the chunks read are also held (32 bytes a line, up to
+  memory is a chunk plus one query; the chunks read are also held (32 bytes a line, plus
+  the docid words, up to
   :data:`MAX_HELD_BYTES`). When a query reappears after another one started
   (shards concatenated, a run sorted by docid), every line goes on to :meth:`_Scan.group`:
   split by ranges of query indices (mod P) into parts of about 2 million lines, held, then
@@ -55,7 +56,8 @@ from .parse import (_arrow_options, _binary_tokens, _changes, _Chunk, _fields, _
 CHUNK_BYTES = 8 << 20
 MAX_HELD_BYTES = bound(
     "trec_held_bytes", 384 << 20, "bytes",
-    "lines of a TREC run held in memory (32 bytes a line) to group queries whose lines are "
+    "lines of a TREC run held in memory (32 bytes a line, and 8 to 64 of docid for trec_eval's "
+    "ties) to group queries whose lines are "
     "not contiguous (a run written by shards, sorted by docid, ...)",
     "the lines go to temporary files in TMPDIR, one per group of queries (no error; the file "
     "is read a second time as far as the bound was passed before the first query came back)",
@@ -473,6 +475,24 @@ def _docid_words(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> np.ndarray | None:
     return out
 
 
+def _read_words(path: Path, pieces: list[tuple[int, int]] | None, n: int) -> np.ndarray | None:
+    """A part's docid words written piece by piece (``pieces``: (K, lines) each), read back
+    as one (n, K max) array; ``None`` (the file removed) when a piece had none."""
+    try:
+        if pieces is None or sum(c for _, c in pieces) != n:
+            return None
+        k = max((w for w, _ in pieces), default=1)
+        out = np.zeros((n, k), dtype=np.uint64)
+        at = 0
+        with open(path, "rb") as f:
+            for w, c in pieces:
+                out[at:at + c, :w] = np.fromfile(f, dtype=np.uint64, count=c * w).reshape(c, w)
+                at += c
+        return out
+    finally:
+        path.unlink(missing_ok=True)
+
+
 def _concat_words(parts: list[np.ndarray | None]) -> np.ndarray | None:
     """Docid words of several parts (zero columns added to the narrower ones); ``None`` if
     one part has none."""
@@ -662,7 +682,8 @@ class _Scan:
         parts = min(4096, max(1, -(-est_lines // _PART_LINES)))
         held: list[tuple[_Lines, np.ndarray | None, np.ndarray, np.ndarray]] = []
         held_bytes = 0
-        files: list | None = None
+        files: list | None = None     # one file of lines per part, then one of docid words
+        words: list = []              # per part: (K, lines) of each piece written, or None
         judged: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
         # part of query q: (q // width) mod parts, width = the queries known now / parts, so
@@ -686,8 +707,15 @@ class _Scan:
             for f in ("line", "key", "score", "q", "rank"):
                 col = getattr(lines, f)
                 rec[f] = col if order is None else col[order]
+            dw = lines.dw if lines.dw is None or order is None else lines.dw[order]
             for i in np.flatnonzero(np.diff(bounds)).tolist():
                 rec[bounds[i]:bounds[i + 1]].tofile(files[i])
+                if words[i] is not None:              # the docid words, beside: (K, lines)
+                    if dw is None:
+                        words[i] = None
+                    else:
+                        np.ascontiguousarray(dw[bounds[i]:bounds[i + 1]]).tofile(files[i + parts])
+                        words[i].append((dw.shape[1], int(bounds[i + 1] - bounds[i])))
             judged.append((lines.line[lines.jpos], jpart, lines.jrel))
 
         try:
@@ -697,7 +725,9 @@ class _Scan:
                     continue
                 order, bounds, jpart = split(lines)
                 if files is None and held_bytes + lines.held_bytes() > MAX_HELD_BYTES:
-                    files = [open(tmpdir / f"part{i}.bin", "wb") for i in range(parts)]
+                    files = [open(tmpdir / f"part{i}.bin", "wb") for i in range(parts)] + \
+                        [open(tmpdir / f"part{i}.dw", "wb") for i in range(parts)]
+                    words = [[] for _ in range(parts)]
                     for item in held:
                         write(*item)
                     held.clear()
@@ -723,14 +753,15 @@ class _Scan:
             p = tmpdir / f"part{i}.bin"
             rec = np.fromfile(p, dtype=_REC)
             p.unlink()
+            dw = _read_words(tmpdir / f"part{i}.dw", words[i], len(rec))
             if len(rec) == 0:
                 continue
             mine = jb == i
             pos = np.searchsorted(rec["line"], jl[mine])
             self.rank(_Lines(rec["line"].copy(), rec["q"].copy(), rec["rank"].copy(),
-                             rec["score"].copy(), rec["key"].copy(), pos, jr[mine]),
+                             rec["score"].copy(), rec["key"].copy(), pos, jr[mine], dw),
                       grouped=True)
-            del rec
+            del rec, dw
 
     @staticmethod
     def _gather(held, i: int) -> _Lines | None:
