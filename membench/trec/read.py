@@ -49,13 +49,13 @@ import numpy as np
 from ..core.bounds import bound
 from ..core.errors import InputError
 from ..core.textfiles import MAX_TREC_LINE, c_atol, check_readable_file, trec_fields, trec_int
-from .parse import (_arrow_options, _binary_tokens, _changes, _Chunk, _fields, _hash,
-                    _have_arrow, _mix, _parse_arrow, _parse_ints, _parse_strict, _QueryIndex,
-                    _same_bytes)
+from .parse import (_arrow_options, _binary_tokens, _changes, _Chunk, _concat_words,
+                    _docid_words, _fields, _hash, _have_arrow, _mix, _parse_arrow, _parse_strict,
+                    _QueryIndex, _relevance, _same_bytes, _words_from)
 
 CHUNK_BYTES = 8 << 20
 MAX_HELD_BYTES = bound(
-    "trec_held_bytes", 384 << 20, "bytes",
+    "trec_held_bytes", 512 << 20, "bytes",
     "lines of a TREC run held in memory (32 bytes a line, and 8 to 64 of docid for trec_eval's "
     "ties) to group queries whose lines are "
     "not contiguous (a run written by shards, sorted by docid, ...)",
@@ -261,25 +261,6 @@ def _qrels_arrays(path: Path, qindex: dict[str, int], compat: bool = False) -> t
     return q, dtok.ch, dtok.s, dl, rel
 
 
-def _relevance(col, compat: bool) -> np.ndarray | None:
-    """An arrow column of relevance tokens as int64: plain integers (``[+-]digits``, up to 18)
-    directly; with ``compat`` any other token as C's ``atol`` reads it, else ``None`` (the
-    line-by-line reader then names the line)."""
-    tok, L = _binary_tokens(col)
-    n = len(L)
-    first = tok.ch.buf[np.minimum(tok.s, max(tok.ch.size - 1, 0))] if n else np.zeros(0, np.uint8)
-    sign = ((first == 43) | (first == 45)) & (L > 0)
-    val, ok = _parse_ints(tok.ch, tok.s + sign, tok.e)
-    ok &= L - sign > 0
-    val = np.where(sign & (first == 45), -val, val)
-    if not bool(ok.all()):
-        if not compat:
-            return None
-        for i in np.flatnonzero(~ok).tolist():
-            val[i] = c_atol(tok.token(i))
-    return val.astype(np.int64)
-
-
 class _Qrels:
     """Qrels as one small open-addressing hash table per query (docid hash -> judgment), so
     that looking up a run's lines, which come query by query, stays in cache. Every hash match
@@ -451,62 +432,6 @@ class _Lines:
         return _Lines(self.line[sl], self.q[sl], self.rank[sl], self.score[sl], self.key[sl],
                       self.jpos[keep] - a, self.jrel[keep],
                       None if self.dw is None else self.dw[sl])
-
-
-_WORDS_MAX = 8                       # docid words kept per line: docids of up to 64 bytes
-
-
-def _docid_words(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> np.ndarray | None:
-    """The docids ``ch.raw[s:e]`` as (lines, K) big-endian uint64 words, zero-padded, K the
-    longest docid's words: comparing rows word by word is comparing the bytes as C's strcmp
-    does (a docid holds no NUL byte, so a prefix sorts first). ``None`` past 64 bytes."""
-    L = e - s
-    n = len(L)
-    if n == 0:
-        return np.zeros((0, 1), dtype=np.uint64)
-    k = (int(L.max()) + 7) // 8
-    if k > _WORDS_MAX:
-        return None
-    out = np.empty((n, max(k, 1)), dtype=np.uint64)
-    for j in range(k):
-        w = ch.masked_word(s, L, j)
-        w.byteswap(inplace=True)
-        out[:, j] = w
-    return out
-
-
-def _read_words(path: Path, pieces: list[tuple[int, int]] | None, n: int) -> np.ndarray | None:
-    """A part's docid words written piece by piece (``pieces``: (K, lines) each), read back
-    as one (n, K max) array; ``None`` (the file removed) when a piece had none."""
-    try:
-        if pieces is None or sum(c for _, c in pieces) != n:
-            return None
-        k = max((w for w, _ in pieces), default=1)
-        out = np.zeros((n, k), dtype=np.uint64)
-        at = 0
-        with open(path, "rb") as f:
-            for w, c in pieces:
-                out[at:at + c, :w] = np.fromfile(f, dtype=np.uint64, count=c * w).reshape(c, w)
-                at += c
-        return out
-    finally:
-        path.unlink(missing_ok=True)
-
-
-def _concat_words(parts: list[np.ndarray | None]) -> np.ndarray | None:
-    """Docid words of several parts (zero columns added to the narrower ones); ``None`` if
-    one part has none."""
-    if any(p is None for p in parts):
-        return None
-    k = max(p.shape[1] for p in parts)
-    if all(p.shape[1] == k for p in parts):
-        return np.concatenate(parts)
-    out = np.zeros((sum(len(p) for p in parts), k), dtype=np.uint64)
-    at = 0
-    for p in parts:
-        out[at:at + len(p), :p.shape[1]] = p
-        at += len(p)
-    return out
 
 
 _REC = np.dtype([("line", "<i8"), ("key", "<u8"), ("score", "<f8"), ("q", "<i4"),
@@ -753,7 +678,9 @@ class _Scan:
             p = tmpdir / f"part{i}.bin"
             rec = np.fromfile(p, dtype=_REC)
             p.unlink()
-            dw = _read_words(tmpdir / f"part{i}.dw", words[i], len(rec))
+            wp = tmpdir / f"part{i}.dw"
+            dw = _words_from(np.fromfile(wp, dtype=np.uint64), words[i], len(rec))
+            wp.unlink()
             if len(rec) == 0:
                 continue
             mine = jb == i
