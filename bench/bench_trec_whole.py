@@ -203,6 +203,78 @@ def measure(cmd: list[str]) -> dict:
             "out": out.decode()}
 
 
+def _record(a, argv, tools: list[str], inputs: list[dict], times: dict, loads: list) -> dict:
+    rows = []
+    for inp in inputs:
+        name = Path(inp["run"]).stem
+        row = dict(inp, name=name, lines=sum(1 for _ in open(inp["run"], "rb")),
+                   mb=round(os.path.getsize(inp["run"]) / 1e6, 1))
+        for tool in tools:
+            rs = times.get((name, tool))
+            if rs:
+                row[tool] = {"cpu": round(statistics.median(r["cpu"] for r in rs), 2),
+                             "wall": round(statistics.median(r["wall"] for r in rs), 2),
+                             "rss_mb": round(statistics.median(r["rss_mb"] for r in rs)),
+                             "repeats": len(rs),
+                             "cpu_all": [round(r["cpu"], 2) for r in rs]}
+        rows.append(row)
+    return {"format": 1,
+            "command": "bench/bench_trec_whole.py " + " ".join(argv or sys.argv[1:]),
+            "measured": datetime.date.today().isoformat(),
+            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                                     capture_output=True, text=True).stdout.strip(),
+            "cpus": os.cpu_count(), "load_before_repeats": [round(x, 2) for x in loads],
+            "queries": a.queries, "measures": MEASURES, "tools": tools, "rows": rows}
+
+
+def _from_log(a, argv) -> int:
+    """The record of a stopped run, from its progress lines."""
+    import re
+    times: dict = {}
+    done: dict = {}
+    pat = re.compile(r"repeat (\d+) (\S+)\s+(\S+)\s+cpu\s+([\d.]+) s\s+wall\s+([\d.]+) s"
+                     r"\s+rss\s+(\d+) MB")
+    text = a.from_log.read_text()
+    if "differs" in text:
+        raise SystemExit(f"{a.from_log}: the run stopped on outputs that differ")
+    for line in text.splitlines():
+        m = pat.match(line)
+        if m:
+            rep, name, tool = int(m.group(1)), m.group(2), m.group(3)
+            done.setdefault((rep, name), []).append(
+                (tool, {"cpu": float(m.group(4)), "wall": float(m.group(5)),
+                        "rss_mb": float(m.group(6))}))
+    tools = [t for t in TOOLS if any(t == x for v in done.values() for x, _ in v)]
+    for (rep, name), got in done.items():
+        if rep == 1 and len(got) < len(tools):
+            continue                     # an input not finished (its outputs not compared)
+        if rep > 1 and len(got) < len([t for t in tools if t != "pytrec_eval"]):
+            continue
+        for tool, r in got:
+            times.setdefault((name, tool), []).append(r)
+    names = {n for (n, _) in times}
+    inputs = []
+    for run in sorted(a.workdir.glob(f"*-{a.queries}-*.run")):
+        if run.stem not in names:
+            continue
+        parts = run.stem.split("-")
+        shape, lay = parts[0], parts[-1]
+        dec = int(parts[2][1:]) if shape == "fixed" else 2
+        inputs.append({"shape": shape, "decimals": dec, "layout": lay, "run": str(run),
+                       "qrels": str(a.workdir / f"{shape}-{a.queries}.qrels")})
+    key = {("fixed", d, lay): i for i, (d, lay) in
+           enumerate((d, lay) for d in (2, 4, 12) for lay in LAYOUTS)}
+    inputs.sort(key=lambda i: key.get((i["shape"], i["decimals"], i["layout"]),
+                                      100 + LAYOUTS.index(i["layout"])))
+    rec = _record(a, argv, tools, inputs, times, [])
+    rec["load_before_repeats"] = None
+    rec["from_log"] = True
+    print(json.dumps(rec, indent=1))
+    if a.save:
+        RESULT.write_text(json.dumps(rec, indent=1) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--queries", type=int, default=10_000)
@@ -216,7 +288,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reuse", action="store_true", help="keep inputs already written")
     ap.add_argument("--trec-eval", default=None, help="the trec_eval binary")
     ap.add_argument("--save", action="store_true", help=f"write {RESULT.relative_to(REPO)}")
+    ap.add_argument("--from-log", type=Path, default=None, metavar="LOG",
+                    help="build the record from the progress lines (stderr) of a run stopped "
+                    "before its last repeat, the inputs in --workdir (every repeat logged is "
+                    "counted; an input is logged only once its outputs were compared)")
     a = ap.parse_args(argv)
+    if a.from_log is not None:
+        return _from_log(a, argv)
     tools = [t for t in a.tools.split(",") if t]
     exe = None
     if "trec_eval" in tools:
@@ -256,26 +334,7 @@ def main(argv: list[str] | None = None) -> int:
             if "membench" in outs and "trec_eval" in outs and \
                     outs["membench"] != outs["trec_eval"]:
                 raise SystemExit(f"{name}: membench's output differs from trec_eval's")
-    rows = []
-    for inp in inputs:
-        name = Path(inp["run"]).stem
-        row = dict(inp, name=name, lines=sum(1 for _ in open(inp["run"], "rb")),
-                   mb=round(os.path.getsize(inp["run"]) / 1e6, 1))
-        for tool in tools:
-            rs = times.get((name, tool))
-            if rs:
-                row[tool] = {"cpu": round(statistics.median(r["cpu"] for r in rs), 2),
-                             "wall": round(statistics.median(r["wall"] for r in rs), 2),
-                             "rss_mb": round(statistics.median(r["rss_mb"] for r in rs)),
-                             "repeats": len(rs),
-                             "cpu_all": [round(r["cpu"], 2) for r in rs]}
-        rows.append(row)
-    rec = {"format": 1, "command": "bench/bench_trec_whole.py " + " ".join(argv or sys.argv[1:]),
-           "measured": datetime.date.today().isoformat(),
-           "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                                    capture_output=True, text=True).stdout.strip(),
-           "cpus": os.cpu_count(), "load_before_repeats": [round(x, 2) for x in loads],
-           "queries": a.queries, "measures": MEASURES, "tools": tools, "rows": rows}
+    rec = _record(a, argv, tools, inputs, times, loads)
     print(json.dumps(rec, indent=1))
     if a.save:
         RESULT.write_text(json.dumps(rec, indent=1) + "\n")

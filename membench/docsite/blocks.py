@@ -734,7 +734,7 @@ def _trec_whole(ctx: Context) -> str:
     head = ["input", "lines", "membench CPU s", "membench MB"]
     for t in others:
         head += [f"{t} CPU s", f"{t} MB", f"{t} ÷ membench, CPU"]
-    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     shape = {"fixed": "1,000 a query", "ragged": "1-1,000 a query, graded, missing queries"}
     for r in d["rows"]:
         m = r.get("membench")
@@ -748,13 +748,16 @@ def _trec_whole(ctx: Context) -> str:
         rows.append("| " + " | ".join(cells) + " |")
     reps = sorted({x["repeats"] for r in d["rows"] for t in tools if (x := r.get(t))})
     loads = d["load_before_repeats"]
+    load = (f"load average {min(loads):.1f}-{max(loads):.1f} before the repeats" if loads
+            else "the record built from the run's progress lines (`--from-log`), the run "
+            "stopped before its last repeat")
     return "\n".join(rows) + (
         f"\n\n`{d['command'].strip()}` on {d['measured']} (commit {d['commit']}), "
-        f"{d['cpus']} CPUs, {d['queries']:,} queries; measures "
+        f"{d['cpus']} CPUs shared with other work, {d['queries']:,} queries; measures "
         + " ".join(f"`{x}`" for x in d["measures"]) + " (`-c`); CPU seconds (user + system) "
-        f"of the whole process, the median of {' or '.join(map(str, reps))} interleaved "
-        f"repeats; peak RSS in MB; load average {min(loads):.1f}-{max(loads):.1f} before the "
-        "repeats. membench's output equals trec_eval's, line for line, on every input.")
+        f"of the whole process, the median of {' to '.join(map(str, [reps[0], reps[-1]][:len(set(reps))]))} "
+        f"interleaved repeats (pytrec_eval: the fewest); peak RSS in MB; {load}. membench's "
+        "output equals trec_eval's, line for line, on every input.")
 
 
 GENERATORS: dict[str, Callable[[Context], str]] = {
