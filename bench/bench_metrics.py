@@ -10,6 +10,8 @@ runs and qrels you give it.
     .venv/bin/python bench/bench_metrics.py --bounds              # the reader's bounds, timed
     .venv/bin/python bench/bench_metrics.py --startup --repeats 5 # whole commands, 1k-100k lines
     .venv/bin/python bench/bench_metrics.py ... --write-docs docs/speed.md
+    .venv/bin/python bench/bench_metrics.py --whole [ARGS]        # bench/bench_trec_whole.py:
+        # membench trec-eval, trec_eval and pytrec_eval as whole processes, tied scores
 
 **Tools.** ``membench`` (``membench trec-eval -c``'s function,
 :func:`membench.trec.trec_eval.trec_eval_values`, in process), ``trec_eval`` (the C program,
@@ -693,6 +695,11 @@ def startup(workdir: Path, repeats: int, exe: Path | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["--whole"]:        # whole commands as processes: bench_trec_whole.py
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_trec_whole
+        return bench_trec_whole.main(args[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="10000", help="queries, comma-separated")
     ap.add_argument("--depth", type=int, default=1_000)

@@ -5,6 +5,7 @@ only as 32-bit floats); and the documented difference of membench's tie rule."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from membench.cli import main
 from membench.core.errors import MembenchError
 from membench.trec.evaluate import _scan_run
-from membench.trec.trec_eval import parse_measures, trec_eval, trec_eval_values
+from membench.trec.trec_eval import IllegalMeasure, parse_measures, trec_eval, trec_eval_values
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -149,9 +150,17 @@ def test_membench_ties_equal_trec_eval_on_tie_free_runs(tmp_path):
 
 def test_measure_names():
     # trec_eval's table order, each measure once, its first parameters kept
-    assert parse_measures(["recall.10,100", "map", "recall_10", "P_5"]) == \
+    assert parse_measures(["recall.10,100", "map", "recall.10", "P.5"]) == \
         ["map", "P_5", "recall_10", "recall_100"]
     assert parse_measures(["ndcg_cut"])[:2] == ["ndcg_cut_5", "ndcg_cut_10"]
+    # parameters as trec_eval reads them: cutoffs by atol, multiples and levels by atof
+    assert parse_measures(["Rprec_mult.2,0.5abc", "iprec_at_recall.1.5,-.25"]) == \
+        ["iprec_at_recall_-0.25", "iprec_at_recall_1.50", "Rprec_mult_0.50", "Rprec_mult_2.00"]
+    assert parse_measures(["set_F.0.5"]) == ["set_F_0.5"]
+    # "P_5" is not "P.5" to trec_eval: an illegal measure (exit status 1)
+    for bad in ("P_5", "ndcg_cut_10", "set_F_0.5"):
+        with pytest.raises(IllegalMeasure, match="illegal measure"):
+            parse_measures([bad])
 
 
 def test_cli(tmp_path, capsys):
@@ -321,3 +330,30 @@ def test_integer_flags_past_a_c_long_are_clamped_as_trec_eval_reads_them(tmp_pat
     with pytest.raises(SystemExit) as e:
         main(["trec-eval", "-M", "1e3", str(tmp_path / "q"), str(tmp_path / "r")])
     assert e.value.code != 0 and "expected an integer" in capsys.readouterr().err
+
+
+def test_exit_statuses_of_the_command(tmp_path):
+    """The installed command (``python -m membench``, as the ``membench`` script): a usage
+    error exits 1 as trec_eval's does; a full disk under the output exits 4 with one line
+    (trec_eval would exit 0 having lost it)."""
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "q").write_text("q1 0 a 1\n")
+    (tmp_path / "r").write_text("q1 Q0 a 1 2 t\n")
+    cmd = [sys.executable, "-m", "membench", "trec-eval"]
+    files = [str(tmp_path / "q"), str(tmp_path / "r")]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    usage = subprocess.run([*cmd, "-x", *files], capture_output=True, text=True, env=env)
+    assert usage.returncode == 1 and "Traceback" not in usage.stderr
+    assert subprocess.run([*cmd, *files, "extra"], capture_output=True, env=env).returncode == 1
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([*cmd, "-q", *files], stdout=full, stderr=subprocess.PIPE,
+                              text=True, env=env)
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.count("\n") == 1 and "disk full" in done.stderr
+    (tmp_path / "x").write_text("q1 Q0 a x 2 t\n")
+    strict = subprocess.run([*cmd, "--strict", str(tmp_path / "q"), str(tmp_path / "x")],
+                            capture_output=True, text=True, env=env)
+    assert strict.returncode == 2 and "x:1" in strict.stderr and "field rank: not an integer: 'x'" \
+        in strict.stderr, strict.stderr

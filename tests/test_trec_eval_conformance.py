@@ -339,6 +339,12 @@ CASES = {
     "set_F.abc": (QRELS, RUN, ["-m", "set_F.abc"]),
     "cutoffs": (QRELS, RUN, ["-m", "P.5,10", "-m", "ndcg_cut.5", "-m", "success.1",
                              "-m", "recall.2x,1"]),
+    "Rprec_mult": (QRELS, RUN, ["-q", "-m", "Rprec_mult", "-m", "Rprec_mult.0.1,0.5,3,-1,x"]),
+    "Rprec_mult -M -J": (QRELS, RUN, ["-q", "-M", "1", "-J", "-m", "Rprec_mult.0.7,1.9"]),
+    "recall levels by atof": (QRELS, RUN, ["-q", "-m", "iprec_at_recall.1.5,-0.5,abc"]),
+    "P_5 is illegal": (QRELS, RUN, ["-m", "P_5"]),
+    "set_F_0.5 is illegal": (QRELS, RUN, ["-m", "set_F_0.5"]),
+    "duplicate levels": (QRELS, RUN, ["-m", "iprec_at_recall.0.5,.5"]),
     # trec_eval's refusals and their exit statuses
     "illegal measure": (QRELS, RUN, ["-m", "nosuch"]),
     "no parameter": (QRELS, RUN, ["-m", "P."]),
@@ -401,6 +407,49 @@ def test_nan_scores_in_a_generated_run(binary, tmp_path, capsys):
     q.write_text("".join(qrels))
     r.write_text("".join(run))
     args = ["-q", "-m", "recip_rank", "-m", "map", "-m", "ndcg_cut.3,10", str(q), str(r)]
+    want = subprocess.run([str(binary), *args], capture_output=True, text=True, check=False)
+    code, out, err = run_membench(capsys, args)
+    assert want.returncode == code == 0, (err, want.stderr)
+    assert out == want.stdout
+
+
+@pytest.mark.parametrize("layout", ["sorted", "shards", "spilled"])
+def test_tied_scores_ordered_by_docid_in_every_layout(binary, tmp_path, capsys, monkeypatch,
+                                                      layout):
+    """Two-decimal scores (most lines tied) broken by docid descending, as trec_eval does,
+    with docids of 1 to 70 bytes sharing long prefixes (one piece holds a docid past 64
+    bytes: its docids are read again from the file, the others are ranked from the words
+    kept per line), repeated docids in unjudged queries, pieces of 4 KiB; the lines in query
+    order, as 4 shards concatenated, and past the held-lines bound (grouped on disk)."""
+    import membench.trec.read as read
+    rng = random.Random(5)
+    lines, qrels = [], []
+    for i in range(400):
+        docs = set()
+        for _ in range(rng.randint(1, 60)):
+            n = rng.choice([1, 3, 8, 9, 16, 17, 30]) if i != 123 else 70
+            docs.add(("msmarco_passage_" * 5)[:max(0, n - 3)] + f"{rng.randrange(999):03d}")
+        for d in docs:
+            lines.append((f"q{i}", d, f"{rng.randrange(8) / 4:.2f}"))
+            if rng.random() < 0.3:
+                qrels.append(f"q{i} 0 {d} {rng.choice([0, 1, 2])}\n")
+        qrels.append(f"q{i} 0 none{i} 1\n")
+    lines += [("unjudged", "same", "1.00"), ("unjudged", "same", "1.00")]
+    if layout == "sorted":
+        text = [f"{q} Q0 {d} 1 {s} t\n" for q, d, s in lines]
+    else:
+        shards = [[], [], [], []]
+        for ln in lines:
+            shards[rng.randrange(4)].append(ln)
+        text = [f"{q} Q0 {d} 1 {s} t\n" for sh in shards for q, d, s in sh]
+    q, r = tmp_path / "qrels", tmp_path / "run"
+    q.write_text("".join(qrels))
+    r.write_text("".join(text))
+    monkeypatch.setattr(read, "CHUNK_BYTES", 4096)
+    if layout == "spilled":
+        monkeypatch.setattr(read, "MAX_HELD_BYTES", 64 << 10)
+    args = ["-q", "-m", "recip_rank", "-m", "map", "-m", "ndcg_cut.1,3,10", "-m", "P.1,2",
+            str(q), str(r)]
     want = subprocess.run([str(binary), *args], capture_output=True, text=True, check=False)
     code, out, err = run_membench(capsys, args)
     assert want.returncode == code == 0, (err, want.stderr)

@@ -789,10 +789,46 @@ def _trec_eval_measures(ctx: Context) -> str:
         "other than `trec_results`, `-Z`, `-N`, `-D`, `-o`.")
 
 
+def _trec_whole(ctx: Context) -> str:
+    """``membench trec-eval`` against trec_eval and pytrec_eval as whole processes
+    (bench/bench_trec_whole.py --save -> bench/results/trec-whole.json)."""
+    d = json.loads((REPO_ROOT / "bench" / "results" / "trec-whole.json").read_text())
+    tools = d["tools"]
+    others = [t for t in tools if t != "membench"]
+    head = ["input", "lines", "membench CPU s", "membench MB"]
+    for t in others:
+        head += [f"{t} CPU s", f"{t} MB", f"{t} ÷ membench, CPU"]
+    rows = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    shape = {"fixed": "1,000 a query", "ragged": "1-1,000 a query, graded, missing queries"}
+    for r in d["rows"]:
+        m = r.get("membench")
+        cells = [f"{r['shape']} ({shape[r['shape']]}), {r['decimals']} decimals, {r['layout']}",
+                 f"{r['lines']:,}", f"{m['cpu']:.2f}" if m else "-",
+                 f"{m['rss_mb']:,}" if m else "-"]
+        for t in others:
+            x = r.get(t)
+            cells += [f"{x['cpu']:.2f}" if x else "-", f"{x['rss_mb']:,}" if x else "-",
+                      f"**{x['cpu'] / m['cpu']:.2f}**" if x and m else "-"]
+        rows.append("| " + " | ".join(cells) + " |")
+    reps = sorted({x["repeats"] for r in d["rows"] for t in tools if (x := r.get(t))})
+    loads = d["load_before_repeats"]
+    load = (f"load average {min(loads):.1f}-{max(loads):.1f} before the repeats" if loads
+            else "the record built from the run's progress lines (`--from-log`), the run "
+            "stopped before its last repeat")
+    return "\n".join(rows) + (
+        f"\n\n`{d['command'].strip()}` on {d['measured']} (commit {d['commit']}), "
+        f"{d['cpus']} CPUs shared with other work, {d['queries']:,} queries; measures "
+        + " ".join(f"`{x}`" for x in d["measures"]) + " (`-c`); CPU seconds (user + system) "
+        f"of the whole process, the median of {' to '.join(map(str, [reps[0], reps[-1]][:len(set(reps))]))} "
+        f"interleaved repeats (pytrec_eval: the fewest); peak RSS in MB; {load}. membench's "
+        "output equals trec_eval's, line for line, on every input.")
+
+
 GENERATORS: dict[str, Callable[[Context], str]] = {
     "cards": _cards,
     "trec-eval-measures": _trec_eval_measures,
     "dense-isa": _dense_isa,
+    "trec-whole": _trec_whole,
     "query-fields": _query_fields,
     "import-refusal": _import_refusal,
     "dense-max-tokens": _dense_max_tokens,

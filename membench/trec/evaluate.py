@@ -7,6 +7,7 @@ ranks each group as it comes, and keeps per judged line its query, rank and rele
 * **ranking** a group: in order already (checked) -> ranks are positions; else one sort of
   packed 64-bit keys (query, the score's high bits, position), the rare runs that agree in
   the kept bits put exactly in (score, rank column, line) order (:func:`_sort`).
+  trec_eval's order: one lexsort by (query, score, docid words) (:func:`_lexsort_trec_eval`).
 * **duplicates**: lines with equal (query, docid) keys are candidates only, confirmed on their
   docid bytes read again from the file (:func:`_duplicates`), so a hash collision can cost
   time, never a wrong value.
@@ -68,6 +69,7 @@ class _RankingScan(_Scan):
                  duplicates: str = "first", max_docs: int | None = None):
         super().__init__(path, qrels, qindex, chunk_bytes, keep_lines, compat)
         self.ties, self.duplicates, self.max_docs = ties, duplicates, max_docs
+        self.docid_words = ties in ("trec_eval", "trec_eval9")
         self.out = _Ranked([], [], [], [], [])
         self.rank_parts: list[tuple[np.ndarray, np.ndarray]] = []  # keep_lines: (lines, ranks)
 
@@ -154,12 +156,23 @@ class _RankingScan(_Scan):
 
     def _order_trec_eval(self, g: _Lines, score: np.ndarray) -> np.ndarray:
         """trec_eval's order: per query ``score`` descending (doubles for 10.0; the caller
-        rounds them to 32-bit floats for 9.x), then docid descending (bytes). One stable sort
-        by (query, score); the lines whose score equals a neighbour's in the same query are
-        put in docid order by one more sort, of their docids' ranks
-        (:func:`_docid_ranks`), whatever their number. A query holding a NaN score is
-        ordered as glibc's qsort orders it under trec_eval's comparator (:func:`_qsort_order`)."""
+        rounds them to 32-bit floats for 9.x), then docid descending (bytes), a docid listed
+        twice its later line first. With the lines' docid words (:attr:`_Lines.dw`, docids of
+        up to 64 bytes): one lexsort by (query, score, docid words), no docid read again
+        (:func:`_lexsort_trec_eval`). Else one stable sort by (query, score), and the lines
+        whose score equals a neighbour's in the same query are put in docid order by one
+        more sort, of their docids' ranks (:func:`_docid_ranks`, read again from the file).
+        A query holding a NaN score is ordered as glibc's qsort orders it under trec_eval's
+        comparator (:func:`_qsort_order`)."""
         q = g.q
+        if g.dw is not None:
+            o = _lexsort_trec_eval(q, score, g.dw)
+            ss = score[o]
+            nan = np.isnan(ss)
+            if nan.any():
+                o = _with_nan_queries(self.path, g, o, score, np.unique(q[o][nan]),
+                                      self.chunk_info, self.compat)
+            return o
         o = np.argsort(-score, kind="stable")
         o = o[_stable_by_query(q[o])]
         qs, ss = q[o], score[o]
@@ -179,6 +192,18 @@ class _RankingScan(_Scan):
             o = _with_nan_queries(self.path, g, o, score, np.unique(qs[nan]), self.chunk_info,
                                   self.compat)
         return o
+
+
+def _lexsort_trec_eval(q: np.ndarray, score: np.ndarray, dw: np.ndarray) -> np.ndarray:
+    """Positions in trec_eval's order, one ``np.lexsort``: query, score descending, docid
+    descending (its big-endian words, inverted), then the later line first (the lines are
+    sorted in reverse, and lexsort is stable)."""
+    n = len(q)
+    r = slice(None, None, -1)
+    keys = [~dw[r, j] for j in range(dw.shape[1] - 1, -1, -1)]
+    keys += [np.negative(score[r]), q[r]]
+    o = np.lexsort(keys)
+    return (n - 1) - o
 
 
 def _reread_docid_bytes(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]],

@@ -314,6 +314,80 @@ def _parse_ints(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, n
     return val, ~bad
 
 
+def _relevance(col, compat: bool) -> np.ndarray | None:
+    """An arrow column of relevance tokens as int64: plain integers (``[+-]digits``, up to 18)
+    directly; with ``compat`` any other token as C's ``atol`` reads it, else ``None`` (the
+    line-by-line reader then names the line)."""
+    tok, L = _binary_tokens(col)
+    n = len(L)
+    first = tok.ch.buf[np.minimum(tok.s, max(tok.ch.size - 1, 0))] if n else np.zeros(0, np.uint8)
+    sign = ((first == 43) | (first == 45)) & (L > 0)
+    val, ok = _parse_ints(tok.ch, tok.s + sign, tok.e)
+    ok &= L - sign > 0
+    val = np.where(sign & (first == 45), -val, val)
+    if not bool(ok.all()):
+        if not compat:
+            return None
+        for i in np.flatnonzero(~ok).tolist():
+            val[i] = c_atol(tok.token(i))
+    return val.astype(np.int64)
+
+
+
+# --------------------------------------------------------------------------- docid words
+
+_WORDS_MAX = 8                       # docid words kept per line: docids of up to 64 bytes
+
+
+def _docid_words(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> np.ndarray | None:
+    """The docids ``ch.raw[s:e]`` as (lines, K) big-endian uint64 words, zero-padded, K the
+    longest docid's words: comparing rows word by word is comparing the bytes as C's strcmp
+    does (a docid holds no NUL byte, so a prefix sorts first). ``None`` past 64 bytes."""
+    L = e - s
+    n = len(L)
+    if n == 0:
+        return np.zeros((0, 1), dtype=np.uint64)
+    k = (int(L.max()) + 7) // 8
+    if k > _WORDS_MAX:
+        return None
+    out = np.empty((n, max(k, 1)), dtype=np.uint64)
+    for j in range(k):
+        w = ch.masked_word(s, L, j)
+        w.byteswap(inplace=True)
+        out[:, j] = w
+    return out
+
+
+def _words_from(data: np.ndarray, pieces: list[tuple[int, int]] | None,
+                n: int) -> np.ndarray | None:
+    """A part's docid words as written piece by piece (``data``, ``pieces``: (K, lines) of
+    each) as one (n, K max) array; ``None`` when a piece had none."""
+    if pieces is None or sum(c for _, c in pieces) != n:
+        return None
+    out = np.zeros((n, max((w for w, _ in pieces), default=1)), dtype=np.uint64)
+    at = pos = 0
+    for w, c in pieces:
+        out[at:at + c, :w] = data[pos:pos + c * w].reshape(c, w)
+        at, pos = at + c, pos + c * w
+    return out
+
+
+def _concat_words(parts: list[np.ndarray | None]) -> np.ndarray | None:
+    """Docid words of several parts (zero columns added to the narrower ones); ``None`` if
+    one part has none."""
+    if any(p is None for p in parts):
+        return None
+    k = max(p.shape[1] for p in parts)
+    if all(p.shape[1] == k for p in parts):
+        return np.concatenate(parts)
+    out = np.zeros((sum(len(p) for p in parts), k), dtype=np.uint64)
+    at = 0
+    for p in parts:
+        out[at:at + len(p), :p.shape[1]] = p
+        at += len(p)
+    return out
+
+
 # --------------------------------------------------------------------------- columns
 
 
@@ -436,7 +510,8 @@ def _parse_strict(path: Path, ch: _Chunk, compat: bool = False
             if compat:                    # trec_eval never reads the rank column
                 rank[i] = min(max(c_atol(tok), -2**31), 2**31 - 1)
                 continue
-            raise InputError(path, _at(first, i), "rank", f"not an integer: {tok!r}"[:200],
+            raise InputError(path, _at(first, i), "rank", f"not an integer: "
+                             f"{tok.decode('utf-8', 'replace')!r}"[:200],
                              rule="TREC") from None
         if not -2**31 <= v < 2**31 and compat:
             v = min(max(v, -2**31), 2**31 - 1)
@@ -455,7 +530,8 @@ def _parse_strict(path: Path, ch: _Chunk, compat: bool = False
         try:
             score[i] = c_atof(tok) if compat else trec_float(tok)
         except ValueError:
-            raise InputError(path, _at(first, i), "score", f"not a number: {tok!r}"[:200]
+            raise InputError(path, _at(first, i), "score", "not a number: "
+                                 f"{tok.decode('utf-8', 'replace')!r}"[:200]
                              + "; trec_eval reads it with C's atof, and so does membench "
                              "trec-eval without --strict", rule="TREC") from None
     if n and not compat and not np.all(np.isfinite(score)):

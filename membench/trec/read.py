@@ -16,7 +16,8 @@ and its lines are handed on in groups that hold whole queries to :meth:`_Scan.ra
   confirmed on the bytes (:class:`_Qrels`).
 * **grouping**: while queries come contiguously (each query's lines in one block, any order
   inside it), each group of whole queries is ranked as soon as the next query starts, so
-  memory is a chunk plus one query; the chunks read are also held (32 bytes a line, up to
+  memory is a chunk plus one query; the chunks read are also held (32 bytes a line, plus
+  the docid words, up to
   :data:`MAX_HELD_BYTES`). When a query reappears after another one started
   (shards concatenated, a run sorted by docid), every line goes on to :meth:`_Scan.group`:
   split by ranges of query indices (mod P) into parts of about 2 million lines, held, then
@@ -24,10 +25,14 @@ and its lines are handed on in groups that hold whole queries to :meth:`_Scan.ra
   :data:`MAX_HELD_BYTES` the lines go to one temporary file per part (``TMPDIR``), and if
   the bound was passed before a query came back the file is read a second time: bounded
   memory for any order.
+* **docid words**: for trec_eval's ranking (ties broken by docid) each line also keeps its
+  docid as big-endian 8-byte words (:func:`_docid_words`: 8 to 64 bytes a line, counted in
+  :data:`MAX_HELD_BYTES`), so ties are ordered by one sort, without reading docids again;
 * **reading again**: the exact docid bytes of some lines (duplicate candidates: equal
-  (query, docid) keys; ties that trec_eval breaks by docid) and the file line of a record
-  (when comment or blank lines were skipped) are read again from the file, piece by piece
-  (:func:`_reread_docids`, :func:`_record_line`).
+  (query, docid) keys; ties among lines without docid words: a docid past 64 bytes, lines
+  grouped on disk) and the file line of a record (when comment or blank lines were skipped)
+  are read again from the file, piece by piece (:func:`_reread_docids`,
+  :func:`_record_line`).
 """
 
 from __future__ import annotations
@@ -44,14 +49,15 @@ import numpy as np
 from ..core.bounds import bound
 from ..core.errors import InputError
 from ..core.textfiles import MAX_TREC_LINE, c_atol, check_readable_file, trec_fields, trec_int
-from .parse import (_arrow_options, _binary_tokens, _changes, _Chunk, _fields, _hash,
-                    _have_arrow, _mix, _parse_arrow, _parse_ints, _parse_strict, _QueryIndex,
-                    _same_bytes)
+from .parse import (_arrow_options, _binary_tokens, _changes, _Chunk, _concat_words,
+                    _docid_words, _fields, _hash, _have_arrow, _mix, _parse_arrow, _parse_strict,
+                    _QueryIndex, _relevance, _same_bytes, _words_from)
 
 CHUNK_BYTES = 8 << 20
 MAX_HELD_BYTES = bound(
-    "trec_held_bytes", 384 << 20, "bytes",
-    "lines of a TREC run held in memory (32 bytes a line) to group queries whose lines are "
+    "trec_held_bytes", 512 << 20, "bytes",
+    "lines of a TREC run held in memory (32 bytes a line, and 8 to 64 of docid for trec_eval's "
+    "ties) to group queries whose lines are "
     "not contiguous (a run written by shards, sorted by docid, ...)",
     "the lines go to temporary files in TMPDIR, one per group of queries (no error; the file "
     "is read a second time as far as the bound was passed before the first query came back)",
@@ -255,25 +261,6 @@ def _qrels_arrays(path: Path, qindex: dict[str, int], compat: bool = False) -> t
     return q, dtok.ch, dtok.s, dl, rel
 
 
-def _relevance(col, compat: bool) -> np.ndarray | None:
-    """An arrow column of relevance tokens as int64: plain integers (``[+-]digits``, up to 18)
-    directly; with ``compat`` any other token as C's ``atol`` reads it, else ``None`` (the
-    line-by-line reader then names the line)."""
-    tok, L = _binary_tokens(col)
-    n = len(L)
-    first = tok.ch.buf[np.minimum(tok.s, max(tok.ch.size - 1, 0))] if n else np.zeros(0, np.uint8)
-    sign = ((first == 43) | (first == 45)) & (L > 0)
-    val, ok = _parse_ints(tok.ch, tok.s + sign, tok.e)
-    ok &= L - sign > 0
-    val = np.where(sign & (first == 45), -val, val)
-    if not bool(ok.all()):
-        if not compat:
-            return None
-        for i in np.flatnonzero(~ok).tolist():
-            val[i] = c_atol(tok.token(i))
-    return val.astype(np.int64)
-
-
 class _Qrels:
     """Qrels as one small open-addressing hash table per query (docid hash -> judgment), so
     that looking up a run's lines, which come query by query, stays in cache. Every hash match
@@ -416,9 +403,17 @@ class _Lines:
     key: np.ndarray      # uint64: (query, docid) hash
     jpos: np.ndarray     # int64: positions (in these lines) of judged lines
     jrel: np.ndarray     # int64: their relevance
+    # uint64 (lines, K): the docid's bytes as K big-endian words, zero-padded (ascending
+    # words = C's strcmp order); None when not kept (membench's ties, a docid longer than
+    # 64 bytes, lines read back from disk): the docids are then read again from the file
+    dw: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.q)
+
+    def held_bytes(self) -> int:
+        """What holding these lines costs: their five columns and the docid words."""
+        return _LINE_BYTES * len(self.q) + (0 if self.dw is None else self.dw.nbytes)
 
     @staticmethod
     def concat(parts: list[_Lines]) -> _Lines:
@@ -428,13 +423,15 @@ class _Lines:
         return _Lines(*(np.concatenate([getattr(p, f) for p in parts])
                         for f in ("line", "q", "rank", "score", "key")),
                       np.concatenate([p.jpos + s for p, s in zip(parts, sizes[:-1])]),
-                      np.concatenate([p.jrel for p in parts]))
+                      np.concatenate([p.jrel for p in parts]),
+                      _concat_words([p.dw for p in parts]))
 
     def take(self, sl: slice) -> _Lines:
         a, b = sl.start, sl.stop
         keep = (self.jpos >= a) & (self.jpos < b)
         return _Lines(self.line[sl], self.q[sl], self.rank[sl], self.score[sl], self.key[sl],
-                      self.jpos[keep] - a, self.jrel[keep])
+                      self.jpos[keep] - a, self.jrel[keep],
+                      None if self.dw is None else self.dw[sl])
 
 
 _REC = np.dtype([("line", "<i8"), ("key", "<u8"), ("score", "<f8"), ("q", "<i4"),
@@ -457,6 +454,7 @@ class _Scan:
         self.path, self.qr, self.chunk_bytes = path, qrels, chunk_bytes
         self.qindex = _QueryIndex(qindex)
         self.keep_lines, self.compat = keep_lines, compat
+        self.docid_words = False   # keep each line's docid words (_Lines.dw) to rank by docid
         self.chunk_info: list[tuple[int, int, int]] = []
         self.n_lines = 0        # records (= lines unless compat skipped some)
         self.file_lines = 0     # lines (compat only)
@@ -490,10 +488,11 @@ class _Scan:
                     bool((parsed[0].ch.buf[parsed[0].s] == 35).any()):
                 parsed = None                      # a "#" comment line: the strict reader
             if parsed is None:
-                return offset, raw, size, None, None, None
+                return offset, raw, size, None, None, None, None
             qtok, dtok = parsed[0], parsed[1]
             return offset, raw, size, parsed, _hash(dtok.ch, dtok.s, dtok.e), \
-                _changes(qtok.ch, qtok.s, qtok.e)
+                _changes(qtok.ch, qtok.s, qtok.e), \
+                _docid_words(dtok.ch, dtok.s, dtok.e) if self.docid_words else None
 
         pieces = _read_chunks(self.path, self.chunk_bytes)
         pool = ThreadPoolExecutor(1) if opts is not None else None
@@ -501,7 +500,8 @@ class _Scan:
             first = next(pieces, None)
             fut = None if first is None else (pool.submit(prepare, first) if pool else first)
             while fut is not None:
-                offset, raw, size, parsed, dh, qchange = fut.result() if pool else prepare(fut)
+                offset, raw, size, parsed, dh, qchange, dw = \
+                    fut.result() if pool else prepare(fut)
                 nxt = next(pieces, None)
                 fut = None if nxt is None else (pool.submit(prepare, nxt) if pool else nxt)
                 first_line = self.file_lines if self.compat else self.n_lines
@@ -513,6 +513,8 @@ class _Scan:
                 qtok, dtok, rank, score, qcol = parsed
                 if dh is None:
                     dh = _hash(dtok.ch, dtok.s, dtok.e)
+                    if self.docid_words:
+                        dw = _docid_words(dtok.ch, dtok.s, dtok.e)
                 n = len(rank)
                 q = self.qindex.lookup(qtok, qchange, qcol)
                 key = _mix(dh, q)
@@ -522,7 +524,7 @@ class _Scan:
                 self.n_lines += n
                 if self.keep_lines:
                     self.line_q.append(q)
-                yield _Lines(lines, q, rank, score, key, jl, jr)
+                yield _Lines(lines, q, rank, score, key, jl, jr, dw)
         finally:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
@@ -549,7 +551,7 @@ class _Scan:
             n = len(lines)
             if held is not None:
                 held.append(lines)
-                held_bytes += _LINE_BYTES * n
+                held_bytes += lines.held_bytes()
                 if held_bytes > MAX_HELD_BYTES:
                     held = None
             if n == 0:
@@ -605,7 +607,8 @@ class _Scan:
         parts = min(4096, max(1, -(-est_lines // _PART_LINES)))
         held: list[tuple[_Lines, np.ndarray | None, np.ndarray, np.ndarray]] = []
         held_bytes = 0
-        files: list | None = None
+        files: list | None = None     # one file of lines per part, then one of docid words
+        words: list = []              # per part: (K, lines) of each piece written, or None
         judged: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
         # part of query q: (q // width) mod parts, width = the queries known now / parts, so
@@ -629,8 +632,15 @@ class _Scan:
             for f in ("line", "key", "score", "q", "rank"):
                 col = getattr(lines, f)
                 rec[f] = col if order is None else col[order]
+            dw = lines.dw if lines.dw is None or order is None else lines.dw[order]
             for i in np.flatnonzero(np.diff(bounds)).tolist():
                 rec[bounds[i]:bounds[i + 1]].tofile(files[i])
+                if words[i] is not None:              # the docid words, beside: (K, lines)
+                    if dw is None:
+                        words[i] = None
+                    else:
+                        np.ascontiguousarray(dw[bounds[i]:bounds[i + 1]]).tofile(files[i + parts])
+                        words[i].append((dw.shape[1], int(bounds[i + 1] - bounds[i])))
             judged.append((lines.line[lines.jpos], jpart, lines.jrel))
 
         try:
@@ -639,14 +649,16 @@ class _Scan:
                 if n == 0:
                     continue
                 order, bounds, jpart = split(lines)
-                if files is None and held_bytes + _LINE_BYTES * n > MAX_HELD_BYTES:
-                    files = [open(tmpdir / f"part{i}.bin", "wb") for i in range(parts)]
+                if files is None and held_bytes + lines.held_bytes() > MAX_HELD_BYTES:
+                    files = [open(tmpdir / f"part{i}.bin", "wb") for i in range(parts)] + \
+                        [open(tmpdir / f"part{i}.dw", "wb") for i in range(parts)]
+                    words = [[] for _ in range(parts)]
                     for item in held:
                         write(*item)
                     held.clear()
                 if files is None:
                     held.append((lines, order, bounds, jpart))
-                    held_bytes += _LINE_BYTES * n
+                    held_bytes += lines.held_bytes()
                 else:
                     write(lines, order, bounds, jpart)
         finally:
@@ -666,14 +678,17 @@ class _Scan:
             p = tmpdir / f"part{i}.bin"
             rec = np.fromfile(p, dtype=_REC)
             p.unlink()
+            wp = tmpdir / f"part{i}.dw"
+            dw = _words_from(np.fromfile(wp, dtype=np.uint64), words[i], len(rec))
+            wp.unlink()
             if len(rec) == 0:
                 continue
             mine = jb == i
             pos = np.searchsorted(rec["line"], jl[mine])
             self.rank(_Lines(rec["line"].copy(), rec["q"].copy(), rec["rank"].copy(),
-                             rec["score"].copy(), rec["key"].copy(), pos, jr[mine]),
+                             rec["score"].copy(), rec["key"].copy(), pos, jr[mine], dw),
                       grouped=True)
-            del rec
+            del rec, dw
 
     @staticmethod
     def _gather(held, i: int) -> _Lines | None:
@@ -687,6 +702,9 @@ class _Scan:
         rank = np.empty(total, np.int32)
         score = np.empty(total, np.float64)
         key = np.empty(total, np.uint64)
+        have = [lines.dw for (lines, _, _, _), k in zip(held, m) if k]
+        dw = None if any(w is None for w in have) else \
+            np.zeros((total, max(w.shape[1] for w in have)), np.uint64)
         jpos, jrel = [], []
         at = 0
         for (lines, order, b, jpart), k in zip(held, m):
@@ -701,6 +719,8 @@ class _Scan:
                 rank[span] = lines.rank[a:z]
                 score[span] = lines.score[a:z]
                 key[span] = lines.key[a:z]
+                if dw is not None:
+                    dw[span, :lines.dw.shape[1]] = lines.dw[a:z]
             else:
                 idx = order[a:z]
                 np.add(idx, lines.line[0], out=line[span])    # a chunk's lines are consecutive
@@ -708,6 +728,8 @@ class _Scan:
                 np.take(lines.rank, idx, out=rank[span])
                 np.take(lines.score, idx, out=score[span])
                 np.take(lines.key, idx, out=key[span])
+                if dw is not None:
+                    dw[span, :lines.dw.shape[1]] = lines.dw[idx]
             mine = jpart == i
             if mine.any():
                 jpos.append(np.searchsorted(idx, lines.jpos[mine]) + at)
@@ -715,7 +737,7 @@ class _Scan:
             at += k
         return _Lines(line, q, rank, score, key,
                       np.concatenate(jpos) if jpos else np.zeros(0, np.int64),
-                      np.concatenate(jrel) if jrel else np.zeros(0, np.int64))
+                      np.concatenate(jrel) if jrel else np.zeros(0, np.int64), dw)
 
 
 # --------------------------------------------------------------------------- reading again

@@ -27,8 +27,10 @@ built from its source, ``tests/test_trec_eval_conformance.py``):
 
 Measures (:data:`MEASURES`): ``runid``, ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``,
 ``map``, ``gm_map``, ``Rprec``, ``bpref``, ``recip_rank``, ``iprec_at_recall``, ``P``,
-``recall``, ``ndcg_cut``, ``map_cut``, ``success``, ``set_P``, ``set_recall``, ``set_map``,
-``set_F``, ``num_nonrel_judged_ret``. A trec_eval measure outside these is refused by name
+``recall``, ``Rprec_mult``, ``ndcg_cut``, ``map_cut``, ``success``, ``set_P``, ``set_recall``,
+``set_map``, ``set_F``, ``num_nonrel_judged_ret``; a parameter is read as trec_eval reads it
+(cutoffs by ``atol``, recall levels, multiples and the F weight by ``atof``) and printed in
+the name (``P_5``, ``Rprec_mult_0.50``, ``set_F_0.5``). A trec_eval measure outside these is refused by name
 (:data:`NOT_IMPLEMENTED`, docs/metrics.md lists them), and so is a nickname holding one
 (``all_trec``).
 
@@ -55,6 +57,7 @@ from ..core.errors import InputError, MembenchError
 from ..core.textfiles import C_LONG_MAX, C_LONG_MIN, c_atof, c_atol
 
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+RPREC_MULTIPLES = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
 RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 COUNTS = ("num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
 
@@ -128,6 +131,8 @@ MEASURES: dict[str, Measure] = {m.name: m for m in (
     Measure("iprec_at_recall", "points", "mean", RECALL_POINTS, "m_iprec_at_recall.c: "
             "interpolated precision at recall levels (level x R rounded, lround)"),
     Measure("P", "cutoffs", "mean", CUTOFFS, "m_P.c: relevant in the first k, over k"),
+    Measure("Rprec_mult", "points", "mean", RPREC_MULTIPLES, "m_Rprec_mult.c: precision "
+            "after k = (long)(x R + 0.9) documents, x a multiple of R (num_rel); 0 when k <= 0"),
     Measure("recall", "cutoffs", "mean", CUTOFFS, "m_recall.c: relevant in the first k, "
             "over R"),
     Measure("ndcg_cut", "cutoffs", "mean", CUTOFFS, "m_ndcg_cut.c: DCG of the first k "
@@ -148,9 +153,12 @@ NOT_IMPLEMENTED = tuple(m for m in TREC_EVAL_TABLE if m not in MEASURES)
 DEFAULT_MEASURES = ("official",)
 
 # trec_eval 10.0's exit statuses (trec_eval.c), which the command follows where it has them
-EXIT_ILLEGAL_MEASURE = 1    # not one of trec_eval's measures, or "name." without parameters
+# (docs/runs.md has the table)
+EXIT_ILLEGAL_MEASURE = 1    # not one of trec_eval's measures, "name." without parameters,
+EXIT_USAGE = 1              # "P_5"; an unknown option or a wrong number of arguments
 EXIT_CANNOT_READ = 2        # an empty (or unreadable) qrels or run; membench's other refusals
 EXIT_QUERY_REFUSED = 4      # a docid twice in an evaluated query, a qrels query not in the run
+EXIT_DISK_FULL = 4          # membench's own: no space left writing the output or TMPDIR
 _EXIT_BY_RULE = {"DUPLICATE_DOC": EXIT_QUERY_REFUSED, "MISSING_QUERY": EXIT_QUERY_REFUSED,
                  "NO_RUN_LINE": EXIT_QUERY_REFUSED}
 
@@ -189,14 +197,10 @@ def _params(name: str, kind: str, text: str, spec: str) -> tuple:
         if any(v <= 0 for v in vals):
             raise MembenchError(f"trec-eval: -m {spec}: cutoffs must be positive (trec_eval: "
                                 "'Negative cutoff detected')")
-    else:
-        try:
-            vals = [float(p) for p in parts]
-        except ValueError:
-            raise MembenchError(f"trec-eval: -m {spec}: recall levels must be numbers") \
-                from None
-        if any(not 0.0 <= v <= 1.0 for v in vals):
-            raise MembenchError(f"trec-eval: -m {spec}: recall levels must be in [0, 1]")
+    else:                           # meas_init.c get_double_cutoffs: atof, no range check
+        vals = [c_atof(p) for p in parts]
+        if any(v != v for v in vals):
+            raise MembenchError(f"trec-eval: -m {spec}: a parameter reads as NaN")
     vals.sort()
     if len(set(vals)) != len(vals):
         raise MembenchError(f"trec-eval: -m {spec}: duplicate cutoffs (trec_eval: 'duplicate "
@@ -207,7 +211,7 @@ def _params(name: str, kind: str, text: str, spec: str) -> tuple:
 def parse_request(specs: Sequence[str] | None) -> Request:
     """trec_eval's ``-m`` arguments (each ``name``, ``name.p1,p2`` or a nickname; a measure
     asked twice is printed once, with the parameters given first, as trec_eval does; ``P_5``
-    is taken for ``P.5``) -> the measures in trec_eval's table order. A measure or nickname
+    is an illegal measure, as in trec_eval) -> the measures in trec_eval's table order. A measure or nickname
     membench does not compute is a :class:`MembenchError` naming what is missing."""
     chosen: dict[str, tuple | None] = {}
     for spec in specs or DEFAULT_MEASURES:
@@ -216,10 +220,12 @@ def parse_request(specs: Sequence[str] | None) -> Request:
             if dot and not params:
                 raise IllegalMeasure(f"trec-eval: illegal measure {part!r}: no parameter after "
                                      "the '.' (trec_eval: 'improper measure in parameter')")
-            if not dot and "_" in name:
-                base, _, k = name.rpartition("_")
-                if base in MEASURES and MEASURES[base].kind == "cutoffs" and k.isdigit():
-                    name, params = base, k
+            if not dot and name not in MEASURES and name not in NICKNAMES and "_" in name:
+                base = name.rpartition("_")[0]
+                if base in MEASURES and MEASURES[base].kind != "none":
+                    raise IllegalMeasure(f"trec-eval: illegal measure {name!r}: parameters "
+                                         f"follow a '.' (-m {base}.{name[len(base) + 1:]}), "
+                                         "as trec_eval reads them")
             if name in NICKNAMES:
                 missing = [m for m in NICKNAMES[name] if m not in MEASURES]
                 if missing:
@@ -319,6 +325,9 @@ def _values(j: _Judged, n_rel: np.ndarray, n_nonrel: np.ndarray, ideal: tuple,
                 vals = _iprec(rq, rr, nrr, j.ret, n_rel, params)
                 for i, x in enumerate(params):
                     out[f"{m}_{x:3.2f}"] = vals[:, i]
+            elif m == "Rprec_mult":
+                for x in params:
+                    out[f"{m}_{x:3.2f}"] = _rprec_mult(rq, rr, nrr, j.ret, n_rel, x)
             elif m in ("P", "recall", "map_cut", "success", "ndcg_cut"):
                 for k in params:
                     inside = rr <= k
@@ -396,6 +405,17 @@ def _iprec(rq: np.ndarray, rr: np.ndarray, nrr: np.ndarray, ret: np.ndarray,
                 if _lround(x * R) == 0:
                     out[q, i] = _NEG_NAN
     return out
+
+
+def _rprec_mult(rq: np.ndarray, rr: np.ndarray, nrr: np.ndarray, ret: np.ndarray,
+                n_rel: np.ndarray, x: float) -> np.ndarray:
+    """m_Rprec_mult.c at multiple ``x``: per query k = (long)(x R + 0.9) (C's cast truncates
+    toward zero); precision after k documents (relevant retrieved over k past the last one
+    retrieved), 0 when k <= 0."""
+    k = np.trunc(x * n_rel.astype(np.float64) + 0.9)
+    kq = k[rq]
+    hit = np.bincount(rq[rr <= kq], minlength=len(ret)).astype(np.float64)
+    return np.where(k > 0, hit / np.maximum(k, 1.0), 0.0)    # past num_ret: hit = nrr
 
 
 _NEG_NAN = float(np.copysign(np.nan, -1.0))
@@ -671,6 +691,28 @@ def run_command(a) -> int:
     except MembenchError as e:
         print(f"membench: {e}", file=sys.stderr)
         return exit_status(e)
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        code, line = os_error(e)
+        print(f"membench: {line}", file=sys.stderr)
+        return code
+
+
+def os_error(e: OSError) -> tuple[int, str]:
+    """The exit status and one line for a file-system error: disk full (no space left or
+    quota exceeded, writing the output or a temporary file in TMPDIR) is
+    :data:`EXIT_DISK_FULL` (membench's status; trec_eval ignores a failed write and exits 0),
+    anything else (a file that cannot be opened or read) :data:`EXIT_CANNOT_READ`, as
+    trec_eval's "Quit in file"."""
+    import errno
+
+    where = e.filename2 or e.filename or "standard output"
+    what = e.strerror or type(e).__name__
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return EXIT_DISK_FULL, (f"{where}: disk full ({what}): the output is incomplete; free "
+                                "some space and run it again")
+    return EXIT_CANNOT_READ, f"{where}: {what}"
 
 
 def _run(a, out) -> int:
@@ -696,6 +738,7 @@ def _run(a, out) -> int:
                           level=a.level, max_docs=a.max_docs, judged_only=a.judged_only,
                           summary=summary):
         out.write(line + "\n")
+    out.flush()                      # a write error is reported here, not lost at exit
     return 0
 
 
@@ -717,7 +760,12 @@ def main(argv: Sequence[str]) -> int:
     import argparse
     import sys
 
-    p = argparse.ArgumentParser(prog="membench trec-eval",
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message):            # trec_eval's usage error: status 1
+            self.print_usage(sys.stderr)
+            self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    p = _Parser(prog="membench trec-eval",
                                 description="trec_eval's measures and output on plain TREC "
                                 "files (membench's engine; trec_eval 10.0's semantics)")
     add_arguments(p)
@@ -742,8 +790,9 @@ def main(argv: Sequence[str]) -> int:
         print("membench: stopped", file=sys.stderr)
         return 130
     except OSError as e:
-        print(f"membench: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
-        return 3
+        code, line = os_error(e)
+        print(f"membench: {line}", file=sys.stderr)
+        return code
     finally:
         if hide:
             sys.meta_path.remove(blocker)
