@@ -63,9 +63,9 @@ def _ts(x: Any) -> datetime:
     return datetime.fromisoformat(str(x))
 
 
-def real_stats(sets_dir: Path) -> dict:
-    """The shape statistics of a built sets folder's dev conversations (lists of observed
-    values, sorted): what :func:`generate` draws from."""
+def real_stats(sets_dir: Path, source: str = "locomo") -> dict:
+    """The shape statistics of a built sets folder's dev conversations of ``source`` (lists of
+    observed values, sorted): what :func:`generate` draws from."""
     from ..core.jsonl import read_models
     from ..contract.schema import SourceItem
     from .select import select_records
@@ -77,8 +77,10 @@ def real_stats(sets_dir: Path) -> dict:
         by_source.setdefault(it.source_id.split(":", 1)[0], set()).add(it.holder)
     hsplit = split_holders({k: sorted(v) for k, v in by_source.items()})
     records, _ = select_records(sets_dir, "dev", [MODALITY], None)
-    data = SimpleNamespace(records=records, items=[
-        it for it in items_all if it.modality in (MODALITY,) and hsplit[it.holder] == "dev"])
+    data = SimpleNamespace(
+        records=[r for r in records if r.query_id.split(":", 1)[0] == source],
+        items=[it for it in items_all if it.modality in (MODALITY,) and hsplit[it.holder] == "dev"
+               and it.source_id.split(":", 1)[0] == source])
     by_id = {it.source_id: it for it in data.items}
     turns, chars, words = [], [], []
     sessions: dict[str, list[datetime]] = {}
