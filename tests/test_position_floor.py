@@ -23,9 +23,8 @@ LIMIT = None      # the whole dev split (about 45 s warm): a sample of 60 is too
 MIN_N = 100      # under it a share's standard error reaches the margin
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("position_floor",
-                                                  REPO / "bench" / "position_floor.py")
+def _bench(name: str = "position_floor"):
+    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -141,22 +140,14 @@ def test_the_newest_item_is_no_likelier_gold_than_a_random_one(built, split):
 # ---- the shape floor (bench/shape_floor.py): a ranker of a turn's speaker and place
 
 
-def _shape_bench():
-    spec = importlib.util.spec_from_file_location("shape_floor",
-                                                  REPO / "bench" / "shape_floor.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _shape_sets(tmp_path: Path, gold_turn) -> Path:
-    """Two splits of one source, 4 holders each with 6 sessions of 5 turns; each holder is
-    asked one question whose gold is at ``gold_turn(holder)`` of its first session."""
+def _shape_sets(tmp_path: Path, gold_turn, sessions: int = 6) -> Path:
+    """Two splits of one source, 4 holders each with ``sessions`` sessions of 5 turns; each
+    holder is asked one question whose gold is at ``gold_turn(holder)`` of its first one."""
     t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
     items, recs = [], []
     for k in range(8):
         split = "dev" if k < 4 else "test"
-        for i in range(6):
+        for i in range(sessions):
             items.append({"source_id": f"s:{k}-{i}", "modality": "conversation",
                           "holder": f"h{k}", "observed_at": (t0 + timedelta(hours=i)).isoformat(),
                           "content": [{"turn": t, "speaker": "ab"[t % 2], "text": "w"}
@@ -171,18 +162,19 @@ def _shape_sets(tmp_path: Path, gold_turn) -> Path:
 
 
 def test_shape_floor_finds_gold_at_one_shape_and_not_at_any(tmp_path):
-    shape = _shape_bench().shape_floor
+    shape = _bench("shape_floor").shape_floor
     # the gold always at turn 3: of 30 turns seen, 6 have that shape, so 10 hold the gold
     (tmp_path / "one").mkdir()
     one = shape(_shape_sets(tmp_path / "one", lambda k: 3))
     assert one["s"]["dev"] == {"n": 4, "shape": 1.0, "random": round(10 / 30, 4)}
     # the gold at another turn in each split: what one split learns misleads on the other
+    # (12 sessions, 11 seen at as_of: the 11 turns of the learnt shape fill the top 10, and
+    # none is the gold; random reads 10 of 55 turns)
     two = tmp_path / "two"
     two.mkdir()
-    other = shape(_shape_sets(two, lambda k: 1 if k < 4 else 4))
-    # (its 6 learnt turns come first: 4 of the 24 others fill the top 10, 1/6 expected)
+    other = shape(_shape_sets(two, lambda k: 1 if k < 4 else 4, sessions=12))
     for split in ("dev", "test"):
-        assert other["s"][split]["shape"] < other["s"][split]["random"]
+        assert other["s"][split] == {"n": 4, "shape": 0.0, "random": round(10 / 55, 4)}
 
 
 def test_shape_floor_published_for_the_locked_sets_and_the_gate():
