@@ -47,7 +47,7 @@ def _metrics(runs, name):
 
 def test_the_sets_the_records_carry(frames):
     assert judgment_sets(frames["random"]) == ["gold", "all_annotators", "any_annotator",
-                                               "graded", "session"]
+                                               "graded", "same_question", "session"]
 
 
 def test_judgment_view_takes_the_sets_values(frames, runs):
@@ -203,7 +203,7 @@ def test_tau_interval_is_paired_and_seeded():
 
 def test_rank_agreement_on_runs(runs):
     ag = rank_agreement([runs["oracle"], runs["random"], runs["leaky"]], n_resamples=300)
-    assert set(ag.tau["scope"]) == {"code", "conversation"}
+    assert set(ag.tau["scope"]) == {"code", "conversation", "video"}   # video: PsTuts same_question
     conv = ag.tau[ag.tau["scope"] == "conversation"]
     assert set(zip(conv["set_a"], conv["set_b"])) == {("gold", "session")}
     code = ag.tau[(ag.tau["scope"] == "code") & (ag.tau["metric"] == "ndcg@10")]
