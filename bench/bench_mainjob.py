@@ -115,7 +115,8 @@ def printed_estimate(log: str, which: str) -> dict | None:
 PARTS = (("corpus check", "sets"), ("build", "sets"), ("validate", "sets"),
          ("run --system dense", "dense"), ("run --system bm25", "bm25"),
          ("run --system hybrid", "hybrid"), ("leaderboard", "leaderboard"),
-         ("report", "reports"))
+         ("report", "reports")) + tuple(
+    (f"run --system {d}", "beside") for d in ("nothing", "echo", "random", "newest", "oldest"))
 
 
 def _part(command: str) -> str | None:
@@ -222,7 +223,8 @@ def save(summary: dict, path: Path) -> None:
     """Write the published record of ``summary`` into ``path`` under its instruction-set path
     (``paths[avx2]``, ``paths[amx]``, ...; the other paths' records are kept): every run's
     cold and warm :func:`record`, the median run of each as the figures, the machine, the
-    date and the commit measured."""
+    date and the commit measured. The path's record it replaces moves, less its runs, to the
+    head of the new one's ``earlier`` list (newest first), so no measurement is lost."""
     import datetime
 
     runs = summary["runs"] if "runs" in summary else [{"cold": summary["cold"],
@@ -243,6 +245,11 @@ def save(summary: dict, path: Path) -> None:
     except (OSError, ValueError):
         old = {}
     paths = old.get("paths", {}) if old.get("format") == 2 else {}
+    prev = paths.get(isa)
+    if prev:        # the path's earlier records are kept, newest first, without their runs
+        earlier = prev.pop("earlier", [])
+        prev.pop("runs", None)
+        rec["earlier"] = [prev] + earlier
     paths[isa] = rec
     path.write_text(json.dumps({"format": 2, "paths": paths}, indent=1) + "\n")
     print(f"the record: {path}, path {isa} (python -m membench.docsite.blocks README.md "

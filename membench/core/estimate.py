@@ -79,7 +79,7 @@ def read_path(path: Path = RECORD, isa: str | None = None) -> tuple[dict, str | 
 def read_record(path: Path = RECORD, isa: str | None = None
                 ) -> tuple[dict[str, tuple[float, float]], float]:
     """``(QUIET, OCR_COLD)`` of the record that applies here (:func:`read_path`): quiet-machine
-    seconds (cold, warm) per part of ``make all`` (``sets``, ``dense``, ``bm25``, ``hybrid``,
+    seconds (cold, warm) per part of ``make all`` (``sets``, ``dense``, ``bm25``, ``hybrid``, ``beside``,
     ``leaderboard``, ``reports``, and ``all``, make all's wall time), and of dense's cold
     figure the OCR's seconds (bm25 and hybrid pay it when they run cold without dense before
     them). Empty when the record cannot be read."""
@@ -121,7 +121,7 @@ def _fit() -> float:
 
 SLOPE = round(_fit(), 2)
 
-PARTS = {"sets": ("sets",), "runs": ("dense", "bm25", "hybrid"),
+PARTS = {"sets": ("sets",), "runs": ("dense", "bm25", "hybrid", "beside"),
          "reports": ("leaderboard", "reports")}
 
 

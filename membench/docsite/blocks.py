@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.paths import REPO_ROOT
+from ..core.errors import MembenchError
 
 _BLOCK = re.compile(
     r"(<!-- (?P<name>[a-z0-9-]+):start[^>]*-->\n)(?P<body>.*?)(\n?<!-- (?P=name):end -->)",
@@ -538,7 +539,15 @@ def _estimates(d: dict) -> str:
 
 
 def _runs_note(name: str, d: dict) -> str:
-    return _runs_note_plain(name, d) + _estimates(d)
+    return _runs_note_plain(name, d) + _estimates(d) + _earlier(d)
+
+
+def _earlier(d: dict) -> str:
+    """The path's earlier records (bench_mainjob.save keeps them), newest first."""
+    got = [f"cold {_mmss(e['cold']['seconds'])}, warm {_mmss(e['warm']['seconds'])} on "
+           f"{e['measured']} (commit {e['commit']}, {e.get('cpu_model') or 'x86-64'}, load "
+           f"{e['cold']['load_before']:.1f} before the cold run)" for e in d.get("earlier") or []]
+    return " Earlier records of this path: " + "; ".join(got) + "." if got else ""
 
 
 def _runs_note_plain(name: str, d: dict) -> str:
@@ -568,6 +577,8 @@ def _mainjob(ctx: Context) -> str:
                  "while the other atoms are embedded; then its queries",
         "bm25": "bm25 (reads the OCR cache)",
         "hybrid": "hybrid (reads both caches; embeds its questions)",
+        "beside": "the baselines and content-free floors run beside them (nothing, echo, "
+                  "random, newest, oldest)",
         "leaderboard": "leaderboard (result store of the three runs)",
         "reports": "reports (the notebook pages, two at a time)",
     }
@@ -916,7 +927,12 @@ def main(argv: list[str] | None = None) -> int:
     for page in a.pages:
         p = Path(page)
         old = p.read_text(encoding="utf-8")
-        new, changed = rewrite(old, ctx, set(a.only) if a.only else None)
+        try:
+            new, changed = rewrite(old, ctx, set(a.only) if a.only else None)
+        except MembenchError as e:      # a missing or bad input: one line, the page untouched
+            print(f"{p}: {e} (build the sets first: membench build --out {a.sets})",
+                  file=sys.stderr)
+            return 2
         for name in changed:
             print(f"{p}: block {name}: {'differs' if a.check else 'rewritten'}")
         if changed and not a.check:
