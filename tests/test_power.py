@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from membench.analysis.power import (mdd, mean_variance, power_sentence, simulate_power,
-                                     typical_pair, z_sum)
+from membench.analysis.power import (items_needed, mdd, mean_variance, power_sentence,
+                                     simulate_power, typical_pair, z_sum)
 from membench.report.summary import best_block_html
 from membench.sets.build import read_lock
 
@@ -49,6 +49,17 @@ def test_hand_computed_case():
     assert r["design_effect"] == pytest.approx(0.25)
     # under min_holders: read by record
     assert typical_pair(sc, "recall@10", min_holders=4)["mdd"] == pytest.approx(Z / 3, abs=1e-6)
+
+
+def test_items_needed_scales_the_variance_as_one_over_n():
+    # the hand case's holder MDD is Z/6 over 6 items; an MDD half as large needs 4x the items,
+    # and the same MDD needs no more than it has
+    row = {"mdd": Z / 6, "n": 6}
+    assert items_needed(row, Z / 12) == 24
+    assert items_needed(row, Z / 6) == 6
+    # 223 items at MDD 0.1155 for a target of 0.05: 223 * (0.1155 / 0.05)^2 = 1189.9 -> 1190
+    assert items_needed({"mdd": 0.1155, "n": 223}, 0.05) == 1190
+    assert items_needed({"mdd": None, "n": 10}, 0.05) is None
 
 
 def _cluster_var_loop(d, g):

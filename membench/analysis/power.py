@@ -159,6 +159,16 @@ def power_table(scores: dict[str, Any], scopes: list[str] | None = None,
     return {s: {m: typical_pair(scores, m, s, **kw) for m in measures} for s in scopes}
 
 
+def items_needed(row: dict[str, Any], target: float) -> int | None:
+    """How many items of the kind ``row`` (a :func:`typical_pair` row) counts the same pair
+    would need for its MDD to be ``target``: the variance of a mean falls as 1/n, so
+    ``n x (mdd / target)^2``, at the same per-item variance and design effect (more holders
+    of the same make, not more queries of the same holders). ``None`` without an MDD."""
+    if row.get("mdd") is None or not row.get("n") or target <= 0:
+        return None
+    return math.ceil(row["n"] * (row["mdd"] / target) ** 2)
+
+
 def _fig(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 

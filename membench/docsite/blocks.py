@@ -405,6 +405,10 @@ def _position_floor(ctx: Context) -> str:
 POWER_RESULT = REPO_ROOT / "bench" / "results" / "power.json"
 
 
+#: the smallest detectable difference in false recall that issue-level goals ask of dev
+TARGET_MDD = 0.05
+
+
 def _power(ctx: Context) -> str:
     """The minimum detectable difference of the paired test on dev, per modality and over all
     items, for a typical pair of systems (bench/power.py -> bench/results/power.json;
@@ -417,14 +421,20 @@ def _power(ctx: Context) -> str:
     def cell(r: dict) -> str:
         return "n/a" if r["mdd"] is None else f"{r['mdd']:.3f}"
 
+    def need(n: int | None) -> str:
+        return "n/a" if n is None else f"{n:,}"
+
     def unit(r: dict, holders: int) -> str:
         if r["unit"] == "holders":
             return f"holders ({holders})"
         return f"records ({holders} holders, under {r['min_holders']})"
 
+    from ..analysis.power import items_needed
+
     rows = ["| modality (dev) | holders | records | answerable | audited unanswerable | "
             "MDD recall@10 | MDD false recall | variance read by | MDD recall@10 by record / "
-            "by holder |", "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+            f"by holder | audited unanswerable for an MDD of {TARGET_MDD} in false recall |",
+            "|---|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     for m in [*MODALITIES, "all"]:
         if m not in pw:
             continue
@@ -433,9 +443,20 @@ def _power(ctx: Context) -> str:
                            for x in (r["mdd_records"], r["mdd_holders"]))
         rows.append(f"| {m} | {c['holders']} | {c['records']} | {c['answerable']} | "
                     f"{c['audited_unanswerable']} | {cell(r)} | {cell(f)} | "
-                    f"{unit(r, c['holders'])} | {other} |")
+                    f"{unit(r, c['holders'])} | {other} | {need(items_needed(f, TARGET_MDD))} |")
     pairs = ", ".join(f"{k}: {v}" for k, v in d["runs"].items())
     rows += ["", f"Runs: {pairs} (every pair; a pair equal on every item is left out)."]
+    short = []
+    for m in ("conversation", "all"):
+        f, c = pw.get(m, {}).get("false_recall_rate"), counts.get(m)
+        n = items_needed(f, TARGET_MDD) if f and c else None
+        if n is not None and n > c["audited_unanswerable"]:
+            short.append(f"{m} would need {n:,} audited unanswerables in dev where it holds "
+                         f"{c['audited_unanswerable']:,} ({n / c['audited_unanswerable']:.1f}x;"
+                         f" its dev split has {c['records']:,} records in all)")
+    if short:
+        rows.append(f"For an MDD of {TARGET_MDD} in false recall, at the same pair's variance "
+                    "and design effect: " + "; ".join(short) + ".")
     for s in d.get("simulations", []):
         lo, hi = s["rate_ci95"]
         what = ("power" if s["delta"] else "significant under no difference")
