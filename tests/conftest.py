@@ -77,6 +77,12 @@ def pytest_report_header(config):
 #: session fixtures that make the full build of the real corpus (minutes on 2 cores, cold):
 #: every test that asks for one is slow (make test-fast leaves it out)
 FULL_BUILD = {"built", "bm25_dev"}
+#: test files that are end-to-end runs of a whole tool on the fixture corpus, minutes each on
+#: 2 cores (bench/results/testsuite.json's test-fast record): make's targets, a local Ray
+#: cluster, library systems installed and run, every progress display, hostile report inputs
+#: rendered. Slow as a whole: make test runs them, make test-fast leaves them out
+SLOW_FILES = {"test_makefile.py", "test_ray_engine.py", "test_systems_library.py",
+              "test_progress.py", "test_report_hostile.py"}
 
 
 def _file_seconds() -> dict[str, float]:
@@ -90,12 +96,13 @@ def _file_seconds() -> dict[str, float]:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Marks every test that needs the full build slow. Under pytest-xdist (make test: one
+    """Marks every test that needs the full build, and every test of :data:`SLOW_FILES`, slow. Under pytest-xdist (make test: one
     file per worker at a time, in collection order) the files are ordered the longest first,
     by the last measure, and then those with a slow test, so that no long file starts last
     while the other workers have nothing left; a file's tests keep their order."""
     for item in items:
-        if FULL_BUILD & set(getattr(item, "fixturenames", ())):
+        if (FULL_BUILD & set(getattr(item, "fixturenames", ()))
+                or item.path.name in SLOW_FILES):
             item.add_marker(pytest.mark.slow)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
