@@ -9,8 +9,10 @@ The front door, for notebooks and scripts (docs/api.md documents every name)::
 
 :data:`__all__` is the door: ``open_sets``, ``open_run``, ``run_system``, ``score``,
 ``compare``, ``leaderboard``, ``read_trec``, ``write_trec``, ``browse`` (thin wrappers, in
-:mod:`membench.api`) and ``page`` (the report notebooks' tables, escaping, provenance and plots:
-:mod:`membench.page`). They resolve on first use (PEP 562: :func:`__getattr__`), so
+:mod:`membench.api`), ``page`` (the report notebooks' tables, escaping, provenance and plots:
+:mod:`membench.page`), and for writing a system ``Result`` (what ``query`` returns:
+:class:`membench.contract.protocol.Result`) and ``chunk`` (the content layer's atoms:
+:func:`membench.content.chunk`). They resolve on first use (PEP 562: :func:`__getattr__`), so
 ``import membench`` loads no pandas, numpy or model runtime (``tests/test_api.py`` checks it).
 
 The package layout is the pipeline (docs/architecture.md, membench/docsite/house.py), each room
@@ -30,7 +32,7 @@ _moved.install()
 _API = ("open_sets", "open_run", "run_system", "score", "compare", "leaderboard",
         "read_trec", "write_trec", "browse")
 
-__all__ = [*_API, "page"]
+__all__ = [*_API, "page", "Result", "chunk"]
 
 
 def __getattr__(name: str) -> object:
@@ -41,6 +43,10 @@ def __getattr__(name: str) -> object:
         value = getattr(api, name)
     elif name == "page":
         import membench.page as value
+    elif name == "Result":
+        from membench.contract.protocol import Result as value
+    elif name == "chunk":
+        from membench.content import chunk as value
     else:
         raise AttributeError(f"module 'membench' has no attribute {name!r} (the door's names: "
                              f"{', '.join(__all__)}; docs/api.md)")

@@ -52,17 +52,18 @@ def _opened(run: RunDir | PathLike, sets_dir: PathLike | None = None, **kw) -> R
     return run if isinstance(run, RunDir) else RunDir.open(run, sets_dir, **kw)
 
 
-def run_system(system: str, out: PathLike, *, split: str = "dev",
+def run_system(system: str | Any, out: PathLike, *, split: str = "dev",
                config: Mapping[str, Any] | None = None, sets_dir: PathLike | None = None,
                corpus: PathLike | None = None, modalities: Iterable[str] | None = None,
                limit: int | None = None, **options: Any) -> RunDir:
-    """Run a system by name or ``module:Class`` (:func:`membench.systems.make_system`) over a
-    split into ``out`` (:func:`membench.run.runner.run_system`, resuming a partial run, as
-    ``membench run``), and return the run opened (:func:`open_run`). (Not ``mb.run``:
-    ``membench.run`` is the runner's package.) ``options`` go to
-    ``run_system`` (``lock``, ``manifest``, ``sample_seed``, ``final``, ...); without
-    ``lock``, the sets folder's lock as ``membench run`` picks it
-    (:func:`membench.sets.subcorpus.lock_for`), without ``manifest`` bench's."""
+    """Run a system, given by name or ``module:Class`` (:func:`membench.systems.make_system`,
+    with ``config``) or as an object of the system protocol, over a split into ``out``
+    (:func:`membench.run.runner.run_system`, resuming a partial run, as ``membench run``), and
+    return the run opened (:func:`open_run`). (Not ``mb.run``: ``membench.run`` is the runner's
+    package.) ``options`` go to ``run_system`` (``lock``, ``manifest``, ``sample_seed``,
+    ``final``, ...); without ``lock``, the sets folder's lock as ``membench run`` picks it
+    (:func:`membench.sets.subcorpus.lock_for`), without ``manifest`` bench's. Writes ``out``
+    (and the caches the system fills)."""
     from .core import paths
     from .run.runner import run_system as _run_system
     from .sets.subcorpus import lock_for
@@ -71,7 +72,11 @@ def run_system(system: str, out: PathLike, *, split: str = "dev",
     sets = Path(sets_dir) if sets_dir is not None else paths.DEFAULT_SETS_DIR
     options.setdefault("lock", lock_for(sets))
     options["manifest"] = Path(options.get("manifest") or paths.MANIFEST_PATH)
-    _run_system(make_system(system, dict(config or {})), sets, split, Path(out),
+    if isinstance(system, str):
+        system = make_system(system, dict(config or {}))
+    elif config:
+        raise TypeError("config goes with a system given by name; an object carries its own")
+    _run_system(system, sets, split, Path(out),
                 paths.corpus_root(corpus), modalities=modalities, limit=limit, **options)
     return open_run(out, sets_dir, final=bool(options.get("final")))
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .core.links import manifest_link_hosts
     from .core.paths import (DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH, corpus_root,
                              resolve_user_path)
+    from .metrics.measures import HEADLINE
     from .metrics.rundir import run_status
     from .modalities import MODALITIES
     from .report import plots, provenance, provenance_frame
@@ -55,6 +56,7 @@ HOMES: dict[str, tuple[str, ...]] = {
     "membench.core.links": ("manifest_link_hosts",),
     "membench.core.paths": ("DEFAULT_SETS_DIR", "LOCK_PATH", "MANIFEST_PATH", "corpus_root",
                             "resolve_user_path"),
+    "membench.metrics.measures": ("HEADLINE",),
     "membench.metrics.rundir": ("run_status",),
     "membench.modalities": ("MODALITIES",),
     "membench.report": ("plots", "provenance", "provenance_frame"),

@@ -68,12 +68,17 @@ def test_one_name_loads_only_what_it_wraps():
 def test_every_name_of_the_door_resolves():
     from membench import api, page
 
+    from membench.content import chunk
+    from membench.contract.protocol import Result
+
     assert membench.__all__ == ["open_sets", "open_run", "run_system", "score", "compare",
-                                "leaderboard", "read_trec", "write_trec", "browse", "page"]
+                                "leaderboard", "read_trec", "write_trec", "browse", "page",
+                                "Result", "chunk"]
+    wrapped = {"page": page, "Result": Result, "chunk": chunk}
     for name in membench.__all__:
         value = getattr(membench, name)
-        assert value is (page if name == "page" else getattr(api, name))
-        assert value.__doc__ and len(value.__doc__) > 60, name
+        assert value is wrapped.get(name, getattr(api, name, None)), name
+        assert value.__doc__ and len(value.__doc__) > 60 or name == "Result", name
     assert set(membench.__all__) <= set(dir(membench))
     with pytest.raises(AttributeError, match="docs/api.md"):
         membench.no_such_name
@@ -185,3 +190,61 @@ def test_the_examples_of_docs_api_run(made, monkeypatch, capsys):
     assert ns["browser"].cases and ns["browser"].pos == min(1, len(ns["browser"].cases) - 1)
     assert f"**{len(ns['items'])}** items, " in printed
     assert "false recalls" in printed
+    # a system written in the notebook, run through the door, on the content layer's atoms
+    assert ns["mine"].system == "newest-first" and ns["mine"].modalities == ["conversation"]
+    assert ns["atoms"] and all(a.modality == "conversation" for a in ns["atoms"])
+
+
+def _code(path: Path) -> list[tuple[str, str]]:
+    """``(where, source)`` of each code cell of a notebook (IPython magics and shell lines
+    blanked, so that the cell parses), or of a Python file."""
+    if path.suffix != ".ipynb":
+        return [(str(path.relative_to(REPO_ROOT)), path.read_text(encoding="utf-8"))]
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for i, c in enumerate(nb["cells"]):
+        if c["cell_type"] == "code":
+            src = "".join(c["source"])
+            src = re.sub(r"^\s*[%!].*$", "", src, flags=re.M)
+            out.append((f"{path.relative_to(REPO_ROOT)} cell {i}", src))
+    return out
+
+
+def outside_the_door(where: str, source: str) -> list[str]:
+    """Each import of membench in ``source`` that is not ``import membench [as x]``,
+    ``from membench import <door names>`` or ``from membench.page import <page names>``."""
+    from membench import page
+
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            bad += [f"{where}:{node.lineno}: import {a.name}" for a in node.names
+                    if a.name.startswith("membench.")]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("membench"):
+            allowed = {"membench": membench.__all__, "membench.page": page.__all__}.get(
+                node.module, ())
+            names = [a.name for a in node.names]
+            if node.level or not set(names) <= set(allowed):
+                bad.append(f"{where}:{node.lineno}: from {node.module} import {', '.join(names)}")
+    return bad
+
+
+def test_the_door_check_finds_what_it_must():
+    assert outside_the_door("x", "import membench as mb\nfrom membench import page, browse\n"
+                                 "from membench.page import show, frames\n") == []
+    assert outside_the_door("x", "from membench.report.tables import show\n") == [
+        "x:1: from membench.report.tables import show"]
+    assert outside_the_door("x", "import membench.metrics.rundir\n") == [
+        "x:1: import membench.metrics.rundir"]
+    assert outside_the_door("x", "if 1:\n    from membench import RunDir\n") == [
+        "x:2: from membench import RunDir"]
+    assert outside_the_door("x", "from membench.page import RunDir\n") == [
+        "x:1: from membench.page import RunDir"]
+
+
+def test_notebooks_and_examples_import_only_from_the_door():
+    files = [*sorted((REPO_ROOT / "notebooks").glob("*.ipynb")),
+             *sorted((REPO_ROOT / "examples").glob("*.py"))]
+    assert len(files) >= 10
+    bad = [line for f in files for where, src in _code(f) for line in outside_the_door(where, src)]
+    assert not bad, "imports past the door (docs/api.md):\n" + "\n".join(bad)
