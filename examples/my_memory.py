@@ -1,8 +1,7 @@
 """A memory system in 20 lines: word overlap, scoped to the holder and to as_of."""
 import re
 
-from membench.content import chunk
-from membench.contract.protocol import Result
+from membench import Result, chunk
 
 
 def words(text):

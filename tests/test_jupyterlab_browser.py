@@ -1,8 +1,8 @@
 """Live JupyterLab, checked for real: JupyterLab runs headless on 127.0.0.1, headless Chromium
-(Debian's, driven by Playwright) opens notebook 04 on a leaky run of the fixture corpus, runs
-every cell from the Run menu, and the failure browser widget is clicked: Next shows the second
-false recall, Prev the first again, each read from the rendered DOM and checked against the
-cases membench computes (same order, same query ids)."""
+(Debian's, driven by Playwright) opens notebook 04, and notebook 00 (start here), on dev runs of
+the fixture corpus (leaky's first), runs every cell from the Run menu, and the failure browser
+widget is clicked: Next shows the second false recall, Prev the first again, each read from the
+rendered DOM and checked against the cases membench computes (same order, same query ids)."""
 
 from __future__ import annotations
 
@@ -41,15 +41,19 @@ def lab(tmp_path_factory):
     corpus = make_corpus(root)
     frozen = freeze(corpus, root, {"MEMBENCH_CACHE": str(root / "cache")})
     run = root / "leaky-dev"
-    run_system(make_system("leaky"), frozen["sets"], "dev", run, corpus,
-               manifest=frozen["manifest"], lock=frozen["lock"])
+    for name in ("leaky", "random"):      # 00 shows both; leaky-dev, the first, is browsed
+        run_system(make_system(name), frozen["sets"], "dev", root / f"{name}-dev", corpus,
+                   manifest=frozen["manifest"], lock=frozen["lock"])
     work = root / "work"
     work.mkdir()
-    nb = nbformat.read(REPO_ROOT / "notebooks" / "04_false_recalls.ipynb", as_version=4)
-    params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    params.source += (f"\nrun_dir = {str(run)!r}\nsets_dir = {str(frozen['sets'])!r}\n"
-                     f"corpus = {str(corpus)!r}\nn_static = 1\nstatic_spread = True\n")
-    nbformat.write(nb, work / "04.ipynb")
+    for name, extra in (("04_false_recalls", f"run_dir = {str(run)!r}\nn_static = 1\n"
+                                             "static_spread = True\n"),
+                        ("00_start_here", f"runs_dir = {str(root)!r}\nn_resamples = 200\n")):
+        nb = nbformat.read(REPO_ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+        params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+        params.source += (f"\n{extra}sets_dir = {str(frozen['sets'])!r}\n"
+                          f"corpus = {str(corpus)!r}\n")
+        nbformat.write(nb, work / f"{name[:2]}.ipynb")
     port, token = free_port(), secrets.token_hex(16)
     home = root / "home"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HOME": str(home),
@@ -90,7 +94,8 @@ def lab(tmp_path_factory):
         log.close()
 
 
-def test_next_and_prev_in_the_failure_browser(lab):
+@pytest.mark.parametrize("notebook", ["04.ipynb", "00.ipynb"])
+def test_next_and_prev_in_the_failure_browser(lab, notebook):
     url, token, run, sets = lab
     expected = [c.query_id for c in load_run_cases(run, sets).of("false_recall", "all")]
     assert len(expected) >= 2
@@ -99,7 +104,7 @@ def test_next_and_prev_in_the_failure_browser(lab):
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.set_default_timeout(180_000)
-            page.goto(f"{url}/lab/tree/04.ipynb?token={token}")
+            page.goto(f"{url}/lab/tree/{notebook}?token={token}")
             page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
             # the kernel is up once the toolbar names it and the status is idle
             page.wait_for_selector(".jp-NotebookPanel-toolbar .jp-KernelName",
@@ -115,7 +120,7 @@ def test_next_and_prev_in_the_failure_browser(lab):
                 page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
                 nxt.wait_for()
             except playwright.Error:
-                page.screenshot(path=str(run.parent / "lab.png"))
+                page.screenshot(path=str(run.parent / f"lab-{notebook}.png"))
                 dialog = page.locator(".jp-Dialog")
                 if dialog.count():
                     raise AssertionError("JupyterLab dialog: " + dialog.first.inner_text())

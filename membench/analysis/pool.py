@@ -60,7 +60,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import __version__
+from ..core.version import __version__
 from ..core.errors import InputError, MembenchError
 from ..core.hashing import hash_order, stable_hash
 from ..core.jsonl import sha256_file, sha256_text

@@ -20,7 +20,7 @@ import os
 import sys
 from types import ModuleType
 
-from .. import __version__
+from ..core.version import __version__
 from ..core import progress, stop
 from ..core.errors import (
     EXIT_BAD_INPUT,

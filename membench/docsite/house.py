@@ -22,7 +22,7 @@ class Room:
 
 
 ROOMS: tuple[Room, ...] = (
-    Room(("core", "__init__"),
+    Room(("core",),
          "located errors and exit statuses, paths, strict JSON lines and sha256, atomic writes, "
          "the run-directory lock, deterministic hashing, bounds, progress, the network guard, "
          "the CPU's instruction set, old import paths (`moved.py`)",
@@ -81,10 +81,12 @@ ROOMS: tuple[Room, ...] = (
          "provenance, notebook execution and HTML pages, escaping, tables, plots, summaries, "
          "the browser checks",
          "writes `reports/`"),
-    Room(("cli", "launch", "__main__", "docsite"),
-         "the `membench` command (one module per command in `cli/`), its entry point, and the "
-         "documentation site's generated tables",
-         "what the command it runs touches; `docsite` rewrites generated blocks when asked"),
+    Room(("cli", "launch", "__main__", "docsite", "__init__", "api", "page"),
+         "the `membench` command (one module per command in `cli/`), its entry point, the "
+         "documentation site's generated tables, and the front door: `import membench as mb` "
+         "(`__init__`, its functions in `api.py`, the report notebooks' namespace `page.py`)",
+         "what the command or function it runs touches; `docsite` rewrites generated blocks "
+         "when asked"),
 )
 
 
@@ -102,7 +104,7 @@ def markdown() -> str:
     rows = ["| floor | room | what it holds | reads / writes | may import |",
             "|---:|---|---|---|---|"]
     for i, room in enumerate(ROOMS):
-        names = ", ".join(f"`{n}`" for n in room.names if n != "__init__")
+        names = ", ".join("`membench`" if n == "__init__" else f"`{n}`" for n in room.names)
         below = "its own room only" if i == 0 else f"its own and floors 0-{i - 1}"
         rows.append(f"| {i} | {names} | {room.holds} | {room.touches} | {below} |")
     return "\n".join(rows)

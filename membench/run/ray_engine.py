@@ -527,10 +527,9 @@ class ShardWorker:
             self.system = make_system(name, dict(config))
 
     def hello(self) -> dict:
-        import membench
-
+        package = Path(__file__).parent.parent        # the membench/ this worker runs
         return {"pid": os.getpid(), "host": socket.gethostname(), "code": code_digest(),
-                "config": self.system.config(), "membench": str(Path(membench.__file__).parent)}
+                "config": self.system.config(), "membench": str(package)}
 
     def ingest(self, items: list[SourceItem], corpus_root: str) -> tuple[list[Atom], float]:
         _check_corpus(corpus_root)

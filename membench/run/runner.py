@@ -78,7 +78,7 @@ from typing import Any, Iterable
 import numpy as np
 import orjson
 
-from .. import __version__
+from ..core.version import __version__
 from ..core import progress as _progress
 from ..core.atomic import atomic_write_json, atomic_write_text, open_append
 from ..core.errors import InputError, MembenchError

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .. import __version__
+from ..core.version import __version__
 from ..contract.schema import AnnotationRecord, ManifestEntry, SourceItem
 from ..core.atomic import atomic_write_text
 from ..core.errors import InputError

@@ -149,7 +149,7 @@ def _distribution_of(module_name: str) -> dict[str, str] | None:
 
 def identify(system: Any) -> dict[str, Any]:
     """The identity of ``system`` (module docstring)."""
-    from .. import __version__
+    from ..core.version import __version__
 
     cls = type(system)
     origin = origin_of(system)
