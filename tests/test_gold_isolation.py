@@ -38,12 +38,13 @@ def _strings(v, out: set[str]) -> None:
             _strings(x, out)
 
 
-def needles(sets_dir: Path) -> set[str]:
+def needles(sets_dir: Path, recs: list | None = None) -> set[str]:
     """The sha256 of every dev query id, and of every dev answer of at least 12 characters
     that is not also a string a system is given (an item's field or content, a question, a
     scope field: those it may hold). Shorter answers ("16", "Yes") are strings any process
-    holds for other reasons; the record detectors catch them where they sit in a record."""
-    recs = load_split(sets_dir, "dev").records
+    holds for other reasons; the record detectors catch them where they sit in a record.
+    ``recs``: the dev split's records, when the caller has them."""
+    recs = load_split(sets_dir, "dev").records if recs is None else recs
     given: set[str] = set()
     for _, row in iter_json_lines(sets_dir / "items.jsonl"):
         _strings(row, given)
@@ -66,9 +67,17 @@ LIMIT = 80
 
 
 @pytest.fixture(scope="module")
-def hunted(built, corpus_root, tmp_path_factory):
+def dev_needles(built) -> tuple[set[str], int]:
+    """:func:`needles` of the built dev split and its number of records, read once for the
+    module (the split's records and every item: seconds on the real sets)."""
+    recs = load_split(built.out, "dev").records
+    return needles(built.out, recs), len(recs)
+
+
+@pytest.fixture(scope="module")
+def hunted(built, corpus_root, dev_needles, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hunt")
-    (tmp / "needles").write_text("\n".join(sorted(needles(built.out))))
+    (tmp / "needles").write_text("\n".join(sorted(dev_needles[0])))
     out = tmp / "run"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)]),
            "MEMBENCH_HUNT_REPORT": str(tmp / "report.json"),
@@ -80,15 +89,15 @@ def hunted(built, corpus_root, tmp_path_factory):
                        env=env, capture_output=True, text=True, timeout=3600)
     assert r.returncode == 0, r.stderr[-3000:]
     return (json.loads((tmp / "report.json").read_text()),
-            json.loads((out / "meta.json").read_text()), out, len(needles(built.out)))
+            json.loads((out / "meta.json").read_text()), out, len(dev_needles[0]))
 
 
-def test_a_system_that_walks_the_stack_and_gc_finds_no_gold(hunted, built):
+def test_a_system_that_walks_the_stack_and_gc_finds_no_gold(hunted, dev_needles):
     report, meta, out, n_needles = hunted
     assert report["found"] == []
     # it really looked: every query, the runner's frames, membench's modules, the heap
     assert report["queries"] == meta["queries"] and meta["limit"] == LIMIT
-    assert meta["queries"] > 300 and n_needles > len(load_split(built.out, "dev").records)
+    assert meta["queries"] > 300 and n_needles > dev_needles[1]
     assert report["stack_walks"] >= report["queries"] - 10
     assert len(report["hunts"]) == report["queries"] + 1
     frames = set(report["frames"])
@@ -111,7 +120,7 @@ def test_finding_nothing_it_gains_nothing(hunted, built):
     assert m["all"]["false_recall_rate"]["denominator"] > 40
 
 
-def test_the_hunt_finds_the_gold_where_it_is(built):
+def test_the_hunt_finds_the_gold_where_it_is(built, dev_needles):
     """The control: in a process that holds the records (as scoring does), as models and as
     plain JSON, the same hunt finds them, their record-shaped dicts and the needles."""
     from adversary import hunt_here
@@ -119,7 +128,7 @@ def test_the_hunt_finds_the_gold_where_it_is(built):
     recs = load_split(built.out, "dev", limit=3).records
     plain = [r.model_dump(mode="json") for r in recs]
     ids = [r.query_id for r in recs]
-    found = hunt_here(needles(built.out))
+    found = hunt_here(dev_needles[0])
     assert any("AnnotationRecord" in f for f in found)
     assert any("a dict with gold data under" in f for f in found)
     assert any("a needle" in f for f in found)
