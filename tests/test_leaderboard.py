@@ -34,20 +34,24 @@ from membench.systems import make_system
 MODS = ["video", "ui_screenshot"]
 
 
+def _run(system, built, corpus_root, out, limit=15):
+    """One small dev run on MODS. The sets' hard rules are tests/test_build.py's: each run's
+    keeper does not check them again (``check_sets=False``, as tests/conftest.py's bm25_dev)."""
+    return run_system(system, built.out, "dev", out, corpus_root, modalities=MODS, limit=limit,
+                      check_sets=False)
+
+
 @pytest.fixture(scope="module")
 def runs(built, corpus_root, tmp_path_factory):
     d = tmp_path_factory.mktemp("lb-runs")
     for name in ("bm25", "dense", "hybrid", "random", "newest", "metadata", "oracle", "nothing",
                  "echo"):
-        run_system(make_system(name), built.out, "dev", d / name, corpus_root, modalities=MODS,
-                   limit=15)
-    run_system(make_system("bm25", {"max_atoms": 3}), built.out, "dev", d / "bm25-3",
-               corpus_root, modalities=MODS, limit=15)
-    run_system(make_system("bm25"), built.out, "dev", d / "bm25-limit5", corpus_root,
-               modalities=MODS, limit=5)
+        _run(make_system(name), built, corpus_root, d / name)
+    _run(make_system("bm25", {"max_atoms": 3}), built, corpus_root, d / "bm25-3")
+    _run(make_system("bm25"), built, corpus_root, d / "bm25-limit5", limit=5)
     # a bm25 that always abstains (its thresholds out of reach): silence
-    run_system(make_system("bm25", {"thresholds": {m: 1e18 for m in MODS}}), built.out, "dev",
-               d / "bm25-silent", corpus_root, modalities=MODS, limit=15)
+    _run(make_system("bm25", {"thresholds": {m: 1e18 for m in MODS}}), built, corpus_root,
+         d / "bm25-silent")
     return d
 
 
@@ -520,8 +524,7 @@ def test_a_calibration_run_has_no_cartridge_figures(runs, built, corpus_root, tm
     """A run at the uncalibrated default threshold (--config calibration=none, what membench
     calibrate reads) is ranked on relevance, but its false recall is not shown nor tested."""
     cal = tmp_path / "bm25-cal"
-    run_system(make_system("bm25", {"calibration": "none", "max_atoms": 4}), built.out, "dev",
-               cal, corpus_root, modalities=MODS, limit=15)
+    _run(make_system("bm25", {"calibration": "none", "max_atoms": 4}), built, corpus_root, cal)
     out = tmp_path / "s"
     add_runs([runs / "bm25", cal], out, n_resamples=200)
     lb = leaderboard(out, n_resamples=200)
