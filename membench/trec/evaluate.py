@@ -38,6 +38,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..metrics.ranking import FirstHits, rank_measures
+from . import parse as _parse
 from .parse import _Chunk
 from .read import (CHUNK_BYTES, _Interleaved, _Lines, _Qrels, _record_line, _regular,
                    _reread_chunk, _reread_docids, _Scan)
@@ -166,7 +167,7 @@ class _RankingScan(_Scan):
         comparator (:func:`_qsort_order`)."""
         q = g.q
         if g.dw is not None:
-            o = _lexsort_trec_eval(q, score, g.dw)
+            o = _order_by_words(q, score, g.dw)
             ss = score[o]
             nan = np.isnan(ss)
             if nan.any():
@@ -192,6 +193,21 @@ class _RankingScan(_Scan):
             o = _with_nan_queries(self.path, g, o, score, np.unique(qs[nan]), self.chunk_info,
                                   self.compat)
         return o
+
+
+def _order_by_words(q: np.ndarray, score: np.ndarray, dw: np.ndarray) -> np.ndarray:
+    """trec_eval's order by (query, score descending, docid words descending, later line
+    first): the compiled sort (``_trecscan.order_trec_eval``: by query, then each query's
+    lines merge-sorted) where it was built, else :func:`_lexsort_trec_eval`, the same
+    order."""
+    c = _parse._trecscan
+    if c is None:
+        return _lexsort_trec_eval(q, score, dw)
+    o = np.empty(len(q), dtype=np.int64)
+    c.order_trec_eval(np.ascontiguousarray(q, dtype=np.int32),
+                      np.ascontiguousarray(score, dtype=np.float64),
+                      np.ascontiguousarray(dw, dtype=np.uint64), dw.shape[1], o)
+    return o
 
 
 def _lexsort_trec_eval(q: np.ndarray, score: np.ndarray, dw: np.ndarray) -> np.ndarray:

@@ -36,6 +36,14 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.textfiles import c_atof, c_atol, trec_float, trec_int
 
+#: why the compiled reader is not here (``None`` when it is)
+COMPILED_MISSING: str | None = None
+try:        # the C loops (membench/trec/_trecscan.c), built at install where a compiler is found
+    from . import _trecscan
+except ImportError as e:    # pragma: no cover - numpy and pyarrow do the same, more slowly
+    _trecscan = None
+    COMPILED_MISSING = f"membench.trec._trecscan not built ({e}); reinstall with a C compiler"
+
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -482,6 +490,36 @@ def _parse_arrow(ch: _Chunk, opts) -> tuple | None:
     return qtok, dtok, np.ascontiguousarray(rank, dtype=np.int32), \
         np.ascontiguousarray(score, dtype=np.float64), \
         qcol.chunk(0) if qcol.num_chunks == 1 else qcol.combine_chunks()
+
+
+def _parse_c(ch: _Chunk, compat: bool, words: bool) -> tuple | None:
+    """The usual layout (as :func:`_parse_arrow` takes it) in one C pass
+    (``_trecscan.scan``): ``(parsed, docid hashes, qid changes, docid words or None)``, the
+    hashes those of :func:`_hash`, the words those of :func:`_docid_words` (``words``: wanted);
+    ``None`` when the compiled reader is missing or the piece is anything else (the strict
+    reader then decides)."""
+    if _trecscan is None:
+        return None
+    n = ch.raw.count(b"\n", 0, ch.size)
+    qs, qe, ds, de = (np.empty(n, np.int64) for _ in range(4))
+    rank = np.empty(n, np.int32)
+    score = np.empty(n, np.float64)
+    dh = np.empty(n, np.uint64)
+    qchange = np.empty(n, bool)
+    got = _trecscan.scan(ch.raw, ch.size, compat, qs, qe, ds, de, rank, score, dh, qchange)
+    if got is None or got[0] != n:
+        return None
+    longest = got[1]
+    if longest > _LONG:                          # hashed apart, as _hash does
+        long = np.flatnonzero(de - ds > _LONG)
+        dh[long] = _hash(ch, ds[long], de[long])
+    dw = None
+    if words and longest <= 8 * _WORDS_MAX:
+        k = (longest + 7) // 8
+        dw = np.empty((n, max(k, 1)), dtype=np.uint64)
+        if n:
+            _trecscan.words(ch.raw, ds, de, k, dw)
+    return (_Tokens(ch, qs, qe), _Tokens(ch, ds, de), rank, score, None), dh, qchange, dw
 
 
 def _at(first, i: int) -> int:

@@ -50,8 +50,9 @@ from ..core.bounds import bound
 from ..core.errors import InputError
 from ..core.textfiles import MAX_TREC_LINE, c_atol, check_readable_file, trec_fields, trec_int
 from .parse import (_arrow_options, _binary_tokens, _changes, _Chunk, _concat_words,
-                    _docid_words, _fields, _hash, _have_arrow, _mix, _parse_arrow, _parse_strict,
-                    _QueryIndex, _relevance, _same_bytes, _words_from)
+                    _docid_words, _fields, _hash, _have_arrow, _mix, _parse_arrow, _parse_c,
+                    _parse_strict, _QueryIndex, _relevance, _same_bytes, _words_from)
+from . import parse as _parse
 
 CHUNK_BYTES = 8 << 20
 MAX_HELD_BYTES = bound(
@@ -477,13 +478,16 @@ class _Scan:
         def prepare(item):
             offset, raw, size = item
             parsed = None
+            try:
+                if size and int(np.frombuffer(raw, np.uint8, count=size).max()) > 127:
+                    codecs.utf_8_decode(memoryview(raw)[:size], "strict", True)
+            except UnicodeDecodeError:
+                return offset, raw, size, None, None, None, None
+            got = _parse_c(_Chunk(raw, size, 0), self.compat, self.docid_words)
+            if got is not None:                    # the compiled reader: everything at once
+                return (offset, raw, size, *got)
             if opts is not None:
-                try:
-                    if size and int(np.frombuffer(raw, np.uint8, count=size).max()) > 127:
-                        codecs.utf_8_decode(memoryview(raw)[:size], "strict", True)
-                    parsed = _parse_arrow(_Chunk(raw, size, 0), opts)
-                except UnicodeDecodeError:
-                    parsed = None
+                parsed = _parse_arrow(_Chunk(raw, size, 0), opts)
             if parsed is not None and self.compat and len(parsed[2]) and \
                     bool((parsed[0].ch.buf[parsed[0].s] == 35).any()):
                 parsed = None                      # a "#" comment line: the strict reader
@@ -495,7 +499,7 @@ class _Scan:
                 _docid_words(dtok.ch, dtok.s, dtok.e) if self.docid_words else None
 
         pieces = _read_chunks(self.path, self.chunk_bytes)
-        pool = ThreadPoolExecutor(1) if opts is not None else None
+        pool = ThreadPoolExecutor(1) if opts is not None or _parse._trecscan else None
         try:
             first = next(pieces, None)
             fut = None if first is None else (pool.submit(prepare, first) if pool else first)
