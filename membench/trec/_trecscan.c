@@ -25,6 +25,13 @@
  *   Each docid raw[ds[i]:de[i]] as k big-endian 8-byte words, zero-padded (the rows compare
  *   as C's strcmp compares the docids), into out (uint64, lines x k).
  *
+ * distinct(raw, s, e, change, inv, first) -> m
+ *
+ *   The tokens raw[s[i]:e[i]] numbered by first appearance: inv[i] (int32) the number of
+ *   token i's bytes, first[g] (int64) the first token of number g, m the numbers used. Only
+ *   the tokens that start a run (change[i], and the first) are looked up, in a hash table of
+ *   their bytes (every match compared on the bytes); the others take the previous number.
+ *
  * order_trec_eval(q, score, dw, k, out) -> None
  *
  *   trec_eval 10.0's ranking order of some lines (positions into out, int64): query index
@@ -337,10 +344,84 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ equal tokens */
+
+static PyObject *
+distinct(PyObject *self, PyObject *args)
+{
+    Py_buffer raw, sb, eb, cb, ib, fb;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*w*", &raw, &sb, &eb, &cb, &ib, &fb))
+        return NULL;
+    PyObject *result = NULL;
+    int32_t *table = NULL;
+    Py_ssize_t n = sb.len / 8, m = 0, runs = 0;
+    if (eb.len < n * 8 || cb.len < n || ib.len < n * 4 || fb.len < n * 8) {
+        PyErr_SetString(PyExc_ValueError, "distinct: arrays too short");
+        goto done;
+    }
+    const unsigned char *b = raw.buf, *change = cb.buf;
+    const int64_t *S = sb.buf, *E = eb.buf;
+    int32_t *inv = ib.buf;
+    int64_t *first = fb.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (S[i] < 0 || E[i] < S[i] || E[i] > raw.len - 8) {
+            PyErr_SetString(PyExc_ValueError, "distinct: a token out of range");
+            goto done;
+        }
+        runs += i == 0 || change[i];
+    }
+    Py_ssize_t cap = 16;
+    while (cap < 2 * runs)
+        cap <<= 1;
+    table = PyMem_RawMalloc((size_t)cap * sizeof(int32_t));
+    if (!table) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    memset(table, 0xFF, (size_t)cap * sizeof(int32_t));       /* -1: empty */
+    int32_t g = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i == 0 || change[i]) {
+            Py_ssize_t L = E[i] - S[i];
+            const unsigned char *p = b + S[i];
+            uint64_t h = token_hash(p, L);
+            Py_ssize_t slot = (Py_ssize_t)(h & (uint64_t)(cap - 1));
+            for (;;) {
+                int32_t t = table[slot];
+                if (t < 0) {
+                    table[slot] = g = (int32_t)m;
+                    first[m++] = i;
+                    break;
+                }
+                Py_ssize_t f = first[t];
+                if (E[f] - S[f] == L && memcmp(b + S[f], p, (size_t)L) == 0) {
+                    g = t;
+                    break;
+                }
+                slot = (slot + 1) & (cap - 1);
+            }
+        }
+        inv[i] = g;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromSsize_t(m);
+done:
+    PyMem_RawFree(table);
+    PyBuffer_Release(&raw);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&eb);
+    PyBuffer_Release(&cb);
+    PyBuffer_Release(&ib);
+    PyBuffer_Release(&fb);
+    return result;
+}
+
 /* ------------------------------------------------------------------ trec_eval's order */
 
 typedef struct {
     uint64_t sk;        /* ascending = score descending */
+    uint64_t w0;        /* the docid's first word (0 when k is 0) */
     int64_t idx;
 } Item;
 
@@ -361,8 +442,10 @@ before(const Keys *K, const Item *a, const Item *b)
     }
     if (a->sk != b->sk)
         return a->sk < b->sk;
+    if (a->w0 != b->w0)
+        return a->w0 > b->w0;
     const uint64_t *wa = K->dw + a->idx * K->k, *wb = K->dw + b->idx * K->k;
-    for (Py_ssize_t j = 0; j < K->k; j++)
+    for (Py_ssize_t j = 1; j < K->k; j++)
         if (wa[j] != wb[j])
             return wa[j] > wb[j];
     return a->idx > b->idx;
@@ -463,6 +546,7 @@ order_trec_eval(PyObject *self, PyObject *args)
             for (Py_ssize_t i = 0; i < n; i++) {     /* by query, file order within */
                 Py_ssize_t at = start[q[i] - lo]++;
                 items[at].sk = desc_key(score[i]);
+                items[at].w0 = k ? K.dw[i * k] : 0;
                 items[at].idx = i;
             }
             Py_ssize_t a = 0;                         /* start[g] is now query g's end */
@@ -482,6 +566,7 @@ order_trec_eval(PyObject *self, PyObject *args)
         else {
             for (Py_ssize_t i = 0; i < n; i++) {
                 items[i].sk = desc_key(score[i]);
+                items[i].w0 = k ? K.dw[i * k] : 0;
                 items[i].idx = i;
             }
             msort(&K, items, tmp, n);
@@ -515,6 +600,8 @@ static PyMethodDef methods[] = {
      "docstring)."},
     {"words", words, METH_VARARGS,
      "words(raw, ds, de, k, out): docids as k big-endian 8-byte words."},
+    {"distinct", distinct, METH_VARARGS,
+     "distinct(raw, s, e, change, inv, first) -> m: equal tokens numbered."},
     {"order_trec_eval", order_trec_eval, METH_VARARGS,
      "order_trec_eval(q, score, dw, k, out): trec_eval's ranking order into out."},
     {NULL, NULL, 0, NULL},

@@ -596,14 +596,24 @@ class _QueryIndex:
         """Query index of every token. Runs of equal consecutive qids are looked up once; when
         there are many runs (interleaved queries), the chunk's arrow ``column`` is dictionary
         encoded and its distinct qids matched against the known ones in bulk; without it,
-        equal qids are grouped by a hash whose every match is confirmed on the bytes."""
+        equal qids are grouped by a hash whose every match is confirmed on the bytes (in one C
+        pass, ``_trecscan.distinct``, where it was built)."""
         n = len(tok.s)
         if n == 0:
             return np.zeros(0, dtype=np.int32)
-        seg = np.flatnonzero(_changes(tok.ch, tok.s, tok.e) if changes is None else changes)
+        if changes is None:
+            changes = _changes(tok.ch, tok.s, tok.e)
+        seg = np.flatnonzero(changes)
         if 8 * len(seg) <= n or n < 64:
             rep = seg
             inv = None
+        elif _trecscan is not None:        # equal qids numbered in one C pass
+            inv = np.empty(n, dtype=np.int32)
+            first = np.empty(n, dtype=np.int64)
+            m = _trecscan.distinct(tok.ch.raw, np.ascontiguousarray(tok.s, dtype=np.int64),
+                                   np.ascontiguousarray(tok.e, dtype=np.int64),
+                                   np.ascontiguousarray(changes, dtype=bool), inv, first)
+            rep = first[:m]
         elif column is not None:
             return self._lookup_arrow(column)
         else:
