@@ -528,8 +528,11 @@ def _scan(path: Path, shown: Path, qrels, qrels_path: Path | None, tmpdir: Path,
     spill.mkdir()
     try:
         interleaved = scan.stream(spill)
-    except _Interleaved:                 # past MAX_HELD_BYTES: read again, grouping
-        interleaved = True
+        again = False
+    except _Interleaved:                 # past the lines held: read again, grouping
+        again = True
+    if again:                            # (outside the handler: its traceback holds the
+        interleaved = True               # first reading's pieces)
         seen_bytes = sum(c[1] for c in scan.chunk_info) or 1
         est = int(path.stat().st_size * max(scan.n_lines, 1) / seen_bytes) + 1
         scan = _RankingScan(path, qr, dict(base), chunk_bytes, ties, keep_lines, compat,
