@@ -7,7 +7,8 @@ ranks each group as it comes, and keeps per judged line its query, rank and rele
 * **ranking** a group: in order already (checked) -> ranks are positions; else one sort of
   packed 64-bit keys (query, the score's high bits, position), the rare runs that agree in
   the kept bits put exactly in (score, rank column, line) order (:func:`_sort`).
-  trec_eval's order: one lexsort by (query, score, docid words) (:func:`_lexsort_trec_eval`).
+  trec_eval's order: by (query, score, docid words), one C sort (``_trecscan.order_trec_eval``)
+  where it was built, else one lexsort (:func:`_order_by_words`).
 * **duplicates**: lines with equal (query, docid) keys are candidates only, confirmed on their
   docid bytes read again from the file (:func:`_duplicates`), so a hash collision can cost
   time, never a wrong value.
@@ -159,8 +160,8 @@ class _RankingScan(_Scan):
         """trec_eval's order: per query ``score`` descending (doubles for 10.0; the caller
         rounds them to 32-bit floats for 9.x), then docid descending (bytes), a docid listed
         twice its later line first. With the lines' docid words (:attr:`_Lines.dw`, docids of
-        up to 64 bytes): one lexsort by (query, score, docid words), no docid read again
-        (:func:`_lexsort_trec_eval`). Else one stable sort by (query, score), and the lines
+        up to 64 bytes): one sort by (query, score, docid words), no docid read again
+        (:func:`_order_by_words`). Else one stable sort by (query, score), and the lines
         whose score equals a neighbour's in the same query are put in docid order by one
         more sort, of their docids' ranks (:func:`_docid_ranks`, read again from the file).
         A query holding a NaN score is ordered as glibc's qsort orders it under trec_eval's

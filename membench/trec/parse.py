@@ -8,8 +8,11 @@ object per line:
 
 * **parsing**: a chunk in the usual layout (single spaces, ``\n`` line ends, no other byte
   below 0x20, every field non-empty, ranks that fit 32 bits, finite decimal scores) is parsed
-  by pyarrow's CSV reader (C++, exact ``float()``-equal doubles) on a second thread while the
-  previous chunk is looked up; any other chunk (tabs, runs of blanks, CRLF, ``+5`` ranks, ...
+  on a second thread while the previous chunk is looked up, by one C pass
+  (:func:`_parse_c`, ``membench/trec/_trecscan.c``: fields, ranks, scores, docid hashes equal
+  to :func:`_hash`'s, qid changes, docid words) where the extension was built
+  (:data:`COMPILED_MISSING` says why not), else by pyarrow's CSV reader (C++, exact
+  ``float()``-equal doubles); any other chunk (tabs, runs of blanks, CRLF, ``+5`` ranks, ...
   or a malformed line) goes through the strict numpy reader, which accepts exactly what
   :func:`membench.run.files.trec_fields` accepts and names the file, line and field of an
   error. Scores there are parsed with Clinger's exact fast path (decimal mantissa <= 2**53 and
