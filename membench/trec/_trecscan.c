@@ -20,6 +20,8 @@
  *   (correctly rounded in glibc), refused unless it reads the whole token (another
  *   locale's decimal point) and the value is finite.
  *
+ * count_lines(raw, size) -> the newlines in raw[:size] (the arrays scan fills are that long).
+ *
  * words(raw, ds, de, k, out) -> None
  *
  *   Each docid raw[ds[i]:de[i]] as k big-endian 8-byte words, zero-padded (the rows compare
@@ -303,6 +305,29 @@ done:
     PyBuffer_Release(&dh);
     PyBuffer_Release(&qc);
     return result;
+}
+
+static PyObject *
+count_lines(PyObject *self, PyObject *args)
+{
+    Py_buffer raw;
+    Py_ssize_t size, n = 0;
+    if (!PyArg_ParseTuple(args, "y*n", &raw, &size))
+        return NULL;
+    if (size < 0 || size > raw.len) {
+        PyBuffer_Release(&raw);
+        PyErr_SetString(PyExc_ValueError, "count_lines: size out of range");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    const char *p = raw.buf, *end = p + size;
+    while ((p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        n++;
+        p++;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&raw);
+    return PyLong_FromSsize_t(n);
 }
 
 static PyObject *
@@ -598,6 +623,8 @@ static PyMethodDef methods[] = {
      "scan(raw, size, compat, qs, qe, ds, de, rank, score, dh, qchg) -> (n, longest docid) "
      "| None: a piece of a run in the usual layout, parsed into the arrays (module "
      "docstring)."},
+    {"count_lines", count_lines, METH_VARARGS,
+     "count_lines(raw, size) -> the newlines in raw[:size]."},
     {"words", words, METH_VARARGS,
      "words(raw, ds, de, k, out): docids as k big-endian 8-byte words."},
     {"distinct", distinct, METH_VARARGS,

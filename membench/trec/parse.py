@@ -503,7 +503,7 @@ def _parse_c(ch: _Chunk, compat: bool, words: bool) -> tuple | None:
     reader then decides)."""
     if _trecscan is None:
         return None
-    n = ch.raw.count(b"\n", 0, ch.size)
+    n = _trecscan.count_lines(ch.raw, ch.size)
     qs, qe, ds, de = (np.empty(n, np.int64) for _ in range(4))
     rank = np.empty(n, np.int32)
     score = np.empty(n, np.float64)
