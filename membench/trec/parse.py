@@ -47,6 +47,13 @@ except ImportError as e:    # pragma: no cover - numpy and pyarrow do the same, 
     _trecscan = None
     COMPILED_MISSING = f"membench.trec._trecscan not built ({e}); reinstall with a C compiler"
 
+
+def note_missing(stream) -> None:
+    """One line on ``stream`` when the compiled reader is missing (else nothing)."""
+    if COMPILED_MISSING:
+        print(f"membench: note: {COMPILED_MISSING}: the run is read with numpy and pyarrow "
+              "instead (the same output, more slowly)", file=stream, flush=True)
+
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

@@ -686,7 +686,9 @@ def run_command(a) -> int:
     stderr and trec_eval's exit status (:func:`exit_status`)."""
     import sys
 
+    from .parse import note_missing
     try:
+        note_missing(sys.stderr)             # without the compiled reader: one line says so
         return _run(a, sys.stdout)
     except MembenchError as e:
         print(f"membench: {e}", file=sys.stderr)
@@ -733,11 +735,6 @@ def _run(a, out) -> int:
         raise MembenchError("trec-eval: -N: no measure membench computes uses the collection "
                             "size; not implemented (docs/metrics.md)")
     summary = not a.no_summary
-    from . import parse
-    if parse.COMPILED_MISSING:
-        import sys
-        print(f"membench: note: {parse.COMPILED_MISSING}: the run is read with numpy and "
-              "pyarrow instead (the same output, more slowly)", file=sys.stderr, flush=True)
     for line in trec_eval(a.qrels, a.run, a.measure, per_query=a.q, complete=a.c,
                           ties=a.ties, compat=not a.strict, lenient=a.lenient,
                           level=a.level, max_docs=a.max_docs, judged_only=a.judged_only,
