@@ -42,7 +42,7 @@ from ..core.textfiles import c_atof, c_atol, trec_float, trec_int
 #: why the compiled reader is not here (``None`` when it is)
 COMPILED_MISSING: str | None = None
 try:        # the C loops (membench/trec/_trecscan.c), built at install where a compiler is found
-    from . import _trecscan
+    import membench.trec._trecscan as _trecscan
 except ImportError as e:    # pragma: no cover - numpy and pyarrow do the same, more slowly
     _trecscan = None
     COMPILED_MISSING = f"membench.trec._trecscan not built ({e}); reinstall with a C compiler"
