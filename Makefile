@@ -124,7 +124,8 @@ help:
 	@echo "           CORPUS=DIR SETS=DIR RUNS=DIR REPORTS=DIR CONTENT='--content ocr_processes=2'"
 	@echo "           RUNCONFIG='--config KEY=VALUE' (every system) DENSECONFIG (dense and hybrid)"
 
-$(BIN)/membench: pyproject.toml setup.py membench/run/_hitcheck.c membench/core/_cpuidmask.c
+$(BIN)/membench: pyproject.toml setup.py membench/run/_hitcheck.c membench/trec/_trecscan.c \
+  membench/core/_cpuidmask.c
 	@echo "== setup: $(VENV) with membench and its test extra."
 	@$(ESTIMATE) setup
 	@mkdir -p $(VENV)

@@ -34,7 +34,10 @@ MODULES = {_module(p)[0]: p for p in sorted(PKG.rglob("*.py"))}
 
 def _resolve(name: str) -> str | None:
     """The module of membench's own that a dotted import target names (a package's name, a
-    module's, or an attribute of one)."""
+    module's, or an attribute of one). A compiled module (``membench/trec/_trecscan.c``) is
+    none of them: it imports nothing of membench's, so it closes no circle."""
+    if (PKG.parent / (name.replace(".", "/") + ".c")).exists():
+        return None
     while name and name not in MODULES:
         name = name.rpartition(".")[0]
     return name or None

@@ -218,17 +218,28 @@ def _clean_run(rng: random.Random, n_queries: int = 25) -> tuple[str, list, dict
     return "".join(text), lines, qrels
 
 
+@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("seed", range(3))
-def test_arrow_path_equals_reference_and_is_taken(tmp_path, monkeypatch, seed):
+def test_arrow_path_equals_reference_and_is_taken(tmp_path, monkeypatch, seed, compiled):
+    """The fast paths: the compiled reader (membench/trec/_trecscan.c) where it was built,
+    and pyarrow's CSV reader without it."""
+    if compiled and parse._trecscan is None:
+        pytest.skip("membench.trec._trecscan was not built")
+    if not compiled:
+        monkeypatch.setattr(parse, "_trecscan", None)
     rng = random.Random(100 + seed)
     text, lines, qrels = _clean_run(rng)
     path = tmp_path / "run.trec"
     path.write_text(text)
-    strict_calls = []
+    strict_calls, arrow_calls = [], []
     real = read._parse_strict
     monkeypatch.setattr(read, "_parse_strict", lambda p, ch: strict_calls.append(1) or real(p, ch))
+    real_arrow = read._parse_arrow
+    monkeypatch.setattr(read, "_parse_arrow",
+                        lambda *a: arrow_calls.append(1) or real_arrow(*a))
     got = evaluate_trec(read_trec_run(path, qrels, chunk_bytes=4096), qrels)
-    assert not strict_calls          # every chunk went through pyarrow
+    assert not strict_calls          # every chunk went through a fast path
+    assert bool(arrow_calls) != compiled
     want = reference(lines, qrels)
     assert got["queries"] == want["queries"]
     for m, v in want["per_query"].items():

@@ -8,8 +8,9 @@ output. (It was ``membench.metrics.trec``; the old path still imports.)
 
 The modules, each importing only those before it:
 
-* :mod:`.parse`: a piece of a file as columns (fields, ranks and scores, id hashes; pyarrow's
-  CSV reader for the usual layout, else a strict numpy reader that locates every error);
+* :mod:`.parse`: a piece of a file as columns (fields, ranks and scores, id hashes; one C
+  pass, ``_trecscan.c``, or pyarrow's CSV reader for the usual layout, else a strict numpy
+  reader that locates every error);
 * :mod:`.read`: the run read in bounded pieces, qrels as per-query hash tables, lines handed
   on in groups of whole queries (contiguous, or grouped in memory or on disk), the bounds
   :data:`MAX_HELD_BYTES` and :data:`MAX_QRELS_BYTES`, :func:`read_trec_qrels`;

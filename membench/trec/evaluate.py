@@ -7,7 +7,8 @@ ranks each group as it comes, and keeps per judged line its query, rank and rele
 * **ranking** a group: in order already (checked) -> ranks are positions; else one sort of
   packed 64-bit keys (query, the score's high bits, position), the rare runs that agree in
   the kept bits put exactly in (score, rank column, line) order (:func:`_sort`).
-  trec_eval's order: one lexsort by (query, score, docid words) (:func:`_lexsort_trec_eval`).
+  trec_eval's order: by (query, score, docid words), one C sort (``_trecscan.order_trec_eval``)
+  where it was built, else one lexsort (:func:`_order_by_words`).
 * **duplicates**: lines with equal (query, docid) keys are candidates only, confirmed on their
   docid bytes read again from the file (:func:`_duplicates`), so a hash collision can cost
   time, never a wrong value.
@@ -38,6 +39,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..metrics.ranking import FirstHits, rank_measures
+from . import parse as _parse
 from .parse import _Chunk
 from .read import (CHUNK_BYTES, _Interleaved, _Lines, _Qrels, _record_line, _regular,
                    _reread_chunk, _reread_docids, _Scan)
@@ -158,15 +160,15 @@ class _RankingScan(_Scan):
         """trec_eval's order: per query ``score`` descending (doubles for 10.0; the caller
         rounds them to 32-bit floats for 9.x), then docid descending (bytes), a docid listed
         twice its later line first. With the lines' docid words (:attr:`_Lines.dw`, docids of
-        up to 64 bytes): one lexsort by (query, score, docid words), no docid read again
-        (:func:`_lexsort_trec_eval`). Else one stable sort by (query, score), and the lines
+        up to 64 bytes): one sort by (query, score, docid words), no docid read again
+        (:func:`_order_by_words`). Else one stable sort by (query, score), and the lines
         whose score equals a neighbour's in the same query are put in docid order by one
         more sort, of their docids' ranks (:func:`_docid_ranks`, read again from the file).
         A query holding a NaN score is ordered as glibc's qsort orders it under trec_eval's
         comparator (:func:`_qsort_order`)."""
         q = g.q
         if g.dw is not None:
-            o = _lexsort_trec_eval(q, score, g.dw)
+            o = _order_by_words(q, score, g.dw)
             ss = score[o]
             nan = np.isnan(ss)
             if nan.any():
@@ -192,6 +194,21 @@ class _RankingScan(_Scan):
             o = _with_nan_queries(self.path, g, o, score, np.unique(qs[nan]), self.chunk_info,
                                   self.compat)
         return o
+
+
+def _order_by_words(q: np.ndarray, score: np.ndarray, dw: np.ndarray) -> np.ndarray:
+    """trec_eval's order by (query, score descending, docid words descending, later line
+    first): the compiled sort (``_trecscan.order_trec_eval``: by query, then each query's
+    lines merge-sorted) where it was built, else :func:`_lexsort_trec_eval`, the same
+    order."""
+    c = _parse._trecscan
+    if c is None:
+        return _lexsort_trec_eval(q, score, dw)
+    o = np.empty(len(q), dtype=np.int64)
+    c.order_trec_eval(np.ascontiguousarray(q, dtype=np.int32),
+                      np.ascontiguousarray(score, dtype=np.float64),
+                      np.ascontiguousarray(dw, dtype=np.uint64), dw.shape[1], o)
+    return o
 
 
 def _lexsort_trec_eval(q: np.ndarray, score: np.ndarray, dw: np.ndarray) -> np.ndarray:
@@ -512,8 +529,11 @@ def _scan(path: Path, shown: Path, qrels, qrels_path: Path | None, tmpdir: Path,
     spill.mkdir()
     try:
         interleaved = scan.stream(spill)
-    except _Interleaved:                 # past MAX_HELD_BYTES: read again, grouping
-        interleaved = True
+        again = False
+    except _Interleaved:                 # past the lines held: read again, grouping
+        again = True
+    if again:                            # (outside the handler: its traceback holds the
+        interleaved = True               # first reading's pieces)
         seen_bytes = sum(c[1] for c in scan.chunk_info) or 1
         est = int(path.stat().st_size * max(scan.n_lines, 1) / seen_bytes) + 1
         scan = _RankingScan(path, qr, dict(base), chunk_bytes, ties, keep_lines, compat,

@@ -8,8 +8,11 @@ object per line:
 
 * **parsing**: a chunk in the usual layout (single spaces, ``\n`` line ends, no other byte
   below 0x20, every field non-empty, ranks that fit 32 bits, finite decimal scores) is parsed
-  by pyarrow's CSV reader (C++, exact ``float()``-equal doubles) on a second thread while the
-  previous chunk is looked up; any other chunk (tabs, runs of blanks, CRLF, ``+5`` ranks, ...
+  on a second thread while the previous chunk is looked up, by one C pass
+  (:func:`_parse_c`, ``membench/trec/_trecscan.c``: fields, ranks, scores, docid hashes equal
+  to :func:`_hash`'s, qid changes, docid words) where the extension was built
+  (:data:`COMPILED_MISSING` says why not), else by pyarrow's CSV reader (C++, exact
+  ``float()``-equal doubles); any other chunk (tabs, runs of blanks, CRLF, ``+5`` ranks, ...
   or a malformed line) goes through the strict numpy reader, which accepts exactly what
   :func:`membench.run.files.trec_fields` accepts and names the file, line and field of an
   error. Scores there are parsed with Clinger's exact fast path (decimal mantissa <= 2**53 and
@@ -35,6 +38,21 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.textfiles import c_atof, c_atol, trec_float, trec_int
+
+#: why the compiled reader is not here (``None`` when it is)
+COMPILED_MISSING: str | None = None
+try:        # the C loops (membench/trec/_trecscan.c), built at install where a compiler is found
+    import membench.trec._trecscan as _trecscan
+except ImportError as e:    # pragma: no cover - numpy and pyarrow do the same, more slowly
+    _trecscan = None
+    COMPILED_MISSING = f"membench.trec._trecscan not built ({e}); reinstall with a C compiler"
+
+
+def note_missing(stream) -> None:
+    """One line on ``stream`` when the compiled reader is missing (else nothing)."""
+    if COMPILED_MISSING:
+        print(f"membench: note: {COMPILED_MISSING}: the run is read with numpy and pyarrow "
+              "instead (the same output, more slowly)", file=stream, flush=True)
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -484,6 +502,36 @@ def _parse_arrow(ch: _Chunk, opts) -> tuple | None:
         qcol.chunk(0) if qcol.num_chunks == 1 else qcol.combine_chunks()
 
 
+def _parse_c(ch: _Chunk, compat: bool, words: bool) -> tuple | None:
+    """The usual layout (as :func:`_parse_arrow` takes it) in one C pass
+    (``_trecscan.scan``): ``(parsed, docid hashes, qid changes, docid words or None)``, the
+    hashes those of :func:`_hash`, the words those of :func:`_docid_words` (``words``: wanted);
+    ``None`` when the compiled reader is missing or the piece is anything else (the strict
+    reader then decides)."""
+    if _trecscan is None:
+        return None
+    n = _trecscan.count_lines(ch.raw, ch.size)
+    qs, qe, ds, de = (np.empty(n, np.int64) for _ in range(4))
+    rank = np.empty(n, np.int32)
+    score = np.empty(n, np.float64)
+    dh = np.empty(n, np.uint64)
+    qchange = np.empty(n, bool)
+    got = _trecscan.scan(ch.raw, ch.size, compat, qs, qe, ds, de, rank, score, dh, qchange)
+    if got is None or got[0] != n:
+        return None
+    longest = got[1]
+    if longest > _LONG:                          # hashed apart, as _hash does
+        long = np.flatnonzero(de - ds > _LONG)
+        dh[long] = _hash(ch, ds[long], de[long])
+    dw = None
+    if words and longest <= 8 * _WORDS_MAX:
+        k = (longest + 7) // 8
+        dw = np.empty((n, max(k, 1)), dtype=np.uint64)
+        if n:
+            _trecscan.words(ch.raw, ds, de, k, dw)
+    return (_Tokens(ch, qs, qe), _Tokens(ch, ds, de), rank, score, None), dh, qchange, dw
+
+
 def _at(first, i: int) -> int:
     """The file line (1-based) of record ``i``: ``first`` is the piece's first line, or per
     record the line minus the record index (when lines were skipped)."""
@@ -558,14 +606,24 @@ class _QueryIndex:
         """Query index of every token. Runs of equal consecutive qids are looked up once; when
         there are many runs (interleaved queries), the chunk's arrow ``column`` is dictionary
         encoded and its distinct qids matched against the known ones in bulk; without it,
-        equal qids are grouped by a hash whose every match is confirmed on the bytes."""
+        equal qids are grouped by a hash whose every match is confirmed on the bytes (in one C
+        pass, ``_trecscan.distinct``, where it was built)."""
         n = len(tok.s)
         if n == 0:
             return np.zeros(0, dtype=np.int32)
-        seg = np.flatnonzero(_changes(tok.ch, tok.s, tok.e) if changes is None else changes)
+        if changes is None:
+            changes = _changes(tok.ch, tok.s, tok.e)
+        seg = np.flatnonzero(changes)
         if 8 * len(seg) <= n or n < 64:
             rep = seg
             inv = None
+        elif _trecscan is not None:        # equal qids numbered in one C pass
+            inv = np.empty(n, dtype=np.int32)
+            first = np.empty(n, dtype=np.int64)
+            m = _trecscan.distinct(tok.ch.raw, np.ascontiguousarray(tok.s, dtype=np.int64),
+                                   np.ascontiguousarray(tok.e, dtype=np.int64),
+                                   np.ascontiguousarray(changes, dtype=bool), inv, first)
+            rep = first[:m]
         elif column is not None:
             return self._lookup_arrow(column)
         else:

@@ -18,9 +18,9 @@ and its lines are handed on in groups that hold whole queries to :meth:`_Scan.ra
   inside it), each group of whole queries is ranked as soon as the next query starts, so
   memory is a chunk plus one query; the chunks read are also held (32 bytes a line, plus
   the docid words, up to
-  :data:`MAX_HELD_BYTES`). When a query reappears after another one started
+  :data:`MAX_HELD_BYTES`, or 32 MiB with the compiled reader, :mod:`.parse`). When a query reappears after another one started
   (shards concatenated, a run sorted by docid), every line goes on to :meth:`_Scan.group`:
-  split by ranges of query indices (mod P) into parts of about 2 million lines, held, then
+  split by ranges of query indices (mod P) into parts of about 500,000 lines, held, then
   gathered and ranked part by part, without reading the file again. Past
   :data:`MAX_HELD_BYTES` the lines go to one temporary file per part (``TMPDIR``), and if
   the bound was passed before a query came back the file is read a second time: bounded
@@ -50,8 +50,9 @@ from ..core.bounds import bound
 from ..core.errors import InputError
 from ..core.textfiles import MAX_TREC_LINE, c_atol, check_readable_file, trec_fields, trec_int
 from .parse import (_arrow_options, _binary_tokens, _changes, _Chunk, _concat_words,
-                    _docid_words, _fields, _hash, _have_arrow, _mix, _parse_arrow, _parse_strict,
-                    _QueryIndex, _relevance, _same_bytes, _words_from)
+                    _docid_words, _fields, _hash, _have_arrow, _mix, _parse_arrow, _parse_c,
+                    _parse_strict, _QueryIndex, _relevance, _same_bytes, _words_from)
+from . import parse as _parse
 
 CHUNK_BYTES = 8 << 20
 MAX_HELD_BYTES = bound(
@@ -437,7 +438,10 @@ class _Lines:
 _REC = np.dtype([("line", "<i8"), ("key", "<u8"), ("score", "<f8"), ("q", "<i4"),
                  ("rank", "<i4")])
 _LINE_BYTES = _REC.itemsize          # what one held line costs (its five columns)
-_PART_LINES = 1 << 21                # lines per part when grouping (arrays under 32 MiB)
+_PART_LINES = 1 << 19                # lines per part when grouping (arrays under 8 MiB)
+# lines held while the queries come contiguously, where the compiled reader is built (a
+# second read of what was not held costs less than holding it; without it, MAX_HELD_BYTES)
+_STREAM_HELD_BYTES = 32 << 20
 
 
 class _Interleaved(Exception):
@@ -477,13 +481,16 @@ class _Scan:
         def prepare(item):
             offset, raw, size = item
             parsed = None
+            try:
+                if size and int(np.frombuffer(raw, np.uint8, count=size).max()) > 127:
+                    codecs.utf_8_decode(memoryview(raw)[:size], "strict", True)
+            except UnicodeDecodeError:
+                return offset, raw, size, None, None, None, None
+            got = _parse_c(_Chunk(raw, size, 0), self.compat, self.docid_words)
+            if got is not None:                    # the compiled reader: everything at once
+                return (offset, raw, size, *got)
             if opts is not None:
-                try:
-                    if size and int(np.frombuffer(raw, np.uint8, count=size).max()) > 127:
-                        codecs.utf_8_decode(memoryview(raw)[:size], "strict", True)
-                    parsed = _parse_arrow(_Chunk(raw, size, 0), opts)
-                except UnicodeDecodeError:
-                    parsed = None
+                parsed = _parse_arrow(_Chunk(raw, size, 0), opts)
             if parsed is not None and self.compat and len(parsed[2]) and \
                     bool((parsed[0].ch.buf[parsed[0].s] == 35).any()):
                 parsed = None                      # a "#" comment line: the strict reader
@@ -495,7 +502,7 @@ class _Scan:
                 _docid_words(dtok.ch, dtok.s, dtok.e) if self.docid_words else None
 
         pieces = _read_chunks(self.path, self.chunk_bytes)
-        pool = ThreadPoolExecutor(1) if opts is not None else None
+        pool = ThreadPoolExecutor(1) if opts is not None or _parse._trecscan else None
         try:
             first = next(pieces, None)
             fut = None if first is None else (pool.submit(prepare, first) if pool else first)
@@ -535,13 +542,16 @@ class _Scan:
     def stream(self, tmpdir: Path) -> bool:
         """Queries contiguous in the file: rank each group of whole queries as soon as the
         next query starts (memory: a chunk and one open query). The lines read are also held
-        (up to :data:`MAX_HELD_BYTES`; a contiguous run pays their page faults, about 0.2 s
-        per 10 million lines), so that when a query comes back after another one started
+        (up to :data:`MAX_HELD_BYTES`, or 32 MiB where the compiled reader is built, whose
+        second read costs less than holding them; a contiguous run pays their page faults,
+        about 0.2 s per 10 million lines), so that when a query comes back after another one started
         they go on to :meth:`group` without a second read; past that they are let go, and a
         query that comes back raises :class:`_Interleaved` (the caller reads the file again
         into :meth:`group`, as far as it was read twice). Returns whether the lines were
         grouped."""
         seen = np.zeros(1024, dtype=bool)
+        limit = MAX_HELD_BYTES if _parse._trecscan is None else \
+            min(MAX_HELD_BYTES, _STREAM_HELD_BYTES)
         pending: list[_Lines] = []
         held: collections.deque[_Lines] | None = collections.deque()
         held_bytes = 0
@@ -552,7 +562,7 @@ class _Scan:
             if held is not None:
                 held.append(lines)
                 held_bytes += lines.held_bytes()
-                if held_bytes > MAX_HELD_BYTES:
+                if held_bytes > limit:
                     held = None
             if n == 0:
                 continue
@@ -598,7 +608,7 @@ class _Scan:
 
     def group(self, chunks: Iterator[_Lines], tmpdir: Path, est_lines: int) -> None:
         """Any order: lines are split into ``P`` parts by query index (ranges of it, modulo
-        ``P``: about 2 million lines a part). The chunks are held as they are (with, per
+        ``P``: about 500,000 lines a part). The chunks are held as they are (with, per
         chunk, its lines' order by part) up to :data:`MAX_HELD_BYTES`, and each part is then
         gathered from
         them once and ranked; past the bound, every line goes to one file per part (32 bytes

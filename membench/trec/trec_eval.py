@@ -686,7 +686,9 @@ def run_command(a) -> int:
     stderr and trec_eval's exit status (:func:`exit_status`)."""
     import sys
 
+    from .parse import note_missing
     try:
+        note_missing(sys.stderr)             # without the compiled reader: one line says so
         return _run(a, sys.stdout)
     except MembenchError as e:
         print(f"membench: {e}", file=sys.stderr)
