@@ -55,8 +55,9 @@ def resolve(name: str):
 
 
 #: paths the docs gave that are gone on purpose -> where the name is now (the error says so)
-RETIRED = {f"membench.metrics.{n}": f"membench.trec.{n}"     # metrics re-exported them up a floor
-           for n in ("evaluate_trec", "read_trec_run", "write_trec_run")}
+RETIRED = {**{f"membench.metrics.{n}": f"membench.trec.{n}"   # metrics re-exported them up a floor
+              for n in ("evaluate_trec", "read_trec_run", "write_trec_run")},
+           "membench.core.bounds.markdown_table": "membench.docsite.bounds.markdown_table"}
 
 
 @pytest.mark.parametrize("name", BEFORE)
