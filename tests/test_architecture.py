@@ -103,12 +103,17 @@ def imports_of(source: str, mod: str, is_pkg: bool = False) -> list[tuple[int, s
     return out
 
 
+@functools.cache
+def _named(path: Path) -> list[tuple[int, str]]:
+    """:func:`imports_of` of the file ``path`` (read and parsed once)."""
+    mod, is_pkg = _module(path)
+    return imports_of(path.read_text(encoding="utf-8"), mod, is_pkg)
+
+
 def _imports(path: Path) -> list[tuple[int, str]]:
     """``(line, module)`` for every import of ``path`` (:func:`imports_of`) that names one of
     membench's modules."""
-    mod, is_pkg = _module(path)
-    return [(line, t) for line, name in imports_of(path.read_text(encoding="utf-8"), mod, is_pkg)
-            for t in [_resolve(name)] if t is not None]
+    return [(line, t) for line, name in _named(path) for t in [_resolve(name)] if t is not None]
 
 
 @functools.cache
@@ -242,8 +247,7 @@ def test_no_import_names_an_old_path():
     for mod, path in MODULES.items():
         if mod == "membench.moved":
             continue
-        is_pkg = path.name == "__init__.py"
-        for line, name in imports_of(path.read_text(encoding="utf-8"), mod, is_pkg):
+        for line, name in _named(path):
             if (new := new_path(name)) is not None:
                 bad.append(f"{_file(mod)}:{line}: {name} (now {new})")
     assert not bad, "imports of old paths (membench/moved.py):\n" + "\n".join(bad)
