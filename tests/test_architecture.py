@@ -192,7 +192,8 @@ def _upward(mod: str, targets: dict[str, int], file: str) -> list[str]:
 
 
 def test_no_import_runs_up_a_floor():
-    bad = [b for mod, targets in sorted(_graph().items()) for b in _upward(mod, targets, _file(mod))]
+    bad = [b for mod, targets in sorted(_graph().items())
+           for b in _upward(mod, targets, _file(mod))]
     assert not bad, "imports that run up a floor:\n" + "\n".join(bad)
 
 

@@ -82,7 +82,8 @@ def test_an_old_path_is_the_new_module_itself():
     from membench.contract import protocol as new
     from membench.systems.dense import DenseEngine as New
 
-    assert sys.modules["membench.run.protocol"] is new and new.__name__ == "membench.contract.protocol"
+    assert sys.modules["membench.run.protocol"] is new
+    assert new.__name__ == "membench.contract.protocol"
     assert DenseEngine is New
     assert new_path("membench.run.runner") is None
     with pytest.raises(ImportError):        # no such module under the old path's package
@@ -101,8 +102,10 @@ def test_an_old_path_warns_naming_the_new_path_and_the_release():
     assert proc.returncode == 0, proc.stderr
     warned = [line for line in proc.stderr.splitlines() if "DeprecationWarning" in line]
     assert warned == [
-        f"<string>:2: DeprecationWarning: {message('membench.run.protocol', 'membench.contract.protocol')}",
-        f"<string>:3: DeprecationWarning: {message('membench.analysis.plots', 'membench.report.plots')}",
+        "<string>:2: DeprecationWarning: "
+        + message("membench.run.protocol", "membench.contract.protocol"),
+        "<string>:3: DeprecationWarning: "
+        + message("membench.analysis.plots", "membench.report.plots"),
     ], proc.stderr
     assert f"membench {REMOVED_IN} removes it: import membench.contract.protocol" in warned[0]
 
