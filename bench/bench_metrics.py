@@ -22,7 +22,7 @@ TREE|ARCHIVE``; when it cannot be had the run goes on without it and says why),
 **Inputs.** For each size (queries x ``--depth`` hits) one qrels file and one run, written in
 layouts that hold the same lines (so every tool must give the same means on all of them):
 
-* ``digits17`` (**sorted by query**): what :func:`membench.metrics.write_trec_run` writes:
+* ``digits17`` (**sorted by query**): what :func:`membench.trec.write_trec_run` writes:
   ``repr()`` of the float64 score (16-17 significant digits), rank 1.., tag ``membench``;
 * ``shuffled`` (**hits shuffled within a query**): each query's lines in random order (rank
   column and score travel with the line);
@@ -171,7 +171,7 @@ def _best_lines(q0: int, docs: np.ndarray, units: np.ndarray) -> bytes:
 
 
 def _digits17_table(q0: int, docs: np.ndarray, units: np.ndarray, extra: np.ndarray):
-    """The lines :func:`membench.metrics.write_trec_run` writes (``repr()`` of the float64
+    """The lines :func:`membench.trec.write_trec_run` writes (``repr()`` of the float64
     score, rank 1.., tag ``membench``), as an arrow table written by pyarrow's CSV writer,
     whose shortest round-trip float text equals ``repr()`` here (checked on every block)."""
     import pyarrow as pa

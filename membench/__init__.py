@@ -20,13 +20,14 @@ importing only from its own and the floors below: ``core`` -> ``modalities`` -> 
 (records, system protocol, wire) -> ``sources`` -> ``sets`` -> ``content`` (what a system is
 shown) -> ``systems`` -> ``serve`` -> ``run`` -> ``metrics`` -> ``trec`` -> ``analysis`` ->
 ``report``, with the ``membench`` command (``cli``) and this door on top. Importing the package
-also installs the old import paths (membench/core/moved.py) and nothing else.
+also installs the old import paths, each with its DeprecationWarning (membench/moved.py), and
+nothing else.
 """
 
 from .core.version import __version__  # noqa: E402,F401
-from .core import moved as _moved  # noqa: E402  (old import paths: membench/core/moved.py)
+from .moved import install as _install_moved  # noqa: E402  (old import paths: membench/moved.py)
 
-_moved.install()
+_install_moved()
 
 #: the door's functions (membench/api.py); ``page`` is the module membench/page.py
 _API = ("open_sets", "open_run", "run_system", "score", "compare", "leaderboard",

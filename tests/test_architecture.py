@@ -1,5 +1,6 @@
 """The package layout is the pipeline (docs/architecture.md, membench/docsite/house.py): no
-module imports from a room on a floor above its own, no import circle between modules, no room
+module imports from a room on a floor above its own (by statement or by string), none imports
+an old path, no import circle between modules, no room
 over 15% of the code, no file over 800 lines without saying why, and no modality is branched
 on by name outside ``membench/modalities``."""
 
@@ -43,29 +44,79 @@ def _resolve(name: str) -> str | None:
     return name or None
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """``(line, module)`` for every import statement of ``path`` (function-level and
-    TYPE_CHECKING ones too) that names one of membench's modules."""
-    mod, is_pkg = _module(path)
+#: calls that import a module named by a string: a module that makes one imports every module
+#: path it holds as a string (``_LAZY`` / ``HOMES`` tables, ``"membench.x"`` lists)
+IMPORT_CALLS = {"import_module", "__import__", "find_spec"}
+_ABS = re.compile(r"membench(?:\.\w+)+")
+_REL = re.compile(r"\.+\w+(?:\.\w+)*")
+_ENTRY = re.compile(r"(membench(?:\.\w+)+):[\w.]+")    # a registry's "module:attr"
+
+
+def _absolute(name: str, mod: str, is_pkg: bool) -> str:
+    """``name`` (``..x.y`` relative to module ``mod``, or absolute) as an absolute name."""
+    if not name.startswith("."):
+        return name
+    level = len(name) - len(name.lstrip("."))
     base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+    base = base[:len(base) - (level - 1)]
+    return ".".join(base + ([name[level:]] if name[level:] else []))
+
+
+def imports_of(source: str, mod: str, is_pkg: bool = False) -> list[tuple[int, str]]:
+    """``(line, target)`` for every import of module ``mod`` (its text ``source``) that names
+    one of membench's own modules: import statements (function-level and TYPE_CHECKING ones
+    too), ``"membench.x:attr"`` registry strings anywhere, and, in a module that imports by
+    name (:data:`IMPORT_CALLS`), every string or f-string prefix that is a module path,
+    absolute (``"membench.x"``) or relative (``"..x"``, as ``import_module(name, __name__)``
+    reads it). ``target`` is the dotted name as written (absolute), which may be an old path
+    of membench/moved.py; :func:`_resolve` turns it into a module."""
+    tree = ast.parse(source)
+    by_name = any(isinstance(n, ast.Call) and (getattr(n.func, "id", None) in IMPORT_CALLS
+                                               or getattr(n.func, "attr", None) in IMPORT_CALLS)
+                  for n in ast.walk(tree))
+    docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}  # bare strings
     out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                b = base[:len(base) - (node.level - 1)]
-                target = ".".join(b + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _absolute("." * node.level + (node.module or ""), mod, is_pkg)
             if not target.startswith("membench"):
                 continue
             for a in node.names:
-                t = _resolve(f"{target}.{a.name}")
-                if t is not None:
-                    out.append((node.lineno, t))
+                out.append((node.lineno, f"{target}.{a.name}"))
         elif isinstance(node, ast.Import):
-            out += [(node.lineno, t) for a in node.names if a.name.startswith("membench")
-                    for t in [_resolve(a.name)] if t is not None]
+            out += [(node.lineno, a.name) for a in node.names
+                    if a.name.split(".")[0] == "membench"]
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and id(node) not in docs):
+            text = node.value
+            if m := _ENTRY.fullmatch(text):
+                out.append((node.lineno, m.group(1)))
+            elif by_name and _ABS.fullmatch(text):
+                out.append((node.lineno, text))
+            elif by_name and _REL.fullmatch(text):
+                target = _absolute(text, mod, is_pkg)
+                if target in MODULES:       # only a module: ".json" is a suffix, not a module
+                    out.append((node.lineno, target))
+        elif (by_name and isinstance(node, ast.JoinedStr) and node.values
+              and isinstance(node.values[0], ast.Constant)
+              and isinstance(node.values[0].value, str)):
+            prefix = node.values[0].value.rpartition(".")[0]   # f"membench.sources.{m}"
+            if _ABS.fullmatch(prefix):
+                out.append((node.lineno, prefix))
     return out
+
+
+@functools.cache
+def _named(path: Path) -> list[tuple[int, str]]:
+    """:func:`imports_of` of the file ``path`` (read and parsed once)."""
+    mod, is_pkg = _module(path)
+    return imports_of(path.read_text(encoding="utf-8"), mod, is_pkg)
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """``(line, module)`` for every import of ``path`` (:func:`imports_of`) that names one of
+    membench's modules."""
+    return [(line, t) for line, name in _named(path) for t in [_resolve(name)] if t is not None]
 
 
 @functools.cache
@@ -136,14 +187,74 @@ def test_every_module_is_in_a_room():
     assert not homeless, "modules in no room of membench/docsite/house.py: " + ", ".join(homeless)
 
 
+def _upward(mod: str, targets: dict[str, int], file: str) -> list[str]:
+    """The imports of ``mod`` (``{target: line}``) that run up a floor, one line each."""
+    return [f"{file}:{line}: {mod} (floor {floor_of(mod)}) imports {target} "
+            f"(floor {floor_of(target)})"
+            for target, line in sorted(targets.items()) if floor_of(target) > floor_of(mod)]
+
+
 def test_no_import_runs_up_a_floor():
-    bad = []
-    for mod, targets in sorted(_graph().items()):
-        for target, line in sorted(targets.items()):
-            if floor_of(target) > floor_of(mod):
-                bad.append(f"{_file(mod)}:{line}: {mod} (floor {floor_of(mod)}) imports "
-                           f"{target} (floor {floor_of(target)})")
+    bad = [b for mod, targets in sorted(_graph().items())
+           for b in _upward(mod, targets, _file(mod))]
     assert not bad, "imports that run up a floor:\n" + "\n".join(bad)
+
+
+PLANTED = '''"""A module of the metrics room that imports up a floor only through strings."""
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..report.escape import html_block
+
+_LAZY = {"read_trec_run": "..trec", "aggregate": ".aggregate", "suffix": ".json"}
+SYSTEMS = {"planted": "membench.analysis.browse:Browser"}
+
+
+def load(name, part):
+    escape = importlib.import_module("membench.report.escape")
+    page = importlib.import_module(f"membench.cli.{part}")
+    return getattr(importlib.import_module(_LAZY[name], __name__), name), escape, page
+'''
+
+
+def test_a_string_import_up_a_floor_fails():
+    """A module planted in the metrics room (floor 9) that reaches up only through a lazy
+    ``_LAZY`` table, ``import_module`` with a constant and with an f-string, a registry string
+    and a TYPE_CHECKING import: the checker sees each as an arrow up a floor, and sees no
+    module in a suffix (``".json"``) or in its docstring."""
+    mod = "membench.metrics.planted"
+    targets: dict[str, int] = {}
+    for line, name in imports_of(PLANTED, mod):
+        t = _resolve(name)
+        if t is not None and t != mod:
+            targets.setdefault(t, line)
+    assert targets == {"membench.report.escape": 6, "membench.trec": 8,
+                       "membench.metrics.aggregate": 8, "membench.analysis.browse": 9,
+                       "membench.cli": 14}
+    bad = _upward(mod, targets, "membench/metrics/planted.py")
+    assert [b.split(":")[1] for b in bad] == ["9", "14", "6", "8"]
+    assert "membench/metrics/planted.py:8: membench.metrics.planted (floor 9) imports " \
+           "membench.trec (floor 10)" in bad
+    # without a call that imports by name, a plain module path is a word, not an import
+    words = PLANTED.replace("importlib.import_module", "dict").replace("import importlib\n", "")
+    assert {_resolve(n) for _, n in imports_of(words, mod)} == {
+        "membench.report.escape", "membench.analysis.browse"}
+
+
+def test_no_import_names_an_old_path():
+    """membench's own modules import the new paths, not an old one of membench/moved.py (which
+    alone holds them), by statement or by string."""
+    from membench.moved import new_path
+
+    bad = []
+    for mod, path in MODULES.items():
+        if mod == "membench.moved":
+            continue
+        for line, name in _named(path):
+            if (new := new_path(name)) is not None:
+                bad.append(f"{_file(mod)}:{line}: {name} (now {new})")
+    assert not bad, "imports of old paths (membench/moved.py):\n" + "\n".join(bad)
 
 
 def test_no_import_circle():

@@ -14,7 +14,8 @@ import pytest
 from hostile_world import cli_args, runnable_sets, write_world
 
 from membench.cli import main
-from membench.core import bounds, jsonl
+from membench.core import jsonl
+from membench.docsite import bounds
 from membench.core.errors import InputError, MembenchError
 
 REPO = Path(__file__).parents[1]
@@ -35,14 +36,14 @@ def test_the_docs_carry_the_bounds_table():
     assert m, "docs/robustness.md has no <!-- bounds:start --> ... <!-- bounds:end --> block"
     assert m.group(1).strip() == bounds.markdown_table().strip(), (
         "the bounds table differs from the registry: paste "
-        "`python -c 'from membench.core.bounds import markdown_table; print(markdown_table())'`")
+        "`python -c 'from membench.docsite.bounds import markdown_table; print(markdown_table())'`")
 
 
 def test_every_bound_is_imported_where_it_is_enforced():
     """Each registered bound names its module, which is in the registry's module list (so the
     table holds it whatever was imported before)."""
     for b in bounds.all_bounds():
-        assert b.where in bounds._MODULES, b
+        assert b.where in bounds.MODULES, b
         assert b.what and b.past and b.unit is not None
 
 

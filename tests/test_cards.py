@@ -341,7 +341,7 @@ def test_a_model_split_over_packages_is_joined_and_extracted_once(tmp_path):
 
 
 def test_a_missing_part_names_the_install_without_dependencies(monkeypatch):
-    from membench.run import models
+    from membench.systems import models
 
     monkeypatch.setattr(models, "MPNET_PARTS", ("no-such-distribution-xyz",))
     with pytest.raises(MembenchError, match=r"no-such-distribution-xyz is not installed: "

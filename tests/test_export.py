@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from membench.cli import main
-from membench.metrics import metrics_for_run_dir, read_trec_qrels
+from membench.metrics import metrics_for_run_dir
+from membench.trec import read_trec_qrels
 from membench.metrics.atom_level import ATOM_MEASURES
 from membench.run.runner import load_split, run_system
 from membench.systems import make_system

@@ -6,7 +6,7 @@ the numeric flags of every command, plus two whole paths that read several files
 
 The invariant: a reader returns a value or raises :class:`MembenchError` (``InputError``: file,
 line, field); never any other exception. The vectorised TREC reader
-(:func:`membench.metrics.read_trec_run`) must moreover agree with the plain line-by-line parse
+(:func:`membench.trec.read_trec_run`) must moreover agree with the plain line-by-line parse
 (:func:`membench.run.importer.read_trec_lines` and the ranking rule) on every line's rank, or
 both must fail with a located error.
 

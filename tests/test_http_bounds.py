@@ -382,7 +382,7 @@ def test_serve_listens_on_loopback_only_by_default(mini):
 
 
 def test_every_http_bound_is_registered():
-    from membench.core.bounds import all_bounds
+    from membench.docsite.bounds import all_bounds
 
     names = {b.name for b in all_bounds()}
     assert {"http_call_deadline", "http_retry_budget", "http_read_timeout",

@@ -13,7 +13,7 @@ import tracemalloc
 import pytest
 
 from membench.cli import main
-from membench.core.bounds import all_bounds
+from membench.docsite.bounds import all_bounds
 from membench.core.errors import InputError
 from membench.trec import MAX_QRELS_BYTES, evaluate_trec, read_trec_run
 from membench.run.files import MAX_TREC_LINE, trec_fields

@@ -6,6 +6,5 @@
 * :mod:`.wire`: the same protocol over HTTP (``membench-http/1``): paths, JSON shapes and the
   checks both ends apply.
 
-It reads and writes nothing. (``membench.sets.schema``, ``membench.run.protocol`` and
-``membench.run.remote.wire`` were its old paths; they still import.)
+It reads and writes nothing (old paths of these modules: membench/moved.py).
 """

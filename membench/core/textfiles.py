@@ -113,7 +113,7 @@ def trec_fields(path: str | Path, layout: str,
     """``(line number, fields)`` per line of a whitespace-separated TREC file whose lines have
     the fields named in ``layout`` (e.g. ``"qid Q0 docid rank score tag"``). Lines end at
     ``\\n``; fields are separated by ASCII whitespace (``bytes.split()``), the same bytes the
-    vectorised reader (:func:`membench.metrics.read_trec_run`) splits on. A missing file, a
+    vectorised reader (:func:`membench.trec.read_trec_run`) splits on. A missing file, a
     line that is not UTF-8, holds another control byte, or has another field count is an
     :class:`InputError` naming it. ``comment_lines``: a line whose first byte is ``#`` is
     skipped (trec_eval 10's qrels comments, ``membench trec-eval`` without ``--strict``)."""

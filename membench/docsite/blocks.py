@@ -470,7 +470,7 @@ def _power(ctx: Context) -> str:
 
 
 def _bounds(ctx: Context) -> str:
-    from ..core.bounds import markdown_table
+    from .bounds import markdown_table
 
     return markdown_table()
 

@@ -25,7 +25,7 @@ ROOMS: tuple[Room, ...] = (
     Room(("core",),
          "located errors and exit statuses, paths, strict JSON lines and sha256, atomic writes, "
          "the run-directory lock, deterministic hashing, bounds, progress, the network guard, "
-         "the CPU's instruction set, old import paths (`moved.py`)",
+         "the CPU's instruction set",
          "nothing of its own (a lock file in a RUN_DIR it is given; progress on stderr)"),
     Room(("modalities",),
          "one module per modality: region and extent shapes, cap, bounds, overlap rule, "
@@ -81,10 +81,11 @@ ROOMS: tuple[Room, ...] = (
          "provenance, notebook execution and HTML pages, escaping, tables, plots, summaries, "
          "the browser checks",
          "writes `reports/`"),
-    Room(("cli", "launch", "__main__", "docsite", "__init__", "api", "page"),
+    Room(("cli", "launch", "__main__", "docsite", "__init__", "api", "page", "moved"),
          "the `membench` command (one module per command in `cli/`), its entry point, the "
          "documentation site's generated tables, and the front door: `import membench as mb` "
-         "(`__init__`, its functions in `api.py`, the report notebooks' namespace `page.py`)",
+         "(`__init__`, its functions in `api.py`, the report notebooks' namespace `page.py`, "
+         "and the old import paths with their warnings until 0.3.0 (`moved.py`))",
          "what the command or function it runs touches; `docsite` rewrites generated blocks "
          "when asked"),
 )

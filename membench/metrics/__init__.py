@@ -1,29 +1,12 @@
-"""membench.metrics: the measures of SPEC section 7, per modality, with n, denominator and a
+"""membench.metrics: a run's measures (SPEC section 7) per modality, with n, denominator and a
 bootstrap 95% interval for every figure.
 
-Modules, one per measure family:
-
-* :mod:`.resolve`   the atom table: which atoms hit a gold region (each modality's overlap rule)
-* :mod:`.ranking`   recall@k, MRR, nDCG@k from first-hit ranks; the tie-breaking rule
-* :mod:`.scope`     temporal and holder correctness
-* :mod:`.cartridge` false recall, abstention, cartridge recall
-* :mod:`.abstention` the abstention AUC and the answerable share kept at false recall <= 0.10
-  (statistics of the order of a slice's queries by their abstention score)
-* :mod:`.latency`   p50 / p95 compile latency
-* :mod:`.bootstrap` percentile bootstrap intervals
-* :mod:`.score`     per-item join of records, items, atoms and run lines
-* :mod:`.measures`  the measure registry: name, definition, denominator, gate, direction
-* :mod:`.aggregate` slices, gates, judgment sets, ``metrics.json``, :func:`format_table`
-* :mod:`.rundir`    a run directory (:class:`~membench.metrics.rundir.RunDir`); its files are read by
-  :mod:`membench.run.files`
-* :mod:`.trec`      fast TREC run / qrels reader and evaluator (same ranking formulas)
-
-Tie-breaking (also written into every metrics.json as ``tie_breaking``): hits are ordered by
-score descending; equal scores keep the order the system returned them in (stable sort; in a
-TREC run file, the rank column and then the line order); a duplicate atom id counts only at its
-first position and occupies no further rank. trec_eval breaks ties by document id descending
-instead, so tests compare against pytrec_eval with rank-derived scores
-(``tests/test_metrics_trust.py`` shows a tie case where naive input differs).
+Reads RUN_DIR and sets through :class:`~membench.metrics.rundir.RunDir`; writes
+``RUN_DIR/metrics.json``, exports and the score cache. Imports only the floors below (``run``
+and down): plain TREC files are :mod:`membench.trec`, a floor above. Start at
+:func:`compute_metrics` or :func:`~membench.metrics.rundir.metrics_for_run_dir`; the modules,
+one per measure family, are listed in docs/architecture.md ("Layout"), the tie-breaking rule
+in :mod:`membench.contract.protocol` (``TIE_BREAKING``, also written into every metrics.json).
 """
 
 from __future__ import annotations
@@ -48,10 +31,12 @@ _LAZY = {
     "SEED": ".bootstrap", "bootstrap_ci": ".bootstrap", "GATES": ".measures",
     "MEASURES": ".measures", "METRICS": ".measures", "Measure": ".measures",
     "FirstHits": ".ranking", "RunDir": ".rundir", "metrics_for_run_dir": ".rundir",
-    "ItemScores": ".score", "score_items": ".score", "evaluate_trec": "..trec",
-    "read_trec_qrels": "..trec", "read_trec_run": "..trec", "write_trec_qrels": "..trec",
-    "write_trec_run": "..trec",
+    "ItemScores": ".score", "score_items": ".score",
 }
+
+#: names this package re-exported from membench.trec up to 0.1.0 (an import up a floor); the
+#: error for one of them says where it is
+_TREC = ("evaluate_trec", "read_trec_qrels", "read_trec_run", "write_trec_qrels", "write_trec_run")
 
 
 def __getattr__(name: str):
@@ -61,6 +46,9 @@ def __getattr__(name: str):
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value
+    if name in _TREC:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}: plain TREC files "
+                             f"are membench.trec's (from membench.trec import {name})")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -104,16 +92,11 @@ __all__ = [
     "aggregate",
     "bootstrap_ci",
     "compute_metrics",
-    "evaluate_trec",
     "format_brief",
     "format_table",
     "metrics_for_run_dir",
     "order_hits",
     "read_atoms",
     "read_run",
-    "read_trec_qrels",
-    "read_trec_run",
     "score_items",
-    "write_trec_qrels",
-    "write_trec_run",
 ]

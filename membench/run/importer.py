@@ -92,7 +92,7 @@ from .runner import (
 def read_trec_lines(path: Path):
     """``(line, qid, docid, rank, score)`` per line of a TREC run; a malformed line is an
     :class:`InputError` naming it. (Scoring a TREC file at scale without this Python loop is
-    :func:`membench.metrics.read_trec_run`'s job; an import is small and needs the ids.)"""
+    :func:`membench.trec.read_trec_run`'s job; an import is small and needs the ids.)"""
     for no, parts in trec_fields(path, "qid Q0 docid rank score tag"):
         hit = f"query {parts[0][:80]!r}, atom {parts[2][:80]!r}"
         try:

@@ -6,8 +6,8 @@
 
 The wire itself (paths, JSON shapes, the checks both ends apply) is
 :mod:`membench.contract.wire`; the client, what ``membench run --system http://HOST:PORT`` runs,
-is a system like any other: :class:`membench.systems.remote.HttpSystem`. (This was
-``membench.run.remote``; the old path and its modules still import.)
+is a system like any other: :class:`membench.systems.remote.HttpSystem`. (Its old path:
+membench/moved.py.)
 """
 
 from ..contract.wire import PROTOCOL

@@ -23,6 +23,7 @@ runs of those that get it (``sees_gold``: "not a valid submission").
 from __future__ import annotations
 
 import importlib
+import sys
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -112,8 +113,11 @@ def make_system(name: str, config: dict[str, Any] | None = None) -> MemorySystem
     from .identity import remember
 
     factory, how, dist = _resolve(name)
+    kwargs = dict(config or {})
+    if getattr(factory, "wraps", False):    # made around another registered system
+        kwargs["registry"] = sys.modules[__name__]
     try:
-        system = factory(**(config or {}))
+        system = factory(**kwargs)
     except TypeError as e:
         raise MembenchError(f"system {name!r}: bad config {config}: {e}") from None
     for attr in ("name", "config", "ingest", "query"):

@@ -318,19 +318,23 @@ class Stuffed(_Double):
     cartridge wherever it commits (the module docstring)."""
 
     name = "stuffed"
+    #: made around another registered system: ``make_system`` hands it the registry
+    #: (``registry``: membench.systems, passed in, not imported, as the registry names this class)
+    wraps = True
 
     def __init__(self, seed: int = 0, system: str = "random", atoms: int = 100,
-                 **config: Any) -> None:
-        from . import DOUBLES, LIBRARIES, make_system
-
+                 registry: Any = None, **config: Any) -> None:
+        if registry is None:
+            raise ValueError("stuffed wraps a registered system: make it with "
+                             "membench.systems.make_system('stuffed', config)")
         super().__init__(seed)
-        if system == self.name or DOUBLES.get(system) or system in LIBRARIES:
+        if system == self.name or registry.DOUBLES.get(system) or system in registry.LIBRARIES:
             raise ValueError(f"stuffed wraps a registered system that sees no gold and keeps "
                              f"no store on disk, not {system!r}")
         if not isinstance(atoms, int) or isinstance(atoms, bool) or atoms < 1:
             raise ValueError(f"atoms: a whole number >= 1, got {atoms!r}")
         self.system, self.n_atoms = system, atoms
-        self.inner = make_system(system, config)
+        self.inner = registry.make_system(system, config)
 
     def config(self) -> dict[str, Any]:
         return {**super().config(), "system": self.system, "atoms": self.n_atoms,

@@ -4,7 +4,7 @@ Reads TREC runs (``qid Q0 docid rank score tag``) and qrels (``qid iter docid re
 bounded, located errors, ranks them by membench's tie-breaking (or trec_eval's), and scores
 them with the same formulas as :mod:`membench.metrics.ranking`; :mod:`.trec_eval` prints
 trec_eval 10.0's measures in its output format. Reads TREC files; writes nothing but its
-output. (It was ``membench.metrics.trec``; the old path still imports.)
+output. (Its old path: membench/moved.py.)
 
 The modules, each importing only those before it:
 

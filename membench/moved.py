@@ -1,14 +1,12 @@
-"""Where a module moved, so that an import path the docs once gave keeps working.
+"""Old import paths, retired on a schedule: where a module moved, and the warning that says so.
 
-The package's rooms were laid out as the pipeline (docs/architecture.md) after users had
-imported some modules by their old paths (``membench.run.protocol``, ``membench.run.systems``,
-``membench.sets.schema``, ...). :data:`MOVED` maps each old path (a module, or a package with
-everything under it) to where the code is now; :class:`MovedFinder`, installed by
-``membench/__init__.py``, makes ``import old.path`` return the very module object of the new
-path (the same classes, the same module state: ``isinstance`` and monkeypatching behave as
-before), and nothing is imported until an old path is asked for. New code imports the new
-paths; ``tests/test_documented_paths.py`` imports every path the docs name, old and new.
-Standard library only: ``membench`` imports this module first.
+:data:`MOVED` maps each old dotted path (a module, or a package with everything under it) to
+its new home. :class:`MovedFinder`, put first on ``sys.meta_path`` by ``membench/__init__.py``,
+makes ``import old.path`` return the very module object of the new path (same classes, same
+state) and warns with a ``DeprecationWarning`` naming the new path and :data:`REMOVED_IN`, the
+release that drops this module. Nothing is imported until an old path is asked for. On the top
+floor: it imports modules of every floor. Touches nothing else. Start at :func:`new_path`;
+``tests/test_moved.py`` keeps the old paths out of the repository (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -17,6 +15,12 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+import warnings
+
+from .core.version import __version__
+
+#: the release that removes :data:`MOVED` and this module
+REMOVED_IN = "0.3.0"
 
 #: old dotted path -> new dotted path; a package's entry covers its submodules too
 MOVED: dict[str, str] = {
@@ -52,6 +56,25 @@ def new_path(name: str) -> str | None:
     return None if best is None else MOVED[best] + name[len(best):]
 
 
+def message(old: str, new: str) -> str:
+    """The warning an import of the old path ``old`` gives."""
+    return (f"{old} is an old path of {new} (membench {__version__}); membench {REMOVED_IN} "
+            f"removes it: import {new}")
+
+
+def _stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside this module and importlib (the line that
+    imports the old path), counted from the caller of this function."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (frame.f_globals.get("__name__") == __name__
+                                 or frame.f_globals.get("__name__", "").startswith("importlib")):
+        frame = frame.f_back
+        name = frame.f_code.co_filename if frame is not None else ""
+        if not ("importlib" in name and "_bootstrap" in name):   # warnings skips those itself
+            level += 1
+    return level
+
+
 class _Alias(importlib.abc.Loader):
     def __init__(self, target: str) -> None:
         self.target = target
@@ -68,7 +91,7 @@ class _Alias(importlib.abc.Loader):
 
 
 class MovedFinder(importlib.abc.MetaPathFinder):
-    """Finds an old path of :data:`MOVED` (and nothing else)."""
+    """Finds an old path of :data:`MOVED` (and nothing else), with its warning."""
 
     def find_spec(self, fullname, path=None, target=None):
         if not fullname.startswith(_OLD):   # every other import of the process: one C call
@@ -76,6 +99,7 @@ class MovedFinder(importlib.abc.MetaPathFinder):
         new = new_path(fullname)
         if new is None or importlib.util.find_spec(new) is None:
             return None                # not moved, or no such module at the new path either
+        warnings.warn(message(fullname, new), DeprecationWarning, stacklevel=_stacklevel())
         return importlib.util.spec_from_loader(fullname, _Alias(new))
 
 
