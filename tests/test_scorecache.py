@@ -168,3 +168,46 @@ def test_source_digest_is_every_package_file_by_path_and_bytes():
     from membench.run import ray_engine
 
     assert scorecache.code_digest() == ray_engine.code_digest() == source_digest()
+
+
+def test_the_same_lines_with_other_latencies_are_read_back_with_their_own(runs, cache, tmp_path,
+                                                                           monkeypatch):
+    """A run again with the same lines but other latencies (every warm make all): its scores
+    are read back with its own latencies, equal to a fresh scoring; its latency figures are
+    its own (the aggregate's key holds them); a line not in the canonical form keys the whole
+    file."""
+    import re
+    import shutil
+
+    d = tmp_path / "run"
+    shutil.copytree(runs / "random", d)
+    first = RunDir.open(d)
+    first_m = first.metrics(write=False, n_resamples=200)
+    base = scorecache.key_of(first)
+    data = (d / "run.jsonl").read_bytes()
+    slower = re.sub(rb'"latency_ms":[^,]+,', lambda m: b'"latency_ms":%d.25,' % (len(m.group(0))
+                                                                                  + 40), data)
+    assert slower != data
+    (d / "run.jsonl").write_bytes(slower)
+    assert scorecache.key_of(RunDir.open(d)) == base
+    calls = []
+    import membench.metrics.rundir as rundir
+
+    orig = rundir.score_items
+    monkeypatch.setattr(rundir, "score_items", lambda *a, **k: calls.append(1) or orig(*a, **k))
+    again = RunDir.open(d)
+    again_m = again.metrics(write=False, n_resamples=200)
+    assert not calls                                        # read back, not scored
+    monkeypatch.setattr(rundir, "score_items", orig)
+    monkeypatch.setenv("MEMBENCH_SCORE_CACHE", "0")
+    fresh = RunDir.open(d)
+    fresh_m = fresh.metrics(write=False, n_resamples=200)
+    _equal(again.scores(), fresh.scores())
+    assert not np.array_equal(again.scores().latency_ms, first.scores().latency_ms)
+    assert json.dumps(again_m, sort_keys=True) == json.dumps(fresh_m, sort_keys=True) \
+        != json.dumps(first_m, sort_keys=True)
+    monkeypatch.setenv("MEMBENCH_SCORE_CACHE", "1")
+    spaced = slower.replace(b'"latency_ms":', b'"latency_ms": ', 1)   # not canonical
+    (d / "run.jsonl").write_bytes(spaced)
+    assert scorecache.lines_without_latency(d / "run.jsonl") is None
+    assert scorecache.key_of(RunDir.open(d)) != base
