@@ -32,6 +32,14 @@ def test_a_pass_is_read_back_and_a_changed_set_is_checked_again(tmp_path, monkey
     monkeypatch.setattr(split, "_PASSED", set())     # as a new process: read from the marker
     split.check_sets_before_run(sets, corpus, manifest)
     assert calls == [1]
+    # membench validate's pass (remember_pass) is the same marker
+    for f in (tmp_path / "cache" / "validate").glob("*.passed"):
+        f.unlink()
+    monkeypatch.setattr(split, "_PASSED", set())
+    split.remember_pass(sets, corpus, manifest)
+    monkeypatch.setattr(split, "_PASSED", set())
+    split.check_sets_before_run(sets, corpus, manifest)
+    assert calls == [1]
     # a set file changed: checked again, and a failure is not remembered
     recs = (sets / "conversation.jsonl").read_text().splitlines()
     (sets / "conversation.jsonl").write_text("\n".join([recs[0], recs[0], *recs[1:]]) + "\n")

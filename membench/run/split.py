@@ -140,18 +140,30 @@ def check_sets_before_run(sets_dir: Path, corpus_root: Path | None,
     errors = [f for f in validate_sets(Path(sets_dir), Path(manifest), lock=lock,
                                        corpus=corpus_root) if f.level == "error"]
     if not errors:
-        _PASSED.add(key)
-        if marker is not None:
-            try:
-                marker.write_text("passed\n", encoding="utf-8")
-            except OSError:
-                pass                    # a read-only cache only costs the check again
+        _remember(key, marker)
         return
     first = errors[0]
     more = (f" (and {len(errors) - 1} more error(s): `membench validate --sets "
             f"{sets_dir}` lists them)") if len(errors) > 1 else ""
     raise InputError(first.file, first.line, None, f"{first.message}{more}; a run needs "
                      "sets that pass every hard rule", rule=first.rule)
+
+
+def _remember(key: tuple, marker: Path | None) -> None:
+    _PASSED.add(key)
+    if marker is not None:
+        try:
+            marker.write_text("passed\n", encoding="utf-8")
+        except OSError:
+            pass                        # a read-only cache only costs the check again
+
+
+def remember_pass(sets_dir: Path, corpus_root: Path | None, manifest: Path = MANIFEST_PATH,
+                  lock: Path | None = None) -> None:
+    """Record that these inputs passed every hard rule (``membench validate`` with the audit,
+    no error), so :func:`check_sets_before_run` on the same inputs does not check again."""
+    key = _fingerprint(Path(sets_dir), corpus_root, Path(manifest), lock)
+    _remember(key, _pass_marker(key))
 
 
 def check_limit(limit: int | None) -> None:
