@@ -127,6 +127,8 @@ help:
 	@echo "Variables: SYSTEMS='bm25 dense hybrid' (any registered system, doubles included) LIMIT=N"
 	@echo "           CORPUS=DIR SETS=DIR RUNS=DIR REPORTS=DIR CONTENT='--content ocr_processes=2'"
 	@echo "           RUNCONFIG='--config KEY=VALUE' (every system) DENSECONFIG (dense and hybrid)"
+	@echo "           QUESTIONCACHE= (dense and hybrid embed every question again; by default a"
+	@echo "           question's vector is read from the cache, its latency the seconds it took)"
 
 $(BIN)/membench: pyproject.toml setup.py membench/run/_hitcheck.c membench/trec/_trecscan.c \
   membench/core/_cpuidmask.c
