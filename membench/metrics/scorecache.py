@@ -263,5 +263,30 @@ def metrics(key: str | None, seed: int, n_resamples: int,
     return result
 
 
-__all__ = ["scores", "metrics", "key_of", "lines_without_latency", "code_digest", "dump", "load",
-           "enabled"]
+def derived(key: str | None, name: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``compute()``, or its stored result: a JSON object computed from the scores stored under
+    ``key`` (:func:`scores`' key) alone and not from their latencies (the latency digest is
+    left out of its key, so a run again with the same lines reads it), named ``name`` (which
+    must hold every other parameter, e.g. the seed and the resamples)."""
+    folder = _folder() if (enabled() and key) else None
+    if folder is None:
+        return compute()
+    path = folder / f"{key.split('-')[0]}.{name}.json"
+    try:
+        got = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(got, dict):
+            return got
+    except (OSError, ValueError):
+        pass
+    result = compute()
+    try:
+        data = json.dumps(result, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError):         # not plain JSON: not stored
+        return result
+    if json.loads(data) == result:          # stored only when it reads back equal
+        _write_whole(path, data)
+    return result
+
+
+__all__ = ["scores", "metrics", "derived", "key_of", "lines_without_latency", "code_digest",
+           "dump", "load", "enabled"]
