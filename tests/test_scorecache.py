@@ -211,3 +211,23 @@ def test_the_same_lines_with_other_latencies_are_read_back_with_their_own(runs, 
     (d / "run.jsonl").write_bytes(spaced)
     assert scorecache.lines_without_latency(d / "run.jsonl") is None
     assert scorecache.key_of(RunDir.open(d)) != base
+
+
+def test_a_derived_object_is_keyed_by_the_scores_without_their_latencies(cache):
+    """scorecache.derived: stored under the scores' key less its latency digest (the
+    leaderboard's figures but the latency), read back for the same lines with other
+    latencies; another name or scores key is computed; no key (cache off) computes."""
+    calls = []
+
+    def compute(v):
+        return lambda: calls.append(v) or {"v": v, "nan_free": [0.1 + 0.2, None]}
+
+    first = scorecache.derived("a" * 64 + "-lat1", "entry-1", compute(1))
+    again = scorecache.derived("a" * 64 + "-lat2", "entry-1", compute(2))
+    assert calls == [1] and first == again == {"v": 1, "nan_free": [0.1 + 0.2, None]}
+    assert scorecache.derived("a" * 64 + "-lat1", "entry-2", compute(3))["v"] == 3
+    assert scorecache.derived("b" * 64 + "-lat1", "entry-1", compute(4))["v"] == 4
+    assert scorecache.derived(None, "entry-1", compute(5))["v"] == 5
+    assert calls == [1, 3, 4, 5]
+    assert scorecache.derived("c" * 64, "x", lambda: {"v": float("nan")})["v"] != 0  # not stored
+    assert not (cache / f"{'c' * 64}.x.json").exists()
