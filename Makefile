@@ -66,8 +66,12 @@ BASEDIRS   := $(foreach s,$(filter-out $(SYSTEMS),$(BESIDE)),$(RUNS)/$(s)-dev$(S
 BOARDDIRS  := $(foreach s,$(filter-out $(DOUBLES),$(SYSTEMS)),$(RUNS)/$(s)-dev$(SUFFIX))
 # ... and the baselines' and floors' rows beside them (a board of those alone is not made)
 BASEBOARD  := $(foreach s,$(filter $(BESIDE),$(SYSTEMS)),$(RUNS)/$(s)-dev$(SUFFIX)) $(BASEDIRS)
-# dense's own keys (DENSECONFIG) for the systems that embed with it
-DENSEFOR    = $$(case $$s in dense|dense-*|hybrid|hybrid-*) echo "$(DENSECONFIG)";; esac)
+# a question's vector read from the embedding cache when an earlier run computed it, its latency
+# the seconds computing it took (stored with it): hybrid reads dense's, a warm run embeds none
+# (docs/speed.md "The warm path"; QUESTIONCACHE= embeds every question again)
+QUESTIONCACHE ?= --config query_cache=true
+# dense's own keys (QUESTIONCACHE, DENSECONFIG) for the systems that embed with it
+DENSEFOR    = $$(case $$s in dense|dense-*|hybrid|hybrid-*) echo "$(QUESTIONCACHE) $(DENSECONFIG)";; esac)
 # dense first: its ingest embeds while the OCR workers run; then bm25 and hybrid read the
 # caches, RUNJOBS of them side by side (default: the CPUs, at most 2)
 RUNORDER   := $(filter dense,$(SYSTEMS)) $(filter-out dense,$(SYSTEMS))
@@ -123,6 +127,8 @@ help:
 	@echo "Variables: SYSTEMS='bm25 dense hybrid' (any registered system, doubles included) LIMIT=N"
 	@echo "           CORPUS=DIR SETS=DIR RUNS=DIR REPORTS=DIR CONTENT='--content ocr_processes=2'"
 	@echo "           RUNCONFIG='--config KEY=VALUE' (every system) DENSECONFIG (dense and hybrid)"
+	@echo "           QUESTIONCACHE= (dense and hybrid embed every question again; by default a"
+	@echo "           question's vector is read from the cache, its latency the seconds it took)"
 
 $(BIN)/membench: pyproject.toml setup.py membench/run/_hitcheck.c membench/trec/_trecscan.c \
   membench/core/_cpuidmask.c

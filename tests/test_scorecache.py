@@ -168,3 +168,66 @@ def test_source_digest_is_every_package_file_by_path_and_bytes():
     from membench.run import ray_engine
 
     assert scorecache.code_digest() == ray_engine.code_digest() == source_digest()
+
+
+def test_the_same_lines_with_other_latencies_are_read_back_with_their_own(runs, cache, tmp_path,
+                                                                           monkeypatch):
+    """A run again with the same lines but other latencies (every warm make all): its scores
+    are read back with its own latencies, equal to a fresh scoring; its latency figures are
+    its own (the aggregate's key holds them); a line not in the canonical form keys the whole
+    file."""
+    import re
+    import shutil
+
+    d = tmp_path / "run"
+    shutil.copytree(runs / "random", d)
+    first = RunDir.open(d)
+    first_m = first.metrics(write=False, n_resamples=200)
+    base = scorecache.key_of(first)
+    data = (d / "run.jsonl").read_bytes()
+    slower = re.sub(rb'"latency_ms":[^,]+,', lambda m: b'"latency_ms":%d.25,' % (len(m.group(0))
+                                                                                  + 40), data)
+    assert slower != data
+    (d / "run.jsonl").write_bytes(slower)
+    assert scorecache.key_of(RunDir.open(d)) == base
+    calls = []
+    import membench.metrics.rundir as rundir
+
+    orig = rundir.score_items
+    monkeypatch.setattr(rundir, "score_items", lambda *a, **k: calls.append(1) or orig(*a, **k))
+    again = RunDir.open(d)
+    again_m = again.metrics(write=False, n_resamples=200)
+    assert not calls                                        # read back, not scored
+    monkeypatch.setattr(rundir, "score_items", orig)
+    monkeypatch.setenv("MEMBENCH_SCORE_CACHE", "0")
+    fresh = RunDir.open(d)
+    fresh_m = fresh.metrics(write=False, n_resamples=200)
+    _equal(again.scores(), fresh.scores())
+    assert not np.array_equal(again.scores().latency_ms, first.scores().latency_ms)
+    assert json.dumps(again_m, sort_keys=True) == json.dumps(fresh_m, sort_keys=True) \
+        != json.dumps(first_m, sort_keys=True)
+    monkeypatch.setenv("MEMBENCH_SCORE_CACHE", "1")
+    spaced = slower.replace(b'"latency_ms":', b'"latency_ms": ', 1)   # not canonical
+    (d / "run.jsonl").write_bytes(spaced)
+    assert scorecache.lines_without_latency(d / "run.jsonl") is None
+    assert scorecache.key_of(RunDir.open(d)) != base
+
+
+def test_a_derived_object_is_keyed_by_the_scores_without_their_latencies(cache):
+    """scorecache.derived: stored under the scores' key less its latency digest (the
+    leaderboard's figures but the latency), read back for the same lines with other
+    latencies; another name or scores key is computed; no key (cache off) computes."""
+    calls = []
+
+    def compute(v):
+        return lambda: calls.append(v) or {"v": v, "nan_free": [0.1 + 0.2, None]}
+
+    first = scorecache.derived("a" * 64 + "-lat1", "entry-1", compute(1))
+    again = scorecache.derived("a" * 64 + "-lat2", "entry-1", compute(2))
+    assert calls == [1] and first == again == {"v": 1, "nan_free": [0.1 + 0.2, None]}
+    assert scorecache.derived("a" * 64 + "-lat1", "entry-2", compute(3))["v"] == 3
+    assert scorecache.derived("b" * 64 + "-lat1", "entry-1", compute(4))["v"] == 4
+    assert scorecache.derived(None, "entry-1", compute(5))["v"] == 5
+    assert calls == [1, 3, 4, 5]
+    assert scorecache.derived("c" * 64, "x", lambda: {"v": float("nan")})["v"] != 0  # not stored
+    assert not (cache / f"{'c' * 64}.x.json").exists()

@@ -90,3 +90,36 @@ def test_torn_rows_and_an_unusable_cache_only_cost_time(cache, tmp_path, monkeyp
     statcache.cached("t", statcache.__file__, (a,), {}, lambda: calls.append(1) or {})
     statcache.cached("t", statcache.__file__, (a,), {}, lambda: calls.append(1) or {})
     assert calls == [1, 1]
+
+
+def test_an_abstention_order_difference_is_stored_and_read_back_to_the_bit(cache):
+    """ordering_difference: the paired bootstrap of an abstention-order statistic, computed
+    once; the same orders give the stored result, other orders another key."""
+    from membench.analysis.paired import ordering_difference
+    from membench.metrics import abstention
+
+    rng = np.random.default_rng(5)
+    n = 400
+    ans = rng.random(n) < 0.7
+    mods = np.array(["pdf", "video"], dtype=object)[rng.integers(0, 2, n)]
+    a = abstention.Ordering(rng.random(n), rng.random(n) < 0.8, ans, mods)
+    b = abstention.Ordering(rng.random(n), rng.random(n) < 0.6, ans, mods)
+    for m in (abstention.AUC, abstention.KEPT):
+        fresh = abstention.paired_difference(a, b, m, "all|x", max_false_recall=0.1,
+                                             n_resamples=300, seed=2)
+        first = ordering_difference(a, b, m, "all|x", max_false_recall=0.1, n_resamples=300,
+                                    seed=2)
+        assert _same(first, fresh) and _same(ordering_difference(
+            a, b, m, "all|x", max_false_recall=0.1, n_resamples=300, seed=2), fresh)
+    con = sqlite3.connect(cache)
+    assert con.execute("SELECT count(*) FROM result").fetchone()[0] == 2
+    con.execute("UPDATE result SET value = ?", ('{"poisoned": true}',))
+    con.commit()
+    assert ordering_difference(a, b, abstention.AUC, "all|x", max_false_recall=0.1,
+                               n_resamples=300, seed=2) == {"poisoned": True}
+    c = abstention.Ordering(rng.random(n), rng.random(n) < 0.8, ans, mods)
+    other = ordering_difference(c, b, abstention.AUC, "all|x", max_false_recall=0.1,
+                                n_resamples=300, seed=2)
+    assert _same(other, abstention.paired_difference(c, b, abstention.AUC, "all|x",
+                                                     max_false_recall=0.1, n_resamples=300,
+                                                     seed=2))

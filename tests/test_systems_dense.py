@@ -196,6 +196,36 @@ def test_question_vectors_are_cached_by_model_settings_and_text(tmp_path, monkey
         DenseEngine(use_cache=False, query_cache="yes")
 
 
+def test_a_cached_question_costs_the_latency_computing_it_took(tmp_path):
+    """query_cache keeps latency honest: a question's vector is stored with the seconds
+    computing it took, and a query that reads it is charged those seconds in place of the
+    read (take_latency_replay, which the runner adds); without the cache nothing is added."""
+    import hashlib
+
+    path = tmp_path / "emb.sqlite3"
+    atoms = [atom(i, "dev", t) for i, t in PARAPHRASE]
+    q = "How do I sort numbers from largest to smallest?"
+    first = DenseEngine(cache_path=path, query_cache=True)
+    first.index(atoms)
+    first.take_latency_replay()
+    first.search(q, "dev", T0, 10)
+    assert first.take_latency_replay() <= 0.0          # computed: the cache's time taken out
+    key = hashlib.sha256((first.query_key() + "\n" + first.card.query_prefix + q)
+                         .encode()).digest()
+    vec, seconds = first.cache.get_question(key, first.dim)
+    assert seconds > 0 and np.array_equal(vec, first.encode_query(q))
+    first.cache.put_question(key, vec, 2.5)            # as if computing it had taken 2.5 s
+    again = DenseEngine(cache_path=path, query_cache=True)
+    again.index(atoms)
+    again.search(q, "dev", T0, 10)
+    assert again.query_stats == {"embedded": 0, "from_cache": 1}
+    assert 2.4 < again.take_latency_replay() <= 2.5 and again.take_latency_replay() == 0.0
+    plain = DenseEngine(cache_path=path)
+    plain.index(atoms)
+    plain.search(q, "dev", T0, 10)
+    assert plain.take_latency_replay() == 0.0
+
+
 def test_config_names_the_model(engine):
     cfg = engine.config()
     json.dumps(cfg)

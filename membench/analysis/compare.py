@@ -80,7 +80,7 @@ from ..modalities import MODALITIES
 from ..sets.audit import MIN_HOLDERS_CI
 from .frames import item_frame, judgment_sets, judgment_view, metric_values
 from .paired import (N_PAIRED_RESAMPLES, _paired_test, holder_codes, holm,  # noqa: F401
-                     paired_test, unit_note, unit_span)
+                     ordering_difference, paired_test, unit_note, unit_span)
 
 #: resamples of an abstention-order difference in :func:`best_systems` (as compare_runs'
 #: default ``ordering_resamples``: each draw re-sorts every system's items)
@@ -281,10 +281,9 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
             orders = {lab: _ordering(frames[lab], mask) for lab in labels} if ordering else {}
             for m in ordering:
                 for la, lb in pairs_of:
-                    t = abstention.paired_difference(
-                        orders[la], orders[lb], m, f"{scope}|{m}",
-                        max_false_recall=MAX_FALSE_RECALL, n_resamples=ordering_resamples,
-                        seed=seed)
+                    t = ordering_difference(orders[la], orders[lb], m, f"{scope}|{m}",
+                                            max_false_recall=MAX_FALSE_RECALL,
+                                            n_resamples=ordering_resamples, seed=seed)
                     f = frames[la][mask]
                     den = int(f["answerable"].sum()) if m == abstention.KEPT else \
                         int(f["audited"].sum())
@@ -456,7 +455,7 @@ def best_systems(scores: dict[str, Any], *,
         else:
             # a tie for the lead: the first of the tied, tested against the next system
             if is_order:
-                t = abstention.paired_difference(
+                t = ordering_difference(
                     orders[best], orders[second], m, f"best|{scope}|{m}",
                     max_false_recall=MAX_FALSE_RECALL,
                     n_resamples=min(n_resamples, N_ORDERING_RESAMPLES), seed=seed)

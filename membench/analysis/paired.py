@@ -1,6 +1,7 @@
 """The paired test (:func:`paired_test`, by holder or by item; :func:`holm`; how a test
-resampled, in words: :func:`unit_note`). The contract: :mod:`membench.analysis.compare`; the
-method: docs/metrics.md, "Paired tests: resampled by holder". Writes the statistics cache."""
+resampled, in words: :func:`unit_note`) and the abstention-order statistics' paired bootstrap
+(:func:`ordering_difference`). The contract: :mod:`membench.analysis.compare`; the method:
+docs/metrics.md, "Paired tests: resampled by holder". Writes the statistics cache."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics import SEED
+from ..metrics import SEED, abstention
 from ..metrics.bootstrap import check_resamples
 from ..sets.audit import MIN_HOLDERS_CI
 
@@ -46,6 +47,24 @@ def paired_test(a: np.ndarray, b: np.ndarray, key: str, *, groups: Any = None,
          "min_holders": min_holders},
         lambda: _paired_test(a, b, key, n_resamples=n_resamples, seed=seed, level=level,
                              groups=codes, min_holders=min_holders))
+
+
+def ordering_difference(a: abstention.Ordering, b: abstention.Ordering, measure: str, key: str,
+                        *, max_false_recall: float, n_resamples: int = abstention.N_RESAMPLES,
+                        seed: int = SEED, level: float = 0.95) -> dict[str, Any]:
+    """:func:`membench.metrics.abstention.paired_difference`, stored by the content of both
+    orders' inputs (:attr:`~membench.metrics.abstention.Ordering.inputs`) as
+    :func:`paired_test` is: the same orders, key and parameters give the stored result, the
+    computed one to the last bit."""
+    from . import statcache
+
+    return statcache.cached(
+        "ordering_difference", abstention.__file__, (*a.inputs, *b.inputs),
+        {"measure": measure, "key": key, "max_false_recall": max_false_recall,
+         "n_resamples": n_resamples, "seed": seed, "level": level},
+        lambda: abstention.paired_difference(a, b, measure, key,
+                                             max_false_recall=max_false_recall,
+                                             n_resamples=n_resamples, seed=seed, level=level))
 
 
 def holder_codes(groups: Any, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -147,5 +166,5 @@ def holm(p: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["N_PAIRED_RESAMPLES", "holder_codes", "holm", "paired_test", "unit_note",
-           "unit_span"]
+__all__ = ["N_PAIRED_RESAMPLES", "holder_codes", "holm", "ordering_difference", "paired_test",
+           "unit_note", "unit_span"]

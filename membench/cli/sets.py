@@ -83,6 +83,11 @@ def _validate_cmd(a: argparse.Namespace) -> int:
         _write_output(a.json, json.dumps([f.__dict__ for f in findings], indent=1) + "\n",
                       "--json")
     print(f"validate {a.sets}: {len(errors)} error(s), {len(findings) - len(errors)} warning(s)")
+    if not errors and not a.no_audit:   # the runs on these very inputs need not check again
+        from ..run.split import remember_pass
+
+        remember_pass(Path(a.sets), corpus, Path(a.manifest),
+                      None if a.no_lock else lock_for(a.sets, a.lock))
     return 1 if errors else 0
 
 

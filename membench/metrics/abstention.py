@@ -123,6 +123,11 @@ class Ordering:
         self.kept = k
         labels = np.zeros(s.size, dtype=object) if strata is None else \
             np.asarray(strata, dtype=object)
+        codes = np.unique(labels.astype(str), return_inverse=True)[1].astype(np.int64) \
+            if s.size else np.zeros(0, dtype=np.int64)
+        #: what the order is made of (scores, kept, answerable, stratum codes in the labels'
+        #: sorted order): a cache of its statistics is keyed by these
+        self.inputs = (s, k, a, codes.reshape(s.shape))
         self.strata: list[_Stratum] = []
         for lab in sorted(set(labels.tolist()), key=str):
             idx = np.flatnonzero(labels == lab)

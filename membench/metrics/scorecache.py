@@ -17,6 +17,15 @@ runs before, and a scoring that raises (an atom past its cap, a line for an unkn
 missing line) stores nothing, so the same bytes raise again. :func:`metrics` does the same for
 the aggregate (the bootstrap), keyed by the scores' key, the seed and the number of resamples.
 
+A run's per-query latency is not part of the key: every run line's ``latency_ms`` differs from
+one run to the next while everything scored from the line does not, so the run.jsonl digest is
+taken over its bytes with each latency value blanked (:func:`lines_without_latency`; lines not
+in the canonical form ``..."latency_ms":X,"query_id":"..."}`` fall back to the whole file's
+digest), and a stored result read back gets this run's latencies (the lines' own, by query
+id). The aggregate's key adds the digest of those latencies, so a latency figure is never an
+earlier run's. A warm ``make all`` re-runs every system with the same lines: each is scored
+from the store.
+
 Stored as ``<key>.npz`` (numpy arrays, the string lists as JSON; read with
 ``allow_pickle=False``, so nothing in the cache is executed) and ``<key>.metrics-<seed>-<n>.json``,
 each written whole (temporary file, then rename). A hit equals a fresh computation to the bit
@@ -31,7 +40,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -50,7 +61,7 @@ class ScoredRun(Protocol):
     partial: bool
     corpus_label: str
 
-VERSION = "scores-4"
+VERSION = "scores-5"
 
 # ItemScores' fields: aligned string lists, and per-item arrays with their dtype kind
 LISTS = ("query_id", "modality", "source", "holder", "as_of", "derivation")
@@ -77,12 +88,43 @@ def _file_digest(p: Path) -> str:
     return sha256_file(p) if p.is_file() else "missing"
 
 
-def key_of(rd: ScoredRun) -> str:
-    """The hex key of ``rd``'s scores (see the module docstring)."""
+#: the end of a canonical run line (sorted keys, no spaces: query_id is the last key)
+_TAIL = re.compile(rb',"latency_ms":(null|-?[0-9][0-9.eE+-]*),"query_id":("(?:[^"\\\n]|\\.)*")}$',
+                   re.M)
+
+
+def lines_without_latency(path: Path) -> tuple[str, dict[str, float]] | None:
+    """The sha256 of ``path`` (a run.jsonl) with every line's latency value blanked, and each
+    query id's latency (NaN for null); None when a line is not in the canonical form or a
+    query id repeats (the key is then the whole file's digest)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    lat: dict[str, float] = {}
+    n = 0
+    for m in _TAIL.finditer(data):
+        qid = json.loads(m.group(2))
+        if qid in lat:
+            return None
+        lat[qid] = math.nan if m.group(1) == b"null" else float(m.group(1))
+        n += 1
+    if n != data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1):
+        return None
+    return hashlib.sha256(_TAIL.sub(rb',"latency_ms":_,"query_id":\2}', data)).hexdigest(), lat
+
+
+def key_of(rd: ScoredRun, lines: tuple[str, dict[str, float]] | None = None) -> str:
+    """The hex key of ``rd``'s scores (see the module docstring); ``lines``: what
+    :func:`lines_without_latency` gave for its run.jsonl (read when not given)."""
     from ..sets.build import set_digests
 
+    if lines is None:
+        lines = lines_without_latency(rd.path / "run.jsonl")
+    run = f"without-latency:{lines[0]}" if lines is not None else \
+        _file_digest(rd.path / "run.jsonl")
     parts = {"version": VERSION, "code": code_digest(), "numpy": np.__version__,
-             "run.jsonl": _file_digest(rd.path / "run.jsonl"),
+             "run.jsonl": run,
              "atoms.jsonl": _file_digest(rd.path / "atoms.jsonl"),
              "sets": set_digests(rd.sets_dir), "split": rd.meta.get("split"),
              "modalities": rd.meta.get("modalities"), "limit": rd.meta.get("limit"),
@@ -169,10 +211,16 @@ def scores(rd: ScoredRun, compute: Callable[[], ItemScores]) -> tuple[ItemScores
     folder = _folder() if enabled() else None
     if folder is None:
         return compute(), None
-    key = key_of(rd)
+    lines = lines_without_latency(rd.path / "run.jsonl")
+    key = key_of(rd, lines)
     path = folder / f"{key}.npz"
     try:
-        return load(path.read_bytes()), key
+        got = load(path.read_bytes())
+        if lines is not None:               # this run's latencies, not the stored run's
+            lat = lines[1]
+            got.latency_ms = np.array([lat.get(q, math.nan) for q in got.query_id],
+                                      dtype=np.float64)
+        return got, _with_latency(key, got)
     except Exception:       # absent, torn, not an npz, not ours: computed again  # noqa: BLE001
         pass
     result = compute()                      # raises (and stores nothing) on a refused run
@@ -182,7 +230,13 @@ def scores(rd: ScoredRun, compute: Callable[[], ItemScores]) -> tuple[ItemScores
         # computed again once a run has filled the caches (nor are their metrics)
         return result, None
     _write_whole(path, dump(result))
-    return result, key
+    return result, _with_latency(key, result)
+
+
+def _with_latency(key: str, s: ItemScores) -> str:
+    """The aggregate's key: the scores' key and the digest of their latencies."""
+    lat = np.ascontiguousarray(s.latency_ms, dtype=np.float64)
+    return f"{key}-{hashlib.sha256(lat.tobytes()).hexdigest()[:32]}"
 
 
 def metrics(key: str | None, seed: int, n_resamples: int,
@@ -209,4 +263,30 @@ def metrics(key: str | None, seed: int, n_resamples: int,
     return result
 
 
-__all__ = ["scores", "metrics", "key_of", "code_digest", "dump", "load", "enabled"]
+def derived(key: str | None, name: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``compute()``, or its stored result: a JSON object computed from the scores stored under
+    ``key`` (:func:`scores`' key) alone and not from their latencies (the latency digest is
+    left out of its key, so a run again with the same lines reads it), named ``name`` (which
+    must hold every other parameter, e.g. the seed and the resamples)."""
+    folder = _folder() if (enabled() and key) else None
+    if folder is None:
+        return compute()
+    path = folder / f"{key.split('-')[0]}.{name}.json"
+    try:
+        got = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(got, dict):
+            return got
+    except (OSError, ValueError):
+        pass
+    result = compute()
+    try:
+        data = json.dumps(result, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError):         # not plain JSON: not stored
+        return result
+    if json.loads(data) == result:          # stored only when it reads back equal
+        _write_whole(path, data)
+    return result
+
+
+__all__ = ["scores", "metrics", "derived", "key_of", "lines_without_latency", "code_digest",
+           "dump", "load", "enabled"]

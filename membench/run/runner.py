@@ -346,6 +346,10 @@ def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: se
     """Ask ``todo``'s topics in order, handing one canonical line each to ``sink`` (its
     ``write``: the keeper, which writes it with the query id; or a :class:`LineFile`). A line
     names the topic's qid; errors name it too."""
+    # work a system's cache replaced, at the time it took when done (dense query_cache)
+    replay = getattr(system, "take_latency_replay", None)
+    if replay is not None:
+        replay()                        # from a query before this loop (calibration, a probe)
     with _progress.step(f"queries ({system.name})", total=n_all, unit="query") as bar:
         bar.advance(n_done)
         if n_done:
@@ -360,6 +364,8 @@ def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: se
                     raise named(t.qid) from None
                 raise _at_query(e, system.name, t.qid) from None
             t_end = time.perf_counter()
+            if replay is not None:
+                t_end = max(t0, t_end + replay())
             cart, hits = _answer_parts(system.name, t.qid, res, known)
             row = {"cartridge": cart, "hits": hits, "latency_ms": round((t_end - t0) * 1000.0, 3),
                    "query_id": t.qid}

@@ -2,11 +2,12 @@
 
 :func:`select_split` / :func:`load_split`: the records of one split in presentation order and
 the items its holders' systems ingest; :func:`check_sets_before_run`: every hard rule of the
-sets (with the corpus and the lock when given) before anything is ingested, once per process
-for unchanged inputs; :func:`check_limit`: ``--limit``'s bound. The runner
-(:mod:`membench.run.runner`), the run's keeper process (:mod:`membench.run.keeper`), the
-importer and scoring read these. Reads the sets, the manifest, the lock and the corpus; writes
-nothing.
+sets (with the corpus and the lock when given) before anything is ingested, once for
+unchanged inputs and code (a pass is remembered in ``cache_dir("validate")``, so the runs and
+report kernels of one ``make all`` check the sets once); :func:`check_limit`: ``--limit``'s
+bound. The runner (:mod:`membench.run.runner`), the run's keeper process
+(:mod:`membench.run.keeper`), the importer and scoring read these. Reads the sets, the
+manifest, the lock and the corpus; writes only the pass markers under ``cache_dir("validate")``.
 """
 
 from __future__ import annotations
@@ -89,13 +90,40 @@ def _fingerprint(sets_dir: Path, corpus_root: Path | None, manifest: Path,
             digest(manifest), digest(lock), str(corpus_root), tuple(sorted(corpus)))
 
 
+VALIDATE_CACHE_VERSION = "validate-pass-1"
+
+
+def _pass_marker(fingerprint: tuple) -> Path | None:
+    """The file that says these inputs (:func:`_fingerprint`) passed every hard rule under
+    this code (membench's own source, :func:`membench.core.hashing.source_digest`, and
+    pydantic's version, which reads the records): ``cache_dir("validate")/<sha256>.passed``;
+    None when the cache cannot be made."""
+    import hashlib
+    import importlib.metadata as md
+
+    from ..core.hashing import source_digest
+    from ..core.paths import cache_dir
+
+    try:
+        pyd = md.version("pydantic")
+    except md.PackageNotFoundError:
+        pyd = "none"
+    h = hashlib.sha256(f"{VALIDATE_CACHE_VERSION}\nsource={source_digest()}\n"
+                       f"pydantic=={pyd}\n{fingerprint!r}".encode("utf-8", "surrogatepass"))
+    try:
+        return cache_dir("validate") / f"{h.hexdigest()}.passed"
+    except OSError:
+        return None
+
+
 def check_sets_before_run(sets_dir: Path, corpus_root: Path | None,
                           manifest: Path = MANIFEST_PATH, lock: Path | None = None) -> None:
     """Refuse sets that break a hard rule (:func:`membench.sets.validate.validate_sets`, with
     the corpus when given and the lock when given): the first error as a located
     :class:`InputError`, with the count of the others. Warnings pass. Inputs that passed once
-    in this process (same :func:`_fingerprint`) are not checked again. Reads the sets, the
-    manifest, the lock and the corpus; writes nothing."""
+    (same :func:`_fingerprint`, same code: :func:`_pass_marker`), in this process or another,
+    are not checked again. Reads the sets, the manifest, the lock and the corpus; writes the
+    pass marker."""
     from ..sets.validate import validate_sets
 
     if not (Path(sets_dir) / "items.jsonl").is_file():
@@ -105,16 +133,37 @@ def check_sets_before_run(sets_dir: Path, corpus_root: Path | None,
     key = _fingerprint(Path(sets_dir), corpus_root, Path(manifest), lock)
     if key in _PASSED:
         return
+    marker = _pass_marker(key)
+    if marker is not None and marker.is_file():
+        _PASSED.add(key)
+        return
     errors = [f for f in validate_sets(Path(sets_dir), Path(manifest), lock=lock,
                                        corpus=corpus_root) if f.level == "error"]
     if not errors:
-        _PASSED.add(key)
+        _remember(key, marker)
         return
     first = errors[0]
     more = (f" (and {len(errors) - 1} more error(s): `membench validate --sets "
             f"{sets_dir}` lists them)") if len(errors) > 1 else ""
     raise InputError(first.file, first.line, None, f"{first.message}{more}; a run needs "
                      "sets that pass every hard rule", rule=first.rule)
+
+
+def _remember(key: tuple, marker: Path | None) -> None:
+    _PASSED.add(key)
+    if marker is not None:
+        try:
+            marker.write_text("passed\n", encoding="utf-8")
+        except OSError:
+            pass                        # a read-only cache only costs the check again
+
+
+def remember_pass(sets_dir: Path, corpus_root: Path | None, manifest: Path = MANIFEST_PATH,
+                  lock: Path | None = None) -> None:
+    """Record that these inputs passed every hard rule (``membench validate`` with the audit,
+    no error), so :func:`check_sets_before_run` on the same inputs does not check again."""
+    key = _fingerprint(Path(sets_dir), corpus_root, Path(manifest), lock)
+    _remember(key, _pass_marker(key))
 
 
 def check_limit(limit: int | None) -> None:

@@ -35,9 +35,11 @@ re-ingesting the same atoms does not re-embed, and another model or runtime neve
 Encoding runs in chunks of ``chunk_size`` texts (batches of ``batch_size`` inside), each chunk
 written to the cache as soon as it is done, so an interrupted ingest resumes where it stopped.
 Questions are embedded on every query by default (that is part of the compile latency);
-``query_cache=true`` reads a question's vector from the same cache under its own key
-(:meth:`DenseEngine.query_key`: the model key, the instruction set, streams or threads), bit
-for bit the computed one, and the run's config says its latency then leaves that out.
+``query_cache=true`` reads a question's vector from the same cache (table ``qvec``) under its
+own key (:meth:`DenseEngine.query_key`: the model key, the instruction set, streams or threads),
+bit for bit the computed one, stored with the seconds computing it took; the query's latency
+counts those seconds in place of the time the cache took (:meth:`DenseEngine.take_latency_replay`,
+which the runner adds to what it measured), so it is a run's that embeds every question.
 
 Search: rows are kept in (holder, atom_id) order, so a holder is one contiguous block of the
 matrix; the block is masked by ``observed_at <= as_of`` (integer microseconds) *before* the
@@ -66,6 +68,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -473,8 +476,9 @@ class OpenVinoEncoder:
 
 
 class EmbeddingCache:
-    """float32 vectors by 32-byte key in one SQLite file (safe for concurrent processes), and
-    the truncation counts of whole text lists (table ``tokcount``)."""
+    """float32 vectors by 32-byte key in one SQLite file (safe for concurrent processes), the
+    truncation counts of whole text lists (table ``tokcount``) and questions' vectors with the
+    seconds computing each took (table ``qvec``)."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -483,6 +487,34 @@ class EmbeddingCache:
             con.execute("CREATE TABLE IF NOT EXISTS emb (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
             con.execute("CREATE TABLE IF NOT EXISTS tokcount (key BLOB PRIMARY KEY, "
                         "texts INTEGER NOT NULL, truncated INTEGER NOT NULL)")
+            con.execute("CREATE TABLE IF NOT EXISTS qvec (key BLOB PRIMARY KEY, vec BLOB NOT "
+                        "NULL, seconds REAL NOT NULL)")
+        self._qcon: sqlite3.Connection | None = None
+
+    def get_question(self, key: bytes, dim: int) -> tuple[np.ndarray, float] | None:
+        """A question's vector stored under ``key`` and the seconds computing it took, or None
+        (one connection kept open for the questions of a run)."""
+        if self._qcon is None:
+            self._qcon = self._connect()
+            self._qcon.execute("PRAGMA synchronous=NORMAL")
+        row = self._qcon.execute("SELECT vec, seconds FROM qvec WHERE key = ?",
+                                 (key,)).fetchone()
+        if row is None:
+            return None
+        vec = np.frombuffer(row[0], dtype=np.float32)
+        return (vec, float(row[1])) if vec.shape == (dim,) and row[1] >= 0 else None
+
+    def put_question(self, key: bytes, vec: np.ndarray, seconds: float) -> None:
+        """Store a question's vector with the seconds computing it took (no fsync at the
+        commit: ``synchronous=NORMAL`` in WAL mode, atomic; a power cut may lose the last
+        rows, which are then computed again)."""
+        if self._qcon is None:
+            self._qcon = self._connect()
+            self._qcon.execute("PRAGMA synchronous=NORMAL")
+        with self._qcon:
+            self._qcon.execute("INSERT OR REPLACE INTO qvec (key, vec, seconds) VALUES (?, ?, ?)",
+                               (key, np.ascontiguousarray(vec, dtype=np.float32).tobytes(),
+                                float(seconds)))
 
     def get_count(self, key: bytes) -> tuple[int, int] | None:
         """``(texts, texts_truncated)`` stored under ``key``, or None."""
@@ -556,6 +588,10 @@ class DenseEngine(Engine):
         #: the compile latency then no longer includes embedding the question)
         self.query_cache = query_cache
         self.query_stats = {"embedded": 0, "from_cache": 0}   # questions, over all queries
+        #: seconds to add to the measured latency of the queries since the last
+        #: :meth:`take_latency_replay`: a cached question's stored compute time less the time
+        #: the cache took (query_cache only; 0 otherwise)
+        self._replay = 0.0
         self.precision = precision
         self.runtime = runtime
         if streams is not None and int(streams) < 1:
@@ -749,8 +785,9 @@ class DenseEngine(Engine):
                    if self.runtime == "openvino" else {"torch_threads": self.torch_threads}),
                 **({"max_tokens": self.max_tokens_setting}
                    if self.max_tokens_setting is not None else {}),
-                **({"query_cache": "on: a cached question's vector is read, not computed, so "
-                                   "latency does not include embedding it"}
+                **({"query_cache": "on: a cached question's vector is read, not computed; "
+                                   "its latency counts the seconds computing it took, stored "
+                                   "with it, in place of the time reading it"}
                    if self.query_cache else {}),
                 "time_unit": "microseconds since epoch"}
 
@@ -785,26 +822,44 @@ class DenseEngine(Engine):
         """A question's embedding: the card's ``query_prefix`` + the question (runtime
         openvino: at its own length, :meth:`OpenVinoEncoder.encode_one`). With
         ``query_cache``, read from the embedding cache under :meth:`query_key` when it is
-        there, else computed and stored (counted in ``query_stats``)."""
+        there, else computed and stored with the seconds computing it took (counted in
+        ``query_stats``). Either way the time the cache took is taken out of the query's
+        latency and, for a vector read, the stored compute seconds put in
+        (:meth:`take_latency_replay`): the latency is that of a run that embeds every question."""
         if self.query_cache and self._query_store is None:
             self._query_store = self.cache
         cache = self._query_store if self.query_cache else None
         key = None
         if cache is not None:
+            t0 = time.perf_counter()
             key = hashlib.sha256((self.query_key() + "\n" + self.card.query_prefix + question)
                                  .encode("utf-8", "surrogatepass")).digest()
-            found = cache.get_many([key], self.dim).get(key)
+            found = cache.get_question(key, self.dim)
+            spent = time.perf_counter() - t0
             if found is not None:
                 self.query_stats["from_cache"] += 1
-                return found
+                self._replay += found[1] - spent
+                return found[0]
+            self._replay -= spent
+        t0 = time.perf_counter()
         if self.runtime == "openvino":
             v = self._ov().encode_one(self.card.query_prefix + question, self.max_tokens)
         else:
             v = self.encode([self.card.query_prefix + question])[0]
+        seconds = time.perf_counter() - t0
         self.query_stats["embedded"] += 1
         if cache is not None and key is not None:
-            cache.put_many([(key, v)], durable=False)
+            t0 = time.perf_counter()
+            cache.put_question(key, v, seconds)
+            self._replay -= time.perf_counter() - t0
         return v
+
+    def take_latency_replay(self) -> float:
+        """Seconds to add to the measured latency of the queries since the last call (and
+        reset): with ``query_cache``, the stored compute seconds of the question vectors read
+        from the cache less the time the cache took; 0.0 without it."""
+        r, self._replay = self._replay, 0.0
+        return r
 
     def query_key(self) -> str:
         """The key of a question's cached vector: :meth:`model_key`, marked as a question's

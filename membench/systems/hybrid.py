@@ -103,6 +103,10 @@ class HybridEngine(Engine):
                 "rrf_k": self.rrf_k, "component_depth": self.component_depth,
                 "components": {"bm25": self.bm25.config(), "dense": self.dense.config()}}
 
+    def take_latency_replay(self) -> float:
+        """The dense component's (:meth:`DenseEngine.take_latency_replay`)."""
+        return self.dense.take_latency_replay()
+
     def warm(self, atoms: list[Atom], ocr_working=None) -> None:
         """Embed ``atoms`` ahead of :meth:`index` (see :meth:`DenseEngine.warm`)."""
         self.dense.warm(atoms, ocr_working)

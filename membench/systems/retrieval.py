@@ -197,6 +197,14 @@ class RetrievalSystem:
     def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
         return self.query_detail(question, scope, as_of)[0]
 
+    def take_latency_replay(self) -> float:
+        """Seconds the runner adds to the latency it measured of the queries since the last
+        call: work a cache replaced, at the time it took when it was done, less the time the
+        cache took (the dense question cache, :meth:`DenseEngine.take_latency_replay`); 0.0
+        for an engine without one."""
+        take = getattr(self.engine, "take_latency_replay", None)
+        return float(take()) if take is not None else 0.0
+
     def query_detail(self, question: str, scope: Scope,
                      as_of: datetime) -> tuple[Result, list[Hit]]:
         """The result, and the hits with the scores the cartridge threshold was applied to

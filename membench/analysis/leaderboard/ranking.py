@@ -342,7 +342,7 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                  bar: progress.Step) -> Leaderboard:
     import pandas as pd
 
-    from ..paired import holm, paired_test
+    from ..paired import holm, ordering_difference, paired_test
 
     check_resamples(n_resamples, "--resamples")
     store, entries = read_store(store_dir)
@@ -455,7 +455,7 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                         if best is not None and best != e["id"] and f["value"] is not None \
                                 and e["id"] not in baselines:
                             if m in ORDERING_MEASURES:
-                                t = abstention.paired_difference(
+                                t = ordering_difference(
                                     ordering(e["id"], mask), ordering(best, mask), m,
                                     f"leaderboard|{scope}|{m}",
                                     max_false_recall=MAX_FALSE_RECALL,

@@ -172,30 +172,51 @@ def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | Non
     sets = [PRIMARY, *sorted(scores.judgments)]
     mods = np.asarray(scores.modality, dtype=object)
     present = [m for m in MODALITIES if m in set(scores.modality)]
-    figures: dict[str, dict[str, dict[str, Any]]] = {}
-    items: dict[str, dict[str, list]] = {}
     kw = {"seed": seed, "n_resamples": n_resamples}
-    ordering = {}        # the abstention-order statistics do not depend on the judgment set
-    for scope in [*present, "all"]:
-        mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
-        ordering[scope] = ordering_entries(scores, mask, f"leaderboard:{scope}", **kw)
-    for js in sets:
-        vals = _judgment_values(scores, js)
-        block: dict[str, dict[str, Any]] = {}
+
+    def measured() -> dict[str, Any]:
+        """Every figure but the latency's, and the per-item values: a function of the scores
+        without their latencies, stored with them (:func:`membench.metrics.scorecache.derived`)."""
+        figures: dict[str, dict[str, dict[str, Any]]] = {}
+        items: dict[str, dict[str, list]] = {}
+        ordering = {}    # the abstention-order statistics do not depend on the judgment set
         for scope in [*present, "all"]:
             mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
-            block[scope] = {m: ordering[scope][m] if m in ORDERING_MEASURES else
-                            mean_entry(vals[m][mask], f"leaderboard:{js}:{scope}|{m}", **kw)
-                            for m in MEASURES}
-            lat = LATENCY_PERCENTILES[SHOWN_LATENCY]
-            block[scope][SHOWN_LATENCY] = latency_entry(
-                np.asarray(scores.latency_ms, dtype=np.float64)[mask], lat,
-                f"leaderboard:{js}:{scope}|{SHOWN_LATENCY}", **kw)
-            block[scope].update(_context_entries(scores, mask, f"leaderboard:{js}:{scope}",
-                                                 **kw))
-        figures[js] = block
-        items[js] = {m: [_num(v) for v in vals[m]] for m in MEASURES
-                     if m not in ORDERING_MEASURES}
+            ordering[scope] = ordering_entries(scores, mask, f"leaderboard:{scope}", **kw)
+        for js in sets:
+            vals = _judgment_values(scores, js)
+            block: dict[str, dict[str, Any]] = {}
+            for scope in [*present, "all"]:
+                mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
+                block[scope] = {m: ordering[scope][m] if m in ORDERING_MEASURES else
+                                mean_entry(vals[m][mask], f"leaderboard:{js}:{scope}|{m}", **kw)
+                                for m in MEASURES}
+                block[scope].update(_context_entries(scores, mask,
+                                                     f"leaderboard:{js}:{scope}", **kw))
+            figures[js] = block
+            items[js] = {m: [_num(v) for v in vals[m]] for m in MEASURES
+                         if m not in ORDERING_MEASURES}
+        return {"figures": figures, "items": items}
+
+    from ...metrics import scorecache
+
+    got = scorecache.derived(rd._cache.get("scores_key"),
+                             f"leaderboard-entry-{int(seed)}-{int(n_resamples)}", measured)
+    items = got["items"]
+    figures: dict[str, dict[str, dict[str, Any]]] = {}
+    lat = LATENCY_PERCENTILES[SHOWN_LATENCY]
+    latency = np.asarray(scores.latency_ms, dtype=np.float64)
+    for js in sets:
+        figures[js] = {}
+        for scope in [*present, "all"]:
+            mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
+            rest = got["figures"][js][scope]
+            # in the order the entry always had: the measures, the latency, the context costs
+            figures[js][scope] = {
+                **{m: rest[m] for m in MEASURES},
+                SHOWN_LATENCY: latency_entry(latency[mask], lat,
+                                             f"leaderboard:{js}:{scope}|{SHOWN_LATENCY}", **kw),
+                **{k: v for k, v in rest.items() if k not in MEASURES}}
     meta = rd.meta
     identity = meta["identity"]
     key = {"card_sha256": card["sha256"], "config_sha256": _sha(meta.get("config")),
