@@ -361,3 +361,26 @@ def test_a_report_writes_the_sets_card_or_says_why_not(tmp_path):
     assert rec["card"] is None
     assert rec["card_error"] == f"{sets / 'stats.json'}: MISSING_FILE: file not found"
     assert not (tmp_path / "sets-x" / "croissant.json").exists()
+
+
+def test_one_html_escape():
+    """Reports, the modalities' region renderers and the failure browser escape HTML with the
+    same function (membench.core.links.esc); no other module calls html.escape."""
+    import ast
+    from pathlib import Path
+
+    from membench.analysis import browse
+    from membench.core import links
+    from membench.modalities import base
+
+    assert esc is links.esc is base.esc is browse.e
+    assert esc(PAYLOAD) == ("&lt;script&gt;window.__membench_pwned=true&lt;/script&gt;&lt;img "
+                            "src=x onerror=&quot;alert(1)&quot;&gt;")
+    assert esc(None) == "" and esc(3) == "3" and esc("'&") == "&#x27;&amp;"
+    pkg = Path(links.__file__).resolve().parents[1]
+    calls = [f"{p.relative_to(pkg)}:{n.lineno}" for p in sorted(pkg.rglob("*.py"))
+             if p != pkg / "core" / "links.py"
+             for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+             if isinstance(n, ast.Attribute) and n.attr == "escape"
+             and isinstance(n.value, ast.Name) and n.value.id == "html"]
+    assert not calls, calls

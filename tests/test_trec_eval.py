@@ -357,3 +357,41 @@ def test_exit_statuses_of_the_command(tmp_path):
                             capture_output=True, text=True, env=env)
     assert strict.returncode == 2 and "x:1" in strict.stderr and "field rank: not an integer: 'x'" \
         in strict.stderr, strict.stderr
+    with open("/dev/full", "w") as full:       # through membench's full command line too
+        done = subprocess.run([sys.executable, "-m", "membench", "--quiet", "trec-eval", *files],
+                              stdout=full, stderr=subprocess.PIPE, text=True, env=env)
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.count("\n") == 1 and "disk full" in done.stderr
+
+
+def test_exit_statuses_are_the_documented_constants(tmp_path, monkeypatch, capsys):
+    """Every status trec-eval's own entry point returns is one of the named constants of
+    docs/runs.md's table, membench's own (done, disk full, interrupted) those of
+    membench/core/errors.py."""
+    import errno
+
+    from membench.core import errors
+    from membench.trec import trec_eval as te
+
+    assert (te.EXIT_OK, te.EXIT_DISK_FULL, te.EXIT_INTERRUPTED) == \
+        (errors.EXIT_OK, errors.EXIT_DISK_FULL, errors.EXIT_INTERRUPTED) == (0, 4, 130)
+    (tmp_path / "q").write_text("q1 0 a 1\n")
+    (tmp_path / "r").write_text("q1 Q0 a 1 2 t\n")
+    files = [str(tmp_path / "q"), str(tmp_path / "r")]
+    assert te.main(["-m", "P.5", *files]) == te.EXIT_OK
+    capsys.readouterr()
+    assert te.main(["-m", "P_5", *files]) == te.EXIT_ILLEGAL_MEASURE == 1
+    cases = {KeyboardInterrupt(): te.EXIT_INTERRUPTED,
+             OSError(errno.ENOSPC, "No space left on device", "/tmp/x"): te.EXIT_DISK_FULL,
+             OSError(errno.EDQUOT, "Disk quota exceeded"): te.EXIT_DISK_FULL,
+             OSError(errno.EACCES, "Permission denied", "/q"): te.EXIT_CANNOT_READ,
+             MembenchError("refused"): te.EXIT_CANNOT_READ,
+             BrokenPipeError(): te.EXIT_OK}
+    for exc, status in cases.items():
+        def fail(a, out, exc=exc):
+            raise exc
+
+        monkeypatch.setattr(te, "_run", fail)
+        monkeypatch.setattr("sys.stderr", __import__("io").StringIO())
+        assert te.main(files) == status, exc
+        monkeypatch.undo()

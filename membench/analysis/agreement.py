@@ -33,7 +33,6 @@ carries a grade) is left out of that scope. Generators are numpy PCG64 seeded wi
 from __future__ import annotations
 
 import os
-import zlib
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
@@ -42,6 +41,7 @@ import numpy as np
 
 from ..core import progress
 from ..core.errors import MembenchError
+from ..core.hashing import keyed_rng
 from ..metrics import SEED
 from ..metrics.bootstrap import check_resamples
 from ..metrics.measures import JUDGMENT_MEASURES
@@ -76,10 +76,6 @@ class Agreement:
             out[f"{js} (n={int(h['n'].iloc[0])})"] = [
                 f"{int(k)} ({v:.4f})" for k, v in zip(h["rank"], h["value"])]
         return pd.DataFrame(out, index=self.labels)
-
-
-def _rng(seed: int, key: str) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
@@ -154,7 +150,7 @@ def bootstrap_tau(va: np.ndarray, vb: np.ndarray, key: str, *,
     ma, mb = np.nanmean(va, axis=1), np.nanmean(vb, axis=1)
     tau = kendall_tau(ma, mb)
     pa, pb = va[:, pool], vb[:, pool]
-    rng = _rng(seed, key)
+    rng = keyed_rng(seed, key)
     n = pool.size
     taus = np.full(n_resamples, np.nan)
     rows = max(1, 2_000_000 // max(n, 1))

@@ -57,7 +57,7 @@ from ..core.errors import MembenchError
 from ..core.paths import corpus_root as _corpus_root
 from ..metrics.rundir import RunDir
 from ..modalities import MODALITIES, RenderContext, RenderUnavailable, region_hit
-from ..modalities.base import escape as e
+from ..core.links import esc as e
 from ..modalities.base import missing_html, short_json
 from ..run.files import AtomRow, RunRow
 from ..contract.protocol import rank_order

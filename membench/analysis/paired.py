@@ -5,21 +5,17 @@ docs/metrics.md, "Paired tests: resampled by holder". Writes the statistics cach
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
 import numpy as np
 
+from ..core.hashing import keyed_rng
 from ..metrics import SEED, abstention
 from ..metrics.bootstrap import check_resamples
 from ..sets.audit import MIN_HOLDERS_CI
 
 N_PAIRED_RESAMPLES = 10_000
 _BLOCK = 2_000_000          # resample-matrix cells held at once
-
-
-def _rng(seed: int, key: str) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
 
 
 def paired_test(a: np.ndarray, b: np.ndarray, key: str, *, groups: Any = None,
@@ -110,7 +106,7 @@ def _paired_test(a: np.ndarray, b: np.ndarray, key: str, *, n_resamples: int, se
     m = int(u.size)
     rows = max(1, _BLOCK // m)
     # paired bootstrap: units drawn with replacement, the mean over the items they bring
-    rng = _rng(seed, f"{key}|bootstrap")
+    rng = keyed_rng(seed, f"{key}|bootstrap")
     boot = np.empty(n_resamples)
     for s in range(0, n_resamples, rows):
         k = min(rows, n_resamples - s)
@@ -121,7 +117,7 @@ def _paired_test(a: np.ndarray, b: np.ndarray, key: str, *, n_resamples: int, se
     lo, hi = np.percentile(boot, [alpha, 100.0 - alpha])
     p_boot = (1 + int((np.abs(boot - obs) >= abs(obs) - tol).sum())) / (1 + n_resamples)
     # sign-flip randomization: each unit's differences flip together
-    rng = _rng(seed, f"{key}|permutation")
+    rng = keyed_rng(seed, f"{key}|permutation")
     count = 0
     for s in range(0, n_resamples, rows):
         k = min(rows, n_resamples - s)

@@ -46,6 +46,7 @@ import numpy as np
 from ..core import progress
 from ..core.atomic import atomic_write_json
 from ..core.errors import InputError, MembenchError
+from ..core.hashing import keyed_rng
 from ..core.jsonl import read_json_file
 from ..core.paths import MANIFEST_PATH
 from ..metrics.rundir import RunDir, run_status
@@ -376,12 +377,6 @@ def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.where((nx > 0) & (ny > 0), s / np.sqrt(nx.astype(float) * ny), np.nan)
 
 
-def _rng(key: str) -> np.random.Generator:
-    import zlib
-
-    return np.random.default_rng([SEED, zlib.crc32(key.encode("utf-8"))])
-
-
 def _as_cond(full: np.ndarray, cond: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     full = np.asarray(full, dtype=np.float64)
     cond = np.asarray(cond, dtype=np.float64)
@@ -442,7 +437,7 @@ def evaluate(full: np.ndarray, cond: np.ndarray, *, resamples: int = 2000,
     full, cond = _as_cond(full, cond)
     r, s, q = cond.shape
     infl, tau = _points(full, cond)
-    rng = _rng(key)
+    rng = keyed_rng(SEED, key)
     idx = rng.integers(0, q, size=(resamples, q))
     infl_b, tau_b = _replicates(full, cond, idx, rng)
     out = {"inflation_points": float(infl.mean()), "inflation_ci95": _ci(infl_b),
@@ -467,7 +462,7 @@ def compare_conditions(full: np.ndarray, a: np.ndarray, b: np.ndarray, *,
     q = full.shape[1]
     ia, ta = _points(full, a)
     ib, tb = _points(full, b)
-    rng = _rng(key)
+    rng = keyed_rng(SEED, key)
     idx = rng.integers(0, q, size=(resamples, q))
     ia_b, ta_b = _replicates(full, a, idx, rng)
     ib_b, tb_b = _replicates(full, b, idx, rng)

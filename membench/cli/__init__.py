@@ -30,35 +30,7 @@ from ..core.errors import (
     MembenchError,
 )
 from . import compare, corpus, leaderboard, metrics, pool, report, run, serve, sets, trec_eval
-from .common import (  # noqa: F401  (re-exported: membench.cli.positive_int, ...)
-    CONTENT_HELP,
-    TRUST,
-    _content,
-    _parse_config,
-    _read_flags,
-    _write_output,
-    port_number,
-    positive_int,
-    positive_seconds,
-    resample_count,
-)
-from .compare import _agreement_cmd, _calibrate_cmd, _compare_cmd, paired_metrics  # noqa: F401
-from .corpus import (  # noqa: F401
-    _check_corpus_before_build,
-    _corpus_cmd,
-    _drift_counts,
-    _sources_cmd,
-)
-from .leaderboard import _leaderboard_cmd, _verify_cmd  # noqa: F401
-from .metrics import _export_cmd, _metrics_cmd  # noqa: F401
-from .pool import _pool_cmd, _q2d_cmd  # noqa: F401
-from .report import _report_cmd  # noqa: F401
-from .run import _import_cmd, _run_cmd  # noqa: F401
 from .serve import _serve_cmd
-from .sets import (  # noqa: F401
-    _audit_cmd, _build_cmd, _card_cmd, _synth_cmd, _topics_cmd, _validate_cmd,
-)
-from .trec_eval import _trec_eval_cmd  # noqa: F401
 
 DESCRIPTION = """\
 membench: a benchmark and analysis suite for memory systems (holder- and time-scoped

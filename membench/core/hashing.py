@@ -1,11 +1,17 @@
 """Deterministic hashing: the same numbers on every machine and run (no ``hash()``, no dict or
-file-system order). Builds use it for holder groups and splits, runs for ``--limit`` subsets."""
+file-system order). Builds use it for holder groups and splits, runs for ``--limit`` subsets,
+the statistics for their seeded draws (:func:`keyed_rng`), the caches and the Ray engine for
+the code's digest (:func:`code_digest`). Touches nothing but membench's own source (read)."""
 
 from __future__ import annotations
 
 import hashlib
+import zlib
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: the membench package folder (membench/)
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -35,6 +41,16 @@ def limit_subset(rows: list, limit: int | None, qid=lambda r: r,
     return sorted(rows, key=lambda r: (stable_hash(*salt, qid(r)), qid(r)))[:limit]
 
 
+def keyed_rng(seed: int, key: str) -> np.random.Generator:
+    """The random generator of the draws named ``key`` under ``seed``: numpy's
+    ``default_rng([seed, crc32(key as UTF-8)])``. Every seeded resampling (bootstrap intervals,
+    paired tests, rank agreement, Q2D-Web) draws from it, so the frozen figures depend on this
+    exact rule."""
+    import numpy as np
+
+    return np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
+
+
 def source_digest(subpackages: Iterable[str] = ()) -> str:
     """sha256 over membench's own ``.py`` files (each one's path relative to the package, as
     POSIX, and the sha256 of its bytes), in path order; only those under ``subpackages``
@@ -50,3 +66,10 @@ def source_digest(subpackages: Iterable[str] = ()) -> str:
                 h.update(hashlib.sha256(src.read_bytes()).digest())
         _SOURCE[subs] = h.hexdigest()
     return _SOURCE[subs]
+
+
+def code_digest() -> str:
+    """:func:`source_digest` of the whole package, once per process: the key of the caches
+    that any change to the code must invalidate (the score cache) and the check that every
+    Ray worker runs the driver's code."""
+    return source_digest()

@@ -1,4 +1,6 @@
-"""URLs that data names, in a report: text by default, a live link only when asked and allowed.
+"""URLs that data names, in a report: text by default, a live link only when asked and allowed;
+and :func:`esc`, the one HTML escape (of reports, of the modalities' region renderers, of the
+failure browser).
 
 Set files and run files can come from someone else, so a URL in them (a video's ``meta.url``
 in ``items.jsonl``, say) is shown as text, never made a link, unless the report was asked for
@@ -48,6 +50,12 @@ def https_host(url: str) -> str | None:
     return u.hostname.lower().rstrip(".")
 
 
+def esc(value: Any) -> str:
+    """``value`` as HTML text, safe in element content and in quoted attribute values
+    (``& < > " '`` become entities; None is empty)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
 def external(url: Any, text: str | None = None, hosts: frozenset[str] | None = None) -> str:
     """A URL that data names, as HTML: ``text`` (default: the URL itself) as escaped text,
     followed by the URL when they differ; a live link (``rel="noopener noreferrer"``, a new
@@ -57,14 +65,10 @@ def external(url: Any, text: str | None = None, hosts: frozenset[str] | None = N
     label = s if text is None else text
     host = https_host(s) if hosts else None
     if host is not None and host in hosts:
-        return (f'<a href="{_esc(s)}" rel="noopener noreferrer nofollow" target="_blank" '
-                f'class="mb-ext">{_esc(label)}</a>')
-    shown = _esc(label) if label == s else f"{_esc(label)}: {_esc(s)}"
+        return (f'<a href="{esc(s)}" rel="noopener noreferrer nofollow" target="_blank" '
+                f'class="mb-ext">{esc(label)}</a>')
+    shown = esc(label) if label == s else f"{esc(label)}: {esc(s)}"
     return f'<span class="mb-url" title="a link from data, shown as text">{shown}</span>'
 
 
-def _esc(v: str) -> str:
-    return html.escape(v, quote=True)
-
-
-__all__ = ["external", "https_host", "manifest_link_hosts"]
+__all__ = ["esc", "external", "https_host", "manifest_link_hosts"]

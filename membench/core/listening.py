@@ -2,11 +2,12 @@
 
 :func:`listeners` lists the listening TCP sockets (IPv4 and IPv6) of the given processes, read
 with psutil (``psutil.net_connections``: ``/proc/net/tcp``, ``/proc/net/tcp6`` and each
-process's descriptors on Linux); :func:`is_loopback` says whether an address is a loopback one
-(``127.0.0.0/8``, ``::1``, and IPv4-mapped ``::ffff:127.x.y.z``, which is what a dual-stack
-socket bound to 127.0.0.1 shows). The Ray engine refuses a local cluster with a socket that is
-not loopback (:mod:`membench.run.ray_engine`), and the tests check ``membench serve`` and a
-Ray run with it. Touches nothing.
+process's descriptors on Linux); :func:`is_loopback` is membench's one loopback rule, for an
+address or a host name (``127.0.0.0/8``, ``::1``, IPv4-mapped ``::ffff:127.x.y.z``, which is
+what a dual-stack socket bound to 127.0.0.1 shows, and ``localhost``). The Ray engine refuses a
+local cluster with a socket that is not loopback (:mod:`membench.run.ray_engine`), ``membench
+serve`` warns when told to listen elsewhere (:mod:`membench.serve.server`), and the network
+guard does not count loopback (:mod:`membench.core.netguard`). Touches nothing.
 """
 
 from __future__ import annotations
@@ -34,11 +35,21 @@ class Listener:
         return f"{host}:{self.port} ({self.name}, pid {self.pid})"
 
 
-def is_loopback(address: str) -> bool:
-    """True for a loopback address (IPv4-mapped IPv6 included); False for anything else,
-    the unspecified address (``0.0.0.0``, ``::``: every interface) first of all."""
+#: host names that are loopback without a look-up (RFC 6761 section 6.3; Debian's /etc/hosts)
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost",
+                            "ip6-loopback"})
+
+
+def is_loopback(host: str) -> bool:
+    """True for a loopback address (``127.0.0.0/8``, ``::1``, IPv4-mapped ``::ffff:127.x.y.z``;
+    in brackets or with a zone too) or name (:data:`LOOPBACK_NAMES`, ``*.localhost``, in any
+    case); False for anything else, the unspecified address (``0.0.0.0``, ``::``, ``""``:
+    every interface) first of all."""
+    h = host.strip().strip("[]").lower()
+    if h in LOOPBACK_NAMES or h.endswith(".localhost"):
+        return True
     try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
+        ip = ipaddress.ip_address(h.split("%", 1)[0])
     except ValueError:
         return False
     mapped = getattr(ip, "ipv4_mapped", None)
@@ -72,4 +83,4 @@ def listeners(pids: Iterable[int]) -> list[Listener]:
     return sorted(out, key=lambda x: (x.pid, x.port, x.address))
 
 
-__all__ = ["Listener", "is_loopback", "listeners"]
+__all__ = ["LOOPBACK_NAMES", "Listener", "is_loopback", "listeners"]

@@ -11,7 +11,8 @@ library makes it and however it holds a reference to :mod:`socket`:
 * ``socket.connect`` (also raised by ``connect_ex``), ``socket.sendto``, ``socket.sendmsg``
   (connections and datagrams).
 
-Loopback (127.0.0.0/8, ``::1``, ``localhost``), Unix-domain sockets and the hosts a system names
+Loopback (:func:`membench.core.listening.is_loopback`: 127.0.0.0/8, ``::1``, IPv4-mapped
+``::ffff:127.x.y.z``, ``localhost``), Unix-domain sockets and the hosts a system names
 in ``network_allow`` are never counted. Anything else is an **attempt**: it is recorded (event,
 host, port, the phase, and the top-level packages on the Python stack that made it, so a report
 can say "posthog tried to reach us.i.posthog.com:443") and, in ``"block"`` mode, refused by
@@ -33,12 +34,13 @@ strace is installed).
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import sys
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+from .listening import is_loopback
 
 MODES = ("block", "record")
 _LOOKUPS = {"socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyname_ex",
@@ -92,23 +94,16 @@ class NetworkBlocked(ConnectionRefusedError):
 
 
 def is_local(host: Any) -> bool:
-    """True for loopback addresses and names, the unspecified host (``None``, ``""``: a
-    passive look-up for binding), and anything that is not a host name (a Unix socket path)."""
+    """True for loopback addresses and names (:func:`membench.core.listening.is_loopback`),
+    the unspecified host of a look-up (``None``, ``""``: a passive look-up for binding), and
+    anything that is not a host name (a Unix socket path)."""
     if host is None or isinstance(host, (bytes, bytearray)) and not host:
         return True
     if isinstance(host, (bytes, bytearray)):
         host = host.decode("ascii", "replace")
     if not isinstance(host, str):
         return True
-    h = host.strip().strip("[]").lower()
-    if h in ("", "localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"):
-        return True
-    if h.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(h.split("%", 1)[0]).is_loopback
-    except ValueError:
-        return False
+    return not host.strip().strip("[]") or is_loopback(host)
 
 
 def _host_port(event: str, args: tuple) -> tuple[Any, Any, bool]:

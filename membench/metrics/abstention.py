@@ -77,7 +77,8 @@ from typing import Any
 
 import numpy as np
 
-from .bootstrap import N_RESAMPLES, SEED, _rng
+from ..core.hashing import keyed_rng
+from .bootstrap import N_RESAMPLES, SEED
 
 #: the names of the two measures (also the registry's)
 AUC = "abstention_auc"
@@ -226,8 +227,9 @@ class Ordering:
 
     def resampled(self, key: str, *, seed: int = SEED, n_resamples: int = N_RESAMPLES):
         """Weight matrices of the bootstrap resamples (blocks of rows: counts of each item in
-        a draw of n items with replacement), the draws of :mod:`.bootstrap`'s generator."""
-        rng = _rng(seed, key)
+        a draw of n items with replacement), drawn as :mod:`.bootstrap` draws
+        (:func:`membench.core.hashing.keyed_rng`)."""
+        rng = keyed_rng(seed, key)
         rows = max(1, _BLOCK // max(self.n, 1))
         for start in range(0, n_resamples, rows):
             b = min(rows, n_resamples - start)

@@ -11,13 +11,13 @@ another order.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 
 import numpy as np
 
 from ..core.bounds import bound
 from ..core.errors import MembenchError
+from ..core.hashing import keyed_rng
 
 N_RESAMPLES = 1000
 SEED = 20240101
@@ -41,10 +41,6 @@ def check_resamples(n: object, what: str = "n_resamples") -> int:
     return int(n)
 
 
-def _rng(seed: int, key: str) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
-
-
 def bootstrap_ci(values: np.ndarray, key: str, *, statistic: str | float = "mean",
                  n_resamples: int = N_RESAMPLES, seed: int = SEED,
                  level: float = 0.95) -> tuple[float | None, float | None]:
@@ -55,7 +51,7 @@ def bootstrap_ci(values: np.ndarray, key: str, *, statistic: str | float = "mean
     n = v.size
     if n == 0:
         return (None, None)
-    rng = _rng(seed, key)
+    rng = keyed_rng(seed, key)
     stat: Callable[[np.ndarray], np.ndarray]
     if statistic == "mean":
         stat = lambda m: m.mean(axis=1)

@@ -48,6 +48,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from ..core.hashing import code_digest
 from .score import ItemScores
 
 
@@ -72,14 +73,6 @@ ARRAYS = {"answerable": "b", "audited": "b", "has_run": "b", "n_gold": "i", "n_h
 
 def enabled() -> bool:
     return os.environ.get("MEMBENCH_SCORE_CACHE", "1") != "0"
-
-
-def code_digest() -> str:
-    """sha256 of every ``.py`` file of the membench package (:func:`membench.core.hashing.
-    source_digest`), once per process: any change to the code is another key."""
-    from ..core.hashing import source_digest
-
-    return source_digest()
 
 
 def _file_digest(p: Path) -> str:
@@ -288,5 +281,5 @@ def derived(key: str | None, name: str, compute: Callable[[], dict[str, Any]]) -
     return result
 
 
-__all__ = ["scores", "metrics", "derived", "key_of", "lines_without_latency", "code_digest",
-           "dump", "load", "enabled"]
+__all__ = ["scores", "metrics", "derived", "key_of", "lines_without_latency", "dump", "load",
+           "enabled"]

@@ -23,7 +23,6 @@ region, an ``items.jsonl`` row or its ``meta``).
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from collections.abc import Sequence
@@ -33,11 +32,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..core.links import esc
 from ..core.paths import confine
 
 Shapes = tuple[frozenset[str], ...]
 
-escape = html.escape
 HL = ' class="mb-hl"'
 
 
@@ -90,7 +89,7 @@ class RenderUnavailable(Exception):
 
 
 def missing_html(msg: str) -> str:
-    return f'<div class="mb-missing">{escape(msg)}</div>'
+    return f'<div class="mb-missing">{esc(msg)}</div>'
 
 
 def short_json(v: Any) -> str:

@@ -20,7 +20,7 @@ from .base import (
     Modality,
     RenderContext,
     RenderUnavailable,
-    escape,
+    esc,
     is_int,
     item_file,
     missing_html,
@@ -166,14 +166,14 @@ class Code(Modality):
             a, b, ctx_lines = occ[0], occ[0] + 2 * CONTEXT, CONTEXT
             marked.add(occ[0])
         sym = f" · symbol {extent['symbol']}" if "symbol" in extent else ""
-        head = (f'<div>{escape(str(extent.get("path", "")))} lines {a}–{min(b, len(lines))} of '
-                f'{len(lines)}{escape(sym)} · file {escape(item["path"])}</div>')
+        head = (f'<div>{esc(str(extent.get("path", "")))} lines {a}–{min(b, len(lines))} of '
+                f'{len(lines)}{esc(sym)} · file {esc(item["path"])}</div>')
         if a > len(lines):
             return head + missing_html(f"line {a} is past the end of the file "
                                        f"({len(lines)} lines)")
         rows = []
         for n in range(max(1, a - ctx_lines), min(len(lines), b + ctx_lines) + 1):
-            body = f'<span class="mb-ln" data-line="{n}">{n:>5}</span>  {escape(lines[n - 1])}'
+            body = f'<span class="mb-ln" data-line="{n}">{n:>5}</span>  {esc(lines[n - 1])}'
             if n in marked:
                 body = f'<span class="mb-hl">{body}</span>'
             elif not a <= n <= b:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import HL, Modality, RenderContext, escape, is_int, missing_html
+from .base import HL, Modality, RenderContext, esc, is_int, missing_html
 
 #: the structural atoms' window (turns)
 STRUCTURAL_WINDOW = 3
@@ -132,16 +132,16 @@ class Conversation(Modality):
         meta = item.get("meta", {})
         turns = [t for t in (item.get("content") or []) if isinstance(t, dict)
                  and a <= int(t.get("turn", 0)) <= b]
-        head = (f'<div>{escape(item["source_id"])} · session date '
-                f'{escape(str(meta.get("date_time", "?")))} · observed '
-                f'{escape(str(item.get("observed_at")))} · turns {max(a, 1)}–{b}</div>')
+        head = (f'<div>{esc(item["source_id"])} · session date '
+                f'{esc(str(meta.get("date_time", "?")))} · observed '
+                f'{esc(str(item.get("observed_at")))} · turns {max(a, 1)}–{b}</div>')
         if not turns:
             return head + missing_html("no such turn in the session")
         rows = []
         for t in turns:
-            cap = (f'<br/><i>[image: {escape(str(t["image_caption"]))}]</i>'
+            cap = (f'<br/><i>[image: {esc(str(t["image_caption"]))}]</i>'
                    if t.get("image_caption") else "")
             rows.append(f'<tr{HL if int(t["turn"]) in marked else ""}>'
-                        f'<td>{int(t["turn"])}</td><td><b>{escape(str(t.get("speaker", "?")))}'
-                        f'</b></td><td>{escape(str(t.get("text", "")))}{cap}</td></tr>')
+                        f'<td>{int(t["turn"])}</td><td><b>{esc(str(t.get("speaker", "?")))}'
+                        f'</b></td><td>{esc(str(t.get("text", "")))}{cap}</td></tr>')
         return head + f'<table class="mb-turns">{"".join(rows)}</table>'

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import render
-from .base import Modality, RenderContext, escape, item_file
+from .base import Modality, RenderContext, esc, item_file
 
 
 class Image(Modality):
@@ -43,6 +43,6 @@ class Image(Modality):
 
     def render_html(self, item: dict, extent: dict, ctx: RenderContext) -> str:
         path = item_file(item, ctx.corpus_root)
-        return (f'<img alt="{escape(item["source_id"])}" '
+        return (f'<img alt="{esc(item["source_id"])}" '
                 f'src="{render.data_uri(render.image_png(path))}"/>'
-                f'<div>{escape(item["path"])}</div>')
+                f'<div>{esc(item["path"])}</div>')

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import render
-from .base import Modality, RenderContext, escape, is_int, item_file
+from .base import Modality, RenderContext, esc, is_int, item_file
 
 
 # A page "has a text layer" when its extracted text holds at least this many non-whitespace
@@ -114,7 +114,7 @@ class Pdf(Modality):
         png = render.pdf_page_png(path, page, sha256=item.get("meta", {}).get("sha256"))
         pages = item.get("meta", {}).get("pages")
         block = f", block {extent['block']}" if "block" in extent else ""
-        return (f'<div>page {page}{" of " + str(pages) if pages else ""}{escape(block)} · '
-                f'{escape(item["path"])}</div>'
-                f'<img alt="page {page} of {escape(item["source_id"])}" '
+        return (f'<div>page {page}{" of " + str(pages) if pages else ""}{esc(block)} · '
+                f'{esc(item["path"])}</div>'
+                f'<img alt="page {page} of {esc(item["source_id"])}" '
                 f'src="{render.data_uri(png)}"/>')

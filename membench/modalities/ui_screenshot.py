@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import render
-from .base import Modality, RenderContext, escape, is_num, item_file, short_json
+from .base import Modality, RenderContext, esc, is_num, item_file, short_json
 
 
 @dataclass
@@ -118,12 +118,12 @@ class UiScreenshot(Modality):
                   "inside it)" if kind == "atom" else
                   "green: the gold box" if kind == "gold" else
                   "blue: the original query's gold box")
-        return (f'<div>{escape(item["path"])} ({meta.get("width")}x{meta.get("height")} px, '
-                f'shown at {scale:.2f}x) · {escape(legend)}'
+        return (f'<div>{esc(item["path"])} ({meta.get("width")}x{meta.get("height")} px, '
+                f'shown at {scale:.2f}x) · {esc(legend)}'
                 f'{"; green: gold" if ctx.gold and kind != "gold" else ""}'
                 f'{"; blue: the original query&#x27;s gold" if ctx.original and kind != "original" else ""}'
                 f'</div><div style="display:flex;gap:10px;align-items:flex-start">'
                 f'<img class="mb-screen" data-scale="{scale:.6f}" '
-                f'alt="{escape(item["source_id"])}" src="{render.data_uri(png)}"/>'
-                f'<div><div>box {escape(short_json(extent["bbox"]))} at native resolution:</div>'
+                f'alt="{esc(item["source_id"])}" src="{render.data_uri(png)}"/>'
+                f'<div><div>box {esc(short_json(extent["bbox"]))} at native resolution:</div>'
                 f'<img class="mb-crop" alt="crop" src="{render.data_uri(crop)}"/></div></div>')

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.links import external
-from .base import HL, Modality, RenderContext, escape, is_num, missing_html
+from .base import HL, Modality, RenderContext, esc, is_num, missing_html
 
 #: the structural atoms' window (seconds)
 STRUCTURAL_WINDOW = 30.0
@@ -132,7 +132,7 @@ class Video(Modality):
             s, t, text = float(c[0]), float(c[1]), str(c[2])
             hl = any(min(t, float(m["t_end"])) - max(s, float(m["t_start"])) > 0 for m in marks)
             rows.append(f'<tr{HL if hl else ""}><td>{fmt_t(s)}–{fmt_t(t)}</td>'
-                        f'<td>{escape(text)}</td></tr>')
+                        f'<td>{esc(text)}</td></tr>')
         more = (f"<div>… {len(inside) - SHOWN_CUES} more cue(s)</div>"
                 if len(inside) > SHOWN_CUES else "")
         return head + f'<table class="mb-cues">{"".join(rows)}</table>' + more

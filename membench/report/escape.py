@@ -3,7 +3,8 @@
 Reports show strings that other people wrote (system names, run directory names, questions,
 answers, config values, coverage reasons, notes). Each goes through exactly one of:
 
-* :func:`esc` for HTML text and attribute values (``& < > " '`` become entities);
+* :func:`esc` for HTML text and attribute values (``& < > " '`` become entities;
+  :func:`membench.core.links.esc`, which the modalities' region renderers use too);
 * :func:`md` for Markdown that nbconvert turns into HTML: HTML-escaped first (Markdown keeps raw
   HTML, so ``<script>`` would otherwise survive), then every Markdown metacharacter is
   backslash-escaped, so a backtick cannot end a code span and ``[x](javascript:…)`` cannot
@@ -22,19 +23,13 @@ notebook never formats data into markup by hand. Touches nothing.
 
 from __future__ import annotations
 
-import html
 import re
 from typing import Any
 from urllib.parse import quote
 
-from ..core.links import external, manifest_link_hosts
+from ..core.links import esc, external, manifest_link_hosts
 
 _MD_META = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
-
-
-def esc(value: Any) -> str:
-    """``value`` as HTML text, safe in element content and in quoted attribute values."""
-    return html.escape("" if value is None else str(value), quote=True)
 
 
 def md(value: Any) -> str:

@@ -88,6 +88,7 @@ from typing import Any
 from ..core import progress as _progress
 from ..core.bounds import bound
 from ..core.errors import MembenchError
+from ..core.hashing import code_digest
 from ..core.jsonl import dumps
 from ..core.netguard import quiet_native_telemetry
 from ..core.paths import MANIFEST_PATH, cache_dir
@@ -133,14 +134,6 @@ def import_ray():
 def default_workers() -> int:
     """Workers of a local cluster when not given: the cores, at most 4."""
     return max(1, min(os.cpu_count() or 1, 4))
-
-
-def code_digest() -> str:
-    """sha256 over membench's own source files (path and bytes): the driver and every worker
-    must run the same code, whatever their checkouts are called."""
-    from ..core.hashing import source_digest
-
-    return source_digest()
 
 
 # --------------------------------------------------------------------------- cluster
@@ -956,5 +949,5 @@ def _answer(ray, pool: _Shards, keeper, name: str, topics: list, shard_of: dict[
     return len(todo)
 
 
-__all__ = ["INSTALL_HINT", "cluster", "code_digest", "default_workers", "extract_content",
-           "import_ray", "run_system_ray", "shard_holders"]
+__all__ = ["INSTALL_HINT", "cluster", "default_workers", "extract_content", "import_ray",
+           "run_system_ray", "shard_holders"]

@@ -38,7 +38,6 @@ gives the client a 500 and the server's log one line, never a traceback.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import math
 import socket
@@ -56,6 +55,7 @@ from ..core.bounds import bound
 from ..core.deadline import Watchdog
 from ..core.errors import MembenchError
 from ..core.jsonl import loads
+from ..core.listening import is_loopback
 from ..contract.schema import SourceItem
 from ..contract import wire
 
@@ -114,15 +114,6 @@ class Ingest:
     def status(self) -> dict:
         return {"ingest_id": self.ingest_id, "state": self.state, "items": self.received(),
                 "atoms": None if self.atoms is None else len(self.atoms), "error": self.error}
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _within(child: Path, roots: list[Path]) -> bool:

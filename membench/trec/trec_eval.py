@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.errors import InputError, MembenchError
+from ..core.errors import EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_OK, InputError, MembenchError
 from ..core.textfiles import C_LONG_MAX, C_LONG_MIN, c_atof, c_atol
 
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -152,13 +152,12 @@ MEASURES: dict[str, Measure] = {m.name: m for m in (
 NOT_IMPLEMENTED = tuple(m for m in TREC_EVAL_TABLE if m not in MEASURES)
 DEFAULT_MEASURES = ("official",)
 
-# trec_eval 10.0's exit statuses (trec_eval.c), which the command follows where it has them
-# (docs/runs.md has the table)
+# trec_eval 10.0's exit statuses (trec_eval.c), which the command follows where it has them;
+# membench's own (EXIT_OK, EXIT_DISK_FULL, EXIT_INTERRUPTED) from core/errors.py (docs/runs.md)
 EXIT_ILLEGAL_MEASURE = 1    # not one of trec_eval's measures, "name." without parameters,
 EXIT_USAGE = 1              # "P_5"; an unknown option or a wrong number of arguments
 EXIT_CANNOT_READ = 2        # an empty (or unreadable) qrels or run; membench's other refusals
 EXIT_QUERY_REFUSED = 4      # a docid twice in an evaluated query, a qrels query not in the run
-EXIT_DISK_FULL = 4          # membench's own: no space left writing the output or TMPDIR
 _EXIT_BY_RULE = {"DUPLICATE_DOC": EXIT_QUERY_REFUSED, "MISSING_QUERY": EXIT_QUERY_REFUSED,
                  "NO_RUN_LINE": EXIT_QUERY_REFUSED}
 
@@ -741,7 +740,7 @@ def _run(a, out) -> int:
                           summary=summary):
         out.write(line + "\n")
     out.flush()                      # a write error is reported here, not lost at exit
-    return 0
+    return EXIT_OK
 
 
 class _NoPandas:
@@ -758,7 +757,7 @@ class _NoPandas:
 def main(argv: Sequence[str]) -> int:
     """``membench trec-eval ARGS`` without the rest of membench's command line: numpy and
     this module only, so that start-up stays a fraction of a second (``membench.launch``).
-    Errors as the full command line prints them: one line, status 2."""
+    Errors as the full command line prints them: one line, a status of docs/runs.md's table."""
     import argparse
     import sys
 
@@ -784,13 +783,13 @@ def main(argv: Sequence[str]) -> int:
         return run_command(p.parse_args(list(argv)))
     except MembenchError as e:
         print(f"membench: {e}", file=sys.stderr)
-        return 2
+        return exit_status(e)
     except BrokenPipeError:
         sys.stderr.close()
-        return 0
+        return EXIT_OK
     except KeyboardInterrupt:
         print("membench: stopped", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except OSError as e:
         code, line = os_error(e)
         print(f"membench: {line}", file=sys.stderr)
