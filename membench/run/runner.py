@@ -26,17 +26,10 @@ gets topics (opaque qid, question, scope, as_of) and the items, and asks the sys
 A run ends with one plain line on standard error when the system returned another holder's
 atoms or atoms observed after as_of (:func:`scope_line`; meta.json ``scope``).
 
-While the system ingests and answers, a :class:`~membench.core.netguard.NetworkGuard` watches
-the process: every non-loopback network attempt is counted in meta.json (``network``: per phase
-and target, with the packages that made it) and, for a system whose ``network_policy`` is
-``"block"`` (the reference systems and the library adapters), refused; a run with attempts
-prints one warning line on standard error.
-
-Queries are presented in a seeded shuffled order (:func:`membench.sets.select.presentation_order`,
-recorded in meta.json): modalities interleaved, the same relative order for every subset. A
-``--limit`` run ingests only the items of the holders its queries are asked of (the reference
-systems keep each holder's memory and statistics apart, so its lines equal the full run's for
-the same queries).
+A :class:`~membench.core.netguard.NetworkGuard` counts every non-loopback network attempt in
+meta.json (``network``) and refuses it for ``network_policy == "block"`` (docs/runs.md).
+Queries go in a seeded shuffled order (:func:`membench.sets.select.presentation_order`); a
+``--limit`` run ingests only the items of the holders its queries are asked of.
 
 Only the registered test doubles that need it are handed the split's records (gold) before
 ingest (:func:`membench.systems.receives_records`), loaded in this process for them alone;
