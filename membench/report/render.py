@@ -1,57 +1,28 @@
 """``membench report``: execute the notebooks with papermill and render them to HTML pages a
 person can read, safely.
 
-Layout: one folder per run (``<out>/<label>/01_validate_sets.html`` … ``04_false_recalls.html``,
-every run of the call gets all four), one for the comparison when the call names more than one
-run (``<out>/compare-<a>-vs-<b>/05_compare_systems.html``) and ``<out>/index.html`` listing
-every run with its headline figures and gate verdicts. A label is the run directory's name with
-anything but ``[A-Za-z0-9._-]`` replaced by ``_``; two runs whose labels collide get ``-2``,
-``-3`` … (in the order given), so no page overwrites another. A folder that already holds pages
-is refused unless ``force=True`` (``--force``).
+Layout under ``out``: one folder per run (``<label>/02_run_dev.html`` … ``04_false_recalls.html``),
+one per distinct sets content (``sets-<digest>/``, :func:`sets_label`: page 01 and the sets'
+Croissant card), one for the comparison when the call names more than one run
+(``compare-<a>-vs-<b>/05_compare_systems.html``), the leaderboard's and the Q2D pages when asked,
+and ``index.html`` listing every run with its headline figures and gate verdicts. A label is the
+run directory's name with anything but ``[A-Za-z0-9._-]`` replaced by ``_`` (:func:`safe_label`);
+colliding labels get ``-2``, ``-3`` … in the order given. A folder that already holds pages is
+refused unless ``force=True``.
 
-Each notebook goes through the same fixed sequence (as papermill's engines do): parameters ->
-execute (papermill, kernel ``python3``, cwd = repository root) -> attach provenance to the
-notebook metadata -> export HTML -> write. The export (template
-``membench/report/templates/membench``, JupyterLab's with nothing loaded from the network)
-hides every code cell and prompt, titles the page with the run's label, puts a navigation bar
-(back to the index, the run's other pages) and the summary (gate badges, what to look at next:
-:mod:`membench.report.summary`) at the top and the provenance at the bottom. The executed
-``.ipynb`` keeps its code for JupyterLab. A notebook that fails is still rendered
-(``<name>.FAILED.html``, with its code shown so the failing cell can be found) and the error names
-the notebook and cell.
+Each notebook: parameters -> execute (papermill, kernel ``python3``, cwd = repository root) ->
+provenance into its metadata -> HTML export -> write; a failing notebook is still rendered
+(``<name>.FAILED.html``, code shown) and the error names the notebook and cell. Every page
+escapes data (:mod:`membench.report.escape`), links only inside the report (a URL from data is
+text unless ``live_links=True``: :func:`external_links`, :mod:`membench.core.links`), carries a
+Content-Security-Policy that loads nothing from any host, and shows the JupyterLab command in
+place of a live widget (:func:`live_note_html`).
 
-Safety (every page):
-
-* every string that comes from data is escaped (:mod:`membench.report.escape`); links are
-  relative paths inside the report tree only; a URL that data names (a video's ``meta.url``)
-  is shown as text. ``live_links=True`` (``membench report --live-links``, off by default)
-  makes such a URL a link on page 04 when it is ``https`` to a host named by the corpus
-  manifest's source entries (:mod:`membench.core.links`), and nowhere else; every page records
-  which in its provenance (``external_links``, in the footer and a ``membench:`` meta tag);
-* a Content-Security-Policy ``<meta>``: ``default-src 'none'``; images and fonts from ``data:``
-  only; inline styles allowed (pandas and matplotlib style inline); **scripts only by
-  sha256**, and the only script a page carries is membench's own case stepper (page 04:
-  ``static/stepper.js``, plain DOM calls, no ``eval``; ``script-src 'none'`` elsewhere). So a
-  ``<script>`` or an ``onerror=`` that slipped through from data would not run, and nothing
-  can be fetched from another machine, with or without live links: the policy names no host
-  at all (a policy cannot govern where a clicked link goes: ``navigate-to`` was dropped from
-  CSP and no browser enforces it, so that is the links' own rule above);
-* a live widget (page 04's case browser, ipywidgets) cannot work without a kernel: the page
-  shows, in its place, a note with the command that opens the executed notebook in JupyterLab
-  (:func:`live_note_html`), and loads no widget manager. The ``.ipynb`` beside the page keeps
-  the widget for JupyterLab. Nothing on a page loads a font or any other file, so the policy
-  and the page agree (a browser logs no error: ``browser_check --dom`` fails a page that
-  does).
-
-The parts: :mod:`membench.report.export` (one page's HTML: titles, navigation, summary slot,
-CSP, stepper, footer), :mod:`membench.report.notebooks` (executing the notebooks and writing the
-pages, many at once) and :mod:`membench.report.index` (each folder's ``report.json`` and
-``<out>/index.html``). This module opens the runs, plans the pages (:func:`report`) and names
-the folders; what the others hold is importable from here too. Each sets folder also gets the
-sets' Croissant card (``croissant.json``, :func:`membench.sets.card.write_card`), which the
-index links with its sha256.
-
-Touches: writes under ``out`` only; reads the runs, the sets and the notebooks.
+The parts: :mod:`membench.report.export` (one page's HTML), :mod:`membench.report.notebooks`
+(executing them, many at once), :mod:`membench.report.index` (``report.json``, ``index.html``);
+what they hold is importable from here. Start at :func:`report`: it opens the runs, plans the
+pages and names the folders. Reads the runs, the sets and the notebooks; writes under ``out``
+only. How a page is made and why it is safe: docs/reports.md, docs/trust.md.
 """
 
 from __future__ import annotations

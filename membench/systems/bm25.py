@@ -1,53 +1,24 @@
 """BM25 reference system on tantivy (tantivy-py 0.27; tantivy's BM25, k1 = 1.2, b = 0.75).
 
-Index (in RAM, rebuilt by every ``index``): **one tantivy index per holder**, so that the
-collection statistics (document frequencies, IDF, average length) are that holder's memory's
-alone: a query's scores never depend on which other holders, modalities or ``--limit`` subset
-were ingested with it (SPEC section 6; tested by comparing a ``--modality`` run's lines with
-the full run's). One document per atom with
+Index (in RAM, rebuilt by every ``index``): one tantivy index per holder, so a query's collection
+statistics are that holder's memory's alone (SPEC section 6), whatever else was ingested. One
+document per atom: ``text`` analysed by ``membench_en`` (tantivy's ``en_stem`` chain: simple
+tokenizer, tokens over 40 bytes removed, lowercase, English Snowball stemmer; no stop words),
+``atom_id`` (raw, stored), ``observed_at`` (i64 microseconds, indexed + fast) and ``ord`` (i64
+fast: the atom's row, in atom_id order, among its holder's atoms).
 
-* ``text``: the atom text, analysed by ``membench_en`` = tantivy's simple tokenizer (runs of
-  letters/digits), remove tokens longer than 40 bytes, lowercase, English Snowball stemmer.
-  This is exactly tantivy's built-in ``en_stem`` chain; it is registered under our own name so
-  the very same :class:`tantivy.TextAnalyzer` object analyses the questions. No stop-word
-  removal (BM25's IDF already discounts "the", and a question made only of stop words should
-  still find something). Stemming because questions paraphrase inflections ("revenues" /
-  "revenue", "jumped" / "jumping").
-* ``atom_id`` (raw, stored), ``observed_at`` (i64 microseconds since the epoch, indexed +
-  fast) and ``ord`` (i64 fast: the atom's row, in atom_id order, among its holder's atoms,
-  used to map hits back without loading stored documents).
+Query: the question, analysed by the same analyser object, gives its distinct terms as
+``SHOULD`` term queries (built from tokens, never through the query parser), with
+``observed_at <= as_of`` as a ``MUST`` range filter of constant score 0, searched in the scope
+holder's index only. A question with no index term gets no hits.
 
-Query: the question is analysed with the same analyser, the distinct terms (first-occurrence
-order; query term frequency is ignored) become ``SHOULD`` term queries over ``text`` (built
-from tokens, never through the query parser, so ``?``, ``:``, quotes, ``AND`` or ``-`` in a
-question are plain text and can never be a syntax error), searched in the scope holder's
-index only, with ``range(observed_at <= as_of)`` as a ``MUST`` filter wrapped in
-``const_score_query(.., 0.0)`` so it does not change the BM25 score. tantivy filters before it
-collects the top k, so the depth is filled with in-scope atoms. A question with no index term
-gets no hits.
+Ranking: score desc, then atom_id asc (:func:`~membench.systems.retrieval.rank`), the smaller
+atom_ids kept at the depth cut. A one-segment index whose document ids are the atoms' rows
+(checked when it is built) gives tantivy's own top k; any other takes the exact path (widen
+until the score at the cut is strictly above the next, then rank with numpy).
 
-Statistics are the holder's whole memory's, future items included (as a memory indexes what
-it has seen so far, it would not know them yet; the filter keeps them out of the results, and
-the scores stay a function of the holder alone).
-
-Ties: hits are ranked by score desc, then atom_id asc
-(:func:`~membench.systems.retrieval.rank`), and when atoms tie at the depth cut the smaller
-atom_ids are kept. tantivy's top-k collector orders equal scores by ascending document address
-(``DocAddress``) and, at the cut, keeps the smaller ones (its ``TopDocs`` "guarantees a stable
-sorting in case of a tie"); the documents of a holder's index are added in atom_id order, so
-when the index is one segment whose document ids are the atoms' rows (``doc == ord``),
-tantivy's own top k *is* our ranking, ties at the cut included: the search asks for exactly
-``k`` hits and maps document ids to atom ids, with no re-search and no sort in Python. Both
-conditions are checked when the index is built (one segment; a constant-score search over
-every document returns the rows 0..n-1 in order, in full and cut at half), and the tests check
-the ranking against the exact path below on tie-heavy collections, ties at the cut included. A
-holder whose index fails the check (several segments: a memory larger than the writer's heap)
-takes the exact path: the search widens its limit until the score at the cut is strictly above
-the next one (or every match is in), then ranks by score desc, row asc with numpy (rows are in
-atom_id order) and makes atom ids for the top ``k`` only.
-
-Query objects: the holders share one schema, so a term's ``TermQuery`` is built once and
-reused by every query and holder; the time filter is reused for the same ``as_of``.
+Reads the corpus through the content layer; writes nothing (the index is in RAM). Start at
+:class:`BM25System` and :class:`BM25Engine`. Why: docs/runs.md, "The BM25 engine".
 """
 
 from __future__ import annotations

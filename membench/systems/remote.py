@@ -1,53 +1,27 @@
 """``membench run --system http://HOST:PORT``: a memory system behind the ``membench-http/1``
-protocol (:mod:`.wire`, docs/systems.md), run like any in-process system.
+protocol (:mod:`membench.contract.wire`), run like any in-process system.
 
 :class:`HttpSystem` is a :class:`membench.contract.protocol.MemorySystem`: constructing it asks the
 server's ``/health`` and ``/card`` (its ``name`` and ``config`` are the card's, so meta.json
 records the remote system's own config); ``ingest`` uploads the items in batches, commits,
-waits for the server's ingest (polling its status) and pages the atoms in; ``query`` is one
-``POST``. The runner times ``query`` as for any system, so latency is measured here, at the
+polls the status and pages the atoms in; ``query`` is one ``POST``, timed by the runner at the
 client, round trip and retries included.
 
-Transport: the standard library's :mod:`http.client` on one kept-alive connection (no
-dependency; a connection the server closed is reopened). Every wait is bounded twice: by a
-timeout per read (a server that goes quiet) and by a **deadline** over the whole call (a
-server that drips one byte a second passes every read timeout; the deadline does not: a
-:class:`membench.core.deadline.Watchdog` shuts the socket down when it passes). ``--config``
-keys (none of them changes what the system answers, so none is recorded in meta.json and a run
-resumes under other values); their defaults are bounds of :mod:`membench.core.bounds`:
+Transport: :mod:`http.client` on one kept-alive connection. Every wait is bounded by a per-read
+timeout and by a deadline over the whole call (a :class:`membench.core.deadline.Watchdog` shuts
+the socket down when it passes), a whole ingest by ``ingest_timeout``. The ``--config`` keys
+(``connect_timeout``, ``read_timeout``, ``deadline``, ``ingest_timeout``, ``retries``,
+``backoff``, ``retry_budget``, ``batch_items``, ``page_atoms``, ``corpus_root``) change no
+answer, so none is recorded in meta.json; their defaults are bounds of :mod:`membench.core.bounds`.
+A transient failure (connection refused or reset, a read timeout, HTTP 429, 502, 503, 504) is
+retried with doubling backoff while the call's deadline and the run's retry budget allow.
+Anything else the server does wrong (not JSON, a wrong shape, an error status, a state that
+never comes, pages past the declared total, an answer over ``http_answer_bytes``) is one
+:class:`HttpSystemError` line naming the call, the URL and what went wrong, never retried.
 
-* ``connect_timeout`` (seconds, default 5): to open a connection;
-* ``read_timeout`` (default 60): the longest wait for each read of an answer (idle);
-* ``deadline`` (default 120): the longest one call may take, from the first connect to the
-  last byte of the answer, every attempt and pause between attempts included. Past it the
-  call fails (it is not tried again) with one line naming the call, and for a query the
-  query's id;
-* ``ingest_timeout`` (default 21600, six hours): the longest the whole ingest may take
-  (upload, commit, the server's ingest, the atom pages); the commit call, which a server may
-  answer only once it has ingested, waits up to this long;
-* ``retries`` (default 3) and ``backoff`` (default 0.5): a call that failed transiently
-  (connection refused or reset, a read timeout, HTTP 429, 502, 503, 504) is tried again up
-  to ``retries`` times, after ``backoff``, ``2 * backoff``, ``4 * backoff``... seconds (at
-  most 30 s each), while its deadline leaves time. Every call of the protocol is idempotent
-  (a batch sent twice replaces itself; a query must not change the memory), so every call
-  may be retried;
-* ``retry_budget`` (default 100): the retries one run may spend over all its calls; a
-  transient failure once it is spent stops the run (a server that fails every other call
-  is not papered over by retries for hours);
-* ``batch_items`` (default 256): items per upload batch;
-* ``page_atoms`` (default 5000): atoms per page asked of ``/ingests/{id}/atoms``;
-* ``corpus_root``: the corpus root to name in the commit, when the server reads the corpus
-  at another path than this machine (default: this run's corpus root).
-
-The atoms a server may declare are bounded (``http_atoms``), and its pages must add up to
-the total it declares (a page past the total, or a ``next_offset`` beyond it, is refused), so
-a server whose pages never end cannot keep a run ingesting. An answer longer than
-``http_answer_bytes`` is refused.
-
-Anything else the server does wrong (an answer that is not JSON, a wrong shape, an error
-status, a state that never comes) is one :class:`HttpSystemError` line naming the call, the
-URL and what went wrong; it is never retried. The runner has written nothing it did not get:
-re-running the same ``membench run`` resumes the run directory once the server is back.
+Touches: the server's address only; writes nothing (the runner writes what it got, so a re-run
+resumes). Start at :class:`HttpSystem`. Each key and the behaviour under faults:
+docs/your-system.md, "2. Over HTTP, in any language"; the design: docs/systems.md, "Decisions".
 """
 
 from __future__ import annotations
