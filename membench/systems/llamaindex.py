@@ -3,33 +3,26 @@
 (the ``BM25Retriever`` over the same nodes). Extra: ``pip install 'membench[llamaindex]'``.
 
 Ingest: one ``TextNode`` per atom (``id_`` = atom id) with metadata ``holder`` and ``ts``
-(``observed_at`` as integer microseconds since the epoch), both listed in
-``excluded_embed_metadata_keys`` and ``excluded_llm_metadata_keys`` so that neither the
-embedding nor BM25 (which indexes ``get_content(MetadataMode.EMBED)``) sees them: the indexed
-text is the atom's text alone.
+(``observed_at`` as integer microseconds since the epoch), both in
+``excluded_embed_metadata_keys`` and ``excluded_llm_metadata_keys``: the indexed text is the
+atom's text alone.
 
-Scope: every query carries LlamaIndex's own ``MetadataFilters`` (``holder == scope.holder``
-AND ``ts <= as_of``), the library's documented way to scope a retriever:
+Scope: every query carries LlamaIndex's own ``MetadataFilters`` (``holder == scope.holder`` AND
+``ts <= as_of``):
 
-* vector: ``index.as_retriever(similarity_top_k=1000, filters=...)``; the in-memory
-  ``SimpleVectorStore`` applies the filters before its top-k. Score: cosine similarity.
+* vector: ``index.as_retriever(similarity_top_k=1000, filters=...)`` over the in-memory
+  ``SimpleVectorStore``; score: cosine similarity;
 * BM25: ``BM25Retriever(existing_bm25=..., filters=..., similarity_top_k=...)`` over the index
-  persisted once in the scratch folder (the retriever builds its filter as a weight mask over
-  the corpus). The library multiplies the scores of filtered-out nodes by 0 but still ranks
-  them, so when fewer than ``similarity_top_k`` in-scope nodes match, nodes of other holders
-  and from after ``as_of`` come back with score 0. membench passes them through as returned:
-  holder and temporal correctness show it. Score: bm25s's BM25 (Lucene variant, k1 1.5, b 0.75;
-  PyStemmer English stemmer, English stop words, the retriever's defaults). When the filters
-  leave no node at all, the retriever refuses with ``ValueError("All nodes were filtered
-  out ...")``; the adapter answers that query with no hits.
+  persisted once under ``RUN_DIR/scratch/llamaindex-bm25/``; score: bm25s's BM25 (Lucene
+  variant, k1 1.5, b 0.75, PyStemmer English stemmer, English stop words: the retriever's
+  defaults). Its filtered-out nodes come back at score 0 and are passed through as returned;
+  when the filters leave no node, the query is answered with no hits.
 
-Embeddings: LlamaIndex defaults to a hosted (OpenAI) model when no ``embed_model`` is given; the
-adapter always gives one, :class:`MiniLMEmbedding`, a ``BaseEmbedding`` subclass (LlamaIndex's
-custom-embedding hook) serving the bundled all-MiniLM-L6-v2 through membench's embedding cache.
-The vector index lives in memory (SimpleVectorStore; persisting it would write every vector as
-JSON); the BM25 index is persisted under ``RUN_DIR/scratch/llamaindex-bm25/``.
-``LLAMA_INDEX_CACHE_DIR`` points into the scratch folder (the package ships its NLTK and
-tiktoken files; nothing is fetched).
+Embeddings: :class:`MiniLMEmbedding` (a ``BaseEmbedding`` subclass) serves the bundled
+all-MiniLM-L6-v2 through membench's embedding cache. ``LLAMA_INDEX_CACHE_DIR`` points into the
+scratch folder. Reads the corpus through the content layer (:mod:`.library`); writes under
+``RUN_DIR/scratch/``. Start at :class:`LlamaIndexVector` and :class:`LlamaIndexBM25`. Why, and
+the BM25 retriever's leak: docs/systems.md, "Adapters".
 """
 
 from __future__ import annotations

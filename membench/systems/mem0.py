@@ -1,37 +1,28 @@
 """mem0 (``mem0ai``, open-source ``Memory``) as a memory: ``--system mem0``. Extra:
 ``pip install 'membench[mem0]'``.
 
-Store: mem0's local Qdrant (``qdrant-client`` in local mode, on disk under
-``RUN_DIR/scratch/mem0/qdrant``), history database ``RUN_DIR/scratch/mem0/history.db``,
-``MEM0_DIR`` (where mem0 writes its ``config.json`` at import) ``RUN_DIR/scratch/mem0`` unless
-set. Qdrant, not mem0's FAISS store: FAISS silently returns nothing for range filters.
+Store: mem0's local Qdrant (``qdrant-client`` in local mode, under ``RUN_DIR/scratch/mem0/qdrant``),
+history database ``RUN_DIR/scratch/mem0/history.db``, ``MEM0_DIR`` (where mem0 writes its
+``config.json`` at import) ``RUN_DIR/scratch/mem0`` unless set.
 
-Ingest: ``Memory.add(text, user_id=holder, metadata={"created_at": observed_at (ISO 8601,
-UTC), "atom_id": ...}, infer=False)`` per atom: ``infer=False`` stores the text verbatim (no
-LLM extraction, so the memory holds exactly the atoms membench scores), and mem0 keeps a
-``created_at`` it is given.
+Ingest: ``Memory.add(text, user_id=holder, metadata={"created_at": observed_at (ISO 8601, UTC),
+"atom_id": ...}, infer=False)`` per atom: the text is stored verbatim, with the given
+``created_at``.
 
 Scope: ``Memory.search(question, filters={"user_id": holder, "created_at": {"lte": as_of}},
-top_k=1000, threshold=0.0)``: the holder is mem0's own ``user_id`` and the time filter mem0's
-metadata range filter (an ISO datetime range, which Qdrant evaluates as ``DatetimeRange``).
-``threshold`` (mem0's minimum semantic score, default 0.1) is 0 so the whole ranking is kept;
-the cartridge policy decides what is committed (``--config search_threshold=0.1`` restores
-mem0's default). Score: mem0's combined score as returned (semantic cosine, plus BM25 and entity
-boosts when those are available: they are not here, see below).
+top_k=1000, threshold=0.0)`` (``--config search_threshold=0.1`` restores mem0's default). Score:
+mem0's combined score as returned; offline that is the semantic cosine alone.
 
-Offline, and what that switches off (mem0 logs it and ranks by semantic score alone):
+Offline: ``MEM0_TELEMETRY=False`` is set before mem0 is imported; neither fastembed's BM25 files
+nor spaCy's model is installed; ``Memory.from_config`` is given a dummy OpenAI key, never used.
 
-* telemetry (posthog) is on by default: ``MEM0_TELEMETRY=False`` is set before mem0 is imported;
-* mem0's hybrid BM25 keyword search needs fastembed's ``Qdrant/bm25`` files from the Hugging
-  Face hub, and its lemmatizer and entity boosts spaCy's ``en_core_web_sm``, which mem0
-  downloads at first use when spaCy is installed; neither is installed by the extra;
-* ``Memory.from_config`` demands an LLM config even with ``infer=False``: a dummy OpenAI key
-  is given; no LLM is ever called (the network guard would refuse it).
+Embeddings: mem0's ``huggingface`` embedder on the bundled all-MiniLM-L6-v2, with membench's
+embedding cache in front (an ``EmbeddingBase`` subclass mem0 calls for every add and search);
+``--config embedder=library`` leaves mem0's own ``HuggingFaceEmbedding`` to embed everything.
 
-Embeddings: mem0's ``huggingface`` embedder on the bundled all-MiniLM-L6-v2 (a local path),
-with membench's embedding cache in front (an ``EmbeddingBase`` subclass mem0 calls for every
-add and search); ``--config embedder=library`` leaves mem0's own ``HuggingFaceEmbedding`` to
-embed everything (same model; slower ingest, one text at a time).
+Reads the corpus through the content layer (:mod:`.library`); writes under
+``RUN_DIR/scratch/mem0/``. Start at :class:`Mem0System`. Why Qdrant, ``infer=False`` and the
+threshold, and what being offline switches off: docs/systems.md, "Adapters".
 """
 
 from __future__ import annotations

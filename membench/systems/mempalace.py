@@ -2,45 +2,27 @@
 ``pip install 'membench[mempalace]'``.
 
 Store: a palace at ``RUN_DIR/scratch/mempalace/palace`` (MemPalace's default Chroma backend),
-``MEMPALACE_CONFIG_DIR`` ``RUN_DIR/scratch/mempalace/config`` unless set. MemPalace writes its
-locks under ``~/.mempalace/locks`` whatever its configuration says (and ONNX Runtime its device
-id under ``~/.cache``), so every MemPalace call runs with ``HOME`` pointing at the scratch
-folder (:func:`_home`). Chroma's anonymous telemetry is off in MemPalace's own client settings.
+``MEMPALACE_CONFIG_DIR`` ``RUN_DIR/scratch/mempalace/config`` unless set; every MemPalace call
+runs with ``HOME`` pointing at the scratch folder (:func:`_home`). Chroma's telemetry is off
+(MemPalace's own client settings).
 
-Ingest: one drawer per atom through the palace's drawers collection
-(``mempalace.palace.get_collection(palace, create=True).upsert``): id = atom id, document =
-the atom's text, metadata ``wing`` = holder, ``room`` = modality, ``source_file`` = the item's
-source id, ``chunk_index`` = the atom's place in its item, ``filed_at`` = ``observed_at``
-(the historical time, as MemPalace stores it: a naive ISO timestamp, here in UTC), and
-``atom_id``. The vectors are passed with the upsert (``embeddings=``, MemPalace's explicit
-vector path) from membench's embedding cache: the bundled all-MiniLM-L6-v2, the model MemPalace
-uses by default (``minilm``).
+Ingest: one drawer per atom, ``mempalace.palace.get_collection(palace, create=True).upsert``:
+id = atom id, document = the atom's text, metadata ``wing`` = holder, ``room`` = modality,
+``source_file`` = the item's source id, ``chunk_index`` = the atom's place in its item,
+``filed_at`` = ``observed_at`` (naive ISO timestamp, UTC) and ``atom_id``; the vectors
+(``embeddings=``) come from membench's embedding cache (the bundled all-MiniLM-L6-v2).
 
 Scope: ``mempalace.searcher.search_memories(question, palace, wing=holder, before=as_of + 1
-microsecond, n_results=1000)``: the wing is a Chroma ``where`` filter; ``before`` is
-MemPalace's own date window, exclusive (``[since, before)``), applied to ``filed_at`` on the
-candidate pool after retrieval (Chroma rejects string range operands), so 1 microsecond is
-added to express ``observed_at <= as_of``. With a date window and its default ("vector")
-candidate strategy MemPalace fetches ``max(max(min(15 n, 500), n), 4 n)`` = 4 n = 4000
-candidates of the wing (:data:`POOL_SIZE`) and says so (``date_filter_pool_truncated``) when
-the pool came back full: in-time drawers beyond it are not found (a miss, never a leak). The
-adapter counts those queries; meta.json's ``store.date_pool`` records the count.
+microsecond, n_results=1000)`` (``before`` is exclusive), whose date window filters a pool of
+:data:`POOL_SIZE` drawers; full pools are counted in meta.json ``store.date_pool``.
 
-Ranking and score: MemPalace re-ranks its candidates by ``0.6 * vector similarity + 0.4 *
-BM25`` (min-max normalised over the pool) and folds identical passages of 100+ characters from
-different source files into one hit (``also_in``), but reports only each hit's vector
-``distance`` (and its raw BM25). The hits keep MemPalace's order; their score is the reported
-cosine similarity ``1 - distance``, clipped so it never rises down the list (the order is
-MemPalace's hybrid order, which the similarity alone does not follow), so the cartridge
-threshold is one on MemPalace's advertised similarity (like its ``max_distance`` knob) over its
-own ranking.
+Hits keep MemPalace's hybrid order, scored ``1 - distance`` clipped never to rise down the list.
+MemPalace embeds questions itself (Chroma's ``ONNXMiniLM_L6_V2``, ``DOWNLOAD_PATH`` pointed at an
+ONNX export of the bundled weights under ``$MEMBENCH_CACHE/onnx/``).
 
-Query embedding: MemPalace embeds the question itself, with its default embedding function
-(Chroma's ``ONNXMiniLM_L6_V2``, which downloads an ONNX export of all-MiniLM-L6-v2 at first use
-and fails offline). membench exports the bundled weights to ONNX once (``torch.onnx``; needs
-``onnx``, in the extra; cached under ``$MEMBENCH_CACHE/onnx/``) and points Chroma's model
-folder (``ONNXMiniLM_L6_V2.DOWNLOAD_PATH``) at it: MemPalace's own code then runs unchanged, and
-its vectors equal sentence-transformers' (cosine 1.0, max abs difference 2e-7 measured).
+Reads the corpus through the content layer (:mod:`.library`); writes under
+``RUN_DIR/scratch/mempalace/`` and the ONNX cache. Start at :class:`MemPalaceSystem`. Why it does
+what it does: docs/systems.md, "Adapters".
 """
 
 from __future__ import annotations
