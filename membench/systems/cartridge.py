@@ -4,29 +4,23 @@
 admit an atom when
 
 1. its score is ``>= threshold`` for the atom's modality (``thresholds[modality]``, else
-   ``default_threshold``; scores are the engine's own: BM25, cosine or RRF, so each engine has
-   its own thresholds);
+   ``default_threshold``; scores are the engine's own, so each engine has its own thresholds);
 2. fewer than ``max_atoms`` atoms have been admitted; and
-3. its text fits the remaining token budget (``token_budget`` whitespace tokens, counted with
-   ``str.split()``). An atom that does not fit is skipped and the walk goes on, so a shorter
-   atom further down may still fit. Exception: the *first* admitted atom is admitted even when
-   it alone exceeds the budget (a long PDF page must not turn the best evidence into an
-   abstention); nothing else is admitted after it if the budget is spent.
+3. its text fits the remaining token budget (``token_budget`` whitespace tokens,
+   ``str.split()``). An atom that does not fit is skipped and the walk goes on; the *first*
+   admitted atom is admitted even when it alone exceeds the budget.
 
 An empty cartridge means the system abstains. The cartridge keeps ranking order.
 
-Early exit: when the caller says the hits are in descending score order (``descending=True``;
-the reference systems' engines guarantee it, see :mod:`.retrieval`), the walk stops at the first
-hit scoring below the lowest threshold of any modality: no later hit can pass rule 1, so the
-cartridge is the one the full walk gives. Gate scores that are not in descending order (the
-hybrid's dense gate over the RRF ranking) are walked to the end. And when the caller gives the
-least token count of any atom the hits can name (``min_tokens``), the walk stops as soon as an
-atom of that size would no longer fit the budget after the first admitted one: every later atom
-is at least that long, so rule 3 would skip it (long code atoms spend the budget on the first
-atom, and the walk used to visit the remaining hundreds of hits only to skip each).
+Early exits, which give the cartridge the full walk gives: with ``descending=True`` (hits in
+descending score order, as the reference engines guarantee: :mod:`.retrieval`) the walk stops
+at the first hit below the lowest threshold of any modality; given ``min_tokens`` (the least
+token count of any atom the hits can name) it stops once an atom of that size could no longer
+fit after the first admitted one.
 
-Its per-modality thresholds come from ``membench calibrate`` (the operating-point rule of
-:mod:`membench.analysis.operating_point`), committed in ``bench/calibration/``.
+The thresholds come from ``membench calibrate`` (:mod:`membench.analysis.operating_point`),
+committed in ``bench/calibration/``. Pure: touches no file. Why these rules: docs/runs.md,
+"The cartridge walk".
 """
 
 from __future__ import annotations

@@ -3,30 +3,25 @@
 An adapter is the library, driven through its own public API, behind the membench protocol
 (SPEC section 6). What membench does and what it leaves to the library:
 
-* **Content** is membench's shared layer: :func:`membench.content.chunk` makes exactly the
-  atoms the reference systems index (PDF text per page, OCR of images and screenshots, caption
-  windows, code units, turn windows; same ids), and each atom with text becomes one memory of
-  the library, stored with its holder, its ``observed_at`` and its atom id. An atom whose text
-  has no letter or digit is reported but not stored (the reference systems never return it
-  either: there is nothing to index).
-* **Scope** is the library's: the holder is the library's own tenant key (mem0 ``user_id``,
-  MemPalace wing, a LlamaIndex metadata filter) and ``as_of`` goes through the library's own
-  time filter where it has one. membench never filters, re-ranks or cuts what the library
-  returns (beyond the protocol's depth, :data:`~membench.contract.protocol.MAX_DEPTH`, which is also
-  what is asked for): if the library returns an atom of another holder or from after
-  ``as_of``, the run shows it and holder / temporal correctness count it.
-* **Scores** are the library's own (each adapter says which), so the cartridge policy
-  (:class:`~membench.systems.cartridge.CartridgePolicy`) is calibrated per adapter on dev
-  like the reference systems' (``membench calibrate`` -> ``bench/calibration/<name>.json``).
-* **State** goes to ``RUN_DIR/scratch/<name>/`` (the runner calls :meth:`use_scratch`), never
-  to the user's home; it is rebuilt at every ingest (a resumed run re-ingests).
-* **Network**: ``network_policy = "block"``: the run's guard refuses and counts every
-  non-loopback attempt (:mod:`membench.core.netguard`; meta.json ``network``).
-* **Embeddings**, where the library embeds: the bundled all-MiniLM-L6-v2 (the dense reference
-  system's model) handed to the library through its own embedder hook, with membench's
-  embedding cache in front of it (:class:`SharedEmbedder`): a text dense has embedded is not
-  embedded again. The vectors are that model's (``embedder="library"`` makes the library embed
-  with its own code instead, to check).
+* **Content** is membench's: :func:`membench.content.chunk` makes exactly the reference
+  systems' atoms, and each atom with text becomes one memory of the library, stored with its
+  holder, its ``observed_at`` and its atom id (an atom without a letter or digit is reported
+  but not stored).
+* **Scope** is the library's: the holder is its tenant key and ``as_of`` goes through its own
+  time filter. membench never filters, re-ranks or cuts what comes back beyond
+  :data:`~membench.contract.protocol.MAX_DEPTH`, which is also what is asked for.
+* **Scores** are the library's, so the cartridge policy
+  (:class:`~membench.systems.cartridge.CartridgePolicy`) is calibrated per adapter
+  (``bench/calibration/<name>.json``).
+* **State** goes to ``RUN_DIR/scratch/<name>/`` (:meth:`LibrarySystem.use_scratch`), rebuilt
+  at every ingest; **network**: ``network_policy = "block"`` (:mod:`membench.core.netguard`).
+* **Embeddings**, where the library embeds: the bundled all-MiniLM-L6-v2 through the library's
+  own embedder hook, with membench's embedding cache in front (:class:`SharedEmbedder`);
+  ``embedder="library"`` lets the library embed with its own code instead.
+
+Start at :class:`LibrarySystem` (and :func:`build`). Reads the corpus through the content layer
+and the embedding cache; writes under the scratch folder and the embedding cache. Why:
+docs/systems.md, "Adapters".
 """
 
 from __future__ import annotations
