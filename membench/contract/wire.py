@@ -1,34 +1,28 @@
 """The ``membench-http/1`` protocol: paths, JSON shapes, and the checks both ends apply.
 
-Every body is one JSON object (UTF-8). The paths (``{id}`` is an ingest id, ``[A-Za-z0-9_-]``,
-1 to 64 characters; ``{seq}`` a batch number from 0):
+Every body is one JSON object (UTF-8); ``{id}`` is an ingest id (``[A-Za-z0-9_-]``, 1 to 64
+characters), ``{seq}`` a batch number from 0:
 
 * ``GET /health`` -> ``{"protocol": "membench-http/1", "status": "ok"}``;
-* ``GET /card`` -> ``{"protocol", "name", "config"}`` and optionally ``"card"`` (a model card,
-  :class:`membench.systems.cards.Card`): who the system is and everything that determines its
-  output;
+* ``GET /card`` -> ``{"protocol", "name", "config"}``, optionally ``"card"``
+  (:class:`membench.systems.cards.Card`): who the system is and what determines its output;
 * ``PUT /ingests/{id}/batches/{seq}`` ``{"items": [item, ...]}`` -> ``{"ingest_id", "seq",
-  "received"}`` (idempotent: a batch sent again replaces itself);
-* ``PUT /ingests/{id}`` ``{"corpus_root", "batches", "items"}``: all batches are in, ingest
-  them -> a status (idempotent);
-* ``GET /ingests/{id}`` -> the status ``{"ingest_id", "state", "items", "atoms", "error"}``;
-  state ``receiving``, ``running``, ``done`` or ``failed``;
-* ``GET /ingests/{id}/atoms?offset=&limit=`` -> ``{"atoms": [atom, ...], "offset", "total",
-  "next_offset"}`` (``next_offset`` null on the last page);
+  "received"}`` (a batch sent again replaces itself);
+* ``PUT /ingests/{id}`` ``{"corpus_root", "batches", "items"}`` (commit) -> a status;
+* ``GET /ingests/{id}`` -> ``{"ingest_id", "state", "items", "atoms", "error"}``, state
+  ``receiving``, ``running``, ``done`` or ``failed``;
+* ``GET /ingests/{id}/atoms?offset=&limit=`` -> ``{"atoms", "offset", "total", "next_offset"}``
+  (``next_offset`` null on the last page);
 * ``POST /ingests/{id}/query`` ``{"question", "scope", "as_of"}`` -> ``{"hits": [[atom_id,
-  score], ...], "cartridge": [atom_id, ...]}``, optionally with ``"confidence": number``
-  (the score the system's abstention decision thresholds; null or absent: none reported).
+  score], ...], "cartridge": [atom_id, ...]}``, optionally ``"confidence"`` (a number or null).
 
-An *item* is a line of ``bench/sets/items.jsonl`` exactly (what an in-process system gets as a
-:class:`membench.contract.schema.SourceItem`): ``path`` relative to the corpus root named in the
-commit, or inline ``content``. An *atom* is a line of a run's ``atoms.jsonl``. A failure is any
-4xx/5xx status with ``{"error": {"code", "message"}}``. The ingest id is chosen by the client
-(:func:`ingest_id`: a digest of the corpus root and the items, so the same ingest has the same
-id and a server that still holds it is not asked again).
-
-The checks here are what the client applies to every answer (:class:`ShapeError` says where:
-``hits[3][1]``) and what the server applies to every request. docs/openapi.json describes the
-same shapes; ``tests/test_http_openapi.py`` holds the two to each other on real exchanges.
+An *item* is a line of ``bench/sets/items.jsonl`` (a :class:`membench.contract.schema.SourceItem`),
+an *atom* a line of a run's ``atoms.jsonl``; a failure is a 4xx/5xx status with ``{"error":
+{"code", "message"}}``. The client chooses the ingest id (:func:`ingest_id`: a digest of the
+corpus root and the items). The ``check_*`` functions are what the client applies to every
+answer and the server to every request (:class:`ShapeError` says where: ``hits[3][1]``). Touches
+nothing. docs/openapi.json describes the same shapes (``tests/test_http_openapi.py``), and
+docs/your-system.md, "2. Over HTTP, in any language", explains them.
 """
 
 from __future__ import annotations

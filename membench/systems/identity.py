@@ -1,31 +1,26 @@
 """What a system *is*: the identity a run records (meta.json ``identity``), and its card by it.
 
-A name says nothing: any class can call itself ``hybrid``. So a run records what ran, from the
+A name says nothing (any class can call itself ``hybrid``), so a run records what ran, from the
 object and from how it was named (:func:`membench.systems.make_system` remembers the
 ``--system`` spec and ``--config`` arguments of what it makes, :func:`origin_of`):
 
-* ``kind``: ``reference`` (membench's bm25, dense, hybrid), ``library adapter`` (membench's
-  adapters of mem0, MemPalace, LlamaIndex), ``test double``, ``registered package`` (an entry
-  point of the ``membench.systems`` group), ``user module`` (``module:Class``, or an object
-  made in Python), ``HTTP service`` (a system served over HTTP), ``imported`` (a TREC run,
-  :mod:`membench.run.importer`);
-* ``spec`` (what ``--system`` was given: the name, entry point, ``module:Class`` or URL;
-  ``null`` for an object made in Python without :func:`make_system`) and ``args`` (the
-  ``--config`` values; ``null`` when unknown): with them a fresh process can make the same
-  system again (``membench verify``);
-* ``class`` (``module:qualname`` of the object's class);
-* ``distribution`` (``{name, version}`` of the installed distribution the class comes from:
-  membench for its own systems, the entry point's for a registered package, the one that
-  ships the module's top-level package for a user module installed in site-packages; ``null``
-  for a module in a working folder) and ``source_sha256`` (of
-  the ``.py`` files of the class's top-level package, or of its one module file:
-  :func:`source_sha256`);
+* ``kind``: ``reference``, ``library adapter``, ``test double``, ``registered package`` (an
+  entry point of the ``membench.systems`` group), ``user module`` (``module:Class``, or an
+  object made in Python), ``HTTP service`` or ``imported`` (:mod:`membench.run.importer`);
+* ``spec`` and ``args`` (what ``--system`` and ``--config`` were given; ``null`` when unknown),
+  with which a fresh process can make the same system again (``membench verify``);
+* ``class`` (``module:qualname``), ``distribution`` (``{name, version}`` of the installed
+  distribution the class comes from: membench for its own systems, the entry point's for a
+  registered package, the one that ships a user module's top-level package from site-packages;
+  ``null`` for a module in a working folder) and
+  ``source_sha256`` (of the ``.py`` files of the class's top-level package, or of its one
+  module file: :func:`source_sha256`);
 * for an HTTP service, ``service``: the name and config its ``/card`` answer gives.
 
 membench's own systems are recognised by their class, defined in a file of membench's own
-package: a class elsewhere that calls itself ``hybrid`` is a ``user module``. Cards follow the
-identity (:func:`membench.systems.cards.card_for`): the registry in ``bench/cards`` is membench's,
-looked up for membench's own systems only.
+package; cards follow the identity (:func:`membench.systems.cards.card_for`). Start at
+:func:`identify`. Reads the source files it hashes and installed distributions' metadata; writes
+nothing. docs/cards.md, "Cards belong to an identity, not a name".
 """
 
 from __future__ import annotations

@@ -11,19 +11,17 @@ Two layers:
 Rules every engine follows (and the tests check):
 
 * **Scope inside the engine.** Only atoms with ``atom.holder == holder`` and
-  ``atom.observed_at <= as_of`` are ever returned. The filter is applied *before* the top-k cut,
-  so the depth is filled with in-scope atoms, never with out-of-scope ones removed afterwards.
-  Time is compared exactly, as integer microseconds since the Unix epoch (:func:`to_micros`);
-  ``as_of`` must be timezone-aware.
-* **Ranking and ties.** Hits are ordered by score descending, then ``atom_id`` ascending
-  (plain Python ``str`` order). When several atoms tie at the depth cut, the ones with the
-  smaller ``atom_id`` are kept, so the list is a pure function of (index, question, scope).
-* **Depth.** ``k`` is at most :data:`~membench.contract.protocol.MAX_DEPTH` (1000); fewer hits are
-  returned when fewer in-scope atoms match.
-* **Nothing to match.** A question with no letter or digit (:func:`has_terms` is false) gets no
-  hits. An atom whose text has no letter or digit (empty OCR, an image without text) stays in
-  the atom list the system reports, but is never returned by any engine: BM25 cannot match it
-  and the dense engine excludes it, so the engines agree on what is retrievable.
+  ``atom.observed_at <= as_of`` are returned, filtered *before* the top-k cut, so the depth is
+  filled with in-scope atoms. Time is compared as integer microseconds since the Unix epoch
+  (:func:`to_micros`); ``as_of`` must be timezone-aware.
+* **Ranking and ties.** Score descending, then ``atom_id`` ascending (plain ``str`` order), the
+  smaller atom ids kept at the depth cut (:func:`rank`): the list is a pure function of
+  (index, question, scope).
+* **Depth.** ``k`` is at most :data:`~membench.contract.protocol.MAX_DEPTH` (1000).
+* **Nothing to match.** A question without a letter or digit (:func:`has_terms`) gets no hits;
+  an atom whose text has none stays in the reported atom list but is never returned.
+
+Reads the corpus through the chunker; writes nothing. Start at :class:`RetrievalSystem`.
 """
 
 from __future__ import annotations
