@@ -17,7 +17,7 @@
   default), keeps its ranking and commit decision, and commits its top ``atoms`` (100) instead.
 * ``nothing`` reports no atoms and answers every query with no hits and an empty cartridge.
 * ``echo`` ingests the content layer's atoms (:func:`membench.content.chunk`) and ranks the
-  holder's in-scope atoms by how many distinct question words (casefolded ``\w+`` runs; no
+  holder's in-scope atoms by how many distinct question words (casefolded ``\\w+`` runs; no
   stemming, stop words or weights) their text holds, atoms holding none left out, ties by atom
   id ascending, at most ``depth`` (100); its cartridge is always empty.
 
