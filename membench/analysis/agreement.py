@@ -1,33 +1,21 @@
 """Do the judgment sets rank systems alike? Rankings per judgment set and Kendall's tau.
 
-A benchmark with several readings of relevance (SPEC section 3: gold is the primary judgment
-set; records may carry more, e.g. CodeSearchNet's ``any_annotator`` / ``all_annotators`` /
-``graded``, LoCoMo's ``session``) is only as trustworthy as its conclusions are stable across
-those readings. :func:`rank_agreement` answers that for a set of runs over the same items:
+:func:`rank_agreement` takes runs over the same items and returns, per scope (a modality),
+measure and judgment set:
 
-* ``rankings``: per scope (a modality), measure and judgment set, each system's mean over the
-  items the set judges in that scope (``n``), and its rank (1 = best; ties share the lowest
-  rank). Means are those of ``metrics.json`` (the primary blocks, and ``judgment_sets``).
-* ``tau``: per scope, measure and pair of judgment sets, Kendall's tau-b
-  (:func:`scipy.stats.kendalltau`, which accounts for ties) between the systems' means under
-  the two sets, with a **paired bootstrap over queries**: the items of the scope that either
-  set judges are resampled with replacement (``n_resamples`` times, the same resample for every
-  system and both sets); in each resample every system's mean under each set is recomputed
-  over the drawn items that set judges, and tau is taken between the two vectors of means. The
-  interval is the percentile interval of those taus (95%); ``n_items`` is the resampled pool,
-  ``n_a`` / ``n_b`` the items each set judges, ``n_systems`` the systems ranked. A resample
-  whose means tie for every system under one set has no tau (counted in ``n_undefined``, left
-  out of the interval). With two systems tau is +1 or -1; with few systems the interval is
-  coarse (tau moves in steps of ``2 / (k (k - 1) / 2)``): read it with ``n_systems``.
-  ``identical`` marks two sets whose per-item values are the same for every system (their tau
-  is 1 by construction, or undefined when every system ties: e.g. CodeSearchNet's annotator
-  sets on languages with one annotator, or a recall@1000 of 1 for every item).
+* ``rankings``: each system's mean over the items the set judges in that scope (``n``; the
+  means of ``metrics.json``) and its rank (1 = best; ties share the lowest rank);
+* ``tau``: per pair of judgment sets, Kendall's tau-b (:func:`scipy.stats.kendalltau`)
+  between the systems' means, with a 95% paired bootstrap interval over the items either set
+  judges (the same draw for every system and both sets), ``n_items``, ``n_a`` / ``n_b``,
+  ``n_systems``, ``n_undefined`` (draws where every system ties under one set) and
+  ``identical`` (two sets whose per-item values are the same for every system).
 
-Scopes are modalities: the sets of one modality are compared with each other (an alternative
-set of one modality and the primary gold of all modalities are not comparable pools). A
-measure that equals another for every system and set in a scope (graded nDCG where no region
-carries a grade) is left out of that scope. Generators are numpy PCG64 seeded with
-``(seed, crc32("agreement|<scope>|<metric>|<set a>|<set b>"))``.
+Only the sets of one modality are compared with each other; a measure that equals another for
+every system and set in a scope (graded nDCG where no region carries a grade) is left out of
+it. Generators are numpy PCG64 seeded with ``(seed, crc32("agreement|<scope>|<metric>|<set
+a>|<set b>"))``. Reads run directories only; writes nothing. docs/runs.md ("Do the judgment
+sets rank systems alike?") says how to read tau and its interval.
 """
 
 from __future__ import annotations

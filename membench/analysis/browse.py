@@ -1,38 +1,24 @@
 """Step through a run's failures, one case at a time, with the source region shown as it is.
 
-Two kinds of case (SPEC sections 7 and 8):
+Three kinds of case (SPEC sections 7 and 8):
 
-* ``"false_recall"``: an *unanswerable* item whose cartridge is not empty (it should have
-  abstained). Each case is marked with its kind (``native``, ``transactive``, ``temporal``:
-  ``origin.kind``) and whether it is audited (``origin.audited``): an audited one counts in
-  ``false_recall_rate``, a native with an upstream tell only in ``false_recall_native``, its
-  own column (SPEC section 5). The case shows the atoms the system committed to and, for a
-  derived item (``origin.derivation`` transactive or temporal), the gold of the query it
-  derives from, i.e. where the system most likely took its evidence from (another holder's
-  memory, or the future).
-  A derived query replaces its original in the sets (:mod:`membench.sets.derive`), so that
-  gold is read from the derived record's ``origin.distractor``.
-* ``"miss"``: an *answerable* item none of whose gold regions is hit by any of the top
-  :data:`MISS_DEPTH` ranked atoms (its recall@10 is 0). The case shows the gold regions and what
-  the system ranked instead.
-* ``"scope_leak"``: any item (answerable or not) that returned, at any depth or in its
-  cartridge, an atom of another holder or one observed after its ``as_of`` (its holder or
-  temporal correctness is 0). The case shows the out-of-scope atoms (rank, score, holder,
-  observed_at, region) and where the highest one sits; a real library that ignores its scope
-  filter shows here (e.g. LlamaIndex's BM25 retriever ranking filtered-out nodes with score 0).
+* ``"false_recall"``: an unanswerable item whose cartridge is not empty, marked with its kind
+  (``origin.kind``) and whether it is audited (``origin.audited``); it shows the committed
+  atoms and, for a derived item, the gold of the query it derives from (read from the record's
+  ``origin.distractor``, since a derived query replaces its original);
+* ``"miss"``: an answerable item none of whose gold regions is hit by the top
+  :data:`MISS_DEPTH` atoms (recall@10 is 0); it shows the gold and what ranked instead;
+* ``"scope_leak"``: any item that returned, at any depth or in its cartridge, an atom of
+  another holder or one observed after its ``as_of``; it shows those atoms and where the
+  highest sits.
 
-Which items are cases comes from the run's own per-item scores
-(:meth:`membench.metrics.rundir.RunDir.scores`, the numbers metrics.json aggregates): the
-browser filters them and recomputes nothing, so its counts agree with ``metrics.json``. An item
-with no run line returned nothing: it is not a false recall, and it is a miss when answerable.
-Within a case, the atoms are ranked by :func:`membench.contract.protocol.order_hits` and flagged
-with :func:`membench.modalities.region_hit` for display.
-
-Cases are ordered by modality (:data:`membench.modalities.MODALITIES` order), then query id.
-
-API: :func:`cases`, :func:`counts_frame`, :func:`render_case_html`, :func:`static_cases_html`,
-:func:`static_browser_html` (the kernel-free stepper of a report page), :class:`Browser`
-(ipywidgets, in a live kernel).
+Cases come from the run's own per-item scores (:meth:`membench.metrics.rundir.RunDir.scores`):
+nothing is recomputed, so the counts agree with ``metrics.json``; an item with no run line is a
+miss when answerable and never a false recall. Cases are ordered by modality
+(:data:`membench.modalities.MODALITIES`), then query id. Reads the run directory, the sets and
+the corpus mirror (to show regions); writes nothing. Start at :func:`cases`; then
+:func:`counts_frame`, :func:`render_case_html`, :func:`static_cases_html`,
+:func:`static_browser_html` (page 04's kernel-free stepper), :class:`Browser` (ipywidgets).
 
 Why one file: a case and its HTML are read together: what a case holds is chosen for what
 page 04's stepper and the notebook's browser show, and both take their cases from the same

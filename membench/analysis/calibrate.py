@@ -1,40 +1,22 @@
 """``membench calibrate RUN_DIR``: per-modality cartridge thresholds from a dev run, fitted on
 one half of dev and reported on the other.
 
-**Who counts.** Per modality, the run's answerable queries and its *audited* unanswerable ones
-(``origin.audited``, :func:`membench.contract.tells.audited`). Upstream natives with a tell of
-their own (audited false: LoCoMo's adversarial questions, MMLongBench-Doc's altered copies)
-are left out of the fit and of every figure, as they are of gated and headline false recall;
-how many were left out is recorded (``unaudited_left_out``).
+Per modality it counts the run's answerable queries and its audited unanswerable ones
+(:func:`membench.contract.tells.audited`; the others are counted in ``unaudited_left_out``),
+splits the modality's holders into a fit half and a held-out half by
+``hash_order(holders, "calibrate")`` (:func:`split_halves`; by query instead, and said so in
+``split.by`` and ``split.why``, where holders cannot give each half both kinds), picks the
+threshold on the fit half (:func:`membench.analysis.operating_point.choose_threshold`) and
+applies it to the held-out half.
 
-**The split** (:func:`split_halves`). The modality's holders (``scope.holder`` of the queries
-that count) are ordered by :func:`membench.core.hashing.hash_order` with salt ``"calibrate"``
-(sha256 of ``"calibrate" + "\\x1f" + holder``, first 8 bytes; ties by name); the first half,
-rounded up, is the **fit** half and the rest the **held-out** half: no holder is in both.
-Where that cannot give each half an answerable and an audited unanswerable query (fewer than
-2 holders, or holders that each have one kind only), the queries are split instead: the
-answerable and the audited unanswerable query ids each in ``hash_order(..., "calibrate")``,
-the first half of each (rounded up) fit, the rest held out; the file says so
-(``split.by = "query"`` and ``split.why``), and those held-out figures share holders with the
-fit.
-
-**The operating point.** On the fit half,
-:func:`membench.analysis.operating_point.choose_threshold` picks the top-1 score threshold that
-keeps the most answerable queries (max answerable kept - unanswerable kept) with the
-unanswerable kept share (= false-recall rate of a top-1 cartridge) within the false-recall
-gate (0.10) where achievable. The same threshold is then applied to the held-out half: its
-answerable kept and audited unanswerable kept shares are the honest figures (the fit half's
-are in-sample).
-
-The result is written as ``bench/calibration/<system>.json`` (committed: the reference systems
-read ``modalities.<m>.threshold``, :func:`membench.systems.reference.read_calibration`).
-Per modality it keeps the keys of the earlier format (``threshold``, ``answerable_kept``,
-``unanswerable_kept``, ``within_gate``, ``n_answerable``, ``n_unanswerable``: the fit half's
-figures, those the threshold was chosen on) and adds ``split``, ``fit``, ``held_out`` (each:
-its ``holders`` and the two kept shares with their n) and ``unaudited_left_out``. A modality
-without an answerable or an audited unanswerable query in the fit half has no operating point:
-it is listed under ``not_calibrated`` with the reason, and the reference systems keep their
-default threshold there. Only the dev split may be used.
+Reads the run directory and its sets (dev split only); writes
+``bench/calibration/<system>.json``, which the reference systems read
+(:func:`membench.systems.reference.read_calibration`). Per modality the file keeps the earlier
+keys (``threshold``, ``answerable_kept``, ``unanswerable_kept``, ``within_gate``,
+``n_answerable``, ``n_unanswerable``: the fit half's) and adds ``split``, ``fit``, ``held_out``
+and ``unaudited_left_out``; a modality with no operating point is listed under
+``not_calibrated`` with its reason. docs/results.md ("Operating points") says why the halves
+are by holder and which figures are honest.
 """
 
 from __future__ import annotations

@@ -5,44 +5,19 @@ split, same set files by sha256, same evaluated query ids: a clear :class:`Compa
 otherwise) and returns a :class:`Comparison`:
 
 * ``summary``: per scope (each modality, then ``all``), system and metric: value, n,
-  denominator, 95% interval, computed by :func:`membench.metrics.aggregate.slice_metrics` (the
-  numbers and intervals of each run's metrics.json);
-* ``pairs``: paired significance for every pair of systems, per scope, on recall@10, ndcg@10,
-  mrr and false_recall_rate, from per-item values (each item is its own pair):
+  denominator, 95% interval (:func:`membench.metrics.aggregate.slice_metrics`, the numbers of
+  each run's metrics.json);
+* ``pairs``: paired tests for every pair of systems, per scope, on recall@10, ndcg@10, mrr and
+  false_recall_rate (:func:`paired_test`: mean difference, paired bootstrap interval and p,
+  sign-flip p, by holder from ``MIN_HOLDERS_CI`` holders, ``p_perm_holm`` over the table); the
+  abstention-order statistics come from :func:`membench.metrics.abstention.paired_difference`;
+* ``first_stage``: recall@1000 against nDCG@10 per system and modality, as in Q2D-Web.
 
-  - mean difference ``diff = mean(a - b)`` over the items in the metric's denominator, with a
-    **paired bootstrap** 95% interval (items resampled with replacement, ``n_resamples``
-    times, percentile interval) and a bootstrap p-value (two-sided, null-shifted: share of
-    resampled means ``m*`` with ``|m* - diff| >= |diff|``);
-  - a **paired randomization (sign-flip permutation) test**: under the null the two systems'
-    values of an item are exchangeable, so each difference's sign is flipped at random;
-    p = share of flipped means with ``|m| >= |diff|``;
-  - **by holder** (:mod:`.paired`) where the items come from at least ``MIN_HOLDERS_CI``
-    holders: a holder's differences flip together, a drawn holder brings all its items; else
-    per item. ``unit`` and ``holders`` say which, as every table of p-values does;
-  - both p-values are ``(1 + count) / (1 + n_resamples)`` (never 0), so identical runs give
-    p = 1 and a zero difference. ``p_perm_holm`` is the permutation p adjusted by Holm over all
-    rows of the table (many scopes x metrics x pairs are tested at once).
-
-  Generators are numpy PCG64 seeded with ``(seed, crc32("<scope>|<metric>|<test>"))``: every
-  pair of one scope and metric sees the same resamples (common random numbers) and the
-  results do not depend on which other runs are compared.
-
-  The abstention-order statistics (``answerable_kept@fr0.10``, ``abstention_auc``:
-  :mod:`membench.metrics.abstention`) have no per-item values: their rows come from
-  :func:`membench.metrics.abstention.paired_difference` (a paired bootstrap of the statistic,
-  ``ordering_resamples`` draws of the items, both systems scored on each draw; bootstrap p;
-  no permutation p), and Holm reads their bootstrap p in place of the permutation p.
-* ``first_stage``: recall@1000 (first-stage recall) against nDCG@10 (early precision) per
-  system and modality, as in Q2D-Web, with n (answerable items) and intervals.
-
-``judgment_set`` reads everything under one judgment set (``"gold"``, the default, or an
-alternative set the records carry, e.g. CodeSearchNet's ``all_annotators`` or LoCoMo's
-``session``): the measures computed per judgment set (recall@k, MRR, nDCG@10, graded nDCG@10,
-cartridge recall) are that set's, over the items it judges, with the intervals of metrics.json's
-``judgment_sets`` block; the measures that do not depend on relevance (false recall, scope,
-latency) are the same under every set. The paired-test keys are prefixed
-``judgments:<name>:``.
+``judgment_set`` reads everything under one judgment set (``"gold"`` by default): the measures
+computed per judgment set are that set's, over the items it judges, and the paired-test keys
+are prefixed ``judgments:<name>:``. :func:`best_systems` names the best system per measure.
+Reads run directories and the sets folder only; writes nothing. docs/metrics.md ("Paired tests:
+resampled by holder") says how the tests resample and are seeded, and why.
 """
 
 from __future__ import annotations

@@ -2,45 +2,26 @@
 
 :func:`item_frame` is built from the run's per-item scores
 (:meth:`membench.metrics.rundir.RunDir.scores`, i.e. :func:`membench.metrics.score_items`)
-joined with the records and the run lines; no metric is recomputed here.
+joined with the records and the run lines; no metric is recomputed here, and nothing is
+written. :func:`judgment_view` gives the frame under one judgment set.
 
 Columns (NaN where an item is outside a measure's denominator)::
 
     query_id, modality, source (query_id before ':'), holder, scenario, session,
-    derivation ("native" | "native, upstream tell" | "transactive" | "temporal"), answerable,
-    audited (every item but a native with an upstream tell), as_of (UTC Timestamp),
-    as_of_quarter ("2023Q4", calendar, UTC), as_of_bucket (see below), has_run, n_gold, n_hits,
-    recall@10, recall@100, recall@1000, rr (reciprocal rank: per-item MRR), ndcg@10,
-    ndcg_graded@10, cartridge_size, cartridge_recall, false_recall (1.0/0.0 on audited
-    unanswerable items), false_recall_native (1.0/0.0 on the natives with an upstream tell),
-    abstained (empty cartridge), holder_leak (a returned hit or cartridge atom of another
-    holder), temporal_leak (one observed after as_of), n_foreign, n_future, latency_ms,
-    top1_score (score of the rank-1 hit, NaN without hits), top1_hit (the rank-1 hit hits a
-    gold region, i.e. rr == 1; False on unanswerable items), abstention_score (the score the
-    abstention measures read: the system's reported confidence, else top1_score, else -inf;
-    :mod:`membench.metrics.abstention`), text_source (how the scope holder's items are read:
-    see below)
+    derivation ("native" | TELL_NATIVE | "transactive" | "temporal"), answerable, audited,
+    as_of (UTC), as_of_quarter ("2023Q4"), as_of_bucket ("1/4".."4/4", per-source quantile),
+    has_run, n_gold, n_hits, recall@10, recall@100, recall@1000, rr, ndcg@10, ndcg_graded@10,
+    cartridge_size, cartridge_recall, false_recall (audited unanswerables),
+    false_recall_native (natives with an upstream tell), abstained, holder_leak,
+    temporal_leak, n_foreign, n_future, latency_ms, top1_score, top1_hit, abstention_score
+    (reported confidence, else top1_score, else -inf), text_source ("pdf text layer" |
+    "pdf image-only (OCR)" | "OCR" | "captions" | "code" | "turns")
 
-``derivation`` is the record's ``origin.derivation``, ``"native"`` for upstream's own
-questions (answerable ones too), and :data:`TELL_NATIVE` for a native unanswerable with an
-upstream tell (``audited`` false: :func:`membench.contract.tells.audited`), so slicing by
-derivation shows those natives as their own slice (SPEC section 5).
-
-then, per alternative judgment set the run's records carry, ``<name>/<measure>`` for every
-measure computed per judgment set (``<name>/mrr`` is that set's reciprocal rank; NaN on items
-the set does not judge). :func:`judgment_view` gives the frame under one set.
-
-``text_source``: where the words of the scope holder's memory come from, so a reader sees what
-OCR costs: ``"pdf text layer"`` / ``"pdf image-only (OCR)"`` (a holder whose PDF has no page
-with a text layer, ``meta.text_pages == 0``: the image-only decks), ``"OCR"`` (images,
-screenshots), ``"captions"`` (video), ``"code"``, ``"turns"`` (conversations).
-
-``as_of_bucket``: the builder gives most sources a synthetic ingestion timeline of a few days
-(calendar quarters would put almost everything in one bucket), so the bucket is a **per-source
-quantile of as_of**: items of one source are ranked by as_of and cut into ``n_buckets`` (4)
-equal-count groups, labelled ``"1/4"`` (earliest) to ``"4/4"`` (latest); items with the same
-as_of always share a bucket (rank method "max"), so a source with few distinct times fills
-fewer buckets. ``as_of_quarter`` keeps the calendar view.
+then ``<name>/<measure>`` for each alternative judgment set the records carry and each
+measure computed per set (NaN on items the set does not judge). ``audited`` is
+:func:`membench.contract.tells.audited`; ``as_of_bucket`` cuts each source's items by as_of
+into ``n_buckets`` equal-count groups, items with the same as_of sharing one. docs/reports.md
+("Page 03: the slices") says why these slices exist.
 """
 
 from __future__ import annotations

@@ -1,53 +1,18 @@
 """``membench pool``: a sub-corpus of items chosen by Reciprocal Rank Fusion over the pools of
 runs (Q2D-Web's sub-sampling), or at random with the same size per holder (its baseline).
 
-Q2D-Web (Perplexity, 2025) evaluates first-stage retrievers on a sub-corpus: every judged
-document, plus the unjudged documents that per-query RRF over many systems' rankings puts
-first, at 31.7% of the corpus; it keeps the full corpus's system ranking and inflates mean
-Recall@1000 by 5.2 points, where a random sub-corpus of the same size inflates it by 12.8 and
-reorders systems. membench's version, in its own terms (``docs/pooling.md``):
+Reads the runs' directories and the parent sets folder; writes the new sets folder through
+:mod:`membench.sets.subcorpus` (which writes and checks it). Per query, each run's ranked atoms
+become a ranking of items (:func:`item_ranking`), the first ``depth`` of every run are fused by
+RRF (:func:`fuse`), and each holder of the runs' split and modalities keeps its required items
+then the others in order of their best fused position (:func:`priorities`) up to
+:func:`target_size`, filling at random when the pools run out; ``random=True`` fills the same
+target at random. Other holders and every record are kept whole; runs that cannot be pooled
+together are refused with one line each (:func:`open_runs`). Deterministic: the same runs,
+parameters and seed give the same bytes.
 
-**The unit is the item** (a row of ``items.jsonl``: a PDF, an image, a video, a code file, a
-conversation session). Systems chunk items themselves, so a sub-corpus cannot hold half an
-item: a system run on it sees whole items, and an item is kept when a run ranked one of its
-atoms high enough.
-
-**From a run to a pool, per query.** A run's ranked atoms (the protocol's tie rule,
-:func:`membench.contract.protocol.rank_order`) become a ranking of items: an item at the rank of its
-first atom. The first ``depth`` items of each run enter the fusion (default 100).
-
-**Fusion, per query.** ``score(item) = sum over runs of 1 / (rrf_k + rank)`` over the runs
-whose first ``depth`` items hold it (1-based ranks, ``rrf_k`` = 60 as in Cormack et al. 2009
-and the hybrid system); the fused list is ordered by score descending, then best rank, then
-item id.
-
-**Per holder.** Each holder (whose memory is what a query of it searches) keeps
-
-* every required item (:func:`membench.sets.subcorpus.required_items`: gold, every judgment
-  set, recorded distractors of unanswerable records; a holder with an upstream distractor that
-  names no item is kept whole), then
-* the other items in order of their **best position in any query's fused list** (ties: the
-  higher fused score at that position, then ``stable_hash(seed, item)``): the union of every
-  query's fused top 1, then top 2, and so on, which is Q2D-Web's union of per-query pools with
-  the depth chosen by the share,
-
-until it holds ``target = max(required, ceil(share * items))`` items. If the runs' pools run
-out first (every item any run ranked is in), the rest is drawn at random
-(``stable_hash("pool-fill:<seed>:<holder>", item)`` order) and counted (``filled_at_random``).
-With ``random=True`` the same target is filled with the non-required items in
-``stable_hash("pool-random:<seed>:<holder>", item)`` order: the baseline of equal size.
-
-**What is pooled.** The holders of the runs' split in the runs' modalities; every other item
-(the other split, other modalities) is kept whole, so the sets folder stays whole and every
-holder keeps its split. The records do not change.
-
-**What is refused** (one line each): runs on other set files than ``--sets`` (their recorded
-set sha256s; a run that records none), incomplete runs, test-split runs, ``--limit`` runs (a
-hash-chosen subset of queries would leave the other queries' candidates out), runs whose
-system saw the gold, runs over different splits, modalities or queries.
-
-The result is deterministic: the same runs (in any order), parameters and seed give the same
-bytes (``tests/test_pool.py``).
+Start at :func:`pool` (or :func:`read_input` then :func:`make_pool`). docs/pooling.md,
+"``membench pool``", gives each rule, its reason and Q2D-Web's figures.
 """
 
 from __future__ import annotations

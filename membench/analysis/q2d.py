@@ -1,35 +1,17 @@
 """``membench q2d``: Q2D-Web's sub-sampling experiment on membench's own data.
 
-Q2D-Web evaluated retrievers on a sub-corpus (every judged document plus the top of a per-query
-RRF over many systems' rankings, 31.7% of the corpus): it kept the full corpus's system ranking
-and inflated mean Recall@1000 by 5.2 points, where a random sub-corpus of the same size
-inflated it by 12.8 and reordered systems. This module asks the same of membench's sets:
+For a spec (:func:`read_spec`: systems, modalities, shares, seeds, depth, ``rrf_k``) it runs
+every system on the full sets (``OUT/full/<label>``), makes per share the sub-corpora
+``rrf``, ``loo-<label>``, ``lfo-<family>`` and ``random-<seed>`` (:func:`pool_plans`,
+:func:`membench.analysis.pool.pool`; ``OUT/pools/share-<F>/``), checks each against
+``membench validate``'s hard rules (:func:`check_pooled_sets`), runs each system on the
+sub-corpora it is evaluated on (``OUT/runs/share-<F>/<pool>/<label>``) and computes per share,
+method and measure the inflation and Kendall's tau-b with paired bootstrap intervals
+(:func:`evaluate`, :func:`compare_conditions`, :func:`collect`) into ``OUT/q2d.json``.
 
-1. every system of the spec (a reference system with a config) runs on the full sets, on the
-   spec's split and modalities (``OUT/full/<label>``): these runs are the pool's input;
-2. per share, three kinds of sub-corpus (:func:`membench.analysis.pool.pool`):
-   ``rrf`` (fused over every system's full run: Q2D-Web's setting, in which the systems
-   evaluated are the ones pooled), ``loo-<label>`` (fused over every run but that system's:
-   the honest check for a system that did not shape the pool), ``lfo-<family>`` (fused over the
-   runs of the other families: every configuration of one reference system is a family, so a
-   configuration cannot lean on its siblings' runs) and ``random-<seed>`` (equal size per
-   holder), under ``OUT/pools/share-<F>/``;
-3. every system runs on each sub-corpus it is evaluated on (all systems on ``rrf`` and each
-   ``random``; a system only on its own ``loo`` and its family's ``lfo``),
-   ``OUT/runs/share-<F>/<pool>/<label>``: ordinary run directories on an ordinary sets folder;
-4. figures (:func:`evaluate`), per share, method and measure (recall@1000, recall@100,
-   recall@10, nDCG@10): the **inflation** (mean over systems of the sub-corpus figure minus the
-   full-corpus figure, in points) and **Kendall's tau-b** between the systems' full-corpus and
-   sub-corpus figures; 95% percentile intervals from a paired bootstrap over queries (the same
-   resampled queries for every system and corpus), and for ``random`` also over seeds (each
-   replicate draws the seeds with replacement and averages over them). ``OUT/q2d.json`` holds
-   the figures, the per-system means and the commands; every run resumes.
-
-Before any run on a sub-corpus, its folder is checked against every hard rule of
-``membench validate`` with the corpus and its own lock (:func:`check_pooled_sets`); the
-metadata audit (TELL) is run when a pooled modality has enough unanswerable records to be
-gated, since the audit of the modalities left whole cannot differ from the parent's (their
-records and items are the parent's bytes).
+Reads the sets folder, the corpus mirror and its own runs; writes only under ``OUT`` (every
+run resumes). Start at :func:`run_experiment`. docs/pooling.md ("``membench q2d``: the
+experiment") describes each pool, each figure and why, and Q2D-Web's own figures.
 """
 
 from __future__ import annotations

@@ -1,30 +1,24 @@
 """``membench verify``: does a leaderboard entry's stored run come from the system it names?
 
 For each entry of a result store (:mod:`membench.analysis.leaderboard`) the system is made
-again from what its run recorded (meta.json ``identity``: the ``--system`` spec and
-``--config`` values, :mod:`membench.systems.identity`) and run **in a fresh process**
-(``python -m membench run``, this membench on its path) on a hash-chosen sample of the entry's
-queries: ``--limit N --sample-seed S`` (N per modality, default 50, drawn with ``seed``: random
-unless given, and recorded, so a submitter cannot know the sample in advance; an entry made by
-a ``--limit`` run is re-run on that run's own selection, whole). Its lines are compared with the stored
-``run.jsonl``: per sampled query the hits (atom ids in order, scores within
-:data:`TOLERANCE`) and the cartridge (exactly). The stored file must also still have the sha256
-its run recorded when it finished (meta.json ``run_jsonl_sha256``) and the one it had when the
-entry was added.
-
-Each entry comes out
+again from its run's meta.json ``identity`` (:mod:`membench.systems.identity`) and run **in a
+fresh process** (``python -m membench run``) on a hash-chosen sample of the entry's queries
+(``--limit N --sample-seed S``: N per modality, default 50; the seed random unless given, and
+recorded; an entry of a ``--limit`` run is re-run on that run's own selection, whole). Per
+sampled query its hits (atom ids in order, scores within :data:`TOLERANCE`) and cartridge
+(exactly) are compared with the stored ``run.jsonl``, which must still have the sha256 its run
+recorded (``run_jsonl_sha256``) and the one it had when the entry was added. Each entry comes
+out:
 
 * ``verified``: every sampled line agrees, and the file is the one the run wrote;
 * ``differs``: the first differing query (and what differs), or the file was edited;
-* ``not re-runnable``: an HTTP service or an imported run (membench cannot start either), a
-  system made in Python without a name, a package that is not installed or is another version,
-  code whose source digest differs from the run's, a config that differs now, a stored run that
-  is gone, or a fresh run that failed (its last line).
+* ``not re-runnable``: an HTTP service or an imported run, a system made in Python without a
+  name, a package missing or of another version, code whose source digest differs, a config
+  that differs now, a stored run that is gone, or a fresh run that failed (its last line).
 
-The result is written to ``STORE/verify/<entry id>.json`` (the leaderboard shows it). A
-verification re-runs the system under SPEC section 6's rule that a query's answer does not
-depend on which other queries run with it (a ``--limit`` run ingests only the holders its
-queries are asked of); a system that breaks the rule differs, as it should.
+Reads the store and the entries' run directories; writes ``STORE/verify/<entry id>.json`` (the
+leaderboard shows it); the fresh runs go to a temporary folder. Start at :func:`verify_store`.
+docs/runs.md ("What a run proves") says what a verification can and cannot catch.
 """
 
 from __future__ import annotations

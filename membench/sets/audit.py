@@ -1,91 +1,19 @@
 """``membench audit``: can a system tell unanswerable queries from answerable ones without
 reading content? (SPEC section 5, "No tells".)
 
-An auditor sees what any system sees before it reads a single item: each query's question,
-scope and ``as_of`` in the order a run presents them, and every holder's timeline (the items'
-``observed_at``). From that alone it computes, per record (within its split):
-
-==================  ======================================================================
-visible_share       share of the holder's items observed at or before ``as_of``
-visible, items      how many items are visible / the holder has
-slot_position       where ``as_of`` sits between the visible items' first and last
-                    observation and the holder's last (0 = first item, 1 = last)
-gap_prev_s          seconds from the latest visible item to ``as_of`` (log)
-gap_next_s          seconds from ``as_of`` to the next item (log; missing after the last)
-slot_fraction       ``gap_prev / (gap_prev + gap_next)``: where ``as_of`` sits in its slot
-hour, minute,       the clock digits of ``as_of`` (UTC)
-second, micro
-as_of_rank          ``as_of``'s rank among the holder's queries (0 = earliest, 1 = latest)
-holder_queries      how many queries the holder gets in the split
-same_holder,        how many other queries of the split ask the same question (normalised:
-other_holder        lower case, single spaces) of the same holder / of other holders
-seen_before         the same question came earlier in the presentation order
-source              the query's scenario (one-hot)
-==================  ======================================================================
-
-and, from the question's text, the query set and the items' metadata (never their content):
-
-===================  =====================================================================
-q_words, q_names     the question's length in words; how many names it asks about
-                     (:func:`membench.sets.derive.names`: capitalised words but the first,
-                     speakers' names)
-q_numbers, q_space   how many numbers it holds; whether it ends in white space
-sim_own, sim_other   TF-IDF cosine to the nearest other question of the split asked of the
-                     same holder / of another holder (word unigrams, sublinear tf)
-nn_other             the nearest other question is asked of another holder
-names_own_qs,        how many of its names other questions of its holder use / only
-names_other_qs       questions of other holders use
-speaker_own,         how many of its words are a speaker (``meta.speakers``) of its holder's
-speaker_other        items / only of other holders' items
-file_own,            how many of its words (>= 3 letters) are in the file names of its
-file_other           holder's items / only in other holders' file names
-year_after_as_of     it names a year after ``as_of``'s
-===================  =====================================================================
-
-and, for the joint classifier only, where the question's look-alikes and named dates sit
-against its as_of (:data:`JOINT_EXTRA`):
-
-=====================  ===================================================================
-sister_dir             its most similar question of the same holder (the sister) is asked at a
-                       later (+1), the same (0) or an earlier (-1) as_of; 0 without one
-sister_slot_gap        the sister's visible items minus its own (slots of the holder's timeline)
-sister_gap_s           seconds from its as_of to the sister's (signed log)
-near3_later,           of its three most similar questions of the same holder: the share asked
-near3_slot_gap         later, and their mean slot gap
-n_dates,               how many dates it names (:func:`named_dates`); the days from as_of to the
-date_lead_days,        latest one's start (missing without one); whether one begins after as_of
-date_after_as_of       (:func:`date_after`)
-nn_own_later           the sister is asked later (the sister rule)
-names_source_qs,       how many other questions of its source use its names; how many other
-names_source_holders   holders of its source ask about them
-=====================  ===================================================================
-
-The population is the **audited** one (``origin.audited``, :mod:`membench.contract.tells`):
-every answerable record and every audited unanswerable one. Upstream natives with a tell of
-their own are in no gated figure; they are measured apart (the text classifier over every
-record, per kind and per source with a tell). Per modality (both splits pooled):
-
-* the **metadata-only classifier**: gradient boosting (scikit-learn
-  ``HistGradientBoostingClassifier``, fixed seed) on the timeline features, 5-fold stratified
-  out-of-fold predictions. Gate: ROC AUC <= :data:`AUC_GATE`;
-* the **text-and-metadata classifier** (gradient boosting on the text features) and the plain
-  **TF-IDF + logistic regression** one (:func:`lr_oof_scores`), 5 folds grouped by holder.
-  Gate: ROC AUC <= :data:`AUC_GATE` and its upper 95% bound <= :data:`CI_GATE`;
-* the **joint classifier** (:class:`JointModel`): everything above at once (the text as TF-IDF
-  reduced to :data:`JOINT_SVD` dimensions fitted within each training fold, the as_of, the
-  holder's timeline, the query set: every feature of both tables and :data:`JOINT_EXTRA`, the
-  scenario), 5 folds grouped by holder. Gated like the text classifiers;
-* **named rules**, each a yes/no guess of "unanswerable": their balanced accuracy (mean of
-  the true-positive and true-negative rates), taken in whichever direction is higher (a rule
-  that fires on answerable queries tells as much). Gate: <= :data:`RULE_GATE`. The rules an
-  outside adversary found (:data:`ADVERSARY_RULES`: the sister rule, the date rule) are gated
-  while :data:`ADVERSARY_RULES_GATED` is true.
-
-Every ROC AUC has a 95% percentile bootstrap interval (:data:`N_BOOT` resamples, seeded),
-resampled by holder (all of a holder's records together) where the modality has at least
-:data:`MIN_HOLDERS_CI` holders, else by record (the table says which). Gates apply to
-modalities with at least :data:`MIN_UNANSWERABLE` audited unanswerable records; the others are
-reported, marked "not gated". Reads the sets folder only.
+Reads the sets folder only: what any system sees before it reads an item (each query's
+question, scope and ``as_of`` in presentation order, every holder's timeline, the question set
+and the items' metadata, never their content); writes only its cache (``cache_dir("audit")``).
+Per record it computes :data:`TIMELINE_FEATURES`, :data:`TEXT_FEATURES` and, for the joint
+classifier, :data:`JOINT_EXTRA` (each feature is described in docs/sets.md, "The audit's
+features"). Per modality, over the audited population (``origin.audited``,
+:mod:`membench.contract.tells`), it fits the metadata-only classifier, the text classifiers
+(:func:`lr_oof_scores`), the joint one (:class:`JointModel`) and the named rules
+(:data:`RULES`, :data:`TEXT_RULES`, :data:`ADVERSARY_RULES`), and gates them with
+:data:`AUC_GATE`, :data:`CI_GATE` and :data:`RULE_GATE` (bootstrap intervals: :data:`N_BOOT`,
+by holder from :data:`MIN_HOLDERS_CI` holders; gated from :data:`MIN_UNANSWERABLE` audited
+unanswerables). Start at :func:`audit_sets_cached` (or :func:`audit_sets`); the result is an
+:class:`Audit`. docs/sets.md, "No tells: the audit", says what each gate means and why.
 
 Why one file: the features, the classifiers, the gates, the cache key and the tables that
 print them are one measurement under one version (:data:`AUDIT_CACHE_VERSION`): the tables show

@@ -1,91 +1,25 @@
 """Every record of one source with its ``as_of``, and the derived unanswerables (SPEC section 5,
 building sets, rules b and c, and "No tells").
 
-* **transactive**: an answerable query re-scoped to *another holder of the same source* (in the
-  same split). The other holder never saw the gold item, so the right answer is to abstain.
-  Questions move as **whole per-item clusters** (:func:`cluster_key`: the questions about one
-  document, image or video): the clusters are taken in hash order of their item, and a
-  cluster's movable questions (those with an anchor that is not generic) go together to the
-  first other holder, in hash order, that passes every guard for at least
-  :data:`CLUSTER_MIN_SHARE` of them (those that fail stay answerable with their holder). So a
-  holder's foreign questions come as a cluster, as its own do: their text is upstream's,
-  verbatim, and which items move is a hash, so question text alone carries nothing about
-  answerability, and a question's nearest neighbours in its holder's query set are its own
-  cluster's, as for every answerable question.
-* **temporal**: an answerable query asked *before* its evidence existed: ``as_of`` before the
-  earliest item holding evidence under any judgment set.
+Two kinds are derived, each *replacing* the answerable query it comes from (its id stays in
+``origin.derived_from``, its gold regions in ``origin.distractor``): **transactive** (the
+question re-scoped to another holder of the same source and split; questions move as whole
+per-item clusters, :func:`cluster_key`) and **temporal** (asked before its earliest evidence
+under any judgment set). Which questions are derived is decided by hashes, with a quota per
+source (:data:`POLICY`, :data:`NOT_DERIVED`); ``as_of`` is drawn by
+:mod:`membench.sets.timeline` (:data:`WINDOW_START`); a late question no derivation takes is
+not asked (:class:`DeriveStats`). A derivation is skipped, with its reason, when a guard finds
+the memory could answer it after all: anchors (:func:`anchors`, :data:`ANCHOR_MAX_SHARE`,
+:data:`ANCHOR_MAX_DF`), near-duplicates (:mod:`membench.sets.neardup`), generic questions
+(:data:`GENERIC_MIN_DF`), names (:func:`names`, transactive), twins (transactive), the same
+numbers (:data:`SAME_NUMBERS_MIN`) and every judgment set's evidence. Per-source variants are
+data constants with their reason beside them (:data:`TOPIC_MARK`, :data:`SWAP`,
+:data:`CLUSTER_BY_REGION`, :data:`ASK_DERIVABLE`).
 
-**A derived query replaces the query it comes from**: the original is not a record (its id
-stays in ``origin.derived_from`` and its gold regions in ``origin.distractor``, the evidence
-that would answer it in another scope, for the failure browser). So no question is asked once
-answerably and once not because of a derivation, and repeating a question tells nothing.
-
-Which questions are derived is decided by hashes (no randomness, no dependence on order), with a
-quota per source (:data:`POLICY`). First, the **late pool**: each item's question cluster draws
-one number, and a question is kept answerable when it is under
-:meth:`membench.sets.timeline.Timeline.keep` of its latest evidence's slot (1 for gold before
-the holder's as_of window, falling to its end), so that the gold's place among the items a
-query sees is uniform and a ranker by time finds it no sooner than a random one. Transactive
-derivation takes clusters from the late pool first, then from the others; temporal derivation
-takes only clusters none of whose questions is kept (so no sister question asked later betrays
-it); a late question that neither takes is **not asked** (``DeriveStats.not_asked``).
-``as_of`` of every record is drawn by :mod:`membench.sets.timeline` (seeded by the query id):
-an answerable query in the window after its evidence, a temporal one in the window before its
-evidence, native and transactive unanswerables at the slot of an answerable query of their
-holder, all with the same offsets and clock digits. A source with no unanswerable at all asks
-after every item (:data:`WINDOW_START` sets another window start for a source).
-
-**Guards.** A derivation is skipped, and counted with its reason in ``coverage.json``, when the
-memory it is asked of could answer it after all:
-
-1. *anchor guard* (every source with upstream text: the PDF text layer, turns, captions, code,
-   TabMWP's tables, FinChart's and ScreenSpot's upstream questions over each item): the
-   question's *anchors* are the Snowball (Porter 2) stems of its content words (>= 4 letters,
-   not stop words; :func:`stem`, so "engines" is "engine") that occur in its
-   gold items' text and in at most :data:`ANCHOR_MAX_DF` of the source's items (a word every
-   document has, like "paper" or a speaker's name, anchors nothing); a question without an
-   anchor is never derived (it may be generic: "How many figures are in this paper?").
-   Transactive: no passage of an item of the other holder (a page, a caption window, a
-   session, an image: :meth:`membench.modalities.Modality.passages`) may hold more than
-   :data:`ANCHOR_MAX_SHARE` of its anchors. Temporal: no other item of the holder (no passage
-   of one) may hold more than that share, over the holder's *whole* timeline: which queries pass must not depend on where as_of falls, or the
-   survivors would sit early in the timeline (a tell);
-   A PDF without a text layer (``meta.text_pages == 0``) has no upstream text: as for
-   pictures, its text is the upstream questions whose gold is on it (the build never OCRs),
-   and a question is re-scoped only between holders whose memories are read the same way
-   (:meth:`_Source.basis`): a question of a text PDF never moves to a slide deck, whose
-   questions-only text would hold its anchors far more rarely than a text layer would, and
-   decks would become the likely targets of transactive queries (a tell);
-2. *near-duplicate guard* (:mod:`membench.sets.neardup`): no item of that memory (the other
-   holder's; for temporal, the holder's other items) is a near-duplicate of an item or region
-   holding its evidence (perceptual hash for pictures, normalised text elsewhere);
-3. *generic guard*: a question whose rarest anchor is in more than :data:`GENERIC_MIN_DF` of
-   the source's items ("How many figures are in this paper?") is never derived;
-4. *names guard* (transactive): a target must be as much at home with every name the
-   question asks about (:func:`names`: capitalised words, ``meta.speakers``) as the original
-   holder: a speaker of its items, in its items' text, in the questions asked of it (read
-   after its cluster has moved), each at least as true (:func:`_not_less`); where no holder
-   is, the question is not derived;
-5. *twin guard* (transactive): after the cluster's move, no question still asked of the
-   original holder may be closer to it (TF-IDF cosine, :class:`_QuerySet`) than every
-   question asked of the target, or a reader of the query set finds where it came from;
-6. *same numbers*: an item holding the evidence's numbers in the same order (at least
-   :data:`SAME_NUMBERS_MIN`) is a near-duplicate (TabMWP's "bunches | balloons" table answers
-   "bunches | flowers");
-7. *every judgment set*: evidence is gold plus every alternative judgment set
-   (CodeSearchNet's ``any_annotator``), so a temporal ``as_of`` precedes all of it.
-
-Sources that need more (each a data constant, the reason beside it): :data:`TOPIC_MARK`
-anchors (an adapter's ``topics``: a question about a PrefEval preference family moves only
-where no item is about that family); :data:`SWAP` (a transactive move is a swap, so no holder's
-number of questions changes); :data:`CLUSTER_BY_REGION` (a cluster is a region's questions);
-:data:`ASK_DERIVABLE` (a question no derivation could take is not asked, so answerable and
-derived questions are alike in their words).
-
-Some sources get no derivation of a kind at all (:data:`NOT_DERIVED`, with the reason written
-to ``coverage.json``): GUI instructions such as "check the weather" fit any device's screen (no
-transactive); code-search queries were judged on a sample of functions, so neither another
-corpus nor an earlier unjudged function is known not to answer them (none at all).
+Reads nothing outside its arguments; writes nothing (the skip reasons go into
+:class:`DeriveStats`, which the build writes to ``coverage.json``). Start at :func:`derive`.
+docs/sets.md ("Decisions that hold for every source", "Position tells nothing") describes
+every rule and guard and why.
 """
 
 from __future__ import annotations

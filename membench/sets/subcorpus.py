@@ -1,37 +1,21 @@
 """A sub-corpus of a built sets folder: the same records over a subset of its items.
 
 ``membench pool`` (:mod:`membench.analysis.pool`) decides *which* items a sub-corpus keeps; this
-module writes it as an ordinary sets folder, so that ``membench run --sets SUB``,
-``membench validate --sets SUB`` and every reader treat it like the build's folder:
+module writes it as an ordinary sets folder (:func:`write_subcorpus`), so that ``membench run
+--sets SUB``, ``membench validate --sets SUB`` and every reader treat it like the build's:
+``<modality>.jsonl`` (the parent's, byte for byte), ``items.jsonl`` (the parent's lines of the
+kept items, in its order), ``coverage.json`` (the parent's), ``stats.json`` (recounted),
+``subcorpus.json`` (how the items were chosen, the parent's set sha256s and this folder's;
+:func:`read_manifest`) and ``sets.lock.json`` (this folder's lock; :func:`lock_for` makes it
+the default lock for a folder holding ``subcorpus.json``; the build's folder is always checked
+against the committed lock).
 
-* ``<modality>.jsonl``: the parent's files, byte for byte (the records do not change: a
-  sub-corpus removes distractors, never questions, gold or judgments);
-* ``items.jsonl``: the parent's lines of the kept items, byte for byte, in the parent's order;
-* ``coverage.json``: the parent's (what the mirror covers did not change); ``stats.json``
-  recounted (its ``items`` per modality are the sub-corpus's);
-* ``subcorpus.json``: how the items were chosen (the caller's description: method, share, seed,
-  runs, per-holder counts) with the parent's set sha256s and this folder's;
-* ``sets.lock.json``: this folder's own lock (same format as ``bench/sets.lock.json``).
-  :func:`lock_for` makes it the default lock of ``membench run`` and ``membench validate`` for
-  a folder that holds a ``subcorpus.json``; the build's folder is always checked against the
-  committed lock.
-
-What a sub-corpus must keep, checked here before anything is written (:func:`required_items`,
-:func:`check_keep`), whatever chose the items:
-
-1. every item a record's ``gold`` or any of its ``judgments`` names, in both splits: an
-   answerable query stays answerable with the same evidence, under every judgment set;
-2. every item a record's ``origin.distractor`` names (``{"source_id": ...}`` entries: the
-   evidence of the query a derived unanswerable replaced, kept for the failure browser): a
-   temporal unanswerable keeps the future evidence a leaking system could return, and a
-   transactive one keeps the other holder's evidence. Removing items can never make an
-   unanswerable answerable (a memory only loses items), but removing *these* would make its
-   false recall and temporal / holder correctness easier than on the full corpus, which is the
-   inflation a sub-corpus must not bring. An upstream distractor that names no item (LoCoMo's
-   ``"D7:24"`` evidence ids, MMLongBench's page numbers) keeps every item of the record's holder;
-3. every holder keeps at least one item: splits are drawn per source over the holders that own
-   items (:func:`membench.sets.build.split_holders`), so a holder left without items would move
-   other holders between dev and test; the split of every holder is checked to be unchanged.
+Before anything is written, :func:`check_keep` holds the items :func:`required_items` names,
+whatever chose them: every item a record's gold or judgment sets name, every item its
+``origin.distractor`` names (an upstream distractor naming no item keeps its holder whole), and
+at least one item per holder, with every holder's split unchanged. Reads the parent folder;
+writes only the new one. docs/pooling.md ("What every sub-corpus keeps, and why", "The
+folder") gives the reasons.
 """
 
 from __future__ import annotations

@@ -1,32 +1,21 @@
 """Synthetic sets at scale, shaped like the real dev sets, for growth curves (docs/ray.md).
 
-``membench synth --out DIR --atoms N --queries Q [--seed S]`` writes ``DIR/sets`` (the seven set
-files, ``coverage.json`` and a ``SYNTHETIC`` marker), ``DIR/manifest.jsonl`` and an empty
-``DIR/corpus`` (every item is inline): a sets folder that passes every hard rule of
-:func:`membench.sets.validate.validate_sets` and that ``membench run --sets DIR/sets --corpus
-DIR/corpus --manifest DIR/manifest.jsonl --no-lock`` runs (synthetic sets are not in the
-lock: they are made, not built from the mirror). Nothing in it is real text.
+``membench synth --out DIR --atoms N --queries Q [--seed S]`` (:func:`generate`) writes
+``DIR/sets`` (the seven set files, ``coverage.json`` and a ``SYNTHETIC`` marker),
+``DIR/manifest.jsonl`` and an empty ``DIR/corpus`` (every item is inline); it reads only
+``bench/synth/stats.json``. The folder passes every hard rule of
+:func:`membench.sets.validate.validate_sets` and ``membench run --sets DIR/sets --corpus
+DIR/corpus --manifest DIR/manifest.jsonl --no-lock`` runs it (synthetic sets are made, not
+built from the mirror, so they are not in the lock).
 
-What it looks like: conversation sessions (items with inline ``content``: turns ``{speaker,
-text, turn}``) of synthetic holders, and conversation records asked of them. Every shape is
-drawn, with a seeded ``numpy`` generator, from the statistics of the real dev sets' conversation
-modality (LoCoMo), kept in ``bench/synth/stats.json`` (:func:`real_stats` re-makes it from a
-built sets folder): turns per session, characters per turn, characters per question, sessions
-per holder, the gap between a holder's consecutive sessions, the delay from the gold session to
-the question's ``as_of``, the unanswerable share and the gold turns per answerable record. Words
-come from a Zipf-distributed synthetic vocabulary (exponent 1, 50,000 words, lengths drawn from
-the real word lengths); an answerable question takes about 60% of its words from its gold turn
-(so BM25 can find it) and the rest from the vocabulary. An unanswerable one is drawn the same
-way from the turns of a twin of one of its holder's sessions, drawn like any other session but
-held by no one: its text has the answerable questions'
-distribution by construction (the no-tells audit of :mod:`membench.sets.audit` gates it like any
-other audited unanswerable), and no holder's memory holds its words' source.
-
-Sizes: ``atoms`` is what the reference chunker makes of the dev split (windows of 3 turns
-every 2), ``queries`` the dev split's records; the generator adds dev holders until both are
-reached. Every source's holders are split half dev, half test
-(:func:`membench.sets.build.split_holders`), so as many test holders exist; they get one short
-session and one unanswerable record each (the growth runs use dev only).
+It holds conversation sessions (inline turns ``{speaker, text, turn}``) of synthetic holders
+and conversation records asked of them, every shape drawn with a seeded ``numpy`` generator
+from the real dev conversations' statistics: turns per session, characters per turn and per
+question, sessions per holder, gaps between sessions, the delay to ``as_of``, the
+unanswerable share and gold turns per answerable record (:func:`real_stats` re-makes
+``stats.json`` from a built sets folder). ``atoms`` counts the reference chunker's windows
+(:func:`atoms_of`), ``queries`` the dev records. docs/ray.md ("Growth curves") says how words,
+unanswerable questions and test holders are made.
 """
 
 from __future__ import annotations

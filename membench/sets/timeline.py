@@ -2,39 +2,25 @@
 the gold among what the holder has seen nor the position of ``as_of`` tells anything (SPEC
 section 5, observed_at and "No tells").
 
-A holder's **timeline** is the sorted distinct ``observed_at`` of its items, ``T_0 < T_1 < ... <
-T_{M-1}``, with ``c_j`` items observed at ``T_j``. **Slot** ``j`` is the interval ``[T_j,
-T_{j+1})`` (the last slot ends ``tail`` after ``T_{M-1}``): an ``as_of`` in slot ``j`` sees the
-``V_j = c_0 + ... + c_j`` items observed at ``T_0 .. T_j``. The **window** is the later part of
-the timeline where every ``as_of`` falls: slots ``L .. M-1`` with ``L = floor(AS_OF_WINDOW_START
-* (M - 1))``; for a source none of whose queries is unanswerable (nothing to tell apart) the
-window is the last slot, after every item.
+A holder's timeline is the sorted distinct ``observed_at`` of its items ``T_0 < ... < T_{M-1}``;
+slot ``j`` is ``[T_j, T_{j+1})`` (the last ends ``tail`` after ``T_{M-1}``) and sees ``V_j``
+items; the window is slots ``L .. M-1``, ``L = floor(AS_OF_WINDOW_START * (M - 1))`` (the last
+slot alone for a source with no unanswerable). The draws (:class:`Timeline`):
 
-**Answerable queries: the gold's rank among what is visible is uniform.** For a query whose
-latest evidence is in slot ``g``, the slot of ``as_of`` is drawn over ``max(g, L) .. M-1`` with
-probability proportional to ``1 / V_s`` (:meth:`Timeline.answerable_slot`). Over the queries of a
-holder whose gold slots are spread evenly, this makes the gold's place among the ``V_s`` visible
-items uniform whatever ``s`` is: a ranker that orders the memory by ``observed_at`` (newest or
-oldest first) finds it no sooner than a random one. A query whose gold is late in the timeline
-would break that (its gold can only be among the newest), so a question cluster (the questions
-about one item) is **kept** answerable with probability :meth:`Timeline.keep` ``=
-W(max(g, L)) / W(L)``, ``W(x) = sum_{s >= x} 1 / V_s``: 1 for gold in the first part of the
-timeline, falling towards the end. The clusters not kept are the **late pool** the derivations
-draw from first (:mod:`membench.sets.derive`); what no derivation takes is not asked, and
-counted.
+* answerable, latest evidence in slot ``g``: a slot over ``max(g, L) .. M-1`` with weight
+  ``1 / V_s`` (:meth:`Timeline.answerable_slot`); its question cluster is kept with
+  probability :meth:`Timeline.keep` ``= W(max(g, L)) / W(L)``, ``W(x) = sum_{s >= x} 1 / V_s``
+  (the rest is the late pool of :mod:`membench.sets.derive`);
+* temporal, earliest evidence in slot ``e``: a slot over ``L .. e-1`` with weight
+  ``1 / (N - V_s + 1)^2`` (``N`` the holder's items);
+* native and transactive unanswerables: the slot of an answerable query of the holder chosen
+  by hash (:meth:`Timeline.free_slot` when it has none);
+* inside the slot, ``floor(u * length)`` whole seconds (``u`` uniform in ``[0, 1)``; the last
+  slot lasts the holder's median gap, else the source's, else one day).
 
-**Temporal queries** (asked before their earliest evidence, slot ``e``): ``as_of`` in ``L ..
-e-1`` with probability proportional to ``1 / (N - V_s + 1)^2`` (``N`` the holder's items), which
-leans towards the evidence so that the share of the timeline visible at a temporal ``as_of``
-follows the answerable ones' (an even draw would sit early in the window: a tell). A query with
-no evidence (native or transactive unanswerable) takes the slot of an answerable query of the
-same holder, chosen by hash (:meth:`Timeline.free_slot` when the holder has none).
-
-Inside the slot, the **offset** is ``floor(u * length)`` whole seconds (``u`` uniform in ``[0,
-1)``; the last slot's length is the holder's median gap between items, else the source's, else
-one day), so the clock digits and the gaps to the neighbouring items follow the same
-distribution for every kind of record. Every draw is seeded by the query id: nothing here reads
-content, and the same seed gives the same instant on every machine.
+Every draw is seeded by the query id; nothing here reads content or touches a file.
+docs/sets.md ("Position tells nothing", "Decisions that hold for every source": as_of) says
+why each weight is what it is.
 """
 
 from __future__ import annotations

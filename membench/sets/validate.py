@@ -1,7 +1,10 @@
 """``membench validate``: every hard rule of SPEC section 5 over a built sets folder.
 
 Each finding is one line ``<file>:<line>: <RULE>: <message>``; any finding of level ``error``
-makes the command exit non-zero. The rules, in the order they are checked:
+makes the command exit non-zero. Reads the sets folder (and the corpus mirror with
+``--corpus``); writes nothing. Start at :func:`validate_sets`.
+Why longer: the table below is the rule list itself (:data:`RULES` is read from it).
+The rules, in the order they are checked:
 
 ========================  ===================================================================
 MISSING_FILE              a set file is absent

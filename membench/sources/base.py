@@ -1,19 +1,16 @@
 """What every source adapter returns, and the deterministic helpers they share.
 
-An adapter is a function ``load(corpus_root: Path) -> AdapterResult``. It reads one
-third-party dataset in its *real upstream format* from ``corpus_root / <folder>`` and turns it
-into source items (what systems ingest) and record drafts (queries with gold regions), plus a
-:class:`Coverage` account that explains every upstream question that did not become a record.
+An adapter is a function ``load(corpus_root: Path) -> AdapterResult``: it reads one third-party
+dataset in its *real upstream format* from ``corpus_root / <folder>``, writes nothing, and
+returns source items (what systems ingest), record drafts (queries with gold regions) and a
+:class:`Coverage` account of every upstream question that did not become a record. Rules every
+adapter keeps (SPEC sections 4, 5 and 9): gold comes only from the upstream annotation or
+document structure, never from OCR or a model; gold is a region inside one source item, never
+a whole file; nothing is dropped silently (``coverage.upstream_items == coverage.covered +
+sum(coverage.not_covered.values())``); output is deterministic (sorted by id, no dependence on
+dict order, file system order or time).
 
-Rules every adapter keeps (SPEC sections 4, 5 and 9):
-
-* gold comes only from the upstream annotation or document structure, never from OCR or a model;
-* gold is a region inside one source item, never a whole file;
-* nothing is dropped silently: ``coverage.upstream_items == coverage.covered +
-  sum(coverage.not_covered.values())``;
-* output is deterministic: sorted by id, no dependence on dict order, file system order or time.
-
-Every ``load`` is the same short sequence of three named steps, after a shared preamble::
+Every ``load`` is the same three named steps after a shared preamble::
 
     up = open_upstream(corpus_root, SPEC, files={...})   # folder, required files, PROVENANCE.jsonl
     cov = Coverage(source=KEY)
@@ -23,10 +20,9 @@ Every ``load`` is the same short sequence of three named steps, after a shared p
     _account(cov, rows, made)        # the Coverage bookkeeping: book(cov, made) + notes
     return made.result(cov)
 
-``_read`` decides nothing: it parses the files in their real format and raises
-:class:`InputError` naming file and line when it cannot. ``_map`` makes holders, observed_at
-and gold regions, and records each decision as data (:class:`Mapped`). Only ``_account`` (and
-the revision lookup's note) writes the :class:`Coverage`.
+``_read`` decides nothing (it raises :class:`InputError` naming file and line); ``_map`` makes
+holders, observed_at and gold and records each decision as data (:class:`Mapped`); only
+``_account`` (and the revision lookup's note) writes the :class:`Coverage`.
 """
 
 from __future__ import annotations

@@ -1,57 +1,34 @@
-"""CodeSearchNet expert relevance annotations (Husain et al., 2019) -> code records.
+"""CodeSearchNet expert relevance annotations (Husain et al., 2019) -> code records. Reads
+``codesearchnet/`` under the corpus root; writes nothing. Start at :func:`load`.
+Why longer: the upstream format and its mapping are this adapter's contract.
 
-Upstream format (``<corpus_root>/codesearchnet/``):
+Upstream (``<corpus_root>/codesearchnet/``):
 
-* ``resources/queries.csv``: a header row ``query`` then the 99 natural-language queries, one a
-  row. The query number used in ``query_id`` is the **0-based index among the data rows**
-  (the header is not counted): ``codesearchnet:python:0`` is "convert int to string".
-* ``resources/annotationStore.csv``: ``Language, Query, GitHubUrl, Relevance, Notes``; one row per
-  (annotator, language, query, function). ``GitHubUrl`` is
-  ``https://github.com/<owner>/<repo>/blob/<commit>/<path>#L<start>-L<end>`` (the function's
-  span, 1-based lines as GitHub numbers them). Relevance is 0 (irrelevant) .. 3 (exact match).
-  There are no annotator ids: several rows for the same (language, query, url) are taken as
-  several annotators' grades.
-* ``files/<commit>_<path with / replaced by _>``: verbatim copies of the annotated files
-  (collected by sourcegraph-testing/codesearchnet). ``PROVENANCE.jsonl`` maps every mirrored
-  file to its upstream ``owner/repo@commit:path`` in its ``note``; that exact mapping is used
-  (the reconstructed name is only a fallback for a file whose note cannot be read, and is
-  counted). Files the mirror lacks (LICENSE-NOTES: files over 300 KB; in fact more are
-  missing, see ``coverage.normalised``) make their annotation rows not covered.
+* ``resources/queries.csv``: a header ``query``, then the 99 queries; the query number of a
+  ``query_id`` is the **0-based index among the data rows** (``codesearchnet:python:0``).
+* ``resources/annotationStore.csv``: ``Language, Query, GitHubUrl, Relevance, Notes``, one row
+  per (annotator, language, query, function); ``GitHubUrl`` ends in ``#L<start>-L<end>``
+  (1-based lines); Relevance 0 .. 3. No annotator ids: several rows for one (language, query,
+  url) are several annotators' grades. ``Notes`` is not used.
+* ``files/<commit>_<path with / as _>``: the annotated files; ``PROVENANCE.jsonl`` maps each
+  to ``owner/repo@commit:path`` (the reconstructed name is a counted fallback). Rows whose file
+  the mirror lacks are not covered.
 
-What the adapter makes:
+Mapping:
 
-* holders: one per language corpus, ``codesearchnet/<language lower-case>``.
-* source items: every mirrored file referenced by any annotation row of that language
-  (whatever its grade, and whether or not the (language, query) pair becomes a record), with
-  ``meta = {upstream_repo, upstream_path, commit, lines, language}``. ``lines`` counts
-  ``\\n``-separated lines as GitHub numbers them (a final line without a newline counts). A file
-  annotated under two languages (none in the real data) belongs to the first language in sorted
-  order; gold of the other language pointing at it would cross holders, so it is not emitted
-  and is counted.
-* observed_at: there is no time structure upstream, so a synthetic ingestion timeline per holder
-  (``base.synthetic_timeline`` in hash order of the holder's source ids, one hour apart from
-  2024-01-01T00:00 UTC).
-* records: one per (language, query) pair present in annotationStore. Grades of the same
-  (language, query, url) are aggregated: ``grade`` = lower median of the annotators' grades.
-  Primary gold = urls with grade >= 2 whose file is mirrored and whose span lies inside the
-  file: ``Gold(source_id, {"path": <upstream path>, "line": <start line>}, grade)``.
-  ``judgments`` always holds ``any_annotator`` (max grade >= 2, grade = max),
-  ``all_annotators`` (min grade >= 2, grade = min), possibly empty lists, and ``graded``
-  (grade >= 1, grade = the lower median: every function the annotators' consensus finds at
-  least weakly relevant, with its 0-3 grade, for graded nDCG; a superset of gold, whose
-  grade >= 2 cut it is). Upstream's own ``relevanceeval.py`` averages the annotators' grades
-  (``pivot_table(aggfunc=np.mean)``) and uses gain ``2**grade - 1``; membench keeps that gain
-  (:mod:`membench.metrics.ranking`) but combines grades by the lower median, as for gold: the
-  grades are ordinal labels (0 irrelevant .. 3 exact match), the median is their consensus
-  without treating the scale as interval, and integer grades stay exportable as TREC qrels
-  (docs/sets.md, "Judgment sets"). Two urls of one pair
-  with the same file and start line (different end) give one region with the higher grade
-  (counted; none in the real data). The free-text ``Notes`` column is not used.
-* A pair with no primary gold is not covered: "no relevant (grade>=2) annotation", or
-  "relevant functions only in files absent from mirror". These are **not** unanswerable
-  queries: upstream judged a sample of functions per query, not the whole corpus, so the absence
-  of a relevant judgment says nothing about the holder's code. The adapter emits no native
-  unanswerables.
+* holder: one per language, ``codesearchnet/<language lower-case>``.
+* item: every mirrored file any row of the language references, ``meta = {upstream_repo,
+  upstream_path, commit, lines, language}`` (``lines`` as GitHub numbers them). A file under two
+  languages belongs to the first in sorted order; the other's gold on it is counted, not made.
+* observed_at: synthetic per holder (:func:`base.synthetic_timeline`, one hour apart, UTC).
+* records: one per (language, query) pair; ``grade`` = lower median of the annotators' grades;
+  gold = ``{"path": <upstream path>, "line": <start line>}`` with grade >= 2, file mirrored and
+  span inside it; ``judgments``: ``any_annotator`` (max >= 2, grade max), ``all_annotators``
+  (min >= 2, grade min), ``graded`` (lower median >= 1). Two urls with one file and start line
+  give one region with the higher grade (counted).
+* a pair without gold is not covered (never a native unanswerable: upstream judged a sample).
+
+docs/sets.md ("Per source", "Judgment sets") says why the grades combine by the lower median.
 """
 
 from __future__ import annotations

@@ -1,31 +1,22 @@
-"""FinChart-Bench adapter: question-answer pairs over one financial chart image each.
+"""FinChart-Bench: question-answer pairs over one financial chart image each. Reads
+``finchart-bench/`` under the corpus root (Tizzzzy/FinChart-Bench ``QA_data.json``, a list of
+``{image, question, reasoning, answer}``, and ``QA_images/``; the mirror holds the whole
+annotation and the first 320 of 1,154 images by sorted name); writes nothing. Start at
+:func:`load`.
 
-Upstream: Tizzzzy/FinChart-Bench ``QA_data.json`` (a list of ``{image, question, reasoning,
-answer}``; 2,285 rows) and ``QA_images/``. Mirror folder ``finchart-bench/``: the annotation is
-complete, but only the first 320 of 1,154 images (by sorted name) are mirrored.
-
-* Record ``image`` names carry a ``_qN`` suffix that the file names lack
-  (``1243210261_13_crop_0_q1.jpg`` -> ``QA_images/1243210261_13_crop_0.jpg``): the suffix is
-  stripped before the extension and counted with ``coverage.fix``. Rows whose image is not in
-  the mirror are counted ``miss("image not in mirror")``.
-* Items: every image file of ``QA_images/``, one per distinct *content*: byte-identical
-  duplicates collapse onto the name that sorts first (others in ``meta["aliases"]``, counted
-  with ``coverage.fix("byte-identical duplicate image merged")``); gold of every question
-  points at the canonical item. ``source_id`` ``finchart:<file name>``, ``meta``
-  ``{width, height, sha256}``.
+* A record's ``image`` carries a ``_qN`` suffix the file names lack
+  (``..._crop_0_q1.jpg`` -> ``QA_images/..._crop_0.jpg``): stripped and counted as a fix; a row
+  whose image is not mirrored is counted ``miss("image not in mirror")``.
+* Items: every image of ``QA_images/``, one per distinct content (byte-identical duplicates
+  collapse onto the name that sorts first, others in ``meta["aliases"]``, counted),
+  ``finchart:<file name>``, ``meta`` ``{width, height, sha256}``.
 * Holders: ``base.hash_groups(canonical source ids, 6, "finchart-holders")`` ->
-  ``finchart/roll-<k>``.
-* observed_at: no time structure upstream, so a synthetic timeline
-  (``base.synthetic_timeline``) in hash order of the canonical source ids, in UTC.
-* Records: ``query_id`` ``finchart:<0-based row index>``, ``origin.item``
-  ``QA_data.json#<row>``; question and answer verbatim; ``answer_format`` from the answer's JSON
-  type (int, float, str, list). The upstream ``reasoning`` is a model-style rationale, not
-  evidence: it is not used. Gold ``[Gold(source_id, {})]`` (whole image).
-* texts: the charts carry no upstream text, so each item's text is the upstream questions
-  written over it (every row whose image is that item, in row order, one a line). It is what
-  the build's anchor guard reads (:mod:`membench.sets.derive`: a question whose words are
-  asked of another holder's charts too may be answerable there), never system input, never
-  gold.
+  ``finchart/roll-<k>``. observed_at: synthetic (:func:`base.synthetic_timeline`, UTC).
+* Records: ``finchart:<0-based row index>``, ``origin.item`` ``QA_data.json#<row>``; question
+  and answer verbatim; ``answer_format`` from the answer's JSON type (int, float, str, list);
+  ``reasoning`` (a model-style rationale, not evidence) is not used. Gold ``{}`` (whole image).
+* texts: the upstream questions written over each image (its rows in order, one a line), read
+  only by the build's anchor guard (:mod:`membench.sets.derive`), never system input or gold.
 """
 
 from __future__ import annotations

@@ -1,44 +1,33 @@
-"""LoCoMo (snap-research/LoCoMo, ``data/locomo10.json``): very long two-person dialogues.
+"""LoCoMo (snap-research/LoCoMo, ``data/locomo10.json``): very long two-person dialogues. Reads
+``locomo/`` under the corpus root; writes nothing. Start at :func:`load`; REALTALK's adapter
+reuses :func:`parse_date_time`, :func:`fill_times` and :func:`normalise_evidence`.
+Why longer: the upstream format and its mapping are this adapter's contract.
 
-Upstream format: a JSON list of 10 conversations ``{sample_id, conversation, qa, ...}``;
-``conversation`` holds ``speaker_a``, ``speaker_b``, ``session_<k>`` (a list of turns
-``{speaker, dia_id: "D<k>:<t>", text, [img_url, blip_caption, query, re-download]}``) and
-``session_<k>_date_time`` (e.g. ``"1:56 pm on 8 May, 2023"``); ``qa`` is a list of
-``{question, answer, evidence: ["D<k>:<t>", ...], category: 1..5, [adversarial_answer]}``.
-``observation``, ``session_summary`` (model-generated) and ``event_summary`` are not used.
+Upstream: a list of 10 conversations ``{sample_id, conversation, qa, ...}``; ``conversation``
+holds ``speaker_a``, ``speaker_b``, ``session_<k>`` (turns ``{speaker, dia_id: "D<k>:<t>",
+text, [img_url, blip_caption, query, re-download]}``) and ``session_<k>_date_time`` (``"1:56 pm
+on 8 May, 2023"``); ``qa`` lists ``{question, answer, evidence: ["D<k>:<t>", ...], category:
+1..5, [adversarial_answer]}``. ``observation`` and the summaries are not used.
 
 Mapping:
 
-* holder: one per conversation, ``locomo/<sample_id>``; ``scope.session`` is ``None`` because
-  questions are about the whole conversation.
-* source item: one per session, ``locomo:<sample_id>:session_<k>``, inline ``content`` = the
-  turns ``[{"turn": t, "speaker", "text", "image_caption"?}]`` sorted by ``t``
-  (``image_caption`` = upstream ``blip_caption``, only on turns that share an image);
-  ``meta = {"turns": n, "date_time": <raw upstream string>, "speakers": [a, b]}``.
-* **turn numbering**: per session, ``t`` is the turn number of the upstream ``dia_id``
-  ``"D<k>:<t>"``, 1-based exactly as upstream (``D3:1`` = first turn of session 3). In the
-  mirrored file every session's dia_ids are exactly ``D<k>:1 .. D<k>:n`` in list order (checked
-  at load; a session that is not is renumbered by list position and counted with
-  ``coverage.fix``). Gold regions ``{"turn": t}`` and atom extents
-  ``{"turn_start", "turn_end"}`` use this numbering.
-* observed_at: ``session_<k>_date_time`` parsed as ``"%I:%M %p on %d %B, %Y"``. Upstream has no
-  time zone: read as **UTC**. An unparseable value (none in the mirror) is counted and replaced
-  by the previous session's time + 1 minute (the next session's - 1 minute for a first
-  session; the synthetic epoch when no session of the conversation parses).
-* records: one per ``qa`` entry, ``query_id = locomo:<sample_id>:<qa index>`` (0-based index in
-  the upstream ``qa`` list), ``origin.item = <sample_id>/qa/<index>``. Evidence ``D<k>:<t>`` ->
-  ``Gold(locomo:<sample_id>:session_<k>, {"turn": t})``, deduplicated, in upstream order
-  (the primary, turn-level set). ``judgments.session`` (session level, as LongMemEval scores
-  sessions): one ``Gold(locomo:<sample_id>:session_<k>, {"turn_start": 1, "turn_end": n})``
-  per distinct session holding an evidence turn, in upstream order (``n``: the session's
-  turns), hit by any atom holding a turn of that session.
-  Malformed evidence strings are normalised when unambiguous (counted with ``coverage.fix``,
-  kind ``evidence: <kind>``); ids that cannot be resolved are dropped and counted
-  (``evidence: dropped <kind>``); an answerable question left with no gold is not covered.
-* category 5 (adversarial) -> ``unanswerable``, answer ``None``, ``answer_format "none"``, no
-  gold; the normalised upstream evidence ids go to ``origin.distractor`` and the
-  ``adversarial_answer`` to ``origin.notes``. Categories 1-4: answer verbatim (``int`` answers
-  -> ``answer_format "int"``, strings -> ``"str"``). ``origin.notes`` names the category.
+* holder: one per conversation, ``locomo/<sample_id>``; ``scope.session`` is ``None``.
+* item per session, ``locomo:<sample_id>:session_<k>``, ``content = [{"turn": t, "speaker",
+  "text", "image_caption"?}]`` sorted by ``t`` (``blip_caption``), ``meta = {"turns",
+  "date_time", "speakers"}``.
+* ``t`` is the 1-based turn number of the dia_id (the mirror's are ``D<k>:1 .. D<k>:n`` in
+  list order, checked; a session that is not is renumbered by position, counted).
+* observed_at: ``"%I:%M %p on %d %B, %Y"``, UTC; unparseable: a neighbour's +/- 1 minute, else
+  the synthetic epoch (counted).
+* records: one per ``qa`` entry, ``locomo:<sample_id>:<qa index>`` (0-based), ``origin.item =
+  <sample_id>/qa/<index>``; gold ``{"turn": t}`` per evidence id (deduplicated, upstream order);
+  ``judgments.session`` each session holding evidence as ``{"turn_start": 1, "turn_end": n}``.
+  Malformed evidence is normalised when unambiguous (``evidence: <kind>``) or dropped
+  (``evidence: dropped <kind>``), counted; an answerable question left without gold is not
+  covered.
+* category 5 (adversarial): unanswerable, no answer or gold, the evidence ids to
+  ``origin.distractor``, ``adversarial_answer`` to ``origin.notes``; categories 1-4 answer
+  verbatim (``"int"`` / ``"str"``). ``origin.notes`` names the category.
 """
 
 from __future__ import annotations

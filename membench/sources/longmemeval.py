@@ -1,52 +1,34 @@
-"""LongMemEval (xiaowu0162/LongMemEval, Wu et al., ICLR 2025): chat-assistant memory.
+"""LongMemEval (xiaowu0162/LongMemEval, Wu et al., ICLR 2025): chat-assistant memory. Not in the
+corpus mirror: reads the upstream release under ``<root>/longmemeval/`` (tested on
+``tests/fixtures/longmemeval/``); writes nothing. Start at :func:`load`.
+Why longer: the upstream format and its mapping are this adapter's contract.
 
-Not in this project's corpus mirror: the adapter reads the real upstream release format and is
-tested on a fixture (``tests/fixtures/longmemeval/``).
-
-Upstream format (README "Dataset Format" and ``src/retrieval/run_retrieval.py``):
-``longmemeval_s.json``, ``longmemeval_m.json`` and ``longmemeval_oracle.json`` are each a JSON
-list of 500 instances ``{question_id, question_type, question, answer, question_date,
+Upstream (README "Dataset Format"): ``longmemeval_s.json``, ``_m`` and ``_oracle`` each list the
+same 500 instances ``{question_id, question_type, question, answer, question_date,
 haystack_session_ids[], haystack_dates[], haystack_sessions[[{role, content, has_answer?}]],
-answer_session_ids[]}``. Dates look like ``"2023/05/20 (Sat) 02:21"`` (strftime
-``"%Y/%m/%d (%a) %H:%M"`` in upstream's history compiler). A ``question_id`` ending in ``_abs``
-is an abstention (unanswerable) question. ``has_answer: true`` marks the evidence turns.
-
-The three files hold the same 500 questions over different haystacks, so exactly one is read:
-``longmemeval_s.json`` if present, else ``_m``, else ``_oracle`` (the others are named in
-``coverage.notes``).
+answer_session_ids[]}`` over different haystacks; exactly one is read (``_s``, else ``_m``, else
+``_oracle``; the others noted). Dates look like ``"2023/05/20 (Sat) 02:21"``; a ``question_id``
+ending in ``_abs`` is unanswerable; ``has_answer: true`` marks evidence turns.
 
 Mapping:
 
-* holder: one per instance, ``longmemeval/<question_id>`` (each question has its own chat
-  history); ``scope.session`` is ``None``.
-* source item: one per haystack session, ``longmemeval:<question_id>:<session_id>``, inline
-  ``content = [{"turn": t, "speaker": role, "text": content}]`` (``has_answer`` is never copied
-  into content), ``meta = {"turns": n, "date_time": <raw>, "speakers": [roles in order of
-  appearance]}``. A session id repeated inside one haystack gets ``#<n>`` (n = 2, 3, ...) on its
-  later copies (counted).
-* **turn numbering**: 1-based list position inside the session, the same numbering upstream's
-  turn-level retrieval ids use (``<session_id>_<i_turn + 1>``).
-* observed_at: ``haystack_dates[i]`` parsed as ``"%Y/%m/%d (%a) %H:%M"`` (or a bare
-  ``"%Y/%m/%d"``); upstream has no zone: read as **UTC**. Unparseable -> previous session + 1
-  minute (next session - 1 minute for a first one; synthetic epoch if none parses), counted.
-* records: one per instance, ``query_id = longmemeval:<question_id>``, ``origin.item =
-  <question_id>``. Gold = the turns with ``has_answer: true`` inside the sessions listed in
-  ``answer_session_ids`` (an answer session without such a turn, a listed id missing from the
-  haystack, and ``has_answer`` turns outside answer sessions are counted and contribute no
-  gold). ``judgments.session`` (upstream's session-level relevance, what its retrieval
-  evaluation scores): every session of the haystack listed in ``answer_session_ids``, with or
-  without a ``has_answer`` turn, as the turn range ``{"turn_start": 1, "turn_end": n}`` (hit by
-  any atom holding one of its turns; an answer session without turns gives none, counted).
-  An answerable question with no gold turn is not covered (its sessions are still
-  emitted as items of its holder); a malformed instance (haystack lists missing or of different
-  lengths, duplicate or missing question_id) is not covered and emits no items.
-* ``_abs`` -> ``unanswerable``, answer ``None``, ``answer_format "none"``, no gold; upstream
-  ``answer_session_ids`` go to ``origin.distractor``, the upstream answer (the abstention
-  explanation) to ``origin.notes``. Others: answer verbatim (``int`` -> ``"int"``, strings ->
-  ``"str"``). ``origin.notes`` carries ``question_type`` and the raw ``question_date`` (the
-  build sets ``as_of``; upstream's own question time is kept here for reference).
-* origin.revision: the ``commit`` of the chosen file in ``<root>/longmemeval/PROVENANCE.jsonl``
-  when present, else ``"unknown"`` (noted; ``base.annotation_revision``).
+* holder: one per instance, ``longmemeval/<question_id>``; ``scope.session`` is ``None``.
+* item per haystack session, ``longmemeval:<question_id>:<session_id>`` (a repeated id gets
+  ``#<n>``, counted), ``content = [{"turn": t, "speaker": role, "text"}]`` (never
+  ``has_answer``), ``meta = {"turns", "date_time", "speakers"}``; ``t`` is the 1-based position,
+  as upstream's turn ids (``<session_id>_<i_turn + 1>``).
+* observed_at: ``haystack_dates[i]`` as ``"%Y/%m/%d (%a) %H:%M"`` or ``"%Y/%m/%d"``, UTC;
+  unparseable: a neighbour's +/- 1 minute, else the synthetic epoch (counted).
+* records: ``longmemeval:<question_id>``, ``origin.item = <question_id>``; gold the
+  ``has_answer`` turns of the ``answer_session_ids`` sessions (other cases counted, no gold);
+  ``judgments.session`` every listed answer session as ``{"turn_start": 1, "turn_end": n}``.
+  An answerable question with no gold turn is not covered (its sessions stay items); a
+  malformed instance is not covered and makes no items.
+* ``_abs``: unanswerable, no answer or gold, ``answer_session_ids`` to ``origin.distractor``,
+  the upstream answer to ``origin.notes``; others answer verbatim (``"int"`` / ``"str"``).
+  ``origin.notes`` also keeps ``question_type`` and the raw ``question_date``.
+* origin.revision: the chosen file's ``commit`` in ``PROVENANCE.jsonl``, else ``"unknown"``
+  (noted; :func:`base.annotation_revision`).
 """
 
 from __future__ import annotations

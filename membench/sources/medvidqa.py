@@ -1,40 +1,30 @@
 """MedVidQA (Gupta et al., 2022, NLM): medical instructional videos with expert answer spans.
+Reads ``medvidqa/`` under the corpus root; writes nothing. Start at :func:`load`.
+Why longer: the upstream format, its damage and the mapping are this adapter's contract.
 
-Upstream format (``medvidqa/`` under the corpus root):
+Upstream:
 
 * ``val.json`` / ``test.json``: lists of ``{sample_id, question, answer_start, answer_end,
-  answer_start_second, answer_end_second, video_length, video_id, video_url}``; the gold of a
-  question is the time span ``answer_start_second .. answer_end_second`` of its video;
-* ``captions/test_merged_clean.csv`` (QiLong25/MedVidQA-2023): one row per test question with
-  columns ``video_id, question, timestamp, answer, subtitles, subtitle_timestamps``; the last is
-  a Python dict repr ``{'(start, end)': text}`` of the video's YouTube captions. The file is
-  cp1252-encoded and damaged in several ways, all handled and counted here:
+  answer_start_second, answer_end_second, video_length, video_id, video_url}``;
+* ``captions/test_merged_clean.csv`` (QiLong25/MedVidQA-2023, cp1252): one row per test
+  question, ``video_id, question, timestamp, answer, subtitles, subtitle_timestamps``, the last
+  a Python dict repr ``{'(start, end)': text}`` of the video's YouTube captions.
 
-  - a spreadsheet turned a video id starting with ``-`` into ``#NAME?``: recovered by matching
-    the row's question and answer timestamp against the annotation files;
-  - some caption texts lost their closing quote (the dict repr is then not a Python literal):
-    the repr is tokenised on its ``'(start, end)':`` keys and each value is read with
-    ``ast.literal_eval`` (never ``eval``); an unterminated value is repaired by dropping the
-    stray quote;
-  - the captions of some videos carry cues of *other* videos (short lines such as "Right",
-    "[Music]" with those videos' timestamps). A cue is dropped when it is empty, has end < start,
-    repeats within its video, appears identically (start, end, text) in another video without
-    being in chronological position in exactly one of them (its owner), is out of chronological
-    order within its video's dict (not on the longest run of non-decreasing start times), or
-    starts after the video's ``video_length``. Cue ends past ``video_length`` (whole seconds)
-    are clipped to it.
+Damage, each kind handled and counted: a video id turned into ``#NAME?`` (:data:`MANGLED_IDS`)
+is recovered from the row's question and timestamp; a caption text that lost its closing quote
+is read key by key with ``ast.literal_eval`` (never ``eval``) and the stray quote dropped; a cue
+is dropped (:data:`KINDS`) when empty, inverted, repeated within its video, shared identically
+with another video without being in chronological position in exactly one of them, out of
+chronological order (not on the longest non-decreasing run of starts) or starting after
+``video_length``; ends past ``video_length`` are clipped.
 
-The videos themselves are not mirrored (upstream: "Due to copyright issues, we cannot directly
-share the videos"). Items are the caption cue lists of the videos with usable captions:
-``medvidqa:<video_id>``, ``content = [[start, end, text], ...]`` sorted by time, meta
-``{duration: video_length, cues, url}``. Holders: "watched videos" groups,
-``base.hash_groups(all upstream video ids, 5, "medvidqa-holders")`` -> ``medvidqa/viewer-<k>``.
-observed_at: no time structure upstream, so a synthetic ingestion timeline in UTC
-(``base.synthetic_timeline``: hash order of the source ids).
-
-Records: ``medvidqa:<sample_id>``, gold ``{"t_start", "t_end"}`` in seconds; MedVidQA's answer
-*is* the span, so ``answer`` is None with ``answer_format`` "none". Questions whose video has no
-(usable) captions are not covered.
+Mapping: items are the caption cue lists of videos with usable captions (the videos are not
+mirrored), ``medvidqa:<video_id>``, ``content = [[start, end, text], ...]`` by time, meta
+``{duration: video_length, cues, url}``; holders ``medvidqa/viewer-<k>``
+(``base.hash_groups(all upstream video ids, 5, "medvidqa-holders")``); observed_at synthetic
+(:func:`base.synthetic_timeline`, UTC). Records ``medvidqa:<sample_id>``, gold ``{"t_start",
+"t_end"}`` in seconds; the answer *is* the span, so ``answer`` is None (``"none"``). A question
+whose video has no usable captions is not covered.
 """
 
 from __future__ import annotations

@@ -1,71 +1,40 @@
 """MMLongBench-Doc (mayubo2333/MMLongBench-Doc, ``data/samples.json`` + ``data/documents``).
+Reads the mirror's ``samples.json`` and PDFs; writes only its per-PDF cache
+(``membench.core.paths.cache_dir("pdf")``). Start at :func:`load` (``text=False`` skips the
+text layer, for fast tests); :func:`page_texts` gives one PDF's text per page from that cache.
+Why longer: the upstream format and its mapping are this adapter's contract.
 
-Upstream format: ``samples.json`` is a JSON list of 1,082 rows
-``{doc_id, doc_type, question, answer, evidence_pages, evidence_sources, answer_format}``;
-``doc_id`` is a PDF file name under ``documents/`` (the mirror holds 53 of the 135 PDFs),
-``evidence_pages`` is a *string* such as ``"[5]"`` or ``"[3, 4]"``, ``answer`` is a string
-(``"Not answerable"`` marks a native unanswerable) and ``answer_format`` is one of
-``Str Int Float List None``.
+Upstream: ``samples.json`` is a list of rows ``{doc_id, doc_type, question, answer,
+evidence_pages, evidence_sources, answer_format}``; ``doc_id`` is a PDF file name under
+``documents/``, ``evidence_pages`` a *string* such as ``"[3, 4]"``, ``answer`` a string
+(``"Not answerable"`` marks a native unanswerable), ``answer_format`` one of ``Str Int Float
+List None``.
 
 Mapping:
 
-* source item: one per mirrored PDF, ``mmlongbench:<doc_id>`` (doc_id verbatim, with ``.pdf``),
-  ``path = mmlongbench-doc/documents/<doc_id>``, ``meta = {"pages": n, "sha256": ...}``
-  (page count from pypdf).
-* holder: a *document shelf* of about :data:`SHELF_SIZE` documents (:func:`shelves`): the
-  readable PDFs of one kind (with a text layer / image-only) dealt round-robin in hash order
-  (``base.hash_groups(doc_ids, round(n / SHELF_SIZE), "mmlongbench-shelves:<kind>")``) into
-  ``mmlongbench/shelf-<k:02d>`` (text-layer shelves first). Kinds are shelved apart because the
-  derivation guards read an image-only PDF through its questions, a text PDF through its text
-  layer (``derive._Source.basis``). The other documents of a shelf are a memory's distractors,
-  and they make transactive and temporal derivation possible (SPEC section 5: a holder's
-  document shelf). ``scope.session`` is ``None``.
-* observed_at: the PDF's ``/CreationDate`` (Info dictionary, read with pypdf), parsed from the
-  PDF date format ``D:YYYYMMDDHHmmSS+HH'mm'`` and its variants (missing fields, ``Z``, ``Z00'00'``,
-  no apostrophes, an ISO 8601 string). A date **without a zone is read as UTC**. Documents with
-  no or an unparseable CreationDate (6 in the mirror have none) get a synthetic timeline
-  (:func:`base.synthetic_timeline`: hash order of their doc_ids), counted per document with
-  ``coverage.fix("observed_at synthetic (no CreationDate)")`` (or ``... (unparseable
-  CreationDate)``).
-* records: one per ``samples.json`` row whose PDF is mirrored. ``query_id =
-  mmlongbench:<doc_id>:<n>`` with ``n`` the 0-based index of the row among *all* rows of that
-  doc_id in file order (so ids do not depend on what is mirrored); ``origin.item =
-  samples.json#<row index>`` (0-based); ``origin.notes`` keeps ``doc_type`` and
-  ``evidence_sources``. ``answer`` is verbatim (a string, also for List answers such as
-  ``"['gray', 'red']"``); ``answer_format`` is the upstream value lower-cased.
-* **page numbering**: evidence pages are **1-based physical PDF pages** (evidence page 1 = the
-  first page of the file). Checked on the mirror: every evidence page is >= 1 except ``[0]``
-  on three rows of samples.json (two on mirrored PDFs, rows 189 and 938: annotation slips, not
-  covered); questions that name "the first page" carry ``[1]``; over 168 answerable rows (on
-  PDFs without page labels) with a distinctive answer string, the answer occurs on page ``p``
-  counted from 1 for 53 rows, versus 18 for ``p + 1`` (the 0-based reading) and 12 for
-  ``p - 1``; e.g. row 13 "Berlin School of Experimental Psychology" occurs only on page 2 of
-  ``0e94b4197b10096b1f4c699701570fbf.pdf`` and its evidence is ``[2]``.
-  One exception, decided per document from document structure: ``san-francisco-11-contents.pdf``
-  (a 40-page excerpt of a guidebook) is annotated with its *printed* page numbers (``[288]``,
-  ``[317, 318]``), which are its PDF ``/PageLabels``. A document is read through its page labels
-  when (a) its labels are not the identity, (b) at least one of its answerable evidence pages
-  exceeds its page count, and (c) every one of its answerable evidence pages is exactly one
-  label; each such row is counted with ``coverage.fix``. All other documents use physical pages.
-  Known upstream slip left as is: row 88 (``honor_watch_gs_pro.pdf``, evidence ``[20, 21]``)
-  points at printed pages 20-21 (physical 24-25) while the document's other rows use physical
-  pages; a single row cannot be told apart without matching answer text, which gold must not
-  depend on.
-* Gold: one ``Gold(source_id, {"page": p})`` per evidence page (duplicates dropped, upstream
-  order kept).
-* native unanswerables: ``answer == "Not answerable"`` -> ``unanswerable=True``, ``answer=None``,
-  ``answer_format="none"``, ``gold=[]``, ``origin.distractor`` = the parsed upstream evidence
-  pages (usually empty, kept raw).
-* not covered (counted, never emitted): PDF not in the mirror; PDF unreadable; evidence page
-  out of range (0, or beyond the page count); unparseable ``evidence_pages``; answerable row
-  with no evidence page (gold would be the whole file); malformed row / unknown answer_format.
-* texts: the PDF text layer (pypdf ``extract_text``) per document, pages joined with
-  ``"\\n\\f\\n"``. Page count, page labels, CreationDate and page texts are cached per PDF
-  sha256 as JSON under ``membench.core.paths.cache_dir("pdf")`` (first load ~70 s for the 53
-  PDFs on 2 idle cores, ~150 s on a busy machine; a cached load ~0.2 s).
-  ``load(root, text=False)`` skips text extraction (``texts`` is then empty; records and items
-  are identical) and is what the fast tests use. :func:`page_texts` gives one PDF's text layer
-  per page through the same cache (for reference systems).
+* item per mirrored PDF, ``mmlongbench:<doc_id>``, ``path = mmlongbench-doc/documents/<doc_id>``,
+  ``meta = {"pages", "sha256", "text_pages"}``.
+* holder: a document shelf of about :data:`SHELF_SIZE` PDFs of one kind (text layer /
+  image-only) dealt in hash order (:func:`shelves`), ``mmlongbench/shelf-<k:02d>``, text shelves
+  first; ``scope.session`` is ``None``.
+* observed_at: the PDF's ``/CreationDate`` (PDF date format and its variants, no zone = UTC);
+  without one, or unparseable, a synthetic timeline (:func:`base.synthetic_timeline`, counted).
+* records: one per row whose PDF is mirrored, ``mmlongbench:<doc_id>:<n>`` (``n`` the row's
+  0-based index among all rows of that doc_id), ``origin.item = samples.json#<row index>``,
+  ``origin.notes`` keeps ``doc_type`` and ``evidence_sources``; answer verbatim, answer_format
+  lower-cased.
+* gold: ``{"page": p}`` per evidence page, **1-based physical pages** (duplicates dropped,
+  upstream order). A document is read through its ``/PageLabels`` instead when its labels are
+  not the identity, an answerable evidence page exceeds its page count and every one is exactly
+  one label (counted, :data:`FIX_LABELS`).
+* native unanswerable: ``answer == "Not answerable"`` -> no answer, ``answer_format="none"``,
+  no gold, ``origin.distractor`` the parsed evidence pages.
+* not covered (counted): PDF not mirrored or unreadable, evidence page 0 or past the end,
+  unparseable ``evidence_pages``, answerable without evidence, malformed row.
+* texts: the pypdf text layer, pages joined with :data:`PAGE_SEP`, cached per PDF sha256.
+
+docs/sets.md ("MMLongBench-Doc's page numbers", "Image-only PDFs") says how the page numbering
+was checked and why shelves hold one kind.
 """
 
 from __future__ import annotations

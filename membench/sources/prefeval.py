@@ -1,57 +1,37 @@
 """PrefEval (amazon-science/PrefEval, Zhao et al., ICLR 2025): user preferences that a later
 question tests. Reads ``prefeval/`` under the corpus root, writes nothing; start at :func:`load`.
 The reasoning behind the mapping is in docs/sets.md ("PrefEval").
+Why longer: the upstream format and its mapping are this adapter's contract.
 
-Upstream format (upstream ``benchmark_dataset/``), one JSON list per topic (20 topics) and
-form, row ``i`` of every form being the same preference (same ``question``):
-
-* ``explicit_preference/<topic>.json``: ``{preference, question, explanation}``; the user states
-  the preference in one turn.
-* ``implicit_preference/choice-based/<topic>.json``: ``{preference, question, explanation,
-  implicit_query, options, aligned_op, conversation: {query, assistant_options,
-  user_selection, assistant_acknowledgment}}``: the user picks the option that fits it.
-* ``implicit_preference/persona-driven/<topic>.json``: ``{preference, question, explanation,
-  persona, conversation: {"0": {user, assistant}, "1": ..., ...}, [fix]}``: one user turn
-  reveals it, upstream does not say which.
-* ``mcq_options/<topic>.json``: ``{preference, question, explanation,
-  classification_task_options, [violation_probability]}``; ``classification_task_options[0]``
-  is the preference-following answer by upstream's convention. ``mcq_options/travel_hotel
-  copy.json`` (a near-copy upstream ships) is never read.
+Upstream (``benchmark_dataset/``): one JSON list per topic (20) and form, row ``i`` of every
+form the same preference: ``explicit_preference/<topic>.json`` ``{preference, question,
+explanation}``; ``implicit_preference/choice-based/<topic>.json`` adds ``implicit_query,
+options, aligned_op, conversation: {query, assistant_options, user_selection,
+assistant_acknowledgment}``; ``implicit_preference/persona-driven/<topic>.json`` adds
+``persona, conversation: {"0": {user, assistant}, ...}`` (the revealing turn is not labelled);
+``mcq_options/<topic>.json`` adds ``classification_task_options`` (``[0]`` follows the
+preference). ``mcq_options/travel_hotel copy.json`` is never read.
 
 Mapping:
 
-* sessions: one per row (3,000 on the mirror); turns 1-based, ``{"turn", "speaker", "text"}``:
-  explicit one user turn (the preference); choice four (query, assistant_options,
-  user_selection, assistant_acknowledgment); persona exchange ``"k"`` as turns ``2k+1`` (user)
-  and ``2k+2`` (assistant). Item ids are opaque (:func:`item_id`: ``prefeval:<16 hex>``, a copy
-  with an id of its own), ``meta = {"turns", "speakers"}``; ``topics[item]`` is the session's
-  family (:data:`FAMILY`), read only by the derivation's guards, never written to the sets.
-* asked: each preference in one labelled form (:func:`asked_form`, by hash); preferences sharing
-  a question or preference text (normalised) are one cluster (:func:`_clusters`), asked only
-  for its smallest key.
-* users (:func:`_deal`): ``max(2, ceil(USERS_PER_QUESTION * asked))``, ``prefeval/user-<kkk>``,
-  each holding :data:`ITEMS_PER_USER` sessions. The asked sessions are dealt round robin in
-  hash order, at most one per family and cluster per user; every user gets
-  :data:`FILL_FAMILIES` families it is not asked about, and the other sessions (other form,
-  persona, twins) go round robin to users whose fill families hold theirs, one per cluster;
-  then each user copies sessions of its fill families (not of a cluster it holds) up to
-  :data:`ITEMS_PER_USER`. So a user holds no session of a family it is asked about but the
-  gold, and no two of one cluster.
-* observed_at: synthetic (``base.synthetic_timeline`` over every item id, one hour apart, UTC).
-* records: ``query_id = prefeval:<form>:<topic>:<i>``, question verbatim, asked of the user
-  holding the original session; gold ``{"turn": 1}`` of the explicit session or ``{"turn":
-  3}`` (user_selection) of the choice one; ``judgments.session`` the whole session; answer
-  ``classification_task_options[0]`` of the same mcq row when it asks the same question, else
-  ``None`` (format ``"none"``, counted); ``origin.item = <form folder>/<topic>.json#<i>``;
-  ``as_of`` None (the build draws it).
-* not covered (counted by reason): persona-driven questions (:data:`MISS_PERSONA`: the
-  revealing turn is not labelled); the form not asked (:data:`MISS_OTHER_FORM`); a cluster's
-  other members (:data:`MISS_TWIN`); an asked question no user can hold (:data:`MISS_NO_USER`),
-  an empty question or revealing turn, one whose user holds another session of its text
-  (:data:`MISS_CLASH`).
-* bad input (a file that is not a JSON list, a row that is not an object, ``question``,
-  ``preference`` or a turn not a string, persona keys not ``"0".."n-1"``, a missing topic
-  file): an :class:`InputError` naming the file and the row's field.
+* sessions: one per row; turns 1-based ``{"turn", "speaker", "text"}``: explicit one turn;
+  choice four (query, options, selection, acknowledgment); persona exchange ``"k"`` as turns
+  ``2k+1`` and ``2k+2``. Ids opaque (:func:`item_id`), ``meta = {"turns", "speakers"}``;
+  ``topics[item]`` is the family (:data:`FAMILY`), for the derivation's guards only.
+* asked: each preference in one form (:func:`asked_form`); a cluster of preferences sharing a
+  question or preference text (:func:`_clusters`) is asked once.
+* users (:func:`_deal`): ``max(2, ceil(USERS_PER_QUESTION * asked))`` holders
+  ``prefeval/user-<kkk>``, each holding :data:`ITEMS_PER_USER` sessions dealt in hash order: its
+  asked ones, then sessions and copies of :data:`FILL_FAMILIES` families it is not asked about;
+  never another session of an asked family, never two of one cluster.
+* observed_at: synthetic (:func:`base.synthetic_timeline`, one hour apart, UTC).
+* records: ``prefeval:<form>:<topic>:<i>``, question verbatim, of the user holding the session;
+  gold ``{"turn": 1}`` (explicit) or ``{"turn": 3}`` (choice); ``judgments.session`` the whole
+  session; answer ``classification_task_options[0]`` of the same mcq row when its question is
+  the same, else ``None`` (counted); ``origin.item = <form folder>/<topic>.json#<i>``.
+* not covered (counted): persona-driven (:data:`MISS_PERSONA`), the form not asked
+  (:data:`MISS_OTHER_FORM`), twins (:data:`MISS_TWIN`), no user (:data:`MISS_NO_USER`), empty
+  text, a clash (:data:`MISS_CLASH`). Bad input is an :class:`InputError` naming file and field.
 """
 
 from __future__ import annotations

@@ -2,39 +2,32 @@
 at a sentence of the transcript. Reads ``pstuts-vqa/{train,dev,test}.json`` under the corpus
 root (mirrored from mbudisic/pstuts-rag ``data/``); writes nothing. Start at :func:`load`; the
 reasoning behind the mapping is in docs/sets.md ("PsTuts-VQA").
+Why longer: the upstream format and its mapping are this adapter's contract.
 
-Upstream format: each file a JSON list of videos ``{video_id, title, desc, length:
-"hh:mm:ss.ss", url, transcripts, qa}``; ``transcripts`` a list of ``{sent_id, sent, begin,
-end}`` (seconds), ``qa`` a list of ``{sent_id, q, a}`` (the question asked at sentence
-``sent_id``; ``a`` a short knowledge-base string such as "Command+T"). A value of the wrong
-type is an :class:`InputError` naming the file, the position (``[3].qa[17]``) and the field.
+Upstream: each file a list of videos ``{video_id, title, desc, length: "hh:mm:ss.ss", url,
+transcripts: [{sent_id, sent, begin, end}], qa: [{sent_id, q, a}]}`` (seconds; ``a`` a short
+knowledge-base string). A wrong type is an :class:`InputError` naming file, position
+(``[3].qa[17]``) and field. The kg_*.json files are not mirrored and not used.
 
 Mapping:
 
-* **items**: ``pstuts:<video_id>@viewer-<k>``, one per video on each shelf that holds it;
-  ``content = [[begin, end, sentence], ...]`` by time (the videos are not mirrored),
-  ``meta = {duration, cues, url, title}``. A sentence without a usable span is left out and
-  counted (``transcript sentence dropped: <kind>``, :data:`KINDS`).
-* **holders**: viewers ``pstuts/viewer-<k>`` (:func:`shelves`): each file's videos are dealt
-  (salt :data:`OWNER_SALT`) to ``max(1, round(videos / VIDEOS_PER_OWNER))`` owners, numbered
-  in file order; a shelf is the owner's videos filled up to :data:`SHELF_SIZE` with other
-  videos in hash order (salt :data:`SHELF_SALT`).
-* **records**: ``pstuts:<video_id>:<qa index>``, asked of the video's owner; gold ``{"t_start":
-  begin, "t_end": end}`` of the sentence on the owner's copy; answer verbatim (``"str"``);
-  as_of None; observed_at synthetic; ``origin.item = <file>#<video_id>/qa[<index>]``,
-  ``origin.notes = sent_id=<n>``. ``judgments.same_question``: every span on the holder's shelf
-  where upstream asked the same question (:func:`question_key`) with the same answer.
-* **kept questions**, in this order: a row is not covered when its ``sent_id`` is not in the
-  transcript, its sentence has no usable span or no length, it repeats an earlier row of its
-  video verbatim, or its question is empty; then when its near-twin key (:func:`twin_key`) is
-  also asked at another video and that video comes first in hash order (salt
-  ``TWIN_SALT:<key>``) (:data:`NOT_TWIN`); then when :data:`PER_SENTENCE` other kept rows of
-  its sentence come first in hash order of query_id (salt :data:`PARAPHRASE_SALT`)
-  (:data:`NOT_PARAPHRASE`). The knowledge-base files (kg_*.json) are not mirrored and not
-  used.
-* **in the build** (membench/sets/derive.py): PsTuts is in ``ASK_DERIVABLE`` (a record without
-  an anchor or with a generic one is not asked) and ``CLUSTER_BY_REGION`` (a derivation moves
-  a sentence's questions together, not a video's).
+* items: ``pstuts:<video_id>@viewer-<k>``, one per video on each shelf holding it; ``content =
+  [[begin, end, sentence], ...]`` by time, ``meta = {duration, cues, url, title}``; a sentence
+  without a usable span is left out and counted (:data:`KINDS`).
+* holders: viewers ``pstuts/viewer-<k>`` (:func:`shelves`): each file's videos dealt (salt
+  :data:`OWNER_SALT`) to ``max(1, round(videos / VIDEOS_PER_OWNER))`` owners in file order, a
+  shelf filled up to :data:`SHELF_SIZE` with other videos in hash order (:data:`SHELF_SALT`).
+* records: ``pstuts:<video_id>:<qa index>``, asked of the video's owner; gold ``{"t_start":
+  begin, "t_end": end}`` on the owner's copy; answer verbatim; as_of None; observed_at
+  synthetic; ``origin.item = <file>#<video_id>/qa[<index>]``, ``origin.notes = sent_id=<n>``;
+  ``judgments.same_question`` every span on the shelf where upstream asked the same question
+  (:func:`question_key`) with the same answer.
+* not covered, in this order: ``sent_id`` not in the transcript, no usable span, a verbatim
+  repeat within the video, an empty question; a near-twin (:func:`twin_key`) kept at another
+  video first in hash order (``TWIN_SALT:<key>``, :data:`NOT_TWIN`); more than
+  :data:`PER_SENTENCE` kept rows of its sentence (:data:`PARAPHRASE_SALT`,
+  :data:`NOT_PARAPHRASE`). The build also applies ``derive.ASK_DERIVABLE`` and
+  ``derive.CLUSTER_BY_REGION`` to PsTuts.
 """
 
 from __future__ import annotations

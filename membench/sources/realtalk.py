@@ -1,72 +1,40 @@
 """REALTALK (danny911kr/REALTALK, Lee et al., 2025): ten real 21-day chats between two people,
 mapped to sessions (items), one holder per conversation, and questions with evidence turns
-(records). The registry names :func:`load`; docs/sets.md ("REALTALK") says why one holder.
+(records). Reads ``realtalk/*.json`` under the mirror root; writes nothing. Start at
+:func:`load` (the registry names it); docs/sets.md ("REALTALK") says why one holder.
+Why longer: the upstream format and its mapping are this adapter's contract.
 
-Upstream format (``realtalk/Chat_<n>_<a>_<b>.json``, one conversation per file, LoCoMo's
-layout): ``name = {speaker_1, speaker_2}``; ``session_<k>`` (k = 1..K) a list of turns
-``{clean_text, speaker, date_time: "29.12.2023, 22:42:04", dia_id: "D<d>:<t>", img_file: [...],
-img_url: [...], blip_caption?}``; ``session_<k>_date_time`` (the session's first message time,
-same format); ``events_session_<k>`` (annotators' event summaries, not used); ``qa`` a list of
-``{question, answer, evidence: ["D<d>:<t>", ...], category: 1|2|3}``. Two quirks decide the
-mapping: the ``D<d>`` of a dia_id does not follow the session key (``session_10`` may hold
-``D7:47..``: one upstream "day" spans several sessions), and the numbering skips messages the
-cleaned turns omit (photos sent as their own message and others), so an evidence id may name a
-turn no session holds. People also use in-chat names that differ from the speaker names
-(speaker ``Emi`` is called Kate): both are kept verbatim, nothing maps one to the other.
+Upstream (``realtalk/Chat_<n>_<a>_<b>.json``, LoCoMo's layout): ``name = {speaker_1,
+speaker_2}``; ``session_<k>`` a list of turns ``{clean_text, speaker, date_time: "29.12.2023,
+22:42:04", dia_id: "D<d>:<t>", img_file, img_url, blip_caption?}``; ``session_<k>_date_time``;
+``events_session_<k>`` (not used); ``qa`` a list of ``{question, answer, evidence: ["D<d>:<t>",
+...], category: 1|2|3}``. The ``D<d>`` of a dia_id does not follow the session key, and the
+numbering skips messages the cleaned turns omit (photos and others).
 
 Mapping:
 
-* holder: one per conversation, ``realtalk/<file stem>`` (e.g. ``realtalk/Chat_1_Emi_Elise``),
-  as for LoCoMo, whose holder is also one per conversation, and as SPEC "Building sets" lists
-  REALTALK. The "participant's view" of a two-person chat is the whole chat: each participant
-  saw every turn of every session, so the two views hold the same items. Two holders per
-  conversation would hold two copies of each session (one source item belongs to one holder),
-  a question re-scoped to the other participant (a derived transactive unanswerable) would
-  still be answerable there, and the holder-hash split could put the two copies in dev and
-  test. Nor do questions belong to one participant: many ask about both ("What do Elise and
-  Kate have in common?", "Who has traveled the most?"). ``scope.session`` is ``None``.
-* source item: one per session, ``realtalk:<file stem>:session_<k>``, inline ``content`` = the
-  turns in upstream list order ``[{"turn": t, "speaker", "text": clean_text, "dia_id",
-  "date_time", "image_caption"?}]`` (``image_caption`` = upstream ``blip_caption``, as LoCoMo's
-  adapter keeps it, on turns that carry a photo); ``meta = {"turns": n, "date_time": <raw
-  session date>, "speakers": [speaker_1, speaker_2]}``. A session with no turns gives no item
-  (counted). Items per holder: the conversation's sessions, 18 to 25 in the mirror; a query
-  sees at most that many items (below SPEC's aim of 50, like LoCoMo's 19 to 32): a session is
-  upstream's own unit (one sitting of the chat) and nothing finer has a date of its own.
-* **turn numbering**: ``t`` is the 1-based position in the session's list, never read from the
-  dia_id. Evidence is resolved by dia_id over the whole conversation, never by session number:
-  ``D7:47`` -> the session and position of the turn whose dia_id is ``D7:47``. A dia_id two
-  turns share cannot be resolved (evidence on it is dropped), an unreadable one makes a turn
-  that cannot be evidence (both counted; neither occurs in the mirror).
-* observed_at: ``session_<k>_date_time`` parsed as ``"%d.%m.%Y, %H:%M:%S"``
-  (:func:`locomo.parse_date_time`); missing or unparseable: the session's first turn's
-  ``date_time`` (counted), else the neighbouring session's time +/- 1 minute
-  (:func:`locomo.fill_times`, counted). Upstream has no time zone: read as **UTC**.
-* records: one per ``qa`` entry, ``query_id = realtalk:<file stem>:<qa index>`` (0-based in the
-  upstream list), ``origin.item = <file stem>/qa/<index>``, ``origin.revision`` = the file's
-  commit in ``PROVENANCE.jsonl``, ``origin.notes = "category <c>"`` (all three categories are
-  answerable questions; the category is kept, not interpreted). Answer verbatim (``"str"``).
-  Gold: each evidence turn ``Gold(<session item>, {"turn": t})``, deduplicated, in upstream
-  order; ``judgments.session`` (as LoCoMo's): each session holding a gold turn as the range
-  ``{"turn_start": 1, "turn_end": n}``. ``as_of`` stays ``None`` (upstream has no question
-  time).
-* evidence strings are normalised when unambiguous, each kind counted with ``coverage.fix``
-  (``evidence: <kind>``): LoCoMo's repairs (:func:`locomo.normalise_evidence`: lower-case d,
-  ``D:k:t``, leading zeros, several ids in one string split on ``;``, ``,`` or spaces) plus a
-  trailing full stop (``D5:3.``), a space after D (``D 2:18``), a missing D (``23:29``) and a
-  range ``D12:3-D12:5`` of one dia prefix (expanded to the turns the conversation holds in it).
-  Ids that cannot be read (``D58``, ``D:56``, ``D13:45:D20:19``) are dropped and counted.
+* holder ``realtalk/<file stem>``; ``scope.session`` is ``None``.
+* item per session, ``realtalk:<file stem>:session_<k>``, inline ``content`` = the turns in list
+  order ``[{"turn": t, "speaker", "text": clean_text, "dia_id", "date_time",
+  "image_caption"?}]`` (``blip_caption``); ``meta = {"turns", "date_time", "speakers"}``; a
+  session with no turns gives no item (counted). In-chat names are kept verbatim.
+* ``t`` is the 1-based position in the session; evidence is resolved by dia_id over the whole
+  conversation (a dia_id two turns share, or an unreadable one, is counted and never evidence).
+* observed_at: ``session_<k>_date_time`` as ``"%d.%m.%Y, %H:%M:%S"``, UTC; else the first
+  turn's time, else a neighbour's +/- 1 minute (:func:`locomo.fill_times`; both counted).
+* records: one per ``qa`` entry, ``realtalk:<file stem>:<qa index>`` (0-based),
+  ``origin.item = <file stem>/qa/<index>``, ``origin.revision`` the file's commit
+  (``PROVENANCE.jsonl``), ``origin.notes = "category <c>"`` (all answerable);
+  answer verbatim; gold ``{"turn": t}`` per evidence turn (deduplicated, upstream order);
+  ``judgments.session`` the whole sessions holding gold; ``as_of`` ``None``.
+* evidence strings: LoCoMo's repairs (:func:`locomo.normalise_evidence`) plus ``D5:3.``,
+  ``D 2:18``, ``23:29`` and ranges ``D12:3-D12:5``, each counted (``evidence: <kind>``);
+  unreadable ids are dropped and counted.
 
-Not covered (each counted by reason, never dropped silently): photos are not mirrored
-(``data/raw/`` is not), so an evidence id naming a message the turns omit (or a range holding
-no turn) is dropped, and a question whose evidence is only such messages is not covered; a turn that carries a photo
-(``img_file``) is kept as its text and caption, and gold on it is that turn (the notes count
-both). Also not covered: an answerable question without evidence upstream or with no
-resolvable evidence left, an answer that is a dia_id instead of an answer (Chat_3 #42), an
-unknown category, an empty question or an entry that is not an object. Input the adapter
-cannot read (a file that is not a JSON object, ``qa`` or ``session_<k>`` not a list, a turn
-that is not an object or whose ``clean_text``, ``speaker`` or ``img_file`` has the wrong type,
-``name`` without its two speakers) is an :class:`InputError` naming file and field.
+Not covered (counted by reason): a question whose evidence is only omitted messages, with no
+evidence, with a dia_id as answer, an unknown category, an empty question or a non-object
+entry. Gold on a photo turn is that turn (its text and caption). Unreadable input (wrong
+types, ``name`` without two speakers) is an :class:`InputError` naming file and field.
 """
 
 from __future__ import annotations

@@ -1,30 +1,24 @@
-"""ScreenSpot-v2 (OS-Atlas re-annotation of SeeClick's ScreenSpot): GUI grounding boxes.
-
-Upstream format (``screenspot-v2/`` under the corpus root):
+"""ScreenSpot-v2 (OS-Atlas re-annotation of SeeClick's ScreenSpot): GUI grounding boxes. Reads
+``screenspot-v2/`` under the corpus root; writes nothing. Start at :func:`load`.
 
 * ``screenspot_{desktop,mobile,web}_v2.json``: lists of ``{img_filename, bbox, instruction,
-  data_type, data_source}`` with ``bbox = [left, top, width, height]`` in pixels;
-* ``screenspotv2_image/<img_filename>``: the screenshots. The mirror holds only 6 of the 730
-  (2 byte-identical to the benchmark images, 4 matched by content and exact size, see
-  ``PROVENANCE.jsonl``); instructions whose screenshot is absent are counted not covered;
-* ``with_image_size/`` (optional, microsoft/GUI-Actor): the same rows with ``[x0, y0, x1, y1]``
-  boxes and ``img_size``; used only to cross-check the box conversion and image sizes.
+  data_type, data_source}``, ``bbox = [left, top, width, height]`` in pixels;
+* ``screenspotv2_image/<img_filename>``: the screenshots (the mirror holds 6 of the 730, see
+  ``PROVENANCE.jsonl``; an instruction whose screenshot is absent is not covered);
+* ``with_image_size/`` (optional, microsoft/GUI-Actor): the same rows with xyxy boxes and
+  ``img_size``, used only to cross-check the box conversion and image sizes.
 
-Items: one per mirrored screenshot (``screenspot:<img_filename>``, path to the PNG, meta
-``{width, height, platform}`` with the size read from the PNG by Pillow). Holders: one per
-screenshot folder = platform (``screenspot/desktop``, ``screenspot/mobile``, ``screenspot/web``).
-observed_at: the upstream data has no time structure, so a synthetic ingestion timeline in UTC
-(``base.synthetic_timeline``: hash order of the source ids, one hour apart).
+Items: one per mirrored screenshot, ``screenspot:<img_filename>``, the PNG's path, meta
+``{width, height, platform}`` (size read by Pillow). Holders: one per platform folder
+(``screenspot/desktop``, ``/mobile``, ``/web``). observed_at: synthetic
+(:func:`base.synthetic_timeline`, hash order, one hour apart, UTC).
 
-Records: one per instruction whose screenshot is mirrored. ``query_id`` =
-``screenspot:<platform>:<row>`` with ``<row>`` the 0-based index in its json file; gold region
-``{"bbox": [l, t, l + w, t + h]}`` (pixels, xyxy). A box off the image by at most 1 px is clipped
-(counted as a fix); worse is not covered. There is no textual answer (``answer`` None,
-``answer_format`` "none"); the box is the answer.
-
-texts: a screenshot has no upstream text, so each item's text is the upstream instructions
-written over it (every row whose screenshot is that item, in file and row order, one a line);
-only the build's anchor guard reads it (:mod:`membench.sets.derive`), never a system, never gold.
+Records: one per instruction whose screenshot is mirrored, ``screenspot:<platform>:<row>``
+(0-based row in its file); gold ``{"bbox": [l, t, l + w, t + h]}`` (pixels); a box off the image
+by at most 1 px is clipped (counted as a fix), worse is not covered. No textual answer
+(``answer`` None, ``"none"``): the box is the answer. texts: the upstream instructions written
+over each screenshot (file and row order, one a line), read only by the build's anchor guard
+(:mod:`membench.sets.derive`), never by a system, never gold.
 """
 
 from __future__ import annotations

@@ -1,31 +1,22 @@
-"""TabMWP (test1k) adapter: math word problems over one table image each.
+"""TabMWP (test1k): math word problems over one table image each. Reads ``tabmwp/`` under the
+corpus root (lupantech/PromptPG ``data/tabmwp/problems_test1k.json``, ``{pid: {question,
+choices, answer, unit, table_title, table, ques_type, ans_type, ...}}``, and
+``tables/<pid>.png``); writes nothing. Start at :func:`load`.
 
-Upstream: lupantech/PromptPG ``data/tabmwp/problems_test1k.json`` (``{pid: {question, choices,
-answer, unit, table_title, table, table_for_pd, ques_type, ans_type, ...}}``) and
-``tables/<pid>.png``. Mirror folder ``tabmwp/``.
+* Items: one per distinct image content (by sha256), ``tabmwp:<pid>.png`` for the smallest pid
+  in numeric order, the other pids in ``meta["aliases"]`` (each counted as a fix); ``meta``
+  ``{width, height, sha256}``; every question's gold points at the canonical item.
+* Holders: ``base.hash_groups(canonical source ids, 10, "tabmwp-holders")`` ->
+  ``tabmwp/roll-<k:02d>``. observed_at: synthetic (:func:`base.synthetic_timeline`, UTC).
+* Records: ``tabmwp:<pid>``; question and answer verbatim (strings; "4,656" and "3/10" stay
+  as written); ``answer_format`` from ``ans_type`` (integer_number -> int, decimal_number ->
+  float, the text types -> str); ``choices`` and ``unit`` go untouched into ``origin.notes``
+  (JSON, keys only when present), with ``"upstream_image"`` when the question's image was
+  merged into another pid's item. Gold ``[Gold(source_id, {})]`` (whole image).
+* texts: ``table`` (after ``table_title`` when there is one), for the derivation's guards only,
+  never a system's input.
 
-* Items: one per distinct image *content*. Images are grouped by sha256; byte-identical
-  duplicates collapse into one item whose canonical name is the smallest pid in numeric order;
-  the other pids are listed in ``meta["aliases"]`` and each is counted with
-  ``coverage.fix("byte-identical duplicate image merged")``. Every question's gold points at
-  the canonical item. ``source_id`` ``tabmwp:<pid>.png``, ``meta`` ``{width, height, sha256}``.
-* Holders: photo rolls, ``base.hash_groups(canonical source ids, 10, "tabmwp-holders")`` ->
-  ``tabmwp/roll-<k:02d>``.
-* observed_at: no time structure upstream, so a synthetic timeline
-  (``base.synthetic_timeline``) in hash order of the canonical source ids, in UTC.
-* Records: ``query_id`` ``tabmwp:<pid>``; question and answer verbatim (answers are strings
-  upstream, kept as strings); ``answer_format`` from ``ans_type``: integer_number -> int,
-  decimal_number -> float, boolean_text / extractive_text / other_text -> str. Some "int"
-  answers carry thousands separators ("4,656") and some "float" answers are fractions ("3/10");
-  they stay verbatim (a scorer must parse them). Multiple-choice options and the answer unit
-  are not part of the question text upstream: they go, untouched, into ``origin.notes`` as a
-  JSON object ``{"choices": [...], "unit": "..."}`` (keys only when present), together with
-  ``"upstream_image"`` when the question's own image was merged into another pid's item.
-  The question text itself is never altered. Gold ``[Gold(source_id, {})]`` (whole image).
-* texts: the upstream ``table`` field (prefixed by ``table_title`` when there is one), used
-  only for re-scoping decisions, never as a system's input.
-
-The small image helpers here (:func:`image_meta`, :func:`read_images`, :func:`group_identical`,
+The image helpers here (:func:`image_meta`, :func:`read_images`, :func:`group_identical`,
 :func:`alias_lists`) are shared with the FinChart and VisRAG adapters.
 """
 

@@ -1,31 +1,24 @@
-"""Video-MME (Fu et al., 2024): expert multiple-choice questions over YouTube videos.
+"""Video-MME (Fu et al., 2024): expert multiple-choice questions over YouTube videos. Not in the
+corpus mirror; reads the Hugging Face dataset ``lmms-lab/Video-MME``'s layout under
+``video-mme/``; writes nothing. Start at :func:`load`.
 
-Not in this project's corpus mirror; the adapter reads the real upstream layout of the Hugging
-Face dataset ``lmms-lab/Video-MME`` (folder ``video-mme/`` under the corpus root):
+* ``videomme/test-00000-of-00001.parquet``: one row per question, ``video_id`` ("001"),
+  ``duration`` ("short" | "medium" | "long"), ``domain``, ``sub_category``, ``url``,
+  ``videoID`` (YouTube id), ``question_id`` ("001-1"), ``task_type``, ``question``,
+  ``options`` ("A. ..."), ``answer`` (a letter). Parquet needs pyarrow, which membench does not
+  depend on, so the same rows are read from ``videomme/test-*.jsonl`` / ``test-*.json`` (JSON
+  lines, a list of rows, or the datasets-server ``/rows`` answer; shards in name order), and
+  from parquet only when pyarrow is importable;
+* ``subtitle/<videoID>.srt`` (upstream ``subtitle.zip``): SubRip subtitles.
 
-* ``videomme/test-00000-of-00001.parquet``: one row per question with columns ``video_id``
-  ("001"), ``duration`` ("short" | "medium" | "long", a category, not seconds), ``domain``,
-  ``sub_category``, ``url``, ``videoID`` (the YouTube id), ``question_id`` ("001-1"),
-  ``task_type``, ``question``, ``options`` (list of "A. ..." strings), ``answer`` (a letter);
-* ``subtitle/<videoID>.srt`` (from upstream ``subtitle.zip``): SubRip subtitles.
+Items: one per video with a parseable ``.srt``, ``videomme:<videoID>``, ``content = [[start,
+end, text], ...]`` (seconds, sorted), meta ``{cues, url, video_id, duration_category, domain,
+sub_category, subtitle_end}`` (no ``duration``: ``subtitle_end`` is a lower bound). Holders
+``videomme/viewer-<k>`` (``base.hash_groups(all videoIDs, 5, "videomme-holders")``);
+observed_at synthetic (:func:`base.synthetic_timeline`, UTC).
 
-The parquet file needs pyarrow, which membench does not depend on. The same rows are therefore
-also read as JSON: JSON lines (``datasets.Dataset.to_json``), a JSON list of row objects, or the
-datasets-server ``/rows`` answer (``{"rows": [{"row_idx", "row": {...}}]}``), from
-``videomme/test-*.jsonl`` / ``videomme/test-*.json`` (shards in name order). Parquet is used
-only when pyarrow happens to be importable.
-
-Items: one per video with a parseable ``.srt`` file: ``videomme:<videoID>``, ``content =
-[[start, end, text], ...]`` (seconds, sorted), meta ``{cues, url, video_id, duration_category,
-domain, sub_category, subtitle_end}``. The video length in seconds is not known without the
-videos, so meta has no ``duration``; ``subtitle_end`` (last cue end) is a lower bound. Holders:
-"watched videos" groups, ``base.hash_groups(all videoIDs, 5, "videomme-holders")`` ->
-``videomme/viewer-<k>``. observed_at: no time structure upstream, so a synthetic ingestion
-timeline in UTC (``base.synthetic_timeline``: hash order of the source ids).
-
-Records: none. Video-MME answers are whole-video multiple-choice letters; upstream gives no
-temporal span, and a whole video is not a region (SPEC section 9). Every question is therefore
-counted not covered ("no temporal gold span upstream").
+Records: none. Upstream gives no temporal span, and a whole video is not a region (SPEC
+section 9), so every question is counted not covered ("no temporal gold span upstream").
 """
 
 from __future__ import annotations

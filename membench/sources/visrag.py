@@ -1,47 +1,33 @@
-"""VisRAG retrieval test sets adapter (not in this mirror; tested on a fixture).
+"""VisRAG retrieval test sets (not in this mirror; tested on a fixture). Reads
+``visrag/<Set>/`` under the corpus root; writes nothing. Start at :func:`load`.
+Why longer: the upstream format, the mirror layout and the mapping are this adapter's contract.
 
 Upstream: the Hugging Face datasets ``openbmb/VisRAG-Ret-Test-{ArxivQA, ChartQA, MP-DocVQA,
-InfoVQA, PlotQA, SlideVQA}``. Each ships three parquet configs, split ``train``
-(``corpus/train-*.parquet``, ``queries/train-*.parquet``, ``qrels/train-*.parquet``):
+InfoVQA, PlotQA, SlideVQA}``, three parquet configs each (split ``train``): corpus
+``corpus-id``, ``image``; queries ``query-id``, ``query``, ``answer``, ``options`` (ArxivQA),
+``is_numerical``; qrels ``query-id``, ``corpus-id``, ``score`` (as OpenBMB/VisRAG's
+``scripts/generate/generate.py`` reads them).
 
-* corpus: ``corpus-id`` (string), ``image`` (image);
-* queries: ``query-id`` (string), ``query`` (string), ``answer`` (string), ``options``
-  (list of strings, ArxivQA), ``is_numerical`` (int);
-* qrels: ``query-id``, ``corpus-id``, ``score`` (int).
+Mirror layout, ``visrag/<Set>/`` (``ChartQA`` or ``VisRAG-Ret-Test-ChartQA``, ...):
 
-(Checked against OpenBMB/VisRAG ``scripts/generate/generate.py``, which reads
-``corpus-id``/``image``, ``query-id``/``query``/``answer``/``options``, and the datasets'
-card schema.)
+* queries: ``queries.jsonl`` in BEIR form (``_id``, ``text``; the other fields top level or
+  under ``metadata``; parquet column names accepted), else ``queries/*.parquet`` if pyarrow
+  is importable (it is not a dependency);
+* qrels: ``qrels/test.tsv`` (``query-id<TAB>corpus-id<TAB>score``, header optional; else other
+  ``qrels/*.tsv``), else ``qrels/*.parquet``; text forms win over parquet;
+* corpus: image files in ``corpus/`` named by corpus-id (or its stem); ids without a file are
+  "not in mirror";
+* ``visrag/PROVENANCE.jsonl`` gives ``origin.dataset`` and ``origin.revision`` (qrels file's
+  commit, else the queries file's); without it ``openbmb/VisRAG-Ret-Test-<Set>`` and
+  ``unknown`` (noted). A malformed line is an error (:func:`base.read_provenance`).
 
-Mirror layout this adapter reads, ``visrag/<Set>/`` per test set (``<Set>`` = ``ChartQA`` or
-``VisRAG-Ret-Test-ChartQA``, ...):
-
-* queries: ``queries.jsonl`` in BEIR form (``_id``, ``text``; ``answer``/``options``/
-  ``is_numerical`` either top level or under ``metadata``; the parquet column names
-  ``query-id``/``query`` are accepted too), else ``queries/*.parquet`` when pyarrow is
-  importable (pyarrow is not a dependency);
-* qrels: ``qrels/test.tsv`` (``query-id<TAB>corpus-id<TAB>score``, header optional; other
-  ``qrels/*.tsv`` when there is no test.tsv), else ``qrels/*.parquet`` with pyarrow. Text forms
-  win over parquet when both are present;
-* corpus: the images as files in ``corpus/``, named by corpus-id (exact file name, or file
-  stem when the id has no extension). The parquet corpus embeds image bytes that items could
-  not point at, so images must be exported as files; ids without a file are "not in mirror".
-* ``visrag/PROVENANCE.jsonl`` (``path`` relative to ``visrag/``, ``upstream_repo``,
-  ``commit``) gives ``origin.dataset`` and ``origin.revision`` (the qrels file's commit, else the
-  queries file's; ``base.annotation_revision``); without it the dataset is
-  ``openbmb/VisRAG-Ret-Test-<Set>`` and the revision ``unknown`` (noted). A malformed line is an
-  error naming it (``base.read_provenance``).
-
-Output: one holder per test set (``visrag/<set lowercased>``); items = every corpus image file
-(``source_id`` ``visrag:<set>/<file name>``, meta ``{width, height, sha256}``; non-gold images
-are the retrieval distractors); one record per query (``query_id``
-``visrag:<set>:<query-id>``), gold = every qrels row with score > 0, region ``{}`` (whole
-image). A query is not covered when it has no positive qrels or when any of its gold images is
-missing or unreadable (a partial gold set would misstate the evidence). Question and answer
-verbatim; ``answer_format`` from the answer's JSON type (``none`` when upstream has no
-answer); ``options`` / ``is_numerical`` go into ``origin.notes`` as JSON. Byte-identical images
-are not merged here (corpus ids are upstream identity); their count is noted.
-observed_at: synthetic timeline in hash order of the source ids, UTC. texts: none.
+Mapping: one holder per set (``visrag/<set lowercased>``); an item per corpus image file
+(``visrag:<set>/<file name>``, meta ``{width, height, sha256}``; byte-identical images are not
+merged, their count is noted); one record per query (``visrag:<set>:<query-id>``), gold every
+qrels row with score > 0, region ``{}``. A query with no positive qrels or a missing or
+unreadable gold image is not covered. Question and answer verbatim, ``answer_format`` from the
+answer's JSON type (``none`` without one), ``options`` / ``is_numerical`` into ``origin.notes``.
+observed_at: synthetic, hash order, UTC. No texts.
 """
 
 from __future__ import annotations
