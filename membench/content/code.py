@@ -1,31 +1,27 @@
 """Code items: line ranges of one file, extent ``{"path", "line_start", "line_end"}`` plus
 ``"symbol"`` when the range holds that symbol's definition line.
 
-Lines are counted as the item's ``meta.lines`` counts them (``\\n``-separated, 1-based, a last
-line without newline counts); files are read as UTF-8 with ``errors="replace"``. ``path`` is the
-item's ``meta.upstream_path`` (what the gold regions name).
+Start at :func:`chunk_code` and :func:`code_ranges`. Lines are counted as ``meta.lines`` counts
+them (``\\n``-separated, 1-based, a last line without newline counts), read as UTF-8 with
+``errors="replace"``; ``path`` is ``meta.upstream_path``. A file is cut at *cut lines*:
 
-A file is cut into consecutive segments at *cut lines*:
+* **python** (``code_python_ast``, :func:`python_cuts`): every function and class of the module
+  body and, recursively, of class bodies; a cut at each definition's first line (its first
+  decorator, or the comment lines right above it), symbol = the qualified name
+  (``Class.method``), and a cut after its last line (code between definitions has no symbol).
+  Functions nested in functions stay inside their parent.
+* **java, javascript, go, php, ruby** (and python that does not parse), ``code_other="defs"``
+  (:func:`pattern_cuts`): per-language patterns for definition lines; a cut at each (moved up
+  over the comment/annotation lines above it), symbol = the name, qualified by the enclosing
+  class/receiver where the pattern sees it; only definitions indented at most one level deeper
+  than the file's least indented function count.
+* no definition found, a language without patterns, or ``code_other="windows"``: windows of
+  ``code_window_lines`` lines every ``code_window_stride`` lines.
 
-* **python** (``code_python_ast``): ``ast`` gives every function and class of the module body
-  and, recursively, of class bodies (methods, nested classes); a cut at each definition's first
-  line (its first decorator, or the comment lines right above it) with symbol = the qualified
-  name (``Class.method``), and a cut after its last line (the code between definitions: imports,
-  constants, class attributes, without a symbol). Functions nested in functions stay inside
-  their parent.
-* **java, javascript, go, php, ruby** (and python that does not parse, e.g. Python 2):
-  ``code_other="defs"``: per-language patterns for definition lines (functions, methods,
-  classes/types); a cut at each (moved up over the comment/annotation lines right above it)
-  with symbol = the name (qualified by the enclosing class/receiver where the pattern sees it).
-  Only definitions indented at most one level deeper than the file's least indented function
-  count (so callbacks and nested helpers stay inside their parent).
-* a file where no definition is found, a language without patterns, or ``code_other="windows"``:
-  sliding windows of ``code_window_lines`` lines every ``code_window_stride`` lines.
-
-Segments of only blank lines are dropped; a segment longer than ``code_max_lines`` is split
-into equal consecutive parts (the symbol stays on the part that holds the definition line).
-Every non-blank line of the file is in some atom. Text: with ``code_path_header`` a first line
-with the upstream path, then the segment's lines.
+Segments of only blank lines are dropped; one longer than ``code_max_lines`` is split into equal
+parts (the symbol stays on the part holding the definition line). Every non-blank line is in
+some atom. Text: with ``code_path_header`` a first line with the upstream path, then the lines.
+Touches: reads the item's file under the corpus root.
 """
 
 from __future__ import annotations

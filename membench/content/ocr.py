@@ -1,41 +1,29 @@
-"""OCR for images and screenshots: one RapidOCR engine, results cached by image content.
+"""OCR for images and screenshots: one RapidOCR engine, results cached by image content
+(docs/speed.md, "OCR" and "OCR workers", says why these settings and what they cost).
 
-Engine: ``rapidocr_onnxruntime.RapidOCR`` (PP-OCRv4 detector and recognizer and the mobile
-angle classifier, which the wheel ships: no download), created lazily once per process with
-``text_score=0`` so that the cache keeps every recognized line; the confidence threshold is
-applied by the chunkers (``ChunkConfig.ocr_min_confidence``), so changing it needs no new OCR.
-``ChunkConfig.ocr_engine`` chooses what runs the models: ``onnxruntime`` (the default: the
-package as it comes) or ``openvino`` (the same pipeline, pre- and post-processing and models,
-each model's inference by OpenVINO in float32 through :class:`OpenVinoSession`, and the angle
-classifier off). Measured on real TabMWP and FinChart images (``bench/bench_ocr.py``; docs/runs.md,
-"OCR levers"), ``openvino`` takes about 0.6x the CPU time per image at the same share of table
-cells and chart values found. float32 is asked for explicitly: OpenVINO would pick bf16 on a
-CPU with AMX or AVX512-BF16, and the text would then depend on the machine.
+Start at :func:`ocr_image` / :func:`ocr_many`. Engine: ``rapidocr_onnxruntime.RapidOCR``
+(PP-OCRv4 models shipped in the wheel: no download), created lazily once per process with
+``text_score=0``, so the cache keeps every line and the chunkers apply
+``ChunkConfig.ocr_min_confidence``. ``ChunkConfig.ocr_engine``: ``openvino`` (the default: the
+same pipeline, each model run by OpenVINO in float32, so the text does not depend on the CPU,
+through :class:`OpenVinoSession`, the angle classifier off) or ``onnxruntime`` (as shipped).
+An image whose shorter side is under ``upscale_min_side`` px is upscaled (cubic) by ``min(4,
+upscale_min_side / shorter side, 2000 / longer side)`` (:func:`upscale_factor`), boxes mapped
+back to the image's pixels; ``max_side_len`` is 3200, so 2560 px screenshots are not
+shrunk (shrinking merges words); transparent images are composited on white.
 
-Preprocessing: an image whose shorter side is under ``upscale_min_side`` pixels is upscaled
-(cubic) by ``min(4, upscale_min_side / shorter side, 2000 / longer side)`` first; boxes are
-mapped back to the image's own pixel coordinates. Without it the recognizer drops the spaces
-between small words (TabMWP: "Numberofcoins" instead of "Number of coins"). The engine's
-``max_side_len`` is raised from 2000 to 3200 so 2560 px screenshots are not shrunk (shrinking
-merges words: "CellPhones&Accessories"). Transparent images are composited on white.
+Cache: ``cache_dir("ocr")/<sha[:2]>/<sha256 of the image bytes>-<key>.json``, ``key`` digesting
+the engine, its version and the preprocessing (:func:`engine_tag`): the image size, the scale,
+the seconds taken and the lines (4-point box, axis-aligned box, text, confidence) in reading
+order. A second run reads the JSON and never loads the engine.
 
-Cache: ``cache_dir("ocr")/<sha[:2]>/<sha256 of the image bytes>-<key>.json`` where ``key``
-digests the engine name, its version and the preprocessing (:func:`engine_tag`). The JSON holds
-the image size, the scale used, the seconds the OCR took, and the lines (4-point box, axis
-aligned box, text, confidence) in the engine's reading order. A second run reads the JSON and
-never loads the engine.
+``ocr_many(..., processes=N)`` runs the misses in N *spawned* workers (one inference thread,
+unpinned: :data:`OPENVINO_PIN`; replaced after :data:`WORKER_TASKS` images or pages), which
+write the cache the parent reads; a script asking for N > 1 needs the ``if __name__ ==
+"__main__":`` guard. Text can differ in rare borderline cases between thread counts
+(floating-point order); whichever ran first is what the cache keeps.
 
-Parallel: ``ocr_many(..., processes=N)`` runs the misses in N *spawned* worker processes (each
-with one inference thread, replaced after ``WORKER_TASKS`` images or pages so memory stays
-bounded: about 1.4 GB resident a worker at most on the dev mix); the workers write the cache and
-the parent reads it. OpenVINO is told not to pin the inference thread to a core
-(``OPENVINO_PIN``): pinned, every worker's thread went to CPU 0 and 2 workers OCR'd at the
-speed of one. Spawn re-imports the calling script, so a script that asks for processes > 1
-needs the usual ``if __name__ == "__main__":`` guard (notebooks and the CLI need nothing).
-With 2 workers on 2 cores throughput is about 2x that of one worker
-(``bench/bench_ocr_workers.py``).
-The recognized text can differ in rare borderline cases between thread counts (floating-point
-summation order); whichever ran first is what the cache keeps.
+Touches: reads image and PDF files; writes only ``cache_dir("ocr")``.
 """
 
 from __future__ import annotations

@@ -1,28 +1,24 @@
 """How long ``make``'s targets take: the figures measured on a quiet machine, scaled by the load
-now, plus the setup, and what the last ``make all`` on this machine took.
+now, plus the setup, and what the last ``make all`` on this machine took (docs/speed.md, "What
+`make` says it will take, and what it took", says how and why).
 
     python -m membench.core.estimate TARGET [--systems "bm25 dense hybrid"] [--timings FILE]
 
-``TARGET`` is ``all``, ``setup``, ``sets``, ``runs`` or ``reports``; it prints a few lines
-that start with three spaces (under the target's ``==`` line). ``test`` and ``test-fast``
-print what that target took when it was last measured (:func:`test_lines`: the record of
-``bench/bench_testsuite.py --save``, ``bench/results/testsuite.json``) and the load now.
-For ``all`` with ``--timings`` it also appends the ``start`` row (Unix time, 1-minute load
-average, CPUs) to the timings file, from which the step table at the end
+Start at :func:`main` and :func:`lines`. ``TARGET`` is ``all``, ``setup``, ``sets``, ``runs``
+or ``reports``; it prints a few lines that start with three spaces (under the target's ``==``
+line). ``test`` and ``test-fast`` print what that target took when last measured
+(:func:`test_lines`: ``bench/results/testsuite.json``, from ``bench/bench_testsuite.py
+--save``) and the load now. For ``all`` with ``--timings`` it also appends the ``start`` row
+(Unix time, 1-minute load average, CPUs) to the timings file, from which the step table
 (:mod:`membench.core.steptimes`) takes the wall time.
 
 The quiet figures (:data:`QUIET`) are the record of ``make bench-cold`` in
-``bench/results/mainjob.json`` (:func:`read_record`; docs/speed.md prints the same record), on
-a 2-core machine at a low load. On a shared machine
-a job gets a share of the CPUs, so it takes longer: :func:`slowdown` scales them by
-``1 + a x (load - 0.9) / CPUs``, with ``load`` the other work running when the job starts
-(:func:`load_now`: the runnable processes of ``/proc/stat``, else the 1-minute load average)
-(the other work) and ``a`` the least-squares fit to the measurements of the whole of ``make
-all`` there are (:data:`MEASURED`; about 0.84). Read the result as a rough guide: the load of a
-shared machine moves while a job runs. The cold figures apply when the
-derived-data cache (``$MEMBENCH_CACHE`` or ``~/.cache/membench``) is empty; the cache's
-presence is reported. When a finished ``make all`` left its timings under ``runs/timings``,
-its wall time and load are quoted too: a measurement of this machine.
+``bench/results/mainjob.json`` (:func:`read_record`), on a 2-core machine at a low load;
+:func:`slowdown` scales them by ``1 + a x (load - 0.9) / CPUs``, ``load`` the other work running
+now (:func:`load_now`: the runnable processes of ``/proc/stat``, else the 1-minute load
+average) and ``a`` the least-squares fit to the measured ``make all`` runs (:data:`MEASURED`).
+The cold figures apply when the derived-data cache is empty (its presence is reported); a
+finished ``make all``'s wall time and load under ``runs/timings`` are quoted too.
 
 Standard library only: it runs with the system's ``python3`` before the virtualenv exists.
 Touches: appends one line to ``--timings`` (``all`` only); reads the records, the cache

@@ -5,23 +5,18 @@ compute as an AVX2-only one.
     python -m membench.core.isa avx2 -- COMMAND ...  # COMMAND (and its children) on the AVX2 path
     python -m membench.core.isa avx2 --vendor amd -- COMMAND ...   # ... reported as an AMD CPU
 
-Why a switch of its own: the libraries membench runs choose their kernels from the CPUID
-instruction, each in its own way, and their own switches cover part of it only.
-``ONEDNN_MAX_CPU_ISA=AVX2`` caps oneDNN, but OpenVINO runs half of MiniLM's matrix products in
-MLAS, which no variable caps (measured: the MLAS nodes' time did not move), and with the cap on
-oneDNN alone OpenVINO's OCR models crashed (SIGSEGV); ONNX Runtime has no switch at all; MKL
-has its own (``MKL_ENABLE_INSTRUCTIONS``) and chooses by vendor besides. ``avx2`` therefore
-masks CPUID itself for the command's processes (:file:`membench/core/_cpuidmask.c`, through
+Start at :func:`isa_class` (what records and estimates read) and :func:`main`. ``avx2`` masks
+CPUID itself for the command's processes (:file:`membench/core/_cpuidmask.c`, through
 ``LD_PRELOAD``): every library sees an x86-64-v3 CPU (AVX2 and FMA, no AVX-512, VNNI, AMX,
-GFNI, VAES) and dispatches what it would run on one. The caps of oneDNN and OpenVINO are set
-as well, and glibc's own choice through ``GLIBC_TUNABLES``. The command's environment gets
-``MEMBENCH_ISA=avx2``, which records and estimates read (:func:`isa_class`).
+GFNI, VAES) and dispatches what it would run on one. The caps of oneDNN and OpenVINO are set as
+well, and glibc's own choice through ``GLIBC_TUNABLES``; the command's environment gets
+``MEMBENCH_ISA=avx2``. Why a mask and not the libraries' own switches: docs/speed.md (its
+opening).
 
-This is the instrument with which membench's speed and its figures are measured on the AVX2
-path (docs/speed.md); no default run loads it. It needs Linux on x86-64 with CPUID faulting
-(the ``cpuid_fault`` flag: Intel CPUs since Ivy Bridge, and KVM guests) and the compiled mask
-(built by ``pip install -e .``); without either it refuses rather than measure the native path
-under another name.
+The instrument with which membench's speed and figures are measured on the AVX2 path; no
+default run loads it. It needs Linux on x86-64 with CPUID faulting (``cpuid_fault``: Intel CPUs
+since Ivy Bridge, and KVM guests) and the compiled mask (built by ``pip install -e .``); without
+either it refuses rather than measure the native path under another name.
 
 Standard library only (:mod:`membench.core.estimate` uses :func:`isa_class` before the
 virtualenv exists). Touches nothing: it reads ``/proc/cpuinfo`` and starts the command.

@@ -1,34 +1,28 @@
-"""The network guard: count, and refuse, a system's network attempts while it ingests and answers.
+"""The network guard: count, and refuse, a system's network attempts while it ingests and answers
+(docs/runs.md, "Network", says why a run is offline and what the guard cannot see).
 
-membench runs offline: nothing may fetch a model, send telemetry or call a hosted API while a
-system is measured (a fetched model would also make the run depend on what a server returned
-that day). :class:`NetworkGuard` watches this process through a CPython audit hook
-(:func:`sys.addaudithook`, PEP 578), which sees every socket operation Python code makes, whatever
-library makes it and however it holds a reference to :mod:`socket`:
-
-* ``socket.getaddrinfo``, ``socket.gethostbyname``, ``socket.gethostbyname_ex``,
-  ``socket.gethostbyaddr``, ``socket.getnameinfo`` (name look-ups), and
-* ``socket.connect`` (also raised by ``connect_ex``), ``socket.sendto``, ``socket.sendmsg``
-  (connections and datagrams).
+Start at :class:`NetworkGuard`. It watches this process through a CPython audit hook
+(:func:`sys.addaudithook`, PEP 578) that sees every socket operation Python code makes, whatever
+library makes it: name look-ups (``socket.getaddrinfo``, ``gethostbyname``,
+``gethostbyname_ex``, ``gethostbyaddr``, ``getnameinfo``) and connections and datagrams
+(``socket.connect``, also raised by ``connect_ex``, ``sendto``, ``sendmsg``).
 
 Loopback (:func:`membench.core.listening.is_loopback`: 127.0.0.0/8, ``::1``, IPv4-mapped
-``::ffff:127.x.y.z``, ``localhost``), Unix-domain sockets and the hosts a system names
-in ``network_allow`` are never counted. Anything else is an **attempt**: it is recorded (event,
-host, port, the phase, and the top-level packages on the Python stack that made it, so a report
-can say "posthog tried to reach us.i.posthog.com:443") and, in ``"block"`` mode, refused by
-raising :class:`NetworkBlocked` (a :class:`ConnectionRefusedError`, so the library sees what it
-would see on a machine without a network, and its own error handling runs). ``"record"`` mode
-counts without refusing.
+``::ffff:127.x.y.z``, ``localhost``), Unix-domain sockets and the hosts a system names in
+``network_allow`` are never counted. Anything else is an **attempt**: recorded (event, host,
+port, phase, and the top-level packages on the Python stack that made it) and, in ``"block"``
+mode, refused by raising :class:`NetworkBlocked` (a :class:`ConnectionRefusedError`, what a
+library would see without a network); ``"record"`` mode counts without refusing.
 
 The hook is installed once per process and does nothing while no guard is active (audit hooks
-cannot be removed). It sees this process only: a child process (e.g. OCR workers) and native
-code that opens sockets without going through Python's socket module are not watched. For the
-native code membench is known to load, :func:`quiet_native_telemetry` sets the switches that
-keep it offline, before it loads: ONNX Runtime (the OCR engine of the content layer, and
-MemPalace's embedder) otherwise looks up ``mobile.events.data.microsoft.com`` from C++ for its
-telemetry and writes a device id under ``~/.cache/Microsoft``, which the hook cannot see (found
-by tracing the adapters' runs with strace: ``tests/test_systems_library.py`` does so whenever
-strace is installed).
+cannot be removed). It sees this process only: child processes and native code that opens
+sockets without Python's socket module are not watched. :func:`quiet_native_telemetry` sets,
+before it loads, the switches that keep the native code membench loads offline: ONNX Runtime
+(the OCR engine, MemPalace's embedder) otherwise looks up ``mobile.events.data.microsoft.com``
+from C++ and writes a device id under ``~/.cache/Microsoft``, unseen by the hook (found with
+strace, which ``tests/test_systems_library.py`` runs whenever it is installed).
+
+Touches: environment variables (:func:`quiet_native_telemetry`) and the process's audit hook.
 """
 
 from __future__ import annotations

@@ -1,53 +1,29 @@
-"""Progress of the long steps: a tqdm bar on a terminal, a plain line every few percent in a log
-(CI, ``make all > log``), nothing with ``--quiet``, and one summary line when a step ends.
+"""Progress of the long steps: a tqdm bar on a terminal, a line every few percent in a log, nothing
+with ``--quiet``, one summary line when a step ends (docs/speed.md, "What `make` says ...").
 
-A step is opened with :func:`step` and advanced as its items are done::
+Start at :func:`step`, advanced as its items are done::
 
     with progress.step("ocr", total=len(images), unit="image", cached=True) as s:
         s.advance(n_cached, cache_hit=True)      # items served from the cache
         for image in misses:
             ...
             s.advance()                          # one item done
-    # -> "[membench] ocr done: 662 images, 12 cache hits, 41.3 s"
 
-Modes (:func:`configure`):
+Modes (:func:`configure`): ``"bar"`` (tqdm, the summary line under it); ``"lines"`` (a start
+line, a line each time the done share crosses a multiple of ``every_percent``, 5, unless the
+last is under ``min_interval`` s old, 1, and the summary); ``"auto"`` (bar on a terminal, else
+lines); ``"quiet"`` (nothing printed, counts kept on the :class:`Step`). Default:
+``$MEMBENCH_PROGRESS``, else ``"quiet"``; the ``membench`` command configures ``"auto"`` unless
+``--quiet``. A heartbeat thread prints the outermost open step's state (or refreshes the bar)
+when no line of it or of a step inside it is ``heartbeat`` s old (20); :meth:`Step.note` says
+what it works on, and :func:`command` beats between steps.
 
-* ``"bar"``: a tqdm bar on the stream (the summary line is printed under it);
-* ``"lines"``: a start line, a line each time the done share crosses a multiple of
-  ``every_percent`` (5 by default) unless the last line is under ``min_interval`` seconds old
-  (1 by default: a fast step prints its start and summary only), and the summary line;
-* ``"auto"``: ``"bar"`` when the stream is a terminal, else ``"lines"``;
-* ``"quiet"``: nothing is printed (the counts are still kept on the :class:`Step`).
+Timings: when ``$MEMBENCH_TIMINGS`` names a file, each closed step appends ``{"kind": "step",
+"step", "depth", "seconds", "done", "cache_hits", "counters", "ok", "pid", "command", "t",
+"load"}``, each command ``{"kind": "command", "seconds", ...}`` (:mod:`membench.core.steptimes`).
 
-The default mode is ``$MEMBENCH_PROGRESS`` when set, else ``"quiet"``: a library call or a
-notebook kernel prints nothing unless asked. The ``membench`` command configures ``"auto"``
-unless ``--quiet`` is given.
-
-Heartbeat: while a step is open, a background thread checks every second whether the last
-line of the step *or of any step opened inside it* is older than ``heartbeat`` seconds (20 by
-default); if it is, the outermost open step prints its count, the elapsed time and what it is
-working on (:meth:`Step.note`), or, while steps opened inside it are running, what it waits
-for: each open sub-step's own count (``ingest (dense): 0/1590 items (0%), 26.0 min (waiting
-on: ocr 340/1111 images (31%); embed (while OCR runs) 8000/20089 texts (40%))``). So a log
-shows a line at least every ``heartbeat`` seconds even while one item takes minutes (one large
-PDF, one batch of embeddings, one source of the build), and a step that only waits on its
-sub-steps never sits at a silent 0%. In ``"bar"`` mode the bar is refreshed instead, with what
-it waits for as its postfix. A ``membench`` command (:func:`command`) also beats while no step
-is open (imports, reading files between steps): ``[membench] run --system dense: still
-working, 25.0 s (between steps)``.
-
-Timings: when ``$MEMBENCH_TIMINGS`` names a file, every step that closes appends one JSON line
-to it (``{"kind": "step", "step", "depth", "seconds", "done", "cache_hits", "counters", "ok",
-"pid", "command", "t", "load"}``; ``depth`` 0 for a step opened with no other step open in the
-process; ``t`` the wall-clock time it ended, Unix seconds; ``load`` the 1-minute load average
-then), and each ``membench`` command appends one ``{"kind": "command", "seconds", ...}`` line
-when it ends (:func:`command`), whatever the mode. ``make all`` sets it and prints the table of
-:mod:`membench.core.steptimes` at the end: what each step cost, and how much of it was
-first-time work (done minus cache hits).
-
-Touches: writes only to the configured stream (standard error by default) and the timings
-file; reads ``$MEMBENCH_PROGRESS`` and ``$MEMBENCH_TIMINGS``. Safe to advance from one thread
-while the heartbeat thread runs.
+Touches: writes only to the stream (standard error by default) and the timings file; reads the
+two variables. Safe to advance from one thread while the heartbeat thread runs.
 """
 
 from __future__ import annotations

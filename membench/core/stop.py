@@ -1,37 +1,28 @@
 """Clean stops: SIGINT and SIGTERM end a ``membench`` command within :data:`STOP_SECONDS`, with
 one status line on stderr and exit status 130, whatever the load and whatever the command is
-doing; what it wrote stays intact (a run resumes).
+doing; what it wrote stays intact (a run resumes). docs/robustness.md, "Clean stops", says why
+and what was measured.
 
-What a stop does (:func:`handling_stops`, around every command of :func:`membench.cli.main`):
+Start at :func:`handling_stops`, around every command of :func:`membench.cli.main`:
 
 1. Both signals get a handler that raises :class:`Stopped` (a ``KeyboardInterrupt``) in the
-   main thread, so the command unwinds as it does on Ctrl-C: ``finally`` blocks run, the run
-   directory's lock file is emptied and released, ``meta.json`` keeps ``status: running``, and
-   :func:`membench.cli.main` prints the one line and returns 130. The handler is installed
-   even when the signal was *ignored* when membench started: a background job of a
-   non-interactive shell (``make test &``, a CI step, ``nohup``-like wrappers) starts with
-   SIGINT ignored, and Python keeps an inherited "ignore", so ``kill -INT`` did nothing and a
-   run went on until its own end (how ``test_ctrl_c_is_one_line_status_130_and_resumable``
-   timed out 120 s after SIGINT on a loaded machine: the suite ran as such a job).
-2. A watchdog thread is woken by the signal itself: the C-level signal handler writes the
-   signal's number to a pipe (:func:`signal.set_wakeup_fd`), which the thread reads, so it
-   wakes even while the main thread sits in native code and Python's handler has not run yet.
-   If the command has not ended :data:`STOP_SECONDS` later (a library that swallows
-   ``KeyboardInterrupt``, native code that does not return, worker threads or processes that
-   do not end), it empties the lock files this process holds
-   (:func:`membench.core.lock.release_for_exit`), prints the status line (once) and ends the
-   process with ``os._exit(130)``. Every line already in ``run.jsonl`` was written and flushed
-   when its query was answered, so nothing is lost; a torn last line is cut on resume.
+   main thread, so ``finally`` blocks run, the run directory's lock file is emptied and
+   released and ``meta.json`` keeps ``status: running``; installed even when the signal was
+   *ignored* when membench started (a background job of a non-interactive shell).
+2. A watchdog thread, woken through :func:`signal.set_wakeup_fd` even while the main thread
+   sits in native code, ends the process :data:`STOP_SECONDS` after the signal if the command
+   has not ended: it empties the lock files this process holds
+   (:func:`membench.core.lock.release_for_exit`), prints the status line once and calls
+   ``os._exit(130)``.
 3. A second SIGINT or SIGTERM while stopping ends the process at once, the same way.
 
 ``MEMBENCH_STOP_DEBUG=1`` prints every thread's Python stack (:mod:`faulthandler`) before a
-forced end: what was still running :data:`STOP_SECONDS` after the signal.
+forced end. What it cannot do: native code that holds the GIL and never returns keeps both
+threads from running (only SIGKILL ends it; the run still resumes). A forked child does not
+inherit the watchdog's pipe (reset after fork). Outside the main thread of the main
+interpreter nothing is installed.
 
-What it cannot do: native code that holds Python's GIL and never returns keeps both the main
-thread and the watchdog from running (only SIGKILL ends it; the run still resumes). A child
-process forked by the command does not inherit the watchdog's pipe (it is reset after fork).
-Outside the main thread of the main interpreter (a command called from a worker thread),
-nothing is installed.
+Touches: signal handlers, one watchdog thread and pipe, stderr, this process's lock files.
 """
 
 from __future__ import annotations

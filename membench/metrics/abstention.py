@@ -1,71 +1,25 @@
 """Abstention read without a threshold, and at the false-recall gate (SPEC section 7: "also
-report abstention on answerable items").
+report abstention on answerable items"): ``abstention_auc`` and ``answerable_kept@fr0.10``
+with its ``random_committer`` (docs/runs.md, "Metrics", and docs/metrics.md, "The random
+committer", say how and why).
 
-A false-recall rate alone rewards silence: a system that always abstains has a false-recall
-rate of 0. These measures read the system's *abstention score*, the number its cartridge
-decision thresholds, over all of a slice's queries at once.
+The abstention score of a query (:func:`abstention_score`, from its run line): the
+``confidence`` the system reported (:attr:`membench.contract.protocol.Result.confidence`), else
+the score of its top-ranked hit, else ``-inf``. Queries are placed by the pair (cartridge
+non-empty, abstention score), compared lexicographically; equal pairs tie.
 
-**The abstention score of a query** (:func:`abstention_score`), read from its run line:
+Start at :class:`Ordering` (per query: score, kept, answerable, modality; callers hand it the
+answerable and the *audited* unanswerable items only, as ``false_recall_rate``):
+:meth:`Ordering.auc` (ROC AUC, answerable against unanswerable of the same modality, ties one
+half), :meth:`Ordering.kept_at` (the largest answerable share kept by a threshold at which at
+most the given share of unanswerable items is kept; a query is kept at ``t`` when its cartridge
+is non-empty and its score >= ``t``; a tie is never split), :meth:`Ordering.random_kept` (the
+exact expectation of the random committer), and :func:`entries`, which writes each figure with
+``n``, ``denominator`` and a 95% bootstrap interval (1,000 resamples of the slice's items,
+seeded as :mod:`.bootstrap`). A modality without unanswerable items makes both measures
+undefined (null) and its items do not count in ``n``.
 
-1. the ``confidence`` the system reported with its answer (the protocol's optional
-   :attr:`membench.contract.protocol.Result.confidence`: the score its own abstention decision
-   thresholds; the hybrid reports the dense cosine its cartridge gate reads), else
-2. the score of its top-ranked hit (what the reference systems' cartridge policy thresholds:
-   their cartridge is empty exactly when the top-1 score is below the modality's threshold),
-   else
-3. ``-inf`` (no hits, or no run line).
-
-**The order of the queries.** A query is placed by the pair (its cartridge is non-empty, its
-abstention score), compared lexicographically: every query the system answered comes above
-every query it abstained on, and within each group the score orders them; equal pairs tie. For
-a system whose cartridge is "the top-1 atom when its score clears a threshold" the pair orders
-exactly as the score alone; for one that abstains by another rule, its decisions come first.
-
-The unanswerable items of both measures are the audited ones (``ItemScores.audited``, as in
-``false_recall_rate``): the natives with an upstream tell are outside their denominators (SPEC
-section 5), so callers hand :class:`Ordering` the audited items only.
-
-* ``abstention_auc``: the ROC AUC of that order, answerable (positive) against unanswerable
-  items: the probability that an answerable item is placed above an unanswerable one, ties
-  counting one half (the Mann-Whitney statistic; equals ``sklearn.metrics.roc_auc_score`` on
-  the order's ranks, which ``tests/test_metrics_abstention.py`` checks). It needs no threshold.
-  0.5 is chance; a system that abstains on everything and reports no score has 0.5.
-* ``answerable_kept@fr0.10`` (the seed's false-recall gate read as an operating point): the
-  largest share of answerable items that keep a non-empty cartridge when the system abstains
-  on every query whose score is below some threshold ``t``, over every ``t`` for which the
-  unanswerable items that keep a non-empty cartridge are at most 0.10 of the unanswerable
-  items. A query is kept at ``t`` when its cartridge is non-empty **and** its score is
-  ``>= t``: raising the threshold can only add abstentions, never answer where the system
-  abstained, so a system that always abstains scores 0. Queries with equal scores are kept or
-  dropped together (no threshold splits a tie). ``t = -inf`` is the system's own operating
-  point, so a system whose own false-recall rate is within the gate scores at least its own
-  share of answerable items answered. "Keep nothing" (0) is always feasible.
-
-**Slices over several modalities** (``all``): each modality's scores are on their own scale
-and each has its own threshold, so the order is compared **within a modality**: the AUC is over
-the (answerable, unanswerable) pairs of the same modality, and the kept share pools each
-modality's best count (each held to the gate on its own, so the pooled false recall is within
-it too) over the answerable items of the modalities that have unanswerable items. A modality
-without unanswerable items (code) has no false recall to bound: both measures are undefined
-there (null, never a made-up value) and its items do not count in ``n``.
-
-**The random committer** (``random_committer`` beside the kept share in ``metrics.json``, and
-on the leaderboard): the kept share a committer with the same abstention reaches by chance. In
-each modality with P answerable and N unanswerable items it commits every query independently
-with probability c = the share of the P the system committed (its answerable commit rate), and
-orders its commits at random. With A = cP committed answerable items, U ~ Binomial(N, c)
-committed unanswerable ones and k = floor(0.10 N), the best feasible threshold keeps the
-answerable items above the (k + 1)-th committed unanswerable one, each of the U + 1 gaps equally
-likely: A (k + 1) / (U + 1), or all A when U <= k. Its expectation, A E[min(1, (k + 1) /
-(U + 1))], is exact (no draw); the modalities pool as the kept share does. A system that
-abstains on 89% of the answerable items reaches about 0.1 this way, whatever its scores.
-
-Each figure carries ``n`` (the items it is computed from: for the kept share the answerable
-items of modalities with unanswerable items, for the AUC the items of modalities with both
-kinds), ``denominator`` (the answerable items, resp. all items, of the slice) and a 95%
-percentile bootstrap interval: 1,000 resamples of the slice's items with replacement (numpy
-PCG64 seeded with ``(seed, crc32(key))`` as :mod:`.bootstrap`), the statistic recomputed on each
-as a weighted order; a resample in which it is undefined is left out of the percentiles.
+Touches nothing: numpy arrays in, numbers out.
 """
 
 from __future__ import annotations

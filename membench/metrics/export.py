@@ -1,30 +1,23 @@
 """``membench export RUN_DIR --out DIR``: a run in the files the field's tools read.
 
-Writes, for the queries the run is scored on (:class:`~membench.metrics.rundir.RunDir`, which
-refuses what metrics refuses), in the run's order (its ``run.jsonl`` lines):
+Start at :func:`export_run`. Writes, for the queries the run is scored on
+(:class:`~membench.metrics.rundir.RunDir`, which refuses what metrics refuses), in the run's
+order (its ``run.jsonl`` lines):
 
 * ``run.trec``: ``qid Q0 atom_id rank score membench``, each query's hits ranked by membench's
-  rule (:data:`membench.contract.protocol.TIE_BREAKING`, repeated atoms dropped); the score column
-  is **rank-derived** (``n + 1 - rank`` for n ranked atoms), so tools that break score ties by
-  document id and compare 32-bit floats (trec_eval, pytrec_eval) see membench's order; the
-  system's own scores stay in ``run.jsonl``;
+  rule (:data:`membench.contract.protocol.TIE_BREAKING`, repeated atoms dropped), the score
+  column **rank-derived** (``n + 1 - rank`` for n ranked atoms) so that tools which break score
+  ties by document id see membench's order (the system's own scores stay in ``run.jsonl``);
 * ``qrels.trec``: ``qid 0 atom_id grade`` for every atom of the run that hits a gold region of
-  an answerable query (:mod:`membench.metrics.atom_level`; graded where the judgment set is);
-  unanswerable queries have no line;
-* ``topics.jsonl``: the queries as a system sees them (:mod:`membench.sets.topics`: opaque
-  qid, question, scope, as_of; no gold, no answerability).
+  an answerable query (:mod:`membench.metrics.atom_level`); unanswerable queries have no line;
+* ``topics.jsonl``: the queries as a system sees them (:mod:`membench.sets.topics`).
 
 trec_eval-style tools on ``run.trec`` + ``qrels.trec`` give ``metrics.json["atom_level"]``
-exactly, once the per-query values are averaged over the run's answerable queries (a query
-with no relevant atom is absent from the qrels and counts 0; ``trec_eval -c`` with the full
-query list does the same). Writes only into ``out``, each file atomically and never through a
-symlink (:mod:`membench.core.atomic`).
-
-What it announces is what it wrote: the line counts returned (and printed by ``membench
-export``) are counted in the bytes written, and every line is checked to hold its six (run) or
-four (qrels) fields before anything is written. The atom and query ids a run directory holds
-are identifiers (:mod:`membench.core.ids`: no whitespace, no line break), checked when the run
-is read, so no id can add a line or a field.
+exactly, once averaged over the run's answerable queries (``trec_eval -c``). Writes only into
+``out``, each file atomically and never through a symlink (:mod:`membench.core.atomic`). The
+line counts returned are counted in the bytes written, every line is checked to hold its six
+(run) or four (qrels) fields first, and ids are identifiers (:mod:`membench.core.ids`), so no id
+can add a line or a field.
 """
 
 from __future__ import annotations

@@ -1,55 +1,28 @@
-"""The text membench reads for an atom extent or a gold region: the content, not the report.
+"""The text membench reads for an atom extent or a gold region: the content, never
+:attr:`membench.contract.protocol.Atom.text` (docs/metrics.md, "The text of an extent", says
+why and what a cold cache costs).
 
-The answer layer (:mod:`membench.metrics.answers`) and the context cost
-(:mod:`membench.metrics.context`) read what a place in a source item *holds*. They never read
-:attr:`membench.contract.protocol.Atom.text` (what a system says it indexed: a system could report
-the answer, or report nothing to look cheap). :class:`ExtentText` reads membench's own content
-layer (:mod:`membench.content`, the readers and caches the reference systems use, with the
-same :class:`~membench.content.ChunkConfig`), so an extent's text is what a reference atom
-of that extent holds:
+Start at :class:`ExtentText`: :meth:`~ExtentText.text` (what an atom hands over, counted by the
+context cost) and :meth:`~ExtentText.answer_text` (the same without what a model generated,
+:data:`GENERATED`: a conversation turn's image caption; read by the answer layer).
+:meth:`~ExtentText.available` says whether an item's text can be had without running OCR or a
+PDF's text extraction. Each extent is checked against its modality's atom-extent or gold-region
+shapes first (``ValueError``). The text per modality is a reference atom's
+(:mod:`membench.content`, same :class:`~membench.content.ChunkConfig`):
 
-=================  ========================================================================
-modality           the text of an extent or region
-=================  ========================================================================
-``pdf``            the page's text layer, else its OCR (the reference page atom's text:
-                   :func:`membench.content.pdf.chunk_pdf`); a ``block`` reads its whole
-                   page (membench has no block reader); a page past the PDF's end is ""
-``image``          the image's OCR text in reading order
-                   (:func:`~membench.content.image.chunk_image`)
-``ui_screenshot``  the OCR lines (above the confidence cut) whose boxes intersect the
-                   ``bbox`` with a positive area, in reading order
-``video``          the caption cues that overlap ``[t_start, t_end]`` for longer than 0 s (a
-                   cue of no length: when it lies inside), one a line: the reference caption
-                   windows' rule
-``code``           lines ``line_start..line_end``, or the one ``line``, as ``meta.lines``
-                   counts them; a ``symbol`` region: the lines of the reference chunker's
-                   ranges that declare that symbol
-                   (:func:`~membench.content.code.code_ranges`; of a definition longer
-                   than its cap, the part holding the definition line), "" when none does.
-                   The ``path`` is not read: the source id names the file
-``conversation``   the turns ``turn_start..turn_end`` (or the one ``turn``), one line each as
-                   ``speaker: text`` with any shared image's caption
-                   (:func:`~membench.content.conversation.turn_line`); the session date
-                   (``meta.date_time``) is the item's, not a turn's, and is not included
-=================  ========================================================================
+* ``pdf``: the page's text layer, else its OCR; a ``block`` reads its whole page; past the end "";
+* ``image``: its OCR text in reading order; ``ui_screenshot``: the OCR lines (above the
+  confidence cut) whose boxes meet the ``bbox`` with positive area, in reading order;
+* ``video``: the caption cues overlapping ``[t_start, t_end]`` for longer than 0 s (a cue of no
+  length: when inside), one a line;
+* ``code``: lines ``line_start..line_end`` or ``line`` (as ``meta.lines`` counts them); a
+  ``symbol``: the lines of the reference chunker's ranges that declare it
+  (:func:`~membench.content.code.code_ranges`), "" when none does; ``path`` is not read;
+* ``conversation``: turns ``turn_start..turn_end`` (or ``turn``) as ``speaker: text`` with any
+  shared image's caption (:func:`~membench.content.conversation.turn_line`); no session date.
 
-:meth:`ExtentText.answer_text` is the text an answer is looked for in: the same, without what
-a model generated about the content (:data:`GENERATED`, per modality: a conversation turn's
-image caption, written by a captioning model, not said by anyone). The context cost counts the
-whole :meth:`~ExtentText.text` (what an atom hands over); the answer layer reads the answer
-text, so a generated phrase never makes an item answer-bearing or an atom answer it.
-
-Every extent is checked against its modality's atom-extent *or* gold-region shapes first (a
-``ValueError`` names the shape it lacks). An item is read once per :class:`ExtentText` (its
-pages, OCR lines, cues, lines or turns are kept in the object).
-
-Cost: OCR results and PDF text layers come from the content cache (``cache_dir("ocr")``,
-``cache_dir("pdftext")``), filled by any reference run on the same machine. When the cache is
-cold, the first text of an image, a screenshot or a PDF with image-only pages runs the OCR
-engine (seconds per image or page, on one CPU; a PDF's first text reads all its pages, as the
-reference chunker does) and fills the cache; :meth:`ExtentText.available` says beforehand
-whether an item's text can be had without running OCR or a PDF's text extraction (the
-scorer reads only what is available: :mod:`membench.metrics.answer_layer`).
+Reads the item files under the corpus and the content cache (``cache_dir("ocr")``,
+``cache_dir("pdftext")``); a cold cache runs OCR and fills it. Each item is read once per object.
 """
 
 from __future__ import annotations

@@ -1,32 +1,25 @@
 """Ranked-list measures: recall@k, MRR, nDCG@k (SPEC section 7) and the tie-breaking rule.
 
-Everything here works on :class:`FirstHits`, a compact description of a set of queries:
-for each gold region that is hit at all, the (1-based) rank of the *first* atom hitting it.
-The JSONL path (:mod:`membench.metrics.score`) builds it by resolving regions against atoms;
-the TREC path (:mod:`membench.trec.evaluate`) builds it from qrels (one relevant document =
-one gold region). The formulas below are then shared:
+Everything here works on :class:`FirstHits`, a compact description of a set of queries: for
+each gold region that is hit at all, the (1-based) rank of the *first* atom hitting it. The
+JSONL path (:mod:`membench.metrics.score`) builds it by resolving regions against atoms; the
+TREC path (:mod:`membench.trec.evaluate`) builds it from qrels (one relevant document = one gold
+region). The shared formulas:
 
-* ``recall@k``  = |{regions with first rank <= k}| / |gold|
-* ``MRR``       = 1 / (smallest first rank), 0 when no region is hit
-* ``nDCG@k``    = DCG / IDCG with *binary* gain 1 at every rank whose atom hits at least
-  one region not hit by an earlier atom, i.e. at every *distinct* first rank; ``DCG = sum
-  gain / log2(rank + 1)`` over ranks <= k and ``IDCG = sum_{i=1..min(|gold|, k)} 1 /
-  log2(i + 1)``. Consequence (documented, intended by the definition): one atom that covers
-  two gold regions earns one gain, so nDCG is 1 only when every gold region is hit by its own
-  atom in the top ranks. Graded gold (``grade``) is not used here: gains are binary.
-* ``graded nDCG@k`` (``ndcg_graded@k``) = the same with *graded* gains: at every distinct
-  first rank <= k the gain is the largest ``gain(grade)`` among the regions first hit there,
-  ``gain(grade) = 2**grade - 1`` (Burges et al. 2005, and CodeSearchNet's own
-  ``relevanceeval.py``), ``gain = 1`` for an ungraded region (so without grades it equals
-  nDCG@k); IDCG@k sums the ``min(|gold|, k)`` largest region gains, sorted descending, with
-  the same discounts. A region of grade 0 counts in recall but adds no gain.
-  Likewise recall@10 of an item with more than 10 gold regions, each needing its own atom,
-  is below 1 even for a perfect ranking (as in trec_eval).
+* ``recall@k``  = |{regions with first rank <= k}| / |gold| (below 1 for a perfect ranking of
+  an item with more than k gold regions, as in trec_eval);
+* ``MRR``       = 1 / (smallest first rank), 0 when no region is hit;
+* ``nDCG@k``    = DCG / IDCG with *binary* gain 1 at every *distinct* first rank (one atom
+  that covers two gold regions earns one gain); ``DCG = sum gain / log2(rank + 1)`` over
+  ranks <= k and ``IDCG = sum_{i=1..min(|gold|, k)} 1 / log2(i + 1)``;
+* ``ndcg_graded@k`` = the same with gain the largest ``2**grade - 1`` among the regions first
+  hit at a rank (1 for an ungraded region; a region of grade 0 counts in recall, adds no gain);
+  IDCG@k sums the ``min(|gold|, k)`` largest region gains, sorted descending.
 
 Queries with no gold (``n_gold == 0``) get NaN: they are outside these measures' denominator.
-
-Tie-breaking is the run protocol's (:data:`membench.contract.protocol.TIE_BREAKING`,
-:func:`~membench.contract.protocol.order_hits`): ranks come already ordered by it.
+Ranks come already ordered by the run protocol's tie-breaking
+(:data:`membench.contract.protocol.TIE_BREAKING`, :func:`~membench.contract.protocol.order_hits`).
+Touches nothing: arrays in, arrays out. docs/runs.md, "Metrics", gives the sources and why.
 """
 
 from __future__ import annotations

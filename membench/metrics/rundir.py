@@ -1,38 +1,27 @@
 """A run directory, read one way: :class:`RunDir` (load, resolve its sets, check, score).
 
 ``membench run`` and ``membench import-run`` write RUN_DIR (``docs/runs.md``): ``meta.json``,
-``atoms.jsonl``, ``run.jsonl``, and ``metrics`` adds ``metrics.json``. Every reader (metrics,
-calibrate, slices, compare, the failure browser, report provenance) opens it through
-:meth:`RunDir.open`, so they agree on:
+``atoms.jsonl``, ``run.jsonl``, and ``metrics`` adds ``metrics.json``. Start at
+:meth:`RunDir.open`: every reader (metrics, calibrate, slices, compare, the failure browser,
+report provenance) opens a run through it, so they agree on
 
-* **which sets** it is scored against, one rule: the ``sets_dir`` a caller passes (``--sets``),
-  else the ``sets_dir`` meta.json records (relative paths are taken from the run directory);
-  no silent fallback to ``bench/sets``: a run without either is an error (RUN_META), and a
-  folder that is gone is an error naming where the path came from (MISSING_FILE);
-* **which records** it is about: :func:`membench.sets.select.select_records` with the run's
-  split, modalities, ``limit`` and ``sample_seed`` from meta.json, which must give as many records as the run
-  was asked (``queries``), else the sets changed since the run (RUN_META);
+* **which sets**: the ``sets_dir`` a caller passes, else the one meta.json records (relative to
+  the run directory); no fallback to ``bench/sets`` (RUN_META), a folder that is gone is
+  MISSING_FILE naming where the path came from;
+* **which records**: :func:`membench.sets.select.select_records` with meta.json's split,
+  modalities, ``limit`` and ``sample_seed``; a count other than ``queries`` is RUN_META;
 * **what each item scored**: :meth:`RunDir.scores` (:func:`membench.metrics.score.score_items`,
-  computed once and cached), which metrics aggregate, slices tabulate and the browser filters;
-* **what it refuses** (one located line, exit 2 at the command line), for every reader at once:
+  computed once and cached);
+* **what it refuses** (one located line, exit 2 at the command line): ``TEST_SPLIT`` unless
+  ``final=True`` (then appended to ``bench/test_access.jsonl``); ``INCOMPLETE_RUN`` (status not
+  ``complete``, or an evaluated query without a line) unless ``partial=True``, which scores the
+  answered queries only (a missing line is never an abstention) and marks it PARTIAL;
+  ``SET_DRIFT`` (a set file's sha256 differs from meta.json's); ``ATOM_CAP`` and the other atom
+  rules (:func:`membench.metrics.resolve.build_atom_table`). A run whose system saw the gold
+  (``sees_gold``) is read and marked "not a valid submission" (:attr:`RunDir.submission`).
 
-  - ``TEST_SPLIT``: a test-split run, unless opened with ``final=True`` (``--final``); such a
-    read is appended to ``bench/test_access.jsonl`` like a final run;
-  - ``INCOMPLETE_RUN``: a run whose meta.json status is not ``complete`` (an interrupted run,
-    or an import of part of the split, ``partial``), or one in which an evaluated query has no
-    line; with ``partial=True`` (``--partial``) it
-    is scored on the queries it answered only (a missing line is never an abstention) and
-    marked PARTIAL everywhere (:attr:`RunDir.submission`);
-  - ``SET_DRIFT``: a set file whose sha256 differs from the one meta.json recorded;
-  - ``ATOM_CAP`` (and the other atom rules): an atom whose extent is outside its modality's
-    shape, cap or its item's bounds, re-checked against the item by
-    :func:`membench.metrics.resolve.build_atom_table`.
-
-  A run whose system saw the gold (a registered test double, meta.json ``sees_gold``) is read,
-  and marked "not a valid submission" (:attr:`RunDir.submission`).
-
-Paths given by a user or a notebook parameter are resolved by
-:func:`membench.core.paths.resolve_user_path` (as given, else from the repository root).
+Reads the run directory and its sets; writes only ``bench/test_access.jsonl`` (a final read)
+and the score cache. User paths go through :func:`membench.core.paths.resolve_user_path`.
 """
 
 from __future__ import annotations

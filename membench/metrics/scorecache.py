@@ -1,36 +1,22 @@
-"""A run's per-item scores and its ``metrics.json`` object by the content of their inputs, under
-``cache_dir("scores")``.
+"""A run's per-item scores and its ``metrics.json`` object stored by the content of their inputs,
+under ``cache_dir("scores")`` (docs/speed.md, "The same lines are scored once", says why and
+what it saves).
 
-:meth:`membench.metrics.rundir.RunDir.scores` is a pure function of the bytes of the run's
-``run.jsonl`` and ``atoms.jsonl``, of the set files, of the selection meta.json records (split,
-modalities, limit, the number of queries asked), of whether the run is read ``partial``, and of
-the code, and of the corpus the answer layer reads (its path only: the corpus files and the
-OCR cache are not hashed, so scores stored while some items' OCR was not cached keep those
-items unread, as ``metrics.json["answer_context"]`` says, until the cache is cleared or
-``MEMBENCH_SCORE_CACHE=0``). ``make all`` scores each run seven times (the run's ``--metrics``, ``membench
-leaderboard``, the report's summary, pages 02, 03 and 04, the comparison), each time reading
-20,000 atoms and a million hits again. :func:`scores` keys a result by all of the above (every
-file by its sha256, the code by the sha256 of the membench package's Python source, numpy's
-version) and stores it once computed; the next reader of the very same inputs loads it. The
-refusals come first either way: :meth:`RunDir.open` (test split, incomplete run, drifted sets)
-runs before, and a scoring that raises (an atom past its cap, a line for an unknown query, a
-missing line) stores nothing, so the same bytes raise again. :func:`metrics` does the same for
-the aggregate (the bootstrap), keyed by the scores' key, the seed and the number of resamples.
+Start at :func:`scores` (what :meth:`membench.metrics.rundir.RunDir.scores` computes, keyed by
+the sha256 of ``run.jsonl`` with each latency blanked (:func:`lines_without_latency`; a line
+not in the canonical form keys the whole file), of ``atoms.jsonl`` and of every set file, the
+selection meta.json records (split, modalities, limit, queries asked), ``partial``, the corpus
+path (its files and the OCR cache are not hashed), the sha256 of the membench package's Python
+source and numpy's version) and :func:`metrics` (the aggregate, keyed by the scores' key, the
+digest of the run's latencies, the seed and the number of resamples). A stored result read back
+gets this run's latencies, by query id. A hit equals a fresh computation to the bit
+(``tests/test_scorecache.py``).
 
-A run's per-query latency is not part of the key: every run line's ``latency_ms`` differs from
-one run to the next while everything scored from the line does not, so the run.jsonl digest is
-taken over its bytes with each latency value blanked (:func:`lines_without_latency`; lines not
-in the canonical form ``..."latency_ms":X,"query_id":"..."}`` fall back to the whole file's
-digest), and a stored result read back gets this run's latencies (the lines' own, by query
-id). The aggregate's key adds the digest of those latencies, so a latency figure is never an
-earlier run's. A warm ``make all`` re-runs every system with the same lines: each is scored
-from the store.
-
-Stored as ``<key>.npz`` (numpy arrays, the string lists as JSON; read with
-``allow_pickle=False``, so nothing in the cache is executed) and ``<key>.metrics-<seed>-<n>.json``,
-each written whole (temporary file, then rename). A hit equals a fresh computation to the bit
-(``tests/test_scorecache.py``). A file that cannot be read, or does not fit, is computed again;
-a cache folder that cannot be written only costs time. ``MEMBENCH_SCORE_CACHE=0`` turns it off.
+Refusals come first: :meth:`RunDir.open` runs before, and a scoring that raises stores nothing.
+Stored as ``<key>.npz`` (read with ``allow_pickle=False``: nothing in the cache is executed) and
+``<key>.metrics-<seed>-<n>.json``, each written whole (temporary file, then rename); a file that
+cannot be read or does not fit is computed again, a folder that cannot be written only costs
+time. ``MEMBENCH_SCORE_CACHE=0`` turns it off.
 
 Touches: ``cache_dir("scores")`` only; reads the run's files and the sets.
 """

@@ -1,54 +1,29 @@
-"""``membench import-run``: score a system that is not written in Python.
+"""``membench import-run``: score a system that is not written in Python, from two files and no
+code (docs/runs.md, "Run directory", says what an import covers and refuses, and why).
 
-An external system hands in two files and no code:
+Start at :func:`import_trec`. Its inputs:
 
-* an **atoms file** (JSON lines, the RUN_DIR ``atoms.jsonl`` contract: ``atom_id, source_id,
-  modality, holder, observed_at, extent``), checked against the split's items and the extent
-  caps exactly as the runner checks a Python system's atoms;
-* a **TREC run** (``qid Q0 atom_id rank score tag``), ranked by membench's tie-breaking rule
-  (score descending, then the rank column, then line order; see
-  :data:`membench.contract.protocol.TIE_BREAKING`), at most 1000 hits per query kept. Its qids are
-  the opaque ones of ``membench topics`` (:func:`membench.sets.topics.topic_id`) or the sets'
-  query ids; a cartridge file may use either too.
+* an **atoms file** (the RUN_DIR ``atoms.jsonl`` contract: ``atom_id, source_id, modality,
+  holder, observed_at, extent``; :func:`read_import_atoms`), checked against the split's items
+  and the extent caps as the runner checks a Python system's atoms;
+* a **TREC run** (``qid Q0 atom_id rank score tag``; :func:`read_trec_lines`), ranked by
+  :data:`membench.contract.protocol.TIE_BREAKING`, at most 1000 hits per query kept; qids are
+  the opaque ones of ``membench topics`` or the sets' query ids;
+* cartridges from ``--cartridge FILE`` (``{query_id, cartridge, confidence?}`` lines, each query
+  at most once: :func:`read_cartridges`) or ``--cartridge-top K`` (K >= 1,
+  :func:`check_cartridge_top`); there is no default.
 
-Its cartridges come from either ``--cartridge FILE`` (JSON lines ``{query_id, cartridge: [...]}``,
-each with an optional ``confidence``: the score the system's abstention decision thresholds,
-read by the abstention measures instead of the top-1 score) or an explicit ``--cartridge-top K`` policy (the top K hits, recorded in meta.json); there is no
-default, because an empty cartridge would score a perfect false-recall rate by abstaining
-everywhere; ``K`` is at least 1 (``0`` would be that empty policy), and a query named twice in a
-cartridge file is an error, not "the last one wins". Latency is not measured for imported runs
-(``latency_ms`` is null and the latency metrics show n = 0).
+A file must cover the whole split, the part ``modalities`` / ``limit`` name, or be imported
+``partial``; an atom twice for one query is refused naming both lines. ``identity`` is
+``imported`` (the files' sha256), the ``card`` only a card file given
+(:func:`membench.systems.cards.read_card`), never one of membench's registry names.
+Latency is not measured (``latency_ms`` null). The sets are checked first
+(:func:`membench.run.split.check_sets_before_run`); inputs are bounded
+(:mod:`membench.core.bounds`: ``import_atom_bytes``, ``import_atoms``, ``import_query_lines``).
 
-**What it covers.** An import scores the queries its files answer and never invents an answer
-for the others: a query is covered when the TREC file has a line for it or the cartridge file
-names it (a query the system answered with no hits needs its cartridge line, possibly
-``[]``). A file that covers only part of the split is refused, with how many queries are
-missing and three of them, unless the part is named: ``modalities`` and ``limit`` select the
-queries as ``membench run`` and ``membench topics`` do (the file must then cover exactly those),
-or ``partial`` writes lines for the covered queries only (meta.json ``status: partial``: every
-reader refuses it unless read with ``--partial``, and then marks it PARTIAL everywhere). A qid
-of the split outside the named part is refused too.
-
-**What it is.** meta.json's ``identity`` says ``imported`` (with the files' sha256); its
-``card`` is the one given with ``card`` (a card file, :func:`membench.systems.cards.read_card`),
-never looked up by the name (docs/cards.md), and a card named like one of membench's own
-registry is refused.
-
-The sets are checked first, as ``membench run`` checks them (every hard rule of ``validate``,
-with the corpus and the lock when given: :func:`membench.run.runner.check_sets_before_run`),
-so a run is never scored against sets ``validate`` refuses. The system's name is an
-identifier (:mod:`membench.core.ids`), and an atom listed twice for one query (in the TREC
-file or in a cartridge) is refused, naming the query, the atom and both ranks (lines).
-
-Its files are bounded (:mod:`membench.core.bounds`): the atoms file's bytes
-(``import_atom_bytes``) and atoms (``import_atoms``), the TREC lines of one query
-(``import_query_lines``); past one, a located TOO_LARGE line.
-
-Every input is read and checked before RUN_DIR is touched. An existing run there (any of
-``meta.json``, ``atoms.jsonl``, ``run.jsonl``, ``metrics.json``) is refused unless ``force``;
-the import holds RUN_DIR's lock (:func:`membench.core.lock.run_dir_lock`) while it writes, and
-writes every file atomically: ``meta.json`` first says ``status: importing``, a stale
-``metrics.json`` is removed, then the atoms, the run lines and the final ``meta.json``.
+Touches RUN_DIR only after every input is read and checked: an existing run there is refused
+unless ``force``; under RUN_DIR's lock it writes each file atomically: ``meta.json`` with
+``status: importing``, removes a stale ``metrics.json``, then atoms, run lines, final meta.json.
 """
 
 from __future__ import annotations

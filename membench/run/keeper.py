@@ -1,39 +1,27 @@
-"""The run's keeper: the one process that holds the sets' records while a system runs.
+"""The run's keeper: the one process that holds the sets' records while a system runs (docs/runs.md,
+"The protocol", says why the system's process never holds them).
 
-A system that runs in membench's process can walk the Python stack, ``gc.get_objects()``,
-module globals or the runner's objects. So ``membench run`` keeps nothing there that it could
-score from: the annotation records (gold, answers, answerability, origins, and the sets' query
-ids, which give derived unanswerables away: ``...~temporal``) are read by a second process,
-``python -m membench.run.keeper``, started by :class:`Keeper` before the system runs. The
-process that runs the system gets only
-
-* the **topics** of the selection (:class:`membench.sets.topics.Topic`: opaque ``qid``,
-  question, scope, as_of; what ``membench topics`` writes), in presentation order;
-* the positions of the items it ingests in ``items.jsonl`` (which it reads itself: items are
-  what a system is given anyway);
-* the selection's size and modalities, and, for a resumed run, the qids answered before.
-
-The keeper checks the sets (every hard rule, :func:`membench.run.split.check_sets_before_run`)
-and selects the split (:func:`membench.run.split.select_split`), so validation, which reads
-gold too, happens there as well. It writes ``run.jsonl``: the runner hands it each answer's
-line as it is answered, with the topic's qid where the line's ``query_id`` goes (the last key
-of a canonical line), and the keeper writes the line with the sets' query id, flushed, fsync'd
-by :func:`membench.run.lines.fsync_if_due`. It also checks each line's scope (atoms of another
-holder, atoms observed after as_of: :func:`_scope_of`) against the atoms the run recorded, for
-the one line ``membench run`` ends with.
+Start at :class:`Keeper`, which the runner starts before the system runs as ``python -m
+membench.run.keeper``. The keeper reads the annotation records (gold, answers, answerability,
+origins, the sets' query ids), checks the sets (:func:`membench.run.split.check_sets_before_run`)
+and selects the split (:func:`membench.run.split.select_split`). It hands back only the topics
+of the selection (:class:`membench.sets.topics.Topic`) in presentation order, the positions of
+the items to ingest in ``items.jsonl``, the selection's size and modalities, and for a resumed
+run the qids answered before. It writes ``run.jsonl``: each line as the runner hands it over,
+with the sets' query id in place of the topic's qid (the last key of a canonical line), flushed
+and fsync'd (:func:`membench.run.lines.fsync_if_due`); and it checks each line's scope against
+the run's atoms (:func:`_scope_of`) for the one line ``membench run`` ends with.
 
 Protocol (pipes; one JSON object per line each way): the parent writes control lines
 ``{"op": ...}`` (``open``, ``done``, ``atoms``, ``write``, ``finish``), each answered by one
-line (``{"ok": true, ...}`` or ``{"error": {...}}``, the error rebuilt in the parent as the same
+line (``{"ok": true, ...}`` or ``{"error": {...}}``, rebuilt in the parent as the same
 :class:`InputError`, :class:`MembenchError` or :class:`OSError`), and between ``write`` and
-``finish`` the run lines themselves, unanswered (a canonical line starts with
-``{"cartridge"``, a control line with ``{"op"``). The keeper ignores SIGINT (Ctrl-C reaches the
-parent, which closes the pipe); at the end of its input it writes out every line it received,
-fsyncs and exits, so a parent that dies loses no line it had handed over. A keeper that dies
-(out of memory, killed) makes the parent's next write fail, and the parent reports why.
+``finish`` the run lines themselves, unanswered (a canonical line starts with ``{"cartridge"``,
+a control line with ``{"op"``). The keeper ignores SIGINT; at the end of its input it writes out
+every line it received, fsyncs and exits. A keeper that dies makes the parent's next write fail,
+and the parent reports why. The test doubles that need gold get it from the runner instead.
 
-The registered test doubles that need gold (oracle, leaky) get it as before, from the runner,
-in the run's own process: their runs are marked ``sees_gold``.
+Touches: reads the sets; writes only RUN_DIR's ``run.jsonl``.
 """
 
 from __future__ import annotations

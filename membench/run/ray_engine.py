@@ -1,66 +1,22 @@
-"""``membench run --engine ray``: one run spread over Ray workers, with the local runner's files.
+"""``membench run --engine ray``: one run spread over Ray workers, with the local runner's files
+(docs/ray.md says how the work is spread, why the cluster is loopback-only and what was measured).
 
-The run directory, its rules and its checks are the local engine's (:mod:`membench.run.runner`,
-whose functions this module calls): the same pre-flight checks (split, ``--final``, limit,
-modalities, the sets against every hard rule and the lock), RUN_DIR's lock held by the driver for
-the whole run, the same ``meta.json`` (plus ``engine``: what ran it), the same ``atoms.jsonl``
-byte for byte, and the same ``run.jsonl`` lines in the same order (``latency_ms`` aside, which
-is measured around each ``query`` call inside the worker, as the local engine measures it).
+Start at :func:`run_system_ray`: the local engine's checks, lock and files
+(:mod:`membench.run.runner`; ``meta.json`` adds ``engine``; the same lines, ``latency_ms`` aside),
+written by the run's keeper process (:mod:`membench.run.keeper`). The split's holders are dealt into shards
+(:func:`shard_holders`), one :class:`ShardWorker` actor each (its ``config()`` equal to the
+driver's); for the reference systems, PDF text, OCR and missing embeddings are computed first as
+Ray tasks (:func:`extract_content`) into the content cache, which the shards read; queries go
+out in windows of presentation order. A dead worker is replaced (its atoms must equal the first
+ones; at most ``max_restarts`` per shard) and its unanswered queries asked again; a dead driver
+leaves RUN_DIR resumable by either engine. The driver and the workers hold topics, never the
+sets' records.
 
-How the work is spread:
-
-1. **Shards.** The split's holders are dealt into ``workers`` shards (largest first, each to
-   the least loaded shard, by items + queries), so a holder's items and queries always meet in
-   one worker. Each shard is one Ray actor that builds the system (``make_system(name,
-   config)``, its ``config()`` checked equal to the driver's), ingests the shard's items and
-   answers the shard's queries. The reference systems keep one BM25 index and one dense block
-   per holder, so a holder's results do not depend on which other holders share its process:
-   the lines equal the single-process run's.
-2. **Content extraction as Ray tasks** (reference systems only, whose chunker is
-   :func:`membench.content.chunk`), before the shards ingest: PDF text and OCR of the
-   split's PDF, image and screenshot items in batches of items, then, for dense and hybrid,
-   the embeddings of the atom texts the cache lacks, cut into the very chunks the local engine
-   would embed (same texts, same order, same ``chunk_size``), so they are the same floats.
-   Everything goes to the content cache (:func:`membench.core.paths.cache_dir`), which the
-   shards then read: on one machine that is the driver's cache; on a cluster it must be a
-   folder every node mounts at the same path (docs/ray.md).
-3. **Queries** go out in windows of presentation order (``window`` queries at a time, two
-   windows in flight); each window is written in presentation order once its answers are in,
-   handed line by line to the run's keeper process (:mod:`membench.run.keeper`), which
-   writes each with its query id, flushed, fsynced every ``lines.FSYNC_SECONDS``, exactly
-   as for the local loop. The driver and the workers hold topics (opaque qid, question,
-   scope, as_of), never the sets' records.
-
-Failures. A worker that dies (killed, out of memory, node lost) is replaced: a new actor
-re-ingests that shard (its atoms must equal the first ones, else the system is not
-deterministic and the run stops), and the queries it had not answered are asked again; at most
-``max_restarts`` times per shard. A driver that dies (or is interrupted) leaves RUN_DIR as the
-local engine would, and re-running the same command (with either engine) resumes it: the atoms
-are checked, a torn last line is cut, only unanswered queries are asked.
-
-The local cluster (no ``address``): ``ray.init`` with ``num_cpus = workers``, no dashboard,
-its session files in a fresh temporary folder removed afterwards, and ``ray.shutdown()`` in a
-``finally``. **Loopback only**: ``ray.init(_node_ip_address="127.0.0.1")`` alone is not
-enough (Ray replaces a loopback node address with the machine's LAN address, and its gRPC
-servers bind the wildcard address), so the cluster is started the way Ray starts one where it
-does not support clusters (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``): the node address is
-127.0.0.1 and every process (GCS, raylet and its object manager, the dashboard's agent, the
-runtime-env agent, every worker, the driver's own core worker) binds it. Then membench lists
-what the cluster's processes listen on (:mod:`membench.core.listening`) and refuses to go on
-if anything is not loopback (a Ray version that binds otherwise), once the cluster is up and
-again once the shard workers are. **Nothing outlives the driver**: a reaper process
-(:mod:`membench.run.ray_reaper`) holds a pipe from the driver and, when it closes (the run
-ended, or the driver was killed and no ``finally`` ran), kills every process that names the
-cluster's folder and removes the folder. Its helper processes are started with
-``rfc3987_syntax`` left out of their imports (it is what makes ``import ray`` slow here: 2.2 of
-3.0 CPU seconds, through jsonschema's optional IRI check, which Ray never uses), because the
-raylet aborts when its agent takes more than 15 s to start, which it did on a loaded 2-core
-machine.
-
-An existing cluster (``address``): joined and left as it was. Before ``ray.init``, the
-address must answer within ``connect_timeout`` seconds (bound ``ray_connect_seconds``,
-default 30): a TCP connection, then Ray's own GCS client (``InnerGcsClient``); an address
-that does not is one line naming it (Ray's own retries waited 828 s for one).
+:func:`cluster` starts a local cluster (``num_cpus = workers``, no dashboard, session files in a
+fresh temporary folder, removed) bound to 127.0.0.1 only, checked with :func:`check_loopback`,
+with a reaper (:mod:`membench.run.ray_reaper`) so nothing outlives the driver; or joins
+``address`` after :func:`probe_address` (``connect_timeout``, bound ``ray_connect_seconds``).
+Touches: RUN_DIR, the content cache, the local cluster's temporary folder, its processes.
 
 Why one file: the driver, its cluster (start, loopback check, the reaper's hand-off, the kill
 at the end) and the shard workers are one protocol whose promises (each line written exactly

@@ -1,56 +1,28 @@
-"""``membench run``: one system over one split, written so that nothing is lost when it dies.
+"""``membench run``: one system over one split, written so that nothing is lost when it dies
+(docs/runs.md, "Run directory", says what each file holds and why).
 
-RUN_DIR holds
+Start at :func:`run_system`. It writes RUN_DIR: ``meta.json`` (what ran, its card, sets and
+code, ``status`` ``running`` until the last query is written, ``scope``, ``network``,
+``truncation``, ``run_jsonl_sha256``), ``atoms.jsonl`` (every atom reported at ingest, checked
+against the protocol: :func:`check_atoms`), ``run.jsonl`` (one line per query, ``{query_id,
+hits, cartridge, latency_ms}`` and ``confidence`` when reported, :func:`run_line`) and
+``scratch/`` for a system that defines ``use_scratch(path)``. ``meta.json`` and
+``atoms.jsonl`` are replaced atomically; ``run.jsonl`` is appended by the run's keeper process.
 
-* ``meta.json``: system name and config, what the system is (``identity``:
-  :mod:`membench.systems.identity`) and whether the run was ``sealed`` (a system over HTTP), its
-  model card by that identity (:func:`membench.systems.cards.card_for`; ``card_refused`` says why a
-  card the system carries was not taken) and the input truncation applied (``truncation``:
-  the runner asks every system that takes one for ``min(card max_input_tokens, 512)`` tokens,
-  and records the limit and how many atom texts it cut), split, subset, set files' and
-  manifest's sha256, code revision, extent caps, times, status (``running`` until the last
-  query is written), ``scope`` and ``run_jsonl_sha256`` once it is;
-* ``atoms.jsonl``: every atom the system reported at ingest (checked against the protocol);
-* ``run.jsonl``: one line per query, handed to the run's keeper as it is answered, which
-  appends and flushes it: ``{query_id, hits: [[atom_id, score], ...], cartridge: [atom_id,
-  ...], latency_ms}``, and ``confidence`` when the system reported one
-  (:class:`membench.contract.protocol.Result`);
-* ``scratch/``: only for a system that keeps its state on disk (it defines
-  ``use_scratch(path)``; the adapters of real memory libraries do): its store, never the
-  user's home.
+No gold in this process: the keeper (:mod:`membench.run.keeper`) reads the sets' records, checks
+the sets, selects the split and writes run.jsonl; this process gets topics (opaque qid, question,
+scope, as_of) and the items. Only a registered test double that needs the records
+(:func:`membench.systems.receives_records`) is handed them, and meta.json says ``sees_gold``;
+any other system that defines ``bind`` is refused.
 
-No gold in this process: the sets' records (gold, answers, answerability, origins and the
-sets' query ids) are read by the run's keeper process (:mod:`membench.run.keeper`), which
-checks the sets, selects the split and writes run.jsonl; this process, where the system runs,
-gets topics (opaque qid, question, scope, as_of) and the items, and asks the system with them.
-A run ends with one plain line on standard error when the system returned another holder's
-atoms or atoms observed after as_of (:func:`scope_line`; meta.json ``scope``).
-
-A :class:`~membench.core.netguard.NetworkGuard` counts every non-loopback network attempt in
-meta.json (``network``) and refuses it for ``network_policy == "block"`` (docs/runs.md).
-Queries go in a seeded shuffled order (:func:`membench.sets.select.presentation_order`); a
-``--limit`` run ingests only the items of the holders its queries are asked of.
-
-Only the registered test doubles that need it are handed the split's records (gold) before
-ingest (:func:`membench.systems.receives_records`), loaded in this process for them alone;
-meta.json says so (``sees_gold``) and every figure of such a run is marked "not a valid
-submission". Any other system that asks for them (defines ``bind``) is refused.
-
-Resuming: re-running the same command on the same RUN_DIR re-ingests (systems keep state in
-memory), checks that the atoms are identical to the ones on disk, drops a torn last line, and
-answers only the queries that have no line yet, so every query ends up exactly once.
-
-The test split is frozen: it is refused unless ``final=True``, and every final run is appended
-to ``bench/test_access.jsonl`` (commit it: test accesses are meant to show in history) and
-shown in reports.
-
-Before anything is ingested, :func:`run_system` checks the sets (every hard rule of
-:func:`membench.sets.validate.validate_sets`, with the corpus: item paths confined to it and its
-files against the manifest; with ``lock``, the set files against the lock), so a set that breaks
-a rule is refused in seconds, not after hours of ingest; and it holds RUN_DIR's lock
-(:func:`membench.core.lock.run_dir_lock`) until it returns, so two runs never write one
-directory. ``meta.json`` and ``atoms.jsonl`` are replaced atomically; ``run.jsonl`` is appended
-line by line (a torn last line is cut on resume).
+Before ingest: :func:`preflight` and the sets' check (every hard rule, the corpus, the lock),
+RUN_DIR's lock (:func:`membench.core.lock.run_dir_lock`) held until it returns; the test split
+only with ``final=True``, logged to ``bench/test_access.jsonl`` (:func:`log_test_access`). A
+:class:`~membench.core.netguard.NetworkGuard` counts non-loopback attempts (refused under
+``network_policy == "block"``). Queries go in a seeded shuffled order; a ``--limit`` run ingests
+only its holders' items. Resuming re-ingests, checks the atoms equal those on disk, drops a torn
+last line and answers only the queries without one; :func:`scope_line` prints one line when a
+system returned another holder's atoms or atoms observed after as_of.
 """
 
 from __future__ import annotations

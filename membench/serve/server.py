@@ -1,39 +1,28 @@
 """``membench serve``: any Python memory system on the ``membench-http/1`` protocol (:mod:`.wire`).
 
 ``membench serve --system NAME [--config K=V] [--host 127.0.0.1] --port PORT [--corpus DIR]``
-builds the system the way ``membench run`` does (a built-in name, an entry point of the
-``membench.systems`` group, or ``module:Class``) and answers the protocol's calls:
+builds the system as ``membench run`` does (a built-in name, an entry point of the
+``membench.systems`` group, or ``module:Class``). Start at :class:`SystemService` (the calls)
+and :func:`make_server` (:class:`Server`: the standard library's
+:class:`http.server.ThreadingHTTPServer`, HTTP/1.1 keep-alive, loopback unless ``--host``
+says otherwise, which prints a warning: there is no authentication).
 
-* ``/card`` is the system's ``name`` and ``config()``, and its model card when it has one
+* ``/card``: the system's ``name``, ``config()`` and model card when it has one
   (:func:`membench.systems.cards.card_for`);
-* the batches of an ingest are kept until its commit; the commit starts the system's
-  ``ingest(items, corpus_root)`` in a background thread (a fresh instance of the system for
-  each new ingest: a run's memory is the one instance of an in-process run), and the status
-  says ``running`` until it is ``done`` or ``failed`` (with the error's line);
-* the corpus root is the one the client names in the commit (the server reads the item files
-  there, as an in-process system does), and it must be, or lie inside, the server's own
-  ``--corpus`` root (default: the usual ``$MEMBENCH_CORPUS`` or ``../shared/corpus``);
-  another one is refused (403 ``corpus_root_refused``), so a client cannot make the server
-  read files elsewhere;
-* queries are answered one at a time (a lock: the systems are not asked to be thread-safe),
-  while ``/health`` and the status answer at once;
-* the server holds one memory: a new ingest replaces the last one (refused with 409 ``busy``
-  while one is running).
+* an ingest's batches are kept until its commit, which starts ``ingest(items, corpus_root)``
+  on a fresh instance in a background thread; the status says ``running``, then ``done`` or
+  ``failed`` (with the error's line). One memory: a new ingest replaces the last (409 ``busy``
+  while one runs);
+* the commit's corpus root must be, or lie inside, the server's ``--corpus`` root (default
+  ``$MEMBENCH_CORPUS`` or ``../shared/corpus``), else 403 ``corpus_root_refused``;
+* queries are answered one at a time (a lock: systems need not be thread-safe), while
+  ``/health`` and the status answer at once; a system that raises or answers ``None`` gives a
+  500 and one log line, never a traceback.
 
-Server: the standard library's :class:`http.server.ThreadingHTTPServer` with HTTP/1.1
-keep-alive (no dependency; it serves one benchmark client, on the loopback address unless
-``--host`` says otherwise). It has no authentication and reads files under the corpus root a
-client names: ``--host`` with an address other than a loopback one prints a warning.
-
-Bounds (:mod:`membench.core.bounds`, so a client that is slow, or hostile, cannot hold the
-server or its memory): a request body of at most ``serve_request_bytes`` (413), the batches of
-one ingest at most ``serve_batches`` in number (413) and ``serve_ingest_bytes`` in all (413);
-each connection is closed after ``serve_idle_timeout`` seconds without a byte either way, and
-a request (its line, headers and body, counted from when the server starts waiting for it)
-must arrive in full within ``serve_request_seconds`` (a client that sends a byte a second is
-cut off: the system's own work on a request is not counted); at most ``serve_connections``
-connections at once (more are closed at once). A system that raises, or answers ``None``,
-gives the client a 500 and the server's log one line, never a traceback.
+Bounds (:mod:`membench.core.bounds`; docs/robustness.md, "Bounds"): ``serve_request_bytes``,
+``serve_batches`` and ``serve_ingest_bytes`` (413), ``serve_idle_timeout``,
+``serve_request_seconds`` (a whole request, the system's own work not counted) and
+``serve_connections``. Touches: reads item files under the corpus root; writes nothing itself.
 """
 
 from __future__ import annotations

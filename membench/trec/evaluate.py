@@ -1,30 +1,26 @@
 """Ranking a TREC run and scoring it with membench's formulas (:mod:`membench.metrics.ranking`).
 
-:mod:`.read` hands the run's lines on in groups that hold whole queries; :class:`_RankingScan`
-ranks each group as it comes, and keeps per judged line its query, rank and relevance
-(:class:`TrecRun`), which is all the measures need:
+Start at :func:`evaluate_trec` and :func:`read_trec_run` (here, not in :mod:`.read`, because the
+run it returns is ranked: :class:`TrecRun`, per judged line its query, rank and relevance).
+:mod:`.read` hands the lines on in groups of whole queries; :class:`_RankingScan` ranks each:
 
-* **ranking** a group: in order already (checked) -> ranks are positions; else one sort of
-  packed 64-bit keys (query, the score's high bits, position), the rare runs that agree in
-  the kept bits put exactly in (score, rank column, line) order (:func:`_sort`).
-  trec_eval's order: by (query, score, docid words), one C sort (``_trecscan.order_trec_eval``)
-  where it was built, else one lexsort (:func:`_order_by_words`).
-* **duplicates**: lines with equal (query, docid) keys are candidates only, confirmed on their
-  docid bytes read again from the file (:func:`_duplicates`), so a hash collision can cost
-  time, never a wrong value.
+* **ranking**: lines in order already (checked) take their positions; else one sort of packed
+  64-bit keys (query, the score's high bits, position), the rare lines that agree in the kept
+  bits put exactly in (score, rank column, line) order (:func:`_sort`); trec_eval's order by
+  (query, score, docid words) is one C sort (``_trecscan.order_trec_eval``) where it was
+  built, else one lexsort (:func:`_order_by_words`);
+* **duplicates**: equal (query, docid) keys are candidates, confirmed on their docid bytes read
+  again from the file (:func:`_duplicates`): a hash collision costs time, never a wrong value.
 
-Ranking follows :data:`membench.contract.protocol.TIE_BREAKING`: score descending, then the rank
-column ascending, then line order; a repeated (qid, docid) counts only at its first position.
-``ties="trec_eval"`` ranks as trec_eval 10.0 does instead: scores (as doubles) descending,
-then docid descending (bytes), the rank column ignored; ``ties="trec_eval9"`` compares the
-scores as 32-bit floats, as trec_eval 9 and pytrec_eval do. Relevant = qrels relevance >= 1
-(trec_eval's default). Measures are averaged over the qrels queries that have at least one
-relevant document, a query without run lines scoring 0 (trec_eval ``-c``); run queries absent
-from the qrels are ignored. Unlike the JSONL path, no depth cap is applied (recall@1000 only
-looks at the top 1000 anyway; MRR looks at the whole list, like trec_eval).
-:func:`read_trec_run` is here, not in :mod:`.read`, because the run it returns is ranked.
-``bench/bench_metrics.py`` measures time and memory against the trec_eval binary,
-pytrec_eval, ranx and ir_measures (``docs/speed.md``, "Metric speed").
+Ranking follows :data:`membench.contract.protocol.TIE_BREAKING` (score descending, rank column
+ascending, line order; a repeated (qid, docid) counts only at its first position);
+``ties="trec_eval"`` ranks as trec_eval 10.0 (scores as doubles descending, docid descending,
+rank column ignored), ``ties="trec_eval9"`` compares scores as 32-bit floats. Relevant = qrels
+relevance >= 1. Measures are averaged over the qrels queries with a relevant document, a query
+without run lines scoring 0 (trec_eval ``-c``); run queries absent from the qrels are ignored.
+No depth cap is applied (MRR looks at the whole list, as trec_eval). Touches: reads the run and
+qrels files (through :mod:`.read`). ``bench/bench_metrics.py`` measures it (docs/speed.md,
+"Metric speed").
 """
 
 from __future__ import annotations

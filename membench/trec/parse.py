@@ -1,31 +1,28 @@
 """A piece of a TREC file as columns: fields, ranks and scores, id hashes (the reader's inner
-loops).
+loops; docs/runs.md, "TREC files at scale", and docs/speed.md, "Metric speed", say why so).
 
-:mod:`.read` cuts a run into pieces that end at a line end; a piece (:class:`_Chunk`) is
-seen as bytes and as unaligned 8-byte words starting at every byte, so that 8 bytes of every
-token are fetched with one gather. This module turns a piece into columns without one Python
-object per line:
+:mod:`.read` cuts a run into pieces that end at a line end; a piece (:class:`_Chunk`) is seen as
+bytes and as unaligned 8-byte words starting at every byte, so 8 bytes of every token are
+fetched with one gather. Start at :func:`_fields`, which turns a piece into columns without one
+Python object per line:
 
-* **parsing**: a chunk in the usual layout (single spaces, ``\n`` line ends, no other byte
+* **parsing**: a chunk in the usual layout (single spaces, ``\\n`` line ends, no other byte
   below 0x20, every field non-empty, ranks that fit 32 bits, finite decimal scores) is parsed
-  on a second thread while the previous chunk is looked up, by one C pass
-  (:func:`_parse_c`, ``membench/trec/_trecscan.c``: fields, ranks, scores, docid hashes equal
-  to :func:`_hash`'s, qid changes, docid words) where the extension was built
-  (:data:`COMPILED_MISSING` says why not), else by pyarrow's CSV reader (C++, exact
-  ``float()``-equal doubles); any other chunk (tabs, runs of blanks, CRLF, ``+5`` ranks, ...
-  or a malformed line) goes through the strict numpy reader, which accepts exactly what
-  :func:`membench.run.files.trec_fields` accepts and names the file, line and field of an
-  error. Scores there are parsed with Clinger's exact fast path (decimal mantissa <= 2**53 and
-  |power of ten| <= 22: one correctly rounded multiply or divide gives the same double as
-  ``float()``); anything else goes through ``float()``.
+  on a second thread while the previous chunk is looked up, by one C pass (:func:`_parse_c`,
+  ``membench/trec/_trecscan.c``: fields, ranks, scores, docid hashes equal to :func:`_hash`'s,
+  qid changes, docid words) where it was built (:data:`COMPILED_MISSING` says why not), else by
+  pyarrow's CSV reader (``float()``-equal doubles). Any other chunk goes through the strict
+  numpy reader, which accepts exactly what :func:`membench.run.files.trec_fields` accepts and
+  names the file, line and field of an error; its scores use Clinger's exact fast path
+  (decimal mantissa <= 2**53, |power of ten| <= 22: one correctly rounded multiply or divide),
+  else ``float()``.
 * **ids**: query ids are looked up once per run of equal consecutive qids
-  (:class:`_QueryIndex`); document ids are hashed to 64 bits (8 bytes per step up to 64
-  bytes; a longer docid is hashed and compared on its own, so the work is linear in the bytes
-  whatever the longest docid). Every hash match is confirmed on the bytes
-  (:func:`_same_bytes`), so a hash collision can cost time, never a wrong value.
+  (:class:`_QueryIndex`); document ids are hashed to 64 bits (a docid over 64 bytes is hashed
+  and compared on its own); every hash match is confirmed on the bytes (:func:`_same_bytes`),
+  so a hash collision can cost time, never a wrong value.
 
-No file is opened here (a ``path`` argument only names the file in an error); pyarrow is
-imported on first use.
+Touches no file (a ``path`` argument only names the file in an error); pyarrow is imported on
+first use.
 """
 
 from __future__ import annotations

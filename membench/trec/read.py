@@ -1,38 +1,28 @@
-"""Reading TREC runs and qrels: bounded pieces, qrels as hash tables, lines grouped by query.
+"""Reading TREC runs and qrels: bounded pieces, qrels as hash tables, lines grouped by query
+(docs/runs.md, "TREC files at scale" and "Bounded reading", says how and why; docs/speed.md,
+"Metric speed", what it costs).
 
-Run files have one line per retrieved document, ``qid Q0 docid rank score tag`` (whitespace
-separated); qrels have ``qid iter docid rel``. The run is read in 8 MiB chunks
-(:data:`CHUNK_BYTES`) without one Python object per line: each piece is turned into columns
-by :mod:`.parse` (fields, ranks, scores, id hashes), its judged lines are found in the qrels,
-and its lines are handed on in groups that hold whole queries to :meth:`_Scan.rank`, which
-:mod:`.evaluate` supplies (it ranks them):
+Run files have one line per retrieved document, ``qid Q0 docid rank score tag``; qrels have
+``qid iter docid rel``. Start at :func:`read_trec_qrels` and :class:`_Scan`, which
+:mod:`.evaluate` drives: the run is read in :data:`CHUNK_BYTES` pieces without one Python object
+per line, each piece turned into columns by :mod:`.parse`, its judged lines found in the qrels
+(:class:`_Qrels`: one open-addressing table per query behind a bit filter, every hash match
+confirmed on the bytes), and its lines handed on in groups of whole queries to
+:meth:`_Scan.rank`, which :mod:`.evaluate` supplies.
 
-* **bounds**: a line longer than :data:`MAX_TREC_LINE` is one located error, found after
-  reading at most that much of it (a stream without newlines is read in fixed memory); a run
-  that is not a regular file is copied to ``TMPDIR`` as it is read; three buffers are reused
-  in turn. A qrels file is read whole, up to :data:`MAX_QRELS_BYTES`.
-* **qrels**: they sit in one small open-addressing table per query, behind a bit filter, so
-  the judged lines are found without a Python object per line; every hash match is
-  confirmed on the bytes (:class:`_Qrels`).
-* **grouping**: while queries come contiguously (each query's lines in one block, any order
-  inside it), each group of whole queries is ranked as soon as the next query starts, so
-  memory is a chunk plus one query; the chunks read are also held (32 bytes a line, plus
-  the docid words, up to
-  :data:`MAX_HELD_BYTES`, or 32 MiB with the compiled reader, :mod:`.parse`). When a query reappears after another one started
-  (shards concatenated, a run sorted by docid), every line goes on to :meth:`_Scan.group`:
-  split by ranges of query indices (mod P) into parts of about 500,000 lines, held, then
-  gathered and ranked part by part, without reading the file again. Past
-  :data:`MAX_HELD_BYTES` the lines go to one temporary file per part (``TMPDIR``), and if
-  the bound was passed before a query came back the file is read a second time: bounded
-  memory for any order.
-* **docid words**: for trec_eval's ranking (ties broken by docid) each line also keeps its
-  docid as big-endian 8-byte words (:func:`_docid_words`: 8 to 64 bytes a line, counted in
-  :data:`MAX_HELD_BYTES`), so ties are ordered by one sort, without reading docids again;
-* **reading again**: the exact docid bytes of some lines (duplicate candidates: equal
-  (query, docid) keys; ties among lines without docid words: a docid past 64 bytes, lines
-  grouped on disk) and the file line of a record (when comment or blank lines were skipped)
-  are read again from the file, piece by piece (:func:`_reread_docids`,
-  :func:`_record_line`).
+* **bounds**: a line longer than :data:`MAX_TREC_LINE` is one located error, found after reading
+  at most that much of it; a run that is not a regular file is copied to ``TMPDIR`` as it is
+  read; a qrels file is read whole, up to :data:`MAX_QRELS_BYTES`;
+* **grouping**: contiguous queries are ranked group by group as the next query starts; when a
+  query reappears, every line goes on to :meth:`_Scan.group` (parts by query index), held up
+  to :data:`MAX_HELD_BYTES` (32 MiB with the compiled reader), past it spilled to one
+  temporary file per part in ``TMPDIR``, and the file read a second time when needed;
+* **docid words**: for trec_eval's ranking each line keeps its docid as big-endian 8-byte words
+  (:func:`_docid_words`), so ties are ordered by one sort;
+* **reading again**: the exact docid bytes of some lines and the file line of a record are read
+  again from the file, piece by piece (:func:`_reread_docids`, :func:`_record_line`).
+
+Touches: reads the two files; writes only temporary files under ``TMPDIR``, removed at the end.
 """
 
 from __future__ import annotations

@@ -1,45 +1,29 @@
 """``membench trec-eval QRELS RUN``: trec_eval 10.0's semantics on membench's TREC engine
 (:mod:`membench.trec.read`, :mod:`membench.trec.evaluate`), with trec_eval's options, measure
-names, order and output.
+names, order and output (docs/runs.md, "What trec_eval's semantics means here", gives each rule
+and its source in trec_eval's C code).
 
-By default it gives trec_eval's output, line for line (checked in CI against the C program
-built from its source, ``tests/test_trec_eval_conformance.py``):
-
-* **ranking** (``ties="trec_eval"``): each query's lines by score descending (doubles, as
-  ``form_res_rels.c`` compares them), then docid descending (bytes), the rank column ignored;
-* **reading** (``compat``): run fields after the sixth ignored, blank lines and lines starting
-  with ``#`` skipped; qrels lines with ``#`` in column 1 skipped; scores read by C's ``atof``,
-  relevance by ``atol`` (:func:`membench.core.textfiles.c_atof`), the rank column unread;
-* **refusals** (``lenient=False``), each a located error with trec_eval's exit status
-  (:func:`exit_status`): a docid listed twice for an evaluated query (within the first
-  ``max_docs``), an empty qrels or run, a qrels query with no run line unless ``complete``
-  (trec_eval 10.0 stops: "result qid ... not found");
-* **options**: ``-q`` (per query lines), ``-c`` (``complete``: every qrels query, a missing
-  one against an empty ranking), ``-l`` (``level``: relevance >= level is relevant),
-  ``-M`` (``max_docs``: the first M documents of each ranking), ``-J`` (``judged_only``:
-  unjudged documents removed, ranks among the judged), ``-m`` (measures, with parameters
-  and trec_eval's nicknames ``official`` (the default) and ``set`` where membench has every
-  measure of the set);
-* **output**: ``%-22s\\t%s\\t%6.4f`` (counts ``%ld``; ``runid`` the tag of the run's last
-  line); measures in trec_eval's table order, cutoffs ascending; per query (``-q``) in qid
-  order (bytes), without ``runid``, ``num_q`` and ``gm_map`` (printed in the summary only,
-  as trec_eval does); a mean is summed in query order, as trec_eval's loop adds.
+Start at :func:`trec_eval` (and :func:`main` for the command line). By default its output is
+trec_eval's line for line (checked against the C program, ``tests/test_trec_eval_conformance.py``):
+ranking by score descending (doubles), then docid descending (``ties="trec_eval"``); reading as
+trec_eval does (``compat``: scores by ``atof``, relevance by ``atol``,
+:func:`membench.core.textfiles.c_atof`); its refusals (``lenient=False``) as located errors with
+its exit status (:func:`exit_status`); options ``-q``, ``-c`` (``complete``), ``-l``
+(``level``), ``-M`` (``max_docs``), ``-J`` (``judged_only``), ``-m`` (measures with parameters,
+nicknames ``official`` and ``set``: :func:`parse_request`); output ``%-22s\\t%s\\t%6.4f`` in
+trec_eval's table order, per query (``-q``) in qid order without ``runid``, ``num_q``,
+``gm_map``.
 
 Measures (:data:`MEASURES`): ``runid``, ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``,
 ``map``, ``gm_map``, ``Rprec``, ``bpref``, ``recip_rank``, ``iprec_at_recall``, ``P``,
 ``recall``, ``Rprec_mult``, ``ndcg_cut``, ``map_cut``, ``success``, ``set_P``, ``set_recall``,
-``set_map``, ``set_F``, ``num_nonrel_judged_ret``; a parameter is read as trec_eval reads it
-(cutoffs by ``atol``, recall levels, multiples and the F weight by ``atof``) and printed in
-the name (``P_5``, ``Rprec_mult_0.50``, ``set_F_0.5``). A trec_eval measure outside these is refused by name
-(:data:`NOT_IMPLEMENTED`, docs/metrics.md lists them), and so is a nickname holding one
-(``all_trec``).
+``set_map``, ``set_F``, ``num_nonrel_judged_ret``; any other trec_eval measure, or a nickname
+holding one (``all_trec``), is refused by name (:data:`NOT_IMPLEMENTED`).
 
-Other rules, asked for by name: ``ties="membench"`` (score, then the rank column, then line
-order: :data:`membench.contract.protocol.TIE_BREAKING`; a repeated docid counts at its first
-position), ``ties="trec_eval9"`` (scores compared as 32-bit floats, as trec_eval 9 and
-pytrec_eval do), ``compat=False`` (membench's strict reading: such lines are located errors),
-``lenient=True`` (no refusal: a repeated docid counts once, an empty run is evaluated, a
-qrels query missing from the run is left out, as trec_eval 9 and pytrec_eval do).
+Other rules, asked for by name: ``ties="membench"``
+(:data:`membench.contract.protocol.TIE_BREAKING`), ``ties="trec_eval9"`` (scores as 32-bit
+floats, as trec_eval 9 and pytrec_eval), ``compat=False`` (membench's strict reading),
+``lenient=True`` (no refusal, as trec_eval 9 and pytrec_eval). Touches: reads the two files.
 """
 
 from __future__ import annotations
