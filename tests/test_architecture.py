@@ -20,6 +20,10 @@ MAX_ROOM_SHARE = 0.15
 MAX_LINES = 800
 #: what a file over MAX_LINES says in its opening docstring, followed by its reason
 LONG_NOTE = "Why one file:"
+#: a module docstring is a contract in a few lines (what it is, what it may touch, where to
+#: start); one that needs more says why, in a line starting with DOC_NOTE
+MAX_DOC_LINES = 25
+DOC_NOTE = "Why longer:"
 
 
 def _module(path: Path) -> tuple[str, bool]:
@@ -295,6 +299,19 @@ def test_no_long_file_without_a_reason():
             bad.append(f"{_file(mod)}: {n} lines")
     assert not bad, (f"files over {MAX_LINES} lines whose opening docstring does not say "
                      f"{LONG_NOTE!r}:\n" + "\n".join(bad))
+
+
+def test_no_long_module_docstring_without_a_reason():
+    """A module docstring over :data:`MAX_DOC_LINES` lines says why (``Why longer: ...``); the
+    design reasoning and history belong to docs/."""
+    bad = []
+    for mod, path in MODULES.items():
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=False) or ""
+        n = len(doc.splitlines())
+        if n > MAX_DOC_LINES and DOC_NOTE not in doc:
+            bad.append(f"{_file(mod)}: {n} lines")
+    assert not bad, (f"module docstrings over {MAX_DOC_LINES} lines that do not say "
+                     f"{DOC_NOTE!r}:\n" + "\n".join(sorted(bad)))
 
 
 def test_the_docs_draw_this_house():

@@ -20,8 +20,7 @@ order. A second run reads the JSON and never loads the engine.
 ``ocr_many(..., processes=N)`` runs the misses in N *spawned* workers (one inference thread,
 unpinned: :data:`OPENVINO_PIN`; replaced after :data:`WORKER_TASKS` images or pages), which
 write the cache the parent reads; a script asking for N > 1 needs the ``if __name__ ==
-"__main__":`` guard. Text can differ in rare borderline cases between thread counts
-(floating-point order); whichever ran first is what the cache keeps.
+"__main__":`` guard. Rare borderline text may differ between thread counts: the first kept.
 
 Touches: reads image and PDF files; writes only ``cache_dir("ocr")``.
 """

@@ -22,8 +22,7 @@ Timings: when ``$MEMBENCH_TIMINGS`` names a file, each closed step appends ``{"k
 "step", "depth", "seconds", "done", "cache_hits", "counters", "ok", "pid", "command", "t",
 "load"}``, each command ``{"kind": "command", "seconds", ...}`` (:mod:`membench.core.steptimes`).
 
-Touches: writes only to the stream (standard error by default) and the timings file; reads the
-two variables. Safe to advance from one thread while the heartbeat thread runs.
+Touches: writes only to the stream (stderr by default) and the timings file; thread-safe.
 """
 
 from __future__ import annotations

@@ -17,8 +17,7 @@ A file must cover the whole split, the part ``modalities`` / ``limit`` name, or 
 ``partial``; an atom twice for one query is refused naming both lines. ``identity`` is
 ``imported`` (the files' sha256), the ``card`` only a card file given
 (:func:`membench.systems.cards.read_card`), never one of membench's registry names.
-Latency is not measured (``latency_ms`` null). The sets are checked first
-(:func:`membench.run.split.check_sets_before_run`); inputs are bounded
+Latency is not measured (``latency_ms`` null). The sets are checked first, inputs bounded
 (:mod:`membench.core.bounds`: ``import_atom_bytes``, ``import_atoms``, ``import_query_lines``).
 
 Touches RUN_DIR only after every input is read and checked: an existing run there is refused

@@ -9,10 +9,9 @@ ranking by score descending (doubles), then docid descending (``ties="trec_eval"
 trec_eval does (``compat``: scores by ``atof``, relevance by ``atol``,
 :func:`membench.core.textfiles.c_atof`); its refusals (``lenient=False``) as located errors with
 its exit status (:func:`exit_status`); options ``-q``, ``-c`` (``complete``), ``-l``
-(``level``), ``-M`` (``max_docs``), ``-J`` (``judged_only``), ``-m`` (measures with parameters,
-nicknames ``official`` and ``set``: :func:`parse_request`); output ``%-22s\\t%s\\t%6.4f`` in
-trec_eval's table order, per query (``-q``) in qid order without ``runid``, ``num_q``,
-``gm_map``.
+(``level``), ``-M`` (``max_docs``), ``-J`` (``judged_only``), ``-m`` (:func:`parse_request`);
+output ``%-22s\\t%s\\t%6.4f`` in trec_eval's table order, per query (``-q``) in qid order
+without ``runid``, ``num_q``, ``gm_map``.
 
 Measures (:data:`MEASURES`): ``runid``, ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``,
 ``map``, ``gm_map``, ``Rprec``, ``bpref``, ``recip_rank``, ``iprec_at_recall``, ``P``,
