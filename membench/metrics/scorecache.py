@@ -225,7 +225,12 @@ def metrics(key: str | None, seed: int, n_resamples: int,
     folder = _folder() if (enabled() and key) else None
     if folder is None:
         return compute()
-    path = folder / f"{key}.metrics-{int(seed)}-{int(n_resamples)}.json"
+    return _stored_json(folder / f"{key}.metrics-{int(seed)}-{int(n_resamples)}.json", compute)
+
+
+def _stored_json(path: Path, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The JSON object stored at ``path``, else ``compute()``, stored there when it is plain
+    JSON that reads back equal (a torn or foreign file is computed again)."""
     try:
         got = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(got, dict):
@@ -250,21 +255,7 @@ def derived(key: str | None, name: str, compute: Callable[[], dict[str, Any]]) -
     folder = _folder() if (enabled() and key) else None
     if folder is None:
         return compute()
-    path = folder / f"{key.split('-')[0]}.{name}.json"
-    try:
-        got = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(got, dict):
-            return got
-    except (OSError, ValueError):
-        pass
-    result = compute()
-    try:
-        data = json.dumps(result, allow_nan=False).encode("utf-8")
-    except (TypeError, ValueError):         # not plain JSON: not stored
-        return result
-    if json.loads(data) == result:          # stored only when it reads back equal
-        _write_whole(path, data)
-    return result
+    return _stored_json(folder / f"{key.split('-')[0]}.{name}.json", compute)
 
 
 __all__ = ["scores", "metrics", "derived", "key_of", "lines_without_latency", "dump", "load",
