@@ -111,12 +111,16 @@ def printed_estimate(log: str, which: str) -> dict | None:
     return None
 
 
+from membench.systems.doubles import CONTENT_FREE  # noqa: E402  (the floors make all runs)
+
+#: the baselines make all runs beside the systems (the Makefile's BASELINES)
+BASELINES = ("nothing", "echo")
 # a command of make all -> the part of the record it belongs to
 PARTS = (("corpus check", "sets"), ("build", "sets"), ("validate", "sets"),
          ("run --system dense", "dense"), ("run --system bm25", "bm25"),
          ("run --system hybrid", "hybrid"), ("leaderboard", "leaderboard"),
          ("report", "reports")) + tuple(
-    (f"run --system {d}", "beside") for d in ("nothing", "echo", "random", "newest", "oldest"))
+    (f"run --system {d}", "beside") for d in (*BASELINES, *CONTENT_FREE))
 
 
 def _part(command: str) -> str | None:

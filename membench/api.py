@@ -49,7 +49,7 @@ def open_run(run_dir: PathLike, sets_dir: PathLike | None = None, *, partial: bo
 def _opened(run: RunDir | PathLike, sets_dir: PathLike | None = None, **kw) -> RunDir:
     from .metrics.rundir import RunDir
 
-    return run if isinstance(run, RunDir) else RunDir.open(run, sets_dir, **kw)
+    return run if isinstance(run, RunDir) else open_run(run, sets_dir, **kw)
 
 
 def run_system(system: str | Any, out: PathLike, *, split: str = "dev",
