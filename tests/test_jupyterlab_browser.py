@@ -104,7 +104,9 @@ def test_next_and_prev_in_the_failure_browser(lab, notebook):
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.set_default_timeout(180_000)
-            page.goto(f"{url}/lab/tree/{notebook}?token={token}")
+            # reset: the workspace the server kept from the notebook opened before is dropped,
+            # so the only widgets on the page are this notebook's
+            page.goto(f"{url}/lab/tree/{notebook}?reset&token={token}")
             page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
             # the kernel is up once the toolbar names it and the status is idle
             page.wait_for_selector(".jp-NotebookPanel-toolbar .jp-KernelName",
@@ -138,15 +140,18 @@ def test_next_and_prev_in_the_failure_browser(lab, notebook):
             assert first_label.startswith(f"1 / {len(expected)} false recalls")
             assert first == expected[0]
             nxt.click()
+            # the label and the case are two widgets: wait for both to leave the first case
             page.wait_for_function(
-                "() => /^2 \\/ /.test(document.querySelector('div.widget-label')"
-                ".innerText)")
+                "first => /^2 \\/ /.test(document.querySelector('div.widget-label').innerText)"
+                " && (document.querySelector('.widget-html-content [data-query-id]') || {})"
+                ".getAttribute?.('data-query-id') !== first", arg=first)
             second_label, second = shown()
             assert second == expected[1] and f" · {expected[1]}" in second_label
             prev.click()
             page.wait_for_function(
-                "() => /^1 \\/ /.test(document.querySelector('div.widget-label')"
-                ".innerText)")
+                "second => /^1 \\/ /.test(document.querySelector('div.widget-label').innerText)"
+                " && (document.querySelector('.widget-html-content [data-query-id]') || {})"
+                ".getAttribute?.('data-query-id') !== second", arg=second)
             assert shown() == (first_label, first)
         finally:
             browser.close()
