@@ -6,7 +6,7 @@ its nicknames (:data:`NICKNAMES`).
 
 Adding a measure is one record here (its compute function beside it) plus a test against
 trec_eval's output; :mod:`.trec_eval` parses ``-m``, calls :func:`compute` and
-:meth:`TrecMeasure.total` through this table, and prints. A compute function takes the
+:meth:`TrecMeasure.summed` through this table, and prints. A compute function takes the
 evaluated queries (:class:`Scored`) and the measure's parameters and returns one array of
 per-query values per output name (:meth:`TrecMeasure.names`), in that order; sums add in query
 order, as trec_eval's accumulation does. Touches: nothing (numpy arrays in and out).
