@@ -801,8 +801,8 @@ def _dense_isa(ctx: Context) -> str:
 
 def _trec_eval_measures(ctx: Context) -> str:
     """What ``membench trec-eval`` computes of trec_eval 10.0's measures and options, and
-    what it does not, from the measure registry (membench.trec.trec_eval)."""
-    from ..trec.trec_eval import MEASURES, NICKNAMES, NOT_IMPLEMENTED
+    what it does not, from the measure registry (membench.trec.measures)."""
+    from ..trec.measures import MEASURES, NICKNAMES, NOT_IMPLEMENTED
 
     rows = ["| measure | parameters (trec_eval's default) | summary | definition |",
             "|---|---|---|---|"]

@@ -4,6 +4,7 @@
   and rendered, the Q2D and leaderboard pages; executing the notebooks (:mod:`.notebooks`),
   one page's HTML without code, with a summary, navigation, provenance and a
   Content-Security-Policy (:mod:`.export`), and the index (:mod:`.index`);
+* :mod:`.pages`: the report's pages, one record each (notebook, titles, role);
 * :mod:`.escape`: the one way a data string reaches HTML or Markdown;
 * :mod:`.tables`, :mod:`.summary`: compact tables, gate badges, what to look at next;
   :mod:`.plots`: the notebooks' figures (matplotlib, imported lazily);

@@ -1,12 +1,12 @@
 """The HTML export of one executed notebook: the page a person reads (``membench report``).
 
-Holds the report's page names and titles (:data:`PAGE_TITLES`), the page's CSS, the
-:class:`Page` a page needs besides its notebook (label, sibling pages, summary, links), the
-navigation bar and provenance footer, the Content-Security-Policy (:func:`csp`: scripts only by
-sha256), the kernel-free stepper of page 04 (``static/stepper.js``), the note that replaces a
-live widget (:func:`live_note_html`), and :func:`to_html`, which exports a notebook with the
-nbconvert template ``templates/membench``. The safety rules are in the docstring of
-:mod:`membench.report.render`.
+Holds the report's page names and titles (:data:`PAGE_TITLES`: views of the page registry,
+:data:`membench.report.pages.PAGES`), the page's CSS, the :class:`Page` a page needs besides
+its notebook (label, sibling pages, summary, links), the navigation bar and provenance footer,
+the Content-Security-Policy (:func:`csp`: scripts only by sha256), the kernel-free stepper of
+page 04 (``static/stepper.js``), the note that replaces a live widget (:func:`live_note_html`),
+and :func:`to_html`, which exports a notebook with the nbconvert template
+``templates/membench``. The safety rules are in the docstring of :mod:`membench.report.render`.
 
 Touches: reads ``static/stepper.js`` and the template; writes nothing (returns HTML).
 """
@@ -23,22 +23,17 @@ from typing import Any
 
 from ..core.errors import MembenchError
 from .escape import esc, href
+from .pages import PAGES, RUN_ROLES, page_of
 from .tables import CSS as TABLE_CSS
 
-RUN_NOTEBOOKS = ("01_validate_sets", "02_run_dev", "03_slice_failures", "04_false_recalls")
-SETS_NOTEBOOK = "01_validate_sets"      # rendered once per sets content, linked from each run
-COMPARE_NOTEBOOK = "05_compare_systems"
-Q2D_NOTEBOOK = "07_q2d_pooling"
-LEADERBOARD_NOTEBOOK = "06_leaderboard"
-PAGE_TITLES = {"01_validate_sets": "01 · sets and rules", "02_run_dev": "02 · metrics and gates",
-               "03_slice_failures": "03 · where it fails (slices)",
-               "04_false_recalls": "04 · false recalls, misses and scope leaks, case by case",
-               "05_compare_systems": "05 · comparing systems",
-               "06_leaderboard": "06 · leaderboard (size classes, judgment sets)",
-               "07_q2d_pooling": "07 · sub-corpus evaluation (Q2D-Web)"}
-SHORT_TITLES = {"01_validate_sets": "01 sets", "02_run_dev": "02 metrics", "03_slice_failures":
-                "03 slices", "04_false_recalls": "04 cases", "05_compare_systems": "05 compare",
-                "06_leaderboard": "06 leaderboard", "07_q2d_pooling": "07 q2d"}
+# views of the page registry (membench/report/pages.py) for the callers that read them
+RUN_NOTEBOOKS = tuple(p.notebook for p in PAGES if p.role in RUN_ROLES)
+SETS_NOTEBOOK = page_of("sets")      # rendered once per sets content, linked from each run
+COMPARE_NOTEBOOK = page_of("compare")
+Q2D_NOTEBOOK = page_of("q2d")
+LEADERBOARD_NOTEBOOK = page_of("leaderboard")
+PAGE_TITLES = {p.notebook: p.title for p in PAGES}
+SHORT_TITLES = {p.notebook: p.short for p in PAGES}
 STATIC = Path(__file__).parent / "static"
 TEMPLATES = Path(__file__).parent / "templates"
 STEPPER_JS = STATIC / "stepper.js"

@@ -17,6 +17,8 @@ The modules, each importing only those before it:
 * :mod:`.evaluate`: each group ranked (:data:`TIES`), :class:`TrecRun`,
   :func:`read_trec_run` and :func:`evaluate_trec`;
 * :mod:`.output`: :func:`write_trec_run` and :func:`write_trec_qrels` (on their own);
+* :mod:`.measures`: trec_eval's measures, one record each with its compute function (numpy
+  only);
 * :mod:`.trec_eval`: the command, on :mod:`.read` and :mod:`.evaluate`.
 """
 

@@ -13,11 +13,11 @@ its exit status (:func:`exit_status`); options ``-q``, ``-c`` (``complete``), ``
 output ``%-22s\\t%s\\t%6.4f`` in trec_eval's table order, per query (``-q``) in qid order
 without ``runid``, ``num_q``, ``gm_map``.
 
-Measures (:data:`MEASURES`): ``runid``, ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``,
-``map``, ``gm_map``, ``Rprec``, ``bpref``, ``recip_rank``, ``iprec_at_recall``, ``P``,
-``recall``, ``Rprec_mult``, ``ndcg_cut``, ``map_cut``, ``success``, ``set_P``, ``set_recall``,
-``set_map``, ``set_F``, ``num_nonrel_judged_ret``; any other trec_eval measure, or a nickname
-holding one (``all_trec``), is refused by name (:data:`NOT_IMPLEMENTED`).
+Measures, one record each in :data:`membench.trec.measures.MEASURES`: ``runid``, ``num_q``,
+``num_ret``, ``num_rel``, ``num_rel_ret``, ``map``, ``gm_map``, ``Rprec``, ``bpref``,
+``recip_rank``, ``iprec_at_recall``, ``P``, ``recall``, ``Rprec_mult``, ``ndcg_cut``, ``map_cut``,
+``success``, ``set_P``, ``set_recall``, ``set_map``, ``set_F``, ``num_nonrel_judged_ret``; any
+other trec_eval measure, or a nickname holding one (``all_trec``), is refused by name.
 
 Other rules, asked for by name: ``ties="membench"``
 (:data:`membench.contract.protocol.TIE_BREAKING`), ``ties="trec_eval9"`` (scores as 32-bit
@@ -38,101 +38,10 @@ import numpy as np
 
 from ..core.errors import EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_OK, InputError, MembenchError
 from ..core.textfiles import C_LONG_MAX, C_LONG_MIN, c_atof, c_atol
+from .measures import (COUNTS, MEASURES, NICKNAMES, TREC_EVAL_TABLE, Judged, Scored, Totals,
+                       compute)
+from .measures import NOT_IMPLEMENTED  # noqa: F401  (read from here by the docs and tests)
 
-CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-RPREC_MULTIPLES = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
-RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-COUNTS = ("num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
-
-# trec_eval 10.0's measure table (measures.c), in its order: the order of its output
-TREC_EVAL_TABLE = (
-    "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
-    "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref",
-    "Rprec_mult", "utility", "11pt_avg", "binG", "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel",
-    "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P",
-    "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "prefs_num_prefs_poss",
-    "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
-    "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret",
-    "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp",
-    "prefs_avgjg_imp", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg", "yaap", "rbp", "rbp_resid",
-    "unj")
-# its nicknames (measures.c)
-NICKNAMES = {
-    "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map",
-                 "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P"),
-    "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P",
-            "set_recall", "set_relative_P", "set_map", "set_F"),
-    "all_trec": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map",
-                 "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall",
-                 "unj", "rbp", "rbp_resid", "infAP", "gm_bpref", "utility", "11pt_avg", "ndcg",
-                 "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel",
-                 "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map",
-                 "set_F", "num_nonrel_judged_ret"),
-    "all_prefs": ("runid", "num_q", "prefs_num_prefs_poss", "prefs_num_prefs_ful",
-                  "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair", "prefs_avgjg",
-                  "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
-                  "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp",
-                  "prefs_avgjg_imp"),
-    "prefs": ("runid", "num_q", "prefs_num_prefs_poss", "prefs_num_prefs_ful",
-              "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair", "prefs_avgjg"),
-    "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
-}
-
-
-@dataclass(frozen=True)
-class Measure:
-    """One trec_eval measure membench computes: ``kind`` says its parameters (``none``,
-    ``cutoffs``: document counts, ``points``: recall levels, ``weight``: one number read by
-    ``atof``, the name taking the parameter text as given) and how it is summed (``count``:
-    a sum; ``mean``; ``gm``: a geometric mean; ``runid``); ``default``: trec_eval's
-    parameters; ``definition``: where trec_eval defines it."""
-
-    name: str
-    kind: str
-    summary: str
-    default: tuple = ()
-    definition: str = ""
-
-
-MEASURES: dict[str, Measure] = {m.name: m for m in (
-    Measure("runid", "none", "runid", definition="m_runid.c: the tag of the run's last line"),
-    Measure("num_q", "none", "count", definition="m_num_q.c: queries evaluated"),
-    Measure("num_ret", "none", "count", definition="m_num_ret.c: documents retrieved"),
-    Measure("num_rel", "none", "count", definition="m_num_rel.c: relevant documents "
-            "(relevance >= level); with -c the summary counts relevance > 0 over the qrels"),
-    Measure("num_rel_ret", "none", "count", definition="m_num_rel_ret.c: relevant retrieved"),
-    Measure("map", "none", "mean", definition="m_map.c: mean of the precision at each "
-            "relevant document retrieved, over the relevant documents"),
-    Measure("gm_map", "none", "gm", definition="m_gm_map.c: geometric mean over queries of "
-            "map, floored at 0.00001; summary only"),
-    Measure("Rprec", "none", "mean", definition="m_Rprec.c: precision after R documents "
-            "(R = num_rel; min(R, num_ret) looked at)"),
-    Measure("bpref", "none", "mean", definition="m_bpref.c: per relevant document retrieved, "
-            "1 - min(judged nonrelevant above it, R) / min(judged nonrelevant, R), over R"),
-    Measure("recip_rank", "none", "mean", definition="m_recip_rank.c: 1 / rank of the first "
-            "relevant document"),
-    Measure("iprec_at_recall", "points", "mean", RECALL_POINTS, "m_iprec_at_recall.c: "
-            "interpolated precision at recall levels (level x R rounded, lround)"),
-    Measure("P", "cutoffs", "mean", CUTOFFS, "m_P.c: relevant in the first k, over k"),
-    Measure("Rprec_mult", "points", "mean", RPREC_MULTIPLES, "m_Rprec_mult.c: precision "
-            "after k = (long)(x R + 0.9) documents, x a multiple of R (num_rel); 0 when k <= 0"),
-    Measure("recall", "cutoffs", "mean", CUTOFFS, "m_recall.c: relevant in the first k, "
-            "over R"),
-    Measure("ndcg_cut", "cutoffs", "mean", CUTOFFS, "m_ndcg_cut.c: DCG of the first k "
-            "(gain = the qrels relevance, 1/log2(rank + 1)) over the ideal DCG at k"),
-    Measure("map_cut", "cutoffs", "mean", CUTOFFS, "m_map_cut.c: map of the first k"),
-    Measure("success", "cutoffs", "mean", (1, 5, 10), "m_success.c: 1 if a relevant "
-            "document is in the first k"),
-    Measure("set_P", "none", "mean", definition="m_set_P.c: num_rel_ret / num_ret"),
-    Measure("set_recall", "none", "mean", definition="m_set_recall.c: num_rel_ret / R"),
-    Measure("set_map", "none", "mean", definition="m_set_map.c: set_P x set_recall"),
-    Measure("set_F", "weight", "mean", definition="m_set_F.c: (x + 1) P R / (x P + R) of "
-            "set_P and set_recall, x the weight of recall (default 1; set_F.0.5 prints "
-            "set_F_0.5)"),
-    Measure("num_nonrel_judged_ret", "none", "count", definition="m_num_nonrel_judged_ret.c:"
-            " judged nonrelevant documents retrieved"),
-)}
-NOT_IMPLEMENTED = tuple(m for m in TREC_EVAL_TABLE if m not in MEASURES)
 DEFAULT_MEASURES = ("official",)
 
 # trec_eval 10.0's exit statuses (trec_eval.c), which the command follows where it has them;
@@ -156,18 +65,7 @@ class Request:
     measures: list[tuple[str, tuple]]
 
     def names(self) -> list[str]:
-        out = []
-        for m, params in self.measures:
-            kind = MEASURES[m].kind
-            if kind == "cutoffs":
-                out += [f"{m}_{k}" for k in params]
-            elif kind == "points":
-                out += [f"{m}_{x:3.2f}" for x in params]
-            elif kind == "weight" and params:
-                out.append(f"{m}_{params[0]}")
-            else:
-                out.append(m)
-        return out
+        return [n for m, params in self.measures for n in MEASURES[m].names(params)]
 
 
 def _params(name: str, kind: str, text: str, spec: str) -> tuple:
@@ -193,8 +91,9 @@ def _params(name: str, kind: str, text: str, spec: str) -> tuple:
 def parse_request(specs: Sequence[str] | None) -> Request:
     """trec_eval's ``-m`` arguments (each ``name``, ``name.p1,p2`` or a nickname; a measure
     asked twice is printed once, with the parameters given first, as trec_eval does; ``P_5``
-    is an illegal measure, as in trec_eval) -> the measures in trec_eval's table order. A measure or nickname
-    membench does not compute is a :class:`MembenchError` naming what is missing."""
+    is an illegal measure, as in trec_eval) -> the measures in trec_eval's table order. A
+    measure or nickname membench does not compute is a :class:`MembenchError` naming what is
+    missing."""
     chosen: dict[str, tuple | None] = {}
     for spec in specs or DEFAULT_MEASURES:
         for part in spec.split():
@@ -243,179 +142,6 @@ def parse_measures(specs: Sequence[str] | None) -> list[str]:
 # --------------------------------------------------------------------------- evaluation
 
 
-@dataclass
-class _Judged:
-    """Per evaluated query (slot): retrieved count; per judged retrieved line (sorted by
-    slot, then rank): slot, rank, relevance."""
-
-    ret: np.ndarray
-    q: np.ndarray
-    rank: np.ndarray
-    rel: np.ndarray
-
-
-def _lround(x: float) -> int:
-    """C's ``lround`` for x >= 0: halves away from zero (exact: ``x - floor(x)`` is)."""
-    f = math.floor(x)
-    return int(f) + (1 if x - f >= 0.5 else 0)
-
-
-def _sum(v: np.ndarray) -> float:
-    """Left to right, in query order, as trec_eval's accumulation adds."""
-    return float(np.cumsum(v, dtype=np.float64)[-1]) if len(v) else 0.0
-
-
-def _values(j: _Judged, n_rel: np.ndarray, n_nonrel: np.ndarray, ideal: tuple,
-            request: Request, level: int) -> dict[str, np.ndarray]:
-    nq = len(j.ret)
-    isrel = j.rel >= level
-    rq, rr = j.q[isrel], j.rank[isrel]
-    # position of each relevant retrieved document among its query's (1-based)
-    first = np.searchsorted(rq, np.arange(nq))
-    kth = (np.arange(len(rq)) - first[rq] + 1).astype(np.float64)
-    nrr = np.bincount(rq, minlength=nq).astype(np.int64)
-    out: dict[str, np.ndarray] = {}
-    safe_rel = np.maximum(n_rel, 1).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        for m, params in request.measures:
-            if m in ("runid", "num_q"):
-                continue
-            if m == "num_ret":
-                out[m] = j.ret
-            elif m == "num_rel":
-                out[m] = n_rel
-            elif m == "num_rel_ret":
-                out[m] = nrr
-            elif m == "num_nonrel_judged_ret":
-                nonrel = (j.rel >= 0) & (j.rel < level)
-                out[m] = np.bincount(j.q[nonrel], minlength=nq).astype(np.int64)
-            elif m in ("map", "gm_map"):
-                s = np.bincount(rq, weights=kth / rr, minlength=nq)
-                ap = np.where(nrr > 0, s / safe_rel, 0.0)
-                out[m] = ap if m == "map" else np.log(np.maximum(ap, 0.00001))
-            elif m == "Rprec":
-                look = np.minimum(j.ret, n_rel)
-                hit = np.bincount(rq[rr <= look[rq]], minlength=nq)
-                out[m] = np.where(look > 0, hit / safe_rel, 0.0)
-            elif m == "bpref":
-                out[m] = _bpref(j, n_rel, n_nonrel, level)
-            elif m == "recip_rank":
-                best = np.full(nq, np.inf)
-                np.minimum.at(best, rq, rr.astype(np.float64))
-                out[m] = np.where(np.isfinite(best), 1.0 / best, 0.0)
-            elif m == "iprec_at_recall":
-                vals = _iprec(rq, rr, nrr, j.ret, n_rel, params)
-                for i, x in enumerate(params):
-                    out[f"{m}_{x:3.2f}"] = vals[:, i]
-            elif m == "Rprec_mult":
-                for x in params:
-                    out[f"{m}_{x:3.2f}"] = _rprec_mult(rq, rr, nrr, j.ret, n_rel, x)
-            elif m in ("P", "recall", "map_cut", "success", "ndcg_cut"):
-                for k in params:
-                    inside = rr <= k
-                    name = f"{m}_{k}"
-                    if m == "P":
-                        out[name] = np.bincount(rq[inside], minlength=nq) / float(k)
-                    elif m == "recall":
-                        hit = np.bincount(rq[inside], minlength=nq)
-                        out[name] = np.where(n_rel > 0, hit / safe_rel, 0.0)
-                    elif m == "success":
-                        out[name] = (np.bincount(rq[inside], minlength=nq) > 0) * 1.0
-                    elif m == "map_cut":
-                        s = np.bincount(rq[inside], weights=(kth / rr)[inside], minlength=nq)
-                        out[name] = np.where(n_rel > 0, s / safe_rel, 0.0)
-                    else:
-                        out[name] = _ndcg(j, ideal, k)
-            elif m in ("set_P", "set_recall", "set_map", "set_F"):
-                sp = np.where(j.ret > 0, nrr / np.maximum(j.ret, 1), 0.0)
-                sr = np.where(n_rel > 0, nrr / safe_rel, 0.0)
-                if m == "set_P":
-                    out[m] = sp
-                elif m == "set_recall":
-                    out[m] = sr
-                elif m == "set_map":    # nrr^2 / (ret x R), computed as trec_eval does
-                    out[m] = np.where((j.ret > 0) & (n_rel > 0), (nrr * 1.0 * nrr) /
-                                      (np.maximum(j.ret, 1) * 1.0 * safe_rel), 0.0)
-                else:        # m_set_F.c: (x + 1) P R / (x P + R), x = its parameter
-                    x = params[1] if params else 1.0
-                    out[f"{m}_{params[0]}" if params else m] = np.where(nrr > 0, (x + 1.0) * sp * sr / (x * sp + sr), 0.0)
-    return out
-
-
-def _bpref(j: _Judged, n_rel: np.ndarray, n_nonrel: np.ndarray, level: int) -> np.ndarray:
-    nq = len(j.ret)
-    judged = j.rel >= 0                       # in the pool and judged (rel < 0: unjudged)
-    q, rel = j.q[judged], j.rel[judged]
-    nonrel = rel < level
-    c = np.cumsum(nonrel)
-    first = np.searchsorted(q, np.arange(nq))
-    before = c - nonrel - np.concatenate([[0], c])[first[q]]       # nonrel above, same query
-    isrel = ~nonrel
-    qr, nb = q[isrel], before[isrel].astype(np.float64)
-    R = n_rel[qr].astype(np.float64)
-    denom = np.minimum(n_nonrel[qr], n_rel[qr]).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        term = np.where(nb > 0, 1.0 - np.minimum(nb, R) / np.where(denom > 0, denom, 1.0), 1.0)
-    s = np.bincount(qr, weights=term, minlength=nq)
-    return np.where(n_rel > 0, s / np.maximum(n_rel, 1), s)
-
-
-def _iprec(rq: np.ndarray, rr: np.ndarray, nrr: np.ndarray, ret: np.ndarray,
-           n_rel: np.ndarray, points: tuple) -> np.ndarray:
-    """m_iprec_at_recall.c: interpolated precision (the best precision at or after the
-    k-th relevant document retrieved) at k = lround(level x R)."""
-    nq = len(ret)
-    out = np.zeros((nq, len(points)))
-    starts = np.searchsorted(rq, np.arange(nq + 1))
-    for q in np.flatnonzero(nrr > 0).tolist():
-        a, b = int(starts[q]), int(starts[q + 1])
-        p = (np.arange(1, b - a + 1, dtype=np.float64) / rr[a:b])
-        best = np.maximum.accumulate(p[::-1])[::-1]          # best at or after k (0-based)
-        R = int(n_rel[q])
-        for i, x in enumerate(points):
-            k = _lround(x * R)
-            if k > b - a:
-                continue
-            out[q, i] = best[max(k, 1) - 1]
-    # nothing retrieved: trec_eval's starting precision is 0/0, a NaN that the levels rounding
-    # to 0 relevant documents take (printed "-nan", as glibc prints it)
-    empty = ret == 0
-    if empty.any():
-        for q in np.flatnonzero(empty).tolist():
-            R = int(n_rel[q])
-            for i, x in enumerate(points):
-                if _lround(x * R) == 0:
-                    out[q, i] = _NEG_NAN
-    return out
-
-
-def _rprec_mult(rq: np.ndarray, rr: np.ndarray, nrr: np.ndarray, ret: np.ndarray,
-                n_rel: np.ndarray, x: float) -> np.ndarray:
-    """m_Rprec_mult.c at multiple ``x``: per query k = (long)(x R + 0.9) (C's cast truncates
-    toward zero); precision after k documents (relevant retrieved over k past the last one
-    retrieved), 0 when k <= 0."""
-    k = np.trunc(x * n_rel.astype(np.float64) + 0.9)
-    kq = k[rq]
-    hit = np.bincount(rq[rr <= kq], minlength=len(ret)).astype(np.float64)
-    return np.where(k > 0, hit / np.maximum(k, 1.0), 0.0)    # past num_ret: hit = nrr
-
-
-_NEG_NAN = float(np.copysign(np.nan, -1.0))
-
-
-def _ndcg(j: _Judged, ideal: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> np.ndarray:
-    """m_ndcg_cut.c at ``k``: ``ideal`` is (query, grade, position) of every judgment with
-    grade > 0, best first per query; both sums add in rank order, as trec_eval's loops do."""
-    nq = len(j.ret)
-    inside = (j.rank <= k) & (j.rel > 0)
-    dcg = np.bincount(j.q[inside], weights=j.rel[inside] / np.log2(j.rank[inside] + 1.0),
-                      minlength=nq)
-    gq, gg, pos = ideal
-    top = pos < k
-    best = np.bincount(gq[top], weights=gg[top] / np.log2(pos[top] + 2.0), minlength=nq)
-    return np.where(best > 0, dcg / np.where(best > 0, best, 1.0), dcg)
-
-
 def _fmt(name: str, qid: str, value) -> str:
     if isinstance(value, str):
         return f"{name:<22}\t{qid}\t{value}"
@@ -454,33 +180,15 @@ def _last_tag(path: Path) -> str:
     return ""
 
 
-def trec_eval_values(qrels_path: str | os.PathLike, run_path: str | os.PathLike,
-                     measures: Sequence[str] | None = None, *, complete: bool = False,
-                     ties: str = "trec_eval", compat: bool = True, lenient: bool = False,
-                     level: int = 1, max_docs: int | None = None, judged_only: bool = False
-                     ) -> tuple[list[str], dict[str, dict[str, float]], dict[str, object]]:
-    """``(output names, {qid: {name: value}}, {name: summary value})``: what
-    :func:`trec_eval` prints, unrounded (queries in qid order); the arguments are its
-    options (module docstring)."""
-    from .evaluate import TIES, _scan_run
-    from .read import CHUNK_BYTES
-
-    if ties not in TIES:
-        raise MembenchError(f"trec-eval: --ties must be one of {', '.join(TIES)}")
-    if level < 0:
-        raise MembenchError(f"trec-eval: -l {level}: the relevance level must be >= 0")
-    if max_docs is not None and max_docs < 0:
-        raise MembenchError(f"trec-eval: -M {max_docs}: must be >= 0")
-    request = parse_request(measures)
-    names = request.names()
-    run = _scan_run(Path(run_path), Path(qrels_path), CHUNK_BYTES, ties, keep_lines=False,
-                    compat=compat, duplicates="first" if lenient else "refuse",
-                    max_docs=max_docs)
-    if run.n_qrels_queries == 0 and not lenient:
+def _refuse_empty(run, qrels_path, run_path, lenient: bool) -> None:
+    """trec_eval's refusals of an empty qrels or run (none with ``lenient``)."""
+    if lenient:
+        return
+    if run.n_qrels_queries == 0:
         raise InputError(qrels_path, None, None, "no qrels line: trec_eval refuses an empty "
                          "qrels file ('Cannot read qrels file'); --lenient evaluates against it",
                          rule="EMPTY")
-    if run.n_lines == 0 and not lenient:
+    if run.n_lines == 0:
         if _is_empty(run_path):
             raise InputError(run_path, None, None, "no run line: trec_eval refuses an empty "
                              "run ('Cannot read results file'); --lenient evaluates it",
@@ -488,10 +196,14 @@ def trec_eval_values(qrels_path: str | os.PathLike, run_path: str | os.PathLike,
         raise InputError(run_path, None, None, "no run line (only comments or blank lines): "
                          "trec_eval stops at the first qrels query ('result qid ... not "
                          "found'); --lenient evaluates it", rule="NO_RUN_LINE")
-    in_run = np.zeros(len(run.qids), dtype=bool)
-    in_run[run.ret_q] = True
+
+
+def _evaluated(run, in_run: np.ndarray, qrels_path, keep_missing: bool, complete: bool
+               ) -> np.ndarray:
+    """The qrels queries evaluated, in qid order (bytes): those in the run, or all of them
+    with -c; one missing from the run is refused unless ``keep_missing`` (-c, --lenient)."""
     judged = np.arange(run.n_qrels_queries)
-    if not complete and not lenient:
+    if not keep_missing:
         missing = judged[~in_run[judged]]
         if len(missing):
             qid = min((run.qids[i] for i in missing.tolist()), key=lambda s: s.encode())
@@ -501,8 +213,15 @@ def trec_eval_values(qrels_path: str | os.PathLike, run_path: str | os.PathLike,
                              "found'); -c evaluates it as an empty ranking, --lenient leaves "
                              "it out", rule="MISSING_QUERY")
     chosen = judged if complete else judged[in_run[judged]]
-    evaluated = np.asarray(sorted(chosen.tolist(), key=lambda i: run.qids[i].encode("utf-8")),
-                           dtype=np.int64)
+    return np.asarray(sorted(chosen.tolist(), key=lambda i: run.qids[i].encode("utf-8")),
+                      dtype=np.int64)
+
+
+def _scored(run, in_run: np.ndarray, evaluated: np.ndarray, level: int, max_docs: int | None,
+            judged_only: bool) -> Scored:
+    """The evaluated queries as the measures read them (:class:`membench.trec.measures.Scored`):
+    retrieved counts capped at -M, the judged retrieved lines (ranked among the judged under
+    -J), the qrels per query and the ideal ordering for ndcg."""
     nq = len(evaluated)
     slot = np.full(len(run.qids) + 1, -1, dtype=np.int64)
     slot[evaluated] = np.arange(nq)
@@ -531,7 +250,6 @@ def trec_eval_values(qrels_path: str | os.PathLike, run_path: str | os.PathLike,
     shown_ret = ret.copy()
     if bogus.any() and not judged_only and (max_docs is None or max_docs >= 1):
         ret[bogus] = 1
-    j = _Judged(ret, jq, jr, jg)
     # the qrels of each evaluated query
     qq = slot[run.qrels_q]
     qsel = qq >= 0
@@ -543,27 +261,46 @@ def trec_eval_values(qrels_path: str | os.PathLike, run_path: str | os.PathLike,
     og = np.lexsort((-gg, gq))
     gq, gg = gq[og], gg[og]
     ideal = (gq, gg, np.arange(len(gq)) - np.searchsorted(gq, np.arange(nq))[gq])
-    per = _values(j, n_rel, n_nonrel, ideal, request, level)
-    if "num_ret" in per:
-        per["num_ret"] = shown_ret
-    single = [n for n in names if n in per and n != "gm_map"]
+    return Scored(Judged(ret, jq, jr, jg), shown_ret, n_rel, n_nonrel, ideal, level)
+
+
+def trec_eval_values(qrels_path: str | os.PathLike, run_path: str | os.PathLike,
+                     measures: Sequence[str] | None = None, *, complete: bool = False,
+                     ties: str = "trec_eval", compat: bool = True, lenient: bool = False,
+                     level: int = 1, max_docs: int | None = None, judged_only: bool = False
+                     ) -> tuple[list[str], dict[str, dict[str, float]], dict[str, object]]:
+    """``(output names, {qid: {name: value}}, {name: summary value})``: what
+    :func:`trec_eval` prints, unrounded (queries in qid order); the arguments are its
+    options (module docstring)."""
+    from .evaluate import TIES, _scan_run
+    from .read import CHUNK_BYTES
+
+    if ties not in TIES:
+        raise MembenchError(f"trec-eval: --ties must be one of {', '.join(TIES)}")
+    if level < 0:
+        raise MembenchError(f"trec-eval: -l {level}: the relevance level must be >= 0")
+    if max_docs is not None and max_docs < 0:
+        raise MembenchError(f"trec-eval: -M {max_docs}: must be >= 0")
+    request = parse_request(measures)
+    names = request.names()
+    run = _scan_run(Path(run_path), Path(qrels_path), CHUNK_BYTES, ties, keep_lines=False,
+                    compat=compat, duplicates="first" if lenient else "refuse",
+                    max_docs=max_docs)
+    _refuse_empty(run, qrels_path, run_path, lenient)
+    in_run = np.zeros(len(run.qids), dtype=bool)
+    in_run[run.ret_q] = True
+    evaluated = _evaluated(run, in_run, qrels_path, complete or lenient, complete)
+    s = _scored(run, in_run, evaluated, level, max_docs, judged_only)
+    per = compute(request.measures, s)
+    single = [n for m, params in request.measures if MEASURES[m].per_query
+              for n in MEASURES[m].names(params)]
     qids = [run.qids[i] for i in evaluated.tolist()]
     rows = {qid: {n: per[n][i].item() for n in single} for i, qid in enumerate(qids)}
-    total: dict[str, object] = {}
-    for n in names:
-        if n == "runid":
-            total[n] = _last_tag(Path(run_path))
-        elif n == "num_q":
-            total[n] = nq
-        elif n == "num_rel" and complete:
-            # trec_eval -c (m_num_rel.c): relevance > 0 over every qrels query, whatever -l
-            total[n] = int(np.count_nonzero(run.qrels_rel > 0))
-        elif n in COUNTS:
-            total[n] = int(per[n].sum())
-        elif n == "gm_map":
-            total[n] = math.exp(_sum(per[n]) / nq) if nq else 0.0
-        else:
-            total[n] = _sum(per[n]) / nq if nq else 0.0
+    # trec_eval -c (m_num_rel.c): num_rel sums relevance > 0 over every qrels query
+    totals = Totals(s.nq, lambda: _last_tag(Path(run_path)),
+                    int(np.count_nonzero(run.qrels_rel > 0)) if complete else None)
+    total = {n: MEASURES[m].summed(per.get(n), totals) for m, params in request.measures
+             for n in MEASURES[m].names(params)}
     return names, rows, total
 
 
