@@ -1,8 +1,8 @@
 """The package layout is the pipeline (docs/architecture.md, membench/docsite/house.py): no
 module imports from a room on a floor above its own (by statement or by string), none imports
 an old path, no import circle between modules, no room
-over 15% of the code, no file over 800 lines without saying why, and no modality is branched
-on by name outside ``membench/modalities``."""
+over 15% of the code, no file over 800 lines and no function over 100 without saying why, and
+no modality is branched on by name outside ``membench/modalities``."""
 
 from __future__ import annotations
 
@@ -340,3 +340,51 @@ def test_no_modality_branch_outside_the_registry():
             if pat.search(line):
                 bad.append(f"membench/{rel}:{no}: {line.strip()}")
     assert not bad, "modality branches outside membench/modalities:\n" + "\n".join(bad)
+
+
+MAX_FUNCTION_LINES = 100
+#: what a function over MAX_FUNCTION_LINES says in a comment line of its body, with its reason
+LONG_FUNCTION_NOTE = "# Long:"
+
+
+def long_functions(source: str) -> list[tuple[int, str, int]]:
+    """``(line, name, length)`` of every function or method of ``source`` longer than
+    :data:`MAX_FUNCTION_LINES` lines (its ``def`` to its last line) none of whose lines after
+    the ``def`` is a comment starting with :data:`LONG_FUNCTION_NOTE`."""
+    lines = source.splitlines()
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        n = node.end_lineno - node.lineno + 1
+        body = lines[node.lineno:node.end_lineno]
+        if n > MAX_FUNCTION_LINES and not any(
+                line.lstrip().startswith(LONG_FUNCTION_NOTE) for line in body):
+            out.append((node.lineno, node.name, n))
+    return sorted(out)
+
+
+def test_no_long_function_without_a_reason():
+    """A function or method over 100 lines is split along its seams, or says in its body why
+    it reads better whole (a comment line ``# Long: ...``)."""
+    bad = [f"{_file(mod)}:{line}: {name} ({n} lines)" for mod, path in MODULES.items()
+           for line, name, n in long_functions(path.read_text(encoding="utf-8"))]
+    assert not bad, (f"functions over {MAX_FUNCTION_LINES} lines without a "
+                     f"{LONG_FUNCTION_NOTE!r} comment:\n" + "\n".join(bad))
+
+
+def test_the_long_function_finder_finds_one():
+    """A planted 102-line method and a 102-line function are found; with a ``# Long:`` line in
+    its body (after the docstring, or first) one is not, nor is a 100-line function; a note
+    outside the function does not count."""
+    filler = "".join(f"    x{i} = {i}\n" for i in range(100))
+    long_def = "def long(a):\n    '''A docstring.'''\n" + filler
+    method = "class C:\n" + "".join("    " + ln + "\n" for ln in long_def.splitlines())
+    noted = long_def.replace("'''A docstring.'''\n", "'''A docstring.'''\n    # Long: why\n")
+    short = "def short():\n" + filler[:filler.index("    x99")]
+    assert long_functions(long_def) == [(1, "long", 102)]
+    assert long_functions(method) == [(2, "long", 102)]
+    assert long_functions(noted) == []
+    assert long_functions(long_def.replace("'''A docstring.'''", "# Long: why")) == []
+    assert long_functions(short) == []
+    assert long_functions("# Long: not in a body\n" + long_def) == [(2, "long", 102)]

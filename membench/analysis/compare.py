@@ -212,20 +212,7 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
     mods = [m for m in MODALITIES if m in set(frames[labels[0]]["modality"])]
     scopes = [*mods, "all"]
 
-    rows = []
-    for lab, r in zip(labels, runs):
-        mod_arr = np.asarray(r.scores().modality, dtype=object)
-        for scope in scopes:
-            mask = np.ones(len(mod_arr), bool) if scope == "all" else mod_arr == scope
-            entries = slice_metrics(r.scores(), mask, scope, seed=seed, n_resamples=ci_resamples)
-            if alt:
-                entries.update(judgment_entries(r.scores(), js, mask, scope, seed=seed,
-                                                n_resamples=ci_resamples))
-            for m, e in entries.items():
-                rows.append({"scope": scope, "system": lab, "metric": m, "value": e["value"],
-                             "n": e["n"], "denominator": e["denominator"],
-                             "ci95_lo": e["ci95"][0], "ci95_hi": e["ci95"][1]})
-    summary = pd.DataFrame(rows)
+    summary = pd.DataFrame(_summary_rows(labels, runs, scopes, js, seed, ci_resamples))
     prefix = f"judgments:{js}:" if alt else ""
 
     prow = []
@@ -272,7 +259,36 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
             pairs["p_bootstrap"]).to_numpy())
         pairs["significant_0.05"] = (pairs["p_perm_holm"] < 0.05) & (pairs["p_bootstrap"] < 0.05)
         pairs["n_resamples"] = n_resamples
+    return Comparison(labels=labels, run_dirs=[str(r.path) for r in runs], runs=runs,
+                      items=frames, summary=summary, pairs=pairs,
+                      first_stage=_first_stage(summary, labels), judgment_set=js,
+                      base_items=base)
 
+
+def _summary_rows(labels: list[str], runs: list[RunDir], scopes: list[str], js: str,
+                  seed: int, ci_resamples: int) -> list[dict[str, Any]]:
+    """:attr:`Comparison.summary`'s rows: per system, scope and measure its figure and
+    interval (under judgment set ``js``, its measures too)."""
+    alt = js != PRIMARY
+    rows = []
+    for lab, r in zip(labels, runs):
+        mod_arr = np.asarray(r.scores().modality, dtype=object)
+        for scope in scopes:
+            mask = np.ones(len(mod_arr), bool) if scope == "all" else mod_arr == scope
+            entries = slice_metrics(r.scores(), mask, scope, seed=seed, n_resamples=ci_resamples)
+            if alt:
+                entries.update(judgment_entries(r.scores(), js, mask, scope, seed=seed,
+                                                n_resamples=ci_resamples))
+            for m, e in entries.items():
+                rows.append({"scope": scope, "system": lab, "metric": m, "value": e["value"],
+                             "n": e["n"], "denominator": e["denominator"],
+                             "ci95_lo": e["ci95"][0], "ci95_hi": e["ci95"][1]})
+    return rows
+
+
+def _first_stage(summary, labels: list[str]):
+    """:attr:`Comparison.first_stage`: recall@1000 and nDCG@10 per system and modality, from
+    the ``summary``."""
     fs = summary[summary["metric"].isin(["recall@1000", "ndcg@10"]) & (summary["scope"] != "all")]
     first = fs.pivot_table(index=["system", "scope"], columns="metric",
                            values=["value", "n", "ci95_lo", "ci95_hi"], aggfunc="first")
@@ -284,11 +300,8 @@ def compare_runs(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike 
     first["n_answerable"] = first["n_answerable"].astype(int)
     rank_sys = {lab: i for i, lab in enumerate(labels)}
     rank_mod = {m: i for i, m in enumerate(MODALITIES)}
-    first = first.sort_values(["system", "modality"], key=lambda c: c.map(
+    return first.sort_values(["system", "modality"], key=lambda c: c.map(
         rank_sys if c.name == "system" else rank_mod)).reset_index(drop=True)
-    return Comparison(labels=labels, run_dirs=[str(r.path) for r in runs], runs=runs,
-                      items=frames, summary=summary, pairs=pairs, first_stage=first,
-                      judgment_set=js, base_items=base)
 
 
 def _ordering(frame, mask: np.ndarray) -> abstention.Ordering:
@@ -328,14 +341,7 @@ def best_systems(scores: dict[str, Any], *,
     labels = list(scores)
     if len(labels) < 2:
         raise ComparisonError("best_systems needs at least two runs")
-    ref = list(scores[labels[0]].query_id)
-    pos = {q: i for i, q in enumerate(ref)}
-    order: dict[str, np.ndarray] = {}
-    for lab in labels:
-        ids = list(scores[lab].query_id)
-        if set(ids) != set(ref):
-            raise ComparisonError(f"{lab} and {labels[0]} evaluate different items")
-        order[lab] = np.argsort([pos[q] for q in ids])
+    ref, order = _aligned(scores, labels)
     mods = np.asarray(scores[labels[0]].modality, dtype=object)
     mask = np.ones(len(ref), bool) if scope == "all" else mods == scope
     hold = getattr(scores[labels[0]], "holder", None)
@@ -377,7 +383,8 @@ def best_systems(scores: dict[str, Any], *,
         if is_order:
             if not all(hasattr(scores[lab], "abstention_score") for lab in labels):
                 continue
-            orders = orders or {lab: ordering(lab) for lab in labels}
+            if not orders:
+                orders.update({lab: ordering(lab) for lab in labels})
             summary = {}
             for lab in labels:
                 v = float(abstention.statistic(orders[lab], m, MAX_FALSE_RECALL)[0])
@@ -387,66 +394,111 @@ def best_systems(scores: dict[str, Any], *,
             vals = {lab: per_item(lab, m) for lab in labels}
             if any(v is None for v in vals.values()):
                 continue
-            summary = {}
-            for lab, v in vals.items():
-                ok = v[~np.isnan(v)]
-                summary[lab] = (None if not ok.size else
-                                float(np.percentile(ok, meas.percentile))
-                                if meas.percentile is not None else float(ok.mean()))
+            summary = {lab: _summary_value(v, meas.percentile) for lab, v in vals.items()}
         silent = [lab for lab in labels if summary[lab] is not None
                   and never_best(m, silence(lab, m))]
-        ranked = sorted((lab for lab in labels if summary[lab] is not None
-                         and lab not in silent),
-                        key=lambda lab: (-summary[lab] if meas.direction == "higher"
-                                         else summary[lab], labels.index(lab)))
-        if silent and not ranked:
-            out.append(_all_silent_row(m, meas.direction, silent))
-            continue
-        if len(ranked) + len(silent) < 2:
-            continue
-        best = ranked[0]
-        tied = [lab for lab in ranked if abs(summary[lab] - summary[best]) <= 1e-12]
-        rest = [lab for lab in ranked if lab not in tied]
-        second = rest[0] if rest else None          # the best of the others
-        row: dict[str, Any] = {
-            "measure": m, "direction": meas.direction, "best": best, "value": summary[best],
-            "runner_up": second, "runner_up_value": summary[second] if second else None,
-            "tied": tied, "diff": summary[best] - summary[second] if second else 0.0,
-            "diff_ci95": [None, None],
-            "n": (orders[best].counted(m) if is_order else
-                  int((~np.isnan(vals[best]) & ~np.isnan(vals[second or best])).sum())),
-            "p_permutation": None, "p_bootstrap": None, "p_holm": None, "significant": False,
-            "tested": False, "note": "", "silent": silent, "unit": None, "holders": None}
-        if len(tied) > 1:
-            row["note"] = "a tie: " + ", ".join(tied) + " have the same value"
-        if silent and second is None:
-            row["note"] = (f"the only system not silent: {', '.join(silent)} "
-                           f"{'is' if len(silent) == 1 else 'are'} FAIL (silent), never best")
-        if meas.percentile is not None:
-            row["note"] = ("a percentile, shown without a paired test (the paired tests "
-                           "compare means)")
-        elif second is None:
-            row["note"] = row["note"] or "every system has the same value"
+        row = _best_row(m, meas, labels, summary, vals, silent, orders if is_order else None)
+        if row is not None and not row.get("all_silent"):
+            _test_best(row, meas, vals, orders if is_order else None, holders,
+                       f"best|{scope}|{m}", n_resamples, seed)
+        if row is not None:
+            out.append(row)
+    _holm_best(out)
+    return out
+
+
+def _aligned(scores: dict[str, Any], labels: list[str]
+             ) -> tuple[list[str], dict[str, np.ndarray]]:
+    """The first run's query ids, and per run the order that aligns its items with them (runs
+    over different items: :class:`ComparisonError`)."""
+    ref = list(scores[labels[0]].query_id)
+    pos = {q: i for i, q in enumerate(ref)}
+    order: dict[str, np.ndarray] = {}
+    for lab in labels:
+        ids = list(scores[lab].query_id)
+        if set(ids) != set(ref):
+            raise ComparisonError(f"{lab} and {labels[0]} evaluate different items")
+        order[lab] = np.argsort([pos[q] for q in ids])
+    return ref, order
+
+
+def _summary_value(v: np.ndarray, percentile: float | None) -> float | None:
+    """A system's figure of a measure from its per-item values: their mean, or the
+    ``percentile`` (a latency percentile); None without a defined value."""
+    ok = v[~np.isnan(v)]
+    return (None if not ok.size else
+            float(np.percentile(ok, percentile))
+            if percentile is not None else float(ok.mean()))
+
+
+def _best_row(m: str, meas, labels: list[str], summary: dict[str, float | None],
+              vals: dict[str, np.ndarray], silent: list[str],
+              orders: dict[str, abstention.Ordering] | None) -> dict[str, Any] | None:
+    """:func:`best_systems`' row of measure ``m`` before its test (``orders``: an
+    abstention-order measure's orderings); None when fewer than two systems have a value."""
+    ranked = sorted((lab for lab in labels if summary[lab] is not None
+                     and lab not in silent),
+                    key=lambda lab: (-summary[lab] if meas.direction == "higher"
+                                     else summary[lab], labels.index(lab)))
+    if silent and not ranked:
+        return _all_silent_row(m, meas.direction, silent)
+    if len(ranked) + len(silent) < 2:
+        return None
+    best = ranked[0]
+    tied = [lab for lab in ranked if abs(summary[lab] - summary[best]) <= 1e-12]
+    rest = [lab for lab in ranked if lab not in tied]
+    second = rest[0] if rest else None          # the best of the others
+    row: dict[str, Any] = {
+        "measure": m, "direction": meas.direction, "best": best, "value": summary[best],
+        "runner_up": second, "runner_up_value": summary[second] if second else None,
+        "tied": tied, "diff": summary[best] - summary[second] if second else 0.0,
+        "diff_ci95": [None, None],
+        "n": (orders[best].counted(m) if orders is not None else
+              int((~np.isnan(vals[best]) & ~np.isnan(vals[second or best])).sum())),
+        "p_permutation": None, "p_bootstrap": None, "p_holm": None, "significant": False,
+        "tested": False, "note": "", "silent": silent, "unit": None, "holders": None}
+    if len(tied) > 1:
+        row["note"] = "a tie: " + ", ".join(tied) + " have the same value"
+    if silent and second is None:
+        row["note"] = (f"the only system not silent: {', '.join(silent)} "
+                       f"{'is' if len(silent) == 1 else 'are'} FAIL (silent), never best")
+    return row
+
+
+def _test_best(row: dict[str, Any], meas, vals: dict[str, np.ndarray],
+               orders: dict[str, abstention.Ordering] | None, holders: np.ndarray | None,
+               name: str, n_resamples: int, seed: int) -> None:
+    """The paired test of a :func:`_best_row` row's best against its runner-up, into the row
+    (or the note of why there is none)."""
+    m, best, second = row["measure"], row["best"], row["runner_up"]
+    if meas.percentile is not None:
+        row["note"] = ("a percentile, shown without a paired test (the paired tests "
+                       "compare means)")
+    elif second is None:
+        row["note"] = row["note"] or "every system has the same value"
+    else:
+        # a tie for the lead: the first of the tied, tested against the next system
+        if orders is not None:
+            t = ordering_difference(
+                orders[best], orders[second], m, name,
+                max_false_recall=MAX_FALSE_RECALL,
+                n_resamples=min(n_resamples, N_ORDERING_RESAMPLES), seed=seed)
+            row["note"] = ("an abstention-order statistic: paired bootstrap p (no "
+                           "per-item values to sign-flip), resampled by record")
+            row["unit"] = "record"
         else:
-            # a tie for the lead: the first of the tied, tested against the next system
-            if is_order:
-                t = ordering_difference(
-                    orders[best], orders[second], m, f"best|{scope}|{m}",
-                    max_false_recall=MAX_FALSE_RECALL,
-                    n_resamples=min(n_resamples, N_ORDERING_RESAMPLES), seed=seed)
-                row["note"] = ("an abstention-order statistic: paired bootstrap p (no "
-                               "per-item values to sign-flip), resampled by record")
-                row["unit"] = "record"
-            else:
-                t = paired_test(vals[best], vals[second], f"best|{scope}|{m}",
-                                groups=holders, n_resamples=n_resamples, seed=seed)
-                row["unit"], row["holders"] = t["unit"], t["holders"]
-            p_perm = t["p_permutation"]
-            row.update({"diff": t["diff"], "diff_ci95": [t["diff_ci95_lo"], t["diff_ci95_hi"]],
-                        "n": t["n"], "p_bootstrap": t["p_bootstrap"], "tested": True,
-                        "p_permutation": None if p_perm is None or math.isnan(p_perm)
-                        else p_perm})
-        out.append(row)
+            t = paired_test(vals[best], vals[second], name,
+                            groups=holders, n_resamples=n_resamples, seed=seed)
+            row["unit"], row["holders"] = t["unit"], t["holders"]
+        p_perm = t["p_permutation"]
+        row.update({"diff": t["diff"], "diff_ci95": [t["diff_ci95_lo"], t["diff_ci95_hi"]],
+                    "n": t["n"], "p_bootstrap": t["p_bootstrap"], "tested": True,
+                    "p_permutation": None if p_perm is None or math.isnan(p_perm)
+                    else p_perm})
+
+
+def _holm_best(out: list[dict[str, Any]]) -> None:
+    """Holm over :func:`best_systems`' tested rows, into each (``p_holm``, ``significant``)."""
     tested = [r for r in out if r["tested"]]
     # the abstention-order rows have a bootstrap p only: Holm reads it for them (as page 05)
     ps = [r["p_permutation"] if r["p_permutation"] is not None else r["p_bootstrap"]
@@ -454,7 +506,6 @@ def best_systems(scores: dict[str, Any], *,
     for r, a in zip(tested, holm(np.array(ps, dtype=float))):
         r["p_holm"] = float(a)
         r["significant"] = bool(a < 0.05 and r["p_bootstrap"] < 0.05)
-    return out
 
 
 def _all_silent_row(m: str, direction: str, silent: list[str]) -> dict[str, Any]:

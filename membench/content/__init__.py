@@ -154,23 +154,7 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
     items = list(items)
     paths = {it.source_id: item_file(it, corpus_root) for it in items
              if it.modality in OCR_MODALITIES}
-    # PDF pages without a text layer: OCR sources too ("<path>#page=<p>")
-    pdf_pages: dict[str, dict[int, str]] = {}
-    pre_hit: dict[str, bool] = {}
-    refused: set[str] = set()
-    for it in items:
-        if it.modality in PART_OCR_MODALITIES and config.pdf_ocr_dpi:
-            hits = _pdf.stats["cache_hits"]
-            try:
-                need = _pdf.ocr_pages_needed(it, corpus_root, config)
-            except guard.ContentError as e:
-                _refuse(it, e)
-                refused.add(it.source_id)
-                continue
-            pre_hit[it.source_id] = _pdf.stats["cache_hits"] > hits
-            if need:
-                f = item_file(it, corpus_root)
-                pdf_pages[it.source_id] = {p: _ocr.page_source(f, p) for p in need}
+    pdf_pages, pre_hit, refused = _pdf_ocr_pages(items, corpus_root, config)
     results: dict[str, Any] = {}
     ocr_ran: set[str] = set()
     by_item: dict[int, list[Atom]] = {}
@@ -234,9 +218,38 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
                 ocr_ran |= {sid for sid, pages in pdf_pages.items()
                             if any(_ocr.last_run.get(s) for s in pages.values())}
             make(with_ocr, "content (OCR text)")
+    return _in_item_order(len(items), by_item)
+
+
+def _pdf_ocr_pages(items: list[SourceItem], corpus_root: Path, config: ChunkConfig
+                   ) -> tuple[dict[str, dict[int, str]], dict[str, bool], set[str]]:
+    """The PDF pages without a text layer, OCR sources too (``"<path>#page=<p>"``) by item
+    and page; per PDF item whether its text layers came from the cache; the items refused."""
+    pdf_pages: dict[str, dict[int, str]] = {}
+    pre_hit: dict[str, bool] = {}
+    refused: set[str] = set()
+    for it in items:
+        if it.modality in PART_OCR_MODALITIES and config.pdf_ocr_dpi:
+            hits = _pdf.stats["cache_hits"]
+            try:
+                need = _pdf.ocr_pages_needed(it, corpus_root, config)
+            except guard.ContentError as e:
+                _refuse(it, e)
+                refused.add(it.source_id)
+                continue
+            pre_hit[it.source_id] = _pdf.stats["cache_hits"] > hits
+            if need:
+                f = item_file(it, corpus_root)
+                pdf_pages[it.source_id] = {p: _ocr.page_source(f, p) for p in need}
+    return pdf_pages, pre_hit, refused
+
+
+def _in_item_order(n: int, by_item: dict[int, list[Atom]]) -> list[Atom]:
+    """The atoms of the ``n`` items (``by_item``: by item index), in item order; two atoms of
+    different items with one id are an error."""
     atoms: list[Atom] = []
     seen: dict[str, str] = {}
-    for k in range(len(items)):
+    for k in range(n):
         for a in by_item[k]:
             other = seen.setdefault(a.atom_id, a.source_id)
             if other != a.source_id:  # pragma: no cover - 64-bit collision

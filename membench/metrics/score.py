@@ -173,6 +173,153 @@ def _ranked_indices(row: RunRow, table: AtomTable) -> tuple[np.ndarray, np.ndarr
     return ranked, cart
 
 
+class _Columns:
+    """The per-item columns :func:`score_items` fills, one record at a time (``n`` items)."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.answerable = np.zeros(n, dtype=bool)
+        self.audited = np.ones(n, dtype=bool)
+        self.has_run = np.zeros(n, dtype=bool)
+        self.n_gold = np.zeros(n, dtype=np.int64)
+        self.n_hits = np.zeros(n, dtype=np.int64)
+        self.cart_size = np.zeros(n, dtype=np.int64)
+        self.n_future = np.zeros(n, dtype=np.int64)
+        self.n_foreign = np.zeros(n, dtype=np.int64)
+        self.latency = np.full(n, np.nan)
+        self.abst = np.full(n, -np.inf)
+        nan = self.nan
+        self.false_recall, self.false_native = nan(), nan()
+        self.abstain, self.cart_recall = nan(), nan()
+        self.judged = nan()
+        self.atom_level = {m: nan() for m in ATOM_MEASURES}
+        self.atom_qrels: list[dict[str, int]] = []
+        self.first_ranks: list[list[int]] = []
+        self.gains: list[list[float]] = []
+        # name -> {"ranks": [], "gains": [], "n_gold": [], "cart": array}
+        self.alt: dict[str, dict[str, Any]] = {}
+        self.layer = {k: nan() for k in CONTENT_KEYS}
+
+    def nan(self) -> np.ndarray:
+        return np.full(self.n, np.nan)
+
+
+def _query_index(recs: list[AnnotationRecord],
+                 locs: list[tuple[str, int | None]]) -> dict[str, int]:
+    """query id -> its record's position; a second record of one query id is an error."""
+    by_qid: dict[str, int] = {}
+    for i, r in enumerate(recs):
+        if r.query_id in by_qid:
+            raise InputError(locs[i][0], locs[i][1], "query_id",
+                             f"duplicate query_id {r.query_id!r}", rule="DUPLICATE_QUERY_ID")
+        by_qid[r.query_id] = i
+    return by_qid
+
+
+def _runs_by_query(run_rows: Iterable[RunRow | Mapping], by_qid: dict[str, int],
+                   table: AtomTable) -> dict[str, RunRow]:
+    """query id -> its run line: one per annotated item at most, every atom reported."""
+    runs: dict[str, RunRow] = {}
+    for j, row in enumerate(run_rows):
+        if not isinstance(row, RunRow):
+            row = parse_run_row(row, "<run>", j + 1)
+        if row.query_id not in by_qid:
+            raise InputError(row.file, row.line, "query_id",
+                             f"{row.query_id!r} is not an annotated item of the evaluated set",
+                             rule="RUN_QUERY")
+        if row.query_id in runs:
+            raise InputError(row.file, row.line, "query_id",
+                             f"{row.query_id!r} has a second run line (first at line "
+                             f"{runs[row.query_id].line})", rule="DUPLICATE_QUERY_ID")
+        _check_atoms(row, table)
+        runs[row.query_id] = row
+    return runs
+
+
+def _score_gold(cols: _Columns, i: int, rec: AnnotationRecord, gold: list[GoldRef],
+                ranked: np.ndarray, cart: np.ndarray, table: AtomTable,
+                empty: np.ndarray) -> np.ndarray:
+    """Record ``i``'s measures against its primary gold; the first positions of its gold
+    regions in ``ranked`` (``empty`` for an unanswerable record)."""
+    if cols.answerable[i]:
+        cols.n_gold[i] = len(gold)
+        first = table.first_positions(gold, ranked)
+        cols.first_ranks.append(list(first + 1))
+        cols.gains.append([graded_gain(g.grade) for g in rec.gold])
+        cols.cart_recall[i] = cart_mod.cartridge_recall(table, gold, cart)
+        cols.abstain[i] = cart_mod.abstained(len(cart))
+        rel = relevant_atoms(table, gold, [g.grade for g in rec.gold])
+        for m, v in atom_measures(ranked, rel).items():
+            cols.atom_level[m][i] = v
+        cols.atom_qrels.append({table.atom_ids[a]: g for a, g in sorted(rel.items())})
+    else:
+        cols.first_ranks.append([])
+        cols.gains.append([])
+        cols.audited[i] = _audited(rec)
+        (cols.false_recall if cols.audited[i] else cols.false_native)[i] = \
+            cart_mod.false_recall(len(cart))
+        cols.atom_qrels.append({})
+        first = empty
+    return first
+
+
+def _score_judgments(cols: _Columns, i: int, rec: AnnotationRecord, gold: list[GoldRef],
+                     ranked: np.ndarray, cart: np.ndarray, table: AtomTable, uni: Universe,
+                     loc: tuple[str, int | None]) -> None:
+    """Record ``i``'s measures under each of its judgment sets, and its judged@k over the
+    gold and every set's regions."""
+    n = cols.n
+    judged_regions = list(gold)     # the gold and every judgment set's regions
+    for name, golds in sorted((rec.judgments or {}).items()):
+        if name == PRIMARY:
+            raise InputError(loc[0], loc[1], "judgments",
+                             f"{rec.query_id}: judgment set name {PRIMARY!r} is reserved for "
+                             "the primary gold", rule="JUDGMENTS")
+        a = cols.alt.get(name)
+        if a is None:       # (not setdefault: its default would be built for every record)
+            a = cols.alt[name] = {"ranks": [[] for _ in range(n)],
+                                  "gains": [[] for _ in range(n)],
+                                  "n_gold": np.zeros(n, np.int64), "cart": cols.nan()}
+        jg = _prepare_gold(golds, rec, uni, loc, f"judgments.{name}")
+        if jg and rec.unanswerable:
+            raise InputError(loc[0], loc[1], f"judgments.{name}",
+                             f"{rec.query_id}: an unanswerable record with {len(jg)} "
+                             f"region(s) under judgment set {name!r}",
+                             rule="JUDGMENT_ON_UNANSWERABLE")
+        judged_regions.extend(jg)
+        if jg:      # answerable under this set = non-empty list
+            a["n_gold"][i] = len(jg)
+            a["ranks"][i] = list(table.first_positions(jg, ranked) + 1)
+            a["gains"][i] = [graded_gain(g.grade) for g in golds]
+            a["cart"][i] = cart_mod.cartridge_recall(table, jg, cart)
+    if cols.answerable[i]:
+        cols.judged[i] = judged_at_k(table, judged_regions, ranked)
+
+
+def _measure_values(cols: _Columns, recs: list[AnnotationRecord]
+                    ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
+    """The per-item values of every measure, and of the judgment sets' measures."""
+    values = rank_measures(FirstHits.from_lists(cols.first_ranks, cols.n_gold, cols.gains),
+                           graded=True)
+    values[JUDGED] = cols.judged
+    values["false_recall_rate"] = cols.false_recall
+    values["false_recall_native"] = cols.false_native
+    values["temporal_correctness"] = (cols.n_future == 0).astype(np.float64)
+    values["holder_correctness"] = (cols.n_foreign == 0).astype(np.float64)
+    values["abstain_rate_answerable"] = cols.abstain
+    values[SILENCE] = cart_mod.silence_values(cols.abstain, [r.modality for r in recs],
+                                     ~cols.answerable & cols.audited)
+    values["cartridge_recall"] = cols.cart_recall
+    values.update(cols.layer)
+    judgments = {}
+    for name, a in sorted(cols.alt.items()):
+        jv = rank_measures(FirstHits.from_lists(a["ranks"], a["n_gold"], a["gains"]),
+                           graded=True)
+        jv["cartridge_recall"] = a["cart"]
+        judgments[name] = jv
+    return values, judgments
+
+
 def score_items(records: Iterable[AnnotationRecord | Mapping],
                 items: Iterable[SourceItem | Mapping],
                 atoms: Iterable[AtomRow | Mapping],
@@ -193,49 +340,11 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
                               for i, a in enumerate(atoms)), uni)
     locs = list(record_locs) if record_locs is not None else [("<records>", i + 1)
                                                               for i in range(len(recs))]
-    by_qid: dict[str, int] = {}
-    for i, r in enumerate(recs):
-        if r.query_id in by_qid:
-            raise InputError(locs[i][0], locs[i][1], "query_id",
-                             f"duplicate query_id {r.query_id!r}", rule="DUPLICATE_QUERY_ID")
-        by_qid[r.query_id] = i
-    runs: dict[str, RunRow] = {}
-    for j, row in enumerate(run_rows):
-        if not isinstance(row, RunRow):
-            row = parse_run_row(row, "<run>", j + 1)
-        if row.query_id not in by_qid:
-            raise InputError(row.file, row.line, "query_id",
-                             f"{row.query_id!r} is not an annotated item of the evaluated set",
-                             rule="RUN_QUERY")
-        if row.query_id in runs:
-            raise InputError(row.file, row.line, "query_id",
-                             f"{row.query_id!r} has a second run line (first at line "
-                             f"{runs[row.query_id].line})", rule="DUPLICATE_QUERY_ID")
-        _check_atoms(row, table)
-        runs[row.query_id] = row
+    runs = _runs_by_query(run_rows, _query_index(recs, locs), table)
 
     n = len(recs)
-    answerable = np.zeros(n, dtype=bool)
-    audited = np.ones(n, dtype=bool)
-    has_run = np.zeros(n, dtype=bool)
-    n_gold = np.zeros(n, dtype=np.int64)
-    n_hits = np.zeros(n, dtype=np.int64)
-    cart_size = np.zeros(n, dtype=np.int64)
-    n_future = np.zeros(n, dtype=np.int64)
-    n_foreign = np.zeros(n, dtype=np.int64)
-    latency = np.full(n, np.nan)
-    abst = np.full(n, -np.inf)
-    nan = lambda: np.full(n, np.nan)
-    false_recall, false_native, abstain, cart_recall = nan(), nan(), nan(), nan()
-    judged = nan()
-    atom_level = {m: nan() for m in ATOM_MEASURES}
-    atom_qrels: list[dict[str, int]] = []
-    first_ranks: list[list[int]] = []
-    gains: list[list[float]] = []
-    # name -> {"ranks": [], "gains": [], "n_gold": [], "cart": array}
-    alt: dict[str, dict[str, Any]] = {}
+    cols = _Columns(n)
     empty = np.zeros(0, dtype=np.int64)
-    layer = {k: nan() for k in CONTENT_KEYS}
     sources = sorted(uni.source_index, key=uni.source_index.__getitem__)
 
     def place(a: int) -> tuple[str, str, dict]:
@@ -248,104 +357,46 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
         row = runs.get(rec.query_id)
         if row is not None:
             ranked, cart = _ranked_indices(row, table)
-            has_run[i] = True
-            latency[i] = row.latency_ms
-            abst[i] = abstention_score(row.confidence, row.scores)
+            cols.has_run[i] = True
+            cols.latency[i] = row.latency_ms
+            cols.abst[i] = abstention_score(row.confidence, row.scores)
         else:
             ranked, cart = empty, empty
-        n_hits[i], cart_size[i] = len(ranked), len(cart)
+        cols.n_hits[i], cols.cart_size[i] = len(ranked), len(cart)
         sc = check_scope(table, np.union1d(ranked, cart),
                          uni.holder_index.get(rec.scope.holder, -1), to_us(rec.as_of))
-        n_future[i], n_foreign[i] = sc.n_future, sc.n_foreign
+        cols.n_future[i], cols.n_foreign[i] = sc.n_future, sc.n_foreign
 
         gold = _prepare_gold(rec.gold, rec, uni, locs[i], "gold")
         if rec.unanswerable != (len(gold) == 0):
             raise InputError(locs[i][0], locs[i][1], "gold",
                              f"{rec.query_id}: unanswerable={rec.unanswerable} but {len(gold)} "
                              "gold region(s)", rule="GOLD_ANSWERABLE")
-        answerable[i] = not rec.unanswerable
-        if answerable[i]:
-            n_gold[i] = len(gold)
-            first = table.first_positions(gold, ranked)
-            first_ranks.append(list(first + 1))
-            gains.append([graded_gain(g.grade) for g in rec.gold])
-            cart_recall[i] = cart_mod.cartridge_recall(table, gold, cart)
-            abstain[i] = cart_mod.abstained(len(cart))
-            rel = relevant_atoms(table, gold, [g.grade for g in rec.gold])
-            for m, v in atom_measures(ranked, rel).items():
-                atom_level[m][i] = v
-            atom_qrels.append({table.atom_ids[a]: g for a, g in sorted(rel.items())})
-        else:
-            first_ranks.append([])
-            gains.append([])
-            audited[i] = _audited(rec)
-            (false_recall if audited[i] else false_native)[i] = \
-                cart_mod.false_recall(len(cart))
-            atom_qrels.append({})
-            first = empty
+        cols.answerable[i] = not rec.unanswerable
+        first = _score_gold(cols, i, rec, gold, ranked, cart, table, empty)
         if content is not None:
             figs = item_figures(
                 content, modality=rec.modality, answer=rec.answer,
-                answer_format=rec.answer_format, answerable=bool(answerable[i]),
-                has_run=bool(has_run[i]), gold=[(g.source_id, g.region) for g in rec.gold],
+                answer_format=rec.answer_format, answerable=bool(cols.answerable[i]),
+                has_run=bool(cols.has_run[i]), gold=[(g.source_id, g.region) for g in rec.gold],
                 first_positions=first, ranked=ranked, cartridge=cart, place=place,
                 meta_of=meta_of,
-                grounded=table.hits_any(gold, ranked[:ANSWER_AT]) if answerable[i] else None)
+                grounded=table.hits_any(gold, ranked[:ANSWER_AT]) if cols.answerable[i]
+                else None)
             for k, v in figs.items():
-                layer[k][i] = v
+                cols.layer[k][i] = v
+        _score_judgments(cols, i, rec, gold, ranked, cart, table, uni, locs[i])
 
-        judged_regions = list(gold)     # the gold and every judgment set's regions
-        for name, golds in sorted((rec.judgments or {}).items()):
-            if name == PRIMARY:
-                raise InputError(locs[i][0], locs[i][1], "judgments",
-                                 f"{rec.query_id}: judgment set name {PRIMARY!r} is reserved for "
-                                 "the primary gold", rule="JUDGMENTS")
-            a = alt.get(name)
-            if a is None:       # (not setdefault: its default would be built for every record)
-                a = alt[name] = {"ranks": [[] for _ in range(n)],
-                                 "gains": [[] for _ in range(n)],
-                                 "n_gold": np.zeros(n, np.int64), "cart": nan()}
-            jg = _prepare_gold(golds, rec, uni, locs[i], f"judgments.{name}")
-            if jg and rec.unanswerable:
-                raise InputError(locs[i][0], locs[i][1], f"judgments.{name}",
-                                 f"{rec.query_id}: an unanswerable record with {len(jg)} "
-                                 f"region(s) under judgment set {name!r}",
-                                 rule="JUDGMENT_ON_UNANSWERABLE")
-            judged_regions.extend(jg)
-            if jg:      # answerable under this set = non-empty list
-                a["n_gold"][i] = len(jg)
-                a["ranks"][i] = list(table.first_positions(jg, ranked) + 1)
-                a["gains"][i] = [graded_gain(g.grade) for g in golds]
-                a["cart"][i] = cart_mod.cartridge_recall(table, jg, cart)
-        if answerable[i]:
-            judged[i] = judged_at_k(table, judged_regions, ranked)
-
-    values = rank_measures(FirstHits.from_lists(first_ranks, n_gold, gains), graded=True)
-    values[JUDGED] = judged
-    values["false_recall_rate"] = false_recall
-    values["false_recall_native"] = false_native
-    values["temporal_correctness"] = (n_future == 0).astype(np.float64)
-    values["holder_correctness"] = (n_foreign == 0).astype(np.float64)
-    values["abstain_rate_answerable"] = abstain
-    values[SILENCE] = cart_mod.silence_values(abstain, [r.modality for r in recs],
-                                     ~answerable & audited)
-    values["cartridge_recall"] = cart_recall
-    values.update(layer)
-    judgments = {}
-    for name, a in sorted(alt.items()):
-        jv = rank_measures(FirstHits.from_lists(a["ranks"], a["n_gold"], a["gains"]),
-                           graded=True)
-        jv["cartridge_recall"] = a["cart"]
-        judgments[name] = jv
-
+    values, judgments = _measure_values(cols, recs)
     return ItemScores(
         query_id=[r.query_id for r in recs], modality=[r.modality for r in recs],
         source=[source_key(r.query_id) for r in recs], holder=[r.scope.holder for r in recs],
         as_of=[r.as_of.isoformat() for r in recs],
-        derivation=[r.origin.derivation for r in recs], answerable=answerable, audited=audited,
-        has_run=has_run,
-        n_gold=n_gold, n_hits=n_hits, cartridge_size=cart_size, n_future=n_future,
-        n_foreign=n_foreign, latency_ms=latency, values={k: values[k] for k in (*MEAN_MEASURES, *COST_ARRAYS)},
-        abstention_score=abst,
-        judgments=judgments, atom_level=atom_level, atom_qrels=atom_qrels,
+        derivation=[r.origin.derivation for r in recs], answerable=cols.answerable,
+        audited=cols.audited, has_run=cols.has_run,
+        n_gold=cols.n_gold, n_hits=cols.n_hits, cartridge_size=cols.cart_size,
+        n_future=cols.n_future, n_foreign=cols.n_foreign, latency_ms=cols.latency,
+        values={k: values[k] for k in (*MEAN_MEASURES, *COST_ARRAYS)},
+        abstention_score=cols.abst,
+        judgments=judgments, atom_level=cols.atom_level, atom_qrels=cols.atom_qrels,
         content=content_note(content, no_content))

@@ -154,9 +154,6 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     compare`` (``random``, ``newest``, ``oldest``) beside the run's, on the same items; when
     the call names none, those beside the run's directory
     (:func:`membench.analysis.floors.floor_runs`)."""
-    from ..analysis.compare import ComparisonError, best_systems, verdict
-    from ..analysis.power import POWER_MEASURES, power_sentence, typical_pair
-
     jobs = default_jobs() if jobs is None else check_jobs(jobs)
     out = Path(out)
     all_paths = [Path(r).resolve() for r in [*runs, *(compare or [])]]
@@ -202,14 +199,7 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
         if sets_page:
             record["links"] = {SETS_NOTEBOOK: f"{slab}/{SETS_NOTEBOOK}.html"}
             _remove_page(out / label, SETS_NOTEBOOK)
-            if slab not in sets_jobs:
-                sprov = provenance(sets_dir=rd.sets_dir)
-                sprov["external_links"] = links
-                sets_jobs[slab] = Job(SETS_NOTEBOOK, params, out / slab, sprov,
-                                      Page(slab, (SETS_NOTEBOOK,)),
-                                      _record(slab, None, None, [SETS_NOTEBOOK],
-                                              sets=sprov["set_sha256"], used_by=[]))
-            sets_jobs[slab].record["used_by"].append(label)
+            _add_sets_job(sets_jobs, slab, label, rd.sets_dir, params, out, links)
         todo += [Job(name, params, out / label, prov, page, record) for name in run_pages]
         if not run_pages:
             _write_record(out / label, record)
@@ -218,44 +208,7 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
         job.record.update(sets_card(Path(job.parameters["sets_dir"]), out / slab, corpus))
     todo = [*sets_jobs.values(), *todo]
     if cmp_label:
-        prov = provenance(opened[0])
-        prov["external_links"] = links
-        prov["compared_runs"] = [str(rd.path) for rd in opened]
-        prov["system"] = " vs ".join(rd.label for rd in opened)
-        prov["config"] = {lab: rd.meta.get("config") for lab, rd in zip(labels, opened)}
-        # the test doubles (the baselines nothing and echo, the content-free floors random, newest
-        # and oldest among them) are the floor, never "best":
-        # nothing's false recall is 0 by silence (left out while two other runs remain)
-        doubles = [lab for lab, rd in zip(labels, opened)
-                   if (rd.meta.get("identity") or {}).get("kind") == "test double"]
-        contenders = [lab for lab in labels if lab not in doubles]
-        if len(contenders) < 2:
-            contenders, doubles = list(labels), []
-        power_said = ""
-        try:
-            best = best_systems({lab: rd.scores() for lab, rd in zip(labels, opened)
-                                 if lab in contenders})
-            best_note = ""
-            # how small a lead these items can resolve (docs/sets.md, power)
-            power_said = power_sentence(
-                {m: typical_pair({lab: rd.scores() for lab, rd in zip(labels, opened)
-                                  if lab in contenders}, m) for m in POWER_MEASURES},
-                opened[0].meta.get("split"))
-        except ComparisonError as e:
-            best, best_note = [], str(e)
-        said = verdict(best) if best else ""
-        if said and doubles:
-            said += (f" ({', '.join(doubles)}: test doubles, the floor the others are read "
-                     "against, never best; their figures are in the tables below.)")
-        todo.append(Job(COMPARE_NOTEBOOK, {"run_dirs": [str(rd.path) for rd in opened],
-                                           "sets_dir": sets, **flags}, out / cmp_label, prov,
-                        Page(cmp_label, (COMPARE_NOTEBOOK,),
-                             compare_summary_html(per_run, best, said, best_note,
-                                                  sets_tells(opened[0].sets_dir),
-                                                  power=power_said)),
-                        _record(cmp_label, None, None, [COMPARE_NOTEBOOK], compared=labels,
-                                best=best, verdict=said, best_note=best_note,
-                                power=power_said)))
+        todo.append(_compare_job(opened, labels, per_run, out, cmp_label, links, sets, flags))
     if board:
         todo.append(leaderboard_job(board, out))
     if q2d_page:
@@ -267,6 +220,68 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     if failed:
         raise MembenchError("; ".join(r.error for r in failed))
     return done
+
+
+def _add_sets_job(sets_jobs: dict[str, Job], slab: str, label: str, sets_dir: Path,
+                  params: dict[str, Any], out: Path, links: str) -> None:
+    """Page 01 of the sets ``slab`` into ``sets_jobs`` (once per sets content), used by the
+    run ``label``."""
+    if slab not in sets_jobs:
+        sprov = provenance(sets_dir=sets_dir)
+        sprov["external_links"] = links
+        sets_jobs[slab] = Job(SETS_NOTEBOOK, params, out / slab, sprov,
+                              Page(slab, (SETS_NOTEBOOK,)),
+                              _record(slab, None, None, [SETS_NOTEBOOK],
+                                      sets=sprov["set_sha256"], used_by=[]))
+    sets_jobs[slab].record["used_by"].append(label)
+
+
+def _compare_job(opened: list[RunDir], labels: list[str],
+                 per_run: list[tuple[str, dict[str, Any] | None]], out: Path, cmp_label: str,
+                 links: str, sets: str | None, flags: dict[str, bool]) -> Job:
+    """The comparison page ``cmp_label`` of the runs ``opened``, its summary and record
+    naming the best system per headline measure among the runs that are not test doubles."""
+    from ..analysis.compare import ComparisonError, best_systems, verdict
+    from ..analysis.power import POWER_MEASURES, power_sentence, typical_pair
+
+    prov = provenance(opened[0])
+    prov["external_links"] = links
+    prov["compared_runs"] = [str(rd.path) for rd in opened]
+    prov["system"] = " vs ".join(rd.label for rd in opened)
+    prov["config"] = {lab: rd.meta.get("config") for lab, rd in zip(labels, opened)}
+    # the test doubles (the baselines nothing and echo, the content-free floors random, newest
+    # and oldest among them) are the floor, never "best":
+    # nothing's false recall is 0 by silence (left out while two other runs remain)
+    doubles = [lab for lab, rd in zip(labels, opened)
+               if (rd.meta.get("identity") or {}).get("kind") == "test double"]
+    contenders = [lab for lab in labels if lab not in doubles]
+    if len(contenders) < 2:
+        contenders, doubles = list(labels), []
+    power_said = ""
+    try:
+        best = best_systems({lab: rd.scores() for lab, rd in zip(labels, opened)
+                             if lab in contenders})
+        best_note = ""
+        # how small a lead these items can resolve (docs/sets.md, power)
+        power_said = power_sentence(
+            {m: typical_pair({lab: rd.scores() for lab, rd in zip(labels, opened)
+                              if lab in contenders}, m) for m in POWER_MEASURES},
+            opened[0].meta.get("split"))
+    except ComparisonError as e:
+        best, best_note = [], str(e)
+    said = verdict(best) if best else ""
+    if said and doubles:
+        said += (f" ({', '.join(doubles)}: test doubles, the floor the others are read "
+                 "against, never best; their figures are in the tables below.)")
+    return Job(COMPARE_NOTEBOOK, {"run_dirs": [str(rd.path) for rd in opened],
+                                  "sets_dir": sets, **flags}, out / cmp_label, prov,
+               Page(cmp_label, (COMPARE_NOTEBOOK,),
+                    compare_summary_html(per_run, best, said, best_note,
+                                         sets_tells(opened[0].sets_dir),
+                                         power=power_said)),
+               _record(cmp_label, None, None, [COMPARE_NOTEBOOK], compared=labels,
+                       best=best, verdict=said, best_note=best_note,
+                       power=power_said))
 
 
 def external_links(live: bool) -> str:

@@ -192,6 +192,64 @@ def _selection_text(modalities, limit) -> str:
     return " ".join(parts) or "the whole split"
 
 
+def _trec_lists(run_file: Path, atoms_file: Path, split: str, alias: dict[str, str],
+                others: set[str], known: set[str], chosen: str
+                ) -> tuple[dict[str, list[tuple[str, float, int]]], int]:
+    """The TREC file's hits per query (atom, score, rank; each query's in line order) and how
+    many of its lines name a query by topic id; ``alias``: the selected queries by query and
+    topic id, ``others``: the split's other queries (a line of one: an error naming the part
+    ``chosen``), ``known``: the atom ids of the atoms file."""
+    lists: dict[str, list[tuple[str, float, int]]] = {}
+    first: dict[tuple[str, str], tuple[int, int]] = {}       # (query, atom) -> (rank, line)
+    by_topic = 0
+    for no, qid, doc, rank, score in read_trec_lines(run_file):
+        if qid not in alias:
+            if qid in others:
+                raise InputError(run_file, no, "qid", f"{qid!r} is a {split} query outside the "
+                                 f"selected part ({chosen}): name the part the file covers, "
+                                 "as `membench topics` wrote it", rule="TREC")
+            raise InputError(run_file, no, "qid", f"{qid!r} is not a {split} query (nor a "
+                             "topic id of one)", rule="TREC")
+        by_topic += alias[qid] != qid
+        qid = alias[qid]
+        if len(lists.get(qid, ())) >= MAX_IMPORT_QUERY_LINES:
+            raise InputError(run_file, no, "qid", f"query {qid}: more than "
+                             f"{MAX_IMPORT_QUERY_LINES:,} lines (bound import_query_lines); "
+                             f"only the first {MAX_DEPTH:,} by rank are kept: cut the run at "
+                             "that depth", rule="TOO_LARGE")
+        if doc not in known:
+            raise InputError(run_file, no, "docid", f"query {qid}: atom {doc!r} is not in "
+                             f"{atoms_file}", rule="TREC")
+        seen = first.setdefault((qid, doc), (rank, no))
+        if seen[1] != no:
+            raise InputError(run_file, no, "docid", f"{qid}: atom {doc!r} at rank {rank} here "
+                             f"and at rank {seen[0]} on line {seen[1]}: an atom is listed once "
+                             "per query", rule="DUPLICATE_HIT")
+        lists.setdefault(qid, []).append((doc, score, rank))
+    return lists, by_topic
+
+
+def _run_lines(records: list, covered: set[str], lists: dict[str, list[tuple[str, float, int]]],
+               carts: dict[str, list[str]] | None, confidence: dict[str, float],
+               top: int | None) -> list[str]:
+    """The run lines of the ``covered`` queries, in record order: the hits by score, the
+    cartridge from ``carts`` (None: the first ``top`` hits)."""
+    lines = []     # the run lines of the covered queries, in record order
+    for r in records:
+        if r.query_id not in covered:
+            continue
+        # score descending, then the rank column, then line order (stable sorts)
+        rows = sorted(lists.get(r.query_id, []), key=lambda t: t[2])
+        score = {d: s for d, s, _ in rows}                  # (each atom once: checked above)
+        hits = [[d, score[d]] for d in order_hits([(d, s) for d, s, _ in rows])][:MAX_DEPTH]
+        cart = carts.get(r.query_id, []) if carts is not None else [d for d, _ in hits[:top]]
+        line = {"query_id": r.query_id, "hits": hits, "cartridge": cart, "latency_ms": None}
+        if r.query_id in confidence:
+            line["confidence"] = confidence[r.query_id]
+        lines.append(dumps(line) + "\n")
+    return lines
+
+
 def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, out: Path,
                 system: str, cartridge_file: Path | None = None,
                 cartridge_top: int | None = None, final: bool = False,
@@ -233,33 +291,7 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
     others = rest | {topic_id(q) for q in rest}
     chosen = _selection_text(mods, limit)
 
-    lists: dict[str, list[tuple[str, float, int]]] = {}
-    first: dict[tuple[str, str], tuple[int, int]] = {}       # (query, atom) -> (rank, line)
-    by_topic = 0
-    for no, qid, doc, rank, score in read_trec_lines(run_file):
-        if qid not in alias:
-            if qid in others:
-                raise InputError(run_file, no, "qid", f"{qid!r} is a {split} query outside the "
-                                 f"selected part ({chosen}): name the part the file covers, "
-                                 "as `membench topics` wrote it", rule="TREC")
-            raise InputError(run_file, no, "qid", f"{qid!r} is not a {split} query (nor a "
-                             "topic id of one)", rule="TREC")
-        by_topic += alias[qid] != qid
-        qid = alias[qid]
-        if len(lists.get(qid, ())) >= MAX_IMPORT_QUERY_LINES:
-            raise InputError(run_file, no, "qid", f"query {qid}: more than "
-                             f"{MAX_IMPORT_QUERY_LINES:,} lines (bound import_query_lines); "
-                             f"only the first {MAX_DEPTH:,} by rank are kept: cut the run at "
-                             "that depth", rule="TOO_LARGE")
-        if doc not in known:
-            raise InputError(run_file, no, "docid", f"query {qid}: atom {doc!r} is not in "
-                             f"{atoms_file}", rule="TREC")
-        seen = first.setdefault((qid, doc), (rank, no))
-        if seen[1] != no:
-            raise InputError(run_file, no, "docid", f"{qid}: atom {doc!r} at rank {rank} here "
-                             f"and at rank {seen[0]} on line {seen[1]}: an atom is listed once "
-                             "per query", rule="DUPLICATE_HIT")
-        lists.setdefault(qid, []).append((doc, score, rank))
+    lists, by_topic = _trec_lists(run_file, atoms_file, split, alias, others, known, chosen)
 
     carts: dict[str, list[str]] = {}
     confidence: dict[str, float] = {}
@@ -279,19 +311,8 @@ def import_trec(run_file: Path, atoms_file: Path, sets_dir: Path, split: str, ou
                          "marked PARTIAL everywhere); a query answered with no hits needs its "
                          "line in --cartridge FILE", rule="INCOMPLETE_RUN")
 
-    lines = []     # the run lines of the covered queries, in record order
-    for r in data.records:
-        if r.query_id not in covered:
-            continue
-        # score descending, then the rank column, then line order (stable sorts)
-        rows = sorted(lists.get(r.query_id, []), key=lambda t: t[2])
-        score = {d: s for d, s, _ in rows}                  # (each atom once: checked above)
-        hits = [[d, score[d]] for d in order_hits([(d, s) for d, s, _ in rows])][:MAX_DEPTH]
-        cart = carts.get(r.query_id, []) if cartridge_file else [d for d, _ in hits[:cartridge_top]]
-        line = {"query_id": r.query_id, "hits": hits, "cartridge": cart, "latency_ms": None}
-        if r.query_id in confidence:
-            line["confidence"] = confidence[r.query_id]
-        lines.append(dumps(line) + "\n")
+    lines = _run_lines(data.records, covered, lists, carts if cartridge_file else None,
+                       confidence, cartridge_top)
     meta = {
         "system": system, "config": {"imported_from": str(run_file), "atoms": str(atoms_file),
                                      "cartridge": str(cartridge_file) if cartridge_file

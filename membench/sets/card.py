@@ -341,38 +341,8 @@ def card(sets_dir: str | Path, manifest: str | Path, corpus: str | Path | None) 
     in_sets = [s for s in sources if s.n_records or s.items]
     mods = stats.get("modalities") or {}
 
-    distribution = []
-    for f, info in files.items():
-        what = "source items (what systems ingest)" if f == "items.jsonl" else "records"
-        lic = sorted({f"{s.name}: {s.license}" for s in in_sets if s.key in info["sources"]})
-        distribution.append(_file_object(
-            f, sets_dir, digests[f], f"{info['rows']:,} {what}; by source: "
-            f"{_counts(info['sources'], names)}" + (f"; by split: {_counts(info['splits'])}"
-                                                    if info["splits"] else ""), lic))
-    distribution.append(_file_object(
-        "coverage.json", sets_dir, digests["coverage.json"],
-        "per source: upstream questions, how many became records and why the others did not"))
-    distribution.append(_file_object(
-        "stats.json", sets_dir, digests["stats.json"],
-        "per modality: queries, answerable and unanswerable (native and derived), holders, "
-        "dev and test; per source: the derivations and why the guards skipped the others"))
-
-    record_sets = [_splits(files)]
-    for f, info in files.items():
-        if f == "items.jsonl":
-            record_sets.append(_record_set(f, SourceItem, "the source items systems ingest, one "
-                                           "per line: a file under the corpus root or inline "
-                                           "content", info["keys"]))
-        else:
-            m = f.removesuffix(".jsonl")
-            s = mods.get(m) or {}
-            record_sets.append(_record_set(f, AnnotationRecord, (
-                f"{m} annotation records, one query per line: {info['rows']:,} queries"
-                + (f", {s.get('answerable', 0):,} answerable, "
-                   f"{s.get('native_unanswerable', 0):,} native unanswerable, "
-                   f"{s.get('derived_transactive', 0):,} derived transactive, "
-                   f"{s.get('derived_temporal', 0):,} derived temporal; "
-                   f"{s.get('holders', 0):,} holders" if s else "")), info["keys"]))
+    distribution = _distribution(sets_dir, files, digests, in_sets, names)
+    record_sets = _record_sets(files, mods)
 
     total = sum(i["rows"] for f, i in files.items() if f != "items.jsonl")
     n_items = files.get("items.jsonl", {}).get("rows", 0)
@@ -424,6 +394,58 @@ def card(sets_dir: str | Path, manifest: str | Path, corpus: str | Path | None) 
         "distribution": distribution,
         "recordSet": record_sets,
         # Croissant RAI vocabulary
+        **_rai(sources, in_sets, keep, files, record_mods, mods, names, coverage, not_derived),
+    }
+
+
+def _distribution(sets_dir: Path, files: dict[str, dict], digests: dict[str, str],
+                  in_sets: list[_Source], names: dict[str, str]) -> list[dict[str, Any]]:
+    """The card's ``distribution``: a file object per set file and summary file."""
+    distribution = []
+    for f, info in files.items():
+        what = "source items (what systems ingest)" if f == "items.jsonl" else "records"
+        lic = sorted({f"{s.name}: {s.license}" for s in in_sets if s.key in info["sources"]})
+        distribution.append(_file_object(
+            f, sets_dir, digests[f], f"{info['rows']:,} {what}; by source: "
+            f"{_counts(info['sources'], names)}" + (f"; by split: {_counts(info['splits'])}"
+                                                    if info["splits"] else ""), lic))
+    distribution.append(_file_object(
+        "coverage.json", sets_dir, digests["coverage.json"],
+        "per source: upstream questions, how many became records and why the others did not"))
+    distribution.append(_file_object(
+        "stats.json", sets_dir, digests["stats.json"],
+        "per modality: queries, answerable and unanswerable (native and derived), holders, "
+        "dev and test; per source: the derivations and why the guards skipped the others"))
+    return distribution
+
+
+def _record_sets(files: dict[str, dict], mods: dict[str, dict]) -> list[dict[str, Any]]:
+    """The card's ``recordSet``: the splits, and a record set per set file."""
+    record_sets = [_splits(files)]
+    for f, info in files.items():
+        if f == "items.jsonl":
+            record_sets.append(_record_set(f, SourceItem, "the source items systems ingest, one "
+                                           "per line: a file under the corpus root or inline "
+                                           "content", info["keys"]))
+        else:
+            m = f.removesuffix(".jsonl")
+            s = mods.get(m) or {}
+            record_sets.append(_record_set(f, AnnotationRecord, (
+                f"{m} annotation records, one query per line: {info['rows']:,} queries"
+                + (f", {s.get('answerable', 0):,} answerable, "
+                   f"{s.get('native_unanswerable', 0):,} native unanswerable, "
+                   f"{s.get('derived_transactive', 0):,} derived transactive, "
+                   f"{s.get('derived_temporal', 0):,} derived temporal; "
+                   f"{s.get('holders', 0):,} holders" if s else "")), info["keys"]))
+    return record_sets
+
+
+def _rai(sources: list[_Source], in_sets: list[_Source], keep: list[_Source],
+         files: dict[str, dict], record_mods: list[str], mods: dict[str, dict],
+         names: dict[str, str], coverage: list[dict], not_derived: list[str]
+         ) -> dict[str, Any]:
+    """The card's Croissant RAI fields (``rai:*``)."""
+    return {
         "rai:dataCollection": (
             "Secondary data: questions and their evidence from published benchmarks, read from "
             "a mirror of their repositories at pinned revisions (checked file by file against "

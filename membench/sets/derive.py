@@ -573,24 +573,13 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
     qs = _QuerySet(drafts if any(pol.values()) else [])
     speakers = src.all_speakers
 
-    # the latest evidence slot of every answerable query, and which of its questions each item
-    # cluster keeps answerable (timeline.keep); the others are the late pool the derivations
-    # draw from first
+    # the latest evidence slot of every answerable query
     anchor_slot: dict[str, int] = {}
     for qid in sorted(answerable):
         r = answerable[qid]
         anchor_slot[qid] = max(src.slot(g.source_id) for g in evidence(r))
     clusters = _clusters(answerable, order, source)
-    in_late: set[str] = set()       # questions not kept answerable
-    whole: set[str] = set()         # clusters none of whose questions is kept
-    for key, members in clusters:
-        u = uniform("as_of-keep", source, key)      # one draw per cluster: keep is monotone,
-        tl = timelines[answerable[members[0]].scope.holder]   # so earlier gold is kept first
-        gone = [q for q in members if answerable[q].as_of is None     # upstream times stay
-                and u >= tl.keep(anchor_slot[q])]
-        in_late.update(gone)
-        if gone and len(gone) == len(members):
-            whole.add(key)
+    in_late, whole = _late(source, clusters, answerable, timelines, anchor_slot)
     late_clusters = [(k, [q for q in ms if q in in_late]) for k, ms in clusters]
     late_clusters = [(k, ms) for k, ms in late_clusters if ms]
     stats.late_clusters = len(late_clusters)
@@ -609,15 +598,59 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
     for p in pool.values():
         p.sort()
 
-    def placed(holder: str, seed: str) -> datetime:
+    d = _Derivation(source, src, qs, answerable, holder_split, timelines, pool, stats)
+    _transactive(d, math.ceil(float(pol.get("transactive", 0.0)) * len(order)), clusters,
+                 late_clusters, in_late, speakers)
+    _temporal(d, math.ceil(float(pol.get("temporal", 0.0)) * len(order)), order, in_late,
+              whole)
+    _natives(d, drafts, in_late, slot_of)
+    return d.out, stats
+
+
+def _late(source: str, clusters: list[tuple[str, list[str]]],
+          answerable: dict[str, RecordDraft], timelines: dict[str, Timeline],
+          anchor_slot: dict[str, int]) -> tuple[set[str], set[str]]:
+    """Which questions each item cluster keeps answerable (timeline.keep): the others (the
+    first set) are the late pool the derivations draw from first; the second set is the
+    clusters none of whose questions is kept."""
+    in_late: set[str] = set()       # questions not kept answerable
+    whole: set[str] = set()         # clusters none of whose questions is kept
+    for key, members in clusters:
+        u = uniform("as_of-keep", source, key)      # one draw per cluster: keep is monotone,
+        tl = timelines[answerable[members[0]].scope.holder]   # so earlier gold is kept first
+        gone = [q for q in members if answerable[q].as_of is None     # upstream times stay
+                and u >= tl.keep(anchor_slot[q])]
+        in_late.update(gone)
+        if gone and len(gone) == len(members):
+            whole.add(key)
+    return in_late, whole
+
+
+@dataclass
+class _Derivation:
+    """One source's derivation under way: what :func:`derive`'s steps read, and the records
+    they make (``out``) from the answerable queries they use (``used``)."""
+
+    source: str
+    src: _Source
+    qs: _QuerySet
+    answerable: dict[str, RecordDraft]
+    holder_split: dict[str, str]
+    timelines: dict[str, Timeline]
+    pool: dict[str, list[int]]          # holder -> its answerable queries' slots, sorted
+    stats: DeriveStats
+    out: list[AnnotationRecord] = field(default_factory=list)
+    used: set[str] = field(default_factory=set)
+
+    def placed(self, holder: str, seed: str) -> datetime:
         """as_of of a query without evidence: the slot of an answerable query of ``holder``
         (by hash; a holder without one: :meth:`Timeline.free_slot`), a fresh offset."""
-        tl = timelines[holder]
-        p = pool.get(holder)
+        tl = self.timelines[holder]
+        p = self.pool.get(holder)
         slot = p[pick(len(p), "pseudo-slot", seed)] if p else tl.free_slot(seed)
         return tl.instant(slot, seed)
 
-    def derived(r: RecordDraft, kind: str, scope: Scope, as_of: datetime,
+    def derived(self, r: RecordDraft, kind: str, scope: Scope, as_of: datetime,
                 qid: str) -> AnnotationRecord:
         origin = Origin(**{**r.origin.model_dump(), "derived_from": r.query_id,
                            "derivation": kind, "kind": kind, "audited": True,
@@ -625,13 +658,15 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
         return AnnotationRecord(
             query_id=qid, modality=r.modality, question=r.question, answer=None,
             answer_format="none", gold=[], judgments=None, scope=scope, as_of=as_of,
-            unanswerable=True, origin=origin, split=holder_split[scope.holder])
+            unanswerable=True, origin=origin, split=self.holder_split[scope.holder])
 
-    out: list[AnnotationRecord] = []
-    used: set[str] = set()
 
-    # ---- transactive: whole per-item question clusters move
-    quota = math.ceil(float(pol.get("transactive", 0.0)) * len(order))
+def _transactive(d: _Derivation, quota: int, clusters: list[tuple[str, list[str]]],
+                 late_clusters: list[tuple[str, list[str]]], in_late: set[str],
+                 speakers: frozenset[str]) -> None:
+    """Transactive: whole per-item question clusters move (the late ones first), up to
+    ``quota`` questions."""
+    answerable, stats = d.answerable, d.stats
     kept_clusters = [(k, [q for q in ms if q not in in_late]) for k, ms in clusters]
     held: dict[str, list[list[str]]] = defaultdict(list)      # holder -> its clusters (SWAP)
     for _, ms in clusters:
@@ -639,21 +674,22 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
     for key, members in late_clusters + [(k, ms) for k, ms in kept_clusters if ms]:
         if stats.transactive >= quota:
             break
-        members = [q for q in members if q not in used]     # a swap may have moved them back
+        members = [q for q in members if q not in d.used]   # a swap may have moved them back
         if not members:
             continue
-        moved = _move_cluster(src, qs, members, answerable, holder_split, speakers, stats)
+        moved = _move_cluster(d.src, d.qs, members, answerable, d.holder_split, speakers,
+                              stats)
         if moved is None:
             continue
         target, qids = moved
         moves = [(target, qids)]
-        if source in SWAP:
+        if d.source in SWAP:
             origin = answerable[qids[0]].scope.holder
-            back = _swap_back(src, qs, held.get(target, []), used | set(qids), origin,
-                              answerable, holder_split, speakers, len(qids))
+            back = _swap_back(d.src, d.qs, held.get(target, []), d.used | set(qids), origin,
+                              answerable, d.holder_split, speakers, len(qids))
             if back is None:
                 for qid in qids:
-                    qs.move(qid, origin)
+                    d.qs.move(qid, origin)
                 stats.skipped[f"transactive: {NO_SWAP}"] += len(qids)
                 continue
             moves.append((origin, back))
@@ -662,26 +698,30 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
                 r = answerable[qid]
                 new = f"{qid}~transactive"
                 scope = Scope(holder=to, session=None, scenario=r.scope.scenario)
-                out.append(derived(r, "transactive", scope, placed(to, new), new))
-                used.add(qid)
+                d.out.append(d.derived(r, "transactive", scope, d.placed(to, new), new))
+                d.used.add(qid)
                 stats.transactive += 1
             stats.clusters += 1
 
-    # ---- temporal: only from the clusters none of whose questions is kept answerable (no
-    # answerable sister is left to betray a temporal question by its later as_of)
-    quota = math.ceil(float(pol.get("temporal", 0.0)) * len(order))
+
+def _temporal(d: _Derivation, quota: int, order: list[str], in_late: set[str],
+              whole: set[str]) -> None:
+    """Temporal: only from the clusters none of whose questions is kept answerable (no
+    answerable sister is left to betray a temporal question by its later as_of), up to
+    ``quota`` questions."""
+    src, stats = d.src, d.stats
     for qid in order:
-        if qid in used or qid not in in_late:
+        if qid in d.used or qid not in in_late:
             continue
-        if cluster_key(answerable[qid]) not in whole:
+        if cluster_key(d.answerable[qid]) not in whole:
             stats.skipped[f"temporal: {SISTERS}"] += 1
             continue
         if stats.temporal >= quota:
             stats.skipped[f"temporal: {QUOTA}"] += 1
             continue
-        r = answerable[qid]
+        r = d.answerable[qid]
         new = f"{qid}~temporal"
-        tl = timelines[r.scope.holder]
+        tl = d.timelines[r.scope.holder]
         slot = tl.temporal_slot(min(src.slot(g.source_id) for g in evidence(r)), new)
         if slot is None:
             stats.skipped[f"temporal: {FIRST}"] += 1
@@ -708,27 +748,29 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
         if date_after(r.question, when):
             stats.skipped[f"temporal: {DATE_AFTER}"] += 1
             continue
-        out.append(derived(r, "temporal", r.scope, when, new))
-        used.add(qid)
+        d.out.append(d.derived(r, "temporal", r.scope, when, new))
+        d.used.add(qid)
         stats.temporal += 1
 
-    # ---- the natives that stay
+
+def _natives(d: _Derivation, drafts: list[RecordDraft], in_late: set[str],
+             slot_of: dict[str, int]) -> None:
+    """The natives that stay (late gold that no derivation took is not asked)."""
     for r in drafts:
-        if r.query_id in used:
+        if r.query_id in d.used:
             continue
         if r.query_id in in_late:        # late gold that no derivation took: not asked
-            stats.not_asked += 1
+            d.stats.not_asked += 1
             continue
         fields = r.model_dump()
         h = r.scope.holder
         if r.as_of is not None:          # an upstream question time (LongMemEval)
             as_of = r.as_of
         elif r.unanswerable:
-            as_of = placed(h, r.query_id)
+            as_of = d.placed(h, r.query_id)
         else:
-            as_of = timelines[h].instant(slot_of[r.query_id], r.query_id)
+            as_of = d.timelines[h].instant(slot_of[r.query_id], r.query_id)
         if r.unanswerable:
-            kind, ok = tell_labels(source, None)
+            kind, ok = tell_labels(d.source, None)
             fields["origin"] = {**fields["origin"], "kind": kind, "audited": ok}
-        out.append(AnnotationRecord(**{**fields, "as_of": as_of, "split": holder_split[h]}))
-    return out, stats
+        d.out.append(AnnotationRecord(**{**fields, "as_of": as_of, "split": d.holder_split[h]}))

@@ -123,6 +123,30 @@ def atoms_of(turns: int, window: int = 3, stride: int = 2) -> int:
     return 1 if turns <= window else math.ceil((turns - window) / stride) + 1
 
 
+class _Draws:
+    """The random draws of one synthetic build (one generator, drawn in a fixed order): words
+    by Zipf rank over a made-up vocabulary, and values from the stats' distributions."""
+
+    def __init__(self, rng: np.random.Generator, st: dict):
+        self.rng, self.st = rng, st
+        self.vocab = np.array(_vocab(rng, st["word_chars"]), dtype=object)
+        ranks = np.arange(1, VOCAB + 1, dtype=np.float64)
+        self.cdf = np.cumsum(ranks ** -ZIPF_S)
+        self.cdf /= self.cdf[-1]
+        self.mean_word = float(np.mean(st["word_chars"])) + 1.0
+
+    def words(self, n: int) -> np.ndarray:
+        return self.vocab[np.searchsorted(self.cdf, self.rng.random(n))]
+
+    def draw(self, key: str, n: int | None = None):
+        return self.rng.choice(np.array(self.st[key]), n)
+
+    def turn_texts(self, nt: int) -> list[str]:
+        lens = np.maximum(1, np.rint(self.draw("chars_per_turn", nt) / self.mean_word)).astype(int)
+        flat = self.words(int(lens.sum()))
+        return [" ".join(p) for p in np.split(flat, np.cumsum(lens)[:-1])]
+
+
 def generate(out: Path, atoms: int, queries: int, seed: int = 0,
              stats_path: Path = STATS_PATH) -> dict:
     """Write ``out/sets`` and ``out/manifest.jsonl`` (see the module docstring); returns the
@@ -131,29 +155,14 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
         raise MembenchError("synth: --atoms and --queries must be >= 1")
     st = json.loads(Path(stats_path).read_text())
     rng = np.random.default_rng(seed)
-    vocab = np.array(_vocab(rng, st["word_chars"]), dtype=object)
-    ranks = np.arange(1, VOCAB + 1, dtype=np.float64)
-    cdf = np.cumsum(ranks ** -ZIPF_S)
-    cdf /= cdf[-1]
-    mean_word = float(np.mean(st["word_chars"])) + 1.0
-
-    def words(n: int) -> np.ndarray:
-        return vocab[np.searchsorted(cdf, rng.random(n))]
-
-    def draw(key: str, n: int | None = None):
-        return rng.choice(np.array(st[key]), n)
-
-    def _turn_texts(nt: int) -> list[str]:
-        lens = np.maximum(1, np.rint(draw("chars_per_turn", nt) / mean_word)).astype(int)
-        flat = words(int(lens.sum()))
-        return [" ".join(p) for p in np.split(flat, np.cumsum(lens)[:-1])]
+    d = _Draws(rng, st)
 
     # dev holders until the atom count is reached; as many test holders (split_holders)
     dev_sessions: list[list[int]] = []
     made = 0
     while made < atoms:
-        k = int(draw("sessions_per_holder"))
-        ts = [int(t) for t in draw("turns_per_session", k)]
+        k = int(d.draw("sessions_per_holder"))
+        ts = [int(t) for t in d.draw("turns_per_session", k)]
         dev_sessions.append(ts)
         made += sum(atoms_of(t) for t in ts)
     n_dev = len(dev_sessions)
@@ -173,61 +182,24 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
     with os.fdopen(tmp, "w", encoding="utf-8") as fi:
         for hi, (holder, ts) in enumerate(zip(dev_names, dev_sessions)):
             hn = holder.split("/", 1)[1]
-            t = EPOCH + timedelta(seconds=float(rng.random() * 3 * 365 * 86400))
-            sess: list = []
+            sess = _dev_sessions(fi, d, holder, hn, ts)
+            n_items += len(ts)
+            n_atoms += sum(atoms_of(nt) for nt in ts)
             phantom: dict[int, list[str]] = {}
-            for si, nt in enumerate(ts):
-                if si:
-                    t += timedelta(seconds=float(draw("session_gap_seconds")))
-                t = t.replace(microsecond=0)
-                texts = _turn_texts(nt)
-                sid = f"{SOURCE}:{hn}:s{si}"
-                content = [{"speaker": "AB"[j % 2], "text": x, "turn": j + 1}
-                           for j, x in enumerate(texts)]
-                fi.write(dumps({"source_id": sid, "modality": MODALITY, "holder": holder,
-                                "observed_at": t.isoformat(), "content": content,
-                                "meta": {"turns": nt, "date_time": t.strftime(
-                                    "%-I:%M %p on %-d %B, %Y").lower()}}) + "\n")
-                sess.append((sid, t, texts))
-                n_items += 1
-                n_atoms += atoms_of(nt)
             for qi in range(int(per_holder[hi])):
-                unans = bool(rng.random() < st["unanswerable_share"])
-                nw = max(2, round(float(draw("chars_per_question")) / mean_word))
-                si = int(rng.integers(0, len(sess)))
-                sid, obs, texts = sess[si]
-                gold = []
-                if unans:
-                    # the same draw as an answerable question, from the twin of this session
-                    # that no one holds (made once, so a holder's unanswerables share turns
-                    # as its answerables do)
-                    if si not in phantom:
-                        phantom[si] = _turn_texts(len(texts))
-                    texts = phantom[si]
-                ng = min(int(draw("gold_per_answerable")), len(texts))
-                turns = sorted(int(x) for x in rng.choice(len(texts), ng, replace=False))
-                if not unans:
-                    gold = [{"source_id": sid, "region": {"turn": j + 1}} for j in turns]
-                pool = " ".join(texts[j] for j in turns).split()
-                k = min(len(pool), max(1, round(FROM_GOLD * nw)))
-                q = np.concatenate([rng.choice(np.array(pool, dtype=object), k,
-                                               replace=False), words(nw - k)])
-                rng.shuffle(q)
-                as_of = obs + timedelta(seconds=float(draw("as_of_delay_seconds")))
-                recs.append(_record(f"{SOURCE}:{hn}:q{qi}", holder,
-                                    " ".join(q).capitalize() + "?", gold, as_of, "dev"))
+                recs.append(_dev_question(d, sess, phantom, holder, f"{SOURCE}:{hn}:q{qi}"))
         for ti, holder in enumerate(test_names):
             hn = holder.split("/", 1)[1]
             sid = f"{SOURCE}:{hn}:s0"
             t = EPOCH + timedelta(days=ti % 1000)
-            texts = [" ".join(words(8)) for _ in range(3)]
+            texts = [" ".join(d.words(8)) for _ in range(3)]
             fi.write(dumps({"source_id": sid, "modality": MODALITY, "holder": holder,
                             "observed_at": t.isoformat(),
                             "content": [{"speaker": "AB"[j % 2], "text": x, "turn": j + 1}
                                         for j, x in enumerate(texts)],
                             "meta": {"turns": 3, "date_time": "synthetic"}}) + "\n")
             recs.append(_record(f"{SOURCE}:{hn}:q0", holder,
-                                " ".join(words(8)).capitalize() + "?", [],
+                                " ".join(d.words(8)).capitalize() + "?", [],
                                 t + timedelta(days=1), "test"))
     refuse_special(sets / "items.jsonl")
     (sets / "items.jsonl.tmp").replace(sets / "items.jsonl")
@@ -248,6 +220,57 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
         "retrieved_at": "never", "annotation_source": "generated", "license": "none",
         "files": []}) + "\n")
     return counts
+
+
+def _dev_sessions(fi, d: _Draws, holder: str, hn: str,
+                  ts: list[int]) -> list[tuple[str, datetime, list[str]]]:
+    """A dev holder's sessions of ``ts`` turns each, written to the items file ``fi``: per
+    session its source id, time and turns' texts."""
+    t = EPOCH + timedelta(seconds=float(d.rng.random() * 3 * 365 * 86400))
+    sess: list = []
+    for si, nt in enumerate(ts):
+        if si:
+            t += timedelta(seconds=float(d.draw("session_gap_seconds")))
+        t = t.replace(microsecond=0)
+        texts = d.turn_texts(nt)
+        sid = f"{SOURCE}:{hn}:s{si}"
+        content = [{"speaker": "AB"[j % 2], "text": x, "turn": j + 1}
+                   for j, x in enumerate(texts)]
+        fi.write(dumps({"source_id": sid, "modality": MODALITY, "holder": holder,
+                        "observed_at": t.isoformat(), "content": content,
+                        "meta": {"turns": nt, "date_time": t.strftime(
+                            "%-I:%M %p on %-d %B, %Y").lower()}}) + "\n")
+        sess.append((sid, t, texts))
+    return sess
+
+
+def _dev_question(d: _Draws, sess: list[tuple[str, datetime, list[str]]],
+                  phantom: dict[int, list[str]], holder: str, qid: str) -> str:
+    """The record line of a dev question ``qid`` of ``holder`` over its sessions ``sess``
+    (``phantom``: the unheld twins of its sessions made so far, by session index)."""
+    unans = bool(d.rng.random() < d.st["unanswerable_share"])
+    nw = max(2, round(float(d.draw("chars_per_question")) / d.mean_word))
+    si = int(d.rng.integers(0, len(sess)))
+    sid, obs, texts = sess[si]
+    gold = []
+    if unans:
+        # the same draw as an answerable question, from the twin of this session
+        # that no one holds (made once, so a holder's unanswerables share turns
+        # as its answerables do)
+        if si not in phantom:
+            phantom[si] = d.turn_texts(len(texts))
+        texts = phantom[si]
+    ng = min(int(d.draw("gold_per_answerable")), len(texts))
+    turns = sorted(int(x) for x in d.rng.choice(len(texts), ng, replace=False))
+    if not unans:
+        gold = [{"source_id": sid, "region": {"turn": j + 1}} for j in turns]
+    pool = " ".join(texts[j] for j in turns).split()
+    k = min(len(pool), max(1, round(FROM_GOLD * nw)))
+    q = np.concatenate([d.rng.choice(np.array(pool, dtype=object), k,
+                                     replace=False), d.words(nw - k)])
+    d.rng.shuffle(q)
+    as_of = obs + timedelta(seconds=float(d.draw("as_of_delay_seconds")))
+    return _record(qid, holder, " ".join(q).capitalize() + "?", gold, as_of, "dev")
 
 
 def _record(qid: str, holder: str, question: str, gold: list, as_of: datetime,

@@ -124,9 +124,41 @@ def _validate_sets(sets_dir: Path, manifest: Path, lock: Path | None,
     def add(file, line, rule, msg, level="error"):
         out.append(Finding(str(file), line, rule, msg, level))
 
-    # ---- items
+    items = _read_items(sets_dir / "items.jsonl", corpus, add)
+    read = _read_records(sets_dir, items, revisions_by_source(manifest), add)
+    _check_twins(read.records, add)
+    _check_indistinct(read.records, add)
+
+    # ---- splits
+    for h, splits in sorted(read.holder_splits.items()):
+        if len(splits) > 1:
+            p, no = read.holder_first[h]
+            add(p, no, "SPLIT_LEAK", f"holder {h!r} has records in {sorted(splits)}")
+
+    # ---- unanswerable share
+    for m, (n, u) in read.counts.items():
+        if n and u / n < MIN_UNANSWERABLE_SHARE:
+            add(sets_dir / f"{m}.jsonl", None, "UNANSWERABLE_SHARE",
+                f"{u}/{n} = {u / n:.1%} unanswerable, under {MIN_UNANSWERABLE_SHARE:.0%}",
+                level="warning")
+
+    # ---- no tells (the audit needs well-formed sets: it runs when nothing above failed)
+    if audit and not [f for f in out if f.level == "error"]:
+        out.extend(_audit_findings_cached(sets_dir))
+
+    # ---- digests
+    if lock is not None:
+        _check_lock(sets_dir, lock, add)
+    if corpus is not None:
+        for problem in check_corpus(corpus, manifest).problems:
+            add(problem.file, problem.line, problem.rule, f"{problem.path}: {problem.message}")
+    return out
+
+
+def _read_items(items_path: Path, corpus: Path | None, add) -> dict[str, SourceItem]:
+    """items.jsonl's items by source id (a repeated one: the first), each path checked under
+    ``corpus`` when given."""
     items: dict[str, SourceItem] = {}
-    items_path = sets_dir / "items.jsonl"
     for no, obj, model in _parse(items_path, SourceItem, add):
         if model is None:
             continue
@@ -142,10 +174,24 @@ def _validate_sets(sets_dir: Path, manifest: Path, lock: Path | None,
                 continue
             if not target.exists():
                 add(items_path, no, "ITEM_PATH_MISSING", f"{model.path} not under {corpus}")
-    holders = {it.holder for it in items.values()}
+    return items
 
-    # ---- records
-    revisions = revisions_by_source(manifest)
+
+@dataclass
+class _Records:
+    """What :func:`_read_records` read of the modality files."""
+
+    records: dict[str, tuple[Path, int, AnnotationRecord]]   # query id -> where, record
+    holder_splits: dict[str, set[str]]      # holder -> the splits of its records
+    holder_first: dict[str, tuple[Path, int]]   # holder -> where its first record is
+    counts: dict[str, list[int]]            # modality -> [records, unanswerable]
+
+
+def _read_records(sets_dir: Path, items: dict[str, SourceItem],
+                  revisions: dict[str, set[str]], add) -> _Records:
+    """Every record of the modality files (a repeated query id: the first), each checked on
+    its own (:func:`_check_record`)."""
+    holders = {it.holder for it in items.values()}
     records: dict[str, tuple[Path, int, AnnotationRecord]] = {}
     holder_splits: dict[str, set[str]] = defaultdict(set)
     holder_first: dict[str, tuple[Path, int]] = {}
@@ -164,56 +210,75 @@ def _validate_sets(sets_dir: Path, manifest: Path, lock: Path | None,
             records[rec.query_id] = (path, no, rec)
             counts[m][0] += 1
             counts[m][1] += rec.unanswerable
-            if rec.unanswerable and rec.gold:
-                add(path, no, "GOLD_ON_UNANSWERABLE", f"{len(rec.gold)} gold region(s)")
-            for name, js in sorted((rec.judgments or {}).items()):
-                if name == "gold" or not _JUDGMENT_NAME.fullmatch(name):
-                    add(path, no, "JUDGMENT_NAME", f"judgments.{name}: "
-                        + ("'gold' is the primary set's name" if name == "gold" else
-                           "a judgment set name is [a-z][a-z0-9_]*"))
-                if rec.unanswerable and js:
-                    add(path, no, "JUDGMENT_ON_UNANSWERABLE",
-                        f"judgments.{name}: {len(js)} region(s) on an unanswerable record")
-            if not rec.unanswerable and not rec.gold:
-                add(path, no, "GOLD_MISSING", "answerable record with empty gold")
-            if rec.scope.holder not in holders:
-                add(path, no, "HOLDER_UNKNOWN", f"scope.holder {rec.scope.holder!r} owns no item")
             holder_splits[rec.scope.holder].add(rec.split)
             holder_first.setdefault(rec.scope.holder, (path, no))
-            golds = [(f"gold[{i}]", g) for i, g in enumerate(rec.gold)] + [
-                (f"judgments.{name}[{j}]", g) for name, gs in sorted((rec.judgments or {}).items())
-                for j, g in enumerate(gs)]
-            for where, g in golds:
-                it = items.get(g.source_id)
-                if it is None:
-                    add(path, no, "GOLD_UNKNOWN_ITEM", f"{where}.source_id {g.source_id!r}")
-                    continue
-                if it.modality != rec.modality:
-                    add(path, no, "GOLD_MODALITY", f"{where}: {g.source_id} is {it.modality}")
-                    continue
-                why = _bounds(rec.modality, g.region, it)
-                if why:
-                    add(path, no, "GOLD_OUT_OF_BOUNDS", f"{where}.region: {why}")
-                if it.holder != rec.scope.holder:
-                    add(path, no, "HOLDER_MISMATCH",
-                        f"{where}: item holder {it.holder!r} != scope.holder {rec.scope.holder!r}")
-                if it.observed_at > rec.as_of:
-                    add(path, no, "GOLD_AFTER_AS_OF",
-                        f"{where}: {g.source_id} observed {it.observed_at.isoformat()} > as_of "
-                        f"{rec.as_of.isoformat()}")
-            source = rec.query_id.split(":", 1)[0]
-            known = revisions.get(source)
-            if known is None or rec.origin.revision not in known:
-                add(path, no, "REVISION_UNKNOWN",
-                    f"origin.revision {rec.origin.revision} ({rec.origin.dataset}) is not among "
-                    f"the manifest's commits for source {source!r}")
+            _check_record(path, no, rec, items, holders, revisions, add)
+    return _Records(records, holder_splits, holder_first, counts)
+
+
+def _check_record(path: Path, no: int, rec: AnnotationRecord, items: dict[str, SourceItem],
+                  holders: set[str], revisions: dict[str, set[str]], add) -> None:
+    """The rules one record (line ``no`` of ``path``) answers to on its own."""
+    if rec.unanswerable and rec.gold:
+        add(path, no, "GOLD_ON_UNANSWERABLE", f"{len(rec.gold)} gold region(s)")
+    for name, js in sorted((rec.judgments or {}).items()):
+        if name == "gold" or not _JUDGMENT_NAME.fullmatch(name):
+            add(path, no, "JUDGMENT_NAME", f"judgments.{name}: "
+                + ("'gold' is the primary set's name" if name == "gold" else
+                   "a judgment set name is [a-z][a-z0-9_]*"))
+        if rec.unanswerable and js:
+            add(path, no, "JUDGMENT_ON_UNANSWERABLE",
+                f"judgments.{name}: {len(js)} region(s) on an unanswerable record")
+    if not rec.unanswerable and not rec.gold:
+        add(path, no, "GOLD_MISSING", "answerable record with empty gold")
+    if rec.scope.holder not in holders:
+        add(path, no, "HOLDER_UNKNOWN", f"scope.holder {rec.scope.holder!r} owns no item")
+    _check_golds(path, no, rec, items, add)
+    source = rec.query_id.split(":", 1)[0]
+    known = revisions.get(source)
+    if known is None or rec.origin.revision not in known:
+        add(path, no, "REVISION_UNKNOWN",
+            f"origin.revision {rec.origin.revision} ({rec.origin.dataset}) is not among "
+            f"the manifest's commits for source {source!r}")
+
+
+def _check_golds(path: Path, no: int, rec: AnnotationRecord, items: dict[str, SourceItem],
+                 add) -> None:
+    """The GOLD_* rules and HOLDER_MISMATCH over a record's gold and judgment sets' regions."""
+    golds = [(f"gold[{i}]", g) for i, g in enumerate(rec.gold)] + [
+        (f"judgments.{name}[{j}]", g) for name, gs in sorted((rec.judgments or {}).items())
+        for j, g in enumerate(gs)]
+    for where, g in golds:
+        it = items.get(g.source_id)
+        if it is None:
+            add(path, no, "GOLD_UNKNOWN_ITEM", f"{where}.source_id {g.source_id!r}")
+            continue
+        if it.modality != rec.modality:
+            add(path, no, "GOLD_MODALITY", f"{where}: {g.source_id} is {it.modality}")
+            continue
+        why = _bounds(rec.modality, g.region, it)
+        if why:
+            add(path, no, "GOLD_OUT_OF_BOUNDS", f"{where}.region: {why}")
+        if it.holder != rec.scope.holder:
+            add(path, no, "HOLDER_MISMATCH",
+                f"{where}: item holder {it.holder!r} != scope.holder {rec.scope.holder!r}")
+        if it.observed_at > rec.as_of:
+            add(path, no, "GOLD_AFTER_AS_OF",
+                f"{where}: {g.source_id} observed {it.observed_at.isoformat()} > as_of "
+                f"{rec.as_of.isoformat()}")
+
+
+def _check_twins(records: dict[str, tuple[Path, int, AnnotationRecord]], add) -> None:
+    """DERIVED_TWIN: a derived record whose source record is in the sets too."""
     for qid, (path, no, rec) in records.items():
         if rec.origin.derived_from and rec.origin.derived_from in records:
             p0, l0, _ = records[rec.origin.derived_from]
             add(path, no, "DERIVED_TWIN", f"derived_from {rec.origin.derived_from!r} is a record "
                 f"too ({p0}:{l0})")
 
-    # ---- queries a system cannot tell apart: it sees only (question, holder, as_of)
+
+def _check_indistinct(records: dict[str, tuple[Path, int, AnnotationRecord]], add) -> None:
+    """Queries a system cannot tell apart: it sees only (question, holder, as_of)."""
     same: dict[tuple, list[tuple[Path, int, AnnotationRecord]]] = defaultdict(list)
     for path, no, rec in records.values():
         same[(rec.question, rec.scope.holder, rec.as_of)].append((path, no, rec))
@@ -230,37 +295,17 @@ def _validate_sets(sets_dir: Path, manifest: Path, lock: Path | None,
                 "holder and as_of: a system cannot tell them apart (gold is scored per record)",
                 level="warning")
 
-    # ---- splits
-    for h, splits in sorted(holder_splits.items()):
-        if len(splits) > 1:
-            p, no = holder_first[h]
-            add(p, no, "SPLIT_LEAK", f"holder {h!r} has records in {sorted(splits)}")
 
-    # ---- unanswerable share
-    for m, (n, u) in counts.items():
-        if n and u / n < MIN_UNANSWERABLE_SHARE:
-            add(sets_dir / f"{m}.jsonl", None, "UNANSWERABLE_SHARE",
-                f"{u}/{n} = {u / n:.1%} unanswerable, under {MIN_UNANSWERABLE_SHARE:.0%}",
-                level="warning")
-
-    # ---- no tells (the audit needs well-formed sets: it runs when nothing above failed)
-    if audit and not [f for f in out if f.level == "error"]:
-        out.extend(_audit_findings_cached(sets_dir))
-
-    # ---- digests
-    if lock is not None:
-        frozen = read_lock(lock)
-        if not frozen:
-            add(lock, None, "DIGEST_DRIFT", "lock file missing or empty")
-        for f in SET_FILES:
-            p = sets_dir / f
-            if f in frozen and p.exists() and sha256_file(p) != frozen[f]:
-                add(p, None, "DIGEST_DRIFT", f"sha256 {sha256_file(p)[:12]}… differs from lock "
-                    f"{frozen[f][:12]}… ({lock})")
-    if corpus is not None:
-        for problem in check_corpus(corpus, manifest).problems:
-            add(problem.file, problem.line, problem.rule, f"{problem.path}: {problem.message}")
-    return out
+def _check_lock(sets_dir: Path, lock: Path, add) -> None:
+    """DIGEST_DRIFT: a set file whose sha256 differs from the lock's (or no lock)."""
+    frozen = read_lock(lock)
+    if not frozen:
+        add(lock, None, "DIGEST_DRIFT", "lock file missing or empty")
+    for f in SET_FILES:
+        p = sets_dir / f
+        if f in frozen and p.exists() and sha256_file(p) != frozen[f]:
+            add(p, None, "DIGEST_DRIFT", f"sha256 {sha256_file(p)[:12]}… differs from lock "
+                f"{frozen[f][:12]}… ({lock})")
 
 
 def _audit_findings_cached(sets_dir: Path) -> list[Finding]:

@@ -342,8 +342,6 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                  bar: progress.Step) -> Leaderboard:
     import pandas as pd
 
-    from ..paired import holm, ordering_difference, paired_test
-
     check_resamples(n_resamples, "--resamples")
     store, entries = read_store(store_dir)
     if store is None or not entries:
@@ -353,43 +351,7 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
     if rank_by not in rankable:
         raise MembenchError(f"--rank-by {rank_by!r}: one of {', '.join(rankable)}")
     labels = {e["id"]: entry_label(e, entries) + _mark(e) for e in entries}
-    baselines = {e["id"] for e in entries if is_baseline(e)}
-    floors = {e["id"] for e in entries if is_floor(e)}
-    order = entries[0]["items"]["query_id"]
-    pos = {q: i for i, q in enumerate(order)}
-    mods = np.asarray(entries[0]["items"]["modality"], dtype=object)
-    holders = np.asarray(entries[0]["items"]["holder"], dtype=object)
-    values: dict[tuple[str, str, str], np.ndarray] = {}
-    abst: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for e in entries:
-        idx = np.array([pos[q] for q in e["items"]["query_id"]])
-        for js, per in e["items"]["values"].items():
-            for m, vals in per.items():
-                arr = np.full(len(order), np.nan)
-                arr[idx] = np.array([np.nan if v is None else v for v in vals], dtype=float)
-                values[(e["id"], js, m)] = arr
-        ab = e["items"]["abstention"]
-        score = np.full(len(order), -np.inf)
-        score[idx] = [-np.inf if v is None else float(v) for v in ab["score"]]
-        kept = np.zeros(len(order), bool)
-        kept[idx] = [not x for x in ab["abstained"]]
-        ans = np.zeros(len(order), bool)
-        ans[idx] = ab["answerable"]
-        aud = np.zeros(len(order), bool)
-        aud[idx] = ab["audited"]
-        abst[e["id"]] = (score, kept, ans, aud)
-
-    def ordering(eid: str, mask: np.ndarray) -> abstention.Ordering:
-        score, kept, ans, aud = abst[eid]
-        keep = mask & aud                   # the audited items only
-        return abstention.Ordering(score[keep], kept[keep], ans[keep], mods[keep])
-    by_id = {e["id"]: e for e in entries}
-
-    def silence(eid: str, scope: str, m: str) -> float | None:
-        """The value the silence check of ``m``'s gate reads (None: no such check)."""
-        comp = silence_of(m)
-        return None if comp is None else \
-            (by_id[eid]["figures"][PRIMARY].get(scope, {}).get(comp) or {}).get("value")
+    board = _Board.of(entries, labels, n_resamples, seed)
     notes = []
     for e in entries:
         if _calibration_run(e):
@@ -412,81 +374,173 @@ def _leaderboard(store_dir: str | os.PathLike, rank_by: str, n_resamples: int, s
                 notes.append(f"{size}, {js}: {len(members) - len(have)} entr(y/ies) carry no "
                              f"{js} judgments and are left out of its table")
             start = len(rows)
-            shown = [*RELEVANCE, *(OTHER if js == PRIMARY else ())]
-            for scope in [*[m for m in MODALITIES if m in set(mods)], "all"]:
-                mask = np.ones(len(order), bool) if scope == "all" else mods == scope
-                for m in shown:
-                    meas = BY_NAME[m]
-                    figs = {e["id"]: None if m in UNCALIBRATED_HIDDEN and _calibration_run(e)
-                            else e["figures"][js].get(scope, {}).get(m) for e in have}
-                    best = None
-                    if m in MEASURES and meas.ranked:
-                        cand = [(figs[i]["value"], labels[i], i) for i in figs
-                                if figs[i] and figs[i]["value"] is not None
-                                and i not in baselines
-                                and not never_best(m, silence(i, scope, m))]
-                        if cand:
-                            hi = meas.direction == "higher"
-                            best = sorted(cand, key=lambda c: (-c[0] if hi else c[0], c[1]))[0][2]
-                    for e in have:
-                        f = figs[e["id"]]
-                        if f is None:
-                            continue
-                        g = meas.gate
-                        verdict, why = (None, "")
-                        if g:
-                            verdict, why = g.verdict(f["value"], silence(e["id"], scope, m))
-                        row = {"size_class": size, "judgment_set": js, "scope": scope,
-                               "family": "relevance" if m in RELEVANCE else "other",
-                               "entry": e["id"], "system": labels[e["id"]], "measure": m,
-                               "baseline": e["id"] in baselines,
-                               "floor": e["id"] in floors,
-                               "value": f["value"], "n": f["n"],
-                               "denominator": f["denominator"], "ci95_lo": f["ci95"][0],
-                               "ci95_hi": f["ci95"][1],
-                               "gate": f"{g.op} {g.threshold:g}" if g else "",
-                               "gate_pass": verdict, "gate_why": why,
-                               "is_best": best == e["id"], "best": best,
-                               "diff": np.nan, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
-                               "p_bootstrap": np.nan, "p_permutation": np.nan,
-                               "unit": None, "holders": None,
-                               "random_kept": _num(ordering(e["id"], mask).random_kept(
-                                   MAX_FALSE_RECALL)) if m == abstention.KEPT else None}
-                        if best is not None and best != e["id"] and f["value"] is not None \
-                                and e["id"] not in baselines:
-                            if m in ORDERING_MEASURES:
-                                t = ordering_difference(
-                                    ordering(e["id"], mask), ordering(best, mask), m,
-                                    f"leaderboard|{scope}|{m}",
-                                    max_false_recall=MAX_FALSE_RECALL,
-                                    n_resamples=min(n_resamples, ORDERING_RESAMPLES), seed=seed)
-                            else:
-                                t = paired_test(values[(e["id"], js, m)][mask],
-                                                values[(best, js, m)][mask],
-                                                f"leaderboard|{js}|{scope}|{m}",
-                                                groups=holders[mask],
-                                                n_resamples=n_resamples, seed=seed)
-                            row.update({k: t[k] for k in ("diff", "diff_ci95_lo",
-                                                          "diff_ci95_hi", "p_bootstrap",
-                                                          "p_permutation")})
-                            # (an abstention-order statistic: its bootstrap draws items)
-                            row["unit"] = t.get("unit", "record")
-                            row["holders"] = t.get("holders")
-                            row["paired_n"] = t["n"]
-                        rows.append(row)
-            for fam in ("relevance", "other"):       # one Holm family per table shown
-                block = [r for r in rows[start:] if r["family"] == fam]
-                # the abstention-order statistics have a bootstrap p only (package docstring)
-                p = np.array([r["p_bootstrap"] if r["measure"] in ORDERING_MEASURES
-                              else r["p_permutation"] for r in block], dtype=float)
-                for r, a in zip(block, holm(p)):
-                    r["p_holm"] = float(a)
-                    r["significant"] = bool(a < 0.05 and r["p_bootstrap"] < 0.05) \
-                        if not np.isnan(a) else None
+            board.table(rows, size, js, have)
+            _holm_table(rows[start:])
             bar.advance()
     df = pd.DataFrame(rows)
     return Leaderboard(store, entries, labels, df, rank_by, notes,
                        read_verifications(store_dir, entries))
+
+
+@dataclass
+class _Board:
+    """What every table of :func:`_leaderboard` reads: the entries' per-item values and
+    abstention orders aligned on the first entry's items, and how the tests resample."""
+
+    by_id: dict[str, dict[str, Any]]
+    labels: dict[str, str]
+    baselines: set[str]
+    floors: set[str]
+    n_items: int
+    mods: np.ndarray
+    holders: np.ndarray
+    values: dict[tuple[str, str, str], np.ndarray]      # (entry, set, measure) -> per item
+    abst: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    n_resamples: int
+    seed: int
+
+    @classmethod
+    def of(cls, entries: list[dict[str, Any]], labels: dict[str, str], n_resamples: int,
+           seed: int) -> "_Board":
+        baselines = {e["id"] for e in entries if is_baseline(e)}
+        floors = {e["id"] for e in entries if is_floor(e)}
+        order = entries[0]["items"]["query_id"]
+        pos = {q: i for i, q in enumerate(order)}
+        mods = np.asarray(entries[0]["items"]["modality"], dtype=object)
+        holders = np.asarray(entries[0]["items"]["holder"], dtype=object)
+        values: dict[tuple[str, str, str], np.ndarray] = {}
+        abst: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        for e in entries:
+            idx = np.array([pos[q] for q in e["items"]["query_id"]])
+            for js, per in e["items"]["values"].items():
+                for m, vals in per.items():
+                    arr = np.full(len(order), np.nan)
+                    arr[idx] = np.array([np.nan if v is None else v for v in vals], dtype=float)
+                    values[(e["id"], js, m)] = arr
+            ab = e["items"]["abstention"]
+            score = np.full(len(order), -np.inf)
+            score[idx] = [-np.inf if v is None else float(v) for v in ab["score"]]
+            kept = np.zeros(len(order), bool)
+            kept[idx] = [not x for x in ab["abstained"]]
+            ans = np.zeros(len(order), bool)
+            ans[idx] = ab["answerable"]
+            aud = np.zeros(len(order), bool)
+            aud[idx] = ab["audited"]
+            abst[e["id"]] = (score, kept, ans, aud)
+        return cls(by_id={e["id"]: e for e in entries}, labels=labels, baselines=baselines,
+                   floors=floors, n_items=len(order), mods=mods, holders=holders,
+                   values=values, abst=abst, n_resamples=n_resamples, seed=seed)
+
+    def ordering(self, eid: str, mask: np.ndarray) -> abstention.Ordering:
+        score, kept, ans, aud = self.abst[eid]
+        keep = mask & aud                   # the audited items only
+        return abstention.Ordering(score[keep], kept[keep], ans[keep], self.mods[keep])
+
+    def silence(self, eid: str, scope: str, m: str) -> float | None:
+        """The value the silence check of ``m``'s gate reads (None: no such check)."""
+        comp = silence_of(m)
+        return None if comp is None else \
+            (self.by_id[eid]["figures"][PRIMARY].get(scope, {}).get(comp) or {}).get("value")
+
+    def table(self, rows: list[dict[str, Any]], size: str, js: str,
+              have: list[dict[str, Any]]) -> None:
+        """The rows of one table (size class ``size``, judgment set ``js``, its entries
+        ``have``), appended to ``rows``: per scope and measure shown, one row per entry."""
+        shown = [*RELEVANCE, *(OTHER if js == PRIMARY else ())]
+        for scope in [*[m for m in MODALITIES if m in set(self.mods)], "all"]:
+            mask = np.ones(self.n_items, bool) if scope == "all" else self.mods == scope
+            for m in shown:
+                figs = {e["id"]: None if m in UNCALIBRATED_HIDDEN and _calibration_run(e)
+                        else e["figures"][js].get(scope, {}).get(m) for e in have}
+                best = self.best(m, scope, figs)
+                for e in have:
+                    f = figs[e["id"]]
+                    if f is None:
+                        continue
+                    row = self.row(size, js, scope, m, e["id"], f, best, mask)
+                    if best is not None and best != e["id"] and f["value"] is not None \
+                            and e["id"] not in self.baselines:
+                        self.test(row, js, scope, m, e["id"], best, mask)
+                    rows.append(row)
+
+    def best(self, m: str, scope: str, figs: dict[str, Any]) -> str | None:
+        """The best entry of measure ``m`` over ``scope`` (no baseline, none silent; ties go
+        to the first label), of the entries' figures ``figs``."""
+        meas = BY_NAME[m]
+        if m in MEASURES and meas.ranked:
+            cand = [(figs[i]["value"], self.labels[i], i) for i in figs
+                    if figs[i] and figs[i]["value"] is not None
+                    and i not in self.baselines
+                    and not never_best(m, self.silence(i, scope, m))]
+            if cand:
+                hi = meas.direction == "higher"
+                return sorted(cand, key=lambda c: (-c[0] if hi else c[0], c[1]))[0][2]
+        return None
+
+    def row(self, size: str, js: str, scope: str, m: str, eid: str, f: dict[str, Any],
+            best: str | None, mask: np.ndarray) -> dict[str, Any]:
+        """Entry ``eid``'s row of measure ``m`` (its figure ``f``), untested."""
+        g = BY_NAME[m].gate
+        verdict, why = (None, "")
+        if g:
+            verdict, why = g.verdict(f["value"], self.silence(eid, scope, m))
+        return {"size_class": size, "judgment_set": js, "scope": scope,
+                "family": "relevance" if m in RELEVANCE else "other",
+                "entry": eid, "system": self.labels[eid], "measure": m,
+                "baseline": eid in self.baselines,
+                "floor": eid in self.floors,
+                "value": f["value"], "n": f["n"],
+                "denominator": f["denominator"], "ci95_lo": f["ci95"][0],
+                "ci95_hi": f["ci95"][1],
+                "gate": f"{g.op} {g.threshold:g}" if g else "",
+                "gate_pass": verdict, "gate_why": why,
+                "is_best": best == eid, "best": best,
+                "diff": np.nan, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
+                "p_bootstrap": np.nan, "p_permutation": np.nan,
+                "unit": None, "holders": None,
+                "random_kept": _num(self.ordering(eid, mask).random_kept(
+                    MAX_FALSE_RECALL)) if m == abstention.KEPT else None}
+
+    def test(self, row: dict[str, Any], js: str, scope: str, m: str, eid: str, best: str,
+             mask: np.ndarray) -> None:
+        """The paired test of entry ``eid`` against the ``best``, into its ``row``."""
+        from ..paired import ordering_difference, paired_test
+
+        if m in ORDERING_MEASURES:
+            t = ordering_difference(
+                self.ordering(eid, mask), self.ordering(best, mask), m,
+                f"leaderboard|{scope}|{m}",
+                max_false_recall=MAX_FALSE_RECALL,
+                n_resamples=min(self.n_resamples, ORDERING_RESAMPLES), seed=self.seed)
+        else:
+            t = paired_test(self.values[(eid, js, m)][mask],
+                            self.values[(best, js, m)][mask],
+                            f"leaderboard|{js}|{scope}|{m}",
+                            groups=self.holders[mask],
+                            n_resamples=self.n_resamples, seed=self.seed)
+        row.update({k: t[k] for k in ("diff", "diff_ci95_lo",
+                                      "diff_ci95_hi", "p_bootstrap",
+                                      "p_permutation")})
+        # (an abstention-order statistic: its bootstrap draws items)
+        row["unit"] = t.get("unit", "record")
+        row["holders"] = t.get("holders")
+        row["paired_n"] = t["n"]
+
+
+def _holm_table(table: list[dict[str, Any]]) -> None:
+    """Holm over the tests of one table's rows, one family per ``family``, into each row
+    (``p_holm``, ``significant``)."""
+    from ..paired import holm
+
+    for fam in ("relevance", "other"):       # one Holm family per table shown
+        block = [r for r in table if r["family"] == fam]
+        # the abstention-order statistics have a bootstrap p only (package docstring)
+        p = np.array([r["p_bootstrap"] if r["measure"] in ORDERING_MEASURES
+                      else r["p_permutation"] for r in block], dtype=float)
+        for r, a in zip(block, holm(p)):
+            r["p_holm"] = float(a)
+            r["significant"] = bool(a < 0.05 and r["p_bootstrap"] < 0.05) \
+                if not np.isnan(a) else None
 
 
 #: paired bootstrap draws for the abstention-order statistics' tests against the best (each

@@ -149,6 +149,33 @@ def _context_entries(scores, mask: np.ndarray, key: str, **kw) -> dict[str, dict
     return out
 
 
+def _measured(scores, sets: list[str], mods: np.ndarray, present: list[str],
+              kw: dict[str, Any]) -> dict[str, Any]:
+    """Every figure of an entry but the latency's, and the per-item values: a function of the
+    scores without their latencies, stored with them
+    (:func:`membench.metrics.scorecache.derived`)."""
+    figures: dict[str, dict[str, dict[str, Any]]] = {}
+    items: dict[str, dict[str, list]] = {}
+    ordering = {}    # the abstention-order statistics do not depend on the judgment set
+    for scope in [*present, "all"]:
+        mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
+        ordering[scope] = ordering_entries(scores, mask, f"leaderboard:{scope}", **kw)
+    for js in sets:
+        vals = _judgment_values(scores, js)
+        block: dict[str, dict[str, Any]] = {}
+        for scope in [*present, "all"]:
+            mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
+            block[scope] = {m: ordering[scope][m] if m in ORDERING_MEASURES else
+                            mean_entry(vals[m][mask], f"leaderboard:{js}:{scope}|{m}", **kw)
+                            for m in MEASURES}
+            block[scope].update(_context_entries(scores, mask,
+                                                 f"leaderboard:{js}:{scope}", **kw))
+        figures[js] = block
+        items[js] = {m: [_num(v) for v in vals[m]] for m in MEASURES
+                     if m not in ORDERING_MEASURES}
+    return {"figures": figures, "items": items}
+
+
 def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None, *,
                    final: bool = False, seed: int = SEED,
                    n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
@@ -173,35 +200,11 @@ def entry_from_run(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | Non
     mods = np.asarray(scores.modality, dtype=object)
     present = [m for m in MODALITIES if m in set(scores.modality)]
     kw = {"seed": seed, "n_resamples": n_resamples}
-
-    def measured() -> dict[str, Any]:
-        """Every figure but the latency's, and the per-item values: a function of the scores
-        without their latencies, stored with them (:func:`membench.metrics.scorecache.derived`)."""
-        figures: dict[str, dict[str, dict[str, Any]]] = {}
-        items: dict[str, dict[str, list]] = {}
-        ordering = {}    # the abstention-order statistics do not depend on the judgment set
-        for scope in [*present, "all"]:
-            mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
-            ordering[scope] = ordering_entries(scores, mask, f"leaderboard:{scope}", **kw)
-        for js in sets:
-            vals = _judgment_values(scores, js)
-            block: dict[str, dict[str, Any]] = {}
-            for scope in [*present, "all"]:
-                mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
-                block[scope] = {m: ordering[scope][m] if m in ORDERING_MEASURES else
-                                mean_entry(vals[m][mask], f"leaderboard:{js}:{scope}|{m}", **kw)
-                                for m in MEASURES}
-                block[scope].update(_context_entries(scores, mask,
-                                                     f"leaderboard:{js}:{scope}", **kw))
-            figures[js] = block
-            items[js] = {m: [_num(v) for v in vals[m]] for m in MEASURES
-                         if m not in ORDERING_MEASURES}
-        return {"figures": figures, "items": items}
-
     from ...metrics import scorecache
 
     got = scorecache.derived(rd._cache.get("scores_key"),
-                             f"leaderboard-entry-{int(seed)}-{int(n_resamples)}", measured)
+                             f"leaderboard-entry-{int(seed)}-{int(n_resamples)}",
+                             lambda: _measured(scores, sets, mods, present, kw))
     items = got["items"]
     figures: dict[str, dict[str, dict[str, Any]]] = {}
     lat = LATENCY_PERCENTILES[SHOWN_LATENCY]
