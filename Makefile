@@ -79,7 +79,7 @@ RUNJOBS    ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && n=2; e
 # the leaderboard's result store over the runs of this call (made anew each time)
 BOARD      := $(RUNS)/leaderboard-dev$(SUFFIX)
 
-.PHONY: all plan help setup sets runs memsys reports report test test-fast fuzz clean bench-cold
+.PHONY: all plan help setup sets runs memsys reports report lint test test-fast fuzz clean bench-cold
 
 all: plan reports
 	@echo "== what each step of this make all cost (from $(TIMINGS)):"
@@ -114,8 +114,8 @@ help:
 	@echo "               dev memory; less with --config stores=modality); ingest reads the embedding"
 	@echo "               cache dense fills. Their complete runs join the comparison and the"
 	@echo "               leaderboard of make all / make reports / make report."
-	@echo "make test      the test suite (what CI runs), its files TEST_WORKERS at a time (auto: one"
-	@echo "               per CPU). Says first whether chromium is there for the browser tests."
+	@echo "make test      ruff (make lint), then the test suite (what CI runs), its files TEST_WORKERS"
+	@echo "               at a time (auto: one per CPU). Says first whether chromium is there."
 	@$(ESTIMATE) test
 	@echo "make test-fast the tests not marked slow (none that needs the full build of the corpus),"
 	@echo "               for everyday work; make test before a merge."
@@ -227,7 +227,13 @@ CHROMIUM ?= $(shell command -v chromium 2>/dev/null || command -v chromium-brows
 PYTEST_ARGS ?=
 TEST_WORKERS ?= auto
 XDIST    := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
-test: setup
+# ruff with pyproject.toml's rule set; its pinned version (the test extra) formats alike anywhere
+lint: setup
+	@echo "== lint: ruff check and ruff format --check (pyproject.toml's rules)."
+	@$(BIN)/ruff check --quiet . && $(BIN)/ruff format --check --quiet . \
+	  || { echo "lint failed: .venv/bin/ruff format . && .venv/bin/ruff check --fix . mends most"; exit 1; }
+
+test: setup lint
 	@echo "== test: $(if $(PYTEST_ARGS),pytest $(PYTEST_ARGS),the whole suite), TEST_WORKERS=$(TEST_WORKERS) at a time."
 	@$(if $(PYTEST_ARGS),,$(ESTIMATE) test)
 	@$(if $(CHROMIUM),echo "   browser tests: chromium found ($(CHROMIUM)).",\
@@ -237,7 +243,7 @@ test: setup
 
 # everyday work: the suite less the tests marked slow (pyproject.toml's marker; tests/conftest.py
 # marks every test that reads the full build of the corpus); make test before a merge
-test-fast: setup
+test-fast: setup lint
 	@echo "== test-fast: the tests not marked slow$(if $(PYTEST_ARGS), (pytest $(PYTEST_ARGS)),), TEST_WORKERS=$(TEST_WORKERS) at a time."
 	@$(if $(PYTEST_ARGS),,$(ESTIMATE) test-fast)
 	$(BIN)/python -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)

@@ -17,10 +17,11 @@ import sys
 
 from setuptools import Extension, setup
 
-ext = [Extension("membench.run._hitcheck", ["membench/run/_hitcheck.c"], optional=True),
-       Extension("membench.trec._trecscan", ["membench/trec/_trecscan.c"], optional=True)]
+ext = [
+    Extension("membench.run._hitcheck", ["membench/run/_hitcheck.c"], optional=True),
+    Extension("membench.trec._trecscan", ["membench/trec/_trecscan.c"], optional=True),
+]
 if sys.platform == "linux" and platform.machine() == "x86_64":
-    ext.append(Extension("membench.core._cpuidmask", ["membench/core/_cpuidmask.c"],
-                         optional=True))
+    ext.append(Extension("membench.core._cpuidmask", ["membench/core/_cpuidmask.c"], optional=True))
 
 setup(ext_modules=ext)

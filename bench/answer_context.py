@@ -30,8 +30,12 @@ sys.path.insert(0, str(REPO))
 
 def _commit() -> str:
     try:
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -39,8 +43,9 @@ def _commit() -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", help="complete run directories (dev)")
-    ap.add_argument("--sets", default=None, help="sets folder (default: the one each run "
-                    "recorded in meta.json)")
+    ap.add_argument(
+        "--sets", default=None, help="sets folder (default: the one each run recorded in meta.json)"
+    )
     ap.add_argument("--json", default=str(REPO / "bench" / "results" / "answer-context.json"))
     a = ap.parse_args(argv)
 
@@ -53,24 +58,35 @@ def main(argv: list[str] | None = None) -> int:
         rd = RunDir.open(run, a.sets)
         m = rd.metrics(write=False)
         scopes = [s for s in (*MODALITIES, "all") if s in m]
-        out.append({
-            "system": rd.system, "label": rd.label, "split": rd.split,
-            "queries": len(rd.records), "set_sha256": rd.meta.get("set_sha256"),
-            "answer_context": {k: v for k, v in (m.get("answer_context") or {}).items()
-                               if k != "corpus"},
-            "figures": {s: {k: m[s][k] for k in ANSWER_CONTEXT_ROWS if k in m[s]}
-                        for s in scopes},
-        })
+        out.append(
+            {
+                "system": rd.system,
+                "label": rd.label,
+                "split": rd.split,
+                "queries": len(rd.records),
+                "set_sha256": rd.meta.get("set_sha256"),
+                "answer_context": {
+                    k: v for k, v in (m.get("answer_context") or {}).items() if k != "corpus"
+                },
+                "figures": {
+                    s: {k: m[s][k] for k in ANSWER_CONTEXT_ROWS if k in m[s]} for s in scopes
+                },
+            }
+        )
         ac = m["all"]
-        print(f"{rd.system}: answer@cartridge {ac['answer@cartridge']['value']} "
-              f"(n={ac['answer@cartridge']['n']}), recall@1024tok "
-              f"{ac['recall@1024tok']['value']}, tokens p50 "
-              f"{ac['context_tokens_p50']['value']}, committed tokens p50 "
-              f"{ac['context_tokens_committed_p50']['value']}")
-    doc = {"made": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-           "commit": _commit(), "command": "bench/answer_context.py " + " ".join(
-               f"runs/{Path(r).name}" for r in a.runs),
-           "runs": out}
+        print(
+            f"{rd.system}: answer@cartridge {ac['answer@cartridge']['value']} "
+            f"(n={ac['answer@cartridge']['n']}), recall@1024tok "
+            f"{ac['recall@1024tok']['value']}, tokens p50 "
+            f"{ac['context_tokens_p50']['value']}, committed tokens p50 "
+            f"{ac['context_tokens_committed_p50']['value']}"
+        )
+    doc = {
+        "made": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "commit": _commit(),
+        "command": "bench/answer_context.py " + " ".join(f"runs/{Path(r).name}" for r in a.runs),
+        "runs": out,
+    }
     Path(a.json).write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     print(f"wrote {a.json}")
     return 0

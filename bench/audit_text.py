@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sys
 from collections import defaultdict
@@ -45,8 +44,27 @@ MODALITIES = ("pdf", "image", "ui_screenshot", "video", "code", "conversation")
 WORD = re.compile(r"[A-Za-z0-9]+")
 CAP = re.compile(r"\b[A-Z][a-zA-Z]+")
 YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
-FIRST_WORDS = ("what", "how", "when", "which", "who", "where", "why", "is", "did", "does",
-               "according", "in", "the", "among", "can", "would", "do", "are", "was")
+FIRST_WORDS = (
+    "what",
+    "how",
+    "when",
+    "which",
+    "who",
+    "where",
+    "why",
+    "is",
+    "did",
+    "does",
+    "according",
+    "in",
+    "the",
+    "among",
+    "can",
+    "would",
+    "do",
+    "are",
+    "was",
+)
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -67,8 +85,7 @@ def _caps(q: str) -> set[str]:
 
 def _file_words(item: dict) -> set[str]:
     name = item["source_id"].split(":", 1)[1]
-    return {w for w in _words(re.sub(r"\.[a-z0-9]+$", "", name)) if len(w) >= 3
-            and not w.isdigit()}
+    return {w for w in _words(re.sub(r"\.[a-z0-9]+$", "", name)) if len(w) >= 3 and not w.isdigit()}
 
 
 def features(records: list[dict], items: list[dict]) -> tuple[np.ndarray, list[str]]:
@@ -85,7 +102,7 @@ def features(records: list[dict], items: list[dict]) -> tuple[np.ndarray, list[s
         fwords[h] |= _file_words(it)
         n_items[h] += 1
         pages[h] += int(meta.get("pages") or 0)
-    all_speakers: dict[str, set[str]] = defaultdict(set)     # word -> holders naming it
+    all_speakers: dict[str, set[str]] = defaultdict(set)  # word -> holders naming it
     all_fwords: dict[str, set[str]] = defaultdict(set)
     for h, s in speakers.items():
         for w in s:
@@ -112,11 +129,28 @@ def features(records: list[dict], items: list[dict]) -> tuple[np.ndarray, list[s
             cap_holders[w].add(h)
             cap_count[(w, h)] += 1
 
-    names = ["n_words", "n_chars", "trailing_space", "n_caps", "n_digits", "n_years",
-             *[f"first_{w}" for w in FIRST_WORDS],
-             "sim_own", "sim_other", "sim_diff", "nn_other", "caps_in_own_qs",
-             "caps_only_other_qs", "speaker_own", "speaker_only_other", "file_own",
-             "file_only_other", "holder_items", "holder_pages", "year_after_as_of"]
+    names = [
+        "n_words",
+        "n_chars",
+        "trailing_space",
+        "n_caps",
+        "n_digits",
+        "n_years",
+        *[f"first_{w}" for w in FIRST_WORDS],
+        "sim_own",
+        "sim_other",
+        "sim_diff",
+        "nn_other",
+        "caps_in_own_qs",
+        "caps_only_other_qs",
+        "speaker_own",
+        "speaker_only_other",
+        "file_own",
+        "file_only_other",
+        "holder_items",
+        "holder_pages",
+        "year_after_as_of",
+    ]
     rows = []
     for i, r in enumerate(records):
         q = r["question"]
@@ -131,23 +165,36 @@ def features(records: list[dict], items: list[dict]) -> tuple[np.ndarray, list[s
         years = [int(y) for y in YEAR.findall(q)]
         as_of_year = int(r["as_of"][:4])
         c = caps[i]
-        rows.append([
-            len(ws), len(q), float(q != q.rstrip()), len(c), sum(w.isdigit() for w in ws),
-            len(years), *[float(first == w) for w in FIRST_WORDS],
-            s_own, s_oth, s_own - s_oth, float(s_oth > s_own),
-            sum(cap_count[(w, h)] > 1 for w in c),
-            sum(cap_count[(w, h)] == 1 and len(cap_holders[w]) > 1 for w in c),
-            len(wset & speakers[h]),
-            sum(1 for w in wset if w in all_speakers and h not in all_speakers[w]),
-            len(wset & fwords[h]),
-            sum(1 for w in wset if w in all_fwords and h not in all_fwords[w]),
-            n_items[h], pages[h], float(bool(years) and max(years) > as_of_year),
-        ])
+        rows.append(
+            [
+                len(ws),
+                len(q),
+                float(q != q.rstrip()),
+                len(c),
+                sum(w.isdigit() for w in ws),
+                len(years),
+                *[float(first == w) for w in FIRST_WORDS],
+                s_own,
+                s_oth,
+                s_own - s_oth,
+                float(s_oth > s_own),
+                sum(cap_count[(w, h)] > 1 for w in c),
+                sum(cap_count[(w, h)] == 1 and len(cap_holders[w]) > 1 for w in c),
+                len(wset & speakers[h]),
+                sum(1 for w in wset if w in all_speakers and h not in all_speakers[w]),
+                len(wset & fwords[h]),
+                sum(1 for w in wset if w in all_fwords and h not in all_fwords[w]),
+                n_items[h],
+                pages[h],
+                float(bool(years) and max(years) > as_of_year),
+            ]
+        )
     return np.asarray(rows, dtype=np.float64), names
 
 
-def oof(records: list[dict], x: np.ndarray, y: np.ndarray, groups: np.ndarray,
-        seed: int = 0) -> np.ndarray:
+def oof(
+    records: list[dict], x: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int = 0
+) -> np.ndarray:
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -160,26 +207,37 @@ def oof(records: list[dict], x: np.ndarray, y: np.ndarray, groups: np.ndarray,
     out = np.zeros(len(y))
 
     def bow():
-        return make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
-                             LogisticRegression(C=1.0, max_iter=2000))
+        return make_pipeline(
+            TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
+            LogisticRegression(C=1.0, max_iter=2000),
+        )
 
     for train, test in StratifiedGroupKFold(folds, shuffle=True, random_state=seed).split(
-            x, y, groups):
+        x, y, groups
+    ):
         inner = min(5, len(set(groups[train])))
         if y[train].all() or not y[train].any():
             out[test] = y[train].mean()
             continue
         try:
             from sklearn.model_selection import GroupKFold
-            tr_text = cross_val_predict(bow(), qs[train], y[train], groups=groups[train],
-                                        cv=GroupKFold(inner), method="predict_proba")[:, 1]
-        except ValueError:          # an inner fold with one class
+
+            tr_text = cross_val_predict(
+                bow(),
+                qs[train],
+                y[train],
+                groups=groups[train],
+                cv=GroupKFold(inner),
+                method="predict_proba",
+            )[:, 1]
+        except ValueError:  # an inner fold with one class
             tr_text = np.full(len(train), y[train].mean())
         te_text = bow().fit(qs[train], y[train]).predict_proba(qs[test])[:, 1]
         xtr = np.column_stack([x[train], tr_text])
         xte = np.column_stack([x[test], te_text])
-        clf = HistGradientBoostingClassifier(random_state=seed, max_iter=200,
-                                             learning_rate=0.05, early_stopping=False)
+        clf = HistGradientBoostingClassifier(
+            random_state=seed, max_iter=200, learning_rate=0.05, early_stopping=False
+        )
         clf.fit(xtr, y[train])
         out[test] = clf.predict_proba(xte)[:, 1]
     return out
@@ -191,7 +249,7 @@ def audit(sets_dir: Path) -> dict:
 
     items = _read_jsonl(sets_dir / "items.jsonl")
     for it in items:
-        it.pop("content", None)           # no item content is read
+        it.pop("content", None)  # no item content is read
     result = {}
     for m in MODALITIES:
         p = sets_dir / f"{m}.jsonl"
@@ -217,12 +275,12 @@ def audit(sets_dir: Path) -> dict:
         for k, idx in sorted(kinds.items()):
             mask = ~y.copy()
             mask[idx] = True
-            row["by_kind"][k] = {"n": len(idx),
-                                 "auc": float(roc_auc_score(y[mask], s[mask]))}
+            row["by_kind"][k] = {"n": len(idx), "auc": float(roc_auc_score(y[mask], s[mask]))}
         # the same audit without the native unanswerables (upstream's own questions, whose
         # tells the build cannot change: docs/sets.md), refitted on the rest
-        keep = np.array([not r["unanswerable"] or bool(r["origin"].get("derivation"))
-                         for r in recs])
+        keep = np.array(
+            [not r["unanswerable"] or bool(r["origin"].get("derivation")) for r in recs]
+        )
         row["auc_derived_only"] = None
         if keep.sum() < len(recs) and 5 <= int(y[keep].sum()):
             sub = [r for r, k in zip(recs, keep) if k]
@@ -242,18 +300,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, help="also write the figures here")
     a = ap.parse_args(argv)
     res = audit(Path(a.sets))
-    print("| modality | answerable | unanswerable | ROC AUC (grouped by holder, out of fold) "
-          "| by kind | without natives (refitted) | gate |")
+    print(
+        "| modality | answerable | unanswerable | ROC AUC (grouped by holder, out of fold) "
+        "| by kind | without natives (refitted) | gate |"
+    )
     print("|---|---:|---:|---:|---|---:|---|")
     for m, r in res.items():
-        kinds = ", ".join(f"{k} {v['auc']:.2f} (n={v['n']})"
-                          for k, v in r.get("by_kind", {}).items())
+        kinds = ", ".join(
+            f"{k} {v['auc']:.2f} (n={v['n']})" for k, v in r.get("by_kind", {}).items()
+        )
         auc = "—" if r["auc"] is None else f"{r['auc']:.3f}"
         gate = ("pass" if r.get("pass") else "FAIL") if r["gated"] else "not gated"
         dn = r.get("auc_derived_only")
         dn = "—" if dn is None else f"{dn:.3f}"
-        print(f"| {m} | {r['answerable']} | {r['unanswerable']} | {auc} | {kinds or '—'} | "
-              f"{dn} | {gate} |")
+        print(
+            f"| {m} | {r['answerable']} | {r['unanswerable']} | {auc} | {kinds or '—'} | "
+            f"{dn} | {gate} |"
+        )
     if a.json:
         Path(a.json).write_text(json.dumps(res, indent=2, sort_keys=True) + "\n")
     return 0 if all(r.get("pass") is not False for r in res.values()) else 1

@@ -68,7 +68,7 @@ def sample_texts(sets: Path, corpus: Path, per_modality: int) -> dict[str, list[
     out = {}
     for mod in MODALITIES:
         data = load_split(sets, "dev", [mod])
-        cfg = ChunkConfig(pdf_ocr_dpi=0) if mod == "pdf" else None   # text layers only
+        cfg = ChunkConfig(pdf_ocr_dpi=0) if mod == "pdf" else None  # text layers only
         atoms = [a for a in chunk(data.items, corpus, cfg) if has_terms(a.text)]
         atoms.sort(key=lambda a: hashlib.sha256(a.atom_id.encode()).hexdigest())
         out[mod] = list(dict.fromkeys(a.text for a in atoms))[:per_modality]
@@ -84,8 +84,8 @@ class OrtEncoder:
     def __init__(self, kind: str, max_tokens: int, batch: int = 8):
         import onnxruntime as ort
 
-        from membench.systems.models import onnx_export
         from membench.systems.dense import PAD_MULTIPLE, model_path, weights_digest
+        from membench.systems.models import onnx_export
 
         self.pad = PAD_MULTIPLE
         src = model_path()
@@ -98,11 +98,19 @@ class OrtEncoder:
 
                 m = onnx.load(str(path))
                 weights = {i.name for i in m.graph.initializer}
-                attention = [n.name for n in m.graph.node
-                             if n.op_type == "MatMul" and n.input[1] not in weights]
-                quantize_dynamic(str(path), str(q), weight_type=QuantType.QInt8,
-                                 per_channel=True, op_types_to_quantize=["MatMul"],
-                                 nodes_to_exclude=attention)
+                attention = [
+                    n.name
+                    for n in m.graph.node
+                    if n.op_type == "MatMul" and n.input[1] not in weights
+                ]
+                quantize_dynamic(
+                    str(path),
+                    str(q),
+                    weight_type=QuantType.QInt8,
+                    per_channel=True,
+                    op_types_to_quantize=["MatMul"],
+                    nodes_to_exclude=attention,
+                )
             path = q
         so = ort.SessionOptions()
         so.intra_op_num_threads = 1
@@ -121,15 +129,16 @@ class OrtEncoder:
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out = np.zeros((len(texts), 384), np.float32)
         for s in range(0, len(order), self.batch):
-            b = order[s:s + self.batch]
+            b = order[s : s + self.batch]
             w = -(-max(len(ids[i]) for i in b) // self.pad) * self.pad
             x = np.zeros((len(b), w), np.int64)
             m = np.zeros_like(x)
             for j, i in enumerate(b):
-                x[j, :len(ids[i])] = ids[i]
-                m[j, :len(ids[i])] = 1
-            h = self.sess.run(None, {"input_ids": x, "attention_mask": m,
-                                     "token_type_ids": np.zeros_like(x)})[0]
+                x[j, : len(ids[i])] = ids[i]
+                m[j, : len(ids[i])] = 1
+            h = self.sess.run(
+                None, {"input_ids": x, "attention_mask": m, "token_type_ids": np.zeros_like(x)}
+            )[0]
             mm = m[..., None].astype(np.float32)
             v = (h * mm).sum(1) / mm.sum(1)
             out[b] = v / np.linalg.norm(v, axis=1, keepdims=True)
@@ -154,20 +163,26 @@ def worker(name: str, texts_file: Path, vec_file: Path) -> dict:
             eng = DenseEngine(use_cache=False, **v)
             encode = eng.encode
             tok = eng.tokenizer
-    except Exception as e:          # a refused setting (bf16 without bf16 instructions)
+    except Exception as e:  # a refused setting (bf16 without bf16 instructions)
         res["refused"] = str(e).splitlines()[0]
         return res
-    encode([t for m in texts.values() for t in m][:16])       # load + warm up
+    encode([t for m in texts.values() for t in m][:16])  # load + warm up
     vecs = {}
     limit = v.get("max_tokens", 256)
     for mod, ts in texts.items():
-        pieces = sum(min(len(x), limit) for x in tok(ts, add_special_tokens=True,
-                                                      verbose=False)["input_ids"])
+        pieces = sum(
+            min(len(x), limit) for x in tok(ts, add_special_tokens=True, verbose=False)["input_ids"]
+        )
         c0, w0 = time.process_time(), time.perf_counter()
         vecs[mod] = encode(ts)
         cpu, wall = time.process_time() - c0, time.perf_counter() - w0
-        res[mod] = {"texts": len(ts), "pieces": pieces, "texts_per_cpu_s": len(ts) / cpu,
-                    "pieces_per_cpu_s": pieces / cpu, "texts_per_wall_s": len(ts) / wall}
+        res[mod] = {
+            "texts": len(ts),
+            "pieces": pieces,
+            "texts_per_cpu_s": len(ts) / cpu,
+            "pieces_per_cpu_s": pieces / cpu,
+            "texts_per_wall_s": len(ts) / wall,
+        }
     np.savez(vec_file, **vecs)
     return res
 
@@ -182,23 +197,27 @@ def path_env(path: str) -> dict[str, str]:
 
 
 def docs_block(summary: dict, meta: dict) -> str:
-    lines = [f"{meta['per_modality']} code + {meta['per_modality']} conversation + "
-             f"{meta['per_modality']} pdf atoms of dev ({meta['pieces']:,} word pieces), "
-             f"{meta['repeats']} interleaved repeats, one thread; load {meta['load_before']:.1f} "
-             f"before, {meta['load_after']:.1f} after; {meta['cpu']}",
-             "",
-             "| runtime, setting | path | word pieces per CPU s (min / median / max) | "
-             "atoms per CPU s (median) | lowest / mean cosine to PyTorch fp32 | "
-             "largest change, AVX2 vs native |",
-             "|---|---|---|---:|---|---:|"]
+    lines = [
+        f"{meta['per_modality']} code + {meta['per_modality']} conversation + "
+        f"{meta['per_modality']} pdf atoms of dev ({meta['pieces']:,} word pieces), "
+        f"{meta['repeats']} interleaved repeats, one thread; load {meta['load_before']:.1f} "
+        f"before, {meta['load_after']:.1f} after; {meta['cpu']}",
+        "",
+        "| runtime, setting | path | word pieces per CPU s (min / median / max) | "
+        "atoms per CPU s (median) | lowest / mean cosine to PyTorch fp32 | "
+        "largest change, AVX2 vs native |",
+        "|---|---|---|---:|---|---:|",
+    ]
     for (name, path), s in summary.items():
         if s.get("refused"):
             lines.append(f"| `{name}` | {path} | refused: {s['refused']} | | | |")
             continue
         p = s["pieces"]
-        lines.append(f"| `{name}` | {path} | {p[0]:,.0f} / **{p[1]:,.0f}** / {p[2]:,.0f} | "
-                     f"{s['texts_med']:.1f} | {s['min_cos']:.7f} / {s['mean_cos']:.7f} | "
-                     f"{s['isa_change']} |")
+        lines.append(
+            f"| `{name}` | {path} | {p[0]:,.0f} / **{p[1]:,.0f}** / {p[2]:,.0f} | "
+            f"{s['texts_med']:.1f} | {s['min_cos']:.7f} / {s['mean_cos']:.7f} | "
+            f"{s['isa_change']} |"
+        )
     return "\n".join(lines)
 
 
@@ -242,8 +261,12 @@ def main(argv: list[str] | None = None) -> int:
         for n in names:
             for p in paths:
                 vf = tmp / f"{n}-{p}-{r}.npz"
-                out = subprocess.run([sys.executable, __file__, "--worker", n, str(tf), str(vf)],
-                                     env=path_env(p), capture_output=True, text=True)
+                out = subprocess.run(
+                    [sys.executable, __file__, "--worker", n, str(tf), str(vf)],
+                    env=path_env(p),
+                    capture_output=True,
+                    text=True,
+                )
                 if out.returncode:
                     raise SystemExit(f"{n} on {p}: {out.stderr[-2000:]}")
                 got = json.loads(out.stdout.strip().splitlines()[-1])
@@ -260,31 +283,50 @@ def main(argv: list[str] | None = None) -> int:
             continue
         got = np.load(tmp / f"{n}-{p}-0.npz")
         cos = np.concatenate([(got[m] * ref[m]).sum(1) for m in texts])
-        pieces = sorted(sum(x[m]["pieces"] for m in texts)
-                        / sum(x[m]["pieces"] / x[m]["pieces_per_cpu_s"] for m in texts)
-                        for x in rs)
-        tps = statistics.median(sum(x[m]["texts"] for m in texts)
-                                / sum(x[m]["texts"] / x[m]["texts_per_cpu_s"] for m in texts)
-                                for x in rs)
+        pieces = sorted(
+            sum(x[m]["pieces"] for m in texts)
+            / sum(x[m]["pieces"] / x[m]["pieces_per_cpu_s"] for m in texts)
+            for x in rs
+        )
+        tps = statistics.median(
+            sum(x[m]["texts"] for m in texts)
+            / sum(x[m]["texts"] / x[m]["texts_per_cpu_s"] for m in texts)
+            for x in rs
+        )
         change = "-"
         if p != "native" and (tmp / f"{n}-native-0.npz").is_file():
             nat = np.load(tmp / f"{n}-native-0.npz")
             change = f"{max(float(np.abs(got[m] - nat[m]).max()) for m in texts):.1e}"
-        summary[(n, p)] = {"pieces": (pieces[0], statistics.median(pieces), pieces[-1]),
-                           "texts_med": tps, "min_cos": float(cos.min()),
-                           "mean_cos": float(cos.mean()), "isa_change": change}
+        summary[(n, p)] = {
+            "pieces": (pieces[0], statistics.median(pieces), pieces[-1]),
+            "texts_med": tps,
+            "min_cos": float(cos.min()),
+            "mean_cos": float(cos.mean()),
+            "isa_change": change,
+        }
     d = isa.describe()
-    meta = {"per_modality": a.per_modality, "repeats": a.repeats,
-            "pieces": sum(runs[(REFERENCE, "native")][0][m]["pieces"] for m in texts),
-            "load_before": load_before, "load_after": load_after,
-            "cpu": f"{d['cpu_model']}, {d['cpus']} CPUs, native path {d['cpu_class']}",
-            "date": time.strftime("%Y-%m-%d")}
+    meta = {
+        "per_modality": a.per_modality,
+        "repeats": a.repeats,
+        "pieces": sum(runs[(REFERENCE, "native")][0][m]["pieces"] for m in texts),
+        "load_before": load_before,
+        "load_after": load_after,
+        "cpu": f"{d['cpu_model']}, {d['cpus']} CPUs, native path {d['cpu_class']}",
+        "date": time.strftime("%Y-%m-%d"),
+    }
     block = docs_block(summary, meta)
     print(block)
     if a.json:
-        Path(a.json).write_text(json.dumps(
-            {"meta": meta, "summary": {f"{n}|{p}": s for (n, p), s in summary.items()},
-             "runs": {f"{n}|{p}": r for (n, p), r in runs.items()}}, indent=1))
+        Path(a.json).write_text(
+            json.dumps(
+                {
+                    "meta": meta,
+                    "summary": {f"{n}|{p}": s for (n, p), s in summary.items()},
+                    "runs": {f"{n}|{p}": r for (n, p), r in runs.items()},
+                },
+                indent=1,
+            )
+        )
     if a.write_docs:
         from bench.bench_metrics import write_docs
 

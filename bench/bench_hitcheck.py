@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = "membench/run/_hitcheck.c"
 
-TIMER = r'''
+TIMER = r"""
 import random, sys, time
 sys.path.insert(0, sys.argv[1])
 from _hitcheck import plain_pairs
@@ -41,7 +41,7 @@ for _ in range(20):
     for l in lists:
         plain_pairs(l, known)
 print((time.process_time() - t0) / (20 * hits) * 1e9)
-'''
+"""
 
 
 def build(source: str, where: Path) -> Path:
@@ -50,9 +50,19 @@ def build(source: str, where: Path) -> Path:
     (where / "_hitcheck.c").write_text(source)
     cc = sysconfig.get_config_var("CC") or "cc"
     out = where / f"_hitcheck{sysconfig.get_config_var('EXT_SUFFIX')}"
-    subprocess.run([*cc.split(), "-O3", "-fPIC", "-shared",
-                    f"-I{sysconfig.get_paths()['include']}", str(where / "_hitcheck.c"),
-                    "-o", str(out)], check=True)
+    subprocess.run(
+        [
+            *cc.split(),
+            "-O3",
+            "-fPIC",
+            "-shared",
+            f"-I{sysconfig.get_paths()['include']}",
+            str(where / "_hitcheck.c"),
+            "-o",
+            str(out),
+        ],
+        check=True,
+    )
     return where
 
 
@@ -61,22 +71,31 @@ def main() -> None:
     ap.add_argument("--against", default="HEAD~1", help="the other revision (default HEAD~1)")
     ap.add_argument("--repeats", type=int, default=5)
     a = ap.parse_args()
-    other = subprocess.run(["git", "-C", str(REPO), "show", f"{a.against}:{SOURCE}"],
-                           capture_output=True, text=True, check=True).stdout
+    other = subprocess.run(
+        ["git", "-C", str(REPO), "show", f"{a.against}:{SOURCE}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     tmp = Path(tempfile.mkdtemp(prefix="membench-hitcheck-"))
-    builds = {a.against: build(other, tmp / "other"),
-              "this checkout": build((REPO / SOURCE).read_text(), tmp / "this")}
+    builds = {
+        a.against: build(other, tmp / "other"),
+        "this checkout": build((REPO / SOURCE).read_text(), tmp / "this"),
+    }
     load0 = os.getloadavg()[0]
     ns: dict[str, list[float]] = {k: [] for k in builds}
     for _ in range(a.repeats):
         for name, d in builds.items():
-            r = subprocess.run([sys.executable, "-c", TIMER, str(d)], capture_output=True,
-                               text=True, check=True)
+            r = subprocess.run(
+                [sys.executable, "-c", TIMER, str(d)], capture_output=True, text=True, check=True
+            )
             ns[name].append(float(r.stdout))
     load1 = os.getloadavg()[0]
     for name, v in ns.items():
-        print(f"{name:>16}: {min(v):.1f} / {statistics.median(v):.1f} / {max(v):.1f} ns a hit "
-              f"(min / median / max of {a.repeats})")
+        print(
+            f"{name:>16}: {min(v):.1f} / {statistics.median(v):.1f} / {max(v):.1f} ns a hit "
+            f"(min / median / max of {a.repeats})"
+        )
     print(f"load average {load0:.1f} -> {load1:.1f}")
 
 

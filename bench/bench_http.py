@@ -29,8 +29,9 @@ from membench.systems import make_system
 
 
 def latencies(run_dir: Path) -> list[float]:
-    return sorted(json.loads(line)["latency_ms"]
-                  for line in (run_dir / "run.jsonl").read_text().splitlines())
+    return sorted(
+        json.loads(line)["latency_ms"] for line in (run_dir / "run.jsonl").read_text().splitlines()
+    )
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -38,9 +39,22 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def serve(root: Path):
-    p = subprocess.Popen([sys.executable, "-m", "membench", "serve", "--system", "bm25",
-                          "--port", "0", "--corpus", str(root)], stdout=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "membench",
+            "serve",
+            "--system",
+            "bm25",
+            "--port",
+            "0",
+            "--corpus",
+            str(root),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     m = re.search(r" on (http://\S+) ", p.stdout.readline())
     if not m:
         p.kill()
@@ -62,35 +76,53 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for rep in range(a.reps):
-                order = ["in process", "over HTTP"][::1 if rep % 2 == 0 else -1]
+                order = ["in process", "over HTTP"][:: 1 if rep % 2 == 0 else -1]
                 for kind in order:
                     system = make_system("bm25" if kind == "in process" else url)
                     out = Path(tmp) / f"{rep}-{kind.replace(' ', '-')}"
                     t0 = time.perf_counter()
-                    meta = run_system(system, Path(a.sets), "dev", out, root,
-                                      modalities=[a.modality], limit=a.limit, check_sets=False)
+                    meta = run_system(
+                        system,
+                        Path(a.sets),
+                        "dev",
+                        out,
+                        root,
+                        modalities=[a.modality],
+                        limit=a.limit,
+                        check_sets=False,
+                    )
                     total = time.perf_counter() - t0
                     lat = latencies(out)
                     r = res[kind]
-                    for k, v in (("p50 ms", statistics.median(lat)), ("p95 ms", pct(lat, 0.95)),
-                                 ("ingest s", meta["ingest_seconds"]), ("total s", total)):
+                    for k, v in (
+                        ("p50 ms", statistics.median(lat)),
+                        ("p95 ms", pct(lat, 0.95)),
+                        ("ingest s", meta["ingest_seconds"]),
+                        ("total s", total),
+                    ):
                         r.setdefault(k, []).append(v)
                     n = meta["queries"]
     finally:
         proc.terminate()
         proc.wait(20)
     load1 = os.getloadavg()
-    print(f"bm25, dev {a.modality}: {n} queries per run, {a.reps} repetitions (min / median / "
-          f"max); load average {load0[0]:.1f} before, {load1[0]:.1f} after, on "
-          f"{os.cpu_count()} cores\n")
+    print(
+        f"bm25, dev {a.modality}: {n} queries per run, {a.reps} repetitions (min / median / "
+        f"max); load average {load0[0]:.1f} before, {load1[0]:.1f} after, on "
+        f"{os.cpu_count()} cores\n"
+    )
     print("| figure | in process | over HTTP (membench serve, 127.0.0.1) |")
     print("|---|---|---|")
     for k in ("p50 ms", "p95 ms", "ingest s", "total s"):
-        cells = [" / ".join(f"{v:.2f}" for v in (min(r[k]), statistics.median(r[k]), max(r[k])))
-                 for r in (res["in process"], res["over HTTP"])]
+        cells = [
+            " / ".join(f"{v:.2f}" for v in (min(r[k]), statistics.median(r[k]), max(r[k])))
+            for r in (res["in process"], res["over HTTP"])
+        ]
         print(f"| {k} | {cells[0]} | {cells[1]} |")
-    print("\n(only the first HTTP run uploads and ingests: the later ones find the memory on the "
-          "server, so their ingest time is the status check and the atoms' pages)")
+    print(
+        "\n(only the first HTTP run uploads and ingests: the later ones find the memory on the "
+        "server, so their ingest time is the status check and the atoms' pages)"
+    )
 
 
 if __name__ == "__main__":

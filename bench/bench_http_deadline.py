@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from membench.core.paths import DEFAULT_SETS_DIR, corpus_root
-from membench.systems.remote import HttpSystem
 from membench.run.runner import load_split
+from membench.systems.remote import HttpSystem
 
 
 class NoWatchdog:
@@ -42,9 +42,23 @@ class NoWatchdog:
 
 
 def serve(root: Path):
-    p = subprocess.Popen([sys.executable, "-m", "membench", "--quiet", "serve", "--system",
-                          "bm25", "--port", "0", "--corpus", str(root)],
-                         stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "membench",
+            "--quiet",
+            "serve",
+            "--system",
+            "bm25",
+            "--port",
+            "0",
+            "--corpus",
+            str(root),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     m = re.search(r" on (http://\S+) ", p.stdout.readline())
     if not m:
         p.kill()
@@ -72,7 +86,7 @@ def main() -> None:
     a = ap.parse_args()
     root = corpus_root()
     data = load_split(Path(a.sets), "dev", [a.modality])
-    records = data.records[:a.queries]
+    records = data.records[: a.queries]
     load0 = os.getloadavg()
     proc, url = serve(root)
     try:
@@ -80,12 +94,12 @@ def main() -> None:
         without = HttpSystem(url)
         without._conn.dog = NoWatchdog()
         for c in (with_dog, without):
-            c.ingest(data.items, root)          # the second finds the memory on the server
-        one(with_dog, records[:20])             # warm both connections and the server
+            c.ingest(data.items, root)  # the second finds the memory on the server
+        one(with_dog, records[:20])  # warm both connections and the server
         one(without, records[:20])
         res: dict[str, list[tuple[float, float]]] = {"with": [], "without": []}
         for rep in range(a.reps):
-            order = [("with", with_dog), ("without", without)][::1 if rep % 2 == 0 else -1]
+            order = [("with", with_dog), ("without", without)][:: 1 if rep % 2 == 0 else -1]
             for name, c in order:
                 res[name].append(one(c, records))
     finally:
@@ -97,14 +111,18 @@ def main() -> None:
         xs = [x * scale for x in xs]
         return " / ".join(fmt.format(v) for v in (min(xs), statistics.median(xs), max(xs)))
 
-    print(f"bm25 over HTTP, dev {a.modality}: {len(records)} queries, {a.reps} repetitions "
-          f"(min / median / max); load average {load0[0]:.1f} before, {load1[0]:.1f} after, "
-          f"on {os.cpu_count()} cores\n")
+    print(
+        f"bm25 over HTTP, dev {a.modality}: {len(records)} queries, {a.reps} repetitions "
+        f"(min / median / max); load average {load0[0]:.1f} before, {load1[0]:.1f} after, "
+        f"on {os.cpu_count()} cores\n"
+    )
     print("| client | CPU ms per query | wall p50 ms |")
     print("|---|---|---|")
     for name in ("without", "with"):
-        print(f"| {name} the deadline's watchdog | {mmm([x[0] for x in res[name]], 1000)} | "
-              f"{mmm([x[1] for x in res[name]])} |")
+        print(
+            f"| {name} the deadline's watchdog | {mmm([x[0] for x in res[name]], 1000)} | "
+            f"{mmm([x[1] for x in res[name]])} |"
+        )
     ratios = [w[0] / o[0] for w, o in zip(res["with"], res["without"])]
     print(f"\nCPU-time ratio with / without, per repetition: {mmm(ratios, fmt='{:.3f}')}")
 

@@ -88,14 +88,19 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))          # this checkout's membench, whatever the venv installed
+sys.path.insert(0, str(REPO))  # this checkout's membench, whatever the venv installed
 
 MEASURES = ("recall@10", "recall@100", "recall@1000", "mrr", "ndcg@10")
 TOOLS = ("membench", "trec_eval", "pytrec_eval", "ranx", "ir_measures")
 DEFAULT_TOOLS = ("membench", "trec_eval", "pytrec_eval")
-LABELS = {"digits17": "sorted by query", "shuffled": "hits shuffled within a query",
-          "shards4": "4 shard files concatenated", "docid": "sorted by docid",
-          "best": "best case (fixed width)", "interleaved": "all lines shuffled"}
+LABELS = {
+    "digits17": "sorted by query",
+    "shuffled": "hits shuffled within a query",
+    "shards4": "4 shard files concatenated",
+    "docid": "sorted by docid",
+    "best": "best case (fixed width)",
+    "interleaved": "all lines shuffled",
+}
 VARIANTS = ("best", "digits17", "shuffled", "shards4", "docid", "interleaved")
 DEFAULT_VARIANTS = ("digits17", "shuffled", "shards4", "docid")
 N_SHARDS = 4
@@ -130,7 +135,7 @@ def _blocks(n_queries: int, depth: int, seed: int):
         # as 32-bit floats, which is how trec_eval stores them
         gaps = rng.integers(1000, 99_000_000 // depth, (nq, depth))
         units = 99_999_999 - np.cumsum(gaps, axis=1)
-        extra = rng.random((nq, depth)) * 1e-7          # digits17: more significant digits
+        extra = rng.random((nq, depth)) * 1e-7  # digits17: more significant digits
         qrels = []
         for i in range(nq):
             qid = f"q{q0 + i:07d}"
@@ -176,6 +181,7 @@ def _digits17_table(q0: int, docs: np.ndarray, units: np.ndarray, extra: np.ndar
     whose shortest round-trip float text equals ``repr()`` here (checked on every block)."""
     import pyarrow as pa
     import pyarrow.compute as pc
+
     nq, depth = docs.shape
     n = nq * depth
     qids = pa.array([f"q{q0 + i:07d}" for i in range(nq)])
@@ -183,16 +189,18 @@ def _digits17_table(q0: int, docs: np.ndarray, units: np.ndarray, extra: np.ndar
     d[:, 0] = ord("d")
     d[:, 1:] = _digits(docs.ravel(), 8)
     scores = (units * 1e-6 + extra).ravel()
-    table = pa.table({
-        "qid": pc.take(qids, pa.array(np.repeat(np.arange(nq), depth))),
-        "q0": pc.take(pa.array(["Q0"]), pa.array(np.zeros(n, dtype=np.int32))),
-        "docid": pc.cast(pa.array(d.view("S9").ravel()), pa.string()),
-        "rank": pa.array(np.tile(np.arange(1, depth + 1), nq)),
-        "score": pa.array(scores),
-        "tag": pc.take(pa.array(["membench"]), pa.array(np.zeros(n, dtype=np.int32))),
-    })
+    table = pa.table(
+        {
+            "qid": pc.take(qids, pa.array(np.repeat(np.arange(nq), depth))),
+            "q0": pc.take(pa.array(["Q0"]), pa.array(np.zeros(n, dtype=np.int32))),
+            "docid": pc.cast(pa.array(d.view("S9").ravel()), pa.string()),
+            "rank": pa.array(np.tile(np.arange(1, depth + 1), nq)),
+            "score": pa.array(scores),
+            "tag": pc.take(pa.array(["membench"]), pa.array(np.zeros(n, dtype=np.int32))),
+        }
+    )
     probe = _csv(table.slice(0, min(n, 2000)).select(["score"])).decode().splitlines()
-    assert probe == [repr(x) for x in scores[:len(probe)].tolist()], "arrow text != repr()"
+    assert probe == [repr(x) for x in scores[: len(probe)].tolist()], "arrow text != repr()"
     return table
 
 
@@ -200,29 +208,42 @@ def _csv(table) -> bytes:
     import io
 
     import pyarrow.csv as pacsv
+
     buf = io.BytesIO()
-    pacsv.write_csv(table, buf, pacsv.WriteOptions(include_header=False, delimiter=" ",
-                                                   quoting_style="none"))
+    pacsv.write_csv(
+        table, buf, pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
+    )
     return buf.getvalue()
 
 
-def generate(folder: Path, n_queries: int, depth: int, seed: int,
-             variants: tuple[str, ...] = VARIANTS) -> None:
+def generate(
+    folder: Path, n_queries: int, depth: int, seed: int, variants: tuple[str, ...] = VARIANTS
+) -> None:
     """Write ``qrels.trec``, ``VARIANT.trec`` and their 20-query samples into ``folder``."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
+
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed + 1)
     n_buckets = max(1, n_queries * depth // 2_000_000)
     direct = {"best", "digits17", "shuffled"}
     files = {v: open(folder / f"{v}.trec", "wb") for v in variants if v in direct}
-    buckets = [open(folder / f"interleaved.part{b}", "wb") for b in range(n_buckets)] \
-        if "interleaved" in variants else []
-    shards = [open(folder / f"shards4.part{b}", "wb") for b in range(N_SHARDS)] \
-        if "shards4" in variants else []
-    dbuckets = [open(folder / f"docid.part{b}", "wb") for b in range(n_buckets)] \
-        if "docid" in variants else []
+    buckets = (
+        [open(folder / f"interleaved.part{b}", "wb") for b in range(n_buckets)]
+        if "interleaved" in variants
+        else []
+    )
+    shards = (
+        [open(folder / f"shards4.part{b}", "wb") for b in range(N_SHARDS)]
+        if "shards4" in variants
+        else []
+    )
+    dbuckets = (
+        [open(folder / f"docid.part{b}", "wb") for b in range(n_buckets)]
+        if "docid" in variants
+        else []
+    )
     samples: dict[str, bytes] = {}
     sample_rows = SAMPLE_QUERIES * depth
     with open(folder / "qrels.trec", "w") as fq:
@@ -234,7 +255,7 @@ def generate(folder: Path, n_queries: int, depth: int, seed: int,
                 data = _best_lines(q0, docs, units)
                 files["best"].write(data)
                 if q0 == 0:
-                    samples["best"] = data[:41 * sample_rows]
+                    samples["best"] = data[: 41 * sample_rows]
             if not set(variants) - {"best"}:
                 continue
             table = _digits17_table(q0, docs, units, extra)
@@ -242,8 +263,10 @@ def generate(folder: Path, n_queries: int, depth: int, seed: int,
             if "digits17" in files:
                 files["digits17"].write(_csv(table))
             # shuffled: a random order inside each query's block of lines
-            perm = (np.argsort(rng.random((n // depth, depth)), axis=1)
-                    + (np.arange(n // depth) * depth)[:, None]).ravel()
+            perm = (
+                np.argsort(rng.random((n // depth, depth)), axis=1)
+                + (np.arange(n // depth) * depth)[:, None]
+            ).ravel()
             if "shuffled" in files:
                 files["shuffled"].write(_csv(table.take(pa.array(perm))))
             if q0 == 0:
@@ -253,27 +276,26 @@ def generate(folder: Path, n_queries: int, depth: int, seed: int,
                 samples["interleaved"] = _csv(pool.take(pa.array(rng.permutation(len(pool)))))
                 ps = rng.integers(0, N_SHARDS, len(pool))
                 samples["shards4"] = _csv(pool.take(pa.array(np.argsort(ps, kind="stable"))))
-                samples["docid"] = _csv(pool.take(pc.sort_indices(pool, [("docid",
-                                                                          "ascending")])))
-            if shards:                   # each line to one of 4 shards, query order kept
+                samples["docid"] = _csv(pool.take(pc.sort_indices(pool, [("docid", "ascending")])))
+            if shards:  # each line to one of 4 shards, query order kept
                 where = rng.integers(0, N_SHARDS, n)
                 for b in range(N_SHARDS):
                     shards[b].write(_csv(table.filter(pa.array(where == b))))
-            if dbuckets:                 # by docid range, each range sorted later
+            if dbuckets:  # by docid range, each range sorted later
                 dnum = docs.ravel()
                 where = (dnum * n_buckets // 10_000_000).astype(np.int64)
                 order = np.argsort(where, kind="stable")
                 cuts = np.searchsorted(where[order], np.arange(n_buckets + 1))
                 for b in range(n_buckets):
                     if cuts[b + 1] > cuts[b]:
-                        dbuckets[b].write(_csv(table.take(pa.array(order[cuts[b]:cuts[b + 1]]))))
-            if buckets:                  # each line to a random bucket, shuffled later
+                        dbuckets[b].write(_csv(table.take(pa.array(order[cuts[b] : cuts[b + 1]]))))
+            if buckets:  # each line to a random bucket, shuffled later
                 where = rng.integers(0, n_buckets, n)
                 order = np.argsort(where, kind="stable")
                 cuts = np.searchsorted(where[order], np.arange(n_buckets + 1))
                 for b in range(n_buckets):
                     if cuts[b + 1] > cuts[b]:
-                        buckets[b].write(_csv(table.take(pa.array(order[cuts[b]:cuts[b + 1]]))))
+                        buckets[b].write(_csv(table.take(pa.array(order[cuts[b] : cuts[b + 1]]))))
     for f in files.values():
         f.close()
     if buckets:
@@ -283,10 +305,12 @@ def generate(folder: Path, n_queries: int, depth: int, seed: int,
         with open(folder / "interleaved.trec", "wb") as out:
             for b in range(n_buckets):
                 part = folder / f"interleaved.part{b}"
-                t = pacsv.read_csv(part, pacsv.ReadOptions(column_names=cols),
-                                   pacsv.ParseOptions(delimiter=" "),
-                                   pacsv.ConvertOptions(column_types={c: pa.string()
-                                                                      for c in cols}))
+                t = pacsv.read_csv(
+                    part,
+                    pacsv.ReadOptions(column_names=cols),
+                    pacsv.ParseOptions(delimiter=" "),
+                    pacsv.ConvertOptions(column_types={c: pa.string() for c in cols}),
+                )
                 out.write(_csv(t.take(pa.array(rng.permutation(t.num_rows)))))
                 part.unlink()
     if shards:
@@ -304,10 +328,12 @@ def generate(folder: Path, n_queries: int, depth: int, seed: int,
         with open(folder / "docid.trec", "wb") as out:
             for b in range(n_buckets):
                 part = folder / f"docid.part{b}"
-                t = pacsv.read_csv(part, pacsv.ReadOptions(column_names=cols),
-                                   pacsv.ParseOptions(delimiter=" "),
-                                   pacsv.ConvertOptions(column_types={c: pa.string()
-                                                                      for c in cols}))
+                t = pacsv.read_csv(
+                    part,
+                    pacsv.ReadOptions(column_names=cols),
+                    pacsv.ParseOptions(delimiter=" "),
+                    pacsv.ConvertOptions(column_types={c: pa.string() for c in cols}),
+                )
                 # by docid, then query (a stable sort of the query-ordered bucket)
                 out.write(_csv(t.take(pc.sort_indices(t, [("docid", "ascending")]))))
                 part.unlink()
@@ -321,6 +347,7 @@ def generate(folder: Path, n_queries: int, depth: int, seed: int,
 def _cpu() -> float:
     """CPU seconds of this process and of the children it waited for."""
     import resource
+
     r = resource.getrusage(resource.RUSAGE_SELF)
     c = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
@@ -339,6 +366,7 @@ def _peak_mb() -> float:
 
 def _children_peak_mb() -> float:
     import resource
+
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
@@ -346,19 +374,41 @@ def _means_membench(run: str, qrels: str) -> dict:
     """``membench trec-eval -c`` (trec_eval 10.0's semantics) on the same measures as the
     binary, in process."""
     from membench.trec.trec_eval import trec_eval_values
-    _, _, total = trec_eval_values(qrels, run, ["recall.10,100,1000", "recip_rank",
-                                                "ndcg_cut.10"], complete=True)
+
+    _, _, total = trec_eval_values(
+        qrels, run, ["recall.10,100,1000", "recip_rank", "ndcg_cut.10"], complete=True
+    )
     return {m: float(total[t]) for m, t in _TREC_NAMES.items()}
 
 
-_TREC_NAMES = {"recall@10": "recall_10", "recall@100": "recall_100",
-               "recall@1000": "recall_1000", "mrr": "recip_rank", "ndcg@10": "ndcg_cut_10"}
+_TREC_NAMES = {
+    "recall@10": "recall_10",
+    "recall@100": "recall_100",
+    "recall@1000": "recall_1000",
+    "mrr": "recip_rank",
+    "ndcg@10": "ndcg_cut_10",
+}
 
 
 def _means_trec_eval(run: str, qrels: str) -> dict:
     exe = os.environ["MEMBENCH_BENCH_TREC_EVAL"]
-    p = subprocess.run([exe, "-c", "-m", "recall.10,100,1000", "-m", "recip_rank", "-m",
-                        "ndcg_cut.10", qrels, run], capture_output=True, text=True, check=False)
+    p = subprocess.run(
+        [
+            exe,
+            "-c",
+            "-m",
+            "recall.10,100,1000",
+            "-m",
+            "recip_rank",
+            "-m",
+            "ndcg_cut.10",
+            qrels,
+            run,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if p.returncode != 0:
         raise RuntimeError(f"trec_eval exit {p.returncode}: {p.stderr.strip()[-300:]}")
     got = {}
@@ -371,6 +421,7 @@ def _means_trec_eval(run: str, qrels: str) -> dict:
 
 def _means_pytrec_eval(run: str, qrels: str) -> dict:
     import pytrec_eval
+
     with open(qrels) as f:
         qr = pytrec_eval.parse_qrel(f)
     with open(run) as f:
@@ -379,48 +430,70 @@ def _means_pytrec_eval(run: str, qrels: str) -> dict:
     per = ev.evaluate(rn)
     # trec_eval -c: judged queries with >= 1 relevant, missing from the run, count as 0
     judged = [q for q, d in qr.items() if any(r >= 1 for r in d.values())]
-    return {m: float(np.mean([per.get(q, {}).get(t, 0.0) for q in judged]))
-            for m, t in _TREC_NAMES.items()}
+    return {
+        m: float(np.mean([per.get(q, {}).get(t, 0.0) for q in judged]))
+        for m, t in _TREC_NAMES.items()
+    }
 
 
 def _means_ranx(run: str, qrels: str) -> dict:
     from ranx import Qrels, Run, evaluate
+
     metrics = list(MEASURES)
-    res = evaluate(Qrels.from_file(qrels, kind="trec"), Run.from_file(run, kind="trec"),
-                   metrics)
+    res = evaluate(Qrels.from_file(qrels, kind="trec"), Run.from_file(run, kind="trec"), metrics)
     return {m: float(res[m]) for m in metrics}
 
 
 def _means_ir_measures(run: str, qrels: str) -> dict:
     import ir_measures
     from ir_measures import RR, R, nDCG
-    names = {"recall@10": R @ 10, "recall@100": R @ 100, "recall@1000": R @ 1000,
-             "mrr": RR, "ndcg@10": nDCG @ 10}
-    agg = ir_measures.calc_aggregate(list(names.values()), ir_measures.read_trec_qrels(qrels),
-                                     ir_measures.read_trec_run(run))
+
+    names = {
+        "recall@10": R @ 10,
+        "recall@100": R @ 100,
+        "recall@1000": R @ 1000,
+        "mrr": RR,
+        "ndcg@10": nDCG @ 10,
+    }
+    agg = ir_measures.calc_aggregate(
+        list(names.values()), ir_measures.read_trec_qrels(qrels), ir_measures.read_trec_run(run)
+    )
     return {m: float(agg[v]) for m, v in names.items()}
 
 
 def child(tool: str, run: str, qrels: str, sample_run: str, sample_qrels: str) -> None:
     import warnings
+
     warnings.filterwarnings("ignore")
     fn = globals()[f"_means_{tool}"]
-    fn(sample_run, sample_qrels)                    # warm-up: same layout and id shapes
+    fn(sample_run, sample_qrels)  # warm-up: same layout and id shapes
     c, t = _cpu(), time.perf_counter()
     means = fn(run, qrels)
-    out = {"seconds": time.perf_counter() - t, "cpu": _cpu() - c,
-           "peak_mb": _children_peak_mb() if tool == "trec_eval" else _peak_mb(),
-           "means": means}
+    out = {
+        "seconds": time.perf_counter() - t,
+        "cpu": _cpu() - c,
+        "peak_mb": _children_peak_mb() if tool == "trec_eval" else _peak_mb(),
+        "means": means,
+    }
     print(json.dumps(out))
 
 
 # --------------------------------------------------------------------------- driver
 
 
-def measure(tool: str, run: Path, qrels: Path, sample_run: Path, sample_qrels: Path,
-            env: dict) -> dict:
-    args = [sys.executable, __file__, "--child", tool, str(run), str(qrels), str(sample_run),
-            str(sample_qrels)]
+def measure(
+    tool: str, run: Path, qrels: Path, sample_run: Path, sample_qrels: Path, env: dict
+) -> dict:
+    args = [
+        sys.executable,
+        __file__,
+        "--child",
+        tool,
+        str(run),
+        str(qrels),
+        str(sample_run),
+        str(sample_qrels),
+    ]
     load = os.getloadavg()[0]
     p = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
     if p.returncode != 0:
@@ -448,8 +521,11 @@ def user_sample(run: Path, qrels: Path, out: Path) -> tuple[Path, Path]:
             keep.append(raw.decode("utf-8", "replace"))
     want = set(qids)
     with open(qrels, "rb") as f:
-        judged = [raw.decode("utf-8", "replace") for raw in f
-                  if raw.split()[:1] and raw.split()[0].decode("utf-8", "replace") in want]
+        judged = [
+            raw.decode("utf-8", "replace")
+            for raw in f
+            if raw.split()[:1] and raw.split()[0].decode("utf-8", "replace") in want
+        ]
     sr, sq = out / f"{run.name}.sample", out / f"{qrels.name}.sample"
     sr.write_text("".join(keep))
     sq.write_text("".join(judged))
@@ -468,9 +544,11 @@ def _keys(rows: list[dict]) -> list[tuple]:
 def summarise(rows: list[dict]) -> str:
     """One table row per (input, tool): wall and CPU min/median/max, peak RSS, ratio of each
     tool's median to membench's."""
-    out = [f"{'queries':>8} {'layout':<14} {'tool':<12} {'wall s min/med/max':>20} "
-           f"{'x membench':>10} {'cpu s min/med/max':>20} {'x membench':>10} "
-           f"{'peak RSS MB med':>15} {'load min/med/max':>18} n"]
+    out = [
+        f"{'queries':>8} {'layout':<14} {'tool':<12} {'wall s min/med/max':>20} "
+        f"{'x membench':>10} {'cpu s min/med/max':>20} {'x membench':>10} "
+        f"{'peak RSS MB med':>15} {'load min/med/max':>18} n"
+    ]
     for nq, _, variant in _keys(rows):
         here = [r for r in rows if r["queries"] == nq and r["variant"] == variant]
         ok = [r for r in here if "error" not in r]
@@ -491,7 +569,8 @@ def summarise(rows: list[dict]) -> str:
                 f"{statistics.median(wall) / ref_wall:>10.2f} {_mmm(cpu, '.2f'):>20} "
                 f"{statistics.median(cpu) / ref_cpu:>10.2f} "
                 f"{statistics.median([r['peak_mb'] for r in mine]):>15.0f} "
-                f"{_mmm([r['load'] for r in mine], '.1f'):>18} {len(mine)}")
+                f"{_mmm([r['load'] for r in mine], '.1f'):>18} {len(mine)}"
+            )
     return "\n".join(out)
 
 
@@ -504,22 +583,31 @@ def markdown(rows: list[dict], command: str, notes: list[str]) -> str:
     for t in others:
         head += [f"{t} CPU s", f"{t} peak MB", f"{t} ÷ membench, CPU (wall)"]
     head += ["load", "repeats"]
-    lines = [f"`{command}`", "",
-             f"Measured {datetime.date.today().isoformat()}; seconds are min / median / max "
-             "of the interleaved repeats, ratios of medians.", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [
+        f"`{command}`",
+        "",
+        f"Measured {datetime.date.today().isoformat()}; seconds are min / median / max "
+        "of the interleaved repeats, ratios of medians.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
     for nq, _, variant in _keys(rows):
-        here = [r for r in rows if r["queries"] == nq and r["variant"] == variant
-                and "error" not in r]
+        here = [
+            r for r in rows if r["queries"] == nq and r["variant"] == variant and "error" not in r
+        ]
         mb = [r for r in here if r["tool"] == "membench"]
         if not mb:
             continue
         c0 = statistics.median([r["cpu"] for r in mb])
         w0 = statistics.median([r["seconds"] for r in mb])
-        cells = [f"{nq:,}" if isinstance(nq, int) else str(nq), LABELS.get(variant, variant),
-                 _mmm([r["cpu"] for r in mb], ".2f").replace("/", " / "),
-                 _mmm([r["seconds"] for r in mb], ".2f").replace("/", " / "),
-                 f"{statistics.median([r['peak_mb'] for r in mb]):,.0f}"]
+        cells = [
+            f"{nq:,}" if isinstance(nq, int) else str(nq),
+            LABELS.get(variant, variant),
+            _mmm([r["cpu"] for r in mb], ".2f").replace("/", " / "),
+            _mmm([r["seconds"] for r in mb], ".2f").replace("/", " / "),
+            f"{statistics.median([r['peak_mb'] for r in mb]):,.0f}",
+        ]
         for t in others:
             mine = [r for r in here if r["tool"] == t]
             if not mine:
@@ -527,9 +615,11 @@ def markdown(rows: list[dict], command: str, notes: list[str]) -> str:
                 continue
             c = statistics.median([r["cpu"] for r in mine])
             w = statistics.median([r["seconds"] for r in mine])
-            cells += [_mmm([r["cpu"] for r in mine], ".2f").replace("/", " / "),
-                      f"{statistics.median([r['peak_mb'] for r in mine]):,.0f}",
-                      f"**{c / c0:.2f}** ({w / w0:.2f})"]
+            cells += [
+                _mmm([r["cpu"] for r in mine], ".2f").replace("/", " / "),
+                f"{statistics.median([r['peak_mb'] for r in mine]):,.0f}",
+                f"**{c / c0:.2f}** ({w / w0:.2f})",
+            ]
         loads = [r["load"] for r in here]
         cells += [f"{min(loads):.1f}–{max(loads):.1f}", str(len(mb))]
         lines.append("| " + " | ".join(cells) + " |")
@@ -559,9 +649,11 @@ def check_means(rows: list[dict], strict: bool = True) -> list[str]:
             tol = 6e-5 if "trec_eval" in (r["tool"], ref["tool"]) else 1e-9
             for m in MEASURES:
                 if abs(r["means"][m] - ref["means"][m]) > tol:
-                    msg = (f"means disagree at {nq}: {r['tool']} on {r['variant']} "
-                           f"{m}={r['means'][m]!r}, {ref['tool']} on {ref['variant']} "
-                           f"{m}={ref['means'][m]!r}")
+                    msg = (
+                        f"means disagree at {nq}: {r['tool']} on {r['variant']} "
+                        f"{m}={r['means'][m]!r}, {ref['tool']} on {ref['variant']} "
+                        f"{m}={ref['means'][m]!r}"
+                    )
                     if strict:
                         raise SystemExit(msg)
                     found.append(msg)
@@ -602,13 +694,14 @@ def bounds(workdir: Path) -> str:
 
     p = workdir / "bounds-warm.trec"
     p.write_bytes(b"q2 Q0 d3 1 1.0 t\n")
-    evaluate_trec(p, qrels)                    # imports and first calls, untimed
+    evaluate_trec(p, qrels)  # imports and first calls, untimed
     for k in (1, 2, 4, 8):
         p = workdir / f"bounds-long{k}.trec"
         with open(p, "wb") as f:
             for i in range(k):
-                f.write(b"".join(b"q%d Q0 d%d %d %d t\n" % (i, j, j + 1, 1000 - j)
-                                 for j in range(500)))
+                f.write(
+                    b"".join(b"q%d Q0 d%d %d %d t\n" % (i, j, j + 1, 1000 - j) for j in range(500))
+                )
                 f.write(b"q1 Q0 " + big + b" 600 0.5 t\n")
         timed(f"{k} docid(s) of 1 MiB, {k * 500} other lines", p)
     p = workdir / "bounds-1.5MB.trec"
@@ -650,7 +743,8 @@ _PYTREC_SCRIPT = (
     "ev = pytrec_eval.RelevanceEvaluator(qr, {'recall_10', 'recall_100', 'recall_1000', "
     "'recip_rank', 'ndcg_cut_10'})\n"
     "per = ev.evaluate(rn)\n"
-    "print(sum(v['recip_rank'] for v in per.values()) / max(len(per), 1))\n")
+    "print(sum(v['recip_rank'] for v in per.values()) / max(len(per), 1))\n"
+)
 
 
 def startup(workdir: Path, repeats: int, exe: Path | None) -> str:
@@ -666,70 +760,112 @@ def startup(workdir: Path, repeats: int, exe: Path | None) -> str:
             generate(folder, lines // 100, 100, 7, ("digits17",))
         run, qrels = folder / "digits17.trec", folder / "qrels.trec"
         m = ["-c", "-m", "recall.10,100,1000", "-m", "recip_rank", "-m", "ndcg_cut.10"]
-        cmds = {"membench trec-eval": [str(membench), "trec-eval", *m, str(qrels), str(run)],
-                "pytrec_eval": [sys.executable, "-c", _PYTREC_SCRIPT, str(qrels), str(run)]}
+        cmds = {
+            "membench trec-eval": [str(membench), "trec-eval", *m, str(qrels), str(run)],
+            "pytrec_eval": [sys.executable, "-c", _PYTREC_SCRIPT, str(qrels), str(run)],
+        }
         if exe is not None:
             cmds["trec_eval (C)"] = [str(exe), *m, str(qrels), str(run)]
         got: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
         for rep in range(repeats):
             names = list(cmds)
-            names = names[rep % len(names):] + names[:rep % len(names)]
+            names = names[rep % len(names) :] + names[: rep % len(names)]
             for name in names:
                 t = time.perf_counter()
-                proc = subprocess.Popen(cmds[name], stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE)
+                proc = subprocess.Popen(
+                    cmds[name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+                )
                 _, status, ru = os.wait4(proc.pid, 0)
                 wall = time.perf_counter() - t
                 if status != 0:
-                    raise SystemExit(f"{name} failed on {run}: "
-                                     f"{proc.stderr.read().decode()[-300:]}")
+                    raise SystemExit(
+                        f"{name} failed on {run}: {proc.stderr.read().decode()[-300:]}"
+                    )
                 proc.stderr.close()
                 got[name].append((ru.ru_utime + ru.ru_stime, wall))
         for name, xs in got.items():
-            rows.append((lines, name, _mmm([c for c, _ in xs], ".3f"),
-                         _mmm([w for _, w in xs], ".3f")))
-    out = ["| run lines | command | CPU s (min/median/max) | wall s (min/median/max) |",
-           "|---|---|---|---|"]
+            rows.append(
+                (lines, name, _mmm([c for c, _ in xs], ".3f"), _mmm([w for _, w in xs], ".3f"))
+            )
+    out = [
+        "| run lines | command | CPU s (min/median/max) | wall s (min/median/max) |",
+        "|---|---|---|---|",
+    ]
     out += [f"| {n:,} | {name} | {cpu} | {wall} |" for n, name, cpu, wall in rows]
     return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
-    if args[:1] == ["--whole"]:        # whole commands as processes: bench_trec_whole.py
+    if args[:1] == ["--whole"]:  # whole commands as processes: bench_trec_whole.py
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import bench_trec_whole
+
         return bench_trec_whole.main(args[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="10000", help="queries, comma-separated")
     ap.add_argument("--depth", type=int, default=1_000)
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--tools", default=",".join(DEFAULT_TOOLS),
-                    help=f"comma-separated, of {', '.join(TOOLS)}")
-    ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
-                    help=f"layouts, comma-separated, of {', '.join(VARIANTS)}")
-    ap.add_argument("--input", nargs=2, action="append", metavar=("RUN", "QRELS"),
-                    help="time the tools on these files instead of generated ones (repeatable)")
+    ap.add_argument(
+        "--tools", default=",".join(DEFAULT_TOOLS), help=f"comma-separated, of {', '.join(TOOLS)}"
+    )
+    ap.add_argument(
+        "--variants",
+        default=",".join(DEFAULT_VARIANTS),
+        help=f"layouts, comma-separated, of {', '.join(VARIANTS)}",
+    )
+    ap.add_argument(
+        "--input",
+        nargs=2,
+        action="append",
+        metavar=("RUN", "QRELS"),
+        help="time the tools on these files instead of generated ones (repeatable)",
+    )
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--workdir", type=Path, default=Path("/tmp/membench-bench"),
-                    help="where the generated files go (default /tmp/membench-bench)")
-    ap.add_argument("--reuse", action="store_true",
-                    help="reuse files already generated in --workdir")
-    ap.add_argument("--trec-eval", help="the trec_eval binary (default: bench/trec_eval_c.py "
-                    "finds or builds it)")
-    ap.add_argument("--trec-eval-src", help="trec_eval source tree or release archive to "
-                    "build the binary from")
-    ap.add_argument("--results", type=Path, default=None,
-                    help="append every measurement as a JSON line to this file")
-    ap.add_argument("--bounds", action="store_true",
-                    help="time membench on the reader's bounds (long docids, endless lines)")
-    ap.add_argument("--write-docs", type=Path, default=None,
-                    help="replace the metric-speed table in this file with this run's")
-    ap.add_argument("--block", default="metric-speed",
-                    help="the marked block of --write-docs to replace (default metric-speed)")
-    ap.add_argument("--startup", action="store_true",
-                    help="time whole commands (start-up included) on runs of 1k, 10k and 100k "
-                    "lines: membench trec-eval, trec_eval, a pytrec_eval script")
+    ap.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("/tmp/membench-bench"),
+        help="where the generated files go (default /tmp/membench-bench)",
+    )
+    ap.add_argument(
+        "--reuse", action="store_true", help="reuse files already generated in --workdir"
+    )
+    ap.add_argument(
+        "--trec-eval",
+        help="the trec_eval binary (default: bench/trec_eval_c.py finds or builds it)",
+    )
+    ap.add_argument(
+        "--trec-eval-src", help="trec_eval source tree or release archive to build the binary from"
+    )
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="append every measurement as a JSON line to this file",
+    )
+    ap.add_argument(
+        "--bounds",
+        action="store_true",
+        help="time membench on the reader's bounds (long docids, endless lines)",
+    )
+    ap.add_argument(
+        "--write-docs",
+        type=Path,
+        default=None,
+        help="replace the metric-speed table in this file with this run's",
+    )
+    ap.add_argument(
+        "--block",
+        default="metric-speed",
+        help="the marked block of --write-docs to replace (default metric-speed)",
+    )
+    ap.add_argument(
+        "--startup",
+        action="store_true",
+        help="time whole commands (start-up included) on runs of 1k, 10k and 100k "
+        "lines: membench trec-eval, trec_eval, a pytrec_eval script",
+    )
     ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
@@ -738,15 +874,20 @@ def main(argv: list[str] | None = None) -> int:
     if a.startup:
         sys.path.insert(0, str(Path(__file__).parent))
         from trec_eval_c import binary
+
         exe, why = binary(a.trec_eval, a.trec_eval_src)
         table = startup(a.workdir, a.repeats, exe)
         print(table)
         if exe is None:
             print(f"trec_eval (the C binary) left out: {why}")
         if a.write_docs:
-            write_docs(a.write_docs, f"`{_shown(argv)}` (measured "
-                       f"{datetime.date.today().isoformat()}, load before "
-                       f"{os.getloadavg()[0]:.1f})\n\n{table}", "trec-startup")
+            write_docs(
+                a.write_docs,
+                f"`{_shown(argv)}` (measured "
+                f"{datetime.date.today().isoformat()}, load before "
+                f"{os.getloadavg()[0]:.1f})\n\n{table}",
+                "trec-startup",
+            )
             print(f"wrote the table into {a.write_docs}")
         return 0
     if a.bounds:
@@ -754,9 +895,12 @@ def main(argv: list[str] | None = None) -> int:
         print(table)
         if a.write_docs:
             cmd = _shown(argv)
-            write_docs(a.write_docs, f"`{cmd}` (measured {datetime.date.today().isoformat()}, "
-                       f"load {os.getloadavg()[0]:.1f})\n\n```\n{table}\n```",
-                       "trec-bounds")
+            write_docs(
+                a.write_docs,
+                f"`{cmd}` (measured {datetime.date.today().isoformat()}, "
+                f"load {os.getloadavg()[0]:.1f})\n\n```\n{table}\n```",
+                "trec-bounds",
+            )
             print(f"wrote the table into {a.write_docs}")
         return 0
     tools = a.tools.split(",")
@@ -772,6 +916,7 @@ def main(argv: list[str] | None = None) -> int:
     if "trec_eval" in tools:
         sys.path.insert(0, str(Path(__file__).parent))
         from trec_eval_c import binary
+
         exe, why = binary(a.trec_eval, a.trec_eval_src)
         if exe is None:
             print(f"trec_eval (the C binary) left out: {why}", flush=True)
@@ -780,7 +925,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"trec_eval: {exe} ({why})", flush=True)
             env["MEMBENCH_BENCH_TREC_EVAL"] = str(exe)
-    inputs: list[tuple] = []          # (queries label, layout, run, qrels, sample run, qrels)
+    inputs: list[tuple] = []  # (queries label, layout, run, qrels, sample run, qrels)
     if a.input:
         for run, qrels in a.input:
             run, qrels = Path(run), Path(qrels)
@@ -795,22 +940,36 @@ def main(argv: list[str] | None = None) -> int:
                 generate(folder, nq, a.depth, a.seed, variants)
                 print(f"generated {folder} in {time.perf_counter() - t:.0f} s", flush=True)
             for v in variants:
-                inputs.append((nq, v, folder / f"{v}.trec", folder / "qrels.trec",
-                               folder / f"{v}.sample.trec", folder / "qrels.sample.trec"))
+                inputs.append(
+                    (
+                        nq,
+                        v,
+                        folder / f"{v}.trec",
+                        folder / "qrels.trec",
+                        folder / f"{v}.sample.trec",
+                        folder / "qrels.sample.trec",
+                    )
+                )
     rows: list[dict] = []
     for nq, variant, run, qrels, sr, sq in inputs:
         size_mb = run.stat().st_size / 2**20
         print(f"{nq} queries, {variant}: {size_mb:.0f} MB", flush=True)
         for rep in range(a.repeats):
-            order = tools[rep % len(tools):] + tools[:rep % len(tools)]
+            order = tools[rep % len(tools) :] + tools[: rep % len(tools)]
             for tool in order:
                 r = measure(tool, run, qrels, sr, sq, env)
                 r.update(tool=tool, variant=variant, queries=nq, repeat=rep, size_mb=size_mb)
                 rows.append(r)
-                print(f"  {tool:<12} repeat {rep + 1}: " + (
-                    f"failed: {r['error']}" if "error" in r else
-                    f"{r['seconds']:.2f} s wall, {r['cpu']:.2f} s cpu, "
-                    f"{r['peak_mb']:.0f} MB peak, load {r['load']:.1f}"), flush=True)
+                print(
+                    f"  {tool:<12} repeat {rep + 1}: "
+                    + (
+                        f"failed: {r['error']}"
+                        if "error" in r
+                        else f"{r['seconds']:.2f} s wall, {r['cpu']:.2f} s cpu, "
+                        f"{r['peak_mb']:.0f} MB peak, load {r['load']:.1f}"
+                    ),
+                    flush=True,
+                )
                 if a.results:
                     with open(a.results, "a") as f:
                         f.write(json.dumps(r) + "\n")
@@ -821,8 +980,10 @@ def main(argv: list[str] | None = None) -> int:
         print("note:", d)
     good = [r for r in rows if "error" not in r]
     if good and not a.input:
-        print("\nmeans (all tools and layouts agree): " + ", ".join(
-            f"{m}={good[0]['means'][m]:.6f}" for m in MEASURES))
+        print(
+            "\nmeans (all tools and layouts agree): "
+            + ", ".join(f"{m}={good[0]['means'][m]:.6f}" for m in MEASURES)
+        )
     if a.write_docs:
         write_docs(a.write_docs, markdown(rows, _shown(argv), notes), a.block)
         print(f"wrote the table into {a.write_docs}")

@@ -38,35 +38,68 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 # name -> settings. engine: rapidocr_onnxruntime (1.4.4, what membench runs) or rapidocr (3.x)
-BASE = {"engine": "rapidocr_onnxruntime", "upscale_min_side": 700, "threads": 1,
-        "kw": {"max_side_len": 3200}}
+BASE = {
+    "engine": "rapidocr_onnxruntime",
+    "upscale_min_side": 700,
+    "threads": 1,
+    "kw": {"max_side_len": 3200},
+}
 NOCLS = {"call": {"use_cls": False}}
 VARIANTS: dict[str, dict] = {
-    "base": {**BASE, "what": "membench's `ocr_engine=onnxruntime` (the default before "
-                    "openvino): rapidocr-onnxruntime 1.4.4, upscale to 700 px, angle classifier "
-                    "on"},
+    "base": {
+        **BASE,
+        "what": "membench's `ocr_engine=onnxruntime` (the default before "
+        "openvino): rapidocr-onnxruntime 1.4.4, upscale to 700 px, angle classifier "
+        "on",
+    },
     "nocls": {**BASE, **NOCLS, "what": "base without the angle classifier"},
-    "nocls-rec16": {**BASE, **NOCLS, "kw": {**BASE["kw"], "rec_batch_num": 16},
-                    "what": "nocls, recognizer batch 16 (default 6)"},
+    "nocls-rec16": {
+        **BASE,
+        **NOCLS,
+        "kw": {**BASE["kw"], "rec_batch_num": 16},
+        "what": "nocls, recognizer batch 16 (default 6)",
+    },
     "nocls-noup": {**BASE, **NOCLS, "upscale_min_side": 0, "what": "nocls, no upscale"},
     "nocls-2thr": {**BASE, **NOCLS, "threads": 2, "what": "nocls, 2 ONNX Runtime threads"},
-    "ov": {**BASE, "engine": "membench",
-           "what": "membench's `ocr_engine=openvino`: the same pipeline and models, inference "
-                   "by OpenVINO float32, no classifier, upscale 700"},
-    "ov-cls": {**BASE, "engine": "membench", "use_cls": True,
-               "what": "ov with the angle classifier"},
-    "ov-bf16": {**BASE, "engine": "membench", "ov_precision": "bf16",
-                "what": "ov in bf16 (OpenVINO's own default on this CPU)"},
-    "ov-noup": {**BASE, "engine": "membench", "upscale_min_side": 0,
-                "what": "ov without the upscale"},
-    "ov-det480": {**BASE, "engine": "membench", "det": {"limit_side_len": 480},
-                  "what": "ov, detector input shorter side >= 480 (default 736)"},
-    "ov-2thr": {**BASE, "engine": "membench", "threads": 2,
-                "what": "ov with 2 OpenVINO threads"},
-    "v6small-nocls": {"engine": "rapidocr", "upscale_min_side": 700, "threads": 1,
-                      "params": {"Global.max_side_len": 3200, "Global.use_cls": False},
-                      "what": "rapidocr 3.10.0, PP-OCRv6 small det+rec (in its wheel), "
-                              "upscale 700, no classifier"},
+    "ov": {
+        **BASE,
+        "engine": "membench",
+        "what": "membench's `ocr_engine=openvino`: the same pipeline and models, inference "
+        "by OpenVINO float32, no classifier, upscale 700",
+    },
+    "ov-cls": {
+        **BASE,
+        "engine": "membench",
+        "use_cls": True,
+        "what": "ov with the angle classifier",
+    },
+    "ov-bf16": {
+        **BASE,
+        "engine": "membench",
+        "ov_precision": "bf16",
+        "what": "ov in bf16 (OpenVINO's own default on this CPU)",
+    },
+    "ov-noup": {
+        **BASE,
+        "engine": "membench",
+        "upscale_min_side": 0,
+        "what": "ov without the upscale",
+    },
+    "ov-det480": {
+        **BASE,
+        "engine": "membench",
+        "det": {"limit_side_len": 480},
+        "what": "ov, detector input shorter side >= 480 (default 736)",
+    },
+    "ov-2thr": {**BASE, "engine": "membench", "threads": 2, "what": "ov with 2 OpenVINO threads"},
+    "v6small-nocls": {
+        "engine": "rapidocr",
+        "upscale_min_side": 700,
+        "threads": 1,
+        "params": {"Global.max_side_len": 3200, "Global.use_cls": False},
+        "what": "rapidocr 3.10.0, PP-OCRv6 small det+rec (in its wheel), "
+        "upscale 700, no classifier",
+    },
 }
 
 
@@ -79,6 +112,7 @@ def _images(corpus: Path, n_tab: int, n_fin: int):
 
 # ----------------------------------------------------------------------------- worker
 
+
 def _engine(v: dict):
     threads = int(v.get("threads", 1))
     if v["engine"] == "membench":
@@ -87,33 +121,35 @@ def _engine(v: dict):
         O.USE_CLS["openvino"] = bool(v.get("use_cls", False))
         O.OV_PRECISION = v.get("ov_precision", "f32")
         eng = O._get_engine(threads, "openvino")
-        for k, val in v.get("det", {}).items():       # the detector's resize rule
+        for k, val in v.get("det", {}).items():  # the detector's resize rule
             setattr(eng.text_det, k, val)
 
         def run(img):
             res, _ = eng(img)
             return [(q, t, c) for q, t, c in (res or [])]
+
         return run
     if v["engine"] in ("rapidocr_onnxruntime", "rapidocr_openvino"):
         if v["engine"] == "rapidocr_onnxruntime":
             from rapidocr_onnxruntime import RapidOCR
+
             tkw = {"intra_op_num_threads": threads, "inter_op_num_threads": 1}
         else:
             from membench.core.netguard import import_openvino
 
-            import_openvino()                    # without OpenVINO's usage telemetry
+            import_openvino()  # without OpenVINO's usage telemetry
             from rapidocr_openvino import RapidOCR
-            tkw = {"inference_num_threads": threads}
-            if v.get("ov_precision"):            # OpenVINO's own default is bf16 on AMX CPUs
-                import openvino.runtime as ov
 
+            tkw = {"inference_num_threads": threads}
+            if v.get("ov_precision"):  # OpenVINO's own default is bf16 on AMX CPUs
+                import openvino.runtime as ov
                 from rapidocr_openvino.utils import infer_engine
 
                 class Core(ov.Core):
                     def __init__(self):
                         super().__init__()
-                        self.set_property("CPU", {"INFERENCE_PRECISION_HINT":
-                                                  v["ov_precision"]})
+                        self.set_property("CPU", {"INFERENCE_PRECISION_HINT": v["ov_precision"]})
+
                 infer_engine.Core = Core
 
         eng = RapidOCR(text_score=0.0, print_verbose=False, **tkw, **v.get("kw", {}))
@@ -122,12 +158,17 @@ def _engine(v: dict):
         def run(img):
             res, _ = eng(img, **call)
             return [(q, t, c) for q, t, c in (res or [])]
+
         return run
     from rapidocr import RapidOCR  # 3.x
 
-    params = {"Global.text_score": 0.0, "Global.log_level": "error",
-              "EngineConfig.onnxruntime.intra_op_num_threads": threads,
-              "EngineConfig.onnxruntime.inter_op_num_threads": 1, **v.get("params", {})}
+    params = {
+        "Global.text_score": 0.0,
+        "Global.log_level": "error",
+        "EngineConfig.onnxruntime.intra_op_num_threads": threads,
+        "EngineConfig.onnxruntime.inter_op_num_threads": 1,
+        **v.get("params", {}),
+    }
     eng = RapidOCR(params=params)
 
     def run(img):
@@ -135,6 +176,7 @@ def _engine(v: dict):
         if out.boxes is None:
             return []
         return list(zip(out.boxes.tolist(), out.txts, out.scores))
+
     return run
 
 
@@ -163,8 +205,9 @@ def worker(name: str, corpus: Path, n_tab: int, n_fin: int) -> dict:
         for quad, text, conf in run(img):
             xs = [float(p[0]) * sx for p in quad]
             ys = [float(p[1]) * sy for p in quad]
-            lines.append(O.OcrLine(str(text), float(conf), (min(xs), min(ys), max(xs), max(ys)),
-                                   ()))
+            lines.append(
+                O.OcrLine(str(text), float(conf), (min(xs), min(ys), max(xs), max(ys)), ())
+            )
         return O.ocr_text([ln for ln in lines if ln.confidence >= 0.5 and ln.text.strip()])
 
     ocr(corpus / warm.path)
@@ -178,14 +221,19 @@ def worker(name: str, corpus: Path, n_tab: int, n_fin: int) -> dict:
         wall[e.source].append(time.perf_counter() - w0)
         pairs.append((e, text))
     qual = q.quality(pairs)
-    return {"variant": name,
-            "cpu_s_per_image": {s: statistics.fmean(x) for s, x in per.items() if x},
-            "wall_s_per_image": {s: statistics.fmean(x) for s, x in wall.items() if x},
-            "quality": {s: {"images": r.images, "values": r.values, "found": r.found,
-                            "share": r.share} for s, r in qual.items()}}
+    return {
+        "variant": name,
+        "cpu_s_per_image": {s: statistics.fmean(x) for s, x in per.items() if x},
+        "wall_s_per_image": {s: statistics.fmean(x) for s, x in wall.items() if x},
+        "quality": {
+            s: {"images": r.images, "values": r.values, "found": r.found, "share": r.share}
+            for s, r in qual.items()
+        },
+    }
 
 
 # ----------------------------------------------------------------------------- driver
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -194,9 +242,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--finchart", type=int, default=15)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--variants", default=None, help="comma-separated names (default: all)")
-    ap.add_argument("--rapidocr-path", action="append", default=[],
-                    help="a folder holding the rapidocr 3.x or rapidocr-openvino package "
-                         "(put on PYTHONPATH for the workers; repeatable)")
+    ap.add_argument(
+        "--rapidocr-path",
+        action="append",
+        default=[],
+        help="a folder holding the rapidocr 3.x or rapidocr-openvino package "
+        "(put on PYTHONPATH for the workers; repeatable)",
+    )
     ap.add_argument("--json", default=None, help="write every sample here")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -219,8 +271,18 @@ def main(argv: list[str] | None = None) -> int:
         for n in names:
             if n in skipped:
                 continue
-            cmd = [sys.executable, __file__, "--worker", n, "--corpus", str(corpus),
-                   "--tabmwp", str(a.tabmwp), "--finchart", str(a.finchart)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--worker",
+                n,
+                "--corpus",
+                str(corpus),
+                "--tabmwp",
+                str(a.tabmwp),
+                "--finchart",
+                str(a.finchart),
+            ]
             out = subprocess.run(cmd, env=env, capture_output=True, text=True)
             if out.returncode != 0:
                 skipped[n] = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "?"
@@ -229,10 +291,14 @@ def main(argv: list[str] | None = None) -> int:
             results[n].append(json.loads(out.stdout.strip().splitlines()[-1]))
             print(f"repeat {r + 1}: {n} done", file=sys.stderr)
     load = os.getloadavg()
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores; "
-          f"{a.tabmwp} TabMWP tables + {a.finchart} FinChart charts, {a.repeats} repeats")
-    print("| setting | TabMWP CPU s/image (min/med/max) | FinChart CPU s/image | TabMWP wall s "
-          "(med) | FinChart wall s | TabMWP cells found | FinChart values found |")
+    print(
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores; "
+        f"{a.tabmwp} TabMWP tables + {a.finchart} FinChart charts, {a.repeats} repeats"
+    )
+    print(
+        "| setting | TabMWP CPU s/image (min/med/max) | FinChart CPU s/image | TabMWP wall s "
+        "(med) | FinChart wall s | TabMWP cells found | FinChart values found |"
+    )
     print("|---|---|---|---:|---:|---:|---:|")
     for n in names:
         rs = results[n]
@@ -248,15 +314,18 @@ def main(argv: list[str] | None = None) -> int:
             return f"{statistics.median(x[key][src] for x in rs):.2f}"
 
         ql = rs[0]["quality"]
-        print(f"| `{n}`: {VARIANTS[n]['what']} | {mmm('cpu_s_per_image', 'tabmwp')} | "
-              f"{mmm('cpu_s_per_image', 'finchart')}"
-              f" | {med('wall_s_per_image', 'tabmwp')} | {med('wall_s_per_image', 'finchart')}"
-              f" | {ql['tabmwp']['share']:.1%} ({ql['tabmwp']['found']}/{ql['tabmwp']['values']})"
-              f" | {ql['finchart']['share']:.1%} ({ql['finchart']['found']}/"
-              f"{ql['finchart']['values']}) |")
+        print(
+            f"| `{n}`: {VARIANTS[n]['what']} | {mmm('cpu_s_per_image', 'tabmwp')} | "
+            f"{mmm('cpu_s_per_image', 'finchart')}"
+            f" | {med('wall_s_per_image', 'tabmwp')} | {med('wall_s_per_image', 'finchart')}"
+            f" | {ql['tabmwp']['share']:.1%} ({ql['tabmwp']['found']}/{ql['tabmwp']['values']})"
+            f" | {ql['finchart']['share']:.1%} ({ql['finchart']['found']}/"
+            f"{ql['finchart']['values']}) |"
+        )
     if a.json:
-        Path(a.json).write_text(json.dumps({"load": load, "results": results,
-                                            "skipped": skipped}, indent=1))
+        Path(a.json).write_text(
+            json.dumps({"load": load, "results": results, "skipped": skipped}, indent=1)
+        )
     return 0
 
 

@@ -44,8 +44,8 @@ sys.path.insert(0, str(REPO))
 
 def sample(sets: Path, corpus: Path, n: int) -> list[str]:
     """``n`` OCR sources: 3 images or screenshots to 2 image-only deck pages, hash-chosen."""
-    from membench.core.hashing import hash_order
     from membench.content import ocr
+    from membench.core.hashing import hash_order
 
     images, pages = {}, {}
     for line in (sets / "items.jsonl").read_text().splitlines():
@@ -56,14 +56,14 @@ def sample(sets: Path, corpus: Path, n: int) -> list[str]:
             for p in range(1, int(it["meta"]["pages"]) + 1):
                 pages[f"{it['source_id']}#{p}"] = ocr.page_source(corpus / it["path"], p)
     n_pages = n * 2 // 5
-    pick_i = hash_order(images, "bench_ocr_workers")[:n - n_pages]
+    pick_i = hash_order(images, "bench_ocr_workers")[: n - n_pages]
     pick_p = hash_order(pages, "bench_ocr_workers")[:n_pages]
     return [images[k] for k in pick_i] + [pages[k] for k in pick_p]
 
 
 def worker(variant: str, sources: list[str]) -> dict:
-    from membench.core import progress
     from membench.content import ocr
+    from membench.core import progress
 
     tasks, shapes, pin = (int(x) for x in variant.split(":"))
     ocr.WORKER_TASKS, ocr.OPENVINO_SHAPE_CACHE, ocr.OPENVINO_PIN = tasks, shapes, bool(pin)
@@ -72,9 +72,14 @@ def worker(variant: str, sources: list[str]) -> dict:
     ocr.ocr_many(sources, processes=2, pdf_dpi=72)
     wall = time.perf_counter() - w0
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {"variant": variant, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
-            "max_rss_mb": ru.ru_maxrss / 1024, "sources": len(sources),
-            "engine_calls": ocr.stats["engine_calls"]}
+    return {
+        "variant": variant,
+        "wall_s": wall,
+        "cpu_s": ru.ru_utime + ru.ru_stime,
+        "max_rss_mb": ru.ru_maxrss / 1024,
+        "sources": len(sources),
+        "engine_calls": ocr.stats["engine_calls"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,9 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", default=str(REPO / "bench" / "sets"))
     ap.add_argument("--corpus", default=None)
     ap.add_argument("--json", default=None)
-    ap.add_argument("--write-docs", default=None,
-                    help="replace the <!-- ocr-workers:start/end --> block of this file with "
-                         "this run's table")
+    ap.add_argument(
+        "--write-docs",
+        default=None,
+        help="replace the <!-- ocr-workers:start/end --> block of this file with this run's table",
+    )
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     from membench.core.paths import corpus_root
@@ -100,18 +107,28 @@ def main(argv: list[str] | None = None) -> int:
     names = a.variants.split(",")
     for n in names:
         f = n.split(":")
-        if not (len(f) == 3 and all(x.isdigit() for x in f) and int(f[0]) >= 1
-                and f[2] in ("0", "1")):
-            ap.error(f"a variant is TASKS:SHAPES:PIN (integers, TASKS >= 1, PIN 0 or 1), "
-                     f"got {n!r}")
+        if not (
+            len(f) == 3 and all(x.isdigit() for x in f) and int(f[0]) >= 1 and f[2] in ("0", "1")
+        ):
+            ap.error(f"a variant is TASKS:SHAPES:PIN (integers, TASKS >= 1, PIN 0 or 1), got {n!r}")
     results: dict[str, list[dict]] = {n: [] for n in names}
     load0 = os.getloadavg()
     for r in range(a.repeats):
         for n in names:
             with tempfile.TemporaryDirectory(prefix="mb-ocrw-") as cache:
                 env = dict(os.environ, MEMBENCH_CACHE=cache, OMP_NUM_THREADS="1")
-                cmd = [sys.executable, __file__, "--worker", n, "--sources", str(a.sources),
-                       "--sets", a.sets, "--corpus", str(corpus)]
+                cmd = [
+                    sys.executable,
+                    __file__,
+                    "--worker",
+                    n,
+                    "--sources",
+                    str(a.sources),
+                    "--sets",
+                    a.sets,
+                    "--corpus",
+                    str(corpus),
+                ]
                 out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
             if out.returncode != 0:
                 print(out.stderr[-2000:], file=sys.stderr)
@@ -119,29 +136,32 @@ def main(argv: list[str] | None = None) -> int:
             results[n].append(json.loads(out.stdout.strip().splitlines()[-1]))
             print(f"repeat {r + 1}: {n} done", file=sys.stderr)
     load1 = os.getloadavg()
-    table = [f"{len(sources)} OCR sources (3 images to 2 deck pages), 2 workers, {a.repeats} "
-             f"repeats; load {load0[0]:.1f} before, {load1[0]:.1f} after, {os.cpu_count()} CPUs",
-             "",
-             "| worker replaced after (images or pages) | OpenVINO shapes kept | thread pinned | "
-             "wall s (min / median / max) | workers' CPU s (median) | largest worker, MB "
-             "(median) |",
-             "|---:|---:|---|---|---:|---:|"]
+    table = [
+        f"{len(sources)} OCR sources (3 images to 2 deck pages), 2 workers, {a.repeats} "
+        f"repeats; load {load0[0]:.1f} before, {load1[0]:.1f} after, {os.cpu_count()} CPUs",
+        "",
+        "| worker replaced after (images or pages) | OpenVINO shapes kept | thread pinned | "
+        "wall s (min / median / max) | workers' CPU s (median) | largest worker, MB "
+        "(median) |",
+        "|---:|---:|---|---|---:|---:|",
+    ]
     for n in names:
         rs = results[n]
         w = sorted(x["wall_s"] for x in rs)
         t, s, pin = n.split(":")
-        table.append(f"| {t} | {s} | {'yes' if pin == '1' else 'no'} | "
-                     f"{w[0]:.1f} / {statistics.median(w):.1f} / {w[-1]:.1f} | "
-                     f"{statistics.median(x['cpu_s'] for x in rs):.1f} | "
-                     f"{statistics.median(x['max_rss_mb'] for x in rs):.0f} |")
+        table.append(
+            f"| {t} | {s} | {'yes' if pin == '1' else 'no'} | "
+            f"{w[0]:.1f} / {statistics.median(w):.1f} / {w[-1]:.1f} | "
+            f"{statistics.median(x['cpu_s'] for x in rs):.1f} | "
+            f"{statistics.median(x['max_rss_mb'] for x in rs):.0f} |"
+        )
     print("\n".join(table))
     if a.write_docs:
-        from bench_metrics import write_docs     # the bench folder's block writer
+        from bench_metrics import write_docs  # the bench folder's block writer
 
         write_docs(Path(a.write_docs), "\n".join(table), block="ocr-workers")
     if a.json:
-        Path(a.json).write_text(json.dumps({"load": [load0, load1], "results": results},
-                                           indent=1))
+        Path(a.json).write_text(json.dumps({"load": [load0, load1], "results": results}, indent=1))
     return 0
 
 

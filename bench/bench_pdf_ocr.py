@@ -66,9 +66,14 @@ def sample(sets: Path, corpus: Path, n: int) -> list[dict]:
             continue
         g = r["gold"][0]
         it = items[g["source_id"]]
-        pairs[r["query_id"]] = {"query_id": r["query_id"], "question": r["question"],
-                                "answer": r["answer"], "format": r["answer_format"],
-                                "path": str(corpus / it["path"]), "page": g["region"]["page"]}
+        pairs[r["query_id"]] = {
+            "query_id": r["query_id"],
+            "question": r["question"],
+            "answer": r["answer"],
+            "format": r["answer_format"],
+            "path": str(corpus / it["path"]),
+            "page": g["region"]["page"],
+        }
     order = hash_order(pairs, "bench_pdf_ocr")
     return [pairs[q] for q in order[:n]]
 
@@ -85,9 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from membench.core.paths import corpus_root
     from membench.content import ocr
     from membench.content.config import ChunkConfig
+    from membench.core.paths import corpus_root
     from membench.sets.derive import anchors
 
     corpus = Path(a.corpus) if a.corpus else corpus_root()
@@ -97,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     variants = [(int(d), int(t)) for d in a.dpi.split(",") for t in a.det.split(",")]
     cfg = ChunkConfig()
-    eng = ocr._get_engine(1, cfg.ocr_engine)      # models loaded before any clock starts
+    eng = ocr._get_engine(1, cfg.ocr_engine)  # models loaded before any clock starts
     det_default = eng.text_det.limit_side_len
     stage = {"det": 0.0, "rec": 0.0}
 
@@ -110,12 +115,18 @@ def main(argv: list[str] | None = None) -> int:
                 return call(self, *args, **kw)
             finally:
                 stage[key] += time.process_time() - c0
+
         cls.__call__ = wrapped
 
     timed(type(eng.text_det), "det")
     timed(type(eng.text_rec), "rec")
-    ocr._run_engine(Path(ocr.page_source(pairs[0]["path"], pairs[0]["page"])),
-                    cfg.ocr_upscale_min_side, threads=1, engine=cfg.ocr_engine, dpi=72)
+    ocr._run_engine(
+        Path(ocr.page_source(pairs[0]["path"], pairs[0]["page"])),
+        cfg.ocr_upscale_min_side,
+        threads=1,
+        engine=cfg.ocr_engine,
+        dpi=72,
+    )
     cpu = {v: [] for v in variants}
     wall = {v: [] for v in variants}
     share = {v: {"det": 0.0, "rec": 0.0, "all": 0.0} for v in variants}
@@ -129,8 +140,9 @@ def main(argv: list[str] | None = None) -> int:
                 d, eng.text_det.limit_side_len = v
                 stage["det"] = stage["rec"] = 0.0
                 c0, w0 = time.process_time(), time.perf_counter()
-                obj = ocr._run_engine(src, cfg.ocr_upscale_min_side, threads=1,
-                                      engine=cfg.ocr_engine, dpi=d)
+                obj = ocr._run_engine(
+                    src, cfg.ocr_upscale_min_side, threads=1, engine=cfg.ocr_engine, dpi=d
+                )
                 dc = time.process_time() - c0
                 c[v] += dc
                 w[v] += time.perf_counter() - w0
@@ -143,8 +155,11 @@ def main(argv: list[str] | None = None) -> int:
             cpu[v].append(c[v] / len(pairs))
             wall[v].append(w[v] / len(pairs))
     eng.text_det.limit_side_len = det_default
-    short = [k for k, p in enumerate(pairs) if p["format"] in ("str", "int", "float")
-             and p["answer"] and len(norm(p["answer"])) >= 2]
+    short = [
+        k
+        for k, p in enumerate(pairs)
+        if p["format"] in ("str", "int", "float") and p["answer"] and len(norm(p["answer"])) >= 2
+    ]
     rows = []
     for v in variants:
         found = sum(norm(pairs[k]["answer"]) in norm(texts[v][k]) for k in short)
@@ -157,32 +172,46 @@ def main(argv: list[str] | None = None) -> int:
             qw_all += len(aw)
             qw_have += len(aw & toks)
         tot = max(share[v]["all"], 1e-9)
-        rows.append({"dpi": v[0], "det": v[1],
-                     "cpu_s_per_page": [min(cpu[v]), statistics.median(cpu[v]), max(cpu[v])],
-                     "wall_s_per_page": statistics.median(wall[v]),
-                     "answers_found": [found, len(short)],
-                     "question_words_found": [qw_have, qw_all],
-                     "words_per_page": statistics.mean(words),
-                     "cpu_share": {"det": share[v]["det"] / tot, "rec": share[v]["rec"] / tot}})
+        rows.append(
+            {
+                "dpi": v[0],
+                "det": v[1],
+                "cpu_s_per_page": [min(cpu[v]), statistics.median(cpu[v]), max(cpu[v])],
+                "wall_s_per_page": statistics.median(wall[v]),
+                "answers_found": [found, len(short)],
+                "question_words_found": [qw_have, qw_all],
+                "words_per_page": statistics.mean(words),
+                "cpu_share": {"det": share[v]["det"] / tot, "rec": share[v]["rec"] / tot},
+            }
+        )
     load = os.getloadavg()
-    print(f"{len(pairs)} deck pages (gold pages of answerable questions), {a.repeats} repeats, "
-          f"load {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
-    print("| render dpi | detector size | CPU s / page (min / median / max) | wall s / page | "
-          "answers found | question words found | distinct words / page | CPU in detector / "
-          "recognizer |")
+    print(
+        f"{len(pairs)} deck pages (gold pages of answerable questions), {a.repeats} repeats, "
+        f"load {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}"
+    )
+    print(
+        "| render dpi | detector size | CPU s / page (min / median / max) | wall s / page | "
+        "answers found | question words found | distinct words / page | CPU in detector / "
+        "recognizer |"
+    )
     print("|---:|---:|---|---:|---:|---:|---:|---|")
     for r in rows:
         c = r["cpu_s_per_page"]
         af, an = r["answers_found"]
         qh, qa = r["question_words_found"]
-        print(f"| {r['dpi']} | {r['det']} | {c[0]:.2f} / {c[1]:.2f} / {c[2]:.2f} | "
-              f"{r['wall_s_per_page']:.2f} | "
-              f"{af}/{an} ({af / max(an, 1):.0%}) | {qh}/{qa} ({qh / max(qa, 1):.0%}) | "
-              f"{r['words_per_page']:.0f} | {r['cpu_share']['det']:.0%} / "
-              f"{r['cpu_share']['rec']:.0%} |")
+        print(
+            f"| {r['dpi']} | {r['det']} | {c[0]:.2f} / {c[1]:.2f} / {c[2]:.2f} | "
+            f"{r['wall_s_per_page']:.2f} | "
+            f"{af}/{an} ({af / max(an, 1):.0%}) | {qh}/{qa} ({qh / max(qa, 1):.0%}) | "
+            f"{r['words_per_page']:.0f} | {r['cpu_share']['det']:.0%} / "
+            f"{r['cpu_share']['rec']:.0%} |"
+        )
     if a.json:
-        Path(a.json).write_text(json.dumps({"pages": len(pairs), "repeats": a.repeats,
-                                            "load": load, "rows": rows}, indent=1))
+        Path(a.json).write_text(
+            json.dumps(
+                {"pages": len(pairs), "repeats": a.repeats, "load": load, "rows": rows}, indent=1
+            )
+        )
     return 0
 
 

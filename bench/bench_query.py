@@ -145,17 +145,20 @@ def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> di
         read each hit's document number and score."""
         terms = list(dict.fromkeys(analyzer.analyze(question)))
         text = Q.boolean_query([(Occ.Should, Q.term_query(schema, "text", t)) for t in terms])
-        in_time = Q.const_score_query(Q.range_query(schema, "observed_at", INT,
-                                                    upper_bound=as_of_us, include_upper=True),
-                                      0.0)
+        in_time = Q.const_score_query(
+            Q.range_query(schema, "observed_at", INT, upper_bound=as_of_us, include_upper=True), 0.0
+        )
         q = Q.boolean_query([(Occ.Must, text), (Occ.Must, in_time)])
         return [(a.doc, s) for s, a in searcher.search(q, limit=1000, count=False).hits]
 
-    e2e_args = [None if q is None else (r.question, q[0], eng._holders[r.scope.holder][0],
-                                        to_micros(r.as_of))
-                for r, q in zip(data.records, raw)]
+    e2e_args = [
+        None
+        if q is None
+        else (r.question, q[0], eng._holders[r.scope.holder][0], to_micros(r.as_of))
+        for r, q in zip(data.records, raw)
+    ]
     clock = time.process_time
-    gc.freeze()          # as the runner does around its query loop
+    gc.freeze()  # as the runner does around its query loop
     per_rep: list[dict[str, dict[str, float]]] = []
     for rep in range(repeats):
         sys_t = np.zeros(len(raw))
@@ -164,22 +167,38 @@ def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> di
         read_t = np.zeros(len(raw))
         jobs = (
             (raw_t, lambda i: raw[i][0].search(raw[i][1], limit=1000, count=False).hits),
-            (read_t, lambda i: [(a.doc, s) for s, a in
-                                raw[i][0].search(raw[i][1], limit=1000, count=False).hits]),
+            (
+                read_t,
+                lambda i: [
+                    (a.doc, s) for s, a in raw[i][0].search(raw[i][1], limit=1000, count=False).hits
+                ],
+            ),
             (e2e_t, lambda i: raw_e2e(*e2e_args[i])),
-            (sys_t, lambda i: system.query(data.records[i].question, data.records[i].scope,
-                                           data.records[i].as_of)))
-        k = rep % len(jobs)          # passes rotate: each goes first, second, ... in turn
+            (
+                sys_t,
+                lambda i: system.query(
+                    data.records[i].question, data.records[i].scope, data.records[i].as_of
+                ),
+            ),
+        )
+        k = rep % len(jobs)  # passes rotate: each goes first, second, ... in turn
         for out_t, job in jobs[k:] + jobs[:k]:
-            for i in timed_idx:      # every query once per pass, in the runner's order
+            for i in timed_idx:  # every query once per pass, in the runner's order
                 t0 = clock()
                 job(i)
                 out_t[i] = clock() - t0
         # the harness: the real runner around the same system
         wrapped = Timed(system, atoms)
         with tempfile.TemporaryDirectory(prefix="bench-query-") as tmp:
-            run_system(wrapped, sets, "dev", Path(tmp) / "run", corpus, modalities=modalities,
-                       check_sets=False)
+            run_system(
+                wrapped,
+                sets,
+                "dev",
+                Path(tmp) / "run",
+                corpus,
+                modalities=modalities,
+                check_sets=False,
+            )
             t_end = clock()
             # the same lines written again as the runner writes them, each timed
             lines = (Path(tmp) / "run" / "run.jsonl").read_bytes().splitlines(keepends=True)
@@ -207,14 +226,19 @@ def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> di
             s, w, e = [sys_t[i] for i in sel], [raw_t[i] for i in sel], [e2e_t[i] for i in sel]
             rd = [read_t[i] for i in sel]
             figs[m] = {
-                "system_p50_us": _pct(s, 50) * 1e6, "system_p95_us": _pct(s, 95) * 1e6,
-                "raw_p50_us": _pct(w, 50) * 1e6, "raw_p95_us": _pct(w, 95) * 1e6,
-                "p50_ratio": _pct(s, 50) / _pct(w, 50), "p95_ratio": _pct(s, 95) / _pct(w, 95),
+                "system_p50_us": _pct(s, 50) * 1e6,
+                "system_p95_us": _pct(s, 95) * 1e6,
+                "raw_p50_us": _pct(w, 50) * 1e6,
+                "raw_p95_us": _pct(w, 95) * 1e6,
+                "p50_ratio": _pct(s, 50) / _pct(w, 50),
+                "p95_ratio": _pct(s, 95) / _pct(w, 95),
                 "sum_ratio": float(sum(s) / sum(w)),
-                "read_p50_us": _pct(rd, 50) * 1e6, "read_p95_us": _pct(rd, 95) * 1e6,
+                "read_p50_us": _pct(rd, 50) * 1e6,
+                "read_p95_us": _pct(rd, 95) * 1e6,
                 "read_p50_ratio": _pct(s, 50) / _pct(rd, 50),
                 "read_p95_ratio": _pct(s, 95) / _pct(rd, 95),
-                "e2e_p50_us": _pct(e, 50) * 1e6, "e2e_p95_us": _pct(e, 95) * 1e6,
+                "e2e_p50_us": _pct(e, 50) * 1e6,
+                "e2e_p95_us": _pct(e, 95) * 1e6,
                 "e2e_p50_ratio": _pct(s, 50) / _pct(e, 50),
                 "e2e_p95_ratio": _pct(s, 95) / _pct(e, 95),
                 "harness_us_per_query": sum(harness[i] for i in allq) / len(allq) * 1e6,
@@ -228,64 +252,93 @@ def measure(sets: Path, corpus: Path, modalities: list[str], repeats: int) -> di
                 "finish_ms": finish * 1e3,
             }
         per_rep.append(figs)
-        print(f"repeat {rep + 1}/{repeats}: " + "; ".join(
-            f"{m} p50 {f['p50_ratio']:.2f}x p95 {f['p95_ratio']:.2f}x (search + read "
-            f"{f['read_p50_ratio']:.2f}x {f['read_p95_ratio']:.2f}x; end to end "
-            f"{f['e2e_p50_ratio']:.2f}x {f['e2e_p95_ratio']:.2f}x; floor "
-            f"{f['floor_p50_ratio']:.2f}x {f['floor_p95_ratio']:.2f}x) harness "
-            f"{f['harness_share']:.2f}x (line writes {f['write_share']:.2f}x, the rest "
-            f"{f['rest_share']:.2f}x)" for m, f in figs.items()), file=sys.stderr)
+        print(
+            f"repeat {rep + 1}/{repeats}: "
+            + "; ".join(
+                f"{m} p50 {f['p50_ratio']:.2f}x p95 {f['p95_ratio']:.2f}x (search + read "
+                f"{f['read_p50_ratio']:.2f}x {f['read_p95_ratio']:.2f}x; end to end "
+                f"{f['e2e_p50_ratio']:.2f}x {f['e2e_p95_ratio']:.2f}x; floor "
+                f"{f['floor_p50_ratio']:.2f}x {f['floor_p95_ratio']:.2f}x) harness "
+                f"{f['harness_share']:.2f}x (line writes {f['write_share']:.2f}x, the rest "
+                f"{f['rest_share']:.2f}x)"
+                for m, f in figs.items()
+            ),
+            file=sys.stderr,
+        )
 
-    out = {m: {k: _mmm([rep[m][k] for rep in per_rep]) for k in per_rep[0][m]}
-           for m in per_rep[0]}
-    counts = {m: {"queries": sum(1 for x in mods if m == "all" or x == m),
-                  "timed": sum(1 for i in timed_idx if m == "all" or mods[i] == m)}
-              for m in out}
-    return {"modalities": modalities, "repeats": repeats, "atoms": len(atoms),
-            "ingest_seconds": round(ingest_s, 1), "counts": counts, "figures": out,
-            "load_average": os.getloadavg(), "cpus": os.cpu_count()}
+    out = {m: {k: _mmm([rep[m][k] for rep in per_rep]) for k in per_rep[0][m]} for m in per_rep[0]}
+    counts = {
+        m: {
+            "queries": sum(1 for x in mods if m == "all" or x == m),
+            "timed": sum(1 for i in timed_idx if m == "all" or mods[i] == m),
+        }
+        for m in out
+    }
+    return {
+        "modalities": modalities,
+        "repeats": repeats,
+        "atoms": len(atoms),
+        "ingest_seconds": round(ingest_s, 1),
+        "counts": counts,
+        "figures": out,
+        "load_average": os.getloadavg(),
+        "cpus": os.cpu_count(),
+    }
 
 
 def table(res: dict) -> str:
-    rows = ["| modality | queries | system p50 / p95 (µs) | raw search p50 / p95 (µs) | "
-            "system / raw, p50 | p95 | search + read p50 / p95 (µs) | system / (search + read), "
-            "p50 | p95 | floor: (search + read) / raw, p50 | p95 | end to end p50 / p95 (µs) | "
-            "system / end to end, p50 | p95 | harness / system | of which line writes | "
-            "the rest |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-            "| --- | --- | --- |"]
+    rows = [
+        "| modality | queries | system p50 / p95 (µs) | raw search p50 / p95 (µs) | "
+        "system / raw, p50 | p95 | search + read p50 / p95 (µs) | system / (search + read), "
+        "p50 | p95 | floor: (search + read) / raw, p50 | p95 | end to end p50 / p95 (µs) | "
+        "system / end to end, p50 | p95 | harness / system | of which line writes | "
+        "the rest |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+        "| --- | --- | --- |",
+    ]
     for m, f in res["figures"].items():
         c = res["counts"][m]
         med = {k: v["median"] for k, v in f.items()}
 
         def r(k: str) -> str:
             return f"{f[k]['median']:.2f}x ({f[k]['min']:.2f}-{f[k]['max']:.2f})"
+
         n = f"{c['queries']}" + (f" ({c['timed']} timed)" if c["timed"] != c["queries"] else "")
-        rows.append(f"| {m} | {n} | {med['system_p50_us']:.0f} / {med['system_p95_us']:.0f} | "
-                    f"{med['raw_p50_us']:.0f} / {med['raw_p95_us']:.0f} | {r('p50_ratio')} | "
-                    f"{r('p95_ratio')} | {med['read_p50_us']:.0f} / {med['read_p95_us']:.0f} | "
-                    f"{r('read_p50_ratio')} | {r('read_p95_ratio')} | "
-                    f"{r('floor_p50_ratio')} | {r('floor_p95_ratio')} | "
-                    f"{med['e2e_p50_us']:.0f} / {med['e2e_p95_us']:.0f} | "
-                    f"{r('e2e_p50_ratio')} | {r('e2e_p95_ratio')} | {r('harness_share')} | "
-                    f"{r('write_share')} | {r('rest_share')} |")
+        rows.append(
+            f"| {m} | {n} | {med['system_p50_us']:.0f} / {med['system_p95_us']:.0f} | "
+            f"{med['raw_p50_us']:.0f} / {med['raw_p95_us']:.0f} | {r('p50_ratio')} | "
+            f"{r('p95_ratio')} | {med['read_p50_us']:.0f} / {med['read_p95_us']:.0f} | "
+            f"{r('read_p50_ratio')} | {r('read_p95_ratio')} | "
+            f"{r('floor_p50_ratio')} | {r('floor_p95_ratio')} | "
+            f"{med['e2e_p50_us']:.0f} / {med['e2e_p95_us']:.0f} | "
+            f"{r('e2e_p50_ratio')} | {r('e2e_p95_ratio')} | {r('harness_share')} | "
+            f"{r('write_share')} | {r('rest_share')} |"
+        )
     la = ", ".join(f"{x:.2f}" for x in res["load_average"])
     fin = res["figures"]["all"]["finish_ms"]
-    rows.append(f"\nmedian (min-max) over {res['repeats']} interleaved repeats; CPU time; load "
-                f"average {la} on {res['cpus']} CPUs; after the last query the run took "
-                f"{fin['median']:.1f} ms ({fin['min']:.1f}-{fin['max']:.1f}) to finish (not in "
-                "the harness per query)")
+    rows.append(
+        f"\nmedian (min-max) over {res['repeats']} interleaved repeats; CPU time; load "
+        f"average {la} on {res['cpus']} CPUs; after the last query the run took "
+        f"{fin['median']:.1f} ms ({fin['min']:.1f}-{fin['max']:.1f}) to finish (not in "
+        "the harness per query)"
+    )
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", type=Path, default=REPO / "bench" / "sets")
-    ap.add_argument("--corpus", type=Path,
-                    default=Path(os.environ.get("MEMBENCH_CORPUS", REPO / ".." / "shared" /
-                                                "corpus")))
-    ap.add_argument("--modality", action="append", default=None,
-                    help="repeatable; default: conversation and code")
+    ap.add_argument(
+        "--corpus",
+        type=Path,
+        default=Path(os.environ.get("MEMBENCH_CORPUS", REPO / ".." / "shared" / "corpus")),
+    )
+    ap.add_argument(
+        "--modality",
+        action="append",
+        default=None,
+        help="repeatable; default: conversation and code",
+    )
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     a = ap.parse_args(argv)
@@ -293,8 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--repeats must be >= 1")
     if not (a.sets / "items.jsonl").exists():
         ap.error(f"{a.sets}: no sets (make sets)")
-    res = measure(a.sets, a.corpus.resolve(), a.modality or list(DEFAULT_MODALITIES),
-                  a.repeats)
+    res = measure(a.sets, a.corpus.resolve(), a.modality or list(DEFAULT_MODALITIES), a.repeats)
     if a.json:
         a.json.write_text(json.dumps(res, indent=2) + "\n")
     print(table(res))

@@ -36,11 +36,14 @@ def one(sig: int, ignore: bool, system: str, timeout: float) -> tuple[float | No
     tmp = Path(tempfile.mkdtemp(prefix="membench-stop-"))
     world = write_world(tmp / "w")
     pre = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore else None
-    p = subprocess.Popen(membench_cmd("run", "--system", system, *cli_args(world), "--out",
-                                      str(tmp / "run")),
-                         env={**subprocess_env(), "MEMBENCH_TEST_GATE": str(tmp / "gate")},
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=pre)
+    p = subprocess.Popen(
+        membench_cmd("run", "--system", system, *cli_args(world), "--out", str(tmp / "run")),
+        env={**subprocess_env(), "MEMBENCH_TEST_GATE": str(tmp / "gate")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=pre,
+    )
     while not (tmp / "ingesting").exists():
         if p.poll() is not None:
             raise SystemExit(f"the run ended before ingesting: {p.communicate()}")
@@ -71,19 +74,23 @@ def main() -> None:
     times = []
     for i in range(a.repeats):
         took, code, line = one(sig, a.ignore_sigint, a.system, a.timeout)
-        print(f"#{i}: {'no exit within %gs' % a.timeout if took is None else f'{took:.2f} s'}, "
-              f"status {code}: {line[:100]}", flush=True)
+        print(
+            f"#{i}: {'no exit within %gs' % a.timeout if took is None else f'{took:.2f} s'}, "
+            f"status {code}: {line[:100]}",
+            flush=True,
+        )
         if took is not None:
             times.append(took)
     load1 = os.getloadavg()[0]
     if times:
-        print(f"{a.signal}{' (SIGINT ignored at start)' if a.ignore_sigint else ''}, "
-              f"{a.system}: {len(times)}/{a.repeats} exited; signal to exit min "
-              f"{min(times):.2f} s, median {statistics.median(times):.2f} s, max "
-              f"{max(times):.2f} s; load average {load0:.1f} -> {load1:.1f}")
+        print(
+            f"{a.signal}{' (SIGINT ignored at start)' if a.ignore_sigint else ''}, "
+            f"{a.system}: {len(times)}/{a.repeats} exited; signal to exit min "
+            f"{min(times):.2f} s, median {statistics.median(times):.2f} s, max "
+            f"{max(times):.2f} s; load average {load0:.1f} -> {load1:.1f}"
+        )
     else:
-        print(f"no repeat exited within {a.timeout:g} s; load average {load0:.1f} -> "
-              f"{load1:.1f}")
+        print(f"no repeat exited within {a.timeout:g} s; load average {load0:.1f} -> {load1:.1f}")
 
 
 if __name__ == "__main__":

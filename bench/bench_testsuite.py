@@ -40,8 +40,18 @@ FINAL = re.compile(r"^=+ (.*) in ([\d.]+)s")
 
 def pytest_cmd(target: str, workers: str) -> list[str]:
     """The pytest command of the Makefile's target, with the interpreter of this process."""
-    cmd = [sys.executable, "-m", "pytest", "-n", workers, "--dist", "loadfile",
-           "--no-loadscope-reorder", "-p", "no:cacheprovider"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-n",
+        workers,
+        "--dist",
+        "loadfile",
+        "--no-loadscope-reorder",
+        "-p",
+        "no:cacheprovider",
+    ]
     return cmd + (["-m", "not slow"] if target == "test-fast" else [])
 
 
@@ -73,7 +83,7 @@ def file_seconds(junit: Path) -> dict[str, float]:
         # classname: tests.test_x or tests.test_x.TestClass; the file is its module
         k = next((i for i, x in enumerate(name) if x.startswith("test_")), None)
         if k is not None:
-            path = "/".join(name[:k + 1]) + ".py"
+            path = "/".join(name[: k + 1]) + ".py"
             out[path] = out.get(path, 0.0) + float(case.get("time") or 0)
     return {k: round(v, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
@@ -89,21 +99,22 @@ def cpu_model() -> str | None:
 
 
 def commit() -> str | None:
-    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                       text=True)
+    r = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+    )
     return r.stdout.strip() or None if r.returncode == 0 else None
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", choices=["test", "test-fast"], default="test")
-    ap.add_argument("--workers", default="auto", help="pytest-xdist's -n (the Makefile's "
-                    "TEST_WORKERS)")
+    ap.add_argument(
+        "--workers", default="auto", help="pytest-xdist's -n (the Makefile's TEST_WORKERS)"
+    )
     ap.add_argument("--log", help="pytest's output (default: a new file under /tmp)")
     ap.add_argument("--save", help="write the record of a passing run into this JSON file")
     a = ap.parse_args(argv)
-    log = Path(a.log) if a.log else Path(tempfile.mkstemp(prefix="testsuite-",
-                                                             suffix=".log")[1])
+    log = Path(a.log) if a.log else Path(tempfile.mkstemp(prefix="testsuite-", suffix=".log")[1])
     junit = log.with_suffix(".junit.xml")
     cmd = pytest_cmd(a.target, a.workers) + [f"--junitxml={junit}"]
     loads: list[float] = []
@@ -127,9 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     n = re.search(r"created: (\d+)/\d+ workers|(\d+) workers \[", text)
     workers = int(n.group(1) or n.group(2)) if n else a.workers
     during = sum(loads) / len(loads) if loads else os.getloadavg()[0]
-    print(f"{a.target} ({workers} workers): {int(wall) // 60}:{int(wall) % 60:02d} wall, "
-          f"pytest says {stated} s; {counts}; load average {before:.2f} before, "
-          f"{during:.2f} on average during the run; exit {code}")
+    print(
+        f"{a.target} ({workers} workers): {int(wall) // 60}:{int(wall) % 60:02d} wall, "
+        f"pytest says {stated} s; {counts}; load average {before:.2f} before, "
+        f"{during:.2f} on average during the run; exit {code}"
+    )
     if a.save:
         if code != 0:
             print(f"--save: not saved, pytest exited {code}", file=sys.stderr)
@@ -139,12 +152,19 @@ def main(argv: list[str] | None = None) -> int:
         import multiprocessing
 
         rec["targets"][a.target] = {
-            "command": f"make {a.target}", "pytest": " ".join(["pytest", *cmd[3:-1]]),
-            "seconds": round(wall, 1), "counts": counts, "workers": workers,
-            "cpus": multiprocessing.cpu_count(), "cpu_model": cpu_model(),
-            "load_before": round(before, 2), "load_during": round(during, 2),
-            "measured": date.today().isoformat(), "commit": commit(),
-            "files": file_seconds(junit)}
+            "command": f"make {a.target}",
+            "pytest": " ".join(["pytest", *cmd[3:-1]]),
+            "seconds": round(wall, 1),
+            "counts": counts,
+            "workers": workers,
+            "cpus": multiprocessing.cpu_count(),
+            "cpu_model": cpu_model(),
+            "load_before": round(before, 2),
+            "load_during": round(during, 2),
+            "measured": date.today().isoformat(),
+            "commit": commit(),
+            "files": file_seconds(junit),
+        }
         path.write_text(json.dumps(rec, indent=2) + "\n")
         print(f"saved under {a.target!r} in {path}")
     return code

@@ -33,15 +33,36 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def run(path: str, out: Path, system: str, modalities: list[str], limit: int | None,
-        sets: Path, config: list[str]) -> float:
+def run(
+    path: str,
+    out: Path,
+    system: str,
+    modalities: list[str],
+    limit: int | None,
+    sets: Path,
+    config: list[str],
+) -> float:
     """One dev run on ``path`` into ``out/<path>`` (its embedding cache beside it); seconds."""
     from membench.core import isa
 
     d = out / path
-    cmd = [sys.executable, "-m", "membench", "--quiet", "run", "--system", system, "--split",
-           "dev", "--sets", str(sets), "--out", str(d / "run"), "--config",
-           f"cache_path={d / 'emb.sqlite3'}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "membench",
+        "--quiet",
+        "run",
+        "--system",
+        system,
+        "--split",
+        "dev",
+        "--sets",
+        str(sets),
+        "--out",
+        str(d / "run"),
+        "--config",
+        f"cache_path={d / 'emb.sqlite3'}",
+    ]
     for c in config:
         cmd += ["--config", c]
     for m in modalities:
@@ -89,18 +110,19 @@ def compare(out: Path, sets: Path) -> dict:
     if set(a) != set(b):
         raise SystemExit("the two runs hold different queries")
     same_hits = same_order_ids = same_cart = 0
-    tie_flips = []          # cartridges that differ only because two tied atoms swapped places
+    tie_flips = []  # cartridges that differ only because two tied atoms swapped places
     first = None
-    score_gap = 0.0         # the largest difference between the two scores at one rank
-    deepest = None          # the highest rank (1-based) at which the two orders differ
+    score_gap = 0.0  # the largest difference between the two scores at one rank
+    deepest = None  # the highest rank (1-based) at which the two orders differ
     for q in sorted(a):
         ha = [h[0] for h in a[q]["hits"]]
         hb = [h[0] for h in b[q]["hits"]]
         same_order_ids += ha == hb
         same_hits += sorted(ha) == sorted(hb)
         if len(ha) == len(hb):
-            score_gap = max([score_gap] + [abs(x[1] - y[1]) for x, y in
-                                           zip(a[q]["hits"], b[q]["hits"])])
+            score_gap = max(
+                [score_gap] + [abs(x[1] - y[1]) for x, y in zip(a[q]["hits"], b[q]["hits"])]
+            )
         if ha != hb:
             i = next(i for i, (x, y) in enumerate(zip(ha, hb)) if x != y)
             deepest = i + 1 if deepest is None else min(deepest, i + 1)
@@ -114,7 +136,9 @@ def compare(out: Path, sets: Path) -> dict:
             first = q
     fa = metrics_for_run_dir(out / "native" / "run", sets, write=False)
     fb = metrics_for_run_dir(out / "avx2" / "run", sets, write=False)
-    mods = [m for m, v in fa.items() if isinstance(v, dict) and isinstance(v.get("recall@10"), dict)]
+    mods = [
+        m for m, v in fa.items() if isinstance(v, dict) and isinstance(v.get("recall@10"), dict)
+    ]
     total = printed = exact = 0
     differ = []
     for mod in mods:
@@ -133,22 +157,38 @@ def compare(out: Path, sets: Path) -> dict:
                 differ.append(f"{mod} {k}: {x} / {y}")
     va, vb = vectors(out / "native" / "emb.sqlite3"), vectors(out / "avx2" / "emb.sqlite3")
     common = sorted(set(va) & set(vb))
-    diff = max((float(np.abs(np.frombuffer(va[k], np.float32)
-                              - np.frombuffer(vb[k], np.float32)).max()) for k in common),
-               default=0.0)
-    return {"queries": len(a), "identical_rankings": same_order_ids,
-            "largest_score_difference_at_a_rank": score_gap,
-            "first_rank_that_differs": deepest,
-            "identical_hit_sets": same_hits, "identical_cartridges": same_cart,
-            "tie": TIE, "cartridges_differing_by_a_tie": tie_flips,
-            "first_difference": first, "figures": total,
-            "figures_equal_printed": printed, "figures_equal_1e-12": exact,
-            "figures_differing": differ, "vectors_compared": len(common),
-            "largest_vector_difference": diff,
-            "all_figures": {mod: {k: fa[mod][k]["value"] for k in KEYS
-                                  if not k.startswith("latency")
-                                  and isinstance(fa[mod].get(k), dict)}
-                            for mod in mods}}
+    diff = max(
+        (
+            float(np.abs(np.frombuffer(va[k], np.float32) - np.frombuffer(vb[k], np.float32)).max())
+            for k in common
+        ),
+        default=0.0,
+    )
+    return {
+        "queries": len(a),
+        "identical_rankings": same_order_ids,
+        "largest_score_difference_at_a_rank": score_gap,
+        "first_rank_that_differs": deepest,
+        "identical_hit_sets": same_hits,
+        "identical_cartridges": same_cart,
+        "tie": TIE,
+        "cartridges_differing_by_a_tie": tie_flips,
+        "first_difference": first,
+        "figures": total,
+        "figures_equal_printed": printed,
+        "figures_equal_1e-12": exact,
+        "figures_differing": differ,
+        "vectors_compared": len(common),
+        "largest_vector_difference": diff,
+        "all_figures": {
+            mod: {
+                k: fa[mod][k]["value"]
+                for k in KEYS
+                if not k.startswith("latency") and isinstance(fa[mod].get(k), dict)
+            }
+            for mod in mods
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,15 +209,27 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     out = Path(a.out or tempfile.mkdtemp(prefix="dense-isa-"))
-    secs = {p: run(p, out, a.system, a.modality, a.limit, Path(a.sets), a.config)
-            for p in ("native", "avx2")}
+    secs = {
+        p: run(p, out, a.system, a.modality, a.limit, Path(a.sets), a.config)
+        for p in ("native", "avx2")
+    }
     res = compare(out, Path(a.sets))
     d = isa.describe()
-    res.update({"system": a.system, "modalities": a.modality or "all", "limit": a.limit,
-                "config": a.config, "seconds": secs, "cpu": d["cpu_model"],
-                "native_path": d["cpu_class"], "date": time.strftime("%Y-%m-%d"),
-                "command": "bench/dense_isa.py" + "".join(f" --modality {m}" for m in a.modality)
-                + (f" --limit {a.limit}" if a.limit else "")})
+    res.update(
+        {
+            "system": a.system,
+            "modalities": a.modality or "all",
+            "limit": a.limit,
+            "config": a.config,
+            "seconds": secs,
+            "cpu": d["cpu_model"],
+            "native_path": d["cpu_class"],
+            "date": time.strftime("%Y-%m-%d"),
+            "command": "bench/dense_isa.py"
+            + "".join(f" --modality {m}" for m in a.modality)
+            + (f" --limit {a.limit}" if a.limit else ""),
+        }
+    )
     print(json.dumps({k: v for k, v in res.items() if k != "all_figures"}, indent=1))
     if a.save:
         Path(a.save).write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")

@@ -35,16 +35,33 @@ def figures(run_dir: Path) -> dict:
     from membench.metrics import metrics_for_run_dir
 
     m = metrics_for_run_dir(run_dir, write=False)
-    return {mod: {k: {"value": m[mod][k]["value"], "n": m[mod][k]["n"]} for k in KEYS}
-            for mod, v in m.items() if isinstance(v, dict) and isinstance(v.get("recall@10"), dict)}
+    return {
+        mod: {k: {"value": m[mod][k]["value"], "n": m[mod][k]["n"]} for k in KEYS}
+        for mod, v in m.items()
+        if isinstance(v, dict) and isinstance(v.get("recall@10"), dict)
+    }
 
 
 def run(limit: int, out: Path) -> tuple[Path, float]:
     d = out / f"max{limit}"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cmd = [sys.executable, "-m", "membench", "--quiet", "run", "--system", "dense", "--split",
-           "dev", "--out", str(d / "run"), "--config", f"max_tokens={limit}", "--config",
-           f"cache_path={d / 'emb.sqlite3'}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "membench",
+        "--quiet",
+        "run",
+        "--system",
+        "dense",
+        "--split",
+        "dev",
+        "--out",
+        str(d / "run"),
+        "--config",
+        f"max_tokens={limit}",
+        "--config",
+        f"cache_path={d / 'emb.sqlite3'}",
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     if p.returncode:
         raise SystemExit(p.stderr[-3000:])
@@ -73,12 +90,19 @@ def main(argv: list[str] | None = None) -> int:
         for limit in (int(x) for x in a.limits.split(",")):
             rd, secs = run(limit, out)
             rows[limit] = {"figures": figures(rd), "cpu_seconds": round(secs, 1)}
-            print(f"max_tokens={limit}: recall@10 {rows[limit]['figures']['all']['recall@10']}"
-                  f" in {secs:.0f} CPU s", file=sys.stderr)
+            print(
+                f"max_tokens={limit}: recall@10 {rows[limit]['figures']['all']['recall@10']}"
+                f" in {secs:.0f} CPU s",
+                file=sys.stderr,
+            )
     d = isa.describe()
-    rec = {"command": "bench/dense_max_tokens.py", "date": time.strftime("%Y-%m-%d"),
-           "path": d["isa"], "cpu": d["cpu_model"],
-           "limits": {str(k): v for k, v in sorted(rows.items())}}
+    rec = {
+        "command": "bench/dense_max_tokens.py",
+        "date": time.strftime("%Y-%m-%d"),
+        "path": d["isa"],
+        "cpu": d["cpu_model"],
+        "limits": {str(k): v for k, v in sorted(rows.items())},
+    }
     print(json.dumps(rec, indent=1))
     if a.save:
         Path(a.save).write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")

@@ -66,17 +66,27 @@ def one(engine: str, synth: Path, out: Path) -> dict:
         ts = time.perf_counter()
         with ray_engine.cluster(num_cpus=w):
             start = time.perf_counter() - ts
-            meta = ray_engine.run_system_ray("bm25", {}, synth / "sets", "dev", out,
-                                             synth / "corpus", workers=w, **kw)
-        extra = {"cluster_start_seconds": round(start, 2),
-                 "worker_peak_rss_mb": meta["engine"]["worker_peak_rss_mb"]}
+            meta = ray_engine.run_system_ray(
+                "bm25", {}, synth / "sets", "dev", out, synth / "corpus", workers=w, **kw
+            )
+        extra = {
+            "cluster_start_seconds": round(start, 2),
+            "worker_peak_rss_mb": meta["engine"]["worker_peak_rss_mb"],
+        }
     wall = time.perf_counter() - t0
     driver = _peak_mb()
-    return {"engine": engine, "atoms": meta["atoms"], "queries": meta["queries"],
-            "items": meta["items"], "ingest_seconds": meta["ingest_seconds"],
-            "query_seconds": meta["query_seconds"], "wall_seconds": round(wall, 2),
-            "driver_peak_mb": round(driver, 1),
-            "peak_mb": round(driver + sum(extra.get("worker_peak_rss_mb", [])), 1), **extra}
+    return {
+        "engine": engine,
+        "atoms": meta["atoms"],
+        "queries": meta["queries"],
+        "items": meta["items"],
+        "ingest_seconds": meta["ingest_seconds"],
+        "query_seconds": meta["query_seconds"],
+        "wall_seconds": round(wall, 2),
+        "driver_peak_mb": round(driver, 1),
+        "peak_mb": round(driver + sum(extra.get("worker_peak_rss_mb", [])), 1),
+        **extra,
+    }
 
 
 def metrics(run_dir: Path, synth: Path) -> dict:
@@ -84,14 +94,22 @@ def metrics(run_dir: Path, synth: Path) -> dict:
 
     t0 = time.perf_counter()
     m = metrics_for_run_dir(run_dir, synth / "sets")
-    return {"engine": "metrics", "metric_seconds": round(time.perf_counter() - t0, 2),
-            "peak_mb": round(_peak_mb(), 1), "recall@10": m["all"]["recall@10"]["value"]}
+    return {
+        "engine": "metrics",
+        "metric_seconds": round(time.perf_counter() - t0, 2),
+        "peak_mb": round(_peak_mb(), 1),
+        "recall@10": m["all"]["recall@10"]["value"],
+    }
 
 
 def _child(*args: str) -> dict:
-    proc = subprocess.run([sys.executable, __file__, *args], cwd=REPO, capture_output=True,
-                          text=True, env={**os.environ, "MEMBENCH_PROGRESS": "quiet",
-                                          "MEMBENCH_SCORE_CACHE": "0"})
+    proc = subprocess.run(
+        [sys.executable, __file__, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MEMBENCH_PROGRESS": "quiet", "MEMBENCH_SCORE_CACHE": "0"},
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args)}: {proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -115,9 +133,11 @@ def plot(results: list[dict], path: Path) -> dict:
     engines = sorted({r["engine"] for r in runs}, key=lambda e: (e != "local", e))
     fig, ax = plt.subplots(2, 2, figsize=(11, 8))
     slopes: dict = {}
-    panels = [(ax[0][0], "atoms", "ingest_seconds", "ingest time (s)"),
-              (ax[0][1], "queries", "query_seconds", "query time (s)"),
-              (ax[1][1], "atoms", "peak_mb", "peak memory (MB)")]
+    panels = [
+        (ax[0][0], "atoms", "ingest_seconds", "ingest time (s)"),
+        (ax[0][1], "queries", "query_seconds", "query time (s)"),
+        (ax[1][1], "atoms", "peak_mb", "peak memory (MB)"),
+    ]
     for e in engines:
         rows = sorted((r for r in runs if r["engine"] == e), key=lambda r: r["atoms"])
         for a_, x, y, label in panels:
@@ -126,29 +146,40 @@ def plot(results: list[dict], path: Path) -> dict:
             a_.set_ylabel(label)
         if len(rows) >= 2:
             slopes[e] = {
-                "ingest_ms_per_atom": 1e3 * _fit([r["atoms"] for r in rows],
-                                                 [r["ingest_seconds"] for r in rows])[1],
-                "query_ms_per_query": 1e3 * _fit([r["queries"] for r in rows],
-                                                 [r["query_seconds"] for r in rows])[1],
-                "peak_kb_per_atom": 1e3 * _fit([r["atoms"] for r in rows],
-                                               [r["peak_mb"] for r in rows])[1],
-                "sizes": [r["atoms"] for r in rows]}
+                "ingest_ms_per_atom": 1e3
+                * _fit([r["atoms"] for r in rows], [r["ingest_seconds"] for r in rows])[1],
+                "query_ms_per_query": 1e3
+                * _fit([r["queries"] for r in rows], [r["query_seconds"] for r in rows])[1],
+                "peak_kb_per_atom": 1e3
+                * _fit([r["atoms"] for r in rows], [r["peak_mb"] for r in rows])[1],
+                "sizes": [r["atoms"] for r in rows],
+            }
     mets = sorted(mets, key=lambda r: r["queries"])
     a_ = ax[1][0]
-    a_.plot([r["queries"] for r in mets], [r["metric_seconds"] for r in mets], "o-",
-            label="metrics (time)")
+    a_.plot(
+        [r["queries"] for r in mets],
+        [r["metric_seconds"] for r in mets],
+        "o-",
+        label="metrics (time)",
+    )
     a_.set_xlabel("queries")
     a_.set_ylabel("metric time (s)")
     a2 = a_.twinx()
-    a2.plot([r["queries"] for r in mets], [r["peak_mb"] for r in mets], "s--", color="C3",
-            label="metrics (peak MB)")
+    a2.plot(
+        [r["queries"] for r in mets],
+        [r["peak_mb"] for r in mets],
+        "s--",
+        color="C3",
+        label="metrics (peak MB)",
+    )
     a2.set_ylabel("metric peak memory (MB)")
     if len(mets) >= 2:
         slopes["metrics"] = {
-            "metric_ms_per_query": 1e3 * _fit([r["queries"] for r in mets],
-                                              [r["metric_seconds"] for r in mets])[1],
-            "metric_peak_kb_per_query": 1e3 * _fit([r["queries"] for r in mets],
-                                                   [r["peak_mb"] for r in mets])[1]}
+            "metric_ms_per_query": 1e3
+            * _fit([r["queries"] for r in mets], [r["metric_seconds"] for r in mets])[1],
+            "metric_peak_kb_per_query": 1e3
+            * _fit([r["queries"] for r in mets], [r["peak_mb"] for r in mets])[1],
+        }
     for a_ in (ax[0][0], ax[0][1], ax[1][1]):
         a_.set_xscale("log")
         a_.set_yscale("log")
@@ -159,9 +190,11 @@ def plot(results: list[dict], path: Path) -> dict:
     a2.legend(loc="lower right", fontsize=8)
     loads = [r["load"] for r in results if isinstance(r.get("load"), (int, float))]
     busy = f"load average {min(loads):.1f}-{max(loads):.1f}" if loads else "load not recorded"
-    fig.suptitle("membench growth: BM25 on synthetic conversation sets (membench synth, seed 0)"
-                 f"\n{os.cpu_count()} cores, {busy} after each size; ray4 puts 4 workers on them",
-                 fontsize=10)
+    fig.suptitle(
+        "membench growth: BM25 on synthetic conversation sets (membench synth, seed 0)"
+        f"\n{os.cpu_count()} cores, {busy} after each size; ray4 puts 4 workers on them",
+        fontsize=10,
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
@@ -176,8 +209,9 @@ def main() -> int:
     ap.add_argument("--out", default="/tmp/membench-growth")
     ap.add_argument("--plot", default=str(REPO / "docs" / "growth.png"))
     ap.add_argument("--plot-only", action="store_true")
-    ap.add_argument("--one", nargs=3, metavar=("ENGINE", "SYNTH", "RUN_DIR"),
-                    help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--one", nargs=3, metavar=("ENGINE", "SYNTH", "RUN_DIR"), help=argparse.SUPPRESS
+    )
     ap.add_argument("--metrics", nargs=2, metavar=("RUN_DIR", "SYNTH"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
@@ -200,12 +234,32 @@ def main() -> int:
                 c = generate(synth, n, q, seed=0)
                 print(f"synth {n}: {c} in {time.perf_counter() - t:.0f} s", flush=True)
             t = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "membench", "--quiet", "validate", "--sets",
-                            str(synth / "sets"), "--corpus", str(synth / "corpus"),
-                            "--manifest", str(synth / "manifest.jsonl"), "--no-lock"],
-                           cwd=REPO, check=True, capture_output=True)
-            rows = [{"engine": "validate", "atoms": n,
-                     "validate_seconds": round(time.perf_counter() - t, 1)}]
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "membench",
+                    "--quiet",
+                    "validate",
+                    "--sets",
+                    str(synth / "sets"),
+                    "--corpus",
+                    str(synth / "corpus"),
+                    "--manifest",
+                    str(synth / "manifest.jsonl"),
+                    "--no-lock",
+                ],
+                cwd=REPO,
+                check=True,
+                capture_output=True,
+            )
+            rows = [
+                {
+                    "engine": "validate",
+                    "atoms": n,
+                    "validate_seconds": round(time.perf_counter() - t, 1),
+                }
+            ]
             for e in a.engines.split(","):
                 run_dir = out / f"run-{n}-{e}"
                 if run_dir.exists():
@@ -223,7 +277,7 @@ def main() -> int:
             with open(res_path, "a") as f:
                 for r in rows:
                     f.write(json.dumps({"size": n, "load": os.getloadavg()[0], **r}) + "\n")
-            for e in a.engines.split(","):      # keep /tmp small: the figures are in results
+            for e in a.engines.split(","):  # keep /tmp small: the figures are in results
                 if e != "local":
                     import shutil
 

@@ -33,12 +33,17 @@ MODES = ("one", "modality")
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--systems", nargs="+", default=["llamaindex", "mem0"],
-                    help="library adapters (default: llamaindex mem0)")
+    ap.add_argument(
+        "--systems",
+        nargs="+",
+        default=["llamaindex", "mem0"],
+        help="library adapters (default: llamaindex mem0)",
+    )
     ap.add_argument("--limit", type=int, default=20, help="queries per modality (default 20)")
     ap.add_argument("--runs", default="runs/stores", help="where the run folders go")
-    ap.add_argument("--json", default="bench/results/memsys-stores.json",
-                    help="the figures file to write")
+    ap.add_argument(
+        "--json", default="bench/results/memsys-stores.json", help="the figures file to write"
+    )
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     a = ap.parse_args(argv)
     from membench.analysis.expected import figures
@@ -47,17 +52,38 @@ def main(argv: list[str] | None = None) -> int:
     for system in a.systems:
         for mode in a.modes:
             run = Path(a.runs) / f"{system}-{mode}-limit{a.limit}"
-            cmd = [sys.executable, "-m", "membench", "run", "--system", system, "--split", "dev",
-                   "--limit", str(a.limit), "--config", f"stores={mode}", "--config",
-                   "calibration=none", "--content", "ocr_processes=2", "--out", str(run),
-                   "--metrics"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "membench",
+                "run",
+                "--system",
+                system,
+                "--split",
+                "dev",
+                "--limit",
+                str(a.limit),
+                "--config",
+                f"stores={mode}",
+                "--config",
+                "calibration=none",
+                "--content",
+                "ocr_processes=2",
+                "--out",
+                str(run),
+                "--metrics",
+            ]
             load0, t0 = os.getloadavg(), time.monotonic()
             done = (run / "meta.json").is_file() and json.loads(
-                (run / "meta.json").read_text()).get("status") == "complete"
-            if done:            # a complete run is scored again, not run again
+                (run / "meta.json").read_text()
+            ).get("status") == "complete"
+            if done:  # a complete run is scored again, not run again
                 print(f"== {run}: complete; membench metrics", flush=True)
-                r = subprocess.run([sys.executable, "-m", "membench", "metrics", str(run)],
-                                   cwd=REPO, stdout=subprocess.DEVNULL)
+                r = subprocess.run(
+                    [sys.executable, "-m", "membench", "metrics", str(run)],
+                    cwd=REPO,
+                    stdout=subprocess.DEVNULL,
+                )
             else:
                 print(f"== {' '.join(cmd[2:])}", flush=True)
                 r = subprocess.run(cmd, cwd=REPO)
@@ -67,19 +93,22 @@ def main(argv: list[str] | None = None) -> int:
             meta = json.loads((run / "meta.json").read_text())
             fig["command"] = " ".join(["membench", *cmd[3:]])
             fig["mode"] = mode
-            fig["measured"] = {"wall_seconds": None if done else round(time.monotonic() - t0, 1),
-                               "ingest_seconds": meta.get("ingest_seconds"),
-                               "query_seconds": meta.get("query_seconds"),
-                               # (not known for a run made by an earlier call)
-                               "load_before": None if done else [round(x, 2) for x in load0],
-                               "load_after": None if done else
-                               [round(x, 2) for x in os.getloadavg()],
-                               "cpus": os.cpu_count(), "code_revision": meta["code_revision"]}
+            fig["measured"] = {
+                "wall_seconds": None if done else round(time.monotonic() - t0, 1),
+                "ingest_seconds": meta.get("ingest_seconds"),
+                "query_seconds": meta.get("query_seconds"),
+                # (not known for a run made by an earlier call)
+                "load_before": None if done else [round(x, 2) for x in load0],
+                "load_after": None if done else [round(x, 2) for x in os.getloadavg()],
+                "cpus": os.cpu_count(),
+                "code_revision": meta["code_revision"],
+            }
             out.append(fig)
     path = Path(a.json)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"split": "dev", "limit": a.limit, "runs": out}, indent=1,
-                               sort_keys=True) + "\n")
+    path.write_text(
+        json.dumps({"split": "dev", "limit": a.limit, "runs": out}, indent=1, sort_keys=True) + "\n"
+    )
     print(f"wrote {path}")
     return 0
 

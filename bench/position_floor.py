@@ -42,9 +42,11 @@ def floors(sets: Path, corpus: Path, limit: int | None = None) -> dict:
             d = Path(tmp) / name
             run_system(make_system(name), sets, "dev", d, corpus, limit=limit)
             m = metrics_for_run_dir(d)
-            out[name] = {s: {f: {"value": m[s][f]["value"], "n": m[s][f]["n"]}
-                             for f in FIGURES}
-                         for s in (*MODALITIES, "all") if s in m}
+            out[name] = {
+                s: {f: {"value": m[s][f]["value"], "n": m[s][f]["n"]} for f in FIGURES}
+                for s in (*MODALITIES, "all")
+                if s in m
+            }
     return out
 
 
@@ -86,14 +88,20 @@ def positions(sets: Path) -> dict:
                 seen = bisect.bisect_right(ts, datetime.fromisoformat(r["as_of"]))
                 g = {when[x["source_id"]] for x in r["gold"]}
                 k = len({x["source_id"] for x in r["gold"]})
-                rows[r["split"]][m].append(
-                    (seen, (ts[seen - 1] in g) / k, (ts[0] in g) / k))
-    return {split: {m: {"n": len(v), "median_seen": statistics.median(x[0] for x in v),
-                        "newest": sum(x[1] for x in v) / len(v),
-                        "oldest": sum(x[2] for x in v) / len(v),
-                        "chance": sum(1 / x[0] for x in v) / len(v)}
-                    for m, v in sorted(by.items())}
-            for split, by in sorted(rows.items())}
+                rows[r["split"]][m].append((seen, (ts[seen - 1] in g) / k, (ts[0] in g) / k))
+    return {
+        split: {
+            m: {
+                "n": len(v),
+                "median_seen": statistics.median(x[0] for x in v),
+                "newest": sum(x[1] for x in v) / len(v),
+                "oldest": sum(x[2] for x in v) / len(v),
+                "chance": sum(1 / x[0] for x in v) / len(v),
+            }
+            for m, v in sorted(by.items())
+        }
+        for split, by in sorted(rows.items())
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,8 +116,12 @@ def main(argv: list[str] | None = None) -> int:
 
     sets = Path(a.sets)
     corpus = Path(a.corpus) if a.corpus else corpus_root()
-    result = {"split": "dev", "set_sha256": set_digests(sets), "systems": floors(sets, corpus),
-              "positions": positions(sets)}
+    result = {
+        "split": "dev",
+        "set_sha256": set_digests(sets),
+        "systems": floors(sets, corpus),
+        "positions": positions(sets),
+    }
     Path(a.json).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(f"wrote {a.json}")
     return 0

@@ -48,9 +48,12 @@ def set_counts(sets: Path, split: str = SPLIT) -> tuple[dict, set[str]]:
         if not recs:
             continue
         ids |= {r.query_id for r in recs}
-        c = {"holders": {r.scope.holder for r in recs}, "records": len(recs),
-             "answerable": sum(not r.unanswerable for r in recs),
-             "audited_unanswerable": sum(r.unanswerable and audited(r) for r in recs)}
+        c = {
+            "holders": {r.scope.holder for r in recs},
+            "records": len(recs),
+            "answerable": sum(not r.unanswerable for r in recs),
+            "audited_unanswerable": sum(r.unanswerable and audited(r) for r in recs),
+        }
         for k in every:
             every[k] = every[k] | c[k] if k == "holders" else every[k] + c[k]
         out[m] = c
@@ -97,21 +100,28 @@ def main(argv: list[str] | None = None) -> int:
     counts, ids = set_counts(sets)
     dirs = find_runs(runs, sets)
     if len(dirs) < 2:
-        raise MembenchError(f"{runs}: fewer than two complete {SPLIT} runs of systems on "
-                            f"{sets}'s set files (found {[d.name for d in dirs]})")
+        raise MembenchError(
+            f"{runs}: fewer than two complete {SPLIT} runs of systems on "
+            f"{sets}'s set files (found {[d.name for d in dirs]})"
+        )
     scores = {}
     for d in dirs:
         rd = RunDir.open(d, sets)
         sc = rd.scores()
         if set(sc.query_id) != ids:
-            raise MembenchError(f"{d}: evaluates {len(sc.query_id)} queries, not the "
-                                f"{len(ids)} {SPLIT} records of {sets}")
+            raise MembenchError(
+                f"{d}: evaluates {len(sc.query_id)} queries, not the "
+                f"{len(ids)} {SPLIT} records of {sets}"
+            )
         scores[rd.meta.get("system") or d.name] = sc
     table = power_table(scores)
 
     sims = []
-    rows = [(s, r["recall@10"]) for s, r in table.items()
-            if s != "all" and r["recall@10"]["unit"] == "records" and r["recall@10"]["mdd"]]
+    rows = [
+        (s, r["recall@10"])
+        for s, r in table.items()
+        if s != "all" and r["recall@10"]["unit"] == "records" and r["recall@10"]["mdd"]
+    ]
     checks = []
     if rows:
         checks.append(max(rows, key=lambda x: x[1]["n"]))
@@ -123,14 +133,30 @@ def main(argv: list[str] | None = None) -> int:
         groups = h if row["unit"] == "holders" else None
         for delta in (row["mdd"], 0.0):
             r = simulate_power(d, delta, groups=groups, n_sims=a.sims, seed=20240101)
-            sims.append({"scope": scope, "measure": "recall@10", "pair": row["median_pair"],
-                         "n": int(d.size), "unit": row["unit"], **r})
-            print(f"simulated {scope} recall@10 by {r['by']}: delta {delta:.4f} -> "
-                  f"{r['rate']:.3f} significant", file=sys.stderr)
+            sims.append(
+                {
+                    "scope": scope,
+                    "measure": "recall@10",
+                    "pair": row["median_pair"],
+                    "n": int(d.size),
+                    "unit": row["unit"],
+                    **r,
+                }
+            )
+            print(
+                f"simulated {scope} recall@10 by {r['by']}: delta {delta:.4f} -> "
+                f"{r['rate']:.3f} significant",
+                file=sys.stderr,
+            )
 
-    result = {"split": SPLIT, "set_sha256": set_digests(sets),
-              "runs": {lab: d.name for lab, d in zip(scores, dirs)},
-              "counts": counts, "power": table, "simulations": sims}
+    result = {
+        "split": SPLIT,
+        "set_sha256": set_digests(sets),
+        "runs": {lab: d.name for lab, d in zip(scores, dirs)},
+        "counts": counts,
+        "power": table,
+        "simulations": sims,
+    }
     Path(a.json).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(f"wrote {a.json}")
     return 0
@@ -143,4 +169,4 @@ if __name__ == "__main__":
         raise SystemExit(main())
     except MembenchError as e:
         print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(2) from None

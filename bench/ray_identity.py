@@ -25,8 +25,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 def run(args: list[str]) -> float:
     t = time.time()
-    subprocess.run([sys.executable, "-m", "membench", "--quiet", "run", *args], cwd=REPO,
-                   check=True)
+    subprocess.run(
+        [sys.executable, "-m", "membench", "--quiet", "run", *args], cwd=REPO, check=True
+    )
     return round(time.time() - t, 1)
 
 
@@ -53,8 +54,11 @@ def main() -> int:
         common += ["--modality", m]
     if a.limit:
         common += ["--limit", str(a.limit)]
-    tag = a.system + ("-" + "-".join(a.modality) if a.modality else "") + \
-        (f"-limit{a.limit}" if a.limit else "")
+    tag = (
+        a.system
+        + ("-" + "-".join(a.modality) if a.modality else "")
+        + (f"-limit{a.limit}" if a.limit else "")
+    )
     local, ray = Path(a.out) / f"{tag}-local", Path(a.out) / f"{tag}-ray"
     t_local = run([*common, "--out", str(local)])
     t_ray = run([*common, "--out", str(ray), "--engine", "ray", "--workers", str(a.workers)])
@@ -62,12 +66,24 @@ def main() -> int:
     la, lb = lines(local), lines(ray)
     n_atoms = len((local / "atoms.jsonl").read_text().splitlines())
     meta = json.loads((ray / "meta.json").read_text())
-    print(json.dumps({"system": a.system, "modalities": meta["modalities"], "limit": a.limit,
-                      "workers": a.workers, "run_lines_compared": len(la),
-                      "run_lines_equal": la == lb, "atoms_compared": n_atoms,
-                      "atoms_byte_identical": same_atoms, "local_seconds": t_local,
-                      "ray_seconds": t_ray, "ray_engine": meta["engine"],
-                      "ray_listening": meta["engine"].get("listening")}))
+    print(
+        json.dumps(
+            {
+                "system": a.system,
+                "modalities": meta["modalities"],
+                "limit": a.limit,
+                "workers": a.workers,
+                "run_lines_compared": len(la),
+                "run_lines_equal": la == lb,
+                "atoms_compared": n_atoms,
+                "atoms_byte_identical": same_atoms,
+                "local_seconds": t_local,
+                "ray_seconds": t_ray,
+                "ray_engine": meta["engine"],
+                "ray_listening": meta["engine"].get("listening"),
+            }
+        )
+    )
     return 0 if la == lb and same_atoms and la else 1
 
 

@@ -34,8 +34,10 @@ import sys
 from pathlib import Path
 
 #: keys whose values differ between two runs of the same code (or name where code lives)
-VOLATILE = re.compile(r"latency|_ms$|seconds|time|started|finished|elapsed|code_revision|"
-                      r"duration|rss|wall|sets_dir|run_dir|^path$|source_sha256|generated")
+VOLATILE = re.compile(
+    r"latency|_ms$|seconds|time|started|finished|elapsed|code_revision|"
+    r"duration|rss|wall|sets_dir|run_dir|^path$|source_sha256|generated"
+)
 WHERE_CODE_LIVES = re.compile(r"^(function|class|definitions)$")
 VOLATILE_WORDS = re.compile(r"^[+-]?\d+(\.\d+)?$|^\d{4}-\d\d-\d\dT|^[0-9a-f]{16,64}(\+dirty)?$")
 
@@ -69,13 +71,18 @@ def _text(fragment: str, roots: tuple[Path, Path]) -> str:
 
 def page(p: Path, roots: tuple[Path, Path]) -> tuple[list[str], list[list[tuple[str, ...]]]]:
     """A page's words outside its tables, and each table's rows (cells' text)."""
-    t = re.sub(r"<script.*?</script>|<style.*?</style>", "", p.read_text(encoding="utf-8"),
-               flags=re.S)
+    t = re.sub(
+        r"<script.*?</script>|<style.*?</style>", "", p.read_text(encoding="utf-8"), flags=re.S
+    )
     tables = []
     for m in re.finditer(r"<table.*?</table>", t, flags=re.S):
-        rows = [tuple(" ".join(_text(c, roots).split())
-                      for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r, flags=re.S))
-                for r in re.findall(r"<tr.*?</tr>", m.group(0), flags=re.S)]
+        rows = [
+            tuple(
+                " ".join(_text(c, roots).split())
+                for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r, flags=re.S)
+            )
+            for r in re.findall(r"<tr.*?</tr>", m.group(0), flags=re.S)
+        ]
         tables.append(rows)
     rest = re.sub(r"<table.*?</table>", " TABLE ", t, flags=re.S)
     return _text(rest, roots).split(), tables
@@ -83,24 +90,35 @@ def page(p: Path, roots: tuple[Path, Path]) -> tuple[list[str], list[list[tuple[
 
 def main(a: Path, b: Path) -> int:
     ok = True
-    sets_a, sets_b = ({p.relative_to(r): sha(p) for p in sorted((r / "bench/sets").rglob("*"))
-                       if p.is_file()} for r in (a, b))
+    sets_a, sets_b = (
+        {p.relative_to(r): sha(p) for p in sorted((r / "bench/sets").rglob("*")) if p.is_file()}
+        for r in (a, b)
+    )
     differ = sorted(str(k) for k in set(sets_a) | set(sets_b) if sets_a.get(k) != sets_b.get(k))
     same_lock = sha(a / "bench/sets.lock.json") == sha(b / "bench/sets.lock.json")
-    print(f"set files: {len(sets_a)} and {len(sets_b)}; differing: {differ or 'none'}; "
-          f"lock identical: {same_lock}")
+    print(
+        f"set files: {len(sets_a)} and {len(sets_b)}; differing: {differ or 'none'}; "
+        f"lock identical: {same_lock}"
+    )
     ok &= not differ and same_lock
     for run in sorted(d for d in (a / "runs").glob("*") if (d / "metrics.json").is_file()):
         other = b / "runs" / run.name
         atoms = sha(run / "atoms.jsonl") == sha(other / "atoms.jsonl")
-        la, lb = ([{k: v for k, v in json.loads(x).items() if k != "latency_ms"}
-                   for x in (d / "run.jsonl").read_text().splitlines()] for d in (run, other))
+        la, lb = (
+            [
+                {k: v for k, v in json.loads(x).items() if k != "latency_ms"}
+                for x in (d / "run.jsonl").read_text().splitlines()
+            ]
+            for d in (run, other)
+        )
         moved_a: list = []
         moved_b: list = []
         ma = strip(json.loads((run / "metrics.json").read_text()), moved_a)
         mb = strip(json.loads((other / "metrics.json").read_text()), moved_b)
-        print(f"{run.name}: atoms.jsonl identical {atoms}; run.jsonl {len(la)} lines identical "
-              f"but latency {la == lb}; metrics.json identical but times {ma == mb}")
+        print(
+            f"{run.name}: atoms.jsonl identical {atoms}; run.jsonl {len(la)} lines identical "
+            f"but latency {la == lb}; metrics.json identical but times {ma == mb}"
+        )
         for (where, x), (_, y) in zip(moved_a, moved_b):
             if x != y:
                 print(f"    where code lives, {where}: differs (a module moved)")
@@ -109,8 +127,10 @@ def main(a: Path, b: Path) -> int:
     pages_b = sorted(p.relative_to(b / "reports") for p in (b / "reports").rglob("*.html"))
     pages = [p for p in pages_a if p in pages_b]
     only = sorted(set(pages_a) ^ set(pages_b))
-    print(f"report pages: {len(pages_a)} and {len(pages_b)}; the same names on both sides: "
-          f"{not only}" + (f" (on one side only: {', '.join(map(str, only))})" if only else ""))
+    print(
+        f"report pages: {len(pages_a)} and {len(pages_b)}; the same names on both sides: "
+        f"{not only}" + (f" (on one side only: {', '.join(map(str, only))})" if only else "")
+    )
     ok &= not only
     runs = collections.Counter()
     n_tables = reordered = 0
@@ -128,7 +148,7 @@ def main(a: Path, b: Path) -> int:
             if x == y:
                 continue
             if x[:1] == y[:1] and sorted(x[1:]) == sorted(y[1:]):
-                reordered += 1          # the same rows (header first), in another order
+                reordered += 1  # the same rows (header first), in another order
                 continue
             gone, new = sorted(set(x) - set(y)), sorted(set(y) - set(x))
             for row in gone:
@@ -140,13 +160,17 @@ def main(a: Path, b: Path) -> int:
             if op == "equal":
                 continue
             old, new = wa[i1:i2], wb[j1:j2]
-            if all(VOLATILE_WORDS.match(w.strip('"\',[]()')) for w in old + new):
+            if all(VOLATILE_WORDS.match(w.strip("\"',[]()")) for w in old + new):
                 runs["(numbers, times, digests)"] += 1
                 continue
-            runs[f"...{' '.join(wa[max(0, i1 - 4):i1])[-50:]} | {' '.join(old)[:70]!r} -> "
-                 f"{' '.join(new)[:70]!r}"] += 1
-    print(f"report tables: {n_tables}; the same rows in another order: {reordered} (a "
-          "leaderboard's long table lists entries by id)")
+            runs[
+                f"...{' '.join(wa[max(0, i1 - 4) : i1])[-50:]} | {' '.join(old)[:70]!r} -> "
+                f"{' '.join(new)[:70]!r}"
+            ] += 1
+    print(
+        f"report tables: {n_tables}; the same rows in another order: {reordered} (a "
+        "leaderboard's long table lists entries by id)"
+    )
     print("report text (outside tables, and the rows that differ): differing runs of words:")
     for k, n in runs.most_common():
         print(f"  {n:5d}  {k}")

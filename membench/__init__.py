@@ -30,8 +30,17 @@ from .moved import install as _install_moved  # noqa: E402  (old import paths: m
 _install_moved()
 
 #: the door's functions (membench/api.py); ``page`` is the module membench/page.py
-_API = ("open_sets", "open_run", "run_system", "score", "compare", "leaderboard",
-        "read_trec", "write_trec", "browse")
+_API = (
+    "open_sets",
+    "open_run",
+    "run_system",
+    "score",
+    "compare",
+    "leaderboard",
+    "read_trec",
+    "write_trec",
+    "browse",
+)
 
 __all__ = [*_API, "page", "Result", "chunk"]
 
@@ -49,8 +58,10 @@ def __getattr__(name: str) -> object:
     elif name == "chunk":
         from membench.content import chunk as value
     else:
-        raise AttributeError(f"module 'membench' has no attribute {name!r} (the door's names: "
-                             f"{', '.join(__all__)}; docs/api.md)")
+        raise AttributeError(
+            f"module 'membench' has no attribute {name!r} (the door's names: "
+            f"{', '.join(__all__)}; docs/api.md)"
+        )
     globals()[name] = value
     return value
 

@@ -36,8 +36,13 @@ def open_sets(sets_dir: PathLike | None = None):
     return records_frame(sets_dir if sets_dir is not None else paths.DEFAULT_SETS_DIR)
 
 
-def open_run(run_dir: PathLike, sets_dir: PathLike | None = None, *, partial: bool = False,
-             final: bool = False) -> RunDir:
+def open_run(
+    run_dir: PathLike,
+    sets_dir: PathLike | None = None,
+    *,
+    partial: bool = False,
+    final: bool = False,
+) -> RunDir:
     """A run directory opened by :meth:`membench.metrics.rundir.RunDir.open`, with its
     refusals (an incomplete run without ``partial``, a test-split run without ``final``,
     sets that drifted since the run)."""
@@ -52,10 +57,18 @@ def _opened(run: RunDir | PathLike, sets_dir: PathLike | None = None, **kw) -> R
     return run if isinstance(run, RunDir) else open_run(run, sets_dir, **kw)
 
 
-def run_system(system: str | Any, out: PathLike, *, split: str = "dev",
-               config: Mapping[str, Any] | None = None, sets_dir: PathLike | None = None,
-               corpus: PathLike | None = None, modalities: Iterable[str] | None = None,
-               limit: int | None = None, **options: Any) -> RunDir:
+def run_system(
+    system: str | Any,
+    out: PathLike,
+    *,
+    split: str = "dev",
+    config: Mapping[str, Any] | None = None,
+    sets_dir: PathLike | None = None,
+    corpus: PathLike | None = None,
+    modalities: Iterable[str] | None = None,
+    limit: int | None = None,
+    **options: Any,
+) -> RunDir:
     """Run a system, given by name or ``module:Class`` (:func:`membench.systems.make_system`,
     with ``config``) or as an object of the system protocol, over a split into ``out``
     (:func:`membench.run.runner.run_system`, resuming a partial run, as ``membench run``), and
@@ -76,8 +89,16 @@ def run_system(system: str | Any, out: PathLike, *, split: str = "dev",
         system = make_system(system, dict(config or {}))
     elif config:
         raise TypeError("config goes with a system given by name; an object carries its own")
-    _run_system(system, sets, split, Path(out),
-                paths.corpus_root(corpus), modalities=modalities, limit=limit, **options)
+    _run_system(
+        system,
+        sets,
+        split,
+        Path(out),
+        paths.corpus_root(corpus),
+        modalities=modalities,
+        limit=limit,
+        **options,
+    )
     return open_run(out, sets_dir, final=bool(options.get("final")))
 
 
@@ -92,8 +113,9 @@ def score(run: RunDir | PathLike, *, write: bool = True, **options: Any) -> dict
     return rd.metrics(write=write, **options)
 
 
-def compare(runs: Sequence[RunDir | PathLike], sets_dir: PathLike | None = None,
-            **options: Any) -> Comparison:
+def compare(
+    runs: Sequence[RunDir | PathLike], sets_dir: PathLike | None = None, **options: Any
+) -> Comparison:
     """Runs over the same items side by side, with paired tests
     (:func:`membench.analysis.compare.compare_runs`; ``options``: ``n_resamples``,
     ``judgment_set``, ``metrics``, ``partial``, ``final``, ...). Reads the runs' files;
@@ -103,8 +125,13 @@ def compare(runs: Sequence[RunDir | PathLike], sets_dir: PathLike | None = None,
     return compare_runs([getattr(r, "path", r) for r in runs], sets_dir, **options)
 
 
-def leaderboard(store_dir: PathLike, runs: Sequence[RunDir | PathLike] | None = None, *,
-                sets_dir: PathLike | None = None, **options: Any) -> Leaderboard:
+def leaderboard(
+    store_dir: PathLike,
+    runs: Sequence[RunDir | PathLike] | None = None,
+    *,
+    sets_dir: PathLike | None = None,
+    **options: Any,
+) -> Leaderboard:
     """The leaderboard of a result store
     (:func:`membench.analysis.leaderboard.ranking.leaderboard`; ``options``: ``rank_by``,
     ``n_resamples``, ``seed``), after adding ``runs`` to it when given
@@ -118,8 +145,9 @@ def leaderboard(store_dir: PathLike, runs: Sequence[RunDir | PathLike] | None = 
     return _leaderboard(store_dir, **options)
 
 
-def read_trec(path: PathLike, qrels: Mapping[str, Mapping[str, int]] | PathLike | None = None,
-              **options: Any) -> TrecRun:
+def read_trec(
+    path: PathLike, qrels: Mapping[str, Mapping[str, int]] | PathLike | None = None, **options: Any
+) -> TrecRun:
     """A TREC run file (``qid Q0 docid rank score tag``) read and ranked by
     :func:`membench.trec.read_trec_run`, with located errors; ``qrels``, a mapping or a qrels
     file (:func:`membench.trec.read_trec_qrels`), also marks the judged lines (``options``:
@@ -131,8 +159,9 @@ def read_trec(path: PathLike, qrels: Mapping[str, Mapping[str, int]] | PathLike 
     return read_trec_run(path, qrels, **options)
 
 
-def write_trec(path: PathLike, run: Mapping[str, Sequence[tuple[str, float]]],
-               tag: str = "membench") -> None:
+def write_trec(
+    path: PathLike, run: Mapping[str, Sequence[tuple[str, float]]], tag: str = "membench"
+) -> None:
     """Write ``{qid: [(docid, score), ...]}`` as a TREC run file, ranks 1.. in the given order
     (:func:`membench.trec.write_trec_run`)."""
     from .trec import write_trec_run
@@ -140,8 +169,13 @@ def write_trec(path: PathLike, run: Mapping[str, Sequence[tuple[str, float]]],
     write_trec_run(path, run, tag)
 
 
-def browse(run: RunDir | PathLike, corpus: PathLike | None = None, *,
-           sets_dir: PathLike | None = None, **options: Any) -> Browser:
+def browse(
+    run: RunDir | PathLike,
+    corpus: PathLike | None = None,
+    *,
+    sets_dir: PathLike | None = None,
+    **options: Any,
+) -> Browser:
     """A live ipywidgets browser of a run's failures
     (:class:`membench.analysis.browse.Browser`: false recalls first, answerable misses, scope
     leaks; Prev / Next; ``options``: ``kind``, ``modality``, ``link_hosts``). Display it as

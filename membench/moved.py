@@ -43,7 +43,7 @@ MOVED: dict[str, str] = {
 }
 
 
-_OLD = tuple(MOVED)                    # (a name they start is checked by new_path)
+_OLD = tuple(MOVED)  # (a name they start is checked by new_path)
 
 
 def new_path(name: str) -> str | None:
@@ -53,24 +53,28 @@ def new_path(name: str) -> str | None:
     for old in MOVED:
         if (name == old or name.startswith(old + ".")) and (best is None or len(old) > len(best)):
             best = old
-    return None if best is None else MOVED[best] + name[len(best):]
+    return None if best is None else MOVED[best] + name[len(best) :]
 
 
 def message(old: str, new: str) -> str:
     """The warning an import of the old path ``old`` gives."""
-    return (f"{old} is an old path of {new} (membench {__version__}); membench {REMOVED_IN} "
-            f"removes it: import {new}")
+    return (
+        f"{old} is an old path of {new} (membench {__version__}); membench {REMOVED_IN} "
+        f"removes it: import {new}"
+    )
 
 
 def _stacklevel() -> int:
     """The ``stacklevel`` of the first frame outside this module and importlib (the line that
     imports the old path), counted from the caller of this function."""
     frame, level = sys._getframe(1), 1
-    while frame is not None and (frame.f_globals.get("__name__") == __name__
-                                 or frame.f_globals.get("__name__", "").startswith("importlib")):
+    while frame is not None and (
+        frame.f_globals.get("__name__") == __name__
+        or frame.f_globals.get("__name__", "").startswith("importlib")
+    ):
         frame = frame.f_back
         name = frame.f_code.co_filename if frame is not None else ""
-        if not ("importlib" in name and "_bootstrap" in name):   # warnings skips those itself
+        if not ("importlib" in name and "_bootstrap" in name):  # warnings skips those itself
             level += 1
     return level
 
@@ -87,18 +91,18 @@ class _Alias(importlib.abc.Loader):
         return module
 
     def exec_module(self, module) -> None:
-        module.__spec__ = self.spec    # already executed under its new name
+        module.__spec__ = self.spec  # already executed under its new name
 
 
 class MovedFinder(importlib.abc.MetaPathFinder):
     """Finds an old path of :data:`MOVED` (and nothing else), with its warning."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if not fullname.startswith(_OLD):   # every other import of the process: one C call
+        if not fullname.startswith(_OLD):  # every other import of the process: one C call
             return None
         new = new_path(fullname)
         if new is None or importlib.util.find_spec(new) is None:
-            return None                # not moved, or no such module at the new path either
+            return None  # not moved, or no such module at the new path either
         warnings.warn(message(fullname, new), DeprecationWarning, stacklevel=_stacklevel())
         return importlib.util.spec_from_loader(fullname, _Alias(new))
 

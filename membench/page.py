@@ -24,8 +24,13 @@ if TYPE_CHECKING:
     from .analysis.summaries import coverage_frame
     from .analysis.tell_columns import sets_tells
     from .core.links import manifest_link_hosts
-    from .core.paths import (DEFAULT_SETS_DIR, LOCK_PATH, MANIFEST_PATH, corpus_root,
-                             resolve_user_path)
+    from .core.paths import (
+        DEFAULT_SETS_DIR,
+        LOCK_PATH,
+        MANIFEST_PATH,
+        corpus_root,
+        resolve_user_path,
+    )
     from .metrics.measures import HEADLINE
     from .metrics.rundir import run_status
     from .modalities import MODALITIES
@@ -34,11 +39,24 @@ if TYPE_CHECKING:
     from .report.leaderboard_tables import LEGEND, cards_table, context_table, leaderboard_table
     from .report.plots import plot_forest
     from .report.sets_tables import counts_table, digest_table, records_frame, rules_frame
-    from .report.tables import (answer_context_grid, answer_context_note, collapsed,
-                                comparison_grid, floors_grid, judgment_sets_grid, metrics_grid,
-                                show)
-    from .sets.audit import (audit_frame, audit_sets_cached, kinds_table, native_tells_table,
-                             rules_table, splits_table)
+    from .report.tables import (
+        answer_context_grid,
+        answer_context_note,
+        collapsed,
+        comparison_grid,
+        floors_grid,
+        judgment_sets_grid,
+        metrics_grid,
+        show,
+    )
+    from .sets.audit import (
+        audit_frame,
+        audit_sets_cached,
+        kinds_table,
+        native_tells_table,
+        rules_table,
+        splits_table,
+    )
     from .sets.build import derivation_frame
     from .sets.judgments import describe
     from .sets.validate import audit_findings, validate_sets
@@ -54,23 +72,44 @@ HOMES: dict[str, tuple[str, ...]] = {
     "membench.analysis.summaries": ("coverage_frame",),
     "membench.analysis.tell_columns": ("sets_tells",),
     "membench.core.links": ("manifest_link_hosts",),
-    "membench.core.paths": ("DEFAULT_SETS_DIR", "LOCK_PATH", "MANIFEST_PATH", "corpus_root",
-                            "resolve_user_path"),
+    "membench.core.paths": (
+        "DEFAULT_SETS_DIR",
+        "LOCK_PATH",
+        "MANIFEST_PATH",
+        "corpus_root",
+        "resolve_user_path",
+    ),
     "membench.metrics.measures": ("HEADLINE",),
     "membench.metrics.rundir": ("run_status",),
     "membench.modalities": ("MODALITIES",),
     "membench.report": ("plots", "provenance", "provenance_frame"),
     "membench.report.escape": ("html_block", "markdown"),
-    "membench.report.leaderboard_tables": ("LEGEND", "cards_table", "context_table",
-                                           "leaderboard_table"),
+    "membench.report.leaderboard_tables": (
+        "LEGEND",
+        "cards_table",
+        "context_table",
+        "leaderboard_table",
+    ),
     "membench.report.plots": ("plot_forest",),
-    "membench.report.sets_tables": ("counts_table", "digest_table", "records_frame",
-                                    "rules_frame"),
-    "membench.report.tables": ("answer_context_grid", "answer_context_note", "collapsed",
-                               "comparison_grid", "floors_grid", "judgment_sets_grid",
-                               "metrics_grid", "show"),
-    "membench.sets.audit": ("audit_frame", "audit_sets_cached", "kinds_table",
-                            "native_tells_table", "rules_table", "splits_table"),
+    "membench.report.sets_tables": ("counts_table", "digest_table", "records_frame", "rules_frame"),
+    "membench.report.tables": (
+        "answer_context_grid",
+        "answer_context_note",
+        "collapsed",
+        "comparison_grid",
+        "floors_grid",
+        "judgment_sets_grid",
+        "metrics_grid",
+        "show",
+    ),
+    "membench.sets.audit": (
+        "audit_frame",
+        "audit_sets_cached",
+        "kinds_table",
+        "native_tells_table",
+        "rules_table",
+        "splits_table",
+    ),
     "membench.sets.build": ("derivation_frame",),
     "membench.sets.judgments": ("describe",),
     "membench.sets.validate": ("audit_findings", "validate_sets"),
@@ -84,13 +123,14 @@ __all__ = sorted(_HOME)
 def __getattr__(name: str) -> Any:
     mod = _HOME.get(name)
     if mod is None:
-        raise AttributeError(f"module 'membench.page' has no attribute {name!r} "
-                             "(docs/api.md lists the names)")
+        raise AttributeError(
+            f"module 'membench.page' has no attribute {name!r} (docs/api.md lists the names)"
+        )
     try:
         value = getattr(importlib.import_module(mod), name)
-    except AttributeError:              # a submodule not imported by its package yet
+    except AttributeError:  # a submodule not imported by its package yet
         value = importlib.import_module(f"{mod}.{name}")
-    globals()[name] = value             # resolved once
+    globals()[name] = value  # resolved once
     return value
 
 

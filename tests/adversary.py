@@ -48,8 +48,14 @@ TELL = re.compile(r"[A-Za-z0-9_.-]+:.*~(temporal|transactive)")
 # a weak proxy raises ReferenceError on any use once its referent is gone (even isinstance);
 # what it points to is reached, if alive, through the referent's own owners
 _PROXY_TYPES = (weakref.ProxyType, weakref.CallableProxyType)
-_SKIP_TYPES = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type,
-               types.CodeType, types.MethodType)
+_SKIP_TYPES = (
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    type,
+    types.CodeType,
+    types.MethodType,
+)
 
 
 def _attr(obj: object, name: str) -> object:
@@ -81,8 +87,9 @@ def _gold_keys_of(d: dict) -> list[str]:
     """The keys of ``d`` that hold gold as data (not a schema, an annotation or a type):
     gold / distractor lists of regions, judgments mapping to such lists, an ``unanswerable``
     flag or an ``answer`` beside a question or query id, a ``derived_from`` query id."""
-    def get(key):           # dict's own lookup: a subclass's get() may compute or import
-        v = dict.get(d, key)        # (a proxy that is no dict raises TypeError: caught below)
+
+    def get(key):  # dict's own lookup: a subclass's get() may compute or import
+        v = dict.get(d, key)  # (a proxy that is no dict raises TypeError: caught below)
         return None if type(v) in _PROXY_TYPES else v
 
     try:
@@ -99,15 +106,24 @@ def _gold_keys_of(d: dict) -> list[str]:
         if isinstance(v, (list, tuple)) and v and all(_regionish(x) for x in v[:5]):
             out.append(k)
     j = get("judgments")
-    if isinstance(j, dict) and j and all(type(v) not in _PROXY_TYPES and
-                                         isinstance(v, (list, tuple)) and
-                                         all(_regionish(x) for x in v[:5])
-                                         for v in dict.values(j)):
+    if (
+        isinstance(j, dict)
+        and j
+        and all(
+            type(v) not in _PROXY_TYPES
+            and isinstance(v, (list, tuple))
+            and all(_regionish(x) for x in v[:5])
+            for v in dict.values(j)
+        )
+    ):
         out.append("judgments")
     if isinstance(get("unanswerable"), bool) and recordish:
         out.append("unanswerable")
-    if dict.__contains__(d, "answer") and recordish and (get("answer") is None or
-                                         isinstance(get("answer"), (str, int, float, list))):
+    if (
+        dict.__contains__(d, "answer")
+        and recordish
+        and (get("answer") is None or isinstance(get("answer"), (str, int, float, list)))
+    ):
         out.append("answer")
     df = get("derived_from")
     if isinstance(df, str) and ":" in df and " " not in df:
@@ -137,8 +153,11 @@ class Hunt:
         self.strings += 1
         if "~" in s and TELL.fullmatch(s):
             self.note(f"{where}: a derived query's id {s[:120]!r}")
-        if self.needles and 2 <= len(s) <= 4096 and \
-                hashlib.sha256(s.encode("utf-8", "surrogatepass")).hexdigest() in self.needles:
+        if (
+            self.needles
+            and 2 <= len(s) <= 4096
+            and hashlib.sha256(s.encode("utf-8", "surrogatepass")).hexdigest() in self.needles
+        ):
             self.note(f"{where}: a needle (query id or answer): {s[:120]!r}")
 
     def walk(self, roots: list[tuple[object, str]]) -> None:
@@ -146,7 +165,7 @@ class Hunt:
         todo = deque(roots)
         while todo and self.objects < self.max_objects:
             obj, where = todo.popleft()
-            if type(obj) in _PROXY_TYPES:   # type() does not dereference; isinstance() does
+            if type(obj) in _PROXY_TYPES:  # type() does not dereference; isinstance() does
                 continue
             if obj is None or obj is self or obj is self.me or isinstance(obj, Hunt):
                 continue
@@ -170,7 +189,7 @@ class Hunt:
                 # mappings import models), and what it stores is what a hunter can read
                 try:
                     pairs = list(dict.items(obj))[:100_000]
-                except TypeError:       # a proxy that passes isinstance(dict) and is not one
+                except TypeError:  # a proxy that passes isinstance(dict) and is not one
                     continue
                 for k, v in pairs:
                     todo.append((k, where))
@@ -213,23 +232,36 @@ class GoldHunter:
 
     name = "gold-hunter"
 
-    def __init__(self, deep_every: int = 400, max_objects: int = 3_000_000,
-                 quick_objects: int = 20_000):
+    def __init__(
+        self, deep_every: int = 400, max_objects: int = 3_000_000, quick_objects: int = 20_000
+    ):
         self.deep_every, self.max_objects = deep_every, max_objects
         self.quick_objects = quick_objects
         self.report_path = Path(os.environ["MEMBENCH_HUNT_REPORT"])
         needles = os.environ.get("MEMBENCH_HUNT_NEEDLES")
         self.needles = set(Path(needles).read_text().split()) if needles else set()
         self.n = 0
-        self.report = {"hunts": [], "found": [], "objects": 0, "strings": 0, "gc_objects": 0,
-                       "membench_modules": 0, "frames": [], "queries": 0,
-                       "stack_walks": 0, "threads": 0}
+        self.report = {
+            "hunts": [],
+            "found": [],
+            "objects": 0,
+            "strings": 0,
+            "gc_objects": 0,
+            "membench_modules": 0,
+            "frames": [],
+            "queries": 0,
+            "stack_walks": 0,
+            "threads": 0,
+        }
         self.atoms = []
-        self.unanswerable: set[str] = set()      # questions it learnt are unanswerable
+        self.unanswerable: set[str] = set()  # questions it learnt are unanswerable
 
     def config(self):
-        return {"deep_every": self.deep_every, "max_objects": self.max_objects,
-                "quick_objects": self.quick_objects}
+        return {
+            "deep_every": self.deep_every,
+            "max_objects": self.max_objects,
+            "quick_objects": self.quick_objects,
+        }
 
     # -- hunting -------------------------------------------------------------------
     def hunt(self, when: str, deep: bool) -> None:
@@ -237,14 +269,17 @@ class GoldHunter:
         roots = h.stack_roots()
         if deep:
             frozen = gc.get_freeze_count()  # the runner freezes what ingest built: thaw it,
-            gc.unfreeze()                   # or gc.get_objects() would not list it
+            gc.unfreeze()  # or gc.get_objects() would not list it
             objs = gc.get_objects()
             if frozen:
                 gc.freeze()
             self.report["gc_objects"] = max(self.report["gc_objects"], len(objs))
             roots += [(o, f"gc.get_objects()[{i}] {type(o).__name__}") for i, o in enumerate(objs)]
-            mods = [(n, m) for n, m in list(sys.modules.items())
-                    if n == "membench" or n.startswith("membench.")]
+            mods = [
+                (n, m)
+                for n, m in list(sys.modules.items())
+                if n == "membench" or n.startswith("membench.")
+            ]
             self.report["membench_modules"] = len(mods)
             roots += [(vars(m), f"module {n}") for n, m in mods]
             del objs
@@ -287,8 +322,9 @@ class GoldHunter:
         self.report["queries"] = self.n
         deep = self.n <= 3 or self.n % self.deep_every == 0
         self.hunt(f"query {self.n}", deep=deep)
-        mine = [a.atom_id for a in self.by_holder.get(scope.holder, ())
-                if a.observed_at <= as_of][:100]
+        mine = [a.atom_id for a in self.by_holder.get(scope.holder, ()) if a.observed_at <= as_of][
+            :100
+        ]
         hits = [(a, 1.0 - i / 1000) for i, a in enumerate(mine)]
         return Result(hits=hits, cartridge=[] if question in self.unanswerable else mine[:1])
 
@@ -304,4 +340,3 @@ def hunt_here(needles: set[str], max_objects: int = 3_000_000) -> list[str]:
 
 
 __all__ = ["GoldHunter", "hunt_here"]
-

@@ -2,9 +2,9 @@ import os
 from pathlib import Path
 
 import pytest
+from once import once
 
 from membench.core.paths import corpus_root as _corpus_root
-from once import once
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -41,8 +41,14 @@ def bm25_dev(built, corpus_root, tmp_path_factory):
 
     def run(out: Path):
         # 2 OCR workers on a machine whose OCR cache is cold (the output does not depend on it)
-        return out, run_system(make_system("bm25", {"ocr_processes": 2}), built.out, "dev", out,
-                               corpus_root, check_sets=False)
+        return out, run_system(
+            make_system("bm25", {"ocr_processes": 2}),
+            built.out,
+            "dev",
+            out,
+            corpus_root,
+            check_sets=False,
+        )
 
     return once(tmp_path_factory, "bm25-dev", run)
 
@@ -70,8 +76,10 @@ def pytest_report_header(config):
     exe = chromium()
     if exe:
         return f"browser tests: chromium at {exe}"
-    return ("browser tests: SKIPPED: chromium is not installed (apt-get install chromium; "
-            ".ci/run does); the report pages are not opened in a browser")
+    return (
+        "browser tests: SKIPPED: chromium is not installed (apt-get install chromium; "
+        ".ci/run does); the report pages are not opened in a browser"
+    )
 
 
 #: session fixtures that make the full build of the real corpus (minutes on 2 cores, cold):
@@ -81,8 +89,13 @@ FULL_BUILD = {"built", "bm25_dev"}
 #: 2 cores (bench/results/testsuite.json's test-fast record): make's targets, a local Ray
 #: cluster, library systems installed and run, every progress display, hostile report inputs
 #: rendered. Slow as a whole: make test runs them, make test-fast leaves them out
-SLOW_FILES = {"test_makefile.py", "test_ray_engine.py", "test_systems_library.py",
-              "test_progress.py", "test_report_hostile.py"}
+SLOW_FILES = {
+    "test_makefile.py",
+    "test_ray_engine.py",
+    "test_systems_library.py",
+    "test_progress.py",
+    "test_report_hostile.py",
+}
 
 
 def _file_seconds() -> dict[str, float]:
@@ -101,8 +114,7 @@ def pytest_collection_modifyitems(config, items):
     by the last measure, and then those with a slow test, so that no long file starts last
     while the other workers have nothing left; a file's tests keep their order."""
     for item in items:
-        if (FULL_BUILD & set(getattr(item, "fixturenames", ()))
-                or item.path.name in SLOW_FILES):
+        if FULL_BUILD & set(getattr(item, "fixturenames", ())) or item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return

@@ -63,8 +63,16 @@ def write_world(root: Path, sets: dict[str, list[dict]] | None = None) -> dict[s
 
 def cli_args(w: dict[str, Path]) -> list[str]:
     """The flags that point ``membench run`` at the world."""
-    return ["--sets", str(w["sets"]), "--corpus", str(w["corpus"]), "--manifest",
-            str(w["manifest"]), "--lock", str(w["lock"])]
+    return [
+        "--sets",
+        str(w["sets"]),
+        "--corpus",
+        str(w["corpus"]),
+        "--manifest",
+        str(w["manifest"]),
+        "--lock",
+        str(w["lock"]),
+    ]
 
 
 def relock(w: dict[str, Path]) -> None:
@@ -95,7 +103,7 @@ def group_gone(pgid: int, within: float) -> bool:
 def subprocess_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(TESTS), env.get("PYTHONPATH", "")])
-    env["MEMBENCH_PROGRESS"] = "quiet"      # these tests read stderr's one error line
+    env["MEMBENCH_PROGRESS"] = "quiet"  # these tests read stderr's one error line
     return env
 
 
@@ -126,8 +134,9 @@ class Gated:
     def query(self, question, scope, as_of):
         from membench.contract.protocol import Result
 
-        ids = [a.atom_id for a in self.atoms if a.holder == scope.holder
-               and a.observed_at <= as_of][:50]
+        ids = [
+            a.atom_id for a in self.atoms if a.holder == scope.holder and a.observed_at <= as_of
+        ][:50]
         return Result(hits=[(a, 1.0 - i / 100) for i, a in enumerate(ids)], cartridge=ids[:1])
 
 
@@ -150,8 +159,16 @@ class Wide:
             for t in range(1, 6):
                 for k in range(60):
                     aid = hashlib.sha256(f"{it.source_id}{t}{k}".encode()).hexdigest()[:24]
-                    self.atoms.append(Atom(aid, it.source_id, it.modality, it.holder,
-                                           it.observed_at, {"turn_start": t, "turn_end": t}))
+                    self.atoms.append(
+                        Atom(
+                            aid,
+                            it.source_id,
+                            it.modality,
+                            it.holder,
+                            it.observed_at,
+                            {"turn_start": t, "turn_end": t},
+                        )
+                    )
         return self.atoms
 
     def query(self, question, scope, as_of):
@@ -224,20 +241,35 @@ def scratch_fs_available() -> bool:
     if shutil.which("unshare") is None:
         return False
     try:
-        r = subprocess.run(["unshare", "-rm", "sh", "-c", "d=$(mktemp -d) && mount -t tmpfs "
-                            "-o size=64k none \"$d\" && mount -o remount,ro \"$d\""],
-                           capture_output=True, timeout=30)
+        r = subprocess.run(
+            [
+                "unshare",
+                "-rm",
+                "sh",
+                "-c",
+                "d=$(mktemp -d) && mount -t tmpfs "
+                '-o size=64k none "$d" && mount -o remount,ro "$d"',
+            ],
+            capture_output=True,
+            timeout=30,
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return r.returncode == 0
 
 
-def in_scratch_fs(script: str, mount: Path, env: dict[str, str], timeout: int = 600
-                  ) -> subprocess.CompletedProcess:
+def in_scratch_fs(
+    script: str, mount: Path, env: dict[str, str], timeout: int = 600
+) -> subprocess.CompletedProcess:
     """Run the shell ``script`` in a private mount namespace where ``mount`` is a fresh
     tmpfs; the script may remount it (``mount -o remount,ro|size=... "$M"``). ``$M`` is the
     mount point, ``$PY`` this Python."""
     mount.mkdir(parents=True, exist_ok=True)
     env = {**env, "M": str(mount), "PY": sys.executable}
-    return subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True,
-                          text=True, env=env, timeout=timeout)
+    return subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )

@@ -105,10 +105,17 @@ def thread_server(factory, roots, handler: type[Handler] = Handler):
 def serve_process(*args: str, timeout: float = 180.0):
     """``membench serve ARGS --port 0`` in a subprocess: ``(url, process)``; the URL is read
     from the line it prints when it listens."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(TESTS), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    p = subprocess.Popen([sys.executable, "-m", "membench", "serve", *args, "--port", "0"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(TESTS), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-m", "membench", "serve", *args, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         sel = selectors.DefaultSelector()
         sel.register(p.stdout, selectors.EVENT_READ)

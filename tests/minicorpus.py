@@ -14,8 +14,12 @@ from pathlib import Path
 from membench.core.paths import REPO_ROOT
 
 FIXTURES = Path(__file__).parent / "fixtures"
-LINKS = {"screenspot-v2": "screenspot/screenspot-v2", "codesearchnet": "codesearchnet/codesearchnet",
-         "medvidqa": "medvidqa/medvidqa", "locomo": "locomo"}
+LINKS = {
+    "screenspot-v2": "screenspot/screenspot-v2",
+    "codesearchnet": "codesearchnet/codesearchnet",
+    "medvidqa": "medvidqa/medvidqa",
+    "locomo": "locomo",
+}
 
 
 def make_corpus(root: Path) -> Path:
@@ -29,14 +33,23 @@ def make_corpus(root: Path) -> Path:
     return corpus
 
 
-def membench(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO_ROOT,
-             check: bool = True) -> subprocess.CompletedProcess:
+def membench(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO_ROOT, check: bool = True
+) -> subprocess.CompletedProcess:
     """``python -m membench ARGS`` from the repository root (this checkout's code)."""
-    proc = subprocess.run([sys.executable, "-m", "membench", *args], cwd=cwd, text=True,
-                          capture_output=True, env={**os.environ, **(env or {})}, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "membench", *args],
+        cwd=cwd,
+        text=True,
+        capture_output=True,
+        env={**os.environ, **(env or {})},
+        timeout=900,
+    )
     if check and proc.returncode != 0:
-        raise AssertionError(f"membench {' '.join(args)} -> {proc.returncode}\n"
-                             f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"membench {' '.join(args)} -> {proc.returncode}\n"
+            f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
     return proc
 
 
@@ -50,24 +63,43 @@ def write_manifest(corpus: Path, sets: Path | None, manifest: Path) -> Path:
     from membench.sources import SOURCES
 
     revisions: dict[str, set[str]] = {}
-    for f in (sets.glob("*.jsonl") if sets is not None else ()):
+    for f in sets.glob("*.jsonl") if sets is not None else ():
         for line in f.read_text().splitlines():
             row = json.loads(line)
             if "origin" in row:
                 revisions.setdefault(row["query_id"].split(":", 1)[0], set()).add(
-                    row["origin"]["revision"])
+                    row["origin"]["revision"]
+                )
     lines = []
     for spec in SOURCES:
         if spec.folder not in LINKS:
             continue
         files = sorted(p for p in (corpus / spec.folder).rglob("*") if p.is_file())
         revs = sorted(revisions.get(spec.key, set())) or ["0" * 40]
-        lines.append(json.dumps({
-            "source": spec.key, "name": spec.name, "modality": spec.modality, "url": "fixture",
-            "revision": revs[0], "revisions": revs, "retrieved_at": "2026-01-01",
-            "annotation_source": "fixture", "license": "fixture",
-            "files": [{"path": str(p.relative_to(corpus)), "sha256": sha256_file(p),
-                       "bytes": p.stat().st_size} for p in files]}, sort_keys=True))
+        lines.append(
+            json.dumps(
+                {
+                    "source": spec.key,
+                    "name": spec.name,
+                    "modality": spec.modality,
+                    "url": "fixture",
+                    "revision": revs[0],
+                    "revisions": revs,
+                    "retrieved_at": "2026-01-01",
+                    "annotation_source": "fixture",
+                    "license": "fixture",
+                    "files": [
+                        {
+                            "path": str(p.relative_to(corpus)),
+                            "sha256": sha256_file(p),
+                            "bytes": p.stat().st_size,
+                        }
+                        for p in files
+                    ],
+                },
+                sort_keys=True,
+            )
+        )
     manifest.write_text("\n".join(lines) + "\n")
     return manifest
 
@@ -76,8 +108,20 @@ def freeze(corpus: Path, root: Path, env: dict[str, str] | None = None) -> dict[
     """Build the fixture corpus once under ``root`` and write its manifest and lock (what the
     committed ones are for the real mirror); returns their paths and the sets folder."""
     manifest, lock, sets = root / "manifest.jsonl", root / "sets.lock.json", root / "sets"
-    write_manifest(corpus, None, manifest)          # the build checks the corpus against it
-    membench("build", "--corpus", str(corpus), "--out", str(sets), "--lock", str(lock),
-             "--manifest", str(manifest), "--update-lock", "--quiet", env=env)
-    write_manifest(corpus, sets, manifest)          # now with the records' revisions
+    write_manifest(corpus, None, manifest)  # the build checks the corpus against it
+    membench(
+        "build",
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(sets),
+        "--lock",
+        str(lock),
+        "--manifest",
+        str(manifest),
+        "--update-lock",
+        "--quiet",
+        env=env,
+    )
+    write_manifest(corpus, sets, manifest)  # now with the records' revisions
     return {"manifest": manifest, "lock": lock, "sets": sets}

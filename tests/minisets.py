@@ -32,20 +32,33 @@ def items() -> list[dict]:
     out = []
     for m, (_, meta) in REGIONS.items():
         for h in ("a", "b"):
-            out.append({"source_id": f"{m}src:{h}1", "modality": m, "holder": f"{m}/{h}",
-                        "observed_at": T1, "content": "x", "meta": meta})
+            out.append(
+                {
+                    "source_id": f"{m}src:{h}1",
+                    "modality": m,
+                    "holder": f"{m}/{h}",
+                    "observed_at": T1,
+                    "content": "x",
+                    "meta": meta,
+                }
+            )
     return out
 
 
-def record(m: str, n: int, holder: str = "a", split: str = "dev", unanswerable: bool = False,
-           **over) -> dict:
+def record(
+    m: str, n: int, holder: str = "a", split: str = "dev", unanswerable: bool = False, **over
+) -> dict:
     region = REGIONS[m][0]
     r = {
-        "query_id": f"{m}src:q{n}", "modality": m, "question": f"question {n}?",
-        "answer": None if unanswerable else "x", "answer_format": "none" if unanswerable else "str",
+        "query_id": f"{m}src:q{n}",
+        "modality": m,
+        "question": f"question {n}?",
+        "answer": None if unanswerable else "x",
+        "answer_format": "none" if unanswerable else "str",
         "gold": [] if unanswerable else [{"source_id": f"{m}src:{holder}1", "region": region}],
         "scope": {"holder": f"{m}/{holder}", "session": None, "scenario": "s"},
-        "as_of": T2, "unanswerable": unanswerable,
+        "as_of": T2,
+        "unanswerable": unanswerable,
         "origin": {"dataset": DATASET, "revision": REV, "item": f"row:{n}", "license": "L"},
         "split": split,
     }
@@ -54,17 +67,39 @@ def record(m: str, n: int, holder: str = "a", split: str = "dev", unanswerable: 
 
 
 def records(m: str) -> list[dict]:
-    return [record(m, 0), record(m, 1), record(m, 2, holder="b", split="test"),
-            record(m, 3, unanswerable=True), record(m, 4, holder="b", split="test",
-                                                    unanswerable=True)]
+    return [
+        record(m, 0),
+        record(m, 1),
+        record(m, 2, holder="b", split="test"),
+        record(m, 3, unanswerable=True),
+        record(m, 4, holder="b", split="test", unanswerable=True),
+    ]
 
 
 def manifest_lines() -> list[dict]:
-    return [{"source": f"{m}src", "name": "Example", "modality": m, "url": "u",
-             "revision": REV, "revisions": [REV], "retrieved_at": "2026-01-01",
-             "annotation_source": "a", "license": "L",
-             "files": [{"path": f"example/{m}.json", "sha256": "0" * 64, "bytes": 1,
-                        "upstream_repo": DATASET, "commit": REV}]} for m in REGIONS]
+    return [
+        {
+            "source": f"{m}src",
+            "name": "Example",
+            "modality": m,
+            "url": "u",
+            "revision": REV,
+            "revisions": [REV],
+            "retrieved_at": "2026-01-01",
+            "annotation_source": "a",
+            "license": "L",
+            "files": [
+                {
+                    "path": f"example/{m}.json",
+                    "sha256": "0" * 64,
+                    "bytes": 1,
+                    "upstream_repo": DATASET,
+                    "commit": REV,
+                }
+            ],
+        }
+        for m in REGIONS
+    ]
 
 
 def write(dir: Path, sets: dict[str, list[dict]] | None = None) -> dict[str, Path]:

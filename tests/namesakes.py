@@ -4,13 +4,21 @@ reference system's card, one with a card of its own."""
 
 from __future__ import annotations
 
-from membench.systems.cards import Card, load_card
 from membench.contract.protocol import Result
+from membench.systems.cards import Card, load_card
 from membench.systems.structural import structural_atoms
 
-OWN_CARD = Card(name="namesake-lexical", kind="lexical", revision="tests/namesakes.py",
-                parameter_count=0, size_class="<=1B", pooling="none", normalisation="none",
-                license="MIT", notes="a user system's own card (tests)")
+OWN_CARD = Card(
+    name="namesake-lexical",
+    kind="lexical",
+    revision="tests/namesakes.py",
+    parameter_count=0,
+    size_class="<=1B",
+    pooling="none",
+    normalisation="none",
+    license="MIT",
+    notes="a user system's own card (tests)",
+)
 
 
 class _Scoped:
@@ -27,10 +35,12 @@ class _Scoped:
         return self.atoms
 
     def query(self, question, scope, as_of):
-        ids = [a.atom_id for a in self.atoms if a.holder == scope.holder
-               and a.observed_at <= as_of][:100]
-        return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)],
-                      cartridge=ids[:self.top])
+        ids = [
+            a.atom_id for a in self.atoms if a.holder == scope.holder and a.observed_at <= as_of
+        ][:100]
+        return Result(
+            hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=ids[: self.top]
+        )
 
 
 class Hybrid(_Scoped):

@@ -30,15 +30,15 @@ def once(tmp_path_factory, name: str, make: Callable[[Path], T]) -> T:
     across xdist workers (see the module docstring). ``name`` must be unique per value."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return make(tmp_path_factory.mktemp(name))
-    root = tmp_path_factory.getbasetemp().parent        # shared by the session's workers
+    root = tmp_path_factory.getbasetemp().parent  # shared by the session's workers
     done = root / f"{name}.pickle"
     with open(root / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)                # released when the file closes
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if done.is_file():
             return pickle.loads(done.read_bytes())
         folder = root / name
-        shutil.rmtree(folder, ignore_errors=True)       # a worker whose make failed: try again
-        folder.mkdir()                                  # (its error is reported there too)
+        shutil.rmtree(folder, ignore_errors=True)  # a worker whose make failed: try again
+        folder.mkdir()  # (its error is reported there too)
         value = make(folder)
         tmp = done.with_name(f"{done.name}.{os.getpid()}.tmp")
         tmp.write_bytes(pickle.dumps(value))

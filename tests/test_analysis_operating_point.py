@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from membench.analysis.operating_point import choose_threshold
@@ -33,12 +31,12 @@ def test_calibrate_when_the_target_is_unachievable():
     # every threshold that admits an answerable query admits all unanswerable ones
     c = choose_threshold([0.3, 0.2], [0.9, 0.8, 0.7])
     assert not c.constrained
-    assert c.threshold == 0.9 + 1e-6   # "always abstain": J=0 ties with t=0.2; higher wins
+    assert c.threshold == 0.9 + 1e-6  # "always abstain": J=0 ties with t=0.2; higher wins
     assert c.tpr == 0 and c.fpr == 0
 
 
 def test_calibrate_handles_queries_without_hits_and_is_deterministic():
-    assert calibrate([None, 0.5], [None]) == 0.5 - 1e-6     # nothing lower observed
+    assert calibrate([None, 0.5], [None]) == 0.5 - 1e-6  # nothing lower observed
     assert calibrate([0.5, None], [None]) == calibrate([None, 0.5], [None])
     assert calibrate([0.7, 0.9], []) == 0.7 - 1e-6
     with pytest.raises(ValueError):

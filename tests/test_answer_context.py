@@ -26,27 +26,48 @@ WORDS = lambda n, w="filler": " ".join([w] * n)
 
 
 def item(sid, m="pdf", holder=H, **kw):
-    return {"source_id": sid, "modality": m, "holder": holder, "observed_at": T1.isoformat(),
-            "content": kw.pop("content", "x"), **kw}
+    return {
+        "source_id": sid,
+        "modality": m,
+        "holder": holder,
+        "observed_at": T1.isoformat(),
+        "content": kw.pop("content", "x"),
+        **kw,
+    }
 
 
 def atom(aid, sid, extent, m="pdf", holder=H):
-    return {"atom_id": aid, "source_id": sid, "modality": m, "holder": holder,
-            "observed_at": T1.isoformat(), "extent": extent}
+    return {
+        "atom_id": aid,
+        "source_id": sid,
+        "modality": m,
+        "holder": holder,
+        "observed_at": T1.isoformat(),
+        "extent": extent,
+    }
 
 
 def rec(qid, gold, answer=None, fmt="str", m="pdf", holder=H):
-    return {"query_id": qid, "modality": m, "question": "q?",
-            "answer": answer if gold else None, "answer_format": fmt if gold else "none",
-            "gold": gold, "scope": {"holder": holder, "session": None, "scenario": "s"},
-            "as_of": T2.isoformat(), "unanswerable": not gold,
-            "origin": {"dataset": "e/x", "revision": "r", "item": qid, "license": "L"},
-            "split": "dev"}
+    return {
+        "query_id": qid,
+        "modality": m,
+        "question": "q?",
+        "answer": answer if gold else None,
+        "answer_format": fmt if gold else "none",
+        "gold": gold,
+        "scope": {"holder": holder, "session": None, "scenario": "s"},
+        "as_of": T2.isoformat(),
+        "unanswerable": not gold,
+        "origin": {"dataset": "e/x", "revision": "r", "item": qid, "license": "L"},
+        "split": "dev",
+    }
 
 
 def region(page, block=None, sid="pdfh:doc"):
-    return {"source_id": sid, "region": {"page": page} if block is None else
-            {"page": page, "block": block}}
+    return {
+        "source_id": sid,
+        "region": {"page": page} if block is None else {"page": page, "block": block},
+    }
 
 
 class Fake:
@@ -76,6 +97,7 @@ def value(s, metric, qid):
 
 # ---------------------------------------------------------------- the coarse-atom case
 
+
 def coarse_and_fine():
     """Gold: block 0 of page 1 and block 3 of page 2. The coarse system returns the two whole
     pages (2,000 words each) at ranks 1 and 2; the fine system returns 50-word blocks, the first
@@ -84,14 +106,24 @@ def coarse_and_fine():
     texts = {(doc, 1, None): WORDS(2000), (doc, 2, None): WORDS(2000)}
     blocks = [(1, 0)] + [(5, b) for b in range(10)] + [(2, 3)]
     texts.update({(doc, p, b): WORDS(50) for p, b in blocks})
-    atoms = [atom("page1", doc, {"page": 1}), atom("page2", doc, {"page": 2})] + \
-        [atom(f"b{p}.{b}", doc, {"page": p, "block": b}) for p, b in blocks]
+    atoms = [atom("page1", doc, {"page": 1}), atom("page2", doc, {"page": 2})] + [
+        atom(f"b{p}.{b}", doc, {"page": p, "block": b}) for p, b in blocks
+    ]
     records = [rec("pdfh:q", [region(1, 0), region(2, 3)], answer="lorem")]
-    coarse = [{"query_id": "pdfh:q", "hits": [["page1", 2.0], ["page2", 1.0]],
-               "cartridge": ["page1", "page2"]}]
-    fine = [{"query_id": "pdfh:q",
-             "hits": [[f"b{p}.{b}", 100.0 - i] for i, (p, b) in enumerate(blocks)],
-             "cartridge": ["b1.0", "b2.3"]}]
+    coarse = [
+        {
+            "query_id": "pdfh:q",
+            "hits": [["page1", 2.0], ["page2", 1.0]],
+            "cartridge": ["page1", "page2"],
+        }
+    ]
+    fine = [
+        {
+            "query_id": "pdfh:q",
+            "hits": [[f"b{p}.{b}", 100.0 - i] for i, (p, b) in enumerate(blocks)],
+            "cartridge": ["b1.0", "b2.3"],
+        }
+    ]
     return records, [item(doc)], atoms, coarse, fine, texts
 
 
@@ -123,7 +155,7 @@ def test_budget_prefix_stops_at_the_first_atom_that_does_not_fit():
     # the 10-word gold page is ranked below a 300-word page: not within 256 (no skipping)
     assert value(s, "recall@256tok", "pdfh:q") == 0.0
     assert value(s, "recall@1024tok", "pdfh:q") == 1.0
-    assert value(s, "context_tokens", "pdfh:q") == 0        # an empty cartridge costs nothing
+    assert value(s, "context_tokens", "pdfh:q") == 0  # an empty cartridge costs nothing
 
 
 # ---------------------------------------------------------------- answer@cartridge, answer@10
@@ -137,15 +169,15 @@ ANSWER_TEXTS = {
 }
 ANSWER_ATOMS = [atom(f"p{p}", DOC, {"page": p}) for p in (1, 2, 3, *range(10, 22))]
 ANSWER_RECORDS = [
-    rec("pdfh:num", [region(1)], answer="1,200"),                 # thousands comma normalised
+    rec("pdfh:num", [region(1)], answer="1,200"),  # thousands comma normalised
     rec("pdfh:list", [region(1), region(2)], answer="['red', 'blue']", fmt="list"),
-    rec("pdfh:yes", [region(2)], answer="Yes"),                   # not extractive
-    rec("pdfh:absent", [region(3)], answer="giraffe"),            # not in its gold
+    rec("pdfh:yes", [region(2)], answer="Yes"),  # not extractive
+    rec("pdfh:absent", [region(3)], answer="giraffe"),  # not in its gold
     rec("pdfh:tie10", [region(1)], answer="red"),
     rec("pdfh:tie11", [region(1)], answer="red"),
     rec("pdfh:u", []),
 ]
-TIES = [[f"p{p}", 1.0] for p in range(10, 19)]      # nine tied non-answer atoms
+TIES = [[f"p{p}", 1.0] for p in range(10, 19)]  # nine tied non-answer atoms
 ANSWER_RUN = [
     {"query_id": "pdfh:num", "hits": [["p3", 2.0], ["p1", 1.0]], "cartridge": ["p3"]},
     {"query_id": "pdfh:list", "hits": [["p1", 1.0]], "cartridge": ["p1", "p2"]},
@@ -182,8 +214,8 @@ def test_non_extractive_and_absent_answers_never_count(answered):
         assert math.isnan(value(s, "answer@cartridge", q))
         assert math.isnan(value(s, "answer@10", q))
     for m in ("answer_bearing", "answer@cartridge", "answer@10", "recall@256tok"):
-        assert math.isnan(value(s, m, "pdfh:u"))              # unanswerable: no answer layer
-    assert value(s, "context_tokens", "pdfh:u") == 11 + 7     # but its cartridge costs
+        assert math.isnan(value(s, m, "pdfh:u"))  # unanswerable: no answer layer
+    assert value(s, "context_tokens", "pdfh:u") == 11 + 7  # but its cartridge costs
 
 
 def test_metrics_json_carries_the_answer_and_context_entries(answered):
@@ -197,13 +229,22 @@ def test_metrics_json_carries_the_answer_and_context_entries(answered):
         assert BY_NAME[k].denominator == "answer-bearing"
     assert pdf["context_tokens_p50"]["n"] == pdf["context_tokens_p50"]["denominator"] == 7
     assert pdf["context_tokens_p95"]["value"] is not None
-    assert pdf["context_area_p50"] == {"value": None, "n": 0, "denominator": 0,
-                                       "ci95": [None, None]}
+    assert pdf["context_area_p50"] == {
+        "value": None,
+        "n": 0,
+        "denominator": 0,
+        "ci95": [None, None],
+    }
     for b in (256, 1024, 4096):
         assert pdf[f"recall@{b}tok"]["denominator"] == 6
     assert m["answer_context"]["read"] is True and m["answer_context"]["unread_records"] == 0
-    for k in ("answer@cartridge", "answer@10", "answer_bearing", "recall@1024tok",
-              "context_tokens_p50"):
+    for k in (
+        "answer@cartridge",
+        "answer@10",
+        "answer_bearing",
+        "recall@1024tok",
+        "context_tokens_p50",
+    ):
         assert k in m["definitions"] and k not in HEADLINE and BY_NAME[k].gate is None
 
 
@@ -214,7 +255,7 @@ def test_committed_tokens_are_over_the_non_empty_cartridges(answered):
     tok = np.asarray(answered.values["context_tokens"], dtype=float)
     size = np.asarray(answered.cartridge_size)
     committed = tok[(size > 0) & ~np.isnan(tok)]
-    assert 0 < committed.size < np.count_nonzero(~np.isnan(tok))    # some abstained
+    assert 0 < committed.size < np.count_nonzero(~np.isnan(tok))  # some abstained
     e = m["all"]["context_tokens_committed_p50"]
     assert e["n"] == e["denominator"] == committed.size
     assert e["value"] == pytest.approx(np.median(committed))
@@ -223,11 +264,10 @@ def test_committed_tokens_are_over_the_non_empty_cartridges(answered):
 
 # ---------------------------------------------------------------- unread content, no content
 
+
 def test_unread_content_is_null_and_counted_never_zero():
-    s = score(ANSWER_RECORDS, [item(DOC)], ANSWER_ATOMS, ANSWER_RUN, ANSWER_TEXTS,
-              unread=[DOC])
-    for m in ("answer_bearing", "answer@cartridge", "answer@10", "recall@256tok",
-              "context_tokens"):
+    s = score(ANSWER_RECORDS, [item(DOC)], ANSWER_ATOMS, ANSWER_RUN, ANSWER_TEXTS, unread=[DOC])
+    for m in ("answer_bearing", "answer@cartridge", "answer@10", "recall@256tok", "context_tokens"):
         assert all(math.isnan(v) for v in s.values[m])
     assert s.content["unread_records"] == 7 and DOC in s.content["unread_items"]
     m = aggregate(s, n_resamples=50)
@@ -242,34 +282,52 @@ def test_without_a_content_reader_the_figures_are_null_with_a_reason():
     assert m["all"]["context_tokens_p50"]["value"] is None
     assert m["answer_context"]["read"] is False and m["answer_context"]["reason"]
     # the headline figures do not move
-    assert m["all"]["recall@10"]["value"] == aggregate(
-        score(ANSWER_RECORDS, [item(DOC)], ANSWER_ATOMS, ANSWER_RUN, ANSWER_TEXTS),
-        n_resamples=50)["all"]["recall@10"]["value"]
+    assert (
+        m["all"]["recall@10"]["value"]
+        == aggregate(
+            score(ANSWER_RECORDS, [item(DOC)], ANSWER_ATOMS, ANSWER_RUN, ANSWER_TEXTS),
+            n_resamples=50,
+        )["all"]["recall@10"]["value"]
+    )
 
 
 # ---------------------------------------------------------------- the real content layer
 
+
 def test_conversation_turns_through_extent_text(tmp_path):
     sid = "convh:s1"
-    turns = [{"turn": 1, "speaker": "Ann", "text": "We met in 2019."},
-             {"turn": 2, "speaker": "Bo", "text": "I moved to Lisbon last spring."},
-             {"turn": 3, "speaker": "Ann", "text": "Nice."}]
+    turns = [
+        {"turn": 1, "speaker": "Ann", "text": "We met in 2019."},
+        {"turn": 2, "speaker": "Bo", "text": "I moved to Lisbon last spring."},
+        {"turn": 3, "speaker": "Ann", "text": "Nice."},
+    ]
     items = [item(sid, "conversation", holder="convh/ann", content=turns)]
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
-    atoms = [atom("t12", sid, {"turn_start": 1, "turn_end": 2}, "conversation", "convh/ann"),
-             atom("t3", sid, {"turn_start": 3, "turn_end": 3}, "conversation", "convh/ann")]
-    records = [rec("convh:q", [{"source_id": sid, "region": {"turn": 2}}], answer="Lisbon",
-                   m="conversation", holder="convh/ann")]
+    atoms = [
+        atom("t12", sid, {"turn_start": 1, "turn_end": 2}, "conversation", "convh/ann"),
+        atom("t3", sid, {"turn_start": 3, "turn_end": 3}, "conversation", "convh/ann"),
+    ]
+    records = [
+        rec(
+            "convh:q",
+            [{"source_id": sid, "region": {"turn": 2}}],
+            answer="Lisbon",
+            m="conversation",
+            holder="convh/ann",
+        )
+    ]
     run = [{"query_id": "convh:q", "hits": [["t3", 2.0], ["t12", 1.0]], "cartridge": ["t3"]}]
-    s = score_items(records, items, atoms, lines(run),
-                    content=ContentTexts(ExtentText(tmp_path, tmp_path)))
+    s = score_items(
+        records, items, atoms, lines(run), content=ContentTexts(ExtentText(tmp_path, tmp_path))
+    )
     assert value(s, "answer_bearing", "convh:q") == 1
     assert value(s, "answer@cartridge", "convh:q") == 0
     assert value(s, "answer@10", "convh:q") == 1
-    assert value(s, "context_tokens", "convh:q") == 2          # "Ann: Nice."
+    assert value(s, "context_tokens", "convh:q") == 2  # "Ann: Nice."
 
 
 # ---------------------------------------------------------------- the committed figures
+
 
 def test_the_committed_figures_carry_the_no_memory_floor():
     from membench.core.paths import REPO_ROOT
@@ -283,7 +341,7 @@ def test_the_committed_figures_carry_the_no_memory_floor():
         assert set(r["figures"]["all"]) == set(ANSWER_CONTEXT_ROWS)
         n = r["figures"]["all"]["answer@cartridge"]["n"]
         assert n == r["figures"]["all"]["answer@cartridge"]["denominator"] > 0
-    for floor in ("nothing", "echo"):      # no cartridge: no answer handed over, no cost
+    for floor in ("nothing", "echo"):  # no cartridge: no answer handed over, no cost
         a = runs[floor]["figures"]["all"]
         assert a["answer@cartridge"]["value"] == 0 and a["context_tokens_p95"]["value"] == 0
     assert runs["nothing"]["figures"]["all"]["recall@1024tok"]["value"] == 0
@@ -300,24 +358,49 @@ def test_area_and_seconds_of_a_cartridge():
         def text(self, sid, extent):
             return "two words"
 
-    items = [item("uih:s", "ui_screenshot", holder="uih/a", meta={"width": 100, "height": 100}),
-             item("uih:bare", "ui_screenshot", holder="uih/a"),
-             item("vidh:v", "video", holder="vidh/a")]
+    items = [
+        item("uih:s", "ui_screenshot", holder="uih/a", meta={"width": 100, "height": 100}),
+        item("uih:bare", "ui_screenshot", holder="uih/a"),
+        item("vidh:v", "video", holder="vidh/a"),
+    ]
     box = lambda *b: {"bbox": list(b)}
-    atoms = [atom("s1", "uih:s", box(0, 0, 50, 50), "ui_screenshot", "uih/a"),
-             atom("s2", "uih:s", box(25, 25, 75, 75), "ui_screenshot", "uih/a"),
-             atom("n1", "uih:bare", box(0, 0, 10, 10), "ui_screenshot", "uih/a"),
-             atom("v1", "vidh:v", {"t_start": 0, "t_end": 30}, "video", "vidh/a"),
-             atom("v2", "vidh:v", {"t_start": 20, "t_end": 50}, "video", "vidh/a")]
-    records = [rec("uih:q", [{"source_id": "uih:s", "region": box(10, 10, 20, 20)}], "x y",
-                   m="ui_screenshot", holder="uih/a"),
-               rec("uih:b", [{"source_id": "uih:bare", "region": box(1, 1, 2, 2)}], "x y",
-                   m="ui_screenshot", holder="uih/a"),
-               rec("vidh:q", [{"source_id": "vidh:v", "region": {"t_start": 5, "t_end": 6}}],
-                   "x y", m="video", holder="vidh/a")]
-    run = lines([{"query_id": "uih:q", "hits": [["s1", 1.0]], "cartridge": ["s1", "s2"]},
-                 {"query_id": "uih:b", "hits": [], "cartridge": ["n1"]},
-                 {"query_id": "vidh:q", "hits": [], "cartridge": ["v1", "v2"]}])
+    atoms = [
+        atom("s1", "uih:s", box(0, 0, 50, 50), "ui_screenshot", "uih/a"),
+        atom("s2", "uih:s", box(25, 25, 75, 75), "ui_screenshot", "uih/a"),
+        atom("n1", "uih:bare", box(0, 0, 10, 10), "ui_screenshot", "uih/a"),
+        atom("v1", "vidh:v", {"t_start": 0, "t_end": 30}, "video", "vidh/a"),
+        atom("v2", "vidh:v", {"t_start": 20, "t_end": 50}, "video", "vidh/a"),
+    ]
+    records = [
+        rec(
+            "uih:q",
+            [{"source_id": "uih:s", "region": box(10, 10, 20, 20)}],
+            "x y",
+            m="ui_screenshot",
+            holder="uih/a",
+        ),
+        rec(
+            "uih:b",
+            [{"source_id": "uih:bare", "region": box(1, 1, 2, 2)}],
+            "x y",
+            m="ui_screenshot",
+            holder="uih/a",
+        ),
+        rec(
+            "vidh:q",
+            [{"source_id": "vidh:v", "region": {"t_start": 5, "t_end": 6}}],
+            "x y",
+            m="video",
+            holder="vidh/a",
+        ),
+    ]
+    run = lines(
+        [
+            {"query_id": "uih:q", "hits": [["s1", 1.0]], "cartridge": ["s1", "s2"]},
+            {"query_id": "uih:b", "hits": [], "cartridge": ["n1"]},
+            {"query_id": "vidh:q", "hits": [], "cartridge": ["v1", "v2"]},
+        ]
+    )
     s = score_items(records, items, atoms, run, content=ContentTexts(Blank()))
     assert value(s, "context_area", "uih:q") == pytest.approx((2500 + 2500 - 625) / 10000)
     assert value(s, "context_seconds", "vidh:q") == 50
@@ -338,10 +421,13 @@ def test_area_and_seconds_of_a_cartridge():
 BUDGET_DOC = "pdfh:bud"
 #: page 1 holds the answer (10 words); pages 2-4 are 500-word fillers; page 5 holds the answer
 #: too but is no gold region of the record (the same words elsewhere)
-BUDGET_TEXTS = {(BUDGET_DOC, 1, None): "the meeting was moved to Boston " + WORDS(4),
-                (BUDGET_DOC, 2, None): WORDS(500), (BUDGET_DOC, 3, None): WORDS(500),
-                (BUDGET_DOC, 4, None): WORDS(14),
-                (BUDGET_DOC, 5, None): "a trip to Boston " + WORDS(6)}
+BUDGET_TEXTS = {
+    (BUDGET_DOC, 1, None): "the meeting was moved to Boston " + WORDS(4),
+    (BUDGET_DOC, 2, None): WORDS(500),
+    (BUDGET_DOC, 3, None): WORDS(500),
+    (BUDGET_DOC, 4, None): WORDS(14),
+    (BUDGET_DOC, 5, None): "a trip to Boston " + WORDS(6),
+}
 BUDGET_ATOMS = [atom(f"q{p}", BUDGET_DOC, {"page": p}) for p in range(1, 6)]
 
 
@@ -355,23 +441,32 @@ def budget_rec(qid):
 #: over    [q1, q2, q3, q4, q5] 1,034 > 1,024   past the budget      -> 0 (uncut 1)
 #: empty   []                                   abstains             -> 0 (uncut 0)
 #: elsewhere [q5]            10                 answer, not in gold  -> 1 (answer text, not a hit)
-BUDGET_CARTS = {"fits": ["q1"], "edge": ["q1", "q2", "q3", "q4"],
-                "over": ["q1", "q2", "q3", "q4", "q5"], "empty": [], "elsewhere": ["q5"]}
+BUDGET_CARTS = {
+    "fits": ["q1"],
+    "edge": ["q1", "q2", "q3", "q4"],
+    "over": ["q1", "q2", "q3", "q4", "q5"],
+    "empty": [],
+    "elsewhere": ["q5"],
+}
 #: rankings: "elsewhere" ranks the non-gold Boston page first and the gold page 11th (tied
 #: scores kept in the system's order), so answer@10 is 1 and grounded_answer@10 0; "fits"
 #: ranks a tie of q5 then q1 at the top: both count for answer@10, only q1 for the grounded one
-BUDGET_HITS = {"fits": [["q5", 1.0], ["q1", 1.0]],
-               "edge": [["q2", 3.0], ["q1", 2.0]],
-               "over": [["q3", 1.0]],
-               "empty": [["q1", 1.0]],
-               "elsewhere": [["q5", 5.0], ["q2", 1.0], ["q3", 1.0]]}
+BUDGET_HITS = {
+    "fits": [["q5", 1.0], ["q1", 1.0]],
+    "edge": [["q2", 3.0], ["q1", 2.0]],
+    "over": [["q3", 1.0]],
+    "empty": [["q1", 1.0]],
+    "elsewhere": [["q5", 5.0], ["q2", 1.0], ["q3", 1.0]],
+}
 
 
 @pytest.fixture(scope="module")
 def budgeted():
     records = [budget_rec(f"pdfh:{k}") for k in BUDGET_CARTS]
-    run = [{"query_id": f"pdfh:{k}", "hits": BUDGET_HITS[k], "cartridge": c}
-           for k, c in BUDGET_CARTS.items()]
+    run = [
+        {"query_id": f"pdfh:{k}", "hits": BUDGET_HITS[k], "cartridge": c}
+        for k, c in BUDGET_CARTS.items()
+    ]
     return score(records, [item(BUDGET_DOC)], BUDGET_ATOMS, run, BUDGET_TEXTS)
 
 
@@ -424,16 +519,17 @@ def _independent(records, run, texts, atoms, budget=1024):
         fits = sum(len(texts[(page[a][0], page[a][1], None)].split()) for a in cart) <= budget
         order = sorted(range(len(line["hits"])), key=lambda i: -line["hits"][i][1])
         top = [line["hits"][i][0] for i in order][:10]
-        out[r["query_id"]] = (float(fits and holds(ns, cart)),
-                              float(holds(ns, [a for a in top if page[a] in gold])))
+        out[r["query_id"]] = (
+            float(fits and holds(ns, cart)),
+            float(holds(ns, [a for a in top if page[a] in gold])),
+        )
     return out
 
 
 def holds_gold(ns, gold, texts):
     from membench.metrics.answers import normalise
 
-    return all(any(f" {n} " in f" {normalise(texts[(s, p, None)])} " for s, p in gold)
-               for n in ns)
+    return all(any(f" {n} " in f" {normalise(texts[(s, p, None)])} " for s, p in gold) for n in ns)
 
 
 def test_the_new_figures_match_an_independent_implementation():
@@ -444,17 +540,20 @@ def test_the_new_figures_match_an_independent_implementation():
     pages = [f"q{p}" for p in range(1, 6)]
     for i in range(150):
         gold_page = int(rng.integers(1, 6))
-        r = rec(f"pdfh:r{i}", [region(gold_page, sid=BUDGET_DOC)],
-                answer=str(rng.choice(["Boston", "filler", "meeting", "trip Boston"])))
-        order = [str(a) for a in rng.permutation(pages)][:int(rng.integers(1, 6))]
-        hits = [[a, float(rng.integers(0, 3))] for a in order]       # ties on purpose
+        r = rec(
+            f"pdfh:r{i}",
+            [region(gold_page, sid=BUDGET_DOC)],
+            answer=str(rng.choice(["Boston", "filler", "meeting", "trip Boston"])),
+        )
+        order = [str(a) for a in rng.permutation(pages)][: int(rng.integers(1, 6))]
+        hits = [[a, float(rng.integers(0, 3))] for a in order]  # ties on purpose
         cart = [str(a) for a in rng.choice(pages, size=int(rng.integers(0, 6)), replace=False)]
         records.append(r)
         run.append({"query_id": r["query_id"], "hits": hits, "cartridge": cart})
     s = score(records, [item(BUDGET_DOC)], BUDGET_ATOMS, run, BUDGET_TEXTS)
     want = _independent(records, run, BUDGET_TEXTS, BUDGET_ATOMS)
     assert len(want) > 40
-    for j in (0, 1):             # both values occur for both figures
+    for j in (0, 1):  # both values occur for both figures
         assert {v[j] for v in want.values()} == {0.0, 1.0}
     for q in s.query_id:
         got = (value(s, "answer@cartridge_1024tok", q), value(s, "grounded_answer@10", q))
@@ -477,14 +576,37 @@ def test_stuffing_the_cartridge_buys_nothing_within_the_budget():
     # threshold, the stuffed one its top 100 windows
     items, records = [], []
     for k in range(40):
-        turns = [{"turn": t, "speaker": "A", "text": f"session{k} topic{k} place{k} name{k} "
-                  + (f"the code is zx{k}q " if t == 2 else "") + WORDS(28, f"w{t}")}
-                 for t in (1, 2, 3)]
+        turns = [
+            {
+                "turn": t,
+                "speaker": "A",
+                "text": f"session{k} topic{k} place{k} name{k} "
+                + (f"the code is zx{k}q " if t == 2 else "")
+                + WORDS(28, f"w{t}"),
+            }
+            for t in (1, 2, 3)
+        ]
         sid = f"convh:s{k}"
-        items.append(SourceItem(source_id=sid, modality="conversation", holder="convh/a",
-                                observed_at=t0, content=turns, path=None, meta={}))
-        records.append(rec(f"convh:q{k}", [{"source_id": sid, "region": {"turn": 2}}],
-                           answer=f"zx{k}q", m="conversation", holder="convh/a"))
+        items.append(
+            SourceItem(
+                source_id=sid,
+                modality="conversation",
+                holder="convh/a",
+                observed_at=t0,
+                content=turns,
+                path=None,
+                meta={},
+            )
+        )
+        records.append(
+            rec(
+                f"convh:q{k}",
+                [{"source_id": sid, "region": {"turn": 2}}],
+                answer=f"zx{k}q",
+                m="conversation",
+                holder="convh/a",
+            )
+        )
     scope = Scope(holder="convh/a", scenario="s")
     figures = {}
     for name, cfg in (("bm25", {}), ("stuffed", {"system": "bm25"})):
@@ -497,16 +619,35 @@ def test_stuffing_the_cartridge_buys_nothing_within_the_budget():
             # (bm25 commits the next session's window: the answer is further down)
             j = k + 100 if k % 4 == 0 else k
             o = (k + 1) % 40 if k % 4 == 1 else j
-            res = system.query(f"what is the code of session{j} topic{o} place{o} name{o}?",
-                               scope, T2)
-            run.append({"query_id": r["query_id"], "hits": [list(h) for h in res.hits],
-                        "cartridge": res.cartridge})
-        atom_rows = [{"atom_id": a.atom_id, "source_id": a.source_id, "modality": a.modality,
-                      "holder": a.holder, "observed_at": a.observed_at.isoformat(),
-                      "extent": a.extent} for a in atoms]
+            res = system.query(
+                f"what is the code of session{j} topic{o} place{o} name{o}?", scope, T2
+            )
+            run.append(
+                {
+                    "query_id": r["query_id"],
+                    "hits": [list(h) for h in res.hits],
+                    "cartridge": res.cartridge,
+                }
+            )
+        atom_rows = [
+            {
+                "atom_id": a.atom_id,
+                "source_id": a.source_id,
+                "modality": a.modality,
+                "holder": a.holder,
+                "observed_at": a.observed_at.isoformat(),
+                "extent": a.extent,
+            }
+            for a in atoms
+        ]
         texts = ContentTexts(_ItemsText(items))
-        s = score_items(records, [i.model_dump(mode="json") for i in items], atom_rows,
-                        lines(run), content=texts)
+        s = score_items(
+            records,
+            [i.model_dump(mode="json") for i in items],
+            atom_rows,
+            lines(run),
+            content=texts,
+        )
         figures[name] = aggregate(s, n_resamples=50)["all"]
         figures[name]["run"] = run
     plain, stuffed = figures["bm25"], figures["stuffed"]
@@ -515,14 +656,17 @@ def test_stuffing_the_cartridge_buys_nothing_within_the_budget():
     assert committed == [bool(x["cartridge"]) for x in stuffed["run"]]
     assert 0 < sum(committed) < len(committed)
     assert [x["hits"] for x in plain["run"]] == [x["hits"] for x in stuffed["run"]]
-    assert any(len(x["cartridge"]) > len(y["cartridge"])
-               for x, y in zip(stuffed["run"], plain["run"]))
+    assert any(
+        len(x["cartridge"]) > len(y["cartridge"]) for x, y in zip(stuffed["run"], plain["run"])
+    )
     assert stuffed["context_tokens_committed_p50"]["value"] > 1024
     # volume buys the uncut figure ...
     assert stuffed["answer@cartridge"]["value"] > plain["answer@cartridge"]["value"] + 0.1
     # ... and nothing of the ranked one
-    assert stuffed["answer@cartridge_1024tok"]["value"] <= \
-        plain["answer@cartridge_1024tok"]["value"] + 0.005
+    assert (
+        stuffed["answer@cartridge_1024tok"]["value"]
+        <= plain["answer@cartridge_1024tok"]["value"] + 0.005
+    )
 
 
 class _ItemsText:
@@ -532,8 +676,9 @@ class _ItemsText:
         from membench.content import ChunkConfig
         from membench.metrics.extent_text import READERS
 
-        self.docs = {it.source_id: READERS["conversation"](it, Path("."), ChunkConfig())
-                     for it in items}
+        self.docs = {
+            it.source_id: READERS["conversation"](it, Path("."), ChunkConfig()) for it in items
+        }
 
     def available(self, sid):
         return True
@@ -552,23 +697,44 @@ def test_generated_captions_are_never_answer_text(tmp_path):
 
     assert "image_caption" in GENERATED["conversation"]
     sid = "convh:cap"
-    turns = [{"turn": 1, "speaker": "Ann", "text": "Look at this.",
-              "image_caption": "a photography of a red bicycle"},
-             {"turn": 2, "speaker": "Bo", "text": "My bicycle is blue."}]
+    turns = [
+        {
+            "turn": 1,
+            "speaker": "Ann",
+            "text": "Look at this.",
+            "image_caption": "a photography of a red bicycle",
+        },
+        {"turn": 2, "speaker": "Bo", "text": "My bicycle is blue."},
+    ]
     items = [item(sid, "conversation", holder="convh/ann", content=turns)]
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
     et = ExtentText(tmp_path, tmp_path)
     ext = {"turn_start": 1, "turn_end": 2}
     assert "photography" in et.text(sid, ext) and "photography" not in et.answer_text(sid, ext)
     atoms = [atom("t12", sid, ext, "conversation", "convh/ann")]
-    records = [rec("convh:red", [{"source_id": sid, "region": {"turn": 1}}], answer="red",
-                   m="conversation", holder="convh/ann"),
-               rec("convh:blue", [{"source_id": sid, "region": {"turn": 2}}], answer="blue",
-                   m="conversation", holder="convh/ann")]
-    run = [{"query_id": q, "hits": [["t12", 1.0]], "cartridge": ["t12"]}
-           for q in ("convh:red", "convh:blue")]
-    s = score_items(records, items, atoms, lines(run), content=ContentTexts(ExtentText(
-        tmp_path, tmp_path)))
+    records = [
+        rec(
+            "convh:red",
+            [{"source_id": sid, "region": {"turn": 1}}],
+            answer="red",
+            m="conversation",
+            holder="convh/ann",
+        ),
+        rec(
+            "convh:blue",
+            [{"source_id": sid, "region": {"turn": 2}}],
+            answer="blue",
+            m="conversation",
+            holder="convh/ann",
+        ),
+    ]
+    run = [
+        {"query_id": q, "hits": [["t12", 1.0]], "cartridge": ["t12"]}
+        for q in ("convh:red", "convh:blue")
+    ]
+    s = score_items(
+        records, items, atoms, lines(run), content=ContentTexts(ExtentText(tmp_path, tmp_path))
+    )
     # "red" is only in the generated caption: the record is not answer-bearing
     assert value(s, "answer_bearing", "convh:red") == 0
     assert math.isnan(value(s, "answer@cartridge", "convh:red"))

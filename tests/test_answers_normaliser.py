@@ -14,10 +14,11 @@ def same(a: str, b: str) -> bool:
 
 # ----------------------------------------------------------------------------- normalise
 
+
 def test_unicode_case_and_whitespace():
     assert normalise("  Straße\t\nCAFÉ  ") == "strasse café"
-    assert normalise("ﬁnal") == "final"                       # NFKC ligature
-    assert normalise("１２３") == "123"                         # NFKC full-width digits
+    assert normalise("ﬁnal") == "final"  # NFKC ligature
+    assert normalise("１２３") == "123"  # NFKC full-width digits
     assert same("3\u20134", "3-4") and same("3\u22124", "3-4")  # en dash, minus sign
     assert normalise("\u201cquoted\u201d \u2018too\u2019") == "quoted too"
 
@@ -41,13 +42,14 @@ def test_millions(form):
 def test_other_magnitudes_and_what_is_not_one():
     assert normalise("$2bn") == normalise("2 billion") == "2000000000"
     assert normalise("1.5 trillion") == "1500000000000"
-    assert normalise("$8.8 billion") == "8800000000"           # not 8.8: a stated cost
-    assert normalise("3 m") == "3 m"                           # a suffix must be attached
-    assert normalise("5km 10am 3mm") == "5km 10am 3mm"         # letters after: no magnitude
+    assert normalise("$8.8 billion") == "8800000000"  # not 8.8: a stated cost
+    assert normalise("3 m") == "3 m"  # a suffix must be attached
+    assert normalise("5km 10am 3mm") == "5km 10am 3mm"  # letters after: no magnitude
 
 
-@pytest.mark.parametrize("form", ["50%", "50 %", "50 percent", "50 per cent", "50 Percent",
-                                  "50.0%"])
+@pytest.mark.parametrize(
+    "form", ["50%", "50 %", "50 percent", "50 per cent", "50 Percent", "50.0%"]
+)
 def test_percent_forms(form):
     assert normalise(form) == "50 percent"
 
@@ -57,18 +59,18 @@ def test_decimals():
     assert normalise("12.50") == "12.5"
     assert normalise("12.05") == "12.05"
     assert normalise(".5") == normalise("0.5") == "0.5"
-    assert normalise("It was 12.5.") == "it was 12.5"          # the full stop is punctuation
+    assert normalise("It was 12.5.") == "it was 12.5"  # the full stop is punctuation
     assert normalise("1,200.50") == "1200.5"
 
 
 def test_punctuation_becomes_a_space():
     assert normalise("U.S.") == "u s"
-    assert not same("U.S.", "us")                              # the pronoun stays apart
-    assert not same("U.S.", "US")                              # the stated cost of the rule
+    assert not same("U.S.", "us")  # the pronoun stays apart
+    assert not same("U.S.", "US")  # the stated cost of the rule
     assert same("U.S.", "U. S.")
     assert normalise("Caroline's dog") == "caroline s dog"
     assert normalise("snake_case, (x) & y!") == "snake case x y"
-    assert normalise("-5") == "5"                              # a sign is punctuation
+    assert normalise("-5") == "5"  # a sign is punctuation
 
 
 def test_joiners_kept_only_between_digits():
@@ -79,10 +81,11 @@ def test_joiners_kept_only_between_digits():
 
 # ----------------------------------------------------------------------------- needles
 
+
 def test_no_answer_is_not_extractive():
     assert needles(None, "none") is None
     assert needles("x y", "none") is None
-    assert needles("?!", "str") is None                        # nothing left
+    assert needles("?!", "str") is None  # nothing left
     assert needles("", "str") is None
 
 
@@ -91,8 +94,9 @@ def test_yes_no_is_not_extractive(answer):
     assert needles(answer, "str") is None
 
 
-@pytest.mark.parametrize("answer,fmt", [("2", "int"), (7, "int"), ("a", "str"), (5.0, "float"),
-                                        ("$5", "str")])
+@pytest.mark.parametrize(
+    "answer,fmt", [("2", "int"), (7, "int"), ("a", "str"), (5.0, "float"), ("$5", "str")]
+)
 def test_one_character_is_not_extractive(answer, fmt):
     assert needles(answer, fmt) is None
 
@@ -116,17 +120,18 @@ def test_scalar_answers():
 def test_list_answers():
     assert needles("['gray', 'red']", "list") == ["gray", "red"]
     assert needles("['90%', '42%', '39%']", "list") == ["90 percent", "42 percent", "39 percent"]
-    assert needles(["Home", "home", "Features"], "list") == ["home", "features"]   # no repeats
+    assert needles(["Home", "home", "Features"], "list") == ["home", "features"]  # no repeats
     assert needles("[['ab', 12], ['cd', 34]]", "list") == ["ab", "12", "cd", "34"]
-    assert needles("0.66", "list") == ["0.66"]                 # a literal of one value
+    assert needles("0.66", "list") == ["0.66"]  # a literal of one value
     # every element must be extractive, else the list is not
     assert needles("['A', 'B']", "list") is None
     assert needles("['red', 'yes']", "list") is None
     assert needles("[]", "list") is None
-    assert needles("gray and red", "list") is None             # no list literal
+    assert needles("gray and red", "list") is None  # no list literal
 
 
 # ----------------------------------------------------------------------------- occurs
+
 
 def test_token_boundaries():
     assert not occurs(["12"], "123 apples")
@@ -145,8 +150,8 @@ def test_number_forms_meet():
     assert occurs(needles("3 million", "str"), "$3M raised")
     assert occurs(needles("50%", "str"), "50 per cent of adults")
     assert occurs(needles(12, "int"), "grew 12.0 points")
-    assert occurs(needles(50, "int"), "50% of adults")          # the number of a percentage
-    assert not occurs(needles("50%", "str"), "50 adults")       # but not the other way
+    assert occurs(needles(50, "int"), "50% of adults")  # the number of a percentage
+    assert not occurs(needles("50%", "str"), "50 adults")  # but not the other way
 
 
 def test_a_number_inside_a_date_is_not_found_alone():

@@ -23,15 +23,32 @@ from membench.core.paths import REPO_ROOT
 
 API_MD = REPO_ROOT / "docs" / "api.md"
 #: what ``import membench`` must not load (the pipeline's heavy dependencies)
-HEAVY = ("pandas", "numpy", "torch", "onnxruntime", "openvino", "pyarrow", "matplotlib",
-         "ipywidgets", "pydantic", "tantivy", "sklearn", "scipy")
-MAX_IMPORT_CPU = 0.2                # seconds of CPU for `import membench`
+HEAVY = (
+    "pandas",
+    "numpy",
+    "torch",
+    "onnxruntime",
+    "openvino",
+    "pyarrow",
+    "matplotlib",
+    "ipywidgets",
+    "pydantic",
+    "tantivy",
+    "sklearn",
+    "scipy",
+)
+MAX_IMPORT_CPU = 0.2  # seconds of CPU for `import membench`
 
 
 def _fresh(code: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, text=True,
-                          capture_output=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        text=True,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -44,11 +61,11 @@ def test_import_is_light_in_a_fresh_process():
         "cpu = time.process_time() - t\n"
         f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
         "ours = sorted(m for m in sys.modules if m.startswith('membench'))\n"
-        "print(json.dumps({'cpu': cpu, 'heavy': heavy, 'ours': ours, 'file': mb.__file__}))")
+        "print(json.dumps({'cpu': cpu, 'heavy': heavy, 'ours': ours, 'file': mb.__file__}))"
+    )
     assert Path(out["file"]).resolve() == (REPO_ROOT / "membench" / "__init__.py").resolve()
     assert out["heavy"] == []
-    assert out["ours"] == ["membench", "membench.core", "membench.core.version",
-                           "membench.moved"]
+    assert out["ours"] == ["membench", "membench.core", "membench.core.version", "membench.moved"]
     assert out["cpu"] < MAX_IMPORT_CPU, f"import membench took {out['cpu']:.3f} s of CPU"
 
 
@@ -61,19 +78,30 @@ def test_one_name_loads_only_what_it_wraps():
         "f = mb.write_trec\n"
         f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
         "print(json.dumps({'heavy': heavy, 'rundir': 'membench.metrics.rundir' in sys.modules,"
-        " 'name': f.__module__ + '.' + f.__name__}))")
+        " 'name': f.__module__ + '.' + f.__name__}))"
+    )
     assert out == {"heavy": [], "rundir": False, "name": "membench.api.write_trec"}
 
 
 def test_every_name_of_the_door_resolves():
     from membench import api, page
-
     from membench.content import chunk
     from membench.contract.protocol import Result
 
-    assert membench.__all__ == ["open_sets", "open_run", "run_system", "score", "compare",
-                                "leaderboard", "read_trec", "write_trec", "browse", "page",
-                                "Result", "chunk"]
+    assert membench.__all__ == [
+        "open_sets",
+        "open_run",
+        "run_system",
+        "score",
+        "compare",
+        "leaderboard",
+        "read_trec",
+        "write_trec",
+        "browse",
+        "page",
+        "Result",
+        "chunk",
+    ]
     wrapped = {"page": page, "Result": Result, "chunk": chunk}
     for name in membench.__all__:
         value = getattr(membench, name)
@@ -106,8 +134,11 @@ def test_page_homes_are_its_type_checking_imports():
     from membench import page
 
     tree = ast.parse(Path(page.__file__).read_text(encoding="utf-8"))
-    block = next(n for n in tree.body if isinstance(n, ast.If)
-                 and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    block = next(
+        n
+        for n in tree.body
+        if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING"
+    )
     seen: dict[str, set[str]] = {}
     for node in block.body:
         assert isinstance(node, ast.ImportFrom) and node.level == 1
@@ -148,8 +179,15 @@ def made(tmp_path_factory):
     frozen = freeze(corpus, root, {"MEMBENCH_CACHE": str(root / "cache")})
     work = root / "work"
     for name in ("random", "newest"):
-        run_system(make_system(name), frozen["sets"], "dev", work / "runs" / f"{name}-dev",
-                   corpus, manifest=frozen["manifest"], lock=frozen["lock"])
+        run_system(
+            make_system(name),
+            frozen["sets"],
+            "dev",
+            work / "runs" / f"{name}-dev",
+            corpus,
+            manifest=frozen["manifest"],
+            lock=frozen["lock"],
+        )
     # the store the leaderboard example writes, here (not the checkout's runs/leaderboard)
     (work / "runs" / "leaderboard").mkdir()
     return {**frozen, "corpus": corpus, "work": work, "cache": root / "cache"}
@@ -218,11 +256,15 @@ def outside_the_door(where: str, source: str) -> list[str]:
     bad = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            bad += [f"{where}:{node.lineno}: import {a.name}" for a in node.names
-                    if a.name.startswith("membench.")]
+            bad += [
+                f"{where}:{node.lineno}: import {a.name}"
+                for a in node.names
+                if a.name.startswith("membench.")
+            ]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("membench"):
             allowed = {"membench": membench.__all__, "membench.page": page.__all__}.get(
-                node.module, ())
+                node.module, ()
+            )
             names = [a.name for a in node.names]
             if node.level or not set(names) <= set(allowed):
                 bad.append(f"{where}:{node.lineno}: from {node.module} import {', '.join(names)}")
@@ -230,21 +272,33 @@ def outside_the_door(where: str, source: str) -> list[str]:
 
 
 def test_the_door_check_finds_what_it_must():
-    assert outside_the_door("x", "import membench as mb\nfrom membench import page, browse\n"
-                                 "from membench.page import show, frames\n") == []
+    assert (
+        outside_the_door(
+            "x",
+            "import membench as mb\nfrom membench import page, browse\n"
+            "from membench.page import show, frames\n",
+        )
+        == []
+    )
     assert outside_the_door("x", "from membench.report.tables import show\n") == [
-        "x:1: from membench.report.tables import show"]
+        "x:1: from membench.report.tables import show"
+    ]
     assert outside_the_door("x", "import membench.metrics.rundir\n") == [
-        "x:1: import membench.metrics.rundir"]
+        "x:1: import membench.metrics.rundir"
+    ]
     assert outside_the_door("x", "if 1:\n    from membench import RunDir\n") == [
-        "x:2: from membench import RunDir"]
+        "x:2: from membench import RunDir"
+    ]
     assert outside_the_door("x", "from membench.page import RunDir\n") == [
-        "x:1: from membench.page import RunDir"]
+        "x:1: from membench.page import RunDir"
+    ]
 
 
 def test_notebooks_and_examples_import_only_from_the_door():
-    files = [*sorted((REPO_ROOT / "notebooks").glob("*.ipynb")),
-             *sorted((REPO_ROOT / "examples").glob("*.py"))]
+    files = [
+        *sorted((REPO_ROOT / "notebooks").glob("*.ipynb")),
+        *sorted((REPO_ROOT / "examples").glob("*.py")),
+    ]
     assert len(files) >= 10
     bad = [line for f in files for where, src in _code(f) for line in outside_the_door(where, src)]
     assert not bad, "imports past the door (docs/api.md):\n" + "\n".join(bad)

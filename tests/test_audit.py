@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from membench.cli import main
+from membench.contract.schema import AnnotationRecord, SourceItem
 from membench.core.hashing import stable_hash
 from membench.sets.audit import (
     AUC_GATE,
@@ -19,7 +20,6 @@ from membench.sets.audit import (
     render_audit,
     roc_auc,
 )
-from membench.contract.schema import AnnotationRecord, SourceItem
 from membench.sets.select import presentation_order
 
 T = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -27,25 +27,32 @@ H = timedelta(hours=1)
 
 
 def item(sid, holder, hours):
-    return SourceItem(source_id=sid, modality="image", holder=holder,
-                      observed_at=T + hours * H, content="x")
+    return SourceItem(
+        source_id=sid, modality="image", holder=holder, observed_at=T + hours * H, content="x"
+    )
 
 
 def record(qid, holder, as_of, unanswerable=False, question=None, split="dev", origin=None):
     return AnnotationRecord(
-        query_id=qid, modality="image", question=question or f"question {qid}?",
-        answer=None if unanswerable else "a", answer_format="none" if unanswerable else "str",
+        query_id=qid,
+        modality="image",
+        question=question or f"question {qid}?",
+        answer=None if unanswerable else "a",
+        answer_format="none" if unanswerable else "str",
         gold=[] if unanswerable else [{"source_id": f"{holder}:0", "region": {}}],
-        scope={"holder": holder, "scenario": "s"}, as_of=as_of, unanswerable=unanswerable,
-        split=split, origin={"dataset": "d", "revision": "r", "item": qid, "license": "L",
-                             **(origin or {})})
+        scope={"holder": holder, "scenario": "s"},
+        as_of=as_of,
+        unanswerable=unanswerable,
+        split=split,
+        origin={"dataset": "d", "revision": "r", "item": qid, "license": "L", **(origin or {})},
+    )
 
 
 def test_roc_auc_is_sklearns():
     from sklearn.metrics import roc_auc_score
 
     rng = np.random.default_rng(1)
-    s = rng.integers(0, 5, 300).astype(float)         # many ties
+    s = rng.integers(0, 5, 300).astype(float)  # many ties
     y = rng.random(300) < 0.3
     assert roc_auc(s, y) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
 
@@ -60,9 +67,12 @@ def test_balanced_accuracy_takes_the_better_direction():
 
 def test_features_of_hand_made_records():
     items = [item(f"h1:{i}", "h1", i) for i in range(4)] + [item("h2:0", "h2", 0)]
-    recs = [record("q1", "h1", T + 1.25 * H), record("q2", "h1", T + 3.5 * H, question="same?"),
-            record("q3", "h2", T + 2 * H, question="same?", unanswerable=True),
-            record("q4", "h1", T + 3.75 * H, question="same?")]
+    recs = [
+        record("q1", "h1", T + 1.25 * H),
+        record("q2", "h1", T + 3.5 * H, question="same?"),
+        record("q3", "h2", T + 2 * H, question="same?", unanswerable=True),
+        record("q4", "h1", T + 3.75 * H, question="same?"),
+    ]
     f = {r["query_id"]: r for r in features(recs, items)}
     q1 = f["q1"]
     assert (q1["visible"], q1["items"], q1["visible_share"]) == (2, 4, 0.5)
@@ -88,18 +98,20 @@ def write_sets(tmp_path, tell: bool):
     for k in range(400):
         h = k % 40
         un = stable_hash("u", str(k)) % 4 == 0
-        slot = (stable_hash("s", str(k)) % 10)
+        slot = stable_hash("s", str(k)) % 10
         if tell:
             slot = 9 if not un else slot % 9
         as_of = T + slot * H + timedelta(seconds=stable_hash("o", str(k)) % 3600)
         r = record(f"src:{k}", f"h{h}", as_of, unanswerable=un)
         if not un:
-            r = r.model_copy(update={"gold": [r.gold[0].model_copy(
-                update={"source_id": f"h{h}:0"})]})
+            r = r.model_copy(
+                update={"gold": [r.gold[0].model_copy(update={"source_id": f"h{h}:0"})]}
+            )
         recs.append(r)
     (d / "items.jsonl").write_text("".join(i.model_dump_json() + "\n" for i in items))
-    (d / "image.jsonl").write_text("".join(r.model_dump_json(exclude_none=True) + "\n"
-                                           for r in recs))
+    (d / "image.jsonl").write_text(
+        "".join(r.model_dump_json(exclude_none=True) + "\n" for r in recs)
+    )
     for m in ("pdf", "ui_screenshot", "video", "code", "conversation"):
         (d / f"{m}.jsonl").write_text("")
     return d
@@ -126,8 +138,9 @@ def test_a_planted_tell_fails_the_gates_and_a_fair_set_passes(tmp_path, capsys):
 def test_small_modalities_are_reported_not_gated(tmp_path):
     d = write_sets(tmp_path, True)
     lines = (d / "image.jsonl").read_text().splitlines()
-    keep = [x for x in lines if '"unanswerable":true' in x][:5] + \
-        [x for x in lines if '"unanswerable":false' in x][:50]
+    keep = [x for x in lines if '"unanswerable":true' in x][:5] + [
+        x for x in lines if '"unanswerable":false' in x
+    ][:50]
     (d / "image.jsonl").write_text("\n".join(keep) + "\n")
     a = audit_sets(d)
     assert not a.modalities["image"].gated and a.ok
@@ -135,20 +148,36 @@ def test_small_modalities_are_reported_not_gated(tmp_path):
 
 
 def test_text_features_read_questions_speakers_and_file_names():
-    items = [SourceItem(source_id="src:alpha-report.pdf", modality="image", holder="h1",
-                        observed_at=T, content="x", meta={"speakers": ["Caroline"]}),
-             SourceItem(source_id="src:beta-notes.pdf", modality="image", holder="h2",
-                        observed_at=T, content="x", meta={"speakers": ["Jon"]})]
-    recs = [record("q1", "h1", T + H, question="What did Jon say about the beta budget?"),
-            record("q2", "h2", T + H, question="What did Jon say about the beta plan?"),
-            record("q3", "h1", T + H, question="Where did Caroline go in 2031?"),
-            record("q4", "h1", T + H, question="Where did Caroline go in 2020? ")]
+    items = [
+        SourceItem(
+            source_id="src:alpha-report.pdf",
+            modality="image",
+            holder="h1",
+            observed_at=T,
+            content="x",
+            meta={"speakers": ["Caroline"]},
+        ),
+        SourceItem(
+            source_id="src:beta-notes.pdf",
+            modality="image",
+            holder="h2",
+            observed_at=T,
+            content="x",
+            meta={"speakers": ["Jon"]},
+        ),
+    ]
+    recs = [
+        record("q1", "h1", T + H, question="What did Jon say about the beta budget?"),
+        record("q2", "h2", T + H, question="What did Jon say about the beta plan?"),
+        record("q3", "h1", T + H, question="Where did Caroline go in 2031?"),
+        record("q4", "h1", T + H, question="Where did Caroline go in 2020? "),
+    ]
     f = {r["query_id"]: r for r in features(recs, items)}
     q1 = f["q1"]
     assert (q1["speaker_own"], q1["speaker_other"]) == (0, 1)
-    assert (q1["file_own"], q1["file_other"]) == (0, 1)       # "beta" is h2's file name
+    assert (q1["file_own"], q1["file_other"]) == (0, 1)  # "beta" is h2's file name
     assert q1["nn_other"] == 1 and q1["sim_other"] > q1["sim_own"]
-    assert q1["names_own_qs"] == 0 and q1["names_other_qs"] == 1   # "jon": only h2 asks it
+    assert q1["names_own_qs"] == 0 and q1["names_other_qs"] == 1  # "jon": only h2 asks it
     assert f["q3"]["speaker_own"] == 1 and f["q3"]["speaker_other"] == 0
     assert f["q3"]["nn_other"] == 0 and f["q3"]["sim_own"] > 0.5
     assert (f["q3"]["year_after_as_of"], f["q4"]["year_after_as_of"]) == (1, 0)
@@ -186,26 +215,39 @@ def test_the_sister_and_date_features_of_hand_made_records():
     from membench.sets.audit import date_after, named_dates
 
     items = [item("h1:0", "h1", 0), item("h2:0", "h2", 0)]
-    recs = [record("q1", "h1", T + 2 * H, question="What colour is the red kite in the park?"),
-            record("q2", "h1", T + 5 * H, question="What colour is the red kite?"),
-            record("q3", "h1", T + 9 * H, question="Who sold the old boat?"),
-            record("q4", "h2", T + 1 * H, question="Who sold the old boat to Ann?"),
-            record("q5", "h1", T + 3 * H, question="What did Ann do on 2 January 2024?")]
+    recs = [
+        record("q1", "h1", T + 2 * H, question="What colour is the red kite in the park?"),
+        record("q2", "h1", T + 5 * H, question="What colour is the red kite?"),
+        record("q3", "h1", T + 9 * H, question="Who sold the old boat?"),
+        record("q4", "h2", T + 1 * H, question="Who sold the old boat to Ann?"),
+        record("q5", "h1", T + 3 * H, question="What did Ann do on 2 January 2024?"),
+    ]
     f = {r["query_id"]: r for r in features(recs, items)}
     # the sister is the nearest question of the same holder, wherever the other holders' are
     assert (f["q1"]["nn_own_later"], f["q2"]["nn_own_later"]) == (1, 0)
-    assert f["q3"]["nn_own_later"] == 0          # its nearest (q4) is another holder's
-    assert f["q4"]["nn_own_later"] == 0          # h2 has no other question
+    assert f["q3"]["nn_own_later"] == 0  # its nearest (q4) is another holder's
+    assert f["q4"]["nn_own_later"] == 0  # h2 has no other question
     # q5 names 2 January 2024, after its as_of (1 January 2024, 03:00)
     assert (f["q5"]["date_after_as_of"], f["q1"]["date_after_as_of"]) == (1, 0)
     assert named_dates("On May 8, 2023, in June 2022 and in 2031?") == [
-        (2023, 5, 8), (2022, 6, 0), (2031, 0, 0)]
+        (2023, 5, 8),
+        (2022, 6, 0),
+        (2031, 0, 0),
+    ]
     assert named_dates("the 3rd of July, 2023") == [(2023, 7, 3)]
     assert named_dates("Who may 2 people ask?") == []
     t = datetime(2023, 5, 7, 12, tzinfo=timezone.utc)
-    assert [date_after(q, t) for q in ("on 8 May 2023", "on 7 May 2023", "in May 2023",
-                                       "in June 2023", "in 2023", "in 2024")] == [
-        True, False, False, True, False, True]
+    assert [
+        date_after(q, t)
+        for q in (
+            "on 8 May 2023",
+            "on 7 May 2023",
+            "in May 2023",
+            "in June 2023",
+            "in 2023",
+            "in 2024",
+        )
+    ] == [True, False, False, True, False, True]
 
 
 def test_the_sister_and_date_rules_are_gated(tmp_path, monkeypatch):
@@ -216,16 +258,18 @@ def test_the_sister_and_date_rules_are_gated(tmp_path, monkeypatch):
     assert set(x.adversary) == set(audit.ADVERSARY_RULES) and a.ok
     assert not set(x.adversary) & set(x.rules)
     assert "sister and date rules" in render_audit(a)
-    x.adversary["sister_later"] = 0.99          # over the rule gate: a failure, a TELL finding
+    x.adversary["sister_later"] = 0.99  # over the rule gate: a failure, a TELL finding
     assert not a.ok
-    assert a.failures() == ["image: rule 'its most similar question of the same holder is "
-                            "asked at a later as_of (the sister rule)' balanced accuracy 0.990 "
-                            "> 0.6"]
+    assert a.failures() == [
+        "image: rule 'its most similar question of the same holder is "
+        "asked at a later as_of (the sister rule)' balanced accuracy 0.990 "
+        "> 0.6"
+    ]
     assert "sister later 0.99 (over 0.6)" in render_audit(a)
     from membench.sets.validate import audit_findings
 
     assert [f.rule for f in audit_findings(tmp_path, a)] == ["TELL"]
-    monkeypatch.setattr(audit, "ADVERSARY_RULES_GATED", False)   # the flag: reported only
+    monkeypatch.setattr(audit, "ADVERSARY_RULES_GATED", False)  # the flag: reported only
     assert a.ok and not a.failures() and "not gated" in render_audit(a)
 
 
@@ -249,14 +293,15 @@ def write_sister_sets(tmp_path, tell: bool):
                     slot = 1 if un else 8
                 else:
                     slot = 1 + stable_hash("s", str(h), str(k), colour) % 8
-                as_of = T + slot * H + timedelta(
-                    minutes=stable_hash("m", str(h), str(k), colour) % 60)
+                as_of = (
+                    T + slot * H + timedelta(minutes=stable_hash("m", str(h), str(k), colour) % 60)
+                )
                 q = f"Which shelf holds the {colour} {topic} of room {h}?"
-                recs.append(record(f"src:{h}-{k}-{c}", f"h{h}", as_of, unanswerable=un,
-                                   question=q))
+                recs.append(record(f"src:{h}-{k}-{c}", f"h{h}", as_of, unanswerable=un, question=q))
     (d / "items.jsonl").write_text("".join(i.model_dump_json() + "\n" for i in items))
-    (d / "image.jsonl").write_text("".join(r.model_dump_json(exclude_none=True) + "\n"
-                                           for r in recs))
+    (d / "image.jsonl").write_text(
+        "".join(r.model_dump_json(exclude_none=True) + "\n" for r in recs)
+    )
     for m in ("pdf", "ui_screenshot", "video", "code", "conversation"):
         (d / f"{m}.jsonl").write_text("")
     return d
@@ -282,17 +327,25 @@ def test_the_joint_classifier_and_the_sister_rule_catch_a_sister_tell(tmp_path):
 def _read(d):
     from membench.core.jsonl import read_models
 
-    return (read_models(d / "image.jsonl", AnnotationRecord),
-            read_models(d / "items.jsonl", SourceItem))
+    return (
+        read_models(d / "image.jsonl", AnnotationRecord),
+        read_models(d / "items.jsonl", SourceItem),
+    )
 
 
 def test_the_date_features_of_the_joint_classifier():
-    items = [item("h1:0", "h1", 0), item("h1:1", "h1", 20), item("h1:2", "h1", 48),
-             item("h2:0", "h2", 0)]
-    recs = [record("q1", "h1", T + 12 * H, question="What did Ann buy on 3 January 2024?"),
-            record("q2", "h1", T + 12 * H, question="What did Ann buy in 2023 and 2024?"),
-            record("q3", "h1", T + 30 * H, question="What did Ann buy in 2023?"),
-            record("q4", "h2", T + 30 * H, question="Who came?")]
+    items = [
+        item("h1:0", "h1", 0),
+        item("h1:1", "h1", 20),
+        item("h1:2", "h1", 48),
+        item("h2:0", "h2", 0),
+    ]
+    recs = [
+        record("q1", "h1", T + 12 * H, question="What did Ann buy on 3 January 2024?"),
+        record("q2", "h1", T + 12 * H, question="What did Ann buy in 2023 and 2024?"),
+        record("q3", "h1", T + 30 * H, question="What did Ann buy in 2023?"),
+        record("q4", "h2", T + 30 * H, question="Who came?"),
+    ]
     f = {r["query_id"]: r for r in features(recs, items)}
     assert f["q1"]["n_dates"] == 1 and f["q1"]["date_lead_days"] == pytest.approx(1.5)
     assert f["q1"]["date_after_as_of"] == 1
@@ -302,7 +355,7 @@ def test_the_date_features_of_the_joint_classifier():
     assert f["q1"]["sister_dir"] == 0 and f["q1"]["sister_slot_gap"] == 0
     assert f["q3"]["sister_dir"] == -1 and f["q3"]["sister_slot_gap"] == -1
     assert f["q3"]["sister_gap_s"] == pytest.approx(-np.log1p(18 * 3600))
-    assert f["q2"]["near3_later"] == pytest.approx(0.5)     # q1 (same as_of) and q3 (later)
+    assert f["q2"]["near3_later"] == pytest.approx(0.5)  # q1 (same as_of) and q3 (later)
     assert (f["q4"]["sister_dir"], f["q4"]["near3_later"]) == (0, 0)
 
 
@@ -314,8 +367,9 @@ def test_the_gates_read_the_audited_population_only(tmp_path):
     extra = []
     for k in range(120):
         h = k % 40
-        r = record(f"locomo:n{k}", f"h{h}", T + 0.5 * H, unanswerable=True,
-                   question=f"question n{k}?")
+        r = record(
+            f"locomo:n{k}", f"h{h}", T + 0.5 * H, unanswerable=True, question=f"question n{k}?"
+        )
         assert r.origin.audited is False
         extra.append(r.model_dump_json(exclude_none=True))
     (d / "image.jsonl").write_text("\n".join(lines + extra) + "\n")
@@ -366,8 +420,12 @@ def test_the_cache_gives_back_every_figure(tmp_path, monkeypatch):
 
     monkeypatch.setattr(audit, "audit_sets", recomputed)
     again = audit.audit_sets_cached(d)
-    assert json.dumps(again.as_dict(), sort_keys=True) == \
-        json.dumps(json.loads(json.dumps(first.as_dict())), sort_keys=True)
+    assert json.dumps(again.as_dict(), sort_keys=True) == json.dumps(
+        json.loads(json.dumps(first.as_dict())), sort_keys=True
+    )
     m = again.modalities["image"]
-    assert m.auc_joint is not None and m.ci_unit == "holder" and set(m.adversary) == {
-        "sister_later", "date_after"}
+    assert (
+        m.auc_joint is not None
+        and m.ci_unit == "holder"
+        and set(m.adversary) == {"sister_later", "date_after"}
+    )

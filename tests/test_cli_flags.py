@@ -50,9 +50,16 @@ def _parse(argv: list[str]) -> tuple[int | None, str]:
 
 def _bad_values(kind) -> list[str]:
     lo, hi = kind.range
-    bad = [str(lo - 1) if isinstance(lo, int) else str(lo), str(hi + 1) if isinstance(hi, int)
-           else repr(hi * 2), "99999999999999999999999", "-99999999999999999999999",
-           "9" * 5000, "", "x", "1e3x"]
+    bad = [
+        str(lo - 1) if isinstance(lo, int) else str(lo),
+        str(hi + 1) if isinstance(hi, int) else repr(hi * 2),
+        "99999999999999999999999",
+        "-99999999999999999999999",
+        "9" * 5000,
+        "",
+        "x",
+        "1e3x",
+    ]
     if isinstance(lo, float) or isinstance(hi, float):
         bad += ["nan", "inf", "-inf", "1e309"]
     else:
@@ -62,10 +69,19 @@ def _bad_values(kind) -> list[str]:
 
 def test_the_walk_finds_the_flags_it_should():
     names = {(c, o) for c, o, _ in numeric_options()}
-    assert {("run", "--limit"), ("run", "--workers"), ("run", "--sample-seed"),
-            ("run", "--connect-timeout"), ("serve", "--port"), ("pool", "--share"),
-            ("pool", "--rrf-k"), ("verify", "--seed"), ("report", "--jobs"),
-            ("synth", "--atoms"), ("q2d", "--share")} <= names
+    assert {
+        ("run", "--limit"),
+        ("run", "--workers"),
+        ("run", "--sample-seed"),
+        ("run", "--connect-timeout"),
+        ("serve", "--port"),
+        ("pool", "--share"),
+        ("pool", "--rrf-k"),
+        ("verify", "--seed"),
+        ("report", "--jobs"),
+        ("synth", "--atoms"),
+        ("q2d", "--share"),
+    } <= names
     assert ELSEWHERE <= names
 
 
@@ -82,17 +98,22 @@ def test_every_numeric_flag_states_a_range_and_refuses_outside_it(cmd, opt, kind
         errors = [ln for ln in lines if ": error: " in ln]
         assert len(errors) == 1 and errors[0] == lines[-1], (cmd, opt, value, err)
         assert f"argument {opt}" in errors[0], errors[0]
-        assert len(errors[0]) < 300, errors[0]      # a 5,000-digit value is not echoed whole
-    for value in {hi} if getattr(kind, "lo_open", False) else {lo, hi}:   # the ends are taken
+        assert len(errors[0]) < 300, errors[0]  # a 5,000-digit value is not echoed whole
+    for value in {hi} if getattr(kind, "lo_open", False) else {lo, hi}:  # the ends are taken
         assert kind(str(value)) == value
 
 
 def test_a_refusal_states_the_range_and_the_bound():
     code, err = _parse(["run", "--limit", "99999999999999999999999"])
     assert code == 2
-    assert err.strip().splitlines()[-1].endswith(
-        "argument --limit: must be 1 to 2,147,483,647 (bound flag_count), got "
-        "'99999999999999999999999'")
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .endswith(
+            "argument --limit: must be 1 to 2,147,483,647 (bound flag_count), got "
+            "'99999999999999999999999'"
+        )
+    )
     code, err = _parse(["run", "--connect-timeout", "nan"])
     assert code == 2 and "must be > 0 and <= 86400 s (bound flag_seconds), got 'nan'" in err
 

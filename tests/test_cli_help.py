@@ -41,7 +41,7 @@ def _subcommands() -> list[str]:
 
 
 def help_texts() -> dict[str, str]:
-    """"" -> `membench --help`, "<cmd>" -> `membench <cmd> --help` (as the fixture holds them)."""
+    """ "" -> `membench --help`, "<cmd>" -> `membench <cmd> --help` (as the fixture holds them)."""
     return {"": _help_of(["--help"]), **{n: _help_of([n, "--help"]) for n in _subcommands()}}
 
 
@@ -52,7 +52,7 @@ def snapshot() -> dict[str, str]:
 
 @pytest.fixture
 def columns_100(monkeypatch):
-    monkeypatch.setenv("COLUMNS", "100")     # before any parser is built or formats help
+    monkeypatch.setenv("COLUMNS", "100")  # before any parser is built or formats help
 
 
 def test_the_same_subcommands(columns_100, snapshot):
@@ -64,8 +64,9 @@ def test_membench_help_is_unchanged(columns_100, snapshot):
     assert _help_of(["--help"]) == snapshot[""]
 
 
-@pytest.mark.parametrize("cmd", sorted(json.loads(FIXTURE.read_text(encoding="utf-8")).keys()
-                                       - {""}))
+@pytest.mark.parametrize(
+    "cmd", sorted(json.loads(FIXTURE.read_text(encoding="utf-8")).keys() - {""})
+)
 def test_subcommand_help_is_unchanged(columns_100, snapshot, cmd):
     assert _help_of([cmd, "--help"]) == snapshot[cmd]
 
@@ -91,16 +92,18 @@ def test_command_modules_never_import_the_package():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is None:
                 bad.append(f"{path.name}:{node.lineno}: from . import ...")
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and \
-                    node.module == "membench.cli":
+            elif (
+                isinstance(node, ast.ImportFrom)
+                and node.level == 0
+                and node.module == "membench.cli"
+            ):
                 bad.append(f"{path.name}:{node.lineno}: from membench.cli import ...")
-            elif isinstance(node, ast.Import) and any(a.name == "membench.cli"
-                                                      for a in node.names):
+            elif isinstance(node, ast.Import) and any(a.name == "membench.cli" for a in node.names):
                 bad.append(f"{path.name}:{node.lineno}: import membench.cli")
     assert not bad, bad
 
 
-if __name__ == "__main__":      # rewrite the fixture (the module docstring)
+if __name__ == "__main__":  # rewrite the fixture (the module docstring)
     import sys
 
     json.dump(help_texts(), sys.stdout, indent=1, sort_keys=True)

@@ -44,7 +44,7 @@ def test_paired_test_identical_and_shifted():
     t = paired_test(a + 1.0, a, "k", n_resamples=B)
     assert t["diff"] == pytest.approx(1.0)
     assert t["diff_ci95_lo"] == pytest.approx(1.0) and t["diff_ci95_hi"] == pytest.approx(1.0)
-    assert t["p_permutation"] == pytest.approx(1 / (B + 1))      # never exactly 0
+    assert t["p_permutation"] == pytest.approx(1 / (B + 1))  # never exactly 0
     assert t["p_bootstrap"] == pytest.approx(1 / (B + 1))
 
 
@@ -70,7 +70,7 @@ def test_holm():
     p = np.array([0.01, 0.04, np.nan, 0.03])
     h = holm(p)
     assert h[0] == pytest.approx(0.03) and h[3] == pytest.approx(0.06)
-    assert h[1] == pytest.approx(0.06) and np.isnan(h[2])        # monotone
+    assert h[1] == pytest.approx(0.06) and np.isnan(h[2])  # monotone
 
 
 # --------------------------------------------------------------------------- real runs
@@ -93,10 +93,16 @@ def test_oracle_vs_random(oracle_vs_random, runs):
         assert r["diff"] > 0 and r["diff_ci95_lo"] > 0
         assert r["p_permutation"] < 0.01 and r["p_bootstrap"] < 0.01 and r["significant_0.05"]
     fr = p.loc[("all", "false_recall_rate")]
-    assert fr["diff"] < 0 and fr["p_permutation"] < 0.01     # the oracle abstains
-    assert set(c.pairs["metric"]) == {"recall@10", "ndcg@10", "mrr", "false_recall_rate",
-                                      "abstain_rate_answerable", "answerable_kept@fr0.10",
-                                      "abstention_auc"}
+    assert fr["diff"] < 0 and fr["p_permutation"] < 0.01  # the oracle abstains
+    assert set(c.pairs["metric"]) == {
+        "recall@10",
+        "ndcg@10",
+        "mrr",
+        "false_recall_rate",
+        "abstain_rate_answerable",
+        "answerable_kept@fr0.10",
+        "abstention_auc",
+    }
     per_item = ~c.pairs["metric"].isin(["answerable_kept@fr0.10", "abstention_auc"])
     assert (c.pairs["n"] == c.pairs["denominator"])[per_item].all()
     # the abstention-order statistics: a paired bootstrap, no permutation p; the oracle
@@ -165,8 +171,20 @@ def test_compare_command(runs, capsys, tmp_path):
     from membench.cli import main
 
     out = tmp_path / "pairs.json"
-    assert main(["compare", str(runs["oracle"]), str(runs["random"]), "--resamples", "200",
-                 "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(runs["oracle"]),
+                str(runs["random"]),
+                "--resamples",
+                "200",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     # the oracle saw the gold: every table names it so
     assert "2 systems: oracle [NOT A VALID SUBMISSION: saw the gold]" in text
@@ -174,13 +192,22 @@ def test_compare_command(runs, capsys, tmp_path):
     # the oracle's recall@10 over all items, with its n/denominator, side by side
     comp = compare_runs([runs["oracle"], runs["random"]], n_resamples=200)
     assert comp.labels == ["oracle [NOT A VALID SUBMISSION: saw the gold]", "random"]
-    row = comp.summary[(comp.summary["scope"] == "all") & (comp.summary["metric"] == "recall@10")
-                       & (comp.summary["system"] == comp.labels[0])].iloc[0]
+    row = comp.summary[
+        (comp.summary["scope"] == "all")
+        & (comp.summary["metric"] == "recall@10")
+        & (comp.summary["system"] == comp.labels[0])
+    ].iloc[0]
     assert f"{row['value']:.4f} ({row['n']}/{row['denominator']})" in text
     pairs = json.loads(out.read_text())
-    assert {p["metric"] for p in pairs} == {"recall@10", "ndcg@10", "mrr", "false_recall_rate",
-                                            "abstain_rate_answerable", "answerable_kept@fr0.10",
-                                            "abstention_auc"}
+    assert {p["metric"] for p in pairs} == {
+        "recall@10",
+        "ndcg@10",
+        "mrr",
+        "false_recall_rate",
+        "abstain_rate_answerable",
+        "answerable_kept@fr0.10",
+        "abstention_auc",
+    }
     assert "abstain_rate_answerable" in text and "answerable_kept@fr0.10" in text
     # one run is not a comparison: a located one-line error, exit 2
     assert main(["compare", str(runs["oracle"])]) == 2
@@ -198,7 +225,7 @@ class _Scores:
         self.modality = list(modality or ["pdf"] * len(ids))
         self.values = {k: np.asarray(v, dtype=float) for k, v in values.items()}
         self.latency_ms = np.asarray(latency, dtype=float)
-        if abst is not None:      # the abstention order: score, kept, answerable, audited
+        if abst is not None:  # the abstention order: score, kept, answerable, audited
             self.abstention_score = np.asarray(abst, dtype=float)
             self.cartridge_size = np.ones(len(ids), dtype=int)
             self.answerable = np.asarray(answerable, dtype=bool)
@@ -219,26 +246,59 @@ def test_best_systems_margin_test_ties_and_percentiles():
     fr_lo = np.where(np.arange(n) % 2 == 0, np.nan, (rng.random(n) < 0.1).astype(float))
     fr_hi = np.where(np.arange(n) % 2 == 0, np.nan, (rng.random(n) < 0.5).astype(float))
     same = np.ones(n)
-    a = _Scores(ids, {"recall@10": good, "false_recall_rate": fr_lo, "holder_correctness": same,
-                      "abstain_rate_answerable": bad},
-                np.full(n, 5.0))
-    rev = slice(None, None, -1)                                 # b lists its items backwards
-    b = _Scores(ids[rev], {"recall@10": bad[rev], "false_recall_rate": fr_hi[rev],
-                           "holder_correctness": same, "abstain_rate_answerable": bad[rev]},
-                np.full(n, 1.0))
-    c = _Scores(ids, {"recall@10": bad, "false_recall_rate": fr_hi, "holder_correctness": same,
-                      "abstain_rate_answerable": good}, np.full(n, 9.0))
-    rows = {r["measure"]: r for r in best_systems(
-        {"a": a, "b": b, "c": c}, measures=("recall@10", "false_recall_rate",
-                                            "holder_correctness", "abstain_rate_answerable",
-                                            "latency_p50_ms", "mrr"), n_resamples=2000)}
-    assert "mrr" not in rows                                # not carried per item: left out
+    a = _Scores(
+        ids,
+        {
+            "recall@10": good,
+            "false_recall_rate": fr_lo,
+            "holder_correctness": same,
+            "abstain_rate_answerable": bad,
+        },
+        np.full(n, 5.0),
+    )
+    rev = slice(None, None, -1)  # b lists its items backwards
+    b = _Scores(
+        ids[rev],
+        {
+            "recall@10": bad[rev],
+            "false_recall_rate": fr_hi[rev],
+            "holder_correctness": same,
+            "abstain_rate_answerable": bad[rev],
+        },
+        np.full(n, 1.0),
+    )
+    c = _Scores(
+        ids,
+        {
+            "recall@10": bad,
+            "false_recall_rate": fr_hi,
+            "holder_correctness": same,
+            "abstain_rate_answerable": good,
+        },
+        np.full(n, 9.0),
+    )
+    rows = {
+        r["measure"]: r
+        for r in best_systems(
+            {"a": a, "b": b, "c": c},
+            measures=(
+                "recall@10",
+                "false_recall_rate",
+                "holder_correctness",
+                "abstain_rate_answerable",
+                "latency_p50_ms",
+                "mrr",
+            ),
+            n_resamples=2000,
+        )
+    }
+    assert "mrr" not in rows  # not carried per item: left out
     r = rows["recall@10"]
     assert (r["best"], r["tied"], r["runner_up"]) == ("a", ["a"], "b")
-    assert r["diff"] == pytest.approx(good.mean() - bad.mean())   # aligned by query id
+    assert r["diff"] == pytest.approx(good.mean() - bad.mean())  # aligned by query id
     assert r["n"] == n and r["tested"] and r["significant"] and r["p_holm"] < 0.05
     fr = rows["false_recall_rate"]
-    assert fr["best"] == "a" and fr["diff"] < 0 and fr["n"] == n // 2   # lower is better
+    assert fr["best"] == "a" and fr["diff"] < 0 and fr["n"] == n // 2  # lower is better
     hc = rows["holder_correctness"]
     assert hc["runner_up"] is None and not hc["tested"] and hc["tied"] == ["a", "b", "c"]
     ab = rows["abstain_rate_answerable"]
@@ -246,19 +306,20 @@ def test_best_systems_margin_test_ties_and_percentiles():
     lat = rows["latency_p50_ms"]
     assert lat["best"] == "b" and lat["value"] == 1.0 and not lat["tested"]
     assert "percentile" in lat["note"]
-    ps = [rows[m]["p_permutation"] for m in ("recall@10", "false_recall_rate",
-                                               "abstain_rate_answerable")]
-    assert [rows[m]["p_holm"] for m in ("recall@10", "false_recall_rate",
-                                        "abstain_rate_answerable")] == pytest.approx(
-        list(holm(np.array(ps))))
+    ps = [
+        rows[m]["p_permutation"]
+        for m in ("recall@10", "false_recall_rate", "abstain_rate_answerable")
+    ]
+    assert [
+        rows[m]["p_holm"] for m in ("recall@10", "false_recall_rate", "abstain_rate_answerable")
+    ] == pytest.approx(list(holm(np.array(ps))))
     text = verdict(list(rows.values()))
     assert text.startswith("Significantly best: a on recall@10 (+")
     assert "a = b on abstain_rate_answerable" in text
     assert "Every system the same: holder_correctness" in text
     assert "Not tested (a percentile): b on latency_p50_ms" in text
     with pytest.raises(ComparisonError, match="different items"):
-        best_systems({"a": a, "d": _Scores(ids[:-1], {"recall@10": good[:-1]},
-                                           np.ones(n - 1))})
+        best_systems({"a": a, "d": _Scores(ids[:-1], {"recall@10": good[:-1]}, np.ones(n - 1))})
     with pytest.raises(ComparisonError, match="at least two"):
         best_systems({"a": a})
 
@@ -273,16 +334,21 @@ def test_best_systems_tests_an_abstention_order_measure_by_the_paired_bootstrap(
     n = 300
     ids = [f"q{i}" for i in range(n)]
     ans = rng.random(n) < 0.6
-    sharp = np.where(ans, rng.normal(2.0, 1.0, n), rng.normal(0.0, 1.0, n))   # separates
-    blunt = rng.normal(0.0, 1.0, n)                                           # does not
+    sharp = np.where(ans, rng.normal(2.0, 1.0, n), rng.normal(0.0, 1.0, n))  # separates
+    blunt = rng.normal(0.0, 1.0, n)  # does not
     a = _Scores(ids, {}, np.ones(n), abst=sharp, answerable=ans)
     b = _Scores(ids, {}, np.ones(n), abst=blunt, answerable=ans)
-    (row,) = best_systems({"a": a, "b": b}, measures=("answerable_kept@fr0.10",),
-                          n_resamples=500)
-    kept = {k: float(abstention.statistic(abstention.Ordering(v, np.ones(n, bool), ans,
-                                                              ["pdf"] * n),
-                                          "answerable_kept@fr0.10", 0.10)[0])
-            for k, v in (("a", sharp), ("b", blunt))}
+    (row,) = best_systems({"a": a, "b": b}, measures=("answerable_kept@fr0.10",), n_resamples=500)
+    kept = {
+        k: float(
+            abstention.statistic(
+                abstention.Ordering(v, np.ones(n, bool), ans, ["pdf"] * n),
+                "answerable_kept@fr0.10",
+                0.10,
+            )[0]
+        )
+        for k, v in (("a", sharp), ("b", blunt))
+    }
     assert row["best"] == "a" and row["runner_up"] == "b" and row["tested"]
     assert row["diff"] == pytest.approx(kept["a"] - kept["b"]) and row["diff"] > 0
     assert row["p_permutation"] is None and row["p_holm"] == pytest.approx(row["p_bootstrap"])
@@ -300,28 +366,34 @@ def test_a_silent_false_recall_is_never_named_best():
 
     n = 40
     ids = [f"q{i}" for i in range(n)]
-    una = np.arange(n) % 2 == 1                         # 20 unanswerable, 20 answerable
+    una = np.arange(n) % 2 == 1  # 20 unanswerable, 20 answerable
+
     def fr(p):
         return np.where(una, (np.arange(n) % 20 < p * 20).astype(float), np.nan)
+
     def gated(a):
         return np.where(una, np.nan, (np.arange(n) < a * n).astype(float))
-    quiet = _Scores(ids, {"false_recall_rate": fr(0.0), "abstain_rate_gated": np.where(
-        una, np.nan, 1.0)}, np.ones(n))
-    a = _Scores(ids, {"false_recall_rate": fr(0.1), "abstain_rate_gated": gated(0.2)},
-                np.ones(n))
-    b = _Scores(ids, {"false_recall_rate": fr(0.4), "abstain_rate_gated": gated(0.1)},
-                np.ones(n))
-    (row,) = best_systems({"quiet": quiet, "a": a, "b": b}, measures=("false_recall_rate",),
-                          n_resamples=200)
+
+    quiet = _Scores(
+        ids,
+        {"false_recall_rate": fr(0.0), "abstain_rate_gated": np.where(una, np.nan, 1.0)},
+        np.ones(n),
+    )
+    a = _Scores(ids, {"false_recall_rate": fr(0.1), "abstain_rate_gated": gated(0.2)}, np.ones(n))
+    b = _Scores(ids, {"false_recall_rate": fr(0.4), "abstain_rate_gated": gated(0.1)}, np.ones(n))
+    (row,) = best_systems(
+        {"quiet": quiet, "a": a, "b": b}, measures=("false_recall_rate",), n_resamples=200
+    )
     assert row["best"] == "a" and row["runner_up"] == "b" and row["silent"] == ["quiet"]
     assert "quiet" not in verdict([row]).split("(")[0]
-    (row,) = best_systems({"quiet": quiet, "a": a}, measures=("false_recall_rate",),
-                          n_resamples=200)
+    (row,) = best_systems(
+        {"quiet": quiet, "a": a}, measures=("false_recall_rate",), n_resamples=200
+    )
     assert row["best"] == "a" and row["runner_up"] is None and "never best" in row["note"]
-    assert verdict([row]).startswith("Best as the only system not silent: a on "
-                                     "false_recall_rate")
-    (row,) = best_systems({"quiet": quiet, "hush": quiet}, measures=("false_recall_rate",),
-                          n_resamples=200)
+    assert verdict([row]).startswith("Best as the only system not silent: a on false_recall_rate")
+    (row,) = best_systems(
+        {"quiet": quiet, "hush": quiet}, measures=("false_recall_rate",), n_resamples=200
+    )
     assert row["best"] is None and row["all_silent"] and row["silent"] == ["quiet", "hush"]
     assert verdict([row]).startswith("No system: all silent on false_recall_rate")
     assert ALL_SILENT in best_table_html([row])

@@ -16,12 +16,7 @@ import pytest
 from hostile_world import cli_args, membench_cmd, subprocess_env, write_world
 
 from membench.cli import main
-from membench.core.atomic import (
-    atomic_write_text,
-    open_append,
-    open_regular,
-    refuse_special,
-)
+from membench.core.atomic import atomic_write_text, open_append, open_regular, refuse_special
 from membench.core.errors import InputError
 from membench.core.lock import LOCK_NAME, raise_if_locked, run_dir_lock
 
@@ -64,8 +59,9 @@ def _fixture_run(tmp_path) -> Path:
 
 
 @pytest.mark.parametrize("command", ["metrics", "run"])
-def test_a_symlinked_lock_is_refused_and_its_target_untouched(world, tmp_path, precious,
-                                                              command, capsys):
+def test_a_symlinked_lock_is_refused_and_its_target_untouched(
+    world, tmp_path, precious, command, capsys
+):
     d = _fixture_run(tmp_path) if command == "metrics" else tmp_path / "run"
     d.mkdir(exist_ok=True)
     (d / LOCK_NAME).symlink_to(precious)
@@ -84,27 +80,28 @@ def test_a_fifo_lock_is_refused_without_waiting(tmp_path):
         with run_dir_lock(d):
             pass
     with pytest.raises(InputError, match="NOT_A_FILE: is a FIFO"):
-        raise_if_locked(d)            # a reader's check: O_RDONLY on a FIFO would block
+        raise_if_locked(d)  # a reader's check: O_RDONLY on a FIFO would block
 
 
 # --------------------------------------------------------------------------- run files
 
 
 @pytest.mark.parametrize("name", ["run.jsonl", "meta.json", "atoms.jsonl", "metrics.json"])
-def test_a_symlinked_run_file_is_refused_before_anything_is_written(world, tmp_path, precious,
-                                                                   name, capsys):
+def test_a_symlinked_run_file_is_refused_before_anything_is_written(
+    world, tmp_path, precious, name, capsys
+):
     out = tmp_path / "run"
-    assert _run(world, out) == 0                 # a complete run, then one file replaced
+    assert _run(world, out) == 0  # a complete run, then one file replaced
     (out / name).unlink(missing_ok=True)
     (out / name).symlink_to(precious)
-    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()
-              and not p.is_symlink()}
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and not p.is_symlink()}
     assert _run(world, out) == 2
     err = capsys.readouterr().err
     assert f"{out / name}: NOT_A_FILE: is a symlink" in err, err
     assert precious.read_text() == PRECIOUS
-    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()
-            and not p.is_symlink()} == before
+    assert {
+        p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and not p.is_symlink()
+    } == before
 
 
 def test_resume_does_not_write_through_a_symlinked_run_jsonl(world, tmp_path, precious):
@@ -130,9 +127,13 @@ def test_a_fifo_run_jsonl_is_refused_without_blocking(world, tmp_path):
     assert _run(world, out) == 0
     (out / "run.jsonl").unlink()
     os.mkfifo(out / "run.jsonl")
-    r = subprocess.run(membench_cmd("run", "--system", "random", *cli_args(world), "--out",
-                                    str(out)), env=subprocess_env(), capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(
+        membench_cmd("run", "--system", "random", *cli_args(world), "--out", str(out)),
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2, r.stderr
     assert f"{out / 'run.jsonl'}: NOT_A_FILE: is a FIFO (named pipe)" in r.stderr
 
@@ -151,14 +152,36 @@ def test_import_run_into_a_symlinked_run_file_is_refused(world, tmp_path, precio
     assert _run(world, native) == 0
     trec = tmp_path / "run.trec"
     rows = [json.loads(line) for line in (native / "run.jsonl").read_text().splitlines()]
-    trec.write_text("".join(f"{r['query_id']} Q0 {a} {i} {s} x\n" for r in rows
-                            for i, (a, s) in enumerate(r["hits"], 1)))
+    trec.write_text(
+        "".join(
+            f"{r['query_id']} Q0 {a} {i} {s} x\n"
+            for r in rows
+            for i, (a, s) in enumerate(r["hits"], 1)
+        )
+    )
     out = tmp_path / "imp"
     out.mkdir()
     (out / "run.jsonl").symlink_to(precious)
-    assert main(["import-run", "--trec", str(trec), "--atoms", str(native / "atoms.jsonl"),
-                 "--name", "ext", *cli_args(world), "--out", str(out), "--cartridge-top", "1",
-                 "--force"]) == 2
+    assert (
+        main(
+            [
+                "import-run",
+                "--trec",
+                str(trec),
+                "--atoms",
+                str(native / "atoms.jsonl"),
+                "--name",
+                "ext",
+                *cli_args(world),
+                "--out",
+                str(out),
+                "--cartridge-top",
+                "1",
+                "--force",
+            ]
+        )
+        == 2
+    )
     assert "NOT_A_FILE: is a symlink" in capsys.readouterr().err
     assert precious.read_text() == PRECIOUS
 
@@ -228,8 +251,15 @@ def _carded_run(world, d: Path) -> Path:
     from membench.run.runner import run_system
     from membench.systems import make_system
 
-    run_system(make_system("namesakes:Mine", {"top": 2}), world["sets"], "dev", d,
-               world["corpus"], manifest=world["manifest"], lock=world["lock"])
+    run_system(
+        make_system("namesakes:Mine", {"top": 2}),
+        world["sets"],
+        "dev",
+        d,
+        world["corpus"],
+        manifest=world["manifest"],
+        lock=world["lock"],
+    )
     return d
 
 
@@ -248,8 +278,16 @@ def test_verify_refuses_a_stored_run_whose_file_became_a_symlink(world, tmp_path
     assert main(["leaderboard", "--runs", str(d), "--out", str(store), "--resamples", "10"]) == 0
     capsys.readouterr()
     _link_out(d, "run.jsonl", tmp_path)
-    code = main(["verify", str(store), "--corpus", str(world["corpus"]), "--manifest",
-                 str(world["manifest"])])
+    code = main(
+        [
+            "verify",
+            str(store),
+            "--corpus",
+            str(world["corpus"]),
+            "--manifest",
+            str(world["manifest"]),
+        ]
+    )
     err = capsys.readouterr().err
     _refused(code, err, d / "run.jsonl")
     assert len(err.strip().splitlines()) == 1
@@ -258,12 +296,20 @@ def test_verify_refuses_a_stored_run_whose_file_became_a_symlink(world, tmp_path
 # --------------------------------------------------------------------------- other outputs
 
 
-def test_outputs_named_by_flags_are_not_written_through_symlinks(world, tmp_path, precious,
-                                                                 capsys):
+def test_outputs_named_by_flags_are_not_written_through_symlinks(world, tmp_path, precious, capsys):
     link = tmp_path / "out.json"
     link.symlink_to(precious)
-    base = ["--sets", str(world["sets"]), "--manifest", str(world["manifest"]), "--lock",
-            str(world["lock"]), "--corpus", str(world["corpus"]), "--no-audit"]
+    base = [
+        "--sets",
+        str(world["sets"]),
+        "--manifest",
+        str(world["manifest"]),
+        "--lock",
+        str(world["lock"]),
+        "--corpus",
+        str(world["corpus"]),
+        "--no-audit",
+    ]
     assert main(["validate", *base, "--json", str(link)]) == 2
     assert main(["audit", str(world["sets"]), "--json", str(link)]) == 2
     d = _fixture_run(tmp_path)
@@ -306,7 +352,7 @@ def test_open_regular_refuses_what_is_not_a_regular_file(tmp_path, precious):
         with pytest.raises(InputError, match=f"NOT_A_FILE: is {what}"):
             refuse_special(p)
     fd = open_regular(tmp_path / "new", os.O_RDWR | os.O_CREAT)
-    assert os.get_blocking(fd)                    # O_NONBLOCK only while opening
+    assert os.get_blocking(fd)  # O_NONBLOCK only while opening
     os.close(fd)
     refuse_special(tmp_path / "new")
     refuse_special(tmp_path / "absent")
@@ -339,5 +385,5 @@ def test_a_run_dir_that_is_a_symlink_to_a_folder_is_the_users_choice(world, tmp_
     assert (real / "run.jsonl").is_file()
 
 
-if sys.platform != "linux":      # pragma: no cover
+if sys.platform != "linux":  # pragma: no cover
     pytestmark = pytest.mark.skip("O_NOFOLLOW / mkfifo semantics as on Linux")

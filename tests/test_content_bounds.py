@@ -31,6 +31,7 @@ def _own_cache(tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- hostile files
 
+
 def _chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
@@ -40,16 +41,20 @@ def png(width: int, height: int, rows: bytes | None = None) -> bytes:
     (compressed): a forged header makes a bomb of a few dozen bytes."""
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     idat = zlib.compress(rows if rows is not None else b"\0" * 16)
-    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", idat)
-            + _chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", idat) + _chunk(b"IEND", b"")
+    )
 
 
 def pdf(pages: int = 1, width: float = 612, height: float = 792) -> bytes:
     """A valid PDF of ``pages`` blank pages of ``width`` x ``height`` pt, written by hand (with
     its cross-reference table), so 10,000 pages take a fraction of a second."""
-    objs = [b"<< /Type /Catalog /Pages 2 0 R >>",
-            b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % (3 + i) for i in range(pages))
-            + b"] /Count %d >>" % pages]
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids ["
+        + b" ".join(b"%d 0 R" % (3 + i) for i in range(pages))
+        + b"] /Count %d >>" % pages,
+    ]
     objs += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %g %g] >>" % (width, height)] * pages
     out, offsets = bytearray(b"%PDF-1.4\n"), []
     for n, body in enumerate(objs, 1):
@@ -70,6 +75,7 @@ def truncated_png() -> bytes:
 
 # --------------------------------------------------------------------------- the world
 
+
 def world_with(root: Path, modality: str, data: bytes) -> tuple[dict, str]:
     """The hostile-world sets with the dev item of ``modality`` pointing at a file holding
     ``data`` (in the manifest, locked): the world and the file's path under the corpus."""
@@ -80,8 +86,9 @@ def world_with(root: Path, modality: str, data: bytes) -> tuple[dict, str]:
     f.write_bytes(data)
     lines = [json.loads(x) for x in w["manifest"].read_text().splitlines()]
     m = next(x for x in lines if x["modality"] == modality)
-    m["files"].append({**m["files"][0], "path": rel, "sha256": sha256_file(f),
-                       "bytes": f.stat().st_size})
+    m["files"].append(
+        {**m["files"][0], "path": rel, "sha256": sha256_file(f), "bytes": f.stat().st_size}
+    )
     w["manifest"].write_text("".join(json.dumps(x) + "\n" for x in lines))
     for it in sets["items.jsonl"]:
         if it["modality"] == modality and it["source_id"].endswith(":a1"):
@@ -92,8 +99,19 @@ def world_with(root: Path, modality: str, data: bytes) -> tuple[dict, str]:
 
 
 def run(w: dict, modality: str, *extra: str) -> int:
-    return main(["run", "--system", "bm25", "--modality", modality, *cli_args(w),
-                 "--out", str(w["corpus"].parent / "run"), *extra])
+    return main(
+        [
+            "run",
+            "--system",
+            "bm25",
+            "--modality",
+            modality,
+            *cli_args(w),
+            "--out",
+            str(w["corpus"].parent / "run"),
+            *extra,
+        ]
+    )
 
 
 def assert_not_covered(tmp_path, capsys, modality: str, data: bytes, rule: str) -> str:
@@ -113,8 +131,12 @@ def assert_not_covered(tmp_path, capsys, modality: str, data: bytes, rule: str) 
 
 # --------------------------------------------------------------------------- F1-F5
 
-@pytest.mark.parametrize("data", [b"", b"%PDF-1.4\ngarbage", pdf()[:120], b"\0" * 300],
-                         ids=["empty", "garbage", "truncated", "zeros"])
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"%PDF-1.4\ngarbage", pdf()[:120], b"\0" * 300],
+    ids=["empty", "garbage", "truncated", "zeros"],
+)
 def test_a_broken_pdf_is_one_line_and_not_covered(tmp_path, capsys, data):
     assert_not_covered(tmp_path, capsys, "pdf", data, "PDF_UNREADABLE")
 
@@ -125,8 +147,9 @@ def test_a_decompression_bomb_png_is_refused_from_its_header(tmp_path, capsys, s
     assert "bomb" in line
 
 
-@pytest.mark.parametrize("data", [b"not a png at all", truncated_png()],
-                         ids=["garbage", "truncated"])
+@pytest.mark.parametrize(
+    "data", [b"not a png at all", truncated_png()], ids=["garbage", "truncated"]
+)
 def test_a_garbage_or_truncated_png_names_the_image(tmp_path, capsys, data):
     assert_not_covered(tmp_path, capsys, "image", data, "IMAGE_UNREADABLE")
 
@@ -160,6 +183,7 @@ def test_strict_takes_only_0_or_1(tmp_path, capsys):
 
 # --------------------------------------------------------------------------- the door itself
 
+
 def test_a_large_page_is_rendered_at_a_lower_dpi(caplog):
     """7000 x 7000 pt at 72 dpi is 49 M pixels: rendered at the dpi that fits (65), said in one
     line; 10000 x 10000 pt would need 45 dpi at most: fine; 30000 x 30000 pt, 15: refused."""
@@ -167,8 +191,9 @@ def test_a_large_page_is_rendered_at_a_lower_dpi(caplog):
     assert (7000 * scale) ** 2 <= guard.MAX_PAGE_PIXELS and scale * 72 > guard.MIN_RENDER_DPI
     assert [r.getMessage() for r in caplog.records] == [
         "a.pdf: page 1 is 7000x7000 pt: 49,000,000 pixels at 72 dpi, over the 40,000,000-pixel "
-        "bound: rendered at 65.0 dpi"]
-    assert guard.fit_scale("a.pdf", 1, 612, 792, 300 / 72) == 300 / 72   # a letter page: as asked
+        "bound: rendered at 65.0 dpi"
+    ]
+    assert guard.fit_scale("a.pdf", 1, 612, 792, 300 / 72) == 300 / 72  # a letter page: as asked
     assert 36 <= guard.fit_scale("a.pdf", 1, 10000, 10000, 300 / 72) * 72 < 46
     with pytest.raises(guard.ContentError, match="PAGE_PIXELS"):
         guard.fit_scale("a.pdf", 1, 30000, 30000, 1.0)
@@ -202,6 +227,6 @@ def test_thumbnails_crops_and_the_perceptual_hash_refuse_a_bomb(tmp_path):
     with pytest.raises(guard.ContentError, match="bomb.png: IMAGE_PIXELS"):
         phash_file(bomb)
     huge = tmp_path / "huge.pdf"
-    huge.write_bytes(pdf(1, 1, 30000))      # 1 pt wide: 560 px wide would be 16.8 M px tall
+    huge.write_bytes(pdf(1, 1, 30000))  # 1 pt wide: 560 px wide would be 16.8 M px tall
     img = guard.render_page(huge, 1, width=render.PDF_WIDTH)
     assert img.width * img.height <= guard.MAX_PAGE_PIXELS

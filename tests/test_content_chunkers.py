@@ -7,13 +7,13 @@ from datetime import datetime, timezone
 
 import pytest
 
-from membench.core.errors import MembenchError
-from membench.modalities import EXTENT_CAPS
 from membench.content import ChunkConfig, atom_id, chunk, chunk_item, content_meta
 from membench.content.code import code_ranges, read_lines
 from membench.content.windows import spans
 from membench.contract.protocol import check_atom
 from membench.contract.schema import SourceItem
+from membench.core.errors import MembenchError
+from membench.modalities import EXTENT_CAPS
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 ID = re.compile(r"^a[0-9a-f]{16}$")
@@ -34,6 +34,7 @@ def assert_valid(atoms, it):
 
 # ----------------------------------------------------------------------------- ids, config
 
+
 def test_atom_ids_opaque_and_deterministic():
     a = atom_id("mmlongbench:doc.pdf", {"page": 3})
     assert ID.match(a) and "doc" not in a
@@ -41,13 +42,23 @@ def test_atom_ids_opaque_and_deterministic():
     assert a != atom_id("mmlongbench:doc.pdf", {"page": 4})
     assert a != atom_id("mmlongbench:doc2.pdf", {"page": 3})
     # key order of the extent does not matter
-    assert atom_id("s", {"t_start": 1.0, "t_end": 2.0}) == atom_id("s", {"t_end": 2.0, "t_start": 1.0})
+    assert atom_id("s", {"t_start": 1.0, "t_end": 2.0}) == atom_id(
+        "s", {"t_end": 2.0, "t_start": 1.0}
+    )
 
 
-@pytest.mark.parametrize("bad", [{"video_window_s": 90}, {"code_max_lines": 500},
-                                 {"conv_window_turns": 9}, {"video_stride_s": 40},
-                                 {"screen_block_max_share": 0.8}, {"ocr_processes": 0},
-                                 {"code_other": "ast"}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"video_window_s": 90},
+        {"code_max_lines": 500},
+        {"conv_window_turns": 9},
+        {"video_stride_s": 40},
+        {"screen_block_max_share": 0.8},
+        {"ocr_processes": 0},
+        {"code_other": "ast"},
+    ],
+)
 def test_config_rejects_values_past_the_caps(bad):
     with pytest.raises(MembenchError):
         ChunkConfig(**bad)
@@ -69,13 +80,20 @@ def test_spans_cover_everything():
 
 # ----------------------------------------------------------------------------- conversation
 
+
 def test_conversation_windows(tmp_path):
-    turns = [{"turn": i, "speaker": "A" if i % 2 else "B", "text": f"line {i}"} for i in range(1, 8)]
+    turns = [
+        {"turn": i, "speaker": "A" if i % 2 else "B", "text": f"line {i}"} for i in range(1, 8)
+    ]
     turns[3]["image_caption"] = "a photo of a dog"
     it = item("conversation", content=turns, meta={"date_time": "1:56 pm on 8 May, 2023"})
     atoms = chunk_item(it, tmp_path)
     assert_valid(atoms, it)
-    assert [(a.extent["turn_start"], a.extent["turn_end"]) for a in atoms] == [(1, 3), (3, 5), (5, 7)]
+    assert [(a.extent["turn_start"], a.extent["turn_end"]) for a in atoms] == [
+        (1, 3),
+        (3, 5),
+        (5, 7),
+    ]
     assert atoms[0].text == "[1:56 pm on 8 May, 2023]\nA: line 1\nB: line 2\nA: line 3"
     assert "B: line 4 [image: a photo of a dog]" in atoms[1].text
     plain = chunk_item(it, tmp_path, ChunkConfig(conv_date_header=False, conv_stride_turns=1))
@@ -86,8 +104,9 @@ def test_conversation_single_turn_and_gaps(tmp_path):
     it = item("conversation", content=[{"turn": 1, "speaker": "A", "text": "hi"}])
     (a,) = chunk_item(it, tmp_path)
     assert a.extent == {"turn_start": 1, "turn_end": 1}
-    gap = item("conversation", content=[{"turn": n, "speaker": "A", "text": str(n)}
-                                        for n in (1, 2, 30)])
+    gap = item(
+        "conversation", content=[{"turn": n, "speaker": "A", "text": str(n)} for n in (1, 2, 30)]
+    )
     atoms = chunk_item(gap, tmp_path)
     assert_valid(atoms, gap)  # never a window past the turn cap
     assert {a.extent["turn_start"] for a in atoms} == {1, 2, 30}
@@ -95,19 +114,36 @@ def test_conversation_single_turn_and_gaps(tmp_path):
 
 # ----------------------------------------------------------------------------- video
 
+
 def test_video_windows_cover_every_cue():
-    cues = [[0.5, 3.0, "alpha"], [10.0, 10.0, "zero"], [70.0, 75.0, "late"],
-            [100.0, 130.0, "long cue"]]
+    cues = [
+        [0.5, 3.0, "alpha"],
+        [10.0, 10.0, "zero"],
+        [70.0, 75.0, "late"],
+        [100.0, 130.0, "long cue"],
+    ]
     it = item("video", content=cues, meta={"duration": 140})
     atoms = chunk_item(it, ".")
     assert_valid(atoms, it)
     spans_ = [(a.extent["t_start"], a.extent["t_end"]) for a in atoms]
-    assert spans_ == [(0.0, 30.0), (45.0, 75.0), (60.0, 90.0), (75.0, 105.0), (90.0, 120.0),
-                      (105.0, 135.0), (120.0, 140.0)]  # 15..45 holds no cue
+    assert spans_ == [
+        (0.0, 30.0),
+        (45.0, 75.0),
+        (60.0, 90.0),
+        (75.0, 105.0),
+        (90.0, 120.0),
+        (105.0, 135.0),
+        (120.0, 140.0),
+    ]  # 15..45 holds no cue
     assert atoms[0].text == "alpha\nzero"
     for s, e, text in cues:
-        holders = [a for a in atoms if a.extent["t_start"] <= s and e <= a.extent["t_end"]
-                   or (a.extent["t_start"] < e and s < a.extent["t_end"])]
+        holders = [
+            a
+            for a in atoms
+            if a.extent["t_start"] <= s
+            and e <= a.extent["t_end"]
+            or (a.extent["t_start"] < e and s < a.extent["t_end"])
+        ]
         assert holders and all(text in a.text for a in holders)
     for a in atoms:
         assert a.extent["t_end"] - a.extent["t_start"] <= EXTENT_CAPS["video"]["seconds"]
@@ -118,8 +154,9 @@ def test_video_windows_end_when_the_duration_has_more_decimals_than_extents():
     it, and the windows still end (they once never did)."""
     dur = 4 * 60 + 53.34
     assert round(dur, 3) < dur
-    it = item("video", content=[[0.0, 4.84, "first"], [285.83, 292.4, "last"]],
-              meta={"duration": dur})
+    it = item(
+        "video", content=[[0.0, 4.84, "first"], [285.83, 292.4, "last"]], meta={"duration": dur}
+    )
     atoms = chunk_item(it, ".")
     assert_valid(atoms, it)
     assert atoms[-1].extent == {"t_start": 270.0, "t_end": 293.34}
@@ -160,8 +197,12 @@ def code_item(tmp_path, name, text, language, data: bytes | None = None):
     p.write_bytes(data if data is not None else text.encode())
     raw = p.read_bytes()
     lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
-    return item("code", sid=f"cs:{name}", path=name,
-                meta={"upstream_path": f"src/{name}", "lines": lines, "language": language})
+    return item(
+        "code",
+        sid=f"cs:{name}",
+        path=name,
+        meta={"upstream_path": f"src/{name}", "lines": lines, "language": language},
+    )
 
 
 def covered(atoms):
@@ -178,7 +219,9 @@ def assert_code_coverage(atoms, it, root):
     assert [i for i, ln in enumerate(lines, 1) if ln.strip() and i not in cov] == []
     for a in atoms:
         assert a.extent["path"] == it.meta["upstream_path"]
-        body = "\n".join(ln.rstrip("\r") for ln in lines[a.extent["line_start"] - 1:a.extent["line_end"]])
+        body = "\n".join(
+            ln.rstrip("\r") for ln in lines[a.extent["line_start"] - 1 : a.extent["line_end"]]
+        )
         assert a.text == f"{it.meta['upstream_path']}\n{body}"
 
 
@@ -207,24 +250,32 @@ def test_python2_falls_back_to_patterns(tmp_path):
 
 
 def test_java_and_go_patterns(tmp_path):
-    java = ("package x;\n\nimport a.B;\n\n/** Doc. */\npublic class Foo extends Bar {\n"
-            "    private int n;\n\n    /**\n     * Adds.\n     */\n    @Override\n"
-            "    public static void add(int a) throws E {\n        return helper(a);\n    }\n\n"
-            "    private byte[] read() {\n        Runnable r = new Runnable() {\n"
-            "            public void run() { }\n        };\n        return null;\n    }\n}\n")
+    java = (
+        "package x;\n\nimport a.B;\n\n/** Doc. */\npublic class Foo extends Bar {\n"
+        "    private int n;\n\n    /**\n     * Adds.\n     */\n    @Override\n"
+        "    public static void add(int a) throws E {\n        return helper(a);\n    }\n\n"
+        "    private byte[] read() {\n        Runnable r = new Runnable() {\n"
+        "            public void run() { }\n        };\n        return null;\n    }\n}\n"
+    )
     it = code_item(tmp_path, "Foo.java", java, "java")
     atoms = chunk_item(it, tmp_path)
     assert_valid(atoms, it)
     assert_code_coverage(atoms, it, tmp_path)
     got = [(a.extent["line_start"], a.extent.get("symbol")) for a in atoms]
     assert got == [(1, None), (5, "Foo"), (9, "Foo.add"), (17, "Foo.read")]
-    go = ("package m\n\n// Add adds.\nfunc Add(a int) int {\n\treturn a\n}\n\n"
-          "type T struct {\n\tn int\n}\n\nfunc (t *T) Get() int { return t.n }\n")
+    go = (
+        "package m\n\n// Add adds.\nfunc Add(a int) int {\n\treturn a\n}\n\n"
+        "type T struct {\n\tn int\n}\n\nfunc (t *T) Get() int { return t.n }\n"
+    )
     it = code_item(tmp_path, "m.go", go, "go")
     atoms = chunk_item(it, tmp_path)
     assert_valid(atoms, it)
-    assert [(a.extent["line_start"], a.extent.get("symbol")) for a in atoms] == \
-        [(1, None), (3, "Add"), (8, "T"), (12, "T.Get")]
+    assert [(a.extent["line_start"], a.extent.get("symbol")) for a in atoms] == [
+        (1, None),
+        (3, "Add"),
+        (8, "T"),
+        (12, "T.Get"),
+    ]
 
 
 def test_windows_when_no_definitions(tmp_path):
@@ -232,11 +283,18 @@ def test_windows_when_no_definitions(tmp_path):
     it = code_item(tmp_path, "data.js", text, "javascript")
     atoms = chunk_item(it, tmp_path)
     assert_valid(atoms, it)
-    assert [(a.extent["line_start"], a.extent["line_end"]) for a in atoms] == \
-        [(1, 40), (21, 60), (41, 80), (61, 100)]
+    assert [(a.extent["line_start"], a.extent["line_end"]) for a in atoms] == [
+        (1, 40),
+        (21, 60),
+        (41, 80),
+        (61, 100),
+    ]
     assert_code_coverage(atoms, it, tmp_path)
-    win = chunk_item(code_item(tmp_path, "m2.py", PY, "python"), tmp_path,
-                     ChunkConfig(code_python_ast=False, code_other="windows"))
+    win = chunk_item(
+        code_item(tmp_path, "m2.py", PY, "python"),
+        tmp_path,
+        ChunkConfig(code_python_ast=False, code_other="windows"),
+    )
     assert all("symbol" not in a.extent for a in win)
 
 
@@ -246,8 +304,9 @@ def test_long_definitions_are_split_within_the_cap(tmp_path):
     atoms = chunk_item(it, tmp_path)
     assert_valid(atoms, it)
     assert_code_coverage(atoms, it, tmp_path)
-    assert [(a.extent["line_start"], a.extent["line_end"], a.extent.get("symbol")) for a in atoms] == \
-        [(1, 101, "big"), (102, 202, None), (203, 301, None)]
+    assert [
+        (a.extent["line_start"], a.extent["line_end"], a.extent.get("symbol")) for a in atoms
+    ] == [(1, 101, "big"), (102, 202, None), (203, 301, None)]
     atoms = chunk_item(it, tmp_path, ChunkConfig(code_max_lines=200))
     assert max(a.extent["line_end"] - a.extent["line_start"] + 1 for a in atoms) <= 200
 
@@ -275,17 +334,23 @@ def test_code_ranges_ignore_blank_only_segments():
 
 # ----------------------------------------------------------------------------- pdf
 
+
 def tiny_pdf(pages: list[str]) -> bytes:
     """A minimal valid PDF, one page per string (empty string = a page without text)."""
-    objs = ["<< /Type /Catalog /Pages 2 0 R >>", None,
-            "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        None,
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
     kids = []
     for text in pages:
         stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET" if text else ""
         objs.append(f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream")
         content = len(objs)
-        objs.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-                    f"/Resources << /Font << /F1 3 0 R >> >> /Contents {content} 0 R >>")
+        objs.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            f"/Resources << /Font << /F1 3 0 R >> >> /Contents {content} 0 R >>"
+        )
         kids.append(f"{len(objs)} 0 R")
     objs[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(pages)} >>"
     out = b"%PDF-1.4\n"
@@ -320,8 +385,10 @@ def test_pdf_pages_and_cache(tmp_path, monkeypatch):
 
 
 def test_chunk_dispatches_and_rejects_missing_files(tmp_path):
-    its = [item("video", sid="v:1", content=[[0, 5, "hi"]], meta={"duration": 5}),
-           item("conversation", sid="c:1", content=[{"turn": 1, "speaker": "A", "text": "x"}])]
+    its = [
+        item("video", sid="v:1", content=[[0, 5, "hi"]], meta={"duration": 5}),
+        item("conversation", sid="c:1", content=[{"turn": 1, "speaker": "A", "text": "x"}]),
+    ]
     atoms = chunk(its, tmp_path)
     assert [a.source_id for a in atoms] == ["v:1", "c:1"]
     assert chunk(its, tmp_path) == atoms

@@ -29,8 +29,11 @@ PICK = {
     "medvidqa": ["medvidqa:v0HODFTrkqs", "medvidqa:0CD3mYjPXxk"],
     "codesearchnet": [
         "codesearchnet:003d236daee8b7aca39c62708b18d59bced0bc03_pandas_profiling___init__.py",
-        ("codesearchnet:95ba7b261e39754674c5817695ae5ebf9a341fae_pgjdbc_src_main_java_org_"
-         "postgresql_core_v3_QueryExecutorImpl.java")],
+        (
+            "codesearchnet:95ba7b261e39754674c5817695ae5ebf9a341fae_pgjdbc_src_main_java_org_"
+            "postgresql_core_v3_QueryExecutorImpl.java"
+        ),
+    ],
     "locomo": ["locomo:conv-26:session_1", "locomo:conv-30:session_2"],
 }
 ID = re.compile(r"^a[0-9a-f]{16}$")
@@ -42,9 +45,14 @@ def loaded(corpus_root):
     for sid in PICK["mmlongbench"]:
         path = "mmlongbench-doc/documents/" + sid.split(":", 1)[1]
         pages = len(PdfReader(corpus_root / path).pages)
-        items[sid] = SourceItem(source_id=sid, modality="pdf", holder="mmlongbench/x",
-                                observed_at=datetime(2024, 1, 1, tzinfo=timezone.utc),
-                                path=path, meta={"pages": pages})
+        items[sid] = SourceItem(
+            source_id=sid,
+            modality="pdf",
+            holder="mmlongbench/x",
+            observed_at=datetime(2024, 1, 1, tzinfo=timezone.utc),
+            path=path,
+            meta={"pages": pages},
+        )
     for key, sids in PICK.items():
         if key == "mmlongbench":
             continue
@@ -108,12 +116,20 @@ def test_screenshot_regions(loaded, atoms):
     sid = PICK["screenspot"][0]
     (region,) = [r for q, r in gold[sid] if "clothing" in q.lower()]
     g = region["bbox"]
-    hits = [a for a in by[sid] if a.extent["bbox"][0] < g[2] and g[0] < a.extent["bbox"][2]
-            and a.extent["bbox"][1] < g[3] and g[1] < a.extent["bbox"][3]]
+    hits = [
+        a
+        for a in by[sid]
+        if a.extent["bbox"][0] < g[2]
+        and g[0] < a.extent["bbox"][2]
+        and a.extent["bbox"][1] < g[3]
+        and g[1] < a.extent["bbox"][3]
+    ]
     assert any("Clothing" in a.text and "Jewelry" in a.text for a in hits)
     w, h = items[sid].meta["width"], items[sid].meta["height"]
-    assert max((b[2] - b[0]) * (b[3] - b[1]) for b in (a.extent["bbox"] for a in by[sid])) \
+    assert (
+        max((b[2] - b[0]) * (b[3] - b[1]) for b in (a.extent["bbox"] for a in by[sid]))
         <= 0.5 * w * h
+    )
 
 
 def test_video_windows_cover_captions(loaded, atoms):
@@ -127,8 +143,11 @@ def test_video_windows_cover_captions(loaded, atoms):
             while t <= e:
                 assert any(ws <= t <= we for ws, we in wins), (sid, t)
                 t += 1.0
-            assert any(text.strip() in a.text for a in by[sid]
-                       if a.extent["t_start"] < max(e, s + 1e-9) and s <= a.extent["t_end"])
+            assert any(
+                text.strip() in a.text
+                for a in by[sid]
+                if a.extent["t_start"] < max(e, s + 1e-9) and s <= a.extent["t_end"]
+            )
 
 
 def test_code_lines_covered_and_gold_in_a_symbol_atom(loaded, atoms, corpus_root):
@@ -144,8 +163,11 @@ def test_code_lines_covered_and_gold_in_a_symbol_atom(loaded, atoms, corpus_root
             assert a.text.split("\n", 1)[0] == it.meta["upstream_path"]
         assert [i for i, ln in enumerate(lines, 1) if ln.strip() and i not in cov] == []
         for _q, region in gold[sid]:
-            holding = [a for a in by[sid]
-                       if a.extent["line_start"] <= region["line"] <= a.extent["line_end"]]
+            holding = [
+                a
+                for a in by[sid]
+                if a.extent["line_start"] <= region["line"] <= a.extent["line_end"]
+            ]
             assert any("symbol" in a.extent for a in holding), (sid, region)
     syms = {a.extent.get("symbol") for a in by[PICK["codesearchnet"][0]]}
     assert {"ProfileReport", "ProfileReport.to_file"} <= syms
@@ -177,7 +199,7 @@ def test_pdf_text_from_the_build_equals_a_fresh_extraction(corpus_root, tmp_path
         data = path.read_bytes()
         fresh = content_pdf._extract(data)["pages"]
         assert content_pdf._from_build(content_pdf.sha256_bytes(data)) is None  # not read yet
-        mmlongbench.scan_pdfs([path], text=True)                 # what the build does
+        mmlongbench.scan_pdfs([path], text=True)  # what the build does
         before = dict(content_pdf.stats)
         assert content_pdf.page_texts(path) == fresh
         assert content_pdf.stats["from_build"] == before["from_build"] + 1

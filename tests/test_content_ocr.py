@@ -67,11 +67,21 @@ def test_ocr_reads_text_and_caches(tmp_path, cache):
 
 
 def test_screenshot_atoms_are_where_the_text_is(tmp_path, cache):
-    labels = [((40, 40), "Settings"), ((40, 95), "Privacy"), ((900, 40), "Logout"),
-              ((500, 620), "Download report")]
+    labels = [
+        ((40, 40), "Settings"),
+        ((40, 95), "Privacy"),
+        ((900, 40), "Logout"),
+        ((500, 620), "Download report"),
+    ]
     boxes = render(tmp_path / "s.png", (1200, 720), labels)
-    it = SourceItem(source_id="ss:s.png", modality="ui_screenshot", holder="h", observed_at=T0,
-                    path="s.png", meta={"width": 1200, "height": 720})
+    it = SourceItem(
+        source_id="ss:s.png",
+        modality="ui_screenshot",
+        holder="h",
+        observed_at=T0,
+        path="s.png",
+        meta={"width": 1200, "height": 720},
+    )
     before = dict(ocr.stats)
     atoms = chunk([it], tmp_path)
     assert ocr.stats["engine_calls"] == before["engine_calls"] + 1
@@ -140,9 +150,13 @@ def test_ocr_text_quality_on_real_images(built, corpus_root, capsys):
     res = ocr.ocr_many([corpus_root / e.path for e in picks], processes=2)
     got = q.quality((e, ocr.ocr_text(res[str(corpus_root / e.path)].kept(0.5))) for e in picks)
     with capsys.disabled():
-        print("\nOCR text quality: " + "; ".join(
-            f"{s}: {r.found}/{r.values} = {r.share:.1%} over {r.images} images"
-            for s, r in got.items()))
+        print(
+            "\nOCR text quality: "
+            + "; ".join(
+                f"{s}: {r.found}/{r.values} = {r.share:.1%} over {r.images} images"
+                for s, r in got.items()
+            )
+        )
     for src, bar in QUALITY_BAR.items():
         assert got[src].share >= bar, (src, got[src])
 
@@ -152,10 +166,10 @@ def test_quality_yardstick_by_hand():
 
     tab = q.Expected("t.png", "tabmwp", ("number of coins", "braden", "76"))
     assert q.found(tab, "Number of coins\nBraden\t76") == 3
-    assert q.found(tab, "Numberofcoins\nBraden\t7 6") == 1       # spaces matter in cells
+    assert q.found(tab, "Numberofcoins\nBraden\t7 6") == 1  # spaces matter in cells
     fin = q.Expected("f.jpg", "finchart", ("1q11", "$2,447"))
     assert q.question_values("Revenue in 1Q11 vs 2015? (in $M)") == ["1q11", "2015"]
-    assert q.found(fin, "1Q 11  $2, 447") == 2                    # white space ignored here
+    assert q.found(fin, "1Q 11  $2, 447") == 2  # white space ignored here
     r = q.quality([(tab, "braden"), (fin, "")])
     assert (r["tabmwp"].found, r["tabmwp"].values, r["finchart"].share) == (1, 3, 0.0)
 
@@ -164,7 +178,7 @@ def test_openvino_engine_reads_the_same_text_under_its_own_cache_key(tmp_path, c
     p = tmp_path / "t.png"
     render(p, (420, 160), [((20, 20), "Number of coins"), ((20, 90), "Braden 76")], 28)
     ort = ocr.ocr_image(p, engine="onnxruntime")
-    ov = ocr.ocr_image(p)                               # the default engine
+    ov = ocr.ocr_image(p)  # the default engine
     assert ocr.ocr_text(ov.kept(0.5)) == ocr.ocr_text(ort.kept(0.5))
     assert ocr.cache_path(ov.sha256, 700) != ocr.cache_path(ov.sha256, 700, "onnxruntime")
     tag = ocr.engine_tag(700, "openvino")
@@ -172,7 +186,8 @@ def test_openvino_engine_reads_the_same_text_under_its_own_cache_key(tmp_path, c
     # onnxruntime keeps the tag (so the cache entries) it had before engines were a choice
     assert ocr.engine_tag(700, "onnxruntime") == (
         f"rapidocr_onnxruntime=={ocr.engine_version('onnxruntime')};models=bundled;"
-        "text_score=0;upscale_min_side=700;max_upscale=4;max_side_len=3200;format=1")
+        "text_score=0;upscale_min_side=700;max_upscale=4;max_side_len=3200;format=1"
+    )
     session = ocr._get_engine(None, "openvino").text_rec.session
     assert "float32" in str(session.compiled.get_property("INFERENCE_PRECISION_HINT"))
     with pytest.raises(ValueError, match="OCR engine"):
@@ -184,7 +199,7 @@ def test_openvino_leaves_the_thread_placement_to_the_system():
     thread per worker every worker pinned to CPU 0, and 2 workers on 2 cores OCR'd at the
     speed of one (bench/bench_ocr_workers.py: 68 s against 37 s wall for 120 sources).
     membench's sessions are compiled without pinning."""
-    if ocr.DEFAULT_ENGINE != "openvino":          # pragma: no cover
+    if ocr.DEFAULT_ENGINE != "openvino":  # pragma: no cover
         pytest.skip("the default engine is not OpenVINO")
     s = ocr.OpenVinoSession(ocr.model_file("cls"), threads=1)
     assert s.compiled.get_property("ENABLE_CPU_PINNING") is False
@@ -204,6 +219,6 @@ def test_worker_settings_change_no_result(corpus_root, tmp_path, monkeypatch):
         monkeypatch.setattr(ocr, "OPENVINO_SHAPE_CACHE", shapes)
         monkeypatch.setattr(ocr, "OPENVINO_PIN", pin)
         res = ocr.ocr_many(imgs, processes=2)
-        assert all(ocr.last_run.values())             # each one OCR'd here, not read
+        assert all(ocr.last_run.values())  # each one OCR'd here, not read
         got.append({k: v.lines for k, v in res.items()})
     assert got[0] == got[1] and all(got[0].values())

@@ -17,15 +17,15 @@ from datetime import datetime, timezone
 
 import pytest
 
-from membench.modalities.pdf import TEXT_LAYER_MIN_CHARS, has_text_layer
 from membench.content import chunk, ocr
 from membench.content import pdf as cpdf
 from membench.content.config import ChunkConfig
 from membench.contract.protocol import check_atom
 from membench.contract.schema import SourceItem
+from membench.modalities.pdf import TEXT_LAYER_MIN_CHARS, has_text_layer
 
-DECK = "earlybird-110722143746-phpapp02_95.pdf"        # 41 pages, no text layer
-MIXED = "0e94b4197b10096b1f4c699701570fbf.pdf"         # 15 pages, 4 with a text layer
+DECK = "earlybird-110722143746-phpapp02_95.pdf"  # 41 pages, no text layer
+MIXED = "0e94b4197b10096b1f4c699701570fbf.pdf"  # 15 pages, 4 with a text layer
 WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -36,16 +36,20 @@ def _item(corpus_root, doc: str) -> SourceItem:
     if not (corpus_root / path).is_file():
         pytest.skip(f"{doc} not in the corpus mirror")
     n = len(PdfReader(str(corpus_root / path)).pages)
-    return SourceItem(source_id=f"mmlongbench:{doc}", modality="pdf",
-                      holder=f"mmlongbench/{doc[:-4]}",
-                      observed_at=datetime(2024, 1, 1, tzinfo=timezone.utc), path=path,
-                      meta={"pages": n})
+    return SourceItem(
+        source_id=f"mmlongbench:{doc}",
+        modality="pdf",
+        holder=f"mmlongbench/{doc[:-4]}",
+        observed_at=datetime(2024, 1, 1, tzinfo=timezone.utc),
+        path=path,
+        meta={"pages": n},
+    )
 
 
 def test_threshold_on_real_pages_of_both_kinds(corpus_root):
     deck = cpdf.page_texts(corpus_root / "mmlongbench-doc/documents" / DECK)
     assert len(deck) == 41 and not any(has_text_layer(t) for t in deck)
-    assert all(t.strip() == "" for t in deck)            # not even a page number
+    assert all(t.strip() == "" for t in deck)  # not even a page number
     text = cpdf.page_texts(corpus_root / "mmlongbench-doc/documents/2303.05039v2.pdf")
     assert all(has_text_layer(t) for t in text)
     mixed = cpdf.page_texts(corpus_root / "mmlongbench-doc/documents" / MIXED)
@@ -66,11 +70,14 @@ def test_a_deck_page_reads_words_of_its_question_and_answer(corpus_root):
 
     item = _item(corpus_root, DECK)
     recs = [d.model_dump() for d in mmlongbench.load(corpus_root, text=False).drafts]
-    mine = [r for r in recs if r["query_id"].startswith(f"mmlongbench:{DECK}:")
-            and not r["unanswerable"]]
+    mine = [
+        r
+        for r in recs
+        if r["query_id"].startswith(f"mmlongbench:{DECK}:") and not r["unanswerable"]
+    ]
     assert mine
     atoms = {a.extent["page"]: a for a in chunk([item], corpus_root, ChunkConfig())}
-    assert sorted(atoms) == list(range(1, 42))       # every page, each one atom
+    assert sorted(atoms) == list(range(1, 42))  # every page, each one atom
     found = 0
     for r in mine:
         page = r["gold"][0]["region"]["page"]
@@ -105,8 +112,9 @@ def test_mixed_document_ocr_only_where_the_text_layer_is_missing(corpus_root, mo
     assert "Berlin School of Experimental Psychology" in atoms[2].text.replace("\n", " ")
     assert atoms[1].text and atoms[1].text != texts[0].strip()
     # OCR off: image pages keep their (short or empty) text layer
-    off = {a.extent["page"]: a for a in cpdf.chunk_pdf(item, corpus_root,
-                                                       ChunkConfig(pdf_ocr_dpi=0))}
+    off = {
+        a.extent["page"]: a for a in cpdf.chunk_pdf(item, corpus_root, ChunkConfig(pdf_ocr_dpi=0))
+    }
     assert off[2].text == atoms[2].text
     assert off[5].text == "" and atoms[5].text != ""
 
@@ -128,9 +136,11 @@ def test_page_ocr_is_cached_by_content_page_and_renderer(corpus_root, tmp_path, 
     assert ocr.stats["engine_calls"] == calls + 1
     # another page, another resolution: other entries
     assert ocr.source_sha(ocr.page_source(path, 4), 72) != ocr.source_sha(
-        ocr.page_source(path, 3), 72)
+        ocr.page_source(path, 3), 72
+    )
     assert ocr.source_sha(ocr.page_source(path, 3), 96) != ocr.source_sha(
-        ocr.page_source(path, 3), 72)
+        ocr.page_source(path, 3), 72
+    )
     assert (first.width, first.height) == (768, 576)  # 72 dpi of a 768 x 576 pt page
 
 
@@ -140,8 +150,9 @@ def test_chunk_reports_pages_on_the_ocr_step(corpus_root, tmp_path, monkeypatch)
     from membench.core import progress
 
     monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache"))
-    item = _item(corpus_root, "germanwingsdigitalcrisisanalysis-150403064828-conversion-"
-                              "gate01_95.pdf")
+    item = _item(
+        corpus_root, "germanwingsdigitalcrisisanalysis-150403064828-conversion-gate01_95.pdf"
+    )
     steps = []
     real_step = progress.step
 
@@ -153,8 +164,12 @@ def test_chunk_reports_pages_on_the_ocr_step(corpus_root, tmp_path, monkeypatch)
     monkeypatch.setattr(progress, "step", spy)
     monkeypatch.setattr(ocr._progress, "step", spy)
     seen = []
-    atoms = chunk([item], corpus_root, ChunkConfig(ocr_processes=2),
-                  progress=lambda stage, d, n: seen.append((stage, d, n)))
+    atoms = chunk(
+        [item],
+        corpus_root,
+        ChunkConfig(ocr_processes=2),
+        progress=lambda stage, d, n: seen.append((stage, d, n)),
+    )
     assert len(atoms) == 23
     o = next(s for s in steps if s.name == "ocr")
     assert o.total == 23 and o.done == 23 and o.counters.get("PDF pages") == 23

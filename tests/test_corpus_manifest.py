@@ -39,8 +39,9 @@ def _small_corpus(tmp_path, corpus_root):
     for p in (root / "locomo").rglob("*"):
         p.chmod(0o644)
     manifest = tmp_path / "manifest.jsonl"
-    line = next(l for l in MANIFEST_PATH.read_text().splitlines()
-                if json.loads(l)["source"] == "locomo")
+    line = next(
+        l for l in MANIFEST_PATH.read_text().splitlines() if json.loads(l)["source"] == "locomo"
+    )
     manifest.write_text(line + "\n")
     return root, manifest
 
@@ -68,8 +69,16 @@ def test_check_fails_on_removed_file(tmp_path, corpus_root, capsys):
 
 def test_unknown_folder_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "corpus" / "mystery").mkdir(parents=True)
-    code = main(["corpus", "manifest", "--corpus", str(tmp_path / "corpus"),
-                 "--manifest", str(tmp_path / "m.jsonl")])
+    code = main(
+        [
+            "corpus",
+            "manifest",
+            "--corpus",
+            str(tmp_path / "corpus"),
+            "--manifest",
+            str(tmp_path / "m.jsonl"),
+        ]
+    )
     assert code == 2
     assert "mystery: folder is not a registered source" in capsys.readouterr().err
 

@@ -33,33 +33,55 @@ def test_the_mask_makes_an_avx2_cpu_for_every_library():
     why = isa.can_mask()
     if why:
         pytest.fail(f"the AVX2 path cannot be forced on this machine: {why}")
-    code = ("import json\n"
-            "from numpy._core._multiarray_umath import __cpu_features__ as f\n"
-            "from membench.core import isa\n"
-            "from membench.systems.dense import cpu_has_bf16\n"
-            "print(json.dumps({'avx2': f['AVX2'], 'avx512f': f['AVX512F'], "
-            "'vnni': f['AVX512VNNI'], 'masked': isa.masked(), 'isa': isa.isa_class(), "
-            "'bf16': cpu_has_bf16()}))\n")
-    out = subprocess.run([sys.executable, "-m", "membench.core.isa", "avx2", "--", sys.executable,
-                          "-c", code], capture_output=True, text=True, check=True)
+    code = (
+        "import json\n"
+        "from numpy._core._multiarray_umath import __cpu_features__ as f\n"
+        "from membench.core import isa\n"
+        "from membench.systems.dense import cpu_has_bf16\n"
+        "print(json.dumps({'avx2': f['AVX2'], 'avx512f': f['AVX512F'], "
+        "'vnni': f['AVX512VNNI'], 'masked': isa.masked(), 'isa': isa.isa_class(), "
+        "'bf16': cpu_has_bf16()}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "membench.core.isa", "avx2", "--", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     got = json.loads(out.stdout.strip().splitlines()[-1])
-    assert got == {"avx2": True, "avx512f": False, "vnni": False, "masked": True,
-                   "isa": "avx2", "bf16": False}
+    assert got == {
+        "avx2": True,
+        "avx512f": False,
+        "vnni": False,
+        "masked": True,
+        "isa": "avx2",
+        "bf16": False,
+    }
     # and a process without it is not masked (the mask is never loaded by default)
-    plain = subprocess.run([sys.executable, "-c", "from membench.core import isa; "
-                            "print(isa.masked())"], capture_output=True, text=True, check=True)
+    plain = subprocess.run(
+        [sys.executable, "-c", "from membench.core import isa; print(isa.masked())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert plain.stdout.strip() == "False"
 
 
 def test_bf16_is_refused_on_the_avx2_path():
-    code = ("from membench.systems.dense import DenseEngine\n"
-            "from membench.core.errors import MembenchError\n"
-            "try:\n"
-            "    DenseEngine(use_cache=False, runtime='torch', precision='bf16')\n"
-            "except MembenchError as e:\n"
-            "    print('refused:', e)\n")
-    out = subprocess.run([sys.executable, "-m", "membench.core.isa", "avx2", "--", sys.executable,
-                          "-c", code], capture_output=True, text=True, check=True)
+    code = (
+        "from membench.systems.dense import DenseEngine\n"
+        "from membench.core.errors import MembenchError\n"
+        "try:\n"
+        "    DenseEngine(use_cache=False, runtime='torch', precision='bf16')\n"
+        "except MembenchError as e:\n"
+        "    print('refused:', e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "membench.core.isa", "avx2", "--", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.startswith("refused: dense precision=bf16 refused: this CPU has no AMX")
 
 
@@ -73,24 +95,24 @@ def test_conversation_dev_gives_the_same_rankings_on_both_paths(built, tmp_path,
     import dense_isa
 
     for path in ("native", "avx2"):
-        dense_isa.run(path, tmp_path, "dense", ["conversation"], LIMIT, built.out,
-                      ["streams=2"])
+        dense_isa.run(path, tmp_path, "dense", ["conversation"], LIMIT, built.out, ["streams=2"])
     res = dense_isa.compare(tmp_path, built.out)
     with capsys.disabled():
-        print(f"\nconversation dev on both paths: {res['identical_rankings']}/{res['queries']} "
-              f"identical rankings, {res['identical_cartridges']} identical cartridges, "
-              f"{res['figures_equal_1e-12']}/{res['figures']} figures equal; largest vector "
-              f"difference {res['largest_vector_difference']:.1e} over "
-              f"{res['vectors_compared']} vectors")
+        print(
+            f"\nconversation dev on both paths: {res['identical_rankings']}/{res['queries']} "
+            f"identical rankings, {res['identical_cartridges']} identical cartridges, "
+            f"{res['figures_equal_1e-12']}/{res['figures']} figures equal; largest vector "
+            f"difference {res['largest_vector_difference']:.1e} over "
+            f"{res['vectors_compared']} vectors"
+        )
     assert res["queries"] == LIMIT and res["vectors_compared"] > 1000
-    assert 0 < res["largest_vector_difference"] < 1e-5   # different kernels, float noise only
+    assert 0 < res["largest_vector_difference"] < 1e-5  # different kernels, float noise only
     assert res["identical_hit_sets"] == res["queries"]
     assert res["largest_score_difference_at_a_rank"] < 1e-5, res["first_difference"]
     assert res["identical_rankings"] >= 0.98 * res["queries"]
     assert res["first_rank_that_differs"] is None or res["first_rank_that_differs"] > 10
     # a cartridge may differ only where two atoms tied within the float noise swapped places
-    assert res["identical_cartridges"] + len(res["cartridges_differing_by_a_tie"]) \
-        == res["queries"]
+    assert res["identical_cartridges"] + len(res["cartridges_differing_by_a_tie"]) == res["queries"]
     assert res["figures_equal_1e-12"] == res["figures"], res["figures_differing"]
 
 
@@ -106,8 +128,7 @@ def test_the_whole_dev_record_holds_the_frozen_figures():
     assert rec["figures_equal_printed"] == rec["figures"]
     # a cartridge differs only where two atoms tied within the float noise swapped places
     assert rec["tie"] <= 1e-5
-    assert rec["identical_cartridges"] + len(rec["cartridges_differing_by_a_tie"]) \
-        == rec["queries"]
+    assert rec["identical_cartridges"] + len(rec["cartridges_differing_by_a_tie"]) == rec["queries"]
     assert len(rec["cartridges_differing_by_a_tie"]) <= 0.001 * rec["queries"]
     assert rec["identical_hit_sets"] == rec["queries"]
     assert rec["largest_score_difference_at_a_rank"] < 1e-5
@@ -135,7 +156,7 @@ def test_the_avx2_environment_preloads_the_mask_and_caps_the_libraries():
     assert env["LD_PRELOAD"] == f"{lib}:/x/other.so" and "PYTHONFAULTHANDLER" not in env
     assert env["MEMBENCH_ISA"] == "avx2" and env["MEMBENCH_CPUID_VENDOR"] == "amd"
     assert env["ONEDNN_MAX_CPU_ISA"] == env["OV_CPU_MAX_ISA"] == "AVX2"
-    again = isa.avx2_env(env)                    # preloaded once, whatever is asked twice
+    again = isa.avx2_env(env)  # preloaded once, whatever is asked twice
     assert again["LD_PRELOAD"].count(lib) == 1 and "MEMBENCH_CPUID_VENDOR" not in again
 
 
@@ -144,20 +165,35 @@ def test_cpuid_itself_answers_avx2_and_the_vendor_asked_for():
     answers without AVX-512F, and with the vendor AMD when asked for."""
     if isa.can_mask():
         pytest.skip(isa.can_mask())
-    code = ("import ctypes\n"
-            "from membench.core import isa\n"
-            "lib = ctypes.CDLL(str(isa.mask_library()))\n"
-            "buf = ctypes.create_string_buffer(13)\n"
-            "lib.membench_cpuid_vendor(buf)\n"
-            "lib.membench_cpuid_leaf7_ebx.restype = ctypes.c_uint\n"
-            "print(buf.value.decode(), bool(lib.membench_cpuid_leaf7_ebx() & (1 << 16)))\n")
+    code = (
+        "import ctypes\n"
+        "from membench.core import isa\n"
+        "lib = ctypes.CDLL(str(isa.mask_library()))\n"
+        "buf = ctypes.create_string_buffer(13)\n"
+        "lib.membench_cpuid_vendor(buf)\n"
+        "lib.membench_cpuid_leaf7_ebx.restype = ctypes.c_uint\n"
+        "print(buf.value.decode(), bool(lib.membench_cpuid_leaf7_ebx() & (1 << 16)))\n"
+    )
     for vendor, want in ((["--vendor", "amd"], "AuthenticAMD"), ([], None)):
-        out = subprocess.run([sys.executable, "-m", "membench.core.isa", "avx2", *vendor, "--",
-                              sys.executable, "-c", code], capture_output=True, text=True,
-                             check=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "membench.core.isa",
+                "avx2",
+                *vendor,
+                "--",
+                sys.executable,
+                "-c",
+                code,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         got_vendor, avx512 = out.stdout.split()
         assert avx512 == "False"
         if want:
             assert got_vendor == want
         else:
-            assert got_vendor in ("GenuineIntel", "AuthenticAMD")    # the CPU's own
+            assert got_vendor in ("GenuineIntel", "AuthenticAMD")  # the CPU's own

@@ -23,9 +23,14 @@ ENV = dict(os.environ, NO_MKDOCS_2_WARNING="1")
 def build(root: Path, site: Path) -> subprocess.CompletedProcess:
     """``mkdocs build --strict`` of the site whose mkdocs.yml is in ``root`` (run from there:
     the snippets' base path is the working directory)."""
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
-                          cwd=root, env={**ENV, "PYTHONPATH": str(REPO_ROOT)},
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+        cwd=root,
+        env={**ENV, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.mark.slow
@@ -33,8 +38,18 @@ def test_the_site_builds_with_no_warning(tmp_path):
     r = build(REPO_ROOT, tmp_path / "site")
     out = r.stdout + r.stderr
     assert r.returncode == 0 and "WARNING" not in out, out[-4000:]
-    for page in ("index", "your-system", "reports", "sets", "metrics", "results", "speed",
-                 "trust", "cli", "notebooks/02_run_dev"):
+    for page in (
+        "index",
+        "your-system",
+        "reports",
+        "sets",
+        "metrics",
+        "results",
+        "speed",
+        "trust",
+        "cli",
+        "notebooks/02_run_dev",
+    ):
         assert (tmp_path / "site" / f"{page}.html").is_file(), page
     # the examples are on the page, from the files themselves
     html = (tmp_path / "site" / "your-system.html").read_text()
@@ -60,18 +75,19 @@ def test_a_broken_link_a_missing_page_or_a_stale_table_fails_the_build(tmp_path)
     text = page.read_text()
     stale = re.sub(r"(<!-- metrics:start[^\n]*\n)\| measure", r"\1| a stale measure", text)
     assert stale != text
-    page.write_text(stale + "\nSee [the old page](gone.md) and [a section](results.md#no-such-"
-                    "section).\n")
-    (root / "docs" / "cards.md").unlink()                    # in the nav, no longer a page
+    page.write_text(
+        stale + "\nSee [the old page](gone.md) and [a section](results.md#no-such-section).\n"
+    )
+    (root / "docs" / "cards.md").unlink()  # in the nav, no longer a page
     (root / "docs" / "orphan.md").write_text("# Not in the nav\n")
     r = build(root, tmp_path / "site")
     out = r.stdout + r.stderr
     assert r.returncode != 0 and "Aborted with" in out, out[-3000:]
-    assert "'gone.md'" in out                                 # the broken link
-    assert "no-such-section" in out                           # the missing anchor
-    assert "cards.md" in out                                  # the missing page
-    assert "orphan.md" in out                                 # the page nobody can reach
-    assert "generated block 'metrics'" in out                 # the stale table
+    assert "'gone.md'" in out  # the broken link
+    assert "no-such-section" in out  # the missing anchor
+    assert "cards.md" in out  # the missing page
+    assert "orphan.md" in out  # the page nobody can reach
+    assert "generated block 'metrics'" in out  # the stale table
 
 
 def test_the_readme_is_a_short_front_door_whose_links_resolve():
@@ -81,7 +97,7 @@ def test_the_readme_is_a_short_front_door_whose_links_resolve():
     links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
     assert len(links) >= 12
     for link in links:
-        assert not link.startswith(("http:", "https:")), link     # everything is in the repo
+        assert not link.startswith(("http:", "https:")), link  # everything is in the repo
         assert (REPO_ROOT / link).exists(), f"README links to {link}, which does not exist"
     nav = (REPO_ROOT / "mkdocs.yml").read_text()
     for page in {link.removeprefix("docs/") for link in links if link.endswith(".md")}:
@@ -90,18 +106,19 @@ def test_the_readme_is_a_short_front_door_whose_links_resolve():
 
 def test_every_page_of_docs_is_a_page_of_the_site():
     nav = (REPO_ROOT / "mkdocs.yml").read_text()
-    pages = {p.relative_to(REPO_ROOT / "docs").as_posix() for p in (REPO_ROOT / "docs")
-             .glob("*.md")}
+    pages = {
+        p.relative_to(REPO_ROOT / "docs").as_posix() for p in (REPO_ROOT / "docs").glob("*.md")
+    }
     assert pages and all(p in nav for p in pages), pages - {p for p in pages if p in nav}
     for nb in (REPO_ROOT / "notebooks").glob("*.ipynb"):
         assert f"notebooks/{nb.name}" in nav, nb.name
 
 
-@pytest.mark.parametrize("page", ["metrics", "cli", "results", "robustness", "speed", "cards",
-                                  "your-system",
-                                  "runs"])
+@pytest.mark.parametrize(
+    "page", ["metrics", "cli", "results", "robustness", "speed", "cards", "your-system", "runs"]
+)
 def test_the_generated_tables_that_need_no_build_are_current(page):
-    from membench.docsite.blocks import NEEDS_SETS, Context, GENERATORS, blocks, stale
+    from membench.docsite.blocks import GENERATORS, NEEDS_SETS, Context, blocks, stale
 
     text = (REPO_ROOT / "docs" / f"{page}.md").read_text()
     names = {n for n in blocks(text) if n in GENERATORS and n not in NEEDS_SETS}
@@ -115,7 +132,7 @@ def test_the_store_table_counts_what_the_stores_hold_in_every_row():
     are reported and not stored)."""
     import re
 
-    from membench.docsite.blocks import Context, GENERATORS
+    from membench.docsite.blocks import GENERATORS, Context
 
     table = GENERATORS["memsys-stores"](Context())
     rows = [r.split(" | ") for r in table.splitlines()[2:]]
@@ -134,7 +151,7 @@ def test_the_store_table_counts_what_the_stores_hold_in_every_row():
 def test_the_readme_figures_are_the_generated_ones():
     """The README's generated blocks (the pdf text-source figures, what make all costs) are
     what their generators give from bench/expected and bench/results."""
-    from membench.docsite.blocks import NEEDS_SETS, Context, GENERATORS, blocks, stale
+    from membench.docsite.blocks import GENERATORS, NEEDS_SETS, Context, blocks, stale
 
     text = (REPO_ROOT / "README.md").read_text()
     names = {n for n in blocks(text) if n in GENERATORS and n not in NEEDS_SETS}
@@ -145,8 +162,8 @@ def test_the_readme_figures_are_the_generated_ones():
 def _glance_commands() -> list[tuple[str, str]]:
     """(subcommand, the text of its lines) of docs/cli.md's "At a glance" block."""
     text = (REPO_ROOT / "docs" / "cli.md").read_text()
-    block = text[text.index("## At a glance"):text.index("## Every command and option")]
-    block = block[block.index("```") + 3:block.rindex("```")]
+    block = text[text.index("## At a glance") : text.index("## Every command and option")]
+    block = block[block.index("```") + 3 : block.rindex("```")]
     out: list[tuple[str, str]] = []
     for line in block.splitlines():
         code = line.split("  #")[0]
@@ -168,8 +185,9 @@ def test_at_a_glance_shows_only_flags_that_exist_and_never_two_that_exclude_each
     seen = 0
     for cmd, line in _glance_commands():
         sub = subs.choices[cmd]
-        nested = next((a for a in sub._actions if a.__class__.__name__ == "_SubParsersAction"),
-                      None)
+        nested = next(
+            (a for a in sub._actions if a.__class__.__name__ == "_SubParsersAction"), None
+        )
         if nested is not None:
             word = line.split()[2] if len(line.split()) > 2 else ""
             sub = nested.choices.get(word, sub)

@@ -19,23 +19,31 @@ from membench.moved import new_path
 ROOT = Path(__file__).resolve().parent.parent
 BEFORE = json.loads((ROOT / "tests" / "fixtures" / "documented_paths.json").read_text())
 _FROM = re.compile(r"from[ \t]+(membench[\w.]*)[ \t]+import[ \t]+\(?([\w \t,]*)")
-_DOTTED = re.compile(r"(?<![\w./-])membench(?:\.\w+)+(?::\w+)?")   # not .membench.lock
+_DOTTED = re.compile(r"(?<![\w./-])membench(?:\.\w+)+(?::\w+)?")  # not .membench.lock
 
 
 def named_paths() -> set[str]:
     """The dotted paths the docs name now (``from X import a, b`` as ``X.a``, ``X.b``; an
     entry point ``X:attr`` as ``X.attr``)."""
-    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
-             *sorted((ROOT / "examples").rglob("*.py")), *sorted((ROOT / "examples").rglob("*.md")),
-             *sorted((ROOT / "notebooks").rglob("*.ipynb")), *sorted((ROOT / "bench").glob("*.py"))]
+    files = [
+        ROOT / "README.md",
+        *sorted((ROOT / "docs").rglob("*.md")),
+        *sorted((ROOT / "examples").rglob("*.py")),
+        *sorted((ROOT / "examples").rglob("*.md")),
+        *sorted((ROOT / "notebooks").rglob("*.ipynb")),
+        *sorted((ROOT / "bench").glob("*.py")),
+    ]
     names: set[str] = set()
     for f in files:
         text = f.read_text(encoding="utf-8")
         if f.suffix == ".ipynb":
             text = "\n".join("".join(c["source"]) for c in json.loads(text)["cells"])
         for m in _FROM.finditer(text):
-            names |= {f"{m.group(1)}.{n.split()[0]}" for n in m.group(2).split(",")
-                      if n.split() and re.fullmatch(r"\w+", n.split()[0])}   # "a as b": a
+            names |= {
+                f"{m.group(1)}.{n.split()[0]}"
+                for n in m.group(2).split(",")
+                if n.split() and re.fullmatch(r"\w+", n.split()[0])
+            }  # "a as b": a
         names |= {m.group(0).replace(":", ".") for m in _DOTTED.finditer(text)}
     return names
 
@@ -49,7 +57,7 @@ def resolve(name: str):
             obj = importlib.import_module(".".join(parts[:i]))
         except ModuleNotFoundError as e:
             if e.name and not ".".join(parts[:i]).startswith(e.name):
-                raise                   # the module exists but one of its imports is missing
+                raise  # the module exists but one of its imports is missing
             continue
         for p in parts[i:]:
             obj = getattr(obj, p)
@@ -58,20 +66,26 @@ def resolve(name: str):
 
 
 #: paths the docs gave that are gone on purpose -> where the name is now (the error says so)
-RETIRED = {**{f"membench.metrics.{n}": f"membench.trec.{n}"   # metrics re-exported them up a floor
-              for n in ("evaluate_trec", "read_trec_run", "write_trec_run")},
-           "membench.core.bounds.markdown_table": "membench.docsite.bounds.markdown_table"}
+RETIRED = {
+    **{
+        f"membench.metrics.{n}": f"membench.trec.{n}"  # metrics re-exported them up a floor
+        for n in ("evaluate_trec", "read_trec_run", "write_trec_run")
+    },
+    "membench.core.bounds.markdown_table": "membench.docsite.bounds.markdown_table",
+}
 
 
 @pytest.mark.parametrize("name", BEFORE)
 def test_a_path_the_docs_gave_still_imports(name):
     if name in RETIRED:
         new = RETIRED[name]
-        with pytest.raises(AttributeError, match=re.escape(f"from {new.rpartition('.')[0]} "
-                                                           f"import {new.rpartition('.')[2]}")):
+        with pytest.raises(
+            AttributeError,
+            match=re.escape(f"from {new.rpartition('.')[0]} import {new.rpartition('.')[2]}"),
+        ):
             resolve(name)
         resolve(new)
-    elif new_path(name) is not None:           # an old path: the very object of the new one
+    elif new_path(name) is not None:  # an old path: the very object of the new one
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             old = resolve(name)

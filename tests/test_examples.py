@@ -35,16 +35,21 @@ sys.path.insert(0, str(EXAMPLES))
 
 
 def commands() -> list[str]:
-    return [line.split(" #")[0].strip() for info, body in BLOCKS if info.strip() == "sh"
-            for line in body.splitlines() if line.strip()]
+    return [
+        line.split(" #")[0].strip()
+        for info, body in BLOCKS
+        if info.strip() == "sh"
+        for line in body.splitlines()
+        if line.strip()
+    ]
 
 
 def test_the_page_shows_the_example_files_and_the_three_doors():
     shown = set(re.findall(r'--8<-- "examples/([^"]+)"', DOC))
     assert shown == {p.name for p in EXAMPLES.iterdir() if p.is_file()}, shown
     body = (EXAMPLES / "my_memory.py").read_text()
-    assert len([ln for ln in body.splitlines() if ln.strip()]) <= 25     # "in 20 lines"
-    for f in ("overlap.py", "http_server.py", "trec_overlap.py"):   # no membench in them
+    assert len([ln for ln in body.splitlines() if ln.strip()]) <= 25  # "in 20 lines"
+    for f in ("overlap.py", "http_server.py", "trec_overlap.py"):  # no membench in them
         assert not re.search(r"^\s*(import|from)\s+membench", (EXAMPLES / f).read_text(), re.M)
     cmds = commands()
     assert cmds[0].startswith("make sets")
@@ -73,12 +78,15 @@ def test_the_examples_atoms_are_the_content_layers(built, corpus_root):
     the page says: on every conversation item of the build."""
     from overlap import atoms_of
 
-    from membench.core.jsonl import read_models
     from membench.content import chunk
     from membench.contract.schema import SourceItem
+    from membench.core.jsonl import read_models
 
-    items = [it for it in read_models(built.out / "items.jsonl", SourceItem)
-             if it.modality == "conversation"]
+    items = [
+        it
+        for it in read_models(built.out / "items.jsonl", SourceItem)
+        if it.modality == "conversation"
+    ]
     rows = [json.loads(it.model_dump_json(exclude_none=True)) for it in items]
     mine = [(a["source_id"], a["extent"], a["text"]) for a in atoms_of(rows)]
     theirs = [(a.source_id, a.extent, a.text) for a in chunk(items, corpus_root)]
@@ -106,8 +114,9 @@ def _wait_for(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
 
 
 def _lines(run_dir: Path) -> dict:
-    return {r["query_id"]: r for r in map(json.loads, (run_dir / "run.jsonl").read_text()
-                                            .splitlines())}
+    return {
+        r["query_id"]: r for r in map(json.loads, (run_dir / "run.jsonl").read_text().splitlines())
+    }
 
 
 def test_the_worked_examples_run_as_shown(built, tmp_path):
@@ -126,19 +135,28 @@ def test_the_worked_examples_run_as_shown(built, tmp_path):
             cmd_env = dict(env)
             while "=" in words[0]:
                 k, v = words.pop(0).split("=", 1)
-                cmd_env[k] = os.pathsep.join(filter(None, [str((work / v).resolve()),
-                                                          env.get(k)]))
+                cmd_env[k] = os.pathsep.join(filter(None, [str((work / v).resolve()), env.get(k)]))
             background = words[-1] == "&"
             words = [w for w in words if w != "&"]
             if words[:2] == ["make", "sets"]:
-                continue                                 # the session's build, linked above
+                continue  # the session's build, linked above
             if words[:2] == ["kill", "%1"]:
                 servers.pop().terminate()
                 continue
             if words[:3] == [".venv/bin/pip", "install", "-e"]:
-                argv = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                        "--no-build-isolation", "--no-index", "--target", str(target),
-                        str(work / words[3])]
+                argv = [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--no-deps",
+                    "--no-build-isolation",
+                    "--no-index",
+                    "--target",
+                    str(target),
+                    str(work / words[3]),
+                ]
                 env["PYTHONPATH"] = os.pathsep.join([str(target), str(REPO_ROOT)])  # installed
             elif words[0] == ".venv/bin/membench":
                 argv = [sys.executable, "-m", "membench", *words[1:]]
@@ -149,13 +167,20 @@ def test_the_worked_examples_run_as_shown(built, tmp_path):
             else:
                 raise AssertionError(f"docs/your-system.md: cannot run {line!r}")
             if background:
-                p = subprocess.Popen(argv, cwd=work, env=cmd_env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                p = subprocess.Popen(
+                    argv,
+                    cwd=work,
+                    env=cmd_env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
                 servers.append(p)
                 _wait_for(f"http://127.0.0.1:{port}", p)
                 continue
-            r = subprocess.run(argv, cwd=work, env=cmd_env, capture_output=True, text=True,
-                               timeout=900)
+            r = subprocess.run(
+                argv, cwd=work, env=cmd_env, capture_output=True, text=True, timeout=900
+            )
             assert r.returncode == 0, f"{line}\n{r.stdout}\n{r.stderr}"
             assert "Traceback" not in r.stderr, r.stderr
     finally:
@@ -165,30 +190,47 @@ def test_the_worked_examples_run_as_shown(built, tmp_path):
             p.wait(20)
             p.stdout.close()
             p.stderr.close()
-    runs = {name: work / "runs" / name for name in
-            ("overlap-dev", "overlap-ep-dev", "overlap-http-dev", "overlap-trec-dev")}
+    runs = {
+        name: work / "runs" / name
+        for name in ("overlap-dev", "overlap-ep-dev", "overlap-http-dev", "overlap-trec-dev")
+    }
     metas = {k: json.loads((d / "meta.json").read_text()) for k, d in runs.items()}
-    assert [m["system"] for m in metas.values()] == ["overlap", "overlap", "overlap-http",
-                                                     "overlap-trec"]
+    assert [m["system"] for m in metas.values()] == [
+        "overlap",
+        "overlap",
+        "overlap-http",
+        "overlap-trec",
+    ]
     assert all(m["status"] == "complete" for m in metas.values())
     lines = {k: _lines(d) for k, d in runs.items()}
     asked = set(lines["overlap-dev"])
     assert len(asked) == 20 and set(lines["overlap-http-dev"]) == asked
-    assert lines["overlap-dev"] == {q: {**r, "latency_ms": lines["overlap-dev"][q]["latency_ms"]}
-                                    for q, r in lines["overlap-ep-dev"].items()}
+    assert lines["overlap-dev"] == {
+        q: {**r, "latency_ms": lines["overlap-dev"][q]["latency_ms"]}
+        for q, r in lines["overlap-ep-dev"].items()
+    }
+
     # the three doors rank the same atoms (same item, same extent) in the same order, with
     # the same scores and the same cartridge, query by query
     def extents(name):
-        atoms = {a["atom_id"]: (a["source_id"], json.dumps(a["extent"], sort_keys=True))
-                 for a in map(json.loads, (runs[name] / "atoms.jsonl").read_text()
-                              .splitlines())}
-        return {q: ([(atoms[a], round(s, 12)) for a, s in lines[name][q]["hits"]],
-                    [atoms[a] for a in lines[name][q]["cartridge"]]) for q in asked}
-    python, http, trec = (extents(n) for n in ("overlap-dev", "overlap-http-dev",
-                                               "overlap-trec-dev"))
+        atoms = {
+            a["atom_id"]: (a["source_id"], json.dumps(a["extent"], sort_keys=True))
+            for a in map(json.loads, (runs[name] / "atoms.jsonl").read_text().splitlines())
+        }
+        return {
+            q: (
+                [(atoms[a], round(s, 12)) for a, s in lines[name][q]["hits"]],
+                [atoms[a] for a in lines[name][q]["cartridge"]],
+            )
+            for q in asked
+        }
+
+    python, http, trec = (
+        extents(n) for n in ("overlap-dev", "overlap-http-dev", "overlap-trec-dev")
+    )
     assert python == http == trec
-    assert sum(1 for hits, _ in python.values() if hits) >= 15       # a real ranking
-    for name in ("overlap-dev", "overlap-http-dev"):                 # scope kept, evidence found
+    assert sum(1 for hits, _ in python.values() if hits) >= 15  # a real ranking
+    for name in ("overlap-dev", "overlap-http-dev"):  # scope kept, evidence found
         m = json.loads((runs[name] / "metrics.json").read_text())["conversation"]
         assert m["holder_correctness"]["value"] == m["temporal_correctness"]["value"] == 1.0
         assert m["holder_correctness"]["n"] == 20 and m["recall@100"]["value"] > 0.3
@@ -200,18 +242,20 @@ def test_the_readme_shows_each_door_with_its_first_steps():
     the steps before it on the page: the server started (and stopped) for door 2, the topics
     written and answered for door 3."""
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    body = readme[readme.index("## Your own system"):readme.index("## The manual")]
+    body = readme[readme.index("## Your own system") : readme.index("## The manual")]
     block = re.search(r"^```sh\n(.*?)^```", body, re.M | re.S).group(1)
     shown = [ln.strip() for ln in block.splitlines() if ln.strip() and not ln.startswith("#")]
     page = {info_body for info, info_body in BLOCKS if info.strip() == "sh"}
-    page_blocks = [[ln.split(" #")[0].strip() for ln in b.splitlines() if ln.strip()]
-                   for b in page]
-    doors = ("--system my_memory:WordOverlap", "--system http://127.0.0.1:8766",
-             "membench import-run")
+    page_blocks = [[ln.split(" #")[0].strip() for ln in b.splitlines() if ln.strip()] for b in page]
+    doors = (
+        "--system my_memory:WordOverlap",
+        "--system http://127.0.0.1:8766",
+        "membench import-run",
+    )
     for door in doors:
         line = next(c for c in shown if door in c)
         where = next(b for b in page_blocks if line in b)
         i = where.index(line)
-        steps = where[:i + 1] + [c for c in where[i + 1:] if c.startswith("kill ")]
+        steps = where[: i + 1] + [c for c in where[i + 1 :] if c.startswith("kill ")]
         steps = [c for c in steps if not c.startswith(".venv/bin/membench metrics")]
-        assert any(shown[k:k + len(steps)] == steps for k in range(len(shown))), (door, steps)
+        assert any(shown[k : k + len(steps)] == steps for k in range(len(shown))), (door, steps)

@@ -39,8 +39,7 @@ def test_bm25_dev_reproduces_the_frozen_figures(expected, bm25_dev):
     from membench.metrics.rundir import RunDir
 
     split = pdf_text_source(RunDir.open(run_dir))
-    assert set(split) == set(exp["pdf_text_source"]) == {"pdf text layer",
-                                                          "pdf image-only (OCR)"}
+    assert set(split) == set(exp["pdf_text_source"]) == {"pdf text layer", "pdf image-only (OCR)"}
     for src, figs in exp["pdf_text_source"].items():
         for k, e in figs.items():
             g = split[src][k]
@@ -68,7 +67,7 @@ def test_the_results_page_figures_are_the_frozen_ones(expected):
 
     readme = (REPO_ROOT / "docs" / "results.md").read_text()
     start = readme.index("<!-- figures:start -->")
-    block = readme[readme.index("\n", start) + 1:readme.index("<!-- figures:end -->")].strip()
+    block = readme[readme.index("\n", start) + 1 : readme.index("<!-- figures:end -->")].strip()
     assert block == table(list(expected.values()))
 
 
@@ -77,7 +76,7 @@ def test_every_generated_figure_block_of_the_results_page_is_current():
     and their pdf text-layer split) are what the generators give (python -m
     membench.docsite.blocks docs/results.md rewrites them)."""
     from membench.core.paths import REPO_ROOT
-    from membench.docsite.blocks import Context, GENERATORS, blocks, rewrite
+    from membench.docsite.blocks import GENERATORS, Context, blocks, rewrite
 
     readme = (REPO_ROOT / "docs" / "results.md").read_text()
     have = blocks(readme)
@@ -93,8 +92,10 @@ def test_docblocks_rewrites_only_blocks_with_a_generator(tmp_path):
 
     GENERATORS["t-one"] = lambda ctx: "| fresh |"
     try:
-        text = ("intro\n<!-- t-one:start (note) -->\n| stale |\n<!-- t-one:end -->\n"
-                "<!-- other:start -->\nkept\n<!-- other:end -->\n")
+        text = (
+            "intro\n<!-- t-one:start (note) -->\n| stale |\n<!-- t-one:end -->\n"
+            "<!-- other:start -->\nkept\n<!-- other:end -->\n"
+        )
         new, changed = rewrite(text, None)
         assert changed == ["t-one"]
         assert "| fresh |" in new and "| stale |" not in new and "kept" in new
@@ -118,6 +119,7 @@ def test_a_calibration_run_shows_no_cartridge_figures(expected):
     # that predates them); the answerable abstention
     assert cells[6].startswith("uncal. (") and cells[7].startswith("—") and cells[8] == "uncal."
     assert cells[2] == f"{f['recall@10']['value']:.4f} ({f['recall@10']['n']})"
-    calibrated = next(r for r in table([expected["bm25"]]).splitlines()
-                      if r.startswith("| bm25 | image |"))
+    calibrated = next(
+        r for r in table([expected["bm25"]]).splitlines() if r.startswith("| bm25 | image |")
+    )
     assert "uncal." not in calibrated

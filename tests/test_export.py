@@ -14,19 +14,29 @@ import pytest
 
 from membench.cli import main
 from membench.metrics import metrics_for_run_dir
-from membench.trec import read_trec_qrels
 from membench.metrics.atom_level import ATOM_MEASURES
 from membench.run.runner import load_split, run_system
-from membench.systems import make_system
 from membench.sets.topics import topic_id
+from membench.systems import make_system
+from membench.trec import read_trec_qrels
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
 FIX = Path(__file__).parent / "fixtures" / "metrics" / "run_small"
-TREC = {"recall@10": "recall_10", "recall@100": "recall_100", "recall@1000": "recall_1000",
-        "mrr": "recip_rank", "ndcg@10": "ndcg_cut_10"}
-RANX = {"recall@10": "recall@10", "recall@100": "recall@100", "recall@1000": "recall@1000",
-        "mrr": "mrr", "ndcg@10": "ndcg@10"}
+TREC = {
+    "recall@10": "recall_10",
+    "recall@100": "recall_100",
+    "recall@1000": "recall_1000",
+    "mrr": "recip_rank",
+    "ndcg@10": "ndcg_cut_10",
+}
+RANX = {
+    "recall@10": "recall@10",
+    "recall@100": "recall@100",
+    "recall@1000": "recall@1000",
+    "mrr": "mrr",
+    "ndcg@10": "ndcg@10",
+}
 NOT_IMAGE = ["pdf", "ui_screenshot", "video", "code", "conversation"]
 
 
@@ -42,8 +52,9 @@ def per_query_modality(out: Path, run_dir: Path) -> dict[str, str]:
     """qid -> modality, from the run's records (the topics carry no modality)."""
     from membench.metrics.rundir import RunDir
 
-    return {topic_id(r.query_id): r.modality for r in RunDir.open(run_dir).records
-            if not r.unanswerable}
+    return {
+        topic_id(r.query_id): r.modality for r in RunDir.open(run_dir).records if not r.unanswerable
+    }
 
 
 def check_against_tools(run_dir: Path, out: Path) -> dict:
@@ -60,9 +71,10 @@ def check_against_tools(run_dir: Path, out: Path) -> dict:
     ranx = pytest.importorskip("ranx")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rx_run = {q: run.get(q) or {"__none__": 0.0} for q in qrels}   # ranx needs every query
-        rx = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(rx_run), list(RANX.values()),
-                           return_mean=False)
+        rx_run = {q: run.get(q) or {"__none__": 0.0} for q in qrels}  # ranx needs every query
+        rx = ranx.evaluate(
+            ranx.Qrels(qrels), ranx.Run(rx_run), list(RANX.values()), return_mean=False
+        )
     rx_order = sorted(qrels)
     for scope in [*{v for v in mod_of.values()}, "all"]:
         qs = [q for q in mod_of if scope == "all" or mod_of[q] == scope]
@@ -87,13 +99,18 @@ def test_fixture_run_export_files(tmp_path):
     q1 = [x.split() for x in lines if x.startswith(topic_id("pdfh:q1") + " ")]
     # membench's order (ties kept in the system's order), rank-derived scores
     assert [(d, r, s) for _, _, d, r, s, _ in q1] == [
-        ("p2", "1", "5"), ("x2", "2", "4"), ("p3", "3", "3"), ("x3", "4", "2"), ("x1", "5", "1")]
+        ("p2", "1", "5"),
+        ("x2", "2", "4"),
+        ("p3", "3", "3"),
+        ("x3", "4", "2"),
+        ("x1", "5", "1"),
+    ]
     qrels = read_trec_qrels(out / "qrels.trec")
-    assert qrels[topic_id("pdfh:q3")] == {"p3": 1}      # one atom hits both block golds
-    assert topic_id("pdfh:u1") not in qrels             # unanswerable: no relevance
+    assert qrels[topic_id("pdfh:q3")] == {"p3": 1}  # one atom hits both block golds
+    assert topic_id("pdfh:u1") not in qrels  # unanswerable: no relevance
     topics = [json.loads(x) for x in (out / "topics.jsonl").read_text().splitlines()]
     order = [json.loads(x)["query_id"] for x in (run_dir / "run.jsonl").read_text().splitlines()]
-    assert [t["qid"] for t in topics] == [topic_id(q) for q in order]     # the run's order
+    assert [t["qid"] for t in topics] == [topic_id(q) for q in order]  # the run's order
     assert set(topics[0]) == {"qid", "question", "scope", "as_of"}
     assert m["pdf"]["ndcg@10"]["n"] == 5
 
@@ -101,8 +118,9 @@ def test_fixture_run_export_files(tmp_path):
 @pytest.fixture(scope="module")
 def bm25_small(built, corpus_root, tmp_path_factory):
     d = tmp_path_factory.mktemp("bm25-small")
-    run_system(make_system("bm25"), built.out, "dev", d, corpus_root, modalities=NOT_IMAGE,
-               limit=40)
+    run_system(
+        make_system("bm25"), built.out, "dev", d, corpus_root, modalities=NOT_IMAGE, limit=40
+    )
     return d
 
 
@@ -123,19 +141,45 @@ def test_real_run_atom_level_is_reproduced_and_differs_where_documented(bm25_sma
 
 def test_topics_are_what_a_run_asks_without_gold(built, tmp_path, capsys):
     out = tmp_path / "topics.jsonl"
-    assert main(["topics", "--split", "dev", "--sets", str(built.out), "--out", str(out),
-                 "--limit", "5"]) == 0
+    assert (
+        main(
+            [
+                "topics",
+                "--split",
+                "dev",
+                "--sets",
+                str(built.out),
+                "--out",
+                str(out),
+                "--limit",
+                "5",
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     recs = load_split(built.out, "dev", limit=5).records
-    assert [r["qid"] for r in rows] == [topic_id(r.query_id) for r in recs]   # run order
+    assert [r["qid"] for r in rows] == [topic_id(r.query_id) for r in recs]  # run order
     for row, r in zip(rows, recs):
         assert set(row) == {"qid", "question", "scope", "as_of"}
         assert row["question"] == r.question and row["scope"]["holder"] == r.scope.holder
-        assert "~" not in row["qid"] and ":" not in row["qid"]       # nothing to read in an id
+        assert "~" not in row["qid"] and ":" not in row["qid"]  # nothing to read in an id
     text = out.read_text()
     assert '"gold"' not in text and "unanswerable" not in text and "derived" not in text
-    assert main(["topics", "--split", "test", "--sets", str(built.out), "--out",
-                 str(tmp_path / "t.jsonl")]) == 2
+    assert (
+        main(
+            [
+                "topics",
+                "--split",
+                "test",
+                "--sets",
+                str(built.out),
+                "--out",
+                str(tmp_path / "t.jsonl"),
+            ]
+        )
+        == 2
+    )
     assert "--final" in capsys.readouterr().err
 
 
@@ -149,17 +193,46 @@ def test_an_exported_run_imports_back_with_topic_ids(bm25_small, built, tmp_path
     # the run's part of the split, named as `membench topics` names it; its cartridges (a
     # query with no hits has no TREC line: its cartridge line covers it)
     carts = tmp_path / "carts.jsonl"
-    carts.write_text("".join(json.dumps({"query_id": json.loads(x)["query_id"],
-                                         "cartridge": json.loads(x)["cartridge"]}) + "\n"
-                             for x in (bm25_small / "run.jsonl").read_text().splitlines()))
-    assert main(["import-run", "--trec", str(out / "run.trec"), "--atoms",
-                 str(bm25_small / "atoms.jsonl"), "--name", "bm25-again", "--out", str(back),
-                 "--sets", str(built.out), "--cartridge", str(carts), "--limit", "40",
-                 *[f"--modality={m}" for m in NOT_IMAGE]]) == 0
-    orig = {json.loads(x)["query_id"]: json.loads(x) for x in
-            (bm25_small / "run.jsonl").read_text().splitlines()}
-    again = {json.loads(x)["query_id"]: json.loads(x) for x in
-             (back / "run.jsonl").read_text().splitlines()}
+    carts.write_text(
+        "".join(
+            json.dumps(
+                {"query_id": json.loads(x)["query_id"], "cartridge": json.loads(x)["cartridge"]}
+            )
+            + "\n"
+            for x in (bm25_small / "run.jsonl").read_text().splitlines()
+        )
+    )
+    assert (
+        main(
+            [
+                "import-run",
+                "--trec",
+                str(out / "run.trec"),
+                "--atoms",
+                str(bm25_small / "atoms.jsonl"),
+                "--name",
+                "bm25-again",
+                "--out",
+                str(back),
+                "--sets",
+                str(built.out),
+                "--cartridge",
+                str(carts),
+                "--limit",
+                "40",
+                *[f"--modality={m}" for m in NOT_IMAGE],
+            ]
+        )
+        == 0
+    )
+    orig = {
+        json.loads(x)["query_id"]: json.loads(x)
+        for x in (bm25_small / "run.jsonl").read_text().splitlines()
+    }
+    again = {
+        json.loads(x)["query_id"]: json.loads(x)
+        for x in (back / "run.jsonl").read_text().splitlines()
+    }
     for q, row in orig.items():
         assert [a for a, _ in again[q]["hits"]] == [a for a, _ in row["hits"]]
     assert meta["queries"] == len(orig)

@@ -34,15 +34,15 @@ from membench.core.lock import LOCK_NAME, RunDirLocked, run_dir_lock
 
 FIX_RUN = Path(__file__).parent / "fixtures" / "metrics" / "run_small"
 SCRATCH = scratch_fs_available()
-needs_scratch = pytest.mark.skipif(not SCRATCH, reason="no private tmpfs here (unshare -rm "
-                                   "refused: user namespaces disabled)")
+needs_scratch = pytest.mark.skipif(
+    not SCRATCH, reason="no private tmpfs here (unshare -rm refused: user namespaces disabled)"
+)
 
 
 @pytest.fixture(autouse=True)
 def _quiet_progress(monkeypatch):
     """These tests read stderr's one error line: no progress lines beside it."""
     monkeypatch.setenv("MEMBENCH_PROGRESS", "quiet")
-
 
 
 @pytest.fixture
@@ -67,8 +67,9 @@ def _import_inputs(world, tmp_path):
     from membench.systems import make_system
 
     native = tmp_path / "native"
-    run_system(make_system("random"), world["sets"], "dev", native, None,
-               manifest=world["manifest"])
+    run_system(
+        make_system("random"), world["sets"], "dev", native, None, manifest=world["manifest"]
+    )
     lines = []
     for l in _lines(native / "run.jsonl"):
         r = json.loads(l)
@@ -82,9 +83,11 @@ def _import_inputs(world, tmp_path):
 def test_read_only_output_folder_is_one_line_and_status_3(world, tmp_path):
     cal_run = tmp_path / "cal"
     shutil.copytree(FIX_RUN, cal_run)
-    (cal_run / "meta.json").write_text(json.dumps({**json.loads((cal_run / "meta.json")
-                                                                 .read_text()),
-                                                   "sets_dir": str(cal_run / "sets")}))
+    (cal_run / "meta.json").write_text(
+        json.dumps(
+            {**json.loads((cal_run / "meta.json").read_text()), "sets_dir": str(cal_run / "sets")}
+        )
+    )
     trec, atoms = _import_inputs(world, tmp_path)
     world_args = " ".join(cli_args(world))
     script = f"""
@@ -103,8 +106,9 @@ $PY -m membench calibrate {cal_run} --out "$M/cal.json"; echo "calibrate=$?" >&2
     codes = dict(l.split("=") for l in r.stderr.splitlines() if "=" in l and " " not in l)
     assert "Traceback" not in r.stderr, r.stderr
     err = [l for l in r.stderr.splitlines() if l.startswith("membench:")]
-    assert codes == {k: str(EXIT_FILESYSTEM) for k in ("run", "run_existing", "metrics",
-                                                         "import", "calibrate")}, r.stderr
+    assert codes == {
+        k: str(EXIT_FILESYSTEM) for k in ("run", "run_existing", "metrics", "import", "calibrate")
+    }, r.stderr
     assert len(err) == 5
     assert any("Read-only file system" in l and "run2" in l for l in err), err
     assert any("Read-only file system" in l and f"run/{LOCK_NAME}" in l for l in err), err
@@ -115,8 +119,10 @@ $PY -m membench calibrate {cal_run} --out "$M/cal.json"; echo "calibrate=$?" >&2
 def test_permission_error_maps_to_status_3(monkeypatch, tmp_path, capsys):
     """The same path without a scratch file system: the handler turns PermissionError into
     one line naming the file."""
+
     def refuse(*a, **k):
         raise PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "x"))
+
     monkeypatch.setattr("membench.cli.metrics._metrics_cmd", refuse)
     d = tmp_path / "run"
     shutil.copytree(FIX_RUN, d)
@@ -150,13 +156,13 @@ cp -r "$M/run" {save}/after_resume
     full = save / "after_full"
     assert json.loads((full / "meta.json").read_text())["status"] == "running"
     written = (full / "run.jsonl").read_bytes()
-    whole = written[:written.rfind(b"\n") + 1].decode().splitlines()
-    assert whole and all(json.loads(l)["query_id"] for l in whole)   # every whole line parses
+    whole = written[: written.rfind(b"\n") + 1].decode().splitlines()
+    assert whole and all(json.loads(l)["query_id"] for l in whole)  # every whole line parses
     assert codes.get("second") == "0", r.stderr
     done = save / "after_resume"
     ids = _query_ids(done)
     assert len(ids) == len(set(ids)) == json.loads((done / "meta.json").read_text())["queries"]
-    assert _lines(done / "run.jsonl")[:len(whole)] == whole        # nothing written was lost
+    assert _lines(done / "run.jsonl")[: len(whole)] == whole  # nothing written was lost
 
 
 class DiskFullAfter:
@@ -168,7 +174,7 @@ class DiskFullAfter:
 
         self.inner, self.k, self.n = make_system("random"), k, 0
         self.name = "random"
-        self.card = self.inner.card      # the run it resumes is random's, card and all
+        self.card = self.inner.card  # the run it resumes is random's, card and all
 
     def config(self):
         return self.inner.config()
@@ -188,8 +194,9 @@ def _with_system(monkeypatch, name: str, system) -> None:
     import membench.systems as systems
 
     real = systems.make_system
-    monkeypatch.setattr(systems, "make_system",
-                        lambda n, cfg=None: system if n == name else real(n, cfg))
+    monkeypatch.setattr(
+        systems, "make_system", lambda n, cfg=None: system if n == name else real(n, cfg)
+    )
 
 
 def _resumes_complete(rest: list[str], out: Path) -> None:
@@ -214,10 +221,13 @@ def test_disk_full_in_process_maps_to_status_4(world, tmp_path, monkeypatch, cap
 
 
 def _start_gated(world, out: Path, gate_dir: Path) -> subprocess.Popen:
-    p = subprocess.Popen(membench_cmd("run", "--system", "hostile_world:Gated",
-                                      *cli_args(world), "--out", str(out)),
-                         env={**subprocess_env(), "MEMBENCH_TEST_GATE": str(gate_dir / "gate")},
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        membench_cmd("run", "--system", "hostile_world:Gated", *cli_args(world), "--out", str(out)),
+        env={**subprocess_env(), "MEMBENCH_TEST_GATE": str(gate_dir / "gate")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 120
     while not (gate_dir / "ingesting").exists():
         assert p.poll() is None and time.time() < deadline, p.communicate()
@@ -236,10 +246,13 @@ def test_ctrl_c_is_one_line_status_130_and_resumable(world, tmp_path):
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "running" and (out / LOCK_NAME).read_text() == ""
     (tmp_path / "gate").write_text("go")
-    r = subprocess.run(membench_cmd("run", "--system", "hostile_world:Gated", *cli_args(world),
-                                    "--out", str(out)),
-                       env={**subprocess_env(), "MEMBENCH_TEST_GATE": str(tmp_path / "gate")},
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        membench_cmd("run", "--system", "hostile_world:Gated", *cli_args(world), "--out", str(out)),
+        env={**subprocess_env(), "MEMBENCH_TEST_GATE": str(tmp_path / "gate")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "complete" and meta["resumed"] == 1
@@ -255,12 +268,13 @@ def test_lock_killed_holder_is_taken_over(world, tmp_path, capsys, monkeypatch):
     p = _start_gated(world, out, tmp_path)
     holder = json.loads((out / LOCK_NAME).read_text())
     assert holder["pid"] == p.pid and "hostile_world:Gated" in holder["command"]
-    p.kill()                                   # kill -9: no chance to release anything
+    p.kill()  # kill -9: no chance to release anything
     p.communicate(timeout=60)
     (tmp_path / "gate").write_text("go")
     monkeypatch.setenv("MEMBENCH_TEST_GATE", str(tmp_path / "gate"))
-    assert main(["run", "--system", "hostile_world:Gated", *cli_args(world), "--out",
-                 str(out)]) == 0
+    assert (
+        main(["run", "--system", "hostile_world:Gated", *cli_args(world), "--out", str(out)]) == 0
+    )
     err = capsys.readouterr().err
     assert f"taking over the lock left by pid {p.pid}" in err
     ids = _query_ids(out)
@@ -272,20 +286,25 @@ def test_lock_is_reentrant_in_one_process_and_exclusive_across(tmp_path):
     with run_dir_lock(d, "outer"):
         with run_dir_lock(d, "inner"):
             assert json.loads((d / LOCK_NAME).read_text())["command"] == "outer"
-        code = ("import sys\nfrom membench.core.lock import run_dir_lock, RunDirLocked\n"
-                f"try:\n    with run_dir_lock({str(d)!r}):\n        sys.exit(0)\n"
-                "except RunDirLocked as e:\n    print(e)\n    sys.exit(7)\n")
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           env=subprocess_env())
+        code = (
+            "import sys\nfrom membench.core.lock import run_dir_lock, RunDirLocked\n"
+            f"try:\n    with run_dir_lock({str(d)!r}):\n        sys.exit(0)\n"
+            "except RunDirLocked as e:\n    print(e)\n    sys.exit(7)\n"
+        )
+        r = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env()
+        )
         assert r.returncode == 7 and "running `outer` since" in r.stdout
     assert (d / LOCK_NAME).read_text() == ""
-    with run_dir_lock(d):                                     # free again
+    with run_dir_lock(d):  # free again
         pass
 
 
 def test_lock_refusal_names_the_holder():
-    e = RunDirLocked(Path("runs/x"), {"pid": 42, "host": "h", "command": "membench run",
-                                      "since": "2026-01-01T00:00:00+00:00"})
+    e = RunDirLocked(
+        Path("runs/x"),
+        {"pid": 42, "host": "h", "command": "membench run", "since": "2026-01-01T00:00:00+00:00"},
+    )
     assert str(e).startswith("runs/x: RUN_DIR_LOCKED:") and "pid 42 on h" in str(e)
     assert "`membench run` since 2026-01-01T00:00:00+00:00" in str(e)
 
@@ -302,20 +321,22 @@ class BadPairs(DiskFullAfter):
         self.n += 1
         res = self.inner.query(q, scope, as_of)
         if self.n == self.k and res.hits:
-            return Result(hits=[(*res.hits[0], "extra"), *res.hits[1:]],
-                          cartridge=res.cartridge)
+            return Result(hits=[(*res.hits[0], "extra"), *res.hits[1:]], cartridge=res.cartridge)
         return res
 
 
-def test_a_hit_that_is_not_a_pair_is_one_line_and_the_run_resumes(world, tmp_path, monkeypatch,
-                                                                   capsys):
+def test_a_hit_that_is_not_a_pair_is_one_line_and_the_run_resumes(
+    world, tmp_path, monkeypatch, capsys
+):
     out = tmp_path / "run"
     _with_system(monkeypatch, "badpairs", BadPairs(3))
     rest = [*cli_args(world), "--out", str(out)]
     assert main(["run", "--system", "badpairs", *rest]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "Traceback" not in err, err
-    assert err.startswith("membench: system ") and "hit #0 must be a pair (atom_id, score), " \
-        "got tuple (" in err, err
-    assert len(_query_ids(out)) == 2            # the two answers before it are kept
+    assert (
+        err.startswith("membench: system ")
+        and "hit #0 must be a pair (atom_id, score), got tuple (" in err
+    ), err
+    assert len(_query_ids(out)) == 2  # the two answers before it are kept
     _resumes_complete(rest, out)

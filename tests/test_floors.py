@@ -25,16 +25,28 @@ def _fig(v):
 
 
 def test_the_margin_is_over_the_best_floor_of_each_scope():
-    run = {"video": {"recall@10": _fig(0.9)}, "code": {"recall@10": _fig(None)},
-           "all": {"recall@10": _fig(0.5)}, "submission": {"valid": True}}
-    floors = {"random": {"video": {"recall@10": _fig(0.46)}, "code": {"recall@10": _fig(0.0)},
-                         "all": {"recall@10": _fig(0.1)}},
-              "newest": {"video": {"recall@10": _fig(0.06)}, "code": {"recall@10": _fig(0.01)},
-                         "all": {"recall@10": _fig(0.2)}}}
+    run = {
+        "video": {"recall@10": _fig(0.9)},
+        "code": {"recall@10": _fig(None)},
+        "all": {"recall@10": _fig(0.5)},
+        "submission": {"valid": True},
+    }
+    floors = {
+        "random": {
+            "video": {"recall@10": _fig(0.46)},
+            "code": {"recall@10": _fig(0.0)},
+            "all": {"recall@10": _fig(0.1)},
+        },
+        "newest": {
+            "video": {"recall@10": _fig(0.06)},
+            "code": {"recall@10": _fig(0.01)},
+            "all": {"recall@10": _fig(0.2)},
+        },
+    }
     m = margins(run, floors)
     assert m["video"] == (pytest.approx(0.44), "random")
     assert m["all"] == (pytest.approx(0.3), "newest")
-    assert m["code"] is None                             # the run's value is missing
+    assert m["code"] is None  # the run's value is missing
     html = floors_grid("bm25", run, floors).html
     assert html.index("bm25") < html.index("floor: random") < html.index("floor: newest")
     assert "+0.440" in html and "over random" in html and "+0.300" in html
@@ -48,11 +60,10 @@ def test_floor_runs_are_the_complete_ones_on_the_same_items(runs, tmp_path):
     assert is_floor_run(json.loads((tmp_path / "random" / "meta.json").read_text()))
     assert not is_floor_run(json.loads((tmp_path / "oracle" / "meta.json").read_text()))
     leaky = RunDir.open(tmp_path / "leaky")
-    found, left = floor_runs(leaky)                      # beside it: random alone
+    found, left = floor_runs(leaky)  # beside it: random alone
     assert [rd.system for rd in found] == ["random"] and left == []
     # another selection, an unfinished run, a run that is no floor's: left out, each said
-    for name, change in (("random-other", {"limit": 7}), ("random-running",
-                                                          {"status": "running"})):
+    for name, change in (("random-other", {"limit": 7}), ("random-running", {"status": "running"})):
         shutil.copytree(runs["random"], tmp_path / name)
         meta = json.loads((tmp_path / name / "meta.json").read_text())
         (tmp_path / name / "meta.json").write_text(json.dumps({**meta, **change}))
@@ -64,5 +75,7 @@ def test_floor_runs_are_the_complete_ones_on_the_same_items(runs, tmp_path):
     assert found == [] and "not a content-free floor's run (system 'oracle')" in left[0]
     figs, _ = floor_metrics(leaky)
     assert list(figs) == ["random"]
-    assert figs["random"]["all"]["recall@10"] == \
-        RunDir.open(runs["random"]).metrics(write=False)["all"]["recall@10"]
+    assert (
+        figs["random"]["all"]["recall@10"]
+        == RunDir.open(runs["random"]).metrics(write=False)["all"]["recall@10"]
+    )

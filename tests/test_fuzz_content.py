@@ -20,8 +20,13 @@ from membench.core import content_guard as guard
 
 
 def fuzz(n: int):
-    return settings(max_examples=n * SCALE, deadline=None, derandomize=PROFILE == "ci",
-                    database=None, suppress_health_check=list(HealthCheck))
+    return settings(
+        max_examples=n * SCALE,
+        deadline=None,
+        derandomize=PROFILE == "ci",
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 def _png(w: int = 24, h: int = 16) -> bytes:
@@ -46,7 +51,7 @@ def _pdf(w_pt: int = 200, h_pt: int = 100, pages: int = 2) -> bytes:
 def _forged_png(w: int, h: int) -> bytes:
     """A valid PNG whose IHDR claims ``w`` x ``h`` (its CRC made right)."""
     b = bytearray(_png())
-    ihdr = b[12:29]                           # type + 13 bytes of data
+    ihdr = b[12:29]  # type + 13 bytes of data
     data = struct.pack(">II", w, h) + bytes(ihdr[12:17])
     b[16:29] = data
     b[29:33] = struct.pack(">I", zlib.crc32(b"IHDR" + data) & 0xFFFFFFFF)
@@ -71,7 +76,7 @@ def mutated(draw, base: bytes) -> bytes:
         elif how == "run":
             b[i:i] = draw(st.sampled_from([b"\x00", b"\xff", b"9"])) * draw(st.integers(1, 64))
         else:
-            del b[i:i + draw(st.integers(1, 32))]
+            del b[i : i + draw(st.integers(1, 32))]
     return bytes(b)
 
 

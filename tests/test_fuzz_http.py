@@ -36,19 +36,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from membench.contract.protocol import Atom, Result
-from membench.systems import remote as client_mod
 from membench.contract import wire
-from membench.systems.remote import HttpSystem, HttpSystemError
+from membench.contract.protocol import Atom, Result
 from membench.serve.server import ApiError, Handler, SystemService, make_server
+from membench.systems import remote as client_mod
+from membench.systems.remote import HttpSystem, HttpSystemError
 
 PROFILE = os.environ.get("MEMBENCH_FUZZ", "ci")
 SCALE = {"ci": 1, "long": 10}[PROFILE]
 
 
 def fuzz(n: int):
-    return settings(max_examples=n * SCALE, deadline=None, derandomize=PROFILE == "ci",
-                    database=None, suppress_health_check=list(HealthCheck))
+    return settings(
+        max_examples=n * SCALE,
+        deadline=None,
+        derandomize=PROFILE == "ci",
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 class Fake:
@@ -60,34 +65,50 @@ class Fake:
         return {}
 
     def ingest(self, items, root):
-        return [Atom(f"a{i}", it.source_id, it.modality, it.holder, it.observed_at,
-                     {"turn": 1}, "text") for i, it in enumerate(items)]
+        return [
+            Atom(f"a{i}", it.source_id, it.modality, it.holder, it.observed_at, {"turn": 1}, "text")
+            for i, it in enumerate(items)
+        ]
 
     def query(self, question, scope, as_of):
         return Result(hits=[("a0", 1.0)], cartridge=[])
 
 
-ROOT = Path(tempfile.mkdtemp(prefix="mbfuzz"))      # the corpus root the fake reads nothing in
+ROOT = Path(tempfile.mkdtemp(prefix="mbfuzz"))  # the corpus root the fake reads nothing in
 atexit.register(shutil.rmtree, ROOT, True)
-ITEM = {"source_id": "locomo:c:s1", "modality": "conversation", "holder": "h1",
-        "observed_at": "2024-01-01T00:00:00+00:00",
-        "content": [{"speaker": "a", "text": "hello", "turn": 1}], "meta": {}}
+ITEM = {
+    "source_id": "locomo:c:s1",
+    "modality": "conversation",
+    "holder": "h1",
+    "observed_at": "2024-01-01T00:00:00+00:00",
+    "content": [{"speaker": "a", "text": "hello", "turn": 1}],
+    "meta": {},
+}
 BODIES = {
     "batch": {"items": [ITEM, dict(ITEM, source_id="locomo:c:s2")]},
     "commit": {"corpus_root": str(ROOT), "batches": 1, "items": 2},
-    "query": {"question": "hello", "scope": {"holder": "h1", "scenario": "s"},
-              "as_of": "2024-02-01T00:00:00+00:00"},
+    "query": {
+        "question": "hello",
+        "scope": {"holder": "h1", "scenario": "s"},
+        "as_of": "2024-02-01T00:00:00+00:00",
+    },
 }
 
 json_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2 ** 70), max_value=2 ** 70),
-    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12),
-    st.sampled_from(["", "/", "/etc", str(ROOT), "../x", "2024-01-01T00:00:00+00:00",
-                     "x" * 300]))
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+    st.sampled_from(["", "/", "/etc", str(ROOT), "../x", "2024-01-01T00:00:00+00:00", "x" * 300]),
+)
 json_values = st.recursive(
-    json_scalars, lambda ch: st.one_of(st.lists(ch, max_size=4),
-                                       st.dictionaries(st.text(max_size=8), ch, max_size=4)),
-    max_leaves=10)
+    json_scalars,
+    lambda ch: st.one_of(
+        st.lists(ch, max_size=4), st.dictionaries(st.text(max_size=8), ch, max_size=4)
+    ),
+    max_leaves=10,
+)
 
 
 @st.composite
@@ -114,20 +135,28 @@ def bodies(draw):
 
 
 ids = st.one_of(st.sampled_from(["i1", "i2"]), st.text(max_size=70))
-numbers = st.one_of(st.integers(-3, 3), st.sampled_from([999_999, 1_000_000, 10 ** 10]),
-                    st.text(max_size=12))
+numbers = st.one_of(
+    st.integers(-3, 3), st.sampled_from([999_999, 1_000_000, 10**10]), st.text(max_size=12)
+)
 
 
 @st.composite
 def calls(draw):
     method = draw(st.sampled_from(["GET", "PUT", "POST", "DELETE", "PATCH"]))
-    shape = draw(st.sampled_from(["health", "card", "batch", "commit", "status", "atoms",
-                                  "query", "other"]))
+    shape = draw(
+        st.sampled_from(["health", "card", "batch", "commit", "status", "atoms", "query", "other"])
+    )
     i = draw(ids)
-    path = {"health": "/health", "card": "/card", "batch": f"/ingests/{i}/batches/"
-            f"{draw(numbers)}", "commit": f"/ingests/{i}", "status": f"/ingests/{i}",
-            "atoms": f"/ingests/{i}/atoms?offset={draw(numbers)}&limit={draw(numbers)}",
-            "query": f"/ingests/{i}/query", "other": "/" + draw(st.text(max_size=30))}[shape]
+    path = {
+        "health": "/health",
+        "card": "/card",
+        "batch": f"/ingests/{i}/batches/{draw(numbers)}",
+        "commit": f"/ingests/{i}",
+        "status": f"/ingests/{i}",
+        "atoms": f"/ingests/{i}/atoms?offset={draw(numbers)}&limit={draw(numbers)}",
+        "query": f"/ingests/{i}/query",
+        "other": "/" + draw(st.text(max_size=30)),
+    }[shape]
     return method, path, draw(bodies())
 
 
@@ -145,7 +174,7 @@ def test_serve_endpoints(seq):
         assert 200 <= status < 300 and isinstance(answer, dict), (method, path, status)
         json.dumps(answer, allow_nan=False)
         if service.current is not None and service.current.state == "running":
-            for _ in range(200):                 # the fake ingest is instant: let it finish
+            for _ in range(200):  # the fake ingest is instant: let it finish
                 if service.current.state != "running":
                     break
                 threading.Event().wait(0.005)
@@ -153,8 +182,10 @@ def test_serve_endpoints(seq):
 
 
 def _request(method: str, path: str, body: bytes) -> bytes:
-    return (f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode("utf-8", "surrogateescape") + body
+    return (
+        f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode("utf-8", "surrogateescape") + body
 
 
 @st.composite
@@ -163,18 +194,25 @@ def raw_requests(draw):
     data = _request(method, path, b"" if body is None else json.dumps(body).encode())
     kind = draw(st.sampled_from(["valid", "cut", "flip", "bytes", "headers"]))
     if kind == "cut":
-        data = data[:draw(st.integers(0, len(data)))]
+        data = data[: draw(st.integers(0, len(data)))]
     elif kind == "flip" and data:
         at = draw(st.integers(0, len(data) - 1))
-        data = data[:at] + bytes([data[at] ^ (1 << draw(st.integers(0, 7)))]) + data[at + 1:]
+        data = data[:at] + bytes([data[at] ^ (1 << draw(st.integers(0, 7)))]) + data[at + 1 :]
     elif kind == "bytes":
         data = draw(st.binary(max_size=300))
     elif kind == "headers":
-        extra = draw(st.sampled_from([b"Transfer-Encoding: chunked\r\n",
-                                      b"Content-Length: 99999999999\r\n",
-                                      b"Content-Length: -1\r\n", b"Content-Length: 1e3\r\n",
-                                      b"X: " + b"a" * 70000 + b"\r\n",
-                                      b"".join(b"H%d: v\r\n" % k for k in range(120))]))
+        extra = draw(
+            st.sampled_from(
+                [
+                    b"Transfer-Encoding: chunked\r\n",
+                    b"Content-Length: 99999999999\r\n",
+                    b"Content-Length: -1\r\n",
+                    b"Content-Length: 1e3\r\n",
+                    b"X: " + b"a" * 70000 + b"\r\n",
+                    b"".join(b"H%d: v\r\n" % k for k in range(120)),
+                ]
+            )
+        )
         head, sep, rest = data.partition(b"\r\n")
         data = head + sep + extra + rest
     return data
@@ -200,9 +238,9 @@ def test_serve_over_a_socket(quick_server, data):
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         try:
             s.sendall(data)
-            s.shutdown(socket.SHUT_WR)          # no more bytes: the server must not wait
+            s.shutdown(socket.SHUT_WR)  # no more bytes: the server must not wait
         except OSError:
-            pass                                # it closed first (a refused request)
+            pass  # it closed first (a refused request)
         got = b""
         try:
             while chunk := s.recv(1 << 16):
@@ -229,8 +267,14 @@ def test_serve_still_answers_after_the_socket_fuzz(quick_server):
 
 # --------------------------------------------------------------------------- the client's paging
 
-ATOM = {"source_id": "locomo:c:s1", "modality": "conversation", "holder": "h1",
-        "observed_at": "2024-01-01T00:00:00+00:00", "extent": {"turn": 1}, "text": "t"}
+ATOM = {
+    "source_id": "locomo:c:s1",
+    "modality": "conversation",
+    "holder": "h1",
+    "observed_at": "2024-01-01T00:00:00+00:00",
+    "extent": {"turn": 1},
+    "text": "t",
+}
 
 
 class FakeConnection:
@@ -262,19 +306,22 @@ def page(offset, kind, n=1, total=None, nxt=None, off=None):
     rows = [dict(ATOM, atom_id=f"a{offset + i}") for i in range(n)]
     if kind == "endless":
         return {"atoms": rows[:1], "offset": offset, "total": TOTAL, "next_offset": offset + 1}
-    return {"atoms": rows, "offset": offset if off is None else off,
-            "total": TOTAL if total is None else total,
-            "next_offset": (offset + n if offset + n < TOTAL else None) if nxt == "right"
-            else nxt}
+    return {
+        "atoms": rows,
+        "offset": offset if off is None else off,
+        "total": TOTAL if total is None else total,
+        "next_offset": (offset + n if offset + n < TOTAL else None) if nxt == "right" else nxt,
+    }
 
 
 TOTAL = 5
 page_kinds = st.tuples(
-    st.just("drawn"), st.integers(0, 4),
+    st.just("drawn"),
+    st.integers(0, 4),
     st.one_of(st.none(), st.integers(0, 8)),
-    st.one_of(st.just("right"), st.none(), st.integers(-1, 9), st.just(10 ** 12),
-              st.just("7")),
-    st.one_of(st.none(), st.integers(0, 8)))
+    st.one_of(st.just("right"), st.none(), st.integers(-1, 9), st.just(10**12), st.just("7")),
+    st.one_of(st.none(), st.integers(0, 8)),
+)
 
 
 @fuzz(200)
@@ -291,7 +338,7 @@ def test_client_paging(monkeypatch, pages):
     else:
         assert len(atoms) == TOTAL and all(isinstance(a, Atom) for a in atoms)
         assert [a.atom_id for a in atoms] == [f"a{i}" for i in range(TOTAL)]
-    assert conn.calls <= TOTAL + 1, conn.calls        # pages that never end are cut off
+    assert conn.calls <= TOTAL + 1, conn.calls  # pages that never end are cut off
 
 
 def test_the_endless_pages_alone_are_refused(monkeypatch):

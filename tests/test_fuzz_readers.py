@@ -44,30 +44,88 @@ FIX_RUN = Path(__file__).parent / "fixtures" / "metrics" / "run_small"
 
 def fuzz(n: int):
     """Settings for a fuzz test of ``n`` examples in the ci profile (10 n in long)."""
-    return settings(max_examples=n * SCALE, deadline=None, derandomize=PROFILE == "ci",
-                    database=None, suppress_health_check=list(HealthCheck))
+    return settings(
+        max_examples=n * SCALE,
+        deadline=None,
+        derandomize=PROFILE == "ci",
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 # --------------------------------------------------------------------------- inputs
 
 TRICKY: list[bytes] = [
-    b"NaN", b"Infinity", b"-Infinity", b"1e400", b"-0", b"9" * 5000, b"[" * 50_000,
-    b"{" * 3000, b"\xff", b"\xfe\xff", b"\x00", b"\xef\xbb\xbf", b"\xc3", b"\xed\xa0\x80",
-    b'"a":1,"a":2', b"\r", b"\n", b"\n\n", b'"', b"\\", b"\\ud800", b"\\u0000", b"true",
-    b"[]", b"{}", b"null", b" ", b"\t", b"\x0b", b"\x1c", b"\xc2\xa0", b"\xe2\x80\xa8",
-    str(2 ** 64).encode(), str(-(2 ** 63) - 1).encode(), b"1e308", b"4e-324", b"..",
-    b"../../../../etc/passwd", b"/etc/passwd", b"\xf0\x9f\x92\xa9",
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"1e400",
+    b"-0",
+    b"9" * 5000,
+    b"[" * 50_000,
+    b"{" * 3000,
+    b"\xff",
+    b"\xfe\xff",
+    b"\x00",
+    b"\xef\xbb\xbf",
+    b"\xc3",
+    b"\xed\xa0\x80",
+    b'"a":1,"a":2',
+    b"\r",
+    b"\n",
+    b"\n\n",
+    b'"',
+    b"\\",
+    b"\\ud800",
+    b"\\u0000",
+    b"true",
+    b"[]",
+    b"{}",
+    b"null",
+    b" ",
+    b"\t",
+    b"\x0b",
+    b"\x1c",
+    b"\xc2\xa0",
+    b"\xe2\x80\xa8",
+    str(2**64).encode(),
+    str(-(2**63) - 1).encode(),
+    b"1e308",
+    b"4e-324",
+    b"..",
+    b"../../../../etc/passwd",
+    b"/etc/passwd",
+    b"\xf0\x9f\x92\xa9",
 ]
 
 json_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2 ** 70), max_value=2 ** 70),
-    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12),
-    st.sampled_from(["", "dev", "test", "pdf", "code", "2024-01-01T00:00:00+00:00",
-                     "2024-01-01T00:00:00", "../x", "/etc/passwd", "x" * 300]))
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "",
+            "dev",
+            "test",
+            "pdf",
+            "code",
+            "2024-01-01T00:00:00+00:00",
+            "2024-01-01T00:00:00",
+            "../x",
+            "/etc/passwd",
+            "x" * 300,
+        ]
+    ),
+)
 json_values = st.recursive(
-    json_scalars, lambda ch: st.one_of(st.lists(ch, max_size=4),
-                                       st.dictionaries(st.text(max_size=8), ch, max_size=4)),
-    max_leaves=10)
+    json_scalars,
+    lambda ch: st.one_of(
+        st.lists(ch, max_size=4), st.dictionaries(st.text(max_size=8), ch, max_size=4)
+    ),
+    max_leaves=10,
+)
 
 
 @st.composite
@@ -82,7 +140,7 @@ def mutated_bytes(draw, lines: list[bytes]) -> bytes:
         elif op == "insert":
             data[at:at] = draw(st.sampled_from(TRICKY))
         elif op == "delete" and data:
-            del data[at:at + draw(st.integers(1, 40))]
+            del data[at : at + draw(st.integers(1, 40))]
         elif op == "cut":
             del data[at:]
         elif op == "dup" and lines:
@@ -96,12 +154,14 @@ def mutated_objects(draw, objs: list[dict], nested: bool = True) -> bytes:
     objs = json.loads(json.dumps(objs))
     i = draw(st.integers(0, len(objs) - 1))
     target = objs[i]
-    if nested:                                   # maybe go one level down
+    if nested:  # maybe go one level down
         subs = [k for k, v in target.items() if isinstance(v, dict)]
-        lists = [k for k, v in target.items() if isinstance(v, list) and v
-                 and isinstance(v[0], dict)]
-        pick = draw(st.sampled_from(["top", *(["sub"] if subs else []),
-                                     *(["list"] if lists else [])]))
+        lists = [
+            k for k, v in target.items() if isinstance(v, list) and v and isinstance(v[0], dict)
+        ]
+        pick = draw(
+            st.sampled_from(["top", *(["sub"] if subs else []), *(["list"] if lists else [])])
+        )
         if pick == "sub":
             target = target[draw(st.sampled_from(subs))]
         elif pick == "list":
@@ -160,16 +220,36 @@ ITEMS = ms.items()
 ATOMS = [json.loads(l) for l in (FIX_RUN / "atoms.jsonl").read_text().splitlines()]
 RUN_LINES = [json.loads(l) for l in (FIX_RUN / "run.jsonl").read_text().splitlines()]
 META = json.loads((FIX_RUN / "meta.json").read_text())
-MANIFEST = [{**e, "files": e["files"][:6]} for e in
-            (json.loads(l) for l in MANIFEST_PATH.read_text().splitlines()[:2])]
+MANIFEST = [
+    {**e, "files": e["files"][:6]}
+    for e in (json.loads(l) for l in MANIFEST_PATH.read_text().splitlines()[:2])
+]
 PROVENANCE = [f for f in MANIFEST[0]["files"] if "commit" in f][:4]
 CALIBRATION = json.loads((BENCH_DIR / "calibration" / "bm25.json").read_text())
-COVERAGE = [{"source": "x", "mirrored": True, "upstream_items": 5, "covered": 3,
-             "not_covered": {"missing": 2}, "normalised": {"fixed": 1}, "notes": ["n"]},
-            {"source": "y", "mirrored": False, "upstream_items": 0, "covered": 0,
-             "not_covered": {}, "normalised": {}, "notes": []}]
-CARTRIDGES = [{"query_id": "pdfh:q1", "cartridge": ["p1", "p2"]},
-              {"query_id": "pdfh:q2", "cartridge": []}]
+COVERAGE = [
+    {
+        "source": "x",
+        "mirrored": True,
+        "upstream_items": 5,
+        "covered": 3,
+        "not_covered": {"missing": 2},
+        "normalised": {"fixed": 1},
+        "notes": ["n"],
+    },
+    {
+        "source": "y",
+        "mirrored": False,
+        "upstream_items": 0,
+        "covered": 0,
+        "not_covered": {},
+        "normalised": {},
+        "notes": [],
+    },
+]
+CARTRIDGES = [
+    {"query_id": "pdfh:q1", "cartridge": ["p1", "p2"]},
+    {"query_id": "pdfh:q2", "cartridge": []},
+]
 
 
 # --------------------------------------------------------------------------- single readers
@@ -194,8 +274,10 @@ def test_items(scratch, data):
 
 
 @fuzz(100)
-@given(data=inputs([json.dumps(COVERAGE).encode()], None)
-       | mutated_objects(COVERAGE).map(lambda b: b"[" + b",".join(b.splitlines()) + b"]"))
+@given(
+    data=inputs([json.dumps(COVERAGE).encode()], None)
+    | mutated_objects(COVERAGE).map(lambda b: b"[" + b",".join(b.splitlines()) + b"]")
+)
 def test_coverage(scratch, data):
     from membench.sets.coverage import read_coverage
 
@@ -219,8 +301,7 @@ def test_run_lines(scratch, data):
 
 
 @fuzz(100)
-@given(data=inputs([json.dumps(META).encode()], None)
-       | mutated_objects([META], nested=False))
+@given(data=inputs([json.dumps(META).encode()], None) | mutated_objects([META], nested=False))
 def test_meta(scratch, data):
     from membench.run.files import read_meta
 
@@ -238,8 +319,7 @@ def test_cartridges(scratch, data):
 
 
 @fuzz(80)
-@given(data=inputs([json.dumps(CALIBRATION).encode()], None)
-       | mutated_objects([CALIBRATION]))
+@given(data=inputs([json.dumps(CALIBRATION).encode()], None) | mutated_objects([CALIBRATION]))
 def test_calibration(scratch, data):
     from membench.systems.reference import read_calibration
 
@@ -270,8 +350,12 @@ def test_manifest(scratch, data):
 
 
 @fuzz(60)
-@given(data=inputs([json.dumps({"about": "x", "files": {"pdf.jsonl": "0" * 64}}).encode()],
-                   [{"about": "x", "files": {"pdf.jsonl": "0" * 64}}]))
+@given(
+    data=inputs(
+        [json.dumps({"about": "x", "files": {"pdf.jsonl": "0" * 64}}).encode()],
+        [{"about": "x", "files": {"pdf.jsonl": "0" * 64}}],
+    )
+)
 def test_lock(scratch, data):
     from membench.sets.build import read_lock
 
@@ -304,15 +388,38 @@ def _plain_ranks(path: Path) -> list[tuple[str, int]]:
 TOKENS = {
     "qid": st.sampled_from(["q1", "q2", "q3", "é", "q\u00a0", "q" * 30]),
     "doc": st.sampled_from(["d1", "d2", "d3", "d4", "ü", "d" * 17, "a\u3000b"]),
-    "rank": st.one_of(st.integers(-3, 12).map(str),
-                      st.sampled_from(["1_0", "+1", "01", "\u0663", "9" * 20, "2147483648",
-                                       "1.0", ""])),
-    "score": st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=64).map(repr),
-                       st.integers(-5, 5).map(str),
-                       st.sampled_from(["1", "1.0", "0.5", "-0", "1e3", "1e-400", "1e400",
-                                        "nan", "inf", ".5", "5.", "1_0", "0x1", "1e", "-",
-                                        "0.30000000000000004", "9007199254740993", "1E22",
-                                        "1e23", "123456789012345678901234567890"])),
+    "rank": st.one_of(
+        st.integers(-3, 12).map(str),
+        st.sampled_from(["1_0", "+1", "01", "\u0663", "9" * 20, "2147483648", "1.0", ""]),
+    ),
+    "score": st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False, width=64).map(repr),
+        st.integers(-5, 5).map(str),
+        st.sampled_from(
+            [
+                "1",
+                "1.0",
+                "0.5",
+                "-0",
+                "1e3",
+                "1e-400",
+                "1e400",
+                "nan",
+                "inf",
+                ".5",
+                "5.",
+                "1_0",
+                "0x1",
+                "1e",
+                "-",
+                "0.30000000000000004",
+                "9007199254740993",
+                "1E22",
+                "1e23",
+                "123456789012345678901234567890",
+            ]
+        ),
+    ),
 }
 SEP = st.sampled_from([" ", " ", " ", "\t", "  ", "\x0b", "\x0c", "\r"])
 
@@ -321,13 +428,20 @@ SEP = st.sampled_from([" ", " ", " ", "\t", "  ", "\x0b", "\x0c", "\r"])
 def trec_files(draw) -> bytes:
     lines = []
     for _ in range(draw(st.integers(0, 12))):
-        fields = [draw(TOKENS["qid"]), "Q0", draw(TOKENS["doc"]), draw(TOKENS["rank"]),
-                  draw(TOKENS["score"]), "tag"]
+        fields = [
+            draw(TOKENS["qid"]),
+            "Q0",
+            draw(TOKENS["doc"]),
+            draw(TOKENS["rank"]),
+            draw(TOKENS["score"]),
+            "tag",
+        ]
         if draw(st.integers(0, 20)) == 0:
-            fields = fields[:draw(st.integers(0, 5))]
+            fields = fields[: draw(st.integers(0, 5))]
         lead = draw(st.sampled_from(["", "", " ", "\t"]))
-        lines.append(lead + "".join(f + draw(SEP) for f in fields[:-1]) + fields[-1]
-                     if fields else lead)
+        lines.append(
+            lead + "".join(f + draw(SEP) for f in fields[:-1]) + fields[-1] if fields else lead
+        )
     ends = draw(st.sampled_from(["\n", "\n", "\r\n"]))
     data = ends.join(lines) + draw(st.sampled_from([ends, ""]))
     raw = data.encode("utf-8")
@@ -362,12 +476,20 @@ def test_trec_run_vectorised_agrees_with_plain_parse(scratch, data, chunk):
 
 
 @fuzz(100)
-@given(data=st.one_of(
-    st.lists(st.tuples(st.sampled_from(["q1", "q2", "é"]), st.sampled_from(["0", "Q0", "x"]),
-                       st.sampled_from(["d1", "d2", "d3"]),
-                       st.sampled_from(["0", "1", "2", "-1", "1_0", "\u0661", "1.0", "x"])),
-             max_size=8).map(lambda rows: "".join(" ".join(r) + "\n" for r in rows).encode()),
-    st.binary(max_size=200)))
+@given(
+    data=st.one_of(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["q1", "q2", "é"]),
+                st.sampled_from(["0", "Q0", "x"]),
+                st.sampled_from(["d1", "d2", "d3"]),
+                st.sampled_from(["0", "1", "2", "-1", "1_0", "\u0661", "1.0", "x"]),
+            ),
+            max_size=8,
+        ).map(lambda rows: "".join(" ".join(r) + "\n" for r in rows).encode()),
+        st.binary(max_size=200),
+    )
+)
 def test_trec_qrels(scratch, data):
     from membench.trec import evaluate_trec, read_trec_qrels
 
@@ -399,13 +521,18 @@ def test_validate_sets_over_a_mutated_folder(world, scratch, name, data):
     shutil.copytree(world["sets"], sets)
     rows = [json.loads(l) for l in (world["sets"] / name).read_text().splitlines()]
     (sets / name).write_bytes(data.draw(inputs(_jsonl(rows), rows)))
-    check(lambda: validate_sets(sets, world["manifest"], lock=world["lock"],
-                                corpus=world["corpus"]))
+    check(
+        lambda: validate_sets(sets, world["manifest"], lock=world["lock"], corpus=world["corpus"])
+    )
 
 
 @fuzz(40)
-@given(name=st.sampled_from(["atoms.jsonl", "run.jsonl", "meta.json", "sets/pdf.jsonl",
-                             "sets/items.jsonl"]), data=st.data())
+@given(
+    name=st.sampled_from(
+        ["atoms.jsonl", "run.jsonl", "meta.json", "sets/pdf.jsonl", "sets/items.jsonl"]
+    ),
+    data=st.data(),
+)
 def test_metrics_over_a_mutated_run_directory(scratch, name, data):
     from membench.metrics import metrics_for_run_dir
 
@@ -423,7 +550,6 @@ def test_metrics_over_a_mutated_run_directory(scratch, name, data):
     check(lambda: metrics_for_run_dir(d, write=False, n_resamples=20))
 
 
-
 # --------------------------------------------------------------------------- command-line flags
 
 
@@ -433,16 +559,22 @@ def _numeric_flags():
     from membench.cli import parser
 
     subs = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return [(f"{name} {max(a.option_strings, key=len)}", a.type)
-            for name, sp in subs.choices.items() for a in sp._actions
-            if a.option_strings and hasattr(a.type, "range")]
+    return [
+        (f"{name} {max(a.option_strings, key=len)}", a.type)
+        for name, sp in subs.choices.items()
+        for a in sp._actions
+        if a.option_strings and hasattr(a.type, "range")
+    ]
 
 
 FLAGS = _numeric_flags()
 flag_texts = st.one_of(
-    st.text(max_size=30), st.integers().map(str), st.floats().map(repr),
+    st.text(max_size=30),
+    st.integers().map(str),
+    st.floats().map(repr),
     st.sampled_from([t.decode("utf-8", "replace") for t in TRICKY]),
-    st.integers(min_value=-(2 ** 200), max_value=2 ** 200).map(lambda v: f"{v:_}"))
+    st.integers(min_value=-(2**200), max_value=2**200).map(lambda v: f"{v:_}"),
+)
 
 
 @fuzz(200)

@@ -23,8 +23,10 @@ from membench.analysis.leaderboard import ENTRIES, STORE_FILE, leaderboard, read
 from membench.core.errors import MembenchError
 from membench.core.paths import BENCH_DIR
 
-CARDS = {n: json.loads((BENCH_DIR / "cards" / f"{n}.json").read_text())
-         for n in ("bm25", "all-minilm-l6-v2", "hybrid")}
+CARDS = {
+    n: json.loads((BENCH_DIR / "cards" / f"{n}.json").read_text())
+    for n in ("bm25", "all-minilm-l6-v2", "hybrid")
+}
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +39,16 @@ def store():
 
     d = Path(tempfile.mkdtemp(prefix="membench-fuzz-store-"))
     w = write_world(d / "w")
-    run_system(make_system("bm25"), w["sets"], "dev", d / "run", w["corpus"],
-               manifest=w["manifest"], lock=w["lock"], modalities=["conversation"])
+    run_system(
+        make_system("bm25"),
+        w["sets"],
+        "dev",
+        d / "run",
+        w["corpus"],
+        manifest=w["manifest"],
+        lock=w["lock"],
+        modalities=["conversation"],
+    )
     add_runs([d / "run"], d / "s", n_resamples=50)
     entry = next((d / "s" / ENTRIES).iterdir())
     yield d / "s", entry.name, entry.read_bytes(), (d / "s" / STORE_FILE).read_bytes()
@@ -66,7 +76,7 @@ def test_store_entry(store, draw):
         except MembenchError as e:
             assert str(e)
             return
-        except RecursionError:          # the reader's own guard says so at the command line
+        except RecursionError:  # the reader's own guard says so at the command line
             return
         # read back: only when the JSON did not change at all (an edit that keeps it equal,
         # e.g. whitespace), never a changed figure
@@ -81,8 +91,9 @@ def test_store_entry(store, draw):
 def test_store_json(store, draw):
     d, _, _, good = store
     obj = json.loads(good)
-    data = draw.draw(inputs([good], None) | mutated_objects([obj], nested=True)
-                     .map(lambda b: b.strip()))
+    data = draw.draw(
+        inputs([good], None) | mutated_objects([obj], nested=True).map(lambda b: b.strip())
+    )
     s = _copy(store)
     try:
         (s / STORE_FILE).write_bytes(data)
@@ -97,10 +108,13 @@ def test_cards(tmp_path_factory, name, draw):
     from membench.systems.cards import load_card, read_card
 
     good = json.dumps(CARDS[name], indent=1).encode()
-    data = draw.draw(inputs([good], [CARDS[name]]).map(
-        lambda b: b if not b.endswith(b"\n") or b.count(b"\n") > 1 else b.strip()))
+    data = draw.draw(
+        inputs([good], [CARDS[name]]).map(
+            lambda b: b if not b.endswith(b"\n") or b.count(b"\n") > 1 else b.strip()
+        )
+    )
     d = tmp_path_factory.mktemp("cards")
-    for n, c in CARDS.items():             # the components a hybrid names
+    for n, c in CARDS.items():  # the components a hybrid names
         (d / f"{n}.json").write_text(json.dumps(c))
     (d / f"{name}.json").write_bytes(data)
     check(lambda: read_card(d / f"{name}.json"))

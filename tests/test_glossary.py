@@ -13,8 +13,12 @@ from membench.core.paths import REPO_ROOT
 DOCS = REPO_ROOT / "docs"
 GLOSSARY = DOCS / "glossary.md"
 #: words that mean only the glossary's sense wherever the docs use them in prose
-UNAMBIGUOUS = {"holder": r"\bholders?\b", "as_of": r"\bas_of\b",
-               "cartridge": r"\bcartridges?\b", "atom": r"\batoms?\b"}
+UNAMBIGUOUS = {
+    "holder": r"\bholders?\b",
+    "as_of": r"\bas_of\b",
+    "cartridge": r"\bcartridges?\b",
+    "atom": r"\batoms?\b",
+}
 
 
 def entries() -> set[str]:
@@ -33,16 +37,29 @@ PAGES = sorted(p for p in DOCS.glob("*.md") if p != GLOSSARY)
 
 
 def test_the_glossary_has_its_entries():
-    assert {"holder", "as_of", "atom", "extent", "cartridge", "tell", "native", "audited",
-            "door", "shelf"} <= entries()
+    assert {
+        "holder",
+        "as_of",
+        "atom",
+        "extent",
+        "cartridge",
+        "tell",
+        "native",
+        "audited",
+        "door",
+        "shelf",
+    } <= entries()
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_a_page_links_the_glossary_words_it_uses(page):
     text = page.read_text()
-    missing = [word for word, rx in UNAMBIGUOUS.items()
-               if re.search(rx, re.sub(r"\[[^\]]*\]\([^)]*\)", "", prose(text)), re.I)
-               and f"glossary.md#{word}" not in text]
+    missing = [
+        word
+        for word, rx in UNAMBIGUOUS.items()
+        if re.search(rx, re.sub(r"\[[^\]]*\]\([^)]*\)", "", prose(text)), re.I)
+        and f"glossary.md#{word}" not in text
+    ]
     assert not missing, f"{page.name} uses {missing} without a link to docs/glossary.md"
 
 

@@ -53,8 +53,9 @@ def needles(sets_dir: Path, recs: list | None = None) -> set[str]:
     secret = {r.query_id for r in recs}
     for r in recs:
         answers = r.answer if isinstance(r.answer, list) else [r.answer]
-        secret.update(str(a) for a in answers if a is not None and len(str(a)) >= 12
-                      and str(a) not in given)
+        secret.update(
+            str(a) for a in answers if a is not None and len(str(a)) >= 12 and str(a) not in given
+        )
     secret -= given
     return {hashlib.sha256(s.encode("utf-8", "surrogatepass")).hexdigest() for s in secret}
 
@@ -79,17 +80,45 @@ def hunted(built, corpus_root, dev_needles, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hunt")
     (tmp / "needles").write_text("\n".join(sorted(dev_needles[0])))
     out = tmp / "run"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)]),
-           "MEMBENCH_HUNT_REPORT": str(tmp / "report.json"),
-           "MEMBENCH_HUNT_NEEDLES": str(tmp / "needles"), "MEMBENCH_PROGRESS": "quiet"}
-    r = subprocess.run([sys.executable, "-m", "membench", "run", "--system",
-                        "adversary:GoldHunter", "--sets", str(built.out), "--corpus",
-                        str(corpus_root), "--no-lock", "--limit", str(LIMIT), "--config",
-                        "deep_every=200", "--out", str(out)],
-                       env=env, capture_output=True, text=True, timeout=3600)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)]),
+        "MEMBENCH_HUNT_REPORT": str(tmp / "report.json"),
+        "MEMBENCH_HUNT_NEEDLES": str(tmp / "needles"),
+        "MEMBENCH_PROGRESS": "quiet",
+    }
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "membench",
+            "run",
+            "--system",
+            "adversary:GoldHunter",
+            "--sets",
+            str(built.out),
+            "--corpus",
+            str(corpus_root),
+            "--no-lock",
+            "--limit",
+            str(LIMIT),
+            "--config",
+            "deep_every=200",
+            "--out",
+            str(out),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
-    return (json.loads((tmp / "report.json").read_text()),
-            json.loads((out / "meta.json").read_text()), out, len(dev_needles[0]))
+    return (
+        json.loads((tmp / "report.json").read_text()),
+        json.loads((out / "meta.json").read_text()),
+        out,
+        len(dev_needles[0]),
+    )
 
 
 def test_a_system_that_walks_the_stack_and_gc_finds_no_gold(hunted, dev_needles):
@@ -101,8 +130,12 @@ def test_a_system_that_walks_the_stack_and_gc_finds_no_gold(hunted, dev_needles)
     assert report["stack_walks"] >= report["queries"] - 10
     assert len(report["hunts"]) == report["queries"] + 1
     frames = set(report["frames"])
-    assert {"membench.run.runner._answer", "membench.run.runner._run_locked",
-            "membench.run.runner.run_system", "membench.cli.run._run_cmd"} <= frames
+    assert {
+        "membench.run.runner._answer",
+        "membench.run.runner._run_locked",
+        "membench.run.runner.run_system",
+        "membench.cli.run._run_cmd",
+    } <= frames
     assert report["membench_modules"] > 40
     assert report["gc_objects"] > 100_000 and report["objects"] > 1_000_000
     assert report["strings"] > 100_000
@@ -132,7 +165,7 @@ def test_the_hunt_finds_the_gold_where_it_is(built, dev_needles):
     assert any("AnnotationRecord" in f for f in found)
     assert any("a dict with gold data under" in f for f in found)
     assert any("a needle" in f for f in found)
-    assert plain and ids                        # (held until here)
+    assert plain and ids  # (held until here)
 
 
 def test_the_hunt_walks_past_a_dead_weak_proxy():
@@ -149,8 +182,12 @@ def test_the_hunt_walks_past_a_dead_weak_proxy():
     r = Referent()
     dead, dead_call = weakref.proxy(r), weakref.proxy(lambda: None)
     del r
-    gold = {"query_id": "q:1", "gold": [{"source_id": "s", "region": {"page": 1}}],
-            "judgments": {"a": dead}, "answer": dead}
+    gold = {
+        "query_id": "q:1",
+        "gold": [{"source_id": "s", "region": {"page": 1}}],
+        "judgments": {"a": dead},
+        "answer": dead,
+    }
     h = Hunt(set(), 1000, None)
     h.walk([([dead, dead_call, {"x": dead, "judgments": {"k": [dead]}}, gold], "root")])
     assert any("root[3]: a dict with gold data under ['gold'" in f for f in h.found), h.found

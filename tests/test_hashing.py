@@ -45,8 +45,10 @@ def test_keyed_rng_is_default_rng_of_seed_and_crc32(seed, key):
 
 
 def test_different_keys_draw_differently():
-    draws = {k: tuple(keyed_rng(20240101, k).bit_generator.random_raw(4))
-             for k in ("map|bootstrap", "map|permutation", "recall", "")}
+    draws = {
+        k: tuple(keyed_rng(20240101, k).bit_generator.random_raw(4))
+        for k in ("map|bootstrap", "map|permutation", "recall", "")
+    }
     assert len(set(draws.values())) == len(draws)
 
 
@@ -58,7 +60,10 @@ def test_no_other_module_seeds_a_generator_from_crc32():
         if path == PACKAGE / "core" / "hashing.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "default_rng" \
-                    and "crc32" in ast.unparse(node):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "attr", None) == "default_rng"
+                and "crc32" in ast.unparse(node)
+            ):
                 copies.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
     assert not copies, copies

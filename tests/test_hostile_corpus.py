@@ -36,9 +36,17 @@ def _hostile(corpus):
     (docs / "documents" / "huge.pdf").write_bytes(_pdf(30000, 30000, 1))
     samples = json.loads((docs / "samples.json").read_text())
     for name in ("cut.pdf", "many.pdf", "huge.pdf"):
-        samples.append({"doc_id": name, "doc_type": "Fixture", "question": f"What is in {name}?",
-                        "answer": "x", "evidence_pages": "[1]", "evidence_sources": "[]",
-                        "answer_format": "Str"})
+        samples.append(
+            {
+                "doc_id": name,
+                "doc_type": "Fixture",
+                "question": f"What is in {name}?",
+                "answer": "x",
+                "evidence_pages": "[1]",
+                "evidence_sources": "[]",
+                "answer_format": "Str",
+            }
+        )
     (docs / "samples.json").write_text(json.dumps(samples))
     shots = corpus / "screenspot-v2"
     img = shots / "screenspotv2_image"
@@ -47,8 +55,15 @@ def _hostile(corpus):
     (img / "mobile_bomb-0009.png").write_bytes(_forged_png(65535, 65535))
     mobile = json.loads((shots / "screenspot_mobile_v2.json").read_text())
     for name in ("mobile_cut-0008.png", "mobile_bomb-0009.png"):
-        mobile.append({"img_filename": name, "bbox": [0, 0, 10, 10], "instruction": "tap it",
-                       "data_type": "icon", "data_source": "ios"})
+        mobile.append(
+            {
+                "img_filename": name,
+                "bbox": [0, 0, 10, 10],
+                "instruction": "tap it",
+                "data_type": "icon",
+                "data_source": "ios",
+            }
+        )
     (shots / "screenspot_mobile_v2.json").write_text(json.dumps(mobile))
     for folder in (docs, shots):
         prov = folder / "PROVENANCE.jsonl"
@@ -83,8 +98,10 @@ def test_build_counts_each_bad_file_as_not_covered(hostile):
     items = [json.loads(x) for x in (frozen["sets"] / "items.jsonl").read_text().splitlines()]
     ids = {it["source_id"] for it in items}
     # the truncated and the 10,000-page PDF, and both bad screenshots, never become items
-    assert not any(s.endswith(("cut.pdf", "many.pdf", "mobile_cut-0008.png",
-                               "mobile_bomb-0009.png")) for s in ids)
+    assert not any(
+        s.endswith(("cut.pdf", "many.pdf", "mobile_cut-0008.png", "mobile_bomb-0009.png"))
+        for s in ids
+    )
     assert sum(cov["mmlongbench"]["not_covered"].values()) >= 2
     assert sum(cov["screenspot"]["not_covered"].values()) >= 2
     assert {"locomo", "codesearchnet", "medvidqa"} <= {s.split(":", 1)[0] for s in ids}
@@ -93,17 +110,38 @@ def test_build_counts_each_bad_file_as_not_covered(hostile):
 def test_run_goes_on_past_the_bad_files(hostile):
     root, corpus, frozen, env = hostile
     out = root / "bm25-dev"
-    p = minicorpus.membench("run", "--system", "bm25", "--split", "dev", "--sets",
-                            str(frozen["sets"]), "--corpus", str(corpus), "--manifest",
-                            str(frozen["manifest"]), "--lock", str(frozen["lock"]), "--out",
-                            str(out), "--content", "ocr_processes=1", env=env)
+    p = minicorpus.membench(
+        "run",
+        "--system",
+        "bm25",
+        "--split",
+        "dev",
+        "--sets",
+        str(frozen["sets"]),
+        "--corpus",
+        str(corpus),
+        "--manifest",
+        str(frozen["manifest"]),
+        "--lock",
+        str(frozen["lock"]),
+        "--out",
+        str(out),
+        "--content",
+        "ocr_processes=1",
+        env=env,
+    )
     assert "Traceback" not in p.stderr
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "complete"
     lines = [x for x in p.stderr.splitlines() if "huge.pdf" in x]
-    if any(it.endswith("huge.pdf") for it in (json.loads(x)["source_id"] for x in
-           (frozen["sets"] / "items.jsonl").read_text().splitlines())):
-        assert len(lines) <= 1                 # named once, if the content layer refused it
+    if any(
+        it.endswith("huge.pdf")
+        for it in (
+            json.loads(x)["source_id"]
+            for x in (frozen["sets"] / "items.jsonl").read_text().splitlines()
+        )
+    ):
+        assert len(lines) <= 1  # named once, if the content layer refused it
 
 
 def test_serve_ingests_the_hostile_memory_and_stops_cleanly(hostile):
@@ -111,8 +149,10 @@ def test_serve_ingests_the_hostile_memory_and_stops_cleanly(hostile):
     from membench.contract.schema import SourceItem
     from membench.systems.remote import HttpSystem
 
-    items = [SourceItem.model_validate_json(x)
-             for x in (frozen["sets"] / "items.jsonl").read_text().splitlines()]
+    items = [
+        SourceItem.model_validate_json(x)
+        for x in (frozen["sets"] / "items.jsonl").read_text().splitlines()
+    ]
     with serve_process("--system", "bm25", "--corpus", str(corpus)) as (url, proc):
         atoms = HttpSystem(url).ingest(items, corpus)
         assert atoms and proc.poll() is None
@@ -126,10 +166,22 @@ def test_the_report_provenance_says_what_the_content_layer_refused():
     from membench.report.provenance import content_not_covered
 
     assert content_not_covered({}) == "not recorded"
-    assert content_not_covered({"content_not_covered": {"items": 0, "by_rule": {},
-                                                        "first": {}}}) == "none"
-    got = content_not_covered({"content_not_covered": {
-        "items": 2, "by_rule": {"PDF_PAGES": 1, "IMAGE_PIXELS": 1},
-        "first": {"s:a": "x/a.pdf: PDF_PAGES: 10,000 pages", "s:b": "x/b.png: IMAGE_PIXELS"}}})
-    assert got == ("2 items (IMAGE_PIXELS: 1, PDF_PAGES: 1); the first: "
-                   "x/a.pdf: PDF_PAGES: 10,000 pages")
+    assert (
+        content_not_covered({"content_not_covered": {"items": 0, "by_rule": {}, "first": {}}})
+        == "none"
+    )
+    got = content_not_covered(
+        {
+            "content_not_covered": {
+                "items": 2,
+                "by_rule": {"PDF_PAGES": 1, "IMAGE_PIXELS": 1},
+                "first": {
+                    "s:a": "x/a.pdf: PDF_PAGES: 10,000 pages",
+                    "s:b": "x/b.png: IMAGE_PIXELS",
+                },
+            }
+        }
+    )
+    assert got == (
+        "2 items (IMAGE_PIXELS: 1, PDF_PAGES: 1); the first: x/a.pdf: PDF_PAGES: 10,000 pages"
+    )

@@ -22,12 +22,12 @@ from minicorpus import freeze, make_corpus
 from membench.cli import main
 from membench.core.bounds import REGISTRY
 from membench.core.listening import is_loopback, listeners
-from membench.systems import remote as client_mod
-from membench.serve import server as server_mod
-from membench.systems.remote import HttpSystem, HttpSystemError
-from membench.serve.server import Handler, SystemService, make_server
 from membench.run.runner import load_split
+from membench.serve import server as server_mod
+from membench.serve.server import Handler, SystemService, make_server
 from membench.sets.topics import topic_id
+from membench.systems import remote as client_mod
+from membench.systems.remote import HttpSystem, HttpSystemError
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +43,26 @@ def items(mini):
 
 
 def run_cli(url, mini, out, *extra):
-    return main(["--quiet", "run", "--system", url, "--sets", str(mini["sets"]), "--corpus",
-                 str(mini["corpus"]), "--manifest", str(mini["manifest"]), "--no-lock",
-                 "--modality", "conversation", "--out", str(out), *extra])
+    return main(
+        [
+            "--quiet",
+            "run",
+            "--system",
+            url,
+            "--sets",
+            str(mini["sets"]),
+            "--corpus",
+            str(mini["corpus"]),
+            "--manifest",
+            str(mini["manifest"]),
+            "--no-lock",
+            "--modality",
+            "conversation",
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
 
 
 def error_line(capsys) -> str:
@@ -92,7 +109,7 @@ def test_a_slow_drip_answer_fails_within_the_deadline_naming_the_query(mini, tmp
                 for b in (b'{"hits": [], "cartridge": []}' + b" " * 200)[:200]:
                     if stop.wait(1.0):
                         break
-                    self.wfile.write(bytes([b]))      # one byte a second
+                    self.wfile.write(bytes([b]))  # one byte a second
                     self.wfile.flush()
             except OSError:
                 started["client_left"] = time.monotonic()
@@ -101,8 +118,17 @@ def test_a_slow_drip_answer_fails_within_the_deadline_naming_the_query(mini, tmp
     out = tmp_path / "run"
     try:
         with thread_server(Wrapped, [mini["corpus"]], Drip) as (url, _):
-            rc = run_cli(url, mini, out, "--config", "read_timeout=3", "--config", "deadline=4",
-                         "--config", "retries=1")
+            rc = run_cli(
+                url,
+                mini,
+                out,
+                "--config",
+                "read_timeout=3",
+                "--config",
+                "deadline=4",
+                "--config",
+                "retries=1",
+            )
             ended = time.monotonic()
     finally:
         stop.set()
@@ -111,13 +137,18 @@ def test_a_slow_drip_answer_fails_within_the_deadline_naming_the_query(mini, tmp
     # the drip is 200 s long; the deadline is 4 s (generous slack for a loaded machine)
     assert ended - started["t"] < 20, ended - started["t"]
     # the line names the topic's opaque qid (the runner's process holds no query ids)
-    topic = {topic_id(r.query_id): r.query_id
-             for r in load_split(mini["sets"], "dev", ["conversation"]).records}
+    topic = {
+        topic_id(r.query_id): r.query_id
+        for r in load_split(mini["sets"], "dev", ["conversation"]).records
+    }
     written = {json.loads(x)["query_id"] for x in (out / "run.jsonl").read_text().splitlines()}
     named = line.split("/query (query ", 1)[1].split("):", 1)[0]
     assert named in topic and topic[named] not in written, line
-    assert line.startswith(f"membench: POST {url}/ingests/") and \
-        "no complete answer by the call's deadline (4 s)" in line and "1 attempt" in line, line
+    assert (
+        line.startswith(f"membench: POST {url}/ingests/")
+        and "no complete answer by the call's deadline (4 s)" in line
+        and "1 attempt" in line
+    ), line
 
 
 def test_a_silent_server_is_retried_within_the_deadline_only(mini, items):
@@ -141,10 +172,13 @@ def test_a_silent_server_is_retried_within_the_deadline_only(mini, items):
             t0 = time.monotonic()
             # the third attempt starts at about 1.15 s: either it is cut at 1.6 s, or (on a
             # slow machine) the deadline leaves no time for it
-            with pytest.raises(HttpSystemError, match=r"/query: (no complete answer by the "
-                               r"call's deadline \(1\.6 s\): [0-9.]+ s, [23] attempts|no answer "
-                               r"within 0\.5 s \(timed out\) \([23] attempts in [0-9.]+ s; the "
-                               r"call's deadline \(1\.6 s\) leaves no time for another\))"):
+            with pytest.raises(
+                HttpSystemError,
+                match=r"/query: (no complete answer by the "
+                r"call's deadline \(1\.6 s\): [0-9.]+ s, [23] attempts|no answer "
+                r"within 0\.5 s \(timed out\) \([23] attempts in [0-9.]+ s; the "
+                r"call's deadline \(1\.6 s\) leaves no time for another\))",
+            ):
                 c.query(r.question, r.scope, r.as_of)
             assert time.monotonic() - t0 < 10
     finally:
@@ -164,12 +198,18 @@ def test_the_retry_budget_is_per_run(mini, items):
     with thread_server(Wrapped, [mini["corpus"]], Down) as (url, _):
         c = HttpSystem(url, retries=5, backoff=0.01, retry_budget=2)
         c.ingest(items, mini["corpus"])
-        with pytest.raises(HttpSystemError, match=r"/query: HTTP 503 \(3 attempts; the run's "
-                           r"retry budget of 2 retries is spent\)"):
+        with pytest.raises(
+            HttpSystemError,
+            match=r"/query: HTTP 503 \(3 attempts; the run's "
+            r"retry budget of 2 retries is spent\)",
+        ):
             c.query(recs[0].question, recs[0].scope, recs[0].as_of)
         assert c.retried == 2
-        with pytest.raises(HttpSystemError, match=r"HTTP 503 \(1 attempt; the run's retry "
-                           "budget"):                       # spent: no retry on the next call
+        with pytest.raises(
+            HttpSystemError,
+            match=r"HTTP 503 \(1 attempt; the run's retry "
+            "budget",
+        ):  # spent: no retry on the next call
             c.query(recs[1].question, recs[1].scope, recs[1].as_of)
 
 
@@ -184,8 +224,9 @@ def endless_pages(kind: str, served: list):
             off = int(parse_qs(url.query)["offset"][0])
             served.append(off)
             iid = url.path.split("/")[2]
-            status, real = self.service.handle("GET", f"/ingests/{iid}/atoms?offset=0&limit=1",
-                                               None)
+            status, real = self.service.handle(
+                "GET", f"/ingests/{iid}/atoms?offset=0&limit=1", None
+            )
             total = real["total"]
             row = dict(real["atoms"][0], atom_id=f"x{off}")
             page = {"atoms": [row], "offset": off, "total": total, "next_offset": off + 1}
@@ -199,27 +240,35 @@ def endless_pages(kind: str, served: list):
     return Endless
 
 
-@pytest.mark.parametrize("kind,why", [
-    ("next_offset forever", "next_offset: [0-9]+, but total is [0-9]+: no atom is left"),
-    ("growing total", "total [0-9]+, but the status said [0-9]+ atoms"),
-    ("past the total", "past the total of|but total is"),
-])
+@pytest.mark.parametrize(
+    "kind,why",
+    [
+        ("next_offset forever", "next_offset: [0-9]+, but total is [0-9]+: no atom is left"),
+        ("growing total", "total [0-9]+, but the status said [0-9]+ atoms"),
+        ("past the total", "past the total of|but total is"),
+    ],
+)
 def test_atom_pages_that_never_end_stop_at_the_declared_total(kind, why, mini, items):
     served: list = []
     with thread_server(Wrapped, [mini["corpus"]], endless_pages(kind, served)) as (url, svc):
         c = HttpSystem(url, page_atoms=1)
-        with pytest.raises(HttpSystemError, match=f"GET {url}/ingests/.*/atoms.*: (the answer "
-                           f"has the wrong shape: .*)?({why})"):
+        with pytest.raises(
+            HttpSystemError,
+            match=f"GET {url}/ingests/.*/atoms.*: (the answer has the wrong shape: .*)?({why})",
+        ):
             c.ingest(items, mini["corpus"])
         total = len(svc.current.atoms)
-    assert 1 <= len(served) <= total + 1        # bounded by the total, not forever
+    assert 1 <= len(served) <= total + 1  # bounded by the total, not forever
 
 
 def test_an_ingest_past_the_atom_cap_is_refused_before_paging(mini, items, monkeypatch):
-    monkeypatch.setattr(client_mod, "MAX_ATOMS", 2)          # the conversations make 3
+    monkeypatch.setattr(client_mod, "MAX_ATOMS", 2)  # the conversations make 3
     with thread_server(Wrapped, [mini["corpus"]]) as (url, svc):
-        with pytest.raises(HttpSystemError, match=r"the server declares [0-9,]+ atoms; at most 2 "
-                           r"are read \(bound http_atoms\)"):
+        with pytest.raises(
+            HttpSystemError,
+            match=r"the server declares [0-9,]+ atoms; at most 2 "
+            r"are read \(bound http_atoms\)",
+        ):
             HttpSystem(url).ingest(items, mini["corpus"])
         assert len(svc.current.atoms) > 2
 
@@ -230,16 +279,24 @@ def test_an_ingest_past_the_atom_cap_is_refused_before_paging(mini, items, monke
 def test_a_commit_of_ten_billion_batches_is_refused_at_once(mini):
     with thread_server(Wrapped, [mini["corpus"]]) as (url, _):
         t0 = time.monotonic()
-        status, body = raw(url, "PUT", "/ingests/x1", json.dumps(
-            {"corpus_root": str(mini["corpus"]), "batches": 10 ** 10, "items": 0}).encode())
-        assert time.monotonic() - t0 < 10         # no set(range(10**10)) built first
+        status, body = raw(
+            url,
+            "PUT",
+            "/ingests/x1",
+            json.dumps(
+                {"corpus_root": str(mini["corpus"]), "batches": 10**10, "items": 0}
+            ).encode(),
+        )
+        assert time.monotonic() - t0 < 10  # no set(range(10**10)) built first
         assert status == 413 and body["error"]["code"] == "too_large"
         assert "at most 1,000,000 per ingest (serve_batches)" in body["error"]["message"]
-        status, body = raw(url, "PUT", f"/ingests/x1/batches/{server_mod.MAX_BATCHES}",
-                           b'{"items": []}')
+        status, body = raw(
+            url, "PUT", f"/ingests/x1/batches/{server_mod.MAX_BATCHES}", b'{"items": []}'
+        )
         assert status == 413 and "serve_batches" in body["error"]["message"]
-        status, _ = raw(url, "PUT", f"/ingests/x1/batches/{server_mod.MAX_BATCHES - 1}",
-                        b'{"items": []}')
+        status, _ = raw(
+            url, "PUT", f"/ingests/x1/batches/{server_mod.MAX_BATCHES - 1}", b'{"items": []}'
+        )
         assert status == 200
 
 
@@ -249,40 +306,61 @@ def test_the_batches_of_one_ingest_are_bounded_in_bytes(mini, items, monkeypatch
     batch = json.dumps({"items": [wire.item_row(it) for it in items[:2]]}).encode()
     monkeypatch.setattr(server_mod, "MAX_INGEST_BYTES", 2 * len(batch) + 10)
     with thread_server(Wrapped, [mini["corpus"]]) as (url, _):
-        for seq in (0, 1, 1):                   # a batch sent again replaces itself
+        for seq in (0, 1, 1):  # a batch sent again replaces itself
             assert raw(url, "PUT", f"/ingests/y1/batches/{seq}", batch)[0] == 200
         status, body = raw(url, "PUT", "/ingests/y1/batches/2", batch)
         assert status == 413 and "serve_ingest_bytes" in body["error"]["message"]
 
 
-@pytest.mark.parametrize("system,client_says,log_says", [
-    ("RaisesOnQuery", "HTTP 500 system_error: RuntimeError: the index is corrupt second line",
-     "/query: RuntimeError: the index is corrupt second line of the message"),
-    ("NoneOnQuery", "HTTP 500 system_error: TypeError: the system's query returned None",
-     "/query: TypeError: the system's query returned None, not a Result"),
-    ("NoneOnIngest", "the system's ingest failed on the server: TypeError: the system's ingest "
-     "returned None", "failed: TypeError: the system's ingest returned None, not a list of "
-     "atoms"),
-])
-def test_a_system_that_fails_is_one_line_in_the_server_log(system, client_says, log_says, mini,
-                                                            items):
+@pytest.mark.parametrize(
+    "system,client_says,log_says",
+    [
+        (
+            "RaisesOnQuery",
+            "HTTP 500 system_error: RuntimeError: the index is corrupt second line",
+            "/query: RuntimeError: the index is corrupt second line of the message",
+        ),
+        (
+            "NoneOnQuery",
+            "HTTP 500 system_error: TypeError: the system's query returned None",
+            "/query: TypeError: the system's query returned None, not a Result",
+        ),
+        (
+            "NoneOnIngest",
+            "the system's ingest failed on the server: TypeError: the system's ingest "
+            "returned None",
+            "failed: TypeError: the system's ingest returned None, not a list of atoms",
+        ),
+    ],
+)
+def test_a_system_that_fails_is_one_line_in_the_server_log(
+    system, client_says, log_says, mini, items
+):
     recs = load_split(mini["sets"], "dev", ["conversation"]).records
-    with serve_process("--system", f"http_helpers:{system}", "--corpus",
-                       str(mini["corpus"])) as (url, proc):
+    with serve_process("--system", f"http_helpers:{system}", "--corpus", str(mini["corpus"])) as (
+        url,
+        proc,
+    ):
         c = HttpSystem(url, retries=0)
         with pytest.raises(HttpSystemError) as e:
             c.ingest(items, mini["corpus"])
             c.query(recs[0].question, recs[0].scope, recs[0].as_of)
         assert client_says in str(e.value), str(e.value)
-        assert raw(url, "GET", "/health")[0] == 200         # the server goes on
+        assert raw(url, "GET", "/health")[0] == 200  # the server goes on
         proc.terminate()
         err = proc.communicate(timeout=30)[1]
     # (the system's own progress lines aside: "[membench] content ...", and the one status
     # line of a stopped command, last)
     assert proc.returncode == 130 and err.strip().splitlines()[-1].startswith(
-        "membench: interrupted (SIGTERM)"), err
-    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("[membench]")
-             and not ln.startswith("membench: interrupted")]
+        "membench: interrupted (SIGTERM)"
+    ), err
+    lines = [
+        ln
+        for ln in err.splitlines()
+        if ln.strip()
+        and not ln.startswith("[membench]")
+        and not ln.startswith("membench: interrupted")
+    ]
     assert "Traceback" not in err and len(lines) == 1, err
     assert lines[0].startswith("membench serve: ") and log_says in lines[0], lines[0]
 
@@ -306,8 +384,9 @@ def small_server(corpus, *, idle=1.0, request=2.0, connections=64):
         t.join(10)
 
 
-def _closed_after(port: int, burst: bytes = b"", drip: bytes = b"", every: float = 0.25,
-                  limit: float = 30.0) -> float:
+def _closed_after(
+    port: int, burst: bytes = b"", drip: bytes = b"", every: float = 0.25, limit: float = 30.0
+) -> float:
     """Connect, send ``burst`` at once, then ``drip`` one byte every ``every`` s (then
     nothing) until the server closes the connection; seconds it took (``limit``: never)."""
     with socket.create_connection(("127.0.0.1", port)) as sock:
@@ -319,13 +398,13 @@ def _closed_after(port: int, burst: bytes = b"", drip: bytes = b"", every: float
             try:
                 if sock.recv(1 << 16) == b"":
                     return time.monotonic() - t0
-            except socket.timeout:
+            except TimeoutError:
                 pass
             except OSError:
                 return time.monotonic() - t0
             if i < len(drip):
                 try:
-                    sock.sendall(drip[i:i + 1])
+                    sock.sendall(drip[i : i + 1])
                 except OSError:
                     return time.monotonic() - t0
                 i += 1
@@ -337,15 +416,15 @@ def test_a_slowloris_client_is_cut_off_and_does_not_hold_the_server(mini):
     put = b"PUT /ingests/z1/batches/0 HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n"
     with small_server(mini["corpus"], idle=1.0, request=2.0) as (port, log):
         # a byte every 0.25 s never trips the 1 s idle timeout; the 2 s deadline cuts it
-        assert _closed_after(port, drip=head) < 12                      # request line, headers
+        assert _closed_after(port, drip=head) < 12  # request line, headers
         assert _closed_after(port, burst=put, drip=b'{"items": [' + b" " * 400) < 12  # the body
         said = "did not arrive in full within 2 s (serve_request_seconds)"
-        until = time.monotonic() + 10       # the handler logs just after it shuts the socket
+        until = time.monotonic() + 10  # the handler logs just after it shuts the socket
         while log.getvalue().count(said) < 2 and time.monotonic() < until:
             time.sleep(0.05)
         assert log.getvalue().count(said) == 2, log.getvalue()
-        assert _closed_after(port) < 12                                 # idle: nothing sent
-        assert _closed_after(port, burst=put[:-2]) < 12                 # idle within a request
+        assert _closed_after(port) < 12  # idle: nothing sent
+        assert _closed_after(port, burst=put[:-2]) < 12  # idle within a request
         assert raw(f"http://127.0.0.1:{port}", "GET", "/health")[0] == 200
         assert "Traceback" not in log.getvalue()
 
@@ -356,12 +435,14 @@ def test_connections_past_the_cap_are_closed_at_once(mini):
         try:
             time.sleep(0.3)
             assert _closed_after(port, limit=4) < 4
-            assert "refused a connection from 127.0.0.1: 2 are open (serve_connections)" in \
-                log.getvalue()
+            assert (
+                "refused a connection from 127.0.0.1: 2 are open (serve_connections)"
+                in log.getvalue()
+            )
         finally:
             for s in held:
                 s.close()
-        deadline = time.monotonic() + 10          # the held ones are gone: served again
+        deadline = time.monotonic() + 10  # the held ones are gone: served again
         while raw_ok(port) is False and time.monotonic() < deadline:
             time.sleep(0.1)
         assert raw_ok(port)
@@ -385,10 +466,25 @@ def test_every_http_bound_is_registered():
     from membench.docsite.bounds import all_bounds
 
     names = {b.name for b in all_bounds()}
-    assert {"http_call_deadline", "http_retry_budget", "http_read_timeout",
-            "http_connect_timeout", "http_ingest_deadline", "http_atoms", "http_answer_bytes",
-            "serve_request_bytes", "serve_batches", "serve_ingest_bytes", "serve_idle_timeout",
-            "serve_request_seconds", "serve_connections", "ray_connect_seconds"} <= names
-    assert REGISTRY["http_call_deadline"].value == client_mod.CALL_DEADLINE == \
-        HttpSystem.__init__.__kwdefaults__["deadline"]
+    assert {
+        "http_call_deadline",
+        "http_retry_budget",
+        "http_read_timeout",
+        "http_connect_timeout",
+        "http_ingest_deadline",
+        "http_atoms",
+        "http_answer_bytes",
+        "serve_request_bytes",
+        "serve_batches",
+        "serve_ingest_bytes",
+        "serve_idle_timeout",
+        "serve_request_seconds",
+        "serve_connections",
+        "ray_connect_seconds",
+    } <= names
+    assert (
+        REGISTRY["http_call_deadline"].value
+        == client_mod.CALL_DEADLINE
+        == HttpSystem.__init__.__kwdefaults__["deadline"]
+    )
     assert REGISTRY["serve_idle_timeout"].value == Handler.timeout

@@ -18,12 +18,12 @@ from http_helpers import Wrapped, thread_server
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate as validate_openapi
 
-from membench.core.paths import REPO_ROOT
-from membench.systems import remote as client_mod
 from membench.contract import wire
-from membench.systems.remote import HttpSystem
-from membench.serve.server import SystemService
+from membench.core.paths import REPO_ROOT
 from membench.run.runner import load_split, run_system
+from membench.serve.server import SystemService
+from membench.systems import remote as client_mod
+from membench.systems.remote import HttpSystem
 
 SPEC = json.loads((REPO_ROOT / "docs" / "openapi.json").read_text())
 METHODS = ("get", "put", "post", "delete", "patch")
@@ -58,9 +58,12 @@ def test_the_document_is_valid_openapi_3_1():
 
 
 def test_the_document_and_the_server_route_the_same_calls():
-    documented = {(m.upper(), tuple(None if p.startswith("{") else p
-                                    for p in path.strip("/").split("/")))
-                  for path, item in SPEC["paths"].items() for m in item if m in METHODS}
+    documented = {
+        (m.upper(), tuple(None if p.startswith("{") else p for p in path.strip("/").split("/")))
+        for path, item in SPEC["paths"].items()
+        for m in item
+        if m in METHODS
+    }
     routed = {(m, pattern) for m, pattern, _ in SystemService.ROUTES}
     assert documented == routed
 
@@ -74,10 +77,16 @@ class Recorder:
 
         def request(conn, method, path, body, *args):
             status, ctype, raw = real(conn, method, path, body, *args)
-            self.exchanges.append({"method": method, "path": path,
-                                   "request": None if body is None else json.loads(body),
-                                   "status": status, "ctype": ctype,
-                                   "response": json.loads(raw)})
+            self.exchanges.append(
+                {
+                    "method": method,
+                    "path": path,
+                    "request": None if body is None else json.loads(body),
+                    "status": status,
+                    "ctype": ctype,
+                    "response": json.loads(raw),
+                }
+            )
             return status, ctype, raw
 
         monkeypatch.setattr(client_mod._Connection, "request", request)
@@ -93,8 +102,14 @@ def raw_call(url: str, method: str, path: str, body: bytes | None = None) -> dic
             sent = None if body is None else json.loads(body)
         except ValueError:
             sent = body.decode()
-        return {"method": method, "path": path, "request": sent, "status": r.status,
-                "ctype": r.getheader("Content-Type"), "response": json.loads(r.read())}
+        return {
+            "method": method,
+            "path": path,
+            "request": sent,
+            "status": r.status,
+            "ctype": r.getheader("Content-Type"),
+            "response": json.loads(r.read()),
+        }
     finally:
         c.close()
 
@@ -106,8 +121,7 @@ class Confident(Wrapped):
         from membench.contract.protocol import Result
 
         res = super().query(q, scope, as_of)
-        return Result(res.hits, res.cartridge,
-                      confidence=res.hits[0][1] if res.hits else None)
+        return Result(res.hits, res.cartridge, confidence=res.hits[0][1] if res.hits else None)
 
 
 class SlowIngest(Wrapped):
@@ -127,56 +141,94 @@ def exchanges(built, corpus_root, tmp_path_factory):
         run_dir = tmp_path_factory.mktemp("oa") / "run"
         with thread_server(Confident, [corpus_root]) as (url, service):
             system = HttpSystem(url, batch_items=7, page_atoms=40)
-            run_system(system, built.out, "dev", run_dir, corpus_root,
-                       modalities=["conversation"], limit=8)
+            run_system(
+                system, built.out, "dev", run_dir, corpus_root, modalities=["conversation"], limit=8
+            )
             iid = service.current.ingest_id
             errors = [
                 raw_call(url, "GET", "/ingests/nope"),
                 raw_call(url, "GET", "/nothing/here"),
                 raw_call(url, "DELETE", "/health"),
                 raw_call(url, "PUT", "/ingests/x1/batches/0", b"{not json"),
-                raw_call(url, "PUT", "/ingests/x1/batches/0",
-                         json.dumps({"items": [{"source_id": "s"}]}).encode()),
-                raw_call(url, "PUT", "/ingests/x1/batches/1",
-                         json.dumps({"items": []}).encode()),
-                raw_call(url, "PUT", "/ingests/x1", json.dumps(
-                    {"corpus_root": str(corpus_root), "batches": 1, "items": 0}).encode()),
-                raw_call(url, "PUT", "/ingests/x1", json.dumps(
-                    {"corpus_root": "/", "batches": 2, "items": 0}).encode()),
-                raw_call(url, "POST", "/ingests/x1/query", json.dumps(
-                    {"question": "q", "scope": {"holder": "h", "scenario": "s"},
-                     "as_of": "2024-01-01T00:00:00+00:00"}).encode()),
+                raw_call(
+                    url,
+                    "PUT",
+                    "/ingests/x1/batches/0",
+                    json.dumps({"items": [{"source_id": "s"}]}).encode(),
+                ),
+                raw_call(url, "PUT", "/ingests/x1/batches/1", json.dumps({"items": []}).encode()),
+                raw_call(
+                    url,
+                    "PUT",
+                    "/ingests/x1",
+                    json.dumps(
+                        {"corpus_root": str(corpus_root), "batches": 1, "items": 0}
+                    ).encode(),
+                ),
+                raw_call(
+                    url,
+                    "PUT",
+                    "/ingests/x1",
+                    json.dumps({"corpus_root": "/", "batches": 2, "items": 0}).encode(),
+                ),
+                raw_call(
+                    url,
+                    "POST",
+                    "/ingests/x1/query",
+                    json.dumps(
+                        {
+                            "question": "q",
+                            "scope": {"holder": "h", "scenario": "s"},
+                            "as_of": "2024-01-01T00:00:00+00:00",
+                        }
+                    ).encode(),
+                ),
                 raw_call(url, "GET", "/ingests/x1/atoms?offset=-1"),
                 raw_call(url, "PUT", "/ingests/bad$id/batches/0", b'{"items": []}'),
                 raw_call(url, "PUT", "/ingests/x2/batches/1000000", b'{"items": []}'),
-                raw_call(url, "PUT", "/ingests/x2", json.dumps(
-                    {"corpus_root": str(corpus_root), "batches": 10 ** 10, "items": 0}).encode()),
+                raw_call(
+                    url,
+                    "PUT",
+                    "/ingests/x2",
+                    json.dumps(
+                        {"corpus_root": str(corpus_root), "batches": 10**10, "items": 0}
+                    ).encode(),
+                ),
             ]
         with thread_server(SlowIngest, [corpus_root]) as (url, service):
             items = load_split(built.out, "dev", ["conversation"], limit=1).items
             rows = [wire.item_row(it) for it in items]
             raw_call(url, "PUT", "/ingests/slow/batches/0", json.dumps({"items": rows}).encode())
-            running = [raw_call(url, "PUT", "/ingests/slow", json.dumps(
-                {"corpus_root": str(corpus_root), "batches": 1, "items": len(rows)}).encode()),
+            running = [
+                raw_call(
+                    url,
+                    "PUT",
+                    "/ingests/slow",
+                    json.dumps(
+                        {"corpus_root": str(corpus_root), "batches": 1, "items": len(rows)}
+                    ).encode(),
+                ),
                 raw_call(url, "GET", "/ingests/slow"),
                 raw_call(url, "GET", "/ingests/slow/atoms"),
-                raw_call(url, "POST", "/ingests/slow/query", b'{}'),
-                raw_call(url, "PUT", "/ingests/other/batches/0", b'{"items": []}')]
+                raw_call(url, "POST", "/ingests/slow/query", b"{}"),
+                raw_call(url, "PUT", "/ingests/other/batches/0", b'{"items": []}'),
+            ]
             SlowIngest.gate.set()
     finally:
         mp.undo()
-    return {"run": rec.exchanges, "errors": errors + running, "ingest_id": iid,
-            "run_dir": run_dir}
+    return {"run": rec.exchanges, "errors": errors + running, "ingest_id": iid, "run_dir": run_dir}
 
 
 def test_a_reported_confidence_travels_to_the_run_lines(exchanges):
     """The server sends a system's confidence with its answer, the client reads it, the
     runner writes it in the query's run line (the abstention measures read it)."""
-    sent = [ex["response"]["confidence"] for ex in exchanges["run"]
-            if ex["path"].endswith("/query") and "confidence" in ex["response"]]
+    sent = [
+        ex["response"]["confidence"]
+        for ex in exchanges["run"]
+        if ex["path"].endswith("/query") and "confidence" in ex["response"]
+    ]
     assert sent
-    lines = [json.loads(x) for x in (exchanges["run_dir"] / "run.jsonl").read_text()
-             .splitlines()]
+    lines = [json.loads(x) for x in (exchanges["run_dir"] / "run.jsonl").read_text().splitlines()]
     assert sorted(r["confidence"] for r in lines if "confidence" in r) == sorted(sent)
     for r in lines:
         assert ("confidence" in r) == bool(r["hits"])
@@ -194,32 +246,35 @@ def test_every_documented_call_happened_in_the_real_run(exchanges):
     assert seen == documented
     pages = [ex for ex in exchanges["run"] if ex["path"].split("?")[0].endswith("/atoms")]
     batches = [ex for ex in exchanges["run"] if "/batches/" in ex["path"]]
-    assert len(pages) > 1 and len(batches) > 1      # paging and batching were exercised
+    assert len(pages) > 1 and len(batches) > 1  # paging and batching were exercised
 
 
 def _param_value(param: dict, text: str):
-    return int(text) if param["schema"].get("type") == "integer" and \
-        re.fullmatch(r"-?[0-9]+", text) else text
+    return (
+        int(text)
+        if param["schema"].get("type") == "integer" and re.fullmatch(r"-?[0-9]+", text)
+        else text
+    )
 
 
 def check_exchange(ex: dict) -> None:
     found = operation(ex["method"], ex["path"])
-    if found is None:                  # an unknown path or method: still an error body
+    if found is None:  # an unknown path or method: still an error body
         assert ex["status"] in (404, 405), ex
         errs = list(validator({"$ref": "#/components/schemas/Error"}).iter_errors(ex["response"]))
         assert not errs, (ex, errs[0].message)
         return
     template, op, path_params, query = found
-    assert str(ex["status"]) in op["responses"], f"{ex['method']} {template}: status " \
-        f"{ex['status']} is not documented ({ex['response']})"
+    assert str(ex["status"]) in op["responses"], (
+        f"{ex['method']} {template}: status {ex['status']} is not documented ({ex['response']})"
+    )
     schema = op["responses"][str(ex["status"])]["content"]["application/json"]["schema"]
     errs = list(validator(schema).iter_errors(ex["response"]))
     assert not errs, f"{ex['method']} {ex['path']} -> {ex['status']}: {errs[0].message}"
     assert "json" in ex["ctype"]
-    if 200 <= ex["status"] < 300:      # a request the server took is a documented request
+    if 200 <= ex["status"] < 300:  # a request the server took is a documented request
         for p in op.get("parameters", []):
-            values = [path_params[p["name"]]] if p["in"] == "path" else \
-                query.get(p["name"], [])
+            values = [path_params[p["name"]]] if p["in"] == "path" else query.get(p["name"], [])
             assert values or not p.get("required"), (template, p["name"])
             for v in values:
                 errs = list(validator(p["schema"]).iter_errors(_param_value(p, v)))
@@ -227,8 +282,10 @@ def check_exchange(ex: dict) -> None:
         if "requestBody" in op:
             body_schema = op["requestBody"]["content"]["application/json"]["schema"]
             errs = list(validator(body_schema).iter_errors(ex["request"]))
-            assert not errs, f"{ex['method']} {template} request: {errs[0].message} at " \
+            assert not errs, (
+                f"{ex['method']} {template} request: {errs[0].message} at "
                 f"{list(errs[0].absolute_path)}"
+            )
         else:
             assert ex["request"] is None
 
@@ -254,7 +311,7 @@ def test_every_error_answer_validates(exchanges):
 def client_check(ex: dict, value):
     template, _, params, query = operation(ex["method"], ex["path"])
     iid = params.get("ingest_id")
-    if ex["status"] >= 400:            # the client reads the code and message, or refuses
+    if ex["status"] >= 400:  # the client reads the code and message, or refuses
         if wire.error_of(value) is None:
             raise wire.ShapeError("error", "not an error object")
         return value
@@ -263,8 +320,7 @@ def client_check(ex: dict, value):
     if template == "/card":
         return wire.check_card(value)
     if template.endswith("/batches/{seq}"):
-        return wire.check_batch_answer(value, iid, int(params["seq"]),
-                                       len(ex["request"]["items"]))
+        return wire.check_batch_answer(value, iid, int(params["seq"]), len(ex["request"]["items"]))
     if template == "/ingests/{ingest_id}":
         return wire.check_status(value, iid)
     if template.endswith("/atoms"):
@@ -285,7 +341,7 @@ def mutations(value, path=(), depth=0):
             yield from mutations(value[k], path + (k,), depth + 1)
         yield path + ("unexpected",), ("add", "unexpected")
     elif isinstance(value, list) and value:
-        for i in sorted({0, len(value) - 1}):      # the first and the last element
+        for i in sorted({0, len(value) - 1}):  # the first and the last element
             yield from mutations(value[i], path + (i,), depth + 1)
         yield path, ("long", None)
     if depth:
@@ -298,7 +354,7 @@ def apply(root, path, how):
     root = copy.deepcopy(root)
     kind, arg = how
     node = root
-    for p in (path if kind == "long" else path[:-1]):
+    for p in path if kind == "long" else path[:-1]:
         node = node[p]
     if kind == "drop":
         del node[arg]
@@ -315,11 +371,11 @@ def test_the_client_refuses_every_answer_the_document_refuses(exchanges):
     checked = refused = 0
     for ex in exchanges["run"] + exchanges["errors"]:
         if operation(ex["method"], ex["path"]) is None:
-            continue                    # an unknown path: no documented answer to mutate
+            continue  # an unknown path: no documented answer to mutate
         template, op, *_ = operation(ex["method"], ex["path"])
         schema = op["responses"][str(ex["status"])]["content"]["application/json"]["schema"]
         v = validator(schema)
-        client_check(ex, ex["response"])                   # the real answer passes both
+        client_check(ex, ex["response"])  # the real answer passes both
         for path, how in mutations(ex["response"]):
             try:
                 bad = apply(ex["response"], path, how)

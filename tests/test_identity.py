@@ -12,10 +12,10 @@ import pytest
 from hostile_world import write_world
 
 from membench.analysis.leaderboard import Refused, add_runs, format_leaderboard, leaderboard
-from membench.systems.cards import card_for, load_card
-from membench.systems.identity import identify, rerunnable
 from membench.run.runner import run_system
 from membench.systems import make_system
+from membench.systems.cards import card_for, load_card
+from membench.systems.identity import identify, rerunnable
 
 TESTS = Path(__file__).parent
 
@@ -26,8 +26,15 @@ def world(tmp_path_factory):
 
 
 def _run(world, spec, out, config=None):
-    return run_system(make_system(spec, config), world["sets"], "dev", out, world["corpus"],
-                      manifest=world["manifest"], lock=world["lock"])
+    return run_system(
+        make_system(spec, config),
+        world["sets"],
+        "dev",
+        out,
+        world["corpus"],
+        manifest=world["manifest"],
+        lock=world["lock"],
+    )
 
 
 def test_a_class_named_like_a_reference_system_gets_no_reference_card(world, tmp_path, capsys):
@@ -49,8 +56,9 @@ def test_a_class_named_like_a_reference_system_gets_no_reference_card(world, tmp
 def test_a_registry_card_on_a_user_class_is_refused(world, tmp_path, capsys):
     meta = _run(world, "namesakes:HybridCarded", tmp_path / "hc")
     assert meta["card"] is None
-    assert meta["card_refused"].startswith("card refused: it is named 'hybrid', the name of a "
-                                           "card of membench's own registry")
+    assert meta["card_refused"].startswith(
+        "card refused: it is named 'hybrid', the name of a card of membench's own registry"
+    )
     assert "user module, not membench's hybrid" in meta["card_refused"]
     assert "membench: note: system hybrid: card refused" in capsys.readouterr().err
 
@@ -64,8 +72,7 @@ def test_the_leaderboard_refuses_both_and_says_what_ran(world, tmp_path):
         add_runs([runs["h"], runs["hc"], runs["mine"]], tmp_path / "store", n_resamples=50)
     lines = e.value.lines
     assert len(lines) == 2
-    assert f"{runs['h']}: refused: no model card: the system (user module) carries none" \
-        in lines[0]
+    assert f"{runs['h']}: refused: no model card: the system (user module) carries none" in lines[0]
     assert f"{runs['hc']}: refused: card refused: it is named 'hybrid'" in lines[1]
     assert not (tmp_path / "store").exists()
     add_runs([runs["mine"]], tmp_path / "store", n_resamples=50)
@@ -98,14 +105,19 @@ def test_identities_of_each_kind(world):
     assert identify(make_system("namesakes:Mine"))["kind"] == "user module"
     from namesakes import Mine
 
-    made_here = identify(Mine())              # not made by name: its arguments are unknown
+    made_here = identify(Mine())  # not made by name: its arguments are unknown
     assert made_here["spec"] is None and made_here["args"] is None
     assert "arguments are unknown" in rerunnable(made_here)
     assert rerunnable(identify(make_system("namesakes:Mine"))) is None
     assert "an HTTP service" in rerunnable({"kind": "HTTP service", "spec": "http://x:1"})
     assert "imported" in rerunnable({"kind": "imported"})
-    absent = {"kind": "registered package", "spec": "x", "args": {}, "class": "x:Y",
-              "distribution": {"name": "no-such-distribution-here", "version": "1.0"}}
+    absent = {
+        "kind": "registered package",
+        "spec": "x",
+        "args": {},
+        "class": "x:Y",
+        "distribution": {"name": "no-such-distribution-here", "version": "1.0"},
+    }
     assert rerunnable(absent) == "package no-such-distribution-here 1.0 is not installed"
     other = {**absent, "distribution": {"name": "numpy", "version": "0.0.1"}}
     assert rerunnable(other).startswith("package numpy 0.0.1 ran; ")
@@ -119,8 +131,9 @@ def test_report_pages_and_provenance_say_sealed_or_not(world, tmp_path):
     badge = run_badge(meta)
     assert 'data-sealed="no"' in badge and "in-process run (not sealed)" in badge
     assert "user module · namesakes:Mine" in badge
-    sealed = run_badge({"sealed": True, "identity": {"kind": "HTTP service",
-                                                      "spec": "http://<script>:1"}})
+    sealed = run_badge(
+        {"sealed": True, "identity": {"kind": "HTTP service", "spec": "http://<script>:1"}}
+    )
     assert 'data-sealed="yes"' in sealed and "sealed run" in sealed
     assert "<script>" not in sealed and "&lt;script&gt;" in sealed
     assert badge in summary_html(None, "m", meta=meta)

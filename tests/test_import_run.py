@@ -32,13 +32,34 @@ def test_imported_run_scores_like_the_native_one(native, built, tmp_path):
     trec = tmp_path / "run.trec"
     to_trec(native, trec, reverse_lines=True)  # line order must not matter: scores rank
     out = tmp_path / "imported"
-    args = ["import-run", "--trec", str(trec), "--atoms", str(native / "atoms.jsonl"),
-            "--name", "ext", "--out", str(out), "--sets", str(built.out), "--cartridge-top", "1"]
+    args = [
+        "import-run",
+        "--trec",
+        str(trec),
+        "--atoms",
+        str(native / "atoms.jsonl"),
+        "--name",
+        "ext",
+        "--out",
+        str(out),
+        "--sets",
+        str(built.out),
+        "--cartridge-top",
+        "1",
+    ]
     assert main(args) == 0
     a = metrics_for_run_dir(native)["all"]
     b = metrics_for_run_dir(out)["all"]
-    for k in ("recall@10", "recall@100", "mrr", "ndcg@10", "false_recall_rate",
-              "holder_correctness", "temporal_correctness", "cartridge_recall"):
+    for k in (
+        "recall@10",
+        "recall@100",
+        "mrr",
+        "ndcg@10",
+        "false_recall_rate",
+        "holder_correctness",
+        "temporal_correctness",
+        "cartridge_recall",
+    ):
         assert b[k]["value"] == a[k]["value"], k
     assert b["latency_p50_ms"]["n"] == 0 and b["latency_p50_ms"]["value"] is None
     meta = json.loads((out / "meta.json").read_text())
@@ -48,9 +69,21 @@ def test_imported_run_scores_like_the_native_one(native, built, tmp_path):
 def test_import_errors_name_file_and_line(native, built, tmp_path, capsys):
     trec = tmp_path / "bad.trec"
     trec.write_text("pdf-nope Q0 x 1 1.0 t\n")
-    args = ["import-run", "--trec", str(trec), "--atoms", str(native / "atoms.jsonl"),
-            "--name", "ext", "--out", str(tmp_path / "o"), "--sets", str(built.out),
-            "--cartridge-top", "1"]
+    args = [
+        "import-run",
+        "--trec",
+        str(trec),
+        "--atoms",
+        str(native / "atoms.jsonl"),
+        "--name",
+        "ext",
+        "--out",
+        str(tmp_path / "o"),
+        "--sets",
+        str(built.out),
+        "--cartridge-top",
+        "1",
+    ]
     assert main(args) == 2
     assert f"{trec}:1: TREC: field qid: 'pdf-nope' is not a dev query" in capsys.readouterr().err
 
@@ -68,25 +101,55 @@ def test_a_cartridge_file_may_carry_the_confidence(native, built, tmp_path, caps
     to_trec(native, trec)
     rows = [json.loads(x) for x in (native / "run.jsonl").read_text().splitlines()]
     cart = tmp_path / "cart.jsonl"
-    cart.write_text("".join(json.dumps({"query_id": r["query_id"], "cartridge": r["cartridge"],
-                                        **({"confidence": 0.5} if i % 2 else {})}) + "\n"
-                            for i, r in enumerate(rows)))
+    cart.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "query_id": r["query_id"],
+                    "cartridge": r["cartridge"],
+                    **({"confidence": 0.5} if i % 2 else {}),
+                }
+            )
+            + "\n"
+            for i, r in enumerate(rows)
+        )
+    )
     out = tmp_path / "imported"
-    args = ["import-run", "--trec", str(trec), "--atoms", str(native / "atoms.jsonl"),
-            "--name", "ext", "--out", str(out), "--sets", str(built.out), "--cartridge",
-            str(cart)]
+    args = [
+        "import-run",
+        "--trec",
+        str(trec),
+        "--atoms",
+        str(native / "atoms.jsonl"),
+        "--name",
+        "ext",
+        "--out",
+        str(out),
+        "--sets",
+        str(built.out),
+        "--cartridge",
+        str(cart),
+    ]
     assert main(args) == 0
-    lines = {json.loads(x)["query_id"]: json.loads(x)
-             for x in (out / "run.jsonl").read_text().splitlines()}
+    lines = {
+        json.loads(x)["query_id"]: json.loads(x)
+        for x in (out / "run.jsonl").read_text().splitlines()
+    }
     for i, r in enumerate(rows):
         assert lines[r["query_id"]].get("confidence") == (0.5 if i % 2 else None)
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"query_id": rows[0]["query_id"], "cartridge": [],
-                               "confidence": "high"}) + "\n")
+    bad.write_text(
+        json.dumps({"query_id": rows[0]["query_id"], "cartridge": [], "confidence": "high"}) + "\n"
+    )
     assert main([*args[:-1], str(bad), "--force"]) == 2
-    assert f"{bad}:1: CARTRIDGE: field confidence: must be a finite number or null" in \
-        capsys.readouterr().err
+    assert (
+        f"{bad}:1: CARTRIDGE: field confidence: must be a finite number or null"
+        in capsys.readouterr().err
+    )
+
+
 # --------------------------------------------------------------------------- coverage
+
 
 def _native_lines(native) -> list[dict]:
     return [json.loads(l) for l in (native / "run.jsonl").read_text().splitlines()]
@@ -101,13 +164,29 @@ def _write_trec(rows, path, qid=lambda r: r["query_id"], first=None):
 
 
 def _import(native, built, trec, out, *extra):
-    return main(["import-run", "--trec", str(trec), "--atoms", str(native / "atoms.jsonl"),
-                 "--name", "ext", "--out", str(out), "--sets", str(built.out),
-                 "--cartridge-top", "1", *extra])
+    return main(
+        [
+            "import-run",
+            "--trec",
+            str(trec),
+            "--atoms",
+            str(native / "atoms.jsonl"),
+            "--name",
+            "ext",
+            "--out",
+            str(out),
+            "--sets",
+            str(built.out),
+            "--cartridge-top",
+            "1",
+            *extra,
+        ]
+    )
 
 
-def test_a_file_for_part_of_the_split_is_refused_and_says_what_to_do(native, built, tmp_path,
-                                                                      capsys):
+def test_a_file_for_part_of_the_split_is_refused_and_says_what_to_do(
+    native, built, tmp_path, capsys
+):
     """The issue's case: a TREC file for 40 queries is not padded into a complete run."""
     from membench.sets.topics import topic_id
 
@@ -118,11 +197,14 @@ def test_a_file_for_part_of_the_split_is_refused_and_says_what_to_do(native, bui
     assert _import(native, built, trec, out) == 2
     # progress lines ("[membench] ... still working", printed when a step outlasts its
     # threshold, as on a loaded machine) are not the refusal: the refusal is one line
-    err = "\n".join(ln for ln in capsys.readouterr().err.strip().splitlines()
-                     if not ln.startswith("[membench]"))
+    err = "\n".join(
+        ln for ln in capsys.readouterr().err.strip().splitlines() if not ln.startswith("[membench]")
+    )
     n = len(load_split(built.out, "dev").records)
-    assert err.startswith(f"membench: {trec}: INCOMPLETE_RUN: covers 40 of the {n:,} dev "
-                          f"queries of the whole split: {n - 40:,} have no line (e.g. t")
+    assert err.startswith(
+        f"membench: {trec}: INCOMPLETE_RUN: covers 40 of the {n:,} dev "
+        f"queries of the whole split: {n - 40:,} have no line (e.g. t"
+    )
     named = err.split("(e.g. ", 1)[1].split(")", 1)[0].split(", ")
     assert len(named) == 3 and all(q.startswith("t") and len(q) == 17 for q in named)
     assert "never invents an empty answer" in err and "--modality M, --limit N" in err
@@ -141,15 +223,38 @@ def test_the_part_is_accepted_when_named(native, built, tmp_path):
 
     rows = [by_qid[r.query_id] for r in recs]
     assert {topic_id(r["query_id"]) for r in rows} == {t["qid"] for t in tops}
-    carts = tmp_path / "carts.jsonl"        # every query named, even one without hits
-    carts.write_text("".join(json.dumps({"qid": topic_id(r["query_id"]),
-                                         "cartridge": r["cartridge"]}) + "\n" for r in rows))
+    carts = tmp_path / "carts.jsonl"  # every query named, even one without hits
+    carts.write_text(
+        "".join(
+            json.dumps({"qid": topic_id(r["query_id"]), "cartridge": r["cartridge"]}) + "\n"
+            for r in rows
+        )
+    )
     trec = tmp_path / "limit.trec"
     _write_trec(rows, trec, qid=lambda r: topic_id(r["query_id"]))
     out = tmp_path / "limit"
-    assert main(["import-run", "--trec", str(trec), "--atoms", str(native / "atoms.jsonl"),
-                 "--name", "ext", "--out", str(out), "--sets", str(built.out), "--cartridge",
-                 str(carts), "--limit", "7"]) == 0
+    assert (
+        main(
+            [
+                "import-run",
+                "--trec",
+                str(trec),
+                "--atoms",
+                str(native / "atoms.jsonl"),
+                "--name",
+                "ext",
+                "--out",
+                str(out),
+                "--sets",
+                str(built.out),
+                "--cartridge",
+                str(carts),
+                "--limit",
+                "7",
+            ]
+        )
+        == 0
+    )
     meta = json.loads((out / "meta.json").read_text())
     assert meta["limit"] == 7 and meta["status"] == "complete" and "partial" not in meta
     m = metrics_for_run_dir(out, write=False)
@@ -160,14 +265,38 @@ def test_the_part_is_accepted_when_named(native, built, tmp_path):
     rows = [by_qid[r.query_id] for r in load_split(built.out, "dev", ["pdf"]).records]
     trec = tmp_path / "pdf.trec"
     _write_trec([r for r in rows if r["hits"]], trec)
-    carts.write_text("".join(json.dumps({"query_id": r["query_id"], "cartridge": r["cartridge"]})
-                             + "\n" for r in rows))
+    carts.write_text(
+        "".join(
+            json.dumps({"query_id": r["query_id"], "cartridge": r["cartridge"]}) + "\n"
+            for r in rows
+        )
+    )
     out = tmp_path / "pdf"
-    assert main(["import-run", "--trec", str(trec), "--atoms", str(native / "atoms.jsonl"),
-                 "--name", "ext", "--out", str(out), "--sets", str(built.out), "--cartridge",
-                 str(carts), "--modality", "pdf"]) == 0
-    assert metrics_for_run_dir(out, write=False)["pdf"]["recall@10"]["denominator"] == \
-        sum(not r.unanswerable for r in load_split(built.out, "dev", ["pdf"]).records)
+    assert (
+        main(
+            [
+                "import-run",
+                "--trec",
+                str(trec),
+                "--atoms",
+                str(native / "atoms.jsonl"),
+                "--name",
+                "ext",
+                "--out",
+                str(out),
+                "--sets",
+                str(built.out),
+                "--cartridge",
+                str(carts),
+                "--modality",
+                "pdf",
+            ]
+        )
+        == 0
+    )
+    assert metrics_for_run_dir(out, write=False)["pdf"]["recall@10"]["denominator"] == sum(
+        not r.unanswerable for r in load_split(built.out, "dev", ["pdf"]).records
+    )
 
 
 def test_a_query_outside_the_named_part_is_refused(native, built, tmp_path, capsys):
@@ -177,23 +306,27 @@ def test_a_query_outside_the_named_part_is_refused(native, built, tmp_path, caps
     trec = tmp_path / "mixed.trec"
     _write_trec([other], trec)
     assert _import(native, built, trec, tmp_path / "o", "--modality", "pdf") == 2
-    assert (f"{trec}:1: TREC: field qid: {other['query_id']!r} is a dev query outside the "
-            "selected part (--modality pdf)") in capsys.readouterr().err
+    assert (
+        f"{trec}:1: TREC: field qid: {other['query_id']!r} is a dev query outside the "
+        "selected part (--modality pdf)"
+    ) in capsys.readouterr().err
 
 
-def test_partial_writes_only_what_the_file_answers_and_is_marked(native, built, tmp_path,
-                                                                  capsys):
+def test_partial_writes_only_what_the_file_answers_and_is_marked(native, built, tmp_path, capsys):
     """--partial: no invented line; readers refuse it without --partial and mark it PARTIAL
     with it; another holder's atom at rank 1 on every imported query is holder correctness 0
     over the covered queries (padding had made it 0.98)."""
     from membench.metrics.rundir import RunDir
 
     rows = [r for r in _native_lines(native) if r["hits"]][:40]
-    items = {json.loads(l)["atom_id"]: json.loads(l)
-             for l in (native / "atoms.jsonl").read_text().splitlines()}
+    items = {
+        json.loads(l)["atom_id"]: json.loads(l)
+        for l in (native / "atoms.jsonl").read_text().splitlines()
+    }
     holders = {r.query_id: r.scope.holder for r in load_split(built.out, "dev").records}
-    foreign = {h: next(a for a, x in items.items() if x["holder"] != h)
-               for h in set(holders.values())}
+    foreign = {
+        h: next(a for a, x in items.items() if x["holder"] != h) for h in set(holders.values())
+    }
     trec = tmp_path / "part.trec"
     lines = []
     for r in rows:
@@ -215,33 +348,58 @@ def test_partial_writes_only_what_the_file_answers_and_is_marked(native, built, 
     assert m["all"]["holder_correctness"]["n"] == 40
 
 
-def test_an_imported_run_takes_the_card_it_is_given_never_one_by_name(native, built, tmp_path,
-                                                                      capsys):
+def test_an_imported_run_takes_the_card_it_is_given_never_one_by_name(
+    native, built, tmp_path, capsys
+):
     from membench.systems.cards import CARDS_DIR
 
     rows = _native_lines(native)
     trec = tmp_path / "all.trec"
     _write_trec([r for r in rows if r["hits"]], trec)
     carts = tmp_path / "carts.jsonl"
-    carts.write_text("".join(json.dumps({"query_id": r["query_id"], "cartridge": r["cartridge"]})
-                             + "\n" for r in rows))
-    base = ["import-run", "--trec", str(trec), "--atoms", str(native / "atoms.jsonl"),
-            "--sets", str(built.out), "--cartridge", str(carts)]
+    carts.write_text(
+        "".join(
+            json.dumps({"query_id": r["query_id"], "cartridge": r["cartridge"]}) + "\n"
+            for r in rows
+        )
+    )
+    base = [
+        "import-run",
+        "--trec",
+        str(trec),
+        "--atoms",
+        str(native / "atoms.jsonl"),
+        "--sets",
+        str(built.out),
+        "--cartridge",
+        str(carts),
+    ]
     # named like the reference system: no card found by the name
     assert main([*base, "--name", "bm25", "--out", str(tmp_path / "a")]) == 0
     meta = json.loads((tmp_path / "a" / "meta.json").read_text())
     assert meta["card"] is None and meta["identity"]["kind"] == "imported"
     # a registry card given explicitly: refused
-    assert main([*base, "--name", "x", "--out", str(tmp_path / "b"), "--card",
-                 str(CARDS_DIR / "bm25.json")]) == 2
+    assert (
+        main(
+            [
+                *base,
+                "--name",
+                "x",
+                "--out",
+                str(tmp_path / "b"),
+                "--card",
+                str(CARDS_DIR / "bm25.json"),
+            ]
+        )
+        == 2
+    )
     assert "CARD: field name: card refused: it is named 'bm25'" in capsys.readouterr().err
     # a card of its own: recorded
     own = tmp_path / "ext-lexical.json"
     card = json.loads((CARDS_DIR / "bm25.json").read_text())
     own.write_text(json.dumps({**card, "name": "ext-lexical"}))
     assert main([*base, "--name", "x", "--out", str(tmp_path / "c"), "--card", str(own)]) == 0
-    assert json.loads((tmp_path / "c" / "meta.json").read_text())["card"]["name"] == \
-        "ext-lexical"
+    assert json.loads((tmp_path / "c" / "meta.json").read_text())["card"]["name"] == "ext-lexical"
 
 
 # --------------------------------------------------------------------------- bounds of the files
@@ -271,8 +429,22 @@ def _world_args(w) -> list[str]:
 
 def _import_small(small, out, atoms=None) -> int:
     w, native, trec = small
-    return main(["import-run", "--trec", str(trec), "--atoms", str(atoms or native / "atoms.jsonl"),
-                 "--name", "ext", *_world_args(w), "--out", str(out), "--cartridge-top", "1"])
+    return main(
+        [
+            "import-run",
+            "--trec",
+            str(trec),
+            "--atoms",
+            str(atoms or native / "atoms.jsonl"),
+            "--name",
+            "ext",
+            *_world_args(w),
+            "--out",
+            str(out),
+            "--cartridge-top",
+            "1",
+        ]
+    )
 
 
 def _one_line(capsys) -> str:
@@ -281,12 +453,11 @@ def _one_line(capsys) -> str:
     return err
 
 
-def test_an_atoms_file_past_its_bytes_bound_is_refused_unread(small, tmp_path, monkeypatch,
-                                                             capsys):
+def test_an_atoms_file_past_its_bytes_bound_is_refused_unread(small, tmp_path, monkeypatch, capsys):
     atoms = small[1] / "atoms.jsonl"
     size = atoms.stat().st_size
     monkeypatch.setattr("membench.run.importer.MAX_IMPORT_ATOM_BYTES", size)
-    assert _import_small(small, tmp_path / "ok") == 0          # the bound itself is taken
+    assert _import_small(small, tmp_path / "ok") == 0  # the bound itself is taken
     capsys.readouterr()
     monkeypatch.setattr("membench.run.importer.MAX_IMPORT_ATOM_BYTES", size - 1)
     assert _import_small(small, tmp_path / "o") == 2
@@ -295,8 +466,9 @@ def test_an_atoms_file_past_its_bytes_bound_is_refused_unread(small, tmp_path, m
     assert not (tmp_path / "o").exists()
 
 
-def test_an_atoms_file_past_its_atoms_bound_is_refused_at_the_line(small, tmp_path,
-                                                                   monkeypatch, capsys):
+def test_an_atoms_file_past_its_atoms_bound_is_refused_at_the_line(
+    small, tmp_path, monkeypatch, capsys
+):
     atoms = small[1] / "atoms.jsonl"
     n = len(atoms.read_text().splitlines())
     monkeypatch.setattr("membench.run.importer.MAX_IMPORT_ATOMS", n - 1)
@@ -306,8 +478,9 @@ def test_an_atoms_file_past_its_atoms_bound_is_refused_at_the_line(small, tmp_pa
     assert "bound import_atoms" in err and not (tmp_path / "o").exists()
 
 
-def test_a_query_past_its_trec_lines_bound_is_refused_at_the_line(small, tmp_path,
-                                                                  monkeypatch, capsys):
+def test_a_query_past_its_trec_lines_bound_is_refused_at_the_line(
+    small, tmp_path, monkeypatch, capsys
+):
     trec = small[2]
     rows = [line.split() for line in trec.read_text().splitlines()]
     per_query: dict[str, int] = {}
@@ -316,15 +489,16 @@ def test_a_query_past_its_trec_lines_bound_is_refused_at_the_line(small, tmp_pat
     most = max(per_query.values())
     assert most >= 2
     monkeypatch.setattr("membench.run.importer.MAX_IMPORT_QUERY_LINES", most)
-    assert _import_small(small, tmp_path / "ok") == 0          # the bound itself is taken
+    assert _import_small(small, tmp_path / "ok") == 0  # the bound itself is taken
     capsys.readouterr()
     monkeypatch.setattr("membench.run.importer.MAX_IMPORT_QUERY_LINES", most - 1)
     qid = next(q for q, k in per_query.items() if k == most)
     line = [i for i, r in enumerate(rows, 1) if r[0] == qid][most - 1]
     assert _import_small(small, tmp_path / "o") == 2
     err = _one_line(capsys)
-    assert f"{trec}:{line}: TOO_LARGE: field qid: query {qid}: more than {most - 1:,} lines" \
-        in err, err
+    assert (
+        f"{trec}:{line}: TOO_LARGE: field qid: query {qid}: more than {most - 1:,} lines" in err
+    ), err
     assert "bound import_query_lines" in err and not (tmp_path / "o").exists()
 
 

@@ -30,21 +30,23 @@ def assert_same_lines(part, whole):
 @pytest.mark.parametrize("modality", ["conversation", "video", "pdf"])
 def test_bm25_modality_run_equals_the_full_run(bm25_dev, built, corpus_root, tmp_path, modality):
     full = lines(bm25_dev[0])
-    run_system(make_system("bm25"), built.out, "dev", tmp_path, corpus_root,
-               modalities=[modality])
+    run_system(make_system("bm25"), built.out, "dev", tmp_path, corpus_root, modalities=[modality])
     part = lines(tmp_path)
-    assert len(part) == sum(1 for r in load_split(built.out, "dev").records
-                            if r.modality == modality)
+    assert len(part) == sum(
+        1 for r in load_split(built.out, "dev").records if r.modality == modality
+    )
     assert_same_lines(part, full)
 
 
-def test_bm25_limit_run_ingests_less_and_equals_the_full_run(bm25_dev, built, corpus_root,
-                                                             tmp_path):
+def test_bm25_limit_run_ingests_less_and_equals_the_full_run(
+    bm25_dev, built, corpus_root, tmp_path
+):
     full_dir, full_meta = bm25_dev
     # 2 queries a modality: fewer holders than the dev split has in every modality but
     # ui_screenshot's two (pdf's shelves leave 9 dev holders, so 20 queries would ask them all)
-    meta = run_system(make_system("bm25", {"ocr_processes": 2}), built.out, "dev", tmp_path,
-                      corpus_root, limit=2)
+    meta = run_system(
+        make_system("bm25", {"ocr_processes": 2}), built.out, "dev", tmp_path, corpus_root, limit=2
+    )
     assert meta["items"] < full_meta["items"] and meta["atoms"] < full_meta["atoms"]
     part = lines(tmp_path)
     per = {}
@@ -55,16 +57,28 @@ def test_bm25_limit_run_ingests_less_and_equals_the_full_run(bm25_dev, built, co
 
 
 @pytest.mark.parametrize("name", ["dense", "hybrid"])
-def test_dense_and_hybrid_do_not_depend_on_other_modalities(name, built, corpus_root,
-                                                            tmp_path):
+def test_dense_and_hybrid_do_not_depend_on_other_modalities(name, built, corpus_root, tmp_path):
     both = tmp_path / "both"
-    run_system(make_system(name), built.out, "dev", both, corpus_root,
-               modalities=["video", "ui_screenshot"])
+    run_system(
+        make_system(name),
+        built.out,
+        "dev",
+        both,
+        corpus_root,
+        modalities=["video", "ui_screenshot"],
+    )
     alone = tmp_path / "alone"
     run_system(make_system(name), built.out, "dev", alone, corpus_root, modalities=["video"])
     limited = tmp_path / "limited"
-    run_system(make_system(name), built.out, "dev", limited, corpus_root,
-               modalities=["video", "ui_screenshot"], limit=10)
+    run_system(
+        make_system(name),
+        built.out,
+        "dev",
+        limited,
+        corpus_root,
+        modalities=["video", "ui_screenshot"],
+        limit=10,
+    )
     whole = lines(both)
     assert_same_lines(lines(alone), whole)
     assert_same_lines(lines(limited), whole)

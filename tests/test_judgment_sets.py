@@ -46,8 +46,14 @@ def _metrics(runs, name):
 
 
 def test_the_sets_the_records_carry(frames):
-    assert judgment_sets(frames["random"]) == ["gold", "all_annotators", "any_annotator",
-                                               "graded", "same_question", "session"]
+    assert judgment_sets(frames["random"]) == [
+        "gold",
+        "all_annotators",
+        "any_annotator",
+        "graded",
+        "same_question",
+        "session",
+    ]
 
 
 def test_judgment_view_takes_the_sets_values(frames, runs):
@@ -55,7 +61,7 @@ def test_judgment_view_takes_the_sets_values(frames, runs):
     v = judgment_view(df, "session")
     assert v.attrs["judgment_set"] == "session"
     conv = (df["modality"] == "conversation") & df["answerable"]
-    assert v["judged"].tolist() == conv.tolist()     # session judges answerable conversations
+    assert v["judged"].tolist() == conv.tolist()  # session judges answerable conversations
     for m in JUDGMENT_MEASURES:
         col = "rr" if m == "mrr" else m
         np.testing.assert_array_equal(v[col].to_numpy(), df[f"session/{m}"].to_numpy())
@@ -73,8 +79,13 @@ def test_judgment_view_takes_the_sets_values(frames, runs):
 def test_slices_under_a_set_equal_metrics_json(frames, runs):
     m = _metrics(runs, "random")
     for js in ("all_annotators", "graded", "session"):
-        t = slices.slice_table(frames["random"], "modality", metrics=list(JUDGMENT_MEASURES),
-                               sort=False, judgment_set=js)
+        t = slices.slice_table(
+            frames["random"],
+            "modality",
+            metrics=list(JUDGMENT_MEASURES),
+            sort=False,
+            judgment_set=js,
+        )
         block = m["judgment_sets"][js]
         seen = 0
         for _, r in t.iterrows():
@@ -97,7 +108,7 @@ def test_graded_ndcg_differs_from_binary_on_code_only(frames):
     code = (df["modality"] == "code") & df["answerable"]
     other = (df["modality"] != "code") & df["answerable"]
     np.testing.assert_allclose(df.loc[other, "ndcg_graded@10"], df.loc[other, "ndcg@10"])
-    g = judgment_view(frames["oracle"], "graded")     # the oracle ranks every gold function
+    g = judgment_view(frames["oracle"], "graded")  # the oracle ranks every gold function
     hit = code & (g["ndcg@10"] > 0)
     assert hit.sum() > 5
     assert (np.abs(g.loc[hit, "ndcg_graded@10"] - g.loc[hit, "ndcg@10"]) > 1e-9).any()
@@ -117,8 +128,10 @@ def test_compare_under_a_set(runs):
         assert (r["value"], r["n"]) == (pytest.approx(e["value"]), e["n"])
         assert [r["ci95_lo"], r["ci95_hi"]] == pytest.approx(e["ci95"])
         # not relevance: as under gold
-        e, r = prim["conversation"]["false_recall_rate"], s.loc[("conversation",
-                                                                  "false_recall_rate")]
+        e, r = (
+            prim["conversation"]["false_recall_rate"],
+            s.loc[("conversation", "false_recall_rate")],
+        )
         assert (r["value"], r["n"]) == (pytest.approx(e["value"]), e["n"])
         # a modality the set does not judge: no value, n = 0
         assert s.loc[("pdf", "recall@10"), "n"] == 0
@@ -131,12 +144,25 @@ def test_compare_under_a_set(runs):
 def test_compare_command_with_a_set(runs, capsys):
     from membench.cli import main
 
-    assert main(["compare", str(runs["oracle"]), str(runs["random"]), "--resamples", "100",
-                 "--judgments", "all_annotators", "--metric", "ndcg_graded@10"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(runs["oracle"]),
+                str(runs["random"]),
+                "--resamples",
+                "100",
+                "--judgments",
+                "all_annotators",
+                "--metric",
+                "ndcg_graded@10",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "judgment set: all_annotators" in text and "ndcg_graded@10" in text
-    assert main(["compare", str(runs["oracle"]), str(runs["random"]), "--judgments",
-                 "nope"]) == 2
+    assert main(["compare", str(runs["oracle"]), str(runs["random"]), "--judgments", "nope"]) == 2
 
 
 def test_metrics_command_shows_every_set(runs, capsys):
@@ -145,8 +171,11 @@ def test_metrics_command_shows_every_set(runs, capsys):
     assert main(["metrics", str(runs["random"])]) == 0
     text = capsys.readouterr().out
     n = _metrics(runs, "random")["judgment_sets"]["session"]["conversation"]["recall@10"]["n"]
-    line = next(ln for ln in text.splitlines()
-                if ln.startswith("session:conversation") and " recall@10 " in ln)
+    line = next(
+        ln
+        for ln in text.splitlines()
+        if ln.startswith("session:conversation") and " recall@10 " in ln
+    )
     assert f"{n}/{n}" in line
 
 
@@ -159,8 +188,12 @@ def test_ranks_share_ties():
 
 def test_resampled_means_are_means_of_the_drawn_items():
     v = np.array([[1.0, np.nan, 0.0, 0.5], [0.0, np.nan, 1.0, 1.0]])
-    counts = np.array([[2.0, 1.0, 0.0, 1.0],     # items 0, 0, 1, 3 (1 is not judged)
-                       [0.0, 4.0, 0.0, 0.0]])    # only the unjudged item: no mean
+    counts = np.array(
+        [
+            [2.0, 1.0, 0.0, 1.0],  # items 0, 0, 1, 3 (1 is not judged)
+            [0.0, 4.0, 0.0, 0.0],
+        ]
+    )  # only the unjudged item: no mean
     got = resampled_means(counts, v)
     assert got[0].tolist() == pytest.approx([(1 + 1 + 0.5) / 3, (0 + 0 + 1) / 3])
     assert np.isnan(got[1]).all()
@@ -186,13 +219,13 @@ def test_tau_interval_is_paired_and_seeded():
     base = rng.random((5, 1, 60)) * np.linspace(0.2, 1.0, 5)[:, None, None]
     va = base[:, 0] + rng.normal(0, 0.05, (5, 60))
     vb = base[:, 0] + rng.normal(0, 0.05, (5, 60))
-    vb[:, :10] = np.nan                         # set b judges 50 of the 60 items
+    vb[:, :10] = np.nan  # set b judges 50 of the 60 items
     t = bootstrap_tau(va, vb, "k", n_resamples=500)
     ma, mb = np.nanmean(va, axis=1), np.nanmean(vb, axis=1)
     assert t["tau"] == pytest.approx(kendalltau(ma, mb).statistic)
     assert (t["n_items"], t["n_a"], t["n_b"]) == (60, 60, 50)
     assert -1 <= t["ci95_lo"] <= t["ci95_hi"] <= 1
-    assert t == bootstrap_tau(va, vb, "k", n_resamples=500)          # seeded by the key
+    assert t == bootstrap_tau(va, vb, "k", n_resamples=500)  # seeded by the key
     # unpaired noise would widen the interval; paired, two identical sets always agree
     same = bootstrap_tau(va, va.copy(), "k", n_resamples=500)
     assert (same["ci95_lo"], same["ci95_hi"]) == pytest.approx((1.0, 1.0))
@@ -203,11 +236,11 @@ def test_tau_interval_is_paired_and_seeded():
 
 def test_rank_agreement_on_runs(runs):
     ag = rank_agreement([runs["oracle"], runs["random"], runs["leaky"]], n_resamples=300)
-    assert set(ag.tau["scope"]) == {"code", "conversation", "video"}   # video: PsTuts same_question
+    assert set(ag.tau["scope"]) == {"code", "conversation", "video"}  # video: PsTuts same_question
     conv = ag.tau[ag.tau["scope"] == "conversation"]
     assert set(zip(conv["set_a"], conv["set_b"])) == {("gold", "session")}
     code = ag.tau[(ag.tau["scope"] == "code") & (ag.tau["metric"] == "ndcg@10")]
-    assert len(code) == 6                        # four sets: six pairs
+    assert len(code) == 6  # four sets: six pairs
     # the dev code holders (JavaScript, Ruby, Go) have one annotator per function: the
     # annotator sets equal gold there, and say so; graded does not
     pair = code.set_index(["set_a", "set_b"])["identical"]
@@ -220,8 +253,9 @@ def test_rank_agreement_on_runs(runs):
     r = ag.rankings
     for name, lab in zip(("oracle", "random", "leaky"), ag.labels):
         m = _metrics(runs, name)
-        row = r[(r["scope"] == "conversation") & (r["metric"] == "recall@10")
-                & (r["system"] == lab)].set_index("judgment_set")
+        row = r[
+            (r["scope"] == "conversation") & (r["metric"] == "recall@10") & (r["system"] == lab)
+        ].set_index("judgment_set")
         assert row.loc["gold", "value"] == pytest.approx(m["conversation"]["recall@10"]["value"])
         assert row.loc["gold", "n"] == m["conversation"]["recall@10"]["n"]
         e = m["judgment_sets"]["session"]["conversation"]["recall@10"]
@@ -240,7 +274,9 @@ def test_rank_agreement_on_runs(runs):
     text = format_agreement(ag)
     assert "tau(gold, session)" in text and "paired bootstrap over queries" in text
     assert agreement_markdown(ag).count("\n") == len(ag.tau) + 1
-    assert agreement_markdown(ag, skip_identical=True).count("\n") == (~ag.tau["identical"]).sum() + 1
+    assert (
+        agreement_markdown(ag, skip_identical=True).count("\n") == (~ag.tau["identical"]).sum() + 1
+    )
     with pytest.raises(MembenchError, match="per judgment set"):
         rank_agreement([runs["oracle"], runs["random"]], metrics=["false_recall_rate"])
 
@@ -249,8 +285,22 @@ def test_agreement_command(runs, capsys, tmp_path):
     from membench.cli import main
 
     out = tmp_path / "tau.json"
-    assert main(["agreement", str(runs["oracle"]), str(runs["random"]), "--metric", "recall@10",
-                 "--resamples", "100", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "agreement",
+                str(runs["oracle"]),
+                str(runs["random"]),
+                "--metric",
+                "recall@10",
+                "--resamples",
+                "100",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "conversation · recall@10" in text and "tau(gold, session)" in text
     rows = json.loads(out.read_text())
@@ -267,22 +317,34 @@ def test_kendall_tau_rows_is_scipys_tau_b_to_the_bit():
 
     rng = np.random.default_rng(7)
     for systems in (2, 3, 4, 7):
-        a = np.vstack([rng.integers(0, 3, (300, systems)).astype(float),
-                       rng.random((300, systems)), np.ones((2, systems)),
-                       rng.random((50, systems)).round(2)])
-        b = np.vstack([rng.integers(0, 3, (300, systems)).astype(float),
-                       rng.random((300, systems)), rng.random((2, systems)),
-                       a[-50:] + rng.integers(0, 2, (50, systems)) * 0.01])
+        a = np.vstack(
+            [
+                rng.integers(0, 3, (300, systems)).astype(float),
+                rng.random((300, systems)),
+                np.ones((2, systems)),
+                rng.random((50, systems)).round(2),
+            ]
+        )
+        b = np.vstack(
+            [
+                rng.integers(0, 3, (300, systems)).astype(float),
+                rng.random((300, systems)),
+                rng.random((2, systems)),
+                a[-50:] + rng.integers(0, 2, (50, systems)) * 0.01,
+            ]
+        )
         got = kendall_tau_rows(a, b)
         for x, y, g in zip(a, b, got):
             want = kendall_tau(x, y)
             if np.ptp(x) and np.ptp(y):
                 assert want == float(kendalltau(x, y).statistic)
             assert (np.isnan(g) and np.isnan(want)) or g == want, (x, y, g, want)
-        assert np.isnan(got[600:602]).all()            # a constant row: undefined
+        assert np.isnan(got[600:602]).all()  # a constant row: undefined
     # hand-computed: one discordant pair of three, no ties -> (2 - 1) / 3
-    assert kendall_tau_rows(np.array([[3.0, 2.0, 1.0]]), np.array([[3.0, 1.0, 2.0]]))[0] == \
-        pytest.approx(1 / 3)
+    assert kendall_tau_rows(np.array([[3.0, 2.0, 1.0]]), np.array([[3.0, 1.0, 2.0]]))[
+        0
+    ] == pytest.approx(1 / 3)
     # a tie in b: pairs (0,1) c, (0,2) c, (1,2) tied in b -> 2 / sqrt(3) / sqrt(2)
-    assert kendall_tau_rows(np.array([[3.0, 2.0, 1.0]]), np.array([[2.0, 1.0, 1.0]]))[0] == \
-        pytest.approx(2 / np.sqrt(3) / np.sqrt(2))
+    assert kendall_tau_rows(np.array([[3.0, 2.0, 1.0]]), np.array([[2.0, 1.0, 1.0]]))[
+        0
+    ] == pytest.approx(2 / np.sqrt(3) / np.sqrt(2))

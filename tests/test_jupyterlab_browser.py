@@ -24,8 +24,9 @@ from membench.report.browser_check import PW_FLAGS, chromium
 from membench.run.runner import run_system
 from membench.systems import make_system
 
-pytestmark = pytest.mark.skipif(chromium() is None,
-                                reason="chromium not installed (apt-get install chromium)")
+pytestmark = pytest.mark.skipif(
+    chromium() is None, reason="chromium not installed (apt-get install chromium)"
+)
 playwright = pytest.importorskip("playwright.sync_api")
 
 
@@ -41,34 +42,62 @@ def lab(tmp_path_factory):
     corpus = make_corpus(root)
     frozen = freeze(corpus, root, {"MEMBENCH_CACHE": str(root / "cache")})
     run = root / "leaky-dev"
-    for name in ("leaky", "random"):      # 00 shows both; leaky-dev, the first, is browsed
-        run_system(make_system(name), frozen["sets"], "dev", root / f"{name}-dev", corpus,
-                   manifest=frozen["manifest"], lock=frozen["lock"])
+    for name in ("leaky", "random"):  # 00 shows both; leaky-dev, the first, is browsed
+        run_system(
+            make_system(name),
+            frozen["sets"],
+            "dev",
+            root / f"{name}-dev",
+            corpus,
+            manifest=frozen["manifest"],
+            lock=frozen["lock"],
+        )
     work = root / "work"
     work.mkdir()
-    for name, extra in (("04_false_recalls", f"run_dir = {str(run)!r}\nn_static = 1\n"
-                                             "static_spread = True\n"),
-                        ("00_start_here", f"runs_dir = {str(root)!r}\nn_resamples = 200\n")):
+    for name, extra in (
+        ("04_false_recalls", f"run_dir = {str(run)!r}\nn_static = 1\nstatic_spread = True\n"),
+        ("00_start_here", f"runs_dir = {str(root)!r}\nn_resamples = 200\n"),
+    ):
         nb = nbformat.read(REPO_ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
         params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-        params.source += (f"\n{extra}sets_dir = {str(frozen['sets'])!r}\n"
-                          f"corpus = {str(corpus)!r}\n")
+        params.source += f"\n{extra}sets_dir = {str(frozen['sets'])!r}\ncorpus = {str(corpus)!r}\n"
         nbformat.write(nb, work / f"{name[:2]}.ipynb")
     port, token = free_port(), secrets.token_hex(16)
     home = root / "home"
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HOME": str(home),
-           "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data"),
-           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "IPYTHONDIR": str(home / "ipython"),
-           "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-           "MEMBENCH_CACHE": str(root / "cache"), "JUPYTER_PLATFORM_DIRS": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO_ROOT),
+        "HOME": str(home),
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "IPYTHONDIR": str(home / "ipython"),
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+        "MEMBENCH_CACHE": str(root / "cache"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+    }
     log = open(root / "lab.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-         f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
-         "--LabApp.news_url=", "--LabApp.extension_manager=readonly",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=work)
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--allow-root",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={work}",
+            "--LabApp.news_url=",
+            "--LabApp.extension_manager=readonly",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=work,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180
@@ -81,8 +110,9 @@ def lab(tmp_path_factory):
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 log.flush()
-                raise RuntimeError("JupyterLab did not start:\n" +
-                                   (root / "lab.log").read_text()[-3000:])
+                raise RuntimeError(
+                    "JupyterLab did not start:\n" + (root / "lab.log").read_text()[-3000:]
+                )
             time.sleep(1)
         yield url, token, run, frozen["sets"]
     finally:
@@ -109,12 +139,12 @@ def test_next_and_prev_in_the_failure_browser(lab, notebook):
             page.goto(f"{url}/lab/tree/{notebook}?reset&token={token}")
             page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
             # the kernel is up once the toolbar names it and the status is idle
-            page.wait_for_selector(".jp-NotebookPanel-toolbar .jp-KernelName",
-                                   state="visible")
+            page.wait_for_selector(".jp-NotebookPanel-toolbar .jp-KernelName", state="visible")
             page.wait_for_function(
                 "() => /Python/.test((document.querySelector('.jp-NotebookPanel-toolbar "
                 ".jp-KernelName') || {}).innerText || '') && document.querySelector("
-                "'.jp-Notebook-ExecutionIndicator[data-status=\"idle\"]')")
+                "'.jp-Notebook-ExecutionIndicator[data-status=\"idle\"]')"
+            )
             nxt = page.locator("button.widget-button", has_text="Next")
             prev = page.locator("button.widget-button", has_text="Prev")
             try:
@@ -125,7 +155,9 @@ def test_next_and_prev_in_the_failure_browser(lab, notebook):
                 page.screenshot(path=str(run.parent / f"lab-{notebook}.png"))
                 dialog = page.locator(".jp-Dialog")
                 if dialog.count():
-                    raise AssertionError("JupyterLab dialog: " + dialog.first.inner_text())
+                    raise AssertionError(
+                        "JupyterLab dialog: " + dialog.first.inner_text()
+                    ) from None
                 raise
             label = page.locator("div.widget-label").first
 
@@ -135,7 +167,8 @@ def test_next_and_prev_in_the_failure_browser(lab, notebook):
 
             page.wait_for_function(
                 "() => /^1 \\/ \\d+/.test((document.querySelector("
-                "'div.widget-label') || {}).innerText || '')")
+                "'div.widget-label') || {}).innerText || '')"
+            )
             first_label, first = shown()
             assert first_label.startswith(f"1 / {len(expected)} false recalls")
             assert first == expected[0]
@@ -144,14 +177,18 @@ def test_next_and_prev_in_the_failure_browser(lab, notebook):
             page.wait_for_function(
                 "first => /^2 \\/ /.test(document.querySelector('div.widget-label').innerText)"
                 " && (document.querySelector('.widget-html-content [data-query-id]') || {})"
-                ".getAttribute?.('data-query-id') !== first", arg=first)
+                ".getAttribute?.('data-query-id') !== first",
+                arg=first,
+            )
             second_label, second = shown()
             assert second == expected[1] and f" · {expected[1]}" in second_label
             prev.click()
             page.wait_for_function(
                 "second => /^1 \\/ /.test(document.querySelector('div.widget-label').innerText)"
                 " && (document.querySelector('.widget-html-content [data-query-id]') || {})"
-                ".getAttribute?.('data-query-id') !== second", arg=second)
+                ".getAttribute?.('data-query-id') !== second",
+                arg=second,
+            )
             assert shown() == (first_label, first)
         finally:
             browser.close()

@@ -31,8 +31,9 @@ def _ids(out: Path) -> list[str]:
     return [json.loads(l)["query_id"] for l in (out / "run.jsonl").read_text().splitlines()]
 
 
-def test_a_run_that_leaks_scope_ends_with_one_line_and_strict_makes_it_fail(world, tmp_path,
-                                                                            capsys):
+def test_a_run_that_leaks_scope_ends_with_one_line_and_strict_makes_it_fail(
+    world, tmp_path, capsys
+):
     out = tmp_path / "leaky"
     assert main(["run", "--system", "leaky", *cli_args(world), "--out", str(out)]) == 0
     err = capsys.readouterr().err.strip().splitlines()
@@ -42,20 +43,49 @@ def test_a_run_that_leaks_scope_ends_with_one_line_and_strict_makes_it_fail(worl
     assert s["checked"] == meta["queries"] and s["other_holder"] > 0
     first = s["first"]["query_id"]
     assert first == _ids(out)[0] or first in _ids(out)
-    assert err[0] == (f"membench: scope: system leaky: {s['other_holder']} of {s['checked']} "
-                      f"queries got atoms of another holder"
-                      + (f" and {s['after_as_of']} of {s['checked']} queries got atoms observed "
-                         "after as_of" if s["after_as_of"] else "")
-                      + f" (first: {first}, atom {s['first']['other_holder_atom']}); holder "
-                      "and temporal correctness count them (`membench metrics`)")
+    assert err[0] == (
+        f"membench: scope: system leaky: {s['other_holder']} of {s['checked']} "
+        f"queries got atoms of another holder"
+        + (
+            f" and {s['after_as_of']} of {s['checked']} queries got atoms observed after as_of"
+            if s["after_as_of"]
+            else ""
+        )
+        + f" (first: {first}, atom {s['first']['other_holder_atom']}); holder "
+        "and temporal correctness count them (`membench metrics`)"
+    )
     # the count is the metrics' own: holder correctness is the share without such atoms
     m = RunDir.open(out).metrics(write=False)["all"]
     assert m["holder_correctness"]["value"] == pytest.approx(1 - s["other_holder"] / s["checked"])
-    assert main(["run", "--system", "leaky", *cli_args(world), "--out", str(tmp_path / "s"),
-                 "--strict-scope"]) == 1
-    assert capsys.readouterr().err.strip().splitlines() == err      # the same one line
-    assert main(["run", "--system", "random", *cli_args(world), "--out", str(tmp_path / "r"),
-                 "--strict-scope"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--system",
+                "leaky",
+                *cli_args(world),
+                "--out",
+                str(tmp_path / "s"),
+                "--strict-scope",
+            ]
+        )
+        == 1
+    )
+    assert capsys.readouterr().err.strip().splitlines() == err  # the same one line
+    assert (
+        main(
+            [
+                "run",
+                "--system",
+                "random",
+                *cli_args(world),
+                "--out",
+                str(tmp_path / "r"),
+                "--strict-scope",
+            ]
+        )
+        == 0
+    )
     assert "scope" not in capsys.readouterr().err
     assert json.loads((tmp_path / "r" / "meta.json").read_text())["scope"]["other_holder"] == 0
 
@@ -67,7 +97,7 @@ class KillsItsKeeper:
 
     def __init__(self):
         self.inner, self.n = make_system("random"), 0
-        self.card = self.inner.card      # the run it resumes is random's, card and all
+        self.card = self.inner.card  # the run it resumes is random's, card and all
 
     def config(self):
         return self.inner.config()
@@ -90,13 +120,15 @@ class KillsItsKeeper:
         return self.inner.query(q, scope, as_of)
 
 
-def test_a_keeper_that_dies_is_one_line_and_the_run_resumes(world, tmp_path, monkeypatch,
-                                                            capsys):
+def test_a_keeper_that_dies_is_one_line_and_the_run_resumes(world, tmp_path, monkeypatch, capsys):
     import membench.systems as systems
 
     real = systems.make_system
-    monkeypatch.setattr(systems, "make_system",
-                        lambda n, cfg=None: KillsItsKeeper() if n == "killer" else real(n, cfg))
+    monkeypatch.setattr(
+        systems,
+        "make_system",
+        lambda n, cfg=None: KillsItsKeeper() if n == "killer" else real(n, cfg),
+    )
     out = tmp_path / "run"
     rest = [*cli_args(world), "--out", str(out)]
     assert main(["run", "--system", "killer", *rest]) == 2
@@ -115,10 +147,19 @@ def test_sample_seed_draws_another_sample_that_readers_follow(built, corpus_root
     seeded = [r.query_id for r in load_split(built.out, "dev", ["pdf"], 5, 7).records]
     assert len(seeded) == 5 and set(seeded) != set(plain)
     out = tmp_path / "s"
-    meta = run_system(make_system("random"), built.out, "dev", out, corpus_root,
-                      modalities=["pdf"], limit=5, sample_seed=7)
+    meta = run_system(
+        make_system("random"),
+        built.out,
+        "dev",
+        out,
+        corpus_root,
+        modalities=["pdf"],
+        limit=5,
+        sample_seed=7,
+    )
     assert meta["sample_seed"] == 7 and sorted(_ids(out)) == sorted(seeded)
     assert RunDir.open(out).metrics(write=False)["pdf"]["false_recall_rate"]["n"] >= 0
     with pytest.raises(Exception, match="--sample-seed goes with --limit"):
-        run_system(make_system("random"), built.out, "dev", tmp_path / "x", corpus_root,
-                   sample_seed=7)
+        run_system(
+            make_system("random"), built.out, "dev", tmp_path / "x", corpus_root, sample_seed=7
+        )

@@ -37,21 +37,35 @@ MODS = ["video", "ui_screenshot"]
 def _run(system, built, corpus_root, out, limit=15):
     """One small dev run on MODS. The sets' hard rules are tests/test_build.py's: each run's
     keeper does not check them again (``check_sets=False``, as tests/conftest.py's bm25_dev)."""
-    return run_system(system, built.out, "dev", out, corpus_root, modalities=MODS, limit=limit,
-                      check_sets=False)
+    return run_system(
+        system, built.out, "dev", out, corpus_root, modalities=MODS, limit=limit, check_sets=False
+    )
 
 
 @pytest.fixture(scope="module")
 def runs(built, corpus_root, tmp_path_factory):
     d = tmp_path_factory.mktemp("lb-runs")
-    for name in ("bm25", "dense", "hybrid", "random", "newest", "metadata", "oracle", "nothing",
-                 "echo"):
+    for name in (
+        "bm25",
+        "dense",
+        "hybrid",
+        "random",
+        "newest",
+        "metadata",
+        "oracle",
+        "nothing",
+        "echo",
+    ):
         _run(make_system(name), built, corpus_root, d / name)
     _run(make_system("bm25", {"max_atoms": 3}), built, corpus_root, d / "bm25-3")
     _run(make_system("bm25"), built, corpus_root, d / "bm25-limit5", limit=5)
     # a bm25 that always abstains (its thresholds out of reach): silence
-    _run(make_system("bm25", {"thresholds": {m: 1e18 for m in MODS}}), built, corpus_root,
-         d / "bm25-silent")
+    _run(
+        make_system("bm25", {"thresholds": {m: 1e18 for m in MODS}}),
+        built,
+        corpus_root,
+        d / "bm25-silent",
+    )
     return d
 
 
@@ -74,8 +88,12 @@ def test_meta_records_the_card_and_the_truncation(runs):
     assert de["card"]["name"] == "all-minilm-l6-v2" and len(de["card"]["sha256"]) == 64
     t = de["truncation"]
     # the reference systems read 128 word pieces (the model's training length) of the card's 256
-    assert (t["applied_tokens"], t["card_max_tokens"], t["benchmark_max_tokens"],
-            t["engine_max_tokens"]) == (128, 256, 512, 128)
+    assert (
+        t["applied_tokens"],
+        t["card_max_tokens"],
+        t["benchmark_max_tokens"],
+        t["engine_max_tokens"],
+    ) == (128, 256, 512, 128)
     assert 0 <= t["texts_truncated"] <= t["texts"] and t["texts"] > 0
     assert hy["card"]["components"] == ["bm25", "all-minilm-l6-v2"]
     assert hy["truncation"]["applied_tokens"] == 128
@@ -90,8 +108,14 @@ def test_entries_are_keyed_by_identity(store):
     st, entries = read_store(out)
     assert st["split"] == "dev" and st["selection"]["modalities"] == sorted(MODS)
     for e in entries:
-        assert set(e["key"]) == {"card_sha256", "config_sha256", "code_revision", "set_sha256",
-                                 "identity_sha256", "sealed"}
+        assert set(e["key"]) == {
+            "card_sha256",
+            "config_sha256",
+            "code_revision",
+            "set_sha256",
+            "identity_sha256",
+            "sealed",
+        }
         assert e["key"]["identity_sha256"] == _sha(e["identity"]) and e["sealed"] is False
         assert e["identity"]["kind"] == "reference" and e["identity"]["spec"] == e["system"]
         assert e["id"] == _sha(e["key"])[:16]
@@ -105,11 +129,14 @@ def test_figures_are_the_runs_own(store, runs):
     for name, e in _entries(out).items():
         m = RunDir.open(runs / name).metrics(write=False)
         for scope in [*MODS, "all"]:
-            for k in (*MEASURES, *SHOWN_CONTEXT):       # the answer layer and context too
+            for k in (*MEASURES, *SHOWN_CONTEXT):  # the answer layer and context too
                 got, exp = e["figures"]["gold"][scope][k], m[scope][k]
                 assert (got["n"], got["denominator"]) == (exp["n"], exp["denominator"])
-                assert got["value"] == pytest.approx(exp["value"], abs=1e-12) \
-                    if exp["value"] is not None else got["value"] is None
+                assert (
+                    got["value"] == pytest.approx(exp["value"], abs=1e-12)
+                    if exp["value"] is not None
+                    else got["value"] is None
+                )
         vals = [v for v in e["items"]["values"]["gold"]["recall@10"] if v is not None]
         assert np.mean(vals) == pytest.approx(e["figures"]["gold"]["all"]["recall@10"]["value"])
 
@@ -117,8 +144,11 @@ def test_figures_are_the_runs_own(store, runs):
 def test_an_edited_metrics_json_changes_nothing(store, runs, tmp_path):
     out, _ = store
     before = _entries(out)["bm25"]["figures"]
-    fake = json.loads((runs / "bm25" / "metrics.json").read_text()) \
-        if (runs / "bm25" / "metrics.json").exists() else {}
+    fake = (
+        json.loads((runs / "bm25" / "metrics.json").read_text())
+        if (runs / "bm25" / "metrics.json").exists()
+        else {}
+    )
     fake["all"] = {"recall@10": {"value": 1.0, "n": 1, "denominator": 1, "ci95": [1, 1]}}
     (runs / "bm25" / "metrics.json").write_text(json.dumps(fake))
     again = add_runs([runs / "bm25"], tmp_path / "s", n_resamples=200)
@@ -149,8 +179,9 @@ def test_refusals_are_one_line_each_and_write_nothing(store, runs, tmp_path):
     meta = json.loads((partial / "meta.json").read_text())
     meta["status"] = "running"
     (partial / "meta.json").write_text(json.dumps(meta))
-    lines = _refused([runs / "metadata", runs / "oracle", partial, runs / "bm25-limit5",
-                      runs / "bm25-3"], out)
+    lines = _refused(
+        [runs / "metadata", runs / "oracle", partial, runs / "bm25-limit5", runs / "bm25-3"], out
+    )
     assert len(lines) == 4 and all("\n" not in x for x in lines)
     assert "metadata: refused: no model card" in lines[0]
     assert "oracle: refused: the system saw the gold" in lines[1]
@@ -167,8 +198,16 @@ def test_runs_on_other_set_files_are_refused(store, built, corpus_root, tmp_path
     shutil.copytree(built.out, sets)
     lines = (sets / "code.jsonl").read_text().splitlines(keepends=True)  # not read by the runs
     (sets / "code.jsonl").write_text("".join(lines[:-1]))
-    run_system(make_system("bm25"), sets, "dev", tmp_path / "run", corpus_root,
-               modalities=MODS, limit=15, check_sets=False)
+    run_system(
+        make_system("bm25"),
+        sets,
+        "dev",
+        tmp_path / "run",
+        corpus_root,
+        modalities=MODS,
+        limit=15,
+        check_sets=False,
+    )
     (line,) = _refused([tmp_path / "run"], out)
     assert "refused: made on other set files" in line and "code.jsonl" in line
 
@@ -200,7 +239,7 @@ def test_tables_mark_the_best_and_test_the_others_against_it(store):
     rows = lb.rows
     for (scope, m), g in rows[rows["judgment_set"] == "gold"].groupby(["scope", "measure"]):
         vals = g.dropna(subset=["value"])
-        if m in MEASURES and not BY_NAME[m].ranked:     # report-only: shown, never tested
+        if m in MEASURES and not BY_NAME[m].ranked:  # report-only: shown, never tested
             assert not g["is_best"].any() and g["p_holm"].isna().all()
             continue
         if vals.empty or m not in MEASURES:
@@ -212,17 +251,18 @@ def test_tables_mark_the_best_and_test_the_others_against_it(store):
         b = entries[best["entry"].iloc[0]]
         for r in g[~g["is_best"]].to_dict("records"):
             e = entries[r["entry"]]
-            if m in ORDERING_MEASURES:      # a statistic, no per-item values: its difference
-                assert r["diff"] == pytest.approx(r["value"] - best["value"].iloc[0],
-                                                  abs=1e-12)
+            if m in ORDERING_MEASURES:  # a statistic, no per-item values: its difference
+                assert r["diff"] == pytest.approx(r["value"] - best["value"].iloc[0], abs=1e-12)
                 assert np.isnan(r["p_permutation"]) and r["p_holm"] >= r["p_bootstrap"] - 1e-12
                 continue
             mods = np.array(e["items"]["modality"])
             mask = np.ones(len(mods), bool) if scope == "all" else mods == scope
-            x = np.array([np.nan if v is None else v
-                          for v in e["items"]["values"]["gold"][m]])[mask]
-            y = np.array([np.nan if v is None else v
-                          for v in b["items"]["values"]["gold"][m]])[mask]
+            x = np.array([np.nan if v is None else v for v in e["items"]["values"]["gold"][m]])[
+                mask
+            ]
+            y = np.array([np.nan if v is None else v for v in b["items"]["values"]["gold"][m]])[
+                mask
+            ]
             ok = ~np.isnan(x) & ~np.isnan(y)
             assert r["diff"] == pytest.approx((x[ok] - y[ok]).mean(), abs=1e-12)
             assert r["diff_ci95_lo"] <= r["diff"] + 1e-12 <= r["diff_ci95_hi"] + 2e-12
@@ -271,7 +311,7 @@ def test_silence_cannot_win_the_cartridge_table(runs, tmp_path):
     assert bool(r.loc[(normal, CARTRIDGE_RANK_BY), "is_best"])
     assert lb.rank_measure("other") == CARTRIDGE_RANK_BY
     html = leaderboard_table(lb, "<=1B", "gold", "other", scopes=("video",)).html
-    assert html.index(normal) < html.index(silent)            # ranked by the kept share
+    assert html.index(normal) < html.index(silent)  # ranked by the kept share
     assert "FAIL (silent)" in html and "abstain_rate_answerable" in html.replace("<wbr>", "")
     text = format_leaderboard(lb, scopes=("video",))
     assert "FAIL (silent)" in text and "abstain_rate_answerable" in text
@@ -341,15 +381,18 @@ def test_the_no_memory_baselines_are_shown_never_ranked_never_tested(runs, tmp_p
     assert base["p_permutation"].isna().all() and base["p_holm"].isna().all()
     ranked = rows[~rows["baseline"]]
     fr = ranked[(ranked["measure"] == "false_recall_rate") & (ranked["scope"] == "all")]
-    assert fr["is_best"].all()          # bm25 is best though nothing's false recall is 0
-    nothing_fr = base[(base["measure"] == "false_recall_rate") & (base["scope"] == "all")
-                      & base["system"].str.startswith("nothing")]
+    assert fr["is_best"].all()  # bm25 is best though nothing's false recall is 0
+    nothing_fr = base[
+        (base["measure"] == "false_recall_rate")
+        & (base["scope"] == "all")
+        & base["system"].str.startswith("nothing")
+    ]
     assert nothing_fr["value"].iloc[0] == 0.0
     html = leaderboard_table(lb, "<=1B", "gold").html
     for scope in ("video", "ui_screenshot", "all"):
-        block = html[html.index(f"<b>{scope}</b>"):]
+        block = html[html.index(f"<b>{scope}</b>") :]
         assert block.index("bm25") < block.index("echo" + BASELINE_MARK)
-    assert html.count('class="mb-baseline"') == 2 * 3          # two rows in each of 3 blocks
+    assert html.count('class="mb-baseline"') == 2 * 3  # two rows in each of 3 blocks
     assert CONTEXT_COLUMN in html.replace("<wbr>", "")
     brief = format_brief(lb)
     assert "no memory: echo " in brief and "nothing 0.000" in brief
@@ -362,14 +405,21 @@ def test_the_content_free_floors_are_shown_under_the_baselines_never_ranked(runs
     store; their rows are labelled "content-free floor", not "baseline", stand under the
     baselines in every block, are never the best of a column and carry no test; --brief and
     page 06's "which system is best" list them apart from the baselines."""
-    from membench.analysis.leaderboard import (BASELINE_MARK, FLOOR_MARK, best_rows,
-                                               format_brief, format_markdown, is_floor)
+    from membench.analysis.leaderboard import (
+        BASELINE_MARK,
+        FLOOR_MARK,
+        best_rows,
+        format_brief,
+        format_markdown,
+        is_floor,
+    )
     from membench.report.leaderboard_tables import LEGEND, leaderboard_table
     from membench.report.render import _leaderboard_best_html
 
     out = tmp_path / "f"
-    add_runs([runs / "bm25", runs / "nothing", runs / "random", runs / "newest"], out,
-             n_resamples=100)
+    add_runs(
+        [runs / "bm25", runs / "nothing", runs / "random", runs / "newest"], out, n_resamples=100
+    )
     lb = leaderboard(out, n_resamples=200)
     assert sorted(e["system"] for e in lb.entries if is_floor(e)) == ["newest", "random"]
     rows = lb.rows
@@ -382,11 +432,14 @@ def test_the_content_free_floors_are_shown_under_the_baselines_never_ranked(runs
     assert ranked["is_best"].any() and set(ranked["system"]) == {"bm25"}
     html = leaderboard_table(lb, "<=1B", "gold").html
     for scope in ("video", "ui_screenshot", "all"):
-        block = html[html.index(f"<b>{scope}</b>"):]
-        assert block.index("bm25") < block.index("nothing" + BASELINE_MARK) \
+        block = html[html.index(f"<b>{scope}</b>") :]
+        assert (
+            block.index("bm25")
+            < block.index("nothing" + BASELINE_MARK)
             < block.index("newest" + FLOOR_MARK)
+        )
         assert block.index("nothing" + BASELINE_MARK) < block.index("random" + FLOOR_MARK)
-    assert html.count('class="mb-baseline mb-floor"') == 2 * 3   # two rows in each block
+    assert html.count('class="mb-baseline mb-floor"') == 2 * 3  # two rows in each block
     assert html.count('class="mb-baseline"') == 1 * 3
     assert "content-free floor" in LEGEND
     md = format_markdown(lb).splitlines()
@@ -407,8 +460,8 @@ def test_the_natives_with_a_tell_have_their_own_labelled_column(store):
     own, labelled with the tell's ROC AUC from the audit of the entries' sets (every entry
     carries it), never gated, never ranked."""
     from membench.analysis.leaderboard import format_markdown
-    from membench.report.leaderboard_tables import leaderboard_table
     from membench.contract.tells import NATIVE_TELLS
+    from membench.report.leaderboard_tables import leaderboard_table
 
     out, _ = store
     lb = leaderboard(out, n_resamples=100)
@@ -419,8 +472,10 @@ def test_the_natives_with_a_tell_have_their_own_labelled_column(store):
     assert len(nat) and (nat["gate"] == "").all() and not nat["is_best"].any()
     head = format_markdown(lb).splitlines()[0]
     assert "| false recall, audited |" in head
-    assert "| false recall, natives with a tell (tell ROC AUC " in head or \
-        "| false recall, natives with a tell (no native with a tell in these sets) |" in head
+    assert (
+        "| false recall, natives with a tell (tell ROC AUC " in head
+        or "| false recall, natives with a tell (no native with a tell in these sets) |" in head
+    )
     html = leaderboard_table(lb, "<=1B", "gold", "other").html.replace("<wbr>", "")
     assert "false recall, natives with a tell (" in html
     with pytest.raises(Exception, match="rank-by"):
@@ -455,7 +510,7 @@ def test_judged_at_10_stands_beside_recall_at_10_never_tested(store):
 def test_gates_are_marked(store):
     lb = leaderboard(store[0], n_resamples=200)
     r = lb.rows
-    g = r[(r["measure"] == "recall@10") & (r["judgment_set"] == "gold")]   # gates read gold
+    g = r[(r["measure"] == "recall@10") & (r["judgment_set"] == "gold")]  # gates read gold
     assert (g["gate"] == ">= 0.9").all()
     assert ((g["value"] >= 0.9 - 1e-12) == g["gate_pass"]).all()
     assert (r[r["measure"] == "ndcg@10"]["gate"] == "").all()
@@ -471,7 +526,7 @@ def _clone(out, e, **card):
     c["card"]["sha256"] = Card.model_validate(body).sha256()
     c["key"]["card_sha256"] = c["card"]["sha256"]
     c["id"] = _sha(c["key"])[:16]
-    c = sealed(c)                           # (an entry as the store writes it: with its sha256)
+    c = sealed(c)  # (an entry as the store writes it: with its sha256)
     (out / ENTRIES / f"{c['id']}.json").write_text(json.dumps(c))
     return c
 
@@ -482,7 +537,7 @@ def test_size_classes_and_judgment_sets_come_from_the_entries(store, tmp_path):
     dense = _entries(out)["dense"]
     big = _clone(out, dense, name="big-model", parameter_count=7_000_000_000, size_class=">1B")
     big["system"] = "dense-big-model"
-    for e in read_store(out)[1]:          # every entry gains another judgment set, "session"
+    for e in read_store(out)[1]:  # every entry gains another judgment set, "session"
         e["judgment_sets"] = [*e["judgment_sets"], "session"]
         e["figures"]["session"] = e["figures"]["gold"]
         e["items"]["values"]["session"] = e["items"]["values"]["gold"]
@@ -492,7 +547,7 @@ def test_size_classes_and_judgment_sets_come_from_the_entries(store, tmp_path):
     assert lb.judgment_sets == ["gold", "same_question", "session"]
     assert set(lb.table(">1B", "session")["entry"]) == {big["id"]}
     assert len(set(lb.table("<=1B", "session")["entry"])) == 3
-    assert lb.table("<=1B", "session", family="other").empty      # shown once, under gold
+    assert lb.table("<=1B", "session", family="other").empty  # shown once, under gold
 
 
 def test_an_edited_entry_is_refused(store, tmp_path):
@@ -508,13 +563,39 @@ def test_an_edited_entry_is_refused(store, tmp_path):
 
 def test_the_command(store, runs, tmp_path, capsys):
     out = tmp_path / "s"
-    assert main(["--quiet", "leaderboard", "--runs", str(runs / "bm25"), str(runs / "dense"),
-                 "--out", str(out), "--resamples", "200"]) == 0
+    assert (
+        main(
+            [
+                "--quiet",
+                "leaderboard",
+                "--runs",
+                str(runs / "bm25"),
+                str(runs / "dense"),
+                "--out",
+                str(out),
+                "--resamples",
+                "200",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "added" in text and "== size <=1B, judgment set gold" in text
     assert "best" in text
-    assert main(["--quiet", "leaderboard", "--runs", str(runs / "metadata"), str(runs / "oracle"),
-                 "--out", str(out)]) == 2
+    assert (
+        main(
+            [
+                "--quiet",
+                "leaderboard",
+                "--runs",
+                str(runs / "metadata"),
+                str(runs / "oracle"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and err[-1].startswith("membench: nothing written")
     assert main(["--quiet", "leaderboard", "--out", str(out), "--resamples", "200"]) == 0

@@ -17,16 +17,37 @@ from membench.core.listening import Listener, is_loopback
 from membench.core.netguard import NetworkBlocked, NetworkGuard, is_local
 from membench.serve import server
 
-LOOPBACK = ["127.0.0.1", "127.4.5.6", "127.255.255.254", "::1", "[::1]", "::ffff:127.0.0.1",
-            "::ffff:127.9.8.7", "localhost", "LOCALHOST", "a.localhost"]
-ELSEWHERE = ["0.0.0.0", "192.168.1.10", "::", "[::]", "::ffff:0.0.0.0", "::ffff:192.168.1.10",
-             "10.0.0.1", "2001:db8::1", "fe80::1%eth0", "example.org", "localhost.example.org"]
+LOOPBACK = [
+    "127.0.0.1",
+    "127.4.5.6",
+    "127.255.255.254",
+    "::1",
+    "[::1]",
+    "::ffff:127.0.0.1",
+    "::ffff:127.9.8.7",
+    "localhost",
+    "LOCALHOST",
+    "a.localhost",
+]
+ELSEWHERE = [
+    "0.0.0.0",
+    "192.168.1.10",
+    "::",
+    "[::]",
+    "::ffff:0.0.0.0",
+    "::ffff:192.168.1.10",
+    "10.0.0.1",
+    "2001:db8::1",
+    "fe80::1%eth0",
+    "example.org",
+    "localhost.example.org",
+]
 
 
 def test_the_rule():
     assert all(map(is_loopback, LOOPBACK)), [h for h in LOOPBACK if not is_loopback(h)]
     assert not any(map(is_loopback, ELSEWHERE)), [h for h in ELSEWHERE if is_loopback(h)]
-    assert not is_loopback("")          # binding to "" is every interface
+    assert not is_loopback("")  # binding to "" is every interface
 
 
 def test_users_share_it():
@@ -49,8 +70,7 @@ def test_the_guard_refuses(host):
     (the audit event CPython raises before the connect; nothing is sent)."""
     assert not is_local(host)
     g = NetworkGuard("block")
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s, \
-            g.phase("query"):
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s, g.phase("query"):
         with pytest.raises(NetworkBlocked):
             sys.audit("socket.connect", s, (host, 80))
     assert g.attempts == 1 and g.by_target == {f"{host}:80": 1}
@@ -60,8 +80,7 @@ def test_the_guard_refuses(host):
 def test_the_guard_lets_loopback_through(host):
     assert is_local(host)
     g = NetworkGuard("block")
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s, \
-            g.phase("query"):
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s, g.phase("query"):
         sys.audit("socket.connect", s, (host, 80))
     assert g.attempts == 0
 

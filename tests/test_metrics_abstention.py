@@ -9,12 +9,11 @@ import math
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
+from test_metrics_hand import ATOMS, ITEMS, page, rec
 
 from membench.metrics import compute_metrics, format_table
 from membench.metrics.abstention import AUC, KEPT, Ordering, abstention_score, entries
 from membench.metrics.measures import BY_NAME, MAX_SILENT_ABSTENTION
-
-from test_metrics_hand import ATOMS, ITEMS, page, rec
 
 INF = math.inf
 
@@ -56,7 +55,7 @@ def test_an_empty_cartridge_is_never_kept_and_orders_below():
     assert share == pytest.approx(1 / 3) and fr == 0.0
     # order: (0,0)U < (0,5)A < (1,1)A < (1,3)U < (1,4)A; pairs above: A5>U0, A1>U0, A4>both
     assert auc == pytest.approx(4 / 6)
-    key = [k * 100 + s for k, s in zip(kept, score)]            # the lexicographic order
+    key = [k * 100 + s for k, s in zip(kept, score)]  # the lexicographic order
     assert auc == pytest.approx(roc_auc_score(y, key))
 
 
@@ -65,8 +64,8 @@ def test_silence_scores_zero_and_keeps_its_auc_only_through_scores():
     s = [9, 8, 7, 6, 1, 1, 2, 3, 0, 0]
     auc, share, fr = _one(s, [False] * 10, y)
     assert share == 0.0 and fr == 0.0
-    assert auc == pytest.approx(roc_auc_score(y, s)) == 1.0     # a score it never used
-    auc, share, _ = _one([-INF] * 10, [False] * 10, y)          # no hits, no confidence
+    assert auc == pytest.approx(roc_auc_score(y, s)) == 1.0  # a score it never used
+    auc, share, _ = _one([-INF] * 10, [False] * 10, y)  # no hits, no confidence
     assert (auc, share) == (0.5, 0.0)
 
 
@@ -82,10 +81,23 @@ def test_own_point_within_the_gate_is_reachable():
 def test_undefined_without_unanswerable_items():
     o = Ordering([1.0, 2.0], [True, True], [True, True])
     assert np.isnan(o.auc()[0]) and np.isnan(o.kept_at(0.1)[0][0])
-    e = entries(np.array([1.0, 2.0]), np.array([True, True]), np.array([True, True]), None, "k",
-                max_false_recall=0.1, n_resamples=50)
-    assert e[KEPT] == {"value": None, "n": 0, "denominator": 2, "ci95": [None, None],
-                       "false_recall_at": None, "random_committer": None}
+    e = entries(
+        np.array([1.0, 2.0]),
+        np.array([True, True]),
+        np.array([True, True]),
+        None,
+        "k",
+        max_false_recall=0.1,
+        n_resamples=50,
+    )
+    assert e[KEPT] == {
+        "value": None,
+        "n": 0,
+        "denominator": 2,
+        "ci95": [None, None],
+        "false_recall_at": None,
+        "random_committer": None,
+    }
     assert e[AUC] == {"value": None, "n": 0, "denominator": 2, "ci95": [None, None]}
 
 
@@ -102,7 +114,7 @@ def test_strata_compare_within_a_modality():
     # kept: a keeps both answerable with no false recall (t = 101); b keeps none (its
     # answerable is below every unanswerable): pooled 2 of 3
     assert share == pytest.approx(2 / 3)
-    assert auc != pytest.approx(roc_auc_score(y, s))            # the pooled raw AUC differs
+    assert auc != pytest.approx(roc_auc_score(y, s))  # the pooled raw AUC differs
     # a stratum without unanswerable items counts in neither
     auc2, share2, _ = _one(s + [5.0], [True] * 8, y + [True], st + ["c"])
     assert (auc2, share2) == pytest.approx((auc, share))
@@ -123,7 +135,7 @@ def test_random_against_sklearn_and_brute_force():
     rng = np.random.default_rng(7)
     for _ in range(150):
         n = int(rng.integers(2, 40))
-        s = rng.integers(0, 5, n).astype(float)                 # many ties
+        s = rng.integers(0, 5, n).astype(float)  # many ties
         if rng.random() < 0.3:
             s[rng.random(n) < 0.3] = -INF
         k = rng.random(n) < 0.7
@@ -131,7 +143,7 @@ def test_random_against_sklearn_and_brute_force():
         if y.all() or (~y).all():
             continue
         o = Ordering(s, k, y)
-        key = np.where(np.isinf(s), -1.0, s) + 10.0 * k          # the lexicographic order
+        key = np.where(np.isinf(s), -1.0, s) + 10.0 * k  # the lexicographic order
         assert o.auc()[0] == pytest.approx(roc_auc_score(y, key), abs=1e-12)
         assert o.kept_at(0.1)[0][0] == pytest.approx(_brute_kept(s, k, y), abs=1e-12)
         # integer weights = repeated items (what a bootstrap resample is)
@@ -139,10 +151,12 @@ def test_random_against_sklearn_and_brute_force():
         if not (w[y].sum() and w[~y].sum()):
             continue
         assert o.auc(w[None, :])[0] == pytest.approx(
-            roc_auc_score(y, key, sample_weight=w), abs=1e-12)
+            roc_auc_score(y, key, sample_weight=w), abs=1e-12
+        )
         rep = np.repeat(np.arange(n), w.astype(int))
         assert o.kept_at(0.1, w[None, :])[0][0] == pytest.approx(
-            _brute_kept(s[rep], k[rep], y[rep]), abs=1e-12)
+            _brute_kept(s[rep], k[rep], y[rep]), abs=1e-12
+        )
 
 
 def test_intervals_are_reproducible_and_hold_the_value():
@@ -171,8 +185,15 @@ def test_the_random_committer_on_a_hand_case():
     # every query committed (c = 1): U = N = 10, k = 1: 2 of 11 gaps
     o = Ordering([0.0] * 15, [True] * 15, [True] * 5 + [False] * 10)
     assert o.random_kept(0.10) == pytest.approx(2 / 11)
-    e = entries(np.zeros(3), np.array([True, False, True]), np.array([True, True, False]),
-                None, "slice", max_false_recall=0.1, n_resamples=20)
+    e = entries(
+        np.zeros(3),
+        np.array([True, False, True]),
+        np.array([True, True, False]),
+        None,
+        "slice",
+        max_false_recall=0.1,
+        n_resamples=20,
+    )
     assert e[KEPT]["random_committer"] == pytest.approx(0.375)
 
 
@@ -184,7 +205,7 @@ def test_the_random_committer_is_the_mean_of_random_commits():
     strata = np.array(["pdf"] * 70 + ["video"] * 20)
     kept = np.zeros(90, bool)
     kept[:6] = True
-    kept[70:75] = True                                       # video: c = 0.5
+    kept[70:75] = True  # video: c = 0.5
     exact = Ordering(np.zeros(90), kept, y, strata).random_kept(0.10)
     draws = []
     for _ in range(4000):
@@ -195,27 +216,31 @@ def test_the_random_committer_is_the_mean_of_random_commits():
 
 
 def test_the_score_read_from_a_run_line():
-    assert abstention_score(0.25, np.array([3.0, 9.0])) == 0.25      # reported: used as is
-    assert abstention_score(None, np.array([3.0, 9.0])) == 9.0       # else the top-1 score
+    assert abstention_score(0.25, np.array([3.0, 9.0])) == 0.25  # reported: used as is
+    assert abstention_score(None, np.array([3.0, 9.0])) == 9.0  # else the top-1 score
     assert abstention_score(None, np.zeros(0)) == -INF
     assert abstention_score(None, None) == -INF
 
 
 # ------------------------------------------------------------------ end to end, with gates
 
+
 def _run(records, cart, scores, confidence=None):
     out = []
     for i, r in enumerate(records):
-        row = {"query_id": r["query_id"], "hits": [["p1", scores[i]]],
-               "cartridge": ["p1"] if cart[i] else [], "latency_ms": 1}
+        row = {
+            "query_id": r["query_id"],
+            "hits": [["p1", scores[i]]],
+            "cartridge": ["p1"] if cart[i] else [],
+            "latency_ms": 1,
+        }
         if confidence is not None:
             row["confidence"] = confidence[i]
         out.append(row)
     return out
 
 
-RECS = [rec(f"pdfh:a{i}", [page(1)]) for i in range(6)] + \
-    [rec(f"pdfh:u{i}", []) for i in range(10)]
+RECS = [rec(f"pdfh:a{i}", [page(1)]) for i in range(6)] + [rec(f"pdfh:u{i}", []) for i in range(10)]
 
 
 def test_an_always_abstaining_system_gets_no_pass_and_scores_zero():
@@ -229,8 +254,11 @@ def test_an_always_abstaining_system_gets_no_pass_and_scores_zero():
     g = next(g for g in m["gates"] if g["scope"] == "pdf" and g["metric"] == "false_recall_rate")
     assert g["pass"] is False and g["silent"] is True
     assert "abstains on 1.000 of the answerable items" in g["why"]
-    assert g["companion"] == {"metric": "abstain_rate_gated", "value": 1.0,
-                              "bound": MAX_SILENT_ABSTENTION}
+    assert g["companion"] == {
+        "metric": "abstain_rate_gated",
+        "value": 1.0,
+        "bound": MAX_SILENT_ABSTENTION,
+    }
     text = format_table(m)
     assert "FAIL (silent)" in text and "abstain_rate_gated 1.0000" in text
 
@@ -250,8 +278,8 @@ def test_the_silent_bound_is_strict_and_a_mixed_system_passes():
     g = next(g for g in m["gates"] if g["scope"] == "pdf" and g["metric"] == "false_recall_rate")
     assert (g["pass"], g["silent"]) == (False, True)
     gate = BY_NAME["false_recall_rate"].gate
-    assert gate.verdict(0.0, None) == (True, "")              # no answerable item
-    assert gate.verdict(None, 1.0) == (None, "")              # no unanswerable item: n/a
+    assert gate.verdict(0.0, None) == (True, "")  # no answerable item
+    assert gate.verdict(None, 1.0) == (None, "")  # no unanswerable item: n/a
 
 
 def _code(i: int):
@@ -259,11 +287,18 @@ def _code(i: int):
     from test_metrics_hand import T1, atom, item
 
     sid, path = f"codeh:f{i}", f"src/f{i}.py"
-    return (item(sid, "codeh/dana", T1, "code"),
-            atom(f"c{i}", sid, "codeh/dana", T1, {"path": path, "line_start": 1,
-                                                   "line_end": 9}, "code"),
-            rec(f"codeh:q{i}", [{"source_id": sid, "region": {"path": path, "line": 3}}],
-                m="code", holder="codeh/dana"))
+    return (
+        item(sid, "codeh/dana", T1, "code"),
+        atom(
+            f"c{i}", sid, "codeh/dana", T1, {"path": path, "line_start": 1, "line_end": 9}, "code"
+        ),
+        rec(
+            f"codeh:q{i}",
+            [{"source_id": sid, "region": {"path": path, "line": 3}}],
+            m="code",
+            holder="codeh/dana",
+        ),
+    )
 
 
 def test_the_all_silence_check_leaves_code_out():
@@ -273,10 +308,17 @@ def test_the_all_silence_check_leaves_code_out():
     code = [_code(i) for i in range(8)]
     recs = RECS + [c[2] for c in code]
     run = _run(RECS, [False] * 16, [1.0] * 16) + [
-        {"query_id": c[2]["query_id"], "hits": [[c[1]["atom_id"], 1.0]],
-         "cartridge": [c[1]["atom_id"]], "latency_ms": 1} for c in code]
-    m = compute_metrics(recs, ITEMS + [c[0] for c in code], ATOMS + [c[1] for c in code],
-                        run, n_resamples=50)
+        {
+            "query_id": c[2]["query_id"],
+            "hits": [[c[1]["atom_id"], 1.0]],
+            "cartridge": [c[1]["atom_id"]],
+            "latency_ms": 1,
+        }
+        for c in code
+    ]
+    m = compute_metrics(
+        recs, ITEMS + [c[0] for c in code], ATOMS + [c[1] for c in code], run, n_resamples=50
+    )
     assert m["all"]["abstain_rate_answerable"]["value"] == pytest.approx(6 / 14)
     assert m["all"]["abstain_rate_gated"]["value"] == 1.0
     assert m["all"]["abstain_rate_gated"]["n"] == 6
@@ -284,7 +326,7 @@ def test_the_all_silence_check_leaves_code_out():
     g = {x["scope"]: x for x in m["gates"] if x["metric"] == "false_recall_rate"}
     assert g["all"]["value"] == 0.0 and (g["all"]["pass"], g["all"]["silent"]) == (False, True)
     assert g["all"]["companion"]["value"] == 1.0 and g["pdf"]["silent"] is True
-    assert g["code"]["pass"] is None                # no unanswerable item: n/a, never silent
+    assert g["code"]["pass"] is None  # no unanswerable item: n/a, never silent
 
 
 def test_a_reported_confidence_is_the_score_read():
@@ -293,9 +335,8 @@ def test_a_reported_confidence_is_the_score_read():
     run = _run(RECS, [True] * 16, [1.0] * 16, confidence=conf)
     m = compute_metrics(RECS, ITEMS, ATOMS, run, n_resamples=100)
     assert m["pdf"][AUC]["value"] == 1.0
-    assert m["pdf"][KEPT]["value"] == 1.0              # t = 0.4 keeps every answerable, no FR
-    m = compute_metrics(RECS, ITEMS, ATOMS, _run(RECS, [True] * 16, [1.0] * 16),
-                        n_resamples=100)
+    assert m["pdf"][KEPT]["value"] == 1.0  # t = 0.4 keeps every answerable, no FR
+    m = compute_metrics(RECS, ITEMS, ATOMS, _run(RECS, [True] * 16, [1.0] * 16), n_resamples=100)
     assert m["pdf"][AUC]["value"] == 0.5 and m["pdf"][KEPT]["value"] == 0.0
 
 
@@ -304,13 +345,16 @@ def test_a_bad_confidence_is_a_located_error():
     from membench.run.files import parse_run_row
 
     row = {"query_id": "q", "hits": [], "cartridge": [], "latency_ms": 1, "confidence": "high"}
-    with pytest.raises(InputError, match=r"run.jsonl:3: RUN_SCHEMA: field confidence: must be a finite"):
+    with pytest.raises(
+        InputError, match=r"run.jsonl:3: RUN_SCHEMA: field confidence: must be a finite"
+    ):
         parse_run_row(row, "run.jsonl", 3)
     assert parse_run_row(dict(row, confidence=None), "run.jsonl", 3).confidence is None
     assert parse_run_row(dict(row, confidence=2), "run.jsonl", 3).confidence == 2.0
 
 
 # ------------------------------------------------------------------ where it is shown
+
 
 def test_badges_tables_and_next_steps_show_silence():
     from membench.analysis.summaries import gates_frame
@@ -319,8 +363,9 @@ def test_badges_tables_and_next_steps_show_silence():
 
     scores = [5, 4, 3, 3, 2, 1] + [2, 2, 1, 1, 1, 0, 0, 0, 0, 0]
     m = compute_metrics(RECS, ITEMS, ATOMS, _run(RECS, [False] * 16, scores), n_resamples=100)
-    row = next(r for r in gate_rows(m) if r["scope"] == "pdf"
-               and r["metric"] == "false_recall_rate")
+    row = next(
+        r for r in gate_rows(m) if r["scope"] == "pdf" and r["metric"] == "false_recall_rate"
+    )
     assert row["result"] == "FAIL (silent)" and row["companion"] == 1.0
     assert (row["companion_n"], row["companion_denominator"]) == (6, 6)
     html = gate_badges(m)
@@ -333,7 +378,7 @@ def test_badges_tables_and_next_steps_show_silence():
     assert r["abstain_n/den"] == "6/6" and "silent" in r["why"]
     steps = " ".join(next_steps(m))
     assert "false_recall_rate = 0.000" in steps and "FAIL (silent): abstains on 1.000" in steps
-    assert "<b>6 of 8 gates pass</b>, 2 fail, 0 n/a" in summary_html(m, "x")   # pdf and all
+    assert "<b>6 of 8 gates pass</b>, 2 fail, 0 n/a" in summary_html(m, "x")  # pdf and all
 
 
 def test_a_silent_slice_fails_its_false_recall_gate():
@@ -342,18 +387,27 @@ def test_a_silent_slice_fails_its_false_recall_gate():
     from membench.analysis.slices import slice_table
 
     n = 8
-    df = pd.DataFrame({
-        "modality": ["pdf"] * n, "source": ["a"] * 4 + ["b"] * 4,
-        "answerable": [True, True, False, False] * 2, "audited": [True] * n,
-        "recall@10": [1.0, 1.0, np.nan, np.nan] * 2,
-        "false_recall": [np.nan, np.nan, 0.0, 0.0] * 2,
-        # source a answers its answerable items; source b abstains on everything
-        "abstained": [False, False, True, True, True, True, True, True],
-        "holder_leak": [False] * n, "temporal_leak": [False] * n,
-        "abstention_score": [3.0, 2.0, 1.0, 0.0] * 2})
-    t = slice_table(df, "source", n_resamples=50,
-                    metrics=["recall@10", "false_recall_rate", "abstain_rate_answerable",
-                             KEPT]).set_index("source")
+    df = pd.DataFrame(
+        {
+            "modality": ["pdf"] * n,
+            "source": ["a"] * 4 + ["b"] * 4,
+            "answerable": [True, True, False, False] * 2,
+            "audited": [True] * n,
+            "recall@10": [1.0, 1.0, np.nan, np.nan] * 2,
+            "false_recall": [np.nan, np.nan, 0.0, 0.0] * 2,
+            # source a answers its answerable items; source b abstains on everything
+            "abstained": [False, False, True, True, True, True, True, True],
+            "holder_leak": [False] * n,
+            "temporal_leak": [False] * n,
+            "abstention_score": [3.0, 2.0, 1.0, 0.0] * 2,
+        }
+    )
+    t = slice_table(
+        df,
+        "source",
+        n_resamples=50,
+        metrics=["recall@10", "false_recall_rate", "abstain_rate_answerable", KEPT],
+    ).set_index("source")
     assert t.loc["a", "gate_failures"] == "" and t.loc["a", KEPT] == 1.0
     assert t.loc["b", "false_recall_rate"] == 0.0 and t.loc["b", "abstain_rate_answerable"] == 1.0
     assert t.loc["b", "gate_failures"] == "false_recall_rate (silent)"

@@ -41,45 +41,81 @@ from membench.metrics.measures import BY_NAME, GATES, HEADLINE, RANKED_HEADLINE
 T1 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 T2 = datetime(2024, 2, 1, tzinfo=timezone.utc)
 A = "pdfh/alice"
-ITEMS = [{"source_id": "pdfh:doc1", "modality": "pdf", "holder": A,
-          "observed_at": T1.isoformat(), "content": "x"}]
-ATOMS = [{"atom_id": f"p{p}", "source_id": "pdfh:doc1", "modality": "pdf", "holder": A,
-          "observed_at": T1.isoformat(), "extent": {"page": p}} for p in (1, 2)]
+ITEMS = [
+    {
+        "source_id": "pdfh:doc1",
+        "modality": "pdf",
+        "holder": A,
+        "observed_at": T1.isoformat(),
+        "content": "x",
+    }
+]
+ATOMS = [
+    {
+        "atom_id": f"p{p}",
+        "source_id": "pdfh:doc1",
+        "modality": "pdf",
+        "holder": A,
+        "observed_at": T1.isoformat(),
+        "extent": {"page": p},
+    }
+    for p in (1, 2)
+]
 
 
 def rec(qid: str, gold_page: int | None = None, **origin) -> dict:
-    return {"query_id": qid, "modality": "pdf", "question": "q?",
-            "answer": "x" if gold_page else None,
-            "answer_format": "str" if gold_page else "none",
-            "gold": [{"source_id": "pdfh:doc1", "region": {"page": gold_page}}]
-            if gold_page else [],
-            "scope": {"holder": A, "session": None, "scenario": "s"}, "as_of": T2.isoformat(),
-            "unanswerable": not gold_page,
-            "origin": {"dataset": "e/x", "revision": "r", "item": qid, "license": "L",
-                       **origin},
-            "split": "dev"}
+    return {
+        "query_id": qid,
+        "modality": "pdf",
+        "question": "q?",
+        "answer": "x" if gold_page else None,
+        "answer_format": "str" if gold_page else "none",
+        "gold": [{"source_id": "pdfh:doc1", "region": {"page": gold_page}}] if gold_page else [],
+        "scope": {"holder": A, "session": None, "scenario": "s"},
+        "as_of": T2.isoformat(),
+        "unanswerable": not gold_page,
+        "origin": {"dataset": "e/x", "revision": "r", "item": qid, "license": "L", **origin},
+        "split": "dev",
+    }
 
 
 def derived(qid: str, kind: str) -> dict:
     return rec(qid, derived_from="pdfh:orig", derivation=kind, kind=kind, audited=True)
 
 
-AUDITED = [rec("pdfh:a1", 1), rec("pdfh:a2", 2), derived("pdfh:d1", "transactive"),
-           derived("pdfh:d2", "temporal"), rec("pdfh:n1", kind="native", audited=True)]
-TELLS = [rec("mmlongbench:t1", kind="native", audited=False),
-         rec("mmlongbench:t2", kind="native", audited=False),
-         rec("mmlongbench:t3")]        # no origin.kind / audited: its source has a tell
+AUDITED = [
+    rec("pdfh:a1", 1),
+    rec("pdfh:a2", 2),
+    derived("pdfh:d1", "transactive"),
+    derived("pdfh:d2", "temporal"),
+    rec("pdfh:n1", kind="native", audited=True),
+]
+TELLS = [
+    rec("mmlongbench:t1", kind="native", audited=False),
+    rec("mmlongbench:t2", kind="native", audited=False),
+    rec("mmlongbench:t3"),
+]  # no origin.kind / audited: its source has a tell
 
 
 def line(qid: str, score: float, kept: bool) -> dict:
-    return {"query_id": qid, "hits": [["p1", score]], "cartridge": ["p1"] if kept else [],
-            "latency_ms": 1}
+    return {
+        "query_id": qid,
+        "hits": [["p1", score]],
+        "cartridge": ["p1"] if kept else [],
+        "latency_ms": 1,
+    }
 
 
-RUN = [line("pdfh:a1", 0.9, True), line("pdfh:a2", 0.4, False), line("pdfh:d1", 0.8, True),
-       line("pdfh:d2", 0.3, False), line("pdfh:n1", 0.2, False),
-       line("mmlongbench:t1", 0.95, True), line("mmlongbench:t2", 0.1, False),
-       line("mmlongbench:t3", 0.99, True)]
+RUN = [
+    line("pdfh:a1", 0.9, True),
+    line("pdfh:a2", 0.4, False),
+    line("pdfh:d1", 0.8, True),
+    line("pdfh:d2", 0.3, False),
+    line("pdfh:n1", 0.2, False),
+    line("mmlongbench:t1", 0.95, True),
+    line("mmlongbench:t2", 0.1, False),
+    line("mmlongbench:t3", 0.99, True),
+]
 
 
 @pytest.fixture(scope="module")
@@ -105,12 +141,15 @@ def test_false_recall_counts_audited_unanswerables_only(metrics):
         fr = metrics[scope]["false_recall_rate"]
         assert (fr["value"], fr["n"], fr["denominator"]) == (pytest.approx(1 / 3), 3, 3)
         native = metrics[scope]["false_recall_native"]
-        assert (native["value"], native["n"], native["denominator"]) == \
-            (pytest.approx(2 / 3), 3, 3)
+        assert (native["value"], native["n"], native["denominator"]) == (pytest.approx(2 / 3), 3, 3)
     by = metrics["by_source"]
     assert by["pdfh"]["false_recall_native"]["value"] is None
-    assert by["mmlongbench"]["false_recall_rate"] == {"value": None, "n": 0, "denominator": 0,
-                                                      "ci95": [None, None]}
+    assert by["mmlongbench"]["false_recall_rate"] == {
+        "value": None,
+        "n": 0,
+        "denominator": 0,
+        "ci95": [None, None],
+    }
 
 
 def test_the_gate_reads_audited_false_recall_and_never_the_natives(metrics):
@@ -140,11 +179,16 @@ def test_a_native_with_a_tell_never_enters_false_recall_rate(metrics):
     for scope in ("pdf", "all"):
         for m in ("false_recall_rate", "abstention_auc", "answerable_kept@fr0.10"):
             assert metrics[scope][m] == alone[scope][m], (scope, m)
-    assert [g for g in metrics["gates"] if g["metric"] == "false_recall_rate"] == \
-        [g for g in alone["gates"] if g["metric"] == "false_recall_rate"]
+    assert [g for g in metrics["gates"] if g["metric"] == "false_recall_rate"] == [
+        g for g in alone["gates"] if g["metric"] == "false_recall_rate"
+    ]
     # and a tell native that false-recalls (or not) moves only its own column
-    flipped = [line(r["query_id"], r["hits"][0][1], not r["cartridge"]) if
-               r["query_id"].startswith("mmlongbench") else r for r in RUN]
+    flipped = [
+        line(r["query_id"], r["hits"][0][1], not r["cartridge"])
+        if r["query_id"].startswith("mmlongbench")
+        else r
+        for r in RUN
+    ]
     other = compute_metrics(AUDITED + TELLS, ITEMS, ATOMS, flipped, n_resamples=200)
     assert other["pdf"]["false_recall_rate"] == metrics["pdf"]["false_recall_rate"]
     assert other["pdf"]["false_recall_native"]["value"] == pytest.approx(1 / 3)

@@ -39,8 +39,9 @@ def oracle(w: synth.World) -> list[dict]:
         gold = w.gold_atoms[r["query_id"]]
         rest = [a for a in _in_scope(w, r) if a not in gold][:20]
         hits = [[a, 100.0 - i] for i, a in enumerate(gold + rest)]
-        rows.append({"query_id": r["query_id"], "hits": hits, "cartridge": list(gold),
-                     "latency_ms": 1.0})
+        rows.append(
+            {"query_id": r["query_id"], "hits": hits, "cartridge": list(gold), "latency_ms": 1.0}
+        )
     return rows
 
 
@@ -49,10 +50,16 @@ def leaky(w: synth.World, seed: int = 0) -> list[dict]:
     rows = []
     for r in w.records:
         gold = w.gold_atoms[r["query_id"]]
-        pool = w.atoms_of_modality[r["modality"]]         # every holder, any time
+        pool = w.atoms_of_modality[r["modality"]]  # every holder, any time
         hits = list(dict.fromkeys(gold + rng.sample(pool, min(10, len(pool)))))
-        rows.append({"query_id": r["query_id"], "hits": [[a, 1.0] for a in hits],
-                     "cartridge": hits[:3], "latency_ms": 2.0})
+        rows.append(
+            {
+                "query_id": r["query_id"],
+                "hits": [[a, 1.0] for a in hits],
+                "cartridge": hits[:3],
+                "latency_ms": 2.0,
+            }
+        )
     return rows
 
 
@@ -82,7 +89,7 @@ def test_leaky_system_fails_scope_gates(world):
         assert m[scope]["holder_correctness"]["value"] < 0.95
         assert gates[(scope, "holder_correctness")] is False
         assert gates[(scope, "false_recall_rate")] is False
-        assert m[scope]["recall@10"]["value"] == 1.0     # it finds the gold: recall is not enough
+        assert m[scope]["recall@10"]["value"] == 1.0  # it finds the gold: recall is not enough
     assert m["all"]["temporal_correctness"]["value"] < 0.95
     assert gates[("all", "temporal_correctness")] is False
 
@@ -91,8 +98,11 @@ def test_scope_only_leak_is_caught_exactly(world):
     """The oracle plus exactly one foreign atom in one item's cartridge."""
     rows = oracle(world)
     r0 = world.records[0]
-    other = next(h for h in world.atoms_of_holder if h != r0["scope"]["holder"]
-                 and h.startswith(r0["modality"]))
+    other = next(
+        h
+        for h in world.atoms_of_holder
+        if h != r0["scope"]["holder"] and h.startswith(r0["modality"])
+    )
     rows[0]["cartridge"].append(world.atoms_of_holder[other][0])
     m = compute_metrics(world.records, world.items, world.atoms, rows)
     n = m[r0["modality"]]["holder_correctness"]["denominator"]

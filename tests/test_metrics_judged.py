@@ -26,13 +26,24 @@ J = "judged@10"
 
 
 def item(sid):
-    return {"source_id": sid, "modality": "pdf", "holder": A, "observed_at": T1.isoformat(),
-            "content": "x"}
+    return {
+        "source_id": sid,
+        "modality": "pdf",
+        "holder": A,
+        "observed_at": T1.isoformat(),
+        "content": "x",
+    }
 
 
 def atom(aid, sid, p):
-    return {"atom_id": aid, "source_id": sid, "modality": "pdf", "holder": A,
-            "observed_at": T1.isoformat(), "extent": {"page": p}}
+    return {
+        "atom_id": aid,
+        "source_id": sid,
+        "modality": "pdf",
+        "holder": A,
+        "observed_at": T1.isoformat(),
+        "extent": {"page": p},
+    }
 
 
 def page(p, sid="pdfh:doc1", **more):
@@ -40,20 +51,29 @@ def page(p, sid="pdfh:doc1", **more):
 
 
 def rec(qid, gold, **over):
-    r = {"query_id": qid, "modality": "pdf", "question": "q?", "answer": "x" if gold else None,
-         "answer_format": "str" if gold else "none", "gold": gold,
-         "scope": {"holder": A, "session": None, "scenario": "s"}, "as_of": T2.isoformat(),
-         "unanswerable": not gold,
-         "origin": {"dataset": "e/x", "revision": "r", "item": qid, "license": "L"},
-         "split": "dev"}
+    r = {
+        "query_id": qid,
+        "modality": "pdf",
+        "question": "q?",
+        "answer": "x" if gold else None,
+        "answer_format": "str" if gold else "none",
+        "gold": gold,
+        "scope": {"holder": A, "session": None, "scenario": "s"},
+        "as_of": T2.isoformat(),
+        "unanswerable": not gold,
+        "origin": {"dataset": "e/x", "revision": "r", "item": qid, "license": "L"},
+        "split": "dev",
+    }
     r.update(over)
     return r
 
 
 ITEMS = [item("pdfh:doc1"), item("pdfh:doc2")]
-ATOMS = ([atom(f"p{i}", "pdfh:doc1", i) for i in (1, 2, 3)]
-         + [atom(f"x{i}", "pdfh:doc1", 10 + i) for i in range(1, 13)]
-         + [atom("d1", "pdfh:doc2", 1)])
+ATOMS = (
+    [atom(f"p{i}", "pdfh:doc1", i) for i in (1, 2, 3)]
+    + [atom(f"x{i}", "pdfh:doc1", 10 + i) for i in range(1, 13)]
+    + [atom("d1", "pdfh:doc2", 1)]
+)
 RECORDS = [
     # gold p2; x2 judged by the set "other", p3 by "same_question"
     rec("pdfh:q1", [page(2)], judgments={"same_question": [page(3)], "other": [page(12)]}),
@@ -61,31 +81,53 @@ RECORDS = [
     rec("pdfh:q2", [page(1)]),
     # 12 hits, judged at ranks 1 and 10 (a tie decides rank 10): over 10, not 12
     rec("pdfh:q3", [page(1)], judgments={"other": [page(19)]}),
-    rec("pdfh:q4", [page(1)]),                              # a run line without hits
-    rec("pdfh:q5", [page(1)]),                              # no run line
+    rec("pdfh:q4", [page(1)]),  # a run line without hits
+    rec("pdfh:q5", [page(1)]),  # no run line
     # one atom hitting two judged regions (gold and a set) counts once; doc2 page 1 is
     # judged with grade 0 (judged non-relevant): judged all the same
     rec("pdfh:q6", [page(3)], judgments={"other": [page(3), page(1, "pdfh:doc2", grade=0)]}),
-    rec("pdfh:u1", []),                                     # unanswerable: nothing judged
+    rec("pdfh:u1", []),  # unanswerable: nothing judged
 ]
 RUN = [
     # ties at 0.9 keep the system's order: p2, x2, p3, x3, x1 -> judged p2, x2, p3: 3 of 5
-    {"query_id": "pdfh:q1", "hits": [["x1", 0.5], ["p2", 0.9], ["x2", 0.9], ["p3", 0.9],
-                                     ["x3", 0.7]], "cartridge": [], "latency_ms": 1},
-    {"query_id": "pdfh:q2", "hits": [[f"x{i}", 1.0] for i in range(1, 11)] + [["p1", 1.0]],
-     "cartridge": [], "latency_ms": 1},
+    {
+        "query_id": "pdfh:q1",
+        "hits": [["x1", 0.5], ["p2", 0.9], ["x2", 0.9], ["p3", 0.9], ["x3", 0.7]],
+        "cartridge": [],
+        "latency_ms": 1,
+    },
+    {
+        "query_id": "pdfh:q2",
+        "hits": [[f"x{i}", 1.0] for i in range(1, 11)] + [["p1", 1.0]],
+        "cartridge": [],
+        "latency_ms": 1,
+    },
     # order: p1 (2.0), x1..x8 (1.0, as returned), x9 (1.0, 10th; page 19: judged by "other"),
     # x10, x11 (1.0, 11th and 12th)
-    {"query_id": "pdfh:q3", "hits": [[f"x{i}", 1.0] for i in range(1, 12)] + [["p1", 2.0]],
-     "cartridge": [], "latency_ms": 1},
+    {
+        "query_id": "pdfh:q3",
+        "hits": [[f"x{i}", 1.0] for i in range(1, 12)] + [["p1", 2.0]],
+        "cartridge": [],
+        "latency_ms": 1,
+    },
     {"query_id": "pdfh:q4", "hits": [], "cartridge": [], "latency_ms": 1},
     # p3 (gold and "other"), d1 (grade 0 in "other"), x1 (not judged): 2 of 3
-    {"query_id": "pdfh:q6", "hits": [["p3", 3.0], ["d1", 2.0], ["x1", 1.0]], "cartridge": [],
-     "latency_ms": 1},
+    {
+        "query_id": "pdfh:q6",
+        "hits": [["p3", 3.0], ["d1", 2.0], ["x1", 1.0]],
+        "cartridge": [],
+        "latency_ms": 1,
+    },
     {"query_id": "pdfh:u1", "hits": [["p1", 1.0]], "cartridge": [], "latency_ms": 1},
 ]
-BY_HAND = {"pdfh:q1": 3 / 5, "pdfh:q2": 0.0, "pdfh:q3": 2 / 10, "pdfh:q4": 0.0,
-           "pdfh:q5": 0.0, "pdfh:q6": 2 / 3}
+BY_HAND = {
+    "pdfh:q1": 3 / 5,
+    "pdfh:q2": 0.0,
+    "pdfh:q3": 2 / 10,
+    "pdfh:q4": 0.0,
+    "pdfh:q5": 0.0,
+    "pdfh:q6": 2 / 3,
+}
 
 
 def test_judged_at_10_by_hand():
@@ -93,7 +135,7 @@ def test_judged_at_10_by_hand():
     got = dict(zip(s.query_id, s.values[J].tolist()))
     for q, v in BY_HAND.items():
         assert got[q] == pytest.approx(v, abs=1e-15), q
-    assert math.isnan(got["pdfh:u1"])                  # outside the denominator
+    assert math.isnan(got["pdfh:u1"])  # outside the denominator
     # recall@10 of q3 reads the gold only: p1 at rank 1
     assert s.values["recall@10"][s.query_id.index("pdfh:q3")] == 1
 
@@ -104,7 +146,7 @@ def test_judged_at_10_in_metrics_json():
     for scope in ("pdf", "all"):
         e = m[scope][J]
         assert e["value"] == pytest.approx(mean, abs=1e-15)
-        assert e["n"] == e["denominator"] == len(BY_HAND)         # the answerable items
+        assert e["n"] == e["denominator"] == len(BY_HAND)  # the answerable items
         assert e["ci95"][0] <= e["value"] <= e["ci95"][1]
     assert list(m["all"]).index(J) == list(m["all"]).index("recall@10") + 1
     assert "judged" in m["definitions"][J] and "min(10, n)" in m["definitions"][J]
@@ -141,6 +183,7 @@ def test_judged_at_10_without_judgment_sets_reads_the_gold():
 
 # ------------------------------------------------------------------ against ir_measures
 
+
 def _ir_measures_judged(records, atoms, run_rows, k=10) -> dict[str, float]:
     """Judged@k per query from ir_measures: qrels = per answerable record, every atom of
     ``atoms`` that hits (``membench.modalities.region_hit``, one pair at a time) a region of its
@@ -157,7 +200,8 @@ def _ir_measures_judged(records, atoms, run_rows, k=10) -> dict[str, float]:
             continue
         rel: dict[str, int] = {}
         regions = [(g, 1) for g in r["gold"]] + [
-            (g, 0) for gs in (r.get("judgments") or {}).values() for g in gs]
+            (g, 0) for gs in (r.get("judgments") or {}).values() for g in gs
+        ]
         for g, level in regions:
             for a in by_source.get(g["source_id"], []):
                 if region_hit(a["modality"], a["extent"], g["region"]):
@@ -167,8 +211,10 @@ def _ir_measures_judged(records, atoms, run_rows, k=10) -> dict[str, float]:
     for row in run_rows:
         ids = [h[0] for h in row["hits"]]
         ranked = rank_order(ids, np.array([h[1] for h in row["hits"]], dtype=np.float64))
-        run += [ir_measures.ScoredDoc(row["query_id"], a, float(len(ranked) - i))
-                for i, a in enumerate(ranked)]
+        run += [
+            ir_measures.ScoredDoc(row["query_id"], a, float(len(ranked) - i))
+            for i, a in enumerate(ranked)
+        ]
     measure = ir_measures.Judged @ k
     return {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
 
@@ -205,16 +251,23 @@ def test_seeded_runs_equal_ir_measures(seed):
             recs.append(rec(qid, []))
         else:
             gold = [page(int(p)) for p in rng.choice(pages, int(rng.integers(1, 3)), False)]
-            js = {f"s{j}": [page(int(p)) for p in rng.choice(pages, int(rng.integers(0, 4)),
-                                                              False)]
-                  for j in range(int(rng.integers(0, 3)))}
+            js = {
+                f"s{j}": [page(int(p)) for p in rng.choice(pages, int(rng.integers(0, 4)), False)]
+                for j in range(int(rng.integers(0, 3)))
+            }
             recs.append(rec(qid, gold, judgments=js or None))
         if rng.random() < 0.1:
-            continue                                       # no run line
+            continue  # no run line
         n = int(rng.integers(0, 16))
         ids = [ATOMS[int(j)]["atom_id"] for j in rng.choice(len(ATOMS), n, False)]
-        run.append({"query_id": qid, "hits": [[a, float(rng.integers(0, 3))] for a in ids],
-                    "cartridge": [], "latency_ms": 1})
+        run.append(
+            {
+                "query_id": qid,
+                "hits": [[a, float(rng.integers(0, 3))] for a in ids],
+                "cartridge": [],
+                "latency_ms": 1,
+            }
+        )
     s = score_items(recs, ITEMS, ATOMS, run)
     assert _compare(s, recs, ATOMS, run) > 30
 
@@ -228,9 +281,13 @@ def check_run_dir(run_dir: Path, sets_dir: Path | None = None) -> dict[str, floa
     rd = RunDir.open(run_dir, sets_dir)
     scores = rd.scores()
     wanted = set(scores.query_id)
-    records = [r for m in MODALITIES if (Path(rd.sets_dir) / f"{m}.jsonl").is_file()
-               for r in map(json.loads, (Path(rd.sets_dir) / f"{m}.jsonl").open())
-               if r["query_id"] in wanted]
+    records = [
+        r
+        for m in MODALITIES
+        if (Path(rd.sets_dir) / f"{m}.jsonl").is_file()
+        for r in map(json.loads, (Path(rd.sets_dir) / f"{m}.jsonl").open())
+        if r["query_id"] in wanted
+    ]
     assert len(records) == len(wanted)
     atoms = [json.loads(x) for x in (Path(run_dir) / "atoms.jsonl").open()]
     rows = [json.loads(x) for x in (Path(run_dir) / "run.jsonl").open()]

@@ -24,7 +24,6 @@ def _quiet_progress(monkeypatch):
     monkeypatch.setenv("MEMBENCH_PROGRESS", "quiet")
 
 
-
 @pytest.fixture
 def run_dir(tmp_path) -> Path:
     d = tmp_path / "run"
@@ -45,18 +44,31 @@ def test_writes_metrics_json(run_dir):
     on_disk = json.loads((run_dir / "metrics.json").read_text())
     assert on_disk == result
     assert result["pdf"]["recall@10"]["value"] == 0.6
-    assert result["pdf"]["recall@10"]["denominator"] == 5      # the test-split record is out
+    assert result["pdf"]["recall@10"]["denominator"] == 5  # the test-split record is out
     assert result["all"]["temporal_correctness"]["denominator"] == 10
-    recs = [r for f in ("pdf", "conversation") for r in _lines(run_dir / "sets" / f"{f}.jsonl")
-            if r["split"] == "dev"]
-    direct = compute_metrics(recs, _lines(run_dir / "sets" / "items.jsonl"),
-                             [{k: v for k, v in a.items() if k != "text"}
-                              for a in _lines(run_dir / "atoms.jsonl")],
-                             _lines(run_dir / "run.jsonl"),
-                             content=ContentTexts.open(run_dir / "sets", _corpus_root()))
-    assert result.pop("submission") == {"valid": True, "reasons": [], "sees_gold": False,
-                                        "partial": False, "answered": 10, "asked": 10,
-                                        "system": "hand", "label": "hand"}
+    recs = [
+        r
+        for f in ("pdf", "conversation")
+        for r in _lines(run_dir / "sets" / f"{f}.jsonl")
+        if r["split"] == "dev"
+    ]
+    direct = compute_metrics(
+        recs,
+        _lines(run_dir / "sets" / "items.jsonl"),
+        [{k: v for k, v in a.items() if k != "text"} for a in _lines(run_dir / "atoms.jsonl")],
+        _lines(run_dir / "run.jsonl"),
+        content=ContentTexts.open(run_dir / "sets", _corpus_root()),
+    )
+    assert result.pop("submission") == {
+        "valid": True,
+        "reasons": [],
+        "sees_gold": False,
+        "partial": False,
+        "answered": 10,
+        "asked": 10,
+        "system": "hand",
+        "label": "hand",
+    }
     assert direct == result
 
 
@@ -102,18 +114,21 @@ def test_atom_observed_at_same_instant_other_offset_is_fine(run_dir):
     assert metrics_for_run_dir(run_dir)["pdf"]["recall@10"]["value"] == 0.6
 
 
-@pytest.mark.parametrize("change,rule", [
-    ({"source_id": "pdfh:nope"}, "ATOM_SOURCE"),
-    ({"modality": "image", "extent": {}}, "ATOM_SOURCE"),
-    ({"extent": {"page": 0}}, "ATOM_EXTENT"),
-    ({"extent": {"page": 1, "block": 1, "x": 2}}, "ATOM_EXTENT"),
-    ({"observed_at": "2024-01-01T00:00:00"}, "ATOM_SCHEMA"),         # no timezone
-    ({"color": "red"}, "ATOM_SCHEMA"),
-    ({"atom_id": "p1"}, "DUPLICATE_ATOM"),
-    ({"text": 7}, "ATOM_SCHEMA"),
-    ({"text": None}, "ATOM_SCHEMA"),
-    ({"text": ["a"]}, "ATOM_SCHEMA"),
-])
+@pytest.mark.parametrize(
+    "change,rule",
+    [
+        ({"source_id": "pdfh:nope"}, "ATOM_SOURCE"),
+        ({"modality": "image", "extent": {}}, "ATOM_SOURCE"),
+        ({"extent": {"page": 0}}, "ATOM_EXTENT"),
+        ({"extent": {"page": 1, "block": 1, "x": 2}}, "ATOM_EXTENT"),
+        ({"observed_at": "2024-01-01T00:00:00"}, "ATOM_SCHEMA"),  # no timezone
+        ({"color": "red"}, "ATOM_SCHEMA"),
+        ({"atom_id": "p1"}, "DUPLICATE_ATOM"),
+        ({"text": 7}, "ATOM_SCHEMA"),
+        ({"text": None}, "ATOM_SCHEMA"),
+        ({"text": ["a"]}, "ATOM_SCHEMA"),
+    ],
+)
 def test_bad_atoms(run_dir, change, rule):
     _edit(run_dir / "atoms.jsonl", 4, **change)
     _expect(run_dir, "atoms.jsonl", 4, rule)
@@ -127,19 +142,22 @@ def test_an_atom_text_that_is_not_a_string_is_refused_at_the_command_line(run_di
     assert not (run_dir / "metrics.json").exists()
 
 
-@pytest.mark.parametrize("change,rule,text", [
-    ({"hits": [["nope", 1.0]]}, "RUN_ATOM", "'nope'"),
-    ({"cartridge": ["nope"]}, "RUN_ATOM", "'nope'"),
-    ({"query_id": "pdfh:zzz"}, "RUN_QUERY", "not an annotated item"),
-    ({"query_id": "pdfh:t1"}, "RUN_QUERY", ""),                       # a test-split query
-    ({"query_id": "pdfh:q1"}, "DUPLICATE_QUERY_ID", "first at line 1"),
-    ({"hits": [[f"x{i % 12 + 1}", 1.0] for i in range(1001)]}, "RUN_DEPTH", "1001"),
-    ({"hits": [["x1", float("nan")]]}, "JSON", "NaN is not a JSON number"),  # not JSON at all
-    ({"hits": [["x1", True]]}, "RUN_SCHEMA", ""),
-    ({"hits": [["x1"]]}, "RUN_SCHEMA", ""),
-    ({"latency_ms": -1}, "RUN_SCHEMA", ""),
-    ({"extra": 1}, "RUN_SCHEMA", "unknown"),
-])
+@pytest.mark.parametrize(
+    "change,rule,text",
+    [
+        ({"hits": [["nope", 1.0]]}, "RUN_ATOM", "'nope'"),
+        ({"cartridge": ["nope"]}, "RUN_ATOM", "'nope'"),
+        ({"query_id": "pdfh:zzz"}, "RUN_QUERY", "not an annotated item"),
+        ({"query_id": "pdfh:t1"}, "RUN_QUERY", ""),  # a test-split query
+        ({"query_id": "pdfh:q1"}, "DUPLICATE_QUERY_ID", "first at line 1"),
+        ({"hits": [[f"x{i % 12 + 1}", 1.0] for i in range(1001)]}, "RUN_DEPTH", "1001"),
+        ({"hits": [["x1", float("nan")]]}, "JSON", "NaN is not a JSON number"),  # not JSON at all
+        ({"hits": [["x1", True]]}, "RUN_SCHEMA", ""),
+        ({"hits": [["x1"]]}, "RUN_SCHEMA", ""),
+        ({"latency_ms": -1}, "RUN_SCHEMA", ""),
+        ({"extra": 1}, "RUN_SCHEMA", "unknown"),
+    ],
+)
 def test_bad_run_lines(run_dir, change, rule, text):
     _edit(run_dir / "run.jsonl", 2, **change)
     _expect(run_dir, "run.jsonl", 2, rule, text)
@@ -161,6 +179,7 @@ def test_meta_query_count_must_match_the_selection(run_dir):
 
 def test_limited_run_selects_like_the_runner(run_dir):
     from membench.core.hashing import stable_hash
+
     meta = json.loads((run_dir / "meta.json").read_text())
     meta.update(limit=2, modalities=["pdf"], queries=2)
     (run_dir / "meta.json").write_text(json.dumps(meta))
@@ -206,7 +225,7 @@ def test_sets_that_changed_since_the_run_are_refused(run_dir, capsys):
     (run_dir / "meta.json").write_text(json.dumps(meta))
     assert metrics_for_run_dir(run_dir, write=False)["pdf"]["recall@10"]["value"] == 0.6
     rows = _lines(run_dir / "sets" / "pdf.jsonl")
-    _write(run_dir / "sets" / "pdf.jsonl", list(reversed(rows)))      # same records, new bytes
+    _write(run_dir / "sets" / "pdf.jsonl", list(reversed(rows)))  # same records, new bytes
     _expect(run_dir, "pdf.jsonl", None, "SET_DRIFT", "recorded")
     code, err = _cli(["metrics", str(run_dir)], capsys)
     assert code == 2 and len(err.splitlines()) == 1 and "SET_DRIFT" in err
@@ -216,14 +235,16 @@ def test_an_interrupted_run_is_refused_unless_partial(run_dir, capsys):
     from membench.metrics import format_table
 
     full = metrics_for_run_dir(run_dir, write=False)
-    assert full["pdf"]["false_recall_rate"]["value"] == 0.25       # u2 keeps two atoms
+    assert full["pdf"]["false_recall_rate"]["value"] == 0.25  # u2 keeps two atoms
     meta = json.loads((run_dir / "meta.json").read_text())
     meta["status"] = "running"
     (run_dir / "meta.json").write_text(json.dumps(meta))
     _expect(run_dir, "meta.json", None, "INCOMPLETE_RUN", "'running'")
     # what an interrupted run looks like: the unanswerable u2's line never got written
-    _write(run_dir / "run.jsonl", [r for r in _lines(run_dir / "run.jsonl")
-                                   if r["query_id"] != "pdfh:u2"])
+    _write(
+        run_dir / "run.jsonl",
+        [r for r in _lines(run_dir / "run.jsonl") if r["query_id"] != "pdfh:u2"],
+    )
     part = metrics_for_run_dir(run_dir, write=False, partial=True)
     fr = part["pdf"]["false_recall_rate"]
     # the missing line is left out, not counted as an abstention (which would give 0/4)
@@ -258,7 +279,7 @@ def test_a_test_split_run_needs_final_and_is_logged(run_dir, capsys, monkeypatch
     code, err = _cli(["metrics", str(run_dir)], capsys)
     assert code == 2 and "TEST_SPLIT" in err and len(err.splitlines()) == 1
     assert metrics_for_run_dir(run_dir, write=False, final=True)["pdf"]["recall@10"]["n"] == 5
-    metrics_for_run_dir(run_dir, write=False, final=True)      # the same day: logged once
+    metrics_for_run_dir(run_dir, write=False, final=True)  # the same day: logged once
     rows = _lines(log)
     assert len(rows) == 1 and rows[0]["action"] == "read" and rows[0]["system"] == "hand"
 
@@ -275,10 +296,11 @@ def test_report_and_compare_refuse_the_same(run_dir, capsys, tmp_path):
     out = tmp_path / "reports"
     code, err = _cli(["report", "--run", str(other), "--out", str(out)], capsys)
     assert code == 2 and "INCOMPLETE_RUN" in err and len(err.splitlines()) == 1
-    assert not out.exists()                           # refused before anything was rendered
+    assert not out.exists()  # refused before anything was rendered
     _edit(run_dir / "atoms.jsonl", 7, extent={"turn_start": 1, "turn_end": 12})
-    code, err = _cli(["compare", str(run_dir), str(other), "--partial", "--resamples", "10"],
-                     capsys)
+    code, err = _cli(
+        ["compare", str(run_dir), str(other), "--partial", "--resamples", "10"], capsys
+    )
     assert code == 2 and "ATOM_CAP" in err
     code, err = _cli(["report", "--run", str(run_dir), "--out", str(out)], capsys)
     assert code == 2 and "ATOM_CAP" in err and not out.exists()

@@ -39,9 +39,16 @@ def reference(lines: list[tuple[str, str, int, float]], qrels: dict[str, dict[st
 
 
 SCORE_FORMS = [
-    lambda x: f"{x:.6f}", lambda x: repr(x), lambda x: f"{x:e}", lambda x: f"{x:.3E}",
-    lambda x: f"+{abs(x):.2f}", lambda x: f"{x:.0f}.", lambda x: f"{x:.25f}",
-    lambda x: f"{int(x)}", lambda x: f"{x:.12g}", lambda x: f"{x * 1e-30:.6e}",
+    lambda x: f"{x:.6f}",
+    lambda x: repr(x),
+    lambda x: f"{x:e}",
+    lambda x: f"{x:.3E}",
+    lambda x: f"+{abs(x):.2f}",
+    lambda x: f"{x:.0f}.",
+    lambda x: f"{x:.25f}",
+    lambda x: f"{int(x)}",
+    lambda x: f"{x:.12g}",
+    lambda x: f"{x * 1e-30:.6e}",
 ]
 
 
@@ -50,13 +57,17 @@ def messy_run(rng: random.Random, n_queries: int = 30) -> tuple[str, list, dict]
     qids = [f"q{i}" if i % 3 else f"query:{i}:{'x' * rng.randint(0, 40)}" for i in range(n_queries)]
     blocks = []
     for q in qids:
-        docs = [f"d{rng.randrange(60)}" + "y" * rng.choice([0, 0, 3, 17])
-                for _ in range(rng.randint(0, 50))]
+        docs = [
+            f"d{rng.randrange(60)}" + "y" * rng.choice([0, 0, 3, 17])
+            for _ in range(rng.randint(0, 50))
+        ]
         blocks.append((q, docs))
     # split some queries into two non-adjacent blocks
-    extra = [(q, docs[len(docs) // 2:]) for q, docs in blocks[::4]]
-    blocks = [(q, docs[:len(docs) // 2]) if i % 4 == 0 else (q, docs)
-              for i, (q, docs) in enumerate(blocks)]
+    extra = [(q, docs[len(docs) // 2 :]) for q, docs in blocks[::4]]
+    blocks = [
+        (q, docs[: len(docs) // 2]) if i % 4 == 0 else (q, docs)
+        for i, (q, docs) in enumerate(blocks)
+    ]
     blocks += extra
     for q, docs in blocks:
         for rank, d in enumerate(docs, 1):
@@ -71,8 +82,10 @@ def messy_run(rng: random.Random, n_queries: int = 30) -> tuple[str, list, dict]
             lines.append((q, d, r, s))
     qrels = {}
     for q in qids + ["q_never_run"]:
-        qrels[q] = {f"d{rng.randrange(60)}" + rng.choice(["", "yyy"]): rng.choice([0, 1, 1, 2])
-                    for _ in range(rng.randint(1, 6))}
+        qrels[q] = {
+            f"d{rng.randrange(60)}" + rng.choice(["", "yyy"]): rng.choice([0, 1, 1, 2])
+            for _ in range(rng.randint(1, 6))
+        }
     return "".join(text), lines, qrels
 
 
@@ -82,7 +95,7 @@ def test_fast_reader_equals_reference(tmp_path, seed, chunk):
     rng = random.Random(seed)
     text, lines, qrels = messy_run(rng)
     if seed % 2:
-        text = text.rstrip("\n")            # no final newline
+        text = text.rstrip("\n")  # no final newline
     path = tmp_path / "run.trec"
     path.write_text(text)
     got = evaluate_trec(read_trec_run(path, qrels, chunk_bytes=chunk), qrels)
@@ -100,8 +113,8 @@ def test_forced_hash_collisions_change_nothing(tmp_path, monkeypatch):
     honest = evaluate_trec(path, qrels)
     real = parse._hash
     colliding = lambda ch, s, e: real(ch, s, e) & np.uint64(3)  # noqa: E731
-    monkeypatch.setattr(parse, "_hash", colliding)   # qids (and short tokens of a long one)
-    monkeypatch.setattr(read, "_hash", colliding)    # the run's and the qrels' docids
+    monkeypatch.setattr(parse, "_hash", colliding)  # qids (and short tokens of a long one)
+    monkeypatch.setattr(read, "_hash", colliding)  # the run's and the qrels' docids
     colliding = evaluate_trec(path, qrels)
     for m in honest["per_query"]:
         assert colliding["per_query"][m].tolist() == honest["per_query"][m].tolist()
@@ -112,10 +125,11 @@ def test_duplicates_unsorted_and_split_queries(tmp_path):
     path.write_text(
         "q1 Q0 x 1 0.5 t\n"
         "q2 Q0 g 1 3.0 t\n"
-        "q1 Q0 x 2 0.9 t\n"        # repeated docid, higher score: counts here (rank 1)
+        "q1 Q0 x 2 0.9 t\n"  # repeated docid, higher score: counts here (rank 1)
         "q1 Q0 g 3 0.1 t\n"
-        "q1 Q0 y 4 0.9 t\n"        # ties with x at 0.9; rank column 4 > 2: after x
-        "q2 Q0 h 2 3.0 t\n")
+        "q1 Q0 y 4 0.9 t\n"  # ties with x at 0.9; rank column 4 > 2: after x
+        "q2 Q0 h 2 3.0 t\n"
+    )
     run = read_trec_run(path, {"q1": {"g": 1}, "q2": {"h": 1}})
     assert run.rank.tolist() == [0, 1, 1, 3, 2, 2]
     res = evaluate_trec(run, {"q1": {"g": 1}, "q2": {"h": 1}})
@@ -126,11 +140,30 @@ def test_float_fast_path_is_exact():
     rng = random.Random(1)
     toks = []
     for _ in range(4000):
-        x = rng.choice([rng.uniform(-1e3, 1e3), rng.random() * 10 ** rng.randint(-30, 30),
-                        float(rng.randrange(10 ** 6))])
+        x = rng.choice(
+            [
+                rng.uniform(-1e3, 1e3),
+                rng.random() * 10 ** rng.randint(-30, 30),
+                float(rng.randrange(10**6)),
+            ]
+        )
         toks.append(rng.choice(SCORE_FORMS)(x))
-    toks += ["0", "-0", "+0.0", "1e22", "1e23", "9007199254740993", "0.1", "1.", ".5", "-.5e-3",
-             "123456789012345678901234", "1e-22", "4.9e-324", "1.7976931348623157e308"]
+    toks += [
+        "0",
+        "-0",
+        "+0.0",
+        "1e22",
+        "1e23",
+        "9007199254740993",
+        "0.1",
+        "1.",
+        ".5",
+        "-.5e-3",
+        "123456789012345678901234",
+        "1e-22",
+        "4.9e-324",
+        "1.7976931348623157e308",
+    ]
     blob = bytearray(" ".join(toks).encode() + b"\n" + bytes(16))
     lens = [len(t) for t in toks]
     s = np.concatenate([[0], np.cumsum(np.array(lens) + 1)[:-1]])
@@ -142,15 +175,18 @@ def test_float_fast_path_is_exact():
             assert v == float(t) and np.signbit(v) == np.signbit(float(t)), t
 
 
-@pytest.mark.parametrize("content,line,field", [
-    ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.4\n", 2, None),
-    ("q1 Q0 d1 1 0.5 t\n\nq1 Q0 d2 2 0.4 t\n", 2, None),
-    ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 abc t\n", 2, "score"),
-    ("q1 Q0 d1 1 nan t\n", 1, "score"),
-    ("q1 Q0 d1 1 inf t\n", 1, "score"),
-    ("q1 Q0 d1 1.5 0.5 t\n", 1, "rank"),
-    ("q1 Q0 d1 99999999999 0.5 t\n", 1, "rank"),
-])
+@pytest.mark.parametrize(
+    "content,line,field",
+    [
+        ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.4\n", 2, None),
+        ("q1 Q0 d1 1 0.5 t\n\nq1 Q0 d2 2 0.4 t\n", 2, None),
+        ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 abc t\n", 2, "score"),
+        ("q1 Q0 d1 1 nan t\n", 1, "score"),
+        ("q1 Q0 d1 1 inf t\n", 1, "score"),
+        ("q1 Q0 d1 1.5 0.5 t\n", 1, "rank"),
+        ("q1 Q0 d1 99999999999 0.5 t\n", 1, "rank"),
+    ],
+)
 def test_located_errors(tmp_path, content, line, field):
     path = tmp_path / "run.trec"
     path.write_text(content)
@@ -175,8 +211,8 @@ def test_round_trip_and_edges(tmp_path):
     write_trec_qrels(tmp_path / "q", qrels)
     assert read_trec_qrels(tmp_path / "q") == qrels
     res = evaluate_trec(tmp_path / "r", tmp_path / "q")
-    assert res["queries"] == ["a", "c"]            # "b" has no relevant document
-    assert res["per_query"]["mrr"].tolist() == [0.5, 0.0]    # "c" has no run lines
+    assert res["queries"] == ["a", "c"]  # "b" has no relevant document
+    assert res["per_query"]["mrr"].tolist() == [0.5, 0.0]  # "c" has no run lines
     assert res["mean"]["mrr"] == 0.25 and res["n"] == 2
     (tmp_path / "empty").write_text("")
     empty = evaluate_trec(tmp_path / "empty", qrels)
@@ -198,10 +234,18 @@ def _clean_run(rng: random.Random, n_queries: int = 25) -> tuple[str, list, dict
     """The usual layout (single spaces, \\n), so that pyarrow's reader takes it, with every
     score spelling the strict reader takes and arrow parses too (17 digits, exponents, signs,
     leading zeros, ".5", "5.")."""
-    forms = [lambda x: repr(x), lambda x: f"{x:.17g}", lambda x: f"{x:e}", lambda x: f"{x:.3E}",
-             lambda x: f"{x:.0f}.", lambda x: f"{x:.25f}", lambda x: f"{x:012.4f}",
-             lambda x: f"{x * 1e-30:.6e}", lambda x: f"{x:.2f}".replace("0.", ".", 1),
-             lambda x: f"{x:+.5f}"]
+    forms = [
+        lambda x: repr(x),
+        lambda x: f"{x:.17g}",
+        lambda x: f"{x:e}",
+        lambda x: f"{x:.3E}",
+        lambda x: f"{x:.0f}.",
+        lambda x: f"{x:.25f}",
+        lambda x: f"{x:012.4f}",
+        lambda x: f"{x * 1e-30:.6e}",
+        lambda x: f"{x:.2f}".replace("0.", ".", 1),
+        lambda x: f"{x:+.5f}",
+    ]
     text, lines = [], []
     qids = [f"q{i}" if i % 2 else f"topic-{i}-é" for i in range(n_queries)]
     for q in qids:
@@ -213,8 +257,7 @@ def _clean_run(rng: random.Random, n_queries: int = 25) -> tuple[str, list, dict
             r_tok = rng.choice([str(r), f"{r:05d}"]) if r >= 0 else str(r)
             text.append(f"{q} Q0 {d} {r_tok} {tok} run\n")
             lines.append((q, d, r, float(tok)))
-    qrels = {q: {f"d{rng.randrange(50)}": rng.choice([0, 1, 2]) for _ in range(5)}
-             for q in qids}
+    qrels = {q: {f"d{rng.randrange(50)}": rng.choice([0, 1, 2]) for _ in range(5)} for q in qids}
     return "".join(text), lines, qrels
 
 
@@ -235,10 +278,9 @@ def test_arrow_path_equals_reference_and_is_taken(tmp_path, monkeypatch, seed, c
     real = read._parse_strict
     monkeypatch.setattr(read, "_parse_strict", lambda p, ch: strict_calls.append(1) or real(p, ch))
     real_arrow = read._parse_arrow
-    monkeypatch.setattr(read, "_parse_arrow",
-                        lambda *a: arrow_calls.append(1) or real_arrow(*a))
+    monkeypatch.setattr(read, "_parse_arrow", lambda *a: arrow_calls.append(1) or real_arrow(*a))
     got = evaluate_trec(read_trec_run(path, qrels, chunk_bytes=4096), qrels)
-    assert not strict_calls          # every chunk went through a fast path
+    assert not strict_calls  # every chunk went through a fast path
     assert bool(arrow_calls) != compiled
     want = reference(lines, qrels)
     assert got["queries"] == want["queries"]
@@ -250,8 +292,18 @@ def test_arrow_scores_are_float_exact():
     rng = random.Random(4)
     toks = [repr(rng.uniform(-1e3, 1e3)) for _ in range(3000)]
     toks += [f"{rng.random() * 10 ** rng.randint(-30, 30):.17e}" for _ in range(3000)]
-    toks += ["9007199254740993", "123456789012345678901234", "4.9e-324", "1e-400", ".5", "5.",
-             "-0", "00012.5000", "1.7976931348623157e308", "2.2250738585072011e-308"]
+    toks += [
+        "9007199254740993",
+        "123456789012345678901234",
+        "4.9e-324",
+        "1e-400",
+        ".5",
+        "5.",
+        "-0",
+        "00012.5000",
+        "1.7976931348623157e308",
+        "2.2250738585072011e-308",
+    ]
     raw = bytearray("".join(f"q Q0 d{i} {i} {t} x\n" for i, t in enumerate(toks)).encode())
     size = len(raw)
     raw += bytes(16)
@@ -262,19 +314,22 @@ def test_arrow_scores_are_float_exact():
         assert v == float(t) and np.signbit(v) == np.signbit(float(t)), t
 
 
-@pytest.mark.parametrize("content,line,field", [
-    ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 +2 0.4 t\n", None, None),     # +2: strict path, accepted
-    ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 Infinity t\n", 2, "score"),
-    ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 1e400 t\n", 2, "score"),
-    ("q1 Q0 d1 1 0.5 t\nq1  Q0 d2 2 0.4 t\n", None, None),     # two blanks: strict, accepted
-    ("q1 Q0 d1 1 0.5 t\nq1 Q0  2 0.4 t\n", 2, None),           # an empty field
-    ("q1 Q0 d1 1 0.5 t\nq1 Q0 \"d2 2 0.4 t\n", None, None),    # a quote is a plain byte
-    ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2147483648 0.4 t\n", 2, "rank"),
-    # a lone CR: arrow ends a row there, the strict reader takes it for a blank (12 fields)
-    ("q1 Q0 d1 1 0.5 t\rq1 Q0 d2 2 0.4 t\n", 1, None),
-    ("q1  d1 1 0.5 t\n", 1, None),                             # empty Q0 field
-    ("q1 Q0 d1 1 0.5 \n", 1, None),                            # empty tag field
-])
+@pytest.mark.parametrize(
+    "content,line,field",
+    [
+        ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 +2 0.4 t\n", None, None),  # +2: strict path, accepted
+        ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 Infinity t\n", 2, "score"),
+        ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 1e400 t\n", 2, "score"),
+        ("q1 Q0 d1 1 0.5 t\nq1  Q0 d2 2 0.4 t\n", None, None),  # two blanks: strict, accepted
+        ("q1 Q0 d1 1 0.5 t\nq1 Q0  2 0.4 t\n", 2, None),  # an empty field
+        ('q1 Q0 d1 1 0.5 t\nq1 Q0 "d2 2 0.4 t\n', None, None),  # a quote is a plain byte
+        ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2147483648 0.4 t\n", 2, "rank"),
+        # a lone CR: arrow ends a row there, the strict reader takes it for a blank (12 fields)
+        ("q1 Q0 d1 1 0.5 t\rq1 Q0 d2 2 0.4 t\n", 1, None),
+        ("q1  d1 1 0.5 t\n", 1, None),  # empty Q0 field
+        ("q1 Q0 d1 1 0.5 \n", 1, None),  # empty tag field
+    ],
+)
 def test_fast_path_refusals_are_located_or_accepted_as_strict(tmp_path, content, line, field):
     path = tmp_path / "run.trec"
     path.write_text(content)
@@ -307,8 +362,7 @@ def test_interleaved_queries_go_through_disk_and_agree(tmp_path):
 
 @pytest.mark.parametrize("held", [None, 32 << 10, 1024])
 @pytest.mark.parametrize("layout", ["shards", "shuffled"])
-def test_grouping_held_in_memory_spilled_or_read_again_agree(tmp_path, monkeypatch, held,
-                                                             layout):
+def test_grouping_held_in_memory_spilled_or_read_again_agree(tmp_path, monkeypatch, held, layout):
     """Non-contiguous queries are grouped in memory while the lines fit MAX_HELD_BYTES
     (None: the default), go to part files when they outgrow it after the first query came
     back (32 KiB: the 34 KB of lines outgrow it, the first shard fits), and are read a
@@ -317,7 +371,7 @@ def test_grouping_held_in_memory_spilled_or_read_again_agree(tmp_path, monkeypat
     rng = random.Random(5)
     text, lines, qrels = _clean_run(rng, 60)
     all_lines = text.splitlines(keepends=True)
-    if layout == "shards":            # 8 shards, each in query order: queries come back late
+    if layout == "shards":  # 8 shards, each in query order: queries come back late
         shard = [rng.randrange(8) for _ in lines]
         order = [i for s in range(8) for i in range(len(lines)) if shard[i] == s]
     else:

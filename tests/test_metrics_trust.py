@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from membench.core.errors import InputError
-
 from membench.metrics import order_hits, score_items
 from membench.trec.evaluate import evaluate_trec
 
@@ -27,8 +26,13 @@ import synth
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
-TREC_NAMES = {"recall@10": "recall_10", "recall@100": "recall_100", "recall@1000": "recall_1000",
-              "mrr": "recip_rank", "ndcg@10": "ndcg_cut_10"}
+TREC_NAMES = {
+    "recall@10": "recall_10",
+    "recall@100": "recall_100",
+    "recall@1000": "recall_1000",
+    "mrr": "recip_rank",
+    "ndcg@10": "ndcg_cut_10",
+}
 
 
 def _qrels(world: synth.World) -> dict[str, dict[str, int]]:
@@ -66,11 +70,11 @@ def test_jsonl_path_matches_pytrec_eval(seed):
             assert np.isnan(scores.values["recall@10"][i])
             continue
         for m, t in TREC_NAMES.items():
-            expected = ref.get(qid, {}).get(t, 0.0)   # no run line / no hits: 0
+            expected = ref.get(qid, {}).get(t, 0.0)  # no run line / no hits: 0
             assert abs(scores.values[m][i] - expected) <= 1e-9, (qid, m)
             checked += 1
     assert checked > 100
-    assert 0 < np.nanmean(scores.values["recall@10"]) < 1      # not a degenerate run
+    assert 0 < np.nanmean(scores.values["recall@10"]) < 1  # not a degenerate run
 
 
 @pytest.mark.parametrize("seed", [3, 4])
@@ -82,8 +86,9 @@ def test_trec_path_matches_pytrec_eval(tmp_path, seed):
     path = tmp_path / "run.trec"
     with open(path, "w") as f:
         for q, docs in run.items():
-            f.writelines(f"{q} Q0 {d} {rank} {s} t\n"
-                         for rank, (d, s) in enumerate(docs.items(), 1))
+            f.writelines(
+                f"{q} Q0 {d} {rank} {s} t\n" for rank, (d, s) in enumerate(docs.items(), 1)
+            )
     ours = evaluate_trec(path, qrels)
     ref = _pytrec(qrels, run)
     assert ours["n"] == len(qrels)
@@ -105,8 +110,9 @@ def test_trec_path_equals_jsonl_path_with_ties(tmp_path, seed):
     path = tmp_path / "run.trec"
     with open(path, "w") as f:
         for r in rows:
-            f.writelines(f"{r['query_id']} Q0 {a} {rank} {s} t\n"
-                         for rank, (a, s) in enumerate(r["hits"], 1))
+            f.writelines(
+                f"{r['query_id']} Q0 {a} {rank} {s} t\n" for rank, (a, s) in enumerate(r["hits"], 1)
+            )
     qrels = _qrels(w)
     ours = evaluate_trec(path, qrels)
     pos = {q: i for i, q in enumerate(scores.query_id)}
@@ -124,17 +130,31 @@ def test_naive_tied_input_differs_from_trec_eval():
     a_id = w.atom_at[("conversationsyn:h0s0", 0)]
     b_id = w.atom_at[("conversationsyn:h0s0", 1)]
     lo, hi = sorted([a_id, b_id])
-    rec = synth.record("conversationsyn:q0", "conversation", "conversationsyn/h0",
-                       [{"source_id": "conversationsyn:h0s0",
-                         "region": synth.slot_region("conversation", 1 if hi == b_id else 0)}],
-                       synth.T0 + synth.timedelta(days=9))
-    rows = [{"query_id": rec["query_id"], "hits": [[lo, 1.0], [hi, 1.0]], "cartridge": [],
-             "latency_ms": 1.0}]
+    rec = synth.record(
+        "conversationsyn:q0",
+        "conversation",
+        "conversationsyn/h0",
+        [
+            {
+                "source_id": "conversationsyn:h0s0",
+                "region": synth.slot_region("conversation", 1 if hi == b_id else 0),
+            }
+        ],
+        synth.T0 + synth.timedelta(days=9),
+    )
+    rows = [
+        {
+            "query_id": rec["query_id"],
+            "hits": [[lo, 1.0], [hi, 1.0]],
+            "cartridge": [],
+            "latency_ms": 1.0,
+        }
+    ]
     scores = score_items([rec], w.items, w.atoms, rows)
     assert scores.values["mrr"][0] == 0.5
     qrels = {rec["query_id"]: {hi: 1}}
     naive = _pytrec(qrels, {rec["query_id"]: {lo: 1.0, hi: 1.0}})
-    assert naive[rec["query_id"]]["recip_rank"] == 1.0         # trec_eval: docno descending
+    assert naive[rec["query_id"]]["recip_rank"] == 1.0  # trec_eval: docno descending
     derived = _pytrec(qrels, _rank_derived(rows))
     assert derived[rec["query_id"]]["recip_rank"] == 0.5
 
@@ -146,13 +166,14 @@ def test_trec_eval_rounds_scores_to_float32():
     run = {"q": {"d1": 99.458536, "d2": 99.458532}}
     assert np.float32(99.458536) == np.float32(99.458532)
     assert _pytrec(qrels, run)["q"]["recip_rank"] == 1.0
-    assert order_hits([["d1", 99.458536], ["d2", 99.458532]]) == ["d1", "d2"]   # MRR 0.5
+    assert order_hits([["d1", 99.458536], ["d2", 99.458532]]) == ["d1", "d2"]  # MRR 0.5
 
 
 @pytest.mark.parametrize("seed", [7])
 def test_jsonl_path_matches_ranx(seed):
     ranx = pytest.importorskip("ranx")
     import warnings
+
     w = synth.make_world(seed, queries=30, unanswerable=0.0)
     rows = synth.random_run(w, seed, p_missing=0.0, p_empty=0.0)
     scores = score_items(w.records, w.items, w.atoms, rows)
@@ -162,7 +183,7 @@ def test_jsonl_path_matches_ranx(seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), metrics, return_mean=False)
-    order = sorted(qrels)     # ranx returns per-query values in sorted query id order
+    order = sorted(qrels)  # ranx returns per-query values in sorted query id order
     pos = {q: i for i, q in enumerate(scores.query_id)}
     for m in metrics:
         ours = np.array([scores.values[m][pos[q]] for q in order])
@@ -208,16 +229,19 @@ def test_graded_ndcg_matches_pytrec_eval(seed):
             golds = r["gold"] if name == "gold" else (r.get("judgments") or {}).get("alt")
             if not golds:
                 continue
-            atoms = (w.gold_atoms[r["query_id"]] if name == "gold" else
-                     [w.atom_at[(g["source_id"], _slot(r["modality"], g["region"]))]
-                      for g in golds])
+            atoms = (
+                w.gold_atoms[r["query_id"]]
+                if name == "gold"
+                else [w.atom_at[(g["source_id"], _slot(r["modality"], g["region"]))] for g in golds]
+            )
             rel = {}
             for g, a in zip(golds, atoms, strict=True):
                 rel[a] = max(rel.get(a, 0), 2 ** g["grade"] - 1)
             qrels[r["query_id"]] = rel
         vals = scores.values if name == "gold" else scores.judgments["alt"]
         ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10"}).evaluate(
-            {q: d for q, d in run.items() if d and q in qrels})
+            {q: d for q, d in run.items() if d and q in qrels}
+        )
         checked = graded = 0
         for i, qid in enumerate(scores.query_id):
             if qid not in qrels:

@@ -19,8 +19,18 @@ from membench.moved import MOVED, REMOVED_IN, message, new_path
 ROOT = Path(__file__).resolve().parent.parent
 #: where the old paths may be written: their table, this test, and the docs' paths of the time
 ALLOWED = {"membench/moved.py", "tests/test_moved.py", "tests/fixtures/documented_paths.json"}
-SCANNED = ("membench", "tests", "notebooks", "examples", "bench", "docs", "README.md", "Makefile",
-           "pyproject.toml", "mkdocs.yml")
+SCANNED = (
+    "membench",
+    "tests",
+    "notebooks",
+    "examples",
+    "bench",
+    "docs",
+    "README.md",
+    "Makefile",
+    "pyproject.toml",
+    "mkdocs.yml",
+)
 
 
 def _release(v: str) -> tuple[int, ...]:
@@ -37,16 +47,22 @@ def old_paths_in(text: str) -> list[tuple[int, str]]:
         for m in re.finditer(rf"(?<![\w.]){re.escape(old)}(?!\w)", text):
             found.append((text.count("\n", 0, m.start()) + 1, old))
         for m in re.finditer(rf"from\s+{re.escape(parent)}\s+import\s+\(?([\w\s,#\\]*)", text):
-            names = {n.split()[0] for n in re.sub(r"#[^\n]*", "", m.group(1)).split(",")
-                     if n.split()}
+            names = {
+                n.split()[0] for n in re.sub(r"#[^\n]*", "", m.group(1)).split(",") if n.split()
+            }
             if last in names:
                 found.append((text.count("\n", 0, m.start()) + 1, old))
     return sorted(set(found))
 
 
 def _files() -> list[str]:
-    out = subprocess.run(["git", "ls-files", "-z", "--", *SCANNED], cwd=ROOT, text=True,
-                         capture_output=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--", *SCANNED],
+        cwd=ROOT,
+        text=True,
+        capture_output=True,
+        check=True,
+    ).stdout
     return sorted(f for f in out.split("\0") if f)
 
 
@@ -60,17 +76,22 @@ def test_no_old_path_inside_the_repository():
         try:
             text = (ROOT / f).read_text(encoding="utf-8")
         except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
-            continue                    # binary, a submodule, or deleted and not yet committed
+            continue  # binary, a submodule, or deleted and not yet committed
         bad += [f"{f}:{line}: {old} (now {MOVED[old]})" for line, old in old_paths_in(text)]
     assert not bad, "old import paths (membench/moved.py) inside the repository:\n" + "\n".join(bad)
 
 
 def test_the_scan_finds_an_old_path():
-    text = ("import membench.run.protocol\nx = 'membench.run.systems.dense:DenseEngine'\n"
-            "from membench.analysis import (frames,\n    plots)\nfrom membench.run import files\n"
-            "import membench.run.runner, membench.contract.protocol\n")
-    assert old_paths_in(text) == [(1, "membench.run.protocol"), (2, "membench.run.systems"),
-                                  (3, "membench.analysis.plots")]
+    text = (
+        "import membench.run.protocol\nx = 'membench.run.systems.dense:DenseEngine'\n"
+        "from membench.analysis import (frames,\n    plots)\nfrom membench.run import files\n"
+        "import membench.run.runner, membench.contract.protocol\n"
+    )
+    assert old_paths_in(text) == [
+        (1, "membench.run.protocol"),
+        (2, "membench.run.systems"),
+        (3, "membench.analysis.plots"),
+    ]
 
 
 def test_an_old_path_is_the_new_module_itself():
@@ -86,19 +107,27 @@ def test_an_old_path_is_the_new_module_itself():
     assert new.__name__ == "membench.contract.protocol"
     assert DenseEngine is New
     assert new_path("membench.run.runner") is None
-    with pytest.raises(ImportError):        # no such module under the old path's package
+    with pytest.raises(ImportError):  # no such module under the old path's package
         importlib.import_module("membench.run.content.no_such_module")
 
 
 def test_an_old_path_warns_naming_the_new_path_and_the_release():
     """A fresh process (an old path warns when it is first imported), default warning filters
     as a user's script has them: the warning shows, on the line that imports the old path."""
-    code = ("import membench\n"
-            "import membench.run.protocol as p\n"
-            "from membench.analysis import plots\n"
-            "import membench.contract.protocol\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, text=True, capture_output=True,
-                          timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    code = (
+        "import membench\n"
+        "import membench.run.protocol as p\n"
+        "from membench.analysis import plots\n"
+        "import membench.contract.protocol\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        text=True,
+        capture_output=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stderr
     warned = [line for line in proc.stderr.splitlines() if "DeprecationWarning" in line]
     assert warned == [
@@ -117,4 +146,5 @@ def test_the_old_paths_go_in_the_release_the_docs_name():
     assert f"retired in {REMOVED_IN}" in docs and f'REMOVED_IN = "{REMOVED_IN}"' in docs
     assert _release(__version__) < _release(REMOVED_IN), (
         f"membench {__version__} is the release that removes the old paths: delete "
-        "membench/moved.py and its line in membench/__init__.py")
+        "membench/moved.py and its line in membench/__init__.py"
+    )

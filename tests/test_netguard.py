@@ -20,11 +20,28 @@ from membench.core.netguard import NetworkBlocked, NetworkGuard, is_local
 
 
 def test_is_local():
-    for h in ("127.0.0.1", "127.3.4.5", "::1", "[::1]", "localhost", "LOCALHOST", "a.localhost",
-              None, "", b""):
+    for h in (
+        "127.0.0.1",
+        "127.3.4.5",
+        "::1",
+        "[::1]",
+        "localhost",
+        "LOCALHOST",
+        "a.localhost",
+        None,
+        "",
+        b"",
+    ):
         assert is_local(h), h
-    for h in ("example.com", "10.0.0.1", "192.168.1.1", "8.8.8.8", "2001:db8::1",
-              "localhost.example.com", b"example.com"):
+    for h in (
+        "example.com",
+        "10.0.0.1",
+        "192.168.1.1",
+        "8.8.8.8",
+        "2001:db8::1",
+        "localhost.example.com",
+        b"example.com",
+    ):
         assert not is_local(h), h
 
 
@@ -33,7 +50,7 @@ def test_block_refuses_before_any_lookup_and_counts():
     with g.phase("query"):
         with pytest.raises(NetworkBlocked):
             socket.getaddrinfo("example.com", 443)
-        with pytest.raises(OSError):            # a library sees what an offline machine gives
+        with pytest.raises(OSError):  # a library sees what an offline machine gives
             socket.create_connection(("example.com", 443), timeout=1)
         with pytest.raises(urllib.error.URLError) as e:
             urllib.request.urlopen("https://example.com/", timeout=1)
@@ -73,7 +90,7 @@ def test_loopback_and_unix_sockets_pass_and_are_not_counted(tmp_path):
         if hasattr(socket, "AF_UNIX"):
             u = socket.socket(socket.AF_UNIX)
             with pytest.raises(OSError):
-                u.connect(str(tmp_path / "no-such-socket"))   # refused by the OS, not the guard
+                u.connect(str(tmp_path / "no-such-socket"))  # refused by the OS, not the guard
             u.close()
     srv.close()
     assert g.attempts == 0 and g.summary() == ""
@@ -82,8 +99,8 @@ def test_loopback_and_unix_sockets_pass_and_are_not_counted(tmp_path):
 def test_record_mode_counts_without_refusing_and_allow_list():
     g = NetworkGuard("record", allow=["models.internal"])
     with g.phase("ingest"):
-        sys.audit("socket.getaddrinfo", "example.com", 443, 0, 0, 0)       # no exception
-        sys.audit("socket.getaddrinfo", "models.internal", 443, 0, 0, 0)   # allowed: not counted
+        sys.audit("socket.getaddrinfo", "example.com", 443, 0, 0, 0)  # no exception
+        sys.audit("socket.getaddrinfo", "models.internal", 443, 0, 0, 0)  # allowed: not counted
         sys.audit("socket.gethostbyname", "example.org")
     assert g.attempts == 2 and g.report()["blocked"] == 0
     assert "allowed and counted" in g.summary()
@@ -139,8 +156,8 @@ class _Caller:
     def query(self, q, scope, as_of):
         try:
             socket.getaddrinfo("api.example.com", 443) if getattr(
-                self, "network_policy", "record") == "block" else \
-                sys.audit("socket.getaddrinfo", "api.example.com", 443, 0, 0, 0)
+                self, "network_policy", "record"
+            ) == "block" else sys.audit("socket.getaddrinfo", "api.example.com", 443, 0, 0, 0)
         except NetworkBlocked:
             pass
         return self.inner.query(q, scope, as_of)
@@ -152,8 +169,15 @@ def test_run_records_attempts_in_meta_and_warns(policy, built, corpus_root, tmp_
     from membench.systems import make_system
 
     out = tmp_path / "run"
-    meta = run_system(_Caller(make_system("bm25"), policy), built.out, "dev", out, corpus_root,
-                      modalities=["video"], limit=3)
+    meta = run_system(
+        _Caller(make_system("bm25"), policy),
+        built.out,
+        "dev",
+        out,
+        corpus_root,
+        modalities=["video"],
+        limit=3,
+    )
     net = json.loads((out / "meta.json").read_text())["network"]
     assert net == meta["network"]
     assert net["mode"] == (policy or "record")
@@ -168,8 +192,15 @@ def test_run_records_attempts_in_meta_and_warns(policy, built, corpus_root, tmp_
     m = json.loads((out / "meta.json").read_text())
     m["status"] = "running"
     (out / "meta.json").write_text(json.dumps(m))
-    run_system(_Caller(make_system("bm25"), policy), built.out, "dev", out, corpus_root,
-               modalities=["video"], limit=3)
+    run_system(
+        _Caller(make_system("bm25"), policy),
+        built.out,
+        "dev",
+        out,
+        corpus_root,
+        modalities=["video"],
+        limit=3,
+    )
     net2 = json.loads((out / "meta.json").read_text())["network"]
     assert net2["attempts"] == 2 and net2["attempts_all_sessions"] == 5
     assert net2["sessions"] == 2
@@ -179,8 +210,9 @@ def test_reference_run_has_no_attempts(built, corpus_root, tmp_path):
     from membench.run.runner import run_system
     from membench.systems import make_system
 
-    meta = run_system(make_system("bm25"), built.out, "dev", tmp_path, corpus_root,
-                      modalities=["video"], limit=3)
+    meta = run_system(
+        make_system("bm25"), built.out, "dev", tmp_path, corpus_root, modalities=["video"], limit=3
+    )
     assert meta["network"]["mode"] == "block" and meta["network"]["attempts"] == 0
 
 
@@ -192,7 +224,7 @@ def test_native_telemetry_switches_are_set_unless_the_user_set_them(monkeypatch)
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "0")
     got = quiet_native_telemetry()
     assert got["ORT_DISABLE_TELEMETRY"] == "1" and got["ANONYMIZED_TELEMETRY"] == "False"
-    assert got["HF_HUB_DISABLE_TELEMETRY"] == "0"          # the user's choice stands
+    assert got["HF_HUB_DISABLE_TELEMETRY"] == "0"  # the user's choice stands
 
 
 def test_openvino_is_imported_without_its_usage_telemetry(tmp_path):
@@ -209,14 +241,22 @@ def test_openvino_is_imported_without_its_usage_telemetry(tmp_path):
         home.mkdir()
         env = {k: v for k, v in os.environ.items() if k not in ("CI", "TF_BUILD", "JENKINS_URL")}
         env.update(HOME=str(home), PYTHONPATH=str(REPO_ROOT))
-        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                              text=True, timeout=300, cwd=tmp_path)
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert proc.stdout.strip() == "ok", proc.stdout
         return sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
 
-    ours = run("import sys\nfrom membench.core.netguard import import_openvino\n"
-               "ov = import_openvino(); ov.Core()\n"
-               "assert sys.modules.get('openvino_telemetry') is None\nprint('ok')",
-               tmp_path / "ours")
-    assert ours == []   # the plain import writes intel/openvino_ga_cid and intel/stats here
+    ours = run(
+        "import sys\nfrom membench.core.netguard import import_openvino\n"
+        "ov = import_openvino(); ov.Core()\n"
+        "assert sys.modules.get('openvino_telemetry') is None\nprint('ok')",
+        tmp_path / "ours",
+    )
+    assert ours == []  # the plain import writes intel/openvino_ga_cid and intel/stats here

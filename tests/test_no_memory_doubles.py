@@ -11,10 +11,10 @@ import pytest
 
 from membench.metrics import metrics_for_run_dir
 from membench.modalities import MODALITIES
-from membench.systems.identity import identify, rerunnable
 from membench.run.runner import run_system
 from membench.systems import BUILTIN, DOUBLES, make_system, receives_records
 from membench.systems.doubles import Echo, words
+from membench.systems.identity import identify, rerunnable
 
 LIMIT = 20
 NAMES = ("nothing", "echo")
@@ -28,8 +28,12 @@ def runs(built, corpus_root, tmp_path_factory):
         meta = run_system(make_system(name), built.out, "dev", d, corpus_root, limit=LIMIT)
         lines = [json.loads(x) for x in (d / "run.jsonl").read_text().splitlines()]
         atoms = [json.loads(x) for x in (d / "atoms.jsonl").read_text().splitlines()]
-        out[name] = {"meta": meta, "lines": lines, "atoms": atoms,
-                     "metrics": metrics_for_run_dir(d)}
+        out[name] = {
+            "meta": meta,
+            "lines": lines,
+            "atoms": atoms,
+            "metrics": metrics_for_run_dir(d),
+        }
     return out
 
 
@@ -97,8 +101,7 @@ def test_echo_score_is_the_count_of_shared_question_words(runs, built):
 
     r = runs["echo"]
     text = {a["atom_id"]: a["text"] for a in r["atoms"]}
-    question = {q.query_id: q.question for q in
-                load_split(built.out, "dev", limit=LIMIT).records}
+    question = {q.query_id: q.question for q in load_split(built.out, "dev", limit=LIMIT).records}
     checked = 0
     for line in r["lines"]:
         q = words(question[line["query_id"]])
@@ -118,13 +121,19 @@ def test_echo_query_by_hand():
     t1 = datetime(2024, 6, 1, tzinfo=timezone.utc)
 
     def atom(i, holder, when, text):
-        return Atom(f"a{i}", "c:1", "conversation", holder, when,
-                    {"turn_start": i, "turn_end": i}, text)
+        return Atom(
+            f"a{i}", "c:1", "conversation", holder, when, {"turn_start": i, "turn_end": i}, text
+        )
 
     e = Echo(depth=2)
-    e.atoms = [atom(1, "h", t0, "The cat sat."), atom(2, "h", t0, "A cat and a dog sat"),
-               atom(3, "h", t1, "cat dog sat mat"), atom(4, "x", t0, "cat dog sat mat"),
-               atom(5, "h", t0, "nothing shared"), atom(6, "h", t0, "dog, CAT!")]
+    e.atoms = [
+        atom(1, "h", t0, "The cat sat."),
+        atom(2, "h", t0, "A cat and a dog sat"),
+        atom(3, "h", t1, "cat dog sat mat"),
+        atom(4, "x", t0, "cat dog sat mat"),
+        atom(5, "h", t0, "nothing shared"),
+        atom(6, "h", t0, "dog, CAT!"),
+    ]
     e.index = {}
     for i, a in enumerate(e.atoms):
         for w in words(a.text):
@@ -134,7 +143,7 @@ def test_echo_query_by_hand():
     # a2 holds cat, and, dog (3); a1 holds the, cat (2); a6 holds dog, cat (2): a1 < a6 by id
     assert res.hits == [("a2", 3.0), ("a1", 2.0)] and res.cartridge == []
     later = e.query("cat dog sat mat", scope, t1)
-    assert later.hits == [("a3", 4.0), ("a2", 3.0)]      # a3 observed by then; a4 not h's
+    assert later.hits == [("a3", 4.0), ("a2", 3.0)]  # a3 observed by then; a4 not h's
     assert e.query("zebra", scope, t1).hits == []
 
 
@@ -159,17 +168,23 @@ def test_the_content_free_floors_carry_a_floor_card_the_other_doubles_none():
     from membench.systems.doubles import CONTENT_FREE
 
     assert CONTENT_FREE == ("random", "newest", "oldest")
-    for name, ranks in (("random", "a seeded order"),
-                        ("newest", "observed_at alone, newest first"),
-                        ("oldest", "observed_at alone, oldest first")):
+    for name, ranks in (
+        ("random", "a seeded order"),
+        ("newest", "observed_at alone, newest first"),
+        ("oldest", "observed_at alone, oldest first"),
+    ):
         card = system_card(make_system(name))
         assert card.name == name and card.parameter_count == 0
         assert card.revision == f"membench content-free floor: ranks by {ranks}; reads no content"
         assert "content-free floor" in card.notes and "no-memory" not in card.notes
         entry = {"identity": identify(make_system(name)), "card": card.model_dump()}
         assert is_floor(entry)
-    assert not is_floor({"identity": identify(make_system("nothing")),
-                         "card": system_card(make_system("nothing")).model_dump()})
+    assert not is_floor(
+        {
+            "identity": identify(make_system("nothing")),
+            "card": system_card(make_system("nothing")).model_dump(),
+        }
+    )
     assert "floor" in FLOOR_MARK and "baseline" not in FLOOR_MARK
     for name in ("oracle", "leaky", "metadata"):
         assert system_card(make_system(name)) is None
@@ -183,7 +198,7 @@ def test_stuffed_is_a_double_that_never_sees_gold_and_carries_no_card():
     assert DOUBLES["stuffed"] is False and not receives_records(s) and not hasattr(s, "bind")
     assert identify(s)["kind"] == "test double"
     assert s.config()["system"] == "random" and s.config()["atoms"] == 100
-    assert system_card(s) is None                 # so the leaderboard refuses its runs
+    assert system_card(s) is None  # so the leaderboard refuses its runs
     for inner in ("oracle", "leaky", "stuffed", "mem0"):
         with pytest.raises(Exception, match="stuffed wraps"):
             make_system("stuffed", {"system": inner})

@@ -25,8 +25,15 @@ def runs(tmp_path_factory, built, corpus_root):
 
 
 def execute(name: str, out: Path, **parameters) -> nbformat.NotebookNode:
-    pm.execute_notebook(str(NB / name), str(out), parameters=parameters, kernel_name="python3",
-                        cwd=str(REPO_ROOT), progress_bar=False, log_output=False)
+    pm.execute_notebook(
+        str(NB / name),
+        str(out),
+        parameters=parameters,
+        kernel_name="python3",
+        cwd=str(REPO_ROOT),
+        progress_bar=False,
+        log_output=False,
+    )
     return nbformat.read(out, as_version=4)
 
 
@@ -44,7 +51,7 @@ def outputs(nb) -> tuple[str, int]:
             for kind in ("text/plain", "text/html", "text/markdown"):
                 if kind in data:
                     text.append(data[kind])
-    return "\n".join(text).replace("<wbr>", ""), images   # headers may break at "_"
+    return "\n".join(text).replace("<wbr>", ""), images  # headers may break at "_"
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -55,27 +62,29 @@ def test_notebook_shape(name):
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code[0].cell_type == "code" and "parameters" in code[0].metadata.get("tags", [])
     assert "provenance_frame(provenance(" in code[1].source
-    assert not any(c.get("outputs") for c in code)          # committed without outputs
+    assert not any(c.get("outputs") for c in code)  # committed without outputs
 
 
 def test_02_run_dev_on_leaky(runs, tmp_path):
     nb = execute("02_run_dev.ipynb", tmp_path / "o.ipynb", run_dir=str(runs["leaky"]))
     text, images = outputs(nb)
-    assert "sha256 pdf.jsonl" in text and "manifest_sha256" in text        # provenance
-    assert "recall@10" in text and "/" in text                              # n/denominator
-    assert "judged@10" in text                                              # beside recall@10
-    assert "FAIL" in text and "holder_correctness" in text                  # leaky fails
+    assert "sha256 pdf.jsonl" in text and "manifest_sha256" in text  # provenance
+    assert "recall@10" in text and "/" in text  # n/denominator
+    assert "judged@10" in text  # beside recall@10
+    assert "FAIL" in text and "holder_correctness" in text  # leaky fails
     assert "gates pass" in text
-    assert "p50" in text and images >= 1                                   # latency
-    assert "Not mirrored, never run" in text and "not_covered" in text      # coverage
+    assert "p50" in text and images >= 1  # latency
+    assert "Not mirrored, never run" in text and "not_covered" in text  # coverage
     # every judgment set's figures, with n, and what each set is
     assert "code · gold, all_annotators, any_annotator, graded" in text
     assert "conversation · gold, session" in text and "ndcg_graded@10" in text
     assert "the whole session holding an evidence turn" in text
     # false recall with the answerable abstention beside it, and the measures silence loses
     assert "abstain_rate_answerable" in text and "abstain_n/den" in text
-    assert "answerable kept at false recall &lt;= 0.10, all modalities" in text or \
-        "answerable kept at false recall <= 0.10, all modalities" in text
+    assert (
+        "answerable kept at false recall &lt;= 0.10, all modalities" in text
+        or "answerable kept at false recall <= 0.10, all modalities" in text
+    )
     assert "answerable_kept@fr0.10" in text and "abstention_auc" in text
     # past the anchors: the answer layer and the context cost, with what was read
     assert "answer@cartridge" in text and "answer@10" in text and "answer_bearing" in text
@@ -87,8 +96,12 @@ def test_02_run_dev_on_leaky(runs, tmp_path):
 
 
 def test_02_floors_given_and_left_out(runs, tmp_path):
-    nb = execute("02_run_dev.ipynb", tmp_path / "o.ipynb", run_dir=str(runs["leaky"]),
-                 floor_dirs=[str(runs["oracle"])])
+    nb = execute(
+        "02_run_dev.ipynb",
+        tmp_path / "o.ipynb",
+        run_dir=str(runs["leaky"]),
+        floor_dirs=[str(runs["oracle"])],
+    )
     text, _ = outputs(nb)
     assert "left out: " in text and "not a content-free floor's run (system 'oracle')" in text
     assert "No content-free floor run on these items" in text and "floor: random" not in text
@@ -96,8 +109,15 @@ def test_02_floors_given_and_left_out(runs, tmp_path):
 
 def test_02_runs_when_missing(built, tmp_path):
     run_dir = tmp_path / "random-dev"
-    nb = execute("02_run_dev.ipynb", tmp_path / "o.ipynb", run_dir=str(run_dir),
-                 sets_dir=str(built.out), system="random", run_if_missing=True, limit=3)
+    nb = execute(
+        "02_run_dev.ipynb",
+        tmp_path / "o.ipynb",
+        run_dir=str(run_dir),
+        sets_dir=str(built.out),
+        system="random",
+        run_if_missing=True,
+        limit=3,
+    )
     text, _ = outputs(nb)
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["status"] == "complete" and meta["limit"] == 3 and meta["system"] == "random"
@@ -118,7 +138,7 @@ def test_03_slice_failures_on_random(runs, tmp_path):
     for dim in ("modality", "source", "holder", "as_of_bucket", "scenario", "derivation"):
         assert f"by {dim}" in text
     assert "n_answerable" in text and "n_unanswerable" in text
-    assert images >= 4                  # heatmap, holder spread, latency CDF, threshold sweep
+    assert images >= 4  # heatmap, holder spread, latency CDF, threshold sweep
     assert "answerable_recall_proxy" in text
     assert "answerable_kept@fr0.10" in text and "abstain_rate_answerable" in text
     # the modality slices under every judgment set the records carry
@@ -128,28 +148,31 @@ def test_03_slice_failures_on_random(runs, tmp_path):
 
 
 def test_03_under_a_judgment_set(runs, tmp_path):
-    nb = execute("03_slice_failures.ipynb", tmp_path / "o.ipynb", run_dir=str(runs["random"]),
-                 judgment_set="session")
+    nb = execute(
+        "03_slice_failures.ipynb",
+        tmp_path / "o.ipynb",
+        run_dir=str(runs["random"]),
+        judgment_set="session",
+    )
     text, _ = outputs(nb)
     m = json.loads((runs["random"] / "metrics.json").read_text())
     n = m["judgment_sets"]["session"]["conversation"]["recall@10"]["n"]
-    assert f"judgment set: session" in text and f"{n} items judged" in text
+    assert "judgment set: session" in text and f"{n} items judged" in text
 
 
 def test_05_compare_systems(runs, tmp_path):
     dirs = [str(runs[k]) for k in ("oracle", "random", "leaky")]
-    nb = execute("05_compare_systems.ipynb", tmp_path / "o.ipynb", run_dirs=dirs,
-                 n_resamples=500)
+    nb = execute("05_compare_systems.ipynb", tmp_path / "o.ipynb", run_dirs=dirs, n_resamples=500)
     text, images = outputs(nb)
-    assert all(d in text for d in dirs)                                      # provenance per run
+    assert all(d in text for d in dirs)  # provenance per run
     assert "p_permutation" in text and "p_bootstrap" in text and "p_perm_holm" in text
-    assert "diff<br><small>[95% CI]</small>" in text         # diff and its interval, one cell
+    assert "diff<br><small>[95% CI]</small>" in text  # diff and its interval, one cell
     assert "n/den" in text
     printed = re.search(r"(\d+) tests, \d+ significant", text)
     appendix = re.search(r"all (\d+) paired tests", text)  # the appendix keeps every test
     assert printed and appendix and printed.group(1) == appendix.group(1)
     assert "recall@1000" in text and "ndcg@10" in text
-    assert images >= 2                                      # the forest plot, first stage
+    assert images >= 2  # the forest plot, first stage
     # rankings under every judgment set and Kendall's tau between them, with n
     assert "code · ndcg@10: rank (mean) per judgment set" in text
     assert "conversation · recall@10: rank (mean) per judgment set" in text
@@ -159,7 +182,13 @@ def test_05_compare_systems(runs, tmp_path):
 
 def test_05_under_a_judgment_set(runs, tmp_path):
     dirs = [str(runs[k]) for k in ("oracle", "random")]
-    nb = execute("05_compare_systems.ipynb", tmp_path / "o.ipynb", run_dirs=dirs,
-                 n_resamples=200, judgment_set="all_annotators", agreement_resamples=100)
+    nb = execute(
+        "05_compare_systems.ipynb",
+        tmp_path / "o.ipynb",
+        run_dirs=dirs,
+        n_resamples=200,
+        judgment_set="all_annotators",
+        agreement_resamples=100,
+    )
     text, _ = outputs(nb)
     assert "judgment set: all_annotators" in text

@@ -41,8 +41,15 @@ def _rates(shift: float, n_sims: int = 300, n_resamples: int = 400):
     for s in range(n_sims):
         d, h = _clustered_null(rng, shift=shift)
         z = np.zeros_like(d)
-        t = _paired_test(d, z, f"sim|{s}", n_resamples=n_resamples, seed=1, level=0.95,
-                         groups=np.unique(h, return_inverse=True)[1])
+        t = _paired_test(
+            d,
+            z,
+            f"sim|{s}",
+            n_resamples=n_resamples,
+            seed=1,
+            level=0.95,
+            groups=np.unique(h, return_inverse=True)[1],
+        )
         assert t["unit"] == "holder" and t["holders"] == 30
         o = _paired_test(d, z, f"sim|{s}", n_resamples=n_resamples, seed=1, level=0.95)
         assert o["unit"] == "record"
@@ -59,7 +66,7 @@ def test_size_under_a_holder_level_null():
     clus, both, flat = _rates(0.0)
     assert 0.02 <= clus <= 0.09, clus
     assert both <= 0.09, both
-    assert flat >= 0.3, flat               # the per-query test: about half, not 5%
+    assert flat >= 0.3, flat  # the per-query test: about half, not 5%
     assert flat > 4 * clus
 
 
@@ -75,8 +82,7 @@ def test_hand_enumerated_cluster_sign_flip_with_ties():
     g = ["A", "A", "B", "B", "C", "C"]
     # holder sums 2, 1, 1 (B and C tie); observed mean 4/6. The 2^3 flips give sums
     # 4, 2, 2, 0, 0, -2, -2, -4: |sum| >= 4 (reached with equality) in 2 of 8 -> p = 1/4
-    sums = [sum(s * x for s, x in zip(f, (2, 1, 1)))
-            for f in itertools.product((1, -1), repeat=3)]
+    sums = [sum(s * x for s, x in zip(f, (2, 1, 1))) for f in itertools.product((1, -1), repeat=3)]
     assert sorted(sums) == [-4, -2, -2, 0, 0, 2, 2, 4]
     t = paired_test(a, b, "hand", groups=g, n_resamples=40_000, min_holders=3)
     assert t["unit"] == "holder" and t["holders"] == 3 and t["n"] == 6
@@ -99,10 +105,13 @@ def test_fewer_holders_fall_back_to_per_query_and_say_so():
     t = paired_test(a, b, "few", groups=few, n_resamples=500)
     plain = paired_test(a, b, "few", n_resamples=500)
     assert t["unit"] == "record" and t["holders"] == MIN_HOLDERS_CI - 1
-    assert {k: v for k, v in t.items() if k != "holders"} == \
-        {k: v for k, v in plain.items() if k != "holders"}          # the per-query test
-    assert unit_note(t["unit"], t["holders"]) == \
-        f"resampled by record ({MIN_HOLDERS_CI - 1} holders, under {MIN_HOLDERS_CI})"
+    assert {k: v for k, v in t.items() if k != "holders"} == {
+        k: v for k, v in plain.items() if k != "holders"
+    }  # the per-query test
+    assert (
+        unit_note(t["unit"], t["holders"])
+        == f"resampled by record ({MIN_HOLDERS_CI - 1} holders, under {MIN_HOLDERS_CI})"
+    )
     enough = [f"h{i % MIN_HOLDERS_CI}" for i in range(90)]
     t = paired_test(a, b, "few", groups=enough, n_resamples=500)
     assert t["unit"] == "holder" and t["holders"] == MIN_HOLDERS_CI
@@ -110,8 +119,9 @@ def test_fewer_holders_fall_back_to_per_query_and_say_so():
     # the holders counted are those of the items both systems define
     a2 = a.copy()
     a2[np.array([int(x[1:]) for x in enough]) == 0] = np.nan
-    assert paired_test(a2, b, "few", groups=enough, n_resamples=200)["holders"] == \
-        MIN_HOLDERS_CI - 1
+    assert (
+        paired_test(a2, b, "few", groups=enough, n_resamples=200)["holders"] == MIN_HOLDERS_CI - 1
+    )
     with pytest.raises(ValueError):
         paired_test(a, b, "few", groups=enough[:-1], n_resamples=200)
 
@@ -151,38 +161,73 @@ def test_best_systems_and_verdict_show_the_unit():
     ids = [f"q{i}" for i in range(d.size)]
     good = (d > 0).astype(float)
     bad = (d < 0).astype(float)
-    rev = slice(None, None, -1)                # b lists its items backwards, with its holders
-    rows = best_systems({"a": _Scores(ids, good, h),
-                         "b": _Scores(ids[rev], bad[rev], h[rev])},
-                        measures=("recall@10",), n_resamples=500)
+    rev = slice(None, None, -1)  # b lists its items backwards, with its holders
+    rows = best_systems(
+        {"a": _Scores(ids, good, h), "b": _Scores(ids[rev], bad[rev], h[rev])},
+        measures=("recall@10",),
+        n_resamples=500,
+    )
     (r,) = rows
     assert (r["unit"], r["holders"]) == ("holder", 12)
     t = paired_test(good, bad, "best|all|recall@10", groups=h, n_resamples=500)
     assert r["p_permutation"] == t["p_permutation"]
     assert "resampled by holder (12 holders)" in verdict(rows)
-    few = best_systems({"a": _Scores(ids, good, ["x"] * len(ids)),
-                        "b": _Scores(ids, bad, ["x"] * len(ids))},
-                       measures=("recall@10",), n_resamples=200)
+    few = best_systems(
+        {"a": _Scores(ids, good, ["x"] * len(ids)), "b": _Scores(ids, bad, ["x"] * len(ids))},
+        measures=("recall@10",),
+        n_resamples=200,
+    )
     assert few[0]["unit"] == "record"
     assert f"resampled by record (1 holder, under {MIN_HOLDERS_CI})" in verdict(few)
     from membench.report.summary import best_table_html
+
     assert "resampled by holder (12 holders)" in best_table_html(rows)
 
 
 def test_format_comparison_shows_the_unit():
-    import pandas as pd
     from types import SimpleNamespace
 
-    pairs = pd.DataFrame([
-        {"scope": "all", "metric": "recall@10", "system_a": "a", "system_b": "b", "n": 100,
-         "diff": 0.1, "diff_ci95_lo": 0.0, "diff_ci95_hi": 0.2, "p_perm_holm": 0.04,
-         "significant_0.05": True, "unit": "holder", "holders": 30},
-        {"scope": "pdf", "metric": "recall@10", "system_a": "a", "system_b": "b", "n": 50,
-         "diff": 0.1, "diff_ci95_lo": 0.0, "diff_ci95_hi": 0.2, "p_perm_holm": 0.04,
-         "significant_0.05": True, "unit": "record", "holders": 9}])
-    comp = SimpleNamespace(labels=["a", "b"], run_dirs=["ra", "rb"], judgment_set="gold",
-                           summary=pd.DataFrame(columns=["scope", "system", "metric", "value",
-                                                         "n", "denominator"]), pairs=pairs)
+    import pandas as pd
+
+    pairs = pd.DataFrame(
+        [
+            {
+                "scope": "all",
+                "metric": "recall@10",
+                "system_a": "a",
+                "system_b": "b",
+                "n": 100,
+                "diff": 0.1,
+                "diff_ci95_lo": 0.0,
+                "diff_ci95_hi": 0.2,
+                "p_perm_holm": 0.04,
+                "significant_0.05": True,
+                "unit": "holder",
+                "holders": 30,
+            },
+            {
+                "scope": "pdf",
+                "metric": "recall@10",
+                "system_a": "a",
+                "system_b": "b",
+                "n": 50,
+                "diff": 0.1,
+                "diff_ci95_lo": 0.0,
+                "diff_ci95_hi": 0.2,
+                "p_perm_holm": 0.04,
+                "significant_0.05": True,
+                "unit": "record",
+                "holders": 9,
+            },
+        ]
+    )
+    comp = SimpleNamespace(
+        labels=["a", "b"],
+        run_dirs=["ra", "rb"],
+        judgment_set="gold",
+        summary=pd.DataFrame(columns=["scope", "system", "metric", "value", "n", "denominator"]),
+        pairs=pairs,
+    )
     text = format_comparison(comp)
     assert "p_holm=0.0400 by holder (30)" in text
     assert "p_holm=0.0400 by record (9 holders)" in text

@@ -18,9 +18,9 @@ from membench.sets.build import read_lock
 from membench.systems import DOUBLES, make_system
 
 REPO = Path(__file__).resolve().parents[1]
-LIMIT = None      # the whole dev split (about 45 s warm): a sample of 60 is too noisy for a 0.05 margin
+LIMIT = None  # the whole dev split (about 45 s warm): a sample of 60 is too noisy for a 0.05 margin
 # a modality is held to the item-level rule from this many answerable records of a split
-MIN_N = 100      # under it a share's standard error reaches the margin
+MIN_N = 100  # under it a share's standard error reaches the margin
 
 
 def _bench(name: str = "position_floor"):
@@ -32,10 +32,18 @@ def _bench(name: str = "position_floor"):
 
 def _items(n: int, holder: str = "h") -> list[SourceItem]:
     t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
-    return [SourceItem(source_id=f"s:{i:02d}", modality="conversation", holder=holder,
-                       observed_at=t0 + timedelta(hours=(i * 7) % n), content=[["u", f"t{i}"]],
-                       path=None, meta={})
-            for i in range(n)]
+    return [
+        SourceItem(
+            source_id=f"s:{i:02d}",
+            modality="conversation",
+            holder=holder,
+            observed_at=t0 + timedelta(hours=(i * 7) % n),
+            content=[["u", f"t{i}"]],
+            path=None,
+            meta={},
+        )
+        for i in range(n)
+    ]
 
 
 def test_newest_and_oldest_rank_by_time_alone_within_scope():
@@ -91,9 +99,15 @@ def test_oldest_first_is_no_better_than_random(floors, modality):
 NEWEST_SHORT = {"pdf": "four-document shelves: newest-first passes random + 0.05 on dev"}
 
 
-@pytest.mark.parametrize("modality", [
-    pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=NEWEST_SHORT[m]))
-    if m in NEWEST_SHORT else m for m in MODALITIES])
+@pytest.mark.parametrize(
+    "modality",
+    [
+        pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=NEWEST_SHORT[m]))
+        if m in NEWEST_SHORT
+        else m
+        for m in MODALITIES
+    ],
+)
 def test_newest_first_is_no_better_than_random(floors, modality):
     v, r = _gate(floors, "newest", modality)
     assert v <= r + POSITION_MARGIN
@@ -148,14 +162,28 @@ def _shape_sets(tmp_path: Path, gold_turn, sessions: int = 6) -> Path:
     for k in range(8):
         split = "dev" if k < 4 else "test"
         for i in range(sessions):
-            items.append({"source_id": f"s:{k}-{i}", "modality": "conversation",
-                          "holder": f"h{k}", "observed_at": (t0 + timedelta(hours=i)).isoformat(),
-                          "content": [{"turn": t, "speaker": "ab"[t % 2], "text": "w"}
-                                      for t in range(1, 6)], "meta": {}})
-        recs.append({"query_id": f"s:{k}", "unanswerable": False, "split": split,
-                     "scope": {"holder": f"h{k}"},
-                     "as_of": (t0 + timedelta(hours=10)).isoformat(),
-                     "gold": [{"source_id": f"s:{k}-0", "region": {"turn": gold_turn(k)}}]})
+            items.append(
+                {
+                    "source_id": f"s:{k}-{i}",
+                    "modality": "conversation",
+                    "holder": f"h{k}",
+                    "observed_at": (t0 + timedelta(hours=i)).isoformat(),
+                    "content": [
+                        {"turn": t, "speaker": "ab"[t % 2], "text": "w"} for t in range(1, 6)
+                    ],
+                    "meta": {},
+                }
+            )
+        recs.append(
+            {
+                "query_id": f"s:{k}",
+                "unanswerable": False,
+                "split": split,
+                "scope": {"holder": f"h{k}"},
+                "as_of": (t0 + timedelta(hours=10)).isoformat(),
+                "gold": [{"source_id": f"s:{k}-0", "region": {"turn": gold_turn(k)}}],
+            }
+        )
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(x) + "\n" for x in items))
     (tmp_path / "conversation.jsonl").write_text("".join(json.dumps(x) + "\n" for x in recs))
     return tmp_path
@@ -187,9 +215,12 @@ def test_shape_floor_published_for_the_locked_sets_and_the_gate():
             assert v["shape"] <= v["random"] + POSITION_MARGIN, (source, split, v)
 
 
-@pytest.mark.xfail(strict=True, reason="PrefEval's sessions tell by their shape where the "
-                   "preference is (a one-turn session, or turn 3 of a four-turn exchange): "
-                   "docs/sets.md, 'Position tells nothing'")
+@pytest.mark.xfail(
+    strict=True,
+    reason="PrefEval's sessions tell by their shape where the "
+    "preference is (a one-turn session, or turn 3 of a four-turn exchange): "
+    "docs/sets.md, 'Position tells nothing'",
+)
 def test_prefeval_gold_is_not_found_by_shape():
     from membench.docsite.blocks import SHAPE_FLOOR_RESULT
 

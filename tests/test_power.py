@@ -12,21 +12,33 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from membench.analysis.power import (items_needed, mdd, mean_variance, power_sentence,
-                                     simulate_power, typical_pair, z_sum)
+from membench.analysis.power import (
+    items_needed,
+    mdd,
+    mean_variance,
+    power_sentence,
+    simulate_power,
+    typical_pair,
+    z_sum,
+)
 from membench.report.summary import best_block_html
 from membench.sets.build import read_lock
 
 REPO = Path(__file__).resolve().parents[1]
-Z = 1.959964 + 0.841621          # z_0.975 + z_0.80, from a normal table
+Z = 1.959964 + 0.841621  # z_0.975 + z_0.80, from a normal table
 
 
 def _scores(vals: dict[str, list[float]], holders: list[str], modality: str = "image"):
     n = len(holders)
-    return {lab: SimpleNamespace(query_id=[f"q{i}" for i in range(n)], modality=[modality] * n,
-                                 holder=list(holders),
-                                 values={"recall@10": np.asarray(v, dtype=float)})
-            for lab, v in vals.items()}
+    return {
+        lab: SimpleNamespace(
+            query_id=[f"q{i}" for i in range(n)],
+            modality=[modality] * n,
+            holder=list(holders),
+            values={"recall@10": np.asarray(v, dtype=float)},
+        )
+        for lab, v in vals.items()
+    }
 
 
 def test_hand_computed_case():
@@ -40,7 +52,7 @@ def test_hand_computed_case():
     g = ["x", "x", "y", "y", "z", "z"]
     assert mean_variance(d, g) == pytest.approx(1 / 36)
     assert z_sum() == pytest.approx(Z, abs=1e-6)
-    assert mdd(1 / 3) == pytest.approx(Z / 3, abs=1e-6)          # 0.933862
+    assert mdd(1 / 3) == pytest.approx(Z / 3, abs=1e-6)  # 0.933862
     sc = _scores({"a": a, "b": b}, g)
     r = typical_pair(sc, "recall@10", min_holders=3)
     assert (r["unit"], r["n"], r["holders"]) == ("holders", 6, 3)
@@ -85,7 +97,7 @@ def test_clustered_variance_against_a_loop_and_one_item_per_holder():
 def test_duplicating_every_holders_queries_does_not_shrink_the_clustered_mdd():
     rng = np.random.default_rng(7)
     holders = [f"h{i}" for i in range(12) for _ in range(15)]
-    eff = {h: rng.normal(0, 0.3) for h in set(holders)}       # a holder's queries move together
+    eff = {h: rng.normal(0, 0.3) for h in set(holders)}  # a holder's queries move together
     a = [float(rng.random() < min(1, max(0, 0.6 + eff[h]))) for h in holders]
     b = [float(rng.random() < 0.55) for _ in holders]
     one = typical_pair(_scores({"a": a, "b": b}, holders), "recall@10")
@@ -99,13 +111,21 @@ def test_duplicating_every_holders_queries_does_not_shrink_the_clustered_mdd():
 
 def test_typical_pair_is_the_median_and_leaves_identical_pairs_out():
     holders = [f"h{i % 4}" for i in range(8)]
-    sc = _scores({"a": [1, 1, 1, 1, 0, 0, 0, 0], "b": [1, 0, 1, 0, 1, 0, 1, 0],
-                  "c": [1, 0, 1, 0, 1, 0, 1, 0], "d": [0, 0, 0, 0, 1, 1, 1, 1]}, holders)
+    sc = _scores(
+        {
+            "a": [1, 1, 1, 1, 0, 0, 0, 0],
+            "b": [1, 0, 1, 0, 1, 0, 1, 0],
+            "c": [1, 0, 1, 0, 1, 0, 1, 0],
+            "d": [0, 0, 0, 0, 1, 1, 1, 1],
+        },
+        holders,
+    )
     r = typical_pair(sc, "recall@10", min_holders=100)
     assert r["pairs"]["b vs c"]["identical"]
-    var = sorted(mean_variance(np.subtract(sc[x].values["recall@10"],
-                                           sc[y].values["recall@10"]))
-                 for x, y in [("a", "b"), ("a", "c"), ("a", "d"), ("b", "d"), ("c", "d")])
+    var = sorted(
+        mean_variance(np.subtract(sc[x].values["recall@10"], sc[y].values["recall@10"]))
+        for x, y in [("a", "b"), ("a", "c"), ("a", "d"), ("b", "d"), ("c", "d")]
+    )
     assert r["mdd"] == pytest.approx(Z * math.sqrt(var[2]), abs=1e-6)
     assert r["unit"] == "records"
     # every pair identical: no variance, no MDD
@@ -149,8 +169,9 @@ def test_published_result_matches_the_lock():
     for scope, ms in d["power"].items():
         for r in ms.values():
             assert r["unit"] == ("holders" if r["holders"] >= r["min_holders"] else "records")
-    assert d["counts"]["all"]["records"] == sum(c["records"] for s, c in d["counts"].items()
-                                                if s != "all")
+    assert d["counts"]["all"]["records"] == sum(
+        c["records"] for s, c in d["counts"].items() if s != "all"
+    )
 
 
 def test_clustered_mdd_agrees_with_the_clustered_test():
@@ -158,13 +179,12 @@ def test_clustered_mdd_agrees_with_the_clustered_test():
     resamples by holder too, detects the holder-clustered MDD about 80% of the time and calls
     a zero difference significant about 5% of the time (small, seeded)."""
     rng = np.random.default_rng(13)
-    lean = np.tanh(rng.normal(0.0, 0.8, 30))                    # a holder's queries lean together
+    lean = np.tanh(rng.normal(0.0, 0.8, 30))  # a holder's queries lean together
     r = rng.random((30, 20))
-    d = np.where(r < 0.3 * (1 + lean)[:, None], 1.0,
-                 np.where(r < 0.6, -1.0, 0.0)).ravel()
+    d = np.where(r < 0.3 * (1 + lean)[:, None], 1.0, np.where(r < 0.6, -1.0, 0.0)).ravel()
     g = np.repeat([f"h{i}" for i in range(30)], 20)
     delta = mdd(math.sqrt(mean_variance(d, g)))
-    assert delta > 1.5 * mdd(math.sqrt(mean_variance(d)))     # clustering matters here
+    assert delta > 1.5 * mdd(math.sqrt(mean_variance(d)))  # clustering matters here
     hit = simulate_power(d, delta, groups=g, n_sims=150, n_resamples=400, seed=5)
     assert hit["by"] == "holders" and 0.65 <= hit["rate"] <= 0.92, hit
     null = simulate_power(d, 0.0, groups=g, n_sims=150, n_resamples=400, seed=5)

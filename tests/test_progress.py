@@ -46,7 +46,7 @@ def test_lines_every_five_percent_and_a_summary(log):
     s.close()
     out = lines(log)
     assert out[0] == "[membench] ocr: started (40 images)"
-    assert out[1] == "[membench] ocr: 10/40 images (25%), 10 cache hits, 0.0 s"   # no rate yet
+    assert out[1] == "[membench] ocr: 10/40 images (25%), 10 cache hits, 0.0 s"  # no rate yet
     # the time left comes from the items that cost work: 10 in 10 s, 20 to go
     assert "[membench] ocr: 20/40 images (50%), 10 cache hits, 10.0 s, about 20.0 s left" in out
     pct = [int(m.group(1)) for m in map(re.compile(r".*\((\d+)%\)").match, out) if m]
@@ -56,7 +56,7 @@ def test_lines_every_five_percent_and_a_summary(log):
 
 def test_min_interval_keeps_a_fast_step_to_start_and_summary():
     buf = io.StringIO()
-    progress.configure("lines", stream=buf)       # the default min_interval of 1 s
+    progress.configure("lines", stream=buf)  # the default min_interval of 1 s
     try:
         clock = Clock()
         s = progress.Step("queries", total=100, unit="query", clock=clock, thread=False)
@@ -65,8 +65,10 @@ def test_min_interval_keeps_a_fast_step_to_start_and_summary():
         s.close()
     finally:
         progress.configure(None)
-    assert lines(buf) == ["[membench] queries: started (100 queries)",
-                          "[membench] queries done: 100 queries, 0.0 s"]
+    assert lines(buf) == [
+        "[membench] queries: started (100 queries)",
+        "[membench] queries done: 100 queries, 0.0 s",
+    ]
 
 
 def test_heartbeat_prints_while_one_item_takes_long(log):
@@ -74,16 +76,17 @@ def test_heartbeat_prints_while_one_item_takes_long(log):
     s = progress.Step("embed", total=4, unit="text", cached=True, clock=clock, thread=False)
     s.note("batch of 1024")
     clock.t += 19.5
-    assert not s.tick()                  # the last line is not yet 20 s old
+    assert not s.tick()  # the last line is not yet 20 s old
     clock.t += 0.5
     assert s.tick()
-    assert lines(log)[-1] == ("[membench] embed: 0/4 texts (0%), 0 cache hits, 20.0 s "
-                              "(still working: batch of 1024)")
-    assert not s.tick()                  # the heartbeat line restarts the wait
+    assert lines(log)[-1] == (
+        "[membench] embed: 0/4 texts (0%), 0 cache hits, 20.0 s (still working: batch of 1024)"
+    )
+    assert not s.tick()  # the heartbeat line restarts the wait
     clock.t += 20
     assert s.tick()
     s.close()
-    assert not s.tick()                  # a closed step is silent
+    assert not s.tick()  # a closed step is silent
 
 
 def test_heartbeat_thread_runs_on_its_own(log):
@@ -106,30 +109,33 @@ def test_a_step_that_waits_on_its_sub_steps_says_on_what(log):
     clock = Clock()
     outer = progress.Step("ingest (dense)", total=1590, unit="item", clock=clock, thread=False)
     ocr = progress.Step("ocr", total=1111, unit="image", cached=True, clock=clock, thread=False)
-    embed = progress.Step("embed (while OCR runs)", total=20089, unit="text", clock=clock,
-                          thread=False)
+    embed = progress.Step(
+        "embed (while OCR runs)", total=20089, unit="text", clock=clock, thread=False
+    )
     try:
         ocr.advance(340)
         embed.advance(8000)
         embed.note("batch of 1024")
         clock.t += 20
-        assert not ocr.tick() and not embed.tick()      # the outer step speaks for them
+        assert not ocr.tick() and not embed.tick()  # the outer step speaks for them
         assert outer.tick()
         line = lines(log)[-1]
-        assert line.startswith("[membench] ingest (dense): 0/1590 items (0%), 20.0 s (waiting "
-                               "on: ocr 340/1111 images (31%); embed (while OCR runs) "
-                               "8000/20089 texts (40%), batch of 1024)"), line
+        assert line.startswith(
+            "[membench] ingest (dense): 0/1590 items (0%), 20.0 s (waiting "
+            "on: ocr 340/1111 images (31%); embed (while OCR runs) "
+            "8000/20089 texts (40%), batch of 1024)"
+        ), line
         clock.t += 15
-        embed._line("embed: a line of its own")          # news of the sub-step ...
+        embed._line("embed: a line of its own")  # news of the sub-step ...
         clock.t += 10
-        assert not outer.tick()                          # ... so the outer step waits again
+        assert not outer.tick()  # ... so the outer step waits again
         clock.t += 10
         assert outer.tick()
     finally:
         embed.close()
         ocr.close()
     clock.t += 20
-    assert outer.tick() and lines(log)[-1].endswith("(still working)")   # nothing to wait on
+    assert outer.tick() and lines(log)[-1].endswith("(still working)")  # nothing to wait on
     outer.close()
 
 
@@ -143,8 +149,11 @@ def test_a_command_beats_between_steps(log, monkeypatch):
         deadline = time.monotonic() + 30
         while "still working" not in log.getvalue() and time.monotonic() < deadline:
             time.sleep(0.05)
-    assert re.search(r"\[membench\] run --system dense: still working, [\d.]+ s \(between "
-                     r"steps\)", log.getvalue())
+    assert re.search(
+        r"\[membench\] run --system dense: still working, [\d.]+ s \(between "
+        r"steps\)",
+        log.getvalue(),
+    )
     quiet = io.StringIO()
     progress.configure("lines", stream=quiet, heartbeat=0.1, min_interval=0)
     with progress.command(["serve", "--system", "bm25"], heartbeat=False):
@@ -162,36 +171,98 @@ def test_the_step_table_ends_with_the_wall_time_and_the_load(tmp_path):
     t0 = 1_000_000.0
     rows = [
         {"kind": "start", "t": t0, "load": 8.2, "cpus": 2},
-        {"kind": "command", "tool": "setup", "command": "setup: pip install -e .[test]",
-         "seconds": 201.0, "ok": True, "t": t0 + 201, "load": 9.0, "pid": 1},
-        {"kind": "step", "step": "ocr", "depth": 1, "seconds": 50.0, "done": 10,
-         "cache_hits": 4, "ok": True, "pid": 2, "command": "run --system dense",
-         "t": t0 + 290, "load": 10.0},
-        {"kind": "step", "step": "ingest (dense)", "depth": 0, "seconds": 80.0, "done": 12,
-         "cache_hits": None, "ok": True, "pid": 2, "command": "run --system dense",
-         "t": t0 + 300, "load": 10.0},
-        {"kind": "command", "command": "run --system dense", "seconds": 95.0, "ok": True,
-         "pid": 2, "t": t0 + 305, "load": 10.4},
-        *({"kind": "step", "step": "validate", "depth": 0, "seconds": 2.0, "done": 1,
-           "cache_hits": None, "ok": True, "pid": p, "command": "", "t": t0 + 330}
-          for p in (7, 8)),
+        {
+            "kind": "command",
+            "tool": "setup",
+            "command": "setup: pip install -e .[test]",
+            "seconds": 201.0,
+            "ok": True,
+            "t": t0 + 201,
+            "load": 9.0,
+            "pid": 1,
+        },
+        {
+            "kind": "step",
+            "step": "ocr",
+            "depth": 1,
+            "seconds": 50.0,
+            "done": 10,
+            "cache_hits": 4,
+            "ok": True,
+            "pid": 2,
+            "command": "run --system dense",
+            "t": t0 + 290,
+            "load": 10.0,
+        },
+        {
+            "kind": "step",
+            "step": "ingest (dense)",
+            "depth": 0,
+            "seconds": 80.0,
+            "done": 12,
+            "cache_hits": None,
+            "ok": True,
+            "pid": 2,
+            "command": "run --system dense",
+            "t": t0 + 300,
+            "load": 10.0,
+        },
+        {
+            "kind": "command",
+            "command": "run --system dense",
+            "seconds": 95.0,
+            "ok": True,
+            "pid": 2,
+            "t": t0 + 305,
+            "load": 10.4,
+        },
+        *(
+            {
+                "kind": "step",
+                "step": "validate",
+                "depth": 0,
+                "seconds": 2.0,
+                "done": 1,
+                "cache_hits": None,
+                "ok": True,
+                "pid": p,
+                "command": "",
+                "t": t0 + 330,
+            }
+            for p in (7, 8)
+        ),
     ]
     f = tmp_path / "make.jsonl"
     f.write_text("\n".join(json.dumps(r) for r in rows) + "\nnot json\n")
     out = table(read(f), now=t0 + 340).splitlines()
-    assert out[0].split() == ["command", "/", "step", "wall", "items", "from", "cache",
-                              "first-time"]
+    assert out[0].split() == [
+        "command",
+        "/",
+        "step",
+        "wall",
+        "items",
+        "from",
+        "cache",
+        "first-time",
+    ]
     assert not [ln for ln in out if "|" in ln or "&nbsp;" in ln]
     names = [re.match(r"^(\s*\S.*?)(?:\s{2,}|$)", ln).group(1) for ln in out[2:]]
-    assert names[:4] == ["setup: pip install -e .[test]", "membench run --system dense",
-                         "  ingest (dense)", "    ocr"]
+    assert names[:4] == [
+        "setup: pip install -e .[test]",
+        "membench run --system dense",
+        "  ingest (dense)",
+        "    ocr",
+    ]
     assert "notebook kernels of the report (2 processes)" in names
     assert any(ln.strip().startswith("validate (x2)") and " 4.0 s" in ln for ln in out)
     assert "all commands above, one after the other" in out[-3] and "4:56.0" in out[-3]
-    assert out[-2] == ("wall time, from the start to now: 5:40.0 (setup, make and the shell "
-                       "between the commands: 44.0 s)")
-    assert out[-1].startswith("load average (1 min): 8.2 at the start, 9.0-10.4 as the "
-                              "commands ended, on 2 CPUs")
+    assert out[-2] == (
+        "wall time, from the start to now: 5:40.0 (setup, make and the shell "
+        "between the commands: 44.0 s)"
+    )
+    assert out[-1].startswith(
+        "load average (1 min): 8.2 at the start, 9.0-10.4 as the commands ended, on 2 CPUs"
+    )
     assert steptimes([str(f), "--finish"]) == 0
     end = json.loads(f.read_text().splitlines()[-1])
     assert end["kind"] == "end" and end["wall"] > 340
@@ -202,8 +273,7 @@ def test_a_failed_step_says_stopped(log):
         with progress.step("queries (bm25)", total=10, unit="query") as s:
             s.advance(3)
             raise RuntimeError("boom")
-    assert re.match(r"\[membench\] queries \(bm25\) stopped: 3 queries, [\d.]+ s$",
-                    lines(log)[-1])
+    assert re.match(r"\[membench\] queries \(bm25\) stopped: 3 queries, [\d.]+ s$", lines(log)[-1])
 
 
 def test_quiet_prints_nothing_but_counts():
@@ -241,9 +311,10 @@ def test_auto_is_a_bar_on_a_terminal_and_lines_elsewhere():
         with progress.step("ocr", total=5, unit="image", cached=True) as s:
             s.advance(5, cache_hit=True)
         out = tty.getvalue()
-        assert "\r" in out and "5/5" in out                      # tqdm drew its bar
-        assert out.rstrip().endswith("ocr done: 5 images, 5 cache hits, " +
-                                     out.rstrip().rsplit(", ", 1)[1])
+        assert "\r" in out and "5/5" in out  # tqdm drew its bar
+        assert out.rstrip().endswith(
+            "ocr done: 5 images, 5 cache hits, " + out.rstrip().rsplit(", ", 1)[1]
+        )
         progress.configure("auto", stream=io.StringIO())
         assert progress.current_mode() == "lines"
     finally:
@@ -257,8 +328,10 @@ def test_unknown_mode_is_refused():
 
 # ----------------------------------------------------------------------------- the CLI
 
-SUMMARY = re.compile(r"^\[membench\] (.+?) done: (\d+) (\w+)(?:, (\d+) cache hits)?(.*), "
-                     r"[\d.]+ (?:s|min)$")
+SUMMARY = re.compile(
+    r"^\[membench\] (.+?) done: (\d+) (\w+)(?:, (\d+) cache hits)?(.*), "
+    r"[\d.]+ (?:s|min)$"
+)
 
 
 def summaries(stderr: str) -> dict[str, tuple[int, int | None]]:
@@ -280,33 +353,80 @@ def tiny(tmp_path_factory):
 
 def test_a_cold_run_logs_every_step_with_a_summary(tiny):
     root, corpus, env, frozen = tiny
-    env = {**env, "MEMBENCH_CACHE": str(root / "cold-cache")}      # nothing cached yet
-    b = membench("build", "--corpus", str(corpus), "--out", str(root / "s2"), "--lock",
-                 str(frozen["lock"]), "--manifest", str(frozen["manifest"]), env=env)
-    from membench.sources import SOURCES          # every registered source, mirrored or not
+    env = {**env, "MEMBENCH_CACHE": str(root / "cold-cache")}  # nothing cached yet
+    b = membench(
+        "build",
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(root / "s2"),
+        "--lock",
+        str(frozen["lock"]),
+        "--manifest",
+        str(frozen["manifest"]),
+        env=env,
+    )
+    from membench.sources import SOURCES  # every registered source, mirrored or not
 
     assert f"[membench] build: started ({len(SOURCES)} sources)" in b.stderr
     assert summaries(b.stderr)["build"][0] == len(SOURCES)
-    v = membench("validate", "--sets", str(frozen["sets"]), "--corpus", str(corpus),
-                 "--manifest", str(frozen["manifest"]), "--lock", str(frozen["lock"]), env=env)
+    v = membench(
+        "validate",
+        "--sets",
+        str(frozen["sets"]),
+        "--corpus",
+        str(corpus),
+        "--manifest",
+        str(frozen["manifest"]),
+        "--lock",
+        str(frozen["lock"]),
+        env=env,
+    )
     assert summaries(v.stderr)["corpus check"][0] == 24 and "validate" in summaries(v.stderr)
-    r = membench("run", "--system", "hybrid", "--sets", str(frozen["sets"]), "--manifest",
-                 str(frozen["manifest"]), "--lock", str(frozen["lock"]), "--corpus",
-                 str(corpus), "--out", str(root / "runs" / "hybrid-dev"), "--metrics", env=env)
+    r = membench(
+        "run",
+        "--system",
+        "hybrid",
+        "--sets",
+        str(frozen["sets"]),
+        "--manifest",
+        str(frozen["manifest"]),
+        "--lock",
+        str(frozen["lock"]),
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(root / "runs" / "hybrid-dev"),
+        "--metrics",
+        env=env,
+    )
     got = summaries(r.stderr)
-    assert got["ocr"] == (2, 0)                       # two dev screenshots, cold: no cache hit
+    assert got["ocr"] == (2, 0)  # two dev screenshots, cold: no cache hit
     # items without OCR, then the images and screenshots once their OCR is there
     assert got["content"][0] + got["content (OCR text)"][0] == got["ingest (hybrid)"][0] > 0
     assert got["content (OCR text)"][0] == 2
     assert got["embed"][1] == 0 and got["embed"][0] > 0
     assert got["queries (hybrid)"][0] > 0
     assert "score (hybrid-dev)" in got and got["bootstrap"][0] > 0
-    for step in got:                                  # every step announced its start
+    for step in got:  # every step announced its start
         assert f"[membench] {step}: started" in r.stderr, step
     # warm: the same run again (into a new folder) reads OCR and embeddings from the cache
-    w = membench("run", "--system", "hybrid", "--sets", str(frozen["sets"]), "--manifest",
-                 str(frozen["manifest"]), "--lock", str(frozen["lock"]), "--corpus",
-                 str(corpus), "--out", str(root / "runs" / "warm"), env=env)
+    w = membench(
+        "run",
+        "--system",
+        "hybrid",
+        "--sets",
+        str(frozen["sets"]),
+        "--manifest",
+        str(frozen["manifest"]),
+        "--lock",
+        str(frozen["lock"]),
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(root / "runs" / "warm"),
+        env=env,
+    )
     warm = summaries(w.stderr)
     assert warm["ocr"] == (2, 2)
     assert warm["embed"][1] == warm["embed"][0] > 0
@@ -319,40 +439,69 @@ def test_ocr_workers_overlap_the_embedding_and_the_steps_are_timed(tiny):
     root, corpus, env, frozen = tiny
     timings = root / "timings.jsonl"
     env = {**env, "MEMBENCH_CACHE": str(root / "overlap-cache"), "MEMBENCH_TIMINGS": str(timings)}
-    args = ["--system", "dense", "--sets", str(frozen["sets"]), "--manifest",
-            str(frozen["manifest"]), "--lock", str(frozen["lock"]), "--corpus", str(corpus)]
-    r = membench("run", *args, "--out", str(root / "runs" / "overlap"), "--config",
-                 "ocr_processes=2", env=env)
+    args = [
+        "--system",
+        "dense",
+        "--sets",
+        str(frozen["sets"]),
+        "--manifest",
+        str(frozen["manifest"]),
+        "--lock",
+        str(frozen["lock"]),
+        "--corpus",
+        str(corpus),
+    ]
+    r = membench(
+        "run",
+        *args,
+        "--out",
+        str(root / "runs" / "overlap"),
+        "--config",
+        "ocr_processes=2",
+        env=env,
+    )
     got = summaries(r.stderr)
     assert got["ocr"] == (2, 0)
     n_plain = got["content"][0]
     assert got["embed (while OCR runs)"][1] == 0 and got["embed (while OCR runs)"][0] > 0
-    assert got["embed"][1] == got["embed (while OCR runs)"][0]   # index() found them cached
-    one = membench("run", *args, "--out", str(root / "runs" / "in-process"),
-                   env={**env, "MEMBENCH_CACHE": str(root / "in-process-cache")})
+    assert got["embed"][1] == got["embed (while OCR runs)"][0]  # index() found them cached
+    one = membench(
+        "run",
+        *args,
+        "--out",
+        str(root / "runs" / "in-process"),
+        env={**env, "MEMBENCH_CACHE": str(root / "in-process-cache")},
+    )
     assert "embed (while OCR runs)" not in summaries(one.stderr)  # OCR in process: no overlap
-    assert (root / "runs" / "overlap" / "atoms.jsonl").read_bytes() == \
-        (root / "runs" / "in-process" / "atoms.jsonl").read_bytes()
+    assert (root / "runs" / "overlap" / "atoms.jsonl").read_bytes() == (
+        root / "runs" / "in-process" / "atoms.jsonl"
+    ).read_bytes()
     rows = [json.loads(x) for x in timings.read_text().splitlines()]
     steps = {r_["step"] for r_ in rows if r_["kind"] == "step"}
-    assert {"ingest (dense)", "ocr", "content", "content (OCR text)", "embed",
-            "queries (dense)"} <= steps
+    assert {
+        "ingest (dense)",
+        "ocr",
+        "content",
+        "content (OCR text)",
+        "embed",
+        "queries (dense)",
+    } <= steps
     cmds = [r_ for r_ in rows if r_["kind"] == "command"]
-    assert len(cmds) == 2 and all(c["ok"] and c["command"] == "run --system dense"
-                                  for c in cmds)
+    assert len(cmds) == 2 and all(c["ok"] and c["command"] == "run --system dense" for c in cmds)
     ocr_row = next(r_ for r_ in rows if r_.get("step") == "ocr")
     assert ocr_row["depth"] == 1 and ocr_row["done"] == 2 and ocr_row["cache_hits"] == 0
-    from membench.core.steptimes import main as steptimes, read, table
+    from membench.core.steptimes import main as steptimes
+    from membench.core.steptimes import read, table
 
     out = table(read(timings)).splitlines()
-    assert not [ln for ln in out if "|" in ln or "&nbsp;" in ln]      # a terminal table
+    assert not [ln for ln in out if "|" in ln or "&nbsp;" in ln]  # a terminal table
     cmd = [i for i, ln in enumerate(out) if ln.startswith("membench run --system dense ")]
     assert len(cmd) == 2
-    first = out[cmd[0]:cmd[1]]                  # the first run's rows, as they were opened
+    first = out[cmd[0] : cmd[1]]  # the first run's rows, as they were opened
     names = [re.match(r"^(\s*\S.*?)(?:\s{2,}|$)", ln).group(1) for ln in first]
     ingest = next(i for i, ln in enumerate(first) if ln.startswith("  ingest (dense) "))
     ocr = next(i for i, ln in enumerate(first) if ln.startswith("    ocr "))
-    assert ingest < ocr, first                  # the parent before its sub-steps
+    assert ingest < ocr, first  # the parent before its sub-steps
     content = next(ln for ln in first if ln.strip().startswith("content "))
     assert f" {n_plain} " in content + " ", (content, names)
     assert any(ln.startswith("wall time, from the first command's start") for ln in out)
@@ -362,11 +511,25 @@ def test_ocr_workers_overlap_the_embedding_and_the_steps_are_timed(tiny):
 
 def test_quiet_run_prints_no_progress(tiny):
     root, corpus, env, frozen = tiny
-    r = membench("run", "--system", "bm25", "--sets", str(frozen["sets"]), "--manifest",
-                 str(frozen["manifest"]), "--lock", str(frozen["lock"]), "--corpus",
-                 str(corpus), "--out", str(root / "runs" / "quiet"), "--quiet", env=env)
+    r = membench(
+        "run",
+        "--system",
+        "bm25",
+        "--sets",
+        str(frozen["sets"]),
+        "--manifest",
+        str(frozen["manifest"]),
+        "--lock",
+        str(frozen["lock"]),
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(root / "runs" / "quiet"),
+        "--quiet",
+        env=env,
+    )
     assert "[membench]" not in r.stderr and "[membench]" not in r.stdout
-    assert "bm25 on dev:" in r.stdout                 # the result line still prints
+    assert "bm25 on dev:" in r.stdout  # the result line still prints
     q = membench("--quiet", "metrics", str(root / "runs" / "quiet"), env=env)
     assert "[membench]" not in q.stderr
 
@@ -392,14 +555,15 @@ def test_a_bad_progress_mode_in_the_environment_is_one_line(monkeypatch, capsys)
     monkeypatch.setenv("MEMBENCH_PROGRESS", "log")
     assert main(["sources"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["membench: $MEMBENCH_PROGRESS='log': expected one of auto, bar, lines, quiet "
-                   "(or unset)"]
+    assert err == [
+        "membench: $MEMBENCH_PROGRESS='log': expected one of auto, bar, lines, quiet (or unset)"
+    ]
 
 
 def test_step_times_round_before_splitting_minutes():
     from membench.core.steptimes import _fmt
 
-    assert _fmt(179.96) == "3:00.0"          # not 2:60.0
+    assert _fmt(179.96) == "3:00.0"  # not 2:60.0
     assert _fmt(59.96) == "1:00.0"
     assert _fmt(59.94) == "59.9 s"
     assert _fmt(61.26) == "1:01.3"

@@ -27,7 +27,7 @@ from membench.core.errors import InputError
 def test_tau_by_hand():
     assert kendall_tau_b([1, 2, 3], [1, 2, 3]) == pytest.approx(1.0)
     assert kendall_tau_b([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
-    assert kendall_tau_b([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)   # C=2, D=1
+    assert kendall_tau_b([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)  # C=2, D=1
     # a tie in x: pair (0, 1) counts in neither; S = 2, nx = 2, ny = 3
     assert kendall_tau_b([1, 1, 2], [1, 2, 3]) == pytest.approx(2 / np.sqrt(6))
     assert np.isnan(kendall_tau_b([1, 1, 1], [1, 2, 3]))
@@ -75,7 +75,7 @@ def test_several_sub_corpora_average_and_give_a_range():
     assert fig["inflation_points"] == pytest.approx(20.0)
     assert fig["inflation_range"] == pytest.approx([10.0, 30.0])
     lo, hi = fig["inflation_ci95"]
-    assert 10.0 - 1e-9 <= lo < 20.0 < hi <= 30.0 + 1e-9     # the seeds' spread shows
+    assert 10.0 - 1e-9 <= lo < 20.0 < hi <= 30.0 + 1e-9  # the seeds' spread shows
 
 
 def test_the_interval_is_over_queries():
@@ -90,24 +90,36 @@ def test_the_interval_is_over_queries():
 
 
 def _spec(tmp_path, **over):
-    spec = {"modalities": ["conversation"], "shares": [0.5], "seeds": 2,
-            "systems": [{"label": f"random-{k}", "system": "random", "config": {"seed": k}}
-                        for k in range(2)]
-            + [{"label": "metadata-0", "system": "metadata", "config": {}}]}
+    spec = {
+        "modalities": ["conversation"],
+        "shares": [0.5],
+        "seeds": 2,
+        "systems": [
+            {"label": f"random-{k}", "system": "random", "config": {"seed": k}} for k in range(2)
+        ]
+        + [{"label": "metadata-0", "system": "metadata", "config": {}}],
+    }
     spec.update(over)
     p = tmp_path / "spec.json"
     p.write_text(json.dumps(spec))
     return p
 
 
-@pytest.mark.parametrize("over, field", [
-    ({"seeds": 1}, "seeds"), ({"shares": [1.0]}, "shares[0]"), ({"shares": [0]}, "shares[0]"),
-    ({"modalities": ["smell"]}, "modalities"), ({"headline": "mrr"}, "headline"),
-    ({"split": "test"}, "split"), ({"extra": 1}, "extra"),
-    ({"systems": [{"label": "a", "system": "bm25"}] * 3}, "systems"),
-    ({"systems": [{"label": "A!", "system": "bm25"}] * 3}, "systems[0].label"),
-    ({"systems": [{"label": f"b{k}", "system": "bm25"} for k in range(3)]}, "systems"),
-])
+@pytest.mark.parametrize(
+    "over, field",
+    [
+        ({"seeds": 1}, "seeds"),
+        ({"shares": [1.0]}, "shares[0]"),
+        ({"shares": [0]}, "shares[0]"),
+        ({"modalities": ["smell"]}, "modalities"),
+        ({"headline": "mrr"}, "headline"),
+        ({"split": "test"}, "split"),
+        ({"extra": 1}, "extra"),
+        ({"systems": [{"label": "a", "system": "bm25"}] * 3}, "systems"),
+        ({"systems": [{"label": "A!", "system": "bm25"}] * 3}, "systems[0].label"),
+        ({"systems": [{"label": f"b{k}", "system": "bm25"} for k in range(3)]}, "systems"),
+    ],
+)
 def test_spec_refusals_name_the_field(tmp_path, over, field):
     with pytest.raises(InputError) as e:
         read_spec(_spec(tmp_path, **over))
@@ -130,8 +142,9 @@ def experiment(tmp_path_factory):
     f = freeze(corpus, tmp)
     out = tmp / "q2d"
     spec = _spec(tmp)
-    res = run_experiment(spec, out, f["sets"], corpus, resamples=200, manifest=f["manifest"],
-                         lock=f["lock"])
+    res = run_experiment(
+        spec, out, f["sets"], corpus, resamples=200, manifest=f["manifest"], lock=f["lock"]
+    )
     return {"res": res, "out": out, "spec": spec, "corpus": corpus, **f}
 
 
@@ -141,8 +154,9 @@ def test_experiment_end_to_end_on_the_fixture_corpus(experiment):
     This checks the plumbing (pools, runs, reading, figures), not the finding."""
     res, out = experiment["res"], experiment["out"]
     assert (out / "q2d.json").is_file()
-    assert {(r["method"], r["measure"]) for r in res["figures"]} == \
-        {(m, x) for m in METHODS for x in MEASURES}
+    assert {(r["method"], r["measure"]) for r in res["figures"]} == {
+        (m, x) for m in METHODS for x in MEASURES
+    }
     for r in res["figures"]:
         assert r["inflation_points"] == pytest.approx(0.0, abs=1e-9)
         assert r["share_kept"] == pytest.approx(1.0)
@@ -160,9 +174,15 @@ def test_experiment_end_to_end_on_the_fixture_corpus(experiment):
     assert (out / "runs" / "share-0.50" / "lfo-random" / "random-1" / "run.jsonl").is_file()
     assert list(systems_frame(res, "recall@10").index) != []
     # resuming: nothing is run again, the same figures come out
-    again = run_experiment(experiment["spec"], out, experiment["sets"], experiment["corpus"],
-                           resamples=200, manifest=experiment["manifest"],
-                           lock=experiment["lock"])
+    again = run_experiment(
+        experiment["spec"],
+        out,
+        experiment["sets"],
+        experiment["corpus"],
+        resamples=200,
+        manifest=experiment["manifest"],
+        lock=experiment["lock"],
+    )
     assert again["figures"] == res["figures"]
 
 
@@ -209,7 +229,7 @@ def test_the_results_page_table_is_the_committed_result():
 
     readme = (REPO_ROOT / "docs" / "results.md").read_text()
     start = readme.index("<!-- q2d:start")
-    block = readme[readme.index("\n", start) + 1:readme.index("<!-- q2d:end -->")].strip()
+    block = readme[readme.index("\n", start) + 1 : readme.index("<!-- q2d:end -->")].strip()
     result = load_result(BENCH_DIR / "expected")
     assert block == format_table(result)
     assert result["queries"] == 143 and len(result["spec"]["systems"]) == 8

@@ -70,8 +70,9 @@ def _dev(mini, mods: list[str] | None = None) -> int:
     answers."""
     from membench.run.runner import load_split
 
-    return sum(1 for r in load_split(mini["sets"], "dev").records
-               if mods is None or r.modality in mods)
+    return sum(
+        1 for r in load_split(mini["sets"], "dev").records if mods is None or r.modality in mods
+    )
 
 
 @pytest.fixture(scope="module")
@@ -84,14 +85,37 @@ def local_bm25(mini, tmp_path_factory):
 def test_cli_ray_run_equals_local_and_leaves_no_ray_process(mini, local_bm25, tmp_path):
     import tempfile
 
-    raytmp = tempfile.mkdtemp(prefix="mbt", dir="/tmp")      # short: Ray's socket paths
+    raytmp = tempfile.mkdtemp(prefix="mbt", dir="/tmp")  # short: Ray's socket paths
     out = tmp_path / "cli"
     proc = subprocess.run(
-        [sys.executable, "-m", "membench", "run", "--system", "bm25", "--engine", "ray",
-         "--workers", "2", "--sets", str(mini["sets"]), "--corpus", str(mini["corpus"]),
-         "--manifest", str(mini["manifest"]), "--lock", str(mini["lock"]), "--out", str(out),
-         "--quiet"], capture_output=True, text=True, timeout=900,
-        env={**os.environ, "MEMBENCH_RAY_TMP": raytmp})
+        [
+            sys.executable,
+            "-m",
+            "membench",
+            "run",
+            "--system",
+            "bm25",
+            "--engine",
+            "ray",
+            "--workers",
+            "2",
+            "--sets",
+            str(mini["sets"]),
+            "--corpus",
+            str(mini["corpus"]),
+            "--manifest",
+            str(mini["manifest"]),
+            "--lock",
+            str(mini["lock"]),
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "MEMBENCH_RAY_TMP": raytmp},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert _same(local_bm25, out) == _dev(mini)
     meta = json.loads((out / "meta.json").read_text())
@@ -100,7 +124,7 @@ def test_cli_ray_run_equals_local_and_leaves_no_ray_process(mini, local_bm25, tm
     assert meta["engine"]["listening"]["all_loopback"] and meta["engine"]["listening"]["sockets"]
     assert json.loads((local_bm25 / "meta.json").read_text())["engine"] == "local"
     assert _ray_pids(raytmp) == set(), "a Ray process outlived the run"
-    assert os.listdir(raytmp) == []                           # its session folder is gone
+    assert os.listdir(raytmp) == []  # its session folder is gone
     os.rmdir(raytmp)
 
 
@@ -117,9 +141,18 @@ def cluster():
 
 def test_ray_equals_local_with_ocr_extraction_tasks(cluster, mini, local_bm25, tmp_path):
     events = []
-    meta = ray_engine.run_system_ray("bm25", {}, mini["sets"], "dev", tmp_path, mini["corpus"],
-                                     workers=3, window=4, on_event=lambda k, i: events.append(k),
-                                     **_kw(mini))
+    meta = ray_engine.run_system_ray(
+        "bm25",
+        {},
+        mini["sets"],
+        "dev",
+        tmp_path,
+        mini["corpus"],
+        workers=3,
+        window=4,
+        on_event=lambda k, i: events.append(k),
+        **_kw(mini),
+    )
     assert _same(local_bm25, tmp_path) == _dev(mini)
     assert meta["engine"]["shards"] == 3 and meta["engine"]["restarts"] == 0
     # the screenshots were OCR'd (or read from the cache) by Ray tasks
@@ -127,8 +160,7 @@ def test_ray_equals_local_with_ocr_extraction_tasks(cluster, mini, local_bm25, t
     assert events.count("window") == 4
 
 
-def test_killed_worker_is_replaced_and_results_are_identical(cluster, mini, local_bm25,
-                                                             tmp_path):
+def test_killed_worker_is_replaced_and_results_are_identical(cluster, mini, local_bm25, tmp_path):
     from membench.run.runner import load_split
 
     data = load_split(mini["sets"], "dev")
@@ -140,13 +172,23 @@ def test_killed_worker_is_replaced_and_results_are_identical(cluster, mini, loca
         if kind == "workers":
             state["pids"] = info
         if kind == "window" and info >= 2 and state["killed"] is None:
-            state["killed"] = state["pids"][last]     # the worker the last query waits for
+            state["killed"] = state["pids"][last]  # the worker the last query waits for
             os.kill(state["killed"], signal.SIGKILL)
 
-    meta = ray_engine.run_system_ray("bm25", {}, mini["sets"], "dev", tmp_path, mini["corpus"],
-                                     workers=2, window=1, on_event=on_event, **_kw(mini))
+    meta = ray_engine.run_system_ray(
+        "bm25",
+        {},
+        mini["sets"],
+        "dev",
+        tmp_path,
+        mini["corpus"],
+        workers=2,
+        window=1,
+        on_event=on_event,
+        **_kw(mini),
+    )
     assert state["killed"] is not None
-    assert meta["engine"]["restarts"] >= 1        # the dead worker was noticed and replaced
+    assert meta["engine"]["restarts"] >= 1  # the dead worker was noticed and replaced
     assert meta["status"] == "complete" and meta["answered_this_session"] == _dev(mini)
     assert _same(local_bm25, tmp_path) == _dev(mini)
 
@@ -157,17 +199,29 @@ def test_interrupted_ray_run_resumes_with_identical_results(cluster, mini, local
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        ray_engine.run_system_ray("bm25", {}, mini["sets"], "dev", tmp_path, mini["corpus"],
-                                  workers=2, window=5, on_event=stop, **_kw(mini))
+        ray_engine.run_system_ray(
+            "bm25",
+            {},
+            mini["sets"],
+            "dev",
+            tmp_path,
+            mini["corpus"],
+            workers=2,
+            window=5,
+            on_event=stop,
+            **_kw(mini),
+        )
     assert len((tmp_path / "run.jsonl").read_text().splitlines()) == 5
     assert json.loads((tmp_path / "meta.json").read_text())["status"] == "running"
-    meta = ray_engine.run_system_ray("bm25", {}, mini["sets"], "dev", tmp_path, mini["corpus"],
-                                     workers=2, **_kw(mini))
+    meta = ray_engine.run_system_ray(
+        "bm25", {}, mini["sets"], "dev", tmp_path, mini["corpus"], workers=2, **_kw(mini)
+    )
     assert meta["resumed"] == 1 and meta["answered_this_session"] == _dev(mini) - 5
     assert _same(local_bm25, tmp_path) == _dev(mini)
     # and the local engine resumes a ray run too (nothing left to ask)
-    meta = run_system(make_system("bm25"), mini["sets"], "dev", tmp_path, mini["corpus"],
-                      **_kw(mini))
+    meta = run_system(
+        make_system("bm25"), mini["sets"], "dev", tmp_path, mini["corpus"], **_kw(mini)
+    )
     assert meta["answered_this_session"] == 0 and meta["engine"] == "local"
 
 
@@ -177,47 +231,105 @@ def test_hybrid_ray_equals_local(cluster, mini, tmp_path, monkeypatch):
     local, other = tmp_path / "local", tmp_path / "ray"
     mods = ["conversation", "code"]
     monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache-local"))
-    run_system(make_system("hybrid"), mini["sets"], "dev", local, mini["corpus"],
-               modalities=mods, **_kw(mini))
+    run_system(
+        make_system("hybrid"),
+        mini["sets"],
+        "dev",
+        local,
+        mini["corpus"],
+        modalities=mods,
+        **_kw(mini),
+    )
     monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache-ray"))
-    meta = ray_engine.run_system_ray("hybrid", {}, mini["sets"], "dev", other, mini["corpus"],
-                                     modalities=mods, workers=2, **_kw(mini))
-    assert meta["engine"]["extraction"]["embedded"] > 0     # made by Ray tasks, not the shards
+    meta = ray_engine.run_system_ray(
+        "hybrid",
+        {},
+        mini["sets"],
+        "dev",
+        other,
+        mini["corpus"],
+        modalities=mods,
+        workers=2,
+        **_kw(mini),
+    )
+    assert meta["engine"]["extraction"]["embedded"] > 0  # made by Ray tasks, not the shards
     assert _same(local, other) == _dev(mini, mods)
 
 
 def test_real_dev_bm25_ray_equals_local(cluster, built, corpus_root, tmp_path):
     local, other = tmp_path / "local", tmp_path / "ray"
     mods = ["conversation", "code", "video"]
-    run_system(make_system("bm25"), built.out, "dev", local, corpus_root, modalities=mods,
-               limit=20, check_sets=False)
-    ray_engine.run_system_ray("bm25", {}, built.out, "dev", other, corpus_root, modalities=mods,
-                              limit=20, workers=2, check_sets=False)
+    run_system(
+        make_system("bm25"),
+        built.out,
+        "dev",
+        local,
+        corpus_root,
+        modalities=mods,
+        limit=20,
+        check_sets=False,
+    )
+    ray_engine.run_system_ray(
+        "bm25",
+        {},
+        built.out,
+        "dev",
+        other,
+        corpus_root,
+        modalities=mods,
+        limit=20,
+        workers=2,
+        check_sets=False,
+    )
     assert _same(local, other) == 60
 
 
 def test_refusals_before_any_cluster(mini, tmp_path):
     with pytest.raises(MembenchError, match="frozen"):
-        ray_engine.run_system_ray("bm25", {}, mini["sets"], "test", tmp_path, mini["corpus"],
-                                  **_kw(mini))
+        ray_engine.run_system_ray(
+            "bm25", {}, mini["sets"], "test", tmp_path, mini["corpus"], **_kw(mini)
+        )
     with pytest.raises(MembenchError, match="gold"):
-        ray_engine.run_system_ray("oracle", {}, mini["sets"], "dev", tmp_path, mini["corpus"],
-                                  **_kw(mini))
+        ray_engine.run_system_ray(
+            "oracle", {}, mini["sets"], "dev", tmp_path, mini["corpus"], **_kw(mini)
+        )
     assert not (tmp_path / "meta.json").exists()
 
 
 def test_without_ray_the_command_says_how_to_install_it(monkeypatch, capsys, mini, tmp_path):
     from membench import cli
 
-    monkeypatch.setitem(sys.modules, "ray", None)      # import ray -> ImportError
-    rc = cli.main(["run", "--system", "bm25", "--engine", "ray", "--sets", str(mini["sets"]),
-                   "--out", str(tmp_path / "r")])
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    rc = cli.main(
+        [
+            "run",
+            "--system",
+            "bm25",
+            "--engine",
+            "ray",
+            "--sets",
+            str(mini["sets"]),
+            "--out",
+            str(tmp_path / "r"),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1
     assert "pip install 'membench[ray]'" in err[0]
     assert not (tmp_path / "r").exists()
-    rc = cli.main(["run", "--system", "bm25", "--address", "x:1", "--sets", str(mini["sets"]),
-                   "--out", str(tmp_path / "r")])
+    rc = cli.main(
+        [
+            "run",
+            "--system",
+            "bm25",
+            "--address",
+            "x:1",
+            "--sets",
+            str(mini["sets"]),
+            "--out",
+            str(tmp_path / "r"),
+        ]
+    )
     assert rc == 2 and "--engine ray" in capsys.readouterr().err
 
 
@@ -230,11 +342,12 @@ def test_shard_holders_is_a_balanced_deterministic_partition():
     assert shards == ray_engine.shard_holders(items, recs, 3)
     flat = [h for s in shards for h in s]
     assert sorted(flat) == sorted({*(f"h{i}" for i in range(7)), "big"})
-    w = {h: sum(i.holder == h for i in items) + sum(r.scope.holder == h for r in recs)
-         for h in flat}
-    loads = [sum(w[h] for h in s) for s in shards]          # here 37, 30, 33
+    w = {
+        h: sum(i.holder == h for i in items) + sum(r.scope.holder == h for r in recs) for h in flat
+    }
+    loads = [sum(w[h] for h in s) for s in shards]  # here 37, 30, 33
     assert max(loads) - min(loads) <= sorted(w.values())[-2]  # greedy: within one holder
-    assert len(ray_engine.shard_holders(items, recs, 20)) == 8   # no empty shards
+    assert len(ray_engine.shard_holders(items, recs, 20)) == 8  # no empty shards
 
 
 # --------------------------------------------------------------------------- network and time
@@ -276,12 +389,21 @@ def test_a_local_ray_run_listens_on_loopback_only(cluster, mini, local_bm25, tmp
             seen["sockets"] = _listening(pids | {os.getpid()})
             seen["workers"] = info
 
-    meta = ray_engine.run_system_ray("bm25", {}, mini["sets"], "dev", tmp_path, mini["corpus"],
-                                     workers=2, on_event=on_event, **_kw(mini))
+    meta = ray_engine.run_system_ray(
+        "bm25",
+        {},
+        mini["sets"],
+        "dev",
+        tmp_path,
+        mini["corpus"],
+        workers=2,
+        on_event=on_event,
+        **_kw(mini),
+    )
     socks = seen["sockets"]
     names = {n for _, n, _, _ in socks}
     assert "gcs_server" in names and "raylet" in names, socks
-    assert {pid for pid, *_ in socks} >= set(seen["workers"])       # the shards listen too
+    assert {pid for pid, *_ in socks} >= set(seen["workers"])  # the shards listen too
     wide = [x for x in socks if not _loopback(x[2])]
     assert not wide, wide
     # membench's own check agrees (the module's cluster was made before the run, so the run
@@ -296,8 +418,11 @@ def test_the_loopback_check_refuses_a_cluster_that_listens_wider(monkeypatch):
 
     wide = Listener(4242, "raylet", "::", 40000)
     monkeypatch.setattr(ray_engine, "exposed", lambda where: ([wide], [wide]))
-    with pytest.raises(MembenchError, match=r"listens beyond this machine: \[::\]:40000 "
-                       r"\(raylet, pid 4242\); membench runs a local cluster on 127\.0\.0\.1 only"):
+    with pytest.raises(
+        MembenchError,
+        match=r"listens beyond this machine: \[::\]:40000 "
+        r"\(raylet, pid 4242\); membench runs a local cluster on 127\.0\.0\.1 only",
+    ):
         ray_engine.check_loopback({"folder": "/nowhere"}, "started")
 
 
@@ -324,11 +449,23 @@ def test_a_killed_driver_leaves_no_ray_process(tmp_path):
     import time
 
     raytmp = tempfile.mkdtemp(prefix="mbk", dir="/tmp")
-    env = {**os.environ, "MEMBENCH_RAY_TMP": raytmp,
-           "PYTHONPATH": os.pathsep.join([str(Path(ray_engine.__file__).parents[2]),
-                                          *filter(None, [os.environ.get("PYTHONPATH")])])}
-    p = subprocess.Popen([sys.executable, "-c", _DRIVER], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True, env=env)
+    env = {
+        **os.environ,
+        "MEMBENCH_RAY_TMP": raytmp,
+        "PYTHONPATH": os.pathsep.join(
+            [
+                str(Path(ray_engine.__file__).parents[2]),
+                *filter(None, [os.environ.get("PYTHONPATH")]),
+            ]
+        ),
+    }
+    p = subprocess.Popen(
+        [sys.executable, "-c", _DRIVER],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     try:
         line = p.stdout.readline()
         assert line.startswith("up "), line
@@ -347,7 +484,7 @@ def test_a_killed_driver_leaves_no_ray_process(tmp_path):
     finally:
         if p.poll() is None:
             p.kill()
-        for pid in _ray_pids(raytmp) - {p.pid}:       # (only if the test failed)
+        for pid in _ray_pids(raytmp) - {p.pid}:  # (only if the test failed)
             os.kill(pid, signal.SIGKILL)
         p.stdout.close()
     os.rmdir(raytmp)
@@ -369,31 +506,58 @@ def test_an_address_nobody_answers_fails_within_30_s(mini, tmp_path):
     port = _free_port()
     t0 = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "membench", "run", "--system", "bm25", "--engine", "ray",
-         "--address", f"127.0.0.1:{port}", "--sets", str(mini["sets"]), "--corpus",
-         str(mini["corpus"]), "--manifest", str(mini["manifest"]), "--lock", str(mini["lock"]),
-         "--out", str(tmp_path / "r"), "--quiet"], capture_output=True, text=True, timeout=120)
-    took = time.monotonic() - t0           # the whole command, Python's start included
+        [
+            sys.executable,
+            "-m",
+            "membench",
+            "run",
+            "--system",
+            "bm25",
+            "--engine",
+            "ray",
+            "--address",
+            f"127.0.0.1:{port}",
+            "--sets",
+            str(mini["sets"]),
+            "--corpus",
+            str(mini["corpus"]),
+            "--manifest",
+            str(mini["manifest"]),
+            "--lock",
+            str(mini["lock"]),
+            "--out",
+            str(tmp_path / "r"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    took = time.monotonic() - t0  # the whole command, Python's start included
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert f"--address 127.0.0.1:{port}: cannot join the Ray cluster" in lines[0]
     assert took < 30, took
-    assert not (tmp_path / "r").exists()          # refused before RUN_DIR is touched
+    assert not (tmp_path / "r").exists()  # refused before RUN_DIR is touched
     # a port that accepts and never speaks: Ray's client waits, within the stated time
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(8)
     held: list = []
-    threading.Thread(target=lambda: [held.append(srv.accept()) for _ in range(8)],
-                     daemon=True).start()
+    threading.Thread(
+        target=lambda: [held.append(srv.accept()) for _ in range(8)], daemon=True
+    ).start()
     try:
         addr = f"127.0.0.1:{srv.getsockname()[1]}"
         t0 = time.monotonic()
         # (Ray's local-only mode: 127.0.0.1 stays 127.0.0.1, as for a cluster membench started)
         with ray_engine._loopback_node():
-            with pytest.raises(MembenchError, match=rf"--address {addr}: cannot join the Ray "
-                               r"cluster: no Ray GCS answered there within 30 s"):
-                ray_engine.probe_address(addr)              # the default: 30 s
+            with pytest.raises(
+                MembenchError,
+                match=rf"--address {addr}: cannot join the Ray "
+                r"cluster: no Ray GCS answered there within 30 s",
+            ):
+                ray_engine.probe_address(addr)  # the default: 30 s
             assert time.monotonic() - t0 < 31
             with pytest.raises(MembenchError, match=r"within 2 s"):
                 ray_engine.probe_address(addr, 2)
@@ -408,26 +572,64 @@ def test_an_address_that_answers_is_joined(mini, local_bm25, tmp_path):
     only, so the joining command resolves 127.0.0.1 as Ray's local-only mode does)."""
     import time
 
-    head = subprocess.Popen([sys.executable, "-c", _DRIVER.replace(
-        'print("up", ray.get(w.pid.remote()), flush=True)',
-        'print("up", ray._private.worker._global_node.gcs_address, flush=True)')],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(Path(ray_engine.__file__).parents[2]),
-             *filter(None, [os.environ.get("PYTHONPATH")])])})
+    head = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            _DRIVER.replace(
+                'print("up", ray.get(w.pid.remote()), flush=True)',
+                'print("up", ray._private.worker._global_node.gcs_address, flush=True)',
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                [
+                    str(Path(ray_engine.__file__).parents[2]),
+                    *filter(None, [os.environ.get("PYTHONPATH")]),
+                ]
+            ),
+        },
+    )
     try:
         line = head.stdout.readline()
         assert line.startswith("up 127.0.0.1:"), line
         gcs = line.split()[1]
         t0 = time.monotonic()
         proc = subprocess.run(
-            [sys.executable, "-m", "membench", "run", "--system", "bm25", "--engine", "ray",
-             "--address", gcs, "--workers", "2", "--sets", str(mini["sets"]), "--corpus",
-             str(mini["corpus"]), "--manifest", str(mini["manifest"]), "--lock",
-             str(mini["lock"]), "--out", str(tmp_path / "joined"), "--quiet"],
-            capture_output=True, text=True, timeout=900,
-            env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
-                 "RAY_AUTH_MODE": "token"})     # the local head has Ray's token auth on
+            [
+                sys.executable,
+                "-m",
+                "membench",
+                "run",
+                "--system",
+                "bm25",
+                "--engine",
+                "ray",
+                "--address",
+                gcs,
+                "--workers",
+                "2",
+                "--sets",
+                str(mini["sets"]),
+                "--corpus",
+                str(mini["corpus"]),
+                "--manifest",
+                str(mini["manifest"]),
+                "--lock",
+                str(mini["lock"]),
+                "--out",
+                str(tmp_path / "joined"),
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token"},
+        )  # the local head has Ray's token auth on
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert time.monotonic() - t0 < 600
         meta = json.loads((tmp_path / "joined" / "meta.json").read_text())

@@ -32,15 +32,18 @@ def test_a_retitled_orphan_of_the_cluster_is_reaped(tmp_path):
     folder = tmp_path / "mbray-test"
     folder.mkdir()
     child_pid = tmp_path / "child.pid"
-    reaper = subprocess.Popen([sys.executable, str(REAPER)], stdin=subprocess.PIPE,
-                              start_new_session=True)
+    reaper = subprocess.Popen(
+        [sys.executable, str(REAPER)], stdin=subprocess.PIPE, start_new_session=True
+    )
     reaper.stdin.write(f"{folder}\n".encode())
     reaper.stdin.flush()
     # the "raylet": names the folder on its command line; its child names nothing
-    code = ("import subprocess, sys, time\n"
-            "c = subprocess.Popen(['sleep', '300'], env={}, start_new_session=True)\n"
-            "open(sys.argv[1], 'w').write(str(c.pid))\n"
-            "time.sleep(300)\n")
+    code = (
+        "import subprocess, sys, time\n"
+        "c = subprocess.Popen(['sleep', '300'], env={}, start_new_session=True)\n"
+        "open(sys.argv[1], 'w').write(str(c.pid))\n"
+        "time.sleep(300)\n"
+    )
     parent = subprocess.Popen([sys.executable, "-c", code, str(child_pid), str(folder)])
     child = None
     try:
@@ -51,11 +54,11 @@ def test_a_retitled_orphan_of_the_cluster_is_reaped(tmp_path):
         child = int(child_pid.read_text())
         assert str(folder).encode() not in Path(f"/proc/{child}/cmdline").read_bytes()
         assert str(folder).encode() not in Path(f"/proc/{child}/environ").read_bytes()
-        time.sleep(1.5)                       # the reaper has seen the tree (every 0.5 s)
-        parent.kill()                         # the "raylet" dies first: its child is orphaned
+        time.sleep(1.5)  # the reaper has seen the tree (every 0.5 s)
+        parent.kill()  # the "raylet" dies first: its child is orphaned
         parent.wait(HANG_GUARD)
         assert _alive(child)
-        reaper.stdin.close()                  # the driver is gone
+        reaper.stdin.close()  # the driver is gone
         reaper.wait(HANG_GUARD)
         deadline = time.time() + HANG_GUARD
         while _alive(child) and time.time() < deadline:

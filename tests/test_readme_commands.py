@@ -28,8 +28,10 @@ from membench import __version__
 from membench.cli import parser
 from membench.core.paths import REPO_ROOT
 
-PAGES = {p.relative_to(REPO_ROOT).as_posix(): p.read_text(encoding="utf-8")
-         for p in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]}
+PAGES = {
+    p.relative_to(REPO_ROOT).as_posix(): p.read_text(encoding="utf-8")
+    for p in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+}
 MAKEFILE = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
 BIN = Path(sys.executable).parent
 STARTS = ("membench ", "make ", ".venv/bin/", "python", "papermill", "jupyter", ". .venv")
@@ -38,7 +40,7 @@ PLACEHOLDER = re.compile(r"^[A-Z][A-Z_]*(=[A-Z_]+)?$")
 
 def _strip_comment(line: str) -> tuple[str, str]:
     i = line.find(" #")
-    return (line, "") if i < 0 else (line[:i], line[i + 2:])
+    return (line, "") if i < 0 else (line[:i], line[i + 2 :])
 
 
 def page_commands(text: str) -> list[tuple[str, str]]:
@@ -51,7 +53,7 @@ def page_commands(text: str) -> list[tuple[str, str]]:
             cmd, comment = _strip_comment(raw)
             cmd = cmd.rstrip().removesuffix("\\")
             cmd = re.sub(r"^\s*(?:[A-Z_]+=\S+\s+)+(?=\S)", "", cmd).removesuffix(" &")
-            if raw[:1].isspace() and out:             # a continuation of the line above
+            if raw[:1].isspace() and out:  # a continuation of the line above
                 prev, pc = out[-1]
                 out[-1] = (f"{prev} {cmd.strip()}".strip(), f"{pc} {comment}")
             elif cmd.strip().startswith(STARTS):
@@ -76,8 +78,13 @@ def test_the_pages_have_commands_to_check():
     kinds = {c.split()[0] for _, c, _ in COMMANDS}
     assert {"membench", "make"} <= kinds and len(COMMANDS) >= 100, kinds
     pages = {p for p, _, _ in COMMANDS}
-    assert {"README.md", "docs/index.md", "docs/your-system.md", "docs/results.md",
-            "docs/speed.md"} <= pages, pages
+    assert {
+        "README.md",
+        "docs/index.md",
+        "docs/your-system.md",
+        "docs/results.md",
+        "docs/speed.md",
+    } <= pages, pages
 
 
 def _subparsers(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -94,11 +101,16 @@ def check_membench(cmd: str, comment: str) -> None:
     if args == ["--version"]:
         return
     top = _options(parser())
-    while args and args[0] in top:          # global options come before the subcommand
+    while args and args[0] in top:  # global options come before the subcommand
         args = args[1:]
-    if args in (["…"], ["..."]) or not args or args[0] in ("--help", "-h") \
-            or PLACEHOLDER.match(args[0]) or args[0].startswith("["):
-        return                    # `membench --quiet …`, `membench COMMAND --help`, a usage line
+    if (
+        args in (["…"], ["..."])
+        or not args
+        or args[0] in ("--help", "-h")
+        or PLACEHOLDER.match(args[0])
+        or args[0].startswith("[")
+    ):
+        return  # `membench --quiet …`, `membench COMMAND --help`, a usage line
     sub = _subparsers(parser())
     assert args and args[0] in sub, f"{cmd!r}: no such subcommand"
     p = sub[args[0]]
@@ -106,7 +118,7 @@ def check_membench(cmd: str, comment: str) -> None:
     assert flags <= _options(p), f"{cmd!r}: unknown flag(s) {flags - _options(p)}"
     template = any("[" in a or a == "..." or PLACEHOLDER.match(a) or "|" in a for a in args)
     if len(args) == 1 and args[0] not in ("sources",):
-        return                    # a command named in prose (`membench run`), not a call
+        return  # a command named in prose (`membench run`), not a call
     if not template:
         try:
             parser().parse_args(args)
@@ -129,8 +141,9 @@ def check_make(cmd: str) -> None:
 
 def _notebook_parameters(nb: Path) -> set[str]:
     cells = json.loads(nb.read_text())["cells"]
-    src = "".join(next(c["source"] for c in cells if "parameters" in
-                       c.get("metadata", {}).get("tags", [])))
+    src = "".join(
+        next(c["source"] for c in cells if "parameters" in c.get("metadata", {}).get("tags", []))
+    )
     return set(re.findall(r"^(\w+)\s*=", src, re.M))
 
 
@@ -154,14 +167,18 @@ def check_venv(cmd: str) -> None:
         params = [rest[i + 1] for i, a in enumerate(rest) if a == "-p"]
         assert set(params) <= _notebook_parameters(nb), f"{cmd!r}: unknown parameter"
         # what it writes goes under reports/ (ignored by git) or a temporary folder
-        assert rest[1].startswith(("reports/", "/tmp/")), f"{cmd!r}: writes {rest[1]} " \
-            "into the repository; write under reports/ or /tmp"
+        assert rest[1].startswith(("reports/", "/tmp/")), (
+            f"{cmd!r}: writes {rest[1]} into the repository; write under reports/ or /tmp"
+        )
     elif exe == "jupyter":
         paths = [a for a in rest[1:] if not a.startswith("--")]
         flags = [a for a in rest[1:] if a.startswith("--")]
         # a notebook under reports/ is one `make all` writes (executed, next to its page)
-        assert rest[0] == "lab" and len(paths) == 1 and (
-            (REPO_ROOT / paths[0]).exists() or paths[0].startswith("reports/")), cmd
+        assert (
+            rest[0] == "lab"
+            and len(paths) == 1
+            and ((REPO_ROOT / paths[0]).exists() or paths[0].startswith("reports/"))
+        ), cmd
         assert set(flags) <= {"--allow-root"}, cmd
 
 
@@ -172,8 +189,9 @@ def test_the_jupyterlab_line_works_as_root():
     assert any("--allow-root" in c for c in lab) and any("--allow-root" not in c for c in lab)
 
 
-@pytest.mark.parametrize("page,cmd,comment", COMMANDS,
-                         ids=[f"{p}:{c[:60]}" for p, c, _ in COMMANDS])
+@pytest.mark.parametrize(
+    "page,cmd,comment", COMMANDS, ids=[f"{p}:{c[:60]}" for p, c, _ in COMMANDS]
+)
 def test_every_command_on_the_pages_runs_as_written(page, cmd, comment):
     first = cmd.split()[0]
     if first == "membench":
@@ -190,15 +208,25 @@ def test_every_command_on_the_pages_runs_as_written(page, cmd, comment):
 
 @pytest.mark.parametrize("cmd", [["--version"], ["sources"], ["corpus", "check"]])
 def test_cheap_readme_commands_run(cmd):
-    r = subprocess.run([sys.executable, "-m", "membench", *cmd], capture_output=True, text=True,
-                       cwd=REPO_ROOT, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "membench", *cmd],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
 
 
 def test_results_script_runs():
-    r = subprocess.run([sys.executable, "bench/results.py"], capture_output=True, text=True,
-                       cwd=REPO_ROOT, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "bench/results.py"],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
+    )
     assert r.returncode == 0 and "| bm25 | pdf |" in r.stdout, r.stderr
 
 
@@ -225,8 +253,12 @@ def test_every_flag_has_help():
 
 
 def _help(*args: str) -> str:
-    r = subprocess.run([sys.executable, "-m", "membench", *args, "--help"], capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "membench", *args, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     return r.stdout
 

@@ -21,16 +21,18 @@ NOT_IMAGE = ["pdf", "ui_screenshot", "video", "code", "conversation"]
 @pytest.fixture(scope="module")
 def bm25(built, corpus_root, tmp_path_factory):
     d = tmp_path_factory.mktemp("bm25")
-    run_system(make_system("bm25"), built.out, "dev", d, corpus_root, modalities=NOT_IMAGE,
-               limit=25)
+    run_system(
+        make_system("bm25"), built.out, "dev", d, corpus_root, modalities=NOT_IMAGE, limit=25
+    )
     return metrics_for_run_dir(d)
 
 
 @pytest.fixture(scope="module")
 def random_run(built, corpus_root, tmp_path_factory):
     d = tmp_path_factory.mktemp("random")
-    run_system(make_system("random"), built.out, "dev", d, corpus_root, modalities=NOT_IMAGE,
-               limit=25)
+    run_system(
+        make_system("random"), built.out, "dev", d, corpus_root, modalities=NOT_IMAGE, limit=25
+    )
     return metrics_for_run_dir(d)
 
 
@@ -47,8 +49,15 @@ def test_bm25_beats_random(bm25, random_run):
 
 @pytest.mark.parametrize("name", ["dense", "hybrid"])
 def test_dense_and_hybrid_respect_scope_and_retrieve(name, built, corpus_root, tmp_path):
-    run_system(make_system(name), built.out, "dev", tmp_path, corpus_root,
-               modalities=["video", "ui_screenshot"], limit=15)
+    run_system(
+        make_system(name),
+        built.out,
+        "dev",
+        tmp_path,
+        corpus_root,
+        modalities=["video", "ui_screenshot"],
+        limit=15,
+    )
     m = metrics_for_run_dir(tmp_path)
     assert m["all"]["holder_correctness"]["value"] == 1.0
     assert m["all"]["temporal_correctness"]["value"] == 1.0

@@ -19,12 +19,22 @@ def _lines(path):
 
 def _halves(item: dict, how: str) -> list[dict]:
     w, h = item["meta"]["width"], item["meta"]["height"]
-    boxes = ([[0, 0, w / 2, h], [w / 2, 0, w, h]] if how == "left/right" else
-             [[0, 0, w, h / 2], [0, h / 2, w, h]])
-    return [{"atom_id": f"{item['source_id']}#{how}{i}", "source_id": item["source_id"],
-             "modality": "ui_screenshot", "holder": item["holder"],
-             "observed_at": item["observed_at"], "extent": {"bbox": b}}
-            for i, b in enumerate(boxes)]
+    boxes = (
+        [[0, 0, w / 2, h], [w / 2, 0, w, h]]
+        if how == "left/right"
+        else [[0, 0, w, h / 2], [0, h / 2, w, h]]
+    )
+    return [
+        {
+            "atom_id": f"{item['source_id']}#{how}{i}",
+            "source_id": item["source_id"],
+            "modality": "ui_screenshot",
+            "holder": item["holder"],
+            "observed_at": item["observed_at"],
+            "extent": {"bbox": b},
+        }
+        for i, b in enumerate(boxes)
+    ]
 
 
 def _touches(a, g) -> bool:
@@ -44,23 +54,31 @@ def test_two_half_screen_atoms_no_longer_find_every_gold_box(built, how):
         assert check_extent("ui_screenshot", a["extent"]) is None
         by_source.setdefault(a["source_id"], []).append(a)
     meta = {it["source_id"]: it["meta"] for it in items}
-    for a in atoms:          # within the cap: half the screenshot's area, exactly
+    for a in atoms:  # within the cap: half the screenshot's area, exactly
         assert get("ui_screenshot").extent_limits(a["extent"], meta[a["source_id"]]) is None
     run = []
     for r in records:
         src = r["gold"][0]["source_id"] if r["gold"] else None
         hits = by_source.get(src, by_source[items[0]["source_id"]])
-        run.append({"query_id": r["query_id"], "hits": [[a["atom_id"], 1.0] for a in hits],
-                    "cartridge": [], "latency_ms": 1})
+        run.append(
+            {
+                "query_id": r["query_id"],
+                "hits": [[a["atom_id"], 1.0] for a in hits],
+                "cartridge": [],
+                "latency_ms": 1,
+            }
+        )
     # under "any overlap", the two halves found every gold box: recall@10 = 1.0 by shape
     for r in answerable:
         for g in r["gold"]:
-            assert any(_touches(a["extent"]["bbox"], g["region"]["bbox"])
-                       for a in by_source[g["source_id"]])
+            assert any(
+                _touches(a["extent"]["bbox"], g["region"]["bbox"])
+                for a in by_source[g["source_id"]]
+            )
     m = compute_metrics(records, items, atoms, run, n_resamples=50)
     got = m["ui_screenshot"]["recall@10"]
     assert got["n"] == len(answerable)
-    assert got["value"] < 0.5, got          # a half-screen centre lands in a UI element by chance
+    assert got["value"] < 0.5, got  # a half-screen centre lands in a UI element by chance
 
 
 def test_bm25_video_mrr_recomputed_independently(bm25_dev, built):
@@ -70,13 +88,16 @@ def test_bm25_video_mrr_recomputed_independently(bm25_dev, built):
     run_dir, _ = bm25_dev
     atoms = {a["atom_id"]: a for a in _lines(run_dir / "atoms.jsonl")}
     lines = {r["query_id"]: r for r in _lines(run_dir / "run.jsonl")}
-    recs = [r for r in _lines(built.out / "video.jsonl")
-            if r["split"] == "dev" and not r["unanswerable"]]
+    recs = [
+        r
+        for r in _lines(built.out / "video.jsonl")
+        if r["split"] == "dev" and not r["unanswerable"]
+    ]
     assert len(recs) >= 50
     total = 0.0
     for r in recs:
         hits = lines[r["query_id"]]["hits"]
-        order = sorted(range(len(hits)), key=lambda i: -hits[i][1])     # stable
+        order = sorted(range(len(hits)), key=lambda i: -hits[i][1])  # stable
         seen, ranked = set(), []
         for i in order:
             if hits[i][0] not in seen:
@@ -85,10 +106,13 @@ def test_bm25_video_mrr_recomputed_independently(bm25_dev, built):
         rr = 0.0
         for rank, aid in enumerate(ranked, 1):
             a = atoms[aid]
-            if any(g["source_id"] == a["source_id"] and
-                   min(a["extent"]["t_end"], g["region"]["t_end"])
-                   - max(a["extent"]["t_start"], g["region"]["t_start"]) > 0
-                   for g in r["gold"]):
+            if any(
+                g["source_id"] == a["source_id"]
+                and min(a["extent"]["t_end"], g["region"]["t_end"])
+                - max(a["extent"]["t_start"], g["region"]["t_start"])
+                > 0
+                for g in r["gold"]
+            ):
                 rr = 1.0 / rank
                 break
         total += rr

@@ -8,19 +8,25 @@ from __future__ import annotations
 
 import ast
 import re
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 
 from membench.report import export
 from membench.report.pages import PAGES, ROLES, RUN_ROLES, page_of
 from membench.systems import BUILTIN, DOUBLES, KINDS, LIBRARIES, REGISTRY, resolve
 from membench.systems.doubles import CONTENT_FREE
 from membench.systems.identity import _LIBRARY_MODULES
-from membench.trec.measures import (MEASURES, NOT_IMPLEMENTED, TREC_EVAL_TABLE, Judged,
-                                    Scored, compute)
+from membench.trec.measures import (
+    MEASURES,
+    NOT_IMPLEMENTED,
+    TREC_EVAL_TABLE,
+    Judged,
+    Scored,
+    compute,
+)
 from membench.trec.trec_eval import trec_eval_values
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +54,8 @@ def test_a_system_record_imports_and_matches_its_kind(spec):
     obj = resolve(spec.name)
     assert callable(obj) and obj.__module__ == spec.target.partition(":")[0]
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]
+        "optional-dependencies"
+    ]
     if spec.kind == "reference":
         assert module == "reference"
     elif spec.kind == "library":
@@ -81,14 +88,17 @@ def test_each_report_page_has_its_notebook_titles_and_role():
     for role in ROLES:
         assert any(p.role == role for p in PAGES), role
         if role != "run":
-            assert page_of(role)                  # one page per role but "run"
+            assert page_of(role)  # one page per role but "run"
 
 
 def test_the_old_page_names_are_views_of_the_registry():
     assert export.RUN_NOTEBOOKS == tuple(p.notebook for p in PAGES if p.role in RUN_ROLES)
     assert export.SETS_NOTEBOOK == export.RUN_NOTEBOOKS[0] == page_of("sets")
-    assert (export.COMPARE_NOTEBOOK, export.LEADERBOARD_NOTEBOOK, export.Q2D_NOTEBOOK) == \
-        (page_of("compare"), page_of("leaderboard"), page_of("q2d"))
+    assert (export.COMPARE_NOTEBOOK, export.LEADERBOARD_NOTEBOOK, export.Q2D_NOTEBOOK) == (
+        page_of("compare"),
+        page_of("leaderboard"),
+        page_of("q2d"),
+    )
     assert list(export.PAGE_TITLES) == list(export.SHORT_TITLES) == [p.notebook for p in PAGES]
 
 
@@ -144,8 +154,9 @@ def test_every_trec_measure_is_printed_under_its_names_in_trec_eval_order(tmp_pa
     in trec_eval's table order; each has its summary, and the per-query values are those of
     the measures printed per query."""
     (tmp_path / "qrels").write_text("q1 0 a 1\nq1 0 b 0\nq1 0 c 2\nq2 0 a 1\nq2 0 d 0\n")
-    (tmp_path / "run").write_text("q1 Q0 a 1 3 t\nq1 Q0 b 2 2 t\nq1 Q0 x 3 1 t\n"
-                                  "q2 Q0 d 1 2 t\nq2 Q0 a 2 1 t\n")
+    (tmp_path / "run").write_text(
+        "q1 Q0 a 1 3 t\nq1 Q0 b 2 2 t\nq1 Q0 x 3 1 t\nq2 Q0 d 1 2 t\nq2 Q0 a 2 1 t\n"
+    )
     asked = [m for m in MEASURES if m not in ("P", "set_F")] + ["P.3,7", "set_F.0.5"]
     names, rows, total = trec_eval_values(tmp_path / "qrels", tmp_path / "run", asked)
     params = {m: MEASURES[m].default for m in MEASURES}
@@ -153,14 +164,21 @@ def test_every_trec_measure_is_printed_under_its_names_in_trec_eval_order(tmp_pa
     want = [n for t in TREC_EVAL_TABLE if t in MEASURES for n in MEASURES[t].names(params[t])]
     assert names == want and list(total) == want
     assert "P_3" in names and "set_F_0.5" in names
-    per_query = [n for t in TREC_EVAL_TABLE if t in MEASURES and MEASURES[t].per_query
-                 for n in MEASURES[t].names(params[t])]
+    per_query = [
+        n
+        for t in TREC_EVAL_TABLE
+        if t in MEASURES and MEASURES[t].per_query
+        for n in MEASURES[t].names(params[t])
+    ]
     assert list(rows) == ["q1", "q2"] and all(list(r) == per_query for r in rows.values())
 
 
 def test_only_one_class_is_called_measure():
     """``membench.metrics.measures.Measure``; trec_eval's record is ``TrecMeasure``."""
-    found = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "membench").rglob("*.py"))
-             for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
-             if isinstance(node, ast.ClassDef) and node.name == "Measure"]
+    found = [
+        str(p.relative_to(ROOT))
+        for p in sorted((ROOT / "membench").rglob("*.py"))
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.name == "Measure"
+    ]
     assert found == ["membench/metrics/measures.py"]

@@ -20,8 +20,8 @@ from membench.report.browser_check import check, chromium
 from membench.report.escape import esc
 from membench.report.render import report
 from membench.run.runner import run_system
-from membench.systems import make_system
 from membench.sets.build import SET_FILES
+from membench.systems import make_system
 
 
 @pytest.fixture(scope="module")
@@ -35,13 +35,13 @@ def rendered(built, corpus_root, tmp_path_factory):
 
 
 RUN_PAGES = ["01_validate_sets", "02_run_dev", "03_slice_failures", "04_false_recalls"]
-OWN_PAGES = RUN_PAGES[1:]              # page 01 lives in the folder of its sets
+OWN_PAGES = RUN_PAGES[1:]  # page 01 lives in the folder of its sets
 
 
 def summary_of(html: str) -> str:
     """The summary block at the top of a page (before its first cell)."""
-    body = html[html.index("<body"):]
-    return body[body.index('id="membench-summary"'):body.index('class="jp-Cell')]
+    body = html[html.index("<body") :]
+    return body[body.index('id="membench-summary"') : body.index('class="jp-Cell')]
 
 
 def sets_folder(out):
@@ -52,23 +52,26 @@ def sets_folder(out):
 def test_every_run_gets_its_pages_and_the_index_lists_them(rendered):
     out, done, _ = rendered
     sets = sets_folder(out).name
-    assert [r.notebook for r in done] == ["01_validate_sets", *OWN_PAGES * 2,
-                                          "05_compare_systems"]
-    assert [r.html.parent.name for r in done] == [sets] + ["oracle"] * 3 + ["random"] * 3 + \
-        ["compare-oracle-vs-random"]
+    assert [r.notebook for r in done] == ["01_validate_sets", *OWN_PAGES * 2, "05_compare_systems"]
+    assert [r.html.parent.name for r in done] == [sets] + ["oracle"] * 3 + ["random"] * 3 + [
+        "compare-oracle-vs-random"
+    ]
     assert all(r.ok and r.html.exists() for r in done)
     index = (out / "index.html").read_text()
     for r in done:
         assert f'href="{r.html.parent.name}/{r.html.name}"' in index
     rows = re.findall(r'<tr class="mb-run" data-label="([^"]+)">(.*?)</tr>', index, re.S)
     assert [lab for lab, _ in rows] == ["oracle", "random"]
-    for _, row in rows:                              # headline figures and gate verdicts
+    for _, row in rows:  # headline figures and gate verdicts
         assert re.search(r"\d+ of \d+ pass", row) and "mb-badge" in row
         assert re.search(r"\d\.\d{3}<br><small>\[\d\.\d{3}, \d\.\d{3}\]</small>", row)
-        assert f'href="{sets}/01_validate_sets.html"' in row    # each run links its sets page
-        assert "tell ROC AUC" in row or "no native with a tell" in row   # the natives' column
-    head = index[index.index('id="membench-runs"'):index.index("</thead>", index.index(
-        'id="membench-runs"'))]
+        assert f'href="{sets}/01_validate_sets.html"' in row  # each run links its sets page
+        assert "tell ROC AUC" in row or "no native with a tell" in row  # the natives' column
+    head = index[
+        index.index('id="membench-runs"') : index.index(
+            "</thead>", index.index('id="membench-runs"')
+        )
+    ]
     assert "<th>false recall, audited<br>" in head
     assert "<th>false recall, natives with a tell<br><small>not gated" in head
 
@@ -86,14 +89,15 @@ def test_page_01_once_per_sets_content_linked_from_each_run(rendered):
     assert folder.name == sets_label(rec["sets"])
     assert sets_label({**rec["sets"], "pdf.jsonl": "0" * 64}) != folder.name
     html = (folder / "01_validate_sets.html").read_text()
-    assert "oracle, random" in summary_of(html)                  # whose sets
+    assert "oracle, random" in summary_of(html)  # whose sets
     for run in ("oracle", "random"):
         assert not (out / run / "01_validate_sets.html").exists()
         page = (out / run / "02_run_dev.html").read_text()
-        nav = page[page.index('id="membench-nav"'):page.index("</nav>")]
+        nav = page[page.index('id="membench-nav"') : page.index("</nav>")]
         assert f'href="../{folder.name}/01_validate_sets.html"' in nav
         assert json.loads((out / run / "report.json").read_text())["links"] == {
-            "01_validate_sets": f"{folder.name}/01_validate_sets.html"}
+            "01_validate_sets": f"{folder.name}/01_validate_sets.html"
+        }
 
 
 def test_the_sets_folder_holds_their_card_and_the_index_links_it(rendered):
@@ -128,10 +132,16 @@ def test_the_index_and_page_05_say_which_system_is_best(rendered):
     assert not best["latency_p50_ms"]["tested"] and "percentile" in best["latency_p50_ms"]["note"]
     assert rec["verdict"].startswith("Significantly best: oracle on ")
     index = (out / "index.html").read_text()
-    top = index[:index.index('id="membench-runs"')]                # above the runs table
+    top = index[: index.index('id="membench-runs"')]  # above the runs table
     assert "Which system is best: oracle, random" in top and esc(rec["verdict"]) in top
-    for head in ("best system", "runner-up", "difference (best − runner-up) [95% CI]",
-                 "n (paired items)", "p (permutation, Holm)", "significant at 0.05"):
+    for head in (
+        "best system",
+        "runner-up",
+        "difference (best − runner-up) [95% CI]",
+        "n (paired items)",
+        "p (permutation, Holm)",
+        "significant at 0.05",
+    ):
         assert f"<th>{head}</th>" in top
     p05 = next(r for r in done if r.notebook == "05_compare_systems").html.read_text()
     summary = summary_of(p05)
@@ -144,9 +154,12 @@ def test_pages_are_titled_by_run_and_start_with_the_summary(rendered):
         html = r.html.read_text()
         run = r.html.parent.name
         assert re.search(rf"<title>{run} · \d\d · [^<]+ · membench</title>", html)
-        body = html[html.index("<body"):]
-        assert body.index('id="membench-nav"') < body.index('id="membench-summary"') < \
-            body.index("jp-Cell")
+        body = html[html.index("<body") :]
+        assert (
+            body.index('id="membench-nav"')
+            < body.index('id="membench-summary"')
+            < body.index("jp-Cell")
+        )
         assert 'href="../index.html"' in body and "gates pass" in body
     assert "<title>compare-oracle-vs-random · 05" in done[7].html.read_text()
     assert re.search(r"<title>sets-[0-9a-f]{12} · 01 · ", done[0].html.read_text())
@@ -164,11 +177,13 @@ def test_provenance_matches_the_files(rendered):
         assert meta["membench:manifest_sha256"] == sha256_file(MANIFEST_PATH)
         for f in SET_FILES:
             assert meta[f"membench:set_sha256:{f}"] == sha256_file(built.out / f), (r.notebook, f)
-        if r.notebook != "01_validate_sets":     # the sets page is about both splits
+        if r.notebook != "01_validate_sets":  # the sets page is about both splits
             assert meta["membench:split"] == "dev"
         assert "membench:code_revision" in meta and "membench:generated_at" in meta
-        footer = html[html.index('id="membench-provenance"'):]
-        assert sha256_file(MANIFEST_PATH) in footer and sha256_file(built.out / "pdf.jsonl") in footer
+        footer = html[html.index('id="membench-provenance"') :]
+        assert (
+            sha256_file(MANIFEST_PATH) in footer and sha256_file(built.out / "pdf.jsonl") in footer
+        )
         nb = json.loads(r.html.with_suffix(".ipynb").read_text())
         assert nb["metadata"]["membench"]["manifest_sha256"] == sha256_file(MANIFEST_PATH)
 
@@ -176,15 +191,26 @@ def test_provenance_matches_the_files(rendered):
 def test_key_tables_present(rendered):
     out, done, _ = rendered
     # the oracle's pages (done also holds the random run's, under the same notebook names)
-    pages = {r.notebook: r.html.read_text() for r in done
-             if r.html.parent.name in ("oracle", "compare-oracle-vs-random")
-             or r.html.parent.name.startswith("sets-")}
-    assert "NOT A VALID SUBMISSION" not in \
-        next(r for r in done if r.html.parent.name == "random" and
-             r.notebook == "02_run_dev").html.read_text()
-    assert "REVISION_UNKNOWN" in pages["01_validate_sets"] and "not mirrored" in pages["01_validate_sets"].lower()
+    pages = {
+        r.notebook: r.html.read_text()
+        for r in done
+        if r.html.parent.name in ("oracle", "compare-oracle-vs-random")
+        or r.html.parent.name.startswith("sets-")
+    }
+    assert (
+        "NOT A VALID SUBMISSION"
+        not in next(
+            r for r in done if r.html.parent.name == "random" and r.notebook == "02_run_dev"
+        ).html.read_text()
+    )
+    assert (
+        "REVISION_UNKNOWN" in pages["01_validate_sets"]
+        and "not mirrored" in pages["01_validate_sets"].lower()
+    )
     # the audit, with n, and the derivations the guards skipped
-    assert "metadata-only ROC AUC" in pages["01_validate_sets"] and "TELL" in pages["01_validate_sets"]
+    assert (
+        "metadata-only ROC AUC" in pages["01_validate_sets"] and "TELL" in pages["01_validate_sets"]
+    )
     assert "skipped by a guard" in pages["01_validate_sets"]
     # the oracle saw the gold: its pages say so
     assert "NOT A VALID SUBMISSION" in pages["02_run_dev"]
@@ -219,19 +245,19 @@ def test_pages_read_well_at_1280_px(rendered):
     for info in infos:
         page = info["page"]
         assert info["tables"], page
-        assert not info["cut_off"], (page, info["cut_off"])           # no column cut off
-        assert info["codeCells"] == 0, page                           # no code
+        assert not info["cut_off"], (page, info["cut_off"])  # no column cut off
+        assert info["codeCells"] == 0, page  # no code
         if "/sets-" not in page:
-            assert info["badges"] > 0, page                           # gate verdicts
-        assert not info["external"], (page, info["external"])         # nothing leaves
+            assert info["badges"] > 0, page  # gate verdicts
+        assert not info["external"], (page, info["external"])  # nothing leaves
         assert not info["errors"], (page, info["errors"])
-        assert not info["console_errors"], (page, info["console_errors"])   # policy = page
+        assert not info["console_errors"], (page, info["console_errors"])  # policy = page
         if not page.endswith("index.html"):
             assert info["summary"] and info["indexLink"], page
         assert "NaN" not in info["text"] and "nan [" not in info["text"], page
     p04 = next(i for i in infos if i["page"].endswith("oracle/04_false_recalls.html"))
     assert p04["scripts"] == ["membench-stepper"] and p04["steppers"] == 1
-    assert p04["widgets"] == 0                                       # no dead widget
+    assert p04["widgets"] == 0  # no dead widget
     assert "needs a running Python kernel" in p04["text"]
     assert ".venv/bin/jupyter lab " in p04["text"] and "--allow-root" in p04["text"]
 
@@ -250,8 +276,10 @@ def test_page_04_steps_through_the_cases_without_a_kernel(rendered):
     data = load_run_cases(run_dir, built.out)
     page = out / "random" / "04_false_recalls.html"
     html = page.read_text()
-    shown = [re.search(r'data-query-id="([^"]+)"', tag).group(1) for tag in
-             re.findall(r'<div class="mb-case"[^>]*data-kind="miss"[^>]*>', html)]
+    shown = [
+        re.search(r'data-query-id="([^"]+)"', tag).group(1)
+        for tag in re.findall(r'<div class="mb-case"[^>]*data-kind="miss"[^>]*>', html)
+    ]
     misses = [c.query_id for c in data.of("miss", None)]
     assert len(shown) >= 2 and set(shown) <= set(misses)
     with sync_playwright() as p:
@@ -274,7 +302,7 @@ def test_page_04_steps_through_the_cases_without_a_kernel(rendered):
             browser.close()
 
 
-HOSTILE = '<img/src=x/onerror="alert(1)">bm25'   # (a system name has no whitespace)
+HOSTILE = '<img/src=x/onerror="alert(1)">bm25'  # (a system name has no whitespace)
 
 
 @pytest.fixture(scope="module")
@@ -287,8 +315,15 @@ def board(built, corpus_root, tmp_path_factory):
 
     runs = tmp_path_factory.mktemp("lb-runs")
     for name, cfg in (("bm25", {}), ("bm25-3", {"max_atoms": 3})):
-        run_system(make_system("bm25", cfg), built.out, "dev", runs / name, corpus_root,
-                   modalities=["video", "ui_screenshot"], limit=5)
+        run_system(
+            make_system("bm25", cfg),
+            built.out,
+            "dev",
+            runs / name,
+            corpus_root,
+            modalities=["video", "ui_screenshot"],
+            limit=5,
+        )
     meta = _json.loads((runs / "bm25-3" / "meta.json").read_text())
     meta["system"] = HOSTILE
     (runs / "bm25-3" / "meta.json").write_text(_json.dumps(meta))
@@ -311,10 +346,10 @@ def test_the_leaderboard_page(board):
     summary = summary_of(html)
     assert "Why the rows are ordered as they are" in summary
     assert "Rows are ordered by recall@1000" in summary and "first-stage measure" in summary
-    assert "Rows are ordered by answerable_kept@fr0.10" in summary        # the cartridge table
+    assert "Rows are ordered by answerable_kept@fr0.10" in summary  # the cartridge table
     assert "silence cannot head the cartridge table" in summary and "gated" in summary
     assert "Which system is best, size &lt;=1B" in summary and "<th>best system</th>" in summary
-    assert HOSTILE not in html and "&lt;img/src=x/onerror=" in html      # escaped
+    assert HOSTILE not in html and "&lt;img/src=x/onerror=" in html  # escaped
     assert "script-src &#x27;none&#x27;" in html and "Traceback" not in html
     assert 'href="leaderboard-small/06_leaderboard.html"' in (out / "index.html").read_text()
 
@@ -335,10 +370,14 @@ def _stable(html: str) -> str:
     """A page without what differs between two renderings of the same notebook: the time of
     rendering, the notebook's random cell and widget ids, and the navigation bar (it lists the
     pages the call rendered)."""
-    html = re.sub(r'<script type="application/vnd\.jupyter\.widget-state\+json">.*?</script>',
-                  "STATE", html, flags=re.S)
+    html = re.sub(
+        r'<script type="application/vnd\.jupyter\.widget-state\+json">.*?</script>',
+        "STATE",
+        html,
+        flags=re.S,
+    )
     html = re.sub(r"[0-9a-f]{32}", "ID", html)
-    html = re.sub(r"\.venv/bin/jupyter lab [^<]*", "LAB", html)   # where the .ipynb was written
+    html = re.sub(r"\.venv/bin/jupyter lab [^<]*", "LAB", html)  # where the .ipynb was written
     html = re.sub(r'<nav class="mb-nav" id="membench-nav">.*?</nav>', "NAV", html, flags=re.S)
     html = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00", "TIME", html)
     return re.sub(r'id="cell-id=[0-9a-f-]+"', 'id="cell-id=X"', html)
@@ -370,22 +409,43 @@ def test_a_page_with_the_same_parameters_is_executed_once(rendered, tmp_path):
     from membench.report.render import Job, Page, shared_groups
 
     out, done, built = rendered
-    jobs = [Job(n, {"run_dir": str(r), "sets_dir": str(built.out), "corpus": None,
-                    "partial": False, "final": False}, tmp_path / r, {}, Page(r, ()))
-            for r in ("a", "b") for n in RUN_PAGES]
-    jobs.append(Job("01_validate_sets", {"sets_dir": str(tmp_path)}, tmp_path / "c", {},
-                    Page("c", ())))                                  # other sets: its own
+    jobs = [
+        Job(
+            n,
+            {
+                "run_dir": str(r),
+                "sets_dir": str(built.out),
+                "corpus": None,
+                "partial": False,
+                "final": False,
+            },
+            tmp_path / r,
+            {},
+            Page(r, ()),
+        )
+        for r in ("a", "b")
+        for n in RUN_PAGES
+    ]
+    jobs.append(
+        Job("01_validate_sets", {"sets_dir": str(tmp_path)}, tmp_path / "c", {}, Page("c", ()))
+    )  # other sets: its own
     assert shared_groups(jobs) == [[0, 4], [1], [2], [3], [5], [6], [7], [8]]
     rec = json.loads((out / "random" / "report.json").read_text())
     (tmp_path / "random").mkdir()
     (tmp_path / "random" / "01_validate_sets.html").write_text("<p>an old page 01</p>")
-    alone = report([rec["run_dir"]], tmp_path, built.out,
-                   notebooks=("01_validate_sets", "02_run_dev"), jobs=1, force=True)
+    alone = report(
+        [rec["run_dir"]],
+        tmp_path,
+        built.out,
+        notebooks=("01_validate_sets", "02_run_dev"),
+        jobs=1,
+        force=True,
+    )
     assert [r.notebook for r in alone] == ["01_validate_sets", "02_run_dev"]
     assert not (tmp_path / "random" / "01_validate_sets.html").exists()
     mine = (sets_folder(out) / "01_validate_sets.html").read_text()
 
-    def body(html: str) -> str:            # the page without its summary (which runs use it)
+    def body(html: str) -> str:  # the page without its summary (which runs use it)
         return re.sub(r'<section class="mb-summary".*?</section>', "", _stable(html), flags=re.S)
 
     assert body(alone[0].html.read_text()) == body(mine)
@@ -404,8 +464,20 @@ def test_jobs_beyond_twice_the_cpus_are_refused_in_one_line(tmp_path, monkeypatc
     top = notebooks.max_jobs()
     assert top == 2 * notebooks.usable_cpus() and notebooks.check_jobs(top) == top
     for bad in ("0", str(top + 1), "two"):
-        p = subprocess.run([sys.executable, "-m", "membench", "report", "--jobs", bad, "--run",
-                            str(tmp_path / "no-run")], capture_output=True, text=True)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "membench",
+                "report",
+                "--jobs",
+                bad,
+                "--run",
+                str(tmp_path / "no-run"),
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert p.returncode == 2, p.stderr
         (line,) = [x for x in p.stderr.splitlines() if "error" in x]
         assert "--jobs" in line and bad in line and "Traceback" not in p.stderr

@@ -26,15 +26,19 @@ PAYLOAD = f'<script>{MARK}</script><img src=x onerror="{MARK}">'
 # a system name is an identifier (membench.core.ids: no whitespace): the same attack, with the
 # slashes HTML also takes between attributes
 NAME_PAYLOAD = f"<script>{MARK}</script><img/src=x/onerror={MARK}>"
-DIRNAME = f"run`<img src=x onerror={MARK}>`"          # a backtick breaks out of a code span
+DIRNAME = f"run`<img src=x onerror={MARK}>`"  # a backtick breaks out of a code span
 LINKNAME = f"javascript:{MARK}"
 # a video's meta.url in items.jsonl (set files can come from someone else)
 EVIL_URL = f'https://evil.example/watch?v=1"><script>{MARK}</script>'
-URLS = {"medvidqa:vidAAAAAAA1": EVIL_URL, "medvidqa:vidBBBBBBB2": "https://github.com/ok/v",
-        "medvidqa:-dash00000": f"javascript:{MARK}"}
+URLS = {
+    "medvidqa:vidAAAAAAA1": EVIL_URL,
+    "medvidqa:vidBBBBBBB2": "https://github.com/ok/v",
+    "medvidqa:-dash00000": f"javascript:{MARK}",
+}
 
-needs_browser = pytest.mark.skipif(chromium() is None,
-                                   reason="chromium not installed (apt-get install chromium)")
+needs_browser = pytest.mark.skipif(
+    chromium() is None, reason="chromium not installed (apt-get install chromium)"
+)
 
 
 class EvilLeaky(RandomSystem):
@@ -75,17 +79,21 @@ def hostile(tmp_path_factory):
 def test_folders_are_unique_and_links_stay_inside(hostile):
     out, done, runs, _ = hostile
     folders = sorted(p.name for p in out.iterdir() if p.is_dir())
-    assert len(folders) == 4                                 # three runs and the comparison
+    assert len(folders) == 4  # three runs and the comparison
     assert sum(f.startswith("run_img_src_x_onerror") for f in folders) == 2
     assert any(f.endswith("-2") for f in folders)
     for d in folders:
         assert re.fullmatch(r"[A-Za-z0-9._-]+", d) and not d.startswith((".", "-"))
     pages = {r.html for r in done}
-    assert len(pages) == len(done) == 7                     # nothing overwritten
+    assert len(pages) == len(done) == 7  # nothing overwritten
     index = (out / "index.html").read_text()
     hrefs = re.findall(r'href="([^"]*)"', index)
-    assert hrefs and all(not re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", h) and not h.startswith("/")
-                         and ".." not in h.split("/") for h in hrefs)
+    assert hrefs and all(
+        not re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", h)
+        and not h.startswith("/")
+        and ".." not in h.split("/")
+        for h in hrefs
+    )
     for h in hrefs:
         assert (out / h).exists(), h
 
@@ -94,10 +102,10 @@ def test_no_data_string_reaches_the_html_raw(hostile):
     out, done, _, _ = hostile
     for r in done:
         html = r.html.read_text()
-        assert f"<script>{MARK}" not in html, r.html          # only ever as &lt;script&gt;
+        assert f"<script>{MARK}" not in html, r.html  # only ever as &lt;script&gt;
         assert "<img src=x onerror" not in html and "<img/src" not in html, r.html
         assert "&lt;img src=x onerror" in html or "&lt;img/src=x/onerror" in html, r.html
-                                                                   # there, as text
+        # there, as text
     index = (out / "index.html").read_text()
     assert f"<script>{MARK}" not in index and 'href="javascript:' not in index.lower()
 
@@ -122,24 +130,26 @@ def test_a_url_from_the_items_is_text_not_a_link(hostile):
     shown = [u for u in URLS.values() if any(esc(u) in h for h in pages)]
     assert shown, "no video URL on page 04: the fixture no longer shows a video case"
     for h in pages:
-        external = [x for x in _links(h) if re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", x)
-                    or x.startswith("//")]
-        assert external == [], external                 # nothing links out of the report
+        external = [
+            x for x in _links(h) if re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", x) or x.startswith("//")
+        ]
+        assert external == [], external  # nothing links out of the report
         assert "<script>" + MARK not in h
-        assert "external links</th><td><code>text: URLs from set and run files are shown " \
-            "as text" in h                                   # the provenance says so
+        assert (
+            "external links</th><td><code>text: URLs from set and run files are shown as text" in h
+        )  # the provenance says so
 
 
 def test_live_links_only_to_https_hosts_of_the_manifest(hostile, tmp_path):
     """--live-links: the https URL to a host the corpus manifest names becomes a link (new tab,
     no referrer); the others stay text; the provenance and the policy say so."""
+    from membench.contract.protocol import Result
     from membench.core.links import manifest_link_hosts
     from membench.core.paths import MANIFEST_PATH
 
-    from membench.contract.protocol import Result
-
     class NoHits(RandomSystem):
         """Misses every answerable query, so page 04 shows every gold region (both videos)."""
+
         name = "nohits"
 
         def query(self, question, scope, as_of):
@@ -150,20 +160,27 @@ def test_live_links_only_to_https_hosts_of_the_manifest(hostile, tmp_path):
     root = runs[0].parents[1]
     run = tmp_path / "nohits"
     run_system(NoHits(), root / "sets", "dev", run, corpus, manifest=root / "manifest.jsonl")
-    done = report([run], tmp_path / "live", corpus=corpus, notebooks=("04_false_recalls",),
-                  live_links=True, extra={"n_static": 50})
+    done = report(
+        [run],
+        tmp_path / "live",
+        corpus=corpus,
+        notebooks=("04_false_recalls",),
+        live_links=True,
+        extra={"n_static": 50},
+    )
     h = done[0].html.read_text()
     links = [x for x in _links(h) if not x.endswith(".html") and not x.startswith("#")]
     assert links and all(x.startswith("https://github.com/ok/v?t=") for x in links), links
     tags = re.findall(r'<a\b[^>]*href="https://github\.com/ok/v\?t=[0-9]+"[^>]*>', h)
-    assert tags and all('rel="noopener noreferrer nofollow"' in t and 'target="_blank"' in t
-                        for t in tags), tags
+    assert tags and all(
+        'rel="noopener noreferrer nofollow"' in t and 'target="_blank"' in t for t in tags
+    ), tags
     assert "evil.example/watch" in h and 'href="https://evil' not in h
     assert 'href="javascript:' not in h.lower()
     assert "live (--live-links): https URLs to github.com" in h
     assert '<meta name="membench:external_links" content="live (--live-links)' in h
     policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', h).group(1)
-    assert "default-src &#x27;none&#x27;" in policy and "http" not in policy   # loads nothing
+    assert "default-src &#x27;none&#x27;" in policy and "http" not in policy  # loads nothing
 
 
 @needs_browser
@@ -178,8 +195,8 @@ def test_payloads_show_as_text_and_never_run(hostile):
     by_page = {info["page"]: info for info in infos}
     for r in done:
         text = by_page[str(r.html)]["text"]
-        assert PAYLOAD in text or f"<script>{MARK}</script>" in text, r.html   # shown as text
-    assert any(f"<img src=x onerror={MARK}>" in i["text"] for i in infos)   # the dir name too
+        assert PAYLOAD in text or f"<script>{MARK}</script>" in text, r.html  # shown as text
+    assert any(f"<img src=x onerror={MARK}>" in i["text"] for i in infos)  # the dir name too
 
 
 @needs_browser
@@ -190,18 +207,23 @@ def test_the_policy_stops_a_script_that_slipped_through(tmp_path):
 
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("x")
-    cell.outputs = [nbformat.v4.new_output("display_data", data={
-        "text/html": f"<p>raw</p><script>{MARK}</script><img src=x onerror=\"{MARK}\">"})]
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={"text/html": f'<p>raw</p><script>{MARK}</script><img src=x onerror="{MARK}">'},
+        )
+    ]
     nb.cells = [cell]
     page = tmp_path / "p.html"
     page.write_text(to_html(nb, {"system": "x"}))
     bare = tmp_path / "bare.html"
-    bare.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "",
-                           page.read_text()))
+    bare.write_text(
+        re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page.read_text())
+    )
     guarded, unguarded = dom_check([page, bare], wait_ms=500)
     assert not guarded["pwned"]
     assert any("Content Security Policy" in c for c in guarded["console"])
-    assert unguarded["pwned"]                                # the check can fail
+    assert unguarded["pwned"]  # the check can fail
 
 
 @needs_browser
@@ -220,9 +242,12 @@ def test_browser_check_fails_a_page_whose_console_logs_an_error(tmp_path, capsys
         return path
 
     clean = page("clean.html", "<table><tr><th>a</th></tr><tr><td>1</td></tr></table>")
-    fonts = page("fonts.html", "<style>@font-face{font-family:mbx;src:url(mbx.woff2)}"
-                 "td{font-family:mbx}</style><table><tr><th>a</th></tr><tr><td>1</td></tr>"
-                 "</table>")
+    fonts = page(
+        "fonts.html",
+        "<style>@font-face{font-family:mbx;src:url(mbx.woff2)}"
+        "td{font-family:mbx}</style><table><tr><th>a</th></tr><tr><td>1</td></tr>"
+        "</table>",
+    )
     assert browser_check(["--dom", str(clean)]) == 0
     assert capsys.readouterr().out.rstrip().endswith(": ok")
     assert browser_check(["--dom", str(fonts)]) == 1

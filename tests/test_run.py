@@ -7,8 +7,8 @@ import json
 import pytest
 
 from membench.cli import main
-from membench.core.errors import MembenchError
 from membench.contract.protocol import Atom, Result
+from membench.core.errors import MembenchError
 from membench.run.runner import ProtocolError, load_split, run_system
 from membench.systems import make_system
 
@@ -23,7 +23,7 @@ class Crashing:
     def __init__(self, inner, after):
         self.inner, self.after, self.n = inner, after, 0
         self.name = inner.name
-        self.card = getattr(inner, "card", None)     # the run it resumes is the inner's
+        self.card = getattr(inner, "card", None)  # the run it resumes is the inner's
 
     def config(self):
         return self.inner.config()
@@ -41,8 +41,9 @@ class Crashing:
 def test_resume_after_crash_answers_every_query_once(built, corpus_root, tmp_path):
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
-        run_system(Crashing(make_system("random"), 40), built.out, "dev", out, corpus_root,
-                   limit=15)
+        run_system(
+            Crashing(make_system("random"), 40), built.out, "dev", out, corpus_root, limit=15
+        )
     first = lines(out / "run.jsonl")
     assert len(first) == 40
     assert json.loads((out / "meta.json").read_text())["status"] == "running"
@@ -64,11 +65,10 @@ def test_queries_come_in_the_seeded_order_and_subsets_keep_it(built, corpus_root
     full = load_split(built.out, "dev")
     ids = [r.query_id for r in full.records]
     assert ids == presentation_order(ids) and ids != sorted(ids)
-    assert len({r.modality for r in full.records[:20]}) > 1          # modalities interleaved
+    assert len({r.modality for r in full.records[:20]}) > 1  # modalities interleaved
     sub = [r.query_id for r in load_split(built.out, "dev", limit=7).records]
-    assert sub == [q for q in ids if q in set(sub)]                     # same relative order
-    meta = run_system(make_system("random"), built.out, "dev", tmp_path / "r", corpus_root,
-                      limit=7)
+    assert sub == [q for q in ids if q in set(sub)]  # same relative order
+    meta = run_system(make_system("random"), built.out, "dev", tmp_path / "r", corpus_root, limit=7)
     assert meta["order"]["seed"] == ORDER_SEED and "sha256" in meta["order"]["rule"]
     assert [r["query_id"] for r in lines(tmp_path / "r" / "run.jsonl")] == sub
 
@@ -78,8 +78,7 @@ def test_a_limit_run_ingests_only_the_holders_it_asks(built, corpus_root, tmp_pa
     asked = {r.scope.holder for r in data.records}
     assert {it.holder for it in data.items} == asked
     assert len(data.items) < len(load_split(built.out, "dev").items)
-    meta = run_system(make_system("random"), built.out, "dev", tmp_path / "r", corpus_root,
-                      limit=3)
+    meta = run_system(make_system("random"), built.out, "dev", tmp_path / "r", corpus_root, limit=3)
     assert meta["items"] == len(data.items) and "holders of the selected" in meta["memory"]
 
 
@@ -127,13 +126,25 @@ def test_resume_refuses_a_different_system(built, corpus_root, tmp_path):
 def test_test_split_needs_final(built, corpus_root, tmp_path, monkeypatch, capsys):
     with pytest.raises(MembenchError, match="frozen"):
         run_system(make_system("random"), built.out, "test", tmp_path / "t", corpus_root)
-    code = main(["run", "--system", "random", "--split", "test", "--sets", str(built.out),
-                 "--out", str(tmp_path / "t")])
+    code = main(
+        [
+            "run",
+            "--system",
+            "random",
+            "--split",
+            "test",
+            "--sets",
+            str(built.out),
+            "--out",
+            str(tmp_path / "t"),
+        ]
+    )
     assert code == 2 and "--final" in capsys.readouterr().err
     log = tmp_path / "access.jsonl"
     monkeypatch.setattr("membench.run.runner.TEST_ACCESS_LOG", log)
-    meta = run_system(make_system("random"), built.out, "test", tmp_path / "t2", corpus_root,
-                      limit=1, final=True)
+    meta = run_system(
+        make_system("random"), built.out, "test", tmp_path / "t2", corpus_root, limit=1, final=True
+    )
     assert meta["final"] is True
     assert json.loads(log.read_text())["system"] == "random"
 
@@ -146,9 +157,20 @@ class WholeFile:
 
     def ingest(self, items, root):
         it = next(i for i in items if i.modality == "code")
-        return [Atom("x1", it.source_id, "code", it.holder, it.observed_at,
-                     {"path": it.meta["upstream_path"], "line_start": 1,
-                      "line_end": max(it.meta["lines"], 201)})]
+        return [
+            Atom(
+                "x1",
+                it.source_id,
+                "code",
+                it.holder,
+                it.observed_at,
+                {
+                    "path": it.meta["upstream_path"],
+                    "line_start": 1,
+                    "line_end": max(it.meta["lines"], 201),
+                },
+            )
+        ]
 
     def query(self, q, scope, as_of):
         return Result([])
@@ -156,8 +178,9 @@ class WholeFile:
 
 def test_atom_over_the_cap_is_rejected(built, corpus_root, tmp_path):
     with pytest.raises(ProtocolError, match="cap is 200"):
-        run_system(WholeFile(), built.out, "dev", tmp_path / "w", corpus_root,
-                   modalities=["code"], limit=1)
+        run_system(
+            WholeFile(), built.out, "dev", tmp_path / "w", corpus_root, modalities=["code"], limit=1
+        )
 
 
 class Unknown(WholeFile):
@@ -172,8 +195,9 @@ class Unknown(WholeFile):
 
 def test_hit_never_ingested_is_rejected(built, corpus_root, tmp_path):
     with pytest.raises(ProtocolError, match="never reported at ingest"):
-        run_system(Unknown(), built.out, "dev", tmp_path / "u", corpus_root,
-                   modalities=["pdf"], limit=1)
+        run_system(
+            Unknown(), built.out, "dev", tmp_path / "u", corpus_root, modalities=["pdf"], limit=1
+        )
 
 
 def test_unknown_system_is_a_clear_error(capsys):
@@ -231,19 +255,20 @@ def test_run_lines_are_fsynced_by_the_clock_and_at_the_end(tmp_path, monkeypatch
     monkeypatch.setattr(lines, "FSYNC_SECONDS", every)
     monkeypatch.setattr(lines.os, "fsync", counting)
     at = datetime(2024, 1, 1, tzinfo=timezone.utc)
-    todo = [SimpleNamespace(qid=f"q{i}", question=f"a{i}", scope=None, as_of=at)
-            for i in range(5)]
+    todo = [SimpleNamespace(qid=f"q{i}", question=f"a{i}", scope=None, as_of=at) for i in range(5)]
     sink = lines.LineFile(tmp_path / "run.jsonl")
     runner._answer(Echo(), todo, 0, 5, {f"a{i}" for i in range(5)}, sink)
     sink.close()
     assert len(calls) == syncs
     assert calls == sorted(calls) and calls[-1] == (tmp_path / "run.jsonl").stat().st_size
-    assert [json.loads(l)["query_id"] for l in (tmp_path / "run.jsonl").read_text()
-            .splitlines()] == [f"q{i}" for i in range(5)]
+    assert [
+        json.loads(l)["query_id"] for l in (tmp_path / "run.jsonl").read_text().splitlines()
+    ] == [f"q{i}" for i in range(5)]
 
 
 def test_a_run_without_the_c_hit_check_says_so_and_writes_the_same_lines(
-        built, corpus_root, tmp_path, monkeypatch, capsys):
+    built, corpus_root, tmp_path, monkeypatch, capsys
+):
     from membench.run import runner
 
     run_system(make_system("random"), built.out, "dev", tmp_path / "c", corpus_root, limit=3)
@@ -252,8 +277,15 @@ def test_a_run_without_the_c_hit_check_says_so_and_writes_the_same_lines(
     monkeypatch.setattr(runner, "HIT_CHECK_MISSING", "membench.run._hitcheck not built (x)")
     run_system(make_system("random"), built.out, "dev", tmp_path / "py", corpus_root, limit=3)
     err = capsys.readouterr().err
-    assert "membench: note: membench.run._hitcheck not built (x): the hits are checked in " \
-           "Python instead" in err
-    strip = [[{k: v for k, v in json.loads(l).items() if k != "latency_ms"}
-              for l in (tmp_path / d / "run.jsonl").read_text().splitlines()] for d in ("c", "py")]
+    assert (
+        "membench: note: membench.run._hitcheck not built (x): the hits are checked in "
+        "Python instead" in err
+    )
+    strip = [
+        [
+            {k: v for k, v in json.loads(l).items() if k != "latency_ms"}
+            for l in (tmp_path / d / "run.jsonl").read_text().splitlines()
+        ]
+        for d in ("c", "py")
+    ]
     assert strip[0] == strip[1] and len(strip[0]) > 3

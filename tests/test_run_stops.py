@@ -36,32 +36,52 @@ def audit_cache(built):
     return path
 
 
-@pytest.mark.parametrize("system,modality,step", [("bm25", "image", "[membench] ocr"),
-                                                  ("dense", "conversation", "[membench] embed")])
+@pytest.mark.parametrize(
+    "system,modality,step",
+    [("bm25", "image", "[membench] ocr"), ("dense", "conversation", "[membench] embed")],
+)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_stop_during_ocr_or_embedding_ends_every_worker(built, corpus_root, audit_cache,
-                                                          tmp_path, sig, system, modality, step):
+def test_a_stop_during_ocr_or_embedding_ends_every_worker(
+    built, corpus_root, audit_cache, tmp_path, sig, system, modality, step
+):
     cache = tmp_path / "cache"
     (cache / "audit").mkdir(parents=True)
     shutil.copy(audit_cache, cache / "audit" / audit_cache.name)
     env = {**subprocess_env(), "MEMBENCH_CACHE": str(cache)}
-    env.pop("MEMBENCH_PROGRESS")             # its progress lines say when the step has begun
+    env.pop("MEMBENCH_PROGRESS")  # its progress lines say when the step has begun
     err_path = tmp_path / "stderr.txt"
-    cmd = membench_cmd("run", "--system", system, "--split", "dev", "--modality", modality,
-                       "--limit", "5", "--sets", str(built.out), "--corpus", str(corpus_root),
-                       "--no-lock", "--out", str(tmp_path / "run"), "--content",
-                       "ocr_processes=2")
+    cmd = membench_cmd(
+        "run",
+        "--system",
+        system,
+        "--split",
+        "dev",
+        "--modality",
+        modality,
+        "--limit",
+        "5",
+        "--sets",
+        str(built.out),
+        "--corpus",
+        str(corpus_root),
+        "--no-lock",
+        "--out",
+        str(tmp_path / "run"),
+        "--content",
+        "ocr_processes=2",
+    )
     with err_path.open("w") as err:
-        p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True,
-                             start_new_session=True)
+        p = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True, start_new_session=True
+        )
     try:
         deadline = time.time() + HANG_GUARD
         while step not in err_path.read_text():
             assert p.poll() is None and time.time() < deadline, err_path.read_text()
             time.sleep(0.1)
-        time.sleep(3.0)                       # the workers have started and are reading
+        time.sleep(3.0)  # the workers have started and are reading
         assert p.poll() is None
-        os.kill(p.pid, sig)                   # the command alone: its workers are its to end
+        os.kill(p.pid, sig)  # the command alone: its workers are its to end
         p.wait(timeout=HANG_GUARD)
     finally:
         if p.poll() is None:

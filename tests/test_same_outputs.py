@@ -23,22 +23,33 @@ def tree(root: Path, latency: float, when: str) -> Path:
     run = root / "runs" / "bm25-dev"
     run.mkdir(parents=True)
     (run / "atoms.jsonl").write_text('{"atom_id": "a1"}\n')
-    (run / "run.jsonl").write_text(json.dumps({"query_id": "q1", "hits": [["a1", 1.0]],
-                                               "latency_ms": latency}) + "\n")
-    (run / "metrics.json").write_text(json.dumps({
-        "recall@10": 0.5, "latency_p50_ms": latency, "generated_at": when,
-        "definitions": {"x": f"see {root.name}.module"}}))
+    (run / "run.jsonl").write_text(
+        json.dumps({"query_id": "q1", "hits": [["a1", 1.0]], "latency_ms": latency}) + "\n"
+    )
+    (run / "metrics.json").write_text(
+        json.dumps(
+            {
+                "recall@10": 0.5,
+                "latency_p50_ms": latency,
+                "generated_at": when,
+                "definitions": {"x": f"see {root.name}.module"},
+            }
+        )
+    )
     (root / "reports" / "bm25-dev").mkdir(parents=True)
     (root / "reports" / "bm25-dev" / "02.html").write_text(
         f"<p>generated {when} in {root}</p><table><tr><th>system</th><th>v</th></tr>"
-        "<tr><td>a</td><td>1</td></tr><tr><td>b</td><td>2</td></tr></table>")
+        "<tr><td>a</td><td>1</td></tr><tr><td>b</td><td>2</td></tr></table>"
+    )
     return root
 
 
 @pytest.fixture
 def trees(tmp_path):
-    return (tree(tmp_path / "before", 1.5, "2026-01-01T00:00:00"),
-            tree(tmp_path / "after", 2.5, "2026-01-02T00:00:00"))
+    return (
+        tree(tmp_path / "before", 1.5, "2026-01-01T00:00:00"),
+        tree(tmp_path / "after", 2.5, "2026-01-02T00:00:00"),
+    )
 
 
 def test_the_same_outputs_but_for_times_are_the_same(trees, capsys):
@@ -58,8 +69,9 @@ def test_one_changed_output_is_different(trees, change, capsys):
     elif change == "atoms":
         (run / "atoms.jsonl").write_text('{"atom_id": "a2"}\n')
     elif change == "run line":
-        (run / "run.jsonl").write_text(json.dumps({"query_id": "q1", "hits": [["a1", 0.9]],
-                                                   "latency_ms": 1.5}) + "\n")
+        (run / "run.jsonl").write_text(
+            json.dumps({"query_id": "q1", "hits": [["a1", 0.9]], "latency_ms": 1.5}) + "\n"
+        )
     else:
         m = json.loads((run / "metrics.json").read_text())
         (run / "metrics.json").write_text(json.dumps({**m, "recall@10": 0.51}))
@@ -70,10 +82,12 @@ def test_one_changed_output_is_different(trees, change, capsys):
 def test_report_rows_in_another_order_are_counted_and_a_changed_row_is_shown(trees, capsys):
     a, b = trees
     page = b / "reports" / "bm25-dev" / "02.html"
-    page.write_text(page.read_text().replace("<tr><td>a</td><td>1</td></tr><tr><td>b</td>"
-                                             "<td>2</td></tr>",
-                                             "<tr><td>b</td><td>2</td></tr><tr><td>a</td>"
-                                             "<td>1</td></tr>"))
+    page.write_text(
+        page.read_text().replace(
+            "<tr><td>a</td><td>1</td></tr><tr><td>b</td><td>2</td></tr>",
+            "<tr><td>b</td><td>2</td></tr><tr><td>a</td><td>1</td></tr>",
+        )
+    )
     assert same.main(a, b) == 0
     assert "the same rows in another order: 1" in capsys.readouterr().out
     page.write_text(page.read_text().replace("<td>2</td>", "<td>two</td>"))
@@ -81,5 +95,7 @@ def test_report_rows_in_another_order_are_counted_and_a_changed_row_is_shown(tre
     assert "'two'" in capsys.readouterr().out
     shutil.rmtree(b / "reports" / "bm25-dev")
     assert same.main(a, b) == 1
-    assert "the same names on both sides: False (on one side only: bm25-dev/02.html)" in \
-        capsys.readouterr().out
+    assert (
+        "the same names on both sides: False (on one side only: bm25-dev/02.html)"
+        in capsys.readouterr().out
+    )

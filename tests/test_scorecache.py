@@ -23,10 +23,18 @@ def runs(built, corpus_root, tmp_path_factory):
     # modalities whose content is read without the OCR or PDF caches a run fills (the tests
     # below use an empty cache): their scores are whole, so they are stored
     for name in ("oracle", "random"):
-        run_system(make_system(name), built.out, "dev", out / name, corpus_root, limit=12,
-                   modalities=MODS)
-    run_system(make_system("random"), built.out, "dev", out / "images", corpus_root, limit=5,
-               modalities=["image"])
+        run_system(
+            make_system(name), built.out, "dev", out / name, corpus_root, limit=12, modalities=MODS
+        )
+    run_system(
+        make_system("random"),
+        built.out,
+        "dev",
+        out / "images",
+        corpus_root,
+        limit=5,
+        modalities=["image"],
+    )
     return out
 
 
@@ -66,20 +74,22 @@ def test_a_hit_is_the_fresh_scores_and_metrics_to_the_bit(runs, cache, monkeypat
         fresh_m = fresh.metrics(write=False, n_resamples=200)
         monkeypatch.setenv("MEMBENCH_SCORE_CACHE", "1")
         first = RunDir.open(runs / name)
-        first_m = first.metrics(write=False, n_resamples=200)     # computed and stored
+        first_m = first.metrics(write=False, n_resamples=200)  # computed and stored
         again = RunDir.open(runs / name)
         calls = []
-        monkeypatch.setattr("membench.metrics.rundir.score_items",
-                            lambda *a, **k: calls.append(1))
+        monkeypatch.setattr("membench.metrics.rundir.score_items", lambda *a, **k: calls.append(1))
         monkeypatch.setattr("membench.metrics.rundir.aggregate", lambda *a, **k: calls.append(1))
-        again_m = again.metrics(write=False, n_resamples=200)     # read back
+        again_m = again.metrics(write=False, n_resamples=200)  # read back
         monkeypatch.undo()
         monkeypatch.setenv("MEMBENCH_CACHE", str(cache.parent))
         assert not calls
         _equal(fresh.scores(), first.scores())
         _equal(fresh.scores(), again.scores())
-        assert json.dumps(fresh_m, sort_keys=True) == json.dumps(first_m, sort_keys=True) \
+        assert (
+            json.dumps(fresh_m, sort_keys=True)
+            == json.dumps(first_m, sort_keys=True)
             == json.dumps(again_m, sort_keys=True)
+        )
         assert fresh_m == again_m
     assert len(list(cache.glob("*.npz"))) == 2 and len(list(cache.glob("*.json"))) == 2
 
@@ -101,7 +111,7 @@ def test_scores_with_content_left_unread_are_not_stored(runs, cache):
         RunDir.open(runs / "images").scores()
     finally:
         rundir.score_items = orig
-    assert calls == [1]                                    # computed again, not read back
+    assert calls == [1]  # computed again, not read back
 
 
 def test_another_input_is_another_key_and_a_refusal_stores_nothing(runs, cache, tmp_path):
@@ -114,15 +124,15 @@ def test_another_input_is_another_key_and_a_refusal_stores_nothing(runs, cache, 
     assert (cache / f"{base}.npz").is_file()
     keys = {base}
     lines = (d / "run.jsonl").read_text().splitlines(keepends=True)
-    (d / "run.jsonl").write_text("".join(lines[:-1]))       # one line fewer: refused
+    (d / "run.jsonl").write_text("".join(lines[:-1]))  # one line fewer: refused
     rd = RunDir.open(d)
     keys.add(scorecache.key_of(rd))
     with pytest.raises(InputError, match="no line"):
         rd.scores()
     assert not (cache / f"{scorecache.key_of(rd)}.npz").exists()
-    with pytest.raises(InputError, match="no line"):           # and refused again
+    with pytest.raises(InputError, match="no line"):  # and refused again
         RunDir.open(d).scores()
-    assert scorecache.key_of(RunDir.open(d, partial=True)) not in keys   # partial: another key
+    assert scorecache.key_of(RunDir.open(d, partial=True)) not in keys  # partial: another key
     (d / "run.jsonl").write_text("".join(lines))
     assert scorecache.key_of(RunDir.open(d)) == base
     rd = RunDir.open(d)
@@ -172,8 +182,9 @@ def test_source_digest_is_every_package_file_by_path_and_bytes():
     assert scorecache.code_digest is ray_engine.code_digest is code_digest  # one, imported
 
 
-def test_the_same_lines_with_other_latencies_are_read_back_with_their_own(runs, cache, tmp_path,
-                                                                           monkeypatch):
+def test_the_same_lines_with_other_latencies_are_read_back_with_their_own(
+    runs, cache, tmp_path, monkeypatch
+):
     """A run again with the same lines but other latencies (every warm make all): its scores
     are read back with its own latencies, equal to a fresh scoring; its latency figures are
     its own (the aggregate's key holds them); a line not in the canonical form keys the whole
@@ -187,8 +198,9 @@ def test_the_same_lines_with_other_latencies_are_read_back_with_their_own(runs, 
     first_m = first.metrics(write=False, n_resamples=200)
     base = scorecache.key_of(first)
     data = (d / "run.jsonl").read_bytes()
-    slower = re.sub(rb'"latency_ms":[^,]+,', lambda m: b'"latency_ms":%d.25,' % (len(m.group(0))
-                                                                                  + 40), data)
+    slower = re.sub(
+        rb'"latency_ms":[^,]+,', lambda m: b'"latency_ms":%d.25,' % (len(m.group(0)) + 40), data
+    )
     assert slower != data
     (d / "run.jsonl").write_bytes(slower)
     assert scorecache.key_of(RunDir.open(d)) == base
@@ -199,17 +211,20 @@ def test_the_same_lines_with_other_latencies_are_read_back_with_their_own(runs, 
     monkeypatch.setattr(rundir, "score_items", lambda *a, **k: calls.append(1) or orig(*a, **k))
     again = RunDir.open(d)
     again_m = again.metrics(write=False, n_resamples=200)
-    assert not calls                                        # read back, not scored
+    assert not calls  # read back, not scored
     monkeypatch.setattr(rundir, "score_items", orig)
     monkeypatch.setenv("MEMBENCH_SCORE_CACHE", "0")
     fresh = RunDir.open(d)
     fresh_m = fresh.metrics(write=False, n_resamples=200)
     _equal(again.scores(), fresh.scores())
     assert not np.array_equal(again.scores().latency_ms, first.scores().latency_ms)
-    assert json.dumps(again_m, sort_keys=True) == json.dumps(fresh_m, sort_keys=True) \
+    assert (
+        json.dumps(again_m, sort_keys=True)
+        == json.dumps(fresh_m, sort_keys=True)
         != json.dumps(first_m, sort_keys=True)
+    )
     monkeypatch.setenv("MEMBENCH_SCORE_CACHE", "1")
-    spaced = slower.replace(b'"latency_ms":', b'"latency_ms": ', 1)   # not canonical
+    spaced = slower.replace(b'"latency_ms":', b'"latency_ms": ', 1)  # not canonical
     (d / "run.jsonl").write_bytes(spaced)
     assert scorecache.lines_without_latency(d / "run.jsonl") is None
     assert scorecache.key_of(RunDir.open(d)) != base

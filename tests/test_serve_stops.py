@@ -26,11 +26,17 @@ HANG_GUARD = 60
 def test_a_stop_during_a_native_ingest_is_status_130(tmp_path, monkeypatch, sig):
     gate = tmp_path / "gate"
     monkeypatch.setenv("MEMBENCH_TEST_GATE", str(gate))
-    item = SourceItem(source_id="s:1", modality="conversation", holder="h",
-                      observed_at=datetime(2024, 1, 1, tzinfo=timezone.utc),
-                      content=[["a", "hello there"]])
-    with serve_process("--system", "http_helpers:NativeIngest", "--corpus",
-                       str(tmp_path)) as (url, proc):
+    item = SourceItem(
+        source_id="s:1",
+        modality="conversation",
+        holder="h",
+        observed_at=datetime(2024, 1, 1, tzinfo=timezone.utc),
+        content=[["a", "hello there"]],
+    )
+    with serve_process("--system", "http_helpers:NativeIngest", "--corpus", str(tmp_path)) as (
+        url,
+        proc,
+    ):
         client = threading.Thread(target=lambda: _ingest(url, item, tmp_path), daemon=True)
         client.start()
         deadline = time.time() + HANG_GUARD
@@ -49,5 +55,5 @@ def test_a_stop_during_a_native_ingest_is_status_130(tmp_path, monkeypatch, sig)
 def _ingest(url: str, item: SourceItem, root: Path) -> None:
     try:
         HttpSystem(url).ingest([item], root)
-    except Exception:           # the server went away mid-ingest: what this test causes
+    except Exception:  # the server went away mid-ingest: what this test causes
         pass

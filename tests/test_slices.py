@@ -65,24 +65,26 @@ def _hand() -> pd.DataFrame:
     """Two modalities: 'a' has 4 answerable (recall 1, 1, 0, 0.5) and 2 unanswerable (one
     false recall), one holder leak; 'b' has 2 unanswerable only (both false recalls)."""
     nan = np.nan
-    return pd.DataFrame({
-        "modality": ["a"] * 6 + ["b"] * 2,
-        "holder": ["h1", "h1", "h2", "h2", "h1", "h2", "h3", "h3"],
-        "answerable": [True, True, True, True, False, False, False, False],
-        "audited": [True] * 8,
-        "recall@10": [1.0, 1.0, 0.0, 0.5, nan, nan, nan, nan],
-        "rr": [1.0, 0.5, 0.0, 1.0, nan, nan, nan, nan],
-        "false_recall": [nan, nan, nan, nan, 1.0, 0.0, 1.0, 1.0],
-        "false_recall_native": [nan] * 8,
-        "holder_leak": [False, False, True, False, False, False, False, False],
-        "temporal_leak": [False] * 8,
-        "abstained": [False, False, False, True, False, True, False, False],
-        "latency_ms": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, np.nan],
-        "top1_score": [0.9, 0.8, 0.7, 0.2, 0.95, 0.1, 0.5, np.nan],
-        # no system reported a confidence: the top-1 score, -inf without hits
-        "abstention_score": [0.9, 0.8, 0.7, 0.2, 0.95, 0.1, 0.5, -np.inf],
-        "top1_hit": [True, False, False, True, False, False, False, False],
-    })
+    return pd.DataFrame(
+        {
+            "modality": ["a"] * 6 + ["b"] * 2,
+            "holder": ["h1", "h1", "h2", "h2", "h1", "h2", "h3", "h3"],
+            "answerable": [True, True, True, True, False, False, False, False],
+            "audited": [True] * 8,
+            "recall@10": [1.0, 1.0, 0.0, 0.5, nan, nan, nan, nan],
+            "rr": [1.0, 0.5, 0.0, 1.0, nan, nan, nan, nan],
+            "false_recall": [nan, nan, nan, nan, 1.0, 0.0, 1.0, 1.0],
+            "false_recall_native": [nan] * 8,
+            "holder_leak": [False, False, True, False, False, False, False, False],
+            "temporal_leak": [False] * 8,
+            "abstained": [False, False, False, True, False, True, False, False],
+            "latency_ms": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, np.nan],
+            "top1_score": [0.9, 0.8, 0.7, 0.2, 0.95, 0.1, 0.5, np.nan],
+            # no system reported a confidence: the top-1 score, -inf without hits
+            "abstention_score": [0.9, 0.8, 0.7, 0.2, 0.95, 0.1, 0.5, -np.inf],
+            "top1_hit": [True, False, False, True, False, False, False, False],
+        }
+    )
 
 
 def test_slice_table_values_and_denominators():
@@ -99,8 +101,11 @@ def test_slice_table_values_and_denominators():
     assert math.isnan(b["recall@10"]) and math.isnan(b["recall@10_lo"])
     assert b["false_recall_rate"] == 1.0
     assert b["gate_failures"] == "false_recall_rate"
-    assert set(a["gate_failures"].split(", ")) == {"recall@10", "false_recall_rate",
-                                                   "holder_correctness"}
+    assert set(a["gate_failures"].split(", ")) == {
+        "recall@10",
+        "false_recall_rate",
+        "holder_correctness",
+    }
 
 
 def test_slice_table_worst_first_and_margins():
@@ -117,14 +122,17 @@ def test_slice_table_worst_first_and_margins():
 
 
 def test_slice_table_multi_dim_and_extra_metrics():
-    t = slices.slice_table(_hand(), ["modality", "holder"],
-                           metrics=["recall@10", "mrr", "abstain_rate_answerable",
-                                    "latency_p50_ms"], sort=False)
-    assert len(t) == 3          # (a, h1), (a, h2), (b, h3)
+    t = slices.slice_table(
+        _hand(),
+        ["modality", "holder"],
+        metrics=["recall@10", "mrr", "abstain_rate_answerable", "latency_p50_ms"],
+        sort=False,
+    )
+    assert len(t) == 3  # (a, h1), (a, h2), (b, h3)
     r = t.set_index(["modality", "holder"]).loc[("a", "h1")]
     assert r["mrr"] == pytest.approx(0.75)
     assert r["abstain_rate_answerable"] == 0.0
-    assert r["latency_p50_ms"] == pytest.approx(2.0)      # 1, 2, 5
+    assert r["latency_p50_ms"] == pytest.approx(2.0)  # 1, 2, 5
     c = slices.compact(t)
     assert "recall@10_lo" not in c.columns and c["recall@10"].iloc[0].count("[") == 1
 
@@ -134,7 +142,7 @@ def test_worst_slices_min_n():
     w = slices.worst_slices(df, k=3, dims=["modality", "holder"], min_n=3)
     assert list(w.columns[:2]) == ["dimension", "slice"]
     assert (w["n"] >= 3).all()
-    assert w.attrs["dropped_small"] == 2            # modality b (2 items), holder h3 (2)
+    assert w.attrs["dropped_small"] == 2  # modality b (2 items), holder h3 (2)
     assert len(w) == 3
     assert list(w["worst_margin"]) == sorted(w["worst_margin"])
 
@@ -150,11 +158,11 @@ def test_threshold_sweep_hand():
     # t = 0.5: answerable scores 0.9, 0.8, 0.7 kept (hits: only the first); 0.2 dropped
     assert a.loc[0.5, "answerable_recall_proxy"] == pytest.approx(1 / 4)
     assert a.loc[0.5, "abstain_rate_answerable"] == pytest.approx(1 / 4)
-    assert a.loc[0.5, "false_recall_rate"] == pytest.approx(1 / 2)     # 0.95 kept, 0.1 not
+    assert a.loc[0.5, "false_recall_rate"] == pytest.approx(1 / 2)  # 0.95 kept, 0.1 not
     assert a.loc[1.0, "false_recall_rate"] == 0.0
     assert a.loc[1.0, "kept_rate"] == 0.0
     b = s[s["modality"] == "b"].set_index("threshold")
-    assert b.loc[0.0, "false_recall_rate"] == pytest.approx(1 / 2)   # NaN score never kept
+    assert b.loc[0.0, "false_recall_rate"] == pytest.approx(1 / 2)  # NaN score never kept
     assert b["answerable_recall_proxy"].isna().all()
     # default grid: from keep-all to abstain-all per modality
     d = sweep.threshold_sweep(df)
@@ -180,9 +188,12 @@ def test_threshold_sweep_hand():
     assert math.isnan(op.loc["b", "answerable_kept"])
     # and it equals the calibration of the same top-1 scores
     from membench.analysis.operating_point import choose_threshold
+
     a = df[df["modality"] == "a"]
-    c = choose_threshold(a.loc[a["answerable"], "top1_score"].tolist(),
-                         a.loc[~a["answerable"], "top1_score"].tolist())
+    c = choose_threshold(
+        a.loc[a["answerable"], "top1_score"].tolist(),
+        a.loc[~a["answerable"], "top1_score"].tolist(),
+    )
     assert c.threshold == op.loc["a", "threshold"]
 
 
@@ -191,14 +202,33 @@ def test_threshold_sweep_hand():
 
 def test_item_frame_columns(frames, runs):
     df = frames["leaky"]
-    for c in ("query_id", "modality", "source", "holder", "scenario", "derivation",
-              "answerable", "as_of", "as_of_bucket", "n_gold", "recall@10", "recall@100",
-              "recall@1000", "rr", "ndcg@10", "cartridge_size", "cartridge_recall",
-              "false_recall", "holder_leak", "temporal_leak", "abstained", "latency_ms",
-              "top1_score"):
+    for c in (
+        "query_id",
+        "modality",
+        "source",
+        "holder",
+        "scenario",
+        "derivation",
+        "answerable",
+        "as_of",
+        "as_of_bucket",
+        "n_gold",
+        "recall@10",
+        "recall@100",
+        "recall@1000",
+        "rr",
+        "ndcg@10",
+        "cartridge_size",
+        "cartridge_recall",
+        "false_recall",
+        "holder_leak",
+        "temporal_leak",
+        "abstained",
+        "latency_ms",
+        "top1_score",
+    ):
         assert c in df.columns, c
-    assert set(df["derivation"]) <= {"native", frames_mod.TELL_NATIVE, "transactive",
-                                     "temporal"}
+    assert set(df["derivation"]) <= {"native", frames_mod.TELL_NATIVE, "transactive", "temporal"}
     # a native with an upstream tell is its own derivation, outside the audited false recall
     tell = df["derivation"] == frames_mod.TELL_NATIVE
     assert (tell == ~df["audited"]).all() and not df.loc[tell, "answerable"].any()
@@ -212,10 +242,11 @@ def test_item_frame_columns(frames, runs):
     # bucket order follows as_of within a source
     for _, g in df.groupby("source"):
         b = g["as_of_bucket"].str[0].astype(int)
-        assert (g.loc[b.idxmin(), "as_of"] <= g.loc[b.idxmax(), "as_of"])
+        assert g.loc[b.idxmin(), "as_of"] <= g.loc[b.idxmax(), "as_of"]
     # leaky ignores scope; the oracle does not
-    assert df["holder_leak"].any() and df.loc[df["derivation"] == "transactive",
-                                              "holder_leak"].all()
+    assert (
+        df["holder_leak"].any() and df.loc[df["derivation"] == "transactive", "holder_leak"].all()
+    )
     o = frames["oracle"]
     assert not o["holder_leak"].any() and not o["temporal_leak"].any()
     un = o.loc[~o["answerable"]]
@@ -229,10 +260,23 @@ def test_item_frame_columns(frames, runs):
 @pytest.mark.parametrize("system", ["random", "leaky"])
 def test_slice_over_modality_equals_metrics_json(frames, runs, system):
     m = json.loads((runs[system] / "metrics.json").read_text())
-    names = ["recall@10", "recall@100", "recall@1000", "mrr", "ndcg@10", "false_recall_rate",
-             "false_recall_native", "holder_correctness", "temporal_correctness",
-             "abstain_rate_answerable", "cartridge_recall", "latency_p50_ms", "latency_p95_ms",
-             "abstention_auc", "answerable_kept@fr0.10"]
+    names = [
+        "recall@10",
+        "recall@100",
+        "recall@1000",
+        "mrr",
+        "ndcg@10",
+        "false_recall_rate",
+        "false_recall_native",
+        "holder_correctness",
+        "temporal_correctness",
+        "abstain_rate_answerable",
+        "cartridge_recall",
+        "latency_p50_ms",
+        "latency_p95_ms",
+        "abstention_auc",
+        "answerable_kept@fr0.10",
+    ]
     t = slices.slice_table(frames[system], "modality", metrics=names, sort=False)
     for _, r in t.iterrows():
         for k in names:
@@ -249,7 +293,8 @@ def test_slice_over_modality_equals_metrics_json(frames, runs, system):
     for _, r in s.iterrows():
         e = m["by_source"][r["source"]]["recall@10"]
         assert (r["recall@10"] if e["value"] is not None else None) == (
-            pytest.approx(e["value"]) if e["value"] is not None else None)
+            pytest.approx(e["value"]) if e["value"] is not None else None
+        )
 
 
 def test_summaries(runs, frames, built):
@@ -286,19 +331,26 @@ def test_a_doctored_metrics_json_is_not_what_reports_show(runs, tmp_path):
     doctored["all"]["recall@10"]["value"] = 0.999
     (run / "metrics.json").write_text(json.dumps(doctored))
     (run / "metrics.json").touch()
-    assert summaries.load_metrics(run)["all"]["recall@10"]["value"] == \
-        honest["all"]["recall@10"]["value"] != 0.999
+    assert (
+        summaries.load_metrics(run)["all"]["recall@10"]["value"]
+        == honest["all"]["recall@10"]["value"]
+        != 0.999
+    )
     assert json.loads((run / "metrics.json").read_text())["all"]["recall@10"]["value"] == 0.999
 
 
 def test_item_counts_names_every_column():
-    df = pd.DataFrame({"modality": ["pdf", "pdf", "pdf", "image"],
-                       "derivation": ["native", "native", "temporal", "native"],
-                       "answerable": [True, False, False, True]})
+    df = pd.DataFrame(
+        {
+            "modality": ["pdf", "pdf", "pdf", "image"],
+            "derivation": ["native", "native", "temporal", "native"],
+            "answerable": [True, False, False, True],
+        }
+    )
     t = slices.item_counts(df, ["modality", "derivation"])
     assert list(t.columns) == ["answerable", "unanswerable", "all items"]
     assert t.loc[("pdf", "native")].tolist() == [1, 1, 2]
     assert t.loc[("pdf", "temporal")].tolist() == [0, 1, 1]
-    assert t.loc[("image", "native")].tolist() == [1, 0, 1]      # no unanswerable: a 0 column
+    assert t.loc[("image", "native")].tolist() == [1, 0, 1]  # no unanswerable: a 0 column
     only = slices.item_counts(df[df["answerable"]], "modality")
     assert list(only.columns) == ["answerable", "unanswerable", "all items"]

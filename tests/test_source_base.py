@@ -9,16 +9,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from membench.core.errors import InputError
 from membench.contract.schema import Origin, RecordDraft, Scope, SourceItem
+from membench.core.errors import InputError
 from membench.sources import BY_KEY
-from membench.sources.base import (
-    Coverage,
-    Mapped,
-    annotation_revision,
-    book,
-    open_upstream,
-)
+from membench.sources.base import Coverage, Mapped, annotation_revision, book, open_upstream
 
 SPEC = BY_KEY["tabmwp"]
 
@@ -50,11 +44,15 @@ def test_open_upstream_checks_folder_files_then_provenance(tmp_path):
 
 def test_annotation_revision(tmp_path):
     folder = tmp_path / "src"
-    _prov(folder, {"path": "a.json", "commit": "c1"}, {"path": "b.tsv"},
-          {"path": "c.tsv", "commit": "c3"})
+    _prov(
+        folder,
+        {"path": "a.json", "commit": "c1"},
+        {"path": "b.tsv"},
+        {"path": "c.tsv", "commit": "c3"},
+    )
     cov = Coverage(source="x")
     assert annotation_revision(folder, "a.json", cov) == "c1"
-    assert annotation_revision(folder, ["b.tsv", "c.tsv"], cov) == "c3"   # first with a commit
+    assert annotation_revision(folder, ["b.tsv", "c.tsv"], cov) == "c3"  # first with a commit
     assert cov.notes == []
     assert annotation_revision(folder, ["b.tsv", "z.json"], cov) == "unknown"
     assert cov.notes == ["no commit for b.tsv or z.json in PROVENANCE.jsonl: revision 'unknown'"]
@@ -62,8 +60,12 @@ def test_annotation_revision(tmp_path):
         annotation_revision(folder, "b.tsv", cov, required=True)
     assert e.value.rule == "MISSING_FILE" and e.value.field == "b.tsv"
     # rows already read are used as given, the file is not read again
-    assert annotation_revision(tmp_path / "absent", "a.json", cov,
-                               provenance={"a.json": {"commit": "given"}}) == "given"
+    assert (
+        annotation_revision(
+            tmp_path / "absent", "a.json", cov, provenance={"a.json": {"commit": "given"}}
+        )
+        == "given"
+    )
     (folder / "PROVENANCE.jsonl").write_text('{"path": "a.json"}\nnot json\n')
     with pytest.raises(InputError) as e:
         annotation_revision(folder, "a.json", cov)
@@ -71,18 +73,35 @@ def test_annotation_revision(tmp_path):
 
 
 def _draft(qid: str) -> RecordDraft:
-    return RecordDraft(query_id=qid, modality="image", question="q?", answer=None,
-                       answer_format="none", gold=[], scope=Scope(holder="h", scenario="s"),
-                       unanswerable=True,
-                       origin=Origin(dataset="d", revision="r", item=qid, license="l"))
+    return RecordDraft(
+        query_id=qid,
+        modality="image",
+        question="q?",
+        answer=None,
+        answer_format="none",
+        gold=[],
+        scope=Scope(holder="h", scenario="s"),
+        unanswerable=True,
+        origin=Origin(dataset="d", revision="r", item=qid, license="l"),
+    )
 
 
 def test_book_and_result():
     t = datetime(2024, 1, 1, tzinfo=timezone.utc)
-    made = Mapped(items=[SourceItem(source_id=s, modality="image", holder="h", observed_at=t,
-                                    path=f"{s}.png", meta={"width": 1, "height": 1})
-                         for s in ("x:b", "x:a")],
-                  outcomes=[_draft("x:2"), "no image", _draft("x:1"), "no image", "empty"])
+    made = Mapped(
+        items=[
+            SourceItem(
+                source_id=s,
+                modality="image",
+                holder="h",
+                observed_at=t,
+                path=f"{s}.png",
+                meta={"width": 1, "height": 1},
+            )
+            for s in ("x:b", "x:a")
+        ],
+        outcomes=[_draft("x:2"), "no image", _draft("x:1"), "no image", "empty"],
+    )
     made.fix("repaired", 2)
     made.fix("repaired")
     cov = Coverage(source="x")

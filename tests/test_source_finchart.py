@@ -40,14 +40,16 @@ def test_counts(res):
     assert cov.upstream_items == 2285
     assert cov.covered == 639
     assert cov.not_covered == {"image not in mirror": 1646}
-    assert cov.normalised == {"_qN suffix stripped from image name": 2285,
-                              "byte-identical duplicate image merged": 1}
+    assert cov.normalised == {
+        "_qN suffix stripped from image name": 2285,
+        "byte-identical duplicate image merged": 1,
+    }
     assert cov.balanced()
     assert len(res.drafts) == 639
     assert len(res.items) == 319
     # each chart's text is the upstream questions over it (for the anchor guard only)
     asked = {}
-    for d in sorted(res.drafts, key=lambda d: int(d.query_id.split(":")[1])):   # row order
+    for d in sorted(res.drafts, key=lambda d: int(d.query_id.split(":")[1])):  # row order
         asked.setdefault(d.gold[0].source_id, []).append(d.question)
     assert res.texts == {k: "\n".join(v) for k, v in asked.items()}
     assert len(res.texts) <= len(res.items)
@@ -106,7 +108,8 @@ def test_hand_checked(corpus_root, res):
     assert d.question == "What is the difference in gross profit ($M) between 1Q11 and 1Q15?"
     assert d.answer == 140 and d.answer_format == "int"
     assert [g.model_dump() for g in d.gold] == [
-        {"source_id": "finchart:1243210261_13_crop_0.jpg", "region": {}, "grade": None}]
+        {"source_id": "finchart:1243210261_13_crop_0.jpg", "region": {}, "grade": None}
+    ]
     d = q["finchart:1"]
     assert d.answer == 2.6 and d.answer_format == "float"
     assert d.gold[0].source_id == "finchart:1243210261_13_crop_0.jpg"
@@ -128,14 +131,15 @@ def test_duplicate_image_merged(res):
     for row in (301, 302, 307, 308):
         assert q[f"finchart:{row}"].gold[0].source_id == canon
     assert json.loads(q["finchart:307"].origin.notes) == {
-        "upstream_image": "QA_images/1268301679_26_crop_0.jpg"}
+        "upstream_image": "QA_images/1268301679_26_crop_0.jpg"
+    }
     assert q["finchart:301"].origin.notes is None
 
 
 def test_file_name():
     assert finchart.file_name("1243210261_13_crop_0_q1.jpg") == "1243210261_13_crop_0.jpg"
     assert finchart.file_name("a_q12.png") == "a.png"
-    assert finchart.file_name("a_q1_b.png") == "a_q1_b.png"   # only right before the extension
+    assert finchart.file_name("a_q1_b.png") == "a_q1_b.png"  # only right before the extension
     assert finchart.file_name("plain.jpg") == "plain.jpg"
 
 
@@ -151,7 +155,7 @@ def test_fixture_quirks(tmp_path):
     folder = tmp_path / "finchart-bench"
     img = folder / "QA_images"
     _jpg(img / "b_1.jpg", (6, 4), (10, 10, 10))
-    (img / "a_1.jpg").write_bytes((img / "b_1.jpg").read_bytes())   # duplicate of b_1
+    (img / "a_1.jpg").write_bytes((img / "b_1.jpg").read_bytes())  # duplicate of b_1
     (img / "c_1.jpg").write_bytes(b"broken")
     rows = [
         {"image": "b_1_q1.jpg", "question": "Q0?", "reasoning": "r", "answer": 1},
@@ -167,10 +171,16 @@ def test_fixture_quirks(tmp_path):
     r = finchart.load(tmp_path)
     cov = r.coverage
     assert cov.balanced() and cov.upstream_items == 8 and cov.covered == 4
-    assert cov.not_covered == {"unsupported answer type": 1, "image not in mirror": 1,
-                               "image unreadable": 1, "malformed record": 1}
-    assert cov.normalised == {"_qN suffix stripped from image name": 5,
-                              "byte-identical duplicate image merged": 1}
+    assert cov.not_covered == {
+        "unsupported answer type": 1,
+        "image not in mirror": 1,
+        "image unreadable": 1,
+        "malformed record": 1,
+    }
+    assert cov.normalised == {
+        "_qN suffix stripped from image name": 5,
+        "byte-identical duplicate image merged": 1,
+    }
     assert [i.source_id for i in r.items] == ["finchart:a_1.jpg"]
     assert r.items[0].meta["aliases"] == ["b_1.jpg"]
     q = by_qid(r)

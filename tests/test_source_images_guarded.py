@@ -13,7 +13,7 @@ from membench.sources.tabmwp import read_images
 def test_truncated_and_bomb_images_are_unreadable_not_a_stop(tmp_path):
     good = _png()
     (tmp_path / "good.png").write_bytes(good)
-    (tmp_path / "cut.png").write_bytes(good[:len(good) - 30])
+    (tmp_path / "cut.png").write_bytes(good[: len(good) - 30])
     (tmp_path / "bomb.png").write_bytes(_forged_png(65535, 65535))
     (tmp_path / "junk.png").write_bytes(b"not a png at all")
     metas, unreadable = read_images(sorted(tmp_path.glob("*.png")), lambda p: p.stem)

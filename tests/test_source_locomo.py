@@ -51,14 +51,21 @@ def test_real_counts(real):
     cov = real.coverage
     assert cov.upstream_items == 1986
     assert cov.covered == 1981 == len(real.drafts)
-    assert cov.not_covered == {"answerable without upstream evidence": 4,
-                               "adversarial question identical to an answerable one": 1}
+    assert cov.not_covered == {
+        "answerable without upstream evidence": 4,
+        "adversarial question identical to an answerable one": 1,
+    }
     assert cov.balanced()
     assert len(real.items) == 272
     assert len({i.holder for i in real.items}) == 10
     cats = Counter(d.origin.notes.split(";")[0] for d in real.drafts)
-    assert cats == {"category 1": 282, "category 2": 321, "category 3": 92, "category 4": 841,
-                    "category 5 (adversarial)": 445}
+    assert cats == {
+        "category 1": 282,
+        "category 2": 321,
+        "category 3": 92,
+        "category 4": 841,
+        "category 5 (adversarial)": 445,
+    }
     assert sum(d.unanswerable for d in real.drafts) == 445
     assert Counter(d.answer_format for d in real.drafts) == {"str": 1530, "int": 6, "none": 445}
     assert sum(len(d.gold) for d in real.drafts) == 2360
@@ -125,12 +132,17 @@ def test_real_hand_checked(real):
     assert "LGBTQ support group" in items["locomo:conv-26:session_1"].content[2]["text"]
     s1 = items["locomo:conv-26:session_1"]
     assert s1.observed_at == datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
-    assert s1.meta == {"turns": 18, "date_time": "1:56 pm on 8 May, 2023",
-                       "speakers": ["Caroline", "Melanie"]}
+    assert s1.meta == {
+        "turns": 18,
+        "date_time": "1:56 pm on 8 May, 2023",
+        "speakers": ["Caroline", "Melanie"],
+    }
     assert s1.content[4]["image_caption"].startswith("a photo of a dog")
     # "D8:6; D9:17" in one string
-    assert _gold(by["locomo:conv-26:37"]) == [("locomo:conv-26:session_8", 6),
-                                              ("locomo:conv-26:session_9", 17)]
+    assert _gold(by["locomo:conv-26:37"]) == [
+        ("locomo:conv-26:session_8", 6),
+        ("locomo:conv-26:session_9", 17),
+    ]
     # "D:11:26" -> session 11 turn 26
     assert ("locomo:conv-43:session_11", 26) in _gold(by["locomo:conv-43:18"])
     assert len(by["locomo:conv-43:18"].gold) == 7
@@ -138,22 +150,28 @@ def test_real_hand_checked(real):
     assert _gold(by["locomo:conv-50:69"]) == [("locomo:conv-50:session_30", 5)]
     assert "vintage camera" in items["locomo:conv-50:session_30"].content[4]["text"]
     # bare "D" dropped, the two real ids kept
-    assert _gold(by["locomo:conv-42:88"]) == [("locomo:conv-42:session_1", 18),
-                                              ("locomo:conv-42:session_1", 20)]
+    assert _gold(by["locomo:conv-42:88"]) == [
+        ("locomo:conv-42:session_1", 18),
+        ("locomo:conv-42:session_1", 20),
+    ]
     # D10:19 does not exist (session 10 has 16 turns): dropped, six ids kept
     assert len(by["locomo:conv-42:58"].gold) == 6
     assert items["locomo:conv-42:session_10"].meta["turns"] == 16
     # duplicated D4:5
-    assert _gold(by["locomo:conv-50:5"]) == [("locomo:conv-50:session_4", 5),
-                                             ("locomo:conv-50:session_5", 5)]
+    assert _gold(by["locomo:conv-50:5"]) == [
+        ("locomo:conv-50:session_4", 5),
+        ("locomo:conv-50:session_5", 5),
+    ]
     # session level: the two sessions of "D8:6; D9:17", each as its whole turn range
     s8, s9 = (items[f"locomo:conv-26:session_{k}"] for k in (8, 9))
     assert [(g.source_id, g.region) for g in by["locomo:conv-26:37"].judgments["session"]] == [
         (s8.source_id, {"turn_start": 1, "turn_end": s8.meta["turns"]}),
-        (s9.source_id, {"turn_start": 1, "turn_end": s9.meta["turns"]})]
+        (s9.source_id, {"turn_start": 1, "turn_end": s9.meta["turns"]}),
+    ]
     # two evidence turns of one session: one session region
     assert [g.source_id for g in by["locomo:conv-42:88"].judgments["session"]] == [
-        "locomo:conv-42:session_1"]
+        "locomo:conv-42:session_1"
+    ]
     # int answer
     d = by["locomo:conv-26:75"]
     assert d.answer == 3 and d.answer_format == "int"
@@ -178,9 +196,11 @@ def test_real_adversarial(real):
 def test_fixture_coverage(fx):
     cov = fx.coverage
     assert cov.upstream_items == 12 and cov.covered == 9 and cov.balanced()
-    assert cov.not_covered == {"answerable without upstream evidence": 1,
-                               "answerable, no resolvable evidence": 1,
-                               "unknown category": 1}
+    assert cov.not_covered == {
+        "answerable without upstream evidence": 1,
+        "answerable, no resolvable evidence": 1,
+        "unknown category": 1,
+    }
     assert cov.normalised == {
         "category 5 with an upstream answer (kept in origin.notes, answer null)": 1,
         "date_time: unparseable (neighbouring session +/- 1 min)": 1,
@@ -207,23 +227,32 @@ def test_fixture_evidence_normalised(fx):
     assert _gold(by["locomo:conv-a:3"]) == [(s1, 3)]
     assert _gold(by["locomo:conv-a:4"]) == [(s1, 1)]
     assert by["locomo:conv-a:4"].answer == 1 and by["locomo:conv-a:4"].answer_format == "int"
-    assert "locomo:conv-a:5" not in by          # empty evidence
-    assert "locomo:conv-b:2" not in by          # D7:1 and D: nothing resolves
-    assert "locomo:conv-b:3" not in by          # category 9
+    assert "locomo:conv-a:5" not in by  # empty evidence
+    assert "locomo:conv-b:2" not in by  # D7:1 and D: nothing resolves
+    assert "locomo:conv-b:3" not in by  # category 9
     d = by["locomo:conv-a:7"]
     assert d.unanswerable and d.origin.distractor == ["D1:2"]
-    assert d.origin.notes == "category 5 (adversarial); adversarial_answer: 'Yes'; upstream answer: 'No'"
+    assert (
+        d.origin.notes
+        == "category 5 (adversarial); adversarial_answer: 'Yes'; upstream answer: 'No'"
+    )
     assert by["locomo:conv-a:6"].origin.revision == "fixture0000000000000000000000000000000000"
 
 
 def test_fixture_turns_and_dates(fx):
     items = _items(fx)
-    assert set(items) == {"locomo:conv-a:session_1", "locomo:conv-a:session_2",
-                          "locomo:conv-b:session_1", "locomo:conv-b:session_2"}
+    assert set(items) == {
+        "locomo:conv-a:session_1",
+        "locomo:conv-a:session_2",
+        "locomo:conv-b:session_1",
+        "locomo:conv-b:session_2",
+    }
     # out-of-order dia_ids are sorted by their turn number
     s2 = items["locomo:conv-a:session_2"]
     assert [(t["turn"], t["text"]) for t in s2.content][:2] == [
-        (1, "Where were you last week?"), (2, "I went to Lisbon for work.")]
+        (1, "Where were you last week?"),
+        (2, "I went to Lisbon for work."),
+    ]
     # image caption only on the image turn
     s1 = items["locomo:conv-a:session_1"]
     assert s1.content[1]["image_caption"] == "a photo of a red bicycle leaning on a wall"
@@ -235,8 +264,9 @@ def test_fixture_turns_and_dates(fx):
     assert _gold(_by_id(fx)["locomo:conv-b:1"]) == [("locomo:conv-b:session_2", 3)]
     # unparseable first date: one minute before the next session, still in order
     assert b2.observed_at == datetime(2023, 11, 8, 0, 28, tzinfo=timezone.utc)
-    assert items["locomo:conv-b:session_1"].observed_at == datetime(2023, 11, 8, 0, 27,
-                                                                    tzinfo=timezone.utc)
+    assert items["locomo:conv-b:session_1"].observed_at == datetime(
+        2023, 11, 8, 0, 27, tzinfo=timezone.utc
+    )
 
 
 def test_fixture_deterministic(fixtures, fx):
@@ -246,10 +276,12 @@ def test_fixture_deterministic(fixtures, fx):
 
 
 def test_parse_date_time():
-    assert L.parse_date_time("12:28 am on 8 November, 2023") == datetime(2023, 11, 8, 0, 28,
-                                                                       tzinfo=timezone.utc)
-    assert L.parse_date_time("10:04  AM on 15 May, 2023 ") == datetime(2023, 5, 15, 10, 4,
-                                                                      tzinfo=timezone.utc)
+    assert L.parse_date_time("12:28 am on 8 November, 2023") == datetime(
+        2023, 11, 8, 0, 28, tzinfo=timezone.utc
+    )
+    assert L.parse_date_time("10:04  AM on 15 May, 2023 ") == datetime(
+        2023, 5, 15, 10, 4, tzinfo=timezone.utc
+    )
     assert L.parse_date_time("sometime") is None and L.parse_date_time(None) is None
 
 
@@ -271,9 +303,9 @@ def test_missing_turn_not_silently_kept(tmp_path, fixtures):
     assert res.coverage.balanced()
     d = _by_id(res)["locomo:conv-a:1"]
     assert _gold(d) == [("locomo:conv-a:session_1", 1), ("locomo:conv-a:session_1", 2)]
-    assert "locomo:conv-a:3" not in _by_id(res)   # D1:03 now out of bounds, nothing left
+    assert "locomo:conv-a:3" not in _by_id(res)  # D1:03 now out of bounds, nothing left
     assert res.coverage.not_covered["answerable, no resolvable evidence"] == 2
-    assert res.drafts[0].origin.revision == "unknown"   # no PROVENANCE.jsonl
+    assert res.drafts[0].origin.revision == "unknown"  # no PROVENANCE.jsonl
 
 
 def test_adversarial_copy_of_an_answerable_question_is_not_covered(real):

@@ -40,8 +40,17 @@ def _gold(d):
 
 
 def test_fixture_is_upstream_shape(raw):
-    keys = {"question_id", "question_type", "question", "answer", "question_date",
-            "haystack_session_ids", "haystack_dates", "haystack_sessions", "answer_session_ids"}
+    keys = {
+        "question_id",
+        "question_type",
+        "question",
+        "answer",
+        "question_date",
+        "haystack_session_ids",
+        "haystack_dates",
+        "haystack_sessions",
+        "answer_session_ids",
+    }
     for inst in raw:
         assert set(inst) == keys
         for sess in inst["haystack_sessions"]:
@@ -68,18 +77,25 @@ def test_counts(fixtures, fx):
 def test_gold(fx):
     by = _by_id(fx)
     d = by["longmemeval:fx0001aa"]
-    assert d.question == "What degree did I graduate with?" and d.answer == "Business Administration"
+    assert (
+        d.question == "What degree did I graduate with?" and d.answer == "Business Administration"
+    )
     assert d.answer_format == "str" and not d.unanswerable
     assert _gold(d) == [("longmemeval:fx0001aa:answer_fx0001aa_1", 1)]
     assert d.scope.holder == "longmemeval/fx0001aa" and d.scope.session is None
     assert d.scope.scenario == "chat-assistant-memory"
     assert d.origin.item == "fx0001aa" and d.origin.dataset == "xiaowu0162/LongMemEval"
-    assert d.origin.notes == "question_type: single-session-user; question_date: 2023/05/30 (Tue) 23:40"
+    assert (
+        d.origin.notes
+        == "question_type: single-session-user; question_date: 2023/05/30 (Tue) 23:40"
+    )
     # int answer; answer_fx0002bb_3 has no has_answer turn: no gold from it
     d = by["longmemeval:fx0002bb"]
     assert d.answer == 3 and d.answer_format == "int"
-    assert _gold(d) == [("longmemeval:fx0002bb:answer_fx0002bb_1", 1),
-                        ("longmemeval:fx0002bb:answer_fx0002bb_2", 2)]
+    assert _gold(d) == [
+        ("longmemeval:fx0002bb:answer_fx0002bb_1", 1),
+        ("longmemeval:fx0002bb:answer_fx0002bb_2", 2),
+    ]
     # an assistant turn is the evidence
     d = by["longmemeval:fx0003cc"]
     assert _gold(d) == [("longmemeval:fx0003cc:answer_sharegpt_fxq1w2e3_0", 2)]
@@ -97,7 +113,8 @@ def test_session_judgments(fx):
     assert sess("longmemeval:fx0001aa") == [whole("longmemeval:fx0001aa:answer_fx0001aa_1")]
     # answer_fx0002bb_3 has no has_answer turn: no turn gold, but a session judgment
     assert sess("longmemeval:fx0002bb") == [
-        whole(f"longmemeval:fx0002bb:answer_fx0002bb_{k}") for k in (1, 2, 3)]
+        whole(f"longmemeval:fx0002bb:answer_fx0002bb_{k}") for k in (1, 2, 3)
+    ]
     assert not by["longmemeval:fx0004dd_abs"].judgments
 
 
@@ -113,17 +130,25 @@ def test_items(fx):
     it = items["longmemeval:fx0002bb:answer_fx0002bb_2"]
     assert it.holder == "longmemeval/fx0002bb"
     assert it.observed_at == datetime(2023, 5, 28, 18, 45, tzinfo=timezone.utc)
-    assert it.meta == {"turns": 3, "date_time": "2023/05/28 (Sun) 18:45",
-                       "speakers": ["assistant", "user"]}
-    assert it.content[1] == {"turn": 2, "speaker": "user",
-                             "text": "I bought a folding commuter bike yesterday, so I can take it on the train."}
+    assert it.meta == {
+        "turns": 3,
+        "date_time": "2023/05/28 (Sun) 18:45",
+        "speakers": ["assistant", "user"],
+    }
+    assert it.content[1] == {
+        "turn": 2,
+        "speaker": "user",
+        "text": "I bought a folding commuter bike yesterday, so I can take it on the train.",
+    }
     for i in fx.items:
-        assert all("has_answer" not in t for t in i.content)   # no gold leak into content
+        assert all("has_answer" not in t for t in i.content)  # no gold leak into content
         assert [t["turn"] for t in i.content] == list(range(1, i.meta["turns"] + 1))
         assert i.source_id in fx.texts
     # the same upstream filler session in two haystacks is two items of two holders
-    assert items["longmemeval:fx0001aa:sharegpt_fx1a2b3c_0"].holder != \
-        items["longmemeval:fx0004dd_abs:sharegpt_fx1a2b3c_0"].holder
+    assert (
+        items["longmemeval:fx0001aa:sharegpt_fx1a2b3c_0"].holder
+        != items["longmemeval:fx0004dd_abs:sharegpt_fx1a2b3c_0"].holder
+    )
     for d in fx.drafts:
         for g in d.gold:
             assert check_region("conversation", g.region) is None
@@ -139,7 +164,9 @@ def test_deterministic(fixtures, fx):
 
 
 def test_parse_date():
-    assert M.parse_date("2023/05/20 (Sat) 02:21") == datetime(2023, 5, 20, 2, 21, tzinfo=timezone.utc)
+    assert M.parse_date("2023/05/20 (Sat) 02:21") == datetime(
+        2023, 5, 20, 2, 21, tzinfo=timezone.utc
+    )
     assert M.parse_date("2023/05/20") == datetime(2023, 5, 20, tzinfo=timezone.utc)
     assert M.parse_date("20 May 2023") is None and M.parse_date(None) is None
 
@@ -161,11 +188,22 @@ def test_prefers_s_and_reads_provenance(tmp_path, raw):
     assert res.coverage.notes[0] == "read longmemeval_oracle.json"
     assert res.drafts[0].origin.revision == "unknown"
     _write(tmp_path, raw[:2], "longmemeval_s.json")
-    (tmp_path / "longmemeval" / "PROVENANCE.jsonl").write_text(json.dumps(
-        {"path": "longmemeval_s.json", "commit": "abc123", "upstream_repo": "xiaowu0162/longmemeval"}) + "\n")
+    (tmp_path / "longmemeval" / "PROVENANCE.jsonl").write_text(
+        json.dumps(
+            {
+                "path": "longmemeval_s.json",
+                "commit": "abc123",
+                "upstream_repo": "xiaowu0162/longmemeval",
+            }
+        )
+        + "\n"
+    )
     res = M.load(tmp_path)
     assert len(res.drafts) == 2
-    assert res.coverage.notes[0] == "read longmemeval_s.json; ignored longmemeval_oracle.json (same questions)"
+    assert (
+        res.coverage.notes[0]
+        == "read longmemeval_s.json; ignored longmemeval_oracle.json (same questions)"
+    )
     assert {d.origin.revision for d in res.drafts} == {"abc123"}
 
 
@@ -188,9 +226,11 @@ def test_quirks(tmp_path, raw):
     res = M.load(_write(tmp_path, data))
     cov = res.coverage
     assert cov.upstream_items == 6 and cov.covered == 3 and cov.balanced()
-    assert cov.not_covered == {"answerable, no has_answer turn in its answer sessions": 1,
-                               "duplicate question_id": 1,
-                               "haystack lists missing or of different lengths": 1}
+    assert cov.not_covered == {
+        "answerable, no has_answer turn in its answer sessions": 1,
+        "duplicate question_id": 1,
+        "haystack lists missing or of different lengths": 1,
+    }
     assert cov.normalised == {
         "answer session without a has_answer turn (no gold from it)": 2,
         "answer_session_id not in the haystack": 1,
@@ -200,8 +240,11 @@ def test_quirks(tmp_path, raw):
     }
     items = {i.source_id: i for i in res.items}
     assert "longmemeval:fx0001aa:sharegpt_fx1a2b3c_0#2" in items
-    assert items["longmemeval:fx0001aa:sharegpt_fx1a2b3c_0"].observed_at == \
-        datetime(2023, 5, 20, 8, 4, tzinfo=timezone.utc)
-    assert _gold(_by_id(res)["longmemeval:fx0001aa"]) == [("longmemeval:fx0001aa:answer_fx0001aa_1", 1)]
+    assert items["longmemeval:fx0001aa:sharegpt_fx1a2b3c_0"].observed_at == datetime(
+        2023, 5, 20, 8, 4, tzinfo=timezone.utc
+    )
+    assert _gold(_by_id(res)["longmemeval:fx0001aa"]) == [
+        ("longmemeval:fx0001aa:answer_fx0001aa_1", 1)
+    ]
     assert not any(i.holder == "longmemeval/fx0005ee" for i in res.items)
     assert "longmemeval:fx0003cc" not in _by_id(res)

@@ -78,8 +78,11 @@ def test_real_hand_checked(real):
     assert r.answer is None and r.answer_format == "none"
     assert r.scope.scenario == SPEC.scenario
     it = items["medvidqa:h5MvX50zTLM"]
-    assert it.meta == {"duration": 186, "cues": 71,
-                       "url": "https://www.youtube.com/watch?v=h5MvX50zTLM"}
+    assert it.meta == {
+        "duration": 186,
+        "cues": 71,
+        "url": "https://www.youtube.com/watch?v=h5MvX50zTLM",
+    }
     assert it.content[0] == [3.33, 8.98, "for the top three exercises for neck"]
     # the caption file names this video "#NAME?": recovered by its question and timestamp
     r = d["medvidqa:2808"]
@@ -97,14 +100,20 @@ def test_real_leaked_cues_removed(real):
     items = _items(real)
     # "Right" at 155.634 s appears in 6 Bob & Brad videos; it is in chronological position only
     # in g-gNQPyxU4c, which keeps it
-    owners = [i.source_id for i in real.items
-              if any(c[0] == 155.634 and c[2] == "Right" for c in i.content)]
+    owners = [
+        i.source_id
+        for i in real.items
+        if any(c[0] == 155.634 and c[2] == "Right" for c in i.content)
+    ]
     assert owners == ["medvidqa:g-gNQPyxU4c"]
     # "[Music]" 0.0-5.58 sits in chronological position in 7 videos: no owner, dropped everywhere
     assert not any(c[:2] == [0.0, 5.58] for i in real.items for c in i.content)
     # a value with a lost closing quote is repaired, not dropped
-    assert items["medvidqa:PA9hpOnvtCk"].content[0][2].startswith(
-        "If you think an adult or child is choking")
+    assert (
+        items["medvidqa:PA9hpOnvtCk"]
+        .content[0][2]
+        .startswith("If you think an adult or child is choking")
+    )
 
 
 def test_real_items_and_bounds(real):
@@ -130,10 +139,10 @@ def test_real_items_and_bounds(real):
 
 def test_real_holders_follow_hash_groups(real, corpus_root):
     import json
+
     vids = set()
     for name in ("val.json", "test.json"):
-        vids |= {q["video_id"] for q in json.loads(
-            (corpus_root / "medvidqa" / name).read_text())}
+        vids |= {q["video_id"] for q in json.loads((corpus_root / "medvidqa" / name).read_text())}
     groups = hash_groups(vids, 5, "medvidqa-holders")
     for it in real.items:
         assert it.holder == f"medvidqa/viewer-{groups[it.source_id.split(':', 1)[1]]}"
@@ -148,8 +157,11 @@ def test_real_deterministic(real, corpus_root):
 
 
 def test_tokeniser_agrees_with_literal_eval_on_real_rows(corpus_root):
-    text = (corpus_root / "medvidqa" / "captions" / "test_merged_clean.csv").read_bytes() \
+    text = (
+        (corpus_root / "medvidqa" / "captions" / "test_merged_clean.csv")
+        .read_bytes()
         .decode("cp1252")
+    )
     checked = 0
     for row in csv.DictReader(io.StringIO(text, newline="")):
         s = row["subtitle_timestamps"]
@@ -160,7 +172,8 @@ def test_tokeniser_agrees_with_literal_eval_on_real_rows(corpus_root):
         cues, repaired = medvidqa.parse_cue_dict(s)
         assert repaired == 0 and len(cues) == len(ref)
         assert {(a, b): t for a, b, t in cues} == {
-            tuple(ast.literal_eval(k)): " ".join(v.split()) for k, v in ref.items()}
+            tuple(ast.literal_eval(k)): " ".join(v.split()) for k, v in ref.items()
+        }
         checked += 1
     assert checked == 126
 
@@ -172,9 +185,13 @@ def test_fixture_counts(fx):
     cov = fx.coverage
     assert cov.upstream_items == 10
     assert cov.covered == 3
-    assert cov.not_covered == {"answer span outside video": 1, "broken captions": 2,
-                               "duplicate sample_id": 1, "no captions in mirror": 2,
-                               "unparseable question": 1}
+    assert cov.not_covered == {
+        "answer span outside video": 1,
+        "broken captions": 2,
+        "duplicate sample_id": 1,
+        "no captions in mirror": 2,
+        "unparseable question": 1,
+    }
     assert cov.normalised == {
         "caption cue dropped: duplicated across videos": 3,
         "caption cue dropped: empty text": 2,
@@ -193,8 +210,7 @@ def test_fixture_counts(fx):
 
 def test_fixture_cues(fx):
     items = _items(fx)
-    assert sorted(items) == ["medvidqa:-dash00000", "medvidqa:vidAAAAAAA1",
-                             "medvidqa:vidBBBBBBB2"]
+    assert sorted(items) == ["medvidqa:-dash00000", "medvidqa:vidAAAAAAA1", "medvidqa:vidBBBBBBB2"]
     # cp1252 text decoded, broken quote repaired, duplicate/empty/leaked/late cues dropped,
     # the last cue's end clipped to video_length = 100
     assert items["medvidqa:vidAAAAAAA1"].content == [
@@ -207,9 +223,11 @@ def test_fixture_cues(fx):
     # B owns "Right" (in chronological position there only); the line in chronological
     # position in two videos is dropped from both; the first caption row of a video wins
     assert items["medvidqa:vidBBBBBBB2"].content == [
-        [10.0, 14.0, "hello there"], [90.0, 91.0, "Right"], [160.0, 170.0, "bye"]]
-    assert items["medvidqa:-dash00000"].content == [[1.0, 3.0, "intro"],
-                                                    [200.0, 210.0, "outro"]]
+        [10.0, 14.0, "hello there"],
+        [90.0, 91.0, "Right"],
+        [160.0, 170.0, "bye"],
+    ]
+    assert items["medvidqa:-dash00000"].content == [[1.0, 3.0, "intro"], [200.0, 210.0, "outro"]]
     assert fx.texts["medvidqa:vidBBBBBBB2"] == "hello there Right bye"
 
 
@@ -225,9 +243,14 @@ def test_fixture_records(fx):
 def test_parse_cue_dict_quirks():
     cues, rep = medvidqa.parse_cue_dict(
         "{'(1.5, 2.0)': \"it's\", '(2.0, 3.25)':  'a  b', '(3.0, 4.0)': ' lost quote  , "
-        "'(1e1, 11)': 'sci'}")
-    assert cues == [(1.5, 2.0, "it's"), (2.0, 3.25, "a b"), (3.0, 4.0, "lost quote"),
-                    (10.0, 11.0, "sci")]
+        "'(1e1, 11)': 'sci'}"
+    )
+    assert cues == [
+        (1.5, 2.0, "it's"),
+        (2.0, 3.25, "a b"),
+        (3.0, 4.0, "lost quote"),
+        (10.0, 11.0, "sci"),
+    ]
     assert rep == 1
     assert medvidqa.parse_cue_dict("{}") == ([], 0)
     for bad in ("[1, 2]", "{'x': 'y'}", "", "{1: 2}"):
@@ -242,8 +265,14 @@ def test_parse_cue_dict_never_evaluates_code():
 
 def test_clean_cues_rules():
     raw = {
-        "a": [(0.0, 1.0, "x"), (50.0, 51.0, "shared"), (1.0, 2.0, "y"), (2.0, 3.0, "y"),
-              (9.0, 12.0, "end"), (12.0, 13.0, "late")],
+        "a": [
+            (0.0, 1.0, "x"),
+            (50.0, 51.0, "shared"),
+            (1.0, 2.0, "y"),
+            (2.0, 3.0, "y"),
+            (9.0, 12.0, "end"),
+            (12.0, 13.0, "late"),
+        ],
         "b": [(40.0, 41.0, "b0"), (50.0, 51.0, "shared"), (60.0, 61.0, "b1")],
     }
     clean, dropped, clipped = medvidqa.clean_cues(raw, {"a": 10, "b": 100})
@@ -272,8 +301,11 @@ def test_missing_captions_file_counts_everything(fixtures, tmp_path):
     (root / "medvidqa" / "captions" / "test_merged_clean.csv").unlink()
     res = medvidqa.load(root)
     assert res.items == [] and res.drafts == []
-    assert res.coverage.not_covered == {"no captions in mirror": 8, "duplicate sample_id": 1,
-                                        "unparseable question": 1}
+    assert res.coverage.not_covered == {
+        "no captions in mirror": 8,
+        "duplicate sample_id": 1,
+        "unparseable question": 1,
+    }
     assert res.coverage.balanced()
     assert any("absent: no video has captions" in n for n in res.coverage.notes)
 
@@ -290,5 +322,8 @@ def test_undefined_cp1252_byte_is_replaced_and_counted(fixtures, tmp_path):
 
 def test_registry_matches_module():
     assert (SPEC.folder, SPEC.modality, SPEC.scenario) == (
-        medvidqa.FOLDER, medvidqa.MODALITY, medvidqa.SCENARIO)
+        medvidqa.FOLDER,
+        medvidqa.MODALITY,
+        medvidqa.SCENARIO,
+    )
     assert SPEC.license == medvidqa.LICENSE

@@ -66,10 +66,13 @@ def test_real_counts(real):
 def _no_text_layer_in_provenance(corpus_root) -> set[str]:
     import json
 
-    rows = [json.loads(line) for line in
-            (corpus_root / "mmlongbench-doc" / "PROVENANCE.jsonl").read_text().splitlines()]
-    return {r["path"].removeprefix("documents/") for r in rows if "no text layer" in
-            r.get("note", "")}
+    rows = [
+        json.loads(line)
+        for line in (corpus_root / "mmlongbench-doc" / "PROVENANCE.jsonl").read_text().splitlines()
+    ]
+    return {
+        r["path"].removeprefix("documents/") for r in rows if "no text layer" in r.get("note", "")
+    }
 
 
 def test_real_image_only_decks_are_the_ones_the_mirror_marks(real, corpus_root):
@@ -82,8 +85,9 @@ def test_real_image_only_decks_are_the_ones_the_mirror_marks(real, corpus_root):
     for it in real.items:
         assert 0 <= it.meta["text_pages"] <= it.meta["pages"]
     # a mixed document: a scanned brochure whose text layer covers 4 of its 15 pages
-    mixed = next(i for i in real.items
-                 if i.source_id.endswith("0e94b4197b10096b1f4c699701570fbf.pdf"))
+    mixed = next(
+        i for i in real.items if i.source_id.endswith("0e94b4197b10096b1f4c699701570fbf.pdf")
+    )
     assert (mixed.meta["pages"], mixed.meta["text_pages"]) == (15, 4)
     notes = " ".join(real.coverage.notes)
     assert "19 documents have no text layer" in notes and "176 questions, 174 covered" in notes
@@ -95,8 +99,11 @@ def test_real_deck_text_is_its_questions_and_transactive_stays_among_decks(corpu
     full = mml.load(corpus_root)
     decks = {i.source_id for i in full.items if i.meta["text_pages"] == 0}
     for sid in decks:
-        asked = [d.question for d in full.drafts if not d.unanswerable and d.gold
-                 and d.gold[0].source_id == sid]
+        asked = [
+            d.question
+            for d in full.drafts
+            if not d.unanswerable and d.gold and d.gold[0].source_id == sid
+        ]
         assert sorted(full.texts[sid].split("\n")) == sorted(asked)
 
 
@@ -165,7 +172,8 @@ def test_real_hand_checked_records(real):
     assert d.question == "Where was Gestalt psychology concieved?"
     assert d.answer == "Berlin School of Experimental Psychology" and d.answer_format == "str"
     assert [(g.source_id, g.region) for g in d.gold] == [
-        ("mmlongbench:0e94b4197b10096b1f4c699701570fbf.pdf", {"page": 2})]
+        ("mmlongbench:0e94b4197b10096b1f4c699701570fbf.pdf", {"page": 2})
+    ]
     assert d.scope.holder == {i.source_id: i.holder for i in real.items}[d.gold[0].source_id]
     # multi-page evidence, verbatim answer with trailing space
     d = by["samples.json#88"]
@@ -183,11 +191,11 @@ def test_real_hand_checked_records(real):
     assert d.origin.distractor == [10]
     # the guidebook excerpt is annotated with printed page numbers (/PageLabels)
     sf = "mmlongbench:san-francisco-11-contents.pdf"
-    assert [g.region["page"] for g in by["samples.json#783"].gold] == [4, 5]     # [16, 17]
-    assert [g.region["page"] for g in by["samples.json#784"].gold] == [8, 9]     # [289, 290]
-    assert [g.region["page"] for g in by["samples.json#787"].gold] == [7]        # [288]
-    assert [g.region["page"] for g in by["samples.json#788"].gold] == [36, 37]   # [317, 318]
-    assert [g.region["page"] for g in by["samples.json#785"].gold] == [3]        # [3]
+    assert [g.region["page"] for g in by["samples.json#783"].gold] == [4, 5]  # [16, 17]
+    assert [g.region["page"] for g in by["samples.json#784"].gold] == [8, 9]  # [289, 290]
+    assert [g.region["page"] for g in by["samples.json#787"].gold] == [7]  # [288]
+    assert [g.region["page"] for g in by["samples.json#788"].gold] == [36, 37]  # [317, 318]
+    assert [g.region["page"] for g in by["samples.json#785"].gold] == [3]  # [3]
     assert by["samples.json#784"].gold[0].source_id == sf
     # not covered: evidence page 0, answerable without evidence, PDF not mirrored
     for row in (189, 938, 584, 591, 599, 939, 0):
@@ -199,24 +207,32 @@ def test_real_hand_checked_records(real):
 def test_real_observed_at(real):
     items = {i.source_id: i for i in real.items}
     assert items["mmlongbench:3M_2018_10K.pdf"].observed_at == datetime(
-        2023, 1, 5, 16, 17, 20, tzinfo=timezone(timedelta(hours=-5)))
+        2023, 1, 5, 16, 17, 20, tzinfo=timezone(timedelta(hours=-5))
+    )
     # /CreationDate is an indirect object "D:20200826170457Z00'00'"
     assert items["mmlongbench:f8d3a162ab9507e021d83dd109118b60.pdf"].observed_at == datetime(
-        2020, 8, 26, 17, 4, 57, tzinfo=timezone.utc)
+        2020, 8, 26, 17, 4, 57, tzinfo=timezone.utc
+    )
     # no zone -> UTC
     assert items["mmlongbench:e79deb02a0c0e87511080836c5d4347b.pdf"].observed_at == datetime(
-        2016, 6, 27, 16, 15, 47, tzinfo=timezone.utc)
-    undated = ["05-03-18-political-release.pdf", "0e94b4197b10096b1f4c699701570fbf.pdf",
-               "12-15-15-ISIS-and-terrorism-release-final.pdf",
-               "379f44022bb27aa53efd5d322c7b57bf.pdf",
-               "GPL-Graduate-Studies-Professional-Learning-Brochure-Jul-2021.pdf",
-               "fd76bbefe469561966e5387aa709c482.pdf"]
+        2016, 6, 27, 16, 15, 47, tzinfo=timezone.utc
+    )
+    undated = [
+        "05-03-18-political-release.pdf",
+        "0e94b4197b10096b1f4c699701570fbf.pdf",
+        "12-15-15-ISIS-and-terrorism-release-final.pdf",
+        "379f44022bb27aa53efd5d322c7b57bf.pdf",
+        "GPL-Graduate-Studies-Professional-Learning-Brochure-Jul-2021.pdf",
+        "fd76bbefe469561966e5387aa709c482.pdf",
+    ]
     # none of the 19 decks has a /CreationDate: they join the synthetic timeline, which is in
     # hash order of the source ids over every undated document
     from membench.core.hashing import hash_order
 
-    undated = hash_order(undated + [i.source_id.split(":", 1)[1] for i in real.items
-                                    if i.meta["text_pages"] == 0], "synthetic-timeline")
+    undated = hash_order(
+        undated + [i.source_id.split(":", 1)[1] for i in real.items if i.meta["text_pages"] == 0],
+        "synthetic-timeline",
+    )
     assert len(undated) == 25
     for k, doc in enumerate(undated):
         assert items[f"mmlongbench:{doc}"].observed_at == SYNTHETIC_EPOCH + timedelta(hours=k)
@@ -272,8 +288,13 @@ def _pdf_str(s: str) -> str:
     return "(" + s.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ")"
 
 
-def make_pdf(path: Path, pages: list[str], creation: str | None = None,
-             indirect_date: bool = False, page_labels: str | None = None) -> None:
+def make_pdf(
+    path: Path,
+    pages: list[str],
+    creation: str | None = None,
+    indirect_date: bool = False,
+    page_labels: str | None = None,
+) -> None:
     """A minimal valid PDF: one Helvetica text line per page, an optional /CreationDate
     (optionally as an indirect object) and optional raw /PageLabels number tree."""
     objs: list[str] = []
@@ -289,10 +310,15 @@ def make_pdf(path: Path, pages: list[str], creation: str | None = None,
     for text in pages:
         stream = f"BT /F1 12 Tf 72 720 Td {_pdf_str(text)} Tj ET"
         content = add(f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream")
-        kids.append(add(f"<< /Type /Page /Parent {pages_id} 0 R /MediaBox [0 0 612 792] "
-                        f"/Resources << /Font << /F1 {font} 0 R >> >> /Contents {content} 0 R >>"))
-    objs[pages_id - 1] = (f"<< /Type /Pages /Kids [{' '.join(f'{k} 0 R' for k in kids)}] "
-                          f"/Count {len(kids)} >>")
+        kids.append(
+            add(
+                f"<< /Type /Page /Parent {pages_id} 0 R /MediaBox [0 0 612 792] "
+                f"/Resources << /Font << /F1 {font} 0 R >> >> /Contents {content} 0 R >>"
+            )
+        )
+    objs[pages_id - 1] = (
+        f"<< /Type /Pages /Kids [{' '.join(f'{k} 0 R' for k in kids)}] /Count {len(kids)} >>"
+    )
     labels = f" /PageLabels {page_labels}" if page_labels else ""
     objs[cat - 1] = f"<< /Type /Catalog /Pages {pages_id} 0 R{labels} >>"
     info = None
@@ -313,8 +339,10 @@ def make_pdf(path: Path, pages: list[str], creation: str | None = None,
     out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
     for off in offsets:
         out += f"{off:010d} 00000 n \n".encode()
-    out += (f"trailer\n<< /Size {len(objs) + 1} /Root {cat} 0 R /Info {info} 0 R >>\n"
-            f"startxref\n{xref}\n%%EOF\n").encode()
+    out += (
+        f"trailer\n<< /Size {len(objs) + 1} /Root {cat} 0 R /Info {info} 0 R >>\n"
+        f"startxref\n{xref}\n%%EOF\n"
+    ).encode()
     path.write_bytes(out)
 
 
@@ -328,16 +356,30 @@ def fx_root(fixtures, tmp_path, monkeypatch) -> Path:
     docs.mkdir()
     # alpha has a text layer on every page (>= 20 characters each); the short pages of the
     # others fall under modalities.pdf.TEXT_LAYER_MIN_CHARS, as an image-only deck's do
-    make_pdf(docs / "alpha.pdf", ["alpha page one of the fixture", "bravo page two of the fixture",
-                                  "charlie page three of the fixture"],
-             creation="D:20230708141336+02'00'")
+    make_pdf(
+        docs / "alpha.pdf",
+        [
+            "alpha page one of the fixture",
+            "bravo page two of the fixture",
+            "charlie page three of the fixture",
+        ],
+        creation="D:20230708141336+02'00'",
+    )
     make_pdf(docs / "bravo.pdf", ["b one", "b two"])
     make_pdf(docs / "charlie.pdf", ["c one"], creation="yesterday afternoon")
-    make_pdf(docs / "delta.pdf", ["d1 cover", "d2 printed 288", "d3 printed 289"],
-             creation="D:20200826170457Z00'00'", indirect_date=True,
-             page_labels="<< /Nums [0 << /S /D >> 1 << /S /D /St 288 >>] >>")
-    make_pdf(docs / "echo.pdf", ["e1 roman", "e2 arabic one", "e3 arabic two"],
-             creation="D:2019", page_labels="<< /Nums [0 << /S /r >> 1 << /S /D >>] >>")
+    make_pdf(
+        docs / "delta.pdf",
+        ["d1 cover", "d2 printed 288", "d3 printed 289"],
+        creation="D:20200826170457Z00'00'",
+        indirect_date=True,
+        page_labels="<< /Nums [0 << /S /D >> 1 << /S /D /St 288 >>] >>",
+    )
+    make_pdf(
+        docs / "echo.pdf",
+        ["e1 roman", "e2 arabic one", "e3 arabic two"],
+        creation="D:2019",
+        page_labels="<< /Nums [0 << /S /r >> 1 << /S /D >>] >>",
+    )
     (docs / "broken.pdf").write_bytes(b"this is not a PDF at all\n")
     (docs / "README.txt").write_text("not a document\n")
     return root
@@ -368,9 +410,12 @@ def test_fixture_counts_and_quirks(fx_root):
         "unparseable evidence_pages on a native unanswerable (no distractor)": 1,
     }
     assert [i.source_id for i in res.items] == [
-        f"mmlongbench:{d}.pdf" for d in ("alpha", "bravo", "charlie", "delta", "echo")]
-    gold = {d.query_id: [(g.source_id.split(":")[1], g.region["page"]) for g in d.gold]
-            for d in res.drafts}
+        f"mmlongbench:{d}.pdf" for d in ("alpha", "bravo", "charlie", "delta", "echo")
+    ]
+    gold = {
+        d.query_id: [(g.source_id.split(":")[1], g.region["page"]) for g in d.gold]
+        for d in res.drafts
+    }
     assert gold == {
         "mmlongbench:alpha.pdf:0": [("alpha.pdf", 2)],
         "mmlongbench:alpha.pdf:1": [("alpha.pdf", 1)],
@@ -380,9 +425,9 @@ def test_fixture_counts_and_quirks(fx_root):
         "mmlongbench:alpha.pdf:11": [("alpha.pdf", 3)],  # the malformed row is not numbered
         "mmlongbench:bravo.pdf:0": [("bravo.pdf", 1), ("bravo.pdf", 2)],
         "mmlongbench:charlie.pdf:0": [("charlie.pdf", 1)],
-        "mmlongbench:delta.pdf:0": [("delta.pdf", 3)],   # printed 289
-        "mmlongbench:delta.pdf:1": [("delta.pdf", 1)],   # printed 1
-        "mmlongbench:echo.pdf:0": [("echo.pdf", 2)],     # labels exist, evidence in range
+        "mmlongbench:delta.pdf:0": [("delta.pdf", 3)],  # printed 289
+        "mmlongbench:delta.pdf:1": [("delta.pdf", 1)],  # printed 1
+        "mmlongbench:echo.pdf:0": [("echo.pdf", 2)],  # labels exist, evidence in range
     }
     by = {d.query_id: d for d in res.drafts}
     na = by["mmlongbench:alpha.pdf:8"]
@@ -401,7 +446,8 @@ def test_fixture_observed_at_and_texts(fx_root):
     res = mml.load(fx_root)
     items = {i.source_id.split(":")[1]: i for i in res.items}
     assert items["alpha.pdf"].observed_at == datetime(
-        2023, 7, 8, 14, 13, 36, tzinfo=timezone(timedelta(hours=2)))
+        2023, 7, 8, 14, 13, 36, tzinfo=timezone(timedelta(hours=2))
+    )
     assert items["delta.pdf"].observed_at == datetime(2020, 8, 26, 17, 4, 57, tzinfo=timezone.utc)
     assert items["echo.pdf"].observed_at == datetime(2019, 1, 1, tzinfo=timezone.utc)
     # bravo (no date) and charlie (unparseable) on the synthetic timeline, sorted by doc_id
@@ -410,9 +456,11 @@ def test_fixture_observed_at_and_texts(fx_root):
     assert items["delta.pdf"].meta["pages"] == 3
     assert items["alpha.pdf"].path == "mmlongbench-doc/documents/alpha.pdf"
     t = res.texts["mmlongbench:alpha.pdf"].split(mml.PAGE_SEP)
-    assert [x.strip() for x in t] == ["alpha page one of the fixture",
-                                      "bravo page two of the fixture",
-                                      "charlie page three of the fixture"]
+    assert [x.strip() for x in t] == [
+        "alpha page one of the fixture",
+        "bravo page two of the fixture",
+        "charlie page three of the fixture",
+    ]
     assert set(res.texts) == {i.source_id for i in res.items}
     assert items["alpha.pdf"].meta["text_pages"] == 3
     # bravo's pages ("b one", "b two") are under the threshold: no text layer, so its text
@@ -469,26 +517,32 @@ def _tz(hours: int, minutes: int = 0) -> timezone:
     return timezone(timedelta(hours=hours, minutes=minutes))
 
 
-@pytest.mark.parametrize("raw, want", [
-    ("D:20230708141336+02'00'", datetime(2023, 7, 8, 14, 13, 36, tzinfo=_tz(2))),
-    ("D:20230322002542Z", datetime(2023, 3, 22, 0, 25, 42, tzinfo=timezone.utc)),
-    ("D:20200826170457Z00'00'", datetime(2020, 8, 26, 17, 4, 57, tzinfo=timezone.utc)),
-    ("D:20160627161547", datetime(2016, 6, 27, 16, 15, 47, tzinfo=timezone.utc)),
-    ("D:19981122051347-05'00'", datetime(1998, 11, 22, 5, 13, 47, tzinfo=_tz(-5))),
-    ("D:202301051617-0530", datetime(2023, 1, 5, 16, 17, tzinfo=_tz(-5, -30))),
-    ("D:20230105+02", datetime(2023, 1, 5, tzinfo=timezone(timedelta(hours=2)))),
-    ("D:2023", datetime(2023, 1, 1, tzinfo=timezone.utc)),
-    ("20230105101112", datetime(2023, 1, 5, 10, 11, 12, tzinfo=timezone.utc)),
-    ("2023-01-05T10:00:00+01:00", datetime(2023, 1, 5, 10, tzinfo=timezone(timedelta(hours=1)))),
-    ("2023-01-05T10:00:00", datetime(2023, 1, 5, 10, tzinfo=timezone.utc)),
-    (b"D:20230105101112Z", datetime(2023, 1, 5, 10, 11, 12, tzinfo=timezone.utc)),
-    ("D:20231305", None),          # month 13
-    ("D:20230105101112+25'00'", None),
-    ("yesterday", None),
-    ("D:2023 and more", None),
-    ("", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "raw, want",
+    [
+        ("D:20230708141336+02'00'", datetime(2023, 7, 8, 14, 13, 36, tzinfo=_tz(2))),
+        ("D:20230322002542Z", datetime(2023, 3, 22, 0, 25, 42, tzinfo=timezone.utc)),
+        ("D:20200826170457Z00'00'", datetime(2020, 8, 26, 17, 4, 57, tzinfo=timezone.utc)),
+        ("D:20160627161547", datetime(2016, 6, 27, 16, 15, 47, tzinfo=timezone.utc)),
+        ("D:19981122051347-05'00'", datetime(1998, 11, 22, 5, 13, 47, tzinfo=_tz(-5))),
+        ("D:202301051617-0530", datetime(2023, 1, 5, 16, 17, tzinfo=_tz(-5, -30))),
+        ("D:20230105+02", datetime(2023, 1, 5, tzinfo=timezone(timedelta(hours=2)))),
+        ("D:2023", datetime(2023, 1, 1, tzinfo=timezone.utc)),
+        ("20230105101112", datetime(2023, 1, 5, 10, 11, 12, tzinfo=timezone.utc)),
+        (
+            "2023-01-05T10:00:00+01:00",
+            datetime(2023, 1, 5, 10, tzinfo=timezone(timedelta(hours=1))),
+        ),
+        ("2023-01-05T10:00:00", datetime(2023, 1, 5, 10, tzinfo=timezone.utc)),
+        (b"D:20230105101112Z", datetime(2023, 1, 5, 10, 11, 12, tzinfo=timezone.utc)),
+        ("D:20231305", None),  # month 13
+        ("D:20230105101112+25'00'", None),
+        ("yesterday", None),
+        ("D:2023 and more", None),
+        ("", None),
+        (None, None),
+    ],
+)
 def test_parse_pdf_date(raw, want):
     got = mml.parse_pdf_date(raw)
     assert got == want
@@ -496,20 +550,23 @@ def test_parse_pdf_date(raw, want):
         assert got.tzinfo is not None and got.utcoffset() == want.utcoffset()
 
 
-@pytest.mark.parametrize("raw, pages, fixes", [
-    ("[5]", [5], []),
-    ("[3, 4]", [3, 4], []),
-    ("[]", [], []),
-    ("[1, 1]", [1], [mml.FIX_DUP]),
-    ("7", [7], [mml.FIX_SCALAR]),
-    ("(2, 3)", [2, 3], []),
-    ("[2, 3", None, []),
-    ("['a']", None, []),
-    ("[true]", None, []),
-    ("[1.5]", None, []),
-    ("", None, []),
-    (None, None, []),
-    ([4], [4], []),
-])
+@pytest.mark.parametrize(
+    "raw, pages, fixes",
+    [
+        ("[5]", [5], []),
+        ("[3, 4]", [3, 4], []),
+        ("[]", [], []),
+        ("[1, 1]", [1], [mml.FIX_DUP]),
+        ("7", [7], [mml.FIX_SCALAR]),
+        ("(2, 3)", [2, 3], []),
+        ("[2, 3", None, []),
+        ("['a']", None, []),
+        ("[true]", None, []),
+        ("[1.5]", None, []),
+        ("", None, []),
+        (None, None, []),
+        ([4], [4], []),
+    ],
+)
 def test_parse_evidence(raw, pages, fixes):
     assert mml.parse_evidence(raw) == (pages, fixes)

@@ -53,11 +53,19 @@ def _rows(root):
                 if form == "explicit":
                     texts = (r["preference"],)
                 elif form == "choice":
-                    texts = tuple(c[k] for k in ("query", "assistant_options", "user_selection",
-                                                 "assistant_acknowledgment"))
+                    texts = tuple(
+                        c[k]
+                        for k in (
+                            "query",
+                            "assistant_options",
+                            "user_selection",
+                            "assistant_acknowledgment",
+                        )
+                    )
                 else:
-                    texts = tuple(x for k in sorted(c, key=int)
-                                  for x in (c[k]["user"], c[k]["assistant"]))
+                    texts = tuple(
+                        x for k in sorted(c, key=int) for x in (c[k]["user"], c[k]["assistant"])
+                    )
                 out[texts].add((form, f.stem, i))
     return out
 
@@ -97,8 +105,12 @@ def _dealt(res, root):
         assert not others[u] & set(fams), u
         texts = [tuple(t["text"] for t in items[s].content) for s in ids]
         assert len(texts) == len(set(texts)), u
-    words = set(P.FORMS) | {"implicit", "form", "topic"} | set(P.FAMILY.values()) | {
-        w for t in P.FAMILY for w in t.split("_")}
+    words = (
+        set(P.FORMS)
+        | {"implicit", "form", "topic"}
+        | set(P.FAMILY.values())
+        | {w for t in P.FAMILY for w in t.split("_")}
+    )
     for i in res.items:
         assert OPAQUE.fullmatch(i.source_id), i.source_id
         assert set(i.meta) == {"turns", "speakers"} and i.meta["turns"] == len(i.content)
@@ -116,11 +128,14 @@ def test_fixture_asked_forms_and_clusters(fixtures):
     rows, _, _ = P._read(up, Coverage(source="prefeval"))
     keys = sorted({r.pref_key for r in rows})
     assert {k: P.asked_form(k) for k in keys} == {
-        "lifestyle_dietary#0": "choice", "lifestyle_dietary#1": "explicit",
-        "lifestyle_dietary#2": "explicit", "travel_hotel#0": "explicit",
-        "travel_hotel#1": "choice", "travel_hotel#2": "choice"}
-    assert P._clusters(rows) == {k: k for k in keys} | {
-        "travel_hotel#1": "lifestyle_dietary#0"}
+        "lifestyle_dietary#0": "choice",
+        "lifestyle_dietary#1": "explicit",
+        "lifestyle_dietary#2": "explicit",
+        "travel_hotel#0": "explicit",
+        "travel_hotel#1": "choice",
+        "travel_hotel#2": "choice",
+    }
+    assert P._clusters(rows) == {k: k for k in keys} | {"travel_hotel#1": "lifestyle_dietary#0"}
 
 
 def test_fixture_counts_and_coverage(fx):
@@ -130,12 +145,21 @@ def test_fixture_counts_and_coverage(fx):
     cov = fx.coverage
     assert cov.upstream_items == 18 and cov.balanced()
     assert cov.covered == len(fx.drafts) == 3
-    assert cov.not_covered == {P.MISS_PERSONA: 6, P.MISS_OTHER_FORM: 6, P.MISS_TWIN: 1,
-                               P.MISS_EMPTY_Q: 1, P.MISS_NO_TURN: 1}
-    assert cov.normalised == {P.FIX_MCQ: 1}     # lifestyle_dietary#1, asked explicit
+    assert cov.not_covered == {
+        P.MISS_PERSONA: 6,
+        P.MISS_OTHER_FORM: 6,
+        P.MISS_TWIN: 1,
+        P.MISS_EMPTY_Q: 1,
+        P.MISS_NO_TURN: 1,
+    }
+    assert cov.normalised == {P.FIX_MCQ: 1}  # lifestyle_dietary#1, asked explicit
     assert any("travel_hotel copy.json" in n and "not read" in n for n in cov.notes)
-    assert any(n.startswith("4 users of 24 sessions") and "(0 copies)" in n
-               and "no user could hold: 5" in n for n in cov.notes)
+    assert any(
+        n.startswith("4 users of 24 sessions")
+        and "(0 copies)" in n
+        and "no user could hold: 5" in n
+        for n in cov.notes
+    )
 
 
 def test_fixture_deal(fx):
@@ -144,21 +168,41 @@ def test_fixture_deal(fx):
     users whose fill families (here: the one family they are not asked about) hold theirs,
     one per cluster; a food session has one such user (user 2), so 3 of the 6 stay out, and
     travel_hotel#1's 3 sessions have one (user 1 holds its cluster), so 2 stay out."""
-    sid = {P.item_id(f"prefeval:{f}:{t}:{i}"): f"{f}:{t}:{i}"
-           for f in P.FORMS for t in ("lifestyle_dietary", "travel_hotel") for i in range(3)}
+    sid = {
+        P.item_id(f"prefeval:{f}:{t}:{i}"): f"{f}:{t}:{i}"
+        for f in P.FORMS
+        for t in ("lifestyle_dietary", "travel_hotel")
+        for i in range(3)
+    }
     held = defaultdict(set)
     for i in fx.items:
         held[i.holder].add(sid[i.source_id])
     assert held == {
         "prefeval/user-000": {"explicit:travel_hotel:0", "explicit:lifestyle_dietary:2"},
-        "prefeval/user-001": {"choice:lifestyle_dietary:0", "choice:travel_hotel:0",
-                              "explicit:travel_hotel:2"},
-        "prefeval/user-002": {"choice:travel_hotel:2", "explicit:lifestyle_dietary:0",
-                              "choice:lifestyle_dietary:1", "persona:lifestyle_dietary:2"},
-        "prefeval/user-003": {"explicit:lifestyle_dietary:1", "choice:travel_hotel:1",
-                              "persona:travel_hotel:0", "persona:travel_hotel:2"}}
-    assert fx.topics == {i.source_id: {"lifestyle_dietary": "food", "travel_hotel": "travel"}[
-        sid[i.source_id].split(":")[1]] for i in fx.items}
+        "prefeval/user-001": {
+            "choice:lifestyle_dietary:0",
+            "choice:travel_hotel:0",
+            "explicit:travel_hotel:2",
+        },
+        "prefeval/user-002": {
+            "choice:travel_hotel:2",
+            "explicit:lifestyle_dietary:0",
+            "choice:lifestyle_dietary:1",
+            "persona:lifestyle_dietary:2",
+        },
+        "prefeval/user-003": {
+            "explicit:lifestyle_dietary:1",
+            "choice:travel_hotel:1",
+            "persona:travel_hotel:0",
+            "persona:travel_hotel:2",
+        },
+    }
+    assert fx.topics == {
+        i.source_id: {"lifestyle_dietary": "food", "travel_hotel": "travel"}[
+            sid[i.source_id].split(":")[1]
+        ]
+        for i in fx.items
+    }
     for i in fx.items:
         assert OPAQUE.fullmatch(i.source_id) and set(i.meta) == {"turns", "speakers"}
 
@@ -171,8 +215,13 @@ def test_fixture_sessions(fixtures):
     assert made.unplaced == 0 and made.copies == 48 and len(made.items) == 18 + 48
     items = {i.source_id: i for i in made.items}
     ex = items[P.item_id("prefeval:explicit:travel_hotel:0")]
-    assert ex.content == [{"turn": 1, "speaker": "user",
-                           "text": "I avoid hotels with a bustling nightlife atmosphere."}]
+    assert ex.content == [
+        {
+            "turn": 1,
+            "speaker": "user",
+            "text": "I avoid hotels with a bustling nightlife atmosphere.",
+        }
+    ]
     assert ex.meta == {"turns": 1, "speakers": ["user"]}
     ch = items[P.item_id("prefeval:choice:travel_hotel:0")]
     assert [t["speaker"] for t in ch.content] == ["user", "assistant", "user", "assistant"]
@@ -186,10 +235,10 @@ def test_fixture_sessions(fixtures):
     line = conv.region_text({"turn": 3}, made.texts[ch.source_id], ch.meta)
     assert line == "user: I think I'll go with The Westin. The others seem too lively."
     assert conv.region_text({"turn": 4}, made.texts[pe.source_id], pe.meta) == (
-        "assistant: Start with the kitchen: wrap plates one by one.")
+        "assistant: Start with the kitchen: wrap plates one by one."
+    )
     # a copy holds the original's content under an id of its own
-    copy = next(i for i in made.items if i.source_id not in
-                {P.item_id(r.sid) for r in rows})
+    copy = next(i for i in made.items if i.source_id not in {P.item_id(r.sid) for r in rows})
     assert any(copy.content == r.turns for r in rows)
     for i in made.items:
         assert conv.check_meta(i.meta) is None and OPAQUE.fullmatch(i.source_id)
@@ -198,14 +247,17 @@ def test_fixture_sessions(fixtures):
 
 def test_fixture_records(fx):
     by, items = _by_id(fx), _items(fx)
-    assert sorted(by) == ["prefeval:choice:lifestyle_dietary:0",
-                          "prefeval:explicit:lifestyle_dietary:1",
-                          "prefeval:explicit:travel_hotel:0"]
+    assert sorted(by) == [
+        "prefeval:choice:lifestyle_dietary:0",
+        "prefeval:explicit:lifestyle_dietary:1",
+        "prefeval:explicit:travel_hotel:0",
+    ]
     d = by["prefeval:choice:lifestyle_dietary:0"]
     g = P.item_id("prefeval:choice:lifestyle_dietary:0")
     assert [(x.source_id, x.region) for x in d.gold] == [(g, {"turn": 3})]
     assert [(x.source_id, x.region) for x in d.judgments["session"]] == [
-        (g, {"turn_start": 1, "turn_end": 4})]
+        (g, {"turn_start": 1, "turn_end": 4})
+    ]
     assert items[g].content[2]["text"] == "A rabbit sounds right; I do not want a vocal animal."
     assert d.answer == "A rabbit or fish." and d.answer_format == "str"
     assert d.origin.item == "implicit_preference/choice-based/lifestyle_dietary.json#0"
@@ -214,14 +266,16 @@ def test_fixture_records(fx):
     assert d.scope.holder == items[g].holder == "prefeval/user-001"
     e = by["prefeval:explicit:travel_hotel:0"]
     assert [(x.source_id, x.region) for x in e.gold] == [
-        (P.item_id("prefeval:explicit:travel_hotel:0"), {"turn": 1})]
+        (P.item_id("prefeval:explicit:travel_hotel:0"), {"turn": 1})
+    ]
     assert e.answer == "The Vdara, a tranquil non-gaming resort."
     # the mcq row asks another question: no answer, counted
     v = by["prefeval:explicit:lifestyle_dietary:1"]
     assert v.answer is None and v.answer_format == "none" and v.gold
     for r in fx.drafts:
-        assert not r.unanswerable and all(check_region("conversation", x.region) is None
-                                          for x in r.gold)
+        assert not r.unanswerable and all(
+            check_region("conversation", x.region) is None for x in r.gold
+        )
 
 
 def test_too_few_users_book_no_user(fixtures):
@@ -236,22 +290,31 @@ def test_too_few_users_book_no_user(fixtures):
 
 
 def _row(topic, i, form="explicit"):
-    return P._Row(form=form, topic=topic, index=i, file=f"{topic}.json",
-                  question=f"q {topic} {i}?", preference=f"p {topic} {i}.",
-                  turns=[{"turn": 1, "speaker": "user", "text": f"p {topic} {i}."}])
+    return P._Row(
+        form=form,
+        topic=topic,
+        index=i,
+        file=f"{topic}.json",
+        question=f"q {topic} {i}?",
+        preference=f"p {topic} {i}.",
+        turns=[{"turn": 1, "speaker": "user", "text": f"p {topic} {i}."}],
+    )
 
 
 def test_deal_by_hand():
     """Two users, two asked food sessions, four travel sessions (four clusters): each user is
     asked one food session (never both: one per family), takes two travel sessions as its
     own, and copies one of the other user's up to 4; the food sessions are nobody's fill."""
-    rows = [_row("lifestyle_dietary", 0), _row("travel_restaurant", 1),
-            *(_row("travel_hotel", i) for i in range(4))]
+    rows = [
+        _row("lifestyle_dietary", 0),
+        _row("travel_restaurant", 1),
+        *(_row("travel_hotel", i) for i in range(4)),
+    ]
     cluster = {r.pref_key: r.pref_key for r in rows}
     asked = {rows[0].sid, rows[1].sid}
     users = P._deal(rows, cluster, asked, 2, 4)
     assert users.unplaced == []
-    assert {users.own[0][0], users.own[1][0]} == asked        # dealt first
+    assert {users.own[0][0], users.own[1][0]} == asked  # dealt first
     assert users.asked_families == {0: {"food"}, 1: {"food"}}
     assert users.fill_families == {0: ["travel"], 1: ["travel"]}
     travel = {r.sid for r in rows[2:]}
@@ -261,11 +324,13 @@ def test_deal_by_hand():
         assert c in users.own[1 - u][1:]
     # a third asked food session has no user; a one-cluster travel family leaves users short
     rows2 = rows + [_row("lifestyle_dietary", 9)]
-    users = P._deal(rows2, cluster | {rows2[-1].pref_key: rows2[-1].pref_key},
-                    asked | {rows2[-1].sid}, 2, 4)
+    users = P._deal(
+        rows2, cluster | {rows2[-1].pref_key: rows2[-1].pref_key}, asked | {rows2[-1].sid}, 2, 4
+    )
     assert len(users.unplaced) == 1 and users.unplaced[0] in asked | {rows2[-1].sid}
-    same = {r.pref_key: "travel_hotel#0" for r in rows[2:]} | {r.pref_key: r.pref_key
-                                                              for r in rows[:2]}
+    same = {r.pref_key: "travel_hotel#0" for r in rows[2:]} | {
+        r.pref_key: r.pref_key for r in rows[:2]
+    }
     users = P._deal(rows, same, asked, 2, 4)
     assert sorted(len(users.own[u]) for u in (0, 1)) == [2, 2]
     assert len(users.unplaced) == 2 and users.copies == {0: [], 1: []}
@@ -273,8 +338,12 @@ def test_deal_by_hand():
 
 def test_item_ids_are_opaque():
     sid = "prefeval:explicit:travel_hotel:0"
-    ids = {P.item_id(sid), P.item_id(sid, 0), P.item_id(sid, 1),
-           P.item_id("prefeval:choice:travel_hotel:0")}
+    ids = {
+        P.item_id(sid),
+        P.item_id(sid, 0),
+        P.item_id(sid, 1),
+        P.item_id("prefeval:choice:travel_hotel:0"),
+    }
     assert len(ids) == 4 and all(OPAQUE.fullmatch(i) for i in ids)
     assert P.item_id(sid) == P.item_id(sid)
 
@@ -306,6 +375,7 @@ def _edit(root, rel, fn):
 def test_turn_not_a_string_is_located(copy):
     def bad(rows):
         rows[1]["conversation"]["user_selection"] = 3
+
     p = _edit(copy, "implicit_preference/choice-based/travel_hotel.json", bad)
     with pytest.raises(InputError) as e:
         P.load(copy)
@@ -315,6 +385,7 @@ def test_turn_not_a_string_is_located(copy):
 def test_persona_exchange_keys_are_checked(copy):
     def bad(rows):
         rows[0]["conversation"]["7"] = rows[0]["conversation"].pop("2")
+
     p = _edit(copy, "implicit_preference/persona-driven/lifestyle_dietary.json", bad)
     with pytest.raises(InputError) as e:
         P.load(copy)
@@ -322,8 +393,9 @@ def test_persona_exchange_keys_are_checked(copy):
 
 
 def test_row_without_question_is_located(copy):
-    p = _edit(copy, "explicit_preference/lifestyle_dietary.json",
-              lambda rows: rows[1].pop("question"))
+    p = _edit(
+        copy, "explicit_preference/lifestyle_dietary.json", lambda rows: rows[1].pop("question")
+    )
     with pytest.raises(InputError) as e:
         P.load(copy)
     assert e.value.file == str(p) and e.value.field == "[1].question"
@@ -350,16 +422,17 @@ def test_real_counts(real):
     assert cov.upstream_items == 3000 and cov.covered == 985 == len(real.drafts)
     assert cov.not_covered == {P.MISS_PERSONA: 1000, P.MISS_OTHER_FORM: 1000, P.MISS_TWIN: 15}
     assert cov.normalised == {} and cov.balanced()
-    assert Counter(d.query_id.split(":")[1] for d in real.drafts) == {"explicit": 514,
-                                                                     "choice": 471}
+    assert Counter(d.query_id.split(":")[1] for d in real.drafts) == {
+        "explicit": 514,
+        "choice": 471,
+    }
     # 788 = ceil(0.8 * 985) users of 24 sessions: the 3,000 originals and 15,912 copies
     per_user = Counter(i.holder for i in real.items)
     assert len(per_user) == 788 == math.ceil(P.USERS_PER_QUESTION * 985)
     assert set(per_user.values()) == {P.ITEMS_PER_USER} == {24}
     assert len(real.items) == 18912
     assert any("(15912 copies); sessions no user could hold: 0" in n for n in cov.notes)
-    assert Counter(Counter(d.scope.holder for d in real.drafts).values()) == {
-        1: 613, 2: 153, 3: 22}
+    assert Counter(Counter(d.scope.holder for d in real.drafts).values()) == {1: 613, 2: 153, 3: 22}
     assert Counter(d.answer_format for d in real.drafts) == {"str": 985}
     assert all(d.origin.revision == REVISION for d in real.drafts)
 
@@ -381,7 +454,7 @@ def test_real_gold_spot_checked(real, corpus_root):
     by, items = _by_id(real), _items(real)
     folder = corpus_root / "prefeval"
     up = json.loads((folder / "implicit_preference/choice-based/travel_hotel.json").read_text())
-    assert "prefeval:explicit:travel_hotel:1" not in by         # asked in its choice form
+    assert "prefeval:explicit:travel_hotel:1" not in by  # asked in its choice form
     d = by["prefeval:choice:travel_hotel:1"]
     s = items[d.gold[0].source_id]
     assert d.gold[0].region == {"turn": 3} and s.holder == d.scope.holder
@@ -390,11 +463,15 @@ def test_real_gold_spot_checked(real, corpus_root):
     mcq = json.loads((folder / "mcq_options/travel_hotel.json").read_text())
     assert d.answer == mcq[1]["classification_task_options"][0]
     assert d.answer == "The Ryokan Sawanoya, a traditional low-rise Japanese inn."
-    assert "prefeval:choice:travel_hotel:0" not in by          # asked in its explicit form
+    assert "prefeval:choice:travel_hotel:0" not in by  # asked in its explicit form
     e = by["prefeval:explicit:travel_hotel:0"]
     assert items[e.gold[0].source_id].content == [
-        {"turn": 1, "speaker": "user",
-         "text": "I avoid hotels with a bustling nightlife atmosphere."}]
+        {
+            "turn": 1,
+            "speaker": "user",
+            "text": "I avoid hotels with a bustling nightlife atmosphere.",
+        }
+    ]
     # pet_ownership rows 35 and 36 ask the same question: one cluster, asked for 35 only
     assert "prefeval:choice:pet_ownership:35" in by
     assert not [q for q in by if q.endswith(":pet_ownership:36")]

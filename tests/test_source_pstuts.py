@@ -74,13 +74,18 @@ def test_fixture_items_are_copies_on_each_shelf(fx):
     a, b = items["pstuts:101@viewer-0"], items["pstuts:101@viewer-2"]
     assert a.content == b.content and a.holder != b.holder
     # the null-begin and inverted sentences are gone; whitespace is normalised; time order
-    assert a.content == [[0.5, 3.0, "Welcome to layers."],
-                         [3.2, 8.4, "Click the new layer button at the bottom of the Layers "
-                                    "panel."],
-                         [20.0, 20.0, "Done."],
-                         [21.0, 25.5, "Press Command+T to transform it."]]
-    assert a.meta == {"duration": 70.0, "cues": 4, "url": "https://example.org/101.mp4",
-                      "title": "Layers basics"}
+    assert a.content == [
+        [0.5, 3.0, "Welcome to layers."],
+        [3.2, 8.4, "Click the new layer button at the bottom of the Layers panel."],
+        [20.0, 20.0, "Done."],
+        [21.0, 25.5, "Press Command+T to transform it."],
+    ]
+    assert a.meta == {
+        "duration": 70.0,
+        "cues": 4,
+        "url": "https://example.org/101.mp4",
+        "title": "Layers basics",
+    }
     assert items["pstuts:301@viewer-1"].content == [[1.0, 4.0, "Save your file."]]
     assert set(fx.texts) == set(items)
     assert len({i.observed_at for i in fx.items}) == 12
@@ -88,21 +93,31 @@ def test_fixture_items_are_copies_on_each_shelf(fx):
 
 def test_fixture_records_go_to_the_owner_with_upstream_spans(fx):
     d = _drafts(fx)
-    assert sorted(d) == ["pstuts:101:0", "pstuts:101:1", "pstuts:101:7", "pstuts:101:8",
-                         "pstuts:101:9", "pstuts:102:1", "pstuts:201:0", "pstuts:201:3",
-                         "pstuts:301:0"]
+    assert sorted(d) == [
+        "pstuts:101:0",
+        "pstuts:101:1",
+        "pstuts:101:7",
+        "pstuts:101:8",
+        "pstuts:101:9",
+        "pstuts:102:1",
+        "pstuts:201:0",
+        "pstuts:201:3",
+        "pstuts:301:0",
+    ]
     r = d["pstuts:101:7"]
     assert r.question == "How to select free transform tool?" and r.answer == "Command+T"
     assert r.answer_format == "str" and not r.unanswerable and r.as_of is None
     assert r.scope.holder == "pstuts/viewer-0"
     assert [(g.source_id, g.region) for g in r.gold] == [
-        ("pstuts:101@viewer-0", {"t_start": 21.0, "t_end": 25.5})]
+        ("pstuts:101@viewer-0", {"t_start": 21.0, "t_end": 25.5})
+    ]
     assert r.origin.item == "train.json#101/qa[7]" and r.origin.notes == "sent_id=5"
     assert r.origin.revision == "0123456789abcdef0123456789abcdef01234567"
     assert r.origin.dataset == "mbudisic/pstuts-rag" and r.origin.license == "CC BY-NC 4.0"
     # each upstream file has its own owner; every question of a video has the same holder
     assert {q.scope.holder for k, q in d.items() if k.startswith("pstuts:10")} == {
-        "pstuts/viewer-0"}
+        "pstuts/viewer-0"
+    }
     assert d["pstuts:201:0"].scope.holder == "pstuts/viewer-1"
     assert d["pstuts:301:0"].scope.holder == "pstuts/viewer-2"
     items = _items(fx)
@@ -122,7 +137,10 @@ def test_fixture_same_question_spans_on_the_holders_shelf(fx):
     # kept at 101 only, its set still holds every span upstream asked it at ("Creating new
     # layers?" at 301 is another question)
     assert same("pstuts:101:0") == [
-        ("pstuts:101@viewer-0", 3.2), ("pstuts:102@viewer-0", 1.0), ("pstuts:201@viewer-0", 2.5)]
+        ("pstuts:101@viewer-0", 3.2),
+        ("pstuts:102@viewer-0", 1.0),
+        ("pstuts:201@viewer-0", 2.5),
+    ]
     # a paraphrase is another question: its set is its gold alone
     assert same("pstuts:201:3") == [("pstuts:201@viewer-1", 2.5)]
     assert same("pstuts:101:7") == [("pstuts:101@viewer-0", 21.0)]
@@ -132,7 +150,7 @@ def test_twin_key_is_the_stems_of_the_content_words():
     key = pstuts.twin_key
     assert key("How to create new layer?") == "creat layer new"
     assert key("how do i create a new layer") == key("Creating new layers?") == "creat layer new"
-    assert key("New layer: how to create it?") == "creat layer new"       # a set: no order
+    assert key("New layer: how to create it?") == "creat layer new"  # a set: no order
     assert key("How to delete a layer?") == "delet layer"
     assert key("What was done?") == key("How do you do this?") == ""
     assert key("Press Command+T") == "command press t"
@@ -140,46 +158,58 @@ def test_twin_key_is_the_stems_of_the_content_words():
 
 
 def test_fixture_near_twins_are_kept_at_one_video_then_three_questions_per_sentence(fx):
-    """"creat layer new" is asked at 101, 102, 201 and 301 (as "Creating new layers?"); 101
+    """ "creat layer new" is asked at 101, 102, 201 and 301 (as "Creating new layers?"); 101
     comes first in hash order, so the other three are not covered. 101's sentence 1 then has
     two questions and keeps both; 201's sentence 1 keeps its paraphrase (its twin is gone
     first). 101's sentence 5 has four distinct questions: the first three in hash order of
     query_id are kept, 101:10 is a paraphrase not covered."""
     from membench.core.hashing import hash_order
+
     assert pstuts.PER_SENTENCE == 3
     assert hash_order(["101", "102", "201", "301"], "pstuts-twin:creat layer new")[0] == "101"
-    assert hash_order(["pstuts:101:7", "pstuts:101:8", "pstuts:101:9", "pstuts:101:10"],
-                      "pstuts-paraphrase") == ["pstuts:101:7", "pstuts:101:9", "pstuts:101:8",
-                                               "pstuts:101:10"]
+    assert hash_order(
+        ["pstuts:101:7", "pstuts:101:8", "pstuts:101:9", "pstuts:101:10"], "pstuts-paraphrase"
+    ) == ["pstuts:101:7", "pstuts:101:9", "pstuts:101:8", "pstuts:101:10"]
     d = _drafts(fx)
     assert {"pstuts:101:0", "pstuts:101:1"} <= set(d)
     assert not {"pstuts:102:0", "pstuts:201:1", "pstuts:301:2", "pstuts:101:10"} & set(d)
     assert d["pstuts:201:3"].question == "How do I add one more layer here?"
     assert Counter((q.split(":")[1], d[q].origin.notes) for q in d) == {
-        ("101", "sent_id=1"): 2, ("101", "sent_id=5"): 3, ("102", "sent_id=1"): 1,
-        ("201", "sent_id=0"): 1, ("201", "sent_id=1"): 1, ("301", "sent_id=0"): 1}
+        ("101", "sent_id=1"): 2,
+        ("101", "sent_id=5"): 3,
+        ("102", "sent_id=1"): 1,
+        ("201", "sent_id=0"): 1,
+        ("201", "sent_id=1"): 1,
+        ("301", "sent_id=0"): 1,
+    }
 
 
 def test_pstuts_is_asked_derivable_and_clustered_by_region(fx):
     """The build asks only questions a derivation could take, and a transactive move takes a
     sentence's questions together, never a whole video's."""
     from membench.sets import derive
+
     assert "pstuts" in derive.ASK_DERIVABLE and "pstuts" in derive.CLUSTER_BY_REGION
     d = _drafts(fx)
-    keys = {q: derive.cluster_key(d[q]) for q in ("pstuts:101:0", "pstuts:101:1",
-                                                  "pstuts:101:7", "pstuts:101:9")}
+    keys = {
+        q: derive.cluster_key(d[q])
+        for q in ("pstuts:101:0", "pstuts:101:1", "pstuts:101:7", "pstuts:101:9")
+    }
     assert keys["pstuts:101:0"] == keys["pstuts:101:1"] != keys["pstuts:101:7"]
     assert keys["pstuts:101:7"] == keys["pstuts:101:9"]
 
 
 def test_shelves_pool_owners_by_file_and_fill_to_the_shelf_size():
-    files = {"train.json": [f"t{i}" for i in range(30)],
-             "dev.json": [f"d{i}" for i in range(5)], "test.json": [f"s{i}" for i in range(5)]}
+    files = {
+        "train.json": [f"t{i}" for i in range(30)],
+        "dev.json": [f"d{i}" for i in range(5)],
+        "test.json": [f"s{i}" for i in range(5)],
+    }
     owner, shelf = pstuts.shelves(files, shelf_size=12, per_owner=9)
-    assert len(pstuts.shelves(files, shelf_size=12)[1]) == 17 + 3 + 3    # round(30 / 1.8) ...
-    assert len(shelf) == 3 + 1 + 1                       # round(30 / 9) train owners
+    assert len(pstuts.shelves(files, shelf_size=12)[1]) == 17 + 3 + 3  # round(30 / 1.8) ...
+    assert len(shelf) == 3 + 1 + 1  # round(30 / 9) train owners
     assert sorted(owner) == sorted(v for vs in files.values() for v in vs)
-    for name, vids in files.items():                     # no viewer owns two files' videos
+    for name, vids in files.items():  # no viewer owns two files' videos
         ks = {owner[v] for v in vids}
         assert all(owner[v] in ks for v in vids)
         assert not ks & {owner[v] for n, vs in files.items() if n != name for v in vs}
@@ -196,6 +226,7 @@ def test_shelves_pool_owners_by_file_and_fill_to_the_shelf_size():
 def test_located_error_names_file_position_and_field(tmp_path, fixtures):
     def edit(data):
         data[0]["qa"][1]["a"] = 5
+
     with pytest.raises(InputError) as e:
         pstuts.load(_broken(tmp_path, fixtures, "train.json", edit))
     msg = str(e.value)
@@ -206,12 +237,17 @@ def test_located_error_names_file_position_and_field(tmp_path, fixtures):
 def test_located_error_on_a_sentence_time_and_a_length(tmp_path, fixtures):
     def time(data):
         data[0]["transcripts"][1]["end"] = "8.4"
-    with pytest.raises(InputError, match=r"test\.json: SCHEMA: field \[0\]\.transcripts\[1\]"
-                                         r"\.end: not a number"):
+
+    with pytest.raises(
+        InputError,
+        match=r"test\.json: SCHEMA: field \[0\]\.transcripts\[1\]"
+        r"\.end: not a number",
+    ):
         pstuts.load(_broken(tmp_path / "a", fixtures, "test.json", time))
 
     def length(data):
         data[0]["length"] = "5 minutes"
+
     with pytest.raises(InputError, match=r"dev\.json: SCHEMA: field \[0\]\.length"):
         pstuts.load(_broken(tmp_path / "b", fixtures, "dev.json", length))
 
@@ -219,8 +255,12 @@ def test_located_error_on_a_sentence_time_and_a_length(tmp_path, fixtures):
 def test_a_video_in_two_split_files_is_refused(tmp_path, fixtures):
     def edit(data):
         data[0]["video_id"] = 101
-    with pytest.raises(InputError, match=r"test\.json: SCHEMA: field \[0\]\.video_id: video 101 "
-                                         r"is also train\.json\[0\]"):
+
+    with pytest.raises(
+        InputError,
+        match=r"test\.json: SCHEMA: field \[0\]\.video_id: video 101 "
+        r"is also train\.json\[0\]",
+    ):
         pstuts.load(_broken(tmp_path, fixtures, "test.json", edit))
 
 
@@ -245,12 +285,16 @@ def test_real_counts(real):
     cov = real.coverage
     assert cov.upstream_items == 17768
     assert cov.covered == 4336 == len(real.drafts)
-    assert cov.not_covered == {"gold sentence ends before it begins": 6,
-                               "verbatim repeat of an earlier question of its sentence": 18,
-                               "its near-twin is asked of another video": 5408,
-                               "a paraphrase of a kept question at the same sentence": 8000}
-    assert cov.normalised == {"transcript sentence dropped: begin or end missing": 13,
-                              "transcript sentence dropped: ends before it begins": 2}
+    assert cov.not_covered == {
+        "gold sentence ends before it begins": 6,
+        "verbatim repeat of an earlier question of its sentence": 18,
+        "its near-twin is asked of another video": 5408,
+        "a paraphrase of a kept question at the same sentence": 8000,
+    }
+    assert cov.normalised == {
+        "transcript sentence dropped: begin or end missing": 13,
+        "transcript sentence dropped: ends before it begins": 2,
+    }
     assert cov.balanced()
     # 42 viewers (30 own the 54 train videos, 6 the 11 dev, 6 the 11 test videos), 30 items each
     assert pstuts.SHELF_SIZE == 30
@@ -265,8 +309,11 @@ def test_real_counts(real):
     files = defaultdict(set)
     for d in real.drafts:
         files[d.origin.item.split("#")[0]].add(d.scope.holder)
-    assert {f: len(h) for f, h in files.items()} == {"train.json": 30, "dev.json": 6,
-                                                    "test.json": 6}
+    assert {f: len(h) for f, h in files.items()} == {
+        "train.json": 30,
+        "dev.json": 6,
+        "test.json": 6,
+    }
 
 
 def test_real_gold_region_matches_the_upstream_sentence(real, corpus_root):
@@ -275,11 +322,17 @@ def test_real_gold_region_matches_the_upstream_sentence(real, corpus_root):
     qa = video["qa"][0]
     sent = next(s for s in video["transcripts"] if s["sent_id"] == qa["sent_id"])
     r = _drafts(real)["pstuts:4103:0"]
-    assert (r.question, r.answer) == (qa["q"], qa["a"]) == ("how to select free transform "
-                                                            "tool?", "Command+T")
+    assert (
+        (r.question, r.answer)
+        == (qa["q"], qa["a"])
+        == ("how to select free transform tool?", "Command+T")
+    )
     (g,) = r.gold
-    assert g.region == {"t_start": sent["begin"], "t_end": sent["end"]} == {
-        "t_start": 61.45, "t_end": 67.47}
+    assert (
+        g.region
+        == {"t_start": sent["begin"], "t_end": sent["end"]}
+        == {"t_start": 61.45, "t_end": 67.47}
+    )
     item = _items(real)[g.source_id]
     assert item.holder == r.scope.holder and g.source_id.startswith("pstuts:4103@viewer-")
     cue = next(c for c in item.content if c[0] == 61.45)
@@ -308,8 +361,11 @@ def test_real_every_video_is_missing_from_many_viewers_of_each_split(real):
         on[i.source_id.split(":")[1].split("@")[0]].add(i.holder)
     copies = Counter(len(h) for h in on.values())
     assert (min(copies), max(copies)) == (9, 25)
-    lacking = {(v, part): sum(1 for h, p in split.items() if p == part and h not in hs)
-               for v, hs in on.items() for part in ("dev", "test")}
+    lacking = {
+        (v, part): sum(1 for h, p in split.items() if p == part and h not in hs)
+        for v, hs in on.items()
+        for part in ("dev", "test")
+    }
     assert Counter(split.values()) == {"dev": 21, "test": 21}
     assert min(lacking.values()) == 6
 
@@ -320,11 +376,15 @@ def test_real_no_near_twin_across_videos_and_three_questions_per_sentence(real, 
     import re
 
     import snowballstemmer
+
     stemmer = snowballstemmer.stemmer("english")
 
     def key(q):
-        return frozenset(stemmer.stemWord(w) for w in re.findall(r"[0-9a-z]+", q.lower())
-                         if w not in pstuts.TWIN_STOPWORDS)
+        return frozenset(
+            stemmer.stemWord(w)
+            for w in re.findall(r"[0-9a-z]+", q.lower())
+            if w not in pstuts.TWIN_STOPWORDS
+        )
 
     videos = defaultdict(set)
     sentences = Counter()
@@ -337,8 +397,11 @@ def test_real_no_near_twin_across_videos_and_three_questions_per_sentence(real, 
     # a sentence with a usable span keeps fewer than three questions only when it has fewer
     # distinct non-empty questions whose key is asked at no other video (such a question
     # survives the twin step; then the sentence keeps three of what it has)
-    upstream = [v for name in ("train.json", "dev.json", "test.json")
-                for v in json.loads((corpus_root / "pstuts-vqa" / name).read_text("utf-8"))]
+    upstream = [
+        v
+        for name in ("train.json", "dev.json", "test.json")
+        for v in json.loads((corpus_root / "pstuts-vqa" / name).read_text("utf-8"))
+    ]
     asked_at = defaultdict(set)
     for v in upstream:
         for q in v["qa"]:
@@ -348,12 +411,19 @@ def test_real_no_near_twin_across_videos_and_three_questions_per_sentence(real, 
         spans = {s["sent_id"]: s for s in v["transcripts"]}
         for sid in {q["sent_id"] for q in v["qa"]}:
             s = spans.get(sid)
-            if s is None or s["begin"] is None or s["end"] is None or \
-                    not 0 <= s["begin"] < s["end"] <= pstuts.parse_length(v["length"]):
+            if (
+                s is None
+                or s["begin"] is None
+                or s["end"] is None
+                or not 0 <= s["begin"] < s["end"] <= pstuts.parse_length(v["length"])
+            ):
                 continue
             kept = sentences[(str(v["video_id"]), f"sent_id={sid}")]
-            sole = {(q["q"], q["a"]) for q in v["qa"] if q["sent_id"] == sid and q["q"].strip()
-                    and len(asked_at[key(q["q"])]) == 1}
+            sole = {
+                (q["q"], q["a"])
+                for q in v["qa"]
+                if q["sent_id"] == sid and q["q"].strip() and len(asked_at[key(q["q"])]) == 1
+            }
             assert kept >= min(3, len(sole)), (v["video_id"], sid)
             short += kept < 3
     assert short > 0

@@ -85,8 +85,10 @@ def test_fixture_coverage(fx):
         "evidence: trailing full stop": 1,
         "session without turns (no item)": 1,
     }
-    assert "1 turns carry photos (img_file, not mirrored): kept as their text and blip_caption; " \
-           "1 gold turns are among them" in cov.notes
+    assert (
+        "1 turns carry photos (img_file, not mirrored): kept as their text and blip_caption; "
+        "1 gold turns are among them" in cov.notes
+    )
     assert "no commit for Chat_2_Cid_Dee.json in PROVENANCE.jsonl: revision 'unknown'" in cov.notes
 
 
@@ -100,10 +102,10 @@ def test_fixture_evidence_by_dia_id(fx):
     assert _gold(by[f"{A}:2"]) == [(s1, 4), (s3, 1)]
     # "D1:7." lives in session_2: the dia prefix is not the session number
     assert _gold(by[f"{A}:3"]) == [(s2, 2)]
-    assert _gold(by[f"{A}:4"]) == [(s3, 1), (s3, 2), (s3, 3)]          # D2:1-D2:3
-    assert _gold(by[f"{A}:5"]) == [(s2, 1), (s3, 2)]                   # "D 1:6", "2:2"
-    assert _gold(by[f"{A}:14"]) == [(s1, 1), (s1, 2)]                  # d1:1 repeats, D1:02
-    for k in (6, 15):                                                   # only omitted messages
+    assert _gold(by[f"{A}:4"]) == [(s3, 1), (s3, 2), (s3, 3)]  # D2:1-D2:3
+    assert _gold(by[f"{A}:5"]) == [(s2, 1), (s3, 2)]  # "D 1:6", "2:2"
+    assert _gold(by[f"{A}:14"]) == [(s1, 1), (s1, 2)]  # d1:1 repeats, D1:02
+    for k in (6, 15):  # only omitted messages
         assert f"{A}:{k}" not in by
     for k in (7, 8, 9, 10, 11, 12, 13):
         assert f"{A}:{k}" not in by
@@ -116,25 +118,38 @@ def test_fixture_evidence_by_dia_id(fx):
     assert by["realtalk:Chat_2_Cid_Dee:0"].origin.revision == "unknown"
     # session level: each session of the gold turns once, as its whole turn range
     assert [(g.source_id, g.region) for g in d.judgments["session"]] == [
-        (s1, {"turn_start": 1, "turn_end": 4}), (s3, {"turn_start": 1, "turn_end": 3})]
+        (s1, {"turn_start": 1, "turn_end": 4}),
+        (s3, {"turn_start": 1, "turn_end": 3}),
+    ]
 
 
 def test_fixture_items(fx):
     items = _items(fx)
-    assert sorted(items) == [f"{A}:session_1", f"{A}:session_2", f"{A}:session_3",
-                             f"{A}:session_5", "realtalk:Chat_2_Cid_Dee:session_1"]
+    assert sorted(items) == [
+        f"{A}:session_1",
+        f"{A}:session_2",
+        f"{A}:session_3",
+        f"{A}:session_5",
+        "realtalk:Chat_2_Cid_Dee:session_1",
+    ]
     assert {i.holder for i in fx.items} == {"realtalk/Chat_1_Ann_Bob", "realtalk/Chat_2_Cid_Dee"}
     s1 = items[f"{A}:session_1"]
     assert s1.meta == {"turns": 4, "date_time": "01.01.2024, 10:00:00", "speakers": ["Ann", "bob"]}
     assert [(t["turn"], t["dia_id"]) for t in s1.content] == [
-        (1, "D1:1"), (2, "D1:2"), (3, "D1:3"), (4, "D1:5")]
-    assert s1.content[2]["text"] == "Here she is\nsleeping on the sofa"      # clean_text verbatim
+        (1, "D1:1"),
+        (2, "D1:2"),
+        (3, "D1:3"),
+        (4, "D1:5"),
+    ]
+    assert s1.content[2]["text"] == "Here she is\nsleeping on the sofa"  # clean_text verbatim
     assert s1.content[2]["image_caption"] == "a grey cat asleep on a sofa"
     assert "image_caption" not in s1.content[0]
     # one text line per turn, so the modality can cut a turn's line out of it
     conv = get("conversation")
-    assert conv.region_text({"turn": 3}, fx.texts[s1.source_id], s1.meta) == \
-        "Ann: Here she is sleeping on the sofa [image: a grey cat asleep on a sofa]"
+    assert (
+        conv.region_text({"turn": 3}, fx.texts[s1.source_id], s1.meta)
+        == "Ann: Here she is sleeping on the sofa [image: a grey cat asleep on a sofa]"
+    )
     utc = timezone.utc
     assert s1.observed_at == datetime(2024, 1, 1, 10, 0, tzinfo=utc)
     # session_3 has no session_3_date_time: its first turn's time
@@ -159,11 +174,14 @@ def test_evidence_ids():
     assert R.evidence_ids("D12:5-D13:1", made) == ["unparseable range"]
     assert R.evidence_ids("D17;39", made) == ["unparseable id", "unparseable id"]
     assert R.evidence_ids(7, made) == ["non-string id"] and R.evidence_ids(" ", made) == [
-        "empty id"]
-    assert made.fixes == {"evidence: range of ids (the turns it spans)": 1,
-                          "evidence: several ids in one string": 2,
-                          "evidence: trailing full stop": 1,
-                          "evidence: surrounding whitespace": 1}
+        "empty id"
+    ]
+    assert made.fixes == {
+        "evidence: range of ids (the turns it spans)": 1,
+        "evidence: several ids in one string": 2,
+        "evidence: trailing full stop": 1,
+        "evidence: surrounding whitespace": 1,
+    }
 
 
 def test_missing_turn_is_counted_not_kept(fixtures, tmp_path):
@@ -177,19 +195,26 @@ def test_missing_turn_is_counted_not_kept(fixtures, tmp_path):
     assert res.coverage.balanced()
     assert _gold(_by_id(res)[f"{A}:2"]) == [(f"{A}:session_3", 1)]
     assert res.coverage.not_covered["answer is a dia_id, not an answer"] == 1
-    assert res.coverage.normalised[
-        "evidence: dropped id of a message the turns omit (a photo or other, not mirrored)"] == 3
+    assert (
+        res.coverage.normalised[
+            "evidence: dropped id of a message the turns omit (a photo or other, not mirrored)"
+        ]
+        == 3
+    )
 
 
-@pytest.mark.parametrize("edit, field", [
-    (lambda d: d["session_2"][1].update(clean_text=None), "session_2[1].clean_text"),
-    (lambda d: d["session_3"][0].pop("speaker"), "session_3[0].speaker"),
-    (lambda d: d["session_1"][2].update(img_file="photo.jpg"), "session_1[2].img_file"),
-    (lambda d: d.update(session_2={"turns": []}), "session_2"),
-    (lambda d: d["session_1"].__setitem__(0, "hi"), "session_1[0]"),
-    (lambda d: d.update(qa={}), "qa"),
-    (lambda d: d.pop("name"), "name"),
-])
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda d: d["session_2"][1].update(clean_text=None), "session_2[1].clean_text"),
+        (lambda d: d["session_3"][0].pop("speaker"), "session_3[0].speaker"),
+        (lambda d: d["session_1"][2].update(img_file="photo.jpg"), "session_1[2].img_file"),
+        (lambda d: d.update(session_2={"turns": []}), "session_2"),
+        (lambda d: d["session_1"].__setitem__(0, "hi"), "session_1[0]"),
+        (lambda d: d.update(qa={}), "qa"),
+        (lambda d: d.pop("name"), "name"),
+    ],
+)
 def test_located_input_error(fixtures, tmp_path, edit, field):
     folder = _copy(fixtures, tmp_path)
     p = folder / "Chat_1_Ann_Bob.json"
@@ -212,17 +237,17 @@ def test_not_json_names_the_line(fixtures, tmp_path):
 
 
 def test_missing_files(tmp_path, fixtures):
-    with pytest.raises(InputError) as e:                 # no folder
+    with pytest.raises(InputError) as e:  # no folder
         R.load(tmp_path)
     assert e.value.rule == "MISSING_FILE"
     folder = _copy(fixtures, tmp_path)
     for p in folder.glob("Chat_*.json"):
         p.unlink()
-    with pytest.raises(InputError) as e:                 # no conversation file
+    with pytest.raises(InputError) as e:  # no conversation file
         R.load(tmp_path)
     assert e.value.rule == "MISSING_FILE" and "Chat_*.json" in e.value.file
     (folder / "PROVENANCE.jsonl").unlink()
-    with pytest.raises(InputError) as e:                 # no provenance
+    with pytest.raises(InputError) as e:  # no provenance
         R.load(tmp_path)
     assert e.value.rule == "MISSING_FILE" and "PROVENANCE.jsonl" in e.value.file
 
@@ -242,15 +267,20 @@ def test_real_counts(real):
     cov = real.coverage
     assert cov.upstream_items == 728 and cov.balanced()
     assert cov.covered == 705 == len(real.drafts)
-    assert cov.not_covered == {"answer is a dia_id, not an answer": 1,
-                               "answerable without upstream evidence": 2,
-                               R.PHOTOS: 20}
+    assert cov.not_covered == {
+        "answer is a dia_id, not an answer": 1,
+        "answerable without upstream evidence": 2,
+        R.PHOTOS: 20,
+    }
     assert len(real.items) == 219
     per_holder = Counter(i.holder for i in real.items)
     assert len(per_holder) == 10 and min(per_holder.values()) == 18
     assert max(per_holder.values()) == 25
     assert Counter(d.origin.notes for d in real.drafts) == {
-        "category 1": 288, "category 2": 312, "category 3": 105}
+        "category 1": 288,
+        "category 2": 312,
+        "category 3": 105,
+    }
     assert sum(len(d.gold) for d in real.drafts) == 1690
     assert cov.normalised == {
         "evidence: dropped empty id": 3,
@@ -263,8 +293,10 @@ def test_real_counts(real):
         "evidence: space after D": 1,
         "evidence: trailing full stop": 7,
     }
-    assert "313 turns carry photos (img_file, not mirrored): kept as their text and " \
-           "blip_caption; 106 gold turns are among them" in cov.notes
+    assert (
+        "313 turns carry photos (img_file, not mirrored): kept as their text and "
+        "blip_caption; 106 gold turns are among them" in cov.notes
+    )
 
 
 def _named(evidence: list) -> set[tuple[int, int]]:
@@ -282,8 +314,9 @@ def test_real_regions_match_upstream(real, corpus_root):
     """Every gold turn is, in the upstream file, the turn whose dia_id the evidence names."""
     items = _items(real)
     folder = corpus_root / "realtalk"
-    upstream = {p.stem: json.loads(p.read_text(encoding="utf-8"))
-                for p in folder.glob("Chat_*.json")}
+    upstream = {
+        p.stem: json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("Chat_*.json")
+    }
     for d in real.drafts:
         assert d.origin.revision == REVISION and not d.unanswerable and d.answer
         name, idx = d.origin.item.split("/qa/")

@@ -36,8 +36,11 @@ def test_real_counts(real):
     assert cov.normalised == {}
     assert cov.balanced()
     assert len(real.items) == 6
-    assert {i.holder for i in real.items} == {"screenspot/desktop", "screenspot/mobile",
-                                              "screenspot/web"}
+    assert {i.holder for i in real.items} == {
+        "screenspot/desktop",
+        "screenspot/mobile",
+        "screenspot/web",
+    }
     per = {}
     for d in real.drafts:
         per[d.scope.holder] = per.get(d.scope.holder, 0) + 1
@@ -55,8 +58,10 @@ def test_real_notes(real):
     assert "records on them: 4 byte-identical, 13 content-matched" in notes
     # with_image_size agrees with the conversion everywhere; one upstream box of a screenshot
     # we do not have is 1 px wider than its stated image
-    assert ("1272 rows compared; disagreements: row order/identity 0, xyxy box 0, "
-            "ui_type/platform 0, image size vs mirrored PNG 0, file length 0") in notes
+    assert (
+        "1272 rows compared; disagreements: row order/identity 0, xyxy box 0, "
+        "ui_type/platform 0, image size vs mirrored PNG 0, file length 0"
+    ) in notes
     assert "outside their stated image size: 1 (screenspot_mobile_v2.json#449)" in notes
 
 
@@ -98,7 +103,10 @@ def test_real_items_and_bounds(real, corpus_root):
         assert it.holder == f"screenspot/{it.meta['platform']}"
         assert it.observed_at.tzinfo is not None
     assert items["screenspot:mobile_3a1f306e-784a-411a-98cb-f11a2157a5c7.png"].meta == {
-        "width": 1170, "height": 2532, "platform": "mobile"}
+        "width": 1170,
+        "height": 2532,
+        "platform": "mobile",
+    }
     for d in real.drafts:
         (g,) = d.gold
         it = items[g.source_id]
@@ -124,17 +132,25 @@ def test_fixture_counts(fx):
     assert cov.upstream_items == 10
     assert cov.covered == 4
     assert cov.not_covered == {
-        "bbox outside image": 1, "degenerate bbox (zero or negative size)": 1,
-        "empty instruction": 1, "screenshot not in mirror": 1,
-        "unparseable annotation row": 1, "unparseable bbox": 1}
+        "bbox outside image": 1,
+        "degenerate bbox (zero or negative size)": 1,
+        "empty instruction": 1,
+        "screenshot not in mirror": 1,
+        "unparseable annotation row": 1,
+        "unparseable bbox": 1,
+    }
     assert cov.normalised == {"bbox clipped to image bounds (<= 1 px)": 1}
     assert cov.balanced()
 
 
 def test_fixture_regions(fx):
     d = _drafts(fx)
-    assert sorted(d) == ["screenspot:desktop:0", "screenspot:desktop:1", "screenspot:mobile:0",
-                         "screenspot:web:0"]
+    assert sorted(d) == [
+        "screenspot:desktop:0",
+        "screenspot:desktop:1",
+        "screenspot:mobile:0",
+        "screenspot:web:0",
+    ]
     assert d["screenspot:desktop:0"].gold[0].region == {"bbox": [10, 20, 40, 60]}
     # off the 200 px wide image by 1 px: clipped
     assert d["screenspot:desktop:1"].gold[0].region == {"bbox": [150, 50, 200, 60]}
@@ -177,8 +193,10 @@ def test_no_sized_copy_and_no_images(fixtures, tmp_path):
     res = screenspot.load(root)
     assert res.items == [] and res.drafts == []
     assert res.coverage.upstream_items == 10 and res.coverage.balanced()
-    assert res.coverage.not_covered == {"screenshot not in mirror": 9,
-                                        "unparseable annotation row": 1}
+    assert res.coverage.not_covered == {
+        "screenshot not in mirror": 9,
+        "unparseable annotation row": 1,
+    }
     assert any("absent: no cross-check" in n for n in res.coverage.notes)
 
 
@@ -194,11 +212,16 @@ def test_unreadable_png_is_reported(fixtures, tmp_path):
 
 
 def test_fixture_json_is_upstream_shape(fixtures):
-    rows = json.loads((fixtures / "screenspot" / "screenspot-v2" /
-                       "screenspot_desktop_v2.json").read_text())
+    rows = json.loads(
+        (fixtures / "screenspot" / "screenspot-v2" / "screenspot_desktop_v2.json").read_text()
+    )
     assert set(rows[0]) == {"img_filename", "bbox", "instruction", "data_type", "data_source"}
 
 
 def test_registry_matches_module():
     assert (SPEC.folder, SPEC.modality, SPEC.scenario, SPEC.license) == (
-        screenspot.FOLDER, screenspot.MODALITY, screenspot.SCENARIO, screenspot.LICENSE)
+        screenspot.FOLDER,
+        screenspot.MODALITY,
+        screenspot.SCENARIO,
+        screenspot.LICENSE,
+    )

@@ -111,11 +111,14 @@ def test_questions_verbatim(res, upstream):
 
 def test_hand_checked_free_text(res):
     d = by_qid(res)["tabmwp:16"]
-    assert d.question == ("Some friends discussed the sizes of their coin collections. "
-                          "What is the mean of the numbers?")
+    assert d.question == (
+        "Some friends discussed the sizes of their coin collections. "
+        "What is the mean of the numbers?"
+    )
     assert d.answer == "84" and d.answer_format == "int"
     assert [g.model_dump() for g in d.gold] == [
-        {"source_id": "tabmwp:16.png", "region": {}, "grade": None}]
+        {"source_id": "tabmwp:16.png", "region": {}, "grade": None}
+    ]
     assert d.origin.notes is None
     assert res.texts["tabmwp:16.png"].startswith("Coin collections\nName | Number of coins\n")
 
@@ -139,8 +142,13 @@ def test_duplicates_merged_onto_smallest_numeric_pid(res):
     for alias in ("6271", "35382", "36559", "17409"):
         assert f"tabmwp:{alias}.png" not in items
     q = by_qid(res)
-    for pid, canon in [("35382", "4546"), ("6271", "4546"), ("4546", "4546"),
-                       ("36559", "20947"), ("17409", "7602")]:
+    for pid, canon in [
+        ("35382", "4546"),
+        ("6271", "4546"),
+        ("4546", "4546"),
+        ("36559", "20947"),
+        ("17409", "7602"),
+    ]:
         assert q[f"tabmwp:{pid}"].gold[0].source_id == f"tabmwp:{canon}.png"
     assert json.loads(q["tabmwp:35382"].origin.notes)["upstream_image"] == "tables/35382.png"
     assert "upstream_image" not in json.loads(q["tabmwp:4546"].origin.notes or "{}")
@@ -158,9 +166,17 @@ def _png(p: Path, size, color):
 
 
 def _problem(q, ans, ans_type, choices=None, **kw):
-    return {"question": q, "choices": choices, "answer": ans, "unit": None,
-            "table_title": kw.get("title"), "table": kw.get("table", "A | B\n1 | 2"),
-            "table_for_pd": {}, "ques_type": "free_text", "ans_type": ans_type}
+    return {
+        "question": q,
+        "choices": choices,
+        "answer": ans,
+        "unit": None,
+        "table_title": kw.get("title"),
+        "table": kw.get("table", "A | B\n1 | 2"),
+        "table_for_pd": {},
+        "ques_type": "free_text",
+        "ans_type": ans_type,
+    }
 
 
 def test_fixture_quirks(tmp_path):
@@ -169,17 +185,18 @@ def test_fixture_quirks(tmp_path):
     tables = folder / "tables"
     problems = {
         "10": _problem("Q ten?", "1", "integer_number"),
-        "9": _problem("Q nine?", "1.5", "decimal_number"),        # same image as 10
-        "11": _problem("Q eleven?", "x", "mystery_type"),          # unknown ans_type
-        "12": _problem("Q twelve?", "2", "integer_number"),        # image missing
+        "9": _problem("Q nine?", "1.5", "decimal_number"),  # same image as 10
+        "11": _problem("Q eleven?", "x", "mystery_type"),  # unknown ans_type
+        "12": _problem("Q twelve?", "2", "integer_number"),  # image missing
         "13": _problem("Q thirteen?", "yes", "boolean_text", ["yes", "no"]),  # unreadable
-        "14": "not a problem",                                     # malformed
-        "15": _problem("   ", "1", "integer_number"),              # empty question
+        "14": "not a problem",  # malformed
+        "15": _problem("   ", "1", "integer_number"),  # empty question
     }
     folder.mkdir()
     (folder / "problems_test1k.json").write_text(json.dumps(problems))
-    (folder / "PROVENANCE.jsonl").write_text(json.dumps(
-        {"path": "problems_test1k.json", "commit": "abc123"}) + "\n")
+    (folder / "PROVENANCE.jsonl").write_text(
+        json.dumps({"path": "problems_test1k.json", "commit": "abc123"}) + "\n"
+    )
     _png(tables / "10.png", (4, 3), (1, 2, 3))
     _png(tables / "9.png", (4, 3), (1, 2, 3))
     _png(tables / "14.png", (5, 3), (9, 9, 9))
@@ -188,9 +205,13 @@ def test_fixture_quirks(tmp_path):
     cov = r.coverage
     assert cov.balanced()
     assert cov.upstream_items == 7 and cov.covered == 2
-    assert cov.not_covered == {"unknown ans_type": 1, "image not in mirror": 1,
-                               "image unreadable": 1, "malformed problem": 1,
-                               "empty question": 1}
+    assert cov.not_covered == {
+        "unknown ans_type": 1,
+        "image not in mirror": 1,
+        "image unreadable": 1,
+        "malformed problem": 1,
+        "empty question": 1,
+    }
     assert cov.normalised == {"byte-identical duplicate image merged": 1}
     items = by_sid(r)
     # numeric order: 9 < 10 even though "10" < "9" as strings

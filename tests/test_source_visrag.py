@@ -33,11 +33,18 @@ def test_counts(res):
     assert cov.balanced()
     assert cov.upstream_items == 13 and cov.covered == 6
     assert cov.not_covered == {
-        "duplicate query-id": 1, "empty query": 1, "gold image not in mirror": 1,
-        "gold image unreadable": 1, "malformed query": 1, "no positive qrels": 1,
-        "no qrels": 1}
-    assert cov.normalised == {"chartqa: malformed qrels row ignored": 1,
-                              "chartqa: qrels row for unknown query ignored": 1}
+        "duplicate query-id": 1,
+        "empty query": 1,
+        "gold image not in mirror": 1,
+        "gold image unreadable": 1,
+        "malformed query": 1,
+        "no positive qrels": 1,
+        "no qrels": 1,
+    }
+    assert cov.normalised == {
+        "chartqa: malformed qrels row ignored": 1,
+        "chartqa: qrels row for unknown query ignored": 1,
+    }
     assert len(res.items) == 7  # broken.png is not an item; the duplicate image is kept
     assert Counter(i.holder for i in res.items) == {"visrag/arxivqa": 3, "visrag/chartqa": 4}
     assert res.texts == {}
@@ -87,13 +94,14 @@ def test_arxivqa_records(res):
     q = by_qid(res)
     d = q["visrag:arxivqa:arxiv-0"]
     assert [g.source_id for g in d.gold] == ["visrag:arxivqa/1506.06616_1.png"]  # stem match
-    assert json.loads(d.origin.notes) == {"options": ["A. red", "B. blue", "C. green",
-                                                      "D. black"]}
+    assert json.loads(d.origin.notes) == {"options": ["A. red", "B. blue", "C. green", "D. black"]}
     assert d.origin.dataset == "openbmb/VisRAG-Ret-Test-ArxivQA"
     assert d.origin.revision == "unknown"
     d = q["visrag:arxivqa:arxiv-1"]  # two positive qrels -> two gold images
-    assert [g.source_id for g in d.gold] == ["visrag:arxivqa/1506.06616_1.png",
-                                             "visrag:arxivqa/1506.06616_2.jpg"]
+    assert [g.source_id for g in d.gold] == [
+        "visrag:arxivqa/1506.06616_1.png",
+        "visrag:arxivqa/1506.06616_2.jpg",
+    ]
     d = q["visrag:arxivqa:arxiv-6"]
     assert d.answer is None and d.answer_format == "none"
     assert d.question == "Retrieval-only query without an answer"
@@ -138,9 +146,15 @@ def test_parquet_matches_text_forms(tmp_path, root):
     for line in (set_dir / "queries.jsonl").read_text().splitlines():
         o = json.loads(line)
         meta = o.get("metadata", {})
-        qrows.append({"query-id": o["_id"], "query": o["text"],
-                      "answer": o.get("answer", meta.get("answer")), "options": None,
-                      "is_numerical": meta.get("is_numerical")})
+        qrows.append(
+            {
+                "query-id": o["_id"],
+                "query": o["text"],
+                "answer": o.get("answer", meta.get("answer")),
+                "options": None,
+                "is_numerical": meta.get("is_numerical"),
+            }
+        )
     rrows = []
     for line in (set_dir / "qrels" / "test.tsv").read_text().splitlines()[1:]:
         parts = line.split("\t")
@@ -149,11 +163,16 @@ def test_parquet_matches_text_forms(tmp_path, root):
     (set_dir / "queries.jsonl").unlink()
     (set_dir / "qrels" / "test.tsv").unlink()
     (set_dir / "queries").mkdir()
-    pq.write_table(pa.Table.from_pylist(qrows), set_dir / "queries" / "train-00000-of-00001.parquet")
+    pq.write_table(
+        pa.Table.from_pylist(qrows), set_dir / "queries" / "train-00000-of-00001.parquet"
+    )
     pq.write_table(pa.Table.from_pylist(rrows), set_dir / "qrels" / "train-00000-of-00001.parquet")
     prov = tmp_path / "visrag" / "PROVENANCE.jsonl"
-    prov.write_text(prov.read_text().replace("queries.jsonl", "queries/train-00000-of-00001.parquet")
-                    .replace("qrels/test.tsv", "qrels/train-00000-of-00001.parquet"))
+    prov.write_text(
+        prov.read_text()
+        .replace("queries.jsonl", "queries/train-00000-of-00001.parquet")
+        .replace("qrels/test.tsv", "qrels/train-00000-of-00001.parquet")
+    )
     r = visrag.load(tmp_path)
     want = visrag.load(root)
     assert [d.model_dump() for d in r.drafts] == [d.model_dump() for d in want.drafts]

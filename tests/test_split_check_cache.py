@@ -16,8 +16,11 @@ from membench.sets.synth import generate
 def test_a_pass_is_read_back_and_a_changed_set_is_checked_again(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMBENCH_CACHE", str(tmp_path / "cache"))
     generate(tmp_path / "a", atoms=400, queries=600, seed=7)
-    sets, manifest, corpus = tmp_path / "a" / "sets", tmp_path / "a" / "manifest.jsonl", \
-        tmp_path / "a" / "corpus"
+    sets, manifest, corpus = (
+        tmp_path / "a" / "sets",
+        tmp_path / "a" / "manifest.jsonl",
+        tmp_path / "a" / "corpus",
+    )
     calls = []
     real = validate.validate_sets
 
@@ -29,7 +32,7 @@ def test_a_pass_is_read_back_and_a_changed_set_is_checked_again(tmp_path, monkey
     monkeypatch.setattr(split, "_PASSED", set())
     split.check_sets_before_run(sets, corpus, manifest)
     assert calls == [1] and len(list((tmp_path / "cache" / "validate").glob("*.passed"))) == 1
-    monkeypatch.setattr(split, "_PASSED", set())     # as a new process: read from the marker
+    monkeypatch.setattr(split, "_PASSED", set())  # as a new process: read from the marker
     split.check_sets_before_run(sets, corpus, manifest)
     assert calls == [1]
     # membench validate's pass (remember_pass) is the same marker

@@ -25,7 +25,8 @@ def cache(tmp_path, monkeypatch):
 def _same(x: dict, y: dict) -> bool:
     return x.keys() == y.keys() and all(
         (isinstance(v, float) and math.isnan(v) and math.isnan(y[k])) or v == y[k]
-        for k, v in x.items())
+        for k, v in x.items()
+    )
 
 
 def test_a_hit_is_the_computed_result_to_the_bit(cache):
@@ -36,10 +37,16 @@ def test_a_hit_is_the_computed_result_to_the_bit(cache):
     first = paired_test(a, b, "k", n_resamples=2000, seed=1)
     assert cache.is_file() and _same(first, fresh)
     calls = []
-    got = statcache.cached("paired_test", statcache.__file__, (a, b), {"x": 1},
-                           lambda: calls.append(1) or {"v": 0.1 + 0.2})
-    again = statcache.cached("paired_test", statcache.__file__, (a, b), {"x": 1},
-                             lambda: calls.append(1) or {"v": -1.0})
+    got = statcache.cached(
+        "paired_test",
+        statcache.__file__,
+        (a, b),
+        {"x": 1},
+        lambda: calls.append(1) or {"v": 0.1 + 0.2},
+    )
+    again = statcache.cached(
+        "paired_test", statcache.__file__, (a, b), {"x": 1}, lambda: calls.append(1) or {"v": -1.0}
+    )
     assert calls == [1] and got == again == {"v": 0.1 + 0.2}
     second = paired_test(a, b, "k", n_resamples=2000, seed=1)
     assert _same(second, fresh) and second is not first
@@ -59,14 +66,16 @@ def test_other_inputs_other_keys(cache):
     assert base != statcache.key_of("t", statcache.__file__, (a, b), {"k": 2})
     assert base != statcache.key_of("u", statcache.__file__, (a, b), {"k": 1})
     assert base != statcache.key_of("t", statcache.__file__, (b, a), {"k": 1})
-    assert base != statcache.key_of("t", statcache.__file__, (a.astype(np.float32), b),
-                                    {"k": 1})
+    assert base != statcache.key_of("t", statcache.__file__, (a.astype(np.float32), b), {"k": 1})
     assert base == statcache.key_of("t", statcache.__file__, (a.copy(), b.copy()), {"k": 1})
     r1 = paired_test(a, b, "k1", n_resamples=500)
-    r2 = paired_test(a, b, "k2", n_resamples=500)    # another key: another random stream
+    r2 = paired_test(a, b, "k2", n_resamples=500)  # another key: another random stream
     assert r1["diff"] == r2["diff"]
-    assert (r1["diff_ci95_lo"], r1["diff_ci95_hi"], r1["p_permutation"]) != \
-        (r2["diff_ci95_lo"], r2["diff_ci95_hi"], r2["p_permutation"])
+    assert (r1["diff_ci95_lo"], r1["diff_ci95_hi"], r1["p_permutation"]) != (
+        r2["diff_ci95_lo"],
+        r2["diff_ci95_hi"],
+        r2["p_permutation"],
+    )
 
 
 def test_torn_rows_and_an_unusable_cache_only_cost_time(cache, tmp_path, monkeypatch):
@@ -75,11 +84,11 @@ def test_torn_rows_and_an_unusable_cache_only_cost_time(cache, tmp_path, monkeyp
     con = sqlite3.connect(cache)
     con.execute("UPDATE result SET value = ?", ("{not json",))
     con.commit()
-    assert _same(paired_test(a, b, "k", n_resamples=300), first)     # computed again
+    assert _same(paired_test(a, b, "k", n_resamples=300), first)  # computed again
     monkeypatch.setattr(statcache, "_CON", None)
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    monkeypatch.setenv("MEMBENCH_CACHE", str(blocker))       # cache_dir cannot be made
+    monkeypatch.setenv("MEMBENCH_CACHE", str(blocker))  # cache_dir cannot be made
     from membench.core.paths import cache_dir
 
     with pytest.raises(OSError):
@@ -105,21 +114,28 @@ def test_an_abstention_order_difference_is_stored_and_read_back_to_the_bit(cache
     a = abstention.Ordering(rng.random(n), rng.random(n) < 0.8, ans, mods)
     b = abstention.Ordering(rng.random(n), rng.random(n) < 0.6, ans, mods)
     for m in (abstention.AUC, abstention.KEPT):
-        fresh = abstention.paired_difference(a, b, m, "all|x", max_false_recall=0.1,
-                                             n_resamples=300, seed=2)
-        first = ordering_difference(a, b, m, "all|x", max_false_recall=0.1, n_resamples=300,
-                                    seed=2)
-        assert _same(first, fresh) and _same(ordering_difference(
-            a, b, m, "all|x", max_false_recall=0.1, n_resamples=300, seed=2), fresh)
+        fresh = abstention.paired_difference(
+            a, b, m, "all|x", max_false_recall=0.1, n_resamples=300, seed=2
+        )
+        first = ordering_difference(a, b, m, "all|x", max_false_recall=0.1, n_resamples=300, seed=2)
+        assert _same(first, fresh) and _same(
+            ordering_difference(a, b, m, "all|x", max_false_recall=0.1, n_resamples=300, seed=2),
+            fresh,
+        )
     con = sqlite3.connect(cache)
     assert con.execute("SELECT count(*) FROM result").fetchone()[0] == 2
     con.execute("UPDATE result SET value = ?", ('{"poisoned": true}',))
     con.commit()
-    assert ordering_difference(a, b, abstention.AUC, "all|x", max_false_recall=0.1,
-                               n_resamples=300, seed=2) == {"poisoned": True}
+    assert ordering_difference(
+        a, b, abstention.AUC, "all|x", max_false_recall=0.1, n_resamples=300, seed=2
+    ) == {"poisoned": True}
     c = abstention.Ordering(rng.random(n), rng.random(n) < 0.8, ans, mods)
-    other = ordering_difference(c, b, abstention.AUC, "all|x", max_false_recall=0.1,
-                                n_resamples=300, seed=2)
-    assert _same(other, abstention.paired_difference(c, b, abstention.AUC, "all|x",
-                                                     max_false_recall=0.1, n_resamples=300,
-                                                     seed=2))
+    other = ordering_difference(
+        c, b, abstention.AUC, "all|x", max_false_recall=0.1, n_resamples=300, seed=2
+    )
+    assert _same(
+        other,
+        abstention.paired_difference(
+            c, b, abstention.AUC, "all|x", max_false_recall=0.1, n_resamples=300, seed=2
+        ),
+    )

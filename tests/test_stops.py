@@ -32,16 +32,24 @@ def world(tmp_path):
     return write_world(tmp_path / "w")
 
 
-def _start(world, out: Path, gate_dir: Path, system: str = "hostile_world:Gated",
-           ignore_sigint: bool = False) -> subprocess.Popen:
+def _start(
+    world,
+    out: Path,
+    gate_dir: Path,
+    system: str = "hostile_world:Gated",
+    ignore_sigint: bool = False,
+) -> subprocess.Popen:
     """A run held in its ingest (until ``gate_dir/gate`` exists); ``ignore_sigint``: started
     with SIGINT ignored, as a background job of a non-interactive shell is."""
     pre = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None
-    p = subprocess.Popen(membench_cmd("run", "--system", system, *cli_args(world), "--out",
-                                      str(out)),
-                         env={**subprocess_env(), "MEMBENCH_TEST_GATE": str(gate_dir / "gate")},
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=pre)
+    p = subprocess.Popen(
+        membench_cmd("run", "--system", system, *cli_args(world), "--out", str(out)),
+        env={**subprocess_env(), "MEMBENCH_TEST_GATE": str(gate_dir / "gate")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=pre,
+    )
     deadline = time.time() + 120
     while not (gate_dir / "ingesting").exists():
         assert p.poll() is None and time.time() < deadline, p.communicate()
@@ -55,16 +63,19 @@ def _stopped_cleanly(p: subprocess.Popen, out: Path, signame: str) -> None:
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert err.strip().startswith(f"membench: interrupted ({signame})"), err
     meta = json.loads((out / "meta.json").read_text())
-    assert meta["status"] == "running"                    # resumable, not "complete"
-    assert (out / LOCK_NAME).read_text() == ""            # released
+    assert meta["status"] == "running"  # resumable, not "complete"
+    assert (out / LOCK_NAME).read_text() == ""  # released
 
 
 def _resumes(world, out: Path, gate_dir: Path, system: str = "hostile_world:Gated") -> None:
     (gate_dir / "gate").write_text("go")
-    r = subprocess.run(membench_cmd("run", "--system", system, *cli_args(world),
-                                    "--out", str(out)),
-                       env={**subprocess_env(), "MEMBENCH_TEST_GATE": str(gate_dir / "gate")},
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        membench_cmd("run", "--system", system, *cli_args(world), "--out", str(out)),
+        env={**subprocess_env(), "MEMBENCH_TEST_GATE": str(gate_dir / "gate")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "complete" and meta["resumed"] == 1
@@ -94,7 +105,7 @@ def test_a_system_that_swallows_the_interrupt_is_ended_by_the_watchdog(world, tm
     p = _start(world, out, tmp_path, system="hostile_world:Stubborn")
     p.send_signal(signal.SIGTERM)
     _stopped_cleanly(p, out, "SIGTERM")
-    assert (tmp_path / "swallowed").read_text() == "yes"   # it did swallow it
+    assert (tmp_path / "swallowed").read_text() == "yes"  # it did swallow it
     _resumes(world, out, tmp_path, "hostile_world:Stubborn")
 
 
@@ -103,7 +114,7 @@ def test_a_second_signal_ends_a_stubborn_run_at_once(world, tmp_path):
     p = _start(world, out, tmp_path, system="hostile_world:Stubborn")
     p.send_signal(signal.SIGINT)
     deadline = time.time() + 30
-    while not (tmp_path / "swallowed").exists():      # the first was swallowed
+    while not (tmp_path / "swallowed").exists():  # the first was swallowed
         assert time.time() < deadline
         time.sleep(0.02)
     p.send_signal(signal.SIGINT)

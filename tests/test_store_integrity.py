@@ -35,8 +35,16 @@ def store(tmp_path_factory) -> Path:
     w = write_world(d / "w")
     runs = []
     for name, cfg in (("a", {}), ("b", {"max_atoms": 1})):
-        run_system(make_system("bm25", cfg), w["sets"], "dev", d / name, w["corpus"],
-                   manifest=w["manifest"], lock=w["lock"], modalities=["conversation"])
+        run_system(
+            make_system("bm25", cfg),
+            w["sets"],
+            "dev",
+            d / name,
+            w["corpus"],
+            manifest=w["manifest"],
+            lock=w["lock"],
+            modalities=["conversation"],
+        )
         runs.append(d / name)
     add_runs(runs, d / "s", n_resamples=200)
     return d / "s"
@@ -66,12 +74,13 @@ def test_entries_carry_their_sha256_and_read_back(store):
 def test_an_edited_figure_is_refused_not_shown(copy, capsys):
     p, e = _entry(copy)
     f = e["figures"]["gold"]["all"]["false_recall_rate"]
-    f["value"] = 0.999                                     # outside its own interval
+    f["value"] = 0.999  # outside its own interval
     p.write_text(json.dumps(e, indent=1))
     with pytest.raises(InputError, match="STORE_TAMPERED") as err:
         read_store(copy)
-    assert str(err.value).startswith(f"{p}: STORE_TAMPERED: tampered: its content does not "
-                                     "hash to its sha256")
+    assert str(err.value).startswith(
+        f"{p}: STORE_TAMPERED: tampered: its content does not hash to its sha256"
+    )
     assert main(["--quiet", "leaderboard", "--out", str(copy), "--resamples", "200"]) == 2
     out, err_text = capsys.readouterr()
     assert "0.999" not in out and "STORE_TAMPERED" in err_text
@@ -83,8 +92,11 @@ def test_an_edit_that_recomputes_the_digest_is_caught_by_the_items(copy):
     p, e = _entry(copy)
     e["figures"]["gold"]["all"]["recall@10"]["value"] = 0.999
     p.write_text(json.dumps(sealed(e), indent=1))
-    with pytest.raises(InputError, match=r"STORE_TAMPERED.*figures\.gold\.all\.recall@10: "
-                                         r"value 0\.999"):
+    with pytest.raises(
+        InputError,
+        match=r"STORE_TAMPERED.*figures\.gold\.all\.recall@10: "
+        r"value 0\.999",
+    ):
         read_store(copy)
 
 
@@ -95,11 +107,14 @@ def test_an_abstention_figure_is_checked_against_the_items_abstention_scores(cop
     good = p.read_bytes()
     e["figures"]["gold"]["all"]["answerable_kept@fr0.10"]["value"] = 0.999
     p.write_text(json.dumps(sealed(e), indent=1))
-    with pytest.raises(InputError, match=r"STORE_TAMPERED.*figures\.gold\.all\."
-                                         r"answerable_kept@fr0\.10: value 0\.999"):
+    with pytest.raises(
+        InputError,
+        match=r"STORE_TAMPERED.*figures\.gold\.all\."
+        r"answerable_kept@fr0\.10: value 0\.999",
+    ):
         read_store(copy)
     p.write_bytes(good)
-    assert read_store(copy)[1]                              # the entry as written reads
+    assert read_store(copy)[1]  # the entry as written reads
     e = json.loads(good)
     ab = e["items"]["abstention"]
     # scores that put every answerable item above every unanswerable one: AUC 1, not 0.5
@@ -110,13 +125,16 @@ def test_an_abstention_figure_is_checked_against_the_items_abstention_scores(cop
         read_store(copy)
 
 
-@pytest.mark.parametrize("edit", [
-    lambda e: e.pop("sha256"),
-    lambda e: e["items"]["abstention"]["score"].__setitem__(0, 123.0),
-    lambda e: e["items"]["values"]["gold"]["recall@10"].__setitem__(0, 1.0),
-    lambda e: e.__setitem__("system", "other"),
-    lambda e: e["figures"]["gold"]["all"]["recall@10"].__setitem__("n", 99),
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda e: e.pop("sha256"),
+        lambda e: e["items"]["abstention"]["score"].__setitem__(0, 123.0),
+        lambda e: e["items"]["values"]["gold"]["recall@10"].__setitem__(0, 1.0),
+        lambda e: e.__setitem__("system", "other"),
+        lambda e: e["figures"]["gold"]["all"]["recall@10"].__setitem__("n", 99),
+    ],
+)
 def test_any_edit_is_refused(copy, edit):
     p, e = _entry(copy)
     edit(e)
@@ -144,8 +162,11 @@ def test_a_store_of_the_older_format_says_so(copy):
 def test_a_store_without_the_answer_layer_is_refused_and_says_what_it_lacks(copy, old):
     st = json.loads((copy / "store.json").read_text())
     (copy / "store.json").write_text(json.dumps({**st, "format": old}))
-    with pytest.raises(InputError, match=f"field format: {old}, this membench reads {FORMAT} "
-                       r"\(re-make the store.*the answer layer and the context cost"):
+    with pytest.raises(
+        InputError,
+        match=f"field format: {old}, this membench reads {FORMAT} "
+        r"\(re-make the store.*the answer layer and the context cost",
+    ):
         read_store(copy)
 
 

@@ -19,20 +19,41 @@ def atom(atom_id: str, holder: str, text: str, at: datetime = T0, modality="pdf"
 
 # A small realistic collection: pages of an annual report, a few near-duplicates.
 REPORT = [
-    ("p01", "Chairman's letter. 2016 was a year of transition for the group, with revenue "
-            "up 4% and a renewed focus on retail banking."),
-    ("p02", "Net interest margin fell to 1.9% as deposit costs rose faster than loan yields; "
-            "management expects the margin to stabilise next year."),
-    ("p03", "Interest rate risk is managed through swaps; net exposure to a 100 basis point "
-            "move is disclosed in note 14."),
-    ("p04", "Loan loss provisions increased in the commercial real estate portfolio, mainly in "
-            "the northern region."),
-    ("p05", "Headcount: 12,400 employees at year end, of which 38% in branches. Net hiring "
-            "was concentrated in technology."),
-    ("p06", "The board proposes a dividend of 0.42 per share, subject to approval at the "
-            "annual general meeting."),
-    ("p07", "Margin trading accounts for retail clients grew, with interest income from "
-            "margin loans up 12%."),
+    (
+        "p01",
+        "Chairman's letter. 2016 was a year of transition for the group, with revenue "
+        "up 4% and a renewed focus on retail banking.",
+    ),
+    (
+        "p02",
+        "Net interest margin fell to 1.9% as deposit costs rose faster than loan yields; "
+        "management expects the margin to stabilise next year.",
+    ),
+    (
+        "p03",
+        "Interest rate risk is managed through swaps; net exposure to a 100 basis point "
+        "move is disclosed in note 14.",
+    ),
+    (
+        "p04",
+        "Loan loss provisions increased in the commercial real estate portfolio, mainly in "
+        "the northern region.",
+    ),
+    (
+        "p05",
+        "Headcount: 12,400 employees at year end, of which 38% in branches. Net hiring "
+        "was concentrated in technology.",
+    ),
+    (
+        "p06",
+        "The board proposes a dividend of 0.42 per share, subject to approval at the "
+        "annual general meeting.",
+    ),
+    (
+        "p07",
+        "Margin trading accounts for retail clients grew, with interest income from "
+        "margin loans up 12%.",
+    ),
     ("p08", "Operating expenses were flat; the cost-to-income ratio improved to 58%."),
 ]
 
@@ -60,8 +81,8 @@ def test_scope_other_holder_and_future_never_returned():
     q = "Where did Caroline go hiking last weekend?"
     atoms = [
         atom("a-mine", "caroline", "We went to the beach on Saturday."),
-        atom("b-other", "melanie", q),                                  # best match, other holder
-        atom("c-future", "caroline", q, T0 + timedelta(seconds=1)),     # best match, future
+        atom("b-other", "melanie", q),  # best match, other holder
+        atom("c-future", "caroline", q, T0 + timedelta(seconds=1)),  # best match, future
         atom("d-mine", "caroline", "Caroline went hiking in the hills.", T0),
     ]
     e = BM25Engine()
@@ -78,16 +99,15 @@ def test_scope_other_holder_and_future_never_returned():
 
 def test_scope_compares_instants_across_timezones():
     e = BM25Engine()
-    at = datetime(2024, 1, 1, 10, 0, tzinfo=timezone(timedelta(hours=2)))   # 08:00 UTC
+    at = datetime(2024, 1, 1, 10, 0, tzinfo=timezone(timedelta(hours=2)))  # 08:00 UTC
     e.index([atom("a", "h", "lighthouse", at)])
     assert e.search("lighthouse", "h", datetime(2024, 1, 1, 8, 0, tzinfo=timezone.utc), 5)
-    assert not e.search("lighthouse", "h",
-                        datetime(2024, 1, 1, 7, 59, 59, 999999, tzinfo=timezone.utc), 5)
+    assert not e.search(
+        "lighthouse", "h", datetime(2024, 1, 1, 7, 59, 59, 999999, tzinfo=timezone.utc), 5
+    )
 
 
-@pytest.mark.parametrize("question", [
-    "", "   ", "?!", "-- ** ::", '"', "\\", "\u00a0\t\n",
-])
+@pytest.mark.parametrize("question", ["", "   ", "?!", "-- ** ::", '"', "\\", "\u00a0\t\n"])
 def test_questions_without_usable_terms(report_engine, question):
     assert report_engine.search(question, "bank", T0, 10) == []
 
@@ -97,11 +117,14 @@ def test_operators_are_words(report_engine):
     assert [a for a, _ in report_engine.search("AND OR NOT", "bank", T0, 10)] == ["p01"]
 
 
-@pytest.mark.parametrize("question", [
-    'What is the "net interest margin" (NIM)? AND/OR: -loans +deposits [2016] {x} ^2 ~1 * \\',
-    "margin:1.9% OR field:value",
-    "interest) (margin",
-])
+@pytest.mark.parametrize(
+    "question",
+    [
+        'What is the "net interest margin" (NIM)? AND/OR: -loans +deposits [2016] {x} ^2 ~1 * \\',
+        "margin:1.9% OR field:value",
+        "interest) (margin",
+    ],
+)
 def test_query_syntax_characters_are_plain_text(report_engine, question):
     hits = report_engine.search(question, "bank", T0, 10)
     assert hits and hits[0][0] in {"p02", "p07"}
@@ -122,8 +145,15 @@ def test_ties_broken_by_atom_id_also_at_the_cut():
 def test_deterministic_across_builds_and_input_order():
     rng = random.Random(7)
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
-    atoms = [atom(f"a{i:03d}", f"h{i % 3}", " ".join(rng.choice(words) for _ in range(12)),
-                  T0 + timedelta(hours=i % 5)) for i in range(300)]
+    atoms = [
+        atom(
+            f"a{i:03d}",
+            f"h{i % 3}",
+            " ".join(rng.choice(words) for _ in range(12)),
+            T0 + timedelta(hours=i % 5),
+        )
+        for i in range(300)
+    ]
     e1, e2 = BM25Engine(), BM25Engine()
     e1.index(atoms)
     e2.index(list(reversed(atoms)))
@@ -141,16 +171,22 @@ def test_filters_do_not_change_scores():
     import tantivy
 
     e = BM25Engine()
-    e.index([atom("a", "h1", "red apple pie"), atom("b", "h2", "green apple"),
-             atom("c", "h1", "apple apple crumble pie", T0 + timedelta(days=2))])
+    e.index(
+        [
+            atom("a", "h1", "red apple pie"),
+            atom("b", "h2", "green apple"),
+            atom("c", "h1", "apple apple crumble pie", T0 + timedelta(days=2)),
+        ]
+    )
     schema, _, searcher, rows = e._holders["h1"]
     Q, Occ = tantivy.Query, tantivy.Occur
-    bare = Q.boolean_query([(Occ.Should, Q.term_query(schema, "text", t))
-                            for t in e.terms("apple pie")])
+    bare = Q.boolean_query(
+        [(Occ.Should, Q.term_query(schema, "text", t)) for t in e.terms("apple pie")]
+    )
     res = searcher.search(bare, 10).hits
     ords = searcher.fast_field_values("ord", [addr for _, addr in res])
     unfiltered = {rows[o].atom_id: score for (score, _), o in zip(res, ords, strict=True)}
-    assert set(unfiltered) == {"a", "c"}                  # h1's index holds h1's atoms only
+    assert set(unfiltered) == {"a", "c"}  # h1's index holds h1's atoms only
     hits = e.search("apple pie", "h1", T0, 5)
     assert [a for a, _ in hits] == ["a"]
     assert hits[0][1] == pytest.approx(unfiltered["a"], rel=0, abs=0)
@@ -160,8 +196,10 @@ def test_scores_do_not_depend_on_other_holders():
     """Statistics are per holder: adding another holder's memory (which would change IDF and
     average length in a shared index) leaves a holder's hits and scores exactly as they were."""
     mine = [atom(i, "bank", t) for i, t in REPORT]
-    others = [atom(f"o{i:03d}", f"other{i % 4}", "interest margin " * (i % 7 + 1) + "loan")
-              for i in range(200)]
+    others = [
+        atom(f"o{i:03d}", f"other{i % 4}", "interest margin " * (i % 7 + 1) + "loan")
+        for i in range(200)
+    ]
     alone, shared = BM25Engine(), BM25Engine()
     alone.index(mine)
     shared.index(mine + others)
@@ -173,9 +211,15 @@ def _tie_heavy(n=600, holders=3, seed=11):
     """Short texts over a tiny vocabulary: most scores tie, at every depth."""
     rng = random.Random(seed)
     words = "red green blue".split()
-    atoms = [atom(f"{rng.getrandbits(40):010x}", f"h{i % holders}",
-                  " ".join(rng.choice(words) for _ in range(rng.randint(1, 3))),
-                  T0 + timedelta(minutes=rng.randint(0, 50))) for i in range(n)]
+    atoms = [
+        atom(
+            f"{rng.getrandbits(40):010x}",
+            f"h{i % holders}",
+            " ".join(rng.choice(words) for _ in range(rng.randint(1, 3))),
+            T0 + timedelta(minutes=rng.randint(0, 50)),
+        )
+        for i in range(n)
+    ]
     rng.shuffle(atoms)
     return atoms
 
@@ -208,7 +252,7 @@ def test_tantivy_order_is_checked_and_equals_the_exact_ranking_ties_at_the_cut()
                     full = _exact(e, q, h, as_of, 1000)
                     if len(full) > k and full[k - 1][1] == full[k][1]:
                         ties_at_cut += 1
-    assert ties_at_cut > 50       # the cut really falls inside runs of equal scores
+    assert ties_at_cut > 50  # the cut really falls inside runs of equal scores
 
 
 def test_an_index_of_several_segments_takes_the_exact_path(monkeypatch):
@@ -216,7 +260,7 @@ def test_an_index_of_several_segments_takes_the_exact_path(monkeypatch):
     one = BM25Engine()
     one.index(atoms)
 
-    def two_commits(self, rows):             # two segments: doc ids no longer one sequence
+    def two_commits(self, rows):  # two segments: doc ids no longer one sequence
         schema = self.schema
         index = tantivy.Index(schema)
         index.register_tokenizer("membench_en", self.analyzer)
@@ -224,9 +268,11 @@ def test_an_index_of_several_segments_takes_the_exact_path(monkeypatch):
         for part in (range(1, len(rows), 2), range(0, len(rows), 2)):
             for i in part:
                 a = rows[i]
-                writer.add_document(tantivy.Document(text=a.text, atom_id=a.atom_id,
-                                                     observed_at=to_micros(a.observed_at),
-                                                     ord=i))
+                writer.add_document(
+                    tantivy.Document(
+                        text=a.text, atom_id=a.atom_id, observed_at=to_micros(a.observed_at), ord=i
+                    )
+                )
             writer.commit()
         writer.wait_merging_threads()
         index.reload()
@@ -242,5 +288,6 @@ def test_an_index_of_several_segments_takes_the_exact_path(monkeypatch):
     assert two._holders["h0"][2].num_segments == 2 and two._in_order == {"h0": False}
     for q in ("red", "green blue"):
         for k in (1, 5, 60, 1000):
-            assert two.search(q, "h0", T0 + timedelta(hours=1), k) == \
-                one.search(q, "h0", T0 + timedelta(hours=1), k)
+            assert two.search(q, "h0", T0 + timedelta(hours=1), k) == one.search(
+                q, "h0", T0 + timedelta(hours=1), k
+            )

@@ -18,7 +18,7 @@ def test_threshold_and_abstention():
     a = atoms(a=("pdf", 10), b=("pdf", 10), c=("pdf", 10))
     p = CartridgePolicy(default_threshold=0.5)
     assert p.compile([("a", 0.9), ("b", 0.5), ("c", 0.49)], a) == ["a", "b"]
-    assert p.compile([("c", 0.49)], a) == []          # abstain
+    assert p.compile([("c", 0.49)], a) == []  # abstain
     assert p.compile([], a) == []
 
 
@@ -75,25 +75,33 @@ def test_early_exit_gives_the_full_walks_cartridge():
     rng = random.Random(3)
     for trial in range(400):
         mods = ["pdf", "image", "code"]
-        policy = CartridgePolicy(default_threshold=rng.uniform(0, 10),
-                                 thresholds={m: rng.uniform(0, 10) for m in mods
-                                             if rng.random() < 0.6},
-                                 max_atoms=rng.randint(0, 6), token_budget=rng.randint(0, 40))
-        atoms = {f"a{i}": SimpleNamespace(
-            modality=rng.choice(mods),
-            text=" ".join("w" * rng.randint(0, 2) for _ in range(rng.randint(0, 30))))
-            for i in range(40)}
-        scores = sorted((rng.choice([rng.uniform(0, 12), 5.0, 5.0]) for _ in range(40)),
-                        reverse=True)
+        policy = CartridgePolicy(
+            default_threshold=rng.uniform(0, 10),
+            thresholds={m: rng.uniform(0, 10) for m in mods if rng.random() < 0.6},
+            max_atoms=rng.randint(0, 6),
+            token_budget=rng.randint(0, 40),
+        )
+        atoms = {
+            f"a{i}": SimpleNamespace(
+                modality=rng.choice(mods),
+                text=" ".join("w" * rng.randint(0, 2) for _ in range(rng.randint(0, 30))),
+            )
+            for i in range(40)
+        }
+        scores = sorted(
+            (rng.choice([rng.uniform(0, 12), 5.0, 5.0]) for _ in range(40)), reverse=True
+        )
         hits = list(zip(atoms, scores))
         tokens = {k: token_count(a.text) for k, a in atoms.items()}
         full = policy.compile(hits, atoms)
         assert policy.compile(hits, atoms, descending=True) == full, trial
         assert policy.compile(hits, atoms, descending=True, tokens=tokens) == full, trial
         least = min(tokens.values())
-        for lower in {least, max(0, least - 1), 0}:      # the least count, or any lower bound
-            assert policy.compile(hits, atoms, descending=True, tokens=tokens,
-                                  min_tokens=lower) == full, trial
+        for lower in {least, max(0, least - 1), 0}:  # the least count, or any lower bound
+            assert (
+                policy.compile(hits, atoms, descending=True, tokens=tokens, min_tokens=lower)
+                == full
+            ), trial
             assert policy.compile(hits, atoms, min_tokens=lower) == full, trial
 
 
@@ -101,13 +109,15 @@ def test_budget_exit_stops_the_walk_once_nothing_can_fit():
     """With min_tokens, the walk ends when the shortest atom would not fit after the first one:
     later hits are not looked at (an atom missing from ``atoms`` there would be a KeyError)."""
     policy = CartridgePolicy(default_threshold=0.0, max_atoms=5, token_budget=10)
-    atoms = {"long": SimpleNamespace(modality="code", text="w " * 9),
-             "short": SimpleNamespace(modality="code", text="w w")}
+    atoms = {
+        "long": SimpleNamespace(modality="code", text="w " * 9),
+        "short": SimpleNamespace(modality="code", text="w w"),
+    }
     hits = [("long", 9.0), ("short", 8.0)] + [(f"gone{i}", 1.0) for i in range(50)]
     tokens = {"long": 9, "short": 2}
     # 9 used, the shortest is 2: 11 > 10, nothing later can fit
     assert policy.compile(hits, atoms, descending=True, tokens=tokens, min_tokens=2) == ["long"]
-    with pytest.raises(KeyError):       # without the bound the walk goes on and looks them up
+    with pytest.raises(KeyError):  # without the bound the walk goes on and looks them up
         policy.compile(hits, atoms, descending=True, tokens=tokens)
     # a bound of 1 lets the walk go on: "short" (2) does not fit either, so it looks further
     with pytest.raises(KeyError):

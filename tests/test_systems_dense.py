@@ -21,8 +21,15 @@ T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
 
 
 def atom(atom_id: str, holder: str, text: str, at: datetime = T0) -> Atom:
-    return Atom(atom_id, f"src:{atom_id}", "code", holder, at,
-                {"path": "x.py", "line_start": 1, "line_end": 3}, text)
+    return Atom(
+        atom_id,
+        f"src:{atom_id}",
+        "code",
+        holder,
+        at,
+        {"path": "x.py", "line_start": 1, "line_end": 3},
+        text,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +44,15 @@ def engine(cache_path):
 
 # The answer shares no word with the question, the distractors do.
 PARAPHRASE = [
-    ("c1", "def to_str(n):\n    # turning a number to a string: str(42) gives '42'\n"
-           "    return str(n)"),
-    ("c2", "def sort_desc(xs):\n    # sort a list of integers in descending order\n"
-           "    return sorted(xs, reverse=True)"),
+    (
+        "c1",
+        "def to_str(n):\n    # turning a number to a string: str(42) gives '42'\n    return str(n)",
+    ),
+    (
+        "c2",
+        "def sort_desc(xs):\n    # sort a list of integers in descending order\n"
+        "    return sorted(xs, reverse=True)",
+    ),
     ("c3", "def save(path, s):\n    # write text to a file\n    open(path, 'w').write(s)"),
     ("c4", "def is_even(i):\n    # whether an integer is divisible by two\n    return i % 2 == 0"),
     ("c5", "def upper(s):\n    # make every letter of a text uppercase\n    return s.upper()"),
@@ -56,16 +68,18 @@ def _no_net(*a, **k):
 socket.socket.connect = _no_net
 socket.create_connection = _no_net
 from membench.systems.dense import DenseEngine
-e = DenseEngine(cache_path={str(tmp_path / 'c.sqlite3')!r})
+e = DenseEngine(cache_path={str(tmp_path / "c.sqlite3")!r})
 v = e.encode(["hello world"])
 print(json.dumps({{"shape": list(v.shape), "norm": float((v[0] ** 2).sum()),
                   "hub": os.environ.get("HF_HUB_OFFLINE"),
                   "tf": os.environ.get("TRANSFORMERS_OFFLINE")}}))
 """
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                         text=True, timeout=600)
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["shape"] == [1, DIM] and abs(got["norm"] - 1) < 1e-4
@@ -87,12 +101,14 @@ def test_paraphrase_ranks_first(engine):
 
 def test_scope_other_holder_and_future_never_returned(engine):
     q = "Where did Caroline go hiking last weekend?"
-    engine.index([
-        atom("a-mine", "caroline", "We went to the beach on Saturday."),
-        atom("b-other", "melanie", q),
-        atom("c-future", "caroline", q, T0 + timedelta(microseconds=1)),
-        atom("d-mine", "caroline", "Caroline walked a mountain trail on Sunday."),
-    ])
+    engine.index(
+        [
+            atom("a-mine", "caroline", "We went to the beach on Saturday."),
+            atom("b-other", "melanie", q),
+            atom("c-future", "caroline", q, T0 + timedelta(microseconds=1)),
+            atom("d-mine", "caroline", "Caroline walked a mountain trail on Sunday."),
+        ]
+    )
     ids = [a for a, _ in engine.search(q, "caroline", T0, MAX_DEPTH)]
     assert sorted(ids) == ["a-mine", "d-mine"]
     ids = [a for a, _ in engine.search(q, "caroline", T0 + timedelta(microseconds=1), 10)]
@@ -150,7 +166,7 @@ def test_cache_reuses_embeddings(tmp_path):
     atoms = [atom(i, "dev", t) for i, t in PARAPHRASE] + [atom("dup", "dev", PARAPHRASE[0][1])]
     e1 = DenseEngine(cache_path=path)
     e1.index(atoms)
-    assert e1.stats == {"embedded": len(PARAPHRASE), "from_cache": 0}   # distinct texts only
+    assert e1.stats == {"embedded": len(PARAPHRASE), "from_cache": 0}  # distinct texts only
     e2 = DenseEngine(cache_path=path)
     e2.index(atoms)
     assert e2.stats == {"embedded": 0, "from_cache": len(PARAPHRASE)}
@@ -183,9 +199,9 @@ def test_question_vectors_are_cached_by_model_settings_and_text(tmp_path, monkey
         assert np.array_equal(e.encode_query(q), plain.encode_query(q))
         runs.append(e.query_stats)
     assert runs == [{"embedded": 1, "from_cache": 1}, {"embedded": 0, "from_cache": 2}]
-    assert plain.query_stats == {"embedded": 3, "from_cache": 0}     # off: every time
+    assert plain.query_stats == {"embedded": 3, "from_cache": 0}  # off: every time
     assert "query_cache" in e.config() and "query_cache" not in plain.config()
-    e.index([atom("q", "dev", q)])      # the question's text as an atom: a document's vector
+    e.index([atom("q", "dev", q)])  # the question's text as an atom: a document's vector
     assert e.stats == {"embedded": 1, "from_cache": 0}
     monkeypatch.setattr(isa, "isa_class", lambda: "avx2")
     k2 = DenseEngine(cache_path=path, query_cache=True).query_key()
@@ -209,12 +225,11 @@ def test_a_cached_question_costs_the_latency_computing_it_took(tmp_path):
     first.index(atoms)
     first.take_latency_replay()
     first.search(q, "dev", T0, 10)
-    assert first.take_latency_replay() <= 0.0          # computed: the cache's time taken out
-    key = hashlib.sha256((first.query_key() + "\n" + first.card.query_prefix + q)
-                         .encode()).digest()
+    assert first.take_latency_replay() <= 0.0  # computed: the cache's time taken out
+    key = hashlib.sha256((first.query_key() + "\n" + first.card.query_prefix + q).encode()).digest()
     vec, seconds = first.cache.get_question(key, first.dim)
     assert seconds > 0 and np.array_equal(vec, first.encode_query(q))
-    first.cache.put_question(key, vec, 2.5)            # as if computing it had taken 2.5 s
+    first.cache.put_question(key, vec, 2.5)  # as if computing it had taken 2.5 s
     again = DenseEngine(cache_path=path, query_cache=True)
     again.index(atoms)
     again.search(q, "dev", T0, 10)
@@ -239,17 +254,19 @@ def test_runtime_and_precision_are_in_the_config_and_the_cache_key(tmp_path):
 
     ov = DenseEngine(use_cache=False)
     pt = DenseEngine(use_cache=False, runtime="torch")
-    assert (ov.runtime, ov.precision) == ("openvino", "fp32")   # the default on every CPU
+    assert (ov.runtime, ov.precision) == ("openvino", "fp32")  # the default on every CPU
     assert ov.config()["runtime"] == "openvino" and pt.config()["runtime"] == "torch"
     assert ov.config()["pad_multiple"] == 16 and "torch_threads" in pt.config()
-    assert ov.model_key() != pt.model_key()             # never each other's cached vectors
-    assert pt.model_key().endswith("|float32")          # torch fp32 keeps the key it had
+    assert ov.model_key() != pt.model_key()  # never each other's cached vectors
+    assert pt.model_key().endswith("|float32")  # torch fp32 keeps the key it had
     assert ov.model_key().endswith("|float32|compute=openvino-fp32")
-    for bad, match in (({"precision": "int8"}, "precision must be"),
-                       ({"runtime": "onnx"}, "runtime must be"),
-                       ({"precision": "bf16"}, "runtime=torch only"),
-                       ({"streams": 0}, "streams must be"),
-                       ({"max_tokens": 4}, "max_tokens must be")):
+    for bad, match in (
+        ({"precision": "int8"}, "precision must be"),
+        ({"runtime": "onnx"}, "runtime must be"),
+        ({"precision": "bf16"}, "runtime=torch only"),
+        ({"streams": 0}, "streams must be"),
+        ({"max_tokens": 4}, "max_tokens must be"),
+    ):
         with pytest.raises(MembenchError, match=match):
             DenseEngine(use_cache=False, **bad)
     # warm(): vectors made ahead of index() are used by it (here without a cache)
@@ -264,9 +281,9 @@ def test_max_tokens_lowers_the_input_limit_and_the_key():
     e = DenseEngine(use_cache=False, max_tokens=128)
     assert e.max_seq_length == 128 and "|max_seq_length=128|" in e.model_key()
     assert e.config()["max_tokens"] == 128
-    e.limit_inputs(64)                                  # the benchmark's cap still applies
+    e.limit_inputs(64)  # the benchmark's cap still applies
     assert e.max_seq_length == 64
-    assert DenseEngine(use_cache=False, max_tokens=1000).max_seq_length == 256   # the card's
+    assert DenseEngine(use_cache=False, max_tokens=1000).max_seq_length == 256  # the card's
 
 
 @pytest.fixture(scope="module")
@@ -317,9 +334,11 @@ def test_openvino_gives_sentence_transformers_vectors_on_real_atoms(real_atoms, 
     cos = (a * b).sum(1)
     overlap, same = top10_agreement(ov, pt, mine, questions)
     with capsys.disabled():
-        print(f"\nopenvino vs torch on {len(texts)} real atoms: lowest cosine {cos.min():.7f}, "
-              f"largest difference {np.abs(a - b).max():.1e}; identical top-10 lists "
-              f"{same}/{len(questions)}")
+        print(
+            f"\nopenvino vs torch on {len(texts)} real atoms: lowest cosine {cos.min():.7f}, "
+            f"largest difference {np.abs(a - b).max():.1e}; identical top-10 lists "
+            f"{same}/{len(questions)}"
+        )
     assert len(texts) == 128 and len(questions) >= 10
     assert cos.min() >= 0.99999 and np.abs(a - b).max() < 1e-5
     assert ov.tokenizer(texts)["input_ids"] == pt.tokenizer(texts)["input_ids"]
@@ -352,15 +371,19 @@ def test_bf16_matches_fp32_on_real_atoms(real_atoms, capsys):
     if not cpu_has_bf16():
         pytest.skip("this CPU has no bf16 instructions: precision=bf16 is refused here")
     sample, mine, questions = real_atoms
-    fp, bf = DenseEngine(use_cache=False, runtime="torch"), \
-        DenseEngine(use_cache=False, runtime="torch", precision="bf16")
+    fp, bf = (
+        DenseEngine(use_cache=False, runtime="torch"),
+        DenseEngine(use_cache=False, runtime="torch", precision="bf16"),
+    )
     texts = [a.text for a in sample]
     cos = (fp.encode(texts) * bf.encode(texts)).sum(1)
     overlap, same = top10_agreement(fp, bf, mine, questions)
     with capsys.disabled():
-        print(f"\nbf16 vs fp32 on {len(texts)} real atoms: lowest cosine {cos.min():.6f}, mean "
-              f"{cos.mean():.6f}; top 10 over {len(mine)} atoms, {len(questions)} questions: "
-              f"mean overlap {np.mean(overlap):.3f}, identical lists {same}/{len(questions)}")
+        print(
+            f"\nbf16 vs fp32 on {len(texts)} real atoms: lowest cosine {cos.min():.6f}, mean "
+            f"{cos.mean():.6f}; top 10 over {len(mine)} atoms, {len(questions)} questions: "
+            f"mean overlap {np.mean(overlap):.3f}, identical lists {same}/{len(questions)}"
+        )
     assert len(texts) == 128 and len(questions) >= 10
     assert cos.min() >= 0.999
     assert np.mean(overlap) >= 0.95 and min(overlap) >= 0.7
@@ -372,7 +395,7 @@ def test_cpu_bf16_flags_are_read_from_cpuinfo():
     assert cpu_has_bf16("processor: 0\nflags\t\t: fpu avx2 avx512f amx_bf16 amx_tile\n") is True
     assert cpu_has_bf16("flags : fpu avx2 avx512_bf16\n") is True
     assert cpu_has_bf16("flags : fpu sse2 avx2 fma\n") is False
-    assert cpu_has_bf16() in (True, False, None)          # this machine's, whatever it is
+    assert cpu_has_bf16() in (True, False, None)  # this machine's, whatever it is
 
 
 def test_bf16_precast_weights_give_autocasts_vectors_bit_for_bit(real_atoms):
@@ -381,9 +404,7 @@ def test_bf16_precast_weights_give_autocasts_vectors_bit_for_bit(real_atoms):
     real atoms and for single questions, and the float32 engine's model is left float32."""
     import torch
 
-    from membench.systems.dense import load_model
-
-    from membench.systems.dense import cpu_has_bf16
+    from membench.systems.dense import cpu_has_bf16, load_model
 
     if not cpu_has_bf16():
         pytest.skip("this CPU has no bf16 instructions: precision=bf16 is refused here")
@@ -393,10 +414,9 @@ def test_bf16_precast_weights_give_autocasts_vectors_bit_for_bit(real_atoms):
     linear = [m for m in bf.model.modules() if isinstance(m, torch.nn.Linear)]
     assert linear and all(m.weight.dtype == torch.bfloat16 for m in linear)
     assert all(p.dtype == torch.float32 for p in fp.model.parameters())
-    assert bf.model is not fp.model and bf.model is load_model(bf.model_dir, "cpu", bf.card,
-                                                                "bf16")
+    assert bf.model is not fp.model and bf.model is load_model(bf.model_dir, "cpu", bf.card, "bf16")
     ref = DenseEngine(use_cache=False, runtime="torch", precision="bf16")
-    ref._model = fp.model           # autocast over the float32 weights, as before
+    ref._model = fp.model  # autocast over the float32 weights, as before
     ref._checked = True
     texts = [a.text for a in sample]
     assert np.array_equal(bf.encode(texts), ref.encode(texts))
@@ -414,12 +434,19 @@ def test_a_run_with_cached_questions_equals_one_without(built, corpus_root, tmp_
     from membench.systems import make_system
 
     stats, lines, atoms = [], [], []
-    for name, cfg in (("on", {"query_cache": True}), ("again", {"query_cache": True}),
-                      ("off", {})):
+    for name, cfg in (("on", {"query_cache": True}), ("again", {"query_cache": True}), ("off", {})):
         system = make_system("dense", cfg)
         out = tmp_path / name
-        run_system(system, built.out, "dev", out, corpus_root, modalities=["video"], limit=5,
-                   check_sets=False)
+        run_system(
+            system,
+            built.out,
+            "dev",
+            out,
+            corpus_root,
+            modalities=["video"],
+            limit=5,
+            check_sets=False,
+        )
         stats.append(dict(system.engine.query_stats))
         rows = [json.loads(x) for x in (out / "run.jsonl").read_text().splitlines()]
         lines.append([{k: v for k, v in r.items() if k != "latency_ms"} for r in rows])

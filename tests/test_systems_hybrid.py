@@ -7,15 +7,22 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from membench.contract.protocol import Atom
-from membench.systems.hybrid import HybridEngine, HybridSystem, rrf
 from membench.contract.schema import Scope
+from membench.systems.hybrid import HybridEngine, HybridSystem, rrf
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
 
 
 def atom(atom_id: str, holder: str, text: str, at: datetime = T0) -> Atom:
-    return Atom(atom_id, f"src:{atom_id}", "conversation", holder, at,
-                {"turn_start": 1, "turn_end": 2}, text)
+    return Atom(
+        atom_id,
+        f"src:{atom_id}",
+        "conversation",
+        holder,
+        at,
+        {"turn_start": 1, "turn_end": 2},
+        text,
+    )
 
 
 def test_rrf_hand_computed():
@@ -45,17 +52,24 @@ def test_rrf_rejects_a_repeated_atom():
 
 @pytest.fixture(scope="module")
 def hybrid(tmp_path_factory):
-    system = HybridSystem(lambda items, root: [], default_threshold=0.03,
-                          cache_path=tmp_path_factory.mktemp("emb") / "e.sqlite3")
+    system = HybridSystem(
+        lambda items, root: [],
+        default_threshold=0.03,
+        cache_path=tmp_path_factory.mktemp("emb") / "e.sqlite3",
+    )
     q = "When is Melanie's pottery class?"
-    system.index([
-        atom("m1", "melanie", "My pottery class is on Tuesday evenings at the community center."),
-        atom("m2", "melanie", "I signed up for a ceramics workshop that meets every Tuesday."),
-        atom("m3", "melanie", "The kids loved the camping trip to the lake."),
-        atom("m4", "melanie", "Painting classes start in May."),
-        atom("o1", "caroline", q),                                       # other holder
-        atom("f1", "melanie", q, T0 + timedelta(days=30)),               # future
-    ])
+    system.index(
+        [
+            atom(
+                "m1", "melanie", "My pottery class is on Tuesday evenings at the community center."
+            ),
+            atom("m2", "melanie", "I signed up for a ceramics workshop that meets every Tuesday."),
+            atom("m3", "melanie", "The kids loved the camping trip to the lake."),
+            atom("m4", "melanie", "Painting classes start in May."),
+            atom("o1", "caroline", q),  # other holder
+            atom("f1", "melanie", q, T0 + timedelta(days=30)),  # future
+        ]
+    )
     return system, q
 
 
@@ -74,7 +88,7 @@ def test_hybrid_query_scope_and_cartridge(hybrid):
     system, q = hybrid
     res = system.query(q, Scope(holder="melanie", scenario="s"), T0)
     assert "o1" not in [a for a, _ in res.hits] and "f1" not in [a for a, _ in res.hits]
-    assert res.cartridge[0] == "m1"        # top of both lists: 2/61 >= 0.03
+    assert res.cartridge[0] == "m1"  # top of both lists: 2/61 >= 0.03
     assert all(s >= 0.03 for a, s in res.hits if a in res.cartridge)
     later = system.query(q, Scope(holder="melanie", scenario="s"), T0 + timedelta(days=30))
     assert later.hits[0][0] == "f1"
@@ -85,17 +99,25 @@ def test_hybrid_query_scope_and_cartridge(hybrid):
 
 
 def test_dense_gate_keeps_the_ranking_and_thresholds_the_cosine(tmp_path):
-    system = HybridSystem(lambda items, root: [], gate="dense", default_threshold=0.5,
-                          cache_path=tmp_path / "e.sqlite3")
+    system = HybridSystem(
+        lambda items, root: [],
+        gate="dense",
+        default_threshold=0.5,
+        cache_path=tmp_path / "e.sqlite3",
+    )
     q = "When is Melanie's pottery class?"
-    system.index([
-        atom("m1", "melanie", "My pottery class is on Tuesday evenings at the community center."),
-        atom("m3", "melanie", "The kids loved the camping trip to the lake."),
-        atom("o1", "caroline", q),
-    ])
+    system.index(
+        [
+            atom(
+                "m1", "melanie", "My pottery class is on Tuesday evenings at the community center."
+            ),
+            atom("m3", "melanie", "The kids loved the camping trip to the lake."),
+            atom("o1", "caroline", q),
+        ]
+    )
     scope = Scope(holder="melanie", scenario="s")
     res, gated = system.query_detail(q, scope, T0)
-    assert [a for a, _ in gated] == [a for a, _ in res.hits]          # same atoms, same order
+    assert [a for a, _ in gated] == [a for a, _ in res.hits]  # same atoms, same order
     cos = dict(system.engine.dense.search(q, "melanie", T0, 10))
     assert gated == [(a, cos[a]) for a, _ in res.hits]
     assert res.cartridge == [a for a, s in gated if s >= 0.5] == ["m1"]
@@ -104,7 +126,7 @@ def test_dense_gate_keeps_the_ranking_and_thresholds_the_cosine(tmp_path):
     # the answer reports the score its cartridge decision thresholds: the best cosine of a
     # candidate (the RRF scores of its hits are not what the gate reads)
     assert res.confidence == max(cos[a] for a, _ in res.hits) == cos["m1"]
-    assert system.query("", scope, T0).confidence is None          # no candidate
+    assert system.query("", scope, T0).confidence is None  # no candidate
     assert "dense cosine" in system.config()["cartridge"]["gate"]
     with pytest.raises(ValueError):
         HybridSystem(lambda items, root: [], gate="bm25")

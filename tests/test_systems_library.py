@@ -24,17 +24,24 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from membench.core.paths import REPO_ROOT
-from membench.contract.protocol import Atom
-
 from minicorpus import freeze, make_corpus
 
-SYSTEMS = {"mem0": "mem0", "mempalace": "mempalace", "llamaindex": "llama_index.core",
-           "llamaindex-bm25": "llama_index.retrievers.bm25"}
+from membench.contract.protocol import Atom
+from membench.core.paths import REPO_ROOT
+
+SYSTEMS = {
+    "mem0": "mem0",
+    "mempalace": "mempalace",
+    "llamaindex": "llama_index.core",
+    "llamaindex-bm25": "llama_index.retrievers.bm25",
+}
 # what the scratch folder holds after a run: the library's own files
-STATE = {"mem0": ["qdrant", "history.db"], "mempalace": ["palace/chroma.sqlite3"],
-         "llamaindex": [], "llamaindex-bm25": ["bm25"]}
+STATE = {
+    "mem0": ["qdrant", "history.db"],
+    "mempalace": ["palace/chroma.sqlite3"],
+    "llamaindex": [],
+    "llamaindex-bm25": ["bm25"],
+}
 
 
 @pytest.fixture(scope="module")
@@ -64,22 +71,48 @@ def _run(tree, name: str) -> tuple[Path, Path, subprocess.CompletedProcess]:
     home = root / f"home-{name}"
     home.mkdir()
     out = root / "runs" / name
-    env = {**os.environ, "HOME": str(home), "MEMBENCH_CACHE": str(cache),
-           "MEMBENCH_PROGRESS": "quiet"}
-    for k in ("MEM0_DIR", "MEMPALACE_CONFIG_DIR", "LLAMA_INDEX_CACHE_DIR", "XDG_CACHE_HOME",
-              "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "MEMBENCH_CACHE": str(cache),
+        "MEMBENCH_PROGRESS": "quiet",
+    }
+    for k in (
+        "MEM0_DIR",
+        "MEMPALACE_CONFIG_DIR",
+        "LLAMA_INDEX_CACHE_DIR",
+        "XDG_CACHE_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+    ):
         env.pop(k, None)
-    cmd = [sys.executable, "-m", "membench", "run", "--system", name, "--split", "dev",
-           "--sets", str(frozen["sets"]), "--corpus", str(corpus), "--manifest",
-           str(frozen["manifest"]), "--lock", str(frozen["lock"]), "--out", str(out), "--metrics"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "membench",
+        "run",
+        "--system",
+        name,
+        "--split",
+        "dev",
+        "--sets",
+        str(frozen["sets"]),
+        "--corpus",
+        str(corpus),
+        "--manifest",
+        str(frozen["manifest"]),
+        "--lock",
+        str(frozen["lock"]),
+        "--out",
+        str(out),
+        "--metrics",
+    ]
     trace = root / f"{name}.strace"
     if shutil.which("strace"):
         # the kernel's view too: native code (Chroma's Rust core, ONNX Runtime's telemetry)
         # could open sockets the Python audit hook never sees
-        cmd = ["strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", str(trace),
-               *cmd]
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=1500)
+        cmd = ["strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", str(trace), *cmd]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, f"{name}: {proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return out, home, proc
 
@@ -131,8 +164,9 @@ def test_adapter_end_to_end_offline(name, tree):
     assert meta["network"]["attempts"] == 0, meta["network"]
     assert "network attempt" not in proc.stderr
     written = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
-    assert [w for w in written if not w.startswith(ORT_HOME)] == [], \
+    assert [w for w in written if not w.startswith(ORT_HOME)] == [], (
         f"{name} wrote under HOME: {written[:10]}"
+    )
     trace = tree[0] / f"{name}.strace"
     if trace.exists():
         assert _outbound(trace) == [], _outbound(trace)[:5]
@@ -196,14 +230,15 @@ def _atoms() -> list[Atom]:
     plus2 = timezone(timedelta(hours=2))
 
     def a(i, holder, when, text):
-        return Atom(f"a{i:016x}", f"src:{i}", "conversation", holder, when, {"turns": [0, 1]},
-                    text)
+        return Atom(f"a{i:016x}", f"src:{i}", "conversation", holder, when, {"turns": [0, 1]}, text)
 
-    return [a(1, "h/one", T0 - timedelta(days=3), "the red kayak trip to the lake"),
-            a(2, "h/one", T0, "kayak rental at the lake was cheap"),                # at as_of
-            a(3, "h/one", (T0 + MICRO).astimezone(plus2), "kayak lessons booked next week"),
-            a(4, "h/two", T0 - timedelta(days=9), "another holder kayak lake memory"),
-            a(5, "h/one", T0 - timedelta(days=1), "grocery list: apples, bread")]
+    return [
+        a(1, "h/one", T0 - timedelta(days=3), "the red kayak trip to the lake"),
+        a(2, "h/one", T0, "kayak rental at the lake was cheap"),  # at as_of
+        a(3, "h/one", (T0 + MICRO).astimezone(plus2), "kayak lessons booked next week"),
+        a(4, "h/two", T0 - timedelta(days=9), "another holder kayak lake memory"),
+        a(5, "h/one", T0 - timedelta(days=1), "grocery list: apples, bread"),
+    ]
 
 
 def _system(name: str, tmp_path: Path):
@@ -256,8 +291,11 @@ def test_embeddings_are_the_models(tmp_path):
     _need("mempalace")
     from membench.systems.library import SharedEmbedder
 
-    texts = ["What did Caroline research?", "Sessions: 8 May 2023\nMelanie: I ran a race.",
-             "revenue grew 12% in 2021 " * 80]
+    texts = [
+        "What did Caroline research?",
+        "Sessions: 8 May 2023\nMelanie: I ran a race.",
+        "revenue grew 12% in 2021 " * 80,
+    ]
     shared = SharedEmbedder(cache_path=tmp_path / "emb.sqlite3")
     mine = shared.documents(texts)
     s = _system("mem0", tmp_path / "m")
@@ -267,8 +305,9 @@ def test_embeddings_are_the_models(tmp_path):
     q = np.array(s.memory.embedding_model.embed(texts[0], "search"))
     assert float(q @ mine[0]) > 0.99999
 
-    from membench.systems.mempalace import onnx_model_dir
     from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
+
+    from membench.systems.mempalace import onnx_model_dir
 
     ONNXMiniLM_L6_V2.DOWNLOAD_PATH = onnx_model_dir()
     onnx = np.array(ONNXMiniLM_L6_V2(preferred_providers=["CPUExecutionProvider"])(texts))
@@ -293,8 +332,9 @@ def test_registered_and_configurable():
     from membench.systems import BUILTIN, LIBRARIES, make_system
 
     assert set(LIBRARIES) <= set(BUILTIN)
-    s = make_system("llamaindex-bm25", {"default_threshold": 3.0, "calibration": "none",
-                                        "max_atoms": 2})
+    s = make_system(
+        "llamaindex-bm25", {"default_threshold": 3.0, "calibration": "none", "max_atoms": 2}
+    )
     assert s.policy.default_threshold == 3.0 and s.policy.max_atoms == 2
     assert s.network_policy == "block"
     with pytest.raises(MembenchError, match="bad config"):
@@ -314,11 +354,24 @@ def test_llamaindex_vector_ranks_like_dense(tree):
     out = {}
     for name in ("dense", "llamaindex"):
         out[name] = root / "cmp" / name
-        cfg = {"calibration": "none", **({"runtime": "torch", "precision": "fp32",
-                                          "max_tokens": "none"} if name == "dense" else {})}
-        run_system(make_system(name, cfg), frozen["sets"], "dev",
-                   out[name], corpus, lock=frozen["lock"], manifest=frozen["manifest"],
-                   modalities=["conversation", "video", "code"])
+        cfg = {
+            "calibration": "none",
+            **(
+                {"runtime": "torch", "precision": "fp32", "max_tokens": "none"}
+                if name == "dense"
+                else {}
+            ),
+        }
+        run_system(
+            make_system(name, cfg),
+            frozen["sets"],
+            "dev",
+            out[name],
+            corpus,
+            lock=frozen["lock"],
+            manifest=frozen["manifest"],
+            modalities=["conversation", "video", "code"],
+        )
     d, li = (_rows(out[n] / "run.jsonl") for n in ("dense", "llamaindex"))
     d = {r["query_id"]: r for r in d}
     for r in li:
@@ -333,8 +386,10 @@ def test_llamaindex_vector_ranks_like_dense(tree):
 def _two_modality_atoms() -> list[Atom]:
     """The conversation memories above plus image memories of a third holder that share the
     question's words (a store of both kinds holds both)."""
-    img = [Atom(f"b{i:016x}", f"img:{i}", "image", "h/three", T0 - timedelta(days=i), {},
-                text) for i, text in enumerate(["kayak lake photo", "lake kayak rental sign"], 1)]
+    img = [
+        Atom(f"b{i:016x}", f"img:{i}", "image", "h/three", T0 - timedelta(days=i), {}, text)
+        for i, text in enumerate(["kayak lake photo", "lake kayak rental sign"], 1)
+    ]
     return [*_atoms(), *img]
 
 
@@ -363,23 +418,29 @@ def test_one_store_per_modality_answers_as_one_store_and_says_its_size(name, tmp
             s._store_apart(items, atoms)
         s.stored = len(atoms)
         scope = SimpleNamespace(holder="h/one")
-        answers[stores] = [s.query("kayak at the lake", scope, T0).hits,
-                           s.query("kayak lake", SimpleNamespace(holder="h/three"), T0).hits]
+        answers[stores] = [
+            s.query("kayak at the lake", scope, T0).hits,
+            s.query("kayak lake", SimpleNamespace(holder="h/three"), T0).hits,
+        ]
         stats[stores] = s.store_stats()
         assert s.config()["stores"]["layout"] == stores
-    assert all(answers["one"])         # the same atoms in the same order, the same scores
+    assert all(answers["one"])  # the same atoms in the same order, the same scores
     for one, apart in zip(answers["one"], answers["modality"], strict=True):
         assert [a for a, _ in one] == [a for a, _ in apart]
         assert [s for _, s in one] == pytest.approx([s for _, s in apart], abs=1e-6)
     assert stats["one"]["per_store"] == {"all": {"holders": 3, "atoms_stored": 7}}
     assert stats["modality"]["per_store"] == {
         "conversation": {"holders": 2, "atoms_stored": 5},
-        "image": {"holders": 1, "atoms_stored": 2}}
+        "image": {"holders": 1, "atoms_stored": 2},
+    }
     assert (tmp_path / "modality" / name / "image").is_dir()
-    if name == "mempalace":          # every search counted; none filled its 4000-drawer pool
+    if name == "mempalace":  # every search counted; none filled its 4000-drawer pool
         assert stats["modality"]["date_pool"] == {
-            "size": 4000, "rule": stats["modality"]["date_pool"]["rule"],
-            "queries_truncated": 0, "queries": 2}
+            "size": 4000,
+            "rule": stats["modality"]["date_pool"]["rule"],
+            "queries_truncated": 0,
+            "queries": 2,
+        }
 
 
 def test_stores_must_be_one_or_modality():

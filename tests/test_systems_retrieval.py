@@ -11,23 +11,39 @@ from pathlib import Path
 import pytest
 
 from membench.contract.protocol import MAX_DEPTH, Atom, MemorySystem, Result
+from membench.contract.schema import Scope, SourceItem
 from membench.systems.bm25 import BM25Engine, BM25System
 from membench.systems.retrieval import has_terms, rank, to_micros
-from membench.contract.schema import Scope, SourceItem
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
 
 
 def atom(atom_id: str, holder: str, text: str, at: datetime = T0) -> Atom:
-    return Atom(atom_id, f"src:{atom_id}", "conversation", holder, at,
-                {"turn_start": 1, "turn_end": 1}, text)
+    return Atom(
+        atom_id,
+        f"src:{atom_id}",
+        "conversation",
+        holder,
+        at,
+        {"turn_start": 1, "turn_end": 1},
+        text,
+    )
 
 
 def content_chunker(items: list[SourceItem], corpus_root: Path) -> list[Atom]:
     """A stand-in for membench.content.chunk: one atom per item, its content as text."""
-    return [Atom(f"c{i:03d}", it.source_id, it.modality, it.holder, it.observed_at,
-                 {"turn_start": 1, "turn_end": 1}, str(it.content))
-            for i, it in enumerate(sorted(items, key=lambda it: it.source_id))]
+    return [
+        Atom(
+            f"c{i:03d}",
+            it.source_id,
+            it.modality,
+            it.holder,
+            it.observed_at,
+            {"turn_start": 1, "turn_end": 1},
+            str(it.content),
+        )
+        for i, it in enumerate(sorted(items, key=lambda it: it.source_id))
+    ]
 
 
 def test_to_micros_is_exact_and_needs_a_timezone():
@@ -52,20 +68,35 @@ def test_rank_orders_by_score_then_atom_id():
 
 def test_system_protocol_ingest_query_config(tmp_path):
     items = [
-        SourceItem(source_id="conv:1", modality="conversation", holder="alice",
-                   observed_at=T0, content="We booked the cabin at Lake Tahoe for July."),
-        SourceItem(source_id="conv:2", modality="conversation", holder="alice",
-                   observed_at=T0, content="My sister adopted a beagle named Biscuit."),
-        SourceItem(source_id="conv:3", modality="conversation", holder="bob",
-                   observed_at=T0, content="The cabin at Lake Tahoe is booked for July."),
+        SourceItem(
+            source_id="conv:1",
+            modality="conversation",
+            holder="alice",
+            observed_at=T0,
+            content="We booked the cabin at Lake Tahoe for July.",
+        ),
+        SourceItem(
+            source_id="conv:2",
+            modality="conversation",
+            holder="alice",
+            observed_at=T0,
+            content="My sister adopted a beagle named Biscuit.",
+        ),
+        SourceItem(
+            source_id="conv:3",
+            modality="conversation",
+            holder="bob",
+            observed_at=T0,
+            content="The cabin at Lake Tahoe is booked for July.",
+        ),
     ]
-    system = BM25System(content_chunker, chunker_config={"note": "test"},
-                        default_threshold=0.0)
+    system = BM25System(content_chunker, chunker_config={"note": "test"}, default_threshold=0.0)
     assert isinstance(system, MemorySystem)
     atoms = system.ingest(items, tmp_path)
     assert [a.source_id for a in atoms] == ["conv:1", "conv:2", "conv:3"]
-    res = system.query("Where is the cabin booked?",
-                       Scope(holder="alice", scenario="s"), T0 + timedelta(days=1))
+    res = system.query(
+        "Where is the cabin booked?", Scope(holder="alice", scenario="s"), T0 + timedelta(days=1)
+    )
     assert isinstance(res, Result)
     assert [h[0] for h in res.hits] == ["c000"]
     assert res.cartridge == ["c000"]

@@ -13,10 +13,10 @@ import tracemalloc
 import pytest
 
 from membench.cli import main
-from membench.docsite.bounds import all_bounds
 from membench.core.errors import InputError
-from membench.trec import MAX_QRELS_BYTES, evaluate_trec, read_trec_run
+from membench.docsite.bounds import all_bounds
 from membench.run.files import MAX_TREC_LINE, trec_fields
+from membench.trec import MAX_QRELS_BYTES, evaluate_trec, read_trec_run
 
 
 def test_the_bounds_are_registered():
@@ -66,7 +66,7 @@ def test_a_stream_without_newline_is_one_located_error(tmp_path):
         block = b"x" * (1 << 20)
         try:
             with open(fifo, "wb") as f:
-                for _ in range(1024):               # up to 1 GiB
+                for _ in range(1024):  # up to 1 GiB
                     f.write(block)
                     sent.append(len(block))
         except BrokenPipeError:
@@ -103,13 +103,14 @@ def test_a_1mib_docid_is_read_and_matched(tmp_path, chunk):
     big = "x" * (1 << 20)
     near = big[:-1] + "y"
     lines = [f"q{i % 5} Q0 d{i} {i} {500 - i} t\n" for i in range(400)]
-    lines.insert(17, f"q1 Q0 {big} 1 250.5 t\n")        # q1 lines 1, 6, 11 ...: rank 50
-    lines.insert(3, f"q2 Q0 {near} 1 1000 t\n")          # first of q2, not judged
-    lines.append(f"q1 Q0 {big} 1 0.1 t\n")              # a later duplicate: ignored
+    lines.insert(17, f"q1 Q0 {big} 1 250.5 t\n")  # q1 lines 1, 6, 11 ...: rank 50
+    lines.insert(3, f"q2 Q0 {near} 1 1000 t\n")  # first of q2, not judged
+    lines.append(f"q1 Q0 {big} 1 0.1 t\n")  # a later duplicate: ignored
     (tmp_path / "run").write_text("".join(lines))
     (tmp_path / "qrels").write_text(f"q1 0 {big} 1\nq2 0 d2 1\n")
-    res = evaluate_trec(read_trec_run(tmp_path / "run", tmp_path / "qrels", chunk_bytes=chunk),
-                        tmp_path / "qrels")
+    res = evaluate_trec(
+        read_trec_run(tmp_path / "run", tmp_path / "qrels", chunk_bytes=chunk), tmp_path / "qrels"
+    )
     scores_q1 = sorted([500 - i for i in range(400) if i % 5 == 1] + [250.5], reverse=True)
     rank_big = scores_q1.index(250.5) + 1
     assert res["queries"] == ["q1", "q2"]
@@ -118,6 +119,7 @@ def test_a_1mib_docid_is_read_and_matched(tmp_path, chunk):
 
 def test_a_qrels_larger_than_its_bound_is_refused(tmp_path, monkeypatch):
     import membench.trec.read as trec
+
     monkeypatch.setattr(trec, "MAX_QRELS_BYTES", 10)
     (tmp_path / "qrels").write_text("q 0 d 1\nq 0 e 1\n")
     (tmp_path / "run").write_text("q Q0 d 1 1 t\n")

@@ -127,21 +127,25 @@ def _base(name: str) -> str:
     return name
 
 
-
-
 def test_the_quicktest_cases_are_all_read(tree):
     cases = quicktest_cases(tree)
-    assert len(cases) >= 14, cases          # trec_eval 10.0: 15 lines
-    assert {c[1] for c in cases} >= {"test/out.test", "test/out.test.aqc", "test/out.test.aql",
-                                     "test/out.test.aqcM", "test/out.test.prefs"}
+    assert len(cases) >= 14, cases  # trec_eval 10.0: 15 lines
+    assert {c[1] for c in cases} >= {
+        "test/out.test",
+        "test/out.test.aqc",
+        "test/out.test.aql",
+        "test/out.test.aqcM",
+        "test/out.test.prefs",
+    }
 
 
 @pytest.mark.parametrize("case", range(15), ids=[f"quicktest-{i}" for i in range(15)])
 def test_trec_eval_test_directory(tree, binary, capsys, case):
     cases = quicktest_cases(tree)
     if case >= len(cases):
-        pytest.fail(f"trec_eval's quicktest has {len(cases)} cases; this test expects 15: "
-                    "update the range")
+        pytest.fail(
+            f"trec_eval's quicktest has {len(cases)} cases; this test expects 15: update the range"
+        )
     args, expected = cases[case]
     args = _in_tree(tree, args)
     want = (tree / expected).read_text()
@@ -187,11 +191,11 @@ def generated(tmp_path: Path, n_queries: int = 10_000, seed: int = 7) -> tuple[P
         qid = f"{i:05d}" if i % 3 else f"q{i}"
         kind = i % 11
         docs = [f"D{rng.randrange(3000)}-{j}" for j in range(rng.randint(1, 40))]
-        if kind != 4:                                       # judged, never retrieved
+        if kind != 4:  # judged, never retrieved
             for r, d in enumerate(docs, 1):
-                if kind == 1:                               # exact ties
+                if kind == 1:  # exact ties
                     s = f"{rng.randrange(4)}"
-                elif kind == 2:                             # equal as 32-bit floats only
+                elif kind == 2:  # equal as 32-bit floats only
                     s = f"{1.0 + rng.randrange(3) * 1e-9!r}"
                 elif kind == 3:
                     s = f"{rng.randrange(5) * 0.5}"
@@ -200,11 +204,11 @@ def generated(tmp_path: Path, n_queries: int = 10_000, seed: int = 7) -> tuple[P
                 extra = " extra fields" if kind == 5 else ""
                 run.append(f"{qid}\tQ0\t{d}\t{r}\t{s}\trun{kind}{extra}\n")
         if kind == 6:
-            continue                                        # retrieved, never judged
+            continue  # retrieved, never judged
         pool = docs + [f"X{i}-{j}" for j in range(rng.randint(0, 6))]
         for d in rng.sample(pool, min(len(pool), rng.randint(1, 15))):
             qrels.append(f"{qid} 0 {d} {rng.choice([-1, 0, 0, 1, 1, 2, 3])}\n")
-    rng.shuffle(run[: len(run) // 3])                       # a part interleaved
+    rng.shuffle(run[: len(run) // 3])  # a part interleaved
     run.insert(len(run) // 2, "# a comment\n")
     run.insert(len(run) // 3, "\n")
     rp, qp = tmp_path / "run.gen", tmp_path / "qrels.gen"
@@ -214,9 +218,16 @@ def generated(tmp_path: Path, n_queries: int = 10_000, seed: int = 7) -> tuple[P
 
 
 EVERY = [x for m in MEASURES for x in ("-m", m)]
-OPTIONS = [["-c"], ["-q", "-c", "-n"], ["-q", "-c"], ["-c", "-l2"], ["-c", "-M", "5"], ["-c", "-J"],
-           ["-q", "-c", "-J", "-l", "0", "-M", "12"], ["-c", "-l3", "-m", "P.1,2,3",
-                                                      "-m", "iprec_at_recall..33,.5,.9"]]
+OPTIONS = [
+    ["-c"],
+    ["-q", "-c", "-n"],
+    ["-q", "-c"],
+    ["-c", "-l2"],
+    ["-c", "-M", "5"],
+    ["-c", "-J"],
+    ["-q", "-c", "-J", "-l", "0", "-M", "12"],
+    ["-c", "-l3", "-m", "P.1,2,3", "-m", "iprec_at_recall..33,.5,.9"],
+]
 
 
 @pytest.fixture(scope="module")
@@ -250,8 +261,9 @@ def test_the_generated_run_has_what_it_claims(gen):
 
 
 def _both(binary, capsys, qrels: Path, run: Path, *opts) -> tuple[int, int, str]:
-    c = subprocess.run([str(binary), *opts, str(qrels), str(run)], capture_output=True,
-                       text=True, check=False)
+    c = subprocess.run(
+        [str(binary), *opts, str(qrels), str(run)], capture_output=True, text=True, check=False
+    )
     code, out, err = run_membench(capsys, [*opts, str(qrels), str(run)])
     assert "Traceback" not in err
     return c.returncode, code, err
@@ -274,7 +286,7 @@ def test_the_three_refusals_match(binary, tmp_path, capsys):
     comments = tmp_path / "comments"
     comments.write_text("# nothing but a comment\n\n")
     c, m, err = _both(binary, capsys, q, comments)
-    assert c == m == 4 and "no run line" in err       # its first qrels query is not found
+    assert c == m == 4 and "no run line" in err  # its first qrels query is not found
     part = tmp_path / "part"
     part.write_text("1 Q0 a 1 2.0 r\n")
     c, m, err = _both(binary, capsys, q, part)
@@ -303,6 +315,7 @@ def test_the_binary_is_built_once_from_given_sources(tmp_path, monkeypatch):
     cannot (a path that is no trec_eval tree)."""
     import shutil
     import tarfile
+
     if not (shutil.which("make") and (shutil.which("cc") or shutil.which("gcc"))):
         pytest.fail("no make or C compiler: trec_eval cannot be built")
     helper = _helper()
@@ -311,8 +324,9 @@ def test_the_binary_is_built_once_from_given_sources(tmp_path, monkeypatch):
     monkeypatch.delenv("MEMBENCH_TREC_EVAL", raising=False)
     tree = tmp_path / "trec_eval-0.0"
     (tree / "test").mkdir(parents=True)
-    (tree / "trec_eval.c").write_text('#include <stdio.h>\nint main(void) '
-                                      '{ puts("stand-in"); return 0; }\n')
+    (tree / "trec_eval.c").write_text(
+        '#include <stdio.h>\nint main(void) { puts("stand-in"); return 0; }\n'
+    )
     (tree / "Makefile").write_text("trec_eval: trec_eval.c\n\tcc -o trec_eval trec_eval.c\n")
     archive = tmp_path / "trec_eval-0.0.tar.gz"
     with tarfile.open(archive, "w:gz") as t:
@@ -324,7 +338,7 @@ def test_the_binary_is_built_once_from_given_sources(tmp_path, monkeypatch):
     again, why2 = helper.binary(src=str(archive))
     assert again == exe and exe.stat().st_mtime_ns == again.stat().st_mtime_ns
     (tmp_path / "empty").mkdir()
-    none, why3 = helper.binary(src=str(tmp_path / "empty"))   # a folder without trec_eval.c
+    none, why3 = helper.binary(src=str(tmp_path / "empty"))  # a folder without trec_eval.c
     assert none is None and "no trec_eval source tree" in why3
 
 
@@ -337,8 +351,11 @@ CASES = {
     "set_F.0.5": (QRELS, RUN, ["-q", "-m", "set_F.0.5"]),
     "set_F twice": (QRELS, RUN, ["-m", "set_F", "-m", "set_F.2,3", "-m", "set_F.9"]),
     "set_F.abc": (QRELS, RUN, ["-m", "set_F.abc"]),
-    "cutoffs": (QRELS, RUN, ["-m", "P.5,10", "-m", "ndcg_cut.5", "-m", "success.1",
-                             "-m", "recall.2x,1"]),
+    "cutoffs": (
+        QRELS,
+        RUN,
+        ["-m", "P.5,10", "-m", "ndcg_cut.5", "-m", "success.1", "-m", "recall.2x,1"],
+    ),
     "Rprec_mult": (QRELS, RUN, ["-q", "-m", "Rprec_mult", "-m", "Rprec_mult.0.1,0.5,3,-1,x"]),
     "Rprec_mult -M -J": (QRELS, RUN, ["-q", "-M", "1", "-J", "-m", "Rprec_mult.0.7,1.9"]),
     "recall levels by atof": (QRELS, RUN, ["-q", "-m", "iprec_at_recall.1.5,-0.5,abc"]),
@@ -353,26 +370,39 @@ CASES = {
     "duplicate, unjudged query": (QRELS, RUN + "9 Q0 k 1 1 r\n9 Q0 k 2 1 r\n", ["-m", "map"]),
     "duplicate, judged query": (QRELS, RUN + "2 Q0 a 3 0.1 r\n", ["-m", "map"]),
     # relevance as C's atol reads it: 0x10 is 0, 1.5 is 1, 2abc is 2
-    "relevance 0x10": ("1 0 a 0x10\n1 0 b 1\n", "1 Q0 a 1 3 r\n1 Q0 b 2 2 r\n",
-                       ["-m", "ndcg_cut.5", "-m", "map"]),
-    "relevance 1.5": ("1 0 a 1.5\n1 0 b 2abc\n1 0 c +3\n1 0 d -\n", RUN.replace("z", "d"),
-                      ["-q", "-m", "ndcg_cut.5", "-m", "map", "-m", "num_rel"]),
+    "relevance 0x10": (
+        "1 0 a 0x10\n1 0 b 1\n",
+        "1 Q0 a 1 3 r\n1 Q0 b 2 2 r\n",
+        ["-m", "ndcg_cut.5", "-m", "map"],
+    ),
+    "relevance 1.5": (
+        "1 0 a 1.5\n1 0 b 2abc\n1 0 c +3\n1 0 d -\n",
+        RUN.replace("z", "d"),
+        ["-q", "-m", "ndcg_cut.5", "-m", "map", "-m", "num_rel"],
+    ),
     # scores as C's atof reads them; the rank column is never read
-    "scores atof": (QRELS, "1 Q0 a 1 inf r\n1 Q0 b 2 0x1p3 r\n1 Q0 c 3 1.5abc r\n"
-                    "1 Q0 d x 1e400 r\n2 Q0 a 1 -inf r\n2 Q0 x 2 -1e400 r\n"
-                    "2 Q0 y 3 .5e r\n2 Q0 z 4 0X.8P1 r\n", ["-q", "-m", "recip_rank",
-                                                             "-m", "map", "-m", "P.1,2,3"]),
+    "scores atof": (
+        QRELS,
+        "1 Q0 a 1 inf r\n1 Q0 b 2 0x1p3 r\n1 Q0 c 3 1.5abc r\n"
+        "1 Q0 d x 1e400 r\n2 Q0 a 1 -inf r\n2 Q0 x 2 -1e400 r\n"
+        "2 Q0 y 3 .5e r\n2 Q0 z 4 0X.8P1 r\n",
+        ["-q", "-m", "recip_rank", "-m", "map", "-m", "P.1,2,3"],
+    ),
     # tied scores: docids that are prefixes of each other, past 8 and 64 bytes, not ASCII
-    "ties by docid": ("1 0 ab 1\n1 0 abcdefgh 1\n1 0 abcdefghi 2\n1 0 %(l)sb 1\n2 0 é 1\n"
-                      "2 0 ~ 1\n",
-                      "1 Q0 a 1 1 r\n1 Q0 ab 2 1 r\n1 Q0 abcdefgh 3 1 r\n1 Q0 abcdefghi 4 1 r\n"
-                      "1 Q0 %(l)sa 5 1 r\n1 Q0 %(l)sb 6 1 r\n1 Q0 %(l)s 7 1 r\n2 Q0 é 1 0 r\n"
-                      "2 Q0 e 2 0 r\n2 Q0 ~ 3 0 r\n2 Q0 z 4 0 r\n" % {"l": "L" * 70},
-                      ["-q", "-m", "recip_rank", "-m", "ndcg_cut.1,2,3,4,5,6,7"]),
-    "scores nan": (QRELS, "1 Q0 a 1 nan r\n1 Q0 b 2 NaN r\n1 Q0 c 3 1 r\n1 Q0 d 4 2 r\n"
-                   "1 Q0 e 5 -nan r\n1 Q0 f 6 0.5 r\n1 Q0 g 7 3 r\n2 Q0 a 1 nan r\n"
-                   "2 Q0 x 2 1 r\n", ["-q", "-m", "recip_rank", "-m", "map",
-                                       "-m", "ndcg_cut.1,2,3,4,5,6,7"]),
+    "ties by docid": (
+        "1 0 ab 1\n1 0 abcdefgh 1\n1 0 abcdefghi 2\n1 0 %(l)sb 1\n2 0 é 1\n2 0 ~ 1\n",
+        "1 Q0 a 1 1 r\n1 Q0 ab 2 1 r\n1 Q0 abcdefgh 3 1 r\n1 Q0 abcdefghi 4 1 r\n"
+        "1 Q0 %(l)sa 5 1 r\n1 Q0 %(l)sb 6 1 r\n1 Q0 %(l)s 7 1 r\n2 Q0 é 1 0 r\n"
+        "2 Q0 e 2 0 r\n2 Q0 ~ 3 0 r\n2 Q0 z 4 0 r\n" % {"l": "L" * 70},
+        ["-q", "-m", "recip_rank", "-m", "ndcg_cut.1,2,3,4,5,6,7"],
+    ),
+    "scores nan": (
+        QRELS,
+        "1 Q0 a 1 nan r\n1 Q0 b 2 NaN r\n1 Q0 c 3 1 r\n1 Q0 d 4 2 r\n"
+        "1 Q0 e 5 -nan r\n1 Q0 f 6 0.5 r\n1 Q0 g 7 3 r\n2 Q0 a 1 nan r\n"
+        "2 Q0 x 2 1 r\n",
+        ["-q", "-m", "recip_rank", "-m", "map", "-m", "ndcg_cut.1,2,3,4,5,6,7"],
+    ),
 }
 
 
@@ -383,8 +413,9 @@ def test_single_cases_match(binary, tmp_path, capsys, name):
     q, r = tmp_path / "qrels", tmp_path / "run"
     q.write_text(qrels)
     r.write_text(run)
-    want = subprocess.run([str(binary), *args, str(q), str(r)], capture_output=True,
-                          text=True, check=False)
+    want = subprocess.run(
+        [str(binary), *args, str(q), str(r)], capture_output=True, text=True, check=False
+    )
     code, out, err = run_membench(capsys, [*args, str(q), str(r)])
     assert (code, out) == (want.returncode, want.stdout), (err, want.stderr)
     assert "Traceback" not in err and (code == 0) == (err == ""), err
@@ -414,21 +445,23 @@ def test_nan_scores_in_a_generated_run(binary, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("layout", ["sorted", "shards", "spilled"])
-def test_tied_scores_ordered_by_docid_in_every_layout(binary, tmp_path, capsys, monkeypatch,
-                                                      layout):
+def test_tied_scores_ordered_by_docid_in_every_layout(
+    binary, tmp_path, capsys, monkeypatch, layout
+):
     """Two-decimal scores (most lines tied) broken by docid descending, as trec_eval does,
     with docids of 1 to 70 bytes sharing long prefixes (one piece holds a docid past 64
     bytes: its docids are read again from the file, the others are ranked from the words
     kept per line), repeated docids in unjudged queries, pieces of 4 KiB; the lines in query
     order, as 4 shards concatenated, and past the held-lines bound (grouped on disk)."""
     import membench.trec.read as read
+
     rng = random.Random(5)
     lines, qrels = [], []
     for i in range(400):
         docs = set()
         for _ in range(rng.randint(1, 60)):
             n = rng.choice([1, 3, 8, 9, 16, 17, 30]) if i != 123 else 70
-            docs.add(("msmarco_passage_" * 5)[:max(0, n - 3)] + f"{rng.randrange(999):03d}")
+            docs.add(("msmarco_passage_" * 5)[: max(0, n - 3)] + f"{rng.randrange(999):03d}")
         for d in docs:
             lines.append((f"q{i}", d, f"{rng.randrange(8) / 4:.2f}"))
             if rng.random() < 0.3:
@@ -448,8 +481,19 @@ def test_tied_scores_ordered_by_docid_in_every_layout(binary, tmp_path, capsys, 
     monkeypatch.setattr(read, "CHUNK_BYTES", 4096)
     if layout == "spilled":
         monkeypatch.setattr(read, "MAX_HELD_BYTES", 64 << 10)
-    args = ["-q", "-m", "recip_rank", "-m", "map", "-m", "ndcg_cut.1,3,10", "-m", "P.1,2",
-            str(q), str(r)]
+    args = [
+        "-q",
+        "-m",
+        "recip_rank",
+        "-m",
+        "map",
+        "-m",
+        "ndcg_cut.1,3,10",
+        "-m",
+        "P.1,2",
+        str(q),
+        str(r),
+    ]
     want = subprocess.run([str(binary), *args], capture_output=True, text=True, check=False)
     code, out, err = run_membench(capsys, args)
     assert want.returncode == code == 0, (err, want.stderr)

@@ -28,8 +28,9 @@ MODS = ["video", "ui_screenshot"]
 def store(built, corpus_root, tmp_path_factory):
     d = tmp_path_factory.mktemp("verify")
     for name in ("bm25", "dense", "hybrid"):
-        run_system(make_system(name), built.out, "dev", d / name, corpus_root, modalities=MODS,
-                   limit=4)
+        run_system(
+            make_system(name), built.out, "dev", d / name, corpus_root, modalities=MODS, limit=4
+        )
     add_runs([d / n for n in ("bm25", "dense", "hybrid")], d / "store", n_resamples=50)
     return d
 
@@ -37,7 +38,10 @@ def store(built, corpus_root, tmp_path_factory):
 def test_bm25_dense_and_hybrid_are_verified(store, corpus_root):
     res = verify_store(store / "store", per_modality=50, seed=3, corpus=corpus_root)
     assert {r["system"]: r["status"] for r in res} == {
-        "bm25": "verified", "dense": "verified", "hybrid": "verified"}, res
+        "bm25": "verified",
+        "dense": "verified",
+        "hybrid": "verified",
+    }, res
     assert all(r["compared"] == 8 and r["sample"]["whole"] for r in res)
     lb = leaderboard(store / "store", n_resamples=50)
     assert set(lb.wide("<=1B", "gold")["verified"]) == {"verified (8 queries)"}
@@ -62,8 +66,9 @@ def test_an_edited_run_differs(store, corpus_root, tmp_path):
     lb = leaderboard(tmp_path / "store", n_resamples=50)
     assert set(lb.wide("<=1B", "gold")["verified"]) == {f"differs ({r['detail']})"}
     # the command: exit 1 when an entry differs, one line per entry
-    assert main(["verify", str(tmp_path / "store"), "--seed", "3", "--corpus",
-                 str(corpus_root)]) == 1
+    assert (
+        main(["verify", str(tmp_path / "store"), "--seed", "3", "--corpus", str(corpus_root)]) == 1
+    )
 
 
 def test_an_edit_outside_the_lines_compared_is_still_caught(store, corpus_root, tmp_path):
@@ -85,17 +90,29 @@ def world(tmp_path):
 
 
 def test_a_user_module_is_made_again_from_its_spec(world, tmp_path, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get(
-        "PYTHONPATH", "")]))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
+    )
     out = tmp_path / "mine"
-    run_system(make_system("namesakes:Mine", {"top": 2}), world["sets"], "dev", out,
-               world["corpus"], manifest=world["manifest"], lock=world["lock"])
+    run_system(
+        make_system("namesakes:Mine", {"top": 2}),
+        world["sets"],
+        "dev",
+        out,
+        world["corpus"],
+        manifest=world["manifest"],
+        lock=world["lock"],
+    )
     add_runs([out], tmp_path / "store", n_resamples=50)
-    [r] = verify_store(tmp_path / "store", per_modality=2, seed=11, corpus=world["corpus"],
-                       manifest=world["manifest"])
+    [r] = verify_store(
+        tmp_path / "store",
+        per_modality=2,
+        seed=11,
+        corpus=world["corpus"],
+        manifest=world["manifest"],
+    )
     assert r["status"] == "verified", r
-    assert r["sample"] == {"queries": r["compared"], "whole": False, "limit": 2,
-                           "sample_seed": 11}
+    assert r["sample"] == {"queries": r["compared"], "whole": False, "limit": 2, "sample_seed": 11}
     assert 0 < r["compared"] < json.loads((out / "meta.json").read_text())["queries"]
 
 
@@ -103,8 +120,15 @@ def test_what_cannot_be_made_again_is_not_re_runnable(world, tmp_path):
     from namesakes import Mine
 
     out = tmp_path / "mine"
-    run_system(Mine(), world["sets"], "dev", out, world["corpus"], manifest=world["manifest"],
-               lock=world["lock"])
+    run_system(
+        Mine(),
+        world["sets"],
+        "dev",
+        out,
+        world["corpus"],
+        manifest=world["manifest"],
+        lock=world["lock"],
+    )
     add_runs([out], tmp_path / "store", n_resamples=50)
     [r] = verify_store(tmp_path / "store", corpus=world["corpus"], manifest=world["manifest"])
     assert r["status"] == "not re-runnable" and "arguments are unknown" in r["detail"]

@@ -47,10 +47,10 @@ N_AGREEMENT_RESAMPLES = 2000
 class Agreement:
     labels: list[str]
     run_dirs: list[str]
-    rankings: Any = None      # DataFrame: scope, metric, judgment_set, system, value, n, rank
-    tau: Any = None           # DataFrame: scope, metric, set_a, set_b, tau, ci95, n...
+    rankings: Any = None  # DataFrame: scope, metric, judgment_set, system, value, n, rank
+    tau: Any = None  # DataFrame: scope, metric, set_a, set_b, tau, ci95, n...
     n_resamples: int = N_AGREEMENT_RESAMPLES
-    skipped: list[str] = field(default_factory=list)   # (scope, metric) left out, and why
+    skipped: list[str] = field(default_factory=list)  # (scope, metric) left out, and why
 
     def ranking_table(self, scope: str, metric: str):
         """One row per system, one column per judgment set: ``rank (mean)``."""
@@ -62,7 +62,8 @@ class Agreement:
         for js, h in g.groupby("judgment_set", sort=False):
             h = h.set_index("system").loc[self.labels]
             out[f"{js} (n={int(h['n'].iloc[0])})"] = [
-                f"{int(k)} ({v:.4f})" for k, v in zip(h["rank"], h["value"])]
+                f"{int(k)} ({v:.4f})" for k, v in zip(h["rank"], h["value"])
+            ]
         return pd.DataFrame(out, index=self.labels)
 
 
@@ -115,9 +116,15 @@ def resampled_means(counts: np.ndarray, values: np.ndarray) -> np.ndarray:
         return (counts @ np.nan_to_num(v).T) / (counts @ judged)[:, None]
 
 
-def bootstrap_tau(va: np.ndarray, vb: np.ndarray, key: str, *,
-                  n_resamples: int = N_AGREEMENT_RESAMPLES, seed: int = SEED,
-                  level: float = 0.95) -> dict[str, Any]:
+def bootstrap_tau(
+    va: np.ndarray,
+    vb: np.ndarray,
+    key: str,
+    *,
+    n_resamples: int = N_AGREEMENT_RESAMPLES,
+    seed: int = SEED,
+    level: float = 0.95,
+) -> dict[str, Any]:
     """Kendall's tau between the systems' means under two judgment sets, with the paired
     bootstrap interval of the module docstring. ``va`` / ``vb``: [systems, items] per-item
     values under each set, NaN where the set does not judge the item (the same items, the
@@ -130,11 +137,20 @@ def bootstrap_tau(va: np.ndarray, vb: np.ndarray, key: str, *,
     # an item is judged by a set for every system or for none (judgments are the records')
     da, db = ~np.isnan(va[0]), ~np.isnan(vb[0])
     pool = np.flatnonzero(da | db)
-    out: dict[str, Any] = {"n_systems": int(va.shape[0]), "n_items": int(pool.size),
-                           "n_a": int(da.sum()), "n_b": int(db.sum())}
+    out: dict[str, Any] = {
+        "n_systems": int(va.shape[0]),
+        "n_items": int(pool.size),
+        "n_a": int(da.sum()),
+        "n_b": int(db.sum()),
+    }
     if not da.any() or not db.any():
-        return {**out, "tau": float("nan"), "ci95_lo": float("nan"),
-                "ci95_hi": float("nan"), "n_undefined": n_resamples}
+        return {
+            **out,
+            "tau": float("nan"),
+            "ci95_lo": float("nan"),
+            "ci95_hi": float("nan"),
+            "n_undefined": n_resamples,
+        }
     ma, mb = np.nanmean(va, axis=1), np.nanmean(vb, axis=1)
     tau = kendall_tau(ma, mb)
     pa, pb = va[:, pool], vb[:, pool]
@@ -145,26 +161,38 @@ def bootstrap_tau(va: np.ndarray, vb: np.ndarray, key: str, *,
     done = 0
     while done < n_resamples:
         k = min(rows, n_resamples - done)
-        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=k).astype(float)   # [k, n]
-        sa, sb = resampled_means(counts, pa), resampled_means(counts, pb)   # [k, systems]
+        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=k).astype(float)  # [k, n]
+        sa, sb = resampled_means(counts, pa), resampled_means(counts, pb)  # [k, systems]
         # a resample that drew no item one set judges stays NaN (undefined)
         drawn = ~np.isnan(sa).any(axis=1) & ~np.isnan(sb).any(axis=1)
         block = np.full(k, np.nan)
         block[drawn] = kendall_tau_rows(sa[drawn], sb[drawn])
-        taus[done:done + k] = block
+        taus[done : done + k] = block
         done += k
     ok = taus[~np.isnan(taus)]
     alpha = (1.0 - level) / 2.0 * 100.0
-    lo, hi = (np.percentile(ok, [alpha, 100.0 - alpha]) if ok.size else (np.nan, np.nan))
-    return {**out, "tau": tau, "ci95_lo": float(lo), "ci95_hi": float(hi),
-            "n_undefined": int(n_resamples - ok.size)}
+    lo, hi = np.percentile(ok, [alpha, 100.0 - alpha]) if ok.size else (np.nan, np.nan)
+    return {
+        **out,
+        "tau": tau,
+        "ci95_lo": float(lo),
+        "ci95_hi": float(hi),
+        "n_undefined": int(n_resamples - ok.size),
+    }
 
 
-def rank_agreement(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLike | None = None,
-                   *, metrics: tuple[str, ...] | list[str] = AGREEMENT_METRICS,
-                   n_resamples: int = N_AGREEMENT_RESAMPLES, seed: int = SEED,
-                   partial: bool = False, final: bool = False, frames: dict | None = None,
-                   labels: list[str] | None = None) -> Agreement:
+def rank_agreement(
+    run_dirs: list[str | os.PathLike],
+    sets_dir: str | os.PathLike | None = None,
+    *,
+    metrics: tuple[str, ...] | list[str] = AGREEMENT_METRICS,
+    n_resamples: int = N_AGREEMENT_RESAMPLES,
+    seed: int = SEED,
+    partial: bool = False,
+    final: bool = False,
+    frames: dict | None = None,
+    labels: list[str] | None = None,
+) -> Agreement:
     """Rankings of the runs' systems under every judgment set they share, and Kendall's tau
     between them (module docstring). The runs are opened and checked as by
     :func:`membench.analysis.compare.compare_runs` (same split, sets and items); ``frames``
@@ -175,16 +203,20 @@ def rank_agreement(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLik
     check_resamples(n_resamples, "--resamples")
     bad = [m for m in metrics if m not in JUDGMENT_MEASURES]
     if bad:
-        raise MembenchError(f"rank agreement is over measures computed per judgment set "
-                            f"({', '.join(JUDGMENT_MEASURES)}), not {', '.join(bad)}")
+        raise MembenchError(
+            f"rank agreement is over measures computed per judgment set "
+            f"({', '.join(JUDGMENT_MEASURES)}), not {', '.join(bad)}"
+        )
     if frames is None:
         labels, _, frames = load_runs(run_dirs, sets_dir, partial=partial, final=final)
     labels = list(labels or frames)
     viewed = [lab for lab in labels if frames[lab].attrs.get("judgment_set", "gold") != "gold"]
     if viewed:
-        raise MembenchError(f"rank agreement needs the item frames under gold (as item_frame "
-                            f"gives them; a Comparison's base_items), not under "
-                            f"{frames[viewed[0]].attrs['judgment_set']!r}")
+        raise MembenchError(
+            f"rank agreement needs the item frames under gold (as item_frame "
+            f"gives them; a Comparison's base_items), not under "
+            f"{frames[viewed[0]].attrs['judgment_set']!r}"
+        )
     if len(labels) < 2:
         raise MembenchError("rank agreement needs at least two runs")
     sets = common_judgment_sets(frames)
@@ -197,15 +229,27 @@ def rank_agreement(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLik
     for scope in scopes:
         mask = base_mod == scope
         for m in metrics:
-            per_set = {js: np.vstack([metric_values(views[js][lab], m)[mask] for lab in labels])
-                       for js in sets}
+            per_set = {
+                js: np.vstack([metric_values(views[js][lab], m)[mask] for lab in labels])
+                for js in sets
+            }
             per_set = {js: v for js, v in per_set.items() if (~np.isnan(v[0])).any()}
             if len(per_set) < 2:
                 continue
-            if m == "ndcg_graded@10" and "ndcg@10" in metrics and all(
-                    np.array_equal(v, np.vstack([metric_values(views[js][lab], "ndcg@10")[mask]
-                                                 for lab in labels]), equal_nan=True)
-                    for js, v in per_set.items()):
+            if (
+                m == "ndcg_graded@10"
+                and "ndcg@10" in metrics
+                and all(
+                    np.array_equal(
+                        v,
+                        np.vstack(
+                            [metric_values(views[js][lab], "ndcg@10")[mask] for lab in labels]
+                        ),
+                        equal_nan=True,
+                    )
+                    for js, v in per_set.items()
+                )
+            ):
                 skipped.append(f"{scope} {m}: no graded region, equal to ndcg@10")
                 continue
             plan.append((scope, m, per_set))
@@ -216,28 +260,56 @@ def rank_agreement(run_dirs: list[str | os.PathLike], sets_dir: str | os.PathLik
                 means = np.nanmean(v, axis=1)
                 n = int((~np.isnan(v[0])).sum())
                 for lab, val, rk in zip(labels, means, _ranks(means)):
-                    rank_rows.append({"scope": scope, "metric": m, "judgment_set": js,
-                                      "system": lab, "value": float(val), "n": n,
-                                      "rank": int(rk)})
+                    rank_rows.append(
+                        {
+                            "scope": scope,
+                            "metric": m,
+                            "judgment_set": js,
+                            "system": lab,
+                            "value": float(val),
+                            "n": n,
+                            "rank": int(rk),
+                        }
+                    )
             for a, b in combinations(per_set, 2):
                 bar.note(f"{scope} {m}")
-                t = bootstrap_tau(per_set[a], per_set[b], f"agreement|{scope}|{m}|{a}|{b}",
-                                  n_resamples=n_resamples, seed=seed)
+                t = bootstrap_tau(
+                    per_set[a],
+                    per_set[b],
+                    f"agreement|{scope}|{m}|{a}|{b}",
+                    n_resamples=n_resamples,
+                    seed=seed,
+                )
                 same = bool(np.array_equal(per_set[a], per_set[b], equal_nan=True))
-                tau_rows.append({"scope": scope, "metric": m, "set_a": a, "set_b": b, **t,
-                                 "identical": same, "n_resamples": n_resamples})
+                tau_rows.append(
+                    {
+                        "scope": scope,
+                        "metric": m,
+                        "set_a": a,
+                        "set_b": b,
+                        **t,
+                        "identical": same,
+                        "n_resamples": n_resamples,
+                    }
+                )
                 bar.advance()
-    return Agreement(labels=labels, run_dirs=[frames[lab].attrs.get("run_dir", "")
-                                              for lab in labels],
-                     rankings=pd.DataFrame(rank_rows), tau=pd.DataFrame(tau_rows),
-                     n_resamples=n_resamples, skipped=skipped)
+    return Agreement(
+        labels=labels,
+        run_dirs=[frames[lab].attrs.get("run_dir", "") for lab in labels],
+        rankings=pd.DataFrame(rank_rows),
+        tau=pd.DataFrame(tau_rows),
+        n_resamples=n_resamples,
+        skipped=skipped,
+    )
 
 
 def format_agreement(ag: Agreement) -> str:
     """Plain text for ``membench agreement``: per scope and measure, the ranking under each
     judgment set, then Kendall's tau between every two sets with its interval and n."""
-    lines = [f"{len(ag.labels)} systems: " + ", ".join(
-        f"{lab} ({d})" for lab, d in zip(ag.labels, ag.run_dirs))]
+    lines = [
+        f"{len(ag.labels)} systems: "
+        + ", ".join(f"{lab} ({d})" for lab, d in zip(ag.labels, ag.run_dirs))
+    ]
     if ag.tau is None or not len(ag.tau):
         lines.append("no modality is judged under two or more judgment sets by these runs")
         return "\n".join(lines) + "\n"
@@ -251,16 +323,22 @@ def format_agreement(ag: Agreement) -> str:
         for r in g.to_dict("records"):
             tau = "-" if np.isnan(r["tau"]) else f"{r['tau']:+.3f}"
             ci = "-" if np.isnan(r["ci95_lo"]) else f"[{r['ci95_lo']:+.3f}, {r['ci95_hi']:+.3f}]"
-            lines.append(f"  tau({r['set_a']}, {r['set_b']}) = {tau} {ci}  "
-                         f"systems={r['n_systems']} items={r['n_items']} "
-                         f"(n {r['set_a']}={r['n_a']}, {r['set_b']}={r['n_b']})"
-                         + (f" undefined={r['n_undefined']}" if r["n_undefined"] else "")
-                         + (" (the two sets give every system the same per-item values)"
-                            if r["identical"] else "")
-                         + (" (every system ties under a set: no tau)" if np.isnan(r["tau"])
-                            else ""))
-    lines.append(f"\ntau: Kendall's tau-b between the systems' means; 95% interval: paired "
-                 f"bootstrap over queries, {ag.n_resamples} resamples (docs/runs.md)")
+            lines.append(
+                f"  tau({r['set_a']}, {r['set_b']}) = {tau} {ci}  "
+                f"systems={r['n_systems']} items={r['n_items']} "
+                f"(n {r['set_a']}={r['n_a']}, {r['set_b']}={r['n_b']})"
+                + (f" undefined={r['n_undefined']}" if r["n_undefined"] else "")
+                + (
+                    " (the two sets give every system the same per-item values)"
+                    if r["identical"]
+                    else ""
+                )
+                + (" (every system ties under a set: no tau)" if np.isnan(r["tau"]) else "")
+            )
+    lines.append(
+        f"\ntau: Kendall's tau-b between the systems' means; 95% interval: paired "
+        f"bootstrap over queries, {ag.n_resamples} resamples (docs/runs.md)"
+    )
     for s in ag.skipped:
         lines.append(f"left out: {s}")
     return "\n".join(lines) + "\n"
@@ -270,19 +348,32 @@ def agreement_markdown(ag: Agreement, *, skip_identical: bool = False) -> str:
     """The tau table as Markdown (README): scope, measure, sets, tau [95% interval], systems,
     items judged by each set (``skip_identical``: leave out pairs of sets that give every
     system the same per-item values)."""
-    rows = ["| modality | measure | sets | Kendall's tau [95% CI] | systems | n (queries) |",
-            "|---|---|---|---|---:|---|"]
+    rows = [
+        "| modality | measure | sets | Kendall's tau [95% CI] | systems | n (queries) |",
+        "|---|---|---|---|---:|---|",
+    ]
     for r in ag.tau.to_dict("records"):
         if skip_identical and r["identical"]:
             continue
         tau = "— (all tie)" if np.isnan(r["tau"]) else f"{r['tau']:.2f}"
         ci = "" if np.isnan(r["ci95_lo"]) else f" [{r['ci95_lo']:.2f}, {r['ci95_hi']:.2f}]"
         same = " (same values)" if r["identical"] else ""
-        rows.append(f"| {r['scope']} | {r['metric']} | {r['set_a']} vs {r['set_b']}{same} | "
-                    f"{tau}{ci} | {r['n_systems']} | {r['set_a']} {r['n_a']}, "
-                    f"{r['set_b']} {r['n_b']} |")
+        rows.append(
+            f"| {r['scope']} | {r['metric']} | {r['set_a']} vs {r['set_b']}{same} | "
+            f"{tau}{ci} | {r['n_systems']} | {r['set_a']} {r['n_a']}, "
+            f"{r['set_b']} {r['n_b']} |"
+        )
     return "\n".join(rows)
 
 
-__all__ = ["AGREEMENT_METRICS", "Agreement", "agreement_markdown", "bootstrap_tau", "kendall_tau_rows",
-           "format_agreement", "kendall_tau", "rank_agreement", "resampled_means"]
+__all__ = [
+    "AGREEMENT_METRICS",
+    "Agreement",
+    "agreement_markdown",
+    "bootstrap_tau",
+    "kendall_tau_rows",
+    "format_agreement",
+    "kendall_tau",
+    "rank_agreement",
+    "resampled_means",
+]

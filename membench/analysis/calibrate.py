@@ -25,30 +25,36 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..contract.tells import audited
 from ..core.errors import MembenchError
 from ..core.hashing import hash_order
 from ..metrics.measures import MAX_FALSE_RECALL
 from ..metrics.rundir import RunDir
-from ..contract.tells import audited
 from .operating_point import choose_threshold
 
 #: the salt of the fit / held-out split (:func:`split_halves`)
 SALT = "calibrate"
 
-RULE = ("per modality: fitted on the fit half, the top-1 score threshold maximising (answerable "
-        "kept - audited unanswerable kept) with audited unanswerable kept <= max_false_recall "
-        "where achievable; ties -> higher threshold; the same threshold then measured on the "
-        "held-out half")
-SPLIT_RULE = ("per modality, the holders of the answerable and audited unanswerable dev queries "
-              "in membench.core.hashing.hash_order(holders, 'calibrate') order (sha256 of "
-              "'calibrate' + '\\x1f' + holder); the first half, rounded up, fits the threshold, "
-              "the rest is held out. Where that leaves a half without an answerable or an "
-              "audited unanswerable query (fewer than 2 holders, say), the answerable and the "
-              "audited unanswerable query ids are each split that way instead (split.by = "
-              "'query', split.why says why)")
-UNANSWERABLES = ("audited only (origin.audited, membench.contract.tells.audited): upstream natives "
-                 "with a tell of their own are neither fitted on nor reported "
-                 "(unaudited_left_out counts them)")
+RULE = (
+    "per modality: fitted on the fit half, the top-1 score threshold maximising (answerable "
+    "kept - audited unanswerable kept) with audited unanswerable kept <= max_false_recall "
+    "where achievable; ties -> higher threshold; the same threshold then measured on the "
+    "held-out half"
+)
+SPLIT_RULE = (
+    "per modality, the holders of the answerable and audited unanswerable dev queries "
+    "in membench.core.hashing.hash_order(holders, 'calibrate') order (sha256 of "
+    "'calibrate' + '\\x1f' + holder); the first half, rounded up, fits the threshold, "
+    "the rest is held out. Where that leaves a half without an answerable or an "
+    "audited unanswerable query (fewer than 2 holders, say), the answerable and the "
+    "audited unanswerable query ids are each split that way instead (split.by = "
+    "'query', split.why says why)"
+)
+UNANSWERABLES = (
+    "audited only (origin.audited, membench.contract.tells.audited): upstream natives "
+    "with a tell of their own are neither fitted on nor reported "
+    "(unaudited_left_out counts them)"
+)
 
 
 def _first_half(keys: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -79,15 +85,21 @@ def split_halves(records: Sequence[Any]) -> dict[str, Any]:
             has_pos, has_neg = kinds(set(hs))
             if not (has_pos and has_neg):
                 lacks = "an answerable" if not has_pos else "an audited unanswerable"
-                why = (f"the holder split ({len(holders)} holders) leaves the {name} half "
-                       f"without {lacks} query")
+                why = (
+                    f"the holder split ({len(holders)} holders) leaves the {name} half "
+                    f"without {lacks} query"
+                )
                 break
     if why is None:
         fs = set(fit_h)
-        return {"by": "holder", "why": None,
-                "fit": sorted(r.query_id for r in records if r.scope.holder in fs),
-                "held_out": sorted(r.query_id for r in records if r.scope.holder not in fs),
-                "fit_holders": fit_h, "held_out_holders": held_h}
+        return {
+            "by": "holder",
+            "why": None,
+            "fit": sorted(r.query_id for r in records if r.scope.holder in fs),
+            "held_out": sorted(r.query_id for r in records if r.scope.holder not in fs),
+            "fit_holders": fit_h,
+            "held_out_holders": held_h,
+        }
     fit: list[str] = []
     held: list[str] = []
     for unans in (False, True):
@@ -95,9 +107,14 @@ def split_halves(records: Sequence[Any]) -> dict[str, Any]:
         fit += f
         held += h
     holder_of = {r.query_id: r.scope.holder for r in records}
-    return {"by": "query", "why": why, "fit": sorted(fit), "held_out": sorted(held),
-            "fit_holders": sorted({holder_of[q] for q in fit}),
-            "held_out_holders": sorted({holder_of[q] for q in held})}
+    return {
+        "by": "query",
+        "why": why,
+        "fit": sorted(fit),
+        "held_out": sorted(held),
+        "fit_holders": sorted({holder_of[q] for q in fit}),
+        "held_out_holders": sorted({holder_of[q] for q in held}),
+    }
 
 
 def _kept(scores: list[float | None], t: float) -> float | None:
@@ -106,8 +123,11 @@ def _kept(scores: list[float | None], t: float) -> float | None:
     return round(sum(s is not None and s >= t for s in scores) / len(scores), 6)
 
 
-def calibrate_modality(records: Sequence[Any], top1: dict[str, float | None],
-                       max_false_recall: float = MAX_FALSE_RECALL) -> dict[str, Any] | str:
+def calibrate_modality(
+    records: Sequence[Any],
+    top1: dict[str, float | None],
+    max_false_recall: float = MAX_FALSE_RECALL,
+) -> dict[str, Any] | str:
     """One modality's entry of the calibration file (module docstring), or the reason it has
     no operating point (a string). ``records`` are the run's records of the modality (each
     with ``query_id``, ``scope.holder``, ``unanswerable``, ``origin``), ``top1`` maps a query
@@ -117,9 +137,11 @@ def calibrate_modality(records: Sequence[Any], top1: dict[str, float | None],
     n_pos = sum(not r.unanswerable for r in used)
     n_neg = len(used) - n_pos
     note = f" ({left_out} unaudited native unanswerable left out)" if left_out else ""
-    if not n_pos or not n_neg:      # every threshold would look free of false recalls (or hits)
-        return (f"{n_pos} answerable and {n_neg} audited unanswerable dev queries{note}: no "
-                "operating point to choose")
+    if not n_pos or not n_neg:  # every threshold would look free of false recalls (or hits)
+        return (
+            f"{n_pos} answerable and {n_neg} audited unanswerable dev queries{note}: no "
+            "operating point to choose"
+        )
     sp = split_halves(used)
     by_id = {r.query_id: r for r in used}
 
@@ -128,53 +150,72 @@ def calibrate_modality(records: Sequence[Any], top1: dict[str, float | None],
 
     fit_pos, fit_neg = scores(sp["fit"], False), scores(sp["fit"], True)
     if not fit_pos or not fit_neg:
-        return (f"the fit half has {len(fit_pos)} answerable and {len(fit_neg)} audited "
-                f"unanswerable queries{note}: no operating point to choose")
+        return (
+            f"the fit half has {len(fit_pos)} answerable and {len(fit_neg)} audited "
+            f"unanswerable queries{note}: no operating point to choose"
+        )
     if not any(s is not None for s in fit_pos + fit_neg):
         return f"no query of the fit half has a hit{note}: no score to threshold"
     c = choose_threshold(fit_pos, fit_neg, max_false_recall)
     held_pos, held_neg = scores(sp["held_out"], False), scores(sp["held_out"], True)
 
     def half(holders: list[str], pos: list, neg: list) -> dict[str, Any]:
-        return {"holders": holders,
-                "answerable_kept": _kept(pos, c.threshold), "n_answerable": len(pos),
-                "unanswerable_kept": _kept(neg, c.threshold), "n_unanswerable": len(neg)}
+        return {
+            "holders": holders,
+            "answerable_kept": _kept(pos, c.threshold),
+            "n_answerable": len(pos),
+            "unanswerable_kept": _kept(neg, c.threshold),
+            "n_unanswerable": len(neg),
+        }
 
-    return {"threshold": c.threshold,
-            # the fit half's figures (in sample), under the earlier format's keys
-            "answerable_kept": round(c.tpr, 6), "unanswerable_kept": round(c.fpr, 6),
-            "within_gate": c.constrained, "n_answerable": c.n_answerable,
-            "n_unanswerable": c.n_unanswerable,
-            "split": {"by": sp["by"], "why": sp["why"]},
-            "fit": half(sp["fit_holders"], fit_pos, fit_neg),
-            "held_out": half(sp["held_out_holders"], held_pos, held_neg),
-            "unaudited_left_out": left_out}
+    return {
+        "threshold": c.threshold,
+        # the fit half's figures (in sample), under the earlier format's keys
+        "answerable_kept": round(c.tpr, 6),
+        "unanswerable_kept": round(c.fpr, 6),
+        "within_gate": c.constrained,
+        "n_answerable": c.n_answerable,
+        "n_unanswerable": c.n_unanswerable,
+        "split": {"by": sp["by"], "why": sp["why"]},
+        "fit": half(sp["fit_holders"], fit_pos, fit_neg),
+        "held_out": half(sp["held_out_holders"], held_pos, held_neg),
+        "unaudited_left_out": left_out,
+    }
 
 
-def calibrate_run(run_dir: str | os.PathLike | RunDir,
-                  sets_dir: str | os.PathLike | None = None) -> dict[str, Any]:
+def calibrate_run(
+    run_dir: str | os.PathLike | RunDir, sets_dir: str | os.PathLike | None = None
+) -> dict[str, Any]:
     rd = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir, sets_dir)
     if rd.split != "dev":
-        raise MembenchError(f"{rd.path}: calibrate on the dev split only (this run is "
-                            f"{rd.split})")
+        raise MembenchError(f"{rd.path}: calibrate on the dev split only (this run is {rd.split})")
     gate = (rd.meta.get("config") or {}).get("cartridge", {}).get("gate", "")
     if gate and "RRF" not in gate:
-        raise MembenchError(f"{rd.path}: this system gates its cartridge on {gate!r}, not on "
-                            "its hit scores; calibrate the run whose scores it uses (e.g. dense)")
+        raise MembenchError(
+            f"{rd.path}: this system gates its cartridge on {gate!r}, not on "
+            "its hit scores; calibrate the run whose scores it uses (e.g. dense)"
+        )
     recs = rd.records
     top1: dict[str, float | None] = {}
     for row in rd.rows:
         # hits rank by score descending, so the top-1 score is the largest one
         top1[row.query_id] = float(row.scores.max()) if row.scores.size else None
     out: dict[str, Any] = {
-        "system": rd.meta["system"], "run_dir": str(rd.path), "split": "dev",
-        "set_sha256": rd.meta.get("set_sha256"), "max_false_recall": MAX_FALSE_RECALL,
-        "rule": RULE, "split_rule": SPLIT_RULE, "unanswerables": UNANSWERABLES,
-        "modalities": {}, "not_calibrated": {}}
+        "system": rd.meta["system"],
+        "run_dir": str(rd.path),
+        "split": "dev",
+        "set_sha256": rd.meta.get("set_sha256"),
+        "max_false_recall": MAX_FALSE_RECALL,
+        "rule": RULE,
+        "split_rule": SPLIT_RULE,
+        "unanswerables": UNANSWERABLES,
+        "modalities": {},
+        "not_calibrated": {},
+    }
     for m in sorted({r.modality for r in recs}):
         mrecs = [r for r in recs if r.modality == m]
         if not any(top1.get(r.query_id) is not None for r in mrecs):
-            continue                # no hits at all: nothing was scored here
+            continue  # no hits at all: nothing was scored here
         entry = calibrate_modality(mrecs, top1)
         if isinstance(entry, str):
             out["not_calibrated"][m] = entry

@@ -23,7 +23,7 @@ from membench.metrics.measures import HEADLINE
 from membench.modalities import MODALITIES
 
 EXPECTED = BENCH_DIR / "expected" / "dev.json"
-KEYS = HEADLINE          # the measure registry's headline figures
+KEYS = HEADLINE  # the measure registry's headline figures
 ORDER = (*MODALITIES, "all")
 
 
@@ -37,26 +37,39 @@ def figures(run_dir: Path) -> dict:
     meta, m = rd.meta, rd.metrics(write=False)
     sub = m.get("submission") or {}
     if not sub.get("valid", True):
-        raise SystemExit(f"{run_dir}: not a valid submission ({'; '.join(sub['reasons'])}): "
-                         "its figures cannot be frozen")
-    out = {"command": f"membench run --system {meta['system']} --split dev --out {run_dir} "
-                      "--metrics", "system": meta["system"],
-           "set_sha256": meta["set_sha256"], "calibration": meta["config"].get("calibration"),
-           "modalities": {}}
+        raise SystemExit(
+            f"{run_dir}: not a valid submission ({'; '.join(sub['reasons'])}): "
+            "its figures cannot be frozen"
+        )
+    out = {
+        "command": f"membench run --system {meta['system']} --split dev --out {run_dir} --metrics",
+        "system": meta["system"],
+        "set_sha256": meta["set_sha256"],
+        "calibration": meta["config"].get("calibration"),
+        "modalities": {},
+    }
     for mod in ORDER:
         if mod not in m:
             continue
-        out["modalities"][mod] = {k: {"value": m[mod][k]["value"], "n": m[mod][k]["n"],
-                                      "denominator": m[mod][k]["denominator"]} for k in KEYS}
+        out["modalities"][mod] = {
+            k: {
+                "value": m[mod][k]["value"],
+                "n": m[mod][k]["n"],
+                "denominator": m[mod][k]["denominator"],
+            }
+            for k in KEYS
+        }
     out["pdf_text_source"] = pdf_text_source(rd)
     out["store"] = store_of(rd)
     # the strength of each upstream tell, from the audit of the sets the run read: the label
     # of the natives' column wherever these figures are shown
     from .tell_columns import sets_tells
 
-    out["native_tells"] = {k: (None if v is None else round(float(v), 4))
-                           for k, v in sets_tells(meta["sets_dir"]).items()}
-    if meta.get("truncation"):          # what an encoder read of the atoms (docs/cards.md)
+    out["native_tells"] = {
+        k: (None if v is None else round(float(v), 4))
+        for k, v in sets_tells(meta["sets_dir"]).items()
+    }
+    if meta.get("truncation"):  # what an encoder read of the atoms (docs/cards.md)
         out["truncation"] = meta["truncation"]
     if meta.get("limit") is not None:
         out["limit"] = meta["limit"]
@@ -79,17 +92,26 @@ def store_of(rd) -> dict:
             p = per.setdefault(a["modality"], {"atoms": 0, "holders": set()})
             p["atoms"] += 1
             p["holders"].add(a["holder"])
-        st = {"atoms": sum(p["atoms"] for p in per.values()),
-              "holders": len(set().union(*(p["holders"] for p in per.values()))) if per else 0,
-              "per_modality": {m: {"atoms": p["atoms"], "holders": len(p["holders"])}
-                               for m, p in sorted(per.items())}}
+        st = {
+            "atoms": sum(p["atoms"] for p in per.values()),
+            "holders": len(set().union(*(p["holders"] for p in per.values()))) if per else 0,
+            "per_modality": {
+                m: {"atoms": p["atoms"], "holders": len(p["holders"])}
+                for m, p in sorted(per.items())
+            },
+        }
     keep = ("atoms", "holders", "items", "per_modality", "layout", "per_store", "date_pool")
     return {k: st[k] for k in keep if k in st}
 
 
 #: the figures of the pdf split by where a holder's words come from (text layer or OCR)
-SOURCE_KEYS = ("recall@10", "mrr", "false_recall_rate", "false_recall_native",
-               "abstain_rate_answerable")
+SOURCE_KEYS = (
+    "recall@10",
+    "mrr",
+    "false_recall_rate",
+    "false_recall_native",
+    "abstain_rate_answerable",
+)
 
 
 def pdf_text_source(rd) -> dict:
@@ -99,9 +121,8 @@ def pdf_text_source(rd) -> dict:
     scores, nothing recomputed)."""
     import math
 
-    from .frames import item_frame, metric_values
-
     from ..modalities.pdf import Pdf
+    from .frames import item_frame, metric_values
 
     df = item_frame(rd)
     df = df[df["modality"].to_numpy() == Pdf.name]
@@ -112,8 +133,11 @@ def pdf_text_source(rd) -> dict:
         for k in SOURCE_KEYS:
             v = metric_values(part, k)
             v = v[~_isnan(v)]
-            figs[k] = {"value": (float(v.mean()) if v.size else None), "n": int(v.size),
-                       "denominator": int(v.size)}
+            figs[k] = {
+                "value": (float(v.mean()) if v.size else None),
+                "n": int(v.size),
+                "denominator": int(v.size),
+            }
             if figs[k]["value"] is not None and math.isnan(figs[k]["value"]):
                 figs[k]["value"] = None
         out[src] = figs
@@ -157,10 +181,12 @@ def false_recall_heads(systems: list[dict]) -> str:
 
 #: marks a false recall frozen before the natives with a tell had their own column
 POOLED = "†"
-POOLED_NOTE = (f"{POOLED} frozen before false recall left the natives with a tell out "
-               "(bench/expected/dev.json has no false_recall_native): this figure counts every "
-               "unanswerable item, those natives included; `python bench/results.py RUN_DIR "
-               "... --freeze` re-freezes it.")
+POOLED_NOTE = (
+    f"{POOLED} frozen before false recall left the natives with a tell out "
+    "(bench/expected/dev.json has no false_recall_native): this figure counts every "
+    "unanswerable item, those natives included; `python bench/results.py RUN_DIR "
+    "... --freeze` re-freezes it."
+)
 
 
 def false_recall_cells(figures: dict, value) -> tuple[str, str]:
@@ -181,21 +207,32 @@ def _pooled_note(rows: list[str]) -> list[str]:
 
 def text_source_table(systems: list[dict]) -> str:
     """The README's table of pdf figures split into text-layer and image-only documents."""
-    rows = [f"| system | pdf documents | recall@10 (n) | MRR | {false_recall_heads(systems)} | "
-            "abstain, answerable |", "|---|---|---|---|---|---|---|"]
+    rows = [
+        f"| system | pdf documents | recall@10 (n) | MRR | {false_recall_heads(systems)} | "
+        "abstain, answerable |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for s in systems:
         for src, f in sorted((s.get("pdf_text_source") or {}).items(), reverse=True):
+
             def v(k):
                 return value_text(f, k) if k in f else "—"
+
             audited, native = false_recall_cells(f, v)
-            rows.append(f"| {s['system']} | {src} | {v('recall@10')} ({f['recall@10']['n']}) | "
-                        f"{v('mrr')} | {audited} | {native} | {v('abstain_rate_answerable')} |")
+            rows.append(
+                f"| {s['system']} | {src} | {v('recall@10')} ({f['recall@10']['n']}) | "
+                f"{v('mrr')} | {audited} | {native} | {v('abstain_rate_answerable')} |"
+            )
     return "\n".join(_pooled_note(rows))
 
 
 #: the cartridge measures, which depend on the run's thresholds
-CARTRIDGE_KEYS = ("false_recall_rate", "false_recall_native", "abstain_rate_answerable",
-                  "answerable_kept@fr0.10")
+CARTRIDGE_KEYS = (
+    "false_recall_rate",
+    "false_recall_native",
+    "abstain_rate_answerable",
+    "answerable_kept@fr0.10",
+)
 
 
 def table(systems: list[dict], modalities: tuple[str, ...] | None = None) -> str:
@@ -203,28 +240,34 @@ def table(systems: list[dict], modalities: tuple[str, ...] | None = None) -> str
     the pooled row of each system). A run made with ``--config calibration=none`` (its cartridge
     at the uncalibrated default threshold: a calibration run) shows ``uncal.`` instead of its
     false recall and abstention, which would say nothing about the system."""
-    head = ("| system | modality | recall@10 (n) | recall@1000 | MRR | nDCG@10 | "
-            f"{false_recall_heads(systems)} | abstain, answerable | answerable kept at false recall "
-            "<= 0.10 | holder / temporal ok | p50 ms |")
+    head = (
+        "| system | modality | recall@10 (n) | recall@1000 | MRR | nDCG@10 | "
+        f"{false_recall_heads(systems)} | abstain, answerable | answerable kept at false recall "
+        "<= 0.10 | holder / temporal ok | p50 ms |"
+    )
     rows = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in systems:
         uncal = str(s.get("calibration") or "").startswith("none")
-        for mod in [m for m in ORDER if m in s["modalities"]
-                    and (modalities is None or m in modalities)]:
+        for mod in [
+            m for m in ORDER if m in s["modalities"] and (modalities is None or m in modalities)
+        ]:
             f = s["modalities"][mod]
+
             def v(k, d=4):
-                if k not in f:                  # a freeze made before the measure
+                if k not in f:  # a freeze made before the measure
                     return "—"
                 if uncal and k in CARTRIDGE_KEYS and f[k]["value"] is not None:
                     return "uncal."
                 return value_text(f, k, d)
+
             audited, native = false_recall_cells(f, v)
             rows.append(
                 f"| {s['system']} | {mod} | {v('recall@10')} ({f['recall@10']['n']}) | "
                 f"{v('recall@1000')} | {v('mrr')} | {v('ndcg@10')} | "
                 f"{audited} | {native} | {v('abstain_rate_answerable')} | "
                 f"{v('answerable_kept@fr0.10')} | {v('holder_correctness', 2)} / "
-                f"{v('temporal_correctness', 2)} | {v('latency_p50_ms', 1)} |")
+                f"{v('temporal_correctness', 2)} | {v('latency_p50_ms', 1)} |"
+            )
     return "\n".join(_pooled_note(rows))
 
 
@@ -239,8 +282,14 @@ def main(argv: list[str] | None = None) -> int:
         systems = list(json.loads(EXPECTED.read_text())["systems"].values())
     if a.freeze:
         EXPECTED.parent.mkdir(parents=True, exist_ok=True)
-        EXPECTED.write_text(json.dumps({"split": "dev", "systems": {s["system"]: s for s in systems}},
-                                       indent=1, sort_keys=True) + "\n")
+        EXPECTED.write_text(
+            json.dumps(
+                {"split": "dev", "systems": {s["system"]: s for s in systems}},
+                indent=1,
+                sort_keys=True,
+            )
+            + "\n"
+        )
         print(f"wrote {EXPECTED}", file=sys.stderr)
     print(table(systems))
     return 0

@@ -36,20 +36,27 @@ def is_floor_run(meta: dict[str, Any]) -> bool:
     :data:`membench.systems.doubles.CONTENT_FREE`."""
     from ..systems.doubles import CONTENT_FREE
 
-    return ((meta.get("identity") or {}).get("kind") == "test double"
-            and (meta.get("card") or {}).get("name") in CONTENT_FREE)
+    return (meta.get("identity") or {}).get("kind") == "test double" and (
+        meta.get("card") or {}
+    ).get("name") in CONTENT_FREE
 
 
 def _items(meta: dict[str, Any]) -> tuple:
     """What decides the items a run is evaluated on (its meta.json)."""
     mods = meta.get("modalities")
-    return (meta.get("split"), sorted((meta.get("set_sha256") or {}).items()),
-            sorted(mods) if mods else None, meta.get("limit"), meta.get("sample_seed"),
-            meta.get("queries"))
+    return (
+        meta.get("split"),
+        sorted((meta.get("set_sha256") or {}).items()),
+        sorted(mods) if mods else None,
+        meta.get("limit"),
+        meta.get("sample_seed"),
+        meta.get("queries"),
+    )
 
 
-def floor_runs(run: RunDir, candidates: list[str | os.PathLike] | None = None
-               ) -> tuple[list[RunDir], list[str]]:
+def floor_runs(
+    run: RunDir, candidates: list[str | os.PathLike] | None = None
+) -> tuple[list[RunDir], list[str]]:
     """``(runs, left_out)``: the complete content-free floor runs among ``candidates`` (default:
     every directory beside ``run``'s, by name) that evaluate the same items as ``run``, opened
     on ``run``'s sets; and one line per candidate left out, saying why. ``run`` itself is a
@@ -59,8 +66,13 @@ def floor_runs(run: RunDir, candidates: list[str | os.PathLike] | None = None
     given = candidates is not None
     if candidates is None:
         parent = run.path.parent
-        candidates = sorted((p for p in parent.iterdir() if (p / "meta.json").is_file()),
-                            key=lambda p: p.name) if parent.is_dir() else []
+        candidates = (
+            sorted(
+                (p for p in parent.iterdir() if (p / "meta.json").is_file()), key=lambda p: p.name
+            )
+            if parent.is_dir()
+            else []
+        )
     want = _items(run.meta)
     out: list[RunDir] = []
     left: list[str] = []
@@ -69,20 +81,23 @@ def floor_runs(run: RunDir, candidates: list[str | os.PathLike] | None = None
         try:
             meta = run.meta if path.resolve() == run.path.resolve() else read_meta(path)
         except (MembenchError, OSError) as e:
-            if given:               # a sibling that is no run is passed over
+            if given:  # a sibling that is no run is passed over
                 left.append(f"{path}: not read ({str(e).splitlines()[0]})")
             continue
         if not is_floor_run(meta):
             if given:
-                left.append(f"{path}: not a content-free floor's run (system "
-                            f"{meta.get('system')!r})")
+                left.append(
+                    f"{path}: not a content-free floor's run (system {meta.get('system')!r})"
+                )
             continue
         if meta.get("status") not in (None, "complete"):
             left.append(f"{path}: the run is {meta.get('status')!r}, not complete")
             continue
         if _items(meta) != want:
-            left.append(f"{path}: evaluates other items (split, set files, modalities, limit "
-                        f"or queries differ from {run.path.name}'s)")
+            left.append(
+                f"{path}: evaluates other items (split, set files, modalities, limit "
+                f"or queries differ from {run.path.name}'s)"
+            )
             continue
         try:
             out.append(RunDir.open(path, run.sets_dir))
@@ -91,8 +106,9 @@ def floor_runs(run: RunDir, candidates: list[str | os.PathLike] | None = None
     return out, left
 
 
-def floor_metrics(run: RunDir, candidates: list[str | os.PathLike] | None = None
-                  ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+def floor_metrics(
+    run: RunDir, candidates: list[str | os.PathLike] | None = None
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """``({label: metrics}, left_out)``: the figures of :func:`floor_runs`' runs, each labelled
     by its system (``random``, ``newest``, ``oldest``), by its run directory's name where two
     runs share a system."""
@@ -107,8 +123,9 @@ def floor_metrics(run: RunDir, candidates: list[str | os.PathLike] | None = None
     return out, left
 
 
-def margins(metrics: dict[str, Any], floors: dict[str, dict[str, Any]],
-            measure: str = "recall@10") -> dict[str, tuple[float, str] | None]:
+def margins(
+    metrics: dict[str, Any], floors: dict[str, dict[str, Any]], measure: str = "recall@10"
+) -> dict[str, tuple[float, str] | None]:
     """Per scope of ``metrics``: ``(the run's value minus the best floor's, that floor's
     label)``, or ``None`` where the run's value or every floor's is missing."""
     from ..modalities import MODALITIES
@@ -119,8 +136,11 @@ def margins(metrics: dict[str, Any], floors: dict[str, dict[str, Any]],
             continue
         mine = (metrics[scope].get(measure) or {}).get("value")
         vals = [((f.get(scope) or {}).get(measure) or {}).get("value") for f in floors.values()]
-        best = max(((v, lab) for v, lab in zip(vals, floors) if v is not None),
-                   default=None, key=lambda x: x[0])
+        best = max(
+            ((v, lab) for v, lab in zip(vals, floors) if v is not None),
+            default=None,
+            key=lambda x: x[0],
+        )
         out[scope] = None if mine is None or best is None else (mine - best[0], best[1])
     return out
 

@@ -50,8 +50,7 @@ def text_sources(items) -> dict[str, str]:
 
     kinds: dict[str, set[str]] = {}
     for it in items:
-        kinds.setdefault(it.holder, set()).add(
-            modalities.get(it.modality).text_source(it.meta))
+        kinds.setdefault(it.holder, set()).add(modalities.get(it.modality).text_source(it.meta))
     return {h: sorted(k, key=lambda x: ("(OCR)" in x, x))[0] for h, k in kinds.items()}
 
 
@@ -61,8 +60,12 @@ def _as_of_bucket(as_of, source, n_buckets: int) -> list[str]:
     return [f"{x}/{n_buckets}" for x in b]
 
 
-def item_frame(run: str | os.PathLike | RunDir, sets_dir: str | os.PathLike | None = None,
-               *, n_buckets: int = N_BUCKETS):
+def item_frame(
+    run: str | os.PathLike | RunDir,
+    sets_dir: str | os.PathLike | None = None,
+    *,
+    n_buckets: int = N_BUCKETS,
+):
     """One row per evaluated item of a run (columns: module docstring). ``df.attrs`` carries
     ``run_dir``, ``system``, ``split``, ``sets_dir`` and ``n_buckets``."""
     import pandas as pd
@@ -93,22 +96,71 @@ def item_frame(run: str | os.PathLike | RunDir, sets_dir: str | os.PathLike | No
     ts = text_sources(rd.items)
     df["text_source"] = [ts.get(h, "?") for h in df["holder"]]
     df["latency_ms"] = df["latency_ms"].astype(float)
-    cols = ["query_id", "modality", "source", "holder", "scenario", "session", "derivation",
-            "answerable", "audited", "as_of", "as_of_quarter", "as_of_bucket", "has_run",
-            "n_gold", "n_hits", "recall@10", "recall@100", "recall@1000", "rr", "ndcg@10",
-            "ndcg_graded@10", "cartridge_size", "cartridge_recall", "false_recall",
-            "false_recall_native", "abstained", "holder_leak", "temporal_leak", "n_foreign",
-            "n_future", "latency_ms", "top1_score", "top1_hit", "abstention_score",
-            "text_source"]
-    extra = [c for c in df.columns if c not in cols and c not in (
-        "temporal_correctness", "holder_correctness", "abstain_rate_answerable")]
-    df = df[cols + extra]      # judgment-set columns ("<name>/recall@10", ...) kept at the end
-    for c in ("recall@10", "recall@100", "recall@1000", "rr", "ndcg@10", "ndcg_graded@10",
-              "cartridge_recall", "false_recall", "false_recall_native"):
+    cols = [
+        "query_id",
+        "modality",
+        "source",
+        "holder",
+        "scenario",
+        "session",
+        "derivation",
+        "answerable",
+        "audited",
+        "as_of",
+        "as_of_quarter",
+        "as_of_bucket",
+        "has_run",
+        "n_gold",
+        "n_hits",
+        "recall@10",
+        "recall@100",
+        "recall@1000",
+        "rr",
+        "ndcg@10",
+        "ndcg_graded@10",
+        "cartridge_size",
+        "cartridge_recall",
+        "false_recall",
+        "false_recall_native",
+        "abstained",
+        "holder_leak",
+        "temporal_leak",
+        "n_foreign",
+        "n_future",
+        "latency_ms",
+        "top1_score",
+        "top1_hit",
+        "abstention_score",
+        "text_source",
+    ]
+    extra = [
+        c
+        for c in df.columns
+        if c not in cols
+        and c not in ("temporal_correctness", "holder_correctness", "abstain_rate_answerable")
+    ]
+    df = df[cols + extra]  # judgment-set columns ("<name>/recall@10", ...) kept at the end
+    for c in (
+        "recall@10",
+        "recall@100",
+        "recall@1000",
+        "rr",
+        "ndcg@10",
+        "ndcg_graded@10",
+        "cartridge_recall",
+        "false_recall",
+        "false_recall_native",
+    ):
         df[c] = df[c].astype(float)
-    df.attrs.update({"run_dir": str(rd.path), "system": rd.system,
-                     "split": rd.split, "sets_dir": str(rd.sets_dir),
-                     "n_buckets": n_buckets})
+    df.attrs.update(
+        {
+            "run_dir": str(rd.path),
+            "system": rd.system,
+            "split": rd.split,
+            "sets_dir": str(rd.sets_dir),
+            "n_buckets": n_buckets,
+        }
+    )
     return df
 
 
@@ -126,10 +178,12 @@ def metric_values(df, metric: str) -> np.ndarray:
         return 1.0 - df["temporal_leak"].to_numpy(dtype=float)
     if metric == "abstain_rate_answerable":
         return np.where(ans, df["abstained"].to_numpy(dtype=float), np.nan)
-    if metric == SILENCE:           # over the modalities with audited unanswerable items
-        return silence_values(np.where(ans, df["abstained"].to_numpy(dtype=float), np.nan),
-                              df["modality"].to_numpy(dtype=object),
-                              ~ans & df["audited"].to_numpy(dtype=bool))
+    if metric == SILENCE:  # over the modalities with audited unanswerable items
+        return silence_values(
+            np.where(ans, df["abstained"].to_numpy(dtype=float), np.nan),
+            df["modality"].to_numpy(dtype=object),
+            ~ans & df["audited"].to_numpy(dtype=bool),
+        )
     if metric in df.columns:
         return df[metric].to_numpy(dtype=float)
     raise KeyError(f"unknown metric {metric!r}")
@@ -143,8 +197,9 @@ def _column(metric: str) -> str:
 def judgment_sets(df) -> list[str]:
     """The judgment sets an item frame can be read under: ``"gold"`` (the primary set) first,
     then the alternative sets its records carry (``<name>/recall@10`` columns), sorted."""
-    alt = sorted(c.split("/", 1)[0] for c in df.columns
-                 if isinstance(c, str) and c.endswith("/recall@10"))
+    alt = sorted(
+        c.split("/", 1)[0] for c in df.columns if isinstance(c, str) and c.endswith("/recall@10")
+    )
     return [PRIMARY, *alt]
 
 
@@ -166,8 +221,10 @@ def judgment_view(df, name: str | None):
         out.attrs["judgment_set"] = PRIMARY
         return out
     if name not in sets:
-        raise MembenchError(f"{df.attrs.get('run_dir', 'this run')}: no judgment set {name!r}; "
-                            f"its records carry {', '.join(sets)}")
+        raise MembenchError(
+            f"{df.attrs.get('run_dir', 'this run')}: no judgment set {name!r}; "
+            f"its records carry {', '.join(sets)}"
+        )
     out = df.copy()
     for m in JUDGMENT_MEASURES:
         out[_column(m)] = df[f"{name}/{m}"].astype(float)

@@ -38,10 +38,10 @@ from ..metrics.measures import MAX_FALSE_RECALL
 @dataclass(frozen=True)
 class Calibration:
     threshold: float
-    tpr: float               # share of answerable queries with top-1 >= threshold
-    fpr: float               # share of unanswerable queries with top-1 >= threshold
-    j: float                 # tpr - fpr
-    constrained: bool        # True when the max_false_recall target was achievable
+    tpr: float  # share of answerable queries with top-1 >= threshold
+    fpr: float  # share of unanswerable queries with top-1 >= threshold
+    j: float  # tpr - fpr
+    constrained: bool  # True when the max_false_recall target was achievable
     n_answerable: int
     n_unanswerable: int
 
@@ -65,9 +65,11 @@ def _share_at_least(sorted_scores: list[float], t: float) -> float:
     return (len(sorted_scores) - bisect.bisect_left(sorted_scores, t)) / len(sorted_scores)
 
 
-def choose_threshold(scores_answerable_top1: Iterable[float | None],
-                     scores_unanswerable_top1: Iterable[float | None],
-                     max_false_recall: float = MAX_FALSE_RECALL) -> Calibration:
+def choose_threshold(
+    scores_answerable_top1: Iterable[float | None],
+    scores_unanswerable_top1: Iterable[float | None],
+    max_false_recall: float = MAX_FALSE_RECALL,
+) -> Calibration:
     """The operating point by the rule of this module (see the module docstring), with its
     figures."""
     pos = sorted(_clean(scores_answerable_top1))
@@ -85,8 +87,15 @@ def choose_threshold(scores_answerable_top1: Iterable[float | None],
     pool = feasible if constrained else rows
     # best J; ties -> higher threshold
     t, tpr, fpr, j = max(pool, key=lambda r: (r[3], r[0]))
-    return Calibration(threshold=midpoint(t, finite), tpr=tpr, fpr=fpr, j=j,
-                       constrained=constrained, n_answerable=len(pos), n_unanswerable=len(neg))
+    return Calibration(
+        threshold=midpoint(t, finite),
+        tpr=tpr,
+        fpr=fpr,
+        j=j,
+        constrained=constrained,
+        n_answerable=len(pos),
+        n_unanswerable=len(neg),
+    )
 
 
 def _margin(s: float) -> float:
@@ -97,9 +106,9 @@ def midpoint(t: float, finite: list[float]) -> float:
     """The threshold written for the chosen candidate ``t`` (module docstring): halfway to the
     next lower observed score in ``finite`` (sorted, distinct), or ``margin`` away at either
     end."""
-    if t > finite[-1]:                       # "always abstain"
+    if t > finite[-1]:  # "always abstain"
         return finite[-1] + _margin(finite[-1])
-    k = bisect.bisect_left(finite, t)        # finite[k] == t
+    k = bisect.bisect_left(finite, t)  # finite[k] == t
     if k == 0:
         return t - _margin(t)
     return (finite[k - 1] + t) / 2.0

@@ -15,12 +15,20 @@ from ..metrics.bootstrap import check_resamples
 from ..sets.audit import MIN_HOLDERS_CI
 
 N_PAIRED_RESAMPLES = 10_000
-_BLOCK = 2_000_000          # resample-matrix cells held at once
+_BLOCK = 2_000_000  # resample-matrix cells held at once
 
 
-def paired_test(a: np.ndarray, b: np.ndarray, key: str, *, groups: Any = None,
-                n_resamples: int = N_PAIRED_RESAMPLES, seed: int = SEED, level: float = 0.95,
-                min_holders: int = MIN_HOLDERS_CI) -> dict[str, Any]:
+def paired_test(
+    a: np.ndarray,
+    b: np.ndarray,
+    key: str,
+    *,
+    groups: Any = None,
+    n_resamples: int = N_PAIRED_RESAMPLES,
+    seed: int = SEED,
+    level: float = 0.95,
+    min_holders: int = MIN_HOLDERS_CI,
+) -> dict[str, Any]:
     """Paired bootstrap and sign-flip randomization test of ``mean(a - b)`` over the items
     where both are defined (see the module docstring). ``groups`` (one label per item: its
     holder) clusters both tests when those items come from at least ``min_holders`` holders:
@@ -38,16 +46,40 @@ def paired_test(a: np.ndarray, b: np.ndarray, key: str, *, groups: Any = None,
     codes = holder_codes(groups, a.shape)
     arrays = (a, b) if codes is None else (a, b, codes)
     return statcache.cached(
-        "paired_test", __file__, arrays,
-        {"key": key, "n_resamples": n_resamples, "seed": seed, "level": level,
-         "min_holders": min_holders},
-        lambda: _paired_test(a, b, key, n_resamples=n_resamples, seed=seed, level=level,
-                             groups=codes, min_holders=min_holders))
+        "paired_test",
+        __file__,
+        arrays,
+        {
+            "key": key,
+            "n_resamples": n_resamples,
+            "seed": seed,
+            "level": level,
+            "min_holders": min_holders,
+        },
+        lambda: _paired_test(
+            a,
+            b,
+            key,
+            n_resamples=n_resamples,
+            seed=seed,
+            level=level,
+            groups=codes,
+            min_holders=min_holders,
+        ),
+    )
 
 
-def ordering_difference(a: abstention.Ordering, b: abstention.Ordering, measure: str, key: str,
-                        *, max_false_recall: float, n_resamples: int = abstention.N_RESAMPLES,
-                        seed: int = SEED, level: float = 0.95) -> dict[str, Any]:
+def ordering_difference(
+    a: abstention.Ordering,
+    b: abstention.Ordering,
+    measure: str,
+    key: str,
+    *,
+    max_false_recall: float,
+    n_resamples: int = abstention.N_RESAMPLES,
+    seed: int = SEED,
+    level: float = 0.95,
+) -> dict[str, Any]:
     """:func:`membench.metrics.abstention.paired_difference`, stored by the content of both
     orders' inputs (:attr:`~membench.metrics.abstention.Ordering.inputs`) as
     :func:`paired_test` is: the same orders, key and parameters give the stored result, the
@@ -55,12 +87,28 @@ def ordering_difference(a: abstention.Ordering, b: abstention.Ordering, measure:
     from . import statcache
 
     return statcache.cached(
-        "ordering_difference", abstention.__file__, (*a.inputs, *b.inputs),
-        {"measure": measure, "key": key, "max_false_recall": max_false_recall,
-         "n_resamples": n_resamples, "seed": seed, "level": level},
-        lambda: abstention.paired_difference(a, b, measure, key,
-                                             max_false_recall=max_false_recall,
-                                             n_resamples=n_resamples, seed=seed, level=level))
+        "ordering_difference",
+        abstention.__file__,
+        (*a.inputs, *b.inputs),
+        {
+            "measure": measure,
+            "key": key,
+            "max_false_recall": max_false_recall,
+            "n_resamples": n_resamples,
+            "seed": seed,
+            "level": level,
+        },
+        lambda: abstention.paired_difference(
+            a,
+            b,
+            measure,
+            key,
+            max_false_recall=max_false_recall,
+            n_resamples=n_resamples,
+            seed=seed,
+            level=level,
+        ),
+    )
 
 
 def holder_codes(groups: Any, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -76,14 +124,25 @@ def holder_codes(groups: Any, shape: tuple[int, ...]) -> np.ndarray | None:
     return np.unique(g.astype(str), return_inverse=True)[1].astype(np.int64).reshape(shape)
 
 
-def _paired_test(a: np.ndarray, b: np.ndarray, key: str, *, n_resamples: int, seed: int,
-                 level: float, groups: np.ndarray | None = None,
-                 min_holders: int = MIN_HOLDERS_CI) -> dict[str, Any]:
+def _paired_test(
+    a: np.ndarray,
+    b: np.ndarray,
+    key: str,
+    *,
+    n_resamples: int,
+    seed: int,
+    level: float,
+    groups: np.ndarray | None = None,
+    min_holders: int = MIN_HOLDERS_CI,
+) -> dict[str, Any]:
     ok = ~np.isnan(a) & ~np.isnan(b)
     d = a[ok] - b[ok]
     n = int(d.size)
-    res: dict[str, Any] = {"n": n, "mean_a": float(a[ok].mean()) if n else np.nan,
-                           "mean_b": float(b[ok].mean()) if n else np.nan}
+    res: dict[str, Any] = {
+        "n": n,
+        "mean_a": float(a[ok].mean()) if n else np.nan,
+        "mean_b": float(b[ok].mean()) if n else np.nan,
+    }
     # the resampling unit: whole holders where there are enough of them, else items
     if groups is not None and n:
         _, inv = np.unique(np.asarray(groups)[ok], return_inverse=True)
@@ -93,8 +152,14 @@ def _paired_test(a: np.ndarray, b: np.ndarray, key: str, *, n_resamples: int, se
     res["holders"] = k_hold
     res["unit"] = "holder" if k_hold is not None and k_hold >= min_holders else "record"
     if n == 0:
-        return {**res, "diff": np.nan, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
-                "p_bootstrap": np.nan, "p_permutation": np.nan}
+        return {
+            **res,
+            "diff": np.nan,
+            "diff_ci95_lo": np.nan,
+            "diff_ci95_hi": np.nan,
+            "p_bootstrap": np.nan,
+            "p_permutation": np.nan,
+        }
     obs = float(d.mean())
     tol = 1e-12 * max(1.0, abs(obs))
     if res["unit"] == "holder":
@@ -111,8 +176,9 @@ def _paired_test(a: np.ndarray, b: np.ndarray, key: str, *, n_resamples: int, se
     for s in range(0, n_resamples, rows):
         k = min(rows, n_resamples - s)
         idx = rng.integers(0, m, size=(k, m))
-        boot[s:s + k] = (u[idx].mean(axis=1) if w is None else
-                         u[idx].sum(axis=1) / w[idx].sum(axis=1))
+        boot[s : s + k] = (
+            u[idx].mean(axis=1) if w is None else u[idx].sum(axis=1) / w[idx].sum(axis=1)
+        )
     alpha = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(boot, [alpha, 100.0 - alpha])
     p_boot = (1 + int((np.abs(boot - obs) >= abs(obs) - tol).sum())) / (1 + n_resamples)
@@ -124,8 +190,14 @@ def _paired_test(a: np.ndarray, b: np.ndarray, key: str, *, n_resamples: int, se
         signs = rng.integers(0, 2, size=(k, m), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
         count += int((np.abs(signs @ u / n) >= abs(obs) - tol).sum())
     p_perm = (1 + count) / (1 + n_resamples)
-    return {**res, "diff": obs, "diff_ci95_lo": float(lo), "diff_ci95_hi": float(hi),
-            "p_bootstrap": min(1.0, p_boot), "p_permutation": min(1.0, p_perm)}
+    return {
+        **res,
+        "diff": obs,
+        "diff_ci95_lo": float(lo),
+        "diff_ci95_hi": float(hi),
+        "p_bootstrap": min(1.0, p_boot),
+        "p_permutation": min(1.0, p_perm),
+    }
 
 
 def unit_note(unit: str | None, holders: int | None = None) -> str:
@@ -162,5 +234,12 @@ def holm(p: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["N_PAIRED_RESAMPLES", "holder_codes", "holm", "ordering_difference", "paired_test",
-           "unit_note", "unit_span"]
+__all__ = [
+    "N_PAIRED_RESAMPLES",
+    "holder_codes",
+    "holm",
+    "ordering_difference",
+    "paired_test",
+    "unit_note",
+    "unit_span",
+]

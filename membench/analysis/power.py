@@ -67,7 +67,7 @@ def mean_variance(d: np.ndarray, groups: np.ndarray | list | None = None) -> flo
     if k < 2:
         return math.nan
     sums = np.bincount(inv, weights=d - d.mean(), minlength=k)
-    return float(k / (k - 1) * (sums ** 2).sum() / n ** 2)
+    return float(k / (k - 1) * (sums**2).sum() / n**2)
 
 
 def _aligned(scores: dict[str, Any]) -> tuple[list[str], dict[str, np.ndarray]]:
@@ -84,8 +84,9 @@ def _aligned(scores: dict[str, Any]) -> tuple[list[str], dict[str, np.ndarray]]:
     return ref, order
 
 
-def differences(scores: dict[str, Any], measure: str, scope: str, a: str, b: str
-                ) -> tuple[np.ndarray, np.ndarray]:
+def differences(
+    scores: dict[str, Any], measure: str, scope: str, a: str, b: str
+) -> tuple[np.ndarray, np.ndarray]:
     """``a``'s minus ``b``'s per-item ``measure`` over ``scope``'s items where both are
     defined (in the first run's item order), and each item's holder."""
     ref, order = _aligned(scores)
@@ -93,15 +94,22 @@ def differences(scores: dict[str, Any], measure: str, scope: str, a: str, b: str
     mods = np.asarray(scores[lab0].modality, dtype=object)[order[lab0]]
     holders = np.asarray(scores[lab0].holder, dtype=object)[order[lab0]]
     mask = np.ones(len(ref), bool) if scope == "all" else mods == scope
-    va, vb = (np.asarray(scores[x].values[measure], dtype=np.float64)[order[x]][mask]
-              for x in (a, b))
+    va, vb = (
+        np.asarray(scores[x].values[measure], dtype=np.float64)[order[x]][mask] for x in (a, b)
+    )
     ok = ~np.isnan(va) & ~np.isnan(vb)
     return va[ok] - vb[ok], holders[mask][ok]
 
 
-def typical_pair(scores: dict[str, Any], measure: str, scope: str = "all", *,
-                 min_holders: int = MIN_HOLDERS_CI, alpha: float = ALPHA,
-                 power: float = POWER) -> dict[str, Any]:
+def typical_pair(
+    scores: dict[str, Any],
+    measure: str,
+    scope: str = "all",
+    *,
+    min_holders: int = MIN_HOLDERS_CI,
+    alpha: float = ALPHA,
+    power: float = POWER,
+) -> dict[str, Any]:
     """The power of a paired comparison of ``measure`` over ``scope``'s items (``all`` or a
     modality) for a typical pair of the runs in ``scores`` (label -> ItemScores, the same
     items): per pair, the variance of the mean difference over the items both define, by
@@ -115,11 +123,14 @@ def typical_pair(scores: dict[str, Any], measure: str, scope: str = "all", *,
     pairs = {}
     for a, b in combinations(scores, 2):
         d, h = differences(scores, measure, scope, a, b)
-        pairs[f"{a} vs {b}"] = {"n": int(d.size), "holders": len(set(h)),
-                                "diff": float(d.mean()) if d.size else None,
-                                "identical": bool(d.size) and not d.any(),
-                                "var_records": mean_variance(d) if d.size else math.nan,
-                                "var_holders": mean_variance(d, h) if d.size else math.nan}
+        pairs[f"{a} vs {b}"] = {
+            "n": int(d.size),
+            "holders": len(set(h)),
+            "diff": float(d.mean()) if d.size else None,
+            "identical": bool(d.size) and not d.any(),
+            "var_records": mean_variance(d) if d.size else math.nan,
+            "var_holders": mean_variance(d, h) if d.size else math.nan,
+        }
     n = max(p["n"] for p in pairs.values())
     k = max(p["holders"] for p in pairs.values())
     unit = "holders" if k >= min_holders else "records"
@@ -132,23 +143,40 @@ def typical_pair(scores: dict[str, Any], measure: str, scope: str = "all", *,
     vr, vh = med("var_records"), med("var_holders")
     v = vh if unit == "holders" else vr
     key = "var_holders" if unit == "holders" else "var_records"
-    near = sorted((abs(p[key] - v), name) for name, p in pairs.items()
-                  if math.isfinite(v) and math.isfinite(p[key]) and not p["identical"])
-    fin = lambda x: x if math.isfinite(x) else None          # noqa: E731
-    return {"measure": measure, "scope": scope, "n": n, "holders": k, "unit": unit,
-            "se": fin(math.sqrt(v)) if math.isfinite(v) else None,
-            "mdd": mdd(math.sqrt(v), alpha, power) if math.isfinite(v) else None,
-            "mdd_records": mdd(math.sqrt(vr), alpha, power) if math.isfinite(vr) else None,
-            "mdd_holders": mdd(math.sqrt(vh), alpha, power) if math.isfinite(vh) else None,
-            "design_effect": fin(vh / vr) if math.isfinite(vh) and vr > 0 else None,
-            "median_pair": near[0][1] if near else None,
-            "alpha": alpha, "power": power, "min_holders": min_holders,
-            "pairs": {name: {kk: (fin(x) if isinstance(x, float) else x)
-                             for kk, x in p.items()} for name, p in pairs.items()}}
+    near = sorted(
+        (abs(p[key] - v), name)
+        for name, p in pairs.items()
+        if math.isfinite(v) and math.isfinite(p[key]) and not p["identical"]
+    )
+    fin = lambda x: x if math.isfinite(x) else None  # noqa: E731
+    return {
+        "measure": measure,
+        "scope": scope,
+        "n": n,
+        "holders": k,
+        "unit": unit,
+        "se": fin(math.sqrt(v)) if math.isfinite(v) else None,
+        "mdd": mdd(math.sqrt(v), alpha, power) if math.isfinite(v) else None,
+        "mdd_records": mdd(math.sqrt(vr), alpha, power) if math.isfinite(vr) else None,
+        "mdd_holders": mdd(math.sqrt(vh), alpha, power) if math.isfinite(vh) else None,
+        "design_effect": fin(vh / vr) if math.isfinite(vh) and vr > 0 else None,
+        "median_pair": near[0][1] if near else None,
+        "alpha": alpha,
+        "power": power,
+        "min_holders": min_holders,
+        "pairs": {
+            name: {kk: (fin(x) if isinstance(x, float) else x) for kk, x in p.items()}
+            for name, p in pairs.items()
+        },
+    }
 
 
-def power_table(scores: dict[str, Any], scopes: list[str] | None = None,
-                measures: tuple[str, ...] = POWER_MEASURES, **kw) -> dict[str, dict[str, Any]]:
+def power_table(
+    scores: dict[str, Any],
+    scopes: list[str] | None = None,
+    measures: tuple[str, ...] = POWER_MEASURES,
+    **kw,
+) -> dict[str, dict[str, Any]]:
     """``{scope: {measure: typical_pair(...)}}`` for each modality the runs hold (in
     :data:`membench.modalities.MODALITIES` order) and ``all`` (or ``scopes``)."""
     from ..modalities import MODALITIES
@@ -181,26 +209,40 @@ def power_sentence(rows: dict[str, dict[str, Any]], split: str | None = None) ->
     if not r or not f:
         return ""
     where = f"on {split}" if split else "on these items"
-    how = (f"clustered by holder: {r['holders']} holders" if r["unit"] == "holders" else
-           f"by record: {r['holders']} holders, under {r['min_holders']}, too few to cluster, "
-           "so a lower bound")
+    how = (
+        f"clustered by holder: {r['holders']} holders"
+        if r["unit"] == "holders"
+        else f"by record: {r['holders']} holders, under {r['min_holders']}, too few to cluster, "
+        "so a lower bound"
+    )
     pairs = sum(not p["identical"] for p in r["pairs"].values())
     typical = "of the pair" if pairs == 1 else f"the median over {pairs} pairs"
-    text = (f"Power: {where}, a paired test detects a difference of \u2265 {_fig(r['mdd'])} in "
-            f"recall@10 (n = {r['n']}) and \u2265 {_fig(f['mdd'])} in false recall "
-            f"(n = {f['n']} audited unanswerable) at {r['power']:.0%} power (two-sided "
-            f"\u03b1 = {r['alpha']:g}; the variance of the mean difference, {typical} of "
-            f"compared systems, {how}). A smaller lead is one these items cannot resolve")
+    text = (
+        f"Power: {where}, a paired test detects a difference of \u2265 {_fig(r['mdd'])} in "
+        f"recall@10 (n = {r['n']}) and \u2265 {_fig(f['mdd'])} in false recall "
+        f"(n = {f['n']} audited unanswerable) at {r['power']:.0%} power (two-sided "
+        f"\u03b1 = {r['alpha']:g}; the variance of the mean difference, {typical} of "
+        f"compared systems, {how}). A smaller lead is one these items cannot resolve"
+    )
     if r["unit"] == "holders":
-        text += (f"; the paired tests here resample by holder too (read as if items were "
-                 f"independent, the same power would claim \u2265 {_fig(r['mdd_records'])} and "
-                 f"\u2265 {_fig(f['mdd_records'])})")
+        text += (
+            f"; the paired tests here resample by holder too (read as if items were "
+            f"independent, the same power would claim \u2265 {_fig(r['mdd_records'])} and "
+            f"\u2265 {_fig(f['mdd_records'])})"
+        )
     return text + "."
 
 
-def simulate_power(d: np.ndarray, delta: float, *, groups: np.ndarray | list | None = None,
-                   n_sims: int = 200, n_resamples: int = 2000, seed: int = 0,
-                   alpha: float = ALPHA) -> dict[str, Any]:
+def simulate_power(
+    d: np.ndarray,
+    delta: float,
+    *,
+    groups: np.ndarray | list | None = None,
+    n_sims: int = 200,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    alpha: float = ALPHA,
+) -> dict[str, Any]:
     """The share of ``n_sims`` simulated comparisons that membench's paired test calls
     significant (permutation p and bootstrap p both under ``alpha``, as
     :func:`membench.analysis.compare.best_systems` with one measure) when the true mean
@@ -226,19 +268,44 @@ def simulate_power(d: np.ndarray, delta: float, *, groups: np.ndarray | list | N
         else:
             drawn = rng.integers(0, len(members), len(members))
             x = np.concatenate([c[members[j]] for j in drawn])
-            codes = np.concatenate([np.full(members[j].size, i, dtype=np.int64)
-                                    for i, j in enumerate(drawn)])
-        t = _paired_test(x, np.zeros_like(x), f"power-sim|{s}", n_resamples=n_resamples,
-                         seed=seed, level=1.0 - alpha, groups=codes)
+            codes = np.concatenate(
+                [np.full(members[j].size, i, dtype=np.int64) for i, j in enumerate(drawn)]
+            )
+        t = _paired_test(
+            x,
+            np.zeros_like(x),
+            f"power-sim|{s}",
+            n_resamples=n_resamples,
+            seed=seed,
+            level=1.0 - alpha,
+            groups=codes,
+        )
         hits += bool(t["p_permutation"] < alpha and t["p_bootstrap"] < alpha)
         units.add(t["unit"])
     rate = hits / n_sims
     half = 1.959964 * math.sqrt(max(rate * (1 - rate), 1e-12) / n_sims)
-    return {"delta": delta, "n_sims": n_sims, "n_resamples": n_resamples, "seed": seed,
-            "by": "holders" if groups is not None else "records", "significant": hits,
-            "test_unit": "/".join(sorted(units)),
-            "rate": rate, "rate_ci95": [max(0.0, rate - half), min(1.0, rate + half)]}
+    return {
+        "delta": delta,
+        "n_sims": n_sims,
+        "n_resamples": n_resamples,
+        "seed": seed,
+        "by": "holders" if groups is not None else "records",
+        "significant": hits,
+        "test_unit": "/".join(sorted(units)),
+        "rate": rate,
+        "rate_ci95": [max(0.0, rate - half), min(1.0, rate + half)],
+    }
 
 
-__all__ = ["ALPHA", "POWER", "POWER_MEASURES", "mdd", "mean_variance", "power_sentence",
-           "power_table", "simulate_power", "typical_pair", "z_sum"]
+__all__ = [
+    "ALPHA",
+    "POWER",
+    "POWER_MEASURES",
+    "mdd",
+    "mean_variance",
+    "power_sentence",
+    "power_table",
+    "simulate_power",
+    "typical_pair",
+    "z_sum",
+]

@@ -31,14 +31,26 @@ from ..metrics.score import PRIMARY
 from .frames import judgment_view, metric_values
 
 #: dimensions :func:`worst_slices` looks at (SPEC section 8)
-SLICE_DIMS: tuple[str, ...] = ("modality", "source", "holder", "as_of_bucket", "scenario",
-                               "derivation", "text_source")
+SLICE_DIMS: tuple[str, ...] = (
+    "modality",
+    "source",
+    "holder",
+    "as_of_bucket",
+    "scenario",
+    "derivation",
+    "text_source",
+)
 #: metrics of a slice table by default: one per failure kind, beside false recall the natives
 #: with an upstream tell (never pooled with it) and the answerable abstention (a false-recall
 #: rate means nothing without it)
-SLICE_METRICS: tuple[str, ...] = ("recall@10", "false_recall_rate", "false_recall_native",
-                                  "abstain_rate_answerable", "holder_correctness",
-                                  "temporal_correctness")
+SLICE_METRICS: tuple[str, ...] = (
+    "recall@10",
+    "false_recall_rate",
+    "false_recall_native",
+    "abstain_rate_answerable",
+    "holder_correctness",
+    "temporal_correctness",
+)
 
 
 def _slice_key(by: list[str], values: tuple, judgment_set: str | None = None) -> str:
@@ -65,9 +77,16 @@ def gate_margin(metric: str, value: float | None) -> float:
     return g.margin(value)
 
 
-def slice_table(df, by: str | list[str], *, metrics: tuple[str, ...] | list[str] = SLICE_METRICS,
-                sort: bool = True, seed: int = SEED, n_resamples: int = 1000,
-                judgment_set: str | None = None):
+def slice_table(
+    df,
+    by: str | list[str],
+    *,
+    metrics: tuple[str, ...] | list[str] = SLICE_METRICS,
+    sort: bool = True,
+    seed: int = SEED,
+    n_resamples: int = 1000,
+    judgment_set: str | None = None,
+):
     """Per slice (one row per combination of ``by`` values): ``n`` items, the denominators
     ``n_answerable`` (recall and other answerable-item measures: the items with a recall value,
     i.e. those the judgment set judges), ``n_unanswerable`` (the audited unanswerable items:
@@ -102,9 +121,12 @@ def slice_table(df, by: str | list[str], *, metrics: tuple[str, ...] | list[str]
         unans = ~g["answerable"].to_numpy(dtype=bool)
         audited = g["audited"].to_numpy(dtype=bool)
         row: dict[str, Any] = dict(zip(by, keys))
-        row.update(n=len(g), n_answerable=int(judged.sum()),
-                   n_unanswerable=int((unans & audited).sum()),
-                   n_native_tell=int((unans & ~audited).sum()))
+        row.update(
+            n=len(g),
+            n_answerable=int(judged.sum()),
+            n_unanswerable=int((unans & audited).sum()),
+            n_native_tell=int((unans & ~audited).sum()),
+        )
         key = _slice_key(by, keys, judgment_set)
         margins = []
         fails = []
@@ -113,19 +135,30 @@ def slice_table(df, by: str | list[str], *, metrics: tuple[str, ...] | list[str]
             au = g[audited]
             oe = abstention.entries(
                 au["abstention_score"].to_numpy(dtype=float),
-                ~au["abstained"].to_numpy(dtype=bool), au["answerable"].to_numpy(dtype=bool),
-                au["modality"].to_numpy(dtype=object), key,
-                max_false_recall=MAX_FALSE_RECALL, seed=seed, n_resamples=n_resamples)
+                ~au["abstained"].to_numpy(dtype=bool),
+                au["answerable"].to_numpy(dtype=bool),
+                au["modality"].to_numpy(dtype=object),
+                key,
+                max_false_recall=MAX_FALSE_RECALL,
+                seed=seed,
+                n_resamples=n_resamples,
+            )
         for m in metrics:
             if m in ORDERING_MEASURES:
                 e = oe[m]
             elif m.startswith("latency_p"):
                 q = 50.0 if m == "latency_p50_ms" else 95.0
-                e = latency_entry(g["latency_ms"].to_numpy(dtype=float), q, f"{key}|{m}",
-                                  seed=seed, n_resamples=n_resamples)
+                e = latency_entry(
+                    g["latency_ms"].to_numpy(dtype=float),
+                    q,
+                    f"{key}|{m}",
+                    seed=seed,
+                    n_resamples=n_resamples,
+                )
             else:
-                e = mean_entry(metric_values(g, m), f"{key}|{m}", seed=seed,
-                               n_resamples=n_resamples)
+                e = mean_entry(
+                    metric_values(g, m), f"{key}|{m}", seed=seed, n_resamples=n_resamples
+                )
             v = np.nan if e["value"] is None else e["value"]
             row[m] = v
             row[f"{m}_lo"] = np.nan if e["ci95"][0] is None else e["ci95"][0]
@@ -152,8 +185,9 @@ def slice_table(df, by: str | list[str], *, metrics: tuple[str, ...] | list[str]
         out.append(row)
     t = pd.DataFrame(out)
     if sort and len(t):
-        t = t.sort_values(["worst_margin", "n"], ascending=[True, False], na_position="last",
-                          kind="stable").reset_index(drop=True)
+        t = t.sort_values(
+            ["worst_margin", "n"], ascending=[True, False], na_position="last", kind="stable"
+        ).reset_index(drop=True)
     return t
 
 
@@ -161,20 +195,33 @@ def compact(table, *, digits: int = 3):
     """A slice table for reading: each metric's value and interval in one cell,
     ``value [lo, hi]`` ("-" where the denominator is 0)."""
     t = table.copy()
-    metrics = [c[:-3] for c in t.columns if c.endswith("_lo") and f"{c[:-3]}_hi" in t.columns
-               and c[:-3] in t.columns]
+    metrics = [
+        c[:-3]
+        for c in t.columns
+        if c.endswith("_lo") and f"{c[:-3]}_hi" in t.columns and c[:-3] in t.columns
+    ]
     for m in metrics:
-        t[m] = [("-" if math.isnan(v) else f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]")
-                for v, lo, hi in zip(t[m], t[f"{m}_lo"], t[f"{m}_hi"])]
+        t[m] = [
+            ("-" if math.isnan(v) else f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]")
+            for v, lo, hi in zip(t[m], t[f"{m}_lo"], t[f"{m}_hi"])
+        ]
         t = t.drop(columns=[f"{m}_lo", f"{m}_hi"])
     if "worst_margin" in t.columns:
         t["worst_margin"] = t["worst_margin"].round(digits)
     return t
 
 
-def worst_slices(df, k: int = 10, *, dims: tuple[str, ...] | list[str] = SLICE_DIMS,
-                 min_n: int = 5, metrics: tuple[str, ...] | list[str] = SLICE_METRICS,
-                 seed: int = SEED, n_resamples: int = 1000, judgment_set: str | None = None):
+def worst_slices(
+    df,
+    k: int = 10,
+    *,
+    dims: tuple[str, ...] | list[str] = SLICE_DIMS,
+    min_n: int = 5,
+    metrics: tuple[str, ...] | list[str] = SLICE_METRICS,
+    seed: int = SEED,
+    n_resamples: int = 1000,
+    judgment_set: str | None = None,
+):
     """The ``k`` worst single-dimension slices over ``dims`` (columns ``dimension``,
     ``slice``, then :func:`slice_table`'s), among slices with at least ``min_n`` items (tiny
     slices are all noise; their count is in ``df.attrs['dropped_small']``); under
@@ -183,16 +230,28 @@ def worst_slices(df, k: int = 10, *, dims: tuple[str, ...] | list[str] = SLICE_D
 
     parts = []
     for d in dims:
-        t = slice_table(df, [d], metrics=metrics, sort=False, seed=seed, n_resamples=n_resamples,
-                        judgment_set=judgment_set)
+        t = slice_table(
+            df,
+            [d],
+            metrics=metrics,
+            sort=False,
+            seed=seed,
+            n_resamples=n_resamples,
+            judgment_set=judgment_set,
+        )
         t.insert(0, "dimension", d)
         t = t.rename(columns={d: "slice"})
         t["slice"] = t["slice"].astype(str)
         parts.append(t)
     all_ = pd.concat(parts, ignore_index=True)
     keep = all_[all_["n"] >= min_n]
-    res = keep.sort_values(["worst_margin", "n"], ascending=[True, False], na_position="last",
-                           kind="stable").head(k).reset_index(drop=True)
+    res = (
+        keep.sort_values(
+            ["worst_margin", "n"], ascending=[True, False], na_position="last", kind="stable"
+        )
+        .head(k)
+        .reset_index(drop=True)
+    )
     res.attrs["dropped_small"] = int(len(all_) - len(keep))
     res.attrs["min_n"] = min_n
     return res

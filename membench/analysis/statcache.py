@@ -20,8 +20,9 @@ import hashlib
 import json
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -41,12 +42,14 @@ def code_digest(module_file: str) -> str:
     return _CODE[module_file]
 
 
-def key_of(kind: str, module_file: str, arrays: tuple[np.ndarray, ...],
-           params: dict[str, Any]) -> bytes:
+def key_of(
+    kind: str, module_file: str, arrays: tuple[np.ndarray, ...], params: dict[str, Any]
+) -> bytes:
     """The 32-byte key: kind, the module's source digest, numpy's version, each array's dtype,
     shape and bytes, the parameters as sorted JSON."""
-    h = hashlib.sha256(f"{VERSION}\n{kind}\n{code_digest(module_file)}\n"
-                       f"numpy=={np.__version__}\n".encode())
+    h = hashlib.sha256(
+        f"{VERSION}\n{kind}\n{code_digest(module_file)}\nnumpy=={np.__version__}\n".encode()
+    )
     for a in arrays:
         a = np.ascontiguousarray(a)
         h.update(f"{a.dtype.str}{a.shape}\n".encode())
@@ -64,8 +67,7 @@ def _connect() -> sqlite3.Connection | None:
     try:
         con = sqlite3.connect(cache_dir("stats") / "stats.sqlite3", timeout=60)
         con.execute("PRAGMA journal_mode=WAL")
-        con.execute("CREATE TABLE IF NOT EXISTS result (key BLOB PRIMARY KEY, "
-                    "value TEXT NOT NULL)")
+        con.execute("CREATE TABLE IF NOT EXISTS result (key BLOB PRIMARY KEY, value TEXT NOT NULL)")
         con.commit()
     except (OSError, sqlite3.Error):
         return None
@@ -73,8 +75,13 @@ def _connect() -> sqlite3.Connection | None:
     return con
 
 
-def cached(kind: str, module_file: str, arrays: tuple[np.ndarray, ...],
-           params: dict[str, Any], compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def cached(
+    kind: str,
+    module_file: str,
+    arrays: tuple[np.ndarray, ...],
+    params: dict[str, Any],
+    compute: Callable[[], dict[str, Any]],
+) -> dict[str, Any]:
     """``compute()`` (a JSON-able dict), or its stored result for the same inputs."""
     if not enabled():
         return compute()
@@ -92,8 +99,9 @@ def cached(kind: str, module_file: str, arrays: tuple[np.ndarray, ...],
     value = compute()
     if con is not None:
         try:
-            con.execute("INSERT OR REPLACE INTO result (key, value) VALUES (?, ?)",
-                        (key, json.dumps(value)))
+            con.execute(
+                "INSERT OR REPLACE INTO result (key, value) VALUES (?, ?)", (key, json.dumps(value))
+            )
             con.commit()
         except (sqlite3.Error, TypeError, ValueError):
             pass

@@ -16,8 +16,9 @@ from ..modalities import MODALITIES
 from ..sets.coverage import read_coverage
 
 
-def load_metrics(run: str | os.PathLike | RunDir,
-                 sets_dir: str | os.PathLike | None = None) -> dict[str, Any]:
+def load_metrics(
+    run: str | os.PathLike | RunDir, sets_dir: str | os.PathLike | None = None
+) -> dict[str, Any]:
     """A run's figures (the ``metrics.json`` object), computed from its files every time:
     run.jsonl, atoms.jsonl and the sets, through :meth:`RunDir.metrics` with its refusals.
     ``RUN_DIR/metrics.json`` is never read here (anyone can edit it; a report shows what the
@@ -26,8 +27,12 @@ def load_metrics(run: str | os.PathLike | RunDir,
     return rd.metrics(write=False)
 
 
-def metrics_frame(metrics: dict[str, Any], *, scopes: list[str] | None = None,
-                  metric_names: list[str] | None = None):
+def metrics_frame(
+    metrics: dict[str, Any],
+    *,
+    scopes: list[str] | None = None,
+    metric_names: list[str] | None = None,
+):
     """metrics.json as a long table: scope, metric, value, n, denominator, ci95 lo/hi."""
     import pandas as pd
 
@@ -37,9 +42,17 @@ def metrics_frame(metrics: dict[str, Any], *, scopes: list[str] | None = None,
         for m, e in metrics[s].items():
             if metric_names and m not in metric_names:
                 continue
-            rows.append({"scope": s, "metric": m, "value": e["value"], "n": e["n"],
-                         "denominator": e["denominator"], "ci95_lo": e["ci95"][0],
-                         "ci95_hi": e["ci95"][1]})
+            rows.append(
+                {
+                    "scope": s,
+                    "metric": m,
+                    "value": e["value"],
+                    "n": e["n"],
+                    "denominator": e["denominator"],
+                    "ci95_lo": e["ci95"][0],
+                    "ci95_hi": e["ci95"][1],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -49,8 +62,9 @@ def submission_note(metrics: dict[str, Any]) -> str | None:
     sub = metrics.get("submission") or {}
     if sub.get("valid", True):
         return None
-    return (f"NOT A VALID SUBMISSION ({sub.get('label') or sub.get('system')}): "
-            + "; ".join(sub.get("reasons", [])))
+    return f"NOT A VALID SUBMISSION ({sub.get('label') or sub.get('system')}): " + "; ".join(
+        sub.get("reasons", [])
+    )
 
 
 def metrics_table(metrics: dict[str, Any], metric_names: list[str] | None = None):
@@ -64,15 +78,18 @@ def metrics_table(metrics: dict[str, Any], metric_names: list[str] | None = None
         if r["value"] is None or (isinstance(r["value"], float) and math.isnan(r["value"])):
             return f"- ({r['n']}/{r['denominator']})"
         f = "{:.3g}" if r["metric"].startswith("latency") else "{:.3f}"
-        ci = "" if r["ci95_lo"] is None else \
-            f" [{f.format(r['ci95_lo'])}, {f.format(r['ci95_hi'])}]"
+        ci = (
+            "" if r["ci95_lo"] is None else f" [{f.format(r['ci95_lo'])}, {f.format(r['ci95_hi'])}]"
+        )
         return f"{f.format(r['value'])} ({r['n']}/{r['denominator']}){ci}"
 
     mf["cell"] = [cell(r) for _, r in mf.iterrows()]
     t = mf.pivot(index="metric", columns="scope", values="cell")
     order = [m for m in metric_names or list(metrics.get("all", {})) if m in t.index]
-    t = t.reindex(index=order + [m for m in t.index if m not in order],
-                  columns=[s for s in (*MODALITIES, "all") if s in t.columns])
+    t = t.reindex(
+        index=order + [m for m in t.index if m not in order],
+        columns=[s for s in (*MODALITIES, "all") if s in t.columns],
+    )
     t.columns.name = submission_note(metrics) or "scope"
     return t
 
@@ -92,19 +109,25 @@ def gates_frame(metrics: dict[str, Any]):
         e = block.get(g["metric"], {})
         comp = g.get("companion") or {}
         c = block.get(comp.get("metric", ""), {}) if comp else {}
-        rows.append({"scope": g["scope"], "metric": g["metric"],
-                     "gate": f"{g['op']} {g['threshold']}", "value": g["value"],
-                     "n": e.get("n"), "denominator": e.get("denominator"),
-                     "ci95_lo": (e.get("ci95") or [None])[0],
-                     "ci95_hi": (e.get("ci95") or [None, None])[1],
-                     "abstain_rate_answerable": comp.get("value") if comp else None,
-                     "abstain_n/den": (f"{c.get('n')}/{c.get('denominator')}" if comp
-                                       else ""),
-                     "why": g.get("why") or "",
-                     "result": verdict_text(g).replace("n/a", "n/a (no items)")})
+        rows.append(
+            {
+                "scope": g["scope"],
+                "metric": g["metric"],
+                "gate": f"{g['op']} {g['threshold']}",
+                "value": g["value"],
+                "n": e.get("n"),
+                "denominator": e.get("denominator"),
+                "ci95_lo": (e.get("ci95") or [None])[0],
+                "ci95_hi": (e.get("ci95") or [None, None])[1],
+                "abstain_rate_answerable": comp.get("value") if comp else None,
+                "abstain_n/den": (f"{c.get('n')}/{c.get('denominator')}" if comp else ""),
+                "why": g.get("why") or "",
+                "result": verdict_text(g).replace("n/a", "n/a (no items)"),
+            }
+        )
     df = pd.DataFrame(rows)
     note = submission_note(metrics)
-    if note:        # every row says it: a gate passed by a run that saw the gold proves nothing
+    if note:  # every row says it: a gate passed by a run that saw the gold proves nothing
         df["submission"] = note
     return df
 
@@ -118,22 +141,26 @@ def coverage_frame(sets_dir: str | os.PathLike, df=None):
 
     path = resolve_user_path(sets_dir) / "coverage.json"
     if not path.exists():
-        raise InputError(path, None, None, "file not found (membench build writes it)",
-                         rule="MISSING_FILE")
+        raise InputError(
+            path, None, None, "file not found (membench build writes it)", rule="MISSING_FILE"
+        )
     cov = read_coverage(path)
     evaluated = df.groupby("source").size().to_dict() if df is not None else {}
     rows = []
     for c in cov:
         nc = c.get("not_covered") or {}
         mirrored = bool(c.get("mirrored"))
-        row = {"source": c["source"], "mirrored": mirrored,
-               "status": "mirrored" if mirrored else "NOT MIRRORED: no items, never run",
-               "upstream_items": c.get("upstream_items") if mirrored else None,
-               "covered": c.get("covered") if mirrored else None,
-               "not_covered": sum(nc.values()) if mirrored else None,
-               "not_covered_why": "; ".join(f"{k}: {v}" for k, v in nc.items()) or "",
-               "repaired": "; ".join(f"{k}: {v}" for k, v in
-                                     (c.get("normalised") or {}).items()) or ""}
+        row = {
+            "source": c["source"],
+            "mirrored": mirrored,
+            "status": "mirrored" if mirrored else "NOT MIRRORED: no items, never run",
+            "upstream_items": c.get("upstream_items") if mirrored else None,
+            "covered": c.get("covered") if mirrored else None,
+            "not_covered": sum(nc.values()) if mirrored else None,
+            "not_covered_why": "; ".join(f"{k}: {v}" for k, v in nc.items()) or "",
+            "repaired": "; ".join(f"{k}: {v}" for k, v in (c.get("normalised") or {}).items())
+            or "",
+        }
         if df is not None:
             row["evaluated_in_run"] = int(evaluated.get(c["source"], 0))
         rows.append(row)
@@ -151,8 +178,14 @@ def latency_summary(df):
     for key, g in [*df.groupby("modality", sort=True), ("all", df)]:
         lat = g["latency_ms"].to_numpy(dtype=float)
         v = lat[~np.isnan(lat)]
-        rows.append({"modality": key, "n": int(v.size), "denominator": len(g),
-                     "p50_ms": float(np.percentile(v, 50)) if v.size else np.nan,
-                     "p95_ms": float(np.percentile(v, 95)) if v.size else np.nan,
-                     "max_ms": float(v.max()) if v.size else np.nan})
+        rows.append(
+            {
+                "modality": key,
+                "n": int(v.size),
+                "denominator": len(g),
+                "p50_ms": float(np.percentile(v, 50)) if v.size else np.nan,
+                "p95_ms": float(np.percentile(v, 95)) if v.size else np.nan,
+                "max_ms": float(v.max()) if v.size else np.nan,
+            }
+        )
     return pd.DataFrame(rows)

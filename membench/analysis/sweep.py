@@ -29,12 +29,18 @@ def _groups(data, by: str, sets_dir):
         df = df[df["answerable"].astype(bool) | df["audited"].astype(bool)]
     for key, g in df.groupby(by, sort=True):
         s = g["abstention_score"].to_numpy(dtype=float).copy()
-        s[np.isinf(s)] = np.nan                 # -inf: no score (no hits)
+        s[np.isinf(s)] = np.nan  # -inf: no score (no hits)
         yield (key, s, g["answerable"].to_numpy(dtype=bool), g["top1_hit"].to_numpy(dtype=bool))
 
 
-def threshold_sweep(data, thresholds=None, *, by: str = "modality", n_points: int = 41,
-                    sets_dir: str | os.PathLike | None = None):
+def threshold_sweep(
+    data,
+    thresholds=None,
+    *,
+    by: str = "modality",
+    n_points: int = 41,
+    sets_dir: str | os.PathLike | None = None,
+):
     """The trade-off a cartridge score threshold buys: for each threshold ``t`` the simulated
     cartridge of an item is its top-1 hit if its ``abstention_score >= t``, else empty
     (abstain).
@@ -71,19 +77,31 @@ def threshold_sweep(data, thresholds=None, *, by: str = "modality", n_points: in
         with np.errstate(invalid="ignore"):
             for t in ts:
                 kept = ~np.isnan(s) & (s >= t)
-                out.append({
-                    by: key, "threshold": float(t), "n": len(s), "n_answerable": n_a,
-                    "n_unanswerable": n_u,
-                    "false_recall_rate": (kept & ~ans).sum() / n_u if n_u else np.nan,
-                    "answerable_recall_proxy": (kept & ans & hit).sum() / n_a if n_a else np.nan,
-                    "abstain_rate_answerable": (~kept & ans).sum() / n_a if n_a else np.nan,
-                    "kept_rate": kept.mean(),
-                })
+                out.append(
+                    {
+                        by: key,
+                        "threshold": float(t),
+                        "n": len(s),
+                        "n_answerable": n_a,
+                        "n_unanswerable": n_u,
+                        "false_recall_rate": (kept & ~ans).sum() / n_u if n_u else np.nan,
+                        "answerable_recall_proxy": (kept & ans & hit).sum() / n_a
+                        if n_a
+                        else np.nan,
+                        "abstain_rate_answerable": (~kept & ans).sum() / n_a if n_a else np.nan,
+                        "kept_rate": kept.mean(),
+                    }
+                )
     return pd.DataFrame(out)
 
 
-def operating_points(data, *, by: str = "modality", max_false_recall: float = MAX_FALSE_RECALL,
-                     sets_dir: str | os.PathLike | None = None):
+def operating_points(
+    data,
+    *,
+    by: str = "modality",
+    max_false_recall: float = MAX_FALSE_RECALL,
+    sets_dir: str | os.PathLike | None = None,
+):
     """Per ``by`` group, the threshold :func:`membench.analysis.operating_point.choose_threshold`
     picks from the group's top-1 scores (the rule ``membench calibrate`` uses: best
     answerable-kept minus unanswerable-kept share with the false-recall rate within
@@ -96,23 +114,43 @@ def operating_points(data, *, by: str = "modality", max_false_recall: float = MA
     rows = []
     for key, s, ans, hit in _groups(data, by, sets_dir):
         n_a, n_u = int(ans.sum()), int((~ans).sum())
-        base = {by: key, "n_answerable": n_a, "n_unanswerable": n_u,
-                "max_false_recall": max_false_recall}
+        base = {
+            by: key,
+            "n_answerable": n_a,
+            "n_unanswerable": n_u,
+            "max_false_recall": max_false_recall,
+        }
         top1 = [None if np.isnan(x) else float(x) for x in s]
         try:
-            c = choose_threshold([x for x, a in zip(top1, ans) if a],
-                                 [x for x, a in zip(top1, ans) if not a], max_false_recall)
-        except ValueError:          # no finite score in the group
-            rows.append({**base, "threshold": np.nan, "false_recall_rate": np.nan,
-                         "answerable_kept": np.nan, "answerable_recall_proxy": np.nan,
-                         "abstain_rate_answerable": np.nan, "within_gate": False})
+            c = choose_threshold(
+                [x for x, a in zip(top1, ans) if a],
+                [x for x, a in zip(top1, ans) if not a],
+                max_false_recall,
+            )
+        except ValueError:  # no finite score in the group
+            rows.append(
+                {
+                    **base,
+                    "threshold": np.nan,
+                    "false_recall_rate": np.nan,
+                    "answerable_kept": np.nan,
+                    "answerable_recall_proxy": np.nan,
+                    "abstain_rate_answerable": np.nan,
+                    "within_gate": False,
+                }
+            )
             continue
         with np.errstate(invalid="ignore"):
             kept = ~np.isnan(s) & (s >= c.threshold)
-        rows.append({**base, "threshold": c.threshold,
-                     "false_recall_rate": c.fpr if n_u else np.nan,
-                     "answerable_kept": c.tpr if n_a else np.nan,
-                     "answerable_recall_proxy": (kept & ans & hit).sum() / n_a if n_a else np.nan,
-                     "abstain_rate_answerable": (~kept & ans).sum() / n_a if n_a else np.nan,
-                     "within_gate": c.constrained})
+        rows.append(
+            {
+                **base,
+                "threshold": c.threshold,
+                "false_recall_rate": c.fpr if n_u else np.nan,
+                "answerable_kept": c.tpr if n_a else np.nan,
+                "answerable_recall_proxy": (kept & ans & hit).sum() / n_a if n_a else np.nan,
+                "abstain_rate_answerable": (~kept & ans).sum() / n_a if n_a else np.nan,
+                "within_gate": c.constrained,
+            }
+        )
     return pd.DataFrame(rows)

@@ -32,8 +32,11 @@ LABELS: dict[str, str] = {"false_recall_rate": AUDITED, "false_recall_native": N
 def tell_aucs(audit) -> dict[str, float | None]:
     """source -> ROC AUC of its natives against its answerable records, from a
     :class:`membench.sets.audit.Audit` (every modality's ``native_tells`` rows)."""
-    return {src: row.get("auc") for m in audit.modalities.values()
-            for src, row in m.native_tells.items()}
+    return {
+        src: row.get("auc")
+        for m in audit.modalities.values()
+        for src, row in m.native_tells.items()
+    }
 
 
 def sets_tells(sets_dir: str | os.PathLike) -> dict[str, float | None]:
@@ -51,8 +54,9 @@ def tell_note(aucs: Mapping[str, float | None] | None) -> str:
         return f"{', '.join(sorted(NATIVE_TELLS))}; tell ROC AUC: {AUDIT_TABLE}"
     if not aucs:
         return "no native with a tell in these sets"
-    return "tell ROC AUC " + ", ".join(f"{src} {'—' if auc is None else format(auc, '.2f')}"
-                                       for src, auc in sorted(aucs.items()))
+    return "tell ROC AUC " + ", ".join(
+        f"{src} {'—' if auc is None else format(auc, '.2f')}" for src, auc in sorted(aucs.items())
+    )
 
 
 def native_header(aucs: Mapping[str, float | None] | None = None) -> str:
@@ -75,5 +79,15 @@ def label(measure: str, aucs: Mapping[str, float | None] | None = None) -> str:
     return LABELS.get(measure, measure)
 
 
-__all__ = ["AUDITED", "AUDIT_TABLE", "LABELS", "NATIVE", "audited_header", "label",
-           "native_header", "sets_tells", "tell_aucs", "tell_note"]
+__all__ = [
+    "AUDITED",
+    "AUDIT_TABLE",
+    "LABELS",
+    "NATIVE",
+    "audited_header",
+    "label",
+    "native_header",
+    "sets_tells",
+    "tell_aucs",
+    "tell_note",
+]

@@ -20,7 +20,6 @@ import os
 import sys
 from types import ModuleType
 
-from ..core.version import __version__
 from ..core import progress, stop
 from ..core.errors import (
     EXIT_BAD_INPUT,
@@ -29,6 +28,7 @@ from ..core.errors import (
     EXIT_INTERRUPTED,
     MembenchError,
 )
+from ..core.version import __version__
 from . import compare, corpus, leaderboard, metrics, pool, report, run, serve, sets, trec_eval
 from .serve import _serve_cmd
 
@@ -53,35 +53,62 @@ are appended one by one, and re-running the same `membench run` resumes it."""
 
 # every subcommand, in the order `membench --help` lists them, and the module that adds it
 COMMANDS: tuple[tuple[str, ModuleType], ...] = (
-    ("corpus", corpus), ("sources", corpus),
-    ("build", sets), ("validate", sets), ("audit", sets), ("synth", sets), ("sets-card", sets),
-    ("run", run), ("serve", serve), ("import-run", run),
+    ("corpus", corpus),
+    ("sources", corpus),
+    ("build", sets),
+    ("validate", sets),
+    ("audit", sets),
+    ("synth", sets),
+    ("sets-card", sets),
+    ("run", run),
+    ("serve", serve),
+    ("import-run", run),
     ("report", report),
-    ("calibrate", compare), ("compare", compare), ("agreement", compare),
+    ("calibrate", compare),
+    ("compare", compare),
+    ("agreement", compare),
     ("export", metrics),
     ("trec-eval", trec_eval),
     ("topics", sets),
-    ("pool", pool), ("q2d", pool),
-    ("leaderboard", leaderboard), ("verify", leaderboard),
+    ("pool", pool),
+    ("q2d", pool),
+    ("leaderboard", leaderboard),
+    ("verify", leaderboard),
     ("metrics", metrics),
 )
 
 
 def parser() -> argparse.ArgumentParser:
     """The ``membench`` parser: the global options, then each subcommand from its module."""
-    p = argparse.ArgumentParser(prog="membench", description=DESCRIPTION, epilog=EXIT_STATUS,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--version", action="version", version=f"membench {__version__}",
-                   help="print the version and exit")
-    p.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress bars or progress lines (results and errors still print)")
+    p = argparse.ArgumentParser(
+        prog="membench",
+        description=DESCRIPTION,
+        epilog=EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--version",
+        action="version",
+        version=f"membench {__version__}",
+        help="print the version and exit",
+    )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bars or progress lines (results and errors still print)",
+    )
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     for name, module in COMMANDS:
         module.register(sub, name)
     for name, sp in sub.choices.items():  # also after the subcommand, without resetting it
         flags = ("--quiet",) if name == "trec-eval" else ("-q", "--quiet")  # -q: per query
-        sp.add_argument(*flags, action="store_true", default=argparse.SUPPRESS,
-                        help="no progress bars or progress lines")
+        sp.add_argument(
+            *flags,
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="no progress bars or progress lines",
+        )
     return p
 
 
@@ -93,15 +120,23 @@ def _os_error_line(e: OSError) -> tuple[int, str]:
     where = e.filename2 or e.filename
     what = e.strerror or type(e).__name__
     if e.errno in _DISK_FULL:
-        return EXIT_DISK_FULL, (f"{where}: disk full ({what}); what was written before is "
-                                "intact: free some space and re-run the same command (a run "
-                                "resumes where it stopped)")
-    hint = {errno.EACCES: "permission denied", errno.EPERM: "not permitted",
-            errno.EROFS: "a read-only file system", errno.EISDIR: "a folder, not a file",
-            errno.ENOTDIR: "a file where a folder was expected",
-            errno.EEXIST: "already exists"}.get(e.errno)
-    return EXIT_FILESYSTEM, (f"{where if where is not None else '(no path)'}: {what}"
-                             + (f" ({hint})" if hint and hint not in what.lower() else ""))
+        return EXIT_DISK_FULL, (
+            f"{where}: disk full ({what}); what was written before is "
+            "intact: free some space and re-run the same command (a run "
+            "resumes where it stopped)"
+        )
+    hint = {
+        errno.EACCES: "permission denied",
+        errno.EPERM: "not permitted",
+        errno.EROFS: "a read-only file system",
+        errno.EISDIR: "a folder, not a file",
+        errno.ENOTDIR: "a file where a folder was expected",
+        errno.EEXIST: "already exists",
+    }.get(e.errno)
+    return EXIT_FILESYSTEM, (
+        f"{where if where is not None else '(no path)'}: {what}"
+        + (f" ({hint})" if hint and hint not in what.lower() else "")
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     :data:`membench.core.stop.STOP_SECONDS` (one line, status 130: :mod:`membench.core.stop`)."""
     from ..content.config import content_scope
 
-    with stop.handling_stops(), content_scope():    # --content holds for this call only
+    with stop.handling_stops(), content_scope():  # --content holds for this call only
         return _main(argv)
 
 
@@ -121,17 +156,21 @@ def _main(argv: list[str] | None) -> int:
         a = parser().parse_args(argv)
         mode = "quiet" if a.quiet else os.environ.get("MEMBENCH_PROGRESS") or "auto"
         if mode not in progress.MODES:
-            raise MembenchError(f"$MEMBENCH_PROGRESS={mode[:40]!r}: expected one of "
-                                f"{', '.join(progress.MODES)} (or unset)")
+            raise MembenchError(
+                f"$MEMBENCH_PROGRESS={mode[:40]!r}: expected one of "
+                f"{', '.join(progress.MODES)} (or unset)"
+            )
         # the call's mode, not the process's from now on; its steps timed under its name
         # a server waits for requests on purpose: no "still working" lines from it
-        with progress.configured(mode), progress.command(
-                list(argv or sys.argv[1:]), heartbeat=a.func is not _serve_cmd):
+        with (
+            progress.configured(mode),
+            progress.command(list(argv or sys.argv[1:]), heartbeat=a.func is not _serve_cmd),
+        ):
             return a.func(a)
     except MembenchError as e:
         print(f"membench: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt as e:      # Ctrl-C, SIGINT or SIGTERM (core.stop): one line
+    except KeyboardInterrupt as e:  # Ctrl-C, SIGINT or SIGTERM (core.stop): one line
         stop.announce(getattr(e, "signum", None) or stop.stopped_by())
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `membench sources | head`
@@ -141,6 +180,6 @@ def _main(argv: list[str] | None) -> int:
         code, line = _os_error_line(e)
         print(f"membench: {line}", file=sys.stderr)
         return code
-    except RecursionError:   # the readers name the file; this is the last guard
+    except RecursionError:  # the readers name the file; this is the last guard
         print("membench: input nested too deeply to read", file=sys.stderr)
         return EXIT_BAD_INPUT

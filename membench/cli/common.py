@@ -15,12 +15,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..core.atomic import atomic_write_text
-from ..core.bounds import MAX_FLAG_COUNT, MAX_FLAG_SECONDS, MAX_FLAG_SEED, MAX_FLAG_WORKERS, \
-    MAX_SYNTH_SIZE
+from ..core.bounds import (
+    MAX_FLAG_COUNT,
+    MAX_FLAG_SECONDS,
+    MAX_FLAG_SEED,
+    MAX_FLAG_WORKERS,
+    MAX_SYNTH_SIZE,
+)
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import loads
 
-FMT = argparse.RawDescriptionHelpFormatter     # descriptions and epilogs keep their lines
+FMT = argparse.RawDescriptionHelpFormatter  # descriptions and epilogs keep their lines
 CORPUS_HELP = "corpus root (default: $MEMBENCH_CORPUS, else ../shared/corpus)"
 SETS_HELP = "sets folder (default: bench/sets)"
 
@@ -32,20 +37,28 @@ files (sets, items, run directories, TREC runs from others) are only read and ch
 cannot run code, and every corpus path they name must resolve inside the corpus root."""
 
 
-CONTENT_HELP = ("a setting of the shared content layer (JSON value), repeatable, for every "
-                "system that reads content through it: ocr_processes (OCR workers; the output "
-                "does not depend on it), ocr_overlap, ocr_engine (openvino or onnxruntime), "
-                "pdf_ocr_dpi, strict (1: a corpus PDF or image the layer refuses stops the run; "
-                "default 0: reported and not covered); recorded in meta.json as content, never "
-                "passed to the system")
+CONTENT_HELP = (
+    "a setting of the shared content layer (JSON value), repeatable, for every "
+    "system that reads content through it: ocr_processes (OCR workers; the output "
+    "does not depend on it), ocr_overlap, ocr_engine (openvino or onnxruntime), "
+    "pdf_ocr_dpi, strict (1: a corpus PDF or image the layer refuses stops the run; "
+    "default 0: reported and not covered); recorded in meta.json as content, never "
+    "passed to the system"
+)
 
 
 def _read_flags(p: argparse.ArgumentParser) -> None:
     """--partial and --final: what a reader of run directories may be asked to accept."""
-    p.add_argument("--partial", action="store_true", help="score an incomplete run on the "
-                   "queries it answered (marked PARTIAL everywhere)")
-    p.add_argument("--final", action="store_true", help="read a run on the frozen test split "
-                   "(logged in bench/test_access.jsonl)")
+    p.add_argument(
+        "--partial",
+        action="store_true",
+        help="score an incomplete run on the queries it answered (marked PARTIAL everywhere)",
+    )
+    p.add_argument(
+        "--final",
+        action="store_true",
+        help="read a run on the frozen test split (logged in bench/test_access.jsonl)",
+    )
 
 
 def _shown(text: str) -> str:
@@ -61,38 +74,42 @@ def int_in(lo: int, hi: int, name: str, bound: str = "") -> Callable[[str], int]
     def parse(text: str) -> int:
         try:
             v = int(text)
-        except ValueError:      # (a number past Python's 4,300 digits too)
-            raise argparse.ArgumentTypeError(f"expected an integer, {limit}, got "
-                                             f"{_shown(text)}") from None
+        except ValueError:  # (a number past Python's 4,300 digits too)
+            raise argparse.ArgumentTypeError(
+                f"expected an integer, {limit}, got {_shown(text)}"
+            ) from None
         if not lo <= v <= hi:
             raise argparse.ArgumentTypeError(f"must be {limit}, got {_shown(text)}")
         return v
 
     parse.__name__ = parse.__qualname__ = name
-    parse.range = (lo, hi)          # type: ignore[attr-defined]
+    parse.range = (lo, hi)  # type: ignore[attr-defined]
     return parse
 
 
-def float_in(lo: float, hi: float, name: str, *, lo_open: bool = False, bound: str = "",
-             unit: str = "") -> Callable[[str], float]:
+def float_in(
+    lo: float, hi: float, name: str, *, lo_open: bool = False, bound: str = "", unit: str = ""
+) -> Callable[[str], float]:
     """An argparse type: a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``); NaN
     and infinities are refused, like anything outside the range, in one line stating it."""
-    limit = (f"{'>' if lo_open else '>='} {lo:g} and <= {hi:g}{unit}"
-             + (f" (bound {bound})" if bound else ""))
+    limit = f"{'>' if lo_open else '>='} {lo:g} and <= {hi:g}{unit}" + (
+        f" (bound {bound})" if bound else ""
+    )
 
     def parse(text: str) -> float:
         try:
             v = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number {limit}, got "
-                                             f"{_shown(text)}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected a number {limit}, got {_shown(text)}"
+            ) from None
         if not math.isfinite(v) or not (lo < v if lo_open else lo <= v) or not v <= hi:
             raise argparse.ArgumentTypeError(f"must be {limit}, got {_shown(text)}")
         return v
 
     parse.__name__ = parse.__qualname__ = name
-    parse.range = (lo, hi)          # type: ignore[attr-defined]
-    parse.lo_open = lo_open         # type: ignore[attr-defined]
+    parse.range = (lo, hi)  # type: ignore[attr-defined]
+    parse.lo_open = lo_open  # type: ignore[attr-defined]
     return parse
 
 
@@ -107,8 +124,9 @@ count_or_zero = int_in(0, MAX_FLAG_COUNT, "count_or_zero", "flag_count")
 #: a TCP port (0: the system picks a free one)
 port_number = int_in(0, 65535, "port_number")
 #: a duration in seconds (--connect-timeout)
-positive_seconds = float_in(0, MAX_FLAG_SECONDS, "positive_seconds", lo_open=True,
-                            bound="flag_seconds", unit=" s")
+positive_seconds = float_in(
+    0, MAX_FLAG_SECONDS, "positive_seconds", lo_open=True, bound="flag_seconds", unit=" s"
+)
 #: a share of a whole (pool and q2d --share)
 share_fraction = float_in(0, 1, "share_fraction", lo_open=True)
 #: synth --atoms and --queries
@@ -123,17 +141,17 @@ def resample_count(text: str) -> int:
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, 1 to {MAX_RESAMPLES:,} (bound "
-                                         f"resamples), got {_shown(text)}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected an integer, 1 to {MAX_RESAMPLES:,} (bound resamples), got {_shown(text)}"
+        ) from None
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
     if v > MAX_RESAMPLES:
-        raise argparse.ArgumentTypeError(f"at most {MAX_RESAMPLES:,} (bound resamples), got "
-                                         f"{v:,}")
+        raise argparse.ArgumentTypeError(f"at most {MAX_RESAMPLES:,} (bound resamples), got {v:,}")
     return v
 
 
-resample_count.range = (1, 100_000)     # type: ignore[attr-defined]  (checked: test_cli_flags)
+resample_count.range = (1, 100_000)  # type: ignore[attr-defined]  (checked: test_cli_flags)
 
 
 def _write_output(path: str | Path, text: str, flag: str) -> Path:
@@ -141,8 +159,9 @@ def _write_output(path: str | Path, text: str, flag: str) -> Path:
     a missing parent folder is created."""
     p = Path(path)
     if p.is_dir():
-        raise InputError(p, None, None, f"is a folder; {flag} names a file to write",
-                         rule="ARGUMENT")
+        raise InputError(
+            p, None, None, f"is a folder; {flag} names a file to write", rule="ARGUMENT"
+        )
     p.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(p, text)
     return p
@@ -158,7 +177,7 @@ def _parse_config(pairs: list[str] | None) -> dict:
         try:
             cfg[k] = loads(v)
         except json.JSONDecodeError:
-            cfg[k] = v                      # not JSON: the text itself (e.g. gate=rrf)
+            cfg[k] = v  # not JSON: the text itself (e.g. gate=rrf)
         except (ValueError, RecursionError) as e:
             raise MembenchError(f"--config {k}=...: not a usable JSON value ({e})"[:200]) from None
     return cfg

@@ -28,26 +28,32 @@ def _corpus_cmd(a: argparse.Namespace) -> int:
 
         folders = {s.folder for s in SOURCES}
         if not any((root / f).is_dir() for f in folders) and (
-                folders_near(root, folders) is not None
-                or not any(p.is_dir() for p in root.iterdir())):
+            folders_near(root, folders) is not None or not any(p.is_dir() for p in root.iterdir())
+        ):
             check_corpus_root(root, folders)  # one level off, or empty: never an empty manifest
         entries = write_manifest(root, manifest)
-        print(f"wrote {manifest}: {len(entries)} sources, "
-              f"{sum(len(e.files) for e in entries)} files")
+        print(
+            f"wrote {manifest}: {len(entries)} sources, {sum(len(e.files) for e in entries)} files"
+        )
         return 0
     res = check_corpus(root, manifest)
     for p in res.problems:
         print(p)
-    print(f"corpus check: {res.checked} files against {manifest}: "
-          f"{'OK' if res.ok else f'{len(res.problems)} problem(s) ' + _drift_counts(res)}")
+    print(
+        f"corpus check: {res.checked} files against {manifest}: "
+        f"{'OK' if res.ok else f'{len(res.problems)} problem(s) ' + _drift_counts(res)}"
+    )
     return 0 if res.ok else 1
 
 
 def _drift_counts(res) -> str:
     """``(1 added, 2 removed, 3 altered)`` from a corpus check's problems."""
     c = res.counts()
-    parts = [f"{c.get('ADDED_FILE', 0)} added", f"{c.get('MISSING_FILE', 0)} removed",
-             f"{c.get('DIGEST_DRIFT', 0)} altered"]
+    parts = [
+        f"{c.get('ADDED_FILE', 0)} added",
+        f"{c.get('MISSING_FILE', 0)} removed",
+        f"{c.get('DIGEST_DRIFT', 0)} altered",
+    ]
     if c.get("PATH_OUTSIDE_CORPUS"):
         parts.append(f"{c['PATH_OUTSIDE_CORPUS']} outside the root")
     return "(" + ", ".join(parts) + ")"
@@ -63,10 +69,12 @@ def _check_corpus_before_build(root: Path, manifest: Path, only: set[str] | None
         for p in res.problems[:20]:
             print(p, file=sys.stderr)
         more = " (the first 20 above)" if len(res.problems) > 20 else ""
-        raise MembenchError(f"{root}: the corpus differs from {manifest}: "
-                            f"{len(res.problems)} problem(s) {_drift_counts(res)}{more}; "
-                            "`membench corpus check` lists them; the sets are built only from "
-                            "the mirror the manifest freezes")
+        raise MembenchError(
+            f"{root}: the corpus differs from {manifest}: "
+            f"{len(res.problems)} problem(s) {_drift_counts(res)}{more}; "
+            "`membench corpus check` lists them; the sets are built only from "
+            "the mirror the manifest freezes"
+        )
 
 
 def _sources_cmd(a: argparse.Namespace) -> int:
@@ -81,24 +89,32 @@ def _sources_cmd(a: argparse.Namespace) -> int:
     print("|---|---|---|---|---|---|")
     for s in SOURCES:
         here = "yes" if root and s.available(root) else "no"
-        print(f"| {s.key} | {s.name} | {s.modality} | {here} | {s.annotation_source} | "
-              f"{s.license} |")
+        print(
+            f"| {s.key} | {s.name} | {s.modality} | {here} | {s.annotation_source} | {s.license} |"
+        )
     return 0
 
 
 def _add_corpus(sub) -> None:
-    c = sub.add_parser("corpus", help="check the corpus mirror against the manifest, or "
-                       "rewrite the manifest", formatter_class=FMT, description="""\
+    c = sub.add_parser(
+        "corpus",
+        help="check the corpus mirror against the manifest, or rewrite the manifest",
+        formatter_class=FMT,
+        description="""\
 check     every manifest file under the corpus root: present, same bytes (sha256), and no
           file the manifest does not list (added, removed and altered files are reported;
           exit 1 on any).
 manifest  REWRITE bench/corpus/manifest.jsonl (a committed file) from every mirrored
           folder's PROVENANCE.jsonl, keeping the retrieved_at dates already in it. Do this
-          only when the mirror is meant to change, and commit the result.""")
+          only when the mirror is meant to change, and commit the result.""",
+    )
     c.add_argument("action", choices=["check", "manifest"], help="check or manifest (above)")
     c.add_argument("--corpus", help=CORPUS_HELP)
-    c.add_argument("--manifest", default=str(MANIFEST_PATH),
-                   help="manifest file (default: bench/corpus/manifest.jsonl)")
+    c.add_argument(
+        "--manifest",
+        default=str(MANIFEST_PATH),
+        help="manifest file (default: bench/corpus/manifest.jsonl)",
+    )
     c.set_defaults(func=_corpus_cmd)
 
 

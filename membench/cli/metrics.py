@@ -17,8 +17,9 @@ from .common import _read_flags
 def _metrics_cmd(a: argparse.Namespace) -> int:
     from ..metrics import format_brief, format_table, metrics_for_run_dir
 
-    m = metrics_for_run_dir(Path(a.run_dir), Path(a.sets) if a.sets else None,
-                            partial=a.partial, final=a.final)
+    m = metrics_for_run_dir(
+        Path(a.run_dir), Path(a.sets) if a.sets else None, partial=a.partial, final=a.final
+    )
     if a.json:
         print(json.dumps(m, indent=1))
     elif getattr(a, "brief", False):
@@ -31,17 +32,25 @@ def _metrics_cmd(a: argparse.Namespace) -> int:
 def _export_cmd(a: argparse.Namespace) -> int:
     from ..metrics.export import export_run
 
-    done = export_run(Path(a.run_dir), Path(a.out), Path(a.sets) if a.sets else None,
-                      partial=a.partial, final=a.final)
-    print(f"{done['label']}: {done['queries']} queries ({done['answerable']} answerable) -> "
-          f"{done['out']}: run.trec ({done['run_lines']} lines), qrels.trec "
-          f"({done['qrels_lines']} lines), topics.jsonl")
+    done = export_run(
+        Path(a.run_dir),
+        Path(a.out),
+        Path(a.sets) if a.sets else None,
+        partial=a.partial,
+        final=a.final,
+    )
+    print(
+        f"{done['label']}: {done['queries']} queries ({done['answerable']} answerable) -> "
+        f"{done['out']}: run.trec ({done['run_lines']} lines), qrels.trec "
+        f"({done['qrels_lines']} lines), topics.jsonl"
+    )
     return 0
 
 
 def _add_export(sub) -> None:
-    ex = sub.add_parser("export", help="a run as TREC files: run.trec, qrels.trec (atom level) "
-                        "and topics.jsonl")
+    ex = sub.add_parser(
+        "export", help="a run as TREC files: run.trec, qrels.trec (atom level) and topics.jsonl"
+    )
     ex.add_argument("run_dir", help="the run directory to export")
     ex.add_argument("--out", required=True, help="folder for run.trec, qrels.trec, topics.jsonl")
     ex.add_argument("--sets", help="sets folder (default: the one recorded in meta.json)")
@@ -54,8 +63,11 @@ def _add_metrics(sub) -> None:
     mt.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")
     mt.add_argument("--sets", help="sets folder (default: the one recorded in meta.json)")
     mt.add_argument("--json", action="store_true", help="print the JSON instead of the table")
-    mt.add_argument("--brief", action="store_true", help="the gates and the headline figures "
-                    "in a few lines instead of the full table")
+    mt.add_argument(
+        "--brief",
+        action="store_true",
+        help="the gates and the headline figures in a few lines instead of the full table",
+    )
     _read_flags(mt)
     mt.set_defaults(func=_metrics_cmd)
 

@@ -22,8 +22,11 @@ def _trec_eval_cmd(a: argparse.Namespace) -> int:
 def _add_trec_eval(sub) -> None:
     from ..trec.trec_eval import add_arguments as _trec_eval_arguments
 
-    te = sub.add_parser("trec-eval", help="trec_eval's measures and output on plain TREC files "
-                        "(membench's engine; trec_eval 10.0's semantics and options)")
+    te = sub.add_parser(
+        "trec-eval",
+        help="trec_eval's measures and output on plain TREC files "
+        "(membench's engine; trec_eval 10.0's semantics and options)",
+    )
     _trec_eval_arguments(te)
     te.set_defaults(func=_trec_eval_cmd)
 

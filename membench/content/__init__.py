@@ -33,11 +33,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ..contract.protocol import Atom, check_atom
+from ..contract.schema import SourceItem
 from ..core import content_guard as guard
 from ..core import progress as _progress
 from ..core.errors import MembenchError
-from ..contract.schema import SourceItem
-from ..contract.protocol import Atom, check_atom
 from . import ocr as _ocr
 from . import pdf as _pdf
 from .code import chunk_code
@@ -60,13 +60,21 @@ PART_OCR_MODALITIES = ("pdf",)
 # which reader makes the reference systems' atoms of each modality (the OCR ones take a
 # precomputed OCR result too)
 CHUNKERS: dict[str, Callable[..., list[Atom]]] = {
-    "pdf": chunk_pdf, "image": chunk_image, "ui_screenshot": chunk_screenshot,
-    "video": chunk_video, "code": chunk_code, "conversation": chunk_conversation,
+    "pdf": chunk_pdf,
+    "image": chunk_image,
+    "ui_screenshot": chunk_screenshot,
+    "video": chunk_video,
+    "code": chunk_code,
+    "conversation": chunk_conversation,
 }
 
 
-def chunk_item(item: SourceItem, corpus_root: Path, config: ChunkConfig | None = None,
-               ocr: _ocr.OcrResult | None = None) -> list[Atom]:
+def chunk_item(
+    item: SourceItem,
+    corpus_root: Path,
+    config: ChunkConfig | None = None,
+    ocr: _ocr.OcrResult | None = None,
+) -> list[Atom]:
     """The atoms of one item (``ocr``: a precomputed OCR result for image/screenshot items; for
     a PDF, page -> OCR result of its pages without a text layer)."""
     config = config or ChunkConfig()
@@ -76,8 +84,7 @@ def chunk_item(item: SourceItem, corpus_root: Path, config: ChunkConfig | None =
     if fn is None:  # pragma: no cover - the schema forbids it
         raise MembenchError(f"{item.source_id}: no chunker for modality {m!r}")
     takes_ocr = m in OCR_MODALITIES + PART_OCR_MODALITIES
-    atoms = fn(item, corpus_root, config, ocr) if takes_ocr else \
-        fn(item, corpus_root, config)
+    atoms = fn(item, corpus_root, config, ocr) if takes_ocr else fn(item, corpus_root, config)
     for a in atoms:
         why = check_atom(a, item)
         if why:
@@ -87,7 +94,7 @@ def chunk_item(item: SourceItem, corpus_root: Path, config: ChunkConfig | None =
 
 # source id -> the line that refused its file, in this process (what not_covered counts)
 _refused: dict[str, guard.ContentError] = {}
-_said: set[str] = set()     # the lines already printed (a file is reported once)
+_said: set[str] = set()  # the lines already printed (a file is reported once)
 
 
 def _refuse(item: SourceItem, e: guard.ContentError) -> None:
@@ -99,8 +106,11 @@ def _refuse(item: SourceItem, e: guard.ContentError) -> None:
     _refused[item.source_id] = e
     if str(e) not in _said:
         _said.add(str(e))
-        print(f"membench: {e} (not covered: {item.source_id}; --content strict=1 stops here)",
-              file=sys.stderr, flush=True)
+        print(
+            f"membench: {e} (not covered: {item.source_id}; --content strict=1 stops here)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def not_covered(clear: bool = False) -> dict[str, Any]:
@@ -110,8 +120,11 @@ def not_covered(clear: bool = False) -> dict[str, Any]:
     by_rule: dict[str, int] = {}
     for e in _refused.values():
         by_rule[e.rule] = by_rule.get(e.rule, 0) + 1
-    out = {"items": len(_refused), "by_rule": dict(sorted(by_rule.items())),
-           "first": {sid: str(e) for sid, e in list(_refused.items())[:20]}}
+    out = {
+        "items": len(_refused),
+        "by_rule": dict(sorted(by_rule.items())),
+        "first": {sid: str(e) for sid, e in list(_refused.items())[:20]},
+    }
     if clear:
         _refused.clear()
         _said.clear()
@@ -123,17 +136,23 @@ def _takes_two(fn: Callable) -> bool:
     import inspect
 
     try:
-        params = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+        ]
     except (TypeError, ValueError):
         return False
     return len(params) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
-def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
-          config: ChunkConfig | None = None,
-          progress: Callable[[str, int, int], None] | None = None,
-          while_ocr: Callable[..., None] | None = None) -> list[Atom]:
+def chunk(
+    items: Iterable[SourceItem],
+    corpus_root: str | Path,
+    config: ChunkConfig | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+    while_ocr: Callable[..., None] | None = None,
+) -> list[Atom]:
     """All atoms of ``items``, in item order then position in the item.
 
     Images, screenshots and PDF pages without a text layer that are not in the OCR cache are
@@ -152,8 +171,9 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
     config = config or ChunkConfig()
     corpus_root = Path(corpus_root)
     items = list(items)
-    paths = {it.source_id: item_file(it, corpus_root) for it in items
-             if it.modality in OCR_MODALITIES}
+    paths = {
+        it.source_id: item_file(it, corpus_root) for it in items if it.modality in OCR_MODALITIES
+    }
     pdf_pages, pre_hit, refused = _pdf_ocr_pages(items, corpus_root, config)
     results: dict[str, Any] = {}
     ocr_ran: set[str] = set()
@@ -177,11 +197,13 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
                 if _pdf.stats["extractions"] > extracted:
                     bar.count("PDF text layers extracted")
                 # an item is a cache hit when its PDF text or its OCR came from the cache
-                bar.advance(cache_hit=_pdf.stats["cache_hits"] > hits
-                            or pre_hit.get(it.source_id, False)
-                            and it.source_id not in pdf_pages
-                            or results.get(it.source_id) is not None
-                            and it.source_id not in ocr_ran)
+                bar.advance(
+                    cache_hit=_pdf.stats["cache_hits"] > hits
+                    or pre_hit.get(it.source_id, False)
+                    and it.source_id not in pdf_pages
+                    or results.get(it.source_id) is not None
+                    and it.source_id not in ocr_ran
+                )
                 bar.count("atoms", len(by_item[k]))
                 done += 1
                 if progress:
@@ -192,18 +214,20 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
     if sources:
         calls = _ocr.stats["engine_calls"]
         job = _ocr.start_many(
-            sources, upscale_min_side=config.ocr_upscale_min_side,
+            sources,
+            upscale_min_side=config.ocr_upscale_min_side,
             engine=config.ocr_engine,
             processes=config.ocr_processes if config.ocr_overlap else 1,
             progress=(lambda d, n: progress("ocr", d, n)) if progress else None,
-            pdf_dpi=config.pdf_ocr_dpi)
+            pdf_dpi=config.pdf_ocr_dpi,
+        )
     with job if job is not None else contextlib.nullcontext():
-        if job is not None and not job.running:     # in process: OCR first, as before
+        if job is not None and not job.running:  # in process: OCR first, as before
             job.wait()
         make(plain, "content")
         if while_ocr is not None and plain and job is not None and job.running:
             done_atoms = [a for k in plain for a in by_item[k]]
-            if _takes_two(while_ocr):       # it may ask whether the workers still work
+            if _takes_two(while_ocr):  # it may ask whether the workers still work
                 while_ocr(done_atoms, lambda: job.working)
             else:
                 while_ocr(done_atoms)
@@ -211,18 +235,27 @@ def chunk(items: Iterable[SourceItem], corpus_root: str | Path,
             by_path = job.wait()
             _refuse_failed(items, job.failed, paths, pdf_pages, refused)
             results = {sid: by_path[str(p)] for sid, p in paths.items() if sid not in refused}
-            results.update({sid: {p: by_path[s] for p, s in pages.items()}
-                            for sid, pages in pdf_pages.items() if sid not in refused})
+            results.update(
+                {
+                    sid: {p: by_path[s] for p, s in pages.items()}
+                    for sid, pages in pdf_pages.items()
+                    if sid not in refused
+                }
+            )
             if _ocr.stats["engine_calls"] > calls:  # which items' OCR ran now (not cached)
                 ocr_ran = {sid for sid, p in paths.items() if _ocr.last_run.get(str(p))}
-                ocr_ran |= {sid for sid, pages in pdf_pages.items()
-                            if any(_ocr.last_run.get(s) for s in pages.values())}
+                ocr_ran |= {
+                    sid
+                    for sid, pages in pdf_pages.items()
+                    if any(_ocr.last_run.get(s) for s in pages.values())
+                }
             make(with_ocr, "content (OCR text)")
     return _in_item_order(len(items), by_item)
 
 
-def _pdf_ocr_pages(items: list[SourceItem], corpus_root: Path, config: ChunkConfig
-                   ) -> tuple[dict[str, dict[int, str]], dict[str, bool], set[str]]:
+def _pdf_ocr_pages(
+    items: list[SourceItem], corpus_root: Path, config: ChunkConfig
+) -> tuple[dict[str, dict[int, str]], dict[str, bool], set[str]]:
     """The PDF pages without a text layer, OCR sources too (``"<path>#page=<p>"``) by item
     and page; per PDF item whether its text layers came from the cache; the items refused."""
     pdf_pages: dict[str, dict[int, str]] = {}
@@ -253,14 +286,20 @@ def _in_item_order(n: int, by_item: dict[int, list[Atom]]) -> list[Atom]:
         for a in by_item[k]:
             other = seen.setdefault(a.atom_id, a.source_id)
             if other != a.source_id:  # pragma: no cover - 64-bit collision
-                raise MembenchError(f"atom id {a.atom_id} of {a.source_id} collides with "
-                                    f"one of {other}")
+                raise MembenchError(
+                    f"atom id {a.atom_id} of {a.source_id} collides with one of {other}"
+                )
             atoms.append(a)
     return atoms
 
 
-def _chunk_guarded(it: SourceItem, corpus_root: Path, config: ChunkConfig,
-                   results: dict[str, Any], refused: set[str]) -> list[Atom]:
+def _chunk_guarded(
+    it: SourceItem,
+    corpus_root: Path,
+    config: ChunkConfig,
+    results: dict[str, Any],
+    refused: set[str],
+) -> list[Atom]:
     """The item's atoms, or none when the guard refused its file (:func:`_refuse`)."""
     if it.source_id in refused:
         return []
@@ -272,9 +311,13 @@ def _chunk_guarded(it: SourceItem, corpus_root: Path, config: ChunkConfig,
         return []
 
 
-def _refuse_failed(items: list[SourceItem], failed: dict[str, guard.ContentError],
-                   paths: dict[str, Path], pdf_pages: dict[str, dict[int, str]],
-                   refused: set[str]) -> None:
+def _refuse_failed(
+    items: list[SourceItem],
+    failed: dict[str, guard.ContentError],
+    paths: dict[str, Path],
+    pdf_pages: dict[str, dict[int, str]],
+    refused: set[str],
+) -> None:
     """Refuse the items one of whose OCR sources (an image, a PDF page) the guard refused."""
     if not failed:
         return
@@ -290,8 +333,9 @@ def _refuse_failed(items: list[SourceItem], failed: dict[str, guard.ContentError
 def content_meta(config: ChunkConfig | None = None) -> dict[str, Any]:
     """What a run records about chunking: the config and the extractors' identities."""
     config = config or ChunkConfig()
-    return {"chunk_config": config.as_dict(),
-            "ocr_engine": _ocr.engine_tag(config.ocr_upscale_min_side, config.ocr_engine),
-            "pdf_extractor": _pdf.extractor_tag(),
-            "pdf_page_renderer": (_ocr.render_tag(config.pdf_ocr_dpi) if config.pdf_ocr_dpi
-                                  else "off")}
+    return {
+        "chunk_config": config.as_dict(),
+        "ocr_engine": _ocr.engine_tag(config.ocr_upscale_min_side, config.ocr_engine),
+        "pdf_extractor": _pdf.extractor_tag(),
+        "pdf_page_renderer": (_ocr.render_tag(config.pdf_ocr_dpi) if config.pdf_ocr_dpi else "off"),
+    }

@@ -32,8 +32,8 @@ import re
 import warnings
 from pathlib import Path
 
-from ..contract.schema import SourceItem
 from ..contract.protocol import Atom
+from ..contract.schema import SourceItem
 from .common import dedupe, item_file, make_atom
 from .config import ChunkConfig
 from .windows import spans
@@ -68,6 +68,7 @@ def _move_up(lines: list[str], start: int, floor: int) -> int:
 
 # ----------------------------------------------------------------------------- python (ast)
 
+
 def python_cuts(lines: list[str]) -> list[Cut] | None:
     src = "\n".join(lines)
     if "\r" in src.replace("\r\n", ""):
@@ -99,44 +100,100 @@ def python_cuts(lines: list[str]) -> list[Cut] | None:
 # ----------------------------------------------------------------------------- patterns
 
 _MODS_JAVA = r"(?:(?:public|protected|private|static|final|abstract|synchronized|native|default|strictfp)\s+)"
-_NOT_TYPES = {"return", "new", "else", "throw", "throws", "case", "if", "for", "while", "switch",
-              "catch", "do", "try", "assert", "yield", "await", "import", "package", "goto",
-              "instanceof", "super", "this", "function", "typeof", "delete",
-              "elseif", "echo", "print", "require", "include"}
+_NOT_TYPES = {
+    "return",
+    "new",
+    "else",
+    "throw",
+    "throws",
+    "case",
+    "if",
+    "for",
+    "while",
+    "switch",
+    "catch",
+    "do",
+    "try",
+    "assert",
+    "yield",
+    "await",
+    "import",
+    "package",
+    "goto",
+    "instanceof",
+    "super",
+    "this",
+    "function",
+    "typeof",
+    "delete",
+    "elseif",
+    "echo",
+    "print",
+    "require",
+    "include",
+}
 
 # language -> (function patterns, type patterns); group "name" is the symbol, optional group
 # "recv" qualifies it.
 _PATTERNS: dict[str, tuple[list[re.Pattern], list[re.Pattern]]] = {
     "go": (
-        [re.compile(r"^func\s*(?:\(\s*(?:\w+\s+)?\*?\s*(?P<recv>\w+)(?:\[[^\]]*\])?\s*\)\s*)?"
-                    r"(?P<name>\w+)\s*[\[(]")],
+        [
+            re.compile(
+                r"^func\s*(?:\(\s*(?:\w+\s+)?\*?\s*(?P<recv>\w+)(?:\[[^\]]*\])?\s*\)\s*)?"
+                r"(?P<name>\w+)\s*[\[(]"
+            )
+        ],
         [re.compile(r"^type\s+(?P<name>\w+)(?:\[[^\]]*\])?\s+(?:struct|interface)\b")],
     ),
     "java": (
-        [re.compile(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*" + _MODS_JAVA + r"*(?:<[^>]*>\s+)?"
-                    r"(?P<type>[\w$][\w$<>\[\],.?]*(?:\s*<[^()]*>)?(?:\[\])*)\s+(?P<name>[\w$]+)\s*\("
-                    r"(?!.*;\s*$)"),
-         re.compile(r"^\s*(?:public|protected|private)\s+(?P<name>[A-Z][\w$]*)\s*\((?!.*;\s*$)")],
-        [re.compile(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*"
-                    r"(?:(?:public|protected|private|static|final|abstract|sealed|strictfp)\s+)*"
-                    r"(?:class|interface|enum|record|@interface)\s+(?P<name>[\w$]+)")],
+        [
+            re.compile(
+                r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*" + _MODS_JAVA + r"*(?:<[^>]*>\s+)?"
+                r"(?P<type>[\w$][\w$<>\[\],.?]*(?:\s*<[^()]*>)?(?:\[\])*)\s+(?P<name>[\w$]+)\s*\("
+                r"(?!.*;\s*$)"
+            ),
+            re.compile(r"^\s*(?:public|protected|private)\s+(?P<name>[A-Z][\w$]*)\s*\((?!.*;\s*$)"),
+        ],
+        [
+            re.compile(
+                r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*"
+                r"(?:(?:public|protected|private|static|final|abstract|sealed|strictfp)\s+)*"
+                r"(?:class|interface|enum|record|@interface)\s+(?P<name>[\w$]+)"
+            )
+        ],
     ),
     "javascript": (
-        [re.compile(r"^\s*(?:export\s+(?:default\s+)?)?(?:async\s+)?function\s*\*?\s*"
-                    r"(?P<name>[\w$]+)\s*\("),
-         re.compile(r"^\s*(?:export\s+)?(?:const|let|var)\s+(?P<name>[\w$]+)\s*=\s*(?:async\s+)?"
-                    r"(?:function\b|\([^)]*\)\s*=>|[\w$]+\s*=>)"),
-         re.compile(r"^\s*(?P<name>(?:[\w$]+\.)*[\w$]+)\s*=\s*(?:async\s+)?function\b"),
-         re.compile(r"^\s*,?\s*(?P<name>[\w$]+)\s*:\s*(?:async\s+)?function\b"),
-         re.compile(r"^\s*(?:static\s+)?(?:async\s+)?(?:[gs]et\s+)?\*?(?P<name>[\w$]+)\s*"
-                    r"\([^)]*\)\s*\{\s*$")],
+        [
+            re.compile(
+                r"^\s*(?:export\s+(?:default\s+)?)?(?:async\s+)?function\s*\*?\s*"
+                r"(?P<name>[\w$]+)\s*\("
+            ),
+            re.compile(
+                r"^\s*(?:export\s+)?(?:const|let|var)\s+(?P<name>[\w$]+)\s*=\s*(?:async\s+)?"
+                r"(?:function\b|\([^)]*\)\s*=>|[\w$]+\s*=>)"
+            ),
+            re.compile(r"^\s*(?P<name>(?:[\w$]+\.)*[\w$]+)\s*=\s*(?:async\s+)?function\b"),
+            re.compile(r"^\s*,?\s*(?P<name>[\w$]+)\s*:\s*(?:async\s+)?function\b"),
+            re.compile(
+                r"^\s*(?:static\s+)?(?:async\s+)?(?:[gs]et\s+)?\*?(?P<name>[\w$]+)\s*"
+                r"\([^)]*\)\s*\{\s*$"
+            ),
+        ],
         [re.compile(r"^\s*(?:export\s+(?:default\s+)?)?class\s+(?P<name>[\w$]+)")],
     ),
     "php": (
-        [re.compile(r"^\s*(?:(?:public|protected|private|static|final|abstract)\s+)*function\s+&?\s*"
-                    r"(?P<name>\w+)\s*\(")],
-        [re.compile(r"^\s*(?:(?:abstract|final|readonly)\s+)*(?:class|interface|trait|enum)\s+"
-                    r"(?P<name>\w+)")],
+        [
+            re.compile(
+                r"^\s*(?:(?:public|protected|private|static|final|abstract)\s+)*function\s+&?\s*"
+                r"(?P<name>\w+)\s*\("
+            )
+        ],
+        [
+            re.compile(
+                r"^\s*(?:(?:abstract|final|readonly)\s+)*(?:class|interface|trait|enum)\s+"
+                r"(?P<name>\w+)"
+            )
+        ],
     ),
     "ruby": (
         [re.compile(r"^\s*def\s+(?P<name>(?:self\.)?[\w.]+[?!=]?)")],
@@ -164,8 +221,7 @@ def _indent(line: str) -> int:
 def _indent_unit(lines: list[str]) -> int:
     """One indentation level: the smallest positive indent of a code line (comment lines such
     as `` * text`` inside a doc comment do not count), between 2 and 8 columns."""
-    pos = [_indent(ln) for ln in lines
-           if ln.strip() and not _lead_ok(ln) and _indent(ln) > 0]
+    pos = [_indent(ln) for ln in lines if ln.strip() and not _lead_ok(ln) and _indent(ln) > 0]
     return max(2, min(min(pos), 8)) if pos else 4
 
 
@@ -228,6 +284,7 @@ def pattern_cuts(lines: list[str], language: str) -> list[Cut] | None:
 
 # ----------------------------------------------------------------------------- segments
 
+
 def segments(n: int, cuts: list[Cut]) -> list[tuple[int, int, str | None, int | None]]:
     """Partition lines 1..n at the cuts: ``(start, end, symbol, definition line)``. At one
     line a cut with a symbol wins over one without."""
@@ -259,8 +316,9 @@ def _split(s: int, e: int, max_lines: int) -> list[tuple[int, int]]:
     return [(a, min(e, a + size - 1)) for a in range(s, e + 1, size)]
 
 
-def code_ranges(lines: list[str], language: str, config: ChunkConfig
-                ) -> list[tuple[int, int, str | None]]:
+def code_ranges(
+    lines: list[str], language: str, config: ChunkConfig
+) -> list[tuple[int, int, str | None]]:
     """The atoms' line ranges ``(line_start, line_end, symbol or None)`` for one file."""
     n = len(lines)
     cuts: list[Cut] | None = None
@@ -291,7 +349,7 @@ def chunk_code(item: SourceItem, corpus_root: Path, config: ChunkConfig) -> list
         extent = {"path": path, "line_start": a, "line_end": b}
         if sym:
             extent["symbol"] = sym
-        body = "\n".join(ln.rstrip("\r") for ln in lines[a - 1:b])
+        body = "\n".join(ln.rstrip("\r") for ln in lines[a - 1 : b])
         text = f"{path}\n{body}" if config.code_path_header else body
         atoms.append(make_atom(item, extent, text))
     return dedupe(atoms)

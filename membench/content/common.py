@@ -9,10 +9,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..contract.protocol import Atom
+from ..contract.schema import SourceItem
 from ..core.errors import MembenchError
 from ..core.paths import confine
-from ..contract.schema import SourceItem
-from ..contract.protocol import Atom
 
 
 def atom_id(source_id: str, extent: dict[str, Any]) -> str:
@@ -20,15 +20,24 @@ def atom_id(source_id: str, extent: dict[str, Any]) -> str:
 
     Deterministic, and opaque: the source id never appears in clear. Two atoms of one item
     with the same extent get the same id (chunkers merge those)."""
-    key = source_id + "|" + json.dumps(extent, sort_keys=True, separators=(",", ":"),
-                                       ensure_ascii=False)
+    key = (
+        source_id
+        + "|"
+        + json.dumps(extent, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    )
     return "a" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
 
 
 def make_atom(item: SourceItem, extent: dict[str, Any], text: str) -> Atom:
-    return Atom(atom_id=atom_id(item.source_id, extent), source_id=item.source_id,
-                modality=item.modality, holder=item.holder, observed_at=item.observed_at,
-                extent=extent, text=text)
+    return Atom(
+        atom_id=atom_id(item.source_id, extent),
+        source_id=item.source_id,
+        modality=item.modality,
+        holder=item.holder,
+        observed_at=item.observed_at,
+        extent=extent,
+        text=text,
+    )
 
 
 def dedupe(atoms: list[Atom]) -> list[Atom]:
@@ -40,8 +49,15 @@ def dedupe(atoms: list[Atom]) -> list[Atom]:
         if old is None:
             out[a.atom_id] = a
         elif a.text and a.text not in old.text:
-            out[a.atom_id] = Atom(old.atom_id, old.source_id, old.modality, old.holder,
-                                  old.observed_at, old.extent, (old.text + "\n" + a.text).strip())
+            out[a.atom_id] = Atom(
+                old.atom_id,
+                old.source_id,
+                old.modality,
+                old.holder,
+                old.observed_at,
+                old.extent,
+                (old.text + "\n" + a.text).strip(),
+            )
     return list(out.values())
 
 

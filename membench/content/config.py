@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
 from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..core.errors import MembenchError
@@ -31,13 +31,18 @@ CONTENT_KEYS: dict[str, str] = {
     "ocr_engine": "what runs the OCR models: openvino (default) or onnxruntime",
     "pdf_ocr_dpi": "render resolution of PDF pages without a text layer (0: off)",
     "strict": "1: a corpus PDF or image the content layer refuses stops the run (default 0: "
-              "the item is reported, counted as not covered, and the run goes on)",
+    "the item is reported, counted as not covered, and the run goes on)",
 }
 #: the environment variable that carries them (a JSON object), so OCR worker processes and
 #: Ray workers started from this process read the same settings
 CONTENT_ENV = "MEMBENCH_CONTENT"
-_DEFAULTS: dict[str, Any] = {"ocr_processes": 1, "ocr_overlap": True, "ocr_engine": "openvino",
-                             "pdf_ocr_dpi": 72, "strict": 0}
+_DEFAULTS: dict[str, Any] = {
+    "ocr_processes": 1,
+    "ocr_overlap": True,
+    "ocr_engine": "openvino",
+    "pdf_ocr_dpi": 72,
+    "strict": 0,
+}
 #: the settings that are the layer's alone, not fields of a :class:`ChunkConfig`
 LAYER_ONLY = ("strict",)
 
@@ -48,8 +53,10 @@ def content_settings() -> dict[str, Any]:
     raw = os.environ.get(CONTENT_ENV)
     given = json.loads(raw) if raw else {}
     if not isinstance(given, dict) or set(given) - set(_DEFAULTS):
-        raise MembenchError(f"${CONTENT_ENV}: expected a JSON object with keys among "
-                            f"{', '.join(CONTENT_KEYS)}, got {raw[:120]!r}")
+        raise MembenchError(
+            f"${CONTENT_ENV}: expected a JSON object with keys among "
+            f"{', '.join(CONTENT_KEYS)}, got {raw[:120]!r}"
+        )
     return {**_DEFAULTS, **given}
 
 
@@ -73,13 +80,15 @@ def set_content_settings(settings: dict[str, Any]) -> dict[str, Any]:
     as a :class:`ChunkConfig` would check them); returns them all."""
     unknown = sorted(set(settings) - set(CONTENT_KEYS))
     if unknown:
-        raise MembenchError(f"--content {unknown[0]}: not a content-layer setting (one of "
-                            f"{', '.join(CONTENT_KEYS)}); a system's own parameters go in "
-                            "--config")
+        raise MembenchError(
+            f"--content {unknown[0]}: not a content-layer setting (one of "
+            f"{', '.join(CONTENT_KEYS)}); a system's own parameters go in "
+            "--config"
+        )
     merged = {**content_settings(), **settings}
-    if merged["strict"] not in (0, 1):      # True and False are 1 and 0
+    if merged["strict"] not in (0, 1):  # True and False are 1 and 0
         raise MembenchError(f"--content strict={json.dumps(merged['strict'])}: must be 0 or 1")
-    try:    # the same checks, one line naming what is wrong
+    try:  # the same checks, one line naming what is wrong
         ChunkConfig(**{k: v for k, v in merged.items() if k not in LAYER_ONLY})
     except (TypeError, MembenchError) as e:
         raise MembenchError(f"--content: {e}") from None

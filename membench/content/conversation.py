@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..contract.schema import SourceItem
 from ..contract.protocol import Atom
+from ..contract.schema import SourceItem
 from .common import dedupe, make_atom
 from .config import ChunkConfig
 from .windows import spans
@@ -44,9 +44,15 @@ def chunk_conversation(item: SourceItem, corpus_root: Path, config: ChunkConfig)
         win = numbered[s:e]
         if win[-1][0] - win[0][0] + 1 > config.conv_window_turns:  # gaps in numbering
             for n, t in win:
-                atoms.append(make_atom(item, {"turn_start": n, "turn_end": n},
-                                       header + turn_line(t)))
+                atoms.append(
+                    make_atom(item, {"turn_start": n, "turn_end": n}, header + turn_line(t))
+                )
             continue
-        atoms.append(make_atom(item, {"turn_start": win[0][0], "turn_end": win[-1][0]},
-                               header + "\n".join(turn_line(t) for _, t in win)))
+        atoms.append(
+            make_atom(
+                item,
+                {"turn_start": win[0][0], "turn_end": win[-1][0]},
+                header + "\n".join(turn_line(t) for _, t in win),
+            )
+        )
     return dedupe(atoms)

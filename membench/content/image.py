@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..contract.schema import SourceItem
 from ..contract.protocol import Atom
+from ..contract.schema import SourceItem
 from .common import item_file, make_atom
 from .config import ChunkConfig
 from .ocr import OcrResult, ocr_image, ocr_text
@@ -19,9 +19,13 @@ def image_atoms(item: SourceItem, ocr: OcrResult, config: ChunkConfig) -> list[A
     return [make_atom(item, {}, ocr_text(ocr.kept(config.ocr_min_confidence)))]
 
 
-def chunk_image(item: SourceItem, corpus_root: Path, config: ChunkConfig,
-                ocr: OcrResult | None = None) -> list[Atom]:
+def chunk_image(
+    item: SourceItem, corpus_root: Path, config: ChunkConfig, ocr: OcrResult | None = None
+) -> list[Atom]:
     if ocr is None:
-        ocr = ocr_image(item_file(item, corpus_root), upscale_min_side=config.ocr_upscale_min_side,
-                        engine=config.ocr_engine)
+        ocr = ocr_image(
+            item_file(item, corpus_root),
+            upscale_min_side=config.ocr_upscale_min_side,
+            engine=config.ocr_engine,
+        )
     return image_atoms(item, ocr, config)

@@ -48,8 +48,11 @@ log = logging.getLogger(__name__)
 
 ENGINE_NAME = "rapidocr_onnxruntime"
 # the models the wheel ships (PP-OCRv4 detector and recognizer, mobile angle classifier)
-MODEL_FILES = {"det": "ch_PP-OCRv4_det_infer.onnx", "cls": "ch_ppocr_mobile_v2.0_cls_infer.onnx",
-               "rec": "ch_PP-OCRv4_rec_infer.onnx"}
+MODEL_FILES = {
+    "det": "ch_PP-OCRv4_det_infer.onnx",
+    "cls": "ch_ppocr_mobile_v2.0_cls_infer.onnx",
+    "rec": "ch_PP-OCRv4_rec_infer.onnx",
+}
 # what runs the models (ChunkConfig.ocr_engine; part of the cache key):
 #   "onnxruntime": rapidocr-onnxruntime as it comes, with its angle classifier;
 #   "openvino": the same pipeline and models with inference by OpenVINO in float32 and the
@@ -57,7 +60,7 @@ MODEL_FILES = {"det": "ch_PP-OCRv4_det_infer.onnx", "cls": "ch_ppocr_mobile_v2.0
 # float32 is asked of OpenVINO explicitly: its own default is bf16 on CPUs with AMX or
 # AVX512-BF16, which would make the text depend on the machine.
 ENGINES = ("onnxruntime", "openvino")
-DEFAULT_ENGINE = "openvino"   # ChunkConfig.ocr_engine's default too
+DEFAULT_ENGINE = "openvino"  # ChunkConfig.ocr_engine's default too
 OV_PRECISION = "f32"
 USE_CLS = {"onnxruntime": True, "openvino": False}
 MAX_UPSCALE = 4.0
@@ -86,7 +89,7 @@ stats: dict[str, float] = {"engine_calls": 0, "cache_hits": 0, "ocr_seconds": 0.
 # For the last ocr_many call: path -> whether its OCR ran then (False: read from the cache).
 last_run: dict[str, bool] = {}
 
-_engines: dict[str, Any] = {}      # engine name -> the process's RapidOCR
+_engines: dict[str, Any] = {}  # engine name -> the process's RapidOCR
 
 # A page of a PDF is an OCR source too: ``page_source(path, p)`` is ``"<path>#page=<p>"``
 # (1-based). It is rendered with pypdfium2 at ``pdf_dpi`` (ChunkConfig.pdf_ocr_dpi) and then
@@ -110,7 +113,7 @@ def split_source(src: str | Path) -> tuple[Path, int | None]:
     return Path(s), None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def renderer_version() -> str:
     try:
         return importlib.metadata.version("pypdfium2")
@@ -139,7 +142,7 @@ class OcrLine:
     text: str
     confidence: float
     box: tuple[float, float, float, float]  # x0, y0, x1, y1 in image pixels, clipped
-    quad: tuple[tuple[float, float], ...]    # the engine's 4 corner points
+    quad: tuple[tuple[float, float], ...]  # the engine's 4 corner points
 
 
 @dataclass(frozen=True)
@@ -149,14 +152,14 @@ class OcrResult:
     width: int
     height: int
     scale: float
-    seconds: float      # wall time of the OCR when it ran (not of reading the cache)
+    seconds: float  # wall time of the OCR when it ran (not of reading the cache)
     lines: tuple[OcrLine, ...]
 
     def kept(self, min_confidence: float) -> list[OcrLine]:
         return [ln for ln in self.lines if ln.confidence >= min_confidence and ln.text.strip()]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def engine_version(engine: str = DEFAULT_ENGINE) -> str:
     """The installed OCR packages' versions (read once per process: the cache tag of every
     image asks for it)."""
@@ -179,13 +182,18 @@ def _check_engine(engine: str) -> str:
 def engine_tag(upscale_min_side: int, engine: str = DEFAULT_ENGINE) -> str:
     """Everything that determines the OCR output: engine, version, preprocessing (for
     ``onnxruntime`` the very tag the cache had before there was a choice of engine)."""
-    inference = "" if _check_engine(engine) == "onnxruntime" else \
-        f"inference=openvino-{OV_PRECISION};use_cls={USE_CLS[engine]};"
-    return (f"{ENGINE_NAME}=={engine_version(engine)};models=bundled;text_score=0;"
-            f"{inference}"
-            f"upscale_min_side={int(upscale_min_side)};max_upscale={MAX_UPSCALE:g};"
-            f"max_side_len={ENGINE_MAX_SIDE};"
-            f"format={CACHE_FORMAT}")
+    inference = (
+        ""
+        if _check_engine(engine) == "onnxruntime"
+        else f"inference=openvino-{OV_PRECISION};use_cls={USE_CLS[engine]};"
+    )
+    return (
+        f"{ENGINE_NAME}=={engine_version(engine)};models=bundled;text_score=0;"
+        f"{inference}"
+        f"upscale_min_side={int(upscale_min_side)};max_upscale={MAX_UPSCALE:g};"
+        f"max_side_len={ENGINE_MAX_SIDE};"
+        f"format={CACHE_FORMAT}"
+    )
 
 
 def cache_path(sha: str, upscale_min_side: int, engine: str = DEFAULT_ENGINE) -> Path:
@@ -207,20 +215,25 @@ class OpenVinoSession:
     """One of the engine's ONNX models compiled by OpenVINO for the CPU, in float32, called
     like rapidocr's ONNX Runtime session: ``session(batch) -> [output]``."""
 
-    def __init__(self, model_path: str | Path, threads: int | None = None,
-                 precision: str = OV_PRECISION):
+    def __init__(
+        self, model_path: str | Path, threads: int | None = None, precision: str = OV_PRECISION
+    ):
         try:
             from ..core.netguard import import_openvino
 
-            ov = import_openvino()        # without OpenVINO's usage telemetry
+            ov = import_openvino()  # without OpenVINO's usage telemetry
         except ImportError:
-            raise MembenchError("ocr_engine=openvino needs OpenVINO: pip install "
-                                "'membench[ocr-openvino]' (or ocr_engine=onnxruntime)") from None
+            raise MembenchError(
+                "ocr_engine=openvino needs OpenVINO: pip install "
+                "'membench[ocr-openvino]' (or ocr_engine=onnxruntime)"
+            ) from None
 
         core = ov.Core()
-        props: dict[str, Any] = {"INFERENCE_PRECISION_HINT": precision,
-                                 "CPU_RUNTIME_CACHE_CAPACITY": int(OPENVINO_SHAPE_CACHE),
-                                 "ENABLE_CPU_PINNING": bool(OPENVINO_PIN)}
+        props: dict[str, Any] = {
+            "INFERENCE_PRECISION_HINT": precision,
+            "CPU_RUNTIME_CACHE_CAPACITY": int(OPENVINO_SHAPE_CACHE),
+            "ENABLE_CPU_PINNING": bool(OPENVINO_PIN),
+        }
         if threads:
             props["INFERENCE_NUM_THREADS"] = int(threads)
         self.compiled = core.compile_model(core.read_model(str(model_path)), "CPU", props)
@@ -245,8 +258,11 @@ def _get_engine(threads: int | None = None, engine: str = DEFAULT_ENGINE) -> Any
     if _check_engine(engine) not in _engines:
         from rapidocr_onnxruntime import RapidOCR
 
-        kw: dict[str, Any] = {"text_score": 0.0, "print_verbose": False,
-                              "max_side_len": ENGINE_MAX_SIDE}
+        kw: dict[str, Any] = {
+            "text_score": 0.0,
+            "print_verbose": False,
+            "max_side_len": ENGINE_MAX_SIDE,
+        }
         if threads:
             kw["intra_op_num_threads"] = threads
             kw["inter_op_num_threads"] = 1
@@ -291,8 +307,13 @@ def _load_bgr(path: Path, dpi: int = 0):
     return np.ascontiguousarray(arr)
 
 
-def _run_engine(path: Path, upscale_min_side: int, threads: int | None = None,
-                engine: str = DEFAULT_ENGINE, dpi: int = 0) -> dict:
+def _run_engine(
+    path: Path,
+    upscale_min_side: int,
+    threads: int | None = None,
+    engine: str = DEFAULT_ENGINE,
+    dpi: int = 0,
+) -> dict:
     """OCR one image file or PDF page (rendered at ``dpi``); returns the cache object."""
     import cv2
 
@@ -311,11 +332,23 @@ def _run_engine(path: Path, upscale_min_side: int, threads: int | None = None,
         xs = [p[0] for p in q]
         ys = [p[1] for p in q]
         box = [max(0.0, min(xs)), max(0.0, min(ys)), min(float(w), max(xs)), min(float(h), max(ys))]
-        lines.append({"text": str(text), "confidence": round(float(conf), 4),
-                      "box": [round(v, 2) for v in box], "quad": q})
-    out = {"format": CACHE_FORMAT, "engine": engine_tag(upscale_min_side, engine), "width": w,
-           "height": h, "scale": round(s, 4), "seconds": round(time.perf_counter() - t0, 3),
-           "lines": lines}
+        lines.append(
+            {
+                "text": str(text),
+                "confidence": round(float(conf), 4),
+                "box": [round(v, 2) for v in box],
+                "quad": q,
+            }
+        )
+    out = {
+        "format": CACHE_FORMAT,
+        "engine": engine_tag(upscale_min_side, engine),
+        "width": w,
+        "height": h,
+        "scale": round(s, 4),
+        "seconds": round(time.perf_counter() - t0, 3),
+        "lines": lines,
+    }
     if split_source(path)[1] is not None:
         out["render"] = render_tag(dpi)
     return out
@@ -323,11 +356,22 @@ def _run_engine(path: Path, upscale_min_side: int, threads: int | None = None,
 
 def _from_cache(sha: str, obj: dict) -> OcrResult:
     return OcrResult(
-        sha256=sha, engine=obj["engine"], width=obj["width"], height=obj["height"],
-        scale=obj["scale"], seconds=obj["seconds"],
-        lines=tuple(OcrLine(text=ln["text"], confidence=ln["confidence"],
-                            box=tuple(ln["box"]), quad=tuple(tuple(p) for p in ln["quad"]))
-                    for ln in obj["lines"]))
+        sha256=sha,
+        engine=obj["engine"],
+        width=obj["width"],
+        height=obj["height"],
+        scale=obj["scale"],
+        seconds=obj["seconds"],
+        lines=tuple(
+            OcrLine(
+                text=ln["text"],
+                confidence=ln["confidence"],
+                box=tuple(ln["box"]),
+                quad=tuple(tuple(p) for p in ln["quad"]),
+            )
+            for ln in obj["lines"]
+        ),
+    )
 
 
 def _cached(sha: str, upscale_min_side: int, engine: str = DEFAULT_ENGINE) -> dict | None:
@@ -337,8 +381,9 @@ def _cached(sha: str, upscale_min_side: int, engine: str = DEFAULT_ENGINE) -> di
     return None
 
 
-def ocr_image(path: str | Path, *, upscale_min_side: int = 700,
-              engine: str = DEFAULT_ENGINE) -> OcrResult:
+def ocr_image(
+    path: str | Path, *, upscale_min_side: int = 700, engine: str = DEFAULT_ENGINE
+) -> OcrResult:
     """OCR one image (from the cache when this content was seen before)."""
     path = Path(path)
     sha = sha256_bytes(guard.read_bytes(path))
@@ -363,8 +408,14 @@ def source_sha(src: str | Path, pdf_dpi: int, file_sha: dict[Path, str] | None =
     return memo[path] if page is None else page_sha(memo[path], page, pdf_dpi)
 
 
-def ocr_page(path: str | Path, page: int, *, dpi: int, upscale_min_side: int = 700,
-             engine: str = DEFAULT_ENGINE) -> OcrResult:
+def ocr_page(
+    path: str | Path,
+    page: int,
+    *,
+    dpi: int,
+    upscale_min_side: int = 700,
+    engine: str = DEFAULT_ENGINE,
+) -> OcrResult:
     """OCR one PDF page rendered at ``dpi`` (from the cache when it was read before)."""
     src = page_source(path, page)
     sha = source_sha(src, dpi)
@@ -381,10 +432,12 @@ def ocr_page(path: str | Path, page: int, *, dpi: int, upscale_min_side: int = 7
 
 # ----------------------------------------------------------------------------- parallel
 
-def _worker_init(engine: str = DEFAULT_ENGINE, shape_cache: int | None = None,
-                 pin: bool | None = None) -> None:
+
+def _worker_init(
+    engine: str = DEFAULT_ENGINE, shape_cache: int | None = None, pin: bool | None = None
+) -> None:
     global OPENVINO_SHAPE_CACHE, OPENVINO_PIN
-    if shape_cache is not None:             # the parent's settings (spawn re-imports this module)
+    if shape_cache is not None:  # the parent's settings (spawn re-imports this module)
         OPENVINO_SHAPE_CACHE = int(shape_cache)
     if pin is not None:
         OPENVINO_PIN = bool(pin)
@@ -395,28 +448,46 @@ def _worker(job: tuple[str, str, int, str, int]) -> tuple[str, float, Exception 
     path, sha, ups, engine, dpi = job
     try:
         obj = _run_engine(Path(path), ups, threads=1, engine=engine, dpi=dpi)
-    except guard.ContentError as e:     # a file the guard refuses: the job goes on
+    except guard.ContentError as e:  # a file the guard refuses: the job goes on
         return sha, 0.0, e
     write_json_atomic(cache_path(sha, ups, engine), obj)
     return sha, obj["seconds"], None
 
 
-def ocr_many(paths: Iterable[str | Path], *, upscale_min_side: int = 700, processes: int = 1,
-             progress: Callable[[int, int], None] | None = None,
-             engine: str = DEFAULT_ENGINE, pdf_dpi: int = 0) -> dict[str, OcrResult]:
+def ocr_many(
+    paths: Iterable[str | Path],
+    *,
+    upscale_min_side: int = 700,
+    processes: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    engine: str = DEFAULT_ENGINE,
+    pdf_dpi: int = 0,
+) -> dict[str, OcrResult]:
     """OCR many images and PDF pages (:func:`page_source`, rendered at ``pdf_dpi``), running
     only those missing from the cache; returns source -> result.
 
     Same content under two paths is OCR'd once. Reports through the ``ocr`` progress step
     (:mod:`membench.core.progress`): images and pages done and left, cache hits, seconds."""
-    with start_many(paths, upscale_min_side=upscale_min_side, processes=processes,
-                    progress=progress, engine=engine, pdf_dpi=pdf_dpi) as job:
+    with start_many(
+        paths,
+        upscale_min_side=upscale_min_side,
+        processes=processes,
+        progress=progress,
+        engine=engine,
+        pdf_dpi=pdf_dpi,
+    ) as job:
         return job.wait()
 
 
-def start_many(paths: Iterable[str | Path], *, upscale_min_side: int = 700, processes: int = 1,
-               progress: Callable[[int, int], None] | None = None,
-               engine: str = DEFAULT_ENGINE, pdf_dpi: int = 0) -> OcrJob:
+def start_many(
+    paths: Iterable[str | Path],
+    *,
+    upscale_min_side: int = 700,
+    processes: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    engine: str = DEFAULT_ENGINE,
+    pdf_dpi: int = 0,
+) -> OcrJob:
     """:func:`ocr_many` in two halves: with ``processes > 1`` the misses start in worker
     processes at once and this returns; :meth:`OcrJob.wait` collects them (with 1 process the
     OCR runs in ``wait``). Meanwhile the caller's process is free for other work (the dense
@@ -428,9 +499,15 @@ def start_many(paths: Iterable[str | Path], *, upscale_min_side: int = 700, proc
 class OcrJob:
     """The OCR of a batch of images, running (see :func:`start_many`)."""
 
-    def __init__(self, paths: Iterable[str | Path], upscale_min_side: int, processes: int,
-                 progress: Callable[[int, int], None] | None,
-                 engine: str = DEFAULT_ENGINE, pdf_dpi: int = 0) -> None:
+    def __init__(
+        self,
+        paths: Iterable[str | Path],
+        upscale_min_side: int,
+        processes: int,
+        progress: Callable[[int, int], None] | None,
+        engine: str = DEFAULT_ENGINE,
+        pdf_dpi: int = 0,
+    ) -> None:
         self.upscale_min_side = upscale_min_side
         self.engine = _check_engine(engine)
         self.processes = processes
@@ -453,30 +530,39 @@ class OcrJob:
                 self.todo[sha] = p
         n = len(self.todo)
         if n:
-            log.info("OCR: %d of %d images not cached (processes=%d)", n, len(self.by_path),
-                     processes)
+            log.info(
+                "OCR: %d of %d images not cached (processes=%d)", n, len(self.by_path), processes
+            )
         distinct = len(set(self.by_path.values()))
         pages = sum(1 for p in self.by_path if split_source(p)[1] is not None)
-        self.bar = _progress.step("ocr", total=distinct,
-                                  unit="image or page" if pages else "image", cached=True)
+        self.bar = _progress.step(
+            "ocr", total=distinct, unit="image or page" if pages else "image", cached=True
+        )
         if pages:
             self.bar.count("PDF pages", pages)
         self.bar.advance(distinct - n, cache_hit=True)
         self._done = 0
-        self._refused: dict[str, Exception] = {}     # sha -> the guard's refusal
+        self._refused: dict[str, Exception] = {}  # sha -> the guard's refusal
         self._pool = None
         self._pending: list = []
         self._result: dict[str, OcrResult] | None = None
         if n and processes > 1:
             ctx = multiprocessing.get_context("spawn")
-            self._pool = ctx.Pool(min(processes, n), initializer=_worker_init,
-                                  initargs=(engine, OPENVINO_SHAPE_CACHE, OPENVINO_PIN),
-                                  maxtasksperchild=WORKER_TASKS)
-            self._pending = [self._pool.apply_async(_worker, (job,), callback=self._one_done)
-                             for job in ((p, sha, upscale_min_side, engine, self.pdf_dpi)
-                                         for sha, p in sorted(self.todo.items()))]
+            self._pool = ctx.Pool(
+                min(processes, n),
+                initializer=_worker_init,
+                initargs=(engine, OPENVINO_SHAPE_CACHE, OPENVINO_PIN),
+                maxtasksperchild=WORKER_TASKS,
+            )
+            self._pending = [
+                self._pool.apply_async(_worker, (job,), callback=self._one_done)
+                for job in (
+                    (p, sha, upscale_min_side, engine, self.pdf_dpi)
+                    for sha, p in sorted(self.todo.items())
+                )
+            ]
 
-    def _one_done(self, res: tuple[str, float, Exception | None]) -> None:   # result thread
+    def _one_done(self, res: tuple[str, float, Exception | None]) -> None:  # result thread
         if res[2] is not None:
             self._refused[res[0]] = res[2]
         else:
@@ -506,7 +592,7 @@ class OcrJob:
         if self._pool is not None:
             try:
                 for r in self._pending:
-                    r.get()                     # re-raises a worker's error here
+                    r.get()  # re-raises a worker's error here
                 self._pool.close()
                 self._pool.join()
             finally:

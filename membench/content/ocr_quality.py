@@ -40,8 +40,9 @@ _STRIP = "\"'()[]{}?!.,;:"
 @dataclass(frozen=True)
 class Expected:
     """What one image shows: its path under the corpus root, its source, the strings to find."""
+
     path: str
-    source: str           # "tabmwp" | "finchart"
+    source: str  # "tabmwp" | "finchart"
     values: tuple[str, ...]
 
 
@@ -90,9 +91,9 @@ def finchart_expected(corpus_root: Path) -> dict[str, Expected]:
             continue
         name = _Q_SUFFIX.sub("", row["image"])
         pooled.setdefault(f"{FINCHART_IMAGES}/{name}", []).extend(
-            question_values(str(row.get("question", ""))))
-    return {p: Expected(p, "finchart", tuple(dict.fromkeys(v)))
-            for p, v in pooled.items() if v}
+            question_values(str(row.get("question", "")))
+        )
+    return {p: Expected(p, "finchart", tuple(dict.fromkeys(v))) for p, v in pooled.items() if v}
 
 
 def expected_all(corpus_root: Path) -> dict[str, Expected]:
@@ -102,11 +103,14 @@ def expected_all(corpus_root: Path) -> dict[str, Expected]:
     return {p: e for p, e in out.items() if (root / p).is_file()}
 
 
-def sample(expected: Mapping[str, Expected], source: str, n: int,
-           salt: str = "ocr-quality") -> list[Expected]:
+def sample(
+    expected: Mapping[str, Expected], source: str, n: int, salt: str = "ocr-quality"
+) -> list[Expected]:
     """``n`` images of ``source``, chosen by sha256 of (salt, path): the same on every machine."""
-    cand = sorted((e for e in expected.values() if e.source == source),
-                  key=lambda e: hashlib.sha256(f"{salt}|{e.path}".encode()).hexdigest())
+    cand = sorted(
+        (e for e in expected.values() if e.source == source),
+        key=lambda e: hashlib.sha256(f"{salt}|{e.path}".encode()).hexdigest(),
+    )
     return cand[:n]
 
 
@@ -142,5 +146,14 @@ def quality(pairs: Iterable[tuple[Expected, str]]) -> dict[str, Quality]:
     return {s: Quality(s, *a) for s, a in sorted(acc.items())}
 
 
-__all__ = ["Expected", "Quality", "expected_all", "finchart_expected", "found",
-           "question_values", "quality", "sample", "tabmwp_expected"]
+__all__ = [
+    "Expected",
+    "Quality",
+    "expected_all",
+    "finchart_expected",
+    "found",
+    "question_values",
+    "quality",
+    "sample",
+    "tabmwp_expected",
+]

@@ -31,11 +31,11 @@ import logging
 import time
 from pathlib import Path
 
+from ..contract.protocol import Atom
+from ..contract.schema import SourceItem
 from ..core import content_guard as guard
 from ..core.paths import cache_dir
 from ..modalities.pdf import has_text_layer
-from ..contract.schema import SourceItem
-from ..contract.protocol import Atom
 from .common import item_file, make_atom, read_json, sha256_bytes, write_json_atomic
 from .config import ChunkConfig
 from .ocr import OcrResult, ocr_page, ocr_text
@@ -72,8 +72,13 @@ def _extract(data: bytes, path: str | Path = "<pdf>") -> dict:
             txt = ""
             errors[str(i)] = f"{type(e).__name__}: {e}"[:300]
         pages.append(txt.replace("\x00", ""))
-    return {"format": CACHE_FORMAT, "extractor": extractor_tag(), "pages": pages,
-            "errors": errors, "seconds": round(time.perf_counter() - t0, 3)}
+    return {
+        "format": CACHE_FORMAT,
+        "extractor": extractor_tag(),
+        "pages": pages,
+        "errors": errors,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
 
 
 def _from_build(sha: str) -> dict | None:
@@ -85,8 +90,14 @@ def _from_build(sha: str) -> dict | None:
     texts = d.get("page_texts") if d else None
     if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
         return None
-    return {"format": CACHE_FORMAT, "extractor": extractor_tag(), "from": "build",
-            "pages": [t.replace("\x00", "") for t in texts], "errors": {}, "seconds": 0.0}
+    return {
+        "format": CACHE_FORMAT,
+        "extractor": extractor_tag(),
+        "from": "build",
+        "pages": [t.replace("\x00", "") for t in texts],
+        "errors": {},
+        "seconds": 0.0,
+    }
 
 
 def _cache_entry(sha: str) -> dict | None:
@@ -150,23 +161,32 @@ def pages_without_text(item: SourceItem, texts: list[str], config: ChunkConfig) 
     return [p for p in range(1, n + 1) if not has_text_layer(texts[p - 1])]
 
 
-def chunk_pdf(item: SourceItem, corpus_root: Path, config: ChunkConfig,
-              ocr: dict[int, OcrResult] | None = None) -> list[Atom]:
+def chunk_pdf(
+    item: SourceItem,
+    corpus_root: Path,
+    config: ChunkConfig,
+    ocr: dict[int, OcrResult] | None = None,
+) -> list[Atom]:
     """One atom per page; ``ocr``: precomputed OCR results of pages without a text layer (page
     -> result; a page missing from it is OCR'd here, through the cache)."""
     path = item_file(item, corpus_root)
     texts = page_texts(path)
     n = item.meta.get("pages", len(texts))
     if n != len(texts):
-        logging.getLogger(__name__).warning("%s: meta says %s pages, pypdf reads %d",
-                                            item.source_id, n, len(texts))
+        logging.getLogger(__name__).warning(
+            "%s: meta says %s pages, pypdf reads %d", item.source_id, n, len(texts)
+        )
     atoms = []
     for p in range(1, min(n, len(texts)) + 1):
         text = _clean(texts[p - 1])
         if config.pdf_ocr_dpi and not has_text_layer(texts[p - 1]):
             res = (ocr or {}).get(p) or ocr_page(
-                path, p, dpi=config.pdf_ocr_dpi, upscale_min_side=config.ocr_upscale_min_side,
-                engine=config.ocr_engine)
+                path,
+                p,
+                dpi=config.pdf_ocr_dpi,
+                upscale_min_side=config.ocr_upscale_min_side,
+                engine=config.ocr_engine,
+            )
             text = ocr_text(res.kept(config.ocr_min_confidence)) or text
         if text or config.pdf_keep_empty_pages:
             atoms.append(make_atom(item, {"page": p}, text))

@@ -23,9 +23,9 @@ import math
 import statistics
 from pathlib import Path
 
-from ..modalities import EXTENT_CAPS
-from ..contract.schema import SourceItem
 from ..contract.protocol import Atom
+from ..contract.schema import SourceItem
+from ..modalities import EXTENT_CAPS
 from .common import dedupe, item_file, make_atom
 from .config import ChunkConfig
 from .ocr import OcrLine, OcrResult, ocr_image, ocr_text, reading_order
@@ -44,8 +44,12 @@ def _box(b, pad: float, w: int, h: int) -> list[int] | None:
 
 
 def _union(boxes: list[list[int]]) -> list[int]:
-    return [min(b[0] for b in boxes), min(b[1] for b in boxes),
-            max(b[2] for b in boxes), max(b[3] for b in boxes)]
+    return [
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    ]
 
 
 def _share(b: list[int], w: int, h: int) -> float:
@@ -53,8 +57,9 @@ def _share(b: list[int], w: int, h: int) -> float:
 
 
 def _touch(a, b, g: float) -> bool:
-    return (a[0] - g < b[2] + g and b[0] - g < a[2] + g and
-            a[1] - g < b[3] + g and b[1] - g < a[3] + g)
+    return (
+        a[0] - g < b[2] + g and b[0] - g < a[2] + g and a[1] - g < b[3] + g and b[1] - g < a[3] + g
+    )
 
 
 def blocks(lines: list[OcrLine], gap: float) -> list[list[OcrLine]]:
@@ -89,8 +94,14 @@ def screenshot_atoms(item: SourceItem, ocr: OcrResult, config: ChunkConfig) -> l
     w = int(item.meta.get("width") or ocr.width)
     h = int(item.meta.get("height") or ocr.height)
     if (w, h) != (ocr.width, ocr.height):
-        log.warning("%s: meta size %dx%d but the image is %dx%d", item.source_id, w, h,
-                    ocr.width, ocr.height)
+        log.warning(
+            "%s: meta size %dx%d but the image is %dx%d",
+            item.source_id,
+            w,
+            h,
+            ocr.width,
+            ocr.height,
+        )
     cap = EXTENT_CAPS["ui_screenshot"]["area_share"]
     pad = config.screen_line_pad
     lines = [ln for row in reading_order(ocr.kept(config.ocr_min_confidence)) for ln in row]
@@ -108,8 +119,10 @@ def screenshot_atoms(item: SourceItem, ocr: OcrResult, config: ChunkConfig) -> l
                 if ln is not None:
                     cand = part + [ln]
                     ub = _union([box_of[id(x)] for x in cand])
-                    if len(cand) <= config.screen_block_max_lines and \
-                            _share(ub, w, h) <= config.screen_block_max_share:
+                    if (
+                        len(cand) <= config.screen_block_max_lines
+                        and _share(ub, w, h) <= config.screen_block_max_share
+                    ):
                         part = cand
                         continue
                 if len(part) >= 2:
@@ -119,9 +132,13 @@ def screenshot_atoms(item: SourceItem, ocr: OcrResult, config: ChunkConfig) -> l
     return dedupe(atoms)
 
 
-def chunk_screenshot(item: SourceItem, corpus_root: Path, config: ChunkConfig,
-                     ocr: OcrResult | None = None) -> list[Atom]:
+def chunk_screenshot(
+    item: SourceItem, corpus_root: Path, config: ChunkConfig, ocr: OcrResult | None = None
+) -> list[Atom]:
     if ocr is None:
-        ocr = ocr_image(item_file(item, corpus_root), upscale_min_side=config.ocr_upscale_min_side,
-                        engine=config.ocr_engine)
+        ocr = ocr_image(
+            item_file(item, corpus_root),
+            upscale_min_side=config.ocr_upscale_min_side,
+            engine=config.ocr_engine,
+        )
     return screenshot_atoms(item, ocr, config)

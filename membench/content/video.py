@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..contract.schema import SourceItem
 from ..contract.protocol import Atom
+from ..contract.schema import SourceItem
 from .common import dedupe, make_atom
 from .config import ChunkConfig
 
@@ -46,13 +46,13 @@ def chunk_video(item: SourceItem, corpus_root: Path, config: ChunkConfig) -> lis
     k = 0
     while True:
         ws = round(k * S, 3)
-        reach = min(end, ws + W)        # compared unrounded: round(293.34000000000003, 3) < end
+        reach = min(end, ws + W)  # compared unrounded: round(293.34000000000003, 3) < end
         we = round(reach, 3)
-        texts = [t for s, e, t in cues
-                 if (s < we and e > ws) or (s == e and ws <= s <= we)]
+        texts = [t for s, e, t in cues if (s < we and e > ws) or (s == e and ws <= s <= we)]
         if texts:
-            atoms.append(make_atom(item, {"t_start": float(ws), "t_end": float(we)},
-                                   "\n".join(texts)))
+            atoms.append(
+                make_atom(item, {"t_start": float(ws), "t_end": float(we)}, "\n".join(texts))
+            )
         if reach >= end:
             break
         k += 1

@@ -81,12 +81,18 @@ class Atom:
     holder: str
     observed_at: datetime
     extent: dict[str, Any]
-    text: str = ""          # what the system indexed; kept for the failure browser, not scored
+    text: str = ""  # what the system indexed; kept for the failure browser, not scored
 
     def row(self) -> dict:
-        return {"atom_id": self.atom_id, "source_id": self.source_id, "modality": self.modality,
-                "holder": self.holder, "observed_at": self.observed_at.isoformat(),
-                "extent": self.extent, "text": self.text}
+        return {
+            "atom_id": self.atom_id,
+            "source_id": self.source_id,
+            "modality": self.modality,
+            "holder": self.holder,
+            "observed_at": self.observed_at.isoformat(),
+            "extent": self.extent,
+            "text": self.text,
+        }
 
 
 @dataclass
@@ -104,11 +110,9 @@ class MemorySystem(Protocol):
     def config(self) -> dict[str, Any]:
         """Everything that determines the system's output (recorded in meta.json)."""
 
-    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
-        ...
+    def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]: ...
 
-    def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
-        ...
+    def query(self, question: str, scope: Scope, as_of: datetime) -> Result: ...
 
 
 def check_atom(atom: Atom, item: SourceItem | None) -> str | None:
@@ -122,7 +126,9 @@ def check_atom(atom: Atom, item: SourceItem | None) -> str | None:
     if atom.holder != item.holder:
         return f"holder {atom.holder!r} but item {item.source_id} belongs to {item.holder!r}"
     if atom.observed_at != item.observed_at:
-        return f"observed_at {atom.observed_at.isoformat()} but the item was observed " \
-               f"{item.observed_at.isoformat()}"
+        return (
+            f"observed_at {atom.observed_at.isoformat()} but the item was observed "
+            f"{item.observed_at.isoformat()}"
+        )
     mod = modalities.get(m)
     return mod.check_extent(atom.extent) or mod.extent_limits(atom.extent, item.meta)

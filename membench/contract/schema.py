@@ -38,7 +38,7 @@ from ..core.paths import path_shape_problem
 from ..core.times import timestamp_problem
 from ..modalities import MODALITIES, check_region
 
-Modality = Literal[MODALITIES]   # the registered modalities (membench.modalities)
+Modality = Literal[MODALITIES]  # the registered modalities (membench.modalities)
 Split = Literal["dev", "test"]
 AnswerFormat = Literal["str", "int", "float", "list", "none"]
 Derivation = Literal["transactive", "temporal"]
@@ -91,30 +91,51 @@ def iso(dt: datetime) -> str:
 
 
 class Gold(Strict):
-    source_id: str = Field(min_length=1, description="the source item (items.jsonl) the region "
-                           "is in")
-    region: dict[str, Any] = Field(description=(
-        "where in the item, a JSON object whose shape the modality fixes (a page, a bounding "
-        "box, a time span, a line, a turn)"))
-    grade: StrictInt | None = Field(default=None, ge=0, description=(
-        "the upstream relevance grade, where the upstream grades (0 = irrelevant); null "
-        "otherwise"))
+    source_id: str = Field(
+        min_length=1, description="the source item (items.jsonl) the region is in"
+    )
+    region: dict[str, Any] = Field(
+        description=(
+            "where in the item, a JSON object whose shape the modality fixes (a page, a bounding "
+            "box, a time span, a line, a turn)"
+        )
+    )
+    grade: StrictInt | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "the upstream relevance grade, where the upstream grades (0 = irrelevant); null "
+            "otherwise"
+        ),
+    )
 
 
 class Scope(Strict):
     """Whose memory a query is asked of, and in what setting (SPEC §3; ``as_of``, the query's
     time, sits beside it on the record)."""
 
-    holder: str = Field(min_length=1, description=(
-        "whose memory: a system answers from this holder's items only (another holder's atom "
-        "in the hits or the cartridge fails holder correctness)"))
-    session: str | None = Field(default=None, description=(
-        "the holder's session the question belongs to, where a source defines one; null "
-        "otherwise (no source of the mirror sets it)"))
-    scenario: str = Field(min_length=1, description=(
-        "the kind of memory task, one per source family (document-qa, chart-image-qa, "
-        "gui-grounding, ...): the same for every query of a source, so it tells a system "
-        "nothing about a single query"))
+    holder: str = Field(
+        min_length=1,
+        description=(
+            "whose memory: a system answers from this holder's items only (another holder's atom "
+            "in the hits or the cartridge fails holder correctness)"
+        ),
+    )
+    session: str | None = Field(
+        default=None,
+        description=(
+            "the holder's session the question belongs to, where a source defines one; null "
+            "otherwise (no source of the mirror sets it)"
+        ),
+    )
+    scenario: str = Field(
+        min_length=1,
+        description=(
+            "the kind of memory task, one per source family (document-qa, chart-image-qa, "
+            "gui-grounding, ...): the same for every query of a source, so it tells a system "
+            "nothing about a single query"
+        ),
+    )
 
 
 class Origin(Strict):
@@ -122,30 +143,50 @@ class Origin(Strict):
     revision: str = Field(min_length=1, description="the upstream revision (commit) read")
     item: str = Field(min_length=1, description="the upstream question's place in its file")
     license: str = Field(min_length=1, description="the upstream data's license")
-    derived_from: str | None = Field(default=None, description=(
-        "the query_id of the upstream question a derived unanswerable replaces; null otherwise"))
-    derivation: Derivation | None = Field(default=None, description=(
-        "how it was derived: transactive (asked of another holder) or temporal (asked before "
-        "its evidence); null otherwise"))
+    derived_from: str | None = Field(
+        default=None,
+        description=(
+            "the query_id of the upstream question a derived unanswerable replaces; null otherwise"
+        ),
+    )
+    derivation: Derivation | None = Field(
+        default=None,
+        description=(
+            "how it was derived: transactive (asked of another holder) or temporal (asked before "
+            "its evidence); null otherwise"
+        ),
+    )
     # Upstream evidence ids kept for native unanswerables (e.g. LoCoMo category 5): a known
     # distractor, never gold.
-    distractor: list[Any] | None = Field(default=None, description=(
-        "the evidence an unanswerable was written about (upstream's, or the gold of the "
-        "question it was derived from): a known distractor, never gold"))
+    distractor: list[Any] | None = Field(
+        default=None,
+        description=(
+            "the evidence an unanswerable was written about (upstream's, or the gold of the "
+            "question it was derived from): a known distractor, never gold"
+        ),
+    )
     notes: str | None = Field(default=None, description="what the adapter notes of the item")
     # set by the build on every unanswerable record, null on answerable ones (membench/sets/
     # tells.py): ``kind`` is "native" (upstream's own) or the derivation; ``audited`` says
     # whether the record is in the population the build's no-tells audit gates (every derived
     # record; a native unless its source's questions carry a tell of their own). Gated and
     # headline false recall count audited records only.
-    kind: UnanswerableKind | None = Field(default=None, description=(
-        "an unanswerable's kind: native (upstream's own), transactive or temporal; null on "
-        "answerable records"))
-    audited: bool | None = Field(default=None, description=(
-        "whether the no-tells audit gates this unanswerable; null on answerable records"))
+    kind: UnanswerableKind | None = Field(
+        default=None,
+        description=(
+            "an unanswerable's kind: native (upstream's own), transactive or temporal; null on "
+            "answerable records"
+        ),
+    )
+    audited: bool | None = Field(
+        default=None,
+        description=(
+            "whether the no-tells audit gates this unanswerable; null on answerable records"
+        ),
+    )
 
     @model_validator(mode="after")
-    def _derived_pair(self) -> "Origin":
+    def _derived_pair(self) -> Origin:
         if (self.derived_from is None) != (self.derivation is None):
             raise ValueError("derived_from and derivation go together")
         if self.derivation is not None and self.kind not in (None, self.derivation):
@@ -157,8 +198,7 @@ class Origin(Strict):
         return self
 
 
-AS_OF = ("the query's time (ISO 8601): a system answers from the holder's items observed up "
-         "to it")
+AS_OF = "the query's time (ISO 8601): a system answers from the holder's items observed up to it"
 SPLIT = "dev or test, by holder (no holder spans both); the test split is frozen"
 
 
@@ -169,20 +209,35 @@ class RecordDraft(Strict):
     query_id: Identifier = Field(description="<source key>:<upstream id>, unique over the sets")
     modality: Modality = Field(description="the modality of the items the question is about")
     question: str = Field(min_length=1, description="the question as a system is asked it")
-    answer: Any = Field(default=None, description=(
-        "the upstream answer, a JSON value of the type answer_format names; null when "
-        "unanswerable"))
-    answer_format: AnswerFormat = Field(description="the answer's type: str, int, float, list "
-                                        "or none")
-    gold: list[Gold] = Field(description=(
-        "the regions of source items that answer the question; empty when unanswerable"))
-    judgments: dict[str, list[Gold]] | None = Field(default=None, description=(
-        "other judgment sets by name (a JSON object name -> regions), where the upstream "
-        "judges otherwise too; null otherwise"))
+    answer: Any = Field(
+        default=None,
+        description=(
+            "the upstream answer, a JSON value of the type answer_format names; null when "
+            "unanswerable"
+        ),
+    )
+    answer_format: AnswerFormat = Field(
+        description="the answer's type: str, int, float, list or none"
+    )
+    gold: list[Gold] = Field(
+        description=(
+            "the regions of source items that answer the question; empty when unanswerable"
+        )
+    )
+    judgments: dict[str, list[Gold]] | None = Field(
+        default=None,
+        description=(
+            "other judgment sets by name (a JSON object name -> regions), where the upstream "
+            "judges otherwise too; null otherwise"
+        ),
+    )
     scope: Scope = Field(description="whose memory the question is asked of, and in what setting")
     as_of: Timestamp | None = Field(default=None, description=AS_OF)
-    unanswerable: StrictBool = Field(description=(
-        "true when nothing the holder has seen by as_of answers it (upstream's own, or derived)"))
+    unanswerable: StrictBool = Field(
+        description=(
+            "true when nothing the holder has seen by as_of answers it (upstream's own, or derived)"
+        )
+    )
     origin: Origin = Field(description="where the record comes from upstream, and its license")
     split: Split | None = Field(default=None, description=SPLIT)
 
@@ -192,8 +247,11 @@ class RecordDraft(Strict):
         return None if v is None else _aware(v)
 
     @model_validator(mode="after")
-    def _shape(self) -> "RecordDraft":
-        for name, golds in [("gold", self.gold), *((f"judgments.{k}", v) for k, v in (self.judgments or {}).items())]:
+    def _shape(self) -> RecordDraft:
+        for name, golds in [
+            ("gold", self.gold),
+            *((f"judgments.{k}", v) for k, v in (self.judgments or {}).items()),
+        ]:
             for i, g in enumerate(golds):
                 why = check_region(self.modality, g.region)
                 if why:
@@ -214,15 +272,20 @@ class AnnotationRecord(RecordDraft):
     split: Split = Field(description=SPLIT)
 
     @model_validator(mode="after")
-    def _no_repeated_region(self) -> "AnnotationRecord":
-        for name, golds in [("gold", self.gold),
-                            *((f"judgments.{k}", v) for k, v in (self.judgments or {}).items())]:
+    def _no_repeated_region(self) -> AnnotationRecord:
+        for name, golds in [
+            ("gold", self.gold),
+            *((f"judgments.{k}", v) for k, v in (self.judgments or {}).items()),
+        ]:
             for i, j in repeated_regions([(g.source_id, g.region) for g in golds]):
-                raise ValueError(f"{name}[{j}] repeats {name}[{i}] (the same source_id and "
-                                 "region): a gold region is listed once")
+                raise ValueError(
+                    f"{name}[{j}] repeats {name}[{i}] (the same source_id and "
+                    "region): a gold region is listed once"
+                )
         if self.unanswerable and self.origin.kind is None:
             # a record written without them (a user's set, a test's): what the build writes
             from .tells import labels
+
             kind, audited = labels(self.query_id.split(":", 1)[0], self.origin.derivation)
             self.origin.kind, self.origin.audited = kind, audited
         return self
@@ -259,13 +322,21 @@ class SourceItem(Strict):
     modality: Modality = Field(description="the item's modality")
     holder: str = Field(min_length=1, description="whose memory holds the item")
     observed_at: Timestamp = Field(description="when the holder saw the item (ISO 8601)")
-    path: str | None = Field(default=None, description=(
-        "the item's file, relative to the corpus root; null when content is set"))
-    content: Any = Field(default=None, description=(
-        "the item itself (a JSON value) when it has no file; null otherwise"))
-    meta: dict[str, Any] = Field(default_factory=dict, description=(
-        "a JSON object of what the harness needs to resolve regions (pages, size, duration, "
-        "lines), never gold"))
+    path: str | None = Field(
+        default=None,
+        description=("the item's file, relative to the corpus root; null when content is set"),
+    )
+    content: Any = Field(
+        default=None,
+        description=("the item itself (a JSON value) when it has no file; null otherwise"),
+    )
+    meta: dict[str, Any] = Field(
+        default_factory=dict,
+        description=(
+            "a JSON object of what the harness needs to resolve regions (pages, size, duration, "
+            "lines), never gold"
+        ),
+    )
 
     @field_validator("observed_at")
     @classmethod
@@ -281,7 +352,7 @@ class SourceItem(Strict):
         return v
 
     @model_validator(mode="after")
-    def _one_payload(self) -> "SourceItem":
+    def _one_payload(self) -> SourceItem:
         if (self.path is None) == (self.content is None):
             raise ValueError("exactly one of path and content must be set")
         why = modalities.get(self.modality).check_meta(self.meta)

@@ -18,9 +18,9 @@ from __future__ import annotations
 # tell's strength per source
 NATIVE_TELLS: dict[str, str] = {
     "locomo": "LoCoMo's adversarial questions are name-swapped copies of answerable questions "
-              "of the same conversation",
+    "of the same conversation",
     "mmlongbench": "MMLongBench-Doc's unanswerable questions are altered copies (another "
-                   "year, page or label) of answerable questions of the same document",
+    "year, page or label) of answerable questions of the same document",
 }
 
 

@@ -37,8 +37,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..core.ids import id_problem
 from ..core.jsonl import dumps
-from .schema import Scope, SourceItem, Timestamp
 from .protocol import MAX_DEPTH, Atom, Result
+from .schema import Scope, SourceItem, Timestamp
 
 PROTOCOL = "membench-http/1"
 STATES = ("receiving", "running", "done", "failed")
@@ -46,10 +46,13 @@ STATES = ("receiving", "running", "done", "failed")
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 INGEST_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 #: ISO 8601 with a timezone offset (docs/openapi.json's Timestamp)
-TIMESTAMP_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?"
-                          r"(Z|[+-][0-9]{2}:?[0-9]{2})")
-ATOM_KEYS = frozenset({"atom_id", "source_id", "modality", "holder", "observed_at", "extent",
-                       "text"})
+TIMESTAMP_RE = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?"
+    r"(Z|[+-][0-9]{2}:?[0-9]{2})"
+)
+ATOM_KEYS = frozenset(
+    {"atom_id", "source_id", "modality", "holder", "observed_at", "extent", "text"}
+)
 
 _TS = TypeAdapter(Timestamp)
 
@@ -72,9 +75,13 @@ def _short(v: Any, n: int = 60) -> str:
 
 
 def _kind(v: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-            type(None): "null"}.get(type(v), "a number" if isinstance(v, (int, float))
-                                    else type(v).__name__)
+    return {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        type(None): "null",
+    }.get(type(v), "a number" if isinstance(v, (int, float)) else type(v).__name__)
 
 
 def obj(v: Any, where: str) -> dict:
@@ -145,8 +152,9 @@ def _sub(o: dict, key: str, where: str) -> tuple[Any, str]:
 def check_protocol(o: dict, where: str = "") -> None:
     p = string(*_sub(o, "protocol", where))
     if p != PROTOCOL:
-        raise ShapeError(_path(where, "protocol"), f"speaks {_short(p)}, membench speaks "
-                         f"{PROTOCOL!r}")
+        raise ShapeError(
+            _path(where, "protocol"), f"speaks {_short(p)}, membench speaks {PROTOCOL!r}"
+        )
 
 
 def check_health(v: Any) -> dict:
@@ -163,8 +171,11 @@ def check_card(v: Any) -> dict:
     check_protocol(o)
     name = string(*_sub(o, "name", ""))
     if not NAME_RE.fullmatch(name):
-        raise ShapeError("name", f"{_short(name)} cannot name a run (letters, digits, '.', "
-                         "'_', '-'; at most 64, starting with a letter or digit)")
+        raise ShapeError(
+            "name",
+            f"{_short(name)} cannot name a run (letters, digits, '.', "
+            "'_', '-'; at most 64, starting with a letter or digit)",
+        )
     obj(*_sub(o, "config", ""))
     if o.get("card") is not None:
         obj(o["card"], "card")
@@ -213,15 +224,19 @@ def atom_from_row(v: Any, where: str) -> Atom:
             raise ValueError
         at = datetime.fromisoformat(obs)
     except ValueError:
-        raise ShapeError(_path(where, "observed_at"), f"{_short(obs)} is not ISO 8601 with a "
-                         "timezone offset") from None
+        raise ShapeError(
+            _path(where, "observed_at"), f"{_short(obs)} is not ISO 8601 with a timezone offset"
+        ) from None
     text = o.get("text", "")
-    return Atom(atom_id=identifier(*_sub(o, "atom_id", where)),
-                source_id=string(*_sub(o, "source_id", where)),
-                modality=string(*_sub(o, "modality", where)),
-                holder=string(*_sub(o, "holder", where)),
-                observed_at=at, extent=obj(*_sub(o, "extent", where)),
-                text=string(text, _path(where, "text"), nonempty=False))
+    return Atom(
+        atom_id=identifier(*_sub(o, "atom_id", where)),
+        source_id=string(*_sub(o, "source_id", where)),
+        modality=string(*_sub(o, "modality", where)),
+        holder=string(*_sub(o, "holder", where)),
+        observed_at=at,
+        extent=obj(*_sub(o, "extent", where)),
+        text=string(text, _path(where, "text"), nonempty=False),
+    )
 
 
 def check_atoms_page(v: Any, offset: int) -> tuple[list[Atom], int, int | None]:
@@ -231,21 +246,29 @@ def check_atoms_page(v: Any, offset: int) -> tuple[list[Atom], int, int | None]:
     total = integer(*_sub(o, "total", ""))
     rows = array(*_sub(o, "atoms", ""))
     if offset + len(rows) > total:
-        raise ShapeError("atoms", f"{len(rows)} atoms from offset {offset}: past the total "
-                         f"of {total}")
+        raise ShapeError(
+            "atoms", f"{len(rows)} atoms from offset {offset}: past the total of {total}"
+        )
     atoms = [atom_from_row(r, f"atoms[{i}]") for i, r in enumerate(rows)]
     nxt = field(o, "next_offset", "")
     if nxt is not None:
         nxt = integer(nxt, "next_offset")
         if nxt != offset + len(atoms) or not rows:
-            raise ShapeError("next_offset", f"{nxt}, but the page holds atoms {offset} to "
-                             f"{offset + len(atoms) - 1}")
+            raise ShapeError(
+                "next_offset",
+                f"{nxt}, but the page holds atoms {offset} to {offset + len(atoms) - 1}",
+            )
         if nxt >= total:
-            raise ShapeError("next_offset", f"{nxt}, but total is {total}: no atom is left "
-                             "(the last page's next_offset is null)")
+            raise ShapeError(
+                "next_offset",
+                f"{nxt}, but total is {total}: no atom is left "
+                "(the last page's next_offset is null)",
+            )
     elif offset + len(atoms) != total:
-        raise ShapeError("next_offset", f"null (last page) after {offset + len(atoms)} atoms, "
-                         f"but total is {total}")
+        raise ShapeError(
+            "next_offset",
+            f"null (last page) after {offset + len(atoms)} atoms, but total is {total}",
+        )
     return atoms, total, nxt
 
 
@@ -262,13 +285,15 @@ def check_query_answer(v: Any) -> Result:
         atom = identifier(pair[0], f"hits[{i}][0]")
         try:
             hits.append((atom, number(pair[1], f"hits[{i}][1]")))
-        except ShapeError as e:       # name the atom whose score is wrong
+        except ShapeError as e:  # name the atom whose score is wrong
             raise ShapeError(f"hits[{i}][1] (atom {atom!r})", e.message) from None
-    cart = [identifier(a, f"cartridge[{i}]") for i, a in
-            enumerate(array(*_sub(o, "cartridge", "")))]
+    cart = [
+        identifier(a, f"cartridge[{i}]") for i, a in enumerate(array(*_sub(o, "cartridge", "")))
+    ]
     conf = o.get("confidence")
-    return Result(hits=hits, cartridge=cart,
-                  confidence=None if conf is None else number(conf, "confidence"))
+    return Result(
+        hits=hits, cartridge=cart, confidence=None if conf is None else number(conf, "confidence")
+    )
 
 
 def _nf(v: Any) -> str | None:
@@ -291,8 +316,13 @@ def non_finite(v: Any, where: str = "") -> str | None:
                 return found
     if isinstance(v, list):
         for i, x in enumerate(v):
-            if where == "hits" and isinstance(x, list) and len(x) == 2 \
-                    and isinstance(x[0], str) and _nf(x[1]):
+            if (
+                where == "hits"
+                and isinstance(x, list)
+                and len(x) == 2
+                and isinstance(x[0], str)
+                and _nf(x[1])
+            ):
                 return f"hits[{i}][1] (atom {x[0][:80]!r}): {_nf(x[1])}"
             found = non_finite(x, f"{where}[{i}]")
             if found:
@@ -331,8 +361,11 @@ def ingest_id(corpus_root: str, rows: list[dict]) -> str:
 
 
 def query_body(question: str, scope: Scope, as_of: datetime) -> dict:
-    return {"question": question, "scope": scope.model_dump(mode="json", exclude_none=True),
-            "as_of": as_of.isoformat()}
+    return {
+        "question": question,
+        "scope": scope.model_dump(mode="json", exclude_none=True),
+        "as_of": as_of.isoformat(),
+    }
 
 
 def _pydantic_where(prefix: str, e: ValidationError) -> ShapeError:
@@ -356,8 +389,11 @@ def parse_items(v: Any) -> list[SourceItem]:
 
 def parse_commit(v: Any) -> tuple[str, int, int]:
     o = obj(v, "")
-    return (string(*_sub(o, "corpus_root", "")), integer(*_sub(o, "batches", "")),
-            integer(*_sub(o, "items", "")))
+    return (
+        string(*_sub(o, "corpus_root", "")),
+        integer(*_sub(o, "batches", "")),
+        integer(*_sub(o, "items", "")),
+    )
 
 
 def parse_query(v: Any) -> tuple[str, Scope, datetime]:

@@ -40,11 +40,21 @@ def _what(path: Path, mode: int | None) -> str:
             to = f" (to {os.readlink(path)})"
         except OSError:
             to = ""
-        return (f"is a symlink{to}: membench does not write through symlinks; remove it (or "
-                "give another output)")
-    kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        return (
+            f"is a symlink{to}: membench does not write through symlinks; remove it (or "
+            "give another output)"
+        )
+    kind = (
+        "a FIFO (named pipe)"
+        if stat.S_ISFIFO(mode)
+        else "a folder"
+        if stat.S_ISDIR(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "not a regular file"
+    )
     return f"is {kind}, where membench writes a regular file; remove it (or give another output)"
 
 
@@ -72,7 +82,7 @@ def open_regular(path: str | os.PathLike, flags: int, mode: int = 0o666) -> int:
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise InputError(path, None, None, _what(path, None), rule="NOT_A_FILE") from None
-        if e.errno in (errno.ENXIO, errno.EISDIR):   # a FIFO without reader; a folder
+        if e.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO without reader; a folder
             try:
                 m = os.lstat(path).st_mode
             except OSError:
@@ -117,7 +127,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             os.unlink(tmp)
         except OSError:
             pass
-        if isinstance(e, OSError) and e.filename is None:   # say which file (a full disk)
+        if isinstance(e, OSError) and e.filename is None:  # say which file (a full disk)
             raise OSError(e.errno, e.strerror, str(path)) from e
         raise
 

@@ -48,30 +48,52 @@ def bound(name: str, value, unit: str, what: str, past: str, where: str = "") ->
 
 # the numeric flags of the command line (membench.cli.common's argparse types; resamples,
 # ports and shares have their own ranges there)
-MAX_FLAG_COUNT = bound("flag_count", (1 << 31) - 1, "", "a count given as a flag (--limit, "
-                       "--depth, --sample, --seeds, --cartridge-top, --rrf-k)",
-                       "refused argument (exit 2, one line stating the range)",
-                       "membench.cli.common")
-MAX_FLAG_SEED = bound("flag_seed", (1 << 32) - 1, "", "a seed given as a flag (--seed, "
-                      "--sample-seed; from 0)",
-                      "refused argument (exit 2, one line stating the range)",
-                      "membench.cli.common")
-MAX_FLAG_WORKERS = bound("flag_workers", 256, "processes", "processes a flag starts at once "
-                         "(run --workers, report --jobs)",
-                         "refused argument (exit 2, one line stating the range)",
-                         "membench.cli.common")
-MAX_FLAG_SECONDS = bound("flag_seconds", 86_400.0, "s", "a duration given as a flag "
-                         "(--connect-timeout; NaN and infinities are refused too)",
-                         "refused argument (exit 2, one line stating the range)",
-                         "membench.cli.common")
-MAX_SYNTH_SIZE = bound("synth_size", 10_000_000, "", "atoms and queries `membench synth` makes "
-                       "(--atoms, --queries)",
-                       "refused argument (exit 2, one line stating the range)",
-                       "membench.cli.common")
+MAX_FLAG_COUNT = bound(
+    "flag_count",
+    (1 << 31) - 1,
+    "",
+    "a count given as a flag (--limit, --depth, --sample, --seeds, --cartridge-top, --rrf-k)",
+    "refused argument (exit 2, one line stating the range)",
+    "membench.cli.common",
+)
+MAX_FLAG_SEED = bound(
+    "flag_seed",
+    (1 << 32) - 1,
+    "",
+    "a seed given as a flag (--seed, --sample-seed; from 0)",
+    "refused argument (exit 2, one line stating the range)",
+    "membench.cli.common",
+)
+MAX_FLAG_WORKERS = bound(
+    "flag_workers",
+    256,
+    "processes",
+    "processes a flag starts at once (run --workers, report --jobs)",
+    "refused argument (exit 2, one line stating the range)",
+    "membench.cli.common",
+)
+MAX_FLAG_SECONDS = bound(
+    "flag_seconds",
+    86_400.0,
+    "s",
+    "a duration given as a flag (--connect-timeout; NaN and infinities are refused too)",
+    "refused argument (exit 2, one line stating the range)",
+    "membench.cli.common",
+)
+MAX_SYNTH_SIZE = bound(
+    "synth_size",
+    10_000_000,
+    "",
+    "atoms and queries `membench synth` makes (--atoms, --queries)",
+    "refused argument (exit 2, one line stating the range)",
+    "membench.cli.common",
+)
 
 
 def __getattr__(name: str):
-    if name in ("all_bounds", "markdown_table"):     # here up to 0.1.0
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}: the table is the "
-                             f"docs' (from membench.docsite.bounds import {name})")
+    if name in ("all_bounds", "markdown_table"):  # here up to 0.1.0
+        raise AttributeError(
+            f"module {__name__!r} has no attribute {name!r}: the table is the "
+            f"docs' (from membench.docsite.bounds import {name})"
+        )
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,24 +28,55 @@ from .bounds import bound
 from .errors import InputError
 
 _HERE = "membench.core.content_guard"
-MAX_FILE_BYTES = bound("content_file_bytes", 256 << 20, "bytes",
-                       "one PDF or image file the content layer opens",
-                       "FILE_TOO_LARGE, the item not covered; never read", _HERE)
-MAX_PDF_PAGES = bound("pdf_pages", 2000, "pages", "pages of one PDF (the corpus's longest: 468)",
-                      "PDF_PAGES, the item not covered; no page read", _HERE)
-MAX_IMAGE_PIXELS = bound("image_pixels", 64 << 20, "pixels",
-                         "one image, width x height from its header (the corpus's largest: 4.4 M)",
-                         "IMAGE_PIXELS, the item not covered; never decoded", _HERE)
-MAX_PAGE_PIXELS = bound("rendered_page_pixels", 40_000_000, "pixels",
-                        "one rendered PDF page (A4 at 600 dpi: 34.8 M)",
-                        "rendered at the highest dpi that fits, in one line; under "
-                        "min_render_dpi: PAGE_PIXELS, the item not covered", _HERE)
-MIN_RENDER_DPI = bound("min_render_dpi", 36, "dpi",
-                       "the lowest resolution a too-large page is rendered at for OCR",
-                       "PAGE_PIXELS, the item not covered", _HERE)
-MAX_PAGE_SECONDS = bound("pdf_page_seconds", 60, "s",
-                         "wall time of one page's text extraction (main thread only)",
-                         "PAGE_TIME, the item not covered", _HERE)
+MAX_FILE_BYTES = bound(
+    "content_file_bytes",
+    256 << 20,
+    "bytes",
+    "one PDF or image file the content layer opens",
+    "FILE_TOO_LARGE, the item not covered; never read",
+    _HERE,
+)
+MAX_PDF_PAGES = bound(
+    "pdf_pages",
+    2000,
+    "pages",
+    "pages of one PDF (the corpus's longest: 468)",
+    "PDF_PAGES, the item not covered; no page read",
+    _HERE,
+)
+MAX_IMAGE_PIXELS = bound(
+    "image_pixels",
+    64 << 20,
+    "pixels",
+    "one image, width x height from its header (the corpus's largest: 4.4 M)",
+    "IMAGE_PIXELS, the item not covered; never decoded",
+    _HERE,
+)
+MAX_PAGE_PIXELS = bound(
+    "rendered_page_pixels",
+    40_000_000,
+    "pixels",
+    "one rendered PDF page (A4 at 600 dpi: 34.8 M)",
+    "rendered at the highest dpi that fits, in one line; under "
+    "min_render_dpi: PAGE_PIXELS, the item not covered",
+    _HERE,
+)
+MIN_RENDER_DPI = bound(
+    "min_render_dpi",
+    36,
+    "dpi",
+    "the lowest resolution a too-large page is rendered at for OCR",
+    "PAGE_PIXELS, the item not covered",
+    _HERE,
+)
+MAX_PAGE_SECONDS = bound(
+    "pdf_page_seconds",
+    60,
+    "s",
+    "wall time of one page's text extraction (main thread only)",
+    "PAGE_TIME, the item not covered",
+    _HERE,
+)
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +103,11 @@ def check_bytes(path: str | Path) -> int:
     except OSError as e:
         raise _refuse(path, "FILE_UNREADABLE", _why(e)) from None
     if size > MAX_FILE_BYTES:
-        raise _refuse(path, "FILE_TOO_LARGE", f"{size:,} bytes, over the {MAX_FILE_BYTES:,}-byte "
-                      "bound (content_file_bytes)")
+        raise _refuse(
+            path,
+            "FILE_TOO_LARGE",
+            f"{size:,} bytes, over the {MAX_FILE_BYTES:,}-byte bound (content_file_bytes)",
+        )
     return size
 
 
@@ -88,10 +122,15 @@ def read_bytes(path: str | Path) -> bytes:
 
 # ----------------------------------------------------------------------------- images
 
+
 def _check_pixels(path, w: int, h: int) -> None:
     if w * h > MAX_IMAGE_PIXELS:
-        raise _refuse(path, "IMAGE_PIXELS", f"{w}x{h} = {w * h:,} pixels, over the "
-                      f"{MAX_IMAGE_PIXELS:,}-pixel bound (image_pixels); not decoded")
+        raise _refuse(
+            path,
+            "IMAGE_PIXELS",
+            f"{w}x{h} = {w * h:,} pixels, over the "
+            f"{MAX_IMAGE_PIXELS:,}-pixel bound (image_pixels); not decoded",
+        )
 
 
 @contextlib.contextmanager
@@ -107,7 +146,9 @@ def open_image(path: str | Path, load: bool = True) -> Iterator:
         try:
             im = Image.open(path)
         except Image.DecompressionBombError as e:
-            raise _refuse(path, "IMAGE_PIXELS", f"a decompression bomb: {e} (image_pixels)") from None
+            raise _refuse(
+                path, "IMAGE_PIXELS", f"a decompression bomb: {e} (image_pixels)"
+            ) from None
         except Image.UnidentifiedImageError:
             raise _refuse(path, "IMAGE_UNREADABLE", "not an image Pillow can read") from None
         except (OSError, SyntaxError, ValueError, EOFError) as e:
@@ -124,10 +165,14 @@ def open_image(path: str | Path, load: bool = True) -> Iterator:
 
 # ----------------------------------------------------------------------------- PDFs
 
+
 def check_pages(path, n: int) -> None:
     if n > MAX_PDF_PAGES:
-        raise _refuse(path, "PDF_PAGES", f"{n:,} pages, over the {MAX_PDF_PAGES:,}-page bound "
-                      "(pdf_pages); no page read")
+        raise _refuse(
+            path,
+            "PDF_PAGES",
+            f"{n:,} pages, over the {MAX_PDF_PAGES:,}-page bound (pdf_pages); no page read",
+        )
 
 
 def open_pdf(path: str | Path, data: bytes | None = None):
@@ -153,14 +198,19 @@ def page_time(path: str | Path, page: int, seconds: float | None = None) -> Iter
     :data:`MAX_PAGE_SECONDS`: past it, PAGE_TIME. Only in the main thread (a signal timer);
     elsewhere it runs unbounded."""
     limit = MAX_PAGE_SECONDS if seconds is None else seconds
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getitimer(signal.ITIMER_REAL)[0] > 0
+    ):
         yield
         return
 
     def fire(signum, frame):
-        raise _refuse(path, "PAGE_TIME", f"page {page}: text extraction took over {limit:g} s "
-                      "(pdf_page_seconds)")
+        raise _refuse(
+            path,
+            "PAGE_TIME",
+            f"page {page}: text extraction took over {limit:g} s (pdf_page_seconds)",
+        )
 
     old = signal.signal(signal.SIGALRM, fire)
     signal.setitimer(signal.ITIMER_REAL, limit)
@@ -190,8 +240,9 @@ def _pdfium_page(path: str | Path, page: int):
         raise
 
 
-def fit_scale(path, page: int, w_pt: float, h_pt: float, scale: float,
-              lowest: float | None = None) -> float:
+def fit_scale(
+    path, page: int, w_pt: float, h_pt: float, scale: float, lowest: float | None = None
+) -> float:
     """``scale`` (pixels per point), lowered so the page fits :data:`MAX_PAGE_PIXELS`; under
     ``lowest`` (default: :data:`MIN_RENDER_DPI`) it is refused (PAGE_PIXELS)."""
     lowest = MIN_RENDER_DPI / 72.0 if lowest is None else lowest
@@ -200,18 +251,26 @@ def fit_scale(path, page: int, w_pt: float, h_pt: float, scale: float,
         return scale
     fit = scale * math.sqrt(MAX_PAGE_PIXELS / px)
     while math.ceil(w_pt * fit) * math.ceil(h_pt * fit) > MAX_PAGE_PIXELS:
-        fit *= 0.999        # the renderer rounds each side up
+        fit *= 0.999  # the renderer rounds each side up
     size = f"page {page} is {w_pt:g}x{h_pt:g} pt: {px:,.0f} pixels at {scale * 72:g} dpi"
     if fit < lowest:
-        raise _refuse(path, "PAGE_PIXELS", f"{size}, over the {MAX_PAGE_PIXELS:,}-pixel bound "
-                      f"(rendered_page_pixels) even at {lowest * 72:g} dpi; not rendered")
-    log.warning("%s: %s, over the %s-pixel bound: rendered at %.1f dpi", path, size,
-                f"{MAX_PAGE_PIXELS:,}", fit * 72)
+        raise _refuse(
+            path,
+            "PAGE_PIXELS",
+            f"{size}, over the {MAX_PAGE_PIXELS:,}-pixel bound "
+            f"(rendered_page_pixels) even at {lowest * 72:g} dpi; not rendered",
+        )
+    log.warning(
+        "%s: %s, over the %s-pixel bound: rendered at %.1f dpi",
+        path,
+        size,
+        f"{MAX_PAGE_PIXELS:,}",
+        fit * 72,
+    )
     return fit
 
 
-def render_page(path: str | Path, page: int, dpi: float | None = None,
-                width: int | None = None):
+def render_page(path: str | Path, page: int, dpi: float | None = None, width: int | None = None):
     """Page ``page`` (1-based) of the PDF as an RGB PIL image at ``dpi`` (or ``width`` pixels
     wide), within :data:`MAX_PAGE_PIXELS` (:func:`fit_scale`)."""
     doc, pg = _pdfium_page(path, page)

@@ -38,7 +38,7 @@ class Watchdog:
         self._fired = False
         self._closed = False
         self._thread: threading.Thread | None = None
-        self._wake_at = math.inf        # when the thread's current wait ends
+        self._wake_at = math.inf  # when the thread's current wait ends
 
     def arm(self, sock: socket.socket, deadline: float) -> None:
         """Watch ``sock`` until :meth:`disarm`; shut it down at ``deadline`` (monotonic s)."""
@@ -48,8 +48,8 @@ class Watchdog:
                 self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
                 self._thread.start()
             elif deadline < self._wake_at:
-                self._cond.notify()     # else the thread wakes by then anyway: no switch
-                                        # of threads per call (calls back to back cost none)
+                self._cond.notify()  # else the thread wakes by then anyway: no switch
+                # of threads per call (calls back to back cost none)
 
     def disarm(self) -> bool:
         """Stop watching; True when the deadline passed and the socket was shut down."""
@@ -70,7 +70,7 @@ class Watchdog:
                     self._wake_at = now + self.idle
                     self._cond.wait(self.idle)
                     if self._sock is None and time.monotonic() >= self._wake_at:
-                        break                       # idle: the next arm starts a new thread
+                        break  # idle: the next arm starts a new thread
                     continue
                 left = self._deadline - now
                 if left > 0:
@@ -80,7 +80,7 @@ class Watchdog:
                 try:
                     self._sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
-                    pass                            # already closed: nothing to wake
+                    pass  # already closed: nothing to wake
                 self._fired, self._sock = True, None
             self._thread, self._wake_at = None, math.inf
 

@@ -38,8 +38,14 @@ class MembenchError(Exception):
 class InputError(MembenchError):
     """Bad input at a place: ``file`` (and ``line``, ``field`` when known) breaks ``rule``."""
 
-    def __init__(self, file: str | Path, line: int | None, field: str | None, message: str,
-                 rule: str = "SCHEMA"):
+    def __init__(
+        self,
+        file: str | Path,
+        line: int | None,
+        field: str | None,
+        message: str,
+        rule: str = "SCHEMA",
+    ):
         self.file = str(file)
         self.line = line
         self.field = field

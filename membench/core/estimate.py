@@ -44,10 +44,14 @@ TEST_RECORD = RECORD.with_name("testsuite.json")
 
 #: the order in which an unmeasured instruction-set class borrows a measured path's figures:
 #: its own, else the nearest slower one (an estimate that errs long), else any
-FALLBACK = {"amx": ("amx", "avx512-bf16", "avx512", "avx2"),
-            "avx512-bf16": ("avx512-bf16", "avx512", "avx2"),
-            "avx512": ("avx512", "avx2"), "avx2": ("avx2",), "baseline": ("avx2",),
-            "unknown": ("avx2",)}
+FALLBACK = {
+    "amx": ("amx", "avx512-bf16", "avx512", "avx2"),
+    "avx512-bf16": ("avx512-bf16", "avx512", "avx2"),
+    "avx512": ("avx512", "avx2"),
+    "avx2": ("avx2",),
+    "baseline": ("avx2",),
+    "unknown": ("avx2",),
+}
 
 
 def read_path(path: Path = RECORD, isa: str | None = None) -> tuple[dict, str | None]:
@@ -72,8 +76,9 @@ def read_path(path: Path = RECORD, isa: str | None = None) -> tuple[dict, str | 
     return {}, None
 
 
-def read_record(path: Path = RECORD, isa: str | None = None
-                ) -> tuple[dict[str, tuple[float, float]], float]:
+def read_record(
+    path: Path = RECORD, isa: str | None = None
+) -> tuple[dict[str, tuple[float, float]], float]:
     """``(QUIET, OCR_COLD)`` of the record that applies here (:func:`read_path`): quiet-machine
     seconds (cold, warm) per part of ``make all`` (``sets``, ``dense``, ``bm25``, ``hybrid``, ``beside``,
     ``leaderboard``, ``reports``, and ``all``, make all's wall time), and of dense's cold
@@ -82,8 +87,7 @@ def read_record(path: Path = RECORD, isa: str | None = None
     d, _ = read_path(path, isa)
     try:
         cold, warm = d["cold"], d["warm"]
-        quiet = {p: (float(v), float(warm["parts"].get(p, 0.0)))
-                 for p, v in cold["parts"].items()}
+        quiet = {p: (float(v), float(warm["parts"].get(p, 0.0))) for p, v in cold["parts"].items()}
         quiet["all"] = (float(cold["seconds"]), float(warm["seconds"]))
         return quiet, float((cold.get("ocr") or {}).get("seconds") or 0.0)
     except (KeyError, TypeError, AttributeError, ValueError):
@@ -117,8 +121,11 @@ def _fit() -> float:
 
 SLOPE = round(_fit(), 2)
 
-PARTS = {"sets": ("sets",), "runs": ("dense", "bm25", "hybrid", "beside"),
-         "reports": ("leaderboard", "reports")}
+PARTS = {
+    "sets": ("sets",),
+    "runs": ("dense", "bm25", "hybrid", "beside"),
+    "reports": ("leaderboard", "reports"),
+}
 
 
 def cpus() -> int:
@@ -199,8 +206,9 @@ def last_make_all(timings_dir: Path) -> dict | None:
     """The newest timings file under ``timings_dir`` with an ``end`` row (a finished
     ``make all``): its wall time and load."""
     try:
-        files = sorted(timings_dir.glob("make-*.jsonl"), key=lambda p: p.stat().st_mtime,
-                       reverse=True)
+        files = sorted(
+            timings_dir.glob("make-*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True
+        )
     except OSError:
         return None
     for f in files[:20]:
@@ -214,12 +222,22 @@ def last_make_all(timings_dir: Path) -> dict | None:
                 rows.append(json.loads(line))
             except ValueError:
                 continue
-        end = next((r for r in reversed(rows) if isinstance(r, dict) and r.get("kind") == "end"
-                    and r.get("wall")), None)
+        end = next(
+            (
+                r
+                for r in reversed(rows)
+                if isinstance(r, dict) and r.get("kind") == "end" and r.get("wall")
+            ),
+            None,
+        )
         start = next((r for r in rows if isinstance(r, dict) and r.get("kind") == "start"), None)
         if end and start:
-            return {"file": str(f), "wall": float(end["wall"]), "load": start.get("load"),
-                    "systems": start.get("systems")}
+            return {
+                "file": str(f),
+                "wall": float(end["wall"]),
+                "load": start.get("load"),
+                "systems": start.get("systems"),
+            }
     return None
 
 
@@ -229,60 +247,92 @@ def _quiet(parts: list[str]) -> tuple[float, float]:
     return cold, warm
 
 
-def lines(target: str, systems: list[str], *, load: float, n_cpus: int,
-          timings_dir: Path | None = None, setup: bool = True) -> list[str]:
+def lines(
+    target: str,
+    systems: list[str],
+    *,
+    load: float,
+    n_cpus: int,
+    timings_dir: Path | None = None,
+    setup: bool = True,
+) -> list[str]:
     """What :func:`main` prints for ``target`` (see the module docstring)."""
     if not QUIET and target != "setup":
         return [f"   No estimate: {RECORD} (the record of make bench-cold) cannot be read."]
     k = slowdown(load, n_cpus) * cpu_factor(n_cpus)
     warm, cache = cache_warm()
-    busy = (f"now: load {load:.1f} on {n_cpus} CPUs, so expect about {k:.1f}x"
-            if k >= 1.15 else f"now: load {load:.1f} on {n_cpus} CPUs (quiet)")
+    busy = (
+        f"now: load {load:.1f} on {n_cpus} CPUs, so expect about {k:.1f}x"
+        if k >= 1.15
+        else f"now: load {load:.1f} on {n_cpus} CPUs (quiet)"
+    )
     if cpu_factor(n_cpus) > 1:
-        busy += f" ({cpu_factor(n_cpus):.1f}x of it for {n_cpus} CPU(s) against the record's"\
-                f" {RECORD_CPUS})"
+        busy += (
+            f" ({cpu_factor(n_cpus):.1f}x of it for {n_cpus} CPU(s) against the record's"
+            f" {RECORD_CPUS})"
+        )
     if target == "setup":
         secs, at = SETUP
-        return [(f"   First time only: create the virtualenv and pip install membench with "
-                 f"its test extra (torch, JupyterLab, Ray, ...): {fmt(secs)} measured at load "
-                 f"{at:.0f} on a fresh clone, mostly downloads; pip's progress follows.")]
+        return [
+            (
+                f"   First time only: create the virtualenv and pip install membench with "
+                f"its test extra (torch, JupyterLab, Ray, ...): {fmt(secs)} measured at load "
+                f"{at:.0f} on a fresh clone, mostly downloads; pip's progress follows."
+            )
+        ]
     if target == "all":
-        parts = ["sets", *[s for s in ("dense", "bm25", "hybrid") if s in systems],
-                 "leaderboard", "reports"]
+        parts = [
+            "sets",
+            *[s for s in ("dense", "bm25", "hybrid") if s in systems],
+            "leaderboard",
+            "reports",
+        ]
     else:
-        parts = [p for p in PARTS[target] if p in QUIET and
-                 (target != "runs" or p in systems)]
+        parts = [p for p in PARTS[target] if p in QUIET and (target != "runs" or p in systems)]
     cold, warm_s = _quiet(parts)
     if target == "all" and set(systems) == {"bm25", "dense", "hybrid"}:
         cold, warm_s = QUIET["all"]
-    if target in ("all", "runs") and "dense" not in systems and \
-            {"bm25", "hybrid"} & set(systems):
-        cold += OCR_COLD                # the first of them does the OCR dense would have
+    if target in ("all", "runs") and "dense" not in systems and {"bm25", "hybrid"} & set(systems):
+        cold += OCR_COLD  # the first of them does the OCR dense would have
     # the setup is added unscaled (mostly downloads), when it is still to be done
     extra = SETUP[0] if target == "all" and setup else 0.0
     other = [s for s in systems if s not in QUIET] if target in ("all", "runs") else []
     unmeasured = f" (without {', '.join(other)}: not measured)" if other else ""
     which = "warm: the cache holds OCR and embeddings" if warm else "cold: the cache is empty"
     if target != "all":
-        scaled = (f"cold about {fmt(cold * k)}, warm about {fmt(warm_s * k)} at load "
-                  f"{load:.1f} on {n_cpus} CPUs ({k:.1f}x the quiet machine's {fmt(cold)} / "
-                  f"{fmt(warm_s)})" if k >= 1.15 else
-                  f"cold about {fmt(cold)}, warm about {fmt(warm_s)} (a quiet machine)")
+        scaled = (
+            f"cold about {fmt(cold * k)}, warm about {fmt(warm_s * k)} at load "
+            f"{load:.1f} on {n_cpus} CPUs ({k:.1f}x the quiet machine's {fmt(cold)} / "
+            f"{fmt(warm_s)})"
+            if k >= 1.15
+            else f"cold about {fmt(cold)}, warm about {fmt(warm_s)} (a quiet machine)"
+        )
         return [f"   Cold/warm: {scaled}{unmeasured}; expect {which}."]
     from .isa import isa_class
 
     here = isa_class()
-    measured = (f"measured on the {RECORD_PATH} path" if RECORD_PATH == here else
-                f"this CPU computes on the {here} path; figures of the {RECORD_PATH} path")
-    out = [f"   Quiet machine (make bench-cold, load < 2, {RECORD_CPUS} CPUs; {measured}): "
-           f"cold {fmt(cold)}, warm {fmt(warm_s)}{unmeasured}"
-           + (f"; plus the virtualenv's setup, needed now (about {fmt(SETUP[0])} at load "
-              f"{SETUP[1]:.0f})." if setup else "; the virtualenv is set up.")]
+    measured = (
+        f"measured on the {RECORD_PATH} path"
+        if RECORD_PATH == here
+        else f"this CPU computes on the {here} path; figures of the {RECORD_PATH} path"
+    )
+    out = [
+        f"   Quiet machine (make bench-cold, load < 2, {RECORD_CPUS} CPUs; {measured}): "
+        f"cold {fmt(cold)}, warm {fmt(warm_s)}{unmeasured}"
+        + (
+            f"; plus the virtualenv's setup, needed now (about {fmt(SETUP[0])} at load "
+            f"{SETUP[1]:.0f})."
+            if setup
+            else "; the virtualenv is set up."
+        )
+    ]
     if k >= 1.15 or extra:
-        out.append(f"   {busy}: cold about {fmt(cold * k + extra)}, warm about "
-                   f"{fmt(warm_s * k + extra)}" + (" with the setup" if extra else "") + " "
-                   f"(1 + {SLOPE} x (load - {QUIET_LOAD}) / CPUs, fitted to the runs measured "
-                   f"at load {' and '.join(f'{x:g}' for x, _ in MEASURED)}; a rough guide).")
+        out.append(
+            f"   {busy}: cold about {fmt(cold * k + extra)}, warm about "
+            f"{fmt(warm_s * k + extra)}" + (" with the setup" if extra else "") + " "
+            f"(1 + {SLOPE} x (load - {QUIET_LOAD}) / CPUs, fitted to the runs measured "
+            f"at load {' and '.join(f'{x:g}' for x, _ in MEASURED)}; a rough guide)."
+        )
     else:
         out.append(f"   {busy}.")
     out.append(f"   Expect {which} ({cache}).")
@@ -290,8 +340,7 @@ def lines(target: str, systems: list[str], *, load: float, n_cpus: int,
         last = last_make_all(timings_dir)
         if last:
             at = f" at load {float(last['load']):.1f}" if last.get("load") is not None else ""
-            out.append(f"   The last make all here took {fmt(last['wall'])}{at} "
-                       f"({last['file']}).")
+            out.append(f"   The last make all here took {fmt(last['wall'])}{at} ({last['file']}).")
     return out
 
 
@@ -317,13 +366,16 @@ def test_summary(rec: dict) -> str:
     """One record of :data:`TEST_RECORD` in words: pytest's wall time, its counts, its
     workers, the load before and during the run, the date and commit."""
     c = rec.get("counts") or {}
-    counts = ", ".join(f"{c[k]:,} {k}" for k in ("passed", "skipped", "xfailed", "deselected")
-                       if c.get(k))
-    return (f"{mmss(float(rec['seconds']))} of pytest ({counts}) in {rec.get('workers')} "
-            f"workers on {rec.get('cpus')} CPUs, at load average "
-            f"{float(rec['load_before']):.1f} before and {float(rec['load_during']):.1f} during "
-            f"the run (other work and its own workers), {rec.get('measured')}, commit "
-            f"{rec.get('commit')}")
+    counts = ", ".join(
+        f"{c[k]:,} {k}" for k in ("passed", "skipped", "xfailed", "deselected") if c.get(k)
+    )
+    return (
+        f"{mmss(float(rec['seconds']))} of pytest ({counts}) in {rec.get('workers')} "
+        f"workers on {rec.get('cpus')} CPUs, at load average "
+        f"{float(rec['load_before']):.1f} before and {float(rec['load_during']):.1f} during "
+        f"the run (other work and its own workers), {rec.get('measured')}, commit "
+        f"{rec.get('commit')}"
+    )
 
 
 def test_lines(target: str, *, load: float, n_cpus: int, path: Path = TEST_RECORD) -> list[str]:
@@ -338,14 +390,22 @@ def test_lines(target: str, *, load: float, n_cpus: int, path: Path = TEST_RECOR
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("target", choices=["all", "setup", "sets", "runs", "reports", "test",
-                                       "test-fast"])
-    ap.add_argument("--systems", default="bm25 dense hybrid",
-                    help="the systems make runs (SYSTEMS)")
-    ap.add_argument("--timings", help="the timings file of this make call (all: the start "
-                    "row is appended to it; its folder holds earlier calls' files)")
-    ap.add_argument("--setup", action="store_true", help="all: the virtualenv is still to be "
-                    "set up (its time is added)")
+    ap.add_argument(
+        "target", choices=["all", "setup", "sets", "runs", "reports", "test", "test-fast"]
+    )
+    ap.add_argument(
+        "--systems", default="bm25 dense hybrid", help="the systems make runs (SYSTEMS)"
+    )
+    ap.add_argument(
+        "--timings",
+        help="the timings file of this make call (all: the start "
+        "row is appended to it; its folder holds earlier calls' files)",
+    )
+    ap.add_argument(
+        "--setup",
+        action="store_true",
+        help="all: the virtualenv is still to be set up (its time is added)",
+    )
     a = ap.parse_args(argv)
     systems = a.systems.split()
     load, n = load_now(), cpus()
@@ -359,9 +419,18 @@ def main(argv: list[str] | None = None) -> int:
         try:
             Path(a.timings).parent.mkdir(parents=True, exist_ok=True)
             with open(a.timings, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"kind": "start", "t": round(time.time(), 3),
-                                    "load": round(load, 2), "cpus": n,
-                                    "systems": systems}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "kind": "start",
+                            "t": round(time.time(), 3),
+                            "load": round(load, 2),
+                            "cpus": n,
+                            "systems": systems,
+                        }
+                    )
+                    + "\n"
+                )
         except OSError as e:
             print(f"   (timings not recorded: {e})", file=sys.stderr)
     sys.stdout.flush()

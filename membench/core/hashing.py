@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
@@ -29,8 +30,7 @@ def hash_order(keys: Iterable[str], salt: str) -> list[str]:
     return sorted(set(keys), key=lambda k: (stable_hash(salt, k), k))
 
 
-def limit_subset(rows: list, limit: int | None, qid=lambda r: r,
-                 seed: int | None = None) -> list:
+def limit_subset(rows: list, limit: int | None, qid=lambda r: r, seed: int | None = None) -> list:
     """The ``--limit`` rule: ``limit`` rows of one modality, those first in
     ``stable_hash("limit", query_id)`` order (with ``seed``: ``stable_hash("limit", str(seed),
     query_id)``, another sample; ``membench verify`` draws one per check) (returned in that
@@ -60,7 +60,7 @@ def source_digest(subpackages: Iterable[str] = ()) -> str:
     subs = tuple(subpackages)
     if subs not in _SOURCE:
         h = hashlib.sha256()
-        for root in ([PACKAGE / s for s in subs] if subs else [PACKAGE]):
+        for root in [PACKAGE / s for s in subs] if subs else [PACKAGE]:
             for src in sorted(root.rglob("*.py")):
                 h.update(src.relative_to(PACKAGE).as_posix().encode() + b"\0")
                 h.update(hashlib.sha256(src.read_bytes()).digest())

@@ -31,16 +31,25 @@ from typing import Any
 from .bounds import bound
 from .errors import InputError
 
-MAX_ID_CHARS = bound("id_chars", 256, "characters",
-                     "an identifier: atom id, query id, system name, card name and model, "
-                     "judgment set name (printable, no whitespace: `core.ids`)",
-                     "located error (ID) naming the file, line and field", "membench.core.ids")
-MAX_TEXT_CHARS = bound("text_chars", 16_384, "characters",
-                       "a card's text fields (revision, license, notes, prefixes; printable, "
-                       "no line breaks)", "located error (CARD) naming the file and field",
-                       "membench.core.ids")
+MAX_ID_CHARS = bound(
+    "id_chars",
+    256,
+    "characters",
+    "an identifier: atom id, query id, system name, card name and model, "
+    "judgment set name (printable, no whitespace: `core.ids`)",
+    "located error (ID) naming the file, line and field",
+    "membench.core.ids",
+)
+MAX_TEXT_CHARS = bound(
+    "text_chars",
+    16_384,
+    "characters",
+    "a card's text fields (revision, license, notes, prefixes; printable, no line breaks)",
+    "located error (CARD) naming the file and field",
+    "membench.core.ids",
+)
 
-GRAMMAR = (f"1 to {MAX_ID_CHARS} printable characters, no whitespace or control characters")
+GRAMMAR = f"1 to {MAX_ID_CHARS} printable characters, no whitespace or control characters"
 
 
 def _first_bad(s: str, allow_space: bool) -> tuple[int, str] | None:
@@ -80,8 +89,12 @@ def ids_problem(values: Iterable[Any]) -> tuple[int, str] | None:
         joined = "".join(vals)
     except TypeError:
         joined = None
-    if joined is not None and joined.isprintable() and " " not in joined and \
-            (not vals or (min(map(len, vals)) > 0 and max(map(len, vals)) <= MAX_ID_CHARS)):
+    if (
+        joined is not None
+        and joined.isprintable()
+        and " " not in joined
+        and (not vals or (min(map(len, vals)) > 0 and max(map(len, vals)) <= MAX_ID_CHARS))
+    ):
         return None
     for i, v in enumerate(vals):
         why = id_problem(v)
@@ -102,8 +115,9 @@ def text_problem(v: Any, max_chars: int = MAX_TEXT_CHARS) -> str | None:
     return f"{_short(v)} {_describe(v, True)}; text here is printable, without line breaks"
 
 
-def check_id(v: Any, file: str | None, line: int | None, field: str | None,
-             rule: str = "ID") -> str:
+def check_id(
+    v: Any, file: str | None, line: int | None, field: str | None, rule: str = "ID"
+) -> str:
     """``v`` if it is an identifier, else an :class:`InputError` (``rule``, ``ID`` by default)
     at ``file``:``line`` naming ``field``."""
     why = id_problem(v)
@@ -114,8 +128,15 @@ def check_id(v: Any, file: str | None, line: int | None, field: str | None,
 
 def _short(v: str, n: int = 40) -> str:
     r = repr(v)
-    return r if len(r) <= n else r[:n - 4] + "...'"
+    return r if len(r) <= n else r[: n - 4] + "...'"
 
 
-__all__ = ["GRAMMAR", "MAX_ID_CHARS", "MAX_TEXT_CHARS", "check_id", "id_problem",
-           "ids_problem", "text_problem"]
+__all__ = [
+    "GRAMMAR",
+    "MAX_ID_CHARS",
+    "MAX_TEXT_CHARS",
+    "check_id",
+    "id_problem",
+    "ids_problem",
+    "text_problem",
+]

@@ -74,23 +74,33 @@ class Tracker:
         elif s.startswith("Installing collected packages:"):
             n = len([p for p in s.split(":", 1)[1].split(",") if p.strip()])
             self.phase = "installing"
-            return (f"installing {_n(n)} (unpacking and compiling them: pip prints "
-                    "nothing until it is done)")
+            return (
+                f"installing {_n(n)} (unpacking and compiling them: pip prints "
+                "nothing until it is done)"
+            )
         elif s.startswith("Successfully installed"):
             self.installed = len(s.split()) - 2
         return None
 
     def status(self) -> str:
         if self.phase == "collecting":
-            return (f"{_n(self.collected)} collected"
-                    + (f" (latest download: {self.downloading})" if self.downloading else ""))
+            return f"{_n(self.collected)} collected" + (
+                f" (latest download: {self.downloading})" if self.downloading else ""
+            )
         if self.phase in ("building", "installing"):
             return f"{self.phase} ({_n(self.collected)} collected)"
         return self.phase
 
 
-def run(cmd: list[str], log: Path, *, label: str, every: float = 10.0,
-        heartbeat: float = 20.0, out=sys.stdout) -> tuple[int, float, Tracker]:
+def run(
+    cmd: list[str],
+    log: Path,
+    *,
+    label: str,
+    every: float = 10.0,
+    heartbeat: float = 20.0,
+    out=sys.stdout,
+) -> tuple[int, float, Tracker]:
     """Run ``cmd`` (see the module docstring); returns its status, the seconds it took and
     what was seen."""
     t0 = time.monotonic()
@@ -105,13 +115,21 @@ def run(cmd: list[str], log: Path, *, label: str, every: float = 10.0,
         last_print = time.monotonic()
 
     shown = " ".join(" ".join(cmd).split())
-    say(f"started ({shown if len(shown) <= 90 else shown[:87] + '...'}; its whole output "
-        f"goes to {log})")
+    say(
+        f"started ({shown if len(shown) <= 90 else shown[:87] + '...'}; its whole output "
+        f"goes to {log})"
+    )
     lines: queue.Queue = queue.Queue()
     with open(log, "w", encoding="utf-8") as f:
         try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, errors="replace", bufsize=1)
+            proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                bufsize=1,
+            )
         except OSError as e:
             f.write(f"{cmd[0]}: {e}\n")
             say(f"could not start {cmd[0]}: {e}")
@@ -154,8 +172,12 @@ def run(cmd: list[str], log: Path, *, label: str, every: float = 10.0,
         tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
         for t in tail:
             print(t, file=sys.stderr)
-        print(f"{PREFIX} {label}: failed (exit {rc}) after {_fmt(secs)}; the whole output is "
-              f"in {log}", file=sys.stderr, flush=True)
+        print(
+            f"{PREFIX} {label}: failed (exit {rc}) after {_fmt(secs)}; the whole output is "
+            f"in {log}",
+            file=sys.stderr,
+            flush=True,
+        )
     return rc, secs, tr
 
 
@@ -165,9 +187,16 @@ def record(timings: str, label: str, secs: float, ok: bool) -> None:
         load = round(os.getloadavg()[0], 2)
     except (AttributeError, OSError):
         load = None
-    row = {"kind": "command", "tool": "setup", "command": f"setup: {label}",
-           "seconds": round(secs, 3), "ok": ok, "pid": os.getpid(), "t": round(time.time(), 3),
-           "load": load}
+    row = {
+        "kind": "command",
+        "tool": "setup",
+        "command": f"setup: {label}",
+        "seconds": round(secs, 3),
+        "ok": ok,
+        "pid": os.getpid(),
+        "t": round(time.time(), 3),
+        "load": load,
+    }
     try:
         Path(timings).parent.mkdir(parents=True, exist_ok=True)
         with open(timings, "a", encoding="utf-8") as f:
@@ -179,8 +208,11 @@ def record(timings: str, label: str, secs: float, ok: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if "--" not in args:
-        print("usage: python3 -m membench.core.install_progress --log FILE [--timings FILE] "
-              "[--label TEXT] -- COMMAND ...", file=sys.stderr)
+        print(
+            "usage: python3 -m membench.core.install_progress --log FILE [--timings FILE] "
+            "[--label TEXT] -- COMMAND ...",
+            file=sys.stderr,
+        )
         return 2
     i = args.index("--")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -188,10 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timings", help="append the setup's row to this timings file")
     ap.add_argument("--label", default="pip", help="the name on each line")
     ap.add_argument("--every", type=float, default=10.0, help="seconds between count lines")
-    ap.add_argument("--heartbeat", type=float, default=20.0,
-                    help="a line at least this often (seconds)")
+    ap.add_argument(
+        "--heartbeat", type=float, default=20.0, help="a line at least this often (seconds)"
+    )
     a = ap.parse_args(args[:i])
-    cmd = args[i + 1:]
+    cmd = args[i + 1 :]
     if not cmd:
         print("install_progress: no command after --", file=sys.stderr)
         return 2

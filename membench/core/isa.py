@@ -35,10 +35,14 @@ from pathlib import Path
 MASKED = ("avx512*", "avx_vnni", "avx_ifma", "amx_*", "gfni", "vaes", "vpclmulqdq")
 #: the environment a command on the AVX2 path gets besides LD_PRELOAD: the caps the libraries
 #: have of their own (belt and braces: the CPUID mask already decides for them)
-CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "OV_CPU_MAX_ISA": "AVX2",
-        "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ATEN_CPU_CAPABILITY": "avx2",
-        "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX512F,-AVX512CD,-AVX512BW,-AVX512DQ,-AVX512VL,"
-                          "-AVX512_VNNI,-AVX512_BF16,-AVX512_FP16,-AMX_BF16,-AMX_TILE,-AMX_INT8"}
+CAPS = {
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "OV_CPU_MAX_ISA": "AVX2",
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX512F,-AVX512CD,-AVX512BW,-AVX512DQ,-AVX512VL,"
+    "-AVX512_VNNI,-AVX512_BF16,-AVX512_FP16,-AMX_BF16,-AMX_TILE,-AMX_INT8",
+}
 ENV = "MEMBENCH_ISA"
 
 
@@ -106,19 +110,25 @@ def describe() -> dict:
     flags = cpu_flags()
     model = ""
     try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8",
-                                                    errors="replace").splitlines():
+        for line in (
+            Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines()
+        ):
             if line.startswith("model name"):
                 model = line.split(":", 1)[-1].strip()
                 break
     except OSError:
         pass
     path = isa_class()
-    return {"isa": path, "cpu_class": class_of(flags), "cpu_model": model,
-            "cpus": os.cpu_count() or 1,
-            "forced": "CPUID masked to x86-64-v3 (membench.core.isa avx2)"
-            if os.environ.get(ENV) == "avx2" else None,
-            "vendor_reported": os.environ.get("MEMBENCH_CPUID_VENDOR") or None}
+    return {
+        "isa": path,
+        "cpu_class": class_of(flags),
+        "cpu_model": model,
+        "cpus": os.cpu_count() or 1,
+        "forced": "CPUID masked to x86-64-v3 (membench.core.isa avx2)"
+        if os.environ.get(ENV) == "avx2"
+        else None,
+        "vendor_reported": os.environ.get("MEMBENCH_CPUID_VENDOR") or None,
+    }
 
 
 def can_mask() -> str | None:
@@ -128,8 +138,10 @@ def can_mask() -> str | None:
     if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
         return f"the CPUID mask needs Linux on x86-64 (this is {sys.platform} {platform.machine()})"
     if mask_library() is None:
-        return ("membench/core/_cpuidmask*.so was not built (no C compiler at install): "
-                "pip install -e . with gcc present")
+        return (
+            "membench/core/_cpuidmask*.so was not built (no C compiler at install): "
+            "pip install -e . with gcc present"
+        )
     if "cpuid_fault" not in cpu_flags():
         return "this CPU (or hypervisor) has no CPUID faulting (flag cpuid_fault)"
     return None
@@ -146,7 +158,7 @@ def avx2_env(base: dict[str, str] | None = None, vendor: str | None = None) -> d
     env["LD_PRELOAD"] = lib if not pre else (pre if lib in pre else f"{lib}:{pre}")
     env.update(CAPS)
     env[ENV] = "avx2"
-    env.pop("PYTHONFAULTHANDLER", None)     # its SIGSEGV handler would take the CPUID faults
+    env.pop("PYTHONFAULTHANDLER", None)  # its SIGSEGV handler would take the CPUID faults
     if vendor:
         env["MEMBENCH_CPUID_VENDOR"] = vendor
     else:
@@ -155,22 +167,37 @@ def avx2_env(base: dict[str, str] | None = None, vendor: str | None = None) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m membench.core.isa", description=__doc__.split(
-        "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("path", nargs="?", choices=["avx2"],
-                    help="run COMMAND on this path (without: print what this process has)")
+    ap = argparse.ArgumentParser(
+        prog="python -m membench.core.isa",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "path",
+        nargs="?",
+        choices=["avx2"],
+        help="run COMMAND on this path (without: print what this process has)",
+    )
     ap.add_argument("--vendor", choices=["amd"], help="also report this CPU vendor")
     ap.add_argument("command", nargs="*", help="-- COMMAND [ARGS...]")
     argv = list(sys.argv[1:] if argv is None else argv)
-    cmd = argv[argv.index("--") + 1:] if "--" in argv else []
-    a = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    cmd = argv[argv.index("--") + 1 :] if "--" in argv else []
+    a = ap.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     if a.path is None:
         d = describe()
         why = can_mask()
-        print(f"instruction set: {d['isa']} (CPU class {d['cpu_class']}; {d['cpu_model']}; "
-              f"{d['cpus']} CPUs)")
-        print("AVX2 path: " + ("available (python -m membench.core.isa avx2 -- COMMAND)"
-                               if why is None else f"not available: {why}"))
+        print(
+            f"instruction set: {d['isa']} (CPU class {d['cpu_class']}; {d['cpu_model']}; "
+            f"{d['cpus']} CPUs)"
+        )
+        print(
+            "AVX2 path: "
+            + (
+                "available (python -m membench.core.isa avx2 -- COMMAND)"
+                if why is None
+                else f"not available: {why}"
+            )
+        )
         return 0
     if a.command:
         ap.error("put the command after --: python -m membench.core.isa avx2 -- COMMAND")

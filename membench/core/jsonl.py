@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -29,16 +30,24 @@ from .textfiles import check_readable_file, decode_line
 
 M = TypeVar("M", bound=BaseModel)
 
-MAX_LINE_BYTES = bound("line_bytes", 64 << 20, "bytes",
-                       "one line of a JSON-lines file (sets, items, atoms, run lines, "
-                       "cartridges, manifest); TREC files: trec_line_bytes",
-                       "located error (LINE_TOO_LONG) naming the file and line; the line is "
-                       "read no further", "membench.core.jsonl")
-MAX_JSON_FILE_BYTES = bound("json_file_bytes", 256 << 20, "bytes",
-                            "a whole JSON file (meta.json, coverage.json, a card, a result "
-                            "store's entries, calibration and lock files)",
-                            "located error (FILE_TOO_LONG) naming the file; read no further",
-                            "membench.core.jsonl")
+MAX_LINE_BYTES = bound(
+    "line_bytes",
+    64 << 20,
+    "bytes",
+    "one line of a JSON-lines file (sets, items, atoms, run lines, "
+    "cartridges, manifest); TREC files: trec_line_bytes",
+    "located error (LINE_TOO_LONG) naming the file and line; the line is read no further",
+    "membench.core.jsonl",
+)
+MAX_JSON_FILE_BYTES = bound(
+    "json_file_bytes",
+    256 << 20,
+    "bytes",
+    "a whole JSON file (meta.json, coverage.json, a card, a result "
+    "store's entries, calibration and lock files)",
+    "located error (FILE_TOO_LONG) naming the file; read no further",
+    "membench.core.jsonl",
+)
 
 
 def dumps(obj: Any) -> str:
@@ -87,12 +96,18 @@ def parse_json(text: str, path: str | Path, line: int | None = None) -> Any:
     try:
         return loads(text)
     except json.JSONDecodeError as e:
-        raise InputError(path, line if line is not None else e.lineno, None,
-                         f"not valid JSON: {e.msg} (column {e.colno})", rule="JSON") from None
+        raise InputError(
+            path,
+            line if line is not None else e.lineno,
+            None,
+            f"not valid JSON: {e.msg} (column {e.colno})",
+            rule="JSON",
+        ) from None
     except RecursionError:
-        raise InputError(path, line, None, "not readable JSON: nested too deeply",
-                         rule="JSON") from None
-    except ValueError as e:     # a non-finite constant, a repeated key, a huge integer
+        raise InputError(
+            path, line, None, "not readable JSON: nested too deeply", rule="JSON"
+        ) from None
+    except ValueError as e:  # a non-finite constant, a repeated key, a huge integer
         raise InputError(path, line, None, f"not valid JSON: {e}"[:300], rule="JSON") from None
 
 
@@ -103,17 +118,28 @@ def read_json_file(path: str | Path, expect: type | None = None, what: str = "")
     with open(path, "rb") as f:
         raw = f.read(MAX_JSON_FILE_BYTES + 1)
     if len(raw) > MAX_JSON_FILE_BYTES:
-        raise InputError(path, None, None, f"longer than {MAX_JSON_FILE_BYTES:,} bytes (bound "
-                         "json_file_bytes): not read", rule="FILE_TOO_LONG")
+        raise InputError(
+            path,
+            None,
+            None,
+            f"longer than {MAX_JSON_FILE_BYTES:,} bytes (bound json_file_bytes): not read",
+            rule="FILE_TOO_LONG",
+        )
     data = parse_json(decode_line(path, None, raw), path)
     if expect is not None and not isinstance(data, expect):
-        raise InputError(path, None, None, f"expected {what or 'a JSON ' + expect.__name__}, got "
-                         f"{type(data).__name__}", rule="JSON")
+        raise InputError(
+            path,
+            None,
+            None,
+            f"expected {what or 'a JSON ' + expect.__name__}, got {type(data).__name__}",
+            rule="JSON",
+        )
     return data
 
 
-def iter_json_lines(path: str | Path, on_error: Callable[[InputError], None] | None = None
-                    ) -> Iterator[tuple[int, dict]]:
+def iter_json_lines(
+    path: str | Path, on_error: Callable[[InputError], None] | None = None
+) -> Iterator[tuple[int, dict]]:
     """Yield ``(line_number, object)``; a line that is not a JSON object (read strictly, see
     the module docstring) is an :class:`InputError` naming the file and line. Blank lines are
     errors too (a truncated write usually shows up as one). With ``on_error``, a bad line is
@@ -132,8 +158,9 @@ def iter_json_lines(path: str | Path, on_error: Callable[[InputError], None] | N
                 on_error(e)
 
 
-def bounded_lines(f, path: str | Path, limit: int | None = None
-                  ) -> Iterator[tuple[int, bytes | None]]:
+def bounded_lines(
+    f, path: str | Path, limit: int | None = None
+) -> Iterator[tuple[int, bytes | None]]:
     """``(line_number, raw line)`` of a binary file, each line read no further than ``limit``
     bytes (:data:`MAX_LINE_BYTES` by default, the newline not counted): a longer line is
     yielded as ``None`` (the caller raises :func:`line_too_long` or reports it) and skipped
@@ -149,14 +176,19 @@ def bounded_lines(f, path: str | Path, limit: int | None = None
         if len(raw) <= limit or raw.endswith(b"\n"):
             yield no, raw
             continue
-        while raw and not raw.endswith(b"\n"):     # the rest of the long line, unread
+        while raw and not raw.endswith(b"\n"):  # the rest of the long line, unread
             raw = readline(1 << 20)
         yield no, None
 
 
 def line_too_long(path: str | Path, no: int) -> InputError:
-    return InputError(path, no, None, f"longer than {MAX_LINE_BYTES:,} bytes (bound line_bytes): "
-                      "not read", rule="LINE_TOO_LONG")
+    return InputError(
+        path,
+        no,
+        None,
+        f"longer than {MAX_LINE_BYTES:,} bytes (bound line_bytes): not read",
+        rule="LINE_TOO_LONG",
+    )
 
 
 def _json_object(path: Path, no: int, text: str) -> dict:
@@ -164,8 +196,9 @@ def _json_object(path: Path, no: int, text: str) -> dict:
         raise InputError(path, no, None, "blank line", rule="JSON")
     obj = parse_json(text, path, no)
     if not isinstance(obj, dict):
-        raise InputError(path, no, None, f"expected a JSON object, got {type(obj).__name__}",
-                         rule="JSON")
+        raise InputError(
+            path, no, None, f"expected a JSON object, got {type(obj).__name__}", rule="JSON"
+        )
     return obj
 
 

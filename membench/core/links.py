@@ -44,8 +44,13 @@ def https_host(url: str) -> str | None:
         port = u.port
     except ValueError:
         return None
-    if u.scheme != "https" or not u.hostname or u.username is not None \
-            or u.password is not None or port not in (None, 443):
+    if (
+        u.scheme != "https"
+        or not u.hostname
+        or u.username is not None
+        or u.password is not None
+        or port not in (None, 443)
+    ):
         return None
     return u.hostname.lower().rstrip(".")
 
@@ -65,8 +70,10 @@ def external(url: Any, text: str | None = None, hosts: frozenset[str] | None = N
     label = s if text is None else text
     host = https_host(s) if hosts else None
     if host is not None and host in hosts:
-        return (f'<a href="{esc(s)}" rel="noopener noreferrer nofollow" target="_blank" '
-                f'class="mb-ext">{esc(label)}</a>')
+        return (
+            f'<a href="{esc(s)}" rel="noopener noreferrer nofollow" target="_blank" '
+            f'class="mb-ext">{esc(label)}</a>'
+        )
     shown = esc(label) if label == s else f"{esc(label)}: {esc(s)}"
     return f'<span class="mb-url" title="a link from data, shown as text">{shown}</span>'
 

@@ -36,8 +36,7 @@ class Listener:
 
 
 #: host names that are loopback without a look-up (RFC 6761 section 6.3; Debian's /etc/hosts)
-LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost",
-                            "ip6-loopback"})
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 
 
 def is_loopback(host: str) -> bool:
@@ -64,7 +63,7 @@ def listeners(pids: Iterable[int]) -> list[Listener]:
     want = set(pids)
     try:
         conns = [(c.pid, c) for c in psutil.net_connections(kind="inet") if c.pid in want]
-    except psutil.AccessDenied:         # (macOS without root) process by process: our own
+    except psutil.AccessDenied:  # (macOS without root) process by process: our own
         conns = []
         for pid in want:
             try:

@@ -40,8 +40,8 @@ from .errors import InputError, MembenchError
 
 LOCK_NAME = ".membench.lock"
 
-_held: dict[str, int] = {}       # resolved RUN_DIR -> nesting depth (this process)
-_fds: dict[str, int] = {}        # resolved RUN_DIR -> the locked file's descriptor
+_held: dict[str, int] = {}  # resolved RUN_DIR -> nesting depth (this process)
+_fds: dict[str, int] = {}  # resolved RUN_DIR -> the locked file's descriptor
 
 
 def release_for_exit() -> None:
@@ -64,19 +64,27 @@ class RunDirLocked(MembenchError):
 
     def __str__(self) -> str:
         h = self.holder
-        who = (f"pid {h.get('pid', '?')} on {h.get('host', '?')}, running "
-               f"`{h.get('command', '?')}` since {h.get('since', '?')}") if h else \
-            "another process (it has not written its name yet)"
-        return (f"{self.run_dir}: RUN_DIR_LOCKED: another membench command is writing this run "
-                f"directory: {who}; wait for it to finish or stop it (a lock left by a process "
-                f"that died is taken over automatically)")
+        who = (
+            (
+                f"pid {h.get('pid', '?')} on {h.get('host', '?')}, running "
+                f"`{h.get('command', '?')}` since {h.get('since', '?')}"
+            )
+            if h
+            else "another process (it has not written its name yet)"
+        )
+        return (
+            f"{self.run_dir}: RUN_DIR_LOCKED: another membench command is writing this run "
+            f"directory: {who}; wait for it to finish or stop it (a lock left by a process "
+            f"that died is taken over automatically)"
+        )
 
 
 def command_line() -> str:
     """This process's command line, as a user would type it."""
     argv = list(sys.argv)
-    if argv and (argv[0].endswith("membench") or argv[0].endswith(os.path.join("membench",
-                                                                                "__main__.py"))):
+    if argv and (
+        argv[0].endswith("membench") or argv[0].endswith(os.path.join("membench", "__main__.py"))
+    ):
         argv[0] = "membench"
     return " ".join(shlex.quote(a) for a in argv)
 
@@ -98,8 +106,13 @@ def prepare_run_dir(run_dir: str | os.PathLike, create: bool = True) -> Path:
     it."""
     p = Path(run_dir)
     if p.exists() and not p.is_dir():
-        raise InputError(p, None, None, "exists and is not a folder (RUN_DIR must be a folder; "
-                         "give another --out)", rule="RUN_DIR")
+        raise InputError(
+            p,
+            None,
+            None,
+            "exists and is not a folder (RUN_DIR must be a folder; give another --out)",
+            rule="RUN_DIR",
+        )
     if create:
         p.mkdir(parents=True, exist_ok=True)
     return p
@@ -150,13 +163,18 @@ def run_dir_lock(run_dir: str | os.PathLike, command: str | None = None) -> Iter
             raise RunDirLocked(p, _read_holder(fd)) from None
         stale = _read_holder(fd)
         if stale is not None:
-            print(f"membench: {p}: taking over the lock left by pid {stale.get('pid', '?')} on "
-                  f"{stale.get('host', '?')} (`{stale.get('command', '?')}`, since "
-                  f"{stale.get('since', '?')}): that process ended without releasing it",
-                  file=sys.stderr)
-        me = {"pid": os.getpid(), "host": socket.gethostname(),
-              "command": command or command_line(),
-              "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            print(
+                f"membench: {p}: taking over the lock left by pid {stale.get('pid', '?')} on "
+                f"{stale.get('host', '?')} (`{stale.get('command', '?')}`, since "
+                f"{stale.get('since', '?')}): that process ended without releasing it",
+                file=sys.stderr,
+            )
+        me = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": command or command_line(),
+            "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(me) + "\n").encode("utf-8"), 0)
         os.fsync(fd)
@@ -168,7 +186,7 @@ def run_dir_lock(run_dir: str | os.PathLike, command: str | None = None) -> Iter
             del _held[key]
             _fds.pop(key, None)
             try:
-                os.ftruncate(fd, 0)      # an empty lock file: released cleanly
+                os.ftruncate(fd, 0)  # an empty lock file: released cleanly
             except OSError:
                 pass
             fcntl.flock(fd, fcntl.LOCK_UN)

@@ -16,7 +16,7 @@ def peak_rss_mb() -> float:
         with open("/proc/self/status") as f:
             for line in f:
                 if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0                      # kB
+                    return int(line.split()[1]) / 1024.0  # kB
     except OSError:
         pass
     import resource

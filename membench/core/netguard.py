@@ -37,10 +37,15 @@ from typing import Any
 from .listening import is_loopback
 
 MODES = ("block", "record")
-_LOOKUPS = {"socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyname_ex",
-            "socket.gethostbyaddr", "socket.getnameinfo"}
+_LOOKUPS = {
+    "socket.getaddrinfo",
+    "socket.gethostbyname",
+    "socket.gethostbyname_ex",
+    "socket.gethostbyaddr",
+    "socket.getnameinfo",
+}
 _SENDS = {"socket.connect", "socket.sendto", "socket.sendmsg"}
-KEEP = 50   # attempts kept verbatim per guard (all are counted)
+KEEP = 50  # attempts kept verbatim per guard (all are counted)
 
 _ACTIVE: list[NetworkGuard] = []
 _LOCK = threading.Lock()
@@ -50,9 +55,9 @@ _IN_HOOK = threading.local()
 
 #: environment switches that keep native libraries from calling home (set if unset)
 NATIVE_OFFLINE = {
-    "ORT_DISABLE_TELEMETRY": "1",        # ONNX Runtime's 1DS telemetry (C++, not Python sockets)
-    "HF_HUB_DISABLE_TELEMETRY": "1",     # huggingface_hub
-    "ANONYMIZED_TELEMETRY": "False",     # Chroma's product telemetry (MemPalace sets it off too)
+    "ORT_DISABLE_TELEMETRY": "1",  # ONNX Runtime's 1DS telemetry (C++, not Python sockets)
+    "HF_HUB_DISABLE_TELEMETRY": "1",  # huggingface_hub
+    "ANONYMIZED_TELEMETRY": "False",  # Chroma's product telemetry (MemPalace sets it off too)
 }
 
 
@@ -77,7 +82,7 @@ def import_openvino():
     (``openvino/tools/ovc/telemetry_stub.py``). Every membench import of OpenVINO goes through
     here (the OCR engine, in each OCR worker)."""
     if "openvino" not in sys.modules:
-        sys.modules.setdefault("openvino_telemetry", None)   # None: ImportError on import
+        sys.modules.setdefault("openvino_telemetry", None)  # None: ImportError on import
     import openvino
 
     return openvino
@@ -105,8 +110,11 @@ def _host_port(event: str, args: tuple) -> tuple[Any, Any, bool]:
     if event in _LOOKUPS:
         if event == "socket.getnameinfo":
             addr = args[0] if args else None
-            host, port = (addr[0], addr[1] if len(addr) > 1 else None) \
-                if isinstance(addr, tuple) and addr else (addr, None)
+            host, port = (
+                (addr[0], addr[1] if len(addr) > 1 else None)
+                if isinstance(addr, tuple) and addr
+                else (addr, None)
+            )
         else:
             host = args[0] if args else None
             port = args[1] if event == "socket.getaddrinfo" and len(args) > 1 else None
@@ -114,7 +122,7 @@ def _host_port(event: str, args: tuple) -> tuple[Any, Any, bool]:
     # connect / sendto / sendmsg: (socket, address)
     addr = args[1] if len(args) > 1 else None
     if addr is None or isinstance(addr, (str, bytes, bytearray)):
-        return addr, None, False          # a connected socket's send, or an AF_UNIX path
+        return addr, None, False  # a connected socket's send, or an AF_UNIX path
     if isinstance(addr, tuple) and addr:
         return addr[0], addr[1] if len(addr) > 1 else None, True
     return addr, None, False
@@ -134,8 +142,11 @@ def _packages() -> list[str]:
 
 
 def _hook(event: str, args: tuple) -> None:
-    if not _ACTIVE or not event.startswith("socket.") or \
-            (event not in _LOOKUPS and event not in _SENDS):
+    if (
+        not _ACTIVE
+        or not event.startswith("socket.")
+        or (event not in _LOOKUPS and event not in _SENDS)
+    ):
         return
     if getattr(_IN_HOOK, "busy", False):
         return
@@ -155,8 +166,10 @@ def _hook(event: str, args: tuple) -> None:
     finally:
         _IN_HOOK.busy = False
     if blocked:
-        raise NetworkBlocked(f"membench network guard: {event} to {host}:{port} refused "
-                             "(membench runs systems offline)")
+        raise NetworkBlocked(
+            f"membench network guard: {event} to {host}:{port} refused "
+            "(membench runs systems offline)"
+        )
 
 
 def _install() -> None:
@@ -194,10 +207,16 @@ class NetworkGuard:
             self.by_phase[self._phase] += 1
             self.by_target[f"{host}:{port}"] += 1
             if len(self.kept) < KEEP:
-                self.kept.append({"event": event, "host": str(host)[:200],
-                                  "port": port if isinstance(port, (int, str)) else None,
-                                  "phase": self._phase, "packages": pk,
-                                  "blocked": self.mode == "block"})
+                self.kept.append(
+                    {
+                        "event": event,
+                        "host": str(host)[:200],
+                        "port": port if isinstance(port, (int, str)) else None,
+                        "phase": self._phase,
+                        "packages": pk,
+                        "blocked": self.mode == "block",
+                    }
+                )
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[NetworkGuard]:
@@ -215,13 +234,16 @@ class NetworkGuard:
     def report(self) -> dict[str, Any]:
         """What meta.json records: mode, attempts (all counted), per phase and target, and the
         first :data:`KEEP` attempts with the packages that made them."""
-        return {"mode": self.mode, "attempts": self.attempts,
-                "blocked": self.attempts if self.mode == "block" else 0,
-                "by_phase": dict(sorted(self.by_phase.items())),
-                "by_target": dict(self.by_target.most_common(20)),
-                "first": list(self.kept),
-                "watches": "this process's Python socket calls (audit hook): name look-ups, "
-                           "connect, sendto, sendmsg; loopback and Unix sockets not counted"}
+        return {
+            "mode": self.mode,
+            "attempts": self.attempts,
+            "blocked": self.attempts if self.mode == "block" else 0,
+            "by_phase": dict(sorted(self.by_phase.items())),
+            "by_target": dict(self.by_target.most_common(20)),
+            "first": list(self.kept),
+            "watches": "this process's Python socket calls (audit hook): name look-ups, "
+            "connect, sendto, sendmsg; loopback and Unix sockets not counted",
+        }
 
     def summary(self) -> str:
         """One line for a warning (empty when there was no attempt)."""
@@ -230,9 +252,18 @@ class NetworkGuard:
         targets = ", ".join(f"{t} x{n}" for t, n in self.by_target.most_common(3))
         who = sorted({p for a in self.kept for p in a["packages"][:3]})
         verb = "refused" if self.mode == "block" else "allowed and counted"
-        return (f"{self.attempts} network attempt(s) {verb}: {targets}"
-                f"{' (from ' + ', '.join(who) + ')' if who else ''}")
+        return (
+            f"{self.attempts} network attempt(s) {verb}: {targets}"
+            f"{' (from ' + ', '.join(who) + ')' if who else ''}"
+        )
 
 
-__all__ = ["MODES", "NATIVE_OFFLINE", "NetworkBlocked", "NetworkGuard", "is_local",
-           "quiet_native_telemetry", "import_openvino"]
+__all__ = [
+    "MODES",
+    "NATIVE_OFFLINE",
+    "NetworkBlocked",
+    "NetworkGuard",
+    "is_local",
+    "quiet_native_telemetry",
+    "import_openvino",
+]

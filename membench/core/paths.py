@@ -41,8 +41,10 @@ def corpus_root(explicit: str | os.PathLike | None = None) -> Path:
         p = base.parent / "shared" / "corpus"
         if p.is_dir():
             return p.resolve()
-    raise MembenchError("no corpus root: pass --corpus DIR or set MEMBENCH_CORPUS "
-                        "(expected ../shared/corpus next to the checkout)")
+    raise MembenchError(
+        "no corpus root: pass --corpus DIR or set MEMBENCH_CORPUS "
+        "(expected ../shared/corpus next to the checkout)"
+    )
 
 
 def path_shape_problem(rel: object) -> str | None:
@@ -65,8 +67,14 @@ def path_shape_problem(rel: object) -> str | None:
     return None
 
 
-def confine(root: str | os.PathLike, rel: object, *, file: str | os.PathLike | None = None,
-            line: int | None = None, field: str | None = "path") -> Path:
+def confine(
+    root: str | os.PathLike,
+    rel: object,
+    *,
+    file: str | os.PathLike | None = None,
+    line: int | None = None,
+    field: str | None = "path",
+) -> Path:
     """``root / rel`` with every symlink resolved, if it stays inside the (resolved) corpus
     root; otherwise an :class:`InputError` (rule PATH_OUTSIDE_CORPUS) naming ``file`` and
     ``line`` (where ``rel`` was read; the path itself when not given) and ``field``. The one
@@ -79,8 +87,13 @@ def confine(root: str | os.PathLike, rel: object, *, file: str | os.PathLike | N
     base = Path(root).resolve()
     target = (base / str(rel)).resolve()
     if target != base and base not in target.parents:
-        raise InputError(where, line, field, f"{rel!r} resolves to {target}, outside the corpus "
-                         f"root {base} (a symlink?)", rule="PATH_OUTSIDE_CORPUS")
+        raise InputError(
+            where,
+            line,
+            field,
+            f"{rel!r} resolves to {target}, outside the corpus root {base} (a symlink?)",
+            rule="PATH_OUTSIDE_CORPUS",
+        )
     return target
 
 
@@ -93,7 +106,7 @@ def resolve_user_path(p: str | os.PathLike) -> Path:
         return p
     alt = REPO_ROOT / p
     if alt.exists() or Path.cwd().resolve() == (REPO_ROOT / "notebooks").resolve():
-        return alt      # (a path to create, from a kernel in notebooks/: the repo root's)
+        return alt  # (a path to create, from a kernel in notebooks/: the repo root's)
     return p
 
 

@@ -40,25 +40,40 @@ MODES = ("auto", "bar", "lines", "quiet")
 PREFIX = "[membench]"
 
 _lock = threading.RLock()
-_open_steps = 0                       # steps open in this process (the depth of a new one)
-_open: list[Step] = []                # those steps, in the order they were opened
-_last_write = [time.monotonic()]      # when this process last printed a progress line
-_command: list[str] = []              # the membench command running (for the timings file)
-_config: dict[str, Any] = {"mode": None, "stream": None, "every_percent": 5.0,
-                           "heartbeat": 20.0, "min_interval": 1.0}
+_open_steps = 0  # steps open in this process (the depth of a new one)
+_open: list[Step] = []  # those steps, in the order they were opened
+_last_write = [time.monotonic()]  # when this process last printed a progress line
+_command: list[str] = []  # the membench command running (for the timings file)
+_config: dict[str, Any] = {
+    "mode": None,
+    "stream": None,
+    "every_percent": 5.0,
+    "heartbeat": 20.0,
+    "min_interval": 1.0,
+}
 
 
-def configure(mode: str | None = None, *, stream: IO[str] | None = None,
-              every_percent: float = 5.0, heartbeat: float = 20.0,
-              min_interval: float = 1.0) -> None:
+def configure(
+    mode: str | None = None,
+    *,
+    stream: IO[str] | None = None,
+    every_percent: float = 5.0,
+    heartbeat: float = 20.0,
+    min_interval: float = 1.0,
+) -> None:
     """Set how steps report (see the module docstring). ``mode=None`` goes back to the default
     (``$MEMBENCH_PROGRESS`` or quiet). Touches module state only."""
     if mode is not None and mode not in MODES:
         raise ValueError(f"progress mode {mode!r}: expected one of {', '.join(MODES)}")
     if every_percent <= 0 or heartbeat <= 0 or min_interval < 0:
         raise ValueError("every_percent and heartbeat must be positive, min_interval >= 0")
-    _config.update(mode=mode, stream=stream, every_percent=float(every_percent),
-                   heartbeat=float(heartbeat), min_interval=float(min_interval))
+    _config.update(
+        mode=mode,
+        stream=stream,
+        every_percent=float(every_percent),
+        heartbeat=float(heartbeat),
+        min_interval=float(min_interval),
+    )
 
 
 @contextmanager
@@ -111,7 +126,7 @@ def _write(line: str) -> None:
 
 
 def _plural(unit: str, n: int) -> str:
-    if " or " in unit:                  # "image or page": "images or pages"
+    if " or " in unit:  # "image or page": "images or pages"
         return " or ".join(_plural(u, n) for u in unit.split(" or "))
     if n == 1 or unit.endswith("s"):
         return unit
@@ -129,9 +144,16 @@ class Step:
     summary line on :meth:`close`. Made by :func:`step`; ``clock`` and ``thread`` exist so the
     heartbeat can be tested without waiting."""
 
-    def __init__(self, name: str, total: int | None = None, unit: str = "item", *,
-                 cached: bool = False, clock: Callable[[], float] = time.monotonic,
-                 thread: bool = True) -> None:
+    def __init__(
+        self,
+        name: str,
+        total: int | None = None,
+        unit: str = "item",
+        *,
+        cached: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+        thread: bool = True,
+    ) -> None:
         self.name, self.unit, self.cached = name, unit, cached
         self.total = total
         self.done = 0
@@ -158,14 +180,20 @@ class Step:
         if self.mode == "bar":
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, desc=name, unit=unit, file=_stream(), leave=True,
-                             dynamic_ncols=True, mininterval=0.5)
+            self._bar = tqdm(
+                total=total,
+                desc=name,
+                unit=unit,
+                file=_stream(),
+                leave=True,
+                dynamic_ncols=True,
+                mininterval=0.5,
+            )
         elif self.mode == "lines":
             what = f"{total} {_plural(unit, total)}" if total is not None else "running"
             self._line(f"{name}: started ({what})")
         if thread and self.mode != "quiet":
-            self._thread = threading.Thread(target=self._beat, name=f"progress:{name}",
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._beat, name=f"progress:{name}", daemon=True)
             self._thread.start()
 
     # -- counting ----------------------------------------------------------------------
@@ -198,8 +226,7 @@ class Step:
                 return
             if self.mode != "lines" or not self.total:
                 return
-            bucket = int(min(self.done, self.total) * 100 / self.total
-                         // _config["every_percent"])
+            bucket = int(min(self.done, self.total) * 100 / self.total // _config["every_percent"])
             if bucket > self._last_bucket:
                 self._last_bucket = bucket
                 if self._clock() - self._last_line >= _config["min_interval"]:
@@ -210,14 +237,16 @@ class Step:
         elapsed = self._clock() - self.started
         if self.total:
             pct = 100.0 * min(self.done, self.total) / self.total
-            s = f"{self.name}: {self.done}/{self.total} {_plural(self.unit, self.total)} " \
+            s = (
+                f"{self.name}: {self.done}/{self.total} {_plural(self.unit, self.total)} "
                 f"({pct:.0f}%)"
+            )
         else:
             s = f"{self.name}: {self.done} {_plural(self.unit, self.done)}"
         if self.cached:
             s += f", {self.cache_hits} cache hits"
         s += f", {_secs(elapsed)}"
-        worked = self.done - self.cache_hits        # cache hits cost nothing: not in the rate
+        worked = self.done - self.cache_hits  # cache hits cost nothing: not in the rate
         if self.total and 0 < worked and self.done < self.total:
             s += f", about {_secs(elapsed / worked * (self.total - self.done))} left"
         if heartbeat:
@@ -232,8 +261,10 @@ class Step:
         """``name done/total unit (pct%)`` (or ``name done unit``), with the detail noted."""
         if self.total:
             pct = 100.0 * min(self.done, self.total) / self.total
-            s = (f"{self.name} {self.done}/{self.total} {_plural(self.unit, self.total)} "
-                 f"({pct:.0f}%)")
+            s = (
+                f"{self.name} {self.done}/{self.total} {_plural(self.unit, self.total)} "
+                f"({pct:.0f}%)"
+            )
         else:
             s = f"{self.name} {self.done} {_plural(self.unit, self.done)}"
         return s + (f", {self.detail}" if self.detail else "")
@@ -255,7 +286,7 @@ class Step:
         _write(f"{PREFIX} {text}")
         self._last_line = self._clock()
         self.lines += 1
-        p = self.parent              # a line of a sub-step is news of its parents too
+        p = self.parent  # a line of a sub-step is news of its parents too
         while p is not None:
             p._last_line = p._clock()
             p = p.parent
@@ -267,7 +298,7 @@ class Step:
             if self._closed or self.mode == "quiet":
                 return False
             if self.parent is not None and not self.parent._closed:
-                return False            # the outermost open step speaks for its sub-steps
+                return False  # the outermost open step speaks for its sub-steps
             if self._clock() - self._last_line < _config["heartbeat"]:
                 return False
             if self._bar is not None:
@@ -307,10 +338,18 @@ class Step:
             _open_steps = max(0, _open_steps - 1)
             if self in _open:
                 _open.remove(self)
-            _record({"kind": "step", "step": self.name, "depth": self.depth,
-                     "seconds": round(self._clock() - self.started, 3), "done": self.done,
-                     "cache_hits": self.cache_hits if self.cached else None,
-                     "counters": self.counters, "ok": ok})
+            _record(
+                {
+                    "kind": "step",
+                    "step": self.name,
+                    "depth": self.depth,
+                    "seconds": round(self._clock() - self.started, 3),
+                    "done": self.done,
+                    "cache_hits": self.cache_hits if self.cached else None,
+                    "counters": self.counters,
+                    "ok": ok,
+                }
+            )
             if self._bar is not None:
                 self._bar.close()
             if self.mode != "quiet":
@@ -332,8 +371,13 @@ def _record(row: dict[str, Any]) -> None:
     path = os.environ.get("MEMBENCH_TIMINGS")
     if not path:
         return
-    row = {**row, "pid": os.getpid(), "command": " ".join(_command),
-           "t": round(time.time(), 3), "load": load_average()}
+    row = {
+        **row,
+        "pid": os.getpid(),
+        "command": " ".join(_command),
+        "t": round(time.time(), 3),
+        "load": load_average(),
+    }
     try:
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(row, sort_keys=True) + "\n")
@@ -374,8 +418,12 @@ def command(argv: list[str], *, heartbeat: bool = True) -> Iterator[None]:
     stop = threading.Event()
     beat = None
     if heartbeat and current_mode() == "lines":
-        beat = threading.Thread(target=_command_beat, args=(" ".join(_command), t0, stop),
-                                name="progress:command", daemon=True)
+        beat = threading.Thread(
+            target=_command_beat,
+            args=(" ".join(_command), t0, stop),
+            name="progress:command",
+            daemon=True,
+        )
         beat.start()
     ok = False
     try:
@@ -389,11 +437,9 @@ def command(argv: list[str], *, heartbeat: bool = True) -> Iterator[None]:
         _command[:] = saved
 
 
-def step(name: str, total: int | None = None, unit: str = "item", *,
-         cached: bool = False) -> Step:
+def step(name: str, total: int | None = None, unit: str = "item", *, cached: bool = False) -> Step:
     """Open a step (use it as a context manager so its summary is printed even on error)."""
     return Step(name, total, unit, cached=cached)
 
 
-__all__ = ["MODES", "Step", "command", "configure", "current_mode", "emit", "load_average",
-           "step"]
+__all__ = ["MODES", "Step", "command", "configure", "current_mode", "emit", "load_average", "step"]

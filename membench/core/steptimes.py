@@ -72,16 +72,19 @@ def _began(r: dict) -> float | None:
 def _render(cells: list[tuple[str, str, str, str, str]]) -> list[str]:
     head = ("command / step", "wall", "items", "from cache", "first-time")
     w = [max(len(c[i]) for c in [head, *cells]) for i in range(5)]
+
     def line(c):
-        return (f"{c[0]:<{w[0]}}  {c[1]:>{w[1]}}  {c[2]:>{w[2]}}  {c[3]:>{w[3]}}  "
-                f"{c[4]:>{w[4]}}").rstrip()
+        return (
+            f"{c[0]:<{w[0]}}  {c[1]:>{w[1]}}  {c[2]:>{w[2]}}  {c[3]:>{w[3]}}  {c[4]:>{w[4]}}"
+        ).rstrip()
+
     rule = "-" * len(line(("x" * w[0], "x" * w[1], "x" * w[2], "x" * w[3], "x" * w[4])))
     return [line(head), rule, *(line(c) if c[0] != "-" else rule for c in cells)]
 
 
 def _step_cells(group: list[dict], indent: int) -> list[tuple[str, str, str, str, str]]:
     steps = [r for r in group if r["kind"] == "step"]
-    if all(_began(r) is not None for r in steps):          # parents before their sub-steps
+    if all(_began(r) is not None for r in steps):  # parents before their sub-steps
         steps.sort(key=lambda r: (_began(r), int(r.get("depth") or 0)))
     out = []
     for r in steps:
@@ -89,8 +92,15 @@ def _step_cells(group: list[dict], indent: int) -> list[tuple[str, str, str, str
         pad = "  " * (indent + int(r.get("depth") or 0))
         fail = "" if r.get("ok", True) else " (stopped)"
         first = "" if hits is None else str(done - int(hits))
-        out.append((f"{pad}{r.get('step')}{fail}", _fmt(_num(r.get("seconds"))), str(done),
-                    "" if hits is None else str(hits), first))
+        out.append(
+            (
+                f"{pad}{r.get('step')}{fail}",
+                _fmt(_num(r.get("seconds"))),
+                str(done),
+                "" if hits is None else str(hits),
+                first,
+            )
+        )
     return out
 
 
@@ -163,14 +173,24 @@ def table(rows: list[dict], *, now: float | None = None) -> str:
         what = "wall time, from the first command's start to the last one's end"
     out = _render(cells)
     if wall is not None:
-        out.append(f"{what}: {_fmt(wall)}"
-                   + (f" (setup, make and the shell between the commands: "
-                      f"{_fmt(wall - total)})" if wall - total >= 0.05 else ""))
+        out.append(
+            f"{what}: {_fmt(wall)}"
+            + (
+                f" (setup, make and the shell between the commands: {_fmt(wall - total)})"
+                if wall - total >= 0.05
+                else ""
+            )
+        )
     if lo is not None:
-        at = (f"{_num(start['load']):.1f} at the start, "
-              if start is not None and start.get("load") is not None else "")
-        out.append(f"load average (1 min): {at}{lo:.1f}-{hi:.1f} as the commands ended, on "
-                   f"{cpus} CPUs (the machine is shared: a higher load is a slower run)")
+        at = (
+            f"{_num(start['load']):.1f} at the start, "
+            if start is not None and start.get("load") is not None
+            else ""
+        )
+        out.append(
+            f"load average (1 min): {at}{lo:.1f}-{hi:.1f} as the commands ended, on "
+            f"{cpus} CPUs (the machine is shared: a higher load is a slower run)"
+        )
     return "\n".join(out)
 
 
@@ -187,8 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     finish = "--finish" in args
     args = [a for a in args if a != "--finish"]
     if len(args) != 1:
-        print("usage: python -m membench.core.steptimes TIMINGS_FILE [--finish]",
-              file=sys.stderr)
+        print("usage: python -m membench.core.steptimes TIMINGS_FILE [--finish]", file=sys.stderr)
         return 2
     rows = read(args[0])
     if not [r for r in rows if r["kind"] in ("step", "command")]:
@@ -204,8 +223,17 @@ def main(argv: list[str] | None = None) -> int:
             load = None
         try:
             with open(args[0], "a", encoding="utf-8") as f:
-                f.write(json.dumps({"kind": "end", "t": round(now, 3), "wall": None if wall is
-                                    None else round(wall, 3), "load": load}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "kind": "end",
+                            "t": round(now, 3),
+                            "wall": None if wall is None else round(wall, 3),
+                            "load": load,
+                        }
+                    )
+                    + "\n"
+                )
         except OSError:
             pass
     return 0

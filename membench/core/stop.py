@@ -38,10 +38,14 @@ from typing import Any
 
 from .bounds import bound
 
-STOP_SECONDS = bound("stop_seconds", 5, "s",
-                     "from SIGINT or SIGTERM to the end of a membench command",
-                     "the process ends anyway: locks emptied, one status line, exit 130",
-                     "membench.core.stop")
+STOP_SECONDS = bound(
+    "stop_seconds",
+    5,
+    "s",
+    "from SIGINT or SIGTERM to the end of a membench command",
+    "the process ends anyway: locks emptied, one status line, exit 130",
+    "membench.core.stop",
+)
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 EXIT_STOPPED = 130
 
@@ -71,8 +75,10 @@ def signal_name(signum: int | None) -> str:
 def status_line(signum: int | None = None) -> str:
     """The one line a stopped command prints."""
     name = signal_name(signum if signum is not None else (_state["signum"] or _state["seen"]))
-    return (f"membench: interrupted ({name}); what was written before is intact (re-running "
-            "the same `membench run` resumes it)")
+    return (
+        f"membench: interrupted ({name}); what was written before is intact (re-running "
+        "the same `membench run` resumes it)"
+    )
 
 
 def announce(signum: int | None = None) -> bool:
@@ -91,7 +97,7 @@ def announce(signum: int | None = None) -> bool:
 
 def _handler(signum, frame) -> None:
     if _state["signum"] is not None:
-        return                      # stopping already: the watchdog ends it (no second raise)
+        return  # stopping already: the watchdog ends it (no second raise)
     _state["signum"] = signum
     raise Stopped(signum)
 
@@ -131,7 +137,7 @@ def _watch(read_fd: int, done: threading.Event) -> None:
             return
         if done.is_set():
             return
-        if not ready:                                   # STOP_SECONDS passed
+        if not ready:  # STOP_SECONDS passed
             hard_exit()
         try:
             got = os.read(read_fd, 64)
@@ -144,7 +150,7 @@ def _watch(read_fd: int, done: threading.Event) -> None:
             continue
         _state["seen"] = _state["seen"] or sigs[0]
         if deadline is not None or len(sigs) > 1:
-            hard_exit()                                # a second signal: now
+            hard_exit()  # a second signal: now
         deadline = time.monotonic() + STOP_SECONDS
 
 
@@ -177,7 +183,7 @@ def handling_stops() -> Iterator[None]:
     os.set_blocking(w, False)
     try:
         old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-    except ValueError:                      # not the main interpreter
+    except ValueError:  # not the main interpreter
         os.close(r)
         os.close(w)
         yield
@@ -198,7 +204,7 @@ def handling_stops() -> Iterator[None]:
             signal.signal(s, h if h is not None else signal.SIG_DFL)
         signal.set_wakeup_fd(old_fd)
         with contextlib.suppress(OSError):
-            os.write(w, b"\0")                          # wake the watchdog: it sees done
+            os.write(w, b"\0")  # wake the watchdog: it sees done
         t.join(timeout=1.0)
         for fd in (r, w):
             with contextlib.suppress(OSError):
@@ -237,5 +243,15 @@ def stopped_by() -> int | None:
     return _state["signum"] or _state["seen"]
 
 
-__all__ = ["EXIT_STOPPED", "SIGNALS", "STOP_SECONDS", "Stopped", "announce",
-           "handling_stops", "hard_exit", "process_pool", "status_line", "stopped_by"]
+__all__ = [
+    "EXIT_STOPPED",
+    "SIGNALS",
+    "STOP_SECONDS",
+    "Stopped",
+    "announce",
+    "handling_stops",
+    "hard_exit",
+    "process_pool",
+    "status_line",
+    "stopped_by",
+]

@@ -32,8 +32,13 @@ def decode_line(path: str | Path, no: int | None, raw: bytes) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(path, no, None, f"not valid UTF-8: byte 0x{raw[e.start]:02x} at "
-                         f"column {e.start + 1} ({e.reason})", rule="ENCODING") from None
+        raise InputError(
+            path,
+            no,
+            None,
+            f"not valid UTF-8: byte 0x{raw[e.start]:02x} at column {e.start + 1} ({e.reason})",
+            rule="ENCODING",
+        ) from None
 
 
 _TREC_INT = re.compile(r"[+-]?[0-9]+")
@@ -42,9 +47,12 @@ _TREC_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?
 TREC_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1f]")
 
 # C's strtod/strtol prefixes (glibc, "C" locale): what atof and atol read, the rest ignored
-_C_FLOAT = re.compile(r"[ \t\n\v\f\r]*([+-]?)(?:0x((?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)"
-                      r"(?:p[+-]?[0-9]+)?)|((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?)"
-                      r"|(inf(?:inity)?)|(nan(?:\([0-9a-z_]*\))?))", re.IGNORECASE)
+_C_FLOAT = re.compile(
+    r"[ \t\n\v\f\r]*([+-]?)(?:0x((?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)"
+    r"(?:p[+-]?[0-9]+)?)|((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?)"
+    r"|(inf(?:inity)?)|(nan(?:\([0-9a-z_]*\))?))",
+    re.IGNORECASE,
+)
 _C_INT = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
 C_LONG_MIN, C_LONG_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -101,15 +109,19 @@ def trec_float(tok: str | bytes) -> float:
 
 
 MAX_TREC_LINE = bound(
-    "trec_line_bytes", 4 << 20, "bytes",
+    "trec_line_bytes",
+    4 << 20,
+    "bytes",
     "one line of a TREC run or qrels file (newline included; a docid of several MiB fits)",
     "located error LINE_TOO_LONG naming the file and line, found after reading at most this "
     "much of the line (a stream without newlines is read in fixed memory)",
-    "membench.run.files")
+    "membench.run.files",
+)
 
 
-def trec_fields(path: str | Path, layout: str,
-                comment_lines: bool = False) -> Iterator[tuple[int, list[str]]]:
+def trec_fields(
+    path: str | Path, layout: str, comment_lines: bool = False
+) -> Iterator[tuple[int, list[str]]]:
     """``(line number, fields)`` per line of a whitespace-separated TREC file whose lines have
     the fields named in ``layout`` (e.g. ``"qid Q0 docid rank score tag"``). Lines end at
     ``\\n``; fields are separated by ASCII whitespace (``bytes.split()``), the same bytes the
@@ -124,16 +136,27 @@ def trec_fields(path: str | Path, layout: str,
         # comes after reading at most that much of it (a stream without newlines ends there)
         for no, raw in enumerate(iter(lambda: f.readline(MAX_TREC_LINE + 1), b""), 1):
             if len(raw) > MAX_TREC_LINE:
-                raise InputError(path, no, None, f"line longer than {MAX_TREC_LINE:,} bytes "
-                                 "(bound trec_line_bytes)", rule="LINE_TOO_LONG")
+                raise InputError(
+                    path,
+                    no,
+                    None,
+                    f"line longer than {MAX_TREC_LINE:,} bytes (bound trec_line_bytes)",
+                    rule="LINE_TOO_LONG",
+                )
             if comment_lines and raw[:1] == b"#":
                 continue
             bad = TREC_CONTROL.search(raw)
             if bad:
-                raise InputError(path, no, None, f"control byte 0x{raw[bad.start()]:02x} at "
-                                 f"column {bad.start() + 1}", rule="TREC")
+                raise InputError(
+                    path,
+                    no,
+                    None,
+                    f"control byte 0x{raw[bad.start()]:02x} at column {bad.start() + 1}",
+                    rule="TREC",
+                )
             parts = decode_line(path, no, raw).encode("utf-8").split()
             if len(parts) != n:
-                raise InputError(path, no, None, f"expected {n} fields ({layout}), got "
-                                 f"{len(parts)}", rule="TREC")
+                raise InputError(
+                    path, no, None, f"expected {n} fields ({layout}), got {len(parts)}", rule="TREC"
+                )
             yield no, [p.decode("utf-8") for p in parts]

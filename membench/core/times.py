@@ -15,20 +15,32 @@ from datetime import datetime, timedelta, timezone
 
 from .bounds import bound
 
-EARLIEST = datetime.fromisoformat(bound(
-    "timestamp_earliest", "1900-01-01T00:00:00+00:00", "",
-    "earliest timestamp read (observed_at, as_of: sets, atoms files, queries over HTTP)",
-    "located error (TIMESTAMP_RANGE, or the reader's schema rule) naming the file, line and "
-    "field", "membench.core.times"))
-LATEST = datetime.fromisoformat(bound(
-    "timestamp_latest", "2200-01-01T00:00:00+00:00", "",
-    "timestamps read are before this (as timestamp_earliest)",
-    "located error (TIMESTAMP_RANGE, or the reader's schema rule) naming the file, line and "
-    "field", "membench.core.times"))
+EARLIEST = datetime.fromisoformat(
+    bound(
+        "timestamp_earliest",
+        "1900-01-01T00:00:00+00:00",
+        "",
+        "earliest timestamp read (observed_at, as_of: sets, atoms files, queries over HTTP)",
+        "located error (TIMESTAMP_RANGE, or the reader's schema rule) naming the file, line and "
+        "field",
+        "membench.core.times",
+    )
+)
+LATEST = datetime.fromisoformat(
+    bound(
+        "timestamp_latest",
+        "2200-01-01T00:00:00+00:00",
+        "",
+        "timestamps read are before this (as timestamp_earliest)",
+        "located error (TIMESTAMP_RANGE, or the reader's schema rule) naming the file, line and "
+        "field",
+        "membench.core.times",
+    )
+)
 assert EARLIEST.tzinfo is timezone.utc and LATEST.tzinfo is timezone.utc
 
 _DAY = timedelta(days=1)
-_NAIVE_LO = EARLIEST.replace(tzinfo=None) - _DAY    # no offset moves a time by a day or more
+_NAIVE_LO = EARLIEST.replace(tzinfo=None) - _DAY  # no offset moves a time by a day or more
 _NAIVE_HI = LATEST.replace(tzinfo=None) + _DAY
 
 
@@ -38,8 +50,10 @@ def timestamp_problem(dt: datetime) -> str | None:
     naive = dt.replace(tzinfo=None)
     if _NAIVE_LO < naive < _NAIVE_HI and (dt.utcoffset() is None or EARLIEST <= dt < LATEST):
         return None
-    return (f"{naive.isoformat()} (offset {_offset(dt)}) is outside the range membench reads: "
-            f"from {EARLIEST.isoformat()} to before {LATEST.isoformat()}")
+    return (
+        f"{naive.isoformat()} (offset {_offset(dt)}) is outside the range membench reads: "
+        f"from {EARLIEST.isoformat()} to before {LATEST.isoformat()}"
+    )
 
 
 def _offset(dt: datetime) -> str:

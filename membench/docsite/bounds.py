@@ -53,6 +53,8 @@ def markdown_table() -> str:
     rows = ["| bound | value | limits | past it | enforced in |", "|---|---:|---|---|---|"]
     for b in all_bounds():
         unit = f" {b.unit}" if b.unit else ""
-        rows.append(f"| `{b.name}` | {_fmt(b.value)}{unit} | {b.what} | {b.past} | "
-                    f"{('`' + b.where + '`') if b.where else ''} |")
+        rows.append(
+            f"| `{b.name}` | {_fmt(b.value)}{unit} | {b.what} | {b.past} | "
+            f"{('`' + b.where + '`') if b.where else ''} |"
+        )
     return "\n".join(rows)

@@ -22,7 +22,9 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     if page.file.src_path.endswith(".md"):
         with_sets = (_CTX.sets / "stats.json").is_file()
         for name in stale(markdown, _CTX, with_sets=with_sets):
-            log.warning(f"{page.file.src_path}: generated block '{name}' is not what its "
-                        "generator gives: python -m membench.docsite.blocks "
-                        f"{(REPO_ROOT / 'docs' / page.file.src_path).relative_to(REPO_ROOT)}")
+            log.warning(
+                f"{page.file.src_path}: generated block '{name}' is not what its "
+                "generator gives: python -m membench.docsite.blocks "
+                f"{(REPO_ROOT / 'docs' / page.file.src_path).relative_to(REPO_ROOT)}"
+            )
     return markdown

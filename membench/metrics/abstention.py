@@ -37,8 +37,8 @@ from .bootstrap import N_RESAMPLES, SEED
 #: the names of the two measures (also the registry's)
 AUC = "abstention_auc"
 KEPT = "answerable_kept@fr0.10"
-_BLOCK = 4_000_000          # resample-matrix cells held at once (memory)
-_EPS = 1e-9                 # weights are integer counts: the feasibility test is exact
+_BLOCK = 4_000_000  # resample-matrix cells held at once (memory)
+_EPS = 1e-9  # weights are integer counts: the feasibility test is exact
 
 
 def abstention_score(confidence: float | None, scores: np.ndarray | None) -> float:
@@ -53,19 +53,23 @@ def abstention_score(confidence: float | None, scores: np.ndarray | None) -> flo
 
 @dataclass(frozen=True)
 class _Stratum:
-    order: np.ndarray       # item positions, ascending by (kept, score)
-    starts: np.ndarray      # first position (in ``order``) of each tie group
-    pos: np.ndarray         # per sorted item: answerable (float 1/0)
-    neg: np.ndarray         # per sorted item: unanswerable
+    order: np.ndarray  # item positions, ascending by (kept, score)
+    starts: np.ndarray  # first position (in ``order``) of each tie group
+    pos: np.ndarray  # per sorted item: answerable (float 1/0)
+    neg: np.ndarray  # per sorted item: unanswerable
     group_kept: np.ndarray  # per tie group: cartridge non-empty (bool)
 
 
 class Ordering:
     """The queries of a slice, ordered for the two measures: one stratum per modality."""
 
-    def __init__(self, score: Sequence[float] | np.ndarray, kept: Sequence[bool] | np.ndarray,
-                 answerable: Sequence[bool] | np.ndarray,
-                 strata: Sequence[str] | np.ndarray | None = None):
+    def __init__(
+        self,
+        score: Sequence[float] | np.ndarray,
+        kept: Sequence[bool] | np.ndarray,
+        answerable: Sequence[bool] | np.ndarray,
+        strata: Sequence[str] | np.ndarray | None = None,
+    ):
         s = np.asarray(score, dtype=np.float64)
         k = np.asarray(kept, dtype=bool)
         a = np.asarray(answerable, dtype=bool)
@@ -76,10 +80,14 @@ class Ordering:
         self.n = s.size
         self.answerable = a
         self.kept = k
-        labels = np.zeros(s.size, dtype=object) if strata is None else \
-            np.asarray(strata, dtype=object)
-        codes = np.unique(labels.astype(str), return_inverse=True)[1].astype(np.int64) \
-            if s.size else np.zeros(0, dtype=np.int64)
+        labels = (
+            np.zeros(s.size, dtype=object) if strata is None else np.asarray(strata, dtype=object)
+        )
+        codes = (
+            np.unique(labels.astype(str), return_inverse=True)[1].astype(np.int64)
+            if s.size
+            else np.zeros(0, dtype=np.int64)
+        )
         #: what the order is made of (scores, kept, answerable, stratum codes in the labels'
         #: sorted order): a cache of its statistics is keyed by these
         self.inputs = (s, k, a, codes.reshape(s.shape))
@@ -91,8 +99,9 @@ class Ordering:
             change = np.ones(o.size, dtype=bool)
             change[1:] = (ks[1:] != ks[:-1]) | (ss[1:] != ss[:-1])
             starts = np.flatnonzero(change)
-            self.strata.append(_Stratum(o, starts, a[o].astype(np.float64),
-                                        (~a[o]).astype(np.float64), ks[starts]))
+            self.strata.append(
+                _Stratum(o, starts, a[o].astype(np.float64), (~a[o]).astype(np.float64), ks[starts])
+            )
 
     # ------------------------------------------------------------------ the statistics
 
@@ -100,8 +109,10 @@ class Ordering:
         """Per resample (rows of ``w``) and tie group: weight of answerable and unanswerable
         items."""
         ws = w[:, st.order]
-        return (np.add.reduceat(ws * st.pos, st.starts, axis=1),
-                np.add.reduceat(ws * st.neg, st.starts, axis=1))
+        return (
+            np.add.reduceat(ws * st.pos, st.starts, axis=1),
+            np.add.reduceat(ws * st.neg, st.starts, axis=1),
+        )
 
     def auc(self, w: np.ndarray | None = None) -> np.ndarray:
         """ROC AUC per row of weights ``w`` (b x n; ``None``: every item once), NaN where no
@@ -111,14 +122,15 @@ class Ordering:
         den = np.zeros(w.shape[0])
         for st in self.strata:
             p, q = self._sums(st, w)
-            below = np.cumsum(q, axis=1) - q          # unanswerable weight strictly below
+            below = np.cumsum(q, axis=1) - q  # unanswerable weight strictly below
             num += (p * (below + 0.5 * q)).sum(axis=1)
             den += p.sum(axis=1) * q.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
-    def kept_at(self, max_false_recall: float, w: np.ndarray | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
+    def kept_at(
+        self, max_false_recall: float, w: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Per row of ``w``: the best share of answerable items kept with the unanswerable
         kept share <= ``max_false_recall`` (NaN where no stratum has unanswerable and
         answerable items), and the pooled false-recall rate at that point."""
@@ -130,7 +142,7 @@ class Ordering:
         for st in self.strata:
             p, q = self._sums(st, w)
             P, N = p.sum(axis=1), q.sum(axis=1)
-            live = N > 0                                   # a false recall to bound
+            live = N > 0  # a false recall to bound
             # groups whose cartridge is non-empty, from the highest score down
             top = np.flatnonzero(st.group_kept)[::-1]
             cp = np.cumsum(p[:, top], axis=1)
@@ -141,7 +153,7 @@ class Ordering:
             got = best[np.arange(w.shape[0]), j] if top.size else np.full(w.shape[0], -1.0)
             at_neg = cn[np.arange(w.shape[0]), j] if top.size else np.zeros(w.shape[0])
             feasible = got >= 0
-            kp = np.where(feasible, got, 0.0)              # "keep nothing" is always feasible
+            kp = np.where(feasible, got, 0.0)  # "keep nothing" is always feasible
             kn = np.where(feasible, at_neg, 0.0)
             kept_pos += np.where(live, kp, 0.0)
             tot_pos += np.where(live, P, 0.0)
@@ -200,8 +212,9 @@ def _share_before(n: int, c: float, k: int) -> float:
     if c <= 0.0 or c >= 1.0:
         pmf = (u == (0 if c <= 0.0 else n)).astype(np.float64)
     else:
-        logc = np.array([math.lgamma(n + 1) - math.lgamma(x + 1) - math.lgamma(n - x + 1)
-                         for x in range(n + 1)])
+        logc = np.array(
+            [math.lgamma(n + 1) - math.lgamma(x + 1) - math.lgamma(n - x + 1) for x in range(n + 1)]
+        )
         pmf = np.exp(logc + u * math.log(c) + (n - u) * math.log1p(-c))
     return float((pmf * np.minimum(1.0, (k + 1) / (u + 1))).sum())
 
@@ -219,9 +232,17 @@ def _num(x: float) -> float | None:
     return None if math.isnan(x) else float(x)
 
 
-def entries(score: np.ndarray, kept: np.ndarray, answerable: np.ndarray,
-            strata: np.ndarray | None, key: str, *, max_false_recall: float,
-            seed: int = SEED, n_resamples: int = N_RESAMPLES) -> dict[str, dict[str, Any]]:
+def entries(
+    score: np.ndarray,
+    kept: np.ndarray,
+    answerable: np.ndarray,
+    strata: np.ndarray | None,
+    key: str,
+    *,
+    max_false_recall: float,
+    seed: int = SEED,
+    n_resamples: int = N_RESAMPLES,
+) -> dict[str, dict[str, Any]]:
     """The two figures of one slice, in ``metrics.json``'s shape (``value``, ``n``,
     ``denominator``, ``ci95``), keyed ``<key>|<measure>`` for the bootstrap; the kept share
     also carries ``false_recall_at`` (the unanswerable share kept at that point) and
@@ -238,17 +259,26 @@ def entries(score: np.ndarray, kept: np.ndarray, answerable: np.ndarray,
         for w in o.resampled(f"{key}|{KEPT}", seed=seed, n_resamples=n_resamples):
             boot_kept.append(o.kept_at(max_false_recall, w)[0])
     cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0)  # noqa: E731
-    out[AUC] = {"value": _num(auc), "n": o.counted(AUC), "denominator": o.n,
-                "ci95": _interval(cat(boot_auc)) if not math.isnan(auc) else [None, None]}
-    out[KEPT] = {"value": _num(share), "n": o.counted(KEPT), "denominator": n_ans,
-                 "ci95": _interval(cat(boot_kept)) if not math.isnan(share) else [None, None],
-                 "false_recall_at": _num(fr),
-                 "random_committer": _num(o.random_kept(max_false_recall))}
+    out[AUC] = {
+        "value": _num(auc),
+        "n": o.counted(AUC),
+        "denominator": o.n,
+        "ci95": _interval(cat(boot_auc)) if not math.isnan(auc) else [None, None],
+    }
+    out[KEPT] = {
+        "value": _num(share),
+        "n": o.counted(KEPT),
+        "denominator": n_ans,
+        "ci95": _interval(cat(boot_kept)) if not math.isnan(share) else [None, None],
+        "false_recall_at": _num(fr),
+        "random_committer": _num(o.random_kept(max_false_recall)),
+    }
     return out
 
 
-def statistic(o: Ordering, measure: str, max_false_recall: float,
-              w: np.ndarray | None = None) -> np.ndarray:
+def statistic(
+    o: Ordering, measure: str, max_false_recall: float, w: np.ndarray | None = None
+) -> np.ndarray:
     """``measure`` (:data:`AUC` or :data:`KEPT`) of ``o`` per row of weights ``w``."""
     if measure == AUC:
         return o.auc(w)
@@ -257,9 +287,17 @@ def statistic(o: Ordering, measure: str, max_false_recall: float,
     raise ValueError(f"not an abstention-order measure: {measure!r}")
 
 
-def paired_difference(a: Ordering, b: Ordering, measure: str, key: str, *,
-                      max_false_recall: float, n_resamples: int = N_RESAMPLES,
-                      seed: int = SEED, level: float = 0.95) -> dict[str, Any]:
+def paired_difference(
+    a: Ordering,
+    b: Ordering,
+    measure: str,
+    key: str,
+    *,
+    max_false_recall: float,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
+    level: float = 0.95,
+) -> dict[str, Any]:
     """Two systems' ``measure`` on the same items (``a`` and ``b`` order the same items, with
     the same answerability and strata): ``diff`` = a - b, a **paired bootstrap** interval (each
     resample draws the items once, both systems are scored on that draw) and its two-sided,
@@ -271,27 +309,54 @@ def paired_difference(a: Ordering, b: Ordering, measure: str, key: str, *,
         raise ValueError("paired abstention measures need the same items")
     va = float(statistic(a, measure, max_false_recall)[0])
     vb = float(statistic(b, measure, max_false_recall)[0])
-    res: dict[str, Any] = {"n": a.counted(measure), "mean_a": va, "mean_b": vb,
-                           "p_permutation": np.nan}
+    res: dict[str, Any] = {
+        "n": a.counted(measure),
+        "mean_a": va,
+        "mean_b": vb,
+        "p_permutation": np.nan,
+    }
     if math.isnan(va) or math.isnan(vb):
-        return {**res, "diff": np.nan, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
-                "p_bootstrap": np.nan}
+        return {
+            **res,
+            "diff": np.nan,
+            "diff_ci95_lo": np.nan,
+            "diff_ci95_hi": np.nan,
+            "p_bootstrap": np.nan,
+        }
     obs = va - vb
-    parts = [statistic(a, measure, max_false_recall, w) - statistic(b, measure,
-                                                                     max_false_recall, w)
-             for w in a.resampled(f"{key}|paired", seed=seed, n_resamples=n_resamples)]
+    parts = [
+        statistic(a, measure, max_false_recall, w) - statistic(b, measure, max_false_recall, w)
+        for w in a.resampled(f"{key}|paired", seed=seed, n_resamples=n_resamples)
+    ]
     boot = np.concatenate(parts) if parts else np.zeros(0)
     boot = boot[~np.isnan(boot)]
     if boot.size == 0:
-        return {**res, "diff": obs, "diff_ci95_lo": np.nan, "diff_ci95_hi": np.nan,
-                "p_bootstrap": np.nan}
+        return {
+            **res,
+            "diff": obs,
+            "diff_ci95_lo": np.nan,
+            "diff_ci95_hi": np.nan,
+            "p_bootstrap": np.nan,
+        }
     alpha = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(boot, [alpha, 100.0 - alpha])
     tol = 1e-12 * max(1.0, abs(obs))
     p = (1 + int((np.abs(boot - obs) >= abs(obs) - tol).sum())) / (1 + boot.size)
-    return {**res, "diff": obs, "diff_ci95_lo": float(lo), "diff_ci95_hi": float(hi),
-            "p_bootstrap": min(1.0, p)}
+    return {
+        **res,
+        "diff": obs,
+        "diff_ci95_lo": float(lo),
+        "diff_ci95_hi": float(hi),
+        "p_bootstrap": min(1.0, p),
+    }
 
 
-__all__ = ["AUC", "KEPT", "Ordering", "abstention_score", "entries", "paired_difference",
-           "statistic"]
+__all__ = [
+    "AUC",
+    "KEPT",
+    "Ordering",
+    "abstention_score",
+    "entries",
+    "paired_difference",
+    "statistic",
+]

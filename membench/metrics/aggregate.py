@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from ..contract.protocol import TIE_BREAKING
 from ..core import progress
 from ..modalities import MODALITIES
-from ..contract.protocol import TIE_BREAKING
 from . import abstention
 from .bootstrap import N_RESAMPLES, SEED, bootstrap_ci
 from .latency import percentile
@@ -59,45 +59,69 @@ ATOM_LEVEL_ABOUT = (
     "gold region; recall@k = relevant atoms in the top k / relevant atoms, mrr = recip_rank, "
     "ndcg@10 = ndcg_cut_10 with graded gains; every answerable item counts, one without a "
     "relevant atom as 0. Differs from the region-level figures when atoms and gold regions are "
-    "not one to one (docs/runs.md).")
+    "not one to one (docs/runs.md)."
+)
 
 
-def _entry(value: float | None, n: int, denominator: int,
-           ci: tuple[float | None, float | None]) -> dict[str, Any]:
+def _entry(
+    value: float | None, n: int, denominator: int, ci: tuple[float | None, float | None]
+) -> dict[str, Any]:
     return {"value": value, "n": int(n), "denominator": int(denominator), "ci95": [ci[0], ci[1]]}
 
 
-def mean_entry(values: np.ndarray, key: str, *, seed: int = SEED,
-               n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+def mean_entry(
+    values: np.ndarray, key: str, *, seed: int = SEED, n_resamples: int = N_RESAMPLES
+) -> dict[str, Any]:
     """A mean metric over the non-NaN entries of ``values`` (NaN = outside the denominator)."""
     v = values[~np.isnan(values)]
     if v.size == 0:
         return _entry(None, 0, 0, (None, None))
-    return _entry(float(v.mean()), v.size, v.size,
-                  bootstrap_ci(v, key, seed=seed, n_resamples=n_resamples))
+    return _entry(
+        float(v.mean()), v.size, v.size, bootstrap_ci(v, key, seed=seed, n_resamples=n_resamples)
+    )
 
 
-def latency_entry(latency: np.ndarray, q: float, key: str, *, seed: int = SEED,
-                  n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+def latency_entry(
+    latency: np.ndarray, q: float, key: str, *, seed: int = SEED, n_resamples: int = N_RESAMPLES
+) -> dict[str, Any]:
     v = latency[~np.isnan(latency)]
-    return _entry(percentile(v, q), v.size, latency.size,
-                  bootstrap_ci(v, key, statistic=q, seed=seed, n_resamples=n_resamples))
+    return _entry(
+        percentile(v, q),
+        v.size,
+        latency.size,
+        bootstrap_ci(v, key, statistic=q, seed=seed, n_resamples=n_resamples),
+    )
 
 
-def cost_entry(values: np.ndarray, q: float, key: str, denominator: int, *, seed: int = SEED,
-               n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+def cost_entry(
+    values: np.ndarray,
+    q: float,
+    key: str,
+    denominator: int,
+    *,
+    seed: int = SEED,
+    n_resamples: int = N_RESAMPLES,
+) -> dict[str, Any]:
     """A context-cost percentile (as :func:`latency_entry`) over the non-NaN entries of
     ``values``, with the slice's count of items the cost is defined for as denominator."""
     v = values[~np.isnan(values)]
     if v.size == 0:
         return _entry(None, 0, denominator, (None, None))
-    return _entry(percentile(v, q), v.size, denominator,
-                  bootstrap_ci(v, key, statistic=q, seed=seed, n_resamples=n_resamples))
+    return _entry(
+        percentile(v, q),
+        v.size,
+        denominator,
+        bootstrap_ci(v, key, statistic=q, seed=seed, n_resamples=n_resamples),
+    )
 
 
 #: which items of a slice a context cost is defined for, by its denominator
-_COST_ITEMS = {"all": None, "pictures": ("image", "ui_screenshot"), "videos": ("video",),
-               "committed": None}
+_COST_ITEMS = {
+    "all": None,
+    "pictures": ("image", "ui_screenshot"),
+    "videos": ("video",),
+    "committed": None,
+}
 
 
 def _cost_denominator(scores: ItemScores, mask: np.ndarray, metric: str) -> int:
@@ -110,44 +134,81 @@ def _cost_denominator(scores: ItemScores, mask: np.ndarray, metric: str) -> int:
     return int(sum(1 for i in np.flatnonzero(mask) if scores.modality[i] in mods))
 
 
-def ordering_entries(scores: ItemScores, mask: np.ndarray, name: str, *, seed: int = SEED,
-                     n_resamples: int = N_RESAMPLES) -> dict[str, dict[str, Any]]:
+def ordering_entries(
+    scores: ItemScores,
+    mask: np.ndarray,
+    name: str,
+    *,
+    seed: int = SEED,
+    n_resamples: int = N_RESAMPLES,
+) -> dict[str, dict[str, Any]]:
     """The abstention-order statistics (:mod:`membench.metrics.abstention`) over the audited
     items of ``mask`` (``ItemScores.audited``: the natives with an upstream tell are outside
     their denominators, as outside false_recall_rate's), compared within each modality, keyed
     ``<name>|<measure>``."""
     mask = mask & scores.audited
     mods = np.asarray(scores.modality, dtype=object)[mask]
-    return abstention.entries(scores.abstention_score[mask], scores.cartridge_size[mask] > 0,
-                              scores.answerable[mask], mods, name,
-                              max_false_recall=MAX_FALSE_RECALL, seed=seed,
-                              n_resamples=n_resamples)
+    return abstention.entries(
+        scores.abstention_score[mask],
+        scores.cartridge_size[mask] > 0,
+        scores.answerable[mask],
+        mods,
+        name,
+        max_false_recall=MAX_FALSE_RECALL,
+        seed=seed,
+        n_resamples=n_resamples,
+    )
 
 
-def slice_metrics(scores: ItemScores, mask: np.ndarray, name: str, *, seed: int = SEED,
-                  n_resamples: int = N_RESAMPLES) -> dict[str, dict[str, Any]]:
+def slice_metrics(
+    scores: ItemScores,
+    mask: np.ndarray,
+    name: str,
+    *,
+    seed: int = SEED,
+    n_resamples: int = N_RESAMPLES,
+) -> dict[str, dict[str, Any]]:
     """Every measure of the registry over the items selected by ``mask``, in its order."""
-    out = {m: mean_entry(scores.values[m][mask], f"{name}|{m}", seed=seed, n_resamples=n_resamples)
-           for m in MEAN_MEASURES}
+    out = {
+        m: mean_entry(scores.values[m][mask], f"{name}|{m}", seed=seed, n_resamples=n_resamples)
+        for m in MEAN_MEASURES
+    }
     out.update(ordering_entries(scores, mask, name, seed=seed, n_resamples=n_resamples))
     for m, q in LATENCY_PERCENTILES.items():
-        out[m] = latency_entry(scores.latency_ms[mask], q, f"{name}|{m}", seed=seed,
-                               n_resamples=n_resamples)
+        out[m] = latency_entry(
+            scores.latency_ms[mask], q, f"{name}|{m}", seed=seed, n_resamples=n_resamples
+        )
     for m, (per_item, q) in COST_PERCENTILES.items():
-        out[m] = cost_entry(scores.values[per_item][mask], q, f"{name}|{m}",
-                            _cost_denominator(scores, mask, m), seed=seed,
-                            n_resamples=n_resamples)
+        out[m] = cost_entry(
+            scores.values[per_item][mask],
+            q,
+            f"{name}|{m}",
+            _cost_denominator(scores, mask, m),
+            seed=seed,
+            n_resamples=n_resamples,
+        )
     return {m: out[m] for m in METRICS}
 
 
-def judgment_entries(scores: ItemScores, name: str, mask: np.ndarray, scope: str, *,
-                     seed: int = SEED, n_resamples: int = N_RESAMPLES) -> dict[str, dict]:
+def judgment_entries(
+    scores: ItemScores,
+    name: str,
+    mask: np.ndarray,
+    scope: str,
+    *,
+    seed: int = SEED,
+    n_resamples: int = N_RESAMPLES,
+) -> dict[str, dict]:
     """Every measure computed per judgment set, under alternative set ``name``, over the items
     of ``mask`` the set judges (NaN elsewhere), keyed ``judgments:<name>:<scope>|<metric>``
     for the bootstrap: ``metrics.json["judgment_sets"][name][scope]``."""
     vals = scores.judgments[name]
-    return {m: mean_entry(vals[m][mask], f"judgments:{name}:{scope}|{m}", seed=seed,
-                          n_resamples=n_resamples) for m in JUDGMENT_MEASURES}
+    return {
+        m: mean_entry(
+            vals[m][mask], f"judgments:{name}:{scope}|{m}", seed=seed, n_resamples=n_resamples
+        )
+        for m in JUDGMENT_MEASURES
+    }
 
 
 def _modalities(present: list[str]) -> list[str]:
@@ -160,23 +221,26 @@ def gate_entry(metric: str, scope: str, block: dict[str, Any]) -> dict[str, Any]
     silence would pass, ``silent``, ``why`` and the ``companion`` value it was judged with."""
     g = BY_NAME[metric].gate
     value = block[metric]["value"]
-    row = {"metric": metric, "scope": scope, "op": g.op, "threshold": g.threshold,
-           "value": value}
+    row = {"metric": metric, "scope": scope, "op": g.op, "threshold": g.threshold, "value": value}
     if g.silent_if is None:
         row["pass"] = g.passes(value)
         return row
     companion = (block.get(g.silent_if[0]) or {}).get("value")
     ok, why = g.verdict(value, companion)
-    row.update({"pass": ok, "silent": bool(why), "why": why,
-                "companion": {"metric": g.silent_if[0], "value": companion,
-                              "bound": g.silent_if[1]}})
+    row.update(
+        {
+            "pass": ok,
+            "silent": bool(why),
+            "why": why,
+            "companion": {"metric": g.silent_if[0], "value": companion, "bound": g.silent_if[1]},
+        }
+    )
     return row
 
 
 def evaluate_gates(result: dict[str, Any], scopes: list[str]) -> list[dict[str, Any]]:
     """Every gate of the measure registry, per scope (:func:`gate_entry`)."""
-    return [gate_entry(metric, scope, result[scope]) for scope in scopes
-            for metric, _, _ in GATES]
+    return [gate_entry(metric, scope, result[scope]) for scope in scopes for metric, _, _ in GATES]
 
 
 def verdict_text(g: dict[str, Any]) -> str:
@@ -186,8 +250,9 @@ def verdict_text(g: dict[str, Any]) -> str:
     return {True: "PASS", False: "FAIL", None: "n/a"}[g["pass"]]
 
 
-def aggregate(scores: ItemScores, *, seed: int = SEED,
-              n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+def aggregate(
+    scores: ItemScores, *, seed: int = SEED, n_resamples: int = N_RESAMPLES
+) -> dict[str, Any]:
     """The ``metrics.json`` object for per-item ``scores`` (the slices' bootstrap reports as
     the ``bootstrap`` progress step)."""
     mods = np.asarray(scores.modality, dtype=object)
@@ -198,8 +263,12 @@ def aggregate(scores: ItemScores, *, seed: int = SEED,
     result: dict[str, Any] = {}
     sources = sorted(set(scores.source))
     judged = {name: ~np.isnan(vals["recall@10"]) for name, vals in scores.judgments.items()}
-    n_slices = len(present) + 1 + len(sources) + sum(
-        len(_modalities(list(mods[c]))) + 1 for c in judged.values())
+    n_slices = (
+        len(present)
+        + 1
+        + len(sources)
+        + sum(len(_modalities(list(mods[c]))) + 1 for c in judged.values())
+    )
     with progress.step("bootstrap", total=n_slices, unit="slice") as bar:
         for m in present:
             bar.note(m)
@@ -225,15 +294,19 @@ def aggregate(scores: ItemScores, *, seed: int = SEED,
     result["judgment_sets"] = js
     result["atom_level"] = atom_level_block(scores, seed=seed, n_resamples=n_resamples)
     result["answer_context"] = dict(scores.content) or {
-        "read": False, "reason": "scored without a content reader: the answer and context "
-        "figures are null", "unread_records": None, "unread_items": {}}
+        "read": False,
+        "reason": "scored without a content reader: the answer and context figures are null",
+        "unread_records": None,
+        "unread_items": {},
+    }
     result["tie_breaking"] = TIE_BREAKING
     result["definitions"] = dict(DEFINITIONS)
     return result
 
 
-def atom_level_block(scores: ItemScores, *, seed: int = SEED,
-                     n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+def atom_level_block(
+    scores: ItemScores, *, seed: int = SEED, n_resamples: int = N_RESAMPLES
+) -> dict[str, Any]:
     """``metrics.json["atom_level"]``: the atom-level measures (:mod:`.atom_level`) per
     modality and over all items, each over the answerable items, with n, denominator and a
     bootstrap interval, and what the view is."""
@@ -243,9 +316,10 @@ def atom_level_block(scores: ItemScores, *, seed: int = SEED,
     out: dict[str, Any] = {"about": ATOM_LEVEL_ABOUT}
     for scope in [*_modalities(list(scores.modality)), "all"]:
         mask = np.ones(len(scores), dtype=bool) if scope == "all" else mods == scope
-        out[scope] = {m: mean_entry(v[mask], f"atom_level:{scope}|{m}", seed=seed,
-                                    n_resamples=n_resamples)
-                      for m, v in scores.atom_level.items()}
+        out[scope] = {
+            m: mean_entry(v[mask], f"atom_level:{scope}|{m}", seed=seed, n_resamples=n_resamples)
+            for m, v in scores.atom_level.items()
+        }
     return out
 
 
@@ -261,8 +335,11 @@ def submission_banner(metrics: dict[str, Any]) -> list[str]:
     sub = metrics.get("submission") or {}
     if sub.get("valid", True):
         return []
-    return ["NOT A VALID SUBMISSION" + (f" ({sub['label']})" if sub.get("label") else "") + ":",
-            *(f"  {r}" for r in sub.get("reasons", [])), ""]
+    return [
+        "NOT A VALID SUBMISSION" + (f" ({sub['label']})" if sub.get("label") else "") + ":",
+        *(f"  {r}" for r in sub.get("reasons", [])),
+        "",
+    ]
 
 
 def format_brief(metrics: dict[str, Any], label: str, *, where: str = "") -> str:
@@ -275,21 +352,32 @@ def format_brief(metrics: dict[str, Any], label: str, *, where: str = "") -> str
     gates = metrics.get("gates", [])
     fail = [g for g in gates if g["pass"] is False]
     na = sum(1 for g in gates if g["pass"] is None)
-    head = (f"{label}: {sum(1 for g in gates if g['pass'])} of {len(gates)} gates pass"
-            + (f", {len(fail)} fail" if fail else "") + (f", {na} n/a" if na else ""))
+    head = (
+        f"{label}: {sum(1 for g in gates if g['pass'])} of {len(gates)} gates pass"
+        + (f", {len(fail)} fail" if fail else "")
+        + (f", {na} n/a" if na else "")
+    )
     if fail:
-        shown = "; ".join(f"{g['scope']} {g['metric']} {_fmt(g['value'], g['metric'])} "
-                          f"(gate {g['op']} {g['threshold']})" for g in fail[:4])
+        shown = "; ".join(
+            f"{g['scope']} {g['metric']} {_fmt(g['value'], g['metric'])} "
+            f"(gate {g['op']} {g['threshold']})"
+            for g in fail[:4]
+        )
         head += f": {shown}" + (f"; and {len(fail) - 4} more" if len(fail) > 4 else "")
     lines.append(head)
     block = metrics.get("all", {})
-    figs = [f"{m} {_fmt(e['value'], m)} (n={e['n']})" for m in HEADLINE
-            if (e := block.get(m)) is not None]
+    figs = [
+        f"{m} {_fmt(e['value'], m)} (n={e['n']})"
+        for m in HEADLINE
+        if (e := block.get(m)) is not None
+    ]
     if figs:
         lines.append("  over all items: " + ", ".join(figs))
     if where:
-        lines.append(f"  every figure with its 95% interval: membench metrics {where} "
-                     f"(and {where}/metrics.json, report page 02)")
+        lines.append(
+            f"  every figure with its 95% interval: membench metrics {where} "
+            f"(and {where}/metrics.json, report page 02)"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -333,10 +421,11 @@ def format_table(metrics: dict[str, Any], *, by_source: bool = False) -> str:
         for g in gates:
             verdict = verdict_text(g).replace("n/a", "n/a (no items)")
             comp = g.get("companion")
-            beside = (f"  ({comp['metric']} {_fmt(comp['value'], comp['metric'])})"
-                      if comp else "")
-            lines.append(f"  {g['scope']:<16} {g['metric']:<{w}} {g['op']} {g['threshold']:<5} "
-                         f"value {_fmt(g['value'], g['metric']):>8}  {verdict}{beside}")
+            beside = f"  ({comp['metric']} {_fmt(comp['value'], comp['metric'])})" if comp else ""
+            lines.append(
+                f"  {g['scope']:<16} {g['metric']:<{w}} {g['op']} {g['threshold']:<5} "
+                f"value {_fmt(g['value'], g['metric']):>8}  {verdict}{beside}"
+            )
             if g.get("why"):
                 lines.append(f"  {'':<16} {g['why']}")
     return "\n".join(lines).rstrip() + "\n"

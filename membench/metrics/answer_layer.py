@@ -42,8 +42,13 @@ ANSWER_BUDGET = 1024
 #: the ranked answer figure: the answer handed over by a cartridge of at most ANSWER_BUDGET
 #: tokens
 ANSWER_BUDGETED = f"answer@cartridge_{ANSWER_BUDGET}tok"
-ANSWER_KEYS = ("answer_bearing", "answer@cartridge", ANSWER_BUDGETED, "answer@10",
-               "grounded_answer@10")
+ANSWER_KEYS = (
+    "answer_bearing",
+    "answer@cartridge",
+    ANSWER_BUDGETED,
+    "answer@10",
+    "grounded_answer@10",
+)
 BUDGET_KEYS = tuple(f"recall@{b}tok" for b in BUDGETS)
 KEYS = ANSWER_KEYS + BUDGET_KEYS + COST_KEYS
 #: the cut of answer@10
@@ -66,8 +71,9 @@ class ContentTexts:
     :class:`~membench.metrics.extent_text.ExtentText` (or any object with ``text(source_id,
     extent)`` and ``available(source_id)``)."""
 
-    def __init__(self, extent_text: Any, *, label: str = "",
-                 shared: tuple[dict, dict] | None = None) -> None:
+    def __init__(
+        self, extent_text: Any, *, label: str = "", shared: tuple[dict, dict] | None = None
+    ) -> None:
         self.et = extent_text
         self.label = label
         # texts read and items found readable: shared by the readers of one sets folder and
@@ -97,12 +103,17 @@ class ContentTexts:
         et = ExtentText(sets_dir, corpus_root)
         if stamp is None:
             return cls(et, label=str(corpus_root))
-        key = (str(items.resolve()), stamp, str(Path(corpus_root).resolve()),
-               str(cache_dir("ocr")), repr(et.config))
+        key = (
+            str(items.resolve()),
+            stamp,
+            str(Path(corpus_root).resolve()),
+            str(cache_dir("ocr")),
+            repr(et.config),
+        )
         hit = _SHARED.pop(key, None)
         if hit is None:
             hit = (et, ({}, {}))
-        _SHARED[key] = hit                      # most recent last
+        _SHARED[key] = hit  # most recent last
         while len(_SHARED) > SHARED_READERS:
             _SHARED.pop(next(iter(_SHARED)))
         return cls(hit[0], label=str(corpus_root), shared=hit[1])
@@ -114,7 +125,7 @@ class ContentTexts:
                 ok = bool(self.et.available(source_id))
                 if not ok:
                     self._why[source_id] = "not in the content cache (OCR or PDF text layer)"
-            except Exception as e:      # a missing or unreadable file  # noqa: BLE001
+            except Exception as e:  # a missing or unreadable file  # noqa: BLE001
                 ok, self._why[source_id] = False, f"{type(e).__name__}: {e}"
             self._ok[source_id] = ok
             if ok:
@@ -135,7 +146,7 @@ class ContentTexts:
             try:
                 raw = self.et.text(source_id, extent)
                 ans = raw if answer_text is None else answer_text(source_id, extent)
-            except Exception as e:      # noqa: BLE001
+            except Exception as e:  # noqa: BLE001
                 self._ok[source_id], self._why[source_id] = False, f"{type(e).__name__}: {e}"
                 raise Unread(source_id) from None
             got = self._text[key] = (f" {normalise(ans)} ", count_tokens(raw))
@@ -152,12 +163,22 @@ def _holds(needles: list[str], hays: list[str]) -> bool:
     return all(any(f" {n} " in h for h in hays) for n in needles)
 
 
-def item_figures(content: ContentTexts, *, modality: str, answer: Any, answer_format: str,
-                 answerable: bool, has_run: bool, gold: list[tuple[str, dict]],
-                 first_positions: np.ndarray, ranked: Sequence[int], cartridge: Sequence[int],
-                 place: Callable[[int], tuple[str, str, dict]],
-                 meta_of: Callable[[str], dict],
-                 grounded: Sequence[bool] | None = None) -> dict[str, float]:
+def item_figures(
+    content: ContentTexts,
+    *,
+    modality: str,
+    answer: Any,
+    answer_format: str,
+    answerable: bool,
+    has_run: bool,
+    gold: list[tuple[str, dict]],
+    first_positions: np.ndarray,
+    ranked: Sequence[int],
+    cartridge: Sequence[int],
+    place: Callable[[int], tuple[str, str, dict]],
+    meta_of: Callable[[str], dict],
+    grounded: Sequence[bool] | None = None,
+) -> dict[str, float]:
     """One item's figures (module docstring), keyed as :data:`KEYS`; NaN outside a figure's
     denominator; every figure NaN when a needed text is unread. ``gold``: (source id, region);
     ``first_positions``: per gold region the 0-based position of its first hitting atom in
@@ -176,9 +197,10 @@ def item_figures(content: ContentTexts, *, modality: str, answer: Any, answer_fo
                 out["context_tokens_committed"] = out["context_tokens"]
             if modality in AREA or modality in SECONDS:
                 try:
-                    cost = cartridge_cost([CostAtom(s, m, e, meta=meta_of(s))
-                                           for s, m, e in cartridge])
-                except ValueError:      # a screenshot without meta.width / height: no area
+                    cost = cartridge_cost(
+                        [CostAtom(s, m, e, meta=meta_of(s)) for s, m, e in cartridge]
+                    )
+                except ValueError:  # a screenshot without meta.width / height: no area
                     pass
                 else:
                     if modality in AREA:
@@ -199,8 +221,11 @@ def item_figures(content: ContentTexts, *, modality: str, answer: Any, answer_fo
                 break
         for b, k in zip(BUDGETS, BUDGET_KEYS):
             cut = taken(tokens, b)
-            out[k] = float(np.mean((first_positions >= 0) & (first_positions < cut))) \
-                if len(first_positions) else math.nan
+            out[k] = (
+                float(np.mean((first_positions >= 0) & (first_positions < cut)))
+                if len(first_positions)
+                else math.nan
+            )
         ns = answer_needles(answer, answer_format)
         bearing = ns is not None and _holds(ns, [content.read(s, r)[0] for s, r in gold])
         out["answer_bearing"] = float(bearing)
@@ -213,10 +238,13 @@ def item_figures(content: ContentTexts, *, modality: str, answer: Any, answer_fo
             out["answer@10"] = float(_holds(ns, top))
             if grounded is not None:
                 if len(grounded) != len(top):
-                    raise ValueError(f"grounded: {len(grounded)} flags for the {len(top)} "
-                                     f"atoms ranked <= {ANSWER_AT}")
-                out["grounded_answer@10"] = float(_holds(ns, [h for h, g in zip(top, grounded)
-                                                              if g]))
+                    raise ValueError(
+                        f"grounded: {len(grounded)} flags for the {len(top)} "
+                        f"atoms ranked <= {ANSWER_AT}"
+                    )
+                out["grounded_answer@10"] = float(
+                    _holds(ns, [h for h, g in zip(top, grounded) if g])
+                )
     except Unread:
         content.unread_records += 1
         return dict.fromkeys(KEYS, math.nan)
@@ -227,13 +255,33 @@ def note(content: ContentTexts | None, reason: str = "") -> dict[str, Any]:
     """What ``metrics.json["answer_context"]`` says about the content read: whether it was,
     from where, and the records and items left out because their text could not be read."""
     if content is None:
-        return {"read": False, "reason": reason or "no content reader: the answer and context "
-                "figures are null", "unread_records": None, "unread_items": {}}
+        return {
+            "read": False,
+            "reason": reason or "no content reader: the answer and context figures are null",
+            "unread_records": None,
+            "unread_items": {},
+        }
     items = content.unread_items
-    return {"read": True, "corpus": content.label, "reason": "",
-            "unread_records": int(content.unread_records),
-            "unread_items": dict(list(items.items())[:20]), "n_unread_items": len(items)}
+    return {
+        "read": True,
+        "corpus": content.label,
+        "reason": "",
+        "unread_records": int(content.unread_records),
+        "unread_items": dict(list(items.items())[:20]),
+        "n_unread_items": len(items),
+    }
 
 
-__all__ = ["ANSWER_AT", "ANSWER_BUDGET", "ANSWER_BUDGETED", "ANSWER_KEYS", "BUDGET_KEYS",
-           "COST_KEYS", "KEYS", "ContentTexts", "Unread", "item_figures", "note"]
+__all__ = [
+    "ANSWER_AT",
+    "ANSWER_BUDGET",
+    "ANSWER_BUDGETED",
+    "ANSWER_KEYS",
+    "BUDGET_KEYS",
+    "COST_KEYS",
+    "KEYS",
+    "ContentTexts",
+    "Unread",
+    "item_figures",
+    "note",
+]

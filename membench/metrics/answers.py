@@ -39,15 +39,25 @@ MAX_WORDS = 20
 _DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
 _SINGLE = "\u2018\u2019\u201a\u201b\u2032\u0060\u00b4"
 _DOUBLE = "\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb"
-_UNIFY = str.maketrans({**{c: "-" for c in _DASHES}, **{c: "'" for c in _SINGLE},
-                        **{c: '"' for c in _DOUBLE}})
+_UNIFY = str.maketrans(
+    {**{c: "-" for c in _DASHES}, **{c: "'" for c in _SINGLE}, **{c: '"' for c in _DOUBLE}}
+)
 
 _PER_CENT = re.compile(r"\bper\s+cent\b")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-_MAGNITUDE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)"
-                        r"(?:\s*(thousand|million|billion|trillion)|(k|m|bn))(?!\w)")
-_FACTOR = {"thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6,
-           "billion": 10**9, "bn": 10**9, "trillion": 10**12}
+_MAGNITUDE = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?)"
+    r"(?:\s*(thousand|million|billion|trillion)|(k|m|bn))(?!\w)"
+)
+_FACTOR = {
+    "thousand": 10**3,
+    "k": 10**3,
+    "million": 10**6,
+    "m": 10**6,
+    "billion": 10**9,
+    "bn": 10**9,
+    "trillion": 10**12,
+}
 _BARE_POINT = re.compile(r"(?<![\w.])\.(?=\d)")
 _TRAILING_ZEROS = re.compile(r"(\d)\.(\d*?)0+(?!\d)")
 _LONE_JOINER = re.compile(r"(?<!\d)[.\-/:]|[.\-/:](?!\d)")

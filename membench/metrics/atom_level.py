@@ -35,8 +35,9 @@ RECALL_KS = (10, 100, 1000)
 NDCG_K = 10
 
 
-def relevant_atoms(table: AtomTable, gold: Sequence[GoldRef],
-                   grades: Sequence[int | None]) -> dict[int, int]:
+def relevant_atoms(
+    table: AtomTable, gold: Sequence[GoldRef], grades: Sequence[int | None]
+) -> dict[int, int]:
     """Atom index -> grade for the atoms of ``table`` that hit a region of ``gold`` (grade:
     the highest of the regions it hits; an ungraded region counts 1)."""
     out: dict[int, int] = {}
@@ -63,7 +64,7 @@ def atom_measures(ranked: np.ndarray, rel: dict[int, int]) -> dict[str, float]:
     first = np.flatnonzero(relevant)
     out["mrr"] = 1.0 / (first[0] + 1) if len(first) else 0.0
     disc = 1.0 / np.log2(np.arange(2, NDCG_K + 2))
-    dcg = float((gains[:NDCG_K] * disc[:len(gains[:NDCG_K])]).sum())
+    dcg = float((gains[:NDCG_K] * disc[: len(gains[:NDCG_K])]).sum())
     ideal = np.sort(np.array(list(rel.values()), dtype=np.float64))[::-1][:NDCG_K]
-    out["ndcg@10"] = dcg / float((ideal * disc[:len(ideal)]).sum())
+    out["ndcg@10"] = dcg / float((ideal * disc[: len(ideal)]).sum())
     return out

@@ -41,8 +41,9 @@ def cartridge_recall(table: AtomTable, gold: Sequence[GoldRef], cartridge: np.nd
     return float(np.count_nonzero(table.first_positions(gold, cartridge) >= 0)) / len(gold)
 
 
-def silence_values(abstain: np.ndarray, modality: Sequence[str],
-                   audited_unanswerable: np.ndarray) -> np.ndarray:
+def silence_values(
+    abstain: np.ndarray, modality: Sequence[str], audited_unanswerable: np.ndarray
+) -> np.ndarray:
     """Per item, ``abstain`` (the answerable abstention, NaN off the answerable items) where
     the item's modality has an audited unanswerable item among these items, else NaN."""
     mods = np.asarray(modality, dtype=object)

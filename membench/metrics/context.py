@@ -65,8 +65,8 @@ class Cost:
 
     atoms: int
     tokens: int
-    area: float         # whole pictures' worth: per item the union share of its area, summed
-    seconds: float      # per video the length of the union of its spans, summed
+    area: float  # whole pictures' worth: per item the union share of its area, summed
+    seconds: float  # per video the length of the union of its spans, summed
 
 
 def union_area(boxes: Sequence[Sequence[float]]) -> float:
@@ -75,8 +75,9 @@ def union_area(boxes: Sequence[Sequence[float]]) -> float:
     area = 0.0
     for x0, x1 in zip(xs, xs[1:]):
         top, covered = -math.inf, 0.0
-        for y0, y1 in sorted((float(b[1]), float(b[3])) for b in boxes
-                             if b[0] <= x0 and b[2] >= x1):
+        for y0, y1 in sorted(
+            (float(b[1]), float(b[3])) for b in boxes if b[0] <= x0 and b[2] >= x1
+        ):
             if y1 > top:
                 covered += y1 - max(y0, top)
                 top = y1
@@ -109,26 +110,34 @@ def _span_seconds(extents: list[dict], meta: dict) -> float:
 
 
 #: per modality: the share of an item's picture its atoms' extents cover
-AREA: dict[str, Callable[[list[dict], dict], float]] = {"image": _whole,
-                                                        "ui_screenshot": _box_share}
+AREA: dict[str, Callable[[list[dict], dict], float]] = {
+    "image": _whole,
+    "ui_screenshot": _box_share,
+}
 #: per modality: the seconds of an item its atoms' extents cover
 SECONDS: dict[str, Callable[[list[dict], dict], float]] = {"video": _span_seconds}
 
 
-def _per_item(atoms: Sequence[CostAtom], measure: dict[str, Callable[[list[dict], dict], float]]
-              ) -> float:
+def _per_item(
+    atoms: Sequence[CostAtom], measure: dict[str, Callable[[list[dict], dict], float]]
+) -> float:
     by_item: dict[str, list[CostAtom]] = {}
     for a in atoms:
         if a.modality in measure:
             by_item.setdefault(a.source_id, []).append(a)
-    return sum(measure[grp[0].modality]([a.extent for a in grp], grp[0].meta)
-               for grp in by_item.values())
+    return sum(
+        measure[grp[0].modality]([a.extent for a in grp], grp[0].meta) for grp in by_item.values()
+    )
 
 
 def cartridge_cost(atoms: Sequence[CostAtom]) -> Cost:
     """The :class:`Cost` of handing over ``atoms`` (module docstring)."""
-    return Cost(atoms=len(atoms), tokens=sum(a.tokens for a in atoms),
-                area=_per_item(atoms, AREA), seconds=_per_item(atoms, SECONDS))
+    return Cost(
+        atoms=len(atoms),
+        tokens=sum(a.tokens for a in atoms),
+        area=_per_item(atoms, AREA),
+        seconds=_per_item(atoms, SECONDS),
+    )
 
 
 def taken(tokens: Sequence[int], budget: int) -> int:
@@ -144,26 +153,42 @@ def taken(tokens: Sequence[int], budget: int) -> int:
 
 def hits_region(atom: CostAtom, gold: Gold) -> bool:
     """SPEC section 7's hit: same item, and the extents overlap by the modality's rule."""
-    return atom.source_id == gold.source_id and \
-        modalities.region_hit(atom.modality, atom.extent, gold.region)
+    return atom.source_id == gold.source_id and modalities.region_hit(
+        atom.modality, atom.extent, gold.region
+    )
 
 
-def recall_at_budget(ranked: Sequence[tuple[A, int]], gold: Sequence[G],
-                     hits: Callable[[A, G], bool], budget: int) -> float:
+def recall_at_budget(
+    ranked: Sequence[tuple[A, int]], gold: Sequence[G], hits: Callable[[A, G], bool], budget: int
+) -> float:
     """The share of ``gold`` hit (``hits(atom, gold)``) by the atoms of ``ranked`` (``(atom,
     tokens)`` in rank order) that :func:`taken` takes within ``budget``; NaN without gold."""
     if not gold:
         return math.nan
-    kept = [a for a, _ in ranked[:taken([t for _, t in ranked], budget)]]
+    kept = [a for a, _ in ranked[: taken([t for _, t in ranked], budget)]]
     return sum(any(hits(a, g) for a in kept) for g in gold) / len(gold)
 
 
-def recall_at_budgets(ranked: Sequence[tuple[A, int]], gold: Sequence[G],
-                      hits: Callable[[A, G], bool], budgets: Sequence[int] = BUDGETS
-                      ) -> dict[int, float]:
+def recall_at_budgets(
+    ranked: Sequence[tuple[A, int]],
+    gold: Sequence[G],
+    hits: Callable[[A, G], bool],
+    budgets: Sequence[int] = BUDGETS,
+) -> dict[int, float]:
     """:func:`recall_at_budget` at each budget."""
     return {b: recall_at_budget(ranked, gold, hits, b) for b in budgets}
 
 
-__all__ = ["BUDGETS", "Cost", "CostAtom", "cartridge_cost", "count_tokens", "hits_region",
-           "recall_at_budget", "recall_at_budgets", "taken", "union_area", "union_length"]
+__all__ = [
+    "BUDGETS",
+    "Cost",
+    "CostAtom",
+    "cartridge_cost",
+    "count_tokens",
+    "hits_region",
+    "recall_at_budget",
+    "recall_at_budgets",
+    "taken",
+    "union_area",
+    "union_length",
+]

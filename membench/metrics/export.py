@@ -26,26 +26,32 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..contract.protocol import rank_order
 from ..core.atomic import atomic_write_text
 from ..core.errors import MembenchError
-from ..contract.protocol import rank_order
 from ..sets.topics import topic, topic_id, write_topics
 from .rundir import RunDir
 
 TAG = "membench"
 
 
-def export_run(run: str | os.PathLike | RunDir, out: str | os.PathLike,
-               sets_dir: str | os.PathLike | None = None, *, partial: bool = False,
-               final: bool = False) -> dict[str, Any]:
+def export_run(
+    run: str | os.PathLike | RunDir,
+    out: str | os.PathLike,
+    sets_dir: str | os.PathLike | None = None,
+    *,
+    partial: bool = False,
+    final: bool = False,
+) -> dict[str, Any]:
     """Write ``run.trec``, ``qrels.trec`` and ``topics.jsonl`` of a run into ``out``; returns
     what was written (counts and paths)."""
-    rd = run if isinstance(run, RunDir) else RunDir.open(run, sets_dir, partial=partial,
-                                                         final=final)
+    rd = (
+        run if isinstance(run, RunDir) else RunDir.open(run, sets_dir, partial=partial, final=final)
+    )
     scores = rd.scores()
     by_qid = {q: i for i, q in enumerate(scores.query_id)}
     records = {r.query_id: r for r in rd.records}
-    order = [row.query_id for row in rd.rows if row.query_id in by_qid]   # the run's order
+    order = [row.query_id for row in rd.rows if row.query_id in by_qid]  # the run's order
     out = Path(out)
     run_lines: list[str] = []
     for qid in order:
@@ -69,9 +75,16 @@ def export_run(run: str | os.PathLike | RunDir, out: str | os.PathLike,
     atomic_write_text(out / "run.trec", run_text)
     atomic_write_text(out / "qrels.trec", qrels_text)
     n_topics = write_topics(out / "topics.jsonl", [topic(records[q]) for q in order])
-    return {"out": str(out), "queries": len(order), "answerable": n_answerable,
-            "run_lines": run_text.count("\n"), "qrels_lines": qrels_text.count("\n"),
-            "topics": n_topics, "label": rd.label, "submission": rd.submission}
+    return {
+        "out": str(out),
+        "queries": len(order),
+        "answerable": n_answerable,
+        "run_lines": run_text.count("\n"),
+        "qrels_lines": qrels_text.count("\n"),
+        "topics": n_topics,
+        "label": rd.label,
+        "submission": rd.submission,
+    }
 
 
 def _check_lines(text: str, n: int, fields: int, name: str) -> None:
@@ -81,7 +94,11 @@ def _check_lines(text: str, n: int, fields: int, name: str) -> None:
     lines = text.splitlines()
     bad = next((j for j, line in enumerate(lines) if len(line.split()) != fields), None)
     if len(lines) != n or bad is not None:
-        where = f"line {bad + 1}: {lines[bad][:80]!r}" if bad is not None else \
-            f"{len(lines)} lines for {n} entries"
-        raise MembenchError(f"export: {name} would not read back as written ({where}); "
-                            "nothing written")
+        where = (
+            f"line {bad + 1}: {lines[bad][:80]!r}"
+            if bad is not None
+            else f"{len(lines)} lines for {n} entries"
+        )
+        raise MembenchError(
+            f"export: {name} would not read back as written ({where}); nothing written"
+        )

@@ -32,8 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import modalities
-from ..core.errors import MembenchError
-from ..core.jsonl import read_models
 from ..content import ChunkConfig
 from ..content import ocr as _ocr
 from ..content import pdf as _pdf
@@ -43,6 +41,8 @@ from ..content.common import item_file
 from ..content.conversation import turn_line
 from ..content.image import chunk_image
 from ..contract.schema import SourceItem
+from ..core.errors import MembenchError
+from ..core.jsonl import read_models
 
 
 class _Pages:
@@ -81,16 +81,20 @@ class _Image:
 
 def _intersects(box: tuple[float, ...] | list[float], bbox: list[float]) -> bool:
     """The two boxes ``[x0, y0, x1, y1]`` share an area larger than 0."""
-    return min(box[2], bbox[2]) > max(box[0], bbox[0]) and \
-        min(box[3], bbox[3]) > max(box[1], bbox[1])
+    return min(box[2], bbox[2]) > max(box[0], bbox[0]) and min(box[3], bbox[3]) > max(
+        box[1], bbox[1]
+    )
 
 
 class _Screen:
     """A screenshot's OCR lines with their boxes."""
 
     def __init__(self, item: SourceItem, root: Path, config: ChunkConfig) -> None:
-        res = _ocr.ocr_image(item_file(item, root), upscale_min_side=config.ocr_upscale_min_side,
-                             engine=config.ocr_engine)
+        res = _ocr.ocr_image(
+            item_file(item, root),
+            upscale_min_side=config.ocr_upscale_min_side,
+            engine=config.ocr_engine,
+        )
         self.lines = res.kept(config.ocr_min_confidence)
 
     def text(self, extent: dict) -> str:
@@ -108,8 +112,9 @@ class _Cues:
 
     def text(self, extent: dict) -> str:
         t0, t1 = float(extent["t_start"]), float(extent["t_end"])
-        return "\n".join(t for s, e, t in self.cues
-                         if (s < t1 and e > t0) or (s == e and t0 <= s <= t1))
+        return "\n".join(
+            t for s, e, t in self.cues if (s < t1 and e > t0) or (s == e and t0 <= s <= t1)
+        )
 
     @staticmethod
     def ocr_sources(item: SourceItem, root: Path, config: ChunkConfig) -> list[str]:
@@ -126,12 +131,15 @@ class _Lines:
 
     def text(self, extent: dict) -> str:
         if "symbol" in extent and "line_start" not in extent:
-            spans = [(a, b) for a, b, sym in code_ranges(self.lines, self.language, self.config)
-                     if sym == extent["symbol"]]
+            spans = [
+                (a, b)
+                for a, b, sym in code_ranges(self.lines, self.language, self.config)
+                if sym == extent["symbol"]
+            ]
         else:
             line = extent.get("line")
             spans = [(extent.get("line_start", line), extent.get("line_end", line))]
-        return "\n".join(ln.rstrip("\r") for a, b in spans for ln in self.lines[a - 1:b])
+        return "\n".join(ln.rstrip("\r") for a, b in spans for ln in self.lines[a - 1 : b])
 
     ocr_sources = _Cues.ocr_sources
 
@@ -167,14 +175,20 @@ class _Turns:
 #: source saying it, and what they are: in the text handed over (and its tokens), never in the
 #: answer text (:meth:`ExtentText.answer_text`). A modality not named has none.
 GENERATED: dict[str, dict[str, str]] = {
-    "conversation": {"image_caption": "a shared image's caption, written by an image "
-                     "captioning model (LoCoMo's blip_caption: \"a photography of ...\"), not "
-                     "by the speakers"},
+    "conversation": {
+        "image_caption": "a shared image's caption, written by an image "
+        'captioning model (LoCoMo\'s blip_caption: "a photography of ..."), not '
+        "by the speakers"
+    }
 }
 
 #: the reader of each modality's content (what :class:`ExtentText` keeps per item)
 READERS: dict[str, Callable[..., Any]] = {
-    "pdf": _Pages, "image": _Image, "ui_screenshot": _Screen, "video": _Cues, "code": _Lines,
+    "pdf": _Pages,
+    "image": _Image,
+    "ui_screenshot": _Screen,
+    "video": _Cues,
+    "code": _Lines,
     "conversation": _Turns,
 }
 
@@ -191,8 +205,9 @@ class ExtentText:
     from the corpus under ``corpus_root`` with ``config`` (the reference systems' chunking
     settings by default)."""
 
-    def __init__(self, sets_dir: str | Path, corpus_root: str | Path,
-                 config: ChunkConfig | None = None) -> None:
+    def __init__(
+        self, sets_dir: str | Path, corpus_root: str | Path, config: ChunkConfig | None = None
+    ) -> None:
         self.sets_dir = Path(sets_dir)
         self.corpus_root = Path(corpus_root)
         self.config = config or ChunkConfig()
@@ -203,13 +218,15 @@ class ExtentText:
         """The item ``source_id`` of ``items.jsonl`` (a :class:`MembenchError` when there is
         none)."""
         if self._items is None:
-            self._items = {it.source_id: it
-                           for it in read_models(self.sets_dir / "items.jsonl", SourceItem)}
+            self._items = {
+                it.source_id: it for it in read_models(self.sets_dir / "items.jsonl", SourceItem)
+            }
         try:
             return self._items[source_id]
         except KeyError:
-            raise MembenchError(f"{source_id!r} is not an item of "
-                                f"{self.sets_dir / 'items.jsonl'}") from None
+            raise MembenchError(
+                f"{source_id!r} is not an item of {self.sets_dir / 'items.jsonl'}"
+            ) from None
 
     def text(self, source_id: str, extent: dict[str, Any]) -> str:
         """The content text of ``extent`` (an atom extent or a gold region) of the item
@@ -222,8 +239,7 @@ class ExtentText:
         check_shape(it.modality, extent)
         doc = self._read.get(source_id)
         if doc is None:
-            doc = self._read[source_id] = READERS[it.modality](it, self.corpus_root,
-                                                               self.config)
+            doc = self._read[source_id] = READERS[it.modality](it, self.corpus_root, self.config)
         return doc
 
     def answer_text(self, source_id: str, extent: dict[str, Any]) -> str:
@@ -242,11 +258,14 @@ class ExtentText:
         c = self.config
         memo: dict[Path, str] = {}
         sources = READERS[it.modality].ocr_sources(it, self.corpus_root, c)
-        if sources is None:                 # a PDF whose text layer no run has cached
+        if sources is None:  # a PDF whose text layer no run has cached
             return False
-        return all(_ocr.cache_path(_ocr.source_sha(src, c.pdf_ocr_dpi, memo),
-                                   c.ocr_upscale_min_side, c.ocr_engine).is_file()
-                   for src in sources)
+        return all(
+            _ocr.cache_path(
+                _ocr.source_sha(src, c.pdf_ocr_dpi, memo), c.ocr_upscale_min_side, c.ocr_engine
+            ).is_file()
+            for src in sources
+        )
 
 
 __all__ = ["GENERATED", "READERS", "ExtentText", "check_shape"]

@@ -27,8 +27,9 @@ JUDGED_K = 10
 JUDGED = f"judged@{JUDGED_K}"
 
 
-def judged_at_k(table: AtomTable, judged: Sequence[GoldRef], ranked: np.ndarray,
-                k: int = JUDGED_K) -> float:
+def judged_at_k(
+    table: AtomTable, judged: Sequence[GoldRef], ranked: np.ndarray, k: int = JUDGED_K
+) -> float:
     """The share of ``ranked[:k]`` (atom indices, de-duplicated, in rank order) that hit a
     region of ``judged`` (the item's gold and every judgment set's regions); 0 when nothing
     was ranked."""

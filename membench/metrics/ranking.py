@@ -35,18 +35,22 @@ class FirstHits:
     """Per query: ``n_gold[q]`` gold regions; per gold region that is hit, its query ``q``
     and the 1-based ``rank`` of the first atom that hits it (regions never hit are absent)."""
 
-    n_gold: np.ndarray   # int64 [n_queries]
-    q: np.ndarray        # int64 [n_hit_regions]
-    rank: np.ndarray     # int64 [n_hit_regions], >= 1
+    n_gold: np.ndarray  # int64 [n_queries]
+    q: np.ndarray  # int64 [n_hit_regions]
+    rank: np.ndarray  # int64 [n_hit_regions], >= 1
     # graded gains (None: every region gains 1): the gain of each hit region, aligned with
     # ``q``/``rank``, and of every region (hit or not) with its query, for the ideal DCG
-    gain: np.ndarray | None = None        # float64 [n_hit_regions]
-    all_q: np.ndarray | None = None       # int64 [n_regions]
-    all_gain: np.ndarray | None = None    # float64 [n_regions]
+    gain: np.ndarray | None = None  # float64 [n_hit_regions]
+    all_q: np.ndarray | None = None  # int64 [n_regions]
+    all_gain: np.ndarray | None = None  # float64 [n_regions]
 
     @classmethod
-    def from_lists(cls, per_query: Sequence[Sequence[int]], n_gold: Sequence[int],
-                   gains: Sequence[Sequence[float]] | None = None) -> FirstHits:
+    def from_lists(
+        cls,
+        per_query: Sequence[Sequence[int]],
+        n_gold: Sequence[int],
+        gains: Sequence[Sequence[float]] | None = None,
+    ) -> FirstHits:
         """``per_query[i]`` lists the first-hit ranks (1-based; 0 or negative = not hit) of
         query i's gold regions; ``gains[i]`` (optional) their gains, aligned."""
         qs, rs, gs, aq, ag = [], [], [], [], []
@@ -63,8 +67,11 @@ class FirstHits:
                     rs.append(r)
                     if g is not None:
                         gs.append(g[j])
-        fh = cls(np.asarray(n_gold, dtype=np.int64), np.asarray(qs, dtype=np.int64),
-                 np.asarray(rs, dtype=np.int64))
+        fh = cls(
+            np.asarray(n_gold, dtype=np.int64),
+            np.asarray(qs, dtype=np.int64),
+            np.asarray(rs, dtype=np.int64),
+        )
         if gains is not None:
             fh.gain = np.asarray(gs, dtype=np.float64)
             fh.all_q = np.asarray(aq, dtype=np.int64)
@@ -94,10 +101,10 @@ def reciprocal_rank(fh: FirstHits) -> np.ndarray:
     gold)."""
     best = np.full(fh.n_queries, np.inf)
     np.minimum.at(best, fh.q, fh.rank.astype(np.float64))
-    return fh._defined(1.0 / best)      # 1/inf = 0
+    return fh._defined(1.0 / best)  # 1/inf = 0
 
 
-_LOG2 = 1.0 / np.log2(np.arange(2, 10_002, dtype=np.float64))   # 1/log2(rank+1), rank 1..
+_LOG2 = 1.0 / np.log2(np.arange(2, 10_002, dtype=np.float64))  # 1/log2(rank+1), rank 1..
 
 
 def discount(rank: np.ndarray) -> np.ndarray:
@@ -123,8 +130,11 @@ def ndcg_at_k(fh: FirstHits, k: int) -> np.ndarray:
         # one gain per (query, rank): an atom hitting several new regions gains once
         key = np.unique(q * (k + 1) + r)
         q, r = key // (k + 1), key % (k + 1)
-    dcg = np.bincount(q, weights=discount(r), minlength=fh.n_queries) if len(q) else \
-        np.zeros(fh.n_queries)
+    dcg = (
+        np.bincount(q, weights=discount(r), minlength=fh.n_queries)
+        if len(q)
+        else np.zeros(fh.n_queries)
+    )
     idcg = ideal_dcg(fh.n_gold, k)
     with np.errstate(invalid="ignore", divide="ignore"):
         return fh._defined(np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0))
@@ -154,13 +164,12 @@ def graded_ndcg_at_k(fh: FirstHits, k: int) -> np.ndarray:
         dcg = np.bincount(uq, weights=best * discount(ur), minlength=fh.n_queries)
     idcg = np.zeros(fh.n_queries)
     if fh.all_q is not None and len(fh.all_q):
-        order = np.lexsort((-fh.all_gain, fh.all_q))        # by query, gains descending
+        order = np.lexsort((-fh.all_gain, fh.all_q))  # by query, gains descending
         aq, ag = fh.all_q[order], fh.all_gain[order]
         start = np.searchsorted(aq, aq, side="left")
-        pos = np.arange(len(aq)) - start + 1                 # 1-based place within its query
+        pos = np.arange(len(aq)) - start + 1  # 1-based place within its query
         keep = pos <= k
-        idcg = np.bincount(aq[keep], weights=ag[keep] * discount(pos[keep]),
-                           minlength=fh.n_queries)
+        idcg = np.bincount(aq[keep], weights=ag[keep] * discount(pos[keep]), minlength=fh.n_queries)
     with np.errstate(invalid="ignore", divide="ignore"):
         return fh._defined(np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0))
 

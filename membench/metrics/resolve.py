@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from .. import modalities
+from ..contract.schema import SourceItem
 from ..core.errors import InputError
 from ..run.files import AtomRow, to_us
-from ..contract.schema import SourceItem
 
 
 @dataclass(frozen=True)
@@ -45,9 +45,16 @@ class AtomTable:
     through ``local`` (an atom's row among the atoms of its modality).
     """
 
-    def __init__(self, atom_ids: Sequence[str], source: Sequence[int], holder: Sequence[int],
-                 observed_us: Sequence[int], modality: Sequence[str],
-                 extents: Sequence[dict[str, Any]], n_sources: int):
+    def __init__(
+        self,
+        atom_ids: Sequence[str],
+        source: Sequence[int],
+        holder: Sequence[int],
+        observed_us: Sequence[int],
+        modality: Sequence[str],
+        extents: Sequence[dict[str, Any]],
+        n_sources: int,
+    ):
         n = len(atom_ids)
         self.atom_ids = list(atom_ids)
         self.index: dict[str, int] = {a: i for i, a in enumerate(self.atom_ids)}
@@ -76,7 +83,7 @@ class AtomTable:
             bounds = np.searchsorted(self.source[order], np.arange(self.n_sources + 1))
             self._by_source = (order, bounds)
         order, bounds = self._by_source
-        return order[bounds[source]:bounds[source + 1]]
+        return order[bounds[source] : bounds[source + 1]]
 
     def hit_mask(self, gold: GoldRef, idx: np.ndarray) -> np.ndarray:
         """Boolean mask over atom indices ``idx``: which of them hit ``gold`` (same source and
@@ -87,7 +94,8 @@ class AtomTable:
         sel = np.flatnonzero(same)
         if sel.size and gold.modality in self.cols:
             out[sel] = modalities.get(gold.modality).hit_mask(
-                self.cols[gold.modality], self.local[idx[sel]], gold.region)
+                self.cols[gold.modality], self.local[idx[sel]], gold.region
+            )
         elif gold.modality not in modalities.REGISTRY:
             raise ValueError(f"unknown modality {gold.modality!r}")
         return out
@@ -133,8 +141,13 @@ def index_items(items: Iterable[SourceItem]) -> Universe:
     by_id: dict[str, SourceItem] = {}
     for it in items:
         if it.source_id in by_id:
-            raise InputError("<items>", None, "source_id",
-                             f"duplicate source item {it.source_id!r}", rule="DUPLICATE_ITEM")
+            raise InputError(
+                "<items>",
+                None,
+                "source_id",
+                f"duplicate source item {it.source_id!r}",
+                rule="DUPLICATE_ITEM",
+            )
         by_id[it.source_id] = it
     ids = sorted(by_id)
     holders = sorted({it.holder for it in by_id.values()})
@@ -159,32 +172,54 @@ def build_atom_table(atoms: Iterable[AtomRow], uni: Universe) -> AtomTable:
     exts: list[dict] = []
     for a in atoms:
         if a.atom_id in seen:
-            raise InputError(a.file, a.line, "atom_id", f"duplicate atom_id {a.atom_id!r}",
-                             rule="DUPLICATE_ATOM")
+            raise InputError(
+                a.file, a.line, "atom_id", f"duplicate atom_id {a.atom_id!r}", rule="DUPLICATE_ATOM"
+            )
         seen.add(a.atom_id)
         it = uni.items.get(a.source_id)
         if it is None:
-            raise InputError(a.file, a.line, "source_id",
-                             f"{a.source_id!r} is not a source item (items.jsonl)",
-                             rule="ATOM_SOURCE")
+            raise InputError(
+                a.file,
+                a.line,
+                "source_id",
+                f"{a.source_id!r} is not a source item (items.jsonl)",
+                rule="ATOM_SOURCE",
+            )
         if a.modality != it.modality:
-            raise InputError(a.file, a.line, "modality",
-                             f"{a.modality!r} but source item {it.source_id} is {it.modality!r}",
-                             rule="ATOM_SOURCE")
+            raise InputError(
+                a.file,
+                a.line,
+                "modality",
+                f"{a.modality!r} but source item {it.source_id} is {it.modality!r}",
+                rule="ATOM_SOURCE",
+            )
         if a.holder != it.holder:
-            raise InputError(a.file, a.line, "holder",
-                             f"declares {a.holder!r} but source item {it.source_id} belongs to "
-                             f"{it.holder!r}", rule="ATOM_HOLDER")
+            raise InputError(
+                a.file,
+                a.line,
+                "holder",
+                f"declares {a.holder!r} but source item {it.source_id} belongs to {it.holder!r}",
+                rule="ATOM_HOLDER",
+            )
         if to_us(a.observed_at) != to_us(it.observed_at):
-            raise InputError(a.file, a.line, "observed_at",
-                             f"declares {a.observed_at.isoformat()} but source item "
-                             f"{it.source_id} was observed {it.observed_at.isoformat()}",
-                             rule="ATOM_OBSERVED_AT")
+            raise InputError(
+                a.file,
+                a.line,
+                "observed_at",
+                f"declares {a.observed_at.isoformat()} but source item "
+                f"{it.source_id} was observed {it.observed_at.isoformat()}",
+                rule="ATOM_OBSERVED_AT",
+            )
         mod = modalities.get(it.modality)
         why = mod.check_extent(a.extent) or mod.extent_limits(a.extent, it.meta)
         if why:
-            raise InputError(a.file, a.line, "extent", f"{a.atom_id}: {why} (item "
-                             f"{it.source_id})", rule="ATOM_CAP")
+            raise InputError(
+                a.file,
+                a.line,
+                "extent",
+                f"{a.atom_id}: {why} (item {it.source_id})",
+                rule="ATOM_CAP",
+            )
         ids.append(a.atom_id)
         src.append(uni.source_index[it.source_id])
         hold.append(uni.holder_index[it.holder])

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..contract.schema import AnnotationRecord, SourceItem
 from ..core import progress
 from ..core.atomic import atomic_write_json
 from ..core.errors import InputError
@@ -39,7 +40,6 @@ from ..core.lock import raise_if_locked, run_dir_lock
 from ..core.paths import resolve_user_path
 from ..run.files import AtomRow, RunRow, read_atoms, read_meta, read_run
 from ..sets.build import set_digests
-from ..contract.schema import AnnotationRecord, SourceItem
 from ..sets.select import select_records
 from .aggregate import aggregate
 from .bootstrap import N_RESAMPLES, SEED
@@ -59,8 +59,9 @@ def run_status(run_dir: str | os.PathLike) -> str:
     return str(read_meta(path).get("status") or "unknown")
 
 
-def resolve_sets_dir(run_dir: Path, meta: dict[str, Any],
-                     sets_dir: str | os.PathLike | None = None) -> Path:
+def resolve_sets_dir(
+    run_dir: Path, meta: dict[str, Any], sets_dir: str | os.PathLike | None = None
+) -> Path:
     """The sets folder of a run: ``sets_dir`` if given, else meta.json's (see the module
     docstring: one rule, no fallback)."""
     if sets_dir is not None:
@@ -68,9 +69,13 @@ def resolve_sets_dir(run_dir: Path, meta: dict[str, Any],
     else:
         recorded = meta.get("sets_dir")
         if not isinstance(recorded, str) or not recorded:
-            raise InputError(run_dir / "meta.json", None, "sets_dir",
-                             "no sets_dir in meta.json and none given (pass --sets DIR)",
-                             rule="RUN_META")
+            raise InputError(
+                run_dir / "meta.json",
+                None,
+                "sets_dir",
+                "no sets_dir in meta.json and none given (pass --sets DIR)",
+                rule="RUN_META",
+            )
         p = Path(recorded)
         if not p.is_absolute():
             p = run_dir / p
@@ -92,51 +97,80 @@ class RunDir:
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def open(cls, run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None, *,
-             partial: bool = False, final: bool = False) -> RunDir:
+    def open(
+        cls,
+        run_dir: str | os.PathLike,
+        sets_dir: str | os.PathLike | None = None,
+        *,
+        partial: bool = False,
+        final: bool = False,
+    ) -> RunDir:
         """Read meta.json, check its split (a test-split run needs ``final``, and is logged),
         its status (an incomplete run needs ``partial``), resolve the sets and check their
         sha256 against meta.json's. Appends to the test access log; reads nothing else yet."""
         path = resolve_user_path(run_dir)
         meta = read_meta(path)
         if meta.get("split") not in SPLITS:
-            raise InputError(path / "meta.json", None, "split",
-                             f"must be dev or test, got {meta.get('split')!r}", rule="RUN_META")
+            raise InputError(
+                path / "meta.json",
+                None,
+                "split",
+                f"must be dev or test, got {meta.get('split')!r}",
+                rule="RUN_META",
+            )
         if meta["split"] == "test":
             if not final:
-                raise InputError(path / "meta.json", None, "split",
-                                 "a run on the frozen test split: reading its figures is a "
-                                 "final access; pass --final (it is logged)", rule="TEST_SPLIT")
+                raise InputError(
+                    path / "meta.json",
+                    None,
+                    "split",
+                    "a run on the frozen test split: reading its figures is a "
+                    "final access; pass --final (it is logged)",
+                    rule="TEST_SPLIT",
+                )
             from ..run.runner import code_revision, log_test_access
 
-            log_test_access(str(meta.get("system") or path.name), path, code_revision(),
-                            action="read")
+            log_test_access(
+                str(meta.get("system") or path.name), path, code_revision(), action="read"
+            )
         status = meta.get("status")
         if status is not None and status != "complete":
-            raise_if_locked(path)       # being written now: name the writer
+            raise_if_locked(path)  # being written now: name the writer
         if status == "partial" and not partial:
-            raise InputError(path / "meta.json", None, "status",
-                             "an import of part of the split (`membench import-run "
-                             "--partial`): read it with --partial (marked PARTIAL; the queries "
-                             "it does not cover are left out, never counted as abstentions)",
-                             rule="INCOMPLETE_RUN")
+            raise InputError(
+                path / "meta.json",
+                None,
+                "status",
+                "an import of part of the split (`membench import-run "
+                "--partial`): read it with --partial (marked PARTIAL; the queries "
+                "it does not cover are left out, never counted as abstentions)",
+                rule="INCOMPLETE_RUN",
+            )
         if status is not None and status != "complete" and not partial:
-            raise InputError(path / "meta.json", None, "status",
-                             f"the run is {status!r}, not complete: finish it (the same "
-                             "command resumes it) or read it with --partial (marked PARTIAL; "
-                             "unanswered queries left out, never counted as abstentions)",
-                             rule="INCOMPLETE_RUN")
+            raise InputError(
+                path / "meta.json",
+                None,
+                "status",
+                f"the run is {status!r}, not complete: finish it (the same "
+                "command resumes it) or read it with --partial (marked PARTIAL; "
+                "unanswered queries left out, never counted as abstentions)",
+                rule="INCOMPLETE_RUN",
+            )
         rd = cls(path, meta, resolve_sets_dir(path, meta, sets_dir), partial, final)
         drift = rd.set_drift()
         if drift:
             f = drift[0]
             rec = (meta.get("set_sha256") or {}).get(f) or "nothing"
             now = set_digests(rd.sets_dir).get(f) or "no file"
-            raise InputError(rd.sets_dir / f, None, None,
-                             f"sha256 {now[:12]}… but the run recorded {rec[:12]}… in "
-                             f"{path / 'meta.json'}: it was made on other sets "
-                             f"({len(drift)} file(s) differ: {', '.join(drift)})",
-                             rule="SET_DRIFT")
+            raise InputError(
+                rd.sets_dir / f,
+                None,
+                None,
+                f"sha256 {now[:12]}… but the run recorded {rec[:12]}… in "
+                f"{path / 'meta.json'}: it was made on other sets "
+                f"({len(drift)} file(s) differ: {', '.join(drift)})",
+                rule="SET_DRIFT",
+            )
         return rd
 
     # ---------------------------------------------------------------- what meta.json says
@@ -171,46 +205,70 @@ class RunDir:
 
     def _select(self) -> tuple[list[AnnotationRecord], list[tuple[str, int]]]:
         def make():
-            recs, locs = select_records(self.sets_dir, self.split, self.modalities, self.limit,
-                                        self.meta.get("sample_seed"))
+            recs, locs = select_records(
+                self.sets_dir, self.split, self.modalities, self.limit, self.meta.get("sample_seed")
+            )
             q = self.meta.get("queries")
             if isinstance(q, int) and q != len(recs):
-                raise InputError(self.path / "meta.json", None, "queries",
-                                 f"the run was asked {q} queries but {self.sets_dir} gives "
-                                 f"{len(recs)} records for split={self.split}, modalities="
-                                 f"{self.modalities}, limit={self.limit}; the sets changed "
-                                 "since the run", rule="RUN_META")
+                raise InputError(
+                    self.path / "meta.json",
+                    None,
+                    "queries",
+                    f"the run was asked {q} queries but {self.sets_dir} gives "
+                    f"{len(recs)} records for split={self.split}, modalities="
+                    f"{self.modalities}, limit={self.limit}; the sets changed "
+                    "since the run",
+                    rule="RUN_META",
+                )
             return recs, locs
+
         return self._once("select", make)
 
     def _evaluated(self) -> tuple[list[AnnotationRecord], list[tuple[str, int]]]:
         """The selected records that are evaluated: all of them when every one has a run line;
         else an INCOMPLETE_RUN error, or with ``partial`` the answered ones only."""
+
         def make():
             recs, locs = self._select()
             ids = {r.query_id for r in recs}
             first: dict[str, RunRow] = {}
-            for row in self.rows:           # a line's own error comes before a missing line
+            for row in self.rows:  # a line's own error comes before a missing line
                 if row.query_id not in ids:
-                    raise InputError(row.file, row.line, "query_id", f"{row.query_id!r} is not "
-                                     "an annotated item of the evaluated set", rule="RUN_QUERY")
+                    raise InputError(
+                        row.file,
+                        row.line,
+                        "query_id",
+                        f"{row.query_id!r} is not an annotated item of the evaluated set",
+                        rule="RUN_QUERY",
+                    )
                 if row.query_id in first:
-                    raise InputError(row.file, row.line, "query_id", f"{row.query_id!r} has a "
-                                     f"second run line (first at line {first[row.query_id].line})",
-                                     rule="DUPLICATE_QUERY_ID")
+                    raise InputError(
+                        row.file,
+                        row.line,
+                        "query_id",
+                        f"{row.query_id!r} has a "
+                        f"second run line (first at line {first[row.query_id].line})",
+                        rule="DUPLICATE_QUERY_ID",
+                    )
                 first[row.query_id] = row
             answered = set(first)
             missing = [r.query_id for r in recs if r.query_id not in answered]
             if not missing:
                 return recs, locs
             if not self.partial:
-                raise InputError(self.path / "run.jsonl", None, None,
-                                 f"{len(missing)} of {len(recs)} queries have no line (e.g. "
-                                 f"{missing[0]}): the run is incomplete; finish it or read it "
-                                 "with --partial (unanswered queries are left out, never "
-                                 "counted as abstentions)", rule="INCOMPLETE_RUN")
+                raise InputError(
+                    self.path / "run.jsonl",
+                    None,
+                    None,
+                    f"{len(missing)} of {len(recs)} queries have no line (e.g. "
+                    f"{missing[0]}): the run is incomplete; finish it or read it "
+                    "with --partial (unanswered queries are left out, never "
+                    "counted as abstentions)",
+                    rule="INCOMPLETE_RUN",
+                )
             keep = [i for i, r in enumerate(recs) if r.query_id in answered]
             return [recs[i] for i in keep], [locs[i] for i in keep]
+
         return self._once("evaluated", make)
 
     @property
@@ -231,8 +289,9 @@ class RunDir:
     @property
     def is_partial(self) -> bool:
         """Read with ``partial`` and not complete: some asked queries are left out."""
-        return self.partial and (self.meta.get("status") not in (None, "complete")
-                                 or len(self.records) < self.asked)
+        return self.partial and (
+            self.meta.get("status") not in (None, "complete") or len(self.records) < self.asked
+        )
 
     @property
     def submission(self) -> dict[str, Any]:
@@ -242,11 +301,18 @@ class RunDir:
         if self.meta.get("sees_gold"):
             why.append("the system saw the gold (a registered test double)")
         if self.is_partial:
-            why.append(f"PARTIAL: {len(self.records)} of {self.asked} queries answered; the "
-                       "others are left out, not counted as abstentions")
-        return {"valid": not why, "reasons": why, "sees_gold": bool(self.meta.get("sees_gold")),
-                "partial": self.is_partial, "answered": len(self.records),
-                "asked": self.asked}
+            why.append(
+                f"PARTIAL: {len(self.records)} of {self.asked} queries answered; the "
+                "others are left out, not counted as abstentions"
+            )
+        return {
+            "valid": not why,
+            "reasons": why,
+            "sees_gold": bool(self.meta.get("sees_gold")),
+            "partial": self.is_partial,
+            "answered": len(self.records),
+            "asked": self.asked,
+        }
 
     @property
     def label(self) -> str:
@@ -262,8 +328,9 @@ class RunDir:
     @property
     def items(self) -> list[SourceItem]:
         p = self.sets_dir / "items.jsonl"
-        return self._once("items", lambda: [parse_model(SourceItem, obj, p, no)
-                                            for no, obj in iter_json_lines(p)])
+        return self._once(
+            "items", lambda: [parse_model(SourceItem, obj, p, no) for no, obj in iter_json_lines(p)]
+        )
 
     def item_rows(self) -> dict[str, dict[str, Any]]:
         """``items.jsonl`` rows as plain dicts by source id (what renderers take), each checked
@@ -276,6 +343,7 @@ class RunDir:
                 parse_model(SourceItem, obj, p, no)
                 rows[obj["source_id"]] = obj
             return rows
+
         return self._once("item_rows", make)
 
     def _file(self, name: str) -> Path:
@@ -301,6 +369,7 @@ class RunDir:
     def _corpus(self) -> tuple[Path | None, str]:
         """The corpus the answer layer reads (:func:`membench.core.paths.corpus_root`), or
         ``None`` and why not."""
+
         def make():
             from ..core.paths import corpus_root
 
@@ -308,9 +377,12 @@ class RunDir:
                 return None, "MEMBENCH_ANSWER_LAYER=0: the answer and context figures are null"
             try:
                 return corpus_root(), ""
-            except Exception as e:      # noqa: BLE001
-                return None, (f"no corpus to read the content from ({e}): the answer and "
-                              "context figures are null")
+            except Exception as e:  # noqa: BLE001
+                return None, (
+                    f"no corpus to read the content from ({e}): the answer and "
+                    "context figures are null"
+                )
+
         return self._once("corpus", make)
 
     @property
@@ -330,35 +402,49 @@ class RunDir:
         def compute() -> ItemScores:
             root, why = self._corpus()
             content = ContentTexts.open(self.sets_dir, root) if root is not None else None
-            return score_items(self.records, self.items, self.atoms, self.rows,
-                               record_locs=self.record_locs, content=content, no_content=why)
+            return score_items(
+                self.records,
+                self.items,
+                self.atoms,
+                self.rows,
+                record_locs=self.record_locs,
+                content=content,
+                no_content=why,
+            )
 
         def make() -> ItemScores:
             s, self._cache["scores_key"] = scorecache.scores(self, compute)
             return s
+
         return self._once("scores", make)
 
-    def metrics(self, *, write: bool = True, seed: int = SEED,
-                n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+    def metrics(
+        self, *, write: bool = True, seed: int = SEED, n_resamples: int = N_RESAMPLES
+    ) -> dict[str, Any]:
         """The ``metrics.json`` object; written into the run directory (atomically, holding
         RUN_DIR's lock from reading to writing: :func:`membench.core.lock.run_dir_lock`) unless
         ``write`` is false. Reports the ``score`` and ``bootstrap`` progress steps."""
+
         def compute() -> dict[str, Any]:
             from . import scorecache
 
             with progress.step(f"score ({self.path.name})", total=None, unit="item") as bar:
                 scores = self.scores()
                 bar.advance(len(scores))
-            result = dict(scorecache.metrics(
-                self._cache.get("scores_key"), seed, n_resamples,
-                lambda: aggregate(scores, seed=seed, n_resamples=n_resamples)))
-            result["submission"] = {**self.submission, "system": self.system,
-                                    "label": self.label}
+            result = dict(
+                scorecache.metrics(
+                    self._cache.get("scores_key"),
+                    seed,
+                    n_resamples,
+                    lambda: aggregate(scores, seed=seed, n_resamples=n_resamples),
+                )
+            )
+            result["submission"] = {**self.submission, "system": self.system, "label": self.label}
             return result
 
         if not write:
             return compute()
-        with run_dir_lock(self.path):       # one writer: not while a run or import writes here
+        with run_dir_lock(self.path):  # one writer: not while a run or import writes here
             result = compute()
             atomic_write_json(self.path / "metrics.json", result, indent=2, allow_nan=False)
         return result
@@ -372,10 +458,18 @@ class RunDir:
         return sorted(f for f in set(rec) | set(now) if rec.get(f) != now.get(f))
 
 
-def metrics_for_run_dir(run_dir: str | os.PathLike, sets_dir: str | os.PathLike | None = None,
-                        *, write: bool = True, seed: int = SEED, n_resamples: int = N_RESAMPLES,
-                        partial: bool = False, final: bool = False) -> dict[str, Any]:
+def metrics_for_run_dir(
+    run_dir: str | os.PathLike,
+    sets_dir: str | os.PathLike | None = None,
+    *,
+    write: bool = True,
+    seed: int = SEED,
+    n_resamples: int = N_RESAMPLES,
+    partial: bool = False,
+    final: bool = False,
+) -> dict[str, Any]:
     """Compute the metrics of a run directory and (by default) write ``metrics.json`` into it
     (:meth:`RunDir.metrics`; ``partial`` and ``final`` as :meth:`RunDir.open`)."""
     return RunDir.open(run_dir, sets_dir, partial=partial, final=final).metrics(
-        write=write, seed=seed, n_resamples=n_resamples)
+        write=write, seed=seed, n_resamples=n_resamples
+    )

@@ -23,8 +23,8 @@ from .resolve import AtomTable
 
 @dataclass(frozen=True)
 class ScopeCheck:
-    n_future: int    # returned atoms observed after as_of
-    n_foreign: int   # returned atoms of another holder
+    n_future: int  # returned atoms observed after as_of
+    n_foreign: int  # returned atoms of another holder
 
     @property
     def temporal_ok(self) -> bool:
@@ -41,5 +41,7 @@ def check_scope(table: AtomTable, returned: np.ndarray, holder: int, as_of_us: i
     owns no item, so every atom is foreign) at ``as_of_us`` microseconds since the epoch."""
     if len(returned) == 0:
         return ScopeCheck(0, 0)
-    return ScopeCheck(int(np.count_nonzero(table.observed_us[returned] > as_of_us)),
-                      int(np.count_nonzero(table.holder[returned] != holder)))
+    return ScopeCheck(
+        int(np.count_nonzero(table.observed_us[returned] > as_of_us)),
+        int(np.count_nonzero(table.holder[returned] != holder)),
+    )

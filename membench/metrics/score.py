@@ -27,20 +27,19 @@ from typing import Any
 
 import numpy as np
 
+from ..contract.protocol import rank_order
+from ..contract.schema import AnnotationRecord, SourceItem
+from ..contract.tells import audited as _audited
 from ..core.errors import InputError
 from ..core.jsonl import parse_model
 from ..run.files import AtomRow, RunRow, parse_atom, parse_run_row, to_us
-from ..contract.protocol import rank_order
 from ..sets.judgments import PRIMARY
-from ..contract.schema import AnnotationRecord, SourceItem
-from ..contract.tells import audited as _audited
 from . import cartridge as cart_mod
 from .abstention import abstention_score
-from .atom_level import ATOM_MEASURES, atom_measures, relevant_atoms
-from .answer_layer import ANSWER_AT
+from .answer_layer import ANSWER_AT, ContentTexts, item_figures
 from .answer_layer import KEYS as CONTENT_KEYS
-from .answer_layer import ContentTexts, item_figures
 from .answer_layer import note as content_note
+from .atom_level import ATOM_MEASURES, atom_measures, relevant_atoms
 from .judged import JUDGED, judged_at_k
 from .measures import COST_ARRAYS, MEAN_MEASURES, SILENCE
 from .ranking import FirstHits, graded_gain, rank_measures
@@ -65,19 +64,19 @@ class ItemScores:
     holder: list[str]
     as_of: list[str]
     derivation: list[str | None]
-    answerable: np.ndarray          # bool
+    answerable: np.ndarray  # bool
     # bool: in the audited population (every answerable item, and an unanswerable one whose
     # origin.audited is true: membench.contract.tells.audited); False: a native unanswerable with
     # an upstream tell, counted by false_recall_native only (SPEC section 5)
     audited: np.ndarray
-    has_run: np.ndarray             # bool
-    n_gold: np.ndarray              # int
-    n_hits: np.ndarray              # int, distinct ranked atoms
-    cartridge_size: np.ndarray      # int, distinct cartridge atoms
-    n_future: np.ndarray            # int, returned atoms observed after as_of
-    n_foreign: np.ndarray           # int, returned atoms of another holder
-    latency_ms: np.ndarray          # float, NaN without a run line
-    values: dict[str, np.ndarray]   # measure -> per item, NaN outside its denominator
+    has_run: np.ndarray  # bool
+    n_gold: np.ndarray  # int
+    n_hits: np.ndarray  # int, distinct ranked atoms
+    cartridge_size: np.ndarray  # int, distinct cartridge atoms
+    n_future: np.ndarray  # int, returned atoms observed after as_of
+    n_foreign: np.ndarray  # int, returned atoms of another holder
+    latency_ms: np.ndarray  # float, NaN without a run line
+    values: dict[str, np.ndarray]  # measure -> per item, NaN outside its denominator
     # the abstention score (membench.metrics.abstention): the reported confidence, else the
     # top-1 hit score, else -inf
     abstention_score: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -99,13 +98,20 @@ class ItemScores:
         out = []
         for i in range(len(self)):
             r: dict[str, Any] = {
-                "query_id": self.query_id[i], "modality": self.modality[i],
-                "source": self.source[i], "holder": self.holder[i], "as_of": self.as_of[i],
-                "derivation": self.derivation[i], "answerable": bool(self.answerable[i]),
-                "audited": bool(self.audited[i]), "has_run": bool(self.has_run[i]),
+                "query_id": self.query_id[i],
+                "modality": self.modality[i],
+                "source": self.source[i],
+                "holder": self.holder[i],
+                "as_of": self.as_of[i],
+                "derivation": self.derivation[i],
+                "answerable": bool(self.answerable[i]),
+                "audited": bool(self.audited[i]),
+                "has_run": bool(self.has_run[i]),
                 "n_gold": int(self.n_gold[i]),
-                "n_hits": int(self.n_hits[i]), "cartridge_size": int(self.cartridge_size[i]),
-                "n_future": int(self.n_future[i]), "n_foreign": int(self.n_foreign[i]),
+                "n_hits": int(self.n_hits[i]),
+                "cartridge_size": int(self.cartridge_size[i]),
+                "n_future": int(self.n_future[i]),
+                "n_foreign": int(self.n_foreign[i]),
                 "latency_ms": _opt(self.latency_ms[i]),
                 "abstention_score": float(self.abstention_score[i]),
             }
@@ -125,43 +131,62 @@ def _opt(x: float) -> float | None:
 def _records(records: Iterable[AnnotationRecord | Mapping]) -> list[AnnotationRecord]:
     out = []
     for i, r in enumerate(records):
-        out.append(r if isinstance(r, AnnotationRecord) else
-                   parse_model(AnnotationRecord, dict(r), "<records>", i + 1))
+        out.append(
+            r
+            if isinstance(r, AnnotationRecord)
+            else parse_model(AnnotationRecord, dict(r), "<records>", i + 1)
+        )
     return out
 
 
 def _items(items: Iterable[SourceItem | Mapping]) -> list[SourceItem]:
-    return [it if isinstance(it, SourceItem)
-            else parse_model(SourceItem, dict(it), "<items>", i + 1) for i, it in enumerate(items)]
+    return [
+        it if isinstance(it, SourceItem) else parse_model(SourceItem, dict(it), "<items>", i + 1)
+        for i, it in enumerate(items)
+    ]
 
 
-def _prepare_gold(golds, rec: AnnotationRecord, uni: Universe, where: tuple[str, int | None],
-                  field_name: str) -> list[GoldRef]:
+def _prepare_gold(
+    golds, rec: AnnotationRecord, uni: Universe, where: tuple[str, int | None], field_name: str
+) -> list[GoldRef]:
     out = []
     for j, g in enumerate(golds):
         it = uni.items.get(g.source_id)
         if it is None:
-            raise InputError(where[0], where[1], f"{field_name}[{j}].source_id",
-                             f"{rec.query_id}: gold source {g.source_id!r} is not a source item",
-                             rule="GOLD_SOURCE")
+            raise InputError(
+                where[0],
+                where[1],
+                f"{field_name}[{j}].source_id",
+                f"{rec.query_id}: gold source {g.source_id!r} is not a source item",
+                rule="GOLD_SOURCE",
+            )
         if it.modality != rec.modality:
-            raise InputError(where[0], where[1], f"{field_name}[{j}].source_id",
-                             f"{rec.query_id}: gold source {g.source_id} is {it.modality!r}, the "
-                             f"record is {rec.modality!r}", rule="GOLD_SOURCE")
+            raise InputError(
+                where[0],
+                where[1],
+                f"{field_name}[{j}].source_id",
+                f"{rec.query_id}: gold source {g.source_id} is {it.modality!r}, the "
+                f"record is {rec.modality!r}",
+                rule="GOLD_SOURCE",
+            )
         out.append(GoldRef(uni.source_index[g.source_id], rec.modality, g.region))
     return out
 
 
 def _check_atoms(row: RunRow, table: AtomTable) -> None:
     idx = table.index
-    if not set(row.hit_ids).union(row.cartridge).difference(idx):   # dict lookups, in C
+    if not set(row.hit_ids).union(row.cartridge).difference(idx):  # dict lookups, in C
         return
     for name, ids in (("hits", row.hit_ids), ("cartridge", row.cartridge)):
         for a in ids:
             if a not in idx:
-                raise InputError(row.file, row.line, name,
-                                 f"{row.query_id}: atom {a!r} is not in atoms.jsonl",
-                                 rule="RUN_ATOM")
+                raise InputError(
+                    row.file,
+                    row.line,
+                    name,
+                    f"{row.query_id}: atom {a!r} is not in atoms.jsonl",
+                    rule="RUN_ATOM",
+                )
 
 
 def _ranked_indices(row: RunRow, table: AtomTable) -> tuple[np.ndarray, np.ndarray]:
@@ -204,41 +229,63 @@ class _Columns:
         return np.full(self.n, np.nan)
 
 
-def _query_index(recs: list[AnnotationRecord],
-                 locs: list[tuple[str, int | None]]) -> dict[str, int]:
+def _query_index(
+    recs: list[AnnotationRecord], locs: list[tuple[str, int | None]]
+) -> dict[str, int]:
     """query id -> its record's position; a second record of one query id is an error."""
     by_qid: dict[str, int] = {}
     for i, r in enumerate(recs):
         if r.query_id in by_qid:
-            raise InputError(locs[i][0], locs[i][1], "query_id",
-                             f"duplicate query_id {r.query_id!r}", rule="DUPLICATE_QUERY_ID")
+            raise InputError(
+                locs[i][0],
+                locs[i][1],
+                "query_id",
+                f"duplicate query_id {r.query_id!r}",
+                rule="DUPLICATE_QUERY_ID",
+            )
         by_qid[r.query_id] = i
     return by_qid
 
 
-def _runs_by_query(run_rows: Iterable[RunRow | Mapping], by_qid: dict[str, int],
-                   table: AtomTable) -> dict[str, RunRow]:
+def _runs_by_query(
+    run_rows: Iterable[RunRow | Mapping], by_qid: dict[str, int], table: AtomTable
+) -> dict[str, RunRow]:
     """query id -> its run line: one per annotated item at most, every atom reported."""
     runs: dict[str, RunRow] = {}
     for j, row in enumerate(run_rows):
         if not isinstance(row, RunRow):
             row = parse_run_row(row, "<run>", j + 1)
         if row.query_id not in by_qid:
-            raise InputError(row.file, row.line, "query_id",
-                             f"{row.query_id!r} is not an annotated item of the evaluated set",
-                             rule="RUN_QUERY")
+            raise InputError(
+                row.file,
+                row.line,
+                "query_id",
+                f"{row.query_id!r} is not an annotated item of the evaluated set",
+                rule="RUN_QUERY",
+            )
         if row.query_id in runs:
-            raise InputError(row.file, row.line, "query_id",
-                             f"{row.query_id!r} has a second run line (first at line "
-                             f"{runs[row.query_id].line})", rule="DUPLICATE_QUERY_ID")
+            raise InputError(
+                row.file,
+                row.line,
+                "query_id",
+                f"{row.query_id!r} has a second run line (first at line {runs[row.query_id].line})",
+                rule="DUPLICATE_QUERY_ID",
+            )
         _check_atoms(row, table)
         runs[row.query_id] = row
     return runs
 
 
-def _score_gold(cols: _Columns, i: int, rec: AnnotationRecord, gold: list[GoldRef],
-                ranked: np.ndarray, cart: np.ndarray, table: AtomTable,
-                empty: np.ndarray) -> np.ndarray:
+def _score_gold(
+    cols: _Columns,
+    i: int,
+    rec: AnnotationRecord,
+    gold: list[GoldRef],
+    ranked: np.ndarray,
+    cart: np.ndarray,
+    table: AtomTable,
+    empty: np.ndarray,
+) -> np.ndarray:
     """Record ``i``'s measures against its primary gold; the first positions of its gold
     regions in ``ranked`` (``empty`` for an unanswerable record)."""
     if cols.answerable[i]:
@@ -256,38 +303,58 @@ def _score_gold(cols: _Columns, i: int, rec: AnnotationRecord, gold: list[GoldRe
         cols.first_ranks.append([])
         cols.gains.append([])
         cols.audited[i] = _audited(rec)
-        (cols.false_recall if cols.audited[i] else cols.false_native)[i] = \
-            cart_mod.false_recall(len(cart))
+        (cols.false_recall if cols.audited[i] else cols.false_native)[i] = cart_mod.false_recall(
+            len(cart)
+        )
         cols.atom_qrels.append({})
         first = empty
     return first
 
 
-def _score_judgments(cols: _Columns, i: int, rec: AnnotationRecord, gold: list[GoldRef],
-                     ranked: np.ndarray, cart: np.ndarray, table: AtomTable, uni: Universe,
-                     loc: tuple[str, int | None]) -> None:
+def _score_judgments(
+    cols: _Columns,
+    i: int,
+    rec: AnnotationRecord,
+    gold: list[GoldRef],
+    ranked: np.ndarray,
+    cart: np.ndarray,
+    table: AtomTable,
+    uni: Universe,
+    loc: tuple[str, int | None],
+) -> None:
     """Record ``i``'s measures under each of its judgment sets, and its judged@k over the
     gold and every set's regions."""
     n = cols.n
-    judged_regions = list(gold)     # the gold and every judgment set's regions
+    judged_regions = list(gold)  # the gold and every judgment set's regions
     for name, golds in sorted((rec.judgments or {}).items()):
         if name == PRIMARY:
-            raise InputError(loc[0], loc[1], "judgments",
-                             f"{rec.query_id}: judgment set name {PRIMARY!r} is reserved for "
-                             "the primary gold", rule="JUDGMENTS")
+            raise InputError(
+                loc[0],
+                loc[1],
+                "judgments",
+                f"{rec.query_id}: judgment set name {PRIMARY!r} is reserved for the primary gold",
+                rule="JUDGMENTS",
+            )
         a = cols.alt.get(name)
-        if a is None:       # (not setdefault: its default would be built for every record)
-            a = cols.alt[name] = {"ranks": [[] for _ in range(n)],
-                                  "gains": [[] for _ in range(n)],
-                                  "n_gold": np.zeros(n, np.int64), "cart": cols.nan()}
+        if a is None:  # (not setdefault: its default would be built for every record)
+            a = cols.alt[name] = {
+                "ranks": [[] for _ in range(n)],
+                "gains": [[] for _ in range(n)],
+                "n_gold": np.zeros(n, np.int64),
+                "cart": cols.nan(),
+            }
         jg = _prepare_gold(golds, rec, uni, loc, f"judgments.{name}")
         if jg and rec.unanswerable:
-            raise InputError(loc[0], loc[1], f"judgments.{name}",
-                             f"{rec.query_id}: an unanswerable record with {len(jg)} "
-                             f"region(s) under judgment set {name!r}",
-                             rule="JUDGMENT_ON_UNANSWERABLE")
+            raise InputError(
+                loc[0],
+                loc[1],
+                f"judgments.{name}",
+                f"{rec.query_id}: an unanswerable record with {len(jg)} "
+                f"region(s) under judgment set {name!r}",
+                rule="JUDGMENT_ON_UNANSWERABLE",
+            )
         judged_regions.extend(jg)
-        if jg:      # answerable under this set = non-empty list
+        if jg:  # answerable under this set = non-empty list
             a["n_gold"][i] = len(jg)
             a["ranks"][i] = list(table.first_positions(jg, ranked) + 1)
             a["gains"][i] = [graded_gain(g.grade) for g in golds]
@@ -296,36 +363,42 @@ def _score_judgments(cols: _Columns, i: int, rec: AnnotationRecord, gold: list[G
         cols.judged[i] = judged_at_k(table, judged_regions, ranked)
 
 
-def _measure_values(cols: _Columns, recs: list[AnnotationRecord]
-                    ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
+def _measure_values(
+    cols: _Columns, recs: list[AnnotationRecord]
+) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
     """The per-item values of every measure, and of the judgment sets' measures."""
-    values = rank_measures(FirstHits.from_lists(cols.first_ranks, cols.n_gold, cols.gains),
-                           graded=True)
+    values = rank_measures(
+        FirstHits.from_lists(cols.first_ranks, cols.n_gold, cols.gains), graded=True
+    )
     values[JUDGED] = cols.judged
     values["false_recall_rate"] = cols.false_recall
     values["false_recall_native"] = cols.false_native
     values["temporal_correctness"] = (cols.n_future == 0).astype(np.float64)
     values["holder_correctness"] = (cols.n_foreign == 0).astype(np.float64)
     values["abstain_rate_answerable"] = cols.abstain
-    values[SILENCE] = cart_mod.silence_values(cols.abstain, [r.modality for r in recs],
-                                     ~cols.answerable & cols.audited)
+    values[SILENCE] = cart_mod.silence_values(
+        cols.abstain, [r.modality for r in recs], ~cols.answerable & cols.audited
+    )
     values["cartridge_recall"] = cols.cart_recall
     values.update(cols.layer)
     judgments = {}
     for name, a in sorted(cols.alt.items()):
-        jv = rank_measures(FirstHits.from_lists(a["ranks"], a["n_gold"], a["gains"]),
-                           graded=True)
+        jv = rank_measures(FirstHits.from_lists(a["ranks"], a["n_gold"], a["gains"]), graded=True)
         jv["cartridge_recall"] = a["cart"]
         judgments[name] = jv
     return values, judgments
 
 
-def score_items(records: Iterable[AnnotationRecord | Mapping],
-                items: Iterable[SourceItem | Mapping],
-                atoms: Iterable[AtomRow | Mapping],
-                run_rows: Iterable[RunRow | Mapping],
-                *, record_locs: Sequence[tuple[str, int | None]] | None = None,
-                content: ContentTexts | None = None, no_content: str = "") -> ItemScores:
+def score_items(
+    records: Iterable[AnnotationRecord | Mapping],
+    items: Iterable[SourceItem | Mapping],
+    atoms: Iterable[AtomRow | Mapping],
+    run_rows: Iterable[RunRow | Mapping],
+    *,
+    record_locs: Sequence[tuple[str, int | None]] | None = None,
+    content: ContentTexts | None = None,
+    no_content: str = "",
+) -> ItemScores:
     """Score every record (see the module docstring for the join rules).
 
     ``records``/``items`` may be models or plain dicts; ``atoms``/``run_rows`` may be
@@ -336,10 +409,18 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
     """
     recs = _records(records)
     uni = index_items(_items(items))
-    table = build_atom_table((a if isinstance(a, AtomRow) else parse_atom(a, "<atoms>", i + 1)
-                              for i, a in enumerate(atoms)), uni)
-    locs = list(record_locs) if record_locs is not None else [("<records>", i + 1)
-                                                              for i in range(len(recs))]
+    table = build_atom_table(
+        (
+            a if isinstance(a, AtomRow) else parse_atom(a, "<atoms>", i + 1)
+            for i, a in enumerate(atoms)
+        ),
+        uni,
+    )
+    locs = (
+        list(record_locs)
+        if record_locs is not None
+        else [("<records>", i + 1) for i in range(len(recs))]
+    )
     runs = _runs_by_query(run_rows, _query_index(recs, locs), table)
 
     n = len(recs)
@@ -363,40 +444,66 @@ def score_items(records: Iterable[AnnotationRecord | Mapping],
         else:
             ranked, cart = empty, empty
         cols.n_hits[i], cols.cart_size[i] = len(ranked), len(cart)
-        sc = check_scope(table, np.union1d(ranked, cart),
-                         uni.holder_index.get(rec.scope.holder, -1), to_us(rec.as_of))
+        sc = check_scope(
+            table,
+            np.union1d(ranked, cart),
+            uni.holder_index.get(rec.scope.holder, -1),
+            to_us(rec.as_of),
+        )
         cols.n_future[i], cols.n_foreign[i] = sc.n_future, sc.n_foreign
 
         gold = _prepare_gold(rec.gold, rec, uni, locs[i], "gold")
         if rec.unanswerable != (len(gold) == 0):
-            raise InputError(locs[i][0], locs[i][1], "gold",
-                             f"{rec.query_id}: unanswerable={rec.unanswerable} but {len(gold)} "
-                             "gold region(s)", rule="GOLD_ANSWERABLE")
+            raise InputError(
+                locs[i][0],
+                locs[i][1],
+                "gold",
+                f"{rec.query_id}: unanswerable={rec.unanswerable} but {len(gold)} gold region(s)",
+                rule="GOLD_ANSWERABLE",
+            )
         cols.answerable[i] = not rec.unanswerable
         first = _score_gold(cols, i, rec, gold, ranked, cart, table, empty)
         if content is not None:
             figs = item_figures(
-                content, modality=rec.modality, answer=rec.answer,
-                answer_format=rec.answer_format, answerable=bool(cols.answerable[i]),
-                has_run=bool(cols.has_run[i]), gold=[(g.source_id, g.region) for g in rec.gold],
-                first_positions=first, ranked=ranked, cartridge=cart, place=place,
+                content,
+                modality=rec.modality,
+                answer=rec.answer,
+                answer_format=rec.answer_format,
+                answerable=bool(cols.answerable[i]),
+                has_run=bool(cols.has_run[i]),
+                gold=[(g.source_id, g.region) for g in rec.gold],
+                first_positions=first,
+                ranked=ranked,
+                cartridge=cart,
+                place=place,
                 meta_of=meta_of,
-                grounded=table.hits_any(gold, ranked[:ANSWER_AT]) if cols.answerable[i]
-                else None)
+                grounded=table.hits_any(gold, ranked[:ANSWER_AT]) if cols.answerable[i] else None,
+            )
             for k, v in figs.items():
                 cols.layer[k][i] = v
         _score_judgments(cols, i, rec, gold, ranked, cart, table, uni, locs[i])
 
     values, judgments = _measure_values(cols, recs)
     return ItemScores(
-        query_id=[r.query_id for r in recs], modality=[r.modality for r in recs],
-        source=[source_key(r.query_id) for r in recs], holder=[r.scope.holder for r in recs],
+        query_id=[r.query_id for r in recs],
+        modality=[r.modality for r in recs],
+        source=[source_key(r.query_id) for r in recs],
+        holder=[r.scope.holder for r in recs],
         as_of=[r.as_of.isoformat() for r in recs],
-        derivation=[r.origin.derivation for r in recs], answerable=cols.answerable,
-        audited=cols.audited, has_run=cols.has_run,
-        n_gold=cols.n_gold, n_hits=cols.n_hits, cartridge_size=cols.cart_size,
-        n_future=cols.n_future, n_foreign=cols.n_foreign, latency_ms=cols.latency,
+        derivation=[r.origin.derivation for r in recs],
+        answerable=cols.answerable,
+        audited=cols.audited,
+        has_run=cols.has_run,
+        n_gold=cols.n_gold,
+        n_hits=cols.n_hits,
+        cartridge_size=cols.cart_size,
+        n_future=cols.n_future,
+        n_foreign=cols.n_foreign,
+        latency_ms=cols.latency,
         values={k: values[k] for k in (*MEAN_MEASURES, *COST_ARRAYS)},
         abstention_score=cols.abst,
-        judgments=judgments, atom_level=cols.atom_level, atom_qrels=cols.atom_qrels,
-        content=content_note(content, no_content))
+        judgments=judgments,
+        atom_level=cols.atom_level,
+        atom_qrels=cols.atom_qrels,
+        content=content_note(content, no_content),
+    )

@@ -29,8 +29,9 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -48,13 +49,23 @@ class ScoredRun(Protocol):
     partial: bool
     corpus_label: str
 
+
 VERSION = "scores-5"
 
 # ItemScores' fields: aligned string lists, and per-item arrays with their dtype kind
 LISTS = ("query_id", "modality", "source", "holder", "as_of", "derivation")
-ARRAYS = {"answerable": "b", "audited": "b", "has_run": "b", "n_gold": "i", "n_hits": "i",
-          "cartridge_size": "i", "n_future": "i", "n_foreign": "i", "latency_ms": "f",
-          "abstention_score": "f"}
+ARRAYS = {
+    "answerable": "b",
+    "audited": "b",
+    "has_run": "b",
+    "n_gold": "i",
+    "n_hits": "i",
+    "cartridge_size": "i",
+    "n_future": "i",
+    "n_foreign": "i",
+    "latency_ms": "f",
+    "abstention_score": "f",
+}
 
 
 def enabled() -> bool:
@@ -68,8 +79,9 @@ def _file_digest(p: Path) -> str:
 
 
 #: the end of a canonical run line (sorted keys, no spaces: query_id is the last key)
-_TAIL = re.compile(rb',"latency_ms":(null|-?[0-9][0-9.eE+-]*),"query_id":("(?:[^"\\\n]|\\.)*")}$',
-                   re.M)
+_TAIL = re.compile(
+    rb',"latency_ms":(null|-?[0-9][0-9.eE+-]*),"query_id":("(?:[^"\\\n]|\\.)*")}$', re.M
+)
 
 
 def lines_without_latency(path: Path) -> tuple[str, dict[str, float]] | None:
@@ -100,16 +112,24 @@ def key_of(rd: ScoredRun, lines: tuple[str, dict[str, float]] | None = None) -> 
 
     if lines is None:
         lines = lines_without_latency(rd.path / "run.jsonl")
-    run = f"without-latency:{lines[0]}" if lines is not None else \
-        _file_digest(rd.path / "run.jsonl")
-    parts = {"version": VERSION, "code": code_digest(), "numpy": np.__version__,
-             "run.jsonl": run,
-             "atoms.jsonl": _file_digest(rd.path / "atoms.jsonl"),
-             "sets": set_digests(rd.sets_dir), "split": rd.meta.get("split"),
-             "modalities": rd.meta.get("modalities"), "limit": rd.meta.get("limit"),
-             "sample_seed": rd.meta.get("sample_seed"),
-             "queries": rd.meta.get("queries"), "partial": bool(rd.partial),
-             "corpus": rd.corpus_label}
+    run = (
+        f"without-latency:{lines[0]}" if lines is not None else _file_digest(rd.path / "run.jsonl")
+    )
+    parts = {
+        "version": VERSION,
+        "code": code_digest(),
+        "numpy": np.__version__,
+        "run.jsonl": run,
+        "atoms.jsonl": _file_digest(rd.path / "atoms.jsonl"),
+        "sets": set_digests(rd.sets_dir),
+        "split": rd.meta.get("split"),
+        "modalities": rd.meta.get("modalities"),
+        "limit": rd.meta.get("limit"),
+        "sample_seed": rd.meta.get("sample_seed"),
+        "queries": rd.meta.get("queries"),
+        "partial": bool(rd.partial),
+        "corpus": rd.corpus_label,
+    }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -136,10 +156,14 @@ def _write_whole(path: Path, data: bytes) -> None:
 def dump(s: ItemScores) -> bytes:
     """``s`` as the bytes of an ``.npz`` (no object arrays)."""
     arrays: dict[str, np.ndarray] = {k: np.ascontiguousarray(getattr(s, k)) for k in ARRAYS}
-    head = {"lists": {k: getattr(s, k) for k in LISTS}, "atom_qrels": s.atom_qrels,
-            "values": list(s.values), "atom_level": list(s.atom_level),
-            "judgments": {js: list(v) for js, v in s.judgments.items()},
-            "content": s.content}
+    head = {
+        "lists": {k: getattr(s, k) for k in LISTS},
+        "atom_qrels": s.atom_qrels,
+        "values": list(s.values),
+        "atom_level": list(s.atom_level),
+        "judgments": {js: list(v) for js, v in s.judgments.items()},
+        "content": s.content,
+    }
     for i, m in enumerate(s.values):
         arrays[f"v{i}"] = s.values[m]
     for i, m in enumerate(s.atom_level):
@@ -171,17 +195,25 @@ def load(data: bytes) -> ItemScores:
         fields = {k: arr(k, kind) for k, kind in ARRAYS.items()}
         values = {m: arr(f"v{i}") for i, m in enumerate(head["values"])}
         atom_level = {m: arr(f"a{i}") for i, m in enumerate(head["atom_level"])}
-        judgments = {js: {m: arr(f"j{j}_{i}") for i, m in enumerate(ms)}
-                     for j, (js, ms) in enumerate(head["judgments"].items())}
+        judgments = {
+            js: {m: arr(f"j{j}_{i}") for i, m in enumerate(ms)}
+            for j, (js, ms) in enumerate(head["judgments"].items())
+        }
     qrels = head["atom_qrels"]
     content = head["content"]
     if not isinstance(content, dict):
         raise ValueError("content")
     if not isinstance(qrels, list) or (qrels and len(qrels) != n):
         raise ValueError("atom_qrels")
-    return ItemScores(**{k: list(lists[k]) for k in LISTS}, **fields, values=values,
-                      judgments=judgments, atom_level=atom_level,
-                      atom_qrels=[dict(q) for q in qrels], content=content)
+    return ItemScores(
+        **{k: list(lists[k]) for k in LISTS},
+        **fields,
+        values=values,
+        judgments=judgments,
+        atom_level=atom_level,
+        atom_qrels=[dict(q) for q in qrels],
+        content=content,
+    )
 
 
 def scores(rd: ScoredRun, compute: Callable[[], ItemScores]) -> tuple[ItemScores, str | None]:
@@ -195,14 +227,15 @@ def scores(rd: ScoredRun, compute: Callable[[], ItemScores]) -> tuple[ItemScores
     path = folder / f"{key}.npz"
     try:
         got = load(path.read_bytes())
-        if lines is not None:               # this run's latencies, not the stored run's
+        if lines is not None:  # this run's latencies, not the stored run's
             lat = lines[1]
-            got.latency_ms = np.array([lat.get(q, math.nan) for q in got.query_id],
-                                      dtype=np.float64)
+            got.latency_ms = np.array(
+                [lat.get(q, math.nan) for q in got.query_id], dtype=np.float64
+            )
         return got, _with_latency(key, got)
-    except Exception:       # absent, torn, not an npz, not ours: computed again  # noqa: BLE001
+    except Exception:  # absent, torn, not an npz, not ours: computed again  # noqa: BLE001
         pass
-    result = compute()                      # raises (and stores nothing) on a refused run
+    result = compute()  # raises (and stores nothing) on a refused run
     note = result.content or {}
     if note.get("unread_records") or note.get("n_unread_items"):
         # content left unread (a cold OCR or PDF cache): not stored, so the scores are
@@ -218,8 +251,9 @@ def _with_latency(key: str, s: ItemScores) -> str:
     return f"{key}-{hashlib.sha256(lat.tobytes()).hexdigest()[:32]}"
 
 
-def metrics(key: str | None, seed: int, n_resamples: int,
-            compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def metrics(
+    key: str | None, seed: int, n_resamples: int, compute: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
     """``compute()`` (the aggregate of the scores stored under ``key``), or its stored
     result for the same key, seed and number of resamples."""
     folder = _folder() if (enabled() and key) else None
@@ -240,9 +274,9 @@ def _stored_json(path: Path, compute: Callable[[], dict[str, Any]]) -> dict[str,
     result = compute()
     try:
         data = json.dumps(result, allow_nan=False).encode("utf-8")
-    except (TypeError, ValueError):         # not plain JSON: not stored
+    except (TypeError, ValueError):  # not plain JSON: not stored
         return result
-    if json.loads(data) == result:          # stored only when it reads back equal
+    if json.loads(data) == result:  # stored only when it reads back equal
         _write_whole(path, data)
     return result
 
@@ -258,5 +292,13 @@ def derived(key: str | None, name: str, compute: Callable[[], dict[str, Any]]) -
     return _stored_json(folder / f"{key.split('-')[0]}.{name}.json", compute)
 
 
-__all__ = ["scores", "metrics", "derived", "key_of", "lines_without_latency", "dump", "load",
-           "enabled"]
+__all__ = [
+    "scores",
+    "metrics",
+    "derived",
+    "key_of",
+    "lines_without_latency",
+    "dump",
+    "load",
+    "enabled",
+]

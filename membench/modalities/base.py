@@ -154,19 +154,27 @@ class Modality:
             if k not in meta:
                 continue
             v = meta[k]
-            ok = {"size": lambda v: is_int(v) and v >= 1, "count": lambda v: is_int(v) and v >= 0,
-                  "seconds": lambda v: is_num(v) and v >= 0,
-                  "text": lambda v: isinstance(v, str)}[kind](v)
+            ok = {
+                "size": lambda v: is_int(v) and v >= 1,
+                "count": lambda v: is_int(v) and v >= 0,
+                "seconds": lambda v: is_num(v) and v >= 0,
+                "text": lambda v: isinstance(v, str),
+            }[kind](v)
             if not ok:
-                want = {"size": "an integer >= 1", "count": "an integer >= 0",
-                        "seconds": "a finite number >= 0", "text": "a string"}[kind]
+                want = {
+                    "size": "an integer >= 1",
+                    "count": "an integer >= 0",
+                    "seconds": "a finite number >= 0",
+                    "text": "a string",
+                }[kind]
                 return f"meta.{k} must be {want} (64-bit), got {str(v)[:40]!r}"
         return None
 
     def check_region(self, region: Any) -> str | None:
         """``None`` when ``region`` has a gold-region shape of this modality; else why not."""
-        return shape_error("region", self.name, self.region_shapes, region) or \
-            self.region_values(region)
+        return shape_error("region", self.name, self.region_shapes, region) or self.region_values(
+            region
+        )
 
     def region_values(self, region: dict) -> str | None:
         return None
@@ -174,8 +182,9 @@ class Modality:
     def check_extent(self, extent: Any) -> str | None:
         """``None`` when ``extent`` has an atom-extent shape of this modality; else why not.
         (The cap is :meth:`extent_limits`' business.)"""
-        return shape_error("extent", self.name, self.extent_shapes, extent) or \
-            self.extent_values(extent)
+        return shape_error("extent", self.name, self.extent_shapes, extent) or self.extent_values(
+            extent
+        )
 
     def extent_values(self, extent: dict) -> str | None:
         return None

@@ -16,15 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .base import (
-    Modality,
-    RenderContext,
-    RenderUnavailable,
-    esc,
-    is_int,
-    item_file,
-    missing_html,
-)
+from .base import Modality, RenderContext, RenderUnavailable, esc, is_int, item_file, missing_html
 
 #: the structural atoms' window (lines)
 STRUCTURAL_WINDOW = 40
@@ -37,10 +29,10 @@ REGION_TEXT_LINES = 5
 
 @dataclass
 class _Cols:
-    path: np.ndarray                # index into paths
+    path: np.ndarray  # index into paths
     line0: np.ndarray
     line1: np.ndarray
-    symbol: np.ndarray              # index into symbols, -1: none
+    symbol: np.ndarray  # index into symbols, -1: none
     paths: dict[str, int] = field(default_factory=dict)
     symbols: dict[str, int] = field(default_factory=dict)
 
@@ -49,14 +41,18 @@ class Code(Modality):
     name = "code"
     words_from = "code"
     region_shapes = (frozenset({"path", "symbol"}), frozenset({"path", "line"}))
-    extent_shapes = (frozenset({"path", "line_start", "line_end"}),
-                     frozenset({"path", "line_start", "line_end", "symbol"}))
+    extent_shapes = (
+        frozenset({"path", "line_start", "line_end"}),
+        frozenset({"path", "line_start", "line_end", "symbol"}),
+    )
     cap = {"lines": 200}
     meta_types = {"lines": "count", "upstream_path": "text"}
     region_doc = '{"path", "symbol"} or {"path", "line"} (lines 1-based)'
     extent_doc = '{"path", "line_start", "line_end"[, "symbol"]}'
-    hit_doc = ("same path and (gold line in [line_start, line_end] or gold symbol == the atom's "
-               "declared symbol; a symbol gold is not hit by an atom without symbol)")
+    hit_doc = (
+        "same path and (gold line in [line_start, line_end] or gold symbol == the atom's "
+        "declared symbol; a symbol gold is not hit by an atom without symbol)"
+    )
 
     def region_values(self, region: dict) -> str | None:
         if not isinstance(region["path"], str) or not region["path"]:
@@ -107,9 +103,16 @@ class Code(Modality):
             np.array([paths.setdefault(e["path"], len(paths)) for e in extents], dtype=np.int64),
             np.array([e["line_start"] for e in extents], dtype=np.int64),
             np.array([e["line_end"] for e in extents], dtype=np.int64),
-            np.array([symbols.setdefault(e["symbol"], len(symbols)) if "symbol" in e else -1
-                      for e in extents], dtype=np.int64),
-            paths, symbols)
+            np.array(
+                [
+                    symbols.setdefault(e["symbol"], len(symbols)) if "symbol" in e else -1
+                    for e in extents
+                ],
+                dtype=np.int64,
+            ),
+            paths,
+            symbols,
+        )
 
     def hit_mask(self, cols: _Cols, rows: np.ndarray, region: dict) -> np.ndarray:
         ok = cols.path[rows] == cols.paths.get(region["path"], -2)
@@ -125,24 +128,29 @@ class Code(Modality):
         if "line" not in region:
             return None
         start = region["line"] - 1
-        return "\n".join(text.split("\n")[start:start + REGION_TEXT_LINES])
+        return "\n".join(text.split("\n")[start : start + REGION_TEXT_LINES])
 
     def passages(self, text: str, meta: dict) -> list[str]:
         """Windows of :data:`STRUCTURAL_WINDOW` lines (a function fits in one, or two)."""
         lines = text.split("\n")
-        return ["\n".join(lines[s:s + STRUCTURAL_WINDOW])
-                for s in range(0, max(len(lines), 1), STRUCTURAL_WINDOW)]
+        return [
+            "\n".join(lines[s : s + STRUCTURAL_WINDOW])
+            for s in range(0, max(len(lines), 1), STRUCTURAL_WINDOW)
+        ]
 
     def structural_extents(self, item) -> list[dict]:
         lines = int(item.meta.get("lines", 1))
         path = item.meta.get("upstream_path", item.source_id)
-        return [{"path": path, "line_start": s, "line_end": min(lines, s + STRUCTURAL_WINDOW - 1)}
-                for s in range(1, lines + 1, STRUCTURAL_WINDOW)]
+        return [
+            {"path": path, "line_start": s, "line_end": min(lines, s + STRUCTURAL_WINDOW - 1)}
+            for s in range(1, lines + 1, STRUCTURAL_WINDOW)
+        ]
 
     def gold_extents(self, region: dict) -> list[dict]:
         if "line" in region:
-            return [{"path": region["path"], "line_start": region["line"],
-                     "line_end": region["line"]}]
+            return [
+                {"path": region["path"], "line_start": region["line"], "line_end": region["line"]}
+            ]
         return []  # a symbol gold: covering it would mean parsing the code
 
     def render_html(self, item: dict, extent: dict, ctx: RenderContext) -> str:
@@ -151,14 +159,14 @@ class Code(Modality):
             raise RenderUnavailable(f"{path} not found")
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         marked = {int(m["line"]) for m in (*ctx.gold, *ctx.original) if "line" in m}
-        if "line_start" in extent:       # an atom: its lines, with a little dimmed context
+        if "line_start" in extent:  # an atom: its lines, with a little dimmed context
             a, b = int(extent["line_start"]), int(extent["line_end"])
             ctx_lines = ATOM_CONTEXT
-        elif "line" in extent:           # a gold line: show it in context
+        elif "line" in extent:  # a gold line: show it in context
             a = b = int(extent["line"])
             ctx_lines = CONTEXT
             marked.add(a)
-        else:                            # a symbol gold: show where the name first occurs
+        else:  # a symbol gold: show where the name first occurs
             sym = str(extent["symbol"])
             occ = [i + 1 for i, line in enumerate(lines) if sym in line][:1]
             if not occ:
@@ -166,11 +174,12 @@ class Code(Modality):
             a, b, ctx_lines = occ[0], occ[0] + 2 * CONTEXT, CONTEXT
             marked.add(occ[0])
         sym = f" · symbol {extent['symbol']}" if "symbol" in extent else ""
-        head = (f'<div>{esc(str(extent.get("path", "")))} lines {a}–{min(b, len(lines))} of '
-                f'{len(lines)}{esc(sym)} · file {esc(item["path"])}</div>')
+        head = (
+            f"<div>{esc(str(extent.get('path', '')))} lines {a}–{min(b, len(lines))} of "
+            f"{len(lines)}{esc(sym)} · file {esc(item['path'])}</div>"
+        )
         if a > len(lines):
-            return head + missing_html(f"line {a} is past the end of the file "
-                                       f"({len(lines)} lines)")
+            return head + missing_html(f"line {a} is past the end of the file ({len(lines)} lines)")
         rows = []
         for n in range(max(1, a - ctx_lines), min(len(lines), b + ctx_lines) + 1):
             body = f'<span class="mb-ln" data-line="{n}">{n:>5}</span>  {esc(lines[n - 1])}'

@@ -40,11 +40,14 @@ class Conversation(Modality):
     extent_shapes = (frozenset({"turn_start", "turn_end"}),)
     cap = {"turns": 8}
     meta_types = {"turns": "count", "date_time": "text"}
-    region_doc = ('{"turn": int} (1-based), or {"turn_start", "turn_end"} (a range of turns, '
-                  'e.g. a whole session)')
+    region_doc = (
+        '{"turn": int} (1-based), or {"turn_start", "turn_end"} (a range of turns, '
+        "e.g. a whole session)"
+    )
     extent_doc = '{"turn_start", "turn_end"}'
-    hit_doc = ("gold turn in [turn_start, turn_end]; a gold turn range intersects "
-               "[turn_start, turn_end]")
+    hit_doc = (
+        "gold turn in [turn_start, turn_end]; a gold turn range intersects [turn_start, turn_end]"
+    )
 
     def region_values(self, region: dict) -> str | None:
         if "turn" not in region:
@@ -84,8 +87,10 @@ class Conversation(Modality):
         return extent["turn_start"] <= b and a <= extent["turn_end"]
 
     def columns(self, extents: Sequence[dict]) -> _Cols:
-        return _Cols(np.array([e["turn_start"] for e in extents], dtype=np.int64),
-                     np.array([e["turn_end"] for e in extents], dtype=np.int64))
+        return _Cols(
+            np.array([e["turn_start"] for e in extents], dtype=np.int64),
+            np.array([e["turn_end"] for e in extents], dtype=np.int64),
+        )
 
     def hit_mask(self, cols: _Cols, rows: np.ndarray, region: dict) -> np.ndarray:
         a, b = self._span(region)
@@ -98,7 +103,7 @@ class Conversation(Modality):
         if len(lines) != meta.get("turns"):
             return None
         a, b = self._span(region)
-        return "\n".join(lines[a - 1:b])
+        return "\n".join(lines[a - 1 : b])
 
     def passages(self, text: str, meta: dict) -> list[str]:
         """Windows of the cap's turns (8), overlapping by half (a stride of 4), so the turns
@@ -106,13 +111,14 @@ class Conversation(Modality):
         lines = text.split("\n")
         n = int(self.cap["turns"])
         step = max(1, n // 2)
-        return ["\n".join(lines[s:s + n])
-                for s in range(0, max(len(lines) - n + step, 1), step)]
+        return ["\n".join(lines[s : s + n]) for s in range(0, max(len(lines) - n + step, 1), step)]
 
     def structural_extents(self, item) -> list[dict]:
         turns = int(item.meta.get("turns") or len(item.content or []) or 1)
-        return [{"turn_start": s, "turn_end": min(turns, s + STRUCTURAL_WINDOW - 1)}
-                for s in range(1, turns + 1, STRUCTURAL_WINDOW)]
+        return [
+            {"turn_start": s, "turn_end": min(turns, s + STRUCTURAL_WINDOW - 1)}
+            for s in range(1, turns + 1, STRUCTURAL_WINDOW)
+        ]
 
     def gold_extents(self, region: dict) -> list[dict]:
         a, b = self._span(region)
@@ -120,28 +126,41 @@ class Conversation(Modality):
         return [{"turn_start": s, "turn_end": min(b, s + n - 1)} for s in range(a, b + 1, n)]
 
     def render_html(self, item: dict, extent: dict, ctx: RenderContext) -> str:
-        marked = {t for m in (*ctx.gold, *ctx.original)
-                  for t in range(int(self._span(m)[0]), int(self._span(m)[1]) + 1)}
+        marked = {
+            t
+            for m in (*ctx.gold, *ctx.original)
+            for t in range(int(self._span(m)[0]), int(self._span(m)[1]) + 1)
+        }
         if "turn_start" in extent:
             a, b = int(extent["turn_start"]), int(extent["turn_end"])
-            if ctx.kind != "atom":       # a gold turn range: mark it too
+            if ctx.kind != "atom":  # a gold turn range: mark it too
                 marked |= set(range(a, b + 1))
         else:
             a, b = int(extent["turn"]) - CONTEXT, int(extent["turn"]) + CONTEXT
             marked.add(int(extent["turn"]))
         meta = item.get("meta", {})
-        turns = [t for t in (item.get("content") or []) if isinstance(t, dict)
-                 and a <= int(t.get("turn", 0)) <= b]
-        head = (f'<div>{esc(item["source_id"])} · session date '
-                f'{esc(str(meta.get("date_time", "?")))} · observed '
-                f'{esc(str(item.get("observed_at")))} · turns {max(a, 1)}–{b}</div>')
+        turns = [
+            t
+            for t in (item.get("content") or [])
+            if isinstance(t, dict) and a <= int(t.get("turn", 0)) <= b
+        ]
+        head = (
+            f"<div>{esc(item['source_id'])} · session date "
+            f"{esc(str(meta.get('date_time', '?')))} · observed "
+            f"{esc(str(item.get('observed_at')))} · turns {max(a, 1)}–{b}</div>"
+        )
         if not turns:
             return head + missing_html("no such turn in the session")
         rows = []
         for t in turns:
-            cap = (f'<br/><i>[image: {esc(str(t["image_caption"]))}]</i>'
-                   if t.get("image_caption") else "")
-            rows.append(f'<tr{HL if int(t["turn"]) in marked else ""}>'
-                        f'<td>{int(t["turn"])}</td><td><b>{esc(str(t.get("speaker", "?")))}'
-                        f'</b></td><td>{esc(str(t.get("text", "")))}{cap}</td></tr>')
+            cap = (
+                f"<br/><i>[image: {esc(str(t['image_caption']))}]</i>"
+                if t.get("image_caption")
+                else ""
+            )
+            rows.append(
+                f"<tr{HL if int(t['turn']) in marked else ''}>"
+                f"<td>{int(t['turn'])}</td><td><b>{esc(str(t.get('speaker', '?')))}"
+                f"</b></td><td>{esc(str(t.get('text', '')))}{cap}</td></tr>"
+            )
         return head + f'<table class="mb-turns">{"".join(rows)}</table>'

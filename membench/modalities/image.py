@@ -43,6 +43,8 @@ class Image(Modality):
 
     def render_html(self, item: dict, extent: dict, ctx: RenderContext) -> str:
         path = item_file(item, ctx.corpus_root)
-        return (f'<img alt="{esc(item["source_id"])}" '
-                f'src="{render.data_uri(render.image_png(path))}"/>'
-                f'<div>{esc(item["path"])}</div>')
+        return (
+            f'<img alt="{esc(item["source_id"])}" '
+            f'src="{render.data_uri(render.image_png(path))}"/>'
+            f"<div>{esc(item['path'])}</div>"
+        )

@@ -18,7 +18,6 @@ import numpy as np
 from . import render
 from .base import Modality, RenderContext, esc, is_int, item_file
 
-
 # A page "has a text layer" when its extracted text holds at least this many non-whitespace
 # characters. Below it (an empty layer, a page number, a 16-character title over a slide
 # image) the page's words live in pixels: the build counts it out of ``meta.text_pages`` and the
@@ -46,7 +45,7 @@ def has_text_layer(page_text: str | None) -> bool:
 @dataclass
 class _Cols:
     page: np.ndarray
-    block: np.ndarray       # -1: no block
+    block: np.ndarray  # -1: no block
 
 
 class Pdf(Modality):
@@ -57,6 +56,7 @@ class Pdf(Modality):
 
     def text_source(self, meta: dict) -> str:
         return self.IMAGE_ONLY if meta.get("text_pages") == 0 else self.words_from
+
     region_shapes = (frozenset({"page"}), frozenset({"page", "block"}))
     extent_shapes = region_shapes
     cap = {"pages": 1}
@@ -90,8 +90,10 @@ class Pdf(Modality):
         return not ("block" in extent and "block" in region) or extent["block"] == region["block"]
 
     def columns(self, extents: Sequence[dict]) -> _Cols:
-        return _Cols(np.array([e["page"] for e in extents], dtype=np.int64),
-                     np.array([e.get("block", -1) for e in extents], dtype=np.int64))
+        return _Cols(
+            np.array([e["page"] for e in extents], dtype=np.int64),
+            np.array([e.get("block", -1) for e in extents], dtype=np.int64),
+        )
 
     def hit_mask(self, cols: _Cols, rows: np.ndarray, region: dict) -> np.ndarray:
         ok = cols.page[rows] == region["page"]
@@ -114,7 +116,9 @@ class Pdf(Modality):
         png = render.pdf_page_png(path, page, sha256=item.get("meta", {}).get("sha256"))
         pages = item.get("meta", {}).get("pages")
         block = f", block {extent['block']}" if "block" in extent else ""
-        return (f'<div>page {page}{" of " + str(pages) if pages else ""}{esc(block)} · '
-                f'{esc(item["path"])}</div>'
-                f'<img alt="page {page} of {esc(item["source_id"])}" '
-                f'src="{render.data_uri(png)}"/>')
+        return (
+            f"<div>page {page}{' of ' + str(pages) if pages else ''}{esc(block)} · "
+            f"{esc(item['path'])}</div>"
+            f'<img alt="page {page} of {esc(item["source_id"])}" '
+            f'src="{render.data_uri(png)}"/>'
+        )

@@ -30,15 +30,15 @@ from ..core import content_guard as guard
 from ..core.paths import cache_dir
 from .base import RenderUnavailable
 
-PDF_WIDTH = 560          # px, rendered page width
-IMAGE_MAX_SIDE = 480     # px, whole images
-SCREEN_MAX_SIDE = 640    # px, screenshots with boxes drawn
-CROP_MAX_SIDE = 360      # px, the zoomed crop of a screenshot box
+PDF_WIDTH = 560  # px, rendered page width
+IMAGE_MAX_SIDE = 480  # px, whole images
+SCREEN_MAX_SIDE = 640  # px, screenshots with boxes drawn
+CROP_MAX_SIDE = 360  # px, the zoomed crop of a screenshot box
 
 RGB = tuple[int, int, int]
-ATOM_COLOUR: RGB = (255, 0, 0)          # the returned atom's extent
-GOLD_COLOUR: RGB = (0, 170, 0)          # the item's own gold (misses)
-ORIGINAL_COLOUR: RGB = (0, 90, 255)     # the gold of the query an unanswerable item derives from
+ATOM_COLOUR: RGB = (255, 0, 0)  # the returned atom's extent
+GOLD_COLOUR: RGB = (0, 170, 0)  # the item's own gold (misses)
+ORIGINAL_COLOUR: RGB = (0, 90, 255)  # the gold of the query an unanswerable item derives from
 
 
 def data_uri(data: bytes, mime: str = "image/png") -> str:
@@ -63,6 +63,7 @@ def pdf_backend() -> str | None:
     """``"pypdfium2"``, ``"pdftoppm"`` or ``None`` (no way to rasterise a PDF page)."""
     try:
         import pypdfium2  # noqa: F401
+
         return "pypdfium2"
     except ImportError:
         pass
@@ -71,7 +72,7 @@ def pdf_backend() -> str | None:
 
 def _png(img, palette: bool = False) -> bytes:
     buf = io.BytesIO()
-    if palette:     # document pages: an adaptive palette keeps text sharp at a third of the size
+    if palette:  # document pages: an adaptive palette keeps text sharp at a third of the size
         img = img.convert("RGB").quantize(colors=256)
     img.save(buf, format="PNG")
     return buf.getvalue()
@@ -92,9 +93,27 @@ def _render_pdftoppm(path: Path, page: int, width: int) -> bytes:
         raise RenderUnavailable(str(e)) from None
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "page"
-        proc = subprocess.run(["pdftoppm", "-f", str(page), "-l", str(page), "-png", "-singlefile",
-                               "-scale-to-x", str(width), "-scale-to-y", "-1", str(path), str(out)],
-                              check=False, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [
+                "pdftoppm",
+                "-f",
+                str(page),
+                "-l",
+                str(page),
+                "-png",
+                "-singlefile",
+                "-scale-to-x",
+                str(width),
+                "-scale-to-y",
+                "-1",
+                str(path),
+                str(out),
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         png = out.with_suffix(".png")
         if proc.returncode != 0 or not png.exists():
             raise RenderUnavailable(f"pdftoppm failed: {proc.stderr.strip()[:200]}")
@@ -105,8 +124,9 @@ def _render_pdftoppm(path: Path, page: int, width: int) -> bytes:
             raise RenderUnavailable(str(e)) from None
 
 
-def pdf_page_png(path: str | os.PathLike, page: int, width: int = PDF_WIDTH,
-                 sha256: str | None = None) -> bytes:
+def pdf_page_png(
+    path: str | os.PathLike, page: int, width: int = PDF_WIDTH, sha256: str | None = None
+) -> bytes:
     """PNG bytes of 1-based ``page`` of the PDF at ``path``, ``width`` pixels wide; cached by
     (sha256, page, width) under ``cache_dir("render")``."""
     path = Path(path)
@@ -122,8 +142,9 @@ def pdf_page_png(path: str | os.PathLike, page: int, width: int = PDF_WIDTH,
     elif backend == "pdftoppm":
         data = _render_pdftoppm(path, page, width)
     else:
-        raise RenderUnavailable("no PDF renderer: pip install pypdfium2 (or apt-get install "
-                                "poppler-utils for pdftoppm)")
+        raise RenderUnavailable(
+            "no PDF renderer: pip install pypdfium2 (or apt-get install poppler-utils for pdftoppm)"
+        )
     tmp = cached.with_name(cached.name + f".{os.getpid()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, cached)
@@ -140,8 +161,9 @@ def _base_image(path: str, mtime_ns: int, max_side: int):
         scale = min(1.0, max_side / max(w, h))
         img = im.convert("RGB")
         if scale < 1.0:
-            img = img.resize((max(1, round(w * scale)), max(1, round(h * scale))),
-                             Image.Resampling.LANCZOS)
+            img = img.resize(
+                (max(1, round(w * scale)), max(1, round(h * scale))), Image.Resampling.LANCZOS
+            )
     return img, scale, (w, h)
 
 
@@ -162,11 +184,12 @@ def image_png(path: str | os.PathLike, max_side: int = IMAGE_MAX_SIDE) -> bytes:
     return _png(img)
 
 
-Box = tuple[Sequence[float], RGB, int]      # (bbox in original pixels, colour, outline width)
+Box = tuple[Sequence[float], RGB, int]  # (bbox in original pixels, colour, outline width)
 
 
-def boxed_png(path: str | os.PathLike, boxes: Sequence[Box],
-              max_side: int = SCREEN_MAX_SIDE) -> tuple[bytes, float]:
+def boxed_png(
+    path: str | os.PathLike, boxes: Sequence[Box], max_side: int = SCREEN_MAX_SIDE
+) -> tuple[bytes, float]:
     """The picture downscaled to ``max_side`` with each ``(bbox, colour, width)`` outlined (drawn
     inward from the box edge, in order, so later boxes sit on top). Returns PNG bytes and the
     scale (displayed px per original px). The picture is stored with an adaptive palette (a
@@ -188,17 +211,21 @@ def boxed_png(path: str | os.PathLike, boxes: Sequence[Box],
         x0, y0, x1, y1 = (float(v) for v in bbox)
         x0, x1 = max(0.0, min(x0, w)), max(0.0, min(x1, w))
         y0, y1 = max(0.0, min(y0, h)), max(0.0, min(y1, h))
-        rect = [int(x0 * scale), int(y0 * scale),
-                max(int(x0 * scale), round(x1 * scale) - 1),
-                max(int(y0 * scale), round(y1 * scale) - 1)]
+        rect = [
+            int(x0 * scale),
+            int(y0 * scale),
+            max(int(x0 * scale), round(x1 * scale) - 1),
+            max(int(y0 * scale), round(y1 * scale) - 1),
+        ]
         draw.rectangle(rect, outline=index[colour], width=width)
     buf = io.BytesIO()
     img.save(buf, format="PNG")
     return buf.getvalue(), scale
 
 
-def crop_png(path: str | os.PathLike, bbox: Sequence[float], pad: float = 16.0,
-             max_side: int = CROP_MAX_SIDE) -> bytes:
+def crop_png(
+    path: str | os.PathLike, bbox: Sequence[float], pad: float = 16.0, max_side: int = CROP_MAX_SIDE
+) -> bytes:
     """The region ``bbox`` (original pixels, padded) at up to native resolution."""
     path = Path(path)
     if not path.is_file():
@@ -215,13 +242,18 @@ def _crop(im, bbox: Sequence[float], pad: float, max_side: int) -> bytes:
 
     w, h = im.size
     x0, y0, x1, y1 = (float(v) for v in bbox)
-    box = (max(0, int(x0 - pad)), max(0, int(y0 - pad)),
-           min(w, int(x1 + pad + 0.999)), min(h, int(y1 + pad + 0.999)))
+    box = (
+        max(0, int(x0 - pad)),
+        max(0, int(y0 - pad)),
+        min(w, int(x1 + pad + 0.999)),
+        min(h, int(y1 + pad + 0.999)),
+    )
     if box[2] <= box[0] or box[3] <= box[1]:
         raise RenderUnavailable(f"bbox {list(bbox)} is outside the {w}x{h} picture")
     img = im.convert("RGB").crop(box)
     s = min(1.0, max_side / max(img.size))
     if s < 1.0:
-        img = img.resize((max(1, round(img.width * s)), max(1, round(img.height * s))),
-                         Image.Resampling.LANCZOS)
+        img = img.resize(
+            (max(1, round(img.width * s)), max(1, round(img.height * s))), Image.Resampling.LANCZOS
+        )
     return _png(img, palette=True)

@@ -30,7 +30,7 @@ from .base import Modality, RenderContext, esc, is_num, item_file, short_json
 
 @dataclass
 class _Cols:
-    cx: np.ndarray          # the atoms' box centres
+    cx: np.ndarray  # the atoms' box centres
     cy: np.ndarray
 
 
@@ -44,8 +44,10 @@ class UiScreenshot(Modality):
     meta_together = (frozenset({"width", "height"}),)
     region_doc = '{"bbox": [x0, y0, x1, y1]} (pixels)'
     extent_doc = region_doc
-    hit_doc = ("the centre of the atom's bbox lies inside the gold bbox, edges included "
-               "(ScreenSpot's point-in-box rule)")
+    hit_doc = (
+        "the centre of the atom's bbox lies inside the gold bbox, edges included "
+        "(ScreenSpot's point-in-box rule)"
+    )
     near_duplicate = "phash"
 
     def region_values(self, region: dict) -> str | None:
@@ -70,8 +72,10 @@ class UiScreenshot(Modality):
             b = extent["bbox"]
             share = (b[2] - b[0]) * (b[3] - b[1]) / (meta["width"] * meta["height"])
             if share > self.cap["area_share"]:
-                return (f"bbox covers {share:.0%} of the screenshot; cap is "
-                        f"{self.cap['area_share']:.0%}")
+                return (
+                    f"bbox covers {share:.0%} of the screenshot; cap is "
+                    f"{self.cap['area_share']:.0%}"
+                )
         return None
 
     def hit(self, extent: dict, region: dict) -> bool:
@@ -92,8 +96,9 @@ class UiScreenshot(Modality):
 
     def structural_extents(self, item) -> list[dict]:
         w, h = item.meta["width"], item.meta["height"]
-        return [{"bbox": [x0, y0, x0 + w / 2, y0 + h / 2]} for y0 in (0, h / 2)
-                for x0 in (0, w / 2)]
+        return [
+            {"bbox": [x0, y0, x0 + w / 2, y0 + h / 2]} for y0 in (0, h / 2) for x0 in (0, w / 2)
+        ]
 
     def gold_extents(self, region: dict) -> list[dict]:
         return [{"bbox": list(region["bbox"])}]
@@ -109,21 +114,27 @@ class UiScreenshot(Modality):
             boxes.append((ext["bbox"], render.ATOM_COLOUR, 2))
         kind = ctx.kind
         colour = {"atom": render.ATOM_COLOUR, "gold": render.GOLD_COLOUR}.get(
-            kind, render.ORIGINAL_COLOUR)
+            kind, render.ORIGINAL_COLOUR
+        )
         boxes.append((extent["bbox"], colour, 3))
         png, scale = render.boxed_png(path, boxes)
         crop = render.crop_png(path, extent["bbox"])
         meta = item.get("meta", {})
-        legend = ("red: the returned atom's box (it finds a gold box when its centre lies "
-                  "inside it)" if kind == "atom" else
-                  "green: the gold box" if kind == "gold" else
-                  "blue: the original query's gold box")
-        return (f'<div>{esc(item["path"])} ({meta.get("width")}x{meta.get("height")} px, '
-                f'shown at {scale:.2f}x) · {esc(legend)}'
-                f'{"; green: gold" if ctx.gold and kind != "gold" else ""}'
-                f'{"; blue: the original query&#x27;s gold" if ctx.original and kind != "original" else ""}'
-                f'</div><div style="display:flex;gap:10px;align-items:flex-start">'
-                f'<img class="mb-screen" data-scale="{scale:.6f}" '
-                f'alt="{esc(item["source_id"])}" src="{render.data_uri(png)}"/>'
-                f'<div><div>box {esc(short_json(extent["bbox"]))} at native resolution:</div>'
-                f'<img class="mb-crop" alt="crop" src="{render.data_uri(crop)}"/></div></div>')
+        legend = (
+            "red: the returned atom's box (it finds a gold box when its centre lies inside it)"
+            if kind == "atom"
+            else "green: the gold box"
+            if kind == "gold"
+            else "blue: the original query's gold box"
+        )
+        return (
+            f"<div>{esc(item['path'])} ({meta.get('width')}x{meta.get('height')} px, "
+            f"shown at {scale:.2f}x) · {esc(legend)}"
+            f"{'; green: gold' if ctx.gold and kind != 'gold' else ''}"
+            f"{'; blue: the original query&#x27;s gold' if ctx.original and kind != 'original' else ''}"
+            f'</div><div style="display:flex;gap:10px;align-items:flex-start">'
+            f'<img class="mb-screen" data-scale="{scale:.6f}" '
+            f'alt="{esc(item["source_id"])}" src="{render.data_uri(png)}"/>'
+            f"<div><div>box {esc(short_json(extent['bbox']))} at native resolution:</div>"
+            f'<img class="mb-crop" alt="crop" src="{render.data_uri(crop)}"/></div></div>'
+        )

@@ -51,8 +51,9 @@ class Video(Modality):
     meta_types = {"duration": "seconds", "url": "text"}
     region_doc = '{"t_start": float, "t_end": float} (seconds)'
     extent_doc = region_doc
-    hit_doc = ("the time spans overlap for longer than 0 s (spans that touch at one instant "
-               "are not hits)")
+    hit_doc = (
+        "the time spans overlap for longer than 0 s (spans that touch at one instant are not hits)"
+    )
 
     def extent_values(self, extent: dict) -> str | None:
         s, e = extent["t_start"], extent["t_end"]
@@ -65,8 +66,10 @@ class Video(Modality):
     def region_values(self, region: dict) -> str | None:
         why = self.extent_values(region)
         if why is None and not region["t_start"] < region["t_end"]:
-            return (f"a gold span needs t_start < t_end (a span of no length can never be hit), "
-                    f"got {region['t_start']}..{region['t_end']}")
+            return (
+                f"a gold span needs t_start < t_end (a span of no length can never be hit), "
+                f"got {region['t_start']}..{region['t_end']}"
+            )
         return why
 
     def region_bounds(self, region: dict, meta: dict) -> str | None:
@@ -76,28 +79,38 @@ class Video(Modality):
 
     def extent_limits(self, extent: dict, meta: dict) -> str | None:
         if extent["t_end"] - extent["t_start"] > self.cap["seconds"]:
-            return (f"window of {extent['t_end'] - extent['t_start']:.1f} s; cap is "
-                    f"{self.cap['seconds']:.0f} s")
+            return (
+                f"window of {extent['t_end'] - extent['t_start']:.1f} s; cap is "
+                f"{self.cap['seconds']:.0f} s"
+            )
         return None
 
     def hit(self, extent: dict, region: dict) -> bool:
         # the overlap's length, in float64 as :meth:`hit_mask` computes it
-        return (min(float(extent["t_end"]), float(region["t_end"]))
-                - max(float(extent["t_start"]), float(region["t_start"]))) > 0
+        return (
+            min(float(extent["t_end"]), float(region["t_end"]))
+            - max(float(extent["t_start"]), float(region["t_start"]))
+        ) > 0
 
     def columns(self, extents: Sequence[dict]) -> _Cols:
-        return _Cols(np.array([e["t_start"] for e in extents], dtype=np.float64),
-                     np.array([e["t_end"] for e in extents], dtype=np.float64))
+        return _Cols(
+            np.array([e["t_start"] for e in extents], dtype=np.float64),
+            np.array([e["t_end"] for e in extents], dtype=np.float64),
+        )
 
     def hit_mask(self, cols: _Cols, rows: np.ndarray, region: dict) -> np.ndarray:
-        return (np.minimum(cols.t1[rows], float(region["t_end"]))
-                - np.maximum(cols.t0[rows], float(region["t_start"]))) > 0
+        return (
+            np.minimum(cols.t1[rows], float(region["t_end"]))
+            - np.maximum(cols.t0[rows], float(region["t_start"]))
+        ) > 0
 
     def structural_extents(self, item) -> list[dict]:
         dur = float(item.meta.get("duration") or 0.0)
         n = max(1, math.ceil(dur / STRUCTURAL_WINDOW))
-        return [{"t_start": i * STRUCTURAL_WINDOW, "t_end": min(dur, (i + 1) * STRUCTURAL_WINDOW)}
-                for i in range(n)]
+        return [
+            {"t_start": i * STRUCTURAL_WINDOW, "t_end": min(dur, (i + 1) * STRUCTURAL_WINDOW)}
+            for i in range(n)
+        ]
 
     def gold_extents(self, region: dict) -> list[dict]:
         cap = self.cap["seconds"]
@@ -120,19 +133,26 @@ class Video(Modality):
         if isinstance(url, str) and url:
             # text unless the report allows live links to this https host (core.links)
             sep = "&" if "?" in url else "?"
-            link = " · video " + external(url + sep + "t=" + str(int(t0)),
-                                          f"open at {fmt_t(t0)}", ctx.link_hosts)
-        head = (f'<div>window {fmt_t(t0)}–{fmt_t(t1)} ({t1 - t0:.1f} s) of '
-                f'{fmt_t(meta["duration"]) if meta.get("duration") else "?"} · '
-                f'{len(inside)} caption cue(s){link}</div>')
+            link = " · video " + external(
+                url + sep + "t=" + str(int(t0)), f"open at {fmt_t(t0)}", ctx.link_hosts
+            )
+        head = (
+            f"<div>window {fmt_t(t0)}–{fmt_t(t1)} ({t1 - t0:.1f} s) of "
+            f"{fmt_t(meta['duration']) if meta.get('duration') else '?'} · "
+            f"{len(inside)} caption cue(s){link}</div>"
+        )
         if not inside:
             return head + missing_html("no caption cue inside this window")
         rows = []
         for c in inside[:SHOWN_CUES]:
             s, t, text = float(c[0]), float(c[1]), str(c[2])
             hl = any(min(t, float(m["t_end"])) - max(s, float(m["t_start"])) > 0 for m in marks)
-            rows.append(f'<tr{HL if hl else ""}><td>{fmt_t(s)}–{fmt_t(t)}</td>'
-                        f'<td>{esc(text)}</td></tr>')
-        more = (f"<div>… {len(inside) - SHOWN_CUES} more cue(s)</div>"
-                if len(inside) > SHOWN_CUES else "")
+            rows.append(
+                f"<tr{HL if hl else ''}><td>{fmt_t(s)}–{fmt_t(t)}</td><td>{esc(text)}</td></tr>"
+            )
+        more = (
+            f"<div>… {len(inside) - SHOWN_CUES} more cue(s)</div>"
+            if len(inside) > SHOWN_CUES
+            else ""
+        )
         return head + f'<table class="mb-cues">{"".join(rows)}</table>' + more

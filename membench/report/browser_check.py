@@ -28,23 +28,38 @@ import sys
 import tempfile
 from pathlib import Path
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
 
 
 def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def screenshot(page: Path, png: Path, width: int = 1280, height: int = 2400,
-               timeout: int = 120) -> Path:
+def screenshot(
+    page: Path, png: Path, width: int = 1280, height: int = 2400, timeout: int = 120
+) -> Path:
     exe = chromium()
     if exe is None:
         raise RuntimeError("chromium not found: apt-get install chromium")
     with tempfile.TemporaryDirectory() as profile:
-        cmd = [exe, *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}",
-               f"--screenshot={png}", page.resolve().as_uri()]
+        cmd = [
+            exe,
+            *FLAGS,
+            f"--user-data-dir={profile}",
+            f"--window-size={width},{height}",
+            f"--screenshot={png}",
+            page.resolve().as_uri(),
+        ]
         subprocess.run(cmd, check=True, capture_output=True, timeout=timeout)
     return png
 
@@ -99,8 +114,9 @@ _DOM_JS = """() => {
 }"""
 
 
-def dom_check(pages: list[Path], *, width: int = 1280, height: int = 900,
-              wait_ms: int = 1500) -> list[dict]:
+def dom_check(
+    pages: list[Path], *, width: int = 1280, height: int = 900, wait_ms: int = 1500
+) -> list[dict]:
     """Open each page in headless Chromium (Playwright) and report what the DOM shows (see the
     module docstring). ``cut_off``: visible tables wider than the viewport or reaching past
     its right edge; ``external``: requests that would leave the machine."""
@@ -133,8 +149,11 @@ def dom_check(pages: list[Path], *, width: int = 1280, height: int = 900,
                 info["errors"], info["dialogs"], info["console"] = errors, dialogs, console
                 info["console_errors"] = [c for c in console if c.startswith("error:")]
                 vw = info["viewport"]
-                info["cut_off"] = [t for t in info["tables"] if t["visible"] and
-                                   (t["scrollWidth"] > vw or t["right"] > vw)]
+                info["cut_off"] = [
+                    t
+                    for t in info["tables"]
+                    if t["visible"] and (t["scrollWidth"] > vw or t["right"] > vw)
+                ]
                 out.append(info)
                 pg.close()
         finally:
@@ -146,8 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("pages", type=Path, nargs="+")
     ap.add_argument("--png", type=Path, help="screenshot check: write the PNG here")
-    ap.add_argument("--dom", action="store_true", help="check the DOM of every page instead "
-                    "(needs the playwright package)")
+    ap.add_argument(
+        "--dom",
+        action="store_true",
+        help="check the DOM of every page instead (needs the playwright package)",
+    )
     a = ap.parse_args(argv)
     if not a.dom:
         st = check(a.pages[0], a.png)
@@ -167,11 +189,15 @@ def main(argv: list[str] | None = None) -> int:
         if info["errors"]:
             problems.append(f"{len(info['errors'])} JavaScript error(s): {info['errors'][:2]}")
         if info["console_errors"]:
-            problems.append(f"{len(info['console_errors'])} console error(s) (e.g. something "
-                            f"the page's policy blocked): {info['console_errors'][:2]}")
+            problems.append(
+                f"{len(info['console_errors'])} console error(s) (e.g. something "
+                f"the page's policy blocked): {info['console_errors'][:2]}"
+            )
         bad += bool(problems)
-        print(f"{info['page']}: {info['title']!r}, {info['badges']} badges, "
-              f"{len(info['tables'])} tables: " + ("; ".join(problems) or "ok"))
+        print(
+            f"{info['page']}: {info['title']!r}, {info['badges']} badges, "
+            f"{len(info['tables'])} tables: " + ("; ".join(problems) or "ok")
+        )
     return 1 if bad else 0
 
 

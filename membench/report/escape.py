@@ -61,8 +61,7 @@ def href(path: str) -> str:
 
 
 def _fill(template: str, escape, args: tuple, kwargs: dict) -> str:
-    return template.format(*(escape(a) for a in args),
-                           **{k: escape(v) for k, v in kwargs.items()})
+    return template.format(*(escape(a) for a in args), **{k: escape(v) for k, v in kwargs.items()})
 
 
 def markdown(template: str, *args: Any, **kwargs: Any):
@@ -80,5 +79,13 @@ def html_block(template: str, *args: Any, **kwargs: Any):
     return HTML(_fill(template, esc, args, kwargs))
 
 
-__all__ = ["UnsafeLink", "esc", "external", "href", "html_block", "manifest_link_hosts",
-           "markdown", "md"]
+__all__ = [
+    "UnsafeLink",
+    "esc",
+    "external",
+    "href",
+    "html_block",
+    "manifest_link_hosts",
+    "markdown",
+    "md",
+]

@@ -28,7 +28,7 @@ from .tables import CSS as TABLE_CSS
 
 # views of the page registry (membench/report/pages.py) for the callers that read them
 RUN_NOTEBOOKS = tuple(p.notebook for p in PAGES if p.role in RUN_ROLES)
-SETS_NOTEBOOK = page_of("sets")      # rendered once per sets content, linked from each run
+SETS_NOTEBOOK = page_of("sets")  # rendered once per sets content, linked from each run
 COMPARE_NOTEBOOK = page_of("compare")
 Q2D_NOTEBOOK = page_of("q2d")
 LEADERBOARD_NOTEBOOK = page_of("leaderboard")
@@ -43,7 +43,8 @@ SUMMARY_CSS = """.mb-summary{font:13px system-ui,sans-serif;background:#fafafa;b
 .mb-summary h2{font-size:17px;margin:4px 0}.mb-summary h3{font-size:14px;margin:8px 0 4px 0}
 .mb-summary ul{margin:2px 0 6px 18px;padding:0}"""
 
-PAGE_CSS = """<style>
+PAGE_CSS = (
+    """<style>
 body{max-width:1240px;margin:0 auto !important;padding:0 12px !important}
 .jp-Cell{padding:2px 0 !important}
 .jp-OutputArea-output{overflow-x:visible}
@@ -52,12 +53,15 @@ body{max-width:1240px;margin:0 auto !important;padding:0 12px !important}
 .mb-nav{font:13px system-ui,sans-serif;padding:8px 0;border-bottom:1px solid #ddd;
   margin-bottom:6px}
 .mb-nav a{margin-right:10px}
-""" + SUMMARY_CSS + """
+"""
+    + SUMMARY_CSS
+    + """
 #membench-provenance{font:12px system-ui,sans-serif;margin:2em 0;border-top:1px solid #ddd}
 #membench-provenance td,#membench-provenance th{text-align:left;padding:1px 8px;
   vertical-align:top;overflow-wrap:anywhere}
 #membench-provenance pre{white-space:pre-wrap;max-width:1100px;font-size:11px}
 </style>"""
+)
 
 
 @dataclass
@@ -65,6 +69,7 @@ class Page:
     """What a page needs besides the notebook: its folder's label, the sibling pages, the
     summary block (HTML, already escaped), and the pages that live in another folder
     (``links``: page name -> relative href, e.g. page 01 in the folder of its sets)."""
+
     label: str
     pages: tuple[str, ...]
     summary: str = ""
@@ -73,6 +78,7 @@ class Page:
 
 # ------------------------------------------------------------------------------ HTML
 
+
 def _head_tags(prov: dict[str, Any]) -> str:
     tags = {
         "membench:manifest_sha256": prov.get("manifest_sha256"),
@@ -80,33 +86,44 @@ def _head_tags(prov: dict[str, Any]) -> str:
         "membench:generated_at": prov.get("generated_at"),
         "membench:system": prov.get("system"),
         "membench:config": json.dumps(prov.get("config"), sort_keys=True)
-        if prov.get("config") is not None else None,
+        if prov.get("config") is not None
+        else None,
         "membench:split": prov.get("split"),
         "membench:external_links": prov.get("external_links"),
     }
     for f, d in (prov.get("set_sha256") or {}).items():
         tags[f"membench:set_sha256:{f}"] = d
-    return "".join(f'<meta name="{esc(k)}" content="{esc(v)}">\n'
-                   for k, v in tags.items() if v is not None)
+    return "".join(
+        f'<meta name="{esc(k)}" content="{esc(v)}">\n' for k, v in tags.items() if v is not None
+    )
 
 
 def _footer(prov: dict[str, Any]) -> str:
-    rows = [("manifest sha256", prov.get("manifest_sha256")),
-            *((f"{f} sha256", d) for f, d in (prov.get("set_sha256") or {}).items()),
-            ("system", prov.get("system")), ("split", prov.get("split")),
-            ("code revision", prov.get("code_revision")),
-            ("external links", prov.get("external_links")),
-            ("generated at", prov.get("generated_at")),
-            ("test-split accesses logged", len(prov.get("test_accesses") or []))]
-    body = "".join(f"<tr><th>{esc(k)}</th><td><code>{esc(v)}</code></td></tr>"
-                   for k, v in rows if v not in (None, "null"))
+    rows = [
+        ("manifest sha256", prov.get("manifest_sha256")),
+        *((f"{f} sha256", d) for f, d in (prov.get("set_sha256") or {}).items()),
+        ("system", prov.get("system")),
+        ("split", prov.get("split")),
+        ("code revision", prov.get("code_revision")),
+        ("external links", prov.get("external_links")),
+        ("generated at", prov.get("generated_at")),
+        ("test-split accesses logged", len(prov.get("test_accesses") or [])),
+    ]
+    body = "".join(
+        f"<tr><th>{esc(k)}</th><td><code>{esc(v)}</code></td></tr>"
+        for k, v in rows
+        if v not in (None, "null")
+    )
     cfg = prov.get("config")
     if cfg is not None:
-        body += ("<tr><th>config</th><td><details><summary>the system's config ("
-                 f"{len(cfg) if isinstance(cfg, dict) else 1} entries)</summary><pre>"
-                 f"{esc(json.dumps(cfg, sort_keys=True, indent=1))}</pre></details></td></tr>")
-    return ('<footer id="membench-provenance"><h3>Provenance</h3><table>' + body
-            + "</table></footer>\n")
+        body += (
+            "<tr><th>config</th><td><details><summary>the system's config ("
+            f"{len(cfg) if isinstance(cfg, dict) else 1} entries)</summary><pre>"
+            f"{esc(json.dumps(cfg, sort_keys=True, indent=1))}</pre></details></td></tr>"
+        )
+    return (
+        '<footer id="membench-provenance"><h3>Provenance</h3><table>' + body + "</table></footer>\n"
+    )
 
 
 def _page_href(target: str) -> str:
@@ -118,12 +135,14 @@ def _page_href(target: str) -> str:
 
 
 def _nav(page: Page, name: str) -> str:
-    links = ['<a href="../index.html">← all reports</a>',
-             f"<b>{esc(page.label)}</b>"]
+    links = ['<a href="../index.html">← all reports</a>', f"<b>{esc(page.label)}</b>"]
     for p in page.pages:
         t = esc(PAGE_TITLES.get(p, p))
-        links.append(f"<span>{t}</span>" if p == name else
-                     f'<a href="{esc(_page_href(page.links.get(p, p + ".html")))}">{t}</a>')
+        links.append(
+            f"<span>{t}</span>"
+            if p == name
+            else f'<a href="{esc(_page_href(page.links.get(p, p + ".html")))}">{t}</a>'
+        )
     return '<nav class="mb-nav" id="membench-nav">' + " | ".join(links) + "</nav>"
 
 
@@ -143,13 +162,15 @@ def live_note_html(ipynb: str = "") -> str:
     browser): that it needs a running kernel, and the command that opens the executed
     notebook in JupyterLab."""
     path = ipynb or "notebooks/04_false_recalls.ipynb"
-    return ('<div class="mb-live-note" id="membench-live-note" style="font:13px system-ui,'
-            'sans-serif;border:1px solid #e0c060;background:#fff8e0;border-radius:6px;'
-            'padding:6px 12px;margin:6px 0"><b>Here the notebook shows its live case browser, '
-            "which needs a running Python kernel: a static page cannot run it.</b> The stepper "
-            "above holds the first cases of each kind. To step through every case, open the "
-            f"executed notebook in JupyterLab: <code>.venv/bin/jupyter lab {esc(path)}</code> "
-            "(as root, add <code>--allow-root</code>), then Run, Run All Cells.</div>")
+    return (
+        '<div class="mb-live-note" id="membench-live-note" style="font:13px system-ui,'
+        "sans-serif;border:1px solid #e0c060;background:#fff8e0;border-radius:6px;"
+        'padding:6px 12px;margin:6px 0"><b>Here the notebook shows its live case browser, '
+        "which needs a running Python kernel: a static page cannot run it.</b> The stepper "
+        "above holds the first cases of each kind. To step through every case, open the "
+        f"executed notebook in JupyterLab: <code>.venv/bin/jupyter lab {esc(path)}</code> "
+        "(as root, add <code>--allow-root</code>), then Run, Run All Cells.</div>"
+    )
 
 
 def static_copy(nb, ipynb: str = ""):
@@ -171,8 +192,11 @@ def _script_hashes(page_html: str) -> list[str]:
     """sha256 (CSP form) of membench's own inline scripts, found by their ids."""
     out = []
     for m in re.finditer(r'<script id="membench-[a-z-]+">(.*?)</script>', page_html, re.S):
-        out.append("'sha256-" + base64.b64encode(hashlib.sha256(
-            m.group(1).encode("utf-8")).digest()).decode() + "'")
+        out.append(
+            "'sha256-"
+            + base64.b64encode(hashlib.sha256(m.group(1).encode("utf-8")).digest()).decode()
+            + "'"
+        )
     return out
 
 
@@ -180,31 +204,49 @@ def csp(page_html: str) -> str:
     """The Content-Security-Policy of a page (see the module docstring)."""
     hashes = _script_hashes(page_html)
     script = " ".join(hashes) if hashes else "'none'"
-    return (f"default-src 'none'; script-src {script}; style-src 'unsafe-inline'; "
-            "img-src data:; font-src data:; connect-src 'none'; object-src 'none'; "
-            "base-uri 'none'; form-action 'none'; frame-src 'none'")
+    return (
+        f"default-src 'none'; script-src {script}; style-src 'unsafe-inline'; "
+        "img-src data:; font-src data:; connect-src 'none'; object-src 'none'; "
+        "base-uri 'none'; form-action 'none'; frame-src 'none'"
+    )
 
 
-def to_html(nb, prov: dict[str, Any], page: Page | None = None, name: str = "",
-            show_code: bool = False, ipynb: str = "") -> str:
+def to_html(
+    nb,
+    prov: dict[str, Any],
+    page: Page | None = None,
+    name: str = "",
+    show_code: bool = False,
+    ipynb: str = "",
+) -> str:
     """The HTML page of an executed notebook (see the module docstring). ``ipynb``: where
     the executed notebook is written (named by the note that replaces a live widget)."""
     from nbconvert import HTMLExporter
 
     nb.metadata["membench"] = prov
-    exporter = HTMLExporter(template_name="membench", extra_template_basedirs=[str(TEMPLATES)],
-                            exclude_input=not show_code, exclude_input_prompt=True,
-                            exclude_output_prompt=True)
+    exporter = HTMLExporter(
+        template_name="membench",
+        extra_template_basedirs=[str(TEMPLATES)],
+        exclude_input=not show_code,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+    )
     body, _ = exporter.from_notebook_node(static_copy(nb, ipynb), resources={})
     if "data-membench-stepper" in body:
-        body = body.replace("</body>", f'<script id="membench-stepper">{stepper_js()}</script>'
-                            "\n</body>", 1)
+        body = body.replace(
+            "</body>", f'<script id="membench-stepper">{stepper_js()}</script>\n</body>', 1
+        )
     label = page.label if page else str(prov.get("system") or "sets")
     title = f"{label} · {PAGE_TITLES.get(name, name)} · membench"
-    body = re.sub(r"<title>.*?</title>", lambda _m: f"<title>{esc(title)}</title>", body,
-                  count=1, flags=re.S)
-    head = (f'<meta http-equiv="Content-Security-Policy" content="{esc(csp(body))}">\n'
-            + _head_tags(prov) + PAGE_CSS + TABLE_CSS)
+    body = re.sub(
+        r"<title>.*?</title>", lambda _m: f"<title>{esc(title)}</title>", body, count=1, flags=re.S
+    )
+    head = (
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(csp(body))}">\n'
+        + _head_tags(prov)
+        + PAGE_CSS
+        + TABLE_CSS
+    )
     body = body.replace("<head>", "<head>\n" + head, 1)
     top = (_nav(page, name) + page.summary) if page else ""
     body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + top, body, count=1)

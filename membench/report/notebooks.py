@@ -48,9 +48,14 @@ def _shown_path(path: Path) -> str:
         return str(Path(path).resolve())
 
 
-def render_notebook(name: str, parameters: dict[str, Any], out_dir: Path,
-                    prov: dict[str, Any], timeout: int = 3600,
-                    page: Page | None = None) -> Rendered:
+def render_notebook(
+    name: str,
+    parameters: dict[str, Any],
+    out_dir: Path,
+    prov: dict[str, Any],
+    timeout: int = 3600,
+    page: Page | None = None,
+) -> Rendered:
     """Execute notebook ``name`` with ``parameters`` and write its page into ``out_dir``."""
     return render_shared(name, parameters, [(out_dir, prov, page)], timeout)[0]
 
@@ -85,9 +90,12 @@ def declared_parameters(name: str) -> set[str]:
     return set(pm.inspect_notebook(str(src)))
 
 
-def render_shared(name: str, parameters: dict[str, Any],
-                  dests: list[tuple[Path, dict[str, Any], Page | None]],
-                  timeout: int = 3600) -> list[Rendered]:
+def render_shared(
+    name: str,
+    parameters: dict[str, Any],
+    dests: list[tuple[Path, dict[str, Any], Page | None]],
+    timeout: int = 3600,
+) -> list[Rendered]:
     """Execute notebook ``name`` once with ``parameters`` and write its page into every
     ``(out_dir, provenance, page)`` of ``dests``: the executed cells are the same for all of
     them (they depend on the parameters only), each page gets its own provenance, navigation
@@ -108,22 +116,39 @@ def render_shared(name: str, parameters: dict[str, Any],
     try:
         try:
             with tempfile.TemporaryDirectory(prefix="membench-kernel-") as sockets:
-                pm.execute_notebook(str(src), str(tmp), parameters=parameters,
-                                    kernel_name="python3", cwd=str(REPO_ROOT),
-                                    progress_bar=False, log_output=False,
-                                    execution_timeout=timeout, config=kernel_config(sockets),
-                                    extra_arguments=KERNEL_QUIET)
+                pm.execute_notebook(
+                    str(src),
+                    str(tmp),
+                    parameters=parameters,
+                    kernel_name="python3",
+                    cwd=str(REPO_ROOT),
+                    progress_bar=False,
+                    log_output=False,
+                    execution_timeout=timeout,
+                    config=kernel_config(sockets),
+                    extra_arguments=KERNEL_QUIET,
+                )
         except pm.PapermillExecutionError as e:
-            error = (f"{src}: cell {e.cell_index} (execution {e.exec_count}) raised "
-                     f"{e.ename}: {e.evalue}")
+            error = (
+                f"{src}: cell {e.cell_index} (execution {e.exec_count}) raised "
+                f"{e.ename}: {e.evalue}"
+            )
         executed_nb = nbformat.read(str(tmp), as_version=4)
         for out_dir, prov, page in dests:
             nb = copy.deepcopy(executed_nb) if len(dests) > 1 else executed_nb
             out_dir.mkdir(parents=True, exist_ok=True)
             html_path = out_dir / (f"{name}.html" if error is None else f"{name}.FAILED.html")
-            atomic_write_text(html_path, to_html(nb, prov, page, name,
-                                                 show_code=error is not None,
-                                                 ipynb=_shown_path(out_dir / f"{name}.ipynb")))
+            atomic_write_text(
+                html_path,
+                to_html(
+                    nb,
+                    prov,
+                    page,
+                    name,
+                    show_code=error is not None,
+                    ipynb=_shown_path(out_dir / f"{name}.ipynb"),
+                ),
+            )
             atomic_write_text(out_dir / f"{name}.ipynb", nbformat.writes(nb))  # metadata.membench
             stale = out_dir / (f"{name}.FAILED.html" if error is None else f"{name}.html")
             stale.unlink(missing_ok=True)
@@ -137,6 +162,7 @@ def render_shared(name: str, parameters: dict[str, Any],
 class Job:
     """One page to render: :func:`render_notebook`'s arguments, and the ``report.json`` record
     its folder gets once every page of the folder is done."""
+
     name: str
     parameters: dict[str, Any]
     out_dir: Path
@@ -168,15 +194,18 @@ def check_jobs(jobs: int) -> int:
     """``jobs`` if it is an integer from 1 to :func:`max_jobs`, else a one-line error."""
     top = max_jobs()
     if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= top:
-        raise MembenchError(f"report: jobs must be an integer from 1 to {top} (twice the "
-                            f"{usable_cpus()} CPUs this process may use), got {jobs!r}")
+        raise MembenchError(
+            f"report: jobs must be an integer from 1 to {top} (twice the "
+            f"{usable_cpus()} CPUs this process may use), got {jobs!r}"
+        )
     return jobs
 
 
 def _render_group(group: list[Job]) -> list[Rendered]:
     """Render jobs that share one execution (:func:`shared_groups`): one per page."""
-    return render_shared(group[0].name, group[0].parameters,
-                         [(j.out_dir, j.prov, j.page) for j in group])
+    return render_shared(
+        group[0].name, group[0].parameters, [(j.out_dir, j.prov, j.page) for j in group]
+    )
 
 
 def shared_groups(jobs: list[Job]) -> list[list[int]]:
@@ -203,7 +232,7 @@ def render_jobs(jobs: list[Job], workers: int, bar=None) -> list[Rendered]:
     written when its last page is done. A worker that dies is an error naming the page. Pages
     that need the same execution (:func:`shared_groups`) get it once."""
     done: list[Rendered | None] = [None] * len(jobs)
-    left: dict[Path, int] = {}          # pages of each folder not done yet
+    left: dict[Path, int] = {}  # pages of each folder not done yet
     for job in jobs:
         left[job.out_dir] = left.get(job.out_dir, 0) + 1
     records = {job.out_dir: job.record for job in jobs if job.record is not None}
@@ -227,8 +256,9 @@ def render_jobs(jobs: list[Job], workers: int, bar=None) -> list[Rendered]:
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
-    with ProcessPoolExecutor(max_workers=min(workers, len(groups)),
-                             mp_context=mp.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(
+        max_workers=min(workers, len(groups)), mp_context=mp.get_context("spawn")
+    ) as pool:
         # the comparison page is the longest: started first, it does not trail the rest
         order = sorted(groups, key=lambda g: jobs[g[0]].name != COMPARE_NOTEBOOK)
         futures = {pool.submit(_render_group, [jobs[i] for i in g]): g for g in order}
@@ -236,14 +266,16 @@ def render_jobs(jobs: list[Job], workers: int, bar=None) -> list[Rendered]:
             g = futures[fut]
             try:
                 rs = fut.result()
-            except BaseException as e:      # no page is started after a failure
+            except BaseException as e:  # no page is started after a failure
                 for f in futures:
                     f.cancel()
                 if not isinstance(e, BrokenProcessPool):
                     raise
-                raise MembenchError(f"report: the process rendering {jobs[g[0]].out_dir}/"
-                                    f"{jobs[g[0]].name} died (out of memory?); the pages done "
-                                    "so far are kept; run the command again") from None
+                raise MembenchError(
+                    f"report: the process rendering {jobs[g[0]].out_dir}/"
+                    f"{jobs[g[0]].name} died (out of memory?); the pages done "
+                    "so far are kept; run the command again"
+                ) from None
             for i, r in zip(g, rs, strict=True):
                 finish(i, r)
     return done  # type: ignore[return-value]

@@ -35,11 +35,19 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("01_validate_sets", "01 · sets and rules", "01 sets", "sets"),
     PageSpec("02_run_dev", "02 · metrics and gates", "02 metrics", "run"),
     PageSpec("03_slice_failures", "03 · where it fails (slices)", "03 slices", "run"),
-    PageSpec("04_false_recalls", "04 · false recalls, misses and scope leaks, case by case",
-             "04 cases", "run"),
+    PageSpec(
+        "04_false_recalls",
+        "04 · false recalls, misses and scope leaks, case by case",
+        "04 cases",
+        "run",
+    ),
     PageSpec("05_compare_systems", "05 · comparing systems", "05 compare", "compare"),
-    PageSpec("06_leaderboard", "06 · leaderboard (size classes, judgment sets)",
-             "06 leaderboard", "leaderboard"),
+    PageSpec(
+        "06_leaderboard",
+        "06 · leaderboard (size classes, judgment sets)",
+        "06 leaderboard",
+        "leaderboard",
+    ),
     PageSpec("07_q2d_pooling", "07 · sub-corpus evaluation (Q2D-Web)", "07 q2d", "q2d"),
 )
 

@@ -19,8 +19,9 @@ from ..run.runner import TEST_ACCESS_LOG, code_revision
 from ..sets.build import SET_FILES
 
 
-def provenance(run_dir: str | Path | RunDir | None = None,
-               sets_dir: str | Path | None = None) -> dict[str, Any]:
+def provenance(
+    run_dir: str | Path | RunDir | None = None, sets_dir: str | Path | None = None
+) -> dict[str, Any]:
     """The facts a report must carry. Set and manifest digests are computed now from the files;
     the run's own record of them (meta.json) is kept beside, so a mismatch is visible. With a
     run (a path, or a :class:`~membench.metrics.rundir.RunDir` already opened with its
@@ -46,23 +47,33 @@ def provenance(run_dir: str | Path | RunDir | None = None,
         "test_accesses": _test_accesses(),
     }
     if meta:
-        out.update({
-            "run_dir": str(Path(run_dir).resolve()),
-            "system": meta.get("system"), "config": meta.get("config"),
-            "split": meta.get("split"), "final": meta.get("final"),
-            "run_code_revision": meta.get("code_revision"),
-            "run_started": meta.get("started"), "run_finished": meta.get("finished"),
-            "run_status": meta.get("status"), "limit": meta.get("limit"),
-            "run_set_sha256_match": meta.get("set_sha256") == sets_now,
-            "run_manifest_sha256_match": meta.get("manifest_sha256") == out["manifest_sha256"],
-            "extent_caps": meta.get("extent_caps"),
-            "sees_gold": bool(meta.get("sees_gold")),
-            "sealed": bool(meta.get("sealed")), "identity": meta.get("identity"),
-            "submission": ("valid" if rd.submission["valid"] else
-                           "NOT A VALID SUBMISSION: " + "; ".join(rd.submission["reasons"])),
-            "presentation_order": meta.get("order"),
-            "content_not_covered": content_not_covered(meta),
-        })
+        out.update(
+            {
+                "run_dir": str(Path(run_dir).resolve()),
+                "system": meta.get("system"),
+                "config": meta.get("config"),
+                "split": meta.get("split"),
+                "final": meta.get("final"),
+                "run_code_revision": meta.get("code_revision"),
+                "run_started": meta.get("started"),
+                "run_finished": meta.get("finished"),
+                "run_status": meta.get("status"),
+                "limit": meta.get("limit"),
+                "run_set_sha256_match": meta.get("set_sha256") == sets_now,
+                "run_manifest_sha256_match": meta.get("manifest_sha256") == out["manifest_sha256"],
+                "extent_caps": meta.get("extent_caps"),
+                "sees_gold": bool(meta.get("sees_gold")),
+                "sealed": bool(meta.get("sealed")),
+                "identity": meta.get("identity"),
+                "submission": (
+                    "valid"
+                    if rd.submission["valid"]
+                    else "NOT A VALID SUBMISSION: " + "; ".join(rd.submission["reasons"])
+                ),
+                "presentation_order": meta.get("order"),
+                "content_not_covered": content_not_covered(meta),
+            }
+        )
     return out
 
 

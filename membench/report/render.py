@@ -39,19 +39,48 @@ from ..core import progress
 from ..core.errors import MembenchError
 from ..metrics.rundir import RunDir
 from .escape import esc
-from .export import (COMPARE_NOTEBOOK, LEADERBOARD_NOTEBOOK, PAGE_CSS, PAGE_TITLES,
-                     Q2D_NOTEBOOK, RUN_NOTEBOOKS, SETS_NOTEBOOK, SHORT_TITLES, STATIC,
-                     STEPPER_JS, SUMMARY_CSS, TEMPLATES, WIDGET_VIEW, Page, csp,
-                     live_note_html, static_copy, stepper_js, to_html)
+from .export import (
+    COMPARE_NOTEBOOK,
+    LEADERBOARD_NOTEBOOK,
+    PAGE_CSS,
+    PAGE_TITLES,
+    Q2D_NOTEBOOK,
+    RUN_NOTEBOOKS,
+    SETS_NOTEBOOK,
+    SHORT_TITLES,
+    STATIC,
+    STEPPER_JS,
+    SUMMARY_CSS,
+    TEMPLATES,
+    WIDGET_VIEW,
+    Page,
+    csp,
+    live_note_html,
+    static_copy,
+    stepper_js,
+    to_html,
+)
 from .index import REPORT_JSON, _record, _write_record, write_index
-from .notebooks import (KERNEL_QUIET, NOTEBOOK_DIR, Job, Rendered, check_jobs,
-                        declared_parameters, default_jobs, kernel_config, render_jobs,
-                        render_notebook, render_shared, shared_groups)
+from .notebooks import (
+    KERNEL_QUIET,
+    NOTEBOOK_DIR,
+    Job,
+    Rendered,
+    check_jobs,
+    declared_parameters,
+    default_jobs,
+    kernel_config,
+    render_jobs,
+    render_notebook,
+    render_shared,
+    shared_groups,
+)
 from .provenance import provenance
 from .summary import compare_summary_html, sets_summary_html, summary_html
 from .tables import fmt_num, interval_html, th
 
 # ------------------------------------------------------------------------------ labels
+
 
 def safe_label(name: str) -> str:
     """A folder name from a run directory's name: ``[A-Za-z0-9._-]`` kept, the rest ``_``;
@@ -79,6 +108,7 @@ def run_label(run_dir: Path) -> str:
 
 # ------------------------------------------------------------------------------ report
 
+
 def _metrics(rd: RunDir) -> tuple[dict[str, Any] | None, str]:
     from ..analysis.summaries import load_metrics
 
@@ -90,11 +120,12 @@ def _metrics(rd: RunDir) -> tuple[dict[str, Any] | None, str]:
 
 def check_targets(out: Path, labels: list[str], force: bool) -> None:
     """Refuse to write into report folders that already hold pages, unless ``force``."""
-    busy = [out / lab for lab in labels
-            if (out / lab).is_dir() and any((out / lab).glob("*.html"))]
+    busy = [out / lab for lab in labels if (out / lab).is_dir() and any((out / lab).glob("*.html"))]
     if busy and not force:
-        raise MembenchError(f"{busy[0]}: already holds a report ({len(busy)} folder(s) would "
-                            "be overwritten); pass --force to replace, or choose another --out")
+        raise MembenchError(
+            f"{busy[0]}: already holds a report ({len(busy)} folder(s) would "
+            "be overwritten); pass --force to replace, or choose another --out"
+        )
 
 
 def sets_label(set_sha256: dict[str, str] | None) -> str:
@@ -128,12 +159,22 @@ def _remove_page(folder: Path, name: str) -> None:
         (folder / f"{name}{suffix}").unlink(missing_ok=True)
 
 
-def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
-           compare: list[Path] | None = None, corpus: Path | None = None,
-           notebooks: tuple[str, ...] = RUN_NOTEBOOKS, extra: dict[str, Any] | None = None,
-           partial: bool = False, final: bool = False, force: bool = False,
-           q2d: Path | None = None, leaderboard: Path | None = None,
-           jobs: int | None = None, live_links: bool = False) -> list[Rendered]:
+def report(
+    runs: list[Path],
+    out: Path,
+    sets_dir: Path | None = None,
+    compare: list[Path] | None = None,
+    corpus: Path | None = None,
+    notebooks: tuple[str, ...] = RUN_NOTEBOOKS,
+    extra: dict[str, Any] | None = None,
+    partial: bool = False,
+    final: bool = False,
+    force: bool = False,
+    q2d: Path | None = None,
+    leaderboard: Path | None = None,
+    jobs: int | None = None,
+    live_links: bool = False,
+) -> list[Rendered]:
     """Render the run notebooks for every run (``runs + compare``), and the comparison when
     there is more than one. Every run is opened and scored first (:meth:`RunDir.open` refuses
     an incomplete run unless ``partial``, a test-split run unless ``final``, drifted sets,
@@ -162,8 +203,8 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     q2d_page = _q2d_page(q2d) if q2d is not None else None
     board = _leaderboard_page(leaderboard) if leaderboard is not None else None
     flags = {"partial": partial, "final": final}
-    opened = [RunDir.open(p, sets_dir, **flags) for p in all_paths]   # the run's own sets
-    for rd in opened:       # every refusal (atoms, lines, gold) comes before any rendering
+    opened = [RunDir.open(p, sets_dir, **flags) for p in all_paths]  # the run's own sets
+    for rd in opened:  # every refusal (atoms, lines, gold) comes before any rendering
         rd.scores()
     labels = unique_labels([rd.path for rd in opened])
     cmp_label = safe_label("compare-" + "-vs-".join(labels)) if len(opened) > 1 else None
@@ -171,9 +212,15 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     run_pages = tuple(n for n in notebooks if n != SETS_NOTEBOOK)
     provs = [provenance(rd) for rd in opened]
     set_labels = [sets_label(pv.get("set_sha256")) for pv in provs]
-    check_targets(out, labels + (list(dict.fromkeys(set_labels)) if sets_page else [])
-                  + ([cmp_label] if cmp_label else [])
-                  + ([q2d_page[0]] if q2d_page else []) + ([board[0]] if board else []), force)
+    check_targets(
+        out,
+        labels
+        + (list(dict.fromkeys(set_labels)) if sets_page else [])
+        + ([cmp_label] if cmp_label else [])
+        + ([q2d_page[0]] if q2d_page else [])
+        + ([board[0]] if board else []),
+        force,
+    )
     sets = str(Path(sets_dir).resolve()) if sets_dir else None
     root = str(Path(corpus).resolve()) if corpus else None
     links = external_links(live_links)
@@ -189,12 +236,21 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
         tells = sets_tells(rd.sets_dir)
         per_run.append((label, metrics))
         page_links = {SETS_NOTEBOOK: f"../{slab}/{SETS_NOTEBOOK}.html"} if sets_page else {}
-        page = Page(label, tuple(notebooks), summary_html(metrics, label, missing=why,
-                                                          meta=rd.meta, tells=tells),
-                    page_links)
-        params = {"run_dir": str(rd.path), "sets_dir": str(rd.sets_dir.resolve()),
-                  "corpus": root, "live_links": bool(live_links), "floor_dirs": floor_dirs,
-                  **flags, **(extra or {})}
+        page = Page(
+            label,
+            tuple(notebooks),
+            summary_html(metrics, label, missing=why, meta=rd.meta, tells=tells),
+            page_links,
+        )
+        params = {
+            "run_dir": str(rd.path),
+            "sets_dir": str(rd.sets_dir.resolve()),
+            "corpus": root,
+            "live_links": bool(live_links),
+            "floor_dirs": floor_dirs,
+            **flags,
+            **(extra or {}),
+        }
         record = _record(label, rd, metrics, list(run_pages), native_tells=tells)
         if sets_page:
             record["links"] = {SETS_NOTEBOOK: f"{slab}/{SETS_NOTEBOOK}.html"}
@@ -222,23 +278,41 @@ def report(runs: list[Path], out: Path, sets_dir: Path | None = None,
     return done
 
 
-def _add_sets_job(sets_jobs: dict[str, Job], slab: str, label: str, sets_dir: Path,
-                  params: dict[str, Any], out: Path, links: str) -> None:
+def _add_sets_job(
+    sets_jobs: dict[str, Job],
+    slab: str,
+    label: str,
+    sets_dir: Path,
+    params: dict[str, Any],
+    out: Path,
+    links: str,
+) -> None:
     """Page 01 of the sets ``slab`` into ``sets_jobs`` (once per sets content), used by the
     run ``label``."""
     if slab not in sets_jobs:
         sprov = provenance(sets_dir=sets_dir)
         sprov["external_links"] = links
-        sets_jobs[slab] = Job(SETS_NOTEBOOK, params, out / slab, sprov,
-                              Page(slab, (SETS_NOTEBOOK,)),
-                              _record(slab, None, None, [SETS_NOTEBOOK],
-                                      sets=sprov["set_sha256"], used_by=[]))
+        sets_jobs[slab] = Job(
+            SETS_NOTEBOOK,
+            params,
+            out / slab,
+            sprov,
+            Page(slab, (SETS_NOTEBOOK,)),
+            _record(slab, None, None, [SETS_NOTEBOOK], sets=sprov["set_sha256"], used_by=[]),
+        )
     sets_jobs[slab].record["used_by"].append(label)
 
 
-def _compare_job(opened: list[RunDir], labels: list[str],
-                 per_run: list[tuple[str, dict[str, Any] | None]], out: Path, cmp_label: str,
-                 links: str, sets: str | None, flags: dict[str, bool]) -> Job:
+def _compare_job(
+    opened: list[RunDir],
+    labels: list[str],
+    per_run: list[tuple[str, dict[str, Any] | None]],
+    out: Path,
+    cmp_label: str,
+    links: str,
+    sets: str | None,
+    flags: dict[str, bool],
+) -> Job:
     """The comparison page ``cmp_label`` of the runs ``opened``, its summary and record
     naming the best system per headline measure among the runs that are not test doubles."""
     from ..analysis.compare import ComparisonError, best_systems, verdict
@@ -252,36 +326,62 @@ def _compare_job(opened: list[RunDir], labels: list[str],
     # the test doubles (the baselines nothing and echo, the content-free floors random, newest
     # and oldest among them) are the floor, never "best":
     # nothing's false recall is 0 by silence (left out while two other runs remain)
-    doubles = [lab for lab, rd in zip(labels, opened)
-               if (rd.meta.get("identity") or {}).get("kind") == "test double"]
+    doubles = [
+        lab
+        for lab, rd in zip(labels, opened)
+        if (rd.meta.get("identity") or {}).get("kind") == "test double"
+    ]
     contenders = [lab for lab in labels if lab not in doubles]
     if len(contenders) < 2:
         contenders, doubles = list(labels), []
     power_said = ""
     try:
-        best = best_systems({lab: rd.scores() for lab, rd in zip(labels, opened)
-                             if lab in contenders})
+        best = best_systems(
+            {lab: rd.scores() for lab, rd in zip(labels, opened) if lab in contenders}
+        )
         best_note = ""
         # how small a lead these items can resolve (docs/sets.md, power)
         power_said = power_sentence(
-            {m: typical_pair({lab: rd.scores() for lab, rd in zip(labels, opened)
-                              if lab in contenders}, m) for m in POWER_MEASURES},
-            opened[0].meta.get("split"))
+            {
+                m: typical_pair(
+                    {lab: rd.scores() for lab, rd in zip(labels, opened) if lab in contenders}, m
+                )
+                for m in POWER_MEASURES
+            },
+            opened[0].meta.get("split"),
+        )
     except ComparisonError as e:
         best, best_note = [], str(e)
     said = verdict(best) if best else ""
     if said and doubles:
-        said += (f" ({', '.join(doubles)}: test doubles, the floor the others are read "
-                 "against, never best; their figures are in the tables below.)")
-    return Job(COMPARE_NOTEBOOK, {"run_dirs": [str(rd.path) for rd in opened],
-                                  "sets_dir": sets, **flags}, out / cmp_label, prov,
-               Page(cmp_label, (COMPARE_NOTEBOOK,),
-                    compare_summary_html(per_run, best, said, best_note,
-                                         sets_tells(opened[0].sets_dir),
-                                         power=power_said)),
-               _record(cmp_label, None, None, [COMPARE_NOTEBOOK], compared=labels,
-                       best=best, verdict=said, best_note=best_note,
-                       power=power_said))
+        said += (
+            f" ({', '.join(doubles)}: test doubles, the floor the others are read "
+            "against, never best; their figures are in the tables below.)"
+        )
+    return Job(
+        COMPARE_NOTEBOOK,
+        {"run_dirs": [str(rd.path) for rd in opened], "sets_dir": sets, **flags},
+        out / cmp_label,
+        prov,
+        Page(
+            cmp_label,
+            (COMPARE_NOTEBOOK,),
+            compare_summary_html(
+                per_run, best, said, best_note, sets_tells(opened[0].sets_dir), power=power_said
+            ),
+        ),
+        _record(
+            cmp_label,
+            None,
+            None,
+            [COMPARE_NOTEBOOK],
+            compared=labels,
+            best=best,
+            verdict=said,
+            best_note=best_note,
+            power=power_said,
+        ),
+    )
 
 
 def external_links(live: bool) -> str:
@@ -292,8 +392,11 @@ def external_links(live: bool) -> str:
     from ..core.paths import MANIFEST_PATH
 
     hosts = sorted(manifest_link_hosts(MANIFEST_PATH))
-    return ("live (--live-links): https URLs to " + (", ".join(hosts) or "no host")
-            + " (the corpus manifest's sources) are links on page 04; any other URL is text")
+    return (
+        "live (--live-links): https URLs to "
+        + (", ".join(hosts) or "no host")
+        + " (the corpus manifest's sources) are links on page 04; any other URL is text"
+    )
 
 
 def _q2d_page(q2d_dir: Path) -> tuple[str, Path, dict[str, Any]]:
@@ -314,13 +417,17 @@ def _q2d_summary(label: str, result: dict[str, Any]) -> str:
         f"<td>{esc(round(r['share_kept'], 3))}</td>"
         f"<td>{interval_html(r['inflation_points'], *r['inflation_ci95'], 2)}</td>"
         f"<td>{interval_html(r['kendall_tau'], *r['kendall_tau_ci95'], 2)}</td></tr>"
-        for r in result["figures"] if r["measure"] == m)
-    return (f'<div class="mb-summary"><h2>{esc(label)}</h2><p>{esc(len(spec["systems"]))} '
-            f"systems, {esc(result['queries'])} answerable {esc(', '.join(spec['modalities']))} "
-            f"queries ({esc(spec['split'])}); headline {esc(m)}: inflation over the full corpus "
-            "(points) and Kendall's tau of the system ranking, [95% interval].</p>"
-            '<table class="mb-t"><thead><tr><th>share</th><th>method</th><th>share kept</th>'
-            f"<th>inflation</th><th>tau</th></tr></thead><tbody>{rows}</tbody></table></div>")
+        for r in result["figures"]
+        if r["measure"] == m
+    )
+    return (
+        f'<div class="mb-summary"><h2>{esc(label)}</h2><p>{esc(len(spec["systems"]))} '
+        f"systems, {esc(result['queries'])} answerable {esc(', '.join(spec['modalities']))} "
+        f"queries ({esc(spec['split'])}); headline {esc(m)}: inflation over the full corpus "
+        "(points) and Kendall's tau of the system ranking, [95% interval].</p>"
+        '<table class="mb-t"><thead><tr><th>share</th><th>method</th><th>share kept</th>'
+        f"<th>inflation</th><th>tau</th></tr></thead><tbody>{rows}</tbody></table></div>"
+    )
 
 
 def _q2d_job(page_info: tuple[str, Path, dict[str, Any]], out: Path) -> Job:
@@ -331,8 +438,14 @@ def _q2d_job(page_info: tuple[str, Path, dict[str, Any]], out: Path) -> Job:
     prov["system"] = "q2d: " + ", ".join(systems)
     prov["config"] = result["spec"]
     page = Page(label, (Q2D_NOTEBOOK,), _q2d_summary(label, result))
-    return Job(Q2D_NOTEBOOK, {"q2d_dir": str(path)}, out / label, prov, page,
-               _record(label, None, None, [Q2D_NOTEBOOK], compared=systems))
+    return Job(
+        Q2D_NOTEBOOK,
+        {"q2d_dir": str(path)},
+        out / label,
+        prov,
+        page,
+        _record(label, None, None, [Q2D_NOTEBOOK], compared=systems),
+    )
 
 
 def _leaderboard_page(store_dir: Path) -> tuple[str, Path, Any]:
@@ -357,50 +470,63 @@ def _leaderboard_best_html(lb, size: str) -> str:
     for b in best_rows(lb, size):
         digits = 1 if b["measure"].startswith("latency") else 3
         others = "; ".join(
-            f"{o['system']}: " + (f"{fmt_num(o['value'], digits)} FAIL (silent)"
-                                  if o.get("silent") else
-                                  f"{o['diff']:+.{digits}f}, p_holm "
-                                  f"{fmt_num(o['p_holm'], 3, p_value=True)}"
-                                  if o["significant"] else
-                                  f"= best (p_holm {fmt_num(o['p_holm'], 3, p_value=True)})")
-            for o in b["others"])
+            f"{o['system']}: "
+            + (
+                f"{fmt_num(o['value'], digits)} FAIL (silent)"
+                if o.get("silent")
+                else f"{o['diff']:+.{digits}f}, p_holm {fmt_num(o['p_holm'], 3, p_value=True)}"
+                if o["significant"]
+                else f"= best (p_holm {fmt_num(o['p_holm'], 3, p_value=True)})"
+            )
+            for o in b["others"]
+        )
         beside = " · ".join(
-            f"{what}: " + ", ".join(f"{f['system']} {fmt_num(f['value'], digits)}"
-                                    for f in b.get(key) or ())
+            f"{what}: "
+            + ", ".join(f"{f['system']} {fmt_num(f['value'], digits)}" for f in b.get(key) or ())
             for key, what in (("baselines", "baselines"), ("floors", "content-free floors"))
-            if b.get(key))
+            if b.get(key)
+        )
         others = "; ".join(x for x in (others, beside) if x)
-        body.append(f'<tr><td class="mb-s"><b>{th(b["measure"])}</b><br><small>'
-                    f'{esc(b["direction"])} is better</small></td>'
-                    f'<td class="mb-s">{esc(b["best"])}</td>'
-                    f'<td class="mb-n">{interval_html(b["value"], *b["ci95"], digits)}</td>'
-                    f'<td class="mb-n">{esc(b["n"] or "—")}</td>'
-                    f'<td class="mb-l">{esc(others)}</td></tr>')
+        body.append(
+            f'<tr><td class="mb-s"><b>{th(b["measure"])}</b><br><small>'
+            f"{esc(b['direction'])} is better</small></td>"
+            f'<td class="mb-s">{esc(b["best"])}</td>'
+            f'<td class="mb-n">{interval_html(b["value"], *b["ci95"], digits)}</td>'
+            f'<td class="mb-n">{esc(b["n"] or "—")}</td>'
+            f'<td class="mb-l">{esc(others)}</td></tr>'
+        )
     if not body:
         return ""
-    return ('<table class="mb-t mb-best"><thead><tr><th>measure</th><th>best system</th>'
-            "<th>value [95% CI]</th><th>n</th><th>the others against the best (difference, "
-            "Holm p; = best: not significantly different); the baselines and content-free "
-            f"floors, never tested</th></tr></thead><tbody>"
-            f"{''.join(body)}</tbody></table>")
+    return (
+        '<table class="mb-t mb-best"><thead><tr><th>measure</th><th>best system</th>'
+        "<th>value [95% CI]</th><th>n</th><th>the others against the best (difference, "
+        "Holm p; = best: not significantly different); the baselines and content-free "
+        f"floors, never tested</th></tr></thead><tbody>"
+        f"{''.join(body)}</tbody></table>"
+    )
 
 
 def _leaderboard_summary(label: str, lb) -> str:
     from ..analysis.leaderboard import rank_reason
 
     st = lb.store
-    best = "".join(f"<h3>Which system is best, size {esc(size)} (all items, gold)</h3>"
-                   + _leaderboard_best_html(lb, size) for size in lb.size_classes)
-    return (f'<div class="mb-summary" id="membench-summary"><h2>{esc(label)}</h2><p>'
-            f'{esc(len(lb.entries))} entries '
-            f"on the {esc(st['split'])} split ({esc(st['selection']['queries'])} queries); "
-            f"judgment sets {esc(', '.join(lb.judgment_sets))}; size classes "
-            f"{esc(', '.join(lb.size_classes))}.</p>{best}"
-            "<h3>Why the rows are ordered as they are</h3>"
-            f'<p id="membench-rank-reason"><b>The relevance tables</b>: '
-            f"{esc(rank_reason(lb.rank_measure('relevance')))}</p>"
-            f"<p><b>The cartridge and scope table</b>: "
-            f"{esc(rank_reason(lb.rank_measure('other')))}</p></div>")
+    best = "".join(
+        f"<h3>Which system is best, size {esc(size)} (all items, gold)</h3>"
+        + _leaderboard_best_html(lb, size)
+        for size in lb.size_classes
+    )
+    return (
+        f'<div class="mb-summary" id="membench-summary"><h2>{esc(label)}</h2><p>'
+        f"{esc(len(lb.entries))} entries "
+        f"on the {esc(st['split'])} split ({esc(st['selection']['queries'])} queries); "
+        f"judgment sets {esc(', '.join(lb.judgment_sets))}; size classes "
+        f"{esc(', '.join(lb.size_classes))}.</p>{best}"
+        "<h3>Why the rows are ordered as they are</h3>"
+        f'<p id="membench-rank-reason"><b>The relevance tables</b>: '
+        f"{esc(rank_reason(lb.rank_measure('relevance')))}</p>"
+        f"<p><b>The cartridge and scope table</b>: "
+        f"{esc(rank_reason(lb.rank_measure('other')))}</p></div>"
+    )
 
 
 def render_leaderboard(page_info: tuple[str, Path, Any], out: Path) -> Rendered:
@@ -412,7 +538,7 @@ def leaderboard_job(page_info: tuple[str, Path, Any], out: Path) -> Job:
     """The :class:`Job` of notebook 06 for one result store (:func:`render_leaderboard`)."""
     label, path, lb = page_info
     prov = provenance(sets_dir=None)
-    for k in ("sets_dir", "sets_match_lock"):     # the store's sets, not a folder read now
+    for k in ("sets_dir", "sets_match_lock"):  # the store's sets, not a folder read now
         prov.pop(k, None)
     prov["store"] = str(path)
     prov["set_sha256"] = lb.store["set_sha256"]
@@ -420,17 +546,63 @@ def leaderboard_job(page_info: tuple[str, Path, Any], out: Path) -> Job:
     prov["system"] = "leaderboard: " + ", ".join(lb.labels[e["id"]] for e in lb.entries)
     prov["config"] = {lb.labels[e["id"]]: e["key"] for e in lb.entries}
     page = Page(label, (LEADERBOARD_NOTEBOOK,), _leaderboard_summary(label, lb))
-    return Job(LEADERBOARD_NOTEBOOK, {"store_dir": str(path)}, out / label, prov, page,
-               _record(label, None, None, [LEADERBOARD_NOTEBOOK],
-                       compared=[lb.labels[e["id"]] for e in lb.entries]))
+    return Job(
+        LEADERBOARD_NOTEBOOK,
+        {"store_dir": str(path)},
+        out / label,
+        prov,
+        page,
+        _record(
+            label,
+            None,
+            None,
+            [LEADERBOARD_NOTEBOOK],
+            compared=[lb.labels[e["id"]] for e in lb.entries],
+        ),
+    )
 
 
-__all__ = ["COMPARE_NOTEBOOK", "KERNEL_QUIET", "LEADERBOARD_NOTEBOOK", "NOTEBOOK_DIR",
-           "PAGE_CSS", "PAGE_TITLES", "Q2D_NOTEBOOK", "REPORT_JSON", "RUN_NOTEBOOKS",
-           "SETS_NOTEBOOK", "SHORT_TITLES", "STATIC", "STEPPER_JS", "SUMMARY_CSS", "TEMPLATES",
-           "WIDGET_VIEW", "Job", "Page", "Rendered", "check_jobs", "check_targets", "csp",
-           "declared_parameters", "default_jobs", "external_links", "kernel_config",
-           "leaderboard_job", "live_note_html", "render_jobs", "render_leaderboard",
-           "render_notebook", "render_shared", "report", "run_label", "safe_label",
-           "sets_label", "shared_groups", "static_copy", "stepper_js", "to_html",
-           "unique_labels", "write_index"]
+__all__ = [
+    "COMPARE_NOTEBOOK",
+    "KERNEL_QUIET",
+    "LEADERBOARD_NOTEBOOK",
+    "NOTEBOOK_DIR",
+    "PAGE_CSS",
+    "PAGE_TITLES",
+    "Q2D_NOTEBOOK",
+    "REPORT_JSON",
+    "RUN_NOTEBOOKS",
+    "SETS_NOTEBOOK",
+    "SHORT_TITLES",
+    "STATIC",
+    "STEPPER_JS",
+    "SUMMARY_CSS",
+    "TEMPLATES",
+    "WIDGET_VIEW",
+    "Job",
+    "Page",
+    "Rendered",
+    "check_jobs",
+    "check_targets",
+    "csp",
+    "declared_parameters",
+    "default_jobs",
+    "external_links",
+    "kernel_config",
+    "leaderboard_job",
+    "live_note_html",
+    "render_jobs",
+    "render_leaderboard",
+    "render_notebook",
+    "render_shared",
+    "report",
+    "run_label",
+    "safe_label",
+    "sets_label",
+    "shared_groups",
+    "static_copy",
+    "stepper_js",
+    "to_html",
+    "unique_labels",
+    "write_index",
+]

@@ -30,8 +30,17 @@ from ..analysis.tell_columns import AUDITED, NATIVE, label, tell_note
 from ..metrics.answer_layer import ANSWER_BUDGETED
 from .escape import esc
 
-VERDICTS = ("result", "pass", "match", "significant_0.05", "gate_failures", "worst_margin",
-            "worst_metric", "level", "status")
+VERDICTS = (
+    "result",
+    "pass",
+    "match",
+    "significant_0.05",
+    "gate_failures",
+    "worst_margin",
+    "worst_metric",
+    "level",
+    "status",
+)
 
 CSS = """<style>
 .mb-t{border-collapse:collapse;font:12px/1.35 system-ui,sans-serif;margin:4px 0 10px 0;
@@ -68,8 +77,11 @@ def th(text: Any) -> str:
 
 
 def is_missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v)) or \
-        (hasattr(v, "__class__") and v.__class__.__name__ in ("NAType", "NaTType"))
+    return (
+        v is None
+        or (isinstance(v, float) and math.isnan(v))
+        or (hasattr(v, "__class__") and v.__class__.__name__ in ("NAType", "NaTType"))
+    )
 
 
 def fmt_num(v: Any, digits: int = 3, *, p_value: bool = False) -> str:
@@ -92,8 +104,8 @@ def fmt_num(v: Any, digits: int = 3, *, p_value: bool = False) -> str:
         return str(v)
     if isinstance(v, float) or hasattr(v, "__float__"):
         f = float(v)
-        if p_value and 0 <= f < 10 ** -digits:
-            return f"<{10 ** -digits:.{digits}f}"
+        if p_value and 0 <= f < 10**-digits:
+            return f"<{10**-digits:.{digits}f}"
         return f"{f:.{digits}f}"
     return str(v)
 
@@ -129,8 +141,11 @@ def _verdict_class(col: str, v: Any) -> str:
         return "mb-pass"
     if s.startswith("n/a"):
         return "mb-na"
-    if s in ("FAIL", "fail", "error", "ERROR", "no", "MISMATCH") or s.startswith("FAIL (") \
-            or v is False:
+    if (
+        s in ("FAIL", "fail", "error", "ERROR", "no", "MISMATCH")
+        or s.startswith("FAIL (")
+        or v is False
+    ):
         return "mb-fail"
     try:
         import numpy as np
@@ -159,7 +174,7 @@ class Table:
         return self.html
 
 
-SHORT_TEXT = 24   # longer text cells wrap
+SHORT_TEXT = 24  # longer text cells wrap
 #: a table of more columns than this is set a point smaller (``mb-wide``): a slice table with
 #: both false recalls, their denominators and every interval still fits a 1280 px page
 WIDE_COLUMNS = 13
@@ -175,8 +190,14 @@ def interval_html(v: Any, lo: Any, hi: Any, digits: int = 3, *, stacked: bool = 
     return f"{esc(val)}<br><small>{esc(ci)}</small>"
 
 
-def _rows_html(df, cols: list[str], kinds: dict[str, str], digits: int,
-               intervals: dict[str, tuple[str, str, str]], stacked: bool) -> list[str]:
+def _rows_html(
+    df,
+    cols: list[str],
+    kinds: dict[str, str],
+    digits: int,
+    intervals: dict[str, tuple[str, str, str]],
+    stacked: bool,
+) -> list[str]:
     out = []
     for _, rec in df.iterrows():
         cells = []
@@ -204,8 +225,15 @@ def _rows_html(df, cols: list[str], kinds: dict[str, str], digits: int,
     return out
 
 
-def show(df, *, max_rows: int = 25, digits: int = 3, index: bool | None = None,
-         caption: str | None = None, verdicts: tuple[str, ...] | None = None) -> Table:
+def show(
+    df,
+    *,
+    max_rows: int = 25,
+    digits: int = 3,
+    index: bool | None = None,
+    caption: str | None = None,
+    verdicts: tuple[str, ...] | None = None,
+) -> Table:
     """A DataFrame as a compact HTML table (see the module docstring). ``index``: keep the
     index as the first column(s) (default: when it is named or not a plain range)."""
     import pandas as pd
@@ -214,8 +242,11 @@ def show(df, *, max_rows: int = 25, digits: int = 3, index: bool | None = None,
     if isinstance(t.columns, pd.MultiIndex):
         t.columns = [" · ".join(str(x) for x in c if str(x)) for c in t.columns]
     t.columns = [str(c) for c in t.columns]
-    keep_index = index if index is not None else (
-        any(n is not None for n in t.index.names) or not isinstance(t.index, pd.RangeIndex))
+    keep_index = (
+        index
+        if index is not None
+        else (any(n is not None for n in t.index.names) or not isinstance(t.index, pd.RangeIndex))
+    )
     if keep_index:
         names = [n if n is not None else "" for n in t.index.names]
         t.index = t.index.set_names([n or f"_i{i}" for i, n in enumerate(names)])
@@ -235,22 +266,38 @@ def show(df, *, max_rows: int = 25, digits: int = 3, index: bool | None = None,
         if c in kinds:
             continue
         s = t[c]
-        kinds[c] = "num" if pd.api.types.is_numeric_dtype(s) and not \
-            pd.api.types.is_bool_dtype(s) else "str"
+        kinds[c] = (
+            "num"
+            if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+            else "str"
+        )
     verdict_cols = [c for c in (verdicts or VERDICTS) if c in cols]
     cols = verdict_cols + [c for c in cols if c not in verdict_cols]
-    head = "<tr>" + "".join(
-        f"<th>{th(c[:-9])}<br><small>[95% CI]</small></th>" if c in intervals else
-        f"<th>{th(c)}</th>" for c in cols) + "</tr>"
+    head = (
+        "<tr>"
+        + "".join(
+            f"<th>{th(c[:-9])}<br><small>[95% CI]</small></th>"
+            if c in intervals
+            else f"<th>{th(c)}</th>"
+            for c in cols
+        )
+        + "</tr>"
+    )
     rows = _rows_html(t, cols, kinds, digits, intervals, stacked=len(intervals) > 2)
     cap = f"<caption>{esc(caption)}</caption>" if caption else ""
     cls = "mb-t mb-wide" if len(cols) > WIDE_COLUMNS else "mb-t"
-    html = f'<table class="{cls}">{cap}<thead>{head}</thead><tbody>' + \
-        "".join(rows[:max_rows]) + "</tbody></table>"
+    html = (
+        f'<table class="{cls}">{cap}<thead>{head}</thead><tbody>'
+        + "".join(rows[:max_rows])
+        + "</tbody></table>"
+    )
     if len(rows) > max_rows:
-        html += (f'<details class="mb-more"><summary>show the other {len(rows) - max_rows} of '
-                 f'{len(rows)} rows</summary><table class="{cls}"><thead>{head}</thead><tbody>'
-                 + "".join(rows[max_rows:]) + "</tbody></table></details>")
+        html += (
+            f'<details class="mb-more"><summary>show the other {len(rows) - max_rows} of '
+            f'{len(rows)} rows</summary><table class="{cls}"><thead>{head}</thead><tbody>'
+            + "".join(rows[max_rows:])
+            + "</tbody></table></details>"
+        )
     return Table(html, len(rows), cols)
 
 
@@ -258,15 +305,23 @@ def collapsed(title: str, inner: Any, *, open_: bool = False) -> Table:
     """``inner`` (a :class:`Table` or anything with ``_repr_html_``) inside ``<details>``
     whose summary is ``title`` (escaped)."""
     body = inner.html if isinstance(inner, Table) else inner._repr_html_()
-    return Table(f'<details class="mb-more"{" open" if open_ else ""}><summary>{esc(title)}'
-                 f"</summary>{body}</details>", getattr(inner, "rows", 0),
-                 getattr(inner, "columns", []))
+    return Table(
+        f'<details class="mb-more"{" open" if open_ else ""}><summary>{esc(title)}'
+        f"</summary>{body}</details>",
+        getattr(inner, "rows", 0),
+        getattr(inner, "columns", []),
+    )
 
 
 # ---------------------------------------------------------------------------- metrics
 
-def metrics_grid(metrics: dict[str, Any], metric_names: list[str] | None = None,
-                 digits: int = 3, tells: dict[str, float | None] | None = None) -> Table:
+
+def metrics_grid(
+    metrics: dict[str, Any],
+    metric_names: list[str] | None = None,
+    digits: int = 3,
+    tells: dict[str, float | None] | None = None,
+) -> Table:
     """metrics.json side by side: one row per metric, one column per scope; each cell
     ``value [lo, hi]`` and, under it, ``n/denominator`` (``n/a`` where the denominator is 0).
     The two false recalls carry their label under their name
@@ -286,11 +341,13 @@ def metrics_grid(metrics: dict[str, Any], metric_names: list[str] | None = None,
             if e is None:
                 cells.append('<td class="mb-n mb-na">n/a</td>')
                 continue
-            cells.append(_figure_cell(e, digits if not m.startswith(("latency", "context"))
-                                      else 1))
+            cells.append(_figure_cell(e, digits if not m.startswith(("latency", "context")) else 1))
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return Table(f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}'
-                 "</tbody></table>", len(rows), ["metric", *scopes])
+    return Table(
+        f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>',
+        len(rows),
+        ["metric", *scopes],
+    )
 
 
 #: the rows of :func:`answer_context_grid`: the answer layer (first the ranked figure, the
@@ -298,11 +355,24 @@ def metrics_grid(metrics: dict[str, Any], metric_names: list[str] | None = None,
 #: beside it, answer@10 and its grounded part), recall at 10 beside recall within each token
 #: budget, then the context cost
 ANSWER_CONTEXT_ROWS: tuple[str, ...] = (
-    "answer_bearing", ANSWER_BUDGETED, "answer@cartridge", "context_tokens_committed_p50",
-    "answer@10", "grounded_answer@10", "recall@10", "recall@256tok",
-    "recall@1024tok", "recall@4096tok", "context_tokens_p50", "context_tokens_p95",
+    "answer_bearing",
+    ANSWER_BUDGETED,
+    "answer@cartridge",
+    "context_tokens_committed_p50",
+    "answer@10",
+    "grounded_answer@10",
+    "recall@10",
+    "recall@256tok",
+    "recall@1024tok",
+    "recall@4096tok",
+    "context_tokens_p50",
+    "context_tokens_p95",
     "context_tokens_committed_p95",
-    "context_area_p50", "context_area_p95", "context_seconds_p50", "context_seconds_p95")
+    "context_area_p50",
+    "context_area_p95",
+    "context_seconds_p50",
+    "context_seconds_p95",
+)
 
 
 def answer_context_grid(metrics: dict[str, Any], digits: int = 3) -> Table:
@@ -323,16 +393,20 @@ def answer_context_note(metrics: dict[str, Any]) -> str:
     not be read (Markdown)."""
     note = metrics.get("answer_context") or {}
     if not note.get("read"):
-        return ("**The answer and context figures are null**: "
-                + (note.get("reason") or "this metrics.json has no answer_context entry")
-                + ".")
+        return (
+            "**The answer and context figures are null**: "
+            + (note.get("reason") or "this metrics.json has no answer_context entry")
+            + "."
+        )
     unread = note.get("unread_records") or 0
     if not unread:
         return "Every text was read from the content layer (none left out)."
     items = note.get("n_unread_items", len(note.get("unread_items") or {}))
-    return (f"**{unread} records left out** of the answer and context figures: the text of "
-            f"{items} item(s) could not be read without running OCR (or their file is "
-            "missing); their denominators are smaller by as much, never a 0.")
+    return (
+        f"**{unread} records left out** of the answer and context figures: the text of "
+        f"{items} item(s) could not be read without running OCR (or their file is "
+        "missing); their denominators are smaller by as much, never a 0."
+    )
 
 
 def _metric_cell(m: str, tells: dict[str, float | None] | None) -> str:
@@ -349,8 +423,10 @@ def _figure_cell(e: dict[str, Any], digits: int) -> str:
     lo, hi = (e.get("ci95") or [None, None])[:2]
     txt = fmt_interval(e.get("value"), lo, hi, digits)
     na = " mb-na" if txt == "n/a" else ""
-    return (f'<td class="mb-n{na}">{esc(txt)}<br><small>'
-            f'{esc(e.get("n"))}/{esc(e.get("denominator"))}</small></td>')
+    return (
+        f'<td class="mb-n{na}">{esc(txt)}<br><small>'
+        f"{esc(e.get('n'))}/{esc(e.get('denominator'))}</small></td>"
+    )
 
 
 def judgment_sets_grid(metrics: dict[str, Any], scope: str, digits: int = 3) -> Table:
@@ -360,8 +436,13 @@ def judgment_sets_grid(metrics: dict[str, Any], scope: str, digits: int = 3) -> 
     from ..metrics.measures import JUDGMENT_MEASURES
 
     sets = {"gold": metrics.get(scope, {})}
-    sets.update({name: block[scope] for name, block in (metrics.get("judgment_sets") or {}).items()
-                 if scope in block})
+    sets.update(
+        {
+            name: block[scope]
+            for name, block in (metrics.get("judgment_sets") or {}).items()
+            if scope in block
+        }
+    )
     head = "<tr><th>metric</th>" + "".join(f"<th>{th(n)}</th>" for n in sets) + "</tr>"
     rows = []
     for m in JUDGMENT_MEASURES:
@@ -373,8 +454,11 @@ def judgment_sets_grid(metrics: dict[str, Any], scope: str, digits: int = 3) -> 
                 continue
             cells.append(_figure_cell(e, digits))
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return Table(f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}'
-                 "</tbody></table>", len(rows), ["metric", *sets])
+    return Table(
+        f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>',
+        len(rows),
+        ["metric", *sets],
+    )
 
 
 def gate_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
@@ -390,22 +474,41 @@ def gate_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
         block = metrics.get(g["scope"], {})
         e = block.get(g["metric"], {})
         lo, hi = (e.get("ci95") or [None, None])[:2]
-        row = {"scope": g["scope"], "metric": g["metric"], "op": g["op"],
-               "threshold": g["threshold"], "value": g["value"], "lo": lo, "hi": hi,
-               "n": e.get("n"), "denominator": e.get("denominator"),
-               "result": verdict_text(g), "why": g.get("why") or ""}
+        row = {
+            "scope": g["scope"],
+            "metric": g["metric"],
+            "op": g["op"],
+            "threshold": g["threshold"],
+            "value": g["value"],
+            "lo": lo,
+            "hi": hi,
+            "n": e.get("n"),
+            "denominator": e.get("denominator"),
+            "result": verdict_text(g),
+            "why": g.get("why") or "",
+        }
         comp = g.get("companion")
         if comp:
             c = block.get(comp["metric"], {})
-            row.update({"companion_metric": comp["metric"], "companion": comp["value"],
-                        "companion_n": c.get("n"), "companion_denominator":
-                        c.get("denominator"), "companion_bound": comp["bound"]})
+            row.update(
+                {
+                    "companion_metric": comp["metric"],
+                    "companion": comp["value"],
+                    "companion_n": c.get("n"),
+                    "companion_denominator": c.get("denominator"),
+                    "companion_bound": comp["bound"],
+                }
+            )
         rows.append(row)
     return rows
 
 
-SHORT = {"recall@10": "recall@10", "false_recall_rate": AUDITED,
-         "temporal_correctness": "temporal", "holder_correctness": "holder"}
+SHORT = {
+    "recall@10": "recall@10",
+    "false_recall_rate": AUDITED,
+    "temporal_correctness": "temporal",
+    "holder_correctness": "holder",
+}
 #: the column beside the false-recall gate: the natives with an upstream tell, never gated
 BESIDE = "false_recall_native"
 
@@ -425,9 +528,11 @@ def _native_cell(e: dict[str, Any] | None) -> str:
     if not e:
         return '<td class="mb-n mb-na">n/a</td>'
     lo, hi = (e.get("ci95") or [None, None])[:2]
-    return (f'<td class="mb-n" data-beside="{esc(BESIDE)}">'
-            f"{interval_html(e.get('value'), lo, hi, stacked=True)}"
-            f"<br><small>n={esc(e.get('n'))}/{esc(e.get('denominator'))}</small></td>")
+    return (
+        f'<td class="mb-n" data-beside="{esc(BESIDE)}">'
+        f"{interval_html(e.get('value'), lo, hi, stacked=True)}"
+        f"<br><small>n={esc(e.get('n'))}/{esc(e.get('denominator'))}</small></td>"
+    )
 
 
 def gate_badges(metrics: dict[str, Any], tells: dict[str, float | None] | None = None) -> str:
@@ -449,11 +554,16 @@ def gate_badges(metrics: dict[str, Any], tells: dict[str, float | None] | None =
     columns = list(gated)
     if "false_recall_rate" in gated and any(BESIDE in metrics.get(s, {}) for s in by_scope):
         columns.insert(gated.index("false_recall_rate") + 1, BESIDE)
-    head = "<tr><th>scope</th>" + "".join(
-        f"<th>{esc(NATIVE)}<br><small>not gated; {esc(tell_note(tells))}</small></th>"
-        if m == BESIDE else
-        f"<th>{esc(SHORT.get(m, m))}<br><small>gate {esc(spec[m])}</small></th>"
-        for m in columns) + "</tr>"
+    head = (
+        "<tr><th>scope</th>"
+        + "".join(
+            f"<th>{esc(NATIVE)}<br><small>not gated; {esc(tell_note(tells))}</small></th>"
+            if m == BESIDE
+            else f"<th>{esc(SHORT.get(m, m))}<br><small>gate {esc(spec[m])}</small></th>"
+            for m in columns
+        )
+        + "</tr>"
+    )
     body = []
     for scope, rs in by_scope.items():
         cells = []
@@ -470,21 +580,30 @@ def gate_badges(metrics: dict[str, Any], tells: dict[str, float | None] | None =
             title = f' title="{esc(r["why"])}"' if r.get("why") else ""
             beside = ""
             if "companion" in r:
-                beside = (f'<br><small class="mb-wrap">abstains on '
-                          f"{esc(fmt_num(r['companion']))} of answerable "
-                          f"(n={esc(r['companion_n'])}/{esc(r['companion_denominator'])}); "
-                          f"silent above {esc(fmt_num(r['companion_bound'], 2))}</small>")
+                beside = (
+                    f'<br><small class="mb-wrap">abstains on '
+                    f"{esc(fmt_num(r['companion']))} of answerable "
+                    f"(n={esc(r['companion_n'])}/{esc(r['companion_denominator'])}); "
+                    f"silent above {esc(fmt_num(r['companion_bound'], 2))}</small>"
+                )
             cells.append(
                 f'<td class="mb-s"><span class="mb-badge {cls}" data-gate="{esc(scope)}|'
                 f'{esc(m)}" data-result="{esc(r["result"])}"{title}>{mark} {esc(val)} '
-                f"n={esc(r['n'])}/{esc(r['denominator'])}</span>{beside}</td>")
+                f"n={esc(r['n'])}/{esc(r['denominator'])}</span>{beside}</td>"
+            )
         body.append(f'<tr><td class="mb-s"><b>{esc(scope)}</b></td>{"".join(cells)}</tr>')
-    return (f'<table class="mb-t mb-gates"><thead>{head}</thead><tbody>{"".join(body)}'
-            "</tbody></table>")
+    return (
+        f'<table class="mb-t mb-gates"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
+    )
 
 
-def floors_grid(label: str, metrics: dict[str, Any], floors: dict[str, dict[str, Any]],
-                measure: str = "recall@10", digits: int = 3) -> Table:
+def floors_grid(
+    label: str,
+    metrics: dict[str, Any],
+    floors: dict[str, dict[str, Any]],
+    measure: str = "recall@10",
+    digits: int = 3,
+) -> Table:
     """``measure`` per scope of a run (``label``, its ``metrics``) with the content-free floors
     beside it (``floors``: label -> metrics, :func:`membench.analysis.floors.floor_metrics`):
     one row for the run, one per floor (``floor: random``, ...), each cell ``value [lo, hi]``
@@ -495,19 +614,24 @@ def floors_grid(label: str, metrics: dict[str, Any], floors: dict[str, dict[str,
     from ..modalities import MODALITIES
 
     scopes = [s for s in (*MODALITIES, "all") if s in metrics and measure in metrics[s]]
-    head = ("<tr><th>" + th(measure) + "</th>" + "".join(f"<th>{esc(s)}</th>" for s in scopes)
-            + "</tr>")
-    def cell(e: dict[str, Any] | None) -> str:       # the interval under the value: 7 columns
+    head = (
+        "<tr><th>" + th(measure) + "</th>" + "".join(f"<th>{esc(s)}</th>" for s in scopes) + "</tr>"
+    )
+
+    def cell(e: dict[str, Any] | None) -> str:  # the interval under the value: 7 columns
         if e is None or is_missing(e.get("value")):
             return '<td class="mb-n mb-na">n/a</td>'
         lo, hi = (e.get("ci95") or [None, None])[:2]
-        return (f'<td class="mb-n">{interval_html(e["value"], lo, hi, digits, stacked=True)}'
-                f'<br><small>{esc(e.get("n"))}/{esc(e.get("denominator"))}</small></td>')
+        return (
+            f'<td class="mb-n">{interval_html(e["value"], lo, hi, digits, stacked=True)}'
+            f"<br><small>{esc(e.get('n'))}/{esc(e.get('denominator'))}</small></td>"
+        )
 
     rows = []
-    for name, m, cls in [(label, metrics, ""),
-                         *((f"floor: {f}", fm, ' class="mb-baseline mb-floor"')
-                           for f, fm in floors.items())]:
+    for name, m, cls in [
+        (label, metrics, ""),
+        *((f"floor: {f}", fm, ' class="mb-baseline mb-floor"') for f, fm in floors.items()),
+    ]:
         cells = [f'<td class="mb-l">{esc(name)}</td>']
         cells += [cell((m.get(s) or {}).get(measure)) for s in scopes]
         rows.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
@@ -516,24 +640,30 @@ def floors_grid(label: str, metrics: dict[str, Any], floors: dict[str, dict[str,
         cells = ['<td class="mb-l">margin over the best floor</td>']
         for s in scopes:
             d = marg.get(s)
-            cells.append('<td class="mb-n mb-na">n/a</td>' if d is None else
-                         f'<td class="mb-n">{esc(format(d[0], f"+.{digits}f"))}<br><small>'
-                         f"over {esc(d[1])}</small></td>")
+            cells.append(
+                '<td class="mb-n mb-na">n/a</td>'
+                if d is None
+                else f'<td class="mb-n">{esc(format(d[0], f"+.{digits}f"))}<br><small>'
+                f"over {esc(d[1])}</small></td>"
+            )
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return Table(f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}'
-                 "</tbody></table>", len(rows), [measure, *scopes])
+    return Table(
+        f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>',
+        len(rows),
+        [measure, *scopes],
+    )
 
 
-def comparison_grid(comp, scope: str, digits: int = 3,
-                    tells: dict[str, float | None] | None = None) -> Table:
+def comparison_grid(
+    comp, scope: str, digits: int = 3, tells: dict[str, float | None] | None = None
+) -> Table:
     """One scope of a comparison (:class:`membench.analysis.compare.Comparison`) side by side:
     one row per metric, one column per system, each cell ``value [lo, hi]`` and, under it,
     ``n/den`` (items used / denominator); the two false recalls labelled as in
     :func:`metrics_grid` (``tells``)."""
     s = comp.summary[comp.summary["scope"] == scope]
     metrics = list(dict.fromkeys(s["metric"]))
-    head = "<tr><th>metric</th>" + "".join(f"<th>{esc(lab)}</th>" for lab in comp.labels) + \
-        "</tr>"
+    head = "<tr><th>metric</th>" + "".join(f"<th>{esc(lab)}</th>" for lab in comp.labels) + "</tr>"
     rows = []
     for m in metrics:
         cells = [_metric_cell(m, tells)]
@@ -546,13 +676,31 @@ def comparison_grid(comp, scope: str, digits: int = 3,
             d = 1 if m.startswith("latency") else digits
             txt = fmt_interval(r["value"], r["ci95_lo"], r["ci95_hi"], d)
             na = " mb-na" if txt == "n/a" else ""
-            cells.append(f'<td class="mb-n{na}">{esc(txt)}<br><small>n/den '
-                         f'{esc(r["n"])}/{esc(r["denominator"])}</small></td>')
+            cells.append(
+                f'<td class="mb-n{na}">{esc(txt)}<br><small>n/den '
+                f"{esc(r['n'])}/{esc(r['denominator'])}</small></td>"
+            )
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return Table(f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}'
-                 "</tbody></table>", len(rows), ["metric", *comp.labels])
+    return Table(
+        f'<table class="mb-t"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>',
+        len(rows),
+        ["metric", *comp.labels],
+    )
 
 
-__all__ = ["CSS", "Table", "collapsed", "comparison_grid", "floors_grid", "fmt_interval",
-           "fmt_num", "gate_badges", "gate_rows", "interval_html", "judgment_sets_grid",
-           "metrics_grid", "show", "th"]
+__all__ = [
+    "CSS",
+    "Table",
+    "collapsed",
+    "comparison_grid",
+    "floors_grid",
+    "fmt_interval",
+    "fmt_num",
+    "gate_badges",
+    "gate_rows",
+    "interval_html",
+    "judgment_sets_grid",
+    "metrics_grid",
+    "show",
+    "th",
+]

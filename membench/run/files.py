@@ -32,17 +32,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
+from ..contract.protocol import MAX_DEPTH, Atom
 from ..core.errors import InputError
 from ..core.ids import id_problem, ids_problem
-from ..core.jsonl import (
-    iter_json_lines,
-    parse_model,
-    read_json_file,
-)
+from ..core.jsonl import iter_json_lines, parse_model, read_json_file
 from ..core.textfiles import MAX_TREC_LINE, TREC_CONTROL, trec_fields, trec_float, trec_int  # noqa: F401  (re-exported: TREC lines)
 from ..core.times import timestamp_problem
 from ..modalities import MODALITIES, check_extent
-from ..contract.protocol import MAX_DEPTH, Atom
 
 #: what a run directory holds (docs/runs.md), each a regular file when present
 RUN_DIR_FILES = ("meta.json", "atoms.jsonl", "run.jsonl", "metrics.json", ".membench.lock")
@@ -79,12 +75,12 @@ class RunRow:
 
     query_id: str
     hit_ids: list[str]
-    scores: np.ndarray          # float64, aligned with hit_ids
+    scores: np.ndarray  # float64, aligned with hit_ids
     cartridge: list[str]
     latency_ms: float
     file: str = "<run>"
     line: int | None = None
-    confidence: float | None = None     # the system's abstention score, when it reported one
+    confidence: float | None = None  # the system's abstention score, when it reported one
 
     @property
     def hits(self) -> list[tuple[str, float]]:
@@ -114,8 +110,9 @@ def parse_atom(obj: Mapping[str, Any], file: str = "<atoms>", line: int | None =
     """One atom line, shape-checked (not yet checked against the items)."""
     keys = set(obj)
     if not _ATOM_KEYS <= keys:
-        raise InputError(file, line, None, f"missing field(s) {sorted(_ATOM_KEYS - keys)}",
-                         rule="ATOM_SCHEMA")
+        raise InputError(
+            file, line, None, f"missing field(s) {sorted(_ATOM_KEYS - keys)}", rule="ATOM_SCHEMA"
+        )
     if keys - _ATOM_KEYS - _ATOM_OPTIONAL:
         extra = sorted(keys - _ATOM_KEYS - _ATOM_OPTIONAL)
         raise InputError(file, line, None, f"unknown field(s) {extra}", rule="ATOM_SCHEMA")
@@ -130,8 +127,13 @@ def parse_atom(obj: Mapping[str, Any], file: str = "<atoms>", line: int | None =
         raise InputError(file, line, "modality", f"unknown modality {m!r}", rule="ATOM_SCHEMA")
     ts = _timestamp(obj["observed_at"])
     if ts is None:
-        raise InputError(file, line, "observed_at", "must be an ISO 8601 timestamp with a "
-                         f"timezone, got {obj['observed_at']!r}"[:300], rule="ATOM_SCHEMA")
+        raise InputError(
+            file,
+            line,
+            "observed_at",
+            f"must be an ISO 8601 timestamp with a timezone, got {obj['observed_at']!r}"[:300],
+            rule="ATOM_SCHEMA",
+        )
     why = timestamp_problem(ts)
     if why:
         raise InputError(file, line, "observed_at", why, rule="TIMESTAMP_RANGE")
@@ -140,10 +142,24 @@ def parse_atom(obj: Mapping[str, Any], file: str = "<atoms>", line: int | None =
         raise InputError(file, line, "extent", why, rule="ATOM_EXTENT")
     text = obj.get("text", "")
     if not isinstance(text, str):
-        raise InputError(file, line, "text", f"must be a string (what the system indexed), got "
-                         f"{type(text).__name__} {text!r}"[:160], rule="ATOM_SCHEMA")
-    return AtomRow(obj["atom_id"], obj["source_id"], m, obj["holder"], ts, dict(obj["extent"]),
-                   text, file=str(file), line=line)
+        raise InputError(
+            file,
+            line,
+            "text",
+            f"must be a string (what the system indexed), got {type(text).__name__} {text!r}"[:160],
+            rule="ATOM_SCHEMA",
+        )
+    return AtomRow(
+        obj["atom_id"],
+        obj["source_id"],
+        m,
+        obj["holder"],
+        ts,
+        dict(obj["extent"]),
+        text,
+        file=str(file),
+        line=line,
+    )
 
 
 def read_atoms(path: str | Path) -> list[AtomRow]:
@@ -158,12 +174,17 @@ def parse_run_row(obj: Mapping[str, Any], file: str = "<run>", line: int | None 
     """One run line, shape-checked (atom ids are checked against the atoms later)."""
     keys = set(obj)
     if not _RUN_KEYS <= keys:
-        raise InputError(file, line, None, f"missing field(s) {sorted(_RUN_KEYS - keys)}",
-                         rule="RUN_SCHEMA")
+        raise InputError(
+            file, line, None, f"missing field(s) {sorted(_RUN_KEYS - keys)}", rule="RUN_SCHEMA"
+        )
     if keys - _RUN_KEYS - _RUN_OPTIONAL:
-        raise InputError(file, line, None,
-                         f"unknown field(s) {sorted(keys - _RUN_KEYS - _RUN_OPTIONAL)}",
-                         rule="RUN_SCHEMA")
+        raise InputError(
+            file,
+            line,
+            None,
+            f"unknown field(s) {sorted(keys - _RUN_KEYS - _RUN_OPTIONAL)}",
+            rule="RUN_SCHEMA",
+        )
     qid = obj["query_id"]
     if not _nonempty_str(qid):
         raise InputError(file, line, "query_id", "must be a non-empty string", rule="RUN_SCHEMA")
@@ -172,19 +193,29 @@ def parse_run_row(obj: Mapping[str, Any], file: str = "<run>", line: int | None 
         raise InputError(file, line, "query_id", why, rule="ID")
     hits = obj["hits"]
     if not isinstance(hits, list):
-        raise InputError(file, line, "hits", "must be a list of [atom_id, score]",
-                         rule="RUN_SCHEMA")
+        raise InputError(
+            file, line, "hits", "must be a list of [atom_id, score]", rule="RUN_SCHEMA"
+        )
     if len(hits) > MAX_DEPTH:
-        raise InputError(file, line, "hits", f"{len(hits)} hits; the depth cap is {MAX_DEPTH}",
-                         rule="RUN_DEPTH")
+        raise InputError(
+            file, line, "hits", f"{len(hits)} hits; the depth cap is {MAX_DEPTH}", rule="RUN_DEPTH"
+        )
     parsed = _bulk_hits(hits)
-    if parsed is None:                     # something is off: find and name the first culprit
+    if parsed is None:  # something is off: find and name the first culprit
         for j, h in enumerate(hits):
-            if not (isinstance(h, (list, tuple)) and len(h) == 2 and _nonempty_str(h[0])
-                    and _number(h[1])):
-                raise InputError(file, line, f"hits[{j}]",
-                                 f"must be [atom_id, finite score], got {h!r}"[:160],
-                                 rule="RUN_SCHEMA")
+            if not (
+                isinstance(h, (list, tuple))
+                and len(h) == 2
+                and _nonempty_str(h[0])
+                and _number(h[1])
+            ):
+                raise InputError(
+                    file,
+                    line,
+                    f"hits[{j}]",
+                    f"must be [atom_id, finite score], got {h!r}"[:160],
+                    rule="RUN_SCHEMA",
+                )
         raise AssertionError("unreachable: bulk check and per-hit check disagree")
     bad = ids_problem(parsed[0])
     if bad:
@@ -197,26 +228,55 @@ def parse_run_row(obj: Mapping[str, Any], file: str = "<run>", line: int | None 
         raise InputError(file, line, f"cartridge[{bad[0]}]", bad[1], rule="ID")
     rep = repeated(parsed[0])
     if rep:
-        raise InputError(file, line, "hits", f"{qid}: atom {rep[0]!r} at ranks {rep[1] + 1} and "
-                         f"{rep[2] + 1} of the list: an atom is listed once per query",
-                         rule="DUPLICATE_HIT")
+        raise InputError(
+            file,
+            line,
+            "hits",
+            f"{qid}: atom {rep[0]!r} at ranks {rep[1] + 1} and "
+            f"{rep[2] + 1} of the list: an atom is listed once per query",
+            rule="DUPLICATE_HIT",
+        )
     rep = repeated(cart)
     if rep:
-        raise InputError(file, line, "cartridge", f"{qid}: atom {rep[0]!r} at positions "
-                         f"{rep[1] + 1} and {rep[2] + 1} of the cartridge: an atom is listed "
-                         "once per query", rule="DUPLICATE_HIT")
+        raise InputError(
+            file,
+            line,
+            "cartridge",
+            f"{qid}: atom {rep[0]!r} at positions "
+            f"{rep[1] + 1} and {rep[2] + 1} of the cartridge: an atom is listed "
+            "once per query",
+            rule="DUPLICATE_HIT",
+        )
     lat = obj["latency_ms"]
     if lat is None:  # not measured (an imported run): left out of the latency figures
         lat = float("nan")
     elif not _number(lat) or lat < 0:
-        raise InputError(file, line, "latency_ms", f"must be a number >= 0 or null, got {lat!r}",
-                         rule="RUN_SCHEMA")
+        raise InputError(
+            file,
+            line,
+            "latency_ms",
+            f"must be a number >= 0 or null, got {lat!r}",
+            rule="RUN_SCHEMA",
+        )
     conf = obj.get("confidence")
     if conf is not None and not _number(conf):
-        raise InputError(file, line, "confidence", f"must be a finite number or null, got "
-                         f"{conf!r}"[:160], rule="RUN_SCHEMA")
-    return RunRow(qid, parsed[0], parsed[1], list(cart), float(lat), str(file), line,
-                  None if conf is None else float(conf))
+        raise InputError(
+            file,
+            line,
+            "confidence",
+            f"must be a finite number or null, got {conf!r}"[:160],
+            rule="RUN_SCHEMA",
+        )
+    return RunRow(
+        qid,
+        parsed[0],
+        parsed[1],
+        list(cart),
+        float(lat),
+        str(file),
+        line,
+        None if conf is None else float(conf),
+    )
 
 
 def repeated(ids: list[str]) -> tuple[str, int, int] | None:
@@ -242,7 +302,7 @@ def _bulk_hits(hits: list) -> tuple[list[str], np.ndarray] | None:
     ids = [h[0] for h in hits]
     raw = [h[1] for h in hits]
     if set(map(type, ids)) != {str} or "" in ids or not set(map(type, raw)) <= {int, float}:
-        return None                        # (bool is its own type: rejected)
+        return None  # (bool is its own type: rejected)
     try:
         scores = np.array(raw, dtype=np.float64)
     except OverflowError:
@@ -261,7 +321,7 @@ class RunMeta(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     split: StrictStr
-    system: StrictStr | None = None         # an identifier (core.ids): checked below
+    system: StrictStr | None = None  # an identifier (core.ids): checked below
     modalities: list[StrictStr] | None = None
     limit: StrictInt | None = Field(default=None, ge=1)
     sample_seed: StrictInt | None = None
@@ -309,8 +369,14 @@ def check_run_dir_files(run_dir: str | Path) -> None:
         return
     if not stat.S_ISDIR(st.st_mode):
         what = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a folder"
-        raise InputError(d / SCRATCH, None, None, f"is {what}, where a system keeps its state "
-                         "in a folder of the run directory; remove it", rule="NOT_A_FILE")
+        raise InputError(
+            d / SCRATCH,
+            None,
+            None,
+            f"is {what}, where a system keeps its state "
+            "in a folder of the run directory; remove it",
+            rule="NOT_A_FILE",
+        )
 
 
 def read_meta(run_dir: str | Path) -> dict[str, Any]:
@@ -321,8 +387,14 @@ def read_meta(run_dir: str | Path) -> dict[str, Any]:
     check_run_dir_files(run_dir)
     meta_path = Path(run_dir) / "meta.json"
     if not meta_path.exists():
-        raise InputError(meta_path, None, None, "file not found: not a run directory (make one "
-                         "with `membench run --system NAME --out RUN_DIR`)", rule="MISSING_FILE")
+        raise InputError(
+            meta_path,
+            None,
+            None,
+            "file not found: not a run directory (make one "
+            "with `membench run --system NAME --out RUN_DIR`)",
+            rule="MISSING_FILE",
+        )
     meta = read_json_file(meta_path, dict, "a JSON object (a run's meta.json)")
     parse_model(RunMeta, meta, meta_path, None)
     return meta

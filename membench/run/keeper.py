@@ -43,7 +43,7 @@ from ..core.errors import InputError, MembenchError
 #: what a canonical run line ends with: ``"query_id":"<qid>"}\n``, the qid 17 bytes
 _QID_KEY = b'"query_id":"'
 _SUFFIX = len(_QID_KEY) + 17 + 3
-PIPE_BYTES = 1 << 20           # the pipe's buffer asked of Linux (F_SETPIPE_SZ), where allowed
+PIPE_BYTES = 1 << 20  # the pipe's buffer asked of Linux (F_SETPIPE_SZ), where allowed
 
 
 @dataclass
@@ -51,8 +51,8 @@ class Selection:
     """What the process that runs a system knows of the queries: topics in presentation
     order, the items it ingests, the selection's modalities (of its records) and size."""
 
-    topics: list               # membench.sets.topics.Topic
-    items: list                # membench.contract.schema.SourceItem
+    topics: list  # membench.sets.topics.Topic
+    items: list  # membench.contract.schema.SourceItem
     modalities: list[str]
     queries: int
 
@@ -63,11 +63,17 @@ class Selection:
 def _rebuild(err: dict) -> BaseException:
     kind = err.get("type")
     if kind == "InputError":
-        return InputError(err["file"], err.get("line"), err.get("field"), err["message"],
-                          rule=err.get("rule") or "SCHEMA")
+        return InputError(
+            err["file"],
+            err.get("line"),
+            err.get("field"),
+            err["message"],
+            rule=err.get("rule") or "SCHEMA",
+        )
     if kind == "OSError":
-        return OSError(err.get("errno") or errno.EIO, err.get("strerror") or "I/O error",
-                       err.get("filename"))
+        return OSError(
+            err.get("errno") or errno.EIO, err.get("strerror") or "I/O error", err.get("filename")
+        )
     if kind == "MembenchError":
         return MembenchError(err["message"])
     return MembenchError(f"the run's keeper process failed: {err.get('message')}")
@@ -86,14 +92,18 @@ class Keeper:
     def __enter__(self) -> Keeper:
         from ..core import progress
 
-        here = str(Path(__file__).resolve().parents[2])     # the folder holding membench/
+        here = str(Path(__file__).resolve().parents[2])  # the folder holding membench/
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([here, *filter(None, [env.get("PYTHONPATH")])])
         env["MEMBENCH_PROGRESS"] = progress.current_mode()
-        self.proc = subprocess.Popen([sys.executable, "-m", "membench.run.keeper"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "membench.run.keeper"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
         self._fd = self.proc.stdin.fileno()
-        try:                                     # room for a few long lines in flight
+        try:  # room for a few long lines in flight
             fcntl.fcntl(self._fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         except (OSError, AttributeError):
             pass
@@ -107,7 +117,7 @@ class Keeper:
         view = memoryview(data)
         try:
             while view:
-                view = view[os.write(self._fd, view):]
+                view = view[os.write(self._fd, view) :]
         except BrokenPipeError:
             raise self._died() from None
 
@@ -122,9 +132,11 @@ class Keeper:
             except orjson.JSONDecodeError:
                 pass
         code = self.proc.wait() if self.proc else None
-        return MembenchError(f"the run's keeper process (pid {self.proc.pid if self.proc else '?'}"
-                             f") ended (status {code}); what was written is intact: re-run the "
-                             "same command to resume")
+        return MembenchError(
+            f"the run's keeper process (pid {self.proc.pid if self.proc else '?'}"
+            f") ended (status {code}); what was written is intact: re-run the "
+            "same command to resume"
+        )
 
     def call(self, op: str, **kw: Any) -> dict:
         self._put(orjson.dumps({"op": op, **kw}) + b"\n")
@@ -136,29 +148,49 @@ class Keeper:
             raise _rebuild(msg["error"])
         return msg
 
-    def open(self, sets_dir: Path, split: str, modalities, limit: int | None,
-             sample_seed: int | None, corpus_root: Path | None, lock: Path | None,
-             manifest: Path, check_sets: bool) -> Selection:
+    def open(
+        self,
+        sets_dir: Path,
+        split: str,
+        modalities,
+        limit: int | None,
+        sample_seed: int | None,
+        corpus_root: Path | None,
+        lock: Path | None,
+        manifest: Path,
+        check_sets: bool,
+    ) -> Selection:
         """Check the sets (unless ``check_sets`` is false) and select the split, in the
         keeper; return what the system's process may know (:class:`Selection`)."""
-        from ..core.jsonl import read_models
         from ..contract.schema import SourceItem
+        from ..core.jsonl import read_models
         from ..sets.topics import Topic
 
         def p(x):
             return None if x is None else str(x)
 
-        ans = self.call("open", sets_dir=str(sets_dir), split=split,
-                        modalities=list(modalities) if modalities else None, limit=limit,
-                        sample_seed=sample_seed, corpus_root=p(corpus_root), lock=p(lock),
-                        manifest=str(manifest), check_sets=bool(check_sets))
+        ans = self.call(
+            "open",
+            sets_dir=str(sets_dir),
+            split=split,
+            modalities=list(modalities) if modalities else None,
+            limit=limit,
+            sample_seed=sample_seed,
+            corpus_root=p(corpus_root),
+            lock=p(lock),
+            manifest=str(manifest),
+            check_sets=bool(check_sets),
+        )
         items_all = read_models(Path(sets_dir) / "items.jsonl", SourceItem)
         if len(items_all) != ans["item_count"]:
-            raise MembenchError(f"{Path(sets_dir) / 'items.jsonl'} changed while the run "
-                                "started (the keeper read another number of items)")
+            raise MembenchError(
+                f"{Path(sets_dir) / 'items.jsonl'} changed while the run "
+                "started (the keeper read another number of items)"
+            )
         topics = [Topic.model_validate(t) for t in ans["topics"]]
-        return Selection(topics, [items_all[i] for i in ans["items"]], ans["modalities"],
-                         ans["queries"])
+        return Selection(
+            topics, [items_all[i] for i in ans["items"]], ans["modalities"], ans["queries"]
+        )
 
     def done(self, run_path: Path) -> set[str]:
         """The qids a run.jsonl already answers (its torn last line cut)."""
@@ -191,7 +223,7 @@ class Keeper:
             pass
         try:
             proc.wait(timeout=600)
-        except subprocess.TimeoutExpired:       # pragma: no cover - it never hangs
+        except subprocess.TimeoutExpired:  # pragma: no cover - it never hangs
             proc.kill()
             proc.wait()
         proc.stdout.close()
@@ -203,8 +235,7 @@ class Keeper:
 def _scope_of(ids, holder_atoms: frozenset, obs_us: dict, as_of_us: int):
     """``(another holder's atom or None, an atom observed after as_of or None)`` of one
     answer's atom ids."""
-    other = None if holder_atoms.issuperset(ids) else \
-        next(a for a in ids if a not in holder_atoms)
+    other = None if holder_atoms.issuperset(ids) else next(a for a in ids if a not in holder_atoms)
     later = None
     if ids and max(map(obs_us.__getitem__, ids)) > as_of_us:
         later = next(a for a in ids if obs_us[a] > as_of_us)
@@ -213,9 +244,9 @@ def _scope_of(ids, holder_atoms: frozenset, obs_us: dict, as_of_us: int):
 
 class _State:
     def __init__(self) -> None:
-        self.records: dict[str, Any] = {}       # qid -> record
-        self.encoded: dict[bytes, bytes] = {}   # qid -> the query id as JSON
-        self.by_query: dict[str, str] = {}      # query id -> qid
+        self.records: dict[str, Any] = {}  # qid -> record
+        self.encoded: dict[bytes, bytes] = {}  # qid -> the query id as JSON
+        self.by_query: dict[str, str] = {}  # query id -> qid
         self.out = None
         self.run_path: Path | None = None
         self.written = 0
@@ -232,21 +263,32 @@ class _State:
 
         sets_dir = Path(m["sets_dir"])
         if m["check_sets"]:
-            check_sets_before_run(sets_dir, m["corpus_root"] and Path(m["corpus_root"]),
-                                  Path(m["manifest"]), m["lock"] and Path(m["lock"]))
-        recs, positions, items_all = select_split(sets_dir, m["split"], m["modalities"],
-                                                  m["limit"], m["sample_seed"])
+            check_sets_before_run(
+                sets_dir,
+                m["corpus_root"] and Path(m["corpus_root"]),
+                Path(m["manifest"]),
+                m["lock"] and Path(m["lock"]),
+            )
+        recs, positions, items_all = select_split(
+            sets_dir, m["split"], m["modalities"], m["limit"], m["sample_seed"]
+        )
         for r in recs:
             q = topic_id(r.query_id)
             if q in self.records:
-                raise MembenchError(f"{r.query_id} and {self.records[q].query_id} share the "
-                                    f"topic id {q}")
+                raise MembenchError(
+                    f"{r.query_id} and {self.records[q].query_id} share the topic id {q}"
+                )
             self.records[q] = r
             self.encoded[q.encode()] = dumps(r.query_id).encode("utf-8")
             self.by_query[r.query_id] = q
-        return {"ok": True, "topics": [topic(r) for r in recs], "items": positions,
-                "item_count": len(items_all), "queries": len(recs),
-                "modalities": sorted({r.modality for r in recs})}
+        return {
+            "ok": True,
+            "topics": [topic(r) for r in recs],
+            "items": positions,
+            "item_count": len(items_all),
+            "queries": len(recs),
+            "modalities": sorted({r.modality for r in recs}),
+        }
 
     def done(self, m: dict) -> dict:
         from .lines import _done_queries
@@ -270,7 +312,7 @@ class _State:
 
         self.run_path = Path(m["run_path"])
         if self.atoms_by_holder is not None and self.run_path.exists():
-            for row in read_run(self.run_path):      # the lines of earlier sessions
+            for row in read_run(self.run_path):  # the lines of earlier sessions
                 q = self.by_query.get(row.query_id)
                 if q is not None:
                     self._check(q, row.hit_ids, row.cartridge)
@@ -283,18 +325,24 @@ class _State:
         self.close()
         sha = sha256_file(self.run_path) if self.run_path and self.run_path.exists() else None
         first = self.scope["first"]
-        return {"ok": True, "written": self.written, "run_sha256": sha,
-                "scope": {**self.scope, "first": first}}
+        return {
+            "ok": True,
+            "written": self.written,
+            "run_sha256": sha,
+            "scope": {**self.scope, "first": first},
+        }
 
     # -- lines -----------------------------------------------------------------------
     def line(self, raw: bytes) -> None:
         if self.out is None:
             raise MembenchError("a run line before 'write' (a bug in the runner)")
-        q = raw[-_SUFFIX + len(_QID_KEY):-3]
-        enc = self.encoded.get(q) if raw[-_SUFFIX:-_SUFFIX + len(_QID_KEY)] == _QID_KEY else None
+        q = raw[-_SUFFIX + len(_QID_KEY) : -3]
+        enc = self.encoded.get(q) if raw[-_SUFFIX : -_SUFFIX + len(_QID_KEY)] == _QID_KEY else None
         if enc is None or not raw.endswith(b'"}\n'):
-            raise MembenchError(f"a run line without a known topic qid at its end: "
-                                f"{raw[-60:]!r} (a bug in the runner)")
+            raise MembenchError(
+                f"a run line without a known topic qid at its end: "
+                f"{raw[-60:]!r} (a bug in the runner)"
+            )
         self.out.write(raw[:-_SUFFIX] + b'"query_id":' + enc + b"}\n")
         self.written += 1
         if self.atoms_by_holder is not None:
@@ -309,15 +357,20 @@ class _State:
         from .files import to_us
 
         ids = [*hit_ids, *cartridge]
-        other, later = _scope_of(ids, self.atoms_by_holder.get(r.scope.holder, frozenset()),
-                                 self.obs_us, to_us(r.as_of))
+        other, later = _scope_of(
+            ids, self.atoms_by_holder.get(r.scope.holder, frozenset()), self.obs_us, to_us(r.as_of)
+        )
         s = self.scope
         s["checked"] += 1
         s["other_holder"] += other is not None
         s["after_as_of"] += later is not None
         if (other or later) and s["first"] is None:
-            s["first"] = {"query_id": r.query_id, "qid": q, "other_holder_atom": other,
-                          "after_as_of_atom": later}
+            s["first"] = {
+                "query_id": r.query_id,
+                "qid": q,
+                "other_holder_atom": other,
+                "after_as_of_atom": later,
+            }
 
     def close(self) -> None:
         if self.out is not None:
@@ -327,25 +380,40 @@ class _State:
 
 def _error(e: BaseException) -> dict:
     if isinstance(e, InputError):
-        return {"type": "InputError", "file": e.file, "line": e.line, "field": e.field,
-                "message": e.message, "rule": e.rule}
+        return {
+            "type": "InputError",
+            "file": e.file,
+            "line": e.line,
+            "field": e.field,
+            "message": e.message,
+            "rule": e.rule,
+        }
     if isinstance(e, MembenchError):
         return {"type": "MembenchError", "message": str(e)}
     if isinstance(e, OSError):
-        return {"type": "OSError", "errno": e.errno, "strerror": e.strerror,
-                "filename": None if e.filename is None else str(e.filename)}
+        return {
+            "type": "OSError",
+            "errno": e.errno,
+            "strerror": e.strerror,
+            "filename": None if e.filename is None else str(e.filename),
+        }
     return {"type": "other", "message": f"{type(e).__name__}: {e}"[:500]}
 
 
 def main() -> int:
     """The keeper process: answer the parent's control lines and write its run lines (module
     docstring) until its input ends."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)        # Ctrl-C is the parent's to handle
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     answers = os.fdopen(os.dup(1), "wb", buffering=0)
-    os.dup2(2, 1)                                       # anything printed goes to stderr
+    os.dup2(2, 1)  # anything printed goes to stderr
     state = _State()
-    ops = {"open": state.open, "done": state.done, "atoms": state.atoms,
-           "write": state.write, "finish": state.finish}
+    ops = {
+        "open": state.open,
+        "done": state.done,
+        "atoms": state.atoms,
+        "write": state.write,
+        "finish": state.finish,
+    }
     code = 0
     try:
         for raw in sys.stdin.buffer:

@@ -25,7 +25,7 @@ def _done_queries(run_path: Path) -> set[str]:
         size = os.fstat(f.fileno()).st_size
         if size:
             f.seek(size - 1)
-            if f.read(1) != b"\n":         # a torn last line: cut it, reading back in chunks
+            if f.read(1) != b"\n":  # a torn last line: cut it, reading back in chunks
                 end = size
                 while end > 0:
                     start = max(0, end - (1 << 20))

@@ -41,6 +41,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..content.config import CONTENT_ENV, content_settings
+from ..contract.protocol import Atom
+from ..contract.schema import AnnotationRecord, SourceItem
 from ..core import progress as _progress
 from ..core.bounds import bound
 from ..core.errors import MembenchError
@@ -48,9 +51,6 @@ from ..core.hashing import code_digest
 from ..core.jsonl import dumps
 from ..core.netguard import quiet_native_telemetry
 from ..core.paths import MANIFEST_PATH, cache_dir
-from ..contract.schema import AnnotationRecord, SourceItem
-from ..content.config import CONTENT_ENV, content_settings
-from ..contract.protocol import Atom
 from .runner import (
     _check_hits,
     _write_json,
@@ -66,16 +66,23 @@ from .runner import (
     warn_scope,
 )
 
-INSTALL_HINT = ("the ray engine needs Ray, an optional extra: pip install 'membench[ray]' "
-                "(or pip install ray)")
+INSTALL_HINT = (
+    "the ray engine needs Ray, an optional extra: pip install 'membench[ray]' (or pip install ray)"
+)
 DEFAULT_WINDOW = 256
 MAX_RESTARTS = 3
 OCR_PDF = ("pdf", "image", "ui_screenshot")
-START_ATTEMPTS = 3      # a local cluster's start can fail on a loaded machine: try again
-CONNECT_SECONDS = bound("ray_connect_seconds", 30.0, "s", "joining a Ray cluster at "
-                        "`--address`: a TCP connection, then its GCS must answer "
-                        "(`--connect-timeout`)", "exit 2, one line naming the address",
-                        "membench.run.ray_engine")
+START_ATTEMPTS = 3  # a local cluster's start can fail on a loaded machine: try again
+CONNECT_SECONDS = bound(
+    "ray_connect_seconds",
+    30.0,
+    "s",
+    "joining a Ray cluster at "
+    "`--address`: a TCP connection, then its GCS must answer "
+    "(`--connect-timeout`)",
+    "exit 2, one line naming the address",
+    "membench.run.ray_engine",
+)
 
 
 def import_ray():
@@ -98,9 +105,12 @@ _STUB = 'raise ImportError("left out of Ray helper processes by membench (slow t
 
 
 @contextmanager
-def cluster(address: str | None = None, num_cpus: int | None = None,
-            object_store_bytes: int = 1 << 30,
-            connect_timeout: float | None = CONNECT_SECONDS) -> Iterator[dict]:
+def cluster(
+    address: str | None = None,
+    num_cpus: int | None = None,
+    object_store_bytes: int = 1 << 30,
+    connect_timeout: float | None = CONNECT_SECONDS,
+) -> Iterator[dict]:
     """A Ray connection for the duration of the block; yields what it is (recorded in
     meta.json). Already connected (``ray.is_initialized()``: a test or a notebook made it):
     used as is and left open. ``address``: joins that cluster (which must answer within
@@ -120,9 +130,10 @@ def cluster(address: str | None = None, num_cpus: int | None = None,
         try:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as e:
-            raise MembenchError(f"--address {address}: cannot join the Ray cluster: "
-                                f"{str(e).splitlines()[0][:200] if str(e) else type(e).__name__}"
-                                ) from None
+            raise MembenchError(
+                f"--address {address}: cannot join the Ray cluster: "
+                f"{str(e).splitlines()[0][:200] if str(e) else type(e).__name__}"
+            ) from None
         try:
             yield {"cluster": address, "cpus": _cpus(ray)}
         finally:
@@ -130,16 +141,18 @@ def cluster(address: str | None = None, num_cpus: int | None = None,
         return
     n = num_cpus or default_workers()
     tmp = Path(tempfile.mkdtemp(prefix="mbray-", dir=os.environ.get("MEMBENCH_RAY_TMP") or None))
-    reaper = _start_reaper(tmp)         # before the environment names the folder
+    reaper = _start_reaper(tmp)  # before the environment names the folder
     stub = tmp / "pystub" / "rfc3987_syntax"
     stub.mkdir(parents=True)
     (stub / "__init__.py").write_text(_STUB)
-    env_before = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_USAGE_STATS_ENABLED",
-                                                 _LOCAL_ONLY)}
+    env_before = {
+        k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_USAGE_STATS_ENABLED", _LOCAL_ONLY)
+    }
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(stub.parent)] + ([env_before["PYTHONPATH"]] if env_before["PYTHONPATH"] else []))
+        [str(stub.parent)] + ([env_before["PYTHONPATH"]] if env_before["PYTHONPATH"] else [])
+    )
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    os.environ[_LOCAL_ONLY] = "0"       # node address 127.0.0.1, in every process it starts
+    os.environ[_LOCAL_ONLY] = "0"  # node address 127.0.0.1, in every process it starts
     listening_before = _own_listeners()
     try:
         try:
@@ -147,20 +160,27 @@ def cluster(address: str | None = None, num_cpus: int | None = None,
                 nice = _boost()
                 try:
                     with _loopback_node():
-                        ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False,
-                                 configure_logging=False, _node_ip_address="127.0.0.1",
-                                 _temp_dir=str(tmp / f"r{attempt}"),
-                                 object_store_memory=object_store_bytes,
-                                 _system_config={"worker_register_timeout_seconds": 600})
+                        ray.init(
+                            num_cpus=n,
+                            include_dashboard=False,
+                            log_to_driver=False,
+                            configure_logging=False,
+                            _node_ip_address="127.0.0.1",
+                            _temp_dir=str(tmp / f"r{attempt}"),
+                            object_store_memory=object_store_bytes,
+                            _system_config={"worker_register_timeout_seconds": 600},
+                        )
                     break
                 except Exception as e:  # noqa: BLE001 - ray raises a bare Exception here
                     why = _start_failure(tmp / f"r{attempt}") or str(e).splitlines()[0]
                     if ray.is_initialized():
                         ray.shutdown()
-                    _kill_session(tmp)        # a failed start leaves some helpers running
+                    _kill_session(tmp)  # a failed start leaves some helpers running
                     if attempt == START_ATTEMPTS:
-                        raise MembenchError(f"the local Ray cluster did not start ({attempt} "
-                                            f"tries; last: {why[:300]})") from None
+                        raise MembenchError(
+                            f"the local Ray cluster did not start ({attempt} "
+                            f"tries; last: {why[:300]})"
+                        ) from None
                 finally:
                     _unboost(nice, tmp)
         finally:
@@ -169,8 +189,12 @@ def cluster(address: str | None = None, num_cpus: int | None = None,
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-        where = {"cluster": f"local ({n} CPUs)", "cpus": n, "folder": str(tmp),
-                 "listening_before": listening_before}
+        where = {
+            "cluster": f"local ({n} CPUs)",
+            "cpus": n,
+            "folder": str(tmp),
+            "listening_before": listening_before,
+        }
         where["listening"] = check_loopback(where, "started")
         yield where
     finally:
@@ -191,7 +215,7 @@ def _loopback_node() -> Iterator[None]:
     call (the environment variable, set by :func:`cluster`, reaches the processes it starts)."""
     try:
         from ray._private import ray_constants as rc
-    except ImportError:             # another Ray layout: the socket check still refuses
+    except ImportError:  # another Ray layout: the socket check still refuses
         yield
         return
     old = getattr(rc, "ENABLE_RAY_CLUSTER", None)
@@ -222,8 +246,11 @@ def exposed(where: dict) -> tuple[list, list]:
 
     me = os.getpid()
     before = where.get("listening_before", set())
-    found = [x for x in listeners(cluster_pids(where) | {me})
-             if x.pid != me or (x.address, x.port) not in before]
+    found = [
+        x
+        for x in listeners(cluster_pids(where) | {me})
+        if x.pid != me or (x.address, x.port) not in before
+    ]
     return found, [x for x in found if not x.loopback]
 
 
@@ -236,10 +263,11 @@ def check_loopback(where: dict, when: str) -> int:
     if wide:
         raise MembenchError(
             f"the local Ray cluster ({when}) listens beyond this machine: "
-            + ", ".join(map(str, wide[:6])) + (f" and {len(wide) - 6} more" if len(wide) > 6
-                                                else "")
+            + ", ".join(map(str, wide[:6]))
+            + (f" and {len(wide) - 6} more" if len(wide) > 6 else "")
             + "; membench runs a local cluster on 127.0.0.1 only, and stops here (this Ray "
-            "binds otherwise: docs/ray.md)")
+            "binds otherwise: docs/ray.md)"
+        )
     return len(found)
 
 
@@ -247,13 +275,17 @@ def _start_reaper(tmp: Path) -> subprocess.Popen | None:
     """The reaper of this local cluster (:mod:`membench.run.ray_reaper`): told the folder, then
     waiting for the pipe to close."""
     try:
-        p = subprocess.Popen([sys.executable, str(Path(__file__).with_name("ray_reaper.py"))],
-                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
+        p = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("ray_reaper.py"))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         p.stdin.write(f"{tmp}\n".encode())
         p.stdin.flush()
         return p
-    except OSError:             # no reaper: the finally of cluster() still shuts it down
+    except OSError:  # no reaper: the finally of cluster() still shuts it down
         return None
 
 
@@ -278,7 +310,7 @@ def probe_address(address: str, timeout: float = CONNECT_SECONDS) -> None:
     client = address.startswith("ray://")
     target = address
     if not client:
-        try:            # what ray.init will connect to ("auto", localhost -> this node's address)
+        try:  # what ray.init will connect to ("auto", localhost -> this node's address)
             from ray._private.services import canonicalize_bootstrap_address
 
             target = canonicalize_bootstrap_address(address) or address
@@ -286,31 +318,40 @@ def probe_address(address: str, timeout: float = CONNECT_SECONDS) -> None:
             target = address
     m = re.fullmatch(r"(?:ray://)?(\[[^\]]+\]|[^:/\s\[\]]+):([0-9]{1,5})/?", target)
     if not m or not 0 < int(m.group(2)) < 65536:
-        raise MembenchError(f"--address {address!r}: expected HOST:PORT (the head's GCS, e.g. "
-                            "10.0.0.5:6379) or ray://HOST:PORT")
+        raise MembenchError(
+            f"--address {address!r}: expected HOST:PORT (the head's GCS, e.g. "
+            "10.0.0.5:6379) or ray://HOST:PORT"
+        )
     host, port = m.group(1).strip("[]"), int(m.group(2))
     join = f"--address {address}: cannot join the Ray cluster" + (
-        f" (Ray connects to {target})" if target != address else "")
+        f" (Ray connects to {target})" if target != address else ""
+    )
     try:
         with socket.create_connection((host, port), timeout=timeout):
             pass
     except socket.gaierror as e:
         raise MembenchError(f"{join}: {host} does not resolve ({e.strerror or e})") from None
-    except (TimeoutError, socket.timeout):
-        raise MembenchError(f"{join}: no TCP connection within {timeout:g} s "
-                            "(ray_connect_seconds; --connect-timeout)") from None
+    except TimeoutError:
+        raise MembenchError(
+            f"{join}: no TCP connection within {timeout:g} s "
+            "(ray_connect_seconds; --connect-timeout)"
+        ) from None
     except ConnectionRefusedError:
-        raise MembenchError(f"{join}: connection refused (nothing listens there: is the head "
-                            "running? `ray start --head`)") from None
+        raise MembenchError(
+            f"{join}: connection refused (nothing listens there: is the head "
+            "running? `ray start --head`)"
+        ) from None
     except OSError as e:
         raise MembenchError(f"{join}: {e.strerror or e}") from None
     if client:
-        return                  # Ray Client: ray.init connects with its own bounded retries
+        return  # Ray Client: ray.init connects with its own bounded retries
     left = timeout - (time.monotonic() - t0)
     why = _gcs_answers(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", left)
     if why is not None:
-        raise MembenchError(f"{join}: no Ray GCS answered there within {timeout:g} s ({why}; "
-                            "ray_connect_seconds, --connect-timeout)")
+        raise MembenchError(
+            f"{join}: no Ray GCS answered there within {timeout:g} s ({why}; "
+            "ray_connect_seconds, --connect-timeout)"
+        )
 
 
 def _gcs_answers(gcs: str, seconds: float) -> str | None:
@@ -321,7 +362,7 @@ def _gcs_answers(gcs: str, seconds: float) -> str | None:
     try:
         from ray._raylet import InnerGcsClient
     except ImportError:
-        return None                 # another Ray layout: ray.init decides
+        return None  # another Ray layout: ray.init decides
     ms = max(300, int(seconds * 1000 / 3))
     with tempfile.TemporaryFile() as cap:
         sys.stderr.flush()
@@ -341,7 +382,7 @@ def _session_pids(tmp: Path) -> list[int]:
     """Processes (not this one) whose command line or environment names this local cluster's
     folder (Ray renames its helpers' command lines; their environment keeps the PYTHONPATH
     entry under that folder)."""
-    from .ray_reaper import session_pids      # the reaper's own rule, one place
+    from .ray_reaper import session_pids  # the reaper's own rule, one place
 
     return session_pids(str(tmp).encode(), {os.getpid()})
 
@@ -422,8 +463,10 @@ def _cpus(ray) -> int:
 
 # --------------------------------------------------------------------------- sharding
 
-def shard_holders(items: Iterable[SourceItem], records: Iterable[AnnotationRecord],
-                  n: int) -> list[list[str]]:
+
+def shard_holders(
+    items: Iterable[SourceItem], records: Iterable[AnnotationRecord], n: int
+) -> list[list[str]]:
     """Holders dealt into ``n`` shards: heaviest first (items + queries; ties by name), each
     to the least loaded shard (ties: the lower index). Deterministic; empty shards dropped."""
     weight: dict[str, int] = {}
@@ -460,9 +503,11 @@ def _worker_env(env: dict[str, str]) -> None:
 
 def _check_corpus(corpus_root: str) -> None:
     if not Path(corpus_root).is_dir():
-        raise MembenchError(f"worker on {socket.gethostname()}: corpus root {corpus_root} is not "
-                            "a directory there (every node must see the corpus at the driver's "
-                            "path: docs/ray.md)")
+        raise MembenchError(
+            f"worker on {socket.gethostname()}: corpus root {corpus_root} is not "
+            "a directory there (every node must see the corpus at the driver's "
+            "path: docs/ray.md)"
+        )
 
 
 class ShardWorker:
@@ -476,9 +521,14 @@ class ShardWorker:
             self.system = make_system(name, dict(config))
 
     def hello(self) -> dict:
-        package = Path(__file__).parent.parent        # the membench/ this worker runs
-        return {"pid": os.getpid(), "host": socket.gethostname(), "code": code_digest(),
-                "config": self.system.config(), "membench": str(package)}
+        package = Path(__file__).parent.parent  # the membench/ this worker runs
+        return {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "code": code_digest(),
+            "config": self.system.config(),
+            "membench": str(package),
+        }
 
     def ingest(self, items: list[SourceItem], corpus_root: str) -> tuple[list[Atom], float]:
         _check_corpus(corpus_root)
@@ -494,7 +544,7 @@ class ShardWorker:
 
     def answer(self, batch: list[tuple]) -> list[tuple]:
         out = []
-        replay = getattr(self.system, "take_latency_replay", None)   # dense query_cache
+        replay = getattr(self.system, "take_latency_replay", None)  # dense query_cache
         if replay is not None:
             replay()
         with _progress.configured("quiet"):
@@ -517,8 +567,9 @@ def _dense_engines(engine) -> list:
     return [sub] if isinstance(sub, DenseEngine) else []
 
 
-def _extract_task(name: str, config: dict, env: dict[str, str], items: list[SourceItem],
-                  corpus_root: str) -> int:
+def _extract_task(
+    name: str, config: dict, env: dict[str, str], items: list[SourceItem], corpus_root: str
+) -> int:
     """Chunk ``items`` with the system's own chunker (PDF text and OCR land in the cache)."""
     _worker_env(env)
     _check_corpus(corpus_root)
@@ -527,8 +578,9 @@ def _extract_task(name: str, config: dict, env: dict[str, str], items: list[Sour
         return len(system.chunker(items, Path(corpus_root)))
 
 
-def _embed_task(name: str, config: dict, env: dict[str, str], which: int,
-                keys: list[bytes], texts: list[str]) -> int:
+def _embed_task(
+    name: str, config: dict, env: dict[str, str], which: int, keys: list[bytes], texts: list[str]
+) -> int:
     """Embed ``texts`` (one chunk, as the local engine would cut it) into the cache."""
     _worker_env(env)
     with _progress.configured("quiet"):
@@ -542,20 +594,31 @@ def _embed_task(name: str, config: dict, env: dict[str, str], which: int,
 
 # --------------------------------------------------------------------------- extraction
 
+
 def _reference_chunker(system) -> bool:
     from .. import content
     from ..systems.retrieval import RetrievalSystem
 
-    return isinstance(system, RetrievalSystem) and \
-        getattr(system.chunker, "func", None) is content.chunk
+    return (
+        isinstance(system, RetrievalSystem)
+        and getattr(system.chunker, "func", None) is content.chunk
+    )
 
 
 def _batches(seq: list, n: int) -> list[list]:
-    return [seq[i:i + n] for i in range(0, len(seq), n)]
+    return [seq[i : i + n] for i in range(0, len(seq), n)]
 
 
-def extract_content(ray, system, name: str, config: dict, env: dict[str, str],
-                    items: list[SourceItem], corpus_root: Path, workers: int) -> dict:
+def extract_content(
+    ray,
+    system,
+    name: str,
+    config: dict,
+    env: dict[str, str],
+    items: list[SourceItem],
+    corpus_root: Path,
+    workers: int,
+) -> dict:
     """Fill the content cache with Ray tasks before the shards ingest (see the module
     docstring); returns counts for meta.json. Systems whose chunker is not the reference one
     extract in their own ``ingest`` (nothing to do here)."""
@@ -571,8 +634,9 @@ def extract_content(ray, system, name: str, config: dict, env: dict[str, str],
         size = max(1, min(16, -(-len(heavy) // (4 * workers))))
         parts = _batches(heavy, size)
         with _progress.step("extract (ray tasks)", total=len(heavy), unit="item") as bar:
-            pending = {extract.remote(name, config, env, b, str(corpus_root)): len(b)
-                       for b in parts}
+            pending = {
+                extract.remote(name, config, env, b, str(corpus_root)): len(b) for b in parts
+            }
             out["tasks"] += len(parts)
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
@@ -590,8 +654,10 @@ def extract_content(ray, system, name: str, config: dict, env: dict[str, str],
     embed = ray.remote(num_cpus=1, max_retries=3)(_embed_task)
     for which, eng in enumerate(engines):
         mk = eng.model_key()
-        keys = [hashlib.sha256((mk + "\n" + t).encode("utf-8", "surrogatepass")).digest()
-                for t in distinct]
+        keys = [
+            hashlib.sha256((mk + "\n" + t).encode("utf-8", "surrogatepass")).digest()
+            for t in distinct
+        ]
         cache = eng.cache
         found = cache.get_many(keys, DIM) if cache else {}
         todo = [i for i, k in enumerate(keys) if k not in found]
@@ -599,8 +665,12 @@ def extract_content(ray, system, name: str, config: dict, env: dict[str, str],
             continue
         chunks = _batches(todo, eng.chunk_size)
         with _progress.step("embed (ray tasks)", total=len(todo), unit="text") as bar:
-            pending = {embed.remote(name, config, env, which, [keys[i] for i in c],
-                                    [distinct[i] for i in c]): len(c) for c in chunks}
+            pending = {
+                embed.remote(
+                    name, config, env, which, [keys[i] for i in c], [distinct[i] for i in c]
+                ): len(c)
+                for c in chunks
+            }
             out["tasks"] += len(chunks)
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
@@ -624,11 +694,23 @@ def _get(ray, ref):
 
 # --------------------------------------------------------------------------- the run
 
+
 class _Shards:
     """The shard actors, replaced when one dies (see the module docstring)."""
 
-    def __init__(self, ray, actor_cls, name, config, env, shard_items, corpus_root,
-                 driver_config, max_restarts, on_event):
+    def __init__(
+        self,
+        ray,
+        actor_cls,
+        name,
+        config,
+        env,
+        shard_items,
+        corpus_root,
+        driver_config,
+        max_restarts,
+        on_event,
+    ):
         self.ray, self.cls, self.name, self.config, self.env = ray, actor_cls, name, config, env
         self.items, self.root = shard_items, str(corpus_root)
         self.driver_config, self.max_restarts = driver_config, max_restarts
@@ -649,13 +731,17 @@ class _Shards:
     def _hello(self, i: int) -> None:
         info = _get(self.ray, self.actors[i].hello.remote())
         if info["code"] != self.driver_code:
-            raise MembenchError(f"worker on {info['host']} runs other membench code than the "
-                                f"driver ({info['membench']}): install the same membench on "
-                                "every node (docs/ray.md)")
+            raise MembenchError(
+                f"worker on {info['host']} runs other membench code than the "
+                f"driver ({info['membench']}): install the same membench on "
+                "every node (docs/ray.md)"
+            )
         if info["config"] != self.driver_config:
-            raise MembenchError(f"worker on {info['host']}: system {self.name} has another "
-                                "config there than in the driver (calibration files or "
-                                "packages differ between nodes?)")
+            raise MembenchError(
+                f"worker on {info['host']}: system {self.name} has another "
+                "config there than in the driver (calibration files or "
+                "packages differ between nodes?)"
+            )
         self.pids[i] = info["pid"]
         self.hosts.add(info["host"])
 
@@ -666,8 +752,10 @@ class _Shards:
             self._new(i)
         for i in range(len(self.actors)):
             self._retrying(i, self._hello)
-        refs = {i: self.actors[i].ingest.remote(self.items[i], self.root)
-                for i in range(len(self.actors))}
+        refs = {
+            i: self.actors[i].ingest.remote(self.items[i], self.root)
+            for i in range(len(self.actors))
+        }
         for i, ref in refs.items():
             try:
                 atoms, secs = _get(self.ray, ref)
@@ -691,9 +779,11 @@ class _Shards:
         self.on_event("restart", i)
         if self.restarts > self.max_restarts * len(self.actors):
             why = str(self.last_error).strip().splitlines()[-1][:200] if self.last_error else ""
-            raise MembenchError(f"Ray workers died {self.restarts} times (shard {i} last"
-                                f"{': ' + why if why else ''}); what was written is intact: "
-                                "re-run the same command to resume")
+            raise MembenchError(
+                f"Ray workers died {self.restarts} times (shard {i} last"
+                f"{': ' + why if why else ''}); what was written is intact: "
+                "re-run the same command to resume"
+            )
 
     def recover(self, i: int, gen: int) -> None:
         """Replace shard ``i``'s actor (unless that was done since generation ``gen``) and
@@ -705,15 +795,17 @@ class _Shards:
             self._new(i)
             try:
                 self._hello(i)
-                atoms, secs = _get(self.ray, self.actors[i].ingest.remote(self.items[i],
-                                                                         self.root))
+                atoms, secs = _get(self.ray, self.actors[i].ingest.remote(self.items[i], self.root))
             except self.ray.exceptions.RayActorError as e:
                 self.last_error = e
                 continue
-            if self.atoms[i] is not None and \
-                    [a.row() for a in atoms] != [a.row() for a in self.atoms[i]]:
-                raise MembenchError(f"system {self.name}: shard {i} ingested other atoms after "
-                                    "its worker was replaced; it is not deterministic")
+            if self.atoms[i] is not None and [a.row() for a in atoms] != [
+                a.row() for a in self.atoms[i]
+            ]:
+                raise MembenchError(
+                    f"system {self.name}: shard {i} ingested other atoms after "
+                    "its worker was replaced; it is not deterministic"
+                )
             self.atoms[i] = atoms
             self.ingest_seconds[i] = max(self.ingest_seconds[i], secs)
             return
@@ -727,16 +819,29 @@ class _Shards:
                     pass
 
 
-def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, out: Path,
-                   corpus_root: Path, modalities: Iterable[str] | None = None,
-                   limit: int | None = None, final: bool = False, *,
-                   lock: Path | None = None, manifest: Path = MANIFEST_PATH,
-                   check_sets: bool = True, sample_seed: int | None = None,
-                   address: str | None = None,
-                   workers: int | None = None, window: int = DEFAULT_WINDOW,
-                   max_restarts: int = MAX_RESTARTS, progress=None,
-                   on_event: Callable[[str, Any], None] | None = None,
-                   connect_timeout: float = CONNECT_SECONDS) -> dict:
+def run_system_ray(
+    name: str,
+    config: dict | None,
+    sets_dir: Path,
+    split: str,
+    out: Path,
+    corpus_root: Path,
+    modalities: Iterable[str] | None = None,
+    limit: int | None = None,
+    final: bool = False,
+    *,
+    lock: Path | None = None,
+    manifest: Path = MANIFEST_PATH,
+    check_sets: bool = True,
+    sample_seed: int | None = None,
+    address: str | None = None,
+    workers: int | None = None,
+    window: int = DEFAULT_WINDOW,
+    max_restarts: int = MAX_RESTARTS,
+    progress=None,
+    on_event: Callable[[str, Any], None] | None = None,
+    connect_timeout: float = CONNECT_SECONDS,
+) -> dict:
     """:func:`membench.run.runner.run_system` on Ray: system ``name`` with ``config`` over
     ``split`` into ``out`` (resuming a partial run of either engine), ``workers`` shards
     (default: the cluster's CPUs, at most 4 for a local one) on the cluster at ``address``
@@ -752,89 +857,184 @@ def run_system_ray(name: str, config: dict | None, sets_dir: Path, split: str, o
     config = dict(config or {})
     system = make_system(name, config)
     if receives_records(system):
-        raise MembenchError(f"system {system.name} is handed the gold (a test double): run it "
-                            "with the local engine")
+        raise MembenchError(
+            f"system {system.name} is handed the gold (a test double): run it with the local engine"
+        )
     if hasattr(system, "use_scratch"):
         # its store belongs in RUN_DIR/scratch, one per run: the local engine's
-        raise MembenchError(f"system {system.name} keeps its state in the run directory "
-                            "(use_scratch): run it with the local engine")
+        raise MembenchError(
+            f"system {system.name} keeps its state in the run directory "
+            "(use_scratch): run it with the local engine"
+        )
     preflight(split, out, modalities, limit, final, sample_seed)
     if address and not ray.is_initialized():
-        probe_address(address, connect_timeout)     # before RUN_DIR is touched
+        probe_address(address, connect_timeout)  # before RUN_DIR is touched
     from ..core.lock import run_dir_lock
     from .keeper import Keeper
 
     out = Path(out)
     corpus_root = Path(corpus_root).resolve()
     with Keeper() as keeper:
-        sel = keeper.open(sets_dir, split, modalities, limit, sample_seed, corpus_root, lock,
-                          manifest, check_sets)
-        with run_dir_lock(out), located_os_errors(out), \
-                cluster(address, workers or default_workers(), connect_timeout=None) as where:
-            meta = _run_on(ray, system, keeper, sel, name, config, sets_dir, split, out,
-                           corpus_root, modalities, limit, final, sample_seed, where, workers,
-                           window, max_restarts, progress, on_event)
+        sel = keeper.open(
+            sets_dir, split, modalities, limit, sample_seed, corpus_root, lock, manifest, check_sets
+        )
+        with (
+            run_dir_lock(out),
+            located_os_errors(out),
+            cluster(address, workers or default_workers(), connect_timeout=None) as where,
+        ):
+            meta = _run_on(
+                ray,
+                system,
+                keeper,
+                sel,
+                name,
+                config,
+                sets_dir,
+                split,
+                out,
+                corpus_root,
+                modalities,
+                limit,
+                final,
+                sample_seed,
+                where,
+                workers,
+                window,
+                max_restarts,
+                progress,
+                on_event,
+            )
     warn_scope(system.name, meta["scope"])
     return meta
 
 
-def _run_on(ray, system, keeper, sel, name, config, sets_dir, split, out, corpus_root,
-            modalities, limit, final, sample_seed, where, workers, window, max_restarts,
-            progress, on_event) -> dict:
+def _run_on(
+    ray,
+    system,
+    keeper,
+    sel,
+    name,
+    config,
+    sets_dir,
+    split,
+    out,
+    corpus_root,
+    modalities,
+    limit,
+    final,
+    sample_seed,
+    where,
+    workers,
+    window,
+    max_restarts,
+    progress,
+    on_event,
+) -> dict:
     """The run on a connected cluster (:func:`run_system_ray` holds the keeper, RUN_DIR's
     lock and the cluster around it)."""
+    # Long: twenty parameters (the run's options, passed on); the body is one sequence
     worker_config = {**config, "ocr_processes": 1} if "ocr_processes" in config else config
     telemetry = quiet_native_telemetry()
-    env = {"MEMBENCH_CACHE": str(cache_dir("").resolve()), "MEMBENCH_PROGRESS": "quiet",
-           **telemetry,      # and the content layer's settings (--content), one OCR process each
-           CONTENT_ENV: json.dumps({**content_settings(), "ocr_processes": 1})}
+    env = {
+        "MEMBENCH_CACHE": str(cache_dir("").resolve()),
+        "MEMBENCH_PROGRESS": "quiet",
+        **telemetry,  # and the content layer's settings (--content), one OCR process each
+        CONTENT_ENV: json.dumps({**content_settings(), "ocr_processes": 1}),
+    }
     n = workers or max(1, where["cpus"])
-    engine = {"engine": "ray", "ray_version": ray.__version__, "workers": n,
-              "cluster": where["cluster"]}
-    meta = begin_run(system, sel, sets_dir, split, out, modalities, limit, final,
-                     engine=engine, sample_seed=sample_seed)
+    engine = {
+        "engine": "ray",
+        "ray_version": ray.__version__,
+        "workers": n,
+        "cluster": where["cluster"],
+    }
+    meta = begin_run(
+        system,
+        sel,
+        sets_dir,
+        split,
+        out,
+        modalities,
+        limit,
+        final,
+        engine=engine,
+        sample_seed=sample_seed,
+    )
     meta["native_telemetry"] = telemetry
     # the network guard watches one process (the local engine's); Ray's workers talk to
     # the cluster over the network, so nothing is counted here: said, not implied
-    meta["network"] = {"watched": False, "why": "the network guard watches the local "
-                       "engine's process only; Ray's workers talk to the cluster over the "
-                       "network"}
+    meta["network"] = {
+        "watched": False,
+        "why": "the network guard watches the local "
+        "engine's process only; Ray's workers talk to the cluster over the "
+        "network",
+    }
     shards = shard_holders(sel.items, sel.topics, n)
     shard_of = {h: i for i, hs in enumerate(shards) for h in hs}
-    shard_items = [[it for it in sel.items if shard_of[it.holder] == i]
-                   for i in range(len(shards))]
+    shard_items = [[it for it in sel.items if shard_of[it.holder] == i] for i in range(len(shards))]
     t0 = time.perf_counter()
-    engine["extraction"] = extract_content(ray, system, name, worker_config, env,
-                                           sel.items, corpus_root, n)
+    engine["extraction"] = extract_content(
+        ray, system, name, worker_config, env, sel.items, corpus_root, n
+    )
     # every shard must fit at once (more shards than CPUs share them)
     per = min(1.0, where["cpus"] / len(shards)) if where["cpus"] else 1.0
     actor_cls = ray.remote(num_cpus=per, max_restarts=0, max_task_retries=0)(ShardWorker)
-    pool = _Shards(ray, actor_cls, name, worker_config, env, shard_items, corpus_root,
-                   system.config(), max_restarts, on_event)
+    pool = _Shards(
+        ray,
+        actor_cls,
+        name,
+        worker_config,
+        env,
+        shard_items,
+        corpus_root,
+        system.config(),
+        max_restarts,
+        on_event,
+    )
     try:
-        with _progress.step(f"ingest ({system.name}, {len(shards)} ray workers)",
-                            total=len(sel.items), unit="item") as bar:
+        with _progress.step(
+            f"ingest ({system.name}, {len(shards)} ray workers)", total=len(sel.items), unit="item"
+        ) as bar:
             pool.start()
             bar.advance(len(sel.items))
-        if "folder" in where:           # a local cluster: still loopback with its workers
-            engine["listening"] = {"sockets": check_loopback(where, "with its workers"),
-                                   "all_loopback": True}
+        if "folder" in where:  # a local cluster: still loopback with its workers
+            engine["listening"] = {
+                "sockets": check_loopback(where, "with its workers"),
+                "all_loopback": True,
+            }
         order = {it.source_id: k for k, it in enumerate(sel.items)}
-        atoms = sorted((a for part in pool.atoms for a in part),
-                       key=lambda a: order.get(a.source_id, -1))
+        atoms = sorted(
+            (a for part in pool.atoms for a in part), key=lambda a: order.get(a.source_id, -1)
+        )
         meta["ingest_seconds"] = round(time.perf_counter() - t0, 3)
         meta["truncation"] = truncation_meta(system, counted=False)
-        engine.update(shards=len(shards), hosts=sorted(pool.hosts),
-                      shard_ingest_seconds=[round(s, 3) for s in pool.ingest_seconds])
+        engine.update(
+            shards=len(shards),
+            hosts=sorted(pool.hosts),
+            shard_ingest_seconds=[round(s, 3) for s in pool.ingest_seconds],
+        )
         record_atoms(system.name, atoms, sel.items, out, meta)
         t_queries = time.perf_counter()
-        todo_n = _answer(ray, pool, keeper, system.name, sel.topics, shard_of, atoms, out,
-                         window, progress, on_event)
+        todo_n = _answer(
+            ray,
+            pool,
+            keeper,
+            system.name,
+            sel.topics,
+            shard_of,
+            atoms,
+            out,
+            window,
+            progress,
+            on_event,
+        )
         end = keeper.finish()
         meta["query_seconds"] = round(time.perf_counter() - t_queries, 3)
         engine["restarts"] = pool.restarts
         engine["worker_peak_rss_mb"] = [
-            round(_get(ray, a.peak_rss_mb.remote()), 1) for a in pool.actors]
+            round(_get(ray, a.peak_rss_mb.remote()), 1) for a in pool.actors
+        ]
     finally:
         pool.kill_all()
     finish_meta(meta, end, todo_n)
@@ -842,8 +1042,19 @@ def _run_on(ray, system, keeper, sel, name, config, sets_dir, split, out, corpus
     return meta
 
 
-def _answer(ray, pool: _Shards, keeper, name: str, topics: list, shard_of: dict[str, int],
-            atoms: list[Atom], out: Path, window: int, progress, on_event) -> int:
+def _answer(
+    ray,
+    pool: _Shards,
+    keeper,
+    name: str,
+    topics: list,
+    shard_of: dict[str, int],
+    atoms: list[Atom],
+    out: Path,
+    window: int,
+    progress,
+    on_event,
+) -> int:
     """Ask the unanswered topics, window by window, and hand their lines to the keeper in
     presentation order (as :func:`membench.run.runner._run_locked` does); returns how many
     were asked. Workers get (qid, question, scope, as_of): topics, never records."""
@@ -859,7 +1070,8 @@ def _answer(ray, pool: _Shards, keeper, name: str, topics: list, shard_of: dict[
         parts: dict[int, list[tuple]] = {}
         for t in w:
             parts.setdefault(shard_of[t.scope.holder], []).append(
-                (t.qid, t.question, t.scope, t.as_of))
+                (t.qid, t.question, t.scope, t.as_of)
+            )
         return {i: (pool.actors[i].answer.remote(b), pool.gen[i], b) for i, b in parts.items()}
 
     def collect(sent: dict[int, tuple]) -> dict[str, tuple]:
@@ -892,8 +1104,12 @@ def _answer(ray, pool: _Shards, keeper, name: str, topics: list, shard_of: dict[
                 cart, hits = check_answer(name, qid, hits, cart, known)
                 hits = _check_hits(name, qid, hits, known)
                 conf = check_confidence(name, qid, conf)
-                line = {"query_id": qid, "hits": hits, "cartridge": cart,
-                        "latency_ms": round(ms, 3)}
+                line = {
+                    "query_id": qid,
+                    "hits": hits,
+                    "cartridge": cart,
+                    "latency_ms": round(ms, 3),
+                }
                 if conf is not None:
                     line["confidence"] = conf
                 keeper.write((dumps(line) + "\n").encode("utf-8"))
@@ -905,5 +1121,12 @@ def _answer(ray, pool: _Shards, keeper, name: str, topics: list, shard_of: dict[
     return len(todo)
 
 
-__all__ = ["INSTALL_HINT", "cluster", "default_workers", "extract_content", "import_ray",
-           "run_system_ray", "shard_holders"]
+__all__ = [
+    "INSTALL_HINT",
+    "cluster",
+    "default_workers",
+    "extract_content",
+    "import_ray",
+    "run_system_ray",
+    "shard_holders",
+]

@@ -50,7 +50,7 @@ def _stat(pid: int) -> tuple[int, int] | None:
         raw = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return None
-    rest = raw[raw.rfind(b")") + 2:].split()        # after "pid (comm) ": state is field 3
+    rest = raw[raw.rfind(b")") + 2 :].split()  # after "pid (comm) ": state is field 3
     try:
         return int(rest[1]), int(rest[19])
     except (IndexError, ValueError):
@@ -85,8 +85,13 @@ def _alive_as(pid: int, start: int) -> bool:
     return st is not None and st[1] == start
 
 
-def reap(folder: str, skip: set[int], quiet_s: float = 5.0, limit_s: float = 12.0,
-         known: dict[int, int] | None = None) -> int:
+def reap(
+    folder: str,
+    skip: set[int],
+    quiet_s: float = 5.0,
+    limit_s: float = 12.0,
+    known: dict[int, int] | None = None,
+) -> int:
     """Kill what names ``folder`` in rounds until none has been seen for ``quiet_s`` (a dying
     raylet or agent may start one more process, later on a loaded machine: a full test run
     saw one start more than 1 s after the last kill, and with 2.5 s of quiet the Dashboard and
@@ -118,15 +123,15 @@ def reap(folder: str, skip: set[int], quiet_s: float = 5.0, limit_s: float = 12.
 
 
 def main() -> int:
-    for sig in (signal.SIGINT, signal.SIGHUP):      # Ctrl-C is the driver's to handle
+    for sig in (signal.SIGINT, signal.SIGHUP):  # Ctrl-C is the driver's to handle
         signal.signal(sig, signal.SIG_IGN)
     folder = sys.stdin.readline().strip()
     parent = os.getppid()
     if not folder:
         return 2
-    known = watch(folder, {os.getpid(), parent})   # until the driver closes the pipe, or dies
+    known = watch(folder, {os.getpid(), parent})  # until the driver closes the pipe, or dies
     skip = {os.getpid()}
-    if os.getppid() == parent:          # the driver is alive (a normal shutdown): spare it
+    if os.getppid() == parent:  # the driver is alive (a normal shutdown): spare it
         skip.add(parent)
     reap(folder, skip, known=known)
     return 0

@@ -35,15 +35,18 @@ import operator
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import orjson
 
-from ..core.version import __version__
+from ..content.config import content_settings
+from ..contract.protocol import MAX_DEPTH, Atom, MemorySystem, check_atom
+from ..contract.schema import SourceItem
 from ..core import progress as _progress
 from ..core.atomic import atomic_write_json, atomic_write_text, open_append
 from ..core.errors import InputError, MembenchError
@@ -52,19 +55,13 @@ from ..core.jsonl import dumps, read_json_file, sha256_file
 from ..core.lock import prepare_run_dir, run_dir_lock
 from ..core.netguard import NetworkGuard, quiet_native_telemetry
 from ..core.paths import BENCH_DIR, MANIFEST_PATH, REPO_ROOT
+from ..core.version import __version__
 from ..modalities import EXTENT_CAPS, MODALITIES
 from ..sets.build import set_digests
-from ..contract.schema import SourceItem
-from ..sets.select import (
-    ORDER_RULE,
-    ORDER_SEED,
-    check_modalities,
-)
-from ..content.config import content_settings
+from ..sets.select import ORDER_RULE, ORDER_SEED, check_modalities
 from .files import SCRATCH, check_run_dir_files, repeated
 from .lines import FSYNC_SECONDS, LineFile, _done_queries, fsync_if_due  # noqa: F401 (re-exported)
 from .split import SplitData, check_limit, check_sets_before_run, load_split, select_split  # noqa: F401,E501
-from ..contract.protocol import MAX_DEPTH, Atom, MemorySystem, check_atom
 
 TEST_ACCESS_LOG = BENCH_DIR / "test_access.jsonl"
 
@@ -75,11 +72,18 @@ class ProtocolError(MembenchError):
 
 def code_revision() -> str:
     try:
-        rev = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain",
-                                "--untracked-files=no"], capture_output=True, text=True,
-                               timeout=10).stdout.strip()
+        rev = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         if rev:
             return rev + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
@@ -100,17 +104,24 @@ def log_test_access(system: str, out: Path, revision: str, action: str = "run") 
     test-split run's figures (``"read"``: metrics, reports, comparisons); reports show this
     log. A read repeated on the same day, of the same run at the same revision, is logged
     once."""
-    row = {"time": _now(), "system": system, "run_dir": str(Path(out).resolve()),
-           "code_revision": revision, "action": action}
+    row = {
+        "time": _now(),
+        "system": system,
+        "run_dir": str(Path(out).resolve()),
+        "code_revision": revision,
+        "action": action,
+    }
     if action != "run" and TEST_ACCESS_LOG.exists():
         for line in TEST_ACCESS_LOG.read_text(encoding="utf-8").splitlines():
             try:
                 old = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if (old.get("action"), old.get("run_dir"), old.get("code_revision")) == \
-                    (action, row["run_dir"], revision) and \
-                    str(old.get("time", ""))[:10] == row["time"][:10]:
+            if (old.get("action"), old.get("run_dir"), old.get("code_revision")) == (
+                action,
+                row["run_dir"],
+                revision,
+            ) and str(old.get("time", ""))[:10] == row["time"][:10]:
                 return
     with open_append(TEST_ACCESS_LOG, text=True) as f:
         f.write(dumps(row) + "\n")
@@ -127,20 +138,36 @@ def check_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem]) ->
         raise ProtocolError(f"system {system_name}: atom #{i}: atom_id {why}")
     for i, a in enumerate(atoms):
         if not isinstance(a.atom_id, str) or not a.atom_id:
-            raise ProtocolError(f"system {system_name}: atom #{i}: atom_id must be a non-empty string")
+            raise ProtocolError(
+                f"system {system_name}: atom #{i}: atom_id must be a non-empty string"
+            )
         if a.atom_id in seen:
             raise ProtocolError(f"system {system_name}: atom #{i}: duplicate atom_id {a.atom_id!r}")
         seen.add(a.atom_id)
         why = check_atom(a, by_id.get(a.source_id))
         if why:
-            raise ProtocolError(f"system {system_name}: atom #{i} ({a.atom_id}): extent rejected: {why}")
+            raise ProtocolError(
+                f"system {system_name}: atom #{i} ({a.atom_id}): extent rejected: {why}"
+            )
 
 
-def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corpus_root: Path,
-               modalities: Iterable[str] | None = None, limit: int | None = None,
-               final: bool = False, progress=None, *, lock: Path | None = None,
-               manifest: Path = MANIFEST_PATH, check_sets: bool = True,
-               sample_seed: int | None = None, ingested: Path | None = None) -> dict:
+def run_system(
+    system: MemorySystem,
+    sets_dir: Path,
+    split: str,
+    out: Path,
+    corpus_root: Path,
+    modalities: Iterable[str] | None = None,
+    limit: int | None = None,
+    final: bool = False,
+    progress=None,
+    *,
+    lock: Path | None = None,
+    manifest: Path = MANIFEST_PATH,
+    check_sets: bool = True,
+    sample_seed: int | None = None,
+    ingested: Path | None = None,
+) -> dict:
     """Run ``system`` over ``split`` into ``out`` (resuming if ``out`` holds a partial run).
 
     First, in seconds: the arguments (:func:`preflight`), then the run's keeper process
@@ -159,16 +186,35 @@ def run_system(system: MemorySystem, sets_dir: Path, split: str, out: Path, corp
 
     preflight(split, out, modalities, limit, final, sample_seed)
     with Keeper() as keeper:
-        sel = keeper.open(sets_dir, split, modalities, limit, sample_seed, corpus_root, lock,
-                          manifest, check_sets)
+        sel = keeper.open(
+            sets_dir, split, modalities, limit, sample_seed, corpus_root, lock, manifest, check_sets
+        )
         with run_dir_lock(out), located_os_errors(out):
-            return _run_locked(system, keeper, sel, sets_dir, split, out, corpus_root,
-                               modalities, limit, final, progress, sample_seed, ingested)
+            return _run_locked(
+                system,
+                keeper,
+                sel,
+                sets_dir,
+                split,
+                out,
+                corpus_root,
+                modalities,
+                limit,
+                final,
+                progress,
+                sample_seed,
+                ingested,
+            )
 
 
-def preflight(split: str, out: Path, modalities: Iterable[str] | None = None,
-              limit: int | None = None, final: bool = False,
-              sample_seed: int | None = None) -> None:
+def preflight(
+    split: str,
+    out: Path,
+    modalities: Iterable[str] | None = None,
+    limit: int | None = None,
+    final: bool = False,
+    sample_seed: int | None = None,
+) -> None:
     """The checks every engine makes before anything reads the sets: the split (test needs
     ``final``), ``limit`` (and ``sample_seed``, which needs it), the modalities and RUN_DIR's
     shape. (The sets are checked by the run's keeper process.)"""
@@ -177,10 +223,13 @@ def preflight(split: str, out: Path, modalities: Iterable[str] | None = None,
     if split == "test" and not final:
         raise MembenchError("the test split is frozen: pass --final for a final, logged run")
     check_limit(limit)
-    if sample_seed is not None and (limit is None or not isinstance(sample_seed, int)
-                                    or isinstance(sample_seed, bool)):
-        raise MembenchError("--sample-seed goes with --limit N (it draws the N queries per "
-                            "modality by another hash) and is an integer")
+    if sample_seed is not None and (
+        limit is None or not isinstance(sample_seed, int) or isinstance(sample_seed, bool)
+    ):
+        raise MembenchError(
+            "--sample-seed goes with --limit N (it draws the N queries per "
+            "modality by another hash) and is an integer"
+        )
     check_modalities(modalities)
     prepare_run_dir(out, create=False)
     check_run_dir_files(out)
@@ -198,30 +247,50 @@ def located_os_errors(out: Path):
         raise
 
 
-def _run_locked(system: MemorySystem, keeper, sel, sets_dir: Path, split: str, out: Path,
-                corpus_root: Path, modalities: Iterable[str] | None = None,
-                limit: int | None = None, final: bool = False, progress=None,
-                sample_seed: int | None = None, ingested: Path | None = None) -> dict:
+def _run_locked(
+    system: MemorySystem,
+    keeper,
+    sel,
+    sets_dir: Path,
+    split: str,
+    out: Path,
+    corpus_root: Path,
+    modalities: Iterable[str] | None = None,
+    limit: int | None = None,
+    final: bool = False,
+    progress=None,
+    sample_seed: int | None = None,
+    ingested: Path | None = None,
+) -> dict:
     """The run itself (:func:`run_system` holds RUN_DIR's lock and the keeper around it)."""
     out = Path(out)
-    meta = begin_run(system, sel, sets_dir, split, out, modalities, limit, final,
-                     sample_seed=sample_seed)
+    meta = begin_run(
+        system, sel, sets_dir, split, out, modalities, limit, final, sample_seed=sample_seed
+    )
     meta_old = {"network": meta.get("network")}  # an interrupted run's count, carried on
     meta_path, run_path = out / "meta.json", out / "run.jsonl"
     if meta["sees_gold"]:  # registered test doubles only: they are handed the gold on purpose
         from ..systems.doubles import RunContext
-        system.bind(RunContext(Path(sets_dir), split,
-                               load_split(sets_dir, split, modalities, limit, sample_seed).records))
+
+        system.bind(
+            RunContext(
+                Path(sets_dir),
+                split,
+                load_split(sets_dir, split, modalities, limit, sample_seed).records,
+            )
+        )
     guard = network_guard(system)
     meta["native_telemetry"] = quiet_native_telemetry()
-    if hasattr(system, "use_scratch"):      # a library that keeps its state on disk
+    if hasattr(system, "use_scratch"):  # a library that keeps its state on disk
         system.use_scratch(out / SCRATCH)
     t0 = time.perf_counter()
     from ..content import not_covered
 
-    not_covered(clear=True)     # what an earlier run in this process refused is not this one's
-    with _progress.step(f"ingest ({system.name})", total=len(sel.items), unit="item") as bar, \
-            guard.phase("ingest"):
+    not_covered(clear=True)  # what an earlier run in this process refused is not this one's
+    with (
+        _progress.step(f"ingest ({system.name})", total=len(sel.items), unit="item") as bar,
+        guard.phase("ingest"),
+    ):
         atoms = system.ingest(sel.items, corpus_root)
         bar.advance(len(sel.items))
         bar.count("atoms", len(atoms))
@@ -246,8 +315,12 @@ def _run_locked(system: MemorySystem, keeper, sel, sets_dir: Path, split: str, o
         gc.freeze()
     seen = guard.attempts
     if HIT_CHECK_MISSING and todo:
-        print(f"membench: note: {HIT_CHECK_MISSING}: the hits are checked in Python instead "
-              "(the same lines, written more slowly)", file=sys.stderr, flush=True)
+        print(
+            f"membench: note: {HIT_CHECK_MISSING}: the hits are checked in Python instead "
+            "(the same lines, written more slowly)",
+            file=sys.stderr,
+            flush=True,
+        )
     keeper.start(run_path)
     t_queries = time.perf_counter()
     try:
@@ -262,7 +335,7 @@ def _run_locked(system: MemorySystem, keeper, sel, sets_dir: Path, split: str, o
     if guard.attempts > seen:
         _warn_network(system.name, "queries", guard)
     stats = getattr(system, "store_stats", None)
-    if callable(stats):                 # the system's own account of its store(s)
+    if callable(stats):  # the system's own account of its store(s)
         meta["store"] = {**meta.get("store", {}), **stats()}
     finish_meta(meta, end, len(todo))
     _write_json(meta_path, meta)
@@ -295,9 +368,11 @@ def scope_line(name: str, scope: dict) -> str | None:
     if later:
         what.append(f"{later} of {scope['checked']} queries got atoms observed after as_of")
     atom = first.get("other_holder_atom") or first.get("after_as_of_atom")
-    return (f"membench: scope: system {name}: {' and '.join(what)} (first: "
-            f"{first.get('query_id')}, atom {atom}); holder and temporal correctness count "
-            "them (`membench metrics`)")
+    return (
+        f"membench: scope: system {name}: {' and '.join(what)} (first: "
+        f"{first.get('query_id')}, atom {atom}); holder and temporal correctness count "
+        "them (`membench metrics`)"
+    )
 
 
 def warn_scope(name: str, scope: dict) -> None:
@@ -306,15 +381,16 @@ def warn_scope(name: str, scope: dict) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: set[str],
-            sink, progress=None) -> None:
+def _answer(
+    system: MemorySystem, todo: list, n_done: int, n_all: int, known: set[str], sink, progress=None
+) -> None:
     """Ask ``todo``'s topics in order, handing one canonical line each to ``sink`` (its
     ``write``: the keeper, which writes it with the query id; or a :class:`LineFile`). A line
     names the topic's qid; errors name it too."""
     # work a system's cache replaced, at the time it took when done (dense query_cache)
     replay = getattr(system, "take_latency_replay", None)
     if replay is not None:
-        replay()                        # from a query before this loop (calibration, a probe)
+        replay()  # from a query before this loop (calibration, a probe)
     with _progress.step(f"queries ({system.name})", total=n_all, unit="query") as bar:
         bar.advance(n_done)
         if n_done:
@@ -323,8 +399,8 @@ def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: se
             t0 = time.perf_counter()
             try:
                 res = system.query(t.question, t.scope, t.as_of)
-            except MembenchError as e:      # say which query it was
-                named = getattr(e, "for_query", None)   # an error that can name the query
+            except MembenchError as e:  # say which query it was
+                named = getattr(e, "for_query", None)  # an error that can name the query
                 if named is not None:
                     raise named(t.qid) from None
                 raise _at_query(e, system.name, t.qid) from None
@@ -332,13 +408,17 @@ def _answer(system: MemorySystem, todo: list, n_done: int, n_all: int, known: se
             if replay is not None:
                 t_end = max(t0, t_end + replay())
             cart, hits = _answer_parts(system.name, t.qid, res, known)
-            row = {"cartridge": cart, "hits": hits, "latency_ms": round((t_end - t0) * 1000.0, 3),
-                   "query_id": t.qid}
+            row = {
+                "cartridge": cart,
+                "hits": hits,
+                "latency_ms": round((t_end - t0) * 1000.0, 3),
+                "query_id": t.qid,
+            }
             conf = check_confidence(system.name, t.qid, getattr(res, "confidence", None))
             if conf is not None:
                 row["confidence"] = conf
             line = _fast_line(row, known)
-            if line is None:            # the checks one hit at a time, then json.dumps
+            if line is None:  # the checks one hit at a time, then json.dumps
                 row["hits"] = _check_hits(system.name, t.qid, hits, known)
                 line = run_line(row)
             sink.write(line)
@@ -373,9 +453,11 @@ def _fast_line(row: dict, known: set[str]) -> bytes | None:
     if len(hits) > MAX_DEPTH:
         return None
     try:
-        if not (plain_pairs(hits, known)
-                and (row["latency_ms"] == 0.0 or _PLAIN_LO <= row["latency_ms"] < _PLAIN_HI)
-                and _plain_floats([row["confidence"]] if "confidence" in row else [])):
+        if not (
+            plain_pairs(hits, known)
+            and (row["latency_ms"] == 0.0 or _PLAIN_LO <= row["latency_ms"] < _PLAIN_HI)
+            and _plain_floats([row["confidence"]] if "confidence" in row else [])
+        ):
             return None
         if type(hits) is not list:
             row = {**row, "hits": list(hits)}
@@ -383,7 +465,7 @@ def _fast_line(row: dict, known: set[str]) -> bytes | None:
         # 1e16): plain decimals, the same digits as json.dumps (on every binade in
         # tests/test_run_lines.py)
         return orjson.dumps(row, option=_ORJSON_OPTS)
-    except (TypeError, KeyError, IndexError, ValueError):   # orjson.JSONEncodeError is one
+    except (TypeError, KeyError, IndexError, ValueError):  # orjson.JSONEncodeError is one
         return None
 
 
@@ -398,23 +480,34 @@ def _plain_pairs_py(hits, known: set[str]) -> bool:
     if not (set(map(len, hits)) <= _TWO and known.issuperset(ids) and len(set(ids)) == len(ids)):
         return False
     scores = list(map(_SECOND, hits))
-    return (set(map(type, scores)) <= _FLOAT and math.isfinite(sum(scores))
-            and (not scores or _PLAIN_LO <= min(scores) and max(scores) < _PLAIN_HI
-                 or _plain_floats(scores)))
+    return (
+        set(map(type, scores)) <= _FLOAT
+        and math.isfinite(sum(scores))
+        and (
+            not scores
+            or _PLAIN_LO <= min(scores)
+            and max(scores) < _PLAIN_HI
+            or _plain_floats(scores)
+        )
+    )
 
 
 _TWO, _FLOAT = {2}, {float}
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 # subclasses of str/int/list/dict and dataclasses are refused (json.dumps would write them
 # differently or the per-hit loop converts them)
-_ORJSON_OPTS = (orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
-                | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS)
+_ORJSON_OPTS = (
+    orjson.OPT_APPEND_NEWLINE
+    | orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+)
 
 #: why the C test is not here (``None`` when it is)
 HIT_CHECK_MISSING: str | None = None
-try:        # the one-pass C test, built at install where a C compiler is found (setup.py)
+try:  # the one-pass C test, built at install where a C compiler is found (setup.py)
     from ._hitcheck import plain_pairs
-except ImportError as e:    # pragma: no cover - the same test in Python
+except ImportError as e:  # pragma: no cover - the same test in Python
     plain_pairs = _plain_pairs_py
     HIT_CHECK_MISSING = f"membench.run._hitcheck not built ({e}); reinstall with a C compiler"
 
@@ -428,8 +521,9 @@ def network_guard(system: MemorySystem) -> NetworkGuard:
     mode = getattr(system, "network_policy", "record")
     allow = getattr(system, "network_allow", ())
     if mode not in ("block", "record"):
-        raise MembenchError(f"system {system.name}: network_policy must be 'block' or "
-                            f"'record', got {mode!r}")
+        raise MembenchError(
+            f"system {system.name}: network_policy must be 'block' or 'record', got {mode!r}"
+        )
     return NetworkGuard(mode, allow)
 
 
@@ -440,22 +534,36 @@ def _network_meta(old_meta: dict, guard: NetworkGuard) -> dict:
     prev = before.get("attempts_all_sessions", before.get("attempts", 0))
     prev = prev if isinstance(prev, int) and not isinstance(prev, bool) else 0
     prev_done = before.get("sessions", 0) if isinstance(before.get("sessions"), int) else 0
-    return {**guard.report(), "attempts_all_sessions": prev + guard.attempts,
-            "sessions": prev_done + 1}
+    return {
+        **guard.report(),
+        "attempts_all_sessions": prev + guard.attempts,
+        "sessions": prev_done + 1,
+    }
 
 
 def _warn_network(name: str, phase: str, guard: NetworkGuard) -> None:
     """One loud line on standard error (whatever the progress mode) when the system tried to
     reach the network."""
     if guard.attempts:
-        print(f"membench: warning: system {name} ({phase}): {guard.summary()}; see "
-              "meta.json network", file=sys.stderr, flush=True)
+        print(
+            f"membench: warning: system {name} ({phase}): {guard.summary()}; see meta.json network",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
-def begin_run(system: MemorySystem, sel, sets_dir: Path, split: str, out: Path,
-              modalities: Iterable[str] | None = None, limit: int | None = None,
-              final: bool = False, engine: str | dict = "local",
-              sample_seed: int | None = None) -> dict:
+def begin_run(
+    system: MemorySystem,
+    sel,
+    sets_dir: Path,
+    split: str,
+    out: Path,
+    modalities: Iterable[str] | None = None,
+    limit: int | None = None,
+    final: bool = False,
+    engine: str | dict = "local",
+    sample_seed: int | None = None,
+) -> dict:
     """Write RUN_DIR/meta.json for the selection ``sel`` (a
     :class:`membench.run.keeper.Selection`) with status ``running`` (checked against an
     interrupted run's meta.json, whose ``started`` and ``resumed`` count it carries on); a
@@ -477,35 +585,50 @@ def begin_run(system: MemorySystem, sel, sets_dir: Path, split: str, out: Path,
     check_run_dir_files(out)
     meta_path = out / "meta.json"
 
-    from ..systems.identity import identify
     from ..systems import DOUBLES, receives_records
+    from ..systems.identity import identify
 
     sees_gold = receives_records(system)
     if hasattr(system, "bind") and not sees_gold:
         raise MembenchError(
             f"system {system.name}: it defines bind() to be handed the split's records, but "
             f"only the registered test doubles that need them ("
-            f"{', '.join(k for k, v in DOUBLES.items() if v)}) may see gold")
+            f"{', '.join(k for k, v in DOUBLES.items() if v)}) may see gold"
+        )
     from ..systems.cards import MAX_INPUT_TOKENS, card_for
 
     limit_inputs = getattr(system, "limit_inputs", None)
-    if callable(limit_inputs):          # every encoder reads min(its card's max, 512) tokens
+    if callable(limit_inputs):  # every encoder reads min(its card's max, 512) tokens
         limit_inputs(MAX_INPUT_TOKENS)
     identity = identify(system)
     card, refused = card_for(system, identity)
     meta = {
-        "system": system.name, "config": system.config(), "split": split,
-        "card": card.record() if card else None, "identity": identity,
+        "system": system.name,
+        "config": system.config(),
+        "split": split,
+        "card": card.record() if card else None,
+        "identity": identity,
         "sealed": identity["kind"] == "HTTP service",
-        "sees_gold": sees_gold, "order": {"seed": ORDER_SEED, "rule": ORDER_RULE},
-        "memory": ("the holders of the selected queries" if limit is not None else
-                   "every holder of the split in the selected modalities"),
+        "sees_gold": sees_gold,
+        "order": {"seed": ORDER_SEED, "rule": ORDER_RULE},
+        "memory": (
+            "the holders of the selected queries"
+            if limit is not None
+            else "every holder of the split in the selected modalities"
+        ),
         "modalities": sel.modalities if modalities else list(MODALITIES),
-        "limit": limit, "final": final, "queries": sel.queries, "items": len(sel.items),
-        "sets_dir": str(Path(sets_dir).resolve()), "set_sha256": set_digests(sets_dir),
+        "limit": limit,
+        "final": final,
+        "queries": sel.queries,
+        "items": len(sel.items),
+        "sets_dir": str(Path(sets_dir).resolve()),
+        "set_sha256": set_digests(sets_dir),
         "manifest_sha256": sha256_file(MANIFEST_PATH) if MANIFEST_PATH.exists() else None,
-        "code_revision": code_revision(), "membench_version": __version__,
-        "extent_caps": EXTENT_CAPS, "max_depth": MAX_DEPTH, "engine": engine,
+        "code_revision": code_revision(),
+        "membench_version": __version__,
+        "extent_caps": EXTENT_CAPS,
+        "max_depth": MAX_DEPTH,
+        "engine": engine,
         # the content layer's settings (membench run --content), whatever the system reads
         "content": content_settings(),
     }
@@ -516,11 +639,22 @@ def begin_run(system: MemorySystem, sel, sets_dir: Path, split: str, out: Path,
         meta["sample_seed"] = sample_seed
     if meta_path.exists():
         old = read_json_file(meta_path, dict, "a JSON object (a run's meta.json)")
-        for k in ("system", "config", "split", "limit", "modalities", "set_sha256", "order",
-                  "card", "sample_seed"):
+        for k in (
+            "system",
+            "config",
+            "split",
+            "limit",
+            "modalities",
+            "set_sha256",
+            "order",
+            "card",
+            "sample_seed",
+        ):
             if old.get(k) != meta.get(k):
-                raise MembenchError(f"{meta_path}: existing run has a different {k}; "
-                                    "use another RUN_DIR (or delete this one)")
+                raise MembenchError(
+                    f"{meta_path}: existing run has a different {k}; "
+                    "use another RUN_DIR (or delete this one)"
+                )
         meta["started"] = old.get("started")
         meta["resumed"] = old.get("resumed", 0) + 1
         if "network" in old:
@@ -545,13 +679,17 @@ def truncation_meta(system: MemorySystem, counted: bool = True) -> dict:
     trunc = getattr(system, "truncation", None)
     rec = trunc() if callable(trunc) else truncation_record(system_card(system), None)
     if not counted:
-        rec = {**rec, "texts_truncated": None,
-               "why_not_counted": "the ingest ran in Ray workers; their counts are not collected"}
+        rec = {
+            **rec,
+            "texts_truncated": None,
+            "why_not_counted": "the ingest ran in Ray workers; their counts are not collected",
+        }
     return rec
 
 
-def record_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem], out: Path,
-                 meta: dict) -> None:
+def record_atoms(
+    system_name: str, atoms: list[Atom], items: list[SourceItem], out: Path, meta: dict
+) -> None:
     """Check the system's atoms (:func:`check_atoms`), write RUN_DIR/atoms.jsonl, or, when an
     interrupted run left one, insist the atoms are byte for byte the same; record the count
     in meta.json."""
@@ -560,8 +698,10 @@ def record_atoms(system_name: str, atoms: list[Atom], items: list[SourceItem], o
     atom_lines = [dumps(a.row()) + "\n" for a in atoms]
     if atoms_path.exists():
         if atoms_path.read_bytes() != "".join(atom_lines).encode("utf-8"):
-            raise MembenchError(f"{atoms_path}: the system's atoms differ from the interrupted "
-                                "run's; it is not deterministic, use a new RUN_DIR")
+            raise MembenchError(
+                f"{atoms_path}: the system's atoms differ from the interrupted "
+                "run's; it is not deterministic, use a new RUN_DIR"
+            )
     else:
         atomic_write_text(atoms_path, "".join(atom_lines))
     meta["atoms"] = len(atoms)
@@ -579,10 +719,14 @@ def store_size(atoms: list[Atom], items: list[SourceItem]) -> dict:
         p = per.setdefault(a.modality, {"atoms": 0, "holders": set()})
         p["atoms"] += 1
         p["holders"].add(a.holder)
-    return {"atoms": len(atoms), "holders": len({it.holder for it in items}),
-            "items": len(items),
-            "per_modality": {m: {"atoms": p["atoms"], "holders": len(p["holders"])}
-                             for m, p in sorted(per.items())}}
+    return {
+        "atoms": len(atoms),
+        "holders": len({it.holder for it in items}),
+        "items": len(items),
+        "per_modality": {
+            m: {"atoms": p["atoms"], "holders": len(p["holders"])} for m, p in sorted(per.items())
+        },
+    }
 
 
 def _brief(value: Any) -> str:
@@ -628,8 +772,10 @@ def answer_for_sending(res: Any) -> tuple[Any, Any, Any]:
     conf = getattr(res, "confidence", None)
     if not (conf is None or isinstance(conf, numbers.Real) and not isinstance(conf, bool)):
         conf = Unsent(conf)
-    return (*(list(x) if isinstance(x, (list, tuple)) else Unsent(x)
-              for x in (hits, cartridge)), conf)
+    return (
+        *(list(x) if isinstance(x, (list, tuple)) else Unsent(x) for x in (hits, cartridge)),
+        conf,
+    )
 
 
 def _answer_parts(name: str, qid: str, res: Any, known: set[str]) -> tuple[list[str], Any]:
@@ -639,30 +785,40 @@ def _answer_parts(name: str, qid: str, res: Any, known: set[str]) -> tuple[list[
     return check_answer(name, qid, *_taken_apart(res), known)
 
 
-def check_answer(name: str, qid: str, hits: Any, cartridge: Any,
-                 known: set[str]) -> tuple[list[str], Any]:
+def check_answer(
+    name: str, qid: str, hits: Any, cartridge: Any, known: set[str]
+) -> tuple[list[str], Any]:
     """:func:`_answer_parts` for an answer already taken apart (the Ray engine's)."""
     where = f"system {name}: {qid}"
-    if cartridge is None:           # (hits: the whole answer, Unsent)
-        raise ProtocolError(f"{where}: query returned {_text(hits)}, not a Result with hits "
-                            "and a cartridge")
+    if cartridge is None:  # (hits: the whole answer, Unsent)
+        raise ProtocolError(
+            f"{where}: query returned {_text(hits)}, not a Result with hits and a cartridge"
+        )
     if not isinstance(hits, (list, tuple)):
-        raise ProtocolError(f"{where}: hits must be a list of (atom_id, score) pairs, got "
-                            f"{_tname(hits)} {_text(hits)}")
+        raise ProtocolError(
+            f"{where}: hits must be a list of (atom_id, score) pairs, got "
+            f"{_tname(hits)} {_text(hits)}"
+        )
     if not isinstance(cartridge, (list, tuple)):
-        raise ProtocolError(f"{where}: the cartridge must be a list of atom ids, got "
-                            f"{_tname(cartridge)} {_text(cartridge)}")
+        raise ProtocolError(
+            f"{where}: the cartridge must be a list of atom ids, got "
+            f"{_tname(cartridge)} {_text(cartridge)}"
+        )
     cart = list(cartridge)
     for i, a in enumerate(cart):
         if not isinstance(a, str):
-            raise ProtocolError(f"{where}: cartridge entry #{i} must be an atom id (a string), "
-                                f"got {type(a).__name__} {_brief(a)}")
+            raise ProtocolError(
+                f"{where}: cartridge entry #{i} must be an atom id (a string), "
+                f"got {type(a).__name__} {_brief(a)}"
+            )
         if a not in known:
             raise ProtocolError(f"{where}: cartridge atom {a!r} was never reported at ingest")
     rep = repeated(cart)
     if rep:
-        raise ProtocolError(f"{where}: cartridge atom {rep[0]!r} at positions {rep[1] + 1} and "
-                            f"{rep[2] + 1}: an atom is listed once per query")
+        raise ProtocolError(
+            f"{where}: cartridge atom {rep[0]!r} at positions {rep[1] + 1} and "
+            f"{rep[2] + 1}: an atom is listed once per query"
+        )
     return cart, hits
 
 
@@ -676,13 +832,15 @@ def check_confidence(name: str, qid: str, conf: Any) -> float | None:
     if ok:
         try:
             value = float(conf)
-        except OverflowError:           # an int beyond the float range
+        except OverflowError:  # an int beyond the float range
             ok = False
         else:
             ok = math.isfinite(value)
     if not ok:
-        raise ProtocolError(f"system {name}: {qid}: confidence must be a finite number or None, "
-                            f"got {_tname(conf)} {_text(conf)}")
+        raise ProtocolError(
+            f"system {name}: {qid}: confidence must be a finite number or None, "
+            f"got {_tname(conf)} {_text(conf)}"
+        )
     return value
 
 
@@ -706,14 +864,18 @@ def _check_hits_loop(name: str, qid: str, hits, known: set[str]) -> list[list]:
     for i, hit in enumerate(hits):
         try:
             if isinstance(hit, _NOT_PAIRS) or not hasattr(hit, "__len__"):
-                raise TypeError             # (an iterator would be consumed)
+                raise TypeError  # (an iterator would be consumed)
             atom_id, score = hit
         except (TypeError, ValueError):
-            raise ProtocolError(f"{where}: hit #{i} must be a pair (atom_id, score), got "
-                                f"{type(hit).__name__} {_brief(hit)}") from None
+            raise ProtocolError(
+                f"{where}: hit #{i} must be a pair (atom_id, score), got "
+                f"{type(hit).__name__} {_brief(hit)}"
+            ) from None
         if not isinstance(atom_id, str):
-            raise ProtocolError(f"{where}: hit #{i}: the atom id must be a string, got "
-                                f"{type(atom_id).__name__} {_brief(atom_id)}")
+            raise ProtocolError(
+                f"{where}: hit #{i}: the atom id must be a string, got "
+                f"{type(atom_id).__name__} {_brief(atom_id)}"
+            )
         if atom_id not in known:
             raise ProtocolError(f"{where}: hit {atom_id!r} was never reported at ingest")
         try:
@@ -721,15 +883,19 @@ def _check_hits_loop(name: str, qid: str, hits, known: set[str]) -> list[list]:
                 raise TypeError
             score = float(score)
         except (TypeError, ValueError, OverflowError):
-            raise ProtocolError(f"{where}: hit #{i} ({atom_id!r}): the score must be a number, "
-                                f"got {type(score).__name__} {_brief(score)}") from None
+            raise ProtocolError(
+                f"{where}: hit #{i} ({atom_id!r}): the score must be a number, "
+                f"got {type(score).__name__} {_brief(score)}"
+            ) from None
         if score != score or score in (float("inf"), float("-inf")):
             raise ProtocolError(f"{where}: non-finite score for {atom_id!r}")
         out.append([atom_id, score])
     rep = repeated([h[0] for h in out])
     if rep:
-        raise ProtocolError(f"{where}: hit {rep[0]!r} at ranks {rep[1] + 1} and {rep[2] + 1}: "
-                            "an atom is listed once per query")
+        raise ProtocolError(
+            f"{where}: hit {rep[0]!r} at ranks {rep[1] + 1} and {rep[2] + 1}: "
+            "an atom is listed once per query"
+        )
     return out
 
 
@@ -763,8 +929,11 @@ def run_line(row: dict) -> bytes:
     on real run lines (tests/test_run_lines.py)."""
     try:
         scores = [h[1] for h in row["hits"]]
-        if _plain_floats(scores) and _plain_floats([row["latency_ms"]]) and \
-                _plain_floats([row["confidence"]] if "confidence" in row else []):
+        if (
+            _plain_floats(scores)
+            and _plain_floats([row["latency_ms"]])
+            and _plain_floats([row["confidence"]] if "confidence" in row else [])
+        ):
             return orjson.dumps(row, option=_ORJSON_OPTS)
     except (TypeError, KeyError, IndexError, ValueError):
         pass

@@ -13,9 +13,9 @@ manifest, the lock and the corpus; writes only the pass markers under ``cache_di
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from ..contract.schema import AnnotationRecord, SourceItem
 from ..core.errors import InputError, MembenchError
@@ -31,8 +31,13 @@ class SplitData:
     items: list[SourceItem]
 
 
-def load_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = None,
-               limit: int | None = None, sample_seed: int | None = None) -> SplitData:
+def load_split(
+    sets_dir: Path,
+    split: str,
+    modalities: Iterable[str] | None = None,
+    limit: int | None = None,
+    sample_seed: int | None = None,
+) -> SplitData:
     """Records and items of one split: the records :func:`membench.sets.select.select_records`
     picks (``limit``: N queries per modality, hash-chosen; ``sample_seed``: another hash) in
     presentation order (:func:`membench.sets.select.presentation_order`), and the items of the
@@ -43,9 +48,13 @@ def load_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = No
     return SplitData(recs, [items_all[i] for i in positions])
 
 
-def select_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = None,
-                 limit: int | None = None, sample_seed: int | None = None
-                 ) -> tuple[list[AnnotationRecord], list[int], list[SourceItem]]:
+def select_split(
+    sets_dir: Path,
+    split: str,
+    modalities: Iterable[str] | None = None,
+    limit: int | None = None,
+    sample_seed: int | None = None,
+) -> tuple[list[AnnotationRecord], list[int], list[SourceItem]]:
     """:func:`load_split`'s selection: the records in presentation order, the positions in
     ``items.jsonl`` (0-based) of the items a system ingests, and every item of the file."""
     sets_dir = Path(sets_dir)
@@ -55,14 +64,20 @@ def select_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = 
     for it in items_all:
         by_source.setdefault(it.source_id.split(":", 1)[0], set()).add(it.holder)
     hsplit = split_holders({k: sorted(v) for k, v in by_source.items()})
-    positions = [i for i, it in enumerate(items_all)
-                 if hsplit[it.holder] == split and it.modality in mods]
+    positions = [
+        i for i, it in enumerate(items_all) if hsplit[it.holder] == split and it.modality in mods
+    ]
     recs, locs = select_records(sets_dir, split, mods, limit, sample_seed)
     for r, (f, no) in zip(recs, locs):
         if hsplit.get(r.scope.holder) != split:
-            raise InputError(f, no, "scope.holder", f"{r.query_id}: split {split} but holder "
-                             f"{r.scope.holder} is {hsplit.get(r.scope.holder)}",
-                             rule="SPLIT_LEAK")
+            raise InputError(
+                f,
+                no,
+                "scope.holder",
+                f"{r.query_id}: split {split} but holder "
+                f"{r.scope.holder} is {hsplit.get(r.scope.holder)}",
+                rule="SPLIT_LEAK",
+            )
     if limit is not None:
         asked = {r.scope.holder for r in recs}
         positions = [i for i in positions if items_all[i].holder in asked]
@@ -70,13 +85,15 @@ def select_split(sets_dir: Path, split: str, modalities: Iterable[str] | None = 
     return sorted(recs, key=lambda r: rank[r.query_id]), positions, items_all
 
 
-_PASSED: set[tuple] = set()     # inputs that passed check_sets_before_run in this process
+_PASSED: set[tuple] = set()  # inputs that passed check_sets_before_run in this process
 
 
-def _fingerprint(sets_dir: Path, corpus_root: Path | None, manifest: Path,
-                 lock: Path | None) -> tuple:
+def _fingerprint(
+    sets_dir: Path, corpus_root: Path | None, manifest: Path, lock: Path | None
+) -> tuple:
     """What the check depends on: the set files' and manifest's and lock's sha256, and every
     corpus file's (path, size, mtime, inode). Any change means checking again."""
+
     def digest(p: Path | None) -> str | None:
         return sha256_file(p) if p is not None and Path(p).is_file() else None
 
@@ -86,8 +103,14 @@ def _fingerprint(sets_dir: Path, corpus_root: Path | None, manifest: Path,
             for n in sorted(filenames + dirnames):
                 st = os.lstat(os.path.join(dirpath, n))
                 corpus.append((dirpath, n, st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode))
-    return (str(Path(sets_dir).resolve()), tuple(sorted(set_digests(sets_dir).items())),
-            digest(manifest), digest(lock), str(corpus_root), tuple(sorted(corpus)))
+    return (
+        str(Path(sets_dir).resolve()),
+        tuple(sorted(set_digests(sets_dir).items())),
+        digest(manifest),
+        digest(lock),
+        str(corpus_root),
+        tuple(sorted(corpus)),
+    )
 
 
 VALIDATE_CACHE_VERSION = "validate-pass-1"
@@ -108,16 +131,22 @@ def _pass_marker(fingerprint: tuple) -> Path | None:
         pyd = md.version("pydantic")
     except md.PackageNotFoundError:
         pyd = "none"
-    h = hashlib.sha256(f"{VALIDATE_CACHE_VERSION}\nsource={source_digest()}\n"
-                       f"pydantic=={pyd}\n{fingerprint!r}".encode("utf-8", "surrogatepass"))
+    h = hashlib.sha256(
+        f"{VALIDATE_CACHE_VERSION}\nsource={source_digest()}\n"
+        f"pydantic=={pyd}\n{fingerprint!r}".encode("utf-8", "surrogatepass")
+    )
     try:
         return cache_dir("validate") / f"{h.hexdigest()}.passed"
     except OSError:
         return None
 
 
-def check_sets_before_run(sets_dir: Path, corpus_root: Path | None,
-                          manifest: Path = MANIFEST_PATH, lock: Path | None = None) -> None:
+def check_sets_before_run(
+    sets_dir: Path,
+    corpus_root: Path | None,
+    manifest: Path = MANIFEST_PATH,
+    lock: Path | None = None,
+) -> None:
     """Refuse sets that break a hard rule (:func:`membench.sets.validate.validate_sets`, with
     the corpus when given and the lock when given): the first error as a located
     :class:`InputError`, with the count of the others. Warnings pass. Inputs that passed once
@@ -128,8 +157,10 @@ def check_sets_before_run(sets_dir: Path, corpus_root: Path | None,
 
     if not (Path(sets_dir) / "items.jsonl").is_file():
         what = "does not exist" if not Path(sets_dir).exists() else "holds no items.jsonl"
-        raise MembenchError(f"{sets_dir}: {what}: the sets are not built; build them with "
-                            "`membench build` (or `make sets`), then run again")
+        raise MembenchError(
+            f"{sets_dir}: {what}: the sets are not built; build them with "
+            "`membench build` (or `make sets`), then run again"
+        )
     key = _fingerprint(Path(sets_dir), corpus_root, Path(manifest), lock)
     if key in _PASSED:
         return
@@ -137,16 +168,30 @@ def check_sets_before_run(sets_dir: Path, corpus_root: Path | None,
     if marker is not None and marker.is_file():
         _PASSED.add(key)
         return
-    errors = [f for f in validate_sets(Path(sets_dir), Path(manifest), lock=lock,
-                                       corpus=corpus_root) if f.level == "error"]
+    errors = [
+        f
+        for f in validate_sets(Path(sets_dir), Path(manifest), lock=lock, corpus=corpus_root)
+        if f.level == "error"
+    ]
     if not errors:
         _remember(key, marker)
         return
     first = errors[0]
-    more = (f" (and {len(errors) - 1} more error(s): `membench validate --sets "
-            f"{sets_dir}` lists them)") if len(errors) > 1 else ""
-    raise InputError(first.file, first.line, None, f"{first.message}{more}; a run needs "
-                     "sets that pass every hard rule", rule=first.rule)
+    more = (
+        (
+            f" (and {len(errors) - 1} more error(s): `membench validate --sets "
+            f"{sets_dir}` lists them)"
+        )
+        if len(errors) > 1
+        else ""
+    )
+    raise InputError(
+        first.file,
+        first.line,
+        None,
+        f"{first.message}{more}; a run needs sets that pass every hard rule",
+        rule=first.rule,
+    )
 
 
 def _remember(key: tuple, marker: Path | None) -> None:
@@ -155,11 +200,15 @@ def _remember(key: tuple, marker: Path | None) -> None:
         try:
             marker.write_text("passed\n", encoding="utf-8")
         except OSError:
-            pass                        # a read-only cache only costs the check again
+            pass  # a read-only cache only costs the check again
 
 
-def remember_pass(sets_dir: Path, corpus_root: Path | None, manifest: Path = MANIFEST_PATH,
-                  lock: Path | None = None) -> None:
+def remember_pass(
+    sets_dir: Path,
+    corpus_root: Path | None,
+    manifest: Path = MANIFEST_PATH,
+    lock: Path | None = None,
+) -> None:
     """Record that these inputs passed every hard rule (``membench validate`` with the audit,
     no error), so :func:`check_sets_before_run` on the same inputs does not check again."""
     key = _fingerprint(Path(sets_dir), corpus_root, Path(manifest), lock)
@@ -169,7 +218,7 @@ def remember_pass(sets_dir: Path, corpus_root: Path | None, manifest: Path = MAN
 def check_limit(limit: int | None) -> None:
     """``--limit``: ``None`` (every query) or an integer >= 1 (a :class:`MembenchError`
     otherwise: 0 would run nothing and succeed, a negative one would run everything)."""
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
-                              or limit < 1):
-        raise MembenchError(f"--limit must be an integer >= 1 (queries per modality), got "
-                            f"{limit!r}")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise MembenchError(
+            f"--limit must be an integer >= 1 (queries per modality), got {limit!r}"
+        )

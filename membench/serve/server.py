@@ -33,42 +33,82 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 from urllib.parse import parse_qs, urlsplit
 
+from ..contract import wire
+from ..contract.schema import SourceItem
 from ..core.bounds import bound
 from ..core.deadline import Watchdog
 from ..core.errors import MembenchError
 from ..core.jsonl import loads
 from ..core.listening import is_loopback
-from ..contract.schema import SourceItem
-from ..contract import wire
 
 _WHERE = "membench.serve.server"
 #: the largest request body read (a batch of items with inline content stays far below)
-MAX_REQUEST = bound("serve_request_bytes", 64 << 20, "bytes", "one request body `membench "
-                    "serve` reads", "413 `too_large`, the connection closed", _WHERE)
-MAX_PAGE = bound("serve_page_atoms", 20000, "", "atoms in one page `membench serve` answers "
-                 "(`limit` is clipped to it)", "a shorter page", _WHERE)
-MAX_BATCHES = bound("serve_batches", 1_000_000, "", "batches of one ingest on `membench serve` "
-                    "(a batch number, and the count a commit declares)",
-                    "413 `too_large`", _WHERE)
-MAX_INGEST_BYTES = bound("serve_ingest_bytes", 4 << 30, "bytes", "the request bodies of all "
-                         "the batches of one ingest `membench serve` holds",
-                         "413 `too_large`", _WHERE)
-IDLE_TIMEOUT = bound("serve_idle_timeout", 30.0, "s", "a connection to `membench serve` "
-                     "without a byte either way (between requests, within one, or an answer "
-                     "not read)", "the connection is closed", _WHERE)
-REQUEST_SECONDS = bound("serve_request_seconds", 60.0, "s", "a whole request to `membench "
-                        "serve` (line, headers, body), from when the server waits for it",
-                        "the connection is closed, one line in the server's log", _WHERE)
-MAX_CONNECTIONS = bound("serve_connections", 64, "", "connections `membench serve` holds at "
-                        "once", "a new connection is closed at once, one line in the log",
-                        _WHERE)
+MAX_REQUEST = bound(
+    "serve_request_bytes",
+    64 << 20,
+    "bytes",
+    "one request body `membench serve` reads",
+    "413 `too_large`, the connection closed",
+    _WHERE,
+)
+MAX_PAGE = bound(
+    "serve_page_atoms",
+    20000,
+    "",
+    "atoms in one page `membench serve` answers (`limit` is clipped to it)",
+    "a shorter page",
+    _WHERE,
+)
+MAX_BATCHES = bound(
+    "serve_batches",
+    1_000_000,
+    "",
+    "batches of one ingest on `membench serve` (a batch number, and the count a commit declares)",
+    "413 `too_large`",
+    _WHERE,
+)
+MAX_INGEST_BYTES = bound(
+    "serve_ingest_bytes",
+    4 << 30,
+    "bytes",
+    "the request bodies of all the batches of one ingest `membench serve` holds",
+    "413 `too_large`",
+    _WHERE,
+)
+IDLE_TIMEOUT = bound(
+    "serve_idle_timeout",
+    30.0,
+    "s",
+    "a connection to `membench serve` "
+    "without a byte either way (between requests, within one, or an answer "
+    "not read)",
+    "the connection is closed",
+    _WHERE,
+)
+REQUEST_SECONDS = bound(
+    "serve_request_seconds",
+    60.0,
+    "s",
+    "a whole request to `membench serve` (line, headers, body), from when the server waits for it",
+    "the connection is closed, one line in the server's log",
+    _WHERE,
+)
+MAX_CONNECTIONS = bound(
+    "serve_connections",
+    64,
+    "",
+    "connections `membench serve` holds at once",
+    "a new connection is closed at once, one line in the log",
+    _WHERE,
+)
 
 
 def _line(text: str, n: int = 2000) -> str:
@@ -89,8 +129,8 @@ class ApiError(Exception):
 class Ingest:
     ingest_id: str
     batches: dict[int, list[SourceItem]] = field(default_factory=dict)
-    sizes: dict[int, int] = field(default_factory=dict)     # request bytes of each batch
-    held: int = 0                                            # their sum
+    sizes: dict[int, int] = field(default_factory=dict)  # request bytes of each batch
+    held: int = 0  # their sum
     state: str = "receiving"
     commit: tuple[str, int, int] | None = None
     atoms: list[dict] | None = None
@@ -101,8 +141,13 @@ class Ingest:
         return sum(len(b) for b in self.batches.values())
 
     def status(self) -> dict:
-        return {"ingest_id": self.ingest_id, "state": self.state, "items": self.received(),
-                "atoms": None if self.atoms is None else len(self.atoms), "error": self.error}
+        return {
+            "ingest_id": self.ingest_id,
+            "state": self.state,
+            "items": self.received(),
+            "atoms": None if self.atoms is None else len(self.atoms),
+            "error": self.error,
+        }
 
 
 def _within(child: Path, roots: list[Path]) -> bool:
@@ -113,31 +158,38 @@ class SystemService:
     """The protocol's state and answers for one system (no HTTP in here: :class:`Handler`
     turns requests into calls of :meth:`handle`)."""
 
-    def __init__(self, factory: Callable[[], Any], corpus_roots: list[Path],
-                 log: IO[str] | None = None):
+    def __init__(
+        self, factory: Callable[[], Any], corpus_roots: list[Path], log: IO[str] | None = None
+    ):
         self.factory = factory
-        self.log = log              # the server's own log (default: standard error)
-        self.spare = factory()       # the first ingest's instance (and the card's source)
+        self.log = log  # the server's own log (default: standard error)
+        self.spare = factory()  # the first ingest's instance (and the card's source)
         if hasattr(self.spare, "bind"):
-            raise MembenchError(f"system {self.spare.name}: it asks for the split's records "
-                                "(gold) with bind(); only membench run hands them to the "
-                                "registered test doubles, never over HTTP")
-        self.card = {"protocol": wire.PROTOCOL, "name": self.spare.name,
-                     "config": self.spare.config()}
+            raise MembenchError(
+                f"system {self.spare.name}: it asks for the split's records "
+                "(gold) with bind(); only membench run hands them to the "
+                "registered test doubles, never over HTTP"
+            )
+        self.card = {
+            "protocol": wire.PROTOCOL,
+            "name": self.spare.name,
+            "config": self.spare.config(),
+        }
         from ..systems.cards import card_for
 
         model_card = card_for(self.spare)[0]
-        if model_card is not None:           # the client records it (docs/cards.md)
+        if model_card is not None:  # the client records it (docs/cards.md)
             self.card["card"] = model_card.model_dump(mode="json")
         try:
             wire.check_card(json.loads(json.dumps(self.card, allow_nan=False, default=str)))
         except (wire.ShapeError, ValueError) as e:
-            raise MembenchError(f"system {self.spare.name!r} cannot be served: its card: {e}") \
-                from None
+            raise MembenchError(
+                f"system {self.spare.name!r} cannot be served: its card: {e}"
+            ) from None
         self.card = json.loads(json.dumps(self.card, default=str))
         self.corpus_roots = [Path(r).resolve() for r in corpus_roots]
-        self.lock = threading.Lock()          # the ingest state
-        self.query_lock = threading.Lock()    # one query at a time
+        self.lock = threading.Lock()  # the ingest state
+        self.query_lock = threading.Lock()  # one query at a time
         self.current: Ingest | None = None
 
     # -- dispatch ----------------------------------------------------------------------
@@ -158,16 +210,17 @@ class SystemService:
         parts = tuple(p for p in url.path.split("/") if p)
         allowed = []
         for m, pattern, fn in self.ROUTES:
-            if len(pattern) == len(parts) and all(p is None or p == q
-                                                  for p, q in zip(pattern, parts)):
+            if len(pattern) == len(parts) and all(
+                p is None or p == q for p, q in zip(pattern, parts)
+            ):
                 if m == method:
                     args = [q for p, q in zip(pattern, parts) if p is None]
-                    return getattr(self, fn)(*args, query=parse_qs(url.query), body=body,
-                                             size=size)
+                    return getattr(self, fn)(*args, query=parse_qs(url.query), body=body, size=size)
                 allowed.append(m)
         if allowed:
-            raise ApiError(405, "method_not_allowed", f"{method} {url.path}: use "
-                           f"{' or '.join(allowed)}")
+            raise ApiError(
+                405, "method_not_allowed", f"{method} {url.path}: use {' or '.join(allowed)}"
+            )
         raise ApiError(404, "not_found", f"no such path: {url.path}")
 
     # -- the calls ---------------------------------------------------------------------
@@ -179,15 +232,18 @@ class SystemService:
 
     def _id(self, iid: str) -> str:
         if not wire.INGEST_ID_RE.fullmatch(iid):
-            raise ApiError(400, "bad_request", f"ingest id {iid[:80]!r}: 1 to 64 of "
-                           "[A-Za-z0-9_-]")
+            raise ApiError(400, "bad_request", f"ingest id {iid[:80]!r}: 1 to 64 of [A-Za-z0-9_-]")
         return iid
 
     def _known(self, iid: str) -> Ingest:
         cur = self.current
         if cur is None or cur.ingest_id != self._id(iid):
-            raise ApiError(404, "unknown_ingest", f"this server holds no ingest {iid}"
-                           + (f" (it holds {cur.ingest_id})" if cur else ""))
+            raise ApiError(
+                404,
+                "unknown_ingest",
+                f"this server holds no ingest {iid}"
+                + (f" (it holds {cur.ingest_id})" if cur else ""),
+            )
         return cur
 
     def put_batch(self, iid: str, seq: str, *, query, body, size=0):
@@ -195,26 +251,38 @@ class SystemService:
         if not seq.isdigit() or len(seq) > 9:
             raise ApiError(400, "bad_request", f"batch number {seq[:20]!r}: an integer >= 0")
         if int(seq) >= MAX_BATCHES:
-            raise ApiError(413, "too_large", f"batch number {seq}: at most {MAX_BATCHES:,} "
-                           "batches per ingest (serve_batches); send larger batches")
+            raise ApiError(
+                413,
+                "too_large",
+                f"batch number {seq}: at most {MAX_BATCHES:,} "
+                "batches per ingest (serve_batches); send larger batches",
+            )
         items = self._parse(wire.parse_items, body)
         with self.lock:
             cur = self.current
             if cur is None or cur.ingest_id != iid:
                 if cur is not None and cur.state == "running":
-                    raise ApiError(409, "busy", f"ingest {cur.ingest_id} is running; one "
-                                   "memory at a time")
+                    raise ApiError(
+                        409, "busy", f"ingest {cur.ingest_id} is running; one memory at a time"
+                    )
                 cur = self.current = Ingest(iid)
             elif cur.state == "failed":
                 cur = self.current = Ingest(iid)
             elif cur.state != "receiving":
-                raise ApiError(409, "already_committed", f"ingest {iid} is {cur.state}; its "
-                               "batches cannot change")
-            held = cur.held - cur.sizes.get(int(seq), 0)      # a batch sent again replaces
+                raise ApiError(
+                    409,
+                    "already_committed",
+                    f"ingest {iid} is {cur.state}; its batches cannot change",
+                )
+            held = cur.held - cur.sizes.get(int(seq), 0)  # a batch sent again replaces
             if held + size > MAX_INGEST_BYTES:
-                raise ApiError(413, "too_large", f"ingest {iid}: its batches would hold "
-                               f"{held + size:,} bytes; at most {MAX_INGEST_BYTES:,} "
-                               "(serve_ingest_bytes)")
+                raise ApiError(
+                    413,
+                    "too_large",
+                    f"ingest {iid}: its batches would hold "
+                    f"{held + size:,} bytes; at most {MAX_INGEST_BYTES:,} "
+                    "(serve_ingest_bytes)",
+                )
             cur.batches[int(seq)] = items
             cur.sizes[int(seq)] = size
             cur.held = held + size
@@ -224,17 +292,24 @@ class SystemService:
         self._id(iid)
         root_text, n_batches, n_items = self._parse(wire.parse_commit, body)
         if n_batches > MAX_BATCHES:
-            raise ApiError(413, "too_large", f"a commit of {n_batches:,} batches: at most "
-                           f"{MAX_BATCHES:,} per ingest (serve_batches)")
+            raise ApiError(
+                413,
+                "too_large",
+                f"a commit of {n_batches:,} batches: at most "
+                f"{MAX_BATCHES:,} per ingest (serve_batches)",
+            )
         root = Path(root_text)
         if not root.is_absolute():
-            raise ApiError(400, "bad_request", f"corpus_root {root_text[:200]!r}: an absolute "
-                           "path")
+            raise ApiError(400, "bad_request", f"corpus_root {root_text[:200]!r}: an absolute path")
         root = root.resolve()
         if not _within(root, self.corpus_roots):
-            raise ApiError(403, "corpus_root_refused", f"corpus_root {root}: this server reads "
-                           f"only under {', '.join(map(str, self.corpus_roots))} (membench "
-                           "serve --corpus DIR)")
+            raise ApiError(
+                403,
+                "corpus_root_refused",
+                f"corpus_root {root}: this server reads "
+                f"only under {', '.join(map(str, self.corpus_roots))} (membench "
+                "serve --corpus DIR)",
+            )
         if not root.is_dir():
             raise ApiError(400, "bad_request", f"corpus_root {root}: not a folder here")
         with self.lock:
@@ -246,25 +321,31 @@ class SystemService:
             cur = self._known(iid)
             if cur.state != "receiving":
                 if cur.commit != (str(root), n_batches, n_items):
-                    raise ApiError(409, "conflict", f"ingest {iid} was committed with other "
-                                   "values")
+                    raise ApiError(409, "conflict", f"ingest {iid} was committed with other values")
                 return 200, cur.status()
             missing = next((i for i in range(n_batches) if i not in cur.batches), None)
             extra = sorted(s for s in cur.batches if s >= n_batches)
             if missing is not None or extra:
-                what = (f"batch {missing} was never sent" if missing is not None else
-                        f"batch {extra[0]} is beyond the {n_batches} committed")
+                what = (
+                    f"batch {missing} was never sent"
+                    if missing is not None
+                    else f"batch {extra[0]} is beyond the {n_batches} committed"
+                )
                 raise ApiError(409, "incomplete_upload", f"ingest {iid}: {what}")
             if cur.received() != n_items:
-                raise ApiError(409, "incomplete_upload", f"ingest {iid}: {cur.received()} items "
-                               f"received, the commit says {n_items}")
+                raise ApiError(
+                    409,
+                    "incomplete_upload",
+                    f"ingest {iid}: {cur.received()} items received, the commit says {n_items}",
+                )
             cur.commit = (str(root), n_batches, n_items)
             cur.state = "running"
             system, self.spare = self.spare or self.factory(), None
             cur.system = system
             items = [it for s in sorted(cur.batches) for it in cur.batches[s]]
-        threading.Thread(target=self._ingest, args=(cur, system, items, root),
-                         name=f"ingest:{iid}", daemon=True).start()
+        threading.Thread(
+            target=self._ingest, args=(cur, system, items, root), name=f"ingest:{iid}", daemon=True
+        ).start()
         return 202, cur.status()
 
     def _ingest(self, cur: Ingest, system, items: list[SourceItem], root: Path) -> None:
@@ -274,7 +355,7 @@ class SystemService:
                 raise TypeError("the system's ingest returned None, not a list of atoms")
             rows = [a.row() for a in atoms]
             json.dumps(rows, allow_nan=False)
-        except Exception as e:     # the system's failure is reported, the server goes on
+        except Exception as e:  # the system's failure is reported, the server goes on
             why = _line(f"{type(e).__name__}: {e}")
             self.say(f"ingest {cur.ingest_id} failed: {why}")
             with self.lock:
@@ -299,10 +380,14 @@ class SystemService:
             return int(v)
 
         offset, limit = one("offset", 0), min(max(one("limit", 1000), 1), MAX_PAGE)
-        rows = cur.atoms[offset:offset + limit]
+        rows = cur.atoms[offset : offset + limit]
         end = offset + len(rows)
-        return 200, {"atoms": rows, "offset": offset, "total": len(cur.atoms),
-                     "next_offset": end if end < len(cur.atoms) else None}
+        return 200, {
+            "atoms": rows,
+            "offset": offset,
+            "total": len(cur.atoms),
+            "next_offset": end if end < len(cur.atoms) else None,
+        }
 
     def query(self, iid: str, *, query, body, size=0):
         cur = self._known(iid)
@@ -321,10 +406,13 @@ class SystemService:
                     conf = float(conf)
                     if not math.isfinite(conf):
                         raise ValueError(f"confidence must be a finite number, got {conf!r}")
-            except Exception as e:   # one line in the log (Handler._serve), a 500 to the client
+            except Exception as e:  # one line in the log (Handler._serve), a 500 to the client
                 raise ApiError(500, "system_error", _line(f"{type(e).__name__}: {e}")) from None
-        return 200, {"hits": hits, "cartridge": cart,
-                     **({} if conf is None else {"confidence": conf})}
+        return 200, {
+            "hits": hits,
+            "cartridge": cart,
+            **({} if conf is None else {"confidence": conf}),
+        }
 
     def say(self, line: str) -> None:
         """One line in the server's log (standard error unless ``log`` was given)."""
@@ -357,9 +445,9 @@ class Handler(BaseHTTPRequestHandler):
     # headers and body are two writes: without TCP_NODELAY, Nagle's algorithm and the
     # client's delayed ACK hold the body back about 40 ms per answer
     disable_nagle_algorithm = True
-    timeout = IDLE_TIMEOUT          # socketserver applies it to the connection (every recv/send)
+    timeout = IDLE_TIMEOUT  # socketserver applies it to the connection (every recv/send)
     request_seconds = REQUEST_SECONDS
-    service: SystemService          # set on the subclass :func:`make_server` builds
+    service: SystemService  # set on the subclass :func:`make_server` builds
 
     def log_message(self, format: str, *args) -> None:  # quiet: one line per error only
         pass
@@ -373,26 +461,28 @@ class Handler(BaseHTTPRequestHandler):
         self._dog.close()
         try:
             super().finish()
-        except OSError:             # the client went away (or the deadline shut the socket)
+        except OSError:  # the client went away (or the deadline shut the socket)
             pass
 
     def handle_one_request(self) -> None:
         self._dog.arm(self.connection, time.monotonic() + self.request_seconds)
         try:
             super().handle_one_request()
-        except OSError:             # reset, or shut down by the deadline: nothing to answer
+        except OSError:  # reset, or shut down by the deadline: nothing to answer
             self.close_connection = True
         finally:
             if self._dog.disarm():
                 self.close_connection = True
-                self.service.say(f"closed the connection from {self.client_address[0]}: a "
-                                 f"request did not arrive in full within "
-                                 f"{self.request_seconds:g} s (serve_request_seconds)")
+                self.service.say(
+                    f"closed the connection from {self.client_address[0]}: a "
+                    f"request did not arrive in full within "
+                    f"{self.request_seconds:g} s (serve_request_seconds)"
+                )
 
     def parse_request(self) -> bool:
         if not super().parse_request():
             return False
-        if self.request_version == "HTTP/0.9":     # a bare "GET /": no headers, no length
+        if self.request_version == "HTTP/0.9":  # a bare "GET /": no headers, no length
             self.send_error(400, "HTTP/0.9 requests are refused: send HTTP/1.1")
             return False
         return True
@@ -402,11 +492,18 @@ class Handler(BaseHTTPRequestHandler):
         unknown method) as the protocol's error object, and the connection closed."""
         self.close_connection = True
         if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
-            self.request_version = "HTTP/1.0"    # a status line, not a bare body (0.9)
+            self.request_version = "HTTP/1.0"  # a status line, not a bare body (0.9)
         why = message or explain or HTTPStatus(code).phrase
         try:
-            self._answer(code, {"error": {"code": "bad_request" if code < 500 else
-                                          "not_implemented", "message": _line(why, 300)}})
+            self._answer(
+                code,
+                {
+                    "error": {
+                        "code": "bad_request" if code < 500 else "not_implemented",
+                        "message": _line(why, 300),
+                    }
+                },
+            )
         except OSError:
             pass
 
@@ -420,8 +517,11 @@ class Handler(BaseHTTPRequestHandler):
         if not n.isdigit():
             raise ApiError(400, "bad_request", "Content-Length is not a number")
         if int(n) > MAX_REQUEST:
-            raise ApiError(413, "too_large", f"a body of {n} bytes; at most {MAX_REQUEST} "
-                           "(serve_request_bytes)")
+            raise ApiError(
+                413,
+                "too_large",
+                f"a body of {n} bytes; at most {MAX_REQUEST} (serve_request_bytes)",
+            )
         raw = self.rfile.read(int(n))
         if len(raw) < int(n):
             raise _Cut
@@ -433,13 +533,19 @@ class Handler(BaseHTTPRequestHandler):
 
     def _answer(self, status: int, obj: dict) -> None:
         try:
-            data = json.dumps(obj, ensure_ascii=False, allow_nan=False,
-                              separators=(",", ":")).encode("utf-8")
-        except (TypeError, ValueError) as e:     # a system answered something JSON cannot hold
+            data = json.dumps(
+                obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+            ).encode("utf-8")
+        except (TypeError, ValueError) as e:  # a system answered something JSON cannot hold
             status = 500
-            data = json.dumps({"error": {"code": "system_error",
-                                         "message": f"the answer cannot be JSON: {e}"[:300]}}
-                              ).encode()
+            data = json.dumps(
+                {
+                    "error": {
+                        "code": "system_error",
+                        "message": f"the answer cannot be JSON: {e}"[:300],
+                    }
+                }
+            ).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -451,7 +557,7 @@ class Handler(BaseHTTPRequestHandler):
             try:
                 body = self._body()
             finally:
-                if self._dog.disarm():          # the request came too slowly: no answer
+                if self._dog.disarm():  # the request came too slowly: no answer
                     raise _Cut
             status, obj = self.service.handle(method, self.path, body, self._size)
         except _Cut:
@@ -461,7 +567,7 @@ class Handler(BaseHTTPRequestHandler):
             if e.status >= 500:
                 self.service.say(f"{method} {self.path[:200]}: {e.message}")
             if e.status in (411, 413):
-                self.close_connection = True   # the unread body would be taken for a request
+                self.close_connection = True  # the unread body would be taken for a request
             status, obj = e.status, {"error": {"code": e.code, "message": e.message}}
         self._answer(status, obj)
 
@@ -479,7 +585,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class Server(ThreadingHTTPServer):
-    daemon_threads = True           # a hanging system does not keep the process alive
+    daemon_threads = True  # a hanging system does not keep the process alive
     max_connections = MAX_CONNECTIONS
 
     def __init__(self, *args, **kw):
@@ -493,8 +599,10 @@ class Server(ThreadingHTTPServer):
             if not full:
                 self._open += 1
         if full:
-            self._say(f"refused a connection from {client_address[0]}: "
-                      f"{self.max_connections} are open (serve_connections)")
+            self._say(
+                f"refused a connection from {client_address[0]}: "
+                f"{self.max_connections} are open (serve_connections)"
+            )
             self.shutdown_request(request)
             return
         super().process_request(request, client_address)
@@ -516,7 +624,7 @@ class Server(ThreadingHTTPServer):
     def handle_error(self, request, client_address) -> None:
         e = sys.exc_info()[1]
         if isinstance(e, (ConnectionError, TimeoutError)):
-            return                  # the client went away (it timed out, or stopped): its loss
+            return  # the client went away (it timed out, or stopped): its loss
         self._say(f"a request from {client_address[0]} failed: {type(e).__name__}: {e}")
 
 
@@ -524,8 +632,9 @@ class Server6(Server):
     address_family = socket.AF_INET6
 
 
-def make_server(service: SystemService, host: str = "127.0.0.1", port: int = 0,
-                handler: type[Handler] = Handler) -> Server:
+def make_server(
+    service: SystemService, host: str = "127.0.0.1", port: int = 0, handler: type[Handler] = Handler
+) -> Server:
     """A server bound to ``host:port`` (``port`` 0: a free one; ``server.server_address``
     says which), not yet serving: call ``serve_forever()`` (``shutdown()`` from another
     thread stops it)."""
@@ -533,12 +642,21 @@ def make_server(service: SystemService, host: str = "127.0.0.1", port: int = 0,
     try:
         return (Server6 if ":" in host else Server)((host, port), cls)
     except OSError as e:
-        raise MembenchError(f"membench serve: cannot listen on {host}:{port}: "
-                            f"{e.strerror or e}") from None
+        raise MembenchError(
+            f"membench serve: cannot listen on {host}:{port}: {e.strerror or e}"
+        ) from None
 
 
-def serve(name: str, config: dict, host: str, port: int, corpus_root: Path,
-          announce: Callable[[str], None] = print, *, exit_on_stop: bool = False) -> None:
+def serve(
+    name: str,
+    config: dict,
+    host: str,
+    port: int,
+    corpus_root: Path,
+    announce: Callable[[str], None] = print,
+    *,
+    exit_on_stop: bool = False,
+) -> None:
     """``membench serve``: build the system ``name`` with ``config``, listen on
     ``host:port`` and answer until interrupted (Ctrl-C, SIGTERM), then re-raise the interrupt.
     ``exit_on_stop`` (the command's own process): end the process there with status 130 by
@@ -550,15 +668,19 @@ def serve(name: str, config: dict, host: str, port: int, corpus_root: Path,
 
     service = SystemService(lambda: make_system(name, config), [corpus_root])
     if not is_loopback(host):
-        sys.stderr.write(f"membench serve: WARNING: listening on {host}, not a loopback "
-                         "address: anyone who reaches it can query the memory and have the "
-                         f"server read files under {corpus_root}; there is no "
-                         "authentication\n")
+        sys.stderr.write(
+            f"membench serve: WARNING: listening on {host}, not a loopback "
+            "address: anyone who reaches it can query the memory and have the "
+            f"server read files under {corpus_root}; there is no "
+            "authentication\n"
+        )
     srv = make_server(service, host, port)
     h, p = srv.server_address[:2]
     shown = f"[{h}]" if ":" in str(h) else h
-    announce(f"membench serve: {service.card['name']} on http://{shown}:{p} ({wire.PROTOCOL}; "
-             f"corpus {corpus_root}); Ctrl-C stops")
+    announce(
+        f"membench serve: {service.card['name']} on http://{shown}:{p} ({wire.PROTOCOL}; "
+        f"corpus {corpus_root}); Ctrl-C stops"
+    )
     sys.stdout.flush()
     try:
         srv.serve_forever()

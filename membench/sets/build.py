@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import modalities
+from ..contract.schema import AnnotationRecord, RecordDraft, SourceItem
 from ..core import progress
 from ..core.atomic import atomic_write_json, atomic_write_text
 from ..core.errors import InputError, MembenchError
@@ -32,11 +33,10 @@ from ..core.hashing import hash_order
 from ..core.jsonl import read_json_file, sha256_file, write_jsonl
 from ..core.paths import confine
 from ..modalities import MODALITIES
-from .derive import derive, policy
-from .neardup import NearDupIndex, image_hashes
-from ..contract.schema import AnnotationRecord, RecordDraft, SourceItem
 from ..sources import SOURCES
 from ..sources.base import Coverage
+from .derive import derive, policy
+from .neardup import NearDupIndex, image_hashes
 from .timeline import build_timelines
 
 SET_FILES = tuple(f"{m}.jsonl" for m in MODALITIES) + ("items.jsonl",)
@@ -74,14 +74,23 @@ def collect(root: Path, only: set[str] | None = None, topics: dict[str, str] | N
     with progress.step("build", total=len(specs), unit="source") as bar:
         for spec in specs:
             bar.note(spec.key)
-            _collect_one(root, spec, items, drafts, texts, coverage, bar,
-                         {} if topics is None else topics)
+            _collect_one(
+                root, spec, items, drafts, texts, coverage, bar, {} if topics is None else topics
+            )
             bar.advance()
     return items, drafts, texts, coverage
 
 
-def _collect_one(root: Path, spec, items: dict, drafts: list, texts: dict,
-                 coverage: list, bar: progress.Step, topics: dict) -> None:
+def _collect_one(
+    root: Path,
+    spec,
+    items: dict,
+    drafts: list,
+    texts: dict,
+    coverage: list,
+    bar: progress.Step,
+    topics: dict,
+) -> None:
     """Load one source into the accumulators (``bar`` counts the records)."""
     if not spec.available(root):
         coverage.append(spec.not_mirrored())
@@ -92,7 +101,7 @@ def _collect_one(root: Path, spec, items: dict, drafts: list, texts: dict,
     for it in res.items:
         if it.source_id in items:
             raise MembenchError(f"{spec.key}: duplicate source_id {it.source_id}")
-        if it.path is not None:      # every item file stays inside the corpus root
+        if it.path is not None:  # every item file stays inside the corpus root
             confine(root, it.path, file=f"{spec.key} adapter", field=f"{it.source_id}.path")
         items[it.source_id] = it
     drafts.extend(res.drafts)
@@ -106,17 +115,23 @@ def source_of(id_: str) -> str:
     return id_.split(":", 1)[0]
 
 
-def neardup_index(source_items: list[SourceItem], texts: dict[str, str],
-                  root: Path) -> NearDupIndex:
+def neardup_index(
+    source_items: list[SourceItem], texts: dict[str, str], root: Path
+) -> NearDupIndex:
     """The near-duplicate fingerprints of one source's items: perceptual hashes of the files of
     a picture modality, else the items' upstream texts (:mod:`membench.sets.neardup`)."""
-    pictures = {it.source_id: root / it.path for it in source_items
-                if it.path and modalities.get(it.modality).near_duplicate == "phash"}
-    digests = {it.source_id: it.meta["sha256"] for it in source_items
-               if it.source_id in pictures and isinstance(it.meta.get("sha256"), str)}
+    pictures = {
+        it.source_id: root / it.path
+        for it in source_items
+        if it.path and modalities.get(it.modality).near_duplicate == "phash"
+    }
+    digests = {
+        it.source_id: it.meta["sha256"]
+        for it in source_items
+        if it.source_id in pictures and isinstance(it.meta.get("sha256"), str)
+    }
     phash = image_hashes(pictures, digests) if pictures else {}
-    return NearDupIndex({it.source_id: texts.get(it.source_id, "") for it in source_items},
-                        phash)
+    return NearDupIndex({it.source_id: texts.get(it.source_id, "") for it in source_items}, phash)
 
 
 def build_sets(root: Path, out: Path, only: set[str] | None = None) -> BuildResult:
@@ -129,8 +144,9 @@ def build_sets(root: Path, out: Path, only: set[str] | None = None) -> BuildResu
         holders_by_source[source_of(it.source_id)].add(it.holder)
         items_by_source[source_of(it.source_id)].append(it)
     holder_split = split_holders({k: sorted(v) for k, v in holders_by_source.items()})
-    timelines = build_timelines((source_of(it.source_id), it.holder, it.observed_at)
-                                for it in items.values())
+    timelines = build_timelines(
+        (source_of(it.source_id), it.holder, it.observed_at) for it in items.values()
+    )
 
     natives: dict[str, list[RecordDraft]] = defaultdict(list)
     seen: set[str] = set()
@@ -145,10 +161,14 @@ def build_sets(root: Path, out: Path, only: set[str] | None = None) -> BuildResu
     records: list[AnnotationRecord] = []
     derive_stats = {}
     for source in sorted(natives):
-        index = (neardup_index(items_by_source[source], texts, root)
-                 if any(policy(source).values()) else None)
-        recs, st = derive(source, natives[source], items, texts, holder_split, timelines, index,
-                          topics)
+        index = (
+            neardup_index(items_by_source[source], texts, root)
+            if any(policy(source).values())
+            else None
+        )
+        recs, st = derive(
+            source, natives[source], items, texts, holder_split, timelines, index, topics
+        )
         records.extend(recs)
         derive_stats[source] = st.as_dict()
     records.sort(key=lambda r: r.query_id)
@@ -164,8 +184,9 @@ def build_sets(root: Path, out: Path, only: set[str] | None = None) -> BuildResu
 
     stats = set_stats(records, item_list, holder_split)
     stats["derivation"] = derive_stats
-    atomic_write_json(out / "coverage.json", coverage_rows(coverage, derive_stats), indent=2,
-                      sort_keys=True)
+    atomic_write_json(
+        out / "coverage.json", coverage_rows(coverage, derive_stats), indent=2, sort_keys=True
+    )
     atomic_write_json(out / "stats.json", stats, indent=2, sort_keys=True)
     digests = {f: sha256_file(out / f) for f in SET_FILES}
     return BuildResult(out, records, item_list, coverage, stats, digests)
@@ -174,12 +195,15 @@ def build_sets(root: Path, out: Path, only: set[str] | None = None) -> BuildResu
 def coverage_rows(coverage: list[Coverage], derive_stats: dict[str, dict]) -> list[dict]:
     """``coverage.json``: each source's coverage, with its derivations (``derived``: how many
     of each kind, and the derivations the guards skipped, by reason) where it has records."""
-    return [{**c.as_dict(), **({"derived": derive_stats[c.source]}
-                               if c.source in derive_stats else {})} for c in coverage]
+    return [
+        {**c.as_dict(), **({"derived": derive_stats[c.source]} if c.source in derive_stats else {})}
+        for c in coverage
+    ]
 
 
-def set_stats(records: list[AnnotationRecord], items: list[SourceItem],
-              holder_split: dict[str, str]) -> dict:
+def set_stats(
+    records: list[AnnotationRecord], items: list[SourceItem], holder_split: dict[str, str]
+) -> dict:
     per: dict[str, Counter] = {m: Counter() for m in MODALITIES}
     holders: dict[str, set[str]] = {m: set() for m in MODALITIES}
     for r in records:
@@ -200,14 +224,17 @@ def set_stats(records: list[AnnotationRecord], items: list[SourceItem],
         c = per[m]
         unans = c["queries"] - c["answerable"]
         table[m] = {
-            "queries": c["queries"], "answerable": c["answerable"],
+            "queries": c["queries"],
+            "answerable": c["answerable"],
             "native_unanswerable": c["native_unanswerable"],
             "derived_transactive": c["derived_transactive"],
             "derived_temporal": c["derived_temporal"],
             "unanswerable_share": round(unans / c["queries"], 4) if c["queries"] else None,
             "holders": len(holders[m]),
             "dev_holders": sum(1 for h in holders[m] if holder_split.get(h) == "dev"),
-            "dev": c["dev"], "test": c["test"], "items": c["items"],
+            "dev": c["dev"],
+            "test": c["test"],
+            "items": c["items"],
         }
     return {"modalities": table}
 
@@ -227,25 +254,35 @@ def read_lock(path: Path) -> dict[str, str]:
     if not path.exists():
         return {}
     files = read_json_file(path, dict, "a membench lock file (a JSON object)").get("files")
-    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                              for k, v in files.items()):
-        raise InputError(path, None, "files", "must be an object {set file: sha256}",
-                         rule="LOCK")
+    if not isinstance(files, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in files.items()
+    ):
+        raise InputError(path, None, "files", "must be an object {set file: sha256}", rule="LOCK")
     return files
 
 
 def write_lock(path: Path, digests: dict[str, str]) -> None:
-    atomic_write_text(path, json.dumps({
-        "about": "sha256 of every built set file; `membench build` must reproduce these bytes, "
-                 "`membench validate` fails on drift. Update with `membench build --update-lock` "
-                 "only when a change to the sets is intended.",
-        "files": dict(sorted(digests.items())),
-    }, indent=2) + "\n")
+    atomic_write_text(
+        path,
+        json.dumps(
+            {
+                "about": "sha256 of every built set file; `membench build` must reproduce these bytes, "
+                "`membench validate` fails on drift. Update with `membench build --update-lock` "
+                "only when a change to the sets is intended.",
+                "files": dict(sorted(digests.items())),
+            },
+            indent=2,
+        )
+        + "\n",
+    )
 
 
 def lock_drift(lock: dict[str, str], digests: dict[str, str]) -> list[str]:
-    return [f"{f}: built {digests.get(f, 'missing')[:12]}…, lock has {lock.get(f, 'nothing')[:12]}…"
-            for f in sorted(set(lock) | set(digests)) if lock.get(f) != digests.get(f)]
+    return [
+        f"{f}: built {digests.get(f, 'missing')[:12]}…, lock has {lock.get(f, 'nothing')[:12]}…"
+        for f in sorted(set(lock) | set(digests))
+        if lock.get(f) != digests.get(f)
+    ]
 
 
 @dataclass
@@ -256,8 +293,9 @@ class LockVerdict:
     lines: list[str]
 
 
-def check_lock(digests: dict[str, str], lock: Path, *, update: bool = False,
-               partial: bool = False) -> LockVerdict:
+def check_lock(
+    digests: dict[str, str], lock: Path, *, update: bool = False, partial: bool = False
+) -> LockVerdict:
     """The lock rule of ``membench build``: a partial build (``--source``) is not compared;
     ``update`` freezes these digests; otherwise the build must match the lock byte for byte
     (DIGEST_DRIFT names every file that differs), and a missing lock is a failure that says
@@ -269,40 +307,50 @@ def check_lock(digests: dict[str, str], lock: Path, *, update: bool = False,
         return LockVerdict(True, [f"wrote {lock}"])
     frozen = read_lock(lock)
     if not frozen:
-        return LockVerdict(False, [f"no lock at {lock}: run with --update-lock to freeze these "
-                                   "sets"])
+        return LockVerdict(
+            False, [f"no lock at {lock}: run with --update-lock to freeze these sets"]
+        )
     drift = lock_drift(frozen, digests)
     if drift:
-        return LockVerdict(False, [f"DIGEST_DRIFT: the build differs from {lock}:",
-                                   *("  " + d for d in drift)])
+        return LockVerdict(
+            False, [f"DIGEST_DRIFT: the build differs from {lock}:", *("  " + d for d in drift)]
+        )
     return LockVerdict(True, [f"all {len(digests)} set files match {lock}"])
 
 
 def render_counts(stats: dict) -> str:
-    rows = ["| modality | queries | answerable | native unanswerable | derived transactive | "
-            "derived temporal | unanswerable share | holders (dev) | dev | test |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| modality | queries | answerable | native unanswerable | derived transactive | "
+        "derived temporal | unanswerable share | holders (dev) | dev | test |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     from ..modalities import MODALITIES
 
     order = {m: i for i, m in enumerate(MODALITIES)}
     for m, s in sorted(stats["modalities"].items(), key=lambda kv: order.get(kv[0], 99)):
         share = "—" if s["unanswerable_share"] is None else f"{s['unanswerable_share']:.1%}"
-        rows.append(f"| {m} | {s['queries']} | {s['answerable']} | {s['native_unanswerable']} | "
-                    f"{s['derived_transactive']} | {s['derived_temporal']} | {share} | "
-                    f"{s['holders']} ({s['dev_holders']}) | {s['dev']} | {s['test']} |")
+        rows.append(
+            f"| {m} | {s['queries']} | {s['answerable']} | {s['native_unanswerable']} | "
+            f"{s['derived_transactive']} | {s['derived_temporal']} | {share} | "
+            f"{s['holders']} ({s['dev_holders']}) | {s['dev']} | {s['test']} |"
+        )
     return "\n".join(rows)
 
 
 def render_coverage(coverage: list[dict]) -> str:
-    rows = ["| source | mirrored | upstream items | covered | not covered (why) | repaired |",
-            "|---|---|---:|---:|---|---|"]
+    rows = [
+        "| source | mirrored | upstream items | covered | not covered (why) | repaired |",
+        "|---|---|---:|---:|---|---|",
+    ]
     for c in coverage:
         why = "; ".join(f"{k}: {v}" for k, v in c["not_covered"].items()) or "—"
         fixed = "; ".join(f"{k}: {v}" for k, v in c["normalised"].items()) or "—"
         up = c["upstream_items"] if c["mirrored"] else "—"
         cov = c["covered"] if c["mirrored"] else "not mirrored"
-        rows.append(f"| {c['source']} | {'yes' if c['mirrored'] else 'no'} | {up} | {cov} | "
-                    f"{why} | {fixed} |")
+        rows.append(
+            f"| {c['source']} | {'yes' if c['mirrored'] else 'no'} | {up} | {cov} | "
+            f"{why} | {fixed} |"
+        )
     return "\n".join(rows)
 
 
@@ -311,18 +359,22 @@ def render_derivation(coverage: list[dict]) -> str:
     answerable, :mod:`membench.sets.timeline`) and how many of it were not asked, the derived
     unanswerables of each kind, the candidates the guards skipped (by reason) and the kinds a
     source never derives (and why)."""
-    rows = ["| source | answerable candidates | late pool | not asked | transactive | temporal | "
-            "skipped by a guard (why) | not derived (why) |",
-            "|---|---:|---:|---:|---:|---:|---|---|"]
+    rows = [
+        "| source | answerable candidates | late pool | not asked | transactive | temporal | "
+        "skipped by a guard (why) | not derived (why) |",
+        "|---|---:|---:|---:|---:|---:|---|---|",
+    ]
     for c in coverage:
         d = c.get("derived")
         if not d:
             continue
         skipped = "; ".join(f"{k}: {v}" for k, v in d["skipped"].items()) or "—"
         never = "; ".join(f"{k}: {v}" for k, v in d["not_derived"].items()) or "—"
-        rows.append(f"| {c['source']} | {d['candidates']} | {d.get('late', '—')} | "
-                    f"{d.get('not_asked', '—')} | {d['transactive']} | {d['temporal']} | "
-                    f"{skipped} | {never} |")
+        rows.append(
+            f"| {c['source']} | {d['candidates']} | {d.get('late', '—')} | "
+            f"{d.get('not_asked', '—')} | {d['transactive']} | {d['temporal']} | "
+            f"{skipped} | {never} |"
+        )
     return "\n".join(rows)
 
 
@@ -336,16 +388,31 @@ def derivation_frame(coverage: list[dict]):
         d = c.get("derived")
         if not d:
             continue
-        rows.append({"source": c["source"], "answerable candidates": d["candidates"],
-                     "late pool": d.get("late"), "not asked": d.get("not_asked"),
-                     "transactive": d["transactive"],
-                     "temporal": d["temporal"],
-                     "skipped by a guard (why)": "; ".join(
-                         f"{k}: {v}" for k, v in d["skipped"].items()) or "—",
-                     "not derived (why)": "; ".join(
-                         f"{k}: {v}" for k, v in d["not_derived"].items()) or "—"})
+        rows.append(
+            {
+                "source": c["source"],
+                "answerable candidates": d["candidates"],
+                "late pool": d.get("late"),
+                "not asked": d.get("not_asked"),
+                "transactive": d["transactive"],
+                "temporal": d["temporal"],
+                "skipped by a guard (why)": "; ".join(f"{k}: {v}" for k, v in d["skipped"].items())
+                or "—",
+                "not derived (why)": "; ".join(f"{k}: {v}" for k, v in d["not_derived"].items())
+                or "—",
+            }
+        )
     return pd.DataFrame(rows).set_index("source") if rows else pd.DataFrame(rows)
 
 
-__all__ = ["build_sets", "read_lock", "write_lock", "lock_drift", "render_counts",
-           "render_coverage", "render_derivation", "derivation_frame", "SET_FILES"]
+__all__ = [
+    "build_sets",
+    "read_lock",
+    "write_lock",
+    "lock_drift",
+    "render_counts",
+    "render_coverage",
+    "render_derivation",
+    "derivation_frame",
+    "SET_FILES",
+]

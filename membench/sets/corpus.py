@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
+from ..contract.schema import ManifestEntry, ManifestFile
 from ..core import progress
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import iter_json_lines, parse_model, sha256_file, write_jsonl
 from ..core.paths import confine
-from ..contract.schema import ManifestEntry, ManifestFile
 from ..sources import spec_for_folder
 
 # Which file of each mirrored source carries the annotations: its commit is the revision that
@@ -64,32 +64,51 @@ def build_manifest(root: Path, retrieved_at: dict[str, str] | None = None) -> li
     for folder in sorted(p.name for p in root.iterdir() if p.is_dir()):
         spec = spec_for_folder(folder)
         if spec is None:
-            raise MembenchError(f"{root / folder}: folder is not a registered source "
-                                "(add it to membench/sources/__init__.py)")
+            raise MembenchError(
+                f"{root / folder}: folder is not a registered source "
+                "(add it to membench/sources/__init__.py)"
+            )
         rows = _provenance(root / folder)
         files = []
         ann = None
         for no, r in enumerate(rows, 1):
             rel = f"{folder}/{r['path']}"
-            f = parse_model(ManifestFile, {**r, "path": rel}, root / folder / "PROVENANCE.jsonl", no)
+            f = parse_model(
+                ManifestFile, {**r, "path": rel}, root / folder / "PROVENANCE.jsonl", no
+            )
             files.append(f)
             if r["path"] == ANNOTATION_FILE.get(folder):
                 ann = f
         for meta in MIRROR_META:
             p = root / folder / meta
-            files.append(ManifestFile(path=f"{folder}/{meta}", sha256=sha256_file(p),
-                                      bytes=p.stat().st_size, note="mirror metadata"))
+            files.append(
+                ManifestFile(
+                    path=f"{folder}/{meta}",
+                    sha256=sha256_file(p),
+                    bytes=p.stat().st_size,
+                    note="mirror metadata",
+                )
+            )
         if ann is None:
-            raise MembenchError(f"{root / folder}/PROVENANCE.jsonl: annotation file "
-                                f"{ANNOTATION_FILE.get(folder)!r} not listed")
+            raise MembenchError(
+                f"{root / folder}/PROVENANCE.jsonl: annotation file "
+                f"{ANNOTATION_FILE.get(folder)!r} not listed"
+            )
         files.sort(key=lambda f: f.path)
-        entries.append(ManifestEntry(
-            source=spec.key, name=spec.name, modality=spec.modality,
-            url=f"https://github.com/{ann.upstream_repo}/tree/{ann.commit}",
-            revision=ann.commit,
-            revisions=sorted({f.commit for f in files if f.commit}),
-            retrieved_at=retrieved_at.get(spec.key, today),
-            annotation_source=spec.annotation_source, license=spec.license, files=files))
+        entries.append(
+            ManifestEntry(
+                source=spec.key,
+                name=spec.name,
+                modality=spec.modality,
+                url=f"https://github.com/{ann.upstream_repo}/tree/{ann.commit}",
+                revision=ann.commit,
+                revisions=sorted({f.commit for f in files if f.commit}),
+                retrieved_at=retrieved_at.get(spec.key, today),
+                annotation_source=spec.annotation_source,
+                license=spec.license,
+                files=files,
+            )
+        )
     return entries
 
 
@@ -167,10 +186,14 @@ def check_corpus_root(root: Path, folders: set[str]) -> None:
         return
     shown = ", ".join(sorted(folders)[:4]) + (", ..." if len(folders) > 4 else "")
     near = folders_near(root, folders)
-    hint = f"; use --corpus {near}" if near is not None else \
-        " (pass --corpus DIR or set MEMBENCH_CORPUS)"
-    raise MembenchError(f"{root} is not a corpus root: it holds none of the source folders "
-                        f"({shown}){hint}")
+    hint = (
+        f"; use --corpus {near}"
+        if near is not None
+        else " (pass --corpus DIR or set MEMBENCH_CORPUS)"
+    )
+    raise MembenchError(
+        f"{root} is not a corpus root: it holds none of the source folders ({shown}){hint}"
+    )
 
 
 def manifest_folders(manifest_path: Path) -> set[str]:
@@ -201,12 +224,15 @@ def check_corpus(root: Path, manifest_path: Path, sources: set[str] | None = Non
         return _check_corpus(root, manifest_path, sources, bar)
 
 
-def _check_corpus(root: Path, manifest_path: Path, sources: set[str] | None,
-                  bar: progress.Step) -> CheckResult:
+def _check_corpus(
+    root: Path, manifest_path: Path, sources: set[str] | None, bar: progress.Step
+) -> CheckResult:
     res = CheckResult()
     root = Path(root)
-    entries = [(no, parse_model(ManifestEntry, obj, manifest_path, no))
-               for no, obj in iter_json_lines(manifest_path)]
+    entries = [
+        (no, parse_model(ManifestEntry, obj, manifest_path, no))
+        for no, obj in iter_json_lines(manifest_path)
+    ]
     if sources is not None:
         entries = [(no, e) for no, e in entries if e.source in sources]
     listed: set[str] = set()
@@ -223,21 +249,34 @@ def _check_corpus(root: Path, manifest_path: Path, sources: set[str] | None,
             try:
                 confine(root, f.path, file=manifest_path, line=no, field="files.path")
             except InputError as e:
-                res.problems.append(CorpusProblem(str(manifest_path), no, e.rule, str(p),
-                                                  e.message))
+                res.problems.append(
+                    CorpusProblem(str(manifest_path), no, e.rule, str(p), e.message)
+                )
                 continue
             if not p.is_file():
-                res.problems.append(CorpusProblem(str(manifest_path), no, "MISSING_FILE",
-                                                  str(p), f"listed for {entry.source} but "
-                                                  "absent"))
+                res.problems.append(
+                    CorpusProblem(
+                        str(manifest_path),
+                        no,
+                        "MISSING_FILE",
+                        str(p),
+                        f"listed for {entry.source} but absent",
+                    )
+                )
                 continue
             size = p.stat().st_size
             digest = sha256_file(p)
             if digest != f.sha256 or size != f.bytes:
-                res.problems.append(CorpusProblem(
-                    str(manifest_path), no, "DIGEST_DRIFT", str(p),
-                    f"sha256 {digest[:12]}… ({size} B), manifest has {f.sha256[:12]}… "
-                    f"({f.bytes} B)"))
+                res.problems.append(
+                    CorpusProblem(
+                        str(manifest_path),
+                        no,
+                        "DIGEST_DRIFT",
+                        str(p),
+                        f"sha256 {digest[:12]}… ({size} B), manifest has {f.sha256[:12]}… "
+                        f"({f.bytes} B)",
+                    )
+                )
     if sources is None:
         try:
             bases = sorted(root.iterdir())
@@ -249,9 +288,15 @@ def _check_corpus(root: Path, manifest_path: Path, sources: set[str] | None,
         for p in _walk_files(base):
             rel = p.relative_to(root).as_posix()
             if rel not in listed:
-                res.problems.append(CorpusProblem(str(manifest_path), None, "ADDED_FILE",
-                                                  str(p), "under the corpus root but not in "
-                                                  "the manifest"))
+                res.problems.append(
+                    CorpusProblem(
+                        str(manifest_path),
+                        None,
+                        "ADDED_FILE",
+                        str(p),
+                        "under the corpus root but not in the manifest",
+                    )
+                )
     return res
 
 
@@ -264,4 +309,3 @@ def manifest_sha256(path: Path) -> str:
     if not path.exists():
         raise InputError(path, None, None, "manifest not found", rule="MISSING_FILE")
     return sha256_file(path)
-

@@ -43,14 +43,25 @@ def read_coverage(path: str | os.PathLike) -> list[dict[str, Any]]:
     rows = read_json_file(path, list, "a JSON list of per-source coverage objects")
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
-            raise InputError(path, None, f"[{i}]", f"expected an object, got "
-                             f"{type(row).__name__}", rule="COVERAGE")
+            raise InputError(
+                path,
+                None,
+                f"[{i}]",
+                f"expected an object, got {type(row).__name__}",
+                rule="COVERAGE",
+            )
         c = parse_model(CoverageRow, row, path, None)
         if any(v < 0 for v in (*c.not_covered.values(), *c.normalised.values())):
-            raise InputError(path, None, f"[{i}] ({c.source})", "counts must be >= 0",
-                             rule="COVERAGE")
+            raise InputError(
+                path, None, f"[{i}] ({c.source})", "counts must be >= 0", rule="COVERAGE"
+            )
         if c.mirrored and c.upstream_items != c.covered + sum(c.not_covered.values()):
-            raise InputError(path, None, f"[{i}] ({c.source})",
-                             f"upstream_items {c.upstream_items} != covered {c.covered} + "
-                             f"not covered {sum(c.not_covered.values())}", rule="COVERAGE")
+            raise InputError(
+                path,
+                None,
+                f"[{i}] ({c.source})",
+                f"upstream_items {c.upstream_items} != covered {c.covered} + "
+                f"not covered {sum(c.not_covered.values())}",
+                rule="COVERAGE",
+            )
     return rows

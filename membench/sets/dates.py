@@ -9,13 +9,27 @@ import re
 from datetime import datetime, timezone
 
 YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
-           "september", "october", "november", "december")
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 _MON = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 # "8 May 2023", "8th of May, 2023", "May 8, 2023", "May 2023"
-_DATES = (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON + r",?\s+(19\d\d|20\d\d)\b"),
-          re.compile(r"\b" + _MON + r"\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(19\d\d|20\d\d)\b"),
-          re.compile(r"\b" + _MON + r",?\s+(19\d\d|20\d\d)\b"))
+_DATES = (
+    re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON + r",?\s+(19\d\d|20\d\d)\b"),
+    re.compile(r"\b" + _MON + r"\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(19\d\d|20\d\d)\b"),
+    re.compile(r"\b" + _MON + r",?\s+(19\d\d|20\d\d)\b"),
+)
 
 
 def _month(word: str) -> int:

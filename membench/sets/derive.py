@@ -36,11 +36,11 @@ import numpy as np
 import snowballstemmer
 
 from .. import modalities
+from ..contract.schema import AnnotationRecord, Gold, Origin, RecordDraft, Scope, SourceItem
+from ..contract.tells import labels as tell_labels
 from ..core.hashing import hash_order
 from .dates import date_after
 from .neardup import NearDupIndex
-from ..contract.schema import AnnotationRecord, Gold, Origin, RecordDraft, Scope, SourceItem
-from ..contract.tells import labels as tell_labels
 from .timeline import Timeline, pick, uniform
 
 # source key -> {derivation: share of the source's answerable queries}
@@ -60,15 +60,15 @@ POLICY: dict[str, dict[str, float]] = {
 NOT_DERIVED: dict[str, dict[str, str]] = {
     "codesearchnet": {
         "transactive": "code-search queries were judged on a sample of functions, not the "
-                       "whole corpus: another language's corpus may hold a relevant function",
+        "whole corpus: another language's corpus may hold a relevant function",
         "temporal": "code-search queries were judged on a sample of functions, not the whole "
-                    "corpus: an earlier unjudged function may be relevant (the anchor guard "
-                    "finds another 40-line window of the corpus holding most of the words of "
-                    "nearly every query, and the few that pass are a sample a metadata "
-                    "classifier tells apart: docs/sets.md)",
+        "corpus: an earlier unjudged function may be relevant (the anchor guard "
+        "finds another 40-line window of the corpus holding most of the words of "
+        "nearly every query, and the few that pass are a sample a metadata "
+        "classifier tells apart: docs/sets.md)",
     },
     "screenspot": {
-        "transactive": "GUI instructions (\"check the weather\") fit any device's screen",
+        "transactive": 'GUI instructions ("check the weather") fit any device\'s screen'
     },
 }
 # where the as_of window starts for a source, when not at timeline.AS_OF_WINDOW_START:
@@ -114,7 +114,8 @@ SAME_NUMBERS_MIN = 4
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 _WORD = re.compile(r"[a-z0-9]+")
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 about above after again against also among another answer back because been before being below
 between both could did does doing down during each either else ever every from further have
 having here hers herself himself into itself just like made make many more most much must
@@ -122,7 +123,8 @@ need never only other ours ourselves over same shall should since some such than
 theirs them themselves then there these they this those through under until upon very were what
 when where which while whom whose will with within without would your yours yourself please
 according based shown show given list number name many used using what's does following
-""".split())
+""".split()
+)
 
 NO_HOLDER = "no other holder of the source in its split"
 NO_ANCHOR = "no distinctive question word in its gold's text"
@@ -132,12 +134,13 @@ T_NAMES = "no other holder's memory is as much at home with the names it asks ab
 T_ANCHORS = "its anchors are in every other holder's memory"
 T_NEARDUP = "a near-duplicate of its evidence is in every other holder's memory"
 T_EITHER = "every other holder's memory holds its anchors or a near-duplicate of its evidence"
-FIRST = ("its evidence is at or before the start of the holder's as_of window (no as_of "
-         "may fall before it)")
+FIRST = (
+    "its evidence is at or before the start of the holder's as_of window (no as_of "
+    "may fall before it)"
+)
 QUOTA = "the source's temporal quota is full"
 DATE_AFTER = "its question names a date after its as_of (a day still to come tells)"
-SISTERS = ("a question about the same item is kept answerable (a sister asked later would "
-           "betray it)")
+SISTERS = "a question about the same item is kept answerable (a sister asked later would betray it)"
 E_ANCHORS = "another item of the holder holds most of its anchors"
 E_NEARDUP = "another item of the holder is a near-duplicate of its evidence"
 
@@ -160,8 +163,7 @@ def tokens(text: str) -> set[str]:
 
 def anchors(question: str) -> set[str]:
     """The stems of the question's content words: >= 4 letters or digits, not stop words."""
-    return {stem(w) for w in _WORD.findall(question.lower())
-            if len(w) >= 4 and w not in STOPWORDS}
+    return {stem(w) for w in _WORD.findall(question.lower()) if len(w) >= 4 and w not in STOPWORDS}
 
 
 def numbers(text: str) -> list[str]:
@@ -176,8 +178,13 @@ def names(question: str, speakers: frozenset[str] = frozenset()) -> set[str]:
     out = set()
     for i, w in enumerate(_CAPITAL.findall(question)):
         for part in _WORD.findall(w.lower()):
-            if part in speakers or (i > 0 and w[0].isupper() and len(part) >= 2
-                                    and part not in STOPWORDS and not part.isdigit()):
+            if part in speakers or (
+                i > 0
+                and w[0].isupper()
+                and len(part) >= 2
+                and part not in STOPWORDS
+                and not part.isdigit()
+            ):
                 out.add(part)
     return out
 
@@ -189,22 +196,27 @@ def policy(source: str) -> dict[str, float | str]:
 @dataclass
 class DeriveStats:
     candidates: int = 0
-    clusters: int = 0           # item clusters moved whole by a transactive derivation
-    late_clusters: int = 0      # item clusters with a question not kept answerable
-    late: int = 0               # questions not kept answerable: derived, or not asked
-    not_asked: int = 0          # questions of the late pool that no derivation took
+    clusters: int = 0  # item clusters moved whole by a transactive derivation
+    late_clusters: int = 0  # item clusters with a question not kept answerable
+    late: int = 0  # questions not kept answerable: derived, or not asked
+    not_asked: int = 0  # questions of the late pool that no derivation took
     transactive: int = 0
     temporal: int = 0
-    skipped: Counter = field(default_factory=Counter)   # "<derivation>: <reason>" -> count
-    not_derived: dict[str, str] = field(default_factory=dict)   # derivation -> why none
+    skipped: Counter = field(default_factory=Counter)  # "<derivation>: <reason>" -> count
+    not_derived: dict[str, str] = field(default_factory=dict)  # derivation -> why none
 
     def as_dict(self) -> dict:
-        return {"candidates": self.candidates, "clusters": self.clusters,
-                "late_clusters": self.late_clusters, "late": self.late,
-                "not_asked": self.not_asked,
-                "transactive": self.transactive,
-                "temporal": self.temporal, "skipped": dict(sorted(self.skipped.items())),
-                "not_derived": dict(sorted(self.not_derived.items()))}
+        return {
+            "candidates": self.candidates,
+            "clusters": self.clusters,
+            "late_clusters": self.late_clusters,
+            "late": self.late,
+            "not_asked": self.not_asked,
+            "transactive": self.transactive,
+            "temporal": self.temporal,
+            "skipped": dict(sorted(self.skipped.items())),
+            "not_derived": dict(sorted(self.not_derived.items())),
+        }
 
 
 @dataclass
@@ -215,16 +227,16 @@ class _Source:
     texts: dict[str, str]
     timelines: dict[str, Timeline]
     index: NearDupIndex
-    by_holder: dict[str, list[str]] = field(default_factory=dict)   # in (slot, id) order
+    by_holder: dict[str, list[str]] = field(default_factory=dict)  # in (slot, id) order
     item_slot: dict[str, int] = field(default_factory=dict)
     item_tokens: dict[str, set[str]] = field(default_factory=dict)
     passage_tokens: dict[str, list[set[str]]] = field(default_factory=dict)
     df: Counter = field(default_factory=Counter)
-    speakers: dict[str, set[str]] = field(default_factory=dict)     # holder -> names, lower
+    speakers: dict[str, set[str]] = field(default_factory=dict)  # holder -> names, lower
     holder_tokens: dict[str, set[str]] = field(default_factory=dict)
     item_numbers: dict[str, str] = field(default_factory=dict)
     topics: dict[str, str] = field(default_factory=dict)
-    bases: dict[str, str] = field(default_factory=dict)             # holder -> basis (memo)
+    bases: dict[str, str] = field(default_factory=dict)  # holder -> basis (memo)
 
     def __post_init__(self) -> None:
         for sid in sorted(self.items):
@@ -234,14 +246,18 @@ class _Source:
             self.by_holder.setdefault(it.holder, []).append(sid)
             sp = it.meta.get("speakers") if isinstance(it.meta, dict) else None
             self.speakers.setdefault(it.holder, set()).update(
-                w for s in (sp if isinstance(sp, list) else []) if isinstance(s, str)
-                for w in _WORD.findall(s.lower()))
+                w
+                for s in (sp if isinstance(sp, list) else [])
+                if isinstance(s, str)
+                for w in _WORD.findall(s.lower())
+            )
             if self.texts.get(sid):
                 self.item_tokens[sid] = tokens(self.texts[sid])
                 self.df.update(self.item_tokens[sid])
                 parts = modalities.get(it.modality).passages(self.texts[sid], it.meta)
-                self.passage_tokens[sid] = ([self.item_tokens[sid]] if len(parts) == 1
-                                            else [tokens(p) for p in parts])
+                self.passage_tokens[sid] = (
+                    [self.item_tokens[sid]] if len(parts) == 1 else [tokens(p) for p in parts]
+                )
                 if isinstance(topic, str):
                     mark = TOPIC_MARK + topic
                     self.item_tokens[sid] = self.item_tokens[sid] | {mark}
@@ -249,8 +265,7 @@ class _Source:
                     self.df[mark] += 1
         for h, sids in self.by_holder.items():
             sids.sort(key=lambda s: (self.item_slot[s], s))
-            self.holder_tokens[h] = set().union(*(self.item_tokens.get(s, set())
-                                                  for s in sids))
+            self.holder_tokens[h] = set().union(*(self.item_tokens.get(s, set()) for s in sids))
 
     @property
     def all_speakers(self) -> frozenset[str]:
@@ -262,8 +277,10 @@ class _Source:
         got = self.bases.get(holder)
         if got is None:
             got = self.bases[holder] = (
-                "questions" if any(self.items[s].meta.get("text_pages") == 0
-                                   for s in self.by_holder[holder]) else "content")
+                "questions"
+                if any(self.items[s].meta.get("text_pages") == 0 for s in self.by_holder[holder])
+                else "content"
+            )
         return got
 
     @property
@@ -284,8 +301,9 @@ class _Source:
         limit = ANCHOR_MAX_DF * len(self.item_tokens)
         own = {stem(w) for w in self.speakers.get(r.scope.holder, ())}
         topics = {w for w in gold if w.startswith(TOPIC_MARK)}
-        return {w for w in anchors(r.question) & gold if self.df[w] <= limit and w not in own
-                } | topics
+        return {
+            w for w in anchors(r.question) & gold if self.df[w] <= limit and w not in own
+        } | topics
 
     def generic(self, a: set[str]) -> bool:
         """Whether anchors ``a`` are all common: the rarest is in more than
@@ -318,8 +336,7 @@ class _Source:
             it = self.items[g.source_id]
             text = self.texts.get(g.source_id, "")
             region = mod.region_text(g.region, text, it.meta) if text else None
-            found = self.index.duplicates(self.index.evidence(g.source_id, [region or ""]),
-                                          memory)
+            found = self.index.duplicates(self.index.evidence(g.source_id, [region or ""]), memory)
             if found:
                 return found
             found = self.same_numbers(region or text, memory, g.source_id)
@@ -356,12 +373,19 @@ class _QuerySet:
         self.pos = {r.query_id: i for i, r in enumerate(drafts)}
         self.holder = [r.scope.holder for r in drafts]
         self.words = [set(_WORD.findall(r.question.lower())) for r in drafts]
-        self.uses: dict[str, Counter] = defaultdict(Counter)   # word -> holder -> questions
+        self.uses: dict[str, Counter] = defaultdict(Counter)  # word -> holder -> questions
         for w, h in zip(self.words, self.holder):
             for x in w:
                 self.uses[x][h] += 1
-        self._x = (TfidfVectorizer(token_pattern=r"[a-z0-9]+", sublinear_tf=True)
-                   .fit_transform([r.question for r in drafts])) if drafts else None
+        self._x = (
+            (
+                TfidfVectorizer(token_pattern=r"[a-z0-9]+", sublinear_tf=True).fit_transform(
+                    [r.question for r in drafts]
+                )
+            )
+            if drafts
+            else None
+        )
 
     def twin(self, qid: str, origin: str, target: str) -> bool:
         """Whether, asked of ``target``, the question would still be traced to ``origin``: a
@@ -389,12 +413,16 @@ class _QuerySet:
         self.holder[i] = holder
 
 
-def at_home(src: _Source, qs: _QuerySet, name: str, holder: str, qid: str
-            ) -> tuple[bool, bool, bool]:
+def at_home(
+    src: _Source, qs: _QuerySet, name: str, holder: str, qid: str
+) -> tuple[bool, bool, bool]:
     """How much at home ``name`` is in ``holder``'s memory: a speaker of its items (metadata),
     in its items' text, in the questions asked of it (but ``qid``)."""
-    return (name in src.speakers.get(holder, ()), stem(name) in src.holder_tokens.get(holder, ()),
-            qs.asked(name, holder, qid))
+    return (
+        name in src.speakers.get(holder, ()),
+        stem(name) in src.holder_tokens.get(holder, ()),
+        qs.asked(name, holder, qid),
+    )
 
 
 def _not_less(origin: tuple[bool, ...], target: tuple[bool, ...]) -> bool:
@@ -428,8 +456,9 @@ def cluster_key(r: RecordDraft) -> str:
     return min(g.source_id for g in evidence(r))
 
 
-def _clusters(answerable: dict[str, RecordDraft], order: list[str], source: str
-              ) -> list[tuple[str, list[str]]]:
+def _clusters(
+    answerable: dict[str, RecordDraft], order: list[str], source: str
+) -> list[tuple[str, list[str]]]:
     """Every item's cluster of answerable questions (members in ``order``, the hash order of
     the query ids), the clusters in hash order of their item."""
     by: dict[str, list[str]] = defaultdict(list)
@@ -438,10 +467,16 @@ def _clusters(answerable: dict[str, RecordDraft], order: list[str], source: str
     return [(k, by[k]) for k in hash_order(by, f"derive-cluster:{source}")]
 
 
-def _move_cluster(src: "_Source", qs: "_QuerySet", members: list[str],
-                  answerable: dict[str, RecordDraft], holder_split: dict[str, str],
-                  speakers: frozenset[str], stats: "DeriveStats", only: str | None = None
-                  ) -> tuple[str, list[str]] | None:
+def _move_cluster(
+    src: _Source,
+    qs: _QuerySet,
+    members: list[str],
+    answerable: dict[str, RecordDraft],
+    holder_split: dict[str, str],
+    speakers: frozenset[str],
+    stats: DeriveStats,
+    only: str | None = None,
+) -> tuple[str, list[str]] | None:
     """The holder an item's question cluster moves to, and the questions that move; ``None``
     (each question's reason counted) when no holder takes them all.
 
@@ -465,16 +500,19 @@ def _move_cluster(src: "_Source", qs: "_QuerySet", members: list[str],
         anchors_of[qid] = a
     if not movable:
         return None
-    others = [h for h in ([only] if only else sorted(src.by_holder))
-              if h != origin and holder_split[h] == holder_split[origin]
-              and src.basis(h) == src.basis(origin)]
+    others = [
+        h
+        for h in ([only] if only else sorted(src.by_holder))
+        if h != origin
+        and holder_split[h] == holder_split[origin]
+        and src.basis(h) == src.basis(origin)
+    ]
     if not others:
         stats.skipped[f"transactive: {NO_HOLDER}"] += len(movable)
         return None
     # how much at home each name is in the origin now, its cluster still there
     named = {qid: sorted(names(answerable[qid].question, speakers)) for qid in movable}
     home = {qid: {n: at_home(src, qs, n, origin, qid) for n in named[qid]} for qid in movable}
-    why: Counter = Counter()       # question -> reasons over the targets tried
     reasons: dict[str, set[str]] = defaultdict(set)
     need = max(1, math.ceil(CLUSTER_MIN_SHARE * len(movable)))
     for h in hash_order(others, f"cluster:{movable[0]}"):
@@ -495,8 +533,7 @@ def _move_cluster(src: "_Source", qs: "_QuerySet", members: list[str],
         for qid in going:
             qs.move(qid, h)
         for qid in list(going):
-            if not all(_not_less(home[qid][n], at_home(src, qs, n, h, qid))
-                       for n in named[qid]):
+            if not all(_not_less(home[qid][n], at_home(src, qs, n, h, qid)) for n in named[qid]):
                 reasons[qid].add(T_NAMES)
             elif qs.twin(qid, origin, h):
                 reasons[qid].add(TWIN)
@@ -516,9 +553,17 @@ def _move_cluster(src: "_Source", qs: "_QuerySet", members: list[str],
     return None
 
 
-def _swap_back(src: "_Source", qs: "_QuerySet", candidates: list[list[str]], used: set[str],
-               origin: str, answerable: dict[str, RecordDraft], holder_split: dict[str, str],
-               speakers: frozenset[str], size: int) -> list[str] | None:
+def _swap_back(
+    src: _Source,
+    qs: _QuerySet,
+    candidates: list[list[str]],
+    used: set[str],
+    origin: str,
+    answerable: dict[str, RecordDraft],
+    holder_split: dict[str, str],
+    speakers: frozenset[str],
+    size: int,
+) -> list[str] | None:
     """The first of ``candidates`` (the target's clusters, in hash order) none of whose
     questions is used, of about ``size`` questions (:data:`SWAP_SIZE_TOLERANCE`), that moves
     whole to ``origin``; ``None`` when none does. What the failed tries skip is not counted
@@ -527,8 +572,9 @@ def _swap_back(src: "_Source", qs: "_QuerySet", candidates: list[list[str]], use
     for members in candidates:
         if any(q in used for q in members) or abs(len(members) - size) > slack:
             continue
-        moved = _move_cluster(src, qs, members, answerable, holder_split, speakers,
-                              DeriveStats(), only=origin)
+        moved = _move_cluster(
+            src, qs, members, answerable, holder_split, speakers, DeriveStats(), only=origin
+        )
         if moved is None:
             continue
         if len(moved[1]) == len(members):
@@ -538,19 +584,28 @@ def _swap_back(src: "_Source", qs: "_QuerySet", candidates: list[list[str]], use
     return None
 
 
-def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
-           texts: dict[str, str], holder_split: dict[str, str],
-           timelines: dict[str, Timeline], index: NearDupIndex | None = None,
-           topics: dict[str, str] | None = None,
-           ) -> tuple[list[AnnotationRecord], DeriveStats]:
+def derive(
+    source: str,
+    drafts: list[RecordDraft],
+    items: dict[str, SourceItem],
+    texts: dict[str, str],
+    holder_split: dict[str, str],
+    timelines: dict[str, Timeline],
+    index: NearDupIndex | None = None,
+    topics: dict[str, str] | None = None,
+) -> tuple[list[AnnotationRecord], DeriveStats]:
     """Every record of one source: the natives that stay (with ``as_of``) and the derived
     unanswerables that replace the others. Reads nothing outside its arguments."""
     pol = policy(source)
-    if not any(pol.values()):       # nothing to derive: the guards need no text
+    if not any(pol.values()):  # nothing to derive: the guards need no text
         texts, index = {}, NearDupIndex()
-    src = _Source({k: v for k, v in items.items() if k.split(":", 1)[0] == source},
-                  texts, timelines, index or NearDupIndex(texts),
-                  topics=topics or {})
+    src = _Source(
+        {k: v for k, v in items.items() if k.split(":", 1)[0] == source},
+        texts,
+        timelines,
+        index or NearDupIndex(texts),
+        topics=topics or {},
+    )
     answerable = {r.query_id: r for r in drafts if not r.unanswerable}
     stats = DeriveStats(candidates=len(answerable), not_derived=dict(NOT_DERIVED.get(source, {})))
     if source in ASK_DERIVABLE and src.has_text:
@@ -566,8 +621,9 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
         timelines = {h: replace(tl, start_share=1.0) for h, tl in timelines.items()}
         src.timelines = timelines
     elif source in WINDOW_START:
-        timelines = {h: replace(tl, start_share=WINDOW_START[source])
-                     for h, tl in timelines.items()}
+        timelines = {
+            h: replace(tl, start_share=WINDOW_START[source]) for h, tl in timelines.items()
+        }
         src.timelines = timelines
     order = hash_order(answerable, f"derive:{source}")
     qs = _QuerySet(drafts if any(pol.values()) else [])
@@ -588,7 +644,7 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
     # the slot of every answerable query kept, drawn now: queries without evidence take one of
     # their holder's by hash, so their as_of follows the same distribution
     slot_of: dict[str, int] = {}
-    pool: dict[str, list[int]] = defaultdict(list)      # holder -> answerable slots
+    pool: dict[str, list[int]] = defaultdict(list)  # holder -> answerable slots
     for qid in sorted(answerable):
         r = answerable[qid]
         if qid in in_late or r.as_of is not None:
@@ -599,27 +655,40 @@ def derive(source: str, drafts: list[RecordDraft], items: dict[str, SourceItem],
         p.sort()
 
     d = _Derivation(source, src, qs, answerable, holder_split, timelines, pool, stats)
-    _transactive(d, math.ceil(float(pol.get("transactive", 0.0)) * len(order)), clusters,
-                 late_clusters, in_late, speakers)
-    _temporal(d, math.ceil(float(pol.get("temporal", 0.0)) * len(order)), order, in_late,
-              whole)
+    _transactive(
+        d,
+        math.ceil(float(pol.get("transactive", 0.0)) * len(order)),
+        clusters,
+        late_clusters,
+        in_late,
+        speakers,
+    )
+    _temporal(d, math.ceil(float(pol.get("temporal", 0.0)) * len(order)), order, in_late, whole)
     _natives(d, drafts, in_late, slot_of)
     return d.out, stats
 
 
-def _late(source: str, clusters: list[tuple[str, list[str]]],
-          answerable: dict[str, RecordDraft], timelines: dict[str, Timeline],
-          anchor_slot: dict[str, int]) -> tuple[set[str], set[str]]:
+def _late(
+    source: str,
+    clusters: list[tuple[str, list[str]]],
+    answerable: dict[str, RecordDraft],
+    timelines: dict[str, Timeline],
+    anchor_slot: dict[str, int],
+) -> tuple[set[str], set[str]]:
     """Which questions each item cluster keeps answerable (timeline.keep): the others (the
     first set) are the late pool the derivations draw from first; the second set is the
     clusters none of whose questions is kept."""
-    in_late: set[str] = set()       # questions not kept answerable
-    whole: set[str] = set()         # clusters none of whose questions is kept
+    in_late: set[str] = set()  # questions not kept answerable
+    whole: set[str] = set()  # clusters none of whose questions is kept
     for key, members in clusters:
-        u = uniform("as_of-keep", source, key)      # one draw per cluster: keep is monotone,
-        tl = timelines[answerable[members[0]].scope.holder]   # so earlier gold is kept first
-        gone = [q for q in members if answerable[q].as_of is None     # upstream times stay
-                and u >= tl.keep(anchor_slot[q])]
+        u = uniform("as_of-keep", source, key)  # one draw per cluster: keep is monotone,
+        tl = timelines[answerable[members[0]].scope.holder]  # so earlier gold is kept first
+        gone = [
+            q
+            for q in members
+            if answerable[q].as_of is None  # upstream times stay
+            and u >= tl.keep(anchor_slot[q])
+        ]
         in_late.update(gone)
         if gone and len(gone) == len(members):
             whole.add(key)
@@ -637,7 +706,7 @@ class _Derivation:
     answerable: dict[str, RecordDraft]
     holder_split: dict[str, str]
     timelines: dict[str, Timeline]
-    pool: dict[str, list[int]]          # holder -> its answerable queries' slots, sorted
+    pool: dict[str, list[int]]  # holder -> its answerable queries' slots, sorted
     stats: DeriveStats
     out: list[AnnotationRecord] = field(default_factory=list)
     used: set[str] = field(default_factory=set)
@@ -650,43 +719,74 @@ class _Derivation:
         slot = p[pick(len(p), "pseudo-slot", seed)] if p else tl.free_slot(seed)
         return tl.instant(slot, seed)
 
-    def derived(self, r: RecordDraft, kind: str, scope: Scope, as_of: datetime,
-                qid: str) -> AnnotationRecord:
-        origin = Origin(**{**r.origin.model_dump(), "derived_from": r.query_id,
-                           "derivation": kind, "kind": kind, "audited": True,
-                           "distractor": [g.model_dump(exclude_none=True) for g in r.gold]})
+    def derived(
+        self, r: RecordDraft, kind: str, scope: Scope, as_of: datetime, qid: str
+    ) -> AnnotationRecord:
+        origin = Origin(
+            **{
+                **r.origin.model_dump(),
+                "derived_from": r.query_id,
+                "derivation": kind,
+                "kind": kind,
+                "audited": True,
+                "distractor": [g.model_dump(exclude_none=True) for g in r.gold],
+            }
+        )
         return AnnotationRecord(
-            query_id=qid, modality=r.modality, question=r.question, answer=None,
-            answer_format="none", gold=[], judgments=None, scope=scope, as_of=as_of,
-            unanswerable=True, origin=origin, split=self.holder_split[scope.holder])
+            query_id=qid,
+            modality=r.modality,
+            question=r.question,
+            answer=None,
+            answer_format="none",
+            gold=[],
+            judgments=None,
+            scope=scope,
+            as_of=as_of,
+            unanswerable=True,
+            origin=origin,
+            split=self.holder_split[scope.holder],
+        )
 
 
-def _transactive(d: _Derivation, quota: int, clusters: list[tuple[str, list[str]]],
-                 late_clusters: list[tuple[str, list[str]]], in_late: set[str],
-                 speakers: frozenset[str]) -> None:
+def _transactive(
+    d: _Derivation,
+    quota: int,
+    clusters: list[tuple[str, list[str]]],
+    late_clusters: list[tuple[str, list[str]]],
+    in_late: set[str],
+    speakers: frozenset[str],
+) -> None:
     """Transactive: whole per-item question clusters move (the late ones first), up to
     ``quota`` questions."""
     answerable, stats = d.answerable, d.stats
     kept_clusters = [(k, [q for q in ms if q not in in_late]) for k, ms in clusters]
-    held: dict[str, list[list[str]]] = defaultdict(list)      # holder -> its clusters (SWAP)
+    held: dict[str, list[list[str]]] = defaultdict(list)  # holder -> its clusters (SWAP)
     for _, ms in clusters:
         held[answerable[ms[0]].scope.holder].append(ms)
     for key, members in late_clusters + [(k, ms) for k, ms in kept_clusters if ms]:
         if stats.transactive >= quota:
             break
-        members = [q for q in members if q not in d.used]   # a swap may have moved them back
+        members = [q for q in members if q not in d.used]  # a swap may have moved them back
         if not members:
             continue
-        moved = _move_cluster(d.src, d.qs, members, answerable, d.holder_split, speakers,
-                              stats)
+        moved = _move_cluster(d.src, d.qs, members, answerable, d.holder_split, speakers, stats)
         if moved is None:
             continue
         target, qids = moved
         moves = [(target, qids)]
         if d.source in SWAP:
             origin = answerable[qids[0]].scope.holder
-            back = _swap_back(d.src, d.qs, held.get(target, []), d.used | set(qids), origin,
-                              answerable, d.holder_split, speakers, len(qids))
+            back = _swap_back(
+                d.src,
+                d.qs,
+                held.get(target, []),
+                d.used | set(qids),
+                origin,
+                answerable,
+                d.holder_split,
+                speakers,
+                len(qids),
+            )
             if back is None:
                 for qid in qids:
                     d.qs.move(qid, origin)
@@ -704,8 +804,9 @@ def _transactive(d: _Derivation, quota: int, clusters: list[tuple[str, list[str]
             stats.clusters += 1
 
 
-def _temporal(d: _Derivation, quota: int, order: list[str], in_late: set[str],
-              whole: set[str]) -> None:
+def _temporal(
+    d: _Derivation, quota: int, order: list[str], in_late: set[str], whole: set[str]
+) -> None:
     """Temporal: only from the clusters none of whose questions is kept answerable (no
     answerable sister is left to betray a temporal question by its later as_of), up to
     ``quota`` questions."""
@@ -753,18 +854,19 @@ def _temporal(d: _Derivation, quota: int, order: list[str], in_late: set[str],
         stats.temporal += 1
 
 
-def _natives(d: _Derivation, drafts: list[RecordDraft], in_late: set[str],
-             slot_of: dict[str, int]) -> None:
+def _natives(
+    d: _Derivation, drafts: list[RecordDraft], in_late: set[str], slot_of: dict[str, int]
+) -> None:
     """The natives that stay (late gold that no derivation took is not asked)."""
     for r in drafts:
         if r.query_id in d.used:
             continue
-        if r.query_id in in_late:        # late gold that no derivation took: not asked
+        if r.query_id in in_late:  # late gold that no derivation took: not asked
             d.stats.not_asked += 1
             continue
         fields = r.model_dump()
         h = r.scope.holder
-        if r.as_of is not None:          # an upstream question time (LongMemEval)
+        if r.as_of is not None:  # an upstream question time (LongMemEval)
             as_of = r.as_of
         elif r.unanswerable:
             as_of = d.placed(h, r.query_id)

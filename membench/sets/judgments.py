@@ -15,24 +15,24 @@ PRIMARY = "gold"
 
 DESCRIPTIONS: dict[str, str] = {
     PRIMARY: "the primary set: each source's gold (CodeSearchNet: functions whose annotators' "
-             "lower-median grade is >= 2; LoCoMo, LongMemEval: the evidence turns; "
-             "MMLongBench-Doc: the evidence pages; the other sources: their one annotated "
-             "region)",
-    "any_annotator": "CodeSearchNet: functions some annotator graded >= 2 (grade = the "
-                     "highest)",
-    "all_annotators": "CodeSearchNet: functions every annotator graded >= 2 (grade = the "
-                      "lowest)",
+    "lower-median grade is >= 2; LoCoMo, LongMemEval: the evidence turns; "
+    "MMLongBench-Doc: the evidence pages; the other sources: their one annotated "
+    "region)",
+    "any_annotator": "CodeSearchNet: functions some annotator graded >= 2 (grade = the highest)",
+    "all_annotators": "CodeSearchNet: functions every annotator graded >= 2 (grade = the lowest)",
     "graded": "CodeSearchNet: every function whose lower-median grade is >= 1, with that 0-3 "
-              "grade (weakly relevant ones included; graded nDCG gains 2**grade - 1)",
+    "grade (weakly relevant ones included; graded nDCG gains 2**grade - 1)",
     "session": "LoCoMo, LongMemEval: the whole session holding an evidence turn (a turn "
-               "range hit by any atom holding one of its turns; LongMemEval scores sessions)",
+    "range hit by any atom holding one of its turns; LongMemEval scores sessions)",
 }
 
 
 def describe(name: str) -> str:
     """What judgment set ``name`` is (a name no adapter emits: said so)."""
-    return DESCRIPTIONS.get(name, "an alternative judgment set carried by the records (not "
-                                  "one membench's adapters emit)")
+    return DESCRIPTIONS.get(
+        name,
+        "an alternative judgment set carried by the records (not one membench's adapters emit)",
+    )
 
 
 __all__ = ["DESCRIPTIONS", "PRIMARY", "describe"]

@@ -79,7 +79,7 @@ class PhashCache:
         try:
             out = {}
             for i in range(0, len(keys), 500):
-                part = [f"{self.VERSION}:{k}" for k in keys[i:i + 500]]
+                part = [f"{self.VERSION}:{k}" for k in keys[i : i + 500]]
                 q = f"SELECT key, hash FROM phash WHERE key IN ({','.join('?' * len(part))})"
                 for k, h in con.execute(q, part):
                     out[k.split(":", 1)[1]] = int(h, 16)
@@ -91,8 +91,10 @@ class PhashCache:
         con = self._connect()
         try:
             with con:
-                con.executemany("INSERT OR REPLACE INTO phash (key, hash) VALUES (?, ?)",
-                                [(f"{self.VERSION}:{k}", f"{h:016x}") for k, h in rows.items()])
+                con.executemany(
+                    "INSERT OR REPLACE INTO phash (key, hash) VALUES (?, ?)",
+                    [(f"{self.VERSION}:{k}", f"{h:016x}") for k, h in rows.items()],
+                )
         finally:
             con.close()
 
@@ -107,8 +109,9 @@ def phash_file(path: Path) -> int:
     return int("".join("1" if b else "0" for b in bits), 2)
 
 
-def image_hashes(paths: dict[str, Path], digests: dict[str, str] | None = None,
-                 cache: PhashCache | None = None) -> dict[str, int]:
+def image_hashes(
+    paths: dict[str, Path], digests: dict[str, str] | None = None, cache: PhashCache | None = None
+) -> dict[str, int]:
     """Perceptual hash per key of ``paths`` (key -> image file), through the cache keyed by
     each file's sha256 (``digests`` when known, else computed)."""
     digests = dict(digests or {})
@@ -152,8 +155,7 @@ class NearDupIndex:
     first asked, then kept) the normalised text and shingles per text item. Shingles are
     Python string hashes: they are compared only within one build process."""
 
-    def __init__(self, texts: dict[str, str] | None = None,
-                 phash: dict[str, int] | None = None):
+    def __init__(self, texts: dict[str, str] | None = None, phash: dict[str, int] | None = None):
         self.texts = {k: v for k, v in (texts or {}).items() if v}
         self.phash = dict(phash or {})
         self._norm: dict[str, str] = {}

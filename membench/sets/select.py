@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..contract.schema import AnnotationRecord
 from ..core.errors import MembenchError
 from ..core.hashing import hash_order, limit_subset
 from ..core.jsonl import iter_json_lines, parse_model
 from ..modalities import MODALITIES
-from ..contract.schema import AnnotationRecord
 
 Loc = tuple[str, int]
 
@@ -56,9 +56,13 @@ def check_modalities(modalities: Iterable[str] | None) -> list[str]:
     return [m for m in MODALITIES if m in chosen]
 
 
-def select_records(sets_dir: str | Path, split: str, modalities: Iterable[str] | None = None,
-                   limit: int | None = None, sample_seed: int | None = None
-                   ) -> tuple[list[AnnotationRecord], list[Loc]]:
+def select_records(
+    sets_dir: str | Path,
+    split: str,
+    modalities: Iterable[str] | None = None,
+    limit: int | None = None,
+    sample_seed: int | None = None,
+) -> tuple[list[AnnotationRecord], list[Loc]]:
     """Records of ``split`` (and their file and line), modality by modality, in file order
     (see the module docstring for the rule)."""
     sets_dir = Path(sets_dir)
@@ -72,8 +76,10 @@ def select_records(sets_dir: str | Path, split: str, modalities: Iterable[str] |
             if r.split == split:
                 chosen.append((r, (str(path), no)))
         if limit is not None:
-            chosen = sorted(limit_subset(chosen, limit, lambda x: x[0].query_id,
-                                         sample_seed), key=lambda x: x[1][1])
+            chosen = sorted(
+                limit_subset(chosen, limit, lambda x: x[0].query_id, sample_seed),
+                key=lambda x: x[1][1],
+            )
         for r, loc in chosen:
             recs.append(r)
             locs.append(loc)

@@ -25,16 +25,17 @@ import os
 import shutil
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
+from ..contract.schema import AnnotationRecord, SourceItem
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import check_readable_file, iter_json_lines, parse_model, sha256_file
 from ..core.paths import DEFAULT_SETS_DIR, LOCK_PATH
 from ..modalities import MODALITIES
 from .build import SET_FILES, set_digests, set_stats, source_of, split_holders
-from ..contract.schema import AnnotationRecord, SourceItem
 
 MANIFEST = "subcorpus.json"
 OWN_LOCK = "sets.lock.json"
@@ -49,8 +50,11 @@ def lock_for(sets_dir: str | os.PathLike, given: str | os.PathLike | None = None
     if given is not None:
         return Path(given)
     d = Path(sets_dir)
-    if (d / MANIFEST).is_file() and (d / OWN_LOCK).is_file() and \
-            d.resolve() != DEFAULT_SETS_DIR.resolve():
+    if (
+        (d / MANIFEST).is_file()
+        and (d / OWN_LOCK).is_file()
+        and d.resolve() != DEFAULT_SETS_DIR.resolve()
+    ):
         return d / OWN_LOCK
     return LOCK_PATH
 
@@ -78,8 +82,13 @@ class Parent:
             raw = f.read().splitlines(keepends=True)
         lines = {it.source_id: line for it, line in zip(items, raw)}
         if len(lines) != len(items):
-            raise InputError(p, None, "source_id", "an item id twice (membench validate names it)",
-                             rule="DUPLICATE_SOURCE_ID")
+            raise InputError(
+                p,
+                None,
+                "source_id",
+                "an item id twice (membench validate names it)",
+                rule="DUPLICATE_SOURCE_ID",
+            )
         return cls(d, recs, items, lines)
 
     def holder_split(self) -> dict[str, str]:
@@ -109,8 +118,8 @@ class Required:
     """What every sub-corpus of a parent keeps (module docstring, rules 1 and 2)."""
 
     items: set[str]
-    whole_holders: dict[str, int]     # holder -> records with an unresolved distractor
-    by_reason: dict[str, int]         # "gold or judged" / "distractor" -> items
+    whole_holders: dict[str, int]  # holder -> records with an unresolved distractor
+    by_reason: dict[str, int]  # "gold or judged" / "distractor" -> items
 
     def holder_kept_whole(self, holder: str) -> bool:
         return holder in self.whole_holders
@@ -133,8 +142,11 @@ def required_items(parent: Parent) -> Required:
             whole[r.scope.holder] += 1
     distract = (distract - judged) & known
     judged &= known
-    return Required(judged | distract, dict(sorted(whole.items())),
-                    {"gold or judged": len(judged), "distractor": len(distract)})
+    return Required(
+        judged | distract,
+        dict(sorted(whole.items())),
+        {"gold or judged": len(judged), "distractor": len(distract)},
+    )
 
 
 def check_keep(parent: Parent, keep: set[str], required: Required | None = None) -> None:
@@ -146,34 +158,49 @@ def check_keep(parent: Parent, keep: set[str], required: Required | None = None)
         by_holder[it.holder].append(it.source_id)
     unknown = sorted(keep - set(parent.item_lines))
     if unknown:
-        raise MembenchError(f"sub-corpus: {len(unknown)} kept item(s) are not items of "
-                            f"{parent.path} (e.g. {unknown[0]})")
+        raise MembenchError(
+            f"sub-corpus: {len(unknown)} kept item(s) are not items of "
+            f"{parent.path} (e.g. {unknown[0]})"
+        )
     missing = sorted(required.items - keep)
     if missing:
-        raise MembenchError(f"sub-corpus: {len(missing)} item(s) named by a record's gold, "
-                            f"judgments or distractors would be dropped (e.g. {missing[0]})")
+        raise MembenchError(
+            f"sub-corpus: {len(missing)} item(s) named by a record's gold, "
+            f"judgments or distractors would be dropped (e.g. {missing[0]})"
+        )
     for h, n in required.whole_holders.items():
         if not set(by_holder.get(h, [])) <= keep:
-            raise MembenchError(f"sub-corpus: holder {h} must be kept whole ({n} record(s) "
-                                "name an upstream distractor that is no item)")
+            raise MembenchError(
+                f"sub-corpus: holder {h} must be kept whole ({n} record(s) "
+                "name an upstream distractor that is no item)"
+            )
     empty = sorted(h for h, ids in by_holder.items() if not keep.intersection(ids))
     if empty:
-        raise MembenchError(f"sub-corpus: {len(empty)} holder(s) would own no item (e.g. "
-                            f"{empty[0]}): splits are drawn over the holders that own items")
+        raise MembenchError(
+            f"sub-corpus: {len(empty)} holder(s) would own no item (e.g. "
+            f"{empty[0]}): splits are drawn over the holders that own items"
+        )
 
 
 def _manifest_text(manifest: dict[str, Any]) -> str:
-    return json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False,
-                      allow_nan=False) + "\n"
+    return (
+        json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    )
 
 
 def _lock_text(digests: dict[str, str]) -> str:
-    return json.dumps({
-        "about": "sha256 of every set file of this sub-corpus (membench pool wrote it; "
-                 "subcorpus.json says how it was chosen). membench run and membench validate "
-                 "check this folder against it by default.",
-        "files": dict(sorted(digests.items())),
-    }, indent=2) + "\n"
+    return (
+        json.dumps(
+            {
+                "about": "sha256 of every set file of this sub-corpus (membench pool wrote it; "
+                "subcorpus.json says how it was chosen). membench run and membench validate "
+                "check this folder against it by default.",
+                "files": dict(sorted(digests.items())),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 @dataclass
@@ -185,8 +212,14 @@ class Written:
     unchanged: bool
 
 
-def write_subcorpus(parent: Parent, keep: Iterable[str], out: str | os.PathLike,
-                    description: dict[str, Any], *, force: bool = False) -> Written:
+def write_subcorpus(
+    parent: Parent,
+    keep: Iterable[str],
+    out: str | os.PathLike,
+    description: dict[str, Any],
+    *,
+    force: bool = False,
+) -> Written:
     """Write the sub-corpus of ``parent`` keeping the items ``keep`` into ``out`` (module
     docstring), after :func:`check_keep`. ``description`` goes into ``subcorpus.json`` (with
     ``parent_sha256`` and ``files`` added). The folder is written next to ``out`` and renamed
@@ -197,8 +230,9 @@ def write_subcorpus(parent: Parent, keep: Iterable[str], out: str | os.PathLike,
     check_keep(parent, keep)
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise InputError(out, None, None, "is a file; --out names a folder to write",
-                         rule="ARGUMENT")
+        raise InputError(
+            out, None, None, "is a file; --out names a folder to write", rule="ARGUMENT"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -214,14 +248,19 @@ def write_subcorpus(parent: Parent, keep: Iterable[str], out: str | os.PathLike,
         hsplit = parent.holder_split()
         sub_split = Parent(tmp, parent.records, kept_items, {}).holder_split()
         moved = sorted(h for h, s in sub_split.items() if hsplit.get(h) != s)
-        if moved:           # check_keep keeps every holder: it cannot happen; say so if it does
+        if moved:  # check_keep keeps every holder: it cannot happen; say so if it does
             raise MembenchError(f"sub-corpus: holder {moved[0]} would change split")
         stats = set_stats(parent.records, kept_items, hsplit)
-        (tmp / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n",
-                                        encoding="utf-8")
+        (tmp / "stats.json").write_text(
+            json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
         digests = set_digests(tmp)
-        manifest = {**description, "parent_sha256": set_digests(parent.path), "files": digests,
-                    "items": {"parent": len(parent.items), "kept": len(kept_items)}}
+        manifest = {
+            **description,
+            "parent_sha256": set_digests(parent.path),
+            "files": digests,
+            "items": {"parent": len(parent.items), "kept": len(kept_items)},
+        }
         (tmp / MANIFEST).write_text(_manifest_text(manifest), encoding="utf-8")
         (tmp / OWN_LOCK).write_text(_lock_text(digests), encoding="utf-8")
         for p in tmp.iterdir():
@@ -229,16 +268,28 @@ def write_subcorpus(parent: Parent, keep: Iterable[str], out: str | os.PathLike,
         if out.is_dir() and any(out.iterdir()):
             names = {p.name for p in out.iterdir()}
             same = names == {p.name for p in tmp.iterdir()} and all(
-                sha256_file(out / n) == sha256_file(tmp / n) for n in names)
+                sha256_file(out / n) == sha256_file(tmp / n) for n in names
+            )
             if same:
                 return Written(out, len(kept_items), len(parent.items), digests, True)
             if not (out / MANIFEST).is_file() or names - set(FILES):
-                raise InputError(out, None, None, "holds files that are not a sub-corpus "
-                                 "membench pool wrote; choose another --out", rule="ARGUMENT")
+                raise InputError(
+                    out,
+                    None,
+                    None,
+                    "holds files that are not a sub-corpus "
+                    "membench pool wrote; choose another --out",
+                    rule="ARGUMENT",
+                )
             if not force:
-                raise InputError(out, None, None, "already holds another sub-corpus; pass "
-                                 "--force to replace it, or choose another --out",
-                                 rule="ARGUMENT")
+                raise InputError(
+                    out,
+                    None,
+                    None,
+                    "already holds another sub-corpus; pass "
+                    "--force to replace it, or choose another --out",
+                    rule="ARGUMENT",
+                )
             shutil.rmtree(out)
         elif out.is_dir():
             out.rmdir()
@@ -255,9 +306,20 @@ def read_manifest(sets_dir: str | os.PathLike) -> dict[str, Any] | None:
     from ..core.jsonl import read_json_file
 
     p = Path(sets_dir) / MANIFEST
-    return read_json_file(p, dict, "a sub-corpus manifest (a JSON object)") if p.is_file() \
-        else None
+    return read_json_file(p, dict, "a sub-corpus manifest (a JSON object)") if p.is_file() else None
 
 
-__all__ = ["FILES", "MANIFEST", "OWN_LOCK", "Parent", "Required", "Written", "check_keep",
-           "lock_for", "read_manifest", "record_items", "required_items", "write_subcorpus"]
+__all__ = [
+    "FILES",
+    "MANIFEST",
+    "OWN_LOCK",
+    "Parent",
+    "Required",
+    "Written",
+    "check_keep",
+    "lock_for",
+    "read_manifest",
+    "record_items",
+    "required_items",
+    "write_subcorpus",
+]

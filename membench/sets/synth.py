@@ -39,7 +39,7 @@ from .build import split_holders
 
 STATS_PATH = BENCH_DIR / "synth" / "stats.json"
 SOURCE = "synth"
-MODALITY = "conversation"   # the one modality the synthetic sets hold
+MODALITY = "conversation"  # the one modality the synthetic sets hold
 REVISION = "0" * 40
 VOCAB = 50_000
 ZIPF_S = 1.0
@@ -55,8 +55,8 @@ def _ts(x: Any) -> datetime:
 def real_stats(sets_dir: Path, source: str = "locomo") -> dict:
     """The shape statistics of a built sets folder's dev conversations of ``source`` (lists of
     observed values, sorted): what :func:`generate` draws from."""
-    from ..core.jsonl import read_models
     from ..contract.schema import SourceItem
+    from ..core.jsonl import read_models
     from .select import select_records
 
     sets_dir = Path(sets_dir)
@@ -68,8 +68,14 @@ def real_stats(sets_dir: Path, source: str = "locomo") -> dict:
     records, _ = select_records(sets_dir, "dev", [MODALITY], None)
     data = SimpleNamespace(
         records=[r for r in records if r.query_id.split(":", 1)[0] == source],
-        items=[it for it in items_all if it.modality in (MODALITY,) and hsplit[it.holder] == "dev"
-               and it.source_id.split(":", 1)[0] == source])
+        items=[
+            it
+            for it in items_all
+            if it.modality in (MODALITY,)
+            and hsplit[it.holder] == "dev"
+            and it.source_id.split(":", 1)[0] == source
+        ],
+    )
     by_id = {it.source_id: it for it in data.items}
     turns, chars, words = [], [], []
     sessions: dict[str, list[datetime]] = {}
@@ -81,24 +87,31 @@ def real_stats(sets_dir: Path, source: str = "locomo") -> dict:
             chars.append(len(text))
             words.extend(len(w) for w in text.split())
         sessions.setdefault(it.holder, []).append(it.observed_at)
-    gaps = [(b - a).total_seconds() for ts in sessions.values()
-            for a, b in zip(sorted(ts), sorted(ts)[1:])]
+    gaps = [
+        (b - a).total_seconds()
+        for ts in sessions.values()
+        for a, b in zip(sorted(ts), sorted(ts)[1:])
+    ]
     delays, golds = [], []
     for r in data.records:
         if not r.unanswerable and r.gold:
             golds.append(len(r.gold))
-            delays.append((r.as_of - max(by_id[g.source_id].observed_at
-                                         for g in r.gold)).total_seconds())
+            delays.append(
+                (r.as_of - max(by_id[g.source_id].observed_at for g in r.gold)).total_seconds()
+            )
     return {
         "from": "dev conversation records and items of the built sets (LoCoMo)",
-        "turns_per_session": sorted(turns), "chars_per_turn": sorted(chars),
-        "word_chars": sorted(words)[::max(1, len(words) // 2000)],
+        "turns_per_session": sorted(turns),
+        "chars_per_turn": sorted(chars),
+        "word_chars": sorted(words)[:: max(1, len(words) // 2000)],
         "chars_per_question": sorted(len(r.question) for r in data.records),
         "sessions_per_holder": sorted(len(v) for v in sessions.values()),
-        "session_gap_seconds": sorted(gaps), "as_of_delay_seconds": sorted(delays),
+        "session_gap_seconds": sorted(gaps),
+        "as_of_delay_seconds": sorted(delays),
         "gold_per_answerable": sorted(golds),
         "unanswerable_share": sum(r.unanswerable for r in data.records) / len(data.records),
-        "records": len(data.records), "items": len(data.items),
+        "records": len(data.records),
+        "items": len(data.items),
     }
 
 
@@ -131,7 +144,7 @@ class _Draws:
         self.rng, self.st = rng, st
         self.vocab = np.array(_vocab(rng, st["word_chars"]), dtype=object)
         ranks = np.arange(1, VOCAB + 1, dtype=np.float64)
-        self.cdf = np.cumsum(ranks ** -ZIPF_S)
+        self.cdf = np.cumsum(ranks**-ZIPF_S)
         self.cdf /= self.cdf[-1]
         self.mean_word = float(np.mean(st["word_chars"])) + 1.0
 
@@ -147,10 +160,12 @@ class _Draws:
         return [" ".join(p) for p in np.split(flat, np.cumsum(lens)[:-1])]
 
 
-def generate(out: Path, atoms: int, queries: int, seed: int = 0,
-             stats_path: Path = STATS_PATH) -> dict:
+def generate(
+    out: Path, atoms: int, queries: int, seed: int = 0, stats_path: Path = STATS_PATH
+) -> dict:
     """Write ``out/sets`` and ``out/manifest.jsonl`` (see the module docstring); returns the
     counts (dev atoms as the reference chunker makes them, dev queries, holders, items)."""
+    # Long: one holder's draws in the order the sets' fields are written (the RNG's order)
     if atoms < 1 or queries < 1:
         raise MembenchError("synth: --atoms and --queries must be >= 1")
     st = json.loads(Path(stats_path).read_text())
@@ -175,7 +190,7 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
 
     sets = Path(out) / "sets"
     sets.mkdir(parents=True, exist_ok=True)
-    (Path(out) / "corpus").mkdir(exist_ok=True)       # empty: every item is inline
+    (Path(out) / "corpus").mkdir(exist_ok=True)  # empty: every item is inline
     n_items = n_atoms = 0
     recs: list[str] = []
     tmp = open_regular(sets / "items.jsonl.tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -193,37 +208,88 @@ def generate(out: Path, atoms: int, queries: int, seed: int = 0,
             sid = f"{SOURCE}:{hn}:s0"
             t = EPOCH + timedelta(days=ti % 1000)
             texts = [" ".join(d.words(8)) for _ in range(3)]
-            fi.write(dumps({"source_id": sid, "modality": MODALITY, "holder": holder,
-                            "observed_at": t.isoformat(),
-                            "content": [{"speaker": "AB"[j % 2], "text": x, "turn": j + 1}
-                                        for j, x in enumerate(texts)],
-                            "meta": {"turns": 3, "date_time": "synthetic"}}) + "\n")
-            recs.append(_record(f"{SOURCE}:{hn}:q0", holder,
-                                " ".join(d.words(8)).capitalize() + "?", [],
-                                t + timedelta(days=1), "test"))
+            fi.write(
+                dumps(
+                    {
+                        "source_id": sid,
+                        "modality": MODALITY,
+                        "holder": holder,
+                        "observed_at": t.isoformat(),
+                        "content": [
+                            {"speaker": "AB"[j % 2], "text": x, "turn": j + 1}
+                            for j, x in enumerate(texts)
+                        ],
+                        "meta": {"turns": 3, "date_time": "synthetic"},
+                    }
+                )
+                + "\n"
+            )
+            recs.append(
+                _record(
+                    f"{SOURCE}:{hn}:q0",
+                    holder,
+                    " ".join(d.words(8)).capitalize() + "?",
+                    [],
+                    t + timedelta(days=1),
+                    "test",
+                )
+            )
     refuse_special(sets / "items.jsonl")
     (sets / "items.jsonl.tmp").replace(sets / "items.jsonl")
     atomic_write_text(sets / "conversation.jsonl", "".join(recs))
     for m in MODALITIES:
         if m not in (MODALITY,):
             atomic_write_text(sets / f"{m}.jsonl", "")
-    counts = {"dev_atoms": n_atoms, "dev_queries": int(per_holder.sum()), "dev_holders": n_dev,
-              "dev_items": n_items, "test_holders": len(test_names), "seed": seed}
-    atomic_write_json(sets / "coverage.json", [{
-        "source": SOURCE, "mirrored": False, "upstream_items": 0, "covered": 0,
-        "notes": ["synthetic sets (membench synth): not built from the mirror"]}], indent=1)
-    atomic_write_json(sets / "SYNTHETIC", {"generator": "membench synth", "stats": str(
-        stats_path), **counts}, indent=1)
-    atomic_write_text(Path(out) / "manifest.jsonl", json.dumps({
-        "source": SOURCE, "name": "synthetic (membench synth)", "modality": MODALITY,
-        "url": "none", "revision": REVISION, "revisions": [REVISION],
-        "retrieved_at": "never", "annotation_source": "generated", "license": "none",
-        "files": []}) + "\n")
+    counts = {
+        "dev_atoms": n_atoms,
+        "dev_queries": int(per_holder.sum()),
+        "dev_holders": n_dev,
+        "dev_items": n_items,
+        "test_holders": len(test_names),
+        "seed": seed,
+    }
+    atomic_write_json(
+        sets / "coverage.json",
+        [
+            {
+                "source": SOURCE,
+                "mirrored": False,
+                "upstream_items": 0,
+                "covered": 0,
+                "notes": ["synthetic sets (membench synth): not built from the mirror"],
+            }
+        ],
+        indent=1,
+    )
+    atomic_write_json(
+        sets / "SYNTHETIC",
+        {"generator": "membench synth", "stats": str(stats_path), **counts},
+        indent=1,
+    )
+    atomic_write_text(
+        Path(out) / "manifest.jsonl",
+        json.dumps(
+            {
+                "source": SOURCE,
+                "name": "synthetic (membench synth)",
+                "modality": MODALITY,
+                "url": "none",
+                "revision": REVISION,
+                "revisions": [REVISION],
+                "retrieved_at": "never",
+                "annotation_source": "generated",
+                "license": "none",
+                "files": [],
+            }
+        )
+        + "\n",
+    )
     return counts
 
 
-def _dev_sessions(fi, d: _Draws, holder: str, hn: str,
-                  ts: list[int]) -> list[tuple[str, datetime, list[str]]]:
+def _dev_sessions(
+    fi, d: _Draws, holder: str, hn: str, ts: list[int]
+) -> list[tuple[str, datetime, list[str]]]:
     """A dev holder's sessions of ``ts`` turns each, written to the items file ``fi``: per
     session its source id, time and turns' texts."""
     t = EPOCH + timedelta(seconds=float(d.rng.random() * 3 * 365 * 86400))
@@ -234,18 +300,34 @@ def _dev_sessions(fi, d: _Draws, holder: str, hn: str,
         t = t.replace(microsecond=0)
         texts = d.turn_texts(nt)
         sid = f"{SOURCE}:{hn}:s{si}"
-        content = [{"speaker": "AB"[j % 2], "text": x, "turn": j + 1}
-                   for j, x in enumerate(texts)]
-        fi.write(dumps({"source_id": sid, "modality": MODALITY, "holder": holder,
-                        "observed_at": t.isoformat(), "content": content,
-                        "meta": {"turns": nt, "date_time": t.strftime(
-                            "%-I:%M %p on %-d %B, %Y").lower()}}) + "\n")
+        content = [{"speaker": "AB"[j % 2], "text": x, "turn": j + 1} for j, x in enumerate(texts)]
+        fi.write(
+            dumps(
+                {
+                    "source_id": sid,
+                    "modality": MODALITY,
+                    "holder": holder,
+                    "observed_at": t.isoformat(),
+                    "content": content,
+                    "meta": {
+                        "turns": nt,
+                        "date_time": t.strftime("%-I:%M %p on %-d %B, %Y").lower(),
+                    },
+                }
+            )
+            + "\n"
+        )
         sess.append((sid, t, texts))
     return sess
 
 
-def _dev_question(d: _Draws, sess: list[tuple[str, datetime, list[str]]],
-                  phantom: dict[int, list[str]], holder: str, qid: str) -> str:
+def _dev_question(
+    d: _Draws,
+    sess: list[tuple[str, datetime, list[str]]],
+    phantom: dict[int, list[str]],
+    holder: str,
+    qid: str,
+) -> str:
     """The record line of a dev question ``qid`` of ``holder`` over its sessions ``sess``
     (``phantom``: the unheld twins of its sessions made so far, by session index)."""
     unans = bool(d.rng.random() < d.st["unanswerable_share"])
@@ -266,22 +348,38 @@ def _dev_question(d: _Draws, sess: list[tuple[str, datetime, list[str]]],
         gold = [{"source_id": sid, "region": {"turn": j + 1}} for j in turns]
     pool = " ".join(texts[j] for j in turns).split()
     k = min(len(pool), max(1, round(FROM_GOLD * nw)))
-    q = np.concatenate([d.rng.choice(np.array(pool, dtype=object), k,
-                                     replace=False), d.words(nw - k)])
+    q = np.concatenate(
+        [d.rng.choice(np.array(pool, dtype=object), k, replace=False), d.words(nw - k)]
+    )
     d.rng.shuffle(q)
     as_of = obs + timedelta(seconds=float(d.draw("as_of_delay_seconds")))
     return _record(qid, holder, " ".join(q).capitalize() + "?", gold, as_of, "dev")
 
 
-def _record(qid: str, holder: str, question: str, gold: list, as_of: datetime,
-            split: str) -> str:
-    return dumps({
-        "query_id": qid, "modality": MODALITY, "question": question,
-        "answer": "synthetic" if gold else None, "answer_format": "str" if gold else "none",
-        "gold": gold, "scope": {"holder": holder, "scenario": "synthetic"},
-        "as_of": as_of.replace(microsecond=0).isoformat(), "unanswerable": not gold,
-        "origin": {"dataset": "membench/synthetic", "revision": REVISION, "item": qid,
-                   "license": "none"}, "split": split}) + "\n"
+def _record(qid: str, holder: str, question: str, gold: list, as_of: datetime, split: str) -> str:
+    return (
+        dumps(
+            {
+                "query_id": qid,
+                "modality": MODALITY,
+                "question": question,
+                "answer": "synthetic" if gold else None,
+                "answer_format": "str" if gold else "none",
+                "gold": gold,
+                "scope": {"holder": holder, "scenario": "synthetic"},
+                "as_of": as_of.replace(microsecond=0).isoformat(),
+                "unanswerable": not gold,
+                "origin": {
+                    "dataset": "membench/synthetic",
+                    "revision": REVISION,
+                    "item": qid,
+                    "license": "none",
+                },
+                "split": split,
+            }
+        )
+        + "\n"
+    )
 
 
 __all__ = ["STATS_PATH", "atoms_of", "generate", "real_stats"]

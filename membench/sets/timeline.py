@@ -205,8 +205,7 @@ def build_timelines(observed: Iterable[tuple[str, str, datetime]]) -> dict[str, 
         tail = gaps[h]
         if tail is None or tail <= timedelta(0):
             pool = by_source.get(source_of[h])
-            tail = (timedelta(seconds=math.floor(statistics.median(pool))) if pool
-                    else DEFAULT_TAIL)
+            tail = timedelta(seconds=math.floor(statistics.median(pool))) if pool else DEFAULT_TAIL
         if tail <= timedelta(0):
             tail = DEFAULT_TAIL
         times = tuple(sorted(ts))

@@ -25,22 +25,26 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ..core.jsonl import write_jsonl
 from ..contract.schema import AnnotationRecord, Scope, Strict, Timestamp
+from ..core.jsonl import write_jsonl
 from .select import presentation_order, select_records
 
 
 def topic_id(query_id: str) -> str:
     """The opaque id of a query in topics and exported TREC files: ``"t"`` and the first 16
     hex digits of ``sha256("topic\\x1f" + query_id)``."""
-    return "t" + hashlib.sha256(f"topic\x1f{query_id}".encode("utf-8")).hexdigest()[:16]
+    return "t" + hashlib.sha256(f"topic\x1f{query_id}".encode()).hexdigest()[:16]
 
 
 def topic(r: AnnotationRecord) -> dict:
     """One topic line: opaque qid, question, scope and as_of of a record."""
-    d = r.model_dump(mode="json", include={"scope", "as_of"})   # as the sets write them
-    return {"qid": topic_id(r.query_id), "question": r.question, "scope": d["scope"],
-            "as_of": d["as_of"]}
+    d = r.model_dump(mode="json", include={"scope", "as_of"})  # as the sets write them
+    return {
+        "qid": topic_id(r.query_id),
+        "question": r.question,
+        "scope": d["scope"],
+        "as_of": d["as_of"],
+    }
 
 
 class Topic(Strict):
@@ -60,8 +64,12 @@ def ordered(records: Iterable[AnnotationRecord]) -> list[AnnotationRecord]:
     return [by[q] for q in presentation_order(by)]
 
 
-def topics(sets_dir: str | Path, split: str, modalities: Iterable[str] | None = None,
-           limit: int | None = None) -> list[dict]:
+def topics(
+    sets_dir: str | Path,
+    split: str,
+    modalities: Iterable[str] | None = None,
+    limit: int | None = None,
+) -> list[dict]:
     """The topics of a split (and modalities, ``limit`` per modality), in presentation order:
     the queries ``membench run`` would ask, as it would ask them."""
     recs, _ = select_records(sets_dir, split, modalities, limit)

@@ -73,6 +73,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .. import modalities
+from ..contract.schema import AnnotationRecord, SourceItem, repeated_regions
 from ..core import progress
 from ..core.errors import InputError
 from ..core.jsonl import check_readable_file, iter_json_lines, sha256_file, validation_error
@@ -80,7 +81,6 @@ from ..core.paths import confine
 from ..modalities import MODALITIES, check_region
 from .build import SET_FILES, read_lock
 from .corpus import check_corpus, revisions_by_source
-from ..contract.schema import AnnotationRecord, SourceItem, repeated_regions
 
 MIN_UNANSWERABLE_SHARE = 0.15
 _JUDGMENT_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -106,8 +106,13 @@ def _bounds(modality: str, region: dict, item: SourceItem) -> str | None:
     return modalities.get(modality).region_bounds(region, item.meta)
 
 
-def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
-                  corpus: Path | None = None, audit: bool = True) -> list[Finding]:
+def validate_sets(
+    sets_dir: Path,
+    manifest: Path,
+    lock: Path | None = None,
+    corpus: Path | None = None,
+    audit: bool = True,
+) -> list[Finding]:
     """Every hard rule over the sets in ``sets_dir`` (see the module docstring; ``audit``: the
     metadata-only audit's TELL gates too); reports the ``validate`` progress step."""
     with progress.step("validate", unit="finding") as bar:
@@ -116,8 +121,9 @@ def validate_sets(sets_dir: Path, manifest: Path, lock: Path | None = None,
         return found
 
 
-def _validate_sets(sets_dir: Path, manifest: Path, lock: Path | None,
-                   corpus: Path | None, audit: bool) -> list[Finding]:
+def _validate_sets(
+    sets_dir: Path, manifest: Path, lock: Path | None, corpus: Path | None, audit: bool
+) -> list[Finding]:
     sets_dir = Path(sets_dir)
     out: list[Finding] = []
 
@@ -138,9 +144,13 @@ def _validate_sets(sets_dir: Path, manifest: Path, lock: Path | None,
     # ---- unanswerable share
     for m, (n, u) in read.counts.items():
         if n and u / n < MIN_UNANSWERABLE_SHARE:
-            add(sets_dir / f"{m}.jsonl", None, "UNANSWERABLE_SHARE",
+            add(
+                sets_dir / f"{m}.jsonl",
+                None,
+                "UNANSWERABLE_SHARE",
                 f"{u}/{n} = {u / n:.1%} unanswerable, under {MIN_UNANSWERABLE_SHARE:.0%}",
-                level="warning")
+                level="warning",
+            )
 
     # ---- no tells (the audit needs well-formed sets: it runs when nothing above failed)
     if audit and not [f for f in out if f.level == "error"]:
@@ -181,14 +191,15 @@ def _read_items(items_path: Path, corpus: Path | None, add) -> dict[str, SourceI
 class _Records:
     """What :func:`_read_records` read of the modality files."""
 
-    records: dict[str, tuple[Path, int, AnnotationRecord]]   # query id -> where, record
-    holder_splits: dict[str, set[str]]      # holder -> the splits of its records
-    holder_first: dict[str, tuple[Path, int]]   # holder -> where its first record is
-    counts: dict[str, list[int]]            # modality -> [records, unanswerable]
+    records: dict[str, tuple[Path, int, AnnotationRecord]]  # query id -> where, record
+    holder_splits: dict[str, set[str]]  # holder -> the splits of its records
+    holder_first: dict[str, tuple[Path, int]]  # holder -> where its first record is
+    counts: dict[str, list[int]]  # modality -> [records, unanswerable]
 
 
-def _read_records(sets_dir: Path, items: dict[str, SourceItem],
-                  revisions: dict[str, set[str]], add) -> _Records:
+def _read_records(
+    sets_dir: Path, items: dict[str, SourceItem], revisions: dict[str, set[str]], add
+) -> _Records:
     """Every record of the modality files (a repeated query id: the first), each checked on
     its own (:func:`_check_record`)."""
     holders = {it.holder for it in items.values()}
@@ -199,8 +210,9 @@ def _read_records(sets_dir: Path, items: dict[str, SourceItem],
     not_covered = _modalities_not_covered(sets_dir)
     for m in MODALITIES:
         path = sets_dir / f"{m}.jsonl"
-        for no, obj, rec in _parse(path, AnnotationRecord, add, modality=m,
-                                   empty_ok=m in not_covered):
+        for no, obj, rec in _parse(
+            path, AnnotationRecord, add, modality=m, empty_ok=m in not_covered
+        ):
             if rec is None:
                 continue
             if rec.query_id in records:
@@ -216,19 +228,38 @@ def _read_records(sets_dir: Path, items: dict[str, SourceItem],
     return _Records(records, holder_splits, holder_first, counts)
 
 
-def _check_record(path: Path, no: int, rec: AnnotationRecord, items: dict[str, SourceItem],
-                  holders: set[str], revisions: dict[str, set[str]], add) -> None:
+def _check_record(
+    path: Path,
+    no: int,
+    rec: AnnotationRecord,
+    items: dict[str, SourceItem],
+    holders: set[str],
+    revisions: dict[str, set[str]],
+    add,
+) -> None:
     """The rules one record (line ``no`` of ``path``) answers to on its own."""
     if rec.unanswerable and rec.gold:
         add(path, no, "GOLD_ON_UNANSWERABLE", f"{len(rec.gold)} gold region(s)")
     for name, js in sorted((rec.judgments or {}).items()):
         if name == "gold" or not _JUDGMENT_NAME.fullmatch(name):
-            add(path, no, "JUDGMENT_NAME", f"judgments.{name}: "
-                + ("'gold' is the primary set's name" if name == "gold" else
-                   "a judgment set name is [a-z][a-z0-9_]*"))
+            add(
+                path,
+                no,
+                "JUDGMENT_NAME",
+                f"judgments.{name}: "
+                + (
+                    "'gold' is the primary set's name"
+                    if name == "gold"
+                    else "a judgment set name is [a-z][a-z0-9_]*"
+                ),
+            )
         if rec.unanswerable and js:
-            add(path, no, "JUDGMENT_ON_UNANSWERABLE",
-                f"judgments.{name}: {len(js)} region(s) on an unanswerable record")
+            add(
+                path,
+                no,
+                "JUDGMENT_ON_UNANSWERABLE",
+                f"judgments.{name}: {len(js)} region(s) on an unanswerable record",
+            )
     if not rec.unanswerable and not rec.gold:
         add(path, no, "GOLD_MISSING", "answerable record with empty gold")
     if rec.scope.holder not in holders:
@@ -237,17 +268,24 @@ def _check_record(path: Path, no: int, rec: AnnotationRecord, items: dict[str, S
     source = rec.query_id.split(":", 1)[0]
     known = revisions.get(source)
     if known is None or rec.origin.revision not in known:
-        add(path, no, "REVISION_UNKNOWN",
+        add(
+            path,
+            no,
+            "REVISION_UNKNOWN",
             f"origin.revision {rec.origin.revision} ({rec.origin.dataset}) is not among "
-            f"the manifest's commits for source {source!r}")
+            f"the manifest's commits for source {source!r}",
+        )
 
 
-def _check_golds(path: Path, no: int, rec: AnnotationRecord, items: dict[str, SourceItem],
-                 add) -> None:
+def _check_golds(
+    path: Path, no: int, rec: AnnotationRecord, items: dict[str, SourceItem], add
+) -> None:
     """The GOLD_* rules and HOLDER_MISMATCH over a record's gold and judgment sets' regions."""
     golds = [(f"gold[{i}]", g) for i, g in enumerate(rec.gold)] + [
-        (f"judgments.{name}[{j}]", g) for name, gs in sorted((rec.judgments or {}).items())
-        for j, g in enumerate(gs)]
+        (f"judgments.{name}[{j}]", g)
+        for name, gs in sorted((rec.judgments or {}).items())
+        for j, g in enumerate(gs)
+    ]
     for where, g in golds:
         it = items.get(g.source_id)
         if it is None:
@@ -260,12 +298,20 @@ def _check_golds(path: Path, no: int, rec: AnnotationRecord, items: dict[str, So
         if why:
             add(path, no, "GOLD_OUT_OF_BOUNDS", f"{where}.region: {why}")
         if it.holder != rec.scope.holder:
-            add(path, no, "HOLDER_MISMATCH",
-                f"{where}: item holder {it.holder!r} != scope.holder {rec.scope.holder!r}")
+            add(
+                path,
+                no,
+                "HOLDER_MISMATCH",
+                f"{where}: item holder {it.holder!r} != scope.holder {rec.scope.holder!r}",
+            )
         if it.observed_at > rec.as_of:
-            add(path, no, "GOLD_AFTER_AS_OF",
+            add(
+                path,
+                no,
+                "GOLD_AFTER_AS_OF",
                 f"{where}: {g.source_id} observed {it.observed_at.isoformat()} > as_of "
-                f"{rec.as_of.isoformat()}")
+                f"{rec.as_of.isoformat()}",
+            )
 
 
 def _check_twins(records: dict[str, tuple[Path, int, AnnotationRecord]], add) -> None:
@@ -273,8 +319,12 @@ def _check_twins(records: dict[str, tuple[Path, int, AnnotationRecord]], add) ->
     for qid, (path, no, rec) in records.items():
         if rec.origin.derived_from and rec.origin.derived_from in records:
             p0, l0, _ = records[rec.origin.derived_from]
-            add(path, no, "DERIVED_TWIN", f"derived_from {rec.origin.derived_from!r} is a record "
-                f"too ({p0}:{l0})")
+            add(
+                path,
+                no,
+                "DERIVED_TWIN",
+                f"derived_from {rec.origin.derived_from!r} is a record too ({p0}:{l0})",
+            )
 
 
 def _check_indistinct(records: dict[str, tuple[Path, int, AnnotationRecord]], add) -> None:
@@ -288,12 +338,22 @@ def _check_indistinct(records: dict[str, tuple[Path, int, AnnotationRecord]], ad
         path, no, rec = group[0]
         others = ", ".join(r.query_id for _, _, r in group[1:])
         if len({r.unanswerable for _, _, r in group}) > 1:
-            add(path, no, "CONFLICTING_QUERY", f"{rec.query_id} and {others} have the same "
-                "question, holder and as_of but differ in answerability")
+            add(
+                path,
+                no,
+                "CONFLICTING_QUERY",
+                f"{rec.query_id} and {others} have the same "
+                "question, holder and as_of but differ in answerability",
+            )
         else:
-            add(path, no, "AMBIGUOUS_QUERY", f"{rec.query_id} and {others} have the same question, "
+            add(
+                path,
+                no,
+                "AMBIGUOUS_QUERY",
+                f"{rec.query_id} and {others} have the same question, "
                 "holder and as_of: a system cannot tell them apart (gold is scored per record)",
-                level="warning")
+                level="warning",
+            )
 
 
 def _check_lock(sets_dir: Path, lock: Path, add) -> None:
@@ -304,8 +364,12 @@ def _check_lock(sets_dir: Path, lock: Path, add) -> None:
     for f in SET_FILES:
         p = sets_dir / f
         if f in frozen and p.exists() and sha256_file(p) != frozen[f]:
-            add(p, None, "DIGEST_DRIFT", f"sha256 {sha256_file(p)[:12]}… differs from lock "
-                f"{frozen[f][:12]}… ({lock})")
+            add(
+                p,
+                None,
+                "DIGEST_DRIFT",
+                f"sha256 {sha256_file(p)[:12]}… differs from lock {frozen[f][:12]}… ({lock})",
+            )
 
 
 def _audit_findings_cached(sets_dir: Path) -> list[Finding]:
@@ -319,16 +383,19 @@ def _audit_findings_cached(sets_dir: Path) -> list[Finding]:
 def audit_findings(sets_dir: Path, result) -> list[Finding]:
     """The ``TELL`` findings of an audit (:class:`membench.sets.audit.Audit`): one per failed
     gate, on the modality's set file."""
-    return [Finding(str(Path(sets_dir) / f"{m}.jsonl"), None, "TELL", msg)
-            for m in result.modalities for msg in result.failures(m)]
+    return [
+        Finding(str(Path(sets_dir) / f"{m}.jsonl"), None, "TELL", msg)
+        for m in result.modalities
+        for msg in result.failures(m)
+    ]
 
 
 def _modalities_not_covered(sets_dir: Path) -> set[str]:
     """Modalities for which the build's coverage.json shows no source with a covered record
     (a mirror without that modality): their empty set file is expected, not an error. Without
     a readable coverage.json, none."""
-    from .coverage import read_coverage
     from ..sources import BY_KEY
+    from .coverage import read_coverage
 
     path = sets_dir / "coverage.json"
     if not path.is_file():
@@ -337,8 +404,11 @@ def _modalities_not_covered(sets_dir: Path) -> set[str]:
         rows = read_coverage(path)
     except InputError:
         return set()
-    covered = {BY_KEY[r["source"]].modality for r in rows
-               if r.get("source") in BY_KEY and r.get("mirrored") and (r.get("covered") or 0) > 0}
+    covered = {
+        BY_KEY[r["source"]].modality
+        for r in rows
+        if r.get("source") in BY_KEY and r.get("mirrored") and (r.get("covered") or 0) > 0
+    }
     return set(MODALITIES) - covered
 
 
@@ -349,7 +419,7 @@ def _parse(path: Path, model, add, modality: str | None = None, empty_ok: bool =
     except InputError as e:
         add(path, None, e.rule, e.message)
         return
-    lines = [0]                   # lines read, good or bad
+    lines = [0]  # lines read, good or bad
 
     def bad_line(e: InputError) -> None:
         lines[0] = max(lines[0], e.line or 0)
@@ -359,18 +429,25 @@ def _parse(path: Path, model, add, modality: str | None = None, empty_ok: bool =
         lines[0] = no
         if modality is not None:
             if obj.get("modality") != modality:
-                add(path, no, "MODALITY_MISMATCH",
-                    f"field modality: {obj.get('modality')!r} in {path.name}")
+                add(
+                    path,
+                    no,
+                    "MODALITY_MISMATCH",
+                    f"field modality: {obj.get('modality')!r} in {path.name}",
+                )
                 yield no, obj, None
                 continue
             bad = False
             golds = obj.get("gold")
-            regions = [(f"gold.{i}", g) for i, g in enumerate(golds if isinstance(golds, list)
-                                                              else [])]
+            regions = [
+                (f"gold.{i}", g) for i, g in enumerate(golds if isinstance(golds, list) else [])
+            ]
             js = obj.get("judgments")
             for name, gs in sorted(js.items() if isinstance(js, dict) else []):
-                regions += [(f"judgments.{name}.{j}", g)
-                            for j, g in enumerate(gs if isinstance(gs, list) else [])]
+                regions += [
+                    (f"judgments.{name}.{j}", g)
+                    for j, g in enumerate(gs if isinstance(gs, list) else [])
+                ]
             for where, g in regions:
                 why = check_region(modality, g.get("region") if isinstance(g, dict) else None)
                 if why:
@@ -382,9 +459,14 @@ def _parse(path: Path, model, add, modality: str | None = None, empty_ok: bool =
                     lists[where.rsplit(".", 1)[0]].append((g.get("source_id"), g.get("region")))
             for name, pairs in lists.items():
                 for i, j in repeated_regions(pairs):
-                    add(path, no, "DUPLICATE_GOLD", f"field {name}.{j}: repeats {name}.{i} "
+                    add(
+                        path,
+                        no,
+                        "DUPLICATE_GOLD",
+                        f"field {name}.{j}: repeats {name}.{i} "
                         f"({pairs[j][0]!r}, region {pairs[j][1]}): a gold region is listed "
-                        "once (twice, it would count twice in every recall's denominator)")
+                        "once (twice, it would count twice in every recall's denominator)",
+                    )
                     bad = True
             if bad:
                 yield no, obj, None
@@ -393,11 +475,27 @@ def _parse(path: Path, model, add, modality: str | None = None, empty_ok: bool =
             yield no, obj, model.model_validate(obj)
         except ValidationError as e:
             err = validation_error(path, no, e)
-            add(path, no, "SCHEMA", f"field {err.field}: {err.message}" if err.field else err.message)
+            add(
+                path,
+                no,
+                "SCHEMA",
+                f"field {err.field}: {err.message}" if err.field else err.message,
+            )
             yield no, obj, None
     if lines[0] == 0 and empty_ok:
-        add(path, None, "EMPTY_FILE", "no lines: no source of this modality is covered by the "
-            "mirror (coverage.json), so it has no records and is not scored", level="warning")
+        add(
+            path,
+            None,
+            "EMPTY_FILE",
+            "no lines: no source of this modality is covered by the "
+            "mirror (coverage.json), so it has no records and is not scored",
+            level="warning",
+        )
     elif lines[0] == 0:
-        add(path, None, "EMPTY_FILE", "no lines: a built set file always has some (a modality "
-            "without records cannot be scored)")
+        add(
+            path,
+            None,
+            "EMPTY_FILE",
+            "no lines: a built set file always has some (a modality "
+            "without records cannot be scored)",
+        )

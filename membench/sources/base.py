@@ -29,15 +29,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
+from ..contract.schema import RecordDraft, SourceItem
 from ..core.errors import InputError
 from ..core.hashing import hash_order
 from ..core.jsonl import iter_json_lines
-from ..contract.schema import RecordDraft, SourceItem
 
 # Synthetic ingestion timelines start here when a source has no time structure of its own.
 SYNTHETIC_EPOCH = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -121,9 +122,13 @@ class Mapped:
 
     def result(self, cov: Coverage) -> AdapterResult:
         """The adapter's answer: items sorted by source_id, drafts by query_id, texts as made."""
-        return AdapterResult(items=sorted(self.items, key=lambda i: i.source_id),
-                             drafts=sorted(self.drafts, key=lambda d: d.query_id),
-                             coverage=cov, texts=self.texts, topics=self.topics)
+        return AdapterResult(
+            items=sorted(self.items, key=lambda i: i.source_id),
+            drafts=sorted(self.drafts, key=lambda d: d.query_id),
+            coverage=cov,
+            texts=self.texts,
+            topics=self.topics,
+        )
 
 
 def book(cov: Coverage, made: Mapped) -> None:
@@ -151,8 +156,9 @@ def hash_groups(keys: Iterable[str], n_groups: int, salt: str) -> dict[str, int]
     return {k: i % n_groups for i, k in enumerate(order)}
 
 
-def synthetic_timeline(keys: Iterable[str], start: datetime = SYNTHETIC_EPOCH,
-                       step: timedelta = timedelta(hours=1)) -> dict[str, datetime]:
+def synthetic_timeline(
+    keys: Iterable[str], start: datetime = SYNTHETIC_EPOCH, step: timedelta = timedelta(hours=1)
+) -> dict[str, datetime]:
     """observed_at for items without time structure: one ``step`` apart in hash order of the
     keys (:func:`membench.core.hashing.hash_order`), so an item's place on the timeline owes
     nothing to its name (sorted names put one upstream folder's items, and their questions,
@@ -195,11 +201,12 @@ def read_json(path: Path, expect: type | None = None, what: str = "") -> Any:
         raise InputError(path, None, None, f"not UTF-8 text: {e.reason}") from None
     except RecursionError:
         raise InputError(path, None, None, "not readable JSON: nested too deeply") from None
-    except ValueError as e:       # an integer past Python's digit limit
+    except ValueError as e:  # an integer past Python's digit limit
         raise InputError(path, None, None, f"not readable JSON: {e}"[:200]) from None
     if expect is not None and not isinstance(data, expect):
-        raise InputError(path, None, None, f"expected {what or expect.__name__}, got "
-                         f"{type(data).__name__}")
+        raise InputError(
+            path, None, None, f"expected {what or expect.__name__}, got {type(data).__name__}"
+        )
     return data
 
 
@@ -209,8 +216,14 @@ def read_provenance(folder: Path, required: bool = False) -> dict[str, dict]:
     p = folder / "PROVENANCE.jsonl"
     if not p.is_file():
         if required:
-            raise InputError(p, None, None, "PROVENANCE.jsonl missing: the upstream revision of "
-                             "the annotation files is unknown", rule="MISSING_FILE")
+            raise InputError(
+                p,
+                None,
+                None,
+                "PROVENANCE.jsonl missing: the upstream revision of "
+                "the annotation files is unknown",
+                rule="MISSING_FILE",
+            )
         return {}
     out: dict[str, dict] = {}
     for no, row in iter_json_lines(p):
@@ -223,9 +236,14 @@ def read_provenance(folder: Path, required: bool = False) -> dict[str, dict]:
 # --------------------------------------------------------------------------- load preamble
 
 
-def annotation_revision(folder: Path, name: str | Sequence[str], cov: Coverage, *,
-                        required: bool = False,
-                        provenance: Mapping[str, dict] | None = None) -> str:
+def annotation_revision(
+    folder: Path,
+    name: str | Sequence[str],
+    cov: Coverage,
+    *,
+    required: bool = False,
+    provenance: Mapping[str, dict] | None = None,
+) -> str:
     """The upstream commit of annotation file ``name`` (``origin.revision`` of every record),
     from ``<folder>/PROVENANCE.jsonl`` or its rows already read (``provenance``); for several
     names, the first that has one. Without a commit: with ``required`` an :class:`InputError`
@@ -238,11 +256,14 @@ def annotation_revision(folder: Path, name: str | Sequence[str], cov: Coverage, 
         if commit:
             return str(commit)
     if required:
-        raise InputError(folder / "PROVENANCE.jsonl", None, names[0],
-                         "no upstream commit recorded for this annotation file",
-                         rule="MISSING_FILE")
-    cov.notes.append(f"no commit for {' or '.join(names)} in PROVENANCE.jsonl: "
-                     "revision 'unknown'")
+        raise InputError(
+            folder / "PROVENANCE.jsonl",
+            None,
+            names[0],
+            "no upstream commit recorded for this annotation file",
+            rule="MISSING_FILE",
+        )
+    cov.notes.append(f"no commit for {' or '.join(names)} in PROVENANCE.jsonl: revision 'unknown'")
     return "unknown"
 
 
@@ -256,20 +277,26 @@ def require_file(p: Path, what: str) -> None:
 class Upstream:
     """One source's folder under the corpus root, opened by :func:`open_upstream`."""
 
-    spec: Any                     # the source's registry entry (SourceSpec: license, scenario)
-    root: Path                    # the corpus root
-    folder: Path                  # <root>/<spec.folder>
-    provenance: dict[str, dict]   # PROVENANCE.jsonl rows by mirror path ({} when absent)
+    spec: Any  # the source's registry entry (SourceSpec: license, scenario)
+    root: Path  # the corpus root
+    folder: Path  # <root>/<spec.folder>
+    provenance: dict[str, dict]  # PROVENANCE.jsonl rows by mirror path ({} when absent)
 
     def revision(self, name: str | Sequence[str], cov: Coverage, required: bool = False) -> str:
         """:func:`annotation_revision` of ``name`` over this folder's provenance rows."""
-        return annotation_revision(self.folder, name, cov, required=required,
-                                   provenance=self.provenance)
+        return annotation_revision(
+            self.folder, name, cov, required=required, provenance=self.provenance
+        )
 
 
-def open_upstream(corpus_root: Path, spec: Any, *, folder: str = "",
-                  files: Mapping[str, str] | None = None,
-                  provenance: bool = False) -> Upstream:
+def open_upstream(
+    corpus_root: Path,
+    spec: Any,
+    *,
+    folder: str = "",
+    files: Mapping[str, str] | None = None,
+    provenance: bool = False,
+) -> Upstream:
     """The preamble every adapter's load shares, for registry entry ``spec``. Checks, in this
     order: that ``<corpus_root>/<spec.folder>`` is a folder, when ``folder`` (what it is, for the
     message) is given; that each of ``files`` (a path under the folder -> what it is) is a file;
@@ -281,5 +308,6 @@ def open_upstream(corpus_root: Path, spec: Any, *, folder: str = "",
         raise InputError(base, None, None, f"{folder} is missing", rule="MISSING_FILE")
     for name, what in (files or {}).items():
         require_file(base / name, what)
-    return Upstream(spec=spec, root=root, folder=base,
-                    provenance=read_provenance(base, required=provenance))
+    return Upstream(
+        spec=spec, root=root, folder=base, provenance=read_provenance(base, required=provenance)
+    )

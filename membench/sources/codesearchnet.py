@@ -40,8 +40,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.errors import InputError
 from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
+from ..core.errors import InputError
 from . import BY_KEY
 from .base import (
     AdapterResult,
@@ -64,13 +64,15 @@ COLUMNS = ("Language", "Query", "GitHubUrl", "Relevance")  # the annotationStore
 RELEVANT = 2  # grade >= 2 ("relevant" / "exact match") is relevant
 GRADED = "graded"
 #: per set (the primary gold and the judgment sets): the grade a url needs to be in it
-THRESHOLD = {"gold": RELEVANT, "any_annotator": RELEVANT, "all_annotators": RELEVANT,
-             GRADED: 1}
+THRESHOLD = {"gold": RELEVANT, "any_annotator": RELEVANT, "all_annotators": RELEVANT, GRADED: 1}
 
-_NOTE = re.compile(r"^verbatim copy of (?P<repo>[^/@\s]+/[^@\s]+)@(?P<commit>[0-9a-fA-F]{40}):(?P<path>.+)$")
+_NOTE = re.compile(
+    r"^verbatim copy of (?P<repo>[^/@\s]+/[^@\s]+)@(?P<commit>[0-9a-fA-F]{40}):(?P<path>.+)$"
+)
 _URL = re.compile(
     r"^https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/(?P<commit>[0-9a-fA-F]{40})/(?P<path>[^#]+)"
-    r"#L(?P<start>\d+)-L(?P<end>\d+)$")
+    r"#L(?P<start>\d+)-L(?P<end>\d+)$"
+)
 
 R_NO_RELEVANT = "no relevant (grade>=2) annotation"
 R_ABSENT = "relevant functions only in files absent from mirror"
@@ -80,8 +82,9 @@ R_NO_ROWS = "no interpretable annotation row"
 R_OTHER_HOLDER = "relevant functions only in files held by another language"
 R_UNUSABLE = "relevant functions absent, out of bounds or held by another language"
 
-F_ABSENT_ROWS = ("annotation rows pointing at files absent from mirror (judged on mirrored "
-                 "files only)")
+F_ABSENT_ROWS = (
+    "annotation rows pointing at files absent from mirror (judged on mirrored files only)"
+)
 F_ABSENT_RELEVANT = "relevant (grade>=2) urls in files absent from mirror"
 F_OOB = "relevant spans outside their file's lines (not emitted)"
 F_OTHER_HOLDER = "relevant urls in a file held by another language (not emitted)"
@@ -122,9 +125,15 @@ def _read_csv(p: Path) -> list[list[str]]:
 def load(corpus_root: Path) -> AdapterResult:
     """Read ``<corpus_root>/codesearchnet``, map it to items and records, account for every
     (language, query) pair."""
-    up = open_upstream(corpus_root, SPEC, provenance=True, files={
-        ANNOTATION_FILE: "CodeSearchNet annotationStore.csv",
-        QUERIES_FILE: "CodeSearchNet queries.csv"})
+    up = open_upstream(
+        corpus_root,
+        SPEC,
+        provenance=True,
+        files={
+            ANNOTATION_FILE: "CodeSearchNet annotationStore.csv",
+            QUERIES_FILE: "CodeSearchNet queries.csv",
+        },
+    )
     cov = Coverage(source=KEY)
     revision = up.revision(ANNOTATION_FILE, cov, required=True)
     rows = _read(up)
@@ -135,7 +144,7 @@ def load(corpus_root: Path) -> AdapterResult:
 
 @dataclass
 class _Rows:
-    queries: list[list[str]]   # queries.csv data rows (header "query" dropped), as upstream
+    queries: list[list[str]]  # queries.csv data rows (header "query" dropped), as upstream
     # annotationStore.csv: the COLUMNS of every non-blank data row, as upstream
     annotations: list[tuple[str, ...]]
 
@@ -177,14 +186,15 @@ class _Mirror:
                 continue
             m = _NOTE.match(e.get("note") or "")
             if not m:
-                made.fix("provenance entry without a readable 'verbatim copy of' note (file "
-                         "unmapped)")
+                made.fix(
+                    "provenance entry without a readable 'verbatim copy of' note (file unmapped)"
+                )
                 continue
             k = (m["repo"], m["commit"].lower(), m["path"])
             if not (up.folder / path).is_file():
                 made.fix("provenance lists a file that is not on disk (treated as absent)")
                 continue
-            self.names[k] = path[len(FILES_DIR) + 1:]
+            self.names[k] = path[len(FILES_DIR) + 1 :]
         self.noted = set(self.names.values())
 
     def name(self, repo: str, commit: str, path: str, made: Mapped) -> str | None:
@@ -217,8 +227,11 @@ def _map(up: Upstream, rows: _Rows, revision: str) -> _Made:
     upstream_of = {v: k for k, v in mirror.names.items()}
     owner, lines_of = _items(up, files_of_lang, upstream_of, made)
     for (lang, query), urls in sorted(pairs.items()):
-        made.outcomes.append(_record(lang, query, urls, query_index, mirror, owner, lines_of,
-                                     upstream_of, revision, made))
+        made.outcomes.append(
+            _record(
+                lang, query, urls, query_index, mirror, owner, lines_of, upstream_of, revision, made
+            )
+        )
     return made
 
 
@@ -236,8 +249,9 @@ def _query_index(queries: list[list[str]], made: Mapped) -> dict[str, int]:
     return index
 
 
-def _pairs(annotations: list[tuple[str, ...]], mirror: _Mirror, made: _Made
-           ) -> tuple[dict[tuple[str, str], dict[str, _Url]], dict[str, set[str]]]:
+def _pairs(
+    annotations: list[tuple[str, ...]], mirror: _Mirror, made: _Made
+) -> tuple[dict[tuple[str, str], dict[str, _Url]], dict[str, set[str]]]:
     """(Language, Query) -> url -> its grades; mirrored files referenced per language (lower
     case). Rows that cannot be read are counted and ignored."""
     pairs: dict[tuple[str, str], dict[str, _Url]] = {}
@@ -271,9 +285,12 @@ def _pairs(annotations: list[tuple[str, ...]], mirror: _Mirror, made: _Made
     return pairs, files_of_lang
 
 
-def _items(up: Upstream, files_of_lang: dict[str, set[str]],
-           upstream_of: dict[str, tuple[str, str, str]], made: Mapped
-           ) -> tuple[dict[str, str], dict[str, int]]:
+def _items(
+    up: Upstream,
+    files_of_lang: dict[str, set[str]],
+    upstream_of: dict[str, tuple[str, str, str]],
+    made: Mapped,
+) -> tuple[dict[str, str], dict[str, int]]:
     """One item (and its text) per referenced mirrored file, added to ``made``; a file under
     two languages goes to the first. Reads those files. Returns (file -> language, file ->
     lines)."""
@@ -299,18 +316,37 @@ def _items(up: Upstream, files_of_lang: dict[str, set[str]],
         repo, commit, upath = upstream_of[name]
         lines_of[name] = count_lines(data)
         made.texts[sid] = data.decode("utf-8", errors="replace")
-        made.items.append(SourceItem(
-            source_id=sid, modality="code", holder=f"{KEY}/{lang}", observed_at=observed[sid],
-            path=rel(up.root, p),
-            meta={"upstream_repo": repo, "upstream_path": upath, "commit": commit,
-                  "lines": lines_of[name], "language": lang}))
+        made.items.append(
+            SourceItem(
+                source_id=sid,
+                modality="code",
+                holder=f"{KEY}/{lang}",
+                observed_at=observed[sid],
+                path=rel(up.root, p),
+                meta={
+                    "upstream_repo": repo,
+                    "upstream_path": upath,
+                    "commit": commit,
+                    "lines": lines_of[name],
+                    "language": lang,
+                },
+            )
+        )
     return owner, lines_of
 
 
-def _record(lang: str, query: str, urls: dict[str, _Url], query_index: dict[str, int],
-            mirror: _Mirror, owner: dict[str, str], lines_of: dict[str, int],
-            upstream_of: dict[str, tuple[str, str, str]], revision: str,
-            made: Mapped) -> RecordDraft | str:
+def _record(
+    lang: str,
+    query: str,
+    urls: dict[str, _Url],
+    query_index: dict[str, int],
+    mirror: _Mirror,
+    owner: dict[str, str],
+    lines_of: dict[str, int],
+    upstream_of: dict[str, tuple[str, str, str]],
+    revision: str,
+    made: Mapped,
+) -> RecordDraft | str:
     """The record of one (language, query) pair, or why it is not covered; relevant urls that
     give no region are counted in ``made``."""
     low = lang.lower()
@@ -322,8 +358,12 @@ def _record(lang: str, query: str, urls: dict[str, _Url], query_index: dict[str,
     n_rel = n_absent = n_other = n_oob = 0
     for url in sorted(urls):
         u = urls[url]
-        grade = {"gold": lower_median(u.grades), "any_annotator": max(u.grades),
-                 "all_annotators": min(u.grades), GRADED: lower_median(u.grades)}
+        grade = {
+            "gold": lower_median(u.grades),
+            "any_annotator": max(u.grades),
+            "all_annotators": min(u.grades),
+            GRADED: lower_median(u.grades),
+        }
         if all(grade[s] < THRESHOLD[s] for s in THRESHOLD):
             continue
         name = mirror.name(u.repo, u.commit, u.path, made)
@@ -360,31 +400,50 @@ def _record(lang: str, query: str, urls: dict[str, _Url], query_index: dict[str,
         return R_OOB
 
     def golds(chosen: dict[tuple[str, int], int]) -> list[Gold]:
-        return [Gold(source_id=sid, region={"path": upstream_of[sid[len(KEY) + 1:]][2],
-                                             "line": line}, grade=g)
-                for (sid, line), g in sorted(chosen.items())]
+        return [
+            Gold(
+                source_id=sid,
+                region={"path": upstream_of[sid[len(KEY) + 1 :]][2], "line": line},
+                grade=g,
+            )
+            for (sid, line), g in sorted(chosen.items())
+        ]
 
     return RecordDraft(
-        query_id=f"{KEY}:{low}:{query_index[query]}", modality="code", question=query,
-        answer=None, answer_format="none", gold=golds(sets["gold"]),
+        query_id=f"{KEY}:{low}:{query_index[query]}",
+        modality="code",
+        question=query,
+        answer=None,
+        answer_format="none",
+        gold=golds(sets["gold"]),
         judgments={s: golds(sets[s]) for s in THRESHOLD if s != "gold"},
         scope=Scope(holder=f"{KEY}/{low}", session=None, scenario=SPEC.scenario),
         unanswerable=False,
-        origin=Origin(dataset=DATASET, revision=revision, item=f"{lang}/{query}",
-                      license=SPEC.license))
+        origin=Origin(
+            dataset=DATASET, revision=revision, item=f"{lang}/{query}", license=SPEC.license
+        ),
+    )
 
 
 def _account(cov: Coverage, made: _Made) -> None:
     """Coverage: every pair's outcome and the repairs (:func:`base.book`), then the notes.
     Writes only ``cov``."""
     book(cov, made)
-    cov.notes.append("grade = lower median of the annotators' grades for one (language, query, "
-                     "url); gold = grade >= 2; judgments any_annotator (max >= 2), "
-                     "all_annotators (min >= 2) and graded (grade >= 1, for graded nDCG)")
-    cov.notes.append(f"{len(made.absent_files)} distinct annotated files are absent from the "
-                     f"mirror ({made.absent_rows} annotation rows); their judgments are not "
-                     "covered")
-    cov.notes.append("upstream judged a sample of functions per query, not the whole corpus: "
-                     "pairs without a relevant judgment are not covered, never unanswerable")
-    cov.notes.append("query_id number = 0-based index among queries.csv data rows (header "
-                     "'query' not counted); lines counted as GitHub numbers them")
+    cov.notes.append(
+        "grade = lower median of the annotators' grades for one (language, query, "
+        "url); gold = grade >= 2; judgments any_annotator (max >= 2), "
+        "all_annotators (min >= 2) and graded (grade >= 1, for graded nDCG)"
+    )
+    cov.notes.append(
+        f"{len(made.absent_files)} distinct annotated files are absent from the "
+        f"mirror ({made.absent_rows} annotation rows); their judgments are not "
+        "covered"
+    )
+    cov.notes.append(
+        "upstream judged a sample of functions per query, not the whole corpus: "
+        "pairs without a relevant judgment are not covered, never unanswerable"
+    )
+    cov.notes.append(
+        "query_id number = 0-based index among queries.csv data rows (header "
+        "'query' not counted); lines counted as GitHub numbers them"
+    )

@@ -80,9 +80,9 @@ def load(corpus_root: Path) -> AdapterResult:
 
 @dataclass
 class _Rows:
-    qa: list[Any]                       # QA_data.json, as upstream
-    images: dict[str, dict[str, Any]]   # QA_images/<name>: name -> {width, height, sha256}
-    unreadable: set[str]                # image files Pillow cannot read
+    qa: list[Any]  # QA_data.json, as upstream
+    images: dict[str, dict[str, Any]]  # QA_images/<name>: name -> {width, height, sha256}
+    unreadable: set[str]  # image files Pillow cannot read
 
 
 def _read(up: Upstream) -> _Rows:
@@ -91,9 +91,15 @@ def _read(up: Upstream) -> _Rows:
     ann = up.folder / ANNOTATION
     qa = read_json(ann, list, "a list of QA records")
     img_dir = up.folder / IMAGES
-    files = [p for p in sorted(img_dir.iterdir())
-             if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in IMAGE_EXT
-             ] if img_dir.is_dir() else []
+    files = (
+        [
+            p
+            for p in sorted(img_dir.iterdir())
+            if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in IMAGE_EXT
+        ]
+        if img_dir.is_dir()
+        else []
+    )
     images, unreadable = read_images(files, lambda p: p.name)
     return _Rows(qa, images, unreadable)
 
@@ -113,13 +119,19 @@ def _map(up: Upstream, rows: _Rows, revision: str) -> Mapped:
     for c in sorted(set(canon.values())):
         sid = _sid(c)
         m = rows.images[c]
-        meta: dict[str, Any] = {"width": m["width"], "height": m["height"],
-                                "sha256": m["sha256"]}
+        meta: dict[str, Any] = {"width": m["width"], "height": m["height"], "sha256": m["sha256"]}
         if c in aliases:
             meta["aliases"] = aliases[c]
-        made.items.append(SourceItem(
-            source_id=sid, modality="image", holder=f"{KEY}/roll-{groups[sid]}",
-            observed_at=observed[sid], path=rel(up.root, up.folder / IMAGES / c), meta=meta))
+        made.items.append(
+            SourceItem(
+                source_id=sid,
+                modality="image",
+                holder=f"{KEY}/roll-{groups[sid]}",
+                observed_at=observed[sid],
+                path=rel(up.root, up.folder / IMAGES / c),
+                meta=meta,
+            )
+        )
     holder_of = {it.source_id: it.holder for it in made.items}
     asked: dict[str, list[str]] = {}
     for i, row in enumerate(rows.qa):
@@ -131,8 +143,15 @@ def _map(up: Upstream, rows: _Rows, revision: str) -> Mapped:
     return made
 
 
-def _record(i: int, row: Any, rows: _Rows, canon: dict[str, str], holder_of: dict[str, str],
-            revision: str, made: Mapped) -> RecordDraft | str:
+def _record(
+    i: int,
+    row: Any,
+    rows: _Rows,
+    canon: dict[str, str],
+    holder_of: dict[str, str],
+    revision: str,
+    made: Mapped,
+) -> RecordDraft | str:
     """The record of row ``i``, or why it is not covered; a stripped ``_qN`` suffix is counted
     in ``made``."""
     if not isinstance(row, dict) or not isinstance(row.get("image"), str):
@@ -155,14 +174,22 @@ def _record(i: int, row: Any, rows: _Rows, canon: dict[str, str], holder_of: dic
     c = canon[name]
     sid = _sid(c)
     return RecordDraft(
-        query_id=f"{KEY}:{i}", modality="image", question=question, answer=answer,
-        answer_format=fmt, gold=[Gold(source_id=sid, region={})],
+        query_id=f"{KEY}:{i}",
+        modality="image",
+        question=question,
+        answer=answer,
+        answer_format=fmt,
+        gold=[Gold(source_id=sid, region={})],
         scope=Scope(holder=holder_of[sid], session=None, scenario=SPEC.scenario),
         unanswerable=False,
-        origin=Origin(dataset=DATASET, revision=revision, item=f"{ANNOTATION}#{i}",
-                      license=SPEC.license,
-                      notes=notes_json({"upstream_image": f"{IMAGES}/{name}"
-                                        if name != c else None})))
+        origin=Origin(
+            dataset=DATASET,
+            revision=revision,
+            item=f"{ANNOTATION}#{i}",
+            license=SPEC.license,
+            notes=notes_json({"upstream_image": f"{IMAGES}/{name}" if name != c else None}),
+        ),
+    )
 
 
 def _account(cov: Coverage, rows: _Rows, made: Mapped) -> None:
@@ -171,7 +198,12 @@ def _account(cov: Coverage, rows: _Rows, made: Mapped) -> None:
     book(cov, made)
     cov.notes.append("rows are 0-based: finchart:<i> is QA_data.json[i]")
     cov.notes.append("image names: r'_q\\d+' stripped before the extension to find the file")
-    referenced = {file_name(r["image"]) for r in rows.qa
-                  if isinstance(r, dict) and isinstance(r.get("image"), str)}
-    cov.notes.append(f"mirror holds {len(rows.images) + len(rows.unreadable)} images; upstream "
-                     f"rows reference {len(referenced)} distinct images")
+    referenced = {
+        file_name(r["image"])
+        for r in rows.qa
+        if isinstance(r, dict) and isinstance(r.get("image"), str)
+    }
+    cov.notes.append(
+        f"mirror holds {len(rows.images) + len(rows.unreadable)} images; upstream "
+        f"rows reference {len(referenced)} distinct images"
+    )

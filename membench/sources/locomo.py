@@ -138,7 +138,9 @@ def normalise_evidence(raw: Any, made: Mapped) -> list[tuple[int, int] | str]:
         if not m:
             out.append("unparseable id")
             continue
-        if (len(m.group(1)) > 1 and m.group(1)[0] == "0") or (len(m.group(2)) > 1 and m.group(2)[0] == "0"):
+        if (len(m.group(1)) > 1 and m.group(1)[0] == "0") or (
+            len(m.group(2)) > 1 and m.group(2)[0] == "0"
+        ):
             made.fix("evidence: leading zero")
         out.append((int(m.group(1)), int(m.group(2))))
     return out
@@ -215,23 +217,29 @@ def _map(conversations: list, revision: str) -> _Made:
         sample_id = str(conv_row["sample_id"])
         holder = f"{KEY}/{sample_id}"
         conv = conv_row.get("conversation") or {}
-        orphans = sorted(int(m.group(1)) for k in conv if (m := _SESSION_DT.fullmatch(k))
-                         and f"session_{m.group(1)}" not in conv)
+        orphans = sorted(
+            int(m.group(1))
+            for k in conv
+            if (m := _SESSION_DT.fullmatch(k)) and f"session_{m.group(1)}" not in conv
+        )
         if orphans:
             made.orphan_dates[sample_id] = orphans
         known = _sessions(sample_id, conv, holder, made)
         qas = conv_row.get("qa") or []
-        answerable_q = {_qkey(qa.get("question")) for qa in qas
-                        if isinstance(qa, dict) and qa.get("category") in _ANSWERABLE}
+        answerable_q = {
+            _qkey(qa.get("question"))
+            for qa in qas
+            if isinstance(qa, dict) and qa.get("category") in _ANSWERABLE
+        }
         for idx, qa in enumerate(qas):
             made.outcomes.append(
-                _record(sample_id, idx, qa, known, holder, revision, made, answerable_q))
+                _record(sample_id, idx, qa, known, holder, revision, made, answerable_q)
+            )
     made.texts = dict(sorted(made.texts.items()))
     return made
 
 
-def _sessions(sample_id: str, conv: dict, holder: str, made: Mapped
-              ) -> dict[int, tuple[str, int]]:
+def _sessions(sample_id: str, conv: dict, holder: str, made: Mapped) -> dict[int, tuple[str, int]]:
     """One item (and its text) per session of one conversation, added to ``made``; returns
     session k -> (source_id, number of turns)."""
     speakers = [conv.get("speaker_a"), conv.get("speaker_b")]
@@ -246,10 +254,16 @@ def _sessions(sample_id: str, conv: dict, holder: str, made: Mapped
         sid = f"{KEY}:{sample_id}:session_{k}"
         turns = _turns(sample_id, k, conv[f"session_{k}"] or [], made)
         known[k] = (sid, len(turns))
-        made.items.append(SourceItem(
-            source_id=sid, modality="conversation", holder=holder, observed_at=when,
-            content=turns,
-            meta={"turns": len(turns), "date_time": raw_dt, "speakers": speakers}))
+        made.items.append(
+            SourceItem(
+                source_id=sid,
+                modality="conversation",
+                holder=holder,
+                observed_at=when,
+                content=turns,
+                meta={"turns": len(turns), "date_time": raw_dt, "speakers": speakers},
+            )
+        )
         made.texts[sid] = _session_text(turns)
     return known
 
@@ -259,23 +273,39 @@ def _account(cov: Coverage, made: _Made) -> None:
     Writes only ``cov``."""
     book(cov, made)
     for sample_id, ks in made.orphan_dates.items():
-        cov.notes.append(f"{sample_id}: {len(ks)} session_<k>_date_time keys without session_<k> "
-                         f"turns (k = {ks[0]}..{ks[-1]}); ignored")
-    cov.notes.append("turns are 1-based per session = the <t> of dia_id D<k>:<t>; every session's "
-                     "dia_ids checked to be D<k>:1..n in order")
+        cov.notes.append(
+            f"{sample_id}: {len(ks)} session_<k>_date_time keys without session_<k> "
+            f"turns (k = {ks[0]}..{ks[-1]}); ignored"
+        )
+    cov.notes.append(
+        "turns are 1-based per session = the <t> of dia_id D<k>:<t>; every session's "
+        "dia_ids checked to be D<k>:1..n in order"
+    )
     cov.notes.append("session_<k>_date_time has no zone upstream: read as UTC")
-    cov.notes.append("gold = the evidence turns; judgments.session = each session holding an "
-                     "evidence turn, as a turn range 1..n (session-level relevance)")
-    cov.notes.append("category 5 (adversarial) -> native unanswerable, upstream evidence kept as "
-                     "origin.distractor")
+    cov.notes.append(
+        "gold = the evidence turns; judgments.session = each session holding an "
+        "evidence turn, as a turn range 1..n (session-level relevance)"
+    )
+    cov.notes.append(
+        "category 5 (adversarial) -> native unanswerable, upstream evidence kept as "
+        "origin.distractor"
+    )
 
 
 def _qkey(question: Any) -> str:
     return " ".join(question.split()).casefold() if isinstance(question, str) else ""
 
 
-def _record(sample_id: str, idx: int, qa: Any, known: dict[int, tuple[str, int]], holder: str,
-            revision: str, made: Mapped, answerable_q: set[str]) -> RecordDraft | str:
+def _record(
+    sample_id: str,
+    idx: int,
+    qa: Any,
+    known: dict[int, tuple[str, int]],
+    holder: str,
+    revision: str,
+    made: Mapped,
+    answerable_q: set[str],
+) -> RecordDraft | str:
     """The record of one qa entry, or why it is not covered; evidence repairs are counted in
     ``made``."""
     if not isinstance(qa, dict):
@@ -326,26 +356,53 @@ def _record(sample_id: str, idx: int, qa: Any, known: dict[int, tuple[str, int]]
             made.fix("category 5 with an upstream answer (kept in origin.notes, answer null)")
             notes += f"; upstream answer: {qa['answer']!r}"
         return RecordDraft(
-            query_id=query_id, modality="conversation", question=question, answer=None,
-            answer_format="none", gold=[], scope=scope, unanswerable=True,
-            origin=Origin(dataset=DATASET, revision=revision, item=item, license=SPEC.license,
-                          distractor=[f"D{k}:{t}" for k, t in resolved], notes=notes))
+            query_id=query_id,
+            modality="conversation",
+            question=question,
+            answer=None,
+            answer_format="none",
+            gold=[],
+            scope=scope,
+            unanswerable=True,
+            origin=Origin(
+                dataset=DATASET,
+                revision=revision,
+                item=item,
+                license=SPEC.license,
+                distractor=[f"D{k}:{t}" for k, t in resolved],
+                notes=notes,
+            ),
+        )
 
     answer = qa.get("answer")
     if answer is None or (isinstance(answer, str) and not answer.strip()):
         return "answerable without an answer"
-    fmt = json_answer_format(answer) or "str"   # a boolean or an object is read as text
+    fmt = json_answer_format(answer) or "str"  # a boolean or an object is read as text
     if not evidence:
         return "answerable without upstream evidence"
     if not resolved:
         return "answerable, no resolvable evidence"
     gold = [Gold(source_id=known[k][0], region={"turn": t}) for k, t in resolved]
-    sessions = list(dict.fromkeys(k for k, _ in resolved))      # upstream order, once each
-    session = [Gold(source_id=known[k][0], region={"turn_start": 1, "turn_end": known[k][1]})
-               for k in sessions]
+    sessions = list(dict.fromkeys(k for k, _ in resolved))  # upstream order, once each
+    session = [
+        Gold(source_id=known[k][0], region={"turn_start": 1, "turn_end": known[k][1]})
+        for k in sessions
+    ]
     return RecordDraft(
-        query_id=query_id, modality="conversation", question=question, answer=answer,
-        answer_format=fmt, gold=gold, judgments={SESSION: session}, scope=scope,
+        query_id=query_id,
+        modality="conversation",
+        question=question,
+        answer=answer,
+        answer_format=fmt,
+        gold=gold,
+        judgments={SESSION: session},
+        scope=scope,
         unanswerable=False,
-        origin=Origin(dataset=DATASET, revision=revision, item=item, license=SPEC.license,
-                      notes=f"category {category}"))
+        origin=Origin(
+            dataset=DATASET,
+            revision=revision,
+            item=item,
+            license=SPEC.license,
+            notes=f"category {category}",
+        ),
+    )

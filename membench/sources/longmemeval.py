@@ -39,8 +39,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InputError
 from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
+from ..core.errors import InputError
 from . import BY_KEY
 from .base import (
     AdapterResult,
@@ -90,9 +90,9 @@ def load(corpus_root: Path) -> AdapterResult:
 
 @dataclass
 class _Rows:
-    name: str            # the release file read (the first of FILES present)
-    ignored: list[str]   # the other release files present (same questions)
-    data: Any            # its JSON, as upstream
+    name: str  # the release file read (the first of FILES present)
+    ignored: list[str]  # the other release files present (same questions)
+    data: Any  # its JSON, as upstream
 
 
 def _read(up: Upstream) -> _Rows:
@@ -100,8 +100,13 @@ def _read(up: Upstream) -> _Rows:
     not JSON (naming the line)."""
     present = [f for f in FILES if (up.folder / f).is_file()]
     if not present:
-        raise InputError(up.folder / FILES[0], None, None,
-                         f"none of {', '.join(FILES)} is present", rule="MISSING_FILE")
+        raise InputError(
+            up.folder / FILES[0],
+            None,
+            None,
+            f"none of {', '.join(FILES)} is present",
+            rule="MISSING_FILE",
+        )
     path = up.folder / present[0]
     data = read_json(path)
     return _Rows(present[0], present[1:], data)
@@ -120,8 +125,11 @@ def _map(rows: _Rows, revision: str) -> Mapped:
 
 def _checked(inst: Any, seen_qids: set[str], revision: str, made: Mapped) -> RecordDraft | str:
     """Why a malformed instance is not covered (it emits no items), else :func:`_instance`."""
-    if not isinstance(inst, dict) or not isinstance(inst.get("question_id"), str) \
-            or not inst["question_id"]:
+    if (
+        not isinstance(inst, dict)
+        or not isinstance(inst.get("question_id"), str)
+        or not inst["question_id"]
+    ):
         return "instance without question_id"
     qid = inst["question_id"]
     if qid in seen_qids:
@@ -140,16 +148,22 @@ def _account(cov: Coverage, rows: _Rows, made: Mapped) -> None:
     """Coverage: every instance's outcome and the repairs (:func:`base.book`), then the notes,
     the file read first. Writes only ``cov``."""
     book(cov, made)
-    cov.notes.insert(0, f"read {rows.name}" + (
-        f"; ignored {', '.join(rows.ignored)} (same questions)" if rows.ignored else ""))
-    cov.notes.append("turns are 1-based list positions per session (upstream turn ids "
-                     "<session_id>_<i+1>); haystack_dates have no zone upstream: read as UTC")
+    cov.notes.insert(
+        0,
+        f"read {rows.name}"
+        + (f"; ignored {', '.join(rows.ignored)} (same questions)" if rows.ignored else ""),
+    )
+    cov.notes.append(
+        "turns are 1-based list positions per session (upstream turn ids "
+        "<session_id>_<i+1>); haystack_dates have no zone upstream: read as UTC"
+    )
     if not isinstance(rows.data, list):
         cov.notes.append(f"{rows.name} is not a JSON list: nothing read")
 
 
-def _instance(inst: dict, qid: str, question: str, revision: str, made: Mapped
-              ) -> RecordDraft | str:
+def _instance(
+    inst: dict, qid: str, question: str, revision: str, made: Mapped
+) -> RecordDraft | str:
     """The items (and texts) of one instance's haystack, added to ``made``, and its record, or
     why it is not covered; repairs are counted in ``made``."""
     holder = f"{KEY}/{qid}"
@@ -159,14 +173,15 @@ def _instance(inst: dict, qid: str, question: str, revision: str, made: Mapped
 
     copies: dict[str, int] = {}
     gold: list[Gold] = []
-    sessions: list[Gold] = []       # judgments.session: every answer session of the haystack
+    sessions: list[Gold] = []  # judgments.session: every answer session of the haystack
     found_answer_sessions: set[str] = set()
     parsed = [parse_date(x) for x in inst["haystack_dates"]]
     if None in parsed:
         made.fix("haystack date unparseable (neighbouring session +/- 1 min)", parsed.count(None))
     times = fill_times(parsed)
-    for raw_sid, raw_date, when, session in zip(inst["haystack_session_ids"], inst["haystack_dates"],
-                                                times, inst["haystack_sessions"]):
+    for raw_sid, raw_date, when, session in zip(
+        inst["haystack_session_ids"], inst["haystack_dates"], times, inst["haystack_sessions"]
+    ):
         sid = str(raw_sid)
         copies[sid] = copies.get(sid, 0) + 1
         item_sid = sid if copies[sid] == 1 else f"{sid}#{copies[sid]}"
@@ -184,9 +199,16 @@ def _instance(inst: dict, qid: str, question: str, revision: str, made: Mapped
                 evidence.append(t)
         if not isinstance(session, list):
             made.fix("haystack session is not a list (empty item)")
-        made.items.append(SourceItem(
-            source_id=source_id, modality="conversation", holder=holder, observed_at=when,
-            content=turns, meta={"turns": len(turns), "date_time": raw_date, "speakers": speakers}))
+        made.items.append(
+            SourceItem(
+                source_id=source_id,
+                modality="conversation",
+                holder=holder,
+                observed_at=when,
+                content=turns,
+                meta={"turns": len(turns), "date_time": raw_date, "speakers": speakers},
+            )
+        )
         made.texts[source_id] = "\n".join(f"{x['speaker']}: {x['text']}" for x in turns)
         if sid in answer_set:
             found_answer_sessions.add(sid)
@@ -195,8 +217,9 @@ def _instance(inst: dict, qid: str, question: str, revision: str, made: Mapped
                     made.fix("answer session without a has_answer turn (no gold from it)")
                 gold.extend(Gold(source_id=source_id, region={"turn": t}) for t in evidence)
                 if turns:
-                    sessions.append(Gold(source_id=source_id,
-                                         region={"turn_start": 1, "turn_end": len(turns)}))
+                    sessions.append(
+                        Gold(source_id=source_id, region={"turn_start": 1, "turn_end": len(turns)})
+                    )
                 else:
                     made.fix("answer session without turns (no session judgment from it)")
         elif evidence and not abstain:
@@ -211,19 +234,39 @@ def _instance(inst: dict, qid: str, question: str, revision: str, made: Mapped
     scope = Scope(holder=holder, session=None, scenario=SPEC.scenario)
     if abstain:
         return RecordDraft(
-            query_id=f"{KEY}:{qid}", modality="conversation", question=question, answer=None,
-            answer_format="none", gold=[], scope=scope, unanswerable=True,
-            origin=Origin(dataset=DATASET, revision=revision, item=qid, license=SPEC.license,
-                          distractor=answer_ids or None,
-                          notes=notes + f"; abstention answer: {inst.get('answer')!r}"))
+            query_id=f"{KEY}:{qid}",
+            modality="conversation",
+            question=question,
+            answer=None,
+            answer_format="none",
+            gold=[],
+            scope=scope,
+            unanswerable=True,
+            origin=Origin(
+                dataset=DATASET,
+                revision=revision,
+                item=qid,
+                license=SPEC.license,
+                distractor=answer_ids or None,
+                notes=notes + f"; abstention answer: {inst.get('answer')!r}",
+            ),
+        )
     answer = inst.get("answer")
     if answer is None or (isinstance(answer, str) and not answer.strip()):
         return "answerable without an answer"
     if not gold:
         return "answerable, no has_answer turn in its answer sessions"
     return RecordDraft(
-        query_id=f"{KEY}:{qid}", modality="conversation", question=question, answer=answer,
-        answer_format=json_answer_format(answer) or "str", gold=gold,
-        judgments={"session": sessions}, scope=scope, unanswerable=False,
-        origin=Origin(dataset=DATASET, revision=revision, item=qid, license=SPEC.license,
-                      notes=notes))
+        query_id=f"{KEY}:{qid}",
+        modality="conversation",
+        question=question,
+        answer=answer,
+        answer_format=json_answer_format(answer) or "str",
+        gold=gold,
+        judgments={"session": sessions},
+        scope=scope,
+        unanswerable=False,
+        origin=Origin(
+            dataset=DATASET, revision=revision, item=qid, license=SPEC.license, notes=notes
+        ),
+    )

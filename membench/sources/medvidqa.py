@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InputError
 from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
+from ..core.errors import InputError
 from . import BY_KEY
 from .base import (
     AdapterResult,
@@ -106,7 +106,7 @@ def parse_cue_dict(s: str) -> tuple[list[tuple[float, float, str]], int]:
     repaired = 0
     for i, m in enumerate(keys):
         end = keys[i + 1].start() if i + 1 < len(keys) else len(body)
-        frag = body[m.end():end].strip()
+        frag = body[m.end() : end].strip()
         if frag.endswith(","):
             frag = frag[:-1].rstrip()
         try:
@@ -146,8 +146,9 @@ def _in_order(starts: list[float]) -> set[int]:
     return out
 
 
-def clean_cues(raw: dict[str, list[tuple[float, float, str]]], duration: dict[str, float]
-               ) -> tuple[dict[str, list[list]], Counter, int]:
+def clean_cues(
+    raw: dict[str, list[tuple[float, float, str]]], duration: dict[str, float]
+) -> tuple[dict[str, list[list]], Counter, int]:
     """Drop broken cues (see module docstring). Returns (clean cues per video sorted by time,
     dropped count per kind, number of cue ends clipped to the video length)."""
     in_order = {v: _in_order([c[0] for c in cues]) for v, cues in raw.items()}
@@ -205,8 +206,12 @@ def _num(v: Any) -> bool:
 def load(corpus_root: Path) -> AdapterResult:
     """Read ``<corpus_root>/medvidqa``, map it to caption items and records, account for every
     question."""
-    up = open_upstream(corpus_root, SPEC, provenance=True, files={
-        name: "MedVidQA annotation file" for name in ANNOTATION_FILES})
+    up = open_upstream(
+        corpus_root,
+        SPEC,
+        provenance=True,
+        files={name: "MedVidQA annotation file" for name in ANNOTATION_FILES},
+    )
     cov = Coverage(source=KEY)
     revisions = {name: up.revision(name, cov, required=True) for name in ANNOTATION_FILES}
     rows = _read(up)
@@ -217,9 +222,9 @@ def load(corpus_root: Path) -> AdapterResult:
 
 @dataclass
 class _Rows:
-    questions: dict[str, list]        # annotation file -> its JSON list, as upstream
-    captions: list[dict] | None       # the caption CSV's rows (None: file absent)
-    caption_bytes_replaced: bool      # bytes undefined in cp1252 were replaced
+    questions: dict[str, list]  # annotation file -> its JSON list, as upstream
+    captions: list[dict] | None  # the caption CSV's rows (None: file absent)
+    caption_bytes_replaced: bool  # bytes undefined in cp1252 were replaced
 
 
 def _read(up: Upstream) -> _Rows:
@@ -248,19 +253,24 @@ def _read(up: Upstream) -> _Rows:
 
 def _well_formed(q: Any) -> bool:
     """A question that carries the fields records need (the rest are counted not covered)."""
-    return (isinstance(q, dict) and isinstance(q.get("video_id"), str) and q["video_id"]
-            and q.get("sample_id") is not None and isinstance(q.get("question"), str)
-            and q["question"].strip() != "")
+    return (
+        isinstance(q, dict)
+        and isinstance(q.get("video_id"), str)
+        and q["video_id"]
+        and q.get("sample_id") is not None
+        and isinstance(q.get("question"), str)
+        and q["question"].strip() != ""
+    )
 
 
 @dataclass
 class _Made(Mapped):
     # for the notes
     vids_of: dict[str, set[str]] = field(default_factory=dict)  # annotation file -> video ids
-    captioned: set[str] = field(default_factory=set)   # videos with a caption row
-    n_raw: int = 0                                     # cues parsed (videos with a length)
+    captioned: set[str] = field(default_factory=set)  # videos with a caption row
+    n_raw: int = 0  # cues parsed (videos with a length)
     dropped: Counter = field(default_factory=Counter)  # cues dropped, by kind
-    clipped: int = 0                                   # cue ends clipped to video_length
+    clipped: int = 0  # cue ends clipped to video_length
     n_usable: int = 0
     n_broken: int = 0
 
@@ -269,8 +279,10 @@ def _map(rows: _Rows, revisions: dict[str, str]) -> _Made:
     """Caption items of the videos with usable captions and one outcome per question."""
     made = _Made()
     questions = [q for name in ANNOTATION_FILES for q in rows.questions[name] if _well_formed(q)]
-    made.vids_of = {name: {q["video_id"] for q in rows.questions[name] if _well_formed(q)}
-                    for name in ANNOTATION_FILES}
+    made.vids_of = {
+        name: {q["video_id"] for q in rows.questions[name] if _well_formed(q)}
+        for name in ANNOTATION_FILES
+    }
 
     # video length and url per video (first question's; disagreements counted)
     duration: dict[str, float] = {}
@@ -309,30 +321,39 @@ def _map(rows: _Rows, revisions: dict[str, str]) -> _Made:
     sid = {v: f"{KEY}:{v}" for v in usable}
     times = synthetic_timeline(sid.values())
     made.items = [
-        SourceItem(source_id=sid[v], modality=MODALITY, holder=f"{KEY}/viewer-{groups[v]}",
-                   observed_at=times[sid[v]], content=usable[v],
-                   meta={"duration": duration[v], "cues": len(usable[v]), "url": url.get(v)})
-        for v in usable]
+        SourceItem(
+            source_id=sid[v],
+            modality=MODALITY,
+            holder=f"{KEY}/viewer-{groups[v]}",
+            observed_at=times[sid[v]],
+            content=usable[v],
+            meta={"duration": duration[v], "cues": len(usable[v]), "url": url.get(v)},
+        )
+        for v in usable
+    ]
     made.texts = {sid[v]: " ".join(c[2] for c in usable[v]) for v in sorted(usable)}
 
     # ---- records
     seen_ids: set[str] = set()
     for name in ANNOTATION_FILES:
         for q in rows.questions[name]:
-            made.outcomes.append(_record(name, q, seen_ids, usable, broken, duration, groups,
-                                         revisions[name]))
+            made.outcomes.append(
+                _record(name, q, seen_ids, usable, broken, duration, groups, revisions[name])
+            )
     return made
 
 
-def _caption_cues(rows: list[dict], questions: list[dict], made: Mapped
-                  ) -> tuple[dict[str, list[tuple[float, float, str]]], set[str]]:
+def _caption_cues(
+    rows: list[dict], questions: list[dict], made: Mapped
+) -> tuple[dict[str, list[tuple[float, float, str]]], set[str]]:
     """Caption cues per video id (dict order) and the ids whose caption repr is unreadable,
     from the caption CSV's rows; recovered ids and repairs are counted in ``made``."""
     known = {q["video_id"] for q in questions}
     by_q: dict[tuple[str, str], set[str]] = defaultdict(set)
     for q in questions:
         by_q[(q["question"], f"({q['answer_start_second']}, {q['answer_end_second']})")].add(
-            q["video_id"])
+            q["video_id"]
+        )
     reprs: dict[str, str] = {}
     for row in rows:
         vid = (row.get("video_id") or "").strip()
@@ -366,9 +387,16 @@ def _caption_cues(rows: list[dict], questions: list[dict], made: Mapped
     return cues, unreadable
 
 
-def _record(name: str, q: Any, seen_ids: set[str], usable: dict[str, list], broken: set[str],
-            duration: dict[str, float], groups: dict[str, int],
-            revision: str) -> RecordDraft | str:
+def _record(
+    name: str,
+    q: Any,
+    seen_ids: set[str],
+    usable: dict[str, list],
+    broken: set[str],
+    duration: dict[str, float],
+    groups: dict[str, int],
+    revision: str,
+) -> RecordDraft | str:
     """The record of one question of annotation file ``name``, or why it is not covered."""
     if not _well_formed(q):
         return "unparseable question"
@@ -387,14 +415,22 @@ def _record(name: str, q: Any, seen_ids: set[str], usable: dict[str, list], brok
     if not (0 <= s <= e <= duration[v]):
         return "answer span outside video"
     return RecordDraft(
-        query_id=qid, modality=MODALITY, question=q["question"], answer=None,
+        query_id=qid,
+        modality=MODALITY,
+        question=q["question"],
+        answer=None,
         answer_format="none",
         gold=[Gold(source_id=f"{KEY}:{v}", region={"t_start": float(s), "t_end": float(e)})],
-        scope=Scope(holder=f"{KEY}/viewer-{groups[v]}", scenario=SCENARIO), unanswerable=False,
-        origin=Origin(dataset=DATASET, revision=revision,
-                      item=f"{name}#{q['sample_id']}", license=LICENSE,
-                      notes=f"answer_start={q.get('answer_start')}; "
-                            f"answer_end={q.get('answer_end')}"))
+        scope=Scope(holder=f"{KEY}/viewer-{groups[v]}", scenario=SCENARIO),
+        unanswerable=False,
+        origin=Origin(
+            dataset=DATASET,
+            revision=revision,
+            item=f"{name}#{q['sample_id']}",
+            license=LICENSE,
+            notes=f"answer_start={q.get('answer_start')}; answer_end={q.get('answer_end')}",
+        ),
+    )
 
 
 def _account(cov: Coverage, rows: _Rows, made: _Made) -> None:
@@ -409,13 +445,19 @@ def _account(cov: Coverage, rows: _Rows, made: _Made) -> None:
     shared = vids_of["val.json"] & vids_of["test.json"]
     kinds = ", ".join(f"{k} {made.dropped[k]}" for k in KINDS if made.dropped[k]) or "none"
     cov.notes += [
-        ("videos are not mirrored (copyright, per the upstream README): items are YouTube "
-         "caption cue lists; gold spans are checked against upstream video_length"),
-        (f"captions ({CAPTIONS}, cp1252) exist for {len(captioned & vids_of['test.json'])} of "
-         f"{len(vids_of['test.json'])} test videos and {len(captioned & vids_of['val.json'])} "
-         f"of {len(vids_of['val.json'])} val videos; val and test share {len(shared)} videos"),
-        (f"caption cues: {made.n_raw} parsed, {sum(made.dropped.values())} dropped as broken "
-         f"({kinds}), {made.clipped} ends clipped to video_length; {made.n_usable} videos "
-         f"usable, {made.n_broken} not"),
+        (
+            "videos are not mirrored (copyright, per the upstream README): items are YouTube "
+            "caption cue lists; gold spans are checked against upstream video_length"
+        ),
+        (
+            f"captions ({CAPTIONS}, cp1252) exist for {len(captioned & vids_of['test.json'])} of "
+            f"{len(vids_of['test.json'])} test videos and {len(captioned & vids_of['val.json'])} "
+            f"of {len(vids_of['val.json'])} val videos; val and test share {len(shared)} videos"
+        ),
+        (
+            f"caption cues: {made.n_raw} parsed, {sum(made.dropped.values())} dropped as broken "
+            f"({kinds}), {made.clipped} ends clipped to video_length; {made.n_usable} videos "
+            f"usable, {made.n_broken} not"
+        ),
         "MedVidQA answers are time spans: answer is null, the span is the gold region",
     ]

@@ -54,12 +54,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from ..core import content_guard as guard
 from ..core import progress
 from ..core.paths import cache_dir
 from ..core.stop import process_pool
 from ..modalities.pdf import TEXT_LAYER_MIN_CHARS, has_text_layer
-from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
 from . import BY_KEY
 from .base import (
     AdapterResult,
@@ -82,7 +82,7 @@ DOCS_DIR = "documents"
 DATASET = "mayubo2333/MMLongBench-Doc"
 NOT_ANSWERABLE = "Not answerable"
 PAGE_SEP = "\n\f\n"
-CACHE_FORMAT = 2    # 2: read through the content layer's door (pdf_pages, content_file_bytes)
+CACHE_FORMAT = 2  # 2: read through the content layer's door (pdf_pages, content_file_bytes)
 
 FORMATS = {"Str": "str", "Int": "int", "Float": "float", "List": "list", "None": "none"}
 
@@ -148,8 +148,15 @@ def parse_pdf_date(raw: Any) -> datetime | None:
                 return None
             off = timedelta(hours=oh, minutes=om)
             tz = timezone(off if g["sign"] == "+" else -off)
-        return datetime(int(g["Y"]), int(g["m"] or 1), int(g["d"] or 1), int(g["H"] or 0),
-                        int(g["M"] or 0), int(g["S"] or 0), tzinfo=tz)
+        return datetime(
+            int(g["Y"]),
+            int(g["m"] or 1),
+            int(g["d"] or 1),
+            int(g["H"] or 0),
+            int(g["M"] or 0),
+            int(g["S"] or 0),
+            tzinfo=tz,
+        )
     except ValueError:
         return None
 
@@ -228,13 +235,20 @@ def _cache_get(sha: str) -> dict | None:
         d = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if (not isinstance(d, dict) or d.get("format") != CACHE_FORMAT or d.get("sha256") != sha
-            or d.get("pypdf") != _pypdf_version()):
+    if (
+        not isinstance(d, dict)
+        or d.get("format") != CACHE_FORMAT
+        or d.get("sha256") != sha
+        or d.get("pypdf") != _pypdf_version()
+    ):
         return None
     if isinstance(d.get("error"), str):  # pypdf could not read this file: known, not retried
         return {"error": d["error"]}
-    if (not isinstance(d.get("page_texts"), list) or len(d["page_texts"]) != d.get("pages")
-            or not isinstance(d.get("page_labels"), list)):
+    if (
+        not isinstance(d.get("page_texts"), list)
+        or len(d["page_texts"]) != d.get("pages")
+        or not isinstance(d.get("page_labels"), list)
+    ):
         return None
     return d
 
@@ -278,8 +292,7 @@ def scan_pdfs(paths: list[Path], text: bool = True) -> dict[Path, dict]:
     out: dict[Path, dict] = {}
     misses: list[Path] = []
     shas = {p: _sha256(p) for p in paths}
-    with progress.step("pdf read (mmlongbench)", total=len(paths), unit="PDF",
-                       cached=True) as bar:
+    with progress.step("pdf read (mmlongbench)", total=len(paths), unit="PDF", cached=True) as bar:
         for p in paths:
             hit = _cache_get(shas[p])
             if hit is not None:
@@ -405,8 +418,9 @@ def _uses_labels(labels: list[str], n: int, evidence: list[list[int]]) -> dict[i
 def load(corpus_root: Path, *, text: bool = True) -> AdapterResult:
     """Read ``<corpus_root>/mmlongbench-doc`` (PDF text layers too unless ``text`` is false),
     map it to items and records, account for every samples.json row."""
-    up = open_upstream(corpus_root, SPEC,
-                       files={ANNOTATION_FILE: "MMLongBench-Doc annotation file"})
+    up = open_upstream(
+        corpus_root, SPEC, files={ANNOTATION_FILE: "MMLongBench-Doc annotation file"}
+    )
     cov = Coverage(source=KEY)
     revision = up.revision(ANNOTATION_FILE, cov)
     rows = _read(up, text)
@@ -417,8 +431,8 @@ def load(corpus_root: Path, *, text: bool = True) -> AdapterResult:
 
 @dataclass
 class _Rows:
-    samples: list[Any]          # samples.json, as upstream
-    pdfs: dict[str, dict]       # documents/<doc_id>: doc_id -> scan_pdfs result (or {"error"})
+    samples: list[Any]  # samples.json, as upstream
+    pdfs: dict[str, dict]  # documents/<doc_id>: doc_id -> scan_pdfs result (or {"error"})
 
 
 def _read(up: Upstream, text: bool) -> _Rows:
@@ -427,30 +441,36 @@ def _read(up: Upstream, text: bool) -> _Rows:
     ann = up.folder / ANNOTATION_FILE
     samples = read_json(ann, list, "a JSON list of questions")
     docs_dir = up.folder / DOCS_DIR
-    pdfs = sorted((p for p in docs_dir.glob("*") if p.is_file() and p.suffix.lower() == ".pdf"),
-                  key=lambda p: p.name) if docs_dir.is_dir() else []
+    pdfs = (
+        sorted(
+            (p for p in docs_dir.glob("*") if p.is_file() and p.suffix.lower() == ".pdf"),
+            key=lambda p: p.name,
+        )
+        if docs_dir.is_dir()
+        else []
+    )
     infos = scan_pdfs(pdfs)
     return _Rows(samples, {p.name: infos[p] for p in pdfs})
 
 
 @dataclass
 class _Row:
-    idx: int                  # 0-based index in samples.json
+    idx: int  # 0-based index in samples.json
     row: dict
-    n: int                    # 0-based index among the rows of its doc_id
-    pages: list[int] | None   # parsed evidence_pages (None: unparseable)
-    fixes: list[str]          # repairs parse_evidence made
+    n: int  # 0-based index among the rows of its doc_id
+    pages: list[int] | None  # parsed evidence_pages (None: unparseable)
+    fixes: list[str]  # repairs parse_evidence made
 
 
 @dataclass
 class _Made(Mapped):
     # for the notes
-    n_docs: int = 0                                        # distinct doc_ids of usable rows
-    n_readable: int = 0                                    # mirrored PDFs pypdf can read
-    label_docs: list[str] = field(default_factory=list)   # read through /PageLabels
-    n_undated: int = 0                                     # observed_at synthetic
-    image_only: list[str] = field(default_factory=list)   # readable, no page with a text layer
-    image_only_outcomes: dict[str, list] = field(default_factory=dict)   # their rows' outcomes
+    n_docs: int = 0  # distinct doc_ids of usable rows
+    n_readable: int = 0  # mirrored PDFs pypdf can read
+    label_docs: list[str] = field(default_factory=list)  # read through /PageLabels
+    n_undated: int = 0  # observed_at synthetic
+    image_only: list[str] = field(default_factory=list)  # readable, no page with a text layer
+    image_only_outcomes: dict[str, list] = field(default_factory=dict)  # their rows' outcomes
 
 
 def _map(up: Upstream, rows: _Rows, revision: str, text: bool) -> _Made:
@@ -462,9 +482,14 @@ def _map(up: Upstream, rows: _Rows, revision: str, text: bool) -> _Made:
     per_doc_n: dict[str, int] = {}
     parsed: list[_Row] = []
     for idx, row in enumerate(rows.samples):
-        if not (isinstance(row, dict) and isinstance(row.get("doc_id"), str) and row["doc_id"]
-                and isinstance(row.get("question"), str) and row["question"].strip()
-                and isinstance(row.get("answer"), str)):
+        if not (
+            isinstance(row, dict)
+            and isinstance(row.get("doc_id"), str)
+            and row["doc_id"]
+            and isinstance(row.get("question"), str)
+            and row["question"].strip()
+            and isinstance(row.get("answer"), str)
+        ):
             made.outcomes.append(MISS_ROW)
             continue
         doc = row["doc_id"]
@@ -495,8 +520,11 @@ def _map(up: Upstream, rows: _Rows, revision: str, text: bool) -> _Made:
     # text for the derivation guards: as for pictures (FinChart, ScreenSpot), its text is the
     # upstream questions whose gold is on it. Never OCR (SPEC: gold and guards never rest on
     # model output).
-    made.image_only = sorted(doc for doc, info in readable.items()
-                             if not any(has_text_layer(t) for t in info["page_texts"]))
+    made.image_only = sorted(
+        doc
+        for doc, info in readable.items()
+        if not any(has_text_layer(t) for t in info["page_texts"])
+    )
     if text:
         asked: dict[str, list[str]] = {}
         for o in made.outcomes:
@@ -512,8 +540,9 @@ def _map(up: Upstream, rows: _Rows, revision: str, text: bool) -> _Made:
     return made
 
 
-def _items(up: Upstream, readable: dict[str, dict], shelf: dict[str, str], text: bool,
-           made: Mapped) -> int:
+def _items(
+    up: Upstream, readable: dict[str, dict], shelf: dict[str, str], text: bool, made: Mapped
+) -> int:
     """One item (and its text layer, with ``text``) per readable PDF, added to ``made``;
     observed_at from /CreationDate, else synthetic (counted). Returns how many are synthetic."""
     dated: dict[str, datetime] = {}
@@ -528,20 +557,34 @@ def _items(up: Upstream, readable: dict[str, dict], shelf: dict[str, str], text:
     synth = synthetic_timeline(undated)
     for doc, info in sorted(readable.items()):
         sid = f"{KEY}:{doc}"
-        made.items.append(SourceItem(
-            source_id=sid, modality="pdf", holder=shelf[doc],
-            observed_at=dated.get(doc) or synth[doc],
-            path=rel(up.root, up.folder / DOCS_DIR / doc),
-            meta={"pages": info["pages"], "sha256": info["sha256"],
-                  "text_pages": sum(has_text_layer(t) for t in info["page_texts"])}))
+        made.items.append(
+            SourceItem(
+                source_id=sid,
+                modality="pdf",
+                holder=shelf[doc],
+                observed_at=dated.get(doc) or synth[doc],
+                path=rel(up.root, up.folder / DOCS_DIR / doc),
+                meta={
+                    "pages": info["pages"],
+                    "sha256": info["sha256"],
+                    "text_pages": sum(has_text_layer(t) for t in info["page_texts"]),
+                },
+            )
+        )
         if text:
             made.texts[sid] = PAGE_SEP.join(info["page_texts"])
     return len(undated)
 
 
-def _record(r: _Row, pdfs: dict[str, dict], readable: dict[str, dict], shelf: dict[str, str],
-            label_docs: dict[str, dict[int, int]], revision: str,
-            made: Mapped) -> RecordDraft | str:
+def _record(
+    r: _Row,
+    pdfs: dict[str, dict],
+    readable: dict[str, dict],
+    shelf: dict[str, str],
+    label_docs: dict[str, dict[int, int]],
+    revision: str,
+    made: Mapped,
+) -> RecordDraft | str:
     """The record of one well-formed row, or why it is not covered; repairs are counted in
     ``made``."""
     row, pages = r.row, r.pages
@@ -554,8 +597,7 @@ def _record(r: _Row, pdfs: dict[str, dict], readable: dict[str, dict], shelf: di
     sid = f"{KEY}:{doc}"
     fmt_raw = row.get("answer_format")
     unanswerable = row["answer"] == NOT_ANSWERABLE
-    notes = (f"doc_type: {row.get('doc_type')}; "
-             f"evidence_sources: {row.get('evidence_sources')}")
+    notes = f"doc_type: {row.get('doc_type')}; evidence_sources: {row.get('evidence_sources')}"
     if unanswerable:
         fmt = "none"
         if pages is None:
@@ -583,14 +625,23 @@ def _record(r: _Row, pdfs: dict[str, dict], readable: dict[str, dict], shelf: di
     for f in r.fixes:
         made.fix(f)
     return RecordDraft(
-        query_id=f"{KEY}:{doc}:{r.n}", modality="pdf", question=row["question"],
-        answer=None if unanswerable else row["answer"], answer_format=fmt, gold=gold,
+        query_id=f"{KEY}:{doc}:{r.n}",
+        modality="pdf",
+        question=row["question"],
+        answer=None if unanswerable else row["answer"],
+        answer_format=fmt,
+        gold=gold,
         scope=Scope(holder=shelf[doc], session=None, scenario=SPEC.scenario),
         unanswerable=unanswerable,
-        origin=Origin(dataset=DATASET, revision=revision, item=f"{ANNOTATION_FILE}#{r.idx}",
-                      license=SPEC.license,
-                      distractor=list(pages) if unanswerable and pages is not None else None,
-                      notes=notes))
+        origin=Origin(
+            dataset=DATASET,
+            revision=revision,
+            item=f"{ANNOTATION_FILE}#{r.idx}",
+            license=SPEC.license,
+            distractor=list(pages) if unanswerable and pages is not None else None,
+            notes=notes,
+        ),
+    )
 
 
 def _account(cov: Coverage, made: _Made) -> None:
@@ -599,33 +650,42 @@ def _account(cov: Coverage, made: _Made) -> None:
     book(cov, made)
     cov.notes.append(
         f"{made.n_readable} of {made.n_docs} documents are mirrored and readable; questions on "
-        "the others are not covered")
+        "the others are not covered"
+    )
     cov.notes.append(
         "pages are 1-based physical PDF pages (evidence page 1 = first page of the file): no "
         "evidence page is 0 except two annotation slips (not covered), 'first page' questions "
         "carry [1], and distinctive answer strings occur on page p counted from 1 (53 of 168 "
-        "checked rows) far more often than on p+1 (18) or p-1 (12)")
+        "checked rows) far more often than on p+1 (18) or p-1 (12)"
+    )
     if made.label_docs:
         cov.notes.append(
             "annotated with printed page numbers, mapped through /PageLabels: "
-            + ", ".join(made.label_docs))
+            + ", ".join(made.label_docs)
+        )
     if made.image_only:
         outs = [o for os_ in made.image_only_outcomes.values() for o in os_]
         missed = Counter(o for o in outs if isinstance(o, str))
         per = "; ".join(
             f"{doc}: {sum(not isinstance(o, str) for o in os_)} of {len(os_)}"
-            for doc, os_ in sorted(made.image_only_outcomes.items()))
+            for doc, os_ in sorted(made.image_only_outcomes.items())
+        )
         cov.notes.append(
             f"{len(made.image_only)} documents have no text layer (every page under "
             f"{TEXT_LAYER_MIN_CHARS} characters: slide decks whose pages are images; systems "
             f"read them through OCR): {len(outs)} questions, "
             f"{len(outs) - sum(missed.values())} covered"
-            + (" (not covered: " + ", ".join(f"{k}: {v}" for k, v in sorted(missed.items()))
-               + ")" if missed else "")
+            + (
+                " (not covered: " + ", ".join(f"{k}: {v}" for k, v in sorted(missed.items())) + ")"
+                if missed
+                else ""
+            )
             + f". Questions covered of each: {per}. For the derivation guards, such a "
-              "document's text is the upstream questions whose gold is on it (the build never "
-              "OCRs), and a question is re-scoped only between documents of the same kind")
+            "document's text is the upstream questions whose gold is on it (the build never "
+            "OCRs), and a question is re-scoped only between documents of the same kind"
+        )
     if made.n_undated:
         cov.notes.append(
             f"observed_at synthetic for {made.n_undated} PDFs without a usable /CreationDate "
-            "(sorted doc_id order from the synthetic epoch); zone-less dates are read as UTC")
+            "(sorted doc_id order from the synthetic epoch); zone-less dates are read as UTC"
+        )

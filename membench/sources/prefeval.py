@@ -62,8 +62,11 @@ SPEC = BY_KEY[KEY]
 DATASET = "amazon-science/PrefEval"
 MODALITY = "conversation"
 #: form -> upstream folder
-FORMS = {"explicit": "explicit_preference", "choice": "implicit_preference/choice-based",
-         "persona": "implicit_preference/persona-driven"}
+FORMS = {
+    "explicit": "explicit_preference",
+    "choice": "implicit_preference/choice-based",
+    "persona": "implicit_preference/persona-driven",
+}
 MCQ = "mcq_options"
 NEAR_COPY = "mcq_options/travel_hotel copy.json"
 #: users (holders) per asked question: 0.8, so a user is asked 1.25 questions on average
@@ -82,22 +85,35 @@ ID_SALT = "prefeval-item-id"
 #: family (a dietary need bears on restaurants; a fitness routine on health), so a user is
 #: asked about a family once and a derived unanswerable goes only where the family is absent
 FAMILY = {
-    "lifestyle_dietary": "food", "travel_restaurant": "food",
-    "lifestyle_fit": "health", "lifestyle_health": "health", "lifestyle_beauty": "health",
-    "travel_activities": "travel", "travel_hotel": "travel",
+    "lifestyle_dietary": "food",
+    "travel_restaurant": "food",
+    "lifestyle_fit": "health",
+    "lifestyle_health": "health",
+    "lifestyle_beauty": "health",
+    "travel_activities": "travel",
+    "travel_hotel": "travel",
     "travel_transportation": "travel",
-    "entertain_games": "leisure", "entertain_music_book": "leisure",
-    "entertain_shows": "leisure", "entertain_sports": "leisure",
-    "shop_fashion": "shopping", "shop_home": "shopping", "shop_motors": "shopping",
+    "entertain_games": "leisure",
+    "entertain_music_book": "leisure",
+    "entertain_shows": "leisure",
+    "entertain_sports": "leisure",
+    "shop_fashion": "shopping",
+    "shop_home": "shopping",
+    "shop_motors": "shopping",
     "shop_technology": "shopping",
-    "education_learning_styles": "learning", "education_resources": "learning",
+    "education_learning_styles": "learning",
+    "education_resources": "learning",
     "professional_work_location_style": "work",
     "pet_ownership": "pets",
 }
 #: the revealing turn of each labelled form
 GOLD_TURN = {"explicit": 1, "choice": 3}
-CHOICE_TURNS = (("query", "user"), ("assistant_options", "assistant"),
-                ("user_selection", "user"), ("assistant_acknowledgment", "assistant"))
+CHOICE_TURNS = (
+    ("query", "user"),
+    ("assistant_options", "assistant"),
+    ("user_selection", "user"),
+    ("assistant_acknowledgment", "assistant"),
+)
 
 MISS_PERSONA = "persona-driven: the revealing turn is not labelled upstream"
 MISS_EMPTY_Q = "empty question"
@@ -117,10 +133,10 @@ class _Row:
     form: str
     topic: str
     index: int
-    file: str                      # path under the source folder
+    file: str  # path under the source folder
     question: str
     preference: str
-    turns: list[dict]              # [{"turn", "speaker", "text"}], 1-based
+    turns: list[dict]  # [{"turn", "speaker", "text"}], 1-based
 
     @property
     def pref_key(self) -> str:
@@ -150,15 +166,25 @@ def _topics(up: Upstream) -> list[str]:
     and in mcq_options/ (a missing one is a MISSING_FILE error naming it)."""
     for folder in (*FORMS.values(), MCQ):
         if not (up.folder / folder).is_dir():
-            raise InputError(up.folder / folder, None, None, "PrefEval form folder is missing",
-                             rule="MISSING_FILE")
+            raise InputError(
+                up.folder / folder,
+                None,
+                None,
+                "PrefEval form folder is missing",
+                rule="MISSING_FILE",
+            )
     topics = sorted(p.stem for p in (up.folder / FORMS["explicit"]).glob("*.json"))
     for folder in (*FORMS.values(), MCQ):
         for t in topics:
             p = up.folder / folder / f"{t}.json"
             if not p.is_file():
-                raise InputError(p, None, None, f"topic {t!r} of explicit_preference/ is missing "
-                                 "here", rule="MISSING_FILE")
+                raise InputError(
+                    p,
+                    None,
+                    None,
+                    f"topic {t!r} of explicit_preference/ is missing here",
+                    rule="MISSING_FILE",
+                )
     return topics
 
 
@@ -180,8 +206,12 @@ def _read(up: Upstream, cov: Coverage) -> tuple[list[_Row], dict[str, list], dic
             _text(up.folder / name, r, i, "question")
             opts = r.get("classification_task_options")
             if not isinstance(opts, list) or not opts or not all(isinstance(o, str) for o in opts):
-                raise InputError(up.folder / name, None, f"[{i}].classification_task_options",
-                                 "missing or not a non-empty list of strings")
+                raise InputError(
+                    up.folder / name,
+                    None,
+                    f"[{i}].classification_task_options",
+                    "missing or not a non-empty list of strings",
+                )
     return rows, mcq, revisions
 
 
@@ -204,31 +234,51 @@ def _row(path: Path, form: str, topic: str, i: int, r: Any, name: str) -> _Row:
         if not isinstance(conv, dict):
             raise InputError(path, None, f"[{i}].conversation", "missing or not an object")
         turns = _choice_turns(path, i, conv) if form == "choice" else _persona_turns(path, i, conv)
-    return _Row(form=form, topic=topic, index=i, file=name, question=question,
-                preference=preference, turns=turns)
+    return _Row(
+        form=form,
+        topic=topic,
+        index=i,
+        file=name,
+        question=question,
+        preference=preference,
+        turns=turns,
+    )
 
 
 def _choice_turns(path: Path, i: int, conv: dict) -> list[dict]:
     out = []
     for t, (key, speaker) in enumerate(CHOICE_TURNS, 1):
-        out.append({"turn": t, "speaker": speaker,
-                    "text": _turn_text(path, conv.get(key), f"[{i}].conversation.{key}")})
+        out.append(
+            {
+                "turn": t,
+                "speaker": speaker,
+                "text": _turn_text(path, conv.get(key), f"[{i}].conversation.{key}"),
+            }
+        )
     return out
 
 
 def _persona_turns(path: Path, i: int, conv: dict) -> list[dict]:
     if sorted(conv, key=lambda k: (len(k), k)) != [str(k) for k in range(len(conv))]:
-        raise InputError(path, None, f"[{i}].conversation",
-                         f"exchange keys must be \"0\"..\"{len(conv) - 1}\", got {sorted(conv)}")
+        raise InputError(
+            path,
+            None,
+            f"[{i}].conversation",
+            f'exchange keys must be "0".."{len(conv) - 1}", got {sorted(conv)}',
+        )
     out = []
     for k in range(len(conv)):
         ex = conv[str(k)]
         if not isinstance(ex, dict):
             raise InputError(path, None, f"[{i}].conversation.{k}", "not an object")
         for j, speaker in enumerate(("user", "assistant")):
-            out.append({"turn": 2 * k + 1 + j, "speaker": speaker,
-                        "text": _turn_text(path, ex.get(speaker),
-                                           f"[{i}].conversation.{k}.{speaker}")})
+            out.append(
+                {
+                    "turn": 2 * k + 1 + j,
+                    "speaker": speaker,
+                    "text": _turn_text(path, ex.get(speaker), f"[{i}].conversation.{k}.{speaker}"),
+                }
+            )
     return out
 
 
@@ -302,8 +352,9 @@ class _Users:
         self.clusters.setdefault(u, set()).add(cluster)
 
 
-def _deal(rows: list[_Row], cluster: dict[str, str], asked: set[str], n_users: int,
-          per_user: int) -> _Users:
+def _deal(
+    rows: list[_Row], cluster: dict[str, str], asked: set[str], n_users: int, per_user: int
+) -> _Users:
     """Deal the sessions to ``n_users`` users (see the module docstring): the asked sessions
     round robin in hash order, at most one per family and cluster per user; the others to
     users whose fill families hold theirs; then copies up to ``per_user`` sessions each."""
@@ -313,8 +364,10 @@ def _deal(rows: list[_Row], cluster: dict[str, str], asked: set[str], n_users: i
     for sid in hash_order(asked, USER_SALT):
         r, k = by_sid[sid], 0
         fam, c = FAMILY[r.topic], cluster[r.pref_key]
-        while k < n_users and (fam in users.asked_families.get((i + k) % n_users, set())
-                               or c in users.clusters.get((i + k) % n_users, set())):
+        while k < n_users and (
+            fam in users.asked_families.get((i + k) % n_users, set())
+            or c in users.clusters.get((i + k) % n_users, set())
+        ):
             k += 1
         if k == n_users:
             users.unplaced.append(sid)
@@ -331,8 +384,10 @@ def _deal(rows: list[_Row], cluster: dict[str, str], asked: set[str], n_users: i
     for sid in hash_order([r.sid for r in rows if r.sid not in asked], FILL_SALT):
         r, k = by_sid[sid], 0
         fam, c = FAMILY[r.topic], cluster[r.pref_key]
-        while k < n_users and (fam not in users.fill_families[(j + k) % n_users]
-                               or c in users.clusters.get((j + k) % n_users, set())):
+        while k < n_users and (
+            fam not in users.fill_families[(j + k) % n_users]
+            or c in users.clusters.get((j + k) % n_users, set())
+        ):
             k += 1
         if k == n_users:
             users.unplaced.append(sid)
@@ -378,8 +433,13 @@ def item_id(sid: str, user: int | None = None) -> str:
     return f"{KEY}:{stable_hash(ID_SALT, sid + who):016x}"
 
 
-def _map(rows: list[_Row], mcq: dict[str, list], revisions: dict[str, str],
-         n_users: int | None = None, per_user: int = ITEMS_PER_USER) -> _Made:
+def _map(
+    rows: list[_Row],
+    mcq: dict[str, list],
+    revisions: dict[str, str],
+    n_users: int | None = None,
+    per_user: int = ITEMS_PER_USER,
+) -> _Made:
     """One session item per row and per copy; one outcome per row (a record, or why not)."""
     made = _Made()
     cluster = _clusters(rows)
@@ -402,8 +462,8 @@ def _map(rows: list[_Row], mcq: dict[str, list], revisions: dict[str, str],
         if sid in asked:
             why[sid] = MISS_NO_USER
     made.unplaced = len(users.unplaced)
-    holder: dict[str, str] = {}          # item id -> holder
-    session: dict[str, str] = {}         # item id -> upstream session (row sid)
+    holder: dict[str, str] = {}  # item id -> holder
+    session: dict[str, str] = {}  # item id -> upstream session (row sid)
     for u in range(n_users):
         for sid in users.own.get(u, []):
             holder[item_id(sid)] = holder_of(u)
@@ -423,17 +483,29 @@ def _map(rows: list[_Row], mcq: dict[str, list], revisions: dict[str, str],
             bag[n] = bag.get(n, 0) + 1
     for iid in sorted(holder):
         r = by_sid[session[iid]]
-        made.items.append(SourceItem(
-            source_id=iid, modality=MODALITY, holder=holder[iid], observed_at=observed[iid],
-            content=r.turns, meta={"turns": len(r.turns), "speakers": ["user", "assistant"]
-                                   if len(r.turns) > 1 else ["user"]}))
+        made.items.append(
+            SourceItem(
+                source_id=iid,
+                modality=MODALITY,
+                holder=holder[iid],
+                observed_at=observed[iid],
+                content=r.turns,
+                meta={
+                    "turns": len(r.turns),
+                    "speakers": ["user", "assistant"] if len(r.turns) > 1 else ["user"],
+                },
+            )
+        )
         # one line per turn (whitespace collapsed, as the chunker writes a turn)
-        made.texts[iid] = "\n".join(f"{t['speaker']}: {norm_space(t['text'])}"
-                                      for t in r.turns)
+        made.texts[iid] = "\n".join(f"{t['speaker']}: {norm_space(t['text'])}" for t in r.turns)
         made.topics[iid] = FAMILY[r.topic]
     for r in rows:
-        made.outcomes.append(why.get(r.sid) or _record(
-            r, holder[item_id(r.sid)], texts[holder[item_id(r.sid)]], mcq, revisions, made))
+        made.outcomes.append(
+            why.get(r.sid)
+            or _record(
+                r, holder[item_id(r.sid)], texts[holder[item_id(r.sid)]], mcq, revisions, made
+            )
+        )
     made.users = len(set(holder.values()))
     made.copies = sum(len(c) for c in users.copies.values())
     made.texts = dict(sorted(made.texts.items()))
@@ -441,8 +513,14 @@ def _map(rows: list[_Row], mcq: dict[str, list], revisions: dict[str, str],
     return made
 
 
-def _record(r: _Row, holder: str, bag: dict[str, int], mcq: dict[str, list],
-            revisions: dict[str, str], made: Mapped) -> RecordDraft | str:
+def _record(
+    r: _Row,
+    holder: str,
+    bag: dict[str, int],
+    mcq: dict[str, list],
+    revisions: dict[str, str],
+    made: Mapped,
+) -> RecordDraft | str:
     """The record of one row's question, or why it is not covered."""
     if not r.question.strip():
         return MISS_EMPTY_Q
@@ -459,16 +537,26 @@ def _record(r: _Row, holder: str, bag: dict[str, int], mcq: dict[str, list],
         made.fix(FIX_MCQ)
     whole = {"turn_start": 1, "turn_end": len(r.turns)}
     return RecordDraft(
-        query_id=r.sid, modality=MODALITY, question=r.question, answer=answer,
+        query_id=r.sid,
+        modality=MODALITY,
+        question=r.question,
+        answer=answer,
         answer_format="str" if answer is not None else "none",
         gold=[Gold(source_id=item_id(r.sid), region={"turn": turn})],
         judgments={SESSION: [Gold(source_id=item_id(r.sid), region=whole)]},
-        scope=Scope(holder=holder, session=None, scenario=SPEC.scenario), unanswerable=False,
-        origin=Origin(dataset=DATASET, revision=revisions[r.file], item=f"{r.file}#{r.index}",
-                      license=SPEC.license,
-                      notes=f"form {r.form}; preference: {r.preference!r}"
-                      + ("; answer: mcq_options classification_task_options[0]"
-                         if answer is not None else "")))
+        scope=Scope(holder=holder, session=None, scenario=SPEC.scenario),
+        unanswerable=False,
+        origin=Origin(
+            dataset=DATASET,
+            revision=revisions[r.file],
+            item=f"{r.file}#{r.index}",
+            license=SPEC.license,
+            notes=f"form {r.form}; preference: {r.preference!r}"
+            + (
+                "; answer: mcq_options classification_task_options[0]" if answer is not None else ""
+            ),
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- account
@@ -479,14 +567,20 @@ def _account(cov: Coverage, made: _Made) -> None:
     Writes only ``cov``."""
     book(cov, made)
     cov.notes.append(f"{NEAR_COPY} (a near-copy of travel_hotel.json upstream ships) is not read")
-    cov.notes.append(f"{made.users} users of {ITEMS_PER_USER} sessions each: the asked "
-                     "sessions (one labelled form per preference, at most one per family and "
-                     "user), the other sessions of other families, then copies of other users' "
-                     f"sessions of those families ({made.copies} copies); sessions no user "
-                     f"could hold: {made.unplaced}")
-    cov.notes.append("gold = the user turn that states (explicit, turn 1) or reveals "
-                     "(choice-based user_selection, turn 3) the preference; judgments.session = "
-                     "the whole session")
-    cov.notes.append("answer = mcq_options classification_task_options[0], the "
-                     "preference-following option by upstream's convention")
+    cov.notes.append(
+        f"{made.users} users of {ITEMS_PER_USER} sessions each: the asked "
+        "sessions (one labelled form per preference, at most one per family and "
+        "user), the other sessions of other families, then copies of other users' "
+        f"sessions of those families ({made.copies} copies); sessions no user "
+        f"could hold: {made.unplaced}"
+    )
+    cov.notes.append(
+        "gold = the user turn that states (explicit, turn 1) or reveals "
+        "(choice-based user_selection, turn 3) the preference; judgments.session = "
+        "the whole session"
+    )
+    cov.notes.append(
+        "answer = mcq_options classification_task_options[0], the "
+        "preference-following option by upstream's convention"
+    )
     cov.notes.append("observed_at synthetic: hash order of the session ids, one hour apart (UTC)")

@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import snowballstemmer
 
@@ -80,11 +81,13 @@ PARAPHRASE_SALT = "pstuts-paraphrase"
 #: together (membench.sets.derive.CLUSTER_BY_REGION)
 PER_SENTENCE = 3
 #: words left out of a near-twin key (lower case, matched before stemming)
-TWIN_STOPWORDS = frozenset("""
+TWIN_STOPWORDS = frozenset(
+    """
     a an the to do does did doing done you your i me my we our he his she her they their it its
     how what is are was were be been of in on at by for from and or with can could should would
     will this that these those there so
-""".split())
+""".split()
+)
 NOT_TWIN = "its near-twin is asked of another video"
 NOT_PARAPHRASE = "a paraphrase of a kept question at the same sentence"
 #: the judgment set of every span where upstream asked the same question, same answer
@@ -124,8 +127,9 @@ def twin_key(q: str) -> str:
     (runs of letters and digits, lower case) that are not in :data:`TWIN_STOPWORDS`, joined by
     spaces ("How to create new layer?" and "how do i create a new layer" -> "creat layer
     new"). Two questions with one key are near-twins."""
-    return " ".join(sorted({_STEMMER.stemWord(w) for w in _WORD.findall(q.lower())
-                            if w not in TWIN_STOPWORDS}))
+    return " ".join(
+        sorted({_STEMMER.stemWord(w) for w in _WORD.findall(q.lower()) if w not in TWIN_STOPWORDS})
+    )
 
 
 def parse_length(s: str) -> float | None:
@@ -136,8 +140,11 @@ def parse_length(s: str) -> float | None:
     return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
 
 
-def shelves(videos_by_file: Mapping[str, Sequence[str]], shelf_size: int = SHELF_SIZE,
-            per_owner: int = VIDEOS_PER_OWNER) -> tuple[dict[str, int], list[list[str]]]:
+def shelves(
+    videos_by_file: Mapping[str, Sequence[str]],
+    shelf_size: int = SHELF_SIZE,
+    per_owner: int = VIDEOS_PER_OWNER,
+) -> tuple[dict[str, int], list[list[str]]]:
     """The viewers (module docstring): ``(owner viewer of each video, each viewer's shelf)``.
     ``videos_by_file`` lists each upstream file's videos, files in the order viewers are
     numbered; a shelf is sorted by video id."""
@@ -155,7 +162,7 @@ def shelves(videos_by_file: Mapping[str, Sequence[str]], shelf_size: int = SHELF
     for k in range(n_viewers):
         own = [v for v in every if owner[v] == k]
         others = hash_order([v for v in every if owner[v] != k], f"{SHELF_SALT}:{k}")
-        out.append(sorted(own + others[:max(0, shelf_size - len(own))]))
+        out.append(sorted(own + others[: max(0, shelf_size - len(own))]))
     return owner, out
 
 
@@ -182,14 +189,18 @@ class _Video:
     url: str | None
     duration: float
     sentences: list[_Sentence]
-    qa: list[tuple[int, str, str]]      # (sent_id, q, a) in upstream order
+    qa: list[tuple[int, str, str]]  # (sent_id, q, a) in upstream order
 
 
 def load(corpus_root: Path) -> AdapterResult:
     """Read ``<corpus_root>/pstuts-vqa``, map it to viewers' transcript items and records,
     account for every question."""
-    up = open_upstream(corpus_root, SPEC, provenance=True, files={
-        name: "PsTuts-VQA split file" for name in SPLIT_FILES})
+    up = open_upstream(
+        corpus_root,
+        SPEC,
+        provenance=True,
+        files={name: "PsTuts-VQA split file" for name in SPLIT_FILES},
+    )
     cov = Coverage(source=KEY)
     revisions = {name: up.revision(name, cov, required=True) for name in SPLIT_FILES}
     videos = _read(up)
@@ -209,8 +220,9 @@ def _read(up: Upstream) -> list[_Video]:
         for i, raw in enumerate(read_json(p, list, "a JSON list of videos")):
             v = _video(p, name, i, raw)
             if v.video_id in seen:
-                raise InputError(p, None, f"[{i}].video_id",
-                                 f"video {v.video_id} is also {seen[v.video_id]}")
+                raise InputError(
+                    p, None, f"[{i}].video_id", f"video {v.video_id} is also {seen[v.video_id]}"
+                )
             seen[v.video_id] = f"{name}[{i}]"
             out.append(v)
     return out
@@ -218,14 +230,17 @@ def _read(up: Upstream) -> list[_Video]:
 
 def _video(p: Path, name: str, i: int, raw: Any) -> _Video:
     """One upstream video entry, checked field by field (InputError at ``[i].field``)."""
+
     def bad(fld: str, msg: str) -> InputError:
         return InputError(p, None, f"[{i}]{fld}", msg)
 
     if not isinstance(raw, dict):
         raise bad("", f"a video must be an object, got {type(raw).__name__}")
     vid = raw.get("video_id")
-    if not ((isinstance(vid, int) and not isinstance(vid, bool)) or
-            (isinstance(vid, str) and vid.strip() and not any(c.isspace() for c in vid))):
+    if not (
+        (isinstance(vid, int) and not isinstance(vid, bool))
+        or (isinstance(vid, str) and vid.strip() and not any(c.isspace() for c in vid))
+    ):
         raise bad(".video_id", "missing, or not an integer or a string without spaces")
     length = raw.get("length")
     duration = parse_length(length) if isinstance(length, str) else None
@@ -280,9 +295,9 @@ class _Made(Mapped):
     # for the notes
     owner: dict[str, int] = field(default_factory=dict)
     shelf: list[list[str]] = field(default_factory=list)
-    dropped: Counter = field(default_factory=Counter)   # sentences without a usable span
-    widened: int = 0                                    # records whose same_question adds spans
-    twin_keys: int = 0                                  # near-twin keys asked at several videos
+    dropped: Counter = field(default_factory=Counter)  # sentences without a usable span
+    widened: int = 0  # records whose same_question adds spans
+    twin_keys: int = 0  # near-twin keys asked at several videos
 
 
 def _unusable(s: _Sentence, duration: float) -> str | None:
@@ -301,7 +316,8 @@ def _map(videos: list[_Video], revisions: dict[str, str]) -> _Made:
     made = _Made()
     by_id = {v.video_id: v for v in videos}
     made.owner, made.shelf = shelves(
-        {name: [v.video_id for v in videos if v.file == name] for name in SPLIT_FILES})
+        {name: [v.video_id for v in videos if v.file == name] for name in SPLIT_FILES}
+    )
 
     # ---- usable spans and cues per video
     spans: dict[str, dict[int, tuple[float, float] | str]] = {}
@@ -329,10 +345,21 @@ def _map(videos: list[_Video], revisions: dict[str, str]) -> _Made:
     for v, k in placed:
         sid = source_id(v, k)
         video = by_id[v]
-        made.items.append(SourceItem(
-            source_id=sid, modality=MODALITY, holder=holder_of(k), observed_at=times[sid],
-            content=cues[v], meta={"duration": video.duration, "cues": len(cues[v]),
-                                   "url": video.url, "title": video.title}))
+        made.items.append(
+            SourceItem(
+                source_id=sid,
+                modality=MODALITY,
+                holder=holder_of(k),
+                observed_at=times[sid],
+                content=cues[v],
+                meta={
+                    "duration": video.duration,
+                    "cues": len(cues[v]),
+                    "url": video.url,
+                    "title": video.title,
+                },
+            )
+        )
         made.texts[sid] = " ".join(c[2] for c in cues[v])
 
     # ---- where upstream asked each (question, answer): usable spans only
@@ -363,8 +390,9 @@ def _map(videos: list[_Video], revisions: dict[str, str]) -> _Made:
             why[(v.video_id, idx)] = NOT_TWIN
         else:
             by_sentence[(v.video_id, v.qa[idx][0])].append(query_id(v.video_id, idx))
-    chosen = {q for qids in by_sentence.values()
-              for q in hash_order(qids, PARAPHRASE_SALT)[:PER_SENTENCE]}
+    chosen = {
+        q for qids in by_sentence.values() for q in hash_order(qids, PARAPHRASE_SALT)[:PER_SENTENCE]
+    }
     for v, idx in kept:
         if (v.video_id, idx) not in why and query_id(v.video_id, idx) not in chosen:
             why[(v.video_id, idx)] = NOT_PARAPHRASE
@@ -372,8 +400,9 @@ def _map(videos: list[_Video], revisions: dict[str, str]) -> _Made:
     # ---- records
     for v in videos:
         for idx, row in enumerate(v.qa):
-            made.outcomes.append(why.get((v.video_id, idx)) or
-                                 _record(v, idx, row, spans, asked, made, revisions))
+            made.outcomes.append(
+                why.get((v.video_id, idx)) or _record(v, idx, row, spans, asked, made, revisions)
+            )
     return made
 
 
@@ -385,8 +414,9 @@ def query_id(video: str, idx: int) -> str:
     return f"{KEY}:{video}:{idx}"
 
 
-def _check(v: _Video, row: tuple[int, str, str], seen: set,
-           spans: dict[str, dict[int, Any]]) -> str | None:
+def _check(
+    v: _Video, row: tuple[int, str, str], seen: set, spans: dict[str, dict[int, Any]]
+) -> str | None:
     """Why row ``row`` of video ``v`` cannot be a record on its own, or None. ``seen`` holds
     the video's earlier rows that passed the span checks."""
     sent_id, q, _ = row
@@ -405,27 +435,46 @@ def _check(v: _Video, row: tuple[int, str, str], seen: set,
     return None
 
 
-def _record(v: _Video, idx: int, row: tuple[int, str, str],
-            spans: dict[str, dict[int, Any]], asked: dict, made: _Made,
-            revisions: dict[str, str]) -> RecordDraft:
+def _record(
+    v: _Video,
+    idx: int,
+    row: tuple[int, str, str],
+    spans: dict[str, dict[int, Any]],
+    asked: dict,
+    made: _Made,
+    revisions: dict[str, str],
+) -> RecordDraft:
     """The record of question ``idx`` of video ``v`` (a kept row)."""
     sent_id, q, a = row
     span = spans[v.video_id][sent_id]
     k = made.owner[v.video_id]
     on_shelf = set(made.shelf[k])
     gold = Gold(source_id=source_id(v.video_id, k), region=_region(span))
-    same = sorted((source_id(w, k), spans[w][s]) for w, s in asked[(question_key(q), a)]
-                  if w in on_shelf and spans[w][s][0] < spans[w][s][1])
+    same = sorted(
+        (source_id(w, k), spans[w][s])
+        for w, s in asked[(question_key(q), a)]
+        if w in on_shelf and spans[w][s][0] < spans[w][s][1]
+    )
     if len(same) > 1:
         made.widened += 1
     return RecordDraft(
-        query_id=query_id(v.video_id, idx), modality=MODALITY, question=q, answer=a,
-        answer_format="str", gold=[gold],
+        query_id=query_id(v.video_id, idx),
+        modality=MODALITY,
+        question=q,
+        answer=a,
+        answer_format="str",
+        gold=[gold],
         judgments={SAME_QUESTION: [Gold(source_id=s, region=_region(sp)) for s, sp in same]},
-        scope=Scope(holder=holder_of(k), scenario=SCENARIO), unanswerable=False,
-        origin=Origin(dataset=DATASET, revision=revisions[v.file],
-                      item=f"{v.file}#{v.video_id}/qa[{idx}]", license=LICENSE,
-                      notes=f"sent_id={sent_id}"))
+        scope=Scope(holder=holder_of(k), scenario=SCENARIO),
+        unanswerable=False,
+        origin=Origin(
+            dataset=DATASET,
+            revision=revisions[v.file],
+            item=f"{v.file}#{v.video_id}/qa[{idx}]",
+            license=LICENSE,
+            notes=f"sent_id={sent_id}",
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- account
@@ -436,21 +485,31 @@ def _account(cov: Coverage, videos: list[_Video], made: _Made) -> None:
     Writes only ``cov``."""
     book(cov, made)
     owned = Counter(made.owner.values())
-    pools = [f"{name} {sum(1 for v in videos if v.file == name)} videos -> "
-             f"{len({made.owner[v.video_id] for v in videos if v.file == name})} owner(s)"
-             for name in SPLIT_FILES]
+    pools = [
+        f"{name} {sum(1 for v in videos if v.file == name)} videos -> "
+        f"{len({made.owner[v.video_id] for v in videos if v.file == name})} owner(s)"
+        for name in SPLIT_FILES
+    ]
     sizes = sorted(len(s) for s in made.shelf)
     cov.notes += [
-        ("videos are not mirrored (the files hold their URLs): items are the transcript "
-         "sentences as caption cues, one item per video on each viewer's shelf"),
-        (f"viewers: {len(made.shelf)}; {'; '.join(pools)}; videos owned per viewer "
-         f"{min(owned.values(), default=0)}..{max(owned.values(), default=0)}; items per "
-         f"viewer {sizes[0] if sizes else 0}..{sizes[-1] if sizes else 0} "
-         f"({len(made.items)} items for {len(videos)} videos)"),
-        ("every question of a video is asked of its owner, and a near-twin key asked at "
-         "several videos is kept at one of them, so near-identical questions never sit in both "
-         f"splits (near-twin keys asked at several videos: {made.twin_keys}); up to "
-         f"{PER_SENTENCE} questions are kept per gold sentence"),
-        (f"judgments.{SAME_QUESTION}: {made.widened} records have more spans than their gold "
-         "(the same question and answer asked elsewhere on the holder's shelf)"),
+        (
+            "videos are not mirrored (the files hold their URLs): items are the transcript "
+            "sentences as caption cues, one item per video on each viewer's shelf"
+        ),
+        (
+            f"viewers: {len(made.shelf)}; {'; '.join(pools)}; videos owned per viewer "
+            f"{min(owned.values(), default=0)}..{max(owned.values(), default=0)}; items per "
+            f"viewer {sizes[0] if sizes else 0}..{sizes[-1] if sizes else 0} "
+            f"({len(made.items)} items for {len(videos)} videos)"
+        ),
+        (
+            "every question of a video is asked of its owner, and a near-twin key asked at "
+            "several videos is kept at one of them, so near-identical questions never sit in both "
+            f"splits (near-twin keys asked at several videos: {made.twin_keys}); up to "
+            f"{PER_SENTENCE} questions are kept per gold sentence"
+        ),
+        (
+            f"judgments.{SAME_QUESTION}: {made.widened} records have more spans than their gold "
+            "(the same question and answer asked elsewhere on the holder's shelf)"
+        ),
     ]

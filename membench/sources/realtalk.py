@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InputError
 from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
+from ..core.errors import InputError
 from . import BY_KEY
 from .base import (
     AdapterResult,
@@ -107,8 +107,9 @@ def _read(up: Upstream) -> list[_Conv]:
     reads; raises InputError naming the file and field otherwise."""
     paths = sorted(up.folder.glob(FILES))
     if not paths:
-        raise InputError(up.folder / FILES, None, None, "no REALTALK conversation file",
-                         rule="MISSING_FILE")
+        raise InputError(
+            up.folder / FILES, None, None, "no REALTALK conversation file", rule="MISSING_FILE"
+        )
     return [_read_conv(p) for p in paths]
 
 
@@ -144,8 +145,8 @@ def _read_conv(p: Path) -> _Conv:
 
 @dataclass
 class _Made(Mapped):
-    photo_turns: int = 0            # turns that carry img_file (photos, not mirrored)
-    photo_gold: int = 0             # gold turns among them
+    photo_turns: int = 0  # turns that carry img_file (photos, not mirrored)
+    photo_gold: int = 0  # gold turns among them
 
 
 @dataclass
@@ -166,8 +167,9 @@ def _map(convs: list[_Conv], revisions: dict[str, str]) -> _Made:
         holder = f"{KEY}/{conv.name}"
         index = _sessions(conv, holder, made)
         for idx, qa in enumerate(conv.qa):
-            made.outcomes.append(_record(conv.name, idx, qa, index, holder,
-                                         revisions[conv.name], made))
+            made.outcomes.append(
+                _record(conv.name, idx, qa, index, holder, revisions[conv.name], made)
+            )
     made.texts = dict(sorted(made.texts.items()))
     return made
 
@@ -202,8 +204,13 @@ def _sessions(conv: _Conv, holder: str, made: _Made) -> _Index:
         sid = f"{KEY}:{conv.name}:session_{k}"
         content = []
         for t, tr in enumerate(raw_turns, 1):
-            turn = {"turn": t, "speaker": tr["speaker"], "text": tr["clean_text"],
-                    "dia_id": tr.get("dia_id"), "date_time": tr.get("date_time")}
+            turn = {
+                "turn": t,
+                "speaker": tr["speaker"],
+                "text": tr["clean_text"],
+                "dia_id": tr.get("dia_id"),
+                "date_time": tr.get("date_time"),
+            }
             if tr.get("blip_caption"):
                 turn["image_caption"] = tr["blip_caption"]
             photo = bool(tr.get("img_file"))
@@ -218,10 +225,16 @@ def _sessions(conv: _Conv, holder: str, made: _Made) -> _Index:
                 made.fix("dia_id: held by two turns (evidence on it is dropped)")
                 index.shared.add(key)
             index.at.setdefault(key, (sid, t, photo))
-        made.items.append(SourceItem(
-            source_id=sid, modality=SPEC.modality, holder=holder, observed_at=when,
-            content=content,
-            meta={"turns": len(content), "date_time": shown, "speakers": list(conv.speakers)}))
+        made.items.append(
+            SourceItem(
+                source_id=sid,
+                modality=SPEC.modality,
+                holder=holder,
+                observed_at=when,
+                content=content,
+                meta={"turns": len(content), "date_time": shown, "speakers": list(conv.speakers)},
+            )
+        )
         made.texts[sid] = "\n".join(_line(t) for t in content)
         index.turns[sid] = len(content)
     return index
@@ -287,8 +300,11 @@ def _resolve(evidence: list, index: _Index, made: _Made) -> tuple[list[tuple[str
                 made.fix(f"evidence: dropped {piece}")
                 continue
             d, a, b = piece
-            keys = [(d, a)] if a == b else [k for k in sorted(index.at)
-                                            if k[0] == d and a <= k[1] <= b]
+            keys = (
+                [(d, a)]
+                if a == b
+                else [k for k in sorted(index.at) if k[0] == d and a <= k[1] <= b]
+            )
             if not keys:
                 made.fix("evidence: dropped range holding no turn")
                 omitted += 1
@@ -298,8 +314,10 @@ def _resolve(evidence: list, index: _Index, made: _Made) -> tuple[list[tuple[str
                     made.fix("evidence: dropped id two turns share")
                     continue
                 if key not in index.at:
-                    made.fix("evidence: dropped id of a message the turns omit (a photo or "
-                             "other, not mirrored)")
+                    made.fix(
+                        "evidence: dropped id of a message the turns omit (a photo or "
+                        "other, not mirrored)"
+                    )
                     omitted += 1
                     continue
                 sid, t, photo = index.at[key]
@@ -311,8 +329,9 @@ def _resolve(evidence: list, index: _Index, made: _Made) -> tuple[list[tuple[str
     return resolved, omitted
 
 
-def _record(name: str, idx: int, qa: Any, index: _Index, holder: str, revision: str,
-            made: _Made) -> RecordDraft | str:
+def _record(
+    name: str, idx: int, qa: Any, index: _Index, holder: str, revision: str, made: _Made
+) -> RecordDraft | str:
     """The record of one qa entry, or why it is not covered; evidence repairs are counted in
     ``made``."""
     if not isinstance(qa, dict):
@@ -337,15 +356,28 @@ def _record(name: str, idx: int, qa: Any, index: _Index, holder: str, revision: 
     if not resolved:
         return PHOTOS if omitted else "answerable, no resolvable evidence"
     gold = [Gold(source_id=sid, region={"turn": t}) for sid, t in resolved]
-    session = [Gold(source_id=sid, region={"turn_start": 1, "turn_end": index.turns[sid]})
-               for sid in dict.fromkeys(sid for sid, _ in resolved)]
+    session = [
+        Gold(source_id=sid, region={"turn_start": 1, "turn_end": index.turns[sid]})
+        for sid in dict.fromkeys(sid for sid, _ in resolved)
+    ]
     return RecordDraft(
-        query_id=f"{KEY}:{name}:{idx}", modality=SPEC.modality, question=question,
-        answer=answer, answer_format=json_answer_format(answer) or "str", gold=gold,
+        query_id=f"{KEY}:{name}:{idx}",
+        modality=SPEC.modality,
+        question=question,
+        answer=answer,
+        answer_format=json_answer_format(answer) or "str",
+        gold=gold,
         judgments={SESSION: session},
-        scope=Scope(holder=holder, session=None, scenario=SPEC.scenario), unanswerable=False,
-        origin=Origin(dataset=DATASET, revision=revision, item=f"{name}/qa/{idx}",
-                      license=SPEC.license, notes=f"category {category}"))
+        scope=Scope(holder=holder, session=None, scenario=SPEC.scenario),
+        unanswerable=False,
+        origin=Origin(
+            dataset=DATASET,
+            revision=revision,
+            item=f"{name}/qa/{idx}",
+            license=SPEC.license,
+            notes=f"category {category}",
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- account
@@ -355,10 +387,16 @@ def _account(cov: Coverage, made: _Made) -> None:
     """Coverage: every qa entry's outcome and the repairs (:func:`base.book`), then the notes.
     Writes only ``cov``."""
     book(cov, made)
-    cov.notes.append("one holder per conversation: both participants saw every turn, so a "
-                     "participant's view is the whole chat")
-    cov.notes.append("turns are 1-based list positions per session; evidence resolved by "
-                     "dia_id over the conversation, never by session number")
-    cov.notes.append(f"{made.photo_turns} turns carry photos (img_file, not mirrored): kept as "
-                     f"their text and blip_caption; {made.photo_gold} gold turns are among them")
+    cov.notes.append(
+        "one holder per conversation: both participants saw every turn, so a "
+        "participant's view is the whole chat"
+    )
+    cov.notes.append(
+        "turns are 1-based list positions per session; evidence resolved by "
+        "dia_id over the conversation, never by session number"
+    )
+    cov.notes.append(
+        f"{made.photo_turns} turns carry photos (img_file, not mirrored): kept as "
+        f"their text and blip_caption; {made.photo_gold} gold turns are among them"
+    )
     cov.notes.append("session_<k>_date_time has no zone upstream: read as UTC")

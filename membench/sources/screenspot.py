@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core import content_guard as guard
-
 from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
+from ..core import content_guard as guard
 from . import BY_KEY
 from .base import (
     AdapterResult,
@@ -96,8 +95,12 @@ def _fit(box: list[float], width: int, height: int) -> tuple[list[float] | None,
 def load(corpus_root: Path) -> AdapterResult:
     """Read ``<corpus_root>/screenspot-v2``, map it to items and records, account for every
     instruction."""
-    up = open_upstream(corpus_root, SPEC, provenance=True, files={
-        _ann_name(p): "ScreenSpot-v2 annotation file" for p in PLATFORMS})
+    up = open_upstream(
+        corpus_root,
+        SPEC,
+        provenance=True,
+        files={_ann_name(p): "ScreenSpot-v2 annotation file" for p in PLATFORMS},
+    )
     cov = Coverage(source=KEY)
     revisions = {p: up.revision(_ann_name(p), cov, required=True) for p in PLATFORMS}
     rows = _read(up)
@@ -108,11 +111,11 @@ def load(corpus_root: Path) -> AdapterResult:
 
 @dataclass
 class _Rows:
-    ann: dict[str, list]              # platform -> screenspot_<platform>_v2.json, as upstream
-    sized: dict[str, list]            # platform -> with_image_size/ copy (when present)
-    files: list[str]                  # screenshot file names in the mirror, sorted
+    ann: dict[str, list]  # platform -> screenspot_<platform>_v2.json, as upstream
+    sized: dict[str, list]  # platform -> with_image_size/ copy (when present)
+    files: list[str]  # screenshot file names in the mirror, sorted
     sizes: dict[str, tuple[int, int]]  # screenshot -> (width, height) read by Pillow
-    unreadable: list[str]             # screenshots Pillow cannot read
+    unreadable: list[str]  # screenshots Pillow cannot read
 
 
 def _read(up: Upstream) -> _Rows:
@@ -132,7 +135,7 @@ def _read(up: Upstream) -> _Rows:
         try:
             with guard.open_image(img_dir / name, load=True) as im:
                 sizes[name] = (int(im.width), int(im.height))
-        except guard.ContentError:          # the content layer's door refuses it: not covered
+        except guard.ContentError:  # the content layer's door refuses it: not covered
             unreadable.append(name)
     return _Rows(ann, sized, files, sizes, unreadable)
 
@@ -140,14 +143,23 @@ def _read(up: Upstream) -> _Rows:
 @dataclass
 class _Made(Mapped):
     # for the notes
-    referenced: int = 0                                   # distinct screenshots named upstream
+    referenced: int = 0  # distinct screenshots named upstream
     no_platform: list[str] = field(default_factory=list)  # readable, platform unknown: no item
-    content_matched: int = 0                              # items not proven byte-identical
-    per_kind: dict[str, int] = field(default_factory=lambda: {"byte-identical": 0,
-                                                              "content-matched": 0})
-    xcheck: dict[str, Any] = field(default_factory=lambda: {
-        "rows": 0, "row_count": 0, "identity": 0, "bbox": 0, "size_vs_png": 0,
-        "type_source": 0, "oob_upstream": []})
+    content_matched: int = 0  # items not proven byte-identical
+    per_kind: dict[str, int] = field(
+        default_factory=lambda: {"byte-identical": 0, "content-matched": 0}
+    )
+    xcheck: dict[str, Any] = field(
+        default_factory=lambda: {
+            "rows": 0,
+            "row_count": 0,
+            "identity": 0,
+            "bbox": 0,
+            "size_vs_png": 0,
+            "type_source": 0,
+            "oob_upstream": [],
+        }
+    )
 
 
 def _map(up: Upstream, rows: _Rows, revisions: dict[str, str]) -> _Made:
@@ -169,17 +181,30 @@ def _map(up: Upstream, rows: _Rows, revisions: dict[str, str]) -> _Made:
     sid = {n: f"{KEY}:{n}" for n in item_names}
     times = synthetic_timeline(sid.values())
     for n in item_names:
-        made.items.append(SourceItem(
-            source_id=sid[n], modality=MODALITY, holder=f"{KEY}/{platform_of(n)}",
-            observed_at=times[sid[n]], path=rel(up.root, up.folder / IMAGE_DIR / n),
-            meta={"width": rows.sizes[n][0], "height": rows.sizes[n][1],
-                  "platform": platform_of(n)}))
+        made.items.append(
+            SourceItem(
+                source_id=sid[n],
+                modality=MODALITY,
+                holder=f"{KEY}/{platform_of(n)}",
+                observed_at=times[sid[n]],
+                path=rel(up.root, up.folder / IMAGE_DIR / n),
+                meta={
+                    "width": rows.sizes[n][0],
+                    "height": rows.sizes[n][1],
+                    "platform": platform_of(n),
+                },
+            )
+        )
     holder_of = {n: it.holder for n, it in zip(item_names, made.items)}
 
-    mirrored_note = {n: (up.provenance.get(f"{IMAGE_DIR}/{n}") or {}).get("note") or ""
-                     for n in item_names}
-    content_matched = {n for n, note in mirrored_note.items() if "byte-identical" not in note
-                       or "not proven" in note}
+    mirrored_note = {
+        n: (up.provenance.get(f"{IMAGE_DIR}/{n}") or {}).get("note") or "" for n in item_names
+    }
+    content_matched = {
+        n
+        for n, note in mirrored_note.items()
+        if "byte-identical" not in note or "not proven" in note
+    }
     made.content_matched = len(content_matched)
     for platform in PLATFORMS:
         fname = _ann_name(platform)
@@ -188,12 +213,26 @@ def _map(up: Upstream, rows: _Rows, revisions: dict[str, str]) -> _Made:
         if other is not None and len(other) != len(ann):
             made.xcheck["row_count"] += 1
         for i, row in enumerate(ann):
-            if (isinstance(row, dict) and other is not None and i < len(other)
-                    and isinstance(other[i], dict)):
+            if (
+                isinstance(row, dict)
+                and other is not None
+                and i < len(other)
+                and isinstance(other[i], dict)
+            ):
                 _cross_check(made.xcheck, other[i], row, f"{fname}#{i}", rows.sizes)
-            made.outcomes.append(_record(
-                platform, i, row, rows, holder_of, mirrored_note, content_matched,
-                revisions[platform], made))
+            made.outcomes.append(
+                _record(
+                    platform,
+                    i,
+                    row,
+                    rows,
+                    holder_of,
+                    mirrored_note,
+                    content_matched,
+                    revisions[platform],
+                    made,
+                )
+            )
     asked: dict[str, list[str]] = {}
     for o in made.drafts:
         asked.setdefault(o.gold[0].source_id, []).append(o.question)
@@ -201,8 +240,9 @@ def _map(up: Upstream, rows: _Rows, revisions: dict[str, str]) -> _Made:
     return made
 
 
-def _cross_check(xcheck: dict[str, Any], o: dict, row: dict, where: str,
-                 sizes: dict[str, tuple[int, int]]) -> None:
+def _cross_check(
+    xcheck: dict[str, Any], o: dict, row: dict, where: str, sizes: dict[str, tuple[int, int]]
+) -> None:
     """Count the disagreements of one row with its with_image_size/ copy ``o`` in ``xcheck``."""
     img = row.get("img_filename")
     box = _xyxy(row.get("bbox"))
@@ -222,9 +262,17 @@ def _cross_check(xcheck: dict[str, Any], o: dict, row: dict, where: str,
             xcheck["size_vs_png"] += 1
 
 
-def _record(platform: str, i: int, row: Any, rows: _Rows, holder_of: dict[str, str],
-            mirrored_note: dict[str, str], content_matched: set[str], revision: str,
-            made: _Made) -> RecordDraft | str:
+def _record(
+    platform: str,
+    i: int,
+    row: Any,
+    rows: _Rows,
+    holder_of: dict[str, str],
+    mirrored_note: dict[str, str],
+    content_matched: set[str],
+    revision: str,
+    made: _Made,
+) -> RecordDraft | str:
     """The record of row ``i`` of a platform's file, or why it is not covered; a clipped box
     is counted in ``made``."""
     if not isinstance(row, dict):
@@ -253,17 +301,24 @@ def _record(platform: str, i: int, row: Any, rows: _Rows, holder_of: dict[str, s
     note = mirrored_note.get(img, "")
     kind = "content-matched" if img in content_matched else "byte-identical"
     made.per_kind[kind] += 1
-    notes = (f"data_type={row.get('data_type')}; data_source={row.get('data_source')}; "
-             f"screenshot: {note or 'see PROVENANCE.jsonl'}")
+    notes = (
+        f"data_type={row.get('data_type')}; data_source={row.get('data_source')}; "
+        f"screenshot: {note or 'see PROVENANCE.jsonl'}"
+    )
     fname = _ann_name(platform)
     return RecordDraft(
-        query_id=f"{KEY}:{platform}:{i}", modality=MODALITY, question=instr,
-        answer=None, answer_format="none",
+        query_id=f"{KEY}:{platform}:{i}",
+        modality=MODALITY,
+        question=instr,
+        answer=None,
+        answer_format="none",
         gold=[Gold(source_id=f"{KEY}:{img}", region={"bbox": fitted})],
         scope=Scope(holder=holder_of[img], scenario=SCENARIO),
         unanswerable=False,
-        origin=Origin(dataset=DATASET, revision=revision, item=f"{fname}#{i}",
-                      license=LICENSE, notes=notes))
+        origin=Origin(
+            dataset=DATASET, revision=revision, item=f"{fname}#{i}", license=LICENSE, notes=notes
+        ),
+    )
 
 
 def _account(cov: Coverage, rows: _Rows, made: _Made) -> None:
@@ -271,22 +326,29 @@ def _account(cov: Coverage, rows: _Rows, made: _Made) -> None:
     notes. Writes only ``cov``."""
     book(cov, made)
     if rows.unreadable:
-        cov.notes.append(f"{len(rows.unreadable)} mirrored screenshot(s) unreadable by Pillow: "
-                         f"{', '.join(rows.unreadable)}")
+        cov.notes.append(
+            f"{len(rows.unreadable)} mirrored screenshot(s) unreadable by Pillow: "
+            f"{', '.join(rows.unreadable)}"
+        )
     for n in made.no_platform:
-        cov.notes.append(f"screenshot {n} has no platform (unreferenced, unknown prefix): "
-                         "not emitted")
+        cov.notes.append(
+            f"screenshot {n} has no platform (unreferenced, unknown prefix): not emitted"
+        )
     cov.notes.append(
         f"{len(made.items)} of {made.referenced} screenshots mirrored; instructions on the "
-        "others are not covered (screenshot not in mirror)")
+        "others are not covered (screenshot not in mirror)"
+    )
     cov.notes.append(
         f"screenshots: {len(made.items) - made.content_matched} byte-identical"
         f", {made.content_matched} matched by content and size, not proven "
         f"byte-identical (PROVENANCE.jsonl); records on them: "
         f"{made.per_kind['byte-identical']} byte-identical, "
-        f"{made.per_kind['content-matched']} content-matched")
-    cov.notes.append("bbox [left, top, width, height] -> region [l, t, l+w, t+h] in PNG pixels; "
-                     f"boxes off the image by <= {CLIP_TOLERANCE_PX} px are clipped")
+        f"{made.per_kind['content-matched']} content-matched"
+    )
+    cov.notes.append(
+        "bbox [left, top, width, height] -> region [l, t, l+w, t+h] in PNG pixels; "
+        f"boxes off the image by <= {CLIP_TOLERANCE_PX} px are clipped"
+    )
     if rows.sized:
         xcheck = made.xcheck
         oob = xcheck["oob_upstream"]
@@ -295,7 +357,7 @@ def _account(cov: Coverage, rows: _Rows, made: _Made) -> None:
             f"disagreements: row order/identity {xcheck['identity']}, xyxy box "
             f"{xcheck['bbox']}, ui_type/platform {xcheck['type_source']}, image size vs mirrored "
             f"PNG {xcheck['size_vs_png']}, file length {xcheck['row_count']}; upstream boxes "
-            f"outside their stated image size: {len(oob)}"
-            + (f" ({', '.join(oob)})" if oob else ""))
+            f"outside their stated image size: {len(oob)}" + (f" ({', '.join(oob)})" if oob else "")
+        )
     else:
         cov.notes.append(f"{SIZED_DIR}/ absent: no cross-check of box conversion and sizes")

@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import content_guard as guard
-
 from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
+from ..core import content_guard as guard
 from . import BY_KEY
 from .base import (
     AdapterResult,
@@ -83,8 +82,9 @@ def image_meta(p: Path) -> dict[str, Any] | None:
     return {"width": int(w), "height": int(h), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def read_images(paths: Iterable[Path], key: Callable[[Path], str]
-                ) -> tuple[dict[str, dict[str, Any]], set[str]]:
+def read_images(
+    paths: Iterable[Path], key: Callable[[Path], str]
+) -> tuple[dict[str, dict[str, Any]], set[str]]:
     """:func:`image_meta` of every file by ``key(file)``, and the keys of the files Pillow
     cannot read. Reads the files, writes nothing."""
     metas: dict[str, dict[str, Any]] = {}
@@ -98,8 +98,9 @@ def read_images(paths: Iterable[Path], key: Callable[[Path], str]
     return metas, unreadable
 
 
-def group_identical(metas: dict[str, dict[str, Any]],
-                    order: Callable[[str], Any]) -> dict[str, str]:
+def group_identical(
+    metas: dict[str, dict[str, Any]], order: Callable[[str], Any]
+) -> dict[str, str]:
     """Map every name to its canonical name: names whose images share a sha256 collapse onto
     the one that sorts first under ``order``."""
     by_hash: dict[str, list[str]] = {}
@@ -152,9 +153,9 @@ def load(corpus_root: Path) -> AdapterResult:
 
 @dataclass
 class _Rows:
-    problems: dict[str, Any]            # problems_test1k.json: pid -> problem, as upstream
-    images: dict[str, dict[str, Any]]   # tables/<pid>.png: pid -> {width, height, sha256}
-    unreadable: set[str]                # pids whose png Pillow cannot read
+    problems: dict[str, Any]  # problems_test1k.json: pid -> problem, as upstream
+    images: dict[str, dict[str, Any]]  # tables/<pid>.png: pid -> {width, height, sha256}
+    unreadable: set[str]  # pids whose png Pillow cannot read
 
 
 def _read(up: Upstream) -> _Rows:
@@ -187,10 +188,16 @@ def _map(up: Upstream, rows: _Rows, revision: str) -> Mapped:
         meta = {"width": m["width"], "height": m["height"], "sha256": m["sha256"]}
         if c in aliases:
             meta["aliases"] = [f"{a}.png" for a in aliases[c]]
-        made.items.append(SourceItem(
-            source_id=sid, modality="image", holder=f"{KEY}/roll-{groups[sid]:02d}",
-            observed_at=observed[sid], path=rel(up.root, up.folder / TABLES / f"{c}.png"),
-            meta=meta))
+        made.items.append(
+            SourceItem(
+                source_id=sid,
+                modality="image",
+                holder=f"{KEY}/roll-{groups[sid]:02d}",
+                observed_at=observed[sid],
+                path=rel(up.root, up.folder / TABLES / f"{c}.png"),
+                meta=meta,
+            )
+        )
     holder_of = {it.source_id: it.holder for it in made.items}
 
     texts: dict[str, str] = {}
@@ -208,8 +215,14 @@ def _map(up: Upstream, rows: _Rows, revision: str) -> Mapped:
     return made
 
 
-def _record(pid: str, prob: Any, rows: _Rows, canon: dict[str, str], holder_of: dict[str, str],
-            revision: str) -> RecordDraft | str:
+def _record(
+    pid: str,
+    prob: Any,
+    rows: _Rows,
+    canon: dict[str, str],
+    holder_of: dict[str, str],
+    revision: str,
+) -> RecordDraft | str:
     """The record of one problem, or why it is not covered."""
     if not isinstance(prob, dict):
         return "malformed problem"
@@ -229,18 +242,30 @@ def _record(pid: str, prob: Any, rows: _Rows, canon: dict[str, str], holder_of: 
     c = canon[pid]
     sid = _sid(c)
     choices = prob.get("choices")
-    notes = notes_json({
-        "choices": choices if choices else None,
-        "unit": prob.get("unit") or None,
-        "upstream_image": f"{TABLES}/{pid}.png" if pid != c else None,
-    })
+    notes = notes_json(
+        {
+            "choices": choices if choices else None,
+            "unit": prob.get("unit") or None,
+            "upstream_image": f"{TABLES}/{pid}.png" if pid != c else None,
+        }
+    )
     return RecordDraft(
-        query_id=f"{KEY}:{pid}", modality="image", question=question, answer=answer,
-        answer_format=fmt, gold=[Gold(source_id=sid, region={})],
+        query_id=f"{KEY}:{pid}",
+        modality="image",
+        question=question,
+        answer=answer,
+        answer_format=fmt,
+        gold=[Gold(source_id=sid, region={})],
         scope=Scope(holder=holder_of[sid], session=None, scenario=SPEC.scenario),
         unanswerable=False,
-        origin=Origin(dataset=DATASET, revision=revision, item=f"{ANNOTATION}#{pid}",
-                      license=SPEC.license, notes=notes))
+        origin=Origin(
+            dataset=DATASET,
+            revision=revision,
+            item=f"{ANNOTATION}#{pid}",
+            license=SPEC.license,
+            notes=notes,
+        ),
+    )
 
 
 def _account(cov: Coverage, made: Mapped) -> None:
@@ -249,5 +274,7 @@ def _account(cov: Coverage, made: Mapped) -> None:
     book(cov, made)
     cov.notes.append("one question per table image; gold = the whole canonical image (region {})")
     cov.notes.append("answers kept verbatim as upstream strings; answer_format from ans_type")
-    cov.notes.append("choices/unit are not in the question text upstream: kept in origin.notes "
-                     "as JSON, question unchanged")
+    cov.notes.append(
+        "choices/unit are not in the question text upstream: kept in origin.notes "
+        "as JSON, question unchanged"
+    )

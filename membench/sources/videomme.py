@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InputError
 from ..contract.schema import SourceItem
+from ..core.errors import InputError
 from . import BY_KEY
 from .base import (
     AdapterResult,
@@ -89,7 +89,7 @@ def parse_srt(text: str) -> tuple[list[list], dict[str, int]]:
             continue
         g = m.groups()
         start, end = _secs(*g[:4]), _secs(*g[4:])
-        body = norm_space(_TAG.sub("", " ".join(lines[at + 1:])))
+        body = norm_space(_TAG.sub("", " ".join(lines[at + 1 :])))
         if not body:
             drop("empty text")
         elif end < start:
@@ -146,24 +146,39 @@ def _annotation_rows(folder: Path) -> tuple[list[Any], list[str]]:
     notes: list[str] = []
     ann = folder / ANN_DIR
     parquet = sorted(ann.glob("test-*.parquet")) if ann.is_dir() else []
-    jsons = sorted(q for q in ann.glob("test-*") if q.suffix in (".json", ".jsonl")) \
-        if ann.is_dir() else []
+    jsons = (
+        sorted(q for q in ann.glob("test-*") if q.suffix in (".json", ".jsonl"))
+        if ann.is_dir()
+        else []
+    )
     have_pyarrow = _have_pyarrow()
     if parquet and have_pyarrow:
         files, reader, form = parquet, _rows_from_parquet, "parquet"
     elif jsons:
         files, reader, form = jsons, _rows_from_json, "JSON"
         if parquet:
-            notes.append("pyarrow not importable: rows read from the JSON export, the "
-                         "parquet file is not read")
+            notes.append(
+                "pyarrow not importable: rows read from the JSON export, the "
+                "parquet file is not read"
+            )
     elif parquet:
-        raise InputError(parquet[0], None, None, "reading parquet needs pyarrow (not a membench "
-                         "dependency): install it or put the same rows as JSON lines next to it "
-                         f"({ANN_DIR}/test-00000-of-00001.jsonl)", rule="MISSING_FILE")
+        raise InputError(
+            parquet[0],
+            None,
+            None,
+            "reading parquet needs pyarrow (not a membench "
+            "dependency): install it or put the same rows as JSON lines next to it "
+            f"({ANN_DIR}/test-00000-of-00001.jsonl)",
+            rule="MISSING_FILE",
+        )
     else:
-        raise InputError(ann / "test-00000-of-00001.parquet", None, None,
-                         "Video-MME annotation file missing (parquet, or its JSON / JSON lines "
-                         "export)", rule="MISSING_FILE")
+        raise InputError(
+            ann / "test-00000-of-00001.parquet",
+            None,
+            None,
+            "Video-MME annotation file missing (parquet, or its JSON / JSON lines export)",
+            rule="MISSING_FILE",
+        )
     rows: list[Any] = []
     for f in files:
         rows += reader(f)
@@ -172,9 +187,13 @@ def _annotation_rows(folder: Path) -> tuple[list[Any], list[str]]:
 
 
 def _well_formed(r: Any) -> bool:
-    return (isinstance(r, dict) and all(r.get(k) not in (None, "") for k in REQUIRED)
-            and isinstance(r["videoID"], str) and isinstance(r["question_id"], str)
-            and isinstance(r["question"], str))
+    return (
+        isinstance(r, dict)
+        and all(r.get(k) not in (None, "") for k in REQUIRED)
+        and isinstance(r["videoID"], str)
+        and isinstance(r["question_id"], str)
+        and isinstance(r["question"], str)
+    )
 
 
 # --------------------------------------------------------------------------- adapter
@@ -193,10 +212,10 @@ def load(corpus_root: Path) -> AdapterResult:
 
 @dataclass
 class _Rows:
-    questions: list[Any]                   # annotation rows, as upstream
-    notes: list[str]                       # what was read (for the coverage notes)
+    questions: list[Any]  # annotation rows, as upstream
+    notes: list[str]  # what was read (for the coverage notes)
     subtitles: dict[str, tuple[list[list], dict[str, int]]]  # videoID -> parse_srt(its .srt)
-    not_utf8: set[str]                     # videoIDs whose .srt was decoded as cp1252
+    not_utf8: set[str]  # videoIDs whose .srt was decoded as cp1252
 
 
 def _read(up: Upstream) -> _Rows:
@@ -221,9 +240,9 @@ def _read(up: Upstream) -> _Rows:
 @dataclass
 class _Made(Mapped):
     # for the notes
-    n_videos: int = 0                                 # distinct videos of well-formed questions
-    n_no_srt: int = 0                                 # ... without a subtitle file
-    no_cue: list[str] = field(default_factory=list)   # videos whose .srt has no parseable cue
+    n_videos: int = 0  # distinct videos of well-formed questions
+    n_no_srt: int = 0  # ... without a subtitle file
+    no_cue: list[str] = field(default_factory=list)  # videos whose .srt has no parseable cue
 
 
 def _map(rows: _Rows) -> _Made:
@@ -264,13 +283,24 @@ def _map(rows: _Rows) -> _Made:
     times = synthetic_timeline(sid.values())
     for v in sorted(cues):
         r = videos[v]
-        made.items.append(SourceItem(
-            source_id=sid[v], modality=MODALITY, holder=f"{KEY}/viewer-{groups[v]}",
-            observed_at=times[sid[v]], content=cues[v],
-            meta={"cues": len(cues[v]), "url": r.get("url"), "video_id": r.get("video_id"),
-                  "duration_category": r.get("duration"), "domain": r.get("domain"),
-                  "sub_category": r.get("sub_category"),
-                  "subtitle_end": max(c[1] for c in cues[v])}))
+        made.items.append(
+            SourceItem(
+                source_id=sid[v],
+                modality=MODALITY,
+                holder=f"{KEY}/viewer-{groups[v]}",
+                observed_at=times[sid[v]],
+                content=cues[v],
+                meta={
+                    "cues": len(cues[v]),
+                    "url": r.get("url"),
+                    "video_id": r.get("video_id"),
+                    "duration_category": r.get("duration"),
+                    "domain": r.get("domain"),
+                    "sub_category": r.get("sub_category"),
+                    "subtitle_end": max(c[1] for c in cues[v]),
+                },
+            )
+        )
     made.texts = {sid[v]: " ".join(c[2] for c in cues[v]) for v in sorted(cues)}
     return made
 
@@ -282,10 +312,16 @@ def _account(cov: Coverage, rows: _Rows, made: _Made) -> None:
     cov.notes += rows.notes
     cov.notes += [f"{SUB_DIR}/{vid}.srt has no parseable cue: no item" for vid in made.no_cue]
     cov.notes += [
-        ("Video-MME gives whole-video multiple-choice answers and no temporal span; a whole "
-         f"video is not a region, so every question is counted not covered ({NO_GOLD})"),
-        (f"{len(made.items)} of {made.n_videos} videos have a parseable subtitle/<videoID>.srt "
-         f"and become caption items; videos without a subtitle file: {made.n_no_srt}"),
-        ("videos themselves are not read: meta has no duration in seconds (subtitle_end is a "
-         "lower bound)"),
+        (
+            "Video-MME gives whole-video multiple-choice answers and no temporal span; a whole "
+            f"video is not a region, so every question is counted not covered ({NO_GOLD})"
+        ),
+        (
+            f"{len(made.items)} of {made.n_videos} videos have a parseable subtitle/<videoID>.srt "
+            f"and become caption items; videos without a subtitle file: {made.n_no_srt}"
+        ),
+        (
+            "videos themselves are not read: meta has no duration in seconds (subtitle_end is a "
+            "lower bound)"
+        ),
     ]

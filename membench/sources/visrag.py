@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InputError
 from ..contract.schema import Gold, Origin, RecordDraft, Scope, SourceItem
+from ..core.errors import InputError
 from . import BY_KEY
 from .base import (
     AdapterResult,
@@ -60,8 +60,9 @@ KEY = "visrag"
 SPEC = BY_KEY[KEY]
 FOLDER = SPEC.folder
 PREFIX = "VisRAG-Ret-Test-"
-KNOWN_SETS = {n.lower(): n for n in
-              ("ArxivQA", "ChartQA", "MP-DocVQA", "InfoVQA", "PlotQA", "SlideVQA")}
+KNOWN_SETS = {
+    n.lower(): n for n in ("ArxivQA", "ChartQA", "MP-DocVQA", "InfoVQA", "PlotQA", "SlideVQA")
+}
 IMAGE_EXT = {".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff"}
 
 
@@ -113,18 +114,31 @@ def _queries(set_dir: Path) -> tuple[list[tuple[str | None, dict]], Path]:
     pq_files = sorted((set_dir / "queries").glob("*.parquet"))
     if pq_files:
         if not _have_pyarrow():
-            raise InputError(set_dir / "queries.jsonl", None, None,
-                             "only parquet queries found and pyarrow is not importable: "
-                             "install pyarrow or provide queries.jsonl", rule="MISSING_FILE")
+            raise InputError(
+                set_dir / "queries.jsonl",
+                None,
+                None,
+                "only parquet queries found and pyarrow is not importable: "
+                "install pyarrow or provide queries.jsonl",
+                rule="MISSING_FILE",
+            )
         out = []
         for r in _read_parquet(pq_files):
             qid = r.get("query-id")
-            out.append((str(qid) if qid is not None and str(qid) != "" else None,
-                        {k: r.get(k) for k in ("query", "answer", "options", "is_numerical")}))
+            out.append(
+                (
+                    str(qid) if qid is not None and str(qid) != "" else None,
+                    {k: r.get(k) for k in ("query", "answer", "options", "is_numerical")},
+                )
+            )
         return out, pq_files[0]
-    raise InputError(set_dir / "queries.jsonl", None, None,
-                     "no queries.jsonl or queries/*.parquet in this VisRAG test set",
-                     rule="MISSING_FILE")
+    raise InputError(
+        set_dir / "queries.jsonl",
+        None,
+        None,
+        "no queries.jsonl or queries/*.parquet in this VisRAG test set",
+        rule="MISSING_FILE",
+    )
 
 
 def _qrels(set_dir: Path) -> tuple[list[tuple[str, str, int]], Path, int]:
@@ -158,9 +172,14 @@ def _qrels(set_dir: Path) -> tuple[list[tuple[str, str, int]], Path, int]:
     pq_files = sorted(qdir.glob("*.parquet"))
     if pq_files:
         if not _have_pyarrow():
-            raise InputError(test, None, None, "only parquet qrels found and pyarrow is not "
-                             "importable: install pyarrow or provide qrels/test.tsv",
-                             rule="MISSING_FILE")
+            raise InputError(
+                test,
+                None,
+                None,
+                "only parquet qrels found and pyarrow is not "
+                "importable: install pyarrow or provide qrels/test.tsv",
+                rule="MISSING_FILE",
+            )
         for r in _read_parquet(pq_files):
             try:
                 qid, cid, score = str(r["query-id"]), str(r["corpus-id"]), int(r["score"])
@@ -169,12 +188,16 @@ def _qrels(set_dir: Path) -> tuple[list[tuple[str, str, int]], Path, int]:
                 continue
             rows.append((qid, cid, score))
         return rows, pq_files[0], malformed
-    raise InputError(test, None, None, "no qrels/test.tsv or qrels/*.parquet in this VisRAG "
-                     "test set", rule="MISSING_FILE")
+    raise InputError(
+        test,
+        None,
+        None,
+        "no qrels/test.tsv or qrels/*.parquet in this VisRAG test set",
+        rule="MISSING_FILE",
+    )
 
 
-def _resolve(cid: str, by_name: dict[str, str],
-             by_stem: dict[str, list[str]]) -> str | None | bool:
+def _resolve(cid: str, by_name: dict[str, str], by_stem: dict[str, list[str]]) -> str | None | bool:
     """File name for a corpus-id (exact name, else unique stem); None when absent; False when
     ambiguous."""
     if cid in by_name:
@@ -194,9 +217,12 @@ def load(corpus_root: Path) -> AdapterResult:
     up = open_upstream(corpus_root, SPEC, folder="VisRAG folder")
     sets = _read(up)
     cov = Coverage(source=KEY)
-    revisions = {st.key: up.revision([_mirror_path(up, st.qrels_file),
-                                      _mirror_path(up, st.queries_file)], cov)
-                 for st in sets}
+    revisions = {
+        st.key: up.revision(
+            [_mirror_path(up, st.qrels_file), _mirror_path(up, st.queries_file)], cov
+        )
+        for st in sets
+    }
     made = _map(up, sets, revisions)
     _account(cov, sets, made)
     return made.result(cov)
@@ -205,16 +231,16 @@ def load(corpus_root: Path) -> AdapterResult:
 @dataclass
 class _Set:
     dir: Path
-    name: str                                    # ChartQA, ...
-    key: str                                     # lower-cased name: holder and ids
-    queries: list[tuple[str | None, dict]]       # see _queries
+    name: str  # ChartQA, ...
+    key: str  # lower-cased name: holder and ids
+    queries: list[tuple[str | None, dict]]  # see _queries
     queries_file: Path
-    qrels: list[tuple[str, str, int]]            # see _qrels
+    qrels: list[tuple[str, str, int]]  # see _qrels
     qrels_file: Path
     malformed_qrels: int
-    images: list[Path]                           # corpus image files, sorted
-    metas: dict[str, dict[str, Any]]             # file name -> {width, height, sha256}
-    unreadable: set[str]                         # file names Pillow cannot read
+    images: list[Path]  # corpus image files, sorted
+    metas: dict[str, dict[str, Any]]  # file name -> {width, height, sha256}
+    unreadable: set[str]  # file names Pillow cannot read
 
 
 def _read(up: Upstream) -> list[_Set]:
@@ -229,17 +255,42 @@ def _read(up: Upstream) -> list[_Set]:
         name = _set_name(set_dir.name)
         skey = name.lower()
         if skey in seen_sets:
-            raise InputError(set_dir, None, None, f"two folders for test set {name!r} "
-                             f"({seen_sets[skey]} and {set_dir.name})", rule="DUPLICATE")
+            raise InputError(
+                set_dir,
+                None,
+                None,
+                f"two folders for test set {name!r} ({seen_sets[skey]} and {set_dir.name})",
+                rule="DUPLICATE",
+            )
         seen_sets[skey] = set_dir.name
         queries, qfile = _queries(set_dir)
         qrels, rfile, malformed = _qrels(set_dir)
         cdir = set_dir / "corpus"
-        files = sorted(p for p in cdir.iterdir() if p.is_file() and not p.name.startswith(".")
-                       and p.suffix.lower() in IMAGE_EXT) if cdir.is_dir() else []
+        files = (
+            sorted(
+                p
+                for p in cdir.iterdir()
+                if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in IMAGE_EXT
+            )
+            if cdir.is_dir()
+            else []
+        )
         metas, unreadable = read_images(files, lambda p: p.name)
-        sets.append(_Set(set_dir, name, skey, queries, qfile, qrels, rfile, malformed, files,
-                         metas, unreadable))
+        sets.append(
+            _Set(
+                set_dir,
+                name,
+                skey,
+                queries,
+                qfile,
+                qrels,
+                rfile,
+                malformed,
+                files,
+                metas,
+                unreadable,
+            )
+        )
     return sets
 
 
@@ -250,7 +301,7 @@ def _mirror_path(up: Upstream, f: Path) -> str:
 
 @dataclass
 class _Made(Mapped):
-    n_dup_images: int = 0   # corpus images byte-identical to another of the same set (notes)
+    n_dup_images: int = 0  # corpus images byte-identical to another of the same set (notes)
 
 
 def _map(up: Upstream, sets: list[_Set], revisions: dict[str, str]) -> _Made:
@@ -261,8 +312,9 @@ def _map(up: Upstream, sets: list[_Set], revisions: dict[str, str]) -> _Made:
         holder = f"{KEY}/{st.key}"
         rprov = up.provenance.get(_mirror_path(up, st.qrels_file), {})
         qprov = up.provenance.get(_mirror_path(up, st.queries_file), {})
-        dataset = (rprov.get("upstream_repo") or qprov.get("upstream_repo")
-                   or f"openbmb/{PREFIX}{st.name}")
+        dataset = (
+            rprov.get("upstream_repo") or qprov.get("upstream_repo") or f"openbmb/{PREFIX}{st.name}"
+        )
 
         # ---- corpus images
         by_name: dict[str, str] = {}
@@ -295,19 +347,44 @@ def _map(up: Upstream, sets: list[_Set], revisions: dict[str, str]) -> _Made:
         # ---- records
         seen: set[str] = set()
         for qid, row in st.queries:
-            made.outcomes.append(_record(st, qid, row, seen, positives, judged, by_name, by_stem,
-                                         str(dataset), revisions[st.key]))
+            made.outcomes.append(
+                _record(
+                    st,
+                    qid,
+                    row,
+                    seen,
+                    positives,
+                    judged,
+                    by_name,
+                    by_stem,
+                    str(dataset),
+                    revisions[st.key],
+                )
+            )
 
     # ---- observed_at: synthetic timeline in hash order of the source ids
     observed = synthetic_timeline(sid for sid, _, _, _ in pending)
-    made.items = [SourceItem(source_id=sid, modality="image", holder=h, observed_at=observed[sid],
-                             path=path, meta=m) for sid, h, path, m in sorted(pending)]
+    made.items = [
+        SourceItem(
+            source_id=sid, modality="image", holder=h, observed_at=observed[sid], path=path, meta=m
+        )
+        for sid, h, path, m in sorted(pending)
+    ]
     return made
 
 
-def _record(st: _Set, qid: str | None, row: dict, seen: set[str],
-            positives: dict[str, dict[str, int]], judged: set[str], by_name: dict[str, str],
-            by_stem: dict[str, list[str]], dataset: str, revision: str) -> RecordDraft | str:
+def _record(
+    st: _Set,
+    qid: str | None,
+    row: dict,
+    seen: set[str],
+    positives: dict[str, dict[str, int]],
+    judged: set[str],
+    by_name: dict[str, str],
+    by_stem: dict[str, list[str]],
+    dataset: str,
+    revision: str,
+) -> RecordDraft | str:
     """The record of one query of a test set, or why it is not covered."""
     if qid is None:
         return "malformed query"
@@ -336,15 +413,27 @@ def _record(st: _Set, qid: str | None, row: dict, seen: set[str],
         gold.append(Gold(source_id=f"{KEY}:{st.key}/{f}", region={}))
     options = row.get("options")
     return RecordDraft(
-        query_id=f"{KEY}:{st.key}:{qid}", modality="image", question=question,
-        answer=answer, answer_format=fmt,
+        query_id=f"{KEY}:{st.key}:{qid}",
+        modality="image",
+        question=question,
+        answer=answer,
+        answer_format=fmt,
         gold=sorted(gold, key=lambda g: g.source_id),
         scope=Scope(holder=f"{KEY}/{st.key}", session=None, scenario=SPEC.scenario),
         unanswerable=False,
-        origin=Origin(dataset=dataset, revision=revision, item=f"query-id:{qid}",
-                      license=SPEC.license,
-                      notes=notes_json({"options": list(options) if options else None,
-                                        "is_numerical": row.get("is_numerical")})))
+        origin=Origin(
+            dataset=dataset,
+            revision=revision,
+            item=f"query-id:{qid}",
+            license=SPEC.license,
+            notes=notes_json(
+                {
+                    "options": list(options) if options else None,
+                    "is_numerical": row.get("is_numerical"),
+                }
+            ),
+        ),
+    )
 
 
 def _account(cov: Coverage, sets: list[_Set], made: _Made) -> None:
@@ -359,11 +448,14 @@ def _account(cov: Coverage, sets: list[_Set], made: _Made) -> None:
         if st.qrels_file.suffix == ".parquet":
             cov.notes.append(f"{st.dir.name}: qrels read from parquet")
         if st.unreadable:
-            cov.notes.append(f"{st.key}: {len(st.unreadable)} corpus image(s) unreadable, "
-                             "not items")
+            cov.notes.append(
+                f"{st.key}: {len(st.unreadable)} corpus image(s) unreadable, not items"
+            )
     if len(sets) < 2:
         cov.notes.append("only one test set: one holder (derived unanswerables need two)")
     if made.n_dup_images:
-        cov.notes.append(f"{made.n_dup_images} corpus image(s) byte-identical to another of the "
-                         "same set (kept: corpus ids are upstream identity)")
+        cov.notes.append(
+            f"{made.n_dup_images} corpus image(s) byte-identical to another of the "
+            "same set (kept: corpus ids are upstream identity)"
+        )
     cov.notes.append("gold = qrels score > 0, whole image; texts: none")

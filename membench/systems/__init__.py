@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
-from ..core.errors import MembenchError
 from ..contract.protocol import Atom, MemorySystem, Result
+from ..core.errors import MembenchError
+
 
 @dataclass(frozen=True)
 class SystemSpec:
@@ -57,12 +58,16 @@ REGISTRY: tuple[SystemSpec, ...] = (
     SystemSpec("hybrid", "membench.systems.reference:hybrid", "reference"),
     # real memory libraries (optional extras: pip install 'membench[mem0]' etc.)
     SystemSpec("mem0", "membench.systems.mem0:mem0", "library", extra="mem0"),
-    SystemSpec("mempalace", "membench.systems.mempalace:mempalace", "library",
-               extra="mempalace"),
-    SystemSpec("llamaindex", "membench.systems.llamaindex:llamaindex", "library",
-               extra="llamaindex"),
-    SystemSpec("llamaindex-bm25", "membench.systems.llamaindex:llamaindex_bm25", "library",
-               extra="llamaindex"),
+    SystemSpec("mempalace", "membench.systems.mempalace:mempalace", "library", extra="mempalace"),
+    SystemSpec(
+        "llamaindex", "membench.systems.llamaindex:llamaindex", "library", extra="llamaindex"
+    ),
+    SystemSpec(
+        "llamaindex-bm25",
+        "membench.systems.llamaindex:llamaindex_bm25",
+        "library",
+        extra="llamaindex",
+    ),
     SystemSpec("oracle", "membench.systems.doubles:Oracle", "double", sees_gold=True),
     SystemSpec("leaky", "membench.systems.doubles:Leaky", "double", sees_gold=True),
     SystemSpec("random", "membench.systems.doubles:RandomSystem", "double"),
@@ -111,10 +116,11 @@ def resolve(name: str):
 def _resolve(name: str):
     """``(factory, how, distribution)``: how ``name`` resolved (``http``, ``builtin``,
     ``entry point`` with its distribution, or ``module``)."""
-    if name.startswith(("http://", "https://")):    # a system over HTTP (membench-http/1)
+    if name.startswith(("http://", "https://")):  # a system over HTTP (membench-http/1)
         from functools import partial
 
         from .remote import HttpSystem
+
         return partial(HttpSystem, name), "http", None
     if name in BUILTIN:
         return _load(BUILTIN[name]), "builtin", None
@@ -124,8 +130,10 @@ def _resolve(name: str):
     if ":" in name:
         return _load(name), "module", None
     known = ", ".join(sorted(BUILTIN))
-    raise MembenchError(f"unknown system {name!r}: use one of {known}, an entry point in the "
-                        "membench.systems group, or module:Class")
+    raise MembenchError(
+        f"unknown system {name!r}: use one of {known}, an entry point in the "
+        "membench.systems group, or module:Class"
+    )
 
 
 def make_system(name: str, config: dict[str, Any] | None = None) -> MemorySystem:
@@ -136,7 +144,7 @@ def make_system(name: str, config: dict[str, Any] | None = None) -> MemorySystem
 
     factory, how, dist = _resolve(name)
     kwargs = dict(config or {})
-    if getattr(factory, "wraps", False):    # made around another registered system
+    if getattr(factory, "wraps", False):  # made around another registered system
         kwargs["registry"] = sys.modules[__name__]
     try:
         system = factory(**kwargs)
@@ -149,5 +157,17 @@ def make_system(name: str, config: dict[str, Any] | None = None) -> MemorySystem
     return system
 
 
-__all__ = ["BUILTIN", "DOUBLES", "KINDS", "LIBRARIES", "REGISTRY", "SystemSpec", "make_system",
-           "receives_records", "resolve", "Atom", "Result", "MemorySystem"]
+__all__ = [
+    "BUILTIN",
+    "DOUBLES",
+    "KINDS",
+    "LIBRARIES",
+    "REGISTRY",
+    "SystemSpec",
+    "make_system",
+    "receives_records",
+    "resolve",
+    "Atom",
+    "Result",
+    "MemorySystem",
+]

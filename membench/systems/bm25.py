@@ -29,24 +29,26 @@ from typing import Any
 import numpy as np
 import tantivy
 
-from .cards import load_card
 from ..contract.protocol import Atom
+from .cards import load_card
 from .cartridge import CartridgePolicy
 from .retrieval import Chunker, Engine, Hit, RetrievalSystem, to_micros
 
 ANALYZER_NAME = "membench_en"
-CARD = "bm25"       # bench/cards/bm25.json
+CARD = "bm25"  # bench/cards/bm25.json
 # Provisional, uncalibrated threshold on the raw BM25 score (calibrate on dev per modality).
 DEFAULT_THRESHOLD = 8.0
 
 
 def make_analyzer() -> tantivy.TextAnalyzer:
     """tantivy's ``en_stem`` chain, as an object we can also run on questions."""
-    return (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-            .filter(tantivy.Filter.remove_long(40))
-            .filter(tantivy.Filter.lowercase())
-            .filter(tantivy.Filter.stemmer("english"))
-            .build())
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
 
 
 class BM25Engine(Engine):
@@ -60,10 +62,11 @@ class BM25Engine(Engine):
         super().__init__()
         self.heap_size = heap_size
         self.analyzer = make_analyzer()
-        self.schema = self._make_schema()          # one schema for every holder's index
+        self.schema = self._make_schema()  # one schema for every holder's index
         # holder -> (schema, index, searcher, the holder's atoms in atom_id order)
-        self._holders: dict[str, tuple[tantivy.Schema, tantivy.Index, tantivy.Searcher,
-                                       list[Atom]]] = {}
+        self._holders: dict[
+            str, tuple[tantivy.Schema, tantivy.Index, tantivy.Searcher, list[Atom]]
+        ] = {}
         # holder -> the atom ids by row, and whether tantivy's order is ours (module docstring)
         self._ids: dict[str, list[str]] = {}
         self._in_order: dict[str, bool] = {}
@@ -71,16 +74,17 @@ class BM25Engine(Engine):
         self._filters: dict[int, tantivy.Query] = {}
 
     def config(self) -> dict[str, Any]:
-        return {"engine": "bm25",
-                "library": f"tantivy-py {version('tantivy')} ({tantivy.__version__})",
-                "scoring": "tantivy BM25 (k1=1.2, b=0.75)",
-                "analyzer": "simple tokenizer | remove_long(40) | lowercase | "
-                            "stemmer(english) (= tantivy en_stem)",
-                "query": "OR of distinct analysed question terms in the holder's index; "
-                         "observed_at <= as_of range as a zero-score MUST filter",
-                "statistics": "one index per holder: IDF and average length never cross "
-                              "holders",
-                "time_unit": "microseconds since epoch"}
+        return {
+            "engine": "bm25",
+            "library": f"tantivy-py {version('tantivy')} ({tantivy.__version__})",
+            "scoring": "tantivy BM25 (k1=1.2, b=0.75)",
+            "analyzer": "simple tokenizer | remove_long(40) | lowercase | "
+            "stemmer(english) (= tantivy en_stem)",
+            "query": "OR of distinct analysed question terms in the holder's index; "
+            "observed_at <= as_of range as a zero-score MUST filter",
+            "statistics": "one index per holder: IDF and average length never cross holders",
+            "time_unit": "microseconds since epoch",
+        }
 
     def terms(self, text: str) -> list[str]:
         """Distinct analysed terms of ``text``, first occurrence first."""
@@ -97,12 +101,13 @@ class BM25Engine(Engine):
 
     def _build(self, atoms: list[Atom]) -> None:
         by_holder: dict[str, list[Atom]] = {}
-        for a in atoms:                       # atoms come sorted by atom_id
+        for a in atoms:  # atoms come sorted by atom_id
             by_holder.setdefault(a.holder, []).append(a)
         self._holders = {h: self._build_one(rows) for h, rows in sorted(by_holder.items())}
         self._ids = {h: [a.atom_id for a in v[3]] for h, v in self._holders.items()}
-        self._in_order = {h: self._tantivy_order_is_ours(v[2], len(v[3]))
-                          for h, v in self._holders.items()}
+        self._in_order = {
+            h: self._tantivy_order_is_ours(v[2], len(v[3])) for h, v in self._holders.items()
+        }
 
     def _build_one(self, atoms: list[Atom]):
         schema = self.schema
@@ -110,9 +115,14 @@ class BM25Engine(Engine):
         index.register_tokenizer(ANALYZER_NAME, self.analyzer)
         writer = index.writer(heap_size=self.heap_size, num_threads=1)
         for i, a in enumerate(atoms):
-            writer.add_document(tantivy.Document(
-                text=a.text or "", atom_id=a.atom_id, observed_at=to_micros(a.observed_at),
-                ord=i))
+            writer.add_document(
+                tantivy.Document(
+                    text=a.text or "",
+                    atom_id=a.atom_id,
+                    observed_at=to_micros(a.observed_at),
+                    ord=i,
+                )
+            )
         writer.commit()
         writer.wait_merging_threads()
         index.reload()
@@ -124,7 +134,7 @@ class BM25Engine(Engine):
         ranking: one segment, and equal scores come back in row order, whole and cut."""
         if searcher.num_segments != 1 or searcher.num_docs != n:
             return False
-        everything = tantivy.Query.all_query()          # every document scores 1.0
+        everything = tantivy.Query.all_query()  # every document scores 1.0
         for limit in sorted({n, max(1, n // 2)}):
             hits = searcher.search(everything, limit=limit, count=False).hits
             if [a.doc for _, a in hits] != list(range(limit)):
@@ -135,9 +145,8 @@ class BM25Engine(Engine):
 
     def _query(self, schema: tantivy.Schema, terms: list[str], as_of_us: int) -> tantivy.Query:
         Q, Occ = tantivy.Query, tantivy.Occur
-        if schema is not self.schema:                   # not one of ours: build it afresh
-            text = Q.boolean_query([(Occ.Should, Q.term_query(schema, "text", t))
-                                    for t in terms])
+        if schema is not self.schema:  # not one of ours: build it afresh
+            text = Q.boolean_query([(Occ.Should, Q.term_query(schema, "text", t)) for t in terms])
             return Q.boolean_query([(Occ.Must, text), (Occ.Must, self._filter(schema, as_of_us))])
         cache = self._term_queries
         if len(cache) > self.TERM_CACHE:
@@ -160,8 +169,15 @@ class BM25Engine(Engine):
     def _filter(schema: tantivy.Schema, as_of_us: int) -> tantivy.Query:
         Q = tantivy.Query
         return Q.const_score_query(
-            Q.range_query(schema, "observed_at", tantivy.FieldType.Integer,
-                          upper_bound=as_of_us, include_upper=True), 0.0)
+            Q.range_query(
+                schema,
+                "observed_at",
+                tantivy.FieldType.Integer,
+                upper_bound=as_of_us,
+                include_upper=True,
+            ),
+            0.0,
+        )
 
     def _search(self, question: str, holder: str, as_of_us: int, k: int) -> list[Hit]:
         terms = self.terms(question)
@@ -171,12 +187,12 @@ class BM25Engine(Engine):
         query = self._query(schema, terms, as_of_us)
         if self._in_order[holder]:
             ids = self._ids[holder]
-            return [(ids[a.doc], s) for s, a in searcher.search(query, limit=k,
-                                                                  count=False).hits]
+            return [(ids[a.doc], s) for s, a in searcher.search(query, limit=k, count=False).hits]
         return self._search_widening(searcher, query, holder, k)
 
-    def _search_widening(self, searcher: tantivy.Searcher, query: tantivy.Query, holder: str,
-                         k: int) -> list[Hit]:
+    def _search_widening(
+        self, searcher: tantivy.Searcher, query: tantivy.Query, holder: str, k: int
+    ) -> list[Hit]:
         """The exact path, which assumes nothing about tantivy's tie order: widen the limit
         until the k-th score is strictly above the last one (or every match is in), then rank
         by score desc, row asc (= atom_id asc) and cut at ``k``."""
@@ -199,15 +215,24 @@ class BM25Engine(Engine):
 class BM25System(RetrievalSystem):
     """BM25 over the chunker's atoms, with the shared cartridge policy."""
 
-    def __init__(self, chunker: Chunker, *, thresholds: dict[str, float] | None = None,
-                 default_threshold: float = DEFAULT_THRESHOLD, max_atoms: int = 5,
-                 token_budget: int = 512, chunker_config: dict[str, Any] | None = None,
-                 name: str = "bm25"):
-        policy = CartridgePolicy(default_threshold=default_threshold,
-                                 thresholds=dict(thresholds or {}),
-                                 max_atoms=max_atoms, token_budget=token_budget)
-        super().__init__(BM25Engine(), chunker, policy, name=name,
-                         chunker_config=chunker_config)
+    def __init__(
+        self,
+        chunker: Chunker,
+        *,
+        thresholds: dict[str, float] | None = None,
+        default_threshold: float = DEFAULT_THRESHOLD,
+        max_atoms: int = 5,
+        token_budget: int = 512,
+        chunker_config: dict[str, Any] | None = None,
+        name: str = "bm25",
+    ):
+        policy = CartridgePolicy(
+            default_threshold=default_threshold,
+            thresholds=dict(thresholds or {}),
+            max_atoms=max_atoms,
+            token_budget=token_budget,
+        )
+        super().__init__(BM25Engine(), chunker, policy, name=name, chunker_config=chunker_config)
         self.card = load_card(CARD)
 
 

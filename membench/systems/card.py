@@ -70,8 +70,10 @@ CardText = Annotated[str, AfterValidator(_text)]
 
 def _card_name(v: str) -> str:
     if not _NAME.fullmatch(v):
-        raise ValueError(f"{v[:80]!r}: a card name is letters, digits, '.', '_', '-' (a file "
-                         "name in bench/cards)")
+        raise ValueError(
+            f"{v[:80]!r}: a card name is letters, digits, '.', '_', '-' (a file "
+            "name in bench/cards)"
+        )
     return v
 
 
@@ -118,14 +120,24 @@ class Card(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> Card:
         if self.size_class != size_class(self.parameter_count):
-            raise ValueError(f"size_class: {self.size_class!r} but parameter_count "
-                             f"{self.parameter_count} is {size_class(self.parameter_count)!r}")
+            raise ValueError(
+                f"size_class: {self.size_class!r} but parameter_count "
+                f"{self.parameter_count} is {size_class(self.parameter_count)!r}"
+            )
         if not (self.revision or self.weights_sha256):
             raise ValueError("revision: a card needs a revision or a weights_sha256")
         if self.kind == "dense":
-            missing = [f for f in ("model", "weights_sha256", "embedding_dim",
-                                   "max_input_tokens", "source_package")
-                       if getattr(self, f) is None]
+            missing = [
+                f
+                for f in (
+                    "model",
+                    "weights_sha256",
+                    "embedding_dim",
+                    "max_input_tokens",
+                    "source_package",
+                )
+                if getattr(self, f) is None
+            ]
             if missing:
                 raise ValueError(f"{missing[0]}: a dense card needs {', '.join(missing)}")
             if self.pooling == "none":
@@ -133,11 +145,18 @@ class Card(BaseModel):
             if self.parameter_count == 0:
                 raise ValueError("parameter_count: a dense card needs its count (> 0)")
         if self.kind == "lexical":
-            if self.parameter_count or self.embedding_dim or self.pooling != "none" or \
-                    self.normalisation != "none" or self.max_input_tokens is not None:
-                raise ValueError("kind: a lexical card has parameter_count 0, no "
-                                 "embedding_dim, no max_input_tokens, pooling none and "
-                                 "normalisation none")
+            if (
+                self.parameter_count
+                or self.embedding_dim
+                or self.pooling != "none"
+                or self.normalisation != "none"
+                or self.max_input_tokens is not None
+            ):
+                raise ValueError(
+                    "kind: a lexical card has parameter_count 0, no "
+                    "embedding_dim, no max_input_tokens, pooling none and "
+                    "normalisation none"
+                )
         if self.kind in ("hybrid", "library") and not self.components:
             raise ValueError(f"components: a {self.kind} card names its components (cards)")
         if self.kind in ("lexical", "dense") and self.components:
@@ -181,21 +200,27 @@ def read_card(path: str | Path) -> Card:
         more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
         msg = err["msg"].removeprefix("Value error, ")
         named = re.match(r"([a-z_]+): ", msg) if loc is None else None
-        if named:                   # a rule across fields names the field it is about
+        if named:  # a rule across fields names the field it is about
             loc = top = named.group(1)
-            msg = msg[named.end():]
+            msg = msg[named.end() :]
         raise InputError(path, _line_of(text, top), loc, f"{msg}{more}", rule="CARD") from None
     if card.name != path.stem:
-        raise InputError(path, _line_of(text, "name"), "name",
-                         f"{card.name!r} but the file is {path.name}: a card's name is its "
-                         "file's stem", rule="CARD")
+        raise InputError(
+            path,
+            _line_of(text, "name"),
+            "name",
+            f"{card.name!r} but the file is {path.name}: a card's name is its file's stem",
+            rule="CARD",
+        )
     return card
 
 
 def card_path(name: str, cards_dir: Path | None = None) -> Path:
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise MembenchError(f"card name {str(name)[:80]!r}: letters, digits, '.', '_', '-' "
-                            "(a file name in bench/cards, never a path)")
+        raise MembenchError(
+            f"card name {str(name)[:80]!r}: letters, digits, '.', '_', '-' "
+            "(a file name in bench/cards, never a path)"
+        )
     return Path(cards_dir or CARDS_DIR) / f"{name}.json"
 
 
@@ -209,14 +234,20 @@ def load_card(name: str, cards_dir: Path | None = None) -> Card:
     card = read_card(path)
     if card.components:
         if name in card.components:
-            raise InputError(path, None, "components", "a card cannot be its own component",
-                             rule="CARD")
+            raise InputError(
+                path, None, "components", "a card cannot be its own component", rule="CARD"
+            )
         parts = [load_card(c, cards_dir) for c in card.components]
         total = sum(p.parameter_count for p in parts)
         if card.parameter_count != total:
-            raise InputError(path, None, "parameter_count",
-                             f"{card.parameter_count} but its components "
-                             f"({', '.join(card.components)}) have {total}", rule="CARD")
+            raise InputError(
+                path,
+                None,
+                "parameter_count",
+                f"{card.parameter_count} but its components "
+                f"({', '.join(card.components)}) have {total}",
+                rule="CARD",
+            )
     return card
 
 
@@ -233,18 +264,32 @@ def applied_max_tokens(card: Card, benchmark_max: int = MAX_INPUT_TOKENS) -> int
     return min(card.max_input_tokens, benchmark_max)
 
 
-def truncation_record(card: Card | None, applied: int | None, *,
-                      benchmark_max: int = MAX_INPUT_TOKENS, **counts: Any) -> dict[str, Any]:
+def truncation_record(
+    card: Card | None, applied: int | None, *, benchmark_max: int = MAX_INPUT_TOKENS, **counts: Any
+) -> dict[str, Any]:
     """The ``truncation`` entry of a run's meta.json."""
-    engine = (", the system's max_tokens " + str(counts["engine_max_tokens"])
-              if counts.get("engine_max_tokens") is not None else "")
-    rule = (f"min(card max_input_tokens, benchmark max {benchmark_max}{engine}) tokens of the "
-            "model's own tokenizer")
+    engine = (
+        ", the system's max_tokens " + str(counts["engine_max_tokens"])
+        if counts.get("engine_max_tokens") is not None
+        else ""
+    )
+    rule = (
+        f"min(card max_input_tokens, benchmark max {benchmark_max}{engine}) tokens of the "
+        "model's own tokenizer"
+    )
     if card is None:
-        return {"benchmark_max_tokens": benchmark_max, "rule": rule, "applied_tokens": None,
-                "why": "no model card: the system handles its own inputs"}
-    out = {"benchmark_max_tokens": benchmark_max, "rule": rule,
-           "card_max_tokens": card.max_input_tokens, "applied_tokens": applied}
+        return {
+            "benchmark_max_tokens": benchmark_max,
+            "rule": rule,
+            "applied_tokens": None,
+            "why": "no model card: the system handles its own inputs",
+        }
+    out = {
+        "benchmark_max_tokens": benchmark_max,
+        "rule": rule,
+        "card_max_tokens": card.max_input_tokens,
+        "applied_tokens": applied,
+    }
     if applied is None:
         out["why"] = "no token limit (a lexical system reads whole atoms)"
     out.update(counts)

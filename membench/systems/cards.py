@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from .card import (
+    _NAME,
     CARDS_DIR,
     MAX_INPUT_TOKENS,
     SIZE_CLASSES,
-    _NAME,
     Card,
     SourcePackage,
     applied_max_tokens,
-    canonical,
     card_path,
     known_cards,
     load_card,
@@ -37,8 +36,9 @@ def system_card(system: Any, cards_dir: Path | None = None) -> Card | None:
     return card_for(system, cards_dir=cards_dir)[0]
 
 
-def card_for(system: Any, identity: dict[str, Any] | None = None,
-             cards_dir: Path | None = None) -> tuple[Card | None, str | None]:
+def card_for(
+    system: Any, identity: dict[str, Any] | None = None, cards_dir: Path | None = None
+) -> tuple[Card | None, str | None]:
     """``(card, why a card it carries was refused)`` of a system, from its identity
     (:func:`membench.systems.identity.identify`), never from its name alone:
 
@@ -75,11 +75,27 @@ def registry_claim(card_name: str, kind: str, cards_dir: Path | None = None) -> 
     path = card_path(card_name, cards_dir)
     if not path.is_file():
         return None
-    return (f"card refused: it is named {card_name!r}, the name of a card of membench's own "
-            f"registry ({path}), and this system is a {kind}, not membench's {card_name}; a "
-            "card names what ran: give it a name of its own (docs/cards.md)")
+    return (
+        f"card refused: it is named {card_name!r}, the name of a card of membench's own "
+        f"registry ({path}), and this system is a {kind}, not membench's {card_name}; a "
+        "card names what ran: give it a name of its own (docs/cards.md)"
+    )
 
 
-__all__ = ["CARDS_DIR", "Card", "MAX_INPUT_TOKENS", "SIZE_CLASSES", "SourcePackage",
-           "applied_max_tokens", "card_for", "card_path", "known_cards", "load_card",
-           "read_card", "registry_claim", "size_class", "system_card", "truncation_record"]
+__all__ = [
+    "CARDS_DIR",
+    "Card",
+    "MAX_INPUT_TOKENS",
+    "SIZE_CLASSES",
+    "SourcePackage",
+    "applied_max_tokens",
+    "card_for",
+    "card_path",
+    "known_cards",
+    "load_card",
+    "read_card",
+    "registry_claim",
+    "size_class",
+    "system_card",
+    "truncation_record",
+]

@@ -34,7 +34,7 @@ from typing import Any
 @dataclass
 class CartridgePolicy:
     default_threshold: float = 0.0
-    thresholds: dict[str, float] = field(default_factory=dict)   # per atom modality
+    thresholds: dict[str, float] = field(default_factory=dict)  # per atom modality
     max_atoms: int = 5
     token_budget: int = 512
 
@@ -49,13 +49,22 @@ class CartridgePolicy:
         return float(self.thresholds.get(modality, self.default_threshold))
 
     def config(self) -> dict[str, Any]:
-        return {**asdict(self), "thresholds": dict(sorted(self.thresholds.items())),
-                "token_unit": "whitespace tokens of atom text (str.split)",
-                "oversize_first_atom": "admitted alone"}
+        return {
+            **asdict(self),
+            "thresholds": dict(sorted(self.thresholds.items())),
+            "token_unit": "whitespace tokens of atom text (str.split)",
+            "oversize_first_atom": "admitted alone",
+        }
 
-    def compile(self, hits: Sequence[tuple[str, float]], atoms: Mapping[str, Any], *,
-                descending: bool = False, tokens: Mapping[str, int] | None = None,
-                min_tokens: int | None = None) -> list[str]:
+    def compile(
+        self,
+        hits: Sequence[tuple[str, float]],
+        atoms: Mapping[str, Any],
+        *,
+        descending: bool = False,
+        tokens: Mapping[str, int] | None = None,
+        min_tokens: int | None = None,
+    ) -> list[str]:
         """Atom ids committed for ``hits`` (ranked); ``atoms`` maps atom_id to an object with
         ``modality`` and ``text``. ``descending``: the scores are known to be in descending
         order, so the walk may stop early (module docstring). ``tokens``: atom_id -> its
@@ -65,7 +74,7 @@ class CartridgePolicy:
         out: list[str] = []
         used = 0
         floor = min([self.default_threshold, *self.thresholds.values()])
-        thresholds: dict[str, float] = {}          # modality -> threshold, for this call
+        thresholds: dict[str, float] = {}  # modality -> threshold, for this call
         for atom_id, score in hits:
             if len(out) >= self.max_atoms:
                 break
@@ -83,7 +92,7 @@ class CartridgePolicy:
             out.append(atom_id)
             used += n
             if min_tokens is not None and used + min_tokens > self.token_budget:
-                break           # (out is not empty): no later atom can fit
+                break  # (out is not empty): no later atom can fit
         return out
 
 

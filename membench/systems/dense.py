@@ -37,11 +37,11 @@ from typing import Any
 
 import numpy as np
 
+from ..contract.protocol import Atom
 from ..core import progress
 from ..core.errors import MembenchError
 from ..core.paths import cache_dir
 from .cards import MAX_INPUT_TOKENS, Card, applied_max_tokens, card_path, load_card
-from ..contract.protocol import Atom
 from .cartridge import CartridgePolicy
 from .retrieval import Chunker, Engine, Hit, RetrievalSystem, has_terms, to_micros
 
@@ -58,14 +58,15 @@ DEFAULT_THRESHOLD = 0.45
 #: not by CPU vendor; ``torch`` runs sentence-transformers on PyTorch. Measured side by side on
 #: the AVX2 path (python -m membench.core.isa avx2; docs/speed.md, bench/bench_dense.py): the
 #: same speed class on an Intel CPU, and PyTorch's MKL slower where the CPU reports AMD.
-RUNTIMES = {"openvino": "OpenVINO float32 (the card's transformer exported to ONNX)",
-            "torch": "sentence-transformers on PyTorch"}
+RUNTIMES = {
+    "openvino": "OpenVINO float32 (the card's transformer exported to ONNX)",
+    "torch": "sentence-transformers on PyTorch",
+}
 DEFAULT_RUNTIME = "openvino"
 #: compute precision. fp32 on every machine; bf16 (torch only) is faster where the CPU has
 #: bf16 matrix instructions (AMX, AVX512-BF16) and emulated, many times slower, elsewhere: it
 #: is refused there (never chosen by the CPU, never a warning).
-PRECISIONS = {"fp32": "float32",
-              "bf16": "bfloat16 autocast (torch.autocast cpu), float32 output"}
+PRECISIONS = {"fp32": "float32", "bf16": "bfloat16 autocast (torch.autocast cpu), float32 output"}
 DEFAULT_PRECISION = "fp32"
 #: the openvino runtime pads every batch to a multiple of this many tokens: with lengths so
 #: padded, a text's vector is bit for bit the same whatever batch it is computed in (its
@@ -104,20 +105,23 @@ def cpu_has_bf16(cpuinfo: str | None = None) -> bool | None:
 def check_precision(runtime: str, precision: str) -> None:
     """Refuse a runtime/precision pair that cannot run here, or would run emulated."""
     if runtime not in RUNTIMES:
-        raise MembenchError(f"dense runtime must be one of {', '.join(RUNTIMES)}, got "
-                            f"{runtime!r}")
+        raise MembenchError(f"dense runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
     if precision not in PRECISIONS:
-        raise MembenchError(f"dense precision must be one of {', '.join(PRECISIONS)}, got "
-                            f"{precision!r}")
+        raise MembenchError(
+            f"dense precision must be one of {', '.join(PRECISIONS)}, got {precision!r}"
+        )
     if precision == "bf16":
         if runtime != "torch":
-            raise MembenchError("dense precision=bf16 runs on runtime=torch only "
-                                "(--config runtime=torch --config precision=bf16)")
+            raise MembenchError(
+                "dense precision=bf16 runs on runtime=torch only "
+                "(--config runtime=torch --config precision=bf16)"
+            )
         if cpu_has_bf16() is False:
             raise MembenchError(
                 "dense precision=bf16 refused: this CPU has no AMX or AVX512-BF16, so PyTorch "
                 "would emulate bfloat16, many times slower than fp32 (docs/speed.md); use the "
-                "default (precision=fp32)")
+                "default (precision=fp32)"
+            )
 
 
 _DIGESTS: dict[str, str] = {}
@@ -170,8 +174,14 @@ def weights_digest(path: Path | None = None) -> str:
 
 
 # the files that decide how a text is tokenised (whichever of them a model folder has)
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt",
-                   "special_tokens_map.json", "sentence_bert_config.json", "config.json")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "special_tokens_map.json",
+    "sentence_bert_config.json",
+    "config.json",
+)
 
 
 def tokenizer_key(path: Path | None = None) -> str:
@@ -187,8 +197,10 @@ def tokenizer_key(path: Path | None = None) -> str:
             if f.is_file():
                 h.update(f"{name}\n".encode())
                 h.update(hashlib.sha256(f.read_bytes()).digest())
-        _DIGESTS[key] = (f"{h.hexdigest()}|tokenizers=={_version('tokenizers')}"
-                         f"|transformers=={_version('transformers')}")
+        _DIGESTS[key] = (
+            f"{h.hexdigest()}|tokenizers=={_version('tokenizers')}"
+            f"|transformers=={_version('transformers')}"
+        )
     return _DIGESTS[key]
 
 
@@ -198,14 +210,16 @@ def card_model_path(card: Card) -> Path:
 
     sp = card.source_package
     if sp is None or not sp.model_path:
-        raise MembenchError(f"{card_path(card.name)}: source_package.model_path is needed to "
-                            "find the model folder")
+        raise MembenchError(
+            f"{card_path(card.name)}: source_package.model_path is needed to find the model folder"
+        )
     mod, _, fn = sp.model_path.partition(":")
     try:
         p = Path(getattr(importlib.import_module(mod), fn)())
     except ImportError:
-        raise MembenchError(f"card {card.name}: {sp.name} is not installed: pip install "
-                            f"'{sp.name}=={sp.version}'") from None
+        raise MembenchError(
+            f"card {card.name}: {sp.name} is not installed: pip install '{sp.name}=={sp.version}'"
+        ) from None
     if not (p / "modules.json").is_file():
         raise MembenchError(f"card {card.name}: no sentence-transformers model under {p}")
     return p
@@ -213,25 +227,27 @@ def card_model_path(card: Card) -> Path:
 
 def _dimension(module) -> int:
     """The output dimension (sentence-transformers renamed the method in 6.x)."""
-    f = getattr(module, "get_embedding_dimension", None) or \
-        module.get_sentence_embedding_dimension
+    f = getattr(module, "get_embedding_dimension", None) or module.get_sentence_embedding_dimension
     return int(f())
 
 
 def _apply_card(model, card: Card):
     """Set the model's Pooling module to the card's pooling, and drop a Normalize module when
     the card says ``normalisation: none`` (``l2`` is applied at encode)."""
-    try:                                    # sentence-transformers >= 6
+    try:  # sentence-transformers >= 6
         from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
-    except ImportError:                     # pragma: no cover - older releases
+    except ImportError:  # pragma: no cover - older releases
         from sentence_transformers.models import Normalize, Pooling
 
     for i, mod in enumerate(model):
         if not isinstance(mod, Pooling):
             continue
         mode = getattr(mod, "pooling_mode", None)
-        mode = mode if isinstance(mode, str) else (
-            mod.get_pooling_mode_str() if hasattr(mod, "get_pooling_mode_str") else None)
+        mode = (
+            mode
+            if isinstance(mode, str)
+            else (mod.get_pooling_mode_str() if hasattr(mod, "get_pooling_mode_str") else None)
+        )
         if mode != card.pooling:
             model[i] = Pooling(_dimension(mod), pooling_mode=card.pooling)
     if card.normalisation == "none":
@@ -243,8 +259,9 @@ def _apply_card(model, card: Card):
     return model
 
 
-def load_model(path: Path | None = None, device: str = "cpu", card: Card | None = None,
-               precision: str = "fp32"):
+def load_model(
+    path: Path | None = None, device: str = "cpu", card: Card | None = None, precision: str = "fp32"
+):
     """The SentenceTransformer, loaded offline from ``path`` (default: the bundled model),
     with the card's pooling and normalisation; one instance per process and (path, device,
     pooling, normalisation, precision).
@@ -258,8 +275,12 @@ def load_model(path: Path | None = None, device: str = "cpu", card: Card | None 
     ms per question here, and about 20% off batch encoding). Everything else (embeddings,
     layer norms) stays float32, as autocast keeps it."""
     p = Path(path or model_path())
-    key = (str(p.resolve()), device, card.pooling if card else None,
-           card.normalisation if card else None)
+    key = (
+        str(p.resolve()),
+        device,
+        card.pooling if card else None,
+        card.normalisation if card else None,
+    )
     if precision == "bf16":
         bf16 = (*key, "bf16")
         if bf16 not in _MODELS:
@@ -318,18 +339,23 @@ class OpenVinoEncoder:
         core = ov.Core()
         self.streams = max(1, int(streams))
         self.compiled = core.compile_model(
-            core.read_model(str(root / "onnx" / "model.onnx")), "CPU",
-            {"INFERENCE_PRECISION_HINT": "f32", "ENABLE_CPU_PINNING": False,
-             "NUM_STREAMS": self.streams, "INFERENCE_NUM_THREADS": self.streams,
-             "PERFORMANCE_HINT": "THROUGHPUT" if self.streams > 1 else "LATENCY"})
+            core.read_model(str(root / "onnx" / "model.onnx")),
+            "CPU",
+            {
+                "INFERENCE_PRECISION_HINT": "f32",
+                "ENABLE_CPU_PINNING": False,
+                "NUM_STREAMS": self.streams,
+                "INFERENCE_NUM_THREADS": self.streams,
+                "PERFORMANCE_HINT": "THROUGHPUT" if self.streams > 1 else "LATENCY",
+            },
+        )
         got = str(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
         if "f32" not in got and "float32" not in got:
             raise MembenchError(f"OpenVINO compiled {root} in {got}, not float32")
         self.inputs = [i.get_any_name() for i in self.compiled.inputs]
         self._check_shape(model_dir, self.compiled.outputs[0].get_partial_shape())
-        self.request = self.compiled.create_infer_request()   # one at a time (questions)
-        self.queue = ov.AsyncInferQueue(self.compiled, self.streams) if self.streams > 1 \
-            else None
+        self.request = self.compiled.create_infer_request()  # one at a time (questions)
+        self.queue = ov.AsyncInferQueue(self.compiled, self.streams) if self.streams > 1 else None
 
     def _check_shape(self, model_dir: Path, out_shape) -> None:
         """Refuse a card that misstates the model (as the torch runtime does): the weights'
@@ -342,13 +368,17 @@ class OpenVinoEncoder:
         where = card_path(self.card.name)
         modules = Path(model_dir) / "modules.json"
         if modules.is_file():
-            kinds = [m.get("type", "").rsplit(".", 1)[-1]
-                     for m in json.loads(modules.read_text(encoding="utf-8"))]
+            kinds = [
+                m.get("type", "").rsplit(".", 1)[-1]
+                for m in json.loads(modules.read_text(encoding="utf-8"))
+            ]
             extra = [k for k in kinds if k not in ("Transformer", "Pooling", "Normalize")]
             if extra:
-                raise MembenchError(f"{where}: the model in {model_dir} has module(s) "
-                                    f"{', '.join(extra)} that runtime openvino does not apply; "
-                                    "use --config runtime=torch")
+                raise MembenchError(
+                    f"{where}: the model in {model_dir} has module(s) "
+                    f"{', '.join(extra)} that runtime openvino does not apply; "
+                    "use --config runtime=torch"
+                )
         n = 0
         files = sorted(Path(model_dir).glob("*.safetensors"))
         if files:
@@ -358,15 +388,19 @@ class OpenVinoEncoder:
                 with safe_open(str(f), framework="numpy") as w:
                     for k in w.keys():
                         t = w.get_slice(k)
-                        if t.get_dtype().startswith(("F", "BF")):   # not int buffers
+                        if t.get_dtype().startswith(("F", "BF")):  # not int buffers
                             n += int(np.prod(t.get_shape(), dtype=np.int64))
             if n != self.card.parameter_count:
-                raise MembenchError(f"{where}: parameter_count {self.card.parameter_count} but "
-                                    f"the model in {model_dir} has {n}")
+                raise MembenchError(
+                    f"{where}: parameter_count {self.card.parameter_count} but "
+                    f"the model in {model_dir} has {n}"
+                )
         dim = out_shape[out_shape.rank.get_length() - 1]
         if dim.is_static and dim.get_length() != self.card.embedding_dim:
-            raise MembenchError(f"{where}: embedding_dim {self.card.embedding_dim} but the "
-                                f"model in {model_dir} gives {dim.get_length()}")
+            raise MembenchError(
+                f"{where}: embedding_dim {self.card.embedding_dim} but the "
+                f"model in {model_dir} gives {dim.get_length()}"
+            )
 
     def _feeds(self, ids: list[list[int]], pad_to: int = PAD_MULTIPLE) -> dict[str, np.ndarray]:
         longest = max(len(x) for x in ids)
@@ -375,10 +409,9 @@ class OpenVinoEncoder:
         out = np.full((len(ids), width), pad, dtype=np.int64)
         mask = np.zeros((len(ids), width), dtype=np.int64)
         for i, x in enumerate(ids):
-            out[i, :len(x)] = x
-            mask[i, :len(x)] = 1
-        feeds = {"input_ids": out, "attention_mask": mask,
-                 "token_type_ids": np.zeros_like(out)}
+            out[i, : len(x)] = x
+            mask[i, : len(x)] = 1
+        feeds = {"input_ids": out, "attention_mask": mask, "token_type_ids": np.zeros_like(out)}
         return {k: feeds[k] for k in self.inputs}
 
     def _pool(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -387,7 +420,7 @@ class OpenVinoEncoder:
             v = hidden[:, 0]
         elif self.card.pooling == "max":
             v = np.where(m > 0, hidden, np.float32(-1e9)).max(axis=1)
-        else:                                                   # mean
+        else:  # mean
             v = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), np.float32(1e-9))
         v = v.astype(np.float32, copy=False)
         if self.card.normalisation == "l2":
@@ -398,23 +431,38 @@ class OpenVinoEncoder:
         """One text's vector at its own length, unpadded (a question: computed once per query,
         never cached, so there is no batch for it to depend on; a 20-piece question padded to
         32 would cost 1.6x)."""
-        ids = self.tokenizer([text], add_special_tokens=True, truncation=max_tokens
-                             is not None, max_length=max_tokens, verbose=False)["input_ids"]
+        ids = self.tokenizer(
+            [text],
+            add_special_tokens=True,
+            truncation=max_tokens is not None,
+            max_length=max_tokens,
+            verbose=False,
+        )["input_ids"]
         feeds = self._feeds(ids, pad_to=1)
         return self._pool(self.request.infer(feeds)[0], feeds["attention_mask"])[0]
 
-    def encode(self, texts: Sequence[str], max_tokens: int | None, batch_size: int,
-               streams: int | None = None) -> np.ndarray:
+    def encode(
+        self,
+        texts: Sequence[str],
+        max_tokens: int | None,
+        batch_size: int,
+        streams: int | None = None,
+    ) -> np.ndarray:
         """Vectors of ``texts`` (no prefix added here), float32, in the order given;
         ``streams``: how many batches run side by side (at most the compiled streams)."""
         dim = int(self.card.embedding_dim or DIM)
         out = np.zeros((len(texts), dim), dtype=np.float32)
         if not texts:
             return out
-        ids = self.tokenizer(list(texts), add_special_tokens=True, truncation=max_tokens
-                             is not None, max_length=max_tokens, verbose=False)["input_ids"]
+        ids = self.tokenizer(
+            list(texts),
+            add_special_tokens=True,
+            truncation=max_tokens is not None,
+            max_length=max_tokens,
+            verbose=False,
+        )["input_ids"]
         order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
-        batches = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+        batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
         n = min(self.streams, streams or self.streams)
         if n <= 1 or self.queue is None or len(batches) == 1:
             for b in batches:
@@ -447,10 +495,14 @@ class EmbeddingCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as con:
             con.execute("CREATE TABLE IF NOT EXISTS emb (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
-            con.execute("CREATE TABLE IF NOT EXISTS tokcount (key BLOB PRIMARY KEY, "
-                        "texts INTEGER NOT NULL, truncated INTEGER NOT NULL)")
-            con.execute("CREATE TABLE IF NOT EXISTS qvec (key BLOB PRIMARY KEY, vec BLOB NOT "
-                        "NULL, seconds REAL NOT NULL)")
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS tokcount (key BLOB PRIMARY KEY, "
+                "texts INTEGER NOT NULL, truncated INTEGER NOT NULL)"
+            )
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS qvec (key BLOB PRIMARY KEY, vec BLOB NOT "
+                "NULL, seconds REAL NOT NULL)"
+            )
         self._qcon: sqlite3.Connection | None = None
 
     def get_question(self, key: bytes, dim: int) -> tuple[np.ndarray, float] | None:
@@ -459,8 +511,7 @@ class EmbeddingCache:
         if self._qcon is None:
             self._qcon = self._connect()
             self._qcon.execute("PRAGMA synchronous=NORMAL")
-        row = self._qcon.execute("SELECT vec, seconds FROM qvec WHERE key = ?",
-                                 (key,)).fetchone()
+        row = self._qcon.execute("SELECT vec, seconds FROM qvec WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
         vec = np.frombuffer(row[0], dtype=np.float32)
@@ -474,16 +525,18 @@ class EmbeddingCache:
             self._qcon = self._connect()
             self._qcon.execute("PRAGMA synchronous=NORMAL")
         with self._qcon:
-            self._qcon.execute("INSERT OR REPLACE INTO qvec (key, vec, seconds) VALUES (?, ?, ?)",
-                               (key, np.ascontiguousarray(vec, dtype=np.float32).tobytes(),
-                                float(seconds)))
+            self._qcon.execute(
+                "INSERT OR REPLACE INTO qvec (key, vec, seconds) VALUES (?, ?, ?)",
+                (key, np.ascontiguousarray(vec, dtype=np.float32).tobytes(), float(seconds)),
+            )
 
     def get_count(self, key: bytes) -> tuple[int, int] | None:
         """``(texts, texts_truncated)`` stored under ``key``, or None."""
         con = self._connect()
         try:
-            row = con.execute("SELECT texts, truncated FROM tokcount WHERE key = ?",
-                              (key,)).fetchone()
+            row = con.execute(
+                "SELECT texts, truncated FROM tokcount WHERE key = ?", (key,)
+            ).fetchone()
         finally:
             con.close()
         return (int(row[0]), int(row[1])) if row else None
@@ -492,8 +545,10 @@ class EmbeddingCache:
         con = self._connect()
         try:
             with con:
-                con.execute("INSERT OR REPLACE INTO tokcount (key, texts, truncated) "
-                            "VALUES (?, ?, ?)", (key, int(texts), int(truncated)))
+                con.execute(
+                    "INSERT OR REPLACE INTO tokcount (key, texts, truncated) VALUES (?, ?, ?)",
+                    (key, int(texts), int(truncated)),
+                )
         finally:
             con.close()
 
@@ -507,7 +562,7 @@ class EmbeddingCache:
         con = self._connect()
         try:
             for i in range(0, len(keys), 500):
-                part = list(keys[i:i + 500])
+                part = list(keys[i : i + 500])
                 q = f"SELECT key, vec FROM emb WHERE key IN ({','.join('?' * len(part))})"
                 for k, v in con.execute(q, part):
                     vec = np.frombuffer(v, dtype=np.float32)
@@ -526,9 +581,10 @@ class EmbeddingCache:
             if not durable:
                 con.execute("PRAGMA synchronous=NORMAL")
             with con:
-                con.executemany("INSERT OR REPLACE INTO emb (key, vec) VALUES (?, ?)",
-                                [(k, np.ascontiguousarray(v, dtype=np.float32).tobytes())
-                                 for k, v in rows])
+                con.executemany(
+                    "INSERT OR REPLACE INTO emb (key, vec) VALUES (?, ?)",
+                    [(k, np.ascontiguousarray(v, dtype=np.float32).tobytes()) for k, v in rows],
+                )
         finally:
             con.close()
 
@@ -536,12 +592,22 @@ class EmbeddingCache:
 class DenseEngine(Engine):
     name = "dense"
 
-    def __init__(self, *, batch_size: int | None = None, chunk_size: int = 1024,
-                 cache_path: Path | None = None, use_cache: bool = True,
-                 model_dir: Path | None = None, torch_threads: int | None = 1,
-                 card: str | Card = DEFAULT_CARD, precision: str = DEFAULT_PRECISION,
-                 runtime: str = DEFAULT_RUNTIME, streams: int | None = None,
-                 max_tokens: int | None = None, query_cache: bool = False):
+    def __init__(
+        self,
+        *,
+        batch_size: int | None = None,
+        chunk_size: int = 1024,
+        cache_path: Path | None = None,
+        use_cache: bool = True,
+        model_dir: Path | None = None,
+        torch_threads: int | None = 1,
+        card: str | Card = DEFAULT_CARD,
+        precision: str = DEFAULT_PRECISION,
+        runtime: str = DEFAULT_RUNTIME,
+        streams: int | None = None,
+        max_tokens: int | None = None,
+        query_cache: bool = False,
+    ):
         super().__init__()
         check_precision(runtime, precision)
         if not isinstance(query_cache, bool):
@@ -549,7 +615,7 @@ class DenseEngine(Engine):
         #: read a question's vector from the embedding cache when it is there (off by default:
         #: the compile latency then no longer includes embedding the question)
         self.query_cache = query_cache
-        self.query_stats = {"embedded": 0, "from_cache": 0}   # questions, over all queries
+        self.query_stats = {"embedded": 0, "from_cache": 0}  # questions, over all queries
         #: seconds to add to the measured latency of the queries since the last
         #: :meth:`take_latency_replay`: a cached question's stored compute time less the time
         #: the cache took (query_cache only; 0 otherwise)
@@ -561,25 +627,32 @@ class DenseEngine(Engine):
         self.streams = int(streams) if streams is not None else None
         self.card = card if isinstance(card, Card) else load_card(card)
         if self.card.kind != "dense":
-            raise MembenchError(f"card {self.card.name} is a {self.card.kind} card, not a "
-                                "dense model's")
+            raise MembenchError(
+                f"card {self.card.name} is a {self.card.kind} card, not a dense model's"
+            )
         self.dim = int(self.card.embedding_dim or DIM)
         if isinstance(max_tokens, str) and max_tokens.lower() in ("none", "card"):
-            max_tokens = None                   # the card's limit
-        if max_tokens is not None and (isinstance(max_tokens, bool) or
-                                       not str(max_tokens).isdigit() or int(max_tokens) < 8):
-            raise MembenchError(f"dense max_tokens must be an integer >= 8 (or none: the "
-                                f"card's), got {max_tokens!r}")
+            max_tokens = None  # the card's limit
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not str(max_tokens).isdigit() or int(max_tokens) < 8
+        ):
+            raise MembenchError(
+                f"dense max_tokens must be an integer >= 8 (or none: the "
+                f"card's), got {max_tokens!r}"
+            )
         #: the engine's own input limit (None: the card's), below the card's and the
         #: benchmark's (applied_max_tokens)
         self.max_tokens_setting = int(max_tokens) if max_tokens is not None else None
         self.max_tokens = self._limit(applied_max_tokens(self.card))  # the runner may lower it
         self._checked = False
-        self.truncated: dict[str, int] = {}     # of the last index(): atoms cut by the limit
+        self.truncated: dict[str, int] = {}  # of the last index(): atoms cut by the limit
         #: texts per forward pass: 8 on OpenVINO (activations stay in the cache: the fastest
         #: of 8, 16, 32, 64 on the AVX2 path, bench/bench_dense.py), 64 on PyTorch (its best)
-        self.batch_size = int(batch_size) if batch_size else \
-            (OPENVINO_BATCH if runtime == "openvino" else TORCH_BATCH)
+        self.batch_size = (
+            int(batch_size)
+            if batch_size
+            else (OPENVINO_BATCH if runtime == "openvino" else TORCH_BATCH)
+        )
         self.chunk_size = chunk_size
         self.use_cache = use_cache
         self._cache_path = Path(cache_path) if cache_path else None
@@ -587,16 +660,16 @@ class DenseEngine(Engine):
         self.torch_threads = torch_threads
         self._model = None
         self._encoder: OpenVinoEncoder | None = None
-        self._busy: Callable[[], bool] | None = None   # while true: OCR workers share the CPUs
-        self.stats = {"embedded": 0, "from_cache": 0}   # of the last index() (distinct texts)
+        self._busy: Callable[[], bool] | None = None  # while true: OCR workers share the CPUs
+        self.stats = {"embedded": 0, "from_cache": 0}  # of the last index() (distinct texts)
         self._emb = np.zeros((0, self.dim), dtype=np.float32)
         self._ids: list[str] = []
         self._obs = np.zeros(0, dtype=np.int64)
         self._blocks: dict[str, tuple[int, int]] = {}
         self._ok = np.zeros(0, dtype=bool)
-        self._memo: dict[str, np.ndarray] = {}   # warm()'s vectors when there is no cache
+        self._memo: dict[str, np.ndarray] = {}  # warm()'s vectors when there is no cache
         self._query_key: str | None = None
-        self._query_store: EmbeddingCache | None = None    # the cache questions are read from
+        self._query_store: EmbeddingCache | None = None  # the cache questions are read from
 
     # -- model -------------------------------------------------------------------------
     def _ov(self) -> OpenVinoEncoder:
@@ -604,8 +677,9 @@ class DenseEngine(Engine):
         :meth:`available_streams` streams)."""
         if self._encoder is None:
             self.check_card()
-            self._encoder = OpenVinoEncoder(self.model_dir, self.card,
-                                            streams=self.available_streams())
+            self._encoder = OpenVinoEncoder(
+                self.model_dir, self.card, streams=self.available_streams()
+            )
         return self._encoder
 
     def available_streams(self) -> int:
@@ -634,11 +708,15 @@ class DenseEngine(Engine):
             dim = _dimension(self._model)
             where = card_path(self.card.name)
             if n != self.card.parameter_count:
-                raise MembenchError(f"{where}: parameter_count {self.card.parameter_count} but "
-                                    f"the model in {self.model_dir} has {n}")
+                raise MembenchError(
+                    f"{where}: parameter_count {self.card.parameter_count} but "
+                    f"the model in {self.model_dir} has {n}"
+                )
             if dim != self.card.embedding_dim:
-                raise MembenchError(f"{where}: embedding_dim {self.card.embedding_dim} but the "
-                                    f"model in {self.model_dir} gives {dim}")
+                raise MembenchError(
+                    f"{where}: embedding_dim {self.card.embedding_dim} but the "
+                    f"model in {self.model_dir} gives {dim}"
+                )
         self._model.max_seq_length = self.max_tokens
         return self._model
 
@@ -650,7 +728,8 @@ class DenseEngine(Engine):
                 raise MembenchError(
                     f"{card_path(self.card.name)}: weights_sha256 {self.card.weights_sha256[:12]}"
                     f"… but the weights in {self.model_dir} have {got[:12]}…: not the model "
-                    "the card describes (install the card's package version, or fix the card)")
+                    "the card describes (install the card's package version, or fix the card)"
+                )
             self._checked = True
 
     def _limit(self, applied: int | None) -> int | None:
@@ -668,8 +747,11 @@ class DenseEngine(Engine):
         distinct atom texts of the last :meth:`index` were longer (and were cut)."""
         from .cards import truncation_record
 
-        extra = {"engine_max_tokens": self.max_tokens_setting} \
-            if self.max_tokens_setting is not None else {}
+        extra = (
+            {"engine_max_tokens": self.max_tokens_setting}
+            if self.max_tokens_setting is not None
+            else {}
+        )
         return truncation_record(self.card, self.max_tokens, **extra, **self.truncated)
 
     def _count_truncated(self, texts: Sequence[str]) -> None:
@@ -680,8 +762,10 @@ class DenseEngine(Engine):
         cache = self.cache
         key = None
         if cache is not None:
-            h = hashlib.sha256(f"{tokenizer_key(self.model_dir)}|max_tokens={self.max_tokens}"
-                               f"|texts={len(distinct)}\n".encode())
+            h = hashlib.sha256(
+                f"{tokenizer_key(self.model_dir)}|max_tokens={self.max_tokens}"
+                f"|texts={len(distinct)}\n".encode()
+            )
             for t in distinct:
                 h.update(hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest())
             key = h.digest()
@@ -692,8 +776,9 @@ class DenseEngine(Engine):
         tok = self.tokenizer
         n = 0
         for s in range(0, len(distinct), 2048):
-            ids = tok(distinct[s:s + 2048], add_special_tokens=True, truncation=False,
-                      verbose=False)["input_ids"]
+            ids = tok(
+                distinct[s : s + 2048], add_special_tokens=True, truncation=False, verbose=False
+            )["input_ids"]
             n += sum(len(x) > self.max_tokens for x in ids)
         self.truncated = {"texts": len(distinct), "texts_truncated": n}
         if cache is not None and key is not None:
@@ -718,8 +803,10 @@ class DenseEngine(Engine):
         had before cards) and what computed the vectors (runtime torch in fp32 keeps the key the
         cache had before precision and runtime were settings)."""
         c = self.card
-        key = (f"{c.model}@sha256:{weights_digest(self.model_dir)}"
-               f"|max_seq_length={self.max_seq_length}|normalize={c.normalisation}|float32")
+        key = (
+            f"{c.model}@sha256:{weights_digest(self.model_dir)}"
+            f"|max_seq_length={self.max_seq_length}|normalize={c.normalisation}|float32"
+        )
         if c.pooling != "mean":
             key += f"|pooling={c.pooling}"
         if c.document_prefix:
@@ -731,27 +818,47 @@ class DenseEngine(Engine):
     def config(self) -> dict[str, Any]:
         self.check_card()
         sp = self.card.source_package
-        return {"engine": "dense", "model": self.card.model, "card": self.card.record(),
-                "model_package": f"{sp.name}=={_version(sp.name)}" if sp else None,
-                "weights_sha256": weights_digest(self.model_dir),
-                "max_seq_length": self.max_seq_length, "dim": self.dim,
-                "normalize": self.card.normalisation, "pooling": self.card.pooling,
-                "query_prefix": self.card.query_prefix,
-                "document_prefix": self.card.document_prefix,
-                "similarity": "cosine (dot of normalised float32)"
-                if self.card.normalisation == "l2" else "dot product (float32)",
-                "device": "cpu", "runtime": self.runtime, "precision": self.precision,
-                "compute": f"{RUNTIMES[self.runtime]}; {PRECISIONS[self.precision]}",
-                "batch_size": self.batch_size,
-                **({"pad_multiple": PAD_MULTIPLE, "streams": self.streams or "CPUs (at most 8)"}
-                   if self.runtime == "openvino" else {"torch_threads": self.torch_threads}),
-                **({"max_tokens": self.max_tokens_setting}
-                   if self.max_tokens_setting is not None else {}),
-                **({"query_cache": "on: a cached question's vector is read, not computed; "
-                                   "its latency counts the seconds computing it took, stored "
-                                   "with it, in place of the time reading it"}
-                   if self.query_cache else {}),
-                "time_unit": "microseconds since epoch"}
+        return {
+            "engine": "dense",
+            "model": self.card.model,
+            "card": self.card.record(),
+            "model_package": f"{sp.name}=={_version(sp.name)}" if sp else None,
+            "weights_sha256": weights_digest(self.model_dir),
+            "max_seq_length": self.max_seq_length,
+            "dim": self.dim,
+            "normalize": self.card.normalisation,
+            "pooling": self.card.pooling,
+            "query_prefix": self.card.query_prefix,
+            "document_prefix": self.card.document_prefix,
+            "similarity": "cosine (dot of normalised float32)"
+            if self.card.normalisation == "l2"
+            else "dot product (float32)",
+            "device": "cpu",
+            "runtime": self.runtime,
+            "precision": self.precision,
+            "compute": f"{RUNTIMES[self.runtime]}; {PRECISIONS[self.precision]}",
+            "batch_size": self.batch_size,
+            **(
+                {"pad_multiple": PAD_MULTIPLE, "streams": self.streams or "CPUs (at most 8)"}
+                if self.runtime == "openvino"
+                else {"torch_threads": self.torch_threads}
+            ),
+            **(
+                {"max_tokens": self.max_tokens_setting}
+                if self.max_tokens_setting is not None
+                else {}
+            ),
+            **(
+                {
+                    "query_cache": "on: a cached question's vector is read, not computed; "
+                    "its latency counts the seconds computing it took, stored "
+                    "with it, in place of the time reading it"
+                }
+                if self.query_cache
+                else {}
+            ),
+            "time_unit": "microseconds since epoch",
+        }
 
     @property
     def cache(self) -> EmbeddingCache | None:
@@ -765,15 +872,24 @@ class DenseEngine(Engine):
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.runtime == "openvino":
-            return self._ov().encode(texts, self.max_tokens, self.batch_size,
-                                     streams=1 if self._busy and self._busy() else None)
+            return self._ov().encode(
+                texts,
+                self.max_tokens,
+                self.batch_size,
+                streams=1 if self._busy and self._busy() else None,
+            )
         model = self.model
         self._set_threads()
         import torch
 
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"):
-            v = model.encode(list(texts), batch_size=self.batch_size, convert_to_tensor=True,
-                             normalize_embeddings=False, show_progress_bar=False)
+            v = model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                convert_to_tensor=True,
+                normalize_embeddings=False,
+                show_progress_bar=False,
+            )
         v = v.float()
         if self.card.normalisation == "l2":
             # normalised in float32 whatever the compute precision (vectors stored are float32)
@@ -794,8 +910,11 @@ class DenseEngine(Engine):
         key = None
         if cache is not None:
             t0 = time.perf_counter()
-            key = hashlib.sha256((self.query_key() + "\n" + self.card.query_prefix + question)
-                                 .encode("utf-8", "surrogatepass")).digest()
+            key = hashlib.sha256(
+                (self.query_key() + "\n" + self.card.query_prefix + question).encode(
+                    "utf-8", "surrogatepass"
+                )
+            ).digest()
             found = cache.get_question(key, self.dim)
             spent = time.perf_counter() - t0
             if found is not None:
@@ -828,11 +947,14 @@ class DenseEngine(Engine):
         (computed at its own length, not in a padded batch), with what else can move its last
         bits: the instruction set this process computes with (:func:`membench.core.isa.isa_class`,
         and the vendor the CPUID mask reports), the OpenVINO streams or PyTorch threads."""
-        if self._query_key is None:         # what the process computes with (read once)
+        if self._query_key is None:  # what the process computes with (read once)
             from ..core import isa
 
-            threads = f"streams={self.available_streams()}" if self.runtime == "openvino" \
+            threads = (
+                f"streams={self.available_streams()}"
+                if self.runtime == "openvino"
                 else f"torch_threads={self.torch_threads}"
+            )
             vendor = os.environ.get("MEMBENCH_CPUID_VENDOR") or "-"
             self._query_key = f"|query|isa={isa.isa_class()}|vendor={vendor}|{threads}"
         return self.model_key() + self._query_key
@@ -842,8 +964,10 @@ class DenseEngine(Engine):
         (reported as the ``embed`` progress step: texts, cache hits, seconds)."""
         distinct = list(dict.fromkeys(texts))
         mk = self.model_key()
-        keys = [hashlib.sha256((mk + "\n" + t).encode("utf-8", "surrogatepass")).digest()
-                for t in distinct]
+        keys = [
+            hashlib.sha256((mk + "\n" + t).encode("utf-8", "surrogatepass")).digest()
+            for t in distinct
+        ]
         cache = self.cache
         found = cache.get_many(keys, self.dim) if cache else {}
         for t, k in zip(distinct, keys, strict=True):
@@ -854,7 +978,7 @@ class DenseEngine(Engine):
         with progress.step(step, total=len(distinct), unit="text", cached=True) as bar:
             bar.advance(len(distinct) - len(todo), cache_hit=True)
             for s in range(0, len(todo), self.chunk_size):
-                part = todo[s:s + self.chunk_size]
+                part = todo[s : s + self.chunk_size]
                 bar.note(f"batch of {len(part)}")
                 vecs = self.encode([self.card.document_prefix + distinct[i] for i in part])
                 rows = [(keys[i], vecs[j]) for j, i in enumerate(part)]
@@ -913,8 +1037,8 @@ class DenseEngine(Engine):
         scores = (self._emb[s:e] @ q)[valid]
         n = len(scores)
         if n > k:
-            kth = np.partition(scores, n - k)[n - k]        # the k-th largest score
-            keep = np.flatnonzero(scores >= kth)            # all of them, ties at the cut too
+            kth = np.partition(scores, n - k)[n - k]  # the k-th largest score
+            keep = np.flatnonzero(scores >= kth)  # all of them, ties at the cut too
         else:
             keep = np.arange(n)
         order = keep[np.lexsort((keep, -scores[keep]))][:k]  # score desc, then row (atom_id) asc
@@ -925,16 +1049,28 @@ class DenseEngine(Engine):
 class DenseSystem(RetrievalSystem):
     """Dense retrieval over the chunker's atoms, with the shared cartridge policy."""
 
-    def __init__(self, chunker: Chunker, *, thresholds: dict[str, float] | None = None,
-                 default_threshold: float = DEFAULT_THRESHOLD, max_atoms: int = 5,
-                 token_budget: int = 512, chunker_config: dict[str, Any] | None = None,
-                 name: str = "dense", **engine_kw: Any):
+    def __init__(
+        self,
+        chunker: Chunker,
+        *,
+        thresholds: dict[str, float] | None = None,
+        default_threshold: float = DEFAULT_THRESHOLD,
+        max_atoms: int = 5,
+        token_budget: int = 512,
+        chunker_config: dict[str, Any] | None = None,
+        name: str = "dense",
+        **engine_kw: Any,
+    ):
         engine_kw.setdefault("max_tokens", REFERENCE_MAX_TOKENS)
-        policy = CartridgePolicy(default_threshold=default_threshold,
-                                 thresholds=dict(thresholds or {}),
-                                 max_atoms=max_atoms, token_budget=token_budget)
-        super().__init__(DenseEngine(**engine_kw), chunker, policy, name=name,
-                         chunker_config=chunker_config)
+        policy = CartridgePolicy(
+            default_threshold=default_threshold,
+            thresholds=dict(thresholds or {}),
+            max_atoms=max_atoms,
+            token_budget=token_budget,
+        )
+        super().__init__(
+            DenseEngine(**engine_kw), chunker, policy, name=name, chunker_config=chunker_config
+        )
         self.card = self.engine.card
 
     def limit_inputs(self, benchmark_max: int = MAX_INPUT_TOKENS) -> None:
@@ -944,7 +1080,22 @@ class DenseSystem(RetrievalSystem):
         return self.engine.truncation()
 
 
-__all__ = ["DenseEngine", "DenseSystem", "EmbeddingCache", "OpenVinoEncoder", "load_model",
-           "model_path", "RUNTIMES", "DEFAULT_RUNTIME", "REFERENCE_MAX_TOKENS", "PAD_MULTIPLE",
-           "card_model_path", "weights_digest", "tokenizer_key", "set_offline", "MODEL_NAME",
-           "DEFAULT_CARD", "DEFAULT_THRESHOLD"]
+__all__ = [
+    "DenseEngine",
+    "DenseSystem",
+    "EmbeddingCache",
+    "OpenVinoEncoder",
+    "load_model",
+    "model_path",
+    "RUNTIMES",
+    "DEFAULT_RUNTIME",
+    "REFERENCE_MAX_TOKENS",
+    "PAD_MULTIPLE",
+    "card_model_path",
+    "weights_digest",
+    "tokenizer_key",
+    "set_offline",
+    "MODEL_NAME",
+    "DEFAULT_CARD",
+    "DEFAULT_THRESHOLD",
+]

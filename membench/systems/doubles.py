@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import modalities
-from ..core.hashing import stable_hash
-from ..contract.schema import AnnotationRecord, Gold, Scope, SourceItem
-from .cards import Card
 from ..content import ChunkConfig, chunk, content_meta
 from ..contract.protocol import Atom, Result, order_hits
+from ..contract.schema import AnnotationRecord, Gold, Scope, SourceItem
+from ..core.hashing import stable_hash
+from .cards import Card
 from .retrieval import rank
 from .structural import atom_id, structural_atoms
 
@@ -79,13 +79,11 @@ class _Double:
         """Up to ``k`` in-scope atoms in a seeded order of (question, holder, as_of)."""
         if getattr(self, "_scoped", None) is None or self._scoped[0] is not self.atoms:
             by: dict[str, list[Atom]] = {}
-            for a in self.atoms:                       # atom order kept within a holder
+            for a in self.atoms:  # atom order kept within a holder
                 by.setdefault(a.holder, []).append(a)
             self._scoped = (self.atoms, by)
-        pool = [a.atom_id for a in self._scoped[1].get(scope.holder, ())
-                if a.observed_at <= as_of]
-        return self.rng(question + scope.holder + as_of.isoformat()).sample(pool,
-                                                                           min(len(pool), k))
+        pool = [a.atom_id for a in self._scoped[1].get(scope.holder, ()) if a.observed_at <= as_of]
+        return self.rng(question + scope.holder + as_of.isoformat()).sample(pool, min(len(pool), k))
 
 
 class _GoldIndex(_Double):
@@ -105,7 +103,7 @@ class _GoldIndex(_Double):
         by_id = {it.source_id: it for it in items}
         self.region_atoms: dict[tuple, list[str]] = {}
         atoms: dict[str, Atom] = {}
-        for r in (self.ctx.records if self.ctx else []):
+        for r in self.ctx.records if self.ctx else []:
             for g in [*r.gold, *_original_gold(r)]:
                 it = by_id.get(g.source_id)
                 if it is None:
@@ -113,8 +111,14 @@ class _GoldIndex(_Double):
                 key = (g.source_id, repr(sorted(g.region.items())))
                 ids = []
                 for ext in _region_extents(r.modality, g.region):
-                    a = Atom(atom_id("g", g.source_id, ext), g.source_id, it.modality, it.holder,
-                             it.observed_at, ext)
+                    a = Atom(
+                        atom_id("g", g.source_id, ext),
+                        g.source_id,
+                        it.modality,
+                        it.holder,
+                        it.observed_at,
+                        ext,
+                    )
                     atoms[a.atom_id] = a
                     ids.append(a.atom_id)
                 self.region_atoms[key] = ids
@@ -123,7 +127,7 @@ class _GoldIndex(_Double):
         self.atoms = sorted(atoms.values(), key=lambda a: a.atom_id)
         self.by_query: dict[tuple, list[AnnotationRecord]] = {}
         self.by_question: dict[str, list[AnnotationRecord]] = {}
-        for r in (self.ctx.records if self.ctx else []):
+        for r in self.ctx.records if self.ctx else []:
             self.by_query.setdefault((r.question, r.scope.holder, r.as_of), []).append(r)
             self.by_question.setdefault(r.question, []).append(r)
         return self.atoms
@@ -134,7 +138,9 @@ class _GoldIndex(_Double):
         out: list[str] = []
         for r in records:
             for g in [*r.gold, *(_original_gold(r) if original else [])]:
-                for a in self.region_atoms.get((g.source_id, repr(sorted(g.region.items()))), [])[:1]:
+                for a in self.region_atoms.get((g.source_id, repr(sorted(g.region.items()))), [])[
+                    :1
+                ]:
                     if a not in out:
                         out.append(a)
         return out
@@ -151,8 +157,9 @@ class Oracle(_GoldIndex):
     name = "oracle"
 
     def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
-        recs = [r for r in self.by_query.get((question, scope.holder, as_of), [])
-                if not r.unanswerable]
+        recs = [
+            r for r in self.by_query.get((question, scope.holder, as_of), []) if not r.unanswerable
+        ]
         ids = self.gold_atoms(recs)[:1000]
         return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)], cartridge=ids)
 
@@ -179,23 +186,33 @@ CONTENT_FREE: tuple[str, ...] = ("random", "newest", "oldest")
 def _floor_card(name: str, ranks: str) -> Card:
     """The card of a content-free floor (:data:`CONTENT_FREE`): what puts its row on the
     leaderboard, as a content-free floor, never ranked or tested."""
-    return _baseline_card(name, f"membench content-free floor: ranks by {ranks}; reads no "
-                          "content",
-                          notes=f"A content-free floor (membench.systems.doubles): it ranks the "
-                          f"holder's in-scope atoms by {ranks}; it reads no content, so its "
-                          "recall is what position alone reaches. Shown on the leaderboard "
-                          "beside the ranked rows as a content-free floor; never ranked.")
+    return _baseline_card(
+        name,
+        f"membench content-free floor: ranks by {ranks}; reads no content",
+        notes=f"A content-free floor (membench.systems.doubles): it ranks the "
+        f"holder's in-scope atoms by {ranks}; it reads no content, so its "
+        "recall is what position alone reaches. Shown on the leaderboard "
+        "beside the ranked rows as a content-free floor; never ranked.",
+    )
 
 
 def _baseline_card(name: str, revision: str, notes: str = "") -> Card:
     """The card of a baseline: what puts its row on the leaderboard, as a baseline (a test
     double's entry is never ranked or tested: :mod:`membench.analysis.leaderboard`)."""
-    return Card(name=name, kind="lexical", revision=revision, parameter_count=0,
-                size_class="<=1B", pooling="none", normalisation="none",
-                license="Apache-2.0 (membench)",
-                notes=notes or "A no-memory baseline (membench.systems.doubles): shown on the "
-                               "leaderboard as the floor every figure is read against; never "
-                               "ranked.")
+    return Card(
+        name=name,
+        kind="lexical",
+        revision=revision,
+        parameter_count=0,
+        size_class="<=1B",
+        pooling="none",
+        normalisation="none",
+        license="Apache-2.0 (membench)",
+        notes=notes
+        or "A no-memory baseline (membench.systems.doubles): shown on the "
+        "leaderboard as the floor every figure is read against; never "
+        "ranked.",
+    )
 
 
 class RandomSystem(_Double):
@@ -219,11 +236,12 @@ class _ByTime(_Double):
     def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
         self.atoms = structural_atoms(items)
         by: dict[str, list[tuple]] = {}
-        for i, a in enumerate(self.atoms):          # structural order: source id, then extent
+        for i, a in enumerate(self.atoms):  # structural order: source id, then extent
             t = a.observed_at.timestamp()
             by.setdefault(a.holder, []).append(((-t if self.newest else t), i, a))
-        self.by_holder = {h: [(a.observed_at, a.atom_id) for _, _, a in sorted(v)]
-                          for h, v in by.items()}
+        self.by_holder = {
+            h: [(a.observed_at, a.atom_id) for _, _, a in sorted(v)] for h, v in by.items()
+        }
         return self.atoms
 
     def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
@@ -269,8 +287,10 @@ class MetadataRules(_Double):
         last = self.last.get(scope.holder)
         fires = (last is not None and as_of < last) or key in self.seen
         self.seen.add(key)
-        return Result(hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)],
-                      cartridge=[] if fires else ids[:1])
+        return Result(
+            hits=[(a, 1.0 - i / 1000) for i, a in enumerate(ids)],
+            cartridge=[] if fires else ids[:1],
+        )
 
 
 class Stuffed(_Double):
@@ -282,23 +302,37 @@ class Stuffed(_Double):
     #: (``registry``: membench.systems, passed in, not imported, as the registry names this class)
     wraps = True
 
-    def __init__(self, seed: int = 0, system: str = "random", atoms: int = 100,
-                 registry: Any = None, **config: Any) -> None:
+    def __init__(
+        self,
+        seed: int = 0,
+        system: str = "random",
+        atoms: int = 100,
+        registry: Any = None,
+        **config: Any,
+    ) -> None:
         if registry is None:
-            raise ValueError("stuffed wraps a registered system: make it with "
-                             "membench.systems.make_system('stuffed', config)")
+            raise ValueError(
+                "stuffed wraps a registered system: make it with "
+                "membench.systems.make_system('stuffed', config)"
+            )
         super().__init__(seed)
         if system == self.name or registry.DOUBLES.get(system) or system in registry.LIBRARIES:
-            raise ValueError(f"stuffed wraps a registered system that sees no gold and keeps "
-                             f"no store on disk, not {system!r}")
+            raise ValueError(
+                f"stuffed wraps a registered system that sees no gold and keeps "
+                f"no store on disk, not {system!r}"
+            )
         if not isinstance(atoms, int) or isinstance(atoms, bool) or atoms < 1:
             raise ValueError(f"atoms: a whole number >= 1, got {atoms!r}")
         self.system, self.n_atoms = system, atoms
         self.inner = registry.make_system(system, config)
 
     def config(self) -> dict[str, Any]:
-        return {**super().config(), "system": self.system, "atoms": self.n_atoms,
-                "wrapped": self.inner.config()}
+        return {
+            **super().config(),
+            "system": self.system,
+            "atoms": self.n_atoms,
+            "wrapped": self.inner.config(),
+        }
 
     def truncation(self) -> dict:
         """The wrapped system's truncation record (what the runner writes to meta.json)."""
@@ -313,7 +347,7 @@ class Stuffed(_Double):
 
     def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
         r = self.inner.query(question, scope, as_of)
-        committed = order_hits(r.hits)[:self.n_atoms] if r.cartridge else []
+        committed = order_hits(r.hits)[: self.n_atoms] if r.cartridge else []
         return Result(hits=r.hits, cartridge=committed, confidence=r.confidence)
 
 
@@ -321,8 +355,9 @@ class Nothing(_Double):
     """No memory: no atoms, no hits, an empty cartridge (the module docstring)."""
 
     name = "nothing"
-    card = _baseline_card("nothing", "membench no-memory baseline: no atoms, no hits, an "
-                          "empty cartridge")
+    card = _baseline_card(
+        "nothing", "membench no-memory baseline: no atoms, no hits, an empty cartridge"
+    )
 
     def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
         return []
@@ -344,24 +379,30 @@ class Echo(_Double):
     (the module docstring)."""
 
     name = "echo"
-    card = _baseline_card("echo", "membench baseline: question-word overlap over the memory, "
-                          "empty cartridge (in-scope content atoms ranked by the distinct "
-                          "question words they hold, depth 100)",
-                          notes="Question-word overlap over the memory, empty cartridge "
-                          "(membench.systems.doubles): it reads the memory's atoms and ranks "
-                          "them by the question's words, so its recall is not a no-memory "
-                          "figure (the no-memory floor is nothing); its cartridge is empty, so "
-                          "it hands over no answer at no context cost. Shown on the "
-                          "leaderboard beside the ranked rows as a floor; never ranked.")
+    card = _baseline_card(
+        "echo",
+        "membench baseline: question-word overlap over the memory, "
+        "empty cartridge (in-scope content atoms ranked by the distinct "
+        "question words they hold, depth 100)",
+        notes="Question-word overlap over the memory, empty cartridge "
+        "(membench.systems.doubles): it reads the memory's atoms and ranks "
+        "them by the question's words, so its recall is not a no-memory "
+        "figure (the no-memory floor is nothing); its cartridge is empty, so "
+        "it hands over no answer at no context cost. Shown on the "
+        "leaderboard beside the ranked rows as a floor; never ranked.",
+    )
 
     def __init__(self, seed: int = 0, depth: int = 100) -> None:
         super().__init__(seed)
         self.depth = depth
 
     def config(self) -> dict[str, Any]:
-        return {**super().config(), "depth": self.depth,
-                "score": "distinct casefolded \\w+ question words in the atom's text",
-                "content": content_meta(ChunkConfig())}
+        return {
+            **super().config(),
+            "depth": self.depth,
+            "score": "distinct casefolded \\w+ question words in the atom's text",
+            "content": content_meta(ChunkConfig()),
+        }
 
     def ingest(self, items: list[SourceItem], corpus_root: Path) -> list[Atom]:
         self.atoms = chunk(items, corpus_root, ChunkConfig())
@@ -376,6 +417,9 @@ class Echo(_Double):
     def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
         by_word = self.index.get(scope.holder, {})
         held = Counter(i for w in words(question) for i in by_word.get(w, ()))
-        hits = [(self.atoms[i].atom_id, float(n)) for i, n in held.items()
-                if self.atoms[i].observed_at <= as_of]
+        hits = [
+            (self.atoms[i].atom_id, float(n))
+            for i, n in held.items()
+            if self.atoms[i].observed_at <= as_of
+        ]
         return Result(hits=rank(hits, self.depth), cartridge=[])

@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ..contract.schema import Scope
-from .cards import MAX_INPUT_TOKENS, Card, load_card
 from ..contract.protocol import MAX_DEPTH, Atom, Result
+from ..contract.schema import Scope
 from .bm25 import BM25Engine
+from .cards import MAX_INPUT_TOKENS, Card, load_card
 from .cartridge import CartridgePolicy
 from .dense import DEFAULT_THRESHOLD as DENSE_THRESHOLD
 from .dense import REFERENCE_MAX_TOKENS, DenseEngine
@@ -45,7 +45,7 @@ RRF_K = 60
 DEFAULT_THRESHOLD = 0.03
 
 
-HYBRID_CARD = "hybrid"      # bench/cards/hybrid.json: bm25 + all-minilm-l6-v2
+HYBRID_CARD = "hybrid"  # bench/cards/hybrid.json: bm25 + all-minilm-l6-v2
 
 
 def hybrid_card(dense: Card) -> Card:
@@ -61,15 +61,25 @@ def hybrid_card(dense: Card) -> Card:
     if card_path(name).is_file():
         return load_card(name)
     lexical = load_card("bm25")
-    return Card.model_validate({
-        **base.model_dump(mode="json"), "name": name, "components": [lexical.name, dense.name],
-        "parameter_count": lexical.parameter_count + dense.parameter_count,
-        "size_class": "<=1B" if lexical.parameter_count + dense.parameter_count <= 10**9
-        else ">1B", "embedding_dim": dense.embedding_dim,
-        "max_input_tokens": dense.max_input_tokens, "query_prefix": dense.query_prefix,
-        "document_prefix": dense.document_prefix, "pooling": dense.pooling,
-        "normalisation": dense.normalisation, "license": f"{lexical.license}; {dense.license}",
-        "notes": f"made from the cards bm25 and {dense.name} (no file {name}.json)"})
+    return Card.model_validate(
+        {
+            **base.model_dump(mode="json"),
+            "name": name,
+            "components": [lexical.name, dense.name],
+            "parameter_count": lexical.parameter_count + dense.parameter_count,
+            "size_class": "<=1B"
+            if lexical.parameter_count + dense.parameter_count <= 10**9
+            else ">1B",
+            "embedding_dim": dense.embedding_dim,
+            "max_input_tokens": dense.max_input_tokens,
+            "query_prefix": dense.query_prefix,
+            "document_prefix": dense.document_prefix,
+            "pooling": dense.pooling,
+            "normalisation": dense.normalisation,
+            "license": f"{lexical.license}; {dense.license}",
+            "notes": f"made from the cards bm25 and {dense.name} (no file {name}.json)",
+        }
+    )
 
 
 def rrf(rankings: Sequence[Sequence[Hit]], k: int = MAX_DEPTH, rrf_k: int = RRF_K) -> list[Hit]:
@@ -90,8 +100,14 @@ def rrf(rankings: Sequence[Sequence[Hit]], k: int = MAX_DEPTH, rrf_k: int = RRF_
 class HybridEngine(Engine):
     name = "hybrid"
 
-    def __init__(self, bm25: BM25Engine | None = None, dense: DenseEngine | None = None, *,
-                 rrf_k: int = RRF_K, component_depth: int = MAX_DEPTH):
+    def __init__(
+        self,
+        bm25: BM25Engine | None = None,
+        dense: DenseEngine | None = None,
+        *,
+        rrf_k: int = RRF_K,
+        component_depth: int = MAX_DEPTH,
+    ):
         super().__init__()
         self.bm25 = bm25 if bm25 is not None else BM25Engine()
         self.dense = dense if dense is not None else DenseEngine()
@@ -99,9 +115,13 @@ class HybridEngine(Engine):
         self.component_depth = max(1, min(component_depth, MAX_DEPTH))
 
     def config(self) -> dict[str, Any]:
-        return {"engine": "hybrid", "fusion": "reciprocal rank fusion (Cormack et al. 2009)",
-                "rrf_k": self.rrf_k, "component_depth": self.component_depth,
-                "components": {"bm25": self.bm25.config(), "dense": self.dense.config()}}
+        return {
+            "engine": "hybrid",
+            "fusion": "reciprocal rank fusion (Cormack et al. 2009)",
+            "rrf_k": self.rrf_k,
+            "component_depth": self.component_depth,
+            "components": {"bm25": self.bm25.config(), "dense": self.dense.config()},
+        }
 
     def take_latency_replay(self) -> float:
         """The dense component's (:meth:`DenseEngine.take_latency_replay`)."""
@@ -118,14 +138,17 @@ class HybridEngine(Engine):
     def _search(self, question: str, holder: str, as_of_us: int, k: int) -> list[Hit]:
         return self.fuse(question, holder, as_of_us, k)[0]
 
-    def fuse(self, question: str, holder: str, as_of_us: int,
-             k: int) -> tuple[list[Hit], list[list[Hit]]]:
+    def fuse(
+        self, question: str, holder: str, as_of_us: int, k: int
+    ) -> tuple[list[Hit], list[list[Hit]]]:
         """Fused hits and the component rankings (bm25, dense) they came from."""
         if not self.atoms or not has_terms(question) or k == 0:
             return [], [[], []]
         # the components filter by scope themselves (arguments were checked by search())
-        lists = [e._search(question, holder, as_of_us, self.component_depth)
-                 for e in (self.bm25, self.dense)]
+        lists = [
+            e._search(question, holder, as_of_us, self.component_depth)
+            for e in (self.bm25, self.dense)
+        ]
         return rrf(lists, k, self.rrf_k), lists
 
 
@@ -134,39 +157,55 @@ class HybridSystem(RetrievalSystem):
     the RRF score (``gate="rrf"``, default 0.03) or to each candidate's dense cosine
     (``gate="dense"``, default the dense system's 0.45)."""
 
-    def __init__(self, chunker: Chunker, *, thresholds: dict[str, float] | None = None,
-                 default_threshold: float | None = None, max_atoms: int = 5,
-                 token_budget: int = 512, chunker_config: dict[str, Any] | None = None,
-                 name: str = "hybrid", rrf_k: int = RRF_K, gate: str = "rrf",
-                 **dense_kw: Any):
+    def __init__(
+        self,
+        chunker: Chunker,
+        *,
+        thresholds: dict[str, float] | None = None,
+        default_threshold: float | None = None,
+        max_atoms: int = 5,
+        token_budget: int = 512,
+        chunker_config: dict[str, Any] | None = None,
+        name: str = "hybrid",
+        rrf_k: int = RRF_K,
+        gate: str = "rrf",
+        **dense_kw: Any,
+    ):
         if gate not in ("rrf", "dense"):
             raise ValueError(f"gate must be 'rrf' or 'dense', got {gate!r}")
-        dense_kw.setdefault("max_tokens", REFERENCE_MAX_TOKENS)   # as the dense system reads
+        dense_kw.setdefault("max_tokens", REFERENCE_MAX_TOKENS)  # as the dense system reads
         self.gate = gate
         if default_threshold is None:
             default_threshold = DEFAULT_THRESHOLD if gate == "rrf" else DENSE_THRESHOLD
-        policy = CartridgePolicy(default_threshold=default_threshold,
-                                 thresholds=dict(thresholds or {}),
-                                 max_atoms=max_atoms, token_budget=token_budget)
+        policy = CartridgePolicy(
+            default_threshold=default_threshold,
+            thresholds=dict(thresholds or {}),
+            max_atoms=max_atoms,
+            token_budget=token_budget,
+        )
         engine = HybridEngine(BM25Engine(), DenseEngine(**dense_kw), rrf_k=rrf_k)
         super().__init__(engine, chunker, policy, name=name, chunker_config=chunker_config)
         self.card = hybrid_card(engine.dense.card)
 
     def limit_inputs(self, benchmark_max: int = MAX_INPUT_TOKENS) -> None:
-        self.engine.dense.limit_inputs(benchmark_max)   # type: ignore[attr-defined]
+        self.engine.dense.limit_inputs(benchmark_max)  # type: ignore[attr-defined]
 
     def truncation(self) -> dict[str, Any]:
-        return {**self.engine.dense.truncation(),   # type: ignore[attr-defined]
-                "component": "dense (bm25 reads whole atoms)"}
+        return {
+            **self.engine.dense.truncation(),  # type: ignore[attr-defined]
+            "component": "dense (bm25 reads whole atoms)",
+        }
 
     def config(self) -> dict[str, Any]:
         cfg = super().config()
-        cfg["cartridge"]["gate"] = ("RRF score" if self.gate == "rrf" else
-                                    "dense cosine of each RRF-ranked candidate")
+        cfg["cartridge"]["gate"] = (
+            "RRF score" if self.gate == "rrf" else "dense cosine of each RRF-ranked candidate"
+        )
         return cfg
 
-    def query_detail(self, question: str, scope: Scope,
-                     as_of: datetime) -> tuple[Result, list[Hit]]:
+    def query_detail(
+        self, question: str, scope: Scope, as_of: datetime
+    ) -> tuple[Result, list[Hit]]:
         if self.gate == "rrf":
             return super().query_detail(question, scope, as_of)
         eng: HybridEngine = self.engine  # type: ignore[assignment]
@@ -176,8 +215,11 @@ class HybridSystem(RetrievalSystem):
         # the score the gate thresholds: the best cosine of a candidate (the cartridge is empty
         # exactly when it is below the modality's threshold); none when no candidate has one
         best = max((g for _, g in gated), default=-math.inf)
-        return Result(hits=hits, cartridge=self.policy.compile(gated, eng.by_id),
-                      confidence=best if math.isfinite(best) else None), gated
+        return Result(
+            hits=hits,
+            cartridge=self.policy.compile(gated, eng.by_id),
+            confidence=best if math.isfinite(best) else None,
+        ), gated
 
 
 __all__ = ["DEFAULT_THRESHOLD", "RRF_K", "HybridEngine", "HybridSystem", "rrf"]

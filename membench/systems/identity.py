@@ -38,15 +38,26 @@ from ..core.bounds import bound
 from ..core.hashing import PACKAGE, source_digest
 
 #: the kinds of system a run can record
-KINDS = ("reference", "library adapter", "test double", "registered package", "user module",
-         "HTTP service", "imported")
+KINDS = (
+    "reference",
+    "library adapter",
+    "test double",
+    "registered package",
+    "user module",
+    "HTTP service",
+    "imported",
+)
 #: the kinds whose code is membench's own (their cards come from its registry)
 MEMBENCH_KINDS = ("reference", "library adapter", "test double")
 MAX_SOURCE_FILES = bound(
-    "identity_source_files", 20_000, "files",
+    "identity_source_files",
+    20_000,
+    "files",
     "the .py files of a system's top-level package hashed into its identity's source_sha256",
     "the digest covers the first files in path order and the identity says so "
-    "(source_files_hashed < source_files)", "membench.systems.identity")
+    "(source_files_hashed < source_files)",
+    "membench.systems.identity",
+)
 
 _LIBRARY_MODULES = ("library", "mem0", "mempalace", "llamaindex")
 _ORIGINS: dict[int, tuple[Any, str, dict | None, str, Any]] = {}
@@ -60,8 +71,8 @@ def remember(system: Any, spec: str, args: dict | None, how: str, dist: Any = No
     key = id(system)
     try:
         ref = weakref.ref(system, lambda _r, k=key: _ORIGINS.pop(k, None))
-    except TypeError:                          # no weak references: kept for the process
-        ref = (lambda s=system: s)
+    except TypeError:  # no weak references: kept for the process
+        ref = lambda s=system: s
     _ORIGINS[key] = (ref, spec, None if args is None else dict(args), how, dist)
 
 
@@ -90,9 +101,11 @@ def _module_files(module_name: str) -> tuple[list[Path], Path | None]:
     top = module_name.split(".")[0]
     mod = sys.modules.get(top)
     paths = list(getattr(mod, "__path__", []) or [])
-    if paths:                          # a package: its folder's parent is the base
-        return (sorted(p.resolve() for d in paths for p in Path(d).rglob("*.py")),
-                Path(paths[0]).resolve().parent)
+    if paths:  # a package: its folder's parent is the base
+        return (
+            sorted(p.resolve() for d in paths for p in Path(d).rglob("*.py")),
+            Path(paths[0]).resolve().parent,
+        )
     f = getattr(sys.modules.get(module_name) or mod, "__file__", None)
     if f and Path(f).is_file():
         return [Path(f).resolve()], Path(f).resolve().parent
@@ -113,8 +126,11 @@ def source_sha256(module_name: str) -> dict[str, Any]:
         rel = p.relative_to(base).as_posix() if base in p.parents else p.name
         h.update(rel.encode() + b"\0")
         h.update(hashlib.sha256(p.read_bytes()).digest())
-    return {"source_sha256": h.hexdigest(), "source_files": len(files),
-            "source_files_hashed": len(hashed)}
+    return {
+        "source_sha256": h.hexdigest(),
+        "source_files": len(files),
+        "source_files_hashed": len(hashed),
+    }
 
 
 @lru_cache(maxsize=1)
@@ -149,22 +165,38 @@ def identify(system: Any) -> dict[str, Any]:
     cls = type(system)
     origin = origin_of(system)
     spec, args, how, dist = origin if origin else (None, None, None, None)
-    out: dict[str, Any] = {"kind": None, "spec": spec, "args": args,
-                           "class": f"{cls.__module__}:{cls.__qualname__}"}
+    out: dict[str, Any] = {
+        "kind": None,
+        "spec": spec,
+        "args": args,
+        "class": f"{cls.__module__}:{cls.__qualname__}",
+    }
     from .remote import HttpSystem
 
     if isinstance(system, HttpSystem):
-        out.update(kind="HTTP service", spec=system.url, args=None,
-                   service={"name": system.card.get("name"),
-                            "config": system.card.get("config")},
-                   distribution=None, source_sha256=None)
+        out.update(
+            kind="HTTP service",
+            spec=system.url,
+            args=None,
+            service={"name": system.card.get("name"), "config": system.card.get("config")},
+            distribution=None,
+            source_sha256=None,
+        )
         return out
     if _is_membench_class(cls):
         sub = cls.__module__.split(".")
-        kind = ("test double" if sub[-1] == "doubles" else
-                "library adapter" if sub[-1] in _LIBRARY_MODULES else "reference")
-        out.update(kind=kind, distribution={"name": "membench", "version": __version__},
-                   source_sha256=source_digest())
+        kind = (
+            "test double"
+            if sub[-1] == "doubles"
+            else "library adapter"
+            if sub[-1] in _LIBRARY_MODULES
+            else "reference"
+        )
+        out.update(
+            kind=kind,
+            distribution={"name": "membench", "version": __version__},
+            source_sha256=source_digest(),
+        )
         return out
     out["kind"] = "registered package" if how == "entry point" else "user module"
     if dist is not None:
@@ -188,8 +220,10 @@ def rerunnable(identity: dict[str, Any]) -> str | None:
     if kind == "test double":
         return "a test double"
     if not identity.get("spec") or identity.get("args") is None:
-        return ("made in Python, not by name (`membench run --system ...` or make_system): "
-                "its arguments are unknown")
+        return (
+            "made in Python, not by name (`membench run --system ...` or make_system): "
+            "its arguments are unknown"
+        )
     if str(identity.get("class", "")).startswith("__main__:"):
         return "defined in __main__: another process cannot import it"
     d = identity.get("distribution")
@@ -203,5 +237,12 @@ def rerunnable(identity: dict[str, Any]) -> str | None:
     return None
 
 
-__all__ = ["KINDS", "MEMBENCH_KINDS", "identify", "origin_of", "remember", "rerunnable",
-           "source_sha256"]
+__all__ = [
+    "KINDS",
+    "MEMBENCH_KINDS",
+    "identify",
+    "origin_of",
+    "remember",
+    "rerunnable",
+    "source_sha256",
+]

@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import MembenchError
-from ..contract.schema import Scope, SourceItem
 from ..content import ChunkConfig, chunk, content_meta
 from ..contract.protocol import MAX_DEPTH, Atom, Result
+from ..contract.schema import Scope, SourceItem
+from ..core.errors import MembenchError
 from .cartridge import CartridgePolicy
 from .retrieval import has_terms
 
@@ -52,10 +52,10 @@ Hit = tuple[str, float]
 #: ``--config stores=...``: how many stores of the library hold the split's atoms
 STORES: dict[str, str] = {
     "one": "one store for every holder (a multi-tenant memory: the library's own tenant key "
-           "and filters scope each query)",
+    "and filters scope each query)",
     "modality": "one store per modality, each holding the holders of that modality; a query "
-                "goes to its holder's store (the library's tenant key and filters still scope "
-                "it)",
+    "goes to its holder's store (the library's tenant key and filters still scope "
+    "it)",
 }
 
 
@@ -65,8 +65,10 @@ def require(dist: str, extra: str) -> str:
     try:
         return version(dist)
     except PackageNotFoundError:
-        raise MembenchError(f"{dist} is not installed: pip install 'membench[{extra}]' (or "
-                            f"make setup, which installs it)") from None
+        raise MembenchError(
+            f"{dist} is not installed: pip install 'membench[{extra}]' (or "
+            f"make setup, which installs it)"
+        ) from None
 
 
 def utc(dt: datetime) -> datetime:
@@ -88,7 +90,7 @@ class SharedEmbedder:
 
         # float32, as the libraries' own embedders compute (not the dense system's bf16)
         engine_kw.setdefault("precision", "fp32")
-        engine_kw.setdefault("runtime", "torch")   # the libraries embed with PyTorch
+        engine_kw.setdefault("runtime", "torch")  # the libraries embed with PyTorch
         self.engine = DenseEngine(**engine_kw)
         self._memo: dict[str, np.ndarray] = {}
 
@@ -121,11 +123,17 @@ class SharedEmbedder:
 
     def config(self) -> dict[str, Any]:
         cfg = self.engine.config()
-        return {"model": cfg["model"], "model_package": cfg["model_package"],
-                "weights_sha256": cfg["weights_sha256"], "max_seq_length": cfg["max_seq_length"],
-                "normalize": "l2", "dim": cfg["dim"], "precision": cfg["precision"],
-                "cache": "membench embedding cache (shared with dense; key: model weights "
-                         "digest + text)"}
+        return {
+            "model": cfg["model"],
+            "model_package": cfg["model_package"],
+            "weights_sha256": cfg["weights_sha256"],
+            "max_seq_length": cfg["max_seq_length"],
+            "normalize": "l2",
+            "dim": cfg["dim"],
+            "precision": cfg["precision"],
+            "cache": "membench embedding cache (shared with dense; key: model weights "
+            "digest + text)",
+        }
 
 
 class LibrarySystem:
@@ -143,17 +151,27 @@ class LibrarySystem:
     #: "modality"`` then share one model)
     uses_embedder = True
 
-    def __init__(self, *, name: str, chunk_config: ChunkConfig, policy: CartridgePolicy,
-                 calibration: str, embedder: str = "membench", stores: str = "one"):
+    def __init__(
+        self,
+        *,
+        name: str,
+        chunk_config: ChunkConfig,
+        policy: CartridgePolicy,
+        calibration: str,
+        embedder: str = "membench",
+        stores: str = "one",
+    ):
         if embedder not in ("membench", "library"):
-            raise MembenchError(f"system {name}: embedder must be 'membench' or 'library', "
-                                f"got {embedder!r}")
+            raise MembenchError(
+                f"system {name}: embedder must be 'membench' or 'library', got {embedder!r}"
+            )
         if stores not in STORES:
-            raise MembenchError(f"system {name}: stores must be one of {', '.join(STORES)}, "
-                                f"got {stores!r}")
+            raise MembenchError(
+                f"system {name}: stores must be one of {', '.join(STORES)}, got {stores!r}"
+            )
         self.stores = stores
-        self._children: dict[str, LibrarySystem] = {}   # stores="modality": key -> store
-        self._route: dict[str, LibrarySystem] = {}      # holder -> its store
+        self._children: dict[str, LibrarySystem] = {}  # stores="modality": key -> store
+        self._route: dict[str, LibrarySystem] = {}  # holder -> its store
         self.name = name
         self.chunk_config = chunk_config
         self.policy = policy
@@ -172,19 +190,27 @@ class LibrarySystem:
 
     def config(self) -> dict[str, Any]:
         cm = content_meta(self.chunk_config)
-        cm["chunk_config"] = {**cm["chunk_config"], "ocr_processes": None}   # no effect
-        return {"system": self.name, "library": f"{self.library} {require(self.library, self.extra)}",
-                **self.library_config(),
-                "stores": {"layout": self.stores, "what": STORES[self.stores]},
-                "content": {"function": "membench.content.chunk", **cm,
-                            "stored": "atoms whose text has a letter or digit"},
-                "scope": self.scope, "score": self.score,
-                "cartridge": self.policy.config(), "calibration": self.calibration,
-                "max_depth": MAX_DEPTH,
-                "pass_through": "hits are the library's results in its order with its scores; "
-                                "membench filters nothing",
-                "state": "RUN_DIR/scratch/<name>/ (rebuilt at every ingest)",
-                "network_policy": self.network_policy}
+        cm["chunk_config"] = {**cm["chunk_config"], "ocr_processes": None}  # no effect
+        return {
+            "system": self.name,
+            "library": f"{self.library} {require(self.library, self.extra)}",
+            **self.library_config(),
+            "stores": {"layout": self.stores, "what": STORES[self.stores]},
+            "content": {
+                "function": "membench.content.chunk",
+                **cm,
+                "stored": "atoms whose text has a letter or digit",
+            },
+            "scope": self.scope,
+            "score": self.score,
+            "cartridge": self.policy.config(),
+            "calibration": self.calibration,
+            "max_depth": MAX_DEPTH,
+            "pass_through": "hits are the library's results in its order with its scores; "
+            "membench filters nothing",
+            "state": "RUN_DIR/scratch/<name>/ (rebuilt at every ingest)",
+            "network_policy": self.network_policy,
+        }
 
     def library_config(self) -> dict[str, Any]:
         return {}
@@ -196,8 +222,7 @@ class LibrarySystem:
         from .cards import applied_max_tokens, system_card, truncation_record
 
         card = system_card(self)
-        applied = applied_max_tokens(card) if card is not None and card.max_input_tokens \
-            else None
+        applied = applied_max_tokens(card) if card is not None and card.max_input_tokens else None
         rec = truncation_record(card, applied)
         if applied is not None:
             rec["texts_truncated"] = None
@@ -224,7 +249,7 @@ class LibrarySystem:
         modality's items together, as a deployment that keeps one collection per kind of
         content would), each in its own folder; a query goes to its holder's store."""
         if self.uses_embedder and self.embedder_choice == "membench":
-            self.embedder          # one model for every store (created before they are)
+            self.embedder  # one model for every store (created before they are)
         key_of: dict[str, set[str]] = {}
         for it in items:
             key_of.setdefault(it.holder, set()).add(it.modality)

@@ -50,8 +50,11 @@ def _embedding_class():
         _shared: Any = PrivateAttr()
 
         def __init__(self, shared: SharedEmbedder, **kw: Any):
-            super().__init__(model_name="sentence-transformers/all-MiniLM-L6-v2 (bundled)",
-                             embed_batch_size=512, **kw)
+            super().__init__(
+                model_name="sentence-transformers/all-MiniLM-L6-v2 (bundled)",
+                embed_batch_size=512,
+                **kw,
+            )
             self._shared = shared
 
         @classmethod
@@ -76,9 +79,11 @@ def _embedding_class():
 class _LlamaBase(LibrarySystem):
     library = "llama-index-core"
     extra = "llamaindex"
-    scope = ("LlamaIndex MetadataFilters on every query: holder == scope.holder AND ts <= as_of "
-             "(ts: observed_at in integer microseconds); holder and ts excluded from the "
-             "indexed text")
+    scope = (
+        "LlamaIndex MetadataFilters on every query: holder == scope.holder AND ts <= as_of "
+        "(ts: observed_at in integer microseconds); holder and ts excluded from the "
+        "indexed text"
+    )
 
     def __init__(self, **kw: Any):
         super().__init__(**kw)
@@ -87,11 +92,16 @@ class _LlamaBase(LibrarySystem):
     def _nodes(self, atoms: list[Atom]):
         from llama_index.core.schema import TextNode
 
-        return [TextNode(text=a.text, id_=a.atom_id,
-                         metadata={"holder": a.holder, "ts": to_micros(a.observed_at)},
-                         excluded_embed_metadata_keys=list(META_KEYS),
-                         excluded_llm_metadata_keys=list(META_KEYS))
-                for a in sorted(atoms, key=lambda a: a.atom_id)]
+        return [
+            TextNode(
+                text=a.text,
+                id_=a.atom_id,
+                metadata={"holder": a.holder, "ts": to_micros(a.observed_at)},
+                excluded_embed_metadata_keys=list(META_KEYS),
+                excluded_llm_metadata_keys=list(META_KEYS),
+            )
+            for a in sorted(atoms, key=lambda a: a.atom_id)
+        ]
 
     def _filters(self, holder: str, as_of: datetime):
         from llama_index.core.vector_stores import (
@@ -101,10 +111,13 @@ class _LlamaBase(LibrarySystem):
             MetadataFilters,
         )
 
-        return MetadataFilters(filters=[
-            MetadataFilter(key="holder", value=holder, operator=FilterOperator.EQ),
-            MetadataFilter(key="ts", value=to_micros(as_of), operator=FilterOperator.LTE)],
-            condition=FilterCondition.AND)
+        return MetadataFilters(
+            filters=[
+                MetadataFilter(key="holder", value=holder, operator=FilterOperator.EQ),
+                MetadataFilter(key="ts", value=to_micros(as_of), operator=FilterOperator.LTE),
+            ],
+            condition=FilterCondition.AND,
+        )
 
     def _open(self, state: Path) -> None:
         set_env_default("LLAMA_INDEX_CACHE_DIR", str(state / "llama_index_cache"))
@@ -115,18 +128,21 @@ class LlamaIndexVector(_LlamaBase):
     score = "cosine similarity (LlamaIndex SimpleVectorStore), as the vector retriever returns it"
 
     def library_config(self) -> dict[str, Any]:
-        return {"retriever": "VectorStoreIndex(SimpleVectorStore).as_retriever",
-                "embed_model": "MiniLMEmbedding (BaseEmbedding subclass) " +
-                (str(self.embedder.config()) if self.embedder_choice == "membench" else
-                 "library")}
+        return {
+            "retriever": "VectorStoreIndex(SimpleVectorStore).as_retriever",
+            "embed_model": "MiniLMEmbedding (BaseEmbedding subclass) "
+            + (str(self.embedder.config()) if self.embedder_choice == "membench" else "library"),
+        }
 
     def __init__(self, **kw: Any):
         super().__init__(**kw)
         if self.embedder_choice != "membench":
             from ..core.errors import MembenchError
 
-            raise MembenchError(f"system {self.name}: LlamaIndex has no offline embedder of "
-                                "its own (its default is hosted); embedder must be 'membench'")
+            raise MembenchError(
+                f"system {self.name}: LlamaIndex has no offline embedder of "
+                "its own (its default is hosted); embedder must be 'membench'"
+            )
         self.index = None
 
     def _store(self, atoms: list[Atom]) -> None:
@@ -134,29 +150,41 @@ class LlamaIndexVector(_LlamaBase):
 
         nodes = self._nodes(atoms)
         self.embedder.preload([n.get_content(metadata_mode=_embed_mode()) for n in nodes])
-        self.index = VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(),
-                                      embed_model=_embedding_class()(self.embedder),
-                                      show_progress=False) if nodes else None
+        self.index = (
+            VectorStoreIndex(
+                nodes,
+                storage_context=StorageContext.from_defaults(),
+                embed_model=_embedding_class()(self.embedder),
+                show_progress=False,
+            )
+            if nodes
+            else None
+        )
 
     def _search(self, question: str, holder: str, as_of: datetime, k: int) -> list[Hit]:
         if self.index is None:
             return []
-        retriever = self.index.as_retriever(similarity_top_k=k,
-                                            filters=self._filters(holder, as_of))
+        retriever = self.index.as_retriever(
+            similarity_top_k=k, filters=self._filters(holder, as_of)
+        )
         return [(n.node.node_id, n.score) for n in retriever.retrieve(question)]
 
 
 class LlamaIndexBM25(_LlamaBase):
     uses_embedder = False
-    score = ("bm25s BM25 as the BM25Retriever returns it (filtered-out nodes multiplied by 0, "
-             "still ranked)")
+    score = (
+        "bm25s BM25 as the BM25Retriever returns it (filtered-out nodes multiplied by 0, "
+        "still ranked)"
+    )
 
     def library_config(self) -> dict[str, Any]:
-        return {"retriever": f"BM25Retriever (llama-index-retrievers-bm25 "
-                             f"{require('llama-index-retrievers-bm25', 'llamaindex')}, bm25s "
-                             f"{require('bm25s', 'llamaindex')}): defaults (English stemmer and "
-                             "stop words), existing_bm25 + filters per query",
-                "persisted": "RUN_DIR/scratch/llamaindex-bm25/bm25"}
+        return {
+            "retriever": f"BM25Retriever (llama-index-retrievers-bm25 "
+            f"{require('llama-index-retrievers-bm25', 'llamaindex')}, bm25s "
+            f"{require('bm25s', 'llamaindex')}): defaults (English stemmer and "
+            "stop words), existing_bm25 + filters per query",
+            "persisted": "RUN_DIR/scratch/llamaindex-bm25/bm25",
+        }
 
     def __init__(self, **kw: Any):
         super().__init__(**kw)
@@ -187,10 +215,13 @@ class LlamaIndexBM25(_LlamaBase):
         if self.bm25 is None:
             return []
         try:
-            retriever = BM25Retriever(existing_bm25=self.bm25, similarity_top_k=min(k, self.n_docs),
-                                      filters=self._filters(holder, as_of))
+            retriever = BM25Retriever(
+                existing_bm25=self.bm25,
+                similarity_top_k=min(k, self.n_docs),
+                filters=self._filters(holder, as_of),
+            )
         except ValueError as e:
-            if "filtered out" in str(e):       # the library's refusal: nothing in scope
+            if "filtered out" in str(e):  # the library's refusal: nothing in scope
                 return []
             raise
         return [(n.node.node_id, n.score) for n in retriever.retrieve(question)]

@@ -55,8 +55,10 @@ def _env(state: Path) -> None:
 class Mem0System(LibrarySystem):
     library = "mem0ai"
     extra = "mem0"
-    scope = ("mem0 user_id = holder; filters={'user_id': holder, 'created_at': {'lte': as_of "
-             "(ISO 8601, UTC)}} (mem0's metadata range filter, Qdrant DatetimeRange)")
+    scope = (
+        "mem0 user_id = holder; filters={'user_id': holder, 'created_at': {'lte': as_of "
+        "(ISO 8601, UTC)}} (mem0's metadata range filter, Qdrant DatetimeRange)"
+    )
     score = "mem0 search score as returned (semantic cosine; no BM25 or entity boost offline)"
 
     def __init__(self, *, search_threshold: float = 0.0, **kw: Any):
@@ -66,15 +68,20 @@ class Mem0System(LibrarySystem):
         self.memory = None
 
     def library_config(self) -> dict[str, Any]:
-        return {"vector_store": "qdrant (local, on disk)", "infer": False,
-                "search": {"top_k": 1000, "threshold": self.search_threshold, "rerank": False},
-                "telemetry": "off (MEM0_TELEMETRY=False)",
-                "keyword_search": "off (fastembed Qdrant/bm25 not available offline)",
-                "entities_and_lemmas": "off (spaCy model not available offline)",
-                "embedder": ("mem0 huggingface embedder, served by " +
-                             str(self.embedder.config()) if self.embedder_choice == "membench"
-                             else "mem0 huggingface embedder (HuggingFaceEmbedding) on the "
-                                  "bundled all-MiniLM-L6-v2")}
+        return {
+            "vector_store": "qdrant (local, on disk)",
+            "infer": False,
+            "search": {"top_k": 1000, "threshold": self.search_threshold, "rerank": False},
+            "telemetry": "off (MEM0_TELEMETRY=False)",
+            "keyword_search": "off (fastembed Qdrant/bm25 not available offline)",
+            "entities_and_lemmas": "off (spaCy model not available offline)",
+            "embedder": (
+                "mem0 huggingface embedder, served by " + str(self.embedder.config())
+                if self.embedder_choice == "membench"
+                else "mem0 huggingface embedder (HuggingFaceEmbedding) on the "
+                "bundled all-MiniLM-L6-v2"
+            ),
+        }
 
     def _open(self, state: Path) -> None:
         from .dense import model_path, set_offline
@@ -85,21 +92,35 @@ class Mem0System(LibrarySystem):
         from mem0 import Memory
 
         cfg = {
-            "vector_store": {"provider": "qdrant", "config": {
-                "collection_name": "membench", "path": str(state / "qdrant"),
-                "embedding_model_dims": 384, "on_disk": True}},
-            "embedder": {"provider": "huggingface", "config": {
-                "model": str(model_path()), "embedding_dims": 384,
-                "model_kwargs": {"device": "cpu", "local_files_only": True}}},
+            "vector_store": {
+                "provider": "qdrant",
+                "config": {
+                    "collection_name": "membench",
+                    "path": str(state / "qdrant"),
+                    "embedding_model_dims": 384,
+                    "on_disk": True,
+                },
+            },
+            "embedder": {
+                "provider": "huggingface",
+                "config": {
+                    "model": str(model_path()),
+                    "embedding_dims": 384,
+                    "model_kwargs": {"device": "cpu", "local_files_only": True},
+                },
+            },
             # required by from_config even with infer=False; never called
-            "llm": {"provider": "openai", "config": {"api_key": "offline-never-called",
-                                                     "model": "gpt-4o-mini"}},
+            "llm": {
+                "provider": "openai",
+                "config": {"api_key": "offline-never-called", "model": "gpt-4o-mini"},
+            },
             "history_db_path": str(state / "history.db"),
         }
         self.memory = Memory.from_config(cfg)
         if self.embedder_choice == "membench":
-            self.memory.embedding_model = _cached_embedder(self.memory.embedding_model,
-                                                           self.embedder)
+            self.memory.embedding_model = _cached_embedder(
+                self.memory.embedding_model, self.embedder
+            )
 
     def _store(self, atoms: list[Atom]) -> None:
         from ..core import progress
@@ -108,18 +129,24 @@ class Mem0System(LibrarySystem):
             self.embedder.preload([a.text for a in atoms])
         with progress.step(f"{self.name}: add", total=len(atoms), unit="memory") as bar:
             for a in atoms:
-                self.memory.add(a.text, user_id=a.holder, infer=False,
-                                metadata={"created_at": utc(a.observed_at).isoformat(),
-                                          "atom_id": a.atom_id})
+                self.memory.add(
+                    a.text,
+                    user_id=a.holder,
+                    infer=False,
+                    metadata={"created_at": utc(a.observed_at).isoformat(), "atom_id": a.atom_id},
+                )
                 bar.advance()
 
     def _search(self, question: str, holder: str, as_of: datetime, k: int) -> list[Hit]:
         try:
-            res = self.memory.search(question, top_k=k, threshold=self.search_threshold,
-                                     filters={"user_id": holder,
-                                              "created_at": {"lte": utc(as_of).isoformat()}})
+            res = self.memory.search(
+                question,
+                top_k=k,
+                threshold=self.search_threshold,
+                filters={"user_id": holder, "created_at": {"lte": utc(as_of).isoformat()}},
+            )
         except ValueError as e:
-            if "query" in str(e).lower():     # mem0 refuses an empty query
+            if "query" in str(e).lower():  # mem0 refuses an empty query
                 return []
             raise
         return [((r.get("metadata") or {}).get("atom_id"), r["score"]) for r in res["results"]]

@@ -30,9 +30,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..contract.protocol import Atom
 from .library import Hit, LibrarySystem, build, require, set_env_default, utc
@@ -44,7 +45,6 @@ POOL_SIZE = 4000
 POOL_RULE = "max(max(min(15 n, 500), n), 4 n) with n = n_results = 1000 (MemPalace 3.11.0)"
 
 
-
 def naive_utc(dt: datetime) -> str:
     """``dt`` as MemPalace stores times: a naive ISO timestamp (here: UTC wall clock)."""
     return utc(dt).replace(tzinfo=None).isoformat(timespec="microseconds")
@@ -54,8 +54,8 @@ def onnx_model_dir() -> Path:
     """A folder laid out like Chroma's ONNX MiniLM download (``onnx/model.onnx`` and the
     tokenizer files), exported from the bundled weights once and cached by their digest
     (:func:`membench.systems.models.onnx_export`, the file the dense reference system runs too)."""
-    from .models import onnx_export
     from .dense import model_path, weights_digest
+    from .models import onnx_export
 
     src = model_path()
     return onnx_export(src, weights_digest(src))
@@ -80,10 +80,14 @@ def _home(state: Path) -> Iterator[None]:
 class MemPalaceSystem(LibrarySystem):
     library = "mempalace"
     extra = "mempalace"
-    scope = ("MemPalace wing = holder (Chroma where filter); before = as_of + 1 us on filed_at "
-             "(MemPalace's [since, before) date window, applied to its candidate pool)")
-    score = ("MemPalace's reported cosine similarity (1 - distance) in MemPalace's order, "
-             "clipped to never rise down the list")
+    scope = (
+        "MemPalace wing = holder (Chroma where filter); before = as_of + 1 us on filed_at "
+        "(MemPalace's [since, before) date window, applied to its candidate pool)"
+    )
+    score = (
+        "MemPalace's reported cosine similarity (1 - distance) in MemPalace's order, "
+        "clipped to never rise down the list"
+    )
 
     def __init__(self, **kw: Any):
         super().__init__(**kw)
@@ -91,7 +95,7 @@ class MemPalaceSystem(LibrarySystem):
         require("onnx", "mempalace")
         self.palace: Path | None = None
         self.state: Path | None = None
-        self.truncated = 0          # queries whose date-window pool came back full
+        self.truncated = 0  # queries whose date-window pool came back full
         self.searched = 0
 
     def _reset(self) -> None:
@@ -103,22 +107,34 @@ class MemPalaceSystem(LibrarySystem):
         came back full (``date_filter_pool_truncated``): in-time drawers beyond it could not be
         found (misses, never leaks)."""
         stores = [self] if self.stores == "one" else list(self._children.values())
-        return {**super().store_stats(), "date_pool": {
-            "size": POOL_SIZE, "rule": POOL_RULE,
-            "queries_truncated": sum(s.truncated for s in stores),
-            "queries": sum(s.searched for s in stores)}}
+        return {
+            **super().store_stats(),
+            "date_pool": {
+                "size": POOL_SIZE,
+                "rule": POOL_RULE,
+                "queries_truncated": sum(s.truncated for s in stores),
+                "queries": sum(s.searched for s in stores),
+            },
+        }
 
     def library_config(self) -> dict[str, Any]:
-        return {"backend": "chroma (MemPalace default)", "embedding_model": "minilm (default)",
-                "search": {"n_results": 1000, "candidate_strategy": "vector (default)",
-                           "max_distance": 0.0},
-                "query_embedding": "MemPalace's default (Chroma ONNXMiniLM_L6_V2) on an ONNX "
-                                   "export of the bundled weights",
-                "drawer_embeddings": ("explicit (upsert embeddings=) from " +
-                                      str(self.embedder.config())
-                                      if self.embedder_choice == "membench" else
-                                      "MemPalace's own embedding function"),
-                "time_format": "filed_at: naive ISO 8601, UTC wall clock"}
+        return {
+            "backend": "chroma (MemPalace default)",
+            "embedding_model": "minilm (default)",
+            "search": {
+                "n_results": 1000,
+                "candidate_strategy": "vector (default)",
+                "max_distance": 0.0,
+            },
+            "query_embedding": "MemPalace's default (Chroma ONNXMiniLM_L6_V2) on an ONNX "
+            "export of the bundled weights",
+            "drawer_embeddings": (
+                "explicit (upsert embeddings=) from " + str(self.embedder.config())
+                if self.embedder_choice == "membench"
+                else "MemPalace's own embedding function"
+            ),
+            "time_format": "filed_at: naive ISO 8601, UTC wall clock",
+        }
 
     def _open(self, state: Path) -> None:
         from .dense import set_offline
@@ -140,9 +156,20 @@ class MemPalaceSystem(LibrarySystem):
         rows = []
         for a in atoms:
             n = order[a.source_id] = order.get(a.source_id, -1) + 1
-            rows.append((a, {"wing": a.holder, "room": a.modality, "source_file": a.source_id,
-                             "chunk_index": n, "filed_at": naive_utc(a.observed_at),
-                             "atom_id": a.atom_id, "added_by": "membench"}))
+            rows.append(
+                (
+                    a,
+                    {
+                        "wing": a.holder,
+                        "room": a.modality,
+                        "source_file": a.source_id,
+                        "chunk_index": n,
+                        "filed_at": naive_utc(a.observed_at),
+                        "atom_id": a.atom_id,
+                        "added_by": "membench",
+                    },
+                )
+            )
         if self.embedder_choice == "membench":
             # before HOME points at the scratch folder: the embedding cache is the user's
             self.embedder.preload([a.text for a in atoms])
@@ -152,14 +179,18 @@ class MemPalaceSystem(LibrarySystem):
             col = get_collection(str(self.palace), create=True)
             with progress.step(f"{self.name}: upsert", total=len(rows), unit="drawer") as bar:
                 for s in range(0, len(rows), 256):
-                    part = rows[s:s + 256]
+                    part = rows[s : s + 256]
                     kw: dict[str, Any] = {}
                     if self.embedder_choice == "membench":
                         kw["embeddings"] = self.embedder.documents(
-                            [a.text for a, _ in part]).tolist()
-                    col.upsert(documents=[a.text for a, _ in part],
-                               ids=[a.atom_id for a, _ in part],
-                               metadatas=[m for _, m in part], **kw)
+                            [a.text for a, _ in part]
+                        ).tolist()
+                    col.upsert(
+                        documents=[a.text for a, _ in part],
+                        ids=[a.atom_id for a, _ in part],
+                        metadatas=[m for _, m in part],
+                        **kw,
+                    )
                     bar.advance(len(part))
 
     def _search(self, question: str, holder: str, as_of: datetime, k: int) -> list[Hit]:
@@ -167,13 +198,16 @@ class MemPalaceSystem(LibrarySystem):
             from mempalace.searcher import search_memories
 
             before = naive_utc(as_of + timedelta(microseconds=1))
-            res = search_memories(question, str(self.palace), wing=holder, before=before,
-                                  n_results=k)
+            res = search_memories(
+                question, str(self.palace), wing=holder, before=before, n_results=k
+            )
         if res.get("error"):
-            if not self.stored:       # an empty palace: nothing to find
+            if not self.stored:  # an empty palace: nothing to find
                 return []
-            raise RuntimeError(f"mempalace search: {res['error']}: {res.get('details', '')} "
-                               f"{res.get('hint', '')}".strip())
+            raise RuntimeError(
+                f"mempalace search: {res['error']}: {res.get('details', '')} "
+                f"{res.get('hint', '')}".strip()
+            )
         self.searched += 1
         if res.get("date_filter_pool_truncated"):
             self.truncated += 1

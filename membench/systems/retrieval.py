@@ -33,9 +33,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from ..contract.protocol import MAX_DEPTH, Atom, Result
 from ..contract.schema import Scope, SourceItem
 from .cards import Card, truncation_record
-from ..contract.protocol import MAX_DEPTH, Atom, Result
 from .cartridge import CartridgePolicy, token_count
 
 Chunker = Callable[[list[SourceItem], Path], list[Atom]]
@@ -60,7 +60,7 @@ def has_terms(text: str | None) -> bool:
 
 def rank(hits: Iterable[Hit], k: int) -> list[Hit]:
     """Order ``hits`` by score descending, then atom_id ascending, and keep the first ``k``."""
-    return sorted(hits, key=lambda h: (-h[1], h[0]))[:max(k, 0)]
+    return sorted(hits, key=lambda h: (-h[1], h[0]))[: max(k, 0)]
 
 
 def check_k(k: int) -> int:
@@ -95,8 +95,7 @@ class Engine(ABC):
     def _build(self, atoms: list[Atom]) -> None:
         """Build the index over ``atoms`` (sorted by atom_id, ids unique)."""
 
-    def search(self, question: str, holder: str, as_of: datetime,
-               k: int = MAX_DEPTH) -> list[Hit]:
+    def search(self, question: str, holder: str, as_of: datetime, k: int = MAX_DEPTH) -> list[Hit]:
         """In-scope atoms ranked for ``question``: at most ``k`` (<= MAX_DEPTH) pairs
         ``(atom_id, score)``, score descending, then atom_id ascending."""
         k = check_k(k)
@@ -150,17 +149,24 @@ class RetrievalSystem:
         reads whole atoms."""
         return truncation_record(self.card, None)
 
-    def __init__(self, engine: Engine, chunker: Chunker, policy: CartridgePolicy | None = None,
-                 *, name: str | None = None, chunker_config: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        engine: Engine,
+        chunker: Chunker,
+        policy: CartridgePolicy | None = None,
+        *,
+        name: str | None = None,
+        chunker_config: dict[str, Any] | None = None,
+    ):
         self.engine = engine
         self.chunker = chunker
         self.policy = policy if policy is not None else CartridgePolicy()
         self.name = name or engine.name
         self.chunker_config = dict(chunker_config or {})
         self.extra_config: dict[str, Any] = {}  # e.g. where the cartridge thresholds came from
-        self._tokens: dict[str, int] = {}       # atom_id -> cartridge tokens, of _tokens_of
+        self._tokens: dict[str, int] = {}  # atom_id -> cartridge tokens, of _tokens_of
         self._tokens_of: dict | None = None
-        self._min_tokens = 0                    # the least of _tokens (0 when empty)
+        self._min_tokens = 0  # the least of _tokens (0 when empty)
 
     def config(self) -> dict[str, Any]:
         return {
@@ -178,7 +184,7 @@ class RetrievalSystem:
         kw: dict[str, Any] = {}
         warm = getattr(self.engine, "warm", None)
         if warm is not None and _takes(self.chunker, "while_ocr"):
-            kw["while_ocr"] = warm   # e.g. embed the atoms that need no OCR while OCR runs
+            kw["while_ocr"] = warm  # e.g. embed the atoms that need no OCR while OCR runs
         atoms = list(self.chunker(items, Path(corpus_root), **kw))
         self.index(atoms)
         return atoms
@@ -188,8 +194,7 @@ class RetrievalSystem:
         self.engine.index(atoms)
         self._token_counts()
 
-    def search(self, question: str, holder: str, as_of: datetime,
-               k: int = MAX_DEPTH) -> list[Hit]:
+    def search(self, question: str, holder: str, as_of: datetime, k: int = MAX_DEPTH) -> list[Hit]:
         return self.engine.search(question, holder, as_of, k)
 
     def query(self, question: str, scope: Scope, as_of: datetime) -> Result:
@@ -203,16 +208,18 @@ class RetrievalSystem:
         take = getattr(self.engine, "take_latency_replay", None)
         return float(take()) if take is not None else 0.0
 
-    def query_detail(self, question: str, scope: Scope,
-                     as_of: datetime) -> tuple[Result, list[Hit]]:
+    def query_detail(
+        self, question: str, scope: Scope, as_of: datetime
+    ) -> tuple[Result, list[Hit]]:
         """The result, and the hits with the scores the cartridge threshold was applied to
         (the same atoms in the same order; for BM25 and dense they are the hits themselves)."""
         hits = self.engine.search(question, scope.holder, as_of, MAX_DEPTH)
         # engines return score desc (module docstring): the cartridge walk may stop early,
         # and once the budget cannot take the shortest indexed atom
         tokens = self._token_counts()
-        cart = self.policy.compile(hits, self.engine.by_id, descending=True, tokens=tokens,
-                                   min_tokens=self._min_tokens)
+        cart = self.policy.compile(
+            hits, self.engine.by_id, descending=True, tokens=tokens, min_tokens=self._min_tokens
+        )
         return Result(hits=hits, cartridge=cart), hits
 
     def _token_counts(self) -> dict[str, int]:

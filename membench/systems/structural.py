@@ -12,8 +12,8 @@ import hashlib
 import json
 
 from .. import modalities
-from ..contract.schema import SourceItem
 from ..contract.protocol import Atom
+from ..contract.schema import SourceItem
 
 
 def atom_id(prefix: str, source_id: str, extent: dict) -> str:
@@ -27,6 +27,15 @@ def extents(item: SourceItem) -> list[dict]:
 
 
 def structural_atoms(items: list[SourceItem], prefix: str = "s") -> list[Atom]:
-    return [Atom(atom_id(prefix, it.source_id, e), it.source_id, it.modality, it.holder,
-                 it.observed_at, e)
-            for it in sorted(items, key=lambda i: i.source_id) for e in extents(it)]
+    return [
+        Atom(
+            atom_id(prefix, it.source_id, e),
+            it.source_id,
+            it.modality,
+            it.holder,
+            it.observed_at,
+            e,
+        )
+        for it in sorted(items, key=lambda i: i.source_id)
+        for e in extents(it)
+    ]

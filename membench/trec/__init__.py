@@ -26,5 +26,15 @@ from .evaluate import TIES, TrecRun, evaluate_trec, read_trec_run
 from .output import write_trec_qrels, write_trec_run
 from .read import CHUNK_BYTES, MAX_HELD_BYTES, MAX_QRELS_BYTES, read_trec_qrels
 
-__all__ = ["CHUNK_BYTES", "MAX_HELD_BYTES", "MAX_QRELS_BYTES", "TIES", "TrecRun", "evaluate_trec",
-           "read_trec_qrels", "read_trec_run", "write_trec_qrels", "write_trec_run"]
+__all__ = [
+    "CHUNK_BYTES",
+    "MAX_HELD_BYTES",
+    "MAX_QRELS_BYTES",
+    "TIES",
+    "TrecRun",
+    "evaluate_trec",
+    "read_trec_qrels",
+    "read_trec_run",
+    "write_trec_qrels",
+    "write_trec_run",
+]

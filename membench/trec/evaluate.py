@@ -37,9 +37,17 @@ from ..core.errors import InputError
 from ..metrics.ranking import FirstHits, rank_measures
 from . import parse as _parse
 from .parse import _Chunk
-from .read import (CHUNK_BYTES, _Interleaved, _Lines, _Qrels, _record_line, _regular,
-                   _reread_chunk, _reread_docids, _Scan)
-
+from .read import (
+    CHUNK_BYTES,
+    _Interleaved,
+    _Lines,
+    _Qrels,
+    _record_line,
+    _regular,
+    _reread_chunk,
+    _reread_docids,
+    _Scan,
+)
 
 # --------------------------------------------------------------------------- ranking a group
 
@@ -62,9 +70,18 @@ class _RankingScan(_Scan):
     position) or "refuse" (trec_eval's refusal, :meth:`_refuse`); ``max_docs`` trec_eval's
     ``-M``. ``keep_lines``: also the rank of every line (``rank_parts``)."""
 
-    def __init__(self, path: Path, qrels: _Qrels, qindex: dict[str, int], chunk_bytes: int,
-                 ties: str, keep_lines: bool, compat: bool = False,
-                 duplicates: str = "first", max_docs: int | None = None):
+    def __init__(
+        self,
+        path: Path,
+        qrels: _Qrels,
+        qindex: dict[str, int],
+        chunk_bytes: int,
+        ties: str,
+        keep_lines: bool,
+        compat: bool = False,
+        duplicates: str = "first",
+        max_docs: int | None = None,
+    ):
         super().__init__(path, qrels, qindex, chunk_bytes, keep_lines, compat)
         self.ties, self.duplicates, self.max_docs = ties, duplicates, max_docs
         self.docid_words = ties in ("trec_eval", "trec_eval9")
@@ -75,8 +92,9 @@ class _RankingScan(_Scan):
         self.out = _Ranked([], [], [], [], [])
         self.rank_parts = []
 
-    def rank(self, g: _Lines, contiguous: bool = False, grouped: bool = False,
-             qstep: int = 1) -> None:
+    def rank(
+        self, g: _Lines, contiguous: bool = False, grouped: bool = False, qstep: int = 1
+    ) -> None:
         """membench ranks for a group of lines holding whole queries (lines in file order)."""
         n = len(g)
         if n == 0:
@@ -85,12 +103,18 @@ class _RankingScan(_Scan):
         if self.ties in ("trec_eval", "trec_eval9"):
             # 10.0 compares the scores as doubles (form_res_rels.c); 9.x, and pytrec_eval,
             # which bundles 9.0.8, as 32-bit floats
-            score = g.score if self.ties == "trec_eval" else \
-                g.score.astype(np.float32).astype(np.float64)
+            score = (
+                g.score
+                if self.ties == "trec_eval"
+                else g.score.astype(np.float32).astype(np.float64)
+            )
             order = self._order_trec_eval(g, score)
         else:
-            order = None if not grouped and _in_order(q, g.score, g.rank, contiguous) else \
-                _sort(q, g.score, g.rank, qstep)
+            order = (
+                None
+                if not grouped and _in_order(q, g.score, g.rank, contiguous)
+                else _sort(q, g.score, g.rank, qstep)
+            )
         dup = _duplicates(self.path, g, order, self.chunk_info, self.compat)
         sq = q if order is None else q[order]
         start = np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]])
@@ -120,8 +144,14 @@ class _RankingScan(_Scan):
         if self.keep_lines:
             self.rank_parts.append((g.line, r))
 
-    def _refuse(self, g: _Lines, dup: np.ndarray, order: np.ndarray | None,
-                start: np.ndarray, lens: np.ndarray) -> None:
+    def _refuse(
+        self,
+        g: _Lines,
+        dup: np.ndarray,
+        order: np.ndarray | None,
+        start: np.ndarray,
+        lens: np.ndarray,
+    ) -> None:
         """trec_eval's refusal of a docid listed twice for a query (``form_res_rels.c``:
         "duplicate docs"), as a located error at the later copy (in ranking order). With
         ``max_docs`` (``-M``) only copies both inside a query's first ``max_docs`` are
@@ -142,15 +172,23 @@ class _RankingScan(_Scan):
         same = np.flatnonzero((g.key == g.key[i]) & (g.q == g.q[i]))
         same = same[same != i]
         docs = _reread_docids(self.path, g.line[same], self.chunk_info, self.compat)
-        others = sorted(_record_line(self.path, self.chunk_info, int(g.line[k]), self.compat)
-                        for k, dk in zip(same.tolist(), docs) if dk == doc)
+        others = sorted(
+            _record_line(self.path, self.chunk_info, int(g.line[k]), self.compat)
+            for k, dk in zip(same.tolist(), docs)
+            if dk == doc
+        )
         qid = self.qindex.qid(int(g.q[i]))
         also = f" (also line {others[0]})" if others else ""
-        raise InputError(self.path, _record_line(self.path, self.chunk_info, rec, self.compat),
-                         "docid", f"{doc.decode('utf-8', 'replace')[:200]!r} listed twice for "
-                         f"query {qid!r}{also}: trec_eval refuses a run that repeats a docid "
-                         "within a query (its 'duplicate docs'); --lenient counts the first "
-                         "copy only", rule="DUPLICATE_DOC")
+        raise InputError(
+            self.path,
+            _record_line(self.path, self.chunk_info, rec, self.compat),
+            "docid",
+            f"{doc.decode('utf-8', 'replace')[:200]!r} listed twice for "
+            f"query {qid!r}{also}: trec_eval refuses a run that repeats a docid "
+            "within a query (its 'duplicate docs'); --lenient counts the first "
+            "copy only",
+            rule="DUPLICATE_DOC",
+        )
 
     def _order_trec_eval(self, g: _Lines, score: np.ndarray) -> np.ndarray:
         """trec_eval's order: per query ``score`` descending (doubles for 10.0; the caller
@@ -168,8 +206,9 @@ class _RankingScan(_Scan):
             ss = score[o]
             nan = np.isnan(ss)
             if nan.any():
-                o = _with_nan_queries(self.path, g, o, score, np.unique(q[o][nan]),
-                                      self.chunk_info, self.compat)
+                o = _with_nan_queries(
+                    self.path, g, o, score, np.unique(q[o][nan]), self.chunk_info, self.compat
+                )
             return o
         o = np.argsort(-score, kind="stable")
         o = o[_stable_by_query(q[o])]
@@ -187,8 +226,9 @@ class _RankingScan(_Scan):
             o[pos] = sub[np.lexsort((-np.arange(len(sub)), -drank, grp))]
         nan = np.isnan(ss)
         if nan.any():
-            o = _with_nan_queries(self.path, g, o, score, np.unique(qs[nan]), self.chunk_info,
-                                  self.compat)
+            o = _with_nan_queries(
+                self.path, g, o, score, np.unique(qs[nan]), self.chunk_info, self.compat
+            )
         return o
 
 
@@ -201,9 +241,13 @@ def _order_by_words(q: np.ndarray, score: np.ndarray, dw: np.ndarray) -> np.ndar
     if c is None:
         return _lexsort_trec_eval(q, score, dw)
     o = np.empty(len(q), dtype=np.int64)
-    c.order_trec_eval(np.ascontiguousarray(q, dtype=np.int32),
-                      np.ascontiguousarray(score, dtype=np.float64),
-                      np.ascontiguousarray(dw, dtype=np.uint64), dw.shape[1], o)
+    c.order_trec_eval(
+        np.ascontiguousarray(q, dtype=np.int32),
+        np.ascontiguousarray(score, dtype=np.float64),
+        np.ascontiguousarray(dw, dtype=np.uint64),
+        dw.shape[1],
+        o,
+    )
     return o
 
 
@@ -219,15 +263,16 @@ def _lexsort_trec_eval(q: np.ndarray, score: np.ndarray, dw: np.ndarray) -> np.n
     return (n - 1) - o
 
 
-def _reread_docid_bytes(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]],
-                        compat: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def _reread_docid_bytes(
+    path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]], compat: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """The docids of the given (0-based) lines, in their order, as one byte array and its
     offsets (docid i is ``data[off[i]:off[i + 1]]``): each piece holding some is read again
     once, and their bytes gathered without a Python object per line."""
     firsts = np.asarray([c[2] for c in chunk_info], dtype=np.int64)
     which = np.searchsorted(firsts, lines, side="right") - 1
     order = np.argsort(which, kind="stable")
-    cis, first = np.unique(which[order], return_index=True)    # each piece's run in order
+    cis, first = np.unique(which[order], return_index=True)  # each piece's run in order
     ends_at = [*first[1:].tolist(), len(order)]
     lens, parts = [], []
     with open(path, "rb") as f:
@@ -236,13 +281,14 @@ def _reread_docid_bytes(path: Path, lines: np.ndarray, chunk_info: list[tuple[in
             i = lines[order[a:b]] - ch.first_line
             s, L = S[i, 2], E[i, 2] - S[i, 2]
             ends = np.cumsum(L)
-            idx = np.arange(int(ends[-1]) if len(L) else 0, dtype=np.int64) + \
-                np.repeat(s - (ends - L), L)
+            idx = np.arange(int(ends[-1]) if len(L) else 0, dtype=np.int64) + np.repeat(
+                s - (ends - L), L
+            )
             parts.append(ch.buf[idx])
             lens.append(L)
     L = np.concatenate(lens) if lens else np.zeros(0, np.int64)
     data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
-    pos = np.zeros(len(L), dtype=np.int64)            # start of each docid, in read order
+    pos = np.zeros(len(L), dtype=np.int64)  # start of each docid, in read order
     np.cumsum(L[:-1], out=pos[1:])
     back = np.empty(len(order), dtype=np.int64)
     back[order] = np.arange(len(order))
@@ -253,8 +299,9 @@ def _reread_docid_bytes(path: Path, lines: np.ndarray, chunk_info: list[tuple[in
     return data[idx], off
 
 
-def _docid_ranks(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]],
-                 compat: bool = False) -> np.ndarray:
+def _docid_ranks(
+    path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]], compat: bool = False
+) -> np.ndarray:
     """Per line of ``lines``, the rank of its docid among theirs (equal docids, equal ranks),
     in bytes order as C's strcmp compares them: the docids are read again
     (:func:`_reread_docid_bytes`) and sorted by their big-endian 8-byte words, zero-padded
@@ -283,8 +330,15 @@ def _docid_ranks(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int,
     return rank
 
 
-def _with_nan_queries(path: Path, g: _Lines, o: np.ndarray, score: np.ndarray,
-                      nan_q: np.ndarray, chunk_info, compat: bool) -> np.ndarray:
+def _with_nan_queries(
+    path: Path,
+    g: _Lines,
+    o: np.ndarray,
+    score: np.ndarray,
+    nan_q: np.ndarray,
+    chunk_info,
+    compat: bool,
+) -> np.ndarray:
     """``o`` with the lines of each query in ``nan_q`` (a query holding a NaN score) put in
     the order glibc's qsort gives them under trec_eval's comparator (:func:`_qsort_order`)."""
     qo = g.q[o]
@@ -303,6 +357,7 @@ def _qsort_order(docs: list[bytes], sims: list[float]) -> np.ndarray:
     lines sorted by docno (``get_trec_results.c``) and sorts them with glibc's ``qsort``, a
     top-down merge sort (``msort.c``: halves of n // 2 and n - n // 2, the left element taken
     on a tie); this repeats that merge sort, comparison for comparison."""
+
     def cmp(a: int, b: int) -> int:
         if sims[a] > sims[b]:
             return -1
@@ -361,12 +416,12 @@ def _desc_key(score: np.ndarray) -> np.ndarray:
     """uint64 keys whose ascending order is ``score``'s descending order (finite doubles;
     -0.0 is 0.0, as it compares). In place after one copy: fresh large arrays cost page
     faults."""
-    u = np.add(score, 0.0).view(np.uint64)     # + 0.0 turns -0.0 into 0.0
-    m = u >> np.uint64(63)                     # 1 for a negative score
+    u = np.add(score, 0.0).view(np.uint64)  # + 0.0 turns -0.0 into 0.0
+    m = u >> np.uint64(63)  # 1 for a negative score
     m *= np.uint64(0x7FFFFFFFFFFFFFFF)
-    m |= _SIGN                                 # negative: all ones; else the sign bit
-    m ^= u                                     # ascending doubles -> ascending keys
-    np.invert(m, out=m)                        # descending
+    m |= _SIGN  # negative: all ones; else the sign bit
+    m ^= u  # ascending doubles -> ascending keys
+    np.invert(m, out=m)  # descending
     return m
 
 
@@ -387,7 +442,7 @@ def _sort(q: np.ndarray, score: np.ndarray, rank: np.ndarray, qstep: int = 1) ->
     lo = int(q.min())
     qbits = ((int(q.max()) - lo) // qstep).bit_length()
     sbits = 64 - bits - qbits
-    if sbits < 24:                             # (a group of > 2**20 queries: two sorts)
+    if sbits < 24:  # (a group of > 2**20 queries: two sorts)
         o = _sort(np.zeros(n, np.int32), score, rank)
         return o[np.argsort(q[o], kind="stable")]
     k = _desc_key(np.ascontiguousarray(score, dtype=np.float64))
@@ -406,7 +461,7 @@ def _sort(q: np.ndarray, score: np.ndarray, rank: np.ndarray, qstep: int = 1) ->
     k >>= np.uint64(bits)
     eq = k[1:] == k[:-1]
     del k
-    if eq.any():                               # equal in the kept bits: exactly, by the rule
+    if eq.any():  # equal in the kept bits: exactly, by the rule
         tied = np.zeros(n, dtype=bool)
         tied[1:] |= eq
         tied[:-1] |= eq
@@ -417,9 +472,13 @@ def _sort(q: np.ndarray, score: np.ndarray, rank: np.ndarray, qstep: int = 1) ->
     return o
 
 
-def _duplicates(path: Path, g: _Lines, order: np.ndarray | None,
-                chunk_info: list[tuple[int, int, int]], compat: bool = False
-                ) -> np.ndarray | None:
+def _duplicates(
+    path: Path,
+    g: _Lines,
+    order: np.ndarray | None,
+    chunk_info: list[tuple[int, int, int]],
+    compat: bool = False,
+) -> np.ndarray | None:
     """Per line: a later copy (in ranking order) of an earlier (qid, docid). ``None`` when no
     two lines share a key (then there are no duplicates, exactly); equal keys are confirmed on
     the docid bytes, re-read from the file."""
@@ -468,33 +527,40 @@ class TrecRun:
     path: str
     qids: list[str]
     n_lines: int
-    judged_q: np.ndarray     # int64 per judged line
+    judged_q: np.ndarray  # int64 per judged line
     judged_rank: np.ndarray  # int64: 0 = a dropped duplicate
-    judged_rel: np.ndarray   # int64
-    ret_q: np.ndarray        # int64: queries of the run
-    ret_n: np.ndarray        # int64: their ranked (distinct) documents
+    judged_rel: np.ndarray  # int64
+    ret_q: np.ndarray  # int64: queries of the run
+    ret_n: np.ndarray  # int64: their ranked (distinct) documents
     n_qrels_queries: int
-    n_relevant: np.ndarray   # int64 per qrels query: judged docs with rel >= 1
-    q: np.ndarray | None = None      # int32 per line (read_trec_run only)
-    rank: np.ndarray | None = None   # int32 per line (read_trec_run only)
-    interleaved: bool = False        # queries were not contiguous (grouped on disk)
-    qrels_q: np.ndarray | None = None    # int64 per judgment: its query index
+    n_relevant: np.ndarray  # int64 per qrels query: judged docs with rel >= 1
+    q: np.ndarray | None = None  # int32 per line (read_trec_run only)
+    rank: np.ndarray | None = None  # int32 per line (read_trec_run only)
+    interleaved: bool = False  # queries were not contiguous (grouped on disk)
+    qrels_q: np.ndarray | None = None  # int64 per judgment: its query index
     qrels_rel: np.ndarray | None = None  # int64 per judgment: its relevance
 
     def first_hits(self) -> FirstHits:
         """One gold region per relevant qrels document (rel >= 1)."""
-        keep = (self.judged_rel >= 1) & (self.judged_rank > 0) & \
-            (self.judged_q < self.n_qrels_queries)
+        keep = (
+            (self.judged_rel >= 1) & (self.judged_rank > 0) & (self.judged_q < self.n_qrels_queries)
+        )
         return FirstHits(self.n_relevant.copy(), self.judged_q[keep], self.judged_rank[keep])
 
 
 TIES = ("membench", "trec_eval", "trec_eval9")
 
 
-def _scan_run(path: str | os.PathLike,
-              qrels: Mapping[str, Mapping[str, int]] | str | os.PathLike | None,
-              chunk_bytes: int, ties: str, keep_lines: bool, compat: bool = False,
-              duplicates: str = "first", max_docs: int | None = None) -> TrecRun:
+def _scan_run(
+    path: str | os.PathLike,
+    qrels: Mapping[str, Mapping[str, int]] | str | os.PathLike | None,
+    chunk_bytes: int,
+    ties: str,
+    keep_lines: bool,
+    compat: bool = False,
+    duplicates: str = "first",
+    max_docs: int | None = None,
+) -> TrecRun:
     if ties not in TIES:
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
     path = Path(path)
@@ -503,57 +569,98 @@ def _scan_run(path: str | os.PathLike,
         qrels_path = None if qrels is None or isinstance(qrels, Mapping) else Path(qrels)
         read_path = _regular(path, tmpdir / "run", chunk_bytes)
         try:
-            return _scan(read_path, path, qrels, qrels_path, tmpdir, chunk_bytes, ties,
-                         keep_lines, compat, duplicates, max_docs)
+            return _scan(
+                read_path,
+                path,
+                qrels,
+                qrels_path,
+                tmpdir,
+                chunk_bytes,
+                ties,
+                keep_lines,
+                compat,
+                duplicates,
+                max_docs,
+            )
         except InputError as e:
             if read_path != path and Path(e.file) == read_path:
-                e.file = str(path)         # name the file the user gave, not its copy
+                e.file = str(path)  # name the file the user gave, not its copy
             raise
 
 
-def _scan(path: Path, shown: Path, qrels, qrels_path: Path | None, tmpdir: Path,
-          chunk_bytes: int, ties: str, keep_lines: bool, compat: bool,
-          duplicates: str = "first", max_docs: int | None = None) -> TrecRun:
+def _scan(
+    path: Path,
+    shown: Path,
+    qrels,
+    qrels_path: Path | None,
+    tmpdir: Path,
+    chunk_bytes: int,
+    ties: str,
+    keep_lines: bool,
+    compat: bool,
+    duplicates: str = "first",
+    max_docs: int | None = None,
+) -> TrecRun:
     base: dict[str, int] = {}
     if qrels_path is not None:
         qr = _Qrels.from_file(qrels_path, base, tmpdir / "qrels", compat)
     else:
         qr = _Qrels(qrels or {}, base)
-    scan = _RankingScan(path, qr, dict(base), chunk_bytes, ties, keep_lines, compat,
-                        duplicates, max_docs)
+    scan = _RankingScan(
+        path, qr, dict(base), chunk_bytes, ties, keep_lines, compat, duplicates, max_docs
+    )
     spill = tmpdir / "spill"
     spill.mkdir()
     try:
         interleaved = scan.stream(spill)
         again = False
-    except _Interleaved:                 # past the lines held: read again, grouping
+    except _Interleaved:  # past the lines held: read again, grouping
         again = True
-    if again:                            # (outside the handler: its traceback holds the
-        interleaved = True               # first reading's pieces)
+    if again:  # (outside the handler: its traceback holds the
+        interleaved = True  # first reading's pieces)
         seen_bytes = sum(c[1] for c in scan.chunk_info) or 1
         est = int(path.stat().st_size * max(scan.n_lines, 1) / seen_bytes) + 1
-        scan = _RankingScan(path, qr, dict(base), chunk_bytes, ties, keep_lines, compat,
-                            duplicates, max_docs)
+        scan = _RankingScan(
+            path, qr, dict(base), chunk_bytes, ties, keep_lines, compat, duplicates, max_docs
+        )
         scan.group(scan.chunks(), spill, est)
     out = scan.out
 
     def cat(parts: list[np.ndarray]) -> np.ndarray:
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
-    run = TrecRun(str(shown), list(scan.qindex.index), scan.n_lines, cat(out.jq),
-                  cat(out.jrank), cat(out.jrel), cat(out.ret_q), cat(out.ret_n), qr.n_queries,
-                  qr.n_relevant, interleaved=interleaved, qrels_q=qr.q, qrels_rel=qr.rel)
+    run = TrecRun(
+        str(shown),
+        list(scan.qindex.index),
+        scan.n_lines,
+        cat(out.jq),
+        cat(out.jrank),
+        cat(out.jrel),
+        cat(out.ret_q),
+        cat(out.ret_n),
+        qr.n_queries,
+        qr.n_relevant,
+        interleaved=interleaved,
+        qrels_q=qr.q,
+        qrels_rel=qr.rel,
+    )
     if keep_lines:
-        run.q = (np.concatenate(scan.line_q) if scan.line_q
-                 else np.zeros(0, dtype=np.int32)).astype(np.int32)
+        run.q = (
+            np.concatenate(scan.line_q) if scan.line_q else np.zeros(0, dtype=np.int32)
+        ).astype(np.int32)
         run.rank = np.zeros(scan.n_lines, dtype=np.int32)
         for lines, r in scan.rank_parts:
             run.rank[lines] = r
     return run
 
 
-def read_trec_run(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]] | None = None,
-                  *, chunk_bytes: int = CHUNK_BYTES, ties: str = "membench") -> TrecRun:
+def read_trec_run(
+    path: str | os.PathLike,
+    qrels: Mapping[str, Mapping[str, int]] | None = None,
+    *,
+    chunk_bytes: int = CHUNK_BYTES,
+    ties: str = "membench",
+) -> TrecRun:
     """Parse a TREC run file (read by :mod:`.read`, ranked here: see both module docstrings),
     keeping per line its query index and rank; with ``qrels``, also the judged lines. Errors
     (wrong field count, unparseable rank or score, non-finite score) name the file and
@@ -564,9 +671,12 @@ def read_trec_run(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]
 # --------------------------------------------------------------------------- evaluation
 
 
-def evaluate_trec(run: TrecRun | str | os.PathLike,
-                  qrels: Mapping[str, Mapping[str, int]] | str | os.PathLike, *,
-                  chunk_bytes: int = CHUNK_BYTES) -> dict:
+def evaluate_trec(
+    run: TrecRun | str | os.PathLike,
+    qrels: Mapping[str, Mapping[str, int]] | str | os.PathLike,
+    *,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> dict:
     """recall@10/100/1000, mrr and ndcg@10 of a TREC run against qrels.
 
     Returns ``{"queries": [qid, ...], "per_query": {measure: array}, "mean": {measure: float

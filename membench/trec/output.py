@@ -9,8 +9,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
-def write_trec_run(path: str | Path, run: Mapping[str, Sequence[tuple[str, float]]],
-                   tag: str = "membench") -> None:
+def write_trec_run(
+    path: str | Path, run: Mapping[str, Sequence[tuple[str, float]]], tag: str = "membench"
+) -> None:
     """Write ``{qid: [(docid, score), ...]}``; ranks are 1.. in the given order."""
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         for qid, hits in run.items():
@@ -21,4 +22,3 @@ def write_trec_qrels(path: str | Path, qrels: Mapping[str, Mapping[str, int]]) -
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         for qid, docs in qrels.items():
             f.writelines(f"{qid} 0 {d} {int(r)}\n" for d, r in docs.items())
-

@@ -38,9 +38,9 @@ from ..core.textfiles import c_atof, c_atol, trec_float, trec_int
 
 #: why the compiled reader is not here (``None`` when it is)
 COMPILED_MISSING: str | None = None
-try:        # the C loops (membench/trec/_trecscan.c), built at install where a compiler is found
+try:  # the C loops (membench/trec/_trecscan.c), built at install where a compiler is found
     import membench.trec._trecscan as _trecscan
-except ImportError as e:    # pragma: no cover - numpy and pyarrow do the same, more slowly
+except ImportError as e:  # pragma: no cover - numpy and pyarrow do the same, more slowly
     _trecscan = None
     COMPILED_MISSING = f"membench.trec._trecscan not built ({e}); reinstall with a C compiler"
 
@@ -48,20 +48,26 @@ except ImportError as e:    # pragma: no cover - numpy and pyarrow do the same, 
 def note_missing(stream) -> None:
     """One line on ``stream`` when the compiled reader is missing (else nothing)."""
     if COMPILED_MISSING:
-        print(f"membench: note: {COMPILED_MISSING}: the run is read with numpy and pyarrow "
-              "instead (the same output, more slowly)", file=stream, flush=True)
+        print(
+            f"membench: note: {COMPILED_MISSING}: the run is read with numpy and pyarrow "
+            "instead (the same output, more slowly)",
+            file=stream,
+            flush=True,
+        )
+
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_POW10 = 10.0 ** np.arange(23)          # exact doubles 1e0 .. 1e22
+_POW10 = 10.0 ** np.arange(23)  # exact doubles 1e0 .. 1e22
 _TWO53 = np.uint64(1 << 53)
 
 
 # --------------------------------------------------------------------------- fields
 
-_MASKS = np.array([0] + [(1 << (8 * k)) - 1 for k in range(1, 8)] + [(1 << 64) - 1],
-                  dtype=np.uint64)
+_MASKS = np.array(
+    [0] + [(1 << (8 * k)) - 1 for k in range(1, 8)] + [(1 << 64) - 1], dtype=np.uint64
+)
 
 
 class _Chunk:
@@ -95,14 +101,14 @@ class _Chunk:
         return self.words[np.minimum(s + 8 * j, self.size - 1)] & _MASKS[np.clip(L - 8 * j, 0, 8)]
 
 
-
-def _fields(path: Path, ch: _Chunk,
-            compat: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def _fields(
+    path: Path, ch: _Chunk, compat: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Token start/end offsets, shaped (records, 6), and the piece-local line of each record
     (``None`` when every line is a record). A line without exactly 6 fields is an error
     naming it; with ``compat`` (trec_eval's reading) blank lines and lines whose first field
     starts with ``#`` are skipped, and fields after the sixth ignored."""
-    sep = np.flatnonzero(ch.buf <= 32)                  # every whitespace byte
+    sep = np.flatnonzero(ch.buf <= 32)  # every whitespace byte
     if len(sep) and (ch.buf[0] > 32) and bool(np.all(sep[1:] - sep[:-1] > 1)):
         # the usual layout: single separators, no leading/trailing blanks
         starts = np.empty(len(sep), dtype=np.int64)
@@ -111,16 +117,20 @@ def _fields(path: Path, ch: _Chunk,
         ends = sep
     else:
         ws = ch.buf <= 32
-        t = np.flatnonzero(ws[1:] != ws[:-1]) + 1        # every whitespace/token transition
+        t = np.flatnonzero(ws[1:] != ws[:-1]) + 1  # every whitespace/token transition
         if not ws[0]:
             t = np.concatenate([[0], t])
-        starts, ends = t[0::2], t[1::2]                  # the piece ends with "\n": pairs close
+        starts, ends = t[0::2], t[1::2]  # the piece ends with "\n": pairs close
     nl = np.flatnonzero(ch.buf[ends] == 10) if ends is sep else np.flatnonzero(ch.buf == 10)
     nl_pos = ends[nl] if ends is sep else nl
     n_lines = len(nl_pos)
-    if len(starts) == 6 * n_lines and n_lines and \
-            bool(np.all(ends[5::6] <= nl_pos)) and bool(np.all(starts[6::6] > nl_pos[:-1])) \
-            and not (compat and bool((ch.buf[starts[0::6]] == 35).any())):
+    if (
+        len(starts) == 6 * n_lines
+        and n_lines
+        and bool(np.all(ends[5::6] <= nl_pos))
+        and bool(np.all(starts[6::6] > nl_pos[:-1]))
+        and not (compat and bool((ch.buf[starts[0::6]] == 35).any()))
+    ):
         return starts.reshape(-1, 6), ends.reshape(-1, 6), None
     line_start = np.concatenate([[0], nl_pos[:-1] + 1])
     first_tok = np.searchsorted(starts, line_start)
@@ -128,11 +138,20 @@ def _fields(path: Path, ch: _Chunk,
     if not compat:
         bad = np.flatnonzero(counts != 6)
         i = int(bad[0]) if bad.size else 0
-        raise InputError(path, ch.first_line + i + 1, None, "expected 6 fields (qid Q0 docid "
-                         f"rank score tag), got {int(counts[i])}"
-                         + ("; trec_eval ignores fields after the sixth, and so does membench "
-                            "trec-eval without --strict" if counts[i] > 6 else ""),
-                         rule="TREC")
+        raise InputError(
+            path,
+            ch.first_line + i + 1,
+            None,
+            "expected 6 fields (qid Q0 docid "
+            f"rank score tag), got {int(counts[i])}"
+            + (
+                "; trec_eval ignores fields after the sixth, and so does membench "
+                "trec-eval without --strict"
+                if counts[i] > 6
+                else ""
+            ),
+            rule="TREC",
+        )
     has = counts > 0
     comment = np.zeros(n_lines, dtype=bool)
     comment[has] = ch.buf[starts[first_tok[has]]] == 35
@@ -140,8 +159,13 @@ def _fields(path: Path, ch: _Chunk,
     short = keep[counts[keep] < 6]
     if short.size:
         i = int(short[0])
-        raise InputError(path, ch.first_line + i + 1, None, "expected at least 6 fields (qid "
-                         f"Q0 docid rank score tag), got {int(counts[i])}", rule="TREC")
+        raise InputError(
+            path,
+            ch.first_line + i + 1,
+            None,
+            f"expected at least 6 fields (qid Q0 docid rank score tag), got {int(counts[i])}",
+            rule="TREC",
+        )
     idx = (first_tok[keep][:, None] + np.arange(6)[None, :]).ravel()
     return starts[idx].reshape(-1, 6), ends[idx].reshape(-1, 6), keep
 
@@ -149,7 +173,7 @@ def _fields(path: Path, ch: _Chunk,
 def _check_text(path: Path, ch: _Chunk) -> None:
     """The piece is UTF-8 and holds no control byte but whitespace (as
     :func:`membench.run.files.trec_fields` requires); else an error naming line and column."""
-    view = memoryview(ch.raw)[:ch.size]
+    view = memoryview(ch.raw)[: ch.size]
     bad_at = None
     b = ch.buf
     ctrl = (b < 9) | ((b > 13) & (b < 32))
@@ -164,13 +188,18 @@ def _check_text(path: Path, ch: _Chunk) -> None:
     if bad_at is not None:
         line_start = ch.raw.rfind(b"\n", 0, bad_at) + 1
         line = ch.first_line + ch.raw.count(b"\n", 0, bad_at) + 1
-        raise InputError(path, line, None, f"{what} at column {bad_at - line_start + 1}",
-                         rule="TREC" if what.startswith("control") else "ENCODING")
+        raise InputError(
+            path,
+            line,
+            None,
+            f"{what} at column {bad_at - line_start + 1}",
+            rule="TREC" if what.startswith("control") else "ENCODING",
+        )
 
 
 # --------------------------------------------------------------------------- ids
 
-_LONG = 64    # tokens longer than this are hashed and compared one by one, not word by word
+_LONG = 64  # tokens longer than this are hashed and compared one by one, not word by word
 
 
 def _hash(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> np.ndarray:
@@ -190,16 +219,20 @@ def _hash(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> np.ndarray:
             h[short] = _hash(ch, s[short], e[short])
         view = memoryview(ch.raw)
         h[long] = np.fromiter(
-            (int.from_bytes(hashlib.blake2b(view[a:b], digest_size=8).digest(), "little")
-             for a, b in zip(s[long].tolist(), e[long].tolist())), dtype=np.uint64,
-            count=len(long))
+            (
+                int.from_bytes(hashlib.blake2b(view[a:b], digest_size=8).digest(), "little")
+                for a, b in zip(s[long].tolist(), e[long].tolist())
+            ),
+            dtype=np.uint64,
+            count=len(long),
+        )
         return h
     lmin = int(L.min())
     for j in range((lmax + 7) // 8):
-        alive = lmin > 8 * j                 # every token has a byte in word j
+        alive = lmin > 8 * j  # every token has a byte in word j
         idx = s + 8 * j if alive else np.minimum(s + 8 * j, ch.size - 1)
         w = ch.words[idx]
-        if lmin < 8 * j + 8:                 # some token ends inside word j: mask it
+        if lmin < 8 * j + 8:  # some token ends inside word j: mask it
             w &= _MASKS[np.clip(L - 8 * j, 0, 8)]
         nh = (h ^ w) * _FNV_PRIME
         nh ^= nh >> np.uint64(29)
@@ -216,8 +249,9 @@ def _mix(doc_hash: np.ndarray, q: np.ndarray) -> np.ndarray:
     return doc_hash ^ (q.astype(np.uint64) * _GOLDEN)
 
 
-def _same_bytes(a: _Chunk, sa: np.ndarray, la: np.ndarray, b: _Chunk, sb: np.ndarray,
-                lb: np.ndarray) -> np.ndarray:
+def _same_bytes(
+    a: _Chunk, sa: np.ndarray, la: np.ndarray, b: _Chunk, sb: np.ndarray, lb: np.ndarray
+) -> np.ndarray:
     """Token ``a[sa:sa+la]`` == token ``b[sb:sb+lb]``, element-wise: word by word up to
     :data:`_LONG` bytes, then pairs of longer tokens compared one by one (linear work)."""
     same = la == lb
@@ -227,7 +261,7 @@ def _same_bytes(a: _Chunk, sa: np.ndarray, la: np.ndarray, b: _Chunk, sb: np.nda
         same &= a.masked_word(sa, la, j) == b.masked_word(sb, lb, j)
     for i in np.flatnonzero(same & (la > _LONG)).tolist():
         x, y, n = int(sa[i]), int(sb[i]), int(la[i])
-        same[i] = a.raw[x:x + n] == b.raw[y:y + n]
+        same[i] = a.raw[x : x + n] == b.raw[y : y + n]
     return same
 
 
@@ -274,7 +308,7 @@ def _parse_floats(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray,
     for c in range(min(int(L.max()), 40) if n else 0):
         act = L > c
         chs = ch.byte(s, c, words)
-        d = chs - np.uint8(48)                       # wraps for non-digits
+        d = chs - np.uint8(48)  # wraps for non-digits
         isd = (d < 10) & act
         if any_exp:
             md = isd & ~inexp
@@ -290,7 +324,7 @@ def _parse_floats(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray,
         bad |= isdot & (dot | inexp)
         dot |= isdot
         other = act & ~isd & ~isdot
-        if not other.any():                          # digits and dots only (the usual case)
+        if not other.any():  # digits and dots only (the usual case)
             prev_e = np.zeros(n, dtype=bool) if any_exp else prev_e
             continue
         issign = other & ((chs == 45) | (chs == 43))
@@ -348,10 +382,9 @@ def _relevance(col, compat: bool) -> np.ndarray | None:
     return val.astype(np.int64)
 
 
-
 # --------------------------------------------------------------------------- docid words
 
-_WORDS_MAX = 8                       # docid words kept per line: docids of up to 64 bytes
+_WORDS_MAX = 8  # docid words kept per line: docids of up to 64 bytes
 
 
 def _docid_words(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> np.ndarray | None:
@@ -373,8 +406,9 @@ def _docid_words(ch: _Chunk, s: np.ndarray, e: np.ndarray) -> np.ndarray | None:
     return out
 
 
-def _words_from(data: np.ndarray, pieces: list[tuple[int, int]] | None,
-                n: int) -> np.ndarray | None:
+def _words_from(
+    data: np.ndarray, pieces: list[tuple[int, int]] | None, n: int
+) -> np.ndarray | None:
     """A part's docid words as written piece by piece (``data``, ``pieces``: (K, lines) of
     each) as one (n, K max) array; ``None`` when a piece had none."""
     if pieces is None or sum(c for _, c in pieces) != n:
@@ -382,7 +416,7 @@ def _words_from(data: np.ndarray, pieces: list[tuple[int, int]] | None,
     out = np.zeros((n, max((w for w, _ in pieces), default=1)), dtype=np.uint64)
     at = pos = 0
     for w, c in pieces:
-        out[at:at + c, :w] = data[pos:pos + c * w].reshape(c, w)
+        out[at : at + c, :w] = data[pos : pos + c * w].reshape(c, w)
         at, pos = at + c, pos + c * w
     return out
 
@@ -398,7 +432,7 @@ def _concat_words(parts: list[np.ndarray | None]) -> np.ndarray | None:
     out = np.zeros((sum(len(p) for p in parts), k), dtype=np.uint64)
     at = 0
     for p in parts:
-        out[at:at + len(p), :p.shape[1]] = p
+        out[at : at + len(p), : p.shape[1]] = p
         at += len(p)
     return out
 
@@ -412,8 +446,9 @@ def _have_arrow() -> bool:
         try:
             import pyarrow  # noqa: F401
             import pyarrow.csv  # noqa: F401
+
             _ARROW = True
-        except ImportError:                       # pragma: no cover - pyarrow is a dependency
+        except ImportError:  # pragma: no cover - pyarrow is a dependency
             _ARROW = False
     return _ARROW
 
@@ -425,15 +460,32 @@ _RUN_COLUMNS = ["qid", "q0", "docid", "rank", "score", "tag"]
 def _arrow_options(block: int):
     import pyarrow as pa
     import pyarrow.csv as pacsv
+
     ro = pacsv.ReadOptions(column_names=_RUN_COLUMNS, block_size=block, use_threads=False)
-    po = pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False,
-                            double_quote=False, newlines_in_values=False,
-                            ignore_empty_lines=False)
+    po = pacsv.ParseOptions(
+        delimiter=" ",
+        quote_char=False,
+        escape_char=False,
+        double_quote=False,
+        newlines_in_values=False,
+        ignore_empty_lines=False,
+    )
     co = pacsv.ConvertOptions(
-        column_types={"qid": pa.binary(), "q0": pa.binary(), "docid": pa.binary(),
-                      "rank": pa.int32(), "score": pa.float64(), "tag": pa.binary()},
-        null_values=[], true_values=[], false_values=[], strings_can_be_null=False,
-        quoted_strings_can_be_null=False, check_utf8=False)
+        column_types={
+            "qid": pa.binary(),
+            "q0": pa.binary(),
+            "docid": pa.binary(),
+            "rank": pa.int32(),
+            "score": pa.float64(),
+            "tag": pa.binary(),
+        },
+        null_values=[],
+        true_values=[],
+        false_values=[],
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+        check_utf8=False,
+    )
     return ro, po, co
 
 
@@ -454,12 +506,13 @@ def _binary_tokens(col) -> tuple[_Tokens, np.ndarray]:
     token lengths."""
     arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
     n = len(arr)
-    off = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=n + 1,
-                        offset=arr.offset * 4).astype(np.int64)
+    off = np.frombuffer(
+        arr.buffers()[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4
+    ).astype(np.int64)
     data = arr.buffers()[2]
     lo, hi = int(off[0]), int(off[-1])
     raw = bytearray(hi - lo + 16)
-    raw[:hi - lo] = memoryview(data)[lo:hi]
+    raw[: hi - lo] = memoryview(data)[lo:hi]
     off -= lo
     return _Tokens(_Chunk(raw, hi - lo, 0), off[:-1], off[1:]), off[1:] - off[:-1]
 
@@ -470,8 +523,9 @@ def _parse_arrow(ch: _Chunk, opts) -> tuple | None:
     or a score is not finite: the strict reader then decides (and locates any error)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
+
     try:
-        t = pacsv.read_csv(pa.py_buffer(memoryview(ch.raw)[:ch.size]), *opts)
+        t = pacsv.read_csv(pa.py_buffer(memoryview(ch.raw)[: ch.size]), *opts)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     n = t.num_rows
@@ -483,7 +537,7 @@ def _parse_arrow(ch: _Chunk, opts) -> tuple | None:
     dtok, dl = _binary_tokens(t.column("docid"))
     if n and (ql.min() == 0 or dl.min() == 0):
         return None
-    for name in ("q0", "tag"):                    # an empty field = two adjacent separators
+    for name in ("q0", "tag"):  # an empty field = two adjacent separators
         c = t.column(name)
         a = c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
         off = np.frombuffer(a.buffers()[1], dtype=np.int32, count=n + 1, offset=a.offset * 4)
@@ -494,9 +548,13 @@ def _parse_arrow(ch: _Chunk, opts) -> tuple | None:
     if n and not bool(np.isfinite(score).all()):
         return None
     qcol = t.column("qid")
-    return qtok, dtok, np.ascontiguousarray(rank, dtype=np.int32), \
-        np.ascontiguousarray(score, dtype=np.float64), \
-        qcol.chunk(0) if qcol.num_chunks == 1 else qcol.combine_chunks()
+    return (
+        qtok,
+        dtok,
+        np.ascontiguousarray(rank, dtype=np.int32),
+        np.ascontiguousarray(score, dtype=np.float64),
+        qcol.chunk(0) if qcol.num_chunks == 1 else qcol.combine_chunks(),
+    )
 
 
 def _parse_c(ch: _Chunk, compat: bool, words: bool) -> tuple | None:
@@ -517,7 +575,7 @@ def _parse_c(ch: _Chunk, compat: bool, words: bool) -> tuple | None:
     if got is None or got[0] != n:
         return None
     longest = got[1]
-    if longest > _LONG:                          # hashed apart, as _hash does
+    if longest > _LONG:  # hashed apart, as _hash does
         long = np.flatnonzero(de - ds > _LONG)
         dh[long] = _hash(ch, ds[long], de[long])
     dw = None
@@ -535,15 +593,16 @@ def _at(first, i: int) -> int:
     return int(first if np.isscalar(first) else first[i]) + i + 1
 
 
-def _parse_strict(path: Path, ch: _Chunk, compat: bool = False
-                  ) -> tuple[_Tokens, _Tokens, np.ndarray, np.ndarray, None]:
+def _parse_strict(
+    path: Path, ch: _Chunk, compat: bool = False
+) -> tuple[_Tokens, _Tokens, np.ndarray, np.ndarray, None]:
     """Any layout :func:`membench.run.files.trec_fields` accepts (runs of ASCII whitespace,
     CRLF, ...), with every error located."""
     _check_text(path, ch)
     S, E, rec_line = _fields(path, ch, compat)
     n = len(S)
     first = ch.first_line
-    if rec_line is not None:              # records -> file lines, for the messages below
+    if rec_line is not None:  # records -> file lines, for the messages below
         first = np.int64(first) + rec_line - np.arange(n)
     rs, re_ = np.ascontiguousarray(S[:, 3]), np.ascontiguousarray(E[:, 3])
     rank, ok = _parse_ints(ch, rs, re_)
@@ -552,21 +611,25 @@ def _parse_strict(path: Path, ch: _Chunk, compat: bool = False
         try:
             v = trec_int(tok)
         except ValueError:
-            if compat:                    # trec_eval never reads the rank column
-                rank[i] = min(max(c_atol(tok), -2**31), 2**31 - 1)
+            if compat:  # trec_eval never reads the rank column
+                rank[i] = min(max(c_atol(tok), -(2**31)), 2**31 - 1)
                 continue
-            raise InputError(path, _at(first, i), "rank", f"not an integer: "
-                             f"{tok.decode('utf-8', 'replace')!r}"[:200],
-                             rule="TREC") from None
-        if not -2**31 <= v < 2**31 and compat:
-            v = min(max(v, -2**31), 2**31 - 1)
-        if not -2**31 <= v < 2**31:
+            raise InputError(
+                path,
+                _at(first, i),
+                "rank",
+                f"not an integer: {tok.decode('utf-8', 'replace')!r}"[:200],
+                rule="TREC",
+            ) from None
+        if not -(2**31) <= v < 2**31 and compat:
+            v = min(max(v, -(2**31)), 2**31 - 1)
+        if not -(2**31) <= v < 2**31:
             raise InputError(path, _at(first, i), "rank", "out of the 32-bit range", rule="TREC")
         rank[i] = v
     if n and compat:
-        np.clip(rank, -2**31, 2**31 - 1, out=rank)
-    if n and (rank.min() < -2**31 or rank.max() >= 2**31):
-        i = int(np.flatnonzero((rank < -2**31) | (rank >= 2**31))[0])
+        np.clip(rank, -(2**31), 2**31 - 1, out=rank)
+    if n and (rank.min() < -(2**31) or rank.max() >= 2**31):
+        i = int(np.flatnonzero((rank < -(2**31)) | (rank >= 2**31))[0])
         raise InputError(path, _at(first, i), "rank", "out of the 32-bit range", rule="TREC")
     ss, se = np.ascontiguousarray(S[:, 4]), np.ascontiguousarray(E[:, 4])
     score, ok = _parse_floats(ch, ss, se)
@@ -575,16 +638,25 @@ def _parse_strict(path: Path, ch: _Chunk, compat: bool = False
         try:
             score[i] = c_atof(tok) if compat else trec_float(tok)
         except ValueError:
-            raise InputError(path, _at(first, i), "score", "not a number: "
-                                 f"{tok.decode('utf-8', 'replace')!r}"[:200]
-                             + "; trec_eval reads it with C's atof, and so does membench "
-                             "trec-eval without --strict", rule="TREC") from None
+            raise InputError(
+                path,
+                _at(first, i),
+                "score",
+                f"not a number: {tok.decode('utf-8', 'replace')!r}"[:200]
+                + "; trec_eval reads it with C's atof, and so does membench "
+                "trec-eval without --strict",
+                rule="TREC",
+            ) from None
     if n and not compat and not np.all(np.isfinite(score)):
         i = int(np.flatnonzero(~np.isfinite(score))[0])
         raise InputError(path, _at(first, i), "score", "must be finite", rule="TREC")
-    return (_Tokens(ch, np.ascontiguousarray(S[:, 0]), np.ascontiguousarray(E[:, 0])),
-            _Tokens(ch, np.ascontiguousarray(S[:, 2]), np.ascontiguousarray(E[:, 2])),
-            rank.astype(np.int32), score, None)
+    return (
+        _Tokens(ch, np.ascontiguousarray(S[:, 0]), np.ascontiguousarray(E[:, 0])),
+        _Tokens(ch, np.ascontiguousarray(S[:, 2]), np.ascontiguousarray(E[:, 2])),
+        rank.astype(np.int32),
+        score,
+        None,
+    )
 
 
 # --------------------------------------------------------------------------- query ids
@@ -595,11 +667,10 @@ class _QueryIndex:
 
     def __init__(self, qindex: dict[str, int]):
         self.index = qindex
-        self._known = None           # the qids as an arrow array, in index order
+        self._known = None  # the qids as an arrow array, in index order
         self._known_n = -1
 
-    def lookup(self, tok: _Tokens, changes: np.ndarray | None = None,
-               column=None) -> np.ndarray:
+    def lookup(self, tok: _Tokens, changes: np.ndarray | None = None, column=None) -> np.ndarray:
         """Query index of every token. Runs of equal consecutive qids are looked up once; when
         there are many runs (interleaved queries), the chunk's arrow ``column`` is dictionary
         encoded and its distinct qids matched against the known ones in bulk; without it,
@@ -614,12 +685,17 @@ class _QueryIndex:
         if 8 * len(seg) <= n or n < 64:
             rep = seg
             inv = None
-        elif _trecscan is not None:        # equal qids numbered in one C pass
+        elif _trecscan is not None:  # equal qids numbered in one C pass
             inv = np.empty(n, dtype=np.int32)
             first = np.empty(n, dtype=np.int64)
-            m = _trecscan.distinct(tok.ch.raw, np.ascontiguousarray(tok.s, dtype=np.int64),
-                                   np.ascontiguousarray(tok.e, dtype=np.int64),
-                                   np.ascontiguousarray(changes, dtype=bool), inv, first)
+            m = _trecscan.distinct(
+                tok.ch.raw,
+                np.ascontiguousarray(tok.s, dtype=np.int64),
+                np.ascontiguousarray(tok.e, dtype=np.int64),
+                np.ascontiguousarray(changes, dtype=bool),
+                inv,
+                first,
+            )
             rep = first[:m]
         elif column is not None:
             return self._lookup_arrow(column)
@@ -629,13 +705,13 @@ class _QueryIndex:
             rep = first
             L = tok.e - tok.s
             same = _same_bytes(tok.ch, tok.s, L, tok.ch, tok.s[rep][inv], L[rep][inv])
-            if not bool(same.all()):                 # a hash collision: one lookup per line
+            if not bool(same.all()):  # a hash collision: one lookup per line
                 rep, inv = np.arange(n), None
                 seg = rep
         idx = self.index
         vals = np.empty(len(rep), dtype=np.int32)
         for j, i in enumerate(rep.tolist()):
-            qid = tok.token(i).decode("utf-8")       # (valid UTF-8: checked)
+            qid = tok.token(i).decode("utf-8")  # (valid UTF-8: checked)
             vals[j] = idx.setdefault(qid, len(idx))
         if inv is not None:
             return vals[inv]
@@ -651,6 +727,7 @@ class _QueryIndex:
     def _lookup_arrow(self, column) -> np.ndarray:
         import pyarrow as pa
         import pyarrow.compute as pc
+
         enc = column.dictionary_encode()
         distinct = enc.dictionary
         if self._known_n != len(self.index):
@@ -664,4 +741,3 @@ class _QueryIndex:
             for j, b in zip(new.tolist(), distinct.take(pa.array(new)).to_pylist()):
                 pos[j] = idx.setdefault(b.decode("utf-8"), len(idx))
         return pos[enc.indices.to_numpy()]
-

@@ -39,23 +39,47 @@ import numpy as np
 from ..core.bounds import bound
 from ..core.errors import InputError
 from ..core.textfiles import MAX_TREC_LINE, c_atol, check_readable_file, trec_fields, trec_int
-from .parse import (_arrow_options, _binary_tokens, _changes, _Chunk, _concat_words,
-                    _docid_words, _fields, _hash, _have_arrow, _mix, _parse_arrow, _parse_c,
-                    _parse_strict, _QueryIndex, _relevance, _same_bytes, _words_from)
 from . import parse as _parse
+from .parse import (
+    _arrow_options,
+    _binary_tokens,
+    _changes,
+    _Chunk,
+    _concat_words,
+    _docid_words,
+    _fields,
+    _hash,
+    _have_arrow,
+    _mix,
+    _parse_arrow,
+    _parse_c,
+    _parse_strict,
+    _QueryIndex,
+    _relevance,
+    _same_bytes,
+    _words_from,
+)
 
 CHUNK_BYTES = 8 << 20
 MAX_HELD_BYTES = bound(
-    "trec_held_bytes", 512 << 20, "bytes",
+    "trec_held_bytes",
+    512 << 20,
+    "bytes",
     "lines of a TREC run held in memory (32 bytes a line, and 8 to 64 of docid for trec_eval's "
     "ties) to group queries whose lines are "
     "not contiguous (a run written by shards, sorted by docid, ...)",
     "the lines go to temporary files in TMPDIR, one per group of queries (no error; the file "
     "is read a second time as far as the bound was passed before the first query came back)",
-    "membench.trec.read")
+    "membench.trec.read",
+)
 MAX_QRELS_BYTES = bound(
-    "trec_qrels_bytes", 1 << 30, "bytes", "a qrels file (read whole into memory)",
-    "located error TOO_LARGE naming the file", "membench.trec.read")
+    "trec_qrels_bytes",
+    1 << 30,
+    "bytes",
+    "a qrels file (read whole into memory)",
+    "located error TOO_LARGE naming the file",
+    "membench.trec.read",
+)
 
 
 # --------------------------------------------------------------------------- files and pieces
@@ -84,14 +108,14 @@ def _spool(path: Path, tmpdir: Path, chunk_bytes: int, limit: int | None = None)
         for _, raw, size in _read_chunks(path, chunk_bytes, count_lines=True):
             total += size
             if limit is not None and total > limit:
-                raise InputError(path, None, None, f"larger than {limit:,} bytes",
-                                 rule="TOO_LARGE")
+                raise InputError(path, None, None, f"larger than {limit:,} bytes", rule="TOO_LARGE")
             f.write(memoryview(raw)[:size])
     return out
 
 
-def _read_chunks(path: Path, chunk_bytes: int, max_line: int | None = None,
-                 count_lines: bool = False) -> Iterator[tuple[int, bytearray, int]]:
+def _read_chunks(
+    path: Path, chunk_bytes: int, max_line: int | None = None, count_lines: bool = False
+) -> Iterator[tuple[int, bytearray, int]]:
     """(file offset, buffer, size): pieces of the file that end at a line end (a final
     newline is supplied), with >= 8 bytes of slack after ``size``. A piece stays intact while
     the next one is read and used (the consumer may parse one piece while it looks up the
@@ -111,11 +135,11 @@ def _read_chunks(path: Path, chunk_bytes: int, max_line: int | None = None,
     ring = [bytearray(cap)]
     raw = ring[0]
     k = 0
-    have = 0               # bytes carried over: the start of a line, < max_line
+    have = 0  # bytes carried over: the start of a line, < max_line
     offset = 0
     with open(path, "rb") as f:
         while True:
-            got = f.readinto(memoryview(raw)[have:have + chunk_bytes])
+            got = f.readinto(memoryview(raw)[have : have + chunk_bytes])
             end = have + got
             if got == 0:
                 if have:
@@ -135,13 +159,14 @@ def _read_chunks(path: Path, chunk_bytes: int, max_line: int | None = None,
             if len(ring) < 3:
                 ring.append(bytearray(cap))
             nxt = ring[k % 3]
-            nxt[:end - cut] = raw[cut:end]
+            nxt[: end - cut] = raw[cut:end]
             raw = nxt
             have = end - cut
 
 
-def _check_line_lengths(path: Path, raw: bytearray, end: int, max_line: int,
-                        offset: int, lines: int | None) -> None:
+def _check_line_lengths(
+    path: Path, raw: bytearray, end: int, max_line: int, offset: int, lines: int | None
+) -> None:
     """Every line in ``raw[:end]`` (the last one possibly unfinished; ``raw`` starts at a line
     start, at ``offset`` in the file) is at most ``max_line`` bytes long, newline included,
     else a located error. Each step jumps ``max_line`` bytes ahead and looks back for a
@@ -149,11 +174,17 @@ def _check_line_lengths(path: Path, raw: bytearray, end: int, max_line: int,
     p = 0
     while end - p > max_line:
         q = raw.rfind(b"\n", p, p + max_line)
-        if q < 0:                         # no line end within max_line bytes of p
+        if q < 0:  # no line end within max_line bytes of p
             before = _lines_before(path, offset) if lines is None else lines
             line = before + raw.count(b"\n", 0, p) + 1
-            raise InputError(path, line, None, f"line longer than {max_line:,} bytes (bound "
-                             "trec_line_bytes); is this a TREC file?", rule="LINE_TOO_LONG")
+            raise InputError(
+                path,
+                line,
+                None,
+                f"line longer than {max_line:,} bytes (bound "
+                "trec_line_bytes); is this a TREC file?",
+                rule="LINE_TOO_LONG",
+            )
         p = q + 1
 
 
@@ -184,9 +215,15 @@ def read_trec_qrels(path: str | Path, compat: bool = False) -> dict[str, dict[st
         try:
             r = c_atol(rel) if compat else trec_int(rel)
         except ValueError:
-            raise InputError(path, no, "rel", f"not an integer: {rel!r}; trec_eval reads it as "
-                             f"{c_atol(rel)} (C's atol), and so does membench trec-eval without "
-                             "--strict", rule="TREC") from None
+            raise InputError(
+                path,
+                no,
+                "rel",
+                f"not an integer: {rel!r}; trec_eval reads it as "
+                f"{c_atol(rel)} (C's atol), and so does membench trec-eval without "
+                "--strict",
+                rule="TREC",
+            ) from None
         docs = out.setdefault(qid, {})
         if doc in docs:
             raise InputError(path, no, "docid", f"{qid} {doc} judged twice", rule="TREC")
@@ -200,6 +237,7 @@ def _qrels_arrays(path: Path, qindex: dict[str, int], compat: bool = False) -> t
     ``None``."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
+
     raw = bytearray(path.read_bytes())
     if raw and not raw.endswith(b"\n"):
         raw += b"\n"
@@ -212,15 +250,32 @@ def _qrels_arrays(path: Path, qindex: dict[str, int], compat: bool = False) -> t
         codecs.utf_8_decode(memoryview(raw)[:size], "strict", True)
         t = pacsv.read_csv(
             pa.py_buffer(memoryview(raw)[:size]),
-            pacsv.ReadOptions(column_names=["qid", "iter", "docid", "rel"],
-                              block_size=size + 64, use_threads=False),
-            pacsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False,
-                               double_quote=False, newlines_in_values=False,
-                               ignore_empty_lines=False),
-            pacsv.ConvertOptions(column_types={"qid": pa.binary(), "iter": pa.binary(),
-                                               "docid": pa.binary(), "rel": pa.binary()},
-                                 null_values=[], strings_can_be_null=False,
-                                 quoted_strings_can_be_null=False, check_utf8=False))
+            pacsv.ReadOptions(
+                column_names=["qid", "iter", "docid", "rel"],
+                block_size=size + 64,
+                use_threads=False,
+            ),
+            pacsv.ParseOptions(
+                delimiter=" ",
+                quote_char=False,
+                escape_char=False,
+                double_quote=False,
+                newlines_in_values=False,
+                ignore_empty_lines=False,
+            ),
+            pacsv.ConvertOptions(
+                column_types={
+                    "qid": pa.binary(),
+                    "iter": pa.binary(),
+                    "docid": pa.binary(),
+                    "rel": pa.binary(),
+                },
+                null_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                check_utf8=False,
+            ),
+        )
     except (UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     n = t.num_rows
@@ -231,7 +286,7 @@ def _qrels_arrays(path: Path, qindex: dict[str, int], compat: bool = False) -> t
     dtok, dl = _binary_tokens(t.column("docid"))
     if n and (ql.min() == 0 or il.min() == 0 or dl.min() == 0):
         return None
-    if compat and n and bool((qtok.ch.buf[qtok.s] == 35).any()):    # a "#" comment line
+    if compat and n and bool((qtok.ch.buf[qtok.s] == 35).any()):  # a "#" comment line
         return None
     trial = dict(qindex)
     q = _QueryIndex(trial).lookup(qtok).astype(np.int64)
@@ -239,7 +294,7 @@ def _qrels_arrays(path: Path, qindex: dict[str, int], compat: bool = False) -> t
     order = np.argsort(key, kind="stable")
     sk = key[order]
     eq = np.flatnonzero(sk[1:] == sk[:-1])
-    if eq.size:                     # a repeated (query, docid) candidate: let the slow path say
+    if eq.size:  # a repeated (query, docid) candidate: let the slow path say
         a, b = order[eq], order[eq + 1]
         same = _same_bytes(dtok.ch, dtok.s[a], dl[a], dtok.ch, dtok.s[b], dl[b]) & (q[a] == q[b])
         if same.any():
@@ -257,8 +312,12 @@ class _Qrels:
     that looking up a run's lines, which come query by query, stays in cache. Every hash match
     is confirmed on the bytes."""
 
-    def __init__(self, qrels: Mapping[str, Mapping[str, int]], qindex: dict[str, int],
-                 arrays: tuple | None = None):
+    def __init__(
+        self,
+        qrels: Mapping[str, Mapping[str, int]],
+        qindex: dict[str, int],
+        arrays: tuple | None = None,
+    ):
         if arrays is None:
             qs, docs, rels = [], [], []
             for qid, judged in qrels.items():
@@ -270,21 +329,27 @@ class _Qrels:
             blob = bytearray(b" ".join(docs) + b"\n" + bytes(16))
             lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
             starts = np.concatenate([[0], np.cumsum(lens + 1)[:-1]]).astype(np.int64)
-            arrays = (np.asarray(qs, dtype=np.int64), _Chunk(blob, len(blob) - 16, 0), starts,
-                      lens, np.asarray(rels, dtype=np.int64))
+            arrays = (
+                np.asarray(qs, dtype=np.int64),
+                _Chunk(blob, len(blob) - 16, 0),
+                starts,
+                lens,
+                np.asarray(rels, dtype=np.int64),
+            )
         q, self.ch, self.s, lens, rel = arrays
         self.len = lens
         nq = self.n_queries = len(qindex)
         self.q = q
         self.rel = rel
         self.n_relevant = np.bincount(q[rel >= 1], minlength=nq).astype(np.int64)
-        docs = lens            # (only its length is used below)
+        docs = lens  # (only its length is used below)
         h = _hash(self.ch, self.s, self.s + lens) if len(docs) else np.zeros(0, np.uint64)
         # per query a region of 2**k >= 2 * judged slots; the extra query index nq (and every
         # query without judgments) points at slot 0, which stays empty
         counts = np.bincount(q, minlength=nq + 1)
-        cap = np.where(counts > 0, 1 << np.ceil(np.log2(np.maximum(2 * counts, 2))).astype(
-            np.int64), 0)
+        cap = np.where(
+            counts > 0, 1 << np.ceil(np.log2(np.maximum(2 * counts, 2))).astype(np.int64), 0
+        )
         self.base = np.concatenate([[1], 1 + np.cumsum(cap)[:-1]]).astype(np.int64)
         self.base[counts == 0] = 0
         self.mask = np.maximum(cap - 1, 0).astype(np.uint64)
@@ -296,7 +361,8 @@ class _Qrels:
         while pending.size:
             pq = q[pending]
             slot = self.base[pq] + ((h[pending] + np.uint64(probe)) & self.mask[pq]).astype(
-                np.int64)
+                np.int64
+            )
             free = self.table_i[slot] < 0
             u, first = np.unique(slot[free], return_index=True)
             won = pending[free][first]
@@ -314,22 +380,34 @@ class _Qrels:
         self.filter = np.zeros(1 << (self.fbits - 6), dtype=np.uint64)
         if len(docs):
             top = _mix(h, q) >> np.uint64(64 - self.fbits)
-            np.bitwise_or.at(self.filter, (top >> np.uint64(6)).astype(np.int64),
-                             np.uint64(1) << (top & np.uint64(63)))
+            np.bitwise_or.at(
+                self.filter,
+                (top >> np.uint64(6)).astype(np.int64),
+                np.uint64(1) << (top & np.uint64(63)),
+            )
 
     @classmethod
-    def from_file(cls, path: Path, qindex: dict[str, int], tmpdir: Path | None = None,
-                  compat: bool = False) -> _Qrels:
+    def from_file(
+        cls, path: Path, qindex: dict[str, int], tmpdir: Path | None = None, compat: bool = False
+    ) -> _Qrels:
         """Qrels read straight into arrays (pyarrow, the usual layout); any other layout,
         a repeated judgment or a malformed line goes through :func:`read_trec_qrels`, which
         names the line. A qrels file is read whole: at most :data:`MAX_QRELS_BYTES` (a stream
         is first copied to ``tmpdir``, its lines bounded as it goes)."""
         shown = Path(path)
-        path = _regular(shown, tmpdir, CHUNK_BYTES, MAX_QRELS_BYTES) \
-            if tmpdir is not None else check_readable_file(shown)
+        path = (
+            _regular(shown, tmpdir, CHUNK_BYTES, MAX_QRELS_BYTES)
+            if tmpdir is not None
+            else check_readable_file(shown)
+        )
         if path.stat().st_size > MAX_QRELS_BYTES:
-            raise InputError(shown, None, None, f"larger than {MAX_QRELS_BYTES:,} bytes (bound "
-                             "trec_qrels_bytes)", rule="TOO_LARGE")
+            raise InputError(
+                shown,
+                None,
+                None,
+                f"larger than {MAX_QRELS_BYTES:,} bytes (bound trec_qrels_bytes)",
+                rule="TOO_LARGE",
+            )
         try:
             arrays = _qrels_arrays(path, qindex, compat) if _have_arrow() else None
             if arrays is None:
@@ -341,8 +419,15 @@ class _Qrels:
             raise
         return cls({}, qindex, arrays)
 
-    def lookup(self, ch: _Chunk, dhash: np.ndarray, key: np.ndarray, q: np.ndarray,
-               ds: np.ndarray, de: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def lookup(
+        self,
+        ch: _Chunk,
+        dhash: np.ndarray,
+        key: np.ndarray,
+        q: np.ndarray,
+        ds: np.ndarray,
+        de: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Lines (piece-local) whose (query, docid) is judged, and their relevance (``key``:
         :func:`_mix` of ``dhash`` and ``q``)."""
         if len(self.rel) == 0 or len(q) == 0:
@@ -368,7 +453,7 @@ class _Qrels:
                 keep = np.ones(len(todo), dtype=bool)
                 keep[np.flatnonzero(m)[ok]] = False
                 todo, slot = todo[keep], slot[keep]
-            if todo.size:                       # linear probing inside the query's region
+            if todo.size:  # linear probing inside the query's region
                 qt = qq[todo]
                 b = self.base[qt]
                 slot = b + ((slot - b + 1) & self.mask[qt].astype(np.int64))
@@ -387,13 +472,13 @@ class _Qrels:
 class _Lines:
     """Per-line columns of some lines of the run (in file order)."""
 
-    line: np.ndarray     # int64: 0-based line number in the file
-    q: np.ndarray        # int32: query index
-    rank: np.ndarray     # int32: the rank column
-    score: np.ndarray    # float64
-    key: np.ndarray      # uint64: (query, docid) hash
-    jpos: np.ndarray     # int64: positions (in these lines) of judged lines
-    jrel: np.ndarray     # int64: their relevance
+    line: np.ndarray  # int64: 0-based line number in the file
+    q: np.ndarray  # int32: query index
+    rank: np.ndarray  # int32: the rank column
+    score: np.ndarray  # float64
+    key: np.ndarray  # uint64: (query, docid) hash
+    jpos: np.ndarray  # int64: positions (in these lines) of judged lines
+    jrel: np.ndarray  # int64: their relevance
     # uint64 (lines, K): the docid's bytes as K big-endian words, zero-padded (ascending
     # words = C's strcmp order); None when not kept (membench's ties, a docid longer than
     # 64 bytes, lines read back from disk): the docids are then read again from the file
@@ -411,24 +496,34 @@ class _Lines:
         if len(parts) == 1:
             return parts[0]
         sizes = np.cumsum([0] + [len(p) for p in parts])
-        return _Lines(*(np.concatenate([getattr(p, f) for p in parts])
-                        for f in ("line", "q", "rank", "score", "key")),
-                      np.concatenate([p.jpos + s for p, s in zip(parts, sizes[:-1])]),
-                      np.concatenate([p.jrel for p in parts]),
-                      _concat_words([p.dw for p in parts]))
+        return _Lines(
+            *(
+                np.concatenate([getattr(p, f) for p in parts])
+                for f in ("line", "q", "rank", "score", "key")
+            ),
+            np.concatenate([p.jpos + s for p, s in zip(parts, sizes[:-1])]),
+            np.concatenate([p.jrel for p in parts]),
+            _concat_words([p.dw for p in parts]),
+        )
 
     def take(self, sl: slice) -> _Lines:
         a, b = sl.start, sl.stop
         keep = (self.jpos >= a) & (self.jpos < b)
-        return _Lines(self.line[sl], self.q[sl], self.rank[sl], self.score[sl], self.key[sl],
-                      self.jpos[keep] - a, self.jrel[keep],
-                      None if self.dw is None else self.dw[sl])
+        return _Lines(
+            self.line[sl],
+            self.q[sl],
+            self.rank[sl],
+            self.score[sl],
+            self.key[sl],
+            self.jpos[keep] - a,
+            self.jrel[keep],
+            None if self.dw is None else self.dw[sl],
+        )
 
 
-_REC = np.dtype([("line", "<i8"), ("key", "<u8"), ("score", "<f8"), ("q", "<i4"),
-                 ("rank", "<i4")])
-_LINE_BYTES = _REC.itemsize          # what one held line costs (its five columns)
-_PART_LINES = 1 << 19                # lines per part when grouping (arrays under 8 MiB)
+_REC = np.dtype([("line", "<i8"), ("key", "<u8"), ("score", "<f8"), ("q", "<i4"), ("rank", "<i4")])
+_LINE_BYTES = _REC.itemsize  # what one held line costs (its five columns)
+_PART_LINES = 1 << 19  # lines per part when grouping (arrays under 8 MiB)
 # lines held while the queries come contiguously, where the compiled reader is built (a
 # second read of what was not held costs less than holding it; without it, MAX_HELD_BYTES)
 _STREAM_HELD_BYTES = 32 << 20
@@ -443,16 +538,23 @@ class _Scan:
     hashes, judged lines; lines handed on in groups that hold whole queries, to
     :meth:`rank` (a subclass's: :class:`membench.trec.evaluate._RankingScan`)."""
 
-    def __init__(self, path: Path, qrels: _Qrels, qindex: dict[str, int], chunk_bytes: int,
-                 keep_lines: bool, compat: bool = False):
+    def __init__(
+        self,
+        path: Path,
+        qrels: _Qrels,
+        qindex: dict[str, int],
+        chunk_bytes: int,
+        keep_lines: bool,
+        compat: bool = False,
+    ):
         self.path, self.qr, self.chunk_bytes = path, qrels, chunk_bytes
         self.qindex = _QueryIndex(qindex)
         self.keep_lines, self.compat = keep_lines, compat
-        self.docid_words = False   # keep each line's docid words (_Lines.dw) to rank by docid
+        self.docid_words = False  # keep each line's docid words (_Lines.dw) to rank by docid
         self.chunk_info: list[tuple[int, int, int]] = []
-        self.n_lines = 0        # records (= lines unless compat skipped some)
-        self.file_lines = 0     # lines (compat only)
-        self.line_q: list[np.ndarray] = []         # keep_lines: query index per line
+        self.n_lines = 0  # records (= lines unless compat skipped some)
+        self.file_lines = 0  # lines (compat only)
+        self.line_q: list[np.ndarray] = []  # keep_lines: query index per line
 
     def rank(self, g: _Lines, contiguous: bool = False, grouped: bool = False) -> None:
         """Take a group of lines holding whole queries (lines in file order; ``contiguous``:
@@ -477,19 +579,29 @@ class _Scan:
             except UnicodeDecodeError:
                 return offset, raw, size, None, None, None, None
             got = _parse_c(_Chunk(raw, size, 0), self.compat, self.docid_words)
-            if got is not None:                    # the compiled reader: everything at once
+            if got is not None:  # the compiled reader: everything at once
                 return (offset, raw, size, *got)
             if opts is not None:
                 parsed = _parse_arrow(_Chunk(raw, size, 0), opts)
-            if parsed is not None and self.compat and len(parsed[2]) and \
-                    bool((parsed[0].ch.buf[parsed[0].s] == 35).any()):
-                parsed = None                      # a "#" comment line: the strict reader
+            if (
+                parsed is not None
+                and self.compat
+                and len(parsed[2])
+                and bool((parsed[0].ch.buf[parsed[0].s] == 35).any())
+            ):
+                parsed = None  # a "#" comment line: the strict reader
             if parsed is None:
                 return offset, raw, size, None, None, None, None
             qtok, dtok = parsed[0], parsed[1]
-            return offset, raw, size, parsed, _hash(dtok.ch, dtok.s, dtok.e), \
-                _changes(qtok.ch, qtok.s, qtok.e), \
-                _docid_words(dtok.ch, dtok.s, dtok.e) if self.docid_words else None
+            return (
+                offset,
+                raw,
+                size,
+                parsed,
+                _hash(dtok.ch, dtok.s, dtok.e),
+                _changes(qtok.ch, qtok.s, qtok.e),
+                _docid_words(dtok.ch, dtok.s, dtok.e) if self.docid_words else None,
+            )
 
         pieces = _read_chunks(self.path, self.chunk_bytes)
         pool = ThreadPoolExecutor(1) if opts is not None or _parse._trecscan else None
@@ -497,16 +609,14 @@ class _Scan:
             first = next(pieces, None)
             fut = None if first is None else (pool.submit(prepare, first) if pool else first)
             while fut is not None:
-                offset, raw, size, parsed, dh, qchange, dw = \
-                    fut.result() if pool else prepare(fut)
+                offset, raw, size, parsed, dh, qchange, dw = fut.result() if pool else prepare(fut)
                 nxt = next(pieces, None)
                 fut = None if nxt is None else (pool.submit(prepare, nxt) if pool else nxt)
                 first_line = self.file_lines if self.compat else self.n_lines
                 if self.compat:
                     self.file_lines += raw.count(b"\n", 0, size)
                 if parsed is None:
-                    parsed = _parse_strict(self.path, _Chunk(raw, size, first_line),
-                                           self.compat)
+                    parsed = _parse_strict(self.path, _Chunk(raw, size, first_line), self.compat)
                 qtok, dtok, rank, score, qcol = parsed
                 if dh is None:
                     dh = _hash(dtok.ch, dtok.s, dtok.e)
@@ -540,8 +650,9 @@ class _Scan:
         into :meth:`group`, as far as it was read twice). Returns whether the lines were
         grouped."""
         seen = np.zeros(1024, dtype=bool)
-        limit = MAX_HELD_BYTES if _parse._trecscan is None else \
-            min(MAX_HELD_BYTES, _STREAM_HELD_BYTES)
+        limit = (
+            MAX_HELD_BYTES if _parse._trecscan is None else min(MAX_HELD_BYTES, _STREAM_HELD_BYTES)
+        )
         pending: list[_Lines] = []
         held: collections.deque[_Lines] | None = collections.deque()
         held_bytes = 0
@@ -560,8 +671,9 @@ class _Scan:
             starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
             seg_q = q[starts]
             if int(seg_q.max()) >= len(seen):
-                seen = np.concatenate([seen, np.zeros(max(len(seen), int(seg_q.max()) + 1),
-                                                      dtype=bool)])
+                seen = np.concatenate(
+                    [seen, np.zeros(max(len(seen), int(seg_q.max()) + 1), dtype=bool)]
+                )
             new = seg_q if seg_q[0] != open_q else seg_q[1:]
             if len(np.unique(new)) != len(new) or bool(seen[new].any()):
                 if held is None:
@@ -581,14 +693,14 @@ class _Scan:
             seen[new] = True
             last = int(starts[-1])
             body = 0
-            if seg_q[0] == open_q:                    # the open query goes on
+            if seg_q[0] == open_q:  # the open query goes on
                 body = int(starts[1]) if len(starts) > 1 else n
                 pending.append(lines.take(slice(0, body)))
                 if len(starts) == 1:
                     continue
-            if pending:                               # the open query is complete
+            if pending:  # the open query is complete
                 self.rank(_Lines.concat(pending), True)
-            if last > body:                           # whole queries of this chunk: a view
+            if last > body:  # whole queries of this chunk: a view
                 self.rank(lines.take(slice(body, last)), True)
             pending = [lines.take(slice(last, n))]
             open_q = int(seg_q[-1])
@@ -607,8 +719,8 @@ class _Scan:
         parts = min(4096, max(1, -(-est_lines // _PART_LINES)))
         held: list[tuple[_Lines, np.ndarray | None, np.ndarray, np.ndarray]] = []
         held_bytes = 0
-        files: list | None = None     # one file of lines per part, then one of docid words
-        words: list = []              # per part: (K, lines) of each piece written, or None
+        files: list | None = None  # one file of lines per part, then one of docid words
+        words: list = []  # per part: (K, lines) of each piece written, or None
         judged: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
         # part of query q: (q // width) mod parts, width = the queries known now / parts, so
@@ -634,12 +746,12 @@ class _Scan:
                 rec[f] = col if order is None else col[order]
             dw = lines.dw if lines.dw is None or order is None else lines.dw[order]
             for i in np.flatnonzero(np.diff(bounds)).tolist():
-                rec[bounds[i]:bounds[i + 1]].tofile(files[i])
-                if words[i] is not None:              # the docid words, beside: (K, lines)
+                rec[bounds[i] : bounds[i + 1]].tofile(files[i])
+                if words[i] is not None:  # the docid words, beside: (K, lines)
                     if dw is None:
                         words[i] = None
                     else:
-                        np.ascontiguousarray(dw[bounds[i]:bounds[i + 1]]).tofile(files[i + parts])
+                        np.ascontiguousarray(dw[bounds[i] : bounds[i + 1]]).tofile(files[i + parts])
                         words[i].append((dw.shape[1], int(bounds[i + 1] - bounds[i])))
             judged.append((lines.line[lines.jpos], jpart, lines.jrel))
 
@@ -650,8 +762,9 @@ class _Scan:
                     continue
                 order, bounds, jpart = split(lines)
                 if files is None and held_bytes + lines.held_bytes() > MAX_HELD_BYTES:
-                    files = [open(tmpdir / f"part{i}.bin", "wb") for i in range(parts)] + \
-                        [open(tmpdir / f"part{i}.dw", "wb") for i in range(parts)]
+                    files = [open(tmpdir / f"part{i}.bin", "wb") for i in range(parts)] + [
+                        open(tmpdir / f"part{i}.dw", "wb") for i in range(parts)
+                    ]
                     words = [[] for _ in range(parts)]
                     for item in held:
                         write(*item)
@@ -685,9 +798,19 @@ class _Scan:
                 continue
             mine = jb == i
             pos = np.searchsorted(rec["line"], jl[mine])
-            self.rank(_Lines(rec["line"].copy(), rec["q"].copy(), rec["rank"].copy(),
-                             rec["score"].copy(), rec["key"].copy(), pos, jr[mine], dw),
-                      grouped=True)
+            self.rank(
+                _Lines(
+                    rec["line"].copy(),
+                    rec["q"].copy(),
+                    rec["rank"].copy(),
+                    rec["score"].copy(),
+                    rec["key"].copy(),
+                    pos,
+                    jr[mine],
+                    dw,
+                ),
+                grouped=True,
+            )
             del rec, dw
 
     @staticmethod
@@ -703,8 +826,11 @@ class _Scan:
         score = np.empty(total, np.float64)
         key = np.empty(total, np.uint64)
         have = [lines.dw for (lines, _, _, _), k in zip(held, m) if k]
-        dw = None if any(w is None for w in have) else \
-            np.zeros((total, max(w.shape[1] for w in have)), np.uint64)
+        dw = (
+            None
+            if any(w is None for w in have)
+            else np.zeros((total, max(w.shape[1] for w in have)), np.uint64)
+        )
         jpos, jrel = [], []
         at = 0
         for (lines, order, b, jpart), k in zip(held, m):
@@ -720,31 +846,39 @@ class _Scan:
                 score[span] = lines.score[a:z]
                 key[span] = lines.key[a:z]
                 if dw is not None:
-                    dw[span, :lines.dw.shape[1]] = lines.dw[a:z]
+                    dw[span, : lines.dw.shape[1]] = lines.dw[a:z]
             else:
                 idx = order[a:z]
-                np.add(idx, lines.line[0], out=line[span])    # a chunk's lines are consecutive
+                np.add(idx, lines.line[0], out=line[span])  # a chunk's lines are consecutive
                 np.take(lines.q, idx, out=q[span])
                 np.take(lines.rank, idx, out=rank[span])
                 np.take(lines.score, idx, out=score[span])
                 np.take(lines.key, idx, out=key[span])
                 if dw is not None:
-                    dw[span, :lines.dw.shape[1]] = lines.dw[idx]
+                    dw[span, : lines.dw.shape[1]] = lines.dw[idx]
             mine = jpart == i
             if mine.any():
                 jpos.append(np.searchsorted(idx, lines.jpos[mine]) + at)
                 jrel.append(lines.jrel[mine])
             at += k
-        return _Lines(line, q, rank, score, key,
-                      np.concatenate(jpos) if jpos else np.zeros(0, np.int64),
-                      np.concatenate(jrel) if jrel else np.zeros(0, np.int64), dw)
+        return _Lines(
+            line,
+            q,
+            rank,
+            score,
+            key,
+            np.concatenate(jpos) if jpos else np.zeros(0, np.int64),
+            np.concatenate(jrel) if jrel else np.zeros(0, np.int64),
+            dw,
+        )
 
 
 # --------------------------------------------------------------------------- reading again
 
 
-def _record_line(path: Path, chunk_info: list[tuple[int, int, int]], record: int,
-                 compat: bool = False) -> int:
+def _record_line(
+    path: Path, chunk_info: list[tuple[int, int, int]], record: int, compat: bool = False
+) -> int:
     """The file line (1-based) of run record ``record`` (0-based): the same unless lines
     were skipped (``compat``: comments, blank lines)."""
     if not compat:
@@ -754,8 +888,11 @@ def _record_line(path: Path, chunk_info: list[tuple[int, int, int]], record: int
     with open(path, "rb") as f:
         ch, _, _, rec_line = _reread_chunk(path, f, chunk_info[ci], compat)
     i = record - ch.first_line
-    return _lines_before(path, chunk_info[ci][0]) + \
-        (int(rec_line[i]) if rec_line is not None else i) + 1
+    return (
+        _lines_before(path, chunk_info[ci][0])
+        + (int(rec_line[i]) if rec_line is not None else i)
+        + 1
+    )
 
 
 def _reread_chunk(path: Path, f, info: tuple[int, int, int], compat: bool = False):
@@ -765,7 +902,7 @@ def _reread_chunk(path: Path, f, info: tuple[int, int, int], compat: bool = Fals
     offset, size, first = info
     f.seek(offset)
     raw = bytearray(f.read(size))
-    if len(raw) < size:           # the last piece had its newline supplied
+    if len(raw) < size:  # the last piece had its newline supplied
         raw += b"\n"
     raw += bytes(16)
     ch = _Chunk(raw, size, first)
@@ -773,8 +910,9 @@ def _reread_chunk(path: Path, f, info: tuple[int, int, int], compat: bool = Fals
     return ch, S, E, rec_line
 
 
-def _reread_docids(path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]],
-                   compat: bool = False) -> list[bytes]:
+def _reread_docids(
+    path: Path, lines: np.ndarray, chunk_info: list[tuple[int, int, int]], compat: bool = False
+) -> list[bytes]:
     """Exact docid bytes of the given (0-based) lines, re-read piece by piece."""
     firsts = np.asarray([c[2] for c in chunk_info], dtype=np.int64)
     which = np.searchsorted(firsts, lines, side="right") - 1

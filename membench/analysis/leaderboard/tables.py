@@ -27,51 +27,85 @@ def format_brief(lb: Leaderboard) -> str:
     Holm) or its difference and Holm p; then, never tested, the baselines' values (``no
     memory:``) and the content-free floors' (``content-free floors:``). Page 06 has every
     table."""
-    lines = [(f"{len(lb.entries)} entries, {lb.store['split']} split, "
-              f"{lb.store['selection']['queries']} queries; best per headline measure over "
-              "all items (gold judgments; paired tests against the best, Holm):")]
+    lines = [
+        (
+            f"{len(lb.entries)} entries, {lb.store['split']} split, "
+            f"{lb.store['selection']['queries']} queries; best per headline measure over "
+            "all items (gold judgments; paired tests against the best, Holm):"
+        )
+    ]
     for size in lb.size_classes:
         lines.append(f"  size {size} (tests resampled {lb.units(size) or 'by record'})")
         for b in best_rows(lb, size):
             digits = 1 if b["measure"].startswith("latency") else 3
             rest = ", ".join(
-                f"{o['system']} " + (f"{o['value']:.{digits}f} FAIL (silent)" if o.get("silent")
-                                     else f"{o['diff']:+.{digits}f} (p_holm {_p(o['p_holm'])})"
-                                     if o["significant"] else
-                                     f"= best (p_holm {_p(o['p_holm'])})" if o["p_holm"]
-                                     is not None else "not tested")
-                for o in b["others"])
-            v = "" if b.get("all_silent") else \
-                "n/a" if b["value"] is None else f"{b['value']:.{digits}f}"
-            base, floor = (", ".join(f"{f['system']} " + ("n/a" if f["value"] is None else
-                                                          f"{f['value']:.{digits}f}")
-                                     for f in b[k]) for k in ("baselines", "floors"))
-            lines.append(f"    {b['measure']:<24} {b['best']}"
-                         + ("" if b.get("all_silent") else f" {v} (n={b['n']})")
-                         + (f"; {rest}" if rest else "")
-                         + (f"; no memory: {base}" if base else "")
-                         + (f"; content-free floors: {floor}" if floor else ""))
+                f"{o['system']} "
+                + (
+                    f"{o['value']:.{digits}f} FAIL (silent)"
+                    if o.get("silent")
+                    else f"{o['diff']:+.{digits}f} (p_holm {_p(o['p_holm'])})"
+                    if o["significant"]
+                    else f"= best (p_holm {_p(o['p_holm'])})"
+                    if o["p_holm"] is not None
+                    else "not tested"
+                )
+                for o in b["others"]
+            )
+            v = (
+                ""
+                if b.get("all_silent")
+                else "n/a"
+                if b["value"] is None
+                else f"{b['value']:.{digits}f}"
+            )
+            base, floor = (
+                ", ".join(
+                    f"{f['system']} "
+                    + ("n/a" if f["value"] is None else f"{f['value']:.{digits}f}")
+                    for f in b[k]
+                )
+                for k in ("baselines", "floors")
+            )
+            lines.append(
+                f"    {b['measure']:<24} {b['best']}"
+                + ("" if b.get("all_silent") else f" {v} (n={b['n']})")
+                + (f"; {rest}" if rest else "")
+                + (f"; no memory: {base}" if base else "")
+                + (f"; content-free floors: {floor}" if floor else "")
+            )
     lines += [f"note: {n}" for n in lb.notes]
     return "\n".join(lines) + "\n"
 
 
-def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
-                       measures: tuple[str, ...] = ("recall@1000", "recall@10", JUDGED,
-                                                    "ndcg@10",
-                                                    "answerable_kept@fr0.10",
-                                                    "false_recall_rate", "false_recall_native",
-                                                    "abstain_rate_answerable", ANSWER_BUDGETED,
-                                                    "answer@cartridge",
-                                                    "context_tokens_committed_p50")) -> str:
+def format_leaderboard(
+    lb: Leaderboard,
+    *,
+    scopes: tuple[str, ...] = ("all",),
+    measures: tuple[str, ...] = (
+        "recall@1000",
+        "recall@10",
+        JUDGED,
+        "ndcg@10",
+        "answerable_kept@fr0.10",
+        "false_recall_rate",
+        "false_recall_native",
+        "abstain_rate_answerable",
+        ANSWER_BUDGETED,
+        "answer@cartridge",
+        "context_tokens_committed_p50",
+    ),
+) -> str:
     """Plain text for the command line: per size class and judgment set, the chosen scopes'
     rows with value [CI] n and the comparison with the best (the two false recalls named as
     :func:`membench.analysis.tell_columns.label`: audited, and the natives with a tell with
     the tell's ROC AUC; the ranked answer figure, within its token budget, beside the uncut
     answer@cartridge and the median tokens of a committed cartridge)."""
-    lines = [f"{len(lb.entries)} entries; {lb.store['split']} split, "
-             f"{lb.store['selection']['queries']} queries; ranked by {lb.rank_by}; paired tests "
-             "against the best of each column, Holm over each table; resampled "
-             + (lb.units() or "by record")]
+    lines = [
+        f"{len(lb.entries)} entries; {lb.store['split']} split, "
+        f"{lb.store['selection']['queries']} queries; ranked by {lb.rank_by}; paired tests "
+        "against the best of each column, Holm over each table; resampled "
+        + (lb.units() or "by record")
+    ]
     for size in lb.size_classes:
         for js in lb.judgment_sets:
             w = lb.wide(size, js)
@@ -88,23 +122,37 @@ def format_leaderboard(lb: Leaderboard, *, scopes: tuple[str, ...] = ("all",),
     return "\n".join(lines) + "\n"
 
 
-def format_markdown(lb: Leaderboard, *, scope: str = "all",
-                    measures: tuple[str, ...] = ("recall@1000", "recall@10", JUDGED,
-                                                 "ndcg@10",
-                                                 "answerable_kept@fr0.10", "false_recall_rate",
-                                                 "false_recall_native",
-                                                 "abstain_rate_answerable", ANSWER_BUDGETED,
-                                                 "answer@cartridge",
-                                                 "context_tokens_committed_p50")) -> str:
+def format_markdown(
+    lb: Leaderboard,
+    *,
+    scope: str = "all",
+    measures: tuple[str, ...] = (
+        "recall@1000",
+        "recall@10",
+        JUDGED,
+        "ndcg@10",
+        "answerable_kept@fr0.10",
+        "false_recall_rate",
+        "false_recall_native",
+        "abstain_rate_answerable",
+        ANSWER_BUDGETED,
+        "answer@cartridge",
+        "context_tokens_committed_p50",
+    ),
+) -> str:
     """A Markdown table (README): one row per size class, judgment set and system over
     ``scope``; each cell value [95% CI], ``best``, or the difference from the best with its
     Holm p (``=`` when not significant), gates as PASS / FAIL. Measures that do not follow the
     judgment set are shown in the ``gold`` rows only. Columns are named as
     :func:`membench.analysis.tell_columns.label`: the audited false recall, and the natives
     with a tell labelled with the tell's ROC AUC (never ranked, never tested)."""
+
     def cell(c) -> str:
-        if c is None or c["value"] is None or (isinstance(c["value"], float)
-                                               and np.isnan(c["value"])):
+        if (
+            c is None
+            or c["value"] is None
+            or (isinstance(c["value"], float) and np.isnan(c["value"]))
+        ):
             return "—"
         s = f"{c['value']:.3f} [{c['ci95_lo']:.3f}, {c['ci95_hi']:.3f}]"
         if c["gate"]:
@@ -112,13 +160,16 @@ def format_markdown(lb: Leaderboard, *, scope: str = "all",
         if c["is_best"]:
             return s + " best"
         p = c["p_holm"]
-        if p is None or np.isnan(p):        # a report-only measure: never tested
+        if p is None or np.isnan(p):  # a report-only measure: never tested
             return s
         ptxt = "<0.001" if p < 0.001 else f"{p:.3f}"
         return s + (f" ({c['diff']:+.3f}, p {ptxt})" if c["significant"] else f" (=, p {ptxt})")
 
-    head = ("| size | judgment set | system | ran | verified | parameters | n | "
-            + " | ".join(label(m, lb.tells) for m in measures) + " |")
+    head = (
+        "| size | judgment set | system | ran | verified | parameters | n | "
+        + " | ".join(label(m, lb.tells) for m in measures)
+        + " |"
+    )
     out = [head, "|" + "---|" * (7 + len(measures))]
     for size in lb.size_classes:
         for js in lb.judgment_sets:
@@ -128,19 +179,26 @@ def format_markdown(lb: Leaderboard, *, scope: str = "all",
             gold = lb.table(size, PRIMARY, scope)
             rank = t[t["measure"] == lb.rank_by].sort_values(
                 ["baseline", "floor", "value", "system"],
-                ascending=[True, True, BY_NAME[lb.rank_by].direction == "lower", True])
+                ascending=[True, True, BY_NAME[lb.rank_by].direction == "lower", True],
+            )
             for r in rank.to_dict("records"):
                 cells = []
                 for m in measures:
                     src = t if m in RELEVANCE else (gold if js == PRIMARY else None)
-                    row = None if src is None else src[(src["entry"] == r["entry"])
-                                                       & (src["measure"] == m)]
+                    row = (
+                        None
+                        if src is None
+                        else src[(src["entry"] == r["entry"]) & (src["measure"] == m)]
+                    )
                     cells.append(cell(row.iloc[0]) if row is not None and len(row) else "—")
                 card = next(e["card"] for e in lb.entries if e["id"] == r["entry"])
-                out.append(f"| {size} | {js} | {r['system']} | {lb.ran(r['entry'])} | "
-                           f"{lb.verify_text(r['entry'])} | "
-                           f"{int(card['parameter_count']):,} | {int(r['n'])} | "
-                           + " | ".join(cells) + " |")
+                out.append(
+                    f"| {size} | {js} | {r['system']} | {lb.ran(r['entry'])} | "
+                    f"{lb.verify_text(r['entry'])} | "
+                    f"{int(card['parameter_count']):,} | {int(r['n'])} | "
+                    + " | ".join(cells)
+                    + " |"
+                )
     return "\n".join(out)
 
 
