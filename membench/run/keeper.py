@@ -141,9 +141,8 @@ class Keeper:
              manifest: Path, check_sets: bool) -> Selection:
         """Check the sets (unless ``check_sets`` is false) and select the split, in the
         keeper; return what the system's process may know (:class:`Selection`)."""
-        from ..core.jsonl import read_models
-        from ..contract.schema import SourceItem
         from ..sets.topics import Topic
+        from .split import read_items
 
         def p(x):
             return None if x is None else str(x)
@@ -152,7 +151,7 @@ class Keeper:
                         modalities=list(modalities) if modalities else None, limit=limit,
                         sample_seed=sample_seed, corpus_root=p(corpus_root), lock=p(lock),
                         manifest=str(manifest), check_sets=bool(check_sets))
-        items_all = read_models(Path(sets_dir) / "items.jsonl", SourceItem)
+        items_all = read_items(Path(sets_dir))
         if len(items_all) != ans["item_count"]:
             raise MembenchError(f"{Path(sets_dir) / 'items.jsonl'} changed while the run "
                                 "started (the keeper read another number of items)")
