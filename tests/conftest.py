@@ -54,6 +54,20 @@ def bm25_dev(built, corpus_root, tmp_path_factory):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _keep_items():
+    """The test process parses an unchanged ``items.jsonl`` once (each in-process run, its
+    scoring and each ``load_split`` read it again otherwise: seconds each on the real sets);
+    every reader still gets items of its own (membench.run.split.read_items). Only this
+    process: the runs' keepers and ``membench`` subprocesses read as a user's run does."""
+    from membench.run import split
+
+    split.KEEP_ITEMS = True
+    yield
+    split.KEEP_ITEMS = False
+    split._KEPT.clear()
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _no_score_cache():
     """Scores are computed in every test (a test that patches the scoring code must not read
     a stored result); tests/test_scorecache.py turns the cache on where it tests it."""

@@ -327,10 +327,9 @@ class RunDir:
 
     @property
     def items(self) -> list[SourceItem]:
-        p = self.sets_dir / "items.jsonl"
-        return self._once(
-            "items", lambda: [parse_model(SourceItem, obj, p, no) for no, obj in iter_json_lines(p)]
-        )
+        from ..run.split import read_items
+
+        return self._once("items", lambda: read_items(self.sets_dir))
 
     def item_rows(self) -> dict[str, dict[str, Any]]:
         """``items.jsonl`` rows as plain dicts by source id (what renderers take), each checked

@@ -162,9 +162,8 @@ class Keeper:
     ) -> Selection:
         """Check the sets (unless ``check_sets`` is false) and select the split, in the
         keeper; return what the system's process may know (:class:`Selection`)."""
-        from ..contract.schema import SourceItem
-        from ..core.jsonl import read_models
         from ..sets.topics import Topic
+        from .split import read_items
 
         def p(x):
             return None if x is None else str(x)
@@ -181,7 +180,7 @@ class Keeper:
             manifest=str(manifest),
             check_sets=bool(check_sets),
         )
-        items_all = read_models(Path(sets_dir) / "items.jsonl", SourceItem)
+        items_all = read_items(Path(sets_dir))
         if len(items_all) != ans["item_count"]:
             raise MembenchError(
                 f"{Path(sets_dir) / 'items.jsonl'} changed while the run "

@@ -5,9 +5,11 @@ the items its holders' systems ingest; :func:`check_sets_before_run`: every hard
 sets (with the corpus and the lock when given) before anything is ingested, once for
 unchanged inputs and code (a pass is remembered in ``cache_dir("validate")``, so the runs and
 report kernels of one ``make all`` check the sets once); :func:`check_limit`: ``--limit``'s
-bound. The runner (:mod:`membench.run.runner`), the run's keeper process
-(:mod:`membench.run.keeper`), the importer and scoring read these. Reads the sets, the
-manifest, the lock and the corpus; writes only the pass markers under ``cache_dir("validate")``.
+bound; :func:`read_items`: every item of ``items.jsonl`` (a process that turned
+:data:`KEEP_ITEMS` on, as the test suite does, parses an unchanged file once). The runner
+(:mod:`membench.run.runner`), the run's keeper process (:mod:`membench.run.keeper`), the
+importer and scoring read these. Reads the sets, the manifest, the lock and the corpus; writes
+only the pass markers under ``cache_dir("validate")``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,39 @@ def load_split(
     return SplitData(recs, [items_all[i] for i in positions])
 
 
+#: keep the items of the last ``items.jsonl`` read in this process (:func:`read_items`); off
+#: by default: a run reads them once, and a kept copy would only hold their memory
+KEEP_ITEMS = False
+_KEPT: dict[tuple, list[SourceItem]] = {}
+
+
+def _copy_json(v):
+    """A copy of a JSON value (dicts and lists copied, all the way down)."""
+    if isinstance(v, dict):
+        return {k: _copy_json(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_copy_json(x) for x in v]
+    return v
+
+
+def read_items(sets_dir: Path) -> list[SourceItem]:
+    """Every item of ``sets_dir/items.jsonl``, validated, in file order. With
+    :data:`KEEP_ITEMS`, the parse is kept for the process under the file's resolved path and
+    sha256 (a file written again is read again, however quickly), and every call gets items of
+    its own (copies, ``meta`` included: a caller may change what it got)."""
+    p = Path(sets_dir) / "items.jsonl"
+    if not KEEP_ITEMS:
+        return read_models(p, SourceItem)
+    key = (str(p.resolve()), sha256_file(p))
+    kept = _KEPT.get(key)
+    if kept is None:
+        kept = read_models(p, SourceItem)
+        if sha256_file(p) == key[1]:  # not changed while it was read
+            _KEPT.clear()  # the last file read only
+            _KEPT[key] = kept
+    return [it.model_copy(update={"meta": _copy_json(it.meta)}) for it in kept]
+
+
 def select_split(
     sets_dir: Path,
     split: str,
@@ -59,7 +94,7 @@ def select_split(
     ``items.jsonl`` (0-based) of the items a system ingests, and every item of the file."""
     sets_dir = Path(sets_dir)
     mods = check_modalities(modalities)
-    items_all = read_models(sets_dir / "items.jsonl", SourceItem)
+    items_all = read_items(sets_dir)
     by_source: dict[str, set[str]] = {}
     for it in items_all:
         by_source.setdefault(it.source_id.split(":", 1)[0], set()).add(it.holder)
